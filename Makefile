@@ -1,0 +1,51 @@
+# Developer entry points. `make setup` is idempotent; every other target depends on it.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.setup-done
+
+.PHONY: setup test unit integration eval bench sync sync-check validate lint demo dist clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	touch $(STAMP)
+
+test: setup sync-check validate lint
+	$(PY) -m pytest
+	$(PY) evals/run_evals.py
+
+unit: setup
+	$(PY) -m pytest -m "not integration"
+
+integration: setup
+	$(PY) -m pytest -m integration
+
+eval: setup
+	$(PY) evals/run_evals.py
+
+bench: setup
+	$(PY) bench/run_all.py
+
+sync: setup
+	$(PY) shared/sync.py
+
+sync-check: setup
+	$(PY) shared/sync.py --check
+
+validate: setup
+	@for d in skills/*/; do echo "agentskills validate $$d"; $(VENV)/bin/agentskills validate $$d || exit 1; done
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+demo: setup
+	$(PY) examples/demo.py
+
+dist: setup
+	$(PY) shared/package_skills.py --output dist
+
+clean:
+	rm -rf build dist demo_out .pytest_cache .ruff_cache

@@ -1,0 +1,76 @@
+"""Plain data passed between the evidence readers (I/O shell) and the pure matcher."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SOURCE_KINDS = (
+    "log",
+    "json_bundle",
+    "cli_envelope",
+    "metrics_summary",
+    "round_metrics",
+    "sim_workspace",
+    "job_download",
+    "inspect_source",
+)
+SOURCE_STATUSES = (
+    "complete",
+    "partial",
+    "truncated",
+    "missing",
+    "permission_denied",
+    "unavailable",
+    "not_streamed",
+    "skipped_credential",
+    "skipped_binary",
+    "skipped_limit",
+)
+# Site log availability reported *by the evidence itself* (bundles, CLI envelopes).
+SITE_STATUSES = ("ok", "truncated", "missing", "permission_denied", "unavailable", "not_streamed")
+
+
+@dataclass
+class Source:
+    """One entry of the report's `evidence_sources`."""
+
+    path: str
+    kind: str
+    site: str | None
+    status: str
+    bytes_read: int = 0
+    truncated: bool = False
+
+    def as_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "site": self.site,
+            "status": self.status,
+            "bytes_read": self.bytes_read,
+            "truncated": self.truncated,
+        }
+
+
+@dataclass
+class Line:
+    """One decoded evidence line. `line` is 1-based, or None for lines from the tail of a truncated file."""
+
+    source: str
+    site: str | None
+    line: int | None
+    text: str
+
+
+@dataclass
+class Evidence:
+    """Everything the readers gathered; the matcher needs nothing else."""
+
+    sources: list[Source] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
+    site_status: dict[str, str] = field(default_factory=dict)
+    job_id: str | None = None
+    job_status: str | None = None
+    metrics: dict | None = None
+    mode_hints: list[tuple[str, str]] = field(default_factory=list)
+    not_read: list[str] = field(default_factory=list)
