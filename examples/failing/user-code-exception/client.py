@@ -1,0 +1,59 @@
+"""Client training script that FAILS: add_bias_column() appends a second bias column, so the first
+round of training raises a NumPy shape error (ValueError) in user code."""
+
+import argparse
+
+import numpy as np
+
+import nvflare.client as flare
+from nvflare.app_common.abstract.fl_model import FLModel
+
+NUM_FEATURES = 8
+TRUE_W = np.linspace(-1.0, 1.0, NUM_FEATURES + 1)
+
+
+def site_data(site_name, n=400):
+    seed = sum(ord(c) for c in site_name)
+    rng = np.random.default_rng(seed)
+    x = np.hstack([rng.normal(size=(n, NUM_FEATURES)), np.ones((n, 1))])
+    y = (x @ TRUE_W + rng.normal(scale=0.5, size=n) > 0).astype(float)
+    return x, y
+
+
+def accuracy(w, x, y):
+    return float(np.mean(((x @ w) > 0).astype(float) == y))
+
+
+def add_bias_column(x):
+    # Bug: site_data() already appended the bias column; this makes x one column wider than w.
+    return np.hstack([x, np.ones((x.shape[0], 1))])
+
+
+def train(w, x, y, lr, steps):
+    x = add_bias_column(x)
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(x @ w)))
+        w = w - lr * x.T @ (p - y) / len(y)
+    return w
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--local_steps", type=int, default=5)
+    args = parser.parse_args()
+
+    flare.init()
+    site = flare.get_site_name()
+    x, y = site_data(site)
+    while flare.is_running():
+        model = flare.receive()
+        w = np.asarray(model.params["numpy_key"], dtype=float)
+        acc = accuracy(w, x, y)
+        print(f"site={site} round={model.current_round} accuracy={acc:.4f}")
+        w = train(w, x, y, args.lr, args.local_steps)
+        flare.send(FLModel(params={"numpy_key": w}, metrics={"accuracy": acc}, meta={"NUM_STEPS_CURRENT_ROUND": len(y)}))
+
+
+if __name__ == "__main__":
+    main()

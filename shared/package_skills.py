@@ -1,0 +1,73 @@
+"""`make dist`: package each skill folder as a reproducible zip an agent can unpack into `.agents/skills/`.
+
+Usage: python shared/package_skills.py [--output dist]
+
+Refuses to package when a rendered copy is stale (run `make sync` first). Archives contain the skill folder
+only (no caches), with fixed timestamps and sorted entries, so the same sources give the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SKIP_PARTS = {"__pycache__", ".pytest_cache", ".ruff_cache"}
+FIXED_TIME = (2026, 1, 1, 0, 0, 0)
+
+
+def skill_files(skill_dir: Path) -> list[Path]:
+    """Every regular file of the skill, sorted, without caches or symlinks."""
+    files = []
+    for path in sorted(skill_dir.rglob("*")):
+        if path.is_symlink() or not path.is_file() or SKIP_PARTS & set(path.parts) or path.suffix == ".pyc":
+            continue
+        files.append(path)
+    return files
+
+
+def build_zip(skill_dir: Path) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path in skill_files(skill_dir):
+            info = zipfile.ZipInfo(f"{skill_dir.name}/{path.relative_to(skill_dir).as_posix()}", FIXED_TIME)
+            info.external_attr = (0o755 if os.access(path, os.X_OK) else 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+    return buffer.getvalue()
+
+
+def write_atomic(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, target)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", default="dist", help="folder for the zips (default: dist)")
+    args = parser.parse_args(argv)
+    check = subprocess.run([sys.executable, str(REPO / "shared" / "sync.py"), "--check"])
+    if check.returncode != 0:
+        print("package failed: rendered skill files are stale; run `make sync` first", file=sys.stderr)
+        return 2
+    output = Path(args.output)
+    if not output.is_absolute():
+        output = REPO / output
+    for skill_dir in sorted(p for p in (REPO / "skills").iterdir() if (p / "SKILL.md").is_file()):
+        target = output / f"{skill_dir.name}.zip"
+        write_atomic(target, build_zip(skill_dir))
+        print(target)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
