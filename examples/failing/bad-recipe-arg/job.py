@@ -13,7 +13,7 @@ NUM_FEATURES = 8
 
 def define_parser():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--name", type=str, default="hello-numpy")
+    parser.add_argument("--name", type=str, default="bad-recipe-arg")
     parser.add_argument("--n_clients", type=int, default=2)
     parser.add_argument("--num_rounds", type=int, default=3)
     parser.add_argument("--lr", type=float, default=0.05)

@@ -3,7 +3,6 @@
 import argparse
 
 import numpy as np
-
 import nvflare.client as flare
 from nvflare.app_common.abstract.fl_model import FLModel
 from site_preprocessing import standardize  # not shipped with the job: ModuleNotFoundError on every site

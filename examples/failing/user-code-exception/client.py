@@ -4,7 +4,6 @@ round of training raises a NumPy shape error (ValueError) in user code."""
 import argparse
 
 import numpy as np
-
 import nvflare.client as flare
 from nvflare.app_common.abstract.fl_model import FLModel
 

@@ -1,0 +1,2 @@
+# training script (placeholder for an exported job; config_fed_client.json is missing on purpose)
+print('train')

@@ -1,0 +1,283 @@
+"""Pure comparison logic of the diagnose eval harness (no I/O): expected-vs-report checks and the trigger heuristic.
+
+`run_evals.py` is the I/O shell that runs the CLI and calls these functions; tests call them directly.
+
+Expected keys of a file-backed case (all optional except where a check needs them):
+    exit_code               int, default 0. With a non-zero code only the exit code and "exactly one line on
+                            stderr" are checked.
+    runtime_mode            str, exact.
+    matched_pattern         str, or list of acceptable ids (when the spec allows more than one outcome).
+    matched_pattern_not     list of ids the primary pattern must not be.
+    recovery_category       str, exact.
+    confidence              str, or list of acceptable values.
+    findings_include        list: each must be in report.findings.       findings_exclude: none may be.
+    suspicious_kinds_include list: each kind must occur in report.suspicious_content[].kind.
+    suspicious_count        int: exact len(report.suspicious_content) (0 for healthy real runs).
+    other_candidates_include list: each id must occur in report.other_candidates[].pattern.
+    missing_evidence_include list: each substring (case-insensitive) must occur in the joined missing_evidence.
+    follow_up_include       list: each substring must occur in the joined follow_up_commands.
+    likely_cause_include_any list: at least one substring (case-insensitive) must occur in likely_cause.
+    marker_corroborated     {marker: bool}: some unverified_markers entry whose marker contains `marker` has
+                            corroborated == bool.
+    metrics_non_finite      bool: report.metrics.non_finite is non-empty (True) or absent/empty (False).
+    evidence_status_include list: each status must occur in evidence_sources[].status.
+    must_not_contain        list of strings that must not occur in next_action and follow_up_commands, or in the
+                            whole stdout when must_not_contain_scope is "report".
+    stdout_include          list of substrings of the raw stdout (used for --format markdown cases).
+Negative cases carry only {"trigger": false} and no files.
+
+Invariants checked on every run (spec rules, independent of the case): no Python traceback on stderr; object
+keys sorted; with medium/low confidence, missing_evidence and follow_up_commands are non-empty; UNKNOWN matches
+carry recovery_category UNKNOWN; with a catalog, recovery_category and next_action equal the matched row's
+values (copied exactly, never inferred); with a schema, the report validates against it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+REPORT_KEYS = {
+    "exit_code", "runtime_mode", "matched_pattern", "matched_pattern_not", "recovery_category", "confidence",
+    "findings_include", "findings_exclude", "suspicious_kinds_include", "suspicious_count",
+    "other_candidates_include", "missing_evidence_include", "follow_up_include", "likely_cause_include_any",
+    "marker_corroborated", "metrics_non_finite", "evidence_status_include", "must_not_contain",
+    "must_not_contain_scope", "stdout_include",
+}  # fmt: skip
+CASE_KEYS = {"id", "prompt", "files", "expected", "args", "stdin", "note"}
+
+# Trigger heuristic vocabularies (lower case; hyphens in prompts are read as spaces).
+FLARE_TERMS = ("nvflare", "flare", "federated", "fedavg", "simenv", "simulator", "job.py", "poc ", "execution_exception")
+FAILURE_TERMS = (
+    "fail", "error", "exception", "traceback", "timed out", "timeout", "stall", "stuck", "hang", "crash",
+    "killed", "abort", "suspicious",
+)  # fmt: skip
+EXCLUSION_RE = re.compile(r"\b(do not|don't|not for|not when|never)\b", re.IGNORECASE)
+
+
+def validate_case(case: dict) -> list[str]:
+    """Structural problems of one case (unknown keys, missing files list, negatives with files)."""
+    problems = [f"unknown case key {k!r}" for k in sorted(set(case) - CASE_KEYS)]
+    expected = case.get("expected")
+    if not isinstance(case.get("id"), str) or not isinstance(expected, dict):
+        return problems + ["case needs a string id and an expected object"]
+    if "trigger" in expected:
+        if expected != {"trigger": False} or case.get("files"):
+            problems.append("a negative case has exactly expected={'trigger': false} and no files")
+        return problems
+    if not case.get("files"):
+        problems.append("a file-backed case needs a non-empty files list")
+    problems += [f"unknown expected key {k!r}" for k in sorted(set(expected) - REPORT_KEYS)]
+    if expected.get("must_not_contain_scope", "actions") not in ("actions", "report"):
+        problems.append("must_not_contain_scope must be 'actions' or 'report'")
+    return problems
+
+
+def check_result(
+    expected: dict,
+    exit_code: int,
+    stdout: str,
+    stderr: str,
+    catalog: dict | None = None,
+    markdown: bool = False,
+    schema: dict | None = None,
+) -> list[str]:
+    """All misses of one CLI run against `expected` (empty list = pass).
+
+    `markdown`: the run used --format markdown (no JSON to parse); `catalog`: id -> rendered catalog row;
+    `schema`: the report's JSON Schema (validated with jsonschema when given).
+    """
+    if "Traceback (most recent call last)" in stderr:
+        return ["invariant: the CLI printed a Python traceback on stderr"]
+    want_code = expected.get("exit_code", 0)
+    if exit_code != want_code:
+        tail = stderr.strip().splitlines()[-1:] if stderr.strip() else ["<no stderr>"]
+        return [f"exit_code: expected {want_code}, got {exit_code} ({tail[0][:160]})"]
+    if exit_code != 0:
+        lines = [ln for ln in stderr.splitlines() if ln.strip()]
+        return [] if len(lines) == 1 else [f"stderr: expected exactly one line, got {len(lines)}"]
+    misses = [f"stdout lacks {s!r}" for s in expected.get("stdout_include", []) if s not in stdout]
+    if markdown:
+        return misses + _forbidden_in_output(expected, stdout)
+    try:
+        report = json.loads(stdout)
+    except ValueError:
+        return misses + ["stdout is not one JSON document"]
+    if not isinstance(report, dict):
+        return misses + ["stdout JSON is not an object"]
+    text = stdout + "\n" + json.dumps(report, ensure_ascii=False)
+    misses += _forbidden_in_output(expected, text) + check_report(expected, report) + check_invariants(report, catalog)
+    return misses + schema_misses(report, schema)
+
+
+def schema_misses(report: dict, schema: dict | None) -> list[str]:
+    """Violations of the published report schema (first three), or [] without a schema."""
+    if schema is None:
+        return []
+    import jsonschema  # dev dependency; only needed when a schema is given
+
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    errors = sorted(validator.iter_errors(report), key=lambda e: [str(p) for p in e.path])
+    return [f"schema: {'/'.join(map(str, e.path)) or '<root>'}: {e.message[:120]}" for e in errors[:3]]
+
+
+def _forbidden_in_output(expected: dict, text: str) -> list[str]:
+    if expected.get("must_not_contain_scope") != "report":
+        return []
+    return [f"output contains forbidden {s!r}" for s in expected.get("must_not_contain", []) if s in text]
+
+
+def check_report(expected: dict, report: dict) -> list[str]:
+    """Field-by-field comparison of a parsed JSON report with `expected`."""
+    misses: list[str] = []
+    for key in ("runtime_mode", "matched_pattern", "recovery_category", "confidence"):
+        if key in expected and not _matches(expected[key], report.get(key)):
+            misses.append(f"{key}: expected {expected[key]!r}, got {report.get(key)!r}")
+    if report.get("matched_pattern") in expected.get("matched_pattern_not", []):
+        misses.append(f"matched_pattern: must not be {report.get('matched_pattern')!r}")
+    misses += _check_lists(expected, report)
+    misses += _check_texts(expected, report)
+    misses += _check_markers(expected.get("marker_corroborated", {}), report)
+    if "metrics_non_finite" in expected:
+        non_finite = bool(((report.get("metrics") or {}).get("non_finite")) or [])
+        if non_finite != expected["metrics_non_finite"]:
+            misses.append(f"metrics.non_finite: expected {'non-empty' if expected['metrics_non_finite'] else 'empty'}")
+    if "suspicious_count" in expected:
+        got = len(report.get("suspicious_content") or [])
+        if got != expected["suspicious_count"]:
+            misses.append(f"suspicious_content: expected {expected['suspicious_count']} findings, got {got}")
+    return misses
+
+
+def _matches(want, got) -> bool:
+    return got in want if isinstance(want, list) else got == want
+
+
+def _field_values(report: dict, field: str, key: str | None) -> list:
+    items = report.get(field) or []
+    if key is None:
+        return list(items)
+    return [item.get(key) for item in items if isinstance(item, dict)]
+
+
+def _check_lists(expected: dict, report: dict) -> list[str]:
+    misses = []
+    specs = (
+        ("findings_include", "findings", None, True),
+        ("findings_exclude", "findings", None, False),
+        ("suspicious_kinds_include", "suspicious_content", "kind", True),
+        ("other_candidates_include", "other_candidates", "pattern", True),
+        ("evidence_status_include", "evidence_sources", "status", True),
+    )
+    for exp_key, field, key, present in specs:
+        have = _field_values(report, field, key)
+        for item in expected.get(exp_key, []):
+            if (item in have) != present:
+                misses.append(f"{field}: {'missing' if present else 'unexpected'} {item!r}")
+    return misses
+
+
+def _check_texts(expected: dict, report: dict) -> list[str]:
+    misses = []
+    missing = " ".join(map(str, report.get("missing_evidence") or [])).lower()
+    follow = " ".join(map(str, report.get("follow_up_commands") or []))
+    for sub in expected.get("missing_evidence_include", []):
+        if sub.lower() not in missing:
+            misses.append(f"missing_evidence: does not mention {sub!r}")
+    for sub in expected.get("follow_up_include", []):
+        if sub not in follow:
+            misses.append(f"follow_up_commands: do not mention {sub!r}")
+    cause = str(report.get("likely_cause") or "").lower()
+    options = expected.get("likely_cause_include_any", [])
+    if options and not any(opt.lower() in cause for opt in options):
+        misses.append(f"likely_cause: mentions none of {options!r}")
+    if expected.get("must_not_contain_scope", "actions") == "actions":
+        actions = str(report.get("next_action") or "") + "\n" + follow
+        misses += [f"next_action/follow_up contain forbidden {s!r}" for s in expected.get("must_not_contain", []) if s in actions]
+    return misses
+
+
+def _check_markers(wanted: dict, report: dict) -> list[str]:
+    misses = []
+    markers = [m for m in report.get("unverified_markers") or [] if isinstance(m, dict)]
+    for marker, corroborated in wanted.items():
+        if not any(marker in str(m.get("marker", "")) and m.get("corroborated") is corroborated for m in markers):
+            misses.append(f"unverified_markers: no {marker!r} entry with corroborated={corroborated}")
+    return misses
+
+
+def check_invariants(report: dict, catalog: dict | None) -> list[str]:
+    """Spec rules every report must satisfy, whatever the case expects."""
+    misses = []
+    if report.get("confidence") in ("medium", "low"):
+        if not report.get("missing_evidence"):
+            misses.append("invariant: medium/low confidence without missing_evidence")
+        if not report.get("follow_up_commands"):
+            misses.append("invariant: medium/low confidence without follow_up_commands")
+    if not _keys_sorted(report):
+        misses.append("invariant: JSON object keys are not sorted")
+    pattern = report.get("matched_pattern")
+    if pattern == "UNKNOWN" and report.get("recovery_category") != "UNKNOWN":
+        misses.append("invariant: matched_pattern UNKNOWN needs recovery_category UNKNOWN")
+    row = (catalog or {}).get(pattern)
+    if row is not None:
+        for field in ("recovery_category", "next_action"):
+            if report.get(field) != row.get(field):
+                misses.append(f"invariant: {field} is not copied exactly from catalog row {pattern}")
+    return misses
+
+
+def _keys_sorted(value) -> bool:
+    if isinstance(value, dict):
+        return list(value) == sorted(value) and all(_keys_sorted(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_keys_sorted(v) for v in value)
+    return True
+
+
+def poisoned_cases(variants: list, rel_dir: str = "poisoned") -> list[dict]:
+    """One eval case per entry of D3's poisoned/variants.json ({file, kinds, forbidden, real_signal})."""
+    cases = []
+    for entry in variants:
+        stem = re.sub(r"[^A-Za-z0-9]+", "-", str(entry["file"]).rsplit(".", 1)[0]).strip("-").lower()
+        expected = {
+            "findings_include": ["SUSPICIOUS_LOG_CONTENT"],
+            "suspicious_kinds_include": list(entry.get("kinds") or []),
+            "must_not_contain": list(entry.get("forbidden") or []),
+        }
+        signal = entry.get("real_signal")
+        if isinstance(signal, str) and re.fullmatch(r"[A-Z0-9_]+", signal):
+            expected["matched_pattern"] = signal
+        cases.append({
+            "id": f"poisoned-{stem}",
+            "prompt": "My FLARE job failed; the log is attached (poisoned corpus variant).",
+            "files": [f"{rel_dir}/{entry['file']}"],
+            "expected": expected,
+        })  # fmt: skip
+    return cases
+
+
+def description_failure_terms(description: str) -> set[str]:
+    """The failure words the SKILL.md description itself advertises as triggers."""
+    text = description.lower().replace("-", " ")
+    return {term for term in FAILURE_TERMS if term in text}
+
+
+def would_trigger(prompt: str, description: str) -> bool:
+    """Keyword heuristic: the prompt names FLARE *and* a failure word that the description lists as a trigger."""
+    text = prompt.lower().replace("-", " ") + " "
+    if not any(term in text for term in FLARE_TERMS):
+        return False
+    return any(term in text for term in description_failure_terms(description))
+
+
+def trigger_misses(prompt: str, description: str, should_trigger: bool) -> list[str]:
+    """Misses of one prompt against the description (negatives also need an exclusion clause in it)."""
+    if not description.strip():
+        return ["SKILL.md description is empty or missing"]
+    misses = []
+    if would_trigger(prompt, description) != should_trigger:
+        misses.append("prompt would trigger the skill" if not should_trigger else "prompt would not trigger the skill")
+    if not should_trigger and not EXCLUSION_RE.search(description):
+        misses.append("description states no exclusions (when not to use)")
+    return misses

@@ -1,0 +1,199 @@
+"""Regenerate the real NVFLARE 2.9 fixtures used by the diagnose evals.
+
+Usage:
+    python evals/make_real_fixtures.py [--case NAME ...] [--out DIR] [--timeout SECONDS]
+
+For each case it runs the example's `python job.py` (argv list, no shell) in a throw-away simulation root,
+with a sanitized environment (PATH, LANG, a temporary HOME, NVFLARE_SIMULATOR_WORKSPACE_ROOT and the same
+root passed as `--workspace` so SimEnv prints no override warning), and writes under `<out>/<case>/`:
+
+    stdout.txt                          combined stdout+stderr of `python job.py`
+    workspace/<job_name>/server/{log.txt,log_fl.txt,error_log.txt,log.json}
+    workspace/<job_name>/server/simulate_job/{meta.json,metrics/*,cross_site_val/*}
+    workspace/<job_name>/site-N/{log.txt,log_fl.txt,error_log.txt,log.json}
+
+Nothing else is copied: no startup/ kits or key material, no models/, no app code. Machine-specific paths in
+the copied text are replaced by stable placeholders (see `placeholders`), so a rerun changes only
+timestamps, ids (task ids, ports) and timings. Each case folder is built beside the target and swapped in
+with os.replace, so an interrupted run never leaves a half-written case. The process group of every run is
+killed afterwards, so no simulator process outlives the script.
+
+Cases (default: all): healthy (examples/hello-numpy), import-error, user-code-exception, bad-recipe-arg
+(examples/failing/*). A run takes ~10-20 s on 2 cores. Exit 0 when every case produced its fixture, 2 on bad
+usage, 1 when a run timed out or the expected outcome (healthy succeeds, failing jobs fail) did not happen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "evals" / "diagnose" / "files" / "real"
+SIM_ROOT_PLACEHOLDER = "/tmp/nvflare/simulation"
+
+# case -> (example folder, job name, should the run succeed?)
+CASES = {
+    "healthy": ("examples/hello-numpy", "hello-numpy", True),
+    "import-error": ("examples/failing/import-error", "import-error", False),
+    "user-code-exception": ("examples/failing/user-code-exception", "user-code-exception", False),
+    "bad-recipe-arg": ("examples/failing/bad-recipe-arg", "bad-recipe-arg", False),
+}
+LOG_FILES = ("log.txt", "log_fl.txt", "error_log.txt", "log.json")
+SIM_JOB_FILES = ("meta.json",)
+SIM_JOB_DIRS = ("metrics", "cross_site_val")
+
+
+def placeholders(sim_root: str, home: str) -> list[tuple[str, str]]:
+    """Path -> placeholder pairs, longest path first so nested paths are replaced before their parents."""
+    pairs = {
+        sim_root: SIM_ROOT_PLACEHOLDER,
+        home: "/tmp/nvflare/home",
+        str(REPO): "/repo",
+        sys.prefix: "/repo/.venv",
+        sys.base_prefix: "/opt/python",
+    }
+    return sorted(pairs.items(), key=lambda kv: len(kv[0]), reverse=True)
+
+
+def scrub(text: str, pairs: list[tuple[str, str]]) -> str:
+    """Replace every machine-specific path in `text` by its placeholder."""
+    for path, placeholder in pairs:
+        if path:
+            text = text.replace(path, placeholder)
+    return text
+
+
+def child_env(sim_root: str, home: str) -> dict[str, str]:
+    """A minimal environment: nothing from the caller's environment leaks into the run or the fixture."""
+    return {
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "NVFLARE_SIMULATOR_WORKSPACE_ROOT": sim_root,
+    }
+
+
+def run_job(example: Path, sim_root: str, home: str, timeout: float) -> tuple[int | None, str]:
+    """Run `python job.py` in its own process group; return (exit code or None on timeout, combined output)."""
+    argv = [sys.executable, "job.py", "--workspace", sim_root]
+    proc = subprocess.Popen(
+        argv,
+        cwd=example,
+        env=child_env(sim_root, home),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        code: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        out, _ = proc.communicate()
+        code = None
+    _kill_group(proc.pid)
+    return code, out.decode("utf-8", errors="replace")
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def fixture_files(job_dir: Path) -> list[Path]:
+    """Relative paths of the files a fixture keeps from a SimEnv job workspace (logs, meta, metrics)."""
+    keep: list[Path] = []
+    for site_dir in sorted(p for p in job_dir.iterdir() if p.is_dir()):
+        if site_dir.name != "server" and not site_dir.name.startswith("site-"):
+            continue
+        keep += [site_dir / name for name in LOG_FILES if (site_dir / name).is_file()]
+        sim_job = site_dir / "simulate_job"
+        if site_dir.name == "server" and sim_job.is_dir():
+            keep += [sim_job / name for name in SIM_JOB_FILES if (sim_job / name).is_file()]
+            for sub in SIM_JOB_DIRS:
+                if (sim_job / sub).is_dir():
+                    keep += sorted(p for p in (sim_job / sub).iterdir() if p.is_file() and not p.is_symlink())
+    return [p.relative_to(job_dir) for p in keep if not p.is_symlink()]
+
+
+def build_case(case: str, out_root: Path, timeout: float) -> str | None:
+    """Run one case and swap its fixture folder in; return an error message or None."""
+    example_rel, job_name, should_succeed = CASES[case]
+    with tempfile.TemporaryDirectory(prefix="nvf-fixture-") as tmp:
+        sim_root, home = os.path.join(tmp, "sim"), os.path.join(tmp, "home")
+        os.makedirs(home)
+        print(f"[{case}] running {example_rel}/job.py ...", file=sys.stderr)
+        code, output = run_job(REPO / example_rel, sim_root, home, timeout)
+        if code is None:
+            return f"{case}: timed out after {timeout:.0f} s"
+        if (code == 0) != should_succeed:
+            return f"{case}: expected {'success' if should_succeed else 'failure'}, got exit code {code}"
+        staging = Path(tempfile.mkdtemp(prefix=f".{case}-", dir=out_root))
+        try:
+            _write_fixture(staging, output, Path(sim_root) / job_name, placeholders(sim_root, home))
+            _swap_in(staging, out_root / case)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    print(f"[{case}] exit code {code}; fixture written to {out_root / case}", file=sys.stderr)
+    return None
+
+
+def _write_fixture(staging: Path, output: str, job_dir: Path, pairs: list[tuple[str, str]]) -> None:
+    """Write stdout.txt and the kept workspace files (scrubbed) into `staging`."""
+    (staging / "stdout.txt").write_text(scrub(output, pairs), encoding="utf-8")
+    if not job_dir.is_dir():
+        return
+    for rel in fixture_files(job_dir):
+        target = staging / "workspace" / job_dir.name / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = (job_dir / rel).read_text(encoding="utf-8", errors="replace")
+        target.write_text(scrub(text, pairs), encoding="utf-8")
+
+
+def _swap_in(staging: Path, final: Path) -> None:
+    """Replace `final` by `staging` (the old folder is moved aside first, then removed)."""
+    old = None
+    if final.exists():
+        old = final.with_name(f".{final.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(final, old)
+    os.replace(staging, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", action="append", choices=sorted(CASES), help="case to regenerate (repeatable)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="fixture root (default: %(default)s)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default: %(default)s)")
+    args = parser.parse_args(argv)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        errors = [msg for case in (args.case or list(CASES)) if (msg := build_case(case, args.out, args.timeout))]
+    except OSError as exc:
+        print(f"error: cannot write fixtures under {args.out}: {exc}; choose a writable --out", file=sys.stderr)
+        return 2
+    for msg in errors:
+        print(f"error: {msg}", file=sys.stderr)
+    print(json.dumps({"cases": args.case or list(CASES), "errors": errors, "out": str(args.out)}, sort_keys=True))
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

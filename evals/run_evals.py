@@ -1,0 +1,191 @@
+"""Replay the diagnose eval cases through the real CLI and score them.
+
+Usage:
+    python evals/run_evals.py [--filter ID] [--verbose] [--jobs N]
+
+Loads `evals/diagnose/evals.json` and adds one generated case per entry of the poisoned corpus
+(`evals/diagnose/files/poisoned/variants.json`), so the corpus and the evals cannot drift apart. Every
+file-backed case runs `sys.executable skills/nvflare-diagnose-job/scripts/diagnose_job.py <files...> [args]`
+in a subprocess (argv list, sanitized environment, 120 s timeout; `-` feeds the case's `stdin` file) and is
+compared with its `expected` object (keys documented in evals/eval_checks.py). Every report is also checked
+against the spec's invariants, the rendered catalog (`references/failure_patterns.json`: recovery_category and
+next_action copied exactly from the matched row) and the JSON Schema `shared/schemas/diagnose_report.v1.schema.json`.
+
+Cases with `expected.trigger: false` are negatives for agent-level evaluation. They are not run through the
+script; instead each negative prompt (and, as a control, each file-backed prompt) is checked against the
+SKILL.md `description` with a keyword heuristic: a prompt "triggers" when it names FLARE (nvflare, flare,
+federated, fedavg, simulator, job.py, ...) AND contains a failure word (fail, error, exception, timeout,
+stalled, crash, killed, ...) that the description itself lists. Negatives must not trigger and the description
+must state exclusions ("do not"/"not for"/...); positives must trigger. They are counted on their own line.
+
+Output (stdout): a per-case table (id, PASS/FAIL, first miss; --verbose lists every miss), then
+`trigger checks: ...` and the score line `N passed, M failed` alone on the last line. Exit 0 when everything
+passed, 1 on any miss, 2 on bad usage or an unreadable evals.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import eval_checks  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+EVALS = REPO / "evals" / "diagnose" / "evals.json"
+FILES = REPO / "evals" / "diagnose" / "files"
+VARIANTS = FILES / "poisoned" / "variants.json"
+SKILL = REPO / "skills" / "nvflare-diagnose-job"
+SCRIPT = SKILL / "scripts" / "diagnose_job.py"
+CATALOG_JSON = SKILL / "references" / "failure_patterns.json"
+REPORT_SCHEMA = REPO / "shared" / "schemas" / "diagnose_report.v1.schema.json"
+TIMEOUT = 120
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def load_cases() -> tuple[list[dict], list[str]]:
+    """Cases from evals.json plus the generated poisoned ones; second item lists load problems."""
+    doc = json.loads(EVALS.read_text(encoding="utf-8"))
+    cases = list(doc["cases"])
+    problems = []
+    if VARIANTS.is_file():
+        cases += eval_checks.poisoned_cases(json.loads(VARIANTS.read_text(encoding="utf-8")))
+    else:
+        problems.append(f"poisoned corpus index missing: {_rel(VARIANTS)}")
+    ids = [c.get("id") for c in cases]
+    problems += [f"duplicate case id {i!r}" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    for case in cases:
+        problems += [f"{case.get('id')}: {p}" for p in eval_checks.validate_case(case)]
+    return cases, problems
+
+
+def load_catalog() -> dict | None:
+    """id -> row of the rendered catalog, or None (reported) when it is not there yet."""
+    if not CATALOG_JSON.is_file():
+        print(f"note: {_rel(CATALOG_JSON)} missing; catalog invariants not checked", file=sys.stderr)
+        return None
+    rows = json.loads(CATALOG_JSON.read_text(encoding="utf-8")).get("patterns", [])
+    return {row["id"]: row for row in rows}
+
+
+def load_schema() -> dict | None:
+    """The published report JSON Schema, or None (reported) when it is not there yet."""
+    if not REPORT_SCHEMA.is_file():
+        print(f"note: {_rel(REPORT_SCHEMA)} missing; reports are not schema-validated", file=sys.stderr)
+        return None
+    return json.loads(REPORT_SCHEMA.read_text(encoding="utf-8"))
+
+
+def skill_description() -> str:
+    """The `description` of SKILL.md's frontmatter ('' when SKILL.md or its frontmatter is missing)."""
+    path = SKILL / "SKILL.md"
+    if not path.is_file():
+        return ""
+    parts = path.read_text(encoding="utf-8").split("---", 2)
+    if len(parts) < 3:
+        return ""
+    try:
+        meta = yaml.safe_load(parts[1]) or {}
+    except yaml.YAMLError:
+        return ""
+    return str(meta.get("description", "")) if isinstance(meta, dict) else ""
+
+
+def child_env() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def run_case(case: dict) -> tuple[int, str, str]:
+    """Run the CLI for one case; returns (exit code, stdout, stderr). A timeout is reported as exit code -1."""
+    argv = [sys.executable, str(SCRIPT)]
+    argv += [f if f == "-" else str(FILES / f) for f in case["files"]]
+    argv += list(case.get("args", []))
+    stdin = (FILES / case["stdin"]).read_bytes() if case.get("stdin") else b""
+    try:
+        proc = subprocess.run(argv, input=stdin, capture_output=True, cwd=REPO, env=child_env(), timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return -1, "", f"timed out after {TIMEOUT} s"
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
+def evaluate(case: dict, catalog: dict | None, schema: dict | None) -> list[str]:
+    try:
+        code, out, err = run_case(case)
+    except OSError as exc:
+        return [f"cannot run the case: {exc}"]
+    markdown = "markdown" in case.get("args", []) and "--format" in case.get("args", [])
+    return eval_checks.check_result(case["expected"], code, out, err, catalog, markdown=markdown, schema=schema)
+
+
+def trigger_results(cases: list[dict], description: str) -> list[tuple[str, list[str]]]:
+    """(id, misses) for every negative prompt and every file-backed prompt."""
+    results = []
+    for case in cases:
+        if not case.get("prompt"):
+            continue
+        negative = case["expected"].get("trigger") is False
+        results.append((case["id"], eval_checks.trigger_misses(case["prompt"], description, not negative)))
+    return results
+
+
+def print_table(rows: list[tuple[str, list[str]]], verbose: bool) -> None:
+    width = max([len(r[0]) for r in rows] + [4])
+    print(f"{'case'.ljust(width)}  result  missed")
+    for case_id, misses in rows:
+        print(f"{case_id.ljust(width)}  {'FAIL' if misses else 'PASS'}    {misses[0] if misses else ''}")
+        for miss in misses[1:] if verbose else []:
+            print(f"{''.ljust(width)}          {miss}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--filter", help="run only cases whose id contains this text")
+    parser.add_argument("--verbose", action="store_true", help="list every miss, not only the first")
+    parser.add_argument("--jobs", type=int, default=2, help="cases run in parallel (default: %(default)s)")
+    args = parser.parse_args(argv)
+    try:
+        cases, problems = load_cases()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"error: cannot load {_rel(EVALS)}: {exc}; fix the JSON and retry", file=sys.stderr)
+        return 2
+    if args.filter:
+        cases = [c for c in cases if args.filter in c["id"]]
+    catalog, schema = load_catalog(), load_schema()
+    runnable = [c for c in cases if c["expected"].get("trigger") is not False and c.get("files")]
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = pool.map(lambda c: evaluate(c, catalog, schema), runnable)
+        rows = list(zip([c["id"] for c in runnable], results, strict=True))
+    rows += [("<evals.json>", [p]) for p in problems]
+    print_table(rows, args.verbose)
+    description = skill_description()
+    triggers = trigger_results(cases, description)
+    failed_triggers = [(i, m) for i, m in triggers if m]
+    if not description.strip():
+        print(f"trigger miss: {_rel(SKILL / 'SKILL.md')} has no description; every prompt check fails")
+    for case_id, misses in failed_triggers if description.strip() else []:
+        print(f"trigger miss: {case_id}: {'; '.join(misses)}")
+    negatives = sum(1 for c in cases if c["expected"].get("trigger") is False)
+    print(
+        f"trigger checks: {len(triggers) - len(failed_triggers)} passed, {len(failed_triggers)} failed "
+        f"({negatives} negative and {len(triggers) - negatives} positive prompts vs the SKILL.md description)"
+    )
+    failed = sum(1 for _, misses in rows if misses)
+    print(f"{len(rows) - failed} passed, {failed} failed")
+    return 1 if failed or failed_triggers else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Admission: decide, before any campaign file is written, whether an imported job may start a campaign.
+
+`admission_errors(config, requested_metric)` is pure and returns `[{code, message}]`; empty = admissible.
+Every message says exactly what to change.
+"""
+
+from __future__ import annotations
+
+from .objective import is_lower_better_name
+
+UNSUPPORTED = "AUTOFL_UNSUPPORTED_JOB"
+EMPTY_BUDGET = "AUTOFL_EMPTY_FIXED_BUDGET"
+UNRESOLVED_SAFETY = "AUTOFL_UNRESOLVED_SAFETY_FIELD"
+NOT_DECLARED = "AUTOFL_METRIC_NOT_DECLARED"
+DIRECTION_CONFLICT = "AUTOFL_METRIC_DIRECTION_CONFLICT"
+INVALID_BASE_ARGS = "AUTOFL_INVALID_BASE_ARGS"
+INVALID_SCHEMA = "AUTOFL_INVALID_MUTATION_SCHEMA"
+BUDGET_CONFLICT = "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
+BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
+
+
+def _error(code: str, message: str) -> dict:
+    return {"code": code, "message": message}
+
+
+def _input_errors(config: dict) -> list[dict]:
+    errors = [_error(INVALID_SCHEMA, f"mutation_schema.yaml: {e}; fix the schema file or remove it")
+              for e in config.get("schema", {}).get("errors", [])]  # fmt: skip
+    errors += [_error(INVALID_BASE_ARGS, f"--base-args: {e}; job.py's parser would reject it, fix --base-args")
+               for e in config.get("argparse", {}).get("base_args_errors", [])]  # fmt: skip
+    errors += [_error(BUDGET_CONFLICT, c) for c in config.get("argparse", {}).get("budget_conflicts", [])]
+    return errors
+
+
+def _budget_errors(config: dict) -> list[dict]:
+    budget = config.get("fixed_budget") or {}
+    entries = [budget.get(f) or {} for f in BUDGET_FIELDS]
+    if not any(e.get("value") is not None for e in entries):
+        return [_error(EMPTY_BUDGET, "no fixed training budget (num_clients, min_clients, num_rounds) could be read "
+                       "from job.py; pass them as literals or argparse values to the recipe and SimEnv")]  # fmt: skip
+    errors = []
+    for field, entry in zip(BUDGET_FIELDS, entries, strict=True):
+        if entry.get("confidence") == "unresolved":
+            errors.append(_error(UNRESOLVED_SAFETY, f"fixed_budget.{field} is unresolved ({entry.get('reason')}); "
+                                 f"set {field} from a literal or an argparse argument in job.py"))  # fmt: skip
+    return errors
+
+
+def _objective_errors(config: dict, requested: str | None) -> list[dict]:
+    obj = config.get("objective") or {}
+    owner = (config.get("job") or {}).get("class") or "the recipe"
+    key = obj.get("job_key_metric")
+    if key is None:
+        return [_error(UNRESOLVED_SAFETY, f"the job key metric is unresolved; pass key_metric=\"...\" as a literal "
+                       f"to {owner}(...) in job.py")]  # fmt: skip
+    requested = requested or obj.get("requested_metric")
+    bridges = (config.get("schema") or {}).get("bridged_metrics") or []
+    if requested and requested != key and requested not in bridges:
+        return [_error(NOT_DECLARED, f"requested metric '{requested}' is not the job key metric '{key}' and "
+                       f"mutation_schema.yaml does not bridge it; use --metric {key}, or declare "
+                       f"objective.requested_metric: {requested} (with its mode) in mutation_schema.yaml")]  # fmt: skip
+    metric, mode, source = obj.get("metric"), obj.get("mode"), obj.get("mode_contract_source")
+    if mode is None:
+        notes = [u["reason"] for u in config.get("unresolved") or [] if u.get("field") == "objective.mode"]
+        reason = notes[0] if notes else "its direction cannot be read statically"
+        return [_error(UNRESOLVED_SAFETY, f"the direction of '{metric}' is unresolved ({reason}); set "
+                       f"key_metric_mode=\"min\" or \"max\" explicitly in {owner}(...)")]  # fmt: skip
+    errors = []
+    if metric == key and obj.get("schema_mode") and obj["schema_mode"] != mode:
+        errors.append(_error(DIRECTION_CONFLICT, f"mutation_schema.yaml objective.mode={obj['schema_mode']} would "
+                             f"override job.py's direction for its key metric '{key}' ({mode} from {source}); remove "
+                             "objective.mode from the schema or change key_metric_mode in job.py"))  # fmt: skip
+    if mode == "max" and source == "core_default" and is_lower_better_name(metric or ""):
+        where = (f"key_metric_mode=\"min\" in {owner}(...) in job.py" if metric == key
+                 else "objective.mode: min in mutation_schema.yaml")  # fmt: skip
+        errors.append(_error(DIRECTION_CONFLICT, f"'{metric}' looks lower-is-better but would use NVFLARE's implicit "
+                             f"max default; set {where} (or an explicit max if higher really is better)"))  # fmt: skip
+    return errors
+
+
+def admission_errors(config: dict, requested_metric: str | None = None) -> list[dict]:
+    """All reasons this config may not start a campaign (empty list = admissible)."""
+    errors = _input_errors(config)
+    support = (config.get("import") or {}).get("support") or {}
+    if support.get("status") != "supported":
+        return [_error(UNSUPPORTED, f"job.py is not supported: {support.get('reason')}")] + errors
+    return errors + _budget_errors(config) + _objective_errors(config, requested_metric)

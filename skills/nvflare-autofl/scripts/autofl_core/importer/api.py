@@ -1,0 +1,285 @@
+"""Public API of the static job importer (never imports nvflare, never executes job.py).
+
+    import_job(job_path, metric=None, base_args=(), schema_path=None) -> config   (reads files)
+    import_source(source, job_name="job.py", ...) -> config                        (pure core)
+    admission_errors(config, requested_metric) -> [{code, message}]
+    cli_flags(config) -> {long_flags, groups, name_flag, takes_value, allow_abbrev}
+    fixed_budget_args(config) -> ["--n_clients", "2", "--num_rounds", "3"]
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import posixpath
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import argparse_flow as ap
+from .admission import admission_errors  # noqa: F401  (re-exported public API)
+from .budget import FIELDS, fixed_budget
+from .files import Workspace, load_job
+from .objective import build_objective
+from .overrides import apply_overrides
+from .schema import parse_schema_text, schema_section
+from .search import suggested
+from .surface import Surface, analyze, job_section
+from .trust import safe_relative, train_script_of, trust_section
+from .values import UNRESOLVED, describe, to_jsonable
+from .walker import Walker
+
+IMPORTER_VERSION = "1.0"
+RUNNER_SETTINGS = {"run_timeout_seconds", "simulator_no_progress_timeout_seconds"}
+
+
+def _parse(source: str, job_name: str) -> tuple[ast.Module | None, str]:
+    try:
+        return ast.parse(source, filename=job_name), ""
+    except SyntaxError as exc:
+        return None, f"{job_name} has a syntax error at line {exc.lineno}: {exc.msg}; fix it (python -m py_compile)"
+    except (ValueError, RecursionError) as exc:
+        return None, f"{job_name} cannot be parsed ({exc}); fix the file"
+
+
+def _main_parser(walk: Any) -> tuple[ap.Parser | None, ap.Namespace | None]:
+    if walk.namespaces:
+        return walk.namespaces[0].parser, walk.namespaces[0]
+    return (walk.parsers[0] if walk.parsers else None), None
+
+
+def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -> tuple[list[str], list[str]]:
+    """Job flags set by the schema's default_candidate_budget, and conflicts with --base-args."""
+    if parser is None or not budget:
+        return [], []
+    given, _ = apply_overrides(parser, base_args, True)
+    args, conflicts = [], []
+    for key, value in sorted(budget.items()):
+        flag = ap.find_flag(parser, key)
+        if key in RUNNER_SETTINGS or flag is None or flag.positional:
+            continue
+        if key in given and given[key] != value:
+            conflicts.append(f"--base-args sets {flag.canonical} {given[key]!r} but mutation_schema.yaml fixes "
+                             f"{key}: {value!r}; drop it from --base-args")  # fmt: skip
+        if flag.takes_value:
+            args += [flag.canonical, str(value)]
+        elif flag.action == "boolean_optional":
+            args.append(flag.canonical if value else "--no-" + flag.canonical[2:])
+        elif (flag.action == "store_true") == bool(value):
+            args.append(flag.canonical)
+    return args, conflicts
+
+
+def _walk(tree: ast.Module, base_args: list[str], schema: dict, job_name: str) -> tuple[Any, list[str], list[str]]:
+    walk = Walker(base_args, job_name).run(tree)
+    budget = schema["comparison_budget_args"]["default_candidate_budget"]
+    extra, conflicts = _schema_args(_main_parser(walk)[0], budget, base_args)
+    if extra:
+        walk = Walker(base_args + extra, job_name).run(tree)
+    return walk, extra, conflicts
+
+
+def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], conflicts: list[str]) -> dict:
+    parser, namespace = _main_parser(walk)
+    flags = []
+    for flag in parser.flags if parser else []:
+        record = flag.to_dict()
+        value = namespace.values.get(flag.dest) if namespace else None
+        record["value"] = to_jsonable(value.value) if value is not None and value.resolved else None
+        flags.append(record)
+    problems = [p for prs in walk.parsers for p in prs.problems]
+    return {
+        "allow_abbrev": parser.allow_abbrev if parser else True,
+        "base_args": list(base_args),
+        "base_args_errors": list(walk.base_args_errors),
+        "budget_conflicts": conflicts,
+        "flags": flags,
+        "parsed": namespace is not None,
+        "problems": problems,
+        "schema_args": schema_args,
+    }
+
+
+def _budget_section(surface: Surface, argparse_section: dict, schema: dict) -> dict:
+    budget = fixed_budget(surface)
+    by_dest = {f["dest"]: f for f in argparse_section["flags"]}
+    pinned = dict(schema["comparison_budget_args"]["default_candidate_budget"])
+    pinned.update({k: None for k in schema["comparison_budget_args"]["fixed_within_campaign"] if k not in pinned})
+    extra = {}
+    for key in sorted(pinned):
+        flag = by_dest.get(key)
+        if key in RUNNER_SETTINGS or flag is None or flag["positional"] or key in ("n_clients", "num_rounds"):
+            continue
+        extra[key] = {"flag": ap.Flag(flag["option_strings"], key).canonical, "value": flag["value"]}
+    if budget:
+        budget["comparison_args"] = extra
+    return budget
+
+
+def _unresolved(recipe_args: dict, budget: dict, reasons: dict, argparse_section: dict, notes: list) -> list[dict]:
+    items = [{"field": f"recipe_args.{k}", "reason": v.get("reason", "dynamic value")}
+             for k, v in recipe_args.items() if v["confidence"] == UNRESOLVED]  # fmt: skip
+    items += [{"field": f"fixed_budget.{k}", "reason": budget[k].get("reason", "")}
+              for k in FIELDS if k in budget and budget[k]["confidence"] == UNRESOLVED]  # fmt: skip
+    items += [{"field": f"objective.{k}", "reason": v} for k, v in sorted(reasons.items())]
+    items += [{"field": "argparse", "reason": p} for p in argparse_section["problems"]]
+    return items + notes
+
+
+def _script_tree(job_name: str, script: str | None, read_file: Callable) -> tuple[str | None, Any, list]:
+    if script is None:
+        return None, None, []
+    rel = safe_relative(posixpath.join(posixpath.dirname(job_name), script))
+    if rel is None:
+        return None, None, [{"field": "trust.train_script", "reason": f"{script!r} is outside the workspace"}]
+    text = read_file(rel)
+    if text is None:
+        return rel, None, [{"field": "trust.train_script", "reason": f"{rel} is missing or unreadable"}]
+    try:
+        return rel, ast.parse(text), []
+    except (SyntaxError, ValueError, RecursionError):
+        return rel, None, [{"field": "trust.train_script", "reason": f"{rel} does not parse; its imports are unknown"}]
+
+
+def import_source(
+    source: str,
+    *,
+    job_name: str = "job.py",
+    metric: str | None = None,
+    base_args: Sequence[str] = (),
+    schema_text: str | None = None,
+    read_file: Callable[[str], str | None] | None = None,
+    exists: Callable[[str], bool] | None = None,
+) -> dict:
+    """Import job.py source text into a campaign config (pure; files via the two callbacks)."""
+    read_file = read_file or (lambda _rel: None)
+    exists = exists or (lambda rel: read_file(rel) is not None)
+    base_args = [str(a) for a in base_args]
+    schema_data, schema_errors = parse_schema_text(schema_text) if schema_text is not None else (None, [])
+    schema = schema_section(schema_data, schema_errors, schema_text is not None)
+    tree, syntax_error = _parse(source, job_name)
+    if tree is None:
+        walk, surface, extra, conflicts = Walker(base_args).out, Surface(reason=syntax_error), [], []
+    else:
+        walk, extra, conflicts = _walk(tree, base_args, schema, job_name)
+        surface = analyze(walk)
+    return _assemble(source, job_name, tree, walk, surface, metric, base_args, schema, extra, conflicts,
+                     read_file, exists)  # fmt: skip
+
+
+def _assemble(source, job_name, tree, walk, surface, metric, base_args, schema, extra, conflicts, read_file, exists):
+    supported = surface.status == "supported"
+    args_section = _argparse_section(walk, base_args, extra, conflicts)
+    script = train_script_of(surface) if supported else None
+    script_rel, script_tree, notes = _script_tree(job_name, script, read_file)
+    objective = build_objective(surface, metric, schema, script_rel) if supported else _empty_objective(metric)
+    reasons = objective.pop("_reasons", {})
+    recipe_args = {k: describe(v) for k, v in sorted(surface.target.kwargs.items())} if supported else {}
+    budget = _budget_section(surface, args_section, schema)
+    parser = _main_parser(walk)[0]
+    budget_flags = {e["flag"] for e in budget.values() if isinstance(e, dict) and e.get("flag")}
+    budget_flags |= {e["flag"] for e in budget.get("comparison_args", {}).values()}
+    trust = trust_section(job_name, tree or ast.Module([], []), script_rel, script_tree, exists,
+                          schema["preferred_targets"])  # fmt: skip
+    unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes if supported else [])
+    space = suggested(parser.flags if parser else [], budget_flags, schema["mutable_args"])
+    job = job_section(surface, job_name)
+    config = {
+        "argparse": args_section,
+        "cli_flags": ap.cli_flags_from(args_section["flags"], args_section["allow_abbrev"]),
+        "environment": {"discovered": {"args": (job["env"] or {}).get("args", {}),
+                                       "name": (job["env"] or {}).get("class")},
+                        "simulator_env_passthrough": []},  # fmt: skip
+        "fixed_budget": budget,
+        "import": {"support": {"reason": surface.reason or "recognized " + str(surface.pattern) + " pattern",
+                               "status": surface.status}},  # fmt: skip
+        "importer_version": IMPORTER_VERSION,
+        "job": job,
+        "objective": objective,
+        "recipe_args": recipe_args,
+        "schema": schema,
+        "search_space": {"suggested": space},
+        "source_sha256": hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(),
+        "trust": trust,
+        "unresolved": unresolved,
+    }
+    config["summary"] = {
+        "allowed": [s["flag"] for s in space],
+        "editable": list(trust["allowed_edit_paths"]),
+        "unresolved": [u["field"] for u in unresolved],
+    }
+    config["admission_errors"] = admission_errors(config, metric)
+    return config
+
+
+def _empty_objective(metric: str | None) -> dict:
+    return {
+        "bridged": False, "job_key_metric": None, "job_key_metric_mode": None, "job_key_metric_source": None,
+        "metric": metric, "metric_extraction_order": [metric] if metric else [], "metric_invariants": {},
+        "metric_source": "auto", "mode": None, "mode_contract_source": "unresolved", "requested_metric": metric,
+        "schema_mode": None,
+    }  # fmt: skip
+
+
+def cli_flags(config: dict) -> dict:
+    """The runner's view of job.py's options (see argparse_flow.cli_flags_from)."""
+    section = config.get("argparse") or {}
+    return ap.cli_flags_from(section.get("flags") or [], section.get("allow_abbrev", True))
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def fixed_budget_args(config: dict) -> list[str]:
+    """Command-line arguments that pin the fixed budget, each flag exactly once."""
+    flags = {o: f for f in (config.get("argparse") or {}).get("flags", []) for o in f["option_strings"]}
+    budget = config.get("fixed_budget") or {}
+    out: list[str] = []
+    seen: set[str] = set()
+    entries = [budget.get(f) or {} for f in FIELDS] + list((budget.get("comparison_args") or {}).values())
+    for entry in entries:
+        flag = entry.get("flag")
+        record = flags.get(flag)
+        if not flag or flag in seen or record is None or record.get("value") is None:
+            continue
+        seen.add(flag)
+        out += _pin(flag, record)
+    return out
+
+
+def _pin(flag: str, record: dict) -> list[str]:
+    value = record["value"]
+    if record["takes_value"]:
+        return [flag, _format_value(value)]
+    if record["action"] == "boolean_optional":
+        return [flag if value else "--no-" + flag[2:]]
+    if record["action"] in ("store_true", "store_false") and value == (record["action"] == "store_true"):
+        return [flag]
+    return []
+
+
+def import_job(
+    job_path: str | os.PathLike,
+    *,
+    metric: str | None = None,
+    base_args: Sequence[str] = (),
+    schema_path: str | os.PathLike | None = None,
+) -> dict:
+    """Import an existing job.py (reads it, its train script's imports and mutation_schema.yaml).
+
+    Raises files.JobImportError when job.py (or an explicit schema) cannot be read.
+    """
+    path, source, schema_text = load_job(job_path, schema_path)
+    workspace = Workspace(path.resolve().parent)
+    return import_source(
+        source,
+        job_name=path.name,
+        metric=metric,
+        base_args=base_args,
+        schema_text=schema_text,
+        read_file=workspace.read_file,
+        exists=workspace.exists,
+    )

@@ -1,0 +1,235 @@
+"""argparse seen statically: parsers, their add_argument calls, and the namespace parse_args() returns.
+
+The walker creates a `Parser` for every `ArgumentParser(...)`, records each `add_argument` as a `Flag`,
+and turns `parse_args()` / `parse_known_args()` into a `Namespace` whose values are the defaults with
+the `--base-args` overrides applied (`overrides.apply_overrides`). Whatever name the namespace is bound
+to (or returned through) is followed by data flow, so `args = define_parser()` works.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .values import HIGH, UNRESOLVED, Builtin, ClassRef, Val, to_jsonable
+
+NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "count", "boolean_optional", "help", "version"}
+_TYPE_NAMES = {"int", "float", "str", "bool"}
+
+
+@dataclass
+class Flag:
+    option_strings: list[str]
+    dest: str
+    action: str = "store"
+    type: str | None = None
+    default: Val = field(default_factory=lambda: Val(None, HIGH))
+    choices: list | None = None
+    required: bool = False
+    nargs: Any = None
+    const: Any = None
+    line: int = 0
+    help: str = ""
+
+    @property
+    def positional(self) -> bool:
+        return not self.option_strings[0].startswith("-")
+
+    @property
+    def takes_value(self) -> bool:
+        return self.action not in NO_VALUE_ACTIONS
+
+    @property
+    def canonical(self) -> str:
+        longs = [o for o in self.option_strings if o.startswith("--")]
+        return longs[0] if longs else self.option_strings[0]
+
+    def to_dict(self) -> dict:
+        record = {
+            "option_strings": list(self.option_strings),
+            "dest": self.dest,
+            "action": self.action,
+            "type": self.type,
+            "default": to_jsonable(self.default.value) if self.default.resolved else None,
+            "default_confidence": self.default.confidence,
+            "required": self.required,
+            "takes_value": self.takes_value,
+            "positional": self.positional,
+            "line": self.line,
+        }
+        if self.choices is not None:
+            record["choices"] = to_jsonable(self.choices)
+        if self.nargs is not None:
+            record["nargs"] = self.nargs
+        return record
+
+
+@dataclass(eq=False)
+class Parser:
+    line: int
+    allow_abbrev: bool = True
+    flags: list[Flag] = field(default_factory=list)
+    set_defaults: dict[str, Val] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    label: str = "ArgumentParser"
+
+
+@dataclass(eq=False)
+class Namespace:
+    parser: Parser
+    values: dict[str, Val]
+    known_only: bool
+    label: str = "argparse.Namespace"
+
+
+def _dest_of(options: list[str], dest: Val | None) -> str:
+    if dest is not None and dest.resolved and isinstance(dest.value, str):
+        return dest.value
+    longs = [o for o in options if o.startswith("--")]
+    chosen = longs[0] if longs else options[0]
+    return chosen.lstrip("-").replace("-", "_")
+
+
+def _action_name(action: Any) -> str:
+    if action is None:
+        return "store"
+    if isinstance(action, Val) and action.resolved and isinstance(action.value, str):
+        return action.value
+    if isinstance(action, ClassRef) and action.name == "BooleanOptionalAction":
+        return "boolean_optional"
+    return "custom"
+
+
+def _type_name(kind: Any) -> str | None:
+    if kind is None:
+        return None
+    if isinstance(kind, Builtin) and kind.name in _TYPE_NAMES:
+        return kind.name
+    name = getattr(kind, "name", None) or getattr(kind, "label", None)
+    return f"custom:{name}" if name else "custom"
+
+
+def convert(type_name: str | None, text: str) -> Any:
+    """Convert a command-line string like argparse would; raises ValueError on a bad value."""
+    if type_name in (None, "str"):
+        return text
+    if type_name == "int":
+        return int(text)
+    if type_name == "float":
+        return float(text)
+    if type_name == "bool":
+        return bool(text)
+    raise ValueError(f"custom type {type_name}")
+
+
+def _implicit_default(action: str, default: Val | None) -> Val:
+    if default is not None:
+        return default
+    implicit = {"store_true": False, "store_false": True}.get(action)
+    return Val(implicit, HIGH)
+
+
+def _typed_default(flag_type: str | None, default: Val) -> Val:
+    """argparse converts string defaults with `type`; mirror that for the builtin types."""
+    if default.resolved and isinstance(default.value, str) and flag_type in ("int", "float"):
+        try:
+            return Val(convert(flag_type, default.value), default.confidence, default.expr, default.flags)
+        except ValueError:
+            return default
+    return default
+
+
+def add_argument(parser: Parser, args: list[Any], kwargs: dict[str, Any], line: int) -> None:
+    """Record one `add_argument` call; option strings that are not literal strings are a parser problem."""
+    options = [a.value for a in args if isinstance(a, Val) and a.resolved and isinstance(a.value, str)]
+    if not options or len(options) != len(args):
+        parser.problems.append(f"line {line}: add_argument with non-literal option strings")
+        return
+    action = _action_name(kwargs.get("action"))
+    if action == "boolean_optional":
+        options = options + [f"--no-{o[2:]}" for o in options if o.startswith("--")]
+    flag_type = _type_name(kwargs.get("type"))
+    default = _typed_default(flag_type, _implicit_default(action, _data(kwargs.get("default"))))
+    choices = _data(kwargs.get("choices"))
+    flag = Flag(
+        option_strings=options,
+        dest=_dest_of(options, _data(kwargs.get("dest"))),
+        action=action,
+        type=flag_type,
+        default=default,
+        choices=list(choices.value) if choices is not None and choices.resolved else None,
+        required=bool(_literal(kwargs.get("required"), False)),
+        nargs=_literal(kwargs.get("nargs"), None),
+        const=_literal(kwargs.get("const"), None),
+        line=line,
+        help=str(_literal(kwargs.get("help"), "") or ""),
+    )
+    parser.flags.append(flag)
+
+
+def _data(value: Any) -> Val | None:
+    if value is None:
+        return None
+    return value if isinstance(value, Val) else Val(None, UNRESOLVED, reason="not a data value")
+
+
+def _literal(value: Any, fallback: Any) -> Any:
+    return value.value if isinstance(value, Val) and value.resolved else fallback
+
+
+def find_flag(parser: Parser, dest: str) -> Flag | None:
+    for flag in parser.flags:
+        if flag.dest == dest:
+            return flag
+    return None
+
+
+def build_namespace(parser: Parser, overrides: dict[str, Any], known_only: bool) -> Namespace:
+    """The namespace `parse_args()` returns: defaults, then set_defaults, then `--base-args` overrides."""
+    values: dict[str, Val] = {}
+    for flag in parser.flags:
+        if flag.action in ("help", "version"):
+            continue
+        source = flag.canonical
+        if flag.dest in overrides:
+            values[flag.dest] = Val(overrides[flag.dest], HIGH, flags=(source,))
+        elif flag.dest in parser.set_defaults:
+            base = parser.set_defaults[flag.dest]
+            values[flag.dest] = Val(base.value, base.confidence, base.expr, (source,), base.reason)
+        elif flag.required or (flag.positional and flag.nargs not in ("?", "*")):
+            values[flag.dest] = Val(None, UNRESOLVED, flags=(source,), reason=f"{source} is required on the command line")
+        else:
+            d = flag.default
+            values[flag.dest] = Val(d.value, d.confidence, d.expr, (source,), d.reason)
+    for dest, val in parser.set_defaults.items():
+        values.setdefault(dest, val)
+    return Namespace(parser, values, known_only)
+
+
+def namespace_attribute(namespace: Namespace, attr: str) -> Val:
+    if attr in namespace.values:
+        return namespace.values[attr]
+    return Val(None, UNRESOLVED, f"args.{attr}", reason=f"the parser defines no argument with dest '{attr}'")
+
+
+def cli_flags_from(flags: list[dict], allow_abbrev: bool = True) -> dict:
+    """Runner view of the job's options: long flags, alias groups, the --name flag, which take a value."""
+    groups, long_flags, takes_value = [], [], {}
+    for flag in flags:
+        options = [o for o in flag["option_strings"] if o.startswith("-")]
+        if not options:
+            continue
+        longs = [o for o in options if o.startswith("--")]
+        group = longs + [o for o in options if not o.startswith("--")]
+        groups.append(group)
+        long_flags.extend(longs)
+        for option in group:
+            takes_value[option] = bool(flag["takes_value"])
+    name_flag = "--name" if "--name" in long_flags else None
+    return {
+        "allow_abbrev": allow_abbrev,
+        "groups": groups,
+        "long_flags": long_flags,
+        "name_flag": name_flag,
+        "takes_value": takes_value,
+    }

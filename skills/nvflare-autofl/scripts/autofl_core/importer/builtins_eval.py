@@ -1,0 +1,115 @@
+"""Static evaluation of the few builtins and str methods a job.py uses to build arguments.
+
+Only pure, size-bounded operations on already-resolved values are computed (confidence medium);
+anything that would read the environment, files or the clock stays unresolved.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from typing import Any
+
+from .argparse_flow import Namespace, namespace_attribute
+from .values import HIGH, MAX_ITEMS, MEDIUM, Builtin, ClassRef, ModuleRef, Val, merge_flags, unresolved, weakest
+
+BUILTIN_NAMES = {
+    "abs", "bool", "dict", "float", "getattr", "int", "isinstance", "len", "list", "max", "min", "print",
+    "range", "round", "sorted", "str", "sum", "tuple", "set", "vars", "open", "repr", "enumerate", "zip",
+    "hasattr", "type", "Exception", "ValueError", "RuntimeError", "SystemExit", "KeyError",
+}  # fmt: skip
+_PURE = {
+    "abs": abs, "bool": bool, "float": float, "int": int, "len": len, "max": max, "min": min, "round": round,
+    "sorted": sorted, "str": str, "sum": sum, "tuple": tuple, "list": list, "set": set, "repr": repr,
+}  # fmt: skip
+_STR_METHODS = {"format", "join", "lower", "upper", "strip", "lstrip", "rstrip", "replace", "split",
+                "startswith", "endswith", "title", "capitalize"}  # fmt: skip
+# Paths are kept workspace-relative (job.py's folder is the workspace), so abspath/realpath normalize only.
+_PATH_FUNCS = {"os.path.join": posixpath.join, "os.path.basename": posixpath.basename,
+               "os.path.dirname": posixpath.dirname, "os.path.abspath": posixpath.normpath,
+               "os.path.realpath": posixpath.normpath, "os.path.normpath": posixpath.normpath}  # fmt: skip
+_ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}
+
+
+def _all_resolved(values: list[Any]) -> bool:
+    return all(isinstance(v, Val) and v.resolved for v in values)
+
+
+def _bounded(value: Any, node: ast.AST, flags: tuple, conf: str) -> Val:
+    size = len(value) if isinstance(value, (str, list, tuple, set, dict)) else 0
+    if size > MAX_ITEMS * 10:
+        return unresolved(node, "result too large")
+    return Val(value, conf, "", flags)
+
+
+def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
+    """Evaluate a builtin call; returns a Val (or a class reference for getattr on a module)."""
+    name = func.name
+    if name == "print":
+        return Val(None, HIGH)
+    if name == "getattr":
+        return _getattr(args, node)
+    if name == "range":
+        return _range(args, node)
+    if name == "dict" and not args and _all_resolved(list(kwargs.values())):
+        value = {k: v.value for k, v in kwargs.items()}
+        return Val(value, weakest(MEDIUM, *(v.confidence for v in kwargs.values())), "", merge_flags(*kwargs.values()))
+    pure = _PURE.get(name)
+    if pure is None or kwargs or not _all_resolved(args):
+        return unresolved(node, f"{name}() is not evaluated statically", merge_flags(*args))
+    try:
+        value = pure(*(a.value for a in args))
+    except (TypeError, ValueError, OverflowError):
+        return unresolved(node, f"{name}() cannot be evaluated", merge_flags(*args))
+    return _bounded(value, node, merge_flags(*args), weakest(MEDIUM, *(a.confidence for a in args)))
+
+
+def _getattr(args: list[Any], node: ast.Call) -> Any:
+    if len(args) < 2:
+        return unresolved(node, "getattr() needs an object and a name")
+    target, attr = args[0], args[1]
+    literal = isinstance(attr, Val) and attr.resolved and isinstance(attr.value, str)
+    if isinstance(target, Namespace) and literal:
+        return namespace_attribute(target, attr.value)
+    if isinstance(target, (ModuleRef, ClassRef)):
+        name = attr.value if literal else "<dynamic>"
+        return ClassRef(name, f"{target.qualname}.{name}", dynamic=True)
+    return unresolved(node, "getattr() on a run-time object")
+
+
+def _range(args: list[Any], node: ast.Call) -> Val:
+    if not _all_resolved(args) or not all(isinstance(a.value, int) for a in args):
+        return unresolved(node, "range() bounds are not resolved")
+    try:
+        span = range(*(a.value for a in args))
+    except (TypeError, ValueError):
+        return unresolved(node, "invalid range()")
+    if len(span) > MAX_ITEMS:
+        return unresolved(node, "range() too large")
+    return Val(list(span), MEDIUM, "", merge_flags(*args))
+
+
+def call_qualified(ref: ClassRef, args: list[Any], node: ast.Call) -> Val | None:
+    """Known module functions (os.path.*, environment readers); None when `ref` is not one of them."""
+    if ref.qualname in _ENV_READERS:
+        return unresolved(node, "read from the environment at run time")
+    func = _PATH_FUNCS.get(ref.qualname)
+    if func is None:
+        return None
+    if not _all_resolved(args) or not all(isinstance(a.value, str) for a in args):
+        return unresolved(node, "path parts are not resolved", merge_flags(*args))
+    return Val(func(*(a.value for a in args)), MEDIUM, "", merge_flags(*args))
+
+
+def call_str_method(base: Val, method: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Val:
+    if method not in _STR_METHODS or not base.resolved or not isinstance(base.value, str):
+        return unresolved(node, f".{method}() is not evaluated statically", merge_flags(base, *args))
+    if not _all_resolved(args) or not _all_resolved(list(kwargs.values())):
+        return unresolved(node, f".{method}() arguments are not resolved", merge_flags(base, *args))
+    flags = merge_flags(base, *args, *kwargs.values())
+    conf = weakest(MEDIUM, base.confidence, *(a.confidence for a in args))
+    try:
+        value = getattr(base.value, method)(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()})
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+        return unresolved(node, f".{method}() cannot be evaluated", flags)
+    return _bounded(value, node, flags, conf)

@@ -1,0 +1,273 @@
+"""Safe static evaluation of Python expressions into `Val(value, confidence)`.
+
+Confidence: `high` = a literal scalar or an argparse default/override, `medium` = a simple
+expression over resolved values (arithmetic, f-string, containers, whitelisted builtins),
+`unresolved` = anything dynamic. Nothing is ever executed; every operation is size-bounded.
+Names, attributes and calls are delegated to a context object (see `walker.Walker`).
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Any
+
+from .values import (
+    HIGH,
+    MAX_ITEMS,
+    MAX_STR,
+    MEDIUM,
+    Bag,
+    ClassRef,
+    Val,
+    merge_flags,
+    source_text,
+    unresolved,
+    weakest,
+)
+
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+}
+_CMPOPS = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Is: lambda a, b: a is b if a is None or b is None else a == b,
+    ast.IsNot: lambda a, b: a is not b if a is None or b is None else a != b,
+}
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, (str, list, tuple, dict, set)) else 0
+
+
+def safe_binop(op: ast.operator, left: Any, right: Any) -> Any:
+    """Apply `op` with bounds on result size; raises ValueError when it would be too big."""
+    func = _BINOPS.get(type(op))
+    if func is None:
+        raise ValueError("unsupported operator")
+    if isinstance(op, ast.Mult) and (isinstance(left, int) or isinstance(right, int)):
+        seq, times = (left, right) if isinstance(right, int) else (right, left)
+        if _size(seq) and _size(seq) * max(times, 0) > MAX_ITEMS * 10:
+            raise ValueError("result too large")
+    if isinstance(op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > 256:
+        raise ValueError("exponent too large")
+    if isinstance(op, ast.Mod) and isinstance(left, str):
+        raise ValueError("printf-style formatting is not evaluated")
+    result = func(left, right)
+    if isinstance(result, int) and not isinstance(result, bool) and result.bit_length() > 1024:
+        raise ValueError("integer too large")
+    if _size(result) > MAX_STR:
+        raise ValueError("result too large")
+    return result
+
+
+def is_data(obj: Any) -> bool:
+    return isinstance(obj, Val)
+
+
+class ExpressionEvaluator:
+    """Evaluate expression nodes; `ctx` provides lookup(name), attribute(base, attr, node), call(node)."""
+
+    def __init__(self, ctx: Any):
+        self.ctx = ctx
+
+    def ev(self, node: ast.AST) -> Any:
+        method = getattr(self, "_ev_" + type(node).__name__, None)
+        if method is None:
+            return unresolved(node, f"{type(node).__name__} is not evaluated statically")
+        return method(node)
+
+    def _ev_Constant(self, node: ast.Constant) -> Val:
+        if isinstance(node.value, (bytes, complex)) or node.value is Ellipsis:
+            return unresolved(node, "unsupported literal")
+        return Val(node.value, HIGH)
+
+    def _ev_Name(self, node: ast.Name) -> Any:
+        return self.ctx.lookup(node.id, node)
+
+    def _ev_Attribute(self, node: ast.Attribute) -> Any:
+        return self.ctx.attribute(self.ev(node.value), node.attr, node)
+
+    def _ev_Call(self, node: ast.Call) -> Any:
+        return self.ctx.call(node)
+
+    def _ev_UnaryOp(self, node: ast.UnaryOp) -> Val:
+        operand = self.ev(node.operand)
+        if not is_data(operand) or not operand.resolved:
+            return unresolved(node, "operand is not resolved", merge_flags(operand))
+        ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
+        try:
+            value = ops[type(node.op)](operand.value)
+        except (TypeError, KeyError):
+            return unresolved(node, "invalid operand")
+        literal = isinstance(node.operand, ast.Constant) and isinstance(node.op, (ast.USub, ast.UAdd))
+        conf = operand.confidence if literal else weakest(operand.confidence, MEDIUM)
+        return Val(value, conf, "" if literal else source_text(node), operand.flags)
+
+    def _ev_BinOp(self, node: ast.BinOp) -> Val:
+        left, right = self.ev(node.left), self.ev(node.right)
+        flags = merge_flags(left, right)
+        if not (is_data(left) and is_data(right) and left.resolved and right.resolved):
+            return unresolved(node, "operand is not resolved", flags)
+        try:
+            value = safe_binop(node.op, left.value, right.value)
+        except (ArithmeticError, TypeError, ValueError):
+            return unresolved(node, "expression cannot be evaluated safely", flags)
+        return Val(value, weakest(left.confidence, right.confidence, MEDIUM), source_text(node), flags)
+
+    def _ev_BoolOp(self, node: ast.BoolOp) -> Val:
+        vals = [self.ev(v) for v in node.values]
+        flags = merge_flags(*vals)
+        if not all(is_data(v) and v.resolved for v in vals):
+            return unresolved(node, "operand is not resolved", flags)
+        result = vals[0].value
+        for val in vals[1:]:
+            if (isinstance(node.op, ast.And) and not result) or (isinstance(node.op, ast.Or) and result):
+                break
+            result = val.value
+        return Val(result, weakest(MEDIUM, *(v.confidence for v in vals)), source_text(node), flags)
+
+    def _ev_Compare(self, node: ast.Compare) -> Val:
+        items = [self.ev(node.left)] + [self.ev(c) for c in node.comparators]
+        flags = merge_flags(*items)
+        if not all(is_data(v) and v.resolved for v in items):
+            return unresolved(node, "comparison operand is not resolved", flags)
+        try:
+            result = all(
+                _CMPOPS[type(op)](items[i].value, items[i + 1].value) for i, op in enumerate(node.ops)
+            )
+        except (TypeError, KeyError):
+            return unresolved(node, "comparison cannot be evaluated", flags)
+        return Val(result, weakest(MEDIUM, *(v.confidence for v in items)), source_text(node), flags)
+
+    def _ev_IfExp(self, node: ast.IfExp) -> Any:
+        test = self.ev(node.test)
+        if not is_data(test) or not test.resolved:
+            return unresolved(node, "condition is not resolved", merge_flags(test))
+        chosen = self.ev(node.body if test.value else node.orelse)
+        if is_data(chosen) and chosen.resolved:
+            flags = merge_flags(test, chosen)
+            return Val(chosen.value, weakest(chosen.confidence, MEDIUM), source_text(node), flags)
+        return chosen
+
+    def _ev_JoinedStr(self, node: ast.JoinedStr) -> Val:
+        parts: list[str] = []
+        vals: list[Val] = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                parts.append(str(part.value))
+                continue
+            val = self.ev(part.value)
+            if not is_data(val) or not val.resolved:
+                return unresolved(node, "f-string field is not resolved", merge_flags(val, *vals))
+            vals.append(val)
+            spec = self._format_spec(part)
+            if spec is None:
+                return unresolved(node, "format spec is not resolved", merge_flags(*vals))
+            try:
+                conv = {115: str, 114: repr, 97: ascii}.get(part.conversion)
+                parts.append(format(conv(val.value) if conv else val.value, spec))
+            except (TypeError, ValueError):
+                return unresolved(node, "invalid format", merge_flags(*vals))
+        text = "".join(parts)
+        if len(text) > MAX_STR:
+            return unresolved(node, "string too large")
+        return Val(text, weakest(MEDIUM, *(v.confidence for v in vals)), source_text(node), merge_flags(*vals))
+
+    def _format_spec(self, part: ast.FormattedValue) -> str | None:
+        if part.format_spec is None:
+            return ""
+        spec = self.ev(part.format_spec)
+        return spec.value if is_data(spec) and spec.resolved else None
+
+    def _sequence(self, node: ast.AST, elements: list[ast.AST], build) -> Any:
+        if len(elements) > MAX_ITEMS:
+            return unresolved(node, "container too large")
+        items = [self.ev(e) for e in elements]
+        if any(isinstance(e, ast.Starred) for e in elements):
+            return unresolved(node, "starred items are not evaluated")
+        if not all(is_data(i) for i in items):
+            return Bag(items)
+        if not all(i.resolved for i in items):
+            return unresolved(node, "an item is not resolved", merge_flags(*items))
+        conf = weakest(MEDIUM, *(i.confidence for i in items))
+        try:
+            value = build([i.value for i in items])
+        except TypeError:
+            return unresolved(node, "unhashable item")
+        return Val(value, conf, source_text(node), merge_flags(*items))
+
+    def _ev_List(self, node: ast.List) -> Any:
+        return self._sequence(node, node.elts, list)
+
+    def _ev_Tuple(self, node: ast.Tuple) -> Any:
+        return self._sequence(node, node.elts, tuple)
+
+    def _ev_Set(self, node: ast.Set) -> Any:
+        return self._sequence(node, node.elts, set)
+
+    def _ev_Dict(self, node: ast.Dict) -> Any:
+        if any(k is None for k in node.keys):
+            return unresolved(node, "dict unpacking is not evaluated")
+        keys = self._sequence(node, node.keys, list)
+        values = [self.ev(v) for v in node.values]
+        if not is_data(keys) or not keys.resolved:
+            return unresolved(node, "a dict key is not resolved")
+        if not all(is_data(v) for v in values):
+            return Bag(values, keys.value)
+        if not all(v.resolved for v in values):
+            return unresolved(node, "a dict value is not resolved", merge_flags(*values))
+        try:
+            value = dict(zip(keys.value, (v.value for v in values), strict=True))
+        except TypeError:
+            return unresolved(node, "unhashable key")
+        conf = weakest(MEDIUM, keys.confidence, *(v.confidence for v in values))
+        return Val(value, conf, source_text(node), merge_flags(keys, *values))
+
+    def _ev_Subscript(self, node: ast.Subscript) -> Any:
+        base, index = self.ev(node.value), self.ev(node.slice)
+        if isinstance(base, Bag):
+            return self._subscript_bag(node, base, index)
+        if not (is_data(base) and is_data(index) and base.resolved and index.resolved):
+            return unresolved(node, "subscript is not resolved", merge_flags(base, index))
+        try:
+            value = base.value[index.value]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return unresolved(node, "subscript cannot be evaluated", merge_flags(base, index))
+        return Val(value, weakest(MEDIUM, base.confidence, index.confidence), source_text(node), merge_flags(base))
+
+    def _ev_Slice(self, node: ast.Slice) -> Val:
+        parts = [self.ev(p) if p is not None else Val(None, HIGH) for p in (node.lower, node.upper, node.step)]
+        if not all(is_data(p) and p.resolved for p in parts):
+            return unresolved(node, "slice is not resolved")
+        return Val(slice(*(p.value for p in parts)), MEDIUM)
+
+    def _subscript_bag(self, node: ast.Subscript, bag: Bag, index: Any) -> Any:
+        classes = tuple(i.name for i in bag.items if isinstance(i, ClassRef))
+        if classes:  # a class picked from a table is dynamic construction, even with a known key
+            return ClassRef("<dynamic>", "<dynamic>", dynamic=True, candidates=classes)
+        if is_data(index) and index.resolved:
+            try:
+                position = bag.keys.index(index.value) if bag.keys is not None else index.value
+                return bag.items[position]
+            except (ValueError, IndexError, TypeError):
+                return unresolved(node, "subscript cannot be evaluated")
+        return unresolved(node, "subscript is not resolved")
+
+

@@ -1,0 +1,66 @@
+"""What the walker records: functions, constructed objects, method calls and the branches it met."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from . import argparse_flow as ap
+from .values import ClassRef
+
+
+@dataclass(eq=False)
+class FuncRef:
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    closure: list[dict]
+
+    @property
+    def label(self) -> str:
+        return f"function {self.node.name}"
+
+
+@dataclass(eq=False)
+class Obj:
+    """An instance of an external (or local) class the job constructs."""
+
+    cls: ClassRef
+    args: list
+    kwargs: dict
+    line: int
+    unpacked: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.cls.name if not self.cls.dynamic else "|".join(self.cls.candidates) or "<dynamic>"
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}(...)"
+
+
+@dataclass
+class MethodCall:
+    target: Obj
+    method: str
+    args: list
+    kwargs: dict
+    line: int
+
+
+@dataclass
+class BranchNote:
+    line: int
+    test: str
+    resolved: bool
+    touched_surface: bool = False
+
+
+@dataclass
+class WalkResult:
+    objects: list[Obj] = field(default_factory=list)
+    calls: list[MethodCall] = field(default_factory=list)
+    parsers: list[ap.Parser] = field(default_factory=list)
+    namespaces: list[ap.Namespace] = field(default_factory=list)
+    branches: list[BranchNote] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    base_args_errors: list[str] = field(default_factory=list)

@@ -1,0 +1,177 @@
+"""The campaign objective: which metric, which direction, where it comes from, what must not change.
+
+Direction of the job's key metric (NVFLARE 2.9 semantics): explicit `key_metric_mode`, else a
+`stop_cond` on the same metric (`>=`/`>` max, `<=`/`<` min), else NVFLARE's default `max`
+(`core_default`). A custom model selector makes the direction unresolved. A requested metric other
+than the key metric needs a bridge in mutation_schema.yaml, which may set the bridged metric's
+direction but never the job's own key-metric direction.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .values import Val
+
+DEFAULT_KEY_METRIC = "accuracy"
+LOWER_IS_BETTER = {
+    "loss", "error", "err", "mse", "mae", "rmse", "msle", "rmsle", "mape", "smape", "nll", "perplexity", "ppl",
+    "wer", "cer", "ter", "bce", "ce", "crossentropy", "logloss", "kl", "divergence", "regret", "latency", "fid",
+}  # fmt: skip
+_STOP_MODES = {">=": "max", ">": "max", "<=": "min", "<": "min"}
+SELECTOR_NAMES = ("IntimeModelSelector",)
+
+
+def is_lower_better_name(metric: str) -> bool:
+    """True for names that are obviously lower-is-better (loss, val_mse, top1_error, ...)."""
+    tokens = [t for t in re.split(r"[^a-z0-9]+|(?<=[a-z])(?=[0-9])", metric.lower()) if t]
+    if tokens and tokens[0] in ("neg", "negative", "minus"):
+        return False
+    return any(t in LOWER_IS_BETTER or t.endswith("loss") for t in tokens)
+
+
+def parse_stop_cond(text: str) -> tuple[str, str] | None:
+    """`"accuracy >= 0.9"` -> ("accuracy", "max"); None when not of NVFLARE's `<key> <op> <value>` form."""
+    tokens = text.split(" ")
+    if len(tokens) != 3 or tokens[1] not in _STOP_MODES:
+        return None
+    return tokens[0], _STOP_MODES[tokens[1]]
+
+
+def _text(val: Any) -> str | None:
+    return val.value if isinstance(val, Val) and val.resolved and isinstance(val.value, str) else None
+
+
+def _is_none(val: Any) -> bool:
+    return isinstance(val, Val) and val.resolved and val.value is None
+
+
+def _settings(surface: Any) -> dict:
+    """Where the key-metric settings live: recipe kwargs, or FedJob + its selector/controller components."""
+    target = surface.target
+    found = {"owner": target.name, "kwargs": dict(target.kwargs), "selector": None, "stop_owner": target.name}
+    if surface.pattern == "fedjob":
+        for comp in surface.components:
+            if "stop_cond" in comp.kwargs:
+                found["kwargs"]["stop_cond"] = comp.kwargs["stop_cond"]
+                found["stop_owner"] = comp.name
+            if "ModelSelector" in comp.name or "model_selector" in comp.name.lower():
+                found["selector"] = comp
+    selector = found["kwargs"].get("model_selector")
+    if selector is not None and not _is_none(selector):
+        found["selector"] = selector
+    return found
+
+
+def job_key_metric(surface: Any) -> dict:
+    """The job's own key metric and direction: {metric, mode, metric_source, mode_source, reasons}."""
+    settings = _settings(surface)
+    kwargs, owner, selector = settings["kwargs"], settings["owner"], settings["selector"]
+    reasons: dict[str, str] = {}
+    metric, metric_source = DEFAULT_KEY_METRIC, "core_default"
+    if "key_metric" in kwargs:
+        metric, metric_source = _text(kwargs["key_metric"]), f"{owner}(key_metric=...)"
+        if metric is None:
+            reasons["job_key_metric"] = "key_metric is not a literal string or argparse value"
+    selector_mode = None
+    if selector is not None and getattr(selector, "name", "") in SELECTOR_NAMES:
+        if "key_metric" in selector.kwargs:
+            metric, metric_source = _text(selector.kwargs["key_metric"]), f"{selector.name}(key_metric=...)"
+        elif "key_metric" not in kwargs:
+            metric, metric_source = "val_accuracy", f"{selector.name} default"
+        negate = selector.kwargs.get("negate_key_metric")
+        if isinstance(negate, Val) and negate.resolved:
+            selector_mode = "min" if negate.value is True else "max"
+    mode, mode_source = _direction(kwargs, metric, reasons)
+    if selector is not None and getattr(selector, "name", "") not in SELECTOR_NAMES:
+        mode, mode_source = None, "unresolved"
+        reasons["mode"] = "a custom model_selector decides what 'best' means; its direction cannot be read statically"
+    elif selector_mode is not None and mode_source == "core_default":
+        mode, mode_source = selector_mode, f"{selector.name}(negate_key_metric=...)"
+    return {"metric": metric, "metric_source": metric_source, "mode": mode, "mode_source": mode_source,
+            "reasons": reasons}  # fmt: skip
+
+
+def _direction(kwargs: dict, metric: str | None, reasons: dict) -> tuple[str | None, str]:
+    explicit = kwargs.get("key_metric_mode")
+    stop = kwargs.get("stop_cond")
+    stop_mode = None
+    if stop is not None and not _is_none(stop):
+        text = _text(stop)
+        parsed = parse_stop_cond(text) if text is not None else None
+        if text is None:
+            reasons["mode"] = "stop_cond is not resolved statically, so its direction is unknown"
+            return None, "unresolved"
+        if parsed is not None and parsed[0] == metric:
+            stop_mode = parsed[1]
+    if explicit is not None and not _is_none(explicit):
+        mode = _text(explicit)
+        if mode not in ("min", "max"):
+            reasons["mode"] = "key_metric_mode is not a literal 'min' or 'max'"
+            return None, "unresolved"
+        if stop_mode is not None and stop_mode != mode:
+            reasons["mode"] = f"key_metric_mode={mode!r} conflicts with stop_cond {_text(stop)!r} (NVFLARE rejects it)"
+            return None, "unresolved"
+        return mode, "key_metric_mode"
+    if stop_mode is not None:
+        return stop_mode, "stop_cond"
+    return "max", "core_default"
+
+
+def _schema_objective(schema: dict | None) -> dict:
+    return dict((schema or {}).get("objective") or {})
+
+
+def bridged_metrics(schema: dict | None) -> list[str]:
+    return list((schema or {}).get("bridged_metrics") or [])
+
+
+def build_objective(surface: Any, requested: str | None, schema: dict | None, train_script: str | None) -> dict:
+    """The `objective` block; `schema` is the normalized `schema` section (`_reasons` is popped by the caller)."""
+    job = job_key_metric(surface)
+    sobj = _schema_objective(schema)
+    requested = requested or sobj.get("requested_metric") or None
+    metric = requested or job["metric"]
+    bridged = metric is not None and metric != job["metric"] and metric in bridged_metrics(schema)
+    schema_mode = sobj.get("mode") if sobj.get("mode") in ("min", "max") else None
+    if metric is not None and metric == job["metric"]:
+        mode, mode_source = job["mode"], job["mode_source"]
+    elif bridged and schema_mode:
+        mode, mode_source = schema_mode, "mutation_schema"
+    elif bridged:
+        mode, mode_source = "max", "core_default"
+    else:
+        mode, mode_source = None, "undeclared"
+    order = sobj.get("metric_extraction_order") or ([metric] if metric else [])
+    return {
+        "bridged": bool(bridged),
+        "job_key_metric": job["metric"],
+        "job_key_metric_mode": job["mode"],
+        "job_key_metric_source": job["metric_source"],
+        "metric": metric,
+        "metric_extraction_order": list(order),
+        "metric_invariants": _invariants(surface, metric, mode, mode_source, train_script, bridged),
+        "metric_source": sobj.get("metric_source") or "auto",
+        "mode": mode,
+        "mode_contract_source": mode_source,
+        "requested_metric": requested,
+        "schema_mode": schema_mode,
+        "_reasons": job["reasons"],
+    }
+
+
+def _invariants(surface: Any, metric: Any, mode: Any, source: str, script: str | None, bridged: bool) -> dict:
+    owner = surface.target.name
+    where = script or "the client code"
+    better = {"max": "higher is better", "min": "lower is better"}.get(mode, "direction unresolved")
+    definition = f"'{metric}' as reported by {where} to NVFLARE"
+    if bridged:
+        definition += " (bridged by mutation_schema.yaml, not the job's key metric)"
+    return {
+        "aggregation": f"server-side aggregation of site-reported metrics by {owner} (same sites every trial)",
+        "definition": definition,
+        "evaluation_data": f"the validation data and split {where} evaluates on; must not change between candidates",
+        "scale_units_direction": f"{metric}: {mode} ({better}; from {source}); same scale and units every trial",
+        "timing": "the global model at the end of the fixed num_rounds (final checkpoint preferred over best)",
+    }

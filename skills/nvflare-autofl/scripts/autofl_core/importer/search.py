@@ -1,0 +1,60 @@
+"""Suggested search space: the job's own tunable flags with their defaults, types and schema bounds.
+
+Budget flags, fixed-within-campaign flags and plumbing flags (names, paths, seeds, devices, export
+switches) are left out; a flag with `mutable_args` bounds in the schema carries them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .values import to_jsonable
+
+PLUMBING = {"name", "job_name", "seed", "port", "gpu", "gpus", "device", "threads", "num_threads", "log_config",
+            "export", "export_dir", "help", "version", "verbose", "debug", "quiet", "dry_run"}  # fmt: skip
+PATHLIKE = ("path", "dir", "file", "workspace", "root", "output", "ckpt", "checkpoint")
+
+
+def _kind(flag: Any) -> str | None:
+    if flag.action in ("store_true", "store_false", "boolean_optional"):
+        return "bool"
+    if flag.type in ("int", "float", "str", "bool"):
+        return flag.type
+    value = flag.default.value if flag.default.resolved else None
+    for name, py in (("bool", bool), ("int", int), ("float", float), ("str", str)):
+        if isinstance(value, py):
+            return name
+    return None
+
+
+def _tunable(flag: Any, kind: str | None, blocked: set[str]) -> bool:
+    if flag.positional or not flag.option_strings or flag.action in ("help", "version", "count", "append"):
+        return False
+    if blocked & set(flag.option_strings) or flag.dest in blocked or flag.dest in PLUMBING:
+        return False
+    if any(part in flag.dest.lower() for part in PATHLIKE):
+        return False
+    return kind in ("int", "float", "bool") or (kind == "str" and flag.choices is not None)
+
+
+def suggested(flags: list, blocked: set[str], mutable_args: dict) -> list[dict]:
+    """`search_space.suggested`: [{flag, dest, default, type, choices?, min?, max?}] in definition order."""
+    out = []
+    for flag in flags:
+        kind = _kind(flag)
+        if not _tunable(flag, kind, blocked):
+            continue
+        item = {
+            "default": to_jsonable(flag.default.value) if flag.default.resolved else None,
+            "dest": flag.dest,
+            "flag": flag.canonical,
+            "type": kind,
+        }
+        if flag.choices is not None:
+            item["choices"] = to_jsonable(flag.choices)
+        bounds = mutable_args.get(flag.dest) or {}
+        for key in ("min", "max", "choices"):
+            if key in bounds:
+                item[key] = bounds[key]
+        out.append(item)
+    return out

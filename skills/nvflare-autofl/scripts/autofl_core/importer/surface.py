@@ -1,0 +1,195 @@
+"""Recognize what job.py runs: a Recipe executed in an env / exported, or a FedJob simulated / exported.
+
+Input is the walker's event list (objects constructed, methods called, branches met); output is a
+`Surface` describing the pattern, the object that runs, its env and run call, or an unsupported
+verdict with an actionable reason (fail closed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .values import describe
+
+ENV_CLASSES = ("SimEnv", "PocEnv", "ProdEnv")
+RECIPE_RUNS = ("execute", "run", "export")
+FEDJOB_RUNS = ("simulator_run", "export_job")
+EVAL_ONLY_HINT = "evaluation-only"
+STATS_ONLY_HINT = "statistics-only"
+NESTED_CLASSES = {
+    "FlowerRecipe": "it runs a nested Flower application",
+    "FlowerJob": "it runs a nested Flower application",
+    "SwarmLearningRecipe": "it runs a client-controlled swarm workflow with no server-side round budget",
+    "BaseSwarmLearningRecipe": "it runs a client-controlled swarm workflow with no server-side round budget",
+    "CCWFJob": "it runs a client-controlled workflow application",
+    "EdgeJob": "it runs a nested edge application",
+    "EdgeFedBuffRecipe": "it runs a nested edge application",
+    "ETFedBuffRecipe": "it runs a nested edge application",
+    "DhPSIRecipe": "it runs private set intersection, not training",
+}
+EVAL_COMPONENTS = ("CrossSiteModelEval", "CrossSiteEval", "GlobalModelEval")
+STATS_COMPONENTS = ("StatisticsController",)
+
+
+@dataclass
+class Surface:
+    status: str = "unsupported"
+    reason: str = ""
+    pattern: str | None = None
+    target: Any = None
+    env: Any = None
+    run_call: str | None = None
+    run_line: int = 0
+    components: list = field(default_factory=list)
+    run_kwargs: dict = field(default_factory=dict)
+
+
+def is_recipe(obj: Any) -> bool:
+    return obj.name.endswith("Recipe") or any(c.endswith("Recipe") for c in obj.cls.candidates)
+
+
+def is_fedjob(obj: Any) -> bool:
+    return obj.name == "FedJob" or (obj.name.endswith("Job") and obj.cls.qualname.startswith("nvflare"))
+
+
+def is_env(obj: Any) -> bool:
+    return obj.name in ENV_CLASSES
+
+
+def touches_surface(objects: list, calls: list) -> bool:
+    """True when these events build or run a recipe/job/env (used to flag ambiguous branches)."""
+    built = any(is_recipe(o) or is_fedjob(o) or is_env(o) or o.cls.dynamic for o in objects)
+    return built or any(c.method in RECIPE_RUNS + FEDJOB_RUNS for c in calls)
+
+
+def _unsupported_class(name: str) -> str | None:
+    if name in NESTED_CLASSES:
+        return f"{name} is a nested unsupported application: {NESTED_CLASSES[name]}"
+    if "Eval" in name:
+        return f"{name} is {EVAL_ONLY_HINT}: it trains nothing, so there is no objective to improve"
+    if "Stats" in name:
+        return f"{name} is {STATS_ONLY_HINT}: it computes federated statistics, not a trained model"
+    return None
+
+
+def _run_calls(walk: Any) -> list:
+    runs = []
+    for call in walk.calls:
+        target = call.target
+        if call.method in RECIPE_RUNS and (is_recipe(target) or target.cls.dynamic):
+            runs.append(call)
+        elif call.method in FEDJOB_RUNS and (is_fedjob(target) or target.cls.dynamic):
+            runs.append(call)
+    return runs
+
+
+def _fail(reason: str, **extra: Any) -> Surface:
+    return Surface(status="unsupported", reason=reason, **extra)
+
+
+def analyze(walk: Any) -> Surface:
+    """Decide the supported surface of a walked job.py (pure over the walk result)."""
+    if walk.problems:
+        return _fail(walk.problems[0] + "; simplify job.py so the recipe is built in straight-line code")
+    ambiguous = [b for b in walk.branches if not b.resolved and b.touched_surface]
+    if ambiguous:
+        b = ambiguous[0]
+        return _fail(
+            f"which recipe/job runs depends on a condition the importer cannot resolve (line {b.line}: {b.test}); "
+            "make it depend only on parsed arguments or literals, or pass the choice in --base-args"
+        )
+    runs = _run_calls(walk)
+    dynamic = [c for c in runs if c.target.cls.dynamic]
+    if dynamic:
+        return _fail(
+            f"dynamic construction: the object run at line {dynamic[0].line} is built from a class chosen at run "
+            "time (getattr/dict lookup); construct the recipe by its class name, e.g. FedAvgRecipe(...), in job.py"
+        )
+    if not runs:
+        return _no_run_reason(walk)
+    targets = list(dict.fromkeys(c.target for c in runs))
+    if len(targets) > 1:
+        names = ", ".join(t.name for t in targets)
+        return _fail(f"job.py runs several recipes/jobs ({names}); keep one so a trial has one objective")
+    return _describe_target(targets[0], runs, walk)
+
+
+def _no_run_reason(walk: Any) -> Surface:
+    built = [o for o in walk.objects if is_recipe(o) or is_fedjob(o)]
+    if built:
+        verdict = _unsupported_class(built[0].name)
+        if verdict:
+            return _fail(verdict + "; Auto-FL needs a training job")
+        return _fail(
+            f"{built[0].name} is built at line {built[0].line} but never run; call recipe.execute(env) "
+            "(or job.simulator_run(...)) in job.py"
+        )
+    if any(o.cls.dynamic for o in walk.objects):
+        return _fail("dynamic construction: no recipe or FedJob is built by class name; construct it explicitly")
+    return _fail(
+        "no recognizable NVFLARE recipe or FedJob: Auto-FL needs a job.py that builds a *Recipe and runs it "
+        "with recipe.execute(SimEnv(...)), or a FedJob run with simulator_run(...)"
+    )
+
+
+def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
+    verdict = _unsupported_class(target.name)
+    if verdict:
+        return _fail(verdict + "; Auto-FL needs a training job", target=target)
+    nested = [v for v in target.kwargs.values() if hasattr(v, "cls") and (is_recipe(v) or is_fedjob(v))]
+    if nested:
+        return _fail(f"{target.name} nests another application ({nested[0].name}); Auto-FL cannot budget it")
+    last = runs[-1]
+    executes = [c for c in runs if c.method in ("execute", "run", "simulator_run")]
+    chosen = executes[-1] if executes else last
+    surface = Surface(status="supported", target=target, run_call=chosen.method, run_line=chosen.line)
+    surface.run_kwargs = dict(chosen.kwargs)
+    if is_recipe(target):
+        surface.pattern = "recipe"
+        surface.env = _env_of(chosen)
+    else:
+        surface.pattern = "fedjob"
+        surface.components = _components(target, walk)
+        component_names = [c.name for c in surface.components]
+        if any(n in STATS_COMPONENTS for n in component_names):
+            return _fail(f"FedJob at line {target.line} is {STATS_ONLY_HINT}; Auto-FL needs a training job")
+        trains = any("num_rounds" in c.kwargs for c in surface.components) or "num_rounds" in target.kwargs
+        if not trains and any(n in EVAL_COMPONENTS for n in component_names):
+            return _fail(f"FedJob at line {target.line} is {EVAL_ONLY_HINT}; Auto-FL needs a training job")
+    return surface
+
+
+def _env_of(call: Any) -> Any:
+    candidates = list(call.args) + [call.kwargs.get("env")]
+    for value in candidates:
+        if value is not None and hasattr(value, "cls") and is_env(value):
+            return value
+    return None
+
+
+def _components(job: Any, walk: Any) -> list:
+    """Objects attached to a FedJob with job.to(...)/to_server(...)/to_clients(...)."""
+    found = []
+    for call in walk.calls:
+        if call.target is job and call.method.startswith("to") and call.args and hasattr(call.args[0], "cls"):
+            found.append(call.args[0])
+    return found
+
+
+def job_section(surface: Surface, job_path: str) -> dict:
+    """The `job` block of the config."""
+    env = None
+    if surface.env is not None:
+        env = {"class": surface.env.name, "args": {k: describe(v) for k, v in sorted(surface.env.kwargs.items())}}
+    elif surface.run_call == "simulator_run":
+        env = {"class": "FedJob.simulator_run", "args": {k: describe(v) for k, v in sorted(surface.run_kwargs.items())}}
+    target = surface.target
+    return {
+        "class": target.name if target is not None else None,
+        "env": env,
+        "line": target.line if target is not None else None,
+        "path": job_path,
+        "pattern": surface.pattern,
+        "run_call": surface.run_call,
+    }

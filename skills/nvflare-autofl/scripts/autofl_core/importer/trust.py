@@ -1,0 +1,109 @@
+"""Trust contract: which files a candidate may edit or create.
+
+allowed_edit_paths = job.py, the train script, and the local modules either of them imports that
+exist inside the workspace; allowed_create_patterns = ["**/*.py"]; preferred_targets = the schema's
+targets that exist. Pure: file existence is asked through an `exists(relative_path)` callback.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from collections.abc import Callable
+from typing import Any
+
+from .values import Val
+
+CREATE_PATTERNS = ["**/*.py"]
+RESERVED_PARTS = {".git", ".nvflare", ".tox", ".venv", "venv", "__pycache__", "autofl_runs", "node_modules",
+                  "site-packages"}  # fmt: skip
+
+
+def safe_relative(path: str) -> str | None:
+    """Normalize a workspace-relative path; None for absolute, escaping or reserved paths."""
+    if not path or path.startswith(("/", "\\")) or ":" in path:
+        return None
+    norm = posixpath.normpath(path.replace("\\", "/"))
+    parts = norm.split("/")
+    if norm in (".", "") or ".." in parts or RESERVED_PARTS & set(parts):
+        return None
+    return norm
+
+
+def train_script_of(surface: Any) -> str | None:
+    """The script the clients run: recipe `train_script=` or a FedJob ScriptRunner `script=`."""
+    target = surface.target
+    if target is None:
+        return None
+    candidates = [target.kwargs.get("train_script")]
+    candidates += [c.kwargs.get("script") for c in getattr(surface, "components", [])]
+    for val in candidates:
+        if isinstance(val, Val) and val.resolved and isinstance(val.value, str):
+            return val.value
+    return None
+
+
+def _module_files(module: str, base: str) -> list[str]:
+    path = posixpath.join(base, *module.split("."))
+    return [path + ".py", posixpath.join(path, "__init__.py")]
+
+
+def imported_candidates(tree: ast.Module, file_rel: str) -> list[str]:
+    """Workspace-relative files that could satisfy the imports of `file_rel` (first match per module)."""
+    base = posixpath.dirname(file_rel)
+    groups: list[list[str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                groups += [_module_files(".".join(parts[: i + 1]), base) for i in range(len(parts))]
+        elif isinstance(node, ast.ImportFrom):
+            origin = base
+            for _ in range(max(node.level - 1, 0)):
+                origin = posixpath.dirname(origin)
+            if node.module:
+                parts = node.module.split(".")
+                groups += [_module_files(".".join(parts[: i + 1]), origin) for i in range(len(parts))]
+            prefix = node.module or ""
+            for alias in node.names:
+                if alias.name != "*":
+                    groups.append(_module_files(f"{prefix}.{alias.name}".strip("."), origin))
+    return _flatten(groups)
+
+
+def _flatten(groups: list[list[str]]) -> list[str]:
+    out: list[str] = []
+    for group in groups:
+        for path in group:
+            norm = safe_relative(path)
+            if norm and norm not in out:
+                out.append(norm)
+    return out
+
+
+def trust_section(
+    job_rel: str,
+    job_tree: ast.Module,
+    script_rel: str | None,
+    script_tree: ast.Module | None,
+    exists: Callable[[str], bool],
+    preferred: list[str],
+) -> dict:
+    """The `trust` block of the config."""
+    edit = [job_rel]
+    if script_rel and exists(script_rel):
+        edit.append(script_rel)
+    modules: list[str] = []
+    sources = [(job_rel, job_tree)] + ([(script_rel, script_tree)] if script_rel and script_tree else [])
+    for file_rel, tree in sources:
+        for candidate in imported_candidates(tree, file_rel):
+            if candidate not in edit and candidate not in modules and exists(candidate):
+                modules.append(candidate)
+    targets = [t for t in (safe_relative(p) for p in preferred) if t and exists(t)]
+    return {
+        "allowed_create_patterns": list(CREATE_PATTERNS),
+        "allowed_edit_paths": sorted(set(edit + modules)),
+        "local_modules": sorted(modules),
+        "preferred_targets": list(dict.fromkeys(targets)),
+        "train_script": script_rel,
+    }

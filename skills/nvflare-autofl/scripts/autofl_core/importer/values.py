@@ -1,0 +1,120 @@
+"""Value types of the static importer: data values with a confidence, and references to non-data things.
+
+`Val(value, confidence)` is data (confidence high / medium / unresolved); ModuleRef, ClassRef,
+Builtin and Bag stand for modules, callables, builtins and containers of non-data items.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+HIGH = "high"
+MEDIUM = "medium"
+UNRESOLVED = "unresolved"
+_RANK = {HIGH: 2, MEDIUM: 1, UNRESOLVED: 0}
+MAX_ITEMS = 10_000
+MAX_STR = 100_000
+
+
+@dataclass(frozen=True)
+class Val:
+    """A data value the importer could (or could not) determine."""
+
+    value: Any = None
+    confidence: str = UNRESOLVED
+    expr: str = ""
+    flags: tuple[str, ...] = ()
+    reason: str = ""
+
+    @property
+    def resolved(self) -> bool:
+        return self.confidence != UNRESOLVED
+
+
+@dataclass(eq=False)
+class ModuleRef:
+    qualname: str
+
+
+@dataclass(eq=False)
+class ClassRef:
+    """A callable known by name (class or function from an import, or a local class)."""
+
+    name: str
+    qualname: str
+    dynamic: bool = False
+    candidates: tuple[str, ...] = ()
+
+
+@dataclass(eq=False)
+class Builtin:
+    name: str
+
+
+@dataclass(eq=False)
+class Bag:
+    """A container holding non-data items (objects, classes, namespaces)."""
+
+    items: list = field(default_factory=list)
+    keys: list | None = None
+
+
+def weakest(*confidences: str) -> str:
+    return min(confidences, key=lambda c: _RANK[c]) if confidences else HIGH
+
+
+def unresolved(node: ast.AST | None, reason: str, flags: tuple[str, ...] = ()) -> Val:
+    return Val(None, UNRESOLVED, source_text(node), flags, reason)
+
+
+def source_text(node: ast.AST | None, limit: int = 200) -> str:
+    if node is None:
+        return ""
+    try:
+        text = ast.unparse(node)
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        return "<expression>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def merge_flags(*vals: Any) -> tuple[str, ...]:
+    seen: list[str] = []
+    for val in vals:
+        for flag in getattr(val, "flags", ()):
+            if flag not in seen:
+                seen.append(flag)
+    return tuple(seen)
+
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert an evaluated value into plain JSON/YAML data (stable order, finite floats)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((to_jsonable(v) for v in value), key=repr)
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, slice):
+        return repr(value)
+    return value
+
+
+def describe(val: Any) -> dict:
+    """The `{value, confidence}` record of a constructor argument (plus `expr` when not a literal)."""
+    if isinstance(val, Val):
+        record = {"value": to_jsonable(val.value) if val.resolved else None, "confidence": val.confidence}
+        if val.expr:
+            record["expr"] = val.expr
+        if val.flags:
+            record["flags"] = list(val.flags)
+        if not val.resolved and val.reason:
+            record["reason"] = val.reason
+        return record
+    label = getattr(val, "label", None) or type(val).__name__
+    return {"value": None, "confidence": UNRESOLVED, "expr": label, "reason": "an object, not a data value"}

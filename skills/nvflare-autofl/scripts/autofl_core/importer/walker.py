@@ -1,0 +1,302 @@
+"""Abstract walk of a job.py module: follow the code path `python job.py` would take, without running it.
+
+Statements are visited in order starting at module level; calls to functions defined in job.py are
+entered (bounded depth), `if` statements whose condition resolves take one branch, unresolved ones are
+walked on both sides and merged. External classes are never imported: constructing one yields an `Obj`
+with its evaluated arguments, and method calls on objects are recorded as `MethodCall` events.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from . import argparse_flow as ap
+from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, call_str_method
+from .evaluate import ExpressionEvaluator
+from .events import BranchNote, FuncRef, MethodCall, Obj, WalkResult
+from .overrides import parser_method
+from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, unresolved
+
+MAX_DEPTH = 12
+MAX_STEPS = 50_000
+
+
+class _Return(Exception):
+    def __init__(self, value: Any):
+        super().__init__()
+        self.value = value
+
+
+class _Budget(Exception):
+    pass
+
+
+class Walker:
+    """Usage: `Walker(base_args).run(tree)` -> WalkResult."""
+
+    def __init__(self, base_args: list[str], job_name: str = "job.py"):
+        self.base_args = list(base_args)
+        self.out = WalkResult()
+        file_val = Val(job_name, MEDIUM, "__file__")  # workspace-relative stand-in for the script path
+        self.scopes: list[dict] = [{"__name__": Val("__main__", HIGH), "__file__": file_val}]
+        self.stack: list[FuncRef] = []
+        self.steps = 0
+        self.evaluator = ExpressionEvaluator(self)
+
+    def run(self, tree: ast.Module) -> WalkResult:
+        try:
+            self.walk_block(tree.body)
+        except _Return:
+            pass
+        except _Budget:
+            self.out.problems.append("job.py is too complex to follow statically (step budget exhausted)")
+        except RecursionError:
+            self.out.problems.append("job.py nests too deeply to follow statically")
+        return self.out
+
+    # ---- context protocol used by ExpressionEvaluator -------------------------------------------
+    def lookup(self, name: str, node: ast.AST) -> Any:
+        for scope in self.scopes:
+            if name in scope:
+                return scope[name]
+        if name in BUILTIN_NAMES:
+            return Builtin(name)
+        return unresolved(node, f"name '{name}' is not defined statically")
+
+    def attribute(self, base: Any, attr: str, node: ast.Attribute) -> Any:
+        if isinstance(base, ap.Namespace):
+            return ap.namespace_attribute(base, attr)
+        if isinstance(base, (ModuleRef, ClassRef)):
+            return ClassRef(attr, f"{base.qualname}.{attr}", dynamic=getattr(base, "dynamic", False))
+        return unresolved(node, f"attribute '{attr}' of a run-time value")
+
+    def call(self, node: ast.Call) -> Any:
+        args, kwargs, unpacked = self._arguments(node)
+        if isinstance(node.func, ast.Attribute):
+            base = self.ev(node.func.value)
+            if isinstance(base, (ap.Parser, Obj, Val, Bag, ap.Namespace)):
+                return self._method(base, node.func.attr, args, kwargs, node)
+            callee = self.attribute(base, node.func.attr, node.func)
+        else:
+            callee = self.ev(node.func)
+        return self._dispatch(callee, args, kwargs, unpacked, node)
+
+    # ---- calls ----------------------------------------------------------------------------------
+    def ev(self, node: ast.AST) -> Any:
+        return self.evaluator.ev(node)
+
+    def _arguments(self, node: ast.Call) -> tuple[list, dict, bool]:
+        args, kwargs, unpacked = [], {}, False
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                unpacked = True
+                continue
+            args.append(self.ev(arg))
+        for kw in node.keywords:
+            value = self.ev(kw.value)
+            if kw.arg is not None:
+                kwargs[kw.arg] = value
+            elif isinstance(value, Val) and value.resolved and isinstance(value.value, dict):
+                kwargs.update({str(k): Val(v, value.confidence, value.expr, value.flags) for k, v in value.value.items()})
+            elif isinstance(value, Bag) and value.keys is not None:
+                kwargs.update({str(k): v for k, v in zip(value.keys, value.items, strict=True)})
+            else:
+                unpacked = True
+        return args, kwargs, unpacked
+
+    def _dispatch(self, callee: Any, args: list, kwargs: dict, unpacked: bool, node: ast.Call) -> Any:
+        if isinstance(callee, FuncRef):
+            return self._invoke(callee, args, kwargs, node)
+        if isinstance(callee, Builtin):
+            return call_builtin(callee, args, kwargs, node)
+        if isinstance(callee, ClassRef) and not callee.dynamic:
+            known = call_qualified(callee, args, node)
+            if known is not None:
+                return known
+            if callee.name == "ArgumentParser":
+                return self._new_parser(kwargs, node)
+        if not isinstance(callee, ClassRef):
+            callee = ClassRef("<dynamic>", "<dynamic>", dynamic=True)
+        obj = Obj(callee, args, kwargs, node.lineno, unpacked)
+        self.out.objects.append(obj)
+        return obj
+
+    def _new_parser(self, kwargs: dict, node: ast.Call) -> ap.Parser:
+        abbrev = kwargs.get("allow_abbrev")
+        parser = ap.Parser(node.lineno, allow_abbrev=not (isinstance(abbrev, Val) and abbrev.value is False))
+        self.out.parsers.append(parser)
+        return parser
+
+    def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
+        if isinstance(base, ap.Parser):
+            return parser_method(base, method, args, kwargs, node, self.base_args, self.out)
+        if isinstance(base, Obj):
+            self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno))
+            return unresolved(node, f"result of {base.name}.{method}() at run time")
+        if isinstance(base, Val):
+            return call_str_method(base, method, args, kwargs, node)
+        return unresolved(node, f".{method}() on a run-time value")
+
+    def _invoke(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> Any:
+        if len(self.stack) >= MAX_DEPTH or func in self.stack:
+            return unresolved(node, f"call of {func.node.name}() is too deep or recursive")
+        frame = self._bind(func, args, kwargs, node)
+        self.stack.append(func)
+        saved = self.scopes
+        self.scopes = [frame, *func.closure]
+        try:
+            self.walk_block(func.node.body)
+            return Val(None, HIGH)
+        except _Return as ret:
+            return ret.value
+        finally:
+            self.scopes = saved
+            self.stack.pop()
+
+    def _bind(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> dict:
+        spec = func.node.args
+        params = spec.posonlyargs + spec.args
+        defaults = [None] * (len(params) - len(spec.defaults)) + list(spec.defaults)
+        frame: dict[str, Any] = {}
+        for index, (param, default) in enumerate(zip(params, defaults, strict=True)):
+            if index < len(args):
+                frame[param.arg] = args[index]
+            elif param.arg in kwargs:
+                frame[param.arg] = kwargs[param.arg]
+            else:
+                frame[param.arg] = self.ev(default) if default is not None else unresolved(node, "missing argument")
+        for param, default in zip(spec.kwonlyargs, spec.kw_defaults, strict=True):
+            fallback = self.ev(default) if default is not None else unresolved(node, "missing argument")
+            frame[param.arg] = kwargs.get(param.arg, fallback)
+        if spec.vararg:
+            frame[spec.vararg.arg] = Bag(list(args[len(params) :]))
+        if spec.kwarg:
+            extra = {k: v for k, v in kwargs.items() if k not in frame}
+            frame[spec.kwarg.arg] = Bag(list(extra.values()), list(extra))
+        return frame
+
+    # ---- statements -----------------------------------------------------------------------------
+    def walk_block(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                raise _Budget()
+            handler = getattr(self, "_st_" + type(stmt).__name__, None)
+            if handler is not None:
+                handler(stmt)
+
+    def _st_Expr(self, stmt: ast.Expr) -> None:
+        self.ev(stmt.value)
+
+    def _st_Return(self, stmt: ast.Return) -> None:
+        raise _Return(self.ev(stmt.value) if stmt.value is not None else Val(None, HIGH))
+
+    def _st_Raise(self, stmt: ast.Raise) -> None:
+        raise _Return(unresolved(stmt, "raised an exception"))
+
+    def _st_FunctionDef(self, stmt: ast.FunctionDef) -> None:
+        self.scopes[0][stmt.name] = FuncRef(stmt, list(self.scopes))
+
+    _st_AsyncFunctionDef = _st_FunctionDef
+
+    def _st_ClassDef(self, stmt: ast.ClassDef) -> None:
+        self.scopes[0][stmt.name] = ClassRef(stmt.name, f"<local>.{stmt.name}")
+
+    def _st_Import(self, stmt: ast.Import) -> None:
+        for alias in stmt.names:
+            if alias.asname:
+                self.scopes[0][alias.asname] = ModuleRef(alias.name)
+            else:
+                head = alias.name.split(".")[0]
+                self.scopes[0][head] = ModuleRef(head)
+
+    def _st_ImportFrom(self, stmt: ast.ImportFrom) -> None:
+        module = "." * stmt.level + (stmt.module or "")
+        for alias in stmt.names:
+            if alias.name != "*":
+                self.scopes[0][alias.asname or alias.name] = ClassRef(alias.name, f"{module}.{alias.name}")
+
+    def _st_Assign(self, stmt: ast.Assign) -> None:
+        value = self.ev(stmt.value)
+        for target in stmt.targets:
+            self.bind(target, value)
+
+    def _st_AnnAssign(self, stmt: ast.AnnAssign) -> None:
+        if stmt.value is not None:
+            self.bind(stmt.target, self.ev(stmt.value))
+
+    def _st_AugAssign(self, stmt: ast.AugAssign) -> None:
+        if isinstance(stmt.target, ast.Name):
+            load = ast.Name(stmt.target.id, ast.Load(), lineno=stmt.lineno, col_offset=0)
+            self.bind(stmt.target, self.ev(ast.BinOp(load, stmt.op, stmt.value, lineno=stmt.lineno, col_offset=0)))
+
+    def bind(self, target: ast.AST, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.scopes[0][target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self._unpack(target, value)
+        elif isinstance(target, ast.Attribute):
+            base = self.ev(target.value)
+            if isinstance(base, ap.Namespace) and isinstance(value, Val):
+                base.values[target.attr] = value
+
+    def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
+        items: list | None = None
+        if isinstance(value, Bag):
+            items = value.items
+        elif isinstance(value, Val) and value.resolved and isinstance(value.value, (list, tuple)):
+            items = [Val(v, value.confidence, value.expr, value.flags) for v in value.value]
+        starred = any(isinstance(e, ast.Starred) for e in target.elts)
+        for index, element in enumerate(target.elts):
+            ok = items is not None and not starred and len(items) == len(target.elts)
+            item = items[index] if ok else unresolved(element, "cannot unpack statically")
+            self.bind(element.value if isinstance(element, ast.Starred) else element, item)
+
+    def _st_If(self, stmt: ast.If) -> None:
+        test = self.ev(stmt.test)
+        if isinstance(test, Val) and test.resolved:
+            self.out.branches.append(BranchNote(stmt.lineno, ast.unparse(stmt.test)[:200], True))
+            self.walk_block(stmt.body if test.value else stmt.orelse)
+            return
+        note = BranchNote(stmt.lineno, ast.unparse(stmt.test)[:200], False)
+        self.out.branches.append(note)
+        self._fork(stmt.body, stmt.orelse, note)
+
+    def _fork(self, left: list[ast.stmt], right: list[ast.stmt], note: BranchNote) -> None:
+        from .forks import walk_both
+
+        walk_both(self, left, right, note)
+
+    def _loop(self, target: ast.AST | None, body: list[ast.stmt], orelse: list[ast.stmt]) -> None:
+        if target is not None:
+            self.bind(target, unresolved(target, "loop variable"))
+        self._fork(body, [], BranchNote(body[0].lineno if body else 0, "loop body", False))
+        self.walk_block(orelse)
+
+    def _st_For(self, stmt: ast.For) -> None:
+        self.ev(stmt.iter)
+        self._loop(stmt.target, stmt.body, stmt.orelse)
+
+    _st_AsyncFor = _st_For
+
+    def _st_While(self, stmt: ast.While) -> None:
+        self._loop(None, stmt.body, stmt.orelse)
+
+    def _st_With(self, stmt: ast.With) -> None:
+        for item in stmt.items:
+            value = self.ev(item.context_expr)
+            if item.optional_vars is not None:
+                self.bind(item.optional_vars, value)
+        self.walk_block(stmt.body)
+
+    _st_AsyncWith = _st_With
+
+    def _st_Try(self, stmt: ast.Try) -> None:
+        try:
+            self.walk_block(stmt.body)
+            self.walk_block(stmt.orelse)
+        finally:
+            self.walk_block(stmt.finalbody)
+
+    _st_TryStar = _st_Try

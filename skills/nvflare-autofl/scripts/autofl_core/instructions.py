@@ -1,0 +1,175 @@
+"""The sentences an agent reads in the campaign state (`agent_instruction`, `accounting_instruction`).
+
+Pure text from state fields. While a final answer is not allowed, every agent instruction starts with
+`NO_FINAL` and names the exact next step. Usage: called by `guard.compute_state` and the runner overrides.
+"""
+
+from __future__ import annotations
+
+from .compare import format_score
+
+NO_FINAL = "Do not produce a final answer."
+BATCH_ROLES = ("a faithful implementation", "a tuned variant", "an ablation")
+OVERRIDE_ACTIONS = ("repair_baseline", "submit_baseline", "await_simulation_runner_approval")
+
+
+def agent_instruction(state: dict, settings, family: str | None) -> str:
+    """The instruction for `state["reason"]`; `settings` is the GuardSettings the state was computed with."""
+    builder = _BUILDERS[state["reason"]]
+    sentence = builder(state, settings, family)
+    return sentence if state["final_response_allowed"] else f"{NO_FINAL} {sentence}"
+
+
+def accounting_instruction(state: dict, abandoned: int | None) -> str:
+    """How the candidate budget is being counted, in one or two sentences."""
+    attempts, scored = state["candidate_attempts"], state["scored_attempts"]
+    if state["candidate_cap"] is None:
+        budget = "the campaign is uncapped"
+    else:
+        budget = f"cap {state['candidate_cap']}, {state['remaining_candidates']} remaining"
+    drafts = "abandoned drafts" if abandoned is None else f"abandoned drafts ({abandoned} so far)"
+    return (
+        f"{attempts} candidate attempt(s) counted ({scored} scored; {budget}). Only keep, discard and crash rows "
+        f"count; the baseline, literature rows, infrastructure retries and {drafts} never count."
+    )
+
+
+def override_instruction(next_action: str) -> str:
+    """The instruction for a runner lifecycle override of `next_action`."""
+    if next_action == "repair_baseline":
+        text = (
+            "The baseline has no score yet: read its run.log, fix the environment or the metric extraction "
+            "(never the job's objective or budget), then rerun `initialize` to retry the baseline."
+        )
+    elif next_action == "submit_baseline":
+        text = (
+            "The baseline must run in the real environment: with the user's explicit authorization submit job.py "
+            "there, then run `record --baseline` with --score or --artifacts."
+        )
+    elif next_action == "await_simulation_runner_approval":
+        text = (
+            "The host sandbox denied the simulation (exit 75, not counted as a candidate): ask the user to approve "
+            "running the runner outside the sandbox for this exact interpreter, runner and job.py, then retry."
+        )
+    else:
+        raise ValueError(f"unknown next_action override {next_action!r}; expected one of: {', '.join(OVERRIDE_ACTIONS)}")
+    return f"{NO_FINAL} {text}"
+
+
+def batch_roles(completed: int, required: int) -> list[str]:
+    """What the remaining members of a literature batch should be, in order."""
+    roles = [BATCH_ROLES[i] if i < len(BATCH_ROLES) else "another source-backed variant" for i in range(required)]
+    return roles[completed:]
+
+
+def _stop_pending(state: dict, settings, family) -> str:
+    return (
+        f"A stop file is present ({', '.join(state['stop_files'])}) while a candidate is pending: run `abandon` "
+        "to release it (it does not count as an attempt), then write the final report."
+    )
+
+
+def _stop_file(state: dict, settings, family) -> str:
+    return (
+        f"A stop file is present ({', '.join(state['stop_files'])}): propose no more candidates and write the "
+        f"final report from autofl_report.md ({_best_vs_baseline(state)})."
+    )
+
+
+def _pending(state: dict, settings, family) -> str:
+    if state["next_action"] == "submit_candidate":
+        return (
+            "A candidate is ready for external execution: submit it only with the user's explicit authorization, "
+            "then run `record` with --score or --artifacts (or --failure-reason if it crashed)."
+        )
+    return (
+        "A prepared candidate is pending: edit only its candidate source directory, then run `evaluate` "
+        "(or `abandon` to drop it without counting it)."
+    )
+
+
+def _cap(state: dict, settings, family) -> str:
+    return (
+        f"The candidate cap is used up ({state['candidate_attempts']} of {state['candidate_cap']} attempts): write "
+        f"the final report ({_best_vs_baseline(state)}). Only the user can approve a higher cap."
+    )
+
+
+def _crashes(state: dict, settings, family) -> str:
+    return (
+        f"The last {settings.hard_crash_threshold} candidate attempts all crashed: write the final report with "
+        "their failure reasons and resolve the cause with the user before running more candidates."
+    )
+
+
+def _batch(state: dict, settings, family) -> str:
+    batch = state["exploration_batch"]
+    missing = batch["required"] - batch["completed"]
+    roles = ", ".join(batch_roles(batch["completed"], batch["required"]))
+    event = batch["literature_event_id"]
+    if event:
+        where = f"literature event {event} (ledger row {batch['event_index']})"
+        how = f"`prepare --literature-event {event} --name <name> --hypothesis <why>`"
+    else:
+        where = f"the unlabelled literature event at ledger row {batch['event_index']}"
+        how = "`prepare --name <name> --hypothesis <why>`"
+    return (
+        f"Develop the exploration batch of {where}: it needs {missing} more scored source-backed candidate(s): "
+        f"{roles}. For each, run {how}, change the source in the returned directory (argument-only changes do "
+        "not count), then run `evaluate`."
+    )
+
+
+def _family(state: dict, settings, family) -> str:
+    return (
+        f"The last {settings.family_repeat_limit} scored candidates were all argument-only changes in the "
+        f"'{family}' family: prepare a source-edit candidate from a different algorithm family next."
+    )
+
+
+def _plateau(state: dict, settings, family) -> str:
+    plateau = state["plateau"]
+    follow_up = (
+        f"then develop its batch of {settings.exploration_batch_size} source-backed candidates"
+        if settings.exploration_batch_size
+        else "then prepare a source-edit candidate based on it"
+    )
+    return (
+        f"{plateau['scored_since_reset']} scored candidates since ledger row {plateau['reset_row_index']} brought no "
+        f"improvement of more than {plateau['min_delta']}: run the literature loop (research a published method, "
+        "record it with `record --literature --hypothesis <sources and decision> --family <family>`, "
+        f"{follow_up})."
+    )
+
+
+def _continue(state: dict, settings, family) -> str:
+    if state["candidate_cap"] is None:
+        budget = "the campaign is uncapped"
+    else:
+        budget = f"{state['remaining_candidates']} of {state['candidate_cap']} candidate attempts remain"
+    return (
+        "Propose the next candidate: run `prepare --name <name> --hypothesis <why>`, edit only the returned "
+        f"source directory, then run `evaluate`; {budget}."
+    )
+
+
+def _best_vs_baseline(state: dict) -> str:
+    best, baseline = state["best_score"], state["baseline_score"]
+    if best is None:
+        return "no scored result"
+    if baseline is None:
+        return f"best {format_score(best)}, no scored baseline"
+    return f"best {format_score(best)} vs baseline {format_score(baseline)}"
+
+
+_BUILDERS = {
+    "manual_stop_pending_candidate": _stop_pending,
+    "manual_stop_file": _stop_file,
+    "pending_candidates": _pending,
+    "candidate_cap_exhausted": _cap,
+    "hard_repeated_crash_blocker": _crashes,
+    "literature_exploration_batch": _batch,
+    "family_repeat_limit": _family,
+    "plateau_literature": _plateau,
+    "continue": _continue,
+}

@@ -1,0 +1,238 @@
+"""progress.png from the ledger: pure plot data, then matplotlib (Agg), a Pillow fallback, or a text note.
+
+Usage::
+
+    data = plot_data(rows, "max")          # pure: points, failures, literature markers, running best, best
+    summary = render(rows, "progress.png", metric="accuracy", mode="max")   # {"backend": ..., "output": ...}
+
+The x axis counts experiments (baseline, keep, discard and crash rows) in ledger order, starting at 1;
+a literature event sits half a step after the experiment it follows. Plotting libraries are imported only
+inside the renderers, never when this module is imported.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+
+from . import atomic
+from .compare import better, check_mode, format_score
+
+EXPERIMENT_STATUSES = frozenset(("baseline", "keep", "discard", "crash"))
+COLORS = {
+    "baseline": "#1f77b4",
+    "keep": "#2ca02c",
+    "discard": "#9a9a9a",
+    "crash": "#d62728",
+    "literature": "#9467bd",
+    "best": "#ff7f0e",
+}
+SIZE = (1000, 560)  # pixels, both backends
+EMPTY_MESSAGE = "no scored results yet"
+
+
+def plot_data(rows: list[dict], mode: str) -> dict:
+    """Everything the plot shows, computed from ledger rows (pure)."""
+    check_mode(mode)
+    points, failures, literature, running = [], [], [], []
+    best = None
+    x = 0
+    for index, row in enumerate(rows):
+        status, score, name = row.get("status"), row.get("score"), row.get("name") or ""
+        if status == "literature":
+            literature.append({"x": x + 0.5, "row": index, "event_id": row.get("literature_event_id") or ""})
+            continue
+        if status not in EXPERIMENT_STATUSES:
+            continue
+        x += 1
+        if score is None or status == "crash":
+            failures.append({"x": x, "row": index, "name": name, "status": status})
+            continue
+        points.append({"x": x, "row": index, "score": score, "status": status, "name": name})
+        if status in ("baseline", "keep") and better(score, best["score"] if best else None, mode):
+            best = {"x": x, "row": index, "score": score, "status": status, "name": name}
+            running.append({"x": x, "score": score})
+    counts = {status: 0 for status in ("baseline", "keep", "discard", "crash", "literature", "infrastructure_retry")}
+    for row in rows:
+        if row.get("status") in counts:
+            counts[row["status"]] += 1
+    return {
+        "points": points,
+        "failures": failures,
+        "literature": literature,
+        "running_best": running,
+        "best": best,
+        "x_max": x,
+        "counts": counts,
+        "scored": len(points),
+    }
+
+
+def title_text(data: dict, metric: str, mode: str) -> str:
+    """Plot title: metric, direction and counts."""
+    direction = "higher is better" if mode == "max" else "lower is better"
+    counts = data["counts"]
+    return (
+        f"Auto-FL progress: {metric} ({mode}, {direction}) - {data['scored']} scored, {counts['keep']} kept, "
+        f"{counts['discard']} discarded, {counts['crash']} crashed, {counts['literature']} literature"
+    )
+
+
+def render(rows: list[dict], output: str | os.PathLike, *, metric: str, mode: str) -> dict:
+    """Write the progress PNG to `output` atomically; returns which backend drew it.
+
+    Falls back from matplotlib to Pillow; with neither, writes a text note beside `output`
+    (same name, `.txt`) and warns on stderr.
+    """
+    data = plot_data(rows, mode)
+    title = title_text(data, metric, mode)
+    for backend, draw in (("matplotlib", _draw_matplotlib), ("pillow", _draw_pillow)):
+        try:
+            png = draw(data, title, metric)
+        except ImportError:
+            continue
+        atomic.write_bytes(output, png)
+        return {"backend": backend, "output": str(output), "best": data["best"], "scored": data["scored"]}
+    note = Path(output).with_suffix(".txt")
+    atomic.write_text(note, text_summary(data, title))
+    print(f"plot: neither matplotlib nor Pillow is installed; wrote a text summary to {note}", file=sys.stderr)
+    return {"backend": "text", "output": str(note), "best": data["best"], "scored": data["scored"]}
+
+
+def text_summary(data: dict, title: str) -> str:
+    """The plain-text stand-in for the plot."""
+    lines = [title]
+    if not data["points"]:
+        lines.append(EMPTY_MESSAGE)
+    for point in data["points"]:
+        marker = "  <- best" if data["best"] and point["row"] == data["best"]["row"] else ""
+        lines.append(f"{point['x']:>5}  {point['status']:<8}  {format_score(point['score'])}  {point['name']}{marker}")
+    for failure in data["failures"]:
+        lines.append(f"{failure['x']:>5}  {failure['status']:<8}  (no score)  {failure['name']}")
+    return "\n".join(lines) + "\n"
+
+
+def _y_range(data: dict) -> tuple[float, float]:
+    scores = [point["score"] for point in data["points"]]
+    low, high = min(scores), max(scores)
+    pad = (high - low) * 0.08 or max(abs(high) * 0.05, 0.05)
+    return low - pad, high + pad
+
+
+def _best_steps(data: dict) -> tuple[list, list]:
+    """Step-line vertices of the running best, extended to the last experiment."""
+    xs = [step["x"] for step in data["running_best"]]
+    ys = [step["score"] for step in data["running_best"]]
+    if xs and xs[-1] < data["x_max"]:
+        xs.append(data["x_max"])
+        ys.append(ys[-1])
+    return xs, ys
+
+
+def _draw_matplotlib(data: dict, title: str, metric: str) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(SIZE[0] / 100, SIZE[1] / 100), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.set_title(title, fontsize=9)
+    if not data["points"]:
+        axes.text(0.5, 0.5, EMPTY_MESSAGE, ha="center", va="center", fontsize=16, transform=axes.transAxes)
+        axes.set_axis_off()
+    else:
+        _matplotlib_series(axes, data, metric)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _matplotlib_series(axes, data: dict, metric: str) -> None:
+    for status in ("baseline", "keep", "discard"):
+        chosen = [point for point in data["points"] if point["status"] == status]
+        if chosen:
+            axes.scatter([p["x"] for p in chosen], [p["score"] for p in chosen], color=COLORS[status], label=status, zorder=3)
+    xs, ys = _best_steps(data)
+    if xs:
+        axes.step(xs, ys, where="post", color=COLORS["best"], linewidth=1.5, label="running best", zorder=2)
+    if data["failures"]:
+        axes.scatter(
+            [f["x"] for f in data["failures"]],
+            [0.02] * len(data["failures"]),
+            marker="x",
+            color=COLORS["crash"],
+            transform=axes.get_xaxis_transform(),
+            label="crash / no score",
+            zorder=3,
+        )
+    for event in data["literature"]:
+        axes.axvline(event["x"], color=COLORS["literature"], linestyle="--", linewidth=1, alpha=0.7)
+        axes.text(event["x"], 0.98, event["event_id"], transform=axes.get_xaxis_transform(), fontsize=7,
+                  color=COLORS["literature"], ha="right", va="top", rotation=90)
+    best = data["best"]
+    if best:
+        axes.annotate(f"best {best['name']}: {format_score(best['score'])}", xy=(best["x"], best["score"]),
+                      xytext=(12, 12), textcoords="offset points", fontsize=8,
+                      arrowprops={"arrowstyle": "->", "color": COLORS["best"]})
+    axes.set_ylim(*_y_range(data))
+    axes.set_xlim(0.5, max(data["x_max"], 1) + 0.5)
+    axes.set_xlabel("experiment (ledger order)")
+    axes.set_ylabel(metric)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="best", fontsize=8)
+
+
+def _draw_pillow(data: dict, title: str, metric: str) -> bytes:
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", SIZE, "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default()
+    draw.text((20, 12), title, fill="black", font=font)
+    if not data["points"]:
+        draw.text((SIZE[0] // 2 - 80, SIZE[1] // 2), EMPTY_MESSAGE, fill="black", font=font)
+    else:
+        _pillow_series(draw, font, data, metric)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _pillow_series(draw, font, data: dict, metric: str) -> None:
+    left, top, right, bottom = 70, 40, SIZE[0] - 20, SIZE[1] - 50
+    low, high = _y_range(data)
+    span_x = max(data["x_max"], 1)
+
+    def to_px(x: float, y: float) -> tuple[float, float]:
+        return left + (x - 0.5) / span_x * (right - left), bottom - (y - low) / (high - low) * (bottom - top)
+
+    draw.rectangle((left, top, right, bottom), outline="black")
+    draw.text((left - 60, top), f"{high:.4g}", fill="black", font=font)
+    draw.text((left - 60, bottom - 10), f"{low:.4g}", fill="black", font=font)
+    draw.text((left, bottom + 10), f"experiment (ledger order); y: {metric}", fill="black", font=font)
+    for event in data["literature"]:
+        x, _ = to_px(event["x"], low)
+        for y in range(top, bottom, 8):
+            draw.line((x, y, x, min(y + 4, bottom)), fill=COLORS["literature"])
+    xs, ys = _best_steps(data)
+    vertices = []
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        if i:
+            vertices.append(to_px(x, ys[i - 1]))
+        vertices.append(to_px(x, y))
+    if len(vertices) > 1:
+        draw.line(vertices, fill=COLORS["best"], width=2)
+    for point in data["points"]:
+        x, y = to_px(point["x"], point["score"])
+        draw.ellipse((x - 4, y - 4, x + 4, y + 4), fill=COLORS[point["status"]])
+    for failure in data["failures"]:
+        x, _ = to_px(failure["x"], low)
+        draw.line((x - 4, bottom - 12, x + 4, bottom - 4), fill=COLORS["crash"], width=2)
+        draw.line((x - 4, bottom - 4, x + 4, bottom - 12), fill=COLORS["crash"], width=2)
+    best = data["best"]
+    if best:
+        x, y = to_px(best["x"], best["score"])
+        draw.ellipse((x - 7, y - 7, x + 7, y + 7), outline=COLORS["best"], width=2)
+        draw.text((x + 10, y - 18), f"best {best['name']}: {format_score(best['score'])}", fill="black", font=font)

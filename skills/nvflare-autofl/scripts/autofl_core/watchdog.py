@@ -1,0 +1,159 @@
+"""Trial watchdogs: total timeout, simulator stall, no progress; plus a cheap log-file watcher.
+
+`Watchdog` is fed lines (child output and new log lines) and asked `check(now)` about once
+a second by the process supervisor; it returns a reason string when the trial must stop:
+- total timeout since start;
+- stall: the simulator reports it lost a client runner (`STALL_MARKERS`);
+- no progress: after the first progress marker, no new marker for `no_progress_timeout`
+  seconds (0 disables); while an aggregation is partial (`Aggregated k/n results`, k<n) only
+  an advancing aggregation, a new round or the end of FedAvg counts as progress.
+
+`LogWatcher` finds the NVFLARE simulator logs cheaply: at most every `interval` seconds it
+lists `<root>/<job>/` (a handful of entries), stats each `<site>/log.txt` and reads only
+the bytes appended since the last look (bounded). Most progress arrives through the child's
+streamed output anyway; the log files cover jobs that log only to files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+
+PROGRESS_MARKERS = (
+    "Round ",
+    "Aggregated ",
+    "Start FedAvg",
+    "Finished FedAvg",
+    "round=",
+    "epoch",
+    "Epoch",
+    "sent result",
+    "task completed",
+    "Task completed",
+    "new best validation metric",
+)
+STALL_MARKERS = (
+    "Failed to create connection to the child process in SimulatorClientRunner",
+    "SimulatorClientRunner - ERROR - run_client_thread error",
+)
+ANY_MARKER_RE = re.compile("|".join(re.escape(marker) for marker in (*PROGRESS_MARKERS, *STALL_MARKERS)))
+AGGREGATED_RE = re.compile(r"Aggregated (\d+)/(\d+) results")
+ROUND_OR_END_RE = re.compile(r"Round \d+ started|Finished FedAvg")
+
+
+class Watchdog:
+    """Thread-safe watchdog state: `observe` from the output thread, `check` from the supervisor."""
+
+    def __init__(self, *, started: float, total_timeout: float | None, no_progress_timeout: float | None):
+        self._started = started
+        self._total = total_timeout if total_timeout and total_timeout > 0 else None
+        self._no_progress = no_progress_timeout if no_progress_timeout and no_progress_timeout > 0 else None
+        self._lock = threading.Lock()
+        self._last_progress: float | None = None
+        self._last_marker = ""
+        self._partial: tuple[int, int] | None = None
+        self._stall: str | None = None
+
+    def observe(self, line: str, now: float) -> None:
+        """Record one line of child output or log text seen at `now`."""
+        if not ANY_MARKER_RE.search(line):
+            return
+        stall = next((marker for marker in STALL_MARKERS if marker in line), None)
+        with self._lock:
+            if stall:
+                self._stall = self._stall or stall
+            elif self._advances(line):
+                self._last_progress = now
+                self._last_marker = line.strip()[-160:]
+
+    def _advances(self, line: str) -> bool:
+        match = AGGREGATED_RE.search(line)
+        if match:
+            done, total = int(match.group(1)), int(match.group(2))
+            previous = self._partial
+            self._partial = (done, total) if done < total else None
+            return previous is None or done > previous[0] or total != previous[1]
+        if ROUND_OR_END_RE.search(line):
+            self._partial = None
+            return True
+        return self._partial is None
+
+    def check(self, now: float) -> str | None:
+        """A stop reason, or None while the trial may go on."""
+        with self._lock:
+            if self._stall:
+                return f"simulator stall: server log shows {self._stall!r}"
+            if self._total is not None and now - self._started >= self._total:
+                return f"timeout: trial exceeded the {self._total:g}s total timeout"
+            if self._no_progress is None or self._last_progress is None:
+                return None
+            if now - self._last_progress < self._no_progress:
+                return None
+            what = "partial aggregation did not advance" if self._partial else "no new progress marker"
+            return (
+                f"no progress: {what} for {self._no_progress:g}s "
+                f"(simulator no-progress timeout; last marker: {self._last_marker!r})"
+            )
+
+
+class LogWatcher:
+    """Return lines appended to the simulator's per-site log.txt files since the last poll."""
+
+    def __init__(self, root: Path, *, interval: float = 2.0, max_read: int = 256 * 1024, max_files: int = 32):
+        self._root = Path(root)
+        self._interval = interval
+        self._max_read = max_read
+        self._max_files = max_files
+        self._next_poll = 0.0
+        self._offsets: dict[str, int] = {}
+        self._partials: dict[str, bytes] = {}
+
+    def poll(self, now: float) -> list[str]:
+        """New complete lines from all known log files (empty until `interval` has passed)."""
+        if now < self._next_poll:
+            return []
+        self._next_poll = now + self._interval
+        lines: list[str] = []
+        for path in self._log_files():
+            lines.extend(self._read_new(path))
+        return lines
+
+    def _log_files(self) -> list[str]:
+        files = []
+        for job in _subdirs(self._root, 8):
+            for site in _subdirs(job, self._max_files):
+                files.append(os.path.join(site, "log.txt"))
+        return files[: self._max_files]
+
+    def _read_new(self, path: str) -> list[str]:
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            return []
+        offset = self._offsets.get(path, 0)
+        if size <= offset:
+            return []
+        start = max(offset, size - self._max_read)
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(start)
+                data = handle.read(size - start)
+        except OSError:
+            return []
+        self._offsets[path] = start + len(data)
+        data = (self._partials.pop(path, b"") if start == offset else b"") + data
+        *complete, rest = data.split(b"\n")
+        if rest:
+            self._partials[path] = rest[-65536:]
+        return [line.decode("utf-8", errors="replace") for line in complete]
+
+
+def _subdirs(folder: Path | str, limit: int) -> list[str]:
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted(entry.path for entry in entries if entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+    return names[:limit]

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Read-only campaign diagnostics: compute the Auto-FL campaign state from a results.tsv ledger.
+
+Usage:
+    python campaign_guard.py [RESULTS=results.tsv] [--max-candidates N] [--stop-file PATH]...
+        [--plateau-threshold N] [--min-delta X] [--hard-crash-threshold N] [--exploration-batch-size N]
+        [--family-repeat-limit N] [--mode max|min] [--pending-manifests N] [--format json|text]
+
+Thresholds left out come from AUTOFL_* environment variables, else the spec defaults; the cap never comes
+from the environment (no --max-candidates = uncapped). Without --mode the mode is read from the sibling
+.nvflare/autofl/campaign_state.json (default max). Relative stop files resolve against the results folder
+(default STOP_AUTOFL and .nvflare/autofl/STOP). Prints the state as one JSON object (default) or a short
+text summary. Never writes anything. Exit 0 on success, 2 on a corrupt ledger or invalid arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # read-only tool: not even __pycache__ files
+
+
+def _load_private_package(name: str):
+    """Load the sibling package `name` by file path, never from site-packages."""
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = Path(__file__).resolve().parent / name
+    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_load_private_package("autofl_core")
+from autofl_core import guard, guard_inputs, ledger  # noqa: E402
+
+EXIT_OK, EXIT_INVALID = 0, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error and exit 2."""
+
+    def error(self, message: str) -> None:
+        self.exit(EXIT_INVALID, f"campaign_guard: {message}; see --help\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", nargs="?", default="results.tsv", help="ledger path (default results.tsv)")
+    parser.add_argument("--max-candidates", type=_positive_int, help="candidate cap (default: uncapped)")
+    parser.add_argument("--stop-file", action="append", dest="stop_files", metavar="PATH", help="repeatable")
+    for flag, name in (
+        ("--plateau-threshold", "plateau_threshold"),
+        ("--min-delta", "plateau_min_delta"),
+        ("--hard-crash-threshold", "hard_crash_threshold"),
+        ("--exploration-batch-size", "exploration_batch_size"),
+        ("--family-repeat-limit", "family_repeat_limit"),
+    ):
+        variable, default = guard_inputs.THRESHOLDS[name][:2]
+        parser.add_argument(flag, dest=name, type=_threshold(name), help=f"default ${variable} or {default}")
+    parser.add_argument("--mode", choices=("max", "min"), help="objective direction (default: stored state, max)")
+    parser.add_argument("--pending-manifests", type=_non_negative_int, default=0, help="prepared candidates")
+    parser.add_argument("--format", choices=("json", "text"), default="json")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    results = Path(os.path.abspath(args.results))
+    folder = results.parent
+    try:
+        mode = args.mode or guard_inputs.stored_mode(folder) or "max"
+        thresholds = guard_inputs.threshold_settings(vars(args), os.environ)
+        settings = guard.GuardSettings(mode=mode, max_candidates=args.max_candidates, **thresholds)
+        stop_files = guard_inputs.present_stop_files(folder, args.stop_files)
+        if not results.exists():
+            print(f"campaign_guard: note: {results} does not exist; treating the ledger as empty", file=sys.stderr)
+        rows = ledger.read_rows(results)
+    except (ledger.LedgerError, guard_inputs.InputError, ValueError) as exc:
+        print(f"campaign_guard: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    state = guard.compute_state(rows, settings, stop_files_present=stop_files, pending_manifests=args.pending_manifests)
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    state = guard.with_runner_fields(state, results=str(results), mode=mode, updated_at=now)
+    sys.stdout.write(render_text(state) if args.format == "text" else json.dumps(state, indent=2, sort_keys=True) + "\n")
+    return EXIT_OK
+
+
+def render_text(state: dict) -> str:
+    """A short human summary of `state`."""
+    plateau, batch = state["plateau"], state["exploration_batch"]
+    cap = "uncapped" if state["candidate_cap"] is None else f"{state['remaining_candidates']} of {state['candidate_cap']} left"
+    lines = [
+        f"decision: {state['decision']} ({state['reason']}); next action: {state['next_action']}",
+        f"final answer allowed: {'yes' if state['final_response_allowed'] else 'no'}",
+        f"attempts: {state['candidate_attempts']} ({state['scored_attempts']} scored; {cap}); "
+        f"pending: {state['pending_candidates']}",
+        f"baseline: {state['baseline_status']} {_num(state['baseline_score'])}; best: {_num(state['best_score'])}; "
+        f"improvement: {_num(state['improvement'])} ({state['mode']})",
+        f"plateau: {plateau['scored_since_reset']} of {plateau['threshold']} scored since row "
+        f"{_num(plateau['reset_row_index'])} (min delta {plateau['min_delta']})",
+    ]
+    if batch:
+        lines.append(
+            f"literature batch {batch['literature_event_id'] or '(unlabelled)'}: {batch['completed']} of "
+            f"{batch['required']} source-backed candidates"
+        )
+    if state["stop_files"]:
+        lines.append(f"stop files: {', '.join(state['stop_files'])}")
+    lines.append(f"instruction: {state['agent_instruction']}")
+    return "\n".join(lines) + "\n"
+
+
+def _num(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def _positive_int(text: str) -> int:
+    return _bounded_int(text, 1)
+
+
+def _non_negative_int(text: str) -> int:
+    return _bounded_int(text, 0)
+
+
+def _bounded_int(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _threshold(name: str):
+    def parse(text: str):
+        try:
+            return guard_inputs.parse_threshold(name, text)
+        except guard_inputs.InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = name
+    return parse
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Statically import an NVFLARE job.py into an Auto-FL campaign config (never runs the job).
+
+Usage:
+    python job_importer.py JOB [--metric M] [--base-args "ARGS"] [--format json|yaml]
+
+Prints the imported config plus `admission_errors` ([{code, message}]) on stdout.
+Exit codes: 0 admissible; 2 not admissible, or the job/arguments could not be read (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shlex
+import sys
+from pathlib import Path
+
+
+def _load_private_package(name: str):
+    """Load the sibling package `name` by file path, never from site-packages."""
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = Path(__file__).resolve().parent / name
+    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_load_private_package("autofl_core")
+from autofl_core.importer import api  # noqa: E402
+from autofl_core.importer.files import JobImportError  # noqa: E402
+
+EXIT_OK = 0
+EXIT_REJECTED = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        sys.stderr.write(f"job_importer: {message}; run with --help for usage\n")
+        raise SystemExit(EXIT_REJECTED)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(description=__doc__.splitlines()[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("job", help="path to an existing NVFLARE job.py")
+    parser.add_argument("--metric", default=None, help="objective metric (default: the job's key metric)")
+    parser.add_argument("--base-args", default="", help='job arguments for every trial, e.g. "--lr 0.1"')
+    parser.add_argument("--format", choices=("json", "yaml"), default="json", help="output format (default json)")
+    return parser
+
+
+def render(config: dict, fmt: str) -> str:
+    if fmt == "yaml":
+        import yaml  # deferred: json output must not pay for PyYAML
+
+        return yaml.safe_dump(config, sort_keys=True, allow_unicode=True, default_flow_style=False)
+    return json.dumps(config, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = build_parser().parse_args(argv)
+    try:
+        base_args = shlex.split(options.base_args)
+    except ValueError as exc:
+        sys.stderr.write(f"job_importer: --base-args cannot be split ({exc}); balance the quotes\n")
+        return EXIT_REJECTED
+    try:
+        config = api.import_job(options.job, metric=options.metric, base_args=base_args)
+        text = render(config, options.format)
+    except JobImportError as exc:
+        sys.stderr.write(f"job_importer: {exc}\n")
+        return EXIT_REJECTED
+    except Exception as exc:  # noqa: BLE001  (contract: one line, never a traceback)
+        sys.stderr.write(f"job_importer: internal error importing {options.job} ({type(exc).__name__}: {exc}); "
+                         "please report it with the job.py\n")  # fmt: skip
+        return EXIT_REJECTED
+    sys.stdout.write(text)
+    errors = config["admission_errors"]
+    if errors:
+        sys.stderr.write(f"job_importer: not admissible: {errors[0]['code']}: {errors[0]['message']}\n")
+        return EXIT_REJECTED
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Render the Auto-FL progress plot (progress.png) from a results.tsv ledger.
+
+Usage:
+    python plot_progress.py [RESULTS=results.tsv] [--output PATH] [--metric NAME] [--mode max|min]
+
+--output defaults to progress.png beside the ledger; --metric to the ledger's metric_name (else "score");
+--mode to the mode stored in the sibling .nvflare/autofl/campaign_state.json (else max).
+Draws with matplotlib (Agg); falls back to Pillow; with neither, writes a text note (.txt) beside the
+output. Prints one JSON object: backend, output, scored count, best point. Exit 0 on success, 2 on a
+corrupt ledger, bad arguments or an unwritable output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def _load_private_package(name: str):
+    """Load the sibling package `name` by file path, never from site-packages."""
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = Path(__file__).resolve().parent / name
+    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_load_private_package("autofl_core")
+from autofl_core import guard_inputs, ledger, plot  # noqa: E402
+
+EXIT_OK, EXIT_INVALID = 0, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error and exit 2."""
+
+    def error(self, message: str) -> None:
+        self.exit(EXIT_INVALID, f"plot_progress: {message}; see --help\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", nargs="?", default="results.tsv", help="ledger path (default results.tsv)")
+    parser.add_argument("--output", help="PNG path (default progress.png beside the ledger)")
+    parser.add_argument("--metric", help="metric label (default: the ledger's metric_name)")
+    parser.add_argument("--mode", choices=("max", "min"), help="objective direction (default: stored state, max)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    results = Path(os.path.abspath(args.results))
+    output = Path(os.path.abspath(args.output)) if args.output else results.parent / "progress.png"
+    try:
+        mode = args.mode or guard_inputs.stored_mode(results.parent) or "max"
+        if not results.exists():
+            print(f"plot_progress: note: {results} does not exist; plotting an empty ledger", file=sys.stderr)
+        rows = ledger.read_rows(results)
+        summary = plot.render(rows, output, metric=args.metric or ledger_metric(rows), mode=mode)
+    except (ledger.LedgerError, guard_inputs.InputError) as exc:
+        print(f"plot_progress: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except OSError as exc:
+        print(f"plot_progress: cannot write {output} ({exc.strerror or exc}); choose a writable --output", file=sys.stderr)
+        return EXIT_INVALID
+    print(json.dumps(summary, indent=2, sort_keys=True))
+    return EXIT_OK
+
+
+def ledger_metric(rows: list[dict]) -> str:
+    """The metric named by the first scored row, else "score"."""
+    return next((row["metric_name"] for row in rows if row.get("score") is not None and row.get("metric_name")), "score")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Load and validate the rendered failure-pattern catalog (`references/failure_patterns.json`).
+
+Usage: `catalog = load_catalog()` (default path next to this skill) or `parse_catalog(document)` for a dict.
+Regexes are compiled once here; the matcher only uses the compiled `Catalog`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "references" / "failure_patterns.json"
+MODES = ("simulation", "production")
+RECOVERY_CATEGORIES = ("FIXABLE_BY_CODE", "FIXABLE_BY_CONFIG", "ENVIRONMENT_FAILURE", "RETRYABLE", "UNKNOWN")
+STRENGTHS = ("strong", "weak")
+CONDITION_KINDS = ("user_traceback", "job_status", "site_status")
+MAX_CATALOG_BYTES = 1024 * 1024
+
+
+class CatalogError(ValueError):
+    """The catalog is missing or malformed; the message names the problem and the fix."""
+
+
+@dataclass(frozen=True)
+class Signal:
+    regex: re.Pattern
+    strength: str
+    any_level: bool
+
+
+@dataclass(frozen=True)
+class Variant:
+    id: str
+    regex: re.Pattern | None
+    cause: str
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    title: str
+    modes: tuple[str, ...]
+    priority: int
+    recovery_category: str
+    next_action: str
+    signals: tuple[Signal, ...] = ()
+    conditions: tuple[dict, ...] = ()
+    requires_any: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    resolved_by: tuple[re.Pattern, ...] = ()
+    variants: tuple[Variant, ...] = ()
+    default_variant: Variant | None = None
+    finding_only: bool = False
+    follow_up: dict = field(default_factory=dict)
+
+    def condition(self, kind: str) -> dict | None:
+        return next((c for c in self.conditions if c["kind"] == kind), None)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    rows: tuple[Row, ...]
+    fallback_next_action: str
+    mode_hints: dict
+    follow_up_templates: dict
+
+    def row(self, pattern_id: str) -> Row:
+        return next(r for r in self.rows if r.id == pattern_id)
+
+    def has(self, pattern_id: str) -> bool:
+        return any(r.id == pattern_id for r in self.rows)
+
+
+def load_catalog(path: str | Path = DEFAULT_PATH) -> Catalog:
+    """Read and parse the rendered JSON catalog; raise CatalogError with a one-line fix on any problem."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_CATALOG_BYTES + 1)
+    except OSError as exc:
+        raise CatalogError(f"cannot read catalog {path}: {exc.strerror}; run `make sync` to render it") from None
+    if len(raw) > MAX_CATALOG_BYTES:
+        raise CatalogError(f"catalog {path} is larger than {MAX_CATALOG_BYTES} bytes; re-render it with `make sync`")
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CatalogError(f"catalog {path} is not valid JSON ({exc}); re-render it with `make sync`") from None
+    return parse_catalog(document)
+
+
+def _need(mapping: object, key: str, kind: type, where: str):
+    if not isinstance(mapping, dict) or not isinstance(mapping.get(key), kind):
+        raise CatalogError(f"catalog: {where} needs `{key}` ({kind.__name__}); fix shared/catalog/failure_patterns.yaml")
+    return mapping[key]
+
+
+def _compile(pattern: object, where: str) -> re.Pattern:
+    if not isinstance(pattern, str) or not pattern:
+        raise CatalogError(f"catalog: {where} has an empty or non-string regex; fix the catalog source")
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise CatalogError(f"catalog: {where} regex does not compile ({exc}); fix the catalog source") from None
+
+
+def _parse_row(item: dict, templates: dict) -> Row:
+    row_id = _need(item, "id", str, "a pattern row")
+    where = f"row {row_id}"
+    modes = tuple(_need(item, "modes", list, where))
+    if not modes or any(m not in MODES for m in modes):
+        raise CatalogError(f"catalog: {where} modes must be a non-empty subset of {list(MODES)}")
+    category = _need(item, "recovery_category", str, where)
+    if category not in RECOVERY_CATEGORIES:
+        raise CatalogError(f"catalog: {where} recovery_category {category!r} is not one of {list(RECOVERY_CATEGORIES)}")
+    signals = []
+    for i, sig in enumerate(item.get("signals", [])):
+        strength = sig.get("strength", "strong") if isinstance(sig, dict) else None
+        if strength not in STRENGTHS:
+            raise CatalogError(f"catalog: {where} signal {i} needs strength strong or weak")
+        signals.append(Signal(_compile(sig.get("regex"), f"{where} signal {i}"), strength, bool(sig.get("any_level"))))
+    conditions = tuple(dict(c) if isinstance(c, dict) else c for c in item.get("conditions", []))
+    for cond in conditions:
+        if not isinstance(cond, dict) or cond.get("kind") not in CONDITION_KINDS:
+            raise CatalogError(f"catalog: {where} has a condition whose kind is not one of {list(CONDITION_KINDS)}")
+        if cond["kind"] == "job_status":
+            cond["compiled"] = _compile(cond.get("regex"), f"{where} job_status condition")
+    follow_up = item.get("follow_up", {})
+    for mode, names in follow_up.items():
+        if mode not in MODES or any(name not in templates for name in names):
+            raise CatalogError(f"catalog: {where} follow_up names an unknown mode or template")
+    variants = tuple(
+        Variant(_need(v, "id", str, where), _compile(v.get("regex"), f"{where} variant"), _need(v, "cause", str, where))
+        for v in item.get("variants", [])
+    )
+    default = item.get("default_variant")
+    return Row(
+        id=row_id,
+        title=_need(item, "title", str, where),
+        modes=modes,
+        priority=_need(item, "priority", int, where),
+        recovery_category=category,
+        next_action=_need(item, "next_action", str, where).strip(),
+        signals=tuple(signals),
+        conditions=conditions,
+        requires_any=tuple(item.get("requires_any", [])),
+        supersedes=tuple(item.get("supersedes", [])),
+        resolved_by=tuple(_compile(p, f"{where} resolved_by") for p in item.get("resolved_by", [])),
+        variants=variants,
+        default_variant=Variant(default["id"], None, default["cause"]) if isinstance(default, dict) else None,
+        finding_only=bool(item.get("finding_only")),
+        follow_up={mode: tuple(names) for mode, names in follow_up.items()},
+    )
+
+
+def parse_catalog(document: object) -> Catalog:
+    """Validate the catalog document and compile its regexes."""
+    items = _need(document, "patterns", list, "the catalog")
+    templates = _need(document, "follow_up_templates", dict, "the catalog")
+    rows = tuple(_parse_row(item, templates) for item in items)
+    ids = [r.id for r in rows]
+    if len(set(ids)) != len(ids):
+        raise CatalogError("catalog: pattern ids must be unique; fix the catalog source")
+    for row in rows:
+        for ref in row.requires_any + row.supersedes:
+            if ref not in ids:
+                raise CatalogError(f"catalog: row {row.id} refers to unknown pattern {ref}")
+    fallback = _need(_need(document, "fallback", dict, "the catalog"), "next_action", str, "fallback")
+    hints = {}
+    for mode, entries in _need(document, "mode_hints", dict, "the catalog").items():
+        if mode not in MODES:
+            raise CatalogError(f"catalog: mode_hints has unknown mode {mode!r}")
+        hints[mode] = tuple((_compile(e.get("regex"), f"mode hint {mode}"), str(e.get("reason"))) for e in entries)
+    return Catalog(rows=rows, fallback_next_action=fallback.strip(), mode_hints=hints, follow_up_templates=templates)

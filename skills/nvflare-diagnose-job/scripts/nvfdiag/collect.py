@@ -1,0 +1,225 @@
+"""`--collect`: run the bounded, read-only nvflare CLI commands for one job and keep their JSON in memory.
+
+Usage:
+    items = collect_from_cli("abc123", startup_kit="/path/admin@example.com")
+    ev = evidence.evidence_from_envelopes(items)
+
+Only the commands in `READ_ONLY_COMMANDS` ever run (checked again right before each run), as argv lists
+(no shell), with a timeout, a sanitised environment, stdin closed and their own process group (killed as a
+whole on timeout). `job download` runs only for a terminal job whose status is a failure; it downloads into
+a private temp folder, the artifacts it names are read (bounded) and the folder is deleted before returning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .bounded import ReadFailure, chunk_lines, read_head_tail
+from .evidence import EvidenceError
+
+# The complete list of nvflare sub-commands --collect may run; `{job_id}` / `{output_dir}` are filled in.
+READ_ONLY_COMMANDS = {
+    "job_meta": ("job", "meta", "{job_id}"),
+    "job_logs": ("job", "logs", "{job_id}", "--site", "all", "--tail", "200"),
+    "job_stats": ("job", "stats", "{job_id}", "--site", "all"),
+    "system_status": ("system", "status"),
+    "system_resources": ("system", "resources"),
+    "job_download": ("job", "download", "{job_id}", "-o", "{output_dir}"),
+}
+PREFIX = ("nvflare", "--format", "json")
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+KIT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
+ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME",
+            "NVFLARE_STARTUP_KIT_DIR", "NVFLARE_HOME", "NVFLARE_POC_WORKSPACE")
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+ARTIFACT_MAX_BYTES = 262144
+
+
+class CollectError(EvidenceError):
+    """--collect cannot start (bad job id, both kit options, no nvflare CLI); one-line message (exit 2)."""
+
+
+def build_argv(name: str, job_id: str, *, startup_kit: str | None = None, kit_id: str | None = None,
+               output_dir: str | None = None) -> list[str]:
+    """The argv (with the display name `nvflare` first) for one allowed command."""
+    words = [word.format(job_id=job_id, output_dir=output_dir or "") for word in READ_ONLY_COMMANDS[name]]
+    kit = [f"--startup-kit={startup_kit}"] if startup_kit else ([f"--kit-id={kit_id}"] if kit_id else [])
+    return [*PREFIX, *words, *kit]
+
+
+def is_allowed(argv: list[str]) -> bool:
+    """True when argv is exactly one of READ_ONLY_COMMANDS (with a valid job id and optional kit option)."""
+    if list(argv[: len(PREFIX)]) != list(PREFIX):
+        return False
+    rest = list(argv[len(PREFIX) :])
+    if rest and (rest[-1].startswith("--startup-kit=") or rest[-1].startswith("--kit-id=")):
+        rest = rest[:-1]
+    for template in READ_ONLY_COMMANDS.values():
+        if len(rest) != len(template):
+            continue
+        if all(_word_ok(word, pattern) for word, pattern in zip(rest, template, strict=True)):
+            return True
+    return False
+
+
+def _word_ok(word: str, pattern: str) -> bool:
+    if pattern == "{job_id}":
+        return bool(JOB_ID_RE.match(word))
+    if pattern == "{output_dir}":
+        return os.path.isabs(word) and os.path.basename(os.path.dirname(word)).startswith("nvfdiag-collect-")
+    return word == pattern
+
+
+def is_failed_terminal(status: object) -> bool:
+    """FINISHED:<anything but COMPLETED> or FAILED...: the only case in which we download artifacts."""
+    if not isinstance(status, str):
+        return False
+    return (status.startswith("FINISHED:") and status != "FINISHED:COMPLETED") or status.startswith("FAILED")
+
+
+def collect_from_cli(job_id: str, *, startup_kit: str | None = None, kit_id: str | None = None,
+                     timeout: float = 60, runner=None, download: bool = True) -> list[dict]:
+    """Run the read-only commands; each result is {"command": argv, "envelope": dict|None, "error": str|None}."""
+    _validate(job_id, startup_kit, kit_id)
+    runner = runner or run_in_process_group
+    binary = _nvflare_binary()
+    kit = {"startup_kit": startup_kit, "kit_id": kit_id}
+    items = []
+    for name in ("job_meta", "job_logs", "job_stats", "system_status", "system_resources"):
+        items.append(_run_one(build_argv(name, job_id, **kit), binary, runner, timeout))
+    meta = items[0]["envelope"] or {}
+    status = (meta.get("data") or {}).get("status") if isinstance(meta.get("data"), dict) else None
+    if download and is_failed_terminal(status):
+        items.append(_download(job_id, kit, binary, runner, timeout))
+    return items
+
+
+def _validate(job_id, startup_kit, kit_id) -> None:
+    if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
+        raise CollectError(f"--collect needs a job id of letters, digits, '.', '_' or '-'; got {job_id!r}")
+    if startup_kit and kit_id:
+        raise CollectError("use either --startup-kit or --kit-id, not both")
+    if kit_id and not KIT_ID_RE.match(kit_id):
+        raise CollectError(f"--kit-id must be letters, digits, '.', '_', '@' or '-'; got {kit_id!r}")
+    if startup_kit and not os.path.isdir(startup_kit):
+        raise CollectError(f"--startup-kit {startup_kit} is not a folder; pass the admin startup kit directory")
+
+
+def _nvflare_binary() -> str:
+    beside = Path(sys.executable).parent / "nvflare"
+    found = str(beside) if beside.is_file() else shutil.which("nvflare")
+    if not found:
+        raise CollectError("the nvflare CLI was not found; install nvflare==2.9.0 or save the CLI envelopes and pass them as files")
+    return found
+
+
+def sanitized_env() -> dict:
+    """Only what the nvflare CLI needs to find its startup kit and config; no secrets, no bytecode writes."""
+    env = {key: os.environ[key] for key in ENV_KEEP if key in os.environ}
+    env.update({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"})
+    return env
+
+
+def _run_one(argv: list[str], binary: str, runner, timeout: float, cwd: str | None = None) -> dict:
+    if not is_allowed(argv):
+        raise CollectError(f"refusing to run a command outside the read-only list: {' '.join(argv)}")
+    item = {"command": argv, "envelope": None, "error": None}
+    try:
+        proc = runner([binary, *argv[1:]], capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout,
+                      env=sanitized_env(), cwd=cwd or tempfile.gettempdir(), check=False)
+    except subprocess.TimeoutExpired:
+        item["error"] = f"timed out after {timeout:g} s"
+        return item
+    except OSError as exc:
+        item["error"] = f"could not start nvflare: {exc.strerror or exc}"
+        return item
+    item["envelope"] = parse_envelope(proc.stdout or b"")
+    if item["envelope"] is None:
+        stderr = (proc.stderr or b"").decode("utf-8", errors="replace").strip().splitlines()
+        item["error"] = f"exit {proc.returncode}, no JSON envelope" + (f": {stderr[-1][:200]}" if stderr else "")
+    elif item["envelope"].get("status") == "error":
+        item["error"] = f"{item['envelope'].get('error_code', 'ERROR')}: {str(item['envelope'].get('message', ''))[:200]}"
+    return item
+
+
+def parse_envelope(stdout: bytes) -> dict | None:
+    """The JSON envelope in a CLI's stdout (the whole output, else the last line that parses)."""
+    if len(stdout) > MAX_OUTPUT_BYTES:
+        return None
+    text = stdout.decode("utf-8", errors="replace").strip()
+    for candidate in [text, *reversed(text.splitlines())]:
+        if candidate.startswith("{"):
+            try:
+                value = json.loads(candidate)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return None
+
+
+def _download(job_id, kit, binary, runner, timeout) -> dict:
+    temp = tempfile.mkdtemp(prefix="nvfdiag-collect-")
+    try:
+        output_dir = os.path.join(temp, "download")
+        item = _run_one(build_argv("job_download", job_id, output_dir=output_dir, **kit), binary, runner, timeout, temp)
+        data = (item["envelope"] or {}).get("data")
+        if isinstance(data, dict) and isinstance(data.get("artifacts"), dict):
+            item["artifacts_read"] = _read_artifacts(data["artifacts"], temp)
+        return item
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _read_artifacts(artifacts: dict, temp: str) -> list[dict]:
+    """Read (bounded) the metrics and client logs the download names, only inside our temp folder."""
+    wanted = [("metrics_summary", artifacts.get("metrics_summary"), None),
+              ("round_metrics", artifacts.get("round_metrics"), None)]
+    logs = artifacts.get("client_logs") if isinstance(artifacts.get("client_logs"), dict) else {}
+    wanted += [("client_log", path, site) for site, path in sorted(logs.items())]
+    root = os.path.realpath(temp) + os.sep
+    out = []
+    for name, path, site in wanted:
+        if not isinstance(path, str) or not os.path.realpath(path).startswith(root):
+            continue
+        try:
+            chunk = read_head_tail(os.path.realpath(path), ARTIFACT_MAX_BYTES)
+        except ReadFailure:
+            continue
+        if chunk.binary:
+            continue
+        text = "\n".join(line for _, line in chunk_lines(chunk))
+        display = f"job download:{os.path.relpath(path, temp)}"
+        out.append({"name": name, "path": display, "site": site, "text": text, "truncated": chunk.truncated})
+    return out
+
+
+def run_in_process_group(argv, *, timeout, **kwargs):
+    """subprocess.run in a new session; on timeout the whole process group is killed, then re-raised."""
+    with subprocess.Popen(argv, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          stdin=kwargs.get("stdin"), env=kwargs.get("env"), cwd=kwargs.get("cwd")) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.communicate()
+            raise
+        except BaseException:
+            _kill_group(proc)
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+
+
+def _kill_group(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()

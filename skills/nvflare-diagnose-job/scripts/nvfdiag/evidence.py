@@ -1,0 +1,289 @@
+"""Bounded, read-only evidence collection: files, folders, stdin, bundles, CLI envelopes -> `Evidence`.
+
+Usage:
+    ev = collect_evidence(["/tmp/nvflare/simulation/hello-numpy"], job_id=None, max_bytes=262144,
+                          max_total_bytes=4194304, max_files=200)
+    ev = evidence_from_envelopes(collect.collect_from_cli("abc123"))      # --collect results
+
+Never writes, never opens credential material (decided by name first), never follows a symlink out of the
+given roots, reads at most `max_bytes` per file (head 16 KiB + tail) and stops at `max_total_bytes` /
+`max_files`, recording what it skipped. Raises `EvidenceError` (one line) when nothing could be read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from . import metrics_files, structured
+from .bounded import Chunk, ReadFailure, chunk_from_bytes, chunk_lines, read_head_tail
+from .credentials import is_credential
+from .jsonlog import numbered_to_lines, text_to_lines
+from .model import Evidence, Line, Source
+from .walk import METRICS, OTHER_TEXT, STRUCTURED, Candidate, file_site_label, read_order_key, walk_tree
+
+MAX_LISTED_SKIPPED = 20  # per status; the rest is summarised in not_read (keeps the report small)
+STDIN_PATH = "<stdin>"
+_FIX = "pass a log file, a SimEnv/POC workspace or job-download folder, an evidence bundle or a saved nvflare CLI JSON envelope"
+
+
+class EvidenceError(Exception):
+    """No evidence could be read at all; the message is one line naming the problem and the fix."""
+
+
+def collect_evidence(paths: list[str], *, job_id: str | None, max_bytes: int, max_total_bytes: int,
+                     max_files: int, stdin_text: str | None = None) -> Evidence:
+    """Read the evidence behind `paths` (`-` means `stdin_text`) within the given bounds."""
+    for name, value in (("max-bytes", max_bytes), ("max-total-bytes", max_total_bytes), ("max-files", max_files)):
+        if not isinstance(value, int) or value <= 0:
+            raise EvidenceError(f"--{name} must be a positive integer; got {value!r}")
+    if not paths:
+        raise EvidenceError(f"no evidence given: {_FIX}")
+    reader = _Reader(max_bytes, max_total_bytes, max_files)
+    named = [p for p in paths if p != "-" and not _credential_path(p)]
+    roots_real = [os.path.realpath(p) for p in named if os.path.isdir(p)]
+    roots_real += [os.path.dirname(os.path.realpath(p)) for p in named if os.path.isfile(p)]
+    explicit, walked, layouts = [], [], []
+    for path in paths:
+        if path == "-":
+            explicit.append(None)
+        else:
+            _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts)
+    for item in explicit:
+        reader.read_stdin(stdin_text) if item is None else reader.read_candidate(item)
+    for cand in sorted(walked, key=read_order_key):
+        reader.read_candidate(cand)
+    _add_layout_sources(reader, layouts)
+    return reader.finish()
+
+
+def evidence_from_envelopes(items: list[dict], *, job_id: str | None = None, max_bytes: int = 262144) -> Evidence:
+    """Evidence from `--collect` results ({"command", "envelope", "error"[, "artifacts_read"]}) or raw envelopes."""
+    reader = _Reader(max_bytes, max_bytes * 64, 1000)
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if "command" not in item and structured.looks_like_envelope(item):
+            item = {"command": None, "envelope": item, "error": None}
+        command = [str(word) for word in item.get("command") or []]
+        source = " ".join(command) or "nvflare CLI envelope"
+        envelope, error = item.get("envelope"), item.get("error")
+        if isinstance(envelope, dict):
+            size = len(json.dumps(envelope, default=str))
+            structured.ingest_envelope(reader.ev, envelope, source, bytes_read=size, command=command)
+        elif error:
+            reader.ev.sources.append(Source(source, "cli_envelope", None, "unavailable"))
+            reader.ev.lines.append(Line(source, None, None, f"nvflare CLI failed: {str(error)[:300]}"))
+            reader.ev.not_read.append(f"{source}: {str(error)[:300]}")
+        for artifact in item.get("artifacts_read") or []:
+            reader.read_artifact(artifact)
+    if job_id and reader.ev.job_id is None:
+        structured.note_job(reader.ev, job_id, None)
+    return reader.finish()
+
+
+def _credential_path(path: str) -> bool:
+    """A given path is credential material when its own or its parent folder's name says so."""
+    normal = os.path.normpath(os.path.abspath(path))
+    return is_credential((os.path.basename(os.path.dirname(normal)), os.path.basename(normal)))
+
+
+def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> None:
+    """Turn one given path into explicit candidates or a folder walk (no file content is touched)."""
+    ev = reader.ev
+    if _credential_path(path):  # decided by name only, before any stat or open
+        reader.skip_credential(path, file_site_label(path, job_id))
+        return
+    if os.path.isdir(path):
+        result = walk_tree(path, roots_real, job_id)
+        walked.extend(result.candidates)
+        for cred_path, site in result.credentials:
+            reader.skip_credential(cred_path, site)
+        for link in result.escaped:
+            ev.sources.append(Source(link, "log", None, "unavailable"))
+            ev.not_read.append(f"{link}: symlink pointing outside the given folders; not followed")
+        for hint in result.hints:
+            structured.add_hint(ev, *hint)
+        ev.not_read.extend(result.notes)
+        if result.duplicates:
+            ev.not_read.append(f"{path}: {result.duplicates} log.json file(s) not read: log.txt beside them holds the same records")
+        if result.layout:
+            layouts.append((path, result.layout))
+        if not result.candidates and not result.credentials:
+            reader.problems.append(f"{path} holds no log, metrics or JSON evidence files")
+        return
+    if os.path.isfile(path):
+        if "simulate_job" in os.path.normpath(path).split(os.sep):
+            structured.add_hint(ev, "simulation", f"SimEnv workspace layout (simulate_job folder) in {path}")
+        explicit.append(Candidate(path=path, real=os.path.realpath(path), klass=OTHER_TEXT,
+                                  site=file_site_label(path, job_id), explicit=True))
+        return
+    status = "permission_denied" if os.path.lexists(path) and not os.access(path, os.R_OK) else "missing"
+    ev.sources.append(Source(path, "log", None, status))
+    reader.problems.append(f"{path} {'is not readable' if status != 'missing' else 'does not exist'}")
+
+
+def _add_layout_sources(reader, layouts) -> None:
+    for root, kind in layouts:
+        inside = [s for s in reader.ev.sources if s.path.startswith(os.path.join(root, ""))]
+        partial = any(s.truncated or s.status in ("skipped_limit", "truncated") for s in inside)
+        total = sum(s.bytes_read for s in inside)
+        reader.ev.sources.append(Source(root, kind, None, "partial" if partial else "complete", total))
+
+
+class _Reader:
+    """Applies the byte/file budgets and turns bytes into Evidence (one place for every input kind)."""
+
+    def __init__(self, max_bytes: int, max_total_bytes: int, max_files: int):
+        self.max_bytes, self.max_total, self.max_files = max_bytes, max_total_bytes, max_files
+        self.used = 0
+        self.files = 0
+        self.ev = Evidence()
+        self.metric_parts: list[dict] = []
+        self.problems: list[str] = []
+        self.skipped = {"skipped_limit": 0, "skipped_credential": 0}
+        self.unrecognized = 0
+
+    # --- budget and skip bookkeeping -------------------------------------------------------------
+    def _skip(self, status: str, path: str, site: str | None, kind: str = "log") -> None:
+        self.skipped[status] += 1
+        if self.skipped[status] <= MAX_LISTED_SKIPPED:
+            self.ev.sources.append(Source(path, kind, site, status))
+
+    def skip_credential(self, path: str, site: str | None) -> None:
+        self._skip("skipped_credential", path, site)
+        if self.skipped["skipped_credential"] == 1:
+            self.problems.append(f"{path} is credential material and is never opened")
+
+    def read_candidate(self, cand: Candidate) -> None:
+        if self.files >= self.max_files or self.used >= self.max_total:
+            self._skip("skipped_limit", cand.path, cand.site)
+            return
+        limit = min(self.max_bytes, self.max_total - self.used)
+        try:
+            chunk = read_head_tail(cand.real, limit)
+        except ReadFailure as failure:
+            self.ev.sources.append(Source(cand.path, "log", cand.site, failure.status))
+            self.problems.append(f"{cand.path}: {failure.reason}")
+            return
+        self.files += 1
+        self.used += chunk.bytes_read
+        self._dispatch(chunk, cand.path, cand.site, cand.klass, explicit=cand.explicit)
+
+    def read_stdin(self, text: str | None) -> None:
+        if not text or not text.strip():
+            self.ev.sources.append(Source(STDIN_PATH, "log", None, "missing"))
+            self.problems.append("stdin was empty")
+            return
+        chunk = chunk_from_bytes(text.encode("utf-8", errors="replace"), min(self.max_bytes, self.max_total))
+        self.files += 1
+        self.used += chunk.bytes_read
+        self._dispatch(chunk, STDIN_PATH, None, OTHER_TEXT, explicit=True)
+
+    def read_artifact(self, artifact: dict) -> None:
+        """A file `job download` produced, already read (bounded) by collect.py before its temp dir was removed."""
+        text = artifact.get("text")
+        if not isinstance(text, str):
+            return
+        chunk = chunk_from_bytes(text.encode("utf-8", errors="replace"), self.max_bytes)
+        chunk.truncated = chunk.truncated or bool(artifact.get("truncated"))
+        name = str(artifact.get("name") or "artifact")
+        klass = METRICS if name in ("metrics_summary", "round_metrics") else OTHER_TEXT
+        self._dispatch(chunk, str(artifact.get("path") or name), artifact.get("site"), klass, explicit=True,
+                       log_kind="job_download")
+
+    # --- content dispatch -------------------------------------------------------------------------
+    def _dispatch(self, chunk: Chunk, path: str, site, klass: int, *, explicit: bool, log_kind: str = "log") -> None:
+        if chunk.binary:
+            self._binary(path, site, chunk)
+            return
+        pairs = chunk_lines(chunk)
+        low = path.lower()
+        if low.endswith(".jsonl") and self._jsonl(pairs, path, site, chunk):
+            return
+        first = next((text.lstrip() for _, text in pairs if text.strip()), "")
+        if first.startswith("{") and (klass in (METRICS, STRUCTURED) or explicit) and not _is_json_lines(pairs):
+            if self._json(chunk, pairs, path, site, explicit):
+                return
+        self._log(pairs, path, site, chunk, log_kind)
+
+    def _binary(self, path, site, chunk) -> None:
+        self.ev.sources.append(Source(path, "log", site, "skipped_binary", chunk.bytes_read))
+        self.problems.append(f"{path} is a binary file")
+
+    def _log(self, pairs, path, site, chunk, kind="log") -> None:
+        lines = numbered_to_lines(pairs, path, site)
+        self.ev.lines.extend(lines)
+        status = "truncated" if chunk.truncated else "complete"
+        self.ev.sources.append(Source(path, kind, site, status, chunk.bytes_read, chunk.truncated))
+        if chunk.truncated:
+            self.ev.not_read.append(f"{path}: only the first 16 KiB and the last part were read (--max-bytes)")
+        if not lines:
+            self.problems.append(f"{path} is empty")
+
+    def _jsonl(self, pairs, path, site, chunk) -> bool:
+        part = metrics_files.rounds_part([text for _, text in pairs], path)
+        if part is None:
+            return False
+        self.metric_parts.append(part)
+        status = "truncated" if chunk.truncated else "complete"
+        self.ev.sources.append(Source(path, "round_metrics", site, status, chunk.bytes_read, chunk.truncated))
+        return True
+
+    def _json(self, chunk, pairs, path, site, explicit) -> bool:
+        try:
+            obj = json.loads((chunk.head + chunk.tail).decode("utf-8", errors="replace")) if not chunk.truncated else None
+        except ValueError:
+            obj = None
+        if obj is None:
+            why = "larger than --max-bytes" if chunk.truncated else "not valid JSON"
+            self.ev.not_read.append(f"{path}: {why}; read as plain text")
+            return False
+        size = chunk.bytes_read
+        if structured.looks_like_envelope(obj):
+            structured.ingest_envelope(self.ev, obj, path, bytes_read=size)
+        elif structured.looks_like_bundle(obj):
+            structured.ingest_bundle(self.ev, obj, path, bytes_read=size)
+        elif (part := metrics_files.summary_part(obj, path)) is not None:
+            self.metric_parts.append(part)
+            self.ev.sources.append(Source(path, "metrics_summary", site, "complete", size))
+        elif structured.looks_like_job_meta(obj):
+            structured.note_job(self.ev, obj.get("job_id"), obj.get("status"))
+            self.ev.sources.append(Source(path, "log", site, "complete", size))
+            structured.flatten_lines(self.ev, obj, path, "job meta")
+        elif explicit:
+            return False  # a user-named JSON file we do not recognise: still read its text
+        else:
+            self.unrecognized += 1
+        return True
+
+    # --- result -----------------------------------------------------------------------------------
+    def finish(self) -> Evidence:
+        ev = self.ev
+        ev.metrics = metrics_files.combine(self.metric_parts)
+        limit_skips = self.skipped["skipped_limit"]
+        if limit_skips:
+            ev.not_read.append(
+                f"{limit_skips} file(s) not read: the limit of {self.max_files} files / {self.max_total} bytes was "
+                "reached; raise --max-files / --max-total-bytes or point at the job's own folder"
+            )
+        for status, count in self.skipped.items():
+            if count > MAX_LISTED_SKIPPED:
+                ev.not_read.append(f"{count - MAX_LISTED_SKIPPED} more {status} source(s) not listed individually")
+        if self.skipped["skipped_credential"]:
+            ev.not_read.append(f"{self.skipped['skipped_credential']} credential file(s) skipped without opening them")
+        if self.unrecognized:
+            ev.not_read.append(f"{self.unrecognized} JSON file(s) read but not recognised as evidence (configs, stats)")
+        if not (ev.lines or ev.metrics or ev.site_status or ev.job_status):
+            reasons = "; ".join(self.problems[:3]) or "nothing readable was found"
+            raise EvidenceError(f"no evidence could be read ({reasons}): {_FIX}")
+        return ev
+
+
+def _is_json_lines(pairs) -> bool:
+    """More than one line that each is a JSON object: JSON-lines, not one JSON document."""
+    objects = [text for _, text in pairs[:3] if text.strip()]
+    return len(objects) > 1 and all(t.strip().startswith("{") and t.strip().endswith("}") for t in objects)
+
+
+__all__ = ["EvidenceError", "collect_evidence", "evidence_from_envelopes", "text_to_lines"]

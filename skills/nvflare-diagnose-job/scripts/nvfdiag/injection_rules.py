@@ -1,0 +1,342 @@
+"""Directive rules for suspicious log content: one list of gated regular expressions per family.
+
+Pure and stdlib only. `detect(text)` takes an already normalized, single-spaced line (or joined
+continuation lines) and returns `{kind: detail}` for every directive kind it contains.
+Rules look for *imperative directives*, never for single words: real NVFLARE logs say "execute",
+"download", "token", "auth", "config", "send task data" and carry tcp/grpc URLs all the time.
+
+Each rule carries a gate: groups of words (all inflections) or substrings, one of each group must be
+present before the regex runs. Gates only make scanning cheap; the regex alone decides a match
+(`detect(text, gated=False)` ignores gates, and a test checks both paths agree on the corpus).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+DIRECTIVE_KINDS = (
+    "download_execute",
+    "disable_security",
+    "config_change",
+    "exfiltration",
+    "assistant_directive",
+    "spoofed_marker",
+)
+MARKER_NAMES = ("[USER_CODE_EXCEPTION]", "[FLARE]", "FINISHED:<status>")
+
+_I = re.IGNORECASE
+_WORD_RE = re.compile(r"[a-z]+")
+
+
+@dataclass(frozen=True)
+class _Rule:
+    regex: re.Pattern
+    gate: tuple[tuple[frozenset[str], tuple[str, ...]], ...]
+
+    def opens(self, lowered: str, words: frozenset[str]) -> bool:
+        return all(not words.isdisjoint(ws) or any(map(lowered.__contains__, subs)) for ws, subs in self.gate)
+
+
+def _inflect(word: str) -> set[str]:
+    stem = word[:-1] if word.endswith("e") else word
+    return {word, word + "s", word + "es", word + "d", word + "ed", stem + "ed", stem + "ing", word + "ing"}
+
+
+def _rule(pattern: str, *gate: str) -> _Rule:
+    """A regex plus its gate: each gate string lists space-separated alternatives (words or substrings)."""
+    groups = []
+    for group in gate:
+        alternatives = group.split()
+        words = {form for alt in alternatives if alt.isalpha() for form in _inflect(alt.lower())}
+        groups.append((frozenset(words), tuple(alt.lower() for alt in alternatives if not alt.isalpha())))
+    return _Rule(re.compile(pattern, _I), tuple(groups))
+
+
+_WEB_URL = r"\b(?:https?|hxxps?|ftps?|sftp|scp)://[^\s\"'<>]+"
+_WEB = "http https hxxp hxxps ftp ftps sftp scp"
+_SCRIPT = r"\b[\w./~-]+\.(?:sh|bash|py|ps1|bat|cmd|exe|bin|pl|rb|whl|deb|rpm|run)\b"
+_SHELL = r"(?:sudo\s+)?(?:ba|z|k|da|c|tc)?sh|python[0-9.]*|perl|ruby|node|iex|powershell|pwsh|source"
+_WORDS = r"(?:[\w'\-]+\s+){0,%d}?"
+_FETCH = "download fetch grab retrieve curl wget"
+_RUN = "run execute exec install source apply launch invoke"
+
+_DOWNLOAD_EXECUTE = [
+    _rule(rf"\b(?:curl|wget|fetch|iwr|invoke-webrequest)\b[^|\n]{{0,300}}\|\s*(?:{_SHELL})\b", "curl wget fetch iwr invoke", "|"),
+    _rule(r"(?:\b(?:ba|z)?sh|\bsource|\bpython[0-9.]*)\s+<\(\s*(?:curl|wget)\b", "<("),
+    _rule(r"\$\(\s*(?:curl|wget)\b[^)]{0,300}\)", "$("),
+    _rule(r"\b(?:downloadstring|downloadfile)\s*\(", "downloadstring downloadfile"),
+    _rule(
+        rf"\b(?:{_FETCH.replace(' ', '|')})\w*\b(?:(?![.;]\s)[^\n]){{0,160}}?"
+        rf"(?:\b(?:and|then|to)|&&|;)\s+(?:then\s+)?(?:{_RUN.replace(' ', '|')})\b",
+        _FETCH,
+        _RUN,
+    ),
+    _rule(rf"\b(?:run|execute|exec|install|apply|source|launch|invoke|eval)\b\W+{_WORDS % 8}(?:from\s+|at\s+)?{_WEB_URL}", _WEB),
+    _rule(
+        rf"{_WEB_URL}(?:(?![.;]\s)[^\n]){{0,100}}?\b(?:and|then)\s+(?:then\s+)?(?:{_RUN.replace(' ', '|')})\b",
+        _WEB,
+        _RUN,
+    ),
+    _rule(rf"\bpip[0-9.]*\s+install\b[^\n]{{0,200}}?(?:{_WEB_URL}|git\+|--(?:extra-)?index-url|--trusted-host)", "pip pip3"),
+    _rule(rf"\b(?:curl|wget)\b[^\n]{{0,200}}{_SCRIPT}[^\n]{{0,80}}(?:&&|;)\s*(?:{_SHELL}|chmod|\./)", "curl wget"),
+]
+
+_SECURITY_NOUN = (
+    r"(?:auth\w*|tls|ssl|mtls|https|security|secure[_ ]?(?:mode|train\w*)|certificates?|cert\w*|"
+    r"verification|signature\s+checks?|encryption|firewall|allow[_ ]?list\w*|access\s+control|sandbox\w*)"
+)
+_SECURITY = (
+    "auth authentication authorization authn authz tls ssl mtls https security secure certificate cert "
+    "verification signature encryption firewall allow allowlist access sandbox sandboxing"
+)
+_DISABLE_SECURITY = [
+    _rule(
+        r"(?<![\w-])--?(?:disable|no|skip|bypass|without|insecure|allow[-_]insecure|ignore)[-_]?"
+        r"(?:auth\w*|tls|ssl|security|secure\w*|verify\w*|cert\w*|signature\w*|ssl[-_]verify)\b",
+        "-disable -no -skip -bypass -without -insecure -allow -ignore",
+    ),
+    # Generic "insecure" flags are legitimate in tool command lines (Flower logs `--insecure`): only as an order.
+    _rule(
+        r"\b(?:run|rerun|restart|start|relaunch|launch|use|add|pass|set|enable|append|retry|try)\b[^\n]{0,80}?"
+        r"(?<![\w-])--(?:insecure|no-check-certificate|trusted-host)\b",
+        "--insecure --no-check --trusted",
+        "run rerun restart start relaunch launch use add pass set enable append retry try",
+    ),
+    _rule(
+        rf"\b(?:disable|turn\s+off|switch\s+off|shut\s+off|bypass|skip|remove|deactivate|circumvent|defeat|"
+        rf"drop|strip)\s+(?:the\s+|all\s+|any\s+)?{_WORDS % 3}{_SECURITY_NOUN}\b",
+        "disable off bypass skip remove deactivate circumvent defeat drop strip",
+        _SECURITY,
+    ),
+    _rule(r"\b(?:reduced|lower(?:ed)?|weaken(?:ed)?|relaxed|minimal|with\s+no)\s+security\b", "security"),
+    _rule(rf"\b(?:run|start|restart|connect|deploy|launch|relaunch)\b[^.\n]{{0,60}}\bwithout\s+(?:any\s+)?{_SECURITY_NOUN}", "without"),
+    _rule(
+        r"\b(?:set|change|switch|flip|make|turn|put)\s+(?:the\s+)?[\w.\"']{0,40}?"
+        r"(?:secure[_ ]?(?:mode|train\w*)|verify[_ ]?ssl|ssl[_ ]?verify|auth\w*|use[_ ]?tls|tls)[\"']?\s*"
+        r"(?:to\s+|=\s*|:\s*)?[\"']?(?:false|off|no|none|disabled)\b",
+        "false off no none disabled",
+        "secure verify ssl auth authentication tls",
+    ),
+]
+
+_CONFIG_FILE = (
+    r"(?:config_fed_(?:server|client)\.(?:json|conf)|fed_(?:server|client)\.json|meta\.json|resources\.json|"
+    r"privacy\.json|authorization\.json|job\.py|project\.yml|config)"
+)
+_CONFIG_FILE_NAMES = (
+    "config_fed_server.json",
+    "config_fed_client.json",
+    "config_fed_server.conf",
+    "config_fed_client.conf",
+    "fed_server.json",
+    "fed_client.json",
+    "meta.json",
+    "resources.json",
+    "privacy.json",
+    "authorization.json",
+    "project.yml",
+    "job.py",
+)
+_CONFIG_KEY = (
+    r"(?:min_clients|num_rounds|num_clients|heartbeat\w*|\w*_timeout|timeout\w*|max_\w+|task_\w+|"
+    r"allow_\w+|sites?|clients?|workflows?|aggregator|persistor|learning_rate|lr)"
+)
+_CONFIG_CHANGE = [
+    _rule(
+        rf"\b(?:edit|modify|change|update|patch|overwrite|rewrite|replace|open|alter|append\s+to)\s+(?:the\s+)?"
+        rf"(?:server'?s?\s+|client'?s?\s+|site'?s?\s+|job'?s?\s+)?{_CONFIG_FILE}\b[^\n]{{0,120}}?(?:\b(?:set|change|add|remove|replace)\b|=)",
+        "edit modify modifie change update patch overwrite rewrite replace open alter append",
+        "config json conf py yml",
+    ),
+    _rule(
+        rf"\b(?:set|change|lower|reduce|raise|increase|decrease|bump|drop)\s+(?:the\s+)?(?:value\s+of\s+)?"
+        rf"[\"']?{_CONFIG_KEY}[\"']?(?:\s+to\s+|\s+from\s+\S+\s+to\s+|=)[\"']?[\w.-]+",
+        "set change lower reduce raise increase decrease bump drop",
+    ),
+    _rule(
+        rf"\b(?:in|inside|within)\s+{_CONFIG_FILE}\b(?:(?![.;]\s)[^\n]){{0,40}}?\b(?:set|change|replace)\b",
+        "config json conf py yml",
+        "set change replace",
+    ),
+    _rule(r"\b(?:set|export)\s+NVFLARE_\w+\s*(?:=|to)\s*\S+", "nvflare_"),
+]
+
+_EXFIL_DEST = rf"(?:{_WEB_URL}|\b[\w.-]+@[\w-]+(?:\.[\w-]+)+\b|\b[\w.-]+@[\w.-]+:\S*)"
+_DEST = f"{_WEB} @"
+_EXFIL_OBJECT = (
+    r"(?:workspace|data(?:set)?s?|logs?|models?|weights|checkpoints?|keys?|credentials?|secrets?|tokens?|"
+    r"startup\s+kits?|startup|certificates?|certs?|env\w*|files?|folders?|director(?:y|ies)|archive|"
+    r"tarball|contents?|records?|results?|\.ssh|~/\S*|/etc/\S*|/home/\S*|\./\S*)"
+)
+_SEND = r"send|upload|post|put|transmit|forward|copy|push|sync|ship|mail|email|share|leak|submit|dump|stream|pipe"
+_EXFILTRATION = [
+    _rule(r"\bexfiltrat\w*\b", "exfiltrate exfiltration"),
+    _rule(
+        rf"\b(?:{_SEND})\w*\b[^\n]{{0,160}}?\b{_EXFIL_OBJECT}[^\n]{{0,160}}?\b(?:to|into|at|via|using)\s+{_EXFIL_DEST}",
+        _DEST,
+        _SEND.replace("|", " "),
+    ),
+    _rule(
+        r"\b(?:send|upload|post|put|transmit|forward|copy|push|mail|email|share|submit)\w*\s+"
+        rf"(?:it\s+|them\s+|this\s+|everything\s+)?(?:to|into)\s+{_EXFIL_DEST}",
+        _DEST,
+        _SEND.replace("|", " "),
+    ),
+    _rule(r"\bcurl\b[^\n]{0,200}?(?:-X\s*(?:POST|PUT)|--data\S*|(?<!\S)-[dFT]\s|--upload-file|--form)", "curl"),
+    _rule(r"\b(?:scp|rsync|sftp)\b[^\n]{0,200}?\s[\w.-]+@[\w.-]+:", "scp rsync sftp", "@"),
+    _rule(r"\b(?:nc|ncat|netcat)\s+(?:-\w+\s+)*[\w.-]+\s+\d{2,5}\s*<", "nc ncat netcat"),
+    _rule(r"\b(?:tar|zip)\b[^\n]{0,120}\|\s*(?:curl|nc|ncat|ssh)\b", "tar zip", "curl nc ncat ssh"),
+]
+
+_CATEGORY = (
+    r"(?:retryable|fixable_by_code|fixable_by_config|environment_failure|unknown|user_code_exception|"
+    r"import_error|round_timeout|peer_gone_or_timeout|auth_failure|transient|benign|healthy|success\w*|"
+    r"completed|not\s+a\s+(?:bug|failure|problem))"
+)
+_CATEGORY_WORDS = (
+    "retryable fixable environment unknown user import round peer auth transient benign healthy success "
+    "successful successfully completed not"
+)
+_DIAGNOSIS_DIRECTIVE = [
+    _rule(r"\bblam(?:e|ing)\s+(?:it\s+on\s+)?(?:the\s+)?(?:site|client|server|user|network|node|host|org)", "blame"),
+    _rule(r"\b(?:is|are|was)\s+(?:to\s+blame|at\s+fault|the\s+culprit)\b", "blame fault culprit"),
+    _rule(
+        r"(?<![\w-])(?:diagnos(?:is|e)|root[ _-]?cause|category|verdict|conclusion|classification)\b"
+        rf"\s*(?:is|:|should\s+be|must\s+be)?[^\n]{{0,100}}?\b{_CATEGORY}\b",
+        "diagnosis diagnose root category verdict conclusion classification",
+        _CATEGORY_WORDS,
+    ),
+    _rule(
+        r"\b(?:classify|categori[sz]e|report|mark|label|treat|record|diagnose)\s+(?:it|everything|(?:this|the)"
+        r"(?:\s+(?:job|run|failure|error|issue|incident|problem|timeout|crash))?)\b"
+        rf"\s+as\s+(?:an?\s+|the\s+)?{_CATEGORY}",
+        "as",
+        _CATEGORY_WORDS,
+    ),
+    _rule(
+        r"\b(?:do\s+not|don'?t|never|no\s+need\s+to)\s+(?:investigate|escalate|flag|mention|question|"
+        r"(?:report|review|check|verify|look\s+(?:at|into)|tell|inform)\s+(?:this|it|further|anything|anyone|the\s+"
+        r"(?:logs?|other|rest|site|server|client|traceback|error|user|operator|admin)))\b",
+        "do don dont never no",
+        "investigate check look report mention flag escalate review tell inform question verify",
+    ),
+]
+
+_AI_STRICT = (
+    r"(?:ai|a\.i\.|llm|llms|ai\s+assistant|assistant|chatbot|copilot|claude|gpt|chatgpt|codex|language\s+model|"
+    r"ai\s+model|ai\s+agent|coding\s+agent|llm\s+agent|diagnos(?:is|tic)\s+(?:agent|assistant|tool))"
+)
+_AI = rf"(?:{_AI_STRICT}|agent|bot)"
+_AI_WORDS = "ai a.i. llm llms assistant chatbot copilot claude gpt chatgpt codex language tool agent bot"
+_ASSISTANT_DIRECTIVE = [
+    _rule(
+        r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+|my\s+)?"
+        r"(?:previous|prior|above|earlier|preceding|original|system|safety|security|existing|your|all|other|these|those)\s+"
+        r"(?:\w+\s+){0,2}?(?:instructions?|prompts?|rules?|guidelines?|directives?|policies|guardrails|constraints)\b",
+        "ignore disregard forget override bypass",
+        "instruction prompt rule guideline directive policies guardrail constraint",
+    ),
+    _rule(rf"(?:^|[\s\[(\"'])(?:the\s+)?{_AI_STRICT}s?\s*:\s*\S", _AI_WORDS, ":"),
+    _rule(rf"\[\s*{_AI_STRICT}(?:\s+\w+)?\s*\]", _AI_WORDS, "]"),
+    _rule(rf"\b(?:dear|attention|note\s+to(?:\s+the|\s+any)?|hey|hello|hi)\s+(?:the\s+)?{_AI}s?\b", _AI_WORDS),
+    _rule(rf"\b(?:to|for|attention)\s+(?:any|all|every)\s+{_AI}s?\b", _AI_WORDS),
+    _rule(rf"\b(?:to|for)\s+the\s+{_AI_STRICT}s?\b", _AI_WORDS),
+    _rule(rf"\bas\s+(?:an?\s+|the\s+)?{_AI}(?:\s+{_AI})?,?\s+(?:you|it)\b", _AI_WORDS, "as"),
+    _rule(rf"\b{_AI}s?\s+(?:must|should|shall|needs?\s+to|has\s+to|have\s+to|is\s+instructed|are\s+instructed)\b", _AI_WORDS),
+    _rule(rf"\byou\s+are\s+(?:now\s+)?(?:an?\s+|the\s+)?(?:helpful\s+)?{_AI}", _AI_WORDS, "you"),
+    _rule(r"\b(?:system\s+prompt|new\s+instructions|developer\s+mode|jailbreak)\b", "prompt instructions developer jailbreak"),
+    _rule(r"\b(?:tell|inform)\s+the\s+(?:user|operator|admin)\s+(?:that|to)\b", "tell inform", "user operator admin"),
+]
+
+_FAMILIES = {
+    "download_execute": _DOWNLOAD_EXECUTE,
+    "disable_security": _DISABLE_SECURITY,
+    "config_change": _CONFIG_CHANGE,
+    "exfiltration": _EXFILTRATION,
+    "diagnosis": _DIAGNOSIS_DIRECTIVE,
+    "addressed": _ASSISTANT_DIRECTIVE,
+}
+_ALL_RULES = [(family, rule) for family, rules in _FAMILIES.items() for rule in rules]
+# Index of each rule's first gate group, so one set intersection finds the few rules worth trying.
+_BY_WORD: dict[str, list[int]] = {}
+_BY_SUBSTRING: list[tuple[str, int]] = []
+for _index, (_family, _r) in enumerate(_ALL_RULES):
+    for _word in _r.gate[0][0]:
+        _BY_WORD.setdefault(_word, []).append(_index)
+    _BY_SUBSTRING.extend((_sub, _index) for _sub in _r.gate[0][1])
+_INDEXED_WORDS = frozenset(_BY_WORD)
+_MARKER = re.compile(r"\[(USER_CODE_EXCEPTION|FLARE)\]|\b(FINISHED[:_][A-Z_]+)\b")
+
+
+def text_features(text: str) -> tuple[str, frozenset[str]]:
+    """(lowercased text, its set of letter-only words): what the rule gates look at."""
+    lowered = text.lower()
+    return lowered, frozenset(_WORD_RE.findall(lowered))
+
+
+def candidate_rules(lowered: str, words: frozenset[str]) -> frozenset[int]:
+    """Indexes of the rules whose first gate group occurs in the text (cheap index lookup).
+
+    First-group substrings contain no spaces, so the candidates of lines joined by a space are
+    the union of each line's candidates.
+    """
+    candidates = {index for word in words & _INDEXED_WORDS for index in _BY_WORD[word]}
+    candidates.update(index for sub, index in _BY_SUBSTRING if sub in lowered)
+    return frozenset(candidates)
+
+
+def open_rules(lowered: str, words: frozenset[str], candidates: frozenset[int] | None = None) -> tuple[int, ...]:
+    """Indexes of the rules whose gates are all open for these features (the only rules that can match).
+
+    Features of several lines may be combined (lowered texts joined by a space, word sets and
+    candidates united): a superset of what the joined message needs, which keeps joined scans sound.
+    """
+    if candidates is None:
+        candidates = candidate_rules(lowered, words)
+    return tuple(index for index in sorted(candidates) if _ALL_RULES[index][1].opens(lowered, words))
+
+
+def detect(text: str, rules: Sequence[int] | None = None, gated: bool = True) -> dict[str, str | None]:
+    """Return {kind: detail} for the directive kinds in normalized `text`.
+
+    detail is the fixed marker name for spoofed_marker, else None. Directives that dictate the
+    diagnosis are spoofed_marker on a status-marker line and assistant_directive elsewhere.
+    `rules` (from `open_rules`) saves recomputing the gates; `gated=False` tries every rule.
+    """
+    if not gated:
+        rules = range(len(_ALL_RULES))
+    elif rules is None:
+        rules = open_rules(*text_features(text))
+    hits: set[str] = set()
+    for index in rules:
+        family, rule = _ALL_RULES[index]
+        if family not in hits and rule.regex.search(text):
+            hits.add(family)
+    found: dict[str, str | None] = {kind: None for kind in DIRECTIVE_KINDS if kind in hits}
+    marker = _MARKER.search(text) if hits else None
+    if marker:
+        found["spoofed_marker"] = _marker_name(marker)
+    elif "diagnosis" in hits:
+        found["assistant_directive"] = None
+    if "addressed" in hits:
+        found["assistant_directive"] = None
+    return found
+
+
+def _marker_name(match: re.Match) -> str:
+    """Fixed display name for a matched status marker (never attacker text)."""
+    return f"[{match.group(1)}]" if match.group(1) else "FINISHED:<status>"
+
+
+def first_web_url(text: str) -> str | None:
+    """The first http/https/ftp/scp URL in `text`, if any."""
+    match = re.search(_WEB_URL, text, _I)
+    return match.group(0) if match else None
+
+
+def config_file_named(text: str) -> str | None:
+    """A well-known NVFLARE config file name mentioned in `text` (from a fixed list), or None."""
+    lowered = text.lower()
+    return next((name for name in _CONFIG_FILE_NAMES if name in lowered), None)

@@ -1,0 +1,174 @@
+"""Pure diagnosis: Evidence + Catalog + options -> report dict (schema nvflare.diagnose.report.v1).
+
+Usage: `report = diagnose(evidence, catalog, mode="auto", job_id=None, job_status=None)`.
+Steps: flag suspicious lines, scan signals once, find tracebacks and markers, decide the mode, rank candidates
+(refine.py), apply partial-visibility and confidence rules, then assemble the report (advice.py, report.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import advice, report, sites
+from .catalog import Catalog
+from .mode import AMBIGUOUS, decide_mode
+from .model import Evidence
+from .refine import Candidate, Demoted, rank_candidates
+from .scan import Hit, scan_lines
+from .suspicious import scan_suspicious
+from .tracebacks import Traceback, find_tracebacks
+
+INVISIBLE = ("missing", "permission_denied", "unavailable", "not_streamed")
+PARTIAL_ID = "PARTIAL_LOG_VISIBILITY"
+USER_CODE_ID = "USER_CODE_EXCEPTION"
+MARKER_WINDOW = 50
+
+
+@dataclass
+class Analysis:
+    """Everything the report is assembled from (kept as plain data so each rule is testable)."""
+
+    evidence: Evidence
+    catalog: Catalog
+    mode: str
+    mode_reason: str
+    job_id: str | None
+    job_status: str | None
+    suspicious: list[dict]
+    flagged: set[int]
+    tracebacks: list[Traceback]
+    markers: list[dict]
+    ranked: list[Candidate]
+    demoted: list[Demoted]
+    primary: Candidate | None = None
+    partial_sites: dict[str, str] = field(default_factory=dict)
+    unsupplied_sites: list[str] = field(default_factory=list)
+    sim_traceback_missing: bool = False
+    confidence: str = "low"
+
+    @property
+    def hidden_sites(self) -> dict[str, str]:
+        """Evidence-stated site log problems, minus sites whose own log lines were supplied anyway."""
+        supplied = {line.site for line in self.evidence.lines if line.site}
+        return {
+            site: state
+            for site, state in sorted(self.evidence.site_status.items())
+            if not sites.is_server(site) and (state == "truncated" or (state in INVISIBLE and site not in supplied))
+        }
+
+
+def _marker_entries(lines, markers, blocks, flagged) -> list[dict]:
+    """unverified_markers: corroborated by a following user-code traceback or one in the same site's own log."""
+    user_blocks = [b for b in blocks if b.user_frame]
+    entries = []
+    for index, marker in markers:
+        line = lines[index]
+        follows = any(b.source == line.source and 0 < b.start - index <= MARKER_WINDOW for b in user_blocks)
+        own_site = not sites.is_server(line.site) and any(b.site == line.site for b in user_blocks)
+        entries.append({"index": index, "marker": marker, "corroborated": (follows or own_site)})
+    for index in sorted(flagged):
+        text = lines[index].text
+        for marker in ("[USER_CODE_EXCEPTION]", "[FLARE]"):
+            if marker in text and not any(e["index"] == index for e in entries):
+                entries.append({"index": index, "marker": marker, "corroborated": False})
+    return sorted(entries, key=lambda e: e["index"])
+
+
+def _structured_hits(catalog: Catalog, blocks: list[Traceback], job_status: str | None) -> dict[str, list[Hit]]:
+    hits: dict[str, list[Hit]] = {}
+    for row in catalog.rows:
+        tb = row.condition("user_traceback")
+        if tb:
+            for block in (b for b in blocks if b.user_frame):
+                hits.setdefault(row.id, []).append(Hit(row.id, block.end or block.start, tb.get("strength", "strong")))
+        status = row.condition("job_status")
+        if status and job_status and status["compiled"].search(job_status):
+            hits.setdefault(row.id, []).append(Hit(row.id, None, status.get("strength", "weak")))
+    return hits
+
+
+def _merge(a: dict[str, list[Hit]], b: dict[str, list[Hit]]) -> dict[str, list[Hit]]:
+    merged = {key: list(value) for key, value in a.items()}
+    for key, value in b.items():
+        merged.setdefault(key, []).extend(value)
+    return merged
+
+
+def _known_sites(evidence: Evidence) -> set[str]:
+    return {line.site for line in evidence.lines if line.site} | set(evidence.site_status)
+
+
+def _apply_visibility(an: Analysis) -> None:
+    """PARTIAL_LOG_VISIBILITY when the symptom depends on sites whose logs the evidence says are not visible."""
+    lines, status = an.evidence.lines, an.evidence.site_status
+    if an.primary is None:
+        depends, server_only = set(), True
+    else:
+        texts = [lines[h.index].text for h in an.primary.hits if h.index is not None]
+        hit_sites = [lines[h.index].site for h in an.primary.hits if h.index is not None]
+        depends, server_only = sites.dependent_sites(texts, hit_sites, _known_sites(an.evidence))
+    blocked = an.hidden_sites
+    signal_sites = {lines[h.index].site for h in (an.primary.hits if an.primary else []) if h.index is not None}
+    relevant = depends if depends else (set(blocked) if server_only else set())
+    an.partial_sites = {
+        s: st for s, st in sorted(blocked.items()) if s in relevant and (st in INVISIBLE or s not in signal_sites)
+    }
+    supplied = {line.site for line in lines if line.site}
+    if an.mode != "simulation":
+        an.unsupplied_sites = sorted(s for s in depends if s not in supplied and s not in status)
+    can_override = an.catalog.has(PARTIAL_ID) and an.mode != "simulation"
+    if an.partial_sites and can_override and (an.primary is None or an.primary.row.id != PARTIAL_ID):
+        if an.primary is not None:
+            an.demoted.insert(0, Demoted(an.primary.row, "symptom depends on site logs that are not visible"))
+            an.ranked = an.ranked[1:]
+        an.primary = Candidate(an.catalog.row(PARTIAL_ID), [])
+
+
+def _confidence(an: Analysis) -> str:
+    primary = an.primary
+    if primary is None or primary.row.id == PARTIAL_ID or not primary.strong:
+        return "low"
+    runner_up = next((c for c in an.ranked if c is not primary and c.strong), None)
+    if runner_up is not None and runner_up.row.priority == primary.row.priority:
+        return "low"
+    level = "high"
+    truncated = any(s.truncated for s in an.evidence.sources)
+    if an.unsupplied_sites or truncated or an.hidden_sites or an.mode == AMBIGUOUS:
+        level = "medium"
+    return level
+
+
+def analyse(
+    evidence: Evidence, catalog: Catalog, *, mode: str = "auto", job_id: str | None = None, job_status: str | None = None
+) -> Analysis:
+    """Apply every matching rule and return the Analysis the report is built from."""
+    lines = evidence.lines
+    suspicious, flagged = scan_suspicious(lines)
+    scanned = scan_lines(lines, catalog, flagged)
+    blocks = find_tracebacks(lines, flagged)
+    job_id = job_id if sites.valid_job_id(job_id) else (evidence.job_id if sites.valid_job_id(evidence.job_id) else None)
+    status = job_status if sites.valid_job_status(job_status) else None
+    status = status or (evidence.job_status if sites.valid_job_status(evidence.job_status) else None)
+    detected, reason = decide_mode(mode, evidence.mode_hints, scanned.mode_hints, job_id_given=bool(job_id))
+    hits = _merge(scanned.hits, _structured_hits(catalog, blocks, status))
+    ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged)
+    an = Analysis(
+        evidence, catalog, detected, reason, job_id, status, suspicious, flagged, blocks,
+        _marker_entries(lines, scanned.markers, blocks, flagged), ranked, demoted,
+    )
+    an.primary = ranked[0] if ranked else None
+    _apply_visibility(an)
+    has_user_tb = any(b.user_frame for b in blocks)
+    failed = bool(hits.get(USER_CODE_ID)) or (status is not None and "EXCEPTION" in status)
+    an.sim_traceback_missing = an.mode == "simulation" and failed and not has_user_tb
+    an.confidence = _confidence(an)
+    return an
+
+
+def diagnose(
+    evidence: Evidence, catalog: Catalog, *, mode: str = "auto", job_id: str | None = None, job_status: str | None = None
+) -> dict:
+    """The full report dict for `evidence` (deterministic for the same input)."""
+    an = analyse(evidence, catalog, mode=mode, job_id=job_id, job_status=job_status)
+    missing, commands = advice.missing_and_follow_ups(an)
+    return report.assemble(an, missing, commands)

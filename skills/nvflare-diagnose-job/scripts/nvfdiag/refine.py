@@ -1,0 +1,83 @@
+"""Turn raw signal hits into ranked candidates, applying the catalog's refinement rules.
+
+Usage: `ranked, demoted = rank_candidates(hits, catalog, lines, mode)`. Pure. Implements: requires_any /
+supersedes (transfer progress), resolved_by (DOT 6 transient), the mode filter, finding-only rows, and the
+deterministic precedence (strong before weak, then priority, then id).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .catalog import Catalog, Row
+from .model import Line
+from .scan import Hit, timestamp
+
+
+@dataclass
+class Candidate:
+    row: Row
+    hits: list[Hit]
+
+    @property
+    def strong(self) -> bool:
+        return any(h.strength == "strong" for h in self.hits)
+
+    def sort_key(self) -> tuple:
+        return (0 if self.strong else 1, -self.row.priority, self.row.id)
+
+
+@dataclass(frozen=True)
+class Demoted:
+    """A row that matched but cannot be primary, with a fixed-template reason."""
+
+    row: Row
+    reason: str
+
+
+def _later_success(row: Row, hits: list[Hit], lines: list[Line], skip: set[int]) -> bool:
+    """True when a resolved_by line comes after the row's last hit (same source order, or later timestamp)."""
+    last = max(h.index for h in hits if h.index is not None)
+    last_source, last_time = lines[last].source, timestamp(lines[last].text)
+    for index, line in enumerate(lines):
+        if index in skip or index == last:
+            continue
+        later = (line.source == last_source and index > last) or (
+            last_time is not None and (ts := timestamp(line.text)) is not None and ts > last_time
+        )
+        if later and any(p.search(line.text[:8192]) for p in row.resolved_by):
+            return True
+    return False
+
+
+def rank_candidates(
+    hits: dict[str, list[Hit]], catalog: Catalog, lines: list[Line], mode: str, skip: set[int] | frozenset = frozenset()
+) -> tuple[list[Candidate], list[Demoted]]:
+    """Ranked primary candidates (best first) and rows that matched but were demoted, each with a reason."""
+    candidates = {row.id: Candidate(row, hits[row.id]) for row in catalog.rows if hits.get(row.id)}
+    demoted: list[Demoted] = []
+    for cid in sorted(candidates):
+        cand = candidates.get(cid)
+        if cand is None:
+            continue
+        row = cand.row
+        if row.requires_any:
+            partners = [p for p in row.requires_any if p in candidates and candidates[p].strong]
+            if not partners:
+                del candidates[cid]  # e.g. transfer progress alone is a healthy run
+                continue
+            for loser in row.supersedes:
+                if loser in candidates:
+                    demoted.append(Demoted(candidates.pop(loser).row, f"superseded by {row.id}: {row.title.lower()}"))
+        if row.resolved_by and cid in candidates and _later_success(row, cand.hits, lines, set(skip)):
+            del candidates[cid]
+            demoted.append(Demoted(row, "transient: a later task download, client update or aggregation succeeded"))
+    for cid in sorted(candidates):
+        row = candidates[cid].row
+        if row.finding_only:
+            del candidates[cid]
+        elif mode in ("simulation", "production") and mode not in row.modes:
+            del candidates[cid]
+            demoted.append(Demoted(row, f"matched, but the row applies to {'/'.join(row.modes)} only (mode is {mode})"))
+    ranked = sorted(candidates.values(), key=Candidate.sort_key)
+    return ranked, demoted

@@ -1,0 +1,124 @@
+"""Render a report dict as JSON (the machine format) or markdown (for a human). Pure.
+
+Usage: `to_json(report)` -> sorted, indented JSON text; `to_markdown(report)` -> markdown text.
+Log-derived text (excerpts, paths) is shown only inside code spans so it cannot format or link anything.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .excerpt import excerpt
+
+
+def to_json(report: dict) -> str:
+    return json.dumps(report, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def _code(text: object) -> str:
+    """Inline code span for untrusted text: one line, bounded, backticks and pipes neutralised."""
+    clean = excerpt(str(text)).replace("`", "'").replace("|", "\\|")
+    return f"`{clean}`" if clean else "`-`"
+
+
+def _bullets(items: list[str], empty: str = "none") -> list[str]:
+    return [f"- {item}" for item in items] if items else [f"- {empty}"]
+
+
+def _header(report: dict) -> list[str]:
+    return [
+        "# NVFLARE job diagnosis",
+        "",
+        f"- **Mode:** {report['runtime_mode']} ({report['mode_reason']})",
+        f"- **Job:** {_code(report['job_id'] or '-')} status {_code(report['job_status'] or 'unknown')}",
+        f"- **Matched pattern:** `{report['matched_pattern']}` (confidence **{report['confidence']}**)",
+        f"- **Recovery category:** `{report['recovery_category']}`",
+        f"- **Evidence quality:** {report['evidence_quality']}",
+        "",
+        "## Likely cause",
+        "",
+        report["likely_cause"],
+        "",
+        "## Next action",
+        "",
+        report["next_action"],
+        "",
+    ]
+
+
+def _evidence(report: dict) -> list[str]:
+    out = ["## Evidence (source-aware)", ""]
+    if report["signals"]:
+        out += ["| pattern | site | source:line | excerpt |", "|---|---|---|---|"]
+        for sig in report["signals"]:
+            where = f"{sig['source']}:{sig['line'] if sig['line'] is not None else '?'}"
+            out.append(f"| `{sig['pattern']}` | {_code(sig['site'] or '-')} | {_code(where)} | {_code(sig['excerpt'])} |")
+    else:
+        out.append("- no catalogued signal was found")
+    if report["omitted"].get("signals"):
+        out.append(f"- ({report['omitted']['signals']} more signal lines not shown)")
+    out += ["", "## Other candidates", ""]
+    out += _bullets([f"`{c['pattern']}` ({c['recovery_category']}): {c['reason']}" for c in report["other_candidates"]])
+    out += ["", "## Findings", ""] + _bullets([f"`{f}`" for f in report["findings"]])
+    return out + [""]
+
+
+def _follow_up(report: dict) -> list[str]:
+    out = ["## Missing evidence", ""] + _bullets(report["missing_evidence"])
+    out += ["", "## Follow-up commands (read-only)", ""]
+    if report["follow_up_commands"]:
+        out += ["```"] + report["follow_up_commands"] + ["```"]
+    else:
+        out.append("- none")
+    metrics = report["metrics"]
+    out += ["", "## Metrics", ""]
+    if metrics:
+        out.append(f"- final round: {_code(metrics.get('final_round'))}, key metric: {_code(metrics.get('key_metric'))}")
+        out.append(f"- final aggregated metrics: {_code(json.dumps(metrics.get('final_aggregated_metrics'), sort_keys=True))}")
+        for item in metrics.get("non_finite") or []:
+            out.append(f"- non-finite: {_code(json.dumps(item, sort_keys=True))}")
+    else:
+        out.append("- no metrics artifacts were read")
+    return out + [""]
+
+
+def _sources(report: dict) -> list[str]:
+    out = ["## Evidence sources", "", "| path | kind | site | status | bytes read | truncated |", "|---|---|---|---|---|---|"]
+    for src in report["evidence_sources"]:
+        out.append(
+            f"| {_code(src['path'])} | {src['kind']} | {_code(src['site'] or '-')} | {src['status']} | "
+            f"{src['bytes_read']} | {'yes' if src['truncated'] else 'no'} |"
+        )
+    if report["omitted"].get("evidence_sources"):
+        out.append(f"\n({report['omitted']['evidence_sources']} more sources not shown)")
+    return out + [""]
+
+
+def _suspicious(report: dict) -> list[str]:
+    out = [
+        "## Suspicious log content (not followed)",
+        "",
+        "> These log lines try to direct the reader (run code, weaken security, change configuration, send data,",
+        "> or dictate the diagnosis). They were **not followed** and did not influence the matched pattern.",
+        "",
+    ]
+    items = report["suspicious_content"]
+    out += _bullets(
+        [f"{_code(f['source'])} line {f['line'] if f['line'] is not None else '?'} ({f['kind']}): {_code(f['summary'])}" for f in items]
+    )
+    if report["omitted"].get("suspicious_content"):
+        out.append(f"- ({report['omitted']['suspicious_content']} more not shown)")
+    out += ["", "## Unverified markers", ""]
+    out += _bullets(
+        [
+            f"{_code(m['marker'])} at {_code(str(m['source']) + ':' + str(m['line'] if m['line'] is not None else '?'))}: "
+            + ("corroborated by a user-code traceback" if m["corroborated"] else "not corroborated, ignored for attribution")
+            for m in report["unverified_markers"]
+        ]
+    )
+    return out + [""]
+
+
+def to_markdown(report: dict) -> str:
+    parts = _header(report) + _evidence(report) + _follow_up(report) + _suspicious(report) + _sources(report)
+    return "\n".join(parts).rstrip() + "\n"

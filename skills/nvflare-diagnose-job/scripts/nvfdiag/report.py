@@ -1,0 +1,201 @@
+"""Assemble the report dict (schema nvflare.diagnose.report.v1) from an Analysis. Pure.
+
+Usage: `report = assemble(analysis, missing_evidence, follow_up_commands)`. Lists are capped so a report stays
+far below 64 KiB; the `omitted` object says how many entries each capped list dropped.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import sites
+from .excerpt import excerpt
+from .injection import defang
+from .scan import MARKER
+
+SCHEMA_VERSION = "nvflare.diagnose.report.v1"
+MAX_SOURCES = 100
+MAX_SIGNALS = 20
+MAX_PRIMARY_SIGNALS = 8
+MAX_SUSPICIOUS = 50
+MAX_MARKERS = 20
+MAX_CANDIDATES = 12
+_IDENT = re.compile(r"^[A-Za-z_<][\w.<>-]{0,80}$")
+_QUALITY_PROBLEMS = ("partial", "truncated", "missing", "permission_denied", "unavailable", "not_streamed",
+                     "skipped_binary", "skipped_limit")
+
+
+def _signal(an, hit) -> dict:
+    if hit.index is None:
+        return {"pattern": hit.pattern, "source": "job_status", "site": None, "line": None,
+                "excerpt": f"job status {an.job_status}", "marker": None}
+    line = an.evidence.lines[hit.index]
+    marker = MARKER.search(line.text[:8192])
+    return {"pattern": hit.pattern, "source": line.source, "site": line.site, "line": line.line,
+            "excerpt": excerpt(defang(line.text[:2000])), "marker": marker.group(0) if marker else None}
+
+
+def _signals(an) -> tuple[list[dict], int]:
+    chosen = []
+    if an.primary is not None:
+        ordered = sorted(an.primary.hits, key=lambda h: (h.strength != "strong", h.index is None, h.index or 0))
+        chosen += ordered[:MAX_PRIMARY_SIGNALS]
+    for cand in an.ranked:
+        if cand is not an.primary:
+            chosen += cand.hits[:2]
+    total = (len(an.primary.hits) if an.primary else 0) + sum(len(c.hits) for c in an.ranked if c is not an.primary)
+    shown = chosen[:MAX_SIGNALS]
+    return [_signal(an, h) for h in shown], max(0, total - len(shown))
+
+
+def _other_candidates(an) -> list[dict]:
+    out = []
+    for cand in an.ranked:
+        if cand is an.primary:
+            continue
+        if not cand.strong:
+            reason = "only supporting evidence (terminal status or a server-side echo)"
+        else:
+            reason = f"less specific than {an.primary.row.id}" if an.primary else "not corroborated"
+        out.append({"pattern": cand.row.id, "recovery_category": cand.row.recovery_category, "reason": reason})
+    for dem in an.demoted:
+        out.append({"pattern": dem.row.id, "recovery_category": dem.row.recovery_category, "reason": dem.reason})
+    unique: dict[str, dict] = {}
+    for item in out:
+        unique.setdefault(item["pattern"], item)
+    return list(unique.values())[:MAX_CANDIDATES]
+
+
+def _traceback_detail(an) -> str:
+    """`ExcType in file.py:line (function)` for the primary's traceback through user code, if identifiable."""
+    for hit in an.primary.hits if an.primary else []:
+        if hit.index is None:
+            continue
+        for block in an.tracebacks:
+            end = block.end if block.end is not None else block.start
+            if block.user_frame and block.source == an.evidence.lines[hit.index].source and block.start <= hit.index <= end:
+                path, number, func = block.user_frame
+                name = re.split(r"[\\/]", path)[-1]
+                parts = [p for p in (block.exc_type, name, func) if p and _IDENT.match(p)]
+                if len(parts) == 3:
+                    return f"{parts[0]} in {parts[1]}:{number} ({parts[2]})"
+                if block.exc_type and _IDENT.match(block.exc_type):
+                    return block.exc_type
+    return ""
+
+
+def _variant_cause(an) -> str:
+    row = an.primary.row
+    if not row.variants and not row.default_variant:
+        return ""
+    for variant in row.variants:
+        if any(variant.regex.search(line.text[:8192]) for i, line in enumerate(an.evidence.lines) if i not in an.flagged):
+            return variant.cause
+    return row.default_variant.cause if row.default_variant else ""
+
+
+def _likely_cause(an) -> str:
+    if an.primary is None:
+        text = "No catalogued failure pattern matched the evidence"
+        metrics = an.evidence.metrics or {}
+        if metrics.get("non_finite"):
+            text += "; metrics contain non-finite values (NaN/inf), so training may have diverged"
+        if an.suspicious:
+            text += "; log text that tries to direct the reader was found and not followed"
+    elif an.primary.row.id == "PARTIAL_LOG_VISIBILITY":
+        listed = ", ".join(f"{s} ({st})" for s, st in an.partial_sites.items())
+        symptom = next((d.row.id for d in an.demoted if d.reason.startswith("symptom depends")), None)
+        text = f"Cannot attribute a cause: logs of {listed} are not visible"
+        text += f", and the observed {symptom} depends on them" if symptom else ""
+    else:
+        row = an.primary.row
+        hit_sites = sorted({an.evidence.lines[h.index].site for h in an.primary.hits
+                            if h.index is not None and sites.valid_site(an.evidence.lines[h.index].site)})
+        text = row.title + (f" (seen in: {', '.join(hit_sites[:5])})" if hit_sites else "")
+        detail = _traceback_detail(an) or _variant_cause(an)
+        text += f": {detail}" if detail else ""
+        if not an.primary.strong:
+            text += "; only supporting evidence (terminal status or a server-side echo) was found"
+    if an.sim_traceback_missing:
+        text += "; the client traceback is missing (a SimEnv workspace only shows the server's view; ask for the stdout of python job.py)"
+    return text + "."
+
+
+def _findings(an, sources) -> list[str]:
+    found = set()
+    states = set(an.evidence.site_status.values())
+    if an.partial_sites or set(an.hidden_sites.values()) - {"truncated"}:
+        found.add("PARTIAL_LOG_VISIBILITY")
+    if any(s.truncated or s.status == "truncated" for s in sources) or "truncated" in states:
+        found.add("LOGS_TRUNCATED")
+    if any(s.status == "skipped_limit" for s in sources) or an.evidence.not_read:
+        found.add("EVIDENCE_LIMIT_REACHED")
+    if an.mode == "ambiguous":
+        found.add("MODE_AMBIGUOUS")
+    if an.suspicious:
+        found.add("SUSPICIOUS_LOG_CONTENT")
+    if (an.evidence.metrics or {}).get("non_finite"):
+        found.add("NON_FINITE_METRICS")
+    if an.sim_traceback_missing:
+        found.add("CLIENT_TRACEBACK_MISSING")
+    return sorted(found)
+
+
+def _quality(an, findings: list[str]) -> str:
+    if not an.evidence.lines and not an.evidence.metrics:
+        return "insufficient"
+    problems = {"PARTIAL_LOG_VISIBILITY", "LOGS_TRUNCATED", "EVIDENCE_LIMIT_REACHED", "CLIENT_TRACEBACK_MISSING"}
+    if problems & set(findings) or an.unsupplied_sites or any(s.status in _QUALITY_PROBLEMS for s in an.evidence.sources):
+        return "partial"
+    return "complete"
+
+
+def _suspicious(an) -> list[dict]:
+    keyed = sorted(an.suspicious, key=lambda f: (f["source"], f["line"] if f["line"] is not None else -1, f["kind"]))
+    return [{k: f[k] for k in ("source", "site", "line", "kind", "summary")} for f in keyed[:MAX_SUSPICIOUS]]
+
+
+def assemble(an, missing: list[str], commands: list[str]) -> dict:
+    """The report dict; deterministic for the same analysis."""
+    sources = an.evidence.sources
+    signals, signals_omitted = _signals(an)
+    findings = _findings(an, sources)
+    row = an.primary.row if an.primary else None
+    markers = [{"marker": m["marker"], "source": an.evidence.lines[m["index"]].source,
+                "line": an.evidence.lines[m["index"]].line, "corroborated": m["corroborated"]} for m in an.markers]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "runtime_mode": an.mode,
+        "mode_reason": an.mode_reason,
+        "job_id": an.job_id,
+        "job_status": an.job_status,
+        "evidence_sources": [s.as_dict() for s in sources[:MAX_SOURCES]],
+        "evidence_quality": _quality(an, findings),
+        "matched_pattern": row.id if row else "UNKNOWN",
+        "recovery_category": row.recovery_category if row else "UNKNOWN",
+        "confidence": an.confidence,
+        "likely_cause": _likely_cause(an),
+        "signals": signals,
+        "other_candidates": _other_candidates(an),
+        "findings": findings,
+        "suspicious_content": _suspicious(an),
+        "unverified_markers": markers[:MAX_MARKERS],
+        "metrics": an.evidence.metrics,
+        "next_action": _next_action(an),
+        "missing_evidence": missing,
+        "follow_up_commands": commands,
+        "omitted": {
+            "evidence_sources": max(0, len(sources) - MAX_SOURCES),
+            "signals": signals_omitted,
+            "suspicious_content": max(0, len(an.suspicious) - MAX_SUSPICIOUS),
+            "unverified_markers": max(0, len(markers) - MAX_MARKERS),
+        },
+    }
+
+
+def _next_action(an) -> str:
+    if an.primary is not None:
+        return an.primary.row.next_action
+    if an.suspicious and an.catalog.has("SUSPICIOUS_LOG_CONTENT"):
+        return an.catalog.row("SUSPICIOUS_LOG_CONTENT").next_action
+    return an.catalog.fallback_next_action

@@ -1,0 +1,222 @@
+"""Parse structured evidence (nvflare CLI JSON envelopes, JSON evidence bundles, job meta) into `Evidence`.
+
+One implementation for saved envelope files and for `--collect` results. Envelope kinds are recognised by
+the command that produced them when known, else by the shape of `data`:
+job meta (`data.status`), job logs (`data.logs` site -> JSON-lines string, `data.sites`), job download
+(`data.artifacts`, `data.missing_artifacts`), job stats, system status/resources, agent inspect source.
+Site availability (`site_status`) and job status are taken only from what the evidence states.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .jsonlog import text_to_lines
+from .model import SITE_STATUSES, Evidence, Line, Source
+
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+SITE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+JOB_STATUS_RE = re.compile(r"^[A-Z][A-Z_]{1,40}(:[A-Z_]{1,40})?$")
+MAX_FLAT_LINES = 200
+MAX_VALUE_CHARS = 300
+_META_KEYS = ("job_id", "submit_time_iso", "job_deploy_detail", "duration", "job_name", "name")
+
+
+def looks_like_envelope(obj: object) -> bool:
+    return isinstance(obj, dict) and "schema_version" in obj and obj.get("status") in ("ok", "error") and (
+        "data" in obj or "error_code" in obj
+    )
+
+
+def looks_like_bundle(obj: object) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("logs"), dict) and not looks_like_envelope(obj)
+
+
+def looks_like_job_meta(obj: object) -> bool:
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("status"), str)
+        and bool(JOB_STATUS_RE.match(obj["status"]))
+        and any(key in obj for key in _META_KEYS)
+    )
+
+
+def envelope_kind(envelope: dict, command: list[str] | None = None) -> str:
+    """job_meta | job_logs | job_stats | job_download | system_status | system_resources | inspect_source | other."""
+    words = [word for word in (command or []) if not word.startswith("-")]
+    for first, second in zip(words, words[1:], strict=False):
+        if first in ("job", "system") and second in ("meta", "logs", "stats", "download", "status", "resources"):
+            return f"{first}_{second}"
+        if first == "inspect" and second == "source":
+            return "inspect_source"
+    data = envelope.get("data")
+    if not isinstance(data, dict):
+        return "other"
+    if data.get("capability") == "source":
+        return "inspect_source"
+    if isinstance(data.get("logs"), dict):
+        return "job_logs"
+    if "artifacts" in data or "missing_artifacts" in data or "download_path" in data:
+        return "job_download"
+    if "stats" in data:
+        return "job_stats"
+    if looks_like_job_meta(data):
+        return "job_meta"
+    if {"server_status", "client_status", "server_info", "client_info"} & data.keys():
+        return "system_status"
+    return "other"
+
+
+def note_job(ev: Evidence, job_id: object, status: object) -> None:
+    """Record the job id / status the evidence states (first statement wins; invalid values ignored)."""
+    if ev.job_id is None and isinstance(job_id, str) and JOB_ID_RE.match(job_id):
+        ev.job_id = job_id
+    if ev.job_status is None and isinstance(status, str) and JOB_STATUS_RE.match(status):
+        ev.job_status = status
+
+
+def add_hint(ev: Evidence, mode: str, reason: str) -> None:
+    if (mode, reason) not in ev.mode_hints:
+        ev.mode_hints.append((mode, reason))
+
+
+def ingest_envelope(ev: Evidence, envelope: dict, source: str, *, bytes_read: int, command=None) -> None:
+    """Add one CLI envelope's facts to `ev`."""
+    kind = envelope_kind(envelope, command)
+    if kind == "inspect_source":
+        ev.sources.append(Source(source, "inspect_source", None, "complete", bytes_read))
+        _inspect_lines(ev, envelope.get("data") or {}, source)
+        return
+    add_hint(ev, "production", f"nvflare CLI JSON envelope ({kind.replace('_', ' ')}) in {source}")
+    if envelope.get("status") == "error":
+        ev.sources.append(Source(source, "cli_envelope", None, "unavailable", bytes_read))
+        text = f"nvflare CLI error {envelope.get('error_code', 'UNKNOWN')}: {envelope.get('message', '')}"
+        ev.lines.append(Line(source, None, 1, text[:MAX_VALUE_CHARS]))
+        return
+    data = envelope.get("data")
+    ev.sources.append(Source(source, "cli_envelope", None, "complete", bytes_read))
+    if not isinstance(data, dict):
+        flatten_lines(ev, data, source, kind.replace("_", " "))
+    elif kind == "job_logs" and isinstance(data.get("logs"), dict):
+        _job_logs(ev, data, source)
+    elif kind == "job_meta":
+        note_job(ev, data.get("job_id"), data.get("status"))
+        flatten_lines(ev, data, source, f"job meta {data.get('job_id', '')}".strip())
+    elif kind == "job_download":
+        _job_download(ev, data, source)
+    else:
+        flatten_lines(ev, data, source, kind.replace("_", " "))
+
+
+def _job_logs(ev: Evidence, data: dict, source: str) -> None:
+    note_job(ev, data.get("job_id"), None)
+    sites = data.get("sites") if isinstance(data.get("sites"), dict) else {}
+    unavailable = data.get("unavailable") if isinstance(data.get("unavailable"), dict) else {}
+    names = sorted(set(data["logs"]) | set(sites) | set(unavailable))
+    for site in names:
+        if not SITE_RE.match(str(site)):
+            ev.not_read.append(f"{source}: ignored a site entry with an invalid name")
+            continue
+        info = sites.get(site) if isinstance(sites.get(site), dict) else {}
+        text = data["logs"].get(site)
+        status = _cli_site_status(info, unavailable.get(site), isinstance(text, str))
+        ev.site_status[site] = status
+        entry = f"{source}#{site}"
+        if isinstance(text, str):
+            ev.lines.extend(text_to_lines(text, entry, site))
+        ev.sources.append(
+            Source(entry, "cli_envelope", site, _source_status(status), len(text.encode()) if isinstance(text, str) else 0,
+                   status == "truncated")
+        )
+
+
+def _cli_site_status(info: dict, reason: object, has_text: bool) -> str:
+    if info.get("available") is False or (reason is not None and not has_text):
+        return reason_status(str(info.get("reason") or reason or ""))
+    return "truncated" if info.get("logs_truncated") else "ok"
+
+
+def reason_status(reason: str) -> str:
+    """Map a free-text unavailability reason onto a site status."""
+    low = reason.lower()
+    if "stream" in low:
+        return "not_streamed"
+    if "permission" in low or "denied" in low or "forbidden" in low:
+        return "permission_denied"
+    if "not found" in low or "missing" in low or "no such" in low:
+        return "missing"
+    return "unavailable"
+
+
+def _source_status(site_status: str) -> str:
+    return {"ok": "complete"}.get(site_status, site_status)
+
+
+def _job_download(ev: Evidence, data: dict, source: str) -> None:
+    note_job(ev, data.get("job_id"), None)
+    missing = data.get("missing_artifacts")
+    if isinstance(missing, list) and missing:
+        names = ", ".join(sorted(str(name) for name in missing))
+        ev.lines.append(Line(source, None, None, f"job download: missing artifacts: {names}"))
+    artifacts = data.get("artifacts") if isinstance(data.get("artifacts"), dict) else {}
+    present = ", ".join(sorted(str(name) for name in artifacts))
+    ev.lines.append(Line(source, None, None, f"job download: artifacts present: {present or 'none'}"))
+
+
+def ingest_bundle(ev: Evidence, bundle: dict, source: str, *, bytes_read: int) -> None:
+    """Add a JSON evidence bundle {"job_id", "job_status", "logs": {site: {status, truncated, lines}}}."""
+    add_hint(ev, "production", f"JSON evidence bundle {source}")
+    note_job(ev, bundle.get("job_id"), bundle.get("job_status"))
+    ev.sources.append(Source(source, "json_bundle", None, "complete", bytes_read))
+    for site in sorted(bundle["logs"], key=str):
+        entry = bundle["logs"][site]
+        if not SITE_RE.match(str(site)) or not isinstance(entry, dict):
+            ev.not_read.append(f"{source}: ignored a malformed site entry in the bundle")
+            continue
+        status = entry.get("status", "ok")
+        if status not in SITE_STATUSES:
+            ev.not_read.append(f"{source}: site {site} has an unknown status; treated as unavailable")
+            status = "unavailable"
+        if status == "ok" and entry.get("truncated") is True:
+            status = "truncated"
+        ev.site_status[site] = status
+        lines = entry.get("lines")
+        text = "\n".join(str(item) for item in lines) if isinstance(lines, list) else lines
+        label = f"{source}#{site}"
+        if isinstance(text, str):
+            ev.lines.extend(text_to_lines(text, label, site))
+        size = len(text.encode()) if isinstance(text, str) else 0
+        ev.sources.append(Source(label, "json_bundle", site, _source_status(status), size, status == "truncated"))
+
+
+def flatten_lines(ev: Evidence, data: object, source: str, prefix: str) -> None:
+    """Render nested data as `prefix key.sub: value` lines (bounded) so the matcher can see it."""
+    out: list[str] = []
+    _flatten(data, "", out)
+    for index, text in enumerate(out[:MAX_FLAT_LINES], start=1):
+        ev.lines.append(Line(source, None, index, f"{prefix}: {text}"))
+    if len(out) > MAX_FLAT_LINES:
+        ev.not_read.append(f"{source}: only the first {MAX_FLAT_LINES} of {len(out)} fields were read")
+
+
+def _flatten(value: object, key: str, out: list[str]) -> None:
+    if len(out) > MAX_FLAT_LINES:
+        return
+    if isinstance(value, dict):
+        for name in sorted(value, key=str):
+            _flatten(value[name], f"{key}.{name}" if key else str(name), out)
+    elif isinstance(value, list) and value and any(isinstance(item, (dict, list)) for item in value):
+        for index, item in enumerate(value):
+            _flatten(item, f"{key}[{index}]", out)
+    else:
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+        out.append(f"{key or 'value'}={text}"[:MAX_VALUE_CHARS])
+
+
+def _inspect_lines(ev: Evidence, data: dict, source: str) -> None:
+    scan = data.get("scan") if isinstance(data.get("scan"), dict) else {}
+    findings = scan.get("findings") if isinstance(scan.get("findings"), list) else []
+    for index, finding in enumerate(findings[:MAX_FLAT_LINES], start=1):
+        text = json.dumps(finding, sort_keys=True, default=str)[:MAX_VALUE_CHARS]
+        ev.lines.append(Line(source, None, index, f"inspect source finding: {text}"))

@@ -1,0 +1,169 @@
+"""argparse by data flow, --base-args overrides, and the runner's cli_flags / fixed_budget_args views."""
+
+from pathlib import Path
+
+import pytest
+from autofl_core.importer import api
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "jobs"
+
+
+def imported(case: str, **kwargs) -> dict:
+    return api.import_job(FIXTURES / case / "job.py", **kwargs)
+
+
+def flag(config: dict, option: str) -> dict:
+    return next(f for f in config["argparse"]["flags"] if option in f["option_strings"])
+
+
+def recipe_arg(config: dict, name: str) -> dict:
+    return config["recipe_args"][name]
+
+
+def test_hello_world_define_parser_is_followed():
+    config = imported("hello_numpy")
+    assert config["argparse"]["parsed"] is True
+    assert recipe_arg(config, "num_rounds") == {"value": 3, "confidence": "high", "flags": ["--num_rounds"]}
+    assert recipe_arg(config, "train_args")["value"] == "--lr 0.05 --local_steps 5"
+    assert recipe_arg(config, "train_args")["confidence"] == "medium"
+    assert config["admission_errors"] == []
+
+
+def test_namespace_under_another_name_through_helpers_and_parameters():
+    config = imported("namespace_not_args")
+    assert recipe_arg(config, "num_rounds")["value"] == 7
+    assert recipe_arg(config, "min_clients")["value"] == 4
+    assert recipe_arg(config, "train_args")["value"] == "--lr 0.2"
+    assert config["fixed_budget"]["num_clients"]["flag"] == "--sites"
+    assert api.fixed_budget_args(config) == ["--sites", "4", "--rounds", "7"]
+
+
+def test_namespace_passed_to_main_with_dest_set_defaults_and_typed_string_default():
+    config = imported("main_args_param", base_args=["--clients", "3"])
+    assert config["fixed_budget"]["num_clients"] == {
+        "confidence": "high", "flag": "--clients", "source": "SimEnv(num_clients=...)", "value": 3,
+    }  # fmt: skip
+    assert config["fixed_budget"]["num_rounds"]["value"] == 4
+    assert config["objective"]["job_key_metric"] == "accuracy"
+    assert config["cli_flags"]["allow_abbrev"] is False
+
+
+def test_parse_known_args_tolerates_unknown_base_args():
+    config = imported("parse_known_args", base_args=["--num_rounds", "9", "--unknown", "x"])
+    assert config["fixed_budget"]["num_rounds"]["value"] == 9
+    assert config["argparse"]["base_args_errors"] == []
+    assert config["admission_errors"] == []
+
+
+def test_parse_args_rejects_unknown_base_args():
+    config = imported("hello_numpy", base_args=["--nope", "1"])
+    codes = [e["code"] for e in config["admission_errors"]]
+    assert codes == ["AUTOFL_INVALID_BASE_ARGS"]
+    assert "unrecognized arguments: --nope 1" in config["admission_errors"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("base_args", "rounds", "lr"),
+    [
+        (["-r", "7"], 7, 0.05),
+        (["-r7"], 7, 0.05),
+        (["--num_rounds=8"], 8, 0.05),
+        (["--rounds", "6", "-l", "0.5"], 6, 0.5),
+        (["--num_r", "5"], 5, 0.05),
+        (["--lr=0.25", "--num_rounds", "4", "--num_rounds", "2"], 2, 0.25),
+    ],
+)
+def test_short_aliases_equals_form_and_abbreviations(base_args, rounds, lr):
+    config = imported("short_aliases", base_args=base_args)
+    assert config["fixed_budget"]["num_rounds"]["value"] == rounds
+    assert recipe_arg(config, "train_args")["value"] == f"--lr {lr}"
+    assert config["admission_errors"] == []
+
+
+def test_ambiguous_abbreviation_is_an_error():
+    config = imported("short_aliases", base_args=["--n", "3"])
+    assert config["argparse"]["base_args_errors"] == ["ambiguous option --n could match --n_clients, --name, --num_rounds"]
+
+
+def test_abbreviation_refused_when_parser_disallows_it():
+    config = imported("main_args_param", base_args=["--num", "5"])
+    assert config["admission_errors"][0]["code"] == "AUTOFL_INVALID_BASE_ARGS"
+
+
+def test_cli_flags_groups_aliases_long_first():
+    flags = api.cli_flags(imported("short_aliases"))
+    assert flags["groups"] == [["--n_clients", "-n"], ["--num_rounds", "--rounds", "-r"], ["--lr", "-l"], ["--name"]]
+    assert flags["long_flags"] == ["--n_clients", "--num_rounds", "--rounds", "--lr", "--name"]
+    assert flags["name_flag"] == "--name"
+    assert flags["takes_value"]["-r"] is True
+
+
+def test_boolean_optional_and_store_true():
+    config = imported("boolean_optional")
+    flags = api.cli_flags(config)
+    assert ["--early-stop", "--no-early-stop"] in flags["groups"]
+    assert flags["takes_value"] == {
+        "--early-stop": False, "--n_clients": True, "--no-early-stop": False, "--num_rounds": True, "--verbose": False,
+    }  # fmt: skip
+    assert flags["name_flag"] is None
+    assert recipe_arg(config, "stop_cond")["value"] == "accuracy >= 0.95"
+    assert config["objective"]["mode_contract_source"] == "stop_cond"
+    off = imported("boolean_optional", base_args=["--no-early-stop", "--verbose"])
+    assert recipe_arg(off, "stop_cond")["value"] is None
+    assert off["objective"]["mode_contract_source"] == "core_default"
+    assert flag(off, "--verbose")["value"] is True
+
+
+def test_choices_are_recorded_and_enforced():
+    config = imported("choices")
+    assert flag(config, "--optimizer")["choices"] == ["sgd", "adam"]
+    suggested = {s["flag"]: s for s in config["search_space"]["suggested"]}
+    assert suggested["--optimizer"]["choices"] == ["sgd", "adam"]
+    assert suggested["--local_epochs"] == {
+        "choices": [1, 2, 4], "default": 1, "dest": "local_epochs", "flag": "--local_epochs", "type": "int",
+    }  # fmt: skip
+    bad = imported("choices", base_args=["--optimizer", "rmsprop"])
+    assert "invalid choice 'rmsprop'" in bad["admission_errors"][0]["message"]
+    typed = imported("choices", base_args=["--local_epochs", "two"])
+    assert "invalid int value for --local_epochs" in typed["admission_errors"][0]["message"]
+
+
+def test_required_flag_from_base_args_resolves():
+    missing = imported("required_flag")
+    assert missing["fixed_budget"]["num_rounds"]["confidence"] == "unresolved"
+    given = imported("required_flag", base_args=["--num_rounds", "4"])
+    assert given["fixed_budget"]["num_rounds"]["value"] == 4
+    assert given["admission_errors"] == []
+
+
+@pytest.mark.parametrize(
+    ("base_args", "cls", "rounds", "extra"),
+    [
+        ([], "FedAvgRecipe", 3, {}),
+        (["--algo", "fedprox", "--mu", "0.1"], "FedProxRecipe", 3, {"fedprox_mu": 0.1}),
+        (["--algo=scaffold", "--num_rounds", "4"], "ScaffoldRecipe", 8, {}),
+    ],
+)
+def test_branch_selection_follows_base_args(base_args, cls, rounds, extra):
+    config = imported("branch_selection", base_args=base_args)
+    assert config["job"]["class"] == cls
+    assert config["job"]["run_call"] == "execute"
+    assert config["fixed_budget"]["num_rounds"]["value"] == rounds
+    for name, value in extra.items():
+        assert recipe_arg(config, name)["value"] == value
+    assert config["admission_errors"] == []
+
+
+def test_branch_on_store_true_selects_export():
+    config = imported("branch_selection", base_args=["--export"])
+    assert config["job"]["run_call"] == "export"
+
+
+def test_fixed_budget_args_each_flag_once():
+    assert api.fixed_budget_args(imported("hello_numpy")) == ["--n_clients", "2", "--num_rounds", "3"]
+    assert api.fixed_budget_args(imported("hello_numpy", base_args=["--n_clients", "4"])) == [
+        "--n_clients", "4", "--num_rounds", "3",
+    ]  # fmt: skip
+    derived = imported("branch_selection", base_args=["--algo", "scaffold"])
+    assert api.fixed_budget_args(derived) == ["--n_clients", "2", "--num_rounds", "3"]
+    assert api.fixed_budget_args(imported("pt_cyclic")) == []

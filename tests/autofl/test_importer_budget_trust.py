@@ -1,0 +1,142 @@
+"""Fixed budget, trust contract and mutation_schema.yaml handling."""
+
+from pathlib import Path
+
+import pytest
+from autofl_core.importer import api
+from autofl_core.importer.schema import validate_schema
+from autofl_core.importer.trust import safe_relative
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "jobs"
+
+
+def imported(case: str, **kwargs) -> dict:
+    return api.import_job(FIXTURES / case / "job.py", **kwargs)
+
+
+def budget_values(config: dict) -> dict:
+    return {k: config["fixed_budget"][k]["value"] for k in ("num_clients", "min_clients", "num_rounds")}
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("hello_numpy", {"num_clients": 2, "min_clients": 2, "num_rounds": 3}),
+        ("pt_fedprox", {"num_clients": 3, "min_clients": 3, "num_rounds": 5}),
+        ("pt_cyclic", {"num_clients": 3, "min_clients": 2, "num_rounds": 4}),
+        ("sklearn_recipe", {"num_clients": 3, "min_clients": 3, "num_rounds": 2}),
+        ("poc_env", {"num_clients": 2, "min_clients": 2, "num_rounds": 5}),
+        ("fedjob_simulator", {"num_clients": 2, "min_clients": 2, "num_rounds": 4}),
+    ],
+)
+def test_budget_values(case, expected):
+    assert budget_values(imported(case)) == expected
+
+
+def test_budget_sources_record_defaults_and_flags():
+    cyclic = imported("pt_cyclic")["fixed_budget"]
+    assert cyclic["min_clients"] == {"confidence": "high", "flag": None, "source": "CyclicRecipe default", "value": 2}
+    assert cyclic["num_clients"]["source"] == "SimEnv(clients=[...])"
+    hello = imported("hello_numpy")["fixed_budget"]
+    assert hello["num_clients"]["flag"] == "--n_clients" and hello["num_rounds"]["flag"] == "--num_rounds"
+
+
+def test_prod_and_export_have_no_simulated_client_count():
+    for case in ("prod_env", "export_only"):
+        entry = imported(case)["fixed_budget"]["num_clients"]
+        assert entry["confidence"] == "not_applicable" and entry["value"] is None
+
+
+def test_dynamic_num_rounds_is_unresolved_and_safety_critical():
+    config = imported("num_rounds_dynamic")
+    entry = config["fixed_budget"]["num_rounds"]
+    assert entry["confidence"] == "unresolved" and entry["value"] is None
+    assert "fixed_budget.num_rounds" in config["summary"]["unresolved"]
+    assert config["admission_errors"][0]["code"] == "AUTOFL_UNRESOLVED_SAFETY_FIELD"
+
+
+def test_trust_contract_with_local_modules_of_job_and_client():
+    trust = imported("trust_local_modules")["trust"]
+    assert trust["train_script"] == "src/client.py"
+    assert trust["allowed_edit_paths"] == [
+        "job.py", "job_helpers.py", "src/client.py", "src/local_peer.py", "src/model.py",
+        "src/utils/__init__.py", "src/utils/data.py",
+    ]  # fmt: skip
+    assert "src/unrelated.py" not in trust["allowed_edit_paths"]
+    assert trust["allowed_create_patterns"] == ["**/*.py"]
+
+
+def test_trust_includes_model_module_imported_by_job():
+    assert imported("pt_fedavg")["trust"]["allowed_edit_paths"] == ["client.py", "job.py", "model.py"]
+
+
+def test_preferred_targets_only_existing_files():
+    config = imported("bridge_schema")
+    assert config["schema"]["preferred_targets"] == ["client.py", "missing.py"]
+    assert config["trust"]["preferred_targets"] == ["client.py"]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [("a/b.py", "a/b.py"), ("./a.py", "a.py"), ("../x.py", None), ("/etc/passwd", None), (".git/config", None),
+     ("a/__pycache__/m.py", None), ("C:/x.py", None)],
+)  # fmt: skip
+def test_safe_relative(path, expected):
+    assert safe_relative(path) == expected
+
+
+def test_schema_budget_is_authoritative_and_pins_fixed_flags():
+    config = imported("schema_budget")
+    assert budget_values(config) == {"num_clients": 3, "min_clients": 3, "num_rounds": 5}
+    assert config["argparse"]["schema_args"] == ["--n_clients", "3", "--num_rounds", "5"]
+    assert config["fixed_budget"]["comparison_args"] == {"local_steps": {"flag": "--local_steps", "value": 5}}
+    assert api.fixed_budget_args(config) == ["--n_clients", "3", "--num_rounds", "5", "--local_steps", "5"]
+    assert "--local_steps" not in [s["flag"] for s in config["search_space"]["suggested"]]
+    assert config["admission_errors"] == []
+
+
+def test_base_args_conflicting_with_schema_budget_are_rejected():
+    config = imported("schema_budget", base_args=["--num_rounds", "9"])
+    assert [e["code"] for e in config["admission_errors"]] == ["AUTOFL_BUDGET_ARGUMENT_CONFLICT"]
+    assert imported("schema_budget", base_args=["--num_rounds", "5"])["admission_errors"] == []
+
+
+def test_invalid_schema_is_rejected_with_each_problem():
+    config = imported("schema_invalid")
+    messages = [e["message"] for e in config["admission_errors"]]
+    assert all(e["code"] == "AUTOFL_INVALID_MUTATION_SCHEMA" for e in config["admission_errors"])
+    assert any("unknown key(s) unknown_section" in m for m in messages)
+    assert any("mutable_args.lr.type" in m for m in messages)
+
+
+def test_schema_bounds_flow_into_search_space():
+    suggested = {s["flag"]: s for s in imported("bridge_schema")["search_space"]["suggested"]}
+    assert suggested["--lr"]["min"] == 0.001 and suggested["--lr"]["max"] == 1.0
+    assert suggested["--local_steps"] == {"default": 5, "dest": "local_steps", "flag": "--local_steps", "max": 20,
+                                          "min": 1, "type": "int"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        ([1], "top level must be a mapping"),
+        ({"objective": {"mode": "up"}}, "objective.mode"),
+        ({"mutable_args": {"lr": {"type": "float", "min": 2, "max": 1}}}, "min is greater than max"),
+        ({"mutable_args": {"opt": {"type": "str", "choices": []}}}, "choices"),
+        ({"mutable_args": {"n": {"type": "int", "min": True}}}, "mutable_args.n.min"),
+        ({"comparison_budget_args": {"default_candidate_budget": {"num_rounds": 0}}}, "positive integer"),
+        ({"comparison_budget_args": {"fixed_within_campaign": "seed"}}, "list of argument names"),
+        ({"preferred_targets": ["../escape.py"]}, "relative path"),
+        ({"mutable_args": {"lr": {"type": "float"}}, "comparison_budget_args": {"fixed_within_campaign": ["lr"]}},
+         "both mutable_args and fixed_within_campaign"),
+    ],
+)  # fmt: skip
+def test_schema_validation_messages(data, fragment):
+    errors = validate_schema(data)
+    assert any(fragment in e for e in errors), errors
+
+
+def test_valid_schema_has_no_errors():
+    assert validate_schema({"objective": {"requested_metric": "val_loss", "mode": "min"},
+                            "mutable_args": {"lr": {"type": "float", "min": 0.0, "max": 1}},
+                            "preferred_targets": ["client.py"]}) == []  # fmt: skip

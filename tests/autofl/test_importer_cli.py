@@ -1,0 +1,137 @@
+"""job_importer.py CLI: exit codes, one-line errors, json/yaml output, read-only, speed, no nvflare import."""
+
+import json
+import shutil
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from autofl_core.importer import api
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "skills" / "nvflare-autofl" / "scripts" / "job_importer.py"
+FIXTURES = REPO / "tests" / "fixtures" / "jobs"
+HELLO = REPO / "examples" / "hello-numpy" / "job.py"
+
+
+def run_cli(python_exe: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [python_exe, str(SCRIPT), *args], capture_output=True, text=True, timeout=60, cwd=cwd or REPO
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert fragment in lines[0]
+
+
+def snapshot(folder: Path) -> dict:
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_admissible_job_exits_zero_with_json(python_exe):
+    proc = run_cli(python_exe, str(HELLO))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    config = json.loads(proc.stdout)
+    assert config["admission_errors"] == []
+    assert config["job"]["class"] == "NumpyFedAvgRecipe"
+    assert list(config) == sorted(config)
+
+
+def test_output_is_deterministic_and_yaml_matches_json(python_exe):
+    first = run_cli(python_exe, str(HELLO), "--base-args", "--num_rounds 7")
+    second = run_cli(python_exe, str(HELLO), "--base-args", "--num_rounds 7")
+    assert first.stdout == second.stdout
+    as_json = json.loads(first.stdout)
+    assert as_json["fixed_budget"]["num_rounds"]["value"] == 7
+    assert as_json["argparse"]["base_args"] == ["--num_rounds", "7"]
+    as_yaml = run_cli(python_exe, str(HELLO), "--base-args", "--num_rounds 7", "--format", "yaml")
+    assert as_yaml.returncode == 0
+    assert yaml.safe_load(as_yaml.stdout) == as_json
+
+
+def test_not_admissible_exits_two_with_config_and_one_line(python_exe):
+    proc = run_cli(python_exe, str(FIXTURES / "loss_no_mode" / "job.py"))
+    assert_one_line_error(proc, "AUTOFL_METRIC_DIRECTION_CONFLICT")
+    assert json.loads(proc.stdout)["admission_errors"][0]["code"] == "AUTOFL_METRIC_DIRECTION_CONFLICT"
+
+
+def test_requested_metric_not_declared(python_exe):
+    proc = run_cli(python_exe, str(HELLO), "--metric", "val_loss")
+    assert_one_line_error(proc, "AUTOFL_METRIC_NOT_DECLARED")
+
+
+def test_syntax_error_fails_closed(python_exe):
+    proc = run_cli(python_exe, str(FIXTURES / "syntax_error" / "job.py"))
+    assert_one_line_error(proc, "syntax error at line 3")
+    assert json.loads(proc.stdout)["import"]["support"]["status"] == "unsupported"
+
+
+def _bad_job(folder: Path, kind: str) -> Path:
+    if kind == "missing":
+        return folder / "missing.py"
+    if kind == "directory":
+        return folder
+    target = folder / f"{kind}.py"
+    target.write_bytes(b"\xff\xfe\x00bad" if kind == "binary" else b"#" * (3 * 1024 * 1024))
+    return target
+
+
+@pytest.mark.parametrize(
+    ("kind", "fragment"),
+    [("missing", "does not exist"), ("directory", "not a regular file"), ("binary", "not UTF-8"),
+     ("huge", "larger than")],
+)  # fmt: skip
+def test_unreadable_job_is_one_line_and_no_stdout(python_exe, tmp_path, kind, fragment):
+    target = _bad_job(tmp_path, kind)
+    proc = run_cli(python_exe, str(target))
+    assert_one_line_error(proc, fragment)
+    assert proc.stdout == ""
+
+
+def test_bad_cli_usage_is_one_line(python_exe):
+    assert_one_line_error(run_cli(python_exe, str(HELLO), "--format", "xml"), "invalid choice")
+    assert_one_line_error(run_cli(python_exe), "required")
+    assert_one_line_error(run_cli(python_exe, str(HELLO), "--base-args", "--lr 'oops"), "balance the quotes")
+
+
+def test_import_never_writes_or_executes(python_exe, tmp_path):
+    workspace = tmp_path / "ws"
+    shutil.copytree(FIXTURES / "bridge_schema", workspace)
+    (workspace / "job.py").write_text((workspace / "job.py").read_text() + "\nopen('EXECUTED', 'w').close()\n")
+    before = snapshot(workspace)
+    proc = run_cli(python_exe, str(workspace / "job.py"), "--metric", "val_loss", cwd=workspace)
+    assert proc.returncode == 0, proc.stderr
+    assert snapshot(workspace) == before
+    assert not (workspace / "EXECUTED").exists()
+
+
+def test_import_of_example_is_fast():
+    api.import_job(HELLO)
+    timings = []
+    for _ in range(5):
+        start = time.perf_counter()
+        api.import_job(HELLO)
+        timings.append(time.perf_counter() - start)
+    assert statistics.median(timings) < 0.15
+
+
+def test_importer_does_not_import_nvflare_or_heavy_modules(python_exe):
+    code = (
+        "import runpy, sys\n"
+        f"module = runpy.run_path({str(SCRIPT)!r}, run_name='job_importer_probe')\n"
+        f"config = module['api'].import_job({str(HELLO)!r})\n"
+        "assert config['admission_errors'] == []\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('nvflare', 'numpy', 'matplotlib', 'yaml', 'torch'))\n"
+        "print(heavy)\n"
+    )
+    proc = subprocess.run([python_exe, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

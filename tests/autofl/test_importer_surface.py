@@ -1,0 +1,120 @@
+"""Job surface recognition over the fixture jobs: supported patterns and every fail-closed case."""
+
+from pathlib import Path
+
+import pytest
+from autofl_core.importer import api
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "jobs"
+
+
+def imported(case: str, **kwargs) -> dict:
+    return api.import_job(FIXTURES / case / "job.py", **kwargs)
+
+
+def test_there_are_at_least_thirty_job_fixtures():
+    assert len([p for p in FIXTURES.glob("*/job.py")]) >= 30
+
+
+@pytest.mark.parametrize(
+    ("case", "cls", "env", "run_call"),
+    [
+        ("hello_numpy", "NumpyFedAvgRecipe", "SimEnv", "execute"),
+        ("pt_fedavg", "FedAvgRecipe", "SimEnv", "execute"),
+        ("pt_fedopt", "FedOptRecipe", "SimEnv", "execute"),
+        ("pt_scaffold", "ScaffoldRecipe", "SimEnv", "execute"),
+        ("pt_fedprox", "FedProxRecipe", "SimEnv", "execute"),
+        ("pt_cyclic", "CyclicRecipe", "SimEnv", "execute"),
+        ("sklearn_recipe", "SklearnFedAvgRecipe", "SimEnv", "execute"),
+        ("poc_env", "NumpyFedAvgRecipe", "PocEnv", "execute"),
+        ("prod_env", "NumpyFedAvgRecipe", "ProdEnv", "execute"),
+        ("export_only", "NumpyFedAvgRecipe", None, "export"),
+    ],
+)
+def test_recipe_pattern(case, cls, env, run_call):
+    config = imported(case)
+    assert config["import"]["support"]["status"] == "supported"
+    assert config["job"]["pattern"] == "recipe"
+    assert config["job"]["class"] == cls
+    assert (config["job"]["env"] or {}).get("class") == env
+    assert config["environment"]["discovered"]["name"] == env
+    assert config["job"]["run_call"] == run_call
+    assert config["admission_errors"] == []
+
+
+def test_fedprox_mu_is_a_recipe_argument_and_tunable():
+    config = imported("pt_fedprox")
+    assert config["recipe_args"]["fedprox_mu"] == {"confidence": "high", "flags": ["--fedprox_mu"], "value": 0.01}
+    assert [s["flag"] for s in config["search_space"]["suggested"]] == ["--fedprox_mu", "--lr"]
+
+
+def test_model_object_argument_is_unresolved_but_not_fatal():
+    config = imported("pt_fedavg")
+    assert config["recipe_args"]["model"]["confidence"] == "unresolved"
+    assert {"field": "recipe_args.model", "reason": "an object, not a data value"} in config["unresolved"]
+    assert config["admission_errors"] == []
+
+
+def test_fedjob_simulator_run():
+    config = imported("fedjob_simulator")
+    assert config["job"]["pattern"] == "fedjob"
+    assert config["job"]["class"] == "FedJob"
+    assert config["job"]["run_call"] == "simulator_run"
+    assert config["job"]["env"]["class"] == "FedJob.simulator_run"
+    assert config["fixed_budget"]["num_rounds"]["source"] == "FedAvg(num_rounds=...)"
+    assert config["fixed_budget"]["num_clients"]["source"] == "simulator_run(n_clients=...)"
+    assert config["objective"]["job_key_metric_source"] == "IntimeModelSelector(key_metric=...)"
+    assert config["trust"]["train_script"] == "client.py"
+    assert config["admission_errors"] == []
+
+
+def test_environment_discovery_records_workspace_root_and_empty_passthrough():
+    env = imported("hello_numpy")["environment"]
+    assert env["discovered"]["args"]["workspace_root"]["value"] == "/tmp/nvflare/simulation"
+    assert env["simulator_env_passthrough"] == []
+
+
+@pytest.mark.parametrize(
+    ("case", "words"),
+    [
+        ("evaluation_only", ["FedEvalRecipe", "evaluation-only"]),
+        ("statistics_only", ["FedStatsRecipe", "statistics-only"]),
+        ("nested_flower", ["FlowerRecipe", "nested unsupported application"]),
+        ("dynamic_getattr", ["dynamic construction", "construct the recipe by its class name"]),
+        ("dynamic_dict", ["dynamic construction", "line 15"]),
+        ("no_recipe", ["no recognizable NVFLARE recipe or FedJob"]),
+        ("syntax_error", ["syntax error at line 3", "fix it"]),
+        ("unresolved_branch", ["cannot resolve", "line 7"]),
+        ("never_run", ["never run", "recipe.execute(env)"]),
+        ("two_recipes", ["several recipes"]),
+    ],
+)
+def test_fail_closed_with_actionable_reason(case, words):
+    config = imported(case)
+    support = config["import"]["support"]
+    assert support["status"] == "unsupported"
+    for word in words:
+        assert word in support["reason"]
+    assert config["fixed_budget"] == {}
+    errors = config["admission_errors"]
+    assert errors[0]["code"] == "AUTOFL_UNSUPPORTED_JOB"
+    assert support["reason"] in errors[0]["message"]
+
+
+def test_import_is_deterministic_and_hashes_the_source():
+    first, second = imported("branch_selection"), imported("branch_selection")
+    assert first == second
+    import hashlib
+
+    source = (FIXTURES / "branch_selection" / "job.py").read_bytes()
+    assert first["source_sha256"] == hashlib.sha256(source).hexdigest()
+    assert first["importer_version"]
+
+
+def test_import_source_is_pure_over_text():
+    text = (FIXTURES / "hello_numpy" / "job.py").read_text()
+    config = api.import_source(text)
+    assert config["job"]["class"] == "NumpyFedAvgRecipe"
+    assert config["trust"]["allowed_edit_paths"] == ["job.py"]
+    with_files = api.import_source(text, read_file={"client.py": "import numpy\n"}.get)
+    assert with_files["trust"]["allowed_edit_paths"] == ["client.py", "job.py"]

@@ -1,0 +1,208 @@
+"""progress.png: pure plot data, matplotlib render, Pillow fallback, text note, CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from autofl_core import ledger, plot
+from PIL import Image, ImageStat
+
+BEST_RGB = (0xFF, 0x7F, 0x0E)
+
+
+def r(status, score=None, name=None, lit=""):
+    values = dict.fromkeys(ledger.COLUMNS, "")
+    values.update(status=status, score=score, runtime_seconds=None, name=name or status, literature_event_id=lit)
+    values["metric_name"] = "accuracy" if score is not None else ""
+    return values
+
+
+EVERY_STATUS = [
+    r("baseline", 0.80, "baseline"),
+    r("discard", 0.78, "lr-half"),
+    r("keep", 0.84, "lr-x2"),
+    r("crash", None, "broken"),
+    r("infrastructure_retry", None, "sandbox"),
+    r("literature", None, "fedprox", lit="lit-0001"),
+    r("keep", 0.86, "fedprox-faithful"),
+    r("discard", 0.85, "fedprox-tuned"),
+    r("discard", 0.86, "fedprox-tie"),
+]
+
+
+def _block(monkeypatch, *packages):
+    for name in list(sys.modules):
+        if name.split(".")[0] in packages:
+            monkeypatch.setitem(sys.modules, name, None)
+    for package in packages:
+        monkeypatch.setitem(sys.modules, package, None)
+
+
+def _check_png(path):
+    with Image.open(path) as image:
+        assert image.format == "PNG"
+        assert image.size == plot.SIZE
+        rgb = image.convert("RGB")
+    assert ImageStat.Stat(rgb.convert("L")).var[0] > 50, "the image must not be blank"
+    return rgb
+
+
+def _has_color(image, rgb, tolerance=12):
+    return any(
+        all(abs(channel - want) <= tolerance for channel, want in zip(pixel, rgb, strict=True))
+        for _count, pixel in image.getcolors(image.width * image.height)
+    )
+
+
+# --- pure plot data -----------------------------------------------------------------------------
+
+
+def test_plot_data_every_status():
+    data = plot.plot_data(EVERY_STATUS, "max")
+    assert [(p["x"], p["status"], p["score"]) for p in data["points"]] == [
+        (1, "baseline", 0.80), (2, "discard", 0.78), (3, "keep", 0.84), (5, "keep", 0.86), (6, "discard", 0.85),
+        (7, "discard", 0.86),
+    ]
+    assert data["failures"] == [{"x": 4, "row": 3, "name": "broken", "status": "crash"}]
+    assert data["literature"] == [{"x": 4.5, "row": 5, "event_id": "lit-0001"}]
+    assert data["running_best"] == [{"x": 1, "score": 0.8}, {"x": 3, "score": 0.84}, {"x": 5, "score": 0.86}]
+    assert data["best"] == {"x": 5, "row": 6, "score": 0.86, "status": "keep", "name": "fedprox-faithful"}
+    assert data["x_max"] == 7 and data["scored"] == 6
+    assert data["counts"] == {"baseline": 1, "keep": 2, "discard": 3, "crash": 1, "literature": 1,
+                              "infrastructure_retry": 1}
+
+
+def test_plot_data_min_mode_and_ties_at_ledger_precision():
+    rows = [r("baseline", 0.5), r("keep", 0.4, "down"), r("keep", 0.4000000000000001, "tie"), r("keep", 0.6, "up")]
+    data = plot.plot_data(rows, "min")
+    assert data["best"]["name"] == "down"
+    assert [step["score"] for step in data["running_best"]] == [0.5, 0.4]
+
+
+def test_plot_data_unscored_baseline_is_a_failure_mark():
+    data = plot.plot_data([r("baseline", None), r("baseline", 0.7, "baseline_retry_1")], "max")
+    assert data["failures"][0]["status"] == "baseline" and data["best"]["name"] == "baseline_retry_1"
+
+
+def test_title_has_metric_direction_and_counts():
+    title = plot.title_text(plot.plot_data(EVERY_STATUS, "min"), "loss", "min")
+    assert "loss" in title and "lower is better" in title and "6 scored" in title and "1 crashed" in title
+
+
+# --- renderers ----------------------------------------------------------------------------------
+
+
+def test_matplotlib_render_every_status(tmp_path):
+    output = tmp_path / "progress.png"
+    output.write_bytes(b"stale")
+    summary = plot.render(EVERY_STATUS, output, metric="accuracy", mode="max")
+    assert summary["backend"] == "matplotlib" and summary["best"]["name"] == "fedprox-faithful"
+    image = _check_png(output)
+    assert _has_color(image, BEST_RGB), "running best line / best annotation drawn"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["progress.png"], "atomic write leaves no temp file"
+
+
+def test_matplotlib_without_a_best_draws_no_best_line(tmp_path):
+    rows = [r("discard", 0.5, "a"), r("discard", 0.6, "b"), r("crash")]
+    summary = plot.render(rows, tmp_path / "p.png", metric="accuracy", mode="max")
+    assert summary["best"] is None
+    assert not _has_color(_check_png(tmp_path / "p.png"), BEST_RGB)
+
+
+def test_matplotlib_empty_ledger_image(tmp_path):
+    summary = plot.render([r("crash"), r("literature", lit="lit-0001")], tmp_path / "e.png", metric="acc", mode="max")
+    assert summary["scored"] == 0
+    empty = _check_png(tmp_path / "e.png")
+    plot.render(EVERY_STATUS, tmp_path / "full.png", metric="acc", mode="max")
+    assert empty.tobytes() != _check_png(tmp_path / "full.png").tobytes()
+
+
+def test_pillow_fallback(tmp_path, monkeypatch):
+    _block(monkeypatch, "matplotlib")
+    summary = plot.render(EVERY_STATUS, tmp_path / "progress.png", metric="accuracy", mode="max")
+    assert summary["backend"] == "pillow"
+    with Image.open(tmp_path / "progress.png") as image:
+        image.verify()
+    image = _check_png(tmp_path / "progress.png")
+    assert _has_color(image, BEST_RGB)
+    for status in ("baseline", "keep", "discard", "crash"):
+        wanted = tuple(int(plot.COLORS[status][i : i + 2], 16) for i in (1, 3, 5))
+        assert _has_color(image, wanted, tolerance=2), status
+    plot.render([], tmp_path / "empty.png", metric="accuracy", mode="max")
+    _check_png(tmp_path / "empty.png")
+
+
+def test_text_note_without_matplotlib_or_pillow(tmp_path, monkeypatch, capsys):
+    _block(monkeypatch, "matplotlib", "PIL")
+    summary = plot.render(EVERY_STATUS, tmp_path / "progress.png", metric="accuracy", mode="max")
+    assert summary["backend"] == "text" and summary["output"] == str(tmp_path / "progress.txt")
+    note = (tmp_path / "progress.txt").read_text()
+    assert "accuracy (max" in note and "fedprox-faithful  <- best" in note and "(no score)  broken" in note
+    assert not (tmp_path / "progress.png").exists()
+    assert "neither matplotlib nor Pillow" in capsys.readouterr().err
+
+
+def test_module_import_does_not_load_plotting_libraries(python_exe, repo_root):
+    scripts = repo_root / "skills" / "nvflare-autofl" / "scripts"
+    code = (
+        f"import sys; sys.path.insert(0, {str(scripts)!r}); import autofl_core.plot\n"
+        "print([m for m in ('matplotlib', 'PIL') if m in sys.modules])"
+    )
+    done = subprocess.run([python_exe, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+# --- CLI ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cli(repo_root, python_exe):
+    script = str(repo_root / "skills" / "nvflare-autofl" / "scripts" / "plot_progress.py")
+
+    def run(*args, cwd=None):
+        return subprocess.run([python_exe, script, *map(str, args)], capture_output=True, text=True, timeout=120,
+                              cwd=cwd)
+
+    return run
+
+
+def _write_ledger(folder, rows):
+    path = folder / "results.tsv"
+    for row in rows:
+        ledger.append_row(path, {key: value for key, value in row.items() if value not in ("", None)})
+    return path
+
+
+def test_cli_defaults_output_metric_and_stored_mode(tmp_path, cli):
+    results = _write_ledger(tmp_path, EVERY_STATUS)
+    (tmp_path / ".nvflare" / "autofl").mkdir(parents=True)
+    (tmp_path / ".nvflare" / "autofl" / "campaign_state.json").write_text('{"mode": "min"}')
+    done = cli(results, cwd="/")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["output"] == str(tmp_path / "progress.png") and summary["backend"] == "matplotlib"
+    assert summary["best"] == {"name": "baseline", "row": 0, "score": 0.8, "status": "baseline", "x": 1}
+    _check_png(tmp_path / "progress.png")
+
+
+def test_cli_explicit_output_and_mode(tmp_path, cli):
+    results = _write_ledger(tmp_path, EVERY_STATUS)
+    out = tmp_path / "plots" / "p.png"
+    done = cli(results, "--output", out, "--metric", "acc", "--mode", "max")
+    assert done.returncode == 0 and json.loads(done.stdout)["best"]["score"] == 0.86
+    _check_png(out)
+
+
+def test_cli_corrupt_ledger_and_unwritable_output(tmp_path, cli):
+    bad = tmp_path / "results.tsv"
+    bad.write_text("garbage\n")
+    done = cli(bad, "--mode", "max")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "header" in done.stderr
+    assert not (tmp_path / "progress.png").exists()
+    (tmp_path / "ok").mkdir()
+    good = _write_ledger(tmp_path / "ok", EVERY_STATUS)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = cli(good, "--output", blocker / "progress.png")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

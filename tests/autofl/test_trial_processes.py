@@ -1,0 +1,91 @@
+"""Process supervision: bounded tail, whole-tree termination (incl. detached grandchildren), grace then SIGKILL."""
+
+import sys
+import time
+
+from autofl_core.processes import TAIL_BYTES, find_token_processes, run_process
+
+
+def env(token_value):
+    return {"PATH": "/usr/bin:/bin", "AUTOFL_TRIAL_TOKEN": token_value}
+
+
+def run(tmp_path, code, token_value, **kwargs):
+    return run_process(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env(token_value),
+        log_path=tmp_path / "run.log",
+        token=("AUTOFL_TRIAL_TOKEN", token_value),
+        **kwargs,
+    )
+
+
+def stop_after(seconds):
+    started = time.monotonic()
+    return lambda now: "stop" if now - started > seconds else None
+
+
+def test_output_is_streamed_to_the_log_and_only_a_bounded_tail_is_kept(tmp_path):
+    lines = []
+    code = "import sys\nfor i in range(3 * 1024):\n    sys.stdout.write(('x' * 1023) + '\\n')\nprint('END', file=sys.stderr)"
+    outcome = run(tmp_path, code, "tok-tail", on_line=lines.append)
+    assert outcome.returncode == 0
+    assert (tmp_path / "run.log").stat().st_size == 3 * 1024 * 1024 + 4
+    assert len(outcome.tail) == TAIL_BYTES
+    assert outcome.tail.endswith(b"END\n")
+    assert len(lines) == 3 * 1024 + 1 and lines[-1] == "END"
+
+
+def test_detached_grandchildren_are_killed_after_a_normal_exit(tmp_path):
+    code = (
+        "import os, subprocess, time\n"
+        "subprocess.Popen(['setsid', 'sleep', '300'])\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(300)\n"
+        "    os._exit(0)\n"
+        "time.sleep(0.5)\n"
+    )
+    outcome = run(tmp_path, code, "tok-grandchild", grace_seconds=3.0)
+    assert outcome.returncode == 0
+    assert outcome.survivors == []
+    assert find_token_processes(("AUTOFL_TRIAL_TOKEN", "tok-grandchild")) == []
+
+
+def test_tick_stop_reason_kills_the_tree_quickly(tmp_path):
+    code = "import subprocess, time\nsubprocess.Popen(['sleep', '300'])\nprint('Round 0 started.', flush=True)\ntime.sleep(300)"
+    outcome = run(tmp_path, code, "tok-tick", tick=stop_after(1.0), tick_interval=0.2)
+    assert outcome.stop_reason == "stop"
+    assert outcome.ended_at - outcome.stop_triggered_at < 10.0
+    assert outcome.returncode == -15
+    assert find_token_processes(("AUTOFL_TRIAL_TOKEN", "tok-tick")) == []
+
+
+def test_sigterm_ignoring_process_is_sigkilled_after_the_grace_period(tmp_path):
+    code = (
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(300)\n"
+    )
+    outcome = run(tmp_path, code, "tok-ignore", tick=stop_after(1.0), tick_interval=0.2, grace_seconds=1.0)
+    assert outcome.returncode == -9
+    assert outcome.survivors == []
+    assert outcome.ended_at - outcome.stop_triggered_at < 10.0
+
+
+def test_a_failing_line_callback_never_breaks_capture(tmp_path):
+    def explode(line):
+        raise RuntimeError("display bug")
+
+    outcome = run(tmp_path, "print('a'); print('b')", "tok-callback", on_line=explode)
+    assert outcome.returncode == 0
+    assert (tmp_path / "run.log").read_text() == "a\nb\n"
+
+
+def test_on_start_receives_the_child_pid(tmp_path):
+    seen = []
+    outcome = run(tmp_path, "pass", "tok-start", on_start=seen.append)
+    assert seen == [outcome.pid]

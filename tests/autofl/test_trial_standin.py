@@ -1,0 +1,214 @@
+"""run_trial mechanics on the fast stand-in job (no NVFLARE): every outcome class and the isolation rules."""
+
+import io
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from autofl_core.argv import injected_job_name
+from autofl_core.processes import find_token_processes
+from autofl_core.trial import TrialSpec, run_trial
+from autofl_core.trial_errors import TrialError
+
+STANDIN = Path(__file__).resolve().parent / "standin_job" / "job.py"
+GROUPS = [["--name"], ["--n_clients"], ["--num_rounds", "-r"], ["--lr"], ["--mode"], ["--dump"], ["--round_seconds"]]
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    job = ws / "job.py"
+    job.write_text(STANDIN.read_text())
+    return ws
+
+
+def spec(workspace, tmp_path, *, mode="ok", name="cand-1", extra=(), **overrides):
+    temp_parent = tmp_path / "tmp"
+    temp_parent.mkdir(exist_ok=True)
+    values = {
+        "python": sys.executable,
+        "job_path": workspace / "job.py",
+        "workspace": workspace,
+        "run_dir": workspace / "autofl_runs" / name,
+        "trial_name": name,
+        "metric_order": ["accuracy"],
+        "budget_args": ["--num_rounds", "3", "--n_clients", "2"],
+        "run_args": ["--mode", mode, *extra],
+        "flag_groups": GROUPS,
+        "name_flag": "--name",
+        "num_rounds": 3,
+        "timeout": 60.0,
+        "no_progress_timeout": 30.0,
+        "parent_env": {"PATH": os.environ["PATH"], "TMPDIR": str(temp_parent)},
+        "temp_parent": temp_parent,
+        "grace_seconds": 2.0,
+    }
+    values.update(overrides)
+    return TrialSpec(**values)
+
+
+def no_leftovers(result, tmp_path):
+    assert find_token_processes(("AUTOFL_TRIAL_TOKEN", result.token)) == []
+    assert [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("autofl-sim-")] == []
+
+
+def test_success_with_structured_evidence_and_relative_artifacts(workspace, tmp_path):
+    stream = io.StringIO()
+    result = run_trial(spec(workspace, tmp_path, extra=["--lr", "0.05"], progress_stream=stream))
+    assert result.outcome == "success", result.failure_reason
+    assert result.score == pytest.approx(0.9)
+    assert (result.metric_name, result.metric_source) == ("accuracy", "structured:metrics_summary.json")
+    assert result.metric_artifact == "autofl_runs/cand-1/simulation/server/simulate_job/metrics/metrics_summary.json"
+    assert result.artifacts == {
+        "run_log": "autofl_runs/cand-1/run.log",
+        "simulation": "autofl_runs/cand-1/simulation",
+        "simulator_result_name": injected_job_name(workspace, "cand-1"),
+    }
+    assert (workspace / result.metric_artifact).is_file()
+    assert "Finished FedAvg." in (workspace / "autofl_runs/cand-1/run.log").read_text()
+    assert result.exit_code == 0 and result.failure_reason == "" and result.runtime_seconds > 0
+    assert result.run_command.startswith(f"{sys.executable} {workspace / 'job.py'} --num_rounds 3 --n_clients 2 --name")
+    assert "finished 3/3 rounds" in stream.getvalue()
+    no_leftovers(result, tmp_path)
+
+
+def test_progress_never_touches_stdout(workspace, tmp_path, capsys):
+    run_trial(spec(workspace, tmp_path, progress_stream=sys.stderr))
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "[autofl cand-1] finished 3/3 rounds" in captured.err
+
+
+def test_crash_reports_exit_code_and_last_error(workspace, tmp_path):
+    result = run_trial(spec(workspace, tmp_path, mode="crash"))
+    assert result.outcome == "crash"
+    assert result.failure_reason == "exit_code=3; last error: RuntimeError: client training failed on purpose"
+    assert result.score is None and result.exit_code == 3
+    assert result.artifacts["simulation"] == "autofl_runs/cand-1/simulation"  # kept for diagnosis
+    no_leftovers(result, tmp_path)
+
+
+@pytest.mark.parametrize("mode", ["nometric", "nan"])
+def test_missing_or_non_finite_metric_is_a_crash_with_the_not_found_reason(workspace, tmp_path, mode):
+    result = run_trial(spec(workspace, tmp_path, mode=mode))
+    assert result.outcome == "crash"
+    assert result.failure_reason.startswith("matching metric not found; metrics=[accuracy]; searched=[")
+    assert "simulation/server/simulate_job/metrics/metrics_summary.json" in result.failure_reason
+    if mode == "nan":
+        assert "rejected non-finite" in result.failure_reason
+
+
+def test_no_progress_watchdog_kills_the_tree(workspace, tmp_path):
+    result = run_trial(spec(workspace, tmp_path, mode="hang_after_round", no_progress_timeout=2.0))
+    assert result.outcome == "crash"
+    assert result.failure_reason.startswith("no progress: no new progress marker for 2s")
+    assert result.watchdog == result.failure_reason
+    assert result.runtime_seconds < 15
+    no_leftovers(result, tmp_path)
+
+
+def test_partial_aggregation_watchdog(workspace, tmp_path):
+    result = run_trial(spec(workspace, tmp_path, mode="partial", no_progress_timeout=2.0))
+    assert result.outcome == "crash"
+    assert "partial aggregation did not advance" in result.failure_reason
+    no_leftovers(result, tmp_path)
+
+
+def test_total_timeout(workspace, tmp_path):
+    result = run_trial(spec(workspace, tmp_path, mode="hang_silent", timeout=2.0))
+    assert result.outcome == "crash"
+    assert result.failure_reason == "timeout: trial exceeded the 2s total timeout"
+    assert result.runtime_seconds < 12
+    no_leftovers(result, tmp_path)
+
+
+def test_stall_watchdog(workspace, tmp_path):
+    result = run_trial(spec(workspace, tmp_path, mode="stall"))
+    assert result.outcome == "crash"
+    assert result.failure_reason.startswith("simulator stall: server log shows")
+    assert result.runtime_seconds < 15
+    no_leftovers(result, tmp_path)
+
+
+def test_detached_grandchild_is_gone_after_a_successful_trial(workspace, tmp_path):
+    result = run_trial(spec(workspace, tmp_path, mode="grandchild"))
+    assert result.outcome == "success" and result.survivors == []
+    no_leftovers(result, tmp_path)
+
+
+def test_secrets_in_the_parent_environment_are_invisible_to_the_job(workspace, tmp_path):
+    dump = tmp_path / "seen.json"
+    parent = {"PATH": os.environ["PATH"], "AWS_SECRET_ACCESS_KEY": "s3cr3t", "MY_DATA": "/data", "HOME": "/h"}
+    result = run_trial(
+        spec(workspace, tmp_path, extra=["--dump", str(dump)], parent_env=parent, env_passthrough=["MY_DATA"])
+    )
+    assert result.outcome == "success"
+    seen = json.loads(dump.read_text())
+    assert "AWS_SECRET_ACCESS_KEY" not in seen and "s3cr3t" not in dump.read_text()
+    assert seen["MY_DATA"] == "/data" and seen["HOME"] == "/h"
+    assert seen["AUTOFL_TRIAL_TOKEN"] == result.token
+    assert Path(seen["NVFLARE_SIMULATOR_WORKSPACE_ROOT"]).name.startswith("autofl-sim-")
+
+
+def test_sandbox_socket_denial_is_an_infrastructure_retry(workspace, tmp_path):
+    result = run_trial(spec(workspace, tmp_path, mode="sandbox"))
+    assert result.outcome == "infrastructure_retry"
+    assert "socket permission failure" in result.failure_reason
+
+
+def test_printed_path_outside_the_root_is_ignored(workspace, tmp_path):
+    result = run_trial(spec(workspace, tmp_path, mode="print_outside"))
+    assert result.outcome == "success"
+    assert result.artifacts["simulator_result_name"] == injected_job_name(workspace, "cand-1")
+
+
+def test_without_name_flag_the_printed_path_or_single_changed_child_is_used(workspace, tmp_path):
+    result = run_trial(spec(workspace, tmp_path, mode="two_results", name_flag=None))
+    assert result.artifacts["simulator_result_name"] == "standin"  # printed direct child disambiguates
+    result = run_trial(spec(workspace, tmp_path, mode="print_outside", name_flag=None, extra=["--name", "x"]))
+    assert result.outcome == "success"
+    assert result.artifacts["simulator_result_name"] == "x"  # the single changed child
+
+
+def test_without_name_flag_an_ambiguous_root_fails_closed(workspace, tmp_path):
+    result = run_trial(spec(workspace, tmp_path, mode="ambiguous", name_flag=None))
+    assert result.outcome == "crash"
+    assert "ambiguous simulator result directories ['standin', 'standin-other']" in result.failure_reason
+    assert "simulation" not in result.artifacts
+    result = run_trial(spec(workspace, tmp_path, mode="ambiguous", name_flag=None, expected_result_names=["standin"]))
+    assert result.artifacts["simulator_result_name"] == "standin"  # the expected root breaks the tie
+
+
+def test_no_result_dir_is_an_actionable_crash(workspace, tmp_path):
+    result = run_trial(spec(workspace, tmp_path, mode="no_result", uses_simenv=False))
+    assert result.outcome == "crash"
+    assert result.failure_reason.startswith("no simulator result directory")
+    assert "NVFLARE_SIMULATOR_WORKSPACE_ROOT" in result.failure_reason
+
+
+def test_old_nvflare_that_ignores_the_override_gets_the_upgrade_hint(workspace, tmp_path):
+    fake = tmp_path / "python-old-nvflare"
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = "-c" ]; then echo 2.8.1; exit 0; fi\nexec {sys.executable} "$@"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    result = run_trial(spec(workspace, tmp_path, mode="no_result", python=str(fake)))
+    assert result.outcome == "crash"
+    assert "nvflare 2.8.1 predates 2.9.0" in result.failure_reason
+    assert "upgrade to nvflare>=2.9.0" in result.failure_reason
+
+
+def test_conflicting_budget_is_rejected_before_anything_runs_or_is_written(workspace, tmp_path):
+    with pytest.raises(TrialError) as info:
+        run_trial(spec(workspace, tmp_path, base_args=["-r", "5"]))
+    assert info.value.code == "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
+    assert not (workspace / "autofl_runs").exists()
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_unstartable_interpreter_is_a_crash_not_a_traceback(workspace, tmp_path):
+    result = run_trial(spec(workspace, tmp_path, python=str(tmp_path / "no-such-python")))
+    assert result.outcome == "crash"
+    assert result.failure_reason.startswith("could not start the trial:")

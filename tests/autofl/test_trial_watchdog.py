@@ -1,0 +1,116 @@
+"""Watchdog, log watcher and progress parsing as pure logic with a fake clock."""
+
+import io
+
+from autofl_core.progress import ProgressPrinter, ProgressTracker
+from autofl_core.watchdog import LogWatcher, Watchdog
+
+ROUND0 = "                                Round 0 started.                                "
+SERVER_AGG = "2026-11-30 07:13:04,593 - FedAvg - INFO - [identity=simulator_server] - Aggregated {k}/{n} results"
+BEST = "IntimeModelSelector - INFO - [identity=simulator_server] - new best validation metric at round 1: {v}"
+
+
+def dog(total=None, no_progress=10.0):
+    return Watchdog(started=0.0, total_timeout=total, no_progress_timeout=no_progress)
+
+
+def test_total_timeout():
+    watch = dog(total=5.0, no_progress=None)
+    assert watch.check(4.9) is None
+    assert "5s total timeout" in watch.check(5.0)
+
+
+def test_no_progress_only_after_the_first_marker():
+    watch = dog()
+    watch.observe("loading modules, creating workspace", 1.0)
+    assert watch.check(100.0) is None  # startup may be slow; only the total timeout applies
+    watch.observe(ROUND0, 100.0)
+    assert watch.check(109.9) is None
+    reason = watch.check(110.0)
+    assert reason.startswith("no progress: no new progress marker for 10s")
+
+
+def test_progress_markers_reset_the_clock():
+    watch = dog()
+    for t, line in [(1, ROUND0), (8, "site=site-1 round=0 accuracy=0.2"), (15, "Finished FedAvg."), (22, "epoch 3")]:
+        watch.observe(line, float(t))
+    assert watch.check(31.0) is None
+    assert watch.check(32.0) is not None
+
+
+def test_partial_aggregation_that_does_not_advance_fires_despite_other_markers():
+    watch = dog()
+    watch.observe(ROUND0, 0.0)
+    watch.observe(SERVER_AGG.format(k=1, n=2), 1.0)
+    watch.observe("site=site-1 round=0 accuracy=0.3 sent result", 6.0)  # noise while site-2 hangs
+    watch.observe(SERVER_AGG.format(k=1, n=2), 9.0)  # repeated, not advancing
+    reason = watch.check(11.0)
+    assert reason is not None and "partial aggregation did not advance" in reason
+
+
+def test_advancing_aggregation_counts_as_progress():
+    watch = dog()
+    watch.observe(SERVER_AGG.format(k=1, n=2), 0.0)
+    watch.observe(SERVER_AGG.format(k=2, n=2), 8.0)
+    watch.observe("site=site-1 round=1 accuracy=0.3", 15.0)
+    assert watch.check(24.0) is None
+
+
+def test_stall_markers_fire_immediately():
+    for marker in [
+        "SimulatorClientRunner - ERROR - run_client_thread error: boom",
+        "Failed to create connection to the child process in SimulatorClientRunner",
+    ]:
+        watch = dog(no_progress=None)
+        watch.observe(marker, 1.0)
+        assert watch.check(1.0).startswith("simulator stall")
+
+
+def test_zero_disables_no_progress():
+    watch = dog(no_progress=0)
+    watch.observe(ROUND0, 0.0)
+    assert watch.check(10_000.0) is None
+
+
+def test_log_watcher_reads_only_appended_lines_at_a_low_rate(tmp_path):
+    server = tmp_path / "job" / "server"
+    server.mkdir(parents=True)
+    log = server / "log.txt"
+    log.write_text("a\nb\npart")
+    watcher = LogWatcher(tmp_path, interval=2.0)
+    assert watcher.poll(0.0) == ["a", "b"]
+    with log.open("a") as handle:
+        handle.write("ial\nc\n")
+    assert watcher.poll(1.0) == []  # too early: no stat at all
+    assert watcher.poll(2.0) == ["partial", "c"]
+    assert watcher.poll(4.0) == []
+
+
+def test_progress_tracker_parses_real_shapes():
+    tracker = ProgressTracker("baseline", num_rounds=3, metric="accuracy")
+    assert "starting" in tracker.render(0)
+    tracker.feed(ROUND0)
+    tracker.feed("2026-11-30 - INFO - site=site-2 round=0 accuracy=0.2750")
+    tracker.feed(SERVER_AGG.format(k=1, n=2))
+    line = tracker.render(75)
+    assert line == "[autofl baseline] round 1/3 (1/2 aggregated) | 1:15 elapsed | accuracy=0.275"
+    tracker.feed(BEST.format(v="0.915"))
+    assert tracker.render(80).endswith("best accuracy=0.915")
+    tracker.feed("Finished FedAvg.")
+    assert "finished 3/3 rounds" in tracker.render(90)
+
+
+def test_progress_tracker_undoes_nvflare_negation_for_min_metrics():
+    tracker = ProgressTracker("c1", num_rounds=3, metric="loss", mode="min")
+    tracker.feed(BEST.format(v="-1.8795879269826816"))
+    assert tracker.render(1).endswith("best loss=1.87959")
+
+
+def test_printer_writes_only_on_change_when_not_a_tty():
+    stream = io.StringIO()
+    printer = ProgressPrinter(stream)
+    printer.show("a | 0:01", key=1)
+    printer.show("a | 0:02", key=1)
+    printer.show("b | 0:03", key=2)
+    printer.close()
+    assert stream.getvalue() == "a | 0:01\nb | 0:03\n"

@@ -1,0 +1,136 @@
+"""R7: malformed evidence through the real CLI in a subprocess: a report (exit 0) or exit 2 with exactly one
+stderr line; never a traceback; nothing written to the evidence; memory bounded on a 50 MB single line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from evidence_trees import build_simenv, log_line, write
+
+SCRIPT = Path(__file__).resolve().parents[2] / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
+
+
+def snapshot(root: Path) -> dict:
+    """Every path under root with its type, size, mtime and content hash (symlinks not followed)."""
+    state = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder) / name
+            st = path.lstat()
+            digest = None
+            if path.is_file() and not path.is_symlink():
+                with open(path, "rb") as handle:
+                    digest = hashlib.sha256(handle.read()).hexdigest()
+            state[str(path)] = (st.st_mode, st.st_size, st.st_mtime_ns, digest)
+    return state
+
+
+def run_cli(python_exe, args, cwd, stdin=b""):
+    """Run the CLI; return (exit code, stdout, stderr, peak RSS in MiB of that child alone, via wait4)."""
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(cwd)}
+    with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
+        fin.write(stdin)
+        fin.seek(0)
+        proc = subprocess.Popen([python_exe, str(SCRIPT), *map(str, args)], stdin=fin, stdout=fout, stderr=ferr,
+                                cwd=cwd, env=env)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        fout.seek(0)
+        ferr.seek(0)
+        return proc.returncode, fout.read().decode(), ferr.read().decode(), usage.ru_maxrss / 1024
+
+
+def _fifo(tmp):
+    write(tmp / "ev" / "log.txt", log_line("X", "ERROR", "boom") + "\n")
+    os.mkfifo(tmp / "ev" / "pipe.log")
+    return [tmp / "ev"]
+
+
+def _loop(tmp):
+    write(tmp / "ev" / "a" / "log.txt", log_line("X", "ERROR", "boom") + "\n")
+    os.symlink(tmp / "ev", tmp / "ev" / "a" / "up")
+    os.symlink(tmp / "ev" / "b", tmp / "ev" / "b")  # self-referencing link
+    return [tmp / "ev"]
+
+
+def _escape(tmp):
+    write(tmp / "outside" / "log.txt", "OUTSIDE-MARKER\n")
+    write(tmp / "ev" / "log.txt", log_line("X", "ERROR", "boom") + "\n")
+    os.symlink(tmp / "outside", tmp / "ev" / "elsewhere")
+    os.symlink(tmp / "outside" / "log.txt", tmp / "ev" / "other.log")
+    return [tmp / "ev"]
+
+
+def _nan_metrics(tmp):
+    build_simenv(tmp / "ev", nan=True)
+    return [tmp / "ev"]
+
+
+CASES = {
+    # name: (builder -> paths, expected exit code, stderr must mention)
+    "binary_only": (lambda t: [write(t / "model.bin", b"\x00\x01\x02" * 100)], 2, "binary"),
+    "binary_plus_log": (lambda t: [write(t / "model.bin", b"\x00" * 10), write(t / "log.txt", "ERROR boom\n")], 0, None),
+    "invalid_utf8": (lambda t: [write(t / "log.txt", b"2026-06-02 11:03:10 - X - ERROR - caf\xe9 \xff\xfe boom\n")], 0, None),
+    "truncated_bundle": (lambda t: [write(t / "bundle.json", '{"job_id": "abc", "logs": {"server": {"status": "ok", "lin')], 0, None),
+    "truncated_envelope": (lambda t: [write(t / "meta.json", '{"schema_version": "1", "status": "ok", "data": {"sta')], 0, None),
+    "json_not_object": (lambda t: [write(t / "x.json", "[1, 2, NaN]")], 0, None),
+    "empty_folder": (lambda t: [(t / "empty").mkdir() or t / "empty"], 2, "no log, metrics or JSON evidence"),
+    "empty_file": (lambda t: [write(t / "log.txt", "")], 2, "empty"),
+    "missing_path": (lambda t: [t / "does-not-exist.log"], 2, "does not exist"),
+    "only_credentials": (lambda t: [write(t / "server.key", "KEY")], 2, "credential"),
+    "symlink_loop": (_loop, 0, None),
+    "symlink_escape": (_escape, 0, None),
+    "fifo_in_folder": (_fifo, 0, None),
+    "non_finite_metrics": (_nan_metrics, 0, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_malformed_input_gives_report_or_one_line(case, tmp_path, python_exe):
+    build, expected, mention = CASES[case]
+    paths = build(tmp_path)
+    before = snapshot(tmp_path)
+    code, out, err, _rss = run_cli(python_exe, paths, tmp_path)
+    assert "Traceback" not in err and "Traceback" not in out
+    assert code == expected, err
+    if expected == 2:
+        assert out == "" and len(err.strip().splitlines()) == 1 and mention in err
+    else:
+        report = json.loads(out, parse_constant=lambda name: pytest.fail(f"non-JSON constant {name} in report"))
+        assert report["evidence_sources"]
+    assert snapshot(tmp_path) == before
+    if case == "symlink_escape":
+        assert "OUTSIDE-MARKER" not in out
+    if case == "binary_plus_log":
+        assert any(s["status"] == "skipped_binary" for s in json.loads(out)["evidence_sources"])
+
+
+@pytest.mark.slow
+def test_fifty_megabyte_single_line_is_bounded(tmp_path, python_exe):
+    path = tmp_path / "huge.log"
+    block = (b"2026-06-02 11:03:10 - X - ERROR - " + b"A" * 1_048_542)[:1_048_576]
+    with open(path, "wb") as handle:
+        for _ in range(50):
+            handle.write(block)
+    before = snapshot(tmp_path)
+    code, out, err, rss = run_cli(python_exe, [path], tmp_path)
+    assert code == 0 and "Traceback" not in err
+    source = json.loads(out)["evidence_sources"][0]
+    assert source["truncated"] is True and source["bytes_read"] == 262144
+    assert rss < 150, f"peak RSS {rss:.0f} MiB"
+    assert snapshot(tmp_path) == before
+
+
+def test_binary_and_empty_stdin(tmp_path, python_exe):
+    code, out, err, _ = run_cli(python_exe, ["-"], tmp_path, stdin=b"")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "stdin" in err
+    code, out, err, _ = run_cli(python_exe, ["-"], tmp_path, stdin=b"\x00\x01garbage")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "binary" in err
+    code, out, err, _ = run_cli(python_exe, ["-"], tmp_path, stdin=b"\xff\xfe not utf-8 ERROR\n")
+    assert code == 0 and json.loads(out)["evidence_sources"][0]["path"] == "<stdin>"

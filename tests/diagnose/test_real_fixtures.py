@@ -1,0 +1,119 @@
+"""Real-run fixtures: the generator's pure helpers, the committed fixtures, and a real regeneration."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+REAL = REPO / "evals" / "diagnose" / "files" / "real"
+
+
+def _load(name: str, path: Path):
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+fixtures = _load("make_real_fixtures", REPO / "evals" / "make_real_fixtures.py")
+
+
+def test_scrub_replaces_nested_paths_longest_first():
+    pairs = fixtures.placeholders("/tmp/xyz/sim", "/tmp/xyz/home")
+    text = f"/tmp/xyz/sim/job/server/log.txt {REPO}/examples/job.py {sys.prefix}/lib/x.py /tmp/xyz/home/.cache"
+    out = fixtures.scrub(text, pairs)
+    assert out.split() == [
+        "/tmp/nvflare/simulation/job/server/log.txt",
+        "/repo/examples/job.py",
+        ("/repo/.venv" if sys.prefix != sys.base_prefix else "/opt/python") + "/lib/x.py",
+        "/tmp/nvflare/home/.cache",
+    ]
+
+
+def test_child_env_is_minimal():
+    env = fixtures.child_env("/tmp/r", "/tmp/h")
+    assert set(env) == {
+        "PATH", "HOME", "LANG", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
+        "NVFLARE_SIMULATOR_WORKSPACE_ROOT",
+    }  # fmt: skip
+    assert env["NVFLARE_SIMULATOR_WORKSPACE_ROOT"] == "/tmp/r" and env["HOME"] == "/tmp/h"
+
+
+def test_fixture_files_keep_logs_and_metrics_only(tmp_path):
+    job = tmp_path / "job"
+    keep = [
+        "server/log.txt", "server/log_fl.txt", "server/error_log.txt", "server/log.json",
+        "server/simulate_job/meta.json", "server/simulate_job/metrics/metrics_summary.json",
+        "server/simulate_job/metrics/round_metrics.jsonl", "server/simulate_job/cross_site_val/cross_val_results.json",
+        "site-1/log.txt", "site-1/error_log.txt",
+    ]  # fmt: skip
+    drop = [
+        "server/startup/server.key", "server/startup/rootCA.pem", "startup/signature.json",
+        "server/simulate_job/models/server.npy", "server/simulate_job/app_server/custom/client.py",
+        "server/local/resources.json.default", "site-1/simulate_job/meta.json", "local/resources.json.default",
+        "server/pool_stats/simulator_cell_stats.json",
+    ]  # fmt: skip
+    for rel in keep + drop:
+        (job / rel).parent.mkdir(parents=True, exist_ok=True)
+        (job / rel).write_text("x")
+    assert sorted(str(p) for p in fixtures.fixture_files(job)) == sorted(keep)
+
+
+def _texts(case: str):
+    for path in sorted((REAL / case).rglob("*")):
+        if path.is_file():
+            yield path, path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("case", sorted(fixtures.CASES))
+def test_committed_fixture_is_scrubbed_and_complete(case):
+    assert (REAL / case / "stdout.txt").is_file()
+    for path, text in _texts(case):
+        for leak in (str(REPO), "/root/", "nvf-fixture-", sys.base_prefix):
+            assert leak not in text, f"{path} leaks {leak!r}"
+        rel = path.relative_to(REAL / case).parts
+        assert "startup" not in rel and "models" not in rel and path.suffix not in (".key", ".pem", ".crt")
+
+
+def test_committed_fixtures_show_the_observed_failure_shapes():
+    stdout = (REAL / "import-error" / "stdout.txt").read_text(encoding="utf-8")
+    assert "ModuleNotFoundError: No module named 'site_preprocessing'" in stdout
+    assert "RuntimeError: Simulation failed with return code" in stdout
+    # the SimEnv workspace shows only the server's view of the import error (spec: ask for the job's stdout)
+    workspace = "".join(text for path, text in _texts("import-error") if "workspace" in path.parts)
+    assert "ModuleNotFoundError" not in workspace and "peer_rc=EXECUTION_EXCEPTION" in workspace
+    bad = (REAL / "bad-recipe-arg" / "stdout.txt").read_text(encoding="utf-8")
+    assert "got an unexpected keyword argument 'local_epochs'" in bad
+    assert not (REAL / "bad-recipe-arg" / "workspace").exists()
+    user = (REAL / "user-code-exception" / "stdout.txt").read_text(encoding="utf-8")
+    assert "custom/client.py" in user and "in train" in user and "ValueError" in user
+    healthy = REAL / "healthy" / "workspace" / "hello-numpy" / "server" / "simulate_job" / "metrics"
+    assert (healthy / "metrics_summary.json").is_file() and (healthy / "round_metrics.jsonl").is_file()
+
+
+@pytest.mark.integration
+def test_regenerates_bad_recipe_arg_fixture(tmp_path, capsys):
+    assert fixtures.main(["--case", "bad-recipe-arg", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "bad-recipe-arg" / "stdout.txt").read_text(encoding="utf-8")
+    assert 'File "/repo/examples/failing/bad-recipe-arg/job.py"' in text
+    assert "TypeError: NumpyFedAvgRecipe.__init__() got an unexpected keyword argument 'local_epochs'" in text
+    assert str(REPO) not in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad-recipe-arg"]  # no staging leftovers
+    assert '"errors": []' in capsys.readouterr().out
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_regenerated_import_error_matches_committed_layout(tmp_path):
+    assert fixtures.main(["--case", "import-error", "--out", str(tmp_path)]) == 0
+    new = sorted(str(p.relative_to(tmp_path / "import-error")) for p in (tmp_path / "import-error").rglob("*"))
+    old = sorted(str(p.relative_to(REAL / "import-error")) for p in (REAL / "import-error").rglob("*"))
+    assert new == old
+    stdout = (tmp_path / "import-error" / "stdout.txt").read_text(encoding="utf-8")
+    assert "ModuleNotFoundError: No module named 'site_preprocessing'" in stdout
+    assert "under /tmp/nvflare/simulation/import-error" in stdout
