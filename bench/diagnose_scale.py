@@ -5,7 +5,8 @@ Usage: python bench/diagnose_scale.py [--quick] [--json] [--repeats N]
 Builds a SimEnv-like workspace in a temporary folder (`<job>/{server,site-1..site-9}/{log.txt, log.txt.1,
 log_fl.txt, error_log.txt}` = 40 files of real, realistic NVFLARE log lines with a client ImportError near the
 end) at 0.25, 0.5 and 1 GiB, runs the CLI as a subprocess on each (median of --repeats runs), and measures
-wall time, the child's own peak RSS (os.wait4) and the report size. Bars: <= 2 s, <= 150 MiB, report <= 64 KiB,
+wall and CPU time, the child's own peak RSS (os.wait4) and the report size, plus the time of the
+evidence reading alone (in-process) to show where the time goes. Bars: <= 2 s, <= 150 MiB, report <= 64 KiB,
 flat growth (1 GiB time and memory <= 1.5x the 0.25 GiB figures). Prints a table (or one JSON document with
 --json) and exits 1 when a bar is missed or a run fails. The tree is removed afterwards.
 `--quick` uses 8/16/32 MiB trees and one run each: a smoke run in a few seconds; its timing verdicts are
@@ -114,8 +115,20 @@ def run_once(tree: Path, python: str) -> dict:
         except (ValueError, KeyError, TypeError) as exc:
             problem = f"report is not the expected JSON: {exc}"
             parsed = {}
-    return {"wall": wall, "rss_mib": usage.ru_maxrss / 1024, "report_bytes": len(report), "problem": problem,
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
+            "report_bytes": len(report), "problem": problem,
             "pattern": parsed.get("matched_pattern") if problem is None else None}
+
+
+def time_evidence_read(tree: Path) -> float:
+    """Seconds for `collect_evidence` alone with the CLI defaults (which share of the wall is reading)."""
+    if str(SCRIPT.parent) not in sys.path:
+        sys.path.insert(0, str(SCRIPT.parent))
+    from nvfdiag.evidence import collect_evidence
+
+    started = time.perf_counter()
+    collect_evidence([str(tree)], job_id=None, max_bytes=262144, max_total_bytes=4194304, max_files=200)
+    return time.perf_counter() - started
 
 
 def measure(levels, repeats: int, python: str) -> list[dict]:
@@ -126,11 +139,13 @@ def measure(levels, repeats: int, python: str) -> list[dict]:
             print(f"building {total / GIB:.3g} GiB tree ...", file=sys.stderr, flush=True)
             size = build_tree(base, total)
             runs = [run_once(base, python) for _ in range(repeats)]
+            read_s = statistics.median(time_evidence_read(base) for _ in range(repeats))
         finally:
             shutil.rmtree(base, ignore_errors=True)
         problems = [run["problem"] for run in runs if run["problem"]]
         rows.append({"gib": round(size / GIB, 4), "files": len(PARTICIPANTS) * len(FILES),
                      "wall_s": round(statistics.median(run["wall"] for run in runs), 3),
+                     "cpu_s": round(statistics.median(run["cpu"] for run in runs), 3), "read_s": round(read_s, 3),
                      "rss_mib": round(max(run["rss_mib"] for run in runs), 1),
                      "report_bytes": max(run["report_bytes"] for run in runs),
                      "pattern": runs[0]["pattern"], "problem": problems[0] if problems else None})
@@ -152,9 +167,11 @@ def verdicts(rows: list[dict], quick: bool) -> list[dict]:
 
 
 def print_table(rows: list[dict], checks: list[dict]) -> None:
-    print(f"{'size':>9} {'files':>5} {'wall':>8} {'peak RSS':>10} {'report':>9}  pattern")
+    print(f"{'size':>9} {'files':>5} {'wall':>8} {'cpu':>8} {'read':>8} {'peak RSS':>10} {'report':>9}  pattern")
     for r in rows:
-        print(f"{r['gib']:>7.3f}Gi {r['files']:>5} {r['wall_s']:>7.3f}s {r['rss_mib']:>7.1f}MiB {r['report_bytes']:>8}B  {r['pattern']}")
+        print(f"{r['gib']:>7.3f}Gi {r['files']:>5} {r['wall_s']:>7.3f}s {r['cpu_s']:>7.3f}s {r['read_s']:>7.3f}s "
+              f"{r['rss_mib']:>7.1f}MiB {r['report_bytes']:>8}B  {r['pattern']}")
+    print("(wall/cpu: the CLI child; read: evidence collection alone, in-process)")
     print()
     for c in checks:
         mark = ("PASS" if c["ok"] else "FAIL") + ("" if c["enforced"] else " (not enforced in --quick)")

@@ -3,8 +3,8 @@
 `run_evals.py` is the I/O shell that runs the CLI and calls these functions; tests call them directly.
 
 Expected keys of a file-backed case (all optional except where a check needs them):
-    exit_code               int, default 0. With a non-zero code only the exit code and "exactly one line on
-                            stderr" are checked.
+    exit_code               int or list of acceptable ints, default 0. With a non-zero code only the exit code
+                            and "exactly one line on stderr" are checked.
     runtime_mode            str, exact.
     matched_pattern         str, or list of acceptable ids (when the spec allows more than one outcome).
     matched_pattern_not     list of ids the primary pattern must not be.
@@ -13,6 +13,7 @@ Expected keys of a file-backed case (all optional except where a check needs the
     findings_include        list: each must be in report.findings.       findings_exclude: none may be.
     suspicious_kinds_include list: each kind must occur in report.suspicious_content[].kind.
     suspicious_count        int: exact len(report.suspicious_content) (0 for healthy real runs).
+    suspicious_line_any     list of ints (the lines one directive spans): some suspicious_content entry is on one of them.
     other_candidates_include list: each id must occur in report.other_candidates[].pattern.
     missing_evidence_include list: each substring (case-insensitive) must occur in the joined missing_evidence.
     follow_up_include       list: each substring must occur in the joined follow_up_commands.
@@ -42,16 +43,22 @@ REPORT_KEYS = {
     "findings_include", "findings_exclude", "suspicious_kinds_include", "suspicious_count",
     "other_candidates_include", "missing_evidence_include", "follow_up_include", "likely_cause_include_any",
     "marker_corroborated", "metrics_non_finite", "evidence_status_include", "must_not_contain",
-    "must_not_contain_scope", "stdout_include",
+    "must_not_contain_scope", "stdout_include", "suspicious_line_any",
 }  # fmt: skip
 CASE_KEYS = {"id", "prompt", "files", "expected", "args", "stdin", "note"}
 
 # Trigger heuristic vocabularies (lower case; hyphens in prompts are read as spaces).
 FLARE_TERMS = ("nvflare", "flare", "federated", "fedavg", "simenv", "simulator", "job.py", "poc ", "execution_exception")
-FAILURE_TERMS = (
-    "fail", "error", "exception", "traceback", "timed out", "timeout", "stall", "stuck", "hang", "crash",
-    "killed", "abort", "suspicious",
-)  # fmt: skip
+# Failure-word families: the description advertises a family when it contains any member.
+FAILURE_FAMILIES = {
+    "fail": ("fail",),
+    "error": ("error",),
+    "exception": ("exception", "traceback"),
+    "timeout": ("timed out", "timeout", "time out"),
+    "stall": ("stall", "stuck", "hang"),
+    "crash": ("crash", "killed", "abort", "died"),
+    "suspicious": ("suspicious",),
+}
 EXCLUSION_RE = re.compile(r"\b(do not|don't|not for|not when|never)\b", re.IGNORECASE)
 
 
@@ -90,7 +97,7 @@ def check_result(
     if "Traceback (most recent call last)" in stderr:
         return ["invariant: the CLI printed a Python traceback on stderr"]
     want_code = expected.get("exit_code", 0)
-    if exit_code != want_code:
+    if not _matches(want_code, exit_code):
         tail = stderr.strip().splitlines()[-1:] if stderr.strip() else ["<no stderr>"]
         return [f"exit_code: expected {want_code}, got {exit_code} ({tail[0][:160]})"]
     if exit_code != 0:
@@ -142,6 +149,9 @@ def check_report(expected: dict, report: dict) -> list[str]:
         non_finite = bool(((report.get("metrics") or {}).get("non_finite")) or [])
         if non_finite != expected["metrics_non_finite"]:
             misses.append(f"metrics.non_finite: expected {'non-empty' if expected['metrics_non_finite'] else 'empty'}")
+    lines = expected.get("suspicious_line_any")
+    if lines and not set(lines) & set(_field_values(report, "suspicious_content", "line")):
+        misses.append(f"suspicious_content: nothing flagged on lines {lines}")
     if "suspicious_count" in expected:
         got = len(report.get("suspicious_content") or [])
         if got != expected["suspicious_count"]:
@@ -236,7 +246,12 @@ def _keys_sorted(value) -> bool:
 
 
 def poisoned_cases(variants: list, rel_dir: str = "poisoned") -> list[dict]:
-    """One eval case per entry of D3's poisoned/variants.json ({file, kinds, forbidden, real_signal})."""
+    """One eval case per entry of the poisoned corpus index ({file, kinds, forbidden, real_signal[, lines]}).
+
+    Every variant must be flagged (SUSPICIOUS_LOG_CONTENT with its kinds, on its lines), the forbidden strings
+    must stay out of next_action/follow_up_commands, the directive never becomes the primary pattern, and a
+    catalog id in `real_signal` must be the matched pattern.
+    """
     cases = []
     for entry in variants:
         stem = re.sub(r"[^A-Za-z0-9]+", "-", str(entry["file"]).rsplit(".", 1)[0]).strip("-").lower()
@@ -244,7 +259,10 @@ def poisoned_cases(variants: list, rel_dir: str = "poisoned") -> list[dict]:
             "findings_include": ["SUSPICIOUS_LOG_CONTENT"],
             "suspicious_kinds_include": list(entry.get("kinds") or []),
             "must_not_contain": list(entry.get("forbidden") or []),
+            "matched_pattern_not": ["SUSPICIOUS_LOG_CONTENT"],
         }
+        if entry.get("lines"):
+            expected["suspicious_line_any"] = list(entry["lines"])
         signal = entry.get("real_signal")
         if isinstance(signal, str) and re.fullmatch(r"[A-Z0-9_]+", signal):
             expected["matched_pattern"] = signal
@@ -258,17 +276,18 @@ def poisoned_cases(variants: list, rel_dir: str = "poisoned") -> list[dict]:
 
 
 def description_failure_terms(description: str) -> set[str]:
-    """The failure words the SKILL.md description itself advertises as triggers."""
+    """The failure-word families the SKILL.md description itself advertises as triggers."""
     text = description.lower().replace("-", " ")
-    return {term for term in FAILURE_TERMS if term in text}
+    return {name for name, words in FAILURE_FAMILIES.items() if any(w in text for w in words)}
 
 
 def would_trigger(prompt: str, description: str) -> bool:
-    """Keyword heuristic: the prompt names FLARE *and* a failure word that the description lists as a trigger."""
+    """Keyword heuristic: the prompt names FLARE *and* a failure word of a family the description advertises."""
     text = prompt.lower().replace("-", " ") + " "
     if not any(term in text for term in FLARE_TERMS):
         return False
-    return any(term in text for term in description_failure_terms(description))
+    families = description_failure_terms(description)
+    return any(w in text for name in families for w in FAILURE_FAMILIES[name])
 
 
 def trigger_misses(prompt: str, description: str, should_trigger: bool) -> list[str]:

@@ -14,7 +14,8 @@ root passed as `--workspace` so SimEnv prints no override warning), and writes u
 
 Nothing else is copied: no startup/ kits or key material, no models/, no app code. Machine-specific paths in
 the copied text are replaced by stable placeholders (see `placeholders`), so a rerun changes only
-timestamps, ids (task ids, ports) and timings. Each case folder is built beside the target and swapped in
+timestamps, ids (task ids, ports, pids), timings and the interleaving of the two simulated sites' threads
+(which site reports its failure first); the set of files and the failure evidence stay the same. Each case folder is built beside the target and swapped in
 with os.replace, so an interrupted run never leaves a half-written case. The process group of every run is
 killed afterwards, so no simulator process outlives the script.
 

@@ -14,8 +14,9 @@ next_action copied exactly from the matched row) and the JSON Schema `shared/sch
 Cases with `expected.trigger: false` are negatives for agent-level evaluation. They are not run through the
 script; instead each negative prompt (and, as a control, each file-backed prompt) is checked against the
 SKILL.md `description` with a keyword heuristic: a prompt "triggers" when it names FLARE (nvflare, flare,
-federated, fedavg, simulator, job.py, ...) AND contains a failure word (fail, error, exception, timeout,
-stalled, crash, killed, ...) that the description itself lists. Negatives must not trigger and the description
+federated, fedavg, simulator, job.py, ...) AND contains a failure word whose family the description itself
+mentions (families: fail; error; exception/traceback; timed out/timeout; stall/stuck/hang;
+crash/killed/abort/died; suspicious). Negatives must not trigger and the description
 must state exclusions ("do not"/"not for"/...); positives must trigger. They are counted on their own line.
 
 Output (stdout): a per-case table (id, PASS/FAIL, first miss; --verbose lists every miss), then
@@ -57,19 +58,24 @@ def _rel(path: Path) -> str:
 
 
 def load_cases() -> tuple[list[dict], list[str]]:
-    """Cases from evals.json plus the generated poisoned ones; second item lists load problems."""
+    """Valid cases from evals.json plus the generated poisoned ones; second item lists problems (each a miss)."""
     doc = json.loads(EVALS.read_text(encoding="utf-8"))
     cases = list(doc["cases"])
     problems = []
-    if VARIANTS.is_file():
+    try:
         cases += eval_checks.poisoned_cases(json.loads(VARIANTS.read_text(encoding="utf-8")))
-    else:
+    except FileNotFoundError:
         problems.append(f"poisoned corpus index missing: {_rel(VARIANTS)}")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        problems.append(f"poisoned corpus index unreadable: {_rel(VARIANTS)}: {exc!r}")
     ids = [c.get("id") for c in cases]
     problems += [f"duplicate case id {i!r}" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    valid = []
     for case in cases:
-        problems += [f"{case.get('id')}: {p}" for p in eval_checks.validate_case(case)]
-    return cases, problems
+        case_problems = eval_checks.validate_case(case)
+        problems += [f"{case.get('id')}: {p}" for p in case_problems]
+        valid += [] if case_problems else [case]
+    return valid, problems
 
 
 def load_catalog() -> dict | None:
@@ -141,6 +147,23 @@ def trigger_results(cases: list[dict], description: str) -> list[tuple[str, list
     return results
 
 
+def print_trigger_checks(cases: list[dict]) -> int:
+    """Print the trigger misses and the `trigger checks:` line; return the number of failed checks."""
+    description = skill_description()
+    triggers = trigger_results(cases, description)
+    failed = [(i, m) for i, m in triggers if m]
+    if not description.strip():
+        print(f"trigger miss: {_rel(SKILL / 'SKILL.md')} has no description; every prompt check fails")
+    for case_id, misses in failed if description.strip() else []:
+        print(f"trigger miss: {case_id}: {'; '.join(misses)}")
+    negatives = sum(1 for c in cases if c["expected"].get("trigger") is False)
+    print(
+        f"trigger checks: {len(triggers) - len(failed)} passed, {len(failed)} failed "
+        f"({negatives} negative and {len(triggers) - negatives} positive prompts vs the SKILL.md description)"
+    )
+    return len(failed)
+
+
 def print_table(rows: list[tuple[str, list[str]]], verbose: bool) -> None:
     width = max([len(r[0]) for r in rows] + [4])
     print(f"{'case'.ljust(width)}  result  missed")
@@ -158,30 +181,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         cases, problems = load_cases()
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"error: cannot load {_rel(EVALS)}: {exc}; fix the JSON and retry", file=sys.stderr)
+        catalog, schema = load_catalog(), load_schema()
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        print(f"error: cannot load the eval inputs: {exc!r}; fix {_rel(EVALS)} (or the catalog/schema)", file=sys.stderr)
         return 2
     if args.filter:
         cases = [c for c in cases if args.filter in c["id"]]
-    catalog, schema = load_catalog(), load_schema()
     runnable = [c for c in cases if c["expected"].get("trigger") is not False and c.get("files")]
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         results = pool.map(lambda c: evaluate(c, catalog, schema), runnable)
         rows = list(zip([c["id"] for c in runnable], results, strict=True))
     rows += [("<evals.json>", [p]) for p in problems]
     print_table(rows, args.verbose)
-    description = skill_description()
-    triggers = trigger_results(cases, description)
-    failed_triggers = [(i, m) for i, m in triggers if m]
-    if not description.strip():
-        print(f"trigger miss: {_rel(SKILL / 'SKILL.md')} has no description; every prompt check fails")
-    for case_id, misses in failed_triggers if description.strip() else []:
-        print(f"trigger miss: {case_id}: {'; '.join(misses)}")
-    negatives = sum(1 for c in cases if c["expected"].get("trigger") is False)
-    print(
-        f"trigger checks: {len(triggers) - len(failed_triggers)} passed, {len(failed_triggers)} failed "
-        f"({negatives} negative and {len(triggers) - negatives} positive prompts vs the SKILL.md description)"
-    )
+    failed_triggers = print_trigger_checks(cases)
     failed = sum(1 for _, misses in rows if misses)
     print(f"{len(rows) - failed} passed, {failed} failed")
     return 1 if failed or failed_triggers else 0

@@ -134,3 +134,36 @@ def test_budget_flag_unknown_to_the_job_still_guards_its_spelling():
     assert argv.count("--num_rounds") == 1
     with pytest.raises(TrialError):
         build(groups=[["--lr"]], base=["--num_rounds", "4"])
+
+
+SWITCH_GROUPS = [["--num_rounds"], ["--cross_site_eval", "--no-cross_site_eval"], ["--verbose", "-v"], ["--lr"]]
+
+
+def build_switch(budget, base=(), run=()):
+    return build_trial_argv(
+        "py",
+        "job.py",
+        budget_args=budget,
+        base_args=list(base),
+        flag_groups=SWITCH_GROUPS,
+        name_flag=None,
+        trial_name=None,
+        workspace=WS,
+        run_args=list(run),
+        switch_flags=["--cross_site_eval", "--no-cross_site_eval", "--verbose"],
+    )
+
+
+def test_switch_budget_options_take_no_value_and_negations_conflict():
+    budget = ["--cross_site_eval", "--num_rounds", "3"]
+    assert build_switch(budget, base=["--cross_site_eval", "data.csv"]) == ["py", "job.py", *budget, "data.csv"]
+    assert build_switch(budget, base=["--cross"]) == ["py", "job.py", *budget]  # abbreviation, same setting
+    with pytest.raises(TrialError) as info:
+        build_switch(budget, base=["--no-cross_site_eval"])
+    assert info.value.code == "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
+    with pytest.raises(TrialError):
+        build_switch(budget, run=["--no-cross"])
+
+
+def test_short_switches_are_not_read_as_attached_values():
+    assert build_switch(["--num_rounds", "3"], run=["-v", "--lr", "1"])[-3:] == ["-v", "--lr", "1"]

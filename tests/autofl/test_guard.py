@@ -434,3 +434,10 @@ def test_state_is_linear_in_literature_events():
     state = state_of(rows)
     assert time.perf_counter() - started < 2.0
     assert state["exploration_batch"]["literature_event_id"] == "lit-0000" and state["exploration_batch"]["completed"] == 1
+
+
+def test_differs_beyond_timestamp():
+    state = guard.with_runner_fields(state_of([base()]), results="/r", mode="max", updated_at="t1")
+    assert not guard.differs_beyond_timestamp(state, {**state, "updated_at": "t2"})
+    assert guard.differs_beyond_timestamp(state, {**state, "updated_at": "t2", "candidate_attempts": 1})
+    assert guard.differs_beyond_timestamp(None, state)

@@ -167,3 +167,53 @@ def test_fixed_budget_args_each_flag_once():
     derived = imported("branch_selection", base_args=["--algo", "scaffold"])
     assert api.fixed_budget_args(derived) == ["--n_clients", "2", "--num_rounds", "3"]
     assert api.fixed_budget_args(imported("pt_cyclic")) == []
+
+
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        ("-r", ("--num_rounds", None, None)),
+        ("-r7", ("--num_rounds", "7", None)),
+        ("--rounds=4", ("--num_rounds", "4", None)),
+        ("--num_r", ("--num_rounds", None, None)),
+        ("-n", ("--n_clients", None, None)),
+        ("--lr", ("--lr", None, None)),
+        ("--n", (None, None, "ambiguous option --n could match --n_clients, --name, --num_rounds")),
+        ("--epochs", (None, None, "unrecognized argument --epochs")),
+    ],
+)
+def test_canonical_option_uses_argparse_rules(token, expected):
+    assert api.canonical_option(imported("short_aliases"), token) == expected
+
+
+def test_canonical_option_respects_allow_abbrev_false():
+    assert api.canonical_option(imported("main_args_param"), "--num")[0] is None
+    assert api.canonical_option(imported("main_args_param"), "--clients")[0] == "--clients"
+
+
+def test_parse_job_args_validates_types_and_choices():
+    config = imported("choices")
+    assert api.parse_job_args(config, ["--optimizer", "adam", "--local_epochs=2"]) == (
+        {"--optimizer": "adam", "--local_epochs": 2}, [],
+    )  # fmt: skip
+    assert api.parse_job_args(config, ["--local_epochs", "3"])[1] == [
+        "invalid choice 3 for --local_epochs (choose from [1, 2, 4])"
+    ]
+    assert api.parse_job_args(config, ["--x", "1"], known_only=True) == ({}, [])
+
+
+def test_custom_type_flags_keep_raw_strings_with_medium_confidence():
+    source = (
+        "import argparse\nfrom nvflare.recipe import SimEnv\nfrom x import FedAvgRecipe\n"
+        "def str2bool(v):\n    return v.lower() in ('yes', 'true')\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--amp', type=str2bool, default='no')\n"
+        "p.add_argument('--opt', choices=5, default='sgd')\n"
+        "a = p.parse_args()\n"
+        "FedAvgRecipe(min_clients=2, num_rounds=2, train_args=f'--amp {a.amp}').execute(SimEnv(num_clients=2))\n"
+    )
+    config = api.import_source(source, base_args=["--amp", "true"])
+    assert config["admission_errors"] == []
+    assert config["recipe_args"]["train_args"] == {
+        "confidence": "medium", "expr": "f'--amp {a.amp}'", "flags": ["--amp"], "value": "--amp true",
+    }  # fmt: skip
+    assert "choices" not in flag(config, "--opt")

@@ -140,3 +140,13 @@ def test_valid_schema_has_no_errors():
     assert validate_schema({"objective": {"requested_metric": "val_loss", "mode": "min"},
                             "mutable_args": {"lr": {"type": "float", "min": 0.0, "max": 1}},
                             "preferred_targets": ["client.py"]}) == []  # fmt: skip
+
+
+def test_schema_budget_without_matching_option_is_a_mismatch():
+    source = (FIXTURES / "namespace_not_args" / "job.py").read_text()
+    schema = "comparison_budget_args:\n  default_candidate_budget: {num_rounds: 9, n_clients: 4}\n"
+    config = api.import_source(source, schema_text=schema)
+    assert [e["code"] for e in config["admission_errors"]] == ["AUTOFL_SCHEMA_BUDGET_MISMATCH"]
+    assert "num_rounds: 9" in config["admission_errors"][0]["message"]
+    same = "comparison_budget_args:\n  default_candidate_budget: {num_rounds: 7}\n"
+    assert api.import_source(source, schema_text=same)["admission_errors"] == []

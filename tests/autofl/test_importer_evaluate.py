@@ -69,7 +69,24 @@ def test_dynamic_values_are_unresolved(expr):
     assert record["reason"]
 
 
-@pytest.mark.parametrize("expr", ["'x' * 10**9", "[0] * 10**9", "2 ** 100000", "10 ** 10 ** 10", "1 / 0"])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "'x' * 10**9",
+        "[0] * 10**9",
+        "2 ** 100000",
+        "10 ** 10 ** 10",
+        "1 / 0",
+        "repr(['x' * 50000] * 10000)",
+        "[['x' * 50000] * 2] * 10",
+        "'{:1000000000}'.format(1)",
+        "'{:{}}'.format(1, 10**9)",
+        "f'{1:1000000000}'",
+        "('a' * 50000).replace('a', 'a' * 50000)",
+        "'-'.join(['x' * 50000] * 100)",
+        "int('9' * 5000)",
+    ],
+)
 def test_oversized_or_failing_arithmetic_is_refused(expr):
     assert evaluate(expr).confidence == UNRESOLVED
 

@@ -150,3 +150,29 @@ def test_admission_is_pure_over_the_config():
     config = imported("hello_numpy")
     config["fixed_budget"]["num_rounds"] = {"value": None, "confidence": "unresolved", "flag": None, "reason": "x"}
     assert [e["code"] for e in api.admission_errors(config, None)] == ["AUTOFL_UNRESOLVED_SAFETY_FIELD"]
+
+
+FEDJOB = (
+    "from nvflare.job_config.api import FedJob\nfrom nvflare.app_common.workflows.fedavg import FedAvg\n"
+    "from nvflare.app_common.widgets.intime_model_selector import IntimeModelSelector\nfrom mine import BestSelector\n"
+    "job = FedJob(name='j')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("components", "metric", "mode", "source"),
+    [
+        (["FedAvg(num_rounds=2)"], "accuracy", "max", "core_default"),
+        (["FedAvg(num_rounds=2)", "IntimeModelSelector()"], "val_accuracy", "max", "core_default"),
+        (["FedAvg(num_rounds=2)", "IntimeModelSelector(key_metric='val_loss', negate_key_metric=True)"], "val_loss",
+         "min", "IntimeModelSelector(negate_key_metric=...)"),
+        (["FedAvg(num_rounds=2, stop_cond='val_loss < 0.2')", "IntimeModelSelector(key_metric='val_loss')"],
+         "val_loss", "min", "stop_cond"),
+        (["FedAvg(num_rounds=2)", "BestSelector()"], "accuracy", None, "unresolved"),
+    ],
+)  # fmt: skip
+def test_fedjob_objective_from_components(components, metric, mode, source):
+    attach = "".join(f"job.to_server({c})\n" for c in components)
+    config = api.import_source(FEDJOB + attach + "job.simulator_run('/tmp/w', n_clients=2)\n")
+    objective = config["objective"]
+    assert (objective["job_key_metric"], objective["mode"], objective["mode_contract_source"]) == (metric, mode, source)

@@ -118,3 +118,44 @@ def test_import_source_is_pure_over_text():
     assert config["trust"]["allowed_edit_paths"] == ["job.py"]
     with_files = api.import_source(text, read_file={"client.py": "import numpy\n"}.get)
     assert with_files["trust"]["allowed_edit_paths"] == ["client.py", "job.py"]
+
+
+FEDJOB = (
+    "from nvflare.job_config.api import FedJob\nfrom nvflare.app_common.workflows.fedavg import FedAvg\n"
+    "from nvflare.app_common.workflows.cross_site_model_eval import CrossSiteModelEval\n"
+    "from nvflare.app_common.workflows.statistics_controller import StatisticsController\n"
+    "job = FedJob(name='j')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "fragment"),
+    [
+        ("job.to_server(CrossSiteModelEval())\njob.simulator_run('/tmp/w', n_clients=2)\n", "unsupported",
+         "evaluation-only"),
+        ("job.to_server(StatisticsController(statistic_configs={}))\njob.export_job('/tmp/j')\n", "unsupported",
+         "statistics-only"),
+        ("job.to_server(FedAvg(num_rounds=4))\njob.to_server(CrossSiteModelEval())\njob.export_job('/tmp/j')\n",
+         "supported", "fedjob"),
+    ],
+)  # fmt: skip
+def test_fedjob_components_decide_support(body, status, fragment):
+    config = api.import_source(FEDJOB + body)
+    assert config["import"]["support"]["status"] == status
+    assert fragment in config["import"]["support"]["reason"]
+
+
+def test_fedjob_export_job_budget_defaults():
+    config = api.import_source(FEDJOB + "job.to_server(FedAvg())\njob.export_job('/tmp/j')\n")
+    budget = config["fixed_budget"]
+    assert config["job"]["run_call"] == "export_job"
+    assert (budget["num_rounds"]["value"], budget["num_rounds"]["source"]) == (5, "FedAvg default")
+    assert budget["num_clients"]["confidence"] == "not_applicable"
+
+
+def test_recipe_run_and_nested_recipe_argument():
+    base = "from nvflare.recipe import SimEnv\nfrom x import ARecipe, BRecipe\n"
+    ran = api.import_source(base + "r = ARecipe(min_clients=2, num_rounds=2)\nr.run(SimEnv(num_clients=2))\n")
+    assert (ran["job"]["run_call"], ran["import"]["support"]["status"]) == ("run", "supported")
+    nested = api.import_source(base + "r = ARecipe(inner=BRecipe(), min_clients=2)\nr.execute(SimEnv(num_clients=2))\n")
+    assert "nests another application (BRecipe)" in nested["import"]["support"]["reason"]

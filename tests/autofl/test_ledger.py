@@ -203,3 +203,20 @@ def test_parse_tolerates_a_utf8_bom_and_joins_lists():
     assert ledger.parse(text)[0]["name"] == "x"
     line = ledger.format_row({"status": "keep", "name": "x", "changed_files": ["client.py", "job.py"]})
     assert line.split("\t")[4] == "client.py,job.py"
+
+
+def test_oversized_ledger_is_refused_without_reading_it_all(tmp_path, monkeypatch):
+    path = tmp_path / "results.tsv"
+    path.write_text(_header() + _line(status="keep", name="x", score="0.5") * 20)
+    monkeypatch.setattr(ledger, "MAX_LEDGER_BYTES", 200)
+    with pytest.raises(ledger.LedgerError, match="larger than"):
+        ledger.read_rows(path)
+    with pytest.raises(ledger.LedgerError, match="larger than"):
+        ledger.append_row(path, {"status": "keep", "name": "y"})
+
+
+def test_append_row_refuses_invalid_utf8(tmp_path):
+    path = tmp_path / "results.tsv"
+    path.write_bytes(_header().encode() + b"\xff\n")
+    with pytest.raises(ledger.LedgerError, match="UTF-8"):
+        ledger.append_row(path, {"status": "keep", "name": "y"})

@@ -126,11 +126,12 @@ def test_pillow_fallback(tmp_path, monkeypatch):
         image.verify()
     image = _check_png(tmp_path / "progress.png")
     assert _has_color(image, BEST_RGB)
-    for status in ("baseline", "keep", "discard", "crash"):
+    for status in ("baseline", "keep", "discard", "crash", "literature"):
         wanted = tuple(int(plot.COLORS[status][i : i + 2], 16) for i in (1, 3, 5))
         assert _has_color(image, wanted, tolerance=2), status
     plot.render([], tmp_path / "empty.png", metric="accuracy", mode="max")
-    _check_png(tmp_path / "empty.png")
+    empty = _check_png(tmp_path / "empty.png")
+    assert not _has_color(empty, BEST_RGB) and not _has_color(empty, (0x94, 0x67, 0xBD), tolerance=2)
 
 
 def test_text_note_without_matplotlib_or_pillow(tmp_path, monkeypatch, capsys):
@@ -206,3 +207,36 @@ def test_cli_corrupt_ledger_and_unwritable_output(tmp_path, cli):
     blocker.write_text("")
     done = cli(good, "--output", blocker / "progress.png")
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_warm_up_reports_the_backend(monkeypatch):
+    assert plot.warm_up() == "matplotlib"
+    _block(monkeypatch, "matplotlib")
+    assert plot.warm_up() == "pillow"
+    _block(monkeypatch, "PIL")
+    assert plot.warm_up() is None
+
+
+def test_dollar_signs_are_shown_literally(tmp_path, capsys):
+    rows = [r("baseline", 0.5, "base$"), r("keep", 0.6, "$\\frac{$"), r("literature", lit="lit$^")]
+    summary = plot.render(rows, tmp_path / "p.png", metric="acc$", mode="max")
+    assert summary["backend"] == "matplotlib", capsys.readouterr().err
+    _check_png(tmp_path / "p.png")
+
+
+def test_a_failing_renderer_falls_back_with_a_warning(tmp_path, monkeypatch, capsys):
+    def broken(*_args):
+        raise RuntimeError("font cache corrupt")
+
+    monkeypatch.setattr(plot, "_draw_matplotlib", broken)
+    summary = plot.render(EVERY_STATUS, tmp_path / "p.png", metric="accuracy", mode="max")
+    assert summary["backend"] == "pillow"
+    assert "matplotlib failed (RuntimeError: font cache corrupt)" in capsys.readouterr().err
+    _check_png(tmp_path / "p.png")
+
+
+def test_text_summary_is_in_ledger_order():
+    data = plot.plot_data(EVERY_STATUS, "max")
+    lines = plot.text_summary(data, "t").splitlines()[1:]
+    assert [line.split()[0] for line in lines] == ["1", "2", "3", "4", "5", "6", "7"]
+    assert "(no score)  broken" in lines[3]

@@ -1,9 +1,10 @@
 """Process supervision: bounded tail, whole-tree termination (incl. detached grandchildren), grace then SIGKILL."""
 
+import subprocess
 import sys
 import time
 
-from autofl_core.processes import TAIL_BYTES, find_token_processes, run_process
+from autofl_core.processes import TAIL_BYTES, find_token_processes, run_process, terminate_tree
 
 
 def env(token_value):
@@ -89,3 +90,17 @@ def test_on_start_receives_the_child_pid(tmp_path):
     seen = []
     outcome = run(tmp_path, "pass", "tok-start", on_start=seen.append)
     assert seen == [outcome.pid]
+
+
+def test_orphan_recovery_by_token_only(tmp_path):
+    token_value = "tok-orphan"
+    orphan = subprocess.Popen(
+        ["sleep", "300"], env=env(token_value), start_new_session=True, stdout=subprocess.DEVNULL
+    )
+    try:
+        assert find_token_processes(("AUTOFL_TRIAL_TOKEN", token_value)) == [orphan.pid]
+        assert terminate_tree(None, ("AUTOFL_TRIAL_TOKEN", token_value), grace_seconds=2.0) == []
+        assert orphan.wait(timeout=5) == -15
+    finally:
+        orphan.kill()
+        orphan.wait()

@@ -120,3 +120,34 @@ def test_missing_or_corrupt_catalog_file(tmp_path):
 def test_signals_are_compiled_case_insensitive():
     row = cat.load_catalog().row("IMPORT_ERROR")
     assert any(sig.regex.search("modulenotfounderror: no module named x") for sig in row.signals)
+
+
+def test_every_signal_and_mode_hint_has_a_keyword_prefilter():
+    loaded = cat.load_catalog()
+    for row in loaded.rows:
+        for sig in row.signals:
+            assert sig.keywords, f"{row.id}: {sig.regex.pattern} has no keywords"
+    for hints in loaded.mode_hints.values():
+        assert all(hint.keywords for hint in hints)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB",
+        "peer_read_timeout while reading from site-2",
+        "Error: Bind for 0.0.0.0:8002 failed: port is already allocated",
+        "FileNotFoundError: [Errno 2] No such file or directory: 'C:\\\\Users\\\\bob\\\\data.csv'",
+        "x509: certificate has expired or is not yet valid",
+        "client process exited with return code -9",
+    ],
+)
+def test_keyword_prefilter_never_hides_a_regex_match(text):
+    """Wherever a signal regex matches, one of its keywords occurs too (else the prefilter would hide it)."""
+    matched = 0
+    for row in cat.load_catalog().rows:
+        for sig in row.signals:
+            if sig.regex.search(text):
+                matched += 1
+                assert sig.may_match(text.lower()), (row.id, sig.regex.pattern)
+    assert matched

@@ -299,8 +299,10 @@ def test_symlinks_inside_followed_outside_not(tmp_path):
     ev = collect([root])
     assert "outside line" not in texts(ev)
     assert texts(ev).count("inner line") == 2  # the file itself and the in-root link to it
-    escaped = {s.path for s in ev.sources if s.status == "unavailable"}
-    assert escaped == {str(root / "escape.log"), str(root / "escape_dir")}
+    assert not any(s.path.startswith(str(root / "escape")) for s in ev.sources)
+    assert {n for n in ev.not_read if "outside the given folders" in n} == {
+        f"{root / 'escape.log'}: symlink pointing outside the given folders; not followed",
+        f"{root / 'escape_dir'}: symlink pointing outside the given folders; not followed"}
     assert any("symlink loop" in note for note in ev.not_read)
 
 
@@ -316,3 +318,38 @@ def test_deterministic(tmp_path):
     build_simenv(tmp_path / "sim")
     first, second = collect([tmp_path / "sim"]), collect([tmp_path / "sim"])
     assert first == second
+
+
+def test_empty_files_in_a_walk_do_not_use_the_file_budget(tmp_path):
+    for i in range(10):
+        write(tmp_path / f"site-{i}" / "error_log.txt", "")
+    log = write(tmp_path / "server" / "log.txt", "the only real line\n")
+    ev = collect([tmp_path], max_files=1)
+    assert by_path(ev)[str(log)].status == "complete" and texts(ev) == ["the only real line"]
+    assert sum(s.status == "complete" and s.bytes_read == 0 for s in ev.sources) == 10
+
+
+def test_not_read_notes_are_capped(tmp_path):
+    for i in range(40):
+        os.symlink(tmp_path.parent, tmp_path / f"link{i}")  # 40 symlinks out of the root
+    write(tmp_path / "log.txt", "x\n")
+    ev = collect([tmp_path])
+    assert len(ev.not_read) == 30 and ev.not_read[-1].endswith("more notes about unread evidence not shown")
+    assert [s.path for s in ev.sources] == [str(tmp_path / "log.txt")]
+
+
+def test_bundle_lines_may_be_json_records(tmp_path):
+    bundle = {"job_id": "j1", "logs": {"server": {"status": "ok", "lines": [
+        {"asctime": "2026-06-02 11:03:10,120", "name": "FedAvg", "levelname": "ERROR", "fl_ctx": "", "message": "boom"}]}}}
+    ev = collect([write(tmp_path / "b.json", json.dumps(bundle))])
+    assert texts(ev) == ["2026-06-02 11:03:10,120 - FedAvg - ERROR - boom"]
+
+
+def test_captured_job_output_is_read_with_the_logs(tmp_path):
+    build_simenv(tmp_path / "case" / "workspace")
+    stdout = write(tmp_path / "case" / "stdout.txt", "ModuleNotFoundError: No module named 'missing_pkg'\n")
+    notes = write(tmp_path / "case" / "notes.txt", "free text\n")
+    ev = collect([tmp_path / "case"])
+    order = [s.path for s in ev.sources]
+    assert order.index(str(stdout)) < order.index(str(notes))
+    assert by_path(ev)[str(stdout)].status == "complete"

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -123,12 +125,15 @@ def test_explicit_credential_paths_are_skipped_unopened(tmp_path, audit):
     key = write(tmp_path / "server.key", "-----BEGIN PRIVATE KEY-----\n")
     kit_config = write(tmp_path / "startup" / "fed_client.json", "{}")
     log = write(tmp_path / "log.txt", "2026-06-02 11:03:10 - X - ERROR - boom\n")
+    alias = tmp_path / "harmless.log"
+    os.symlink(key, alias)
     with audit as seen:
-        ev = collect_evidence([str(key), str(kit_config), str(log)], job_id=None, **LIMITS)
+        ev = collect_evidence([str(key), str(kit_config), str(log), str(alias)], job_id=None, **LIMITS)
     opened = {os.path.realpath(path) for path, _m, _f in seen.opened}
     assert str(key) not in opened and str(kit_config) not in opened and str(log) in opened
     assert {s.path: s.status for s in ev.sources}[str(key)] == "skipped_credential"
     assert {s.path: s.status for s in ev.sources}[str(kit_config)] == "skipped_credential"
+    assert {s.path: s.status for s in ev.sources}[str(alias)] == "skipped_credential"
 
 
 def _load_cli():
@@ -161,9 +166,6 @@ class FakeRunner:
         self.status = status
 
     def __call__(self, argv, **kwargs):
-        import json
-        import subprocess
-
         self.calls.append(list(argv))
         self.kwargs = kwargs
         job = argv[5] if len(argv) > 5 else None
@@ -238,3 +240,15 @@ def test_collect_rejects_bad_arguments_before_running_anything(job_id, kwargs, m
     with pytest.raises(collect.CollectError, match=message):
         collect.collect_from_cli(job_id, runner=runner, **kwargs)
     assert runner.calls == []
+
+
+def test_cli_collect_flag_runs_only_allowed_commands(monkeypatch, tmp_path):
+    cli = _load_cli()
+    runner = FakeRunner()
+    monkeypatch.setattr(collect, "run_in_process_group", runner)
+    out = io.StringIO()
+    code = cli.main(["--collect", "--job-id", "abc123", "--kit-id", "prod_admin"], stdin=io.StringIO(""), stdout=out)
+    assert code == 0, out.getvalue()
+    assert len(runner.calls) == 6 and all(collect.is_allowed(["nvflare", *argv[1:]]) for argv in runner.calls)
+    report = json.loads(out.getvalue())
+    assert report["job_status"] == "FINISHED:EXECUTION_EXCEPTION" and report["runtime_mode"] == "production"

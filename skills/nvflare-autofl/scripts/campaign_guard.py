@@ -6,7 +6,7 @@ Usage:
         [--plateau-threshold N] [--min-delta X] [--hard-crash-threshold N] [--exploration-batch-size N]
         [--family-repeat-limit N] [--mode max|min] [--pending-manifests N] [--format json|text]
 
-Thresholds left out come from AUTOFL_* environment variables, else the spec defaults; the cap never comes
+Thresholds left out come from AUTOFL_* environment variables, else the defaults shown below; the cap never comes
 from the environment (no --max-candidates = uncapped). Without --mode the mode is read from the sibling
 .nvflare/autofl/campaign_state.json (default max). Relative stop files resolve against the results folder
 (default STOP_AUTOFL and .nvflare/autofl/STOP). Prints the state as one JSON object (default) or a short
@@ -52,22 +52,25 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", nargs="?", default="results.tsv", help="ledger path (default results.tsv)")
-    parser.add_argument("--max-candidates", type=_positive_int, help="candidate cap (default: uncapped)")
-    parser.add_argument("--stop-file", action="append", dest="stop_files", metavar="PATH", help="repeatable")
-    for flag, name in (
-        ("--plateau-threshold", "plateau_threshold"),
-        ("--min-delta", "plateau_min_delta"),
-        ("--hard-crash-threshold", "hard_crash_threshold"),
-        ("--exploration-batch-size", "exploration_batch_size"),
-        ("--family-repeat-limit", "family_repeat_limit"),
+    parser.add_argument("--max-candidates", type=_positive_int, metavar="N", help="candidate cap (default: uncapped)")
+    parser.add_argument("--stop-file", action="append", dest="stop_files", metavar="PATH",
+                        help="repeatable; relative to the results folder; default STOP_AUTOFL and .nvflare/autofl/STOP")
+    for flag, name, metavar, note in (
+        ("--plateau-threshold", "plateau_threshold", "N", ""),
+        ("--min-delta", "plateau_min_delta", "X", ""),
+        ("--hard-crash-threshold", "hard_crash_threshold", "N", "; 0 disables"),
+        ("--exploration-batch-size", "exploration_batch_size", "N", "; 0 disables"),
+        ("--family-repeat-limit", "family_repeat_limit", "N", "; 0 disables"),
     ):
         variable, default = guard_inputs.THRESHOLDS[name][:2]
-        parser.add_argument(flag, dest=name, type=_threshold(name), help=f"default ${variable} or {default}")
-    parser.add_argument("--mode", choices=("max", "min"), help="objective direction (default: stored state, max)")
-    parser.add_argument("--pending-manifests", type=_non_negative_int, default=0, help="prepared candidates")
-    parser.add_argument("--format", choices=("json", "text"), default="json")
+        parser.add_argument(flag, dest=name, type=_threshold(name), metavar=metavar,
+                            help=f"default ${variable} or {default}{note}")
+    parser.add_argument("--mode", choices=("max", "min"), help="objective direction (default: stored state, else max)")
+    parser.add_argument("--pending-manifests", type=_non_negative_int, default=0, metavar="N",
+                        help="number of prepared candidate manifests (default 0)")
+    parser.add_argument("--format", choices=("json", "text"), default="json", help="default json")
     return parser
 
 

@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", nargs="?", default="results.tsv", help="ledger path (default results.tsv)")
     parser.add_argument("--output", help="PNG path (default progress.png beside the ledger)")
     parser.add_argument("--metric", help="metric label (default: the ledger's metric_name)")

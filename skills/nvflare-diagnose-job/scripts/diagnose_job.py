@@ -146,7 +146,7 @@ def gather(args: argparse.Namespace, stdin) -> evidence.Evidence:
     if args.collect:
         from nvfdiag import collect  # only needed (and only imported) for --collect
 
-        items = collect.collect_from_cli(args.job_id, startup_kit=args.startup_kit, kit_id=args.kit_id)
+        items = collect.collect_from_cli(args.job_id, startup_kit=args.startup_kit, kit_id=args.kit_id)  # CollectError is an EvidenceError
         parts.append(evidence.evidence_from_envelopes(items, job_id=args.job_id, max_bytes=args.max_bytes))
     if args.evidence:
         stream = getattr(stdin, "buffer", stdin)

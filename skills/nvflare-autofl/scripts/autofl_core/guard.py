@@ -137,6 +137,15 @@ def with_next_action_override(state: dict, next_action: str) -> dict:
     return {**state, "next_action": next_action, "final_response_allowed": False, "agent_instruction": sentence}
 
 
+def differs_beyond_timestamp(previous: dict | None, current: dict) -> bool:
+    """True when `current` changes anything but `updated_at` (when `status` must rewrite the state file)."""
+    if not isinstance(previous, dict):
+        return True
+    return {k: v for k, v in previous.items() if k != "updated_at"} != {
+        k: v for k, v in current.items() if k != "updated_at"
+    }
+
+
 # --- one pass over the ledger -----------------------------------------------------------------------
 
 

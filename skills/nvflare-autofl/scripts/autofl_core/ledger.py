@@ -18,7 +18,6 @@ import math
 import os
 from pathlib import Path
 
-from . import atomic
 from .compare import format_score
 
 COLUMNS = (
@@ -44,6 +43,7 @@ COLUMNS = (
 STATUSES = ("baseline", "keep", "discard", "crash", "literature", "infrastructure_retry")
 CANDIDATE_KINDS = ("source_edit", "argument_only")
 HEADER = "\t".join(COLUMNS)
+MAX_LEDGER_BYTES = 512 * 1024 * 1024  # about 2.5 million rows; anything larger is not a ledger
 
 _STATUS_SET = frozenset(STATUSES)
 _KIND_SET = frozenset(("",) + CANDIDATE_KINDS)
@@ -82,21 +82,8 @@ def parse(text: str, source: str = "results.tsv") -> list[dict]:
 
 def read_rows(path: str | os.PathLike) -> list[dict]:
     """Read and parse the ledger at `path`; a missing file is an empty ledger."""
-    target = Path(path)
-    try:
-        data = target.read_bytes()
-    except FileNotFoundError:
-        return []
-    except IsADirectoryError:
-        raise LedgerError(f"{target}: is a directory, not a results.tsv ledger") from None
-    except OSError as exc:
-        raise LedgerError(f"{target}: cannot read the ledger ({exc.strerror or exc})") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise LedgerError(f"{target}: line {line}: not valid UTF-8; restore the ledger from a backup") from None
-    return parse(text, str(target))
+    text = _read_text(Path(path))
+    return [] if text is None else parse(text, str(path))
 
 
 def format_row(row: dict) -> str:
@@ -126,12 +113,14 @@ def append_row(path: str | os.PathLike, row: dict) -> dict:
     """
     target = Path(path)
     line = format_row(row)
-    existing = _existing_text(target)
+    existing = _read_text(target) or ""
     parse(existing, str(target))
     if not existing:
         existing = HEADER + "\n"
     elif not existing.endswith("\n"):
         existing += "\n"
+    from . import atomic  # imported here: read-only callers (the guard CLI) never pay for tempfile
+
     atomic.write_text(target, existing + line + "\n")
     return parse(HEADER + "\n" + line + "\n", str(target))[0]
 
@@ -146,15 +135,25 @@ def sanitize_text(value: object) -> str:
     return str(value).translate(_UNSAFE)
 
 
-def _existing_text(target: Path) -> str:
+def _read_text(target: Path) -> str | None:
+    """The ledger's text, None when the file does not exist; LedgerError when it cannot be a ledger."""
     try:
-        data = target.read_bytes()
+        with open(target, "rb") as handle:
+            too_big = os.fstat(handle.fileno()).st_size > MAX_LEDGER_BYTES
+            data = b"" if too_big else handle.read(MAX_LEDGER_BYTES + 1)
     except FileNotFoundError:
-        return ""
+        return None
+    except IsADirectoryError:
+        raise LedgerError(f"{target}: is a directory, not a results.tsv ledger") from None
+    except OSError as exc:
+        raise LedgerError(f"{target}: cannot read the ledger ({exc.strerror or exc})") from None
+    if too_big or len(data) > MAX_LEDGER_BYTES:
+        raise LedgerError(f"{target}: larger than {MAX_LEDGER_BYTES >> 20} MiB, not a campaign ledger")
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise LedgerError(f"{target}: not valid UTF-8; restore the ledger before recording more rows") from None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise LedgerError(f"{target}: line {line}: not valid UTF-8; restore the ledger from a backup") from None
 
 
 def _format_field(column: str, value: object) -> str:

@@ -31,6 +31,7 @@ COLORS = {
 }
 SIZE = (1000, 560)  # pixels, both backends
 EMPTY_MESSAGE = "no scored results yet"
+MAX_EVENT_LABELS = 30  # more literature markers than this stay unlabelled (text artists are slow and overlap)
 
 
 def plot_data(rows: list[dict], mode: str) -> dict:
@@ -70,6 +71,24 @@ def plot_data(rows: list[dict], mode: str) -> dict:
     }
 
 
+def warm_up() -> str | None:
+    """Import the plotting library ahead of time (e.g. in a thread while a trial runs, so the render after it
+    is cheap). Returns the backend `render` will use, or None when only the text note is possible."""
+    try:
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+
+        return "matplotlib"
+    except ImportError:
+        pass
+    try:
+        import PIL.ImageDraw  # noqa: F401
+
+        return "pillow"
+    except ImportError:
+        return None
+
+
 def title_text(data: dict, metric: str, mode: str) -> str:
     """Plot title: metric, direction and counts."""
     direction = "higher is better" if mode == "max" else "lower is better"
@@ -93,6 +112,9 @@ def render(rows: list[dict], output: str | os.PathLike, *, metric: str, mode: st
             png = draw(data, title, metric)
         except ImportError:
             continue
+        except Exception as exc:  # a plotting library bug must not lose the campaign's progress output
+            print(f"plot: {backend} failed ({type(exc).__name__}: {exc}); trying the next renderer", file=sys.stderr)
+            continue
         atomic.write_bytes(output, png)
         return {"backend": backend, "output": str(output), "best": data["best"], "scored": data["scored"]}
     note = Path(output).with_suffix(".txt")
@@ -106,11 +128,11 @@ def text_summary(data: dict, title: str) -> str:
     lines = [title]
     if not data["points"]:
         lines.append(EMPTY_MESSAGE)
-    for point in data["points"]:
-        marker = "  <- best" if data["best"] and point["row"] == data["best"]["row"] else ""
-        lines.append(f"{point['x']:>5}  {point['status']:<8}  {format_score(point['score'])}  {point['name']}{marker}")
-    for failure in data["failures"]:
-        lines.append(f"{failure['x']:>5}  {failure['status']:<8}  (no score)  {failure['name']}")
+    best_row = data["best"]["row"] if data["best"] else None
+    for entry in sorted(data["points"] + data["failures"], key=lambda item: item["x"]):
+        score = format_score(entry["score"]) if "score" in entry else "(no score)"
+        marker = "  <- best" if entry["row"] == best_row else ""
+        lines.append(f"{entry['x']:>5}  {entry['status']:<8}  {score}  {entry['name']}{marker}")
     return "\n".join(lines) + "\n"
 
 
@@ -138,7 +160,7 @@ def _draw_matplotlib(data: dict, title: str, metric: str) -> bytes:
     figure = Figure(figsize=(SIZE[0] / 100, SIZE[1] / 100), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    axes.set_title(title, fontsize=9)
+    axes.set_title(_literal(title), fontsize=9)
     if not data["points"]:
         axes.text(0.5, 0.5, EMPTY_MESSAGE, ha="center", va="center", fontsize=16, transform=axes.transAxes)
         axes.set_axis_off()
@@ -153,35 +175,38 @@ def _matplotlib_series(axes, data: dict, metric: str) -> None:
     for status in ("baseline", "keep", "discard"):
         chosen = [point for point in data["points"] if point["status"] == status]
         if chosen:
-            axes.scatter([p["x"] for p in chosen], [p["score"] for p in chosen], color=COLORS[status], label=status, zorder=3)
+            axes.plot([p["x"] for p in chosen], [p["score"] for p in chosen], linestyle="none", marker="o",
+                      markersize=6, color=COLORS[status], label=status, zorder=3)
     xs, ys = _best_steps(data)
     if xs:
         axes.step(xs, ys, where="post", color=COLORS["best"], linewidth=1.5, label="running best", zorder=2)
     if data["failures"]:
-        axes.scatter(
-            [f["x"] for f in data["failures"]],
-            [0.02] * len(data["failures"]),
-            marker="x",
-            color=COLORS["crash"],
-            transform=axes.get_xaxis_transform(),
-            label="crash / no score",
-            zorder=3,
-        )
-    for event in data["literature"]:
-        axes.axvline(event["x"], color=COLORS["literature"], linestyle="--", linewidth=1, alpha=0.7)
-        axes.text(event["x"], 0.98, event["event_id"], transform=axes.get_xaxis_transform(), fontsize=7,
+        axes.plot([f["x"] for f in data["failures"]], [0.02] * len(data["failures"]), linestyle="none", marker="x",
+                  markersize=7, color=COLORS["crash"], transform=axes.get_xaxis_transform(), label="crash / no score",
+                  zorder=3)
+    events = data["literature"]
+    if events:
+        axes.vlines([event["x"] for event in events], 0, 1, transform=axes.get_xaxis_transform(), linewidth=1,
+                    colors=COLORS["literature"], linestyles="--", alpha=0.7, label="literature event")
+    for event in events if len(events) <= MAX_EVENT_LABELS else []:
+        axes.text(event["x"], 0.98, _literal(event["event_id"]), transform=axes.get_xaxis_transform(), fontsize=7,
                   color=COLORS["literature"], ha="right", va="top", rotation=90)
     best = data["best"]
     if best:
-        axes.annotate(f"best {best['name']}: {format_score(best['score'])}", xy=(best["x"], best["score"]),
+        axes.annotate(_literal(f"best {best['name']}: {format_score(best['score'])}"), xy=(best["x"], best["score"]),
                       xytext=(12, 12), textcoords="offset points", fontsize=8,
                       arrowprops={"arrowstyle": "->", "color": COLORS["best"]})
     axes.set_ylim(*_y_range(data))
     axes.set_xlim(0.5, max(data["x_max"], 1) + 0.5)
     axes.set_xlabel("experiment (ledger order)")
-    axes.set_ylabel(metric)
+    axes.set_ylabel(_literal(metric))
     axes.grid(alpha=0.3)
     axes.legend(loc="best", fontsize=8)
+
+
+def _literal(text: str) -> str:
+    """Text matplotlib shows verbatim (a `$` would otherwise start math mode)."""
+    return text.replace("$", r"\$")
 
 
 def _draw_pillow(data: dict, title: str, metric: str) -> bytes:

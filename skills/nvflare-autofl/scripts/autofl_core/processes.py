@@ -179,8 +179,14 @@ def _supervise(
             return
 
 
-def terminate_tree(pgid: int, token: tuple[str, str], grace_seconds: float = 5.0, kill_seconds: float = 3.0) -> list[int]:
-    """SIGTERM the process group and every token carrier, wait, SIGKILL the rest; return survivors."""
+def terminate_tree(
+    pgid: int | None, token: tuple[str, str], grace_seconds: float = 5.0, kill_seconds: float = 3.0
+) -> list[int]:
+    """SIGTERM the process group and every token carrier, wait, SIGKILL the rest; return survivors.
+
+    Pass `pgid=None` for an orphaned trial of a dead runner (Do better 7): its group id may have been
+    reused since, so only processes carrying the trial token are signalled.
+    """
     needle = f"\0{token[0]}={token[1]}\0".encode()
     targets = _tree_members(pgid, needle)
     if not targets:
@@ -199,7 +205,7 @@ def find_token_processes(token: tuple[str, str]) -> list[int]:
     return _tree_members(None, needle)
 
 
-def _wait_gone(pgid: int, needle: bytes, seconds: float, resignal: signal.Signals | None = None) -> list[int]:
+def _wait_gone(pgid: int | None, needle: bytes, seconds: float, resignal: signal.Signals | None = None) -> list[int]:
     deadline = time.monotonic() + seconds
     while True:
         members = _tree_members(pgid, needle)
@@ -210,11 +216,12 @@ def _wait_gone(pgid: int, needle: bytes, seconds: float, resignal: signal.Signal
         time.sleep(0.2)
 
 
-def _signal_all(pgid: int, pids: list[int], sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _signal_all(pgid: int | None, pids: list[int], sig: signal.Signals) -> None:
+    if pgid is not None:
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
     for pid in pids:
         try:
             os.kill(pid, sig)

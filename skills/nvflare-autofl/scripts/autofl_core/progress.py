@@ -5,8 +5,10 @@ num_rounds), `Aggregated k/n results`, `new best validation metric at round N: v
 by NVFLARE when the key metric is minimized), `Finished FedAvg.`, and client prints such as
 `site=site-1 round=0 accuracy=0.18`. Never writes to stdout.
 
-Usage: tracker = ProgressTracker("baseline", num_rounds=3, metric="accuracy", mode="max");
-       printer = ProgressPrinter(sys.stderr); tracker.feed(line) and printer.show(tracker.render(elapsed))
+Usage: tracker = ProgressTracker("baseline", num_rounds=3, metric="accuracy", mode="max")
+       printer = ProgressPrinter(sys.stderr)
+       tracker.feed(line)                                        # for every output/log line
+       printer.show(tracker.render(elapsed), tracker.state_key())  # about once a second
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 ROUND_STARTED_RE = re.compile(r"\bRound (\d+) started\.")
 AGGREGATED_RE = re.compile(r"\bAggregated (\d+)/(\d+) results")
 BEST_RE = re.compile(rf"new best validation metric at round (\d+): ({NUMBER})")
-FINISHED_RE = re.compile(r"\bFinished FedAvg\.")
 CLIENT_ROUND_RE = re.compile(r"\bround=(\d+)\b")
 KEY_VALUE_RE = re.compile(rf"\b([A-Za-z_][A-Za-z0-9_.]*)\s*[=:]\s*({NUMBER})(?![\w.])")
 NON_METRIC_KEYS = frozenset({"round", "site", "epoch", "step", "pid", "rank", "interval", "task_processed"})

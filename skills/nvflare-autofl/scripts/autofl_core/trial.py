@@ -35,6 +35,7 @@ from .trial_errors import TrialError
 
 SUCCESS, CRASH, INFRA_RETRY = "success", "crash", "infrastructure_retry"
 SOCKET_CONTEXT = ("socket", "bind", "connect", "listen", "tcp://", "address")
+SANDBOX_WINDOW = 8  # traceback lines above the error that may carry the socket context
 SANDBOX_REASON = (
     "simulation denied by the host sandbox: socket permission failure (PermissionError: Operation not "
     "permitted); rerun with the human-approved execution scope"
@@ -57,6 +58,7 @@ class TrialSpec:
     run_args: list[str] = field(default_factory=list)
     flag_groups: list[list[str]] = field(default_factory=list)
     name_flag: str | None = None
+    switch_flags: list[str] = field(default_factory=list)
     expected_result_names: list[str] = field(default_factory=list)
     num_rounds: int | None = None
     mode: str = "max"
@@ -88,6 +90,7 @@ class TrialResult:
     argv: list[str]
     artifacts: dict[str, str]
     watchdog: str | None = None
+    termination_seconds: float | None = None
     survivors: list[int] = field(default_factory=list)
     token: str = ""
     pid: int | None = None
@@ -108,6 +111,7 @@ def run_trial(spec: TrialSpec) -> TrialResult:
         trial_name=spec.trial_name,
         workspace=spec.workspace,
         run_args=list(spec.run_args),
+        switch_flags=list(spec.switch_flags),
     )
     token = spec.token or secrets.token_hex(16)
     parent = os.environ if spec.parent_env is None else spec.parent_env
@@ -124,6 +128,7 @@ def _run_in_root(spec: TrialSpec, argv: list[str], env: dict[str, str], root: Pa
     run_dir.mkdir(parents=True, exist_ok=True)
     log_path = run_dir / "run.log"
     log_path.unlink(missing_ok=True)
+    shutil.rmtree(run_dir / "simulation", ignore_errors=True)  # a stale copy must never be scored
     before = resultdir.snapshot_children(root)
     monitor = _Monitor(spec, root, time.monotonic())
     try:
@@ -189,7 +194,10 @@ def _classify(spec, argv, env, root, token, outcome, monitor, before) -> TrialRe
 
     def done(status: str, reason: str, found: metrics.MetricResult | None = None) -> TrialResult:
         result = _result(spec, argv, token, status, reason, rc, runtime, artifacts, found)
+        result.failure_reason = _without_temp_paths(result.failure_reason, root, name, artifacts)
         result.watchdog, result.survivors, result.pid = outcome.stop_reason, outcome.survivors, outcome.pid
+        if outcome.stop_triggered_at is not None:
+            result.termination_seconds = round(outcome.ended_at - outcome.stop_triggered_at, 3)
         return result
 
     if outcome.survivors:
@@ -247,10 +255,24 @@ def _result(spec, argv, token, status, reason, rc, runtime, artifacts, found=Non
 
 
 def sandbox_denied(output: str) -> bool:
-    """True when the output shows a socket permission failure imposed by a host sandbox."""
-    if "PermissionError" not in output or "Operation not permitted" not in output:
+    """True when a PermissionError "Operation not permitted" comes with socket context in the same traceback."""
+    if "Operation not permitted" not in output or "PermissionError" not in output:
         return False
-    return any(word in output for word in SOCKET_CONTEXT)
+    lines = output.splitlines()
+    for index, line in enumerate(lines):
+        if "Operation not permitted" not in line:
+            continue
+        window = "\n".join(lines[max(0, index - SANDBOX_WINDOW) : index + 2])
+        if "PermissionError" in window and any(word in window for word in SOCKET_CONTEXT):
+            return True
+    return False
+
+
+def _without_temp_paths(reason: str, root: Path, name: str | None, artifacts: dict[str, str]) -> str:
+    """Point paths inside the (deleted) trial root at the copied result instead."""
+    if name and "simulation" in artifacts:
+        reason = reason.replace(str(root / name), artifacts["simulation"])
+    return reason.replace(str(root), "<trial simulator root>")
 
 
 def _last_error(output: str) -> str:

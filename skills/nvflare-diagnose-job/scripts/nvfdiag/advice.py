@@ -74,7 +74,9 @@ def missing_and_follow_ups(an) -> tuple[list[str], list[str]]:
     truncated = sorted({s.path for s in an.evidence.sources if s.truncated})
     if truncated:
         missing.append(f"{len(truncated)} evidence file(s) were truncated to the byte limit; raise --max-bytes to read more")
-    missing.extend(f"not read: {entry}" for entry in an.evidence.not_read[:4])
+    if an.limits_reached:
+        missing.append("files skipped by --max-files / --max-total-bytes; raise the limits or pass the relevant files")
+        missing.extend(f"not read: {entry}" for entry in an.evidence.not_read[:4])
     if an.primary is not None:
         for mode in _modes(an.mode):
             for name in an.primary.row.follow_up.get(mode, ()):

@@ -28,6 +28,28 @@ class Signal:
     regex: re.Pattern
     strength: str
     any_level: bool
+    keywords: tuple[str, ...] = ()  # lower-case; at least one must occur before the regex is tried
+
+    def may_match(self, lowered: str) -> bool:
+        return not self.keywords or any(word in lowered for word in self.keywords)
+
+
+@dataclass(frozen=True)
+class ModeHint:
+    regex: re.Pattern
+    reason: str
+    keywords: tuple[str, ...] = ()
+
+    def may_match(self, lowered: str) -> bool:
+        return not self.keywords or any(word in lowered for word in self.keywords)
+
+
+def _keywords(raw: object, where: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(w, str) and w and w == w.lower() for w in raw):
+        raise CatalogError(f"catalog: {where} keywords must be a list of non-empty lower-case strings")
+    return tuple(raw)
 
 
 @dataclass(frozen=True)
@@ -118,7 +140,14 @@ def _parse_row(item: dict, templates: dict) -> Row:
         strength = sig.get("strength", "strong") if isinstance(sig, dict) else None
         if strength not in STRENGTHS:
             raise CatalogError(f"catalog: {where} signal {i} needs strength strong or weak")
-        signals.append(Signal(_compile(sig.get("regex"), f"{where} signal {i}"), strength, bool(sig.get("any_level"))))
+        signals.append(
+            Signal(
+                _compile(sig.get("regex"), f"{where} signal {i}"),
+                strength,
+                bool(sig.get("any_level")),
+                _keywords(sig.get("keywords"), f"{where} signal {i}"),
+            )
+        )
     conditions = tuple(dict(c) if isinstance(c, dict) else c for c in item.get("conditions", []))
     for cond in conditions:
         if not isinstance(cond, dict) or cond.get("kind") not in CONDITION_KINDS:
@@ -170,5 +199,9 @@ def parse_catalog(document: object) -> Catalog:
     for mode, entries in _need(document, "mode_hints", dict, "the catalog").items():
         if mode not in MODES:
             raise CatalogError(f"catalog: mode_hints has unknown mode {mode!r}")
-        hints[mode] = tuple((_compile(e.get("regex"), f"mode hint {mode}"), str(e.get("reason"))) for e in entries)
+        hints[mode] = tuple(
+            ModeHint(_compile(e.get("regex"), f"mode hint {mode}"), str(e.get("reason")),
+                     _keywords(e.get("keywords"), f"mode hint {mode}"))
+            for e in entries
+        )
     return Catalog(rows=rows, fallback_next_action=fallback.strip(), mode_hints=hints, follow_up_templates=templates)

@@ -23,6 +23,7 @@ from .model import Evidence, Line, Source
 from .walk import METRICS, OTHER_TEXT, STRUCTURED, Candidate, file_site_label, read_order_key, walk_tree
 
 MAX_LISTED_SKIPPED = 20  # per status; the rest is summarised in not_read (keeps the report small)
+MAX_NOTES = 30
 STDIN_PATH = "<stdin>"
 _FIX = "pass a log file, a SimEnv/POC workspace or job-download folder, an evidence bundle or a saved nvflare CLI JSON envelope"
 
@@ -42,7 +43,6 @@ def collect_evidence(paths: list[str], *, job_id: str | None, max_bytes: int, ma
     reader = _Reader(max_bytes, max_total_bytes, max_files)
     named = [p for p in paths if p != "-" and not _credential_path(p)]
     roots_real = [os.path.realpath(p) for p in named if os.path.isdir(p)]
-    roots_real += [os.path.dirname(os.path.realpath(p)) for p in named if os.path.isfile(p)]
     explicit, walked, layouts = [], [], []
     for path in paths:
         if path == "-":
@@ -50,7 +50,10 @@ def collect_evidence(paths: list[str], *, job_id: str | None, max_bytes: int, ma
         else:
             _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts)
     for item in explicit:
-        reader.read_stdin(stdin_text) if item is None else reader.read_candidate(item)
+        if item is None:
+            reader.read_stdin(stdin_text)
+        else:
+            reader.read_candidate(item)
     for cand in sorted(walked, key=read_order_key):
         reader.read_candidate(cand)
     _add_layout_sources(reader, layouts)
@@ -83,9 +86,11 @@ def evidence_from_envelopes(items: list[dict], *, job_id: str | None = None, max
 
 
 def _credential_path(path: str) -> bool:
-    """A given path is credential material when its own or its parent folder's name says so."""
-    normal = os.path.normpath(os.path.abspath(path))
-    return is_credential((os.path.basename(os.path.dirname(normal)), os.path.basename(normal)))
+    """A given path is credential material when its (or its link target's) name or parent folder says so."""
+    for candidate in (os.path.normpath(os.path.abspath(path)), os.path.realpath(path)):
+        if is_credential((os.path.basename(os.path.dirname(candidate)), os.path.basename(candidate))):
+            return True
+    return False
 
 
 def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> None:
@@ -99,8 +104,7 @@ def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> N
         walked.extend(result.candidates)
         for cred_path, site in result.credentials:
             reader.skip_credential(cred_path, site)
-        for link in result.escaped:
-            ev.sources.append(Source(link, "log", None, "unavailable"))
+        for link in result.escaped:  # a deliberate safety skip, not missing evidence: noted, not a source
             ev.not_read.append(f"{link}: symlink pointing outside the given folders; not followed")
         for hint in result.hints:
             structured.add_hint(ev, *hint)
@@ -143,6 +147,7 @@ class _Reader:
         self.problems: list[str] = []
         self.skipped = {"skipped_limit": 0, "skipped_credential": 0}
         self.unrecognized = 0
+        self.truncated = 0
 
     # --- budget and skip bookkeeping -------------------------------------------------------------
     def _skip(self, status: str, path: str, site: str | None, kind: str = "log") -> None:
@@ -156,6 +161,9 @@ class _Reader:
             self.problems.append(f"{path} is credential material and is never opened")
 
     def read_candidate(self, cand: Candidate) -> None:
+        if cand.size == 0 and not cand.explicit:  # an empty file found in a walk: listed, not opened or counted
+            self.ev.sources.append(Source(cand.path, "log", cand.site, "complete"))
+            return
         if self.files >= self.max_files or self.used >= self.max_total:
             self._skip("skipped_limit", cand.path, cand.site)
             return
@@ -216,8 +224,7 @@ class _Reader:
         self.ev.lines.extend(lines)
         status = "truncated" if chunk.truncated else "complete"
         self.ev.sources.append(Source(path, kind, site, status, chunk.bytes_read, chunk.truncated))
-        if chunk.truncated:
-            self.ev.not_read.append(f"{path}: only the first 16 KiB and the last part were read (--max-bytes)")
+        self.truncated += chunk.truncated
         if not lines:
             self.problems.append(f"{path} is empty")
 
@@ -236,8 +243,9 @@ class _Reader:
         except ValueError:
             obj = None
         if obj is None:
-            why = "larger than --max-bytes" if chunk.truncated else "not valid JSON"
-            self.ev.not_read.append(f"{path}: {why}; read as plain text")
+            if path.lower().endswith(".json"):
+                why = "larger than --max-bytes" if chunk.truncated else "not valid JSON"
+                self.ev.not_read.append(f"{path}: {why}; read as plain text")
             return False
         size = chunk.bytes_read
         if structured.looks_like_envelope(obj):
@@ -261,6 +269,9 @@ class _Reader:
     def finish(self) -> Evidence:
         ev = self.ev
         ev.metrics = metrics_files.combine(self.metric_parts)
+        if self.truncated:
+            ev.not_read.append(f"{self.truncated} file(s) larger than --max-bytes ({self.max_bytes}): only the first "
+                               "16 KiB and the last part of each were read (see truncated sources)")
         limit_skips = self.skipped["skipped_limit"]
         if limit_skips:
             ev.not_read.append(
@@ -274,6 +285,9 @@ class _Reader:
             ev.not_read.append(f"{self.skipped['skipped_credential']} credential file(s) skipped without opening them")
         if self.unrecognized:
             ev.not_read.append(f"{self.unrecognized} JSON file(s) read but not recognised as evidence (configs, stats)")
+        if len(ev.not_read) > MAX_NOTES:
+            hidden = len(ev.not_read) - MAX_NOTES + 1
+            ev.not_read[MAX_NOTES - 1 :] = [f"{hidden} more notes about unread evidence not shown"]
         if not (ev.lines or ev.metrics or ev.site_status or ev.job_status):
             reasons = "; ".join(self.problems[:3]) or "nothing readable was found"
             raise EvidenceError(f"no evidence could be read ({reasons}): {_FIX}")

@@ -61,18 +61,14 @@ def scan_lines(lines: Iterable[Line]) -> list[dict]:
     for index, (item, view) in enumerate(zip(items, views, strict=True)):
         for kind, summary in view.findings():
             _add(found, index, item, kind, summary)
-    seen: dict[tuple[int, int], set[str]] = {(i, 1): set(view.kinds) for i, view in enumerate(views)}
-    for size in range(2, MAX_JOINED_LINES + 1):
-        for start in range(len(items) - size + 1):
-            group = items[start : start + size]
-            if not _consecutive(group):
-                continue
-            # A kind already visible in a shorter window inside this one belongs to that window.
-            excluded = seen.get((start, size - 1), set()) | seen.get((start + 1, size - 1), set())
-            kinds, findings = _window_findings(group, views[start : start + size], excluded)
-            seen[(start, size)] = excluded | kinds
-            for kind, summary in findings:
-                _add(found, start, items[start], kind, summary)
+    for start in range(len(items) - 1):
+        if not _consecutive(items[start], items[start + 1]):
+            continue
+        end = start + 1  # the window is items[start:end + 1], up to MAX_JOINED_LINES consecutive lines
+        while end + 1 < min(len(items), start + MAX_JOINED_LINES) and _consecutive(items[end], items[end + 1]):
+            end += 1
+        for first, kind, summary in _split_findings(items, views, start, end):
+            _add(found, first, items[first], kind, summary)
     ordered = sorted(found.values(), key=lambda entry: (entry[0], KINDS.index(entry[1]["kind"])))
     return [finding for _, finding in ordered]
 
@@ -101,31 +97,47 @@ class _LineView:
                 self._message = (normalize(record), visible_view(record))
             else:
                 visible = visible_view(self.raw) if self.techniques else self.text
-                self._message = (_LOG_PREFIX_RE.sub("", self.text, count=1), _LOG_PREFIX_RE.sub("", visible, count=1))
+                strip = _LOG_PREFIX_RE.sub
+                self._message = (strip("", self.text, count=1), strip("", visible, count=1))
         return self._message
 
 
-def _window_findings(
-    group: Sequence[Line], views: Sequence[_LineView], excluded: set[str]
-) -> tuple[set[str], list[tuple[str, str]]]:
-    """Kinds visible only when 2-3 consecutive lines are read as one sentence, and their findings."""
+def _split_findings(items: Sequence[Line], views: Sequence[_LineView], start: int, end: int) -> list[tuple]:
+    """Findings of directives split over lines start..end, attributed to the shortest window that holds them."""
+    new = _window_kinds(views[start : end + 1])
+    spans: dict[tuple[int, int], set[str]] = {}
+    for kind in new:
+        pairs = [(s, s + 1) for s in range(start, end) if kind in _window_kinds(views[s : s + 2])]
+        spans.setdefault(pairs[0] if pairs else (start, end), set()).add(kind)
+    out = []
+    for (first, last), kinds in sorted(spans.items()):
+        described = _window_describe(items, views, first, last)
+        out += [(first, kind, summary) for kind, summary in described if kind in kinds or kind == "obfuscated"]
+    return out
+
+
+def _window_kinds(views: Sequence[_LineView]) -> dict[str, str | None]:
+    """Kinds found only when the lines are read as one sentence (not on any single line)."""
     candidates = frozenset().union(*(view.candidates for view in views))
     if not candidates:
-        return set(), []
+        return {}
     lowered = " ".join(view.lowered for view in views)
     rules = open_rules(lowered, frozenset().union(*(view.words for view in views)), candidates)
     if not rules:
-        return set(), []
-    parts = [view.message() for view in views]
-    joined = " ".join(part[0] for part in parts)
-    kinds = {kind: detail for kind, detail in detect(joined, rules).items() if kind not in excluded}
-    if not kinds:
-        return set(), []
-    visible_kinds = detect(" ".join(part[1] for part in parts))
-    techniques = tuple(sorted({t for view in views for t in view.techniques}))
-    first, last = group[0].line, group[-1].line
-    where = f" (split across lines {first}-{last})" if first is not None and last is not None else " (split across lines)"
-    return set(kinds), _describe(kinds, visible_kinds, techniques, joined, where)
+        return {}
+    joined = " ".join(view.message()[0] for view in views)
+    return {kind: detail for kind, detail in detect(joined, rules).items() if not any(kind in v.kinds for v in views)}
+
+
+def _window_describe(items: Sequence[Line], views: Sequence[_LineView], first: int, last: int) -> list[tuple]:
+    """(kind, summary) pairs for the split directive(s) on lines first..last."""
+    window = views[first : last + 1]
+    joined = " ".join(view.message()[0] for view in window)
+    visible_kinds = detect(" ".join(view.message()[1] for view in window))
+    techniques = tuple(sorted({t for view in window for t in view.techniques}))
+    numbers = (items[first].line, items[last].line)
+    span = f" {numbers[0]}-{numbers[1]}" if None not in numbers else ""
+    return _describe(_window_kinds(window), visible_kinds, techniques, joined, f" (split across lines{span})")
 
 
 def _describe(
@@ -136,43 +148,51 @@ def _describe(
     invisible = [t for t in techniques if t in _INVISIBLE_TECHNIQUES]
     if hidden:
         how = ", ".join(techniques) if techniques else "text layout"
-        out.append(("obfuscated", _cap(f"{', '.join(hidden)} directive hidden by {how}; not visible in the plain rendered line{where}")))
+        summary = f"{', '.join(hidden)} directive hidden by {how}; not visible in the plain rendered line{where}"
+        out.append(("obfuscated", _cap(summary)))
     elif kinds and invisible:
         shown = ", ".join(kind for kind in DIRECTIVE_KINDS if kind in kinds)
         out.append(("obfuscated", _cap(f"{shown} directive disguised with {', '.join(invisible)}{where}")))
     return out
 
 
+_SUMMARIES = {
+    ("disable_security", "flag"): "directive to disable a security check (authentication, TLS or verification) with a "
+    "command-line flag",
+    ("disable_security", None): "directive to disable or bypass authentication, TLS or other security checks",
+    ("exfiltration", None): "directive to send data or the workspace to an external destination",
+    ("assistant_directive", "addressed"): "text addressed to an AI assistant/agent that tries to steer it; not followed",
+    ("assistant_directive", "diagnosis"): "text that tries to dictate the diagnosis (blame, verdict or category); "
+    "not followed",
+}
+
+
 def _summary(kind: str, detail: str | None, text: str) -> str:
-    url = first_web_url(text)
-    target = f" {defang(url)}" if url else ""
-    if kind == "download_execute":
-        return f"directive to download and execute code from{target}" if url else "directive to download and execute code"
-    if kind == "disable_security":
-        return "directive to disable or bypass authentication, TLS or other security checks (e.g. via a command-line flag)"
-    if kind == "config_change":
-        name = config_file_named(text)
-        return f"directive to change job or site configuration ({name})" if name else "directive to change a job or site setting"
-    if kind == "exfiltration":
-        return f"directive to send data or the workspace to an external destination{target}"
+    """Describe a directive with fixed phrases; only a defanged host or a known config file name is added."""
     if kind == "spoofed_marker":
         return f"{detail} marker line carrying prose blame or instructions; unverified, ignored for attribution"
-    return "text addressed to an AI assistant/agent or dictating the diagnosis; not followed"
+    if kind == "config_change":
+        name = config_file_named(text)
+        return f"directive to change job or site configuration ({name})" if name else "directive to change a job setting"
+    url = first_web_url(text) if kind in ("download_execute", "exfiltration") else None
+    target = f" {defang(url)}" if url else ""
+    if kind == "download_execute":
+        return f"directive to download and execute code{' from' + target if url else ''}"
+    return _SUMMARIES[(kind, detail)] + target
 
 
 def _add(found: dict, index: int, item: Line, kind: str, summary: str) -> None:
     key = (item.source, item.line if item.line is not None else ("tail", index), kind)
     if key not in found:
-        found[key] = (index, {"source": item.source, "site": item.site, "line": item.line, "kind": kind, "summary": summary})
+        finding = {"source": item.source, "site": item.site, "line": item.line, "kind": kind, "summary": summary}
+        found[key] = (index, finding)
 
 
-def _consecutive(group: Sequence[Line]) -> bool:
-    for before, after in zip(group, group[1:], strict=False):
-        if after.source != before.source:
-            return False
-        if before.line is not None and after.line is not None and after.line != before.line + 1:
-            return False
-    return True
+def _consecutive(before: Line, after: Line) -> bool:
+    """True when `after` directly continues `before` in the same source."""
+    if after.source != before.source:
+        return False
+    return before.line is None or after.line is None or after.line == before.line + 1
 
 
 def _defang_url(scheme: str, rest: str) -> str:

@@ -24,7 +24,6 @@ DIRECTIVE_KINDS = (
     "assistant_directive",
     "spoofed_marker",
 )
-MARKER_NAMES = ("[USER_CODE_EXCEPTION]", "[FLARE]", "FINISHED:<status>")
 
 _I = re.IGNORECASE
 _WORD_RE = re.compile(r"[a-z]+")
@@ -34,6 +33,7 @@ _WORD_RE = re.compile(r"[a-z]+")
 class _Rule:
     regex: re.Pattern
     gate: tuple[tuple[frozenset[str], tuple[str, ...]], ...]
+    detail: str | None = None  # fixed word the summary may use (e.g. "flag")
 
     def opens(self, lowered: str, words: frozenset[str]) -> bool:
         return all(not words.isdisjoint(ws) or any(map(lowered.__contains__, subs)) for ws, subs in self.gate)
@@ -44,14 +44,14 @@ def _inflect(word: str) -> set[str]:
     return {word, word + "s", word + "es", word + "d", word + "ed", stem + "ed", stem + "ing", word + "ing"}
 
 
-def _rule(pattern: str, *gate: str) -> _Rule:
+def _rule(pattern: str, *gate: str, detail: str | None = None) -> _Rule:
     """A regex plus its gate: each gate string lists space-separated alternatives (words or substrings)."""
     groups = []
     for group in gate:
         alternatives = group.split()
         words = {form for alt in alternatives if alt.isalpha() for form in _inflect(alt.lower())}
         groups.append((frozenset(words), tuple(alt.lower() for alt in alternatives if not alt.isalpha())))
-    return _Rule(re.compile(pattern, _I), tuple(groups))
+    return _Rule(re.compile(pattern, _I), tuple(groups), detail)
 
 
 _WEB_URL = r"\b(?:https?|hxxps?|ftps?|sftp|scp)://[^\s\"'<>]+"
@@ -96,13 +96,15 @@ _DISABLE_SECURITY = [
         r"(?<![\w-])--?(?:disable|no|skip|bypass|without|insecure|allow[-_]insecure|ignore)[-_]?"
         r"(?:auth\w*|tls|ssl|security|secure\w*|verify\w*|cert\w*|signature\w*|ssl[-_]verify)\b",
         "-disable -no -skip -bypass -without -insecure -allow -ignore",
+        detail="flag",
     ),
     # Generic "insecure" flags are legitimate in tool command lines (Flower logs `--insecure`): only as an order.
     _rule(
-        r"\b(?:run|rerun|restart|start|relaunch|launch|use|add|pass|set|enable|append|retry|try)\b[^\n]{0,80}?"
-        r"(?<![\w-])--(?:insecure|no-check-certificate|trusted-host)\b",
+        r"\b(?:run|rerun|restart|start|relaunch|launch|use|add|pass|set|enable|append|retry|try)"
+        r"(?:\s+[^\s=\[\]]+){0,6}?\s+--(?:insecure|no-check-certificate|trusted-host)\b",
         "--insecure --no-check --trusted",
         "run rerun restart start relaunch launch use add pass set enable append retry try",
+        detail="flag",
     ),
     _rule(
         rf"\b(?:disable|turn\s+off|switch\s+off|shut\s+off|bypass|skip|remove|deactivate|circumvent|defeat|"
@@ -111,7 +113,7 @@ _DISABLE_SECURITY = [
         _SECURITY,
     ),
     _rule(r"\b(?:reduced|lower(?:ed)?|weaken(?:ed)?|relaxed|minimal|with\s+no)\s+security\b", "security"),
-    _rule(rf"\b(?:run|start|restart|connect|deploy|launch|relaunch)\b[^.\n]{{0,60}}\bwithout\s+(?:any\s+)?{_SECURITY_NOUN}", "without"),
+    _rule(rf"\b(?:run|start|restart|connect|deploy|launch|relaunch)(?:\s+[^\s=\[\].]+){{0,8}}?\s+without\s+(?:any\s+)?{_SECURITY_NOUN}", "without"),
     _rule(
         r"\b(?:set|change|switch|flip|make|turn|put)\s+(?:the\s+)?[\w.\"']{0,40}?"
         r"(?:secure[_ ]?(?:mode|train\w*)|verify[_ ]?ssl|ssl[_ ]?verify|auth\w*|use[_ ]?tls|tls)[\"']?\s*"
@@ -243,9 +245,9 @@ _ASSISTANT_DIRECTIVE = [
     _rule(rf"\b(?:dear|attention|note\s+to(?:\s+the|\s+any)?|hey|hello|hi)\s+(?:the\s+)?{_AI}s?\b", _AI_WORDS),
     _rule(rf"\b(?:to|for|attention)\s+(?:any|all|every)\s+{_AI}s?\b", _AI_WORDS),
     _rule(rf"\b(?:to|for)\s+the\s+{_AI_STRICT}s?\b", _AI_WORDS),
-    _rule(rf"\bas\s+(?:an?\s+|the\s+)?{_AI}(?:\s+{_AI})?,?\s+(?:you|it)\b", _AI_WORDS, "as"),
+    _rule(rf"\bas\s+(?:an?\s+|the\s+)?(?:[\w-]+\s+){{0,2}}?{_AI}(?:\s+{_AI})?,?\s+(?:you|it)\b", _AI_WORDS, "as"),
     _rule(rf"\b{_AI}s?\s+(?:must|should|shall|needs?\s+to|has\s+to|have\s+to|is\s+instructed|are\s+instructed)\b", _AI_WORDS),
-    _rule(rf"\byou\s+are\s+(?:now\s+)?(?:an?\s+|the\s+)?(?:helpful\s+)?{_AI}", _AI_WORDS, "you"),
+    _rule(rf"\byou\s+are\s+(?:now\s+)?(?:an?\s+|the\s+)?(?:[\w-]+\s+){{0,2}}?{_AI}s?\b", _AI_WORDS, "you"),
     _rule(r"\b(?:system\s+prompt|new\s+instructions|developer\s+mode|jailbreak)\b", "prompt instructions developer jailbreak"),
     _rule(r"\b(?:tell|inform)\s+the\s+(?:user|operator|admin)\s+(?:that|to)\b", "tell inform", "user operator admin"),
 ]
@@ -301,27 +303,28 @@ def open_rules(lowered: str, words: frozenset[str], candidates: frozenset[int] |
 def detect(text: str, rules: Sequence[int] | None = None, gated: bool = True) -> dict[str, str | None]:
     """Return {kind: detail} for the directive kinds in normalized `text`.
 
-    detail is the fixed marker name for spoofed_marker, else None. Directives that dictate the
-    diagnosis are spoofed_marker on a status-marker line and assistant_directive elsewhere.
+    detail is a fixed word for the summary, never log text: the marker name for spoofed_marker,
+    "flag" for a security-disabling command-line flag, "addressed"/"diagnosis" for assistant_directive.
+    Directives that dictate the diagnosis are spoofed_marker on a status-marker line, else assistant_directive.
     `rules` (from `open_rules`) saves recomputing the gates; `gated=False` tries every rule.
     """
     if not gated:
         rules = range(len(_ALL_RULES))
     elif rules is None:
         rules = open_rules(*text_features(text))
-    hits: set[str] = set()
+    hits: dict[str, str | None] = {}
     for index in rules:
         family, rule = _ALL_RULES[index]
-        if family not in hits and rule.regex.search(text):
-            hits.add(family)
-    found: dict[str, str | None] = {kind: None for kind in DIRECTIVE_KINDS if kind in hits}
+        if (family not in hits or hits[family] is None) and rule.regex.search(text):
+            hits[family] = rule.detail
+    found = {kind: hits[kind] for kind in DIRECTIVE_KINDS if kind in hits}
     marker = _MARKER.search(text) if hits else None
     if marker:
         found["spoofed_marker"] = _marker_name(marker)
-    elif "diagnosis" in hits:
-        found["assistant_directive"] = None
     if "addressed" in hits:
-        found["assistant_directive"] = None
+        found["assistant_directive"] = "addressed"
+    elif "diagnosis" in hits and not marker:
+        found["assistant_directive"] = "diagnosis"
     return found
 
 

@@ -14,7 +14,7 @@ from .catalog import Catalog
 from .mode import AMBIGUOUS, decide_mode
 from .model import Evidence
 from .refine import Candidate, Demoted, rank_candidates
-from .scan import Hit, scan_lines
+from .scan import MARKER, Hit, scan_lines
 from .suspicious import scan_suspicious
 from .tracebacks import Traceback, find_tracebacks
 
@@ -22,6 +22,7 @@ INVISIBLE = ("missing", "permission_denied", "unavailable", "not_streamed")
 PARTIAL_ID = "PARTIAL_LOG_VISIBILITY"
 USER_CODE_ID = "USER_CODE_EXCEPTION"
 MARKER_WINDOW = 50
+MAX_MARKERS_CHECKED = 200
 
 
 @dataclass
@@ -47,6 +48,11 @@ class Analysis:
     confidence: str = "low"
 
     @property
+    def limits_reached(self) -> bool:
+        """True when --max-files / --max-total-bytes made the readers skip files."""
+        return any(source.status == "skipped_limit" for source in self.evidence.sources)
+
+    @property
     def hidden_sites(self) -> dict[str, str]:
         """Evidence-stated site log problems, minus sites whose own log lines were supplied anyway."""
         supplied = {line.site for line in self.evidence.lines if line.site}
@@ -61,16 +67,16 @@ def _marker_entries(lines, markers, blocks, flagged) -> list[dict]:
     """unverified_markers: corroborated by a following user-code traceback or one in the same site's own log."""
     user_blocks = [b for b in blocks if b.user_frame]
     entries = []
-    for index, marker in markers:
+    for index, marker in markers[:MAX_MARKERS_CHECKED]:
         line = lines[index]
         follows = any(b.source == line.source and 0 < b.start - index <= MARKER_WINDOW for b in user_blocks)
         own_site = not sites.is_server(line.site) and any(b.site == line.site for b in user_blocks)
         entries.append({"index": index, "marker": marker, "corroborated": (follows or own_site)})
-    for index in sorted(flagged):
-        text = lines[index].text
-        for marker in ("[USER_CODE_EXCEPTION]", "[FLARE]"):
-            if marker in text and not any(e["index"] == index for e in entries):
-                entries.append({"index": index, "marker": marker, "corroborated": False})
+    seen = {e["index"] for e in entries}
+    for index in sorted(flagged)[:MAX_MARKERS_CHECKED]:
+        marker = MARKER.search(lines[index].text[:8192])
+        if marker and index not in seen:
+            entries.append({"index": index, "marker": marker.group(0), "corroborated": False})
     return sorted(entries, key=lambda e: e["index"])
 
 

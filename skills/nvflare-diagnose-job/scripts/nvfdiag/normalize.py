@@ -44,13 +44,13 @@ _CONFUSABLES = str.maketrans(
 
 _HTML_COMMENT_RE = re.compile(r"<!--(.*?)(?:-->|$)", re.S)
 _MD_LINK_RE = re.compile(r"!?\[([^\]\n]{0,300})\]\(\s*<?([^)\s>]{1,2000})>?(?:\s+\"[^\"]{0,200}\")?\s*\)")
-_PERCENT_TOKEN_RE = re.compile(r"\S*(?:%[0-9A-Fa-f]{2}){2,}\S*")
+_PERCENT_TOKEN_RE = re.compile(r"\S*%[0-9A-Fa-f]{2}\S*")
+_PERCENT_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}")
 _HEX_ESCAPE_RE = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){4,}")
-_RUN_RE = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")  # candidate hex or base64 token
+_RUN_RE = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")  # candidate hex or base64 token (checked in _decode_run)
 _HEX_ONLY_RE = re.compile(r"[0-9A-Fa-f]+")
 _HEX_TEXT_LEADS = frozenset("0234567")
 _B64_TEXT_LEADS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef")
-_SPACE_RE = re.compile(r"\s+")
 
 
 def normalize(text: str) -> str:
@@ -77,7 +77,7 @@ def normalize_with_techniques(text: str) -> tuple[str, tuple[str, ...]]:
         text = _decode_runs(text, used, budget)
         if len(used) == before:
             break
-    return _SPACE_RE.sub(" ", text).strip(), tuple(sorted(used))
+    return " ".join(text.split()), tuple(sorted(used))
 
 
 def visible_view(text: str) -> str:
@@ -85,7 +85,7 @@ def visible_view(text: str) -> str:
     text = flatten_json_record(text[:MAX_LINE_CHARS])
     text = _HTML_COMMENT_RE.sub(" ", text)
     text = _MD_LINK_RE.sub(r"\1", text)
-    return _SPACE_RE.sub(" ", text).strip()
+    return " ".join(text.split())
 
 
 def flatten_json_record(text: str) -> str:
@@ -136,10 +136,17 @@ def _fold_unicode(text: str, used: set[str]) -> str:
 
 def _decode_runs(text: str, used: set[str], budget: list[int]) -> str:
     if "%" in text:
-        text = _PERCENT_TOKEN_RE.sub(lambda m: _accept(unquote(m.group(0)), m.group(0), "percent-encoding", used, budget), text)
+        text = _PERCENT_TOKEN_RE.sub(lambda m: _decode_percent(m.group(0), used, budget), text)
     if "\\x" in text:
         text = _HEX_ESCAPE_RE.sub(lambda m: _accept(_from_hex(m.group(0).replace("\\x", "")), m.group(0), "hex encoding", used, budget), text)
     return _RUN_RE.sub(lambda m: _decode_run(m.group(0), used, budget), text)
+
+
+def _decode_percent(token: str, used: set[str], budget: list[int]) -> str:
+    """Decode a token with at least two %XX escapes (a lone "50%" or "%20" is ordinary text)."""
+    if len(_PERCENT_ESCAPE_RE.findall(token)) < 2:
+        return token
+    return _accept(unquote(token), token, "percent-encoding", used, budget)
 
 
 def _decode_run(run: str, used: set[str], budget: list[int]) -> str:

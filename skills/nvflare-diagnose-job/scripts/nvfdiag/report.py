@@ -12,6 +12,7 @@ from . import sites
 from .excerpt import excerpt
 from .injection import defang
 from .scan import MARKER
+from .tracebacks import block_containing
 
 SCHEMA_VERSION = "nvflare.diagnose.report.v1"
 MAX_SOURCES = 100
@@ -71,16 +72,16 @@ def _traceback_detail(an) -> str:
     for hit in an.primary.hits if an.primary else []:
         if hit.index is None:
             continue
-        for block in an.tracebacks:
-            end = block.end if block.end is not None else block.start
-            if block.user_frame and block.source == an.evidence.lines[hit.index].source and block.start <= hit.index <= end:
-                path, number, func = block.user_frame
-                name = re.split(r"[\\/]", path)[-1]
-                parts = [p for p in (block.exc_type, name, func) if p and _IDENT.match(p)]
-                if len(parts) == 3:
-                    return f"{parts[0]} in {parts[1]}:{number} ({parts[2]})"
-                if block.exc_type and _IDENT.match(block.exc_type):
-                    return block.exc_type
+        block = block_containing(an.tracebacks, hit.index, an.evidence.lines[hit.index].source)
+        if block is None or not block.user_frame:
+            continue
+        path, number, func = block.user_frame
+        name = re.split(r"[\\/]", path)[-1]
+        parts = [p for p in (block.exc_type, name, func) if p and _IDENT.match(p)]
+        if len(parts) == 3:
+            return f"{parts[0]} in {parts[1]}:{number} ({parts[2]})"
+        if block.exc_type and _IDENT.match(block.exc_type):
+            return block.exc_type
     return ""
 
 
@@ -128,7 +129,7 @@ def _findings(an, sources) -> list[str]:
         found.add("PARTIAL_LOG_VISIBILITY")
     if any(s.truncated or s.status == "truncated" for s in sources) or "truncated" in states:
         found.add("LOGS_TRUNCATED")
-    if any(s.status == "skipped_limit" for s in sources) or an.evidence.not_read:
+    if an.limits_reached:
         found.add("EVIDENCE_LIMIT_REACHED")
     if an.mode == "ambiguous":
         found.add("MODE_AMBIGUOUS")

@@ -182,7 +182,9 @@ def ingest_bundle(ev: Evidence, bundle: dict, source: str, *, bytes_read: int) -
             status = "truncated"
         ev.site_status[site] = status
         lines = entry.get("lines")
-        text = "\n".join(str(item) for item in lines) if isinstance(lines, list) else lines
+        if isinstance(lines, list):
+            lines = "\n".join(json.dumps(item) if isinstance(item, dict) else str(item) for item in lines)
+        text = lines
         label = f"{source}#{site}"
         if isinstance(text, str):
             ev.lines.extend(text_to_lines(text, label, site))

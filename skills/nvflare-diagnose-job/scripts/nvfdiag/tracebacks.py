@@ -81,7 +81,7 @@ def find_tracebacks(lines: list[Line], skip: set[int] | frozenset = frozenset())
 def block_containing(blocks: list[Traceback], index: int, source: str) -> Traceback | None:
     """The traceback of `source` whose span covers line `index` (exception line included)."""
     for block in blocks:
-        end = block.end if block.end is not None else block.start + MAX_BLOCK_LINES
+        end = block.end if block.end is not None else block.start
         if block.source == source and block.start <= index <= end:
             return block
     return None

@@ -3,8 +3,8 @@
 Usage: `result = walk_tree(root, roots_real=[...], job_id="abc")`; `result.candidates` is sorted by
 `read_order_key`. Only `os.scandir`, `DirEntry.stat` and `os.path.realpath` are used; no file is opened.
 
-Reading order: files under a folder named by the job id first; then error logs, metrics artifacts, logs,
-other JSON, other text; newest first inside a class. Credential files are listed, never stat-ed. Symlinks are
+Reading order: files under a folder named by the job id first; then error logs, metrics artifacts, logs (and
+captured stdout/stderr/console output), other JSON, other text; newest first inside a class. Credential files are listed, never stat-ed. Symlinks are
 followed only when their target stays inside one of the given roots; folder loops are detected.
 """
 
@@ -23,6 +23,7 @@ MAX_DEPTH = 16
 SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", "venv", ".mypy_cache", ".pytest_cache"})
 GENERIC_DIRS = frozenset({"jobs", "workspace", "transfer", "tmp", "download", "downloads", "simulation", "poc",
                           "results", "logs", "local", "simulate_job"})
+_CAPTURE_WORDS = ("stdout", "stderr", "console", "output")
 _ROTATED = re.compile(r"^(error_log|log|log_fl)\.(txt|json)\.\d+$")
 
 
@@ -62,6 +63,8 @@ def classify(name: str) -> int | None:
         return METRICS
     if low in ("log.txt", "log_fl.txt", "log.json", "poc_console.log") or low.endswith(".log") or _ROTATED.match(low):
         return LOG
+    if low.endswith((".txt", ".out", ".err")) and any(word in low for word in _CAPTURE_WORDS):
+        return LOG  # captured output of `python job.py` (holds the client traceback in simulation)
     if low.endswith((".json", ".jsonl")):
         return STRUCTURED
     if low.endswith((".txt", ".out", ".err", ".stdout", ".stderr")):
@@ -151,8 +154,8 @@ class _WalkState:
         own = name_label(name)
         if own:
             return own
-        if rel and ("startup" in names or "local" in names) and name not in GENERIC_DIRS:
-            return name  # a site folder of a SimEnv/POC root (it has startup/ or local/)
+        if rel and "startup" in names and name not in GENERIC_DIRS:
+            return name  # a participant folder of a SimEnv/POC root (it has a startup/ kit folder)
         if rel and name == "workspace" and len(rel) >= 2 and is_job_folder(rel[-2], self.job_id):
             return "server"  # job download: <job_id>/workspace holds the server's job workspace
         if inherited is None and len(rel) >= 2 and is_job_folder(name, self.job_id) and rel[-2] not in GENERIC_DIRS:

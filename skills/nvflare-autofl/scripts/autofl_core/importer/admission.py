@@ -16,6 +16,7 @@ DIRECTION_CONFLICT = "AUTOFL_METRIC_DIRECTION_CONFLICT"
 INVALID_BASE_ARGS = "AUTOFL_INVALID_BASE_ARGS"
 INVALID_SCHEMA = "AUTOFL_INVALID_MUTATION_SCHEMA"
 BUDGET_CONFLICT = "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
+SCHEMA_BUDGET_MISMATCH = "AUTOFL_SCHEMA_BUDGET_MISMATCH"
 BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
 
 
@@ -29,6 +30,7 @@ def _input_errors(config: dict) -> list[dict]:
     errors += [_error(INVALID_BASE_ARGS, f"--base-args: {e}; job.py's parser would reject it, fix --base-args")
                for e in config.get("argparse", {}).get("base_args_errors", [])]  # fmt: skip
     errors += [_error(BUDGET_CONFLICT, c) for c in config.get("argparse", {}).get("budget_conflicts", [])]
+    errors += [_error(SCHEMA_BUDGET_MISMATCH, m) for m in config.get("schema", {}).get("budget_mismatches", [])]
     return errors
 
 

@@ -5,6 +5,8 @@
     admission_errors(config, requested_metric) -> [{code, message}]
     cli_flags(config) -> {long_flags, groups, name_flag, takes_value, allow_abbrev}
     fixed_budget_args(config) -> ["--n_clients", "2", "--num_rounds", "3"]
+    canonical_option(config, token) -> (canonical long option | None, inline value | None, error | None)
+    parse_job_args(config, argv, known_only=False) -> ({canonical option: value}, errors)
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import hashlib
 import os
 import posixpath
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import argparse_flow as ap
@@ -22,6 +25,7 @@ from .budget import FIELDS, fixed_budget
 from .files import Workspace, load_job
 from .objective import build_objective
 from .overrides import apply_overrides
+from .runner_view import canonical_option, cli_flags, fixed_budget_args, parse_job_args  # noqa: F401
 from .schema import parse_schema_text, schema_section
 from .search import suggested
 from .surface import Surface, analyze, job_section
@@ -37,7 +41,8 @@ def _parse(source: str, job_name: str) -> tuple[ast.Module | None, str]:
     try:
         return ast.parse(source, filename=job_name), ""
     except SyntaxError as exc:
-        return None, f"{job_name} has a syntax error at line {exc.lineno}: {exc.msg}; fix it (python -m py_compile)"
+        where = f" at line {exc.lineno}" if exc.lineno else ""
+        return None, f"{job_name} has a syntax error{where}: {exc.msg}; fix it (python -m py_compile {job_name})"
     except (ValueError, RecursionError) as exc:
         return None, f"{job_name} cannot be parsed ({exc}); fix the file"
 
@@ -116,6 +121,19 @@ def _budget_section(surface: Surface, argparse_section: dict, schema: dict) -> d
     return budget
 
 
+def _schema_mismatches(budget: dict, schema: dict) -> list[str]:
+    """Schema budget values job.py does not end up using (e.g. no matching option to set them)."""
+    wanted = schema["comparison_budget_args"]["default_candidate_budget"]
+    problems = []
+    for key, name in (("n_clients", "num_clients"), ("num_rounds", "num_rounds")):
+        entry = budget.get(name) or {}
+        if key in wanted and entry.get("confidence") != "not_applicable" and entry.get("value") != wanted[key]:
+            problems.append(f"mutation_schema.yaml fixes {key}: {wanted[key]} but job.py uses {name}="
+                            f"{entry.get('value')} and has no --{key} option to set it; add that option to job.py "
+                            "or change the schema")  # fmt: skip
+    return problems
+
+
 def _unresolved(recipe_args: dict, budget: dict, reasons: dict, argparse_section: dict, notes: list) -> list[dict]:
     items = [{"field": f"recipe_args.{k}", "reason": v.get("reason", "dynamic value")}
              for k, v in recipe_args.items() if v["confidence"] == UNRESOLVED]  # fmt: skip
@@ -141,6 +159,24 @@ def _script_tree(job_name: str, script: str | None, read_file: Callable) -> tupl
         return rel, None, [{"field": "trust.train_script", "reason": f"{rel} does not parse; its imports are unknown"}]
 
 
+@dataclass
+class _Job:
+    """Everything known about one import while the config is assembled."""
+
+    source: str
+    name: str
+    metric: str | None
+    base_args: list[str]
+    schema: dict
+    read_file: Callable[[str], str | None]
+    exists: Callable[[str], bool]
+    tree: ast.Module | None = None
+    walk: Any = None
+    surface: Surface = field(default_factory=Surface)
+    schema_args: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+
+
 def import_source(
     source: str,
     *,
@@ -153,63 +189,64 @@ def import_source(
 ) -> dict:
     """Import job.py source text into a campaign config (pure; files via the two callbacks)."""
     read_file = read_file or (lambda _rel: None)
-    exists = exists or (lambda rel: read_file(rel) is not None)
-    base_args = [str(a) for a in base_args]
     schema_data, schema_errors = parse_schema_text(schema_text) if schema_text is not None else (None, [])
-    schema = schema_section(schema_data, schema_errors, schema_text is not None)
-    tree, syntax_error = _parse(source, job_name)
-    if tree is None:
-        walk, surface, extra, conflicts = Walker(base_args).out, Surface(reason=syntax_error), [], []
+    job = _Job(source, job_name, metric, [str(a) for a in base_args],
+               schema_section(schema_data, schema_errors, schema_text is not None),
+               read_file, exists or (lambda rel: read_file(rel) is not None))  # fmt: skip
+    job.tree, syntax_error = _parse(source, job_name)
+    if job.tree is None:
+        job.walk, job.surface = Walker(job.base_args).out, Surface(reason=syntax_error)
     else:
-        walk, extra, conflicts = _walk(tree, base_args, schema, job_name)
-        surface = analyze(walk)
-    return _assemble(source, job_name, tree, walk, surface, metric, base_args, schema, extra, conflicts,
-                     read_file, exists)  # fmt: skip
+        job.walk, job.schema_args, job.conflicts = _walk(job.tree, job.base_args, job.schema, job_name)
+        job.surface = analyze(job.walk)
+    return _assemble(job)
 
 
-def _assemble(source, job_name, tree, walk, surface, metric, base_args, schema, extra, conflicts, read_file, exists):
+def _assemble(job: _Job) -> dict:
+    surface, schema = job.surface, job.schema
     supported = surface.status == "supported"
-    args_section = _argparse_section(walk, base_args, extra, conflicts)
-    script = train_script_of(surface) if supported else None
-    script_rel, script_tree, notes = _script_tree(job_name, script, read_file)
-    objective = build_objective(surface, metric, schema, script_rel) if supported else _empty_objective(metric)
+    args_section = _argparse_section(job.walk, job.base_args, job.schema_args, job.conflicts)
+    script_rel, script_tree, notes = _script_tree(job.name, train_script_of(surface) if supported else None,
+                                                  job.read_file)  # fmt: skip
+    objective = build_objective(surface, job.metric, schema, script_rel) if supported else _empty_objective(job.metric)
     reasons = objective.pop("_reasons", {})
     recipe_args = {k: describe(v) for k, v in sorted(surface.target.kwargs.items())} if supported else {}
     budget = _budget_section(surface, args_section, schema)
-    parser = _main_parser(walk)[0]
-    budget_flags = {e["flag"] for e in budget.values() if isinstance(e, dict) and e.get("flag")}
-    budget_flags |= {e["flag"] for e in budget.get("comparison_args", {}).values()}
-    trust = trust_section(job_name, tree or ast.Module([], []), script_rel, script_tree, exists,
+    schema["budget_mismatches"] = _schema_mismatches(budget, schema) if supported else []
+    trust = trust_section(job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists,
                           schema["preferred_targets"])  # fmt: skip
     unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes if supported else [])
-    space = suggested(parser.flags if parser else [], budget_flags, schema["mutable_args"])
-    job = job_section(surface, job_name)
+    parser = _main_parser(job.walk)[0]
+    space = suggested(parser.flags if parser else [], _pinned_flags(budget), schema["mutable_args"])
+    job_block = job_section(surface, job.name)
+    env = job_block["env"] or {}
     config = {
         "argparse": args_section,
         "cli_flags": ap.cli_flags_from(args_section["flags"], args_section["allow_abbrev"]),
-        "environment": {"discovered": {"args": (job["env"] or {}).get("args", {}),
-                                       "name": (job["env"] or {}).get("class")},
+        "environment": {"discovered": {"args": env.get("args", {}), "name": env.get("class")},
                         "simulator_env_passthrough": []},  # fmt: skip
         "fixed_budget": budget,
-        "import": {"support": {"reason": surface.reason or "recognized " + str(surface.pattern) + " pattern",
+        "import": {"support": {"reason": surface.reason or f"recognized {surface.pattern} pattern",
                                "status": surface.status}},  # fmt: skip
         "importer_version": IMPORTER_VERSION,
-        "job": job,
+        "job": job_block,
         "objective": objective,
         "recipe_args": recipe_args,
         "schema": schema,
         "search_space": {"suggested": space},
-        "source_sha256": hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(),
+        "source_sha256": hashlib.sha256(job.source.encode("utf-8", "surrogatepass")).hexdigest(),
+        "summary": {"allowed": [s["flag"] for s in space], "editable": list(trust["allowed_edit_paths"]),
+                    "unresolved": [u["field"] for u in unresolved]},  # fmt: skip
         "trust": trust,
         "unresolved": unresolved,
     }
-    config["summary"] = {
-        "allowed": [s["flag"] for s in space],
-        "editable": list(trust["allowed_edit_paths"]),
-        "unresolved": [u["field"] for u in unresolved],
-    }
-    config["admission_errors"] = admission_errors(config, metric)
+    config["admission_errors"] = admission_errors(config, job.metric)
     return config
+
+
+def _pinned_flags(budget: dict) -> set[str]:
+    flags = {e["flag"] for e in budget.values() if isinstance(e, dict) and e.get("flag")}
+    return flags | {e["flag"] for e in budget.get("comparison_args", {}).values()}
 
 
 def _empty_objective(metric: str | None) -> dict:
@@ -219,46 +256,6 @@ def _empty_objective(metric: str | None) -> dict:
         "metric_source": "auto", "mode": None, "mode_contract_source": "unresolved", "requested_metric": metric,
         "schema_mode": None,
     }  # fmt: skip
-
-
-def cli_flags(config: dict) -> dict:
-    """The runner's view of job.py's options (see argparse_flow.cli_flags_from)."""
-    section = config.get("argparse") or {}
-    return ap.cli_flags_from(section.get("flags") or [], section.get("allow_abbrev", True))
-
-
-def _format_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def fixed_budget_args(config: dict) -> list[str]:
-    """Command-line arguments that pin the fixed budget, each flag exactly once."""
-    flags = {o: f for f in (config.get("argparse") or {}).get("flags", []) for o in f["option_strings"]}
-    budget = config.get("fixed_budget") or {}
-    out: list[str] = []
-    seen: set[str] = set()
-    entries = [budget.get(f) or {} for f in FIELDS] + list((budget.get("comparison_args") or {}).values())
-    for entry in entries:
-        flag = entry.get("flag")
-        record = flags.get(flag)
-        if not flag or flag in seen or record is None or record.get("value") is None:
-            continue
-        seen.add(flag)
-        out += _pin(flag, record)
-    return out
-
-
-def _pin(flag: str, record: dict) -> list[str]:
-    value = record["value"]
-    if record["takes_value"]:
-        return [flag, _format_value(value)]
-    if record["action"] == "boolean_optional":
-        return [flag if value else "--no-" + flag[2:]]
-    if record["action"] in ("store_true", "store_false") and value == (record["action"] == "store_true"):
-        return [flag]
-    return []
 
 
 def import_job(
@@ -273,7 +270,7 @@ def import_job(
     Raises files.JobImportError when job.py (or an explicit schema) cannot be read.
     """
     path, source, schema_text = load_job(job_path, schema_path)
-    workspace = Workspace(path.resolve().parent)
+    workspace = Workspace(path.absolute().parent)
     return import_source(
         source,
         job_name=path.name,

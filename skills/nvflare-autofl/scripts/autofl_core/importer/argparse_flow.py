@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .values import HIGH, UNRESOLVED, Builtin, ClassRef, Val, to_jsonable
+from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, to_jsonable, weakest
 
 NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "count", "boolean_optional", "help", "version"}
 _TYPE_NAMES = {"int", "float", "str", "bool"}
@@ -29,7 +29,6 @@ class Flag:
     nargs: Any = None
     const: Any = None
     line: int = 0
-    help: str = ""
 
     @property
     def positional(self) -> bool:
@@ -119,7 +118,7 @@ def convert(type_name: str | None, text: str) -> Any:
         return float(text)
     if type_name == "bool":
         return bool(text)
-    raise ValueError(f"custom type {type_name}")
+    return text  # a custom type function cannot be run statically: keep the raw string (medium confidence)
 
 
 def _implicit_default(action: str, default: Val | None) -> Val:
@@ -157,14 +156,19 @@ def add_argument(parser: Parser, args: list[Any], kwargs: dict[str, Any], line: 
         action=action,
         type=flag_type,
         default=default,
-        choices=list(choices.value) if choices is not None and choices.resolved else None,
+        choices=_choices(choices),
         required=bool(_literal(kwargs.get("required"), False)),
         nargs=_literal(kwargs.get("nargs"), None),
         const=_literal(kwargs.get("const"), None),
         line=line,
-        help=str(_literal(kwargs.get("help"), "") or ""),
     )
     parser.flags.append(flag)
+
+
+def _choices(choices: Val | None) -> list | None:
+    if choices is None or not choices.resolved or not isinstance(choices.value, (list, tuple, set, range)):
+        return None
+    return sorted(choices.value, key=repr) if isinstance(choices.value, set) else list(choices.value)
 
 
 def _data(value: Any) -> Val | None:
@@ -191,8 +195,10 @@ def build_namespace(parser: Parser, overrides: dict[str, Any], known_only: bool)
         if flag.action in ("help", "version"):
             continue
         source = flag.canonical
+        custom = (flag.type or "").startswith("custom")
         if flag.dest in overrides:
-            values[flag.dest] = Val(overrides[flag.dest], HIGH, flags=(source,))
+            value = overrides[flag.dest]
+            values[flag.dest] = Val(value, MEDIUM if custom and isinstance(value, str) else HIGH, flags=(source,))
         elif flag.dest in parser.set_defaults:
             base = parser.set_defaults[flag.dest]
             values[flag.dest] = Val(base.value, base.confidence, base.expr, (source,), base.reason)
@@ -200,7 +206,8 @@ def build_namespace(parser: Parser, overrides: dict[str, Any], known_only: bool)
             values[flag.dest] = Val(None, UNRESOLVED, flags=(source,), reason=f"{source} is required on the command line")
         else:
             d = flag.default
-            values[flag.dest] = Val(d.value, d.confidence, d.expr, (source,), d.reason)
+            conf = weakest(d.confidence, MEDIUM) if custom and isinstance(d.value, str) else d.confidence
+            values[flag.dest] = Val(d.value, conf, d.expr, (source,), d.reason)
     for dest, val in parser.set_defaults.items():
         values.setdefault(dest, val)
     return Namespace(parser, values, known_only)

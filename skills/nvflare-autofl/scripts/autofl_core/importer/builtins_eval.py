@@ -11,7 +11,21 @@ import posixpath
 from typing import Any
 
 from .argparse_flow import Namespace, namespace_attribute
-from .values import HIGH, MAX_ITEMS, MEDIUM, Builtin, ClassRef, ModuleRef, Val, merge_flags, unresolved, weakest
+from .evaluate import wide_format
+from .values import (
+    HIGH,
+    MAX_ITEMS,
+    MAX_STR,
+    MEDIUM,
+    Builtin,
+    ClassRef,
+    ModuleRef,
+    Val,
+    deep_size,
+    merge_flags,
+    unresolved,
+    weakest,
+)
 
 BUILTIN_NAMES = {
     "abs", "bool", "dict", "float", "getattr", "int", "isinstance", "len", "list", "max", "min", "print",
@@ -36,8 +50,7 @@ def _all_resolved(values: list[Any]) -> bool:
 
 
 def _bounded(value: Any, node: ast.AST, flags: tuple, conf: str) -> Val:
-    size = len(value) if isinstance(value, (str, list, tuple, set, dict)) else 0
-    if size > MAX_ITEMS * 10:
+    if deep_size(value) > MAX_STR:
         return unresolved(node, "result too large")
     return Val(value, conf, "", flags)
 
@@ -101,6 +114,14 @@ def call_qualified(ref: ClassRef, args: list[Any], node: ast.Call) -> Val | None
     return Val(func(*(a.value for a in args)), MEDIUM, "", merge_flags(*args))
 
 
+def _may_blow_up(text: str, method: str, args: list) -> bool:
+    if method == "format":
+        return wide_format(text)
+    if method == "replace" and len(args) >= 2 and isinstance(args[1], str):
+        return len(text) * max(len(args[1]), 1) > MAX_STR
+    return False
+
+
 def call_str_method(base: Val, method: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Val:
     if method not in _STR_METHODS or not base.resolved or not isinstance(base.value, str):
         return unresolved(node, f".{method}() is not evaluated statically", merge_flags(base, *args))
@@ -108,6 +129,8 @@ def call_str_method(base: Val, method: str, args: list[Any], kwargs: dict[str, A
         return unresolved(node, f".{method}() arguments are not resolved", merge_flags(base, *args))
     flags = merge_flags(base, *args, *kwargs.values())
     conf = weakest(MEDIUM, base.confidence, *(a.confidence for a in args))
+    if _may_blow_up(base.value, method, [a.value for a in args]):
+        return unresolved(node, f".{method}() result could be too large", flags)
     try:
         value = getattr(base.value, method)(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()})
     except (TypeError, ValueError, IndexError, KeyError, AttributeError):

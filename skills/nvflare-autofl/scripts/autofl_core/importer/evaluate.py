@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import re
 from typing import Any
 
 from .values import (
@@ -20,11 +21,17 @@ from .values import (
     Bag,
     ClassRef,
     Val,
+    deep_size,
     merge_flags,
     source_text,
     unresolved,
     weakest,
 )
+
+
+def _singleton(value: Any) -> bool:
+    return value is None or isinstance(value, bool)
+
 
 _BINOPS = {
     ast.Add: operator.add,
@@ -47,13 +54,9 @@ _CMPOPS = {
     ast.GtE: operator.ge,
     ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b,
-    ast.Is: lambda a, b: a is b if a is None or b is None else a == b,
-    ast.IsNot: lambda a, b: a is not b if a is None or b is None else a != b,
+    ast.Is: lambda a, b: a is b if _singleton(a) or _singleton(b) else a == b,
+    ast.IsNot: lambda a, b: a is not b if _singleton(a) or _singleton(b) else a != b,
 }
-
-
-def _size(value: Any) -> int:
-    return len(value) if isinstance(value, (str, list, tuple, dict, set)) else 0
 
 
 def safe_binop(op: ast.operator, left: Any, right: Any) -> Any:
@@ -63,7 +66,7 @@ def safe_binop(op: ast.operator, left: Any, right: Any) -> Any:
         raise ValueError("unsupported operator")
     if isinstance(op, ast.Mult) and (isinstance(left, int) or isinstance(right, int)):
         seq, times = (left, right) if isinstance(right, int) else (right, left)
-        if _size(seq) and _size(seq) * max(times, 0) > MAX_ITEMS * 10:
+        if isinstance(seq, (str, list, tuple)) and deep_size(seq) * max(times, 0) > MAX_STR:
             raise ValueError("result too large")
     if isinstance(op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > 256:
         raise ValueError("exponent too large")
@@ -72,9 +75,14 @@ def safe_binop(op: ast.operator, left: Any, right: Any) -> Any:
     result = func(left, right)
     if isinstance(result, int) and not isinstance(result, bool) and result.bit_length() > 1024:
         raise ValueError("integer too large")
-    if _size(result) > MAX_STR:
+    if deep_size(result) > MAX_STR:
         raise ValueError("result too large")
     return result
+
+
+def wide_format(spec: str) -> bool:
+    """True when a format spec/template asks for a huge width or nests fields (could allocate a lot)."""
+    return any(len(n) > 4 for n in re.findall(r"\d+", spec)) or re.search(r"\{[^{}]*\{", spec) is not None
 
 
 def is_data(obj: Any) -> bool:
@@ -178,7 +186,7 @@ class ExpressionEvaluator:
                 return unresolved(node, "f-string field is not resolved", merge_flags(val, *vals))
             vals.append(val)
             spec = self._format_spec(part)
-            if spec is None:
+            if spec is None or wide_format(spec):
                 return unresolved(node, "format spec is not resolved", merge_flags(*vals))
             try:
                 conv = {115: str, 114: repr, 97: ascii}.get(part.conversion)
@@ -211,6 +219,8 @@ class ExpressionEvaluator:
             value = build([i.value for i in items])
         except TypeError:
             return unresolved(node, "unhashable item")
+        if deep_size(value) > MAX_STR:
+            return unresolved(node, "container too large")
         return Val(value, conf, source_text(node), merge_flags(*items))
 
     def _ev_List(self, node: ast.List) -> Any:
@@ -237,6 +247,8 @@ class ExpressionEvaluator:
             value = dict(zip(keys.value, (v.value for v in values), strict=True))
         except TypeError:
             return unresolved(node, "unhashable key")
+        if deep_size(value) > MAX_STR:
+            return unresolved(node, "dict too large")
         conf = weakest(MEDIUM, keys.confidence, *(v.confidence for v in values))
         return Val(value, conf, source_text(node), merge_flags(keys, *values))
 

@@ -53,6 +53,7 @@ class BranchNote:
     test: str
     resolved: bool
     touched_surface: bool = False
+    kind: str = "if"
 
 
 @dataclass

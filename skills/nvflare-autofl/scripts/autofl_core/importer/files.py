@@ -75,5 +75,5 @@ def load_job(job_path: str | os.PathLike, schema_path: str | os.PathLike | None)
     source = read_text(path, "job")
     if schema_path is not None:
         return path, source, read_text(Path(schema_path), "mutation schema")
-    default = path.resolve().parent / SCHEMA_FILE
+    default = path.absolute().parent / SCHEMA_FILE
     return path, source, read_text(default, "mutation schema") if default.is_file() else None

@@ -50,13 +50,12 @@ def _is_none(val: Any) -> bool:
 def _settings(surface: Any) -> dict:
     """Where the key-metric settings live: recipe kwargs, or FedJob + its selector/controller components."""
     target = surface.target
-    found = {"owner": target.name, "kwargs": dict(target.kwargs), "selector": None, "stop_owner": target.name}
+    found = {"owner": target.name, "kwargs": dict(target.kwargs), "selector": None}
     if surface.pattern == "fedjob":
         for comp in surface.components:
             if "stop_cond" in comp.kwargs:
                 found["kwargs"]["stop_cond"] = comp.kwargs["stop_cond"]
-                found["stop_owner"] = comp.name
-            if "ModelSelector" in comp.name or "model_selector" in comp.name.lower():
+            if "Selector" in comp.name:
                 found["selector"] = comp
     selector = found["kwargs"].get("model_selector")
     if selector is not None and not _is_none(selector):

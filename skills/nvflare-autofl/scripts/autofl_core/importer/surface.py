@@ -59,7 +59,7 @@ def is_env(obj: Any) -> bool:
 
 def touches_surface(objects: list, calls: list) -> bool:
     """True when these events build or run a recipe/job/env (used to flag ambiguous branches)."""
-    built = any(is_recipe(o) or is_fedjob(o) or is_env(o) or o.cls.dynamic for o in objects)
+    built = any(is_recipe(o) or is_fedjob(o) or is_env(o) for o in objects)
     return built or any(c.method in RECIPE_RUNS + FEDJOB_RUNS for c in calls)
 
 
@@ -95,6 +95,9 @@ def analyze(walk: Any) -> Surface:
     ambiguous = [b for b in walk.branches if not b.resolved and b.touched_surface]
     if ambiguous:
         b = ambiguous[0]
+        if b.kind == "loop":
+            return _fail(f"a recipe/job/env is built or run inside a loop (line {b.line}); build and run exactly "
+                         "one, outside loops, so every trial runs the same job")  # fmt: skip
         return _fail(
             f"which recipe/job runs depends on a condition the importer cannot resolve (line {b.line}: {b.test}); "
             "make it depend only on parsed arguments or literals, or pass the choice in --base-args"
@@ -125,8 +128,6 @@ def _no_run_reason(walk: Any) -> Surface:
             f"{built[0].name} is built at line {built[0].line} but never run; call recipe.execute(env) "
             "(or job.simulator_run(...)) in job.py"
         )
-    if any(o.cls.dynamic for o in walk.objects):
-        return _fail("dynamic construction: no recipe or FedJob is built by class name; construct it explicitly")
     return _fail(
         "no recognizable NVFLARE recipe or FedJob: Auto-FL needs a job.py that builds a *Recipe and runs it "
         "with recipe.execute(SimEnv(...)), or a FedJob run with simulator_run(...)"

@@ -16,7 +16,7 @@ MEDIUM = "medium"
 UNRESOLVED = "unresolved"
 _RANK = {HIGH: 2, MEDIUM: 1, UNRESOLVED: 0}
 MAX_ITEMS = 10_000
-MAX_STR = 100_000
+MAX_STR = 100_000  # cap on the deep size (characters + items) of any evaluated value
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,25 @@ class Bag:
 
     items: list = field(default_factory=list)
     keys: list | None = None
+
+
+def deep_size(value: Any, cap: int = MAX_STR) -> int:
+    """Characters plus items of `value`, counting shared references each time; stops early above `cap`."""
+    total, stack = 0, [value]
+    while stack and total <= cap:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            total += len(item)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            total += len(item)
+            stack.extend(item)
+        else:
+            total += 1
+    return total
 
 
 def weakest(*confidences: str) -> str:

@@ -16,7 +16,7 @@ from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, call_str
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, WalkResult
 from .overrides import parser_method
-from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, unresolved
+from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, source_text, unresolved
 
 MAX_DEPTH = 12
 MAX_STEPS = 50_000
@@ -212,10 +212,10 @@ class Walker:
                 self.scopes[0][head] = ModuleRef(head)
 
     def _st_ImportFrom(self, stmt: ast.ImportFrom) -> None:
-        module = "." * stmt.level + (stmt.module or "")
+        prefix = "." * stmt.level + (f"{stmt.module}." if stmt.module else "")
         for alias in stmt.names:
             if alias.name != "*":
-                self.scopes[0][alias.asname or alias.name] = ClassRef(alias.name, f"{module}.{alias.name}")
+                self.scopes[0][alias.asname or alias.name] = ClassRef(alias.name, prefix + alias.name)
 
     def _st_Assign(self, stmt: ast.Assign) -> None:
         value = self.ev(stmt.value)
@@ -255,13 +255,13 @@ class Walker:
 
     def _st_If(self, stmt: ast.If) -> None:
         test = self.ev(stmt.test)
-        if isinstance(test, Val) and test.resolved:
-            self.out.branches.append(BranchNote(stmt.lineno, ast.unparse(stmt.test)[:200], True))
-            self.walk_block(stmt.body if test.value else stmt.orelse)
-            return
-        note = BranchNote(stmt.lineno, ast.unparse(stmt.test)[:200], False)
+        resolved = isinstance(test, Val) and test.resolved
+        note = BranchNote(stmt.lineno, source_text(stmt.test), resolved)
         self.out.branches.append(note)
-        self._fork(stmt.body, stmt.orelse, note)
+        if resolved:
+            self.walk_block(stmt.body if test.value else stmt.orelse)
+        else:
+            self._fork(stmt.body, stmt.orelse, note)
 
     def _fork(self, left: list[ast.stmt], right: list[ast.stmt], note: BranchNote) -> None:
         from .forks import walk_both
@@ -271,7 +271,9 @@ class Walker:
     def _loop(self, target: ast.AST | None, body: list[ast.stmt], orelse: list[ast.stmt]) -> None:
         if target is not None:
             self.bind(target, unresolved(target, "loop variable"))
-        self._fork(body, [], BranchNote(body[0].lineno if body else 0, "loop body", False))
+        note = BranchNote(body[0].lineno if body else 0, "loop body", False, kind="loop")
+        self.out.branches.append(note)
+        self._fork(body, [], note)
         self.walk_block(orelse)
 
     def _st_For(self, stmt: ast.For) -> None:

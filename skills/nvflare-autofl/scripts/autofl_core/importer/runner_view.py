@@ -1,0 +1,91 @@
+"""The runner's view of an imported config: job.py's options and the arguments that pin the budget.
+
+All argparse rules come from `overrides` (one implementation), applied to the parser rebuilt from
+`config["argparse"]["flags"]`, so the runner never needs job.py again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import argparse_flow as ap
+from .budget import FIELDS
+from .overrides import apply_overrides, resolve_option
+
+
+def cli_flags(config: dict) -> dict:
+    """The runner's view of job.py's options (see argparse_flow.cli_flags_from)."""
+    section = config.get("argparse") or {}
+    return ap.cli_flags_from(section.get("flags") or [], section.get("allow_abbrev", True))
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def fixed_budget_args(config: dict) -> list[str]:
+    """Command-line arguments that pin the fixed budget, each flag exactly once."""
+    flags = {o: f for f in (config.get("argparse") or {}).get("flags", []) for o in f["option_strings"]}
+    budget = config.get("fixed_budget") or {}
+    out: list[str] = []
+    seen: set[str] = set()
+    entries = [budget.get(f) or {} for f in FIELDS] + list((budget.get("comparison_args") or {}).values())
+    for entry in entries:
+        flag = entry.get("flag")
+        record = flags.get(flag)
+        if not flag or flag in seen or record is None or record.get("value") is None:
+            continue
+        seen.add(flag)
+        out += _pin(flag, record)
+    return out
+
+
+def _pin(flag: str, record: dict) -> list[str]:
+    value = record["value"]
+    if record["takes_value"]:
+        return [flag, _format_value(value)]
+    if record["action"] == "boolean_optional":
+        return [flag if value else "--no-" + flag[2:]]
+    if record["action"] in ("store_true", "store_false") and value == (record["action"] == "store_true"):
+        return [flag]
+    return []
+
+
+def _parser_from_config(config: dict) -> ap.Parser:
+    section = config.get("argparse") or {}
+    parser = ap.Parser(0, allow_abbrev=section.get("allow_abbrev", True))
+    for record in section.get("flags") or []:
+        parser.flags.append(
+            ap.Flag(
+                option_strings=list(record["option_strings"]),
+                dest=record["dest"],
+                action=record["action"],
+                type=record.get("type"),
+                choices=record.get("choices"),
+                nargs=record.get("nargs"),
+            )
+        )
+    return parser
+
+
+def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, str | None]:
+    """Map one command-line token to job.py's canonical option, as argparse would (aliases, `=`, prefixes).
+
+    Returns (canonical long option, inline value, None) or (None, None, reason) when the token selects
+    no option or is ambiguous. Use it to spot budget flags hidden behind `-r`, `--num_r` or `--num_rounds=5`.
+    """
+    flag, option, inline = resolve_option(_parser_from_config(config), token)
+    if flag is None:
+        return None, None, option
+    return flag.canonical, inline, None
+
+
+def parse_job_args(config: dict, argv: Sequence[str], known_only: bool = False) -> tuple[dict, list[str]]:
+    """Parse `argv` with job.py's statically known parser: ({canonical flag: value}, errors)."""
+    parser = _parser_from_config(config)
+    values, errors = apply_overrides(parser, [str(a) for a in argv], known_only)
+    by_dest = {f.dest: f.canonical for f in parser.flags}
+    return {by_dest.get(dest, dest): value for dest, value in values.items()}, errors

@@ -1,0 +1,99 @@
+"""Malformed and hostile job.py sources: always a config with a clear verdict, never an exception."""
+
+import json
+
+import pytest
+from autofl_core.importer import api
+
+RECIPE = "from nvflare.recipe import SimEnv\nfrom nvflare.app_common.np.recipes import NumpyFedAvgRecipe as R\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "fragment"),
+    [
+        ("", "no recognizable NVFLARE recipe"),
+        ("x = 1\x00\n", "cannot contain null bytes"),
+        ("x = " + "(" * 150 + "1" + ")" * 150 + "\n", "no recognizable"),
+        ("def f():\n    return f()\nf()\n", "no recognizable"),
+        ("\n".join(f"a{i} = {i}" for i in range(51_000)), "too complex to follow statically"),
+        ("class R:\n    pass\n" + "R().execute(SimEnv())\n", "no recognizable"),
+        ("x = 'a' * 10**12\n", "no recognizable"),
+    ],
+)
+def test_hostile_sources_fail_closed(source, fragment):
+    config = api.import_source(source)
+    assert config["import"]["support"]["status"] == "unsupported"
+    assert fragment in config["import"]["support"]["reason"]
+    json.dumps(config, allow_nan=False)
+
+
+def test_file_relative_train_script_resolves_to_workspace_path():
+    source = RECIPE + (
+        "import os\nHERE = os.path.dirname(os.path.abspath(__file__))\n"
+        "r = R(min_clients=2, num_rounds=3, train_script=os.path.join(HERE, 'src', 'client.py'))\n"
+        "r.execute(SimEnv(num_clients=2))\n"
+    )
+    config = api.import_source(source, read_file={"src/client.py": "import numpy\n"}.get)
+    assert config["recipe_args"]["train_script"]["value"] == "src/client.py"
+    assert config["trust"]["allowed_edit_paths"] == ["job.py", "src/client.py"]
+
+
+def test_parse_args_with_a_fixed_list_ignores_the_command_line():
+    source = RECIPE + (
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--r', type=int, default=1)\n"
+        "a = p.parse_args(['--r', '4'])\n"
+        "R(min_clients=2, num_rounds=a.r, train_script='c.py').execute(SimEnv(num_clients=2))\n"
+    )
+    assert api.import_source(source, base_args=["--r", "9"])["fixed_budget"]["num_rounds"]["value"] == 4
+
+
+def test_non_finite_values_stay_json_serializable():
+    source = RECIPE + (
+        "r = R(min_clients=2, num_rounds=3, train_script='c.py', aggregation_weights={'a': float('inf')})\n"
+        "r.execute(SimEnv(num_clients=2))\n"
+    )
+    config = api.import_source(source)
+    assert config["recipe_args"]["aggregation_weights"]["value"] == {"a": "inf"}
+    json.dumps(config, allow_nan=False)
+
+
+@pytest.mark.parametrize(
+    "schema_text",
+    [
+        "mutable_args: {1: {type: int}}\n",
+        "mutable_args: {lr: {type: float, choices: [.nan]}}\n",
+        "objective: &a {mode: *a}\n",
+        "preferred_targets: [2024-01-01]\n",
+        "objective: [unclosed\n",
+        "- just a list\n",
+    ],
+)
+def test_hostile_schemas_are_reported_not_raised(schema_text):
+    source = RECIPE + "R(min_clients=2, num_rounds=3, train_script='c.py').execute(SimEnv(num_clients=2))\n"
+    config = api.import_source(source, schema_text=schema_text)
+    assert config["schema"]["errors"]
+    assert config["admission_errors"][0]["code"] == "AUTOFL_INVALID_MUTATION_SCHEMA"
+    json.dumps(config, allow_nan=False)
+
+
+def test_recipe_run_inside_a_loop_fails_closed():
+    source = RECIPE + (
+        "for lr in [0.1, 0.01]:\n"
+        "    r = R(min_clients=2, num_rounds=3, train_script='c.py', train_args=f'--lr {lr}')\n"
+        "    r.execute(SimEnv(num_clients=2))\n"
+    )
+    reason = api.import_source(source)["import"]["support"]["reason"]
+    assert "inside a loop (line 4)" in reason
+
+
+def test_loop_that_only_attaches_components_is_fine():
+    source = (
+        "from nvflare.job_config.api import FedJob\nfrom nvflare.app_common.workflows.fedavg import FedAvg\n"
+        "from nvflare.job_config.script_runner import ScriptRunner\n"
+        "job = FedJob(name='j')\njob.to_server(FedAvg(num_clients=2, num_rounds=3))\n"
+        "for i in range(2):\n    job.to(ScriptRunner(script='client.py'), f'site-{i + 1}')\n"
+        "job.simulator_run('/tmp/w', n_clients=2)\n"
+    )
+    config = api.import_source(source, read_file={"client.py": ""}.get)
+    assert config["import"]["support"]["status"] == "supported"
+    assert config["trust"]["train_script"] == "client.py"

@@ -1,0 +1,44 @@
+"""Pure classification helpers of trial.py: sandbox socket denial and result-path hygiene."""
+
+from pathlib import Path
+
+import pytest
+from autofl_core.trial import _version_tuple, _without_temp_paths, sandbox_denied
+
+SANDBOXED = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3.11/socket.py", line 232, in __init__\n'
+    "    _socket.socket.__init__(self, family, type, proto, fileno)\n"
+    "PermissionError: [Errno 1] Operation not permitted\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("output", "denied"),
+    [
+        (SANDBOXED, True),
+        ("PermissionError: [Errno 1] Operation not permitted: bind to tcp://localhost:8002", True),
+        ("PermissionError: [Errno 13] Permission denied: '/data/train.csv'", False),
+        ("PermissionError: [Errno 1] Operation not permitted: '/etc/shadow'", False),
+        ("Operation not permitted while connecting socket", False),
+        ("", False),
+        ("Connection [CN00002 127.0.0.1:32858 => 127.0.0.1:56925] is created\n" + "x\n" * 20
+         + "PermissionError: [Errno 1] Operation not permitted: '/data/x'", False),
+    ],
+)
+def test_sandbox_denial_needs_permission_error_errno_text_and_socket_context(output, denied):
+    assert sandbox_denied(output) is denied
+
+
+def test_paths_inside_the_deleted_trial_root_point_at_the_copy():
+    root = Path("/tmp/autofl-sim-abc")
+    reason = f"RuntimeError: Logs are in {root}/job-1, e.g. server/log.txt; also {root}/other"
+    cleaned = _without_temp_paths(reason, root, "job-1", {"simulation": "autofl_runs/c1/simulation"})
+    assert cleaned == (
+        "RuntimeError: Logs are in autofl_runs/c1/simulation, e.g. server/log.txt; also <trial simulator root>/other"
+    )
+
+
+@pytest.mark.parametrize(("text", "expected"), [("2.9.0", (2, 9, 0)), ("2.8.1rc2", (2, 8, 1)), ("2.10", (2, 10))])
+def test_version_tuple(text, expected):
+    assert _version_tuple(text) == expected

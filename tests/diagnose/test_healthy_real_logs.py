@@ -1,0 +1,90 @@
+"""R6, other half: logs of healthy real NVFLARE 2.9 runs produce zero suspicious-content findings."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from nvfdiag.injection import scan_lines
+from nvfdiag.model import Line
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "fixtures" / "healthy_real"
+CLI = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
+EXAMPLE = REPO / "examples" / "hello-numpy"
+LOG_NAMES = ("log.txt", "log_fl.txt", "error_log.txt", "log.json")
+
+
+def read_lines(path: Path, site: str | None) -> list[Line]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return [Line(str(path), site, number, line) for number, line in enumerate(text.splitlines(), 1)]
+
+
+def run_logs(root: Path) -> list[Line]:
+    """Every line of the job stdout and of each site's log files under `root`, in a stable order."""
+    lines: list[Line] = []
+    for stdout in sorted(root.glob("job_std*.txt")):
+        lines += read_lines(stdout, None)
+    for site_dir in sorted(path for path in root.iterdir() if path.is_dir()):
+        for name in LOG_NAMES:
+            if (site_dir / name).is_file():
+                lines += read_lines(site_dir / name, site_dir.name)
+    return lines
+
+
+def test_fixture_is_a_real_run_with_the_tricky_vocabulary():
+    text = "\n".join(line.text for line in run_logs(FIXTURE))
+    assert len(text.splitlines()) > 500
+    for word in ("execute for task", "downloaded", "Sent token", "tcp://", "task_id=", '"message"'):
+        assert word in text, word
+    assert (FIXTURE / "server" / "log.json").is_file() and (FIXTURE / "site-2" / "log_fl.txt").is_file()
+    assert not list(FIXTURE.rglob("startup")) and not list(FIXTURE.rglob("*.key")) and not list(FIXTURE.rglob("*.pem"))
+
+
+def test_real_healthy_logs_have_zero_findings_as_one_stream():
+    lines = run_logs(FIXTURE)
+    assert scan_lines(lines) == []
+
+
+@pytest.mark.parametrize("name", ["job_stdout.txt", "server/log.txt", "server/log.json", "site-1/log.txt", "site-2/log.json"])
+def test_each_real_log_file_has_zero_findings(name):
+    assert scan_lines(read_lines(FIXTURE / name, name.split("/")[0])) == []
+
+
+def test_cli_on_the_real_healthy_run_reports_no_suspicious_content(python_exe):
+    assert CLI.is_file(), "diagnose_job.py (D1) is missing"
+    result = subprocess.run(
+        [python_exe, str(CLI), str(FIXTURE / "job_stdout.txt"), str(FIXTURE)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["suspicious_content"] == []
+    assert "SUSPICIOUS_LOG_CONTENT" not in report["findings"]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_fresh_real_simulation_has_zero_findings(python_exe, tmp_path):
+    """Run the NumPy example for real (new ports, ids and paths every time) and scan everything it logged."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "NVFLARE"))}
+    env["NVFLARE_SIMULATOR_WORKSPACE_ROOT"] = str(tmp_path / "ws")
+    with open(tmp_path / "job_stdout.txt", "wb") as stdout:
+        process = subprocess.Popen(
+            [python_exe, "job.py"], cwd=EXAMPLE, env=env, stdout=stdout, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            assert process.wait(timeout=240) == 0, (tmp_path / "job_stdout.txt").read_text(errors="replace")[-2000:]
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    workspace = next((tmp_path / "ws").iterdir())
+    lines = read_lines(tmp_path / "job_stdout.txt", None) + run_logs(workspace)
+    assert len(lines) > 500
+    assert scan_lines(lines) == []
