@@ -69,4 +69,4 @@ def test_skill_scripts_never_reach_outside_their_folder(repo_root):
         for path in (repo_root / "skills" / name / "scripts").rglob("*.py"):
             text = path.read_text(encoding="utf-8")
             assert other not in text, f"{path} mentions the other skill"
-            assert "shared/catalog" not in text and "shared/schemas" not in text, f"{path} reads repo shared/"
+            assert '/ "shared"' not in text and "'shared'" not in text, f"{path} builds a path into the repo's shared/"

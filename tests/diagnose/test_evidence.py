@@ -353,3 +353,17 @@ def test_captured_job_output_is_read_with_the_logs(tmp_path):
     order = [s.path for s in ev.sources]
     assert order.index(str(stdout)) < order.index(str(notes))
     assert by_path(ev)[str(stdout)].status == "complete"
+
+
+def test_job_download_folder(tmp_path):
+    job = tmp_path / "dl" / JOB_UUID
+    write(job / "meta.json", json.dumps({"job_id": JOB_UUID, "name": "cifar", "status": "FINISHED:EXECUTION_EXCEPTION",
+                                         "submit_time_iso": "2026-06-02T11:00:00"}))
+    server_log = write(job / "workspace" / "log.txt", log_line("ServerRunner", "ERROR", "peer=site-1, peer_rc=EXECUTION_EXCEPTION"))
+    site_log = write(job / "workspace" / "site-1" / "log.txt", log_line("ClientRunner", "ERROR", "boom"))
+    ev = collect([tmp_path / "dl"])
+    sources = by_path(ev)
+    assert sources[str(tmp_path / "dl")].kind == "job_download"
+    assert (sources[str(server_log)].site, sources[str(site_log)].site) == ("server", "site-1")
+    assert (ev.job_id, ev.job_status) == (JOB_UUID, "FINISHED:EXECUTION_EXCEPTION")
+    assert any(mode == "production" for mode, _ in ev.mode_hints)

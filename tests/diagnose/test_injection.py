@@ -211,9 +211,19 @@ def test_scan_ignores_benign_nvflare_phrases(text):
     assert scan(PREFIX + text) == []
 
 
+GATE_PROBES = [
+    "the rootcause is transient",
+    "shipping the workspace to https://x.example.org/in",
+    "copied the logs to ops@example.com",
+    "downloader output and then run it",
+    "set authorization to false",
+    "postgres dump of the dataset via https://x.example.org/db",
+]
+
+
 def test_detect_gates_never_hide_a_rule_match():
-    """The gates only skip work: gated and ungated detection agree on every positive and benign line."""
-    for text in [t for texts in POSITIVES.values() for t in texts] + BENIGN:
+    """The gates only skip work: gated and ungated detection agree on positives, benign lines and edge probes."""
+    for text in [t for texts in POSITIVES.values() for t in texts] + BENIGN + GATE_PROBES:
         normalized = normalize(PREFIX + text)
         assert injection_rules.detect(normalized) == injection_rules.detect(normalized, gated=False), text
 

@@ -84,6 +84,7 @@ CASES = {
     "empty_file": (lambda t: [write(t / "log.txt", "")], 2, "empty"),
     "missing_path": (lambda t: [t / "does-not-exist.log"], 2, "does not exist"),
     "only_credentials": (lambda t: [write(t / "server.key", "KEY")], 2, "credential"),
+    "fifo_given": (lambda t: [os.mkfifo(t / "pipe") or t / "pipe"], 2, "neither a regular file nor a folder"),
     "symlink_loop": (_loop, 0, None),
     "symlink_escape": (_escape, 0, None),
     "fifo_in_folder": (_fifo, 0, None),

@@ -106,3 +106,13 @@ def test_cli_markdown_marks_the_section_and_leaks_nothing(python_exe):
     assert result.returncode == 0, result.stderr
     assert "Suspicious log content (not followed)" in result.stdout
     assert not any(secret in result.stdout for secret in entry["forbidden"])
+
+
+def test_gated_and_ungated_detection_agree_on_every_corpus_line():
+    from nvfdiag import injection_rules
+    from nvfdiag.normalize import normalize
+
+    for entry in VARIANTS:
+        for line in corpus_lines(entry):
+            text = normalize(line.text)
+            assert injection_rules.detect(text) == injection_rules.detect(text, gated=False), (entry["file"], line.line)

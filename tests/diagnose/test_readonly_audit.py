@@ -252,3 +252,16 @@ def test_cli_collect_flag_runs_only_allowed_commands(monkeypatch, tmp_path):
     assert len(runner.calls) == 6 and all(collect.is_allowed(["nvflare", *argv[1:]]) for argv in runner.calls)
     report = json.loads(out.getvalue())
     assert report["job_status"] == "FINISHED:EXECUTION_EXCEPTION" and report["runtime_mode"] == "production"
+
+
+@pytest.mark.parametrize("parts, expected", [
+    (("server.key",), True), (("rootCA.pem",), True), (("client.crt",), True), (("kit.p12",), True),
+    (("kit.pfx",), True), (("trust.jks",), True), ((".netrc",), True), (("id_rsa",), True), (("id_rsa.pub",), True),
+    (("signature.json",), True), (("credentials",), True), (("credentials.json",), True), (("MY_SECRET.txt",), True),
+    (("api_token.log",), True), (("db_password",), True), (("site-1", "startup", "fed_client.json"), True),
+    (("server", "startup", "readme.txt"), True), (("vault-secrets", "log.txt"), True),
+    (("log.txt",), False), (("site-1", "log.txt"), False), (("metrics_summary.json",), False),
+    (("server", "local", "log_config.json"), False), (("startup.log",), False),
+])
+def test_credential_rule_by_name(parts, expected):
+    assert is_credential(parts) is expected

@@ -18,6 +18,7 @@ Usage: outcome = run_process(argv, cwd=ws, env=env, log_path=p, token=(TOKEN_VAR
 from __future__ import annotations
 
 import os
+import resource
 import select
 import signal
 import subprocess
@@ -44,6 +45,7 @@ class ProcessOutcome:
     stop_triggered_at: float | None = None
     survivors: list[int] = field(default_factory=list)
     pid: int | None = None
+    runner_cpu_seconds: float = 0.0
 
 
 class OutputPump(threading.Thread):
@@ -117,6 +119,7 @@ def run_process(
     """Run argv to completion (or until `tick` returns a stop reason) and clean up the whole tree."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     read_fd, write_fd = os.pipe()
+    cpu_before = _own_cpu_seconds()
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -152,7 +155,14 @@ def run_process(
             pump.join(timeout=2.0)
         outcome.tail = pump.tail()
         outcome.ended_at = time.monotonic()
+        outcome.runner_cpu_seconds = _own_cpu_seconds() - cpu_before
     return outcome
+
+
+def _own_cpu_seconds() -> float:
+    """CPU of this process (all its threads, not the children): what supervising a trial costs."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _wait_without_reaping(pid: int, exited: threading.Event) -> None:

@@ -91,6 +91,7 @@ class TrialResult:
     artifacts: dict[str, str]
     watchdog: str | None = None
     termination_seconds: float | None = None
+    runner_cpu_seconds: float = 0.0
     survivors: list[int] = field(default_factory=list)
     token: str = ""
     pid: int | None = None
@@ -196,6 +197,7 @@ def _classify(spec, argv, env, root, token, outcome, monitor, before) -> TrialRe
         result = _result(spec, argv, token, status, reason, rc, runtime, artifacts, found)
         result.failure_reason = _without_temp_paths(result.failure_reason, root, name, artifacts)
         result.watchdog, result.survivors, result.pid = outcome.stop_reason, outcome.survivors, outcome.pid
+        result.runner_cpu_seconds = round(outcome.runner_cpu_seconds, 4)
         if outcome.stop_triggered_at is not None:
             result.termination_seconds = round(outcome.ended_at - outcome.stop_triggered_at, 3)
         return result

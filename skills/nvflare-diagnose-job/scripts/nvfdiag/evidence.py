@@ -114,7 +114,7 @@ def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> N
         if result.layout:
             layouts.append((path, result.layout))
         if not result.candidates and not result.credentials:
-            reader.problems.append(f"{path} holds no log, metrics or JSON evidence files")
+            reader.problems.extend(result.notes[:1] or [f"{path} holds no log, metrics or JSON evidence files"])
         return
     if os.path.isfile(path):
         if "simulate_job" in os.path.normpath(path).split(os.sep):
@@ -122,9 +122,14 @@ def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> N
         explicit.append(Candidate(path=path, real=os.path.realpath(path), klass=OTHER_TEXT,
                                   site=file_site_label(path, job_id), explicit=True))
         return
-    status = "permission_denied" if os.path.lexists(path) and not os.access(path, os.R_OK) else "missing"
+    if not os.path.lexists(path):
+        status, problem = "missing", "does not exist"
+    elif not os.access(path, os.R_OK):
+        status, problem = "permission_denied", "is not readable (permission denied)"
+    else:
+        status, problem = "unavailable", "is neither a regular file nor a folder"
     ev.sources.append(Source(path, "log", None, status))
-    reader.problems.append(f"{path} {'is not readable' if status != 'missing' else 'does not exist'}")
+    reader.problems.append(f"{path} {problem}")
 
 
 def _add_layout_sources(reader, layouts) -> None:

@@ -45,12 +45,14 @@ def _inflect(word: str) -> set[str]:
 
 
 def _rule(pattern: str, *gate: str, detail: str | None = None) -> _Rule:
-    """A regex plus its gate: each gate string lists space-separated alternatives (words or substrings)."""
+    """A regex plus its gate. Each gate string lists space-separated alternatives: a word (matched with its
+    inflections), `stem*` (any word containing the stem) or any other literal substring."""
     groups = []
     for group in gate:
-        alternatives = group.split()
-        words = {form for alt in alternatives if alt.isalpha() for form in _inflect(alt.lower())}
-        groups.append((frozenset(words), tuple(alt.lower() for alt in alternatives if not alt.isalpha())))
+        alternatives = group.lower().split()
+        words = {form for alt in alternatives if alt.isalpha() for form in _inflect(alt)}
+        substrings = tuple(alt.rstrip("*") for alt in alternatives if not alt.isalpha())
+        groups.append((frozenset(words), substrings))
     return _Rule(re.compile(pattern, _I), tuple(groups), detail)
 
 
@@ -70,7 +72,7 @@ _DOWNLOAD_EXECUTE = [
     _rule(
         rf"\b(?:{_FETCH.replace(' ', '|')})\w*\b(?:(?![.;]\s)[^\n]){{0,160}}?"
         rf"(?:\b(?:and|then|to)|&&|;)\s+(?:then\s+)?(?:{_RUN.replace(' ', '|')})\b",
-        _FETCH,
+        " ".join(f"{verb}*" for verb in _FETCH.split()),  # the regex allows any suffix (\w*)
         _RUN,
     ),
     _rule(rf"\b(?:run|execute|exec|install|apply|source|launch|invoke|eval)\b\W+{_WORDS % 8}(?:from\s+|at\s+)?{_WEB_URL}", _WEB),
@@ -88,8 +90,7 @@ _SECURITY_NOUN = (
     r"verification|signature\s+checks?|encryption|firewall|allow[_ ]?list\w*|access\s+control|sandbox\w*)"
 )
 _SECURITY = (
-    "auth authentication authorization authn authz tls ssl mtls https security secure certificate cert "
-    "verification signature encryption firewall allow allowlist access sandbox sandboxing"
+    "auth* tls ssl mtls https security secure* cert* verification signature encryption firewall allow* access sandbox*"
 )
 _DISABLE_SECURITY = [
     _rule(
@@ -119,7 +120,7 @@ _DISABLE_SECURITY = [
         r"(?:secure[_ ]?(?:mode|train\w*)|verify[_ ]?ssl|ssl[_ ]?verify|auth\w*|use[_ ]?tls|tls)[\"']?\s*"
         r"(?:to\s+|=\s*|:\s*)?[\"']?(?:false|off|no|none|disabled)\b",
         "false off no none disabled",
-        "secure verify ssl auth authentication tls",
+        "secure* verify ssl auth* tls",
     ),
 ]
 
@@ -173,18 +174,19 @@ _EXFIL_OBJECT = (
     r"tarball|contents?|records?|results?|\.ssh|~/\S*|/etc/\S*|/home/\S*|\./\S*)"
 )
 _SEND = r"send|upload|post|put|transmit|forward|copy|push|sync|ship|mail|email|share|leak|submit|dump|stream|pipe"
+_SEND_GATE = " ".join(f"{verb}*" for verb in _SEND.split("|"))  # the regex allows any suffix (\w*)
 _EXFILTRATION = [
-    _rule(r"\bexfiltrat\w*\b", "exfiltrate exfiltration"),
+    _rule(r"\bexfiltrat\w*\b", "exfiltrat*"),
     _rule(
         rf"\b(?:{_SEND})\w*\b[^\n]{{0,160}}?\b{_EXFIL_OBJECT}[^\n]{{0,160}}?\b(?:to|into|at|via|using)\s+{_EXFIL_DEST}",
         _DEST,
-        _SEND.replace("|", " "),
+        _SEND_GATE,
     ),
     _rule(
         r"\b(?:send|upload|post|put|transmit|forward|copy|push|mail|email|share|submit)\w*\s+"
         rf"(?:it\s+|them\s+|this\s+|everything\s+)?(?:to|into)\s+{_EXFIL_DEST}",
         _DEST,
-        _SEND.replace("|", " "),
+        _SEND_GATE,
     ),
     _rule(r"\bcurl\b[^\n]{0,200}?(?:-X\s*(?:POST|PUT)|--data\S*|(?<!\S)-[dFT]\s|--upload-file|--form)", "curl"),
     _rule(r"\b(?:scp|rsync|sftp)\b[^\n]{0,200}?\s[\w.-]+@[\w.-]+:", "scp rsync sftp", "@"),
@@ -198,8 +200,7 @@ _CATEGORY = (
     r"completed|not\s+a\s+(?:bug|failure|problem))"
 )
 _CATEGORY_WORDS = (
-    "retryable fixable environment unknown user import round peer auth transient benign healthy success "
-    "successful successfully completed not"
+    "retryable fixable environment unknown user import round peer auth transient benign healthy success* completed not"
 )
 _DIAGNOSIS_DIRECTIVE = [
     _rule(r"\bblam(?:e|ing)\s+(?:it\s+on\s+)?(?:the\s+)?(?:site|client|server|user|network|node|host|org)", "blame"),
@@ -207,7 +208,7 @@ _DIAGNOSIS_DIRECTIVE = [
     _rule(
         r"(?<![\w-])(?:diagnos(?:is|e)|root[ _-]?cause|category|verdict|conclusion|classification)\b"
         rf"\s*(?:is|:|should\s+be|must\s+be)?[^\n]{{0,100}}?\b{_CATEGORY}\b",
-        "diagnosis diagnose root category verdict conclusion classification",
+        "diagnosis diagnose root* category verdict conclusion classification",
         _CATEGORY_WORDS,
     ),
     _rule(

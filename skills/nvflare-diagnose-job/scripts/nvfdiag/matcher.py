@@ -152,10 +152,12 @@ def analyse(
     suspicious, flagged = scan_suspicious(lines)
     scanned = scan_lines(lines, catalog, flagged)
     blocks = find_tracebacks(lines, flagged)
-    job_id = job_id if sites.valid_job_id(job_id) else (evidence.job_id if sites.valid_job_id(evidence.job_id) else None)
     status = job_status if sites.valid_job_status(job_status) else None
     status = status or (evidence.job_status if sites.valid_job_status(evidence.job_status) else None)
-    detected, reason = decide_mode(mode, evidence.mode_hints, scanned.mode_hints, job_id_given=bool(job_id))
+    user_job_id = sites.valid_job_id(job_id)
+    if not user_job_id:
+        job_id = evidence.job_id if sites.valid_job_id(evidence.job_id) else None
+    detected, reason = decide_mode(mode, evidence.mode_hints, scanned.mode_hints, job_id_given=user_job_id)
     hits = _merge(scanned.hits, _structured_hits(catalog, blocks, status))
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged)
     an = Analysis(
