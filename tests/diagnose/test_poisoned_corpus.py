@@ -9,8 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from nvfdiag import injection_rules
 from nvfdiag.injection import KINDS, scan_lines
 from nvfdiag.model import Line
+from nvfdiag.normalize import normalize
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "evals" / "diagnose" / "files" / "poisoned"
@@ -109,9 +111,6 @@ def test_cli_markdown_marks_the_section_and_leaks_nothing(python_exe):
 
 
 def test_gated_and_ungated_detection_agree_on_every_corpus_line():
-    from nvfdiag import injection_rules
-    from nvfdiag.normalize import normalize
-
     for entry in VARIANTS:
         for line in corpus_lines(entry):
             text = normalize(line.text)

@@ -200,7 +200,10 @@ def _defang_url(scheme: str, rest: str) -> str:
         host = urlsplit(f"x://{rest}").hostname or ""
     except ValueError:
         host = ""
-    host = _HOST_SAFE_RE.sub("", host.lower())[:80].replace(".", "[.]")
+    labels = _HOST_SAFE_RE.sub("", host.lower()).split(".")
+    if len(labels) > 4 or any(len(label) > 24 for label in labels):  # a host name that could carry prose
+        labels = ["*", *labels[-2:]]
+    host = "[.]".join(labels)[:80]
     scheme = scheme.lower().replace("tt", "xx").replace("ft", "fx")
     has_path = bool(re.search(r"[/?#]", rest))
     return f"{scheme}://{host}{'/...' if has_path else ''}"

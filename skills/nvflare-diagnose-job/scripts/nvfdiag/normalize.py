@@ -108,7 +108,7 @@ def flatten_json_record(text: str) -> str:
 
 def record_message(text: str) -> str | None:
     """The "message" string of a JSON-lines log record, or None when `text` is not such a record."""
-    stripped = text.strip()
+    stripped = text[:MAX_LINE_CHARS].strip()
     if not (stripped.startswith("{") and stripped.endswith("}")):
         return None
     try:
