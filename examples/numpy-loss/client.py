@@ -6,7 +6,6 @@ Reports `loss`, the mean squared error of the received global model on the site'
 import argparse
 
 import numpy as np
-
 import nvflare.client as flare
 from nvflare.app_common.abstract.fl_model import FLModel
 

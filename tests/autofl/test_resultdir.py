@@ -3,7 +3,14 @@
 import os
 
 import pytest
-from autofl_core.resultdir import ResultDirError, copy_result, printed_paths, resolve_result_dir, snapshot_children
+from autofl_core.resultdir import (
+    ResultDirError,
+    collect_result,
+    copy_result,
+    printed_paths,
+    resolve_result_dir,
+    snapshot_children,
+)
 
 
 def make(root, *names):
@@ -91,4 +98,16 @@ def test_copy_result_replaces_destination_and_keeps_links(tmp_path):
     assert (destination / "server" / "log.txt").read_text() == "new"
     assert not (destination / "stale").exists()
     assert os.readlink(destination / "link") == "/etc/hostname"
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["simulation"]
+
+
+def test_collect_result_moves_out_of_the_trial_root_and_replaces_a_stale_copy(tmp_path):
+    source = tmp_path / "root" / "job"
+    (source / "server").mkdir(parents=True)
+    (source / "server" / "log.txt").write_text("fresh")
+    destination = tmp_path / "run" / "simulation"
+    (destination / "stale").mkdir(parents=True)
+    collect_result(source, destination)
+    assert (destination / "server" / "log.txt").read_text() == "fresh"
+    assert not (destination / "stale").exists() and not source.exists()
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["simulation"]

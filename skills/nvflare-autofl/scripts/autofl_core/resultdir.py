@@ -1,4 +1,4 @@
-"""Find the simulator result directory of a trial inside its isolated root, and copy it out.
+"""Find the simulator result directory of a trial inside its isolated root, and move/copy it out.
 
 Resolution order (the first rule that yields a directory wins):
 1. a path the job printed (`Result can be found in :`, `simulation logs can be found at`,
@@ -10,6 +10,7 @@ Several candidates at one step fail closed (`ResultDirError`). The returned name
 the runner persists as `artifacts.simulator_result_name`.
 
 Usage: name, rule = resolve_result_dir(root, output_lines, injected_name=..., expected_names=[...])
+       collect_result(root / name, run_dir / "simulation")
 """
 
 from __future__ import annotations
@@ -103,6 +104,17 @@ def resolve_result_dir(
     raise ResultDirError("the job wrote no simulator result directory under NVFLARE_SIMULATOR_WORKSPACE_ROOT")
 
 
+def collect_result(source: Path, destination: Path) -> None:
+    """Move the result out of the disposable trial root (a rename), or copy it across filesystems."""
+    destination = Path(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    _retire(destination)
+    try:
+        os.rename(source, destination)
+    except OSError:
+        copy_result(source, destination)
+
+
 def copy_result(source: Path, destination: Path) -> None:
     """Copy the result tree (symlinks kept as links) to `destination`, replacing it atomically."""
     destination = Path(destination)
@@ -110,14 +122,22 @@ def copy_result(source: Path, destination: Path) -> None:
     staging = destination.with_name(f".{destination.name}.{uuid.uuid4().hex}.tmp")
     try:
         shutil.copytree(source, staging, symlinks=True)
-        if destination.exists():
-            retired = destination.with_name(f".{destination.name}.{uuid.uuid4().hex}.old")
-            os.replace(destination, retired)
-            shutil.rmtree(retired, ignore_errors=True)
+        _retire(destination)
         os.replace(staging, destination)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _retire(destination: Path) -> None:
+    """Remove an existing destination by renaming it away first (readers never see a half-deleted tree)."""
+    if destination.exists() or destination.is_symlink():
+        retired = destination.with_name(f".{destination.name}.{uuid.uuid4().hex}.old")
+        os.replace(destination, retired)
+        if retired.is_dir() and not retired.is_symlink():
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            retired.unlink(missing_ok=True)
 
 
 def _is_real_dir(path: Path) -> bool:

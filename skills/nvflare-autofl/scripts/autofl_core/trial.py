@@ -228,7 +228,7 @@ def _copy_result(spec, root, printed, before, artifacts) -> tuple[str | None, st
     except resultdir.ResultDirError as error:
         return None, str(error)
     destination = Path(spec.run_dir) / "simulation"
-    resultdir.copy_result(root / name, destination)
+    resultdir.collect_result(root / name, destination)
     artifacts["simulator_result_name"] = name
     artifacts["simulation"] = _display_path(spec.workspace, destination)
     return name, ""

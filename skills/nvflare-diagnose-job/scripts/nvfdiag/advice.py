@@ -10,6 +10,7 @@ from . import sites
 
 MAX_MISSING = 12
 MAX_COMMANDS = 10
+MAX_UNREADABLE = 4
 _INVISIBLE_WORDS = {
     "missing": "missing",
     "permission_denied": "not readable (permission denied)",
@@ -71,6 +72,8 @@ def missing_and_follow_ups(an) -> tuple[list[str], list[str]]:
     if an.mode != "simulation" and an.job_status is None and (an.job_id or an.mode == "production"):
         missing.append("the job status (terminal state of the job)")
         use("job_meta")
+    unreadable = [s for s in an.evidence.sources if s.status in ("missing", "permission_denied", "unavailable")]
+    missing.extend(f"{s.path}: {_INVISIBLE_WORDS[s.status]}" for s in unreadable[:MAX_UNREADABLE])
     truncated = sorted({s.path for s in an.evidence.sources if s.truncated})
     if truncated:
         missing.append(f"{len(truncated)} evidence file(s) were truncated to the byte limit; raise --max-bytes to read more")

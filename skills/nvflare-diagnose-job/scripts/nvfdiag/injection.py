@@ -61,7 +61,9 @@ def scan_lines(lines: Iterable[Line]) -> list[dict]:
     for index, (item, view) in enumerate(zip(items, views, strict=True)):
         for kind, summary in view.findings():
             _add(found, index, item, kind, summary)
-    for start in range(len(items) - 1):
+    # Only windows that contain a line with candidate rules can hold a split directive.
+    starts = {s for i, view in enumerate(views) if view.candidates for s in range(i - MAX_JOINED_LINES + 1, i + 1)}
+    for start in sorted(s for s in starts if 0 <= s < len(items) - 1):
         if not _consecutive(items[start], items[start + 1]):
             continue
         end = start + 1  # the window is items[start:end + 1], up to MAX_JOINED_LINES consecutive lines

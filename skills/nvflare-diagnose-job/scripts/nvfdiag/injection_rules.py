@@ -264,12 +264,15 @@ _FAMILIES = {
 _ALL_RULES = [(family, rule) for family, rules in _FAMILIES.items() for rule in rules]
 # Index of each rule's first gate group, so one set intersection finds the few rules worth trying.
 _BY_WORD: dict[str, list[int]] = {}
-_BY_SUBSTRING: list[tuple[str, int]] = []
+_BY_SUBSTRING: dict[str, list[int]] = {}
 for _index, (_family, _r) in enumerate(_ALL_RULES):
     for _word in _r.gate[0][0]:
         _BY_WORD.setdefault(_word, []).append(_index)
-    _BY_SUBSTRING.extend((_sub, _index) for _sub in _r.gate[0][1])
+    for _sub in _r.gate[0][1]:
+        _BY_SUBSTRING.setdefault(_sub, []).append(_index)
 _INDEXED_WORDS = frozenset(_BY_WORD)
+# One cheap scan decides whether any first-group substring occurs at all; the exact ones are then listed.
+_SUBSTRING_RE = re.compile("|".join(re.escape(sub) for sub in sorted(_BY_SUBSTRING, key=len, reverse=True)))
 _MARKER = re.compile(r"\[(USER_CODE_EXCEPTION|FLARE)\]|\b(FINISHED[:_][A-Z_]+)\b")
 
 
@@ -286,7 +289,8 @@ def candidate_rules(lowered: str, words: frozenset[str]) -> frozenset[int]:
     the union of each line's candidates.
     """
     candidates = {index for word in words & _INDEXED_WORDS for index in _BY_WORD[word]}
-    candidates.update(index for sub, index in _BY_SUBSTRING if sub in lowered)
+    if _SUBSTRING_RE.search(lowered):
+        candidates.update(index for sub, indexes in _BY_SUBSTRING.items() if sub in lowered for index in indexes)
     return frozenset(candidates)
 
 

@@ -6,6 +6,7 @@ far below 64 KiB; the `omitted` object says how many entries each capped list dr
 
 from __future__ import annotations
 
+import json
 import re
 
 from . import sites
@@ -21,6 +22,9 @@ MAX_PRIMARY_SIGNALS = 8
 MAX_SUSPICIOUS = 50
 MAX_MARKERS = 20
 MAX_CANDIDATES = 12
+MAX_METRICS = 50
+MAX_REPORT_BYTES = 60 * 1024  # stays under the 64 KiB bar with room for indentation
+SHRINKABLE = ("evidence_sources", "suspicious_content", "signals", "unverified_markers", "other_candidates")
 _IDENT = re.compile(r"^[A-Za-z_<][\w.<>-]{0,80}$")
 _QUALITY_PROBLEMS = ("partial", "truncated", "missing", "permission_denied", "unavailable", "not_streamed",
                      "skipped_binary", "skipped_limit")
@@ -143,7 +147,8 @@ def _findings(an, sources) -> list[str]:
 
 
 def _quality(an, findings: list[str]) -> str:
-    if not an.evidence.lines and not an.evidence.metrics:
+    readable = any(s.status in ("complete", "partial", "truncated") for s in an.evidence.sources)
+    if not readable or (not an.evidence.lines and not an.evidence.metrics):
         return "insufficient"
     problems = {"PARTIAL_LOG_VISIBILITY", "LOGS_TRUNCATED", "EVIDENCE_LIMIT_REACHED", "CLIENT_TRACEBACK_MISSING"}
     if problems & set(findings) or an.unsupplied_sites or any(s.status in _QUALITY_PROBLEMS for s in an.evidence.sources):
@@ -164,7 +169,7 @@ def assemble(an, missing: list[str], commands: list[str]) -> dict:
     row = an.primary.row if an.primary else None
     markers = [{"marker": m["marker"], "source": an.evidence.lines[m["index"]].source,
                 "line": an.evidence.lines[m["index"]].line, "corroborated": m["corroborated"]} for m in an.markers]
-    return {
+    return _fit({
         "schema_version": SCHEMA_VERSION,
         "runtime_mode": an.mode,
         "mode_reason": an.mode_reason,
@@ -181,7 +186,7 @@ def assemble(an, missing: list[str], commands: list[str]) -> dict:
         "findings": findings,
         "suspicious_content": _suspicious(an),
         "unverified_markers": markers[:MAX_MARKERS],
-        "metrics": an.evidence.metrics,
+        "metrics": _metrics(an.evidence.metrics),
         "next_action": _next_action(an),
         "missing_evidence": missing,
         "follow_up_commands": commands,
@@ -191,7 +196,29 @@ def assemble(an, missing: list[str], commands: list[str]) -> dict:
             "suspicious_content": max(0, len(an.suspicious) - MAX_SUSPICIOUS),
             "unverified_markers": max(0, len(markers) - MAX_MARKERS),
         },
-    }
+    })
+
+
+def _metrics(metrics: dict | None) -> dict | None:
+    """The readers' metrics, with at most MAX_METRICS final aggregated values (sorted by name)."""
+    if not metrics:
+        return metrics
+    final = metrics.get("final_aggregated_metrics")
+    if isinstance(final, dict) and len(final) > MAX_METRICS:
+        metrics = dict(metrics, final_aggregated_metrics={k: final[k] for k in sorted(final)[:MAX_METRICS]})
+    return metrics
+
+
+def _fit(report: dict) -> dict:
+    """Halve the longest lists (counting what is dropped in `omitted`) until the JSON fits MAX_REPORT_BYTES."""
+    while len(json.dumps(report, sort_keys=True)) > MAX_REPORT_BYTES:
+        key = max(SHRINKABLE, key=lambda k: len(json.dumps(report[k])))
+        if not report[key]:
+            break
+        keep = len(report[key]) // 2
+        report["omitted"][key] = report["omitted"].get(key, 0) + len(report[key]) - keep
+        report[key] = report[key][:keep]
+    return report
 
 
 def _next_action(an) -> str:
