@@ -3,7 +3,6 @@
 import argparse
 
 import numpy as np
-
 import nvflare.client as flare
 from nvflare.app_common.abstract.fl_model import FLModel
 

@@ -134,10 +134,35 @@ def test_pillow_fallback(tmp_path, monkeypatch):
     assert not _has_color(empty, BEST_RGB) and not _has_color(empty, (0x94, 0x67, 0xBD), tolerance=2)
 
 
+def _ring_above(image, pixel):
+    """True when the best color appears just above `pixel`, where the best-point ring passes (no line does)."""
+    x, y = pixel
+    strip = image.crop((x - 2, y - 11, x + 3, y - 6))
+    return _has_color(strip, BEST_RGB, tolerance=40)
+
+
+@pytest.mark.parametrize("backend", ["matplotlib", "pillow"])
+def test_the_best_point_is_ringed_where_the_data_puts_it(tmp_path, monkeypatch, backend):
+    if backend == "pillow":
+        _block(monkeypatch, "matplotlib")
+    # Same scores and x positions in both modes, so the two images share their axes: only the best differs.
+    high = plot.render(EVERY_STATUS, tmp_path / "max.png", metric="accuracy", mode="max")
+    low = plot.render(EVERY_STATUS, tmp_path / "min.png", metric="accuracy", mode="min")
+    assert high["backend"] == low["backend"] == backend
+    assert (high["best"]["name"], low["best"]["name"]) == ("fedprox-faithful", "baseline")
+    assert high["best_pixel"][0] > low["best_pixel"][0], "a later experiment sits further right"
+    assert high["best_pixel"][1] < low["best_pixel"][1], "a higher score sits higher"
+    max_image, min_image = _check_png(tmp_path / "max.png"), _check_png(tmp_path / "min.png")
+    assert _ring_above(max_image, high["best_pixel"]) and _ring_above(min_image, low["best_pixel"])
+    assert not _ring_above(max_image, low["best_pixel"]), "the max-mode image rings only its own best"
+    assert not _ring_above(min_image, high["best_pixel"]), "the min-mode image rings only its own best"
+
+
 def test_text_note_without_matplotlib_or_pillow(tmp_path, monkeypatch, capsys):
     _block(monkeypatch, "matplotlib", "PIL")
     summary = plot.render(EVERY_STATUS, tmp_path / "progress.png", metric="accuracy", mode="max")
     assert summary["backend"] == "text" and summary["output"] == str(tmp_path / "progress.txt")
+    assert summary["best_pixel"] is None
     note = (tmp_path / "progress.txt").read_text()
     assert "accuracy (max" in note and "fedprox-faithful  <- best" in note and "(no score)  broken" in note
     assert not (tmp_path / "progress.png").exists()

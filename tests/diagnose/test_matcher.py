@@ -529,3 +529,14 @@ def test_huge_paths_and_metrics_still_fit_64_kib():
     assert len(report["metrics"]["final_aggregated_metrics"]) == 50
     assert report["omitted"]["evidence_sources"] > 0
     assert len(report["evidence_sources"]) + report["omitted"]["evidence_sources"] == 100
+
+
+def test_follow_up_commands_never_contain_unfilled_site_placeholders():
+    report = run(
+        ev(("bundle.json#server", "server", [log("ERROR", "task round_3 timed out waiting for site-2")]),
+           site_status={"site-2": "not_streamed"}, job_id="abc123"),
+        mode="production",
+    )
+    assert report["matched_pattern"] == "PARTIAL_LOG_VISIBILITY"
+    assert not any("<site>" in cmd for cmd in report["follow_up_commands"])
+    assert any("site-2" in cmd and "log.txt" in cmd for cmd in report["follow_up_commands"])

@@ -5,6 +5,9 @@ Usage::
     data = plot_data(rows, "max")          # pure: points, failures, literature markers, running best, best
     summary = render(rows, "progress.png", metric="accuracy", mode="max")   # {"backend": ..., "output": ...}
 
+The best point is ringed in the best color; `render` reports where (`best_pixel`, image pixels from the
+top-left corner) so the picture can be checked against the data.
+
 The x axis counts experiments (baseline, keep, discard and crash rows) in ledger order, starting at 1;
 a literature event sits half a step after the experiment it follows. Plotting libraries are imported only
 inside the renderers, never when this module is imported.
@@ -103,24 +106,25 @@ def render(rows: list[dict], output: str | os.PathLike, *, metric: str, mode: st
     """Write the progress PNG to `output` atomically; returns which backend drew it.
 
     Falls back from matplotlib to Pillow; with neither, writes a text note beside `output`
-    (same name, `.txt`) and warns on stderr.
+    (same name, `.txt`) and warns on stderr. `best_pixel` is the ringed best point in the image, or None.
     """
     data = plot_data(rows, mode)
     title = title_text(data, metric, mode)
     for backend, draw in (("matplotlib", _draw_matplotlib), ("pillow", _draw_pillow)):
         try:
-            png = draw(data, title, metric)
+            png, best_pixel = draw(data, title, metric)
         except ImportError:
             continue
         except Exception as exc:  # a plotting library bug must not lose the campaign's progress output
             print(f"plot: {backend} failed ({type(exc).__name__}: {exc}); trying the next renderer", file=sys.stderr)
             continue
         atomic.write_bytes(output, png)
-        return {"backend": backend, "output": str(output), "best": data["best"], "scored": data["scored"]}
+        return {"backend": backend, "output": str(output), "best": data["best"], "best_pixel": best_pixel,
+                "scored": data["scored"]}
     note = Path(output).with_suffix(".txt")
     atomic.write_text(note, text_summary(data, title))
     print(f"plot: neither matplotlib nor Pillow is installed; wrote a text summary to {note}", file=sys.stderr)
-    return {"backend": "text", "output": str(note), "best": data["best"], "scored": data["scored"]}
+    return {"backend": "text", "output": str(note), "best": data["best"], "best_pixel": None, "scored": data["scored"]}
 
 
 def text_summary(data: dict, title: str) -> str:
@@ -153,7 +157,7 @@ def _best_steps(data: dict) -> tuple[list, list]:
     return xs, ys
 
 
-def _draw_matplotlib(data: dict, title: str, metric: str) -> bytes:
+def _draw_matplotlib(data: dict, title: str, metric: str) -> tuple[bytes, list[int] | None]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -167,8 +171,12 @@ def _draw_matplotlib(data: dict, title: str, metric: str) -> bytes:
     else:
         _matplotlib_series(axes, data, metric)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", metadata={"Software": None})
-    return buffer.getvalue()
+    figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    best = data["best"]
+    if best is None:
+        return buffer.getvalue(), None
+    x, y = axes.transData.transform((best["x"], best["score"]))  # display pixels, origin bottom-left
+    return buffer.getvalue(), [round(x), round(SIZE[1] - y)]
 
 
 def _matplotlib_series(axes, data: dict, metric: str) -> None:
@@ -193,6 +201,8 @@ def _matplotlib_series(axes, data: dict, metric: str) -> None:
                   color=COLORS["literature"], ha="right", va="top", rotation=90)
     best = data["best"]
     if best:
+        axes.plot([best["x"]], [best["score"]], linestyle="none", marker="o", markersize=14, markerfacecolor="none",
+                  markeredgecolor=COLORS["best"], markeredgewidth=2, label="best", zorder=4)
         axes.annotate(_literal(f"best {best['name']}: {format_score(best['score'])}"), xy=(best["x"], best["score"]),
                       xytext=(12, 12), textcoords="offset points", fontsize=8,
                       arrowprops={"arrowstyle": "->", "color": COLORS["best"]})
@@ -209,23 +219,25 @@ def _literal(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _draw_pillow(data: dict, title: str, metric: str) -> bytes:
+def _draw_pillow(data: dict, title: str, metric: str) -> tuple[bytes, list[int] | None]:
     from PIL import Image, ImageDraw, ImageFont
 
     image = Image.new("RGB", SIZE, "white")
     draw = ImageDraw.Draw(image)
     font = ImageFont.load_default()
     draw.text((20, 12), title, fill="black", font=font)
+    best_pixel = None
     if not data["points"]:
         draw.text((SIZE[0] // 2 - 80, SIZE[1] // 2), EMPTY_MESSAGE, fill="black", font=font)
     else:
-        _pillow_series(draw, font, data, metric)
+        best_pixel = _pillow_series(draw, font, data, metric)
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
-    return buffer.getvalue()
+    return buffer.getvalue(), best_pixel
 
 
-def _pillow_series(draw, font, data: dict, metric: str) -> None:
+def _pillow_series(draw, font, data: dict, metric: str) -> list[int] | None:
+    """Draw the axes box, literature markers, running best, points and crashes; return the best point's pixel."""
     left, top, right, bottom = 70, 40, SIZE[0] - 20, SIZE[1] - 50
     low, high = _y_range(data)
     span_x = max(data["x_max"], 1)
@@ -257,7 +269,9 @@ def _pillow_series(draw, font, data: dict, metric: str) -> None:
         draw.line((x - 4, bottom - 12, x + 4, bottom - 4), fill=COLORS["crash"], width=2)
         draw.line((x - 4, bottom - 4, x + 4, bottom - 12), fill=COLORS["crash"], width=2)
     best = data["best"]
-    if best:
-        x, y = to_px(best["x"], best["score"])
-        draw.ellipse((x - 7, y - 7, x + 7, y + 7), outline=COLORS["best"], width=2)
-        draw.text((x + 10, y - 18), f"best {best['name']}: {format_score(best['score'])}", fill="black", font=font)
+    if not best:
+        return None
+    x, y = to_px(best["x"], best["score"])
+    draw.ellipse((x - 9, y - 9, x + 9, y + 9), outline=COLORS["best"], width=2)
+    draw.text((x + 12, y - 20), f"best {best['name']}: {format_score(best['score'])}", fill="black", font=font)
+    return [round(x), round(y)]

@@ -37,57 +37,97 @@ def _dedupe(items: list[str], limit: int) -> list[str]:
     return seen[:limit]
 
 
-def missing_and_follow_ups(an) -> tuple[list[str], list[str]]:
-    """What to collect next, as sentences and bounded commands, derived from the analysis only."""
-    templates = an.catalog.follow_up_templates
-    missing: list[str] = []
-    commands: list[str] = []
+class _Advice:
+    """Collects missing-evidence sentences and filled follow-up templates for one analysis."""
 
-    def use(name: str, site: str | None = None) -> None:
-        if name in templates:
-            commands.append(_fill(templates[name], an.job_id, site))
+    def __init__(self, an):
+        self.an = an
+        self.templates = an.catalog.follow_up_templates
+        self.missing: list[str] = []
+        self.commands: list[str] = []
 
+    def need(self, sentence: str) -> None:
+        self.missing.append(sentence)
+
+    def run(self, name: str, site: str | None = None) -> None:
+        if name in self.templates:
+            self.commands.append(_fill(self.templates[name], self.an.job_id, site))
+
+    def per_site(self, name: str) -> bool:
+        return "{site}" in self.templates.get(name, "")
+
+
+def _site_gaps(adv: _Advice) -> None:
+    an = adv.an
     for site, state in an.partial_sites.items():
-        missing.append(f"logs of {site}: the evidence says they are {_INVISIBLE_WORDS.get(state, state)}")
-        use("site_logs", site)
-        use("site_local_log", site)
+        adv.need(f"logs of {site}: the evidence says they are {_INVISIBLE_WORDS.get(state, state)}")
+        adv.run("site_logs", site)
+        adv.run("site_local_log", site)
     for site, state in an.hidden_sites.items():
         if site not in an.partial_sites and sites.valid_site(site):
-            missing.append(f"logs of {site}: the evidence says they are {_INVISIBLE_WORDS[state]}")
-            use("site_logs", site)
+            adv.need(f"logs of {site}: the evidence says they are {_INVISIBLE_WORDS[state]}")
+            adv.run("site_logs", site)
     for site in an.unsupplied_sites:
-        missing.append(f"logs of {site}: the symptom names this site but none of its logs were supplied")
-        use("site_logs", site)
+        adv.need(f"logs of {site}: the symptom names this site but none of its logs were supplied")
+        adv.run("site_logs", site)
+
+
+def _context_gaps(adv: _Advice) -> None:
+    an = adv.an
     if an.sim_traceback_missing:
-        missing.append(
-            "the client traceback: a SimEnv workspace only holds the server's view; the traceback is printed to "
-            "the stdout/stderr of `python job.py`"
-        )
-        use("sim_stdout")
+        adv.need("the client traceback: a SimEnv workspace only holds the server's view; the traceback is printed "
+                 "to the stdout/stderr of `python job.py`")
+        adv.run("sim_stdout")
     if an.mode == "ambiguous":
-        missing.append(
-            "the runtime mode (simulation, or POC/production) plus one concrete evidence source: a job id, a log "
-            "path, the simulation output path, or the startup-kit context"
-        )
+        adv.need("the runtime mode (simulation, or POC/production) plus one concrete evidence source: a job id, a "
+                 "log path, the simulation output path, or the startup-kit context")
     if an.mode != "simulation" and an.job_status is None and (an.job_id or an.mode == "production"):
-        missing.append("the job status (terminal state of the job)")
-        use("job_meta")
-    unreadable = [s for s in an.evidence.sources if s.status in ("missing", "permission_denied", "unavailable")]
-    missing.extend(f"{s.path}: {_INVISIBLE_WORDS[s.status]}" for s in unreadable[:MAX_UNREADABLE])
-    truncated = sorted({s.path for s in an.evidence.sources if s.truncated})
+        adv.need("the job status (terminal state of the job)")
+        adv.run("job_meta")
+
+
+def _reading_gaps(adv: _Advice) -> None:
+    an = adv.an
+    unreadable = [s for s in an.evidence.sources
+                  if s.status in ("missing", "permission_denied", "unavailable") and s.site not in an.evidence.site_status]
+    for source in unreadable[:MAX_UNREADABLE]:
+        adv.need(f"{source.path}: {_INVISIBLE_WORDS[source.status]}")
+    truncated = {s.path for s in an.evidence.sources if s.truncated}
     if truncated:
-        missing.append(f"{len(truncated)} evidence file(s) were truncated to the byte limit; raise --max-bytes to read more")
+        adv.need(f"{len(truncated)} evidence file(s) were truncated to the byte limit; raise --max-bytes to read more")
     if an.limits_reached:
-        missing.append("files skipped by --max-files / --max-total-bytes; raise the limits or pass the relevant files")
-        missing.extend(f"not read: {entry}" for entry in an.evidence.not_read[:4])
+        adv.need("files skipped by --max-files / --max-total-bytes; raise the limits or pass the relevant files")
+        for entry in an.evidence.not_read[:4]:
+            adv.need(f"not read: {entry}")
+
+
+def _row_follow_ups(adv: _Advice) -> None:
+    """The matched row's templates; per-site templates are filled once per affected site."""
+    an = adv.an
+    affected = list(an.partial_sites) + an.unsupplied_sites
+    for mode in _modes(an.mode):
+        for name in an.primary.row.follow_up.get(mode, ()):
+            for site in (affected if adv.per_site(name) else [None]):
+                adv.run(name, site)
+
+
+def _fallback(adv: _Advice) -> None:
+    """Medium/low confidence and UNKNOWN always get at least one sentence and the generic commands."""
+    if not adv.missing:
+        adv.need("direct evidence from the affected site (its own log with the error or traceback)")
+    for mode in _modes(adv.an.mode):
+        for name in ("all_logs", "job_meta") if mode == "production" else ("sim_stdout", "sim_workspace"):
+            adv.run(name)
+
+
+def missing_and_follow_ups(an) -> tuple[list[str], list[str]]:
+    """What to collect next, as sentences and bounded commands, derived from the analysis only."""
+    adv = _Advice(an)
+    _site_gaps(adv)
+    _context_gaps(adv)
+    _reading_gaps(adv)
     if an.primary is not None:
-        for mode in _modes(an.mode):
-            for name in an.primary.row.follow_up.get(mode, ()):
-                use(name)
+        _row_follow_ups(adv)
     if an.primary is None or an.confidence != "high":
-        if not missing:
-            missing.append("direct evidence from the affected site (its own log with the error or traceback)")
-        for mode in _modes(an.mode):
-            for name in (("all_logs", "job_meta") if mode == "production" else ("sim_stdout", "sim_workspace")):
-                use(name)
-    return _dedupe(missing, MAX_MISSING), _dedupe(commands, MAX_COMMANDS)
+        _fallback(adv)
+    return _dedupe(adv.missing, MAX_MISSING), _dedupe(adv.commands, MAX_COMMANDS)

@@ -46,12 +46,12 @@ def _inflect(word: str) -> set[str]:
 
 def _rule(pattern: str, *gate: str, detail: str | None = None) -> _Rule:
     """A regex plus its gate. Each gate string lists space-separated alternatives: a word (matched with its
-    inflections), `stem*` (any word containing the stem) or any other literal substring."""
+    inflections), `stem*` (any word containing the stem) or any other literal substring (NUL stands for a space)."""
     groups = []
     for group in gate:
         alternatives = group.lower().split()
         words = {form for alt in alternatives if alt.isalpha() for form in _inflect(alt)}
-        substrings = tuple(alt.rstrip("*") for alt in alternatives if not alt.isalpha())
+        substrings = tuple(alt.rstrip("*").replace("\x00", " ") for alt in alternatives if not alt.isalpha())
         groups.append((frozenset(words), substrings))
     return _Rule(re.compile(pattern, _I), tuple(groups), detail)
 
@@ -63,6 +63,7 @@ _SHELL = r"(?:sudo\s+)?(?:ba|z|k|da|c|tc)?sh|python[0-9.]*|perl|ruby|node|iex|po
 _WORDS = r"(?:[\w'\-]+\s+){0,%d}?"
 _FETCH = "download fetch grab retrieve curl wget"
 _RUN = "run execute exec install source apply launch invoke"
+_CONNECTED_RUN = " ".join(f"{glue}\x00{verb}" for glue in ("and", "then", "to", "&&", ";") for verb in _RUN.split())
 
 _DOWNLOAD_EXECUTE = [
     _rule(rf"\b(?:curl|wget|fetch|iwr|invoke-webrequest)\b[^|\n]{{0,300}}\|\s*(?:{_SHELL})\b", "curl wget fetch iwr invoke", "|"),
@@ -73,7 +74,7 @@ _DOWNLOAD_EXECUTE = [
         rf"\b(?:{_FETCH.replace(' ', '|')})\w*\b(?:(?![.;]\s)[^\n]){{0,160}}?"
         rf"(?:\b(?:and|then|to)|&&|;)\s+(?:then\s+)?(?:{_RUN.replace(' ', '|')})\b",
         " ".join(f"{verb}*" for verb in _FETCH.split()),  # the regex allows any suffix (\w*)
-        _RUN,
+        _CONNECTED_RUN,  # real logs say "run=" in every fl_ctx: gate on the joined phrase instead
     ),
     _rule(rf"\b(?:run|execute|exec|install|apply|source|launch|invoke|eval)\b\W+{_WORDS % 8}(?:from\s+|at\s+)?{_WEB_URL}", _WEB),
     _rule(

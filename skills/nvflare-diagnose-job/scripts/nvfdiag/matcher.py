@@ -125,7 +125,8 @@ def _apply_visibility(an: Analysis) -> None:
     can_override = an.catalog.has(PARTIAL_ID) and an.mode != "simulation"
     if an.partial_sites and can_override and (an.primary is None or an.primary.row.id != PARTIAL_ID):
         if an.primary is not None:
-            an.demoted.insert(0, Demoted(an.primary.row, "symptom depends on site logs that are not visible"))
+            reason = "symptom depends on site logs that are not visible"
+            an.demoted.insert(0, Demoted(an.primary.row, reason, tuple(an.primary.hits)))
             an.ranked = an.ranked[1:]
         an.primary = Candidate(an.catalog.row(PARTIAL_ID), [])
 

@@ -29,10 +29,11 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Demoted:
-    """A row that matched but cannot be primary, with a fixed-template reason."""
+    """A row that matched but cannot be primary, with a fixed-template reason and its signal hits."""
 
     row: Row
     reason: str
+    hits: tuple[Hit, ...] = ()
 
 
 def _later_success(row: Row, hits: list[Hit], lines: list[Line], skip: set[int]) -> bool:
@@ -68,16 +69,18 @@ def rank_candidates(
                 continue
             for loser in row.supersedes:
                 if loser in candidates:
-                    demoted.append(Demoted(candidates.pop(loser).row, f"superseded by {row.id}: {row.title.lower()}"))
+                    lost = candidates.pop(loser)
+                    demoted.append(Demoted(lost.row, f"superseded by {row.id}: {row.title.lower()}", tuple(lost.hits)))
         if row.resolved_by and cid in candidates and _later_success(row, cand.hits, lines, set(skip)):
             del candidates[cid]
-            demoted.append(Demoted(row, "transient: a later task download, client update or aggregation succeeded"))
+            reason = "transient: a later task download, client update or aggregation succeeded"
+            demoted.append(Demoted(row, reason, tuple(cand.hits)))
     for cid in sorted(candidates):
         row = candidates[cid].row
         if row.finding_only:
             del candidates[cid]
         elif mode in ("simulation", "production") and mode not in row.modes:
-            del candidates[cid]
-            demoted.append(Demoted(row, f"matched, but the row applies to {'/'.join(row.modes)} only (mode is {mode})"))
+            reason = f"matched, but the row applies to {'/'.join(row.modes)} only (mode is {mode})"
+            demoted.append(Demoted(row, reason, tuple(candidates.pop(cid).hits)))
     ranked = sorted(candidates.values(), key=Candidate.sort_key)
     return ranked, demoted

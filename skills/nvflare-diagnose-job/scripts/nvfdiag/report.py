@@ -40,15 +40,20 @@ def _signal(an, hit) -> dict:
             "excerpt": excerpt(defang(line.text[:2000])), "marker": marker.group(0) if marker else None}
 
 
+def _ordered(hits) -> list:
+    return sorted(hits, key=lambda h: (h.strength != "strong", h.index is None, h.index or 0))
+
+
 def _signals(an) -> tuple[list[dict], int]:
-    chosen = []
-    if an.primary is not None:
-        ordered = sorted(an.primary.hits, key=lambda h: (h.strength != "strong", h.index is None, h.index or 0))
-        chosen += ordered[:MAX_PRIMARY_SIGNALS]
-    for cand in an.ranked:
-        if cand is not an.primary:
-            chosen += cand.hits[:2]
-    total = (len(an.primary.hits) if an.primary else 0) + sum(len(c.hits) for c in an.ranked if c is not an.primary)
+    """Primary hits first (or, for PARTIAL_LOG_VISIBILITY, the symptom's), then two per other candidate."""
+    groups = [list(c.hits) for c in an.ranked if c is not an.primary] + [list(d.hits) for d in an.demoted]
+    lead = list(an.primary.hits) if an.primary else []
+    if not lead and an.demoted:
+        lead = groups.pop(len(groups) - len(an.demoted))  # the first demoted row: the symptom
+    chosen = _ordered(lead)[:MAX_PRIMARY_SIGNALS]
+    for group in groups:
+        chosen += _ordered(group)[:2]
+    total = len(lead) + sum(len(group) for group in groups)
     shown = chosen[:MAX_SIGNALS]
     return [_signal(an, h) for h in shown], max(0, total - len(shown))
 
@@ -61,7 +66,7 @@ def _other_candidates(an) -> list[dict]:
         if not cand.strong:
             reason = "only supporting evidence (terminal status or a server-side echo)"
         else:
-            reason = f"less specific than {an.primary.row.id}" if an.primary else "not corroborated"
+            reason = f"lower precedence than {an.primary.row.id} (catalog priority)"
         out.append({"pattern": cand.row.id, "recovery_category": cand.row.recovery_category, "reason": reason})
     for dem in an.demoted:
         out.append({"pattern": dem.row.id, "recovery_category": dem.row.recovery_category, "reason": dem.reason})
