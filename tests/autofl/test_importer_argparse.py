@@ -131,6 +131,9 @@ def test_choices_are_recorded_and_enforced():
 def test_required_flag_from_base_args_resolves():
     missing = imported("required_flag")
     assert missing["fixed_budget"]["num_rounds"]["confidence"] == "unresolved"
+    [error] = missing["admission_errors"]
+    assert error["code"] == "AUTOFL_UNRESOLVED_SAFETY_FIELD"
+    assert "--num_rounds is required" in error["message"] and "--base-args" in error["message"]
     given = imported("required_flag", base_args=["--num_rounds", "4"])
     assert given["fixed_budget"]["num_rounds"]["value"] == 4
     assert given["admission_errors"] == []

@@ -150,3 +150,16 @@ def test_schema_budget_without_matching_option_is_a_mismatch():
     assert "num_rounds: 9" in config["admission_errors"][0]["message"]
     same = "comparison_budget_args:\n  default_candidate_budget: {num_rounds: 7}\n"
     assert api.import_source(source, schema_text=same)["admission_errors"] == []
+
+
+def test_schema_arguments_job_py_cannot_take_are_reported_not_dropped():
+    config = imported("schema_budget")
+    assert [u["field"] for u in config["unresolved"]] == ["schema.comparison_budget_args.seed"]
+    assert "no --seed option" in config["unresolved"][0]["reason"]
+    assert config["summary"]["unresolved"] == ["schema.comparison_budget_args.seed"]
+    assert config["admission_errors"] == [], "informational: the job simply has no such option"
+    source = (FIXTURES / "hello_numpy" / "job.py").read_text()
+    schema = ("mutable_args:\n  lr: {type: float, min: 0.01, max: 0.5}\n  momentum: {type: float}\n"
+              "comparison_budget_args:\n  fixed_within_campaign: [local_steps, alpha]\n")  # fmt: skip
+    unresolved = api.import_source(source, schema_text=schema)["unresolved"]
+    assert [u["field"] for u in unresolved if u["field"].startswith("schema.")] == ["schema.comparison_budget_args.alpha", "schema.mutable_args.momentum"]

@@ -137,7 +137,7 @@ def test_output_is_deterministic(python_exe, tmp_path):
     assert cli(python_exe, log).stdout == cli(python_exe, log).stdout
 
 
-def test_in_process_main_and_collect_wiring(monkeypatch, capsys):
+def test_in_process_main_and_collect_wiring(monkeypatch, tmp_path):
     sys.path.insert(0, str(SCRIPT.parent))
     try:
         import diagnose_job
@@ -158,6 +158,19 @@ def test_in_process_main_and_collect_wiring(monkeypatch, capsys):
     assert calls == [("abc123", {"startup_kit": None, "kit_id": None})]
     assert report["job_status"] == "FINISHED:EXECUTION_EXCEPTION"
     assert report["runtime_mode"] == "production"
+
+    # collected envelopes plus a site log the user copied from the site host: one merged report
+    site_log = tmp_path / "site-1" / "log.txt"
+    site_log.parent.mkdir()
+    site_log.write_text("Traceback (most recent call last):\n  File \"/ws/custom/client.py\", line 3, in <module>\n"
+                        "ModuleNotFoundError: No module named 'foo'\n")
+    out = io.StringIO()
+    assert diagnose_job.main(["--collect", "--job-id", "abc123", str(site_log)], stdout=out) == 0
+    merged = json.loads(out.getvalue())
+    jsonschema.validate(merged, SCHEMA)
+    assert merged["matched_pattern"] == "IMPORT_ERROR"
+    assert merged["job_status"] == "FINISHED:EXECUTION_EXCEPTION"
+    assert {s["kind"] for s in merged["evidence_sources"]} >= {"cli_envelope", "log"}
 
 
 def test_cli_does_not_import_nvflare(python_exe, tmp_path):
@@ -192,3 +205,15 @@ def test_broken_skill_copy_fails_with_one_line(python_exe, tmp_path):
     log = tmp_path / "x.log"
     log.write_text(TIMEOUT_LINE)
     assert_one_line_error(cli(python_exe, log, script=target / "scripts" / "diagnose_job.py"), "catalog")
+
+
+def test_report_is_utf8_even_with_an_ascii_locale(python_exe, tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text("2026-06-02 11:03:10,001 - X - ERROR - task round_3 timed out waiting for site-2 \u00e9\u00e8\n",
+                   encoding="utf-8")
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C", "PYTHONIOENCODING": "ascii"}
+    result = subprocess.run([python_exe, str(SCRIPT), str(log), "--mode", "production"], capture_output=True,
+                            timeout=60, env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.decode("utf-8"))
+    assert "\u00e9" in report["signals"][0]["excerpt"]

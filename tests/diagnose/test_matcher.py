@@ -242,6 +242,7 @@ def test_partial_visibility_of_a_site_the_symptom_depends_on():
     assert (report["matched_pattern"], report["recovery_category"], report["confidence"]) == (
         "PARTIAL_LOG_VISIBILITY", "UNKNOWN", "low")
     assert "ROUND_TIMEOUT" in other(report)
+    assert report["signals"][0]["pattern"] == "ROUND_TIMEOUT"  # the symptom's evidence is still shown
     assert "PARTIAL_LOG_VISIBILITY" in report["findings"]
     assert any("site-2" in item and "permission denied" in item for item in report["missing_evidence"])
     assert "nvflare --format json job logs abc123 --site site-2 --tail 200" in report["follow_up_commands"]
@@ -395,6 +396,7 @@ def test_mode_filter_keeps_production_rows_out_of_simulation():
     report = run(ev(("stdout.txt", None, [log("WARNING", "task train timed out waiting for site-2")])), mode="simulation")
     assert report["matched_pattern"] == "UNKNOWN"
     assert "production only" in other(report)["ROUND_TIMEOUT"]
+    assert [sig["pattern"] for sig in report["signals"]] == ["ROUND_TIMEOUT"]
 
 
 # --- simulation specifics, metrics, truncation, bounds ---------------------------------------------------

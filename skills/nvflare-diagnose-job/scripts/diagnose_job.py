@@ -42,7 +42,7 @@ except Exception as _exc:  # a broken or partial skill copy: one line, no traceb
           "reinstall the skill folder", file=sys.stderr)
     sys.exit(2)
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 PROG = "diagnose_job.py"
 KIT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 STDIN_HEAD = 16 * 1024
@@ -171,10 +171,16 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     except (UsageError, catalog.CatalogError, evidence.EvidenceError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as exc:  # last guard: one line, never a traceback
         print(f"{PROG}: error: unexpected {type(exc).__name__}: {exc}; please report this bug", file=sys.stderr)
         return EXIT_USAGE
-    stdout.write(text)
+    if hasattr(stdout, "buffer"):  # UTF-8 whatever the locale says
+        stdout.buffer.write(text.encode("utf-8"))
+    else:
+        stdout.write(text)
     stdout.flush()
     return EXIT_OK
 

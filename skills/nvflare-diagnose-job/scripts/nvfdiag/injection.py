@@ -7,7 +7,9 @@ Pure and stdlib only. Public API:
 
 Each line is normalized (NFKC, invisible characters removed, homoglyphs folded, embedded
 base64/hex/percent runs decoded) and matched against the directive rules in injection_rules.py.
-Directives split over 2-3 consecutive lines of one source are found by joining the message parts.
+Directives split over 2-3 consecutive lines of one source are found by joining the message parts; such
+a finding sits on the first line of the shortest window and its summary ends with
+"(split across lines N-M)" (suspicious.py reads that to exclude every line of the directive from matching).
 A directive that the plain, rendered view of the line does not show is also reported as `obfuscated`.
 Summaries are built from fixed phrases plus a defanged host name: they never echo the log text.
 """

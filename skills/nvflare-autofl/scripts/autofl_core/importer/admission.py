@@ -44,7 +44,8 @@ def _budget_errors(config: dict) -> list[dict]:
     for field, entry in zip(BUDGET_FIELDS, entries, strict=True):
         if entry.get("confidence") == "unresolved":
             errors.append(_error(UNRESOLVED_SAFETY, f"fixed_budget.{field} is unresolved ({entry.get('reason')}); "
-                                 f"set {field} from a literal or an argparse argument in job.py"))  # fmt: skip
+                                 f"set {field} from a literal or an argparse default in job.py, or pass its "
+                                 "option in --base-args"))  # fmt: skip
     return errors
 
 

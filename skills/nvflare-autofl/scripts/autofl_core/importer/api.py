@@ -134,6 +134,21 @@ def _schema_mismatches(budget: dict, schema: dict) -> list[str]:
     return problems
 
 
+def _schema_unapplied(schema: dict, flags: list[dict]) -> list[dict]:
+    """Schema arguments job.py has no option for: recorded for the human, never silently dropped."""
+    dests = {f["dest"] for f in flags if not f["positional"]}
+    budget = schema["comparison_budget_args"]
+    notes = [{"field": f"schema.comparison_budget_args.{key}",
+              "reason": f"job.py has no --{key} option, so the runner cannot pin it; candidates are compared "
+                        "with whatever job.py and its train script use"}
+             for key in sorted({*budget["default_candidate_budget"], *budget["fixed_within_campaign"]})
+             if key not in dests and key not in RUNNER_SETTINGS and key not in ("n_clients", "num_rounds")]
+    notes += [{"field": f"schema.mutable_args.{key}",
+               "reason": f"job.py has no --{key} option, so a candidate cannot set it as a run argument"}
+              for key in sorted(schema["mutable_args"]) if key not in dests]  # fmt: skip
+    return notes
+
+
 def _unresolved(recipe_args: dict, budget: dict, reasons: dict, argparse_section: dict, notes: list) -> list[dict]:
     items = [{"field": f"recipe_args.{k}", "reason": v.get("reason", "dynamic value")}
              for k, v in recipe_args.items() if v["confidence"] == UNRESOLVED]  # fmt: skip
@@ -215,6 +230,7 @@ def _assemble(job: _Job) -> dict:
     schema["budget_mismatches"] = _schema_mismatches(budget, schema) if supported else []
     trust = trust_section(job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists,
                           schema["preferred_targets"])  # fmt: skip
+    notes += _schema_unapplied(schema, args_section["flags"])
     unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes if supported else [])
     parser = _main_parser(job.walk)[0]
     space = suggested(parser.flags if parser else [], _pinned_flags(budget), schema["mutable_args"])
