@@ -48,6 +48,15 @@ def test_namespace_passed_to_main_with_dest_set_defaults_and_typed_string_defaul
     assert config["cli_flags"]["allow_abbrev"] is False
 
 
+def test_namespace_read_through_vars_by_key():
+    config = imported("vars_namespace", base_args=["--rounds", "8"])
+    rounds = config["fixed_budget"]["num_rounds"]
+    assert (rounds["value"], rounds["confidence"], rounds["flag"]) == (8, "high", "--rounds")
+    assert config["fixed_budget"]["num_clients"]["value"] == 3
+    assert recipe_arg(config, "train_args")["value"] == "--lr 0.1"
+    assert config["admission_errors"] == []
+
+
 def test_parse_known_args_tolerates_unknown_base_args():
     config = imported("parse_known_args", base_args=["--num_rounds", "9", "--unknown", "x"])
     assert config["fixed_budget"]["num_rounds"]["value"] == 9
@@ -155,6 +164,41 @@ def test_branch_selection_follows_base_args(base_args, cls, rounds, extra):
     for name, value in extra.items():
         assert recipe_arg(config, name)["value"] == value
     assert config["admission_errors"] == []
+
+
+RAISING_ELSE = """
+import argparse
+from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe
+from nvflare.app_opt.pt.recipes.fedopt import FedOptRecipe
+from nvflare.recipe import SimEnv
+parser = argparse.ArgumentParser()
+parser.add_argument("--algo", default="fedavg")
+parser.add_argument("--rounds", "-r", type=int, default=5)
+args = parser.parse_args()
+if args.algo == "fedopt":
+    recipe = FedOptRecipe(name="opt", min_clients=2, num_rounds=args.rounds * 2, train_script="client.py")
+elif args.algo in ("fedavg", "avg"):
+    recipe = FedAvgRecipe(name="avg", min_clients=2, num_rounds=args.rounds, train_script="client.py")
+else:
+    raise ValueError(f"unknown --algo {args.algo}")
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+@pytest.mark.parametrize(
+    ("base_args", "cls", "rounds"),
+    [([], "FedAvgRecipe", 5), (["--algo=avg"], "FedAvgRecipe", 5), (["--algo", "fedopt", "-r3"], "FedOptRecipe", 6)],
+)
+def test_elif_chain_with_membership_test_and_short_alias(base_args, cls, rounds):
+    config = api.import_source(RAISING_ELSE, base_args=base_args)
+    assert (config["job"]["class"], config["fixed_budget"]["num_rounds"]["value"]) == (cls, rounds)
+
+
+def test_branch_that_raises_names_the_line_and_the_fix():
+    config = api.import_source(RAISING_ELSE, base_args=["--algo", "nope"])
+    [error] = config["admission_errors"]
+    assert error["code"] == "AUTOFL_UNSUPPORTED_JOB"
+    assert "`raise` at line 15" in error["message"] and "--base-args" in error["message"]
 
 
 def test_branch_on_store_true_selects_export():

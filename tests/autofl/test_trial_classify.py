@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from autofl_core.trial import _version_tuple, _without_temp_paths, sandbox_denied
+from autofl_core.trial import _last_error, _version_tuple, _without_temp_paths, sandbox_denied
 
 SANDBOXED = (
     "Traceback (most recent call last):\n"
@@ -42,3 +42,9 @@ def test_paths_inside_the_deleted_trial_root_point_at_the_copy():
 @pytest.mark.parametrize(("text", "expected"), [("2.9.0", (2, 9, 0)), ("2.8.1rc2", (2, 8, 1)), ("2.10", (2, 10))])
 def test_version_tuple(text, expected):
     assert _version_tuple(text) == expected
+
+
+def test_last_error_is_one_printable_line_without_hidden_characters():
+    output = "noise\nValueError: first\nRuntimeError: bad\u200b value\u202e\there\n"
+    assert _last_error(output) == "; last error: RuntimeError: bad value here"
+    assert _last_error("all good\n") == ""

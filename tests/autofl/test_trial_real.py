@@ -3,6 +3,8 @@
 import io
 import json
 import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from autofl_core.processes import find_token_processes
@@ -20,9 +22,15 @@ def copy_example(repo_root, tmp_path, example):
     return workspace
 
 
-def spec(python_exe, workspace, tmp_path, name, metric, **overrides):
-    temp_parent = tmp_path / "tmp"
-    temp_parent.mkdir(exist_ok=True)
+@pytest.fixture
+def short_tmp():
+    """A short temp parent (Unix socket paths under the private TMPDIR must stay short)."""
+    folder = Path(tempfile.mkdtemp(prefix="a3-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def spec(python_exe, workspace, temp_parent, name, metric, **overrides):
     values = {
         "python": python_exe,
         "job_path": workspace / "job.py",
@@ -47,16 +55,16 @@ def final_aggregated(workspace, name, metric):
     return next(item["value"] for item in summary["final_aggregated_metrics"] if item["name"] == metric)
 
 
-def assert_clean(result, tmp_path):
+def assert_clean(result, temp_parent):
     assert result.survivors == []
     assert find_token_processes(("AUTOFL_TRIAL_TOKEN", result.token)) == []
-    assert list((tmp_path / "tmp").iterdir()) == []  # isolated simulator root removed
+    assert list(temp_parent.iterdir()) == []  # simulator root and private TMPDIR (NVFLARE's job export) removed
 
 
-def test_hello_numpy_success_scores_from_metrics_summary(repo_root, python_exe, tmp_path):
+def test_hello_numpy_success_scores_from_metrics_summary(repo_root, python_exe, tmp_path, short_tmp):
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     stream = io.StringIO()
-    result = run_trial(spec(python_exe, workspace, tmp_path, "baseline", "accuracy", progress_stream=stream))
+    result = run_trial(spec(python_exe, workspace, short_tmp, "baseline", "accuracy", progress_stream=stream))
     assert result.outcome == "success", result.failure_reason
     assert (result.metric_name, result.metric_source) == ("accuracy", "structured:metrics_summary.json")
     assert result.metric_artifact == SUMMARY.format("baseline")
@@ -65,12 +73,12 @@ def test_hello_numpy_success_scores_from_metrics_summary(repo_root, python_exe, 
     assert result.exit_code == 0 and result.runtime_seconds > 1
     assert "Finished FedAvg." in (workspace / "autofl_runs/baseline/run.log").read_text()
     assert "finished 3/3 rounds" in stream.getvalue() and "round 2/3" in stream.getvalue()
-    assert_clean(result, tmp_path)
+    assert_clean(result, short_tmp)
 
 
-def test_numpy_loss_success_lower_is_better(repo_root, python_exe, tmp_path):
+def test_numpy_loss_success_lower_is_better(repo_root, python_exe, tmp_path, short_tmp):
     workspace = copy_example(repo_root, tmp_path, "numpy-loss")
-    result = run_trial(spec(python_exe, workspace, tmp_path, "baseline", "loss", mode="min", run_args=["--lr", "0.1"]))
+    result = run_trial(spec(python_exe, workspace, short_tmp, "baseline", "loss", mode="min", run_args=["--lr", "0.1"]))
     assert result.outcome == "success", result.failure_reason
     assert (result.metric_name, result.metric_source) == ("loss", "structured:metrics_summary.json")
     assert result.score == final_aggregated(workspace, "baseline", "loss")
@@ -79,10 +87,10 @@ def test_numpy_loss_success_lower_is_better(repo_root, python_exe, tmp_path):
     rounds = (workspace / "autofl_runs/baseline/simulation/server/simulate_job/metrics/round_metrics.jsonl")
     losses = [json.loads(line)["aggregated_metrics"][0]["value"] for line in rounds.read_text().splitlines()]
     assert losses == sorted(losses, reverse=True) and losses[-1] < losses[0]  # training lowers the loss
-    assert_clean(result, tmp_path)
+    assert_clean(result, short_tmp)
 
 
-def test_client_crash_is_a_crash_and_secrets_never_reach_the_client(repo_root, python_exe, tmp_path, monkeypatch):
+def test_client_crash_is_a_crash_and_secrets_never_reach_the_client(repo_root, python_exe, tmp_path, monkeypatch, short_tmp):
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     client = workspace / "client.py"
     seen = tmp_path / "seen"
@@ -103,7 +111,7 @@ def test_client_crash_is_a_crash_and_secrets_never_reach_the_client(repo_root, p
     )
     client.write_text(text)
     monkeypatch.setenv("AUTOFL_TEST_SECRET_TOKEN", "do-not-leak-42")
-    result = run_trial(spec(python_exe, workspace, tmp_path, "broken", "accuracy"))
+    result = run_trial(spec(python_exe, workspace, short_tmp, "broken", "accuracy"))
     assert result.outcome == "crash"
     assert result.failure_reason.startswith(f"exit_code={result.exit_code}") and result.exit_code != 0
     assert result.score is None
@@ -115,10 +123,10 @@ def test_client_crash_is_a_crash_and_secrets_never_reach_the_client(repo_root, p
         assert "do-not-leak-42" not in dump.read_text()
         assert environment["AUTOFL_TRIAL_TOKEN"] == result.token
     assert "injected client failure" in (workspace / "autofl_runs/broken/run.log").read_text()
-    assert_clean(result, tmp_path)
+    assert_clean(result, short_tmp)
 
 
-def test_hang_after_first_round_trips_no_progress_watchdog_and_kills_the_tree(repo_root, python_exe, tmp_path):
+def test_hang_after_first_round_trips_no_progress_watchdog_and_kills_the_tree(repo_root, python_exe, tmp_path, short_tmp):
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     client = workspace / "client.py"
     client.write_text(
@@ -130,10 +138,10 @@ def test_hang_after_first_round_trips_no_progress_watchdog_and_kills_the_tree(re
             "            time.sleep(600)\n",
         )
     )
-    result = run_trial(spec(python_exe, workspace, tmp_path, "hang", "accuracy", no_progress_timeout=8.0))
+    result = run_trial(spec(python_exe, workspace, short_tmp, "hang", "accuracy", no_progress_timeout=8.0))
     assert result.outcome == "crash"
     assert result.failure_reason.startswith("no progress:")
     assert result.watchdog == result.failure_reason
     assert result.termination_seconds is not None and result.termination_seconds < 10.0
     assert result.runtime_seconds < 90
-    assert_clean(result, tmp_path)
+    assert_clean(result, short_tmp)

@@ -3,8 +3,10 @@
 import io
 import json
 import os
+import shutil
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,9 +28,15 @@ def workspace(tmp_path):
     return ws
 
 
-def spec(workspace, tmp_path, *, mode="ok", name="cand-1", extra=(), **overrides):
-    temp_parent = tmp_path / "tmp"
-    temp_parent.mkdir(exist_ok=True)
+@pytest.fixture
+def short_tmp():
+    """A short temp parent (Unix socket paths under the private TMPDIR must stay short)."""
+    folder = Path(tempfile.mkdtemp(prefix="a3-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def spec(workspace, temp_parent, *, mode="ok", name="cand-1", extra=(), **overrides):
     values = {
         "python": sys.executable,
         "job_path": workspace / "job.py",
@@ -51,14 +59,14 @@ def spec(workspace, tmp_path, *, mode="ok", name="cand-1", extra=(), **overrides
     return TrialSpec(**values)
 
 
-def no_leftovers(result, tmp_path):
+def no_leftovers(result, temp_parent):
     assert find_token_processes(("AUTOFL_TRIAL_TOKEN", result.token)) == []
-    assert [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("autofl-sim-")] == []
+    assert list(temp_parent.iterdir()) == []  # simulator root and private TMPDIR removed
 
 
-def test_success_with_structured_evidence_and_relative_artifacts(workspace, tmp_path):
+def test_success_with_structured_evidence_and_relative_artifacts(workspace, short_tmp):
     stream = io.StringIO()
-    result = run_trial(spec(workspace, tmp_path, extra=["--lr", "0.05"], progress_stream=stream))
+    result = run_trial(spec(workspace, short_tmp, extra=["--lr", "0.05"], progress_stream=stream))
     assert result.outcome == "success", result.failure_reason
     assert result.score == pytest.approx(0.9)
     assert (result.metric_name, result.metric_source) == ("accuracy", "structured:metrics_summary.json")
@@ -73,28 +81,28 @@ def test_success_with_structured_evidence_and_relative_artifacts(workspace, tmp_
     assert result.exit_code == 0 and result.failure_reason == "" and result.runtime_seconds > 0
     assert result.run_command.startswith(f"{sys.executable} {workspace / 'job.py'} --num_rounds 3 --n_clients 2 --name")
     assert "finished 3/3 rounds" in stream.getvalue()
-    no_leftovers(result, tmp_path)
+    no_leftovers(result, short_tmp)
 
 
-def test_progress_never_touches_stdout(workspace, tmp_path, capsys):
-    run_trial(spec(workspace, tmp_path, progress_stream=sys.stderr))
+def test_progress_never_touches_stdout(workspace, capsys, short_tmp):
+    run_trial(spec(workspace, short_tmp, progress_stream=sys.stderr))
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "[autofl cand-1] finished 3/3 rounds" in captured.err
 
 
-def test_crash_reports_exit_code_and_last_error(workspace, tmp_path):
-    result = run_trial(spec(workspace, tmp_path, mode="crash"))
+def test_crash_reports_exit_code_and_last_error(workspace, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode="crash"))
     assert result.outcome == "crash"
     assert result.failure_reason == "exit_code=3; last error: RuntimeError: client training failed on purpose"
     assert result.score is None and result.exit_code == 3
     assert result.artifacts["simulation"] == "autofl_runs/cand-1/simulation"  # kept for diagnosis
-    no_leftovers(result, tmp_path)
+    no_leftovers(result, short_tmp)
 
 
 @pytest.mark.parametrize("mode", ["nometric", "nan"])
-def test_missing_or_non_finite_metric_is_a_crash_with_the_not_found_reason(workspace, tmp_path, mode):
-    result = run_trial(spec(workspace, tmp_path, mode=mode))
+def test_missing_or_non_finite_metric_is_a_crash_with_the_not_found_reason(workspace, mode, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode=mode))
     assert result.outcome == "crash"
     assert result.failure_reason.startswith("matching metric not found; metrics=[accuracy]; searched=[")
     assert "simulation/server/simulate_job/metrics/metrics_summary.json" in result.failure_reason
@@ -102,113 +110,115 @@ def test_missing_or_non_finite_metric_is_a_crash_with_the_not_found_reason(works
         assert "rejected non-finite" in result.failure_reason
 
 
-def test_no_progress_watchdog_kills_the_tree(workspace, tmp_path):
-    result = run_trial(spec(workspace, tmp_path, mode="hang_after_round", no_progress_timeout=2.0))
+def test_no_progress_watchdog_kills_the_tree(workspace, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode="hang_after_round", no_progress_timeout=2.0))
     assert result.outcome == "crash"
     assert result.failure_reason.startswith("no progress: no new progress marker for 2s")
     assert result.watchdog == result.failure_reason
     assert result.runtime_seconds < 15
-    no_leftovers(result, tmp_path)
+    no_leftovers(result, short_tmp)
 
 
-def test_partial_aggregation_watchdog(workspace, tmp_path):
-    result = run_trial(spec(workspace, tmp_path, mode="partial", no_progress_timeout=2.0))
+def test_partial_aggregation_watchdog(workspace, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode="partial", no_progress_timeout=2.0))
     assert result.outcome == "crash"
     assert "partial aggregation did not advance" in result.failure_reason
-    no_leftovers(result, tmp_path)
+    no_leftovers(result, short_tmp)
 
 
-def test_total_timeout(workspace, tmp_path):
-    result = run_trial(spec(workspace, tmp_path, mode="hang_silent", timeout=2.0))
+def test_total_timeout(workspace, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode="hang_silent", timeout=2.0))
     assert result.outcome == "crash"
     assert result.failure_reason == "timeout: trial exceeded the 2s total timeout"
     assert result.runtime_seconds < 12
-    no_leftovers(result, tmp_path)
+    no_leftovers(result, short_tmp)
 
 
-def test_stall_watchdog(workspace, tmp_path):
-    result = run_trial(spec(workspace, tmp_path, mode="stall"))
+def test_stall_watchdog(workspace, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode="stall"))
     assert result.outcome == "crash"
     assert result.failure_reason.startswith("simulator stall: server log shows")
     assert result.runtime_seconds < 15
-    no_leftovers(result, tmp_path)
+    no_leftovers(result, short_tmp)
 
 
-def test_detached_grandchild_is_gone_after_a_successful_trial(workspace, tmp_path):
-    result = run_trial(spec(workspace, tmp_path, mode="grandchild"))
+def test_detached_grandchild_is_gone_after_a_successful_trial(workspace, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode="grandchild"))
     assert result.outcome == "success" and result.survivors == []
-    no_leftovers(result, tmp_path)
+    no_leftovers(result, short_tmp)
 
 
-def test_secrets_in_the_parent_environment_are_invisible_to_the_job(workspace, tmp_path):
+def test_secrets_in_the_parent_environment_are_invisible_to_the_job(workspace, tmp_path, short_tmp):
     dump = tmp_path / "seen.json"
     parent = {"PATH": os.environ["PATH"], "AWS_SECRET_ACCESS_KEY": "s3cr3t", "MY_DATA": "/data", "HOME": "/h"}
     result = run_trial(
-        spec(workspace, tmp_path, extra=["--dump", str(dump)], parent_env=parent, env_passthrough=["MY_DATA"])
+        spec(workspace, short_tmp, extra=["--dump", str(dump)], parent_env=parent, env_passthrough=["MY_DATA"])
     )
     assert result.outcome == "success"
     seen = json.loads(dump.read_text())
     assert "AWS_SECRET_ACCESS_KEY" not in seen and "s3cr3t" not in dump.read_text()
     assert seen["MY_DATA"] == "/data" and seen["HOME"] == "/h"
     assert seen["AUTOFL_TRIAL_TOKEN"] == result.token
-    assert Path(seen["NVFLARE_SIMULATOR_WORKSPACE_ROOT"]).name.startswith("autofl-sim-")
+    root = Path(seen["NVFLARE_SIMULATOR_WORKSPACE_ROOT"])
+    assert root.name == "sim" and root.parent.parent == short_tmp
+    assert seen["TMPDIR"] == seen["TMP"] == seen["TEMP"] == str(root.parent / "tmp")
 
 
-def test_sandbox_socket_denial_is_an_infrastructure_retry(workspace, tmp_path):
-    result = run_trial(spec(workspace, tmp_path, mode="sandbox"))
+def test_sandbox_socket_denial_is_an_infrastructure_retry(workspace, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode="sandbox"))
     assert result.outcome == "infrastructure_retry"
     assert "socket permission failure" in result.failure_reason
 
 
-def test_printed_path_outside_the_root_is_ignored(workspace, tmp_path):
-    result = run_trial(spec(workspace, tmp_path, mode="print_outside"))
+def test_printed_path_outside_the_root_is_ignored(workspace, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode="print_outside"))
     assert result.outcome == "success"
     assert result.artifacts["simulator_result_name"] == injected_job_name(workspace, "cand-1")
 
 
-def test_without_name_flag_the_printed_path_or_single_changed_child_is_used(workspace, tmp_path):
-    result = run_trial(spec(workspace, tmp_path, mode="two_results", name_flag=None))
+def test_without_name_flag_the_printed_path_or_single_changed_child_is_used(workspace, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode="two_results", name_flag=None))
     assert result.artifacts["simulator_result_name"] == "standin"  # printed direct child disambiguates
-    result = run_trial(spec(workspace, tmp_path, mode="print_outside", name_flag=None, extra=["--name", "x"]))
+    result = run_trial(spec(workspace, short_tmp, mode="print_outside", name_flag=None, extra=["--name", "x"]))
     assert result.outcome == "success"
     assert result.artifacts["simulator_result_name"] == "x"  # the single changed child
 
 
-def test_without_name_flag_an_ambiguous_root_fails_closed(workspace, tmp_path):
-    result = run_trial(spec(workspace, tmp_path, mode="ambiguous", name_flag=None))
+def test_without_name_flag_an_ambiguous_root_fails_closed(workspace, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode="ambiguous", name_flag=None))
     assert result.outcome == "crash"
     assert "ambiguous simulator result directories ['standin', 'standin-other']" in result.failure_reason
     assert "simulation" not in result.artifacts
-    result = run_trial(spec(workspace, tmp_path, mode="ambiguous", name_flag=None, expected_result_names=["standin"]))
+    result = run_trial(spec(workspace, short_tmp, mode="ambiguous", name_flag=None, expected_result_names=["standin"]))
     assert result.artifacts["simulator_result_name"] == "standin"  # the expected root breaks the tie
 
 
-def test_no_result_dir_is_an_actionable_crash(workspace, tmp_path):
-    result = run_trial(spec(workspace, tmp_path, mode="no_result", uses_simenv=False))
+def test_no_result_dir_is_an_actionable_crash(workspace, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode="no_result", uses_simenv=False))
     assert result.outcome == "crash"
     assert result.failure_reason.startswith("no simulator result directory")
     assert "NVFLARE_SIMULATOR_WORKSPACE_ROOT" in result.failure_reason
 
 
-def test_old_nvflare_that_ignores_the_override_gets_the_upgrade_hint(workspace, tmp_path):
+def test_old_nvflare_that_ignores_the_override_gets_the_upgrade_hint(workspace, tmp_path, short_tmp):
     fake = tmp_path / "python-old-nvflare"
     fake.write_text(f'#!/bin/sh\nif [ "$1" = "-c" ]; then echo 2.8.1; exit 0; fi\nexec {sys.executable} "$@"\n')
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    result = run_trial(spec(workspace, tmp_path, mode="no_result", python=str(fake)))
+    result = run_trial(spec(workspace, short_tmp, mode="no_result", python=str(fake)))
     assert result.outcome == "crash"
     assert "nvflare 2.8.1 predates 2.9.0" in result.failure_reason
     assert "upgrade to nvflare>=2.9.0" in result.failure_reason
 
 
-def test_conflicting_budget_is_rejected_before_anything_runs_or_is_written(workspace, tmp_path):
+def test_conflicting_budget_is_rejected_before_anything_runs_or_is_written(workspace, short_tmp):
     with pytest.raises(TrialError) as info:
-        run_trial(spec(workspace, tmp_path, base_args=["-r", "5"]))
+        run_trial(spec(workspace, short_tmp, base_args=["-r", "5"]))
     assert info.value.code == "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
     assert not (workspace / "autofl_runs").exists()
-    assert list((tmp_path / "tmp").iterdir()) == []
+    assert list(short_tmp.iterdir()) == []
 
 
-def test_unstartable_interpreter_is_a_crash_not_a_traceback(workspace, tmp_path):
-    result = run_trial(spec(workspace, tmp_path, python=str(tmp_path / "no-such-python")))
+def test_unstartable_interpreter_is_a_crash_not_a_traceback(workspace, tmp_path, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, python=str(tmp_path / "no-such-python")))
     assert result.outcome == "crash"
     assert result.failure_reason.startswith("could not start the trial:")

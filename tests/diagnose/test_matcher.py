@@ -6,6 +6,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from nvfdiag import catalog as cat
+from nvfdiag import render
 from nvfdiag.matcher import diagnose
 from nvfdiag.model import Evidence, Line, Source
 
@@ -33,7 +34,7 @@ def ev(*blocks, site_status=None, job_status=None, job_id=None, metrics=None, hi
 def run(evidence, **options):
     report = diagnose(evidence, CATALOG, **options)
     jsonschema.validate(report, SCHEMA)
-    assert len(json.dumps(report)) <= 64 * 1024
+    assert len(render.to_json(report).encode("utf-8")) <= 64 * 1024
     return report
 
 
@@ -542,3 +543,20 @@ def test_follow_up_commands_never_contain_unfilled_site_placeholders():
     assert report["matched_pattern"] == "PARTIAL_LOG_VISIBILITY"
     assert not any("<site>" in cmd for cmd in report["follow_up_commands"])
     assert any("site-2" in cmd and "log.txt" in cmd for cmd in report["follow_up_commands"])
+
+
+def test_server_side_cause_is_kept_when_site_logs_were_not_streamed():
+    report = run(
+        ev(("envelope#server", "server", [log("ERROR", "ComponentNotAuthorized: component not authorized: MyFilter")]),
+           site_status={"server": "ok", "site-1": "not_streamed", "site-2": "not_streamed"}),
+        mode="production",
+    )
+    assert report["matched_pattern"] == "COMPONENT_NOT_AUTHORIZED"
+    assert report["confidence"] == "medium"
+    assert "PARTIAL_LOG_VISIBILITY" in report["findings"]
+
+
+def test_no_symptom_and_hidden_site_logs_is_partial_visibility():
+    report = run(ev(("envelope#server", "server", [log("INFO", "job finished")]),
+                    site_status={"site-1": "unavailable"}, job_status="FINISHED:ABORTED"), mode="production")
+    assert report["matched_pattern"] == "PARTIAL_LOG_VISIBILITY"

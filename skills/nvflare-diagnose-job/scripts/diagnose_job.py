@@ -10,7 +10,7 @@ Usage:
 EVIDENCE is `-` (stdin), a log file, a folder (SimEnv workspace, job download, POC workspace, exported job),
 a JSON evidence bundle or a saved nvflare CLI JSON envelope. stdout carries the report (JSON by default).
 Exit 0 whenever a report is produced (UNKNOWN included); exit 2 with one line on stderr for usage errors or
-when no evidence could be read at all. Nothing is ever written; nvflare is not imported.
+when no evidence could be read at all; 130 when interrupted. Nothing is ever written; nvflare is not imported.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Only interpreter, locale, temp, proxy/CA, thread-count and GPU-visibility variab
 copied from the parent, plus names the user declared in
 `environment.simulator_env_passthrough` (validated; their values are never stored or
 logged). The runner adds the isolated simulator root, the per-trial token used to find
-stray processes at termination, and PYTHONUNBUFFERED=1 so progress streams live.
+stray processes at termination, PYTHONUNBUFFERED=1 so progress streams live, and
+optionally a private per-trial TMPDIR/TEMP/TMP (NVFLARE leaves exported job folders in
+the temp dir; a private one is deleted with the trial).
 
 Usage: env = build_child_env(os.environ, passthrough=[], simulator_root=root, token=tok)
 """
@@ -79,11 +81,21 @@ def validate_passthrough(names: Iterable[str]) -> list[str]:
 
 
 def build_child_env(
-    parent: Mapping[str, str], *, passthrough: Iterable[str], simulator_root: Path | str, token: str
+    parent: Mapping[str, str],
+    *,
+    passthrough: Iterable[str],
+    simulator_root: Path | str,
+    token: str,
+    temp_dir: Path | str | None = None,
 ) -> dict[str, str]:
-    """The child's complete environment: allowlisted + declared parent variables, then runner settings."""
+    """The child's complete environment: allowlisted + declared parent variables, then runner settings.
+
+    `temp_dir` (optional) replaces TMPDIR/TEMP/TMP with a per-trial folder the runner deletes afterwards.
+    """
     names = ALLOWED_NAMES.union(validate_passthrough(passthrough))
     env = {name: parent[name] for name in sorted(names) if name in parent}
+    if temp_dir is not None:
+        env.update(TMPDIR=str(temp_dir), TEMP=str(temp_dir), TMP=str(temp_dir))
     env[SIMULATOR_ROOT_VAR] = str(simulator_root)
     env[TOKEN_VAR] = token
     env["PYTHONUNBUFFERED"] = "1"

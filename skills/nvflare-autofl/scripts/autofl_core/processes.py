@@ -148,7 +148,10 @@ def run_process(
         _supervise(exited, tick, tick_interval, outcome)
     finally:
         outcome.survivors = terminate_tree(proc.pid, token, grace_seconds)
-        outcome.returncode = proc.wait()
+        try:
+            outcome.returncode = proc.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:  # the child itself survived SIGKILL: reported in survivors
+            outcome.returncode = None
         pump.join(timeout=5.0)
         if pump.is_alive():
             pump.stop()

@@ -1,7 +1,9 @@
 """Run one simulation trial of a job.py and classify it: success with a score, crash, or infrastructure retry.
 
 Glues argv building, the allowlisted child environment, the isolated simulator root
-(a fresh temp dir passed as NVFLARE_SIMULATOR_WORKSPACE_ROOT, removed afterwards), process
+(`<fresh temp dir>/sim`, passed as NVFLARE_SIMULATOR_WORKSPACE_ROOT, with a private
+`<fresh temp dir>/tmp` as the child's TMPDIR when its path is short enough for Unix
+sockets; the whole temp dir is removed afterwards), process
 supervision with watchdogs and live progress, result-dir resolution and copy
 (`<run_dir>/simulation/`), and metric extraction. Never imports nvflare or matplotlib.
 
@@ -34,6 +36,8 @@ from . import childenv, metrics, processes, progress, resultdir, watchdog
 from .trial_errors import TrialError
 
 SUCCESS, CRASH, INFRA_RETRY = "success", "crash", "infrastructure_retry"
+# Unix socket paths (multiprocessing listeners under TMPDIR) must stay below ~108 bytes.
+MAX_PRIVATE_TMP_CHARS = 48
 SOCKET_CONTEXT = ("socket", "bind", "connect", "listen", "tcp://", "address")
 SANDBOX_WINDOW = 8  # traceback lines above the error that may carry the socket context
 SANDBOX_REASON = (
@@ -116,12 +120,22 @@ def run_trial(spec: TrialSpec) -> TrialResult:
     )
     token = spec.token or secrets.token_hex(16)
     parent = os.environ if spec.parent_env is None else spec.parent_env
-    root = Path(tempfile.mkdtemp(prefix="autofl-sim-", dir=spec.temp_parent))
+    childenv.validate_passthrough(spec.env_passthrough)  # reject before anything is created
+    trial_dir = Path(tempfile.mkdtemp(prefix="autofl-", dir=spec.temp_parent))
     try:
-        env = childenv.build_child_env(parent, passthrough=spec.env_passthrough, simulator_root=root, token=token)
+        root, private_tmp = trial_dir / "sim", trial_dir / "tmp"
+        root.mkdir()
+        private_tmp.mkdir()
+        env = childenv.build_child_env(
+            parent,
+            passthrough=spec.env_passthrough,
+            simulator_root=root,
+            token=token,
+            temp_dir=private_tmp if len(str(private_tmp)) <= MAX_PRIVATE_TMP_CHARS else None,
+        )
         return _run_in_root(spec, argv, env, root, token)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(trial_dir, ignore_errors=True)
 
 
 def _run_in_root(spec: TrialSpec, argv: list[str], env: dict[str, str], root: Path, token: str) -> TrialResult:
@@ -282,7 +296,9 @@ def _last_error(output: str) -> str:
     if not matches:
         return ""
     kind, message = matches[-1]
-    return f"; last error: {kind}: {' '.join(message.split())}"
+    # whitespace becomes a space; other non-printables (zero-width, bidi controls) are dropped
+    printable = "".join(" " if ch.isspace() else ch for ch in message if ch.isprintable() or ch.isspace())
+    return f"; last error: {kind}: {' '.join(printable.split())}"
 
 
 def _no_result_reason(spec: TrialSpec, env: dict[str, str], dir_error: str) -> str:

@@ -52,7 +52,6 @@ class Watchdog:
         self._no_progress = no_progress_timeout if no_progress_timeout and no_progress_timeout > 0 else None
         self._lock = threading.Lock()
         self._last_progress: float | None = None
-        self._last_marker = ""
         self._partial: tuple[int, int] | None = None
         self._stall: str | None = None
 
@@ -66,7 +65,6 @@ class Watchdog:
                 self._stall = self._stall or stall
             elif self._advances(line):
                 self._last_progress = now
-                self._last_marker = line.strip()[-160:]
 
     def _advances(self, line: str) -> bool:
         match = AGGREGATED_RE.search(line)
@@ -92,10 +90,7 @@ class Watchdog:
             if now - self._last_progress < self._no_progress:
                 return None
             what = "partial aggregation did not advance" if self._partial else "no new progress marker"
-            return (
-                f"no progress: {what} for {self._no_progress:g}s "
-                f"(simulator no-progress timeout; last marker: {self._last_marker!r})"
-            )
+            return f"no progress: {what} for {self._no_progress:g}s (simulator no-progress timeout)"
 
 
 class LogWatcher:

@@ -75,6 +75,7 @@ class Row:
     variants: tuple[Variant, ...] = ()
     default_variant: Variant | None = None
     finding_only: bool = False
+    depends_on_sites: bool = False
     follow_up: dict = field(default_factory=dict)
 
     def condition(self, kind: str) -> dict | None:
@@ -178,6 +179,7 @@ def _parse_row(item: dict, templates: dict) -> Row:
         variants=variants,
         default_variant=Variant(default["id"], None, default["cause"]) if isinstance(default, dict) else None,
         finding_only=bool(item.get("finding_only")),
+        depends_on_sites=bool(item.get("depends_on_sites")),
         follow_up={mode: tuple(names) for mode, names in follow_up.items()},
     )
 

@@ -115,7 +115,10 @@ def _apply_visibility(an: Analysis) -> None:
         depends, server_only = sites.dependent_sites(texts, hit_sites, _known_sites(an.evidence))
     blocked = an.hidden_sites
     signal_sites = {lines[h.index].site for h in (an.primary.hits if an.primary else []) if h.index is not None}
-    relevant = depends if depends else (set(blocked) if server_only else set())
+    if an.primary is not None and not an.primary.row.depends_on_sites:
+        relevant: set[str] = set()  # a cause visible where it happened does not wait for other sites' logs
+    else:
+        relevant = depends if depends else (set(blocked) if server_only else set())
     an.partial_sites = {
         s: st for s, st in sorted(blocked.items()) if s in relevant and (st in INVISIBLE or s not in signal_sites)
     }

@@ -12,6 +12,7 @@ import re
 from . import sites
 from .excerpt import excerpt
 from .injection import defang
+from .render import to_json
 from .scan import MARKER
 from .tracebacks import block_containing
 
@@ -23,7 +24,7 @@ MAX_SUSPICIOUS = 50
 MAX_MARKERS = 20
 MAX_CANDIDATES = 12
 MAX_METRICS = 50
-MAX_REPORT_BYTES = 60 * 1024  # stays under the 64 KiB bar with room for indentation
+MAX_REPORT_BYTES = 63 * 1024  # as printed by render.to_json; the bar is 64 KiB
 SHRINKABLE = ("evidence_sources", "suspicious_content", "signals", "unverified_markers", "other_candidates")
 _IDENT = re.compile(r"^[A-Za-z_<][\w.<>-]{0,80}$")
 _QUALITY_PROBLEMS = ("partial", "truncated", "missing", "permission_denied", "unavailable", "not_streamed",
@@ -216,7 +217,7 @@ def _metrics(metrics: dict | None) -> dict | None:
 
 def _fit(report: dict) -> dict:
     """Halve the longest lists (counting what is dropped in `omitted`) until the JSON fits MAX_REPORT_BYTES."""
-    while len(json.dumps(report, sort_keys=True)) > MAX_REPORT_BYTES:
+    while len(to_json(report).encode("utf-8")) > MAX_REPORT_BYTES:
         key = max(SHRINKABLE, key=lambda k: len(json.dumps(report[k])))
         if not report[key]:
             break

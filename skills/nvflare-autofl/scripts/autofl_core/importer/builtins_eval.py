@@ -17,6 +17,7 @@ from .values import (
     MAX_ITEMS,
     MAX_STR,
     MEDIUM,
+    Bag,
     Builtin,
     ClassRef,
     ModuleRef,
@@ -64,6 +65,8 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
         return _getattr(args, node)
     if name == "range":
         return _range(args, node)
+    if name == "vars" and len(args) == 1 and isinstance(args[0], Namespace):  # cfg = vars(parser.parse_args())
+        return Bag(list(args[0].values.values()), list(args[0].values))
     if name == "dict" and not args and _all_resolved(list(kwargs.values())):
         value = {k: v.value for k, v in kwargs.items()}
         return Val(value, weakest(MEDIUM, *(v.confidence for v in kwargs.values())), "", merge_flags(*kwargs.values()))

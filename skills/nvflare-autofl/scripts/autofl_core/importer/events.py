@@ -65,3 +65,4 @@ class WalkResult:
     branches: list[BranchNote] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     base_args_errors: list[str] = field(default_factory=list)
+    raises: list[int] = field(default_factory=list)  # lines of `raise` statements the walk reached

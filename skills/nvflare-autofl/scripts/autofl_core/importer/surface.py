@@ -128,6 +128,11 @@ def _no_run_reason(walk: Any) -> Surface:
             f"{built[0].name} is built at line {built[0].line} but never run; call recipe.execute(env) "
             "(or job.simulator_run(...)) in job.py"
         )
+    if walk.raises:
+        return _fail(
+            f"job.py reaches `raise` at line {walk.raises[0]} before any recipe or FedJob runs (with the "
+            "arguments given); check the values passed in --base-args"
+        )
     return _fail(
         "no recognizable NVFLARE recipe or FedJob: Auto-FL needs a job.py that builds a *Recipe and runs it "
         "with recipe.execute(SimEnv(...)), or a FedJob run with simulator_run(...)"

@@ -193,6 +193,7 @@ class Walker:
         raise _Return(self.ev(stmt.value) if stmt.value is not None else Val(None, HIGH))
 
     def _st_Raise(self, stmt: ast.Raise) -> None:
+        self.out.raises.append(stmt.lineno)
         raise _Return(unresolved(stmt, "raised an exception"))
 
     def _st_FunctionDef(self, stmt: ast.FunctionDef) -> None:
