@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from child_usage import run_measured
 
 SCRIPT = Path(__file__).resolve().parents[1] / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
 GIB, MIB = 1 << 30, 1 << 20
@@ -94,19 +94,12 @@ def build_tree(root: Path, total: int) -> int:
 
 
 def run_once(tree: Path, python: str) -> dict:
-    """One CLI run: wall time, the child's own peak RSS (wait4) and the report."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen([python, str(SCRIPT), str(tree)], stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        report, stderr = out.read(), err.read().decode(errors="replace")
+    """One CLI run: wall time, the child's own peak RSS and CPU (see child_usage.py) and the report."""
+    run = run_measured([python, str(SCRIPT), str(tree)])
+    wall, report, stderr = run.wall_seconds, run.stdout, run.stderr.decode(errors="replace")
     problem = None
-    if proc.returncode != 0:
-        problem = f"exit {proc.returncode}: {stderr.strip()[:200]}"
+    if run.returncode != 0:
+        problem = f"exit {run.returncode}: {stderr.strip()[:200]}"
     else:
         try:
             parsed = json.loads(report)
@@ -115,7 +108,7 @@ def run_once(tree: Path, python: str) -> dict:
         except (ValueError, KeyError, TypeError) as exc:
             problem = f"report is not the expected JSON: {exc}"
             parsed = {}
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
+    return {"wall": wall, "cpu": run.cpu_seconds, "rss_mib": run.peak_rss_mib,
             "report_bytes": len(report), "problem": problem,
             "pattern": parsed.get("matched_pattern") if problem is None else None}
 

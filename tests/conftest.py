@@ -10,7 +10,7 @@ DIAGNOSE_SCRIPTS = REPO / "skills" / "nvflare-diagnose-job" / "scripts"
 AUTOFL_SCRIPTS = REPO / "skills" / "nvflare-autofl" / "scripts"
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
 
-for scripts in (DIAGNOSE_SCRIPTS, AUTOFL_SCRIPTS):
+for scripts in (DIAGNOSE_SCRIPTS, AUTOFL_SCRIPTS, REPO):
     if str(scripts) not in sys.path:
         sys.path.insert(0, str(scripts))
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 from evidence_trees import build_simenv, log_line, write
+
+from bench.child_usage import run_measured
 
 SCRIPT = Path(__file__).resolve().parents[2] / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
 
@@ -32,18 +32,10 @@ def snapshot(root: Path) -> dict:
 
 
 def run_cli(python_exe, args, cwd, stdin=b""):
-    """Run the CLI; return (exit code, stdout, stderr, peak RSS in MiB of that child alone, via wait4)."""
+    """Run the CLI; return (exit code, stdout, stderr, peak RSS in MiB of that child alone)."""
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(cwd)}
-    with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
-        fin.write(stdin)
-        fin.seek(0)
-        proc = subprocess.Popen([python_exe, str(SCRIPT), *map(str, args)], stdin=fin, stdout=fout, stderr=ferr,
-                                cwd=cwd, env=env)
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        fout.seek(0)
-        ferr.seek(0)
-        return proc.returncode, fout.read().decode(), ferr.read().decode(), usage.ru_maxrss / 1024
+    run = run_measured([python_exe, str(SCRIPT), *map(str, args)], stdin=stdin, cwd=cwd, env=env)
+    return run.returncode, run.stdout.decode(), run.stderr.decode(), run.peak_rss_mib
 
 
 def _fifo(tmp):
