@@ -20,7 +20,9 @@ with os.replace, so an interrupted run never leaves a half-written case. The pro
 killed afterwards, so no simulator process outlives the script.
 
 Cases (default: all): healthy (examples/hello-numpy), import-error, user-code-exception, bad-recipe-arg
-(examples/failing/*). A run takes ~10-20 s on 2 cores. Exit 0 when every case produced its fixture, 2 on bad
+(examples/failing/*). A run takes ~10-20 s on 2 cores. The extra case `inspect-source` runs no simulation: it
+saves the JSON envelope of `nvflare agent inspect source <job folder> --format json` for examples/hello-numpy
+(`healthy.json`) and for a copy whose client.py hard-codes an absolute data path (`absolute_path.json`). Exit 0 when every case produced its fixture, 2 on bad
 usage, 1 when a run timed out or the expected outcome (healthy succeeds, failing jobs fail) did not happen.
 """
 
@@ -50,6 +52,9 @@ CASES = {
 LOG_FILES = ("log.txt", "log_fl.txt", "error_log.txt", "log.json")
 SIM_JOB_FILES = ("meta.json",)
 SIM_JOB_DIRS = ("metrics", "cross_site_val")
+INSPECT_CASE = "inspect-source"
+INSPECT_PLACEHOLDER = "/tmp/nvflare/jobs/hello-numpy"
+ABSOLUTE_PATH_LINE = 'DATA_FILE = "/home/alice/fl-data/site-1/train.csv"  # only valid on one machine\n'
 
 
 def placeholders(sim_root: str, home: str) -> list[tuple[str, str]]:
@@ -131,8 +136,46 @@ def fixture_files(job_dir: Path) -> list[Path]:
     return [p.relative_to(job_dir) for p in keep if not p.is_symlink()]
 
 
+def inspect_source(job: Path, home: str, timeout: float) -> str | None:
+    """stdout of `nvflare agent inspect source <job> --format json` (read-only, static), or None on failure."""
+    argv = [str(Path(sys.executable).parent / "nvflare"), "agent", "inspect", "source", str(job), "--format", "json"]
+    try:
+        proc = subprocess.run(argv, capture_output=True, timeout=timeout, env=child_env(home, home),
+                              stdin=subprocess.DEVNULL, cwd=home, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.decode("utf-8", errors="replace") if proc.returncode == 0 else None
+
+
+def build_inspect_case(out_root: Path, timeout: float) -> str | None:
+    """Save real `agent inspect source` envelopes: hello-numpy as is, and with a hard-coded absolute data path."""
+    with tempfile.TemporaryDirectory(prefix="nvf-inspect-") as tmp:
+        home, job = os.path.join(tmp, "home"), Path(tmp) / "hello-numpy"
+        os.makedirs(home)
+        shutil.copytree(REPO / "examples" / "hello-numpy", job)
+        outputs = {"healthy.json": inspect_source(job, home, timeout)}
+        client = job / "client.py"
+        client.write_text(ABSOLUTE_PATH_LINE + client.read_text(encoding="utf-8"), encoding="utf-8")
+        outputs["absolute_path.json"] = inspect_source(job, home, timeout)
+        if None in outputs.values():
+            return f"{INSPECT_CASE}: nvflare agent inspect source failed"
+        pairs = [(str(job), INSPECT_PLACEHOLDER), *placeholders(tmp, home)]
+        staging = Path(tempfile.mkdtemp(prefix=f".{INSPECT_CASE}-", dir=out_root))
+        try:
+            for name, text in outputs.items():
+                (staging / name).write_text(scrub(text, pairs), encoding="utf-8")
+            _swap_in(staging, out_root / INSPECT_CASE)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    print(f"[{INSPECT_CASE}] fixture written to {out_root / INSPECT_CASE}", file=sys.stderr)
+    return None
+
+
 def build_case(case: str, out_root: Path, timeout: float) -> str | None:
     """Run one case and swap its fixture folder in; return an error message or None."""
+    if case == INSPECT_CASE:
+        return build_inspect_case(out_root, timeout)
     example_rel, job_name, should_succeed = CASES[case]
     with tempfile.TemporaryDirectory(prefix="nvf-fixture-") as tmp:
         sim_root, home = os.path.join(tmp, "sim"), os.path.join(tmp, "home")
@@ -180,19 +223,21 @@ def _swap_in(staging: Path, final: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--case", action="append", choices=sorted(CASES), help="case to regenerate (repeatable)")
+    parser.add_argument("--case", action="append", choices=sorted([*CASES, INSPECT_CASE]),
+                        help="case to regenerate (repeatable)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="fixture root (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
         args.out.mkdir(parents=True, exist_ok=True)
-        errors = [msg for case in (args.case or list(CASES)) if (msg := build_case(case, args.out, args.timeout))]
+        cases = args.case or [*CASES, INSPECT_CASE]
+        errors = [msg for case in cases if (msg := build_case(case, args.out, args.timeout))]
     except OSError as exc:
         print(f"error: cannot write fixtures under {args.out}: {exc}; choose a writable --out", file=sys.stderr)
         return 2
     for msg in errors:
         print(f"error: {msg}", file=sys.stderr)
-    print(json.dumps({"cases": args.case or list(CASES), "errors": errors, "out": str(args.out)}, sort_keys=True))
+    print(json.dumps({"cases": cases, "errors": errors, "out": str(args.out)}, sort_keys=True))
     return 1 if errors else 0
 
 

@@ -27,6 +27,7 @@ def budget_values(config: dict) -> dict:
         ("sklearn_recipe", {"num_clients": 3, "min_clients": 3, "num_rounds": 2}),
         ("poc_env", {"num_clients": 2, "min_clients": 2, "num_rounds": 5}),
         ("fedjob_simulator", {"num_clients": 2, "min_clients": 2, "num_rounds": 4}),
+        ("fedjob_to_clients", {"num_clients": 3, "min_clients": 3, "num_rounds": 2}),
     ],
 )
 def test_budget_values(case, expected):
@@ -163,3 +164,28 @@ def test_schema_arguments_job_py_cannot_take_are_reported_not_dropped():
               "comparison_budget_args:\n  fixed_within_campaign: [local_steps, alpha]\n")  # fmt: skip
     unresolved = api.import_source(source, schema_text=schema)["unresolved"]
     assert [u["field"] for u in unresolved if u["field"].startswith("schema.")] == ["schema.comparison_budget_args.alpha", "schema.mutable_args.momentum"]
+
+
+def test_schema_mutable_args_are_always_suggested_with_their_bounds():
+    source = (
+        "import argparse\nfrom nvflare.app_common.np.recipes import NumpyFedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--optimizer', default='sgd')\n"
+        "p.add_argument('--seed', type=int, default=0)\np.add_argument('--tag')\np.add_argument('--num_rounds', type=int, default=3)\n"
+        "a = p.parse_args()\n"
+        "NumpyFedAvgRecipe(min_clients=2, num_rounds=a.num_rounds, train_script='client.py',"
+        " train_args=f'--optimizer {a.optimizer} --seed {a.seed}').execute(SimEnv(num_clients=2))\n"
+    )
+    assert api.import_source(source)["search_space"]["suggested"] == [], "a free string and a seed are not tunables"
+    schema = ("mutable_args:\n  optimizer: {type: str, choices: [sgd, adam]}\n  seed: {type: int, min: 0, max: 3}\n"
+              "  tag: {type: str}\n"
+              "comparison_budget_args:\n  default_candidate_budget: {num_rounds: 3}\n")  # fmt: skip
+    config = api.import_source(source, schema_text=schema)
+    assert config["search_space"]["suggested"] == [
+        {"choices": ["sgd", "adam"], "default": "sgd", "dest": "optimizer", "flag": "--optimizer", "type": "str"},
+        {"default": 0, "dest": "seed", "flag": "--seed", "max": 3, "min": 0, "type": "int"},
+        {"default": None, "dest": "tag", "flag": "--tag", "type": "str"},
+    ]
+    assert config["summary"]["allowed"] == ["--optimizer", "--seed", "--tag"]
+    contradictory = schema.replace("  tag: {type: str}\n", "  num_rounds: {type: int}\n")
+    [error] = api.import_source(source, schema_text=contradictory)["admission_errors"]
+    assert error["code"] == "AUTOFL_INVALID_MUTATION_SCHEMA" and "num_rounds are both mutable_args" in error["message"]

@@ -61,6 +61,9 @@ def test_not_admissible_exits_two_with_config_and_one_line(python_exe):
     proc = run_cli(python_exe, str(FIXTURES / "loss_no_mode" / "job.py"))
     assert_one_line_error(proc, "AUTOFL_METRIC_DIRECTION_CONFLICT")
     assert json.loads(proc.stdout)["admission_errors"][0]["code"] == "AUTOFL_METRIC_DIRECTION_CONFLICT"
+    as_yaml = run_cli(python_exe, str(FIXTURES / "loss_no_mode" / "job.py"), "--format", "yaml")
+    assert_one_line_error(as_yaml, "AUTOFL_METRIC_DIRECTION_CONFLICT")
+    assert yaml.safe_load(as_yaml.stdout)["admission_errors"] == json.loads(proc.stdout)["admission_errors"]
 
 
 def test_requested_metric_not_declared(python_exe):
@@ -100,6 +103,9 @@ def test_bad_cli_usage_is_one_line(python_exe):
     assert_one_line_error(run_cli(python_exe, str(HELLO), "--format", "xml"), "invalid choice")
     assert_one_line_error(run_cli(python_exe), "required")
     assert_one_line_error(run_cli(python_exe, str(HELLO), "--base-args", "--lr 'oops"), "balance the quotes")
+    empty = run_cli(python_exe, str(HELLO), "--metric", " ")
+    assert_one_line_error(empty, "--metric is empty")
+    assert empty.stdout == ""
 
 
 def test_import_never_writes_or_executes(python_exe, tmp_path):

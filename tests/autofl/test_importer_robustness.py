@@ -18,6 +18,7 @@ RECIPE = "from nvflare.recipe import SimEnv\nfrom nvflare.app_common.np.recipes 
         ("\n".join(f"a{i} = {i}" for i in range(51_000)), "too complex to follow statically"),
         ("class R:\n    pass\n" + "R().execute(SimEnv())\n", "no recognizable"),
         ("x = 'a' * 10**12\n", "no recognizable"),
+        ("x = " + "-" * 100_000 + "1\n", "cannot be parsed"),
     ],
 )
 def test_hostile_sources_fail_closed(source, fragment):
@@ -92,8 +93,9 @@ def test_loop_that_only_attaches_components_is_fine():
         "from nvflare.job_config.script_runner import ScriptRunner\n"
         "job = FedJob(name='j')\njob.to_server(FedAvg(num_clients=2, num_rounds=3))\n"
         "for i in range(2):\n    job.to(ScriptRunner(script='client.py'), f'site-{i + 1}')\n"
-        "job.simulator_run('/tmp/w', n_clients=2)\n"
+        "job.simulator_run('/tmp/w')\n"
     )
     config = api.import_source(source, read_file={"client.py": ""}.get)
     assert config["import"]["support"]["status"] == "supported"
     assert config["trust"]["train_script"] == "client.py"
+    assert config["fixed_budget"]["num_clients"]["value"] == 2 and config["admission_errors"] == []

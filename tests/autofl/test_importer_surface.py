@@ -62,7 +62,9 @@ def test_fedjob_simulator_run():
     assert config["job"]["run_call"] == "simulator_run"
     assert config["job"]["env"]["class"] == "FedJob.simulator_run"
     assert config["fixed_budget"]["num_rounds"]["source"] == "FedAvg(num_rounds=...)"
-    assert config["fixed_budget"]["num_clients"]["source"] == "simulator_run(n_clients=...)"
+    clients = config["fixed_budget"]["num_clients"]
+    assert (clients["value"], clients["source"]) == (2, "FedJob.to(..., site) targets")
+    assert clients["flag"] == "--n_clients", "the sites come from range(args.n_clients)"
     assert config["objective"]["job_key_metric_source"] == "IntimeModelSelector(key_metric=...)"
     assert config["trust"]["train_script"] == "client.py"
     assert config["admission_errors"] == []
@@ -159,3 +161,45 @@ def test_recipe_run_and_nested_recipe_argument():
     assert (ran["job"]["run_call"], ran["import"]["support"]["status"]) == ("run", "supported")
     nested = api.import_source(base + "r = ARecipe(inner=BRecipe(), min_clients=2)\nr.execute(SimEnv(num_clients=2))\n")
     assert "nests another application (BRecipe)" in nested["import"]["support"]["reason"]
+
+
+def test_hello_world_summary_for_the_human():
+    config = imported("hello_numpy")
+    assert config["summary"] == {"allowed": ["--lr", "--local_steps"], "editable": ["client.py", "job.py"],
+                                 "unresolved": []}  # fmt: skip
+    suggested = {s["flag"]: s for s in config["search_space"]["suggested"]}
+    assert suggested["--lr"] == {"default": 0.05, "dest": "lr", "flag": "--lr", "type": "float"}
+    assert not {"--name", "--n_clients", "--num_rounds", "--workspace"} & set(suggested), "plumbing and budget"
+    assert config["import"]["support"] == {"reason": "recognized recipe pattern", "status": "supported"}
+
+
+SITES = (
+    "from nvflare.job_config.api import FedJob\nfrom nvflare.app_common.workflows.fedavg import FedAvg\n"
+    "from nvflare.job_config.script_runner import ScriptRunner\n"
+    "job = FedJob(name='j')\njob.to(FedAvg(num_clients=2, num_rounds=3), 'server')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("deploy", "run", "clients", "fragment"),
+    [
+        ("for i in range(3):\n    job.to(ScriptRunner(script='c.py'), f'site-{i + 1}')\n", "", 3, None),
+        ("for s in ['a', 'b', 'a']:\n    job.to(ScriptRunner(script='c.py'), s)\n", "", 2, None),
+        ("job.to_clients(ScriptRunner(script='c.py'))\n", ", n_clients=4", 4, None),
+        ("job.to(ScriptRunner(script='c.py'), 'site-1')\n", ", clients=['x', 'y', 'z']", 3, None),
+        ("job.to(ScriptRunner(script='c.py'), 'site-1')\n", ", n_clients=2", None, "drop n_clients="),
+        ("job.to_clients(ScriptRunner(script='c.py'))\n", "", None, "no n_clients="),
+        ("", ", n_clients=2", None, "no component is sent to the clients"),
+        ("import os\njob.to(ScriptRunner(script='c.py'), os.environ['SITE'])\n", "", None, "not resolved"),
+        ("for i in range(100):\n    job.to(ScriptRunner(script='c.py'), f'site-{i}')\n", "", None, "not resolved"),
+    ],
+)  # fmt: skip
+def test_fedjob_simulated_clients_follow_nvflare_rules(deploy, run, clients, fragment):
+    """NVFLARE 2.9 FedJob.simulator_run: to() names the sites, to_clients() needs n_clients=, both is an error."""
+    config = api.import_source(SITES + deploy + f"job.simulator_run('/tmp/w'{run})\n")
+    entry = config["fixed_budget"]["num_clients"]
+    assert entry["value"] == clients
+    if fragment:
+        assert fragment in entry["reason"]
+        assert "fixed_budget.num_clients" in [u["field"] for u in config["unresolved"]]
+        assert [e["code"] for e in config["admission_errors"]] == ["AUTOFL_UNRESOLVED_SAFETY_FIELD"]

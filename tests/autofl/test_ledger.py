@@ -83,7 +83,7 @@ def test_format_row_precision_and_sanitizing():
     assert fields[1] == "a b" and fields[5] == "line1 line2  end x"
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "-inf", "abc"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "-inf", "abc", True])
 def test_format_row_rejects_non_finite_score(bad):
     with pytest.raises(ledger.LedgerError, match="score must be"):
         ledger.format_row({"status": "keep", "name": "x", "score": bad})

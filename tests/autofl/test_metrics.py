@@ -160,3 +160,15 @@ def test_corrupt_and_binary_artifacts_do_not_break_extraction(tmp_path):
 def test_booleans_are_not_numbers(tmp_path):
     write(tmp_path, SUMMARY, {"final_aggregated_metrics": {"accuracy": True}, "metrics": {"accuracy": 0.4}})
     assert extract_metric(tmp_path, ["accuracy"]).value == 0.4
+
+
+def test_a_huge_single_line_log_is_handled(tmp_path):
+    (tmp_path / "run.log").write_bytes(b"x" * (20 * 1024 * 1024) + b" accuracy=0.33\nend\n")
+    found = extract_metric(tmp_path, ["accuracy"])
+    assert (found.value, found.metric_source) == (0.33, "text:run.log:line=1")
+
+
+def test_empty_or_missing_folder_reports_not_found(tmp_path):
+    found = extract_metric(tmp_path / "missing", ["accuracy"])
+    assert found.value is None
+    assert found.reason == "matching metric not found; metrics=[accuracy]; searched=[]"

@@ -144,7 +144,7 @@ def test_states_from_compute_state_validate(name):
         pending_candidate_manifest=".nvflare/autofl/candidates/c1/candidate_manifest.json",
     )
     assert _errors("state", full) == []
-    for override in ("repair_baseline", "await_simulation_runner_approval"):
+    for override in ("repair_baseline", "submit_baseline", "await_simulation_runner_approval"):
         assert _errors("state", guard.with_next_action_override(full, override)) == []
 
 

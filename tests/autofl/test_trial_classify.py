@@ -1,5 +1,6 @@
 """Pure classification helpers of trial.py: sandbox socket denial and result-path hygiene."""
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,13 @@ def test_last_error_is_one_printable_line_without_hidden_characters():
     output = "noise\nValueError: first\nRuntimeError: bad\u200b value\u202e\there\n"
     assert _last_error(output) == "; last error: RuntimeError: bad value here"
     assert _last_error("all good\n") == ""
+
+
+def test_trial_module_imports_no_heavy_packages(repo_root, python_exe):
+    scripts = repo_root / "skills" / "nvflare-autofl" / "scripts"
+    code = (
+        f"import sys; sys.path.insert(0, {str(scripts)!r}); from autofl_core import trial; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'nvflare', 'matplotlib', 'numpy', 'yaml', 'PIL'}))"
+    )
+    done = subprocess.run([python_exe, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"

@@ -39,7 +39,7 @@ def _load_private_package(name: str):
 
 
 _load_private_package("autofl_core")
-from autofl_core import guard, guard_inputs, ledger  # noqa: E402
+from autofl_core import compare, guard, guard_inputs, ledger  # noqa: E402
 
 EXIT_OK, EXIT_INVALID = 0, 2
 
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         variable, default = guard_inputs.THRESHOLDS[name][:2]
         parser.add_argument(flag, dest=name, type=_threshold(name), metavar=metavar,
                             help=f"default ${variable} or {default}{note}")
-    parser.add_argument("--mode", choices=("max", "min"), help="objective direction (default: stored state, else max)")
+    parser.add_argument("--mode", choices=compare.MODES, help="objective direction (default: stored state, else max)")
     parser.add_argument("--pending-manifests", type=_non_negative_int, default=0, metavar="N",
                         help="number of prepared candidate manifests (default 0)")
     parser.add_argument("--format", choices=("json", "text"), default="json", help="default json")

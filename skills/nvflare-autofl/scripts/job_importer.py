@@ -63,6 +63,9 @@ def render(config: dict, fmt: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     options = build_parser().parse_args(argv)
+    if options.metric is not None and not options.metric.strip():
+        sys.stderr.write("job_importer: --metric is empty; omit it to use the job's key metric\n")
+        return EXIT_REJECTED
     try:
         base_args = shlex.split(options.base_args)
     except ValueError as exc:

@@ -7,8 +7,8 @@ Usage:
 --output defaults to progress.png beside the ledger; --metric to the ledger's metric_name (else "score");
 --mode to the mode stored in the sibling .nvflare/autofl/campaign_state.json (else max).
 Draws with matplotlib (Agg); falls back to Pillow; with neither, writes a text note (.txt) beside the
-output. Prints one JSON object: backend, output, scored count, best point. Exit 0 on success, 2 on a
-corrupt ledger, bad arguments or an unwritable output.
+output. Prints one JSON object: backend, output, scored count, best point and where it is ringed in the
+image (best_pixel). Exit 0 on success, 2 on a corrupt ledger, bad arguments or an unwritable output.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _load_private_package(name: str):
 
 
 _load_private_package("autofl_core")
-from autofl_core import guard_inputs, ledger, plot  # noqa: E402
+from autofl_core import compare, guard_inputs, ledger, plot  # noqa: E402
 
 EXIT_OK, EXIT_INVALID = 0, 2
 
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("results", nargs="?", default="results.tsv", help="ledger path (default results.tsv)")
     parser.add_argument("--output", help="PNG path (default progress.png beside the ledger)")
     parser.add_argument("--metric", help="metric label (default: the ledger's metric_name)")
-    parser.add_argument("--mode", choices=("max", "min"), help="objective direction (default: stored state, max)")
+    parser.add_argument("--mode", choices=compare.MODES, help="objective direction (default: stored state, max)")
     return parser
 
 

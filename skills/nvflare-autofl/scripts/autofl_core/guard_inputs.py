@@ -15,6 +15,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from .compare import MODES
+
 DEFAULT_STOP_FILES = ("STOP_AUTOFL", ".nvflare/autofl/STOP")
 STATE_RELATIVE_PATH = Path(".nvflare") / "autofl" / "campaign_state.json"
 # setting -> (environment variable, default, type, minimum)
@@ -88,7 +90,7 @@ def stored_mode(workspace: Path) -> str | None:
     except (UnicodeDecodeError, ValueError):
         raise InputError(f"{path} is not valid JSON; pass --mode max|min or repair it with the runner's status") from None
     mode = document.get("mode") if isinstance(document, dict) else None
-    if mode not in ("max", "min"):
+    if mode not in MODES:
         raise InputError(f"{path} has no valid 'mode' (max|min); pass --mode max|min")
     return mode
 

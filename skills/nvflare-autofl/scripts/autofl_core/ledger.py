@@ -167,6 +167,8 @@ def _format_field(column: str, value: object) -> str:
 
 
 def _finite(value: object, column: str) -> float:
+    if isinstance(value, bool):
+        raise LedgerError(f"{column} must be a number, got {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):

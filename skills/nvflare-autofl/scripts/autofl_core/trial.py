@@ -49,7 +49,17 @@ ERROR_LINE_RE = re.compile(r"\b(\w+(?:Error|Exception)): (.{1,200})")
 
 @dataclass
 class TrialSpec:
-    """Plain-data description of one trial (paths absolute; args are argv lists, never shell strings)."""
+    """Plain-data description of one trial (paths absolute; args are argv lists, never shell strings).
+
+    budget_args/base_args/run_args, flag_groups, name_flag, switch_flags: see argv.build_trial_argv.
+    metric_order: metric names to try in order (the importer's metric_extraction_order).
+    expected_result_names: result-dir names the job may use without --name (e.g. its default job name).
+    num_rounds, mode: only for the live progress line. timeout/no_progress_timeout: seconds, 0/None disables.
+    uses_simenv: job runs a SimEnv (enables the "upgrade to nvflare>=2.9.0" diagnosis).
+    token: the trial token; pass one you persisted beforehand to find an orphaned trial later.
+    on_start(pid, token): called right after the child started. progress_stream: e.g. sys.stderr.
+    temp_parent: where the disposable trial folder is created (default: the system temp dir).
+    """
 
     python: str
     job_path: Path

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 
-from . import metrics_files, structured
+from . import job_folder, metrics_files, structured
 from .bounded import Chunk, ReadFailure, chunk_from_bytes, chunk_lines, read_head_tail
 from .credentials import is_credential
 from .jsonlog import numbered_to_lines, text_to_lines
@@ -113,6 +113,8 @@ def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> N
             ev.not_read.append(f"{path}: {result.duplicates} log.json file(s) not read: log.txt beside them holds the same records")
         if result.layout:
             layouts.append((path, result.layout))
+        if result.exported and result.layout != "job_download":
+            structured.add_hint(ev, "simulation", f"exported job folder layout (meta.json with app folders) in {path}")
         if not result.candidates and not result.credentials:
             reader.problems.extend(result.notes[:1] or [f"{path} holds no log, metrics or JSON evidence files"])
         return
@@ -181,7 +183,10 @@ class _Reader:
             return
         self.files += 1
         self.used += chunk.bytes_read
-        self._dispatch(chunk, cand.path, cand.site, cand.klass, explicit=cand.explicit)
+        if cand.exported_meta and not chunk.binary:
+            self._exported_job(chunk, os.path.dirname(cand.path))
+        else:
+            self._dispatch(chunk, cand.path, cand.site, cand.klass, explicit=cand.explicit)
 
     def read_stdin(self, text: str | None) -> None:
         if not text or not text.strip():
@@ -219,6 +224,16 @@ class _Reader:
             if self._json(chunk, pairs, path, site, explicit):
                 return
         self._log(pairs, path, site, chunk, log_kind)
+
+    def _exported_job(self, chunk: Chunk, folder: str) -> None:
+        """An exported job folder: its meta.json was read (bounded); the structure check adds evidence lines."""
+        text = None if chunk.truncated else (chunk.head + chunk.tail).decode("utf-8", errors="replace")
+        problems = job_folder.check_exported(folder, text) if text is not None else []
+        if text is None:
+            self.ev.not_read.append(f"{folder}: meta.json larger than --max-bytes; the job folder structure was not checked")
+        self.ev.lines.extend(Line(folder, None, None, problem) for problem in problems)
+        status = "truncated" if chunk.truncated else "complete"
+        self.ev.sources.append(Source(folder, "job_download", None, status, chunk.bytes_read, chunk.truncated))
 
     def _binary(self, path, site, chunk) -> None:
         self.ev.sources.append(Source(path, "log", site, "skipped_binary", chunk.bytes_read))

@@ -25,6 +25,7 @@ MAX_MARKERS = 20
 MAX_CANDIDATES = 12
 MAX_METRICS = 50
 MAX_REPORT_BYTES = 63 * 1024  # as printed by render.to_json; the bar is 64 KiB
+SUPPORTING = "supporting evidence (terminal status, a server-side echo or a static source finding)"
 SHRINKABLE = ("evidence_sources", "suspicious_content", "signals", "unverified_markers", "other_candidates")
 _IDENT = re.compile(r"^[A-Za-z_<][\w.<>-]{0,80}$")
 _QUALITY_PROBLEMS = ("partial", "truncated", "missing", "permission_denied", "unavailable", "not_streamed",
@@ -65,7 +66,7 @@ def _other_candidates(an) -> list[dict]:
         if cand is an.primary:
             continue
         if not cand.strong:
-            reason = "only supporting evidence (terminal status or a server-side echo)"
+            reason = f"only {SUPPORTING}"
         else:
             reason = f"lower precedence than {an.primary.row.id} (catalog priority)"
         out.append({"pattern": cand.row.id, "recovery_category": cand.row.recovery_category, "reason": reason})
@@ -126,7 +127,7 @@ def _likely_cause(an) -> str:
         detail = _traceback_detail(an) or _variant_cause(an)
         text += f": {detail}" if detail else ""
         if not an.primary.strong:
-            text += "; only supporting evidence (terminal status or a server-side echo) was found"
+            text += f"; only {SUPPORTING} was found"
     if an.sim_traceback_missing:
         text += "; the client traceback is missing (a SimEnv workspace only shows the server's view; ask for the stdout of python job.py)"
     return text + "."

@@ -19,6 +19,14 @@ JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 SITE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 JOB_STATUS_RE = re.compile(r"^[A-Z][A-Z_]{1,40}(:[A-Z_]{1,40})?$")
 MAX_FLAT_LINES = 200
+_INSPECT_CODE = re.compile(r"^[A-Z][A-Z0-9_]{1,63}$")
+_INSPECT_FILE = re.compile(r"^[\w.@+-]+(?:/[\w.@+-]+){0,15}$")
+# Meanings of the `nvflare agent inspect source` finding codes the catalog uses (others are shown by code only).
+INSPECT_MEANINGS = {
+    "ABSOLUTE_DATA_PATH": "hard-coded absolute path in the job source; value redacted",
+    "PYTHON_PARSE_ERROR": "the file does not parse as Python",
+    "SECRET_LITERAL_REDACTED": "secret-like literal in the source; value not shown",
+}
 MAX_VALUE_CHARS = 300
 _META_KEYS = ("job_id", "submit_time_iso", "job_deploy_detail", "duration", "job_name", "name")
 
@@ -217,8 +225,21 @@ def _flatten(value: object, key: str, out: list[str]) -> None:
 
 
 def _inspect_lines(ev: Evidence, data: dict, source: str) -> None:
+    """`nvflare agent inspect source` findings as `inspect source finding CODE at file:line (meaning)` lines.
+
+    Only the code, file and line are used: a finding's `value`/`name` can hold a secret or a path
+    (with `--redact off`) and is never copied into the evidence.
+    """
     scan = data.get("scan") if isinstance(data.get("scan"), dict) else {}
     findings = scan.get("findings") if isinstance(scan.get("findings"), list) else []
     for index, finding in enumerate(findings[:MAX_FLAT_LINES], start=1):
-        text = json.dumps(finding, sort_keys=True, default=str)[:MAX_VALUE_CHARS]
-        ev.lines.append(Line(source, None, index, f"inspect source finding: {text}"))
+        if not isinstance(finding, dict) or not _INSPECT_CODE.match(str(finding.get("code"))):
+            continue
+        code, file, line = finding["code"], finding.get("file"), finding.get("line")
+        where = file if isinstance(file, str) and _INSPECT_FILE.match(file) else "<file>"
+        where += f":{line}" if isinstance(line, int) and line > 0 else ""
+        meaning = INSPECT_MEANINGS.get(code)
+        text = f"inspect source finding {code} at {where}" + (f" ({meaning})" if meaning else "")
+        ev.lines.append(Line(source, None, index, text))
+    if scan.get("complete") is False:
+        ev.not_read.append(f"{source}: nvflare agent inspect source reports an incomplete scan (limits or unreadable files)")

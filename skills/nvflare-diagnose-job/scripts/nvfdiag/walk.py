@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from .credentials import is_credential
+from .job_folder import looks_exported
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 ERROR_LOG, METRICS, LOG, STRUCTURED, OTHER_TEXT = range(5)
@@ -40,6 +41,7 @@ class Candidate:
     in_job: bool = False
     explicit: bool = False
     root: str | None = None
+    exported_meta: bool = False  # meta.json of an exported job folder: checked structurally (job_folder.py)
 
 
 @dataclass
@@ -50,6 +52,7 @@ class WalkResult:
     hints: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     layout: str | None = None  # "sim_workspace" | "job_download" | None
+    exported: list[str] = field(default_factory=list)  # exported job folders outside any job-id folder
     ignored: int = 0
     duplicates: int = 0
 
@@ -118,6 +121,7 @@ class _WalkState:
     def __init__(self, result: WalkResult, roots_real: list[str], job_id: str | None, root: str):
         self.result, self.roots_real, self.job_id, self.root = result, roots_real, job_id, root
         self.visited: set[str] = set()
+        self.exported_dirs: set[str] = set()
         self.entries = 0
         self.stopped = False
 
@@ -141,7 +145,7 @@ class _WalkState:
             return
         names = {entry.name for entry in entries}
         label = self._folder_label(name, names, label, rel)
-        self._layout_facts(display, name, names)
+        self._layout_facts(display, name, names, in_job)
         for entry in entries:
             self.entries += 1
             if self.entries > MAX_WALK_ENTRIES:
@@ -162,8 +166,12 @@ class _WalkState:
             return rel[-2]  # <site>/<job_id>/log.txt
         return inherited
 
-    def _layout_facts(self, display, name, names) -> None:
+    def _layout_facts(self, display, name, names, in_job) -> None:
         hints = self.result.hints
+        if looks_exported(name, names, run_folder=is_job_folder(name, self.job_id)):
+            self.exported_dirs.add(os.path.dirname(os.path.join(display, "meta.json")))
+            if not in_job:
+                self.result.exported.append(display)
         if name == "simulate_job":
             _hint(hints, "simulation", f"SimEnv workspace layout (simulate_job folder) in {self.root}")
             self.result.layout = self.result.layout or "sim_workspace"
@@ -235,10 +243,11 @@ class _WalkState:
             st = st or entry.stat(follow_symlinks=False)
         except OSError:
             st = None
+        exported_meta = name == "meta.json" and os.path.dirname(display) in self.exported_dirs
         self.result.candidates.append(
-            Candidate(path=display, real=os.path.realpath(real), klass=klass, site=label,
+            Candidate(path=display, real=os.path.realpath(real), klass=METRICS if exported_meta else klass, site=label,
                       size=st.st_size if st else 0, mtime_ns=st.st_mtime_ns if st else 0,
-                      in_job=in_job, root=self.root)
+                      in_job=in_job, root=self.root, exported_meta=exported_meta)
         )
 
 

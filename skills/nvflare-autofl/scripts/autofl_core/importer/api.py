@@ -43,8 +43,9 @@ def _parse(source: str, job_name: str) -> tuple[ast.Module | None, str]:
     except SyntaxError as exc:
         where = f" at line {exc.lineno}" if exc.lineno else ""
         return None, f"{job_name} has a syntax error{where}: {exc.msg}; fix it (python -m py_compile {job_name})"
-    except (ValueError, RecursionError) as exc:
-        return None, f"{job_name} cannot be parsed ({exc}); fix the file"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        detail = str(exc) or "expressions nested too deeply"
+        return None, f"{job_name} cannot be parsed ({detail}); simplify the file"
 
 
 def _main_parser(walk: Any) -> tuple[ap.Parser | None, ap.Namespace | None]:

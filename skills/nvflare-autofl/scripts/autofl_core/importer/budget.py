@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .values import HIGH, UNRESOLVED, Val, to_jsonable
+from .values import HIGH, UNRESOLVED, Val, merge_flags, to_jsonable, weakest
 
 FIELDS = ("num_clients", "min_clients", "num_rounds")
 NOT_APPLICABLE = "not_applicable"
+ALL_SITES = "@ALL"  # nvflare.apis.job_def.ALL_SITES: job.to_clients(obj)
 # NVFLARE 2.9 constructor defaults (facts from the recipe signatures); absent = required or unknown.
 NUM_ROUNDS_DEFAULTS = {
     "FedAvgRecipe": 2, "NumpyFedAvgRecipe": 2, "FedOptRecipe": 2, "ScaffoldRecipe": 2, "FedProxRecipe": 2,
@@ -126,16 +127,33 @@ def fedjob_budget(surface: Any) -> dict:
 
 
 def _run_clients(surface: Any, job: Any) -> dict:
+    """Simulated clients of `FedJob.simulator_run`, by NVFLARE 2.9's rules: `clients=` replaces the sites named
+    with `to()`; `n_clients=` is required after `to_clients()` and rejected when `to()` named the sites."""
     kwargs = surface.run_kwargs
     if surface.run_call != "simulator_run":
         return _not_applicable("export-only FedJob: clients come from deployment")
-    if "n_clients" in kwargs:
-        return _entry(kwargs["n_clients"], "simulator_run(n_clients=...)")
+    given = "n_clients" in kwargs
     if "clients" in kwargs:
+        if given:
+            return _missing("NVFLARE rejects n_clients= together with clients=; pass only one", "simulator_run(...)")
         return _count(kwargs["clients"], "simulator_run(clients=[...])")
-    if "n_clients" in job.kwargs:
-        return _entry(job.kwargs["n_clients"], f"{job.name}(n_clients=...)")
-    return _missing("simulator_run gets neither n_clients= nor clients=", "simulator_run(n_clients=...)")
+    targets = surface.site_targets
+    if not all(isinstance(t, Val) and t.resolved and isinstance(t.value, str) for t in targets):
+        return _missing("a site name given to job.to(...) is not resolved statically", "FedJob.to(..., site)")
+    names = list(dict.fromkeys(t.value for t in targets))
+    if not names:
+        return _missing("no component is sent to the clients; use job.to(obj, 'site-1') or job.to_clients(obj)",
+                        "FedJob.to(..., site)")  # fmt: skip
+    if ALL_SITES in names:
+        if given:
+            return _entry(kwargs["n_clients"], "simulator_run(n_clients=...)")
+        return _missing("components go to every client (to_clients) but simulator_run gets no n_clients=",
+                        "simulator_run(n_clients=...)")  # fmt: skip
+    if given:
+        return _missing("NVFLARE rejects simulator_run(n_clients=...) when job.to() already named the sites; "
+                        "drop n_clients=", "simulator_run(n_clients=...)")  # fmt: skip
+    sites = Val(len(names), weakest(HIGH, *(t.confidence for t in targets)), "", merge_flags(*targets))
+    return _entry(sites, "FedJob.to(..., site) targets")
 
 
 def fixed_budget(surface: Any) -> dict:

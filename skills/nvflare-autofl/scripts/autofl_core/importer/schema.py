@@ -125,10 +125,13 @@ def validate_schema(data: Any) -> list[str]:
         errors += _mutable_arg(name, spec)
     if "comparison_budget_args" in data:
         errors += _budget(data["comparison_budget_args"])
-        fixed = (data["comparison_budget_args"] or {}).get("fixed_within_campaign") or []
-        both = sorted(set(mutable) & {f for f in fixed if isinstance(f, str)})
+        section = data["comparison_budget_args"] if isinstance(data["comparison_budget_args"], dict) else {}
+        fixed = section.get("fixed_within_campaign") if isinstance(section.get("fixed_within_campaign"), list) else []
+        budget = section.get("default_candidate_budget") if isinstance(section.get("default_candidate_budget"), dict) else {}
+        both = sorted(set(mutable) & ({f for f in fixed if isinstance(f, str)} | set(budget)))
         if both:
-            errors.append(f"argument(s) {', '.join(both)} are both mutable_args and fixed_within_campaign")
+            errors.append(f"argument(s) {', '.join(both)} are both mutable_args and fixed_within_campaign or "
+                          "default_candidate_budget; a candidate cannot change a fixed argument")
     if "preferred_targets" in data:
         errors += _targets(data["preferred_targets"])
     return errors

@@ -1,7 +1,8 @@
 """Suggested search space: the job's own tunable flags with their defaults, types and schema bounds.
 
 Budget flags, fixed-within-campaign flags and plumbing flags (names, paths, seeds, devices, export
-switches) are left out; a flag with `mutable_args` bounds in the schema carries them.
+switches) are left out; a flag the schema lists in `mutable_args` is always in (unless pinned) and carries its
+bounds, even when its name or type would not have suggested it.
 """
 
 from __future__ import annotations
@@ -27,10 +28,14 @@ def _kind(flag: Any) -> str | None:
     return None
 
 
-def _tunable(flag: Any, kind: str | None, blocked: set[str]) -> bool:
+def _tunable(flag: Any, kind: str | None, blocked: set[str], declared: bool) -> bool:
     if flag.positional or not flag.option_strings or flag.action in ("help", "version", "count", "append"):
         return False
-    if blocked & set(flag.option_strings) or flag.dest in blocked or flag.dest in PLUMBING:
+    if blocked & set(flag.option_strings) or flag.dest in blocked:
+        return False
+    if declared:
+        return True
+    if flag.dest in PLUMBING:
         return False
     if any(part in flag.dest.lower() for part in PATHLIKE):
         return False
@@ -42,13 +47,13 @@ def suggested(flags: list, blocked: set[str], mutable_args: dict) -> list[dict]:
     out = []
     for flag in flags:
         kind = _kind(flag)
-        if not _tunable(flag, kind, blocked):
+        if not _tunable(flag, kind, blocked, flag.dest in mutable_args):
             continue
         item = {
             "default": to_jsonable(flag.default.value) if flag.default.resolved else None,
             "dest": flag.dest,
             "flag": flag.canonical,
-            "type": kind,
+            "type": kind or (mutable_args.get(flag.dest) or {}).get("type"),
         }
         if flag.choices is not None:
             item["choices"] = to_jsonable(flag.choices)

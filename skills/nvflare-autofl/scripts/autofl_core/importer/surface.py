@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .values import describe
+from .values import HIGH, Val, describe
 
 ENV_CLASSES = ("SimEnv", "PocEnv", "ProdEnv")
 RECIPE_RUNS = ("execute", "run", "export")
@@ -28,6 +28,7 @@ NESTED_CLASSES = {
     "ETFedBuffRecipe": "it runs a nested edge application",
     "DhPSIRecipe": "it runs private set intersection, not training",
 }
+ALL_SITES, SERVER_SITE = "@ALL", "server"  # NVFLARE's names (nvflare.apis.job_def)
 EVAL_COMPONENTS = ("CrossSiteModelEval", "CrossSiteEval", "GlobalModelEval")
 STATS_COMPONENTS = ("StatisticsController",)
 
@@ -43,6 +44,7 @@ class Surface:
     run_line: int = 0
     components: list = field(default_factory=list)
     run_kwargs: dict = field(default_factory=dict)
+    site_targets: list = field(default_factory=list)  # FedJob client targets of to()/to_clients(), in call order
 
 
 def is_recipe(obj: Any) -> bool:
@@ -157,6 +159,7 @@ def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
     else:
         surface.pattern = "fedjob"
         surface.components = _components(target, walk)
+        surface.site_targets = _site_targets(target, walk)
         component_names = [c.name for c in surface.components]
         if any(n in STATS_COMPONENTS for n in component_names):
             return _fail(f"FedJob at line {target.line} is {STATS_ONLY_HINT}; Auto-FL needs a training job")
@@ -180,6 +183,21 @@ def _components(job: Any, walk: Any) -> list:
     for call in walk.calls:
         if call.target is job and call.method.startswith("to") and call.args and hasattr(call.args[0], "cls"):
             found.append(call.args[0])
+    return found
+
+
+def _site_targets(job: Any, walk: Any) -> list:
+    """Client targets the FedJob deploys to: `to(obj, "site-1")` values, ALL_SITES for `to_clients(obj)`."""
+    found = []
+    for call in walk.calls:
+        if call.target is not job:
+            continue
+        if call.method == "to_clients":
+            found.append(Val(ALL_SITES, HIGH))
+        elif call.method == "to":
+            target = call.args[1] if len(call.args) > 1 else call.kwargs.get("target")
+            if not (isinstance(target, Val) and target.resolved and target.value == SERVER_SITE):
+                found.append(target)
     return found
 
 

@@ -20,6 +20,7 @@ from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, source
 
 MAX_DEPTH = 12
 MAX_STEPS = 50_000
+MAX_UNROLL = 64  # a `for` over a known sequence this short is walked once per item (e.g. sites site-1..site-N)
 
 
 class _Return(Exception):
@@ -278,8 +279,21 @@ class Walker:
         self.walk_block(orelse)
 
     def _st_For(self, stmt: ast.For) -> None:
-        self.ev(stmt.iter)
-        self._loop(stmt.target, stmt.body, stmt.orelse)
+        items = _unrollable(self.ev(stmt.iter), stmt.body)
+        if items is None:
+            self._loop(stmt.target, stmt.body, stmt.orelse)
+            return
+        # Walked item by item like Python would; building or running a recipe/job/env here still fails closed.
+        from .surface import touches_surface
+
+        note = BranchNote(stmt.body[0].lineno, "loop body", False, kind="loop")
+        self.out.branches.append(note)
+        first_obj, first_call = len(self.out.objects), len(self.out.calls)
+        for item in items:
+            self.bind(stmt.target, item)
+            self.walk_block(stmt.body)
+        note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
+        self.walk_block(stmt.orelse)
 
     _st_AsyncFor = _st_For
 
@@ -303,3 +317,14 @@ class Walker:
             self.walk_block(stmt.finalbody)
 
     _st_TryStar = _st_Try
+
+
+def _unrollable(iterable: Any, body: list[ast.stmt]) -> list[Val] | None:
+    """The items of a short, statically known sequence whose loop body never breaks or continues; else None."""
+    if not (isinstance(iterable, Val) and iterable.resolved and isinstance(iterable.value, (list, tuple))):
+        return None
+    if len(iterable.value) > MAX_UNROLL:
+        return None
+    if any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt)):
+        return None
+    return [Val(item, iterable.confidence, iterable.expr, iterable.flags) for item in iterable.value]
