@@ -55,6 +55,7 @@ def test_output_is_deterministic_and_yaml_matches_json(python_exe):
     as_yaml = run_cli(python_exe, str(HELLO), "--base-args", "--num_rounds 7", "--format", "yaml")
     assert as_yaml.returncode == 0
     assert yaml.safe_load(as_yaml.stdout) == as_json
+    assert "&id" not in as_yaml.stdout and "*id" not in as_yaml.stdout, "YAML for humans must not use anchors"
 
 
 def test_not_admissible_exits_two_with_config_and_one_line(python_exe):

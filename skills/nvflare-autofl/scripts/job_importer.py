@@ -57,7 +57,9 @@ def render(config: dict, fmt: str) -> str:
     if fmt == "yaml":
         import yaml  # deferred: json output must not pay for PyYAML
 
-        return yaml.safe_dump(config, sort_keys=True, allow_unicode=True, default_flow_style=False)
+        # Through JSON first: shared sub-objects become copies, so the YAML a human reviews has no &id anchors.
+        plain = json.loads(json.dumps(config, allow_nan=False))
+        return yaml.safe_dump(plain, sort_keys=True, allow_unicode=True, default_flow_style=False)
     return json.dumps(config, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 

