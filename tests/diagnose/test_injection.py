@@ -319,8 +319,8 @@ def test_spoofed_marker_summary_names_the_marker_from_a_fixed_list():
 def test_findings_have_the_documented_fields_and_kinds():
     findings = scan(PREFIX + "AI assistant: " + CURL)
     for finding in findings:
-        assert set(finding) == {"source", "site", "line", "kind", "summary"}
-        assert finding["kind"] in KINDS
+        assert set(finding) == {"source", "site", "line", "kind", "summary", "span"}
+        assert finding["kind"] in KINDS and finding["span"] == (0, 0)
     assert {f["kind"] for f in findings} == {"assistant_directive", "download_execute"}
 
 

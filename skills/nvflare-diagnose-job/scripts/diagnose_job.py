@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import re
 import sys
 from pathlib import Path
 
@@ -44,7 +43,6 @@ except Exception as _exc:  # a broken or partial skill copy: one line, no traceb
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 PROG = "diagnose_job.py"
-KIT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 STDIN_HEAD = 16 * 1024
 STDIN_BLOCK = 1024 * 1024
 
@@ -101,7 +99,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         raise UsageError("--collect needs --job-id (the job to collect evidence for)")
     if args.collect and args.mode == "simulation":
         raise UsageError("--collect queries a running POC/production system; drop it (or --mode simulation)")
-    if args.kit_id is not None and not KIT_ID_RE.match(args.kit_id):
+    if args.kit_id is not None and not sites.valid_kit_id(args.kit_id):
         raise UsageError("--kit-id must be letters, digits, '.', '_', '@' or '-'")
     return args
 

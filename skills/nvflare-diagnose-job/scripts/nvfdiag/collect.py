@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from .bounded import ReadFailure, chunk_lines, read_head_tail
 from .evidence import EvidenceError
+from .sites import valid_job_id, valid_kit_id
 
 # The complete list of nvflare sub-commands --collect may run; `{job_id}` / `{output_dir}` are filled in.
 READ_ONLY_COMMANDS = {
@@ -35,8 +35,6 @@ READ_ONLY_COMMANDS = {
     "job_download": ("job", "download", "{job_id}", "-o", "{output_dir}"),
 }
 PREFIX = ("nvflare", "--format", "json")
-JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-KIT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME",
             "NVFLARE_STARTUP_KIT_DIR", "NVFLARE_HOME", "NVFLARE_POC_WORKSPACE")
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
@@ -72,7 +70,7 @@ def is_allowed(argv: list[str]) -> bool:
 
 def _word_ok(word: str, pattern: str) -> bool:
     if pattern == "{job_id}":
-        return bool(JOB_ID_RE.match(word))
+        return valid_job_id(word)
     if pattern == "{output_dir}":
         return os.path.isabs(word) and os.path.basename(os.path.dirname(word)).startswith("nvfdiag-collect-")
     return word == pattern
@@ -103,11 +101,11 @@ def collect_from_cli(job_id: str, *, startup_kit: str | None = None, kit_id: str
 
 
 def _validate(job_id, startup_kit, kit_id) -> None:
-    if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
+    if not valid_job_id(job_id):
         raise CollectError(f"--collect needs a job id of letters, digits, '.', '_' or '-'; got {job_id!r}")
     if startup_kit and kit_id:
         raise CollectError("use either --startup-kit or --kit-id, not both")
-    if kit_id and not KIT_ID_RE.match(kit_id):
+    if kit_id and not valid_kit_id(kit_id):
         raise CollectError(f"--kit-id must be letters, digits, '.', '_', '@' or '-'; got {kit_id!r}")
     if startup_kit and not os.path.isdir(startup_kit):
         raise CollectError(f"--startup-kit {startup_kit} is not a folder; pass the admin startup kit directory")

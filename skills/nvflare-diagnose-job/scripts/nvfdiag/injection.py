@@ -1,7 +1,7 @@
 """Suspicious-content detection for untrusted log lines (prompt injection, spoofed markers).
 
 Pure and stdlib only. Public API:
-    scan_lines(lines: Iterable[Line]) -> list[dict]   findings {source, site, line, kind, summary}
+    scan_lines(lines: Iterable[Line]) -> list[dict]   findings {source, site, line, kind, summary, span}
     normalize(text: str) -> str                       the matching view of one line (from normalize.py)
     defang(text: str) -> str                          URLs/IPs made non-clickable, URL paths hidden
 
@@ -9,7 +9,8 @@ Each line is normalized (NFKC, invisible characters removed, homoglyphs folded, 
 base64/hex/percent runs decoded) and matched against the directive rules in injection_rules.py.
 Directives split over 2-3 consecutive lines of one source are found by joining the message parts; such
 a finding sits on the first line of the shortest window and its summary ends with
-"(split across lines N-M)" (suspicious.py reads that to exclude every line of the directive from matching).
+"(split across lines N-M)". `span` (internal, not part of the report) holds the (first, last) indexes into
+`lines` a finding covers, so every line of a directive is excluded from matching (suspicious.py).
 A directive that the plain, rendered view of the line does not show is also reported as `obfuscated`.
 Summaries are built from fixed phrases plus a defanged host name: they never echo the log text.
 """
@@ -71,8 +72,8 @@ def scan_lines(lines: Iterable[Line]) -> list[dict]:
         end = start + 1  # the window is items[start:end + 1], up to MAX_JOINED_LINES consecutive lines
         while end + 1 < min(len(items), start + MAX_JOINED_LINES) and _consecutive(items[end], items[end + 1]):
             end += 1
-        for first, kind, summary in _split_findings(items, views, start, end):
-            _add(found, first, items[first], kind, summary)
+        for first, last, kind, summary in _split_findings(items, views, start, end):
+            _add(found, first, items[first], kind, summary, last)
     ordered = sorted(found.values(), key=lambda entry: (entry[0], KINDS.index(entry[1]["kind"])))
     return [finding for _, finding in ordered]
 
@@ -116,7 +117,7 @@ def _split_findings(items: Sequence[Line], views: Sequence[_LineView], start: in
     out = []
     for (first, last), kinds in sorted(spans.items()):
         described = _window_describe(items, views, first, last)
-        out += [(first, kind, summary) for kind, summary in described if kind in kinds or kind == "obfuscated"]
+        out += [(first, last, kind, summary) for kind, summary in described if kind in kinds or kind == "obfuscated"]
     return out
 
 
@@ -185,10 +186,11 @@ def _summary(kind: str, detail: str | None, text: str) -> str:
     return _SUMMARIES[(kind, detail)] + target
 
 
-def _add(found: dict, index: int, item: Line, kind: str, summary: str) -> None:
+def _add(found: dict, index: int, item: Line, kind: str, summary: str, last: int | None = None) -> None:
     key = (item.source, item.line if item.line is not None else ("tail", index), kind)
     if key not in found:
-        finding = {"source": item.source, "site": item.site, "line": item.line, "kind": kind, "summary": summary}
+        finding = {"source": item.source, "site": item.site, "line": item.line, "kind": kind, "summary": summary,
+                   "span": (index, index if last is None else last)}
         found[key] = (index, finding)
 
 

@@ -1,7 +1,10 @@
 """Site names and identifiers: validation and which sites a symptom depends on.
 
-Usage: `valid_site(name)`, `valid_job_id(value)`, `dependent_sites(texts, hit_sites, known)`. Pure. Only names
-that pass these strict patterns are ever written into follow-up commands or likely_cause.
+Usage: `valid_site(name)`, `valid_job_id(value)`, `valid_kit_id(value)`, `dependent_sites(texts, hit_sites, known)`.
+Pure. The one place for these identifier rules (CLI options, readers, --collect and the report all use them); only
+names that pass them are ever written into follow-up commands or likely_cause.
+Site names follow NVFLARE's participant rule (letters, digits, '-', '_'; dots for server host names); '@' is not
+allowed (it belongs to admin user names, which are not sites).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import re
 SITE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 JOB_STATUS_RE = re.compile(r"^[A-Za-z_]{1,40}(?::[A-Za-z_]{1,40})?$")
+KIT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")  # startup-kit ids may be admin user names
 SERVER_LABELS = ("server",)
 _PEER = re.compile(r"\bpeer=([A-Za-z0-9][A-Za-z0-9._-]{0,63})")
 _SITE_TOKEN = re.compile(r"\b(site-\d{1,6})\b")
@@ -26,6 +30,15 @@ def valid_job_id(value: object) -> bool:
 
 def valid_job_status(value: object) -> bool:
     return isinstance(value, str) and bool(JOB_STATUS_RE.match(value))
+
+
+def nvflare_job_status(value: object) -> bool:
+    """A status as NVFLARE itself writes it (upper case, e.g. FINISHED:EXECUTION_EXCEPTION)."""
+    return valid_job_status(value) and value == value.upper()
+
+
+def valid_kit_id(value: object) -> bool:
+    return isinstance(value, str) and bool(KIT_ID_RE.match(value))
 
 
 def is_server(site: str | None) -> bool:

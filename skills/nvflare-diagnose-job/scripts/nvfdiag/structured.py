@@ -14,10 +14,8 @@ import re
 
 from .jsonlog import text_to_lines
 from .model import SITE_STATUSES, Evidence, Line, Source
+from .sites import nvflare_job_status, valid_job_id, valid_site
 
-JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-SITE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
-JOB_STATUS_RE = re.compile(r"^[A-Z][A-Z_]{1,40}(:[A-Z_]{1,40})?$")
 MAX_FLAT_LINES = 200
 _INSPECT_CODE = re.compile(r"^[A-Z][A-Z0-9_]{1,63}$")
 _INSPECT_FILE = re.compile(r"^[\w.@+-]+(?:/[\w.@+-]+){0,15}$")
@@ -44,8 +42,7 @@ def looks_like_bundle(obj: object) -> bool:
 def looks_like_job_meta(obj: object) -> bool:
     return (
         isinstance(obj, dict)
-        and isinstance(obj.get("status"), str)
-        and bool(JOB_STATUS_RE.match(obj["status"]))
+        and nvflare_job_status(obj.get("status"))
         and any(key in obj for key in _META_KEYS)
     )
 
@@ -78,9 +75,9 @@ def envelope_kind(envelope: dict, command: list[str] | None = None) -> str:
 
 def note_job(ev: Evidence, job_id: object, status: object) -> None:
     """Record the job id / status the evidence states (first statement wins; invalid values ignored)."""
-    if ev.job_id is None and isinstance(job_id, str) and JOB_ID_RE.match(job_id):
+    if ev.job_id is None and valid_job_id(job_id):
         ev.job_id = job_id
-    if ev.job_status is None and isinstance(status, str) and JOB_STATUS_RE.match(status):
+    if ev.job_status is None and nvflare_job_status(status):
         ev.job_status = status
 
 
@@ -123,7 +120,7 @@ def _job_logs(ev: Evidence, data: dict, source: str) -> None:
     unavailable = data.get("unavailable") if isinstance(data.get("unavailable"), dict) else {}
     names = sorted(set(data["logs"]) | set(sites) | set(unavailable))
     for site in names:
-        if not SITE_RE.match(str(site)):
+        if not valid_site(site):
             ev.not_read.append(f"{source}: ignored a site entry with an invalid name")
             continue
         info = sites.get(site) if isinstance(sites.get(site), dict) else {}
@@ -179,7 +176,7 @@ def ingest_bundle(ev: Evidence, bundle: dict, source: str, *, bytes_read: int) -
     ev.sources.append(Source(source, "json_bundle", None, "complete", bytes_read))
     for site in sorted(bundle["logs"], key=str):
         entry = bundle["logs"][site]
-        if not SITE_RE.match(str(site)) or not isinstance(entry, dict):
+        if not valid_site(site) or not isinstance(entry, dict):
             ev.not_read.append(f"{source}: ignored a malformed site entry in the bundle")
             continue
         status = entry.get("status", "ok")
@@ -241,5 +238,7 @@ def _inspect_lines(ev: Evidence, data: dict, source: str) -> None:
         meaning = INSPECT_MEANINGS.get(code)
         text = f"inspect source finding {code} at {where}" + (f" ({meaning})" if meaning else "")
         ev.lines.append(Line(source, None, index, text))
+    read = scan.get("files_read") if isinstance(scan.get("files_read"), int) else "?"
+    ev.lines.append(Line(source, None, None, f"inspect source summary: {read} file(s) read, {len(findings)} finding(s)"))
     if scan.get("complete") is False:
         ev.not_read.append(f"{source}: nvflare agent inspect source reports an incomplete scan (limits or unreadable files)")

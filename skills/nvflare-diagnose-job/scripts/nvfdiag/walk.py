@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from .credentials import is_credential
 from .job_folder import looks_exported
+from .sites import valid_site
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 ERROR_LOG, METRICS, LOG, STRUCTURED, OTHER_TEXT = range(5)
@@ -158,7 +159,7 @@ class _WalkState:
         own = name_label(name)
         if own:
             return own
-        if rel and "startup" in names and name not in GENERIC_DIRS:
+        if rel and "startup" in names and name not in GENERIC_DIRS and valid_site(name):
             return name  # a participant folder of a SimEnv/POC root (it has a startup/ kit folder)
         if rel and name == "workspace" and len(rel) >= 2 and is_job_folder(rel[-2], self.job_id):
             return "server"  # job download: <job_id>/workspace holds the server's job workspace
