@@ -168,6 +168,11 @@ def test_a_huge_single_line_log_is_handled(tmp_path):
     assert (found.value, found.metric_source) == (0.33, "text:run.log:line=1")
 
 
+def test_line_numbers_stay_right_after_a_line_longer_than_the_read_piece(tmp_path):
+    (tmp_path / "run.log").write_bytes(b"accuracy=0.1 " + b"x" * (3 * 1024 * 1024) + b"\naccuracy=0.4\nend\n")
+    assert extract_metric(tmp_path, ["accuracy"]).metric_source == "text:run.log:line=2"
+
+
 def test_empty_or_missing_folder_reports_not_found(tmp_path):
     found = extract_metric(tmp_path / "missing", ["accuracy"])
     assert found.value is None

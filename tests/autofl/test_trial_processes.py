@@ -1,5 +1,7 @@
 """Process supervision: bounded tail, whole-tree termination (incl. detached grandchildren), grace then SIGKILL."""
 
+import json
+import os
 import subprocess
 import sys
 import time
@@ -104,3 +106,20 @@ def test_orphan_recovery_by_token_only(tmp_path):
     finally:
         orphan.kill()
         orphan.wait()
+
+
+def test_child_runs_in_its_own_session_with_argv_passed_literally(tmp_path):
+    hostile = ["$(touch pwned)", "; touch pwned2", "a b", "'\"*"]
+    code = "import os, sys, json; print(json.dumps([os.getsid(0), os.getpgid(0), sys.argv[1:]]))"
+    outcome = run_process(
+        [sys.executable, "-c", code, *hostile],
+        cwd=tmp_path,
+        env=env("tok-session"),
+        log_path=tmp_path / "run.log",
+        token=("AUTOFL_TRIAL_TOKEN", "tok-session"),
+    )
+    assert outcome.returncode == 0
+    sid, pgid, args = json.loads((tmp_path / "run.log").read_text())
+    assert sid == pgid == outcome.pid and sid != os.getsid(0)
+    assert args == hostile
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.log"]  # no shell ever ran the strings

@@ -1,12 +1,17 @@
-"""run_trial on real NVFLARE 2.9 simulations: success (max and min), client crash, hang after the first round."""
+"""run_trial on real NVFLARE 2.9 simulations: success (max and min), client crash with a secret in the parent env,
+a site hanging after the first round, a total timeout, and a job that reports no metric and leaves detached
+grandchildren behind."""
 
+import importlib.util
 import io
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
+from autofl_core import ledger
 from autofl_core.processes import find_token_processes
 from autofl_core.trial import TrialSpec, run_trial
 
@@ -55,6 +60,15 @@ def final_aggregated(workspace, name, metric):
     return next(item["value"] for item in summary["final_aggregated_metrics"] if item["name"] == metric)
 
 
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
+
+
 def assert_clean(result, temp_parent):
     assert result.survivors == []
     assert find_token_processes(("AUTOFL_TRIAL_TOKEN", result.token)) == []
@@ -70,6 +84,8 @@ def test_hello_numpy_success_scores_from_metrics_summary(repo_root, python_exe, 
     assert result.metric_artifact == SUMMARY.format("baseline")
     assert result.score == final_aggregated(workspace, "baseline", "accuracy")
     assert 0.5 < result.score <= 1.0
+    row = ledger.format_row({"status": "baseline", "name": "baseline", "score": result.score})
+    assert row.split("\t")[2] == f"{result.score:.6f}"  # a plain finite float the ledger accepts
     assert result.exit_code == 0 and result.runtime_seconds > 1
     assert "Finished FedAvg." in (workspace / "autofl_runs/baseline/run.log").read_text()
     assert "finished 3/3 rounds" in stream.getvalue() and "round 2/3" in stream.getvalue()
@@ -88,6 +104,28 @@ def test_numpy_loss_success_lower_is_better(repo_root, python_exe, tmp_path, sho
     losses = [json.loads(line)["aggregated_metrics"][0]["value"] for line in rounds.read_text().splitlines()]
     assert losses == sorted(losses, reverse=True) and losses[-1] < losses[0]  # training lowers the loss
     assert_clean(result, short_tmp)
+    # The example leaves room for tuning: a NumPy replay of its FedAvg reproduces the real score, and
+    # the same replay shows the default --lr scoring far worse than the candidate's --lr 0.1.
+    replay = fedavg_replay(workspace / "client.py")
+    assert replay(0.1) == pytest.approx(result.score, rel=1e-9)
+    assert replay(0.05) > 2 * replay(0.1)
+
+
+def fedavg_replay(client_path):
+    """Final aggregated loss of numpy-loss (2 equal-weight sites, 3 rounds, 5 steps) recomputed without NVFLARE."""
+    spec_ = importlib.util.spec_from_file_location("numpy_loss_client", client_path)
+    client = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(client)
+    data = [client.site_data(site) for site in ("site-1", "site-2")]
+
+    def final_loss(lr):
+        weights = [0.0] * (client.NUM_FEATURES + 1)
+        for _ in range(3):
+            losses = [client.mse(weights, x, y) for x, y in data]
+            weights = sum(client.train(weights, x, y, lr, 5) for x, y in data) / len(data)
+        return sum(losses) / len(losses)
+
+    return final_loss
 
 
 def test_client_crash_is_a_crash_and_secrets_never_reach_the_client(repo_root, python_exe, tmp_path, monkeypatch, short_tmp):
@@ -126,22 +164,99 @@ def test_client_crash_is_a_crash_and_secrets_never_reach_the_client(repo_root, p
     assert_clean(result, short_tmp)
 
 
-def test_hang_after_first_round_trips_no_progress_watchdog_and_kills_the_tree(repo_root, python_exe, tmp_path, short_tmp):
+def test_site_hanging_after_first_round_trips_the_partial_aggregation_watchdog_and_kills_the_tree(repo_root, python_exe, tmp_path, short_tmp):
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     client = workspace / "client.py"
     client.write_text(
         client.read_text().replace(
             "        acc = accuracy(w, x, y)\n",
             "        acc = accuracy(w, x, y)\n"
-            "        if model.current_round >= 1:\n"
+            "        if model.current_round >= 1 and site == 'site-2':\n"
             "            import time\n"
             "            time.sleep(600)\n",
         )
     )
     result = run_trial(spec(python_exe, workspace, short_tmp, "hang", "accuracy", no_progress_timeout=8.0))
     assert result.outcome == "crash"
-    assert result.failure_reason.startswith("no progress:")
+    # site-1 finished round 1, so the server logged `Aggregated 1/2 results` and then nothing advanced
+    assert result.failure_reason == "no progress: partial aggregation did not advance for 8s (simulator no-progress timeout)"
+    assert "Aggregated 1/2 results" in (workspace / "autofl_runs/hang/run.log").read_text()
     assert result.watchdog == result.failure_reason
     assert result.termination_seconds is not None and result.termination_seconds < 10.0
     assert result.runtime_seconds < 90
+    assert_clean(result, short_tmp)
+
+
+def test_total_timeout_kills_a_running_simulation(repo_root, python_exe, tmp_path, short_tmp):
+    workspace = copy_example(repo_root, tmp_path, "hello-numpy")
+    result = run_trial(spec(python_exe, workspace, short_tmp, "slow", "accuracy", timeout=7.0))
+    assert result.outcome == "crash" and result.score is None
+    assert result.failure_reason == result.watchdog == "timeout: trial exceeded the 7s total timeout"
+    assert result.termination_seconds is not None and result.termination_seconds < 10.0
+    assert 7.0 <= result.runtime_seconds < 7.0 + 1.0 + 10.0  # one watchdog tick, then termination
+    assert "Start FedAvg." in (workspace / "autofl_runs/slow/run.log").read_text()  # it was mid-run
+    assert_clean(result, short_tmp)
+
+
+def test_no_metric_is_a_crash_and_detached_grandchildren_are_gone(repo_root, python_exe, tmp_path, short_tmp):
+    workspace = copy_example(repo_root, tmp_path, "hello-numpy")
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    client = workspace / "client.py"
+    text = client.read_text().replace("accuracy=", "quality=").replace('metrics={"accuracy"', 'metrics={"quality"')
+    text = text.replace(
+        "    x, y = site_data(site)\n",
+        "    x, y = site_data(site)\n"
+        "    import os, subprocess, time\n"
+        "    null = subprocess.DEVNULL\n"
+        "    sleeper = subprocess.Popen(['setsid', 'sleep', '300'], stdin=null, stdout=null, stderr=null)\n"
+        f"    pids = {str(pids)!r}\n"
+        "    open(os.path.join(pids, site + '-setsid'), 'w').write(str(sleeper.pid))\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            open(os.path.join(pids, site + '-forked'), 'w').write(str(os.getpid()))\n"
+        "            time.sleep(300)\n"
+        "        os._exit(0)\n",
+    )
+    assert "quality=" in text and "setsid" in text
+    client.write_text(text)
+    result = run_trial(spec(python_exe, workspace, short_tmp, "nometric", "accuracy"))
+    assert result.outcome == "crash" and result.exit_code == 0 and result.score is None
+    assert result.failure_reason.startswith(
+        "matching metric not found; metrics=[accuracy]; searched=[simulation/server/simulate_job/metrics/"
+        "metrics_summary.json"
+    )
+    assert "run.log" in result.failure_reason
+    assert "quality=" in (workspace / "autofl_runs/nometric/run.log").read_text()
+    spawned = [int(path.read_text()) for path in sorted(pids.iterdir())]
+    assert len(spawned) == 4  # two detached processes per site
+    assert [pid for pid in spawned if alive(pid)] == []
+    assert_clean(result, short_tmp)
+
+
+SOCKET_DENIAL_SHIM = """
+import errno, socket
+_original = socket.socket.bind
+def _refuse(self, *args):
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+    return _original(self, *args)
+socket.socket.bind = _refuse
+"""
+
+
+def test_sandbox_socket_denial_of_a_real_simulation_is_an_infrastructure_retry(repo_root, python_exe, tmp_path, short_tmp):
+    """A sitecustomize shim denies TCP binds with EPERM, as a seccomp/seatbelt network sandbox does."""
+    workspace = copy_example(repo_root, tmp_path, "hello-numpy")
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(SOCKET_DENIAL_SHIM)
+    parent = {"PATH": os.environ["PATH"], "PYTHONPATH": str(shim)}
+    result = run_trial(spec(python_exe, workspace, short_tmp, "sandboxed", "accuracy", parent_env=parent))
+    assert result.outcome == "infrastructure_retry", result.failure_reason
+    assert result.failure_reason.startswith("simulation denied by the host sandbox: socket permission failure")
+    assert result.score is None and result.exit_code != 0
+    log = (workspace / "autofl_runs/sandboxed/run.log").read_text()
+    assert "s.bind(" in log and "PermissionError: [Errno 1] Operation not permitted" in log  # NVFLARE's own frame
     assert_clean(result, short_tmp)

@@ -7,9 +7,11 @@ import shutil
 import stat
 import sys
 import tempfile
+import tracemalloc
 from pathlib import Path
 
 import pytest
+from autofl_core import processes
 from autofl_core.argv import injected_job_name
 from autofl_core.processes import find_token_processes
 from autofl_core.trial import TrialSpec, run_trial
@@ -170,6 +172,14 @@ def test_sandbox_socket_denial_is_an_infrastructure_retry(workspace, short_tmp):
     assert "socket permission failure" in result.failure_reason
 
 
+def test_a_hang_after_a_sandbox_socket_denial_is_an_infrastructure_retry_too(workspace, short_tmp):
+    result = run_trial(spec(workspace, short_tmp, mode="sandbox_hang", no_progress_timeout=2.0))
+    assert result.outcome == "infrastructure_retry"
+    assert result.watchdog.startswith("no progress:")  # the watchdog stopped it; the cause is the sandbox
+    assert "socket permission failure" in result.failure_reason
+    no_leftovers(result, short_tmp)
+
+
 def test_printed_path_outside_the_root_is_ignored(workspace, short_tmp):
     result = run_trial(spec(workspace, short_tmp, mode="print_outside"))
     assert result.outcome == "success"
@@ -218,7 +228,46 @@ def test_conflicting_budget_is_rejected_before_anything_runs_or_is_written(works
     assert list(short_tmp.iterdir()) == []
 
 
+def test_unusable_run_dir_is_rejected_before_anything_runs(workspace, short_tmp):
+    with pytest.raises(TrialError) as info:
+        run_trial(spec(workspace, short_tmp, run_dir=workspace / "job.py" / "runs"))
+    assert info.value.code == "AUTOFL_INVALID_TRIAL_REQUEST"
+    assert "output folder" in str(info.value)
+    assert list(short_tmp.iterdir()) == []
+
+
 def test_unstartable_interpreter_is_a_crash_not_a_traceback(workspace, tmp_path, short_tmp):
     result = run_trial(spec(workspace, short_tmp, python=str(tmp_path / "no-such-python")))
     assert result.outcome == "crash"
     assert result.failure_reason.startswith("could not start the trial:")
+
+
+@pytest.mark.slow
+def test_a_child_printing_50_mb_keeps_the_runner_memory_bounded(workspace, short_tmp):
+    tracemalloc.start()
+    try:
+        result = run_trial(spec(workspace, short_tmp, mode="flood"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (workspace / "autofl_runs/cand-1/run.log").stat().st_size > 50_000_000  # every byte streamed
+    assert result.outcome == "success", result.failure_reason
+    assert (result.score, result.metric_source[:18]) == (0.5, "text:run.log:line=")  # scanned the whole log
+    assert result.artifacts["simulator_result_name"] == injected_job_name(workspace, "cand-1")
+    assert peak < 8 * 1024 * 1024, f"runner peak {peak / 2**20:.1f} MiB while the child printed 50 MB"
+    no_leftovers(result, short_tmp)
+
+
+@pytest.mark.slow
+def test_processes_that_survive_termination_fail_the_trial_loudly(workspace, short_tmp, monkeypatch, capsys):
+    monkeypatch.setattr(processes, "_signal_all", lambda *args: None)  # every kill "fails"
+    result = run_trial(spec(workspace, short_tmp, mode="grandchild", grace_seconds=0.5))
+    monkeypatch.undo()
+    try:
+        assert result.outcome == "crash" and result.score is None
+        assert len(result.survivors) >= 2  # the setsid sleep and the double-forked grandchild
+        assert result.failure_reason == f"processes survived termination (pids {result.survivors}); kill them by hand"
+        assert f"processes survived termination: {result.survivors}" in capsys.readouterr().err
+    finally:
+        assert processes.terminate_tree(None, ("AUTOFL_TRIAL_TOKEN", result.token), grace_seconds=2.0) == []
+    no_leftovers(result, short_tmp)

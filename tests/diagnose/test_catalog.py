@@ -151,3 +151,12 @@ def test_keyword_prefilter_never_hides_a_regex_match(text):
                 matched += 1
                 assert sig.may_match(text.lower()), (row.id, sig.regex.pattern)
     assert matched
+
+
+@pytest.mark.parametrize("row_id", ["CUDA_OOM", "PROCESS_EXIT_NEG9", "TRANSFER_PROGRESS_TIMEOUT"])
+def test_expensive_retry_rule_is_in_the_next_action_of_rows_that_invite_a_rerun(row_id):
+    """Spec: at most one retry of an expensive real-model run, and only after a causal factor changed."""
+    action = cat.load_catalog().row(row_id).next_action.lower()
+    assert "at most once" in action or "retry once" in action
+    if row_id != "TRANSFER_PROGRESS_TIMEOUT":
+        assert "changed" in action

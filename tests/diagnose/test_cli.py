@@ -7,13 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jsonschema
 import pytest
+from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]
 SKILL = REPO / "skills" / "nvflare-diagnose-job"
 SCRIPT = SKILL / "scripts" / "diagnose_job.py"
-SCHEMA = json.loads((REPO / "shared/schemas/diagnose_report.v1.schema.json").read_text())
 TIMEOUT_LINE = "2026-06-02 11:03:10,001 - ServerRunner - ERROR - task round_3 timed out waiting for site-2\n"
 
 
@@ -24,8 +23,7 @@ def cli(python_exe, *args, stdin=None, script=SCRIPT, cwd=None):
 
 def report_of(result):
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
-    jsonschema.validate(report, SCHEMA)
+    report = validated(result.stdout)
     assert len(result.stdout.encode()) <= 64 * 1024
     return report
 
@@ -153,8 +151,7 @@ def test_in_process_main_and_collect_wiring(monkeypatch, tmp_path):
     monkeypatch.setattr(collect, "collect_from_cli", lambda job_id, **kw: calls.append((job_id, kw)) or envelopes)
     out = io.StringIO()
     assert diagnose_job.main(["--collect", "--job-id", "abc123"], stdout=out) == 0
-    report = json.loads(out.getvalue())
-    jsonschema.validate(report, SCHEMA)
+    report = validated(out.getvalue())
     assert calls == [("abc123", {"startup_kit": None, "kit_id": None})]
     assert report["job_status"] == "FINISHED:EXECUTION_EXCEPTION"
     assert report["runtime_mode"] == "production"
@@ -166,8 +163,7 @@ def test_in_process_main_and_collect_wiring(monkeypatch, tmp_path):
                         "ModuleNotFoundError: No module named 'foo'\n")
     out = io.StringIO()
     assert diagnose_job.main(["--collect", "--job-id", "abc123", str(site_log)], stdout=out) == 0
-    merged = json.loads(out.getvalue())
-    jsonschema.validate(merged, SCHEMA)
+    merged = validated(out.getvalue())
     assert merged["matched_pattern"] == "IMPORT_ERROR"
     assert merged["job_status"] == "FINISHED:EXECUTION_EXCEPTION"
     assert {s["kind"] for s in merged["evidence_sources"]} >= {"cli_envelope", "log"}
@@ -215,5 +211,32 @@ def test_report_is_utf8_even_with_an_ascii_locale(python_exe, tmp_path):
     result = subprocess.run([python_exe, str(SCRIPT), str(log), "--mode", "production"], capture_output=True,
                             timeout=60, env=env)
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout.decode("utf-8"))
+    report = validated(result.stdout.decode("utf-8"))
     assert "\u00e9" in report["signals"][0]["excerpt"]
+
+
+def test_file_limit_is_a_finding_with_advice(python_exe, tmp_path):
+    for site in ("site-1", "site-2", "site-3"):
+        (tmp_path / "ws" / site).mkdir(parents=True)
+        (tmp_path / "ws" / site / "log.txt").write_text(TIMEOUT_LINE)
+    report = report_of(cli(python_exe, tmp_path / "ws", "--max-files", "1"))
+    assert "EVIDENCE_LIMIT_REACHED" in report["findings"] and report["evidence_quality"] == "partial"
+    assert [s["status"] for s in report["evidence_sources"]].count("skipped_limit") == 2
+    assert any("--max-files" in item for item in report["missing_evidence"])
+
+
+def test_interrupt_exits_130_with_one_line_and_no_report():
+    import diagnose_job
+
+    class Interrupting(io.BytesIO):
+        def read(self, *args):
+            raise KeyboardInterrupt
+
+    out, err = io.StringIO(), io.StringIO()
+    saved, sys.stderr = sys.stderr, err
+    try:
+        code = diagnose_job.main(["-"], stdin=Interrupting(), stdout=out)
+    finally:
+        sys.stderr = saved
+    assert code == 130 and out.getvalue() == ""
+    assert err.getvalue().count("\n") == 1 and "interrupted" in err.getvalue()

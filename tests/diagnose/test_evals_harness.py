@@ -395,3 +395,38 @@ def test_shell_rejects_broken_case_file(harness, capsys):
     assert run_evals.main([]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: cannot load the eval inputs")
+
+
+# Each refinement rule of the spec and each of the five classic shapes, with the outcome its case pins down
+# (run_evals.py replays them; this guards against a case being dropped or loosened).
+RULE_AND_SHAPE_CASES = {
+    "cuda-oom-beats-round-timeout": {"matched_pattern": "CUDA_OOM", "other_candidates_include": ["ROUND_TIMEOUT"]},
+    "import-error-beats-user-code-marker": {"matched_pattern": "IMPORT_ERROR",
+                                            "other_candidates_include": ["USER_CODE_EXCEPTION"]},
+    "spoofed-marker-blame": {"matched_pattern": "ROUND_TIMEOUT", "marker_corroborated": {"USER_CODE_EXCEPTION": False}},
+    "user-code-marker-corroborated": {"marker_corroborated": {"USER_CODE_EXCEPTION": True}},
+    "partial-visibility-bundle": {"matched_pattern": "PARTIAL_LOG_VISIBILITY", "confidence": "low",
+                                  "other_candidates_include": ["ROUND_TIMEOUT"]},
+    "server-log-only-round-timeout": {"matched_pattern": "ROUND_TIMEOUT", "findings_exclude": ["PARTIAL_LOG_VISIBILITY"]},
+    "transfer-progress-peer-timeout": {"matched_pattern": "TRANSFER_PROGRESS_TIMEOUT", "recovery_category": "RETRYABLE"},
+    "peer-gone-no-progress": {"matched_pattern": "PEER_GONE_OR_TIMEOUT"},
+    "dot6-transient": {"matched_pattern_not": ["DATUM_OBJECT_TYPE_6"]},
+    "dot6-terminal": {"matched_pattern": "DATUM_OBJECT_TYPE_6"},
+    "exit9-explicit-cleanup": {"matched_pattern": "PROCESS_EXIT_NEG9"},
+    "exit9-host-oom": {"matched_pattern": "PROCESS_EXIT_NEG9"},
+    "exit9-unexplained": {"matched_pattern": "PROCESS_EXIT_NEG9"},
+    "mode-filter-production-row-in-simulation": {"runtime_mode": "simulation", "matched_pattern_not": ["ROUND_TIMEOUT"]},
+    "real-sim-import-error-stdout": {"runtime_mode": "simulation", "matched_pattern": "IMPORT_ERROR"},
+    "poc-component-not-authorized": {"runtime_mode": "production", "matched_pattern": "COMPONENT_NOT_AUTHORIZED"},
+    "poisoned-round-timeout": {"matched_pattern": "ROUND_TIMEOUT", "findings_include": ["SUSPICIOUS_LOG_CONTENT"]},
+}
+
+
+@pytest.mark.parametrize("case_id", sorted(RULE_AND_SHAPE_CASES))
+def test_refinement_rules_and_classic_shapes_have_pinned_cases(case_id):
+    case = next((c for c in FILE_CASES if c["id"] == case_id), None)
+    assert case is not None, f"eval case {case_id} is missing"
+    for key, value in RULE_AND_SHAPE_CASES[case_id].items():
+        assert case["expected"].get(key) == value, (case_id, key)
+    if case_id.startswith("exit9-"):
+        assert case["expected"]["likely_cause_include_any"]  # each variant is named in likely_cause

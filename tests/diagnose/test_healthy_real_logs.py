@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 from nvfdiag.injection import scan_lines
 from nvfdiag.model import Line
+from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "healthy_real"
@@ -62,7 +62,7 @@ def test_cli_on_the_real_healthy_run_reports_no_suspicious_content(python_exe):
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    report = validated(result.stdout)
     assert report["suspicious_content"] == []
     assert "SUSPICIOUS_LOG_CONTENT" not in report["findings"]
 
@@ -88,3 +88,9 @@ def test_fresh_real_simulation_has_zero_findings(python_exe, tmp_path):
     lines = read_lines(tmp_path / "job_stdout.txt", None) + run_logs(workspace)
     assert len(lines) > 500
     assert scan_lines(lines) == []
+    # the whole diagnosis of the healthy run (stdout + full SimEnv workspace): no pattern, no finding, no signal
+    result = subprocess.run([python_exe, str(CLI), str(tmp_path / "job_stdout.txt"), str(workspace)],
+                            capture_output=True, text=True, timeout=60, check=False)
+    report = validated(result.stdout)
+    assert (report["matched_pattern"], report["findings"], report["signals"]) == ("UNKNOWN", [], [])
+    assert report["runtime_mode"] == "simulation" and report["metrics"]["non_finite"] == []

@@ -8,23 +8,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jsonschema
 import pytest
 from nvfdiag import catalog, matcher
 from nvfdiag.evidence import collect_evidence
+from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO / "evals" / "diagnose" / "files" / "real" / "inspect-source"
-SCHEMA = json.loads((REPO / "shared/schemas/diagnose_report.v1.schema.json").read_text())
 LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}
 MISSING_DATA = "2026-06-02 11:03:10,001 - ClientRunner - ERROR - FileNotFoundError: training data file not found\n"
 
 
 def diagnose(paths, **kwargs) -> dict:
     ev = collect_evidence([str(p) for p in paths], job_id=None, **LIMITS)
-    report = matcher.diagnose(ev, catalog.load_catalog(), **kwargs)
-    jsonschema.validate(report, SCHEMA)
-    return report
+    return validated(matcher.diagnose(ev, catalog.load_catalog(), **kwargs))
 
 
 def envelope(findings, complete=True) -> dict:
@@ -82,7 +79,7 @@ def test_finding_values_and_names_are_never_copied(tmp_path):
         "inspect source summary: ? file(s) read, 5 finding(s)",
     ]
     assert any("incomplete scan" in note for note in ev.not_read)
-    text = json.dumps(matcher.diagnose(ev, catalog.load_catalog(), mode="simulation"))
+    text = json.dumps(validated(matcher.diagnose(ev, catalog.load_catalog(), mode="simulation")))
     for secret in ("patient_records", "hunter2", "API_TOKEN", "evil.example"):
         assert secret not in text
 
@@ -113,3 +110,23 @@ def test_inspect_source_command_exists_and_fixture_regenerates(tmp_path):
         committed = json.loads((REAL / name).read_text())
         assert fresh["data"]["scan"]["findings"] == committed["data"]["scan"]["findings"]
         assert fresh["data"]["path"] == committed["data"]["path"] == "/tmp/nvflare/jobs/hello-numpy"
+
+
+@pytest.mark.parametrize("name", ["healthy.json", "absolute_path.json"])
+def test_committed_inspect_fixtures_are_scrubbed(name):
+    text = (REAL / name).read_text(encoding="utf-8")
+    assert "nvf-inspect-" not in text and str(REPO) not in text
+    assert json.loads(text)["data"]["capability"] == "source"
+
+
+def test_inspect_error_envelope_is_an_unavailable_inspect_source_not_production_evidence(tmp_path):
+    """What nvflare 2.9 prints for a path that does not exist (data is null; only error_code says what ran)."""
+    saved = tmp_path / "inspect.json"
+    saved.write_text(json.dumps({
+        "schema_version": "1", "status": "error", "exit_code": 4, "error_code": "AGENT_INSPECT_PATH_NOT_FOUND",
+        "message": "inspect path does not exist: /tmp/x", "hint": "Pass an existing local file or directory to inspect.",
+        "recovery_category": "FIXABLE_BY_CONFIG", "data": None}))
+    report = diagnose([saved])
+    assert [(s["kind"], s["status"]) for s in report["evidence_sources"]] == [("inspect_source", "unavailable")]
+    assert report["runtime_mode"] == "ambiguous"  # an inspect error says nothing about production
+    assert report["matched_pattern"] == "UNKNOWN"

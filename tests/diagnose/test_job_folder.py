@@ -7,15 +7,14 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-import jsonschema
 import pytest
 from nvfdiag import catalog, matcher
 from nvfdiag.evidence import collect_evidence
 from nvfdiag.job_folder import check_exported, looks_exported
 from nvfdiag.model import Evidence, Line
+from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((REPO / "shared/schemas/diagnose_report.v1.schema.json").read_text())
 LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}
 
 
@@ -34,9 +33,7 @@ def export_tree(root: Path, deploy_map: dict, configs: dict[str, list[str]], nam
 
 def diagnose(paths, **kwargs) -> dict:
     ev = collect_evidence([str(p) for p in paths], job_id=None, **LIMITS)
-    report = matcher.diagnose(ev, catalog.load_catalog(), **kwargs)
-    jsonschema.validate(report, SCHEMA)
-    return report
+    return validated(matcher.diagnose(ev, catalog.load_catalog(), **kwargs))
 
 
 BOTH = ["config_fed_server.json", "config_fed_client.json"]
@@ -159,7 +156,7 @@ def test_nvflare_job_meta_validator_wording_matches(message):
     """The exact messages of nvflare 2.9's JobMetaValidator (raised on submit / simulator run)."""
     line = f"2026-06-02 12:40:00,000 - JobMetaValidator - ERROR - {message}"
     ev = Evidence(lines=[Line("submit.log", None, 1, line)])
-    report = matcher.diagnose(ev, catalog.load_catalog(), mode="production")
+    report = validated(matcher.diagnose(ev, catalog.load_catalog(), mode="production"))
     assert report["matched_pattern"] == "PACKAGE_EXPORT_ERROR"
 
 
@@ -184,3 +181,22 @@ def test_real_nvflare_export_is_sound_then_broken(tmp_path, python_exe):
     (job / "app" / "config" / "config_fed_client.json").unlink()
     report = diagnose([out])
     assert report["matched_pattern"] == "PACKAGE_EXPORT_ERROR" and report["runtime_mode"] == "simulation"
+
+
+def test_job_folder_deep_in_a_poc_workspace_is_checked_but_does_not_suggest_simulation(tmp_path):
+    """An admin's transfer/ folder holds job folders; they must not turn a POC workspace into 'ambiguous'."""
+    from evidence_trees import build_poc
+
+    prod = build_poc(tmp_path / "poc", past_jobs=1, kit_files=1, transfer_files=1, credentials=False)
+    export_tree(prod / "admin" / "transfer", {"app": ["@ALL"]}, {"app": BOTH}, name="cifar10")
+    report = diagnose([tmp_path / "poc"])
+    assert report["runtime_mode"] == "production"
+    assert str(prod / "admin" / "transfer" / "cifar10") in {s["path"] for s in report["evidence_sources"]}
+
+
+def test_empty_meta_json_is_a_malformed_export(tmp_path):
+    job = export_tree(tmp_path, {"app": ["@ALL"]}, {"app": BOTH})
+    (job / "meta.json").write_text("")
+    report = diagnose([job])
+    assert report["matched_pattern"] == "PACKAGE_EXPORT_ERROR"
+    assert "meta.json is not a valid JSON object" in report["signals"][0]["excerpt"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from evidence_trees import build_simenv, log_line, write
+from report_schema import validated
 
 from bench.child_usage import run_measured
 
@@ -95,13 +96,13 @@ def test_malformed_input_gives_report_or_one_line(case, tmp_path, python_exe):
     if expected == 2:
         assert out == "" and len(err.strip().splitlines()) == 1 and mention in err
     else:
-        report = json.loads(out, parse_constant=lambda name: pytest.fail(f"non-JSON constant {name} in report"))
+        report = validated(json.loads(out, parse_constant=lambda name: pytest.fail(f"non-JSON constant {name} in report")))
         assert report["evidence_sources"]
     assert snapshot(tmp_path) == before
     if case == "symlink_escape":
         assert "OUTSIDE-MARKER" not in out
     if case == "binary_plus_log":
-        assert any(s["status"] == "skipped_binary" for s in json.loads(out)["evidence_sources"])
+        assert any(s["status"] == "skipped_binary" for s in validated(out)["evidence_sources"])
 
 
 @pytest.mark.slow
@@ -114,7 +115,7 @@ def test_fifty_megabyte_single_line_is_bounded(tmp_path, python_exe):
     before = snapshot(tmp_path)
     code, out, err, rss = run_cli(python_exe, [path], tmp_path)
     assert code == 0 and "Traceback" not in err
-    source = json.loads(out)["evidence_sources"][0]
+    source = validated(out)["evidence_sources"][0]
     assert source["truncated"] is True and source["bytes_read"] == 262144
     assert rss < 150, f"peak RSS {rss:.0f} MiB"
     assert snapshot(tmp_path) == before
@@ -126,4 +127,4 @@ def test_binary_and_empty_stdin(tmp_path, python_exe):
     code, out, err, _ = run_cli(python_exe, ["-"], tmp_path, stdin=b"\x00\x01garbage")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "binary" in err
     code, out, err, _ = run_cli(python_exe, ["-"], tmp_path, stdin=b"\xff\xfe not utf-8 ERROR\n")
-    assert code == 0 and json.loads(out)["evidence_sources"][0]["path"] == "<stdin>"
+    assert code == 0 and validated(out)["evidence_sources"][0]["path"] == "<stdin>"

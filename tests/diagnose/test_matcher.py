@@ -1,17 +1,14 @@
 """Pure matcher: every catalog row, every refinement rule of the spec, determinism and bounds."""
 
 import json
-from pathlib import Path
 
-import jsonschema
 import pytest
 from nvfdiag import catalog as cat
 from nvfdiag import render
 from nvfdiag.matcher import diagnose
 from nvfdiag.model import Evidence, Line, Source
+from report_schema import validated
 
-REPO = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((REPO / "shared/schemas/diagnose_report.v1.schema.json").read_text())
 CATALOG = cat.load_catalog()
 TS = "2026-06-02 11:03:10,123"
 
@@ -32,8 +29,7 @@ def ev(*blocks, site_status=None, job_status=None, job_id=None, metrics=None, hi
 
 
 def run(evidence, **options):
-    report = diagnose(evidence, CATALOG, **options)
-    jsonschema.validate(report, SCHEMA)
+    report = validated(diagnose(evidence, CATALOG, **options))
     assert len(render.to_json(report).encode("utf-8")) <= 64 * 1024
     return report
 
@@ -145,8 +141,8 @@ def test_cuda_oom_on_site_beats_the_server_round_timeout_it_caused():
 
 def test_ties_are_broken_by_id_and_lower_confidence(rendered_catalog_with_tie):
     evidence = ev(("log.txt", "site-1", ["ModuleNotFoundError: No module named 'x'", "CUDA out of memory"]))
-    first = diagnose(evidence, rendered_catalog_with_tie, mode="simulation")
-    second = diagnose(evidence, rendered_catalog_with_tie, mode="simulation")
+    first = validated(diagnose(evidence, rendered_catalog_with_tie, mode="simulation"))
+    second = validated(diagnose(evidence, rendered_catalog_with_tie, mode="simulation"))
     assert first == second
     assert first["matched_pattern"] == "CUDA_OOM"  # same priority: alphabetical id wins
     assert first["confidence"] == "low"

@@ -13,6 +13,7 @@ from nvfdiag import injection_rules
 from nvfdiag.injection import KINDS, scan_lines
 from nvfdiag.model import Line
 from nvfdiag.normalize import normalize
+from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "evals" / "diagnose" / "files" / "poisoned"
@@ -91,7 +92,7 @@ def test_cli_reports_the_variant_and_never_echoes_the_directive(entry, python_ex
     assert CLI.is_file(), "diagnose_job.py (D1) is missing"
     result = run_cli(python_exe, CORPUS / entry["file"])
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    report = validated(result.stdout)
     assert "SUSPICIOUS_LOG_CONTENT" in report["findings"]
     assert set(entry["kinds"]) <= {item["kind"] for item in report["suspicious_content"]}
     actions = report["next_action"] + "\n" + "\n".join(report["follow_up_commands"])

@@ -20,6 +20,7 @@ from evidence_trees import JOB_UUID, build_poc, build_simenv, write
 from nvfdiag import collect
 from nvfdiag.credentials import is_credential
 from nvfdiag.evidence import collect_evidence
+from report_schema import validated
 
 LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -101,6 +102,11 @@ def _tree(tmp_path: Path) -> Path:
     write(root / "db_password.txt", "hunter2\n")
     write(root / "client_secret.json", "{}")
     os.symlink(root / "keys" / "admin.pfx", root / "innocent.log")  # a link whose target is a credential
+    export = root / "export" / "myjob"  # an exported job folder: meta.json is read, its structure only stat-ed
+    write(export / "meta.json", '{"name": "myjob", "deploy_map": {"app": ["@ALL"]}}')
+    write(export / "app" / "config" / "config_fed_server.json", "{}")
+    write(export / "app" / "custom" / "api_token.txt", "SHOULD-NEVER-BE-READ\n")
+    write(export / "app" / "custom" / "client.key", "SHOULD-NEVER-BE-READ\n")
     return root
 
 
@@ -119,6 +125,9 @@ def test_collect_evidence_never_opens_credentials_and_never_writes(tmp_path, aud
     assert str(root / "db_password.txt") in skipped and str(root / "innocent.log") in skipped
     assert str(root / "keys" / "store.p12") in skipped
     assert any("credential file(s) skipped" in note for note in ev.not_read)
+    assert os.path.realpath(root / "export" / "myjob" / "meta.json") in opened
+    assert any(s.kind == "job_download" and s.path == str(root / "export" / "myjob") for s in ev.sources)
+    assert any("is missing config/config_fed_client.json" in line.text for line in ev.lines)
 
 
 def test_explicit_credential_paths_are_skipped_unopened(tmp_path, audit):
@@ -151,7 +160,7 @@ def test_cli_main_in_process_is_read_only(tmp_path, audit):
     out = io.StringIO()
     with audit as seen:
         code = cli.main([str(root), "--job-id", JOB_UUID, "--format", "json"], stdin=io.StringIO(""), stdout=out)
-    assert code == 0 and '"evidence_sources"' in out.getvalue()
+    assert code == 0 and validated(out.getvalue())["evidence_sources"]
     opened = {os.path.realpath(path) for path, _m, _f in seen.opened}
     assert not (opened & credentials)
     assert seen.writes == [] and _write_opens(seen.opened) == []
@@ -250,7 +259,7 @@ def test_cli_collect_flag_runs_only_allowed_commands(monkeypatch, tmp_path):
     code = cli.main(["--collect", "--job-id", "abc123", "--kit-id", "prod_admin"], stdin=io.StringIO(""), stdout=out)
     assert code == 0, out.getvalue()
     assert len(runner.calls) == 6 and all(collect.is_allowed(["nvflare", *argv[1:]]) for argv in runner.calls)
-    report = json.loads(out.getvalue())
+    report = validated(out.getvalue())
     assert report["job_status"] == "FINISHED:EXECUTION_EXCEPTION" and report["runtime_mode"] == "production"
 
 

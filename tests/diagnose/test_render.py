@@ -7,6 +7,7 @@ from nvfdiag import render
 from nvfdiag.excerpt import MAX_EXCERPT, excerpt
 from nvfdiag.matcher import diagnose
 from nvfdiag.model import Evidence, Line, Source
+from report_schema import validated
 
 CATALOG = cat.load_catalog()
 
@@ -14,7 +15,7 @@ CATALOG = cat.load_catalog()
 def _report(texts, **options):
     lines = [Line("server/log.txt", "server", i + 1, t) for i, t in enumerate(texts)]
     evidence = Evidence(sources=[Source("server/log.txt", "log", "server", "complete", 10)], lines=lines)
-    return diagnose(evidence, CATALOG, **options)
+    return validated(diagnose(evidence, CATALOG, **options))
 
 
 POISONED = [

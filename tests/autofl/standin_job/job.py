@@ -31,7 +31,10 @@ MODES = (
     "two_results",
     "print_outside",
     "ambiguous",
+    "flood",
+    "sandbox_hang",
 )
+FLOOD_MIB = 25  # per part: one huge line, then many ordinary lines (about 50 MB of output in all)
 
 
 def parse():
@@ -64,11 +67,12 @@ def main():
     root = Path(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/tmp/nvflare/simulation"))
     if args.mode == "hang_silent":
         time.sleep(300)
-    if args.mode == "sandbox":
+    if args.mode in ("sandbox", "sandbox_hang"):
         say("Traceback (most recent call last):")
         say('  File "socket.py", line 1, in bind')
         say("PermissionError: [Errno 1] Operation not permitted")
-        sys.exit(1)
+        if args.mode == "sandbox":
+            sys.exit(1)
     job = root / args.name
     if args.mode == "no_result":
         job = Path(os.environ.get("TMPDIR", "/tmp")) / f"standin-outside-{os.getpid()}"
@@ -93,7 +97,7 @@ def main():
                 while True:
                     say("heartbeat: waiting for the remaining clients", server_log)
                     time.sleep(0.5)
-        if args.mode == "hang_after_round" and rnd == 1:
+        if args.mode in ("hang_after_round", "sandbox_hang") and rnd == 1:
             time.sleep(300)
         time.sleep(args.round_seconds)
     say("Finished FedAvg.", server_log)
@@ -107,9 +111,25 @@ def main():
             if os.fork() == 0:
                 time.sleep(300)
             os._exit(0)
-    write_summary(job, args)
+    if args.mode == "flood":
+        flood()
+        print("final accuracy=0.5", flush=True)  # no summary: the score must come from the 50 MB run.log
+    else:
+        write_summary(job, args)
     shown = "/somewhere/else/standin" if args.mode in ("print_outside", "ambiguous") else str(job)
     print("Result can be found in :", shown, flush=True)
+
+
+def flood():
+    """Print FLOOD_MIB MiB as one line, then FLOOD_MIB MiB of 1 KiB lines (some look like result paths)."""
+    out = sys.stdout.buffer
+    for _ in range(FLOOD_MIB * 16):
+        out.write(b"x" * 65536)
+    out.write(b"\n")
+    filler = b"y" * 1023 + b"\n"
+    for index in range(FLOOD_MIB * 1024):
+        out.write(f"Result can be found in : /elsewhere/{index}\n".encode() if index % 64 == 0 else filler)
+    out.flush()
 
 
 def write_summary(job, args):

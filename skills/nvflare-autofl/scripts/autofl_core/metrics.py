@@ -31,6 +31,7 @@ TEXT_LOGS = ("run.log", "log.txt", "log_fl.txt", "error_log.txt")
 SUMMARY_FIELDS = ("final_aggregated_metrics", "best_metrics", "metrics")
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_TEXT_BYTES = 512 * 1024 * 1024
+MAX_LINE_BYTES = 1024 * 1024
 MAX_WALK_ENTRIES = 20000
 MAX_DEPTH = 8
 NUMBER = rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)\b"
@@ -208,16 +209,22 @@ def _text_pattern(metric: str) -> re.Pattern[bytes]:
 
 
 def _last_match(path: Path, pattern: re.Pattern[bytes]) -> tuple[int, bytes] | None:
-    """(1-based line number, number text) of the last matching line, reading at most MAX_TEXT_BYTES."""
+    """(1-based line number, number text) of the last matching line, reading at most MAX_TEXT_BYTES.
+
+    Lines are read in pieces of at most MAX_LINE_BYTES, so a huge line never sits in memory whole.
+    """
     hit = None
     consumed = 0
+    number = 1
     try:
         with open(path, "rb") as handle:
-            for number, line in enumerate(handle, 1):
-                consumed += len(line)
-                matches = pattern.findall(line)
+            for piece in iter(lambda: handle.readline(MAX_LINE_BYTES), b""):
+                consumed += len(piece)
+                matches = pattern.findall(piece)
                 if matches:
                     hit = (number, matches[-1])
+                if piece.endswith(b"\n"):
+                    number += 1
                 if consumed > MAX_TEXT_BYTES:
                     break
     except OSError:

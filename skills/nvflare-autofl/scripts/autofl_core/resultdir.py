@@ -28,6 +28,8 @@ PRINTED_PATH_RES = (
     re.compile(r"\bresult_dir\s*[=:]\s*['\"]?(?P<path>[^'\"\s,]+)"),
     re.compile(r"\bresults? (?:are|is) (?:saved|stored|written) (?:in|to)\s*:?\s*(?P<path>\S.*?)\s*$"),
 )
+# Every pattern above contains one of these words: a cheap substring test skips the regexes for other lines.
+PRINTED_PATH_HINTS = ("found", "result")
 
 
 class ResultDirError(ValueError):
@@ -38,6 +40,8 @@ def printed_paths(lines: Iterable[str]) -> list[str]:
     """Every result path the job printed, in output order."""
     found = []
     for line in lines:
+        if not any(hint in line for hint in PRINTED_PATH_HINTS):
+            continue
         for pattern in PRINTED_PATH_RES:
             match = pattern.search(line)
             if match:

@@ -12,7 +12,7 @@ Usage:
                                  run_dir=ws / "autofl_runs" / "baseline", trial_name="baseline",
                                  metric_order=["accuracy"], budget_args=["--num_rounds", "3"]))
     result.outcome  # "success" | "crash" | "infrastructure_retry"
-Raises TrialError (nothing run, nothing written) for a rejected request.
+Raises TrialError (nothing run, nothing written) for a rejected request, including an unusable run_dir.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ SUCCESS, CRASH, INFRA_RETRY = "success", "crash", "infrastructure_retry"
 # Unix socket paths (multiprocessing listeners under TMPDIR) must stay below ~108 bytes.
 MAX_PRIVATE_TMP_CHARS = 48
 SOCKET_CONTEXT = ("socket", "bind", "connect", "listen", "tcp://", "address")
+MAX_PRINTED_LINES = 32  # result-path lines remembered from the output (the last one inside the root wins)
 SANDBOX_WINDOW = 8  # traceback lines above the error that may carry the socket context
 SANDBOX_REASON = (
     "simulation denied by the host sandbox: socket permission failure (PermissionError: Operation not "
@@ -149,11 +151,7 @@ def run_trial(spec: TrialSpec) -> TrialResult:
 
 
 def _run_in_root(spec: TrialSpec, argv: list[str], env: dict[str, str], root: Path, token: str) -> TrialResult:
-    run_dir = Path(spec.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    log_path = run_dir / "run.log"
-    log_path.unlink(missing_ok=True)
-    shutil.rmtree(run_dir / "simulation", ignore_errors=True)  # a stale copy must never be scored
+    log_path = _prepare_run_dir(Path(spec.run_dir))
     before = resultdir.snapshot_children(root)
     monitor = _Monitor(spec, root, time.monotonic())
     try:
@@ -175,6 +173,20 @@ def _run_in_root(spec: TrialSpec, argv: list[str], env: dict[str, str], root: Pa
     return _classify(spec, argv, env, root, token, outcome, monitor, before)
 
 
+def _prepare_run_dir(run_dir: Path) -> Path:
+    """Create the trial's output folder, drop a stale run.log and simulation copy; return the run.log path."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        log_path = run_dir / "run.log"
+        log_path.unlink(missing_ok=True)
+    except OSError as error:
+        raise TrialError(
+            argv_mod.INVALID, f"cannot use {run_dir} as the trial's output folder ({error.strerror}); pick another"
+        ) from None
+    shutil.rmtree(run_dir / "simulation", ignore_errors=True)  # a stale copy must never be scored
+    return log_path
+
+
 class _Monitor:
     """Per-line and per-tick hooks: watchdog, live progress, printed result paths."""
 
@@ -184,7 +196,7 @@ class _Monitor:
             started=started, total_timeout=spec.timeout, no_progress_timeout=spec.no_progress_timeout
         )
         self.logs = watchdog.LogWatcher(root)
-        self.printed: list[str] = []
+        self.printed: deque[str] = deque(maxlen=MAX_PRINTED_LINES)  # bounded: a job may print this endlessly
         metric = spec.metric_order[0] if spec.metric_order else None
         self.tracker = progress.ProgressTracker(spec.trial_name, num_rounds=spec.num_rounds, metric=metric, mode=spec.mode)
         self.printer = progress.ProgressPrinter(spec.progress_stream) if spec.progress_stream else None
@@ -193,7 +205,7 @@ class _Monitor:
         now = time.monotonic()
         self.watchdog.observe(line, now)
         self.tracker.feed(line)
-        if ("found" in line or "result" in line) and resultdir.printed_paths([line]):
+        if resultdir.printed_paths([line]):
             self.printed.append(line)
 
     def tick(self, now: float) -> str | None:
@@ -213,7 +225,7 @@ class _Monitor:
 def _classify(spec, argv, env, root, token, outcome, monitor, before) -> TrialResult:
     runtime = outcome.ended_at - outcome.started_at
     artifacts: dict[str, str] = {}
-    name, dir_error = _copy_result(spec, root, monitor.printed, before, artifacts)
+    name, dir_error = _copy_result(spec, root, list(monitor.printed), before, artifacts)
     tail = outcome.tail.decode("utf-8", errors="replace")
     rc = outcome.returncode
 
@@ -229,13 +241,14 @@ def _classify(spec, argv, env, root, token, outcome, monitor, before) -> TrialRe
     if outcome.survivors:
         print(f"autofl: processes survived termination: {outcome.survivors}", file=sys.stderr)
         return done(CRASH, f"processes survived termination (pids {outcome.survivors}); kill them by hand")
+    failed = outcome.stop_reason or rc != 0 or name is None
+    if failed and sandbox_denied(tail):  # a hang or crash caused by the sandbox is never the candidate's fault
+        return done(INFRA_RETRY, SANDBOX_REASON)
     if outcome.stop_reason:
         return done(CRASH, outcome.stop_reason)
-    if rc != 0 or name is None:
-        if sandbox_denied(tail):
-            return done(INFRA_RETRY, SANDBOX_REASON)
-        if rc != 0:
-            return done(CRASH, f"exit_code={rc}" + _last_error(tail))
+    if rc != 0:
+        return done(CRASH, f"exit_code={rc}" + _last_error(tail))
+    if name is None:
         return done(CRASH, _no_result_reason(spec, env, dir_error))
     found = metrics.extract_metric(spec.run_dir, list(spec.metric_order))
     if found.value is None:

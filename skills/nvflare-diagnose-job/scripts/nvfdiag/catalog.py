@@ -127,15 +127,7 @@ def _compile(pattern: object, where: str) -> re.Pattern:
         raise CatalogError(f"catalog: {where} regex does not compile ({exc}); fix the catalog source") from None
 
 
-def _parse_row(item: dict, templates: dict) -> Row:
-    row_id = _need(item, "id", str, "a pattern row")
-    where = f"row {row_id}"
-    modes = tuple(_need(item, "modes", list, where))
-    if not modes or any(m not in MODES for m in modes):
-        raise CatalogError(f"catalog: {where} modes must be a non-empty subset of {list(MODES)}")
-    category = _need(item, "recovery_category", str, where)
-    if category not in RECOVERY_CATEGORIES:
-        raise CatalogError(f"catalog: {where} recovery_category {category!r} is not one of {list(RECOVERY_CATEGORIES)}")
+def _parse_signals(item: dict, where: str) -> tuple[Signal, ...]:
     signals = []
     for i, sig in enumerate(item.get("signals", [])):
         strength = sig.get("strength", "strong") if isinstance(sig, dict) else None
@@ -149,16 +141,36 @@ def _parse_row(item: dict, templates: dict) -> Row:
                 _keywords(sig.get("keywords"), f"{where} signal {i}"),
             )
         )
+    return tuple(signals)
+
+
+def _parse_conditions(item: dict, where: str) -> tuple[dict, ...]:
     conditions = tuple(dict(c) if isinstance(c, dict) else c for c in item.get("conditions", []))
     for cond in conditions:
         if not isinstance(cond, dict) or cond.get("kind") not in CONDITION_KINDS:
             raise CatalogError(f"catalog: {where} has a condition whose kind is not one of {list(CONDITION_KINDS)}")
         if cond["kind"] == "job_status":
             cond["compiled"] = _compile(cond.get("regex"), f"{where} job_status condition")
+    return conditions
+
+
+def _parse_follow_up(item: dict, templates: dict, where: str) -> dict:
     follow_up = item.get("follow_up", {})
     for mode, names in follow_up.items():
         if mode not in MODES or any(name not in templates for name in names):
             raise CatalogError(f"catalog: {where} follow_up names an unknown mode or template")
+    return {mode: tuple(names) for mode, names in follow_up.items()}
+
+
+def _parse_row(item: dict, templates: dict) -> Row:
+    row_id = _need(item, "id", str, "a pattern row")
+    where = f"row {row_id}"
+    modes = tuple(_need(item, "modes", list, where))
+    if not modes or any(m not in MODES for m in modes):
+        raise CatalogError(f"catalog: {where} modes must be a non-empty subset of {list(MODES)}")
+    category = _need(item, "recovery_category", str, where)
+    if category not in RECOVERY_CATEGORIES:
+        raise CatalogError(f"catalog: {where} recovery_category {category!r} is not one of {list(RECOVERY_CATEGORIES)}")
     variants = tuple(
         Variant(_need(v, "id", str, where), _compile(v.get("regex"), f"{where} variant"), _need(v, "cause", str, where))
         for v in item.get("variants", [])
@@ -171,8 +183,8 @@ def _parse_row(item: dict, templates: dict) -> Row:
         priority=_need(item, "priority", int, where),
         recovery_category=category,
         next_action=_need(item, "next_action", str, where).strip(),
-        signals=tuple(signals),
-        conditions=conditions,
+        signals=_parse_signals(item, where),
+        conditions=_parse_conditions(item, where),
         requires_any=tuple(item.get("requires_any", [])),
         supersedes=tuple(item.get("supersedes", [])),
         resolved_by=tuple(_compile(p, f"{where} resolved_by") for p in item.get("resolved_by", [])),
@@ -180,7 +192,7 @@ def _parse_row(item: dict, templates: dict) -> Row:
         default_variant=Variant(default["id"], None, default["cause"]) if isinstance(default, dict) else None,
         finding_only=bool(item.get("finding_only")),
         depends_on_sites=bool(item.get("depends_on_sites")),
-        follow_up={mode: tuple(names) for mode, names in follow_up.items()},
+        follow_up=_parse_follow_up(item, templates, where),
     )
 
 

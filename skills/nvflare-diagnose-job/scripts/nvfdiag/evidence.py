@@ -18,7 +18,7 @@ import os
 from . import job_folder, metrics_files, structured
 from .bounded import Chunk, ReadFailure, chunk_from_bytes, chunk_lines, read_head_tail
 from .credentials import is_credential
-from .jsonlog import numbered_to_lines, text_to_lines
+from .jsonlog import numbered_to_lines
 from .model import Evidence, Line, Source
 from .walk import METRICS, OTHER_TEXT, STRUCTURED, Candidate, file_site_label, read_order_key, walk_tree
 
@@ -168,7 +168,7 @@ class _Reader:
             self.problems.append(f"{path} is credential material and is never opened")
 
     def read_candidate(self, cand: Candidate) -> None:
-        if cand.size == 0 and not cand.explicit:  # an empty file found in a walk: listed, not opened or counted
+        if cand.size == 0 and not (cand.explicit or cand.exported_meta):  # found in a walk: listed, not opened
             self.ev.sources.append(Source(cand.path, "log", cand.site, "complete"))
             return
         if self.files >= self.max_files or self.used >= self.max_total:
@@ -320,4 +320,4 @@ def _is_json_lines(pairs) -> bool:
     return len(objects) > 1 and all(t.strip().startswith("{") and t.strip().endswith("}") for t in objects)
 
 
-__all__ = ["EvidenceError", "collect_evidence", "evidence_from_envelopes", "text_to_lines"]
+__all__ = ["EvidenceError", "collect_evidence", "evidence_from_envelopes"]

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
+from . import logline
 from .injection_rules import (
     DIRECTIVE_KINDS,
     candidate_rules,
@@ -44,10 +45,6 @@ _INVISIBLE_TECHNIQUES = ("bidi control characters", "zero-width characters")
 _URL_RE = re.compile(r"\b([a-z][a-z0-9+.-]{1,15})://([^\s\"'<>()\[\]]+)", re.IGNORECASE)
 _IPV4_RE = re.compile(r"(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d])")
 _HOST_SAFE_RE = re.compile(r"[^a-z0-9.-]")
-_LOG_PREFIX_RE = re.compile(
-    r"^\s*\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\s*-\s*(?:[^\s]+\s+-\s+)?"
-    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s+-\s+(?:\[[^\]]*\]\s+-\s+)?"
-)
 
 
 def defang(text: str) -> str:
@@ -102,8 +99,7 @@ class _LineView:
                 self._message = (normalize(record), visible_view(record))
             else:
                 visible = visible_view(self.raw) if self.techniques else self.text
-                strip = _LOG_PREFIX_RE.sub
-                self._message = (strip("", self.text, count=1), strip("", visible, count=1))
+                self._message = (logline.message(self.text), logline.message(visible))
         return self._message
 
 

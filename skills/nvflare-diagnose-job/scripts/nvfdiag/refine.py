@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .catalog import Catalog, Row
+from .logline import timestamp
 from .model import Line
-from .scan import Hit, timestamp
+from .scan import Hit
 
 
 @dataclass

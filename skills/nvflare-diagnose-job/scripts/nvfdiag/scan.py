@@ -9,15 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from . import logline
 from .catalog import Catalog
 from .model import Line
 
 MAX_SCAN_CHARS = 8192
 MAX_HITS_PER_ROW = 200
-_LEVEL = re.compile(
-    r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d+)?\s+-\s+(?:\S+\s+-\s+)?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+-"
-)
-_TIMESTAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:[,.](\d+))?")
 MARKER = re.compile(r"\[(USER_CODE_EXCEPTION|FLARE)\]")
 QUIET_LEVELS = ("DEBUG", "INFO")
 
@@ -34,20 +31,6 @@ class ScanResult:
     hits: dict[str, list[Hit]] = field(default_factory=dict)
     mode_hints: dict[str, list[str]] = field(default_factory=dict)
     markers: list[tuple[int, str]] = field(default_factory=list)
-
-
-def line_level(text: str) -> str | None:
-    """Log level of an NVFLARE-style log line, or None for tracebacks, stdout and other text."""
-    match = _LEVEL.match(text)
-    return match.group(1) if match else None
-
-
-def timestamp(text: str) -> str | None:
-    """Sortable timestamp prefix of a log line, or None."""
-    match = _TIMESTAMP.match(text)
-    if not match:
-        return None
-    return match.group(1).replace("T", " ") + "," + (match.group(2) or "0").ljust(6, "0")
 
 
 class _CheckIndex:
@@ -97,7 +80,7 @@ def scan_lines(lines: list[Line], catalog: Catalog, skip: set[int] | frozenset =
                 found_hints.add(id(hint))
                 result.mode_hints.setdefault(mode, []).append(hint.reason)
         matched_rows: set[str] = set()
-        checks = (quiet if line_level(text) in QUIET_LEVELS else loud).candidates(lowered)
+        checks = (quiet if logline.level(text) in QUIET_LEVELS else loud).candidates(lowered)
         for row_id, sig in checks:
             if row_id in matched_rows or not sig.regex.search(text):
                 continue

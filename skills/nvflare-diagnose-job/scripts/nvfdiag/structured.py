@@ -10,21 +10,13 @@ Site availability (`site_status`) and job status are taken only from what the ev
 from __future__ import annotations
 
 import json
-import re
 
+from . import inspect_source
 from .jsonlog import text_to_lines
 from .model import SITE_STATUSES, Evidence, Line, Source
 from .sites import nvflare_job_status, valid_job_id, valid_site
 
 MAX_FLAT_LINES = 200
-_INSPECT_CODE = re.compile(r"^[A-Z][A-Z0-9_]{1,63}$")
-_INSPECT_FILE = re.compile(r"^[\w.@+-]+(?:/[\w.@+-]+){0,15}$")
-# Meanings of the `nvflare agent inspect source` finding codes the catalog uses (others are shown by code only).
-INSPECT_MEANINGS = {
-    "ABSOLUTE_DATA_PATH": "hard-coded absolute path in the job source; value redacted",
-    "PYTHON_PARSE_ERROR": "the file does not parse as Python",
-    "SECRET_LITERAL_REDACTED": "secret-like literal in the source; value not shown",
-}
 MAX_VALUE_CHARS = 300
 _META_KEYS = ("job_id", "submit_time_iso", "job_deploy_detail", "duration", "job_name", "name")
 
@@ -55,6 +47,8 @@ def envelope_kind(envelope: dict, command: list[str] | None = None) -> str:
             return f"{first}_{second}"
         if first == "inspect" and second == "source":
             return "inspect_source"
+    if str(envelope.get("error_code") or "").startswith("AGENT_INSPECT"):
+        return "inspect_source"
     data = envelope.get("data")
     if not isinstance(data, dict):
         return "other"
@@ -90,8 +84,7 @@ def ingest_envelope(ev: Evidence, envelope: dict, source: str, *, bytes_read: in
     """Add one CLI envelope's facts to `ev`."""
     kind = envelope_kind(envelope, command)
     if kind == "inspect_source":
-        ev.sources.append(Source(source, "inspect_source", None, "complete", bytes_read))
-        _inspect_lines(ev, envelope.get("data") or {}, source)
+        inspect_source.ingest(ev, envelope, source, bytes_read)
         return
     add_hint(ev, "production", f"nvflare CLI JSON envelope ({kind.replace('_', ' ')}) in {source}")
     if envelope.get("status") == "error":
@@ -219,26 +212,3 @@ def _flatten(value: object, key: str, out: list[str]) -> None:
     else:
         text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
         out.append(f"{key or 'value'}={text}"[:MAX_VALUE_CHARS])
-
-
-def _inspect_lines(ev: Evidence, data: dict, source: str) -> None:
-    """`nvflare agent inspect source` findings as `inspect source finding CODE at file:line (meaning)` lines.
-
-    Only the code, file and line are used: a finding's `value`/`name` can hold a secret or a path
-    (with `--redact off`) and is never copied into the evidence.
-    """
-    scan = data.get("scan") if isinstance(data.get("scan"), dict) else {}
-    findings = scan.get("findings") if isinstance(scan.get("findings"), list) else []
-    for index, finding in enumerate(findings[:MAX_FLAT_LINES], start=1):
-        if not isinstance(finding, dict) or not _INSPECT_CODE.match(str(finding.get("code"))):
-            continue
-        code, file, line = finding["code"], finding.get("file"), finding.get("line")
-        where = file if isinstance(file, str) and _INSPECT_FILE.match(file) else "<file>"
-        where += f":{line}" if isinstance(line, int) and line > 0 else ""
-        meaning = INSPECT_MEANINGS.get(code)
-        text = f"inspect source finding {code} at {where}" + (f" ({meaning})" if meaning else "")
-        ev.lines.append(Line(source, None, index, text))
-    read = scan.get("files_read") if isinstance(scan.get("files_read"), int) else "?"
-    ev.lines.append(Line(source, None, None, f"inspect source summary: {read} file(s) read, {len(findings)} finding(s)"))
-    if scan.get("complete") is False:
-        ev.not_read.append(f"{source}: nvflare agent inspect source reports an incomplete scan (limits or unreadable files)")

@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .logline import timestamp
 from .model import Line
 
 _START = re.compile(r"Traceback \(most recent call last\):")
 _FRAME = re.compile(r'^\s*File "([^"]{1,1024})", line (\d+), in (\S{1,200})')
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning))\b(?::|$)")
-_LOG_LINE = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}")
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/lib/python", "\\lib\\python", "<frozen", "<string>")
 # The launcher's own summary of a failed simulation is not user code, even though job.py is on its stack.
 _LAUNCHER_ECHO = re.compile(r"Simulation failed with return code")
@@ -37,11 +37,12 @@ class Traceback:
         """Deepest frame in a user file, or None when the stack is library-only or the launcher's echo."""
         if self.launcher_echo:
             return None
-        user = [f for f in self.frames if not any(m in f[0] for m in _LIBRARY_MARKERS)]
+        user = [f for f in self.frames if is_user_file(f[0])]
         return user[-1] if user else None
 
 
 def is_user_file(path: str) -> bool:
+    """A frame's file is user code unless it lives in site-packages, the standard library or a frozen/eval module."""
     return not any(marker in path for marker in _LIBRARY_MARKERS)
 
 
@@ -67,7 +68,7 @@ def find_tracebacks(lines: list[Line], skip: set[int] | frozenset = frozenset())
         if frame:
             current.frames.append((frame.group(1), int(frame.group(2)), frame.group(3)))
             continue
-        if _LOG_LINE.match(text) or text[:1].isspace() or not text.strip():
+        if timestamp(text) is not None or text[:1].isspace() or not text.strip():
             continue
         exception = _EXCEPTION.match(text)
         if exception and current.frames:

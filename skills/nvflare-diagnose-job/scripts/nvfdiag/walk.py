@@ -3,8 +3,9 @@
 Usage: `result = walk_tree(root, roots_real=[...], job_id="abc")`; `result.candidates` is sorted by
 `read_order_key`. Only `os.scandir`, `DirEntry.stat` and `os.path.realpath` are used; no file is opened.
 
-Reading order: files under a folder named by the job id first; then error logs, metrics artifacts, logs (and
-captured stdout/stderr/console output), other JSON, other text; newest first inside a class. Credential files are listed, never stat-ed. Symlinks are
+Reading order: files under a folder named by the job id first; then error logs, metrics artifacts (and the
+meta.json of an exported job folder, see job_folder.py), logs (and captured stdout/stderr/console output), other
+JSON, other text; newest first inside a class. Credential files are listed, never stat-ed. Symlinks are
 followed only when their target stays inside one of the given roots; folder loops are detected.
 """
 
@@ -53,7 +54,7 @@ class WalkResult:
     hints: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     layout: str | None = None  # "sim_workspace" | "job_download" | None
-    exported: list[str] = field(default_factory=list)  # exported job folders outside any job-id folder
+    exported: list[str] = field(default_factory=list)  # the given folder or a child of it is an exported job
     ignored: int = 0
     duplicates: int = 0
 
@@ -146,7 +147,7 @@ class _WalkState:
             return
         names = {entry.name for entry in entries}
         label = self._folder_label(name, names, label, rel)
-        self._layout_facts(display, name, names, in_job)
+        self._layout_facts(display, name, names, in_job, rel)
         for entry in entries:
             self.entries += 1
             if self.entries > MAX_WALK_ENTRIES:
@@ -167,11 +168,11 @@ class _WalkState:
             return rel[-2]  # <site>/<job_id>/log.txt
         return inherited
 
-    def _layout_facts(self, display, name, names, in_job) -> None:
+    def _layout_facts(self, display, name, names, in_job, rel) -> None:
         hints = self.result.hints
         if looks_exported(name, names, run_folder=is_job_folder(name, self.job_id)):
             self.exported_dirs.add(os.path.dirname(os.path.join(display, "meta.json")))
-            if not in_job:
+            if not in_job and len(rel) <= 1:  # the given folder (or its child) is the export, not a POC transfer copy
                 self.result.exported.append(display)
         if name == "simulate_job":
             _hint(hints, "simulation", f"SimEnv workspace layout (simulate_job folder) in {self.root}")

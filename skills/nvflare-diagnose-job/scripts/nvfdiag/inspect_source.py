@@ -1,0 +1,56 @@
+"""Saved `nvflare agent inspect source --format json` output (nvflare 2.9) -> evidence lines.
+
+Usage: `ingest(ev, envelope, source, bytes_read)` for an envelope whose `data.capability` is "source" (or whose
+`error_code` starts with AGENT_INSPECT). Each finding becomes `inspect source finding CODE at file:line (meaning)`;
+only the code, file and line are used: a finding's `value`/`name` can hold a secret or a path (with
+`--redact off`) and is never copied. A failed inspection is a source with status `unavailable`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .model import Evidence, Line, Source
+
+MAX_FINDINGS = 200
+_CODE = re.compile(r"^[A-Z][A-Z0-9_]{1,63}$")
+_FILE = re.compile(r"^[\w.@+-]+(?:/[\w.@+-]+){0,15}$")
+# Meanings of the finding codes the catalog uses (others are shown by code only).
+MEANINGS = {
+    "ABSOLUTE_DATA_PATH": "hard-coded absolute path in the job source; value redacted",
+    "PYTHON_PARSE_ERROR": "the file does not parse as Python",
+    "SECRET_LITERAL_REDACTED": "secret-like literal in the source; value not shown",
+}
+
+
+def is_code(value: object) -> bool:
+    """An upper-case finding or error code (`ABSOLUTE_DATA_PATH`, `AGENT_INSPECT_PATH_NOT_FOUND`)."""
+    return isinstance(value, str) and bool(_CODE.match(value))
+
+
+def ingest(ev: Evidence, envelope: dict, source: str, bytes_read: int) -> None:
+    """Add the inspection's source entry and its finding lines to `ev`."""
+    failed = envelope.get("status") == "error"
+    ev.sources.append(Source(source, "inspect_source", None, "unavailable" if failed else "complete", bytes_read))
+    if failed:
+        code = envelope.get("error_code") if is_code(envelope.get("error_code")) else "ERROR"
+        ev.lines.append(Line(source, None, None, f"nvflare agent inspect source failed: {code}"))
+        return
+    data = envelope.get("data") if isinstance(envelope.get("data"), dict) else {}
+    scan = data.get("scan") if isinstance(data.get("scan"), dict) else {}
+    findings = scan.get("findings") if isinstance(scan.get("findings"), list) else []
+    for index, finding in enumerate(findings[:MAX_FINDINGS], start=1):
+        if isinstance(finding, dict) and is_code(finding.get("code")):
+            ev.lines.append(Line(source, None, index, finding_text(finding)))
+    read = scan.get("files_read") if isinstance(scan.get("files_read"), int) else "?"
+    ev.lines.append(Line(source, None, None, f"inspect source summary: {read} file(s) read, {len(findings)} finding(s)"))
+    if scan.get("complete") is False:
+        ev.not_read.append(f"{source}: nvflare agent inspect source reports an incomplete scan (limits or unreadable files)")
+
+
+def finding_text(finding: dict) -> str:
+    code, file, line = finding["code"], finding.get("file"), finding.get("line")
+    where = file if isinstance(file, str) and _FILE.match(file) else "<file>"
+    where += f":{line}" if isinstance(line, int) and line > 0 else ""
+    meaning = MEANINGS.get(code)
+    return f"inspect source finding {code} at {where}" + (f" ({meaning})" if meaning else "")

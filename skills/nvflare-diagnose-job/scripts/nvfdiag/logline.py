@@ -1,0 +1,35 @@
+"""The one rule for the NVFLARE log-line prefix: `<date> <time>[,ms] - <logger> - <LEVEL> - [<fl_ctx>] - <message>`.
+
+Usage: `level(text)` -> "ERROR" | ... | None; `timestamp(text)` -> sortable "YYYY-MM-DD HH:MM:SS,ffffff" | None;
+`message(text)` -> the text after the prefix (the whole text when there is none). Pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+_STAMP = r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:[,.](\d+))?"
+_TIMESTAMP = re.compile(rf"^{_STAMP}")
+_PREFIX = re.compile(
+    rf"^\s*{_STAMP}\s*-\s*(?:\S+\s+-\s+)?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s+-(?:\s+\[[^\]]*\]\s+-)?\s*"
+)
+
+
+def level(text: str) -> str | None:
+    """Log level of an NVFLARE-style log line, or None for tracebacks, stdout and other text."""
+    match = _PREFIX.match(text)
+    return match.group(4) if match else None
+
+
+def timestamp(text: str) -> str | None:
+    """Sortable timestamp of a line that starts with one, or None."""
+    match = _TIMESTAMP.match(text)
+    if not match:
+        return None
+    return f"{match.group(1)} {match.group(2)}," + (match.group(3) or "0").ljust(6, "0")
+
+
+def message(text: str) -> str:
+    """The message part of a log line (the text after logger, level and fl_ctx); other text unchanged."""
+    match = _PREFIX.match(text)
+    return text[match.end() :] if match else text
