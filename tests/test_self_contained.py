@@ -4,6 +4,7 @@ import json
 import shutil
 import subprocess
 
+import jsonschema
 import pytest
 
 SKILLS = ("nvflare-diagnose-job", "nvflare-autofl")
@@ -18,12 +19,16 @@ def installed(tmp_path, repo_root):
     return target
 
 
+def schema(repo_root, name):
+    return json.loads((repo_root / "shared" / "schemas" / name).read_text(encoding="utf-8"))
+
+
 def run_isolated(python_exe, argv, cwd):
     """Run with -I so neither PYTHONPATH nor the repository can leak modules into the copied skill."""
     return subprocess.run([python_exe, "-I", *map(str, argv)], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
-def test_diagnose_script_runs_from_a_lone_copy(installed, python_exe, tmp_path):
+def test_diagnose_script_runs_from_a_lone_copy(installed, python_exe, tmp_path, repo_root):
     log = tmp_path / "job_output.txt"
     log.write_text(
         "Traceback (most recent call last):\n"
@@ -37,6 +42,7 @@ def test_diagnose_script_runs_from_a_lone_copy(installed, python_exe, tmp_path):
     report = json.loads(result.stdout)
     assert report["schema_version"] == "nvflare.diagnose.report.v1"
     assert report["matched_pattern"] == "IMPORT_ERROR"
+    jsonschema.validate(report, schema(repo_root, "diagnose_report.v1.schema.json"))
 
 
 def test_autofl_scripts_run_from_a_lone_copy(installed, python_exe, tmp_path, repo_root):
@@ -51,7 +57,9 @@ def test_autofl_scripts_run_from_a_lone_copy(installed, python_exe, tmp_path, re
     ledger = job_dir / "results.tsv"
     guard = run_isolated(python_exe, [scripts / "campaign_guard.py", ledger, "--format", "json"], cwd=tmp_path)
     assert guard.returncode == 0, guard.stderr
-    assert json.loads(guard.stdout)["schema_version"] == "nvflare.autofl.campaign_state.v1"
+    state = json.loads(guard.stdout)
+    assert state["schema_version"] == "nvflare.autofl.campaign_state.v1"
+    jsonschema.validate(state, schema(repo_root, "campaign_state.v1.schema.json"))
 
     png = tmp_path / "progress.png"
     plot = run_isolated(
