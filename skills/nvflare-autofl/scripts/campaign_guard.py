@@ -39,20 +39,15 @@ def _load_private_package(name: str):
 
 
 _load_private_package("autofl_core")
-from autofl_core import compare, guard, guard_inputs, ledger  # noqa: E402
+from autofl_core import cli, compare, guard, guard_inputs, ledger  # noqa: E402
 
-EXIT_OK, EXIT_INVALID = 0, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error and exit 2."""
-
-    def error(self, message: str) -> None:
-        self.exit(EXIT_INVALID, f"campaign_guard: {message}; see --help\n")
+EXIT_OK, EXIT_INVALID = cli.EXIT_OK, cli.EXIT_INVALID
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.OneLineParser(
+        prog="campaign_guard", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("results", nargs="?", default="results.tsv", help="ledger path (default results.tsv)")
     parser.add_argument("--max-candidates", type=_positive_int, metavar="N", help="candidate cap (default: uncapped)")
     parser.add_argument("--stop-file", action="append", dest="stop_files", metavar="PATH",

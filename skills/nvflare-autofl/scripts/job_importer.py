@@ -31,21 +31,17 @@ def _load_private_package(name: str):
 
 
 _load_private_package("autofl_core")
+from autofl_core import cli  # noqa: E402
 from autofl_core.importer import api  # noqa: E402
 from autofl_core.importer.files import JobImportError  # noqa: E402
 
-EXIT_OK = 0
-EXIT_REJECTED = 2
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump
-        sys.stderr.write(f"job_importer: {message}; run with --help for usage\n")
-        raise SystemExit(EXIT_REJECTED)
+EXIT_OK, EXIT_REJECTED = cli.EXIT_OK, cli.EXIT_INVALID
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(description=__doc__.splitlines()[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.OneLineParser(
+        prog="job_importer", description=__doc__.splitlines()[1], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("job", help="path to an existing NVFLARE job.py")
     parser.add_argument("--metric", default=None, help="objective metric (default: the job's key metric)")
     parser.add_argument("--base-args", default="", help='job arguments for every trial, e.g. "--lr 0.1"')

@@ -34,20 +34,15 @@ def _load_private_package(name: str):
 
 
 _load_private_package("autofl_core")
-from autofl_core import compare, guard_inputs, ledger, plot  # noqa: E402
+from autofl_core import cli, compare, guard_inputs, ledger, plot  # noqa: E402
 
-EXIT_OK, EXIT_INVALID = 0, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error and exit 2."""
-
-    def error(self, message: str) -> None:
-        self.exit(EXIT_INVALID, f"plot_progress: {message}; see --help\n")
+EXIT_OK, EXIT_INVALID = cli.EXIT_OK, cli.EXIT_INVALID
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.OneLineParser(
+        prog="plot_progress", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("results", nargs="?", default="results.tsv", help="ledger path (default results.tsv)")
     parser.add_argument("--output", help="PNG path (default progress.png beside the ledger)")
     parser.add_argument("--metric", help="metric label (default: the ledger's metric_name)")
