@@ -4,9 +4,12 @@ import io
 import json
 import os
 import shutil
+import signal
 import stat
+import subprocess
 import sys
 import tempfile
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -271,3 +274,38 @@ def test_processes_that_survive_termination_fail_the_trial_loudly(workspace, sho
     finally:
         assert processes.terminate_tree(None, ("AUTOFL_TRIAL_TOKEN", result.token), grace_seconds=2.0) == []
     no_leftovers(result, short_tmp)
+
+
+ORPHANING_RUNNER = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from autofl_core.trial import TrialSpec, run_trial
+ws, marker, tmp = Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])
+run_trial(TrialSpec(python=sys.executable, job_path=ws / "job.py", workspace=ws, run_dir=ws / "autofl_runs" / "c1",
+                    trial_name="c1", metric_order=["accuracy"], run_args=["--mode", "hang_silent"],
+                    token="persisted-token-c1", temp_parent=tmp,
+                    on_start=lambda pid, token: marker.write_text(f"{pid} {token}")))
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_runner_leaves_a_trial_that_its_persisted_token_finds_and_ends(workspace, tmp_path, short_tmp):
+    scripts = Path(__file__).resolve().parents[2] / "skills" / "nvflare-autofl" / "scripts"
+    marker = tmp_path / "started"
+    args = [sys.executable, "-c", ORPHANING_RUNNER, str(scripts), str(workspace), str(marker), str(short_tmp)]
+    runner = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    token = ("AUTOFL_TRIAL_TOKEN", "persisted-token-c1")
+    try:
+        deadline = time.monotonic() + 30
+        while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child_pid = int(marker.read_text().split()[0])
+        runner.send_signal(signal.SIGKILL)  # the runner dies mid-trial, as in Do better 7
+        runner.wait(timeout=10)
+        assert find_token_processes(token) == [child_pid]  # still running, found by the persisted token alone
+    finally:
+        survivors = processes.terminate_tree(None, token, grace_seconds=2.0)
+        runner.kill()
+        runner.wait()
+    assert survivors == [] and find_token_processes(token) == []
