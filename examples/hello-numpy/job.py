@@ -1,6 +1,6 @@
 """Federated logistic regression with NumPy FedAvg (higher accuracy is better).
 
-Run: python job.py [--num_rounds 3] [--n_clients 2] [--lr 0.1] [--local_steps 5]
+Run: python job.py [--num_rounds 3] [--n_clients 2] [--lr 0.05] [--local_steps 5]
 """
 
 import argparse

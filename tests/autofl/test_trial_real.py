@@ -10,6 +10,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from autofl_core import ledger
 from autofl_core.processes import find_token_processes
@@ -90,6 +91,11 @@ def test_hello_numpy_success_scores_from_metrics_summary(repo_root, python_exe, 
     assert "Finished FedAvg." in (workspace / "autofl_runs/baseline/run.log").read_text()
     assert "finished 3/3 rounds" in stream.getvalue() and "round 2/3" in stream.getvalue()
     assert_clean(result, short_tmp)
+    # The example leaves room for tuning: a NumPy replay of its FedAvg reproduces the real score, and the
+    # same replay shows a tuned --lr/--local_steps scoring clearly higher than the defaults.
+    replay = accuracy_replay(workspace / "client.py")
+    assert replay(0.05, 5) == pytest.approx(result.score, rel=1e-9)
+    assert replay(1.0, 20) > result.score + 0.1
 
 
 def test_numpy_loss_success_lower_is_better(repo_root, python_exe, tmp_path, short_tmp):
@@ -111,11 +117,31 @@ def test_numpy_loss_success_lower_is_better(repo_root, python_exe, tmp_path, sho
     assert replay(0.05) > 2 * replay(0.1)
 
 
-def fedavg_replay(client_path):
-    """Final aggregated loss of numpy-loss (2 equal-weight sites, 3 rounds, 5 steps) recomputed without NVFLARE."""
-    spec_ = importlib.util.spec_from_file_location("numpy_loss_client", client_path)
+def load_client(client_path):
+    spec_ = importlib.util.spec_from_file_location(f"example_client_{client_path.parent.name}", client_path)
     client = importlib.util.module_from_spec(spec_)
     spec_.loader.exec_module(client)
+    return client
+
+
+def accuracy_replay(client_path):
+    """Final aggregated accuracy of hello-numpy (2 equal-weight sites, 3 rounds) recomputed without NVFLARE."""
+    client = load_client(client_path)
+    data = [client.site_data(site) for site in ("site-1", "site-2")]
+
+    def final_accuracy(lr, steps):
+        weights = np.zeros(client.NUM_FEATURES + 1)
+        for _ in range(3):
+            accuracies = [client.accuracy(weights, x, y) for x, y in data]
+            weights = sum(client.train(weights, x, y, lr, steps) for x, y in data) / len(data)
+        return sum(accuracies) / len(accuracies)
+
+    return final_accuracy
+
+
+def fedavg_replay(client_path):
+    """Final aggregated loss of numpy-loss (2 equal-weight sites, 3 rounds, 5 steps) recomputed without NVFLARE."""
+    client = load_client(client_path)
     data = [client.site_data(site) for site in ("site-1", "site-2")]
 
     def final_loss(lr):
