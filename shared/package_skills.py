@@ -9,11 +9,11 @@ only (no caches), with fixed timestamps and sorted entries, so the same sources 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import os
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -33,6 +33,7 @@ def skill_files(skill_dir: Path) -> list[Path]:
 
 
 def build_zip(skill_dir: Path) -> bytes:
+    """The zip of `skill_dir` (entries under its folder name, fixed times, sorted): same sources, same bytes."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for path in skill_files(skill_dir):
@@ -43,12 +44,13 @@ def build_zip(skill_dir: Path) -> bytes:
     return buffer.getvalue()
 
 
-def write_atomic(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, target)
+def _atomic_module():
+    """The project's single atomic-write implementation (temp file + fsync + os.replace), loaded by file path."""
+    path = REPO / "skills" / "nvflare-autofl" / "scripts" / "autofl_core" / "atomic.py"
+    spec = importlib.util.spec_from_file_location("_package_atomic", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,9 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     output = Path(args.output)
     if not output.is_absolute():
         output = REPO / output
+    atomic = _atomic_module()
     for skill_dir in sorted(p for p in (REPO / "skills").iterdir() if (p / "SKILL.md").is_file()):
         target = output / f"{skill_dir.name}.zip"
-        write_atomic(target, build_zip(skill_dir))
+        try:
+            atomic.write_bytes(target, build_zip(skill_dir))
+        except OSError as exc:
+            print(f"package failed: cannot write {target} ({exc.strerror or exc}); choose a writable --output",
+                  file=sys.stderr)
+            return 2
         print(target)
     return 0
 

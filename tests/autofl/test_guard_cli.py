@@ -5,38 +5,12 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
+from audit_wrapper import AUDIT_WRAPPER, audit_events
 from autofl_core import guard, ledger
 
 SCRIPT_NAME = "campaign_guard.py"
-AUDIT_WRAPPER = textwrap.dedent(
-    """
-    import json, os, runpy, sys
-    events = []
-    WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-    MUTATING = {"os.rename", "os.replace", "os.remove", "os.unlink", "os.mkdir", "os.rmdir", "os.truncate",
-                "os.chmod", "os.symlink", "os.link", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile"}
-    def hook(event, args):
-        if event == "open":
-            path, mode, flags = args
-            if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags or 0) & WRITE_FLAGS:
-                events.append(["open-for-write", str(path)])
-        elif event in MUTATING:
-            events.append([event, str(args[0]) if args else ""])
-    script = sys.argv[1]
-    sys.argv = sys.argv[1:]
-    sys.addaudithook(hook)
-    try:
-        runpy.run_path(script, run_name="__main__")
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    sys.stderr.write("\\nAUDIT " + json.dumps(events) + "\\n")
-    sys.exit(code)
-    """
-)
 
 
 def _ledger(folder, rows):
@@ -232,7 +206,7 @@ def test_cli_never_writes(tmp_path, python_exe, script):
             capture_output=True, text=True, env=_clean_env(PYTHONDONTWRITEBYTECODE=""), timeout=60, cwd=tmp_path,
         )
         assert done.returncode == 0, done.stderr
-        audit = json.loads(done.stderr.rsplit("AUDIT ", 1)[1])
+        audit = audit_events(done.stderr)
         assert audit == [], f"the guard wrote: {audit}"  # covers __pycache__ in the skill folder too
     assert _tree_digest(tmp_path) == before
 
@@ -269,7 +243,7 @@ def test_audit_wrapper_detects_writes(tmp_path, python_exe):
         [python_exe, "-c", AUDIT_WRAPPER, str(writer), str(tmp_path / "out.txt")], capture_output=True, text=True,
         timeout=60,
     )
-    audit = json.loads(done.stderr.rsplit("AUDIT ", 1)[1])
+    audit = audit_events(done.stderr)
     assert ["open-for-write", str(tmp_path / "out.txt")] in audit
 
 

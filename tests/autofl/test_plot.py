@@ -265,3 +265,14 @@ def test_text_summary_is_in_ledger_order():
     lines = plot.text_summary(data, "t").splitlines()[1:]
     assert [line.split()[0] for line in lines] == ["1", "2", "3", "4", "5", "6", "7"]
     assert "(no score)  broken" in lines[3]
+
+
+def test_cli_missing_ledger_plots_empty_but_a_missing_folder_is_refused(tmp_path, cli):
+    done = cli(tmp_path / "results.tsv", "--mode", "max")
+    assert done.returncode == 0 and "does not exist; plotting an empty ledger" in done.stderr
+    assert json.loads(done.stdout)["scored"] == 0
+    _check_png(tmp_path / "progress.png")
+    done = cli(tmp_path / "typo" / "deeper" / "results.tsv", "--mode", "max")
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert "typo/deeper does not exist" in done.stderr
+    assert not (tmp_path / "typo").exists()

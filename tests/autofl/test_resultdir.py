@@ -111,3 +111,31 @@ def test_collect_result_moves_out_of_the_trial_root_and_replaces_a_stale_copy(tm
     assert (destination / "server" / "log.txt").read_text() == "fresh"
     assert not (destination / "stale").exists() and not source.exists()
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["simulation"]
+
+
+def test_copy_result_skips_fifos_the_job_left_behind(tmp_path):
+    source = tmp_path / "src"
+    (source / "server").mkdir(parents=True)
+    (source / "server" / "log.txt").write_text("kept")
+    os.mkfifo(source / "server" / "pipe")
+    destination = tmp_path / "run" / "simulation"
+    copy_result(source, destination)
+    assert sorted(p.name for p in (destination / "server").iterdir()) == ["log.txt"]
+
+
+def test_collect_result_across_filesystems_copies_and_skips_special_files(tmp_path, monkeypatch):
+    import errno
+
+    from autofl_core import resultdir
+
+    def cross_device(*_args):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    source = tmp_path / "root" / "job"
+    (source / "server").mkdir(parents=True)
+    (source / "server" / "metrics_summary.json").write_text("{}")
+    os.mkfifo(source / "server" / "fifo")
+    monkeypatch.setattr(resultdir.os, "rename", cross_device)
+    destination = tmp_path / "run" / "simulation"
+    collect_result(source, destination)
+    assert sorted(p.name for p in (destination / "server").iterdir()) == ["metrics_summary.json"]

@@ -59,3 +59,21 @@ def test_trial_module_imports_no_heavy_packages(repo_root, python_exe):
     )
     done = subprocess.run([python_exe, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_failed_result_copy_is_a_reason_not_a_traceback(tmp_path, monkeypatch):
+    from autofl_core import resultdir, trial
+
+    def disk_full(*_args):
+        raise OSError(28, "No space left on device")
+
+    root = tmp_path / "sim"
+    (root / "hello" / "server").mkdir(parents=True)
+    spec = trial.TrialSpec(python="python", job_path=tmp_path / "job.py", workspace=tmp_path,
+                           run_dir=tmp_path / "run", trial_name="t", metric_order=["accuracy"],
+                           expected_result_names=["hello"])
+    monkeypatch.setattr(resultdir, "collect_result", disk_full)
+    artifacts = {}
+    name, reason = trial._copy_result(spec, root, [], {}, artifacts)
+    assert name is None and artifacts == {}
+    assert "hello could not be copied" in reason and "No space left on device" in reason

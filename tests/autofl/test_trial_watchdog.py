@@ -1,7 +1,9 @@
 """Watchdog, log watcher and progress parsing as pure logic with a fake clock."""
 
 import io
+import os
 
+import pytest
 from autofl_core.progress import ProgressPrinter, ProgressTracker
 from autofl_core.watchdog import LogWatcher, Watchdog
 
@@ -114,3 +116,13 @@ def test_printer_writes_only_on_change_when_not_a_tty():
     printer.show("b | 0:03", key=2)
     printer.close()
     assert stream.getvalue() == "a | 0:01\nb | 0:03\n"
+
+
+@pytest.mark.timeout(10)
+def test_log_watcher_never_opens_a_fifo_named_log_txt(tmp_path):
+    site = tmp_path / "job" / "site-1"
+    site.mkdir(parents=True)
+    os.mkfifo(site / "log.txt")
+    (tmp_path / "job" / "server").mkdir()
+    (tmp_path / "job" / "server" / "log.txt").write_text("Round 1 started\n")
+    assert LogWatcher(tmp_path, interval=0.0).poll(1.0) == ["Round 1 started"]

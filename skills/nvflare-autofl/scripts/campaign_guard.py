@@ -10,7 +10,8 @@ Thresholds left out come from AUTOFL_* environment variables, else the defaults 
 from the environment (no --max-candidates = uncapped). Without --mode the mode is read from the sibling
 .nvflare/autofl/campaign_state.json (default max). Relative stop files resolve against the results folder
 (default STOP_AUTOFL and .nvflare/autofl/STOP). Prints the state as one JSON object (default) or a short
-text summary. Never writes anything. Exit 0 on success, 2 on a corrupt ledger or invalid arguments.
+text summary. Never writes anything. Exit 0 on success, 2 on a corrupt ledger or invalid arguments
+(141, quietly, when the reader of stdout went away).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="campaign_guard", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("results", nargs="?", default="results.tsv", help="ledger path (default results.tsv)")
-    parser.add_argument("--max-candidates", type=_positive_int, metavar="N", help="candidate cap (default: uncapped)")
+    parser.add_argument("--max-candidates", type=_count(1), metavar="N", help="candidate cap (default: uncapped)")
     parser.add_argument("--stop-file", action="append", dest="stop_files", metavar="PATH",
                         help="repeatable; relative to the results folder; default STOP_AUTOFL and .nvflare/autofl/STOP")
     for flag, name, metavar, note in (
@@ -63,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument(flag, dest=name, type=_threshold(name), metavar=metavar,
                             help=f"default ${variable} or {default}{note}")
     parser.add_argument("--mode", choices=compare.MODES, help="objective direction (default: stored state, else max)")
-    parser.add_argument("--pending-manifests", type=_non_negative_int, default=0, metavar="N",
+    parser.add_argument("--pending-manifests", type=_count(0), default=0, metavar="N",
                         help="number of prepared candidate manifests (default 0)")
     parser.add_argument("--format", choices=("json", "text"), default="json", help="default json")
     return parser
@@ -87,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     state = guard.compute_state(rows, settings, stop_files_present=stop_files, pending_manifests=args.pending_manifests)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     state = guard.with_runner_fields(state, results=str(results), mode=mode, updated_at=now)
-    sys.stdout.write(render_text(state) if args.format == "text" else json.dumps(state, indent=2, sort_keys=True) + "\n")
-    return EXIT_OK
+    text = render_text(state) if args.format == "text" else json.dumps(state, indent=2, sort_keys=True) + "\n"
+    return EXIT_OK if cli.write_stdout(text) else cli.EXIT_STDOUT_CLOSED
 
 
 def render_text(state: dict) -> str:
@@ -120,28 +121,20 @@ def _num(value) -> str:
     return "-" if value is None else str(value)
 
 
-def _positive_int(text: str) -> int:
-    return _bounded_int(text, 1)
-
-
-def _non_negative_int(text: str) -> int:
-    return _bounded_int(text, 0)
-
-
-def _bounded_int(text: str, minimum: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-    return value
+def _count(minimum: int):
+    """argparse type: an integer of at least `minimum`."""
+    return _argument_type(lambda text: guard_inputs.parse_bounded(text, int, minimum, "the value"), f"int>={minimum}")
 
 
 def _threshold(name: str):
+    """argparse type: the threshold `name`, parsed and bounded as guard_inputs.THRESHOLDS says."""
+    return _argument_type(lambda text: guard_inputs.parse_threshold(name, text), name)
+
+
+def _argument_type(parse_text, name: str):
     def parse(text: str):
         try:
-            return guard_inputs.parse_threshold(name, text)
+            return parse_text(text)
         except guard_inputs.InputError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 

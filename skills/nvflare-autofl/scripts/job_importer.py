@@ -5,7 +5,8 @@ Usage:
     python job_importer.py JOB [--metric M] [--base-args "ARGS"] [--format json|yaml]
 
 Prints the imported config plus `admission_errors` ([{code, message}]) on stdout.
-Exit codes: 0 admissible; 2 not admissible, or the job/arguments could not be read (one line on stderr).
+Exit codes: 0 admissible; 2 not admissible, or the job/arguments could not be read (one line on stderr);
+141, quietly, when the reader of stdout went away.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import json
 import shlex
 import sys
 from pathlib import Path
+
+sys.dont_write_bytecode = True  # read-only tool: not even __pycache__ files
 
 
 def _load_private_package(name: str):
@@ -79,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"job_importer: internal error importing {options.job} ({type(exc).__name__}: {exc}); "
                          "please report it with the job.py\n")  # fmt: skip
         return EXIT_REJECTED
-    sys.stdout.write(text)
+    if not cli.write_stdout(text):
+        return cli.EXIT_STDOUT_CLOSED
     errors = config["admission_errors"]
     if errors:
         sys.stderr.write(f"job_importer: not admissible: {errors[0]['code']}: {errors[0]['message']}\n")

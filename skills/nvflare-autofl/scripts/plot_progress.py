@@ -8,7 +8,8 @@ Usage:
 --mode to the mode stored in the sibling .nvflare/autofl/campaign_state.json (else max).
 Draws with matplotlib (Agg); falls back to Pillow; with neither, writes a text note (.txt) beside the
 output. Prints one JSON object: backend, output, scored count, best point and where it is ringed in the
-image (best_pixel). Exit 0 on success, 2 on a corrupt ledger, bad arguments or an unwritable output.
+image (best_pixel). Exit 0 on success, 2 on a corrupt ledger, bad arguments or an unwritable output
+(141, quietly, when the reader of stdout went away).
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     results = Path(os.path.abspath(args.results))
     output = Path(os.path.abspath(args.output)) if args.output else results.parent / "progress.png"
+    if not results.parent.is_dir():  # a mistyped path must not create folders for an empty plot
+        print(f"plot_progress: folder {results.parent} does not exist; pass the path of a results.tsv ledger",
+              file=sys.stderr)
+        return EXIT_INVALID
     try:
         mode = args.mode or guard_inputs.stored_mode(results.parent) or "max"
         if not results.exists():
@@ -66,8 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"plot_progress: cannot write {output} ({exc.strerror or exc}); choose a writable --output", file=sys.stderr)
         return EXIT_INVALID
-    print(json.dumps(summary, indent=2, sort_keys=True))
-    return EXIT_OK
+    return EXIT_OK if cli.write_stdout(json.dumps(summary, indent=2, sort_keys=True) + "\n") else cli.EXIT_STDOUT_CLOSED
 
 
 def ledger_metric(rows: list[dict]) -> str:

@@ -10,15 +10,19 @@ Usage:
 EVIDENCE is `-` (stdin), a log file, a folder (SimEnv workspace, job download, POC workspace, exported job),
 a JSON evidence bundle or a saved nvflare CLI JSON envelope. stdout carries the report (JSON by default).
 Exit 0 whenever a report is produced (UNKNOWN included); exit 2 with one line on stderr for usage errors or
-when no evidence could be read at all; 130 when interrupted. Nothing is ever written; nvflare is not imported.
+when no evidence could be read at all; 130 when interrupted; 141, quietly, when the reader of stdout went away.
+Nothing is ever written; nvflare is not imported.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 from pathlib import Path
+
+sys.dont_write_bytecode = True  # read-only tool: not even __pycache__ files
 
 
 def _load_private_package(name: str):
@@ -41,7 +45,7 @@ except Exception as _exc:  # a broken or partial skill copy: one line, no traceb
           "reinstall the skill folder", file=sys.stderr)
     sys.exit(2)
 
-EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
+EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STDOUT_CLOSED = 0, 2, 130, 141
 PROG = "diagnose_job.py"
 STDIN_HEAD = 16 * 1024
 STDIN_BLOCK = 1024 * 1024
@@ -175,12 +179,24 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     except Exception as exc:  # last guard: one line, never a traceback
         print(f"{PROG}: error: unexpected {type(exc).__name__}: {exc}; please report this bug", file=sys.stderr)
         return EXIT_USAGE
-    if hasattr(stdout, "buffer"):  # UTF-8 whatever the locale says
-        stdout.buffer.write(text.encode("utf-8"))
-    else:
-        stdout.write(text)
-    stdout.flush()
-    return EXIT_OK
+    return EXIT_OK if write_report(stdout, text) else EXIT_STDOUT_CLOSED
+
+
+def write_report(stdout, text: str) -> bool:
+    """Write the report as UTF-8 whatever the locale says; False when the reader already closed the pipe."""
+    try:
+        if hasattr(stdout, "buffer"):
+            stdout.buffer.write(text.encode("utf-8"))
+        else:
+            stdout.write(text)
+        stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit and would print that error: send what is left to /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stdout.fileno())
+        os.close(devnull)
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -12,9 +12,9 @@ Only reserved domains are used (example.com, example.org, example.net, .test).
 from __future__ import annotations
 
 import base64
+import functools
+import importlib.util
 import json
-import os
-import tempfile
 from pathlib import Path
 from urllib.parse import quote
 
@@ -271,11 +271,18 @@ def variants() -> list[dict]:
     return out
 
 
+@functools.cache
+def _atomic():
+    """The project's single atomic writer (temp file + fsync + os.replace, ordinary mode), loaded by path."""
+    path = HERE.parents[3] / "skills" / "nvflare-autofl" / "scripts" / "autofl_core" / "atomic.py"
+    spec = importlib.util.spec_from_file_location("_corpus_atomic", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    _atomic().write_text(path, text)
 
 
 def main() -> int:

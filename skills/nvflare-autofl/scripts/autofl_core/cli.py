@@ -1,12 +1,19 @@
-"""What every Auto-FL command line shares: exit codes and an argparse that fails with one line."""
+"""What every Auto-FL command line shares: exit codes, an argparse that fails with one line, stdout output.
+
+`write_stdout` is how a CLI delivers its one document: when the reader has closed the pipe (`| head -0`, a
+cancelled tool call) the CLI exits EXIT_STDOUT_CLOSED quietly, like any Unix tool, instead of a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 EXIT_OK = 0
 EXIT_UNSCORED = 1
 EXIT_INVALID = 2
+EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -14,3 +21,17 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:
         self.exit(EXIT_INVALID, f"{self.prog}: {message}; see --help\n")
+
+
+def write_stdout(text: str) -> bool:
+    """Write `text` to stdout and flush; False when the reader already closed the pipe."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit and would print that error: send what is left to /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return False
+    return True

@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from . import bounded
 from .compare import MODES
 
 DEFAULT_STOP_FILES = ("STOP_AUTOFL", ".nvflare/autofl/STOP")
@@ -51,7 +52,12 @@ def threshold_settings(flags: Mapping[str, object], environ: Mapping[str, str]) 
 def parse_threshold(name: str, text: str) -> int | float:
     """Parse a threshold given on the command line (`name` is the setting, e.g. plateau_threshold)."""
     _variable, _default, kind, minimum = THRESHOLDS[name]
-    return _check_minimum(_parse_number(text, kind, name), minimum, name)
+    return parse_bounded(text, kind, minimum, name)
+
+
+def parse_bounded(text: str, kind: type, minimum: int | float, label: str) -> int | float:
+    """`text` as an int or finite float (`kind`) of at least `minimum`; InputError naming `label` otherwise."""
+    return _check_minimum(_parse_number(text, kind, label), minimum, label)
 
 
 def resolve_stop_files(base: Path, stop_files: list[str] | None) -> list[Path]:
@@ -77,17 +83,14 @@ def stored_mode(workspace: Path) -> str | None:
     """The `mode` recorded in the workspace's campaign_state.json, or None when there is no state file."""
     path = Path(workspace) / STATE_RELATIVE_PATH
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_STATE_READ_LIMIT + 1)
-    except FileNotFoundError:
+        data = bounded.read_regular(path, _STATE_READ_LIMIT)
+    except bounded.BoundedReadError as exc:
+        raise InputError(f"{path} {exc}; pass --mode max|min or repair the campaign state") from None
+    if data is None:
         return None
-    except OSError as exc:
-        raise InputError(f"cannot read {path} ({exc.strerror or exc}); pass --mode max|min") from None
-    if len(data) > _STATE_READ_LIMIT:
-        raise InputError(f"{path} is larger than 16 MiB, not a campaign state; pass --mode max|min")
     try:
         document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         raise InputError(f"{path} is not valid JSON; pass --mode max|min or repair it with the runner's status") from None
     mode = document.get("mode") if isinstance(document, dict) else None
     if mode not in MODES:

@@ -18,6 +18,7 @@ import math
 import os
 from pathlib import Path
 
+from . import bounded
 from .compare import format_score
 
 COLUMNS = (
@@ -138,17 +139,11 @@ def sanitize_text(value: object) -> str:
 def _read_text(target: Path) -> str | None:
     """The ledger's text, None when the file does not exist; LedgerError when it cannot be a ledger."""
     try:
-        with open(target, "rb") as handle:
-            too_big = os.fstat(handle.fileno()).st_size > MAX_LEDGER_BYTES
-            data = b"" if too_big else handle.read(MAX_LEDGER_BYTES + 1)
-    except FileNotFoundError:
+        data = bounded.read_regular(target, MAX_LEDGER_BYTES)
+    except bounded.BoundedReadError as exc:
+        raise LedgerError(f"{target}: {exc}; pass the path of a results.tsv ledger") from None
+    if data is None:
         return None
-    except IsADirectoryError:
-        raise LedgerError(f"{target}: is a directory, not a results.tsv ledger") from None
-    except OSError as exc:
-        raise LedgerError(f"{target}: cannot read the ledger ({exc.strerror or exc})") from None
-    if too_big or len(data) > MAX_LEDGER_BYTES:
-        raise LedgerError(f"{target}: larger than {MAX_LEDGER_BYTES >> 20} MiB, not a campaign ledger")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

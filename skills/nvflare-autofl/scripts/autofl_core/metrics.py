@@ -237,7 +237,7 @@ def _load_json(path: Path) -> object | None:
         if path.stat().st_size > MAX_JSON_BYTES:
             return None
         return json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -120,12 +121,15 @@ def collect_result(source: Path, destination: Path) -> None:
 
 
 def copy_result(source: Path, destination: Path) -> None:
-    """Copy the result tree (symlinks kept as links) to `destination`, replacing it atomically."""
+    """Copy the result tree (symlinks kept as links) to `destination`, replacing it atomically.
+
+    FIFOs, sockets and device nodes a job left behind are not copied (copying a FIFO would fail the whole copy).
+    """
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = destination.with_name(f".{destination.name}.{uuid.uuid4().hex}.tmp")
     try:
-        shutil.copytree(source, staging, symlinks=True)
+        shutil.copytree(source, staging, symlinks=True, ignore=_special_files)
         _retire(destination)
         os.replace(staging, destination)
     finally:
@@ -142,6 +146,16 @@ def _retire(destination: Path) -> None:
             shutil.rmtree(retired, ignore_errors=True)
         else:
             retired.unlink(missing_ok=True)
+
+
+def _special_files(folder: str, names: list[str]) -> set[str]:
+    """copytree ignore hook: the entries of `folder` that are neither files, folders nor symlinks."""
+    special = set()
+    for name in names:
+        mode = os.lstat(os.path.join(folder, name)).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            special.add(name)
+    return special
 
 
 def _is_real_dir(path: Path) -> bool:

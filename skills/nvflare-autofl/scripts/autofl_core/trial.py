@@ -265,7 +265,10 @@ def _copy_result(spec, root, printed, before, artifacts) -> tuple[str | None, st
     except resultdir.ResultDirError as error:
         return None, str(error)
     destination = Path(spec.run_dir) / "simulation"
-    resultdir.collect_result(root / name, destination)
+    try:
+        resultdir.collect_result(root / name, destination)
+    except OSError as error:  # e.g. a full disk while copying across filesystems
+        return None, f"the result directory {name} could not be copied out of the trial root ({error})"
     artifacts["simulator_result_name"] = name
     artifacts["simulation"] = _display_path(spec.workspace, destination)
     return name, ""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import threading
 from pathlib import Path
 
@@ -124,9 +125,12 @@ class LogWatcher:
 
     def _read_new(self, path: str) -> list[str]:
         try:
-            size = os.stat(path).st_size
+            info = os.stat(path)
         except OSError:
             return []
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device named log.txt must never block the supervisor
+            return []
+        size = info.st_size
         offset = self._offsets.get(path, 0)
         if size <= offset:
             return []

@@ -60,23 +60,29 @@ def read_head_tail(path: str, limit: int) -> Chunk:
     """Read at most `limit` bytes of `path`: all of it when it fits, else head + tail."""
     fd = _open_regular(path)
     try:
-        size = os.fstat(fd).st_size
-        head = os.read(fd, min(HEAD_BYTES, limit))
-        if b"\x00" in head:
-            return Chunk(head=head, binary=True)
-        if size <= limit:
-            rest = _read_exact(fd, limit - len(head))
-            extra = os.read(fd, 1)  # the file may have grown since fstat
-            return Chunk(head=head + rest, truncated=bool(extra))
-        tail_len = limit - len(head)
-        if tail_len <= 0:
-            return Chunk(head=head, truncated=True)
-        os.lseek(fd, size - tail_len - 1, os.SEEK_SET)
-        before = os.read(fd, 1)
-        tail = _read_exact(fd, tail_len)
-        return Chunk(head=head, tail=tail, tail_starts_line=before == b"\n", truncated=True)
+        return _read_chunk(fd, limit)
+    except OSError as exc:  # e.g. EIO from a failing disk or a /proc file: this file is unavailable, not fatal
+        raise ReadFailure("unavailable", exc.strerror or "read error") from exc
     finally:
         os.close(fd)
+
+
+def _read_chunk(fd: int, limit: int) -> Chunk:
+    size = os.fstat(fd).st_size
+    head = os.read(fd, min(HEAD_BYTES, limit))
+    if b"\x00" in head:
+        return Chunk(head=head, binary=True)
+    if size <= limit:
+        rest = _read_exact(fd, limit - len(head))
+        extra = os.read(fd, 1)  # the file may have grown since fstat
+        return Chunk(head=head + rest, truncated=bool(extra))
+    tail_len = limit - len(head)
+    if tail_len <= 0:
+        return Chunk(head=head, truncated=True)
+    os.lseek(fd, size - tail_len - 1, os.SEEK_SET)
+    before = os.read(fd, 1)
+    tail = _read_exact(fd, tail_len)
+    return Chunk(head=head, tail=tail, tail_starts_line=before == b"\n", truncated=True)
 
 
 def _open_regular(path: str) -> int:

@@ -12,7 +12,6 @@ a private temp folder, the artifacts it names are read (bounded) and the folder 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -21,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import jsontext
 from .bounded import ReadFailure, chunk_lines, read_head_tail
 from .evidence import EvidenceError
 from .sites import valid_job_id, valid_kit_id
@@ -154,13 +154,8 @@ def parse_envelope(stdout: bytes) -> dict | None:
         return None
     text = stdout.decode("utf-8", errors="replace").strip()
     for candidate in [text, *reversed(text.splitlines())]:
-        if candidate.startswith("{"):
-            try:
-                value = json.loads(candidate)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                return value
+        if candidate.startswith("{") and isinstance(value := jsontext.parse(candidate), dict):
+            return value
     return None
 
 

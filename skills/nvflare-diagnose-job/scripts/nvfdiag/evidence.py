@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 
-from . import job_folder, metrics_files, structured
+from . import job_folder, jsontext, metrics_files, structured
 from .bounded import Chunk, ReadFailure, chunk_from_bytes, chunk_lines, read_head_tail
 from .credentials import is_credential
 from .jsonlog import numbered_to_lines
@@ -258,10 +258,7 @@ class _Reader:
         return True
 
     def _json(self, chunk, pairs, path, site, explicit) -> bool:
-        try:
-            obj = json.loads((chunk.head + chunk.tail).decode("utf-8", errors="replace")) if not chunk.truncated else None
-        except ValueError:
-            obj = None
+        obj = None if chunk.truncated else jsontext.parse((chunk.head + chunk.tail).decode("utf-8", errors="replace"))
         if obj is None:
             if path.lower().endswith(".json"):
                 why = "larger than --max-bytes" if chunk.truncated else "not valid JSON"

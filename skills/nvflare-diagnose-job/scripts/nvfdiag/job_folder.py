@@ -14,9 +14,10 @@ the caller reads meta.json with the bounded reader).
 
 from __future__ import annotations
 
-import json
 import os
 import re
+
+from . import jsontext
 
 META = "meta.json"  # meta.conf / meta.yml variants are not parsed (standard library only)
 CONFIG_EXTENSIONS = (".json", ".conf", ".yml", ".yaml")
@@ -41,10 +42,7 @@ def shown(name: object) -> str:
 def check_exported(folder: str, meta_text: str) -> list[str]:
     """Evidence lines: one per structural problem of the exported job folder `folder`, or one saying it is sound."""
     prefix = f"exported job folder {shown(os.path.basename(os.path.normpath(folder)))}: "
-    try:
-        meta = json.loads(meta_text)
-    except ValueError:
-        meta = None
+    meta = jsontext.parse(meta_text)
     if not isinstance(meta, dict):
         return [prefix + "meta.json is not a valid JSON object (malformed exported job folder)"]
     deploy_map = meta.get("deploy_map")

@@ -8,9 +8,8 @@ matcher sees one shape whatever the source.
 
 from __future__ import annotations
 
-import json
-
 from .bounded import clip_line
+from .jsontext import parse_object_line
 from .model import Line
 
 _REQUIRED = ("asctime", "levelname", "message")
@@ -31,12 +30,8 @@ def record_to_text(record: object) -> str | None:
 
 def convert_line(text: str) -> list[str]:
     """A JSON-lines record becomes its log.txt rendering (one item per message line); other text stays."""
-    stripped = text.strip()
-    if stripped.startswith("{") and stripped.endswith("}") and '"levelname"' in stripped:
-        try:
-            rendered = record_to_text(json.loads(stripped))
-        except ValueError:
-            rendered = None
+    if '"levelname"' in text:
+        rendered = record_to_text(parse_object_line(text))
         if rendered is not None:
             return [clip_line(piece) for piece in rendered.splitlines()] or [""]
     return [text]

@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import math
 
+from . import jsontext
+
 MAX_NON_FINITE = 50
 _NON_FINITE_WORDS = {"nan": "NaN", "inf": "Infinity", "+inf": "Infinity", "infinity": "Infinity",
                      "-inf": "-Infinity", "-infinity": "-Infinity"}
@@ -94,10 +96,7 @@ def rounds_part(texts: list[str], source: str) -> dict | None:
     found: list[dict] = []
     last_round, last_final = None, None
     for text in texts:
-        try:
-            record = json.loads(text)
-        except ValueError:
-            continue
+        record = jsontext.parse(text)
         if not isinstance(record, dict):
             continue
         round_no = record.get("round")

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 import unicodedata
 from urllib.parse import unquote
+
+from .jsontext import parse_object_line
 
 MAX_LINE_CHARS = 16384  # longer lines are scanned on their first 16 KiB only
 MAX_DECODED_CHARS = 4096  # total decoded text added per line
@@ -90,14 +91,8 @@ def visible_view(text: str) -> str:
 
 def flatten_json_record(text: str) -> str:
     """Turn a JSON-lines log record into the plain text of its string values (message last); else return text."""
-    stripped = text.strip()
-    if not (stripped.startswith("{") and stripped.endswith("}")):
-        return text
-    try:
-        record = json.loads(stripped)
-    except (ValueError, RecursionError):
-        return text
-    if not isinstance(record, dict):
+    record = parse_object_line(text)
+    if record is None:
         return text
     parts = [str(v) for k, v in sorted(record.items()) if k != "message" and isinstance(v, str | int | float)]
     message = record.get("message")
@@ -108,14 +103,8 @@ def flatten_json_record(text: str) -> str:
 
 def record_message(text: str) -> str | None:
     """The "message" string of a JSON-lines log record, or None when `text` is not such a record."""
-    stripped = text[:MAX_LINE_CHARS].strip()
-    if not (stripped.startswith("{") and stripped.endswith("}")):
-        return None
-    try:
-        record = json.loads(stripped)
-    except (ValueError, RecursionError):
-        return None
-    message = record.get("message") if isinstance(record, dict) else None
+    record = parse_object_line(text[:MAX_LINE_CHARS])
+    message = record.get("message") if record is not None else None
     return message if isinstance(message, str) else None
 
 

@@ -143,6 +143,8 @@ def parse_schema_text(text: str) -> tuple[Any, list[str]]:
 
     try:
         data = yaml.safe_load(text)
+    except RecursionError:
+        return None, [f"{SCHEMA_FILE} is not valid YAML: it is nested too deeply"]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

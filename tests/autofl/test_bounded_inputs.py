@@ -1,0 +1,103 @@
+"""Input files that are not plain small files: FIFOs, devices, folders, oversized files (R7).
+
+The ledger and the stored campaign state are read through one bounded reader; a FIFO must not block the
+guard or the plot, a device must not be read, and the CLIs answer with one line and exit 2, writing nothing.
+"""
+
+import os
+import subprocess
+
+import pytest
+from autofl_core import bounded, guard_inputs, ledger
+
+
+def test_reads_a_regular_file_and_reports_a_missing_one(tmp_path):
+    path = tmp_path / "small.txt"
+    path.write_bytes(b"abc")
+    assert bounded.read_regular(path, 3) == b"abc"
+    assert bounded.read_regular(tmp_path / "absent", 3) is None
+
+
+@pytest.mark.parametrize(
+    ("make", "phrase"),
+    [
+        (lambda p: p.mkdir(), "is a directory"),
+        (lambda p: os.mkfifo(p), "is not a regular file"),
+        (lambda p: p.write_bytes(b"x" * 11), "is larger than 10 bytes"),
+    ],
+    ids=["directory", "fifo", "oversized"],
+)
+@pytest.mark.timeout(10)
+def test_refuses_what_is_not_a_small_regular_file(tmp_path, make, phrase):
+    path = tmp_path / "input"
+    make(path)
+    with pytest.raises(bounded.BoundedReadError, match=phrase):
+        bounded.read_regular(path, 10)
+
+
+@pytest.mark.timeout(10)
+def test_a_device_is_refused_before_any_byte_is_read():
+    with pytest.raises(bounded.BoundedReadError, match="not a regular file"):
+        bounded.read_regular("/dev/zero", 1 << 30)
+
+
+@pytest.mark.timeout(10)
+def test_ledger_and_state_readers_refuse_a_fifo(tmp_path):
+    os.mkfifo(tmp_path / "results.tsv")
+    with pytest.raises(ledger.LedgerError, match="results.tsv: is not a regular file"):
+        ledger.read_rows(tmp_path / "results.tsv")
+    with pytest.raises(ledger.LedgerError, match="not a regular file"):
+        ledger.append_row(tmp_path / "results.tsv", {"status": "keep", "name": "x"})
+    state = tmp_path / guard_inputs.STATE_RELATIVE_PATH
+    state.parent.mkdir(parents=True)
+    os.mkfifo(state)
+    with pytest.raises(guard_inputs.InputError, match="not a regular file; pass --mode"):
+        guard_inputs.stored_mode(tmp_path)
+
+
+def _run(python_exe, repo_root, script, *args):
+    path = repo_root / "skills" / "nvflare-autofl" / "scripts" / script
+    return subprocess.run([python_exe, str(path), *map(str, args)], capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("script", ["campaign_guard.py", "plot_progress.py"])
+def test_clis_answer_one_line_for_a_fifo_ledger_or_state(tmp_path, python_exe, repo_root, script):
+    os.mkfifo(tmp_path / "results.tsv")
+    done = _run(python_exe, repo_root, script, tmp_path / "results.tsv")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "is not a regular file" in done.stderr and done.stderr.count("\n") == 1
+    (tmp_path / "results.tsv").unlink()
+    (tmp_path / "results.tsv").write_text(ledger.HEADER + "\n")
+    state = tmp_path / guard_inputs.STATE_RELATIVE_PATH
+    state.parent.mkdir(parents=True)
+    os.mkfifo(state)
+    done = _run(python_exe, repo_root, script, tmp_path / "results.tsv")
+    assert done.returncode == 2 and "campaign_state.json is not a regular file" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".nvflare", "results.tsv"]  # nothing written
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("script", ["campaign_guard.py", "plot_progress.py"])
+def test_clis_refuse_a_device_as_ledger(python_exe, repo_root, script):
+    done = _run(python_exe, repo_root, script, "/dev/null")
+    assert done.returncode == 2 and "/dev/null: is not a regular file" in done.stderr
+    assert not os.path.exists("/dev/progress.png")
+
+
+def test_a_path_through_a_file_is_a_missing_file(tmp_path):
+    (tmp_path / "plain").write_text("x")
+    assert bounded.read_regular(tmp_path / "plain" / "results.tsv", 10) is None
+    assert guard_inputs.stored_mode(tmp_path / "plain") is None
+
+
+def test_a_read_error_is_a_one_phrase_refusal(tmp_path, monkeypatch):
+    path = tmp_path / "results.tsv"
+    path.write_text(ledger.HEADER + "\n")
+
+    def failing_read(*_args):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(bounded.os, "read", failing_read)
+    with pytest.raises(ledger.LedgerError, match=r"results.tsv: cannot be read \(Input/output error\)"):
+        ledger.read_rows(path)
