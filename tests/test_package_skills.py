@@ -1,22 +1,19 @@
 """shared/package_skills.py (`make dist`): reproducible zips, written atomically, one-line errors."""
 
-import importlib.util
 import io
 import os
 import zipfile
 from pathlib import Path
 
 import pytest
+from module_loader import load_by_path
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def package():
-    spec = importlib.util.spec_from_file_location("shared_package_skills", REPO / "shared" / "package_skills.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_by_path("shared_package_skills", REPO / "shared" / "package_skills.py")
 
 
 def _skill(tmp_path):

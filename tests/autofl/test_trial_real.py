@@ -7,8 +7,6 @@ import io
 import json
 import os
 import shutil
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,14 +24,6 @@ def copy_example(repo_root, tmp_path, example):
     workspace = tmp_path / example
     shutil.copytree(repo_root / "examples" / example, workspace)
     return workspace
-
-
-@pytest.fixture
-def short_tmp():
-    """A short temp parent (Unix socket paths under the private TMPDIR must stay short)."""
-    folder = Path(tempfile.mkdtemp(prefix="a3-", dir="/tmp"))
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def spec(python_exe, workspace, temp_parent, name, metric, **overrides):

@@ -3,12 +3,10 @@
 import io
 import json
 import os
-import shutil
 import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -31,14 +29,6 @@ def workspace(tmp_path):
     job = ws / "job.py"
     job.write_text(STANDIN.read_text())
     return ws
-
-
-@pytest.fixture
-def short_tmp():
-    """A short temp parent (Unix socket paths under the private TMPDIR must stay short)."""
-    folder = Path(tempfile.mkdtemp(prefix="a3-", dir="/tmp"))
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def spec(workspace, temp_parent, *, mode="ok", name="cand-1", extra=(), **overrides):

@@ -1,14 +1,13 @@
 """The diagnose eval harness itself: comparison logic on fake reports, the trigger heuristic, the case file."""
 
 import copy
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from module_loader import load_by_path
 
 REPO = Path(__file__).resolve().parents[2]
 EVALS_DIR = REPO / "evals"
@@ -26,17 +25,7 @@ SPEC_IDS = {
 }  # fmt: skip
 
 
-def _load(name: str, path: Path):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-checks = _load("eval_checks", EVALS_DIR / "eval_checks.py")
+checks = load_by_path("eval_checks", EVALS_DIR / "eval_checks.py")
 
 REPORT = {
     "runtime_mode": "production",
@@ -325,7 +314,7 @@ print(json.dumps({"runtime_mode": "simulation", "matched_pattern": pattern, "rec
 
 @pytest.fixture
 def harness(tmp_path, monkeypatch):
-    run_evals = _load("run_evals", EVALS_DIR / "run_evals.py")
+    run_evals = load_by_path("run_evals", EVALS_DIR / "run_evals.py")
     files = tmp_path / "files"
     (files / "poisoned").mkdir(parents=True)
     (files / "import.log").write_text("ModuleNotFoundError: No module named 'x'\n")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from module_loader import load_by_path
 from nvfdiag import injection_rules
 from nvfdiag.injection import KINDS, scan_lines
 from nvfdiag.model import Line
@@ -41,9 +41,7 @@ def test_corpus_is_large_and_covers_every_technique_and_kind():
 
 
 def test_corpus_files_match_their_generator():
-    spec = importlib.util.spec_from_file_location("poisoned_generator", CORPUS / "generate_corpus.py")
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
+    generator = load_by_path("poisoned_generator", CORPUS / "generate_corpus.py")
     generated = generator.variants()
     assert [entry["file"] for entry in generated] == IDS
     for entry, listed in zip(generated, VARIANTS, strict=True):

@@ -1,26 +1,16 @@
 """Real-run fixtures: the generator's pure helpers, the committed fixtures, and a real regeneration."""
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
+from module_loader import load_by_path
 
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO / "evals" / "diagnose" / "files" / "real"
 
 
-def _load(name: str, path: Path):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fixtures = _load("make_real_fixtures", REPO / "evals" / "make_real_fixtures.py")
+fixtures = load_by_path("make_real_fixtures", REPO / "evals" / "make_real_fixtures.py")
 
 
 def test_scrub_replaces_nested_paths_longest_first():

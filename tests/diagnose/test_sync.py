@@ -1,22 +1,17 @@
 """shared/sync.py: rendered catalog copies are fresh, staleness is detected, --check writes nothing."""
 
-import importlib.util
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from module_loader import load_by_path
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def sync():
-    spec = importlib.util.spec_from_file_location("shared_sync", REPO / "shared" / "sync.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["shared_sync"] = module  # dataclasses need the module registered
-    spec.loader.exec_module(module)
-    return module
+    return load_by_path("shared_sync", REPO / "shared" / "sync.py")
 
 
 def test_committed_copies_equal_a_fresh_render(sync):
