@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-done
 
-.PHONY: setup test unit integration eval bench sync sync-check validate lint demo dist clean
+.PHONY: setup test unit integration eval bench sync sync-check validate lint demo demo-diagnose dist clean
 
 setup: $(STAMP)
 
@@ -42,7 +42,10 @@ lint: setup
 	$(VENV)/bin/ruff check .
 
 demo: setup
-	$(PY) examples/demo.py
+	$(PY) examples/demo_diagnose.py
+
+demo-diagnose: setup
+	$(PY) examples/demo_diagnose.py
 
 dist: setup
 	$(PY) shared/package_skills.py --output dist

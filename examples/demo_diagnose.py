@@ -1,6 +1,6 @@
-"""`make demo`: run a real NVFLARE simulation that fails, then diagnose it with the skill's script.
+"""`make demo-diagnose`: run a real NVFLARE simulation that fails, then diagnose it with the skill's script.
 
-Usage: python examples/demo.py [--output DIR]   (default: demo_out/ in the repository)
+Usage: python examples/demo_diagnose.py [--output DIR]   (default: demo_out/diagnose/ in the repository)
 
 Steps: run examples/failing/import-error/job.py for real (its client imports a module that does not exist),
 with the simulator workspace redirected into the output folder; save the job's combined output; run
@@ -54,7 +54,7 @@ def diagnose(out: Path, job_output: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", default=str(REPO / "demo_out"), help="folder for every demo artifact")
+    parser.add_argument("--output", default=str(REPO / "demo_out" / "diagnose"), help="folder for every demo artifact")
     args = parser.parse_args(argv)
     out = Path(args.output).resolve()
     out.mkdir(parents=True, exist_ok=True)
