@@ -363,6 +363,17 @@ def test_completion_index_is_the_last_member_needed():
     assert batch["completion_index"] == 4 and batch["completed"] == 3
 
 
+def test_required_exploration_follows_next_action():
+    """Exactly the two literature next actions require source-backed exploration (plateau included)."""
+    plateau = [base()] + discards(8)
+    state = state_of(plateau)
+    assert state["next_action"] == "run_literature_loop"
+    assert state["required_exploration"] == "source_backed_exploration"
+    assert state_of([base()] + discards(2))["required_exploration"] is None
+    overridden = guard.with_next_action_override(state, "repair_baseline")
+    assert overridden["required_exploration"] is None
+
+
 def test_batch_size_zero_disables_batches():
     rows = [base(), row("literature", lit="lit-0001")]
     state = state_of(rows, exploration_batch_size=0)

@@ -140,7 +140,7 @@ def test_missing_ledger_is_empty_with_a_note(tmp_path, python_exe, script):
     [
         b"not a ledger\n",
         ("\t".join(ledger.COLUMNS) + "\nkeep\tx\tNaN" + "\t" * 15 + "\n").encode(),
-        ("\t".join(ledger.COLUMNS) + "\nkeep\tx\t0.5\n").encode(),
+        ("\t".join(ledger.COLUMNS) + "\nkeep\tx\t0.5" + "\t" * 16 + "\n").encode(),  # one field too many
         b"\xff\xfe\x00binary",
     ],
 )

@@ -45,7 +45,7 @@ def test_parse_empty_and_header_only_and_crlf():
     "text, fragment",
     [
         ("status\tname\n", "line 1: header"),
-        (_header() + "keep\tonly-two\n", "line 2: expected 18 tab-separated fields, found 2"),
+        (_header() + "keep\tx" + "\t" * 17 + "\n", "line 2: expected 18 tab-separated fields, found 19"),
         (_header() + _line(status="kept", name="x"), "line 2: unknown status 'kept'"),
         (_header() + _line(status="keep", name="x", score="abc"), "line 2: score must be a number"),
         (_header() + _line(status="keep", name="x", score="nan"), "line 2: score must be finite"),
@@ -59,6 +59,15 @@ def test_parse_rejects_corrupt_input_with_one_line(text, fragment):
         ledger.parse(text, "ws/results.tsv")
     message = str(caught.value)
     assert fragment in message and message.startswith("ws/results.tsv: ") and "\n" not in message
+
+
+def test_short_rows_are_padded_with_empty_trailing_fields():
+    """Editors that trim trailing whitespace drop trailing tabs; the reference's eval ledgers have such rows."""
+    rows = ledger.parse(_header() + "keep\tonly-two\t0.5\n" + "literature\tlit\n")
+    assert [(r["status"], r["name"], r["score"], r["literature_event_id"]) for r in rows] == [
+        ("keep", "only-two", 0.5, ""), ("literature", "lit", None, "")
+    ]
+    assert all(len(row) == len(ledger.COLUMNS) for row in rows)
 
 
 def test_read_rows_missing_file_is_empty(tmp_path):
@@ -119,7 +128,7 @@ def test_append_row_adds_missing_final_newline(tmp_path):
 
 def test_append_row_refuses_corrupt_ledger_and_leaves_it_untouched(tmp_path):
     path = tmp_path / "results.tsv"
-    original = (_header() + "keep\tbroken\n").encode()
+    original = (_header() + "keep\tbroken" + "\t" * 18 + "\n").encode()
     path.write_bytes(original)
     with pytest.raises(ledger.LedgerError, match="line 2"):
         ledger.append_row(path, {"status": "keep", "name": "x", "score": 1.0})

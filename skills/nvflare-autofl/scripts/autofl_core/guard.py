@@ -25,6 +25,7 @@ from .compare import better, check_mode, improvement
 SCHEMA_VERSION = "nvflare.autofl.campaign_state.v1"
 ATTEMPT_STATUSES = frozenset(("keep", "discard", "crash"))
 RETAINED_STATUSES = frozenset(("baseline", "keep"))
+LITERATURE_ACTIONS = frozenset(("run_literature_loop", "develop_literature_batch"))
 RUNNER_ONLY_FIELDS = ("abandoned_candidates", "best_candidate", "best_source_sha256", "pending_candidate_manifest")
 
 
@@ -92,7 +93,7 @@ def compute_state(
         "reason": reason,
         "next_action": next_action,
         "final_response_allowed": final_allowed,
-        "required_exploration": "source_backed_exploration" if reason == "literature_exploration_batch" else None,
+        "required_exploration": required_exploration(next_action),
         **facts["public"],
     }
     state["agent_instruction"] = instructions.agent_instruction(state, settings, facts["family"])
@@ -134,7 +135,18 @@ def with_next_action_override(state: dict, next_action: str) -> dict:
     """Apply a runner lifecycle override (`repair_baseline`, `submit_baseline`,
     `await_simulation_runner_approval`): final answers are not allowed and the instruction says why."""
     sentence = instructions.override_instruction(next_action)
-    return {**state, "next_action": next_action, "final_response_allowed": False, "agent_instruction": sentence}
+    return {
+        **state,
+        "next_action": next_action,
+        "final_response_allowed": False,
+        "agent_instruction": sentence,
+        "required_exploration": required_exploration(next_action),
+    }
+
+
+def required_exploration(next_action: str) -> str | None:
+    """`source_backed_exploration` exactly when the next action is a literature step, else None."""
+    return "source_backed_exploration" if next_action in LITERATURE_ACTIONS else None
 
 
 def differs_beyond_timestamp(previous: dict | None, current: dict) -> bool:

@@ -57,7 +57,10 @@ class LedgerError(ValueError):
 
 
 def parse(text: str, source: str = "results.tsv") -> list[dict]:
-    """Parse ledger text into row dicts; raise LedgerError on a bad header or any corrupt row."""
+    """Parse ledger text into row dicts; raise LedgerError on a bad header or any corrupt row.
+
+    A row with fewer fields than the header is padded with empty trailing fields; more fields is an error.
+    """
     lines = text.removeprefix("\ufeff").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -75,8 +78,9 @@ def parse(text: str, source: str = "results.tsv") -> list[dict]:
         if not line:
             continue
         fields = line.split("\t")
-        if len(fields) != width:
+        if len(fields) > width:
             raise LedgerError(f"{source}: line {number}: expected {width} tab-separated fields, found {len(fields)}")
+        fields += [""] * (width - len(fields))  # editors that trim trailing whitespace drop trailing tabs
         rows.append(_typed_row(fields, source, number))
     return rows
 
