@@ -1,0 +1,157 @@
+"""Finalize a candidate: keep / discard / crash (or an infrastructure retry), crash-safe through a journal.
+
+The outcome is decided first (`decide`), then written in idempotent steps: stage the new best snapshot (keep),
+write the journal (`.nvflare/autofl/finalize.json`: the decided manifest, ledger row and new best digest),
+swap the snapshot, restore the workspace to the best source (created files of a discarded candidate are
+removed), let kept created files join `allowed_edit_paths`, write the manifest, append the ledger row (once),
+drop the journal. A crash at any point is finished by `replay` on the next action. Usage::
+
+    status, note = decide("success", 0.91, best_score=0.90, mode="max")
+    finalize(campaign, manifest, status=status, draft_files=draft.files, now=ts)
+"""
+
+from __future__ import annotations
+
+import json
+
+from .. import atomic, bounded, compare, ledger
+from . import contract, snapshots
+from .errors import CampaignError
+
+SCHEMA = "nvflare.autofl.finalize.v1"
+OUTCOME_STATUS = {"crash": "crash", "infrastructure_retry": "infrastructure_retry"}
+
+
+def decide(outcome: str, score: float | None, *, best_score: float | None, mode: str) -> str:
+    """keep when strictly better than the best retained score at ledger precision; a tie is a discard."""
+    if outcome in OUTCOME_STATUS:
+        return OUTCOME_STATUS[outcome]
+    if score is None:
+        return "crash"
+    return "keep" if compare.better(score, best_score, mode) else "discard"
+
+
+def finalize(campaign, manifest: dict, *, status: str, draft_files: dict | None, now: str) -> dict:
+    """Write the decided outcome of `manifest` (already holding its result); returns the final manifest."""
+    paths = campaign.paths
+    final = dict(manifest, status="prepared" if status == "infrastructure_retry" else status, updated_at=now)
+    if status == "infrastructure_retry":
+        final["result"] = dict(manifest["result"])
+    digest = None
+    if status == "keep":
+        if draft_files is None:
+            raise CampaignError("internal error: a kept candidate needs its source files")
+        digest = snapshots.stage(paths, draft_files, candidate=manifest["candidate_id"]).digest
+    journal = {
+        "schema_version": SCHEMA,
+        "candidate_id": manifest["candidate_id"],
+        "status": status,
+        "new_best_digest": digest,
+        "created_files": list(manifest["created_files"]),
+        "manifest": final,
+        "row": candidate_row(paths, final, status),
+        "ledger_rows_before": len(campaign.rows()),
+    }
+    atomic.write_json(paths.journal, journal)
+    paths.trial_marker.unlink(missing_ok=True)
+    _apply(campaign, journal)
+    return final
+
+
+def replay(campaign) -> str | None:
+    """Finish an interrupted finalize; returns the candidate id it finished, or None when there was none."""
+    journal = _read_journal(campaign.paths)
+    if journal is None:
+        return None
+    _apply(campaign, journal)
+    return journal["candidate_id"]
+
+
+def candidate_row(paths, manifest: dict, status: str) -> dict:
+    """The ledger row of a finalized candidate."""
+    result = manifest["result"]
+    scored = status in ("keep", "discard")
+    touched = sorted(set(manifest["changed_files"]) | set(manifest["created_files"]))
+    return {
+        "status": status,
+        "name": manifest["candidate_id"],
+        "score": result["score"] if scored else None,
+        "runtime_seconds": result["runtime_seconds"],
+        "changed_files": ",".join(touched),
+        "diff_summary": diff_summary(manifest),
+        "run_command": result["run_command"] or "",
+        "artifacts": (manifest["artifacts"].get("run") or ""),
+        "failure_reason": result["failure_reason"] or "",
+        "candidate_manifest": paths.rel(paths.manifest(manifest["candidate_id"])),
+        "base_candidate": manifest["base_candidate"],
+        "patch_sha256": manifest["patch_sha256"] or "",
+        "metric_name": (result["metric_name"] or "") if scored else "",
+        "metric_source": (result["metric_source"] or "") if scored else "",
+        "metric_artifact": (result["metric_artifact"] or "") if scored else "",
+        "candidate_kind": candidate_kind(manifest),
+        "algorithm_family": manifest["algorithm_family"],
+        "literature_event_id": manifest.get("literature_event_id") or "",
+    }
+
+
+def candidate_kind(manifest: dict) -> str:
+    return "source_edit" if manifest.get("patch_sha256") else "argument_only"
+
+
+def diff_summary(manifest: dict) -> str:
+    """`2 files (+5 -3); run args: --lr 0.1` from the manifest's recorded patch stats and own run args."""
+    stats = manifest.get("patch_stats") or {}
+    parts = []
+    if stats.get("files"):
+        parts.append(f"{stats['files']} file(s) (+{stats.get('added', 0)} -{stats.get('removed', 0)})")
+    if manifest["run_args"]:
+        parts.append("run args: " + " ".join(manifest["run_args"]))
+    return "; ".join(parts) or "no change"
+
+
+def _apply(campaign, journal: dict) -> None:
+    paths = campaign.paths
+    if journal["new_best_digest"]:
+        snapshots.swap(paths, journal["new_best_digest"])
+    else:
+        snapshots.repair(paths)
+    campaign.forget()
+    snapshots.restore_workspace(paths, campaign.best(), remove=journal["created_files"])
+    if journal["status"] == "keep" and journal["created_files"]:
+        updated = contract.with_edit_paths(campaign.config, journal["created_files"])
+        if updated != campaign.config:
+            contract.write(paths.autofl_yaml, updated)
+            campaign.config = updated
+    atomic.write_json(paths.manifest(journal["candidate_id"]), journal["manifest"])
+    append_once(paths, journal["row"], journal["ledger_rows_before"])
+    paths.journal.unlink(missing_ok=True)
+    paths.trial_marker.unlink(missing_ok=True)
+    campaign.forget()
+
+
+def append_once(paths, row: dict, rows_before: int) -> None:
+    """Append `row` unless the ledger already grew past `rows_before` with exactly this row (a replay)."""
+    existing = ledger.read_rows(paths.results)
+    if len(existing) > rows_before:
+        landed = existing[rows_before]
+        if landed["name"] == row["name"] and landed["status"] == row["status"]:
+            return
+        raise CampaignError(f"{paths.results} gained rows that do not belong to {row['name']} while it was being "
+                            "finalized; check the ledger by hand")  # fmt: skip
+    ledger.append_row(paths.results, row)
+
+
+def _read_journal(paths) -> dict | None:
+    try:
+        data = bounded.read_regular(paths.journal, 16 * 1024 * 1024)
+    except bounded.BoundedReadError as error:
+        raise CampaignError(f"{paths.journal} {error}; remove it only after checking the candidate by hand") from None
+    if data is None:
+        return None
+    try:
+        journal = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        journal = None
+    if not isinstance(journal, dict) or journal.get("schema_version") != SCHEMA:
+        raise CampaignError(f"{paths.journal} is damaged; check the last candidate by hand, then remove the file")
+    return journal

@@ -1,0 +1,103 @@
+"""The shell around every action: lock, recovery, settings audit, the action, then state/plot/report refresh.
+
+`run(action, options)` returns (exit code, envelope dict). Rejections raise CampaignError *before* anything
+is written (settings changes are persisted only after the action succeeded). Usage::
+
+    code, envelope = run("status", options)
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from . import (
+    act_abandon,
+    act_evaluate,
+    act_initialize,
+    act_prepare,
+    act_record,
+    act_status,
+    act_suggest,
+    metadata,
+    recovery,
+    report,
+)
+from . import settings as settings_mod
+from . import (
+    state as state_mod,
+)
+from .campaign import Campaign
+from .errors import CampaignError
+from .lock import workspace_lock
+from .paths import CampaignPaths
+
+ACTIONS = {
+    "initialize": act_initialize.existing,
+    "prepare": act_prepare.run,
+    "evaluate": act_evaluate.run,
+    "abandon": act_abandon.run,
+    "record": act_record.run,
+    "suggest": act_suggest.run,
+    "status": act_status.run,
+}
+
+
+def now_text() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run(action: str, options) -> tuple[int, dict]:
+    given = settings_mod.requested_settings(options)
+    probe = CampaignPaths.for_job(options.job, {})
+    act_initialize.check_job_file(probe.job)
+    if not metadata.exists(probe):
+        if action != "initialize":
+            raise CampaignError(f"no Auto-FL campaign in {probe.workspace}: run initialize first")
+        return act_initialize.new_campaign(options, given, now_text())
+    with workspace_lock(probe.lock):
+        campaign = Campaign.open(options.job)
+        now = now_text()
+        extras = recovery.recover(campaign, now)
+        merged = settings_mod.merge_settings(campaign.settings, given, action=action, now=now,
+                                             approved=bool(getattr(options, "confirm_user_approved_cap_change", False)),
+                                             cap_history=campaign.meta["cap_changes"])  # fmt: skip
+        stored = campaign.meta
+        campaign.meta = {**stored, "settings": merged.settings}
+        result = ACTIONS[action](campaign, options, now)
+        if merged.changed:
+            campaign.meta = {**campaign.meta, "updated_at": now,
+                             "setting_changes": stored["setting_changes"] + merged.setting_changes,
+                             "cap_changes": stored["cap_changes"] + ([merged.cap_change] if merged.cap_change else [])}
+            metadata.write(campaign.paths, campaign.meta)
+            result.extras["settings_changed"] = merged.changed
+        state = refresh(campaign, now, ledger_changed=result.ledger_changed)
+    return result.exit_code, state_mod.envelope(campaign.paths, state, {**extras, **result.extras})
+
+
+def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
+    """Re-derive the best fields, write the state; after a ledger change also the plot and the report."""
+    campaign.forget()
+    best = campaign.best_row()
+    try:
+        digest = campaign.best().digest
+    except CampaignError:
+        digest = None
+    meta = metadata.with_best(campaign.meta, best_row=best, digest=digest, run_args=campaign.best_run_args(), now=now)
+    if meta is not campaign.meta:
+        campaign.meta = meta
+        metadata.write(campaign.paths, meta)
+    state = state_mod.compute(campaign, now)
+    state_mod.write(campaign, state)
+    if ledger_changed or not campaign.paths.report.exists():
+        plotted = render_plot(campaign) if ledger_changed or not campaign.paths.progress.exists() else True
+        report.write(campaign, report.build(campaign, state, plot_available=plotted))
+    return state
+
+
+def render_plot(campaign) -> bool:
+    """Refresh progress.png; False when no image could be drawn (text note only)."""
+    from .. import plot
+
+    summary = plot.render(campaign.rows(), campaign.paths.progress, metric=campaign.settings["metric"],
+                          mode=campaign.settings["mode"])  # fmt: skip
+    return summary["backend"] != "text"

@@ -1,0 +1,130 @@
+"""Candidate run arguments: validation against job.py's options and the schema, and merging with the best's.
+
+A candidate's run args are canonical long options of job.py (`--lr 0.1`, `--lr=0.1`, `--use_amp`), never an
+alias, an abbreviation, a positional, a fixed-budget option or the runner-owned `--name`; values must parse
+with the job's own option types and choices, and stay inside `mutable_args` bounds of mutation_schema.yaml
+(when the schema declares `mutable_args`, only those options may change). Pure. Usage::
+
+    own = parse_run_args(config, ["--lr=0.1"], reserved={"--name"}, budget={"--num_rounds", ...})
+    effective = merge(best=[("--lr", "0.05"), ("--local_steps", "10")], own=own)   # own wins per flag
+    flatten(effective)   # ["--lr", "0.1", "--local_steps", "10"]
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..importer import api as importer
+from .errors import CampaignError
+
+Arg = tuple[str, "str | None"]  # (canonical flag, value or None for a switch)
+
+
+def parse_run_args(config: dict, tokens: list[str], *, reserved: set[str], budget: set[str]) -> list[Arg]:
+    """Validate candidate run args; returns them as (flag, value) pairs in order (a repeated flag: last wins)."""
+    flags = importer.cli_flags(config)
+    takes_value = flags["takes_value"]
+    bounds = _bounds(config)
+    parsed: dict[str, str | None] = {}
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        canonical, inline = _canonical(config, token)
+        if canonical in budget or canonical in reserved:
+            what = "the fixed-budget option" if canonical in budget else "the runner-owned option"
+            raise CampaignError(f"run args set {what} {canonical} ({token!r}); it cannot change within a campaign")
+        if token.split("=", 1)[0] != canonical:
+            raise CampaignError(f"run arg {token!r} is not a canonical option; write {canonical} instead")
+        if takes_value.get(canonical):
+            if inline is None:
+                if index + 1 >= len(tokens):
+                    raise CampaignError(f"run arg {canonical} needs a value; write {canonical} VALUE")
+                inline, index = tokens[index + 1], index + 1
+            value: str | None = inline
+        elif inline is not None:
+            raise CampaignError(f"run arg {canonical} is a switch and takes no value; write {canonical} alone")
+        else:
+            value = None
+        _check_bounds(canonical, value, bounds)
+        parsed.pop(canonical, None)
+        parsed[canonical] = value
+        index += 1
+    pairs = list(parsed.items())
+    _, errors = importer.parse_job_args(config, flatten(pairs))
+    if errors:
+        raise CampaignError(f"run args rejected by job.py's parser: {errors[0]}; fix --run-args")
+    return pairs
+
+
+def merge(best: list[Arg], own: list[Arg]) -> list[Arg]:
+    """The best configuration's args with the candidate's own on top (its own win per flag, order kept)."""
+    merged = dict(best)
+    merged.update(own)
+    return list(merged.items())
+
+
+def flatten(pairs: list[Arg]) -> list[str]:
+    out: list[str] = []
+    for flag, value in pairs:
+        out.append(flag)
+        if value is not None:
+            out.append(value)
+    return out
+
+
+def pairs_from_tokens(config: dict, tokens: list[str]) -> list[Arg]:
+    """Stored (already validated) run args back into pairs; tolerant: used for best_run_args and manifests."""
+    takes_value = importer.cli_flags(config)["takes_value"]
+    pairs: dict[str, str | None] = {}
+    index = 0
+    while index < len(tokens):
+        flag, _, inline = tokens[index].partition("=")
+        if takes_value.get(flag) and not inline and index + 1 < len(tokens):
+            inline, index = tokens[index + 1], index + 1
+        pairs.pop(flag, None)
+        pairs[flag] = inline or None
+        index += 1
+    return list(pairs.items())
+
+
+def _canonical(config: dict, token: str) -> tuple[str, str | None]:
+    if not token.startswith("-") or token in ("-", "--"):
+        raise CampaignError(f"run arg {token!r} is not an option; candidates set options such as --lr 0.1")
+    canonical, inline, error = importer.canonical_option(config, token)
+    if canonical is None:
+        raise CampaignError(f"run arg {token!r}: {error}; use one of job.py's options")
+    return canonical, inline
+
+
+def _bounds(config: dict) -> dict:
+    """mutation_schema.yaml `mutable_args` keyed by job.py's canonical option (schema keys are dests)."""
+    mutable = (config.get("schema") or {}).get("mutable_args") or {}
+    by_dest = {}
+    for flag in (config.get("argparse") or {}).get("flags") or []:
+        longs = [o for o in flag.get("option_strings") or [] if o.startswith("--")]
+        if longs:
+            by_dest[flag["dest"]] = longs[0]
+    return {by_dest[dest]: rule for dest, rule in mutable.items() if dest in by_dest}
+
+
+def _check_bounds(flag: str, value: str | None, bounds: dict) -> None:
+    if not bounds:
+        return
+    if flag not in bounds:
+        allowed = ", ".join(sorted(bounds)) or "none"
+        raise CampaignError(f"run arg {flag} is not in mutation_schema.yaml mutable_args (allowed: {allowed})")
+    rule = bounds[flag] or {}
+    if "choices" in rule and value not in [str(choice) for choice in rule["choices"]]:
+        raise CampaignError(f"run arg {flag} {value} is not one of mutation_schema.yaml choices {rule['choices']}")
+    if value is None or not ({"min", "max"} & set(rule)):
+        return
+    try:
+        number = float(value)
+    except ValueError:
+        raise CampaignError(f"run arg {flag} {value!r} is not a number; mutation_schema.yaml bounds it") from None
+    if not math.isfinite(number):
+        raise CampaignError(f"run arg {flag} {value!r} must be finite")
+    if "min" in rule and number < float(rule["min"]):
+        raise CampaignError(f"run arg {flag} {value} is below mutation_schema.yaml min {rule['min']}")
+    if "max" in rule and number > float(rule["max"]):
+        raise CampaignError(f"run arg {flag} {value} is above mutation_schema.yaml max {rule['max']}")

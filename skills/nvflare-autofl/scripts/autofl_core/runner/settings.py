@@ -1,0 +1,202 @@
+"""Campaign settings: what a new campaign starts with, and how a later action may change them.
+
+Immutable (metric, mode, env, output paths, base_args, python) are fixed at `initialize`; giving a different
+value later is rejected. Mutable ones (cap, thresholds, stop files, timeouts) change only with an audit entry
+(`setting_changes`; the cap in `cap_changes`), and raising a finite cap or going uncapped needs the user's
+approval flag. Environment variables seed thresholds and the no-progress timeout of a *new* campaign when
+the flag is absent; the cap never comes from the environment. Pure apart from reading `environ`.
+
+Usage::
+
+    given = requested_settings(options)                      # only what the command line set
+    settings = new_settings(given, os.environ, config)       # initialize of a new campaign
+    merged = merge_settings(stored, given, action="evaluate", approved=False, now=ts)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+
+from .. import guard_inputs
+from .errors import CampaignError
+from .paths import DEFAULT_OUTPUTS, OUTPUT_KEYS
+
+THRESHOLD_KEYS = tuple(guard_inputs.THRESHOLDS)
+NO_PROGRESS_ENV = "AUTOFL_SIMULATOR_NO_PROGRESS_TIMEOUT_SECONDS"
+DEFAULT_TIMEOUT = 900.0
+DEFAULT_NO_PROGRESS = 240.0
+IMMUTABLE = ("metric", "mode", "env", *OUTPUT_KEYS, "base_args", "python")
+MUTABLE = (*THRESHOLD_KEYS, "stop_files", "timeout", "simulator_no_progress_timeout")
+FLAGS = {
+    "metric": "--metric", "env": "--env", "autofl_yaml": "--autofl-yaml", "results": "--results", "state": "--state",
+    "progress": "--progress", "report": "--report", "output_root": "--output-root", "base_args": "--base-args",
+    "python": "--python", "max_candidates": "--max-candidates", "plateau_threshold": "--plateau-threshold",
+    "plateau_min_delta": "--plateau-min-delta", "hard_crash_threshold": "--hard-crash-threshold",
+    "exploration_batch_size": "--exploration-batch-size", "family_repeat_limit": "--family-repeat-limit",
+    "stop_files": "--stop-file", "timeout": "--timeout", "simulator_no_progress_timeout": "--simulator-no-progress-timeout",
+}  # fmt: skip
+UNCAPPED = "uncapped"
+
+
+@dataclass
+class Merged:
+    """Settings after a later action's flags were applied, with the audit entries to persist."""
+
+    settings: dict
+    setting_changes: list[dict] = field(default_factory=list)
+    cap_change: dict | None = None
+
+    @property
+    def changed(self) -> list[str]:
+        names = [entry["setting"] for entry in self.setting_changes]
+        return names + (["max_candidates"] if self.cap_change else [])
+
+
+def requested_settings(options) -> dict:
+    """The settings the command line gave explicitly (argparse namespace with None for absent flags).
+
+    The cap is returned as an int, or the string "uncapped" for `--uncapped`.
+    """
+    given: dict = {}
+    for key in ("metric", "env", *OUTPUT_KEYS, "python", *THRESHOLD_KEYS, "timeout", "simulator_no_progress_timeout"):
+        value = getattr(options, key, None)
+        if value is not None:
+            given[key] = value
+    if getattr(options, "stop_files", None):
+        given["stop_files"] = list(options.stop_files)
+    if getattr(options, "base_args", None) is not None:
+        given["base_args"] = split_args(options.base_args, "--base-args")
+    if getattr(options, "uncapped", False):
+        given["max_candidates"] = UNCAPPED
+    elif getattr(options, "max_candidates", None) is not None:
+        given["max_candidates"] = options.max_candidates
+    _check_values(given)
+    return given
+
+
+def split_args(text: str, flag: str) -> list[str]:
+    """An argument string as argv tokens (shell-like quoting, never a shell)."""
+    try:
+        return shlex.split(text)
+    except ValueError as error:
+        raise CampaignError(f"{flag} cannot be split ({error}); balance the quotes") from None
+
+
+def new_settings(given: dict, environ, config: dict) -> dict:
+    """Settings of a new campaign: flags, then environment variables (thresholds, no-progress), then defaults."""
+    objective = config.get("objective") or {}
+    try:
+        thresholds = guard_inputs.threshold_settings(given, environ)
+    except guard_inputs.InputError as error:
+        raise CampaignError(str(error)) from None
+    no_progress = given.get("simulator_no_progress_timeout")
+    if no_progress is None and str(environ.get(NO_PROGRESS_ENV, "")).strip():
+        no_progress = _number(environ[NO_PROGRESS_ENV], f"environment variable {NO_PROGRESS_ENV}", minimum=0.0)
+    cap = given.get("max_candidates")
+    settings = {
+        "metric": given.get("metric") or objective.get("metric"),
+        "mode": objective.get("mode"),
+        "env": given.get("env") or "sim",
+        "max_candidates": None if cap in (None, UNCAPPED) else cap,
+        **{key: given.get(key) or DEFAULT_OUTPUTS[key] for key in OUTPUT_KEYS},
+        **thresholds,
+        "stop_files": list(given.get("stop_files") or guard_inputs.DEFAULT_STOP_FILES),
+        "base_args": list(given.get("base_args") or []),
+        "timeout": float(given.get("timeout") or DEFAULT_TIMEOUT),
+        "simulator_no_progress_timeout": float(DEFAULT_NO_PROGRESS if no_progress is None else no_progress),
+        "python": given.get("python") or environ.get("PYTHON") or sys.executable,
+    }
+    return settings
+
+
+def merge_settings(stored: dict, given: dict, *, action: str, approved: bool, now: str, cap_history: list) -> Merged:
+    """Apply a later action's flags to the stored settings; reject immutable changes and unapproved cap raises."""
+    for key in IMMUTABLE:
+        if key in given and _normal(key, given[key]) != _normal(key, stored.get(key)):
+            raise CampaignError(
+                f"{FLAGS.get(key, key)} cannot change within a campaign (it is {_show(stored.get(key))}, given "
+                f"{_show(given[key])}); omit it, or start a fresh campaign in a new workspace"
+            )
+    merged = Merged(settings=dict(stored))
+    for key in MUTABLE:
+        if key in given and given[key] != stored.get(key):
+            merged.setting_changes.append({"changed_at": now, "action": action, "setting": key,
+                                           "old": stored.get(key), "new": given[key]})  # fmt: skip
+            merged.settings[key] = given[key]
+    merged.cap_change = _cap_change(stored.get("max_candidates"), given, approved, now, action, cap_history)
+    if merged.cap_change:
+        merged.settings["max_candidates"] = merged.cap_change["new"]
+    return merged
+
+
+def _cap_change(old, given: dict, approved: bool, now: str, action: str, history: list) -> dict | None:
+    if "max_candidates" not in given:
+        if approved:
+            raise CampaignError("--confirm-user-approved-cap-change needs --max-candidates N or --uncapped with the "
+                                "approved new cap")  # fmt: skip
+        return None
+    requested = given["max_candidates"]
+    new = None if requested == UNCAPPED else requested
+    if new == old:
+        if approved and not (history and history[-1].get("new") == new and history[-1].get("user_approved")):
+            raise CampaignError(f"the cap is already {_cap_text(old)}; there is no increase to approve")
+        return None
+    increase = old is not None and (new is None or new > old)
+    if increase and not approved:
+        raise CampaignError(
+            f"raising the candidate cap from {_cap_text(old)} to {_cap_text(new)} needs the user's approval; ask "
+            "them, then repeat with --confirm-user-approved-cap-change"
+        )
+    if approved and not increase:
+        raise CampaignError(f"{_cap_text(old)} -> {_cap_text(new)} is not a cap increase; drop "
+                            "--confirm-user-approved-cap-change")  # fmt: skip
+    source = f"{action} {'--uncapped' if new is None else '--max-candidates'}"
+    return {"changed_at": now, "old": old, "new": new, "source": source, "user_approved": bool(approved)}
+
+
+def guard_settings(settings: dict) -> dict:
+    """The subset the campaign guard takes."""
+    return {"mode": settings["mode"], "max_candidates": settings["max_candidates"],
+            **{key: settings[key] for key in THRESHOLD_KEYS}}  # fmt: skip
+
+
+def _check_values(given: dict) -> None:
+    for key in ("timeout",):
+        if key in given and not (math.isfinite(given[key]) and given[key] > 0):
+            raise CampaignError(f"{FLAGS[key]} must be a positive number of seconds, got {given[key]}")
+    key = "simulator_no_progress_timeout"
+    if key in given and not (math.isfinite(given[key]) and given[key] >= 0):
+        raise CampaignError(f"{FLAGS[key]} must be >= 0 seconds (0 disables), got {given[key]}")
+    for key in OUTPUT_KEYS + ("python", "metric"):
+        if key in given and not str(given[key]).strip():
+            raise CampaignError(f"{FLAGS[key]} is empty; omit it to use the default")
+
+
+def _number(text: str, label: str, minimum: float) -> float:
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise CampaignError(f"{label} must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value < minimum:
+        raise CampaignError(f"{label} must be a finite number >= {minimum:g}, got {text!r}")
+    return value
+
+
+def _normal(key: str, value):
+    if key in OUTPUT_KEYS and isinstance(value, str):
+        return os.path.normpath(value)
+    return value
+
+
+def _show(value) -> str:
+    if isinstance(value, list):
+        return repr(shlex.join(value))
+    return repr(value)
+
+
+def _cap_text(cap) -> str:
+    return "uncapped" if cap is None else str(cap)

@@ -1,0 +1,93 @@
+"""The campaign state the runner writes, and the envelope every action prints.
+
+`compute` = the pure guard (`guard.compute_state`) over the ledger, settings, stop files and pending
+manifests, plus the runner-only fields and the lifecycle overrides the ledger cannot see (`repair_baseline`,
+`submit_baseline`, `await_simulation_runner_approval`). Usage::
+
+    state = compute(campaign, now)
+    write(campaign, state)                         # only when more than updated_at changed
+    document = envelope(campaign.paths, state, {"initialized": True})
+"""
+
+from __future__ import annotations
+
+import json
+
+from .. import atomic, bounded, guard, guard_inputs
+from . import settings as settings_mod
+from .errors import CampaignError
+
+ENVELOPE_STATE_FIELDS = (
+    "candidate_attempts", "decision", "reason", "next_action", "final_response_allowed", "candidate_cap",
+    "candidate_cap_source", "remaining_candidates", "baseline_status", "baseline_score", "improvement",
+    "abandoned_candidates", "agent_instruction", "required_exploration",
+)  # fmt: skip
+STOP_REASONS = ("manual_stop_file", "manual_stop_pending_candidate")
+
+
+def compute(campaign, now: str) -> dict:
+    """The full campaign state (schema nvflare.autofl.campaign_state.v1)."""
+    paths, settings = campaign.paths, campaign.settings
+    manifests = campaign.manifests()
+    pending = [m for m in manifests if m["status"] in ("prepared", "running")]
+    ready = [m for m in manifests if m["status"] == "ready_for_external_execution"]
+    stop_files = guard_inputs.present_stop_files(paths.workspace, settings["stop_files"])
+    rows = campaign.rows()
+    state = guard.compute_state(rows, settings_mod.guard_settings(settings), stop_files_present=stop_files,
+                                pending_manifests=len(pending), ready_manifests=len(ready))  # fmt: skip
+    best = campaign.best_row()
+    first_pending = (pending + ready)[0] if pending or ready else None
+    state = guard.with_runner_fields(
+        state,
+        results=str(paths.results),
+        mode=settings["mode"],
+        updated_at=now,
+        abandoned_candidates=sum(1 for m in manifests if m["status"] == "abandoned"),
+        best_candidate=best["name"] if best else None,
+        best_source_sha256=_best_digest(campaign),
+        pending_candidate_manifest=paths.rel(paths.manifest(first_pending["candidate_id"])) if first_pending else None,
+    )
+    override = lifecycle_override(state, rows, settings["env"])
+    return guard.with_next_action_override(state, override) if override else state
+
+
+def lifecycle_override(state: dict, rows: list[dict], env: str) -> str | None:
+    """The runner's next_action override for facts the ledger rows alone cannot express."""
+    if state["reason"] in STOP_REASONS:
+        return None
+    if rows and rows[-1]["status"] == "infrastructure_retry":
+        return "await_simulation_runner_approval"
+    if state["baseline_status"] != "complete":
+        return "repair_baseline" if env == "sim" else "submit_baseline"
+    return None
+
+
+def write(campaign, state: dict) -> bool:
+    """Write the state file unless only `updated_at` would change; True when it was written."""
+    previous = _read_previous(campaign.paths.state)
+    if not guard.differs_beyond_timestamp(previous, state):
+        return False
+    atomic.write_json(campaign.paths.state, state)
+    return True
+
+
+def envelope(paths, state: dict, extras: dict) -> dict:
+    document = paths.envelope_paths()
+    document.update({key: state[key] for key in ENVELOPE_STATE_FIELDS})
+    document.update(extras)
+    return document
+
+
+def _best_digest(campaign) -> str | None:
+    try:
+        return campaign.best().digest
+    except CampaignError:  # a damaged snapshot is reported by the actions that need it
+        return None
+
+
+def _read_previous(path) -> dict | None:
+    try:
+        data = bounded.read_regular(path, 16 * 1024 * 1024)
+        return json.loads(data.decode("utf-8")) if data else None
+    except (bounded.BoundedReadError, ValueError, RecursionError):
+        return None

@@ -1,0 +1,111 @@
+"""Run one simulation trial of the campaign's job: the TrialSpec from the contract, orphan bookkeeping.
+
+Before the child starts, `running_trial.json` records the trial token and its temp folder, so the next
+action can end an orphaned trial tree and sweep its folder if this runner dies (see `recovery`). The
+plotting library is warmed up in a thread while the child runs (the render after it is then cheap).
+Usage::
+
+    result = run(campaign, name="lr-x2", run_args=["--lr", "0.1"], kind="candidate")
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from .. import atomic, childenv, plot
+from ..importer import api as importer
+from ..trial import TrialResult, TrialSpec, run_trial
+from ..trial_errors import TrialError
+from . import contract
+from .errors import CampaignError
+
+TEMP_PREFIX = "afl-"  # short: the trial's private TMPDIR must keep Unix socket paths under ~108 bytes
+
+
+def spec(campaign, *, name: str, run_args: list[str], token: str, temp_parent: Path) -> TrialSpec:
+    """The TrialSpec of trial `name` with `run_args` under the campaign's fixed budget and settings."""
+    config, settings, paths = campaign.config, campaign.settings, campaign.paths
+    flags = importer.cli_flags(config)
+    schema_budget = contract.schema_budget(config)
+    timeout = max(float(settings["timeout"]), float(schema_budget.get("run_timeout_seconds") or 0))
+    no_progress = schema_budget.get("simulator_no_progress_timeout_seconds", settings["simulator_no_progress_timeout"])
+    return TrialSpec(
+        python=settings["python"],
+        job_path=paths.job,
+        workspace=paths.workspace,
+        run_dir=paths.run_dir(name),
+        trial_name=name,
+        metric_order=list((config.get("objective") or {}).get("metric_extraction_order") or [settings["metric"]]),
+        budget_args=contract.budget_args(config),
+        base_args=list(settings["base_args"]),
+        run_args=list(run_args),
+        flag_groups=[list(group) for group in flags["groups"]],
+        name_flag=flags["name_flag"],
+        switch_flags=[flag for flag, takes in flags["takes_value"].items() if not takes],
+        expected_result_names=contract.expected_result_names(config),
+        num_rounds=contract.num_rounds(config),
+        mode=settings["mode"],
+        timeout=timeout,
+        no_progress_timeout=float(no_progress) or None,
+        env_passthrough=contract.env_passthrough(config),
+        uses_simenv=contract.uses_simenv(config),
+        token=token,
+        progress_stream=sys.stderr,
+        temp_parent=temp_parent,
+    )
+
+
+def check_args(campaign, name: str, run_args: list[str]) -> None:
+    """Build the trial argv once without running anything: budget conflicts surface before any write."""
+    token = "0" * 32
+    try:
+        from .. import argv as argv_mod
+
+        trial = spec(campaign, name=name, run_args=run_args, token=token, temp_parent=Path(tempfile.gettempdir()))
+        argv_mod.build_trial_argv(trial.python, trial.job_path, budget_args=trial.budget_args,
+                                  base_args=trial.base_args, flag_groups=trial.flag_groups, name_flag=trial.name_flag,
+                                  trial_name=name, workspace=trial.workspace, run_args=trial.run_args,
+                                  switch_flags=trial.switch_flags)  # fmt: skip
+        childenv.validate_passthrough(trial.env_passthrough)
+    except TrialError as error:
+        raise CampaignError(str(error)) from None
+
+
+def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str | None = None) -> TrialResult:
+    """Run the trial; the orphan marker exists exactly while it runs."""
+    token = secrets.token_hex(16)
+    temp_parent = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+    marker = {"token": token, "name": name, "kind": kind, "candidate": candidate, "temp_dir": str(temp_parent),
+              "runner_pid": os.getpid()}  # fmt: skip
+    atomic.write_json(campaign.paths.trial_marker, marker)
+    warm = threading.Thread(target=_warm_plot, name="autofl-plot-warmup", daemon=True)
+    try:
+        warm.start()
+        try:
+            result = run_trial(spec(campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent))
+        except TrialError as error:
+            raise CampaignError(str(error)) from None
+    finally:
+        shutil.rmtree(temp_parent, ignore_errors=True)
+    return result
+
+
+def clear_marker(campaign) -> None:
+    clear_marker_path(campaign.paths.trial_marker)
+
+
+def clear_marker_path(marker: Path) -> None:
+    marker.unlink(missing_ok=True)
+
+
+def _warm_plot() -> None:
+    try:
+        plot.warm_up()
+    except Exception:  # noqa: BLE001 - warming is an optimization only
+        pass

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""The Auto-FL campaign runner: the one authoritative lifecycle of an optimization campaign on an NVFLARE job.py.
+
+Usage:
+    python run_job_campaign.py ACTION JOB [options]
+    ACTION: initialize | prepare | evaluate | abandon | record | suggest | status
+    JOB:    an existing job.py; its folder is the workspace (relative output paths resolve against it)
+
+Typical flow: initialize (import, admission, baseline) -> prepare --name N --hypothesis H -> edit only the
+returned candidate_source folder -> evaluate [--run-args "..."] -> read campaign_state.json -> repeat while
+final_response_allowed is false.
+
+Every action prints one JSON envelope on stdout (sorted keys) and progress on stderr.
+Exit codes: 0 success; 1 an execution finished without a score (unscored baseline, crashed candidate);
+2 rejected request, invalid contract or busy workspace (nothing changed; one line on stderr);
+75 the host sandbox denied the simulation (never counted; needs the human-approved execution scope);
+130/143 interrupted by SIGINT/SIGTERM (the trial tree is ended and the candidate is pending again);
+141 (quietly) the reader of stdout went away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import signal
+import sys
+from pathlib import Path
+
+
+def _load_private_package(name: str):
+    """Load the sibling package `name` by file path, never from site-packages."""
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = Path(__file__).resolve().parent / name
+    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_load_private_package("autofl_core")
+from autofl_core import cli, guard_inputs  # noqa: E402
+from autofl_core.runner import lifecycle  # noqa: E402
+from autofl_core.runner.errors import EXIT_SIGINT, EXIT_SIGTERM, CampaignError, Interrupted  # noqa: E402
+
+ACTIONS = ("initialize", "prepare", "evaluate", "abandon", "record", "suggest", "status")
+ARGUMENT_STRING_OPTIONS = ("--base-args", "--run-args")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = cli.OneLineParser(prog="run_job_campaign", description=__doc__.splitlines()[0],
+                               formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog())  # fmt: skip
+    parser.add_argument("action", choices=ACTIONS, help="lifecycle action")
+    parser.add_argument("job", help="path to an existing NVFLARE job.py")
+    add = parser.add_argument
+    add("--metric", help="objective metric (default: the job's key metric)")
+    add("--env", choices=("sim", "poc", "prod"), help="where trials run (default sim)")
+    cap = parser.add_mutually_exclusive_group()
+    cap.add_argument("--max-candidates", type=_positive_int, metavar="N", help="candidate cap (attempts)")
+    cap.add_argument("--uncapped", action="store_true", help="no candidate cap")
+    for flag, default in (("--autofl-yaml", "autofl.yaml"), ("--results", "results.tsv"),
+                          ("--state", ".nvflare/autofl/campaign_state.json"), ("--progress", "progress.png"),
+                          ("--report", "autofl_report.md"), ("--output-root", "autofl_runs")):  # fmt: skip
+        add(flag, metavar="PATH", help=f"default {default}")
+    for flag, name, note in (("--plateau-threshold", "plateau_threshold", ">=1"),
+                             ("--plateau-min-delta", "plateau_min_delta", ">=0"),
+                             ("--hard-crash-threshold", "hard_crash_threshold", "0 disables"),
+                             ("--exploration-batch-size", "exploration_batch_size", "0 disables"),
+                             ("--family-repeat-limit", "family_repeat_limit", "0 disables")):  # fmt: skip
+        variable, default = guard_inputs.THRESHOLDS[name][:2]
+        add(flag, dest=name, type=_threshold(name), metavar="N", help=f"env {variable}, default {default}; {note}")
+    add("--stop-file", action="append", dest="stop_files", metavar="PATH",
+        help="repeatable; default STOP_AUTOFL and .nvflare/autofl/STOP")
+    add("--base-args", metavar="ARGS", help='job arguments for the baseline and every candidate, e.g. "--lr 0.1"')
+    add("--timeout", type=float, metavar="SECONDS", help="total trial timeout (default 900)")
+    add("--simulator-no-progress-timeout", type=float, metavar="SECONDS",
+        help="env AUTOFL_SIMULATOR_NO_PROGRESS_TIMEOUT_SECONDS, default 240; 0 disables")
+    add("--python", metavar="PATH", help="interpreter with nvflare for trials (default $PYTHON or this one)")
+    add("--name", help="prepare: candidate name (also its id); record --literature: row name")
+    add("--hypothesis", help="prepare: what changes and why; record --literature: sources and decision")
+    add("--family", help="algorithm family (prepare, record --literature)")
+    add("--literature-event", metavar="ID", help="prepare: the lit-NNNN event this candidate implements")
+    add("--manifest", metavar="PATH", help="evaluate/record/abandon: candidate manifest (default: the pending one)")
+    add("--run-args", metavar="ARGS", help='evaluate: candidate run args, canonical long options, e.g. "--lr 0.1"')
+    add("--score", type=float, help="record: the external run's score")
+    add("--artifacts", metavar="DIR", help="record: downloaded result folder to extract the metric from")
+    add("--job-id", help="record: the external job id")
+    add("--failure-reason", metavar="TEXT", help="record: the external run crashed, with this reason")
+    add("--baseline", action="store_true", help="record: an external baseline")
+    add("--literature", action="store_true", help="record: a literature event")
+    add("--confirm-user-approved-cap-change", action="store_true",
+        help="the user approved raising the cap (or going uncapped)")
+    add("--limit", type=int, help="suggest: how many seeds (default 10)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = join_argument_strings(sys.argv[1:] if argv is None else argv)
+    options = build_parser().parse_args(args)
+    _install_signal_handlers()
+    try:
+        code, envelope = lifecycle.run(options.action, options)
+    except CampaignError as error:
+        sys.stderr.write(f"Auto-FL {options.action} failed: {error}\n")
+        return error.exit_code
+    except Interrupted as stop:
+        sys.stderr.write(f"Auto-FL {options.action} interrupted by {stop.signal_name}: any running trial was ended "
+                         "and a candidate under evaluation is pending again\n")  # fmt: skip
+        return stop.exit_code
+    text = json.dumps(envelope, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    return code if cli.write_stdout(text) else cli.EXIT_STDOUT_CLOSED
+
+
+def join_argument_strings(argv: list[str]) -> list[str]:
+    """`--base-args "--num_rounds=5"` -> `--base-args=--num_rounds=5`, so argparse takes a value that starts with
+    '-' (it would otherwise read it as an option and fail with "expected one argument")."""
+    out: list[str] = []
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if token in ARGUMENT_STRING_OPTIONS and index + 1 < len(argv):
+            out.append(f"{token}={argv[index + 1]}")
+            index += 2
+            continue
+        out.append(token)
+        index += 1
+    return out
+
+
+def _install_signal_handlers() -> None:
+    def handler(signum, _frame):
+        name = signal.Signals(signum).name
+        raise Interrupted(name, EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT)
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _threshold(name: str):
+    def parse(text: str):
+        try:
+            return guard_inputs.parse_threshold(name, text)
+        except guard_inputs.InputError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse.__name__ = name
+    return parse
+
+
+def _epilog() -> str:
+    return "Exit codes: 0 ok, 1 unscored execution, 2 rejected (nothing changed), 75 sandbox denial, 130/143 interrupted."
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""A fake of the two NVFLARE classes job.py uses: writes NVFLARE 2.9's SimEnv artifact layout without NVFLARE."""
+
+import json
+import os
+import runpy
+import shlex
+from pathlib import Path
+
+
+class SimEnv:
+    def __init__(self, num_clients=2, workspace_root=None):
+        self.num_clients = num_clients
+        self.workspace_root = workspace_root
+
+
+class _Run:
+    def __init__(self, folder):
+        self.folder = folder
+
+    def get_result(self):
+        return str(self.folder)
+
+    def get_status(self):
+        return "FINISHED:COMPLETED"
+
+
+class NumpyFedAvgRecipe:
+    def __init__(self, name, min_clients, num_rounds, train_script, train_args="", key_metric="accuracy"):
+        self.name, self.min_clients, self.num_rounds = name, min_clients, num_rounds
+        self.train_script, self.train_args, self.key_metric = train_script, train_args, key_metric
+
+    def execute(self, env):
+        root = Path(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT") or env.workspace_root or "/tmp/nvflare/simulation")
+        job = root / self.name
+        sites = [f"site-{i + 1}" for i in range(env.num_clients)]
+        for folder in ["server", *sites]:
+            (job / folder).mkdir(parents=True, exist_ok=True)
+        evaluate = runpy.run_path(self.train_script)["evaluate"]
+        score = evaluate(shlex.split(self.train_args))
+        server_log = job / "server" / "log.txt"
+        _say("Start FedAvg.", server_log)
+        for rnd in range(self.num_rounds):
+            _say(f"Round {rnd} started.", server_log)
+            for index, site in enumerate(sites):
+                _say(f"site={site} round={rnd} {self.key_metric}={score - 0.01 * (self.num_rounds - rnd):.4f}",
+                     job / site / "log.txt")
+                _say(f"Aggregated {index + 1}/{len(sites)} results", server_log)
+        _say("Finished FedAvg.", server_log)
+        metrics = job / "server" / "simulate_job" / "metrics"
+        metrics.mkdir(parents=True, exist_ok=True)
+        summary = {"schema_version": "1", "status": "metrics_reported", "final_round": self.num_rounds - 1,
+                   "final_aggregated_metrics": [{"name": self.key_metric, "value": score}], "job_name": self.name}
+        (metrics / "metrics_summary.json").write_text(json.dumps(summary, indent=2))
+        return _Run(job)
+
+
+def _say(line, log):
+    print(line, flush=True)
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
