@@ -89,7 +89,7 @@ def test_progress_never_touches_stdout(workspace, capsys, short_tmp):
 def test_crash_reports_exit_code_and_last_error(workspace, short_tmp):
     result = run_trial(spec(workspace, short_tmp, mode="crash"))
     assert result.outcome == "crash"
-    assert result.failure_reason == "exit_code=3; last error: RuntimeError: client training failed on purpose"
+    assert result.failure_reason == "exit_code=3; RuntimeError: client training failed on purpose"
     assert result.score is None and result.exit_code == 3
     assert result.artifacts["simulation"] == "autofl_runs/cand-1/simulation"  # kept for diagnosis
     no_leftovers(result, short_tmp)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import argv as argv_mod
-from . import childenv, metrics, processes, progress, resultdir, watchdog
+from . import childenv, metrics, processes, progress, resultdir, rootcause, watchdog
 from .trial_errors import TrialError
 
 SUCCESS, CRASH, INFRA_RETRY = "success", "crash", "infrastructure_retry"
@@ -247,7 +247,8 @@ def _classify(spec, argv, env, root, token, outcome, monitor, before) -> TrialRe
     if outcome.stop_reason:
         return done(CRASH, outcome.stop_reason)
     if rc != 0:
-        return done(CRASH, f"exit_code={rc}" + _last_error(tail))
+        cause = rootcause.root_cause(Path(spec.run_dir) / "simulation" if name else None, tail)
+        return done(CRASH, f"exit_code={rc}; {cause}" if cause else f"exit_code={rc}" + _last_error(tail))
     if name is None:
         return done(CRASH, _no_result_reason(spec, env, dir_error))
     found = metrics.extract_metric(spec.run_dir, list(spec.metric_order))
@@ -322,9 +323,7 @@ def _last_error(output: str) -> str:
     if not matches:
         return ""
     kind, message = matches[-1]
-    # whitespace becomes a space; other non-printables (zero-width, bidi controls) are dropped
-    printable = "".join(" " if ch.isspace() else ch for ch in message if ch.isprintable() or ch.isspace())
-    return f"; last error: {kind}: {' '.join(printable.split())}"
+    return f"; last error: {kind}: {rootcause.one_line(message)}"
 
 
 def _no_result_reason(spec: TrialSpec, env: dict[str, str], dir_error: str) -> str:

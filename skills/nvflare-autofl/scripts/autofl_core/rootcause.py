@@ -1,0 +1,81 @@
+"""The root cause of a crashed trial, read from the copied simulator logs instead of the wrapper line.
+
+A real SimEnv run whose client failed exits with `RuntimeError: Simulation failed with return code N` on
+stdout, while the cause (e.g. `torch.OutOfMemoryError: CUDA out of memory ...`) is only in the site logs of
+the copied result. `root_cause` reads, bounded, `site-*/error_log.txt` (then `site-*/log.txt`), then the job's own output (an
+import error in a client shows only there), then the server's error log, and returns the first user-level
+exception line with its site, or None. Wrapper lines (`Simulation failed with return code`) and the server's
+echo of a failed client (`the shareable is not a valid DXO`) are never the cause.
+Usage: `root_cause(run_dir / "simulation", output_tail)` -> "site-1: ValueError: matmul: ..." | None
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+EXCEPTION_LINE_RE = re.compile(r"^\s*((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)): (.+)$")
+WRAPPERS = ("Simulation failed with return code", "the shareable is not a valid DXO")
+READ_BYTES = 256 * 1024
+MAX_SITES = 64
+MESSAGE_CHARS = 240
+
+
+def root_cause(simulation: Path | None, output: str = "") -> str | None:
+    """The first user-level exception: site error logs, site logs, the job's own output, the server error log.
+
+    Returns `<site>: <Exception>: <message>` (no prefix when it came from the output), or None.
+    """
+    sites = []
+    if simulation is not None and Path(simulation).is_dir():
+        sites = sorted(p for p in _children(Path(simulation)) if p.name.startswith("site-"))[:MAX_SITES]
+    for names in (("error_log.txt",), ("log.txt",)):
+        for site in sites:
+            found = _first_exception(_read(site, names))
+            if found:
+                return f"{site.name}: {found}"
+    found = _first_exception(output[:READ_BYTES])
+    if found:
+        return found
+    server = Path(simulation) / "server" if simulation is not None else None
+    found = _first_exception(_read(server, ("error_log.txt",))) if server is not None and server.is_dir() else None
+    return f"server: {found}" if found else None
+
+
+def one_line(text: str) -> str:
+    """`text` as one printable line: whitespace collapsed, zero-width and bidi controls dropped."""
+    printable = "".join(" " if ch.isspace() else ch for ch in text if ch.isprintable() or ch.isspace())
+    return " ".join(printable.split())
+
+
+def _first_exception(text: str) -> str | None:
+    for line in text.splitlines():
+        match = EXCEPTION_LINE_RE.match(line)
+        if match and not any(wrapper in line for wrapper in WRAPPERS):
+            message = one_line(match.group(2))
+            if len(message) > MESSAGE_CHARS:
+                message = message[: MESSAGE_CHARS - 3] + "..."
+            return f"{match.group(1)}: {message}"
+    return None
+
+
+def _read(folder: Path, names: tuple[str, ...]) -> str:
+    """The head of the first readable regular file among `names` in `folder` (bounded)."""
+    for name in names:
+        path = folder / name
+        if not path.is_file() or path.is_symlink():
+            continue
+        try:
+            with open(path, "rb") as handle:
+                return handle.read(READ_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+    return ""
+
+
+def _children(folder: Path) -> list[Path]:
+    try:
+        return [Path(entry.path) for entry in os.scandir(folder) if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
