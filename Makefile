@@ -42,7 +42,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 
 demo: setup
-	$(PY) examples/demo_diagnose.py
+	$(PY) examples/demo.py
 
 demo-diagnose: setup
 	$(PY) examples/demo_diagnose.py

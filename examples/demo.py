@@ -1,0 +1,134 @@
+"""`make demo`: a real, bounded Auto-FL campaign on examples/hello-numpy, then a diagnosis of its crashed candidate.
+
+Usage: python examples/demo.py [--output DIR]   (default: demo_out/campaign/ in the repository)
+
+Everything goes through the skills' scripts exactly as an agent would call them:
+1. copy examples/hello-numpy into DIR/workspace and `initialize --max-candidates 3` (real baseline simulation);
+2. `suggest`, then prepare + evaluate the first seed (an argument-only candidate);
+3. prepare a source-edit candidate (per-site feature standardization in client.py) and evaluate it;
+4. prepare a candidate with a shape bug in client.py and evaluate it: it crashes, and the cap is used up;
+5. run nvflare-diagnose-job's diagnose_job.py on the crashed candidate's run.log and simulation folder.
+Prints a short summary (baseline, best, improvement, best command, the crash and its diagnosis) and the
+absolute paths of ledger, state, plot, report and diagnosis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "hello-numpy"
+RUNNER = REPO / "skills" / "nvflare-autofl" / "scripts" / "run_job_campaign.py"
+DIAGNOSE = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
+SCALING_EDIT = (
+    "    return z * FEATURE_SCALES, y\n",
+    "    x = z * FEATURE_SCALES\n"
+    "    # candidate: standardize each feature on the site (the features come in different units)\n"
+    "    x[:, :-1] = (x[:, :-1] - x[:, :-1].mean(axis=0)) / x[:, :-1].std(axis=0)\n"
+    "    return x, y\n",
+)
+CRASH_EDIT = (
+    '        w = np.asarray(model.params["numpy_key"], dtype=float)\n',
+    '        w = np.asarray(model.params["numpy_key"], dtype=float)[:-1]  # candidate: drop the bias weight\n',
+)
+
+
+def runner(job: Path, action: str, *args: str, ok=(0,)) -> dict:
+    """Run one runner action like an agent would; return its JSON envelope."""
+    print(f"[demo] run_job_campaign.py {action} {' '.join(args)}", file=sys.stderr, flush=True)
+    done = subprocess.run([sys.executable, str(RUNNER), action, str(job), *args], stdout=subprocess.PIPE, text=True)
+    if done.returncode not in ok:
+        sys.exit(f"demo failed: {action} exited {done.returncode} (see the message above)")
+    return json.loads(done.stdout)
+
+
+def edit(source_dir: Path, rel: str, change: tuple[str, str]) -> None:
+    """The agent's part: edit the prepared candidate copy (never the live job)."""
+    path = source_dir / rel
+    text = path.read_text(encoding="utf-8")
+    if change[0] not in text:
+        sys.exit(f"demo failed: {rel} no longer contains the line the demo edits; update examples/demo.py")
+    path.write_text(text.replace(change[0], change[1]), encoding="utf-8")
+
+
+def candidate(job: Path, name: str, hypothesis: str, family: str, *, change=None, run_args=(), ok=(0,)) -> dict:
+    prepared = runner(job, "prepare", "--name", name, "--hypothesis", hypothesis, "--family", family)
+    if change:
+        edit(Path(prepared["candidate_source"]), "client.py", change)
+    extra = ["--run-args", " ".join(run_args)] if run_args else []
+    return runner(job, "evaluate", *extra, ok=ok)
+
+
+def campaign(workspace: Path) -> tuple[dict, str]:
+    job = workspace / "job.py"
+    runner(job, "initialize", "--max-candidates", "3")
+    seed = runner(job, "suggest", "--limit", "3")["suggestions"][0]
+    candidate(job, seed["name"], seed["hypothesis"], "tuning", run_args=seed["run_args"])
+    candidate(job, "feature-scaling", "Standardize features on each site: they come in different units, so plain "
+              "gradient descent converges slowly within the fixed 3 rounds.", "preprocessing", change=SCALING_EDIT)
+    crashed = "drop-bias"
+    final = candidate(job, crashed, "Drop the bias weight to simplify the model (expected to break the shapes).",
+                      "model", change=CRASH_EDIT, ok=(1,))
+    return final, crashed
+
+
+def diagnose(workspace: Path, out: Path, crashed: str) -> dict:
+    run_dir = workspace / "autofl_runs" / crashed
+    evidence = [str(run_dir / "run.log"), str(run_dir / "simulation")]
+    for fmt, name in (("json", "diagnosis.json"), ("markdown", "diagnosis.md")):
+        done = subprocess.run([sys.executable, str(DIAGNOSE), *evidence, "--format", fmt], capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
+        if done.returncode != 0:
+            sys.exit(f"demo failed: diagnose_job.py exited {done.returncode}: {done.stderr.strip()}")
+        (out / name).write_text(done.stdout, encoding="utf-8")
+    return json.loads((out / "diagnosis.json").read_text(encoding="utf-8"))
+
+
+def summary(final: dict, report: dict, crashed: str, diagnosis: dict, out: Path, seconds: float) -> str:
+    crash = next(e for e in report["failures"] if e["name"] == crashed)
+    lines = [
+        f"Auto-FL demo campaign on examples/hello-numpy ({seconds:.0f} s, real NVFLARE 2.9 simulations)",
+        f"  baseline:    {report['baseline']['score']:.6f}",
+        f"  best:        {report['best']['score']:.6f} ({report['best']['name']})",
+        f"  improvement: {final['improvement']:+.6f} ({report['objective']['metric']}, {report['objective']['mode']})",
+        f"  best command: {report['best_command']}",
+        f"  crashed:     {crashed}: {crash['notes']}",
+        f"  diagnosis:   {diagnosis['matched_pattern']} ({diagnosis['confidence']} confidence, "
+        f"{diagnosis['recovery_category']}): {diagnosis['next_action']}",
+        f"  state:       {final['reason']}; next action {final['next_action']}; final answer allowed: "
+        f"{final['final_response_allowed']}",
+        "Artifacts:",
+        f"  ledger:    {final['results']}",
+        f"  state:     {final['state']}",
+        f"  plot:      {final['progress']}",
+        f"  report:    {final['report']}",
+        f"  diagnosis: {out / 'diagnosis.md'}",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", default=str(REPO / "demo_out" / "campaign"), help="folder for every demo artifact")
+    args = parser.parse_args(argv)
+    out = Path(args.output).resolve()
+    workspace = out / "workspace"
+    shutil.rmtree(workspace, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns("__pycache__"))
+    started = time.monotonic()
+    final, crashed = campaign(workspace)
+    diagnosis = diagnose(workspace, out, crashed)
+    report = json.loads(Path(final["report"]).with_suffix(".json").read_text(encoding="utf-8"))
+    print(summary(final, report, crashed, diagnosis, out, time.monotonic() - started))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
