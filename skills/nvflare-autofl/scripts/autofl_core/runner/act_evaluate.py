@@ -14,7 +14,7 @@ import hashlib
 import json
 
 from .. import atomic
-from ..importer import api as importer
+from ..importer import runner_view as importer
 from . import act_prepare, contract, drafts, finalize, manifests, runargs, snapshots, sources, trials
 from . import settings as settings_mod
 from . import state as state_mod

@@ -6,7 +6,6 @@ retry an unscored simulation baseline as `baseline_retry_N`.
 from __future__ import annotations
 
 import os
-import stat
 import subprocess
 from pathlib import Path
 
@@ -21,15 +20,6 @@ from .outcome import ActionResult
 from .paths import OUTPUT_KEYS, CampaignPaths
 
 PYTHON_CHECK_TIMEOUT = 120
-
-
-def check_job_file(job: Path) -> None:
-    try:
-        info = os.stat(job)
-    except OSError:
-        raise CampaignError(f"{job} does not exist; pass the path of an existing NVFLARE job.py") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise CampaignError(f"{job} is not a file; pass the path of an existing NVFLARE job.py")
 
 
 def import_config(job: Path, settings_or_given: dict) -> dict:

@@ -18,7 +18,6 @@ import json
 from pathlib import Path
 
 from .. import atomic, bounded
-from ..importer import api as importer
 from .errors import CampaignError
 
 HEADER = (
@@ -68,7 +67,9 @@ def read(path: Path) -> dict:
 
 def budget_args(config: dict) -> list[str]:
     """The job arguments that pin the fixed budget in every trial."""
-    return importer.fixed_budget_args(config)
+    from ..importer import runner_view  # the light part of the importer: no AST walking
+
+    return runner_view.fixed_budget_args(config)
 
 
 def budget_digest(config: dict) -> str:

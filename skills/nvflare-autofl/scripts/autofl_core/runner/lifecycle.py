@@ -8,37 +8,28 @@ is written (settings changes are persisted only after the action succeeded). Usa
 
 from __future__ import annotations
 
+import importlib
+import os
+import stat
 from datetime import datetime, timezone
 
-from . import (
-    act_abandon,
-    act_evaluate,
-    act_initialize,
-    act_prepare,
-    act_record,
-    act_status,
-    act_suggest,
-    metadata,
-    recovery,
-    report,
-)
+from . import metadata, recovery, report
 from . import settings as settings_mod
-from . import (
-    state as state_mod,
-)
+from . import state as state_mod
 from .campaign import Campaign
 from .errors import CampaignError
 from .lock import workspace_lock
 from .paths import CampaignPaths
 
+# action -> (module, function); modules load lazily so cheap actions never import the trial machinery
 ACTIONS = {
-    "initialize": act_initialize.existing,
-    "prepare": act_prepare.run,
-    "evaluate": act_evaluate.run,
-    "abandon": act_abandon.run,
-    "record": act_record.run,
-    "suggest": act_suggest.run,
-    "status": act_status.run,
+    "initialize": ("act_initialize", "existing"),
+    "prepare": ("act_prepare", "run"),
+    "evaluate": ("act_evaluate", "run"),
+    "abandon": ("act_abandon", "run"),
+    "record": ("act_record", "run"),
+    "suggest": ("act_suggest", "run"),
+    "status": ("act_status", "run"),
 }
 
 
@@ -49,11 +40,11 @@ def now_text() -> str:
 def run(action: str, options) -> tuple[int, dict]:
     given = settings_mod.requested_settings(options)
     probe = CampaignPaths.for_job(options.job, {})
-    act_initialize.check_job_file(probe.job)
+    check_job_file(probe.job)
     if not metadata.exists(probe):
         if action != "initialize":
             raise CampaignError(f"no Auto-FL campaign in {probe.workspace}: run initialize first")
-        return act_initialize.new_campaign(options, given, now_text())
+        return _action("initialize", "new_campaign")(options, given, now_text())
     with workspace_lock(probe.lock):
         campaign = Campaign.open(options.job)
         now = now_text()
@@ -63,7 +54,7 @@ def run(action: str, options) -> tuple[int, dict]:
                                              cap_history=campaign.meta["cap_changes"])  # fmt: skip
         stored = campaign.meta
         campaign.meta = {**stored, "settings": merged.settings}
-        result = ACTIONS[action](campaign, options, now)
+        result = _action(*ACTIONS[action])(campaign, options, now)
         if merged.changed:
             campaign.meta = {**campaign.meta, "updated_at": now,
                              "setting_changes": stored["setting_changes"] + merged.setting_changes,
@@ -72,6 +63,21 @@ def run(action: str, options) -> tuple[int, dict]:
             result.extras["settings_changed"] = merged.changed
         state = refresh(campaign, now, ledger_changed=result.ledger_changed)
     return result.exit_code, state_mod.envelope(campaign.paths, state, {**extras, **result.extras})
+
+
+def check_job_file(job) -> None:
+    try:
+        info = os.stat(job)
+    except OSError:
+        raise CampaignError(f"{job} does not exist; pass the path of an existing NVFLARE job.py") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise CampaignError(f"{job} is not a file; pass the path of an existing NVFLARE job.py")
+
+
+def _action(module: str, function: str):
+    if not module.startswith("act_"):
+        module = f"act_{module}"
+    return getattr(importlib.import_module(f".{module}", __package__), function)
 
 
 def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:

@@ -24,6 +24,7 @@ DEFAULT_OUTPUTS = {
     "output_root": "autofl_runs",
 }
 OUTPUT_KEYS = tuple(DEFAULT_OUTPUTS)
+TRIAL_TEMP_PREFIX = "afl-"  # short: a trial's private TMPDIR must keep Unix socket paths under ~108 bytes
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from .. import atomic, childenv, processes
-from . import finalize, snapshots, trials
+from .. import atomic
+from . import finalize, snapshots
+from .paths import TRIAL_TEMP_PREFIX
 
 
 def recover(campaign, now: str) -> dict:
@@ -54,10 +55,12 @@ def _end_orphaned_trial(paths) -> None:
         record = {}
     token = record.get("token") if isinstance(record, dict) else None
     if isinstance(token, str) and token:
+        from .. import childenv, processes  # only when a runner died mid-trial
+
         survivors = processes.terminate_tree(None, (childenv.TOKEN_VAR, token))
         if survivors:
             print(f"autofl: processes of an orphaned trial survived termination: {survivors}", file=sys.stderr)
     temp_dir = record.get("temp_dir") if isinstance(record, dict) else None
-    if isinstance(temp_dir, str) and Path(temp_dir).name.startswith(trials.TEMP_PREFIX):
+    if isinstance(temp_dir, str) and Path(temp_dir).name.startswith(TRIAL_TEMP_PREFIX):
         shutil.rmtree(temp_dir, ignore_errors=True)
-    trials.clear_marker_path(marker)
+    marker.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from ..importer import api as importer
+from ..importer import runner_view as importer
 from .errors import CampaignError
 
 Arg = tuple[str, "str | None"]  # (canonical flag, value or None for a switch)

@@ -19,13 +19,12 @@ import threading
 from pathlib import Path
 
 from .. import atomic, childenv, plot
-from ..importer import api as importer
+from ..importer import runner_view as importer
 from ..trial import TrialResult, TrialSpec, run_trial
 from ..trial_errors import TrialError
 from . import contract
 from .errors import CampaignError
-
-TEMP_PREFIX = "afl-"  # short: the trial's private TMPDIR must keep Unix socket paths under ~108 bytes
+from .paths import TRIAL_TEMP_PREFIX
 
 
 def spec(campaign, *, name: str, run_args: list[str], token: str, temp_parent: Path) -> TrialSpec:
@@ -80,7 +79,7 @@ def check_args(campaign, name: str, run_args: list[str]) -> None:
 def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str | None = None) -> TrialResult:
     """Run the trial; the orphan marker exists exactly while it runs."""
     token = secrets.token_hex(16)
-    temp_parent = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+    temp_parent = Path(tempfile.mkdtemp(prefix=TRIAL_TEMP_PREFIX))
     marker = {"token": token, "name": name, "kind": kind, "candidate": candidate, "temp_dir": str(temp_parent),
               "runner_pid": os.getpid()}  # fmt: skip
     atomic.write_json(campaign.paths.trial_marker, marker)
@@ -97,11 +96,7 @@ def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str |
 
 
 def clear_marker(campaign) -> None:
-    clear_marker_path(campaign.paths.trial_marker)
-
-
-def clear_marker_path(marker: Path) -> None:
-    marker.unlink(missing_ok=True)
+    campaign.paths.trial_marker.unlink(missing_ok=True)
 
 
 def _warm_plot() -> None:

@@ -1,0 +1,135 @@
+"""Shared helpers of the campaign-runner tests: a stand-in workspace, the runner (in-process or as a CLI),
+and schema validation of every document the runner writes.
+
+`run_cli` runs `run_job_campaign.py` as a user would and validates, after every action, the envelope, the
+state file, campaign.json and every candidate manifest against `shared/schemas/` (so documents are checked
+as the runner writes them). `run_inproc` calls the same lifecycle in this process (fast mechanics tests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from jsonschema import Draft202012Validator
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = REPO / "skills" / "nvflare-autofl" / "scripts"
+RUNNER = SCRIPTS / "run_job_campaign.py"
+STANDIN = Path(__file__).resolve().parent / "standin_campaign"
+SCHEMAS = REPO / "shared" / "schemas"
+_VALIDATORS: dict[str, Draft202012Validator] = {}
+
+
+@dataclass
+class Done:
+    code: int
+    envelope: dict | None
+    stderr: str
+
+
+def standin_workspace(tmp_path: Path, name: str = "ws") -> Path:
+    workspace = tmp_path / name
+    shutil.copytree(STANDIN, workspace, ignore=shutil.ignore_patterns("__pycache__"))
+    return workspace
+
+
+def run_cli(workspace: Path, action: str, *args: str, python: str | None = None, env: dict | None = None,
+            timeout: float = 300, job: str = "job.py") -> Done:  # fmt: skip
+    """The runner as a subprocess; documents are schema-checked after every action that printed an envelope."""
+    command = [python or sys.executable, str(RUNNER), action, str(workspace / job), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=workspace)
+    envelope = json.loads(done.stdout) if done.stdout.strip() else None
+    if envelope is not None:
+        assert_documents_valid(workspace, envelope)
+    else:
+        assert done.returncode != 0, done.stderr
+    return Done(done.returncode, envelope, done.stderr)
+
+
+def run_inproc(workspace: Path, action: str, *args: str, job: str = "job.py") -> Done:
+    """The same lifecycle in this process: (exit code, envelope, error line)."""
+    from autofl_core.runner import lifecycle
+    from autofl_core.runner.errors import CampaignError
+
+    runner = _runner_module()
+    options = runner.build_parser().parse_args(runner.join_argument_strings([action, str(workspace / job), *args]))
+    try:
+        code, envelope = lifecycle.run(action, options)
+    except CampaignError as error:
+        return Done(error.exit_code, None, str(error))
+    envelope = json.loads(json.dumps(envelope, sort_keys=True))
+    assert_documents_valid(workspace, envelope)
+    return Done(code, envelope, "")
+
+
+def assert_documents_valid(workspace: Path, envelope: dict) -> None:
+    _check("runner_envelope.v1", envelope, "envelope")
+    state = Path(envelope["state"])
+    if state.exists():
+        _check("campaign_state.v1", json.loads(state.read_text()), str(state))
+    meta = workspace / ".nvflare" / "autofl" / "campaign.json"
+    if meta.exists():
+        _check("campaign.v1", json.loads(meta.read_text()), str(meta))
+    for manifest in sorted((workspace / ".nvflare" / "autofl" / "candidates").glob("*/candidate_manifest.json")):
+        _check("candidate_manifest.v1", json.loads(manifest.read_text()), str(manifest))
+    report = Path(envelope["report"]).with_suffix(".json")
+    if report.exists() and (SCHEMAS / "autofl_report.v1.schema.json").exists():
+        _check("autofl_report.v1", json.loads(report.read_text()), str(report))
+
+
+def tree_digest(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """{relative path: sha256} of every file under root (symlinks by target text), for byte-identity checks."""
+    digest = {}
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in names:
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            if any(rel == s or rel.startswith(s + "/") for s in skip):
+                continue
+            data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+            digest[rel] = hashlib.sha256(data).hexdigest()
+    return digest
+
+
+def ledger_rows(workspace: Path) -> list[dict]:
+    from autofl_core import ledger
+
+    return ledger.read_rows(workspace / "results.tsv")
+
+
+def manifest(workspace: Path, name: str) -> dict:
+    return json.loads((workspace / ".nvflare" / "autofl" / "candidates" / name / "candidate_manifest.json").read_text())
+
+
+def source_dir(workspace: Path, name: str) -> Path:
+    return workspace / ".nvflare" / "autofl" / "candidates" / name / "source"
+
+
+def set_bonus(folder: Path, value: float) -> None:
+    path = folder / "client.py"
+    text = path.read_text()
+    lines = [f"BONUS = {value}" if line.startswith("BONUS = ") else line for line in text.splitlines()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _check(kind: str, document: dict, where: str) -> None:
+    validator = _VALIDATORS.get(kind)
+    if validator is None:
+        validator = Draft202012Validator(json.loads((SCHEMAS / f"{kind}.schema.json").read_text()))
+        _VALIDATORS[kind] = validator
+    errors = ["/".join(map(str, e.absolute_path)) + ": " + e.message for e in validator.iter_errors(document)]
+    assert not errors, f"{where} violates {kind}: {errors[:3]}"
+
+
+def _runner_module():
+    from module_loader import load_by_path
+
+    return load_by_path("run_job_campaign_under_test", RUNNER)
