@@ -28,7 +28,7 @@ INVALID_BECAUSE = {
     "manifest__crash_without_reason": "result/failure_reason",
     "manifest__missing_effective_run_args": "'effective_run_args' is a required property",
     "manifest__bad_sha": "patch_sha256",
-    "manifest__absolute_artifact": "artifacts/run",
+    "manifest__escaping_artifact": "artifacts/run",
     "manifest__unknown_field": "'extra' was unexpected",
     "manifest__bad_mode": "objective/mode",
     "campaign__missing_best_run_args": "'best_run_args' is a required property",
