@@ -35,7 +35,7 @@ def run(campaign, options, now: str) -> ActionResult:
                                  reserved=_reserved(campaign), budget=budget_flags(campaign.config))  # fmt: skip
     best_args = campaign.best_run_args()
     effective = runargs.flatten(runargs.merge(runargs.pairs_from_tokens(campaign.config, best_args), own))
-    if not draft.patch and (not own or effective == best_args):
+    if not draft.patch and runargs.same_configuration(campaign.config, effective, best_args):
         raise CampaignError("the candidate changes nothing (no source edit, run args equal the best configuration's); "
                             f"edit files in {paths.candidate_dir(manifest['candidate_id']) / 'source'} or pass "
                             "--run-args")  # fmt: skip
@@ -43,17 +43,19 @@ def run(campaign, options, now: str) -> ActionResult:
         raise CampaignError(f"candidate {manifest['candidate_id']} belongs to literature event "
                             f"{manifest['literature_event_id']} and must edit source, not only arguments")  # fmt: skip
     trials.check_args(campaign, manifest["candidate_id"], effective)
+    prepared = manifest
     manifest = _materialize(campaign, manifest, draft, runargs.flatten(own), effective, best, now)
     try:
         _check_reimport(campaign, manifest, now)
         if campaign.settings["env"] != "sim":
             ready = dict(manifest, status="ready_for_external_execution", updated_at=now)
             manifests.write(paths, ready)
-            return ActionResult()
+            return ActionResult(extras={"candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
+                                        "candidate_status": "ready_for_external_execution"})  # fmt: skip
         return _simulate(campaign, manifest, draft, now)
     except (CampaignError, Interrupted, KeyboardInterrupt):
         if not paths.journal.exists():
-            _unapply(campaign, manifest, now)
+            _unapply(campaign, manifest, prepared)
         raise
 
 
@@ -211,13 +213,15 @@ def _simulate(campaign, manifest: dict, draft, now: str) -> ActionResult:
                         exit_code=code, ledger_changed=True)  # fmt: skip
 
 
-def _unapply(campaign, manifest: dict, now: str) -> None:
-    """Take a rejected or interrupted candidate out of the workspace and make it pending again."""
+def _unapply(campaign, manifest: dict, prepared: dict) -> None:
+    """Take a rejected or interrupted candidate out of the workspace; its manifest is exactly as prepared again."""
     paths = campaign.paths
     campaign.forget()
     snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"])
     trials.clear_marker(campaign)
-    manifests.write(paths, dict(manifest, status="prepared", updated_at=now))
+    if not prepared["artifacts"].get("patch"):
+        (paths.candidate_dir(manifest["candidate_id"]) / "candidate.patch").unlink(missing_ok=True)
+    manifests.write(paths, prepared)
     campaign.forget()
 
 

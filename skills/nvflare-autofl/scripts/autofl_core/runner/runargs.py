@@ -63,6 +63,22 @@ def merge(best: list[Arg], own: list[Arg]) -> list[Arg]:
     return list(merged.items())
 
 
+def same_configuration(config: dict, left: list[str], right: list[str]) -> bool:
+    """True when two run-arg lists give job.py the same option values (a value equal to its default is no change)."""
+    defaults = {}
+    for flag in (config.get("argparse") or {}).get("flags") or []:
+        longs = [o for o in flag.get("option_strings") or [] if o.startswith("--")]
+        if longs:
+            defaults[longs[0]] = flag.get("value")
+    values = []
+    for tokens in (left, right):
+        parsed, errors = importer.parse_job_args(config, tokens)
+        if errors:
+            return False
+        values.append({**defaults, **parsed})
+    return values[0] == values[1]
+
+
 def flatten(pairs: list[Arg]) -> list[str]:
     out: list[str] = []
     for flag, value in pairs:
