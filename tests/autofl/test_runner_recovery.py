@@ -1,0 +1,166 @@
+"""Interrupted evaluations (Do better 7), signals, the lifecycle lock, and cheap lifecycle actions (Do better 8)."""
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from runner_support import (
+    RUNNER,
+    ledger_rows,
+    manifest,
+    run_cli,
+    run_inproc,
+    source_dir,
+    standin_workspace,
+    tree_digest,
+)
+
+pytestmark = pytest.mark.slow
+HANG = "\nimport time\ntime.sleep(120)\n"
+
+
+@pytest.fixture
+def ws(tmp_path):
+    workspace = standin_workspace(tmp_path)
+    assert run_inproc(workspace, "initialize", "--max-candidates", "5").code == 0
+    return workspace
+
+
+def start_hanging_evaluate(workspace):
+    """prepare a candidate whose client sleeps, start evaluate as a CLI process, wait until its trial runs."""
+    assert run_inproc(workspace, "prepare", "--name", "hang", "--hypothesis", "h").code == 0
+    client = source_dir(workspace, "hang") / "client.py"
+    client.write_text(client.read_text() + HANG)
+    proc = subprocess.Popen([sys.executable, str(RUNNER), "evaluate", str(workspace / "job.py")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    marker = workspace / ".nvflare/autofl/running_trial.json"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if marker.exists() and _token_processes(json.loads(marker.read_text())["token"]):
+            return proc, json.loads(marker.read_text())
+        time.sleep(0.1)
+    proc.kill()
+    pytest.fail("the trial never started")
+
+
+def _token_processes(token):
+    needle = f"AUTOFL_TRIAL_TOKEN={token}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if needle in handle.read():
+                    with open(f"/proc/{entry}/stat", "rb") as stat:
+                        if stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
+                            found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def clean_sources(workspace):
+    return tree_digest(workspace, skip=(".nvflare", "autofl_runs", "results.tsv", "progress.png", "autofl_report.md",
+                                        "autofl_report.json", "__pycache__"))  # fmt: skip
+
+
+def test_killed_runner_mid_trial_is_recovered_by_the_next_action(ws):
+    before = clean_sources(ws)
+    proc, marker = start_hanging_evaluate(ws)
+    assert "time.sleep(120)" in (ws / "client.py").read_text()  # the candidate is applied while it runs
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert _token_processes(marker["token"])  # the trial runs in its own session: it outlived the runner
+    done = run_cli(ws, "status")
+    assert done.code == 0 and done.envelope["recovered_interrupted_evaluation"] == "hang"
+    assert _token_processes(marker["token"]) == []
+    assert not os.path.exists(marker["temp_dir"]) and not (ws / ".nvflare/autofl/running_trial.json").exists()
+    assert clean_sources(ws) == before
+    assert manifest(ws, "hang")["status"] == "prepared"
+    assert done.envelope["candidate_attempts"] == 0 and [r["name"] for r in ledger_rows(ws)] == ["baseline"]
+    assert done.envelope["next_action"] == "edit_candidate"
+    assert run_inproc(ws, "abandon").code == 0  # it can be abandoned (or evaluated) like any pending candidate
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_and_sigint_end_the_trial_and_leave_the_candidate_pending(ws, sig, code):
+    before = clean_sources(ws)
+    proc, marker = start_hanging_evaluate(ws)
+    os.kill(proc.pid, sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code and out == ""
+    assert err.strip().endswith("a candidate under evaluation is pending again")
+    assert _token_processes(marker["token"]) == []
+    assert clean_sources(ws) == before and manifest(ws, "hang")["status"] == "prepared"
+    assert not (ws / ".nvflare/autofl/running_trial.json").exists()
+    status = run_inproc(ws, "status")
+    assert status.code == 0 and "recovered_interrupted_evaluation" not in status.envelope
+
+
+def test_second_action_while_the_lock_is_held_exits_2(ws):
+    lock = ws / ".nvflare/autofl/campaign.lock"
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        done = run_cli(ws, "status")
+    assert done.code == 2 and "already in use" in done.stderr
+    assert run_cli(ws, "status").code == 0  # released with its holder; a stale lock file never blocks
+
+
+def test_five_concurrent_actions_exactly_one_proceeds(ws):
+    assert run_inproc(ws, "prepare", "--name", "slow", "--hypothesis", "h").code == 0
+    client = source_dir(ws, "slow") / "client.py"
+    client.write_text(client.read_text() + "\nimport time\ntime.sleep(3)\n")
+    procs = [subprocess.Popen([sys.executable, str(RUNNER), "evaluate", str(ws / "job.py")], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(5)]  # fmt: skip
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    codes = sorted(code for code, _ in results)
+    assert codes == [0, 2, 2, 2, 2], results
+    assert all("already in use" in err or "no pending candidate" in err for code, err in results if code == 2)
+    assert [r["name"] for r in ledger_rows(ws)] == ["baseline", "slow"]
+
+
+CHECK_IMPORTS = """
+import runpy, sys
+sys.argv = sys.argv[1:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as stop:
+    code = stop.code
+heavy = sorted(name for name in ("matplotlib", "nvflare", "PIL", "numpy") if name in sys.modules)
+sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("action, args", [
+    ("status", []), ("suggest", []), ("prepare", ["--name", "cheap", "--hypothesis", "h"]), ("abandon", []),
+])  # fmt: skip
+def test_lifecycle_actions_never_import_plotting_or_nvflare(ws, action, args):
+    if action == "abandon":
+        run_inproc(ws, "prepare", "--name", "to-drop", "--hypothesis", "h")
+    done = subprocess.run([sys.executable, "-c", CHECK_IMPORTS, str(RUNNER), action, str(ws / "job.py"), *args],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY=\n" in done.stderr, done.stderr
+
+
+def test_base_args_accept_equals_and_attached_short_forms(tmp_path):
+    """`--base-args "-r3"` (identical to the budget: dropped), `"-r5"` and `"--lr=0.2"` work."""
+    workspace = standin_workspace(tmp_path)
+    done = run_cli(workspace, "initialize", "--base-args", "--lr=0.2 -r3")
+    assert done.code == 0, done.stderr
+    row = ledger_rows(workspace)[0]
+    assert row["score"] == 0.85 and "--lr=0.2" in row["run_command"] and " -r3" not in row["run_command"]
+    other = standin_workspace(tmp_path, "five")
+    assert run_cli(other, "initialize", "--base-args", "-r5").code == 0  # base args set the campaign's budget
+    import yaml
+
+    assert yaml.safe_load((other / "autofl.yaml").read_text())["fixed_budget"]["num_rounds"]["value"] == 5
+    command = ledger_rows(other)[0]["run_command"]
+    assert "--num_rounds 5" in command and "-r5" not in command  # each budget option exactly once
