@@ -1,0 +1,222 @@
+"""The campaign runner on real NVFLARE 2.9 simulations of the bundled examples.
+
+- `make demo` (examples/demo.py): baseline, an argument-only candidate from `suggest`, a source edit, a crash,
+  ending in `candidate_cap_exhausted` with the final answer allowed, and a diagnosis of the crash; then, on
+  that campaign: a cap increase refused and approved, the campaign moved to another folder, an identical crash
+  replayed (counted, provenance recorded) and a discard restored exactly;
+- a min-mode campaign (examples/numpy-loss) with a literature event and its three linked source-edit
+  candidates, the plateau clock reset, stop files, and a runner killed mid-evaluation recovered;
+- poc mode: evaluate -> ready_for_external_execution -> record with a real result folder.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from runner_support import REPO, RUNNER, ledger_rows, manifest, run_cli, source_dir, tree_digest
+from runner_support import _check as check_schema
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+DEMO = REPO / "examples" / "demo.py"
+SOURCES_ONLY = (".nvflare", "autofl_runs", "results.tsv", "progress.png", "autofl_report.md", "autofl_report.json",
+                "__pycache__", "STOP_AUTOFL")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    done = subprocess.run([sys.executable, str(DEMO), "--output", str(out)], capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, done.stdout
+
+
+def documents_valid(workspace):
+    state = json.loads((workspace / ".nvflare/autofl/campaign_state.json").read_text())
+    check_schema("campaign_state.v1", state, "state")
+    check_schema("campaign.v1", json.loads((workspace / ".nvflare/autofl/campaign.json").read_text()), "campaign")
+    for path in (workspace / ".nvflare/autofl/candidates").glob("*/candidate_manifest.json"):
+        check_schema("candidate_manifest.v1", json.loads(path.read_text()), str(path))
+    return state
+
+
+def test_demo_runs_a_bounded_campaign_and_diagnoses_its_crash(demo):
+    out, stdout = demo
+    workspace = out / "workspace"
+    rows = ledger_rows(workspace)
+    assert [(r["status"], r["candidate_kind"]) for r in rows] == [
+        ("baseline", ""), ("keep", "argument_only"), ("keep", "source_edit"), ("crash", "source_edit")]
+    baseline, best = rows[0]["score"], rows[2]["score"]
+    assert 0.5 < baseline < best <= 1.0
+    assert rows[3]["failure_reason"].startswith("exit_code=1; site-") and "ValueError: matmul" in rows[3]["failure_reason"]
+    state = documents_valid(workspace)
+    assert (state["reason"], state["next_action"], state["final_response_allowed"]) == (
+        "candidate_cap_exhausted", "final_report", True)
+    assert state["candidate_attempts"] == 3 and state["best_candidate"] == "feature-scaling"
+    best_copy = workspace / ".nvflare/autofl/snapshots/best/source/client.py"
+    assert (workspace / "client.py").read_bytes() == best_copy.read_bytes()  # the crash was restored exactly
+    assert "standardize each feature" in (workspace / "client.py").read_text()
+    diagnosis = json.loads((out / "diagnosis.json").read_text())
+    assert (diagnosis["matched_pattern"], diagnosis["confidence"]) == ("USER_CODE_EXCEPTION", "high")
+    for line in (f"baseline:    {baseline:.6f}", f"best:        {best:.6f} (feature-scaling)", "crashed:     drop-bias",
+                 "diagnosis:   USER_CODE_EXCEPTION", "best command: cd ", str(workspace / "results.tsv"),
+                 str(workspace / "progress.png"), str(workspace / "autofl_report.md")):  # fmt: skip
+        assert line in stdout, line
+    report = (workspace / "autofl_report.md").read_text()
+    assert "| crash | drop-bias |" in report and "improvement +" in report
+
+
+def test_demo_campaign_continues_after_cap_approval_in_a_moved_folder(demo, tmp_path):
+    out, _stdout = demo
+    workspace = tmp_path / "moved campaign"
+    shutil.copytree(out / "workspace", workspace)
+    meta_before = (workspace / ".nvflare/autofl/campaign.json").read_bytes()
+    refused = run_cli(workspace, "initialize", "--max-candidates", "5")
+    assert refused.code == 2 and "approval" in refused.stderr
+    assert (workspace / ".nvflare/autofl/campaign.json").read_bytes() == meta_before
+    approved = run_cli(workspace, "initialize", "--max-candidates", "5", "--confirm-user-approved-cap-change")
+    assert approved.code == 0 and approved.envelope["remaining_candidates"] == 2
+    assert approved.envelope["next_action"] == "propose_candidate"
+
+    crash_edit = (source_dir(out / "workspace", "drop-bias") / "client.py").read_text()
+    assert run_cli(workspace, "prepare", "--name", "drop-bias-again", "--hypothesis", "same edit again").code == 0
+    (source_dir(workspace, "drop-bias-again") / "client.py").write_text(crash_edit)
+    replay = run_cli(workspace, "evaluate")
+    assert replay.code == 1 and replay.envelope["candidate_attempts"] == 4
+    provenance = manifest(workspace, "drop-bias-again")["crash_replay"]
+    assert provenance["replay_of"] == "drop-bias" and "ValueError" in provenance["previous_failure_reason"]
+
+    before = tree_digest(workspace, skip=SOURCES_ONLY)
+    assert run_cli(workspace, "prepare", "--name", "flipped-labels", "--hypothesis", "train on flipped labels").code == 0
+    client = source_dir(workspace, "flipped-labels") / "client.py"
+    text = client.read_text()
+    assert "w = train(w, x, y, args.lr, args.local_steps)" in text
+    client.write_text(text.replace("w = train(w, x, y, args.lr, args.local_steps)",
+                                   "w = train(w, x, 1.0 - y, args.lr, args.local_steps)"))  # fmt: skip
+    discarded = run_cli(workspace, "evaluate")
+    assert discarded.code == 0 and discarded.envelope["candidate_status"] == "discard"
+    assert tree_digest(workspace, skip=SOURCES_ONLY) == before
+    assert discarded.envelope["reason"] == "candidate_cap_exhausted"
+    assert [r["status"] for r in ledger_rows(workspace)][-2:] == ["crash", "discard"]
+    meta = json.loads((workspace / ".nvflare/autofl/campaign.json").read_text())
+    assert [(c["old"], c["new"], c["user_approved"]) for c in meta["cap_changes"]] == [(3, 5, True)]
+    assert str(out) not in json.dumps(meta["settings"]) and meta["best_candidate"] == "feature-scaling"
+    documents_valid(workspace)
+
+
+def momentum(beta):
+    """A client.py edit: heavy-ball momentum in the local update (beta 0 is the ablation: plain steps).
+
+    The first edit adds momentum; later candidates start from the kept best and only change its coefficient.
+    """
+
+    def edit(folder):
+        client = folder / "client.py"
+        text = client.read_text()
+        plain = "    for _ in range(steps):\n        w = w - lr * 2.0 * x.T @ (x @ w - y) / len(y)\n"
+        if plain in text:
+            text = text.replace(plain, "    velocity = np.zeros_like(w)\n    for _ in range(steps):\n"
+                                       "        velocity = BETA * velocity - lr * 2.0 * x.T @ (x @ w - y) / len(y)\n"
+                                       "        w = w + velocity\n")  # fmt: skip
+            text = text.replace("NUM_FEATURES = 8\n", "NUM_FEATURES = 8\nBETA = 0.0\n")
+        assert "BETA = " in text
+        client.write_text(re.sub(r"^BETA = .*$", f"BETA = {beta}", text, flags=re.MULTILINE))
+
+    return edit
+
+
+def test_min_mode_literature_batch_stop_files_and_recovery(tmp_path):
+    workspace = tmp_path / "numpy-loss"
+    shutil.copytree(REPO / "examples" / "numpy-loss", workspace, ignore=shutil.ignore_patterns("__pycache__"))
+    init = run_cli(workspace, "initialize", "--uncapped", "--plateau-threshold", "2")
+    assert init.code == 0 and init.envelope["baseline_score"] > 1.0
+    state = json.loads((workspace / ".nvflare/autofl/campaign_state.json").read_text())
+    assert state["mode"] == "min"
+    event = run_cli(workspace, "record", "--literature", "--family", "momentum",
+                    "--hypothesis", "Heavy-ball momentum [src: Polyak 1964] for the local least-squares steps")  # fmt: skip
+    assert event.envelope["literature_event_id"] == "lit-0001"
+    assert event.envelope["next_action"] == "develop_literature_batch"
+    statuses = []
+    for name, beta in (("momentum-faithful", 0.9), ("momentum-tuned", 0.5), ("momentum-ablation", 0.0)):
+        assert run_cli(workspace, "prepare", "--name", name, "--hypothesis", f"momentum {beta}",
+                       "--literature-event", "lit-0001", "--family", "momentum").code == 0  # fmt: skip
+        momentum(beta)(source_dir(workspace, name))
+        done = run_cli(workspace, "evaluate")
+        assert done.code == 0, done.stderr
+        statuses.append(done.envelope["candidate_status"])
+    rows = ledger_rows(workspace)
+    assert statuses[0] == "keep" and rows[2]["score"] < rows[0]["score"]  # lower loss is better
+    assert statuses[2] == "discard"  # the ablation equals plain gradient steps: worse than the kept momentum
+    state = documents_valid(workspace)
+    batch = state["exploration_batch"]
+    assert (batch["literature_event_id"], batch["completed"], batch["completion_index"]) == ("lit-0001", 3, 4)
+    assert state["plateau"]["reset_row_index"] == 4 and state["plateau"]["scored_since_reset"] == 0
+    assert state["next_action"] == "propose_candidate" and state["improvement"] > 0
+
+    assert run_cli(workspace, "prepare", "--name", "steps-x2", "--hypothesis", "more local steps").code == 0
+    (workspace / "STOP_AUTOFL").write_text("")
+    stopped = run_cli(workspace, "status").envelope
+    assert (stopped["reason"], stopped["next_action"]) == ("manual_stop_pending_candidate", "abandon_candidate")
+    assert run_cli(workspace, "evaluate", "--run-args", "--local_steps 10").code == 2
+    (workspace / "STOP_AUTOFL").unlink()
+
+    before = tree_digest(workspace, skip=SOURCES_ONLY)
+    proc = subprocess.Popen([sys.executable, str(RUNNER), "evaluate", str(workspace / "job.py"), "--run-args",
+                             "--local_steps 10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    marker = workspace / ".nvflare/autofl/running_trial.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (marker.exists() and list((workspace / "autofl_runs/steps-x2").glob("run.log"))
+                                                 and (workspace / "autofl_runs/steps-x2/run.log").stat().st_size > 2000):
+        time.sleep(0.2)
+    token = json.loads(marker.read_text())["token"]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    recovered = run_cli(workspace, "status")
+    assert recovered.envelope["recovered_interrupted_evaluation"] == "steps-x2"
+    assert _carriers(token) == [] and tree_digest(workspace, skip=SOURCES_ONLY) == before
+    assert manifest(workspace, "steps-x2")["status"] == "prepared"
+    assert run_cli(workspace, "abandon").code == 0
+    (workspace / "STOP_AUTOFL").write_text("")
+    final = run_cli(workspace, "status").envelope
+    assert (final["reason"], final["final_response_allowed"]) == ("manual_stop_file", True)
+
+
+def _carriers(token):
+    needle = f"AUTOFL_TRIAL_TOKEN={token}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as handle:
+                    if needle in handle.read():
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def test_poc_mode_records_real_downloaded_results(demo, tmp_path):
+    out, _stdout = demo
+    runs = out / "workspace" / "autofl_runs"
+    workspace = tmp_path / "hello-numpy"
+    shutil.copytree(REPO / "examples" / "hello-numpy", workspace, ignore=shutil.ignore_patterns("__pycache__"))
+    init = run_cli(workspace, "initialize", "--env", "poc", "--max-candidates", "2")
+    assert init.code == 0 and init.envelope["next_action"] == "submit_baseline"
+    baseline = run_cli(workspace, "record", "--baseline", "--artifacts", str(runs / "baseline" / "simulation"),
+                       "--job-id", "a1b2c3")  # fmt: skip
+    assert baseline.code == 0 and baseline.envelope["baseline_score"] == ledger_rows(out / "workspace")[0]["score"]
+    assert run_cli(workspace, "prepare", "--name", "lr-x2", "--hypothesis", "faster").code == 0
+    ready = run_cli(workspace, "evaluate", "--run-args", "--lr 0.1")
+    assert ready.envelope["next_action"] == "submit_candidate" and ready.envelope["candidate_status"] == "ready_for_external_execution"
+    done = run_cli(workspace, "record", "--artifacts", str(runs / "lr-x2" / "simulation"), "--job-id", "d4e5f6")
+    assert done.code == 0 and done.envelope["candidate_status"] == "keep"
+    row = ledger_rows(workspace)[-1]
+    assert row["metric_source"] == "structured:metrics_summary.json" and row["score"] == ledger_rows(out / "workspace")[1]["score"]
+    assert manifest(workspace, "lr-x2")["artifacts"]["job_id"] == "d4e5f6"
+    assert not (workspace / "autofl_runs").exists()  # the runner itself never ran or submitted anything
