@@ -13,7 +13,16 @@ import sys
 import time
 from pathlib import Path
 
-BENCHMARKS = ("diagnose_scale.py", "guard_scale.py", "importer_speed.py", "runner_overhead.py")
+BENCHMARKS = (
+    "diagnose_scale.py",
+    "guard_scale.py",
+    "importer_speed.py",
+    "runner_overhead.py",
+    "evaluate_overhead.py",
+    "lifecycle_speed.py",
+    "demo_campaign.py",
+)
+REAL_ONLY = ("demo_campaign.py",)  # needs real simulations end to end; no quick variant
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     here = Path(__file__).resolve().parent
     outcomes = []
     for name in BENCHMARKS:
+        if args.quick and name in REAL_ONLY:
+            print(f"== {name}: skipped in --quick (real simulations only)", flush=True)
+            continue
         command = [sys.executable, str(here / name)] + (["--quick"] if args.quick else [])
         print(f"== {name}", flush=True)
         started = time.monotonic()

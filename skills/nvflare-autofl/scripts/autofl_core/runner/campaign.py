@@ -25,6 +25,7 @@ class Campaign:
     _rows: list | None = field(default=None, repr=False)
     _manifests: list | None = field(default=None, repr=False)
     _best: snapshots.Snapshot | None = field(default=None, repr=False)
+    _best_row: tuple | None = field(default=None, repr=False)  # (row or None,), cached until forget()
 
     @classmethod
     def open(cls, job: str, paths: CampaignPaths | None = None) -> Campaign:
@@ -64,19 +65,21 @@ class Campaign:
 
     def forget(self) -> None:
         """Drop cached reads after this action wrote campaign files."""
-        self._rows = self._manifests = self._best = None
+        self._rows = self._manifests = self._best = self._best_row = None
 
     def manifest_of(self, name: str) -> dict | None:
         return next((m for m in self.manifests() if m["candidate_id"] == name), None)
 
     def best_row(self) -> dict | None:
         """The best scored baseline/keep row (a tie never replaces the earlier one)."""
-        best = None
-        for row in self.rows():
-            if row["status"] in ("baseline", "keep") and row["score"] is not None:
-                if compare.better(row["score"], best["score"] if best else None, self.mode):
-                    best = row
-        return best
+        if self._best_row is None:
+            best = None
+            for row in self.rows():
+                if row["status"] in ("baseline", "keep") and row["score"] is not None:
+                    if compare.better(row["score"], best["score"] if best else None, self.mode):
+                        best = row
+            self._best_row = (best,)
+        return self._best_row[0]
 
     def best_run_args(self) -> list[str]:
         """Run args of the live best configuration (the best candidate's effective args; none for a baseline)."""

@@ -1,5 +1,8 @@
 """Run one simulation trial of the campaign's job: the TrialSpec from the contract, orphan bookkeeping.
 
+`autofl_runs/<name>/` gets `run.log`, the copied `simulation/` and `trial.json` (argv, exit code, outcome,
+watchdog, timings, the runner's own CPU while the child ran).
+
 Before the child starts, `running_trial.json` records the trial token and its temp folder, so the next
 action can end an orphaned trial tree and sweep its folder if this runner dies (see `recovery`). The
 plotting library is warmed up in a thread while the child runs (the render after it is then cheap).
@@ -92,6 +95,8 @@ def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str |
             raise CampaignError(str(error)) from None
     finally:
         shutil.rmtree(temp_parent, ignore_errors=True)
+    record = {key: value for key, value in result.to_dict().items() if key not in ("token", "pid")}
+    atomic.write_json(campaign.paths.run_dir(name) / "trial.json", record)
     return result
 
 
