@@ -50,6 +50,7 @@ def run(campaign, options, now: str) -> ActionResult:
         if campaign.settings["env"] != "sim":
             ready = dict(manifest, status="ready_for_external_execution", updated_at=now)
             manifests.write(paths, ready)
+            campaign.forget()
             return ActionResult(extras={"candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
                                         "candidate_status": "ready_for_external_execution"})  # fmt: skip
         return _simulate(campaign, manifest, draft, now)

@@ -81,8 +81,10 @@ def _action(module: str, function: str):
 
 
 def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
-    """Re-derive the best fields, write the state; after a ledger change also the plot and the report."""
-    campaign.forget()
+    """Re-derive the best fields, write the state; after a ledger change also the plot and the report.
+
+    Every writer drops the campaign's cached reads itself (`campaign.forget()`), so nothing is read twice here.
+    """
     best = campaign.best_row()
     try:
         digest = campaign.best().digest

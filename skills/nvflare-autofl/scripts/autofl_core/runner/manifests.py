@@ -68,13 +68,17 @@ def read_path(paths, given: str) -> dict:
 
 
 def all_manifests(paths) -> list[dict]:
-    """Every readable manifest, sorted by creation time then id; unreadable ones raise (never ignored)."""
+    """Every manifest, sorted by creation time then id; an unreadable one raises (never silently ignored)."""
+    root = str(paths.candidates)
     try:
-        entries = sorted(entry.name for entry in os.scandir(paths.candidates) if entry.is_dir(follow_symlinks=False))
+        names = sorted(entry.name for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False))
     except FileNotFoundError:
         return []
-    found = [_load(paths, paths.manifest(name), name) for name in entries if ID_RE.fullmatch(name)
-             and os.path.lexists(paths.manifest(name))]  # fmt: skip
+    found = []
+    for name in names:
+        path = os.path.join(root, name, "candidate_manifest.json")
+        if ID_RE.fullmatch(name) and os.path.lexists(path):
+            found.append(_load(paths, Path(path), name))
     return sorted(found, key=lambda m: (m["created_at"], m["candidate_id"]))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 META_DIR = Path(".nvflare") / "autofl"
@@ -48,7 +49,7 @@ class CampaignPaths:
         resolved = {key: _under(workspace, outputs.get(key) or default) for key, default in DEFAULT_OUTPUTS.items()}
         return cls(workspace=workspace, job=job_path, **resolved)
 
-    @property
+    @cached_property
     def meta(self) -> Path:
         return self.workspace / META_DIR
 
@@ -68,7 +69,7 @@ class CampaignPaths:
     def best(self) -> Path:
         return self.snapshots / "best"
 
-    @property
+    @cached_property
     def candidates(self) -> Path:
         return self.meta / "candidates"
 
