@@ -17,6 +17,9 @@ from pathlib import Path
 
 EXCEPTION_LINE_RE = re.compile(r"^\s*((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)): (.+)$")
 WRAPPERS = ("Simulation failed with return code", "the shareable is not a valid DXO")
+# A FedJob run whose client failed can still exit 0 (NVFLARE 2.9): the server log says it aborted.
+ABORT_MARKERS = ("Aborting current RUN due to", "exiting at round None")
+ABORT_READ_BYTES = 4 * 1024 * 1024
 READ_BYTES = 256 * 1024
 MAX_SITES = 64
 MESSAGE_CHARS = 240
@@ -41,6 +44,27 @@ def root_cause(simulation: Path | None, output: str = "") -> str | None:
     server = Path(simulation) / "server" if simulation is not None else None
     found = _first_exception(_read(server, ("error_log.txt",))) if server is not None and server.is_dir() else None
     return f"server: {found}" if found else None
+
+
+def aborted_run(simulation: Path | None) -> str | None:
+    """The server's abort line when NVFLARE aborted the run (even though the job exited 0), else None."""
+    if simulation is None:
+        return None
+    for name in ("log.txt", "error_log.txt"):
+        path = Path(simulation) / "server" / name
+        if not path.is_file() or path.is_symlink():
+            continue
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(max(0, path.stat().st_size - ABORT_READ_BYTES))
+                text = handle.read(ABORT_READ_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if any(marker in line for marker in ABORT_MARKERS):
+                message = one_line(line.rsplit(" - ", 1)[-1])
+                return message[: MESSAGE_CHARS - 3] + "..." if len(message) > MESSAGE_CHARS else message
+    return None
 
 
 def one_line(text: str) -> str:

@@ -251,6 +251,10 @@ def _classify(spec, argv, env, root, token, outcome, monitor, before) -> TrialRe
         return done(CRASH, f"exit_code={rc}; {cause}" if cause else f"exit_code={rc}" + _last_error(tail))
     if name is None:
         return done(CRASH, _no_result_reason(spec, env, dir_error))
+    aborted = rootcause.aborted_run(Path(spec.run_dir) / "simulation")
+    if aborted:  # never score a run NVFLARE aborted, even when the job exited 0
+        cause = rootcause.root_cause(Path(spec.run_dir) / "simulation", tail)
+        return done(CRASH, f"exit_code=0 but NVFLARE aborted the run: {cause or aborted}")
     found = metrics.extract_metric(spec.run_dir, list(spec.metric_order))
     if found.value is None:
         return done(CRASH, found.reason)
