@@ -36,7 +36,8 @@ def test_budget_values(case, expected):
 
 def test_budget_sources_record_defaults_and_flags():
     cyclic = imported("pt_cyclic")["fixed_budget"]
-    assert cyclic["min_clients"] == {"confidence": "high", "flag": None, "source": "CyclicRecipe default", "value": 2}
+    assert cyclic["min_clients"] == {"confidence": "medium", "flag": None, "source": "CyclicRecipe default", "value": 2,
+                                     "depends_on": [], "note": "recipe default, nvflare 2.9.0"}  # fmt: skip
     assert cyclic["num_clients"]["source"] == "SimEnv(clients=[...])"
     hello = imported("hello_numpy")["fixed_budget"]
     assert hello["num_clients"]["flag"] == "--n_clients" and hello["num_rounds"]["flag"] == "--num_rounds"

@@ -5,6 +5,7 @@
     admission_errors(config, requested_metric) -> [{code, message}]
     cli_flags(config) -> {long_flags, groups, name_flag, takes_value, allow_abbrev}
     fixed_budget_args(config) -> ["--n_clients", "2", "--num_rounds", "3"]
+    fixed_budget_options(config) -> ["--n_clients", "--num_rounds"]   (every option the budget depends on)
     canonical_option(config, token) -> (canonical long option | None, inline value | None, error | None)
     parse_job_args(config, argv, known_only=False) -> ({canonical option: value}, errors)
 """
@@ -25,7 +26,13 @@ from .budget import FIELDS, fixed_budget
 from .files import Workspace, load_job
 from .objective import build_objective
 from .overrides import apply_overrides
-from .runner_view import canonical_option, cli_flags, fixed_budget_args, parse_job_args  # noqa: F401
+from .runner_view import (  # noqa: F401  (re-exported public API)
+    canonical_option,
+    cli_flags,
+    fixed_budget_args,
+    fixed_budget_options,
+    parse_job_args,
+)
 from .schema import parse_schema_text, schema_section
 from .search import suggested
 from .surface import Surface, analyze, job_section
@@ -262,8 +269,7 @@ def _assemble(job: _Job) -> dict:
 
 
 def _pinned_flags(budget: dict) -> set[str]:
-    flags = {e["flag"] for e in budget.values() if isinstance(e, dict) and e.get("flag")}
-    return flags | {e["flag"] for e in budget.get("comparison_args", {}).values()}
+    return set(fixed_budget_options({"fixed_budget": budget}))
 
 
 def _empty_objective(metric: str | None) -> dict:

@@ -2,7 +2,8 @@
 
 Input is the walker's event list (objects constructed, methods called, branches met); output is a
 `Surface` describing the pattern, the object that runs, its env and run call, or an unsupported
-verdict with an actionable reason (fail closed).
+verdict with an actionable reason (fail closed). What a recipe class does (training or not) comes from the
+NVFLARE recipe table (`recipes.py`), by class, so a non-training recipe stays refused whatever it is named.
 """
 
 from __future__ import annotations
@@ -10,23 +11,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .values import HIGH, Val, describe
+from . import recipes
+from .values import HIGH, Val, describe, merge_flags
 
 ENV_CLASSES = ("SimEnv", "PocEnv", "ProdEnv")
 RECIPE_RUNS = ("execute", "run", "export")
 FEDJOB_RUNS = ("simulator_run", "export_job")
 EVAL_ONLY_HINT = "evaluation-only"
 STATS_ONLY_HINT = "statistics-only"
-NESTED_CLASSES = {
-    "FlowerRecipe": "it runs a nested Flower application",
+NESTED_CLASSES = {  # job classes (not recipes: those are classified in the recipe table)
     "FlowerJob": "it runs a nested Flower application",
-    "SwarmLearningRecipe": "it runs a client-controlled swarm workflow with no server-side round budget",
-    "BaseSwarmLearningRecipe": "it runs a client-controlled swarm workflow with no server-side round budget",
     "CCWFJob": "it runs a client-controlled workflow application",
     "EdgeJob": "it runs a nested edge application",
-    "EdgeFedBuffRecipe": "it runs a nested edge application",
-    "ETFedBuffRecipe": "it runs a nested edge application",
-    "DhPSIRecipe": "it runs private set intersection, not training",
+}
+FAMILY_LABELS = {
+    "statistics": STATS_ONLY_HINT,
+    "psi": "private set intersection (PSI)",
+    "evaluation": EVAL_ONLY_HINT,
+    "inference": "inference-only",
+    "nested": "a nested unsupported application",
 }
 ALL_SITES, SERVER_SITE = "@ALL", "server"  # NVFLARE's names (nvflare.apis.job_def)
 EVAL_COMPONENTS = ("CrossSiteModelEval", "CrossSiteEval", "GlobalModelEval")
@@ -45,10 +48,12 @@ class Surface:
     components: list = field(default_factory=list)
     run_kwargs: dict = field(default_factory=dict)
     site_targets: list = field(default_factory=list)  # FedJob client targets of to()/to_clients(), in call order
+    run_control: tuple = ()  # job options of the branches under which the run call was made
 
 
 def is_recipe(obj: Any) -> bool:
-    return obj.name.endswith("Recipe") or any(c.endswith("Recipe") for c in obj.cls.candidates)
+    named = obj.name.endswith("Recipe") or any(c.endswith("Recipe") for c in obj.cls.candidates)
+    return named or recipes.is_known_recipe(obj.cls)
 
 
 def is_fedjob(obj: Any) -> bool:
@@ -65,7 +70,12 @@ def touches_surface(objects: list, calls: list) -> bool:
     return built or any(c.method in RECIPE_RUNS + FEDJOB_RUNS for c in calls)
 
 
-def _unsupported_class(name: str) -> str | None:
+def _unsupported_class(obj: Any) -> str | None:
+    name = obj.name
+    family = recipes.family_of(obj.cls)
+    if family is not None:
+        kind, reason = family
+        return None if kind == "training" else f"{name} is {FAMILY_LABELS[kind]}: {reason}"
     if name in NESTED_CLASSES:
         return f"{name} is a nested unsupported application: {NESTED_CLASSES[name]}"
     if "Eval" in name:
@@ -123,7 +133,7 @@ def analyze(walk: Any) -> Surface:
 def _no_run_reason(walk: Any) -> Surface:
     built = [o for o in walk.objects if is_recipe(o) or is_fedjob(o)]
     if built:
-        verdict = _unsupported_class(built[0].name)
+        verdict = _unsupported_class(built[0])
         if verdict:
             return _fail(verdict + "; Auto-FL needs a training job")
         return _fail(
@@ -142,7 +152,7 @@ def _no_run_reason(walk: Any) -> Surface:
 
 
 def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
-    verdict = _unsupported_class(target.name)
+    verdict = _unsupported_class(target)
     if verdict:
         return _fail(verdict + "; Auto-FL needs a training job", target=target)
     nested = [v for v in target.kwargs.values() if hasattr(v, "cls") and (is_recipe(v) or is_fedjob(v))]
@@ -153,6 +163,7 @@ def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
     chosen = executes[-1] if executes else last
     surface = Surface(status="supported", target=target, run_call=chosen.method, run_line=chosen.line)
     surface.run_kwargs = dict(chosen.kwargs)
+    surface.run_control = chosen.control
     if is_recipe(target):
         surface.pattern = "recipe"
         surface.env = _env_of(chosen)
@@ -193,12 +204,19 @@ def _site_targets(job: Any, walk: Any) -> list:
         if call.target is not job:
             continue
         if call.method == "to_clients":
-            found.append(Val(ALL_SITES, HIGH))
+            found.append(Val(ALL_SITES, HIGH, flags=call.control))
         elif call.method == "to":
             target = call.args[1] if len(call.args) > 1 else call.kwargs.get("target")
             if not (isinstance(target, Val) and target.resolved and target.value == SERVER_SITE):
-                found.append(target)
+                found.append(_decided_by(target, call.control))
     return found
+
+
+def _decided_by(target: Any, control: tuple[str, ...]) -> Any:
+    """A site name plus the options that decided whether (and how often) it was sent."""
+    if not isinstance(target, Val) or not control:
+        return target
+    return Val(target.value, target.confidence, target.expr, merge_flags(target, Val(flags=control)), target.reason)
 
 
 def job_section(surface: Surface, job_path: str) -> dict:
