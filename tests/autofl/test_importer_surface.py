@@ -196,7 +196,7 @@ SITES = (
 )  # fmt: skip
 def test_fedjob_simulated_clients_follow_nvflare_rules(deploy, run, clients, fragment):
     """NVFLARE 2.9 FedJob.simulator_run: to() names the sites, to_clients() needs n_clients=, both is an error."""
-    config = api.import_source(SITES + deploy + f"job.simulator_run('/tmp/w'{run})\n")
+    config = api.import_source(SITES + deploy + f"import os\njob.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/tmp/w'){run})\n")
     entry = config["fixed_budget"]["num_clients"]
     assert entry["value"] == clients
     if fragment:

@@ -35,7 +35,7 @@ from .runner_view import (  # noqa: F401  (re-exported public API)
 )
 from .schema import parse_schema_text, schema_section
 from .search import suggested
-from .surface import Surface, analyze, job_section
+from .surface import Surface, analyze, job_section, simulator_workspace
 from .trust import safe_relative, train_script_of, trust_section
 from .values import UNRESOLVED, describe, to_jsonable
 from .walker import Walker
@@ -248,7 +248,7 @@ def _assemble(job: _Job) -> dict:
         "argparse": args_section,
         "cli_flags": ap.cli_flags_from(args_section["flags"], args_section["allow_abbrev"]),
         "environment": {"discovered": {"args": env.get("args", {}), "name": env.get("class")},
-                        "simulator_env_passthrough": []},  # fmt: skip
+                        "simulator_env_passthrough": [], "simulator_workspace": simulator_workspace(surface)},  # fmt: skip
         "fixed_budget": budget,
         "import": {"support": {"reason": surface.reason or f"recognized {surface.pattern} pattern",
                                "status": surface.status}},  # fmt: skip

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import recipes
 from .values import Val
 
 DEFAULT_KEY_METRIC = "accuracy"
@@ -68,7 +69,7 @@ def job_key_metric(surface: Any) -> dict:
     settings = _settings(surface)
     kwargs, owner, selector = settings["kwargs"], settings["owner"], settings["selector"]
     reasons: dict[str, str] = {}
-    metric, metric_source = DEFAULT_KEY_METRIC, "core_default"
+    metric, metric_source = _default_key_metric(surface), "core_default"
     if "key_metric" in kwargs:
         metric, metric_source = _text(kwargs["key_metric"]), f"{owner}(key_metric=...)"
         if metric is None:
@@ -90,6 +91,15 @@ def job_key_metric(surface: Any) -> dict:
         mode, mode_source = selector_mode, f"{selector.name}(negate_key_metric=...)"
     return {"metric": metric, "metric_source": metric_source, "mode": mode, "mode_source": mode_source,
             "reasons": reasons}  # fmt: skip
+
+
+def _default_key_metric(surface: Any) -> str:
+    """NVFLARE's key metric when job.py names none: the recipe class's own default (SVMFedAvgRecipe: AUC)."""
+    if surface.pattern == "recipe":
+        default = recipes.default_of(surface.target.cls, "key_metric")
+        if default.status == "value" and isinstance(default.value, str) and default.value:
+            return default.value
+    return DEFAULT_KEY_METRIC
 
 
 def _direction(kwargs: dict, metric: str | None, reasons: dict) -> tuple[str | None, str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import recipes
-from .values import HIGH, Val, describe, merge_flags
+from .values import ENV_PREFIX, HIGH, Val, describe, merge_flags
 
 ENV_CLASSES = ("SimEnv", "PocEnv", "ProdEnv")
 RECIPE_RUNS = ("execute", "run", "export")
@@ -32,6 +32,7 @@ FAMILY_LABELS = {
     "nested": "a nested unsupported application",
 }
 ALL_SITES, SERVER_SITE = "@ALL", "server"  # NVFLARE's names (nvflare.apis.job_def)
+WORKSPACE_ROOT_VARIABLE = "NVFLARE_SIMULATOR_WORKSPACE_ROOT"  # nvflare.recipe.sim_env
 EVAL_COMPONENTS = ("CrossSiteModelEval", "CrossSiteEval", "GlobalModelEval")
 STATS_COMPONENTS = ("StatisticsController",)
 
@@ -47,6 +48,7 @@ class Surface:
     run_line: int = 0
     components: list = field(default_factory=list)
     run_kwargs: dict = field(default_factory=dict)
+    run_args: list = field(default_factory=list)
     site_targets: list = field(default_factory=list)  # FedJob client targets of to()/to_clients(), in call order
     run_control: tuple = ()  # job options of the branches under which the run call was made
 
@@ -163,6 +165,7 @@ def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
     chosen = executes[-1] if executes else last
     surface = Surface(status="supported", target=target, run_call=chosen.method, run_line=chosen.line)
     surface.run_kwargs = dict(chosen.kwargs)
+    surface.run_args = list(chosen.args)
     surface.run_control = chosen.control
     if is_recipe(target):
         surface.pattern = "recipe"
@@ -217,6 +220,20 @@ def _decided_by(target: Any, control: tuple[str, ...]) -> Any:
     if not isinstance(target, Val) or not control:
         return target
     return Val(target.value, target.confidence, target.expr, merge_flags(target, Val(flags=control)), target.reason)
+
+
+def simulator_workspace(surface: Surface) -> dict | None:
+    """Where `FedJob.simulator_run(workspace)` writes, and whether it reads NVFLARE_SIMULATOR_WORKSPACE_ROOT.
+
+    In NVFLARE 2.9 only SimEnv honours that variable, so a FedJob run is isolated per trial only when job.py
+    passes the variable's value (possibly with a fallback, or through an argparse default) to simulator_run.
+    """
+    if surface.pattern != "fedjob" or surface.run_call != "simulator_run":
+        return None
+    value = surface.run_kwargs.get("workspace", surface.run_args[0] if surface.run_args else None)
+    reads = isinstance(value, Val) and ENV_PREFIX + WORKSPACE_ROOT_VARIABLE in value.flags
+    record = describe(value) if value is not None else {"value": None, "confidence": "unresolved"}
+    return {"line": surface.run_line, "reads_root_variable": reads, **record}
 
 
 def job_section(surface: Surface, job_path: str) -> dict:
