@@ -184,9 +184,10 @@ def test_schema_mutable_args_are_always_suggested_with_their_bounds():
     assert config["search_space"]["suggested"] == [
         {"choices": ["sgd", "adam"], "default": "sgd", "dest": "optimizer", "flag": "--optimizer", "type": "str"},
         {"default": 0, "dest": "seed", "flag": "--seed", "max": 3, "min": 0, "type": "int"},
-        {"default": None, "dest": "tag", "flag": "--tag", "type": "str"},
-    ]
-    assert config["summary"]["allowed"] == ["--optimizer", "--seed", "--tag"]
+    ], "--tag is declared mutable but job.py never uses it: tuning it would change nothing"
+    assert config["summary"]["allowed"] == ["--optimizer", "--seed"]
+    [note] = [u for u in config["unresolved"] if u["field"] == "schema.mutable_args.tag"]
+    assert "never reaches the job" in note["reason"]
     contradictory = schema.replace("  tag: {type: str}\n", "  num_rounds: {type: int}\n")
     [error] = api.import_source(source, schema_text=contradictory)["admission_errors"]
     assert error["code"] == "AUTOFL_INVALID_MUTATION_SCHEMA" and "num_rounds are both mutable_args" in error["message"]

@@ -26,6 +26,7 @@ from .budget import FIELDS, fixed_budget
 from .files import Workspace, load_job
 from .objective import build_objective
 from .overrides import apply_overrides
+from .reach import ScriptParser, reaching_options
 from .runner_view import (  # noqa: F401  (re-exported public API)
     canonical_option,
     cli_flags,
@@ -182,6 +183,33 @@ def _script_tree(job_name: str, script: str | None, read_file: Callable) -> tupl
         return rel, None, [{"field": "trust.train_script", "reason": f"{rel} does not parse; its imports are unknown"}]
 
 
+def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ScriptParser:
+    """The client script's argparse (walked like job.py, with no arguments), or `known=False` when unreadable."""
+    if script_rel is None or tree is None:
+        return ScriptParser(known=False)
+    names = {n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))}
+    if "argv" in names:
+        return ScriptParser(known=False)  # reads sys.argv itself
+    if "ArgumentParser" not in names:
+        return ScriptParser(known=True)
+    walk = Walker([], script_rel).run(tree)
+    if walk.problems or not walk.parsers or any(p.problems for p in walk.parsers):
+        return ScriptParser(known=False)
+    if walk.namespaces:
+        return ScriptParser(True, walk.namespaces[0].parser, walk.namespaces[0].known_only)
+    return ScriptParser(True, walk.parsers[0], False)
+
+
+def _tunable(space: list[dict], reached: set[str], schema: dict) -> tuple[list[dict], list[dict]]:
+    """Suggested options that reach the job, and notes for schema-declared ones that do not."""
+    kept = [s for s in space if s["flag"] in reached]
+    notes = [{"field": f"schema.mutable_args.{s['dest']}",
+              "reason": f"job.py parses {s['flag']} but its value never reaches the job (not used, or forwarded to "
+                        "a client script that does not accept it), so tuning it changes nothing"}
+             for s in space if s["flag"] not in reached and s["dest"] in schema["mutable_args"]]  # fmt: skip
+    return kept, notes
+
+
 @dataclass
 class _Job:
     """Everything known about one import while the config is assembled."""
@@ -239,9 +267,10 @@ def _assemble(job: _Job) -> dict:
     trust = trust_section(job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists,
                           schema["preferred_targets"])  # fmt: skip
     notes += _schema_unapplied(schema, args_section["flags"])
-    unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes if supported else [])
     parser = _main_parser(job.walk)[0]
     space = suggested(parser.flags if parser else [], _pinned_flags(budget), schema["mutable_args"])
+    space, unused = _tunable(space, reaching_options(job.walk, _script_parser(script_rel, script_tree)), schema)
+    unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes + unused if supported else [])
     job_block = job_section(surface, job.name)
     env = job_block["env"] or {}
     config = {

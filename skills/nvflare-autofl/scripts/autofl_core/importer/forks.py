@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .surface import touches_surface
-from .values import UNRESOLVED, Val
+from .values import UNRESOLVED, Val, merge_flags
 from .walker import BranchNote, Walker, _Return
 
 
@@ -23,7 +23,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _merge_value(a: Any, b: Any, line: int) -> Any:
-    flags = tuple(dict.fromkeys((*getattr(a, "flags", ()), *getattr(b, "flags", ()))))
+    flags = merge_flags(*(v for v in (a, b) if isinstance(v, Val)))
     if _same(a, b):
         return Val(a.value, a.confidence, a.expr, flags, a.reason, a.parts) if isinstance(a, Val) else a
     return Val(None, UNRESOLVED, "", flags, f"depends on the condition at line {line}")
