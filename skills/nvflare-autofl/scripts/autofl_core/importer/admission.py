@@ -37,12 +37,28 @@ def _input_errors(config: dict) -> list[dict]:
     return errors
 
 
+def _class_parser_hint(config: dict) -> str:
+    """The fix when job.py parses its options inside a class the importer does not follow ("" otherwise)."""
+    section = config.get("argparse") or {}
+    found = section.get("class_parsers") or []
+    if not found or section.get("parsed"):
+        return ""
+    return (f"job.py parses its options inside class {found[0]['class']} (line {found[0]['line']}), and the importer "
+            "does not follow classes, so those values are unknown: build the parser in a function (e.g. "
+            "args = define_parser()) and pass args.<option> to the recipe and env")  # fmt: skip
+
+
 def _budget_errors(config: dict) -> list[dict]:
     budget = config.get("fixed_budget") or {}
     entries = [budget.get(f) or {} for f in BUDGET_FIELDS]
+    hint = _class_parser_hint(config)
     if not any(e.get("value") is not None for e in entries):
+        if hint:
+            return [_error(EMPTY_BUDGET, f"no fixed training budget could be read: {hint}")]
+        why = next((f"{f}: {e['reason']}" for f, e in zip(BUDGET_FIELDS, entries, strict=True) if e.get("reason")), "")
         return [_error(EMPTY_BUDGET, "no fixed training budget (num_clients, min_clients, num_rounds) could be read "
-                       "from job.py; pass them as literals or argparse values to the recipe and SimEnv")]  # fmt: skip
+                       f"from job.py{f' ({why})' if why else ''}; pass them as literals or argparse values to the "
+                       "recipe and SimEnv")]  # fmt: skip
     errors = []
     for field, entry in zip(BUDGET_FIELDS, entries, strict=True):
         if entry.get("confidence") == "unresolved":

@@ -20,6 +20,10 @@ LOWER_IS_BETTER = {
     "loss", "error", "err", "mse", "mae", "rmse", "msle", "rmsle", "mape", "smape", "nll", "perplexity", "ppl",
     "wer", "cer", "ter", "bce", "ce", "crossentropy", "logloss", "kl", "divergence", "regret", "latency", "fid",
 }  # fmt: skip
+HIGHER_IS_BETTER = {
+    "accuracy", "acc", "auc", "auroc", "auprc", "roc", "f1", "precision", "recall", "dice", "iou", "miou", "map",
+    "bleu", "rouge", "r2", "ndcg", "sensitivity", "specificity", "top1", "top5", "psnr", "ssim",
+}  # fmt: skip
 _STOP_MODES = {">=": "max", ">": "max", "<=": "min", "<": "min"}
 SELECTOR_NAMES = ("IntimeModelSelector",)
 
@@ -30,6 +34,28 @@ def is_lower_better_name(metric: str) -> bool:
     if tokens and tokens[0] in ("neg", "negative", "minus"):
         return False
     return any(t in LOWER_IS_BETTER or t.endswith("loss") for t in tokens)
+
+
+def is_higher_better_name(metric: str) -> bool:
+    """True for names that are obviously higher-is-better (accuracy, val_auc, f1_score, ...), never a loss."""
+    tokens = [t for t in re.split(r"[^a-z0-9]+|(?<=[a-z])(?=[0-9])", metric.lower()) if t]
+    return not is_lower_better_name(metric) and any(t in HIGHER_IS_BETTER for t in tokens)
+
+
+def direction_warning(metric: str | None, mode: str | None) -> str | None:
+    """One line when `mode` contradicts an obvious metric name (`--mode min` on accuracy), else None."""
+    if not metric or mode not in ("min", "max"):
+        return None
+    if mode == "min" and is_higher_better_name(metric):
+        return f"warning: --mode min treats lower '{metric}' as better, but the name looks higher-is-better; use --mode max unless lower really is better"
+    if mode == "max" and is_lower_better_name(metric) and not is_higher_better_name(metric):
+        return f"warning: --mode max treats higher '{metric}' as better, but the name looks lower-is-better; use --mode min unless higher really is better"
+    return None
+
+
+def ledger_metric(rows: list[dict], fallback: str | None = "score") -> str | None:
+    """The metric named by the first scored ledger row, else `fallback`."""
+    return next((row["metric_name"] for row in rows if row.get("score") is not None and row.get("metric_name")), fallback)
 
 
 def parse_stop_cond(text: str) -> tuple[str, str] | None:

@@ -126,6 +126,8 @@ class Walker:
                               "the importer does not follow classes")  # fmt: skip
         if isinstance(base, Obj):
             return unresolved(node, f"attribute '{attr}' of {base.name}(...): {base.origin}")
+        if isinstance(base, Val) and not base.resolved and base.reason:
+            return unresolved(node, base.reason, base.flags)
         return unresolved(node, f"attribute '{attr}' of a run-time value")
 
     def call(self, node: ast.Call) -> Any:
