@@ -4,6 +4,7 @@
 (shared/nvflare_recipes.py), so the skill stays self-contained and nvflare is never imported.
 
     family_of(cls)            -> ("training" | "statistics" | ..., reason) or None for a class NVFLARE does not ship
+    nvflare_class(cls)        -> "nvflare.app_opt.pt.recipes.fedavg.FedAvgRecipe" (when exactly one class matches)
     default_of(cls, "num_rounds") -> Default(status, value, detail)
     budget_source(cls, field) -> {"object": "server", "param": "num_rounds"} for budgets held by an argument object
 A class is found by its import path (`nvflare.app_opt.pt.recipes.FedAvgRecipe` matches the class defined under
@@ -47,23 +48,34 @@ class Default:
     detail: str = ""
 
 
-def _entries(cls: Any) -> tuple[list[dict], bool]:
-    """(table entries the class may be, whether a local subclass redefines __init__)."""
+def _matches(cls: Any) -> tuple[list[tuple[str, dict]], bool]:
+    """((table qualname, entry) pairs the class may be, whether a local subclass redefines __init__)."""
     if cls is None or getattr(cls, "dynamic", False):
         return [], False
     if cls.qualname.startswith(LOCAL_PREFIX):
         for base in cls.bases:
-            found, own_init = _entries(base)
+            found, own_init = _matches(base)
             if found:
                 return found, own_init or cls.defines_init
         return [], False
     classes = table()["classes"]
     if cls.qualname in classes:
-        return [classes[cls.qualname]], False
+        return [(cls.qualname, classes[cls.qualname])], False
     same_name = [(q, e) for q, e in classes.items() if e["name"] == cls.name]
     module = cls.qualname.rpartition(".")[0]
-    under = [e for q, e in same_name if module.startswith("nvflare") and q.startswith(module + ".")]
-    return under or [e for _, e in same_name], False
+    under = [(q, e) for q, e in same_name if module.startswith("nvflare") and q.startswith(module + ".")]
+    return under or same_name, False
+
+
+def _entries(cls: Any) -> tuple[list[dict], bool]:
+    found, own_init = _matches(cls)
+    return [entry for _, entry in found], own_init
+
+
+def nvflare_class(cls: Any) -> str | None:
+    """The NVFLARE class a job's class resolves to (its module path), when exactly one matches."""
+    found = [q for q, e in _matches(cls)[0] if e["kind"] == "recipe"]
+    return found[0] if len(found) == 1 else None
 
 
 def is_known_recipe(cls: Any) -> bool:

@@ -137,7 +137,7 @@ def _no_run_reason(walk: Any) -> Surface:
     if built:
         verdict = _unsupported_class(built[0])
         if verdict:
-            return _fail(verdict + "; Auto-FL needs a training job")
+            return _fail(verdict + "; Auto-FL needs a training job", target=built[0])
         return _fail(
             f"{built[0].name} is built at line {built[0].line} but never run; call recipe.execute(env) "
             "(or job.simulator_run(...)) in job.py"
@@ -244,8 +244,11 @@ def job_section(surface: Surface, job_path: str) -> dict:
     elif surface.run_call == "simulator_run":
         env = {"class": "FedJob.simulator_run", "args": {k: describe(v) for k, v in sorted(surface.run_kwargs.items())}}
     target = surface.target
+    family = recipes.family_of(target.cls) if target is not None else None
     return {
         "class": target.name if target is not None else None,
+        "family": family[0] if family else None,
+        "nvflare_class": recipes.nvflare_class(target.cls) if target is not None else None,
         "env": env,
         "line": target.line if target is not None else None,
         "path": job_path,
