@@ -100,8 +100,8 @@ def _field(obj: Any, param: str, control: tuple[str, ...], alias: str | None = N
     if nested is not None:
         holder = obj.kwargs.get(nested["object"])
         if holder is None or not hasattr(holder, "kwargs"):
-            return _missing(f"{obj.name} reads {param} from its {nested['object']}= object, which job.py does not "
-                            f"build in job.py; pass {nested['object']}=<class>({nested['param']}=N)",
+            return _missing(f"{obj.name} reads {param} from its {nested['object']}= object; build it in job.py "
+                            f"with the budget: {nested['object']}=<class>({nested['param']}=N)",
                             f"{obj.name}({nested['object']}=...)")  # fmt: skip
         inner = _field(holder, nested["param"], control + holder.control)
         inner["source"] = f"{obj.name}({nested['object']}={inner['source']})"

@@ -39,7 +39,7 @@ BUILTIN_NAMES = {
 _PURE = {
     "abs": abs, "bool": bool, "float": float, "int": int, "len": len, "max": max, "min": min, "round": round,
     "sorted": sorted, "str": str, "sum": sum, "tuple": tuple, "list": list, "set": set, "repr": repr,
-    "any": any, "all": all, "enumerate": lambda *a: list(enumerate(*a)), "zip": lambda *a: list(zip(*a)),
+    "any": any, "all": all, "enumerate": lambda *a: list(enumerate(*a)), "zip": lambda *a: list(zip(*a, strict=False)),  # Python semantics: stops at the shortest
     "reversed": lambda a: list(reversed(a)),
 }  # fmt: skip
 _DATA_METHODS = {

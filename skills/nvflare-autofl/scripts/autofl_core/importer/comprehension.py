@@ -11,7 +11,19 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from .values import MAX_ITEMS, MAX_STR, MEDIUM, Bag, Val, cause, deep_size, merge_flags, source_text, unresolved, weakest
+from .values import (
+    MAX_ITEMS,
+    MAX_STR,
+    MEDIUM,
+    Bag,
+    Val,
+    cause,
+    deep_size,
+    merge_flags,
+    source_text,
+    unresolved,
+    weakest,
+)
 
 
 class _Unresolved(Exception):

@@ -49,8 +49,8 @@ def fixed_budget_args(config: dict) -> list[str]:
     out: list[str] = []
     for flag in fixed_budget_options(config):
         record = flags.get(flag)
-        if record is not None and record.get("value") is not None:
-            out += _pin(flag, record)
+        if record is not None and record.get("value") is not None and not record.get("positional"):
+            out += _pin(flag, record)  # a positional cannot be pinned by name: --base-args carries it
     return out
 
 
