@@ -194,3 +194,21 @@ def test_nested_budget_objects_named_by_the_recipe_table():
     entry = budget(api.import_source(source), "num_rounds")
     assert (entry["value"], entry["flag"]) == (6, "--rounds")
     assert entry["source"] == "BaseSwarmLearningRecipe(server_config=SwarmServerConfig(num_rounds=...))"
+
+
+def test_fedjob_sites_added_in_a_loop_over_a_derived_list_are_pinned():
+    source = (
+        "import argparse, os\nfrom nvflare.app_common.workflows.fedavg import FedAvg\n"
+        "from nvflare.job_config.api import FedJob\nfrom nvflare.job_config.script_runner import ScriptRunner\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--n_clients', type=int, default=3)\na = p.parse_args()\n"
+        "def split_data(n):\n    return [f'site-{i + 1}' for i in range(n)]\n"
+        "clients = [name for name in split_data(a.n_clients)]\n"
+        "job = FedJob(name='j', min_clients=len(clients))\njob.to_server(FedAvg(num_rounds=2))\n"
+        "for site in clients:\n    job.to(ScriptRunner(script='client.py'), site)\n"
+        "job.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/tmp/w'))\n"
+    )
+    config = api.import_source(source, base_args=["--n_clients", "4"])
+    entry = budget(config, "num_clients")
+    assert (entry["value"], entry["confidence"], entry["depends_on"]) == (4, "pinned", ["--n_clients"])
+    assert (budget(config, "min_clients")["value"], budget(config, "min_clients")["source"]) == (4, "FedJob(min_clients=...)")
+    assert config["admission_errors"] == []
