@@ -19,9 +19,11 @@ mentions (families: fail; error; exception/traceback; timed out/timeout; stall/s
 crash/killed/abort/died; suspicious). Negatives must not trigger and the description
 must state exclusions ("do not"/"not for"/...); positives must trigger. They are counted on their own line.
 
-Output (stdout): a per-case table (id, PASS/FAIL, first miss; --verbose lists every miss), then
-`trigger checks: ...` and the score line `N passed, M failed` alone on the last line. Exit 0 when everything
-passed, 1 on any miss, 2 on bad usage or an unreadable evals.json.
+Output (stdout): a per-case table (id, PASS/FAIL, first miss; --verbose lists every miss), then the Auto-FL
+recipe admission section (a separate table delimited by its `== Auto-FL recipe admission ... ==` header and
+ending with `recipe admission: ...`; see evals/recipe_admission.py), then `trigger checks: ...` and the score line
+`N passed, M failed` of the diagnose cases alone on the last line. Exit 0 when everything passed, 1 on any miss
+(recipe admission misses included), 2 on bad usage or an unreadable evals.json.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ SKILL = REPO / "skills" / "nvflare-diagnose-job"
 SCRIPT = SKILL / "scripts" / "diagnose_job.py"
 CATALOG_JSON = SKILL / "references" / "failure_patterns.json"
 REPORT_SCHEMA = REPO / "shared" / "schemas" / "diagnose_report.v1.schema.json"
+RECIPE_ADMISSION = REPO / "evals" / "recipe_admission.py"
 TIMEOUT = 120
 
 
@@ -164,6 +167,21 @@ def print_trigger_checks(cases: list[dict]) -> int:
     return len(failed)
 
 
+def print_recipe_admission() -> int:
+    """Run the Auto-FL recipe admission section (a sibling script); returns its number of misses."""
+    print()
+    try:
+        sys.path.insert(0, str(RECIPE_ADMISSION.parent))
+        import recipe_admission
+
+        misses = recipe_admission.print_section()
+    except Exception as exc:  # noqa: BLE001  (the section fails as a miss, the diagnose evals still report)
+        print(f"recipe miss: the admission section could not run: {exc!r}")
+        misses = 1
+    print()
+    return misses
+
+
 def print_table(rows: list[tuple[str, list[str]]], verbose: bool) -> None:
     width = max([len(r[0]) for r in rows] + [4])
     print(f"{'case'.ljust(width)}  result  missed")
@@ -193,10 +211,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = list(zip([c["id"] for c in runnable], results, strict=True))
     rows += [("<evals.json>", [p]) for p in problems]
     print_table(rows, args.verbose)
+    recipe_misses = print_recipe_admission()
     failed_triggers = print_trigger_checks(cases)
     failed = sum(1 for _, misses in rows if misses)
     print(f"{len(rows) - failed} passed, {failed} failed")
-    return 1 if failed or failed_triggers else 0
+    return 1 if failed or failed_triggers or recipe_misses else 0
 
 
 if __name__ == "__main__":

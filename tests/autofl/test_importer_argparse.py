@@ -42,6 +42,7 @@ def test_namespace_passed_to_main_with_dest_set_defaults_and_typed_string_defaul
     config = imported("main_args_param", base_args=["--clients", "3"])
     assert config["fixed_budget"]["num_clients"] == {
         "confidence": "high", "flag": "--clients", "source": "SimEnv(num_clients=...)", "value": 3,
+        "depends_on": ["--clients"],
     }  # fmt: skip
     assert config["fixed_budget"]["num_rounds"]["value"] == 4
     assert config["objective"]["job_key_metric"] == "accuracy"
@@ -212,7 +213,10 @@ def test_fixed_budget_args_each_flag_once():
         "--n_clients", "4", "--num_rounds", "3",
     ]  # fmt: skip
     derived = imported("branch_selection", base_args=["--algo", "scaffold"])
-    assert api.fixed_budget_args(derived) == ["--n_clients", "2", "--num_rounds", "3"]
+    # num_rounds=2 * args.num_rounds inside `if args.algo ...`, SimEnv inside `else:` of `if args.export`: every
+    # option that decides a budget value is pinned (--export stays off, which needs no argument).
+    assert api.fixed_budget_args(derived) == ["--n_clients", "2", "--algo", "scaffold", "--num_rounds", "3"]
+    assert api.fixed_budget_options(derived) == ["--n_clients", "--export", "--algo", "--num_rounds"]
     assert api.fixed_budget_args(imported("pt_cyclic")) == []
 
 

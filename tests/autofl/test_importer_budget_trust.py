@@ -36,7 +36,8 @@ def test_budget_values(case, expected):
 
 def test_budget_sources_record_defaults_and_flags():
     cyclic = imported("pt_cyclic")["fixed_budget"]
-    assert cyclic["min_clients"] == {"confidence": "high", "flag": None, "source": "CyclicRecipe default", "value": 2}
+    assert cyclic["min_clients"] == {"confidence": "medium", "flag": None, "source": "CyclicRecipe default", "value": 2,
+                                     "depends_on": [], "note": "recipe default, nvflare 2.9.0"}  # fmt: skip
     assert cyclic["num_clients"]["source"] == "SimEnv(clients=[...])"
     hello = imported("hello_numpy")["fixed_budget"]
     assert hello["num_clients"]["flag"] == "--n_clients" and hello["num_rounds"]["flag"] == "--num_rounds"
@@ -183,9 +184,10 @@ def test_schema_mutable_args_are_always_suggested_with_their_bounds():
     assert config["search_space"]["suggested"] == [
         {"choices": ["sgd", "adam"], "default": "sgd", "dest": "optimizer", "flag": "--optimizer", "type": "str"},
         {"default": 0, "dest": "seed", "flag": "--seed", "max": 3, "min": 0, "type": "int"},
-        {"default": None, "dest": "tag", "flag": "--tag", "type": "str"},
-    ]
-    assert config["summary"]["allowed"] == ["--optimizer", "--seed", "--tag"]
+    ], "--tag is declared mutable but job.py never uses it: tuning it would change nothing"
+    assert config["summary"]["allowed"] == ["--optimizer", "--seed"]
+    [note] = [u for u in config["unresolved"] if u["field"] == "schema.mutable_args.tag"]
+    assert "never reaches the job" in note["reason"]
     contradictory = schema.replace("  tag: {type: str}\n", "  num_rounds: {type: int}\n")
     [error] = api.import_source(source, schema_text=contradictory)["admission_errors"]
     assert error["code"] == "AUTOFL_INVALID_MUTATION_SCHEMA" and "num_rounds are both mutable_args" in error["message"]

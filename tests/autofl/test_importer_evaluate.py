@@ -58,7 +58,7 @@ def test_module_constants_flow_through_names():
         "random.randint(1, 5)",
         "undefined_name",
         "open('x').read()",
-        "[i for i in range(3)]",
+        "[i for i in range(int(os.getenv('N', '3')))]",
         "lambda: 3",
     ],
 )

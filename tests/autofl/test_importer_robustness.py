@@ -93,7 +93,7 @@ def test_loop_that_only_attaches_components_is_fine():
         "from nvflare.job_config.script_runner import ScriptRunner\n"
         "job = FedJob(name='j')\njob.to_server(FedAvg(num_clients=2, num_rounds=3))\n"
         "for i in range(2):\n    job.to(ScriptRunner(script='client.py'), f'site-{i + 1}')\n"
-        "job.simulator_run('/tmp/w')\n"
+        "import os\njob.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/tmp/w'))\n"
     )
     config = api.import_source(source, read_file={"client.py": ""}.get)
     assert config["import"]["support"]["status"] == "supported"

@@ -45,7 +45,8 @@ def test_recipe_pattern(case, cls, env, run_call):
 def test_fedprox_mu_is_a_recipe_argument_and_tunable():
     config = imported("pt_fedprox")
     assert config["recipe_args"]["fedprox_mu"] == {"confidence": "high", "flags": ["--fedprox_mu"], "value": 0.01}
-    assert [s["flag"] for s in config["search_space"]["suggested"]] == ["--fedprox_mu", "--lr"]
+    # --lr is parsed but never used by job.py (not forwarded to the client): it cannot change anything
+    assert [s["flag"] for s in config["search_space"]["suggested"]] == ["--fedprox_mu"]
 
 
 def test_model_object_argument_is_unresolved_but_not_fatal():
@@ -196,7 +197,7 @@ SITES = (
 )  # fmt: skip
 def test_fedjob_simulated_clients_follow_nvflare_rules(deploy, run, clients, fragment):
     """NVFLARE 2.9 FedJob.simulator_run: to() names the sites, to_clients() needs n_clients=, both is an error."""
-    config = api.import_source(SITES + deploy + f"job.simulator_run('/tmp/w'{run})\n")
+    config = api.import_source(SITES + deploy + f"import os\njob.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/tmp/w'){run})\n")
     entry = config["fixed_budget"]["num_clients"]
     assert entry["value"] == clients
     if fragment:

@@ -41,6 +41,7 @@ def _load_private_package(name: str):
 
 _load_private_package("autofl_core")
 from autofl_core import cli, compare, guard, guard_inputs, ledger  # noqa: E402
+from autofl_core.importer.objective import direction_warning, ledger_metric  # noqa: E402
 
 EXIT_OK, EXIT_INVALID = cli.EXIT_OK, cli.EXIT_INVALID
 
@@ -85,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ledger.LedgerError, guard_inputs.InputError, ValueError) as exc:
         print(f"campaign_guard: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    warning = direction_warning(ledger_metric(rows, None), args.mode)
+    if warning:
+        print(f"campaign_guard: {warning}", file=sys.stderr)
     state = guard.compute_state(rows, settings, stop_files_present=stop_files, pending_manifests=args.pending_manifests)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     state = guard.with_runner_fields(state, results=str(results), mode=mode, updated_at=now)

@@ -4,6 +4,9 @@
 Usage:
     python job_importer.py JOB [--metric M] [--base-args "ARGS"] [--format json|yaml]
 
+--base-args takes one string, split like a shell would: "--lr 0.1", "--num_rounds=5", "-r5" and
+--base-args=VALUE all work (the token after --base-args is always its value).
+
 Prints the imported config plus `admission_errors` ([{code, message}]) on stdout.
 Exit codes: 0 admissible; 2 not admissible, or the job/arguments could not be read (one line on stderr);
 141, quietly, when the reader of stdout went away.
@@ -47,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("job", help="path to an existing NVFLARE job.py")
     parser.add_argument("--metric", default=None, help="objective metric (default: the job's key metric)")
-    parser.add_argument("--base-args", default="", help='job arguments for every trial, e.g. "--lr 0.1"')
+    parser.add_argument("--base-args", default="", help='job arguments for every trial, e.g. "--lr 0.1" or "-r5"')
     parser.add_argument("--format", choices=("json", "yaml"), default="json", help="output format (default json)")
     return parser
 
@@ -62,8 +65,12 @@ def render(config: dict, fmt: str) -> str:
     return json.dumps(config, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
+ARGUMENT_STRING_OPTIONS = ("--base-args",)
+
+
 def main(argv: list[str] | None = None) -> int:
-    options = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    options = build_parser().parse_args(cli.attach_values(argv, ARGUMENT_STRING_OPTIONS))
     if options.metric is not None and not options.metric.strip():
         sys.stderr.write("job_importer: --metric is empty; omit it to use the job's key metric\n")
         return EXIT_REJECTED

@@ -36,6 +36,7 @@ def _load_private_package(name: str):
 
 _load_private_package("autofl_core")
 from autofl_core import cli, compare, guard_inputs, ledger, plot  # noqa: E402
+from autofl_core.importer.objective import direction_warning, ledger_metric  # noqa: E402
 
 EXIT_OK, EXIT_INVALID = cli.EXIT_OK, cli.EXIT_INVALID
 
@@ -64,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         if not results.exists():
             print(f"plot_progress: note: {results} does not exist; plotting an empty ledger", file=sys.stderr)
         rows = ledger.read_rows(results)
-        summary = plot.render(rows, output, metric=args.metric or ledger_metric(rows), mode=mode)
+        metric = args.metric or ledger_metric(rows)
+        _warn_direction(metric, args.mode)
+        summary = plot.render(rows, output, metric=metric, mode=mode)
     except (ledger.LedgerError, guard_inputs.InputError) as exc:
         print(f"plot_progress: {exc}", file=sys.stderr)
         return EXIT_INVALID
@@ -74,9 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_OK if cli.write_stdout(json.dumps(summary, indent=2, sort_keys=True) + "\n") else cli.EXIT_STDOUT_CLOSED
 
 
-def ledger_metric(rows: list[dict]) -> str:
-    """The metric named by the first scored row, else "score"."""
-    return next((row["metric_name"] for row in rows if row.get("score") is not None and row.get("metric_name")), "score")
+def _warn_direction(metric: str | None, mode: str | None) -> None:
+    """Warn (stderr, one line) when an explicit --mode contradicts an obvious metric name."""
+    warning = direction_warning(metric, mode)
+    if warning:
+        print(f"plot_progress: {warning}", file=sys.stderr)
 
 
 if __name__ == "__main__":

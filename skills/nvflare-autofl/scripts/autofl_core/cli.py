@@ -2,6 +2,8 @@
 
 `write_stdout` is how a CLI delivers its one document: when the reader has closed the pipe (`| head -0`, a
 cancelled tool call) the CLI exits EXIT_STDOUT_CLOSED quietly, like any Unix tool, instead of a traceback.
+`attach_values(argv, ("--base-args",))` lets an option that holds a job's argument string take a value that
+starts with "-" (`--base-args "--num_rounds=5"`, `--base-args -r5`), which argparse would otherwise refuse.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Collection, Sequence
 
 EXIT_OK = 0
 EXIT_UNSCORED = 1
@@ -21,6 +24,29 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:
         self.exit(EXIT_INVALID, f"{self.prog}: {message}; see --help\n")
+
+
+def attach_values(argv: Sequence[str], options: Collection[str]) -> list[str]:
+    """Rewrite `OPTION VALUE` into `OPTION=VALUE` for the argument-string `options`, before argparse parses.
+
+    argparse reads a token that starts with "-" as an option, so `--base-args "--num_rounds=5"` fails with
+    "expected one argument". After this rewrite the token following such an option is always its value (an
+    empty string included); `--base-args=VALUE` is left as it is, and nothing after a bare `--` is touched.
+    """
+    out: list[str] = []
+    tokens = list(argv)
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if token == "--":
+            return out + tokens[index:]
+        if token in options and index + 1 < len(tokens):
+            out.append(f"{token}={tokens[index + 1]}")
+            index += 2
+            continue
+        out.append(token)
+        index += 1
+    return out
 
 
 def write_stdout(text: str) -> bool:

@@ -17,6 +17,9 @@ INVALID_BASE_ARGS = "AUTOFL_INVALID_BASE_ARGS"
 INVALID_SCHEMA = "AUTOFL_INVALID_MUTATION_SCHEMA"
 BUDGET_CONFLICT = "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
 SCHEMA_BUDGET_MISMATCH = "AUTOFL_SCHEMA_BUDGET_MISMATCH"
+UNISOLATED_WORKSPACE = "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"
+WORKSPACE_FIX = ('job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path")), or run the '
+                 "job as a recipe with SimEnv")  # fmt: skip
 BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
 
 
@@ -34,12 +37,28 @@ def _input_errors(config: dict) -> list[dict]:
     return errors
 
 
+def _class_parser_hint(config: dict) -> str:
+    """The fix when job.py parses its options inside a class the importer does not follow ("" otherwise)."""
+    section = config.get("argparse") or {}
+    found = section.get("class_parsers") or []
+    if not found or section.get("parsed"):
+        return ""
+    return (f"job.py parses its options inside class {found[0]['class']} (line {found[0]['line']}), and the importer "
+            "does not follow classes, so those values are unknown: build the parser in a function (e.g. "
+            "args = define_parser()) and pass args.<option> to the recipe and env")  # fmt: skip
+
+
 def _budget_errors(config: dict) -> list[dict]:
     budget = config.get("fixed_budget") or {}
     entries = [budget.get(f) or {} for f in BUDGET_FIELDS]
+    hint = _class_parser_hint(config)
     if not any(e.get("value") is not None for e in entries):
+        if hint:
+            return [_error(EMPTY_BUDGET, f"no fixed training budget could be read: {hint}")]
+        why = next((f"{f}: {e['reason']}" for f, e in zip(BUDGET_FIELDS, entries, strict=True) if e.get("reason")), "")
         return [_error(EMPTY_BUDGET, "no fixed training budget (num_clients, min_clients, num_rounds) could be read "
-                       "from job.py; pass them as literals or argparse values to the recipe and SimEnv")]  # fmt: skip
+                       f"from job.py{f' ({why})' if why else ''}; pass them as literals or argparse values to the "
+                       "recipe and SimEnv")]  # fmt: skip
     errors = []
     for field, entry in zip(BUDGET_FIELDS, entries, strict=True):
         if entry.get("confidence") == "unresolved":
@@ -81,10 +100,21 @@ def _objective_errors(config: dict, requested: str | None) -> list[dict]:
     return errors
 
 
+def _isolation_errors(config: dict) -> list[dict]:
+    """A FedJob simulated where the runner cannot isolate it: NVFLARE 2.9's simulator_run writes to its literal."""
+    workspace = (config.get("environment") or {}).get("simulator_workspace")
+    if not workspace or workspace.get("reads_root_variable"):
+        return []
+    where = f"to {workspace['value']!r}" if workspace.get("value") is not None else "to a path"
+    return [_error(UNISOLATED_WORKSPACE, f"FedJob.simulator_run() at line {workspace.get('line')} writes {where} and "
+                   "ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT (in NVFLARE 2.9 only SimEnv honours it), so trials "
+                   f"cannot be isolated; read the variable: {WORKSPACE_FIX}")]  # fmt: skip
+
+
 def admission_errors(config: dict, requested_metric: str | None = None) -> list[dict]:
     """All reasons this config may not start a campaign (empty list = admissible)."""
     errors = _input_errors(config)
     support = (config.get("import") or {}).get("support") or {}
     if support.get("status") != "supported":
         return [_error(UNSUPPORTED, f"job.py is not supported: {support.get('reason')}")] + errors
-    return errors + _budget_errors(config) + _objective_errors(config, requested_metric)
+    return errors + _isolation_errors(config) + _budget_errors(config) + _objective_errors(config, requested_metric)

@@ -5,6 +5,7 @@
     admission_errors(config, requested_metric) -> [{code, message}]
     cli_flags(config) -> {long_flags, groups, name_flag, takes_value, allow_abbrev}
     fixed_budget_args(config) -> ["--n_clients", "2", "--num_rounds", "3"]
+    fixed_budget_options(config) -> ["--n_clients", "--num_rounds"]   (every option the budget depends on)
     canonical_option(config, token) -> (canonical long option | None, inline value | None, error | None)
     parse_job_args(config, argv, known_only=False) -> ({canonical option: value}, errors)
 """
@@ -25,10 +26,17 @@ from .budget import FIELDS, fixed_budget
 from .files import Workspace, load_job
 from .objective import build_objective
 from .overrides import apply_overrides
-from .runner_view import canonical_option, cli_flags, fixed_budget_args, parse_job_args  # noqa: F401
+from .reach import ScriptParser, reaching_options
+from .runner_view import (  # noqa: F401  (re-exported public API)
+    canonical_option,
+    cli_flags,
+    fixed_budget_args,
+    fixed_budget_options,
+    parse_job_args,
+)
 from .schema import parse_schema_text, schema_section
 from .search import suggested
-from .surface import Surface, analyze, job_section
+from .surface import Surface, analyze, job_section, simulator_workspace
 from .trust import safe_relative, train_script_of, trust_section
 from .values import UNRESOLVED, describe, to_jsonable
 from .walker import Walker
@@ -96,6 +104,7 @@ def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], c
     problems = [p for prs in walk.parsers for p in prs.problems]
     return {
         "allow_abbrev": parser.allow_abbrev if parser else True,
+        "class_parsers": [{"class": name, "line": line} for name, line in walk.class_parsers],
         "base_args": list(base_args),
         "base_args_errors": list(walk.base_args_errors),
         "budget_conflicts": conflicts,
@@ -175,6 +184,33 @@ def _script_tree(job_name: str, script: str | None, read_file: Callable) -> tupl
         return rel, None, [{"field": "trust.train_script", "reason": f"{rel} does not parse; its imports are unknown"}]
 
 
+def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ScriptParser:
+    """The client script's argparse (walked like job.py, with no arguments), or `known=False` when unreadable."""
+    if script_rel is None or tree is None:
+        return ScriptParser(known=False)
+    names = {n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))}
+    if "argv" in names:
+        return ScriptParser(known=False)  # reads sys.argv itself
+    if "ArgumentParser" not in names:
+        return ScriptParser(known=True)
+    walk = Walker([], script_rel).run(tree)
+    if walk.problems or not walk.parsers or any(p.problems for p in walk.parsers):
+        return ScriptParser(known=False)
+    if walk.namespaces:
+        return ScriptParser(True, walk.namespaces[0].parser, walk.namespaces[0].known_only)
+    return ScriptParser(True, walk.parsers[0], False)
+
+
+def _tunable(space: list[dict], reached: set[str], schema: dict) -> tuple[list[dict], list[dict]]:
+    """Suggested options that reach the job, and notes for schema-declared ones that do not."""
+    kept = [s for s in space if s["flag"] in reached]
+    notes = [{"field": f"schema.mutable_args.{s['dest']}",
+              "reason": f"job.py parses {s['flag']} but its value never reaches the job (not used, or forwarded to "
+                        "a client script that does not accept it), so tuning it changes nothing"}
+             for s in space if s["flag"] not in reached and s["dest"] in schema["mutable_args"]]  # fmt: skip
+    return kept, notes
+
+
 @dataclass
 class _Job:
     """Everything known about one import while the config is assembled."""
@@ -232,16 +268,17 @@ def _assemble(job: _Job) -> dict:
     trust = trust_section(job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists,
                           schema["preferred_targets"])  # fmt: skip
     notes += _schema_unapplied(schema, args_section["flags"])
-    unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes if supported else [])
     parser = _main_parser(job.walk)[0]
     space = suggested(parser.flags if parser else [], _pinned_flags(budget), schema["mutable_args"])
+    space, unused = _tunable(space, reaching_options(job.walk, _script_parser(script_rel, script_tree)), schema)
+    unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes + unused if supported else [])
     job_block = job_section(surface, job.name)
     env = job_block["env"] or {}
     config = {
         "argparse": args_section,
         "cli_flags": ap.cli_flags_from(args_section["flags"], args_section["allow_abbrev"]),
         "environment": {"discovered": {"args": env.get("args", {}), "name": env.get("class")},
-                        "simulator_env_passthrough": []},  # fmt: skip
+                        "simulator_env_passthrough": [], "simulator_workspace": simulator_workspace(surface)},  # fmt: skip
         "fixed_budget": budget,
         "import": {"support": {"reason": surface.reason or f"recognized {surface.pattern} pattern",
                                "status": surface.status}},  # fmt: skip
@@ -262,8 +299,7 @@ def _assemble(job: _Job) -> dict:
 
 
 def _pinned_flags(budget: dict) -> set[str]:
-    flags = {e["flag"] for e in budget.values() if isinstance(e, dict) and e.get("flag")}
-    return flags | {e["flag"] for e in budget.get("comparison_args", {}).values()}
+    return set(fixed_budget_options({"fixed_budget": budget}))
 
 
 def _empty_objective(metric: str | None) -> dict:

@@ -201,13 +201,13 @@ def build_namespace(parser: Parser, overrides: dict[str, Any], known_only: bool)
             values[flag.dest] = Val(value, MEDIUM if custom and isinstance(value, str) else HIGH, flags=(source,))
         elif flag.dest in parser.set_defaults:
             base = parser.set_defaults[flag.dest]
-            values[flag.dest] = Val(base.value, base.confidence, base.expr, (source,), base.reason)
+            values[flag.dest] = Val(base.value, base.confidence, base.expr, (source, *base.flags), base.reason)
         elif flag.required or (flag.positional and flag.nargs not in ("?", "*")):
             values[flag.dest] = Val(None, UNRESOLVED, flags=(source,), reason=f"{source} is required on the command line")
         else:
             d = flag.default
             conf = weakest(d.confidence, MEDIUM) if custom and isinstance(d.value, str) else d.confidence
-            values[flag.dest] = Val(d.value, conf, d.expr, (source,), d.reason)
+            values[flag.dest] = Val(d.value, conf, d.expr, (source, *d.flags), d.reason)  # keeps env:NAME tags
     for dest, val in parser.set_defaults.items():
         values.setdefault(dest, val)
     return Namespace(parser, values, known_only)

@@ -1,42 +1,49 @@
-"""Fixed training budget: num_clients, min_clients, num_rounds, and the job flag that feeds each one.
+"""Fixed training budget: num_clients, min_clients, num_rounds, and every job option that decides each one.
 
-Values come from the recipe / FedJob constructor, the env (SimEnv `num_clients` or `clients`,
-`simulator_run(n_clients=...)`), or NVFLARE's documented constructor defaults. A field whose value
-cannot be determined is `unresolved` (safety-critical: admission rejects it).
+Values come from the recipe / FedJob constructor (or an argument object the recipe table names, e.g.
+CollabRecipe's `server=`), the env (SimEnv `num_clients` or `clients`, `simulator_run(n_clients=...)`), or the
+installed NVFLARE's constructor defaults (recipe table, confidence `medium`, with a note). Each entry lists
+`depends_on`: the job options the value is computed from, by data flow or by the branch that built the recipe
+or env; the runner pins all of them. Confidence: `high` (a literal, or one option's own value), `pinned`
+(computed from options only), `medium` (a constant expression or an NVFLARE default), `unresolved`
+(safety-critical: admission rejects it; the reason names the input: a file, the environment, a random draw,
+the clock, or a call the importer cannot evaluate).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .values import HIGH, UNRESOLVED, Val, merge_flags, to_jsonable, weakest
+from . import recipes
+from .values import HIGH, MEDIUM, PINNED, UNRESOLVED, Val, merge_flags, option_flags, to_jsonable, weakest
 
 FIELDS = ("num_clients", "min_clients", "num_rounds")
 NOT_APPLICABLE = "not_applicable"
 ALL_SITES = "@ALL"  # nvflare.apis.job_def.ALL_SITES: job.to_clients(obj)
-# NVFLARE 2.9 constructor defaults (facts from the recipe signatures); absent = required or unknown.
-NUM_ROUNDS_DEFAULTS = {
-    "FedAvgRecipe": 2, "NumpyFedAvgRecipe": 2, "FedOptRecipe": 2, "ScaffoldRecipe": 2, "FedProxRecipe": 2,
-    "CyclicRecipe": 2, "SklearnFedAvgRecipe": 2, "KMeansFedAvgRecipe": 5, "FedCERecipe": 2,
-}  # fmt: skip
-MIN_CLIENTS_DEFAULTS = {"CyclicRecipe": 2}
-CONTROLLER_DEFAULTS = {"num_rounds": 5, "num_clients": 3}  # BaseFedAvg
-ENV_NUM_CLIENTS_DEFAULTS = {"PocEnv": 2}
 
 
-def _entry(val: Any, source: str) -> dict:
+def _positive_int(val: Val) -> bool:
+    return val.resolved and isinstance(val.value, int) and not isinstance(val.value, bool) and val.value > 0
+
+
+def _entry(val: Any, source: str, control: tuple[str, ...] = ()) -> dict:
+    """The budget record of one value; `control` = options of the branches that built or ran its owner."""
     if not isinstance(val, Val):
-        return {"value": None, "confidence": UNRESOLVED, "flag": None, "source": source,
-                "reason": "an object, not a number"}  # fmt: skip
-    ok = val.resolved and isinstance(val.value, int) and not isinstance(val.value, bool) and val.value > 0
+        reason = getattr(val, "origin", "") or "an object, not a number"
+        return {"value": None, "confidence": UNRESOLVED, "flag": None, "source": source, "reason": reason,
+                "depends_on": []}  # fmt: skip
+    own = option_flags(val.flags)
+    depends_on = list(dict.fromkeys([*own, *option_flags(control)]))
+    ok = _positive_int(val)
     entry = {
         "value": to_jsonable(val.value) if ok else None,
-        "confidence": val.confidence if ok else UNRESOLVED,
-        "flag": val.flags[0] if len(val.flags) == 1 else None,
+        "confidence": _confidence(val, own, depends_on) if ok else UNRESOLVED,
+        "flag": own[0] if len(own) == 1 else None,
         "source": source,
+        "depends_on": depends_on,
     }
-    if len(val.flags) > 1:
-        entry["flags"] = list(val.flags)
+    if len(own) > 1:
+        entry["flags"] = own
     if not ok:
         entry["reason"] = val.reason or (
             f"value {val.value!r} is not a positive integer" if val.resolved else "not resolved statically"
@@ -44,39 +51,74 @@ def _entry(val: Any, source: str) -> dict:
     return entry
 
 
-def _default(value: int, source: str) -> dict:
-    return {"value": value, "confidence": HIGH, "flag": None, "source": source}
+def _confidence(val: Val, own: list[str], depends_on: list[str]) -> str:
+    if val.confidence == HIGH and len(depends_on) <= 1 and own == depends_on:
+        return HIGH  # a literal, or the value of exactly one option
+    return PINNED if depends_on else val.confidence
+
+
+def _default(value: Any, source: str, owner: Any, how: str = "default") -> dict:
+    what = "recipe" if recipes.is_known_recipe(owner.cls) else owner.name
+    return {"value": value, "confidence": MEDIUM, "flag": None, "source": source, "depends_on": [],
+            "note": f"{what} {how}, nvflare {recipes.nvflare_version()}"}  # fmt: skip
 
 
 def _missing(reason: str, source: str) -> dict:
-    return {"value": None, "confidence": UNRESOLVED, "flag": None, "source": source, "reason": reason}
+    return {"value": None, "confidence": UNRESOLVED, "flag": None, "source": source, "reason": reason, "depends_on": []}
 
 
 def _not_applicable(reason: str) -> dict:
-    return {"value": None, "confidence": NOT_APPLICABLE, "flag": None, "source": None, "reason": reason}
+    return {"value": None, "confidence": NOT_APPLICABLE, "flag": None, "source": None, "reason": reason,
+            "depends_on": []}  # fmt: skip
+
+
+def _from_defaults(obj: Any, param: str, source: str) -> dict:
+    """An omitted constructor argument, from the installed NVFLARE's signature of `obj`'s class."""
+    name, default = obj.name, recipes.default_of(obj.cls, param)
+    version = recipes.nvflare_version()
+    if default.status in ("value", "fixed") and isinstance(default.value, int) and default.value > 0:
+        how = "default" if default.status == "value" else "fixed value"
+        return _default(default.value, f"{name} {how}", obj, how)
+    reasons = {
+        "value": f"{name}'s default {param} is {default.value!r} in nvflare {version} (decided inside the recipe); "
+                 f"pass {param}= explicitly",
+        "computed": f"{name}'s default {param} is computed ({default.detail}); pass {param}= explicitly",
+        "required": f"{name} requires {param}= (nvflare {version}) and job.py does not pass it; pass it explicitly",
+        "absent": f"{name} takes no {param}= in nvflare {version}; pass the budget where {name} reads it",
+        "ambiguous": f"nvflare {version} ships several {name} classes with different {param} defaults; import it "
+                     f"from its module or pass {param}= explicitly",
+    }  # fmt: skip
+    return _missing(reasons.get(default.status, f"{name} gets no {param}=; pass it explicitly"), source)
+
+
+def _field(obj: Any, param: str, control: tuple[str, ...], alias: str | None = None) -> dict:
+    """`param` of a recipe/controller: its keyword, an argument object the table names, or NVFLARE's default."""
+    keyword = alias or param
+    if keyword in obj.kwargs:
+        return _entry(obj.kwargs[keyword], f"{obj.name}({keyword}=...)", control)
+    nested = recipes.budget_source(obj.cls, param)
+    if nested is not None:
+        holder = obj.kwargs.get(nested["object"])
+        if holder is None or not hasattr(holder, "kwargs"):
+            return _missing(f"{obj.name} reads {param} from its {nested['object']}= object; build it in job.py "
+                            f"with the budget: {nested['object']}=<class>({nested['param']}=N)",
+                            f"{obj.name}({nested['object']}=...)")  # fmt: skip
+        inner = _field(holder, nested["param"], control + holder.control)
+        inner["source"] = f"{obj.name}({nested['object']}={inner['source']})"
+        return inner
+    return _from_defaults(obj, keyword, f"{obj.name}({keyword}=...)")
 
 
 def recipe_budget(surface: Any) -> dict:
     recipe = surface.target
-    name, kwargs = recipe.name, recipe.kwargs
-    budget = {}
-    if "num_rounds" in kwargs:
-        budget["num_rounds"] = _entry(kwargs["num_rounds"], f"{name}(num_rounds=...)")
-    elif name in NUM_ROUNDS_DEFAULTS:
-        budget["num_rounds"] = _default(NUM_ROUNDS_DEFAULTS[name], f"{name} default")
-    else:
-        budget["num_rounds"] = _missing(f"{name} gets no num_rounds=; pass it explicitly", f"{name}(num_rounds=...)")
-    if "min_clients" in kwargs:
-        budget["min_clients"] = _entry(kwargs["min_clients"], f"{name}(min_clients=...)")
-    elif name in MIN_CLIENTS_DEFAULTS:
-        budget["min_clients"] = _default(MIN_CLIENTS_DEFAULTS[name], f"{name} default")
-    else:
-        budget["min_clients"] = _missing(f"{name} gets no min_clients=; pass it explicitly", f"{name}(...)")
+    control = recipe.control + surface.run_control
+    budget = {field: _field(recipe, field, control) for field in ("num_rounds", "min_clients")}
     budget["num_clients"] = _env_clients(surface)
     if recipe.unpacked:
         for field in FIELDS[1:]:
-            if budget[field]["confidence"] != UNRESOLVED and field not in kwargs:
-                budget[field] = _missing(f"{name} receives **kwargs the importer cannot see", f"{name}(**...)")
+            if budget[field]["confidence"] != UNRESOLVED and field not in recipe.kwargs:
+                budget[field] = _missing(f"{recipe.name} receives **kwargs the importer cannot see",
+                                         f"{recipe.name}(**...)")  # fmt: skip
     return budget
 
 
@@ -86,47 +128,47 @@ def _env_clients(surface: Any) -> dict:
         return _not_applicable(f"no simulation env: job.py calls {surface.run_call}(); clients come from deployment")
     if env.name == "ProdEnv":
         return _not_applicable("ProdEnv: clients are the provisioned production sites")
-    kwargs = env.kwargs
+    kwargs, control = env.kwargs, env.control + surface.run_control
     if "num_clients" in kwargs:
         value = kwargs["num_clients"]
         if not (isinstance(value, Val) and value.resolved and value.value == 0 and "clients" in kwargs):
-            return _entry(value, f"{env.name}(num_clients=...)")
+            return _entry(value, f"{env.name}(num_clients=...)", control)
     if "clients" in kwargs:
-        return _count(kwargs["clients"], f"{env.name}(clients=[...])")
-    if env.name in ENV_NUM_CLIENTS_DEFAULTS:
-        return _default(ENV_NUM_CLIENTS_DEFAULTS[env.name], f"{env.name} default")
-    return _missing(f"{env.name} gets neither num_clients= nor clients=", f"{env.name}(num_clients=...)")
+        return _count(kwargs["clients"], f"{env.name}(clients=[...])", control)
+    entry = _from_defaults(env, "num_clients", f"{env.name}(num_clients=...)")
+    if entry["confidence"] == UNRESOLVED:
+        return _missing(f"{env.name} gets neither num_clients= nor clients=", f"{env.name}(num_clients=...)")
+    return entry
 
 
-def _count(val: Any, source: str) -> dict:
+def _count(val: Any, source: str, control: tuple[str, ...] = ()) -> dict:
     if isinstance(val, Val) and val.resolved and isinstance(val.value, (list, tuple)):
-        return _entry(Val(len(val.value), val.confidence, val.expr, val.flags), source)
-    return _missing("client list is not resolved", source)
+        return _entry(Val(len(val.value), val.confidence, val.expr, val.flags), source, control)
+    why = val.reason if isinstance(val, Val) and val.reason else getattr(val, "origin", "")
+    return _missing(f"client list is not resolved: {why}" if why else "client list is not resolved", source)
 
 
 def fedjob_budget(surface: Any) -> dict:
     job = surface.target
     controllers = [c for c in surface.components if "num_rounds" in c.kwargs or c.name in ("FedAvg", "ScatterAndGather")]
+    control = job.control + surface.run_control
     budget = {}
     if "num_rounds" in job.kwargs:
-        budget["num_rounds"] = _entry(job.kwargs["num_rounds"], f"{job.name}(num_rounds=...)")
-    elif controllers and "num_rounds" in controllers[0].kwargs:
-        budget["num_rounds"] = _entry(controllers[0].kwargs["num_rounds"], f"{controllers[0].name}(num_rounds=...)")
-    elif controllers and controllers[0].name == "FedAvg":
-        budget["num_rounds"] = _default(CONTROLLER_DEFAULTS["num_rounds"], "FedAvg default")
+        budget["num_rounds"] = _entry(job.kwargs["num_rounds"], f"{job.name}(num_rounds=...)", control)
+    elif controllers:
+        budget["num_rounds"] = _field(controllers[0], "num_rounds", control + controllers[0].control)
     else:
         budget["num_rounds"] = _missing("no controller with num_rounds= is attached to the FedJob", "FedJob")
     if controllers and "num_clients" in controllers[0].kwargs:
-        budget["min_clients"] = _entry(controllers[0].kwargs["num_clients"], f"{controllers[0].name}(num_clients=...)")
-    elif "min_clients" in job.kwargs:
-        budget["min_clients"] = _entry(job.kwargs["min_clients"], f"{job.name}(min_clients=...)")
+        budget["min_clients"] = _entry(controllers[0].kwargs["num_clients"], f"{controllers[0].name}(num_clients=...)",
+                                       control + controllers[0].control)  # fmt: skip
     else:
-        budget["min_clients"] = _default(1, "FedJob default")
-    budget["num_clients"] = _run_clients(surface, job)
+        budget["min_clients"] = _field(job, "min_clients", control)
+    budget["num_clients"] = _run_clients(surface, job, control)
     return budget
 
 
-def _run_clients(surface: Any, job: Any) -> dict:
+def _run_clients(surface: Any, job: Any, control: tuple[str, ...]) -> dict:
     """Simulated clients of `FedJob.simulator_run`, by NVFLARE 2.9's rules: `clients=` replaces the sites named
     with `to()`; `n_clients=` is required after `to_clients()` and rejected when `to()` named the sites."""
     kwargs = surface.run_kwargs
@@ -136,24 +178,27 @@ def _run_clients(surface: Any, job: Any) -> dict:
     if "clients" in kwargs:
         if given:
             return _missing("NVFLARE rejects n_clients= together with clients=; pass only one", "simulator_run(...)")
-        return _count(kwargs["clients"], "simulator_run(clients=[...])")
+        return _count(kwargs["clients"], "simulator_run(clients=[...])", control)
     targets = surface.site_targets
-    if not all(isinstance(t, Val) and t.resolved and isinstance(t.value, str) for t in targets):
-        return _missing("a site name given to job.to(...) is not resolved statically", "FedJob.to(..., site)")
+    unknown = [t for t in targets if not (isinstance(t, Val) and t.resolved and isinstance(t.value, str))]
+    if unknown:
+        why = getattr(unknown[0], "reason", "") or getattr(unknown[0], "origin", "")
+        return _missing("a site name given to job.to(...) is not resolved statically" + (f": {why}" if why else ""),
+                        "FedJob.to(..., site)")  # fmt: skip
     names = list(dict.fromkeys(t.value for t in targets))
     if not names:
         return _missing("no component is sent to the clients; use job.to(obj, 'site-1') or job.to_clients(obj)",
                         "FedJob.to(..., site)")  # fmt: skip
     if ALL_SITES in names:
         if given:
-            return _entry(kwargs["n_clients"], "simulator_run(n_clients=...)")
+            return _entry(kwargs["n_clients"], "simulator_run(n_clients=...)", control + merge_flags(*targets))
         return _missing("components go to every client (to_clients) but simulator_run gets no n_clients=",
                         "simulator_run(n_clients=...)")  # fmt: skip
     if given:
         return _missing("NVFLARE rejects simulator_run(n_clients=...) when job.to() already named the sites; "
                         "drop n_clients=", "simulator_run(n_clients=...)")  # fmt: skip
     sites = Val(len(names), weakest(HIGH, *(t.confidence for t in targets)), "", merge_flags(*targets))
-    return _entry(sites, "FedJob.to(..., site) targets")
+    return _entry(sites, "FedJob.to(..., site) targets", control)
 
 
 def fixed_budget(surface: Any) -> dict:

@@ -1,7 +1,7 @@
 """Static evaluation of the few builtins and str methods a job.py uses to build arguments.
 
 Only pure, size-bounded operations on already-resolved values are computed (confidence medium);
-anything that would read the environment, files or the clock stays unresolved.
+anything that would read the environment, files or the clock stays unresolved, with a reason naming it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from .argparse_flow import Namespace, namespace_attribute
 from .evaluate import wide_format
 from .values import (
+    ENV_PREFIX,
     HIGH,
     MAX_ITEMS,
     MAX_STR,
@@ -22,6 +23,7 @@ from .values import (
     ClassRef,
     ModuleRef,
     Val,
+    cause,
     deep_size,
     merge_flags,
     unresolved,
@@ -31,14 +33,23 @@ from .values import (
 BUILTIN_NAMES = {
     "abs", "bool", "dict", "float", "getattr", "int", "isinstance", "len", "list", "max", "min", "print",
     "range", "round", "sorted", "str", "sum", "tuple", "set", "vars", "open", "repr", "enumerate", "zip",
-    "hasattr", "type", "Exception", "ValueError", "RuntimeError", "SystemExit", "KeyError",
+    "hasattr", "type", "Exception", "ValueError", "RuntimeError", "SystemExit", "KeyError", "any", "all",
+    "reversed",
 }  # fmt: skip
 _PURE = {
     "abs": abs, "bool": bool, "float": float, "int": int, "len": len, "max": max, "min": min, "round": round,
     "sorted": sorted, "str": str, "sum": sum, "tuple": tuple, "list": list, "set": set, "repr": repr,
+    "any": any, "all": all, "enumerate": lambda *a: list(enumerate(*a)), "zip": lambda *a: list(zip(*a, strict=False)),  # Python semantics: stops at the shortest
+    "reversed": lambda a: list(reversed(a)),
 }  # fmt: skip
-_STR_METHODS = {"format", "join", "lower", "upper", "strip", "lstrip", "rstrip", "replace", "split",
-                "startswith", "endswith", "title", "capitalize"}  # fmt: skip
+_DATA_METHODS = {
+    str: {"format", "join", "lower", "upper", "strip", "lstrip", "rstrip", "replace", "split", "startswith",
+          "endswith", "title", "capitalize", "count", "index", "find", "zfill"},
+    list: {"index", "count", "copy"},
+    tuple: {"index", "count"},
+    dict: {"get", "keys", "values", "items", "copy"},
+}  # fmt: skip
+_VIEWS = {"keys", "values", "items"}
 # Paths are kept workspace-relative (job.py's folder is the workspace), so abspath/realpath normalize only.
 _PATH_FUNCS = {"os.path.join": posixpath.join, "os.path.basename": posixpath.basename,
                "os.path.dirname": posixpath.dirname, "os.path.abspath": posixpath.normpath,
@@ -71,8 +82,12 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
         value = {k: v.value for k, v in kwargs.items()}
         return Val(value, weakest(MEDIUM, *(v.confidence for v in kwargs.values())), "", merge_flags(*kwargs.values()))
     pure = _PURE.get(name)
+    if name == "open":
+        return unresolved(node, f"open() at line {node.lineno} reads a file at run time", merge_flags(*args))
     if pure is None or kwargs or not _all_resolved(args):
-        return unresolved(node, f"{name}() is not evaluated statically", merge_flags(*args))
+        missing = cause(*args, *kwargs.values())
+        why = f"{name}() of a value that is not determined: {missing}" if missing else f"{name}() is not evaluated statically"
+        return unresolved(node, why, merge_flags(*args))
     try:
         value = pure(*(a.value for a in args))
     except (TypeError, ValueError, OverflowError):
@@ -108,13 +123,21 @@ def _range(args: list[Any], node: ast.Call) -> Val:
 def call_qualified(ref: ClassRef, args: list[Any], node: ast.Call) -> Val | None:
     """Known module functions (os.path.*, environment readers); None when `ref` is not one of them."""
     if ref.qualname in _ENV_READERS:
-        return unresolved(node, "read from the environment at run time")
+        return env_read(args[0] if args else None, node, args)
     func = _PATH_FUNCS.get(ref.qualname)
     if func is None:
         return None
     if not _all_resolved(args) or not all(isinstance(a.value, str) for a in args):
         return unresolved(node, "path parts are not resolved", merge_flags(*args))
     return Val(func(*(a.value for a in args)), MEDIUM, "", merge_flags(*args))
+
+
+def env_read(name: Any, node: ast.AST, args: list) -> Val:
+    """An environment variable read at run time: unresolved, tagged `env:NAME` so consumers can tell which."""
+    known = isinstance(name, Val) and name.resolved and isinstance(name.value, str)
+    label = name.value if known else "?"
+    reason = f"it reads the environment variable {label} at run time (line {node.lineno})"
+    return unresolved(node, reason, merge_flags(*args) + (ENV_PREFIX + label,))
 
 
 def _may_blow_up(text: str, method: str, args: list) -> bool:
@@ -125,17 +148,23 @@ def _may_blow_up(text: str, method: str, args: list) -> bool:
     return False
 
 
-def call_str_method(base: Val, method: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Val:
-    if method not in _STR_METHODS or not base.resolved or not isinstance(base.value, str):
+def call_data_method(base: Val, method: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Val:
+    """A pure method of a resolved str, list, tuple or dict (`"-".join(...)`, `cfg.get("rounds", 2)`)."""
+    if not base.resolved:
+        return unresolved(node, base.reason or f".{method}() of a value that is not determined", base.flags)
+    if method not in _DATA_METHODS.get(type(base.value), ()):
         return unresolved(node, f".{method}() is not evaluated statically", merge_flags(base, *args))
     if not _all_resolved(args) or not _all_resolved(list(kwargs.values())):
-        return unresolved(node, f".{method}() arguments are not resolved", merge_flags(base, *args))
+        why = cause(*args, *kwargs.values()) or "not resolved"
+        return unresolved(node, f".{method}() arguments are not determined: {why}", merge_flags(base, *args))
     flags = merge_flags(base, *args, *kwargs.values())
     conf = weakest(MEDIUM, base.confidence, *(a.confidence for a in args))
-    if _may_blow_up(base.value, method, [a.value for a in args]):
+    if isinstance(base.value, str) and _may_blow_up(base.value, method, [a.value for a in args]):
         return unresolved(node, f".{method}() result could be too large", flags)
     try:
         value = getattr(base.value, method)(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()})
     except (TypeError, ValueError, IndexError, KeyError, AttributeError):
         return unresolved(node, f".{method}() cannot be evaluated", flags)
+    if method in _VIEWS:
+        value = list(value)
     return _bounded(value, node, flags, conf)

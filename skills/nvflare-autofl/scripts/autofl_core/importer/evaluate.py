@@ -21,6 +21,7 @@ from .values import (
     Bag,
     ClassRef,
     Val,
+    cause,
     deep_size,
     merge_flags,
     source_text,
@@ -118,7 +119,7 @@ class ExpressionEvaluator:
     def _ev_UnaryOp(self, node: ast.UnaryOp) -> Val:
         operand = self.ev(node.operand)
         if not is_data(operand) or not operand.resolved:
-            return unresolved(node, "operand is not resolved", merge_flags(operand))
+            return unresolved(node, cause(operand) or "operand is not resolved", merge_flags(operand))
         ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
         try:
             value = ops[type(node.op)](operand.value)
@@ -132,7 +133,7 @@ class ExpressionEvaluator:
         left, right = self.ev(node.left), self.ev(node.right)
         flags = merge_flags(left, right)
         if not (is_data(left) and is_data(right) and left.resolved and right.resolved):
-            return unresolved(node, "operand is not resolved", flags)
+            return unresolved(node, cause(left, right) or "operand is not resolved", flags)
         try:
             value = safe_binop(node.op, left.value, right.value)
         except (ArithmeticError, TypeError, ValueError):
@@ -143,7 +144,7 @@ class ExpressionEvaluator:
         vals = [self.ev(v) for v in node.values]
         flags = merge_flags(*vals)
         if not all(is_data(v) and v.resolved for v in vals):
-            return unresolved(node, "operand is not resolved", flags)
+            return unresolved(node, cause(*vals) or "operand is not resolved", flags)
         result = vals[0].value
         for val in vals[1:]:
             if (isinstance(node.op, ast.And) and not result) or (isinstance(node.op, ast.Or) and result):
@@ -155,7 +156,7 @@ class ExpressionEvaluator:
         items = [self.ev(node.left)] + [self.ev(c) for c in node.comparators]
         flags = merge_flags(*items)
         if not all(is_data(v) and v.resolved for v in items):
-            return unresolved(node, "comparison operand is not resolved", flags)
+            return unresolved(node, cause(*items) or "comparison operand is not resolved", flags)
         try:
             result = all(
                 _CMPOPS[type(op)](items[i].value, items[i + 1].value) for i, op in enumerate(node.ops)
@@ -167,7 +168,7 @@ class ExpressionEvaluator:
     def _ev_IfExp(self, node: ast.IfExp) -> Any:
         test = self.ev(node.test)
         if not is_data(test) or not test.resolved:
-            return unresolved(node, "condition is not resolved", merge_flags(test))
+            return unresolved(node, cause(test) or "condition is not resolved", merge_flags(test))
         chosen = self.ev(node.body if test.value else node.orelse)
         if is_data(chosen) and chosen.resolved:
             flags = merge_flags(test, chosen)
@@ -177,13 +178,15 @@ class ExpressionEvaluator:
     def _ev_JoinedStr(self, node: ast.JoinedStr) -> Val:
         parts: list[str] = []
         vals: list[Val] = []
+        traced: list[tuple[str, tuple]] = []
         for part in node.values:
             if isinstance(part, ast.Constant):
                 parts.append(str(part.value))
+                traced.append((parts[-1], ()))
                 continue
             val = self.ev(part.value)
             if not is_data(val) or not val.resolved:
-                return unresolved(node, "f-string field is not resolved", merge_flags(val, *vals))
+                return unresolved(node, cause(val) or "f-string field is not resolved", merge_flags(val, *vals))
             vals.append(val)
             spec = self._format_spec(part)
             if spec is None or wide_format(spec):
@@ -193,10 +196,12 @@ class ExpressionEvaluator:
                 parts.append(format(conv(val.value) if conv else val.value, spec))
             except (TypeError, ValueError):
                 return unresolved(node, "invalid format", merge_flags(*vals))
+            traced.append((parts[-1], val.flags))
         text = "".join(parts)
         if len(text) > MAX_STR:
             return unresolved(node, "string too large")
-        return Val(text, weakest(MEDIUM, *(v.confidence for v in vals)), source_text(node), merge_flags(*vals))
+        confidence = weakest(MEDIUM, *(v.confidence for v in vals))
+        return Val(text, confidence, source_text(node), merge_flags(*vals), parts=tuple(traced))
 
     def _format_spec(self, part: ast.FormattedValue) -> str | None:
         if part.format_spec is None:
@@ -213,7 +218,7 @@ class ExpressionEvaluator:
         if not all(is_data(i) for i in items):
             return Bag(items)
         if not all(i.resolved for i in items):
-            return unresolved(node, "an item is not resolved", merge_flags(*items))
+            return unresolved(node, cause(*items) or "an item is not resolved", merge_flags(*items))
         conf = weakest(MEDIUM, *(i.confidence for i in items))
         try:
             value = build([i.value for i in items])
@@ -222,6 +227,11 @@ class ExpressionEvaluator:
         if deep_size(value) > MAX_STR:
             return unresolved(node, "container too large")
         return Val(value, conf, source_text(node), merge_flags(*items))
+
+    def _ev_ListComp(self, node: ast.AST) -> Any:
+        return self.ctx.comprehension(node)
+
+    _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
 
     def _ev_List(self, node: ast.List) -> Any:
         return self._sequence(node, node.elts, list)
@@ -242,7 +252,7 @@ class ExpressionEvaluator:
         if not all(is_data(v) for v in values):
             return Bag(values, keys.value)
         if not all(v.resolved for v in values):
-            return unresolved(node, "a dict value is not resolved", merge_flags(*values))
+            return unresolved(node, cause(*values) or "a dict value is not resolved", merge_flags(*values))
         try:
             value = dict(zip(keys.value, (v.value for v in values), strict=True))
         except TypeError:
@@ -256,13 +266,16 @@ class ExpressionEvaluator:
         base, index = self.ev(node.value), self.ev(node.slice)
         if isinstance(base, Bag):
             return self._subscript_bag(node, base, index)
+        if isinstance(base, ClassRef) and base.qualname == "os.environ":
+            return self.ctx.env_read(index, node)
         if not (is_data(base) and is_data(index) and base.resolved and index.resolved):
-            return unresolved(node, "subscript is not resolved", merge_flags(base, index))
+            return unresolved(node, cause(base, index) or "subscript is not resolved", merge_flags(base, index))
         try:
             value = base.value[index.value]
         except (KeyError, IndexError, TypeError, ValueError):
             return unresolved(node, "subscript cannot be evaluated", merge_flags(base, index))
-        return Val(value, weakest(MEDIUM, base.confidence, index.confidence), source_text(node), merge_flags(base))
+        confidence = weakest(MEDIUM, base.confidence, index.confidence)
+        return Val(value, confidence, source_text(node), merge_flags(base, index))
 
     def _ev_Slice(self, node: ast.Slice) -> Val:
         parts = [self.ev(p) if p is not None else Val(None, HIGH) for p in (node.lower, node.upper, node.step)]

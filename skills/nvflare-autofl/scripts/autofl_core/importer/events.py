@@ -6,6 +6,7 @@ import ast
 from dataclasses import dataclass, field
 
 from . import argparse_flow as ap
+from .inputs import describe_call
 from .values import ClassRef
 
 
@@ -28,6 +29,7 @@ class Obj:
     kwargs: dict
     line: int
     unpacked: bool = False
+    control: tuple[str, ...] = ()  # job options of the resolved conditions/loops under which it was built
 
     @property
     def name(self) -> str:
@@ -37,6 +39,11 @@ class Obj:
     def label(self) -> str:
         return f"{self.name}(...)"
 
+    @property
+    def origin(self) -> str:
+        """What this object stands for when a data value was expected (names the run-time input)."""
+        return f"it comes from {describe_call(self.cls.qualname, self.line)}"
+
 
 @dataclass
 class MethodCall:
@@ -45,6 +52,7 @@ class MethodCall:
     args: list
     kwargs: dict
     line: int
+    control: tuple[str, ...] = ()
 
 
 @dataclass
@@ -66,3 +74,4 @@ class WalkResult:
     problems: list[str] = field(default_factory=list)
     base_args_errors: list[str] = field(default_factory=list)
     raises: list[int] = field(default_factory=list)  # lines of `raise` statements the walk reached
+    class_parsers: list[tuple[str, int]] = field(default_factory=list)  # (class, line) of classes that use argparse

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .surface import touches_surface
-from .values import UNRESOLVED, Val
+from .values import UNRESOLVED, Val, merge_flags
 from .walker import BranchNote, Walker, _Return
 
 
@@ -23,9 +23,9 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _merge_value(a: Any, b: Any, line: int) -> Any:
+    flags = merge_flags(*(v for v in (a, b) if isinstance(v, Val)))
     if _same(a, b):
-        return a
-    flags = tuple(dict.fromkeys((*getattr(a, "flags", ()), *getattr(b, "flags", ()))))
+        return Val(a.value, a.confidence, a.expr, flags, a.reason, a.parts) if isinstance(a, Val) else a
     return Val(None, UNRESOLVED, "", flags, f"depends on the condition at line {line}")
 
 
@@ -39,28 +39,34 @@ def _merge_frames(left: dict, right: dict, line: int) -> dict:
     return merged
 
 
+def _state(walker: Walker) -> list[dict]:
+    """Everything a branch can rebind: every live frame and every parsed namespace."""
+    return walker.live_frames() + [ns.values for ns in walker.out.namespaces]
+
+
 def walk_both(walker: Walker, left: list, right: list, note: BranchNote) -> None:
     """Walk `left` and `right` from the same starting bindings; continue with the merged bindings."""
-    frame = walker.scopes[0]
-    snapshot = dict(frame)
+    state = _state(walker)
+    snapshots = [dict(d) for d in state]
     first_obj, first_call = len(walker.out.objects), len(walker.out.calls)
-    outcomes: list[tuple[dict, _Return | None]] = []
+    outcomes: list[tuple[list[dict], _Return | None]] = []
     for body in (left, right):
-        frame.clear()
-        frame.update(snapshot)
+        for d, snap in zip(state, snapshots, strict=True):
+            d.clear()
+            d.update(snap)
         returned = None
         try:
             walker.walk_block(body)
         except _Return as ret:
             returned = ret
-        outcomes.append((dict(frame), returned))
+        outcomes.append(([dict(d) for d in state], returned))
     note.touched_surface = touches_surface(walker.out.objects[first_obj:], walker.out.calls[first_call:])
-    (left_frame, left_ret), (right_frame, right_ret) = outcomes
-    frame.clear()
+    (left_state, left_ret), (right_state, right_ret) = outcomes
+    for d, left_d, right_d in zip(state, left_state, right_state, strict=True):
+        d.clear()
+        if (left_ret is None) == (right_ret is None):
+            d.update(_merge_frames(left_d, right_d, note.line))
+        else:
+            d.update(right_d if left_ret is not None else left_d)
     if left_ret is not None and right_ret is not None:
-        frame.update(_merge_frames(left_frame, right_frame, note.line))
         raise _Return(_merge_value(left_ret.value, right_ret.value, note.line))
-    if left_ret is not None or right_ret is not None:
-        frame.update(right_frame if left_ret is not None else left_frame)
-        return
-    frame.update(_merge_frames(left_frame, right_frame, note.line))

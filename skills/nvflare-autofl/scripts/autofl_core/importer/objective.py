@@ -12,12 +12,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import recipes
 from .values import Val
 
 DEFAULT_KEY_METRIC = "accuracy"
 LOWER_IS_BETTER = {
     "loss", "error", "err", "mse", "mae", "rmse", "msle", "rmsle", "mape", "smape", "nll", "perplexity", "ppl",
     "wer", "cer", "ter", "bce", "ce", "crossentropy", "logloss", "kl", "divergence", "regret", "latency", "fid",
+}  # fmt: skip
+HIGHER_IS_BETTER = {
+    "accuracy", "acc", "auc", "auroc", "auprc", "roc", "f1", "precision", "recall", "dice", "iou", "miou", "map",
+    "bleu", "rouge", "r2", "ndcg", "sensitivity", "specificity", "top1", "top5", "psnr", "ssim",
 }  # fmt: skip
 _STOP_MODES = {">=": "max", ">": "max", "<=": "min", "<": "min"}
 SELECTOR_NAMES = ("IntimeModelSelector",)
@@ -29,6 +34,28 @@ def is_lower_better_name(metric: str) -> bool:
     if tokens and tokens[0] in ("neg", "negative", "minus"):
         return False
     return any(t in LOWER_IS_BETTER or t.endswith("loss") for t in tokens)
+
+
+def is_higher_better_name(metric: str) -> bool:
+    """True for names that are obviously higher-is-better (accuracy, val_auc, f1_score, ...), never a loss."""
+    tokens = [t for t in re.split(r"[^a-z0-9]+|(?<=[a-z])(?=[0-9])", metric.lower()) if t]
+    return not is_lower_better_name(metric) and any(t in HIGHER_IS_BETTER for t in tokens)
+
+
+def direction_warning(metric: str | None, mode: str | None) -> str | None:
+    """One line when `mode` contradicts an obvious metric name (`--mode min` on accuracy), else None."""
+    if not metric or mode not in ("min", "max"):
+        return None
+    if mode == "min" and is_higher_better_name(metric):
+        return f"warning: --mode min treats lower '{metric}' as better, but the name looks higher-is-better; use --mode max unless lower really is better"
+    if mode == "max" and is_lower_better_name(metric) and not is_higher_better_name(metric):
+        return f"warning: --mode max treats higher '{metric}' as better, but the name looks lower-is-better; use --mode min unless higher really is better"
+    return None
+
+
+def ledger_metric(rows: list[dict], fallback: str | None = "score") -> str | None:
+    """The metric named by the first scored ledger row, else `fallback`."""
+    return next((row["metric_name"] for row in rows if row.get("score") is not None and row.get("metric_name")), fallback)
 
 
 def parse_stop_cond(text: str) -> tuple[str, str] | None:
@@ -68,7 +95,7 @@ def job_key_metric(surface: Any) -> dict:
     settings = _settings(surface)
     kwargs, owner, selector = settings["kwargs"], settings["owner"], settings["selector"]
     reasons: dict[str, str] = {}
-    metric, metric_source = DEFAULT_KEY_METRIC, "core_default"
+    metric, metric_source = _default_key_metric(surface), "core_default"
     if "key_metric" in kwargs:
         metric, metric_source = _text(kwargs["key_metric"]), f"{owner}(key_metric=...)"
         if metric is None:
@@ -90,6 +117,15 @@ def job_key_metric(surface: Any) -> dict:
         mode, mode_source = selector_mode, f"{selector.name}(negate_key_metric=...)"
     return {"metric": metric, "metric_source": metric_source, "mode": mode, "mode_source": mode_source,
             "reasons": reasons}  # fmt: skip
+
+
+def _default_key_metric(surface: Any) -> str:
+    """NVFLARE's key metric when job.py names none: the recipe class's own default (SVMFedAvgRecipe: AUC)."""
+    if surface.pattern == "recipe":
+        default = recipes.default_of(surface.target.cls, "key_metric")
+        if default.status == "value" and isinstance(default.value, str) and default.value:
+            return default.value
+    return DEFAULT_KEY_METRIC
 
 
 def _direction(kwargs: dict, metric: str | None, reasons: dict) -> tuple[str | None, str]:

@@ -109,11 +109,18 @@ def _store(flag: Flag, option: str, texts: list[str], result: dict) -> None:
             result[flag.dest] = single
 
 
-def apply_overrides(parser: Parser, argv: list[str], known_only: bool) -> tuple[dict[str, Any], list[str]]:
+def apply_overrides(
+    parser: Parser, argv: list[str], known_only: bool, owners: list | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """Return ({dest: value}, errors) for `argv`; like argparse, the first hard error stops parsing and
-    unrecognized arguments are collected into one error (ignored when `known_only`)."""
+    unrecognized arguments are collected into one error (ignored when `known_only`).
+
+    `owners`, when given, is filled with one entry per token: the Flag that token sets (an option or its
+    value), or None for a token the parser would not accept (unknown, or after the first error).
+    """
     result: dict[str, Any] = {}
     unknown: list[str] = []
+    accepted: list = [None] * len(argv)
     positionals = [f for f in parser.flags if f.positional]
     index = 0
     while index < len(argv):
@@ -122,24 +129,33 @@ def apply_overrides(parser: Parser, argv: list[str], known_only: bool) -> tuple[
         if token == "--" or not _looks_like_option(token):
             if positionals:
                 flag = positionals.pop(0)
+                accepted[index - 1] = flag
                 error = _safe_store(flag, flag.dest, [token], result)
                 if error:
-                    return result, [error]
+                    return _done(result, [error], accepted, owners, index - 1)
             else:
                 unknown.append(token)
             continue
         flag, option, inline = resolve_option(parser, token)
         if flag is None:
             if option.startswith("ambiguous"):
-                return result, [option]
+                return _done(result, [option], accepted, owners, index - 1)
             unknown.append(token)
             continue
+        start = index - 1
         error, index = _consume(flag, option, inline, argv, index, result)
         if error:
-            return result, [error]
+            return _done(result, [error], accepted, owners, start)
+        accepted[start:index] = [flag] * (index - start)
     if unknown and not known_only:
-        return result, [f"unrecognized arguments: {' '.join(unknown)}"]
-    return result, []
+        return _done(result, [f"unrecognized arguments: {' '.join(unknown)}"], accepted, owners, len(argv))
+    return _done(result, [], accepted, owners, len(argv))
+
+
+def _done(result: dict, errors: list[str], accepted: list, owners: list | None, stop: int):
+    if owners is not None:
+        owners[:] = accepted[:stop] + [None] * (len(accepted) - stop)
+    return result, errors
 
 
 def _consume(flag: Flag, option: str, inline: str | None, argv: list[str], index: int, result: dict):

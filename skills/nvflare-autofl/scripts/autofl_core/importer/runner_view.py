@@ -26,26 +26,41 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
-def fixed_budget_args(config: dict) -> list[str]:
-    """Command-line arguments that pin the fixed budget, each flag exactly once."""
-    flags = {o: f for f in (config.get("argparse") or {}).get("flags", []) for o in f["option_strings"]}
+def fixed_budget_options(config: dict) -> list[str]:
+    """Every job option the fixed budget depends on (canonical spelling), in budget order.
+
+    A candidate's run arguments may set none of them. Most are pinned on the command line by
+    `fixed_budget_args`; a switch pinned in its off state (a store_true option left out) has no argument
+    to pin it, so the runner must also reject a mention of any option listed here.
+    """
     budget = config.get("fixed_budget") or {}
-    out: list[str] = []
-    seen: set[str] = set()
+    options: list[str] = []
     entries = [budget.get(f) or {} for f in FIELDS] + list((budget.get("comparison_args") or {}).values())
     for entry in entries:
-        flag = entry.get("flag")
+        for flag in [entry.get("flag"), *(entry.get("depends_on") or [])]:
+            if flag and flag not in options:
+                options.append(flag)
+    return options
+
+
+def fixed_budget_args(config: dict) -> list[str]:
+    """Command-line arguments that pin the fixed budget and every option it depends on, each flag exactly once."""
+    flags = {o: f for f in (config.get("argparse") or {}).get("flags", []) for o in f["option_strings"]}
+    out: list[str] = []
+    for flag in fixed_budget_options(config):
         record = flags.get(flag)
-        if not flag or flag in seen or record is None or record.get("value") is None:
-            continue
-        seen.add(flag)
-        out += _pin(flag, record)
+        if record is not None and record.get("value") is not None and not record.get("positional"):
+            out += _pin(flag, record)  # a positional cannot be pinned by name: --base-args carries it
     return out
 
 
 def _pin(flag: str, record: dict) -> list[str]:
     value = record["value"]
     if record["takes_value"]:
+        if isinstance(value, list) and record["action"] == "append":
+            return [token for item in value for token in (flag, _format_value(item))]
+        if isinstance(value, list):
+            return [flag, *(_format_value(item) for item in value)]
         return [flag, _format_value(value)]
     if record["action"] == "boolean_optional":
         return [flag if value else "--no-" + flag[2:]]

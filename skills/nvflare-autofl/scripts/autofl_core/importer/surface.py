@@ -2,7 +2,8 @@
 
 Input is the walker's event list (objects constructed, methods called, branches met); output is a
 `Surface` describing the pattern, the object that runs, its env and run call, or an unsupported
-verdict with an actionable reason (fail closed).
+verdict with an actionable reason (fail closed). What a recipe class does (training or not) comes from the
+NVFLARE recipe table (`recipes.py`), by class, so a non-training recipe stays refused whatever it is named.
 """
 
 from __future__ import annotations
@@ -10,25 +11,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .values import HIGH, Val, describe
+from . import recipes
+from .values import ENV_PREFIX, HIGH, Val, describe, merge_flags
 
 ENV_CLASSES = ("SimEnv", "PocEnv", "ProdEnv")
 RECIPE_RUNS = ("execute", "run", "export")
 FEDJOB_RUNS = ("simulator_run", "export_job")
 EVAL_ONLY_HINT = "evaluation-only"
 STATS_ONLY_HINT = "statistics-only"
-NESTED_CLASSES = {
-    "FlowerRecipe": "it runs a nested Flower application",
+NESTED_CLASSES = {  # job classes (not recipes: those are classified in the recipe table)
     "FlowerJob": "it runs a nested Flower application",
-    "SwarmLearningRecipe": "it runs a client-controlled swarm workflow with no server-side round budget",
-    "BaseSwarmLearningRecipe": "it runs a client-controlled swarm workflow with no server-side round budget",
     "CCWFJob": "it runs a client-controlled workflow application",
     "EdgeJob": "it runs a nested edge application",
-    "EdgeFedBuffRecipe": "it runs a nested edge application",
-    "ETFedBuffRecipe": "it runs a nested edge application",
-    "DhPSIRecipe": "it runs private set intersection, not training",
+}
+FAMILY_LABELS = {
+    "statistics": STATS_ONLY_HINT,
+    "psi": "private set intersection (PSI)",
+    "evaluation": EVAL_ONLY_HINT,
+    "inference": "inference-only",
+    "nested": "a nested unsupported application",
 }
 ALL_SITES, SERVER_SITE = "@ALL", "server"  # NVFLARE's names (nvflare.apis.job_def)
+WORKSPACE_ROOT_VARIABLE = "NVFLARE_SIMULATOR_WORKSPACE_ROOT"  # nvflare.recipe.sim_env
 EVAL_COMPONENTS = ("CrossSiteModelEval", "CrossSiteEval", "GlobalModelEval")
 STATS_COMPONENTS = ("StatisticsController",)
 
@@ -44,11 +48,14 @@ class Surface:
     run_line: int = 0
     components: list = field(default_factory=list)
     run_kwargs: dict = field(default_factory=dict)
+    run_args: list = field(default_factory=list)
     site_targets: list = field(default_factory=list)  # FedJob client targets of to()/to_clients(), in call order
+    run_control: tuple = ()  # job options of the branches under which the run call was made
 
 
 def is_recipe(obj: Any) -> bool:
-    return obj.name.endswith("Recipe") or any(c.endswith("Recipe") for c in obj.cls.candidates)
+    named = obj.name.endswith("Recipe") or any(c.endswith("Recipe") for c in obj.cls.candidates)
+    return named or recipes.is_known_recipe(obj.cls)
 
 
 def is_fedjob(obj: Any) -> bool:
@@ -65,7 +72,12 @@ def touches_surface(objects: list, calls: list) -> bool:
     return built or any(c.method in RECIPE_RUNS + FEDJOB_RUNS for c in calls)
 
 
-def _unsupported_class(name: str) -> str | None:
+def _unsupported_class(obj: Any) -> str | None:
+    name = obj.name
+    family = recipes.family_of(obj.cls)
+    if family is not None:
+        kind, reason = family
+        return None if kind == "training" else f"{name} is {FAMILY_LABELS[kind]}: {reason}"
     if name in NESTED_CLASSES:
         return f"{name} is a nested unsupported application: {NESTED_CLASSES[name]}"
     if "Eval" in name:
@@ -123,9 +135,9 @@ def analyze(walk: Any) -> Surface:
 def _no_run_reason(walk: Any) -> Surface:
     built = [o for o in walk.objects if is_recipe(o) or is_fedjob(o)]
     if built:
-        verdict = _unsupported_class(built[0].name)
+        verdict = _unsupported_class(built[0])
         if verdict:
-            return _fail(verdict + "; Auto-FL needs a training job")
+            return _fail(verdict + "; Auto-FL needs a training job", target=built[0])
         return _fail(
             f"{built[0].name} is built at line {built[0].line} but never run; call recipe.execute(env) "
             "(or job.simulator_run(...)) in job.py"
@@ -142,7 +154,7 @@ def _no_run_reason(walk: Any) -> Surface:
 
 
 def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
-    verdict = _unsupported_class(target.name)
+    verdict = _unsupported_class(target)
     if verdict:
         return _fail(verdict + "; Auto-FL needs a training job", target=target)
     nested = [v for v in target.kwargs.values() if hasattr(v, "cls") and (is_recipe(v) or is_fedjob(v))]
@@ -153,6 +165,8 @@ def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
     chosen = executes[-1] if executes else last
     surface = Surface(status="supported", target=target, run_call=chosen.method, run_line=chosen.line)
     surface.run_kwargs = dict(chosen.kwargs)
+    surface.run_args = list(chosen.args)
+    surface.run_control = chosen.control
     if is_recipe(target):
         surface.pattern = "recipe"
         surface.env = _env_of(chosen)
@@ -193,12 +207,33 @@ def _site_targets(job: Any, walk: Any) -> list:
         if call.target is not job:
             continue
         if call.method == "to_clients":
-            found.append(Val(ALL_SITES, HIGH))
+            found.append(Val(ALL_SITES, HIGH, flags=call.control))
         elif call.method == "to":
             target = call.args[1] if len(call.args) > 1 else call.kwargs.get("target")
             if not (isinstance(target, Val) and target.resolved and target.value == SERVER_SITE):
-                found.append(target)
+                found.append(_decided_by(target, call.control))
     return found
+
+
+def _decided_by(target: Any, control: tuple[str, ...]) -> Any:
+    """A site name plus the options that decided whether (and how often) it was sent."""
+    if not isinstance(target, Val) or not control:
+        return target
+    return Val(target.value, target.confidence, target.expr, merge_flags(target, Val(flags=control)), target.reason)
+
+
+def simulator_workspace(surface: Surface) -> dict | None:
+    """Where `FedJob.simulator_run(workspace)` writes, and whether it reads NVFLARE_SIMULATOR_WORKSPACE_ROOT.
+
+    In NVFLARE 2.9 only SimEnv honours that variable, so a FedJob run is isolated per trial only when job.py
+    passes the variable's value (possibly with a fallback, or through an argparse default) to simulator_run.
+    """
+    if surface.pattern != "fedjob" or surface.run_call != "simulator_run":
+        return None
+    value = surface.run_kwargs.get("workspace", surface.run_args[0] if surface.run_args else None)
+    reads = isinstance(value, Val) and ENV_PREFIX + WORKSPACE_ROOT_VARIABLE in value.flags
+    record = describe(value) if value is not None else {"value": None, "confidence": "unresolved"}
+    return {"line": surface.run_line, "reads_root_variable": reads, **record}
 
 
 def job_section(surface: Surface, job_path: str) -> dict:
@@ -209,8 +244,11 @@ def job_section(surface: Surface, job_path: str) -> dict:
     elif surface.run_call == "simulator_run":
         env = {"class": "FedJob.simulator_run", "args": {k: describe(v) for k, v in sorted(surface.run_kwargs.items())}}
     target = surface.target
+    family = recipes.family_of(target.cls) if target is not None else None
     return {
         "class": target.name if target is not None else None,
+        "family": family[0] if family else None,
+        "nvflare_class": recipes.nvflare_class(target.cls) if target is not None else None,
         "env": env,
         "line": target.line if target is not None else None,
         "path": job_path,

@@ -2,6 +2,9 @@
 
 `Val(value, confidence)` is data (confidence high / medium / unresolved); ModuleRef, ClassRef,
 Builtin and Bag stand for modules, callables, builtins and containers of non-data items.
+
+`Val.flags` are the inputs a value depends on, by data flow or by the branch that computed it: job options
+(`--n_clients`) and, as `env:NAME`, environment variables read at run time (those values are unresolved).
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ from typing import Any
 
 HIGH = "high"
 MEDIUM = "medium"
+PINNED = "pinned"  # budget only: computed from job options the runner pins in every trial (see budget.py)
 UNRESOLVED = "unresolved"
 _RANK = {HIGH: 2, MEDIUM: 1, UNRESOLVED: 0}
+ENV_PREFIX = "env:"
 MAX_ITEMS = 10_000
 MAX_STR = 100_000  # cap on the deep size (characters + items) of any evaluated value
 
@@ -28,6 +33,7 @@ class Val:
     expr: str = ""
     flags: tuple[str, ...] = ()
     reason: str = ""
+    parts: tuple = ()  # f-strings only: ((text, flags), ...) so forwarded train_args can be traced per option
 
     @property
     def resolved(self) -> bool:
@@ -41,12 +47,14 @@ class ModuleRef:
 
 @dataclass(eq=False)
 class ClassRef:
-    """A callable known by name (class or function from an import, or a local class)."""
+    """A callable known by name (class or function from an import, or a local class with its bases)."""
 
     name: str
     qualname: str
     dynamic: bool = False
     candidates: tuple[str, ...] = ()
+    bases: tuple = ()  # local classes: the ClassRefs of their bases
+    defines_init: bool = False  # local classes: whether the body defines __init__ (its defaults are unknown)
 
 
 @dataclass(eq=False)
@@ -108,6 +116,22 @@ def merge_flags(*vals: Any) -> tuple[str, ...]:
     return tuple(seen)
 
 
+def option_flags(flags: tuple[str, ...] | list[str]) -> list[str]:
+    """The job options among a value's inputs (environment tags left out)."""
+    return [f for f in flags if not f.startswith(ENV_PREFIX)]
+
+
+def cause(*vals: Any) -> str:
+    """Why the first undetermined input among `vals` is undetermined, naming that input ("" if all are data)."""
+    for val in vals:
+        if isinstance(val, Val):
+            if not val.resolved:
+                return val.reason or "not resolved statically"
+        elif val is not None and hasattr(val, "origin"):
+            return val.origin
+    return ""
+
+
 
 def to_jsonable(value: Any) -> Any:
     """Convert an evaluated value into plain JSON/YAML data (stable order, finite floats)."""
@@ -130,8 +154,8 @@ def describe(val: Any) -> dict:
         record = {"value": to_jsonable(val.value) if val.resolved else None, "confidence": val.confidence}
         if val.expr:
             record["expr"] = val.expr
-        if val.flags:
-            record["flags"] = list(val.flags)
+        if option_flags(val.flags):
+            record["flags"] = option_flags(val.flags)
         if not val.resolved and val.reason:
             record["reason"] = val.reason
         return record

@@ -4,19 +4,25 @@ Statements are visited in order starting at module level; calls to functions def
 entered (bounded depth), `if` statements whose condition resolves take one branch, unresolved ones are
 walked on both sides and merged. External classes are never imported: constructing one yields an `Obj`
 with its evaluated arguments, and method calls on objects are recorded as `MethodCall` events.
+
+Data flow includes control flow: inside a branch taken because of a job option (`if args.fast:`), or a loop
+unrolled over a sequence that depends on one, every value bound, object built and method called also depends
+on that option (`self.control`), so the budget knows every input that decides it.
 """
 
 from __future__ import annotations
 
 import ast
+from contextlib import contextmanager
 from typing import Any
 
 from . import argparse_flow as ap
-from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, call_str_method
+from . import comprehension, mutation
+from .builtins_eval import BUILTIN_NAMES, call_builtin, call_data_method, call_qualified, env_read
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, WalkResult
-from .overrides import parser_method
-from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, source_text, unresolved
+from .overrides import PARSE_METHODS, parser_method
+from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, source_text, unresolved
 
 MAX_DEPTH = 12
 MAX_STEPS = 50_000
@@ -42,6 +48,9 @@ class Walker:
         file_val = Val(job_name, MEDIUM, "__file__")  # workspace-relative stand-in for the script path
         self.scopes: list[dict] = [{"__name__": Val("__main__", HIGH), "__file__": file_val}]
         self.stack: list[FuncRef] = []
+        self.saved: list[list[dict]] = []  # scopes of the callers of the function being walked
+        self.redirect: dict[int, dict[str, dict]] = {}  # id(frame) -> {name: frame} for `global`/`nonlocal`
+        self.control: tuple[str, ...] = ()
         self.steps = 0
         self.evaluator = ExpressionEvaluator(self)
 
@@ -55,6 +64,48 @@ class Walker:
         except RecursionError:
             self.out.problems.append("job.py nests too deeply to follow statically")
         return self.out
+
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise _Budget()
+
+    def live_frames(self) -> list[dict]:
+        """Every frame a statement can still reach: the current scopes and those of the callers."""
+        seen: set[int] = set()
+        frames = []
+        for scopes in [self.scopes, *self.saved]:
+            for frame in scopes:
+                if id(frame) not in seen:
+                    seen.add(id(frame))
+                    frames.append(frame)
+        return frames
+
+    @contextmanager
+    def controlled_by(self, flags: tuple[str, ...]):
+        """Walk a block whose execution was decided by `flags` (options of a resolved condition or loop)."""
+        saved = self.control
+        self.control = tuple(dict.fromkeys((*saved, *flags)))
+        try:
+            yield
+        finally:
+            self.control = saved
+
+    def with_control(self, value: Any) -> Any:
+        """`value` plus the options that decided the current block (an option's own value becomes medium)."""
+        if not isinstance(value, Val):
+            return value
+        extra = tuple(f for f in self.control if f not in value.flags)
+        if not extra:
+            return value
+        confidence = MEDIUM if value.confidence == HIGH else value.confidence
+        return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
+
+    def comprehension(self, node: ast.AST) -> Any:
+        return comprehension.evaluate(self, node)
+
+    def env_read(self, name: Any, node: ast.AST) -> Val:
+        return env_read(name, node, [name])
 
     # ---- context protocol used by ExpressionEvaluator -------------------------------------------
     def lookup(self, name: str, node: ast.AST) -> Any:
@@ -70,6 +121,13 @@ class Walker:
             return ap.namespace_attribute(base, attr)
         if isinstance(base, (ModuleRef, ClassRef)):
             return ClassRef(attr, f"{base.qualname}.{attr}", dynamic=getattr(base, "dynamic", False))
+        if isinstance(base, Obj) and base.cls.qualname.startswith("<local>."):
+            return unresolved(node, f"attribute '{attr}' of an instance of class {base.name} (line {base.line}); "
+                              "the importer does not follow classes")  # fmt: skip
+        if isinstance(base, Obj):
+            return unresolved(node, f"attribute '{attr}' of {base.name}(...): {base.origin}")
+        if isinstance(base, Val) and not base.resolved and base.reason:
+            return unresolved(node, base.reason, base.flags)
         return unresolved(node, f"attribute '{attr}' of a run-time value")
 
     def call(self, node: ast.Call) -> Any:
@@ -119,7 +177,7 @@ class Walker:
                 return self._new_parser(kwargs, node)
         if not isinstance(callee, ClassRef):
             callee = ClassRef("<dynamic>", "<dynamic>", dynamic=True)
-        obj = Obj(callee, args, kwargs, node.lineno, unpacked)
+        obj = Obj(callee, args, kwargs, node.lineno, unpacked, self.control)
         self.out.objects.append(obj)
         return obj
 
@@ -133,10 +191,12 @@ class Walker:
         if isinstance(base, ap.Parser):
             return parser_method(base, method, args, kwargs, node, self.base_args, self.out)
         if isinstance(base, Obj):
-            self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno))
+            self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
             return unresolved(node, f"result of {base.name}.{method}() at run time")
+        if mutation.is_mutation(base, method):
+            return mutation.mutate(self, base, method, args, kwargs, node)
         if isinstance(base, Val):
-            return call_str_method(base, method, args, kwargs, node)
+            return call_data_method(base, method, args, kwargs, node)
         return unresolved(node, f".{method}() on a run-time value")
 
     def _invoke(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> Any:
@@ -145,14 +205,16 @@ class Walker:
         frame = self._bind(func, args, kwargs, node)
         self.stack.append(func)
         saved = self.scopes
+        self.saved.append(saved)
         self.scopes = [frame, *func.closure]
         try:
             self.walk_block(func.node.body)
-            return Val(None, HIGH)
+            return self.with_control(Val(None, HIGH))
         except _Return as ret:
             return ret.value
         finally:
             self.scopes = saved
+            self.saved.pop()
             self.stack.pop()
 
     def _bind(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> dict:
@@ -180,9 +242,7 @@ class Walker:
     # ---- statements -----------------------------------------------------------------------------
     def walk_block(self, body: list[ast.stmt]) -> None:
         for stmt in body:
-            self.steps += 1
-            if self.steps > MAX_STEPS:
-                raise _Budget()
+            self.tick()
             handler = getattr(self, "_st_" + type(stmt).__name__, None)
             if handler is not None:
                 handler(stmt)
@@ -191,7 +251,7 @@ class Walker:
         self.ev(stmt.value)
 
     def _st_Return(self, stmt: ast.Return) -> None:
-        raise _Return(self.ev(stmt.value) if stmt.value is not None else Val(None, HIGH))
+        raise _Return(self.with_control(self.ev(stmt.value) if stmt.value is not None else Val(None, HIGH)))
 
     def _st_Raise(self, stmt: ast.Raise) -> None:
         self.out.raises.append(stmt.lineno)
@@ -203,7 +263,28 @@ class Walker:
     _st_AsyncFunctionDef = _st_FunctionDef
 
     def _st_ClassDef(self, stmt: ast.ClassDef) -> None:
-        self.scopes[0][stmt.name] = ClassRef(stmt.name, f"<local>.{stmt.name}")
+        bases = tuple(b for b in (self.ev(base) for base in stmt.bases) if isinstance(b, ClassRef))
+        init = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in stmt.body)
+        if _uses_argparse(stmt):
+            self.out.class_parsers.append((stmt.name, stmt.lineno))
+        self.scopes[0][stmt.name] = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
+
+    def _st_Global(self, stmt: ast.Global) -> None:
+        targets = self.redirect.setdefault(id(self.scopes[0]), {})
+        for name in stmt.names:
+            targets[name] = self.scopes[-1]
+
+    def _st_Nonlocal(self, stmt: ast.Nonlocal) -> None:
+        targets = self.redirect.setdefault(id(self.scopes[0]), {})
+        for name in stmt.names:
+            targets[name] = next((f for f in self.scopes[1:-1] if name in f), self.scopes[0])
+
+    def _st_Delete(self, stmt: ast.Delete) -> None:
+        for target in stmt.targets:
+            if isinstance(target, ast.Subscript):
+                mutation.assign_item(self, target, None)
+            elif isinstance(target, ast.Name):
+                self._frame_for(target.id).pop(target.id, None)
 
     def _st_Import(self, stmt: ast.Import) -> None:
         for alias in stmt.names:
@@ -229,19 +310,25 @@ class Walker:
             self.bind(stmt.target, self.ev(stmt.value))
 
     def _st_AugAssign(self, stmt: ast.AugAssign) -> None:
-        if isinstance(stmt.target, ast.Name):
-            load = ast.Name(stmt.target.id, ast.Load(), lineno=stmt.lineno, col_offset=0)
+        if isinstance(stmt.target, (ast.Name, ast.Subscript, ast.Attribute)):
+            load = _as_load(stmt.target)
             self.bind(stmt.target, self.ev(ast.BinOp(load, stmt.op, stmt.value, lineno=stmt.lineno, col_offset=0)))
 
+    def _frame_for(self, name: str) -> dict:
+        return self.redirect.get(id(self.scopes[0]), {}).get(name, self.scopes[0])
+
     def bind(self, target: ast.AST, value: Any) -> None:
+        value = self.with_control(value)
         if isinstance(target, ast.Name):
-            self.scopes[0][target.id] = value
+            self._frame_for(target.id)[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._unpack(target, value)
+        elif isinstance(target, ast.Subscript):
+            mutation.assign_item(self, target, value)
         elif isinstance(target, ast.Attribute):
             base = self.ev(target.value)
-            if isinstance(base, ap.Namespace) and isinstance(value, Val):
-                base.values[target.attr] = value
+            if isinstance(base, ap.Namespace):
+                base.values[target.attr] = value if isinstance(value, Val) else unresolved(target, "not a data value")
 
     def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
         items: list | None = None
@@ -261,7 +348,8 @@ class Walker:
         note = BranchNote(stmt.lineno, source_text(stmt.test), resolved)
         self.out.branches.append(note)
         if resolved:
-            self.walk_block(stmt.body if test.value else stmt.orelse)
+            with self.controlled_by(test.flags):
+                self.walk_block(stmt.body if test.value else stmt.orelse)
         else:
             self._fork(stmt.body, stmt.orelse, note)
 
@@ -270,18 +358,20 @@ class Walker:
 
         walk_both(self, left, right, note)
 
-    def _loop(self, target: ast.AST | None, body: list[ast.stmt], orelse: list[ast.stmt]) -> None:
+    def _loop(self, target: ast.AST | None, body: list[ast.stmt], orelse: list[ast.stmt], why: str = "") -> None:
         if target is not None:
-            self.bind(target, unresolved(target, "loop variable"))
+            self.bind(target, unresolved(target, f"loop variable{why}"))
         note = BranchNote(body[0].lineno if body else 0, "loop body", False, kind="loop")
         self.out.branches.append(note)
         self._fork(body, [], note)
         self.walk_block(orelse)
 
     def _st_For(self, stmt: ast.For) -> None:
-        items = _unrollable(self.ev(stmt.iter), stmt.body)
+        iterable = self.ev(stmt.iter)
+        items = _unrollable(iterable, stmt.body)
         if items is None:
-            self._loop(stmt.target, stmt.body, stmt.orelse)
+            why = cause(iterable) or "a sequence that is not known statically, too long, or left with break/continue"
+            self._loop(stmt.target, stmt.body, stmt.orelse, f" of a loop over {source_text(stmt.iter)}: {why}")
             return
         # Walked item by item like Python would; building or running a recipe/job/env here still fails closed.
         from .surface import touches_surface
@@ -289,9 +379,10 @@ class Walker:
         note = BranchNote(stmt.body[0].lineno, "loop body", False, kind="loop")
         self.out.branches.append(note)
         first_obj, first_call = len(self.out.objects), len(self.out.calls)
-        for item in items:
-            self.bind(stmt.target, item)
-            self.walk_block(stmt.body)
+        with self.controlled_by(getattr(iterable, "flags", ())):  # how often the body runs depends on them
+            for item in items:
+                self.bind(stmt.target, item)
+                self.walk_block(stmt.body)
         note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
         self.walk_block(stmt.orelse)
 
@@ -319,12 +410,35 @@ class Walker:
     _st_TryStar = _st_Try
 
 
-def _unrollable(iterable: Any, body: list[ast.stmt]) -> list[Val] | None:
+def _as_load(target: ast.expr) -> ast.expr:
+    """The expression that reads an assignment target (for `x += 1`, `cfg["n"] *= 2`, `args.r -= 1`)."""
+    node = ast.Name(target.id, ast.Load()) if isinstance(target, ast.Name) else None
+    if isinstance(target, ast.Subscript):
+        node = ast.Subscript(target.value, target.slice, ast.Load())
+    elif isinstance(target, ast.Attribute):
+        node = ast.Attribute(target.value, target.attr, ast.Load())
+    return ast.copy_location(node, target)
+
+
+def _uses_argparse(stmt: ast.ClassDef) -> bool:
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name == "ArgumentParser" or name in PARSE_METHODS:
+                return True
+    return False
+
+
+def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
     """The items of a short, statically known sequence whose loop body never breaks or continues; else None."""
-    if not (isinstance(iterable, Val) and iterable.resolved and isinstance(iterable.value, (list, tuple))):
+    if isinstance(iterable, Bag) and iterable.keys is None:
+        values = list(iterable.items)
+    elif isinstance(iterable, Val) and iterable.resolved and isinstance(iterable.value, (list, tuple)):
+        values = [Val(item, iterable.confidence, iterable.expr, iterable.flags) for item in iterable.value]
+    else:
         return None
-    if len(iterable.value) > MAX_UNROLL:
+    if len(values) > MAX_UNROLL:
         return None
     if any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt)):
         return None
-    return [Val(item, iterable.confidence, iterable.expr, iterable.flags) for item in iterable.value]
+    return values

@@ -1,0 +1,104 @@
+"""Auto-FL admission table over one realistic job.py per NVFLARE 2.9 recipe class (`make eval` prints it).
+
+Usage:
+    python evals/recipe_admission.py
+
+Imports every `tests/fixtures/jobs/recipes/<name>/job.py` with the static importer (in-process, default
+arguments) and compares it with `tests/fixtures/jobs/recipes/expected.json` (written by hand): the NVFLARE class
+the job builds, its family, and whether it must be admitted. Every recipe class of the rendered recipe table
+(`autofl_core/importer/nvflare_recipes.json`, i.e. of the installed NVFLARE) must be covered by a fixture.
+Prints one row per fixture (budget as value/confidence: hi = high, pin = pinned, med = medium NVFLARE default),
+then `recipe admission: ...` with the counts. Exit 0 when every row is as expected and every class is covered,
+1 otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "skills" / "nvflare-autofl" / "scripts"
+FIXTURES = REPO / "tests" / "fixtures" / "jobs" / "recipes"
+EXPECTED = FIXTURES / "expected.json"
+BUDGET = ("num_clients", "min_clients", "num_rounds")
+SHORT = {"high": "hi", "pinned": "pin", "medium": "med", "unresolved": "??", "not_applicable": "n/a"}
+
+
+def _importer():
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    from autofl_core.importer import api, recipes
+
+    return api, recipes
+
+
+def _budget_text(config: dict) -> str:
+    budget = config.get("fixed_budget") or {}
+    if not budget:
+        return "-"
+    return " ".join(f"{budget[f]['value']}/{SHORT.get(budget[f]['confidence'], '?')}" for f in BUDGET)
+
+
+def check(name: str, expected: dict) -> tuple[list[str], list[str]]:
+    """(table cells, misses) for one fixture."""
+    api, _ = _importer()
+    started = time.perf_counter()
+    config = api.import_job(FIXTURES / name / "job.py")
+    seconds = time.perf_counter() - started
+    admitted = not config["admission_errors"]
+    job = config["job"]
+    misses = []
+    if admitted != expected["admit"]:
+        first = config["admission_errors"][0]["message"] if config["admission_errors"] else "admitted"
+        misses.append(f"expected {'admitted' if expected['admit'] else 'refused'}: {first}")
+    if job.get("nvflare_class") != expected["nvflare_class"]:
+        misses.append(f"class {job.get('nvflare_class')} instead of {expected['nvflare_class']}")
+    if job.get("family") != expected["family"]:
+        misses.append(f"family {job.get('family')} instead of {expected['family']}")
+    cells = [name, job.get("class") or "-", expected["family"], "admit" if expected["admit"] else "refuse",
+             "admit" if admitted else "refuse", _budget_text(config), f"{seconds * 1000:.0f}ms"]  # fmt: skip
+    return cells, misses
+
+
+def uncovered(expected: dict) -> list[str]:
+    """Recipe classes of the installed NVFLARE (rendered table) that no fixture builds."""
+    _, recipes = _importer()
+    covered = {e["nvflare_class"] for e in expected.values()}
+    return sorted(q for q, e in recipes.table()["classes"].items() if e["kind"] == "recipe" and q not in covered)
+
+
+def print_section(out=None) -> int:
+    """Print the admission table and its summary line (to `out`, default stdout); returns the number of misses."""
+    out = out or sys.stdout
+    expected = json.loads(EXPECTED.read_text(encoding="utf-8"))["fixtures"]
+    header = ["fixture", "class", "family", "expected", "actual", "budget clients/min/rounds", "import"]
+    rows, misses = [], []
+    for name in sorted(expected):
+        cells, problems = check(name, expected[name])
+        rows.append(cells + ["PASS" if not problems else "FAIL"])
+        misses += [f"{name}: {p}" for p in problems]
+    misses += [f"no fixture builds {q}" for q in uncovered(expected)]
+    widths = [max(len(r[i]) for r in [header + ["result"], *rows]) for i in range(len(header) + 1)]
+    print("== Auto-FL recipe admission (tests/fixtures/jobs/recipes, nvflare "
+          f"{_importer()[1].nvflare_version()}) ==", file=out)  # fmt: skip
+    for row in [header + ["result"], *rows]:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
+    for miss in misses:
+        print(f"recipe miss: {miss}", file=out)
+    training = [n for n in expected if expected[n]["family"] == "training"]
+    admitted = sum(1 for n, r in zip(sorted(expected), rows, strict=True) if n in training and r[4] == "admit")
+    refused = sum(1 for n, r in zip(sorted(expected), rows, strict=True) if n not in training and r[4] == "refuse")
+    print(f"recipe admission: {admitted}/{len(training)} training jobs admitted, {refused}/{len(expected) - len(training)} "
+          f"non-training jobs refused, {len(misses)} misses", file=out)  # fmt: skip
+    return len(misses)
+
+
+def main() -> int:
+    return 1 if print_section() else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

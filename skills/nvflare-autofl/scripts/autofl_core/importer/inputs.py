@@ -1,0 +1,45 @@
+"""Name the run-time input behind a value the importer cannot determine: files, environment, randomness, time.
+
+`call_kind("numpy.random.randint")` -> "randomness"; used in unresolved reasons so a refused budget field says
+what it depends on ("... comes from numpy.random.randint(...) at line 12, which draws random numbers").
+"""
+
+from __future__ import annotations
+
+_FILE_MODULES = {"glob", "json", "csv", "pickle", "yaml", "pandas", "pd", "shutil", "pathlib", "io", "h5py", "toml",
+                 "tomllib", "configparser", "sqlite3", "joblib", "datasets"}  # fmt: skip
+_FILE_CALLS = {"os.listdir", "os.scandir", "os.walk", "os.stat", "os.path.exists", "os.path.isfile",
+               "os.path.isdir", "os.path.getsize", "numpy.load", "numpy.loadtxt", "numpy.genfromtxt",
+               "torch.load", "open"}  # fmt: skip
+_RANDOM_MODULES = {"random", "secrets", "uuid"}
+_TIME_MODULES = {"time", "datetime"}
+_ENV_CALLS = {"os.getenv", "os.environ.get", "os.environ.setdefault", "os.environ", "os.cpu_count", "socket.gethostname",
+              "platform.node", "getpass.getuser"}  # fmt: skip
+DESCRIPTIONS = {
+    "files": "which reads files at run time",
+    "environment": "which reads the host environment at run time",
+    "randomness": "which draws random numbers",
+    "time": "which reads the clock",
+    "call": "an external call the importer cannot evaluate",
+}
+
+
+def call_kind(qualname: str) -> str:
+    """files | environment | randomness | time | call, from a callable's dotted name."""
+    parts = [p for p in qualname.split(".") if p]
+    root = parts[0] if parts else ""
+    if qualname in _ENV_CALLS:
+        return "environment"
+    if qualname in _FILE_CALLS or root in _FILE_MODULES or (parts and parts[-1].startswith(("read_", "load"))):
+        return "files"
+    if root in _RANDOM_MODULES or "random" in parts[1:] or (parts and parts[-1].startswith("rand")):
+        return "randomness"
+    if root in _TIME_MODULES:
+        return "time"
+    return "call"
+
+
+def describe_call(qualname: str, line: int) -> str:
+    """`numpy.random.randint(...) at line 12, which draws random numbers`."""
+    shown = qualname.lstrip(".") or "a dynamic call"
+    return f"{shown}(...) at line {line}, {DESCRIPTIONS[call_kind(qualname)]}"

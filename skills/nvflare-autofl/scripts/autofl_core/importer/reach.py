@@ -1,0 +1,82 @@
+"""Which job options actually reach the job: the ones a candidate can tune to any effect.
+
+An option reaches the job when its value (or a branch it decides) flows into something job.py builds or calls:
+a recipe, env, FedJob component, method call or external function. An argument string forwarded to the client
+script (`train_args=f"--lr {args.lr}"`, ScriptRunner `script_args=`, ...) counts only for the parts the script's
+own argparse accepts: an option it does not define is ignored (parse_known_args) or makes it exit (parse_args).
+Parsed-but-unused options, and options only printed, do not reach the job. When the script's parser cannot be
+read, forwarded options are assumed to reach it (never hide a real option).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .overrides import apply_overrides
+from .values import Bag, Val, option_flags
+
+FORWARDED_KWARGS = ("train_args", "script_args", "task_args", "eval_args")
+_TOKEN = re.compile(r"\S+")
+
+
+@dataclass
+class ScriptParser:
+    """The client script's argparse as far as it is known: parser None = the script reads no arguments."""
+
+    known: bool
+    parser: Any = None
+    known_only: bool = False
+
+
+def reaching_options(walk: Any, script: ScriptParser) -> set[str]:
+    """Canonical job options whose values reach the job (see the module docstring)."""
+    reached: set[str] = set()
+    for obj in walk.objects:
+        reached.update(obj.control)
+        reached.update(_flags_of(obj.args))
+        for key, value in obj.kwargs.items():
+            reached.update(_forwarded(value, script) if key in FORWARDED_KWARGS else _flags_of([value]))
+    for call in walk.calls:
+        reached.update(call.control)
+        reached.update(_flags_of([*call.args, *call.kwargs.values()]))
+    return {flag for flag in reached if not flag.startswith("env:")}
+
+
+def _flags_of(values: list) -> set[str]:
+    found: set[str] = set()
+    for value in values:
+        if isinstance(value, Val):
+            found.update(option_flags(value.flags))
+        elif isinstance(value, Bag):
+            found.update(_flags_of(value.items))
+    return found
+
+
+def _forwarded(value: Any, script: ScriptParser) -> set[str]:
+    """Options of an argument string that the client script accepts."""
+    if not isinstance(value, Val) or not value.resolved or not isinstance(value.value, str):
+        return _flags_of([value])
+    if not script.known or not value.parts or re.search(r"['\"\\\\]", value.value):
+        return _flags_of([value])  # cannot tell which part goes where: assume every option reaches the script
+    if script.parser is None:
+        return set()  # the script has no argparse: it never reads what it is given
+    spans = _token_flags(value)
+    tokens = [text for text, _ in spans]
+    owners: list = []
+    apply_overrides(script.parser, tokens, script.known_only, owners)
+    return {flag for (_, flags), owner in zip(spans, owners, strict=True) if owner is not None for flag in flags}
+
+
+def _token_flags(value: Val) -> list[tuple[str, set[str]]]:
+    """Whitespace tokens of an f-string value with the job options that produced each one."""
+    bounds, offset = [], 0
+    for text, flags in value.parts:
+        bounds.append((offset, offset + len(text), set(option_flags(flags))))
+        offset += len(text)
+    out = []
+    for match in _TOKEN.finditer(value.value):
+        flags = {f for start, end, fs in bounds if start < match.end() and match.start() < end for f in fs}
+        out.append((match.group(), flags))
+    return out

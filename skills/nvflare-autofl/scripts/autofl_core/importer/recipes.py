@@ -1,0 +1,116 @@
+"""NVFLARE's recipe classes as the importer knows them: family and constructor defaults, read from a table.
+
+`nvflare_recipes.json` (next to this file) is rendered by `make sync` from the installed NVFLARE's source
+(shared/nvflare_recipes.py), so the skill stays self-contained and nvflare is never imported.
+
+    family_of(cls)            -> ("training" | "statistics" | ..., reason) or None for a class NVFLARE does not ship
+    nvflare_class(cls)        -> "nvflare.app_opt.pt.recipes.fedavg.FedAvgRecipe" (when exactly one class matches)
+    default_of(cls, "num_rounds") -> Default(status, value, detail)
+    budget_source(cls, field) -> {"object": "server", "param": "num_rounds"} for budgets held by an argument object
+A class is found by its import path (`nvflare.app_opt.pt.recipes.FedAvgRecipe` matches the class defined under
+that package), else by name; a local subclass (`class MyRecipe(FedAvgRecipe)`) inherits its base's family, and
+its base's defaults unless it defines its own `__init__`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+TABLE_FILE = Path(__file__).with_name("nvflare_recipes.json")
+LOCAL_PREFIX = "<local>."
+
+
+@lru_cache(maxsize=1)
+def table() -> dict:
+    with open(TABLE_FILE, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def nvflare_version() -> str:
+    return table()["nvflare_version"]
+
+
+@dataclass(frozen=True)
+class Default:
+    """What NVFLARE uses for an omitted constructor argument.
+
+    status: value (literal default) | fixed (the class hard-codes it) | required | computed (an expression) |
+    absent (no such argument) | ambiguous (same-named classes disagree) | unknown (class not in the table, or a
+    local subclass with its own __init__).
+    """
+
+    status: str
+    value: Any = None
+    detail: str = ""
+
+
+def _matches(cls: Any) -> tuple[list[tuple[str, dict]], bool]:
+    """((table qualname, entry) pairs the class may be, whether a local subclass redefines __init__)."""
+    if cls is None or getattr(cls, "dynamic", False):
+        return [], False
+    if cls.qualname.startswith(LOCAL_PREFIX):
+        for base in cls.bases:
+            found, own_init = _matches(base)
+            if found:
+                return found, own_init or cls.defines_init
+        return [], False
+    classes = table()["classes"]
+    if cls.qualname in classes:
+        return [(cls.qualname, classes[cls.qualname])], False
+    same_name = [(q, e) for q, e in classes.items() if e["name"] == cls.name]
+    module = cls.qualname.rpartition(".")[0]
+    under = [(q, e) for q, e in same_name if module.startswith("nvflare") and q.startswith(module + ".")]
+    return under or same_name, False
+
+
+def _entries(cls: Any) -> tuple[list[dict], bool]:
+    found, own_init = _matches(cls)
+    return [entry for _, entry in found], own_init
+
+
+def nvflare_class(cls: Any) -> str | None:
+    """The NVFLARE class a job's class resolves to (its module path), when exactly one matches."""
+    found = [q for q, e in _matches(cls)[0] if e["kind"] == "recipe"]
+    return found[0] if len(found) == 1 else None
+
+
+def is_known_recipe(cls: Any) -> bool:
+    return any(e["kind"] == "recipe" for e in _entries(cls)[0])
+
+
+def family_of(cls: Any) -> tuple[str, str] | None:
+    recipes = [e for e in _entries(cls)[0] if e["kind"] == "recipe"]
+    if not recipes:
+        return None
+    return recipes[0]["family"], recipes[0].get("reason", "")
+
+
+def budget_source(cls: Any, field: str) -> dict | None:
+    for entry in _entries(cls)[0]:
+        if field in entry.get("budget", {}):
+            return entry["budget"][field]
+    return None
+
+
+def _default_in(entry: dict, param: str) -> Default:
+    if param in entry["fixed"]:
+        return Default("fixed", entry["fixed"][param])
+    if param in entry["defaults"]:
+        return Default("value", entry["defaults"][param])
+    if param in entry["required"]:
+        return Default("required")
+    if param in entry["computed"]:
+        return Default("computed", detail=entry["computed"][param])
+    return Default("absent")
+
+
+def default_of(cls: Any, param: str) -> Default:
+    entries, own_init = _entries(cls)
+    if not entries or own_init:
+        return Default("unknown")
+    found = [_default_in(entry, param) for entry in entries]
+    return found[0] if all(d == found[0] for d in found) else Default("ambiguous")

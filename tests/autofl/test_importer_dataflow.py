@@ -1,0 +1,214 @@
+"""Budgets pinned by data flow (issue 15): values computed from job options are `pinned` with `depends_on`,
+every such option is pinned in every trial, and anything read at run time stays unresolved, naming the input."""
+
+import pytest
+from autofl_core import argv as trial_argv
+from autofl_core.importer import api
+from autofl_core.trial_errors import TrialError
+
+HEAD = (
+    "import argparse, json, os, random, time\n"
+    "from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
+    "p = argparse.ArgumentParser()\np.add_argument('--n_clients', type=int, default=3)\n"
+    "p.add_argument('--num_rounds', type=int, default=4)\np.add_argument('--epochs', type=int, default=2)\n"
+    "p.add_argument('--fast', action='store_true')\np.add_argument('--lr', type=float, default=0.1)\n"
+    "args = p.parse_args()\n"
+)
+
+
+def run(body: str, rounds: str = "args.num_rounds", clients: str = "num_clients=args.n_clients", **kwargs) -> dict:
+    source = HEAD + body + (
+        f"recipe = FedAvgRecipe(min_clients=2, num_rounds={rounds}, train_script='client.py',"
+        " train_args=f'--lr {args.lr}')\n"
+        f"recipe.execute(SimEnv({clients}))\n"
+    )
+    return api.import_source(source, **kwargs)
+
+
+def budget(config: dict, field: str) -> dict:
+    return config["fixed_budget"][field]
+
+
+def test_issue_example_client_list_from_a_local_split_helper_is_pinned():
+    config = run(
+        "def split_data(n):\n    return [f'site-{i + 1}' for i in range(n)]\n"
+        "clients = [name for name in split_data(args.n_clients)]\n",
+        clients="clients=clients",
+    )
+    entry = budget(config, "num_clients")
+    assert (entry["value"], entry["confidence"], entry["depends_on"]) == (3, "pinned", ["--n_clients"])
+    assert config["admission_errors"] == []
+    assert api.fixed_budget_args(config) == ["--n_clients", "3", "--num_rounds", "4"]
+    bigger = run("clients = [f'site-{i}' for i in range(args.n_clients)]\n", clients="clients=clients",
+                 base_args=["--n_clients", "5"])  # fmt: skip
+    assert budget(bigger, "num_clients")["value"] == 5
+
+
+def test_value_from_two_options_pins_both_and_the_runner_rejects_either_in_run_args():
+    config = run("", rounds="args.num_rounds * args.epochs")
+    entry = budget(config, "num_rounds")
+    assert (entry["value"], entry["confidence"], entry["depends_on"]) == (8, "pinned", ["--num_rounds", "--epochs"])
+    assert entry["flag"] is None and entry["flags"] == ["--num_rounds", "--epochs"]
+    pins = api.fixed_budget_args(config)
+    assert pins == ["--n_clients", "3", "--num_rounds", "4", "--epochs", "2"]
+    assert api.fixed_budget_options(config) == ["--n_clients", "--num_rounds", "--epochs"]
+    assert "--epochs" not in [s["flag"] for s in config["search_space"]["suggested"]]
+    flags = api.cli_flags(config)
+
+    def argv(run_args):
+        return trial_argv.build_trial_argv("python", "job.py", budget_args=pins, base_args=[],
+                                           flag_groups=flags["groups"], name_flag=None, trial_name=None,
+                                           workspace="/w", run_args=run_args)  # fmt: skip
+
+    assert argv(["--lr", "0.5"])[-2:] == ["--lr", "0.5"]
+    with pytest.raises(TrialError) as rejected:
+        argv(["--epochs", "3"])
+    assert rejected.value.code == "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
+
+
+def test_value_chosen_by_a_branch_depends_on_the_branch_option():
+    body = "if args.fast:\n    rounds = 2\nelse:\n    rounds = args.num_rounds\n"
+    slow = run(body, rounds="rounds")
+    entry = budget(slow, "num_rounds")
+    assert (entry["value"], entry["confidence"], entry["depends_on"]) == (4, "pinned", ["--num_rounds", "--fast"])
+    assert "--fast" in api.fixed_budget_options(slow), "off switches have no argument; the runner must reject them"
+    assert "--fast" not in api.fixed_budget_args(slow)
+    fast = run(body, rounds="rounds", base_args=["--fast"])
+    assert (budget(fast, "num_rounds")["value"], budget(fast, "num_rounds")["depends_on"]) == (2, ["--fast"])
+    assert api.fixed_budget_args(fast)[-1:] == ["--fast"]
+
+
+def test_recipe_built_in_a_branch_depends_on_the_branch_option():
+    source = HEAD + (
+        "from nvflare.app_opt.pt.recipes.scaffold import ScaffoldRecipe\n"
+        "if args.fast:\n    r = ScaffoldRecipe(min_clients=2, num_rounds=3, train_script='c.py')\n"
+        "else:\n    r = FedAvgRecipe(min_clients=2, num_rounds=3, train_script='c.py')\n"
+        "r.execute(SimEnv(num_clients=2))\n"
+    )
+    config = api.import_source(source)
+    assert budget(config, "num_rounds")["depends_on"] == ["--fast"]
+    assert budget(config, "num_rounds")["confidence"] == "pinned"
+
+
+@pytest.mark.parametrize(
+    ("body", "clients", "depends_on"),
+    [
+        ("clients = []\nfor i in range(args.n_clients):\n    clients.append(f'site-{i}')\n", "clients=clients",
+         ["--n_clients"]),
+        ("clients = ['site-0']\nalias = clients\nalias.extend(['site-1', 'site-2'])\n", "clients=clients", []),
+        ("def add(sites, n):\n    for i in range(n):\n        sites.append(i)\nclients = []\nadd(clients, args.n_clients)\n",
+         "clients=clients", ["--n_clients"]),
+        ("cfg = {'n': 1}\ncfg['n'] = args.n_clients\n", "num_clients=cfg['n']", ["--n_clients"]),
+        ("N = 1\ndef configure():\n    global N\n    N = args.n_clients\nconfigure()\n", "num_clients=N", ["--n_clients"]),
+    ],
+)  # fmt: skip
+def test_changes_to_containers_and_globals_are_followed(body, clients, depends_on):
+    entry = budget(run(body, clients=clients), "num_clients")
+    assert (entry["value"], entry["depends_on"]) == (3, depends_on)
+
+
+def test_a_list_changed_after_it_was_given_to_the_env_is_not_trusted():
+    source = HEAD + (
+        "clients = ['a', 'b']\nenv = SimEnv(clients=clients)\nclients.append('c')\n"
+        "FedAvgRecipe(min_clients=2, num_rounds=2, train_script='c.py').execute(env)\n"
+    )
+    entry = budget(api.import_source(source), "num_clients")
+    assert entry["confidence"] == "unresolved" and "changed later" in entry["reason"]
+
+
+def test_an_option_changed_under_a_condition_the_importer_cannot_resolve_is_unresolved():
+    entry = budget(run("if os.environ.get('QUICK'):\n    args.num_rounds = 1\n"), "num_rounds")
+    assert entry["confidence"] == "unresolved" and "condition at line" in entry["reason"]
+
+
+@pytest.mark.parametrize(
+    ("rounds", "words"),
+    [
+        ("int(os.environ.get('ROUNDS', '3'))", ["environment variable ROUNDS"]),
+        ("int(os.environ['ROUNDS'])", ["environment variable ROUNDS"]),
+        ("len(open('rounds.txt').read())", ["open()", "reads a file"]),
+        ("json.load(open('cfg.json'))['rounds']", ["json.load", "reads files"]),
+        ("len(os.listdir('/data'))", ["os.listdir", "reads files"]),
+        ("random.randint(2, 5)", ["random.randint", "random numbers"]),
+        ("int(time.time()) % 5 + 1", ["time.time", "clock"]),
+        ("count_rounds(args.epochs)", ["rounds_lib.count_rounds", "cannot evaluate"]),
+    ],
+)
+def test_run_time_inputs_stay_unresolved_and_the_refusal_names_them(rounds, words):
+    config = run("from rounds_lib import count_rounds\n", rounds=rounds)
+    entry = budget(config, "num_rounds")
+    assert entry["confidence"] == "unresolved"
+    [error] = [e for e in config["admission_errors"] if "num_rounds" in e["message"]]
+    for word in words:
+        assert word in error["message"], error["message"]
+
+
+def test_omitted_budget_uses_the_recipe_default_from_the_installed_nvflare():
+    config = api.import_source(HEAD + "FedAvgRecipe(min_clients=2, train_script='c.py').execute(SimEnv(num_clients=2))\n")
+    assert budget(config, "num_rounds") == {"value": 2, "confidence": "medium", "flag": None, "depends_on": [],
+                                            "source": "FedAvgRecipe default", "note": "recipe default, nvflare 2.9.0"}
+    assert config["admission_errors"] == []
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        ("FedAvgRecipe(train_script='c.py')", ["FedAvgRecipe requires min_clients=", "nvflare 2.9.0"]),
+        ("XGBBaggingRecipe(name='x', min_clients=2)", ["default num_rounds is None", "pass num_rounds= explicitly"]),
+        ("CollabRecipe(job_name='c', min_clients=2)", ["reads num_rounds from its server= object"]),
+        ("MyRecipe(min_clients=2)", ["MyRecipe gets no num_rounds=; pass it explicitly"]),
+    ],
+)
+def test_missing_budget_without_a_usable_default_names_the_fix(call, words):
+    source = (
+        "from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
+        "from nvflare.app_opt.xgboost.recipes import XGBBaggingRecipe\nfrom nvflare.collab.recipe import CollabRecipe\n"
+        f"from my_lib import MyRecipe\n{call}.execute(SimEnv(num_clients=2))\n"
+    )
+    config = api.import_source(source)
+    reasons = " | ".join(e["message"] for e in config["admission_errors"])
+    for word in words:
+        assert word in reasons
+
+
+def test_local_subclass_inherits_defaults_unless_it_defines_init():
+    def rounds(body):
+        source = (f"from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
+                  f"class Mine(FedAvgRecipe):\n{body}\n"
+                  "Mine(min_clients=2, train_script='c.py').execute(SimEnv(num_clients=2))\n")  # fmt: skip
+        return budget(api.import_source(source), "num_rounds")
+
+    assert rounds("    pass")["value"] == 2
+    own = rounds("    def __init__(self, **kw):\n        super().__init__(num_rounds=9, **kw)")
+    assert own["confidence"] == "unresolved" and "Mine gets no num_rounds=" in own["reason"]
+
+
+def test_nested_budget_objects_named_by_the_recipe_table():
+    source = (
+        "import argparse\nfrom nvflare.app_common.ccwf.ccwf_job import SwarmServerConfig\n"
+        "from nvflare.app_opt.pt.recipes.swarm import BaseSwarmLearningRecipe\nfrom nvflare.recipe import SimEnv\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--rounds', type=int, default=6)\na = p.parse_args()\n"
+        "BaseSwarmLearningRecipe(name='s', server_config=SwarmServerConfig(num_rounds=a.rounds), client_config=None,"
+        " min_clients=2).execute(SimEnv(num_clients=2))\n"
+    )
+    entry = budget(api.import_source(source), "num_rounds")
+    assert (entry["value"], entry["flag"]) == (6, "--rounds")
+    assert entry["source"] == "BaseSwarmLearningRecipe(server_config=SwarmServerConfig(num_rounds=...))"
+
+
+def test_fedjob_sites_added_in_a_loop_over_a_derived_list_are_pinned():
+    source = (
+        "import argparse, os\nfrom nvflare.app_common.workflows.fedavg import FedAvg\n"
+        "from nvflare.job_config.api import FedJob\nfrom nvflare.job_config.script_runner import ScriptRunner\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--n_clients', type=int, default=3)\na = p.parse_args()\n"
+        "def split_data(n):\n    return [f'site-{i + 1}' for i in range(n)]\n"
+        "clients = [name for name in split_data(a.n_clients)]\n"
+        "job = FedJob(name='j', min_clients=len(clients))\njob.to_server(FedAvg(num_rounds=2))\n"
+        "for site in clients:\n    job.to(ScriptRunner(script='client.py'), site)\n"
+        "job.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/tmp/w'))\n"
+    )
+    config = api.import_source(source, base_args=["--n_clients", "4"])
+    entry = budget(config, "num_clients")
+    assert (entry["value"], entry["confidence"], entry["depends_on"]) == (4, "pinned", ["--n_clients"])
+    assert (budget(config, "min_clients")["value"], budget(config, "min_clients")["source"]) == (4, "FedJob(min_clients=...)")
+    assert config["admission_errors"] == []
