@@ -114,23 +114,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def join_argument_strings(argv: list[str]) -> list[str]:
-    """`--base-args "--num_rounds=5"` -> `--base-args=--num_rounds=5`, so argparse takes a value that starts with
-    '-' (it would otherwise read it as an option and fail with "expected one argument")."""
-    out: list[str] = []
-    index = 0
-    while index < len(argv):
-        token = argv[index]
-        if token in ARGUMENT_STRING_OPTIONS and index + 1 < len(argv):
-            out.append(f"{token}={argv[index + 1]}")
-            index += 2
-            continue
-        out.append(token)
-        index += 1
-    return out
+    """`--base-args "--num_rounds=5"` -> `--base-args=--num_rounds=5`: argparse would read the value as an option."""
+    return cli.attach_values(argv, ARGUMENT_STRING_OPTIONS)
 
 
 def _install_signal_handlers() -> None:
     def handler(signum, _frame):
+        for sig in (signal.SIGTERM, signal.SIGINT):  # a second signal must not interrupt the cleanup
+            signal.signal(sig, signal.SIG_IGN)
         name = signal.Signals(signum).name
         raise Interrupted(name, EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT)
 

@@ -138,11 +138,11 @@ def run_process(
     finally:
         os.close(write_fd)
     pump = OutputPump(read_fd, log_path, on_line)
-    pump.start()
-    exited = threading.Event()
-    threading.Thread(target=_wait_without_reaping, args=(proc.pid, exited), name="autofl-waiter", daemon=True).start()
     outcome = ProcessOutcome(returncode=None, tail=b"", started_at=started, ended_at=started, pid=proc.pid)
-    try:
+    try:  # from here on an exception (e.g. a signal turned into one) still ends the whole tree
+        pump.start()
+        exited = threading.Event()
+        threading.Thread(target=_wait_without_reaping, args=(proc.pid, exited), name="autofl-waiter", daemon=True).start()
         if on_start is not None:
             on_start(proc.pid)
         _supervise(exited, tick, tick_interval, outcome)
@@ -152,10 +152,13 @@ def run_process(
             outcome.returncode = proc.wait(timeout=10.0)
         except subprocess.TimeoutExpired:  # the child itself survived SIGKILL: reported in survivors
             outcome.returncode = None
-        pump.join(timeout=5.0)
-        if pump.is_alive():
-            pump.stop()
-            pump.join(timeout=2.0)
+        if pump.ident is None:  # never started: the pipe is still ours to close
+            os.close(read_fd)
+        else:
+            pump.join(timeout=5.0)
+            if pump.is_alive():
+                pump.stop()
+                pump.join(timeout=2.0)
         outcome.tail = pump.tail()
         outcome.ended_at = time.monotonic()
         outcome.runner_cpu_seconds = _own_cpu_seconds() - cpu_before

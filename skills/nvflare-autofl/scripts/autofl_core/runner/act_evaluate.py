@@ -101,13 +101,8 @@ def check_unchanged(campaign, manifest: dict) -> None:
 
 
 def budget_flags(config: dict) -> set[str]:
-    """Canonical options that pin the fixed budget."""
-    flags = set()
-    for token in contract.budget_args(config):
-        if token.startswith("-"):
-            canonical, _inline, _error = importer.canonical_option(config, token)
-            flags.add(canonical or token.split("=", 1)[0])
-    return flags
+    """Canonical options the fixed budget depends on (a candidate's run args may set none of them)."""
+    return set(importer.fixed_budget_options(config))
 
 
 def fingerprint(base: str, budget: str, patch_sha: str | None, effective: list[str]) -> str:

@@ -93,6 +93,11 @@ def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str |
             result = run_trial(spec(campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent))
         except TrialError as error:
             raise CampaignError(str(error)) from None
+        except BaseException:  # interrupted: make sure no process of this trial outlives the runner
+            from .. import processes
+
+            processes.terminate_tree(None, (childenv.TOKEN_VAR, token))
+            raise
     finally:
         shutil.rmtree(temp_parent, ignore_errors=True)
     record = {key: value for key, value in result.to_dict().items() if key not in ("token", "pid")}
