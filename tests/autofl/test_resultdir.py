@@ -82,6 +82,23 @@ def test_ambiguity_fails_closed(tmp_path, expected):
         resolve_result_dir(tmp_path, [], injected_name="missing", expected_names=expected)
 
 
+def test_fedjob_layout_directly_in_the_root_is_the_root_itself(tmp_path):
+    """FedJob.simulator_run(root) in NVFLARE 2.9 writes server/, site-N/, local/, startup/ straight into the root."""
+    root = tmp_path / "root"
+    for name in ("server", "site-1", "site-2", "local", "startup"):
+        (root / name).mkdir(parents=True)
+    assert resolve_result_dir(root, [], injected_name=None, before={}) == (".", "root_layout")
+    collect_result(root / ".", tmp_path / "copy")
+    assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["local", "server", "site-1", "site-2", "startup"]
+
+
+def test_server_folder_without_sites_is_not_a_result_layout(tmp_path):
+    for name in ("server", "other"):
+        (tmp_path / name).mkdir()
+    with pytest.raises(ResultDirError, match="ambiguous"):
+        resolve_result_dir(tmp_path, [], injected_name=None, before={})
+
+
 def test_nothing_found_fails(tmp_path):
     with pytest.raises(ResultDirError, match="no simulator result directory"):
         resolve_result_dir(tmp_path, [], injected_name="x")

@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 from runner_support import (
+    REPO,
     ledger_rows,
     manifest,
     run_cli,
@@ -393,3 +394,34 @@ def test_cli_prints_one_envelope_and_one_line_errors(ws):
     assert bad.code == 2 and bad.stderr.count("\n") == 1 and "invalid choice" in bad.stderr
     nothing = run_cli(ws, "evaluate")
     assert nothing.code == 2 and nothing.stderr == "Auto-FL evaluate failed: there is no pending candidate; run prepare first\n"
+
+
+def test_export_only_job_cannot_run_in_simulation(tmp_path):
+    workspace = tmp_path / "export"
+    shutil.copytree(REPO / "tests" / "fixtures" / "jobs" / "export_only", workspace)
+    refused = run_inproc(workspace, "initialize")
+    assert refused.code == 2 and "only exports the job" in refused.stderr and "--env poc" in refused.stderr
+    assert not (workspace / ".nvflare").exists() and not (workspace / "autofl.yaml").exists()
+    poc = run_inproc(workspace, "initialize", "--env", "poc")
+    assert poc.code == 0 and poc.envelope["next_action"] == "submit_baseline"
+
+
+def test_an_interpreter_without_nvflare_is_refused_before_anything_is_written(tmp_path):
+    workspace = standin_workspace(tmp_path)
+    refused = run_inproc(workspace, "initialize", "--python", "/usr/bin/false")
+    assert refused.code == 2 and "--python /usr/bin/false cannot import nvflare" in refused.stderr
+    missing = run_inproc(workspace, "initialize", "--python", str(tmp_path / "no-such-python"))
+    assert missing.code == 2 and "cannot be started" in missing.stderr
+    assert sorted(p.name for p in workspace.iterdir()) == ["client.py", "job.py", "standin_flare.py"]
+
+
+def test_harmless_job_py_edit_keeps_the_fixed_budget(ws):
+    """The budget digest covers values, not source lines: moving the recipe call down a few lines is fine."""
+
+    def shift(folder):
+        job = folder / "job.py"
+        job.write_text(job.read_text().replace("def main():\n", "# a comment\n\n\ndef main():\n    # tuned\n"))
+
+    done = candidate(ws, "shifted", edit=shift)
+    assert done.code == 0 and done.envelope["candidate_status"] == "discard"  # same score: a tie
+    assert "fixed budget and objective unchanged" in (ws / ".nvflare/autofl/candidates/shifted/import.log").read_text()

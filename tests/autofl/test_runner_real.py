@@ -220,3 +220,35 @@ def test_poc_mode_records_real_downloaded_results(demo, tmp_path):
     assert row["metric_source"] == "structured:metrics_summary.json" and row["score"] == ledger_rows(out / "workspace")[1]["score"]
     assert manifest(workspace, "lr-x2")["artifacts"]["job_id"] == "d4e5f6"
     assert not (workspace / "autofl_runs").exists()  # the runner itself never ran or submitted anything
+
+
+def test_fedjob_campaign_isolated_and_an_aborted_run_is_a_crash(tmp_path):
+    """FedJob in NVFLARE 2.9: only a job that reads NVFLARE_SIMULATOR_WORKSPACE_ROOT can be isolated (a literal
+    path is refused at admission); its results sit directly in the root; a client failure aborts the run while
+    the job still exits 0, which must be a crash, never a score."""
+    literal = tmp_path / "literal"
+    shutil.copytree(REPO / "examples" / "fedjob-numpy", literal, ignore=shutil.ignore_patterns("__pycache__"))
+    job = literal / "job.py"
+    job.write_text(job.read_text().replace("job.simulator_run(os.environ.get(WORKSPACE_ROOT_VARIABLE, args.workspace))",
+                                           'job.simulator_run("/tmp/nvflare/fedjob-literal")'))  # fmt: skip
+    refused = run_cli(literal, "initialize")
+    assert refused.code == 2 and "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED" in refused.stderr
+    assert "NVFLARE_SIMULATOR_WORKSPACE_ROOT" in refused.stderr and not (literal / ".nvflare").exists()
+
+    workspace = tmp_path / "fedjob"
+    shutil.copytree(REPO / "examples" / "fedjob-numpy", workspace, ignore=shutil.ignore_patterns("__pycache__"))
+    init = run_cli(workspace, "initialize", "--max-candidates", "1")
+    assert init.code == 0, init.stderr
+    baseline = ledger_rows(workspace)[0]
+    assert 0.4 < baseline["score"] <= 1.0 and baseline["metric_source"].startswith("text:")
+    simulation = workspace / "autofl_runs" / "baseline" / "simulation"
+    assert (simulation / "server").is_dir() and (simulation / "site-1").is_dir()  # no job-name folder
+    assert run_cli(workspace, "prepare", "--name", "broken", "--hypothesis", "breaks the client").code == 0
+    client = source_dir(workspace, "broken") / "client.py"
+    client.write_text(client.read_text().replace("    flare.init()\n", "    flare.init()\n    raise ValueError('bad client')\n"))
+    crashed = run_cli(workspace, "evaluate")
+    assert crashed.code == 1 and crashed.envelope["candidate_status"] == "crash"
+    reason = ledger_rows(workspace)[-1]["failure_reason"]
+    assert reason.startswith("exit_code=0 but NVFLARE aborted the run: site-") and "ValueError: bad client" in reason
+    trial = json.loads((workspace / "autofl_runs" / "broken" / "trial.json").read_text())
+    assert trial["exit_code"] == 0 and trial["score"] is None

@@ -5,7 +5,9 @@ Resolution order (the first rule that yields a directory wins):
    `result_dir=`, ...), only if it is a direct child of the trial root (the last such line);
 2. the injected job name (`autofl_<hash>_<trial>`);
 3. the single expected name (e.g. the job's default `--name`) that exists;
-4. the single direct child of the root that appeared or changed during the trial.
+4. the single direct child of the root that appeared or changed during the trial;
+5. the root itself (name `.`) when `server/` and `site-*/` sit directly in it: what
+   `FedJob.simulator_run(root)` writes in NVFLARE 2.9 (no job-name folder).
 Several candidates at one step fail closed (`ResultDirError`). The returned name is what
 the runner persists as `artifacts.simulator_result_name`.
 
@@ -31,6 +33,9 @@ PRINTED_PATH_RES = (
 )
 # Every pattern above contains one of these words: a cheap substring test skips the regexes for other lines.
 PRINTED_PATH_HINTS = ("found", "result")
+
+
+ROOT_ITSELF = "."
 
 
 class ResultDirError(ValueError):
@@ -101,6 +106,8 @@ def resolve_result_dir(
     changed = sorted(name for name, mtime in after.items() if (before or {}).get(name) != mtime)
     if len(changed) == 1:
         return changed[0], "changed_child"
+    if _is_real_dir(root / "server") and any(name.startswith("site-") and _is_real_dir(root / name) for name in after):
+        return ROOT_ITSELF, "root_layout"  # FedJob.simulator_run(root) in NVFLARE 2.9: no job-name folder
     if len(changed) > 1:
         raise ResultDirError(
             f"ambiguous simulator result directories {changed} under the trial root; "
