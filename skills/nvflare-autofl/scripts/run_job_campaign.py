@@ -78,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--simulator-no-progress-timeout", type=float, metavar="SECONDS",
         help="env AUTOFL_SIMULATOR_NO_PROGRESS_TIMEOUT_SECONDS, default 240; 0 disables")
     add("--python", metavar="PATH", help="interpreter with nvflare for trials (default $PYTHON or this one)")
+    add("--allow-network", action=argparse.BooleanOptionalAction, default=None,
+        help="let trials reach the network (default: each trial runs in its own network namespace, loopback only)")
     add("--name", help="prepare: candidate name (also its id); record --literature: row name")
     add("--hypothesis", help="prepare: what changes and why; record --literature: sources and decision")
     add("--family", help="algorithm family (prepare, record --literature)")

@@ -46,6 +46,11 @@ SANDBOX_REASON = (
     "simulation denied by the host sandbox: socket permission failure (PermissionError: Operation not "
     "permitted); rerun with the human-approved execution scope"
 )
+NETNS_LAUNCHER = Path(__file__).resolve().parent / "netns.py"
+ISOLATED = "isolated"
+NETWORK_TAIL_BYTES = 256 * 1024
+NETWORK_FAILURES = ("Network is unreachable", "Temporary failure in name resolution", "Name or service not known",
+                    "No address associated with hostname", "nodename nor servname", "getaddrinfo failed")  # fmt: skip
 ERROR_LINE_RE = re.compile(r"\b(\w+(?:Error|Exception)): (.{1,200})")
 
 
@@ -60,6 +65,7 @@ class TrialSpec:
     uses_simenv: job runs a SimEnv (enables the "upgrade to nvflare>=2.9.0" diagnosis).
     token: the trial token; pass one you persisted beforehand to find an orphaned trial later.
     on_start(pid, token): called right after the child started. progress_stream: e.g. sys.stderr.
+    isolate_network: run the child in its own user + network namespace with only loopback (see netns.py).
     temp_parent: where the disposable trial folder is created (default: the system temp dir).
     """
 
@@ -88,6 +94,7 @@ class TrialSpec:
     grace_seconds: float = 5.0
     temp_parent: Path | None = None
     on_start: Callable[[int, str], None] | None = None
+    isolate_network: bool = False
 
 
 @dataclass
@@ -111,6 +118,7 @@ class TrialResult:
     survivors: list[int] = field(default_factory=list)
     token: str = ""
     pid: int | None = None
+    network_isolation: str | None = None  # "isolated", "unavailable: <why>", or None when not requested
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -145,18 +153,27 @@ def run_trial(spec: TrialSpec) -> TrialResult:
             token=token,
             temp_dir=private_tmp if len(str(private_tmp)) <= MAX_PRIVATE_TMP_CHARS else None,
         )
-        return _run_in_root(spec, argv, env, root, token)
+        launch = argv
+        status_file = trial_dir / "netns-status"
+        if spec.isolate_network:
+            launch = [str(spec.python), str(NETNS_LAUNCHER), "--status-file", str(status_file), "--", *argv]
+        result = _run_in_root(spec, argv, env, root, token, launch)
+        if spec.isolate_network:
+            result.network_isolation = _read_status(status_file)
+            result.failure_reason = _network_hint(result, Path(spec.run_dir) / "run.log")
+        return result
     finally:
         shutil.rmtree(trial_dir, ignore_errors=True)
 
 
-def _run_in_root(spec: TrialSpec, argv: list[str], env: dict[str, str], root: Path, token: str) -> TrialResult:
+def _run_in_root(spec: TrialSpec, argv: list[str], env: dict[str, str], root: Path, token: str,
+                 launch: list[str]) -> TrialResult:  # fmt: skip
     log_path = _prepare_run_dir(Path(spec.run_dir))
     before = resultdir.snapshot_children(root)
     monitor = _Monitor(spec, root, time.monotonic())
     try:
         outcome = processes.run_process(
-            argv,
+            launch,
             cwd=spec.workspace,
             env=env,
             log_path=log_path,
@@ -171,6 +188,29 @@ def _run_in_root(spec: TrialSpec, argv: list[str], env: dict[str, str], root: Pa
     finally:
         monitor.close()
     return _classify(spec, argv, env, root, token, outcome, monitor, before)
+
+
+def _read_status(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii", errors="replace").strip() or "unavailable: no status"
+    except OSError:
+        return "unavailable: the isolation launcher did not run"
+
+
+def _network_hint(result: TrialResult, run_log: Path) -> str:
+    """A crash of an isolated trial that looks like a network failure says how to allow the network."""
+    if result.outcome != CRASH or result.network_isolation != ISOLATED:
+        return result.failure_reason
+    try:
+        with open(run_log, "rb") as handle:
+            handle.seek(max(0, run_log.stat().st_size - NETWORK_TAIL_BYTES))
+            tail = handle.read(NETWORK_TAIL_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        tail = ""
+    if not any(marker in tail or marker in result.failure_reason for marker in NETWORK_FAILURES):
+        return result.failure_reason
+    return (f"{result.failure_reason}; the trial ran without network access (network isolation): if the job must "
+            "download data or reach a service, rerun with --allow-network")  # fmt: skip
 
 
 def _prepare_run_dir(run_dir: Path) -> Path:

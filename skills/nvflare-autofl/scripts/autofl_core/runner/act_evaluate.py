@@ -205,8 +205,9 @@ def _simulate(campaign, manifest: dict, draft, now: str) -> ActionResult:
                       simulator_result_name=result.artifacts.get("simulator_result_name")))  # fmt: skip
     finalize.finalize(campaign, manifest, status=status, draft_files=draft.files if status == "keep" else None, now=now)
     code = {"infrastructure_retry": EXIT_SANDBOX, "crash": EXIT_UNSCORED}.get(status, EXIT_OK)
-    return ActionResult(extras={"candidate_manifest": str(paths.manifest(candidate_id)), "candidate_status": status},
-                        exit_code=code, ledger_changed=True)  # fmt: skip
+    extras = {"candidate_manifest": str(paths.manifest(candidate_id)), "candidate_status": status,
+              "network_isolation": trials.network_status(campaign, result)}  # fmt: skip
+    return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
 
 
 def _unapply(campaign, manifest: dict, prepared: dict) -> None:

@@ -66,9 +66,12 @@ def new_campaign(options, given: dict, now: str) -> tuple[int, dict]:
         snapshots.install(paths, files, candidate="baseline")
         metadata.write(paths, meta)
         campaign.forget()
-        code = baseline.run(campaign) if env == "sim" else EXIT_OK
+        code, network = baseline.run(campaign) if env == "sim" else (EXIT_OK, None)
         state = lifecycle.refresh(campaign, lifecycle.now_text(), ledger_changed=True)
-    return code, state_mod.envelope(paths, state, {"initialized": True, "baseline_retried": False})
+    extras = {"initialized": True, "baseline_retried": False}
+    if network:
+        extras["network_isolation"] = network
+    return code, state_mod.envelope(paths, state, extras)
 
 
 def existing(campaign, options, now: str) -> ActionResult:
@@ -80,8 +83,9 @@ def existing(campaign, options, now: str) -> ActionResult:
         return ActionResult(extras={"initialized": False, "baseline_retried": False})
     _refresh_baseline_source(campaign)
     check_python(campaign.settings["python"], campaign.paths.workspace)
-    code = baseline.run(campaign)
-    return ActionResult(extras={"initialized": False, "baseline_retried": True}, exit_code=code, ledger_changed=True)
+    code, network = baseline.run(campaign)
+    return ActionResult(extras={"initialized": False, "baseline_retried": True, "network_isolation": network},
+                        exit_code=code, ledger_changed=True)  # fmt: skip
 
 
 def _refresh_baseline_source(campaign) -> None:

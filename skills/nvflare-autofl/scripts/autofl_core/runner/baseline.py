@@ -17,8 +17,8 @@ def next_name(rows: list[dict]) -> str:
     return "baseline" if not used else f"baseline_retry_{len(used)}"
 
 
-def run(campaign) -> int:
-    """Run the next baseline attempt; returns the exit code."""
+def run(campaign) -> tuple[int, str | None]:
+    """Run the next baseline attempt; returns the exit code and how the trial's network was isolated."""
     paths = campaign.paths
     name = next_name(campaign.rows())
     result = trials.run(campaign, name=name, run_args=[], kind="baseline")
@@ -39,6 +39,7 @@ def run(campaign) -> int:
     ledger.append_row(paths.results, row)
     trials.clear_marker(campaign)
     campaign.forget()
+    network = trials.network_status(campaign, result)
     if result.outcome == "infrastructure_retry":
-        return EXIT_SANDBOX
-    return EXIT_OK if result.score is not None else EXIT_UNSCORED
+        return EXIT_SANDBOX, network
+    return (EXIT_OK if result.score is not None else EXIT_UNSCORED), network

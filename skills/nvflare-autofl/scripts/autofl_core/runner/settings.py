@@ -30,7 +30,7 @@ NO_PROGRESS_ENV = "AUTOFL_SIMULATOR_NO_PROGRESS_TIMEOUT_SECONDS"
 DEFAULT_TIMEOUT = 900.0
 DEFAULT_NO_PROGRESS = 240.0
 IMMUTABLE = ("metric", "mode", "env", *OUTPUT_KEYS, "base_args", "python")
-MUTABLE = (*THRESHOLD_KEYS, "stop_files", "timeout", "simulator_no_progress_timeout")
+MUTABLE = (*THRESHOLD_KEYS, "stop_files", "timeout", "simulator_no_progress_timeout", "allow_network")
 FLAGS = {
     "metric": "--metric", "env": "--env", "autofl_yaml": "--autofl-yaml", "results": "--results", "state": "--state",
     "progress": "--progress", "report": "--report", "output_root": "--output-root", "base_args": "--base-args",
@@ -38,6 +38,7 @@ FLAGS = {
     "plateau_min_delta": "--plateau-min-delta", "hard_crash_threshold": "--hard-crash-threshold",
     "exploration_batch_size": "--exploration-batch-size", "family_repeat_limit": "--family-repeat-limit",
     "stop_files": "--stop-file", "timeout": "--timeout", "simulator_no_progress_timeout": "--simulator-no-progress-timeout",
+    "allow_network": "--allow-network",
 }  # fmt: skip
 UNCAPPED = "uncapped"
 
@@ -62,7 +63,8 @@ def requested_settings(options) -> dict:
     The cap is returned as an int, or the string "uncapped" for `--uncapped`.
     """
     given: dict = {}
-    for key in ("metric", "env", *OUTPUT_KEYS, "python", *THRESHOLD_KEYS, "timeout", "simulator_no_progress_timeout"):
+    for key in ("metric", "env", *OUTPUT_KEYS, "python", *THRESHOLD_KEYS, "timeout", "simulator_no_progress_timeout",
+                "allow_network"):  # fmt: skip
         value = getattr(options, key, None)
         if value is not None:
             given[key] = value
@@ -109,6 +111,7 @@ def new_settings(given: dict, environ, config: dict) -> dict:
         "timeout": float(given.get("timeout") or DEFAULT_TIMEOUT),
         "simulator_no_progress_timeout": float(DEFAULT_NO_PROGRESS if no_progress is None else no_progress),
         "python": given.get("python") or environ.get("PYTHON") or sys.executable,
+        "allow_network": bool(given.get("allow_network", False)),
     }
     return settings
 

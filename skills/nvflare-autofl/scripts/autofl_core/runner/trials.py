@@ -60,6 +60,7 @@ def spec(campaign, *, name: str, run_args: list[str], token: str, temp_parent: P
         token=token,
         progress_stream=sys.stderr,
         temp_parent=temp_parent,
+        isolate_network=not settings.get("allow_network", False),
     )
 
 
@@ -103,6 +104,13 @@ def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str |
     record = {key: value for key, value in result.to_dict().items() if key not in ("token", "pid")}
     atomic.write_json(campaign.paths.run_dir(name) / "trial.json", record)
     return result
+
+
+def network_status(campaign, result: TrialResult) -> str:
+    """What the envelope says about the trial's network: isolated, allowed, or unavailable: <why>."""
+    if campaign.settings.get("allow_network", False):
+        return "allowed"
+    return result.network_isolation or "unavailable: not requested"
 
 
 def clear_marker(campaign) -> None:
