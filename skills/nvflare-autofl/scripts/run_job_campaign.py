@@ -43,7 +43,7 @@ def _load_private_package(name: str):
 _load_private_package("autofl_core")
 from autofl_core import cli, guard_inputs  # noqa: E402
 from autofl_core.runner import lifecycle  # noqa: E402
-from autofl_core.runner.errors import EXIT_SIGINT, EXIT_SIGTERM, CampaignError, Interrupted  # noqa: E402
+from autofl_core.runner.errors import EXIT_INVALID, EXIT_SIGINT, EXIT_SIGTERM, CampaignError, Interrupted  # noqa: E402
 
 ACTIONS = ("initialize", "prepare", "evaluate", "abandon", "record", "suggest", "status")
 ARGUMENT_STRING_OPTIONS = ("--base-args", "--run-args")
@@ -107,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     except CampaignError as error:
         sys.stderr.write(f"Auto-FL {options.action} failed: {error}\n")
         return error.exit_code
+    except OSError as error:  # a full disk, a read-only folder, permissions: one line, then `status` repairs
+        where = f" ({error.filename})" if error.filename else ""
+        sys.stderr.write(f"Auto-FL {options.action} failed: {error.strerror or error}{where}; fix the disk or "
+                         "permissions, then run status: it finishes or undoes the interrupted step\n")  # fmt: skip
+        return EXIT_INVALID
     except Interrupted as stop:
         sys.stderr.write(f"Auto-FL {options.action} interrupted by {stop.signal_name}: any running trial was ended "
                          "and a candidate under evaluation is pending again\n")  # fmt: skip

@@ -12,10 +12,13 @@ import stat
 import tempfile
 from pathlib import Path
 
+from . import faults
+
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Replace `path` with `data` so readers see the old or the new file, never a partial one."""
     target = Path(path)
+    faults.checkpoint(f"write:{target.name}")
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = _mode_for(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from .. import atomic
+from .. import atomic, faults
 from ..importer import runner_view as importer
 from . import act_prepare, contract, drafts, finalize, manifests, runargs, snapshots, sources, trials
 from . import settings as settings_mod
@@ -43,10 +43,12 @@ def run(campaign, options, now: str) -> ActionResult:
         raise CampaignError(f"candidate {manifest['candidate_id']} belongs to literature event "
                             f"{manifest['literature_event_id']} and must edit source, not only arguments")  # fmt: skip
     trials.check_args(campaign, manifest["candidate_id"], effective)
+    faults.checkpoint("evaluate:validated")
     prepared = manifest
     manifest = _materialize(campaign, manifest, draft, runargs.flatten(own), effective, best, now)
     try:
         _check_reimport(campaign, manifest, now)
+        faults.checkpoint("evaluate:reimported")
         if campaign.settings["env"] != "sim":
             ready = dict(manifest, status="ready_for_external_execution", updated_at=now)
             manifests.write(paths, ready)
@@ -54,9 +56,12 @@ def run(campaign, options, now: str) -> ActionResult:
             return ActionResult(extras={"candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
                                         "candidate_status": "ready_for_external_execution"})  # fmt: skip
         return _simulate(campaign, manifest, draft, now)
-    except (CampaignError, Interrupted, KeyboardInterrupt):
+    except (CampaignError, Interrupted, KeyboardInterrupt, OSError):
         if not paths.journal.exists():
-            _unapply(campaign, manifest, prepared)
+            try:
+                _unapply(campaign, manifest, prepared)
+            except OSError:  # e.g. the disk is still full: the next action's recovery finishes the undo
+                pass
         raise
 
 
@@ -138,8 +143,13 @@ def _materialize(campaign, manifest, draft, own: list[str], effective: list[str]
     else:
         patch_path.unlink(missing_ok=True)
         updated["artifacts"] = dict(manifest["artifacts"], patch=None)
+    faults.checkpoint("evaluate:patch_written")
     manifests.write(paths, updated)
-    sources.write_files(paths.workspace, {rel: draft.files[rel] for rel in draft.touched})
+    faults.checkpoint("evaluate:manifest_running")
+    for rel in draft.touched:  # one file at a time: a crash in between is recovered from the `running` manifest
+        sources.write_files(paths.workspace, {rel: draft.files[rel]})
+        faults.checkpoint("evaluate:applied_partially")
+    faults.checkpoint("evaluate:applied")
     campaign.forget()
     return updated
 

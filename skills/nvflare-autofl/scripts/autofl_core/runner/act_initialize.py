@@ -62,9 +62,14 @@ def new_campaign(options, given: dict, now: str) -> tuple[int, dict]:
     with workspace_lock(paths.lock):
         if metadata.exists(paths):
             raise CampaignError(f"a campaign was created in {paths.workspace} meanwhile; rerun initialize")
-        contract.write(paths.autofl_yaml, config)
-        snapshots.install(paths, files, candidate="baseline")
-        metadata.write(paths, meta)
+        had_config = paths.autofl_yaml.exists()
+        try:
+            contract.write(paths.autofl_yaml, config)
+            snapshots.install(paths, files, candidate="baseline")
+            metadata.write(paths, meta)  # the commit point: from here on the campaign exists
+        except BaseException:
+            _undo_new_campaign(paths, had_config)
+            raise
         campaign.forget()
         code, network = baseline.run(campaign) if env == "sim" else (EXIT_OK, None)
         state = lifecycle.refresh(campaign, lifecycle.now_text(), ledger_changed=True)
@@ -72,6 +77,16 @@ def new_campaign(options, given: dict, now: str) -> tuple[int, dict]:
     if network:
         extras["network_isolation"] = network
     return code, state_mod.envelope(paths, state, extras)
+
+
+def _undo_new_campaign(paths: CampaignPaths, had_config: bool) -> None:
+    """Remove what a failed initialize wrote before campaign.json existed (best effort, never raises)."""
+    import shutil
+
+    if not had_config:
+        paths.autofl_yaml.unlink(missing_ok=True)
+    shutil.rmtree(paths.snapshots, ignore_errors=True)
+    paths.campaign.unlink(missing_ok=True)
 
 
 def existing(campaign, options, now: str) -> ActionResult:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from .. import atomic, bounded, compare, ledger
+from .. import atomic, bounded, compare, faults, ledger
 from . import contract, snapshots
 from .errors import CampaignError
 
@@ -42,6 +42,7 @@ def finalize(campaign, manifest: dict, *, status: str, draft_files: dict | None,
         if draft_files is None:
             raise CampaignError("internal error: a kept candidate needs its source files")
         digest = snapshots.stage(paths, draft_files, candidate=manifest["candidate_id"]).digest
+        faults.checkpoint("finalize:staged")
     journal = {
         "schema_version": SCHEMA,
         "candidate_id": manifest["candidate_id"],
@@ -53,7 +54,9 @@ def finalize(campaign, manifest: dict, *, status: str, draft_files: dict | None,
         "ledger_rows_before": len(campaign.rows()),
     }
     atomic.write_json(paths.journal, journal)
+    faults.checkpoint("finalize:journal_written")
     paths.trial_marker.unlink(missing_ok=True)
+    faults.checkpoint("finalize:marker_cleared")
     _apply(campaign, journal)
     return final
 
@@ -115,16 +118,22 @@ def _apply(campaign, journal: dict) -> None:
         snapshots.swap(paths, journal["new_best_digest"])
     else:
         snapshots.repair(paths)
+    faults.checkpoint("finalize:swapped")
     campaign.forget()
     snapshots.restore_workspace(paths, campaign.best(), remove=journal["created_files"])
+    faults.checkpoint("finalize:workspace_restored")
     if journal["status"] == "keep" and journal["created_files"]:
         updated = contract.with_edit_paths(campaign.config, journal["created_files"])
         if updated != campaign.config:
             contract.write(paths.autofl_yaml, updated)
             campaign.config = updated
+    faults.checkpoint("finalize:contract_updated")
     atomic.write_json(paths.manifest(journal["candidate_id"]), journal["manifest"])
+    faults.checkpoint("finalize:manifest_written")
     append_once(paths, journal["row"], journal["ledger_rows_before"])
+    faults.checkpoint("finalize:ledger_appended")
     paths.journal.unlink(missing_ok=True)
+    faults.checkpoint("finalize:journal_removed")
     paths.trial_marker.unlink(missing_ok=True)
     campaign.forget()
 

@@ -13,6 +13,7 @@ import os
 import stat
 from datetime import datetime, timezone
 
+from .. import faults
 from . import metadata, recovery, report
 from . import settings as settings_mod
 from . import state as state_mod
@@ -94,10 +95,13 @@ def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
     if meta is not campaign.meta:
         campaign.meta = meta
         metadata.write(campaign.paths, meta)
+    faults.checkpoint("refresh:metadata_written")
     state = state_mod.compute(campaign, now)
     state_mod.write(campaign, state)
+    faults.checkpoint("refresh:state_written")
     if ledger_changed or not campaign.paths.report.exists():
         plotted = render_plot(campaign) if ledger_changed or not campaign.paths.progress.exists() else True
+        faults.checkpoint("refresh:plot_written")
         report.write(campaign, report.build(campaign, state, plot_available=plotted))
     return state
 

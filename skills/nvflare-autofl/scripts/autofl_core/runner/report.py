@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 
-from .. import atomic, compare
+from .. import atomic, compare, faults
 from . import contract
 
 SCHEMA = "nvflare.autofl.report.v1"
@@ -59,6 +59,7 @@ def build(campaign, state: dict, *, plot_available: bool) -> dict:
 
 def write(campaign, data: dict) -> None:
     atomic.write_json(campaign.paths.report_json, data)
+    faults.checkpoint("refresh:report_json_written")
     atomic.write_text(campaign.paths.report, render_markdown(data))
 
 

@@ -17,7 +17,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import atomic, bounded
+from .. import atomic, bounded, faults
 from . import sources
 from .errors import CampaignError
 
@@ -70,6 +70,7 @@ def swap(paths, digest: str) -> None:
     shutil.rmtree(previous, ignore_errors=True)
     if best.exists():
         best.rename(previous)
+    faults.checkpoint("finalize:swap_parked")
     staging.rename(best)
     shutil.rmtree(previous, ignore_errors=True)
 

@@ -21,7 +21,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from .. import atomic, childenv, plot
+from .. import atomic, childenv, faults, plot
 from ..importer import runner_view as importer
 from ..trial import TrialResult, TrialSpec, run_trial
 from ..trial_errors import TrialError
@@ -87,11 +87,15 @@ def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str |
     marker = {"token": token, "name": name, "kind": kind, "candidate": candidate, "temp_dir": str(temp_parent),
               "runner_pid": os.getpid()}  # fmt: skip
     atomic.write_json(campaign.paths.trial_marker, marker)
+    faults.checkpoint("trial:marker_written")
     warm = threading.Thread(target=_warm_plot, name="autofl-plot-warmup", daemon=True)
     try:
         warm.start()
         try:
-            result = run_trial(spec(campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent))
+            trial = spec(campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent)
+            trial.on_start = lambda _pid, _token: faults.checkpoint("trial:child_started")
+            result = run_trial(trial)
+            faults.checkpoint("trial:child_finished")
         except TrialError as error:
             raise CampaignError(str(error)) from None
         except BaseException:  # interrupted: make sure no process of this trial outlives the runner
