@@ -46,7 +46,7 @@ from autofl_core.runner import lifecycle  # noqa: E402
 from autofl_core.runner.errors import EXIT_INVALID, EXIT_SIGINT, EXIT_SIGTERM, CampaignError, Interrupted  # noqa: E402
 
 ACTIONS = ("initialize", "prepare", "evaluate", "abandon", "record", "suggest", "status")
-ARGUMENT_STRING_OPTIONS = ("--base-args", "--run-args")
+ARGUMENT_STRING_OPTIONS = ("--base-args", "--run-args", "--score")  # values may start with "-"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -50,6 +50,7 @@ def run(action: str, options) -> tuple[int, dict]:
         campaign = Campaign.open(options.job)
         now = now_text()
         extras = recovery.recover(campaign, now)
+        campaign.best()  # a damaged best snapshot stops every action (exit 2 naming it), status included
         merged = settings_mod.merge_settings(campaign.settings, given, action=action, now=now,
                                              approved=bool(getattr(options, "confirm_user_approved_cap_change", False)),
                                              cap_history=campaign.meta["cap_changes"])  # fmt: skip
@@ -87,10 +88,7 @@ def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
     Every writer drops the campaign's cached reads itself (`campaign.forget()`), so nothing is read twice here.
     """
     best = campaign.best_row()
-    try:
-        digest = campaign.best().digest
-    except CampaignError:
-        digest = None
+    digest = campaign.best().digest
     meta = metadata.with_best(campaign.meta, best_row=best, digest=digest, run_args=campaign.best_run_args(), now=now)
     if meta is not campaign.meta:
         campaign.meta = meta
