@@ -1,6 +1,7 @@
-"""Interrupted evaluations (Do better 7), signals, the lifecycle lock, and cheap lifecycle actions (Do better 8)."""
+"""Interrupted evaluations (Do better 7), signals, and cheap lifecycle actions (Do better 8).
 
-import fcntl
+The lock and concurrency promises live in tests/reliability/test_r4_concurrency.py."""
+
 import json
 import os
 import signal
@@ -101,28 +102,6 @@ def test_sigterm_and_sigint_end_the_trial_and_leave_the_candidate_pending(ws, si
     assert not (ws / ".nvflare/autofl/running_trial.json").exists()
     status = run_inproc(ws, "status")
     assert status.code == 0 and "recovered_interrupted_evaluation" not in status.envelope
-
-
-def test_second_action_while_the_lock_is_held_exits_2(ws):
-    lock = ws / ".nvflare/autofl/campaign.lock"
-    with open(lock, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        done = run_cli(ws, "status")
-    assert done.code == 2 and "already in use" in done.stderr
-    assert run_cli(ws, "status").code == 0  # released with its holder; a stale lock file never blocks
-
-
-def test_five_concurrent_actions_exactly_one_proceeds(ws):
-    assert run_inproc(ws, "prepare", "--name", "slow", "--hypothesis", "h").code == 0
-    client = source_dir(ws, "slow") / "client.py"
-    client.write_text(client.read_text() + "\nimport time\ntime.sleep(3)\n")
-    procs = [subprocess.Popen([sys.executable, str(RUNNER), "evaluate", str(ws / "job.py")], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(5)]  # fmt: skip
-    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
-    codes = sorted(code for code, _ in results)
-    assert codes == [0, 2, 2, 2, 2], results
-    assert all("already in use" in err or "no pending candidate" in err for code, err in results if code == 2)
-    assert [r["name"] for r in ledger_rows(ws)] == ["baseline", "slow"]
 
 
 CHECK_IMPORTS = """
