@@ -30,7 +30,8 @@ Negative cases carry only {"trigger": false} and no files.
 Invariants checked on every run (spec rules, independent of the case): no Python traceback on stderr; object
 keys sorted; with medium/low confidence, missing_evidence and follow_up_commands are non-empty; UNKNOWN matches
 carry recovery_category UNKNOWN; with a catalog, recovery_category and next_action equal the matched row's
-values (copied exactly, never inferred); with a schema, the report validates against it.
+values (copied exactly, never inferred; the row's `{where}` may only be filled with ` (argument `x`, at job.py:N
+in f())`, see next_action_matches); with a schema, the report validates against it.
 """
 
 from __future__ import annotations
@@ -231,10 +232,22 @@ def check_invariants(report: dict, catalog: dict | None) -> list[str]:
         misses.append("invariant: matched_pattern UNKNOWN needs recovery_category UNKNOWN")
     row = (catalog or {}).get(pattern)
     if row is not None:
-        for field in ("recovery_category", "next_action"):
-            if report.get(field) != row.get(field):
-                misses.append(f"invariant: {field} is not copied exactly from catalog row {pattern}")
+        if report.get("recovery_category") != row.get("recovery_category"):
+            misses.append(f"invariant: recovery_category is not copied exactly from catalog row {pattern}")
+        if not next_action_matches(str(report.get("next_action")), str(row.get("next_action"))):
+            misses.append(f"invariant: next_action is not copied exactly from catalog row {pattern}")
     return misses
+
+
+# The only text a next_action may add to its catalog row: `{where}` filled with validated identifiers.
+WHERE_FILL = (r"(?: \((?:argument `[A-Za-z_]\w{0,63}`(?:, )?)?(?:at [\w.-]{1,80}\.py:\d+(?: in [A-Za-z_]\w{0,80}\(\))?)?"
+              r"(?<! )\))?")
+
+
+def next_action_matches(action: str, row_text: str) -> bool:
+    """True when `action` is the row's next_action exactly, `{where}` filled or dropped (and nothing else)."""
+    pattern = WHERE_FILL.join(re.escape(part) for part in row_text.split("{where}"))
+    return re.fullmatch(pattern, action) is not None
 
 
 def _keys_sorted(value) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from . import sites
+from . import raiser, sites
 from .excerpt import excerpt
 from .injection import defang
 from .render import to_json
@@ -89,8 +89,10 @@ def _traceback_detail(an) -> str:
         path, number, func = block.user_frame
         name = re.split(r"[\\/]", path)[-1]
         parts = [p for p in (block.exc_type, name, func) if p and _IDENT.match(p)]
+        module = raiser.raised_in(block)
         if len(parts) == 3:
-            return f"{parts[0]} in {parts[1]}:{number} ({parts[2]})"
+            inside = f", raised inside NVFLARE ({module})" if module else ""
+            return f"{parts[0]} in {parts[1]}:{number} ({parts[2]}){inside}"
         if block.exc_type and _IDENT.match(block.exc_type):
             return block.exc_type
     return ""
@@ -230,7 +232,8 @@ def _fit(report: dict) -> dict:
 
 def _next_action(an) -> str:
     if an.primary is not None:
-        return an.primary.row.next_action
+        clause = raiser.where_clause(an.primary.hits, an.evidence.lines, an.tracebacks)
+        return raiser.fill_next_action(an.primary.row.next_action, clause)
     if an.suspicious and an.catalog.has("SUSPICIOUS_LOG_CONTENT"):
         return an.catalog.row("SUSPICIOUS_LOG_CONTENT").next_action
     return an.catalog.fallback_next_action
