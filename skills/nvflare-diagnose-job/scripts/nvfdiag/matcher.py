@@ -169,7 +169,8 @@ def analyse(
         job_id = evidence.job_id if sites.valid_job_id(evidence.job_id) else None
     detected, reason = decide_mode(mode, evidence.mode_hints, scanned.mode_hints, job_id_given=user_job_id)
     raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged)
-    hits = _merge(_merge(scanned.hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits)
+    scanned_hits = raiser.drop_shadowed_hits(scanned.hits, raised, lines, catalog)
+    hits = _merge(_merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits)
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged)
     an = Analysis(
         evidence, catalog, detected, reason, job_id, status, suspicious, flagged, blocks,

@@ -28,6 +28,7 @@ QUIET_LEVELS = ("DEBUG", "INFO")
 MAX_DETAIL_HITS = 2
 _CONFIG_NAMED = re.compile(r"\b[\w.-]+\.(?:json|ya?ml|conf|cfg|toml)\b|config_fed_(?:server|client)|\bmeta\.json\b")
 _ERRORISH = re.compile(r"(?:Error|Exception|ERROR|CRITICAL|FATAL)\b|\berror:")
+_CLASS_PREFIX = re.compile(r"^.*?\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|NotAuthorized|NotFound)\w*: ")
 _LOGS_DIR = re.compile(r"Logs are in per-site subdirectories under (\S{1,512}?),? e\.g\.")
 _SAFE_PATH = re.compile(r"^[\w./~-]{1,512}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_]\w{0,63}$")
@@ -52,6 +53,8 @@ class RaiserResult:
     hits: dict[str, list[Hit]] = field(default_factory=dict)
     not_user_evidence: set[int] = field(default_factory=set)  # ids of blocks that are NVFLARE's or a wrapper's
     logs_dir: str | None = None  # per-site log folder named by the simulator's wrapper line
+    decided_lines: set[int] = field(default_factory=set)  # lines whose message is a reviewed NVFLARE template
+    code_lines: set[int] = field(default_factory=set)  # source-code lines quoted under traceback frames
 
     def add(self, row: str, index: int) -> None:
         bucket = self.hits.setdefault(row, [])
@@ -109,7 +112,9 @@ def _block_hits(result: RaiserResult, block: Traceback, lines: list[Line], catal
     if kind == WRAPPED or any(t.group == WRAPPER for t in templates):
         result.not_user_evidence.add(id(block))
         _note_logs_dir(result, text)
-    rows = {_row_for(t.group, mode) for t in templates if t.group != WRAPPER}
+    rows = {_row_for(t.group, mode) for t in decisive(templates)}
+    if rows:
+        result.decided_lines.update(message_lines(block))
     if kind == NVFLARE_FROM_USER and not templates:
         rows = {_structural_row(text, mode)}
     if not rows:
@@ -119,6 +124,47 @@ def _block_hits(result: RaiserResult, block: Traceback, lines: list[Line], catal
     for row in sorted(rows):
         for index in where:
             result.add(row, index)
+
+
+def decisive(templates: list) -> list:
+    """The most specific non-wrapper templates (most literal text): a generic check such as `{} must be {}, but
+    got {}.` yields to `timeout must > 0, but got {}` when both fit the same message."""
+    rows = [t for t in templates if t.group != WRAPPER]
+    longest = max((t.literal_length for t in rows), default=0)
+    return [t for t in rows if t.literal_length == longest]
+
+
+def drop_shadowed_hits(hits: dict[str, list[Hit]], result: RaiserResult, lines: list[Line], catalog) -> dict[str, list[Hit]]:
+    """Catalog regex hits that only echo code or an exception class are dropped: hits on source-code lines quoted
+    under traceback frames (`raise FileNotFoundError(...)`), and hits on a line NVFLARE's reviewed template decided
+    unless the regex also matches the message itself (`FileNotFoundError: CC config file not found` is the
+    template's row, not DATA_PATH_NOT_FOUND; a CUDA out-of-memory text inside an NVFLARE wrapper still counts)."""
+    kept: dict[str, list[Hit]] = {}
+    for row_id, row_hits in hits.items():
+        signals = catalog.row(row_id).signals
+        for hit in row_hits:
+            if hit.index in result.code_lines:
+                continue
+            if hit.index in result.decided_lines:
+                message = _CLASS_PREFIX.sub("", lines[hit.index].text[:8192], count=1)
+                if not any(sig.regex.search(message) for sig in signals):
+                    continue
+            kept.setdefault(row_id, []).append(hit)
+    return kept
+
+
+def code_lines(block: Traceback, lines: list[Line]) -> list[int]:
+    """Indented lines right under a frame line (the quoted source and its ^^^ markers), up to the next frame."""
+    found = []
+    stops = set(block.frame_lines) | {block.end}
+    for frame_line in block.frame_lines:
+        index = frame_line + 1
+        while index not in stops and index < len(lines) and index - frame_line <= 2:
+            if lines[index].source != lines[frame_line].source or not lines[index].text[:1].isspace():
+                break
+            found.append(index)
+            index += 1
+    return found
 
 
 def _call_site_line(block: Traceback) -> list[int]:
@@ -143,11 +189,12 @@ def _line_hits(result: RaiserResult, lines: list[Line], catalog, mode: str, cove
         text = line.text[:8192]
         if not _ERRORISH.search(text) or _is_quiet(text):
             continue
-        for template in catalog.messages.match(text):
-            if template.group == WRAPPER:
-                _note_logs_dir(result, text)
-            else:
-                result.add(_row_for(template.group, mode), index)
+        templates = catalog.messages.match(text)
+        if any(t.group == WRAPPER for t in templates):
+            _note_logs_dir(result, text)
+        for template in decisive(templates):
+            result.add(_row_for(template.group, mode), index)
+            result.decided_lines.add(index)
 
 
 def analyse_raisers(lines: list[Line], blocks: list[Traceback], catalog, mode: str, skip=frozenset()) -> RaiserResult:
@@ -158,6 +205,7 @@ def analyse_raisers(lines: list[Line], blocks: list[Traceback], catalog, mode: s
         if block.end is None:
             continue
         covered.update(range(block.start, block.end + 1), block.detail)  # source lines quote messages too
+        result.code_lines.update(code_lines(block, lines))
         _block_hits(result, block, lines, catalog, mode)
     if catalog.messages is not None:
         _line_hits(result, lines, catalog, mode, covered, skip)
