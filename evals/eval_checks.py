@@ -18,6 +18,8 @@ Expected keys of a file-backed case (all optional except where a check needs the
     missing_evidence_include list: each substring (case-insensitive) must occur in the joined missing_evidence.
     follow_up_include       list: each substring must occur in the joined follow_up_commands.
     likely_cause_include_any list: at least one substring (case-insensitive) must occur in likely_cause.
+    next_action_include     list: each substring must occur in next_action (e.g. the job.py line it names).
+    signals_include         list: each substring must occur in some signals[].excerpt.
     marker_corroborated     {marker: bool}: some unverified_markers entry whose marker contains `marker` has
                             corroborated == bool.
     metrics_non_finite      bool: report.metrics.non_finite is non-empty (True) or absent/empty (False).
@@ -44,7 +46,7 @@ REPORT_KEYS = {
     "findings_include", "findings_exclude", "suspicious_kinds_include", "suspicious_count",
     "other_candidates_include", "missing_evidence_include", "follow_up_include", "likely_cause_include_any",
     "marker_corroborated", "metrics_non_finite", "evidence_status_include", "must_not_contain",
-    "must_not_contain_scope", "stdout_include", "suspicious_line_any",
+    "must_not_contain_scope", "stdout_include", "suspicious_line_any", "next_action_include", "signals_include",
 }  # fmt: skip
 CASE_KEYS = {"id", "prompt", "files", "expected", "args", "stdin", "note"}
 
@@ -202,6 +204,12 @@ def _check_texts(expected: dict, report: dict) -> list[str]:
     options = expected.get("likely_cause_include_any", [])
     if options and not any(opt.lower() in cause for opt in options):
         misses.append(f"likely_cause: mentions none of {options!r}")
+    action = str(report.get("next_action") or "")
+    misses += [f"next_action: does not mention {sub!r}" for sub in expected.get("next_action_include", []) if sub not in action]
+    excerpts = [str(signal.get("excerpt")) for signal in report.get("signals") or [] if isinstance(signal, dict)]
+    for sub in expected.get("signals_include", []):
+        if not any(sub in excerpt for excerpt in excerpts):
+            misses.append(f"signals: no excerpt mentions {sub!r}")
     if expected.get("must_not_contain_scope", "actions") == "actions":
         actions = str(report.get("next_action") or "") + "\n" + follow
         misses += [f"next_action/follow_up contain forbidden {s!r}" for s in expected.get("must_not_contain", []) if s in actions]

@@ -332,6 +332,7 @@ def harness(tmp_path, monkeypatch):
         "EVALS": tmp_path / "evals.json",
     }.items():  # fmt: skip
         monkeypatch.setattr(run_evals, name, value)
+    monkeypatch.setattr(run_evals, "print_message_coverage", lambda verbose: True)  # measured in its own test
     return run_evals, tmp_path / "evals.json"
 
 

@@ -27,7 +27,7 @@ SIM_ROW, CONFIG_ROW = "SIMULATION_CONFIG_ERROR", "CONFIG_FILE_VALIDATION_ERROR"
 QUIET_LEVELS = ("DEBUG", "INFO")
 MAX_DETAIL_HITS = 2
 _CONFIG_NAMED = re.compile(r"\b[\w.-]+\.(?:json|ya?ml|conf|cfg|toml)\b|config_fed_(?:server|client)|\bmeta\.json\b")
-_ERRORISH = re.compile(r"(?:Error|Exception|ERROR|CRITICAL|FATAL)\b|\berror:")
+_ERRORISH = re.compile(r"(?:Error|Exception|ERROR|CRITICAL|FATAL)\b|\berror\b")
 _CLASS_PREFIX = re.compile(r"^.*?\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|NotAuthorized|NotFound)\w*: ")
 _LOGS_DIR = re.compile(r"Logs are in per-site subdirectories under (\S{1,512}?),? e\.g\.")
 _SAFE_PATH = re.compile(r"^[\w./~-]{1,512}$")
@@ -41,6 +41,7 @@ _ARGUMENT = (
     re.compile(r"\b(?:arg|argument|parameter|key)s? '(\w+)'", re.IGNORECASE),
     re.compile(r"\b([a-z]\w*)=\S"),
     re.compile(r"^(?:[\w.]+: )?'?([a-z]\w*)'? (?:must|should|is required|cannot|needs)\b"),
+    re.compile(r"\brequires '?([a-z]\w*)'? to be\b"),
     re.compile(r"`([A-Za-z_]\w*)`"),
 )
 _PYDANTIC_NOISE = re.compile(r"^\s*For further information visit\b")

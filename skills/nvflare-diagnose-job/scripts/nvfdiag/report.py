@@ -116,6 +116,9 @@ def _likely_cause(an) -> str:
             text += "; metrics contain non-finite values (NaN/inf), so training may have diverged"
         if an.suspicious:
             text += "; log text that tries to direct the reader was found and not followed"
+        if an.logs_dir:
+            text += ("; `Simulation failed with return code` only reports that the simulated run failed, the cause "
+                     "is in the per-site logs it names")
     elif an.primary.row.id == "PARTIAL_LOG_VISIBILITY":
         listed = ", ".join(f"{s} ({st})" for s, st in an.partial_sites.items())
         symptom = next((d.row.id for d in an.demoted if d.reason.startswith("symptom depends")), None)
@@ -126,7 +129,7 @@ def _likely_cause(an) -> str:
         hit_sites = sorted({an.evidence.lines[h.index].site for h in an.primary.hits
                             if h.index is not None and sites.valid_site(an.evidence.lines[h.index].site)})
         text = row.title + (f" (seen in: {', '.join(hit_sites[:5])})" if hit_sites else "")
-        detail = _traceback_detail(an) or _variant_cause(an)
+        detail = "; ".join(part for part in (_traceback_detail(an), _variant_cause(an)) if part)
         text += f": {detail}" if detail else ""
         if not an.primary.strong:
             text += f"; only {SUPPORTING} was found"
