@@ -37,15 +37,33 @@ class Template:
 
     def occurs_in(self, text: str) -> bool:
         """Literal pieces in order; a leading/trailing literal must sit on a word boundary."""
+        return self._spans(text) is not None
+
+    def values(self, text: str) -> list[str]:
+        """The text standing where the template has `{}` (leading and trailing ones run to the ends of `text`)."""
+        spans = self._spans(text)
+        if spans is None:
+            return []
+        found, pos = [], 0
+        for index, (start, end) in enumerate(spans):
+            if index > 0 or not self.pieces[0]:
+                found.append(text[pos:start])
+            pos = end
+        if not self.pieces[-1] and len(self.pieces) > 1:
+            found.append(text[pos:])
+        return found
+
+    def _spans(self, text: str) -> list[tuple[int, int]] | None:
         pieces, last = self.pieces, len(self.pieces) - 1
-        pos = 0
+        spans, pos = [], 0
         for index, piece in enumerate(pieces):
             if piece:
                 pos = _find_bounded(text, piece, pos, start_bound=index == 0, end_bound=index == last)
                 if pos < 0:
-                    return False
+                    return None
+                spans.append((pos, pos + len(piece)))
                 pos += len(piece)
-        return True
+        return spans
 
 
 def _word_char(char: str) -> bool:

@@ -54,7 +54,7 @@ class RaiserResult:
     hits: dict[str, list[Hit]] = field(default_factory=dict)
     not_user_evidence: set[int] = field(default_factory=set)  # ids of blocks that are NVFLARE's or a wrapper's
     logs_dir: str | None = None  # per-site log folder named by the simulator's wrapper line
-    decided_lines: set[int] = field(default_factory=set)  # lines whose message is a reviewed NVFLARE template
+    decided_lines: dict[int, str] = field(default_factory=dict)  # line -> the values its NVFLARE template leaves open
     code_lines: set[int] = field(default_factory=set)  # source-code lines quoted under traceback frames
 
     def add(self, row: str, index: int) -> None:
@@ -113,9 +113,10 @@ def _block_hits(result: RaiserResult, block: Traceback, lines: list[Line], catal
     if kind == WRAPPED or any(t.group == WRAPPER for t in templates):
         result.not_user_evidence.add(id(block))
         _note_logs_dir(result, text)
-    rows = {_row_for(t.group, mode) for t in decisive(templates)}
-    if rows:
-        result.decided_lines.update(message_lines(block))
+    chosen = decisive(templates)
+    rows = {_row_for(t.group, mode) for t in chosen}
+    for index in message_lines(block) if chosen else ():
+        result.decided_lines[index] = _open_values(chosen, text)
     if kind == NVFLARE_FROM_USER and not templates:
         rows = {_structural_row(text, mode)}
     if not rows:
@@ -135,11 +136,18 @@ def decisive(templates: list) -> list:
     return [t for t in rows if t.literal_length == longest]
 
 
+def _open_values(templates: list, text: str) -> str:
+    """What the decisive templates leave open in `text` (their `{}` values), exception class prefixes removed."""
+    values = [value for template in templates for value in template.values(text)]
+    return " | ".join(_CLASS_PREFIX.sub("", value, count=1) for value in values)
+
+
 def drop_shadowed_hits(hits: dict[str, list[Hit]], result: RaiserResult, lines: list[Line], catalog) -> dict[str, list[Hit]]:
-    """Catalog regex hits that only echo code or an exception class are dropped: hits on source-code lines quoted
-    under traceback frames (`raise FileNotFoundError(...)`), and hits on a line NVFLARE's reviewed template decided
-    unless the regex also matches the message itself (`FileNotFoundError: CC config file not found` is the
-    template's row, not DATA_PATH_NOT_FOUND; a CUDA out-of-memory text inside an NVFLARE wrapper still counts)."""
+    """Catalog regex hits that only echo code, an exception class or NVFLARE's own wording are dropped: hits on
+    source-code lines quoted under traceback frames (`raise FileNotFoundError(...)`), and hits on a line NVFLARE's
+    reviewed template decided unless the regex matches a value the template leaves open (`FileNotFoundError: CC
+    config file not found: /home/x` is the template's row; a CUDA out-of-memory error inside NVFLARE's `failed to
+    instantiate class: {}` still counts)."""
     kept: dict[str, list[Hit]] = {}
     for row_id, row_hits in hits.items():
         signals = catalog.row(row_id).signals
@@ -147,8 +155,8 @@ def drop_shadowed_hits(hits: dict[str, list[Hit]], result: RaiserResult, lines: 
             if hit.index in result.code_lines:
                 continue
             if hit.index in result.decided_lines:
-                message = _CLASS_PREFIX.sub("", lines[hit.index].text[:8192], count=1)
-                if not any(sig.regex.search(message) for sig in signals):
+                values = result.decided_lines[hit.index]
+                if not any(sig.regex.search(values) for sig in signals):
                     continue
             kept.setdefault(row_id, []).append(hit)
     return kept
@@ -193,9 +201,11 @@ def _line_hits(result: RaiserResult, lines: list[Line], catalog, mode: str, cove
         templates = catalog.messages.match(text)
         if any(t.group == WRAPPER for t in templates):
             _note_logs_dir(result, text)
-        for template in decisive(templates):
+        chosen = decisive(templates)
+        for template in chosen:
             result.add(_row_for(template.group, mode), index)
-            result.decided_lines.add(index)
+        if chosen:
+            result.decided_lines[index] = _open_values(chosen, text)
 
 
 def analyse_raisers(lines: list[Line], blocks: list[Traceback], catalog, mode: str, skip=frozenset()) -> RaiserResult:
