@@ -22,7 +22,8 @@ killed afterwards, so no simulator process outlives the script.
 Cases (default: all): healthy (examples/hello-numpy), import-error, user-code-exception, bad-recipe-arg
 (examples/failing/*). A run takes ~10-20 s on 2 cores. The extra case `inspect-source` runs no simulation: it
 saves the JSON envelope of `nvflare agent inspect source <job folder> --format json` for examples/hello-numpy
-(`healthy.json`) and for a copy whose client.py hard-codes an absolute data path (`absolute_path.json`).
+(`healthy.json`), for a copy whose client.py hard-codes an absolute data path (`absolute_path.json`), and, with
+`--redact off`, for a copy whose only flagged literal is a "/" separator (`separator_redact_off.json`).
 
 Rejection cases (REJECTION_CASES, jobs in evals/diagnose/jobs/, see its README): NVFLARE itself rejects the job
 (a bad recipe argument type, inconsistent or fractional SimEnv clients, FedJob n_clients with to(), an exported
@@ -92,6 +93,7 @@ REJECTION_CASES = {
 INSPECT_CASE = "inspect-source"
 INSPECT_PLACEHOLDER = "/tmp/nvflare/jobs/hello-numpy"
 ABSOLUTE_PATH_LINE = 'DATA_FILE = "/home/alice/fl-data/site-1/train.csv"  # only valid on one machine\n'
+SEPARATOR_LINE = 'PATH_SEPARATOR = "/"  # joins path parts; NVFLARE still flags it as ABSOLUTE_DATA_PATH\n'
 
 
 def placeholders(sim_root: str, home: str) -> list[tuple[str, str]]:
@@ -178,9 +180,10 @@ def fixture_files(job_dir: Path) -> list[Path]:
     return [p.relative_to(job_dir) for p in keep if not p.is_symlink()]
 
 
-def inspect_source(job: Path, home: str, timeout: float) -> str | None:
+def inspect_source(job: Path, home: str, timeout: float, extra: tuple[str, ...] = ()) -> str | None:
     """stdout of `nvflare agent inspect source <job> --format json` (read-only, static), or None on failure."""
-    argv = [str(Path(sys.executable).parent / "nvflare"), "agent", "inspect", "source", str(job), "--format", "json"]
+    argv = [str(Path(sys.executable).parent / "nvflare"), "agent", "inspect", "source", str(job), "--format", "json",
+            *extra]
     try:
         proc = subprocess.run(argv, capture_output=True, timeout=timeout, env=child_env(home, home),
                               stdin=subprocess.DEVNULL, cwd=home, check=False)
@@ -197,8 +200,11 @@ def build_inspect_case(out_root: Path, timeout: float) -> str | None:
         shutil.copytree(REPO / "examples" / "hello-numpy", job)
         outputs = {"healthy.json": inspect_source(job, home, timeout)}
         client = job / "client.py"
-        client.write_text(ABSOLUTE_PATH_LINE + client.read_text(encoding="utf-8"), encoding="utf-8")
+        original = client.read_text(encoding="utf-8")
+        client.write_text(ABSOLUTE_PATH_LINE + original, encoding="utf-8")
         outputs["absolute_path.json"] = inspect_source(job, home, timeout)
+        client.write_text(SEPARATOR_LINE + original, encoding="utf-8")
+        outputs["separator_redact_off.json"] = inspect_source(job, home, timeout, ("--redact", "off"))
         if None in outputs.values():
             return f"{INSPECT_CASE}: nvflare agent inspect source failed"
         pairs = [(str(job), INSPECT_PLACEHOLDER), *placeholders(tmp, home)]

@@ -24,7 +24,7 @@ _INVISIBLE_WORDS = {
 }
 
 
-SCRIPT_PLACEHOLDER = "python <skill folder>/scripts/diagnose_job.py"
+SCRIPT_PLACEHOLDER = "python <skill>/scripts/diagnose_job.py"  # <skill>: the folder of SKILL.md
 LOGS_DIR_PLACEHOLDER = "<workspace root>/<job name>"
 
 
