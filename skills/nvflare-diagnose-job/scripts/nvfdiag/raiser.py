@@ -27,6 +27,7 @@ SIM_ROW, CONFIG_ROW = "SIMULATION_CONFIG_ERROR", "CONFIG_FILE_VALIDATION_ERROR"
 QUIET_LEVELS = ("DEBUG", "INFO")
 MAX_DETAIL_HITS = 2
 _CONFIG_NAMED = re.compile(r"\b[\w.-]+\.(?:json|ya?ml|conf|cfg|toml)\b|config_fed_(?:server|client)|\bmeta\.json\b")
+_ERROR_WORDS = ("rror", "RROR", "xception", "CRITICAL", "FATAL")  # cheap substring test before the regex
 _ERRORISH = re.compile(r"(?:Error|Exception|ERROR|CRITICAL|FATAL)\b|\berror\b")
 _CLASS_PREFIX = re.compile(r"^.*?\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|NotAuthorized|NotFound)\w*: ")
 _LOGS_DIR = re.compile(r"Logs are in per-site subdirectories under (\S{1,512}?),? e\.g\.")
@@ -196,7 +197,7 @@ def _line_hits(result: RaiserResult, lines: list[Line], catalog, mode: str, cove
         if index in covered or index in skip:
             continue
         text = line.text[:8192]
-        if not _ERRORISH.search(text) or _is_quiet(text):
+        if not any(word in text for word in _ERROR_WORDS) or not _ERRORISH.search(text) or _is_quiet(text):
             continue
         templates = catalog.messages.match(text)
         if any(t.group == WRAPPER for t in templates):
