@@ -208,14 +208,12 @@ def build_inspect_case(out_root: Path, timeout: float) -> str | None:
         if None in outputs.values():
             return f"{INSPECT_CASE}: nvflare agent inspect source failed"
         pairs = [(str(job), INSPECT_PLACEHOLDER), *placeholders(tmp, home)]
-        staging = Path(tempfile.mkdtemp(prefix=f".{INSPECT_CASE}-", dir=out_root))
-        try:
+
+        def write(staging: Path) -> None:
             for name, text in outputs.items():
                 (staging / name).write_text(scrub(text, pairs), encoding="utf-8")
-            _swap_in(staging, out_root / INSPECT_CASE)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+
+        write_case(out_root, INSPECT_CASE, write)
     print(f"[{INSPECT_CASE}] fixture written to {out_root / INSPECT_CASE}", file=sys.stderr)
     return None
 
@@ -260,15 +258,13 @@ def build_rejection_case(name: str, out_root: Path, timeout: float) -> str | Non
             return f"{name}: expected NVFLARE to reject the job, but it exited with code 0"
         pairs = [(str(tmp / "jobs"), JOB_PLACEHOLDER), (str(tmp / "export"), EXPORT_PLACEHOLDER),
                  *placeholders(sim_root, home)]
-        staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out_root))
-        try:
+
+        def write(staging: Path) -> None:
             _write_fixture(staging, output, Path(sim_root) / case.job_name, pairs)
             if case.export_then_simulate:
                 _write_job_configs(staging, tmp / "export" / case.job_name, pairs)
-            _swap_in(staging, out_root / name)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+
+        write_case(out_root, name, write)
     print(f"[{name}] exit code {code}; fixture written to {out_root / name}", file=sys.stderr)
     return None
 
@@ -293,13 +289,8 @@ def build_poc_case(out_root: Path, timeout: float) -> str | None:
         if code is None or '"status": "error"' not in output:
             return f"{POC_CASE}: expected an error envelope from nvflare poc start, got exit code {code}"
         pairs = [(poc, "/tmp/nvflare/poc"), *placeholders(tmp, home)]
-        staging = Path(tempfile.mkdtemp(prefix=f".{POC_CASE}-", dir=out_root))
-        try:
-            (staging / "poc_start.json").write_text(scrub(output, pairs), encoding="utf-8")
-            _swap_in(staging, out_root / POC_CASE)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+        write_case(out_root, POC_CASE, lambda staging: (staging / "poc_start.json").write_text(
+            scrub(output, pairs), encoding="utf-8"))
     print(f"[{POC_CASE}] fixture written to {out_root / POC_CASE}", file=sys.stderr)
     return None
 
@@ -322,13 +313,8 @@ def build_case(case: str, out_root: Path, timeout: float) -> str | None:
             return f"{case}: timed out after {timeout:.0f} s"
         if (code == 0) != should_succeed:
             return f"{case}: expected {'success' if should_succeed else 'failure'}, got exit code {code}"
-        staging = Path(tempfile.mkdtemp(prefix=f".{case}-", dir=out_root))
-        try:
-            _write_fixture(staging, output, Path(sim_root) / job_name, placeholders(sim_root, home))
-            _swap_in(staging, out_root / case)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+        write_case(out_root, case, lambda staging: _write_fixture(
+            staging, output, Path(sim_root) / job_name, placeholders(sim_root, home)))
     print(f"[{case}] exit code {code}; fixture written to {out_root / case}", file=sys.stderr)
     return None
 
@@ -343,6 +329,17 @@ def _write_fixture(staging: Path, output: str, job_dir: Path, pairs: list[tuple[
         target.parent.mkdir(parents=True, exist_ok=True)
         text = (job_dir / rel).read_text(encoding="utf-8", errors="replace")
         target.write_text(scrub(text, pairs), encoding="utf-8")
+
+
+def write_case(out_root: Path, case: str, write) -> None:
+    """Let `write(staging)` fill a fresh folder beside the target, then swap it in (removed again on any error)."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{case}-", dir=out_root))
+    try:
+        write(staging)
+        _swap_in(staging, out_root / case)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def _swap_in(staging: Path, final: Path) -> None:

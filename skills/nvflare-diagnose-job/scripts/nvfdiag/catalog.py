@@ -8,12 +8,12 @@ reviewed mapping of NVFLARE's own error messages (`references/nvflare_messages.j
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import messages as nvflare_messages
+from .refjson import read_reference
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "references" / "failure_patterns.json"
 MODES = ("simulation", "production")
@@ -112,18 +112,7 @@ def load_catalog(path: str | Path = DEFAULT_PATH, messages_path: str | Path = nv
 
 
 def _load_rows(path: str | Path) -> Catalog:
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_CATALOG_BYTES + 1)
-    except OSError as exc:
-        raise CatalogError(f"cannot read catalog {path}: {exc.strerror}; run `make sync` to render it") from None
-    if len(raw) > MAX_CATALOG_BYTES:
-        raise CatalogError(f"catalog {path} is larger than {MAX_CATALOG_BYTES} bytes; re-render it with `make sync`")
-    try:
-        document = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CatalogError(f"catalog {path} is not valid JSON ({exc}); re-render it with `make sync`") from None
-    return parse_catalog(document)
+    return parse_catalog(read_reference(path, MAX_CATALOG_BYTES, error=CatalogError, what="catalog"))
 
 
 def _need(mapping: object, key: str, kind: type, where: str):

@@ -8,10 +8,11 @@ candidates come from a word index and each is checked with str.find, so hostile 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .refjson import read_reference
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "references" / "nvflare_messages.json"
 WRAPPER = "wrapper"
@@ -134,15 +135,5 @@ def parse_messages(document: object, rows: set[str]) -> MessageCatalog:
 
 def load_messages(rows: set[str], path: str | Path = DEFAULT_PATH) -> MessageCatalog:
     """Read the rendered mapping (bounded); MessagesError with a one-line fix on any problem."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_MESSAGES_BYTES + 1)
-    except OSError as exc:
-        raise MessagesError(f"cannot read {path}: {exc.strerror}; run `make sync` to render it") from None
-    if len(raw) > MAX_MESSAGES_BYTES:
-        raise MessagesError(f"{path} is larger than {MAX_MESSAGES_BYTES} bytes; re-render it with `make sync`")
-    try:
-        document = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MessagesError(f"{path} is not valid JSON ({exc}); re-render it with `make sync`") from None
+    document = read_reference(path, MAX_MESSAGES_BYTES, error=MessagesError, what="NVFLARE message mapping")
     return parse_messages(document, rows)
