@@ -212,9 +212,16 @@ def test_coverage_goal_fails_below_95_percent():
     assert COVERAGE.MessageCoverage(total=10, mapped=10, cases=100, diagnosed=95, diagnosed_lines=95).met
 
 
-def test_template_values_are_what_its_placeholders_stand_for():
+def test_open_text_is_what_the_templates_own_words_leave_over():
     known = _known(("SIMULATION_CONFIG_ERROR", [["failed to instantiate class: {}", "a.py"], ["{} must be {}, got {}", "b.py"]]))
     text = "ValueError: failed to instantiate class: RuntimeError: CUDA out of memory"
-    assert known.match(text)[0].values(text) == ["RuntimeError: CUDA out of memory"]
-    assert known.match("x: lr must be float, got 'a'")[0].values("x: lr must be float, got 'a'") == ["x: lr", "float", "'a'"]
-    assert known.templates[0].values("unrelated") == []
+    assert known.match(text)[0].open_text(text) == ["ValueError: ", "RuntimeError: CUDA out of memory"]
+    assert known.match("x: lr must be float, got 'a'")[0].open_text("x: lr must be float, got 'a'") == ["x: lr", "float", "'a'"]
+    assert known.templates[0].open_text("unrelated") == []
+
+
+def test_one_word_templates_are_never_looked_for():
+    known = _known(("IMPORT_ERROR", [["unreachable", "a.py"], ['Expected "{}"', "b.py"], ["session closed", "c.py"]]))
+    assert known.match("Error: Kubernetes cluster unreachable: connection refused") == []
+    assert known.match('Error: Expected "x"') == []
+    assert [t.at for t in known.match("SessionClosed: session closed")] == ["c.py"]

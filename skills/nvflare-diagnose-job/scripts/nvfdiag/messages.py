@@ -2,7 +2,8 @@
 
 Usage: `known = load_messages()` (references/nvflare_messages.json), then `known.match(text)` -> the templates
 that occur in `text`, most specific first. A template is literal text with `{}` for values; it matches when its
-literal pieces occur in order (case-sensitive), the first and last piece on word boundaries. Matching is linear:
+literal pieces occur in order (case-sensitive), the first and last piece on word boundaries. Templates with fewer
+than two words of three letters (`unreachable`, `Expected "{}"`) are never looked for: they are ordinary text. Matching is linear:
 candidates come from a word index and each is checked with str.find, so hostile log lines cannot make it slow.
 """
 
@@ -19,6 +20,8 @@ WRAPPER = "wrapper"
 MAX_MESSAGES_BYTES = 2 * 1024 * 1024
 MAX_TEXT = 8192
 _WORD = re.compile(r"[A-Za-z][A-Za-z_]{3,}")
+_WORDS_OF_THREE = re.compile(r"[A-Za-z]{3,}")
+MIN_WORDS = 2  # words of three or more letters a template needs before it is looked for in evidence
 
 
 class MessagesError(ValueError):
@@ -40,19 +43,17 @@ class Template:
         """Literal pieces in order; a leading/trailing literal must sit on a word boundary."""
         return self._spans(text) is not None
 
-    def values(self, text: str) -> list[str]:
-        """The text standing where the template has `{}` (leading and trailing ones run to the ends of `text`)."""
+    def open_text(self, text: str) -> list[str]:
+        """Everything in `text` the template's own words do not account for: the values standing where it has `{}`,
+        and whatever comes before and after it on the line."""
         spans = self._spans(text)
         if spans is None:
             return []
         found, pos = [], 0
-        for index, (start, end) in enumerate(spans):
-            if index > 0 or not self.pieces[0]:
-                found.append(text[pos:start])
+        for start, end in spans:
+            found.append(text[pos:start])
             pos = end
-        if not self.pieces[-1] and len(self.pieces) > 1:
-            found.append(text[pos:])
-        return found
+        return [part for part in found + [text[pos:]] if part.strip()]
 
     def _spans(self, text: str) -> list[tuple[int, int]] | None:
         pieces, last = self.pieces, len(self.pieces) - 1
@@ -105,7 +106,8 @@ class MessageCatalog:
     def add(self, template: Template) -> None:
         self.templates.append(template)
         word = _index_word(template.pieces)
-        if word is not None:  # a template without a whole word cannot be recognised reliably
+        words = _WORDS_OF_THREE.findall(" ".join(template.pieces))
+        if word is not None and len(words) >= MIN_WORDS:  # `unreachable` alone is ordinary text, not a message
             self.by_word.setdefault(word, []).append(template)
 
     def match(self, text: str) -> list[Template]:

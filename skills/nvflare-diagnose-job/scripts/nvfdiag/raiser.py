@@ -138,17 +138,18 @@ def decisive(templates: list) -> list:
 
 
 def _open_values(templates: list, text: str) -> str:
-    """What the decisive templates leave open in `text` (their `{}` values), exception class prefixes removed."""
-    values = [value for template in templates for value in template.values(text)]
+    """What the decisive templates leave open in `text` (their values and the rest of the line), exception class
+    prefixes removed."""
+    values = [value for template in templates for value in template.open_text(text)]
     return " | ".join(_CLASS_PREFIX.sub("", value, count=1) for value in values)
 
 
 def drop_shadowed_hits(hits: dict[str, list[Hit]], result: RaiserResult, lines: list[Line], catalog) -> dict[str, list[Hit]]:
     """Catalog regex hits that only echo code, an exception class or NVFLARE's own wording are dropped: hits on
     source-code lines quoted under traceback frames (`raise FileNotFoundError(...)`), and hits on a line NVFLARE's
-    reviewed template decided unless the regex matches a value the template leaves open (`FileNotFoundError: CC
-    config file not found: /home/x` is the template's row; a CUDA out-of-memory error inside NVFLARE's `failed to
-    instantiate class: {}` still counts)."""
+    reviewed template decided unless the regex matches what the template leaves open: its values and the rest of
+    the line (`FileNotFoundError: CC config file not found: /home/x` is the template's row; a CUDA out-of-memory
+    error inside NVFLARE's `failed to instantiate class: {}` still counts)."""
     kept: dict[str, list[Hit]] = {}
     for row_id, row_hits in hits.items():
         signals = catalog.row(row_id).signals
