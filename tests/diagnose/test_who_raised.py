@@ -235,3 +235,11 @@ def test_pydantic_field_line_names_the_argument_and_the_reason_is_quoted():
     assert "Input should be a valid integer, got a number with a fractional part [type=int_from_float]" in excerpts
     assert not any("errors.pydantic" in e for e in excerpts)
     assert "argument `num_clients`" in report["next_action"] and report["suspicious_content"] == []
+
+
+def test_only_pydantics_detail_lines_are_quoted_as_what_is_wrong():
+    texts = tb(*FROM_JOB, frame(f"{SP}/nvflare/recipe/brand_new.py", 12, "__init__"),
+               last=["ValueError: rounds_per_site must be a positive number", "Result can be found in : /tmp/x"])
+    excerpts = [s["excerpt"] for s in run(texts)["signals"]]
+    assert "ValueError: rounds_per_site must be a positive number" in excerpts
+    assert "Result can be found in : /tmp/x" not in excerpts

@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from .logline import level
 from .messages import WRAPPER
 from .model import Line
-from .scan import Hit
+from .scan import QUIET_LEVELS, Hit
 from .tracebacks import Traceback, block_containing, is_nvflare_file, is_user_file
 
 USER_CODE, NVFLARE_FROM_USER, NVFLARE, WRAPPED, LIBRARY = "user_code", "nvflare_from_user", "nvflare", "wrapper", "library"
 SIM_ROW, CONFIG_ROW = "SIMULATION_CONFIG_ERROR", "CONFIG_FILE_VALIDATION_ERROR"
-QUIET_LEVELS = ("DEBUG", "INFO")
 MAX_DETAIL_HITS = 2
 _CONFIG_NAMED = re.compile(r"\b[\w.-]+\.(?:json|ya?ml|conf|cfg|toml)\b|config_fed_(?:server|client)|\bmeta\.json\b")
 _ERROR_WORDS = ("rror", "RROR", "xception", "CRITICAL", "FATAL")  # cheap substring test before the regex
@@ -45,6 +44,7 @@ _ARGUMENT = (
     re.compile(r"\brequires '?([a-z]\w*)'? to be\b"),
     re.compile(r"`([A-Za-z_]\w*)`"),
 )
+_PYDANTIC_HEAD = re.compile(r"ValidationError: \d+ validation errors? for \w+")
 _PYDANTIC_NOISE = re.compile(r"^\s*For further information visit\b")
 _NVFLARE_MODULE = re.compile(r"[\\/]nvflare[\\/]([\w/-]{1,160}\.py)$")
 _PYDANTIC_FIELD = re.compile(r"^([A-Za-z_]\w{0,63})$")
@@ -83,7 +83,10 @@ def message_lines(block: Traceback) -> list[int]:
 
 
 def what_is_wrong(block: Traceback, lines: list[Line]) -> list[int]:
-    """Detail lines that say what is wrong (pydantic's field and reason lines), without the docs link."""
+    """pydantic's field and reason lines after `N validation error(s) for X` (its exception line alone says
+    nothing), without the docs link; [] for other exceptions."""
+    if block.end is None or not _PYDANTIC_HEAD.search(lines[block.end].text[:4096]):
+        return []
     wanted = [i for i in block.detail if not _PYDANTIC_NOISE.match(lines[i].text)]
     return wanted[:MAX_DETAIL_HITS]
 
