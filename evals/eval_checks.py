@@ -18,6 +18,8 @@ Expected keys of a file-backed case (all optional except where a check needs the
     missing_evidence_include list: each substring (case-insensitive) must occur in the joined missing_evidence.
     follow_up_include       list: each substring must occur in the joined follow_up_commands.
     likely_cause_include_any list: at least one substring (case-insensitive) must occur in likely_cause.
+    next_action_include     list: each substring must occur in next_action (e.g. the job.py line it names).
+    signals_include         list: each substring must occur in some signals[].excerpt.
     marker_corroborated     {marker: bool}: some unverified_markers entry whose marker contains `marker` has
                             corroborated == bool.
     metrics_non_finite      bool: report.metrics.non_finite is non-empty (True) or absent/empty (False).
@@ -30,7 +32,8 @@ Negative cases carry only {"trigger": false} and no files.
 Invariants checked on every run (spec rules, independent of the case): no Python traceback on stderr; object
 keys sorted; with medium/low confidence, missing_evidence and follow_up_commands are non-empty; UNKNOWN matches
 carry recovery_category UNKNOWN; with a catalog, recovery_category and next_action equal the matched row's
-values (copied exactly, never inferred); with a schema, the report validates against it.
+values (copied exactly, never inferred; the row's `{where}` may only be filled with ` (argument `x`, at job.py:N
+in f())`, see next_action_matches); with a schema, the report validates against it.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ REPORT_KEYS = {
     "findings_include", "findings_exclude", "suspicious_kinds_include", "suspicious_count",
     "other_candidates_include", "missing_evidence_include", "follow_up_include", "likely_cause_include_any",
     "marker_corroborated", "metrics_non_finite", "evidence_status_include", "must_not_contain",
-    "must_not_contain_scope", "stdout_include", "suspicious_line_any",
+    "must_not_contain_scope", "stdout_include", "suspicious_line_any", "next_action_include", "signals_include",
 }  # fmt: skip
 CASE_KEYS = {"id", "prompt", "files", "expected", "args", "stdin", "note"}
 
@@ -201,6 +204,12 @@ def _check_texts(expected: dict, report: dict) -> list[str]:
     options = expected.get("likely_cause_include_any", [])
     if options and not any(opt.lower() in cause for opt in options):
         misses.append(f"likely_cause: mentions none of {options!r}")
+    action = str(report.get("next_action") or "")
+    misses += [f"next_action: does not mention {sub!r}" for sub in expected.get("next_action_include", []) if sub not in action]
+    excerpts = [str(signal.get("excerpt")) for signal in report.get("signals") or [] if isinstance(signal, dict)]
+    for sub in expected.get("signals_include", []):
+        if not any(sub in excerpt for excerpt in excerpts):
+            misses.append(f"signals: no excerpt mentions {sub!r}")
     if expected.get("must_not_contain_scope", "actions") == "actions":
         actions = str(report.get("next_action") or "") + "\n" + follow
         misses += [f"next_action/follow_up contain forbidden {s!r}" for s in expected.get("must_not_contain", []) if s in actions]
@@ -231,10 +240,22 @@ def check_invariants(report: dict, catalog: dict | None) -> list[str]:
         misses.append("invariant: matched_pattern UNKNOWN needs recovery_category UNKNOWN")
     row = (catalog or {}).get(pattern)
     if row is not None:
-        for field in ("recovery_category", "next_action"):
-            if report.get(field) != row.get(field):
-                misses.append(f"invariant: {field} is not copied exactly from catalog row {pattern}")
+        if report.get("recovery_category") != row.get("recovery_category"):
+            misses.append(f"invariant: recovery_category is not copied exactly from catalog row {pattern}")
+        if not next_action_matches(str(report.get("next_action")), str(row.get("next_action"))):
+            misses.append(f"invariant: next_action is not copied exactly from catalog row {pattern}")
     return misses
+
+
+# The only text a next_action may add to its catalog row: `{where}` filled with validated identifiers.
+WHERE_FILL = (r"(?: \((?:argument `[A-Za-z_]\w{0,63}`(?:, )?)?(?:at [\w.-]{1,80}\.py:\d+(?: in [A-Za-z_]\w{0,80}\(\))?)?"
+              r"(?<! )\))?")
+
+
+def next_action_matches(action: str, row_text: str) -> bool:
+    """True when `action` is the row's next_action exactly, `{where}` filled or dropped (and nothing else)."""
+    pattern = WHERE_FILL.join(re.escape(part) for part in row_text.split("{where}"))
+    return re.fullmatch(pattern, action) is not None
 
 
 def _keys_sorted(value) -> bool:

@@ -19,11 +19,16 @@ mentions (families: fail; error; exception/traceback; timed out/timeout; stall/s
 crash/killed/abort/died; suspicious). Negatives must not trigger and the description
 must state exclusions ("do not"/"not for"/...); positives must trigger. They are counted on their own line.
 
+Then the NVFLARE message coverage figures (evals/message_coverage.py): the share of the installed NVFLARE's
+error-message templates the reviewed mapping files (goal: all), and the share of generated job.py tracebacks (and
+bare simulator error lines), one per user-facing template, diagnosed as the mapped row (goal: >= 95 %).
+
 Output (stdout): a per-case table (id, PASS/FAIL, first miss; --verbose lists every miss), then the Auto-FL
 recipe admission section (a separate table delimited by its `== Auto-FL recipe admission ... ==` header and
-ending with `recipe admission: ...`; see evals/recipe_admission.py), then `trigger checks: ...` and the score line
-`N passed, M failed` of the diagnose cases alone on the last line. Exit 0 when everything passed, 1 on any miss
-(recipe admission misses included), 2 on bad usage or an unreadable evals.json.
+ending with `recipe admission: ...`; see evals/recipe_admission.py), then `trigger checks: ...`, the two
+`nvflare messages ...` lines and the score line `N passed, M failed` of the diagnose cases alone on the last
+line. Exit 0 when everything passed, 1 on any miss (recipe admission misses included) or a coverage figure below
+its goal, 2 on bad usage or an unreadable evals.json.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import eval_checks  # noqa: E402
+import message_coverage  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EVALS = REPO / "evals" / "diagnose" / "evals.json"
@@ -213,9 +219,19 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, args.verbose)
     recipe_misses = print_recipe_admission()
     failed_triggers = print_trigger_checks(cases)
+    coverage_met = print_message_coverage(args.verbose)
     failed = sum(1 for _, misses in rows if misses)
     print(f"{len(rows) - failed} passed, {failed} failed")
-    return 1 if failed or failed_triggers or recipe_misses else 0
+    return 1 if failed or failed_triggers or recipe_misses or not coverage_met else 0
+
+
+def print_message_coverage(verbose: bool) -> bool:
+    """Print the NVFLARE message coverage figures (evals/message_coverage.py); True when both goals are met."""
+    figures = message_coverage.measure()
+    print("\n".join(figures.lines(verbose)))
+    if not figures.met:
+        print("nvflare messages: below goal (every template mapped, >= 95 % of generated cases diagnosed as mapped)")
+    return figures.met
 
 
 if __name__ == "__main__":

@@ -42,9 +42,10 @@ def test_real_absolute_path_finding_is_supporting_evidence():
     report = diagnose([REAL / "absolute_path.json"], mode="simulation")
     assert report["matched_pattern"] == "ABSOLUTE_DATA_PATH" and report["confidence"] == "low"
     assert report["signals"][0]["excerpt"] == (
-        "inspect source finding ABSOLUTE_DATA_PATH at client.py:1 (hard-coded absolute path in the job source; "
-        "value redacted)")
+        "inspect source finding ABSOLUTE_DATA_PATH at client.py:1 (string literal starting with '/', '~' or a drive "
+        "letter, value not shown; check that line is a data path before calling it a hard-coded absolute path)")
     assert "only supporting evidence" in report["likely_cause"]
+    assert "confirm it is a data path before relaying" in report["likely_cause"]
 
 
 def test_runtime_error_outranks_the_static_finding(tmp_path):
@@ -70,8 +71,8 @@ def test_finding_values_and_names_are_never_copied(tmp_path):
     ], complete=False)))
     ev = collect_evidence([str(saved)], job_id=None, **LIMITS)
     assert [line.text for line in ev.lines] == [
-        "inspect source finding ABSOLUTE_DATA_PATH at job.py:12 (hard-coded absolute path in the job source; "
-        "value redacted)",
+        "inspect source finding ABSOLUTE_DATA_PATH at job.py:12 (string literal starting with '/', '~' or a drive "
+        "letter, value not shown; check that line is a data path before calling it a hard-coded absolute path)",
         "inspect source finding SECRET_LITERAL_REDACTED at job.py:13 (secret-like literal in the source; value not "
         "shown)",
         "inspect source finding PYTHON_PARSE_ERROR at util.py:1 (the file does not parse as Python)",

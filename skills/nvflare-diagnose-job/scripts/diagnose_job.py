@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -168,7 +169,8 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         args = parse_args(argv)
         known = catalog.load_catalog()
         found = gather(args, stdin)
-        report = matcher.diagnose(found, known, mode=args.mode, job_id=args.job_id, job_status=args.job_status)
+        report = matcher.diagnose(found, known, mode=args.mode, job_id=args.job_id, job_status=args.job_status,
+                                  script=rerun_command())
         text = render.to_markdown(report) if args.format == "markdown" else render.to_json(report)
     except (UsageError, catalog.CatalogError, evidence.EvidenceError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -180,6 +182,11 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         print(f"{PROG}: error: unexpected {type(exc).__name__}: {exc}; please report this bug", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK if write_report(stdout, text) else EXIT_STDOUT_CLOSED
+
+
+def rerun_command() -> str:
+    """How to run this very copy of the script again (absolute path, shell-quoted) for follow-up commands."""
+    return f"python {shlex.quote(str(Path(__file__).resolve()))}"
 
 
 def write_report(stdout, text: str) -> bool:

@@ -1,10 +1,14 @@
 """missing_evidence and follow_up_commands: fixed sentences and catalog templates, never log text.
 
 Usage: `missing, commands = missing_and_follow_ups(analysis)`. Templates are filled only with identifiers that
-passed sites.valid_job_id / sites.valid_site; anything else stays a <placeholder>.
+passed sites.valid_job_id / sites.valid_site, the per-site log folder the simulator named (validated by raiser.py)
+and the command that runs this diagnose_job.py (`{diagnose}`, given by the script itself); anything else stays a
+<placeholder>.
 """
 
 from __future__ import annotations
+
+import shlex
 
 from . import sites
 
@@ -20,8 +24,15 @@ _INVISIBLE_WORDS = {
 }
 
 
-def _fill(template: str, job_id: str | None, site: str | None = None) -> str:
+SCRIPT_PLACEHOLDER = "python <skill>/scripts/diagnose_job.py"  # <skill>: the folder of SKILL.md
+LOGS_DIR_PLACEHOLDER = "<workspace root>/<job name>"
+
+
+def _fill(template: str, job_id: str | None, site: str | None = None, *, script: str | None = None,
+          logs_dir: str | None = None) -> str:
     text = template.replace("{job_id}", job_id if sites.valid_job_id(job_id) else "<job_id>")
+    text = text.replace("{diagnose}", script or SCRIPT_PLACEHOLDER)
+    text = text.replace("{logs_dir}", shlex.quote(logs_dir) if logs_dir else LOGS_DIR_PLACEHOLDER)
     return text.replace("{site}", site if sites.valid_site(site) else "<site>")
 
 
@@ -50,8 +61,11 @@ class _Advice:
         self.missing.append(sentence)
 
     def run(self, name: str, site: str | None = None) -> None:
+        if name == "inspect_source" and any(s.kind == "inspect_source" for s in self.an.evidence.sources):
+            return  # its output was supplied already
         if name in self.templates:
-            self.commands.append(_fill(self.templates[name], self.an.job_id, site))
+            an = self.an
+            self.commands.append(_fill(self.templates[name], an.job_id, site, script=an.script, logs_dir=an.logs_dir))
 
     def per_site(self, name: str) -> bool:
         return "{site}" in self.templates.get(name, "")
@@ -74,9 +88,13 @@ def _site_gaps(adv: _Advice) -> None:
 
 def _context_gaps(adv: _Advice) -> None:
     an = adv.an
+    if an.logs_dir and (an.primary is None or not an.primary.strong) and not _site_logs_supplied(an):
+        adv.need(f"the per-site logs: `Simulation failed with return code ...` only says that the simulated run "
+                 f"failed, not why; the simulator says its logs are under {an.logs_dir} (server/ and site-N/ log.txt)")
+        adv.run("sim_site_logs")
     if an.sim_traceback_missing:
-        adv.need("the client traceback: a SimEnv workspace only holds the server's view; the traceback is printed "
-                 "to the stdout/stderr of `python job.py`")
+        adv.need("the client traceback: it is in the site logs (site-N/log.txt of the SimEnv workspace) when the "
+                 "client failed while running a task, otherwise only in the stdout/stderr of `python job.py`")
         adv.run("sim_stdout")
     if an.mode == "ambiguous":
         adv.need("the runtime mode (simulation, or POC/production) plus one concrete evidence source: a job id, a "
@@ -84,6 +102,10 @@ def _context_gaps(adv: _Advice) -> None:
     if an.mode != "simulation" and an.job_status is None and (an.job_id or an.mode == "production"):
         adv.need("the job status (terminal state of the job)")
         adv.run("job_meta")
+
+
+def _site_logs_supplied(an) -> bool:
+    return any(line.site and not sites.is_server(line.site) for line in an.evidence.lines)
 
 
 def _reading_gaps(adv: _Advice) -> None:

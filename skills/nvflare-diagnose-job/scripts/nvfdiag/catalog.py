@@ -1,15 +1,19 @@
 """Load and validate the rendered failure-pattern catalog (`references/failure_patterns.json`).
 
 Usage: `catalog = load_catalog()` (default path next to this skill) or `parse_catalog(document)` for a dict.
-Regexes are compiled once here; the matcher only uses the compiled `Catalog`.
+Regexes are compiled once here; the matcher only uses the compiled `Catalog`. `load_catalog` also loads the
+reviewed mapping of NVFLARE's own error messages (`references/nvflare_messages.json`, see messages.py).
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import messages as nvflare_messages
+from .refjson import read_reference
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "references" / "failure_patterns.json"
 MODES = ("simulation", "production")
@@ -88,6 +92,7 @@ class Catalog:
     fallback_next_action: str
     mode_hints: dict
     follow_up_templates: dict
+    messages: nvflare_messages.MessageCatalog | None = None  # NVFLARE's own error messages (None: not loaded)
 
     def row(self, pattern_id: str) -> Row:
         return next(r for r in self.rows if r.id == pattern_id)
@@ -96,20 +101,18 @@ class Catalog:
         return any(r.id == pattern_id for r in self.rows)
 
 
-def load_catalog(path: str | Path = DEFAULT_PATH) -> Catalog:
-    """Read and parse the rendered JSON catalog; raise CatalogError with a one-line fix on any problem."""
+def load_catalog(path: str | Path = DEFAULT_PATH, messages_path: str | Path = nvflare_messages.DEFAULT_PATH) -> Catalog:
+    """Read and parse the rendered JSON catalog and the message mapping; CatalogError with a one-line fix."""
+    catalog = _load_rows(path)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_CATALOG_BYTES + 1)
-    except OSError as exc:
-        raise CatalogError(f"cannot read catalog {path}: {exc.strerror}; run `make sync` to render it") from None
-    if len(raw) > MAX_CATALOG_BYTES:
-        raise CatalogError(f"catalog {path} is larger than {MAX_CATALOG_BYTES} bytes; re-render it with `make sync`")
-    try:
-        document = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CatalogError(f"catalog {path} is not valid JSON ({exc}); re-render it with `make sync`") from None
-    return parse_catalog(document)
+        known = nvflare_messages.load_messages({row.id for row in catalog.rows}, messages_path)
+    except nvflare_messages.MessagesError as exc:
+        raise CatalogError(str(exc)) from None
+    return dataclasses.replace(catalog, messages=known)
+
+
+def _load_rows(path: str | Path) -> Catalog:
+    return parse_catalog(read_reference(path, MAX_CATALOG_BYTES, error=CatalogError, what="catalog"))
 
 
 def _need(mapping: object, key: str, kind: type, where: str):

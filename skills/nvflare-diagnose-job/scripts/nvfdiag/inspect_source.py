@@ -3,7 +3,10 @@
 Usage: `ingest(ev, envelope, source, bytes_read)` for an envelope whose `data.capability` is "source" (or whose
 `error_code` starts with AGENT_INSPECT). Each finding becomes `inspect source finding CODE at file:line (meaning)`;
 only the code, file and line are used: a finding's `value`/`name` can hold a secret or a path (with
-`--redact off`) and is never copied. A failed inspection is a source with status `unavailable`.
+`--redact off`) and is never copied. NVFLARE flags every string literal that starts with '/', '~' or a drive
+letter as ABSOLUTE_DATA_PATH (a lone "/" path separator too): when the value is shown and is not a path, the
+finding becomes an `inspect source note` that supports nothing; a redacted value is relayed as "check that line".
+A failed inspection is a source with status `unavailable`.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ from .model import Evidence, Line, Source
 MAX_FINDINGS = 200
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]{1,63}$")
 _FILE = re.compile(r"^[\w.@+-]+(?:/[\w.@+-]+){0,15}$")
+_DATA_PATH = re.compile(r"^(?:/|~/|[A-Za-z]:[\\/])(?!/)[^\s{}%]*[A-Za-z0-9][^\s{}%]*$")
+_REDACTED = re.compile(r"^<REDACTED[A-Z_]*>$")
 # Meanings of the finding codes the catalog uses (others are shown by code only).
 MEANINGS = {
-    "ABSOLUTE_DATA_PATH": "hard-coded absolute path in the job source; value redacted",
+    "ABSOLUTE_DATA_PATH": ("string literal starting with '/', '~' or a drive letter, value not shown; check that "
+                           "line is a data path before calling it a hard-coded absolute path"),
     "PYTHON_PARSE_ERROR": "the file does not parse as Python",
     "SECRET_LITERAL_REDACTED": "secret-like literal in the source; value not shown",
 }
@@ -52,5 +58,15 @@ def finding_text(finding: dict) -> str:
     code, file, line = finding["code"], finding.get("file"), finding.get("line")
     where = file if isinstance(file, str) and _FILE.match(file) else "<file>"
     where += f":{line}" if isinstance(line, int) and line > 0 else ""
+    if code == "ABSOLUTE_DATA_PATH" and not_a_path(finding.get("value")):
+        return f"inspect source note: {code} at {where} flags a string that is not an absolute path (ignored)"
     meaning = MEANINGS.get(code)
     return f"inspect source finding {code} at {where}" + (f" ({meaning})" if meaning else "")
+
+
+def not_a_path(value: object) -> bool:
+    """True when an unredacted ABSOLUTE_DATA_PATH value is not a usable absolute path (`/`, `~`, `/%s`, `//host`).
+    The value is only tested, never copied."""
+    if not isinstance(value, str) or _REDACTED.match(value):
+        return False
+    return not _DATA_PATH.match(value)

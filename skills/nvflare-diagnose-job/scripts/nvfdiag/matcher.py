@@ -1,15 +1,16 @@
 """Pure diagnosis: Evidence + Catalog + options -> report dict (schema nvflare.diagnose.report.v1).
 
 Usage: `report = diagnose(evidence, catalog, mode="auto", job_id=None, job_status=None)`.
-Steps: flag suspicious lines, scan signals once, find tracebacks and markers, decide the mode, rank candidates
-(refine.py), apply partial-visibility and confidence rules, then assemble the report (advice.py, report.py).
+Steps: flag suspicious lines, scan signals once, find tracebacks and markers, decide the mode, decide who raised
+each traceback and which NVFLARE messages occur (raiser.py), rank candidates (refine.py), apply partial-visibility
+and confidence rules, then assemble the report (advice.py, report.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import advice, report, sites
+from . import advice, raiser, report, sites
 from .catalog import Catalog
 from .mode import AMBIGUOUS, decide_mode
 from .model import Evidence
@@ -46,6 +47,8 @@ class Analysis:
     unsupplied_sites: list[str] = field(default_factory=list)
     sim_traceback_missing: bool = False
     confidence: str = "low"
+    logs_dir: str | None = None  # per-site log folder named by the simulator's `Simulation failed` wrapper
+    script: str | None = None  # how to run diagnose_job.py again (follow-up commands); None: a placeholder
 
     @property
     def limits_reached(self) -> bool:
@@ -80,12 +83,14 @@ def _marker_entries(lines, markers, blocks, flagged) -> list[dict]:
     return sorted(entries, key=lambda e: e["index"])
 
 
-def _structured_hits(catalog: Catalog, blocks: list[Traceback], job_status: str | None) -> dict[str, list[Hit]]:
+def _structured_hits(
+    catalog: Catalog, blocks: list[Traceback], job_status: str | None, not_user: set[int] = frozenset()
+) -> dict[str, list[Hit]]:
     hits: dict[str, list[Hit]] = {}
     for row in catalog.rows:
         tb = row.condition("user_traceback")
         if tb:
-            for block in (b for b in blocks if b.user_frame):
+            for block in (b for b in blocks if b.user_frame and id(b) not in not_user):
                 hits.setdefault(row.id, []).append(Hit(row.id, block.end or block.start, tb.get("strength", "strong")))
         status = row.condition("job_status")
         if status and job_status and status["compiled"].search(job_status):
@@ -149,7 +154,8 @@ def _confidence(an: Analysis) -> str:
 
 
 def analyse(
-    evidence: Evidence, catalog: Catalog, *, mode: str = "auto", job_id: str | None = None, job_status: str | None = None
+    evidence: Evidence, catalog: Catalog, *, mode: str = "auto", job_id: str | None = None,
+    job_status: str | None = None, script: str | None = None,
 ) -> Analysis:
     """Apply every matching rule and return the Analysis the report is built from."""
     lines = evidence.lines
@@ -162,11 +168,14 @@ def analyse(
     if not user_job_id:
         job_id = evidence.job_id if sites.valid_job_id(evidence.job_id) else None
     detected, reason = decide_mode(mode, evidence.mode_hints, scanned.mode_hints, job_id_given=user_job_id)
-    hits = _merge(scanned.hits, _structured_hits(catalog, blocks, status))
+    raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged)
+    scanned_hits = raiser.drop_shadowed_hits(scanned.hits, raised, lines, catalog)
+    hits = _merge(_merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits)
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged)
     an = Analysis(
         evidence, catalog, detected, reason, job_id, status, suspicious, flagged, blocks,
         _marker_entries(lines, scanned.markers, blocks, flagged), ranked, demoted,
+        logs_dir=raised.logs_dir, script=script,
     )
     an.primary = ranked[0] if ranked else None
     _apply_visibility(an)
@@ -178,9 +187,11 @@ def analyse(
 
 
 def diagnose(
-    evidence: Evidence, catalog: Catalog, *, mode: str = "auto", job_id: str | None = None, job_status: str | None = None
+    evidence: Evidence, catalog: Catalog, *, mode: str = "auto", job_id: str | None = None,
+    job_status: str | None = None, script: str | None = None,
 ) -> dict:
-    """The full report dict for `evidence` (deterministic for the same input)."""
-    an = analyse(evidence, catalog, mode=mode, job_id=job_id, job_status=job_status)
+    """The full report dict for `evidence` (deterministic for the same input). `script` is the command that runs
+    diagnose_job.py here (used in follow-up commands)."""
+    an = analyse(evidence, catalog, mode=mode, job_id=job_id, job_status=job_status, script=script)
     missing, commands = advice.missing_and_follow_ups(an)
     return report.assemble(an, missing, commands)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from . import sites
+from . import raiser, sites
 from .excerpt import excerpt
 from .injection import defang
 from .render import to_json
@@ -89,8 +89,10 @@ def _traceback_detail(an) -> str:
         path, number, func = block.user_frame
         name = re.split(r"[\\/]", path)[-1]
         parts = [p for p in (block.exc_type, name, func) if p and _IDENT.match(p)]
+        module = raiser.raised_in(block)
         if len(parts) == 3:
-            return f"{parts[0]} in {parts[1]}:{number} ({parts[2]})"
+            inside = f", raised inside NVFLARE ({module})" if module else ""
+            return f"{parts[0]} in {parts[1]}:{number} ({parts[2]}){inside}"
         if block.exc_type and _IDENT.match(block.exc_type):
             return block.exc_type
     return ""
@@ -114,6 +116,9 @@ def _likely_cause(an) -> str:
             text += "; metrics contain non-finite values (NaN/inf), so training may have diverged"
         if an.suspicious:
             text += "; log text that tries to direct the reader was found and not followed"
+        if an.logs_dir:
+            text += ("; `Simulation failed with return code` only reports that the simulated run failed, the cause "
+                     "is in the per-site logs it names")
     elif an.primary.row.id == "PARTIAL_LOG_VISIBILITY":
         listed = ", ".join(f"{s} ({st})" for s, st in an.partial_sites.items())
         symptom = next((d.row.id for d in an.demoted if d.reason.startswith("symptom depends")), None)
@@ -124,7 +129,7 @@ def _likely_cause(an) -> str:
         hit_sites = sorted({an.evidence.lines[h.index].site for h in an.primary.hits
                             if h.index is not None and sites.valid_site(an.evidence.lines[h.index].site)})
         text = row.title + (f" (seen in: {', '.join(hit_sites[:5])})" if hit_sites else "")
-        detail = _traceback_detail(an) or _variant_cause(an)
+        detail = "; ".join(part for part in (_traceback_detail(an), _variant_cause(an)) if part)
         text += f": {detail}" if detail else ""
         if not an.primary.strong:
             text += f"; only {SUPPORTING} was found"
@@ -230,7 +235,8 @@ def _fit(report: dict) -> dict:
 
 def _next_action(an) -> str:
     if an.primary is not None:
-        return an.primary.row.next_action
+        clause = raiser.where_clause(an.primary.hits, an.evidence.lines, an.tracebacks)
+        return raiser.fill_next_action(an.primary.row.next_action, clause)
     if an.suspicious and an.catalog.has("SUSPICIOUS_LOG_CONTENT"):
         return an.catalog.row("SUSPICIOUS_LOG_CONTENT").next_action
     return an.catalog.fallback_next_action

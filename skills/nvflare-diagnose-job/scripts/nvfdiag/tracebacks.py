@@ -1,8 +1,9 @@
 """Find Python tracebacks in evidence lines and tell whether they pass through user code.
 
-Usage: `blocks = find_tracebacks(lines, skip)`; each Traceback knows its line span, exception type and the
-deepest frame in a user file (not site-packages, not the standard library). Interleaved log lines from other
-threads inside a traceback (seen in POC site logs) are tolerated.
+Usage: `blocks = find_tracebacks(lines, skip)`; each Traceback knows its line span, exception type, its frames
+(with the index of each frame line), the deepest frame in a user file (not site-packages, not the standard library,
+not NVFLARE), and the detail lines printed after the exception line (e.g. pydantic's "what is wrong" lines).
+Interleaved log lines from other threads inside a traceback (seen in POC site logs) are tolerated.
 """
 
 from __future__ import annotations
@@ -16,10 +17,18 @@ from .model import Line
 _START = re.compile(r"Traceback \(most recent call last\):")
 _FRAME = re.compile(r'^\s*File "([^"]{1,1024})", line (\d+), in (\S{1,200})')
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning))\b(?::|$)")
+# NVFLARE also raises exceptions without such a suffix (JobNotFound, ComponentNotAuthorized, SessionClosed).
+_CAMEL_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)(?::\s|$)")
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/lib/python", "\\lib\\python", "<frozen", "<string>")
+# NVFLARE's own modules, also from a source checkout (`pip install -e`): nvflare/<one of its top-level packages>/.
+_NVFLARE_PATH = re.compile(
+    r"[\\/]nvflare[\\/](?:(?:apis|app_common|app_opt|client|collab|dashboard|edge|fuel|fuel_opt|job_config|lighter"
+    r"|metrics|private|recipe|security|tool|utils|widgets)[\\/]|cli(?:_exception)?\.py$)"
+)
 # The launcher's own summary of a failed simulation is not user code, even though job.py is on its stack.
 _LAUNCHER_ECHO = re.compile(r"Simulation failed with return code")
 MAX_BLOCK_LINES = 400
+MAX_DETAIL_LINES = 6
 
 
 @dataclass
@@ -31,6 +40,8 @@ class Traceback:
     exc_type: str | None = None
     frames: list[tuple[str, int, str]] = field(default_factory=list)
     launcher_echo: bool = False
+    frame_lines: list[int] = field(default_factory=list)  # index of each frame's `File "..."` line
+    detail: list[int] = field(default_factory=list)  # lines printed after the exception line (same message)
 
     @property
     def user_frame(self) -> tuple[str, int, str] | None:
@@ -42,8 +53,19 @@ class Traceback:
 
 
 def is_user_file(path: str) -> bool:
-    """A frame's file is user code unless it lives in site-packages, the standard library or a frozen/eval module."""
-    return not any(marker in path for marker in _LIBRARY_MARKERS)
+    """User code, unless it lives in site-packages, the standard library, a frozen/eval module or NVFLARE itself."""
+    return not any(marker in path for marker in _LIBRARY_MARKERS) and not is_nvflare_file(path)
+
+
+def is_nvflare_file(path: str) -> bool:
+    """A module of the nvflare package (installed or a source checkout)."""
+    return bool(_NVFLARE_PATH.search(path))
+
+
+def exception_name(text: str) -> str | None:
+    """The exception class named at the start of an exception line, or None."""
+    match = _EXCEPTION.match(text) or _CAMEL_EXCEPTION.match(text)
+    return match.group(1) if match else None
 
 
 def find_tracebacks(lines: list[Line], skip: set[int] | frozenset = frozenset()) -> list[Traceback]:
@@ -67,16 +89,33 @@ def find_tracebacks(lines: list[Line], skip: set[int] | frozenset = frozenset())
         frame = _FRAME.match(text)
         if frame:
             current.frames.append((frame.group(1), int(frame.group(2)), frame.group(3)))
+            current.frame_lines.append(index)
             continue
         if timestamp(text) is not None or text[:1].isspace() or not text.strip():
             continue
-        exception = _EXCEPTION.match(text)
-        if exception and current.frames:
-            current.exc_type = exception.group(1)
+        name = exception_name(text) if current.frames else None
+        if name:
+            current.exc_type = name
             current.end = index
             current.launcher_echo = bool(_LAUNCHER_ECHO.search(text))
+            current.detail = _detail_lines(lines, index, skip)
             del open_blocks[line.source]
     return blocks
+
+
+def _detail_lines(lines: list[Line], end: int, skip) -> list[int]:
+    """Lines of the same source right after the exception line that continue its message (multi-line messages,
+    pydantic's field and reason lines); a blank, timestamped or new-traceback line ends them."""
+    detail = []
+    for index in range(end + 1, min(len(lines), end + 1 + MAX_DETAIL_LINES)):
+        line = lines[index]
+        text = line.text[:4096]
+        if line.source != lines[end].source or index in skip or not text.strip():
+            break
+        if timestamp(text) is not None or _START.search(text) or _FRAME.match(text):
+            break
+        detail.append(index)
+    return detail
 
 
 def block_containing(blocks: list[Traceback], index: int, source: str) -> Traceback | None:

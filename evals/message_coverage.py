@@ -1,0 +1,159 @@
+"""Coverage of NVFLARE's own error messages: the two figures `run_evals.py` prints (and their goals).
+
+Usage: `figures = measure()` -> MessageCoverage; `figures.lines()` are the printed lines, `figures.met` says
+whether both goals hold. Standalone: `python evals/message_coverage.py [--verbose]` (exit 1 below a goal).
+
+1. Mapped share: the templates extracted from the installed NVFLARE (shared/catalog/nvflare_messages.py) that the
+   reviewed mapping files under a row, `internal` or `wrapper`. Goal: all of them.
+2. Diagnosed share: one generated case per user-facing template (filed under a catalog row), shown as a
+   real-looking traceback from job.py: job.py's `main()` calls NVFLARE, NVFLARE raises the template (values filled
+   in) from the module that raises it. The case runs through the diagnose skill's matcher in-process; it counts
+   when the report's matched_pattern is the mapped row. Rows that apply to production only are diagnosed with
+   mode production (a job.py that uses PocEnv or ProdEnv). Goal: at least 95 %.
+3. The same templates shown as a bare simulator ERROR log line (no traceback), the shape the issue measured
+   (90 % UNKNOWN before the mapping existed). Same goal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GENERATOR = REPO / "shared" / "catalog" / "nvflare_messages.py"
+NVFDIAG = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "nvfdiag"
+MAPPED_GOAL = 1.0
+DIAGNOSED_GOAL = 0.95
+BUILTIN_EXCEPTIONS = {"ValueError", "TypeError", "RuntimeError", "KeyError", "FileNotFoundError", "AttributeError",
+                      "TimeoutError", "SyntaxError", "AssertionError", "NotImplementedError", "Exception"}
+SITE_PACKAGES = "/home/dev/.venv/lib/python3.11/site-packages"
+
+
+def _load(name: str, path: Path, package: bool = False):
+    if name in sys.modules:
+        return sys.modules[name]
+    location = path / "__init__.py" if package else path
+    spec = importlib.util.spec_from_file_location(name, location, submodule_search_locations=[str(path)] if package else None)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def sample_message(template: str) -> str:
+    """The template with made-up values (`sample1`, `sample2`, ...) in place of its `{}`."""
+    pieces = template.split("{}")
+    return "".join(piece + (f"sample{i + 1}" if i < len(pieces) - 1 else "") for i, piece in enumerate(pieces))
+
+
+def log_line_text(message) -> str:
+    """The message as the simulator logs a setup error (one ERROR line, no traceback)."""
+    return (f"2026-11-30 08:02:36,202 - SimulatorRunner - ERROR - Simulator setup error: {message.exc}: "
+            f"{sample_message(message.template)}\n")
+
+
+def traceback_text(message) -> str:
+    """A traceback as `python job.py` prints it when NVFLARE raises `message` (an extracted Message)."""
+    exc = message.exc if message.exc in BUILTIN_EXCEPTIONS else f"nvflare.{message.at[:-3].replace('/', '.')}.{message.exc}"
+    return "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/home/dev/fl-job/job.py", line 48, in <module>',
+        "    main()",
+        '  File "/home/dev/fl-job/job.py", line 31, in main',
+        "    run = recipe.execute(env)",
+        f'  File "{SITE_PACKAGES}/nvflare/{message.at}", line {message.line}, in {message.func}',
+        f"    raise {message.exc}(...)",
+        f"{exc}: {sample_message(message.template)}",
+    ]) + "\n"
+
+
+@dataclass
+class MessageCoverage:
+    total: int = 0
+    mapped: int = 0
+    groups: dict[str, int] = field(default_factory=dict)
+    cases: int = 0
+    diagnosed: int = 0
+    diagnosed_lines: int = 0
+    misses: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def met(self) -> bool:
+        shares = (self.diagnosed / max(self.cases, 1), self.diagnosed_lines / max(self.cases, 1))
+        return (self.error is None and self.total > 0 and self.mapped / self.total >= MAPPED_GOAL
+                and self.cases > 0 and min(shares) >= DIAGNOSED_GOAL)
+
+    def lines(self, verbose: bool = False) -> list[str]:
+        if self.error:
+            return [f"nvflare messages: not measured ({self.error})"]
+        internal, wrapper = self.groups.get("internal", 0), self.groups.get("wrapper", 0)
+        out = [
+            f"nvflare messages mapped: {self.mapped} of {self.total} templates ({100 * self.mapped / self.total:.1f} %, "
+            f"goal 100 %): {self.mapped - internal - wrapper} to catalog rows, {internal} internal, {wrapper} wrappers",
+            f"nvflare messages diagnosed: {self.diagnosed} of {self.cases} generated job.py tracebacks as the mapped row "
+            f"({100 * self.diagnosed / max(self.cases, 1):.1f} %, goal >= {DIAGNOSED_GOAL:.0%}); "
+            f"{self.diagnosed_lines} of {self.cases} as bare simulator error lines "
+            f"({100 * self.diagnosed_lines / max(self.cases, 1):.1f} %)",
+        ]
+        return out + [f"  miss: {m}" for m in (self.misses if verbose else self.misses[:5])]
+
+
+def _diagnose(nvfdiag, known, text: str, mode: str) -> str:
+    found = nvfdiag.evidence.collect_evidence(["-"], job_id=None, max_bytes=262144, max_total_bytes=4194304,
+                                              max_files=10, stdin_text=text)
+    return nvfdiag.matcher.diagnose(found, known, mode=mode)["matched_pattern"]
+
+
+def measure() -> MessageCoverage:
+    """Both figures, from the installed NVFLARE and the committed mapping."""
+    figures = MessageCoverage()
+    generator = _load("nvflare_messages_generator", GENERATOR)
+    try:
+        extracted = generator.extract(generator.installed_root())
+    except (OSError, SyntaxError) as exc:
+        figures.error = f"cannot read the installed NVFLARE: {exc}"
+        return figures
+    groups = generator.mapped_groups(generator.load_mapping())
+    figures.total = len(extracted)
+    for message in extracted:
+        group = groups.get(message.template)
+        if group not in (None, generator.UNREVIEWED):
+            figures.mapped += 1
+            figures.groups[group] = figures.groups.get(group, 0) + 1
+    _load("nvfdiag", NVFDIAG, package=True)
+    nvfdiag = sys.modules["nvfdiag"]
+    for name in ("catalog", "evidence", "matcher"):
+        importlib.import_module(f"nvfdiag.{name}")
+    known = nvfdiag.catalog.load_catalog()
+    for message in extracted:
+        row = groups.get(message.template)
+        if row is None or row in (*generator.SPECIAL_GROUPS, generator.UNREVIEWED):
+            continue
+        mode = "simulation" if "simulation" in known.row(row).modes else "production"
+        figures.cases += 1
+        for shape, text in (("traceback", traceback_text(message)), ("log line", log_line_text(message))):
+            got = _diagnose(nvfdiag, known, text, mode)
+            if got != row:
+                figures.misses.append(f"{shape}: {message.at}: {message.template[:90]!r}: expected {row}, got {got}")
+            elif shape == "traceback":
+                figures.diagnosed += 1
+            else:
+                figures.diagnosed_lines += 1
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--verbose", action="store_true", help="list every generated case that missed")
+    args = parser.parse_args(argv)
+    figures = measure()
+    print("\n".join(figures.lines(args.verbose)))
+    return 0 if figures.met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,284 @@
+"""Who raised it decides: classify tracebacks by their raising frame and caller chain, and read NVFLARE's messages.
+
+Usage: `found = analyse_raisers(lines, blocks, catalog, mode, skip)` -> RaiserResult with hits per row, the blocks
+whose exception is NVFLARE's or a wrapper's (they are not user-code evidence), and the per-site log folder the
+simulator's wrapper names. Pure. Rules (spec "Who raised it decides", "NVFLARE's own error messages are data"):
+- raised inside the nvflare package from a chain that starts in user code (job.py: recipe, FedJob, env, execute,
+  to, simulator_run, export): NVFLARE rejected the job's arguments -> SIMULATION_CONFIG_ERROR, or
+  CONFIG_FILE_VALIDATION_ERROR when the message names a config file or outside simulation;
+- an exception message that is one of NVFLARE's reviewed templates -> that template's row (more specific);
+- `Simulation failed with return code N` and other wrappers are never a cause;
+- raised in user code (client script and its modules) -> left to USER_CODE_EXCEPTION as before.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .logline import level
+from .messages import WRAPPER
+from .model import Line
+from .scan import QUIET_LEVELS, Hit
+from .tracebacks import Traceback, block_containing, is_nvflare_file, is_user_file
+
+USER_CODE, NVFLARE_FROM_USER, NVFLARE, WRAPPED, LIBRARY = "user_code", "nvflare_from_user", "nvflare", "wrapper", "library"
+SIM_ROW, CONFIG_ROW = "SIMULATION_CONFIG_ERROR", "CONFIG_FILE_VALIDATION_ERROR"
+MAX_DETAIL_HITS = 2
+_CONFIG_NAMED = re.compile(r"\b[\w.-]+\.(?:json|ya?ml|conf|cfg|toml)\b|config_fed_(?:server|client)|\bmeta\.json\b")
+_ERROR_WORDS = ("rror", "RROR", "xception", "CRITICAL", "FATAL")  # cheap substring test before the regex
+_ERRORISH = re.compile(r"(?:Error|Exception|ERROR|CRITICAL|FATAL)\b|\berror\b")
+_CLASS_PREFIX = re.compile(r"^.*?\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|NotAuthorized|NotFound)\w*: ")
+_LOGS_DIR = re.compile(r"Logs are in per-site subdirectories under (\S{1,512}?),? e\.g\.")
+_SAFE_PATH = re.compile(r"^[\w./~-]{1,512}$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_]\w{0,63}$")
+_FILE_NAME = re.compile(r"^[\w.-]{1,80}\.py$")
+_FUNCTION = re.compile(r"^(?:[A-Za-z_]\w{0,80}|<module>)$")
+# Where an error names the argument it rejects, most explicit first.
+_ARGUMENT = (
+    re.compile(r"unexpected keyword argument '(\w+)'"),
+    re.compile(r"missing \d+ required (?:positional |keyword-only )?arguments?: '(\w+)'"),
+    re.compile(r"\b(?:arg|argument|parameter|key)s? '(\w+)'", re.IGNORECASE),
+    re.compile(r"\b([a-z]\w*)=\S"),
+    re.compile(r"^(?:[\w.]+: )?'?([a-z]\w*)'? (?:must|should|is required|cannot|needs)\b"),
+    re.compile(r"\brequires '?([a-z]\w*)'? to be\b"),
+    re.compile(r"`([A-Za-z_]\w*)`"),
+)
+_PYDANTIC_HEAD = re.compile(r"ValidationError: \d+ validation errors? for \w+")
+_PYDANTIC_NOISE = re.compile(r"^\s*For further information visit\b")
+_NVFLARE_MODULE = re.compile(r"[\\/]nvflare[\\/]([\w/-]{1,160}\.py)$")
+_PYDANTIC_FIELD = re.compile(r"^([A-Za-z_]\w{0,63})$")
+
+
+@dataclass
+class RaiserResult:
+    hits: dict[str, list[Hit]] = field(default_factory=dict)
+    not_user_evidence: set[int] = field(default_factory=set)  # ids of blocks that are NVFLARE's or a wrapper's
+    logs_dir: str | None = None  # per-site log folder named by the simulator's wrapper line
+    decided_lines: dict[int, str] = field(default_factory=dict)  # line -> the values its NVFLARE template leaves open
+    code_lines: set[int] = field(default_factory=set)  # source-code lines quoted under traceback frames
+
+    def add(self, row: str, index: int) -> None:
+        bucket = self.hits.setdefault(row, [])
+        if all(h.index != index for h in bucket):
+            bucket.append(Hit(row, index, "strong"))
+
+
+def origin(block: Traceback) -> str:
+    """Who raised the exception: the deepest frame in user code or NVFLARE decides, the chain's start tells
+    whether NVFLARE was called from the user's job script."""
+    if block.launcher_echo:
+        return WRAPPED
+    own = [f for f in block.frames if is_user_file(f[0]) or is_nvflare_file(f[0])]
+    if not own:
+        return LIBRARY
+    if not is_nvflare_file(own[-1][0]):
+        return USER_CODE
+    return NVFLARE_FROM_USER if is_user_file(own[0][0]) else NVFLARE
+
+
+def message_lines(block: Traceback) -> list[int]:
+    """The exception line and the detail lines that continue its message."""
+    return ([block.end] if block.end is not None else []) + list(block.detail)
+
+
+def what_is_wrong(block: Traceback, lines: list[Line]) -> list[int]:
+    """pydantic's field and reason lines after `N validation error(s) for X` (its exception line alone says
+    nothing), without the docs link; [] for other exceptions."""
+    if block.end is None or not _PYDANTIC_HEAD.search(lines[block.end].text[:4096]):
+        return []
+    wanted = [i for i in block.detail if not _PYDANTIC_NOISE.match(lines[i].text)]
+    return wanted[:MAX_DETAIL_HITS]
+
+
+def message_text(block: Traceback, lines: list[Line]) -> str:
+    return " ".join(lines[i].text.strip() for i in message_lines(block))
+
+
+def _is_quiet(text: str) -> bool:
+    return level(text) in QUIET_LEVELS
+
+
+def _row_for(group: str, mode: str) -> str:
+    """SIMULATION_CONFIG_ERROR is simulation-only: elsewhere NVFLARE's rejection reads as a configuration error."""
+    return CONFIG_ROW if group == SIM_ROW and mode == "production" else group
+
+
+def _structural_row(text: str, mode: str) -> str:
+    return CONFIG_ROW if mode == "production" or _CONFIG_NAMED.search(text) else SIM_ROW
+
+
+def _block_hits(result: RaiserResult, block: Traceback, lines: list[Line], catalog, mode: str) -> None:
+    kind = origin(block)
+    if kind in (USER_CODE, LIBRARY):
+        return
+    text = message_text(block, lines)
+    templates = catalog.messages.match(text) if catalog.messages is not None and text else []
+    if kind == WRAPPED or any(t.group == WRAPPER for t in templates):
+        result.not_user_evidence.add(id(block))
+        _note_logs_dir(result, text)
+    chosen = decisive(templates)
+    rows = {_row_for(t.group, mode) for t in chosen}
+    for index in message_lines(block) if chosen else ():
+        result.decided_lines[index] = _open_values(chosen, text)
+    if kind == NVFLARE_FROM_USER and not templates:
+        rows = {_structural_row(text, mode)}
+    if not rows:
+        return
+    result.not_user_evidence.add(id(block))
+    where = [block.end] + what_is_wrong(block, lines) + _call_site_line(block)
+    for row in sorted(rows):
+        for index in where:
+            result.add(row, index)
+
+
+def decisive(templates: list) -> list:
+    """The most specific non-wrapper templates (most literal text): a generic check such as `{} must be {}, but
+    got {}.` yields to `timeout must > 0, but got {}` when both fit the same message."""
+    rows = [t for t in templates if t.group != WRAPPER]
+    longest = max((t.literal_length for t in rows), default=0)
+    return [t for t in rows if t.literal_length == longest]
+
+
+def _open_values(templates: list, text: str) -> str:
+    """What the decisive templates leave open in `text` (their values and the rest of the line), exception class
+    prefixes removed."""
+    values = [value for template in templates for value in template.open_text(text)]
+    return " | ".join(_CLASS_PREFIX.sub("", value, count=1) for value in values)
+
+
+def drop_shadowed_hits(hits: dict[str, list[Hit]], result: RaiserResult, lines: list[Line], catalog) -> dict[str, list[Hit]]:
+    """Catalog regex hits that only echo code, an exception class or NVFLARE's own wording are dropped: hits on
+    source-code lines quoted under traceback frames (`raise FileNotFoundError(...)`), and hits on a line NVFLARE's
+    reviewed template decided unless the regex matches what the template leaves open: its values and the rest of
+    the line (`FileNotFoundError: CC config file not found: /home/x` is the template's row; a CUDA out-of-memory
+    error inside NVFLARE's `failed to instantiate class: {}` still counts)."""
+    kept: dict[str, list[Hit]] = {}
+    for row_id, row_hits in hits.items():
+        signals = catalog.row(row_id).signals
+        for hit in row_hits:
+            if hit.index in result.code_lines:
+                continue
+            if hit.index in result.decided_lines:
+                values = result.decided_lines[hit.index]
+                if not any(sig.regex.search(values) for sig in signals):
+                    continue
+            kept.setdefault(row_id, []).append(hit)
+    return kept
+
+
+def code_lines(block: Traceback, lines: list[Line]) -> list[int]:
+    """Indented lines right under a frame line (the quoted source and its ^^^ markers), up to the next frame."""
+    found = []
+    stops = set(block.frame_lines) | {block.end}
+    for frame_line in block.frame_lines:
+        index = frame_line + 1
+        while index not in stops and index < len(lines) and index - frame_line <= 2:
+            if lines[index].source != lines[frame_line].source or not lines[index].text[:1].isspace():
+                break
+            found.append(index)
+            index += 1
+    return found
+
+
+def _call_site_line(block: Traceback) -> list[int]:
+    """Index of the frame line of the deepest user frame (the job.py line that called NVFLARE)."""
+    for frame, index in zip(reversed(block.frames), reversed(block.frame_lines), strict=True):
+        if is_user_file(frame[0]):
+            return [index]
+    return []
+
+
+def _note_logs_dir(result: RaiserResult, text: str) -> None:
+    match = _LOGS_DIR.search(text)
+    if match and result.logs_dir is None and _SAFE_PATH.match(match.group(1)) and ".." not in match.group(1):
+        result.logs_dir = match.group(1)
+
+
+def _line_hits(result: RaiserResult, lines: list[Line], catalog, mode: str, covered: set[int], skip) -> None:
+    """NVFLARE messages on error lines outside tracebacks (log records, CLI output, a pasted exception line)."""
+    for index, line in enumerate(lines):
+        if index in covered or index in skip:
+            continue
+        text = line.text[:8192]
+        if not any(word in text for word in _ERROR_WORDS) or not _ERRORISH.search(text) or _is_quiet(text):
+            continue
+        templates = catalog.messages.match(text)
+        if any(t.group == WRAPPER for t in templates):
+            _note_logs_dir(result, text)
+        chosen = decisive(templates)
+        for template in chosen:
+            result.add(_row_for(template.group, mode), index)
+        if chosen:
+            result.decided_lines[index] = _open_values(chosen, text)
+
+
+def analyse_raisers(lines: list[Line], blocks: list[Traceback], catalog, mode: str, skip=frozenset()) -> RaiserResult:
+    """Hits from traceback structure and NVFLARE's messages; see the module docstring for the rules."""
+    result = RaiserResult()
+    covered: set[int] = set()
+    for block in blocks:
+        if block.end is None:
+            continue
+        covered.update(range(block.start, block.end + 1), block.detail)  # source lines quote messages too
+        result.code_lines.update(code_lines(block, lines))
+        _block_hits(result, block, lines, catalog, mode)
+    if catalog.messages is not None:
+        _line_hits(result, lines, catalog, mode, covered, skip)
+    return result
+
+
+def argument_named(block: Traceback | None, lines: list[Line], index: int) -> str | None:
+    """The argument an error rejects: pydantic's field line, else the first explicit mention in the message."""
+    if block is not None:
+        for i in block.detail:
+            field_line = _PYDANTIC_FIELD.match(lines[i].text.strip())
+            if field_line:
+                return field_line.group(1)
+        text = message_text(block, lines)
+    else:
+        text = lines[index].text[:4096]
+    text = text.split(": ", 1)[1] if re.match(r"^(?:[\w.]+Error|[\w.]+Exception): ", text) else text
+    for pattern in _ARGUMENT:
+        match = pattern.search(text)
+        if match and _IDENTIFIER.match(match.group(1)):
+            return match.group(1)
+    return None
+
+
+def where_clause(primary_hits, lines: list[Line], blocks: list[Traceback]) -> str:
+    """` (argument `x`, at job.py:27 in main())` from the primary's first hit that gives either; '' when neither
+    can be named with validated identifiers (they go into a catalog next_action, so nothing else is allowed)."""
+    for hit in sorted((h for h in primary_hits if h.index is not None), key=lambda h: h.index):
+        block = block_containing(blocks, hit.index, lines[hit.index].source)
+        argument = argument_named(block, lines, hit.index)
+        parts = [f"argument `{argument}`"] if argument else []
+        site = _call_site(block) if block is not None else None
+        parts += [site] if site else []
+        if parts:
+            return " (" + ", ".join(parts) + ")"
+    return ""
+
+
+def _call_site(block: Traceback) -> str | None:
+    frame = block.user_frame
+    if frame is None:
+        return None
+    name, number, func = re.split(r"[\\/]", frame[0])[-1], frame[1], frame[2]
+    if not (_FILE_NAME.match(name) and _FUNCTION.match(func)):
+        return None
+    return f"at {name}:{number} in {func}()" if func != "<module>" else f"at {name}:{number}"
+
+
+def fill_next_action(text: str, clause: str) -> str:
+    """A catalog next_action with its `{where}` placeholder filled (or dropped)."""
+    return text.replace("{where}", clause)
+
+
+def raised_in(block: Traceback) -> str | None:
+    """`nvflare/<module>.py` of the raising frame when NVFLARE raised the exception (validated), else None."""
+    if origin(block) not in (NVFLARE_FROM_USER, NVFLARE):
+        return None
+    own = [f for f in block.frames if is_nvflare_file(f[0])]
+    match = _NVFLARE_MODULE.search(own[-1][0]) if own else None
+    return f"nvflare/{match.group(1)}" if match else None
