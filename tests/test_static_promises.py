@@ -17,6 +17,11 @@ NETWORK_MODULES = {"socket", "ssl", "http", "urllib.request", "ftplib", "smtplib
                    "httpx", "aiohttp", "xmlrpc", "socketserver"}
 SHELL_CALLS = {("os", "system"), ("os", "popen"), ("subprocess", "getoutput"), ("subprocess", "getstatusoutput")}
 CODE_EXEC = {"eval", "exec"}
+# The one reviewed exception: the trial network-isolation launcher opens a datagram socket only to ioctl the
+# loopback interface up inside the new namespace; it never connects, sends or listens (checked below).
+NETWORK_EXEMPT = {"skills/nvflare-autofl/scripts/autofl_core/netns.py": {"imports socket"}}
+TRAFFIC_CALLS = {"connect", "connect_ex", "send", "sendto", "sendall", "bind", "listen", "accept",
+                 "create_connection", "create_server", "getaddrinfo", "gethostbyname"}
 
 
 def _violations(tree: ast.AST) -> list[str]:
@@ -64,9 +69,19 @@ def test_the_scan_catches_each_kind_of_violation(source):
 
 
 def test_no_product_file_uses_a_shell_the_network_or_eval():
-    problems = {
-        str(path.relative_to(REPO)): found
-        for path in PRODUCT_FILES
-        if (found := _violations(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))))
-    }
+    problems = {}
+    for path in PRODUCT_FILES:
+        rel = str(path.relative_to(REPO))
+        found = _violations(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        found = [item for item in found if item not in NETWORK_EXEMPT.get(rel, set())]
+        if found:
+            problems[rel] = found
     assert problems == {}
+
+
+def test_the_network_exemption_never_makes_traffic():
+    for rel in NETWORK_EXEMPT:
+        tree = ast.parse((REPO / rel).read_text(encoding="utf-8"))
+        used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+        used |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        assert not used & TRAFFIC_CALLS, (rel, sorted(used & TRAFFIC_CALLS))

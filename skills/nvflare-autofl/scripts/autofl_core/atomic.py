@@ -12,13 +12,17 @@ import stat
 import tempfile
 from pathlib import Path
 
-from . import faults
+try:
+    from . import faults
+except ImportError:  # loaded alone by path (the build scripts in shared/ and evals/): no test hooks there
+    faults = None
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Replace `path` with `data` so readers see the old or the new file, never a partial one."""
     target = Path(path)
-    faults.checkpoint(f"write:{target.name}")
+    if faults is not None:
+        faults.checkpoint(f"write:{target.name}")
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = _mode_for(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
