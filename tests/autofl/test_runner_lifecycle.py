@@ -318,17 +318,6 @@ def test_moved_workspace_keeps_working(ws, tmp_path):
     assert manifest(moved, "bonus")["effective_run_args"] == ["--lr", "0.2"]
 
 
-def test_manifest_from_another_workspace_is_refused(ws, tmp_path):
-    other = standin_workspace(tmp_path, "other")
-    run_inproc(other, "initialize")
-    run_inproc(other, "prepare", "--name", "foreign", "--hypothesis", "h")
-    run_inproc(ws, "prepare", "--name", "mine", "--hypothesis", "h")
-    foreign = other / ".nvflare/autofl/candidates/foreign/candidate_manifest.json"
-    for action in ("evaluate", "abandon"):
-        refused = run_inproc(ws, action, "--manifest", str(foreign))
-        assert refused.code == 2 and "not a candidate manifest of this workspace" in refused.stderr
-
-
 def test_poc_mode_marks_ready_and_records_external_results(tmp_path):
     workspace = standin_workspace(tmp_path)
     init = run_inproc(workspace, "initialize", "--env", "poc", "--max-candidates", "3")

@@ -1,5 +1,6 @@
-"""Every candidate validation rule: hostile drafts and run args are rejected with exit 2 and a reason naming the
-offending path or flag, and the workspace, the best snapshot and the ledger stay byte-identical."""
+"""R2: every candidate validation rule. Hostile drafts, run args and manifests are rejected with exit 2 and a
+reason naming the offending path or flag, and the workspace, the best snapshot and the ledger stay
+byte-identical (compared by hash)."""
 
 import json
 import os
@@ -184,3 +185,23 @@ def test_workspace_edited_outside_the_candidate_is_refused(ws):
     (source_dir(ws, "draft") / "client.py").write_text("BONUS = 1\n")
     done = run_inproc(ws, "evaluate")
     assert done.code == 2 and "workspace differs from the best snapshot (client.py)" in done.stderr
+
+
+def test_manifest_from_another_workspace_is_refused(ws, tmp_path):
+    before = guarded(ws)
+    other = standin_workspace(tmp_path, "other")
+    run_inproc(other, "initialize")
+    run_inproc(other, "prepare", "--name", "foreign", "--hypothesis", "h")
+    foreign = other / ".nvflare/autofl/candidates/foreign/candidate_manifest.json"
+    for action in ("evaluate", "abandon"):
+        refused = run_inproc(ws, action, "--manifest", str(foreign))
+        assert refused.code == 2 and "not a candidate manifest of this workspace" in refused.stderr
+    assert guarded(ws) == before
+
+
+def test_unknown_literature_event_is_refused(ws):
+    run_inproc(ws, "abandon")
+    before = guarded(ws)
+    done = run_inproc(ws, "prepare", "--name", "lit", "--hypothesis", "h", "--literature-event", "lit-0042")
+    assert done.code == 2 and "--literature-event lit-0042 is not a recorded literature event" in done.stderr
+    assert guarded(ws) == before
