@@ -1,6 +1,7 @@
 """Federated logistic regression with NumPy FedAvg (higher accuracy is better).
 
 Run: python job.py [--num_rounds 3] [--n_clients 2] [--lr 0.05] [--local_steps 5]
+     python job.py --export --export-dir DIR   (write the job folder for `nvflare job submit -j DIR/<name>`)
 """
 
 import argparse
@@ -19,6 +20,8 @@ def define_parser():
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--local_steps", type=int, default=5)
     parser.add_argument("--workspace", type=str, default="/tmp/nvflare/simulation")
+    parser.add_argument("--export", action="store_true", help="export the job folder instead of running it")
+    parser.add_argument("--export-dir", type=str, default="/tmp/nvflare/jobs")
     return parser.parse_args()
 
 
@@ -33,6 +36,10 @@ def main():
         train_args=f"--lr {args.lr} --local_steps {args.local_steps}",
         key_metric="accuracy",
     )
+    if args.export:
+        recipe.export(args.export_dir)
+        print("Job exported to", args.export_dir)
+        return
     env = SimEnv(num_clients=args.n_clients, workspace_root=args.workspace)
     run = recipe.execute(env)
     print("Result can be found in :", run.get_result())

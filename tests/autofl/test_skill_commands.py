@@ -19,6 +19,8 @@ from runner_support import REPO, set_bonus, standin_workspace
 
 SKILL = REPO / "skills" / "nvflare-autofl"
 DOCS = sorted([SKILL / "SKILL.md", *(SKILL / "references").glob("*.md")])
+# The POC flow needs a running FLARE system and a shell; tests/poc/test_poc_autofl.py runs it as written.
+SHELL_DOCS = {"poc-and-production.md"}
 FENCE_RE = re.compile(r"```bash\n(.*?)```", re.DOTALL)
 
 
@@ -43,7 +45,8 @@ def test_skill_md_frontmatter_and_description():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("doc", [d for d in DOCS if bash_commands(d.read_text())], ids=lambda d: d.name)
+@pytest.mark.parametrize("doc", [d for d in DOCS if bash_commands(d.read_text()) and d.name not in SHELL_DOCS],
+                         ids=lambda d: d.name)
 def test_documented_commands_run_as_written(doc, lone_skill, tmp_path):
     project = tmp_path / "project"
     project.mkdir()

@@ -1,0 +1,90 @@
+"""A real NVFLARE 2.9 POC system on localhost for the tests in this folder (marked `poc` and `integration`).
+
+`poc_system` (session scope) prepares a POC workspace in a temporary folder (`NVFLARE_POC_WORKSPACE`), starts
+it, yields its admin startup kit, and always stops it afterwards: `nvflare poc stop --no-wait`, then every
+process whose command line or working directory lies in that workspace is ended (SIGTERM, then SIGKILL), and
+the teardown fails if any survives.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = REPO / ".venv" / "bin"
+AUTOFL_TESTS = REPO / "tests" / "autofl"
+if str(AUTOFL_TESTS) not in sys.path:
+    sys.path.insert(0, str(AUTOFL_TESTS))
+
+
+@dataclass
+class PocSystem:
+    workspace: Path
+    kit: Path
+    env: dict
+
+    def nvflare(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run([str(VENV_BIN / "nvflare"), *args], env=self.env, capture_output=True, text=True,
+                              timeout=timeout)  # fmt: skip
+
+
+def poc_processes(workspace: Path) -> list[int]:
+    """Live processes started from the POC workspace (by command line or working directory)."""
+    needle = str(workspace)
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state not in (b"Z", b"X") and (needle in cmdline or cwd.startswith(needle)):
+            found.append(int(entry))
+    return found
+
+
+def _end_all(workspace: Path, seconds: float = 20.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while poc_processes(workspace) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in poc_processes(workspace):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        time.sleep(2)
+    return poc_processes(workspace)
+
+
+@pytest.fixture(scope="session")
+def poc_system(tmp_path_factory):
+    root = tmp_path_factory.mktemp("poc")
+    workspace = root / "poc-workspace"
+    env = {**os.environ, "NVFLARE_POC_WORKSPACE": str(workspace), "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}"}
+    system = PocSystem(workspace=workspace, kit=workspace / "example_project" / "prod_00" / "admin@nvidia.com", env=env)
+    prepared = system.nvflare("poc", "prepare", "-n", "2", "--force")
+    assert prepared.returncode == 0, prepared.stdout + prepared.stderr
+    try:
+        started = system.nvflare("poc", "start", timeout=180)
+        assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
+        status = system.nvflare("--format", "json", "system", "status", "--startup-kit", str(system.kit))
+        assert '"site-1"' in status.stdout and '"site-2"' in status.stdout, status.stdout
+        yield system
+    finally:
+        system.nvflare("poc", "stop", "--no-wait", timeout=120)
+        survivors = _end_all(workspace)
+        shutil.rmtree(workspace, ignore_errors=True)
+        assert survivors == [], f"POC processes survived the teardown: {survivors}"
