@@ -71,14 +71,17 @@ def test_every_documented_runner_action_and_flag_exists():
                             capture_output=True, text=True, timeout=60).stdout  # fmt: skip
     runner_docs = [d for d in DOCS if d.name != "job-import-contract.md"]  # that one documents job.py's own options
     text = "\n".join(d.read_text() for d in runner_docs)
-    job_options = {"--seed", "--lr"}  # options of the example job.py, named in prose
+    job_options = {"--seed", "--lr", "--export", "--export-dir"}  # options of the example job.py, named in prose
+    job_options |= {"--startup-kit", "--kit-id", "--format", "--timeout", "--no-wait"}  # options of the nvflare CLI
     for flag in sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z-]+(?![\w])", text)) - job_options):
         assert flag in runner or _other_script_flag(flag), f"documented flag {flag} does not exist"
 
 
 def _other_script_flag(flag: str) -> bool:
-    for script in ("job_importer.py", "campaign_guard.py", "plot_progress.py"):
-        help_text = subprocess.run([sys.executable, str(SKILL / "scripts" / script), "--help"], capture_output=True,
+    diagnose = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
+    for script in (SKILL / "scripts" / "job_importer.py", SKILL / "scripts" / "campaign_guard.py",
+                   SKILL / "scripts" / "plot_progress.py", diagnose):  # fmt: skip
+        help_text = subprocess.run([sys.executable, str(script), "--help"], capture_output=True,
                                    text=True, timeout=60).stdout  # fmt: skip
         if flag in help_text:
             return True
