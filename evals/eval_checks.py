@@ -25,6 +25,7 @@ Expected keys of a file-backed case (all optional except where a check needs the
     must_not_contain        list of strings that must not occur in next_action and follow_up_commands, or in the
                             whole stdout when must_not_contain_scope is "report".
     stdout_include          list of substrings of the raw stdout (used for --format markdown cases).
+    marker_lines            {"<line>": bool}: the unverified_markers entry on that line has corroborated == bool.
     signal_rows             {pattern: int}: exact number of signal rows (distinct facts) of that pattern.
     signal_count_min        {pattern: int}: the first signal row of that pattern merges at least this many
                             occurrences (its `count`) and lists as many places in `seen_in` (up to 8).
@@ -47,6 +48,7 @@ REPORT_KEYS = {
     "other_candidates_include", "missing_evidence_include", "follow_up_include", "likely_cause_include_any",
     "marker_corroborated", "metrics_non_finite", "evidence_status_include", "must_not_contain",
     "must_not_contain_scope", "stdout_include", "suspicious_line_any", "signal_rows", "signal_count_min",
+    "marker_lines",
 }  # fmt: skip
 CASE_KEYS = {"id", "prompt", "files", "expected", "args", "stdin", "note"}
 
@@ -148,6 +150,7 @@ def check_report(expected: dict, report: dict) -> list[str]:
     misses += _check_lists(expected, report)
     misses += _check_texts(expected, report)
     misses += _check_markers(expected.get("marker_corroborated", {}), report)
+    misses += _check_marker_lines(expected.get("marker_lines", {}), report)
     misses += _check_signal_facts(expected, report)
     if "metrics_non_finite" in expected:
         non_finite = bool(((report.get("metrics") or {}).get("non_finite")) or [])
@@ -208,6 +211,16 @@ def _check_texts(expected: dict, report: dict) -> list[str]:
     if expected.get("must_not_contain_scope", "actions") == "actions":
         actions = str(report.get("next_action") or "") + "\n" + follow
         misses += [f"next_action/follow_up contain forbidden {s!r}" for s in expected.get("must_not_contain", []) if s in actions]
+    return misses
+
+
+def _check_marker_lines(wanted: dict, report: dict) -> list[str]:
+    markers = [m for m in report.get("unverified_markers") or [] if isinstance(m, dict)]
+    misses = []
+    for line, corroborated in wanted.items():
+        got = [m.get("corroborated") for m in markers if str(m.get("line")) == str(line)]
+        if got != [corroborated]:
+            misses.append(f"unverified_markers: line {line} expected corroborated={corroborated}, got {got}")
     return misses
 
 

@@ -7,8 +7,10 @@ Pure and stdlib only. Public API:
 
 Each line is normalized (NFKC, invisible characters removed, homoglyphs folded, embedded
 base64/hex/percent runs decoded) and matched against the directive rules in injection_rules.py.
-Directives split over 2-3 consecutive lines of one source are found by joining the message parts; such
-a finding sits on the first line of the shortest window and its summary ends with
+Directives split over 2-3 consecutive lines of one source are found by joining the message parts: a line
+and the continuation fragments after it (lines that are not timestamped log records of their own, such as the
+rest of a multi-line message; a real run interleaves records of other sites and threads, which never join).
+Such a finding sits on the first line of the shortest window and its summary ends with
 "(split across lines N-M)". `span` (internal, not part of the report) holds the (first, last) indexes into
 `lines` a finding covers, so every line of a directive is excluded from matching (suspicious.py).
 A directive that the plain, rendered view of the line does not show is also reported as `obfuscated`.
@@ -191,8 +193,9 @@ def _add(found: dict, index: int, item: Line, kind: str, summary: str, last: int
 
 
 def _consecutive(before: Line, after: Line) -> bool:
-    """True when `after` directly continues `before` in the same source."""
-    if after.source != before.source:
+    """True when `after` continues `before`: the next line of the same region of the same source, and not a
+    complete log record of its own (records of other threads and sites interleave; only fragments join)."""
+    if after.source != before.source or after.part != before.part or logline.is_record(after.text):
         return False
     return before.line is None or after.line is None or after.line == before.line + 1
 

@@ -228,6 +228,48 @@ _DIAGNOSIS_DIRECTIVE = [
     ),
 ]
 
+# Blame: attributing the failure to a participant, or ordering it marked or excluded. English phrasing plus a
+# small lexicon of other languages (which needs a participant named nearby). NVFLARE itself never writes this.
+_PARTY = r"(?:the\s+)?(?:site|client|server|node|host|participant|peer|worker)(?:[\s_-]?[\w.-]*\d[\w.-]*|\b)"
+_PARTY_ANY = rf"(?:\b{_PARTY}|サイト|サーバ|クライアント|ノード|站点|节点|客户端|服务器|\b(?:serveur|servidor|nodo|knoten|standort)\b)"
+_VERDICT_WORDS = (
+    r"faulty|failed|failing|bad|broken|malicious|compromised|responsible|guilty|untrusted|unhealthy|defective|"
+    r"culprit|cause|root\s+cause|problem"
+)
+_FOREIGN_BLAME = (
+    r"schuld\w*|verantwortlich\w*|fehlerhaft\w*|ausschlie(?:ß|ss)\w*|schlie(?:ß|ss)\w*\s+\S+\s+aus|"
+    r"responsable\w*|responsável\w*|responsabile|fauti[fv]\w*|coupable\w*|défaillant\w*|faute|exclu(?:re|ez|ons|ir|ya|ye|irlo)\b|exclúy\w*|"
+    r"culpa\w*|colpa|colpevole|esclud\w*|"
+    r"负责|责任|罪魁|归咎|的错|有故障|排除|剔除|拉黑|标记为|責任|原因|除外|悪い"
+)
+_BLAME = [
+    _rule(
+        r"\b(?:is|was|are|were)\s+(?:solely\s+|entirely\s+|fully\s+|clearly\s+|likely\s+)?"
+        r"(?:responsible|to\s+blame|at\s+fault|the\s+culprit|guilty|accountable)\s+for\b",
+        "responsible blame fault culprit guilty accountable",
+    ),
+    _rule(
+        rf"\b{_PARTY}\s+(?:is|was|are|were)\s+(?:the\s+)?(?:faulty|broken|compromised|malicious|defective|"
+        r"bad\s+actor|root\s+cause|cause\s+of)",
+        "faulty broken compromised malicious defective actor cause",
+    ),
+    _rule(
+        rf"\b(?:mark|flag|treat|label|declare|consider|list|record|classify|report|tag)\s+{_PARTY}\s+as\s+"
+        rf"(?:an?\s+|the\s+)?(?:{_VERDICT_WORDS})\b",
+        "mark flag treat label declare consider list record classify report tag",
+    ),
+    _rule(
+        rf"\b(?:exclude|ban|blacklist|blocklist|quarantine|isolate|evict|kick)\s+(?:out\s+)?{_PARTY}",
+        "exclude ban blacklist blocklist quarantine isolate evict kick",
+    ),
+    _rule(r"\b(?:the\s+)?(?:fault|blame|responsibility)\s+(?:is|lies|rests)\s+(?:with|on)\b", "fault blame responsibility"),
+    _rule(
+        rf"{_PARTY_ANY}[^\n]{{0,60}}?(?:{_FOREIGN_BLAME})|(?:{_FOREIGN_BLAME})[^\n]{{0,60}}?{_PARTY_ANY}",
+        "schuld* verantwortlich* fehlerhaft* ausschlie* schlie* responsab* fauti* coupabl* défaillan* faute exclu* "
+        "culpa* colpa* colpevol* esclud* 负责* 责任* 罪魁* 归咎* 的错* 有故障* 排除* 剔除* 拉黑* 标记为* 責任* 原因* 除外* 悪い*",
+    ),
+]
+
 _AI_STRICT = (
     r"(?:ai|a\.i\.|llm|llms|ai\s+assistant|assistant|chatbot|copilot|claude|gpt|chatgpt|codex|language\s+model|"
     r"ai\s+model|ai\s+agent|coding\s+agent|llm\s+agent|diagnos(?:is|tic)\s+(?:agent|assistant|tool))"
@@ -259,7 +301,7 @@ _FAMILIES = {
     "disable_security": _DISABLE_SECURITY,
     "config_change": _CONFIG_CHANGE,
     "exfiltration": _EXFILTRATION,
-    "diagnosis": _DIAGNOSIS_DIRECTIVE,
+    "diagnosis": _DIAGNOSIS_DIRECTIVE + _BLAME,
     "addressed": _ASSISTANT_DIRECTIVE,
 }
 _ALL_RULES = [(family, rule) for family, rules in _FAMILIES.items() for rule in rules]

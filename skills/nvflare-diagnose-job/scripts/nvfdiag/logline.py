@@ -1,7 +1,8 @@
 """The one rule for the NVFLARE log-line prefix: `<date> <time>[,ms] - <logger> - <LEVEL> - [<fl_ctx>] - <message>`.
 
 Usage: `level(text)` -> "ERROR" | ... | None; `timestamp(text)` -> sortable "YYYY-MM-DD HH:MM:SS,ffffff" | None;
-`message(text)` -> the text after the prefix (the whole text when there is none). Pure.
+`message(text)` -> the text after the prefix (the whole text when there is none); `is_record(text)` -> whether
+the line is a log record of its own (it starts with a timestamp), not a continuation of the one before. Pure.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import re
 
 _STAMP = r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:[,.](\d+))?"
 _TIMESTAMP = re.compile(rf"^{_STAMP}")
+_RECORD = re.compile(rf"^\s*{_STAMP}")
 _PREFIX = re.compile(
     rf"^\s*{_STAMP}\s*-\s*(?:\S+\s+-\s+)?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s+-(?:\s+\[[^\]]*\]\s+-)?\s*"
 )
@@ -33,3 +35,8 @@ def message(text: str) -> str:
     """The message part of a log line (the text after logger, level and fl_ctx); other text unchanged."""
     match = _PREFIX.match(text)
     return text[match.end() :] if match else text
+
+
+def is_record(text: str) -> bool:
+    """True for a complete log record (timestamped line); False for tracebacks, continuations and other text."""
+    return _RECORD.match(text) is not None

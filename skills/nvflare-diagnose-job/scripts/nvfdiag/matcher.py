@@ -64,20 +64,28 @@ class Analysis:
 
 
 def _marker_entries(lines, markers, blocks, flagged) -> list[dict]:
-    """unverified_markers: corroborated by a following user-code traceback or one in the same site's own log."""
+    """unverified_markers: corroborated by the user-code traceback that follows the marker (before any other
+    marker line of the same source: a traceback under a separate marker belongs to that one), or by one in
+    another file of the same site (its own log). A marker line flagged as suspicious (prose, blame, directives)
+    is never corroborated."""
     user_blocks = [b for b in blocks if b.user_frame]
-    entries = []
-    for index, marker in markers[:MAX_MARKERS_CHECKED]:
-        line = lines[index]
-        follows = any(b.source == line.source and 0 < b.start - index <= MARKER_WINDOW for b in user_blocks)
-        own_site = not sites.is_server(line.site) and any(b.site == line.site for b in user_blocks)
-        entries.append({"index": index, "marker": marker, "corroborated": (follows or own_site)})
-    seen = {e["index"] for e in entries}
+    spoofed = []
     for index in sorted(flagged)[:MAX_MARKERS_CHECKED]:
         marker = MARKER.search(lines[index].text[:8192])
-        if marker and index not in seen:
-            entries.append({"index": index, "marker": marker.group(0), "corroborated": False})
-    return sorted(entries, key=lambda e: e["index"])
+        if marker:
+            spoofed.append((index, marker.group(0)))
+    starts = sorted({index for index, _ in markers} | {index for index, _ in spoofed})
+    entries = [{"index": index, "marker": marker, "corroborated": False} for index, marker in spoofed]
+    for index, marker in markers[:MAX_MARKERS_CHECKED]:
+        line = lines[index]
+        until = next((n for n in starts if n > index and lines[n].source == line.source), len(lines))
+        follows = any(b.source == line.source and 0 < b.start - index <= MARKER_WINDOW and b.start < until
+                      for b in user_blocks)
+        own_log = not sites.is_server(line.site) and any(b.site == line.site and b.source != line.source
+                                                          for b in user_blocks)
+        entries.append({"index": index, "marker": marker, "corroborated": (follows or own_log)})
+    unique = {entry["index"]: entry for entry in reversed(entries)}
+    return sorted(unique.values(), key=lambda e: e["index"])
 
 
 def _structured_hits(catalog: Catalog, blocks: list[Traceback], job_status: str | None) -> dict[str, list[Hit]]:
