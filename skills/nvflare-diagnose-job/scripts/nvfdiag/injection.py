@@ -26,15 +26,20 @@ from urllib.parse import urlsplit
 from . import logline
 from .injection_rules import (
     DIRECTIVE_KINDS,
+    anchor_lines,
+    any_open,
     candidate_rules,
     config_file_named,
     detect,
     first_web_url,
+    live_rules,
     open_rules,
+    rules_need_words,
     text_features,
 )
 from .model import Line
-from .normalize import normalize, normalize_with_techniques, record_message, visible_view
+from .normalize import encoded_run_lines, normalize, normalize_with_techniques, record_message, visible_view
+from .textindex import TextIndex
 
 __all__ = ["KINDS", "defang", "normalize", "scan_lines"]
 
@@ -55,19 +60,21 @@ def defang(text: str) -> str:
     return _IPV4_RE.sub(r"\1[.]\2[.]\3[.]\4", text)
 
 
-def scan_lines(lines: Iterable[Line]) -> list[dict]:
-    """Return suspicious-content findings for `lines`, one per (source, line, kind), in input order."""
+def scan_lines(lines: Iterable[Line], index: TextIndex | None = None) -> list[dict]:
+    """Return suspicious-content findings for `lines`, one per (source, line, kind), in input order.
+
+    `index` (a TextIndex of the same lines' texts) is built when not given. Only the lines it shows can matter
+    get the full per-line treatment (see _worth_a_look); the others cannot match any rule.
+    """
     items = list(lines)
-    views = [_LineView(item.text) for item in items]
+    index = index or TextIndex([item.text for item in items])
+    single, windows = _worth_a_look(items, index)
+    views = _Views(items)
     found: dict[tuple, tuple[int, dict]] = {}
-    for index, (item, view) in enumerate(zip(items, views, strict=True)):
-        for kind, summary in view.findings():
-            _add(found, index, item, kind, summary)
-    # Only windows that contain a line with candidate rules can hold a split directive.
-    starts = {s for i, view in enumerate(views) if view.candidates for s in range(i - MAX_JOINED_LINES + 1, i + 1)}
-    for start in sorted(s for s in starts if 0 <= s < len(items) - 1):
-        if not _consecutive(items[start], items[start + 1]):
-            continue
+    for number in sorted(single):
+        for kind, summary in views[number].findings():
+            _add(found, number, items[number], kind, summary)
+    for start in windows:
         end = start + 1  # the window is items[start:end + 1], up to MAX_JOINED_LINES consecutive lines
         while end + 1 < min(len(items), start + MAX_JOINED_LINES) and _consecutive(items[end], items[end + 1]):
             end += 1
@@ -75,6 +82,84 @@ def scan_lines(lines: Iterable[Line]) -> list[dict]:
             _add(found, first, items[first], kind, summary, last)
     ordered = sorted(found.values(), key=lambda entry: (entry[0], KINDS.index(entry[1]["kind"])))
     return [finding for _, finding in ordered]
+
+
+class _Views(dict):
+    """_LineView per line index, built on first use."""
+
+    def __init__(self, items: Sequence[Line]):
+        super().__init__()
+        self.items = items
+
+    def __missing__(self, number: int) -> _LineView:
+        view = self[number] = _LineView(self.items[number].text)
+        return view
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return [self[n] for n in range(*key.indices(len(self.items)))]
+        return super().__getitem__(key)
+
+
+def _worth_a_look(items: Sequence[Line], index: TextIndex) -> tuple[set[int], list[int]]:
+    """(lines that need the full single-line scan, starts of windows that need the joined scan).
+
+    A plain line (printable ASCII, nothing to decode) is its own normalized text up to whitespace, so a rule can
+    only match it when all of the rule's gates are open on it; the text index finds the few lines holding a
+    first-gate word of a rule whose gates all occur somewhere in the text, and only those are checked. Lines
+    that normalization could change (other characters, encodings, HTML comments, markdown links, JSON) always
+    get the full scan. A window (a line plus continuation fragments) is scanned when one of its lines is such
+    a line or holds a first-gate word.
+    """
+    unusual = _unusual_lines(items, index)
+    anchored = anchor_lines(index, live_rules(index))
+    single = set(unusual)
+    single.update(n for n, rules in anchored.items() if n not in unusual and _open(rules, [items[n].text]))
+    windows = []
+    for number in _fragments(items, index):
+        start = number - 1
+        if start < 0 or not _consecutive(items[start], items[number]):
+            continue
+        span = [n for n in range(start, min(len(items), start + MAX_JOINED_LINES))
+                if n == start or _consecutive(items[n - 1], items[n])]
+        rules = set().union(*(anchored.get(n, ()) for n in span))
+        if unusual.intersection(span) or (rules and _open(rules, [items[n].text for n in span])):
+            windows.append(start)
+    return single, windows
+
+
+def _open(rules, texts: list[str]) -> bool:
+    """Whether one of `rules` has all gates open on plain `texts` read as one (normalized up to whitespace)."""
+    lowered = " ".join(" ".join(texts).split()).lower()
+    words = frozenset(_WORD.findall(lowered)) if rules_need_words(rules) else frozenset()
+    return any_open(rules, lowered, words)
+
+
+_WORD = re.compile(r"[a-z]+")
+_RECORD_START = re.compile(r"\n(?![ \t]*\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_JSON_LINE = re.compile(r"\n[ \t]*\{")
+
+
+def _fragments(items: Sequence[Line], index: TextIndex) -> list[int]:
+    """Lines that are not timestamped log records (continuations, tracebacks, plain text), in order."""
+    out = [index.line_at(match.start() + 1) for match in _RECORD_START.finditer(index.text)]
+    if items and not logline.is_record(items[0].text):
+        out.insert(0, 0)
+    return out
+
+
+def _unusual_lines(items: Sequence[Line], index: TextIndex) -> set[int]:
+    """Lines that normalize.py could change beyond whitespace, plus lines with base64/hex-like runs."""
+    lines: set[int] = set()
+    if not index.text.isascii():
+        lines.update(n for n, item in enumerate(items) if not item.text.isascii())
+    for needle in ("\\", "<!--", "]("):
+        lines.update(index.lines_with(needle))
+    lines.update(index.lines_matching(_PERCENT))
+    lines.update(index.line_at(match.start()) for match in _JSON_LINE.finditer("\n" + index.text))
+    lines.update(encoded_run_lines(index))
+    return lines
 
 
 class _LineView:

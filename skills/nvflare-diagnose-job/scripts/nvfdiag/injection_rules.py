@@ -34,9 +34,11 @@ class _Rule:
     regex: re.Pattern
     gate: tuple[tuple[frozenset[str], tuple[str, ...]], ...]
     detail: str | None = None  # fixed word the summary may use (e.g. "flag")
+    substring_res: tuple[re.Pattern | None, ...] = ()  # per group: its many substrings as one regex, or None
 
     def opens(self, lowered: str, words: frozenset[str]) -> bool:
-        return all(not words.isdisjoint(ws) or any(map(lowered.__contains__, subs)) for ws, subs in self.gate)
+        return all(not words.isdisjoint(ws) or (sub_re.search(lowered) if sub_re else any(map(lowered.__contains__, subs)))
+                   for (ws, subs), sub_re in zip(self.gate, self.substring_res, strict=True))
 
 
 def _inflect(word: str) -> set[str]:
@@ -53,7 +55,8 @@ def _rule(pattern: str, *gate: str, detail: str | None = None) -> _Rule:
         words = {form for alt in alternatives if alt.isalpha() for form in _inflect(alt)}
         substrings = tuple(alt.rstrip("*").replace("\x00", " ") for alt in alternatives if not alt.isalpha())
         groups.append((frozenset(words), substrings))
-    return _Rule(re.compile(pattern, _I), tuple(groups), detail)
+    many = tuple(re.compile("|".join(map(re.escape, subs))) if len(subs) > 6 else None for _, subs in groups)
+    return _Rule(re.compile(pattern, _I), tuple(groups), detail, many)
 
 
 _WEB_URL = r"\b(?:https?|hxxps?|ftps?|sftp|scp)://[^\s\"'<>]+"
@@ -158,6 +161,8 @@ _CONFIG_CHANGE = [
         rf"\b(?:set|change|lower|reduce|raise|increase|decrease|bump|drop)\s+(?:the\s+)?(?:value\s+of\s+)?"
         rf"[\"']?{_CONFIG_KEY}[\"']?(?:\s+to\s+|\s+from\s+\S+\s+to\s+|=)[\"']?[\w.-]+",
         "set change lower reduce raise increase decrease bump drop",
+        "num_rounds* heartbeat* timeout* max_* task_* allow_* site* client* workflow* aggregator* persistor* "
+        "learning_rate* lr*",  # the _CONFIG_KEY
     ),
     _rule(
         rf"\b(?:in|inside|within)\s+{_CONFIG_FILE}\b(?:(?![.;]\s)[^\n]){{0,40}}?\b(?:set|change|replace)\b",
@@ -317,6 +322,55 @@ _INDEXED_WORDS = frozenset(_BY_WORD)
 # One cheap scan decides whether any first-group substring occurs at all; the exact ones are then listed.
 _SUBSTRING_RE = re.compile("|".join(re.escape(sub) for sub in sorted(_BY_SUBSTRING, key=len, reverse=True)))
 _MARKER = re.compile(r"\[(USER_CODE_EXCEPTION|FLARE)\]|\b(FINISHED[:_][A-Z_]+)\b")
+
+
+def _group_present(index, words: frozenset[str], substrings: tuple[str, ...]) -> bool:
+    """Whether some alternative of a gate group occurs anywhere in the indexed text (a superset test)."""
+    if not words.isdisjoint(index.words):
+        return True
+    for sub in substrings:
+        last = sub.split()[-1] if " " in sub else sub  # whitespace may differ before normalization
+        if (index.has_stem(last) if last.isalpha() else index.has(last)) or (last != sub and index.has_word(last)):
+            return True
+    return False
+
+
+def live_rules(index) -> tuple[int, ...]:
+    """Rules whose every gate group occurs somewhere in the text of a textindex.TextIndex: only these can
+    match any line (or any window of joined lines) of that text. Word groups are checked first (free)."""
+    possible = [(i, rule) for i, (_, rule) in enumerate(_ALL_RULES)
+                if all(ws & index.words or any(not sub.isalpha() or index.has_stem(sub) for sub in subs)
+                       for ws, subs in rule.gate)]
+    index.prefetch(sub for _, rule in possible for _, subs in rule.gate for sub in subs if not sub.isalpha())
+    return tuple(i for i, rule in possible if all(_group_present(index, *g) for g in rule.gate))
+
+
+def anchor_lines(index, rules: tuple[int, ...]) -> dict[int, set[int]]:
+    """{line: rules} for the lines holding an alternative of the first gate group of one of `rules`: every
+    line on which (or window in which) such a rule can match holds one. First groups have no spaces, so no
+    anchor straddles two lines."""
+    by_anchor: dict[tuple[bool, str], set[int]] = {}
+    for rule_index in rules:
+        group_words, group_subs = _ALL_RULES[rule_index][1].gate[0]
+        for word in group_words & index.words:
+            by_anchor.setdefault((True, word), set()).add(rule_index)
+        for sub in group_subs:
+            by_anchor.setdefault((False, sub), set()).add(rule_index)
+    lines: dict[int, set[int]] = {}
+    for (is_word, anchor), anchored in by_anchor.items():
+        for line in index.lines_with_word(anchor) if is_word else index.lines_with(anchor):
+            lines.setdefault(line, set()).update(anchored)
+    return lines
+
+
+def rules_need_words(rules) -> bool:
+    """Whether checking the gates of `rules` needs the word set (some group lists words, not only substrings)."""
+    return any(group[0] for rule_index in rules for group in _ALL_RULES[rule_index][1].gate)
+
+
+def any_open(rules, lowered: str, words: frozenset[str]) -> bool:
+    """Whether all gate groups of one of `rules` are open for these features."""
+    return any(_ALL_RULES[rule_index][1].opens(lowered, words) for rule_index in rules)
 
 
 def text_features(text: str) -> tuple[str, frozenset[str]]:

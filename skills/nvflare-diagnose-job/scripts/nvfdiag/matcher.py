@@ -16,6 +16,7 @@ from .model import Evidence
 from .refine import Candidate, Demoted, rank_candidates
 from .scan import MARKER, Hit, scan_lines
 from .suspicious import scan_suspicious
+from .textindex import TextIndex
 from .tracebacks import Traceback, find_tracebacks
 
 INVISIBLE = ("missing", "permission_denied", "unavailable", "not_streamed")
@@ -161,15 +162,16 @@ def analyse(
 ) -> Analysis:
     """Apply every matching rule and return the Analysis the report is built from."""
     lines = evidence.lines
-    suspicious, flagged = scan_suspicious(lines)
-    scanned = scan_lines(lines, catalog, flagged)
-    blocks = find_tracebacks(lines, flagged)
+    index = TextIndex([line.text for line in lines])  # one joined text for all the cheap whole-text passes
+    suspicious, flagged = scan_suspicious(lines, index)
+    scanned = scan_lines(lines, catalog, flagged, index)
+    blocks = find_tracebacks(lines, flagged) if "Traceback (most recent call last):" in index.text else []
     status = job_status if sites.valid_job_status(job_status) else None
     status = status or (evidence.job_status if sites.valid_job_status(evidence.job_status) else None)
     user_job_id = sites.valid_job_id(job_id)
     if not user_job_id:
         job_id = evidence.job_id if sites.valid_job_id(evidence.job_id) else None
-    detected, reason = decide_mode(mode, evidence.mode_hints, scanned.mode_hints, job_id_given=user_job_id)
+    detected, reason = decide_mode(mode, evidence.mode_hints, scanned.find_mode_hints, job_id_given=user_job_id)
     hits = _merge(scanned.hits, _structured_hits(catalog, blocks, status))
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged)
     an = Analysis(

@@ -1,0 +1,170 @@
+"""All evidence lines as one text, so a few C-speed passes find the few lines worth a detailed look. Pure.
+
+Usage:
+    index = TextIndex([line.text for line in lines])
+    index.lines_with("timed out")        # indexes of lines whose lower-cased text contains the needle
+    index.lines_with_word("set")         # ... that contain the word (a whole run of letters a-z)
+    index.has_word("curl"), index.has_stem("exfiltrat"), index.has("<(")   # anywhere in the text?
+    index.lines_matching(regex)          # lines where a compiled regex matches (searched on the whole text)
+
+A string search over the joined text runs at memchr speed; a Python loop over 30,000 lines costs microseconds per
+line and per step. So the scanners ask the index first and run their regular expressions only on the lines it
+returns. Words are letter runs of the lower-cased text (what injection_rules' gates call words): the set of
+distinct words is built once, with bytes.translate and split, and answers "is this word anywhere" for free.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+
+_LETTERS = bytes(c if 97 <= c <= 122 else 32 for c in range(256))  # lower-case letters stay, the rest is a space
+_LETTER_RUNS = re.compile(r"[a-z]+")
+
+
+MAX_LINE_CHARS = 16384  # like normalize.py: a longer line is looked at through its first 16 KiB
+
+
+class TextIndex:
+    def __init__(self, texts: list[str]):
+        texts = [_clean(text) for text in texts]
+        self.count = len(texts)
+        self.text = "\n".join(texts)
+        self.starts = _starts(texts)  # offsets of each line in `text` (and a sentinel at the end)
+        self.low = self.text.lower()
+        self.ascii = self.low.isascii()
+        self.low_starts = self.starts
+        if len(self.low) != len(self.text):  # a few Unicode letters change length when lower-cased
+            lowered = [text.lower() for text in texts]
+            self.low, self.low_starts = "\n".join(lowered), _starts(lowered)
+        self._found: dict[str, bool] = {}
+        self._lines: dict[str, list[int]] = {}
+        self._letters: bytes | None = None
+        self._words: frozenset[str] | None = None
+        self._stems: str | None = None
+
+    def line_at(self, pos: int) -> int:
+        """Index of the line holding character `pos` of the joined text."""
+        return bisect.bisect_right(self.starts, pos) - 1
+
+    def low_line_at(self, pos: int) -> int:
+        """Index of the line holding character `pos` of the lower-cased joined text."""
+        return bisect.bisect_right(self.low_starts, pos) - 1
+
+    def has(self, needle: str) -> bool:
+        """True when the lower-cased text contains `needle` (lower case) anywhere. Each run of letters of the
+        needle must lie inside a word of the text (free to check), so most absent needles cost no pass."""
+        if needle not in self._found:
+            runs = _LETTER_RUNS.findall(needle)
+            self._found[needle] = ((needle.isascii() or not self.ascii) and all(map(self._inside_word, runs))
+                                   and needle in self.low)
+        return self._found[needle]
+
+    def _inside_word(self, run: str) -> bool:
+        if self._stems is None:
+            self._stems = " ".join(sorted(self.words))
+        return run in self._stems
+
+    def prefetch(self, needles) -> None:
+        """Answer `has` for many needles at once: one pass per group of needles sharing a first character."""
+        by_first: dict[str, list[str]] = {}
+        for needle in needles:
+            if needle and not needle[0].isalnum() and " " not in needle and needle not in self._found:
+                by_first.setdefault(needle[0], []).append(needle)  # a punctuation first char is rare: fast
+        for group in by_first.values():
+            if len(group) < 3:
+                continue
+            pattern = re.compile("|".join(re.escape(n) for n in sorted(group, key=len, reverse=True)))
+            missing, match = set(group), pattern.search(self.low)
+            while match and missing:
+                missing -= {n for n in missing if self.low.startswith(n, match.start())}
+                match = pattern.search(self.low, match.start() + 1)  # overlapping: every start is looked at
+            self._found.update((needle, needle not in missing) for needle in group)
+
+    def lines_with(self, needle: str) -> list[int]:
+        """Sorted indexes of the lines whose lower-cased text contains `needle`."""
+        if needle not in self._lines:
+            self._lines[needle] = _scan(self.low, needle, self.low_starts) if self.has(needle) else []
+        return self._lines[needle]
+
+    def iter_lines_with(self, needle: str):
+        """Like lines_with, lazily: the search goes only as far as the caller reads."""
+        if needle in self._lines:
+            yield from self._lines[needle]
+        elif self.has(needle):
+            pos = self.low.find(needle)
+            while pos != -1:
+                line = bisect.bisect_right(self.low_starts, pos) - 1
+                yield line
+                pos = self.low.find(needle, self.low_starts[line + 1]) if line + 1 < len(self.low_starts) else -1
+
+    def lines_with_text(self, needle: str) -> list[int]:
+        """Like lines_with, but case-sensitive on the original text."""
+        return _scan(self.text, needle, self.starts) if needle in self.text else []
+
+    def lines_matching(self, regex: re.Pattern, limit: int | None = None) -> list[int]:
+        """Sorted indexes of lines where `regex` matches within the line (searched once over the whole text)."""
+        out: list[int] = []
+        for match in regex.finditer(self.text):
+            line = self.line_at(match.start())
+            if "\n" not in match.group(0) and (not out or out[-1] != line):
+                out.append(line)
+                if limit is not None and len(out) >= limit:
+                    break
+        return out
+
+    # --- words (letter runs), as the injection rule gates see them -------------------------------------------
+    def mapped(self, table: bytes) -> bytes:
+        """The original text as bytes (one per character; non-ASCII becomes '?') through `table`, after one
+        leading space: character `pos` of the text is byte `pos + 1`."""
+        return b" " + self.text.encode("ascii", "replace").translate(table)
+
+    @property
+    def letters(self) -> bytes:
+        """The lower-cased text as bytes with every non-letter replaced by a space, after one leading space."""
+        if self._letters is None:
+            self._letters = b" " + self.low.encode("ascii", "replace").translate(_LETTERS) + b" "
+        return self._letters
+
+    @property
+    def words(self) -> frozenset[str]:
+        if self._words is None:
+            self._words = frozenset(word.decode("ascii") for word in set(self.letters.split()))
+        return self._words
+
+    def has_word(self, word: str) -> bool:
+        return word in self.words
+
+    def has_stem(self, stem: str) -> bool:
+        """True when some word contains the letters-only `stem` (any other needle: when the text contains it)."""
+        if not (stem.isascii() and stem.isalpha()):
+            return self.has(stem)
+        return self._inside_word(stem)
+
+    def lines_with_word(self, word: str) -> list[int]:
+        """Sorted indexes of lines holding `word` as a whole letter run (exact for ASCII text)."""
+        key = f"\x00{word}"
+        if key not in self._lines:
+            # " word " at byte p of `letters` is the word at character p of `low` (one leading space)
+            self._lines[key] = _scan(self.letters, f" {word} ".encode("ascii"), self.low_starts) if self.has_word(word) else []
+        return self._lines[key]
+
+
+def _clean(text: str) -> str:
+    text = text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS]
+    return text.replace("\n", " ") if "\n" in text else text
+
+
+def _starts(texts: list[str]) -> list[int]:
+    return list(itertools.accumulate(map(len, texts), lambda total, n: total + n + 1, initial=0))
+
+
+def _scan(haystack, needle, starts: list[int]) -> list[int]:
+    """Indexes of the lines (by `starts`) holding `needle`, each once; the search jumps to the next line."""
+    out, pos = [], haystack.find(needle)
+    while pos != -1:
+        line = bisect.bisect_right(starts, pos) - 1
+        out.append(line)
+        pos = haystack.find(needle, starts[line + 1]) if line + 1 < len(starts) else -1
+    return out
