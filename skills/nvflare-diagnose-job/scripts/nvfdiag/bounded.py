@@ -162,12 +162,14 @@ def _split(data: bytes, starts_line: bool = True, whole_last: bool = True) -> li
     fragment are dropped: a line cut by the read bounds is never shown half."""
     if not data:
         return []
-    pieces = data.split(b"\n")
-    if pieces[-1] == b"" or not whole_last:
+    pieces = data.decode("utf-8", errors="replace").split("\n")  # one decode: a cut character stays U+FFFD
+    if pieces[-1] == "" or not whole_last:
         pieces.pop()
     if not starts_line:
         pieces = pieces[1:]
-    return [clip_line(piece.rstrip(b"\r").decode("utf-8", errors="replace")) for piece in pieces]
+    if b"\r" in data:
+        pieces = [piece.rstrip("\r") for piece in pieces]
+    return [piece if len(piece) <= MAX_LINE_CHARS else piece[:MAX_LINE_CHARS] for piece in pieces]
 
 
 def clip_line(text: str) -> str:

@@ -114,7 +114,16 @@ def _worth_a_look(items: Sequence[Line], index: TextIndex) -> tuple[set[int], li
     unusual = _unusual_lines(items, index)
     anchored = anchor_lines(index, live_rules(index))
     single = set(unusual)
-    single.update(n for n, rules in anchored.items() if n not in unusual and _open(rules, [items[n].text]))
+    verdicts: dict[tuple, bool] = {}  # the same message (another timestamp) gives the same gate verdict
+    for number, rules in anchored.items():
+        if number not in unusual:
+            text = items[number].text
+            stamp = logline.timestamp_prefix(text)
+            key = (frozenset(rules), stamp.translate(_ZEROS) + text[len(stamp):])
+            if key not in verdicts:
+                verdicts[key] = _open(rules, [index.low[index.low_starts[number] : index.low_starts[number + 1] - 1]])
+            if verdicts[key]:
+                single.add(number)
     windows = []
     for number in _fragments(items, index):
         start = number - 1
@@ -129,24 +138,23 @@ def _worth_a_look(items: Sequence[Line], index: TextIndex) -> tuple[set[int], li
 
 
 def _open(rules, texts: list[str]) -> bool:
-    """Whether one of `rules` has all gates open on plain `texts` read as one (normalized up to whitespace)."""
-    lowered = " ".join(" ".join(texts).split()).lower()
+    """Whether one of `rules` has all gates open on plain `texts` read as one. Gates look at lower-case text,
+    words and substrings; a spaced substring matches any whitespace run, so no normalization is needed."""
+    lowered = " ".join(texts).lower()
     words = frozenset(_WORD.findall(lowered)) if rules_need_words(rules) else frozenset()
     return any_open(rules, lowered, words)
 
 
 _WORD = re.compile(r"[a-z]+")
-_RECORD_START = re.compile(r"\n(?![ \t]*\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
+_ZEROS = str.maketrans("123456789", "000000000")  # a timestamp's digits open no gate: only its shape counts
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _JSON_LINE = re.compile(r"\n[ \t]*\{")
 
 
 def _fragments(items: Sequence[Line], index: TextIndex) -> list[int]:
-    """Lines that are not timestamped log records (continuations, tracebacks, plain text), in order."""
-    out = [index.line_at(match.start() + 1) for match in _RECORD_START.finditer(index.text)]
-    if items and not logline.is_record(items[0].text):
-        out.insert(0, 0)
-    return out
+    """Lines that are not timestamped log records (continuations, tracebacks, plain text), in order: among the
+    lines that are not DEBUG/INFO records (one pass the catalog scan shares), those with no timestamp."""
+    return [n for n in index.lines_after_newlines(logline.NOT_QUIET_LINE) if not logline.is_record(items[n].text)]
 
 
 def _unusual_lines(items: Sequence[Line], index: TextIndex) -> set[int]:

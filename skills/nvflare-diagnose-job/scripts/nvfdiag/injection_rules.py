@@ -55,8 +55,14 @@ def _rule(pattern: str, *gate: str, detail: str | None = None) -> _Rule:
         words = {form for alt in alternatives if alt.isalpha() for form in _inflect(alt)}
         substrings = tuple(alt.rstrip("*").replace("\x00", " ") for alt in alternatives if not alt.isalpha())
         groups.append((frozenset(words), substrings))
-    many = tuple(re.compile("|".join(map(re.escape, subs))) if len(subs) > 6 else None for _, subs in groups)
+    many = tuple(_substrings_re(subs) if len(subs) > 6 or any(" " in sub for sub in subs) else None for _, subs in groups)
     return _Rule(re.compile(pattern, _I), tuple(groups), detail, many)
+
+
+def _substrings_re(subs: tuple[str, ...]) -> re.Pattern:
+    """One regex for a gate group's substrings; a space in a substring matches any whitespace run, so the
+    group can be checked on raw (not whitespace-normalized) lower-case text too."""
+    return re.compile("|".join(r"\s+".join(map(re.escape, sub.split(" "))) for sub in subs))
 
 
 _WEB_URL = r"\b(?:https?|hxxps?|ftps?|sftp|scp)://[^\s\"'<>]+"

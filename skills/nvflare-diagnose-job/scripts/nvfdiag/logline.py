@@ -12,6 +12,12 @@ import re
 _STAMP = r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:[,.](\d+))?"
 _TIMESTAMP = re.compile(rf"^{_STAMP}")
 _RECORD = re.compile(rf"^\s*{_STAMP}")
+QUIET_LEVELS = ("DEBUG", "INFO")
+_W = r"[^\S\n]"  # \s within one line of a "\n"-joined text
+# In a "\n"-joined text: a newline before a line that is not a DEBUG/INFO record (what level() says, line by line).
+NOT_QUIET_LINE = re.compile(
+    rf"\n(?!{_W}*{_STAMP}{_W}*-{_W}*(?:\S+{_W}+-{_W}+)?(?:{'|'.join(QUIET_LEVELS)}){_W}+-)"
+)
 _PREFIX = re.compile(
     rf"^\s*{_STAMP}\s*-\s*(?:\S+\s+-\s+)?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s+-(?:\s+\[[^\]]*\]\s+-)?\s*"
 )
@@ -40,3 +46,9 @@ def message(text: str) -> str:
 def is_record(text: str) -> bool:
     """True for a complete log record (timestamped line); False for tracebacks, continuations and other text."""
     return _RECORD.match(text) is not None
+
+
+def timestamp_prefix(text: str) -> str:
+    """The timestamp a line starts with, as written ('' when it has none)."""
+    match = _TIMESTAMP.match(text)
+    return match.group(0) if match else ""

@@ -62,18 +62,20 @@ _B64_MAP = bytes(76 if chr(c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef" else 111 if 
                  for c in range(256))  # L = letter that may lead a base64 group of text, o = other run char
 _HEX_MAP = bytes(68 if chr(c) in "0234567" else 104 if chr(c) in "189abcdefABCDEF" else 111 if chr(c) in _RUN_CHARS
                  else 32 for c in range(256))  # D = hex digit that may lead a byte of text, h = other hex digit
-_B64_CANDIDATE = re.compile(rb" L[Lo]{3}L[Lo]{3}L[Lo]{3}L")
+_B64_CANDIDATE = re.compile(rb" L[Lo]{3}L[Lo]{3}L[Lo]{3}L[Lo]{3}")
 _HEX_CANDIDATE = re.compile(rb" (?:D[Dh]){8}| Do(?:D[Dh]){7}")
 
 
 def encoded_run_lines(index) -> set[int]:
     """Lines (of a textindex.TextIndex) with a run that _decode_run decodes into text."""
-    lines = set()
+    lines, decodes = set(), {}  # the same run (a long logger name, say) is tried once
     for table, pattern in ((_B64_MAP, _B64_CANDIDATE), (_HEX_MAP, _HEX_CANDIDATE)):
         mapped = index.mapped(table)  # byte p + 1 is character p of the text
         for match in pattern.finditer(mapped):
             run = _RUN_RE.match(index.text, match.start())
-            if run and _decode_run(run.group(0), set(), [MAX_DECODED_CHARS]) != run.group(0):
+            if run and run.group(0) not in decodes:
+                decodes[run.group(0)] = _decode_run(run.group(0), set(), [MAX_DECODED_CHARS]) != run.group(0)
+            if run and decodes[run.group(0)]:
                 lines.add(index.line_at(match.start()))
     return lines
 

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from . import logline
 from .catalog import Catalog
 from .model import Line
+from .regexfacts import required_literals
 from .textindex import TextIndex
 
 MAX_SCAN_CHARS = 8192
 MAX_HITS_PER_ROW = 200
 FREQUENT = 2000  # keyword occurrences above which a mode hint's regex is searched over the whole text
 MARKER = re.compile(r"\[(USER_CODE_EXCEPTION|FLARE)\]")
-QUIET_LEVELS = ("DEBUG", "INFO")
 
 
 @dataclass(frozen=True)
@@ -42,61 +42,40 @@ class ScanResult:
         return self.find_mode_hints()
 
 
-class _CheckIndex:
-    """(key, matcher) pairs grouped by keyword: a line costs one substring test per distinct keyword."""
-
-    def __init__(self, checks: list[tuple[str, object]]):
-        self.checks = checks
-        by_word: dict[str, list[int]] = {}
-        always = []
-        for number, (_, check) in enumerate(checks):
-            if not check.keywords:
-                always.append(number)
-            for word in check.keywords:
-                by_word.setdefault(word, []).append(number)
-        self.by_word = sorted(by_word.items())
-        self.always = always
-
-    def candidates(self, lowered: str) -> list[tuple[str, object]]:
-        numbers = set(self.always)
-        for word, group in self.by_word:
-            if word in lowered:
-                numbers.update(group)
-        return [self.checks[n] for n in sorted(numbers)]
-
-
 def scan_lines(lines: list[Line], catalog: Catalog, skip: set[int] | frozenset = frozenset(),
                index: TextIndex | None = None) -> ScanResult:
     """Match every non-skipped line once against the catalog signals, mode hints and markers.
 
-    A regex runs only on a line where one of its keywords occurs, and DEBUG/INFO lines are tried only against
-    signals marked any_level. The text index (textindex.py) finds those lines without a Python loop over every
-    line: lines that are not DEBUG/INFO records ("loud" lines: few in an ordinary log) get the keyword check,
-    DEBUG/INFO lines only where an any_level keyword occurs. Mode hints and markers count once per line/hint.
+    A regex runs only on a line where one of its keywords occurs (and the literal text the regex cannot match
+    without, regexfacts.py), and DEBUG/INFO lines are tried only against signals marked any_level. The text
+    index (textindex.py) finds those lines without a Python loop over every line: lines that are not DEBUG/INFO
+    records ("loud" lines: few in an ordinary log) get every signal, DEBUG/INFO lines only the any_level ones.
+    Mode hints are looked for when the mode decision asks for them; markers once per line.
     """
     index = index or TextIndex([line.text for line in lines])
     result = ScanResult()
     checks = [(row.id, sig) for row in catalog.rows for sig in row.signals]
-    loud = _CheckIndex(checks)
-    noisy = set(_loud_lines(lines, index)) - set(skip)
-    found: dict[str, set[int]] = {}  # row -> lines
-    for number in noisy:
-        text = lines[number].text[:MAX_SCAN_CHARS]
-        for row_id, sig in loud.candidates(text.lower()):
-            if number not in found.get(row_id, ()) and sig.regex.search(text):
-                found.setdefault(row_id, set()).add(number)
+    noisy = [n for n in _loud_lines(lines, index) if n not in skip]
+    noisy_set = set(noisy)
+    noisy_index = TextIndex([lines[n].text[:MAX_SCAN_CHARS] for n in noisy])
     waiting = _waiting_rows(catalog)
-    for row_id, sig in checks:  # DEBUG/INFO lines: only any_level signals, tried where their keywords occur
+    found: dict[str, set[int]] = {}  # row -> lines where one of its signals matches
+    for row_id, sig in sorted(checks, key=lambda check: check[0] in waiting):  # partners before waiting rows
+        seen = found.setdefault(row_id, set())
+        tries = [noisy[n] for n in _keyword_lines(noisy_index, sig.keywords, len(noisy))]
         if sig.any_level and not (row_id in waiting and not any(found.get(p) for p in waiting[row_id])):
-            seen = found.setdefault(row_id, set())
-            for number in _keyword_lines(index, sig.keywords, len(lines)):
-                if number not in seen and number not in noisy and number not in skip:
-                    if sig.regex.search(lines[number].text[:MAX_SCAN_CHARS]):
-                        seen.add(number)
+            tries += [n for n in _keyword_lines(index, sig.keywords, len(lines)) if n not in noisy_set and n not in skip]
+        matched = 0
+        for number in sorted(tries):  # only the first MAX_HITS_PER_ROW lines of a row are kept: stop there
+            if number in seen or _signal_matches(lines[number].text, sig, True):
+                seen.add(number)
+                matched += 1
+                if matched >= MAX_HITS_PER_ROW:
+                    break
     strength: dict[str, dict[int, str]] = {row_id: {} for row_id in found}
     for row_id, sig in checks:  # the first matching signal of a row (catalog order) gives the hit its strength
-        for number in found.get(row_id, ()):
-            if number not in strength[row_id] and _signal_matches(lines[number].text, sig, number in noisy):
+        for number in found[row_id]:
+            if number not in strength[row_id] and _signal_matches(lines[number].text, sig, number in noisy_set):
                 strength[row_id][number] = sig.strength
     for row_id, numbers in strength.items():
         if numbers:
@@ -117,8 +96,19 @@ def _waiting_rows(catalog: Catalog) -> dict[str, tuple[str, ...]]:
 
 def _signal_matches(text: str, sig, loud: bool) -> bool:
     """The per-line rule: a keyword occurs, the line's level allows the signal, and the regex matches."""
+    if not (loud or sig.any_level):
+        return False
     text = text[:MAX_SCAN_CHARS]
-    return (loud or sig.any_level) and sig.may_match(text.lower()) and bool(sig.regex.search(text))
+    lowered = text.lower()
+    if not sig.may_match(lowered) or not all(any(map(lowered.__contains__, alts)) for alts in _needs(sig)):
+        return False
+    return bool(sig.regex.search(text))
+
+
+@functools.cache
+def _needs(sig) -> tuple[tuple[str, ...], ...]:
+    """Literal text the signal's regex cannot match without (lower case: catalog regexes ignore case)."""
+    return required_literals(sig.regex) if sig.regex.flags & re.IGNORECASE else ()
 
 
 def _keyword_lines(index: TextIndex, keywords: tuple[str, ...], count: int):
@@ -127,19 +117,9 @@ def _keyword_lines(index: TextIndex, keywords: tuple[str, ...], count: int):
     return sorted({n for word in keywords for n in index.lines_with(word)})
 
 
-_W = r"[^\S\n]"  # \s within one line of the joined text
-_NOT_QUIET = re.compile(
-    rf"\n(?!{_W}*\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[,.]\d+)?{_W}*-{_W}*(?:\S+{_W}+-{_W}+)?"
-    rf"(?:{'|'.join(QUIET_LEVELS)}){_W}+-)"
-)
-
-
 def _loud_lines(lines: list[Line], index: TextIndex) -> list[int]:
     """Lines that are not DEBUG/INFO log records (logline.level), found in one pass over the joined text."""
-    out = [index.line_at(match.start() + 1) for match in _NOT_QUIET.finditer(index.text)]
-    if lines and logline.level(lines[0].text[:MAX_SCAN_CHARS]) not in QUIET_LEVELS:
-        out.insert(0, 0)
-    return out
+    return index.lines_after_newlines(logline.NOT_QUIET_LINE)
 
 
 def _markers(lines: list[Line], index: TextIndex, skip) -> list[tuple[int, str]]:

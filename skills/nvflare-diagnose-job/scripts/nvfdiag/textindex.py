@@ -19,7 +19,7 @@ import bisect
 import itertools
 import re
 
-_LETTERS = bytes(c if 97 <= c <= 122 else 32 for c in range(256))  # lower-case letters stay, the rest is a space
+_LETTERS_NL = bytes(c if 97 <= c <= 122 or c == 10 else 32 for c in range(256))  # letters and newlines stay
 _LETTER_RUNS = re.compile(r"[a-z]+")
 
 
@@ -28,9 +28,11 @@ MAX_LINE_CHARS = 16384  # like normalize.py: a longer line is looked at through 
 
 class TextIndex:
     def __init__(self, texts: list[str]):
-        texts = [_clean(text) for text in texts]
-        self.count = len(texts)
         self.text = "\n".join(texts)
+        if texts and (self.text.count("\n") != len(texts) - 1 or max(map(len, texts)) > MAX_LINE_CHARS):
+            texts = [_clean(text) for text in texts]
+            self.text = "\n".join(texts)
+        self.count = len(texts)
         self.starts = _starts(texts)  # offsets of each line in `text` (and a sentinel at the end)
         self.low = self.text.lower()
         self.ascii = self.low.isascii()
@@ -41,6 +43,7 @@ class TextIndex:
         self._found: dict[str, bool] = {}
         self._lines: dict[str, list[int]] = {}
         self._letters: bytes | None = None
+        self._letters_nl: bytes | None = None
         self._words: frozenset[str] | None = None
         self._stems: str | None = None
 
@@ -103,6 +106,15 @@ class TextIndex:
         """Like lines_with, but case-sensitive on the original text."""
         return _scan(self.text, needle, self.starts) if needle in self.text else []
 
+    def lines_after_newlines(self, regex: re.Pattern) -> list[int]:
+        """Lines whose preceding newline `regex` matches (a pattern that starts with a newline and looks ahead
+        into the line), plus line 0 when `regex` matches a newline put in front of the text. Cached."""
+        key = f"\x01{regex.pattern}"
+        if key not in self._lines:
+            first = [0] if self.count and regex.match("\n" + self.text[: self.starts[1]]) else []
+            self._lines[key] = first + [self.line_at(m.start() + 1) for m in regex.finditer(self.text)]
+        return self._lines[key]
+
     def lines_matching(self, regex: re.Pattern, limit: int | None = None) -> list[int]:
         """Sorted indexes of lines where `regex` matches within the line (searched once over the whole text)."""
         out: list[int] = []
@@ -124,13 +136,20 @@ class TextIndex:
     def letters(self) -> bytes:
         """The lower-cased text as bytes with every non-letter replaced by a space, after one leading space."""
         if self._letters is None:
-            self._letters = b" " + self.low.encode("ascii", "replace").translate(_LETTERS) + b" "
+            self._letters = b" " + self._letter_lines().replace(b"\n", b" ") + b" "
         return self._letters
+
+    def _letter_lines(self) -> bytes:
+        if self._letters_nl is None:
+            self._letters_nl = self.low.encode("ascii", "replace").translate(_LETTERS_NL)
+        return self._letters_nl
 
     @property
     def words(self) -> frozenset[str]:
+        """Distinct words of the text (lines that differ only in digits and punctuation are split once)."""
         if self._words is None:
-            self._words = frozenset(word.decode("ascii") for word in set(self.letters.split()))
+            unique = set(self._letter_lines().split(b"\n"))
+            self._words = frozenset(word.decode("ascii") for word in set(b" ".join(unique).split()))
         return self._words
 
     def has_word(self, word: str) -> bool:
@@ -157,7 +176,7 @@ def _clean(text: str) -> str:
 
 
 def _starts(texts: list[str]) -> list[int]:
-    return list(itertools.accumulate(map(len, texts), lambda total, n: total + n + 1, initial=0))
+    return list(itertools.accumulate(map((1).__add__, map(len, texts)), initial=0))  # each line and its newline
 
 
 def _scan(haystack, needle, starts: list[int]) -> list[int]:
