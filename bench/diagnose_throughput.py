@@ -8,7 +8,8 @@ error_log.txt and log.json of every site, written as many copies of those run fo
 until it holds --mib MiB (default 4, the default --max-total-bytes). Every copy shifts the digits and hex ids
 of its text, so no two copies hold the same line (as later rounds of a long run would not). The evidence is read once with budgets
 large enough to read it all, then the detailed scan (matcher.diagnose: normalization, catalog matching,
-tracebacks, injection scan, report) runs --repeats times; the median gives MB/s (10^6 bytes per second).
+tracebacks, injection scan, report) runs --repeats times; the median CPU time gives MB/s (10^6 bytes per
+second; the wall-clock figure is printed beside it, since other processes share the machine).
 Reading (collect_evidence) is timed and printed too, but it is not part of the bar. Exits 1 when the bar is
 missed (--quick: 1 MiB, 3 runs; the verdict is printed but not enforced there).
 """
@@ -81,19 +82,20 @@ def measure(size: int, repeats: int) -> dict:
                                           max_files=100_000)
         read_s = time.perf_counter() - started
         text_bytes = sum(len(line.text.encode("utf-8")) + 1 for line in found.lines)
-        times, report = [], None
+        cpu, wall, report = [], [], None
         for _ in range(repeats):
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             report = matcher.diagnose(found, known)
-            times.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - started_cpu)
+            wall.append(time.perf_counter() - started)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    scan_s = statistics.median(times)
+    scan_s, wall_s = statistics.median(cpu), statistics.median(wall)
     return {"mib": round(text_bytes / MIB, 2), "lines": len(found.lines), "files": len(found.sources),
-            "read_s": round(read_s, 3), "scan_s": round(scan_s, 3), "scan_min_s": round(min(times), 3),
-            "mb_per_s": round(text_bytes / 1e6 / scan_s, 1), "read_mb_per_s": round(text_bytes / 1e6 / read_s, 1),
-            "pattern": report["matched_pattern"], "findings": report["findings"],
-            "suspicious": len(report["suspicious_content"])}
+            "read_s": round(read_s, 3), "scan_s": round(scan_s, 3), "scan_wall_s": round(wall_s, 3),
+            "mb_per_s": round(text_bytes / 1e6 / scan_s, 1), "wall_mb_per_s": round(text_bytes / 1e6 / wall_s, 1),
+            "read_mb_per_s": round(text_bytes / 1e6 / read_s, 1), "pattern": report["matched_pattern"],
+            "findings": report["findings"], "suspicious": len(report["suspicious_content"])}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,10 +118,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"benchmark": "P4t diagnose_throughput", "quick": args.quick, "row": row,
                           "bar_mb_per_s": BAR_MB_S, "ok": ok, "result": "PASS" if passed else "FAIL"}, sort_keys=True))
     else:
-        print(f"{'text':>9} {'lines':>7} {'files':>5} {'read':>8} {'scan (median)':>14} {'MB/s':>7}  pattern, suspicious")
-        print(f"{row['mib']:>6.2f}MiB {row['lines']:>7} {row['files']:>5} {row['read_s']:>7.3f}s {row['scan_s']:>13.3f}s "
-              f"{row['mb_per_s']:>7.1f}  {row['pattern']}, {row['suspicious']}")
-        print(f"(reading alone: {row['read_mb_per_s']} MB/s; the bar applies to the scan)")
+        print(f"{'text':>9} {'lines':>7} {'files':>5} {'read':>8} {'scan CPU':>9} {'MB/s':>6} {'scan wall':>9} {'MB/s':>6}"
+              "  pattern, suspicious")
+        print(f"{row['mib']:>6.2f}MiB {row['lines']:>7} {row['files']:>5} {row['read_s']:>7.3f}s {row['scan_s']:>8.3f}s "
+              f"{row['mb_per_s']:>6.1f} {row['scan_wall_s']:>8.3f}s {row['wall_mb_per_s']:>6.1f}  "
+              f"{row['pattern']}, {row['suspicious']}")
+        print(f"(medians; reading alone: {row['read_mb_per_s']} MB/s wall. The bar applies to the scan's CPU time: on a "
+              "shared machine the wall clock also counts other processes)")
         verdict = "PASS" if ok else "FAIL"
         print(f"\nscan >= {BAR_MB_S:.0f} MB/s on healthy real logs, nothing flagged: {verdict}"
               + ("" if not args.quick else " (not enforced in --quick)"))

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-BENCHMARKS = ("diagnose_scale.py", "guard_scale.py", "importer_speed.py", "runner_overhead.py")
+BENCHMARKS = ("diagnose_scale.py", "diagnose_throughput.py", "guard_scale.py", "importer_speed.py", "runner_overhead.py")
 
 
 def main(argv: list[str] | None = None) -> int:
