@@ -60,10 +60,9 @@ _B64_TEXT_LEADS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef")
 _RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
 _B64_MAP = bytes(76 if chr(c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef" else 111 if chr(c) in _RUN_CHARS else 32
                  for c in range(256))  # L = letter that may lead a base64 group of text, o = other run char
-_HEX_MAP = bytes(68 if chr(c) in "0234567" else 104 if chr(c) in "189abcdefABCDEF" else 111 if chr(c) in _RUN_CHARS
-                 else 32 for c in range(256))  # D = hex digit that may lead a byte of text, h = other hex digit
+_HEX_MAP = bytes(120 if chr(c) in "0123456789abcdefABCDEFxX" else 32 for c in range(256))  # x = hex digit (or 0x)
 _B64_CANDIDATE = re.compile(rb" L[Lo]{3}L[Lo]{3}L[Lo]{3}L[Lo]{3}")
-_HEX_CANDIDATE = re.compile(rb" (?:D[Dh]){8}| Do(?:D[Dh]){7}")
+_HEX_CANDIDATE = re.compile(b" " + b"x" * 16)  # a literal: found at memchr speed; a hex run of text is rare in logs
 
 
 def encoded_run_lines(index) -> set[int]:

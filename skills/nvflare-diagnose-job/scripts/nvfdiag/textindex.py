@@ -44,6 +44,7 @@ class TextIndex:
         self._lines: dict[str, list[int]] = {}
         self._letters: bytes | None = None
         self._letters_nl: bytes | None = None
+        self._ascii_text: bytes | None = None
         self._words: frozenset[str] | None = None
         self._stems: str | None = None
 
@@ -130,7 +131,9 @@ class TextIndex:
     def mapped(self, table: bytes) -> bytes:
         """The original text as bytes (one per character; non-ASCII becomes '?') through `table`, after one
         leading space: character `pos` of the text is byte `pos + 1`."""
-        return b" " + self.text.encode("ascii", "replace").translate(table)
+        if self._ascii_text is None:
+            self._ascii_text = b" " + self.text.encode("ascii", "replace")
+        return self._ascii_text.translate(table)  # tables map a space to a space
 
     @property
     def letters(self) -> bytes:
