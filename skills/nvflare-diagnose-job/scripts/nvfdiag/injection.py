@@ -114,14 +114,15 @@ def _worth_a_look(items: Sequence[Line], index: TextIndex) -> tuple[set[int], li
     unusual = _unusual_lines(items, index)
     anchored = anchor_lines(index, live_rules(index))
     single = set(unusual)
-    verdicts: dict[tuple, bool] = {}  # the same message (another timestamp) gives the same gate verdict
+    low, starts = index.low, index.low_starts
+    verdicts: dict[tuple, bool] = {}  # the same message at another time gives the same gate verdict
     for number, rules in anchored.items():
         if number not in unusual:
-            text = items[number].text
-            stamp = logline.timestamp_prefix(text)
-            key = (frozenset(rules), stamp.translate(_ZEROS) + text[len(stamp):])
+            line = low[starts[number] : starts[number + 1] - 1]
+            stamp = _STAMP.match(line)  # its digits, dashes and colons open no gate; only the T/space may
+            key = (frozenset(rules), stamp.group(1), line[stamp.end():]) if stamp else (frozenset(rules), line)
             if key not in verdicts:
-                verdicts[key] = _open(rules, [index.low[index.low_starts[number] : index.low_starts[number + 1] - 1]])
+                verdicts[key] = _open(rules, line, first=False)
             if verdicts[key]:
                 single.add(number)
     windows = []
@@ -132,21 +133,20 @@ def _worth_a_look(items: Sequence[Line], index: TextIndex) -> tuple[set[int], li
         span = [n for n in range(start, min(len(items), start + MAX_JOINED_LINES))
                 if n == start or _consecutive(items[n - 1], items[n])]
         rules = set().union(*(anchored.get(n, ()) for n in span))
-        if unusual.intersection(span) or (rules and _open(rules, [items[n].text for n in span])):
+        if unusual.intersection(span) or (rules and _open(rules, " ".join(items[n].text for n in span).lower())):
             windows.append(start)
     return single, windows
 
 
-def _open(rules, texts: list[str]) -> bool:
-    """Whether one of `rules` has all gates open on plain `texts` read as one. Gates look at lower-case text,
-    words and substrings; a spaced substring matches any whitespace run, so no normalization is needed."""
-    lowered = " ".join(texts).lower()
-    words = frozenset(_WORD.findall(lowered)) if rules_need_words(rules) else frozenset()
-    return any_open(rules, lowered, words)
+def _open(rules, lowered: str, first: bool = True) -> bool:
+    """Whether one of `rules` has all gates open on plain lower-cased text (`first=False`: skip the first
+    group, known to be open). A spaced gate substring matches any whitespace run: no normalization needed."""
+    words = frozenset(_WORD.findall(lowered)) if rules_need_words(rules, first) else frozenset()
+    return any_open(rules, lowered, words, first)
 
 
 _WORD = re.compile(r"[a-z]+")
-_ZEROS = str.maketrans("123456789", "000000000")  # a timestamp's digits open no gate: only its shape counts
+_STAMP = re.compile(r"\d{4}-\d\d-\d\d([ t])\d\d:\d\d:\d\d[,.]\d{3}")  # on lower-cased text
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _JSON_LINE = re.compile(r"\n[ \t]*\{")
 
@@ -154,7 +154,7 @@ _JSON_LINE = re.compile(r"\n[ \t]*\{")
 def _fragments(items: Sequence[Line], index: TextIndex) -> list[int]:
     """Lines that are not timestamped log records (continuations, tracebacks, plain text), in order: among the
     lines that are not DEBUG/INFO records (one pass the catalog scan shares), those with no timestamp."""
-    return [n for n in index.lines_after_newlines(logline.NOT_QUIET_LINE) if not logline.is_record(items[n].text)]
+    return [n for n in logline.loud_lines(index, lambda n: items[n].text) if not logline.is_record(items[n].text)]
 
 
 def _unusual_lines(items: Sequence[Line], index: TextIndex) -> set[int]:

@@ -36,9 +36,9 @@ class _Rule:
     detail: str | None = None  # fixed word the summary may use (e.g. "flag")
     substring_res: tuple[re.Pattern | None, ...] = ()  # per group: its many substrings as one regex, or None
 
-    def opens(self, lowered: str, words: frozenset[str]) -> bool:
+    def opens(self, lowered: str, words: frozenset[str], start: int = 0) -> bool:
         return all(not words.isdisjoint(ws) or (sub_re.search(lowered) if sub_re else any(map(lowered.__contains__, subs)))
-                   for (ws, subs), sub_re in zip(self.gate, self.substring_res, strict=True))
+                   for (ws, subs), sub_re in zip(self.gate[start:], self.substring_res[start:], strict=True))
 
 
 def _inflect(word: str) -> set[str]:
@@ -172,8 +172,8 @@ _CONFIG_CHANGE = [
     ),
     _rule(
         rf"\b(?:in|inside|within)\s+{_CONFIG_FILE}\b(?:(?![.;]\s)[^\n]){{0,40}}?\b(?:set|change|replace)\b",
-        "config json conf py yml",
         "set change replace",
+        "config json conf py yml",
     ),
     _rule(r"\b(?:set|export)\s+NVFLARE_\w+\s*(?:=|to)\s*\S+", "nvflare_"),
 ]
@@ -234,8 +234,8 @@ _DIAGNOSIS_DIRECTIVE = [
         r"\b(?:do\s+not|don'?t|never|no\s+need\s+to)\s+(?:investigate|escalate|flag|mention|question|"
         r"(?:report|review|check|verify|look\s+(?:at|into)|tell|inform)\s+(?:this|it|further|anything|anyone|the\s+"
         r"(?:logs?|other|rest|site|server|client|traceback|error|user|operator|admin)))\b",
-        "do don dont never no",
         "investigate check look report mention flag escalate review tell inform question verify",
+        "do don dont never no",
     ),
 ]
 
@@ -347,7 +347,6 @@ def live_rules(index) -> tuple[int, ...]:
     possible = [(i, rule) for i, (_, rule) in enumerate(_ALL_RULES)
                 if all(ws & index.words or any(not sub.isalpha() or index.has_stem(sub) for sub in subs)
                        for ws, subs in rule.gate)]
-    index.prefetch(sub for _, rule in possible for _, subs in rule.gate for sub in subs if not sub.isalpha())
     return tuple(i for i, rule in possible if all(_group_present(index, *g) for g in rule.gate))
 
 
@@ -369,14 +368,15 @@ def anchor_lines(index, rules: tuple[int, ...]) -> dict[int, set[int]]:
     return lines
 
 
-def rules_need_words(rules) -> bool:
-    """Whether checking the gates of `rules` needs the word set (some group lists words, not only substrings)."""
-    return any(group[0] for rule_index in rules for group in _ALL_RULES[rule_index][1].gate)
+def rules_need_words(rules, first: bool = True) -> bool:
+    """Whether checking the gates of `rules` (without their first group unless `first`) needs the word set."""
+    return any(group[0] for rule_index in rules for group in _ALL_RULES[rule_index][1].gate[0 if first else 1 :])
 
 
-def any_open(rules, lowered: str, words: frozenset[str]) -> bool:
-    """Whether all gate groups of one of `rules` are open for these features."""
-    return any(_ALL_RULES[rule_index][1].opens(lowered, words) for rule_index in rules)
+def any_open(rules, lowered: str, words: frozenset[str], first: bool = True) -> bool:
+    """Whether all gate groups of one of `rules` are open for these features (`first=False`: the first group
+    is known to be open, as on a line found through it)."""
+    return any(_ALL_RULES[rule_index][1].opens(lowered, words, 0 if first else 1) for rule_index in rules)
 
 
 def text_features(text: str) -> tuple[str, frozenset[str]]:

@@ -13,11 +13,11 @@ _STAMP = r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:[,.](\d+))?"
 _TIMESTAMP = re.compile(rf"^{_STAMP}")
 _RECORD = re.compile(rf"^\s*{_STAMP}")
 QUIET_LEVELS = ("DEBUG", "INFO")
-_W = r"[^\S\n]"  # \s within one line of a "\n"-joined text
-# In a "\n"-joined text: a newline before a line that is not a DEBUG/INFO record (what level() says, line by line).
-NOT_QUIET_LINE = re.compile(
-    rf"\n(?!{_W}*{_STAMP}{_W}*-{_W}*(?:\S+{_W}+-{_W}+)?(?:{'|'.join(QUIET_LEVELS)}){_W}+-)"
-)
+# In a "\n"-joined text: a newline before a line that is not a DEBUG/INFO record in one of the two layouts
+# NVFLARE writes (log.txt, console). It also flags the odd DEBUG/INFO record with other spacing, which level()
+# then clears (see loud_lines).
+_NOT_COMMON_QUIET_LINE = re.compile(r"\n(?!\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - (?:[^ \n]+ - )?(?:INFO|DEBUG) - )")
+
 _PREFIX = re.compile(
     rf"^\s*{_STAMP}\s*-\s*(?:\S+\s+-\s+)?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s+-(?:\s+\[[^\]]*\]\s+-)?\s*"
 )
@@ -48,7 +48,9 @@ def is_record(text: str) -> bool:
     return _RECORD.match(text) is not None
 
 
-def timestamp_prefix(text: str) -> str:
-    """The timestamp a line starts with, as written ('' when it has none)."""
-    match = _TIMESTAMP.match(text)
-    return match.group(0) if match else ""
+def loud_lines(index, text_of) -> list[int]:
+    """Indexes of the lines that are not DEBUG/INFO records (exactly what level() says) in a
+    textindex.TextIndex; `text_of(n)` gives line n. One pass over the joined text, level() only where it flags."""
+    return index.memo("loud lines", lambda: [
+        n for n in index.lines_after_newlines(_NOT_COMMON_QUIET_LINE) if level(text_of(n)) not in QUIET_LEVELS
+    ])

@@ -7,6 +7,7 @@ Steps: flag suspicious lines, scan signals once, find tracebacks and markers, de
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from . import advice, report, sites
@@ -53,10 +54,15 @@ class Analysis:
         """True when --max-files / --max-total-bytes made the readers skip files."""
         return any(source.status == "skipped_limit" for source in self.evidence.sources)
 
+    @functools.cached_property
+    def supplied_sites(self) -> set[str]:
+        """Sites with at least one evidence line (one pass over the lines, shared by the rules below)."""
+        return {line.site for line in self.evidence.lines if line.site}
+
     @property
     def hidden_sites(self) -> dict[str, str]:
         """Evidence-stated site log problems, minus sites whose own log lines were supplied anyway."""
-        supplied = {line.site for line in self.evidence.lines if line.site}
+        supplied = self.supplied_sites
         return {
             site: state
             for site, state in sorted(self.evidence.site_status.items())
@@ -109,8 +115,8 @@ def _merge(a: dict[str, list[Hit]], b: dict[str, list[Hit]]) -> dict[str, list[H
     return merged
 
 
-def _known_sites(evidence: Evidence) -> set[str]:
-    return {line.site for line in evidence.lines if line.site} | set(evidence.site_status)
+def _known_sites(an: Analysis) -> set[str]:
+    return an.supplied_sites | set(an.evidence.site_status)
 
 
 def _apply_visibility(an: Analysis) -> None:
@@ -121,7 +127,7 @@ def _apply_visibility(an: Analysis) -> None:
     else:
         texts = [lines[h.index].text for h in an.primary.hits if h.index is not None]
         hit_sites = [lines[h.index].site for h in an.primary.hits if h.index is not None]
-        depends, server_only = sites.dependent_sites(texts, hit_sites, _known_sites(an.evidence))
+        depends, server_only = sites.dependent_sites(texts, hit_sites, _known_sites(an))
     blocked = an.hidden_sites
     signal_sites = {lines[h.index].site for h in (an.primary.hits if an.primary else []) if h.index is not None}
     if an.primary is not None and not an.primary.row.depends_on_sites:
@@ -131,7 +137,7 @@ def _apply_visibility(an: Analysis) -> None:
     an.partial_sites = {
         s: st for s, st in sorted(blocked.items()) if s in relevant and (st in INVISIBLE or s not in signal_sites)
     }
-    supplied = {line.site for line in lines if line.site}
+    supplied = an.supplied_sites
     if an.mode != "simulation":
         an.unsupplied_sites = sorted(s for s in depends if s not in supplied and s not in status)
     can_override = an.catalog.has(PARTIAL_ID) and an.mode != "simulation"

@@ -3,11 +3,12 @@
 Usage:
     needs = required_literals(re.compile(r"(exit code|return ?code|\\brc)\\s*[=:]?\\s*-9\\b", re.I))
     # (("exit code", "return", "rc"), ("-9",)): some alternative of every group occurs in any match
-    if all(any(alt in lowered for alt in group) for group in needs): ...
+    if all(any(contains(lowered, alt) for alt in group) for group in needs): ...
 
 Only what is certain is kept: runs of literal characters that every match contains, and for an alternation the
-leading literal of each branch (when every branch has one). Lower-cased for IGNORECASE patterns, so the test
-runs on the lower-cased line. A pattern the parser cannot read gives no requirement (the regex decides alone).
+leading literal of each branch (when every branch has one). A run followed by \b ends in BOUNDARY: test it with
+contains(). Lower-cased for IGNORECASE patterns, so the test runs on the lower-cased line. A pattern the parser
+cannot read gives no requirement (the regex decides alone).
 """
 
 from __future__ import annotations
@@ -20,6 +21,22 @@ try:  # Python 3.11+; 3.10 has the same module under its old name
 except ImportError:  # pragma: no cover - exercised on Python 3.10 only
     import sre_constants as _c
     import sre_parse as _sre
+
+
+BOUNDARY = "\x00"  # ends a literal that must be followed by a non-word character (a \b after it)
+
+
+def contains(text: str, literal: str) -> bool:
+    """Whether `text` holds `literal` (one from required_literals, honouring a trailing BOUNDARY)."""
+    if not literal.endswith(BOUNDARY):
+        return literal in text
+    word, pos = literal[:-1], text.find(literal[:-1])
+    while pos != -1:
+        after = pos + len(word)
+        if after == len(text) or not (text[after].isalnum() or text[after] == "_"):
+            return True
+        pos = text.find(word, pos + 1)
+    return False
 
 
 def required_literals(regex: re.Pattern) -> tuple[tuple[str, ...], ...]:
@@ -40,7 +57,8 @@ def _sequence(items) -> list[tuple[str, ...]]:
             run.append(chr(av))
             continue
         if run:
-            out.append(("".join(run),))
+            bounded = op is _c.AT and av is _c.AT_BOUNDARY and run[-1].isalnum()
+            out.append(("".join(run) + (BOUNDARY if bounded else ""),))
             run = []
         if op is _c.SUBPATTERN:
             out += _sequence(av[-1])

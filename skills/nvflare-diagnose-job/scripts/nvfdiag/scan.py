@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from . import logline
 from .catalog import Catalog
 from .model import Line
-from .regexfacts import required_literals
+from .regexfacts import contains, required_literals
 from .textindex import TextIndex
 
 MAX_SCAN_CHARS = 8192
 MAX_HITS_PER_ROW = 200
-FREQUENT = 2000  # keyword occurrences above which a mode hint's regex is searched over the whole text
 MARKER = re.compile(r"\[(USER_CODE_EXCEPTION|FLARE)\]")
 
 
@@ -100,7 +99,7 @@ def _signal_matches(text: str, sig, loud: bool) -> bool:
         return False
     text = text[:MAX_SCAN_CHARS]
     lowered = text.lower()
-    if not sig.may_match(lowered) or not all(any(map(lowered.__contains__, alts)) for alts in _needs(sig)):
+    if not sig.may_match(lowered) or not all(any(contains(lowered, alt) for alt in alts) for alts in _needs(sig)):
         return False
     return bool(sig.regex.search(text))
 
@@ -119,7 +118,7 @@ def _keyword_lines(index: TextIndex, keywords: tuple[str, ...], count: int):
 
 def _loud_lines(lines: list[Line], index: TextIndex) -> list[int]:
     """Lines that are not DEBUG/INFO log records (logline.level), found in one pass over the joined text."""
-    return index.lines_after_newlines(logline.NOT_QUIET_LINE)
+    return logline.loud_lines(index, lambda n: lines[n].text[:MAX_SCAN_CHARS])
 
 
 def _markers(lines: list[Line], index: TextIndex, skip) -> list[tuple[int, str]]:
@@ -151,28 +150,22 @@ def _first_match(lines: list[Line], index: TextIndex, hint, skip) -> int | None:
 
     if not hint.keywords:
         return next((n for n in range(len(lines)) if matches(n)), None)
-    candidates = heapq.merge(*(index.iter_lines_with(word) for word in hint.keywords))
-    fast = _without_leading_boundary(hint.regex)
-    for tried, number in enumerate(candidates):
-        if matches(number):
-            return number
-        if fast is not None and tried >= FREQUENT:  # thousands of keyword lines: let the regex engine skip ahead
-            return _first_match_from(lines, index, fast, matches, index.starts[number + 1])
-    return None
+    fast = _literal_led(hint.regex)
+    if fast is not None:  # let the regex engine skip ahead over the whole (lower-cased) text
+        for match in fast.finditer(index.low):
+            pos = match.start()
+            if pos == 0 or not (index.low[pos - 1].isalnum() or index.low[pos - 1] == "_"):  # the \b left out
+                if matches(number := index.low_line_at(pos)):
+                    return number
+        return None
+    return next((n for n in heapq.merge(*(index.iter_lines_with(word) for word in hint.keywords)) if matches(n)), None)
 
 
-def _first_match_from(lines, index: TextIndex, fast: re.Pattern, matches, start: int) -> int | None:
-    for match in fast.finditer(index.text, start):
-        pos = match.start()
-        if not (index.text[pos - 1].isalnum() or index.text[pos - 1] == "_"):  # the \b that was left out
-            if matches(number := index.line_at(pos)):
-                return number
-    return None
-
-
-def _without_leading_boundary(regex: re.Pattern) -> re.Pattern | None:
-    """`\\bword...` without its leading \\b (so the regex engine can skip ahead to the literal), else None."""
+def _literal_led(regex: re.Pattern) -> re.Pattern | None:
+    """For `\\bword...` (ignoring case, no upper-case letter, no alternation): the same pattern without the \\b
+    and case-sensitive, for lower-cased text, so the regex engine can jump to the literal; else None."""
     pattern = regex.pattern
-    if pattern.startswith("\\b") and pattern[2:3].isalnum() and "|" not in pattern:
-        return re.compile(pattern[2:], regex.flags)
+    if (pattern.startswith("\\b") and pattern[2:3].isalnum() and "|" not in pattern
+            and regex.flags & re.IGNORECASE and pattern == pattern.lower() and pattern.isascii()):
+        return re.compile(pattern[2:])
     return None

@@ -24,6 +24,8 @@ _LETTER_RUNS = re.compile(r"[a-z]+")
 
 
 MAX_LINE_CHARS = 16384  # like normalize.py: a longer line is looked at through its first 16 KiB
+RARE_CHAR = 2000  # occurrences of a needle's rare character looked at before a plain search
+_USUALLY_RARE = "$`~^!<>|\\{}@#&;*%?"  # rarest first in NVFLARE logs (a guess: a wrong one only costs time)
 
 
 class TextIndex:
@@ -41,6 +43,7 @@ class TextIndex:
             lowered = [text.lower() for text in texts]
             self.low, self.low_starts = "\n".join(lowered), _starts(lowered)
         self._found: dict[str, bool] = {}
+        self._memo: dict[str, object] = {}
         self._lines: dict[str, list[int]] = {}
         self._letters: bytes | None = None
         self._letters_nl: bytes | None = None
@@ -62,29 +65,29 @@ class TextIndex:
         if needle not in self._found:
             runs = _LETTER_RUNS.findall(needle)
             self._found[needle] = ((needle.isascii() or not self.ascii) and all(map(self._inside_word, runs))
-                                   and needle in self.low)
+                                   and self._contains(needle))
         return self._found[needle]
+
+    def _contains(self, needle: str) -> bool:
+        """`needle in low`, but led by the needle's rarest punctuation character when that one is rare: a
+        one-character search runs at memchr speed, a short needle's search does not."""
+        marks = [ch for ch in _USUALLY_RARE if ch in needle]
+        if not marks:
+            return needle in self.low
+        rare = marks[0]
+        offset, pos = needle.index(rare), self.low.find(rare)
+        for _ in range(RARE_CHAR):
+            if pos == -1:
+                return False
+            if self.low.startswith(needle, pos - offset):
+                return True
+            pos = self.low.find(rare, pos + 1)
+        return needle in self.low  # not so rare here after all
 
     def _inside_word(self, run: str) -> bool:
         if self._stems is None:
             self._stems = " ".join(sorted(self.words))
         return run in self._stems
-
-    def prefetch(self, needles) -> None:
-        """Answer `has` for many needles at once: one pass per group of needles sharing a first character."""
-        by_first: dict[str, list[str]] = {}
-        for needle in needles:
-            if needle and not needle[0].isalnum() and " " not in needle and needle not in self._found:
-                by_first.setdefault(needle[0], []).append(needle)  # a punctuation first char is rare: fast
-        for group in by_first.values():
-            if len(group) < 3:
-                continue
-            pattern = re.compile("|".join(re.escape(n) for n in sorted(group, key=len, reverse=True)))
-            missing, match = set(group), pattern.search(self.low)
-            while match and missing:
-                missing -= {n for n in missing if self.low.startswith(n, match.start())}
-                match = pattern.search(self.low, match.start() + 1)  # overlapping: every start is looked at
-            self._found.update((needle, needle not in missing) for needle in group)
 
     def lines_with(self, needle: str) -> list[int]:
         """Sorted indexes of the lines whose lower-cased text contains `needle`."""
@@ -106,6 +109,12 @@ class TextIndex:
     def lines_with_text(self, needle: str) -> list[int]:
         """Like lines_with, but case-sensitive on the original text."""
         return _scan(self.text, needle, self.starts) if needle in self.text else []
+
+    def memo(self, key: str, compute):
+        """`compute()` once per index and key (for results several scanners share)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def lines_after_newlines(self, regex: re.Pattern) -> list[int]:
         """Lines whose preceding newline `regex` matches (a pattern that starts with a newline and looks ahead
