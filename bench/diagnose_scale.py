@@ -9,8 +9,9 @@ quality bar names, one after the other in the same tree:
   middle  the middle of site-12/log.txt (about 26 MiB at 1 GiB) holds a CUDA out-of-memory traceback, followed
           by hours of retries; its tail shows only a later round timeout     -> CUDA_OOM must be matched
 For each it runs the CLI as a subprocess (median of --repeats runs) and measures wall and CPU time, the child's
-own peak RSS (os.wait4, see child_usage.py) and the report size. Bars: the planted pattern is matched, <= 2 s,
-<= 150 MiB, report <= 64 KiB, flat growth (1 GiB time and memory <= 1.5x the 0.25 GiB figures). Prints a table
+own peak RSS (os.wait4, see child_usage.py) and the report size. Bars: the planted pattern is matched, <= 2 s
+wall, <= 150 MiB, report <= 64 KiB, flat growth (1 GiB CPU time and memory <= 1.5x the 0.25 GiB figures; CPU
+time, because on the shared machine other processes move the wall clock more than the tree size does). Prints a table
 (or one JSON document with --json) and exits 1 when a bar is missed or a run fails. The tree is removed.
 `--quick` uses 8/16/32 MiB trees and one run each: a smoke run in seconds; its timing verdicts are printed but
 not enforced (time on a shared machine is too noisy at that size). Files sit in the page cache when measured.
@@ -193,9 +194,11 @@ def verdicts(rows: list[dict], quick: bool) -> list[dict]:
     checks.append(("report <= 64 KiB", size <= BAR_REPORT_BYTES, f"{size} B", True))
     for kind in ("end", "middle"):
         first, last = [r for r in rows if r["failure"] == kind][0], [r for r in rows if r["failure"] == kind][-1]
-        time_ratio = last["wall_s"] / first["wall_s"] if first["wall_s"] else float("inf")
+        cpu_ratio = last["cpu_s"] / first["cpu_s"] if first["cpu_s"] else float("inf")
+        wall_ratio = last["wall_s"] / first["wall_s"] if first["wall_s"] else float("inf")
         rss_ratio = last["rss_mib"] / first["rss_mib"] if first["rss_mib"] else float("inf")
-        checks.append((f"flat time, {kind} (largest/smallest <= 1.5)", time_ratio <= BAR_FLAT, f"{time_ratio:.2f}x", not quick))
+        checks.append((f"flat CPU time, {kind} (largest/smallest <= 1.5)", cpu_ratio <= BAR_FLAT,
+                       f"{cpu_ratio:.2f}x (wall {wall_ratio:.2f}x)", not quick))
         checks.append((f"flat memory, {kind} (largest/smallest <= 1.5)", rss_ratio <= BAR_FLAT, f"{rss_ratio:.2f}x", True))
     return [{"bar": name, "ok": ok, "figure": figure, "enforced": enforced} for name, ok, figure, enforced in checks]
 
