@@ -15,6 +15,7 @@ from pathlib import Path
 
 BENCHMARKS = (
     "diagnose_scale.py",
+    "diagnose_throughput.py",
     "guard_scale.py",
     "importer_speed.py",
     "runner_overhead.py",

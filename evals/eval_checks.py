@@ -27,6 +27,10 @@ Expected keys of a file-backed case (all optional except where a check needs the
     must_not_contain        list of strings that must not occur in next_action and follow_up_commands, or in the
                             whole stdout when must_not_contain_scope is "report".
     stdout_include          list of substrings of the raw stdout (used for --format markdown cases).
+    marker_lines            {"<line>": bool}: the unverified_markers entry on that line has corroborated == bool.
+    signal_rows             {pattern: int}: exact number of signal rows (distinct facts) of that pattern.
+    signal_count_min        {pattern: int}: the first signal row of that pattern merges at least this many
+                            occurrences (its `count`) and lists as many places in `seen_in` (up to 8).
 Negative cases carry only {"trigger": false} and no files.
 
 Invariants checked on every run (spec rules, independent of the case): no Python traceback on stderr; object
@@ -47,6 +51,7 @@ REPORT_KEYS = {
     "other_candidates_include", "missing_evidence_include", "follow_up_include", "likely_cause_include_any",
     "marker_corroborated", "metrics_non_finite", "evidence_status_include", "must_not_contain",
     "must_not_contain_scope", "stdout_include", "suspicious_line_any", "next_action_include", "signals_include",
+    "signal_rows", "signal_count_min", "marker_lines",
 }  # fmt: skip
 CASE_KEYS = {"id", "prompt", "files", "expected", "args", "stdin", "note"}
 
@@ -148,6 +153,8 @@ def check_report(expected: dict, report: dict) -> list[str]:
     misses += _check_lists(expected, report)
     misses += _check_texts(expected, report)
     misses += _check_markers(expected.get("marker_corroborated", {}), report)
+    misses += _check_marker_lines(expected.get("marker_lines", {}), report)
+    misses += _check_signal_facts(expected, report)
     if "metrics_non_finite" in expected:
         non_finite = bool(((report.get("metrics") or {}).get("non_finite")) or [])
         if non_finite != expected["metrics_non_finite"]:
@@ -213,6 +220,33 @@ def _check_texts(expected: dict, report: dict) -> list[str]:
     if expected.get("must_not_contain_scope", "actions") == "actions":
         actions = str(report.get("next_action") or "") + "\n" + follow
         misses += [f"next_action/follow_up contain forbidden {s!r}" for s in expected.get("must_not_contain", []) if s in actions]
+    return misses
+
+
+def _check_marker_lines(wanted: dict, report: dict) -> list[str]:
+    markers = [m for m in report.get("unverified_markers") or [] if isinstance(m, dict)]
+    misses = []
+    for line, corroborated in wanted.items():
+        got = [m.get("corroborated") for m in markers if str(m.get("line")) == str(line)]
+        if got != [corroborated]:
+            misses.append(f"unverified_markers: line {line} expected corroborated={corroborated}, got {got}")
+    return misses
+
+
+def _check_signal_facts(expected: dict, report: dict) -> list[str]:
+    """One row per distinct fact: row counts per pattern and the merged count of the first row."""
+    misses = []
+    signals = [s for s in report.get("signals") or [] if isinstance(s, dict)]
+    for pattern, rows in expected.get("signal_rows", {}).items():
+        got = sum(1 for s in signals if s.get("pattern") == pattern)
+        if got != rows:
+            misses.append(f"signals: expected {rows} row(s) of {pattern}, got {got}")
+    for pattern, count in expected.get("signal_count_min", {}).items():
+        first = next((s for s in signals if s.get("pattern") == pattern), {})
+        places = len(first.get("seen_in") or [])
+        if (first.get("count") or 0) < count or places < min(count, 8):
+            misses.append(f"signals: first {pattern} row merges {first.get('count')} occurrence(s) in {places} "
+                          f"place(s), expected at least {count}")
     return misses
 
 

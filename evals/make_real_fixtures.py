@@ -361,16 +361,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="fixture root (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default: %(default)s)")
     args = parser.parse_args(argv)
+    return build_all("cases", args.case or [*CASES, INSPECT_CASE, *REJECTION_CASES, POC_CASE], build_case, args.out,
+                     args.timeout)
+
+
+def build_all(label: str, names: list[str], build, out: Path, timeout: float) -> int:
+    """Run `build(name, out, timeout)` (an error message or None) for each name; print the errors and a JSON
+    summary; exit code 0 (all built), 1 (some failed) or 2 (`out` not writable)."""
     try:
-        args.out.mkdir(parents=True, exist_ok=True)
-        cases = args.case or [*CASES, INSPECT_CASE, *REJECTION_CASES, POC_CASE]
-        errors = [msg for case in cases if (msg := build_case(case, args.out, args.timeout))]
+        out.mkdir(parents=True, exist_ok=True)
+        errors = [msg for name in names if (msg := build(name, out, timeout))]
     except OSError as exc:
-        print(f"error: cannot write fixtures under {args.out}: {exc}; choose a writable --out", file=sys.stderr)
+        print(f"error: cannot write fixtures under {out}: {exc}; choose a writable --out", file=sys.stderr)
         return 2
     for msg in errors:
         print(f"error: {msg}", file=sys.stderr)
-    print(json.dumps({"cases": cases, "errors": errors, "out": str(args.out)}, sort_keys=True))
+    print(json.dumps({label: names, "errors": errors, "out": str(out)}, sort_keys=True))
     return 1 if errors else 0
 
 

@@ -205,12 +205,15 @@ def test_head_tail_truncation_and_line_numbers(tmp_path):
     ev = collect([path], max_bytes=20 * 1024)
     source = by_path(ev)[str(path)]
     assert source.truncated and source.status == "truncated" and source.bytes_read == 20 * 1024
+    # tail first: the head is a quarter of the share (at most 16 KiB), the rest is the tail
+    assert (source.size, source.regions) == (100_000, [(0, 5 * 1024), (100_000 - 15 * 1024, 100_000)])
     head = [line for line in ev.lines if line.line is not None]
     tail = [line for line in ev.lines if line.line is None]
     assert all(line.text.startswith(f"{line.line:05d} ") for line in head[:-1])
-    assert len(head) == 164 and head[-1].text == lines[163][:84]  # 16 KiB head ends mid-line 164
-    assert tail[-1].text == lines[-1] and len(tail) == 40
+    assert len(head) == 52 and head[-1].text == lines[51][:20]  # the 5 KiB head ends mid-line 52
+    assert tail[-1].text == lines[-1] and len(tail) == 153
     assert all(len(line.text) == 100 - 1 for line in tail)  # the partial first tail line was dropped
+    assert {line.part for line in head} == {0} and {line.part for line in tail} == {1}
     assert any("--max-bytes" in note for note in ev.not_read)
 
 
@@ -220,7 +223,8 @@ def test_total_byte_and_file_limits(tmp_path):
     ev = collect([tmp_path], max_total_bytes=1500)
     statuses = [by_path(ev)[str(p)].status for p in reversed(paths)]
     assert statuses == ["complete", "truncated", "skipped_limit"]
-    assert sum(s.bytes_read for s in ev.sources if s.kind == "log") == 1500
+    # an eighth of the budget is kept for windows around errors in unread middles (there are none here)
+    assert sum(s.bytes_read for s in ev.sources if s.kind == "log") == 1500 - 1500 // 8
     ev = collect([tmp_path], max_files=2)
     assert [by_path(ev)[str(p)].status for p in reversed(paths)] == ["complete", "complete", "skipped_limit"]
 

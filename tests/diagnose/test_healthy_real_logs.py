@@ -8,12 +8,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from module_loader import load_by_path
 from nvfdiag.injection import scan_lines
 from nvfdiag.model import Line
 from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "healthy_real"
+RUNS = sorted(p for p in (REPO / "tests" / "fixtures" / "healthy_runs").iterdir() if p.is_dir())
+HEALTHY_RUNS = load_by_path("make_healthy_runs", REPO / "evals" / "make_healthy_runs.py")
 CLI = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
 EXAMPLE = REPO / "examples" / "hello-numpy"
 LOG_NAMES = ("log.txt", "log_fl.txt", "error_log.txt", "log.json")
@@ -53,6 +56,42 @@ def test_real_healthy_logs_have_zero_findings_as_one_stream():
 @pytest.mark.parametrize("name", ["job_stdout.txt", "server/log.txt", "server/log.json", "site-1/log.txt", "site-2/log.json"])
 def test_each_real_log_file_has_zero_findings(name):
     assert scan_lines(read_lines(FIXTURE / name, name.split("/")[0])) == []
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[run.name for run in RUNS])
+def test_more_real_runs_with_other_interleavings_have_zero_findings(run):
+    """6 sites in one process, 4 sites as separate processes: other orders of interleaved site records."""
+    lines = run_logs(run)
+    assert len(lines) > 600 and len({line.site for line in lines}) >= 5
+    assert scan_lines(lines) == []
+    for log in sorted(run.rglob("*.txt")):
+        assert scan_lines(read_lines(log, log.parent.name)) == [], log
+
+
+def test_the_extra_runs_are_what_the_generator_says():
+    assert [run.name for run in RUNS] == sorted(HEALTHY_RUNS.COMMITTED)
+    sites = {run.name: {p.name for p in run.iterdir() if p.is_dir()} for run in RUNS}
+    assert sites["sites6"] == {"server", *(f"site-{i}" for i in range(1, 7))}
+    assert sites["external4"] == {"server", *(f"site-{i}" for i in range(1, 5))}
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[run.name for run in RUNS])
+def test_cli_on_more_real_runs_reports_nothing(run, python_exe):
+    result = subprocess.run([python_exe, str(CLI), str(run / "job_stdout.txt"), str(run)],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    report = validated(result.stdout)
+    assert (report["matched_pattern"], report["suspicious_content"], report["signals"]) == ("UNKNOWN", [], [])
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_fresh_verbose_run_with_three_sites_has_zero_findings(tmp_path):
+    """Verbose logging (DEBUG records of every component) is too big to commit: run it live."""
+    assert HEALTHY_RUNS.main(["--variant", "verbose3", "--out", str(tmp_path)]) == 0
+    lines = run_logs(tmp_path / "verbose3")
+    assert len(lines) > 5000
+    assert scan_lines(lines) == []
 
 
 def test_cli_on_the_real_healthy_run_reports_no_suspicious_content(python_exe):

@@ -110,7 +110,8 @@ def test_broken_export_folder_is_package_export_error_in_simulation(tmp_path):
     assert report["signals"][0]["excerpt"] == "exported job folder cifar10: app 'app' is missing config/config_fed_client.json"
     folder = str(tmp_path / "export" / "cifar10")
     assert {"path": folder, "kind": "job_download", "site": None, "status": "complete", "truncated": False,
-            "bytes_read": (tmp_path / "export" / "cifar10" / "meta.json").stat().st_size} in report["evidence_sources"]
+            "bytes_read": (tmp_path / "export" / "cifar10" / "meta.json").stat().st_size, "size": None,
+            "regions": []} in report["evidence_sources"]
     assert not any(s["path"].endswith("meta.json") for s in report["evidence_sources"])  # read once, as the folder
 
 

@@ -57,7 +57,7 @@ def test_markdown_keeps_log_text_inert():
         assert "[link](hxxps://evil[.]example[.]com)" in cell and "'code'" in cell
         assert cell[1:-3].count("`") == 0  # the log's own backticks cannot close the code span
     table_rows = [line for line in md.splitlines() if line.startswith("| `ROUND_TIMEOUT`")]
-    assert table_rows and all(row.count(" | ") == 3 for row in table_rows)  # pipes in excerpts are escaped
+    assert table_rows and all(row.count(" | ") == 4 for row in table_rows)  # pipes in excerpts are escaped
 
 
 def test_markdown_suspicious_section_lists_findings():

@@ -116,7 +116,8 @@ def _reading_gaps(adv: _Advice) -> None:
         adv.need(f"{source.path}: {_INVISIBLE_WORDS[source.status]}")
     truncated = {s.path for s in an.evidence.sources if s.truncated}
     if truncated:
-        adv.need(f"{len(truncated)} evidence file(s) were truncated to the byte limit; raise --max-bytes to read more")
+        adv.need(f"{len(truncated)} evidence file(s) were not read whole (see their regions); raise --max-bytes / "
+                 "--max-total-bytes to read more")
     if an.limits_reached:
         adv.need("files skipped by --max-files / --max-total-bytes; raise the limits or pass the relevant files")
         for entry in an.evidence.not_read[:4]:

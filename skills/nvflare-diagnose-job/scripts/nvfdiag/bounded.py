@@ -1,8 +1,9 @@
-"""Bounded, read-only file reading: head (first 16 KiB) plus tail, binary sniffing, line splitting.
+"""Bounded, read-only file reading: head plus tail (budget.head_tail), binary sniffing, line splitting.
 
 Usage:
     chunk = read_head_tail("/path/log.txt", limit=262144)   # never reads more than `limit` bytes
     for number, text in chunk_lines(chunk): ...              # number is None for tail lines
+    for part in chunk_parts(chunk): ...                      # head, middle windows (middle.py), tail
 
 A file is opened read-only with O_NOFOLLOW and O_NONBLOCK (a FIFO never blocks us) and must be a regular
 file. Nothing is ever written.
@@ -12,9 +13,10 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-HEAD_BYTES = 16 * 1024
+from .budget import HEAD_BYTES, head_tail
+
 MAX_LINE_CHARS = 16 * 1024  # longer lines are clipped (a 50 MB single line is never held whole)
 
 
@@ -28,18 +30,45 @@ class ReadFailure(Exception):
 
 
 @dataclass
+class Window:
+    """Bytes read from the middle of a file (middle.py); `starts_line` is False when data[0] is mid-line."""
+
+    offset: int
+    data: bytes
+    starts_line: bool = False
+
+
+@dataclass
 class Chunk:
-    """The bytes read from one file: `head` from offset 0, `tail` from the end when bytes were skipped."""
+    """The bytes read from one file: `head` from offset 0, `tail` from the end when bytes were skipped,
+    and middle `windows` (in file order) added by the error pre-filter."""
 
     head: bytes
     tail: bytes = b""
     tail_starts_line: bool = True
     truncated: bool = False
     binary: bool = False
+    size: int | None = None
+    windows: list[Window] = field(default_factory=list)
 
     @property
     def bytes_read(self) -> int:
-        return len(self.head) + len(self.tail)
+        return len(self.head) + len(self.tail) + sum(len(w.data) for w in self.windows)
+
+    @property
+    def middle(self) -> tuple[int, int]:
+        """The unread [start, end) byte range between head and tail (empty when nothing was skipped)."""
+        if not self.truncated or self.size is None or not self.tail:
+            return (0, 0)
+        return (len(self.head), self.size - len(self.tail))
+
+    def regions(self) -> list[tuple[int, int]]:
+        """Byte ranges [start, end) read from the file, in file order."""
+        out = [(0, len(self.head))] if self.head else []
+        out += [(w.offset, w.offset + len(w.data)) for w in self.windows]
+        if self.tail and self.size is not None:
+            out.append((self.size - len(self.tail), self.size))
+        return out
 
 
 def chunk_from_bytes(data: bytes, limit: int) -> Chunk:
@@ -58,7 +87,7 @@ def chunk_from_bytes(data: bytes, limit: int) -> Chunk:
 
 def read_head_tail(path: str, limit: int) -> Chunk:
     """Read at most `limit` bytes of `path`: all of it when it fits, else head + tail."""
-    fd = _open_regular(path)
+    fd = open_regular(path)
     try:
         return _read_chunk(fd, limit)
     except OSError as exc:  # e.g. EIO from a failing disk or a /proc file: this file is unavailable, not fatal
@@ -69,23 +98,24 @@ def read_head_tail(path: str, limit: int) -> Chunk:
 
 def _read_chunk(fd: int, limit: int) -> Chunk:
     size = os.fstat(fd).st_size
-    head = os.read(fd, min(HEAD_BYTES, limit))
+    head_len, tail_len = head_tail(limit, size)
+    head = os.read(fd, min(head_len, HEAD_BYTES)) if head_len else b""
     if b"\x00" in head:
-        return Chunk(head=head, binary=True)
-    if size <= limit:
+        return Chunk(head=head, binary=True, size=size)
+    if not tail_len:
         rest = _read_exact(fd, limit - len(head))
         extra = os.read(fd, 1)  # the file may have grown since fstat
-        return Chunk(head=head + rest, truncated=bool(extra))
-    tail_len = limit - len(head)
-    if tail_len <= 0:
-        return Chunk(head=head, truncated=True)
+        return Chunk(head=head + rest, truncated=bool(extra), size=size)
     os.lseek(fd, size - tail_len - 1, os.SEEK_SET)
     before = os.read(fd, 1)
     tail = _read_exact(fd, tail_len)
-    return Chunk(head=head, tail=tail, tail_starts_line=before == b"\n", truncated=True)
+    if b"\x00" in tail[:HEAD_BYTES]:
+        return Chunk(head=head, binary=True, size=size)
+    return Chunk(head=head, tail=tail, tail_starts_line=before == b"\n", truncated=True, size=size)
 
 
-def _open_regular(path: str) -> int:
+def open_regular(path: str) -> int:
+    """A read-only descriptor of the regular file `path` (no symlink, FIFO or device); ReadFailure otherwise."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
@@ -114,25 +144,32 @@ def _read_exact(fd: int, count: int) -> bytes:
 
 def chunk_lines(chunk: Chunk) -> list[tuple[int | None, str]]:
     """Decode a chunk into (line number or None, text) pairs; invalid UTF-8 becomes U+FFFD."""
-    out: list[tuple[int | None, str]] = []
-    head_lines = _split(chunk.head)
-    for index, text in enumerate(head_lines, start=1):
-        out.append((index, text))
+    return [pair for part in chunk_parts(chunk) for pair in part]
+
+
+def chunk_parts(chunk: Chunk) -> list[list[tuple[int | None, str]]]:
+    """(line number or None, text) pairs per region read: head, each middle window, tail (empty parts kept)."""
+    parts = [list(enumerate(_split(chunk.head), start=1))]
+    for window in chunk.windows:
+        parts.append([(None, text) for text in _split(window.data, window.starts_line, whole_last=False)])
     if chunk.tail:
-        tail_lines = _split(chunk.tail)
-        if not chunk.tail_starts_line and tail_lines:
-            tail_lines = tail_lines[1:]  # starts mid-line: drop the fragment
-        out.extend((None, text) for text in tail_lines)
-    return out
+        parts.append([(None, text) for text in _split(chunk.tail, chunk.tail_starts_line)])
+    return parts
 
 
-def _split(data: bytes) -> list[str]:
+def _split(data: bytes, starts_line: bool = True, whole_last: bool = True) -> list[str]:
+    """Lines of `data`; a first fragment (not `starts_line`) and, unless `whole_last`, an unterminated last
+    fragment are dropped: a line cut by the read bounds is never shown half."""
     if not data:
         return []
-    pieces = data.split(b"\n")
-    if pieces[-1] == b"":
+    pieces = data.decode("utf-8", errors="replace").split("\n")  # one decode: a cut character stays U+FFFD
+    if pieces[-1] == "" or not whole_last:
         pieces.pop()
-    return [clip_line(piece.rstrip(b"\r").decode("utf-8", errors="replace")) for piece in pieces]
+    if not starts_line:
+        pieces = pieces[1:]
+    if b"\r" in data:
+        pieces = [piece.rstrip("\r") for piece in pieces]
+    return [piece if len(piece) <= MAX_LINE_CHARS else piece[:MAX_LINE_CHARS] for piece in pieces]
 
 
 def clip_line(text: str) -> str:

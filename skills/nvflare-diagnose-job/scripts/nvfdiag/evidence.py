@@ -6,17 +6,22 @@ Usage:
     ev = evidence_from_envelopes(collect.collect_from_cli("abc123"))      # --collect results
 
 Never writes, never opens credential material (decided by name first), never follows a symlink out of the
-given roots, reads at most `max_bytes` per file (head 16 KiB + tail) and stops at `max_total_bytes` /
-`max_files`, recording what it skipped. Raises `EvidenceError` (one line) when nothing could be read.
+given roots. The byte budget is shared before anything is read (budget.py): every file gets a slice (tail
+first) before any file is read deeper, at most `max_bytes` each, `max_total_bytes` and `max_files` in all.
+Then the unread middles of truncated logs are scanned with a bytes pre-filter (middle.py), files whose head
+or tail shows trouble first, and windows around errors found there are read with what is left of the budget.
+What was skipped is recorded. Raises `EvidenceError` (one line) when nothing could be read.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 
-from . import job_folder, jsontext, metrics_files, structured
-from .bounded import Chunk, ReadFailure, chunk_from_bytes, chunk_lines, read_head_tail
+from . import job_folder, jsontext, metrics_files, middle, structured
+from .bounded import Chunk, ReadFailure, chunk_from_bytes, chunk_parts, read_head_tail
+from .budget import plan_shares
 from .credentials import is_credential
 from .jsonlog import numbered_to_lines
 from .model import Evidence, Line, Source
@@ -49,13 +54,7 @@ def collect_evidence(paths: list[str], *, job_id: str | None, max_bytes: int, ma
             explicit.append(None)
         else:
             _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts)
-    for item in explicit:
-        if item is None:
-            reader.read_stdin(stdin_text)
-        else:
-            reader.read_candidate(item)
-    for cand in sorted(walked, key=read_order_key):
-        reader.read_candidate(cand)
+    reader.read_all(explicit + sorted(walked, key=read_order_key), stdin_text)
     _add_layout_sources(reader, layouts)
     return reader.finish()
 
@@ -155,6 +154,7 @@ class _Reader:
         self.skipped = {"skipped_limit": 0, "skipped_credential": 0}
         self.unrecognized = 0
         self.truncated = 0
+        self.deep: list[_Deep] = []
 
     # --- budget and skip bookkeeping -------------------------------------------------------------
     def _skip(self, status: str, path: str, site: str | None, kind: str = "log") -> None:
@@ -167,16 +167,29 @@ class _Reader:
         if self.skipped["skipped_credential"] == 1:
             self.problems.append(f"{path} is credential material and is never opened")
 
-    def read_candidate(self, cand: Candidate) -> None:
-        if cand.size == 0 and not (cand.explicit or cand.exported_meta):  # found in a walk: listed, not opened
-            self.ev.sources.append(Source(cand.path, "log", cand.site, "complete"))
+    def read_all(self, items: list[Candidate | None], stdin_text: str | None) -> None:
+        """Read `items` in order (None = stdin) with budget shares planned up front, then scan the middles."""
+        stdin = stdin_text.encode("utf-8", errors="replace") if stdin_text and stdin_text.strip() else None
+        opened = [item for item in items if _opened(item, stdin)]
+        shares = plan_shares([_size(item, stdin) for item in opened], max_bytes=self.max_bytes,
+                             budget=self.max_total, max_files=self.max_files)
+        share_of = {id(item): share for item, share in zip(opened, shares, strict=True)}
+        for item in items:
+            if item is None:
+                self.read_stdin(stdin, share_of.get(id(item)))
+            else:
+                self.read_candidate(item, share_of.get(id(item)))
+        self.read_middles()
+
+    def read_candidate(self, cand: Candidate, share: int | None) -> None:
+        if not _opened(cand, None):  # empty file found in a walk: listed, not opened
+            self.ev.sources.append(Source(cand.path, "log", cand.site, "complete", size=0))
             return
-        if self.files >= self.max_files or self.used >= self.max_total:
+        if share is None:
             self._skip("skipped_limit", cand.path, cand.site)
             return
-        limit = min(self.max_bytes, self.max_total - self.used)
         try:
-            chunk = read_head_tail(cand.real, limit)
+            chunk = read_head_tail(cand.real, share)
         except ReadFailure as failure:
             self.ev.sources.append(Source(cand.path, "log", cand.site, failure.status))
             self.problems.append(f"{cand.path}: {failure.reason}")
@@ -186,17 +199,43 @@ class _Reader:
         if cand.exported_meta and not chunk.binary:
             self._exported_job(chunk, os.path.dirname(cand.path))
         else:
-            self._dispatch(chunk, cand.path, cand.site, cand.klass, explicit=cand.explicit)
+            self._dispatch(chunk, cand.path, cand.site, cand.klass, explicit=cand.explicit, real=cand.real)
 
-    def read_stdin(self, text: str | None) -> None:
-        if not text or not text.strip():
+    def read_stdin(self, data: bytes | None, share: int | None) -> None:
+        if data is None:
             self.ev.sources.append(Source(STDIN_PATH, "log", None, "missing"))
             self.problems.append("stdin was empty")
             return
-        chunk = chunk_from_bytes(text.encode("utf-8", errors="replace"), min(self.max_bytes, self.max_total))
+        if share is None:
+            self._skip("skipped_limit", STDIN_PATH, None)
+            return
+        chunk = chunk_from_bytes(data, share)
         self.files += 1
         self.used += chunk.bytes_read
         self._dispatch(chunk, STDIN_PATH, None, OTHER_TEXT, explicit=True)
+
+    def read_middles(self) -> None:
+        """Scan the unread middles of truncated logs (troubled head/tail first) and insert the windows read."""
+        scan_left = self.max_total * middle.SCAN_PER_BUDGET_BYTE
+        troubled = [d for d in self.deep if middle.looks_troubled(d.chunk.head) or middle.looks_troubled(d.chunk.tail)]
+        for deep in troubled + [d for d in self.deep if d not in troubled]:
+            room = min(self.max_bytes, self.max_total - self.used)
+            if room <= 0 or scan_left <= 0:
+                break
+            try:
+                windows, scanned = middle.read_middle_windows(deep.real, deep.chunk, scan_limit=scan_left, byte_limit=room)
+            except ReadFailure:
+                continue
+            scan_left -= scanned
+            deep.chunk.windows = windows
+            self.used += sum(len(window.data) for window in windows)
+            deep.source.bytes_read, deep.source.regions = deep.chunk.bytes_read, deep.chunk.regions()
+        for deep in sorted(self.deep, key=lambda d: d.insert_at, reverse=True):
+            parts = chunk_parts(deep.chunk)[1:-1]
+            self.ev.lines[deep.insert_at : deep.insert_at] = [
+                line for number, pairs in enumerate(parts, start=2)
+                for line in numbered_to_lines(pairs, deep.source.path, deep.source.site, number)
+            ]
 
     def read_artifact(self, artifact: dict) -> None:
         """A file `job download` produced, already read (bounded) by collect.py before its temp dir was removed."""
@@ -211,11 +250,13 @@ class _Reader:
                        log_kind="job_download")
 
     # --- content dispatch -------------------------------------------------------------------------
-    def _dispatch(self, chunk: Chunk, path: str, site, klass: int, *, explicit: bool, log_kind: str = "log") -> None:
+    def _dispatch(self, chunk: Chunk, path: str, site, klass: int, *, explicit: bool, log_kind: str = "log",
+                  real: str | None = None) -> None:
         if chunk.binary:
             self._binary(path, site, chunk)
             return
-        pairs = chunk_lines(chunk)
+        parts = chunk_parts(chunk)
+        pairs = [pair for part in parts for pair in part]
         low = path.lower()
         if low.endswith(".jsonl") and self._jsonl(pairs, path, site, chunk):
             return
@@ -223,7 +264,7 @@ class _Reader:
         if first.startswith("{") and (klass in (METRICS, STRUCTURED) or explicit) and not _is_json_lines(pairs):
             if self._json(chunk, pairs, path, site, explicit):
                 return
-        self._log(pairs, path, site, chunk, log_kind)
+        self._log(parts, path, site, chunk, log_kind, real)
 
     def _exported_job(self, chunk: Chunk, folder: str) -> None:
         """An exported job folder: its meta.json was read (bounded); the structure check adds evidence lines."""
@@ -239,13 +280,19 @@ class _Reader:
         self.ev.sources.append(Source(path, "log", site, "skipped_binary", chunk.bytes_read))
         self.problems.append(f"{path} is a binary file")
 
-    def _log(self, pairs, path, site, chunk, kind="log") -> None:
-        lines = numbered_to_lines(pairs, path, site)
-        self.ev.lines.extend(lines)
+    def _log(self, parts, path, site, chunk, kind="log", real=None) -> None:
+        head = numbered_to_lines(parts[0], path, site)
+        self.ev.lines.extend(head)
+        tail = numbered_to_lines(parts[-1], path, site, 1) if len(parts) > 1 else []
         status = "truncated" if chunk.truncated else "complete"
-        self.ev.sources.append(Source(path, kind, site, status, chunk.bytes_read, chunk.truncated))
+        source = Source(path, kind, site, status, chunk.bytes_read, chunk.truncated, chunk.size,
+                        chunk.regions() if chunk.truncated else [])
+        self.ev.sources.append(source)
+        if real is not None and chunk.middle[1] > chunk.middle[0]:
+            self.deep.append(_Deep(real, chunk, source, len(self.ev.lines)))
+        self.ev.lines.extend(tail)
         self.truncated += chunk.truncated
-        if not lines:
+        if not head and not tail:
             self.problems.append(f"{path} is empty")
 
     def _jsonl(self, pairs, path, site, chunk) -> bool:
@@ -287,8 +334,9 @@ class _Reader:
         ev = self.ev
         ev.metrics = metrics_files.combine(self.metric_parts)
         if self.truncated:
-            ev.not_read.append(f"{self.truncated} file(s) larger than --max-bytes ({self.max_bytes}): only the first "
-                               "16 KiB and the last part of each were read (see truncated sources)")
+            ev.not_read.append(f"{self.truncated} file(s) not read whole (--max-bytes {self.max_bytes}, --max-total-bytes "
+                               f"{self.max_total}): the head, the tail and windows around errors in the middle were "
+                               "read (see the regions of truncated sources)")
         limit_skips = self.skipped["skipped_limit"]
         if limit_skips:
             ev.not_read.append(
@@ -309,6 +357,35 @@ class _Reader:
             reasons = "; ".join(self.problems[:3]) or "nothing readable was found"
             raise EvidenceError(f"no evidence could be read ({reasons}): {_FIX}")
         return ev
+
+
+@dataclass
+class _Deep:
+    """A truncated log whose unread middle may be scanned: where its window lines go in Evidence.lines."""
+
+    real: str
+    chunk: Chunk
+    source: Source
+    insert_at: int
+
+
+def _opened(item: Candidate | None, stdin: bytes | None) -> bool:
+    """Whether the item is read at all: empty files found in a walk are only listed; empty stdin is missing."""
+    if item is None:
+        return stdin is not None
+    return item.size > 0 or item.explicit or item.exported_meta
+
+
+def _size(item: Candidate | None, stdin: bytes | None) -> int:
+    """Bytes the item holds, for planning (an explicit file is stat-ed; a failure shows up when it is read)."""
+    if item is None:
+        return len(stdin or b"")
+    if item.explicit:
+        try:
+            return os.stat(item.real).st_size
+        except OSError:
+            return 0
+    return item.size
 
 
 def _is_json_lines(pairs) -> bool:

@@ -7,8 +7,10 @@ Pure and stdlib only. Public API:
 
 Each line is normalized (NFKC, invisible characters removed, homoglyphs folded, embedded
 base64/hex/percent runs decoded) and matched against the directive rules in injection_rules.py.
-Directives split over 2-3 consecutive lines of one source are found by joining the message parts; such
-a finding sits on the first line of the shortest window and its summary ends with
+Directives split over 2-3 consecutive lines of one source are found by joining the message parts: a line
+and the continuation fragments after it (lines that are not timestamped log records of their own, such as the
+rest of a multi-line message; a real run interleaves records of other sites and threads, which never join).
+Such a finding sits on the first line of the shortest window and its summary ends with
 "(split across lines N-M)". `span` (internal, not part of the report) holds the (first, last) indexes into
 `lines` a finding covers, so every line of a directive is excluded from matching (suspicious.py).
 A directive that the plain, rendered view of the line does not show is also reported as `obfuscated`.
@@ -24,15 +26,20 @@ from urllib.parse import urlsplit
 from . import logline
 from .injection_rules import (
     DIRECTIVE_KINDS,
+    anchor_lines,
+    any_open,
     candidate_rules,
     config_file_named,
     detect,
     first_web_url,
+    live_rules,
     open_rules,
+    rules_need_words,
     text_features,
 )
 from .model import Line
-from .normalize import normalize, normalize_with_techniques, record_message, visible_view
+from .normalize import encoded_run_lines, normalize, normalize_with_techniques, record_message, visible_view
+from .textindex import TextIndex
 
 __all__ = ["KINDS", "defang", "normalize", "scan_lines"]
 
@@ -53,19 +60,21 @@ def defang(text: str) -> str:
     return _IPV4_RE.sub(r"\1[.]\2[.]\3[.]\4", text)
 
 
-def scan_lines(lines: Iterable[Line]) -> list[dict]:
-    """Return suspicious-content findings for `lines`, one per (source, line, kind), in input order."""
+def scan_lines(lines: Iterable[Line], index: TextIndex | None = None) -> list[dict]:
+    """Return suspicious-content findings for `lines`, one per (source, line, kind), in input order.
+
+    `index` (a TextIndex of the same lines' texts) is built when not given. Only the lines it shows can matter
+    get the full per-line treatment (see _worth_a_look); the others cannot match any rule.
+    """
     items = list(lines)
-    views = [_LineView(item.text) for item in items]
+    index = index or TextIndex([item.text for item in items])
+    single, windows = _worth_a_look(items, index)
+    views = _Views(items)
     found: dict[tuple, tuple[int, dict]] = {}
-    for index, (item, view) in enumerate(zip(items, views, strict=True)):
-        for kind, summary in view.findings():
-            _add(found, index, item, kind, summary)
-    # Only windows that contain a line with candidate rules can hold a split directive.
-    starts = {s for i, view in enumerate(views) if view.candidates for s in range(i - MAX_JOINED_LINES + 1, i + 1)}
-    for start in sorted(s for s in starts if 0 <= s < len(items) - 1):
-        if not _consecutive(items[start], items[start + 1]):
-            continue
+    for number in sorted(single):
+        for kind, summary in views[number].findings():
+            _add(found, number, items[number], kind, summary)
+    for start in windows:
         end = start + 1  # the window is items[start:end + 1], up to MAX_JOINED_LINES consecutive lines
         while end + 1 < min(len(items), start + MAX_JOINED_LINES) and _consecutive(items[end], items[end + 1]):
             end += 1
@@ -73,6 +82,92 @@ def scan_lines(lines: Iterable[Line]) -> list[dict]:
             _add(found, first, items[first], kind, summary, last)
     ordered = sorted(found.values(), key=lambda entry: (entry[0], KINDS.index(entry[1]["kind"])))
     return [finding for _, finding in ordered]
+
+
+class _Views(dict):
+    """_LineView per line index, built on first use."""
+
+    def __init__(self, items: Sequence[Line]):
+        super().__init__()
+        self.items = items
+
+    def __missing__(self, number: int) -> _LineView:
+        view = self[number] = _LineView(self.items[number].text)
+        return view
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return [self[n] for n in range(*key.indices(len(self.items)))]
+        return super().__getitem__(key)
+
+
+def _worth_a_look(items: Sequence[Line], index: TextIndex) -> tuple[set[int], list[int]]:
+    """(lines that need the full single-line scan, starts of windows that need the joined scan).
+
+    A plain line (printable ASCII, nothing to decode) is its own normalized text up to whitespace, so a rule can
+    only match it when all of the rule's gates are open on it; the text index finds the few lines holding a
+    first-gate word of a rule whose gates all occur somewhere in the text, and only those are checked. Lines
+    that normalization could change (other characters, encodings, HTML comments, markdown links, JSON) always
+    get the full scan. A window (a line plus continuation fragments) is scanned when one of its lines is such
+    a line or holds a first-gate word.
+    """
+    unusual = _unusual_lines(items, index)
+    anchored = anchor_lines(index, live_rules(index))
+    single = set(unusual)
+    low, starts = index.low, index.low_starts
+    verdicts: dict[tuple, bool] = {}  # the same message at another time gives the same gate verdict
+    for number, rules in anchored.items():
+        if number not in unusual:
+            line = low[starts[number] : starts[number + 1] - 1]
+            stamp = _STAMP.match(line)  # its digits, dashes and colons open no gate; only the T/space may
+            key = (frozenset(rules), stamp.group(1), line[stamp.end():]) if stamp else (frozenset(rules), line)
+            if key not in verdicts:
+                verdicts[key] = _open(rules, line, first=False)
+            if verdicts[key]:
+                single.add(number)
+    windows = []
+    for number in _fragments(items, index):
+        start = number - 1
+        if start < 0 or not _consecutive(items[start], items[number]):
+            continue
+        span = [n for n in range(start, min(len(items), start + MAX_JOINED_LINES))
+                if n == start or _consecutive(items[n - 1], items[n])]
+        rules = set().union(*(anchored.get(n, ()) for n in span))
+        if unusual.intersection(span) or (rules and _open(rules, " ".join(items[n].text for n in span).lower())):
+            windows.append(start)
+    return single, windows
+
+
+def _open(rules, lowered: str, first: bool = True) -> bool:
+    """Whether one of `rules` has all gates open on plain lower-cased text (`first=False`: skip the first
+    group, known to be open). A spaced gate substring matches any whitespace run: no normalization needed."""
+    words = frozenset(_WORD.findall(lowered)) if rules_need_words(rules, first) else frozenset()
+    return any_open(rules, lowered, words, first)
+
+
+_WORD = re.compile(r"[a-z]+")
+_STAMP = re.compile(r"\d{4}-\d\d-\d\d([ t])\d\d:\d\d:\d\d[,.]\d{3}")  # on lower-cased text
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_JSON_LINE = re.compile(r"\n[ \t]*\{")
+
+
+def _fragments(items: Sequence[Line], index: TextIndex) -> list[int]:
+    """Lines that are not timestamped log records (continuations, tracebacks, plain text), in order: among the
+    lines that are not DEBUG/INFO records (one pass the catalog scan shares), those with no timestamp."""
+    return [n for n in logline.loud_lines(index, lambda n: items[n].text) if not logline.is_record(items[n].text)]
+
+
+def _unusual_lines(items: Sequence[Line], index: TextIndex) -> set[int]:
+    """Lines that normalize.py could change beyond whitespace, plus lines with base64/hex-like runs."""
+    lines: set[int] = set()
+    if not index.text.isascii():
+        lines.update(n for n, item in enumerate(items) if not item.text.isascii())
+    for needle in ("\\", "<!--", "]("):
+        lines.update(index.lines_with(needle))
+    lines.update(index.lines_matching(_PERCENT))
+    lines.update(index.line_at(match.start()) for match in _JSON_LINE.finditer("\n" + index.text))
+    lines.update(encoded_run_lines(index))
+    return lines
 
 
 class _LineView:
@@ -191,8 +286,9 @@ def _add(found: dict, index: int, item: Line, kind: str, summary: str, last: int
 
 
 def _consecutive(before: Line, after: Line) -> bool:
-    """True when `after` directly continues `before` in the same source."""
-    if after.source != before.source:
+    """True when `after` continues `before`: the next line of the same region of the same source, and not a
+    complete log record of its own (records of other threads and sites interleave; only fragments join)."""
+    if after.source != before.source or after.part != before.part or logline.is_record(after.text):
         return False
     return before.line is None or after.line is None or after.line == before.line + 1
 

@@ -34,9 +34,11 @@ class _Rule:
     regex: re.Pattern
     gate: tuple[tuple[frozenset[str], tuple[str, ...]], ...]
     detail: str | None = None  # fixed word the summary may use (e.g. "flag")
+    substring_res: tuple[re.Pattern | None, ...] = ()  # per group: its many substrings as one regex, or None
 
-    def opens(self, lowered: str, words: frozenset[str]) -> bool:
-        return all(not words.isdisjoint(ws) or any(map(lowered.__contains__, subs)) for ws, subs in self.gate)
+    def opens(self, lowered: str, words: frozenset[str], start: int = 0) -> bool:
+        return all(not words.isdisjoint(ws) or (sub_re.search(lowered) if sub_re else any(map(lowered.__contains__, subs)))
+                   for (ws, subs), sub_re in zip(self.gate[start:], self.substring_res[start:], strict=True))
 
 
 def _inflect(word: str) -> set[str]:
@@ -53,7 +55,14 @@ def _rule(pattern: str, *gate: str, detail: str | None = None) -> _Rule:
         words = {form for alt in alternatives if alt.isalpha() for form in _inflect(alt)}
         substrings = tuple(alt.rstrip("*").replace("\x00", " ") for alt in alternatives if not alt.isalpha())
         groups.append((frozenset(words), substrings))
-    return _Rule(re.compile(pattern, _I), tuple(groups), detail)
+    many = tuple(_substrings_re(subs) if len(subs) > 6 or any(" " in sub for sub in subs) else None for _, subs in groups)
+    return _Rule(re.compile(pattern, _I), tuple(groups), detail, many)
+
+
+def _substrings_re(subs: tuple[str, ...]) -> re.Pattern:
+    """One regex for a gate group's substrings; a space in a substring matches any whitespace run, so the
+    group can be checked on raw (not whitespace-normalized) lower-case text too."""
+    return re.compile("|".join(r"\s+".join(map(re.escape, sub.split(" "))) for sub in subs))
 
 
 _WEB_URL = r"\b(?:https?|hxxps?|ftps?|sftp|scp)://[^\s\"'<>]+"
@@ -158,11 +167,13 @@ _CONFIG_CHANGE = [
         rf"\b(?:set|change|lower|reduce|raise|increase|decrease|bump|drop)\s+(?:the\s+)?(?:value\s+of\s+)?"
         rf"[\"']?{_CONFIG_KEY}[\"']?(?:\s+to\s+|\s+from\s+\S+\s+to\s+|=)[\"']?[\w.-]+",
         "set change lower reduce raise increase decrease bump drop",
+        "num_rounds* heartbeat* timeout* max_* task_* allow_* site* client* workflow* aggregator* persistor* "
+        "learning_rate* lr*",  # the _CONFIG_KEY
     ),
     _rule(
         rf"\b(?:in|inside|within)\s+{_CONFIG_FILE}\b(?:(?![.;]\s)[^\n]){{0,40}}?\b(?:set|change|replace)\b",
-        "config json conf py yml",
         "set change replace",
+        "config json conf py yml",
     ),
     _rule(r"\b(?:set|export)\s+NVFLARE_\w+\s*(?:=|to)\s*\S+", "nvflare_"),
 ]
@@ -223,8 +234,50 @@ _DIAGNOSIS_DIRECTIVE = [
         r"\b(?:do\s+not|don'?t|never|no\s+need\s+to)\s+(?:investigate|escalate|flag|mention|question|"
         r"(?:report|review|check|verify|look\s+(?:at|into)|tell|inform)\s+(?:this|it|further|anything|anyone|the\s+"
         r"(?:logs?|other|rest|site|server|client|traceback|error|user|operator|admin)))\b",
-        "do don dont never no",
         "investigate check look report mention flag escalate review tell inform question verify",
+        "do don dont never no",
+    ),
+]
+
+# Blame: attributing the failure to a participant, or ordering it marked or excluded. English phrasing plus a
+# small lexicon of other languages (which needs a participant named nearby). NVFLARE itself never writes this.
+_PARTY = r"(?:the\s+)?(?:site|client|server|node|host|participant|peer|worker)(?:[\s_-]?[\w.-]*\d[\w.-]*|\b)"
+_PARTY_ANY = rf"(?:\b{_PARTY}|サイト|サーバ|クライアント|ノード|站点|节点|客户端|服务器|\b(?:serveur|servidor|nodo|knoten|standort)\b)"
+_VERDICT_WORDS = (
+    r"faulty|failed|failing|bad|broken|malicious|compromised|responsible|guilty|untrusted|unhealthy|defective|"
+    r"culprit|cause|root\s+cause|problem"
+)
+_FOREIGN_BLAME = (
+    r"schuld\w*|verantwortlich\w*|fehlerhaft\w*|ausschlie(?:ß|ss)\w*|schlie(?:ß|ss)\w*\s+\S+\s+aus|"
+    r"responsable\w*|responsável\w*|responsabile|fauti[fv]\w*|coupable\w*|défaillant\w*|faute|exclu(?:re|ez|ons|ir|ya|ye|irlo)\b|exclúy\w*|"
+    r"culpa\w*|colpa|colpevole|esclud\w*|"
+    r"负责|责任|罪魁|归咎|的错|有故障|排除|剔除|拉黑|标记为|責任|原因|除外|悪い"
+)
+_BLAME = [
+    _rule(
+        r"\b(?:is|was|are|were)\s+(?:solely\s+|entirely\s+|fully\s+|clearly\s+|likely\s+)?"
+        r"(?:responsible|to\s+blame|at\s+fault|the\s+culprit|guilty|accountable)\s+for\b",
+        "responsible blame fault culprit guilty accountable",
+    ),
+    _rule(
+        rf"\b{_PARTY}\s+(?:is|was|are|were)\s+(?:the\s+)?(?:faulty|broken|compromised|malicious|defective|"
+        r"bad\s+actor|root\s+cause|cause\s+of)",
+        "faulty broken compromised malicious defective actor cause",
+    ),
+    _rule(
+        rf"\b(?:mark|flag|treat|label|declare|consider|list|record|classify|report|tag)\s+{_PARTY}\s+as\s+"
+        rf"(?:an?\s+|the\s+)?(?:{_VERDICT_WORDS})\b",
+        "mark flag treat label declare consider list record classify report tag",
+    ),
+    _rule(
+        rf"\b(?:exclude|ban|blacklist|blocklist|quarantine|isolate|evict|kick)\s+(?:out\s+)?{_PARTY}",
+        "exclude ban blacklist blocklist quarantine isolate evict kick",
+    ),
+    _rule(r"\b(?:the\s+)?(?:fault|blame|responsibility)\s+(?:is|lies|rests)\s+(?:with|on)\b", "fault blame responsibility"),
+    _rule(
+        rf"{_PARTY_ANY}[^\n]{{0,60}}?(?:{_FOREIGN_BLAME})|(?:{_FOREIGN_BLAME})[^\n]{{0,60}}?{_PARTY_ANY}",
+        "schuld* verantwortlich* fehlerhaft* ausschlie* schlie* responsab* fauti* coupabl* défaillan* faute exclu* "
+        "culpa* colpa* colpevol* esclud* 负责* 责任* 罪魁* 归咎* 的错* 有故障* 排除* 剔除* 拉黑* 标记为* 責任* 原因* 除外* 悪い*",
     ),
 ]
 
@@ -259,7 +312,7 @@ _FAMILIES = {
     "disable_security": _DISABLE_SECURITY,
     "config_change": _CONFIG_CHANGE,
     "exfiltration": _EXFILTRATION,
-    "diagnosis": _DIAGNOSIS_DIRECTIVE,
+    "diagnosis": _DIAGNOSIS_DIRECTIVE + _BLAME,
     "addressed": _ASSISTANT_DIRECTIVE,
 }
 _ALL_RULES = [(family, rule) for family, rules in _FAMILIES.items() for rule in rules]
@@ -275,6 +328,55 @@ _INDEXED_WORDS = frozenset(_BY_WORD)
 # One cheap scan decides whether any first-group substring occurs at all; the exact ones are then listed.
 _SUBSTRING_RE = re.compile("|".join(re.escape(sub) for sub in sorted(_BY_SUBSTRING, key=len, reverse=True)))
 _MARKER = re.compile(r"\[(USER_CODE_EXCEPTION|FLARE)\]|\b(FINISHED[:_][A-Z_]+)\b")
+
+
+def _group_present(index, words: frozenset[str], substrings: tuple[str, ...]) -> bool:
+    """Whether some alternative of a gate group occurs anywhere in the indexed text (a superset test)."""
+    if not words.isdisjoint(index.words):
+        return True
+    for sub in substrings:
+        last = sub.split()[-1] if " " in sub else sub  # whitespace may differ before normalization
+        if (index.has_stem(last) if last.isalpha() else index.has(last)) or (last != sub and index.has_word(last)):
+            return True
+    return False
+
+
+def live_rules(index) -> tuple[int, ...]:
+    """Rules whose every gate group occurs somewhere in the text of a textindex.TextIndex: only these can
+    match any line (or any window of joined lines) of that text. Word groups are checked first (free)."""
+    possible = [(i, rule) for i, (_, rule) in enumerate(_ALL_RULES)
+                if all(ws & index.words or any(not sub.isalpha() or index.has_stem(sub) for sub in subs)
+                       for ws, subs in rule.gate)]
+    return tuple(i for i, rule in possible if all(_group_present(index, *g) for g in rule.gate))
+
+
+def anchor_lines(index, rules: tuple[int, ...]) -> dict[int, set[int]]:
+    """{line: rules} for the lines holding an alternative of the first gate group of one of `rules`: every
+    line on which (or window in which) such a rule can match holds one. First groups have no spaces, so no
+    anchor straddles two lines."""
+    by_anchor: dict[tuple[bool, str], set[int]] = {}
+    for rule_index in rules:
+        group_words, group_subs = _ALL_RULES[rule_index][1].gate[0]
+        for word in group_words & index.words:
+            by_anchor.setdefault((True, word), set()).add(rule_index)
+        for sub in group_subs:
+            by_anchor.setdefault((False, sub), set()).add(rule_index)
+    lines: dict[int, set[int]] = {}
+    for (is_word, anchor), anchored in by_anchor.items():
+        for line in index.lines_with_word(anchor) if is_word else index.lines_with(anchor):
+            lines.setdefault(line, set()).update(anchored)
+    return lines
+
+
+def rules_need_words(rules, first: bool = True) -> bool:
+    """Whether checking the gates of `rules` (without their first group unless `first`) needs the word set."""
+    return any(group[0] for rule_index in rules for group in _ALL_RULES[rule_index][1].gate[0 if first else 1 :])
+
+
+def any_open(rules, lowered: str, words: frozenset[str], first: bool = True) -> bool:
+    """Whether all gate groups of one of `rules` are open for these features (`first=False`: the first group
+    is known to be open, as on a line found through it)."""
+    return any(_ALL_RULES[rule_index][1].opens(lowered, words, 0 if first else 1) for rule_index in rules)
 
 
 def text_features(text: str) -> tuple[str, frozenset[str]]:

@@ -37,12 +37,12 @@ def convert_line(text: str) -> list[str]:
     return [text]
 
 
-def numbered_to_lines(pairs: list[tuple[int | None, str]], source: str, site: str | None) -> list[Line]:
+def numbered_to_lines(pairs: list[tuple[int | None, str]], source: str, site: str | None, part: int = 0) -> list[Line]:
     """(line number, raw text) pairs -> `Line`s, expanding JSON-lines records."""
     out: list[Line] = []
     for number, raw in pairs:
         for text in convert_line(raw):
-            out.append(Line(source=source, site=site, line=number, text=text))
+            out.append(Line(source, site, number, text, part))
     return out
 
 

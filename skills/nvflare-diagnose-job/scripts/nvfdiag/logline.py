@@ -1,7 +1,8 @@
 """The one rule for the NVFLARE log-line prefix: `<date> <time>[,ms] - <logger> - <LEVEL> - [<fl_ctx>] - <message>`.
 
 Usage: `level(text)` -> "ERROR" | ... | None; `timestamp(text)` -> sortable "YYYY-MM-DD HH:MM:SS,ffffff" | None;
-`message(text)` -> the text after the prefix (the whole text when there is none). Pure.
+`message(text)` -> the text after the prefix (the whole text when there is none); `is_record(text)` -> whether
+the line is a log record of its own (it starts with a timestamp), not a continuation of the one before. Pure.
 """
 
 from __future__ import annotations
@@ -10,6 +11,13 @@ import re
 
 _STAMP = r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:[,.](\d+))?"
 _TIMESTAMP = re.compile(rf"^{_STAMP}")
+_RECORD = re.compile(rf"^\s*{_STAMP}")
+QUIET_LEVELS = ("DEBUG", "INFO")
+# In a "\n"-joined text: a newline before a line that is not a DEBUG/INFO record in one of the two layouts
+# NVFLARE writes (log.txt, console). It also flags the odd DEBUG/INFO record with other spacing, which level()
+# then clears (see loud_lines).
+_NOT_COMMON_QUIET_LINE = re.compile(r"\n(?!\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - (?:[^ \n]+ - )?(?:INFO|DEBUG) - )")
+
 _PREFIX = re.compile(
     rf"^\s*{_STAMP}\s*-\s*(?:\S+\s+-\s+)?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s+-(?:\s+\[[^\]]*\]\s+-)?\s*"
 )
@@ -33,3 +41,16 @@ def message(text: str) -> str:
     """The message part of a log line (the text after logger, level and fl_ctx); other text unchanged."""
     match = _PREFIX.match(text)
     return text[match.end() :] if match else text
+
+
+def is_record(text: str) -> bool:
+    """True for a complete log record (timestamped line); False for tracebacks, continuations and other text."""
+    return _RECORD.match(text) is not None
+
+
+def loud_lines(index, text_of) -> list[int]:
+    """Indexes of the lines that are not DEBUG/INFO records (exactly what level() says) in a
+    textindex.TextIndex; `text_of(n)` gives line n. One pass over the joined text, level() only where it flags."""
+    return index.memo("loud lines", lambda: [
+        n for n in index.lines_after_newlines(_NOT_COMMON_QUIET_LINE) if level(text_of(n)) not in QUIET_LEVELS
+    ])

@@ -8,6 +8,7 @@ and confidence rules, then assemble the report (advice.py, report.py).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from . import advice, raiser, report, sites
@@ -17,6 +18,7 @@ from .model import Evidence
 from .refine import Candidate, Demoted, rank_candidates
 from .scan import MARKER, Hit, scan_lines
 from .suspicious import scan_suspicious
+from .textindex import TextIndex
 from .tracebacks import Traceback, find_tracebacks
 
 INVISIBLE = ("missing", "permission_denied", "unavailable", "not_streamed")
@@ -55,10 +57,15 @@ class Analysis:
         """True when --max-files / --max-total-bytes made the readers skip files."""
         return any(source.status == "skipped_limit" for source in self.evidence.sources)
 
+    @functools.cached_property
+    def supplied_sites(self) -> set[str]:
+        """Sites with at least one evidence line (one pass over the lines, shared by the rules below)."""
+        return {line.site for line in self.evidence.lines if line.site}
+
     @property
     def hidden_sites(self) -> dict[str, str]:
         """Evidence-stated site log problems, minus sites whose own log lines were supplied anyway."""
-        supplied = {line.site for line in self.evidence.lines if line.site}
+        supplied = self.supplied_sites
         return {
             site: state
             for site, state in sorted(self.evidence.site_status.items())
@@ -67,20 +74,28 @@ class Analysis:
 
 
 def _marker_entries(lines, markers, blocks, flagged) -> list[dict]:
-    """unverified_markers: corroborated by a following user-code traceback or one in the same site's own log."""
+    """unverified_markers: corroborated by the user-code traceback that follows the marker (before any other
+    marker line of the same source: a traceback under a separate marker belongs to that one), or by one in
+    another file of the same site (its own log). A marker line flagged as suspicious (prose, blame, directives)
+    is never corroborated."""
     user_blocks = [b for b in blocks if b.user_frame]
-    entries = []
-    for index, marker in markers[:MAX_MARKERS_CHECKED]:
-        line = lines[index]
-        follows = any(b.source == line.source and 0 < b.start - index <= MARKER_WINDOW for b in user_blocks)
-        own_site = not sites.is_server(line.site) and any(b.site == line.site for b in user_blocks)
-        entries.append({"index": index, "marker": marker, "corroborated": (follows or own_site)})
-    seen = {e["index"] for e in entries}
+    spoofed = []
     for index in sorted(flagged)[:MAX_MARKERS_CHECKED]:
         marker = MARKER.search(lines[index].text[:8192])
-        if marker and index not in seen:
-            entries.append({"index": index, "marker": marker.group(0), "corroborated": False})
-    return sorted(entries, key=lambda e: e["index"])
+        if marker:
+            spoofed.append((index, marker.group(0)))
+    starts = sorted({index for index, _ in markers} | {index for index, _ in spoofed})
+    entries = [{"index": index, "marker": marker, "corroborated": False} for index, marker in spoofed]
+    for index, marker in markers[:MAX_MARKERS_CHECKED]:
+        line = lines[index]
+        until = next((n for n in starts if n > index and lines[n].source == line.source), len(lines))
+        follows = any(b.source == line.source and 0 < b.start - index <= MARKER_WINDOW and b.start < until
+                      for b in user_blocks)
+        own_log = not sites.is_server(line.site) and any(b.site == line.site and b.source != line.source
+                                                          for b in user_blocks)
+        entries.append({"index": index, "marker": marker, "corroborated": (follows or own_log)})
+    unique = {entry["index"]: entry for entry in reversed(entries)}
+    return sorted(unique.values(), key=lambda e: e["index"])
 
 
 def _structured_hits(
@@ -105,8 +120,8 @@ def _merge(a: dict[str, list[Hit]], b: dict[str, list[Hit]]) -> dict[str, list[H
     return merged
 
 
-def _known_sites(evidence: Evidence) -> set[str]:
-    return {line.site for line in evidence.lines if line.site} | set(evidence.site_status)
+def _known_sites(an: Analysis) -> set[str]:
+    return an.supplied_sites | set(an.evidence.site_status)
 
 
 def _apply_visibility(an: Analysis) -> None:
@@ -117,7 +132,7 @@ def _apply_visibility(an: Analysis) -> None:
     else:
         texts = [lines[h.index].text for h in an.primary.hits if h.index is not None]
         hit_sites = [lines[h.index].site for h in an.primary.hits if h.index is not None]
-        depends, server_only = sites.dependent_sites(texts, hit_sites, _known_sites(an.evidence))
+        depends, server_only = sites.dependent_sites(texts, hit_sites, _known_sites(an))
     blocked = an.hidden_sites
     signal_sites = {lines[h.index].site for h in (an.primary.hits if an.primary else []) if h.index is not None}
     if an.primary is not None and not an.primary.row.depends_on_sites:
@@ -127,7 +142,7 @@ def _apply_visibility(an: Analysis) -> None:
     an.partial_sites = {
         s: st for s, st in sorted(blocked.items()) if s in relevant and (st in INVISIBLE or s not in signal_sites)
     }
-    supplied = {line.site for line in lines if line.site}
+    supplied = an.supplied_sites
     if an.mode != "simulation":
         an.unsupplied_sites = sorted(s for s in depends if s not in supplied and s not in status)
     can_override = an.catalog.has(PARTIAL_ID) and an.mode != "simulation"
@@ -159,15 +174,16 @@ def analyse(
 ) -> Analysis:
     """Apply every matching rule and return the Analysis the report is built from."""
     lines = evidence.lines
-    suspicious, flagged = scan_suspicious(lines)
-    scanned = scan_lines(lines, catalog, flagged)
-    blocks = find_tracebacks(lines, flagged)
+    index = TextIndex([line.text for line in lines])  # one joined text for all the cheap whole-text passes
+    suspicious, flagged = scan_suspicious(lines, index)
+    scanned = scan_lines(lines, catalog, flagged, index)
+    blocks = find_tracebacks(lines, flagged) if "Traceback (most recent call last):" in index.text else []
     status = job_status if sites.valid_job_status(job_status) else None
     status = status or (evidence.job_status if sites.valid_job_status(evidence.job_status) else None)
     user_job_id = sites.valid_job_id(job_id)
     if not user_job_id:
         job_id = evidence.job_id if sites.valid_job_id(evidence.job_id) else None
-    detected, reason = decide_mode(mode, evidence.mode_hints, scanned.mode_hints, job_id_given=user_job_id)
+    detected, reason = decide_mode(mode, evidence.mode_hints, scanned.find_mode_hints, job_id_given=user_job_id)
     raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged)
     scanned_hits = raiser.drop_shadowed_hits(scanned.hits, raised, lines, catalog)
     hits = _merge(_merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits)

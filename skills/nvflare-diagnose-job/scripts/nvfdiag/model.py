@@ -32,7 +32,8 @@ SITE_STATUSES = ("ok", "truncated", "missing", "permission_denied", "unavailable
 
 @dataclass
 class Source:
-    """One entry of the report's `evidence_sources`."""
+    """One entry of the report's `evidence_sources`. `size` is the file size when known; `regions` lists the
+    [start, end) byte ranges read from a file that was not read whole (head, middle windows, tail)."""
 
     path: str
     kind: str
@@ -40,6 +41,8 @@ class Source:
     status: str
     bytes_read: int = 0
     truncated: bool = False
+    size: int | None = None
+    regions: list[tuple[int, int]] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -49,17 +52,22 @@ class Source:
             "status": self.status,
             "bytes_read": self.bytes_read,
             "truncated": self.truncated,
+            "size": self.size,
+            "regions": [list(region) for region in self.regions],
         }
 
 
 @dataclass
 class Line:
-    """One decoded evidence line. `line` is 1-based, or None for lines from the tail of a truncated file."""
+    """One decoded evidence line. `line` is 1-based, or None for lines from the tail or a middle window of a
+    truncated file. `part` numbers the regions read from one source (head 0, then windows and tail): lines of
+    different parts are not adjacent in the file."""
 
     source: str
     site: str | None
     line: int | None
     text: str
+    part: int = 0
 
 
 @dataclass

@@ -54,6 +54,31 @@ _HEX_TEXT_LEADS = frozenset("0234567")
 _B64_TEXT_LEADS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef")
 
 
+# Where _decode_run could accept a run: base64 of text has a letter A-Z/a-f at every 4th place, hex of text a
+# digit 0/2-7 at every 2nd. Mapped to one byte per class, these become patterns with a literal first byte, which
+# the regex engine finds at memchr speed over a whole text (see encoded_run_lines).
+_RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
+_B64_MAP = bytes(76 if chr(c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef" else 111 if chr(c) in _RUN_CHARS else 32
+                 for c in range(256))  # L = letter that may lead a base64 group of text, o = other run char
+_HEX_MAP = bytes(120 if chr(c) in "0123456789abcdefABCDEFxX" else 32 for c in range(256))  # x = hex digit (or 0x)
+_B64_CANDIDATE = re.compile(rb" L[Lo]{3}L[Lo]{3}L[Lo]{3}L[Lo]{3}")
+_HEX_CANDIDATE = re.compile(b" " + b"x" * 16)  # a literal: found at memchr speed; a hex run of text is rare in logs
+
+
+def encoded_run_lines(index) -> set[int]:
+    """Lines (of a textindex.TextIndex) with a run that _decode_run decodes into text."""
+    lines, decodes = set(), {}  # the same run (a long logger name, say) is tried once
+    for table, pattern in ((_B64_MAP, _B64_CANDIDATE), (_HEX_MAP, _HEX_CANDIDATE)):
+        mapped = index.mapped(table)  # byte p + 1 is character p of the text
+        for match in pattern.finditer(mapped):
+            run = _RUN_RE.match(index.text, match.start())
+            if run and run.group(0) not in decodes:
+                decodes[run.group(0)] = _decode_run(run.group(0), set(), [MAX_DECODED_CHARS]) != run.group(0)
+            if run and decodes[run.group(0)]:
+                lines.add(index.line_at(match.start()))
+    return lines
+
+
 def normalize(text: str) -> str:
     """Return the matching view of `text`: folded, invisible characters removed, encodings decoded."""
     return normalize_with_techniques(text)[0]

@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .logline import level
+from .logline import QUIET_LEVELS, level
 from .messages import WRAPPER
 from .model import Line
-from .scan import QUIET_LEVELS, Hit
+from .scan import Hit
 from .tracebacks import Traceback, block_containing, is_nvflare_file, is_user_file
 
 USER_CODE, NVFLARE_FROM_USER, NVFLARE, WRAPPED, LIBRARY = "user_code", "nvflare_from_user", "nvflare", "wrapper", "library"

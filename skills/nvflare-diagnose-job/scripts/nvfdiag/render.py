@@ -49,10 +49,11 @@ def _header(report: dict) -> list[str]:
 def _evidence(report: dict) -> list[str]:
     out = ["## Evidence (source-aware)", ""]
     if report["signals"]:
-        out += ["| pattern | site | source:line | excerpt |", "|---|---|---|---|"]
+        out += ["| pattern | site | source:line | seen | excerpt |", "|---|---|---|---|---|"]
         for sig in report["signals"]:
             where = f"{sig['source']}:{sig['line'] if sig['line'] is not None else '?'}"
-            out.append(f"| `{sig['pattern']}` | {_code(sig['site'] or '-')} | {_code(where)} | {_code(sig['excerpt'])} |")
+            out.append(f"| `{sig['pattern']}` | {_code(sig['site'] or '-')} | {_code(where)} | {_seen(sig)} | "
+                       f"{_code(sig['excerpt'])} |")
     else:
         out.append("- no catalogued signal was found")
     if report["omitted"].get("signals"):
@@ -61,6 +62,17 @@ def _evidence(report: dict) -> list[str]:
     out += _bullets([f"`{c['pattern']}` ({c['recovery_category']}): {c['reason']}" for c in report["other_candidates"]])
     out += ["", "## Findings", ""] + _bullets([f"`{f}`" for f in report["findings"]])
     return out + [""]
+
+
+def _seen(signal: dict) -> str:
+    """`once`, or how often and where else the same fact was seen (sites and file names, not full paths)."""
+    if signal["count"] <= 1:
+        return "once"
+    places = signal["seen_in"]
+    sites = sorted({p["site"] for p in places if p["site"]})
+    names = sorted({str(p["source"]).replace("\\", "/").rsplit("/", 1)[-1] for p in places})
+    where = ", ".join(sites + names)
+    return f"{signal['count']} times, {len(places)} places: {_code(where)}"
 
 
 def _follow_up(report: dict) -> list[str]:
@@ -83,15 +95,33 @@ def _follow_up(report: dict) -> list[str]:
 
 
 def _sources(report: dict) -> list[str]:
-    out = ["## Evidence sources", "", "| path | kind | site | status | bytes read | truncated |", "|---|---|---|---|---|---|"]
+    out = ["## Evidence sources", "", "| path | kind | site | status | read |", "|---|---|---|---|---|"]
     for src in report["evidence_sources"]:
         out.append(
-            f"| {_code(src['path'])} | {src['kind']} | {_code(src['site'] or '-')} | {src['status']} | "
-            f"{src['bytes_read']} | {'yes' if src['truncated'] else 'no'} |"
+            f"| {_code(src['path'])} | {src['kind']} | {_code(src['site'] or '-')} | {src['status']} | {_read(src)} |"
         )
     if report["omitted"].get("evidence_sources"):
         out.append(f"\n({report['omitted']['evidence_sources']} more sources not shown)")
     return out + [""]
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
+
+
+def _read(src: dict) -> str:
+    """How much of a source was read: `12 B`, `all of 3.0 KiB`, or `92.0 KiB of 26.0 MiB: head, 2 windows, tail`."""
+    size, regions = src.get("size"), src.get("regions") or []
+    if size is None or src["status"] not in ("complete", "truncated", "partial"):
+        return _size(src["bytes_read"])
+    if not regions:
+        return f"all of {_size(size)}"
+    windows = len(regions) - 2
+    middle = f", {windows} window{'s' if windows != 1 else ''} around errors" if windows > 0 else ""
+    return f"{_size(src['bytes_read'])} of {_size(size)}: head{middle}, tail"
 
 
 def _suspicious(report: dict) -> list[str]:

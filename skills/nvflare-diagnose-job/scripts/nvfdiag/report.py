@@ -1,7 +1,9 @@
 """Assemble the report dict (schema nvflare.diagnose.report.v1) from an Analysis. Pure.
 
 Usage: `report = assemble(analysis, missing_evidence, follow_up_commands)`. Lists are capped so a report stays
-far below 64 KiB; the `omitted` object says how many entries each capped list dropped.
+far below 64 KiB; the `omitted` object says how many entries each capped list dropped. A fact seen in several
+places (the same exception line in stdout, log.txt, error_log.txt, log.json of two sites) is one signal with a
+`count` and the places it was `seen_in`.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from . import raiser, sites
+from . import logline, raiser, sites
 from .excerpt import excerpt
 from .injection import defang
 from .render import to_json
@@ -20,6 +22,7 @@ SCHEMA_VERSION = "nvflare.diagnose.report.v1"
 MAX_SOURCES = 100
 MAX_SIGNALS = 20
 MAX_PRIMARY_SIGNALS = 8
+MAX_SEEN_IN = 8  # places listed per merged signal; `count` says how many there were
 MAX_SUSPICIOUS = 50
 MAX_MARKERS = 20
 MAX_CANDIDATES = 12
@@ -32,32 +35,55 @@ _QUALITY_PROBLEMS = ("partial", "truncated", "missing", "permission_denied", "un
                      "skipped_binary", "skipped_limit")
 
 
-def _signal(an, hit) -> dict:
+def _signal(an, hits: list) -> dict:
+    """One signal row for a fact seen `len(hits)` times: the first occurrence, and where all were seen."""
+    hit = hits[0]
     if hit.index is None:
         return {"pattern": hit.pattern, "source": "job_status", "site": None, "line": None,
-                "excerpt": f"job status {an.job_status}", "marker": None}
+                "excerpt": f"job status {an.job_status}", "marker": None, "count": len(hits),
+                "seen_in": [{"source": "job_status", "site": None, "line": None}]}
     line = an.evidence.lines[hit.index]
     marker = MARKER.search(line.text[:8192])
+    places = []
+    for other in hits:
+        where = an.evidence.lines[other.index]
+        place = {"source": where.source, "site": where.site, "line": where.line}
+        if place not in places:
+            places.append(place)
     return {"pattern": hit.pattern, "source": line.source, "site": line.site, "line": line.line,
-            "excerpt": excerpt(defang(line.text[:2000])), "marker": marker.group(0) if marker else None}
+            "excerpt": excerpt(defang(line.text[:2000])), "marker": marker.group(0) if marker else None,
+            "count": len(hits), "seen_in": places[:MAX_SEEN_IN]}
 
 
 def _ordered(hits) -> list:
     return sorted(hits, key=lambda h: (h.strength != "strong", h.index is None, h.index or 0))
 
 
+def _facts(an, hits) -> list[list]:
+    """Hits grouped by fact (same pattern, same message text whatever the source or log prefix), best first."""
+    facts: dict[tuple, list] = {}
+    for hit in _ordered(hits):
+        text = "" if hit.index is None else logline.message(an.evidence.lines[hit.index].text[:2000]).strip()
+        facts.setdefault((hit.pattern, hit.index is None, text), []).append(hit)
+    return list(facts.values())
+
+
 def _signals(an) -> tuple[list[dict], int]:
-    """Primary hits first (or, for PARTIAL_LOG_VISIBILITY, the symptom's), then two per other candidate."""
+    """One row per distinct fact: primary facts first (or, for PARTIAL_LOG_VISIBILITY, the symptom's), then
+    two per other candidate; identical facts from several sources merge into one row with a count."""
     groups = [list(c.hits) for c in an.ranked if c is not an.primary] + [list(d.hits) for d in an.demoted]
     lead = list(an.primary.hits) if an.primary else []
     if not lead and an.demoted:
         lead = groups.pop(len(groups) - len(an.demoted))  # the first demoted row: the symptom
-    chosen = _ordered(lead)[:MAX_PRIMARY_SIGNALS]
+    lead_facts = _facts(an, lead)
+    chosen = lead_facts[:MAX_PRIMARY_SIGNALS]
+    total = len(lead_facts)
     for group in groups:
-        chosen += _ordered(group)[:2]
-    total = len(lead) + sum(len(group) for group in groups)
+        facts = _facts(an, group)
+        chosen += facts[:2]
+        total += len(facts)
     shown = chosen[:MAX_SIGNALS]
-    return [_signal(an, h) for h in shown], max(0, total - len(shown))
+    return [_signal(an, fact) for fact in shown], max(0, total - len(shown))
 
 
 def _other_candidates(an) -> list[dict]:

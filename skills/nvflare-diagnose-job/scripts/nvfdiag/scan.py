@@ -1,22 +1,26 @@
 """One pass over the evidence lines: catalog signal hits, text mode hints and status markers.
 
-Usage: `result = scan_lines(lines, catalog, skip={indexes of suspicious lines})`. Pure; regexes come compiled
-from the catalog and a single combined prefilter keeps the pass linear and cheap.
+Usage: `result = scan_lines(lines, catalog, skip={indexes of suspicious lines}[, index=TextIndex(...)])`. Pure;
+regexes come compiled from the catalog; the text index finds the few lines worth trying them on.
 """
 
 from __future__ import annotations
 
+import functools
+import heapq
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import logline
 from .catalog import Catalog
 from .model import Line
+from .regexfacts import contains, required_literals
+from .textindex import TextIndex
 
 MAX_SCAN_CHARS = 8192
 MAX_HITS_PER_ROW = 200
 MARKER = re.compile(r"\[(USER_CODE_EXCEPTION|FLARE)\]")
-QUIET_LEVELS = ("DEBUG", "INFO")
 
 
 @dataclass(frozen=True)
@@ -29,63 +33,139 @@ class Hit:
 @dataclass
 class ScanResult:
     hits: dict[str, list[Hit]] = field(default_factory=dict)
-    mode_hints: dict[str, list[str]] = field(default_factory=dict)
     markers: list[tuple[int, str]] = field(default_factory=list)
+    find_mode_hints: Callable[[], dict[str, list[str]]] = dict  # {mode: [reasons]}, looked for when called
+
+    @property
+    def mode_hints(self) -> dict[str, list[str]]:
+        return self.find_mode_hints()
 
 
-class _CheckIndex:
-    """(key, matcher) pairs grouped by keyword: a line costs one substring test per distinct keyword."""
-
-    def __init__(self, checks: list[tuple[str, object]]):
-        self.checks = checks
-        by_word: dict[str, list[int]] = {}
-        always = []
-        for number, (_, check) in enumerate(checks):
-            if not check.keywords:
-                always.append(number)
-            for word in check.keywords:
-                by_word.setdefault(word, []).append(number)
-        self.by_word = sorted(by_word.items())
-        self.always = always
-
-    def candidates(self, lowered: str) -> list[tuple[str, object]]:
-        numbers = set(self.always)
-        for word, group in self.by_word:
-            if word in lowered:
-                numbers.update(group)
-        return [self.checks[n] for n in sorted(numbers)]
-
-
-def scan_lines(lines: list[Line], catalog: Catalog, skip: set[int] | frozenset = frozenset()) -> ScanResult:
+def scan_lines(lines: list[Line], catalog: Catalog, skip: set[int] | frozenset = frozenset(),
+               index: TextIndex | None = None) -> ScanResult:
     """Match every non-skipped line once against the catalog signals, mode hints and markers.
 
-    Each line is lower-cased once; a regex runs only when one of its keywords occurs, and DEBUG/INFO lines are
-    tried only against signals marked any_level. Mode hints use the same keyword index and count once.
+    A regex runs only on a line where one of its keywords occurs (and the literal text the regex cannot match
+    without, regexfacts.py), and DEBUG/INFO lines are tried only against signals marked any_level. The text
+    index (textindex.py) finds those lines without a Python loop over every line: lines that are not DEBUG/INFO
+    records ("loud" lines: few in an ordinary log) get every signal, DEBUG/INFO lines only the any_level ones.
+    Mode hints are looked for when the mode decision asks for them; markers once per line.
     """
+    index = index or TextIndex([line.text for line in lines])
     result = ScanResult()
-    loud_checks = [(row.id, sig) for row in catalog.rows for sig in row.signals]
-    loud = _CheckIndex(loud_checks)
-    quiet = _CheckIndex([check for check in loud_checks if check[1].any_level])
-    hints = _CheckIndex([(mode, hint) for mode, entries in catalog.mode_hints.items() for hint in entries])
-    found_hints: set[int] = set()
-    for index, line in enumerate(lines):
-        if index in skip:
-            continue
-        text = line.text[:MAX_SCAN_CHARS]
-        lowered = text.lower()
-        if "[" in text and (marker := MARKER.search(text)):
-            result.markers.append((index, marker.group(0)))
-        for mode, hint in hints.candidates(lowered):
-            if id(hint) not in found_hints and hint.regex.search(text):
-                found_hints.add(id(hint))
-                result.mode_hints.setdefault(mode, []).append(hint.reason)
-        matched_rows: set[str] = set()
-        checks = (quiet if logline.level(text) in QUIET_LEVELS else loud).candidates(lowered)
-        for row_id, sig in checks:
-            if row_id in matched_rows or not sig.regex.search(text):
-                continue
-            matched_rows.add(row_id)
-            bucket = result.hits.setdefault(row_id, [])
-            if len(bucket) < MAX_HITS_PER_ROW:
-                bucket.append(Hit(row_id, index, sig.strength))
+    checks = [(row.id, sig) for row in catalog.rows for sig in row.signals]
+    noisy = [n for n in _loud_lines(lines, index) if n not in skip]
+    noisy_set = set(noisy)
+    noisy_index = TextIndex([lines[n].text[:MAX_SCAN_CHARS] for n in noisy])
+    waiting = _waiting_rows(catalog)
+    found: dict[str, set[int]] = {}  # row -> lines where one of its signals matches
+    for row_id, sig in sorted(checks, key=lambda check: check[0] in waiting):  # partners before waiting rows
+        seen = found.setdefault(row_id, set())
+        tries = [noisy[n] for n in _keyword_lines(noisy_index, sig.keywords, len(noisy))]
+        if sig.any_level and not (row_id in waiting and not any(found.get(p) for p in waiting[row_id])):
+            tries += [n for n in _keyword_lines(index, sig.keywords, len(lines)) if n not in noisy_set and n not in skip]
+        matched = 0
+        for number in sorted(tries):  # only the first MAX_HITS_PER_ROW lines of a row are kept: stop there
+            if number in seen or _signal_matches(lines[number].text, sig, True):
+                seen.add(number)
+                matched += 1
+                if matched >= MAX_HITS_PER_ROW:
+                    break
+    strength: dict[str, dict[int, str]] = {row_id: {} for row_id in found}
+    for row_id, sig in checks:  # the first matching signal of a row (catalog order) gives the hit its strength
+        for number in found[row_id]:
+            if number not in strength[row_id] and _signal_matches(lines[number].text, sig, number in noisy_set):
+                strength[row_id][number] = sig.strength
+    for row_id, numbers in strength.items():
+        if numbers:
+            result.hits[row_id] = [Hit(row_id, n, numbers[n]) for n in sorted(numbers)[:MAX_HITS_PER_ROW]]
+    result.markers = _markers(lines, index, skip)
+    result.find_mode_hints = functools.partial(_mode_hints, lines, catalog, index, skip)
     return result
+
+
+def _waiting_rows(catalog: Catalog) -> dict[str, tuple[str, ...]]:
+    """Rows that count only next to a partner row (requires_any, e.g. transfer progress next to a timeout) whose
+    partners can be found by the scan alone: their DEBUG/INFO signals are looked for only if a partner matched
+    (the ranking drops them otherwise; ordinary logs are full of healthy transfer progress)."""
+    by_id = {row.id: row for row in catalog.rows}
+    return {row.id: row.requires_any for row in catalog.rows if row.requires_any
+            and all(p in by_id and not by_id[p].conditions for p in row.requires_any)}
+
+
+def _signal_matches(text: str, sig, loud: bool) -> bool:
+    """The per-line rule: a keyword occurs, the line's level allows the signal, and the regex matches."""
+    if not (loud or sig.any_level):
+        return False
+    text = text[:MAX_SCAN_CHARS]
+    lowered = text.lower()
+    if not sig.may_match(lowered) or not all(any(contains(lowered, alt) for alt in alts) for alts in _needs(sig)):
+        return False
+    return bool(sig.regex.search(text))
+
+
+@functools.cache
+def _needs(sig) -> tuple[tuple[str, ...], ...]:
+    """Literal text the signal's regex cannot match without (lower case: catalog regexes ignore case)."""
+    return required_literals(sig.regex) if sig.regex.flags & re.IGNORECASE else ()
+
+
+def _keyword_lines(index: TextIndex, keywords: tuple[str, ...], count: int):
+    if not keywords:
+        return range(count)
+    return sorted({n for word in keywords for n in index.lines_with(word)})
+
+
+def _loud_lines(lines: list[Line], index: TextIndex) -> list[int]:
+    """Lines that are not DEBUG/INFO log records (logline.level), found in one pass over the joined text."""
+    return logline.loud_lines(index, lambda n: lines[n].text[:MAX_SCAN_CHARS])
+
+
+def _markers(lines: list[Line], index: TextIndex, skip) -> list[tuple[int, str]]:
+    found = {n for literal in ("[USER_CODE_EXCEPTION]", "[FLARE]") for n in index.lines_with_text(literal)}
+    out = []
+    for number in sorted(found - set(skip)):
+        marker = MARKER.search(lines[number].text[:MAX_SCAN_CHARS])
+        if marker:
+            out.append((number, marker.group(0)))
+    return out
+
+
+def _mode_hints(lines: list[Line], catalog: Catalog, index: TextIndex, skip) -> dict[str, list[str]]:
+    """Each mode hint once: the first non-skipped line holding one of its keywords where its regex matches."""
+    out: dict[str, list[str]] = {}
+    for mode, entries in catalog.mode_hints.items():
+        for hint in entries:
+            found = _first_match(lines, index, hint, skip)
+            if found is not None:
+                out.setdefault(mode, []).append((found, hint.reason))
+    return {mode: [reason for _, reason in sorted(pairs)] for mode, pairs in out.items()}
+
+
+def _first_match(lines: list[Line], index: TextIndex, hint, skip) -> int | None:
+    """The first line (not skipped) holding a keyword of `hint` where its regex matches, or None."""
+    def matches(number: int) -> bool:
+        text = lines[number].text[:MAX_SCAN_CHARS]
+        return number not in skip and hint.may_match(text.lower()) and bool(hint.regex.search(text))
+
+    if not hint.keywords:
+        return next((n for n in range(len(lines)) if matches(n)), None)
+    fast = _literal_led(hint.regex)
+    if fast is not None:  # let the regex engine skip ahead over the whole (lower-cased) text
+        for match in fast.finditer(index.low):
+            pos = match.start()
+            if pos == 0 or not (index.low[pos - 1].isalnum() or index.low[pos - 1] == "_"):  # the \b left out
+                if matches(number := index.low_line_at(pos)):
+                    return number
+        return None
+    return next((n for n in heapq.merge(*(index.iter_lines_with(word) for word in hint.keywords)) if matches(n)), None)
+
+
+def _literal_led(regex: re.Pattern) -> re.Pattern | None:
+    """For `\\bword...` (ignoring case, no upper-case letter, no alternation): the same pattern without the \\b
+    and case-sensitive, for lower-cased text, so the regex engine can jump to the literal; else None."""
+    pattern = regex.pattern
+    if (pattern.startswith("\\b") and pattern[2:3].isalnum() and "|" not in pattern
+            and regex.flags & re.IGNORECASE and pattern == pattern.lower() and pattern.isascii()):
+        return re.compile(pattern[2:])
+    return None

@@ -18,6 +18,7 @@ def flagged_indexes(findings: list[dict]) -> set[int]:
     return flagged
 
 
-def scan_suspicious(lines: list[Line]) -> tuple[list[dict], set[int]]:
-    findings = injection.scan_lines(lines)
+def scan_suspicious(lines: list[Line], index=None) -> tuple[list[dict], set[int]]:
+    """Findings and flagged line indexes; `index` is a textindex.TextIndex of the same lines (built if None)."""
+    findings = injection.scan_lines(lines, index)
     return findings, flagged_indexes(findings)
