@@ -235,8 +235,9 @@ def test_site_labels(tmp_path):
     (tmp_path / "poc" / "hospital-b" / "startup").mkdir()
     bare = write(tmp_path / "copied" / "clinic-7" / "job42" / "log.txt", "c\n")
     download = write(tmp_path / "dl" / JOB_UUID / "workspace" / "log.txt", "d\n")
-    ev = collect([tmp_path / "ws", tmp_path / "poc", tmp_path / "copied", tmp_path / "dl"], job_id="job42")
+    ev = collect([tmp_path / "ws", tmp_path / "poc", tmp_path / "dl"])
     sites = {s.path: s.site for s in ev.sources}
+    sites.update({s.path: s.site for s in collect([tmp_path / "copied"], job_id="job42").sources})
     assert sites[str(app)] == "site-2" and sites[str(custom)] == "hospital-b"
     assert sites[str(bare)] == "clinic-7" and sites[str(download)] == "server"
     explicit = write(tmp_path / "x" / "site-9" / JOB_UUID / "log.txt", "e\n")

@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         known = catalog.load_catalog()
         found = gather(args, stdin)
         report = matcher.diagnose(found, known, mode=args.mode, job_id=args.job_id, job_status=args.job_status,
-                                  script=rerun_command())
+                                  script=rerun_command(), kit=kit_option(args), poc_root=poc_project_of(args))
         text = render.to_markdown(report) if args.format == "markdown" else render.to_json(report)
     except (UsageError, catalog.CatalogError, evidence.EvidenceError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -182,6 +182,27 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         print(f"{PROG}: error: unexpected {type(exc).__name__}: {exc}; please report this bug", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK if write_report(stdout, text) else EXIT_STDOUT_CLOSED
+
+
+def kit_option(args: argparse.Namespace) -> str | None:
+    """The startup-kit option --collect used, for follow-up commands that must work when pasted."""
+    if not args.collect:
+        return None
+    if args.startup_kit:
+        return f"--startup-kit={shlex.quote(args.startup_kit)}"
+    return f"--kit-id={args.kit_id}" if args.kit_id else None
+
+
+def poc_project_of(args: argparse.Namespace) -> str | None:
+    """The POC project folder an admin kit of `nvflare poc prepare` lies in (it holds the sites' poc_console.log).
+
+    Only names are checked (never a file under the kit's startup/ folder is opened).
+    """
+    if not (args.collect and args.startup_kit):
+        return None
+    project = Path(args.startup_kit).expanduser().resolve().parent
+    participants = [p for p in project.iterdir() if p.is_dir()] if project.is_dir() else []
+    return str(project) if any((p / "poc_console.log").is_file() for p in participants[:64]) else None
 
 
 def rerun_command() -> str:

@@ -1,9 +1,10 @@
 """missing_evidence and follow_up_commands: fixed sentences and catalog templates, never log text.
 
 Usage: `missing, commands = missing_and_follow_ups(analysis)`. Templates are filled only with identifiers that
-passed sites.valid_job_id / sites.valid_site, the per-site log folder the simulator named (validated by raiser.py)
-and the command that runs this diagnose_job.py (`{diagnose}`, given by the script itself); anything else stays a
-<placeholder>.
+passed sites.valid_job_id / sites.valid_site, the per-site log folder the simulator named (validated by raiser.py),
+the command that runs this diagnose_job.py (`{diagnose}`, given by the script itself), the startup-kit option
+--collect used (appended to `nvflare ...` commands so they work when pasted) and the POC project folder that kit
+lies in (`{poc_root}`); anything else stays a <placeholder>.
 """
 
 from __future__ import annotations
@@ -26,13 +27,17 @@ _INVISIBLE_WORDS = {
 
 SCRIPT_PLACEHOLDER = "python <skill>/scripts/diagnose_job.py"  # <skill>: the folder of SKILL.md
 LOGS_DIR_PLACEHOLDER = "<workspace root>/<job name>"
+POC_ROOT_PLACEHOLDER = "<POC workspace>/<project>/prod_00"
 
 
 def _fill(template: str, job_id: str | None, site: str | None = None, *, script: str | None = None,
-          logs_dir: str | None = None) -> str:
+          logs_dir: str | None = None, kit: str | None = None, poc_root: str | None = None) -> str:
+    if kit and template.startswith("nvflare "):
+        template += f" {kit}"  # pasted as is, the command uses the same admin kit the collection used
     text = template.replace("{job_id}", job_id if sites.valid_job_id(job_id) else "<job_id>")
     text = text.replace("{diagnose}", script or SCRIPT_PLACEHOLDER)
     text = text.replace("{logs_dir}", shlex.quote(logs_dir) if logs_dir else LOGS_DIR_PLACEHOLDER)
+    text = text.replace("{poc_root}", shlex.quote(poc_root) if poc_root else POC_ROOT_PLACEHOLDER)
     return text.replace("{site}", site if sites.valid_site(site) else "<site>")
 
 
@@ -56,6 +61,8 @@ class _Advice:
         self.templates = an.catalog.follow_up_templates
         self.missing: list[str] = []
         self.commands: list[str] = []
+        self.collected = {source.path for source in an.evidence.sources if source.kind == "cli_envelope"}
+        self.log_store_read = any(" job logs " in path and "--site all" in path for path in self.collected)
 
     def need(self, sentence: str) -> None:
         self.missing.append(sentence)
@@ -65,7 +72,13 @@ class _Advice:
             return  # its output was supplied already
         if name in self.templates:
             an = self.an
-            self.commands.append(_fill(self.templates[name], an.job_id, site, script=an.script, logs_dir=an.logs_dir))
+            command = _fill(self.templates[name], an.job_id, site, script=an.script, logs_dir=an.logs_dir, kit=an.kit,
+                            poc_root=an.poc_root)
+            if command in self.collected:
+                return  # --collect ran it already: its output is in this report
+            if name == "site_logs" and self.log_store_read and site not in self.an.evidence.site_status:
+                return  # the server's log store was asked for every site and has none of this one's logs
+            self.commands.append(command)
 
     def per_site(self, name: str) -> bool:
         return "{site}" in self.templates.get(name, "")
@@ -96,6 +109,12 @@ def _context_gaps(adv: _Advice) -> None:
         adv.need("the client traceback: it is in the site logs (site-N/log.txt of the SimEnv workspace) when the "
                  "client failed while running a task, otherwise only in the stdout/stderr of `python job.py`")
         adv.run("sim_stdout")
+    if an.site_traceback_missing:
+        adv.need("the failing client's traceback: in POC and production it goes to that site's console output, not "
+                 "to the job log the server keeps; on a POC machine pass the POC workspace folder "
+                 "(<POC workspace>/<project>/prod_00, holding each <site>/poc_console.log) with --job-id, otherwise "
+                 "the site's console log and <site workspace>/<job_id>/log.txt")
+        adv.run("site_console")
     if an.mode == "ambiguous":
         adv.need("the runtime mode (simulation, or POC/production) plus one concrete evidence source: a job id, a "
                  "log path, the simulation output path, or the startup-kit context")

@@ -19,7 +19,7 @@ import json
 import os
 from dataclasses import dataclass
 
-from . import job_folder, jsontext, metrics_files, middle, structured
+from . import job_folder, jobscope, jsontext, metrics_files, middle, structured
 from .bounded import Chunk, ReadFailure, chunk_from_bytes, chunk_parts, read_head_tail
 from .budget import plan_shares
 from .credentials import is_credential
@@ -110,6 +110,10 @@ def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> N
         ev.not_read.extend(result.notes)
         if result.duplicates:
             ev.not_read.append(f"{path}: {result.duplicates} log.json file(s) not read: log.txt beside them holds the same records")
+        if result.other_jobs:
+            ev.not_read.append(f"{path}: {result.other_jobs} folder(s) of other jobs not read (--job-id {job_id})")
+        reader.shared.update(c.path for c in result.candidates if c.shared)
+        reader.job_id = job_id
         if result.layout:
             layouts.append((path, result.layout))
         if result.exported and result.layout != "job_download":
@@ -155,6 +159,8 @@ class _Reader:
         self.unrecognized = 0
         self.truncated = 0
         self.deep: list[_Deep] = []
+        self.shared: set[str] = set()  # participant logs of several jobs: scoped to job_id when finishing
+        self.job_id: str | None = None
 
     # --- budget and skip bookkeeping -------------------------------------------------------------
     def _skip(self, status: str, path: str, site: str | None, kind: str = "log") -> None:
@@ -333,6 +339,11 @@ class _Reader:
     def finish(self) -> Evidence:
         ev = self.ev
         ev.metrics = metrics_files.combine(self.metric_parts)
+        if self.job_id and self.shared:
+            ev.lines, dropped = jobscope.scope_shared_sources(ev.lines, self.shared, self.job_id)
+            if dropped:
+                ev.not_read.append(f"{dropped} line(s) of other jobs or of the system left out of logs every job "
+                                   f"writes into (site consoles, participant logs): only job {self.job_id} counts")
         if self.truncated:
             ev.not_read.append(f"{self.truncated} file(s) not read whole (--max-bytes {self.max_bytes}, --max-total-bytes "
                                f"{self.max_total}): the head, the tail and windows around errors in the middle were "

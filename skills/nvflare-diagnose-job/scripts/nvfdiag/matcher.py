@@ -48,9 +48,12 @@ class Analysis:
     partial_sites: dict[str, str] = field(default_factory=dict)
     unsupplied_sites: list[str] = field(default_factory=list)
     sim_traceback_missing: bool = False
+    site_traceback_missing: bool = False  # POC/production: a client failed but its traceback was not supplied
     confidence: str = "low"
     logs_dir: str | None = None  # per-site log folder named by the simulator's `Simulation failed` wrapper
     script: str | None = None  # how to run diagnose_job.py again (follow-up commands); None: a placeholder
+    kit: str | None = None  # the startup-kit option --collect used (`--startup-kit=PATH` / `--kit-id=ID`), shell-quoted
+    poc_root: str | None = None  # the POC project folder the startup kit lies in (holds <site>/poc_console.log)
 
     @property
     def limits_reached(self) -> bool:
@@ -170,7 +173,7 @@ def _confidence(an: Analysis) -> str:
 
 def analyse(
     evidence: Evidence, catalog: Catalog, *, mode: str = "auto", job_id: str | None = None,
-    job_status: str | None = None, script: str | None = None,
+    job_status: str | None = None, script: str | None = None, kit: str | None = None, poc_root: str | None = None,
 ) -> Analysis:
     """Apply every matching rule and return the Analysis the report is built from."""
     lines = evidence.lines
@@ -191,23 +194,25 @@ def analyse(
     an = Analysis(
         evidence, catalog, detected, reason, job_id, status, suspicious, flagged, blocks,
         _marker_entries(lines, scanned.markers, blocks, flagged), ranked, demoted,
-        logs_dir=raised.logs_dir, script=script,
+        logs_dir=raised.logs_dir, script=script, kit=kit, poc_root=poc_root,
     )
     an.primary = ranked[0] if ranked else None
     _apply_visibility(an)
     has_user_tb = any(b.user_frame for b in blocks)
     failed = bool(hits.get(USER_CODE_ID)) or (status is not None and "EXCEPTION" in status)
     an.sim_traceback_missing = an.mode == "simulation" and failed and not has_user_tb
+    an.site_traceback_missing = an.mode == "production" and failed and not has_user_tb
     an.confidence = _confidence(an)
     return an
 
 
 def diagnose(
     evidence: Evidence, catalog: Catalog, *, mode: str = "auto", job_id: str | None = None,
-    job_status: str | None = None, script: str | None = None,
+    job_status: str | None = None, script: str | None = None, kit: str | None = None, poc_root: str | None = None,
 ) -> dict:
     """The full report dict for `evidence` (deterministic for the same input). `script` is the command that runs
-    diagnose_job.py here (used in follow-up commands)."""
-    an = analyse(evidence, catalog, mode=mode, job_id=job_id, job_status=job_status, script=script)
+    diagnose_job.py here and `kit` the startup-kit option --collect used (both go into follow-up commands)."""
+    an = analyse(evidence, catalog, mode=mode, job_id=job_id, job_status=job_status, script=script, kit=kit,
+                 poc_root=poc_root)
     missing, commands = advice.missing_and_follow_ups(an)
     return report.assemble(an, missing, commands)

@@ -145,6 +145,9 @@ def _likely_cause(an) -> str:
         if an.logs_dir:
             text += ("; `Simulation failed with return code` only reports that the simulated run failed, the cause "
                      "is in the per-site logs it names")
+        if an.job_status == "FINISHED:COMPLETED" and not an.suspicious:
+            text += ("; the job finished with status FINISHED:COMPLETED: nothing in the evidence says it failed (a "
+                     "disappointing metric is not a failure this catalog covers)")
     elif an.primary.row.id == "PARTIAL_LOG_VISIBILITY":
         listed = ", ".join(f"{s} ({st})" for s, st in an.partial_sites.items())
         symptom = next((d.row.id for d in an.demoted if d.reason.startswith("symptom depends")), None)
@@ -161,6 +164,9 @@ def _likely_cause(an) -> str:
             text += f"; only {SUPPORTING} was found"
     if an.sim_traceback_missing:
         text += "; the client traceback is missing (a SimEnv workspace only shows the server's view; ask for the stdout of python job.py)"
+    if an.site_traceback_missing:
+        text += ("; the client traceback is missing (the server's job log only echoes the failure; the traceback is "
+                 "in the site's console output)")
     return text + "."
 
 
@@ -179,7 +185,7 @@ def _findings(an, sources) -> list[str]:
         found.add("SUSPICIOUS_LOG_CONTENT")
     if (an.evidence.metrics or {}).get("non_finite"):
         found.add("NON_FINITE_METRICS")
-    if an.sim_traceback_missing:
+    if an.sim_traceback_missing or an.site_traceback_missing:
         found.add("CLIENT_TRACEBACK_MISSING")
     return sorted(found)
 

@@ -44,6 +44,7 @@ class Candidate:
     explicit: bool = False
     root: str | None = None
     exported_meta: bool = False  # meta.json of an exported job folder: checked structurally (job_folder.py)
+    shared: bool = False  # a participant log every job writes into: scoped to --job-id (jobscope.py)
 
 
 @dataclass
@@ -57,6 +58,7 @@ class WalkResult:
     exported: list[str] = field(default_factory=list)  # the given folder or a child of it is an exported job
     ignored: int = 0
     duplicates: int = 0
+    other_jobs: int = 0  # folders of other jobs skipped because --job-id names one
 
 
 def classify(name: str) -> int | None:
@@ -227,6 +229,9 @@ class _WalkState:
         self._file(entry.name, entry.path, child_display, child_rel, label, in_job, names, None, entry)
 
     def _descend(self, real, display, rel, label, in_job, depth, name) -> None:
+        if self.job_id and UUID_RE.match(name) and name != self.job_id and not in_job:
+            self.result.other_jobs += 1  # another job's folder: its evidence is not about this job
+            return
         self.visit(os.path.realpath(real), display, rel, label, in_job or name == self.job_id, depth + 1, name)
 
     def _cred_parts(self, rel) -> tuple:
@@ -246,11 +251,17 @@ class _WalkState:
         except OSError:
             st = None
         exported_meta = name == "meta.json" and os.path.dirname(display) in self.exported_dirs
+        shared = bool(self.job_id) and not in_job and _participant_folder(names)
         self.result.candidates.append(
             Candidate(path=display, real=os.path.realpath(real), klass=METRICS if exported_meta else klass, site=label,
                       size=st.st_size if st else 0, mtime_ns=st.st_mtime_ns if st else 0,
-                      in_job=in_job, root=self.root, exported_meta=exported_meta)
+                      in_job=in_job, root=self.root, exported_meta=exported_meta, shared=shared)
         )
+
+
+def _participant_folder(names: set[str]) -> bool:
+    """A POC/production participant folder: its logs are written by every job that ran there."""
+    return "poc_console.log" in names or "startup" in names or any(UUID_RE.match(name) for name in names)
 
 
 def _hint(hints: list[tuple[str, str]], mode: str, reason: str) -> None:

@@ -1,0 +1,49 @@
+"""Keep only one job's lines of a log several jobs write into (POC/production participant logs). Pure.
+
+A POC or production participant folder holds one folder per job (named by the job id) and logs shared by every
+job that ran there: `poc_console.log` (the site console: where a failing client's traceback goes) and the
+participant's own `log.txt` / `error_log.txt`. With `--job-id`, the walk skips the other jobs' folders and
+marks these shared logs; `scope(lines, job_id)` then keeps, per source, the log records that name the job
+(its id appears in `run=...`, a path or a message) and the lines that continue them (tracebacks, multi-line
+messages), and drops records of other jobs and of the system. Usage: `kept = scope(lines_of_one_source, job_id)`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .model import Line
+
+RECORD_START = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")  # a new log record (timestamp first)
+JOB_ID_LIKE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def scope(lines: list[Line], job_id: str) -> list[Line]:
+    """The lines of `job_id`: records naming it, and the continuation lines that follow such a record."""
+    kept: list[Line] = []
+    ours = False
+    part = None
+    for line in lines:
+        if line.part != part:  # regions of a file are not adjacent: start each one without context
+            part, ours = line.part, False
+        text = line.text
+        if job_id in text:
+            ours = True
+        elif RECORD_START.match(text) or JOB_ID_LIKE.search(text):
+            ours = False  # a record of another job or of the system
+        if ours:
+            kept.append(line)
+    return kept
+
+
+def scope_shared_sources(lines: list[Line], shared: set[str], job_id: str) -> tuple[list[Line], int]:
+    """`lines` with every shared source scoped to `job_id`; also the number of lines dropped."""
+    if not shared:
+        return lines, 0
+    by_source: dict[str, list[Line]] = {}
+    for line in lines:
+        if line.source in shared:
+            by_source.setdefault(line.source, []).append(line)
+    keep = {id(line) for source_lines in by_source.values() for line in scope(source_lines, job_id)}
+    result = [line for line in lines if line.source not in shared or id(line) in keep]
+    return result, len(lines) - len(result)

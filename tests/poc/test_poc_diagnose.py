@@ -1,0 +1,90 @@
+"""nvflare-diagnose-job against a real local FLARE system: jobs whose client fails on a missing import or raises
+in training, and a healthy job, diagnosed with `--collect --startup-kit`; then with the POC workspace as well;
+every follow-up command of the reports runs when pasted into a shell."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.poc, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+DIAGNOSE = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
+JOBS = {"import-error": REPO / "examples" / "failing" / "import-error",
+        "user-code-exception": REPO / "examples" / "failing" / "user-code-exception",
+        "hello-numpy": REPO / "examples" / "hello-numpy"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def submitted(poc_system, tmp_path_factory):
+    """Export, submit and wait for the three jobs; {name: (job id, final status)}."""
+    exports = tmp_path_factory.mktemp("exports")
+    results = {}
+    for name, folder in JOBS.items():
+        work = exports / f"{name}-src"
+        shutil.copytree(folder, work, ignore=shutil.ignore_patterns("__pycache__"))
+        subprocess.run([sys.executable, "job.py", "--export", "--export-dir", str(exports)], cwd=work, check=True,
+                       capture_output=True, env=poc_system.env, timeout=120)  # fmt: skip
+        done = poc_system.nvflare("--format", "json", "job", "submit", "-j", str(exports / name),
+                                  "--startup-kit", str(poc_system.kit))  # fmt: skip
+        job_id = json.loads(done.stdout)["data"]["job_id"]
+        waited = poc_system.nvflare("--format", "json", "job", "wait", job_id, "--timeout", "300",
+                                    "--startup-kit", str(poc_system.kit), timeout=400)  # fmt: skip
+        results[name] = (job_id, json.loads(waited.stdout)["data"]["status"])
+    return results
+
+
+def diagnose(poc_system, job_id, *evidence):
+    done = subprocess.run([sys.executable, str(DIAGNOSE), *evidence, "--job-id", job_id, "--collect", "--startup-kit",
+                           str(poc_system.kit)], capture_output=True, text=True, env=poc_system.env, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def project(poc_system):
+    return poc_system.kit.parent
+
+
+def test_failing_jobs_get_their_pattern_and_category(poc_system, submitted):
+    assert submitted["import-error"][1] == submitted["user-code-exception"][1] == "FINISHED:EXECUTION_EXCEPTION"
+    for name in ("import-error", "user-code-exception"):
+        report = diagnose(poc_system, submitted[name][0])
+        assert report["runtime_mode"] == "production" and report["recovery_category"] == "FIXABLE_BY_CODE"
+        # the server's job log only echoes the client failure; the traceback went to the site console
+        assert report["matched_pattern"] == "USER_CODE_EXCEPTION" and report["confidence"] in ("low", "medium")
+        assert "CLIENT_TRACEBACK_MISSING" in report["findings"]
+        assert any("poc_console.log" in item for item in report["missing_evidence"])
+        assert any(str(project(poc_system)) in command for command in report["follow_up_commands"])
+
+
+def test_with_the_poc_workspace_the_traceback_is_found(poc_system, submitted):
+    expected = {"import-error": "IMPORT_ERROR", "user-code-exception": "USER_CODE_EXCEPTION"}
+    for name, pattern in expected.items():
+        report = diagnose(poc_system, submitted[name][0], str(project(poc_system)))
+        assert (report["matched_pattern"], report["confidence"]) == (pattern, "high"), (name, report["likely_cause"])
+        assert "CLIENT_TRACEBACK_MISSING" not in report["findings"]
+
+
+def test_a_healthy_job_is_not_diagnosed_as_failed(poc_system, submitted):
+    job_id, status = submitted["hello-numpy"]
+    assert status == "FINISHED:COMPLETED"
+    for evidence in ((), (str(project(poc_system)),)):
+        report = diagnose(poc_system, job_id, *evidence)
+        assert report["matched_pattern"] == "UNKNOWN" and "FINISHED:COMPLETED" in report["likely_cause"]
+        assert "CLIENT_TRACEBACK_MISSING" not in report["findings"]
+
+
+def test_follow_up_commands_work_when_pasted(poc_system, submitted):
+    report = diagnose(poc_system, submitted["import-error"][0])
+    commands = report["follow_up_commands"]
+    assert commands and not any("<" in command.split("#")[0] for command in commands)  # no placeholder left
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=poc_system.env, timeout=300)
+        assert done.returncode == 0, (command, done.stdout[-500:], done.stderr[-500:])
+        if command.startswith("nvflare --format json"):
+            assert json.loads(done.stdout)["status"] == "ok", command
+        else:
+            assert json.loads(done.stdout)["matched_pattern"] == "IMPORT_ERROR"  # the suggested re-run finds it
