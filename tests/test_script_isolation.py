@@ -39,7 +39,10 @@ open(os.path.join(os.environ["ISOLATION_RECORD_DIR"], "DECOY-" + __name__), "w")
 raise ImportError("decoy package imported instead of the skill's own copy")
 """
 
-RUN_WITH_DECOY_FIRST = "import runpy, sys; sys.path.insert(0, sys.argv[1]); sys.argv = sys.argv[2:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+RUN_WITH_DECOY_FIRST = (
+    "import runpy, sys; sys.path.insert(0, sys.argv[1]); sys.argv = sys.argv[2:]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
 
 
 def private_packages(scripts: Path) -> list[str]:
@@ -80,7 +83,8 @@ def check_own_copy(records: Path, copy_scripts: Path, packages: list[str]) -> No
         assert record.is_file(), f"the copy's {name}/__init__.py never ran: the script loaded {name} from elsewhere"
         loaded = json.loads(record.read_text(encoding="utf-8"))
         assert loaded, f"no {name} module recorded"
-        outside = {mod: path for mod, path in loaded.items() if path is None or not Path(path).is_relative_to(copy_scripts / name)}
+        home = copy_scripts / name
+        outside = {mod: path for mod, path in loaded.items() if path is None or not Path(path).is_relative_to(home)}
         assert not outside, f"{name} modules loaded from outside the copy: {outside}"
 
 
