@@ -30,6 +30,7 @@ GOAL = 0.85
 COPIED = ("tests", "skills", "evals", "shared", "bench", "examples", "pyproject.toml")
 PYTEST_ARGS = ("-p", "no:cacheprovider", "-m", "not integration and not slow")
 DETECTED = {"killed", "timeout"}
+TIMEOUT_MULTIPLIER = 3.0  # a mutant may use 2 x 3 x (its tests' clean time + 1 s) of CPU; mutmut's default is 15
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Group:
     package: str
     files: tuple[str, ...]  # globs relative to the skill's scripts/ folder
     tests: tuple[str, ...]
+    deselect: tuple[str, ...] = ()  # test node ids left out (too slow to rerun for every mutant)
 
 
 AUTOFL, DIAGNOSE = "nvflare-autofl", "nvflare-diagnose-job"
@@ -58,7 +60,10 @@ GROUPS = (
           ("tests/autofl/test_ledger.py", *GUARD_TESTS, AUTOFL_EDGES)),
     Group("ledger", AUTOFL, "autofl_core", ("autofl_core/ledger.py",),
           ("tests/autofl/test_ledger.py", "tests/autofl/test_bounded_inputs.py", *GUARD_TESTS, AUTOFL_EDGES)),
-    Group("importer", AUTOFL, "autofl_core", ("autofl_core/importer/*.py",), IMPORTER_TESTS),
+    Group("importer", AUTOFL, "autofl_core", ("autofl_core/importer/*.py",),
+          (*IMPORTER_TESTS, "tests/test_importer_contract_shape.py"),
+          deselect=("tests/autofl/test_importer_robustness.py::test_hostile_sources_fail_closed"
+                    "[source4-too complex to follow statically]",)),
     Group("matcher", DIAGNOSE, "nvfdiag", ("nvfdiag/matcher.py",), MATCHER_TESTS),
     Group("refine", DIAGNOSE, "nvfdiag", ("nvfdiag/refine.py",), ("tests/diagnose/test_matcher.py",)),
     Group("injection", DIAGNOSE, "nvfdiag", ("nvfdiag/injection.py", "nvfdiag/injection_rules.py"), INJECTION_TESTS),
@@ -80,6 +85,9 @@ def stage(work: Path, group: Group) -> None:
     private = mutants / "skills" / group.skill / "scripts" / group.package
     shutil.rmtree(private)
     private.symlink_to(Path("..", "..", "..", group.package))  # mutants/skills/<skill>/scripts/<pkg> -> mutants/<pkg>
+    # Code that finds the skill's files from its resolved location (nvfdiag/catalog.py: parents[2]/references)
+    # resolves to mutants/<pkg>, so the skill's references/ must sit two levels up from there too.
+    (work / "references").symlink_to(Path("mutants", "skills", group.skill, "references"))
     (work / "setup.cfg").write_text(_setup_cfg(group), encoding="utf-8")
 
 
@@ -87,12 +95,14 @@ def _setup_cfg(group: Group) -> str:
     def listing(values) -> str:
         return "".join(f"\n    {value}" for value in values)
 
+    selection = [*group.tests, *(arg for node in group.deselect for arg in ("--deselect", node))]
     return (
         "[mutmut]\n"
         f"source_paths = {group.package}\n"
         f"only_mutate ={listing(group.files)}\n"
-        f"pytest_add_cli_args_test_selection ={listing(group.tests)}\n"
+        f"pytest_add_cli_args_test_selection ={listing(selection)}\n"
         f"pytest_add_cli_args ={listing(PYTEST_ARGS)}\n"
+        f"timeout_multiplier = {TIMEOUT_MULTIPLIER}\n"
         "use_git_change_detection = false\n"
     )
 
