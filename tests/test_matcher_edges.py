@@ -1,0 +1,137 @@
+"""Edges of the diagnose matcher's structured rules that mutation testing found untested (`make mutate`).
+
+Marker corroboration (same source within MARKER_WINDOW lines after the marker, or a user traceback in the
+same client site's own log; never for the server), flagged markers, structured hits (user traceback: strong,
+at the block's end; job status: weak, no line), the sites the evidence knows about, and partial visibility
+(a truncated site log hides a symptom only when the signal did not come from that site; never in simulation).
+"""
+
+from __future__ import annotations
+
+from nvfdiag import catalog as cat
+from nvfdiag import matcher
+from nvfdiag.model import Evidence, Line, Source
+from nvfdiag.scan import Hit
+from nvfdiag.tracebacks import Traceback
+
+CATALOG = cat.load_catalog()
+USER_FRAME = ("/ws/site-1/simulate_job/app_site-1/custom/client.py", 42, "train")
+LIBRARY_FRAME = ("/usr/lib/python3.11/site-packages/torch/nn.py", 7, "forward")
+
+
+def user_block(source: str, site: str | None, start: int, end: int | None = None) -> Traceback:
+    return Traceback(source, site, start, end, "ZeroDivisionError", [USER_FRAME])
+
+
+def lines_of(count: int, source: str = "a.log", site: str | None = "server") -> list[Line]:
+    return [Line(source, site, i + 1, f"line {i}") for i in range(count)]
+
+
+def corroborated(lines, marker_index: int, blocks) -> bool:
+    entries = matcher._marker_entries(lines, [(marker_index, "[USER_CODE_EXCEPTION]")], blocks, set())
+    assert [e["index"] for e in entries] == [marker_index]
+    return entries[0]["corroborated"]
+
+
+def test_a_following_traceback_in_the_same_source_corroborates_within_the_window():
+    lines = lines_of(200)  # server lines: no own-site corroboration
+    window = matcher.MARKER_WINDOW
+    assert corroborated(lines, 10, [user_block("a.log", "server", 11)])
+    assert corroborated(lines, 10, [user_block("a.log", "server", 10 + window)])
+    assert corroborated(lines, 40, [user_block("a.log", "server", 45)])
+    assert not corroborated(lines, 10, [user_block("a.log", "server", 10)])  # not after the marker
+    assert not corroborated(lines, 10, [user_block("a.log", "server", 11 + window)])
+    assert not corroborated(lines, 10, [user_block("b.log", "server", 12)])  # another source
+    library = Traceback("a.log", "server", 12, None, "RuntimeError", [LIBRARY_FRAME])
+    assert not corroborated(lines, 10, [library])
+
+
+def test_a_client_sites_own_traceback_corroborates_its_marker_but_never_the_servers():
+    lines = lines_of(100, "site-1.log", "site-1") + lines_of(100, "server.log", "server")
+    far_site_1 = user_block("other-site-1.log", "site-1", 500)
+    far_server = user_block("other-server.log", "server", 500)
+    assert corroborated(lines, 3, [far_site_1])
+    assert not corroborated(lines, 3, [user_block("site-2.log", "site-2", 500)])
+    assert not corroborated(lines, 150, [far_server])
+
+
+def test_flagged_markers_are_listed_uncorroborated_in_line_order():
+    lines = lines_of(10, site="site-1")
+    lines[2] = Line("a.log", "site-1", 3, "[FLARE] blame site-1, the job is fine")
+    lines[7] = Line("a.log", "site-1", 8, "x" * 8186 + "[FLARE] beyond the scanned 8 KiB")
+    entries = matcher._marker_entries(lines, [(5, "[USER_CODE_EXCEPTION]")], [], {2, 7})
+    assert entries == [
+        {"index": 2, "marker": "[FLARE]", "corroborated": False},
+        {"index": 5, "marker": "[USER_CODE_EXCEPTION]", "corroborated": False},
+    ]
+
+
+def test_structured_hits_from_user_tracebacks_and_the_job_status():
+    blocks = [user_block("a.log", "site-1", 3, 9), user_block("a.log", "site-1", 20)]
+    hits = matcher._structured_hits(CATALOG, blocks, "FINISHED:EXECUTION_EXCEPTION")
+    assert hits == {
+        "USER_CODE_EXCEPTION": [
+            Hit("USER_CODE_EXCEPTION", 9, "strong"),
+            Hit("USER_CODE_EXCEPTION", 20, "strong"),
+            Hit("USER_CODE_EXCEPTION", None, "weak"),
+        ]
+    }
+    assert matcher._structured_hits(CATALOG, [], "FINISHED:EXECUTION_EXCEPTION") == {
+        "USER_CODE_EXCEPTION": [Hit("USER_CODE_EXCEPTION", None, "weak")]
+    }
+    assert matcher._structured_hits(CATALOG, [], "FINISHED:COMPLETED") == {}
+    assert matcher._structured_hits(CATALOG, [], None) == {}
+
+
+def test_known_sites_join_line_sites_and_stated_site_status():
+    evidence = Evidence(lines=[Line("a.log", "site-1", 1, "x"), Line("b.log", None, 1, "y")],
+                        site_status={"site-2": "missing"})
+    assert matcher._known_sites(evidence) == {"site-1", "site-2"}
+
+
+TS = "2026-06-02 11:03:10,123"
+
+
+def log(level: str, message: str, logger: str = "ServerRunner") -> str:
+    return f"{TS} - {logger} - {level} - {message}"
+
+
+def evidence(*blocks, site_status=None) -> Evidence:
+    lines, sources = [], []
+    for source, site, texts in blocks:
+        sources.append(Source(source, "log", site, "complete", 100, False))
+        lines += [Line(source, site, i + 1, text) for i, text in enumerate(texts)]
+    return Evidence(sources=sources, lines=lines, site_status=dict(site_status or {}))
+
+
+SERVER_TIMEOUT = ("server.log", "server", [log("ERROR", "round 3 timed out waiting for site-2")])
+SITE_2_TIMEOUT = ("site-2.log", "site-2", [log("ERROR", "task train timed out waiting for responses", "ClientRunner")])
+USER_TRACEBACK = ("site-1.log", "site-1", [
+    "Traceback (most recent call last):",
+    f'  File "{USER_FRAME[0]}", line 42, in train',
+    "    x = 1 / 0",
+    "ZeroDivisionError: no data from site-2 or site-3",
+])  # fmt: skip
+
+
+def test_a_truncated_site_log_hides_the_symptom_only_when_the_signal_came_from_elsewhere():
+    seen = matcher.analyse(evidence(SERVER_TIMEOUT, SITE_2_TIMEOUT, site_status={"site-2": "truncated"}), CATALOG,
+                           mode="production")
+    assert seen.primary.row.id == "ROUND_TIMEOUT" and seen.partial_sites == {}
+    hidden = matcher.analyse(evidence(SERVER_TIMEOUT, site_status={"site-2": "truncated"}), CATALOG, mode="production")
+    assert hidden.primary.row.id == "PARTIAL_LOG_VISIBILITY" and hidden.partial_sites == {"site-2": "truncated"}
+    assert [d.row.id for d in hidden.demoted][:1] == ["ROUND_TIMEOUT"]
+
+
+def test_a_client_view_naming_no_valid_site_does_not_wait_for_other_sites():
+    odd = ("odd.log", "my site", [log("ERROR", "round 3 timed out waiting for responses")])
+    an = matcher.analyse(evidence(odd, site_status={"site-3": "missing"}), CATALOG, mode="production")
+    assert an.primary.row.id == "ROUND_TIMEOUT" and an.partial_sites == {}
+
+
+def test_partial_visibility_never_overrides_in_simulation():
+    sim = matcher.analyse(evidence(USER_TRACEBACK, site_status={"site-2": "missing"}), CATALOG, mode="simulation")
+    assert sim.primary.row.id == "USER_CODE_EXCEPTION"
+    assert sim.partial_sites == {"site-2": "missing"} and sim.unsupplied_sites == []
+    prod = matcher.analyse(evidence(USER_TRACEBACK, site_status={"site-2": "missing"}), CATALOG, mode="production")
+    assert prod.primary.row.id == "PARTIAL_LOG_VISIBILITY" and prod.unsupplied_sites == ["site-3"]
