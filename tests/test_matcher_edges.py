@@ -135,3 +135,55 @@ def test_partial_visibility_never_overrides_in_simulation():
     assert sim.partial_sites == {"site-2": "missing"} and sim.unsupplied_sites == []
     prod = matcher.analyse(evidence(USER_TRACEBACK, site_status={"site-2": "missing"}), CATALOG, mode="production")
     assert prod.primary.row.id == "PARTIAL_LOG_VISIBILITY" and prod.unsupplied_sites == ["site-3"]
+
+
+def test_the_demoted_primary_goes_first_with_its_reason_and_leaves_the_ranking():
+    texts = [
+        log("ERROR", "round 3 timed out waiting for site-2"),
+        log("ERROR", "TypeError: NumpyFedAvgRecipe.__init__() got an unexpected keyword argument 'rounds'"),
+        log("ERROR", "peer site-2 is gone: PEER_GONE"),
+    ]
+    an = matcher.analyse(evidence(("server.log", "server", texts), site_status={"site-2": "truncated"}), CATALOG,
+                         mode="production")
+    assert an.primary.row.id == "PARTIAL_LOG_VISIBILITY"
+    assert [c.row.id for c in an.ranked] == ["ROUND_TIMEOUT"]
+    assert [(d.row.id, d.reason) for d in an.demoted] == [
+        ("PEER_GONE_OR_TIMEOUT", "symptom depends on site logs that are not visible"),
+        ("SIMULATION_CONFIG_ERROR", "matched, but the row applies to simulation only (mode is production)"),
+    ]
+
+
+QUIET = ("server.log", "server", [log("INFO", "round 1 started")])
+
+
+def test_the_job_status_argument_or_evidence_gives_a_weak_user_code_signal():
+    failed = "FINISHED:EXECUTION_EXCEPTION"
+    an = matcher.analyse(evidence(QUIET), CATALOG, mode="simulation", job_status=failed)
+    assert (an.job_status, an.primary.row.id, an.confidence) == (failed, "USER_CODE_EXCEPTION", "low")
+    assert an.sim_traceback_missing  # a simulation failed in user code, but no client traceback was supplied
+    stated = evidence(QUIET)
+    stated.job_status = failed
+    assert matcher.analyse(stated, CATALOG, mode="simulation").job_status == failed
+    assert matcher.analyse(stated, CATALOG, mode="simulation", job_status="FINISHED:COMPLETED").job_status == (
+        "FINISHED:COMPLETED"
+    )  # the argument wins over the evidence
+    report = matcher.diagnose(stated, CATALOG, mode="simulation")
+    assert report["matched_pattern"] == "USER_CODE_EXCEPTION" and "CLIENT_TRACEBACK_MISSING" in report["findings"]
+    assert matcher.diagnose(evidence(QUIET), CATALOG, mode="simulation", job_status=failed) == report
+    for status in ("FINISHED:COMPLETED", None, "bogus status!"):
+        an = matcher.analyse(evidence(QUIET), CATALOG, mode="simulation", job_status=status)
+        assert an.primary is None and not an.sim_traceback_missing
+        assert an.job_status == (status if status == "FINISHED:COMPLETED" else None)
+
+
+def test_client_traceback_missing_only_for_a_failed_simulation_without_one():
+    failed = "FINISHED:EXECUTION_EXCEPTION"
+    assert not matcher.analyse(evidence(QUIET), CATALOG, mode="production", job_status=failed).sim_traceback_missing
+    with_tb = matcher.analyse(evidence(QUIET, USER_TRACEBACK), CATALOG, mode="simulation", job_status=failed)
+    assert with_tb.primary.row.id == "USER_CODE_EXCEPTION" and not with_tb.sim_traceback_missing
+
+
+def test_mode_defaults_to_auto():
+    sample = evidence(USER_TRACEBACK)
+    assert matcher.analyse(sample, CATALOG).mode == matcher.analyse(sample, CATALOG, mode="auto").mode
+    assert matcher.diagnose(sample, CATALOG) == matcher.diagnose(sample, CATALOG, mode="auto")
