@@ -69,7 +69,8 @@ GROUPS = (
           deselect=("tests/autofl/test_importer_robustness.py::test_hostile_sources_fail_closed"
                     "[source4-too complex to follow statically]",)),
     Group("matcher", DIAGNOSE, "nvfdiag", ("nvfdiag/matcher.py",), MATCHER_TESTS),
-    Group("refine", DIAGNOSE, "nvfdiag", ("nvfdiag/refine.py",), ("tests/diagnose/test_matcher.py", EVALS_IN_PROCESS)),
+    Group("refine", DIAGNOSE, "nvfdiag", ("nvfdiag/refine.py",),
+          ("tests/diagnose/test_matcher.py", EVALS_IN_PROCESS, "tests/test_refine_edges.py")),
     Group("injection", DIAGNOSE, "nvfdiag", ("nvfdiag/injection.py", "nvfdiag/injection_rules.py"), INJECTION_TESTS),
 )  # fmt: skip
 
