@@ -57,7 +57,7 @@ EVALS_IN_PROCESS = "tests/test_evals_in_process.py"
 MATCHER_TESTS = ("tests/diagnose/test_matcher.py", "tests/diagnose/test_inspect_source.py",
                  "tests/diagnose/test_job_folder.py", EVALS_IN_PROCESS, "tests/test_matcher_edges.py")
 INJECTION_TESTS = ("tests/diagnose/test_injection.py", "tests/diagnose/test_poisoned_corpus.py",
-                   "tests/diagnose/test_logline.py", EVALS_IN_PROCESS)
+                   "tests/diagnose/test_logline.py", EVALS_IN_PROCESS, "tests/test_injection_edges.py")
 GROUPS = (
     Group("guard", AUTOFL, "autofl_core", ("autofl_core/guard.py",), (*GUARD_TESTS, AUTOFL_EDGES)),
     Group("compare", AUTOFL, "autofl_core", ("autofl_core/compare.py",),
