@@ -36,8 +36,9 @@ SECTIONS = {
 TOP = {*SECTIONS, "admission_errors", "fixed_budget", "importer_version", "recipe_args", "source_sha256", "unresolved"}
 BUDGET_FIELDS = {"num_clients", "min_clients", "num_rounds"}
 ADMISSION_CODES = {
-    "AUTOFL_UNSUPPORTED_JOB", "AUTOFL_EMPTY_FIXED_BUDGET", "AUTOFL_UNRESOLVED_SAFETY_FIELD", "AUTOFL_METRIC_NOT_DECLARED",
-    "AUTOFL_METRIC_DIRECTION_CONFLICT", "AUTOFL_INVALID_BASE_ARGS", "AUTOFL_INVALID_MUTATION_SCHEMA",
+    "AUTOFL_UNSUPPORTED_JOB", "AUTOFL_EMPTY_FIXED_BUDGET", "AUTOFL_UNRESOLVED_SAFETY_FIELD",
+    "AUTOFL_METRIC_NOT_DECLARED", "AUTOFL_METRIC_DIRECTION_CONFLICT", "AUTOFL_INVALID_BASE_ARGS",
+    "AUTOFL_INVALID_MUTATION_SCHEMA",
     "AUTOFL_BUDGET_ARGUMENT_CONFLICT", "AUTOFL_SCHEMA_BUDGET_MISMATCH",
 }  # fmt: skip
 VALUE_CONFIDENCE = {"high", "medium", "unresolved"}
@@ -116,3 +117,41 @@ def test_summary_agrees_with_what_it_summarizes(imported):
     assert config["job"]["path"] == "job.py"
     if config["objective"]["mode"] not in ("max", "min"):  # an unknown direction is never admitted
         assert config["objective"]["mode"] is None and config["admission_errors"]
+
+
+FEDJOB = (
+    "from nvflare.job_config.api import FedJob\nfrom nvflare.app_common.workflows.fedavg import FedAvg\n"
+    "from nvflare.job_config.script_runner import ScriptRunner\n"
+)
+TO_SITE_1 = "job.to(ScriptRunner(script='c.py'), 'site-1')\n"
+SITE_TARGETS = (1, "high", "FedJob.to(..., site) targets")
+
+
+@pytest.mark.parametrize(
+    ("body", "rounds", "min_clients", "clients"),
+    [
+        ("job = FedJob(name='j')\njob.to(FedAvg(num_clients=2, num_rounds=3), 'server')\n" + TO_SITE_1
+         + "job.simulator_run('/tmp/w')\n",
+         (3, "high", "FedAvg(num_rounds=...)"), (2, "high", "FedAvg(num_clients=...)"), SITE_TARGETS),
+        ("job = FedJob(name='j', min_clients=3)\njob.to(FedAvg(), 'server')\n" + TO_SITE_1
+         + "job.simulator_run('/tmp/w')\n",
+         (5, "high", "FedAvg default"), (3, "high", "FedJob(min_clients=...)"), SITE_TARGETS),
+        ("job = FedJob(name='j')\n" + TO_SITE_1 + "job.simulator_run('/tmp/w')\n",
+         (None, "unresolved", "FedJob"), (1, "high", "FedJob default"), SITE_TARGETS),
+        ("job = FedJob(name='j')\njob.to(FedAvg(num_rounds=3), 'server')\n" + TO_SITE_1
+         + "job.simulator_run('/tmp/w', clients=['a', 'b'])\n",
+         (3, "high", "FedAvg(num_rounds=...)"), (1, "high", "FedJob default"),
+         (2, "medium", "simulator_run(clients=[...])")),
+        ("job = FedJob(name='j')\njob.to(FedAvg(num_rounds=3), 'server')\n" + TO_SITE_1
+         + "job.simulator_run('/tmp/w', clients=['a', 'b'], n_clients=2)\n",
+         (3, "high", "FedAvg(num_rounds=...)"), (1, "high", "FedJob default"),
+         (None, "unresolved", "simulator_run(...)")),
+    ],
+    ids=["controller", "fedavg-default", "no-controller", "clients-list", "clients-and-n-clients"],
+)  # fmt: skip
+def test_fedjob_budget_values_and_sources(body, rounds, min_clients, clients):
+    """Contract "Fixed training budget": for a FedJob, the controller or FedJob(min_clients=), documented
+    defaults, unresolved without one; simulator_run(clients=) replaces the sites, and n_clients= with it fails."""
+    budget = api.import_source(FEDJOB + body)["fixed_budget"]
+    for name, want in (("num_rounds", rounds), ("min_clients", min_clients), ("num_clients", clients)):
+        assert (budget[name]["value"], budget[name]["confidence"], budget[name]["source"]) == want, name
