@@ -192,3 +192,31 @@ def test_overrides_and_runner_fields_set_every_key():
         guard.with_runner_fields(state, results="r", mode="max", updated_at="t", b=1, a=2)
     with pytest.raises(ValueError, match=r"^runner fields come together; missing: best_candidate, best_source_sha"):
         guard.with_runner_fields(state, results="r", mode="max", updated_at="t", abandoned_candidates=0)
+
+
+def test_an_empty_score_is_an_empty_field():
+    assert ledger.format_row({"status": "crash", "name": "x", "score": ""}).split("\t")[2] == ""
+
+
+def test_a_header_with_trailing_spaces_is_not_the_header():
+    with pytest.raises(ledger.LedgerError, match="line 1: header does not match"):
+        ledger.parse(ledger.HEADER + " \n" + _row() + "\n")
+
+
+def test_trailing_letters_of_the_last_field_are_kept():
+    fields = {"status": "keep", "name": "x", "score": "0.5", "literature_event_id": "EVENTX"}
+    line = "\t".join(fields.get(column, "") for column in ledger.COLUMNS)
+    assert ledger.parse(ledger.HEADER + "\n" + line + "\n")[0]["literature_event_id"] == "EVENTX"
+
+
+def test_utf8_error_line_counts_a_leading_empty_line(tmp_path):
+    path = tmp_path / "results.tsv"
+    path.write_bytes(b"\n\xff")
+    with pytest.raises(ledger.LedgerError, match=r"line 2: not valid UTF-8"):
+        ledger.read_rows(path)
+
+
+def test_an_override_always_forbids_a_final_answer():
+    state = dict(guard.compute_state([], guard.GuardSettings(), stop_files_present=[]), final_response_allowed=True)
+    over = guard.with_next_action_override(state, "submit_baseline")
+    assert over["final_response_allowed"] is False and set(over) == set(state)
