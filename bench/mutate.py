@@ -145,7 +145,8 @@ def score_line(name: str, counts: Counter) -> tuple[str, float]:
     killed = sum(counts[status] for status in DETECTED)
     score = killed / total if total else 0.0
     others = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()) if s not in DETECTED and ":" not in s)
-    return f"{name:<10} {killed:>5} / {total:<5} killed  {score:6.1%}  ({others or 'no survivors'})", score
+    line = f"{name:<10} {killed:>5} / {total:<5} killed  {score:6.1%}  ({counts['timeout']} of them by timeout; "
+    return line + f"{others or 'no survivors'})", score
 
 
 def main(argv: list[str] | None = None) -> int:
