@@ -55,7 +55,8 @@ IMPORTER_TESTS = tuple(f"tests/autofl/test_importer_{name}.py"
                        for name in ("argparse", "budget_trust", "evaluate", "objective", "robustness", "surface"))
 EVALS_IN_PROCESS = "tests/test_evals_in_process.py"
 MATCHER_TESTS = ("tests/diagnose/test_matcher.py", "tests/diagnose/test_inspect_source.py",
-                 "tests/diagnose/test_job_folder.py", EVALS_IN_PROCESS, "tests/test_matcher_edges.py")
+                 "tests/diagnose/test_job_folder.py", EVALS_IN_PROCESS, "tests/test_matcher_edges.py",
+                 "tests/test_refine_edges.py")
 INJECTION_TESTS = ("tests/diagnose/test_injection.py", "tests/diagnose/test_poisoned_corpus.py",
                    "tests/diagnose/test_logline.py", EVALS_IN_PROCESS, "tests/test_injection_edges.py")
 GROUPS = (
