@@ -33,7 +33,7 @@ PYTEST_ARGS = ("-p", "no:cacheprovider", "-m", "not integration and not slow")
 DETECTED = {"killed", "timeout"}
 # --sample: mutmut numbers each function's mutants 1, 2, 3, ...; a sample takes those ending in these digits.
 SAMPLE_DIGITS = {10: "0", 20: "05", 50: "02468"}
-TIMEOUT_MULTIPLIER = 3.0  # a mutant may use 2 x 3 x (its tests' clean time + 1 s) of CPU; mutmut's default is 15
+TIMEOUT_MULTIPLIER = 10.0  # a mutant may use 2 x 10 x (its tests' clean time + 1 s); mutmut's default is 15
 
 
 @dataclass(frozen=True)
