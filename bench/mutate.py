@@ -66,7 +66,7 @@ GROUPS = (
     Group("ledger", AUTOFL, "autofl_core", ("autofl_core/ledger.py",),
           ("tests/autofl/test_ledger.py", "tests/autofl/test_bounded_inputs.py", *GUARD_TESTS, AUTOFL_EDGES)),
     Group("importer", AUTOFL, "autofl_core", ("autofl_core/importer/*.py",),
-          (*IMPORTER_TESTS, "tests/test_importer_contract_shape.py"),
+          (*IMPORTER_TESTS, "tests/test_importer_contract_shape.py", "tests/test_importer_expressions.py"),
           deselect=("tests/autofl/test_importer_robustness.py::test_hostile_sources_fail_closed"
                     "[source4-too complex to follow statically]",)),
     Group("matcher", DIAGNOSE, "nvfdiag", ("nvfdiag/matcher.py",), MATCHER_TESTS),
