@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-done
 
-.PHONY: setup test unit integration eval bench sync sync-check validate lint demo demo-diagnose dist clean
+.PHONY: setup test unit integration eval bench mutate sync sync-check validate lint demo demo-diagnose dist clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,10 @@ eval: setup
 
 bench: setup
 	$(PY) bench/run_all.py
+
+# Mutation testing of the pure cores (mutmut; tens of minutes, not part of `make test`). ARGS="--only guard".
+mutate: setup
+	nice -n 15 $(PY) bench/mutate.py $(ARGS)
 
 sync: setup
 	$(PY) shared/sync.py

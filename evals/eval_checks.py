@@ -68,6 +68,25 @@ FAILURE_FAMILIES = {
     "suspicious": ("suspicious",),
 }
 EXCLUSION_RE = re.compile(r"\b(do not|don't|not for|not when|never)\b", re.IGNORECASE)
+# Out-of-scope topics. A prompt belongs to one when a clause of it starts with one of `asks` (a request such as
+# "tune my job, ...") or it contains one of `states` ("my job finished fine"); it then stays untriggered only
+# if an exclusion sentence of the description names the topic (one of `excluded_by`, matched as a prefix).
+OUT_OF_SCOPE = {
+    "build": {"asks": ("create", "convert", "write", "build", "port", "generate", "scaffold"),
+              "excluded_by": ("creat", "convert", "writ", "scaffold")},
+    "operate": {"asks": ("deploy", "provision", "install", "submit", "resubmit", "monitor", "watch", "track"),
+                "excluded_by": ("deploy", "provision", "install", "submit", "monitor")},
+    "results": {"asks": ("download", "fetch", "export"), "excluded_by": ("download",)},
+    "tune": {"asks": ("tune", "optimize", "optimise", "improve", "lower", "reduce", "boost"),
+             "excluded_by": ("tune", "tuning", "optimi", "hyperparameter")},
+    "healthy": {"states": ("finished fine", "went fine", "going fine", "ran fine", "runs fine", "works fine",
+                           "completed successfully", "succeeded", "without errors", "without any error", "no errors"),
+                "excluded_by": ("healthy", "success")},
+    "not_flare": {"states": ("not a flare", "not an nvflare", "unrelated to flare", "nothing to do with flare"),
+                  "excluded_by": ("unrelated", "generic python")},
+}  # fmt: skip
+_CLAUSE_SPLIT = re.compile(r"[.;:,!?](?:\s|$)|\b(?:and|then|so|but)\b")
+_REQUEST_LEAD = re.compile(r"^(?:please |can you |could you |help me (?:to )?|i (?:want|need|would like) to |let's )+")
 
 
 def validate_case(case: dict) -> list[str]:
@@ -336,13 +355,41 @@ def description_failure_terms(description: str) -> set[str]:
     return {name for name, words in FAILURE_FAMILIES.items() if any(w in text for w in words)}
 
 
+def description_exclusions(description: str) -> set[str]:
+    """The OUT_OF_SCOPE topics an exclusion sentence of the description names ("Do NOT use it to tune ...")."""
+    text = " ".join(description.lower().replace("-", " ").split())
+    sentences = re.finditer(EXCLUSION_RE.pattern + r"(?:[^.]|\.(?=\S))*", text)  # to the sentence's end
+    excluded = " ".join(match.group(0) for match in sentences)
+    return {
+        name for name, topic in OUT_OF_SCOPE.items()
+        if any(re.search(r"\b" + re.escape(cue), excluded) for cue in topic["excluded_by"])
+    }  # fmt: skip
+
+
+def prompt_topics(prompt: str) -> set[str]:
+    """The OUT_OF_SCOPE topics a prompt asks for (a clause starting with a request verb) or states."""
+    text = " ".join(prompt.lower().replace("-", " ").split())
+    firsts = set()
+    for clause in _CLAUSE_SPLIT.split(text):
+        words = _REQUEST_LEAD.sub("", clause.strip()).split()
+        if words:
+            firsts.add(words[0])
+    return {
+        name for name, topic in OUT_OF_SCOPE.items()
+        if firsts & set(topic.get("asks", ())) or any(s in text for s in topic.get("states", ()))
+    }  # fmt: skip
+
+
 def would_trigger(prompt: str, description: str) -> bool:
-    """Keyword heuristic: the prompt names FLARE *and* a failure word of a family the description advertises."""
+    """Keyword heuristic: the prompt names FLARE *and* a failure word of a family the description advertises,
+    *and* is not an out-of-scope request or statement that the description's exclusions name."""
     text = prompt.lower().replace("-", " ") + " "
     if not any(term in text for term in FLARE_TERMS):
         return False
     families = description_failure_terms(description)
-    return any(w in text for name in families for w in FAILURE_FAMILIES[name])
+    if not any(w in text for name in families for w in FAILURE_FAMILIES[name]):
+        return False
+    return not prompt_topics(prompt) & description_exclusions(description)
 
 
 def trigger_misses(prompt: str, description: str, should_trigger: bool) -> list[str]:

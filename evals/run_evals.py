@@ -16,8 +16,11 @@ script; instead each negative prompt (and, as a control, each file-backed prompt
 SKILL.md `description` with a keyword heuristic: a prompt "triggers" when it names FLARE (nvflare, flare,
 federated, fedavg, simulator, job.py, ...) AND contains a failure word whose family the description itself
 mentions (families: fail; error; exception/traceback; timed out/timeout; stall/stuck/hang;
-crash/killed/abort/died; suspicious). Negatives must not trigger and the description
-must state exclusions ("do not"/"not for"/...); positives must trigger. They are counted on their own line.
+crash/killed/abort/died; suspicious), unless the prompt asks for an out-of-scope task (a clause starting with
+"tune", "download", "deploy", "create", ...) or states one ("finished fine", "not a FLARE job") that an
+exclusion sentence of the description names (`eval_checks.OUT_OF_SCOPE`). Negatives must not trigger and the
+description must state exclusions ("do not"/"not for"/...); positives must trigger. They are counted on their
+own line.
 
 Then the NVFLARE message coverage figures (evals/message_coverage.py): the share of the installed NVFLARE's
 error-message templates the reviewed mapping files (goal: all), and the share of generated job.py tracebacks (and

@@ -25,3 +25,14 @@ def test_peak_rss_sees_the_childs_own_allocation():
 def test_exit_code_and_streams_are_passed_through():
     result = run_measured([sys.executable, "-c", "import sys; sys.stderr.write('oops'); sys.exit(3)"], stdin=b"x")
     assert result.returncode == 3 and result.stderr == b"oops"
+
+
+def test_bytes_read_counts_what_the_child_reads(tmp_path):
+    data = tmp_path / "eight_mib.bin"
+    data.write_bytes(b"x" * (8 << 20))
+    idle = run_measured([sys.executable, "-c", "pass"])
+    reader = run_measured([sys.executable, "-c", f"open({str(data)!r}, 'rb').read()"])
+    piped = run_measured([sys.executable, "-c", "import sys; sys.stdin.buffer.read()"], stdin=b"y" * (4 << 20))
+    assert idle.bytes_read is not None and idle.bytes_read < (8 << 20)
+    assert (8 << 20) <= reader.bytes_read - idle.bytes_read < (9 << 20)
+    assert (4 << 20) <= piped.bytes_read - idle.bytes_read < (5 << 20)

@@ -2,6 +2,8 @@
 
 The ledger and the stored campaign state are read through one bounded reader; a FIFO must not block the
 guard or the plot, a device must not be read, and the CLIs answer with one line and exit 2, writing nothing.
+An oversized input is refused from its size: the CLIs read none of it (bytes read and peak RSS of the child,
+measured by bench/child_usage.py, against a FIFO input that takes the same refusal path).
 """
 
 import os
@@ -9,6 +11,8 @@ import subprocess
 
 import pytest
 from autofl_core import bounded, guard_inputs, ledger
+
+from bench.child_usage import run_measured
 
 
 def test_reads_a_regular_file_and_reports_a_missing_one(tmp_path):
@@ -101,3 +105,41 @@ def test_a_read_error_is_a_one_phrase_refusal(tmp_path, monkeypatch):
     monkeypatch.setattr(bounded.os, "read", failing_read)
     with pytest.raises(ledger.LedgerError, match=r"results.tsv: cannot be read \(Input/output error\)"):
         ledger.read_rows(path)
+
+
+def _sparse(path, size):
+    """A `size`-byte file that takes no disk space (a hole), with one text line at each end."""
+    with open(path, "wb") as handle:
+        handle.write(b"x\n")
+        handle.truncate(size - 2)
+        handle.seek(0, os.SEEK_END)
+        handle.write(b"y\n")
+    return path
+
+
+def _measured(python_exe, repo_root, tmp_path, script, *args):
+    path = repo_root / "skills" / "nvflare-autofl" / "scripts" / script
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+    return run_measured([python_exe, str(path), *map(str, args)], cwd=tmp_path, env=env, timeout=120)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize(
+    ("script", "name", "size", "phrase"),
+    [
+        ("campaign_guard.py", "results.tsv", ledger.MAX_LEDGER_BYTES + (1 << 30), "is larger than 512 MiB"),
+        ("plot_progress.py", "results.tsv", ledger.MAX_LEDGER_BYTES + (1 << 30), "is larger than 512 MiB"),
+        ("job_importer.py", "job.py", 1 << 30, "is larger than"),
+    ],
+)
+def test_clis_refuse_a_huge_input_without_reading_it(tmp_path, python_exe, repo_root, script, name, size, phrase):
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / name)
+    base = _measured(python_exe, repo_root, tmp_path, script, tmp_path / "fifo" / name)
+    assert base.returncode == 2 and b"not a regular file" in base.stderr
+    (tmp_path / "huge").mkdir()
+    huge = _measured(python_exe, repo_root, tmp_path, script, _sparse(tmp_path / "huge" / name, size))
+    assert huge.returncode == 2 and phrase in huge.stderr.decode() and huge.stderr.count(b"\n") == 1
+    extra_read, extra_rss = huge.bytes_read - base.bytes_read, huge.peak_rss_mib - base.peak_rss_mib
+    assert extra_read < 16384, f"read {extra_read} bytes more than for a FIFO input"
+    assert extra_rss < 8, f"peak RSS {huge.peak_rss_mib:.1f} MiB, {extra_rss:.1f} MiB more than for a FIFO input"
