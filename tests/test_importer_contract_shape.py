@@ -19,11 +19,11 @@ REPO = Path(__file__).resolve().parents[1]
 JOBS = sorted(REPO.glob("tests/fixtures/jobs/*/job.py")) + sorted(REPO.glob("examples/**/job.py"))
 SECTIONS = {
     "argparse": {"flags", "base_args", "base_args_errors", "budget_conflicts", "schema_args", "allow_abbrev", "parsed",
-                 "problems"},
+                 "problems", "class_parsers"},
     "cli_flags": {"long_flags", "groups", "name_flag", "takes_value", "allow_abbrev"},
-    "environment": {"discovered", "simulator_env_passthrough"},
+    "environment": {"discovered", "simulator_env_passthrough", "simulator_workspace"},
     "import": {"support"},
-    "job": {"path", "pattern", "class", "env", "run_call", "line"},
+    "job": {"path", "pattern", "class", "env", "run_call", "line", "nvflare_class", "family"},
     "objective": {"metric", "mode", "requested_metric", "job_key_metric", "job_key_metric_mode",
                   "job_key_metric_source", "mode_contract_source", "metric_extraction_order", "metric_source",
                   "metric_invariants", "bridged", "schema_mode"},
@@ -39,9 +39,10 @@ ADMISSION_CODES = {
     "AUTOFL_UNSUPPORTED_JOB", "AUTOFL_EMPTY_FIXED_BUDGET", "AUTOFL_UNRESOLVED_SAFETY_FIELD",
     "AUTOFL_METRIC_NOT_DECLARED", "AUTOFL_METRIC_DIRECTION_CONFLICT", "AUTOFL_INVALID_BASE_ARGS",
     "AUTOFL_INVALID_MUTATION_SCHEMA",
-    "AUTOFL_BUDGET_ARGUMENT_CONFLICT", "AUTOFL_SCHEMA_BUDGET_MISMATCH",
+    "AUTOFL_BUDGET_ARGUMENT_CONFLICT", "AUTOFL_SCHEMA_BUDGET_MISMATCH", "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED",
 }  # fmt: skip
 VALUE_CONFIDENCE = {"high", "medium", "unresolved"}
+BUDGET_CONFIDENCE = VALUE_CONFIDENCE | {"pinned", "not_applicable"}
 
 
 def job_id(path: Path) -> str:
@@ -77,8 +78,11 @@ def test_fixed_budget_entries(imported):
     for name in BUDGET_FIELDS:
         entry = budget[name]
         unresolved = entry["confidence"] in ("unresolved", "not_applicable")
-        assert set(entry) == {"value", "confidence", "flag", "source"} | ({"reason"} if unresolved else set()), name
-        assert entry["confidence"] in VALUE_CONFIDENCE | {"not_applicable"}
+        required = {"value", "confidence", "flag", "source", "depends_on"} | ({"reason"} if unresolved else set())
+        assert required <= set(entry) <= required | {"note"}, name
+        assert entry["confidence"] in BUDGET_CONFIDENCE
+        assert isinstance(entry["depends_on"], list) and all(flag.startswith("-") for flag in entry["depends_on"])
+        assert "note" not in entry or entry["confidence"] == "medium", name  # notes explain NVFLARE defaults
         assert (entry["value"] is None) == unresolved, name
         assert entry["flag"] is None or entry["flag"].startswith("-")
 
@@ -135,16 +139,16 @@ SITE_TARGETS = (1, "high", "FedJob.to(..., site) targets")
          (3, "high", "FedAvg(num_rounds=...)"), (2, "high", "FedAvg(num_clients=...)"), SITE_TARGETS),
         ("job = FedJob(name='j', min_clients=3)\njob.to(FedAvg(), 'server')\n" + TO_SITE_1
          + "job.simulator_run('/tmp/w')\n",
-         (5, "high", "FedAvg default"), (3, "high", "FedJob(min_clients=...)"), SITE_TARGETS),
+         (5, "medium", "FedAvg default"), (3, "high", "FedJob(min_clients=...)"), SITE_TARGETS),
         ("job = FedJob(name='j')\n" + TO_SITE_1 + "job.simulator_run('/tmp/w')\n",
-         (None, "unresolved", "FedJob"), (1, "high", "FedJob default"), SITE_TARGETS),
+         (None, "unresolved", "FedJob"), (1, "medium", "FedJob default"), SITE_TARGETS),
         ("job = FedJob(name='j')\njob.to(FedAvg(num_rounds=3), 'server')\n" + TO_SITE_1
          + "job.simulator_run('/tmp/w', clients=['a', 'b'])\n",
-         (3, "high", "FedAvg(num_rounds=...)"), (1, "high", "FedJob default"),
+         (3, "high", "FedAvg(num_rounds=...)"), (1, "medium", "FedJob default"),
          (2, "medium", "simulator_run(clients=[...])")),
         ("job = FedJob(name='j')\njob.to(FedAvg(num_rounds=3), 'server')\n" + TO_SITE_1
          + "job.simulator_run('/tmp/w', clients=['a', 'b'], n_clients=2)\n",
-         (3, "high", "FedAvg(num_rounds=...)"), (1, "high", "FedJob default"),
+         (3, "high", "FedAvg(num_rounds=...)"), (1, "medium", "FedJob default"),
          (None, "unresolved", "simulator_run(...)")),
     ],
     ids=["controller", "fedavg-default", "no-controller", "clients-list", "clients-and-n-clients"],

@@ -18,6 +18,7 @@ JOB = (
     "args = parser.parse_args()\nCFG = {'k': 3, 'n': [1, 2, 3]}\n"
 )
 ENV = "os.environ['X']"
+READS_ENV = "it reads the environment variable X at run time (line 10)"  # the reason names the input (issue 15)
 
 
 def entry(expression: str, prelude: str = "") -> dict:
@@ -37,16 +38,16 @@ def unresolved(expr, reason) -> dict:
     ("expression", "expected"),
     [
         ("-args.lr", medium(-0.5, "-args.lr", "--lr")),
-        (f"-int({ENV})", unresolved(f"-int({ENV})", "operand is not resolved")),
+        (f"-int({ENV})", unresolved(f"-int({ENV})", "int() of a value that is not determined: " + READS_ENV)),
         ("1 if args.flag else 2", medium(2, "1 if args.flag else 2", "--flag")),
-        (f"1 if {ENV} else 2", unresolved(f"1 if {ENV} else 2", "condition is not resolved")),
+        (f"1 if {ENV} else 2", unresolved(f"1 if {ENV} else 2", READS_ENV)),
         ("{'a': args.lr}", medium({"a": 0.5}, "{'a': args.lr}", "--lr")),
-        (f"{{'a': {ENV}}}", unresolved(f"{{'a': {ENV}}}", "a dict value is not resolved")),
+        (f"{{'a': {ENV}}}", unresolved(f"{{'a': {ENV}}}", READS_ENV)),
         ("CFG['k']", medium(3, "CFG['k']")),
-        (f"CFG[{ENV}]", unresolved(f"CFG[{ENV}]", "subscript is not resolved")),
+        (f"CFG[{ENV}]", unresolved(f"CFG[{ENV}]", READS_ENV)),
         ("f'{args.name}-x'", medium("run-x", "f'{args.name}-x'", "--name")),
         ("args.flag or False", medium(False, "args.flag or False", "--flag")),
-        (f"{ENV} and 1", unresolved(f"{ENV} and 1", "operand is not resolved")),
+        (f"{ENV} and 1", unresolved(f"{ENV} and 1", READS_ENV)),
         ("CFG['n'][1:]", medium([2, 3], "CFG['n'][1:]")),
         ("args.lr > 0.1", medium(True, "args.lr > 0.1", "--lr")),
         ("args.lr * 2", medium(1.0, "args.lr * 2", "--lr")),
@@ -57,7 +58,7 @@ def test_expression_kinds(expression, expected):
 
 
 def test_an_unresolved_f_string_field():
-    assert entry('f"{' + ENV + '}"') == unresolved('f"{' + ENV + '}"', "f-string field is not resolved")
+    assert entry('f"{' + ENV + '}"') == unresolved('f"{' + ENV + '}"', READS_ENV)
 
 
 def test_augmented_assignment_and_calls_keep_their_flags():

@@ -86,7 +86,8 @@ def test_structured_hits_from_user_tracebacks_and_the_job_status():
 def test_known_sites_join_line_sites_and_stated_site_status():
     evidence = Evidence(lines=[Line("a.log", "site-1", 1, "x"), Line("b.log", None, 1, "y")],
                         site_status={"site-2": "missing"})
-    assert matcher._known_sites(evidence) == {"site-1", "site-2"}
+    analysis = matcher.analyse(evidence, cat.load_catalog())
+    assert matcher._known_sites(analysis) == {"site-1", "site-2"}
 
 
 TS = "2026-06-02 11:03:10,123"
