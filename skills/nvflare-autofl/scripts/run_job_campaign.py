@@ -68,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
                              ("--plateau-min-delta", "plateau_min_delta", ">=0"),
                              ("--hard-crash-threshold", "hard_crash_threshold", "0 disables"),
                              ("--exploration-batch-size", "exploration_batch_size", "0 disables"),
-                             ("--family-repeat-limit", "family_repeat_limit", "0 disables")):  # fmt: skip
+                             ("--family-repeat-limit", "family_repeat_limit", "0 disables"),
+                             ("--noise-sigmas", "noise_sigmas", "0 = off; keep needs a gain above X stdev of the best")):  # fmt: skip
         variable, default = guard_inputs.THRESHOLDS[name][:2]
         add(flag, dest=name, type=_threshold(name), metavar="N", help=f"env {variable}, default {default}; {note}")
     add("--stop-file", action="append", dest="stop_files", metavar="PATH",

@@ -1,0 +1,70 @@
+"""The noise floor of a campaign: the spread of the best configuration, the keep margin, the job's seed option.
+
+Replicate rows (`replicate` action) rerun the best configuration; their scores plus the best's own form the
+noise estimate (`guard.noise_estimate`, the same numbers the state shows). Usage::
+
+    margin = keep_margin(campaign)   # None unless --noise-sigmas > 0 and >= 3 scores of the best exist
+    flag = seed_option(campaign)     # "--seed" when replicates pass seeds 1..K, else None (identical reruns)
+"""
+
+from __future__ import annotations
+
+import re
+
+from .. import guard
+from . import settings as settings_mod
+
+SEED_DEST_RE = re.compile(r"(random_)?seed")
+
+
+def estimate(campaign) -> dict | None:
+    """`noise{...}` of the current best (None without a scored best)."""
+    best = campaign.best_row()
+    if best is None:
+        return None
+    scores = [row["score"] for row in campaign.rows()
+              if row["status"] == "replicate" and row["score"] is not None and row["base_candidate"] == best["name"]]  # fmt: skip
+    settings = guard.GuardSettings.from_mapping(settings_mod.guard_settings(campaign.settings))
+    return guard.noise_estimate((best["score"], None, best["name"]), scores, settings)
+
+
+def keep_margin(campaign) -> float | None:
+    """The gain a keep must exceed now (the noise margin when the rule applies), else None."""
+    return guard.keep_margin(estimate(campaign))
+
+
+def seed_option(campaign) -> str | None:
+    """job.py's seed option when replicates should pass seeds 1..K, else None.
+
+    An integer option named `--seed`/`--random_seed` (any alias) that the fixed budget does not pin, and that the
+    best configuration sets (a default, `--base-args` or the best's run args): a seed the job leaves unset
+    usually selects a different code path (no shuffling, or an unseeded random run), so seeding it would
+    measure another configuration.
+    """
+    from ..importer import runner_view as importer
+
+    config = campaign.config
+    pinned = set(importer.fixed_budget_options(config))
+    best_flags = {token.split("=", 1)[0] for token in campaign.best_run_args() if token.startswith("--")}
+    for record in (config.get("argparse") or {}).get("flags") or []:
+        longs = [option for option in record.get("option_strings") or [] if option.startswith("--")]
+        if not longs or not SEED_DEST_RE.fullmatch(str(record.get("dest"))) or not record.get("takes_value"):
+            continue
+        if record.get("positional") or record.get("type") not in ("int", None) or pinned & set(longs):
+            continue
+        if record.get("value") is not None or best_flags & set(longs):
+            return longs[0]
+    return None
+
+
+def band(noise: dict | None) -> float | None:
+    """The half-width of the noise band the plot shades and the report judges gains by, or None (not measured).
+
+    The keep margin when the noise rule applies; otherwise max(margin, 2 stdev), the "twice the spread" rule
+    of thumb SKILL.md gives for when to replicate.
+    """
+    if noise is None or noise["stdev"] is None:
+        return None
+    if noise["applied"]:
+        return noise["margin"]
+    return round(max(noise["margin"], 2 * noise["stdev"]), 6)
