@@ -3,12 +3,13 @@
 
 Usage:
     python run_job_campaign.py ACTION JOB [options]
-    ACTION: initialize | prepare | evaluate | abandon | record | suggest | status
+    ACTION: initialize | prepare | evaluate | abandon | record | suggest | status | replicate | report
     JOB:    an existing job.py; its folder is the workspace (relative output paths resolve against it)
 
 Typical flow: initialize (import, admission, baseline) -> prepare --name N --hypothesis H -> edit only the
 returned candidate_source folder -> evaluate [--run-args "..."] -> read campaign_state.json -> repeat while
-final_response_allowed is false.
+final_response_allowed is false. `replicate [--count K]` reruns the best configuration to measure run-to-run
+noise (never counted); `report` writes the final autofl_report.md/.json and progress.png (read-only otherwise).
 
 Every action prints one JSON envelope on stdout (sorted keys) and progress on stderr.
 Exit codes: 0 success; 1 an execution finished without a score (unscored baseline, crashed candidate);
@@ -45,7 +46,7 @@ from autofl_core import cli, guard_inputs  # noqa: E402
 from autofl_core.runner import lifecycle  # noqa: E402
 from autofl_core.runner.errors import EXIT_SIGINT, EXIT_SIGTERM, CampaignError, Interrupted  # noqa: E402
 
-ACTIONS = ("initialize", "prepare", "evaluate", "abandon", "record", "suggest", "status")
+ACTIONS = ("initialize", "prepare", "evaluate", "abandon", "record", "suggest", "status", "replicate", "report")
 ARGUMENT_STRING_OPTIONS = ("--base-args", "--run-args")
 
 
@@ -94,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--confirm-user-approved-cap-change", action="store_true",
         help="the user approved raising the cap (or going uncapped)")
     add("--limit", type=int, help="suggest: how many seeds (default 10)")
+    add("--count", type=int, metavar="K", help="replicate: reruns of the best configuration (1..10, default 3)")
+    add("--confirm-interrupted", action="store_true",
+        help="report: the user says the unfinished campaign was stopped (checked: no runner or trial alive)")
     return parser
 
 

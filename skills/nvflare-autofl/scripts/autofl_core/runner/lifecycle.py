@@ -13,7 +13,7 @@ import os
 import stat
 from datetime import datetime, timezone
 
-from . import metadata, recovery, report
+from . import metadata, noise, recovery, report
 from . import settings as settings_mod
 from . import state as state_mod
 from .campaign import Campaign
@@ -30,7 +30,9 @@ ACTIONS = {
     "record": ("act_record", "run"),
     "suggest": ("act_suggest", "run"),
     "status": ("act_status", "run"),
+    "replicate": ("act_replicate", "run"),
 }
+READ_ONLY_ACTIONS = {"report": ("act_report", "run")}  # own lock and refusal rules; no recovery, no state write
 
 
 def now_text() -> str:
@@ -45,6 +47,8 @@ def run(action: str, options) -> tuple[int, dict]:
         if action != "initialize":
             raise CampaignError(f"no Auto-FL campaign in {probe.workspace}: run initialize first")
         return _action("initialize", "new_campaign")(options, given, now_text())
+    if action in READ_ONLY_ACTIONS:
+        return _action(*READ_ONLY_ACTIONS[action])(options, given, now_text())
     with workspace_lock(probe.lock):
         campaign = Campaign.open(options.job)
         now = now_text()
@@ -97,15 +101,15 @@ def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
     state = state_mod.compute(campaign, now)
     state_mod.write(campaign, state)
     if ledger_changed or not campaign.paths.report.exists():
-        plotted = render_plot(campaign) if ledger_changed or not campaign.paths.progress.exists() else True
-        report.write(campaign, report.build(campaign, state, plot_available=plotted))
+        plotted = render_plot(campaign, state) if ledger_changed or not campaign.paths.progress.exists() else True
+        report.write(report.outputs_of(campaign.paths), report.build(campaign, state, plot_available=plotted))
     return state
 
 
-def render_plot(campaign) -> bool:
-    """Refresh progress.png; False when no image could be drawn (text note only)."""
+def render_plot(campaign, state: dict) -> bool:
+    """Refresh progress.png (with the noise band); False when no image could be drawn (text note only)."""
     from .. import plot
 
     summary = plot.render(campaign.rows(), campaign.paths.progress, metric=campaign.settings["metric"],
-                          mode=campaign.settings["mode"])  # fmt: skip
+                          mode=campaign.settings["mode"], band=noise.band(state["noise"]))  # fmt: skip
     return summary["backend"] != "text"

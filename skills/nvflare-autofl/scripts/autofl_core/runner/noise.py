@@ -4,7 +4,8 @@ Replicate rows (`replicate` action) rerun the best configuration; their scores p
 noise estimate (`guard.noise_estimate`, the same numbers the state shows). Usage::
 
     margin = keep_margin(campaign)   # None unless --noise-sigmas > 0 and >= 3 scores of the best exist
-    flag = seed_option(campaign)     # "--seed" when replicates pass seeds 1..K, else None (identical reruns)
+    seed = seed_option(campaign)     # ("--seed", "0") when replicates pass seeds, else None (identical reruns)
+    replicate_seed(3, current="0")   # "3": the n-th positive seed other than the configuration's own
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 
 from .. import guard
+from . import runargs
 from . import settings as settings_mod
 
 SEED_DEST_RE = re.compile(r"(random_)?seed")
@@ -33,8 +35,8 @@ def keep_margin(campaign) -> float | None:
     return guard.keep_margin(estimate(campaign))
 
 
-def seed_option(campaign) -> str | None:
-    """job.py's seed option when replicates should pass seeds 1..K, else None.
+def seed_option(campaign) -> tuple[str, str] | None:
+    """(job.py's seed option, the best configuration's seed) when replicates should pass seeds, else None.
 
     An integer option named `--seed`/`--random_seed` (any alias) that the fixed budget does not pin, and that the
     best configuration sets (a default, `--base-args` or the best's run args): a seed the job leaves unset
@@ -45,16 +47,24 @@ def seed_option(campaign) -> str | None:
 
     config = campaign.config
     pinned = set(importer.fixed_budget_options(config))
-    best_flags = {token.split("=", 1)[0] for token in campaign.best_run_args() if token.startswith("--")}
+    best_args = dict(runargs.pairs_from_tokens(config, campaign.best_run_args()))
     for record in (config.get("argparse") or {}).get("flags") or []:
         longs = [option for option in record.get("option_strings") or [] if option.startswith("--")]
         if not longs or not SEED_DEST_RE.fullmatch(str(record.get("dest"))) or not record.get("takes_value"):
             continue
         if record.get("positional") or record.get("type") not in ("int", None) or pinned & set(longs):
             continue
-        if record.get("value") is not None or best_flags & set(longs):
-            return longs[0]
+        current = next((best_args[flag] for flag in longs if best_args.get(flag) is not None), record.get("value"))
+        if current is not None:
+            return longs[0], str(current)
     return None
+
+
+def replicate_seed(n: int, *, current: str) -> str:
+    """The seed of replicate n: the n-th positive integer other than the configuration's own seed (so seeds
+    1..K when the best ran with seed 0, and no replicate repeats the best's own run)."""
+    seeds = [value for value in range(1, n + 2) if str(value) != str(current).strip()]
+    return str(seeds[n - 1])
 
 
 def band(noise: dict | None) -> float | None:
