@@ -22,12 +22,28 @@ SEED_DEST_RE = re.compile(r"(random_)?seed")
 def estimate(campaign) -> dict | None:
     """`noise{...}` of the current best (None without a scored best)."""
     best = campaign.best_row()
-    if best is None:
-        return None
-    scores = [row["score"] for row in campaign.rows()
-              if row["status"] == "replicate" and row["score"] is not None and row["base_candidate"] == best["name"]]  # fmt: skip
+    return None if best is None else estimate_of(campaign, best)
+
+
+def estimate_of(campaign, row: dict) -> dict:
+    """`noise{...}` of the configuration of the retained ledger row `row` (its score plus its replicates')."""
+    scores = [other["score"] for other in campaign.rows() if other["status"] == "replicate"
+              and other["score"] is not None and other["base_candidate"] == row["name"]]  # fmt: skip
     settings = guard.GuardSettings.from_mapping(settings_mod.guard_settings(campaign.settings))
-    return guard.noise_estimate((best["score"], None, best["name"]), scores, settings)
+    return guard.noise_estimate((row["score"], None, row["name"]), scores, settings)
+
+
+def latest_measured(campaign) -> dict | None:
+    """The noise of the current best when measured, else of the latest retained row that has scored replicates
+    (the spread of a configuration the campaign kept); None when nothing was replicated."""
+    current = estimate(campaign)
+    if current is not None and current["stdev"] is not None:
+        return current
+    replicated = {row["base_candidate"] for row in campaign.rows() if row["status"] == "replicate" and row["score"] is not None}
+    for row in reversed(campaign.rows()):
+        if row["status"] in ("baseline", "keep") and row["score"] is not None and row["name"] in replicated:
+            return estimate_of(campaign, row)
+    return current
 
 
 def keep_margin(campaign) -> float | None:

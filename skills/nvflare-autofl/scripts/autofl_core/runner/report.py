@@ -57,7 +57,8 @@ def build(campaign, state: dict, *, plot_available: bool, context: Context | Non
     outputs = outputs or outputs_of(paths)
     rows = campaign.rows()
     walk = report_facts.walk_rows(rows, settings["mode"])
-    band = noise.band(state["noise"])
+    measured = noise.latest_measured(campaign)
+    band = noise.band(measured)
     best = rows[walk.best] if walk.best is not None else None
     baseline = rows[walk.baseline] if walk.baseline is not None else None
     observed = report_facts.best_observed(rows, walk)
@@ -90,7 +91,7 @@ def build(campaign, state: dict, *, plot_available: bool, context: Context | Non
         "literature": report_facts.literature_outcomes(rows, walk, batch_size=settings["exploration_batch_size"]),
         "families": report_facts.families(rows, walk),
         "trajectory": report_facts.trajectory(rows, walk),
-        "noise": _noise_section(rows, state["noise"], band),
+        "noise": _noise_section(rows, measured, band),
         "warnings": report_warnings.collect(evidence),
         "compute": dict(report_facts.compute_spent(rows), **_wall_time(campaign, context.stored_state or state)),
         "leaderboard": [_entry(row) for row in rows if row["status"] != "literature"],

@@ -109,10 +109,13 @@ def _helped(data: dict) -> list[str]:
     if not helped["improvements"]:
         return lines + ["Nothing beat the baseline.", ""]
     by_name = {item["name"]: item for item in helped["improvements"]}
+    labels: dict[str, list[str]] = {}
     for label in ("first", "largest", "final"):
-        item = by_name[helped[label]]
+        labels.setdefault(helped[label], []).append(label)
+    for name, names in labels.items():
+        item = by_name[name]
         verdict = f", {item['noise']}" if item["noise"] else ""
-        lines.append(f"- {label.capitalize()} improvement: `{item['name']}` {_score(item['previous'])} -> "
+        lines.append(f"- {' and '.join(names).capitalize()} improvement: `{item['name']}` {_score(item['previous'])} -> "
                      f"{_score(item['score'])} ({_gain(item['gain'])} over `{item['previous_name']}`{verdict})")
     others = len(helped["improvements"]) - len({helped["first"], helped["final"], helped["largest"]})
     if others > 0:
@@ -186,7 +189,7 @@ def _noise(data: dict) -> list[str]:
     if estimate is None or estimate["stdev"] is None:
         return lines + ["Not measured: the best has no replicate runs (`run_job_campaign.py replicate` reruns it), so "
                         "small gains are unverified against run-to-run variation.", ""]  # fmt: skip
-    how = "with seeds 1..K" if section["seeded"] else "as identical reruns"
+    how = "with other seeds" if section["seeded"] else "as identical reruns"
     rule = (f"the keep rule is on ({estimate['sigmas']} sigmas: a keep needs more than {_score(estimate['margin'])})"
             if estimate["applied"] else "the keep rule is off (`--noise-sigmas`)")  # fmt: skip
     lines += [f"- {estimate['replicates']} replicate(s) of `{estimate['of']}` ({how}) plus its own run: mean "
