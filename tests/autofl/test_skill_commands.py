@@ -74,7 +74,7 @@ def test_every_documented_runner_action_and_flag_exists():
 
 
 def _other_script_flag(flag: str) -> bool:
-    for script in ("job_importer.py", "campaign_guard.py", "plot_progress.py"):
+    for script in ("job_importer.py", "campaign_guard.py", "plot_progress.py", "campaign_report.py"):
         help_text = subprocess.run([sys.executable, str(SKILL / "scripts" / script), "--help"], capture_output=True,
                                    text=True, timeout=60).stdout  # fmt: skip
         if flag in help_text:
