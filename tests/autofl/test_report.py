@@ -421,3 +421,23 @@ def test_report_refuses_setting_changes_and_bad_input(tmp_path):
     ledger_path.write_text(ledger_path.read_text() + "candidate\tx\n")
     corrupt = report_cli(ws)
     assert corrupt.returncode == 2 and "unknown status 'candidate'" in corrupt.stderr
+
+
+def test_closed_stdout_exits_141_quietly_and_a_lone_isolated_copy_works(tmp_path):
+    import shutil
+
+    ws = campaign(tmp_path)
+    (ws / "STOP_AUTOFL").write_text("")
+    skill = tmp_path / "lone" / "nvflare-autofl"
+    shutil.copytree(SCRIPTS.parent, skill, ignore=shutil.ignore_patterns("__pycache__"))
+    script = skill / "scripts" / "campaign_report.py"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-I", str(script), str(ws)], stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, timeout=120)  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141 and done.stderr == ""
+    assert report_of(ws)[0]["provenance"]["generated_by"] == "campaign_report.py"
+    assert not list(skill.rglob("__pycache__")), "a read-only script caches no bytecode"
