@@ -441,3 +441,17 @@ def test_closed_stdout_exits_141_quietly_and_a_lone_isolated_copy_works(tmp_path
     assert done.returncode == 141 and done.stderr == ""
     assert report_of(ws)[0]["provenance"]["generated_by"] == "campaign_report.py"
     assert not list(skill.rglob("__pycache__")), "a read-only script caches no bytecode"
+
+
+def test_a_state_file_that_disagrees_with_the_ledger_is_a_warning_and_is_left_alone(tmp_path):
+    ws = campaign(tmp_path)
+    (ws / "STOP_AUTOFL").write_text("")
+    state_path = ws / ".nvflare/autofl/campaign_state.json"
+    state = json.loads(state_path.read_text())
+    state_path.write_text(json.dumps(dict(state, best_score=0.99)))
+    before = state_path.read_bytes()
+    assert report_cli(ws).returncode == 0
+    data, markdown = report_of(ws)
+    assert "campaign_state.json disagrees with the ledger: best_score 0.99 (ledger: 0.75)" in markdown
+    assert [w["code"] for w in data["warnings"]].count("state_disagrees") == 1
+    assert state_path.read_bytes() == before

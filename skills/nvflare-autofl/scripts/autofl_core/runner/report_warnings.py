@@ -17,7 +17,7 @@ COMPUTE_RE = re.compile(r"(step|epoch|iter|batch|local|round|train_size|max_samp
 POPULATION_RE = re.compile(r"(client|site|sample_rate|fraction|participa|worker|val_|eval_|split|subset)", re.IGNORECASE)
 TEST_LIKE_RE = re.compile(r"(^|[^a-z])(test|holdout|held_out)([^a-z]|$)", re.IGNORECASE)
 RUNTIME_RATIO = 1.5  # a best that runs this much longer than the baseline spent more compute
-STATE_FIELDS = ("decision", "reason", "candidate_attempts", "best_score", "baseline_score", "best_candidate")
+STATE_FIELDS = ("candidate_attempts", "scored_attempts", "best_score", "baseline_score", "best_candidate")  # from the ledger
 
 
 @dataclass
