@@ -115,7 +115,8 @@ def _helped(data: dict) -> list[str]:
     for name, names in labels.items():
         item = by_name[name]
         verdict = f", {item['noise']}" if item["noise"] else ""
-        lines.append(f"- {' and '.join(names).capitalize()} improvement: `{item['name']}` {_score(item['previous'])} -> "
+        label = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        lines.append(f"- {label.capitalize()} improvement: `{item['name']}` {_score(item['previous'])} -> "
                      f"{_score(item['score'])} ({_gain(item['gain'])} over `{item['previous_name']}`{verdict})")
     others = len(helped["improvements"]) - len({helped["first"], helped["final"], helped["largest"]})
     if others > 0:
