@@ -3,13 +3,16 @@
 Usage: python examples/demo.py [--output DIR]   (default: demo_out/campaign/ in the repository)
 
 Everything goes through the skills' scripts exactly as an agent would call them:
-1. copy examples/hello-numpy into DIR/workspace and `initialize --max-candidates 3` (real baseline simulation);
+1. copy examples/hello-numpy into DIR/workspace and `initialize --max-candidates 3 --base-args "--seed 0"`
+   (real baseline simulation; the seed makes every site shuffle its data per round, so reruns differ);
 2. `suggest`, then prepare + evaluate the first seed (an argument-only candidate);
 3. prepare a source-edit candidate (per-site feature standardization in client.py) and evaluate it;
-4. prepare a candidate with a shape bug in client.py and evaluate it: it crashes, and the cap is used up;
-5. run nvflare-diagnose-job's diagnose_job.py on the crashed candidate's run.log and simulation folder.
-Prints a short summary (baseline, best, improvement, best command, the crash and its diagnosis) and the
-absolute paths of ledger, state, plot, report and diagnosis.
+4. `replicate --count 2`: rerun the best with seeds 1 and 2 to measure the run-to-run spread (not counted);
+5. prepare a candidate with a shape bug in client.py and evaluate it: it crashes, and the cap is used up;
+6. `report`: the final report (the state allows it now);
+7. run nvflare-diagnose-job's diagnose_job.py on the crashed candidate's run.log and simulation folder.
+Prints a short summary (baseline, best, improvement and its noise verdict, best command, the crash and its
+diagnosis) and the absolute paths of ledger, state, plot, report and diagnosis.
 """
 
 from __future__ import annotations
@@ -67,15 +70,16 @@ def candidate(job: Path, name: str, hypothesis: str, family: str, *, change=None
 
 def campaign(workspace: Path) -> tuple[dict, str]:
     job = workspace / "job.py"
-    runner(job, "initialize", "--max-candidates", "3")
+    runner(job, "initialize", "--max-candidates", "3", "--base-args", "--seed 0")
     seed = runner(job, "suggest", "--limit", "3")["suggestions"][0]
     candidate(job, seed["name"], seed["hypothesis"], "tuning", run_args=seed["run_args"])
     candidate(job, "feature-scaling", "Standardize features on each site: they come in different units, so plain "
               "gradient descent converges slowly within the fixed 3 rounds.", "preprocessing", change=SCALING_EDIT)
+    runner(job, "replicate", "--count", "2")
     crashed = "drop-bias"
-    final = candidate(job, crashed, "Drop the bias weight to simplify the model (expected to break the shapes).",
-                      "model", change=CRASH_EDIT, ok=(1,))
-    return final, crashed
+    candidate(job, crashed, "Drop the bias weight to simplify the model (expected to break the shapes).", "model",
+              change=CRASH_EDIT, ok=(1,))
+    return runner(job, "report"), crashed
 
 
 def diagnose(workspace: Path, out: Path, crashed: str) -> dict:
@@ -97,6 +101,7 @@ def summary(final: dict, report: dict, crashed: str, diagnosis: dict, out: Path,
         f"  baseline:    {report['baseline']['score']:.6f}",
         f"  best:        {report['best']['score']:.6f} ({report['best']['name']})",
         f"  improvement: {final['improvement']:+.6f} ({report['objective']['metric']}, {report['objective']['mode']})",
+        f"  noise:       {noise_line(report)}",
         f"  best command: {report['best_command']}",
         f"  crashed:     {crashed}: {crash['notes']}",
         f"  diagnosis:   {diagnosis['matched_pattern']} ({diagnosis['confidence']} confidence, "
@@ -111,6 +116,18 @@ def summary(final: dict, report: dict, crashed: str, diagnosis: dict, out: Path,
         f"  diagnosis: {out / 'diagnosis.md'}",
     ]
     return "\n".join(lines)
+
+
+def noise_line(report: dict) -> str:
+    """The measured spread of the best and whether the gain is beyond it."""
+    noise = report["noise"]
+    estimate = noise["estimate"]
+    if not estimate or estimate["stdev"] is None:
+        return "not measured (no replicates of the best)"
+    verdict = report["selected"]["noise"] or "not judged"
+    return (f"stdev {estimate['stdev']:.6f} over {estimate['replicates'] + 1} runs of {estimate['of']} "
+            f"({'seeds 1-' + str(estimate['replicates']) + ' and its own' if noise['seeded'] else 'identical reruns'}); "
+            f"the gain is {verdict} (band +-{noise['band']:.6f})")
 
 
 def main(argv: list[str] | None = None) -> int:

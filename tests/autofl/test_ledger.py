@@ -20,7 +20,7 @@ def test_columns_are_the_spec_order():
         "candidate_manifest base_candidate patch_sha256 metric_name metric_source metric_artifact candidate_kind "
         "algorithm_family literature_event_id"
     ).split()
-    assert set(ledger.STATUSES) == {"baseline", "keep", "discard", "crash", "literature", "infrastructure_retry"}
+    assert set(ledger.STATUSES) == {"baseline", "keep", "discard", "crash", "literature", "infrastructure_retry", "replicate"}
 
 
 def test_parse_types_scores_and_keeps_text():

@@ -70,7 +70,7 @@ def test_plot_data_every_status():
     assert data["best"] == {"x": 5, "row": 6, "score": 0.86, "status": "keep", "name": "fedprox-faithful"}
     assert data["x_max"] == 7 and data["scored"] == 6
     assert data["counts"] == {"baseline": 1, "keep": 2, "discard": 3, "crash": 1, "literature": 1,
-                              "infrastructure_retry": 1}
+                              "infrastructure_retry": 1, "replicate": 0}
 
 
 def test_plot_data_min_mode_and_ties_at_ledger_precision():

@@ -51,10 +51,11 @@ def test_demo_runs_a_bounded_campaign_and_diagnoses_its_crash(demo):
     workspace = out / "workspace"
     rows = ledger_rows(workspace)
     assert [(r["status"], r["candidate_kind"]) for r in rows] == [
-        ("baseline", ""), ("keep", "argument_only"), ("keep", "source_edit"), ("crash", "source_edit")]
+        ("baseline", ""), ("keep", "argument_only"), ("keep", "source_edit"), ("replicate", ""), ("replicate", ""),
+        ("crash", "source_edit")]
     baseline, best = rows[0]["score"], rows[2]["score"]
     assert 0.5 < baseline < best <= 1.0
-    assert rows[3]["failure_reason"].startswith("exit_code=1; site-") and "ValueError: matmul" in rows[3]["failure_reason"]
+    assert rows[5]["failure_reason"].startswith("exit_code=1; site-") and "ValueError: matmul" in rows[5]["failure_reason"]
     state = documents_valid(workspace)
     assert (state["reason"], state["next_action"], state["final_response_allowed"]) == (
         "candidate_cap_exhausted", "final_report", True)
@@ -66,6 +67,7 @@ def test_demo_runs_a_bounded_campaign_and_diagnoses_its_crash(demo):
     assert (diagnosis["matched_pattern"], diagnosis["confidence"]) == ("USER_CODE_EXCEPTION", "high")
     for line in (f"baseline:    {baseline:.6f}", f"best:        {best:.6f} (feature-scaling)", "crashed:     drop-bias",
                  "diagnosis:   USER_CODE_EXCEPTION", "best command: cd ", str(workspace / "results.tsv"),
+                 "noise:       stdev ", "(seeds 1-2 and its own); the gain is beyond noise",
                  str(workspace / "progress.png"), str(workspace / "autofl_report.md")):  # fmt: skip
         assert line in stdout, line
     report = (workspace / "autofl_report.md").read_text()
@@ -96,9 +98,9 @@ def test_demo_campaign_continues_after_cap_approval_in_a_moved_folder(demo, tmp_
     assert run_cli(workspace, "prepare", "--name", "flipped-labels", "--hypothesis", "train on flipped labels").code == 0
     client = source_dir(workspace, "flipped-labels") / "client.py"
     text = client.read_text()
-    assert "w = train(w, x, y, args.lr, args.local_steps)" in text
-    client.write_text(text.replace("w = train(w, x, y, args.lr, args.local_steps)",
-                                   "w = train(w, x, 1.0 - y, args.lr, args.local_steps)"))  # fmt: skip
+    assert "w = train(w, x, y, args.lr, args.local_steps, " in text
+    client.write_text(text.replace("w = train(w, x, y, args.lr, args.local_steps, ",
+                                   "w = train(w, x, 1.0 - y, args.lr, args.local_steps, "))  # fmt: skip
     discarded = run_cli(workspace, "evaluate")
     assert discarded.code == 0 and discarded.envelope["candidate_status"] == "discard"
     assert tree_digest(workspace, skip=SOURCES_ONLY) == before
@@ -252,3 +254,66 @@ def test_fedjob_campaign_isolated_and_an_aborted_run_is_a_crash(tmp_path):
     assert reason.startswith("exit_code=0 but NVFLARE aborted the run: site-") and "ValueError: bad client" in reason
     trial = json.loads((workspace / "autofl_runs" / "broken" / "trial.json").read_text())
     assert trial["exit_code"] == 0 and trial["score"] is None
+
+
+def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
+    """The real demo ledger (seeded runs, two replicates, a crash) reported again by campaign_report.py from a
+    copy: no simulation, nothing written into the copy."""
+    out, _stdout = demo
+    archive = tmp_path / "archive"
+    shutil.copytree(out / "workspace", archive)
+    before = tree_digest(archive)
+    target = tmp_path / "report"
+    target.mkdir()
+    done = subprocess.run([sys.executable, str(RUNNER.parent / "campaign_report.py"), str(archive), "--output-dir",
+                           str(target)], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert tree_digest(archive) == before
+    data = json.loads((target / "autofl_report.json").read_text())
+    check_schema("autofl_report.v1", data, "demo report")
+    rows = ledger_rows(archive)
+    chosen = data["selected"]
+    assert (chosen["name"], chosen["kind"], chosen["family"]) == ("feature-scaling", "source_edit", "preprocessing")
+    assert chosen["lineage"] == {"chain": ["feature-scaling", rows[1]["name"], "baseline"], "partial": False,
+                                 "missing": [], "changed_files": ["client.py"]}  # fmt: skip
+    assert chosen["effective_run_args"] == ["--lr", "0.1"] and chosen["noise"] == "beyond noise"
+    assert chosen["delta"] == pytest.approx(rows[2]["score"] - rows[0]["score"])
+    helped = data["what_helped"]
+    assert (helped["first"], helped["final"], helped["largest"]) == (rows[1]["name"], "feature-scaling", "feature-scaling")
+    (crash,) = data["what_did_not_help"]["crashes"]
+    assert crash["names"] == ["drop-bias"] and "ValueError: matmul" in crash["reason"]
+    noise = data["noise"]
+    assert noise["seeded"] is True and noise["estimate"]["replicates"] == 2 and noise["estimate"]["stdev"] > 0
+    assert set(data["compute"]["by_status"]) == {"baseline", "keep", "replicate", "crash"}
+    assert data["compute"]["wall_time_seconds"] > data["compute"]["by_status"]["baseline"]
+    assert json.loads((out / "workspace" / "autofl_report.json").read_text())["provenance"]["generated_by"] == (
+        "run_job_campaign.py report")
+    markdown = (target / "autofl_report.md").read_text()
+    for text in ("## Selected candidate and why", "improvement +", "beyond noise", "Lineage: `feature-scaling` <- ",
+                 "job.py --n_clients 2 --num_rounds 3 --seed 0 --lr 0.1", "## Noise", "2 replicate(s) of `feature-scaling`",
+                 "crashed 1x (`drop-bias`)", "preprocessing: helped", "## Compute and time", "![progress](progress.png)"):
+        assert text in markdown, text
+
+
+def test_noise_sigmas_discards_a_gain_inside_the_measured_spread_and_without_it_keeps_it(demo, tmp_path):
+    """Real seeded hello-numpy runs: the demo's best (feature-scaling, seed 0) and its replicates with seeds 1
+    and 2 measure the spread; `--lr 0.5 --local_steps 3` gains +0.0025 on seed 0 (a NumPy replay of the seeded
+    FedAvg says so too), far inside 2 stdev: discarded with --noise-sigmas 2, kept without it. Two simulations."""
+    out, _stdout = demo
+    verdicts = {}
+    for name, flags in (("on", ["--noise-sigmas", "2"]), ("off", [])):
+        workspace = tmp_path / name
+        shutil.copytree(out / "workspace", workspace)
+        assert run_cli(workspace, "initialize", "--max-candidates", "4", "--confirm-user-approved-cap-change").code == 0
+        assert run_cli(workspace, "prepare", "--name", "fast-short", "--hypothesis", "larger steps, fewer of them").code == 0
+        done = run_cli(workspace, "evaluate", "--run-args", "--lr 0.5 --local_steps 3", *flags)
+        assert done.code == 0, done.stderr
+        verdicts[name] = (done.envelope["candidate_status"], ledger_rows(workspace)[-1], done.envelope["noise"])
+    best = ledger_rows(out / "workspace")[2]["score"]
+    status, row, noise = verdicts["on"]
+    gain = row["score"] - best
+    assert noise["replicates"] == 2 and noise["applied"] is True and noise["margin"] >= 2 * noise["stdev"] - 1e-6
+    assert status == "discard" and 0 < gain < noise["margin"], (row["score"], best, noise)
+    assert row["failure_reason"] == f"within noise (delta={gain:+.6f}, margin={noise['margin']:.6f})"
+    status, row, noise = verdicts["off"]
+    assert status == "keep" and row["score"] - best == pytest.approx(gain) and noise["applied"] is False

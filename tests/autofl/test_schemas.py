@@ -85,7 +85,7 @@ def test_schema_field_lists_mirror_the_spec():
         "candidate_cap_source candidate_attempts remaining_candidates pending_candidates scored_attempts best_score "
         "baseline_status baseline_score improvement abandoned_candidates stop_files plateau exploration_batch "
         "required_exploration agent_instruction accounting_instruction best_candidate best_source_sha256 "
-        "pending_candidate_manifest"
+        "pending_candidate_manifest noise"
     ).split()
     assert sorted(state["properties"]) == sorted(spec_state)
     assert sorted(state["properties"]["plateau"]["properties"]) == sorted(
@@ -96,7 +96,7 @@ def test_schema_field_lists_mirror_the_spec():
     spec_envelope = (
         "autofl_yaml results state progress report candidate_attempts decision reason next_action "
         "final_response_allowed candidate_cap candidate_cap_source remaining_candidates baseline_status "
-        "baseline_score improvement abandoned_candidates agent_instruction required_exploration"
+        "baseline_score improvement abandoned_candidates agent_instruction required_exploration noise"
     ).split()
     assert sorted(envelope["required"]) == sorted(spec_envelope)
     extras = "initialized baseline_retried candidate_manifest candidate_source job_id literature_event literature_event_id campaign suggestions"

@@ -80,7 +80,7 @@ def test_every_documented_runner_action_and_flag_exists():
 def _other_script_flag(flag: str) -> bool:
     diagnose = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
     for script in (SKILL / "scripts" / "job_importer.py", SKILL / "scripts" / "campaign_guard.py",
-                   SKILL / "scripts" / "plot_progress.py", diagnose):  # fmt: skip
+                   SKILL / "scripts" / "plot_progress.py", SKILL / "scripts" / "campaign_report.py", diagnose):  # fmt: skip
         help_text = subprocess.run([sys.executable, str(script), "--help"], capture_output=True,
                                    text=True, timeout=60).stdout  # fmt: skip
         if flag in help_text:

@@ -4,7 +4,7 @@
 Usage:
     python campaign_guard.py [RESULTS=results.tsv] [--max-candidates N] [--stop-file PATH]...
         [--plateau-threshold N] [--min-delta X] [--hard-crash-threshold N] [--exploration-batch-size N]
-        [--family-repeat-limit N] [--mode max|min] [--pending-manifests N] [--format json|text]
+        [--family-repeat-limit N] [--noise-sigmas X] [--mode max|min] [--pending-manifests N] [--format json|text]
 
 Thresholds left out come from AUTOFL_* environment variables, else the defaults shown below; the cap never comes
 from the environment (no --max-candidates = uncapped). Without --mode the mode is read from the sibling
@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("--hard-crash-threshold", "hard_crash_threshold", "N", "; 0 disables"),
         ("--exploration-batch-size", "exploration_batch_size", "N", "; 0 disables"),
         ("--family-repeat-limit", "family_repeat_limit", "N", "; 0 disables"),
+        ("--noise-sigmas", "noise_sigmas", "X", "; 0 = off"),
     ):
         variable, default = guard_inputs.THRESHOLDS[name][:2]
         parser.add_argument(flag, dest=name, type=_threshold(name), metavar=metavar,
@@ -115,10 +116,22 @@ def render_text(state: dict) -> str:
             f"literature batch {batch['literature_event_id'] or '(unlabelled)'}: {batch['completed']} of "
             f"{batch['required']} source-backed candidates"
         )
+    lines.append(noise_line(state["noise"]))
     if state["stop_files"]:
         lines.append(f"stop files: {', '.join(state['stop_files'])}")
     lines.append(f"instruction: {state['agent_instruction']}")
     return "\n".join(lines) + "\n"
+
+
+def noise_line(noise: dict | None) -> str:
+    """One line on the measured run-to-run spread of the best (replicate rows)."""
+    if noise is None:
+        return "noise: no scored best yet"
+    if noise["stdev"] is None:
+        return f"noise: not measured ({noise['of']} has no replicate rows; run the runner's replicate action)"
+    rule = f"keep needs > {noise['margin']} ({noise['sigmas']} sigmas)" if noise["applied"] else "keep rule off"
+    return (f"noise: {noise['replicates']} replicate(s) of {noise['of']}: mean {noise['mean']}, stdev {noise['stdev']}, "
+            f"range {noise['min']}..{noise['max']}; margin {noise['margin']}; {rule}")
 
 
 def _num(value) -> str:

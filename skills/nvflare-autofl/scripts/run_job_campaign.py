@@ -3,12 +3,13 @@
 
 Usage:
     python run_job_campaign.py ACTION JOB [options]
-    ACTION: initialize | prepare | evaluate | abandon | record | suggest | status
+    ACTION: initialize | prepare | evaluate | abandon | record | suggest | status | replicate | report
     JOB:    an existing job.py; its folder is the workspace (relative output paths resolve against it)
 
 Typical flow: initialize (import, admission, baseline) -> prepare --name N --hypothesis H -> edit only the
 returned candidate_source folder -> evaluate [--run-args "..."] -> read campaign_state.json -> repeat while
-final_response_allowed is false.
+final_response_allowed is false. `replicate [--count K]` reruns the best configuration to measure run-to-run
+noise (never counted); `report` writes the final autofl_report.md/.json and progress.png (read-only otherwise).
 
 Every action prints one JSON envelope on stdout (sorted keys) and progress on stderr.
 Exit codes: 0 success; 1 an execution finished without a score (unscored baseline, crashed candidate);
@@ -45,7 +46,7 @@ from autofl_core import cli, guard_inputs  # noqa: E402
 from autofl_core.runner import lifecycle  # noqa: E402
 from autofl_core.runner.errors import EXIT_INVALID, EXIT_SIGINT, EXIT_SIGTERM, CampaignError, Interrupted  # noqa: E402
 
-ACTIONS = ("initialize", "prepare", "evaluate", "abandon", "record", "suggest", "status")
+ACTIONS = ("initialize", "prepare", "evaluate", "abandon", "record", "suggest", "status", "replicate", "report")
 ARGUMENT_STRING_OPTIONS = ("--base-args", "--run-args", "--score")  # values may start with "-"
 
 
@@ -68,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                              ("--plateau-min-delta", "plateau_min_delta", ">=0"),
                              ("--hard-crash-threshold", "hard_crash_threshold", "0 disables"),
                              ("--exploration-batch-size", "exploration_batch_size", "0 disables"),
-                             ("--family-repeat-limit", "family_repeat_limit", "0 disables")):  # fmt: skip
+                             ("--family-repeat-limit", "family_repeat_limit", "0 disables"),
+                             ("--noise-sigmas", "noise_sigmas", "0 = off; keep needs a gain above X stdev of the best")):  # fmt: skip
         variable, default = guard_inputs.THRESHOLDS[name][:2]
         add(flag, dest=name, type=_threshold(name), metavar="N", help=f"env {variable}, default {default}; {note}")
     add("--stop-file", action="append", dest="stop_files", metavar="PATH",
@@ -95,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--confirm-user-approved-cap-change", action="store_true",
         help="the user approved raising the cap (or going uncapped)")
     add("--limit", type=int, help="suggest: how many seeds (default 10)")
+    add("--count", type=int, metavar="K", help="replicate: reruns of the best configuration (1..10, default 3)")
+    add("--confirm-interrupted", action="store_true",
+        help="report: the user says the unfinished campaign was stopped (checked: no runner or trial alive)")
     return parser
 
 

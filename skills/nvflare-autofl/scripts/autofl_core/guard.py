@@ -10,6 +10,10 @@ Row indices in the state (``best_scored_index``, ``event_index``, ``completion_i
 positions in the list of ledger data rows (the header is not a row). The decision table, the definitions
 of attempts, batches, plateau, family stall and crash blocker follow the autofl spec; the sentences an
 agent reads live in `instructions`.
+
+Replicate rows (reruns of the best configuration) are never attempts and never retained: they only feed the
+noise estimate `noise{...}` of the current best. With `noise_sigmas` > 0 and at least `MIN_NOISE_SCORES` scores
+of the best, its `margin` is the smallest gain a keep needs and the plateau's min delta.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ ATTEMPT_STATUSES = frozenset(("keep", "discard", "crash"))
 RETAINED_STATUSES = frozenset(("baseline", "keep"))
 LITERATURE_ACTIONS = frozenset(("run_literature_loop", "develop_literature_batch"))
 RUNNER_ONLY_FIELDS = ("abandoned_candidates", "best_candidate", "best_source_sha256", "pending_candidate_manifest")
+MIN_NOISE_SCORES = 3  # scores of the best (its own row plus replicates) before the noise margin applies
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class GuardSettings:
     hard_crash_threshold: int = 6
     exploration_batch_size: int = 3
     family_repeat_limit: int = 6
+    noise_sigmas: float = 0.0
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
@@ -49,9 +55,10 @@ class GuardSettings:
         _check_int("hard_crash_threshold", self.hard_crash_threshold, minimum=0)
         _check_int("exploration_batch_size", self.exploration_batch_size, minimum=0)
         _check_int("family_repeat_limit", self.family_repeat_limit, minimum=0)
-        delta = self.plateau_min_delta
-        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta) or delta < 0:
-            raise ValueError(f"plateau_min_delta must be a finite number >= 0, got {delta!r}")
+        for name in ("plateau_min_delta", "noise_sigmas"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
     @classmethod
     def from_mapping(cls, values: dict) -> GuardSettings:
@@ -176,7 +183,8 @@ class _Scan:
     scored_attempt_rows: list = field(default_factory=list)  # row indices, ascending
     crash_streak: int = 0
     best: tuple | None = None  # (score, index, name) of the best retained row, min_delta 0
-    anchor: tuple | None = None  # the same under plateau_min_delta: the plateau clock's anchor
+    retained: list = field(default_factory=list)  # (score, index, name) of every scored baseline/keep row
+    replicates: dict = field(default_factory=dict)  # base_candidate -> scores of its replicate rows
     baseline_score: float | None = None
     events: list = field(default_factory=list)
     last_scored: deque = field(init=False)  # (candidate_kind, algorithm_family) of the latest scored attempts
@@ -197,6 +205,10 @@ def _scan(rows: list[dict], settings: GuardSettings) -> _Scan:
             scan.events.append(current)
             if current.event_id:
                 by_id[current.event_id] = current
+        elif status == "replicate":
+            if score is not None:
+                scan.replicates.setdefault(row.get("base_candidate") or "", []).append(score)
+            continue
         elif status in ATTEMPT_STATUSES:
             scan.attempts += 1
             scan.crash_streak = scan.crash_streak + 1 if status == "crash" else 0
@@ -210,10 +222,9 @@ def _scan(rows: list[dict], settings: GuardSettings) -> _Scan:
         if status in RETAINED_STATUSES and score is not None:
             if status == "baseline" and scan.baseline_score is None:
                 scan.baseline_score = score
+            scan.retained.append((score, index, row.get("name") or ""))
             if better(score, scan.best[0] if scan.best else None, mode):
-                scan.best = (score, index, row.get("name") or "")
-            if better(score, scan.anchor[0] if scan.anchor else None, mode, settings.plateau_min_delta):
-                scan.anchor = (score, index, row.get("name") or "")
+                scan.best = scan.retained[-1]
     return scan
 
 
@@ -233,6 +244,7 @@ def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int,
     best_score = scan.best[0] if scan.best else None
     batch = _reported_batch(scan.events, settings.exploration_batch_size)
     family = _stalled_family(scan, settings)
+    noise = noise_estimate(scan.best, scan.replicates.get(scan.best[2], []) if scan.best else [], settings)
     public = {
         "candidate_cap": cap,
         "candidate_cap_source": "explicit" if cap is not None else "uncapped",
@@ -245,8 +257,9 @@ def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int,
         "baseline_score": scan.baseline_score,
         "improvement": improvement(best_score, scan.baseline_score, settings.mode),
         "stop_files": stop_files,
-        "plateau": _plateau(scan, settings),
+        "plateau": _plateau(scan, settings, keep_margin(noise)),
         "exploration_batch": batch,
+        "noise": noise,
     }
     return {
         "public": public,
@@ -294,24 +307,67 @@ def _reported_batch(events: list, batch_size: int) -> dict | None:
     }
 
 
-def _plateau(scan: _Scan, settings: GuardSettings) -> dict:
+def noise_estimate(best: tuple | None, replicate_scores: list[float], settings: GuardSettings) -> dict | None:
+    """Spread of the best configuration: its own score plus its replicates' (None without a scored best).
+
+    `stdev` is the sample standard deviation (None below two scores); `margin` = max(plateau_min_delta,
+    noise_sigmas x stdev); `applied` says whether keep and plateau use it (noise_sigmas > 0 and at least
+    MIN_NOISE_SCORES scores).
+    """
+    if best is None:
+        return None
+    scores = [best[0], *replicate_scores]
+    count = len(scores)
+    mean = math.fsum(scores) / count
+    stdev = math.sqrt(math.fsum((x - mean) ** 2 for x in scores) / (count - 1)) if count > 1 else None
+    margin = max(settings.plateau_min_delta, settings.noise_sigmas * stdev) if stdev is not None else None
+    return {
+        "replicates": count - 1,
+        "of": best[2],
+        "mean": round(mean, 6),
+        "stdev": None if stdev is None else round(stdev, 6),
+        "min": min(scores),
+        "max": max(scores),
+        "margin": None if margin is None else round(margin, 6),
+        "sigmas": settings.noise_sigmas,
+        "applied": bool(settings.noise_sigmas) and count >= MIN_NOISE_SCORES,
+    }
+
+
+def keep_margin(noise: dict | None) -> float | None:
+    """The gain a keep must exceed when the noise rule applies, else None (then any strict gain keeps)."""
+    return noise["margin"] if noise and noise["applied"] else None
+
+
+def _anchor(retained: list, mode: str, min_delta: float) -> tuple | None:
+    """The retained row that last improved by more than `min_delta`: the plateau clock's anchor."""
+    anchor = None
+    for entry in retained:
+        if better(entry[0], anchor[0] if anchor else None, mode, min_delta):
+            anchor = entry
+    return anchor
+
+
+def _plateau(scan: _Scan, settings: GuardSettings, margin: float | None) -> dict:
     completions = [event.completion_index for event in scan.events if event.completion_index is not None]
     last_completion = max(completions) if completions else None
-    anchor_index = scan.anchor[1] if scan.anchor else None
+    min_delta = settings.plateau_min_delta if margin is None else margin
+    anchor = _anchor(scan.retained, settings.mode, min_delta)
+    anchor_index = anchor[1] if anchor else None
     candidates = [index for index in (anchor_index, last_completion) if index is not None]
     reset = max(candidates) if candidates else None
     scored = scan.scored_attempt_rows
     since = len(scored) - bisect_right(scored, reset) if reset is not None else len(scored)
-    available = scan.anchor is not None
+    available = anchor is not None
     return {
         "available": available,
         "recommendation": "literature" if available and since >= settings.plateau_threshold else None,
-        "best_name": scan.anchor[2] if scan.anchor else None,
-        "best_score": scan.anchor[0] if scan.anchor else None,
+        "best_name": anchor[2] if anchor else None,
+        "best_score": anchor[0] if anchor else None,
         "best_scored_index": anchor_index,
         "last_literature_event_index": scan.events[-1].index if scan.events else None,
         "last_batch_completion_index": last_completion,
-        "min_delta": settings.plateau_min_delta,
+        "min_delta": min_delta,
         "reset_row_index": reset,
         "scored_since_reset": since,
         "threshold": settings.plateau_threshold,

@@ -27,6 +27,7 @@ THRESHOLDS = {
     "hard_crash_threshold": ("AUTOFL_HARD_CRASH_THRESHOLD", 6, int, 0),
     "exploration_batch_size": ("AUTOFL_EXPLORATION_BATCH_SIZE", 3, int, 0),
     "family_repeat_limit": ("AUTOFL_FAMILY_REPEAT_LIMIT", 6, int, 0),
+    "noise_sigmas": ("AUTOFL_NOISE_SIGMAS", 0.0, float, 0.0),
 }
 _STATE_READ_LIMIT = 16 * 1024 * 1024
 

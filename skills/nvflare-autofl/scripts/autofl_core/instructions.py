@@ -56,6 +56,33 @@ def override_instruction(next_action: str) -> str:
     return f"{NO_FINAL} {text}"
 
 
+def replicate_advice(state: dict) -> str | None:
+    """When to rerun the best configuration with `replicate`, or None.
+
+    Before the final report when the best beat the baseline by less than twice the measured spread (stdev of
+    the best's scores); once early in an uncapped campaign whose best has no replicates yet.
+    """
+    noise = state.get("noise")
+    if noise is None or state["baseline_status"] != "complete":
+        return None
+    gain = state["improvement"]
+    if noise["stdev"] is not None:
+        if gain is not None and 0 < gain < 2 * noise["stdev"]:
+            return (f"The best beat the baseline by {gain:+.6f}, less than twice the measured spread (stdev "
+                    f"{noise['stdev']} over {noise['replicates'] + 1} runs of {noise['of']}): run `replicate --count "
+                    "3` before the final report, and call the gain unproven if it stays inside the spread.")  # fmt: skip
+        return None
+    if state["candidate_cap"] is None and noise["replicates"] == 0:
+        return ("This campaign is uncapped: run `replicate --count 3` once early to measure the run-to-run spread "
+                "of the best (replicates never count as attempts).")  # fmt: skip
+    return None
+
+
+def _with_advice(sentence: str, state: dict) -> str:
+    advice = replicate_advice(state)
+    return f"{sentence} {advice}" if advice else sentence
+
+
 def batch_roles(completed: int, required: int) -> list[str]:
     """What the remaining members of a literature batch should be, in order."""
     roles = [BATCH_ROLES[i] if i < len(BATCH_ROLES) else "another source-backed variant" for i in range(required)]
@@ -89,9 +116,9 @@ def _pending(state: dict, settings, family) -> str:
 
 
 def _cap(state: dict, settings, family) -> str:
-    return (
+    return _with_advice(
         f"The candidate cap is used up ({state['candidate_attempts']} of {state['candidate_cap']} attempts): write "
-        f"the final report ({_best_vs_baseline(state)}). Only the user can approve a higher cap."
+        f"the final report ({_best_vs_baseline(state)}). Only the user can approve a higher cap.", state
     )
 
 
@@ -147,9 +174,9 @@ def _continue(state: dict, settings, family) -> str:
         budget = "the campaign is uncapped"
     else:
         budget = f"{state['remaining_candidates']} of {state['candidate_cap']} candidate attempts remain"
-    return (
+    return _with_advice(
         "Propose the next candidate: run `prepare --name <name> --hypothesis <why>`, edit only the returned "
-        f"source directory, then run `evaluate`; {budget}."
+        f"source directory, then run `evaluate`; {budget}.", state
     )
 
 

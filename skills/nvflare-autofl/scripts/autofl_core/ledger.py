@@ -41,7 +41,7 @@ COLUMNS = (
     "algorithm_family",
     "literature_event_id",
 )
-STATUSES = ("baseline", "keep", "discard", "crash", "literature", "infrastructure_retry")
+STATUSES = ("baseline", "keep", "discard", "crash", "literature", "infrastructure_retry", "replicate")
 CANDIDATE_KINDS = ("source_edit", "argument_only")
 HEADER = "\t".join(COLUMNS)
 MAX_LEDGER_BYTES = 512 * 1024 * 1024  # about 2.5 million rows; anything larger is not a ledger
@@ -89,6 +89,27 @@ def read_rows(path: str | os.PathLike) -> list[dict]:
     """Read and parse the ledger at `path`; a missing file is an empty ledger."""
     text = _read_text(Path(path))
     return [] if text is None else parse(text, str(path))
+
+
+def parse_any_version(text: str, source: str = "results.tsv") -> tuple[list[dict], tuple[str, ...]]:
+    """Like `parse`, but an older ledger whose header is a leading part of `COLUMNS` (at least status, name,
+    score) is read too, its rows padded; returns (rows, the columns that ledger did not have yet)."""
+    head, _, body = text.removeprefix("\ufeff").partition("\n")
+    fields = tuple(head.rstrip("\r").split("\t"))
+    width = len(fields)
+    if not 3 <= width < len(COLUMNS) or fields != COLUMNS[:width]:
+        return parse(text, source), ()
+    for number, line in enumerate(body.split("\n"), start=2):
+        if line.count("\t") >= width:
+            raise LedgerError(f"{source}: line {number}: expected {width} tab-separated fields (the ledger's own "
+                              f"header), found {line.count(chr(9)) + 1}")  # fmt: skip
+    return parse(HEADER + "\n" + body, source), COLUMNS[width:]
+
+
+def read_rows_any_version(path: str | os.PathLike) -> tuple[list[dict], tuple[str, ...]]:
+    """`read_rows` that also accepts an older ledger (see `parse_any_version`)."""
+    text = _read_text(Path(path))
+    return ([], ()) if text is None else parse_any_version(text, str(path))
 
 
 def format_row(row: dict) -> str:

@@ -4,12 +4,15 @@ Usage::
 
     data = plot_data(rows, "max")          # pure: points, failures, literature markers, running best, best
     summary = render(rows, "progress.png", metric="accuracy", mode="max")   # {"backend": ..., "output": ...}
+    render(rows, "progress.png", metric="accuracy", mode="max", band=0.004)    # shade the best +- 0.004
 
 The best point is ringed in the best color; `render` reports where (`best_pixel`, image pixels from the
 top-left corner) so the picture can be checked against the data.
 
 The x axis counts experiments (baseline, keep, discard and crash rows) in ledger order, starting at 1;
-a literature event sits half a step after the experiment it follows. Plotting libraries are imported only
+a literature event sits half a step after the experiment it follows. Replicate rows (reruns of the best) are
+experiments of their own color and never move the running best; `band` shades the best +- the noise margin.
+Plotting libraries are imported only
 inside the renderers, never when this module is imported.
 """
 
@@ -23,7 +26,8 @@ from pathlib import Path
 from . import atomic
 from .compare import better, check_mode, format_score
 
-EXPERIMENT_STATUSES = frozenset(("baseline", "keep", "discard", "crash"))
+EXPERIMENT_STATUSES = frozenset(("baseline", "keep", "discard", "crash", "replicate"))
+SCORED_SERIES = ("baseline", "keep", "discard", "replicate")
 COLORS = {
     "baseline": "#1f77b4",
     "keep": "#2ca02c",
@@ -31,6 +35,8 @@ COLORS = {
     "crash": "#d62728",
     "literature": "#9467bd",
     "best": "#ff7f0e",
+    "replicate": "#17becf",
+    "band": "#ffd8a8",
 }
 SIZE = (1000, 560)  # pixels, both backends
 EMPTY_MESSAGE = "no scored results yet"
@@ -51,14 +57,15 @@ def plot_data(rows: list[dict], mode: str) -> dict:
         if status not in EXPERIMENT_STATUSES:
             continue
         x += 1
-        if score is None or status == "crash":
+        if score is None or status == "crash":  # an unscored replicate is drawn like a crash
             failures.append({"x": x, "row": index, "name": name, "status": status})
             continue
         points.append({"x": x, "row": index, "score": score, "status": status, "name": name})
         if status in ("baseline", "keep") and better(score, best["score"] if best else None, mode):
             best = {"x": x, "row": index, "score": score, "status": status, "name": name}
             running.append({"x": x, "score": score})
-    counts = {status: 0 for status in ("baseline", "keep", "discard", "crash", "literature", "infrastructure_retry")}
+    statuses = ("baseline", "keep", "discard", "crash", "literature", "infrastructure_retry", "replicate")
+    counts = {status: 0 for status in statuses}
     for row in rows:
         if row.get("status") in counts:
             counts[row["status"]] += 1
@@ -96,19 +103,22 @@ def title_text(data: dict, metric: str, mode: str) -> str:
     """Plot title: metric, direction and counts."""
     direction = "higher is better" if mode == "max" else "lower is better"
     counts = data["counts"]
+    replicates = f", {counts['replicate']} replicate(s)" if counts["replicate"] else ""
     return (
         f"Auto-FL progress: {metric} ({mode}, {direction}) - {data['scored']} scored, {counts['keep']} kept, "
-        f"{counts['discard']} discarded, {counts['crash']} crashed, {counts['literature']} literature"
+        f"{counts['discard']} discarded, {counts['crash']} crashed, {counts['literature']} literature{replicates}"
     )
 
 
-def render(rows: list[dict], output: str | os.PathLike, *, metric: str, mode: str) -> dict:
+def render(rows: list[dict], output: str | os.PathLike, *, metric: str, mode: str, band: float | None = None) -> dict:
     """Write the progress PNG to `output` atomically; returns which backend drew it.
 
-    Falls back from matplotlib to Pillow; with neither, writes a text note beside `output`
-    (same name, `.txt`) and warns on stderr. `best_pixel` is the ringed best point in the image, or None.
+    `band` (the noise margin) shades best +- band from the best point on. Falls back from matplotlib to Pillow;
+    with neither, writes a text note beside `output` (same name, `.txt`) and warns on stderr. `best_pixel` is
+    the ringed best point in the image, or None.
     """
     data = plot_data(rows, mode)
+    data["band"] = band if band and data["best"] else None
     title = title_text(data, metric, mode)
     for backend, draw in (("matplotlib", _draw_matplotlib), ("pillow", _draw_pillow)):
         try:
@@ -132,6 +142,8 @@ def text_summary(data: dict, title: str) -> str:
     lines = [title]
     if not data["points"]:
         lines.append(EMPTY_MESSAGE)
+    if data.get("band"):
+        lines.append(f"noise band: best +- {format_score(data['band'])}")
     best_row = data["best"]["row"] if data["best"] else None
     for entry in sorted(data["points"] + data["failures"], key=lambda item: item["x"]):
         score = format_score(entry["score"]) if "score" in entry else "(no score)"
@@ -142,6 +154,8 @@ def text_summary(data: dict, title: str) -> str:
 
 def _y_range(data: dict) -> tuple[float, float]:
     scores = [point["score"] for point in data["points"]]
+    if data.get("band"):
+        scores += [data["best"]["score"] - data["band"], data["best"]["score"] + data["band"]]
     low, high = min(scores), max(scores)
     pad = (high - low) * 0.08 or max(abs(high) * 0.05, 0.05)
     return low - pad, high + pad
@@ -180,7 +194,11 @@ def _draw_matplotlib(data: dict, title: str, metric: str) -> tuple[bytes, list[i
 
 
 def _matplotlib_series(axes, data: dict, metric: str) -> None:
-    for status in ("baseline", "keep", "discard"):
+    if data.get("band"):
+        best, band = data["best"], data["band"]
+        axes.axhspan(best["score"] - band, best["score"] + band, xmin=0, xmax=1, color=COLORS["band"], alpha=0.5,
+                     zorder=1, label=f"noise band (best +- {format_score(band)})")
+    for status in SCORED_SERIES:
         chosen = [point for point in data["points"] if point["status"] == status]
         if chosen:
             axes.plot([p["x"] for p in chosen], [p["score"] for p in chosen], linestyle="none", marker="o",
@@ -245,6 +263,11 @@ def _pillow_series(draw, font, data: dict, metric: str) -> list[int] | None:
     def to_px(x: float, y: float) -> tuple[float, float]:
         return left + (x - 0.5) / span_x * (right - left), bottom - (y - low) / (high - low) * (bottom - top)
 
+    if data.get("band"):
+        best, band = data["best"], data["band"]
+        _, upper = to_px(best["x"], best["score"] + band)
+        _, lower = to_px(best["x"], best["score"] - band)
+        draw.rectangle((left, upper, right, lower), fill=COLORS["band"])
     draw.rectangle((left, top, right, bottom), outline="black")
     draw.text((left - 60, top), f"{high:.4g}", fill="black", font=font)
     draw.text((left - 60, bottom - 10), f"{low:.4g}", fill="black", font=font)

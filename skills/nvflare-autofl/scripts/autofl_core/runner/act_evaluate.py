@@ -15,7 +15,7 @@ import json
 
 from .. import atomic, faults
 from ..importer import runner_view as importer
-from . import act_prepare, contract, drafts, finalize, manifests, runargs, snapshots, sources, trials
+from . import act_prepare, contract, drafts, finalize, manifests, noise, runargs, snapshots, sources, trials
 from . import settings as settings_mod
 from . import state as state_mod
 from .errors import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, CampaignError, Interrupted
@@ -202,7 +202,8 @@ def _simulate(campaign, manifest: dict, draft, now: str) -> ActionResult:
         outcome, reason = "crash", f"managed source changed while the candidate ran: {', '.join(drift)}"
     best_row = campaign.best_row()
     status = finalize.decide(outcome, result.score if outcome == "success" else None,
-                             best_score=best_row["score"] if best_row else None, mode=campaign.settings["mode"])  # fmt: skip
+                             best_score=best_row["score"] if best_row else None, mode=campaign.settings["mode"],
+                             margin=noise.keep_margin(campaign))  # fmt: skip
     manifest = dict(manifest, result={
         "score": result.score if outcome == "success" else None,
         "metric_name": result.metric_name or None,

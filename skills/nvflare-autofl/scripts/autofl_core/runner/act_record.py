@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from .. import ledger, metrics
-from . import act_evaluate, finalize, sources
+from . import act_evaluate, finalize, noise, sources
 from .errors import CampaignError
 from .outcome import ActionResult
 
@@ -101,7 +101,8 @@ def _candidate(campaign, options, now: str) -> ActionResult:
         reason = None
     best_row = campaign.best_row()
     status = "crash" if found["score"] is None else finalize.decide(
-        "success", found["score"], best_score=best_row["score"] if best_row else None, mode=campaign.settings["mode"])
+        "success", found["score"], best_score=best_row["score"] if best_row else None, mode=campaign.settings["mode"],
+        margin=noise.keep_margin(campaign))
     artifacts = dict(manifest["artifacts"], run=found["artifacts"])
     if job_id:
         artifacts["job_id"] = job_id

@@ -6,8 +6,11 @@ swap the snapshot, restore the workspace to the best source (created files of a 
 removed), let kept created files join `allowed_edit_paths`, write the manifest, append the ledger row (once),
 drop the journal. A crash at any point is finished by `replay` on the next action. Usage::
 
-    status, note = decide("success", 0.91, best_score=0.90, mode="max")
+    status = decide("success", 0.91, best_score=0.90, mode="max", margin=noise.keep_margin(campaign))
     finalize(campaign, manifest, status=status, draft_files=draft.files, now=ts)
+
+A discard whose gain the noise margin swallowed carries `within noise (delta=..., margin=...)` as its reason
+(manifest `result.failure_reason` and the ledger row).
 """
 
 from __future__ import annotations
@@ -15,20 +18,32 @@ from __future__ import annotations
 import json
 
 from .. import atomic, bounded, compare, faults, ledger
-from . import contract, snapshots
+from . import contract, noise, snapshots
 from .errors import CampaignError
 
 SCHEMA = "nvflare.autofl.finalize.v1"
 OUTCOME_STATUS = {"crash": "crash", "infrastructure_retry": "infrastructure_retry"}
 
 
-def decide(outcome: str, score: float | None, *, best_score: float | None, mode: str) -> str:
-    """keep when strictly better than the best retained score at ledger precision; a tie is a discard."""
+def decide(outcome: str, score: float | None, *, best_score: float | None, mode: str,
+           margin: float | None = None) -> str:  # fmt: skip
+    """keep when strictly better than the best retained score at ledger precision, by more than `margin` when the
+    noise rule applies (`noise.keep_margin`); a tie is a discard."""
     if outcome in OUTCOME_STATUS:
         return OUTCOME_STATUS[outcome]
     if score is None:
         return "crash"
-    return "keep" if compare.better(score, best_score, mode) else "discard"
+    return "keep" if compare.better(score, best_score, mode, margin or 0.0) else "discard"
+
+
+def within_noise(score: float | None, *, best_score: float | None, mode: str, margin: float | None) -> str | None:
+    """The reason of a discard that beat the best by no more than the noise margin, else None."""
+    if margin is None or score is None or best_score is None:
+        return None
+    if not compare.better(score, best_score, mode) or compare.better(score, best_score, mode, margin):
+        return None
+    delta = compare.improvement(score, best_score, mode)
+    return f"within noise (delta={delta:+.6f}, margin={margin:.6f})"
 
 
 def finalize(campaign, manifest: dict, *, status: str, draft_files: dict | None, now: str) -> dict:
@@ -37,6 +52,12 @@ def finalize(campaign, manifest: dict, *, status: str, draft_files: dict | None,
     final = dict(manifest, status="prepared" if status == "infrastructure_retry" else status, updated_at=now)
     if status == "infrastructure_retry":
         final["result"] = dict(manifest["result"])
+    if status == "discard":
+        best = campaign.best_row()
+        reason = within_noise(manifest["result"]["score"], best_score=best["score"] if best else None,
+                              mode=campaign.mode, margin=noise.keep_margin(campaign))  # fmt: skip
+        if reason:
+            final["result"] = dict(manifest["result"], failure_reason=reason)
     digest = None
     if status == "keep":
         if draft_files is None:

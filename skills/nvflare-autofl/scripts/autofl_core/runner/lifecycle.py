@@ -14,7 +14,7 @@ import stat
 from datetime import datetime, timezone
 
 from .. import faults
-from . import metadata, recovery, report
+from . import metadata, noise, recovery, report
 from . import settings as settings_mod
 from . import state as state_mod
 from .campaign import Campaign
@@ -31,7 +31,9 @@ ACTIONS = {
     "record": ("act_record", "run"),
     "suggest": ("act_suggest", "run"),
     "status": ("act_status", "run"),
+    "replicate": ("act_replicate", "run"),
 }
+READ_ONLY_ACTIONS = {"report": ("act_report", "run")}  # own lock and refusal rules; no recovery, no state write
 
 
 def now_text() -> str:
@@ -46,6 +48,8 @@ def run(action: str, options) -> tuple[int, dict]:
         if action != "initialize":
             raise CampaignError(f"no Auto-FL campaign in {probe.workspace}: run initialize first")
         return _action("initialize", "new_campaign")(options, given, now_text())
+    if action in READ_ONLY_ACTIONS:
+        return _action(*READ_ONLY_ACTIONS[action])(options, given, now_text())
     with workspace_lock(probe.lock):
         campaign = Campaign.open(options.job)
         now = now_text()
@@ -98,16 +102,16 @@ def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
     state_mod.write(campaign, state)
     faults.checkpoint("refresh:state_written")
     if ledger_changed or not campaign.paths.report.exists():
-        plotted = render_plot(campaign) if ledger_changed or not campaign.paths.progress.exists() else True
+        plotted = render_plot(campaign, state) if ledger_changed or not campaign.paths.progress.exists() else True
         faults.checkpoint("refresh:plot_written")
-        report.write(campaign, report.build(campaign, state, plot_available=plotted))
+        report.write(report.outputs_of(campaign.paths), report.build(campaign, state, plot_available=plotted))
     return state
 
 
-def render_plot(campaign) -> bool:
-    """Refresh progress.png; False when no image could be drawn (text note only)."""
+def render_plot(campaign, state: dict) -> bool:
+    """Refresh progress.png (with the noise band); False when no image could be drawn (text note only)."""
     from .. import plot
 
     summary = plot.render(campaign.rows(), campaign.paths.progress, metric=campaign.settings["metric"],
-                          mode=campaign.settings["mode"])  # fmt: skip
+                          mode=campaign.settings["mode"], band=noise.band(state["noise"]))  # fmt: skip
     return summary["backend"] != "text"

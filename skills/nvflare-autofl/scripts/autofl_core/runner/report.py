@@ -1,118 +1,205 @@
-"""autofl_report.md and autofl_report.json: the campaign at a glance, refreshed after every ledger change.
+"""autofl_report.md and autofl_report.json: what the campaign found and why the best is the best.
 
-`build` is pure (campaign facts in, one JSON-ready dict out); `render_markdown` turns it into the human
-report. Usage::
+Written after every ledger change (an interim report while the campaign runs) and by the `report` action /
+`campaign_report.py` (the final report, behind the refusal rules of `report_gate`). `build` gathers the
+campaign's facts into one JSON-ready dict (schema `nvflare.autofl.report.v1`); `report_markdown.render` turns
+it into the human report. Usage::
 
-    data = build(campaign, state)
-    write(campaign, data)        # both files, atomically
+    data = build(campaign, state, plot_available=True)
+    write(outputs_of(campaign.paths), data)        # both files, atomically
 """
 
 from __future__ import annotations
 
+import os
 import shlex
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
 
 from .. import atomic, compare, faults
-from . import contract
+from . import contract, noise, report_facts, report_markdown, report_warnings
 
 SCHEMA = "nvflare.autofl.report.v1"
 FAILURE_STATUSES = ("crash", "infrastructure_retry")
 
 
-def build(campaign, state: dict, *, plot_available: bool) -> dict:
+@dataclass(frozen=True)
+class Outputs:
+    """Where one report goes: the markdown, the JSON beside it, the progress plot."""
+
+    report: Path
+    report_json: Path
+    progress: Path
+
+
+@dataclass
+class Context:
+    """How this report came to be (defaults: the refresh after a ledger change)."""
+
+    generated_by: str = "refresh"
+    confirm_interrupted: bool = False
+    lock: str = "held"
+    missing_columns: tuple = ()
+    stored_state: dict | None = None  # campaign_state.json as found (None: missing or unreadable)
+    stored_state_read: bool = False  # False: the refresh, whose state file is the state being written now
+    notes: list = field(default_factory=list)
+
+
+def outputs_of(paths) -> Outputs:
+    return Outputs(report=paths.report, report_json=paths.report_json, progress=paths.progress)
+
+
+def build(campaign, state: dict, *, plot_available: bool, context: Context | None = None,
+          outputs: Outputs | None = None) -> dict:  # fmt: skip
+    context = context or Context()
     paths, settings, config = campaign.paths, campaign.settings, campaign.config
+    outputs = outputs or outputs_of(paths)
     rows = campaign.rows()
-    objective = config.get("objective") or {}
-    best = campaign.best_row()
-    baseline = next((r for r in rows if r["status"] == "baseline" and r["score"] is not None), None)
+    walk = report_facts.walk_rows(rows, settings["mode"])
+    measured = noise.latest_measured(campaign)
+    band = noise.band(measured)
+    best = rows[walk.best] if walk.best is not None else None
+    baseline = rows[walk.baseline] if walk.baseline is not None else None
+    observed = report_facts.best_observed(rows, walk)
+    selected = _selected(campaign, state, rows, walk, best, baseline, observed, band)
+    evidence = report_warnings.Evidence(
+        rows=rows, best=best, baseline=baseline, best_run_args=campaign.best_run_args(), metric=settings["metric"],
+        missing_columns=tuple(context.missing_columns), fresh_state=state,
+        stored_state=context.stored_state if context.stored_state_read else state, meta=campaign.meta,
+        manifest_status={m["candidate_id"]: m["status"] for m in campaign.manifests()}, best_observed=observed,
+        gain_verdict=selected["noise"] if selected else None, band=band)  # fmt: skip
     return {
         "schema_version": SCHEMA,
-        "objective": {
-            "metric": settings["metric"],
-            "mode": settings["mode"],
-            "env": settings["env"],
-            "requested_metric": objective.get("requested_metric"),
-            "metric_source": objective.get("metric_source"),
-            "metric_extraction_order": objective.get("metric_extraction_order") or [],
-            "mode_contract_source": objective.get("mode_contract_source"),
-        },
+        "generated_at": _now(),
+        "provenance": _provenance(state, context),
+        "objective": _objective(settings, config),
         "config": paths.rel(paths.autofl_yaml),
         "fixed_budget": {key: (config.get("fixed_budget") or {}).get(key, {}).get("value")
                          for key in ("num_clients", "min_clients", "num_rounds")},  # fmt: skip
         "candidate_budget": {"cap": state["candidate_cap"], "attempts": state["candidate_attempts"],
                              "remaining": state["remaining_candidates"]},  # fmt: skip
         "state": {key: state[key] for key in ("decision", "reason", "next_action", "final_response_allowed")},
-        "leaderboard": [_entry(paths, row) for row in rows if row["status"] != "literature"],
-        "literature": [{"event_id": r["literature_event_id"], "name": r["name"], "notes": r["diff_summary"]}
-                       for r in rows if r["status"] == "literature"],  # fmt: skip
+        "selected": selected,
+        "best_observed": observed,
         "baseline": _score_of(baseline),
         "best": _score_of(best),
         "improvement": state["improvement"],
         "best_command": _best_command(campaign, best),
-        "failures": [_entry(paths, row) for row in rows if row["status"] in FAILURE_STATUSES],
+        "what_helped": report_facts.what_helped(walk, band),
+        "what_did_not_help": report_facts.what_did_not_help(rows, walk),
+        "literature": report_facts.literature_outcomes(rows, walk, batch_size=settings["exploration_batch_size"]),
+        "families": report_facts.families(rows, walk),
+        "trajectory": report_facts.trajectory(rows, walk),
+        "noise": _noise_section(rows, measured, band),
+        "warnings": report_warnings.collect(evidence),
+        "compute": dict(report_facts.compute_spent(rows), **_wall_time(campaign, context.stored_state or state)),
+        "leaderboard": [_entry(row) for row in rows if row["status"] != "literature"],
+        "failures": [_entry(row) for row in rows if row["status"] in FAILURE_STATUSES],
         "abandoned": sorted(m["candidate_id"] for m in campaign.manifests() if m["status"] == "abandoned"),
         "cap_changes": list(campaign.meta.get("cap_changes") or []),
         "setting_changes": list(campaign.meta.get("setting_changes") or []),
-        "artifacts": {key: str(value) for key, value in paths.envelope_paths().items()},
+        "artifacts": dict({key: str(value) for key, value in paths.envelope_paths().items()},
+                          report=str(outputs.report), report_json=str(outputs.report_json),
+                          progress=str(outputs.progress)),  # fmt: skip
         "progress_plot_available": plot_available,
+        "progress_plot": os.path.relpath(outputs.progress, outputs.report.parent) if plot_available else None,
     }
 
 
-def write(campaign, data: dict) -> None:
-    atomic.write_json(campaign.paths.report_json, data)
+def write(outputs: Outputs, data: dict) -> None:
+    atomic.write_json(outputs.report_json, data)
     faults.checkpoint("refresh:report_json_written")
-    atomic.write_text(campaign.paths.report, render_markdown(data))
+    atomic.write_text(outputs.report, report_markdown.render(data))
 
 
-def render_markdown(data: dict) -> str:
-    objective = data["objective"]
-    direction = "higher is better" if objective["mode"] == "max" else "lower is better"
-    budget = data["fixed_budget"]
-    cap = data["candidate_budget"]
-    lines = [
-        "# Auto-FL campaign report",
-        "",
-        f"- Objective: `{objective['metric']}` ({objective['mode']}, {direction}; direction from "
-        f"{objective['mode_contract_source']}), environment `{objective['env']}`",
-        f"- Requested metric: {objective['requested_metric'] or '(job key metric)'}; metric source "
-        f"{objective['metric_source']}; extraction order {', '.join(objective['metric_extraction_order'])}",
-        f"- Fixed budget: {budget['num_clients']} clients (min {budget['min_clients']}), {budget['num_rounds']} rounds",
-        f"- Candidate budget: {cap['attempts']} attempt(s) of "
-        f"{'uncapped' if cap['cap'] is None else cap['cap']}; config `{data['config']}`",
-        f"- State: {data['state']['decision']} ({data['state']['reason']}); next action "
-        f"`{data['state']['next_action']}`",
-        "",
-        "## Baseline vs best",
-        "",
-        _baseline_vs_best(data),
-    ]
-    if data["best_command"]:
-        lines += ["", "Best configuration, as a command you can rerun:", "", "```bash", data["best_command"], "```"]
-    if data["progress_plot_available"]:
-        lines += ["", "![progress](progress.png)"]
-    lines += ["", "## Leaderboard", "", "| status | name | score | changed files | manifest | artifacts | notes |",
-              "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for entry in data["leaderboard"]:
-        lines.append(f"| {entry['status']} | {entry['name']} | {entry['score_text']} | {entry['changed_files'] or '-'} "
-                     f"| {entry['manifest'] or '-'} | {entry['artifacts'] or '-'} | {_cell(entry['notes'])} |")  # fmt: skip
-    lines += ["", "## Failures and friction", ""]
-    friction = [f"- {e['status']} `{e['name']}`: {e['notes']}" for e in data["failures"]]
-    friction += [f"- abandoned draft `{name}` (not counted)" for name in data["abandoned"]]
-    lines += friction or ["- none"]
-    if data["literature"]:
-        lines += ["", "## Literature events", ""]
-        lines += [f"- {e['event_id'] or '(unlabelled)'} `{e['name']}`: {e['notes']}" for e in data["literature"]]
-    lines += ["", "## Cap and setting changes", ""]
-    changes = [f"- cap {c['old']} -> {c['new']} ({c['source']}, user approved: {c['user_approved']}) at {c['changed_at']}"
-               for c in data["cap_changes"]]  # fmt: skip
-    changes += [f"- {c['setting']}: {c['old']} -> {c['new']} ({c['action']}) at {c['changed_at']}"
-                for c in data["setting_changes"]]  # fmt: skip
-    lines += changes or ["- none"]
-    lines += ["", "## Artifacts", ""] + [f"- {key}: `{value}`" for key, value in sorted(data["artifacts"].items())]
-    return "\n".join(lines) + "\n"
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _entry(paths, row: dict) -> dict:
+def _provenance(state: dict, context: Context) -> dict:
+    return {"generated_by": context.generated_by, "final_response_allowed": state["final_response_allowed"],
+            "reason": state["reason"], "confirm_interrupted": context.confirm_interrupted, "lock": context.lock,
+            "interim": context.generated_by == "refresh" and not state["final_response_allowed"],
+            "notes": list(context.notes)}  # fmt: skip
+
+
+def _objective(settings: dict, config: dict) -> dict:
+    objective = config.get("objective") or {}
+    return {
+        "metric": settings["metric"],
+        "mode": settings["mode"],
+        "env": settings["env"],
+        "requested_metric": objective.get("requested_metric"),
+        "metric_source": objective.get("metric_source"),
+        "metric_extraction_order": objective.get("metric_extraction_order") or [],
+        "mode_contract_source": objective.get("mode_contract_source"),
+    }
+
+
+def _selected(campaign, state, rows, walk, best, baseline, observed, band) -> dict | None:
+    if best is None:
+        return None
+    manifest = campaign.manifest_of(best["name"]) if best["status"] == "keep" else None
+    metric = campaign.settings["metric"]
+    why = (f"{best['name']} has the best {metric} ({compare.format_score(best['score'])}) among scored baseline and "
+           "keep rows (a tie never replaces the earlier row)")  # fmt: skip
+    if observed:
+        why += (f"; discard {observed['name']} scored {compare.format_score(observed['score'])} but was not kept, so "
+                "it is only best_observed")  # fmt: skip
+    return {
+        "name": best["name"],
+        "status": best["status"],
+        "score": best["score"],
+        "baseline_name": baseline["name"] if baseline else None,
+        "baseline_score": baseline["score"] if baseline else None,
+        "delta": state["improvement"],
+        "noise": report_facts.verdict(state["improvement"], band) if best is not baseline else None,
+        "family": best["algorithm_family"] or (manifest or {}).get("algorithm_family") or None,
+        "kind": best["candidate_kind"] or ("baseline" if best["status"] == "baseline" else None),
+        "hypothesis": (manifest or {}).get("hypothesis") or (None if best["status"] == "baseline" else best["diff_summary"]),
+        "literature_event_id": best["literature_event_id"] or None,
+        "why": why,
+        "lineage": report_facts.lineage(rows, walk.best),
+        "baseline_command": baseline["run_command"] if baseline else None,
+        "best_run_command": best["run_command"] or None,
+        "effective_run_args": campaign.best_run_args(),
+        "rerun_command": _best_command(campaign, best),
+    }
+
+
+def _noise_section(rows: list[dict], estimate: dict | None, band: float | None) -> dict:
+    of = estimate["of"] if estimate else None
+    replicates = [{"name": row["name"], "score": row["score"], "notes": row["diff_summary"] or row["failure_reason"]}
+                  for row in rows if row["status"] == "replicate" and row["base_candidate"] == of]  # fmt: skip
+    return {"estimate": estimate, "band": band, "replicates": replicates,
+            "seeded": any("seed" in (item["notes"] or "") and "identical" not in (item["notes"] or "")
+                          for item in replicates)}  # fmt: skip
+
+
+def _wall_time(campaign, state: dict) -> dict:
+    stamps = [campaign.meta.get("updated_at"), state.get("updated_at")]
+    stamps += [m.get("updated_at") for m in campaign.manifests()]
+    start = _parse(campaign.meta.get("created_at"))
+    ends = [stamp for stamp in (_parse(s) for s in stamps) if stamp is not None]
+    if start is None or not ends:
+        return {"started_at": campaign.meta.get("created_at"), "last_activity_at": None, "wall_time_seconds": None}
+    end = max(ends)
+    return {"started_at": campaign.meta["created_at"], "last_activity_at": end.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "wall_time_seconds": max((end - start).total_seconds(), 0.0)}  # fmt: skip
+
+
+def _parse(stamp) -> datetime | None:
+    try:
+        return datetime.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def _entry(row: dict) -> dict:
     notes = row["failure_reason"] if row["status"] in FAILURE_STATUSES else row["diff_summary"]
+    if row["status"] == "discard" and row["failure_reason"]:
+        notes = f"{row['diff_summary']}; {row['failure_reason']}"
     return {
         "status": row["status"],
         "name": row["name"],
@@ -137,18 +224,3 @@ def _best_command(campaign, best: dict | None) -> str:
     argv = [campaign.settings["python"], campaign.paths.job.name, *contract.budget_args(campaign.config),
             *campaign.settings["base_args"], *campaign.best_run_args()]  # fmt: skip
     return f"cd {shlex.quote(str(campaign.paths.workspace))} && {shlex.join(argv)}"
-
-
-def _baseline_vs_best(data: dict) -> str:
-    baseline, best = data["baseline"], data["best"]
-    if best is None:
-        return "No scored result yet."
-    if baseline is None:
-        return f"Best `{best['name']}`: {compare.format_score(best['score'])} (no scored baseline)."
-    gain = data["improvement"]
-    return (f"Baseline {compare.format_score(baseline['score'])}; best `{best['name']}` "
-            f"{compare.format_score(best['score'])}; improvement {gain:+.6f} (direction-adjusted).")  # fmt: skip
-
-
-def _cell(text: str) -> str:
-    return (text or "-").replace("|", "\\|")

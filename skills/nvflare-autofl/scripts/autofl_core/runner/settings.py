@@ -39,6 +39,7 @@ FLAGS = {
     "exploration_batch_size": "--exploration-batch-size", "family_repeat_limit": "--family-repeat-limit",
     "stop_files": "--stop-file", "timeout": "--timeout", "simulator_no_progress_timeout": "--simulator-no-progress-timeout",
     "allow_network": "--allow-network",
+    "noise_sigmas": "--noise-sigmas",
 }  # fmt: skip
 UNCAPPED = "uncapped"
 
@@ -162,9 +163,9 @@ def _cap_change(old, given: dict, approved: bool, now: str, action: str, history
 
 
 def guard_settings(settings: dict) -> dict:
-    """The subset the campaign guard takes."""
+    """The subset the campaign guard takes (a setting newer than the campaign takes its default)."""
     return {"mode": settings["mode"], "max_candidates": settings["max_candidates"],
-            **{key: settings[key] for key in THRESHOLD_KEYS}}  # fmt: skip
+            **{key: settings.get(key, guard_inputs.THRESHOLDS[key][1]) for key in THRESHOLD_KEYS}}  # fmt: skip
 
 
 def _check_values(given: dict) -> None:

@@ -20,7 +20,7 @@ from .errors import CampaignError
 ENVELOPE_STATE_FIELDS = (
     "candidate_attempts", "decision", "reason", "next_action", "final_response_allowed", "candidate_cap",
     "candidate_cap_source", "remaining_candidates", "baseline_status", "baseline_score", "improvement",
-    "abandoned_candidates", "agent_instruction", "required_exploration",
+    "abandoned_candidates", "agent_instruction", "required_exploration", "noise",
 )  # fmt: skip
 STOP_REASONS = ("manual_stop_file", "manual_stop_pending_candidate")
 

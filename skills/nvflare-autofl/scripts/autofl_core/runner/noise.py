@@ -1,0 +1,96 @@
+"""The noise floor of a campaign: the spread of the best configuration, the keep margin, the job's seed option.
+
+Replicate rows (`replicate` action) rerun the best configuration; their scores plus the best's own form the
+noise estimate (`guard.noise_estimate`, the same numbers the state shows). Usage::
+
+    margin = keep_margin(campaign)   # None unless --noise-sigmas > 0 and >= 3 scores of the best exist
+    seed = seed_option(campaign)     # ("--seed", "0") when replicates pass seeds, else None (identical reruns)
+    replicate_seed(3, current="0")   # "3": the n-th positive seed other than the configuration's own
+"""
+
+from __future__ import annotations
+
+import re
+
+from .. import guard
+from . import runargs
+from . import settings as settings_mod
+
+SEED_DEST_RE = re.compile(r"(random_)?seed")
+
+
+def estimate(campaign) -> dict | None:
+    """`noise{...}` of the current best (None without a scored best)."""
+    best = campaign.best_row()
+    return None if best is None else estimate_of(campaign, best)
+
+
+def estimate_of(campaign, row: dict) -> dict:
+    """`noise{...}` of the configuration of the retained ledger row `row` (its score plus its replicates')."""
+    scores = [other["score"] for other in campaign.rows() if other["status"] == "replicate"
+              and other["score"] is not None and other["base_candidate"] == row["name"]]  # fmt: skip
+    settings = guard.GuardSettings.from_mapping(settings_mod.guard_settings(campaign.settings))
+    return guard.noise_estimate((row["score"], None, row["name"]), scores, settings)
+
+
+def latest_measured(campaign) -> dict | None:
+    """The noise of the current best when measured, else of the latest retained row that has scored replicates
+    (the spread of a configuration the campaign kept); None when nothing was replicated."""
+    current = estimate(campaign)
+    if current is not None and current["stdev"] is not None:
+        return current
+    replicated = {row["base_candidate"] for row in campaign.rows() if row["status"] == "replicate" and row["score"] is not None}
+    for row in reversed(campaign.rows()):
+        if row["status"] in ("baseline", "keep") and row["score"] is not None and row["name"] in replicated:
+            return estimate_of(campaign, row)
+    return current
+
+
+def keep_margin(campaign) -> float | None:
+    """The gain a keep must exceed now (the noise margin when the rule applies), else None."""
+    return guard.keep_margin(estimate(campaign))
+
+
+def seed_option(campaign) -> tuple[str, str] | None:
+    """(job.py's seed option, the best configuration's seed) when replicates should pass seeds, else None.
+
+    An integer option named `--seed`/`--random_seed` (any alias) that the fixed budget does not pin, and that the
+    best configuration sets (a default, `--base-args` or the best's run args): a seed the job leaves unset
+    usually selects a different code path (no shuffling, or an unseeded random run), so seeding it would
+    measure another configuration.
+    """
+    from ..importer import runner_view as importer
+
+    config = campaign.config
+    pinned = set(importer.fixed_budget_options(config))
+    best_args = dict(runargs.pairs_from_tokens(config, campaign.best_run_args()))
+    for record in (config.get("argparse") or {}).get("flags") or []:
+        longs = [option for option in record.get("option_strings") or [] if option.startswith("--")]
+        if not longs or not SEED_DEST_RE.fullmatch(str(record.get("dest"))) or not record.get("takes_value"):
+            continue
+        if record.get("positional") or record.get("type") not in ("int", None) or pinned & set(longs):
+            continue
+        current = next((best_args[flag] for flag in longs if best_args.get(flag) is not None), record.get("value"))
+        if current is not None:
+            return longs[0], str(current)
+    return None
+
+
+def replicate_seed(n: int, *, current: str) -> str:
+    """The seed of replicate n: the n-th positive integer other than the configuration's own seed (so seeds
+    1..K when the best ran with seed 0, and no replicate repeats the best's own run)."""
+    seeds = [value for value in range(1, n + 2) if str(value) != str(current).strip()]
+    return str(seeds[n - 1])
+
+
+def band(noise: dict | None) -> float | None:
+    """The half-width of the noise band the plot shades and the report judges gains by, or None (not measured).
+
+    The keep margin when the noise rule applies; otherwise max(margin, 2 stdev), the "twice the spread" rule
+    of thumb SKILL.md gives for when to replicate.
+    """
+    if noise is None or noise["stdev"] is None:
+        return None
+    if noise["applied"]:
+        return noise["margin"]
+    return round(max(noise["margin"], 2 * noise["stdev"]), 6)
