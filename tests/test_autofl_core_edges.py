@@ -69,7 +69,7 @@ def test_parse_errors_name_the_source():
     with pytest.raises(ledger.LedgerError, match=r"^results\.tsv: line 1: header"):
         ledger.parse("status\tname\n")
     with pytest.raises(ledger.LedgerError, match=r"^mine\.tsv: line 2: unknown status 'won'; expected one of: "
-                       r"baseline, keep, discard, crash, literature, infrastructure_retry$"):
+                       r"baseline, keep, discard, crash, literature, infrastructure_retry, replicate$"):
         ledger.parse(ledger.HEADER + "\n" + _row(status="won") + "\n", "mine.tsv")
 
 
