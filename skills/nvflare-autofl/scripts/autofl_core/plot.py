@@ -99,6 +99,16 @@ def warm_up() -> str | None:
         return None
 
 
+def prime() -> None:
+    """Draw a throwaway plot in memory so fonts and glyph caches are loaded before the real render (used by
+    the plot worker while a trial runs; nothing is written)."""
+    data = plot_data([{"status": "baseline", "name": "b", "score": 0.5}], "max")
+    try:
+        _draw_matplotlib(data, title_text(data, "metric", "max"), "metric")
+    except ImportError:
+        pass
+
+
 def title_text(data: dict, metric: str, mode: str) -> str:
     """Plot title: metric, direction and counts."""
     direction = "higher is better" if mode == "max" else "lower is better"

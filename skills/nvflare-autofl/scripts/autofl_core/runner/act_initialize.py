@@ -71,8 +71,11 @@ def new_campaign(options, given: dict, now: str) -> tuple[int, dict]:
             _undo_new_campaign(paths, had_config)
             raise
         campaign.forget()
-        code, network = baseline.run(campaign) if env == "sim" else (EXIT_OK, None)
-        state = lifecycle.refresh(campaign, lifecycle.now_text(), ledger_changed=True)
+        try:
+            code, network = baseline.run(campaign) if env == "sim" else (EXIT_OK, None)
+            state = lifecycle.refresh(campaign, lifecycle.now_text(), ledger_changed=True)
+        finally:
+            lifecycle.stop_plot_worker(campaign)
     extras = {"initialized": True, "baseline_retried": False}
     if network:
         extras["network_isolation"] = network

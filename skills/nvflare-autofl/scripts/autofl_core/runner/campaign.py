@@ -26,6 +26,7 @@ class Campaign:
     _manifests: list | None = field(default=None, repr=False)
     _best: snapshots.Snapshot | None = field(default=None, repr=False)
     _best_row: tuple | None = field(default=None, repr=False)  # (row or None,), cached until forget()
+    plot_worker: object = field(default=None, repr=False)  # plotting.PlotWorker started with a trial, or None
 
     @classmethod
     def open(cls, job: str, paths: CampaignPaths | None = None) -> Campaign:

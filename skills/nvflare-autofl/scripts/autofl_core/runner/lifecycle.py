@@ -14,7 +14,7 @@ import stat
 from datetime import datetime, timezone
 
 from .. import faults
-from . import metadata, noise, recovery, report
+from . import metadata, plotting, recovery, report
 from . import settings as settings_mod
 from . import state as state_mod
 from .campaign import Campaign
@@ -60,14 +60,17 @@ def run(action: str, options) -> tuple[int, dict]:
                                              cap_history=campaign.meta["cap_changes"])  # fmt: skip
         stored = campaign.meta
         campaign.meta = {**stored, "settings": merged.settings}
-        result = _action(*ACTIONS[action])(campaign, options, now)
-        if merged.changed:
-            campaign.meta = {**campaign.meta, "updated_at": now,
-                             "setting_changes": stored["setting_changes"] + merged.setting_changes,
-                             "cap_changes": stored["cap_changes"] + ([merged.cap_change] if merged.cap_change else [])}
-            metadata.write(campaign.paths, campaign.meta)
-            result.extras["settings_changed"] = merged.changed
-        state = refresh(campaign, now, ledger_changed=result.ledger_changed)
+        try:
+            result = _action(*ACTIONS[action])(campaign, options, now)
+            if merged.changed:
+                campaign.meta = {**campaign.meta, "updated_at": now,
+                                 "setting_changes": stored["setting_changes"] + merged.setting_changes,
+                                 "cap_changes": stored["cap_changes"] + ([merged.cap_change] if merged.cap_change else [])}
+                metadata.write(campaign.paths, campaign.meta)
+                result.extras["settings_changed"] = merged.changed
+            state = refresh(campaign, now, ledger_changed=result.ledger_changed)
+        finally:
+            stop_plot_worker(campaign)
     return result.exit_code, state_mod.envelope(campaign.paths, state, {**extras, **result.extras})
 
 
@@ -110,8 +113,12 @@ def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
 
 def render_plot(campaign, state: dict) -> bool:
     """Refresh progress.png (with the noise band); False when no image could be drawn (text note only)."""
-    from .. import plot
+    worker, campaign.plot_worker = campaign.plot_worker, None
+    return plotting.render(campaign, state, worker)
 
-    summary = plot.render(campaign.rows(), campaign.paths.progress, metric=campaign.settings["metric"],
-                          mode=campaign.settings["mode"], band=noise.band(state["noise"]))  # fmt: skip
-    return summary["backend"] != "text"
+
+def stop_plot_worker(campaign) -> None:
+    """An action that ended without drawing (a rejection, an interrupt) ends its plot worker."""
+    worker, campaign.plot_worker = getattr(campaign, "plot_worker", None), None
+    if worker is not None:
+        worker.stop()

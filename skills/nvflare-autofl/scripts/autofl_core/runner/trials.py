@@ -4,8 +4,8 @@
 watchdog, timings, the runner's own CPU while the child ran).
 
 Before the child starts, `running_trial.json` records the trial token and its temp folder, so the next
-action can end an orphaned trial tree and sweep its folder if this runner dies (see `recovery`). The
-plotting library is warmed up in a thread while the child runs (the render after it is then cheap).
+action can end an orphaned trial tree and sweep its folder if this runner dies (see `recovery`). A plot
+worker process is started with the trial so the plotting library is imported meanwhile (see `plotting`).
 Usage::
 
     result = run(campaign, name="lr-x2", run_args=["--lr", "0.1"], kind="candidate")
@@ -18,14 +18,13 @@ import secrets
 import shutil
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
-from .. import atomic, childenv, faults, plot
+from .. import atomic, childenv, faults
 from ..importer import runner_view as importer
 from ..trial import TrialResult, TrialSpec, run_trial
 from ..trial_errors import TrialError
-from . import contract
+from . import contract, plotting
 from .errors import CampaignError
 from .paths import TRIAL_TEMP_PREFIX
 
@@ -88,9 +87,9 @@ def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str |
               "runner_pid": os.getpid()}  # fmt: skip
     atomic.write_json(campaign.paths.trial_marker, marker)
     faults.checkpoint("trial:marker_written")
-    warm = threading.Thread(target=_warm_plot, name="autofl-plot-warmup", daemon=True)
+    if getattr(campaign, "plot_worker", None) is None:
+        campaign.plot_worker = plotting.PlotWorker.start()  # imports the plotting library while the child runs
     try:
-        warm.start()
         try:
             trial = spec(campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent)
             trial.on_start = lambda _pid, _token: faults.checkpoint("trial:child_started")
@@ -119,10 +118,3 @@ def network_status(campaign, result: TrialResult) -> str:
 
 def clear_marker(campaign) -> None:
     campaign.paths.trial_marker.unlink(missing_ok=True)
-
-
-def _warm_plot() -> None:
-    try:
-        plot.warm_up()
-    except Exception:  # noqa: BLE001 - warming is an optimization only
-        pass
