@@ -62,14 +62,14 @@ def _needed(rule_index: int) -> tuple:
 def _may_occur(index: TextIndex, words: frozenset[str], substrings: tuple[str, ...]) -> bool:
     """Whether some alternative of a gate group may occur anywhere in the text (cheap; a superset). A phrase counts
     by its last word: in a window of joined lines it may start on one line and end on the next."""
-    return any(map(index.may_have_word, words)) or any(index.has(sub.split()[-1]) for sub in substrings)
+    return bool(index.words_present(words)) or any(index.has(sub.split()[-1]) for sub in substrings)
 
 
 def _shapes_of(index: TextIndex, cache: dict, group: tuple) -> set[int]:
     """Ids of the shapes that may hold an alternative of the gate group within one line."""
     if group not in cache:
         words, substrings = group
-        ids = {i for word in words for i in index.shapes_with_word(word)}
+        ids = {i for word in index.words_present(words) for i in index.shapes_with_word(word)}
         ids.update(i for sub in substrings if " " not in sub for i in index.shapes_with(sub))
         phrases = _phrases_re(tuple(sub for sub in substrings if " " in sub), shape=True)
         if phrases is not None:
@@ -85,7 +85,7 @@ def _open_lines(index: TextIndex, numbers: list[int], groups: tuple) -> list[int
         if not numbers:
             break
         few = Subset(index, numbers)
-        found = {n for word in words if index.may_have_word(word) for n in few.lines_with_word(word)}
+        found = {n for word in index.words_present(words) for n in few.lines_with_word(word)}
         found.update(n for sub in substrings if " " not in sub and index.has(sub) for n in few.lines_with(sub))
         phrases = _phrases_re(tuple(sub for sub in substrings if " " in sub), shape=False)
         if phrases is not None:

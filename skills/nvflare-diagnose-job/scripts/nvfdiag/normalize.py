@@ -54,26 +54,26 @@ _HEX_TEXT_LEADS = frozenset("0234567")
 _B64_TEXT_LEADS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef")
 
 
-# Where _decode_run could accept a run: base64 of text has a letter A-Z/a-f at every 4th place, hex of text is
-# 16 or more hex digits. Mapped to one byte per class, these become patterns with a literal first byte, found over a
-# whole text at C speed (see encoded_run_lines).
+# Where _decode_run could accept a run: base64 of text has a letter A-Z/a-f at every 4th place, hex of text is 16
+# or more hex digits. Mapped to one byte per class, these become patterns with a literal first byte, found at C speed
+# (see encoded_run_lines).
 _RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
 _B64_MAP = bytes(76 if chr(c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef" else 111 if chr(c) in _RUN_CHARS else 32
                  for c in range(256))  # L = letter that may lead a base64 group of text, o = other run char
 _HEX_MAP = bytes(120 if chr(c) in "0123456789abcdefABCDEFxX" else 32 for c in range(256))  # x = hex digit (or 0x)
 _B64_CANDIDATE = re.compile(rb" L[Lo]{3}L[Lo]{3}L[Lo]{3}L[Lo]{3}")
 _HEX_CANDIDATE = b" " + b"x" * 16  # a literal: bytes.find skips ahead; a hex run of text is rare in logs
-# The same places in line shapes (textindex.py: hex digits written as '0', case kept), a superset.
-_L, _O = rb"[0G-Z]", rb"[0G-Zg-z+/_-]"
-_B64_SHAPE = re.compile(rb"(?<![0G-Zg-z+/_-])" + (_L + _O + b"{3}") * 4)
-_HEX_SHAPE = re.compile(rb"[0xX]{16}")
+# The same places in line shapes (textindex.py: hex digits written as '0', case kept): a superset.
+_B64_SHAPE_MAP = bytes(76 if chr(c) in "0ABCDEFGHIJKLMNOPQRSTUVWXYZ" else 111 if chr(c) in _RUN_CHARS else 32
+                       for c in range(256))
+_HEX_SHAPE = re.compile(b"0" * 14)  # 16 hex digits, or 0x and 14 (an x ends any other hex run)
 
 
 def encoded_run_lines(index) -> set[int]:
     """Lines (of a textindex.TextIndex) with a run that _decode_run decodes into text. The line shapes name the
-    candidates (a superset); their own text is then searched."""
-    numbers = sorted(set(index.shape_lines(_B64_SHAPE, case=True)).union(index.shape_lines(_HEX_SHAPE)))
-    numbers = sorted(set(numbers).union(index.odd))  # shapes do not see the case of non-ASCII letters
+    candidate lines (a superset); their own text is then searched."""
+    b64 = index.shape_lines(_B64_CANDIDATE, table=_B64_SHAPE_MAP)
+    numbers = sorted(set(b64).union(index.shape_lines(_HEX_SHAPE)))
     if not numbers:
         return set()
     few, decodes = index.of_lines(numbers), {}  # the same run (a long logger name, say) is tried once

@@ -57,14 +57,14 @@ def scan_lines(lines: list[Line], catalog: Catalog, skip: set[int] | frozenset =
     checks = [(row.id, sig) for row in catalog.rows for sig in row.signals]
     noisy = [n for n in _loud_lines(lines, index) if n not in skip]
     noisy_set = set(noisy)
-    noisy_lines = Subset(index, noisy, MAX_SCAN_CHARS)
+    noisy_index = index.of_lines(noisy)  # the loud lines alone: keyword lookups answered on their own shapes
     waiting = _waiting_rows(catalog)
     found: dict[str, set[int]] = {}  # row -> lines where one of its signals matches
     for row_id, sig in sorted(checks, key=lambda check: check[0] in waiting):  # partners before waiting rows
         seen = found.setdefault(row_id, set())
-        tries = _keyword_lines(index, noisy_lines, sig.keywords)
+        tries = [noisy[n] for n in _keyword_lines(noisy_index, sig.keywords)]
         if sig.any_level and not (row_id in waiting and not any(found.get(p) for p in waiting[row_id])):
-            tries += [n for n in _keyword_lines(index, None, sig.keywords) if n not in noisy_set and n not in skip]
+            tries += [n for n in _keyword_lines(index, sig.keywords) if n not in noisy_set and n not in skip]
         matched = 0
         for number in _with_literals(index, sorted(tries), sig):  # only the first MAX_HITS_PER_ROW lines count
             if number in seen or _signal_matches(lines[number].text, sig, True):
@@ -111,11 +111,9 @@ def _needs(sig) -> tuple[tuple[str, ...], ...]:
     return required_literals(sig.regex) if sig.regex.flags & re.IGNORECASE else ()
 
 
-def _keyword_lines(index: TextIndex, few: Subset | None, keywords: tuple[str, ...]) -> list[int]:
-    """Lines of `few` (a Subset of `index`; None: all lines) holding one of `keywords` (all: no keywords)."""
-    if few is None:
-        return sorted({n for word in keywords for n in index.lines_with(word)}) if keywords else list(range(index.count))
-    return sorted({n for word in keywords if index.has(word) for n in few.lines_with(word)}) if keywords else list(few.numbers)
+def _keyword_lines(index: TextIndex, keywords: tuple[str, ...]) -> list[int]:
+    """Lines that may hold one of `keywords` (a superset; every line when there are no keywords)."""
+    return sorted({n for word in keywords for n in index.lines_with(word)}) if keywords else list(range(index.count))
 
 
 def _with_literals(index: TextIndex, numbers: list[int], sig) -> list[int]:

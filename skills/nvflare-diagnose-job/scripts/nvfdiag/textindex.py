@@ -103,6 +103,11 @@ class TextIndex:
         shaped = shape_of(word)
         return shaped in self.shapes.words or not shaped.strip(b"0")  # all a-f: any run of hex digits might be it
 
+    def words_present(self, words: frozenset[str]) -> list[str]:
+        """The words of a (reused) set that may_have_word keeps, one per shape, found with one set intersection."""
+        by_shape, vague = _by_shape(words)
+        return [by_shape[shaped] for shaped in self.shapes.words.intersection(by_shape)] + vague
+
     def lines_with(self, needle: str) -> list[int]:
         """Sorted indexes of the lines whose lower-cased text may contain `needle` (lower case). When the needle's
         shape says little (a digit, or fewer than three characters that are not hex digits: `-9` is in most
@@ -111,7 +116,7 @@ class TextIndex:
             found = self.lines_of(self.shapes_with(needle))
             vague = any(ch.isdigit() for ch in needle) or len(shape_of(needle).replace(b"0", b"")) < 3
             if vague and len(found) > MANY_LINES:
-                self._lines[needle] = _scan(self.low, needle, self.low_starts)
+                self._lines[needle] = _matching(self.low, _literal_re(needle), self.low_starts)
             else:
                 self._lines[needle] = _merge(found, self._odd_lines().lines_with(needle) if self.odd else [])
         return self._lines[needle]
@@ -130,9 +135,14 @@ class TextIndex:
         found = self.lines_of(_scan(shapes.text, shape_of(needle), shapes.starts))
         return _merge(found, self._odd_lines().lines_with(needle.lower()) if self.odd else [])
 
-    def shape_lines(self, pattern: re.Pattern, case: bool = False) -> list[int]:
-        """Lines whose shape (lower-cased unless `case`) a bytes `pattern` matches (see shapes_matching)."""
-        return self.lines_of(self.shapes_matching(pattern, case))
+    def shape_lines(self, pattern: re.Pattern, case: bool = False, table: bytes | None = None) -> list[int]:
+        """Lines whose shape (lower-cased unless `case`) a bytes `pattern` matches (see shapes_matching). With a
+        translate `table` (case kept; it must map a newline to a space), the pattern runs over the shapes mapped
+        through it after one leading space: a match found at its leading space is a match at the next byte."""
+        if table is None:
+            return self.lines_of(self.shapes_matching(pattern, case))
+        shapes = self.shapes
+        return self.lines_of(_matching((b"\n" + shapes.text).translate(table), pattern, shapes.starts))
 
     # The shapes themselves (ids), for callers that combine several questions before they look at lines. On
     # non-ASCII lines these answers may miss: such callers treat those lines (`odd`) on their own.
@@ -263,6 +273,7 @@ class Subset:
         return [self.numbers[i] for i in _matching(self.low, regex, self.starts)]
 
 
+@functools.lru_cache(maxsize=4096)
 def shape_of(needle: str) -> bytes:
     """The shape of a text: ASCII bytes, every hex digit written as '0', any other character as '?'."""
     return needle.encode("ascii", "replace").translate(_SHAPE)
@@ -300,6 +311,18 @@ def _scan_shape_word(low: bytes, word: bytes, starts: list[int]) -> list[int]:
     """Like _scan_word on lower-cased shapes: the word's shape with no letter g-z next to it (a '0' next to it
     may have been a digit)."""
     return _matching(low, _word_re(word), starts)
+
+
+@functools.cache
+def _by_shape(words: frozenset[str]) -> tuple[dict[bytes, str], list[str]]:
+    """{shape: a word of that shape} for the words with a letter g-z, and the words of only letters a-f."""
+    by_shape = {shape_of(word): word for word in sorted(words)}
+    return {s: w for s, w in by_shape.items() if s.strip(b"0")}, [w for s, w in by_shape.items() if not s.strip(b"0")]
+
+
+@functools.cache
+def _literal_re(needle: str) -> re.Pattern:
+    return re.compile(re.escape(needle))
 
 
 @functools.cache
