@@ -37,11 +37,12 @@ _ODD = b"?"  # what encode("ascii", "replace") leaves of a non-ASCII character
 class TextIndex:
     def __init__(self, texts: list[str]):
         self.text = "\n".join(texts)
-        if texts and (self.text.count("\n") != len(texts) - 1 or max(map(len, texts)) > MAX_LINE_CHARS):
+        sizes = list(map(len, texts))
+        if texts and (self.text.count("\n") != len(texts) - 1 or max(sizes) > MAX_LINE_CHARS):
             texts = [_clean(text) for text in texts]
-            self.text = "\n".join(texts)
+            self.text, sizes = "\n".join(texts), list(map(len, texts))
         self.count = len(texts)
-        self.starts = _starts(texts)  # offsets of each line in `text` (and a sentinel at the end)
+        self.starts = _offsets(sizes)  # offsets of each line in `text` (and a sentinel at the end)
         self.low = self.text.lower()
         self.ascii = self.low.isascii()
         self.low_starts = self.starts
@@ -289,7 +290,11 @@ def _clean(text: str) -> str:
 
 
 def _starts(texts) -> list[int]:
-    return list(itertools.accumulate(map((1).__add__, map(len, texts)), initial=0))  # each line and its newline
+    return _offsets(map(len, texts))
+
+
+def _offsets(sizes) -> list[int]:
+    return list(itertools.accumulate(map((1).__add__, sizes), initial=0))  # each line and its newline
 
 
 def _scan(haystack, needle, starts: list[int]) -> list[int]:

@@ -71,11 +71,14 @@ def exception_name(text: str) -> str | None:
 
 def find_tracebacks(lines: list[Line], skip: set[int] | frozenset = frozenset(), text_index=None) -> list[Traceback]:
     """All traceback blocks, in line order; skipped (suspicious) lines never start or extend a block.
-    `text_index`, a textindex.TextIndex of the same lines, limits the walk to the lines a block can reach."""
+    `text_index`, a textindex.TextIndex of the same lines, limits the walk to the lines a block can reach, and
+    to the lines of a source with an open block (or that may start one)."""
     blocks: list[Traceback] = []
     open_blocks: dict[str, Traceback] = {}
-    for index, line in _reachable(lines, text_index):
-        if index in skip:
+    starts = None if text_index is None else text_index.lines_with_text(_START_TEXT)
+    may_start = None if starts is None else set(starts)
+    for index, line in _reachable(lines, starts):
+        if index in skip or (may_start is not None and index not in may_start and line.source not in open_blocks):
             continue
         text = line.text[:4096]
         current = open_blocks.get(line.source)
@@ -105,14 +108,14 @@ def find_tracebacks(lines: list[Line], skip: set[int] | frozenset = frozenset(),
     return blocks
 
 
-def _reachable(lines: list[Line], text_index):
-    """(index, line) of every line, or with a text index only those from a `Traceback (most recent call last):`
-    line through the MAX_BLOCK_LINES lines after it: no other line starts, extends or ends a block."""
-    if text_index is None:
+def _reachable(lines: list[Line], starts: list[int] | None):
+    """(index, line) of every line, or only those from each of `starts` (the lines that may hold `Traceback (most
+    recent call last):`) through the MAX_BLOCK_LINES lines after it: no other line starts, extends or ends a block."""
+    if starts is None:
         yield from enumerate(lines)
         return
     reached = 0
-    for start in text_index.lines_with_text(_START_TEXT):
+    for start in starts:
         for number in range(max(start, reached), min(len(lines), start + MAX_BLOCK_LINES + 1)):
             yield number, lines[number]
         reached = max(reached, start + MAX_BLOCK_LINES + 1)
