@@ -9,18 +9,13 @@ brings back a loop over every line (the reads of the ordinary DEBUG/INFO records
 from __future__ import annotations
 
 import dataclasses
-import shutil
-from pathlib import Path
 
-import pytest
-from module_loader import load_by_path
+import test_scan_skipping
 from nvfdiag import logline, matcher, tracebacks
 from nvfdiag.catalog import load_catalog
-from nvfdiag.evidence import collect_evidence
 
-REPO = Path(__file__).resolve().parents[2]
-THROUGHPUT = load_by_path("diagnose_throughput", REPO / "bench" / "diagnose_throughput.py")
-BIG = {"max_bytes": 1 << 30, "max_total_bytes": 1 << 30, "max_files": 100_000}
+ordinary = test_scan_skipping.ordinary  # the fixture: about 1 MiB of healthy real log text, read as evidence
+
 EXTRA_READS = 0.02  # share of the DEBUG/INFO records that may be read again: picked by a keyword or an open gate
 # (measured: 1.2 % on this text, e.g. "Set the client status ready" opens a config-change gate; a loop over every
 # line reads 100 %)
@@ -47,16 +42,6 @@ class CountingLine:
     def text(self) -> str:
         self.reads += 1
         return self._text
-
-
-@pytest.fixture(scope="module")
-def ordinary(tmp_path_factory):
-    """About 1 MiB of healthy real NVFLARE log text (the P4t benchmark's text), read as evidence."""
-    root = tmp_path_factory.mktemp("ordinary")
-    THROUGHPUT.build_text_tree(root, 1 << 20)
-    evidence = collect_evidence([str(root)], job_id=None, **BIG)
-    shutil.rmtree(root)
-    return evidence
 
 
 def counted(evidence, lines):

@@ -3,8 +3,8 @@
 Usage:
     index = TextIndex([line.text for line in lines])
     index.lines_with("timed out")        # lines whose lower-cased text may contain the needle (a superset)
-    index.lines_with_word("set")         # ... may contain the word (a whole run of letters a-z)
-    index.has("<("), index.may_have_word("curl")       # may the text contain it anywhere?
+    index.has("<("), index.may_have_word("curl")       # may the text contain it anywhere (as a whole word)?
+    index.shapes_with_word("set"), index.lines_of(ids) # the shapes that may hold a word, the lines of shapes
     index.shape_lines(re.compile(rb"%00"))              # lines whose shape a bytes pattern matches
     Subset(index, numbers).lines_with("set")            # exact, over just those lines
 
@@ -121,14 +121,6 @@ class TextIndex:
             else:
                 self._lines[needle] = _merge(found, self._odd_lines().lines_with(needle) if self.odd else [])
         return self._lines[needle]
-
-    def lines_with_word(self, word: str) -> list[int]:
-        """Sorted indexes of the lines that may hold the lower-case `word` as a whole letter run."""
-        key = ("word", word)
-        if key not in self._lines:
-            found = self.lines_of(self.shapes_with_word(word))
-            self._lines[key] = _merge(found, self._odd_lines().lines_with_word(word) if self.odd else [])
-        return self._lines[key]
 
     def lines_with_text(self, needle: str) -> list[int]:
         """Like lines_with, but for a case-sensitive needle (still a superset)."""
