@@ -9,10 +9,12 @@ brings back a loop over every line (the reads of the ordinary DEBUG/INFO records
 from __future__ import annotations
 
 import dataclasses
+import random
 
 import test_scan_skipping
-from nvfdiag import logline, matcher, tracebacks
+from nvfdiag import injection, logline, matcher, tracebacks
 from nvfdiag.catalog import load_catalog
+from nvfdiag.model import Line
 
 ordinary = test_scan_skipping.ordinary  # the fixture: about 1 MiB of healthy real log text, read as evidence
 
@@ -80,3 +82,18 @@ def test_a_traceback_is_followed_without_a_walk_over_every_line(ordinary, monkey
     quiet = quiet_records(evidence.lines)
     again = [line for line in quiet if line.reads > 1]
     assert len(again) <= EXTRA_READS * len(quiet), f"{len(again)} of {len(quiet)} DEBUG/INFO records read again"
+
+
+def test_prose_windows_are_checked_only_where_a_first_gate_word_is(monkeypatch):
+    """Plain output (no log records) makes every line a continuation window of the one before; only windows with
+    a first-gate word (found exactly, not through shapes) may be joined and checked."""
+    rng = random.Random(8)
+    vocabulary = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
+                  for _ in range(3000)]
+    lines = [Line("stdout.txt", None, n + 1, " ".join(rng.choice(vocabulary) for _ in range(rng.randint(4, 14))))
+             for n in range(4000)]
+    checked = []
+    real = injection._open
+    monkeypatch.setattr(injection, "_open", lambda rules, lowered: checked.append(lowered) or real(rules, lowered))
+    assert injection.scan_lines(lines) == []
+    assert len(checked) <= 0.05 * len(lines), f"{len(checked)} of {len(lines)} windows joined and checked"

@@ -1,9 +1,10 @@
 """Where in a text the gates of the injection rules can open: the few lines worth the full injection scan. Pure.
 
-Usage: `anchored, opened = gate_lines(index, skip)` for a textindex.TextIndex. `anchored` maps each rule whose
-every gate group may occur somewhere in the text to the lines that may hold an alternative of its first group
-(a window of joined lines can only open such a rule where one of its lines does); `opened` holds the lines, not in
-`skip`, on which every gate group of some rule is open (exact, on the plain lower-cased line).
+Usage: `anchored, opened = gate_lines(index, skip, near)` for a textindex.TextIndex. `anchored` maps each rule
+whose every gate group may occur somewhere in the text to the lines of `near` (the lines a window of joined lines
+may use) that hold an alternative of its first group (exact; a window can only open such a rule where one of its
+lines does); `opened` holds the lines, not in `skip`, on which every gate group of some rule is open (exact, on
+the plain lower-cased line).
 
 A gate group (injection_rules.py) is a set of words (whole letter runs, inflections included) and substrings (a
 space in one matches any run of whitespace). Each question is first asked of the line shapes (textindex.py),
@@ -26,9 +27,11 @@ _SHAPE_SPACE = rb"(?:[^\S\n]|[\x1c-\x1f])+"
 _SPACE = r"[^\S\n]+"
 
 
-def gate_lines(index: TextIndex, skip: set[int] | frozenset = frozenset()) -> tuple[dict[int, set[int]], set[int]]:
-    """({rule: lines that may hold an alternative of its first gate group}, lines where a rule's gates open)."""
+def gate_lines(index: TextIndex, skip: set[int] | frozenset = frozenset(),
+               near: set[int] | frozenset = frozenset()) -> tuple[dict[int, set[int]], set[int]]:
+    """({rule: lines of `near` holding an alternative of its first gate group}, lines where a rule's gates open)."""
     shapes: dict[tuple, set[int]] = {}  # gate group -> shape ids (groups repeat across rules)
+    anchors = _Anchors(index, near)
     anchored: dict[int, set[int]] = {}
     opened: set[int] = set()
     for rule_index in range(RULE_COUNT):
@@ -36,10 +39,10 @@ def gate_lines(index: TextIndex, skip: set[int] | frozenset = frozenset()) -> tu
         if not all(_may_occur(index, *group) for group in groups):
             continue
         first = _shapes_of(index, shapes, groups[0])
-        anchored[rule_index] = set(index.lines_of(sorted(first)))
+        anchored[rule_index] = anchors.holding(index.lines_of(sorted(first)), groups[0])
         needed = _needed(rule_index)
         both = set(first)
-        for group in needed[1:]:
+        for group in needed[1:] if not index.shapes.large else ():  # large: lines are checked group by group
             both &= _shapes_of(index, shapes, group)
         numbers = [n for n in index.lines_of(sorted(both)) if n not in skip and n not in opened]
         opened.update(_open_lines(index, numbers, needed))
@@ -81,17 +84,46 @@ def _shapes_of(index: TextIndex, cache: dict, group: tuple) -> set[int]:
 def _open_lines(index: TextIndex, numbers: list[int], groups: tuple) -> list[int]:
     """The lines of `numbers` on which every gate group is open, as _Rule.opens decides it on the plain line:
     per group, one search per alternative over the joined text of the lines still in question."""
-    for words, substrings in groups:
+    for group in groups:
         if not numbers:
             break
-        few = Subset(index, numbers)
-        found = {n for word in index.words_present(words) for n in few.lines_with_word(word)}
-        found.update(n for sub in substrings if " " not in sub and index.has(sub) for n in few.lines_with(sub))
-        phrases = _phrases_re(tuple(sub for sub in substrings if " " in sub), shape=False)
-        if phrases is not None:
-            found.update(few.lines_matching(phrases))
-        numbers = sorted(found)
+        numbers = sorted(_group_lines(index, Subset(index, numbers), group))
     return numbers
+
+
+def _group_lines(index: TextIndex, few: Subset, group: tuple, cache: dict | None = None) -> set[int]:
+    """The lines of `few` on which the gate group is open; `cache` keeps each alternative's lines for reuse."""
+    cache = {} if cache is None else cache
+    words, substrings = group
+    alternatives = [("word", word) for word in index.words_present(words)]
+    alternatives += [("sub", sub) for sub in substrings if " " not in sub and index.has(sub)]
+    phrases = _phrases_re(tuple(sub for sub in substrings if " " in sub), shape=False)
+    alternatives += [("re", phrases)] if phrases is not None else []
+    found: set[int] = set()
+    for kind, alternative in alternatives:
+        if (kind, alternative) not in cache:
+            search = {"word": few.lines_with_word, "sub": few.lines_with, "re": few.lines_matching}[kind]
+            cache[kind, alternative] = search(alternative)
+        found.update(cache[kind, alternative])
+    return found
+
+
+class _Anchors:
+    """Exact first-group lines among the lines a window may use: few candidates are checked on their own, many
+    (prose, where every line continues the one before) against one joined text of all those lines."""
+
+    def __init__(self, index: TextIndex, near: set[int] | frozenset):
+        self.index, self.near = index, near
+        self._all: Subset | None = None
+        self._found: dict = {}
+
+    def holding(self, candidates: list[int], group: tuple) -> set[int]:
+        lines = self.near.intersection(candidates)
+        if len(lines) * 4 < len(self.near):
+            return set(_open_lines(self.index, sorted(lines), (group,)))
+        if self._all is None:
+            self._all = Subset(self.index, sorted(self.near))
+        return lines & _group_lines(self.index, self._all, group, self._found)
 
 
 @functools.cache

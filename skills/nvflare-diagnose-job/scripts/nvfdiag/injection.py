@@ -111,11 +111,13 @@ def _worth_a_look(items: Sequence[Line], index: TextIndex) -> tuple[set[int], li
     a line or holds a first-gate word.
     """
     unusual = _unusual_lines(items, index)
-    anchored, opened = gate_lines(index, unusual)
+    fragments = _fragments(items, index)
+    near = {n + step for n in fragments for step in (-1, 0, 1)}.intersection(range(len(items)))  # a window's lines
+    anchored, opened = gate_lines(index, unusual, near)
     single = unusual | opened
     windows = []
     marked = unusual.union(*anchored.values())  # a window needs one among its lines (at most 3: start - 1 .. + 1)
-    for number in _fragments(items, index):
+    for number in fragments:
         if number - 1 not in marked and number not in marked and number + 1 not in marked:
             continue
         start = number - 1

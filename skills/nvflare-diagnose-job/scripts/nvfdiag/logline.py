@@ -58,7 +58,7 @@ def loud_lines(index, text_of) -> list[int]:
     textindex.TextIndex; `text_of(n)` gives line n. One pass over the joined text flags the candidates; level()
     decides only on those whose shape can start with a timestamp (the others have no level)."""
     def compute() -> list[int]:
-        unstamped = set(index.lines_of(set(range(len(index.shapes.numbers))) - set(index.shapes_matching(_STAMP_SHAPE, True))))
+        unstamped = set(index.lines_of(set(range(index.shapes.count)) - set(index.shapes_matching(_STAMP_SHAPE, True))))
         unstamped.difference_update(index.odd)  # \d also matches digits that are not ASCII
         return [n for n in index.lines_after_newlines(_NOT_COMMON_QUIET_LINE)
                 if n in unstamped or level(text_of(n)) not in QUIET_LEVELS]

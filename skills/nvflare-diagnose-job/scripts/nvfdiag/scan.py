@@ -57,12 +57,16 @@ def scan_lines(lines: list[Line], catalog: Catalog, skip: set[int] | frozenset =
     checks = [(row.id, sig) for row in catalog.rows for sig in row.signals]
     noisy = [n for n in _loud_lines(lines, index) if n not in skip]
     noisy_set = set(noisy)
-    noisy_index = index.of_lines(noisy)  # the loud lines alone: keyword lookups answered on their own shapes
+    # Keyword lookups for the loud lines are answered on their own shapes, unless they are most of the text.
+    noisy_index = index.of_lines(noisy) if 2 * len(noisy) < len(lines) else None
     waiting = _waiting_rows(catalog)
     found: dict[str, set[int]] = {}  # row -> lines where one of its signals matches
     for row_id, sig in sorted(checks, key=lambda check: check[0] in waiting):  # partners before waiting rows
         seen = found.setdefault(row_id, set())
-        tries = [noisy[n] for n in _keyword_lines(noisy_index, sig.keywords)]
+        if noisy_index is None:
+            tries = [n for n in _keyword_lines(index, sig.keywords) if n in noisy_set]
+        else:
+            tries = [noisy[n] for n in _keyword_lines(noisy_index, sig.keywords)]
         if sig.any_level and not (row_id in waiting and not any(found.get(p) for p in waiting[row_id])):
             tries += [n for n in _keyword_lines(index, sig.keywords) if n not in noisy_set and n not in skip]
         matched = 0

@@ -28,6 +28,9 @@ import re
 
 MAX_LINE_CHARS = 16384  # like normalize.py: a longer line is looked at through its first 16 KiB
 MANY_LINES = 2000  # more lines than this from an ambiguous shape: search the whole text
+SMALL_SHAPES = 1 << 18  # bytes of distinct shapes up to which words are read off the shapes (healthy 4 MiB: 33 KB)
+_LETTERS_NL = bytes(c if 97 <= c <= 122 or c == 10 else 32 for c in range(256))  # letters and newlines stay
+_LETTER_RUNS = re.compile(rb"[a-z]+")
 _HEX_DIGITS = b"0123456789abcdefABCDEF"
 _SHAPE = bytes(48 if c in _HEX_DIGITS else c for c in range(256))  # every hex digit becomes '0'
 _RUNS = bytes(c if c == 48 or 103 <= c <= 122 else 32 for c in range(256))  # '0' and g-z: what a word may become
@@ -77,7 +80,7 @@ class TextIndex:
     @property
     def shapes(self) -> _Shapes:
         if self._shapes is None:
-            self._shapes = _Shapes(self.ascii_lines.translate(_SHAPE).split(b"\n")[1:])
+            self._shapes = _Shapes(self.ascii_lines.translate(_SHAPE).split(b"\n")[1:], self.low)
         return self._shapes
 
     @property
@@ -97,7 +100,7 @@ class TextIndex:
         """False when the lower-cased text surely does not contain `needle` (lower case)."""
         if needle in self._lines:
             return bool(self._lines[needle])
-        return shape_of(needle) in self.shapes.low or (bool(self.odd) and bool(self._odd_lines().lines_with(needle)))
+        return (self.shapes.may_contain(needle) and shape_of(needle) in self.shapes.low) or (bool(self.odd) and bool(self._odd_lines().lines_with(needle)))
 
     def may_have_word(self, word: str) -> bool:
         """False when no line surely holds the lower-case `word` as a whole letter run (see _Shapes.words)."""
@@ -144,7 +147,7 @@ class TextIndex:
         key = ("shapes with", needle)
         if key not in self._lines:
             shapes = self.shapes
-            self._lines[key] = _scan(shapes.low, shape_of(needle), shapes.starts)
+            self._lines[key] = _scan(shapes.low, shape_of(needle), shapes.starts) if shapes.may_contain(needle) else []
         return self._lines[key]
 
     def shapes_with_word(self, word: str) -> list[int]:
@@ -201,35 +204,65 @@ class TextIndex:
 
 
 class _Shapes:
-    """The distinct line shapes, joined by newlines, and the lines of each."""
+    """The distinct line shapes, joined by newlines, and the lines of each. When the lines do not repeat
+    templates (prose, say: more than SMALL_SHAPES bytes of distinct shapes), the words are read off the text
+    itself instead, and `stems` rules out most absent needles before a search over the large shape text."""
 
-    def __init__(self, parts: list[bytes]):
-        by_shape: dict[bytes, list[int]] = collections.defaultdict(list)
-        for number, shape in enumerate(parts):
-            by_shape[shape].append(number)
-        self.numbers = list(by_shape.values())  # the lines of shape i
-        self.text = b"\n".join(by_shape)
+    def __init__(self, parts: list[bytes], low: str):
+        distinct = dict.fromkeys(parts)
+        if len(distinct) * 2 > len(parts):  # lines that do not repeat templates: each line is its own shape
+            self.numbers: list[list[int]] | None = None
+        else:
+            by_shape: dict[bytes, list[int]] = collections.defaultdict(list)
+            for number, shape in enumerate(parts):
+                by_shape[shape].append(number)
+            self.numbers = list(by_shape.values())  # the lines of shape i
+        self.count = len(parts) if self.numbers is None else len(self.numbers)
+        self.text = b"\n".join(parts if self.numbers is None else distinct)
         self.low = self.text.lower()
-        self.starts = _starts(by_shape)
+        self.starts = _starts(parts if self.numbers is None else distinct)
+        self.large = len(self.text) > SMALL_SHAPES
+        self._text_low = low
         self._words: set[bytes] | None = None
+        self._stems: bytes | None = None
 
     @property
     def words(self) -> set[bytes]:
-        """The shapes of every word a line may hold: in a run of '0' and g-z of a lower-cased shape, each stretch
-        that starts at the run's start or after a '0' and ends at its end or before a '0' (a '0' may have been a
-        digit, which ends a word, or a letter a-f, which does not). Stretches without a letter g-z are left out."""
+        """The shapes of every word a line may hold. From the shapes: in a run of '0' and g-z of a lower-cased
+        shape, each stretch that starts at the run's start or after a '0' and ends at its end or before a '0' (a
+        '0' may have been a digit, which ends a word, or a letter a-f, which does not); stretches without a letter
+        g-z are left out. From the text (large): the shape of each of its words."""
         if self._words is None:
-            words = set()
-            for run in set(self.low.translate(_RUNS).split()):
-                if run.strip(b"0"):
-                    starts = [0] + [k for k in range(1, len(run)) if run[k - 1] == 48]
-                    ends = [k for k in range(1, len(run)) if run[k] == 48] + [len(run)]
-                    words.update(run[i:j] for i in starts for j in ends if j > i)
-            self._words = words
+            if self.large:
+                self._words = {word.translate(_SHAPE) for word in self._letter_words}
+            else:
+                self._words = set()
+                for run in set(self.low.translate(_RUNS).split()):
+                    if run.strip(b"0"):
+                        starts = [0] + [k for k in range(1, len(run)) if run[k - 1] == 48]
+                        ends = [k for k in range(1, len(run)) if run[k] == 48] + [len(run)]
+                        self._words.update(run[i:j] for i in starts for j in ends if j > i)
         return self._words
+
+    def may_contain(self, needle: str) -> bool:
+        """False when a run of letters of `needle` lies in no word of the text (large shapes only; else True)."""
+        if not self.large:
+            return True
+        if self._stems is None:
+            self._stems = b" ".join(sorted(self._letter_words))
+        return all(run in self._stems for run in _LETTER_RUNS.findall(needle.encode("ascii", "replace")))
+
+    @functools.cached_property
+    def _letter_words(self) -> set[bytes]:
+        """The distinct words (runs of letters a-z) of the lower-cased text; lines that differ only in digits and
+        punctuation are split once."""
+        letters = self._text_low.encode("ascii", "replace").translate(_LETTERS_NL)
+        return set(b" ".join(set(letters.split(b"\n"))).split())
 
     def lines(self, shape_ids: list[int]) -> list[int]:
         """The lines of these shapes, sorted."""
+        if self.numbers is None:
+            return sorted(shape_ids)
         if len(shape_ids) <= 1:
             return list(self.numbers[shape_ids[0]]) if shape_ids else []
         return sorted(itertools.chain.from_iterable(self.numbers[i] for i in shape_ids))
