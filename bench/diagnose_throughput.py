@@ -1,6 +1,6 @@
 """P4t: analysis throughput of the detailed diagnose scan on ordinary NVFLARE log text (bar: >= 20 MB/s).
 
-Usage: python bench/diagnose_throughput.py [--quick] [--json] [--repeats N] [--mib N]
+Usage: python bench/diagnose_throughput.py [--quick] [--json] [--repeats N] [--mib N] [--baseline GIT_REF]
 
 The text is real: the logs of the committed healthy NVFLARE 2.9 runs (tests/fixtures/healthy_real,
 tests/fixtures/healthy_runs/*, evals/diagnose/files/real/healthy): job stdout, log.txt, log_fl.txt,
@@ -12,16 +12,26 @@ tracebacks, injection scan, report) runs --repeats times; the median CPU time gi
 second; the wall-clock figure is printed beside it, since other processes share the machine).
 Reading (collect_evidence) is timed and printed too, but it is not part of the bar. Exits 1 when the bar is
 missed (--quick: 1 MiB, 3 runs; the verdict is printed but not enforced there).
+
+--baseline GIT_REF also scans the same evidence with the diagnose skill of that commit (taken with `git archive`
+into a temporary folder), alternating with the current one, so before and after are compared side by side in one
+run (quality.md); the ratio of the two median CPU times is printed. The load average is printed beside every run:
+the machine is shared.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import io
 import json
+import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -69,32 +79,69 @@ def build_text_tree(root: Path, size: int) -> int:
     return written
 
 
-def measure(size: int, repeats: int) -> dict:
+def load_package(scripts: Path, name: str):
+    """The nvfdiag package under `scripts`, imported as `name` (so two versions can live in one process)."""
+    spec = importlib.util.spec_from_file_location(name, scripts / "nvfdiag" / "__init__.py",
+                                                  submodule_search_locations=[str(scripts / "nvfdiag")])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[name] = package
+    spec.loader.exec_module(package)
+    return package
+
+
+def extract_skill(ref: str, into: Path) -> Path:
+    """The diagnose skill of commit `ref`, written under `into`; returns its scripts folder."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", ref, "skills/nvflare-diagnose-job"],
+                             capture_output=True, check=True, timeout=60).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "skills" / "nvflare-diagnose-job" / "scripts"
+
+
+def measure(size: int, repeats: int, baseline: str | None = None) -> dict:
     sys.path.insert(0, str(SCRIPTS))
     from nvfdiag import catalog, evidence, matcher
 
-    known = catalog.load_catalog()
+    scans = [("current", matcher.diagnose, catalog.load_catalog())]
     base = Path(tempfile.mkdtemp(prefix="nvfdiag-p4t-"))
     try:
-        build_text_tree(base, size)
+        if baseline:
+            load_package(extract_skill(baseline, base / "baseline"), "nvfdiag_baseline")
+            old_catalog = importlib.import_module("nvfdiag_baseline.catalog").load_catalog()
+            scans.append((baseline, importlib.import_module("nvfdiag_baseline.matcher").diagnose, old_catalog))
+        build_text_tree(base / "text", size)
         started = time.perf_counter()
-        found = evidence.collect_evidence([str(base)], job_id=None, max_bytes=1 << 30, max_total_bytes=1 << 30,
-                                          max_files=100_000)
+        found = evidence.collect_evidence([str(base / "text")], job_id=None, max_bytes=1 << 30,
+                                          max_total_bytes=1 << 30, max_files=100_000)
         read_s = time.perf_counter() - started
         text_bytes = sum(len(line.text.encode("utf-8")) + 1 for line in found.lines)
-        cpu, wall, report = [], [], None
+        cpu = {label: [] for label, _, _ in scans}
+        wall = {label: [] for label, _, _ in scans}
+        reports, load = {}, [os.getloadavg()[0]]
         for _ in range(repeats):
-            started, started_cpu = time.perf_counter(), time.process_time()
-            report = matcher.diagnose(found, known)
-            cpu.append(time.process_time() - started_cpu)
-            wall.append(time.perf_counter() - started)
+            for label, diagnose, known in scans:  # alternate, so both see the same load
+                started, started_cpu = time.perf_counter(), time.process_time()
+                reports[label] = diagnose(found, known)
+                cpu[label].append(time.process_time() - started_cpu)
+                wall[label].append(time.perf_counter() - started)
+        load.append(os.getloadavg()[0])
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    rows = [_row(label, cpu[label], wall[label], text_bytes, reports[label]) for label, _, _ in scans]
+    row = {"mib": round(text_bytes / MIB, 2), "lines": len(found.lines), "files": len(found.sources),
+           "read_s": round(read_s, 3), "read_mb_per_s": round(text_bytes / 1e6 / read_s, 1),
+           "load_avg_1min": [round(value, 2) for value in load], **rows[0]}
+    if baseline:
+        row["baseline"] = {"ref": baseline, **rows[1]}
+        row["speedup"] = round(rows[1]["scan_s"] / rows[0]["scan_s"], 2)
+        row["same_report"] = reports["current"] == reports[baseline]
+    return row
+
+
+def _row(label: str, cpu: list[float], wall: list[float], text_bytes: int, report: dict) -> dict:
     scan_s, wall_s = statistics.median(cpu), statistics.median(wall)
-    return {"mib": round(text_bytes / MIB, 2), "lines": len(found.lines), "files": len(found.sources),
-            "read_s": round(read_s, 3), "scan_s": round(scan_s, 3), "scan_wall_s": round(wall_s, 3),
-            "mb_per_s": round(text_bytes / 1e6 / scan_s, 1), "wall_mb_per_s": round(text_bytes / 1e6 / wall_s, 1),
-            "read_mb_per_s": round(text_bytes / 1e6 / read_s, 1), "pattern": report["matched_pattern"],
+    return {"scan_s": round(scan_s, 3), "scan_wall_s": round(wall_s, 3), "mb_per_s": round(text_bytes / 1e6 / scan_s, 1),
+            "wall_mb_per_s": round(text_bytes / 1e6 / wall_s, 1), "pattern": report["matched_pattern"],
             "findings": report["findings"], "suspicious": len(report["suspicious_content"])}
 
 
@@ -104,13 +151,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     parser.add_argument("--repeats", type=int, default=None, help="scans to time (median); default 5, --quick 3")
     parser.add_argument("--mib", type=float, default=None, help="MiB of log text; default 4, --quick 1")
+    parser.add_argument("--baseline", metavar="GIT_REF", help="also scan with the diagnose skill of this commit")
     args = parser.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 5)
     size = int((args.mib or (1 if args.quick else 4)) * MIB)
     if repeats < 1 or size < 1:
         print("diagnose_throughput.py: error: --repeats and --mib must be positive", file=sys.stderr)
         return 2
-    row = measure(size, repeats)
+    try:
+        row = measure(size, repeats, args.baseline)
+    except subprocess.CalledProcessError:
+        print(f"diagnose_throughput.py: error: git cannot read commit {args.baseline!r}; give a commit of this "
+              "repository (e.g. HEAD~3)", file=sys.stderr)
+        return 2
     clean = row["pattern"] == "UNKNOWN" and row["suspicious"] == 0
     ok = row["mb_per_s"] >= BAR_MB_S and clean
     passed = ok or (args.quick and clean)
@@ -118,13 +171,19 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"benchmark": "P4t diagnose_throughput", "quick": args.quick, "row": row,
                           "bar_mb_per_s": BAR_MB_S, "ok": ok, "result": "PASS" if passed else "FAIL"}, sort_keys=True))
     else:
-        print(f"{'text':>9} {'lines':>7} {'files':>5} {'read':>8} {'scan CPU':>9} {'MB/s':>6} {'scan wall':>9} {'MB/s':>6}"
-              "  pattern, suspicious")
-        print(f"{row['mib']:>6.2f}MiB {row['lines']:>7} {row['files']:>5} {row['read_s']:>7.3f}s {row['scan_s']:>8.3f}s "
-              f"{row['mb_per_s']:>6.1f} {row['scan_wall_s']:>8.3f}s {row['wall_mb_per_s']:>6.1f}  "
-              f"{row['pattern']}, {row['suspicious']}")
-        print(f"(medians; reading alone: {row['read_mb_per_s']} MB/s wall. The bar applies to the scan's CPU time: on a "
-              "shared machine the wall clock also counts other processes)")
+        print(f"{'':>12} {'text':>9} {'lines':>7} {'files':>5} {'read':>8} {'scan CPU':>9} {'MB/s':>6} {'scan wall':>9} "
+              f"{'MB/s':>6}  pattern, suspicious")
+        versions = [("current", row)] + ([(row["baseline"]["ref"], row["baseline"])] if "baseline" in row else [])
+        for label, scan in versions:
+            print(f"{label[:12]:>12} {row['mib']:>6.2f}MiB {row['lines']:>7} {row['files']:>5} {row['read_s']:>7.3f}s "
+                  f"{scan['scan_s']:>8.3f}s {scan['mb_per_s']:>6.1f} {scan['scan_wall_s']:>8.3f}s "
+                  f"{scan['wall_mb_per_s']:>6.1f}  {scan['pattern']}, {scan['suspicious']}")
+        print(f"(medians; reading alone: {row['read_mb_per_s']} MB/s wall; load average (1 min) before and after: "
+              f"{row['load_avg_1min'][0]}, {row['load_avg_1min'][1]} on {os.cpu_count()} cores. The bar applies to the "
+              "scan's CPU time: on a shared machine the wall clock also counts other processes)")
+        if "baseline" in row:
+            print(f"speed-up over {row['baseline']['ref']}: x{row['speedup']} (CPU, same evidence, runs alternated); "
+                  f"same report: {row['same_report']}")
         verdict = "PASS" if ok else "FAIL"
         print(f"\nscan >= {BAR_MB_S:.0f} MB/s on healthy real logs, nothing flagged: {verdict}"
               + ("" if not args.quick else " (not enforced in --quick)"))

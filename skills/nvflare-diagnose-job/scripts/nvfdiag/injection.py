@@ -24,15 +24,14 @@ from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
 from . import logline
+from .gates import gate_lines
 from .injection_rules import (
     DIRECTIVE_KINDS,
-    anchor_lines,
     any_open,
     candidate_rules,
     config_file_named,
     detect,
     first_web_url,
-    live_rules,
     open_rules,
     rules_need_words,
     text_features,
@@ -112,43 +111,36 @@ def _worth_a_look(items: Sequence[Line], index: TextIndex) -> tuple[set[int], li
     a line or holds a first-gate word.
     """
     unusual = _unusual_lines(items, index)
-    anchored = anchor_lines(index, live_rules(index))
-    single = set(unusual)
-    low, starts = index.low, index.low_starts
-    verdicts: dict[tuple, bool] = {}  # the same message at another time gives the same gate verdict
-    for number, rules in anchored.items():
-        if number not in unusual:
-            line = low[starts[number] : starts[number + 1] - 1]
-            stamp = _STAMP.match(line)  # its digits, dashes and colons open no gate; only the T/space may
-            key = (frozenset(rules), stamp.group(1), line[stamp.end():]) if stamp else (frozenset(rules), line)
-            if key not in verdicts:
-                verdicts[key] = _open(rules, line, first=False)
-            if verdicts[key]:
-                single.add(number)
+    fragments = _fragments(items, index)
+    near = {n + step for n in fragments for step in (-1, 0, 1)}.intersection(range(len(items)))  # a window's lines
+    anchored, opened = gate_lines(index, unusual, near)
+    single = unusual | opened
     windows = []
-    for number in _fragments(items, index):
+    marked = unusual.union(*anchored.values())  # a window needs one among its lines (at most 3: start - 1 .. + 1)
+    for number in fragments:
+        if number - 1 not in marked and number not in marked and number + 1 not in marked:
+            continue
         start = number - 1
         if start < 0 or not _consecutive(items[start], items[number]):
             continue
         span = [n for n in range(start, min(len(items), start + MAX_JOINED_LINES))
                 if n == start or _consecutive(items[n - 1], items[n])]
-        rules = set().union(*(anchored.get(n, ()) for n in span))
+        rules = {rule for rule, anchors in anchored.items() if not anchors.isdisjoint(span)}
         if unusual.intersection(span) or (rules and _open(rules, " ".join(items[n].text for n in span).lower())):
             windows.append(start)
     return single, windows
 
 
-def _open(rules, lowered: str, first: bool = True) -> bool:
-    """Whether one of `rules` has all gates open on plain lower-cased text (`first=False`: skip the first
-    group, known to be open). A spaced gate substring matches any whitespace run: no normalization needed."""
-    words = frozenset(_WORD.findall(lowered)) if rules_need_words(rules, first) else frozenset()
-    return any_open(rules, lowered, words, first)
+def _open(rules, lowered: str) -> bool:
+    """Whether one of `rules` has all gates open on plain lower-cased text. A spaced gate substring matches any
+    whitespace run: no normalization needed."""
+    words = frozenset(_WORD.findall(lowered)) if rules_need_words(rules) else frozenset()
+    return any_open(rules, lowered, words)
 
 
 _WORD = re.compile(r"[a-z]+")
-_STAMP = re.compile(r"\d{4}-\d\d-\d\d([ t])\d\d:\d\d:\d\d[,.]\d{3}")  # on lower-cased text
-_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
-_JSON_LINE = re.compile(r"\n[ \t]*\{")
+_PERCENT_SHAPE = re.compile(rb"%00")  # the shape of a % and two hex digits
+_JSON_SHAPE = re.compile(rb"(?m)^[ \t]*\{")
 
 
 def _fragments(items: Sequence[Line], index: TextIndex) -> list[int]:
@@ -158,14 +150,13 @@ def _fragments(items: Sequence[Line], index: TextIndex) -> list[int]:
 
 
 def _unusual_lines(items: Sequence[Line], index: TextIndex) -> set[int]:
-    """Lines that normalize.py could change beyond whitespace, plus lines with base64/hex-like runs."""
-    lines: set[int] = set()
-    if not index.text.isascii():
-        lines.update(n for n, item in enumerate(items) if not item.text.isascii())
+    """Lines that normalize.py could change beyond whitespace, plus lines with base64/hex-like runs (the
+    characters looked for here are not hex digits, so the line shapes answer exactly)."""
+    lines = set(index.odd)
     for needle in ("\\", "<!--", "]("):
         lines.update(index.lines_with(needle))
-    lines.update(index.lines_matching(_PERCENT))
-    lines.update(index.line_at(match.start()) for match in _JSON_LINE.finditer("\n" + index.text))
+    lines.update(index.shape_lines(_PERCENT_SHAPE))
+    lines.update(index.shape_lines(_JSON_SHAPE))
     lines.update(encoded_run_lines(index))
     return lines
 

@@ -330,42 +330,16 @@ _SUBSTRING_RE = re.compile("|".join(re.escape(sub) for sub in sorted(_BY_SUBSTRI
 _MARKER = re.compile(r"\[(USER_CODE_EXCEPTION|FLARE)\]|\b(FINISHED[:_][A-Z_]+)\b")
 
 
-def _group_present(index, words: frozenset[str], substrings: tuple[str, ...]) -> bool:
-    """Whether some alternative of a gate group occurs anywhere in the indexed text (a superset test)."""
-    if not words.isdisjoint(index.words):
-        return True
-    for sub in substrings:
-        last = sub.split()[-1] if " " in sub else sub  # whitespace may differ before normalization
-        if (index.has_stem(last) if last.isalpha() else index.has(last)) or (last != sub and index.has_word(last)):
-            return True
-    return False
+def gate_of(rule_index: int) -> tuple[tuple[frozenset[str], tuple[str, ...]], ...]:
+    """The gate of a rule: groups of (words with their inflections, substrings); see gates.py."""
+    return _ALL_RULES[rule_index][1].gate
 
 
-def live_rules(index) -> tuple[int, ...]:
-    """Rules whose every gate group occurs somewhere in the text of a textindex.TextIndex: only these can
-    match any line (or any window of joined lines) of that text. Word groups are checked first (free)."""
-    possible = [(i, rule) for i, (_, rule) in enumerate(_ALL_RULES)
-                if all(ws & index.words or any(not sub.isalpha() or index.has_stem(sub) for sub in subs)
-                       for ws, subs in rule.gate)]
-    return tuple(i for i, rule in possible if all(_group_present(index, *g) for g in rule.gate))
+def regex_of(rule_index: int) -> re.Pattern:
+    return _ALL_RULES[rule_index][1].regex
 
 
-def anchor_lines(index, rules: tuple[int, ...]) -> dict[int, set[int]]:
-    """{line: rules} for the lines holding an alternative of the first gate group of one of `rules`: every
-    line on which (or window in which) such a rule can match holds one. First groups have no spaces, so no
-    anchor straddles two lines."""
-    by_anchor: dict[tuple[bool, str], set[int]] = {}
-    for rule_index in rules:
-        group_words, group_subs = _ALL_RULES[rule_index][1].gate[0]
-        for word in group_words & index.words:
-            by_anchor.setdefault((True, word), set()).add(rule_index)
-        for sub in group_subs:
-            by_anchor.setdefault((False, sub), set()).add(rule_index)
-    lines: dict[int, set[int]] = {}
-    for (is_word, anchor), anchored in by_anchor.items():
-        for line in index.lines_with_word(anchor) if is_word else index.lines_with(anchor):
-            lines.setdefault(line, set()).update(anchored)
-    return lines
+RULE_COUNT = len(_ALL_RULES)
 
 
 def rules_need_words(rules, first: bool = True) -> bool:

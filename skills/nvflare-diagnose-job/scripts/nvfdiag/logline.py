@@ -16,7 +16,12 @@ QUIET_LEVELS = ("DEBUG", "INFO")
 # In a "\n"-joined text: a newline before a line that is not a DEBUG/INFO record in one of the two layouts
 # NVFLARE writes (log.txt, console). It also flags the odd DEBUG/INFO record with other spacing, which level()
 # then clears (see loud_lines).
-_NOT_COMMON_QUIET_LINE = re.compile(r"\n(?!\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - (?:[^ \n]+ - )?(?:INFO|DEBUG) - )")
+# ASCII bytes, [0-9] and a possessive logger name make the regex engine's work per line half of what it was.
+_NOT_COMMON_QUIET_LINE = re.compile(rb"\n(?![0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9],[0-9]{3} - "
+                                    rb"(?:[^ \n]++ - )?(?:INFO|DEBUG) - )")
+
+# Where a line shape (textindex.py: digits written as '0') may start with a timestamp _PREFIX accepts.
+_STAMP_SHAPE = re.compile(rb"(?m)^(?:[^\S\n]|[\x1c-\x1f])*0000-00-00[ T]00:00:00")
 
 _PREFIX = re.compile(
     rf"^\s*{_STAMP}\s*-\s*(?:\S+\s+-\s+)?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s+-(?:\s+\[[^\]]*\]\s+-)?\s*"
@@ -50,7 +55,11 @@ def is_record(text: str) -> bool:
 
 def loud_lines(index, text_of) -> list[int]:
     """Indexes of the lines that are not DEBUG/INFO records (exactly what level() says) in a
-    textindex.TextIndex; `text_of(n)` gives line n. One pass over the joined text, level() only where it flags."""
-    return index.memo("loud lines", lambda: [
-        n for n in index.lines_after_newlines(_NOT_COMMON_QUIET_LINE) if level(text_of(n)) not in QUIET_LEVELS
-    ])
+    textindex.TextIndex; `text_of(n)` gives line n. One pass over the joined text flags the candidates; level()
+    decides only on those whose shape can start with a timestamp (the others have no level)."""
+    def compute() -> list[int]:
+        unstamped = set(index.lines_of(set(range(index.shapes.count)) - set(index.shapes_matching(_STAMP_SHAPE, True))))
+        unstamped.difference_update(index.odd)  # \d also matches digits that are not ASCII
+        return [n for n in index.lines_after_newlines(_NOT_COMMON_QUIET_LINE)
+                if n in unstamped or level(text_of(n)) not in QUIET_LEVELS]
+    return index.memo("loud lines", compute)

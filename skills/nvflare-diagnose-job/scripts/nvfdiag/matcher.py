@@ -180,14 +180,14 @@ def analyse(
     index = TextIndex([line.text for line in lines])  # one joined text for all the cheap whole-text passes
     suspicious, flagged = scan_suspicious(lines, index)
     scanned = scan_lines(lines, catalog, flagged, index)
-    blocks = find_tracebacks(lines, flagged) if "Traceback (most recent call last):" in index.text else []
+    blocks = find_tracebacks(lines, flagged, index)
     status = job_status if sites.valid_job_status(job_status) else None
     status = status or (evidence.job_status if sites.valid_job_status(evidence.job_status) else None)
     user_job_id = sites.valid_job_id(job_id)
     if not user_job_id:
         job_id = evidence.job_id if sites.valid_job_id(evidence.job_id) else None
     detected, reason = decide_mode(mode, evidence.mode_hints, scanned.find_mode_hints, job_id_given=user_job_id)
-    raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged)
+    raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged, index)
     scanned_hits = raiser.drop_shadowed_hits(scanned.hits, raised, lines, catalog)
     hits = _merge(_merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits)
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged)

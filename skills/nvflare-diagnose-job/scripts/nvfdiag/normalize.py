@@ -54,29 +54,49 @@ _HEX_TEXT_LEADS = frozenset("0234567")
 _B64_TEXT_LEADS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef")
 
 
-# Where _decode_run could accept a run: base64 of text has a letter A-Z/a-f at every 4th place, hex of text a
-# digit 0/2-7 at every 2nd. Mapped to one byte per class, these become patterns with a literal first byte, which
-# the regex engine finds at memchr speed over a whole text (see encoded_run_lines).
+# Where _decode_run could accept a run: base64 of text has a letter A-Z/a-f at every 4th place, hex of text is 16
+# or more hex digits. Mapped to one byte per class, these become patterns with a literal first byte, found at C speed
+# (see encoded_run_lines).
 _RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
 _B64_MAP = bytes(76 if chr(c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef" else 111 if chr(c) in _RUN_CHARS else 32
                  for c in range(256))  # L = letter that may lead a base64 group of text, o = other run char
 _HEX_MAP = bytes(120 if chr(c) in "0123456789abcdefABCDEFxX" else 32 for c in range(256))  # x = hex digit (or 0x)
 _B64_CANDIDATE = re.compile(rb" L[Lo]{3}L[Lo]{3}L[Lo]{3}L[Lo]{3}")
-_HEX_CANDIDATE = re.compile(b" " + b"x" * 16)  # a literal: found at memchr speed; a hex run of text is rare in logs
+_HEX_CANDIDATE = b" " + b"x" * 16  # a literal: bytes.find skips ahead; a hex run of text is rare in logs
+# The same places in line shapes (textindex.py: hex digits written as '0', case kept): a superset.
+_B64_SHAPE_MAP = bytes(76 if chr(c) in "0ABCDEFGHIJKLMNOPQRSTUVWXYZ" else 111 if chr(c) in _RUN_CHARS else 32
+                       for c in range(256))
+_HEX_SHAPE = re.compile(b"0" * 14)  # 16 hex digits, or 0x and 14 (an x ends any other hex run)
 
 
 def encoded_run_lines(index) -> set[int]:
-    """Lines (of a textindex.TextIndex) with a run that _decode_run decodes into text."""
-    lines, decodes = set(), {}  # the same run (a long logger name, say) is tried once
-    for table, pattern in ((_B64_MAP, _B64_CANDIDATE), (_HEX_MAP, _HEX_CANDIDATE)):
-        mapped = index.mapped(table)  # byte p + 1 is character p of the text
-        for match in pattern.finditer(mapped):
-            run = _RUN_RE.match(index.text, match.start())
-            if run and run.group(0) not in decodes:
-                decodes[run.group(0)] = _decode_run(run.group(0), set(), [MAX_DECODED_CHARS]) != run.group(0)
-            if run and decodes[run.group(0)]:
-                lines.add(index.line_at(match.start()))
+    """Lines (of a textindex.TextIndex) with a run that _decode_run decodes into text. The line shapes name the
+    candidate lines (a superset); their own text is then searched."""
+    b64 = index.shape_lines(_B64_CANDIDATE, table=_B64_SHAPE_MAP)
+    numbers = sorted(set(b64).union(index.shape_lines(_HEX_SHAPE)))
+    if not numbers:
+        return set()
+    few, decodes = index.of_lines(numbers), {}  # the same run (a long logger name, say) is tried once
+    lines = set()
+    for start in _run_starts(few):
+        run = _RUN_RE.match(few.text, start)
+        if run and run.group(0) not in decodes:
+            decodes[run.group(0)] = _decode_run(run.group(0), set(), [MAX_DECODED_CHARS]) != run.group(0)
+        if run and decodes[run.group(0)]:
+            lines.add(numbers[few.line_at(start)])
     return lines
+
+
+def _run_starts(index):
+    """Offsets (in the text) where a run shaped like base64 of text, or 16 hex digits, starts. In the mapped
+    text byte p + 1 is character p, so the space found before a run is at the run's own offset."""
+    for match in _B64_CANDIDATE.finditer(index.mapped(_B64_MAP)):
+        yield match.start()
+    hexes = index.mapped(_HEX_MAP)
+    pos = hexes.find(_HEX_CANDIDATE)
+    while pos != -1:
+        yield pos
+        pos = hexes.find(_HEX_CANDIDATE, pos + len(_HEX_CANDIDATE))
 
 
 def normalize(text: str) -> str:

@@ -16,10 +16,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .logline import QUIET_LEVELS, level
+from .logline import QUIET_LEVELS, level, loud_lines
 from .messages import WRAPPER
 from .model import Line
 from .scan import Hit
+from .textindex import Subset
 from .tracebacks import Traceback, block_containing, is_nvflare_file, is_user_file
 
 USER_CODE, NVFLARE_FROM_USER, NVFLARE, WRAPPED, LIBRARY = "user_code", "nvflare_from_user", "nvflare", "wrapper", "library"
@@ -195,12 +196,13 @@ def _note_logs_dir(result: RaiserResult, text: str) -> None:
         result.logs_dir = match.group(1)
 
 
-def _line_hits(result: RaiserResult, lines: list[Line], catalog, mode: str, covered: set[int], skip) -> None:
-    """NVFLARE messages on error lines outside tracebacks (log records, CLI output, a pasted exception line)."""
-    for index, line in enumerate(lines):
+def _line_hits(result: RaiserResult, lines: list[Line], catalog, mode: str, covered: set[int], skip, candidates) -> None:
+    """NVFLARE messages on error lines outside tracebacks (log records, CLI output, a pasted exception line).
+    `candidates`: the indexes of the lines that may be such lines (see _error_lines)."""
+    for index in candidates:
         if index in covered or index in skip:
             continue
-        text = line.text[:8192]
+        text = lines[index].text[:8192]
         if not any(word in text for word in _ERROR_WORDS) or not _ERRORISH.search(text) or _is_quiet(text):
             continue
         templates = catalog.messages.match(text)
@@ -213,8 +215,19 @@ def _line_hits(result: RaiserResult, lines: list[Line], catalog, mode: str, cove
             result.decided_lines[index] = _open_values(chosen, text)
 
 
-def analyse_raisers(lines: list[Line], blocks: list[Traceback], catalog, mode: str, skip=frozenset()) -> RaiserResult:
-    """Hits from traceback structure and NVFLARE's messages; see the module docstring for the rules."""
+def _error_lines(lines: list[Line], index) -> list[int] | range:
+    """Every line, or with a textindex.TextIndex only the lines that are not DEBUG/INFO records and hold an
+    error word (found with one search per word over the joined text of those lines)."""
+    if index is None:
+        return range(len(lines))
+    loud = Subset(index, loud_lines(index, lambda n: lines[n].text[:8192]))
+    return sorted({n for word in {w.lower() for w in _ERROR_WORDS} for n in loud.lines_with(word)})
+
+
+def analyse_raisers(lines: list[Line], blocks: list[Traceback], catalog, mode: str, skip=frozenset(),
+                    index=None) -> RaiserResult:
+    """Hits from traceback structure and NVFLARE's messages; see the module docstring for the rules. `index`, a
+    textindex.TextIndex of the same lines, finds the lines that are not DEBUG/INFO records without a loop."""
     result = RaiserResult()
     covered: set[int] = set()
     for block in blocks:
@@ -224,7 +237,7 @@ def analyse_raisers(lines: list[Line], blocks: list[Traceback], catalog, mode: s
         result.code_lines.update(code_lines(block, lines))
         _block_hits(result, block, lines, catalog, mode)
     if catalog.messages is not None:
-        _line_hits(result, lines, catalog, mode, covered, skip)
+        _line_hits(result, lines, catalog, mode, covered, skip, _error_lines(lines, index))
     return result
 
 

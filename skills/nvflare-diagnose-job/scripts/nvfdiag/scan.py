@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from . import logline
 from .catalog import Catalog
 from .model import Line
-from .regexfacts import contains, required_literals
-from .textindex import TextIndex
+from .regexfacts import BOUNDARY, contains, required_literals
+from .textindex import Subset, TextIndex
 
 MAX_SCAN_CHARS = 8192
 MAX_HITS_PER_ROW = 200
+FEW_LINES = 32  # below this many lines to try, _signal_matches looks at each itself
 MARKER = re.compile(r"\[(USER_CODE_EXCEPTION|FLARE)\]")
 
 
@@ -56,16 +57,20 @@ def scan_lines(lines: list[Line], catalog: Catalog, skip: set[int] | frozenset =
     checks = [(row.id, sig) for row in catalog.rows for sig in row.signals]
     noisy = [n for n in _loud_lines(lines, index) if n not in skip]
     noisy_set = set(noisy)
-    noisy_index = TextIndex([lines[n].text[:MAX_SCAN_CHARS] for n in noisy])
+    # Keyword lookups for the loud lines are answered on their own shapes, unless they are most of the text.
+    noisy_index = index.of_lines(noisy) if 2 * len(noisy) < len(lines) else None
     waiting = _waiting_rows(catalog)
     found: dict[str, set[int]] = {}  # row -> lines where one of its signals matches
     for row_id, sig in sorted(checks, key=lambda check: check[0] in waiting):  # partners before waiting rows
         seen = found.setdefault(row_id, set())
-        tries = [noisy[n] for n in _keyword_lines(noisy_index, sig.keywords, len(noisy))]
+        if noisy_index is None:
+            tries = [n for n in _keyword_lines(index, sig.keywords) if n in noisy_set]
+        else:
+            tries = [noisy[n] for n in _keyword_lines(noisy_index, sig.keywords)]
         if sig.any_level and not (row_id in waiting and not any(found.get(p) for p in waiting[row_id])):
-            tries += [n for n in _keyword_lines(index, sig.keywords, len(lines)) if n not in noisy_set and n not in skip]
+            tries += [n for n in _keyword_lines(index, sig.keywords) if n not in noisy_set and n not in skip]
         matched = 0
-        for number in sorted(tries):  # only the first MAX_HITS_PER_ROW lines of a row are kept: stop there
+        for number in _with_literals(index, sorted(tries), sig):  # only the first MAX_HITS_PER_ROW lines count
             if number in seen or _signal_matches(lines[number].text, sig, True):
                 seen.add(number)
                 matched += 1
@@ -110,10 +115,31 @@ def _needs(sig) -> tuple[tuple[str, ...], ...]:
     return required_literals(sig.regex) if sig.regex.flags & re.IGNORECASE else ()
 
 
-def _keyword_lines(index: TextIndex, keywords: tuple[str, ...], count: int):
-    if not keywords:
-        return range(count)
-    return sorted({n for word in keywords for n in index.lines_with(word)})
+def _keyword_lines(index: TextIndex, keywords: tuple[str, ...]) -> list[int]:
+    """Lines that may hold one of `keywords` (a superset; every line when there are no keywords)."""
+    return sorted({n for word in keywords for n in index.lines_with(word)}) if keywords else list(range(index.count))
+
+
+def _with_literals(index: TextIndex, numbers: list[int], sig) -> list[int]:
+    """The lines of `numbers` holding the literal text the signal's regex needs (regexfacts.py), found with one
+    search per literal over the joined text of just those lines; a few lines are left to _signal_matches. Exact
+    for the first MAX_SCAN_CHARS characters when lower-casing keeps lengths (else all lines are kept)."""
+    if index.low_starts is not index.starts:
+        return numbers
+    for group in _needs(sig):
+        if len(numbers) < FEW_LINES:
+            break
+        few = Subset(index, numbers, MAX_SCAN_CHARS)
+        numbers = sorted({n for literal in group for n in few.lines_matching(_literal_re(literal))})
+    return numbers
+
+
+@functools.cache
+def _literal_re(literal: str) -> re.Pattern:
+    """A regexfacts literal as a pattern (BOUNDARY: no letter, digit or underscore may follow)."""
+    if literal.endswith(BOUNDARY):
+        return re.compile(re.escape(literal[:-1]) + r"(?!\w)")
+    return re.compile(re.escape(literal))
 
 
 def _loud_lines(lines: list[Line], index: TextIndex) -> list[int]:
@@ -158,7 +184,7 @@ def _first_match(lines: list[Line], index: TextIndex, hint, skip) -> int | None:
                 if matches(number := index.low_line_at(pos)):
                     return number
         return None
-    return next((n for n in heapq.merge(*(index.iter_lines_with(word) for word in hint.keywords)) if matches(n)), None)
+    return next((n for n in heapq.merge(*(index.lines_with(word) for word in hint.keywords)) if matches(n)), None)
 
 
 def _literal_led(regex: re.Pattern) -> re.Pattern | None:

@@ -1,6 +1,6 @@
 """Find Python tracebacks in evidence lines and tell whether they pass through user code.
 
-Usage: `blocks = find_tracebacks(lines, skip)`; each Traceback knows its line span, exception type, its frames
+Usage: `blocks = find_tracebacks(lines, skip[, text_index])`; each Traceback knows its line span, exception type, its frames
 (with the index of each frame line), the deepest frame in a user file (not site-packages, not the standard library,
 not NVFLARE), and the detail lines printed after the exception line (e.g. pydantic's "what is wrong" lines).
 Interleaved log lines from other threads inside a traceback (seen in POC site logs) are tolerated.
@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from .logline import timestamp
 from .model import Line
 
-_START = re.compile(r"Traceback \(most recent call last\):")
+_START_TEXT = "Traceback (most recent call last):"
+_START = re.compile(re.escape(_START_TEXT))
 _FRAME = re.compile(r'^\s*File "([^"]{1,1024})", line (\d+), in (\S{1,200})')
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning))\b(?::|$)")
 # NVFLARE also raises exceptions without such a suffix (JobNotFound, ComponentNotAuthorized, SessionClosed).
@@ -68,12 +69,16 @@ def exception_name(text: str) -> str | None:
     return match.group(1) if match else None
 
 
-def find_tracebacks(lines: list[Line], skip: set[int] | frozenset = frozenset()) -> list[Traceback]:
-    """All traceback blocks, in line order; skipped (suspicious) lines never start or extend a block."""
+def find_tracebacks(lines: list[Line], skip: set[int] | frozenset = frozenset(), text_index=None) -> list[Traceback]:
+    """All traceback blocks, in line order; skipped (suspicious) lines never start or extend a block.
+    `text_index`, a textindex.TextIndex of the same lines, limits the walk to the lines a block can reach, and
+    to the lines of a source with an open block (or that may start one)."""
     blocks: list[Traceback] = []
     open_blocks: dict[str, Traceback] = {}
-    for index, line in enumerate(lines):
-        if index in skip:
+    starts = None if text_index is None else text_index.lines_with_text(_START_TEXT)
+    may_start = None if starts is None else set(starts)
+    for index, line in _reachable(lines, starts):
+        if index in skip or (may_start is not None and index not in may_start and line.source not in open_blocks):
             continue
         text = line.text[:4096]
         current = open_blocks.get(line.source)
@@ -101,6 +106,19 @@ def find_tracebacks(lines: list[Line], skip: set[int] | frozenset = frozenset())
             current.detail = _detail_lines(lines, index, skip)
             del open_blocks[line.source]
     return blocks
+
+
+def _reachable(lines: list[Line], starts: list[int] | None):
+    """(index, line) of every line, or only those from each of `starts` (the lines that may hold `Traceback (most
+    recent call last):`) through the MAX_BLOCK_LINES lines after it: no other line starts, extends or ends a block."""
+    if starts is None:
+        yield from enumerate(lines)
+        return
+    reached = 0
+    for start in starts:
+        for number in range(max(start, reached), min(len(lines), start + MAX_BLOCK_LINES + 1)):
+            yield number, lines[number]
+        reached = max(reached, start + MAX_BLOCK_LINES + 1)
 
 
 def _detail_lines(lines: list[Line], end: int, skip) -> list[int]:
