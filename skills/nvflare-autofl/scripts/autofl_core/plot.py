@@ -195,7 +195,8 @@ def _draw_matplotlib(data: dict, title: str, metric: str) -> tuple[bytes, list[i
     else:
         _matplotlib_series(axes, data, metric)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    # light PNG compression: a third of the render time saved, a slightly larger file (runs after every trial)
+    figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None}, pil_kwargs={"compress_level": 1})
     best = data["best"]
     if best is None:
         return buffer.getvalue(), None

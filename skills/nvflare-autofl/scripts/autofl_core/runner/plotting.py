@@ -48,11 +48,10 @@ class PlotWorker:
 
     def stop(self) -> None:
         """End the worker without drawing (idempotent)."""
+        self._close_input()
         try:
-            if self.process.stdin and not self.process.stdin.closed:
-                self.process.stdin.close()
             self.process.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
+        except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
 
@@ -73,8 +72,19 @@ class PlotWorker:
         thread = threading.Thread(target=talk, daemon=True)
         thread.start()
         thread.join(REPLY_TIMEOUT)
-        self.stop()
+        if result:  # the image is written; the worker's own exit (interpreter teardown) need not be waited for
+            self._close_input()
+            threading.Thread(target=self.process.wait, name="autofl-plot-reaper", daemon=True).start()
+        else:
+            self.stop()
         return result[0] if result else None
+
+    def _close_input(self) -> None:
+        try:
+            if self.process.stdin and not self.process.stdin.closed:
+                self.process.stdin.close()
+        except OSError:
+            pass
 
 
 def render(campaign, state: dict, worker: PlotWorker | None) -> bool:
