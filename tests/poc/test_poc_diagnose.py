@@ -3,6 +3,7 @@ in training, and a healthy job, diagnosed with `--collect --startup-kit`; then w
 every follow-up command of the reports runs when pasted into a shell."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -88,3 +89,21 @@ def test_follow_up_commands_work_when_pasted(poc_system, submitted):
             assert json.loads(done.stdout)["status"] == "ok", command
         else:
             assert json.loads(done.stdout)["matched_pattern"] == "IMPORT_ERROR"  # the suggested re-run finds it
+
+
+def test_readme_poc_block_runs_as_written(poc_system, tmp_path):
+    """The README's POC diagnose block, run by bash from a copy of the repository parts it names."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Running against POC and production", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
+    assert len(blocks) == 2 and "poc start" in blocks[0], "the README section: start the system, then diagnose"
+    for rel in ("examples/failing/import-error", "skills/nvflare-diagnose-job"):
+        shutil.copytree(REPO / rel, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", blocks[1]], cwd=tmp_path, env=poc_system.env,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    reports = done.stdout.split("# NVFLARE job diagnosis")[1:]
+    assert len(reports) == 2, done.stdout[-3000:]
+    assert re.search(r"\*\*Matched pattern:\*\* `USER_CODE_EXCEPTION` \(confidence \*\*(low|medium)\*\*\)", reports[0])
+    assert "CLIENT_TRACEBACK_MISSING" in reports[0]
+    assert "**Matched pattern:** `IMPORT_ERROR` (confidence **high**)" in reports[1]
