@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 
 from autofl_core.processes import TAIL_BYTES, find_token_processes, run_process, terminate_tree
 
@@ -95,7 +96,7 @@ def test_on_start_receives_the_child_pid(tmp_path):
 
 
 def test_orphan_recovery_by_token_only(tmp_path):
-    token_value = "tok-orphan"
+    token_value = f"tok-orphan-{uuid.uuid4().hex}"  # unique: another test run on this machine may hold its own
     orphan = subprocess.Popen(
         ["sleep", "300"], env=env(token_value), start_new_session=True, stdout=subprocess.DEVNULL
     )
