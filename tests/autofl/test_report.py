@@ -455,3 +455,21 @@ def test_a_state_file_that_disagrees_with_the_ledger_is_a_warning_and_is_left_al
     assert "campaign_state.json disagrees with the ledger: best_score 0.99 (ledger: 0.75)" in markdown
     assert [w["code"] for w in data["warnings"]].count("state_disagrees") == 1
     assert state_path.read_bytes() == before
+
+
+def test_network_line_says_what_the_trials_could_reach(tmp_path):
+    from autofl_core.runner import report, report_markdown
+
+    trial = tmp_path / "trial.json"
+    assert report._trial_network(trial) is None  # no trial ran (poc/prod): nothing claimed
+    trial.write_text(json.dumps({"network_isolation": "unavailable: unshare failed (EPERM)"}))
+    assert report._trial_network(trial) == "unavailable: unshare failed (EPERM)"
+    trial.write_text(json.dumps({"network_isolation": None}))
+    assert report._trial_network(trial) == "allowed"
+    trial.write_text("{not json")
+    assert report._trial_network(trial) is None
+    line = report_markdown._network_line
+    assert line({"allow_network": False, "latest_trial": None}) == []
+    assert line({"allow_network": False, "latest_trial": "isolated"}) == ["- Trial network: isolated (loopback only)"]
+    assert "not isolated" in line({"allow_network": False, "latest_trial": "unavailable: no userns"})[0]
+    assert "--allow-network" in line({"allow_network": True, "latest_trial": "allowed"})[0]

@@ -111,6 +111,9 @@ def test_candidate_code_cannot_reach_a_loopback_server_outside_its_namespace(ws,
     assert done.code == 0 and done.envelope["network_isolation"] == "isolated"
     seen = json.loads(out.read_text())
     assert seen["interfaces"] == ["lo"] and seen["connect"] != "connected" and accepted == []
+    report = json.loads((ws / "autofl_report.json").read_text())
+    assert report["network"] == {"allow_network": False, "latest_trial": "isolated"}
+    assert "- Trial network: isolated (loopback only)" in (ws / "autofl_report.md").read_text()
 
 
 def test_allow_network_is_audited_and_lets_the_trial_connect(ws, tmp_path, loopback_server):
@@ -125,6 +128,10 @@ def test_allow_network_is_audited_and_lets_the_trial_connect(ws, tmp_path, loopb
     meta = json.loads((ws / ".nvflare/autofl/campaign.json").read_text())
     assert meta["settings"]["allow_network"] is True
     assert [(c["setting"], c["old"], c["new"]) for c in meta["setting_changes"]] == [("allow_network", False, True)]
+    report = json.loads((ws / "autofl_report.json").read_text())  # shown in the report: setting and latest trial
+    assert report["network"] == {"allow_network": True, "latest_trial": "allowed"}
+    markdown = (ws / "autofl_report.md").read_text()
+    assert "Trial network: allowed (`--allow-network`)" in markdown and "allow_network" in markdown
 
 
 def test_an_isolated_trial_that_fails_on_the_network_names_the_flag(ws):

@@ -11,17 +11,20 @@ it into the human report. Usage::
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import atomic, compare, faults
+from .. import atomic, bounded, compare, faults
 from . import contract, noise, report_facts, report_markdown, report_warnings
 
 SCHEMA = "nvflare.autofl.report.v1"
 FAILURE_STATUSES = ("crash", "infrastructure_retry")
+RUNS_PREFIX = "autofl_runs/"
+TRIAL_JSON_LIMIT = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ def build(campaign, state: dict, *, plot_available: bool, context: Context | Non
         "noise": _noise_section(rows, measured, band),
         "warnings": report_warnings.collect(evidence),
         "compute": dict(report_facts.compute_spent(rows), **_wall_time(campaign, context.stored_state or state)),
+        "network": _network(campaign, rows),
         "leaderboard": [_entry(row) for row in rows if row["status"] != "literature"],
         "failures": [_entry(row) for row in rows if row["status"] in FAILURE_STATUSES],
         "abandoned": sorted(m["candidate_id"] for m in campaign.manifests() if m["status"] == "abandoned"),
@@ -175,6 +179,30 @@ def _noise_section(rows: list[dict], estimate: dict | None, band: float | None) 
     return {"estimate": estimate, "band": band, "replicates": replicates,
             "seeded": any("seed" in (item["notes"] or "") and "identical" not in (item["notes"] or "")
                           for item in replicates)}  # fmt: skip
+
+
+def _network(campaign, rows: list[dict]) -> dict:
+    """How trials could reach the network: the `--allow-network` setting and what the latest trial recorded
+    (`isolated`, `allowed` or `unavailable: <why>`; None when the runner ran no trial, as in poc/prod)."""
+    latest = None
+    for row in reversed(rows):
+        run = row.get("artifacts") or ""
+        if run.startswith(RUNS_PREFIX):
+            latest = _trial_network(campaign.paths.workspace / run / "trial.json")
+            break
+    return {"allow_network": bool(campaign.settings.get("allow_network", False)), "latest_trial": latest}
+
+
+def _trial_network(path: Path) -> str | None:
+    """A trial's `network_isolation`; null there means isolation was not requested (`allowed`)."""
+    try:
+        data = bounded.read_regular(path, TRIAL_JSON_LIMIT)
+        value = json.loads(data).get("network_isolation", "") if data else ""
+    except (OSError, ValueError, AttributeError, bounded.BoundedReadError):
+        return None
+    if value is None:
+        return "allowed"
+    return value if isinstance(value, str) and value else None
 
 
 def _wall_time(campaign, state: dict) -> dict:

@@ -216,7 +216,18 @@ def _compute(data: dict) -> list[str]:
         lines.append(f"- {compute['rows_without_runtime']} row(s) have no recorded runtime (external runs)")
     if wall is not None:
         lines.append(f"- Campaign wall time: {wall:.0f} s ({compute['started_at']} to {compute['last_activity_at']})")
-    return lines + [""]
+    return lines + _network_line(data["network"]) + [""]
+
+
+def _network_line(network: dict) -> list[str]:
+    latest = network["latest_trial"]
+    if network["allow_network"]:
+        return ["- Trial network: allowed (`--allow-network`): candidate code could reach the network"]
+    if latest is None:
+        return []
+    if latest == "isolated":
+        return ["- Trial network: isolated (loopback only)"]
+    return [f"- Trial network: not isolated; the latest trial recorded `{latest}`"]
 
 
 def _leaderboard(data: dict) -> list[str]:
