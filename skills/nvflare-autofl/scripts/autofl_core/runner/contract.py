@@ -37,7 +37,8 @@ def yaml_text(config: dict) -> str:
     import yaml
 
     plain = json.loads(json.dumps(config, allow_nan=False))
-    return yaml.safe_dump(plain, sort_keys=True, allow_unicode=True, default_flow_style=False)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when built with it: same text, 4x faster
+    return yaml.dump(plain, Dumper=dumper, sort_keys=True, allow_unicode=True, default_flow_style=False)
 
 
 def write(path: Path, config: dict) -> None:
