@@ -52,7 +52,8 @@ AUTOFL, DIAGNOSE = "nvflare-autofl", "nvflare-diagnose-job"
 AUTOFL_EDGES = "tests/test_autofl_core_edges.py"
 GUARD_TESTS = ("tests/autofl/test_guard.py", "tests/autofl/test_guard_ledgers.py", "tests/autofl/test_guard_oracle.py")
 IMPORTER_TESTS = tuple(f"tests/autofl/test_importer_{name}.py"
-                       for name in ("argparse", "budget_trust", "evaluate", "objective", "robustness", "surface"))
+                       for name in ("argparse", "budget_trust", "evaluate", "objective", "robustness", "surface",
+                                    "survivors_schema", "survivors_argparse", "survivors_walker", "survivors_values"))
 EVALS_IN_PROCESS = "tests/test_evals_in_process.py"
 MATCHER_TESTS = ("tests/diagnose/test_matcher.py", "tests/diagnose/test_inspect_source.py",
                  "tests/diagnose/test_job_folder.py", EVALS_IN_PROCESS, "tests/test_matcher_edges.py",
