@@ -199,3 +199,18 @@ def test_runner_reparses_with_the_recorded_nargs_and_action():
     assert api.parse_job_args(config, ["--w", "3", "4"]) == ({"--w": [3, 4]}, [])
     assert api.parse_job_args(config, ["--w", "3", "4", "5"]) == ({"--w": [3, 4]}, ["unrecognized arguments: 5"])
     assert api.cli_flags({"argparse": {"flags": config["argparse"]["flags"]}})["allow_abbrev"] is True
+
+
+def test_a_default_that_is_not_data_is_unresolved_with_its_reason():
+    options = "parser.add_argument('--opt', default=argparse.SUPPRESS)\n"
+    assert v_of(job(options, "args.opt")) == {"value": None, "confidence": "unresolved", "flags": ["--opt"],
+                                              "reason": "not a data value"}  # fmt: skip
+
+
+def test_count_and_append_options_are_not_suggested_for_tuning():
+    options = ("parser.add_argument('--lr', type=float, default=0.1)\n"
+               "parser.add_argument('-v', '--verbose', action='count', default=0)\n"
+               "parser.add_argument('--tag', action='append', default=['a'])\n")  # fmt: skip
+    config = api.import_source(job(options, "[args.lr, args.verbose, args.tag]"))
+    assert config["search_space"]["suggested"] == [{"default": 0.1, "dest": "lr", "flag": "--lr", "type": "float"}]
+    assert config["summary"]["allowed"] == ["--lr"]

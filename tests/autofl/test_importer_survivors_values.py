@@ -232,6 +232,11 @@ READS = f"it reads the environment variable X at run time (line {LINE})"
         (f"[1, 2][{ENV}]", unresolved(f"[1, 2][{ENV}]", READS)),
         (f"[args.n][{ENV}]", unresolved(f"[args.n][{ENV}]", READS, "--n")),
         ("[1, 2][args.n]", unresolved("[1, 2][args.n]", "subscript cannot be evaluated", "--n")),
+        (f"{ENV} + 1", unresolved(f"{ENV} + 1", READS)),
+        ("'a' * 60000 + 'b' * 60000", unresolved("'a' * 60000 + 'b' * 60000", "expression cannot be evaluated safely")),
+        ("['a' * 60000, 'b' * 60000]", unresolved("['a' * 60000, 'b' * 60000]", "container too large")),
+        (f"[object()][{ENV}]", unresolved(f"[object()][{ENV}]", "subscript is not resolved")),
+        ("args.n or 5", {"value": 2, "confidence": "medium", "expr": "args.n or 5", "flags": ["--n"]}),
         ("-args.n", {"value": -2, "confidence": "medium", "expr": "-args.n", "flags": ["--n"]}),
         ("-args.name", unresolved("-args.name", "invalid operand")),
         ("not args.fast", {"value": True, "confidence": "medium", "expr": "not args.fast", "flags": ["--fast"]}),
@@ -302,6 +307,9 @@ def test_jsonable_and_describe():
          "r.execute(SimEnv(num_clients=2))\n",
          "NumpyCrossSiteEvalRecipe is evaluation-only: it runs cross-site evaluation of existing models and trains "
          "nothing; Auto-FL needs a training job"),
+        ("from nvflare.app_common.np.recipes import NumpyCrossSiteEvalRecipe\nr = NumpyCrossSiteEvalRecipe()\n",
+         "NumpyCrossSiteEvalRecipe is evaluation-only: it runs cross-site evaluation of existing models and trains "
+         "nothing; Auto-FL needs a training job"),
         ("inner = FedAvgRecipe(min_clients=2, num_rounds=2)\nr = FedAvgRecipe(min_clients=2, num_rounds=2, "
          "inner=inner)\nr.execute(SimEnv(num_clients=2))\n",
          "FedAvgRecipe nests another application (FedAvgRecipe); Auto-FL cannot budget it"),
@@ -312,9 +320,25 @@ def test_unsupported_reasons(body, reason):
 
 
 def test_run_and_execute_pick_the_executed_call():
-    config = imported("r = FedAvgRecipe(min_clients=2, num_rounds=2)\nr.export('/tmp/x')\nr.execute(SimEnv(num_clients=3))\n")
+    config = imported("r = FedAvgRecipe(min_clients=2, num_rounds=2)\nr.execute(SimEnv(num_clients=3))\nr.export('/tmp/x')\n")
     assert config["job"]["run_call"] == "execute"
     assert config["fixed_budget"]["num_clients"]["value"] == 3
+
+
+def test_fedjob_subclasses_from_nvflare_are_fedjobs():
+    body = ("from nvflare.app_opt.pt.job_config.base_fed_job import BaseFedJob\njob = BaseFedJob(name='j', min_clients=2)\n"
+            "job.to_server(FedAvg(num_rounds=2))\njob.to(object(), 'site-1')\n"
+            "job.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/w'))\n")  # fmt: skip
+    config = imported(body)
+    assert config["import"]["support"] == {"status": "supported", "reason": "recognized fedjob pattern"}
+    assert config["admission_errors"] == []
+
+
+def test_a_budget_schema_is_not_checked_against_an_unsupported_job():
+    config = api.import_source("print('hi')\n", schema_text="comparison_budget_args:\n  default_candidate_budget:\n"
+                               "    num_rounds: 5\n")  # fmt: skip
+    assert config["schema"]["budget_mismatches"] == []
+    assert [e["code"] for e in config["admission_errors"]] == ["AUTOFL_UNSUPPORTED_JOB"]
 
 
 def test_empty_budget_names_the_first_reason():

@@ -91,6 +91,8 @@ def test_unpacking():
     assert v_of(prelude, "b") == {"value": 7, "confidence": "medium", "expr": "[args.n, 7]", "flags": ["--n"]}
     assert v_of(prelude, "c") == unresolved("c", "cannot unpack statically")
     assert v_of(prelude, "e") == unresolved("e", "cannot unpack statically")
+    objects = "a, b = [object(), 7]\n"
+    assert v_of(objects, "b") == {"value": 7, "confidence": "high"}
     listed = "pair = (4, 5)\n[g, h] = pair\n"
     assert v_of(listed, "h") == {"value": 5, "confidence": "medium", "expr": "(4, 5)"}
 
@@ -193,7 +195,14 @@ def test_file_name_and_dunder_main():
 def test_dynamic_attribute_of_a_class_picked_at_run_time_stays_dynamic():
     prelude = "import nvflare.app_opt.pt.recipes.fedavg as m\nkind = getattr(m, os.environ['K'])\n"
     source = HEAD + prelude + "r = kind.Recipe(min_clients=2, num_rounds=3)\nr.execute(SimEnv(num_clients=2))\n"
-    assert api.import_source(source)["import"]["support"]["status"] == "unsupported"
+    assert api.import_source(source)["import"]["support"]["reason"].startswith(
+        f"dynamic construction: the object run at line {LINE + 3} is built from a class chosen at run time")
+
+
+def test_container_methods_with_keywords():
+    prelude = "cfg = {'a': 1}\ncfg.update(b=args.n)\n"
+    assert v_of(prelude, "cfg") == {"value": {"a": 1, "b": 2}, "confidence": "medium", "expr": "{'a': 1}",
+                                    "flags": ["--n"]}  # fmt: skip
 
 
 def test_item_assignment_and_deletion():
