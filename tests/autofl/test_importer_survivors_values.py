@@ -379,3 +379,132 @@ def test_train_script_notes():
     assert {"field": "trust.train_script", "reason": "t.py does not parse; its imports are unknown"} in broken
     gone = imported(body.format("t.py"))["unresolved"]
     assert {"field": "trust.train_script", "reason": "t.py is missing or unreadable"} in gone
+
+
+# ---- budget from the recipe table, reasons of run-time inputs ------------------------------------------------------
+def test_a_required_budget_argument_left_out_names_the_fix():
+    from autofl_core.importer import recipes
+
+    budget = recipe("num_rounds=3")["fixed_budget"]
+    assert budget["min_clients"] == missing(
+        "FedAvgRecipe(min_clients=...)",
+        f"FedAvgRecipe requires min_clients= (nvflare {recipes.nvflare_version()}) and job.py does not pass it; pass "
+        "it explicitly")
+
+
+SWARM = ("from nvflare.app_common.ccwf.ccwf_job import SwarmServerConfig, SwarmClientConfig\n"
+         "from nvflare.app_opt.pt.recipes.swarm import BaseSwarmLearningRecipe\n")  # fmt: skip
+
+
+def test_a_budget_read_from_an_argument_object():
+    body = (SWARM + "if args.fast:\n    server = SwarmServerConfig(num_rounds=args.n)\nelse:\n"
+            "    server = SwarmServerConfig(num_rounds=1)\nr = BaseSwarmLearningRecipe(name='s', min_clients=2, "
+            "server_config=server, client_config=SwarmClientConfig())\nr.execute(SimEnv(num_clients=2))\n")  # fmt: skip
+    assert imported(body, base_args=["--fast"])["fixed_budget"]["num_rounds"] == {
+        "value": 2, "confidence": "pinned", "flag": "--n", "depends_on": ["--n", "--fast"],
+        "source": "BaseSwarmLearningRecipe(server_config=SwarmServerConfig(num_rounds=...))"}  # fmt: skip
+    absent = SWARM + ("r = BaseSwarmLearningRecipe(name='s', min_clients=2, client_config=SwarmClientConfig())\n"
+                      "r.execute(SimEnv(num_clients=2))\n")  # fmt: skip
+    assert imported(absent)["fixed_budget"]["num_rounds"] == missing(
+        "BaseSwarmLearningRecipe(server_config=...)",
+        "BaseSwarmLearningRecipe reads num_rounds from its server_config= object; build it in job.py with the "
+        "budget: server_config=<class>(num_rounds=N)")
+    data = absent.replace("min_clients=2,", "min_clients=2, server_config={'num_rounds': 3},")
+    assert imported(data)["fixed_budget"]["num_rounds"]["source"] == "BaseSwarmLearningRecipe(server_config=...)"
+
+
+def test_a_fixed_recipe_value_and_its_default_key_metric():
+    from autofl_core.importer import recipes
+
+    body = ("from nvflare.app_opt.sklearn.recipes.svm import SVMFedAvgRecipe\nr = SVMFedAvgRecipe(min_clients=2, "
+            "train_script='t.py')\nr.execute(SimEnv(num_clients=2))\n")  # fmt: skip
+    config = imported(body)
+    assert config["fixed_budget"]["num_rounds"] == {
+        "value": 2, "confidence": "medium", "flag": None, "source": "SVMFedAvgRecipe fixed value", "depends_on": [],
+        "note": f"recipe fixed value, nvflare {recipes.nvflare_version()}"}  # fmt: skip
+    assert (config["objective"]["job_key_metric"], config["objective"]["job_key_metric_source"]) == (
+        "AUC", "core_default")  # SVMFedAvgRecipe's own default key metric in nvflare 2.9
+
+
+def test_recipe_receiving_hidden_keyword_arguments():
+    body = "opts = dict(os.environ)\nr = FedAvgRecipe(min_clients=2, **opts)\nr.execute(SimEnv(num_clients=2))\n"
+    budget = imported(body)["fixed_budget"]
+    assert budget["num_rounds"] == missing("FedAvgRecipe(**...)", "FedAvgRecipe receives **kwargs the importer cannot see")
+    assert budget["min_clients"]["value"] == 2  # passed by name: known even with **kwargs
+
+
+def test_site_names_computed_from_options():
+    body = ("job = FedJob(name='j', min_clients=2)\njob.to_server(FedAvg(num_rounds=2))\n"
+            "for i in range(args.n):\n    job.to(object(), f'site-{i + 1}')\n"
+            "job.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/w'))\n")  # fmt: skip
+    assert imported(body, base_args=["--n", "3"])["fixed_budget"]["num_clients"] == {
+        "value": 3, "confidence": "pinned", "flag": "--n", "source": "FedJob.to(..., site) targets",
+        "depends_on": ["--n"]}  # fmt: skip
+    listed = ("job = FedJob(name='j', min_clients=2)\njob.to_server(FedAvg(num_rounds=2))\nif args.fast:\n"
+              "    job.simulator_run('/w', clients=['a', 'b'])\nelse:\n    job.simulator_run('/w', clients=['a'])\n")
+    assert imported(listed)["fixed_budget"]["num_clients"]["depends_on"] == ["--fast"]
+    obj_site = ("job = FedJob(name='j', min_clients=2)\njob.to_server(FedAvg(num_rounds=2))\n"
+                "job.to(object(), random.choice(['a']))\njob.simulator_run('/w')\n")  # fmt: skip
+    assert imported(obj_site)["fixed_budget"]["num_clients"]["reason"] == (
+        f"a site name given to job.to(...) is not resolved statically: it comes from random.choice(...) at line "
+        f"{LINE + 2}, which draws random numbers")
+
+
+def test_isolation_error_names_the_path_and_the_line():
+    body = ("job = FedJob(name='j', min_clients=2)\njob.to_server(FedAvg(num_rounds=2))\njob.to(object(), 'site-1')\n"
+            "job.simulator_run('/tmp/ws')\n")  # fmt: skip
+    errors = imported(body)["admission_errors"]
+    assert errors[0]["code"] == "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"
+    assert errors[0]["message"].startswith(
+        f"FedJob.simulator_run() at line {LINE + 3} writes to '/tmp/ws' and ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT")
+
+
+def test_a_saved_config_is_readmitted_with_its_own_requested_metric():
+    config = recipe(metric="val_f1")
+    assert [e["code"] for e in api.admission_errors(config)] == ["AUTOFL_METRIC_NOT_DECLARED"]
+
+
+@pytest.mark.parametrize(
+    ("qualname", "kind"),
+    [("os.cpu_count", "environment"), ("mylib.read_config", "files"), ("mylib.loader.load_all", "files"),
+     ("numpy.random.normal", "randomness"), ("torch.randn", "randomness"), ("time.time", "time"),
+     ("mylib.build", "call")],
+)
+def test_call_kinds(qualname, kind):
+    from autofl_core.importer.inputs import call_kind
+
+    assert call_kind(qualname) == kind
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("int('x')", unresolved("int('x')", "int() cannot be evaluated")),
+        ("args.name.encode()", unresolved("args.name.encode()", ".encode() is not evaluated statically", "--name")),
+        (f"args.name.split({ENV})", unresolved(f"args.name.split({ENV})",
+                                               ".split() arguments are not determined: " + READS, "--name")),
+        ("args.name.index('z')", unresolved("args.name.index('z')", ".index() cannot be evaluated", "--name")),
+        ("('x' * 50000).replace('x', 'yyy')", unresolved("('x' * 50000).replace('x', 'yyy')",
+                                                        ".replace() result could be too large")),
+        ("{'a': args.n}[args.name[:0] + 'a']", {"value": 2, "confidence": "medium", "expr": "{'a': args.n}[args.name[:0] + 'a']",
+                                                "flags": ["--n", "--name"]}),
+        (f"{{'a': args.n}}['b']", unresolved("{'a': args.n}['b']", "subscript cannot be evaluated", "--n")),
+        ("[args.n][args.fast]", {"value": 2, "confidence": "medium", "expr": "[args.n][args.fast]",
+                                 "flags": ["--n", "--fast"]}),
+        ("[1, 2][int(args.fast)]", {"value": 1, "confidence": "medium", "expr": "[1, 2][int(args.fast)]",
+                                    "flags": ["--fast"]}),
+        ("{args.name: 1}", {"value": {"run": 1}, "confidence": "medium", "expr": "{args.name: 1}", "flags": ["--name"]}),
+    ],
+)
+def test_methods_and_subscripts(expression, expected):
+    assert v_of(expression) == expected
+
+
+def test_ledger_metric_is_the_first_scored_row_with_a_name():
+    from autofl_core.importer.objective import ledger_metric
+
+    rows = [{"score": None, "metric_name": "skipped"}, {"score": 0.5, "metric_name": ""},
+            {"score": 0.0, "metric_name": "val_acc"}, {"score": 0.9, "metric_name": "other"}]  # fmt: skip
+    assert ledger_metric(rows) == "val_acc"
+    assert ledger_metric(rows[:2]) == "score"
+    assert ledger_metric([], None) is None

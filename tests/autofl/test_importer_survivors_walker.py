@@ -208,3 +208,50 @@ def test_container_methods_with_keywords():
 def test_item_assignment_and_deletion():
     prelude = "cfg = {'a': 1}\ncfg['b'] = args.n\ndel cfg['a']\n"
     assert v_of(prelude, "cfg")["value"] == {"b": 2}
+
+
+def test_option_values_rebound_in_job_py():
+    assert v_of("args.n += 1\n", "args.n") == {"value": 3, "confidence": "medium", "expr": "args.n + 1",
+                                               "flags": ["--n"]}  # fmt: skip
+    assert v_of("args.extra = object()\n", "args.extra") == unresolved("args.extra", "not a data value")
+    assert v_of("", "args.copy()") == unresolved("args.copy()", ".copy() on a run-time value")
+
+
+def test_unrolled_loop_items_keep_their_expression():
+    assert v_of("for k in [args.n]:\n    x = k\n", "x") == {"value": 2, "confidence": "medium", "expr": "[args.n]",
+                                                           "flags": ["--n"]}  # fmt: skip
+
+
+def test_a_value_bound_under_an_option_keeps_its_reason():
+    prelude = "if not args.fast:\n    x = os.environ['X']\n"
+    assert v_of(prelude, "x") == unresolved(
+        "os.environ['X']", f"it reads the environment variable X at run time (line {LINE + 1})", "--fast")
+
+
+def test_attribute_of_an_external_object_names_it():
+    prelude = "import torch\nm = torch.nn.Linear(2, 2)\n"
+    assert v_of(prelude, "m.weight") == unresolved(
+        "m.weight", f"attribute 'weight' of Linear(...): it comes from torch.nn.Linear(...) at line {LINE + 1}, an "
+        "external call the importer cannot evaluate")
+
+
+SCRIPT_JOB = (
+    "parser.add_argument('--lr', type=float, default=0.1)\nparser.add_argument('--epochs', type=int, default=1)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("script", "allowed"),
+    [
+        ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--lr', type=float)\nargs = p.parse_args()\n",
+         ["--lr"]),
+        ("import sys\nprint(sys.argv)\n", ["--lr", "--epochs"]),  # reads argv itself: every option may reach it
+        ("print('no options')\n", []),  # never reads what it is given
+    ],
+)
+def test_options_forwarded_to_the_train_script_reach_the_job_only_if_it_accepts_them(script, allowed):
+    source = (HEAD.replace("args = parser.parse_args()\n", SCRIPT_JOB + "args = parser.parse_args()\n")
+              + "r = FedAvgRecipe(min_clients=2, num_rounds=3, train_script='train.py', "
+              "train_args=f'--lr {args.lr} --epochs {args.epochs}')\nr.execute(SimEnv(num_clients=2))\n")
+    config = api.import_source(source, read_file=lambda rel: script if rel == "train.py" else None)
+    assert config["summary"]["allowed"] == allowed
