@@ -209,8 +209,14 @@ def test_a_default_that_is_not_data_is_unresolved_with_its_reason():
 
 def test_count_and_append_options_are_not_suggested_for_tuning():
     options = ("parser.add_argument('--lr', type=float, default=0.1)\n"
-               "parser.add_argument('-v', '--verbose', action='count', default=0)\n"
+               "parser.add_argument('-l', '--level', action='count', default=0)\n"
                "parser.add_argument('--tag', action='append', default=['a'])\n")  # fmt: skip
-    config = api.import_source(job(options, "[args.lr, args.verbose, args.tag]"))
+    config = api.import_source(job(options, "[args.lr, args.level, args.tag]"))
     assert config["search_space"]["suggested"] == [{"default": 0.1, "dest": "lr", "flag": "--lr", "type": "float"}]
     assert config["summary"]["allowed"] == ["--lr"]
+
+
+def test_a_schema_declared_option_without_a_type_takes_the_schema_type():
+    options = "parser.add_argument('--opt')\n"
+    config = api.import_source(job(options, "args.opt"), schema_text="mutable_args:\n  opt: {type: str}\n")
+    assert config["search_space"]["suggested"] == [{"default": None, "dest": "opt", "flag": "--opt", "type": "str"}]

@@ -508,3 +508,13 @@ def test_ledger_metric_is_the_first_scored_row_with_a_name():
     assert ledger_metric(rows) == "val_acc"
     assert ledger_metric(rows[:2]) == "score"
     assert ledger_metric([], None) is None
+
+
+def test_simulator_run_without_a_workspace_cannot_be_isolated():
+    body = ("job = FedJob(name='j', min_clients=2)\njob.to_server(FedAvg(num_rounds=2))\njob.to(object(), 'site-1')\n"
+            "job.simulator_run()\n")  # fmt: skip
+    config = imported(body)
+    assert config["environment"]["simulator_workspace"] == {
+        "line": LINE + 3, "reads_root_variable": False, "value": None, "confidence": "unresolved"}
+    assert config["admission_errors"][0]["message"].startswith(
+        f"FedJob.simulator_run() at line {LINE + 3} writes to a path and ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT")

@@ -255,3 +255,87 @@ def test_options_forwarded_to_the_train_script_reach_the_job_only_if_it_accepts_
               "train_args=f'--lr {args.lr} --epochs {args.epochs}')\nr.execute(SimEnv(num_clients=2))\n")
     config = api.import_source(source, read_file=lambda rel: script if rel == "train.py" else None)
     assert config["summary"]["allowed"] == allowed
+
+
+# ---- containers changed in place, and comprehensions -----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("prelude", "expression", "expected"),
+    [
+        ("sites = ['a']\nsites.append(args.n)\n", "sites",
+         {"value": ["a", 2], "confidence": "medium", "expr": "['a']", "flags": ["--n"]}),
+        ("sites = ['a']\nlast = sites.pop()\n", "last", {"value": "a", "confidence": "medium"}),
+        ("s = {1}\nx = s.pop()\n", "x",
+         unresolved("s.pop()", f"changed by .pop() at line {LINE + 1} with a value the importer cannot determine")),
+        ("s = {1}\ns.pop()\n", "s",
+         unresolved("s.pop()", f"changed by .pop() at line {LINE + 1} with a value the importer cannot determine")),
+        ("cfg = {'a': 1}\ncfg.update(b=os.environ['B'])\n", "cfg",
+         unresolved("cfg.update(b=os.environ['B'])", f"changed by .update() at line {LINE + 1} with a value the "
+                    "importer cannot determine")),
+        ("items = []\nitems.remove(3)\n", "items", unresolved("items.remove(3)", f".remove() at line {LINE + 1} would fail")),
+        ("items = []\nx = items.remove(3)\n", "x", unresolved("items.remove(3)", ".remove() would fail")),
+        ("big = ['x' * 60000]\nbig.append('y' * 60000)\n", "big",
+         unresolved("big.append('y' * 60000)", "container too large")),
+        ("cfg = {'a': 1}\nouter = [cfg]\ncfg['b'] = 2\n", "outer",
+         {"value": None, "confidence": "unresolved", "expr": "[cfg]",
+          "reason": "it held a container that was changed later in job.py"}),
+        ("cfg = {'a': 1}\nalias = cfg\ncfg['a'] = args.n\n", "alias",
+         {"value": {"a": 2}, "confidence": "medium", "expr": "{'a': 1}", "flags": ["--n"]}),
+        ("cfg = {'a': 1}\ncfg[os.environ['K']] = 1\n", "cfg",
+         unresolved("cfg[os.environ['K']]", f"item set at line {LINE + 1} is not resolved")),
+        ("cfg = [1]\ncfg[5] = 1\n", "cfg", unresolved("cfg[5]", f"item assignment at line {LINE + 1} would fail")),
+        ("if args.fast:\n    cfg = [1]\nelse:\n    cfg = [1]\ncfg.append(2)\n", "cfg",
+         {"value": [1, 2], "confidence": "medium", "expr": "[1]", "flags": ["--fast"]}),
+    ],
+)
+def test_containers_changed_in_place(prelude, expression, expected):
+    assert v_of(prelude, expression) == expected
+
+
+def test_objects_holding_a_changed_container_see_it_as_stale():
+    body = ("sites = ['a']\nr = FedAvgRecipe(min_clients=2, num_rounds=3, v=sites, w=[sites])\nsites.append('b')\n"
+            "r.execute(SimEnv(num_clients=2))\n")  # fmt: skip
+    args = api.import_source(HEAD + body)["recipe_args"]
+    stale = "it held a container that was changed later in job.py"  # which state the recipe read is unknown
+    assert args["v"] == {"value": None, "confidence": "unresolved", "reason": stale}
+    assert args["w"] == {"value": None, "confidence": "unresolved", "expr": "[sites]", "reason": stale}
+
+
+def test_items_of_containers_of_objects():
+    prelude = "runners = [object(), object()]\nrunners[0] = 5\nnamed = {'a': object()}\nnamed['b'] = 7\n"
+    assert v_of(prelude, "runners[0]") == {"value": 5, "confidence": "high"}
+    assert v_of(prelude, "named['b']") == {"value": 7, "confidence": "high"}
+    bad = "runners = [object()]\nrunners[3] = 5\n"
+    assert v_of(bad, "runners") == {"value": None, "confidence": "unresolved",
+                                    "reason": f"item assignment at line {LINE + 1} would fail"}  # fmt: skip
+    unknown = "runners = [object()]\nrunners[os.environ['I']] = 5\n"
+    assert v_of(unknown, "runners")["reason"] == f"item set at line {LINE + 1} is not resolved"
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("[x * args.n for x in [1, 2] if x > 1]",
+         {"value": [4], "confidence": "medium", "expr": "[x * args.n for x in [1, 2] if x > 1]", "flags": ["--n"]}),
+        ("{k: 1 for k in [args.n]}",
+         {"value": {"2": 1}, "confidence": "medium", "expr": "{k: 1 for k in [args.n]}", "flags": ["--n"]}),
+        ("[x for x in os.environ['L']]",
+         unresolved("[x for x in os.environ['L']]", "it iterates over os.environ['L']: it reads the environment "
+                    f"variable L at run time (line {LINE})")),
+        ("[x for x in {1, 2}]",
+         unresolved("[x for x in {1, 2}]", "the iteration order of {1, 2} is not known statically")),
+        ("[x for x in [1] if os.environ.get('F')]",
+         unresolved("[x for x in [1] if os.environ.get('F')]", "its filter os.environ.get('F') is not resolved: it "
+                    f"reads the environment variable F at run time (line {LINE})")),
+        ("{os.environ['K']: object() for _ in [1]}",
+         unresolved("{os.environ['K']: object() for _ in [1]}", "a key of the dict comprehension is not resolved")),
+        ("{k: object() for k in ['a']}['a']",
+         {"value": None, "confidence": "unresolved", "expr": "<dynamic>(...)", "reason": "an object, not a data value"}),
+        ("[os.environ['K'] for _ in [1]]",
+         unresolved("[os.environ['K'] for _ in [1]]", f"it reads the environment variable K at run time (line {LINE})")),
+        ("{[x] for x in [1]}", unresolved("{[x] for x in [1]}", "unhashable item")),
+        ("[x for x in range(5000) for y in range(5000)]",
+         unresolved("[x for x in range(5000) for y in range(5000)]", "comprehension too large")),
+    ],
+)
+def test_comprehensions(expression, expected):
+    assert v_of("", expression) == expected
