@@ -488,7 +488,7 @@ def test_call_kinds(qualname, kind):
                                                         ".replace() result could be too large")),
         ("{'a': args.n}[args.name[:0] + 'a']", {"value": 2, "confidence": "medium", "expr": "{'a': args.n}[args.name[:0] + 'a']",
                                                 "flags": ["--n", "--name"]}),
-        (f"{{'a': args.n}}['b']", unresolved("{'a': args.n}['b']", "subscript cannot be evaluated", "--n")),
+        ("{'a': args.n}['b']", unresolved("{'a': args.n}['b']", "subscript cannot be evaluated", "--n")),
         ("[args.n][args.fast]", {"value": 2, "confidence": "medium", "expr": "[args.n][args.fast]",
                                  "flags": ["--n", "--fast"]}),
         ("[1, 2][int(args.fast)]", {"value": 1, "confidence": "medium", "expr": "[1, 2][int(args.fast)]",
@@ -518,3 +518,13 @@ def test_simulator_run_without_a_workspace_cannot_be_isolated():
         "line": LINE + 3, "reads_root_variable": False, "value": None, "confidence": "unresolved"}
     assert config["admission_errors"][0]["message"].startswith(
         f"FedJob.simulator_run() at line {LINE + 3} writes to a path and ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT")
+
+
+def test_an_unresolved_subscript_keeps_the_options_of_its_index():
+    assert v_of(f"{ENV}[args.n]") == unresolved(f"{ENV}[args.n]", READS, "--n")
+
+
+def test_a_job_without_a_recipe_or_fedjob_is_told_what_auto_fl_needs():
+    assert api.import_source("print('hello')\n")["import"]["support"]["reason"] == (
+        "no recognizable NVFLARE recipe or FedJob: Auto-FL needs a job.py that builds a *Recipe and runs it with "
+        "recipe.execute(SimEnv(...)), or a FedJob run with simulator_run(...)")

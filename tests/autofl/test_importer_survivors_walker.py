@@ -339,3 +339,22 @@ def test_items_of_containers_of_objects():
 )
 def test_comprehensions(expression, expected):
     assert v_of("", expression) == expected
+
+
+def test_a_function_that_always_raises_has_no_value():
+    assert v_of("def fail():\n    raise ValueError('no')\n", "fail()") == unresolved(
+        "raise ValueError('no')", "raised an exception")
+    nested = ("def pick():\n    if os.environ.get('A'):\n        if os.environ.get('B'):\n            raise KeyError\n"
+              "        else:\n            raise ValueError\n    return 3\n")  # fmt: skip
+    assert v_of(nested, "pick()") == {"value": 3, "confidence": "high"}  # both inner sides raise: no result there
+
+
+def test_changed_containers_inside_other_containers():
+    held = "cfg = [1]\nouter = {'k': cfg}\ncfg.append(2)\n"
+    assert v_of(held, "outer") == {"value": None, "confidence": "unresolved", "expr": "{'k': cfg}",
+                                   "reason": "it held a container that was changed later in job.py"}  # fmt: skip
+    bag = "cfg = [1]\npair = [object(), cfg]\ncfg.append(2)\n"
+    assert v_of(bag, "pair[1]") == {"value": [1, 2], "confidence": "medium", "expr": "[1]"}
+    failing = "cfg = [1]\ncfg[args.n + 5] = 1\n"
+    assert v_of(failing, "cfg") == unresolved("cfg[args.n + 5]", f"item assignment at line {LINE + 1} would fail",
+                                              "--n")
