@@ -52,7 +52,9 @@ AUTOFL, DIAGNOSE = "nvflare-autofl", "nvflare-diagnose-job"
 AUTOFL_EDGES = "tests/test_autofl_core_edges.py"
 GUARD_TESTS = ("tests/autofl/test_guard.py", "tests/autofl/test_guard_ledgers.py", "tests/autofl/test_guard_oracle.py")
 IMPORTER_TESTS = tuple(f"tests/autofl/test_importer_{name}.py"
-                       for name in ("argparse", "budget_trust", "evaluate", "objective", "robustness", "surface"))
+                       for name in ("argparse", "budget_trust", "dataflow", "evaluate", "objective", "recipes",
+                                    "robustness", "surface", "survivors_schema", "survivors_argparse",
+                                    "survivors_walker", "survivors_values"))
 EVALS_IN_PROCESS = "tests/test_evals_in_process.py"
 MATCHER_TESTS = ("tests/diagnose/test_matcher.py", "tests/diagnose/test_inspect_source.py",
                  "tests/diagnose/test_job_folder.py", EVALS_IN_PROCESS, "tests/test_matcher_edges.py",
@@ -66,7 +68,8 @@ GROUPS = (
     Group("ledger", AUTOFL, "autofl_core", ("autofl_core/ledger.py",),
           ("tests/autofl/test_ledger.py", "tests/autofl/test_bounded_inputs.py", *GUARD_TESTS, AUTOFL_EDGES)),
     Group("importer", AUTOFL, "autofl_core", ("autofl_core/importer/*.py",),
-          (*IMPORTER_TESTS, "tests/test_importer_contract_shape.py", "tests/test_importer_expressions.py"),
+          (*IMPORTER_TESTS, "tests/test_importer_contract_shape.py", "tests/test_importer_expressions.py",
+           "tests/autofl/test_autofl_first_hour.py"),
           deselect=("tests/autofl/test_importer_robustness.py::test_hostile_sources_fail_closed"
                     "[source4-too complex to follow statically]",)),
     Group("matcher", DIAGNOSE, "nvfdiag", ("nvfdiag/matcher.py",), MATCHER_TESTS),

@@ -1,7 +1,8 @@
 """Walk both sides of a condition the importer cannot resolve and merge what each side bound.
 
 A name bound to the same value on both sides keeps it; otherwise it becomes unresolved
-("depends on the condition at line N"). Whether a side built or ran a recipe/job is recorded on
+("depends on the condition at line N"). A side that returns early still decides the function's result: its
+value is merged with whatever the function returns at its end; a side that raises gives no result. Whether a side built or ran a recipe/job is recorded on
 the branch note so `surface` can fail closed on an ambiguous choice of what runs.
 """
 
@@ -22,7 +23,7 @@ def _same(a: Any, b: Any) -> bool:
     return False
 
 
-def _merge_value(a: Any, b: Any, line: int) -> Any:
+def merge_value(a: Any, b: Any, line: int) -> Any:
     flags = merge_flags(*(v for v in (a, b) if isinstance(v, Val)))
     if _same(a, b):
         return Val(a.value, a.confidence, a.expr, flags, a.reason, a.parts) if isinstance(a, Val) else a
@@ -33,7 +34,7 @@ def _merge_frames(left: dict, right: dict, line: int) -> dict:
     merged = {}
     for name in dict.fromkeys([*left, *right]):
         if name in left and name in right:
-            merged[name] = _merge_value(left[name], right[name], line)
+            merged[name] = merge_value(left[name], right[name], line)
         else:
             merged[name] = Val(None, UNRESOLVED, "", (), f"bound only on one side of the condition at line {line}")
     return merged
@@ -68,5 +69,15 @@ def walk_both(walker: Walker, left: list, right: list, note: BranchNote) -> None
             d.update(_merge_frames(left_d, right_d, note.line))
         else:
             d.update(right_d if left_ret is not None else left_d)
-    if left_ret is not None and right_ret is not None:
-        raise _Return(_merge_value(left_ret.value, right_ret.value, note.line))
+    _end_paths(walker, left_ret, right_ret, note.line)
+
+
+def _end_paths(walker: Walker, left: _Return | None, right: _Return | None, line: int) -> None:
+    """Raise the result when both sides returned; keep a lone early return for the function's result."""
+    if left is not None and right is not None:
+        if left.raised != right.raised:
+            raise right if left.raised else left  # the side that raises gives no result
+        raise _Return(merge_value(left.value, right.value, line), raised=left.raised)
+    returned = left or right
+    if returned is not None and not returned.raised and walker.early:
+        walker.early[-1].append((returned.value, line))

@@ -30,9 +30,10 @@ MAX_UNROLL = 64  # a `for` over a known sequence this short is walked once per i
 
 
 class _Return(Exception):
-    def __init__(self, value: Any):
+    def __init__(self, value: Any, raised: bool = False):
         super().__init__()
         self.value = value
+        self.raised = raised  # a `raise`: this path ends without a result
 
 
 class _Budget(Exception):
@@ -51,6 +52,7 @@ class Walker:
         self.saved: list[list[dict]] = []  # scopes of the callers of the function being walked
         self.redirect: dict[int, dict[str, dict]] = {}  # id(frame) -> {name: frame} for `global`/`nonlocal`
         self.control: tuple[str, ...] = ()
+        self.early: list[list[tuple[Any, int]]] = []  # per function walked: (value, line) returned inside a fork
         self.steps = 0
         self.evaluator = ExpressionEvaluator(self)
 
@@ -207,15 +209,18 @@ class Walker:
         saved = self.scopes
         self.saved.append(saved)
         self.scopes = [frame, *func.closure]
+        self.early.append([])
         try:
             self.walk_block(func.node.body)
-            return self.with_control(Val(None, HIGH))
+            result = self.with_control(Val(None, HIGH))
         except _Return as ret:
-            return ret.value
+            result = ret.value
         finally:
             self.scopes = saved
             self.saved.pop()
             self.stack.pop()
+            early = self.early.pop()
+        return _with_early_returns(result, early)
 
     def _bind(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> dict:
         spec = func.node.args
@@ -255,7 +260,7 @@ class Walker:
 
     def _st_Raise(self, stmt: ast.Raise) -> None:
         self.out.raises.append(stmt.lineno)
-        raise _Return(unresolved(stmt, "raised an exception"))
+        raise _Return(unresolved(stmt, "raised an exception"), raised=True)
 
     def _st_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         self.scopes[0][stmt.name] = FuncRef(stmt, list(self.scopes))
@@ -408,6 +413,17 @@ class Walker:
             self.walk_block(stmt.finalbody)
 
     _st_TryStar = _st_Try
+
+
+def _with_early_returns(result: Any, early: list[tuple[Any, int]]) -> Any:
+    """A function's result when one side of an unresolved condition returned before its end (see forks)."""
+    if not early:
+        return result
+    from .forks import merge_value
+
+    for value, line in early:
+        result = merge_value(value, result, line)
+    return result
 
 
 def _as_load(target: ast.expr) -> ast.expr:
