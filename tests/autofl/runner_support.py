@@ -40,6 +40,14 @@ def standin_workspace(tmp_path: Path, name: str = "ws") -> Path:
     return workspace
 
 
+def initialized_standin(tmp_path: Path, *initialize_args: str) -> Path:
+    """A stand-in campaign after a successful `initialize` (baseline included) with these options."""
+    workspace = standin_workspace(tmp_path)
+    done = run_inproc(workspace, "initialize", *initialize_args)
+    assert done.code == 0, done.stderr
+    return workspace
+
+
 def run_cli(workspace: Path, action: str, *args: str, python: str | None = None, env: dict | None = None,
             timeout: float = 300, job: str = "job.py") -> Done:  # fmt: skip
     """The runner as a subprocess; documents are schema-checked after every action that printed an envelope."""

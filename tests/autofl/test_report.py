@@ -16,6 +16,7 @@ from autofl_core.runner import report_facts, report_warnings
 from runner_support import (
     SCRIPTS,
     _check,
+    initialized_standin,
     ledger_rows,
     run_inproc,
     set_bonus,
@@ -473,3 +474,12 @@ def test_network_line_says_what_the_trials_could_reach(tmp_path):
     assert line({"allow_network": False, "latest_trial": "isolated"}) == ["- Trial network: isolated (loopback only)"]
     assert "not isolated" in line({"allow_network": False, "latest_trial": "unavailable: no userns"})[0]
     assert "--allow-network" in line({"allow_network": True, "latest_trial": "allowed"})[0]
+
+
+def test_network_of_the_latest_trial_is_found_under_a_custom_output_root(tmp_path):
+    workspace = initialized_standin(tmp_path, "--uncapped", "--output-root", "runs")
+    assert ledger_rows(workspace)[-1]["artifacts"] == "runs/baseline"
+    trial = json.loads((workspace / "runs" / "baseline" / "trial.json").read_text())
+    report = json.loads((workspace / "autofl_report.json").read_text())
+    assert report["network"] == {"allow_network": False, "latest_trial": trial["network_isolation"]}
+    assert trial["network_isolation"]  # isolated, or unavailable: <why> on a host without namespaces

@@ -7,6 +7,7 @@ import shutil
 import pytest
 from runner_support import (
     REPO,
+    initialized_standin,
     ledger_rows,
     manifest,
     run_cli,
@@ -22,10 +23,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def ws(tmp_path):
-    workspace = standin_workspace(tmp_path)
-    done = run_inproc(workspace, "initialize", "--max-candidates", "5")
-    assert done.code == 0, done.stderr
-    return workspace
+    return initialized_standin(tmp_path, "--max-candidates", "5")
 
 
 def candidate(workspace, name, *, bonus=None, run_args=None, edit=None, **prepare):

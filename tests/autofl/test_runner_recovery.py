@@ -12,6 +12,7 @@ import time
 import pytest
 from runner_support import (
     RUNNER,
+    initialized_standin,
     ledger_rows,
     manifest,
     run_cli,
@@ -27,9 +28,7 @@ HANG = "\nimport time\ntime.sleep(120)\n"
 
 @pytest.fixture
 def ws(tmp_path):
-    workspace = standin_workspace(tmp_path)
-    assert run_inproc(workspace, "initialize", "--max-candidates", "5").code == 0
-    return workspace
+    return initialized_standin(tmp_path, "--max-candidates", "5")
 
 
 def start_hanging_evaluate(workspace):

@@ -11,7 +11,7 @@ import shutil
 import pytest
 from autofl_core.faults import POINTS
 from recovery_checks import assert_recovers_and_completes, prepare_keep_candidate, trial_processes
-from runner_support import run_cli, run_inproc, standin_workspace
+from runner_support import initialized_standin, run_cli
 
 pytestmark = pytest.mark.slow
 HANDLED_POINTS = ("evaluate:manifest_running", "evaluate:applied_partially", "trial:child_started",
@@ -21,9 +21,7 @@ HANDLED_POINTS = ("evaluate:manifest_running", "evaluate:applied_partially", "tr
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
-    workspace = standin_workspace(tmp_path_factory.mktemp("r1"))
-    assert run_inproc(workspace, "initialize", "--uncapped").code == 0
-    return workspace
+    return initialized_standin(tmp_path_factory.mktemp("r1"), "--uncapped")
 
 
 def faulted_evaluate(campaign, tmp_path, fault):

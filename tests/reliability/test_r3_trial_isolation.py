@@ -9,7 +9,7 @@ import socket
 import threading
 
 import pytest
-from runner_support import ledger_rows, run_cli, run_inproc, source_dir, standin_workspace
+from runner_support import initialized_standin, ledger_rows, run_cli, run_inproc, source_dir
 
 pytestmark = pytest.mark.slow
 SECRET = "AUTOFL_TEST_SECRET_TOKEN"
@@ -17,9 +17,7 @@ SECRET = "AUTOFL_TEST_SECRET_TOKEN"
 
 @pytest.fixture
 def ws(tmp_path):
-    workspace = standin_workspace(tmp_path)
-    assert run_inproc(workspace, "initialize", "--uncapped").code == 0
-    return workspace
+    return initialized_standin(tmp_path, "--uncapped")
 
 
 def candidate_code(workspace, name, code):

@@ -9,16 +9,22 @@ import sys
 import threading
 
 import pytest
-from runner_support import RUNNER, SCRIPTS, ledger_rows, run_cli, run_inproc, source_dir, standin_workspace
+from runner_support import (
+    RUNNER,
+    SCRIPTS,
+    initialized_standin,
+    ledger_rows,
+    run_cli,
+    run_inproc,
+    source_dir,
+)
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def ws(tmp_path):
-    workspace = standin_workspace(tmp_path)
-    assert run_inproc(workspace, "initialize", "--uncapped").code == 0
-    return workspace
+    return initialized_standin(tmp_path, "--uncapped")
 
 
 def slow_candidate(workspace, name, seconds):

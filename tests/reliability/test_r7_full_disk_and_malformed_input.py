@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from recovery_checks import CANDIDATE, assert_recovers_and_completes, prepare_keep_candidate
-from runner_support import RUNNER, ledger_rows, run_cli, run_inproc, standin_workspace, tree_digest
+from runner_support import RUNNER, initialized_standin, ledger_rows, run_cli, run_inproc, standin_workspace, tree_digest
 
 pytestmark = pytest.mark.slow
 WRITE_SITES = ("candidate.patch", "candidate_manifest.json", "client.py", "running_trial.json", "trial.json",
@@ -20,9 +20,7 @@ WRITE_SITES = ("candidate.patch", "candidate_manifest.json", "client.py", "runni
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
-    workspace = standin_workspace(tmp_path_factory.mktemp("r7"))
-    assert run_inproc(workspace, "initialize", "--uncapped").code == 0
-    return workspace
+    return initialized_standin(tmp_path_factory.mktemp("r7"), "--uncapped")
 
 
 @pytest.fixture

@@ -23,7 +23,6 @@ from . import contract, noise, report_facts, report_markdown, report_warnings
 
 SCHEMA = "nvflare.autofl.report.v1"
 FAILURE_STATUSES = ("crash", "infrastructure_retry")
-RUNS_PREFIX = "autofl_runs/"
 TRIAL_JSON_LIMIT = 1024 * 1024
 
 
@@ -186,9 +185,9 @@ def _network(campaign, rows: list[dict]) -> dict:
     (`isolated`, `allowed` or `unavailable: <why>`; None when the runner ran no trial, as in poc/prod)."""
     latest = None
     for row in reversed(rows):
-        run = row.get("artifacts") or ""
-        if run.startswith(RUNS_PREFIX):
-            latest = _trial_network(campaign.paths.workspace / run / "trial.json")
+        run = campaign.paths.resolve(row["artifacts"]) if row.get("artifacts") else None
+        if run is not None and run.parent == campaign.paths.output_root:  # a runner trial, not an external run
+            latest = _trial_network(run / "trial.json")
             break
     return {"allow_network": bool(campaign.settings.get("allow_network", False)), "latest_trial": latest}
 
