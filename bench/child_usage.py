@@ -59,7 +59,13 @@ def run_measured(argv: list[str], *, stdin: bytes = b"", cwd=None, env=None, tim
             started = time.perf_counter()
             subprocess.run(
                 [sys.executable, "-I", "-c", _LAUNCHER, result_path, *map(str, argv)],
-                stdin=fin, stdout=fout, stderr=ferr, cwd=cwd, env=env, timeout=timeout, check=False,
+                stdin=fin,
+                stdout=fout,
+                stderr=ferr,
+                cwd=cwd,
+                env=env,
+                timeout=timeout,
+                check=False,
             )
             wall = time.perf_counter() - started
             fout.seek(0)

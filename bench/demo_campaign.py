@@ -29,9 +29,11 @@ EXAMPLE = REPO / "examples" / "hello-numpy"
 BUDGET = ["--n_clients", "2", "--num_rounds", "3"]
 SLACK = 1.5
 SEED_ARGS = ["--lr", "0.1"]  # suggest's first seed for the example (checked at run time)
-EDIT = ("    return z * FEATURE_SCALES, y\n",
-        "    x = z * FEATURE_SCALES\n    x[:, :-1] = (x[:, :-1] - x[:, :-1].mean(axis=0)) / x[:, :-1].std(axis=0)\n"
-        "    return x, y\n")  # fmt: skip
+EDIT = (
+    "    return z * FEATURE_SCALES, y\n",
+    "    x = z * FEATURE_SCALES\n    x[:, :-1] = (x[:, :-1] - x[:, :-1].mean(axis=0)) / x[:, :-1].std(axis=0)\n"
+    "    return x, y\n",
+)
 
 
 def runner(python: str, job: Path, *args: str) -> dict:
@@ -66,8 +68,9 @@ def bare(python: str, job: Path, args: list[str], root: Path) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists()
-                        else sys.executable)  # fmt: skip
+    parser.add_argument(
+        "--python", default=str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-demo-") as scratch_text:
         scratch = Path(scratch_text)
@@ -79,9 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         seed_args = SEED_ARGS
 
         def bare_runs(tag: str) -> list[float]:
-            return [bare(args.python, plain / "job.py", [], scratch / f"{tag}1"),
-                    bare(args.python, plain / "job.py", seed_args, scratch / f"{tag}2"),
-                    bare(args.python, edited / "job.py", seed_args, scratch / f"{tag}3")]  # fmt: skip
+            return [
+                bare(args.python, plain / "job.py", [], scratch / f"{tag}1"),
+                bare(args.python, plain / "job.py", seed_args, scratch / f"{tag}2"),
+                bare(args.python, edited / "job.py", seed_args, scratch / f"{tag}3"),
+            ]
 
         bare(args.python, plain / "job.py", [], scratch / "warm-up")
         before = bare_runs("before")
@@ -96,8 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     ok = wall <= budget
     print(f"bare runs before: {', '.join(f'{b:.2f}' for b in before)} s (sum {sum(before):.2f} s)")
     print(f"bare runs after:  {', '.join(f'{b:.2f}' for b in after)} s (sum {sum(after):.2f} s)")
-    print(f"campaign (baseline + 2 candidates, all CLI steps): {wall:.2f} s; bar {budget:.2f} s "
-          f"(mean bare sum {reference:.2f} + {SLACK} s); overhead {wall - reference:+.2f} s")  # fmt: skip
+    print(
+        f"campaign (baseline + 2 candidates, all CLI steps): {wall:.2f} s; bar {budget:.2f} s "
+        f"(mean bare sum {reference:.2f} + {SLACK} s); overhead {wall - reference:+.2f} s"
+    )
     print(f"RESULT: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 

@@ -53,7 +53,9 @@ def _line(index: int, site: str) -> str:
         ("CoreCell", "INFO", f"{site}: heartbeat ok, latency {index % 13} ms"),
     )
     logger, level, message = kinds[index % len(kinds)]
-    return f"2026-06-02 11:{(index // 60) % 60:02d}:{index % 60:02d},{index % 1000:03d} - {logger} - {level} - {message}\n"
+    return (
+        f"2026-06-02 11:{(index // 60) % 60:02d}:{index % 60:02d},{index % 1000:03d} - {logger} - {level} - {message}\n"
+    )
 
 
 def _block(site: str, size: int = MIB) -> bytes:
@@ -126,8 +128,13 @@ def plant(root: Path, kind: str) -> Path:
     """
     end_log, middle_log = root / JOB / END_SITE / "log.txt", root / JOB / MIDDLE_SITE / "log.txt"
     size = middle_log.stat().st_size
-    _write_filled(middle_log, size, _block(MIDDLE_SITE), OOM_FAILURE.encode() if kind == "middle" else b"",
-                  LATER_TIMEOUT.encode() if kind == "middle" else b"")
+    _write_filled(
+        middle_log,
+        size,
+        _block(MIDDLE_SITE),
+        OOM_FAILURE.encode() if kind == "middle" else b"",
+        LATER_TIMEOUT.encode() if kind == "middle" else b"",
+    )
     _write_filled(end_log, size, _block(END_SITE), tail=IMPORT_FAILURE.encode() if kind == "end" else b"")
     planted = end_log if kind == "end" else middle_log
     oldest = min(path.stat().st_mtime for path in (root / JOB).rglob("log*.txt"))
@@ -149,8 +156,14 @@ def run_once(tree: Path, python: str) -> dict:
                 problem = "the log sources read more than --max-total-bytes"
         except (ValueError, KeyError, TypeError) as exc:
             problem = f"report is not the expected JSON: {exc}"
-    return {"wall": run.wall_seconds, "cpu": run.cpu_seconds, "rss_mib": run.peak_rss_mib,
-            "report_bytes": len(report), "problem": problem, "pattern": parsed.get("matched_pattern")}
+    return {
+        "wall": run.wall_seconds,
+        "cpu": run.cpu_seconds,
+        "rss_mib": run.peak_rss_mib,
+        "report_bytes": len(report),
+        "problem": problem,
+        "pattern": parsed.get("matched_pattern"),
+    }
 
 
 def measure(levels, repeats: int, python: str) -> list[dict]:
@@ -174,18 +187,29 @@ def _row(size: int, kind: str, runs: list[dict]) -> dict:
     wrong = [run["pattern"] for run in runs if run["pattern"] != EXPECTED[kind]]
     if wrong and not problems:
         problems.append(f"matched {wrong[0]}, expected {EXPECTED[kind]}")
-    return {"gib": round(size / GIB, 4), "files": len(PARTICIPANTS) * len(FILES), "failure": kind,
-            "wall_s": round(statistics.median(run["wall"] for run in runs), 3),
-            "cpu_s": round(statistics.median(run["cpu"] for run in runs), 3),
-            "rss_mib": round(max(run["rss_mib"] for run in runs), 1),
-            "report_bytes": max(run["report_bytes"] for run in runs),
-            "pattern": runs[0]["pattern"], "problem": problems[0] if problems else None}
+    return {
+        "gib": round(size / GIB, 4),
+        "files": len(PARTICIPANTS) * len(FILES),
+        "failure": kind,
+        "wall_s": round(statistics.median(run["wall"] for run in runs), 3),
+        "cpu_s": round(statistics.median(run["cpu"] for run in runs), 3),
+        "rss_mib": round(max(run["rss_mib"] for run in runs), 1),
+        "report_bytes": max(run["report_bytes"] for run in runs),
+        "pattern": runs[0]["pattern"],
+        "problem": problems[0] if problems else None,
+    }
 
 
 def verdicts(rows: list[dict], quick: bool) -> list[dict]:
     """Each bar with its figure and PASS/FAIL; `enforced` is False for timing bars in --quick."""
-    checks = [("planted cause matched, runs succeed", all(r["problem"] is None for r in rows),
-               "; ".join(f"{r['failure']}: {r['problem'] or r['pattern']}" for r in rows[-2:]), True)]
+    checks = [
+        (
+            "planted cause matched, runs succeed",
+            all(r["problem"] is None for r in rows),
+            "; ".join(f"{r['failure']}: {r['problem'] or r['pattern']}" for r in rows[-2:]),
+            True,
+        )
+    ]
     worst = max(r["wall_s"] for r in rows)
     checks.append(("wall <= 2 s", worst <= BAR_SECONDS, f"{worst:.3f} s", not quick))
     rss = max(r["rss_mib"] for r in rows)
@@ -197,17 +221,27 @@ def verdicts(rows: list[dict], quick: bool) -> list[dict]:
         cpu_ratio = last["cpu_s"] / first["cpu_s"] if first["cpu_s"] else float("inf")
         wall_ratio = last["wall_s"] / first["wall_s"] if first["wall_s"] else float("inf")
         rss_ratio = last["rss_mib"] / first["rss_mib"] if first["rss_mib"] else float("inf")
-        checks.append((f"flat CPU time, {kind} (largest/smallest <= 1.5)", cpu_ratio <= BAR_FLAT,
-                       f"{cpu_ratio:.2f}x (wall {wall_ratio:.2f}x)", not quick))
-        checks.append((f"flat memory, {kind} (largest/smallest <= 1.5)", rss_ratio <= BAR_FLAT, f"{rss_ratio:.2f}x", True))
+        checks.append(
+            (
+                f"flat CPU time, {kind} (largest/smallest <= 1.5)",
+                cpu_ratio <= BAR_FLAT,
+                f"{cpu_ratio:.2f}x (wall {wall_ratio:.2f}x)",
+                not quick,
+            )
+        )
+        checks.append(
+            (f"flat memory, {kind} (largest/smallest <= 1.5)", rss_ratio <= BAR_FLAT, f"{rss_ratio:.2f}x", True)
+        )
     return [{"bar": name, "ok": ok, "figure": figure, "enforced": enforced} for name, ok, figure, enforced in checks]
 
 
 def print_table(rows: list[dict], checks: list[dict]) -> None:
     print(f"{'size':>9} {'files':>5} {'failure':>7} {'wall':>8} {'cpu':>8} {'peak RSS':>10} {'report':>9}  pattern")
     for r in rows:
-        print(f"{r['gib']:>7.3f}Gi {r['files']:>5} {r['failure']:>7} {r['wall_s']:>7.3f}s {r['cpu_s']:>7.3f}s "
-              f"{r['rss_mib']:>7.1f}MiB {r['report_bytes']:>8}B  {r['pattern']}")
+        print(
+            f"{r['gib']:>7.3f}Gi {r['files']:>5} {r['failure']:>7} {r['wall_s']:>7.3f}s {r['cpu_s']:>7.3f}s "
+            f"{r['rss_mib']:>7.1f}MiB {r['report_bytes']:>8}B  {r['pattern']}"
+        )
     print("(wall/cpu/RSS: the CLI child process)")
     print()
     for c in checks:
@@ -219,7 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="8/16/32 MiB trees, one run each (smoke run)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
-    parser.add_argument("--repeats", type=int, default=None, help="runs per size and failure (median); default 3, --quick 1")
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="runs per size and failure (median); default 3, --quick 1"
+    )
     args = parser.parse_args(argv)
     if not SCRIPT.is_file():
         print(f"diagnose_scale.py: error: {SCRIPT} not found; run from a complete checkout", file=sys.stderr)
@@ -232,8 +268,18 @@ def main(argv: list[str] | None = None) -> int:
     checks = verdicts(rows, args.quick)
     passed = all(c["ok"] for c in checks if c["enforced"])
     if args.json:
-        print(json.dumps({"benchmark": "P4 diagnose_scale", "quick": args.quick, "rows": rows, "checks": checks,
-                          "result": "PASS" if passed else "FAIL"}, sort_keys=True))
+        print(
+            json.dumps(
+                {
+                    "benchmark": "P4 diagnose_scale",
+                    "quick": args.quick,
+                    "rows": rows,
+                    "checks": checks,
+                    "result": "PASS" if passed else "FAIL",
+                },
+                sort_keys=True,
+            )
+        )
     else:
         print_table(rows, checks)
         print(f"\nP4 diagnose_scale: {'PASS' if passed else 'FAIL'}")

@@ -38,8 +38,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "skills" / "nvflare-diagnose-job" / "scripts"
-RUN_FOLDERS = [REPO / "tests" / "fixtures" / "healthy_real", REPO / "evals" / "diagnose" / "files" / "real" / "healthy",
-               *sorted((REPO / "tests" / "fixtures" / "healthy_runs").glob("*"))]
+RUN_FOLDERS = [
+    REPO / "tests" / "fixtures" / "healthy_real",
+    REPO / "evals" / "diagnose" / "files" / "real" / "healthy",
+    *sorted((REPO / "tests" / "fixtures" / "healthy_runs").glob("*")),
+]
 BAR_MB_S = 20.0
 MIB = 1 << 20
 
@@ -62,9 +65,15 @@ def vary(text: str, copy: int) -> str:
 def build_text_tree(root: Path, size: int) -> int:
     """Copies of the real healthy run folders under `root` until `size` bytes of log text; returns the bytes.
     Each copy varies its ids, numbers and timestamps (see vary) like later rounds of a longer run."""
-    sources = [path for folder in RUN_FOLDERS for path in sorted(folder.rglob("*"))
-               if path.is_file() and path.suffix in (".txt", ".json") and "simulate_job" not in path.parts
-               and not (path.name == "log.json" and (path.parent / "log.txt").is_file())]  # read as log.txt
+    sources = [
+        path
+        for folder in RUN_FOLDERS
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+        and path.suffix in (".txt", ".json")
+        and "simulate_job" not in path.parts
+        and not (path.name == "log.json" and (path.parent / "log.txt").is_file())
+    ]  # read as log.txt
     written, copy = 0, 0
     while written < size:
         for path in sources:
@@ -81,8 +90,9 @@ def build_text_tree(root: Path, size: int) -> int:
 
 def load_package(scripts: Path, name: str):
     """The nvfdiag package under `scripts`, imported as `name` (so two versions can live in one process)."""
-    spec = importlib.util.spec_from_file_location(name, scripts / "nvfdiag" / "__init__.py",
-                                                  submodule_search_locations=[str(scripts / "nvfdiag")])
+    spec = importlib.util.spec_from_file_location(
+        name, scripts / "nvfdiag" / "__init__.py", submodule_search_locations=[str(scripts / "nvfdiag")]
+    )
     package = importlib.util.module_from_spec(spec)
     sys.modules[name] = package
     spec.loader.exec_module(package)
@@ -91,8 +101,12 @@ def load_package(scripts: Path, name: str):
 
 def extract_skill(ref: str, into: Path) -> Path:
     """The diagnose skill of commit `ref`, written under `into`; returns its scripts folder."""
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", ref, "skills/nvflare-diagnose-job"],
-                             capture_output=True, check=True, timeout=60).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", ref, "skills/nvflare-diagnose-job"],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
     return into / "skills" / "nvflare-diagnose-job" / "scripts"
@@ -111,8 +125,9 @@ def measure(size: int, repeats: int, baseline: str | None = None) -> dict:
             scans.append((baseline, importlib.import_module("nvfdiag_baseline.matcher").diagnose, old_catalog))
         build_text_tree(base / "text", size)
         started = time.perf_counter()
-        found = evidence.collect_evidence([str(base / "text")], job_id=None, max_bytes=1 << 30,
-                                          max_total_bytes=1 << 30, max_files=100_000)
+        found = evidence.collect_evidence(
+            [str(base / "text")], job_id=None, max_bytes=1 << 30, max_total_bytes=1 << 30, max_files=100_000
+        )
         read_s = time.perf_counter() - started
         text_bytes = sum(len(line.text.encode("utf-8")) + 1 for line in found.lines)
         cpu = {label: [] for label, _, _ in scans}
@@ -128,9 +143,15 @@ def measure(size: int, repeats: int, baseline: str | None = None) -> dict:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     rows = [_row(label, cpu[label], wall[label], text_bytes, reports[label]) for label, _, _ in scans]
-    row = {"mib": round(text_bytes / MIB, 2), "lines": len(found.lines), "files": len(found.sources),
-           "read_s": round(read_s, 3), "read_mb_per_s": round(text_bytes / 1e6 / read_s, 1),
-           "load_avg_1min": [round(value, 2) for value in load], **rows[0]}
+    row = {
+        "mib": round(text_bytes / MIB, 2),
+        "lines": len(found.lines),
+        "files": len(found.sources),
+        "read_s": round(read_s, 3),
+        "read_mb_per_s": round(text_bytes / 1e6 / read_s, 1),
+        "load_avg_1min": [round(value, 2) for value in load],
+        **rows[0],
+    }
     if baseline:
         row["baseline"] = {"ref": baseline, **rows[1]}
         row["speedup"] = round(rows[1]["scan_s"] / rows[0]["scan_s"], 2)
@@ -140,9 +161,15 @@ def measure(size: int, repeats: int, baseline: str | None = None) -> dict:
 
 def _row(label: str, cpu: list[float], wall: list[float], text_bytes: int, report: dict) -> dict:
     scan_s, wall_s = statistics.median(cpu), statistics.median(wall)
-    return {"scan_s": round(scan_s, 3), "scan_wall_s": round(wall_s, 3), "mb_per_s": round(text_bytes / 1e6 / scan_s, 1),
-            "wall_mb_per_s": round(text_bytes / 1e6 / wall_s, 1), "pattern": report["matched_pattern"],
-            "findings": report["findings"], "suspicious": len(report["suspicious_content"])}
+    return {
+        "scan_s": round(scan_s, 3),
+        "scan_wall_s": round(wall_s, 3),
+        "mb_per_s": round(text_bytes / 1e6 / scan_s, 1),
+        "wall_mb_per_s": round(text_bytes / 1e6 / wall_s, 1),
+        "pattern": report["matched_pattern"],
+        "findings": report["findings"],
+        "suspicious": len(report["suspicious_content"]),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,32 +188,56 @@ def main(argv: list[str] | None = None) -> int:
     try:
         row = measure(size, repeats, args.baseline)
     except subprocess.CalledProcessError:
-        print(f"diagnose_throughput.py: error: git cannot read commit {args.baseline!r}; give a commit of this "
-              "repository (e.g. HEAD~3)", file=sys.stderr)
+        print(
+            f"diagnose_throughput.py: error: git cannot read commit {args.baseline!r}; give a commit of this "
+            "repository (e.g. HEAD~3)",
+            file=sys.stderr,
+        )
         return 2
     clean = row["pattern"] == "UNKNOWN" and row["suspicious"] == 0
     ok = row["mb_per_s"] >= BAR_MB_S and clean
     passed = ok or (args.quick and clean)
     if args.json:
-        print(json.dumps({"benchmark": "P4t diagnose_throughput", "quick": args.quick, "row": row,
-                          "bar_mb_per_s": BAR_MB_S, "ok": ok, "result": "PASS" if passed else "FAIL"}, sort_keys=True))
+        print(
+            json.dumps(
+                {
+                    "benchmark": "P4t diagnose_throughput",
+                    "quick": args.quick,
+                    "row": row,
+                    "bar_mb_per_s": BAR_MB_S,
+                    "ok": ok,
+                    "result": "PASS" if passed else "FAIL",
+                },
+                sort_keys=True,
+            )
+        )
     else:
-        print(f"{'':>12} {'text':>9} {'lines':>7} {'files':>5} {'read':>8} {'scan CPU':>9} {'MB/s':>6} {'scan wall':>9} "
-              f"{'MB/s':>6}  pattern, suspicious")
+        print(
+            f"{'':>12} {'text':>9} {'lines':>7} {'files':>5} {'read':>8} {'scan CPU':>9} {'MB/s':>6} {'scan wall':>9} "
+            f"{'MB/s':>6}  pattern, suspicious"
+        )
         versions = [("current", row)] + ([(row["baseline"]["ref"], row["baseline"])] if "baseline" in row else [])
         for label, scan in versions:
-            print(f"{label[:12]:>12} {row['mib']:>6.2f}MiB {row['lines']:>7} {row['files']:>5} {row['read_s']:>7.3f}s "
-                  f"{scan['scan_s']:>8.3f}s {scan['mb_per_s']:>6.1f} {scan['scan_wall_s']:>8.3f}s "
-                  f"{scan['wall_mb_per_s']:>6.1f}  {scan['pattern']}, {scan['suspicious']}")
-        print(f"(medians; reading alone: {row['read_mb_per_s']} MB/s wall; load average (1 min) before and after: "
-              f"{row['load_avg_1min'][0]}, {row['load_avg_1min'][1]} on {os.cpu_count()} cores. The bar applies to the "
-              "scan's CPU time: on a shared machine the wall clock also counts other processes)")
+            print(
+                f"{label[:12]:>12} {row['mib']:>6.2f}MiB {row['lines']:>7} {row['files']:>5} {row['read_s']:>7.3f}s "
+                f"{scan['scan_s']:>8.3f}s {scan['mb_per_s']:>6.1f} {scan['scan_wall_s']:>8.3f}s "
+                f"{scan['wall_mb_per_s']:>6.1f}  {scan['pattern']}, {scan['suspicious']}"
+            )
+        print(
+            f"(medians; reading alone: {row['read_mb_per_s']} MB/s wall; load average (1 min) before and after: "
+            f"{row['load_avg_1min'][0]}, {row['load_avg_1min'][1]} on {os.cpu_count()} cores. The bar applies to the "
+            "scan's CPU time: on a shared machine the wall clock also counts other processes)"
+        )
         if "baseline" in row:
-            print(f"speed-up over {row['baseline']['ref']}: x{row['speedup']} (CPU, same evidence, runs alternated); "
-                  f"same report: {row['same_report']}")
+            print(
+                f"speed-up over {row['baseline']['ref']}: x{row['speedup']} (CPU, same evidence, runs alternated); "
+                f"same report: {row['same_report']}"
+            )
         verdict = "PASS" if ok else "FAIL"
-        print(f"\nscan >= {BAR_MB_S:.0f} MB/s on healthy real logs, nothing flagged: {verdict}"
-              + ("" if not args.quick else " (not enforced in --quick)"))
+        print(
+            f"\nscan >= {BAR_MB_S:.0f} MB/s on healthy real logs, nothing flagged: {verdict}"
+            + ("" if not args.quick else " (not enforced in --quick)")
+        )
         print(f"P4t diagnose_throughput: {'PASS' if passed else 'FAIL'}")
     return 0 if passed else 1
 

@@ -42,8 +42,7 @@ ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRIT
 
 def runner(python: str, job: Path, *args: str) -> tuple[float, dict]:
     started = time.perf_counter()
-    done = subprocess.run([python, str(RUNNER), args[0], str(job), *args[1:]], capture_output=True, text=True,
-                          env=ENV)  # fmt: skip
+    done = subprocess.run([python, str(RUNNER), args[0], str(job), *args[1:]], capture_output=True, text=True, env=ENV)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{args[0]} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
@@ -54,8 +53,9 @@ def bare(python: str, job: Path, lr: str, scratch: Path, index: int) -> float:
     env = dict(ENV, NVFLARE_SIMULATOR_WORKSPACE_ROOT=str(scratch / f"bare-{index}"))
     with open(scratch / f"bare-{index}.log", "wb") as log:
         started = time.perf_counter()
-        rc = subprocess.run([python, str(job), *BUDGET, "--lr", lr], cwd=job.parent, env=env, stdout=log,
-                            stderr=log).returncode  # fmt: skip
+        rc = subprocess.run(
+            [python, str(job), *BUDGET, "--lr", lr], cwd=job.parent, env=env, stdout=log, stderr=log
+        ).returncode
         wall = time.perf_counter() - started
     if rc != 0:
         raise SystemExit(f"bare run {index} failed with exit code {rc}")
@@ -65,8 +65,9 @@ def bare(python: str, job: Path, lr: str, scratch: Path, index: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists()
-                        else sys.executable)  # fmt: skip
+    parser.add_argument(
+        "--python", default=str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
+    )
     parser.add_argument("--quick", action="store_true", help="one pair on the stand-in job (smoke test)")
     args = parser.parse_args(argv)
     pairs = 1 if args.quick else args.pairs
@@ -97,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     print("pair  bare_s  evaluate_s  ratio   overhead_s  runner_cpu_s/min")
     for index, (b, e, c) in enumerate(rows):
         print(f"{index:>4}  {b:6.2f}  {e:10.2f}  {e / b:6.3f}  {e - b:+10.2f}  {c:16.3f}")
-    print(f"median ratio {ratio:.3f} (bar {MAX_RATIO}), overhead {overhead:+.2f} s (bar {MAX_OVERHEAD}), "
-          f"runner CPU {cpu:.3f} s/min (bar {MAX_CPU_PER_MIN})")  # fmt: skip
+    print(
+        f"median ratio {ratio:.3f} (bar {MAX_RATIO}), overhead {overhead:+.2f} s (bar {MAX_OVERHEAD}), "
+        f"runner CPU {cpu:.3f} s/min (bar {MAX_CPU_PER_MIN})"
+    )
     if args.quick:
         ok = overhead <= QUICK_MAX_OVERHEAD
         print(f"quick smoke run: only the overhead is judged, against {QUICK_MAX_OVERHEAD} s")

@@ -40,14 +40,25 @@ def build_rows(count: int, seed: int = 7) -> list[dict]:
         i = len(rows)
         if i % 100 == 0:
             event += 1
-            rows.append({"status": "literature", "name": f"lit-{event}", "literature_event_id": f"lit-{event:04d}",
-                         "algorithm_family": f"family{event % 7}"})
+            rows.append(
+                {
+                    "status": "literature",
+                    "name": f"lit-{event}",
+                    "literature_event_id": f"lit-{event:04d}",
+                    "algorithm_family": f"family{event % 7}",
+                }
+            )
             continue
         roll = rng.random()
         kind = "source_edit" if rng.random() < 0.5 else "argument_only"
         label = f"lit-{event:04d}" if event and kind == "source_edit" and rng.random() < 0.5 else ""
-        row = {"name": f"c{i}", "candidate_kind": kind, "algorithm_family": f"family{rng.randrange(5)}",
-               "literature_event_id": label, "runtime_seconds": 17 + rng.random()}
+        row = {
+            "name": f"c{i}",
+            "candidate_kind": kind,
+            "algorithm_family": f"family{rng.randrange(5)}",
+            "literature_event_id": label,
+            "runtime_seconds": 17 + rng.random(),
+        }
         if roll < 0.08:
             row.update(status="crash", failure_reason="exit_code=1")
         elif roll < 0.1:
@@ -99,22 +110,28 @@ def measure(count: int, folder: Path) -> dict:
 
 def report(results: list[dict]) -> list[str]:
     """Print the table; return the failures (missed bars, wrong state, non-linear scaling)."""
-    print(f"{'rows':>8} {'literature':>10} {'parse s':>8} {'state s':>8} {'CLI s':>8} {'bar s':>6} {'same state':>10}  verdict")
+    print(
+        f"{'rows':>8} {'literature':>10} {'parse s':>8} {'state s':>8} {'CLI s':>8} {'bar s':>6} {'same state':>10}  verdict"
+    )
     failures = []
     for result in results:
         bar = BARS.get(result["rows"])
         ok = bar is None or result["cli_s"] <= bar
         verdict = "-" if bar is None else ("PASS" if ok else "FAIL")
-        print(f"{result['rows']:>8} {result['literature']:>10} {result['parse_s']:>8.3f} {result['state_s']:>8.3f} "
-              f"{result['cli_s']:>8.3f} {bar if bar else '-':>6} {str(result['same_state']):>10}  {verdict}")
+        print(
+            f"{result['rows']:>8} {result['literature']:>10} {result['parse_s']:>8.3f} {result['state_s']:>8.3f} "
+            f"{result['cli_s']:>8.3f} {bar if bar else '-':>6} {str(result['same_state']):>10}  {verdict}"
+        )
         if not ok:
             failures.append(f"{result['rows']} rows: CLI {result['cli_s']:.3f} s > {bar} s")
         if not result["same_state"]:
             failures.append(f"{result['rows']} rows: CLI state differs from compute_state")
     ratio = results[1]["fastest_s"] / max(results[0]["fastest_s"], 1e-9)
     linear = ratio <= LINEAR_RATIO_LIMIT
-    print(f"scaling x10 rows -> x{ratio:.1f} time (parse+state, fastest of {REPEATS}; limit {LINEAR_RATIO_LIMIT}): "
-          f"{'PASS' if linear else 'FAIL'}")
+    print(
+        f"scaling x10 rows -> x{ratio:.1f} time (parse+state, fastest of {REPEATS}; limit {LINEAR_RATIO_LIMIT}): "
+        f"{'PASS' if linear else 'FAIL'}"
+    )
     if not linear:
         failures.append(f"not linear: x{ratio:.1f}")
     return failures

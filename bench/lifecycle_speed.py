@@ -44,27 +44,43 @@ def grow(workspace: Path, rows: int, manifests: int) -> None:
     lines = []
     for index in range(rows):
         if index % 100 == 99:
-            lines.append(ledger.format_row({"status": "literature", "name": f"lit-{index}",
-                                            "literature_event_id": f"lit-{index:06d}"}))  # fmt: skip
+            lines.append(
+                ledger.format_row(
+                    {"status": "literature", "name": f"lit-{index}", "literature_event_id": f"lit-{index:06d}"}
+                )
+            )
         else:
-            lines.append(ledger.format_row({"status": "discard", "name": f"c{index}", "score": 0.5 + (index % 97) / 1e4,
-                                            "runtime_seconds": 1.0, "candidate_kind": "argument_only"}))  # fmt: skip
+            lines.append(
+                ledger.format_row(
+                    {
+                        "status": "discard",
+                        "name": f"c{index}",
+                        "score": 0.5 + (index % 97) / 1e4,
+                        "runtime_seconds": 1.0,
+                        "candidate_kind": "argument_only",
+                    }
+                )
+            )
     with open(workspace / "results.tsv", "a", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
-    template = json.loads(next((workspace / ".nvflare/autofl/candidates").glob("*/candidate_manifest.json")).read_text())
+    template = json.loads(
+        next((workspace / ".nvflare/autofl/candidates").glob("*/candidate_manifest.json")).read_text()
+    )
     for index in range(manifests):
         name = f"m{index}"
         folder = workspace / ".nvflare/autofl/candidates" / name
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "candidate_manifest.json").write_text(json.dumps(dict(template, candidate_id=name, name=name,
-                                                                        status="discard")))  # fmt: skip
+        (folder / "candidate_manifest.json").write_text(
+            json.dumps(dict(template, candidate_id=name, name=name, status="discard"))
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists()
-                        else sys.executable)  # fmt: skip
+    parser.add_argument(
+        "--python", default=str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
+    )
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     repeats = args.repeats
@@ -74,8 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         base = scratch / "base"
         shutil.copytree(STANDIN, base, ignore=shutil.ignore_patterns("__pycache__"))
         job = base / "job.py"
-        subprocess.run([args.python, str(RUNNER), "initialize", str(job), "--uncapped"], check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            [args.python, str(RUNNER), "initialize", str(job), "--uncapped"], check=True, capture_output=True
+        )
         prepares = []
         for index in range(repeats):
             prepares.append(timed(args.python, job, "prepare", "--name", f"p{index}", "--hypothesis", "bench"))

@@ -51,32 +51,81 @@ class Group:
 AUTOFL, DIAGNOSE = "nvflare-autofl", "nvflare-diagnose-job"
 AUTOFL_EDGES = "tests/test_autofl_core_edges.py"
 GUARD_TESTS = ("tests/autofl/test_guard.py", "tests/autofl/test_guard_ledgers.py", "tests/autofl/test_guard_oracle.py")
-IMPORTER_TESTS = tuple(f"tests/autofl/test_importer_{name}.py"
-                       for name in ("argparse", "budget_trust", "dataflow", "evaluate", "objective", "recipes",
-                                    "robustness", "surface", "survivors_schema", "survivors_argparse",
-                                    "survivors_walker", "survivors_values"))
+IMPORTER_TESTS = tuple(
+    f"tests/autofl/test_importer_{name}.py"
+    for name in (
+        "argparse",
+        "budget_trust",
+        "dataflow",
+        "evaluate",
+        "objective",
+        "recipes",
+        "robustness",
+        "surface",
+        "survivors_schema",
+        "survivors_argparse",
+        "survivors_walker",
+        "survivors_values",
+    )
+)
 EVALS_IN_PROCESS = "tests/test_evals_in_process.py"
-MATCHER_TESTS = ("tests/diagnose/test_matcher.py", "tests/diagnose/test_inspect_source.py",
-                 "tests/diagnose/test_job_folder.py", EVALS_IN_PROCESS, "tests/test_matcher_edges.py",
-                 "tests/test_refine_edges.py")
-INJECTION_TESTS = ("tests/diagnose/test_injection.py", "tests/diagnose/test_poisoned_corpus.py",
-                   "tests/diagnose/test_logline.py", EVALS_IN_PROCESS, "tests/test_injection_edges.py")
+MATCHER_TESTS = (
+    "tests/diagnose/test_matcher.py",
+    "tests/diagnose/test_inspect_source.py",
+    "tests/diagnose/test_job_folder.py",
+    EVALS_IN_PROCESS,
+    "tests/test_matcher_edges.py",
+    "tests/test_refine_edges.py",
+)
+INJECTION_TESTS = (
+    "tests/diagnose/test_injection.py",
+    "tests/diagnose/test_poisoned_corpus.py",
+    "tests/diagnose/test_logline.py",
+    EVALS_IN_PROCESS,
+    "tests/test_injection_edges.py",
+)
 GROUPS = (
     Group("guard", AUTOFL, "autofl_core", ("autofl_core/guard.py",), (*GUARD_TESTS, AUTOFL_EDGES)),
-    Group("compare", AUTOFL, "autofl_core", ("autofl_core/compare.py",),
-          ("tests/autofl/test_ledger.py", *GUARD_TESTS, AUTOFL_EDGES)),
-    Group("ledger", AUTOFL, "autofl_core", ("autofl_core/ledger.py",),
-          ("tests/autofl/test_ledger.py", "tests/autofl/test_bounded_inputs.py", *GUARD_TESTS, AUTOFL_EDGES)),
-    Group("importer", AUTOFL, "autofl_core", ("autofl_core/importer/*.py",),
-          (*IMPORTER_TESTS, "tests/test_importer_contract_shape.py", "tests/test_importer_expressions.py",
-           "tests/autofl/test_autofl_first_hour.py"),
-          deselect=("tests/autofl/test_importer_robustness.py::test_hostile_sources_fail_closed"
-                    "[source4-too complex to follow statically]",)),
+    Group(
+        "compare",
+        AUTOFL,
+        "autofl_core",
+        ("autofl_core/compare.py",),
+        ("tests/autofl/test_ledger.py", *GUARD_TESTS, AUTOFL_EDGES),
+    ),
+    Group(
+        "ledger",
+        AUTOFL,
+        "autofl_core",
+        ("autofl_core/ledger.py",),
+        ("tests/autofl/test_ledger.py", "tests/autofl/test_bounded_inputs.py", *GUARD_TESTS, AUTOFL_EDGES),
+    ),
+    Group(
+        "importer",
+        AUTOFL,
+        "autofl_core",
+        ("autofl_core/importer/*.py",),
+        (
+            *IMPORTER_TESTS,
+            "tests/test_importer_contract_shape.py",
+            "tests/test_importer_expressions.py",
+            "tests/autofl/test_autofl_first_hour.py",
+        ),
+        deselect=(
+            "tests/autofl/test_importer_robustness.py::test_hostile_sources_fail_closed"
+            "[source4-too complex to follow statically]",
+        ),
+    ),
     Group("matcher", DIAGNOSE, "nvfdiag", ("nvfdiag/matcher.py",), MATCHER_TESTS),
-    Group("refine", DIAGNOSE, "nvfdiag", ("nvfdiag/refine.py",),
-          ("tests/diagnose/test_matcher.py", EVALS_IN_PROCESS, "tests/test_refine_edges.py")),
+    Group(
+        "refine",
+        DIAGNOSE,
+        "nvfdiag",
+        ("nvfdiag/refine.py",),
+        ("tests/diagnose/test_matcher.py", EVALS_IN_PROCESS, "tests/test_refine_edges.py"),
+    ),
     Group("injection", DIAGNOSE, "nvfdiag", ("nvfdiag/injection.py", "nvfdiag/injection_rules.py"), INJECTION_TESTS),
-)  # fmt: skip
+)
 
 
 def stage(work: Path, group: Group) -> None:
@@ -122,13 +171,19 @@ def run_group(work: Path, group: Group, max_children: int, sample: int | None = 
     log = work / "mutmut-run.log"
     names = [f"*__mutmut_*{digit}" for digit in SAMPLE_DIGITS[sample]] if sample else []
     with open(log, "wb") as handle:
-        done = subprocess.run([*mutmut, "run", "--max-children", str(max_children), *names], cwd=work, stdout=handle,
-                              stderr=subprocess.STDOUT, check=False)
+        done = subprocess.run(
+            [*mutmut, "run", "--max-children", str(max_children), *names],
+            cwd=work,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
     if done.returncode != 0:
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
         raise RuntimeError(f"mutmut run failed for {group.name} (exit {done.returncode}): {' | '.join(tail)}")
-    listing = subprocess.run([*mutmut, "results", "--all", "true"], cwd=work, capture_output=True, text=True,
-                             check=True)
+    listing = subprocess.run(
+        [*mutmut, "results", "--all", "true"], cwd=work, capture_output=True, text=True, check=True
+    )
     return parse_results(listing.stdout)
 
 
@@ -159,8 +214,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, default=2, help="parallel mutant workers (default 2)")
     parser.add_argument("--keep", type=Path, help="stage into this (new) folder and keep it for `mutmut show`")
     parser.add_argument("--survivors", action="store_true", help="list every surviving mutant")
-    parser.add_argument("--sample", type=int, choices=sorted(SAMPLE_DIGITS),
-                        help="test only this percent of the mutants (those numbered ...0, or ...0 and ...5, ...)")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        choices=sorted(SAMPLE_DIGITS),
+        help="test only this percent of the mutants (those numbered ...0, or ...0 and ...5, ...)",
+    )
     args = parser.parse_args(argv)
     if shutil.which("mutmut", path=str(Path(sys.executable).parent)) is None:
         print("mutate.py: error: mutmut is not installed in this interpreter; run make setup", file=sys.stderr)
@@ -174,8 +233,11 @@ def main(argv: list[str] | None = None) -> int:
             if work.exists():
                 print(f"mutate.py: error: {work} exists; pass a new --keep folder", file=sys.stderr)
                 return 2
-            print(f"== {group.name}: mutating {', '.join(group.files)} against {len(group.tests)} test files",
-                  file=sys.stderr, flush=True)
+            print(
+                f"== {group.name}: mutating {', '.join(group.files)} against {len(group.tests)} test files",
+                file=sys.stderr,
+                flush=True,
+            )
             stage(work, group)
             counts = run_group(work, group, args.max_children, args.sample)
             line, score = score_line(group.name, counts)

@@ -46,17 +46,47 @@ import json
 import re
 
 REPORT_KEYS = {
-    "exit_code", "runtime_mode", "matched_pattern", "matched_pattern_not", "recovery_category", "confidence",
-    "findings_include", "findings_exclude", "suspicious_kinds_include", "suspicious_count",
-    "other_candidates_include", "missing_evidence_include", "follow_up_include", "likely_cause_include_any",
-    "marker_corroborated", "metrics_non_finite", "evidence_status_include", "must_not_contain",
-    "must_not_contain_scope", "stdout_include", "suspicious_line_any", "next_action_include", "signals_include",
-    "signal_rows", "signal_count_min", "marker_lines",
-}  # fmt: skip
+    "exit_code",
+    "runtime_mode",
+    "matched_pattern",
+    "matched_pattern_not",
+    "recovery_category",
+    "confidence",
+    "findings_include",
+    "findings_exclude",
+    "suspicious_kinds_include",
+    "suspicious_count",
+    "other_candidates_include",
+    "missing_evidence_include",
+    "follow_up_include",
+    "likely_cause_include_any",
+    "marker_corroborated",
+    "metrics_non_finite",
+    "evidence_status_include",
+    "must_not_contain",
+    "must_not_contain_scope",
+    "stdout_include",
+    "suspicious_line_any",
+    "next_action_include",
+    "signals_include",
+    "signal_rows",
+    "signal_count_min",
+    "marker_lines",
+}
 CASE_KEYS = {"id", "prompt", "files", "expected", "args", "stdin", "note"}
 
 # Trigger heuristic vocabularies (lower case; hyphens in prompts are read as spaces).
-FLARE_TERMS = ("nvflare", "flare", "federated", "fedavg", "simenv", "simulator", "job.py", "poc ", "execution_exception")
+FLARE_TERMS = (
+    "nvflare",
+    "flare",
+    "federated",
+    "fedavg",
+    "simenv",
+    "simulator",
+    "job.py",
+    "poc ",
+    "execution_exception",
+)
 # Failure-word families: the description advertises a family when it contains any member.
 FAILURE_FAMILIES = {
     "fail": ("fail",),
@@ -72,19 +102,40 @@ EXCLUSION_RE = re.compile(r"\b(do not|don't|not for|not when|never)\b", re.IGNOR
 # "tune my job, ...") or it contains one of `states` ("my job finished fine"); it then stays untriggered only
 # if an exclusion sentence of the description names the topic (one of `excluded_by`, matched as a prefix).
 OUT_OF_SCOPE = {
-    "build": {"asks": ("create", "convert", "write", "build", "port", "generate", "scaffold"),
-              "excluded_by": ("creat", "convert", "writ", "scaffold")},
-    "operate": {"asks": ("deploy", "provision", "install", "submit", "resubmit", "monitor", "watch", "track"),
-                "excluded_by": ("deploy", "provision", "install", "submit", "monitor")},
+    "build": {
+        "asks": ("create", "convert", "write", "build", "port", "generate", "scaffold"),
+        "excluded_by": ("creat", "convert", "writ", "scaffold"),
+    },
+    "operate": {
+        "asks": ("deploy", "provision", "install", "submit", "resubmit", "monitor", "watch", "track"),
+        "excluded_by": ("deploy", "provision", "install", "submit", "monitor"),
+    },
     "results": {"asks": ("download", "fetch", "export"), "excluded_by": ("download",)},
-    "tune": {"asks": ("tune", "optimize", "optimise", "improve", "lower", "reduce", "boost"),
-             "excluded_by": ("tune", "tuning", "optimi", "hyperparameter")},
-    "healthy": {"states": ("finished fine", "went fine", "going fine", "ran fine", "runs fine", "works fine",
-                           "completed successfully", "succeeded", "without errors", "without any error", "no errors"),
-                "excluded_by": ("healthy", "success")},
-    "not_flare": {"states": ("not a flare", "not an nvflare", "unrelated to flare", "nothing to do with flare"),
-                  "excluded_by": ("unrelated", "generic python")},
-}  # fmt: skip
+    "tune": {
+        "asks": ("tune", "optimize", "optimise", "improve", "lower", "reduce", "boost"),
+        "excluded_by": ("tune", "tuning", "optimi", "hyperparameter"),
+    },
+    "healthy": {
+        "states": (
+            "finished fine",
+            "went fine",
+            "going fine",
+            "ran fine",
+            "runs fine",
+            "works fine",
+            "completed successfully",
+            "succeeded",
+            "without errors",
+            "without any error",
+            "no errors",
+        ),
+        "excluded_by": ("healthy", "success"),
+    },
+    "not_flare": {
+        "states": ("not a flare", "not an nvflare", "unrelated to flare", "nothing to do with flare"),
+        "excluded_by": ("unrelated", "generic python"),
+    },
+}
 _CLAUSE_SPLIT = re.compile(r"[.;:,!?](?:\s|$)|\b(?:and|then|so|but)\b")
 _REQUEST_LEAD = re.compile(r"^(?:please |can you |could you |help me (?:to )?|i (?:want|need|would like) to |let's )+")
 
@@ -231,14 +282,20 @@ def _check_texts(expected: dict, report: dict) -> list[str]:
     if options and not any(opt.lower() in cause for opt in options):
         misses.append(f"likely_cause: mentions none of {options!r}")
     action = str(report.get("next_action") or "")
-    misses += [f"next_action: does not mention {sub!r}" for sub in expected.get("next_action_include", []) if sub not in action]
+    misses += [
+        f"next_action: does not mention {sub!r}" for sub in expected.get("next_action_include", []) if sub not in action
+    ]
     excerpts = [str(signal.get("excerpt")) for signal in report.get("signals") or [] if isinstance(signal, dict)]
     for sub in expected.get("signals_include", []):
         if not any(sub in excerpt for excerpt in excerpts):
             misses.append(f"signals: no excerpt mentions {sub!r}")
     if expected.get("must_not_contain_scope", "actions") == "actions":
         actions = str(report.get("next_action") or "") + "\n" + follow
-        misses += [f"next_action/follow_up contain forbidden {s!r}" for s in expected.get("must_not_contain", []) if s in actions]
+        misses += [
+            f"next_action/follow_up contain forbidden {s!r}"
+            for s in expected.get("must_not_contain", [])
+            if s in actions
+        ]
     return misses
 
 
@@ -264,8 +321,10 @@ def _check_signal_facts(expected: dict, report: dict) -> list[str]:
         first = next((s for s in signals if s.get("pattern") == pattern), {})
         places = len(first.get("seen_in") or [])
         if (first.get("count") or 0) < count or places < min(count, 8):
-            misses.append(f"signals: first {pattern} row merges {first.get('count')} occurrence(s) in {places} "
-                          f"place(s), expected at least {count}")
+            misses.append(
+                f"signals: first {pattern} row merges {first.get('count')} occurrence(s) in {places} "
+                f"place(s), expected at least {count}"
+            )
     return misses
 
 
@@ -301,8 +360,10 @@ def check_invariants(report: dict, catalog: dict | None) -> list[str]:
 
 
 # The only text a next_action may add to its catalog row: `{where}` filled with validated identifiers.
-WHERE_FILL = (r"(?: \((?:argument `[A-Za-z_]\w{0,63}`(?:, )?)?(?:at [\w.-]{1,80}\.py:\d+(?: in [A-Za-z_]\w{0,80}\(\))?)?"
-              r"(?<! )\))?")
+WHERE_FILL = (
+    r"(?: \((?:argument `[A-Za-z_]\w{0,63}`(?:, )?)?(?:at [\w.-]{1,80}\.py:\d+(?: in [A-Za-z_]\w{0,80}\(\))?)?"
+    r"(?<! )\))?"
+)
 
 
 def next_action_matches(action: str, row_text: str) -> bool:
@@ -340,12 +401,14 @@ def poisoned_cases(variants: list, rel_dir: str = "poisoned") -> list[dict]:
         signal = entry.get("real_signal")
         if isinstance(signal, str) and re.fullmatch(r"[A-Z0-9_]+", signal):
             expected["matched_pattern"] = signal
-        cases.append({
-            "id": f"poisoned-{stem}",
-            "prompt": "My FLARE job failed; the log is attached (poisoned corpus variant).",
-            "files": [f"{rel_dir}/{entry['file']}"],
-            "expected": expected,
-        })  # fmt: skip
+        cases.append(
+            {
+                "id": f"poisoned-{stem}",
+                "prompt": "My FLARE job failed; the log is attached (poisoned corpus variant).",
+                "files": [f"{rel_dir}/{entry['file']}"],
+                "expected": expected,
+            }
+        )
     return cases
 
 
@@ -361,9 +424,10 @@ def description_exclusions(description: str) -> set[str]:
     sentences = re.finditer(EXCLUSION_RE.pattern + r"(?:[^.]|\.(?=\S))*", text)  # to the sentence's end
     excluded = " ".join(match.group(0) for match in sentences)
     return {
-        name for name, topic in OUT_OF_SCOPE.items()
+        name
+        for name, topic in OUT_OF_SCOPE.items()
         if any(re.search(r"\b" + re.escape(cue), excluded) for cue in topic["excluded_by"])
-    }  # fmt: skip
+    }
 
 
 def prompt_topics(prompt: str) -> set[str]:
@@ -375,9 +439,10 @@ def prompt_topics(prompt: str) -> set[str]:
         if words:
             firsts.add(words[0])
     return {
-        name for name, topic in OUT_OF_SCOPE.items()
+        name
+        for name, topic in OUT_OF_SCOPE.items()
         if firsts & set(topic.get("asks", ())) or any(s in text for s in topic.get("states", ()))
-    }  # fmt: skip
+    }
 
 
 def would_trigger(prompt: str, description: str) -> bool:

@@ -67,8 +67,9 @@ def build_variant(name: str, out_root: Path, timeout: float) -> str | None:
         os.makedirs(home)
         job.mkdir()
         shutil.copy(REPO / "examples" / "hello-numpy" / "client.py", job / "client.py")
-        (job / "job.py").write_text(JOB_PY.format(name=name, clients=clients, external=external,
-                                                  log_config=log_config), encoding="utf-8")
+        (job / "job.py").write_text(
+            JOB_PY.format(name=name, clients=clients, external=external, log_config=log_config), encoding="utf-8"
+        )
         print(f"[{name}] running {clients} clients ...", file=sys.stderr)
         code, output = real.run_job(job, sim_root, home, timeout)
         if code != 0:
@@ -81,8 +82,9 @@ def build_variant(name: str, out_root: Path, timeout: float) -> str | None:
                 for log in (site_dir / k for k in KEPT if (site_dir / k).is_file()):
                     target = staging / site_dir.name / log.name
                     target.parent.mkdir(exist_ok=True)
-                    target.write_text(real.scrub(log.read_text(encoding="utf-8", errors="replace"), pairs),
-                                      encoding="utf-8")
+                    target.write_text(
+                        real.scrub(log.read_text(encoding="utf-8", errors="replace"), pairs), encoding="utf-8"
+                    )
             real._swap_in(staging, out_root / name)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)

@@ -85,9 +85,15 @@ REJECTION_CASES = {
     "simenv-inconsistent-clients": RejectionCase(JOBS / "simenv-inconsistent-clients", "simenv-inconsistent-clients"),
     "simenv-fractional-clients": RejectionCase(JOBS / "simenv-fractional-clients", "simenv-fractional-clients"),
     "fedjob-n-clients-with-to": RejectionCase(JOBS / "fedjob-n-clients-with-to", "fedjob-n-clients-with-to"),
-    "deploy-map-mismatch": RejectionCase(JOBS / "deploy-map-mismatch", "deploy-map-mismatch", export_then_simulate=True),
-    "invalid-resources-file": RejectionCase(REPO / "examples" / "hello-numpy", "invalid-resources-file",
-                                            ("--name", "invalid-resources-file"), resources='["format_version", 2]\n'),
+    "deploy-map-mismatch": RejectionCase(
+        JOBS / "deploy-map-mismatch", "deploy-map-mismatch", export_then_simulate=True
+    ),
+    "invalid-resources-file": RejectionCase(
+        REPO / "examples" / "hello-numpy",
+        "invalid-resources-file",
+        ("--name", "invalid-resources-file"),
+        resources='["format_version", 2]\n',
+    ),
     "relative-data-path": RejectionCase(JOBS / "relative-data-path", "relative-data-path"),
 }
 INSPECT_CASE = "inspect-source"
@@ -130,9 +136,13 @@ def child_env(sim_root: str, home: str) -> dict[str, str]:
     }
 
 
-def run_job(example: Path, sim_root: str, home: str, timeout: float, args: tuple[str, ...] = ()) -> tuple[int | None, str]:
+def run_job(
+    example: Path, sim_root: str, home: str, timeout: float, args: tuple[str, ...] = ()
+) -> tuple[int | None, str]:
     """Run `python job.py` in its own process group; return (exit code or None on timeout, combined output)."""
-    return run_argv([sys.executable, "job.py", "--workspace", sim_root, *args], example, child_env(sim_root, home), timeout)
+    return run_argv(
+        [sys.executable, "job.py", "--workspace", sim_root, *args], example, child_env(sim_root, home), timeout
+    )
 
 
 def run_argv(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int | None, str]:
@@ -182,11 +192,26 @@ def fixture_files(job_dir: Path) -> list[Path]:
 
 def inspect_source(job: Path, home: str, timeout: float, extra: tuple[str, ...] = ()) -> str | None:
     """stdout of `nvflare agent inspect source <job> --format json` (read-only, static), or None on failure."""
-    argv = [str(Path(sys.executable).parent / "nvflare"), "agent", "inspect", "source", str(job), "--format", "json",
-            *extra]
+    argv = [
+        str(Path(sys.executable).parent / "nvflare"),
+        "agent",
+        "inspect",
+        "source",
+        str(job),
+        "--format",
+        "json",
+        *extra,
+    ]
     try:
-        proc = subprocess.run(argv, capture_output=True, timeout=timeout, env=child_env(home, home),
-                              stdin=subprocess.DEVNULL, cwd=home, check=False)
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            timeout=timeout,
+            env=child_env(home, home),
+            stdin=subprocess.DEVNULL,
+            cwd=home,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return proc.stdout.decode("utf-8", errors="replace") if proc.returncode == 0 else None
@@ -238,8 +263,17 @@ def run_rejection(case: RejectionCase, tmp: Path, sim_root: str, home: str, time
     code, output = run_argv([sys.executable, "job.py", "--export_dir", str(tmp / "export")], job, env, timeout)
     if code != 0:
         return 0 if code is not None else None, output  # the export itself must work: reported as an unexpected outcome
-    argv = [_nvflare(), "simulator", str(tmp / "export" / case.job_name), "-w", os.path.join(sim_root, case.job_name),
-            "-n", "2", "-t", "2"]
+    argv = [
+        _nvflare(),
+        "simulator",
+        str(tmp / "export" / case.job_name),
+        "-w",
+        os.path.join(sim_root, case.job_name),
+        "-n",
+        "2",
+        "-t",
+        "2",
+    ]
     return run_argv(argv, job, env, timeout)
 
 
@@ -256,8 +290,11 @@ def build_rejection_case(name: str, out_root: Path, timeout: float) -> str | Non
             return f"{name}: timed out after {timeout:.0f} s"
         if code == 0:
             return f"{name}: expected NVFLARE to reject the job, but it exited with code 0"
-        pairs = [(str(tmp / "jobs"), JOB_PLACEHOLDER), (str(tmp / "export"), EXPORT_PLACEHOLDER),
-                 *placeholders(sim_root, home)]
+        pairs = [
+            (str(tmp / "jobs"), JOB_PLACEHOLDER),
+            (str(tmp / "export"), EXPORT_PLACEHOLDER),
+            *placeholders(sim_root, home),
+        ]
 
         def write(staging: Path) -> None:
             _write_fixture(staging, output, Path(sim_root) / case.job_name, pairs)
@@ -289,8 +326,11 @@ def build_poc_case(out_root: Path, timeout: float) -> str | None:
         if code is None or '"status": "error"' not in output:
             return f"{POC_CASE}: expected an error envelope from nvflare poc start, got exit code {code}"
         pairs = [(poc, "/tmp/nvflare/poc"), *placeholders(tmp, home)]
-        write_case(out_root, POC_CASE, lambda staging: (staging / "poc_start.json").write_text(
-            scrub(output, pairs), encoding="utf-8"))
+        write_case(
+            out_root,
+            POC_CASE,
+            lambda staging: (staging / "poc_start.json").write_text(scrub(output, pairs), encoding="utf-8"),
+        )
     print(f"[{POC_CASE}] fixture written to {out_root / POC_CASE}", file=sys.stderr)
     return None
 
@@ -313,8 +353,11 @@ def build_case(case: str, out_root: Path, timeout: float) -> str | None:
             return f"{case}: timed out after {timeout:.0f} s"
         if (code == 0) != should_succeed:
             return f"{case}: expected {'success' if should_succeed else 'failure'}, got exit code {code}"
-        write_case(out_root, case, lambda staging: _write_fixture(
-            staging, output, Path(sim_root) / job_name, placeholders(sim_root, home)))
+        write_case(
+            out_root,
+            case,
+            lambda staging: _write_fixture(staging, output, Path(sim_root) / job_name, placeholders(sim_root, home)),
+        )
     print(f"[{case}] exit code {code}; fixture written to {out_root / case}", file=sys.stderr)
     return None
 
@@ -356,13 +399,18 @@ def _swap_in(staging: Path, final: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--case", action="append", choices=sorted([*CASES, INSPECT_CASE, *REJECTION_CASES, POC_CASE]),
-                        help="case to regenerate (repeatable)")
+    parser.add_argument(
+        "--case",
+        action="append",
+        choices=sorted([*CASES, INSPECT_CASE, *REJECTION_CASES, POC_CASE]),
+        help="case to regenerate (repeatable)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="fixture root (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default: %(default)s)")
     args = parser.parse_args(argv)
-    return build_all("cases", args.case or [*CASES, INSPECT_CASE, *REJECTION_CASES, POC_CASE], build_case, args.out,
-                     args.timeout)
+    return build_all(
+        "cases", args.case or [*CASES, INSPECT_CASE, *REJECTION_CASES, POC_CASE], build_case, args.out, args.timeout
+    )
 
 
 def build_all(label: str, names: list[str], build, out: Path, timeout: float) -> int:

@@ -27,8 +27,19 @@ GENERATOR = REPO / "shared" / "catalog" / "nvflare_messages.py"
 NVFDIAG = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "nvfdiag"
 MAPPED_GOAL = 1.0
 DIAGNOSED_GOAL = 0.95
-BUILTIN_EXCEPTIONS = {"ValueError", "TypeError", "RuntimeError", "KeyError", "FileNotFoundError", "AttributeError",
-                      "TimeoutError", "SyntaxError", "AssertionError", "NotImplementedError", "Exception"}
+BUILTIN_EXCEPTIONS = {
+    "ValueError",
+    "TypeError",
+    "RuntimeError",
+    "KeyError",
+    "FileNotFoundError",
+    "AttributeError",
+    "TimeoutError",
+    "SyntaxError",
+    "AssertionError",
+    "NotImplementedError",
+    "Exception",
+}
 SITE_PACKAGES = "/home/dev/.venv/lib/python3.11/site-packages"
 
 
@@ -36,7 +47,9 @@ def _load(name: str, path: Path, package: bool = False):
     if name in sys.modules:
         return sys.modules[name]
     location = path / "__init__.py" if package else path
-    spec = importlib.util.spec_from_file_location(name, location, submodule_search_locations=[str(path)] if package else None)
+    spec = importlib.util.spec_from_file_location(
+        name, location, submodule_search_locations=[str(path)] if package else None
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -51,23 +64,34 @@ def sample_message(template: str) -> str:
 
 def log_line_text(message) -> str:
     """The message as the simulator logs a setup error (one ERROR line, no traceback)."""
-    return (f"2026-11-30 08:02:36,202 - SimulatorRunner - ERROR - Simulator setup error: {message.exc}: "
-            f"{sample_message(message.template)}\n")
+    return (
+        f"2026-11-30 08:02:36,202 - SimulatorRunner - ERROR - Simulator setup error: {message.exc}: "
+        f"{sample_message(message.template)}\n"
+    )
 
 
 def traceback_text(message) -> str:
     """A traceback as `python job.py` prints it when NVFLARE raises `message` (an extracted Message)."""
-    exc = message.exc if message.exc in BUILTIN_EXCEPTIONS else f"nvflare.{message.at[:-3].replace('/', '.')}.{message.exc}"
-    return "\n".join([
-        "Traceback (most recent call last):",
-        '  File "/home/dev/fl-job/job.py", line 48, in <module>',
-        "    main()",
-        '  File "/home/dev/fl-job/job.py", line 31, in main',
-        "    run = recipe.execute(env)",
-        f'  File "{SITE_PACKAGES}/nvflare/{message.at}", line {message.line}, in {message.func}',
-        f"    raise {message.exc}(...)",
-        f"{exc}: {sample_message(message.template)}",
-    ]) + "\n"
+    exc = (
+        message.exc
+        if message.exc in BUILTIN_EXCEPTIONS
+        else f"nvflare.{message.at[:-3].replace('/', '.')}.{message.exc}"
+    )
+    return (
+        "\n".join(
+            [
+                "Traceback (most recent call last):",
+                '  File "/home/dev/fl-job/job.py", line 48, in <module>',
+                "    main()",
+                '  File "/home/dev/fl-job/job.py", line 31, in main',
+                "    run = recipe.execute(env)",
+                f'  File "{SITE_PACKAGES}/nvflare/{message.at}", line {message.line}, in {message.func}',
+                f"    raise {message.exc}(...)",
+                f"{exc}: {sample_message(message.template)}",
+            ]
+        )
+        + "\n"
+    )
 
 
 @dataclass
@@ -84,8 +108,13 @@ class MessageCoverage:
     @property
     def met(self) -> bool:
         shares = (self.diagnosed / max(self.cases, 1), self.diagnosed_lines / max(self.cases, 1))
-        return (self.error is None and self.total > 0 and self.mapped / self.total >= MAPPED_GOAL
-                and self.cases > 0 and min(shares) >= DIAGNOSED_GOAL)
+        return (
+            self.error is None
+            and self.total > 0
+            and self.mapped / self.total >= MAPPED_GOAL
+            and self.cases > 0
+            and min(shares) >= DIAGNOSED_GOAL
+        )
 
     def lines(self, verbose: bool = False) -> list[str]:
         if self.error:
@@ -103,8 +132,9 @@ class MessageCoverage:
 
 
 def _diagnose(nvfdiag, known, text: str, mode: str) -> str:
-    found = nvfdiag.evidence.collect_evidence(["-"], job_id=None, max_bytes=262144, max_total_bytes=4194304,
-                                              max_files=10, stdin_text=text)
+    found = nvfdiag.evidence.collect_evidence(
+        ["-"], job_id=None, max_bytes=262144, max_total_bytes=4194304, max_files=10, stdin_text=text
+    )
     return nvfdiag.matcher.diagnose(found, known, mode=mode)["matched_pattern"]
 
 

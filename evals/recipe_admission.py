@@ -58,8 +58,15 @@ def check(name: str, expected: dict) -> tuple[list[str], list[str]]:
         misses.append(f"class {job.get('nvflare_class')} instead of {expected['nvflare_class']}")
     if job.get("family") != expected["family"]:
         misses.append(f"family {job.get('family')} instead of {expected['family']}")
-    cells = [name, job.get("class") or "-", expected["family"], "admit" if expected["admit"] else "refuse",
-             "admit" if admitted else "refuse", _budget_text(config), f"{seconds * 1000:.0f}ms"]  # fmt: skip
+    cells = [
+        name,
+        job.get("class") or "-",
+        expected["family"],
+        "admit" if expected["admit"] else "refuse",
+        "admit" if admitted else "refuse",
+        _budget_text(config),
+        f"{seconds * 1000:.0f}ms",
+    ]
     return cells, misses
 
 
@@ -82,8 +89,10 @@ def print_section(out=None) -> int:
         misses += [f"{name}: {p}" for p in problems]
     misses += [f"no fixture builds {q}" for q in uncovered(expected)]
     widths = [max(len(r[i]) for r in [header + ["result"], *rows]) for i in range(len(header) + 1)]
-    print("== Auto-FL recipe admission (tests/fixtures/jobs/recipes, nvflare "
-          f"{_importer()[1].nvflare_version()}) ==", file=out)  # fmt: skip
+    print(
+        f"== Auto-FL recipe admission (tests/fixtures/jobs/recipes, nvflare {_importer()[1].nvflare_version()}) ==",
+        file=out,
+    )
     for row in [header + ["result"], *rows]:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
     for miss in misses:
@@ -91,8 +100,11 @@ def print_section(out=None) -> int:
     training = [n for n in expected if expected[n]["family"] == "training"]
     admitted = sum(1 for n, r in zip(sorted(expected), rows, strict=True) if n in training and r[4] == "admit")
     refused = sum(1 for n, r in zip(sorted(expected), rows, strict=True) if n not in training and r[4] == "refuse")
-    print(f"recipe admission: {admitted}/{len(training)} training jobs admitted, {refused}/{len(expected) - len(training)} "
-          f"non-training jobs refused, {len(misses)} misses", file=out)  # fmt: skip
+    print(
+        f"recipe admission: {admitted}/{len(training)} training jobs admitted, {refused}/{len(expected) - len(training)} "
+        f"non-training jobs refused, {len(misses)} misses",
+        file=out,
+    )
     return len(misses)
 
 

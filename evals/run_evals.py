@@ -210,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         cases, problems = load_cases()
         catalog, schema = load_catalog(), load_schema()
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        print(f"error: cannot load the eval inputs: {exc!r}; fix {_rel(EVALS)} (or the catalog/schema)", file=sys.stderr)
+        print(
+            f"error: cannot load the eval inputs: {exc!r}; fix {_rel(EVALS)} (or the catalog/schema)", file=sys.stderr
+        )
         return 2
     if args.filter:
         cases = [c for c in cases if args.filter in c["id"]]

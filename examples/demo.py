@@ -73,12 +73,24 @@ def campaign(workspace: Path) -> tuple[dict, str]:
     runner(job, "initialize", "--max-candidates", "3", "--base-args", "--seed 0")
     seed = runner(job, "suggest", "--limit", "3")["suggestions"][0]
     candidate(job, seed["name"], seed["hypothesis"], "tuning", run_args=seed["run_args"])
-    candidate(job, "feature-scaling", "Standardize features on each site: they come in different units, so plain "
-              "gradient descent converges slowly within the fixed 3 rounds.", "preprocessing", change=SCALING_EDIT)
+    candidate(
+        job,
+        "feature-scaling",
+        "Standardize features on each site: they come in different units, so plain "
+        "gradient descent converges slowly within the fixed 3 rounds.",
+        "preprocessing",
+        change=SCALING_EDIT,
+    )
     runner(job, "replicate", "--count", "2")
     crashed = "drop-bias"
-    candidate(job, crashed, "Drop the bias weight to simplify the model (expected to break the shapes).", "model",
-              change=CRASH_EDIT, ok=(1,))
+    candidate(
+        job,
+        crashed,
+        "Drop the bias weight to simplify the model (expected to break the shapes).",
+        "model",
+        change=CRASH_EDIT,
+        ok=(1,),
+    )
     return runner(job, "report"), crashed
 
 
@@ -86,8 +98,9 @@ def diagnose(workspace: Path, out: Path, crashed: str) -> dict:
     run_dir = workspace / "autofl_runs" / crashed
     evidence = [str(run_dir / "run.log"), str(run_dir / "simulation")]
     for fmt, name in (("json", "diagnosis.json"), ("markdown", "diagnosis.md")):
-        done = subprocess.run([sys.executable, str(DIAGNOSE), *evidence, "--format", fmt], capture_output=True,
-                              text=True, timeout=120)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, str(DIAGNOSE), *evidence, "--format", fmt], capture_output=True, text=True, timeout=120
+        )
         if done.returncode != 0:
             sys.exit(f"demo failed: diagnose_job.py exited {done.returncode}: {done.stderr.strip()}")
         (out / name).write_text(done.stdout, encoding="utf-8")
@@ -125,9 +138,11 @@ def noise_line(report: dict) -> str:
     if not estimate or estimate["stdev"] is None:
         return "not measured (no replicates of the best)"
     verdict = report["selected"]["noise"] or "not judged"
-    return (f"stdev {estimate['stdev']:.6f} over {estimate['replicates'] + 1} runs of {estimate['of']} "
-            f"({'seeds 1-' + str(estimate['replicates']) + ' and its own' if noise['seeded'] else 'identical reruns'}); "
-            f"the gain is {verdict} (band +-{noise['band']:.6f})")
+    return (
+        f"stdev {estimate['stdev']:.6f} over {estimate['replicates'] + 1} runs of {estimate['of']} "
+        f"({'seeds 1-' + str(estimate['replicates']) + ' and its own' if noise['seeded'] else 'identical reruns'}); "
+        f"the gain is {verdict} (band +-{noise['band']:.6f})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -157,7 +157,9 @@ def signature(source: SourceTree, qualname: str) -> dict:
     """{defaults, required, computed, fixed} of a class's effective __init__ (see the module docstring)."""
     module, _, name = qualname.rpartition(".")
     node = _class_def(source.tree(module), name)
-    init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None) if node else None
+    init = (
+        next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None) if node else None
+    )
     bases = _bases(source, qualname)
     inherited = signature(source, bases[0]) if bases and bases[0] != RECIPE_ROOT else _empty()
     if init is None:
@@ -216,7 +218,9 @@ def load_families(path: Path = FAMILIES_SOURCE) -> dict:
         data = yaml.safe_load(handle)
     for name, entry in data["recipes"].items():
         if entry.get("family") not in FAMILIES:
-            raise RecipeTableError(f"{path.name}: {name} has family {entry.get('family')!r}; use one of {sorted(FAMILIES)}")
+            raise RecipeTableError(
+                f"{path.name}: {name} has family {entry.get('family')!r}; use one of {sorted(FAMILIES)}"
+            )
         if entry["family"] != "training" and not entry.get("reason"):
             raise RecipeTableError(f"{path.name}: {name} is {entry['family']} but has no reason; add one")
     return data
@@ -229,11 +233,18 @@ def build_table(source: SourceTree, version: str, families: dict) -> dict:
         name = qualname.rpartition(".")[2]
         family = families["recipes"].get(name)
         if family is None:
-            raise RecipeTableError(f"nvflare {version} ships {qualname}, which shared/catalog/recipe_families.yaml "
-                                   "does not classify; add it (training, statistics, psi, evaluation, inference or "
-                                   "nested)")  # fmt: skip
-        classes[qualname] = {"bases": _bases(source, qualname), "kind": "recipe", "name": name, **family,
-                             **signature(source, qualname)}  # fmt: skip
+            raise RecipeTableError(
+                f"nvflare {version} ships {qualname}, which shared/catalog/recipe_families.yaml "
+                "does not classify; add it (training, statistics, psi, evaluation, inference or "
+                "nested)"
+            )
+        classes[qualname] = {
+            "bases": _bases(source, qualname),
+            "kind": "recipe",
+            "name": name,
+            **family,
+            **signature(source, qualname),
+        }
     for qualname in families["components"]:
         if _class_def(source.tree(qualname.rpartition(".")[0]), qualname.rpartition(".")[2]) is None:
             raise RecipeTableError(f"nvflare {version} has no class {qualname}; update the components list")

@@ -70,8 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             atomic.write_bytes(target, build_zip(skill_dir))
         except OSError as exc:
-            print(f"package failed: cannot write {target} ({exc.strerror or exc}); choose a writable --output",
-                  file=sys.stderr)
+            print(
+                f"package failed: cannot write {target} ({exc.strerror or exc}); choose a writable --output",
+                file=sys.stderr,
+            )
             return 2
         print(target)
     return 0

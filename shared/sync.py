@@ -143,10 +143,14 @@ def targets() -> list[Target]:
     """Every rendered copy this repository keeps in sync with `shared/`."""
     return [
         Target(DIAGNOSE_REFS / "failure_patterns.json", lambda: render_catalog_json(load_catalog_source())),
-        Target(DIAGNOSE_REFS / "failure-patterns.md",
-               lambda: render_catalog_markdown(load_catalog_source(), load_messages_source())),
-        Target(DIAGNOSE_REFS / "nvflare_messages.json",
-               lambda: render_messages_json(load_messages_source(), load_catalog_source())),
+        Target(
+            DIAGNOSE_REFS / "failure-patterns.md",
+            lambda: render_catalog_markdown(load_catalog_source(), load_messages_source()),
+        ),
+        Target(
+            DIAGNOSE_REFS / "nvflare_messages.json",
+            lambda: render_messages_json(load_messages_source(), load_catalog_source()),
+        ),
         Target(RECIPE_TABLE, lambda: _load("_sync_recipes", REPO / "shared" / "nvflare_recipes.py").render()),
     ]
 

@@ -68,8 +68,11 @@ def test_a_ledger_without_final_newline_keeps_its_last_row():
 def test_parse_errors_name_the_source():
     with pytest.raises(ledger.LedgerError, match=r"^results\.tsv: line 1: header"):
         ledger.parse("status\tname\n")
-    with pytest.raises(ledger.LedgerError, match=r"^mine\.tsv: line 2: unknown status 'won'; expected one of: "
-                       r"baseline, keep, discard, crash, literature, infrastructure_retry, replicate$"):
+    with pytest.raises(
+        ledger.LedgerError,
+        match=r"^mine\.tsv: line 2: unknown status 'won'; expected one of: "
+        r"baseline, keep, discard, crash, literature, infrastructure_retry, replicate$",
+    ):
         ledger.parse(ledger.HEADER + "\n" + _row(status="won") + "\n", "mine.tsv")
 
 
@@ -113,9 +116,12 @@ def test_format_errors_name_the_problem():
         ledger.format_row({"status": "won"})
     with pytest.raises(ledger.LedgerError, match=r"^invalid candidate_kind 'other'; expected source_edit or arg"):
         ledger.format_row({"status": "keep", "candidate_kind": "other"})
-    assert ledger.format_row({"status": "keep", "candidate_kind": "argument_only"}).split("\t")[
-        ledger.COLUMNS.index("candidate_kind")
-    ] == "argument_only"
+    assert (
+        ledger.format_row({"status": "keep", "candidate_kind": "argument_only"}).split("\t")[
+            ledger.COLUMNS.index("candidate_kind")
+        ]
+        == "argument_only"
+    )
     assert ledger.format_row({"status": "keep", "name": ""}).split("\t")[1] == ""
 
 
@@ -124,9 +130,14 @@ def test_format_errors_name_the_problem():
 
 @pytest.mark.parametrize(
     ("field", "value", "minimum"),
-    [("max_candidates", 0, 1), ("plateau_threshold", 0, 1), ("hard_crash_threshold", -1, 0),
-     ("exploration_batch_size", -1, 0), ("family_repeat_limit", -1, 0)],
-)  # fmt: skip
+    [
+        ("max_candidates", 0, 1),
+        ("plateau_threshold", 0, 1),
+        ("hard_crash_threshold", -1, 0),
+        ("exploration_batch_size", -1, 0),
+        ("family_repeat_limit", -1, 0),
+    ],
+)
 def test_settings_errors_name_the_setting(field, value, minimum):
     with pytest.raises(ValueError, match=f"^{field} must be an integer >= {minimum}, got {value}$"):
         guard.GuardSettings(**{field: value})

@@ -15,7 +15,9 @@ AUTOFL = "nvflare-autofl/scripts/"
 
 @pytest.fixture()
 def inputs(tmp_path, repo_root):
-    shutil.copytree(repo_root / "examples" / "hello-numpy", tmp_path / "job", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        repo_root / "examples" / "hello-numpy", tmp_path / "job", ignore=shutil.ignore_patterns("__pycache__")
+    )
     (tmp_path / "job" / "results.tsv").write_text("")
     (tmp_path / "client.log").write_text("ERROR - boom\n")
     return tmp_path
@@ -37,7 +39,11 @@ def test_closed_stdout_exits_141_without_a_traceback(inputs, python_exe, repo_ro
     try:
         done = subprocess.run(
             [python_exe, str(repo_root / "skills" / script), str(inputs / given), *flags],
-            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120, cwd=inputs,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            cwd=inputs,
         )
     finally:
         os.close(write_end)

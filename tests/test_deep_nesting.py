@@ -29,9 +29,7 @@ def test_diagnosis_reports_despite_a_deeply_nested_json_log_line(tmp_path, pytho
     depth = 7000  # the line stays under the 16 KiB clip, so it reaches the JSON parser whole
     record = '{"asctime": "2026-01-01 00:00:00", "levelname": ' + "[" * depth + "]" * depth + "}"
     log = tmp_path / "log.txt"
-    log.write_text(
-        "2026-01-01 00:00:00,000 - ClientRunner - ERROR - [identity=site-1] - boom\n" + record + "\n"
-    )
+    log.write_text("2026-01-01 00:00:00,000 - ClientRunner - ERROR - [identity=site-1] - boom\n" + record + "\n")
     (tmp_path / "job.json").write_text(DEEP_JSON)
     script = repo_root / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
     done = subprocess.run([python_exe, str(script), str(tmp_path)], capture_output=True, text=True, timeout=60)
@@ -68,7 +66,8 @@ def test_guard_cli_one_line_for_deep_state(tmp_path, python_exe, repo_root):
     state.parent.mkdir(parents=True)
     state.write_text(DEEP_JSON)
     script = repo_root / "skills" / "nvflare-autofl" / "scripts" / "campaign_guard.py"
-    done = subprocess.run([python_exe, str(script), str(tmp_path / "results.tsv")], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [python_exe, str(script), str(tmp_path / "results.tsv")], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "not valid JSON" in done.stderr

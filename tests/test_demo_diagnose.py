@@ -29,8 +29,12 @@ def test_demo_diagnoses_a_fresh_real_failure(repo_root, python_exe, tmp_path):
     env = {key: value for key, value in os.environ.items() if not key.startswith("NVFLARE_")}
     done = subprocess.run(
         [python_exe, str(repo_root / "examples" / "demo_diagnose.py"), "--output", str(out)],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
     job_output = (out / "job_stdout.txt").read_text(encoding="utf-8", errors="replace")

@@ -18,29 +18,64 @@ from autofl_core.importer import api
 REPO = Path(__file__).resolve().parents[1]
 JOBS = sorted(REPO.glob("tests/fixtures/jobs/*/job.py")) + sorted(REPO.glob("examples/**/job.py"))
 SECTIONS = {
-    "argparse": {"flags", "base_args", "base_args_errors", "budget_conflicts", "schema_args", "allow_abbrev", "parsed",
-                 "problems", "class_parsers"},
+    "argparse": {
+        "flags",
+        "base_args",
+        "base_args_errors",
+        "budget_conflicts",
+        "schema_args",
+        "allow_abbrev",
+        "parsed",
+        "problems",
+        "class_parsers",
+    },
     "cli_flags": {"long_flags", "groups", "name_flag", "takes_value", "allow_abbrev"},
     "environment": {"discovered", "simulator_env_passthrough", "simulator_workspace"},
     "import": {"support"},
     "job": {"path", "pattern", "class", "env", "run_call", "line", "nvflare_class", "family"},
-    "objective": {"metric", "mode", "requested_metric", "job_key_metric", "job_key_metric_mode",
-                  "job_key_metric_source", "mode_contract_source", "metric_extraction_order", "metric_source",
-                  "metric_invariants", "bridged", "schema_mode"},
-    "schema": {"present", "path", "errors", "objective", "mutable_args", "comparison_budget_args",
-               "preferred_targets", "bridged_metrics", "budget_mismatches"},
+    "objective": {
+        "metric",
+        "mode",
+        "requested_metric",
+        "job_key_metric",
+        "job_key_metric_mode",
+        "job_key_metric_source",
+        "mode_contract_source",
+        "metric_extraction_order",
+        "metric_source",
+        "metric_invariants",
+        "bridged",
+        "schema_mode",
+    },
+    "schema": {
+        "present",
+        "path",
+        "errors",
+        "objective",
+        "mutable_args",
+        "comparison_budget_args",
+        "preferred_targets",
+        "bridged_metrics",
+        "budget_mismatches",
+    },
     "search_space": {"suggested"},
     "summary": {"editable", "unresolved", "allowed"},
     "trust": {"allowed_edit_paths", "allowed_create_patterns", "preferred_targets", "train_script", "local_modules"},
-}  # fmt: skip
+}
 TOP = {*SECTIONS, "admission_errors", "fixed_budget", "importer_version", "recipe_args", "source_sha256", "unresolved"}
 BUDGET_FIELDS = {"num_clients", "min_clients", "num_rounds"}
 ADMISSION_CODES = {
-    "AUTOFL_UNSUPPORTED_JOB", "AUTOFL_EMPTY_FIXED_BUDGET", "AUTOFL_UNRESOLVED_SAFETY_FIELD",
-    "AUTOFL_METRIC_NOT_DECLARED", "AUTOFL_METRIC_DIRECTION_CONFLICT", "AUTOFL_INVALID_BASE_ARGS",
+    "AUTOFL_UNSUPPORTED_JOB",
+    "AUTOFL_EMPTY_FIXED_BUDGET",
+    "AUTOFL_UNRESOLVED_SAFETY_FIELD",
+    "AUTOFL_METRIC_NOT_DECLARED",
+    "AUTOFL_METRIC_DIRECTION_CONFLICT",
+    "AUTOFL_INVALID_BASE_ARGS",
     "AUTOFL_INVALID_MUTATION_SCHEMA",
-    "AUTOFL_BUDGET_ARGUMENT_CONFLICT", "AUTOFL_SCHEMA_BUDGET_MISMATCH", "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED",
-}  # fmt: skip
+    "AUTOFL_BUDGET_ARGUMENT_CONFLICT",
+    "AUTOFL_SCHEMA_BUDGET_MISMATCH",
+    "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED",
+}
 VALUE_CONFIDENCE = {"high", "medium", "unresolved"}
 BUDGET_CONFIDENCE = VALUE_CONFIDENCE | {"pinned", "not_applicable"}
 
@@ -115,8 +150,11 @@ def test_summary_agrees_with_what_it_summarizes(imported):
     assert summary["unresolved"] == [item["field"] for item in config["unresolved"]]
     assert set(summary["allowed"]) <= {item["flag"] for item in config["search_space"]["suggested"]}
     for item in config["search_space"]["suggested"]:
-        assert {"flag", "dest", "type", "default"} <= set(item) <= {"flag", "dest", "type", "default", "choices",
-                                                                      "min", "max"}
+        assert (
+            {"flag", "dest", "type", "default"}
+            <= set(item)
+            <= {"flag", "dest", "type", "default", "choices", "min", "max"}
+        )
     assert config["source_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert config["job"]["path"] == "job.py"
     if config["objective"]["mode"] not in ("max", "min"):  # an unknown direction is never admitted
@@ -134,25 +172,47 @@ SITE_TARGETS = (1, "high", "FedJob.to(..., site) targets")
 @pytest.mark.parametrize(
     ("body", "rounds", "min_clients", "clients"),
     [
-        ("job = FedJob(name='j')\njob.to(FedAvg(num_clients=2, num_rounds=3), 'server')\n" + TO_SITE_1
-         + "job.simulator_run('/tmp/w')\n",
-         (3, "high", "FedAvg(num_rounds=...)"), (2, "high", "FedAvg(num_clients=...)"), SITE_TARGETS),
-        ("job = FedJob(name='j', min_clients=3)\njob.to(FedAvg(), 'server')\n" + TO_SITE_1
-         + "job.simulator_run('/tmp/w')\n",
-         (5, "medium", "FedAvg default"), (3, "high", "FedJob(min_clients=...)"), SITE_TARGETS),
-        ("job = FedJob(name='j')\n" + TO_SITE_1 + "job.simulator_run('/tmp/w')\n",
-         (None, "unresolved", "FedJob"), (1, "medium", "FedJob default"), SITE_TARGETS),
-        ("job = FedJob(name='j')\njob.to(FedAvg(num_rounds=3), 'server')\n" + TO_SITE_1
-         + "job.simulator_run('/tmp/w', clients=['a', 'b'])\n",
-         (3, "high", "FedAvg(num_rounds=...)"), (1, "medium", "FedJob default"),
-         (2, "medium", "simulator_run(clients=[...])")),
-        ("job = FedJob(name='j')\njob.to(FedAvg(num_rounds=3), 'server')\n" + TO_SITE_1
-         + "job.simulator_run('/tmp/w', clients=['a', 'b'], n_clients=2)\n",
-         (3, "high", "FedAvg(num_rounds=...)"), (1, "medium", "FedJob default"),
-         (None, "unresolved", "simulator_run(...)")),
+        (
+            "job = FedJob(name='j')\njob.to(FedAvg(num_clients=2, num_rounds=3), 'server')\n"
+            + TO_SITE_1
+            + "job.simulator_run('/tmp/w')\n",
+            (3, "high", "FedAvg(num_rounds=...)"),
+            (2, "high", "FedAvg(num_clients=...)"),
+            SITE_TARGETS,
+        ),
+        (
+            "job = FedJob(name='j', min_clients=3)\njob.to(FedAvg(), 'server')\n"
+            + TO_SITE_1
+            + "job.simulator_run('/tmp/w')\n",
+            (5, "medium", "FedAvg default"),
+            (3, "high", "FedJob(min_clients=...)"),
+            SITE_TARGETS,
+        ),
+        (
+            "job = FedJob(name='j')\n" + TO_SITE_1 + "job.simulator_run('/tmp/w')\n",
+            (None, "unresolved", "FedJob"),
+            (1, "medium", "FedJob default"),
+            SITE_TARGETS,
+        ),
+        (
+            "job = FedJob(name='j')\njob.to(FedAvg(num_rounds=3), 'server')\n"
+            + TO_SITE_1
+            + "job.simulator_run('/tmp/w', clients=['a', 'b'])\n",
+            (3, "high", "FedAvg(num_rounds=...)"),
+            (1, "medium", "FedJob default"),
+            (2, "medium", "simulator_run(clients=[...])"),
+        ),
+        (
+            "job = FedJob(name='j')\njob.to(FedAvg(num_rounds=3), 'server')\n"
+            + TO_SITE_1
+            + "job.simulator_run('/tmp/w', clients=['a', 'b'], n_clients=2)\n",
+            (3, "high", "FedAvg(num_rounds=...)"),
+            (1, "medium", "FedJob default"),
+            (None, "unresolved", "simulator_run(...)"),
+        ),
     ],
     ids=["controller", "fedavg-default", "no-controller", "clients-list", "clients-and-n-clients"],
-)  # fmt: skip
+)
 def test_fedjob_budget_values_and_sources(body, rounds, min_clients, clients):
     """Contract "Fixed training budget": for a FedJob, the controller or FedJob(min_clients=), documented
     defaults, unresolved without one; simulator_run(clients=) replaces the sites, and n_clients= with it fails."""

@@ -27,10 +27,12 @@ def lone_copy(tmp_path, repo_root):
     skills = tmp_path / "skills"
     for name in ("nvflare-diagnose-job", "nvflare-autofl"):
         shutil.copytree(repo_root / "skills" / name, skills / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(repo_root / "examples" / "hello-numpy", tmp_path / "job", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        repo_root / "examples" / "hello-numpy", tmp_path / "job", ignore=shutil.ignore_patterns("__pycache__")
+    )
     (tmp_path / "job" / "results.tsv").write_text("")
     (tmp_path / "client.log").write_text(
-        "Traceback (most recent call last):\n  File \"client.py\", line 3, in <module>\n"
+        'Traceback (most recent call last):\n  File "client.py", line 3, in <module>\n'
         "ModuleNotFoundError: No module named 'not_a_real_module'\n"
     )
     return tmp_path
@@ -48,8 +50,18 @@ def test_read_only_cli_writes_nothing_even_without_the_bytecode_variable(lone_co
     script, args = CASES[name]
     before = _tree_digest(lone_copy)
     done = subprocess.run(
-        [python_exe, "-I", "-c", AUDIT_WRAPPER, str(lone_copy / "skills" / script), *(str(lone_copy / a) for a in args)],
-        cwd=lone_copy, capture_output=True, text=True, timeout=120,
+        [
+            python_exe,
+            "-I",
+            "-c",
+            AUDIT_WRAPPER,
+            str(lone_copy / "skills" / script),
+            *(str(lone_copy / a) for a in args),
+        ],
+        cwd=lone_copy,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     json.loads(done.stdout)  # it did its job: one JSON document

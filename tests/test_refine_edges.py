@@ -64,11 +64,17 @@ def test_a_suspicious_line_never_resolves_a_row():
 
 def test_superseded_and_mode_filtered_rows_keep_their_hits_and_reasons():
     transfer = CATALOG.row("TRANSFER_PROGRESS_TIMEOUT")
-    an = analyse(("server.log", "server", [
-        log("ERROR", "round 3 timed out waiting for site-2"),
-        log("INFO", "streaming progress: sent 512 MB of 900 MB"),
-        log("ERROR", "TypeError: NumpyFedAvgRecipe.__init__() got an unexpected keyword argument 'rounds'"),
-    ]))  # fmt: skip
+    an = analyse(
+        (
+            "server.log",
+            "server",
+            [
+                log("ERROR", "round 3 timed out waiting for site-2"),
+                log("INFO", "streaming progress: sent 512 MB of 900 MB"),
+                log("ERROR", "TypeError: NumpyFedAvgRecipe.__init__() got an unexpected keyword argument 'rounds'"),
+            ],
+        )
+    )
     assert an.primary.row.id == "TRANSFER_PROGRESS_TIMEOUT"
     assert demoted(an) == [
         ("ROUND_TIMEOUT", f"superseded by TRANSFER_PROGRESS_TIMEOUT: {transfer.title.lower()}", 1),

@@ -94,8 +94,13 @@ def test_script_loads_its_own_copy_never_a_decoy(script, how, lone_copy, python_
     copy, packages, decoys = lone_copy(script)
     records = tmp_path / "records"
     records.mkdir()
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "ISOLATION_RECORD_DIR": str(records),
-           "PYTHONPATH": str(decoys), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "ISOLATION_RECORD_DIR": str(records),
+        "PYTHONPATH": str(decoys),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     if how == "pythonpath":
         argv = [python_exe, str(copy), "--help"]
     else:

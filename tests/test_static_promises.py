@@ -13,15 +13,39 @@ REPO = Path(__file__).resolve().parents[1]
 PRODUCT_FILES = sorted(
     path for folder in ("skills", "shared") for path in (REPO / folder).rglob("*.py") if "__pycache__" not in path.parts
 )
-NETWORK_MODULES = {"socket", "ssl", "http", "urllib.request", "ftplib", "smtplib", "telnetlib", "requests",
-                   "httpx", "aiohttp", "xmlrpc", "socketserver"}
+NETWORK_MODULES = {
+    "socket",
+    "ssl",
+    "http",
+    "urllib.request",
+    "ftplib",
+    "smtplib",
+    "telnetlib",
+    "requests",
+    "httpx",
+    "aiohttp",
+    "xmlrpc",
+    "socketserver",
+}
 SHELL_CALLS = {("os", "system"), ("os", "popen"), ("subprocess", "getoutput"), ("subprocess", "getstatusoutput")}
 CODE_EXEC = {"eval", "exec"}
 # The one reviewed exception: the trial network-isolation launcher opens a datagram socket only to ioctl the
 # loopback interface up inside the new namespace; it never connects, sends or listens (checked below).
 NETWORK_EXEMPT = {"skills/nvflare-autofl/scripts/autofl_core/netns.py": {"imports socket"}}
-TRAFFIC_CALLS = {"connect", "connect_ex", "send", "sendto", "sendall", "bind", "listen", "accept",
-                 "create_connection", "create_server", "getaddrinfo", "gethostbyname"}
+TRAFFIC_CALLS = {
+    "connect",
+    "connect_ex",
+    "send",
+    "sendto",
+    "sendall",
+    "bind",
+    "listen",
+    "accept",
+    "create_connection",
+    "create_server",
+    "getaddrinfo",
+    "gethostbyname",
+}
 
 
 def _violations(tree: ast.AST) -> list[str]:
@@ -43,7 +67,11 @@ def _is_network(module: str) -> bool:
 def _call_violations(node: ast.Call) -> list[str]:
     found = []
     func = node.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and (func.value.id, func.attr) in SHELL_CALLS:
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and (func.value.id, func.attr) in SHELL_CALLS
+    ):
         found.append(f"calls {func.value.id}.{func.attr} (a shell string)")
     if isinstance(func, ast.Name) and func.id in CODE_EXEC:
         found.append(f"calls {func.id}()")
@@ -55,14 +83,28 @@ def _call_violations(node: ast.Call) -> list[str]:
 
 def test_the_scan_covers_both_skills_and_the_shared_tools():
     names = {path.name for path in PRODUCT_FILES}
-    assert {"diagnose_job.py", "campaign_guard.py", "job_importer.py", "processes.py", "collect.py",
-            "package_skills.py"} <= names
+    assert {
+        "diagnose_job.py",
+        "campaign_guard.py",
+        "job_importer.py",
+        "processes.py",
+        "collect.py",
+        "package_skills.py",
+    } <= names
 
 
 @pytest.mark.parametrize(
     "source",
-    ["import socket", "from urllib.request import urlopen", "import http.client", "os.system('ls')",
-     "subprocess.run(cmd, shell=True)", "os.popen('ls')", "eval(text)", "subprocess.getoutput('ls')"],
+    [
+        "import socket",
+        "from urllib.request import urlopen",
+        "import http.client",
+        "os.system('ls')",
+        "subprocess.run(cmd, shell=True)",
+        "os.popen('ls')",
+        "eval(text)",
+        "subprocess.getoutput('ls')",
+    ],
 )
 def test_the_scan_catches_each_kind_of_violation(source):
     assert _violations(ast.parse(source))

@@ -39,7 +39,9 @@ def main():
         accuracy = float(np.mean(((x @ w) > 0) == (y > 0.5)))
         print(f"site={site} round={received.current_round} accuracy={accuracy:.4f}")
         w = gradient_steps(w, x, y, args.lr, args.local_steps)
-        flare.send(FLModel(params={"numpy_key": w}, metrics={"accuracy": accuracy}, meta={"NUM_STEPS_CURRENT_ROUND": len(y)}))
+        flare.send(
+            FLModel(params={"numpy_key": w}, metrics={"accuracy": accuracy}, meta={"NUM_STEPS_CURRENT_ROUND": len(y)})
+        )
 
 
 if __name__ == "__main__":

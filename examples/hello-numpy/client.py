@@ -63,7 +63,9 @@ def main():
         acc = accuracy(w, x, y)
         print(f"site={site} round={model.current_round} accuracy={acc:.4f}")
         w = train(w, x, y, args.lr, args.local_steps, round_rng(args.seed, site, model.current_round))
-        flare.send(FLModel(params={"numpy_key": w}, metrics={"accuracy": acc}, meta={"NUM_STEPS_CURRENT_ROUND": len(y)}))
+        flare.send(
+            FLModel(params={"numpy_key": w}, metrics={"accuracy": acc}, meta={"NUM_STEPS_CURRENT_ROUND": len(y)})
+        )
 
 
 if __name__ == "__main__":

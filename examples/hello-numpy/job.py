@@ -36,7 +36,8 @@ def main():
         min_clients=args.n_clients,
         num_rounds=args.num_rounds,
         train_script="client.py",
-        train_args=f"--lr {args.lr} --local_steps {args.local_steps}" + (f" --seed {args.seed}" if args.seed is not None else ""),
+        train_args=f"--lr {args.lr} --local_steps {args.local_steps}"
+        + (f" --seed {args.seed}" if args.seed is not None else ""),
         key_metric="accuracy",
     )
     if args.export:

@@ -42,16 +42,32 @@ UNREVIEWED = "unreviewed"
 MIN_LETTERS = 4
 SCOPE = {
     "recipes": ("recipe/*", "*/recipes/*"),
-    "job_config": ("job_config/*", "apis/job_def.py", "apis/utils/job_utils.py", "fuel/utils/job_utils.py",
-                   "private/fed/server/job_meta_validator.py"),
+    "job_config": (
+        "job_config/*",
+        "apis/job_def.py",
+        "apis/utils/job_utils.py",
+        "fuel/utils/job_utils.py",
+        "private/fed/server/job_meta_validator.py",
+    ),
     "simulator": ("private/fed/app/simulator/*", "private/fed/simulator/*"),
     "client_api": ("client/*",),
-    "config_loading": ("fuel/utils/config*.py", "fuel/utils/json_config_loader.py", "fuel/utils/json_scanner.py",
-                       "fuel/utils/wfconf.py", "fuel/utils/component_builder.py", "fuel/utils/class_utils.py",
-                       "fuel/utils/class_loader.py", "fuel/utils/validation_utils.py", "fuel/utils/argument_utils.py",
-                       "fuel/utils/import_utils.py", "private/json_configer.py", "private/fed_json_config.py",
-                       "private/fed/app/fl_conf.py", "private/fed/client/client_json_config.py",
-                       "private/fed/server/server_json_config.py"),
+    "config_loading": (
+        "fuel/utils/config*.py",
+        "fuel/utils/json_config_loader.py",
+        "fuel/utils/json_scanner.py",
+        "fuel/utils/wfconf.py",
+        "fuel/utils/component_builder.py",
+        "fuel/utils/class_utils.py",
+        "fuel/utils/class_loader.py",
+        "fuel/utils/validation_utils.py",
+        "fuel/utils/argument_utils.py",
+        "fuel/utils/import_utils.py",
+        "private/json_configer.py",
+        "private/fed_json_config.py",
+        "private/fed/app/fl_conf.py",
+        "private/fed/client/client_json_config.py",
+        "private/fed/server/server_json_config.py",
+    ),
     "provisioning": ("lighter/*",),
     "admin_cli": ("tool/*", "cli.py", "cli_exception.py", "fuel/flare_api/*"),
 }
@@ -213,19 +229,29 @@ def compare(extracted: list[Message], mapping: dict, rows: list[str]) -> Diff:
 
 # First matching rule wins; then the area's default. Only a starting point for the human review.
 SUGGESTIONS = (
-    (r"Simulation failed with return code|^Failed to submit job via|^Error processing config file|^Config error in "
-     r"|^runtime error encountered|^failed to receive task", "wrapper"),
+    (
+        r"Simulation failed with return code|^Failed to submit job via|^Error processing config file|^Config error in "
+        r"|^runtime error encountered|^failed to receive task",
+        "wrapper",
+    ),
     (r"not authori[sz]ed|ComponentNotAuthorized|allow[_ ]list", "COMPONENT_NOT_AUTHORIZED"),
     (r"not authenticated|startup kit|certificate|\bcert\b|CA state|rootCA", "AUTH_FAILURE"),
     (r"expired", "STARTUP_KIT_EXPIRED"),
-    (r"cannot connect|could not connect|not connected|no reply|no HELLO|did not (stop|restart|finish) within"
-     r"|within .*timeout|timed? ?out", "PEER_GONE_OR_TIMEOUT"),
+    (
+        r"cannot connect|could not connect|not connected|no reply|no HELLO|did not (stop|restart|finish) within"
+        r"|within .*timeout|timed? ?out",
+        "PEER_GONE_OR_TIMEOUT",
+    ),
     (r"gpu.*not available|GPUs are", "RESOURCE_EXCEEDS_HOST_CAPACITY"),
-    (r"not installed|pip install|Can't import|[Cc]annot find (component )?class|Can't load class|no attribute",
-     "IMPORT_ERROR"),
+    (
+        r"not installed|pip install|Can't import|[Cc]annot find (component )?class|Can't load class|no attribute",
+        "IMPORT_ERROR",
+    ),
     (r"deploy_map|not existing for job|config is missing|legacy job format", "PACKAGE_EXPORT_ERROR"),
-    (r"internal error|protocol error|this is a bug|unreachable|^Unexpected|failed to return|^missing .* from",
-     "internal"),
+    (
+        r"internal error|protocol error|this is a bug|unreachable|^Unexpected|failed to return|^missing .* from",
+        "internal",
+    ),
 )
 AREA_DEFAULTS = {
     "recipes": "SIMULATION_CONFIG_ERROR",
@@ -330,8 +356,11 @@ def main(argv: list[str] | None = None) -> int:
         _atomic_write(MAPPING, text)
     diff = compare(extracted, load_mapping(), rows)
     _print_diff(diff)
-    print(f"{len(extracted)} templates from nvflare {installed_version(root)}; "
-          f"{len(diff.new)} new, {len(diff.vanished)} vanished, {len(diff.unreviewed)} unreviewed", file=sys.stderr)
+    print(
+        f"{len(extracted)} templates from nvflare {installed_version(root)}; "
+        f"{len(diff.new)} new, {len(diff.vanished)} vanished, {len(diff.unreviewed)} unreviewed",
+        file=sys.stderr,
+    )
     return 0 if diff.clean else 1
 
 

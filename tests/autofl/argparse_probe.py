@@ -34,10 +34,16 @@ def probe(job: str, argv: list[str]) -> dict:
         argparse.ArgumentParser.parse_args, argparse.ArgumentParser.parse_known_args = originals
     parser = seen["parser"]
     actions = [
-        {"options": a.option_strings, "dest": a.dest, "default": a.default, "choices": a.choices,
-         "takes_value": a.nargs != 0}
-        for a in parser._actions if a.option_strings and a.dest != "help"
-    ]  # fmt: skip
+        {
+            "options": a.option_strings,
+            "dest": a.dest,
+            "default": a.default,
+            "choices": a.choices,
+            "takes_value": a.nargs != 0,
+        }
+        for a in parser._actions
+        if a.option_strings and a.dest != "help"
+    ]
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             values = vars(parser.parse_args(argv))

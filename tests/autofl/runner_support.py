@@ -48,8 +48,15 @@ def initialized_standin(tmp_path: Path, *initialize_args: str) -> Path:
     return workspace
 
 
-def run_cli(workspace: Path, action: str, *args: str, python: str | None = None, env: dict | None = None,
-            timeout: float = 300, job: str = "job.py") -> Done:  # fmt: skip
+def run_cli(
+    workspace: Path,
+    action: str,
+    *args: str,
+    python: str | None = None,
+    env: dict | None = None,
+    timeout: float = 300,
+    job: str = "job.py",
+) -> Done:
     """The runner as a subprocess; documents are schema-checked after every action that printed an envelope."""
     command = [python or sys.executable, str(RUNNER), action, str(workspace / job), *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=workspace)

@@ -16,8 +16,9 @@ LEDGER = REPO / "tests" / "fixtures" / "autofl_ledgers" / "continue.tsv"  # metr
 
 
 def run_script(python_exe: str, script: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([python_exe, str(SCRIPTS / script), *map(str, args)], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    return subprocess.run(
+        [python_exe, str(SCRIPTS / script), *map(str, args)], capture_output=True, text=True, timeout=120
+    )
 
 
 # ---- --base-args values that start with "-" -------------------------------------------------------------------
@@ -67,7 +68,7 @@ def test_forwarded_options_do_not_count_for_a_client_without_argparse():
 
 
 # ---- argparse inside a class -------------------------------------------------------------------------------------
-CLASS_PARSER = '''import argparse
+CLASS_PARSER = """import argparse
 from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe
 from nvflare.recipe import SimEnv
 
@@ -83,7 +84,7 @@ class Config:
 cfg = Config()
 recipe = FedAvgRecipe(min_clients=cfg.args.n_clients, num_rounds=cfg.args.num_rounds, train_script="client.py")
 recipe.execute(SimEnv(num_clients=cfg.args.n_clients))
-'''
+"""
 
 
 def test_argparse_inside_a_class_gets_an_accurate_reason():
@@ -100,10 +101,19 @@ def test_argparse_inside_a_class_gets_an_accurate_reason():
 # ---- --mode against an obvious metric name -----------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("metric", "mode", "warns"),
-    [("accuracy", "min", True), ("val_auc", "min", True), ("accuracy", "max", False), ("loss", "min", False),
-     ("val_loss", "max", True), ("top1_error", "min", False), ("neg_loss", "max", False), ("score", "min", False),
-     (None, "min", False), ("accuracy", None, False)],
-)  # fmt: skip
+    [
+        ("accuracy", "min", True),
+        ("val_auc", "min", True),
+        ("accuracy", "max", False),
+        ("loss", "min", False),
+        ("val_loss", "max", True),
+        ("top1_error", "min", False),
+        ("neg_loss", "max", False),
+        ("score", "min", False),
+        (None, "min", False),
+        ("accuracy", None, False),
+    ],
+)
 def test_direction_warning_rule(metric, mode, warns):
     warning = direction_warning(metric, mode)
     assert (warning is not None) == warns
@@ -147,7 +157,7 @@ READS = "os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/tmp/w')"
         ("'/tmp/w'", "workspace=os.environ.get('OTHER', '/tmp/w')", [], False),
         ("'/tmp/w'", "", [], False),
     ],
-)  # fmt: skip
+)
 def test_fedjob_workspace_must_read_the_simulator_root_variable(default, workspace, base_args, isolated):
     config = api.import_source(FEDJOB.format(default=default, workspace=workspace), base_args=base_args)
     codes = [e["code"] for e in config["admission_errors"]]
@@ -169,8 +179,14 @@ def test_fedjob_fixtures_and_example_both_variants():
     example = api.import_job(REPO / "examples" / "fedjob-numpy" / "job.py")
     assert example["admission_errors"] == []
     assert {f: example["fixed_budget"][f]["value"] for f in ("num_clients", "min_clients", "num_rounds")} == {
-        "num_clients": 2, "min_clients": 2, "num_rounds": 3}  # fmt: skip
-    assert example["objective"]["job_key_metric"] == "accuracy" and example["summary"]["allowed"] == ["--lr", "--local_steps"]
+        "num_clients": 2,
+        "min_clients": 2,
+        "num_rounds": 3,
+    }
+    assert example["objective"]["job_key_metric"] == "accuracy" and example["summary"]["allowed"] == [
+        "--lr",
+        "--local_steps",
+    ]
 
 
 def test_recipes_with_simenv_need_no_workspace_check():

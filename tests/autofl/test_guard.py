@@ -28,7 +28,10 @@ def discards(n, score=0.7, **extra):
 
 def state_of(rows, *, stop=(), pending=0, ready=0, **settings):
     return guard.compute_state(
-        rows, guard.GuardSettings(**settings), stop_files_present=list(stop), pending_manifests=pending,
+        rows,
+        guard.GuardSettings(**settings),
+        stop_files_present=list(stop),
+        pending_manifests=pending,
         ready_manifests=ready,
     )
 
@@ -41,8 +44,15 @@ def decision(state):
 
 
 def test_attempts_exclude_baseline_literature_and_infrastructure_retry():
-    rows = [base(), row("infrastructure_retry"), row("literature", lit="lit-0001"), row("keep", 0.9),
-            row("discard", 0.85), row("crash"), row("infrastructure_retry")]
+    rows = [
+        base(),
+        row("infrastructure_retry"),
+        row("literature", lit="lit-0001"),
+        row("keep", 0.9),
+        row("discard", 0.85),
+        row("crash"),
+        row("infrastructure_retry"),
+    ]
     state = state_of(rows, max_candidates=5)
     assert state["candidate_attempts"] == 3
     assert state["scored_attempts"] == 2
@@ -183,7 +193,11 @@ def test_row6_incomplete_batch_labelled():
     assert decision(state) == ("continue", "literature_exploration_batch", "develop_literature_batch", False)
     assert state["required_exploration"] == "source_backed_exploration"
     assert state["exploration_batch"] == {
-        "literature_event_id": "lit-0001", "event_index": 1, "required": 3, "completed": 1, "completion_index": None,
+        "literature_event_id": "lit-0001",
+        "event_index": 1,
+        "required": 3,
+        "completed": 1,
+        "completion_index": None,
     }
     text = state["agent_instruction"]
     assert text.startswith(NO_FINAL)
@@ -225,7 +239,9 @@ def test_row7_no_family_stall_cases(tail):
 
 def test_row7_crashes_do_not_hide_a_family_stall_and_limit_zero_disables():
     rows = [base(), row("literature", lit="lit-0001")] + discards(3, kind="source_edit")
-    rows += discards(3, kind="argument_only", family="lr") + [row("crash")] + discards(3, kind="argument_only", family="lr")
+    rows += (
+        discards(3, kind="argument_only", family="lr") + [row("crash")] + discards(3, kind="argument_only", family="lr")
+    )
     assert state_of(rows)["reason"] == "family_repeat_limit", "the window holds the last scored attempts"
     assert state_of(rows, family_repeat_limit=0)["reason"] == "continue"
 
@@ -260,9 +276,14 @@ def test_row9_continue():
 
 def test_instruction_prefix_matches_final_flag_for_every_reason():
     scenarios = [
-        state_of([base()], stop=["S"], pending=1), state_of([base()], stop=["S"]), state_of([base()], pending=1),
-        state_of([base(), row("crash")], max_candidates=1), state_of([base()] + [row("crash")] * 6),
-        state_of([base(), row("literature", lit="lit-0001")]), state_of([base()] + discards(8)), state_of([base()]),
+        state_of([base()], stop=["S"], pending=1),
+        state_of([base()], stop=["S"]),
+        state_of([base()], pending=1),
+        state_of([base(), row("crash")], max_candidates=1),
+        state_of([base()] + [row("crash")] * 6),
+        state_of([base(), row("literature", lit="lit-0001")]),
+        state_of([base()] + discards(8)),
+        state_of([base()]),
     ]
     for state in scenarios:
         assert state["agent_instruction"].startswith(NO_FINAL) is (not state["final_response_allowed"]), state["reason"]
@@ -344,7 +365,11 @@ def test_labelled_attempts_link_across_later_events():
     state = state_of(rows)
     assert state["reason"] == "continue"
     assert state["exploration_batch"] == {
-        "literature_event_id": "lit-0002", "event_index": 2, "required": 3, "completed": 3, "completion_index": 8,
+        "literature_event_id": "lit-0002",
+        "event_index": 2,
+        "required": 3,
+        "completed": 3,
+        "completion_index": 8,
     }
     assert state["plateau"]["last_batch_completion_index"] == 8
 
@@ -393,9 +418,17 @@ def test_unlabelled_literature_event_instruction():
 
 @pytest.mark.parametrize(
     "settings",
-    [{"mode": "up"}, {"max_candidates": 0}, {"plateau_threshold": 0}, {"plateau_min_delta": -1},
-     {"plateau_min_delta": float("nan")}, {"hard_crash_threshold": -1}, {"exploration_batch_size": 1.5},
-     {"family_repeat_limit": True}, {"unknown": 1}],
+    [
+        {"mode": "up"},
+        {"max_candidates": 0},
+        {"plateau_threshold": 0},
+        {"plateau_min_delta": -1},
+        {"plateau_min_delta": float("nan")},
+        {"hard_crash_threshold": -1},
+        {"exploration_batch_size": 1.5},
+        {"family_repeat_limit": True},
+        {"unknown": 1},
+    ],
 )
 def test_invalid_settings_raise(settings):
     with pytest.raises(ValueError):
@@ -414,8 +447,14 @@ def test_with_runner_fields_merges_and_counts_abandoned():
     view = guard.with_runner_fields(state, results="/w/results.tsv", mode="max", updated_at="2026-01-01T00:00:00Z")
     assert view["results"] == "/w/results.tsv" and view["mode"] == "max" and "best_candidate" not in view
     full = guard.with_runner_fields(
-        state, results="/w/results.tsv", mode="max", updated_at="t", abandoned_candidates=2, best_candidate="baseline",
-        best_source_sha256="0" * 64, pending_candidate_manifest=None,
+        state,
+        results="/w/results.tsv",
+        mode="max",
+        updated_at="t",
+        abandoned_candidates=2,
+        best_candidate="baseline",
+        best_source_sha256="0" * 64,
+        pending_candidate_manifest=None,
     )
     assert full["abandoned_candidates"] == 2 and "(2 so far)" in full["accounting_instruction"]
     assert state["accounting_instruction"] != full["accounting_instruction"]
@@ -444,7 +483,9 @@ def test_state_is_linear_in_literature_events():
     started = time.perf_counter()
     state = state_of(rows)
     assert time.perf_counter() - started < 2.0
-    assert state["exploration_batch"]["literature_event_id"] == "lit-0000" and state["exploration_batch"]["completed"] == 1
+    assert (
+        state["exploration_batch"]["literature_event_id"] == "lit-0000" and state["exploration_batch"]["completed"] == 1
+    )
 
 
 def test_differs_beyond_timestamp():

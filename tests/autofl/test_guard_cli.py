@@ -33,7 +33,11 @@ def script(repo_root):
 
 def run_guard(python_exe, script, *args, cwd=None, env=None):
     return subprocess.run(
-        [python_exe, script, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env or _clean_env(),
+        [python_exe, script, *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env or _clean_env(),
         timeout=60,
     )
 
@@ -43,7 +47,13 @@ ROWS = [
     {"status": "discard", "name": "a1", "score": 0.78, "candidate_kind": "argument_only", "algorithm_family": "lr"},
     {"status": "keep", "name": "a2", "score": 0.83, "candidate_kind": "argument_only", "algorithm_family": "lr"},
     {"status": "literature", "name": "fedprox", "literature_event_id": "lit-0001", "algorithm_family": "fedprox"},
-    {"status": "discard", "name": "s1", "score": 0.82, "candidate_kind": "source_edit", "literature_event_id": "lit-0001"},
+    {
+        "status": "discard",
+        "name": "s1",
+        "score": 0.82,
+        "candidate_kind": "source_edit",
+        "literature_event_id": "lit-0001",
+    },
     {"status": "crash", "name": "s2", "candidate_kind": "source_edit", "failure_reason": "exit_code=1"},
     {"status": "infrastructure_retry", "name": "s3", "failure_reason": "sandbox"},
 ]
@@ -54,9 +64,18 @@ ROWS = [
     [
         ([], {}, 0, False),
         (["--max-candidates", "3"], {"max_candidates": 3}, 0, False),
-        (["--exploration-batch-size", "1", "--plateau-threshold", "2"], {"exploration_batch_size": 1, "plateau_threshold": 2}, 0, False),
-        (["--mode", "min", "--min-delta", "0.01", "--hard-crash-threshold", "1"],
-         {"mode": "min", "plateau_min_delta": 0.01, "hard_crash_threshold": 1}, 0, False),
+        (
+            ["--exploration-batch-size", "1", "--plateau-threshold", "2"],
+            {"exploration_batch_size": 1, "plateau_threshold": 2},
+            0,
+            False,
+        ),
+        (
+            ["--mode", "min", "--min-delta", "0.01", "--hard-crash-threshold", "1"],
+            {"mode": "min", "plateau_min_delta": 0.01, "hard_crash_threshold": 1},
+            0,
+            False,
+        ),
         (["--pending-manifests", "1", "--family-repeat-limit", "0"], {"family_repeat_limit": 0}, 1, False),
         (["--pending-manifests", "1"], {}, 1, True),
     ],
@@ -69,7 +88,9 @@ def test_cli_json_equals_compute_state(tmp_path, python_exe, script, flags, sett
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     expected = guard.compute_state(
-        ledger.read_rows(results), settings, stop_files_present=["STOP_AUTOFL"] if stop else [],
+        ledger.read_rows(results),
+        settings,
+        stop_files_present=["STOP_AUTOFL"] if stop else [],
         pending_manifests=pending,
     )
     assert printed.pop("results") == str(results)
@@ -203,7 +224,11 @@ def test_cli_never_writes(tmp_path, python_exe, script):
     for fmt in ("json", "text"):
         done = subprocess.run(
             [python_exe, "-c", AUDIT_WRAPPER, script, str(results), "--format", fmt, "--pending-manifests", "1"],
-            capture_output=True, text=True, env=_clean_env(PYTHONDONTWRITEBYTECODE=""), timeout=60, cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=_clean_env(PYTHONDONTWRITEBYTECODE=""),
+            timeout=60,
+            cwd=tmp_path,
         )
         assert done.returncode == 0, done.stderr
         audit = audit_events(done.stderr)
@@ -240,7 +265,9 @@ def test_audit_wrapper_detects_writes(tmp_path, python_exe):
     writer = tmp_path / "writer.py"
     writer.write_text("import pathlib, sys\npathlib.Path(sys.argv[1]).write_text('x')\n")
     done = subprocess.run(
-        [python_exe, "-c", AUDIT_WRAPPER, str(writer), str(tmp_path / "out.txt")], capture_output=True, text=True,
+        [python_exe, "-c", AUDIT_WRAPPER, str(writer), str(tmp_path / "out.txt")],
+        capture_output=True,
+        text=True,
         timeout=60,
     )
     audit = audit_events(done.stderr)

@@ -16,8 +16,14 @@ DECISION_KEYS = ("decision", "reason", "next_action", "final_response_allowed")
 def test_every_decision_table_reason_has_a_fixture():
     reasons = {case["expect"]["reason"] for case in CASES.values()}
     assert reasons == {
-        "manual_stop_pending_candidate", "manual_stop_file", "pending_candidates", "candidate_cap_exhausted",
-        "hard_repeated_crash_blocker", "literature_exploration_batch", "family_repeat_limit", "plateau_literature",
+        "manual_stop_pending_candidate",
+        "manual_stop_file",
+        "pending_candidates",
+        "candidate_cap_exhausted",
+        "hard_repeated_crash_blocker",
+        "literature_exploration_batch",
+        "family_repeat_limit",
+        "plateau_literature",
         "continue",
     }
 
@@ -31,8 +37,13 @@ def test_fixture_ledger_decision(name, tmp_path, python_exe, repo_root):
         (tmp_path / stop).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / stop).write_text("")
     script = repo_root / "skills" / "nvflare-autofl" / "scripts" / "campaign_guard.py"
-    done = subprocess.run([python_exe, str(script), str(results), *case["args"]], capture_output=True, text=True,
-                          timeout=60, env={"PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [python_exe, str(script), str(results), *case["args"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     assert {key: printed[key] for key in DECISION_KEYS} == case["expect"]
@@ -43,7 +54,9 @@ def test_fixture_ledger_decision(name, tmp_path, python_exe, repo_root):
         settings["max_candidates"] = int(args[args.index("--max-candidates") + 1])
     pending = int(args[args.index("--pending-manifests") + 1]) if "--pending-manifests" in args else 0
     state = guard.compute_state(
-        ledger.read_rows(results), settings, stop_files_present=guard_inputs.present_stop_files(tmp_path, None),
+        ledger.read_rows(results),
+        settings,
+        stop_files_present=guard_inputs.present_stop_files(tmp_path, None),
         pending_manifests=pending,
     )
     assert {key: state[key] for key in DECISION_KEYS} == case["expect"]

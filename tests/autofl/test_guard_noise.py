@@ -55,14 +55,29 @@ def test_replicate_rows_change_nothing_but_noise_on_random_ledgers():
 
 
 def test_noise_estimate_uses_the_best_and_its_replicates_only():
-    rows = [row("baseline", 0.80, name="baseline"), rep(0.70, of="baseline"), row("keep", 0.90, name="good"),
-            rep(0.91, of="good"), rep(0.88, of="good"), rep(0.5, of="other")]
+    rows = [
+        row("baseline", 0.80, name="baseline"),
+        rep(0.70, of="baseline"),
+        row("keep", 0.90, name="good"),
+        rep(0.91, of="good"),
+        rep(0.88, of="good"),
+        rep(0.5, of="other"),
+    ]
     noise = state_of(rows, noise_sigmas=2.0)["noise"]
     scores = [0.90, 0.91, 0.88]
     mean = sum(scores) / 3
     stdev = math.sqrt(sum((x - mean) ** 2 for x in scores) / 2)
-    assert noise == {"replicates": 2, "of": "good", "mean": round(mean, 6), "stdev": round(stdev, 6), "min": 0.88,
-                     "max": 0.91, "margin": round(2 * stdev, 6), "sigmas": 2.0, "applied": True}
+    assert noise == {
+        "replicates": 2,
+        "of": "good",
+        "mean": round(mean, 6),
+        "stdev": round(stdev, 6),
+        "min": 0.88,
+        "max": 0.91,
+        "margin": round(2 * stdev, 6),
+        "sigmas": 2.0,
+        "applied": True,
+    }
 
 
 def test_margin_is_at_least_the_plateau_min_delta_and_needs_three_scores():
@@ -98,19 +113,28 @@ def test_noise_sigmas_is_validated():
         guard.GuardSettings(noise_sigmas=float("nan"))
 
 
-@pytest.mark.parametrize(("score", "margin", "status"), [
-    (0.91, None, "keep"), (0.905, 0.004, "keep"), (0.904, 0.004, "discard"), (0.9035, 0.004, "discard"),
-    (0.89, 0.004, "discard"), (0.9, None, "discard"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("score", "margin", "status"),
+    [
+        (0.91, None, "keep"),
+        (0.905, 0.004, "keep"),
+        (0.904, 0.004, "discard"),
+        (0.9035, 0.004, "discard"),
+        (0.89, 0.004, "discard"),
+        (0.9, None, "discard"),
+    ],
+)
 def test_keep_needs_a_gain_above_the_margin(score, margin, status):
     assert finalize.decide("success", score, best_score=0.9, mode="max", margin=margin) == status
 
 
 def test_within_noise_reason_names_delta_and_margin():
     assert finalize.within_noise(0.903, best_score=0.9, mode="max", margin=0.004) == (
-        "within noise (delta=+0.003000, margin=0.004000)")
+        "within noise (delta=+0.003000, margin=0.004000)"
+    )
     assert finalize.within_noise(0.297, best_score=0.3, mode="min", margin=0.004) == (
-        "within noise (delta=+0.003000, margin=0.004000)")
+        "within noise (delta=+0.003000, margin=0.004000)"
+    )
     assert finalize.within_noise(0.95, best_score=0.9, mode="max", margin=0.004) is None, "beyond the margin"
     assert finalize.within_noise(0.89, best_score=0.9, mode="max", margin=0.004) is None, "simply worse"
     assert finalize.within_noise(0.903, best_score=0.9, mode="max", margin=None) is None, "rule off"
@@ -133,8 +157,17 @@ def test_replicate_advice():
 
 
 def test_ledger_round_trips_replicate_rows():
-    text = ledger.format_ledger([{"status": "replicate", "name": "replicate_best_1", "score": 0.5,
-                                  "base_candidate": "best", "diff_summary": "replicate 1 of best; --seed 1"}])  # fmt: skip
+    text = ledger.format_ledger(
+        [
+            {
+                "status": "replicate",
+                "name": "replicate_best_1",
+                "score": 0.5,
+                "base_candidate": "best",
+                "diff_summary": "replicate 1 of best; --seed 1",
+            }
+        ]
+    )
     (parsed,) = ledger.parse(text)
     assert (parsed["status"], parsed["score"], parsed["base_candidate"]) == ("replicate", 0.5, "best")
 
@@ -153,14 +186,21 @@ def test_older_ledger_header_is_read_leniently_and_reported():
 
 
 def test_campaign_guard_cli_takes_noise_sigmas_and_shows_noise(tmp_path):
-    rows = [{"status": "baseline", "name": "baseline", "score": 0.8}, {"status": "keep", "name": "k", "score": 0.81},
-            {"status": "replicate", "name": "replicate_k_1", "score": 0.82, "base_candidate": "k"},
-            {"status": "replicate", "name": "replicate_k_2", "score": 0.80, "base_candidate": "k"}]  # fmt: skip
+    rows = [
+        {"status": "baseline", "name": "baseline", "score": 0.8},
+        {"status": "keep", "name": "k", "score": 0.81},
+        {"status": "replicate", "name": "replicate_k_1", "score": 0.82, "base_candidate": "k"},
+        {"status": "replicate", "name": "replicate_k_2", "score": 0.80, "base_candidate": "k"},
+    ]
     (tmp_path / "results.tsv").write_text(ledger.format_ledger(rows))
 
     def guard_cli(*args):
-        done = subprocess.run([sys.executable, str(GUARD), str(tmp_path / "results.tsv"), *args], capture_output=True,
-                              text=True, timeout=60)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, str(GUARD), str(tmp_path / "results.tsv"), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         return done.stdout
 
@@ -169,6 +209,10 @@ def test_campaign_guard_cli_takes_noise_sigmas_and_shows_noise(tmp_path):
     assert state["plateau"]["min_delta"] == 0.02 and state["candidate_attempts"] == 1
     text = guard_cli("--format", "text")
     assert "noise: 2 replicate(s) of k: mean 0.81, stdev 0.01" in text and "keep rule off" in text
-    bad = subprocess.run([sys.executable, str(GUARD), str(tmp_path / "results.tsv"), "--noise-sigmas", "-1"],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, str(GUARD), str(tmp_path / "results.tsv"), "--noise-sigmas", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "noise_sigmas" in bad.stderr and "Traceback" not in bad.stderr

@@ -68,13 +68,22 @@ def oracle(rows, s, stop_files, pending, ready):
         event_id = rows[event]["literature_event_id"] or None
         following = events[k + 1] if k + 1 < len(events) else len(rows)
         members = [
-            i for i in scored
-            if i > event and rows[i]["candidate_kind"] == "source_edit"
+            i
+            for i in scored
+            if i > event
+            and rows[i]["candidate_kind"] == "source_edit"
             and (rows[i]["literature_event_id"] == event_id if rows[i]["literature_event_id"] else i < following)
         ]
         done = len(members) >= size
-        batches.append({"literature_event_id": event_id, "event_index": event, "required": size,
-                        "completed": min(len(members), size), "completion_index": members[size - 1] if done else None})
+        batches.append(
+            {
+                "literature_event_id": event_id,
+                "event_index": event,
+                "required": size,
+                "completed": min(len(members), size),
+                "completion_index": members[size - 1] if done else None,
+            }
+        )
     batch = None
     if batches:
         batch = next((b for b in batches if b["completion_index"] is None), batches[-1])
@@ -83,7 +92,9 @@ def oracle(rows, s, stop_files, pending, ready):
     for i in retained:
         if _better(rows[i]["score"], rows[best]["score"] if best is not None else None, s["mode"], 0):
             best = i
-        if _better(rows[i]["score"], rows[anchor]["score"] if anchor is not None else None, s["mode"], s["plateau_min_delta"]):
+        if _better(
+            rows[i]["score"], rows[anchor]["score"] if anchor is not None else None, s["mode"], s["plateau_min_delta"]
+        ):
             anchor = i
     completions = [b["completion_index"] for b in batches if b["completion_index"] is not None]
     reset_candidates = [x for x in (anchor, max(completions) if completions else None) if x is not None]
@@ -92,13 +103,18 @@ def oracle(rows, s, stop_files, pending, ready):
     limit = s["family_repeat_limit"]
     window = scored[-limit:] if limit else []
     family = (
-        limit and events and len(window) == limit
+        limit
+        and events
+        and len(window) == limit
         and all(rows[i]["candidate_kind"] == "argument_only" for i in window)
-        and len({rows[i]["algorithm_family"] for i in window}) == 1 and rows[window[0]]["algorithm_family"] != ""
+        and len({rows[i]["algorithm_family"] for i in window}) == 1
+        and rows[window[0]]["algorithm_family"] != ""
     )
     threshold = s["hard_crash_threshold"]
-    crash_blocked = threshold > 0 and len(attempts) >= threshold and all(
-        rows[i]["status"] == "crash" for i in attempts[-threshold:]
+    crash_blocked = (
+        threshold > 0
+        and len(attempts) >= threshold
+        and all(rows[i]["status"] == "crash" for i in attempts[-threshold:])
     )
     plateau = anchor is not None and since >= s["plateau_threshold"]
     cap = s["max_candidates"]
@@ -141,8 +157,9 @@ def test_guard_matches_oracle_on_random_ledgers(seed):
         stop = ["STOP_AUTOFL"] if rng.random() < 0.1 else []
         pending, ready = (rng.random() < 0.1) * 1, (rng.random() < 0.05) * 1
         snapshot = copy.deepcopy(rows)
-        state = guard.compute_state(rows, settings, stop_files_present=stop, pending_manifests=pending,
-                                    ready_manifests=ready)
+        state = guard.compute_state(
+            rows, settings, stop_files_present=stop, pending_manifests=pending, ready_manifests=ready
+        )
         assert rows == snapshot, "compute_state must not mutate its input"
         expected = oracle(rows, settings, stop, pending, ready)
         got = {
@@ -155,4 +172,8 @@ def test_guard_matches_oracle_on_random_ledgers(seed):
             "scored_since_reset": state["plateau"]["scored_since_reset"],
             "best_scored_index": state["plateau"]["best_scored_index"],
         }
-        assert got == expected, (seed, settings, [(r["status"], r["score"], r["candidate_kind"], r["literature_event_id"]) for r in rows])
+        assert got == expected, (
+            seed,
+            settings,
+            [(r["status"], r["score"], r["candidate_kind"], r["literature_event_id"]) for r in rows],
+        )

@@ -27,8 +27,10 @@ def fedavg(client, lr, steps, seed, rounds=3):
     weights = np.zeros(client.NUM_FEATURES + 1)
     for current in range(rounds):
         accuracies = [client.accuracy(weights, x, y) for x, y in data]
-        weights = sum(client.train(weights, x, y, lr, steps, client.round_rng(seed, site, current))
-                      for site, (x, y) in zip(sites, data, strict=True)) / len(data)  # fmt: skip
+        weights = sum(
+            client.train(weights, x, y, lr, steps, client.round_rng(seed, site, current))
+            for site, (x, y) in zip(sites, data, strict=True)
+        ) / len(data)
     return sum(accuracies) / len(accuracies)
 
 

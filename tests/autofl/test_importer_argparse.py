@@ -41,9 +41,12 @@ def test_namespace_under_another_name_through_helpers_and_parameters():
 def test_namespace_passed_to_main_with_dest_set_defaults_and_typed_string_default():
     config = imported("main_args_param", base_args=["--clients", "3"])
     assert config["fixed_budget"]["num_clients"] == {
-        "confidence": "high", "flag": "--clients", "source": "SimEnv(num_clients=...)", "value": 3,
+        "confidence": "high",
+        "flag": "--clients",
+        "source": "SimEnv(num_clients=...)",
+        "value": 3,
         "depends_on": ["--clients"],
-    }  # fmt: skip
+    }
     assert config["fixed_budget"]["num_rounds"]["value"] == 4
     assert config["objective"]["job_key_metric"] == "accuracy"
     assert config["cli_flags"]["allow_abbrev"] is False
@@ -92,7 +95,9 @@ def test_short_aliases_equals_form_and_abbreviations(base_args, rounds, lr):
 
 def test_ambiguous_abbreviation_is_an_error():
     config = imported("short_aliases", base_args=["--n", "3"])
-    assert config["argparse"]["base_args_errors"] == ["ambiguous option --n could match --n_clients, --name, --num_rounds"]
+    assert config["argparse"]["base_args_errors"] == [
+        "ambiguous option --n could match --n_clients, --name, --num_rounds"
+    ]
 
 
 def test_abbreviation_refused_when_parser_disallows_it():
@@ -113,8 +118,12 @@ def test_boolean_optional_and_store_true():
     flags = api.cli_flags(config)
     assert ["--early-stop", "--no-early-stop"] in flags["groups"]
     assert flags["takes_value"] == {
-        "--early-stop": False, "--n_clients": True, "--no-early-stop": False, "--num_rounds": True, "--verbose": False,
-    }  # fmt: skip
+        "--early-stop": False,
+        "--n_clients": True,
+        "--no-early-stop": False,
+        "--num_rounds": True,
+        "--verbose": False,
+    }
     assert flags["name_flag"] is None
     assert recipe_arg(config, "stop_cond")["value"] == "accuracy >= 0.95"
     assert config["objective"]["mode_contract_source"] == "stop_cond"
@@ -130,8 +139,12 @@ def test_choices_are_recorded_and_enforced():
     suggested = {s["flag"]: s for s in config["search_space"]["suggested"]}
     assert suggested["--optimizer"]["choices"] == ["sgd", "adam"]
     assert suggested["--local_epochs"] == {
-        "choices": [1, 2, 4], "default": 1, "dest": "local_epochs", "flag": "--local_epochs", "type": "int",
-    }  # fmt: skip
+        "choices": [1, 2, 4],
+        "default": 1,
+        "dest": "local_epochs",
+        "flag": "--local_epochs",
+        "type": "int",
+    }
     bad = imported("choices", base_args=["--optimizer", "rmsprop"])
     assert "invalid choice 'rmsprop'" in bad["admission_errors"][0]["message"]
     typed = imported("choices", base_args=["--local_epochs", "two"])
@@ -210,8 +223,11 @@ def test_branch_on_store_true_selects_export():
 def test_fixed_budget_args_each_flag_once():
     assert api.fixed_budget_args(imported("hello_numpy")) == ["--n_clients", "2", "--num_rounds", "3"]
     assert api.fixed_budget_args(imported("hello_numpy", base_args=["--n_clients", "4"])) == [
-        "--n_clients", "4", "--num_rounds", "3",
-    ]  # fmt: skip
+        "--n_clients",
+        "4",
+        "--num_rounds",
+        "3",
+    ]
     derived = imported("branch_selection", base_args=["--algo", "scaffold"])
     # num_rounds=2 * args.num_rounds inside `if args.algo ...`, SimEnv inside `else:` of `if args.export`: every
     # option that decides a budget value is pinned (--export stays off, which needs no argument).
@@ -245,8 +261,9 @@ def test_canonical_option_respects_allow_abbrev_false():
 def test_parse_job_args_validates_types_and_choices():
     config = imported("choices")
     assert api.parse_job_args(config, ["--optimizer", "adam", "--local_epochs=2"]) == (
-        {"--optimizer": "adam", "--local_epochs": 2}, [],
-    )  # fmt: skip
+        {"--optimizer": "adam", "--local_epochs": 2},
+        [],
+    )
     assert api.parse_job_args(config, ["--local_epochs", "3"])[1] == [
         "invalid choice 3 for --local_epochs (choose from [1, 2, 4])"
     ]
@@ -265,6 +282,9 @@ def test_custom_type_flags_keep_raw_strings_with_medium_confidence():
     config = api.import_source(source, base_args=["--amp", "true"])
     assert config["admission_errors"] == []
     assert config["recipe_args"]["train_args"] == {
-        "confidence": "medium", "expr": "f'--amp {a.amp}'", "flags": ["--amp"], "value": "--amp true",
-    }  # fmt: skip
+        "confidence": "medium",
+        "expr": "f'--amp {a.amp}'",
+        "flags": ["--amp"],
+        "value": "--amp true",
+    }
     assert "choices" not in flag(config, "--opt")

@@ -36,8 +36,14 @@ def test_budget_values(case, expected):
 
 def test_budget_sources_record_defaults_and_flags():
     cyclic = imported("pt_cyclic")["fixed_budget"]
-    assert cyclic["min_clients"] == {"confidence": "medium", "flag": None, "source": "CyclicRecipe default", "value": 2,
-                                     "depends_on": [], "note": "recipe default, nvflare 2.9.0"}  # fmt: skip
+    assert cyclic["min_clients"] == {
+        "confidence": "medium",
+        "flag": None,
+        "source": "CyclicRecipe default",
+        "value": 2,
+        "depends_on": [],
+        "note": "recipe default, nvflare 2.9.0",
+    }
     assert cyclic["num_clients"]["source"] == "SimEnv(clients=[...])"
     hello = imported("hello_numpy")["fixed_budget"]
     assert hello["num_clients"]["flag"] == "--n_clients" and hello["num_rounds"]["flag"] == "--num_rounds"
@@ -61,9 +67,14 @@ def test_trust_contract_with_local_modules_of_job_and_client():
     trust = imported("trust_local_modules")["trust"]
     assert trust["train_script"] == "src/client.py"
     assert trust["allowed_edit_paths"] == [
-        "job.py", "job_helpers.py", "src/client.py", "src/local_peer.py", "src/model.py",
-        "src/utils/__init__.py", "src/utils/data.py",
-    ]  # fmt: skip
+        "job.py",
+        "job_helpers.py",
+        "src/client.py",
+        "src/local_peer.py",
+        "src/model.py",
+        "src/utils/__init__.py",
+        "src/utils/data.py",
+    ]
     assert "src/unrelated.py" not in trust["allowed_edit_paths"]
     assert trust["allowed_create_patterns"] == ["**/*.py"]
 
@@ -80,9 +91,16 @@ def test_preferred_targets_only_existing_files():
 
 @pytest.mark.parametrize(
     ("path", "expected"),
-    [("a/b.py", "a/b.py"), ("./a.py", "a.py"), ("../x.py", None), ("/etc/passwd", None), (".git/config", None),
-     ("a/__pycache__/m.py", None), ("C:/x.py", None)],
-)  # fmt: skip
+    [
+        ("a/b.py", "a/b.py"),
+        ("./a.py", "a.py"),
+        ("../x.py", None),
+        ("/etc/passwd", None),
+        (".git/config", None),
+        ("a/__pycache__/m.py", None),
+        ("C:/x.py", None),
+    ],
+)
 def test_safe_relative(path, expected):
     assert safe_relative(path) == expected
 
@@ -114,8 +132,14 @@ def test_invalid_schema_is_rejected_with_each_problem():
 def test_schema_bounds_flow_into_search_space():
     suggested = {s["flag"]: s for s in imported("bridge_schema")["search_space"]["suggested"]}
     assert suggested["--lr"]["min"] == 0.001 and suggested["--lr"]["max"] == 1.0
-    assert suggested["--local_steps"] == {"default": 5, "dest": "local_steps", "flag": "--local_steps", "max": 20,
-                                          "min": 1, "type": "int"}  # fmt: skip
+    assert suggested["--local_steps"] == {
+        "default": 5,
+        "dest": "local_steps",
+        "flag": "--local_steps",
+        "max": 20,
+        "min": 1,
+        "type": "int",
+    }
 
 
 @pytest.mark.parametrize(
@@ -129,19 +153,28 @@ def test_schema_bounds_flow_into_search_space():
         ({"comparison_budget_args": {"default_candidate_budget": {"num_rounds": 0}}}, "positive integer"),
         ({"comparison_budget_args": {"fixed_within_campaign": "seed"}}, "list of argument names"),
         ({"preferred_targets": ["../escape.py"]}, "relative path"),
-        ({"mutable_args": {"lr": {"type": "float"}}, "comparison_budget_args": {"fixed_within_campaign": ["lr"]}},
-         "both mutable_args and fixed_within_campaign"),
+        (
+            {"mutable_args": {"lr": {"type": "float"}}, "comparison_budget_args": {"fixed_within_campaign": ["lr"]}},
+            "both mutable_args and fixed_within_campaign",
+        ),
     ],
-)  # fmt: skip
+)
 def test_schema_validation_messages(data, fragment):
     errors = validate_schema(data)
     assert any(fragment in e for e in errors), errors
 
 
 def test_valid_schema_has_no_errors():
-    assert validate_schema({"objective": {"requested_metric": "val_loss", "mode": "min"},
-                            "mutable_args": {"lr": {"type": "float", "min": 0.0, "max": 1}},
-                            "preferred_targets": ["client.py"]}) == []  # fmt: skip
+    assert (
+        validate_schema(
+            {
+                "objective": {"requested_metric": "val_loss", "mode": "min"},
+                "mutable_args": {"lr": {"type": "float", "min": 0.0, "max": 1}},
+                "preferred_targets": ["client.py"],
+            }
+        )
+        == []
+    )
 
 
 def test_schema_budget_without_matching_option_is_a_mismatch():
@@ -161,10 +194,15 @@ def test_schema_arguments_job_py_cannot_take_are_reported_not_dropped():
     assert config["summary"]["unresolved"] == ["schema.comparison_budget_args.seed"]
     assert config["admission_errors"] == [], "informational: the job simply has no such option"
     source = (FIXTURES / "hello_numpy" / "job.py").read_text()
-    schema = ("mutable_args:\n  lr: {type: float, min: 0.01, max: 0.5}\n  momentum: {type: float}\n"
-              "comparison_budget_args:\n  fixed_within_campaign: [local_steps, alpha]\n")  # fmt: skip
+    schema = (
+        "mutable_args:\n  lr: {type: float, min: 0.01, max: 0.5}\n  momentum: {type: float}\n"
+        "comparison_budget_args:\n  fixed_within_campaign: [local_steps, alpha]\n"
+    )
     unresolved = api.import_source(source, schema_text=schema)["unresolved"]
-    assert [u["field"] for u in unresolved if u["field"].startswith("schema.")] == ["schema.comparison_budget_args.alpha", "schema.mutable_args.momentum"]
+    assert [u["field"] for u in unresolved if u["field"].startswith("schema.")] == [
+        "schema.comparison_budget_args.alpha",
+        "schema.mutable_args.momentum",
+    ]
 
 
 def test_schema_mutable_args_are_always_suggested_with_their_bounds():
@@ -177,9 +215,11 @@ def test_schema_mutable_args_are_always_suggested_with_their_bounds():
         " train_args=f'--optimizer {a.optimizer} --seed {a.seed}').execute(SimEnv(num_clients=2))\n"
     )
     assert api.import_source(source)["search_space"]["suggested"] == [], "a free string and a seed are not tunables"
-    schema = ("mutable_args:\n  optimizer: {type: str, choices: [sgd, adam]}\n  seed: {type: int, min: 0, max: 3}\n"
-              "  tag: {type: str}\n"
-              "comparison_budget_args:\n  default_candidate_budget: {num_rounds: 3}\n")  # fmt: skip
+    schema = (
+        "mutable_args:\n  optimizer: {type: str, choices: [sgd, adam]}\n  seed: {type: int, min: 0, max: 3}\n"
+        "  tag: {type: str}\n"
+        "comparison_budget_args:\n  default_candidate_budget: {num_rounds: 3}\n"
+    )
     config = api.import_source(source, schema_text=schema)
     assert config["search_space"]["suggested"] == [
         {"choices": ["sgd", "adam"], "default": "sgd", "dest": "optimizer", "flag": "--optimizer", "type": "str"},

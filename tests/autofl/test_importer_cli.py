@@ -18,9 +18,7 @@ HELLO = REPO / "examples" / "hello-numpy" / "job.py"
 
 
 def run_cli(python_exe: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [python_exe, str(SCRIPT), *args], capture_output=True, text=True, timeout=60, cwd=cwd or REPO
-    )
+    return subprocess.run([python_exe, str(SCRIPT), *args], capture_output=True, text=True, timeout=60, cwd=cwd or REPO)
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
@@ -90,9 +88,13 @@ def _bad_job(folder: Path, kind: str) -> Path:
 
 @pytest.mark.parametrize(
     ("kind", "fragment"),
-    [("missing", "does not exist"), ("directory", "not a regular file"), ("binary", "not UTF-8"),
-     ("huge", "larger than")],
-)  # fmt: skip
+    [
+        ("missing", "does not exist"),
+        ("directory", "not a regular file"),
+        ("binary", "not UTF-8"),
+        ("huge", "larger than"),
+    ],
+)
 def test_unreadable_job_is_one_line_and_no_stdout(python_exe, tmp_path, kind, fragment):
     target = _bad_job(tmp_path, kind)
     proc = run_cli(python_exe, str(target))

@@ -17,10 +17,14 @@ HEAD = (
 
 
 def run(body: str, rounds: str = "args.num_rounds", clients: str = "num_clients=args.n_clients", **kwargs) -> dict:
-    source = HEAD + body + (
-        f"recipe = FedAvgRecipe(min_clients=2, num_rounds={rounds}, train_script='client.py',"
-        " train_args=f'--lr {args.lr}')\n"
-        f"recipe.execute(SimEnv({clients}))\n"
+    source = (
+        HEAD
+        + body
+        + (
+            f"recipe = FedAvgRecipe(min_clients=2, num_rounds={rounds}, train_script='client.py',"
+            " train_args=f'--lr {args.lr}')\n"
+            f"recipe.execute(SimEnv({clients}))\n"
+        )
     )
     return api.import_source(source, **kwargs)
 
@@ -39,8 +43,11 @@ def test_issue_example_client_list_from_a_local_split_helper_is_pinned():
     assert (entry["value"], entry["confidence"], entry["depends_on"]) == (3, "pinned", ["--n_clients"])
     assert config["admission_errors"] == []
     assert api.fixed_budget_args(config) == ["--n_clients", "3", "--num_rounds", "4"]
-    bigger = run("clients = [f'site-{i}' for i in range(args.n_clients)]\n", clients="clients=clients",
-                 base_args=["--n_clients", "5"])  # fmt: skip
+    bigger = run(
+        "clients = [f'site-{i}' for i in range(args.n_clients)]\n",
+        clients="clients=clients",
+        base_args=["--n_clients", "5"],
+    )
     assert budget(bigger, "num_clients")["value"] == 5
 
 
@@ -56,9 +63,17 @@ def test_value_from_two_options_pins_both_and_the_runner_rejects_either_in_run_a
     flags = api.cli_flags(config)
 
     def argv(run_args):
-        return trial_argv.build_trial_argv("python", "job.py", budget_args=pins, base_args=[],
-                                           flag_groups=flags["groups"], name_flag=None, trial_name=None,
-                                           workspace="/w", run_args=run_args)  # fmt: skip
+        return trial_argv.build_trial_argv(
+            "python",
+            "job.py",
+            budget_args=pins,
+            base_args=[],
+            flag_groups=flags["groups"],
+            name_flag=None,
+            trial_name=None,
+            workspace="/w",
+            run_args=run_args,
+        )
 
     assert argv(["--lr", "0.5"])[-2:] == ["--lr", "0.5"]
     with pytest.raises(TrialError) as rejected:
@@ -93,15 +108,25 @@ def test_recipe_built_in_a_branch_depends_on_the_branch_option():
 @pytest.mark.parametrize(
     ("body", "clients", "depends_on"),
     [
-        ("clients = []\nfor i in range(args.n_clients):\n    clients.append(f'site-{i}')\n", "clients=clients",
-         ["--n_clients"]),
+        (
+            "clients = []\nfor i in range(args.n_clients):\n    clients.append(f'site-{i}')\n",
+            "clients=clients",
+            ["--n_clients"],
+        ),
         ("clients = ['site-0']\nalias = clients\nalias.extend(['site-1', 'site-2'])\n", "clients=clients", []),
-        ("def add(sites, n):\n    for i in range(n):\n        sites.append(i)\nclients = []\nadd(clients, args.n_clients)\n",
-         "clients=clients", ["--n_clients"]),
+        (
+            "def add(sites, n):\n    for i in range(n):\n        sites.append(i)\nclients = []\nadd(clients, args.n_clients)\n",
+            "clients=clients",
+            ["--n_clients"],
+        ),
         ("cfg = {'n': 1}\ncfg['n'] = args.n_clients\n", "num_clients=cfg['n']", ["--n_clients"]),
-        ("N = 1\ndef configure():\n    global N\n    N = args.n_clients\nconfigure()\n", "num_clients=N", ["--n_clients"]),
+        (
+            "N = 1\ndef configure():\n    global N\n    N = args.n_clients\nconfigure()\n",
+            "num_clients=N",
+            ["--n_clients"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_changes_to_containers_and_globals_are_followed(body, clients, depends_on):
     entry = budget(run(body, clients=clients), "num_clients")
     assert (entry["value"], entry["depends_on"]) == (3, depends_on)
@@ -144,9 +169,17 @@ def test_run_time_inputs_stay_unresolved_and_the_refusal_names_them(rounds, word
 
 
 def test_omitted_budget_uses_the_recipe_default_from_the_installed_nvflare():
-    config = api.import_source(HEAD + "FedAvgRecipe(min_clients=2, train_script='c.py').execute(SimEnv(num_clients=2))\n")
-    assert budget(config, "num_rounds") == {"value": 2, "confidence": "medium", "flag": None, "depends_on": [],
-                                            "source": "FedAvgRecipe default", "note": "recipe default, nvflare 2.9.0"}
+    config = api.import_source(
+        HEAD + "FedAvgRecipe(min_clients=2, train_script='c.py').execute(SimEnv(num_clients=2))\n"
+    )
+    assert budget(config, "num_rounds") == {
+        "value": 2,
+        "confidence": "medium",
+        "flag": None,
+        "depends_on": [],
+        "source": "FedAvgRecipe default",
+        "note": "recipe default, nvflare 2.9.0",
+    }
     assert config["admission_errors"] == []
 
 
@@ -173,9 +206,11 @@ def test_missing_budget_without_a_usable_default_names_the_fix(call, words):
 
 def test_local_subclass_inherits_defaults_unless_it_defines_init():
     def rounds(body):
-        source = (f"from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
-                  f"class Mine(FedAvgRecipe):\n{body}\n"
-                  "Mine(min_clients=2, train_script='c.py').execute(SimEnv(num_clients=2))\n")  # fmt: skip
+        source = (
+            f"from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
+            f"class Mine(FedAvgRecipe):\n{body}\n"
+            "Mine(min_clients=2, train_script='c.py').execute(SimEnv(num_clients=2))\n"
+        )
         return budget(api.import_source(source), "num_rounds")
 
     assert rounds("    pass")["value"] == 2
@@ -210,5 +245,8 @@ def test_fedjob_sites_added_in_a_loop_over_a_derived_list_are_pinned():
     config = api.import_source(source, base_args=["--n_clients", "4"])
     entry = budget(config, "num_clients")
     assert (entry["value"], entry["confidence"], entry["depends_on"]) == (4, "pinned", ["--n_clients"])
-    assert (budget(config, "min_clients")["value"], budget(config, "min_clients")["source"]) == (4, "FedJob(min_clients=...)")
+    assert (budget(config, "min_clients")["value"], budget(config, "min_clients")["source"]) == (
+        4,
+        "FedJob(min_clients=...)",
+    )
     assert config["admission_errors"] == []

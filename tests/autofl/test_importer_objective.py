@@ -86,8 +86,10 @@ def test_bridged_metric_takes_schema_direction_and_order():
     objective = config["objective"]
     assert objective["bridged"] is True
     assert (objective["metric"], objective["mode"], objective["mode_contract_source"]) == (
-        "val_loss", "min", "mutation_schema",
-    )  # fmt: skip
+        "val_loss",
+        "min",
+        "mutation_schema",
+    )
     assert objective["job_key_metric"] == "accuracy" and objective["job_key_metric_mode"] == "max"
     assert objective["metric_extraction_order"] == ["val_loss", "loss"]
     assert objective["metric_source"] == "text"
@@ -121,8 +123,9 @@ def test_metric_invariants_are_complete_and_stable():
     assert imported("hello_numpy", base_args=["--lr", "0.5"])["objective"] == imported("hello_numpy")["objective"]
 
 
-@pytest.mark.parametrize("name", ["loss", "val_loss", "top1_error", "MSE", "rmse", "nll", "perplexity", "wer",
-                                  "cer", "trainLoss", "mae"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["loss", "val_loss", "top1_error", "MSE", "rmse", "nll", "perplexity", "wer", "cer", "trainLoss", "mae"]
+)
 def test_lower_is_better_names(name):
     assert is_lower_better_name(name)
 
@@ -164,13 +167,21 @@ FEDJOB = (
     [
         (["FedAvg(num_rounds=2)"], "accuracy", "max", "core_default"),
         (["FedAvg(num_rounds=2)", "IntimeModelSelector()"], "val_accuracy", "max", "core_default"),
-        (["FedAvg(num_rounds=2)", "IntimeModelSelector(key_metric='val_loss', negate_key_metric=True)"], "val_loss",
-         "min", "IntimeModelSelector(negate_key_metric=...)"),
-        (["FedAvg(num_rounds=2, stop_cond='val_loss < 0.2')", "IntimeModelSelector(key_metric='val_loss')"],
-         "val_loss", "min", "stop_cond"),
+        (
+            ["FedAvg(num_rounds=2)", "IntimeModelSelector(key_metric='val_loss', negate_key_metric=True)"],
+            "val_loss",
+            "min",
+            "IntimeModelSelector(negate_key_metric=...)",
+        ),
+        (
+            ["FedAvg(num_rounds=2, stop_cond='val_loss < 0.2')", "IntimeModelSelector(key_metric='val_loss')"],
+            "val_loss",
+            "min",
+            "stop_cond",
+        ),
         (["FedAvg(num_rounds=2)", "BestSelector()"], "accuracy", None, "unresolved"),
     ],
-)  # fmt: skip
+)
 def test_fedjob_objective_from_components(components, metric, mode, source):
     attach = "".join(f"job.to_server({c})\n" for c in components)
     config = api.import_source(FEDJOB + attach + "job.simulator_run('/tmp/w', n_clients=2)\n")

@@ -19,11 +19,32 @@ EXPECTED = json.loads((RECIPES / "expected.json").read_text())["fixtures"]
 # Admitted by the importer before issue 15 (commit 9ba5ca3, default arguments). The two FedJob jobs that simulate
 # into a literal folder are refused since issue 7 on purpose: their trials could not be isolated.
 ADMITTED_BEFORE = [
-    "boolean_optional", "branch_selection", "bridge_schema", "choices", "export_only", "fedjob_simulator",
-    "hello_numpy", "loss_min", "main_args_param", "namespace_not_args", "parse_known_args", "poc_env", "prod_env",
-    "pt_cyclic", "pt_fedavg", "pt_fedopt", "pt_fedprox", "pt_scaffold", "schema_budget", "short_aliases",
-    "sklearn_recipe", "stop_cond_ge", "stop_cond_le", "trust_local_modules", "vars_namespace",
-]  # fmt: skip
+    "boolean_optional",
+    "branch_selection",
+    "bridge_schema",
+    "choices",
+    "export_only",
+    "fedjob_simulator",
+    "hello_numpy",
+    "loss_min",
+    "main_args_param",
+    "namespace_not_args",
+    "parse_known_args",
+    "poc_env",
+    "prod_env",
+    "pt_cyclic",
+    "pt_fedavg",
+    "pt_fedopt",
+    "pt_fedprox",
+    "pt_scaffold",
+    "schema_budget",
+    "short_aliases",
+    "sklearn_recipe",
+    "stop_cond_ge",
+    "stop_cond_le",
+    "trust_local_modules",
+    "vars_namespace",
+]
 REFUSED_ON_PURPOSE = ["fedjob_literal_workspace", "fedjob_to_clients"]
 
 
@@ -35,7 +56,10 @@ def test_recipe_fixture_admission_class_and_family(name):
     assert config["job"]["nvflare_class"] == expected["nvflare_class"]
     assert config["job"]["family"] == expected["family"]
     if expected["admit"]:
-        assert all(config["fixed_budget"][f]["confidence"] != "unresolved" for f in ("num_clients", "min_clients", "num_rounds"))
+        assert all(
+            config["fixed_budget"][f]["confidence"] != "unresolved"
+            for f in ("num_clients", "min_clients", "num_rounds")
+        )
     else:
         [error] = config["admission_errors"]
         assert error["code"] == "AUTOFL_UNSUPPORTED_JOB" and "Auto-FL needs a training job" in error["message"]
@@ -76,10 +100,15 @@ def test_non_training_jobs_stay_refused_whatever_they_are_called(name, words):
         ("collab_fedavg", "num_rounds", 3, "high", "CollabRecipe(server=FedAvgServer(num_rounds=...))", None),
         ("pt_fedavg_split", "num_clients", 8, "pinned", "SimEnv(clients=[...])", None),
     ],
-)  # fmt: skip
+)
 def test_budget_sources_of_recipe_fixtures(name, field, value, confidence, source, note):
     entry = api.import_job(RECIPES / name / "job.py")["fixed_budget"][field]
-    assert (entry["value"], entry["confidence"], entry["source"], entry.get("note")) == (value, confidence, source, note)
+    assert (entry["value"], entry["confidence"], entry["source"], entry.get("note")) == (
+        value,
+        confidence,
+        source,
+        note,
+    )
 
 
 def test_key_metric_defaults_come_from_the_recipe_class():
@@ -105,8 +134,10 @@ def test_eval_section_prints_the_admission_table():
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("== Auto-FL recipe admission")
     training = sum(1 for e in EXPECTED.values() if e["admit"])
-    assert lines[-1] == (f"recipe admission: {training}/{training} training jobs admitted, "
-                         f"{len(EXPECTED) - training}/{len(EXPECTED) - training} non-training jobs refused, 0 misses")
+    assert lines[-1] == (
+        f"recipe admission: {training}/{training} training jobs admitted, "
+        f"{len(EXPECTED) - training}/{len(EXPECTED) - training} non-training jobs refused, 0 misses"
+    )
     assert len([line for line in lines if line.endswith("PASS")]) == len(EXPECTED)
 
 

@@ -134,14 +134,23 @@ FEDJOB = (
 @pytest.mark.parametrize(
     ("body", "status", "fragment"),
     [
-        ("job.to_server(CrossSiteModelEval())\njob.simulator_run('/tmp/w', n_clients=2)\n", "unsupported",
-         "evaluation-only"),
-        ("job.to_server(StatisticsController(statistic_configs={}))\njob.export_job('/tmp/j')\n", "unsupported",
-         "statistics-only"),
-        ("job.to_server(FedAvg(num_rounds=4))\njob.to_server(CrossSiteModelEval())\njob.export_job('/tmp/j')\n",
-         "supported", "fedjob"),
+        (
+            "job.to_server(CrossSiteModelEval())\njob.simulator_run('/tmp/w', n_clients=2)\n",
+            "unsupported",
+            "evaluation-only",
+        ),
+        (
+            "job.to_server(StatisticsController(statistic_configs={}))\njob.export_job('/tmp/j')\n",
+            "unsupported",
+            "statistics-only",
+        ),
+        (
+            "job.to_server(FedAvg(num_rounds=4))\njob.to_server(CrossSiteModelEval())\njob.export_job('/tmp/j')\n",
+            "supported",
+            "fedjob",
+        ),
     ],
-)  # fmt: skip
+)
 def test_fedjob_components_decide_support(body, status, fragment):
     config = api.import_source(FEDJOB + body)
     assert config["import"]["support"]["status"] == status
@@ -166,8 +175,11 @@ def test_recipe_run_and_nested_recipe_argument():
 
 def test_hello_world_summary_for_the_human():
     config = imported("hello_numpy")
-    assert config["summary"] == {"allowed": ["--lr", "--local_steps"], "editable": ["client.py", "job.py"],
-                                 "unresolved": []}  # fmt: skip
+    assert config["summary"] == {
+        "allowed": ["--lr", "--local_steps"],
+        "editable": ["client.py", "job.py"],
+        "unresolved": [],
+    }
     suggested = {s["flag"]: s for s in config["search_space"]["suggested"]}
     assert suggested["--lr"] == {"default": 0.05, "dest": "lr", "flag": "--lr", "type": "float"}
     assert not {"--name", "--n_clients", "--num_rounds", "--workspace"} & set(suggested), "plumbing and budget"
@@ -194,10 +206,14 @@ SITES = (
         ("import os\njob.to(ScriptRunner(script='c.py'), os.environ['SITE'])\n", "", None, "not resolved"),
         ("for i in range(100):\n    job.to(ScriptRunner(script='c.py'), f'site-{i}')\n", "", None, "not resolved"),
     ],
-)  # fmt: skip
+)
 def test_fedjob_simulated_clients_follow_nvflare_rules(deploy, run, clients, fragment):
     """NVFLARE 2.9 FedJob.simulator_run: to() names the sites, to_clients() needs n_clients=, both is an error."""
-    config = api.import_source(SITES + deploy + f"import os\njob.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/tmp/w'){run})\n")
+    config = api.import_source(
+        SITES
+        + deploy
+        + f"import os\njob.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/tmp/w'){run})\n"
+    )
     entry = config["fixed_budget"]["num_clients"]
     assert entry["value"] == clients
     if fragment:

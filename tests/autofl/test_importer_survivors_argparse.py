@@ -13,7 +13,9 @@ from autofl_core.importer import api
 from autofl_core.importer.argparse_flow import Flag, Parser
 from autofl_core.importer.overrides import apply_overrides
 
-HEAD = "import argparse\nfrom nvflare.recipe import SimEnv\nfrom nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\n"
+HEAD = (
+    "import argparse\nfrom nvflare.recipe import SimEnv\nfrom nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\n"
+)
 
 
 def parser_of(*flags: Flag, allow_abbrev: bool = True) -> Parser:
@@ -21,8 +23,13 @@ def parser_of(*flags: Flag, allow_abbrev: bool = True) -> Parser:
 
 
 def job(options: str, value: str, parse: str = "args = parser.parse_args()\n") -> str:
-    return (HEAD + "parser = argparse.ArgumentParser()\n" + options + parse
-            + f"r = FedAvgRecipe(min_clients=2, num_rounds=3, v={value})\nr.execute(SimEnv(num_clients=2))\n")  # fmt: skip
+    return (
+        HEAD
+        + "parser = argparse.ArgumentParser()\n"
+        + options
+        + parse
+        + f"r = FedAvgRecipe(min_clients=2, num_rounds=3, v={value})\nr.execute(SimEnv(num_clients=2))\n"
+    )
 
 
 def v_of(source: str, base_args=()) -> dict:
@@ -61,10 +68,10 @@ def test_actions_and_nargs(argv, expected):
 
 
 def test_leftover_values_and_missing_values_are_errors():
-    parser = parser_of(Flag(["--two"], "two", type="int", nargs=2), Flag(["--plus"], "plus", nargs="+"),
-                       Flag(["--one"], "one"))  # fmt: skip
-    assert apply_overrides(parser, ["--two", "5", "6", "7"], False) == ({"two": [5, 6]},
-                                                                      ["unrecognized arguments: 7"])
+    parser = parser_of(
+        Flag(["--two"], "two", type="int", nargs=2), Flag(["--plus"], "plus", nargs="+"), Flag(["--one"], "one")
+    )
+    assert apply_overrides(parser, ["--two", "5", "6", "7"], False) == ({"two": [5, 6]}, ["unrecognized arguments: 7"])
     assert apply_overrides(parser, ["--plus"], False) == ({}, ["--plus expects a value"])
     assert apply_overrides(parser, ["--one", "--two", "1", "2"], False) == ({}, ["--one expects a value"])
     assert apply_overrides(parser, ["--one"], False) == ({}, ["--one expects a value"])
@@ -74,14 +81,19 @@ def test_positionals_are_filled_in_order():
     parser = parser_of(Flag(["data"], "data"), Flag(["rounds"], "rounds", type="int"), Flag(["--lr"], "lr"))
     assert apply_overrides(parser, ["/d", "--lr", "1", "4"], False) == ({"data": "/d", "lr": "1", "rounds": 4}, [])
     assert apply_overrides(parser, ["/d", "x"], False) == ({"data": "/d"}, ["invalid int value for rounds: 'x'"])
-    assert apply_overrides(parser, ["/d", "4", "extra"], False) == ({"data": "/d", "rounds": 4},
-                                                                   ["unrecognized arguments: extra"])
+    assert apply_overrides(parser, ["/d", "4", "extra"], False) == (
+        {"data": "/d", "rounds": 4},
+        ["unrecognized arguments: extra"],
+    )
 
 
 def test_append_in_job_py_with_base_args():
     options = "parser.add_argument('--site', action='append', default=None)\n"
     assert v_of(job(options, "args.site"), ["--site", "a", "--site", "b"]) == {
-        "value": ["a", "b"], "confidence": "high", "flags": ["--site"]}
+        "value": ["a", "b"],
+        "confidence": "high",
+        "flags": ["--site"],
+    }
     nargs = "parser.add_argument('--sizes', type=int, nargs='+', default=[1])\n"
     assert v_of(job(nargs, "args.sizes"), ["--sizes", "3", "4"])["value"] == [3, 4]
     assert v_of(job(nargs, "args.sizes"))["value"] == [1]
@@ -91,8 +103,11 @@ def test_parse_known_args_keeps_the_known_values_and_the_extras_are_unresolved()
     options = "parser.add_argument('--rounds', type=int, default=3)\n"
     source = job(options, "extra", parse="args, extra = parser.parse_known_args()\n")
     assert v_of(source, ["--rounds", "5", "--other"]) == {
-        "value": None, "confidence": "unresolved", "expr": "parser.parse_known_args()",
-        "reason": "unknown command-line arguments"}
+        "value": None,
+        "confidence": "unresolved",
+        "expr": "parser.parse_known_args()",
+        "reason": "unknown command-line arguments",
+    }
     known = job(options, "args.rounds", parse="args, extra = parser.parse_known_args()\n")
     assert v_of(known, ["--rounds", "5", "--other"])["value"] == 5
 
@@ -106,8 +121,12 @@ def test_parse_args_of_an_explicit_list_ignores_base_args():
 
 def test_other_parser_methods_are_unresolved_with_their_name():
     source = job("", "parser.format_help()")
-    assert v_of(source) == {"value": None, "confidence": "unresolved", "expr": "parser.format_help()",
-                            "reason": "ArgumentParser.format_help() is not evaluated"}  # fmt: skip
+    assert v_of(source) == {
+        "value": None,
+        "confidence": "unresolved",
+        "expr": "parser.format_help()",
+        "reason": "ArgumentParser.format_help() is not evaluated",
+    }
 
 
 @pytest.mark.parametrize(
@@ -145,11 +164,16 @@ def test_choices_of_a_set_are_sorted_and_a_non_data_default_is_unresolved():
 
 
 def test_implicit_defaults_of_switches():
-    options = ("parser.add_argument('--on', action='store_true')\nparser.add_argument('--off', action='store_false')\n"
-               "parser.add_argument('--plain')\n")  # fmt: skip
+    options = (
+        "parser.add_argument('--on', action='store_true')\nparser.add_argument('--off', action='store_false')\n"
+        "parser.add_argument('--plain')\n"
+    )
     flags = {f["dest"]: f for f in api.import_source(job(options, "1"))["argparse"]["flags"]}
     assert [(flags[d]["default"], flags[d]["default_confidence"]) for d in ("on", "off", "plain")] == [
-        (False, "high"), (True, "high"), (None, "high")]
+        (False, "high"),
+        (True, "high"),
+        (None, "high"),
+    ]
 
 
 def test_set_defaults_wins_over_the_default_and_keeps_the_option():
@@ -160,8 +184,12 @@ def test_set_defaults_wins_over_the_default_and_keeps_the_option():
 def test_a_required_option_missing_from_base_args_is_unresolved():
     options = "parser.add_argument('--rounds', type=int, required=True)\nparser.add_argument('data')\n"
     config = api.import_source(job(options, "args.rounds"))
-    assert config["recipe_args"]["v"] == {"value": None, "confidence": "unresolved", "flags": ["--rounds"],
-                                          "reason": "--rounds is required on the command line"}  # fmt: skip
+    assert config["recipe_args"]["v"] == {
+        "value": None,
+        "confidence": "unresolved",
+        "flags": ["--rounds"],
+        "reason": "--rounds is required on the command line",
+    }
     assert config["argparse"]["base_args_errors"] == []
     optional = "parser.add_argument('data', nargs='?', default='d')\n"
     assert v_of(job(optional, "args.data"))["value"] == "d"
@@ -174,17 +202,21 @@ def test_a_custom_type_default_string_is_medium():
 
 
 def rebuilt(options: str, budget_value: str, base_args=()) -> dict:
-    source = (HEAD + "parser = argparse.ArgumentParser()\n" + options + "args = parser.parse_args()\n"
-              f"r = FedAvgRecipe(min_clients=2, num_rounds={budget_value})\nr.execute(SimEnv(num_clients=2))\n")
+    source = (
+        HEAD + "parser = argparse.ArgumentParser()\n" + options + "args = parser.parse_args()\n"
+        f"r = FedAvgRecipe(min_clients=2, num_rounds={budget_value})\nr.execute(SimEnv(num_clients=2))\n"
+    )
     return api.import_source(source, base_args=base_args)
 
 
 def test_fixed_budget_args_pin_append_nargs_and_switches():
-    options = ("parser.add_argument('--r', action='append', type=int, default=[1])\n"
-               "parser.add_argument('--w', nargs=2, type=int, default=[1, 1])\n"
-               "parser.add_argument('--fast', action=argparse.BooleanOptionalAction, default=True)\n"
-               "parser.add_argument('--slow', action='store_false')\n"
-               "parser.add_argument('--quick', action='store_true')\n")  # fmt: skip
+    options = (
+        "parser.add_argument('--r', action='append', type=int, default=[1])\n"
+        "parser.add_argument('--w', nargs=2, type=int, default=[1, 1])\n"
+        "parser.add_argument('--fast', action=argparse.BooleanOptionalAction, default=True)\n"
+        "parser.add_argument('--slow', action='store_false')\n"
+        "parser.add_argument('--quick', action='store_true')\n"
+    )
     value = "(sum(args.r) + sum(args.w)) * (2 if args.fast else 1) * (2 if args.slow else 1) + (1 if args.quick else 0)"
     config = rebuilt(options, value, ["--r", "2", "--r", "3", "--w", "1", "2", "--no-fast", "--slow"])
     assert config["fixed_budget"]["num_rounds"]["value"] == 8
@@ -203,14 +235,20 @@ def test_runner_reparses_with_the_recorded_nargs_and_action():
 
 def test_a_default_that_is_not_data_is_unresolved_with_its_reason():
     options = "parser.add_argument('--opt', default=argparse.SUPPRESS)\n"
-    assert v_of(job(options, "args.opt")) == {"value": None, "confidence": "unresolved", "flags": ["--opt"],
-                                              "reason": "not a data value"}  # fmt: skip
+    assert v_of(job(options, "args.opt")) == {
+        "value": None,
+        "confidence": "unresolved",
+        "flags": ["--opt"],
+        "reason": "not a data value",
+    }
 
 
 def test_count_and_append_options_are_not_suggested_for_tuning():
-    options = ("parser.add_argument('--lr', type=float, default=0.1)\n"
-               "parser.add_argument('-l', '--level', action='count', default=0)\n"
-               "parser.add_argument('--tag', action='append', default=['a'])\n")  # fmt: skip
+    options = (
+        "parser.add_argument('--lr', type=float, default=0.1)\n"
+        "parser.add_argument('-l', '--level', action='count', default=0)\n"
+        "parser.add_argument('--tag', action='append', default=['a'])\n"
+    )
     config = api.import_source(job(options, "[args.lr, args.level, args.tag]"))
     assert config["search_space"]["suggested"] == [{"default": 0.1, "dest": "lr", "flag": "--lr", "type": "float"}]
     assert config["summary"]["allowed"] == ["--lr"]

@@ -34,10 +34,22 @@ def imported(schema: str, **kwargs) -> dict:
 @pytest.mark.parametrize(
     ("objective", "errors"),
     [
-        ({"metric_extraction_order": []}, ["objective.metric_extraction_order must be a non-empty list of metric names"]),
-        ({"metric_extraction_order": "loss"}, ["objective.metric_extraction_order must be a non-empty list of metric names"]),
-        ({"metric_extraction_order": ["loss", ""]}, ["objective.metric_extraction_order must be a non-empty list of metric names"]),
-        ({"metric_extraction_order": ["loss", 3]}, ["objective.metric_extraction_order must be a non-empty list of metric names"]),
+        (
+            {"metric_extraction_order": []},
+            ["objective.metric_extraction_order must be a non-empty list of metric names"],
+        ),
+        (
+            {"metric_extraction_order": "loss"},
+            ["objective.metric_extraction_order must be a non-empty list of metric names"],
+        ),
+        (
+            {"metric_extraction_order": ["loss", ""]},
+            ["objective.metric_extraction_order must be a non-empty list of metric names"],
+        ),
+        (
+            {"metric_extraction_order": ["loss", 3]},
+            ["objective.metric_extraction_order must be a non-empty list of metric names"],
+        ),
         ({"metric_extraction_order": ["val_loss", "loss"]}, []),
         ({"optimization_metric": " "}, ["objective.optimization_metric must be a non-empty string"]),
         ({"optimization_metric": 5}, ["objective.optimization_metric must be a non-empty string"]),
@@ -61,8 +73,10 @@ def test_objective_rules(objective, errors):
         ({"run_timeout_seconds": -1.5}, ["default_candidate_budget.run_timeout_seconds must be a positive number"]),
         ({"alpha": "0.5"}, ["default_candidate_budget.alpha must be a positive number"]),
         ({"alpha": float("inf")}, ["default_candidate_budget.alpha must be a positive number"]),
-        ({"simulator_no_progress_timeout_seconds": True},
-         ["default_candidate_budget.simulator_no_progress_timeout_seconds must be a positive number"]),
+        (
+            {"simulator_no_progress_timeout_seconds": True},
+            ["default_candidate_budget.simulator_no_progress_timeout_seconds must be a positive number"],
+        ),
         ({"alpha": 0.5, "run_timeout_seconds": 60, "simulator_no_progress_timeout_seconds": 1.5}, []),
         ({"num_rounds": 0}, ["default_candidate_budget.num_rounds must be a positive integer"]),
         ({"batch_size": 2.0}, ["default_candidate_budget.batch_size must be a positive integer"]),
@@ -86,9 +100,11 @@ def test_budget_section_shapes():
         "comparison_budget_args.default_candidate_budget must be a mapping",
     ]
     assert validate_schema({"comparison_budget_args": {"fixed_within_campaign": ["seed", ""]}}) == [
-        "comparison_budget_args.fixed_within_campaign must be a list of argument names"]
+        "comparison_budget_args.fixed_within_campaign must be a list of argument names"
+    ]
     assert validate_schema({"comparison_budget_args": {"fixed_within_campaign": "seed"}}) == [
-        "comparison_budget_args.fixed_within_campaign must be a list of argument names"]
+        "comparison_budget_args.fixed_within_campaign must be a list of argument names"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -116,27 +132,37 @@ def test_top_level_rules():
     assert validate_schema([1]) == ["the top level must be a mapping"]
     assert validate_schema({"objectives": {}, "budget": 1}) == [
         "mutation_schema.yaml: unknown key(s) budget, objectives (allowed: comparison_budget_args, mutable_args, "
-        "objective, preferred_targets)"]
+        "objective, preferred_targets)"
+    ]
     assert validate_schema({"mutable_args": ["lr"]}) == ["mutable_args must be a mapping of argument name to bounds"]
     assert validate_schema({"mutable_args": {"": {"type": "int"}}}) == [
-        "mutable_args: argument name '' must be a non-empty string"]
+        "mutable_args: argument name '' must be a non-empty string"
+    ]
     assert validate_schema({"preferred_targets": ["../x.py"]}) == [
-        "preferred_targets: '../x.py' must be a relative path inside the workspace"]
+        "preferred_targets: '../x.py' must be a relative path inside the workspace"
+    ]
     assert validate_schema({"preferred_targets": "x.py"}) == ["preferred_targets must be a list of relative file paths"]
 
 
 def test_an_argument_both_mutable_and_fixed_is_named():
-    data = {"mutable_args": {"lr": {"type": "float"}, "seed": {"type": "int"}, "bs": {"type": "int"}},
-            "comparison_budget_args": {"default_candidate_budget": {"batch_size": 4, "seed": 1},
-                                       "fixed_within_campaign": ["lr"]}}  # fmt: skip
+    data = {
+        "mutable_args": {"lr": {"type": "float"}, "seed": {"type": "int"}, "bs": {"type": "int"}},
+        "comparison_budget_args": {
+            "default_candidate_budget": {"batch_size": 4, "seed": 1},
+            "fixed_within_campaign": ["lr"],
+        },
+    }
     assert validate_schema(data) == [
         "argument(s) lr, seed are both mutable_args and fixed_within_campaign or default_candidate_budget; a "
-        "candidate cannot change a fixed argument"]
+        "candidate cannot change a fixed argument"
+    ]
 
 
 def test_invalid_yaml_names_its_line():
     assert parse_schema_text("objective:\n  mode: max\n  bad: [1,\n") == (
-        None, ["mutation_schema.yaml is not valid YAML at line 4"])
+        None,
+        ["mutation_schema.yaml is not valid YAML at line 4"],
+    )
 
 
 def test_schema_section_bridges_requested_and_optimization_metrics_once_each():
@@ -145,9 +171,9 @@ def test_schema_section_bridges_requested_and_optimization_metrics_once_each():
     assert section["bridged_metrics"] == ["auc", "val_auc"]
     assert section["objective"] == {"mode": "max", "optimization_metric": "val_auc", "requested_metric": "auc"}
     assert schema_section({"objective": {"requested_metric": "auc", "optimization_metric": "auc"}}, [], True)[
-        "bridged_metrics"] == ["auc"]
-    assert schema_section({"objective": {"optimization_metric": "val_auc"}}, [], True)["bridged_metrics"] == [
-        "val_auc"]
+        "bridged_metrics"
+    ] == ["auc"]
+    assert schema_section({"objective": {"optimization_metric": "val_auc"}}, [], True)["bridged_metrics"] == ["val_auc"]
     assert schema_section(data, ["an error"], True)["bridged_metrics"] == []
 
 
@@ -156,12 +182,18 @@ def test_optimization_metric_is_a_bridge_for_the_campaign():
     assert config["admission_errors"] == []
     objective = config["objective"]
     assert (objective["metric"], objective["mode"], objective["mode_contract_source"], objective["bridged"]) == (
-        "val_loss", "min", "mutation_schema", True)
+        "val_loss",
+        "min",
+        "mutation_schema",
+        True,
+    )
     assert objective["metric_invariants"]["definition"] == (
         "'val_loss' as reported by the client code to NVFLARE (bridged by mutation_schema.yaml, not the job's key "
-        "metric)")
+        "metric)"
+    )
     assert objective["metric_invariants"]["scale_units_direction"] == (
-        "val_loss: min (lower is better; from mutation_schema); same scale and units every trial")
+        "val_loss: min (lower is better; from mutation_schema); same scale and units every trial"
+    )
 
 
 def test_metric_extraction_order_and_metric_source_come_from_the_schema():
@@ -170,29 +202,39 @@ def test_metric_extraction_order_and_metric_source_come_from_the_schema():
     assert config["objective"]["metric_source"] == "tensorboard"
     plain = imported("objective:\n  mode: max\n")["objective"]
     assert (plain["metric_extraction_order"], plain["metric_source"], plain["schema_mode"]) == (
-        ["accuracy"], "auto", "max")
+        ["accuracy"],
+        "auto",
+        "max",
+    )
 
 
 def test_an_invalid_schema_is_an_admission_error_with_each_message():
     config = imported("objective:\n  metric_extraction_order: []\n  goal: 1\n")
     assert config["admission_errors"] == [
-        {"code": "AUTOFL_INVALID_MUTATION_SCHEMA",
-         "message": f"mutation_schema.yaml: objective: unknown key(s) goal (allowed: {ALLOWED_OBJECTIVE}); fix the "
-                    "schema file or remove it"},
-        {"code": "AUTOFL_INVALID_MUTATION_SCHEMA",
-         "message": "mutation_schema.yaml: objective.metric_extraction_order must be a non-empty list of metric "
-                    "names; fix the schema file or remove it"},
-    ]  # fmt: skip
+        {
+            "code": "AUTOFL_INVALID_MUTATION_SCHEMA",
+            "message": f"mutation_schema.yaml: objective: unknown key(s) goal (allowed: {ALLOWED_OBJECTIVE}); fix the "
+            "schema file or remove it",
+        },
+        {
+            "code": "AUTOFL_INVALID_MUTATION_SCHEMA",
+            "message": "mutation_schema.yaml: objective.metric_extraction_order must be a non-empty list of metric "
+            "names; fix the schema file or remove it",
+        },
+    ]
     assert config["objective"]["metric_extraction_order"] == ["accuracy"]  # the invalid schema is not applied
 
 
 def test_schema_mode_against_the_job_key_metric_is_a_direction_conflict():
     config = imported("objective:\n  mode: min\n")
-    assert config["admission_errors"] == [{
-        "code": "AUTOFL_METRIC_DIRECTION_CONFLICT",
-        "message": "mutation_schema.yaml objective.mode=min would override job.py's direction for its key metric "
-                   "'accuracy' (max from core_default); remove objective.mode from the schema or change "
-                   "key_metric_mode in job.py"}]  # fmt: skip
+    assert config["admission_errors"] == [
+        {
+            "code": "AUTOFL_METRIC_DIRECTION_CONFLICT",
+            "message": "mutation_schema.yaml objective.mode=min would override job.py's direction for its key metric "
+            "'accuracy' (max from core_default); remove objective.mode from the schema or change "
+            "key_metric_mode in job.py",
+        }
+    ]
 
 
 def test_requested_metric_from_the_schema_is_the_campaign_metric():
@@ -205,25 +247,35 @@ def test_requested_metric_from_the_schema_is_the_campaign_metric():
 def test_undeclared_metric_is_refused_with_the_fix():
     config = api.import_source(JOB, metric="val_f1")
     assert config["objective"]["mode_contract_source"] == "undeclared"
-    assert config["admission_errors"] == [{
-        "code": "AUTOFL_METRIC_NOT_DECLARED",
-        "message": "requested metric 'val_f1' is not the job key metric 'accuracy' and mutation_schema.yaml does not "
-                   "bridge it; use --metric accuracy, or declare objective.requested_metric: val_f1 (with its mode) "
-                   "in mutation_schema.yaml"}]  # fmt: skip
+    assert config["admission_errors"] == [
+        {
+            "code": "AUTOFL_METRIC_NOT_DECLARED",
+            "message": "requested metric 'val_f1' is not the job key metric 'accuracy' and mutation_schema.yaml does not "
+            "bridge it; use --metric accuracy, or declare objective.requested_metric: val_f1 (with its mode) "
+            "in mutation_schema.yaml",
+        }
+    ]
 
 
 def test_budget_schema_sets_job_options_by_their_action():
-    schema = ("comparison_budget_args:\n  default_candidate_budget:\n    num_rounds: 5\n    run_timeout_seconds: 60\n"
-              "  fixed_within_campaign: [fast, cache, no_eval, lr]\n")  # fmt: skip
+    schema = (
+        "comparison_budget_args:\n  default_candidate_budget:\n    num_rounds: 5\n    run_timeout_seconds: 60\n"
+        "  fixed_within_campaign: [fast, cache, no_eval, lr]\n"
+    )
     config = imported(schema)
     assert config["argparse"]["schema_args"] == ["--num_rounds", "5"]
     assert config["fixed_budget"]["num_rounds"]["value"] == 5
     assert config["unresolved"] == []  # every fixed name is an option of job.py; runner settings need none
     assert config["fixed_budget"]["comparison_args"] == {
-        "cache": {"flag": "--cache", "value": False}, "fast": {"flag": "--fast", "value": False},
-        "lr": {"flag": "--lr", "value": 0.1}, "no_eval": {"flag": "--no_eval", "value": True}}  # fmt: skip
-    switches = ("comparison_budget_args:\n  default_candidate_budget:\n    aggregator: x\n    cross_site_eval: true\n"
-                "    seed: 1\n")  # fmt: skip
+        "cache": {"flag": "--cache", "value": False},
+        "fast": {"flag": "--fast", "value": False},
+        "lr": {"flag": "--lr", "value": 0.1},
+        "no_eval": {"flag": "--no_eval", "value": True},
+    }
+    switches = (
+        "comparison_budget_args:\n  default_candidate_budget:\n    aggregator: x\n    cross_site_eval: true\n"
+        "    seed: 1\n"
+    )
     assert imported(switches)["argparse"]["schema_args"] == []  # none of them is an option of job.py
 
 
@@ -249,8 +301,7 @@ def test_budget_schema_pins_a_switch_by_its_action(action, wanted, args):
 def test_base_args_against_the_schema_budget_is_a_conflict():
     schema = "comparison_budget_args:\n  default_candidate_budget:\n    num_rounds: 5\n"
     config = imported(schema, base_args=["--num_rounds", "7"])
-    message = ("--base-args sets --num_rounds 7 but mutation_schema.yaml fixes num_rounds: 5; drop it from "
-               "--base-args")  # fmt: skip
+    message = "--base-args sets --num_rounds 7 but mutation_schema.yaml fixes num_rounds: 5; drop it from --base-args"
     assert config["argparse"]["budget_conflicts"] == [message]
     assert {"code": "AUTOFL_BUDGET_ARGUMENT_CONFLICT", "message": message} in config["admission_errors"]
     assert imported(schema, base_args=["--num_rounds", "5"])["argparse"]["budget_conflicts"] == []
@@ -258,21 +309,31 @@ def test_base_args_against_the_schema_budget_is_a_conflict():
 
 def test_schema_arguments_job_py_has_no_option_for_are_noted():
     job = JOB.replace("'--num_rounds'", "'--rounds'").replace("args.num_rounds", "args.rounds")
-    schema = ("comparison_budget_args:\n  default_candidate_budget:\n    num_rounds: 5\n    batch_size: 8\n"
-              "  fixed_within_campaign: [model_arch, run_timeout_seconds]\nmutable_args:\n  momentum: {type: float}\n")
+    schema = (
+        "comparison_budget_args:\n  default_candidate_budget:\n    num_rounds: 5\n    batch_size: 8\n"
+        "  fixed_within_campaign: [model_arch, run_timeout_seconds]\nmutable_args:\n  momentum: {type: float}\n"
+    )
     config = api.import_source(job, schema_text=schema)
     assert config["unresolved"] == [
-        {"field": "schema.comparison_budget_args.batch_size",
-         "reason": "job.py has no --batch_size option, so the runner cannot pin it; candidates are compared with "
-                   "whatever job.py and its train script use"},
-        {"field": "schema.comparison_budget_args.model_arch",
-         "reason": "job.py has no --model_arch option, so the runner cannot pin it; candidates are compared with "
-                   "whatever job.py and its train script use"},
-        {"field": "schema.mutable_args.momentum",
-         "reason": "job.py has no --momentum option, so a candidate cannot set it as a run argument"},
-    ]  # fmt: skip
+        {
+            "field": "schema.comparison_budget_args.batch_size",
+            "reason": "job.py has no --batch_size option, so the runner cannot pin it; candidates are compared with "
+            "whatever job.py and its train script use",
+        },
+        {
+            "field": "schema.comparison_budget_args.model_arch",
+            "reason": "job.py has no --model_arch option, so the runner cannot pin it; candidates are compared with "
+            "whatever job.py and its train script use",
+        },
+        {
+            "field": "schema.mutable_args.momentum",
+            "reason": "job.py has no --momentum option, so a candidate cannot set it as a run argument",
+        },
+    ]
     assert config["schema"]["budget_mismatches"] == [
         "mutation_schema.yaml fixes num_rounds: 5 but job.py uses num_rounds=3 and has no --num_rounds option to set "
-        "it; add that option to job.py or change the schema"]
+        "it; add that option to job.py or change the schema"
+    ]
     assert {"code": "AUTOFL_SCHEMA_BUDGET_MISMATCH", "message": config["schema"]["budget_mismatches"][0]} in config[
-        "admission_errors"]
+        "admission_errors"
+    ]

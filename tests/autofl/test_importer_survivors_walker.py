@@ -25,7 +25,9 @@ LINE = HEAD.count("\n") + 1  # the first line after HEAD
 
 
 def config_of(prelude: str, value: str = "1", base_args=()) -> dict:
-    source = HEAD + prelude + f"r = FedAvgRecipe(min_clients=2, num_rounds=3, v={value})\nr.execute(SimEnv(num_clients=2))\n"
+    source = (
+        HEAD + prelude + f"r = FedAvgRecipe(min_clients=2, num_rounds=3, v={value})\nr.execute(SimEnv(num_clients=2))\n"
+    )
     return api.import_source(source, base_args=base_args)
 
 
@@ -34,24 +36,36 @@ def v_of(prelude: str, value: str = "v", base_args=()) -> dict:
 
 
 def unresolved(expr: str, reason: str, *flags: str) -> dict:
-    return {"value": None, "confidence": "unresolved", "expr": expr, **({"flags": list(flags)} if flags else {}),
-            "reason": reason}  # fmt: skip
+    return {
+        "value": None,
+        "confidence": "unresolved",
+        "expr": expr,
+        **({"flags": list(flags)} if flags else {}),
+        "reason": reason,
+    }
 
 
 def test_loop_over_an_unknown_sequence_leaves_its_variable_unresolved():
     prelude = "v = 0\nfor site in os.environ['SITES'].split(','):\n    last = site\n"
-    reason = (f"loop variable of a loop over os.environ['SITES'].split(','): it reads the environment variable SITES "
-              f"at run time (line {LINE + 1})")  # fmt: skip
+    reason = (
+        f"loop variable of a loop over os.environ['SITES'].split(','): it reads the environment variable SITES "
+        f"at run time (line {LINE + 1})"
+    )
     assert v_of(prelude, "site") == unresolved("site", reason)
-    assert v_of(prelude, "last") == {"value": None, "confidence": "unresolved",
-                                     "reason": f"bound only on one side of the condition at line {LINE + 2}"}  # fmt: skip
+    assert v_of(prelude, "last") == {
+        "value": None,
+        "confidence": "unresolved",
+        "reason": f"bound only on one side of the condition at line {LINE + 2}",
+    }
     assert v_of(prelude, "v") == {"value": 0, "confidence": "high"}  # unchanged by the loop body
 
 
 def test_loop_that_breaks_is_walked_once_with_its_reason():
     prelude = "for i in [1, 2]:\n    x = i\n    break\n"
-    reason = ("loop variable of a loop over [1, 2]: a sequence that is not known statically, too long, or left with "
-              "break/continue")  # fmt: skip
+    reason = (
+        "loop variable of a loop over [1, 2]: a sequence that is not known statically, too long, or left with "
+        "break/continue"
+    )
     assert v_of(prelude, "i") == unresolved("i", reason)
 
 
@@ -59,8 +73,12 @@ def test_short_known_loop_is_unrolled_with_its_options():
     prelude = "total = 0\nfor k in [args.n, 3]:\n    total += k\n"
     assert v_of(prelude, "total") == {"value": 5, "confidence": "medium", "expr": "total + k", "flags": ["--n"]}
     counted = "total = 0\nfor k in range(args.n):\n    total += 10\n"
-    assert v_of(counted, "total", ["--n", "3"]) == {"value": 30, "confidence": "medium", "expr": "total + 10",
-                                                    "flags": ["--n"]}  # fmt: skip
+    assert v_of(counted, "total", ["--n", "3"]) == {
+        "value": 30,
+        "confidence": "medium",
+        "expr": "total + 10",
+        "flags": ["--n"],
+    }
 
 
 @pytest.mark.parametrize(
@@ -74,9 +92,11 @@ def test_short_known_loop_is_unrolled_with_its_options():
 def test_a_recipe_built_in_a_loop_is_refused_with_the_loop_line(loop, line):
     source = HEAD + loop + "r.execute(SimEnv(num_clients=2))\n"
     support = api.import_source(source)["import"]["support"]
-    assert support == {"status": "unsupported",
-                       "reason": f"a recipe/job/env is built or run inside a loop (line {line}); build and run "
-                                 "exactly one, outside loops, so every trial runs the same job"}  # fmt: skip
+    assert support == {
+        "status": "unsupported",
+        "reason": f"a recipe/job/env is built or run inside a loop (line {line}); build and run "
+        "exactly one, outside loops, so every trial runs the same job",
+    }
 
 
 def test_loop_notes_record_kind_and_line():
@@ -116,17 +136,25 @@ def test_calls_of_local_functions_bind_their_parameters():
     assert v_of(prelude, "f(k=1)") == unresolved("[a, b, k, m]", "missing argument")
     kwargs = "def h(**kw):\n    return kw['a'] + kw['b']\n"
     assert v_of(kwargs, "h(a=1, b=2)")["value"] == 3
-    assert v_of(kwargs, "h(**{'a': 1, 'b': args.n})") == {"value": 3, "confidence": "medium",
-                                                          "expr": "kw['a'] + kw['b']", "flags": ["--n"]}  # fmt: skip
+    assert v_of(kwargs, "h(**{'a': 1, 'b': args.n})") == {
+        "value": 3,
+        "confidence": "medium",
+        "expr": "kw['a'] + kw['b']",
+        "flags": ["--n"],
+    }
 
 
 def test_keyword_unpacking_into_a_constructor():
     prelude = "opts = {'num_rounds': args.n}\n"
     source = HEAD + prelude + "r = FedAvgRecipe(min_clients=2, **opts)\nr.execute(SimEnv(num_clients=2))\n"
     config = api.import_source(source, base_args=["--n", "4"])
-    assert config["fixed_budget"]["num_rounds"] == {"value": 4, "confidence": "pinned", "flag": "--n",
-                                                    "source": "FedAvgRecipe(num_rounds=...)",
-                                                    "depends_on": ["--n"]}  # fmt: skip
+    assert config["fixed_budget"]["num_rounds"] == {
+        "value": 4,
+        "confidence": "pinned",
+        "flag": "--n",
+        "source": "FedAvgRecipe(num_rounds=...)",
+        "depends_on": ["--n"],
+    }
 
 
 def test_both_sides_of_an_unresolved_condition_are_merged():
@@ -135,10 +163,16 @@ def test_both_sides_of_an_unresolved_condition_are_merged():
         "    same = 2\n    both = 5\n"
     )
     assert v_of(prelude, "same") == {"value": 2, "confidence": "high"}
-    assert v_of(prelude, "both") == {"value": None, "confidence": "unresolved",
-                                     "reason": f"depends on the condition at line {LINE + 2}"}  # fmt: skip
-    assert v_of(prelude, "one") == {"value": None, "confidence": "unresolved",
-                                    "reason": f"bound only on one side of the condition at line {LINE + 2}"}
+    assert v_of(prelude, "both") == {
+        "value": None,
+        "confidence": "unresolved",
+        "reason": f"depends on the condition at line {LINE + 2}",
+    }
+    assert v_of(prelude, "one") == {
+        "value": None,
+        "confidence": "unresolved",
+        "reason": f"bound only on one side of the condition at line {LINE + 2}",
+    }
 
 
 def test_a_side_that_returns_early_still_decides_the_result():
@@ -148,11 +182,17 @@ def test_a_side_that_returns_early_still_decides_the_result():
         "def pick():\n    x = 1\n    if os.environ.get('X'):\n        return 5\n    else:\n        x = 2\n"
         "    return x\n"
     )
-    assert v_of(prelude, "pick()") == {"value": None, "confidence": "unresolved",
-                                       "reason": f"depends on the condition at line {LINE + 2}"}  # fmt: skip
+    assert v_of(prelude, "pick()") == {
+        "value": None,
+        "confidence": "unresolved",
+        "reason": f"depends on the condition at line {LINE + 2}",
+    }
     loop = "def pick():\n    for s in os.environ['A']:\n        return 4\n    return 5\n"
-    assert v_of(loop, "pick()") == {"value": None, "confidence": "unresolved",
-                                    "reason": f"depends on the condition at line {LINE + 2}"}  # fmt: skip
+    assert v_of(loop, "pick()") == {
+        "value": None,
+        "confidence": "unresolved",
+        "reason": f"depends on the condition at line {LINE + 2}",
+    }
     guard = "def pick():\n    if os.environ.get('X'):\n        raise ValueError('no')\n    return 3\n"
     assert v_of(guard, "pick()") == {"value": 3, "confidence": "high"}  # a raise gives no result
     guard_else = "def pick():\n    if os.environ.get('X'):\n        return 4\n    else:\n        raise ValueError\n"
@@ -164,45 +204,61 @@ def test_a_side_that_returns_early_still_decides_the_result():
     both = "def pick():\n    if os.environ.get('X'):\n        return 5\n    else:\n        return 5\n"
     assert v_of(both, "pick()") == {"value": 5, "confidence": "high"}
     options = "def pick():\n    if os.environ.get('X'):\n        return args.n\n    x = 1\n    return x\n"
-    assert v_of(options, "pick()") == {"value": None, "confidence": "unresolved", "flags": ["--n"],
-                                       "reason": f"depends on the condition at line {LINE + 1}"}  # fmt: skip
+    assert v_of(options, "pick()") == {
+        "value": None,
+        "confidence": "unresolved",
+        "flags": ["--n"],
+        "reason": f"depends on the condition at line {LINE + 1}",
+    }
 
 
 def test_the_branch_a_recipe_is_built_in_decides_support():
-    source = (HEAD + "if os.environ.get('BIG'):\n    r = FedAvgRecipe(min_clients=2, num_rounds=9)\nelse:\n"
-              "    r = FedAvgRecipe(min_clients=2, num_rounds=3)\nr.execute(SimEnv(num_clients=2))\n")  # fmt: skip
+    source = (
+        HEAD + "if os.environ.get('BIG'):\n    r = FedAvgRecipe(min_clients=2, num_rounds=9)\nelse:\n"
+        "    r = FedAvgRecipe(min_clients=2, num_rounds=3)\nr.execute(SimEnv(num_clients=2))\n"
+    )
     support = api.import_source(source)["import"]["support"]
     assert support["reason"] == (
         f"which recipe/job runs depends on a condition the importer cannot resolve (line {LINE}: "
-        "os.environ.get('BIG')); make it depend only on parsed arguments or literals, or pass the choice in --base-args")
+        "os.environ.get('BIG')); make it depend only on parsed arguments or literals, or pass the choice in --base-args"
+    )
 
 
 def test_attributes_of_objects():
     prelude = "class Cfg:\n    pass\nc = Cfg()\nimport torch\nm = torch.nn.Linear(2, 2)\n"
     assert v_of(prelude, "c.rounds") == unresolved(
-        "c.rounds", f"attribute 'rounds' of an instance of class Cfg (line {LINE + 2}); the importer does not follow "
-        "classes")
+        "c.rounds",
+        f"attribute 'rounds' of an instance of class Cfg (line {LINE + 2}); the importer does not follow classes",
+    )
     assert v_of(prelude, "m.weight")["reason"].startswith("attribute 'weight' of Linear(...): it comes from ")
     assert v_of("", "os.environ['A'].lower")["reason"].startswith("it reads the environment variable A")
 
 
 def test_file_name_and_dunder_main():
     assert v_of("", "__file__") == {"value": "job.py", "confidence": "medium", "expr": "__file__"}
-    assert v_of("", "__name__ == '__main__'") == {"value": True, "confidence": "medium",
-                                                  "expr": "__name__ == '__main__'"}
+    assert v_of("", "__name__ == '__main__'") == {
+        "value": True,
+        "confidence": "medium",
+        "expr": "__name__ == '__main__'",
+    }
 
 
 def test_dynamic_attribute_of_a_class_picked_at_run_time_stays_dynamic():
     prelude = "import nvflare.app_opt.pt.recipes.fedavg as m\nkind = getattr(m, os.environ['K'])\n"
     source = HEAD + prelude + "r = kind.Recipe(min_clients=2, num_rounds=3)\nr.execute(SimEnv(num_clients=2))\n"
     assert api.import_source(source)["import"]["support"]["reason"].startswith(
-        f"dynamic construction: the object run at line {LINE + 3} is built from a class chosen at run time")
+        f"dynamic construction: the object run at line {LINE + 3} is built from a class chosen at run time"
+    )
 
 
 def test_container_methods_with_keywords():
     prelude = "cfg = {'a': 1}\ncfg.update(b=args.n)\n"
-    assert v_of(prelude, "cfg") == {"value": {"a": 1, "b": 2}, "confidence": "medium", "expr": "{'a': 1}",
-                                    "flags": ["--n"]}  # fmt: skip
+    assert v_of(prelude, "cfg") == {
+        "value": {"a": 1, "b": 2},
+        "confidence": "medium",
+        "expr": "{'a': 1}",
+        "flags": ["--n"],
+    }
 
 
 def test_item_assignment_and_deletion():
@@ -211,28 +267,39 @@ def test_item_assignment_and_deletion():
 
 
 def test_option_values_rebound_in_job_py():
-    assert v_of("args.n += 1\n", "args.n") == {"value": 3, "confidence": "medium", "expr": "args.n + 1",
-                                               "flags": ["--n"]}  # fmt: skip
+    assert v_of("args.n += 1\n", "args.n") == {
+        "value": 3,
+        "confidence": "medium",
+        "expr": "args.n + 1",
+        "flags": ["--n"],
+    }
     assert v_of("args.extra = object()\n", "args.extra") == unresolved("args.extra", "not a data value")
     assert v_of("", "args.copy()") == unresolved("args.copy()", ".copy() on a run-time value")
 
 
 def test_unrolled_loop_items_keep_their_expression():
-    assert v_of("for k in [args.n]:\n    x = k\n", "x") == {"value": 2, "confidence": "medium", "expr": "[args.n]",
-                                                           "flags": ["--n"]}  # fmt: skip
+    assert v_of("for k in [args.n]:\n    x = k\n", "x") == {
+        "value": 2,
+        "confidence": "medium",
+        "expr": "[args.n]",
+        "flags": ["--n"],
+    }
 
 
 def test_a_value_bound_under_an_option_keeps_its_reason():
     prelude = "if not args.fast:\n    x = os.environ['X']\n"
     assert v_of(prelude, "x") == unresolved(
-        "os.environ['X']", f"it reads the environment variable X at run time (line {LINE + 1})", "--fast")
+        "os.environ['X']", f"it reads the environment variable X at run time (line {LINE + 1})", "--fast"
+    )
 
 
 def test_attribute_of_an_external_object_names_it():
     prelude = "import torch\nm = torch.nn.Linear(2, 2)\n"
     assert v_of(prelude, "m.weight") == unresolved(
-        "m.weight", f"attribute 'weight' of Linear(...): it comes from torch.nn.Linear(...) at line {LINE + 1}, an "
-        "external call the importer cannot evaluate")
+        "m.weight",
+        f"attribute 'weight' of Linear(...): it comes from torch.nn.Linear(...) at line {LINE + 1}, an "
+        "external call the importer cannot evaluate",
+    )
 
 
 SCRIPT_JOB = (
@@ -243,16 +310,20 @@ SCRIPT_JOB = (
 @pytest.mark.parametrize(
     ("script", "allowed"),
     [
-        ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--lr', type=float)\nargs = p.parse_args()\n",
-         ["--lr"]),
+        (
+            "import argparse\np = argparse.ArgumentParser()\np.add_argument('--lr', type=float)\nargs = p.parse_args()\n",
+            ["--lr"],
+        ),
         ("import sys\nprint(sys.argv)\n", ["--lr", "--epochs"]),  # reads argv itself: every option may reach it
         ("print('no options')\n", []),  # never reads what it is given
     ],
 )
 def test_options_forwarded_to_the_train_script_reach_the_job_only_if_it_accepts_them(script, allowed):
-    source = (HEAD.replace("args = parser.parse_args()\n", SCRIPT_JOB + "args = parser.parse_args()\n")
-              + "r = FedAvgRecipe(min_clients=2, num_rounds=3, train_script='train.py', "
-              "train_args=f'--lr {args.lr} --epochs {args.epochs}')\nr.execute(SimEnv(num_clients=2))\n")
+    source = (
+        HEAD.replace("args = parser.parse_args()\n", SCRIPT_JOB + "args = parser.parse_args()\n")
+        + "r = FedAvgRecipe(min_clients=2, num_rounds=3, train_script='train.py', "
+        "train_args=f'--lr {args.lr} --epochs {args.epochs}')\nr.execute(SimEnv(num_clients=2))\n"
+    )
     config = api.import_source(source, read_file=lambda rel: script if rel == "train.py" else None)
     assert config["summary"]["allowed"] == allowed
 
@@ -261,30 +332,67 @@ def test_options_forwarded_to_the_train_script_reach_the_job_only_if_it_accepts_
 @pytest.mark.parametrize(
     ("prelude", "expression", "expected"),
     [
-        ("sites = ['a']\nsites.append(args.n)\n", "sites",
-         {"value": ["a", 2], "confidence": "medium", "expr": "['a']", "flags": ["--n"]}),
+        (
+            "sites = ['a']\nsites.append(args.n)\n",
+            "sites",
+            {"value": ["a", 2], "confidence": "medium", "expr": "['a']", "flags": ["--n"]},
+        ),
         ("sites = ['a']\nlast = sites.pop()\n", "last", {"value": "a", "confidence": "medium"}),
-        ("s = {1}\nx = s.pop()\n", "x",
-         unresolved("s.pop()", f"changed by .pop() at line {LINE + 1} with a value the importer cannot determine")),
-        ("s = {1}\ns.pop()\n", "s",
-         unresolved("s.pop()", f"changed by .pop() at line {LINE + 1} with a value the importer cannot determine")),
-        ("cfg = {'a': 1}\ncfg.update(b=os.environ['B'])\n", "cfg",
-         unresolved("cfg.update(b=os.environ['B'])", f"changed by .update() at line {LINE + 1} with a value the "
-                    "importer cannot determine")),
-        ("items = []\nitems.remove(3)\n", "items", unresolved("items.remove(3)", f".remove() at line {LINE + 1} would fail")),
+        (
+            "s = {1}\nx = s.pop()\n",
+            "x",
+            unresolved("s.pop()", f"changed by .pop() at line {LINE + 1} with a value the importer cannot determine"),
+        ),
+        (
+            "s = {1}\ns.pop()\n",
+            "s",
+            unresolved("s.pop()", f"changed by .pop() at line {LINE + 1} with a value the importer cannot determine"),
+        ),
+        (
+            "cfg = {'a': 1}\ncfg.update(b=os.environ['B'])\n",
+            "cfg",
+            unresolved(
+                "cfg.update(b=os.environ['B'])",
+                f"changed by .update() at line {LINE + 1} with a value the importer cannot determine",
+            ),
+        ),
+        (
+            "items = []\nitems.remove(3)\n",
+            "items",
+            unresolved("items.remove(3)", f".remove() at line {LINE + 1} would fail"),
+        ),
         ("items = []\nx = items.remove(3)\n", "x", unresolved("items.remove(3)", ".remove() would fail")),
-        ("big = ['x' * 60000]\nbig.append('y' * 60000)\n", "big",
-         unresolved("big.append('y' * 60000)", "container too large")),
-        ("cfg = {'a': 1}\nouter = [cfg]\ncfg['b'] = 2\n", "outer",
-         {"value": None, "confidence": "unresolved", "expr": "[cfg]",
-          "reason": "it held a container that was changed later in job.py"}),
-        ("cfg = {'a': 1}\nalias = cfg\ncfg['a'] = args.n\n", "alias",
-         {"value": {"a": 2}, "confidence": "medium", "expr": "{'a': 1}", "flags": ["--n"]}),
-        ("cfg = {'a': 1}\ncfg[os.environ['K']] = 1\n", "cfg",
-         unresolved("cfg[os.environ['K']]", f"item set at line {LINE + 1} is not resolved")),
+        (
+            "big = ['x' * 60000]\nbig.append('y' * 60000)\n",
+            "big",
+            unresolved("big.append('y' * 60000)", "container too large"),
+        ),
+        (
+            "cfg = {'a': 1}\nouter = [cfg]\ncfg['b'] = 2\n",
+            "outer",
+            {
+                "value": None,
+                "confidence": "unresolved",
+                "expr": "[cfg]",
+                "reason": "it held a container that was changed later in job.py",
+            },
+        ),
+        (
+            "cfg = {'a': 1}\nalias = cfg\ncfg['a'] = args.n\n",
+            "alias",
+            {"value": {"a": 2}, "confidence": "medium", "expr": "{'a': 1}", "flags": ["--n"]},
+        ),
+        (
+            "cfg = {'a': 1}\ncfg[os.environ['K']] = 1\n",
+            "cfg",
+            unresolved("cfg[os.environ['K']]", f"item set at line {LINE + 1} is not resolved"),
+        ),
         ("cfg = [1]\ncfg[5] = 1\n", "cfg", unresolved("cfg[5]", f"item assignment at line {LINE + 1} would fail")),
-        ("if args.fast:\n    cfg = [1]\nelse:\n    cfg = [1]\ncfg.append(2)\n", "cfg",
-         {"value": [1, 2], "confidence": "medium", "expr": "[1]", "flags": ["--fast"]}),
+        (
+            "if args.fast:\n    cfg = [1]\nelse:\n    cfg = [1]\ncfg.append(2)\n",
+            "cfg",
+            {"value": [1, 2], "confidence": "medium", "expr": "[1]", "flags": ["--fast"]},
+        ),
     ],
 )
 def test_containers_changed_in_place(prelude, expression, expected):
@@ -292,8 +400,10 @@ def test_containers_changed_in_place(prelude, expression, expected):
 
 
 def test_objects_holding_a_changed_container_see_it_as_stale():
-    body = ("sites = ['a']\nr = FedAvgRecipe(min_clients=2, num_rounds=3, v=sites, w=[sites])\nsites.append('b')\n"
-            "r.execute(SimEnv(num_clients=2))\n")  # fmt: skip
+    body = (
+        "sites = ['a']\nr = FedAvgRecipe(min_clients=2, num_rounds=3, v=sites, w=[sites])\nsites.append('b')\n"
+        "r.execute(SimEnv(num_clients=2))\n"
+    )
     args = api.import_source(HEAD + body)["recipe_args"]
     stale = "it held a container that was changed later in job.py"  # which state the recipe read is unknown
     assert args["v"] == {"value": None, "confidence": "unresolved", "reason": stale}
@@ -305,8 +415,11 @@ def test_items_of_containers_of_objects():
     assert v_of(prelude, "runners[0]") == {"value": 5, "confidence": "high"}
     assert v_of(prelude, "named['b']") == {"value": 7, "confidence": "high"}
     bad = "runners = [object()]\nrunners[3] = 5\n"
-    assert v_of(bad, "runners") == {"value": None, "confidence": "unresolved",
-                                    "reason": f"item assignment at line {LINE + 1} would fail"}  # fmt: skip
+    assert v_of(bad, "runners") == {
+        "value": None,
+        "confidence": "unresolved",
+        "reason": f"item assignment at line {LINE + 1} would fail",
+    }
     unknown = "runners = [object()]\nrunners[os.environ['I']] = 5\n"
     assert v_of(unknown, "runners")["reason"] == f"item set at line {LINE + 1} is not resolved"
 
@@ -314,27 +427,57 @@ def test_items_of_containers_of_objects():
 @pytest.mark.parametrize(
     ("expression", "expected"),
     [
-        ("[x * args.n for x in [1, 2] if x > 1]",
-         {"value": [4], "confidence": "medium", "expr": "[x * args.n for x in [1, 2] if x > 1]", "flags": ["--n"]}),
-        ("{k: 1 for k in [args.n]}",
-         {"value": {"2": 1}, "confidence": "medium", "expr": "{k: 1 for k in [args.n]}", "flags": ["--n"]}),
-        ("[x for x in os.environ['L']]",
-         unresolved("[x for x in os.environ['L']]", "it iterates over os.environ['L']: it reads the environment "
-                    f"variable L at run time (line {LINE})")),
-        ("[x for x in {1, 2}]",
-         unresolved("[x for x in {1, 2}]", "the iteration order of {1, 2} is not known statically")),
-        ("[x for x in [1] if os.environ.get('F')]",
-         unresolved("[x for x in [1] if os.environ.get('F')]", "its filter os.environ.get('F') is not resolved: it "
-                    f"reads the environment variable F at run time (line {LINE})")),
-        ("{os.environ['K']: object() for _ in [1]}",
-         unresolved("{os.environ['K']: object() for _ in [1]}", "a key of the dict comprehension is not resolved")),
-        ("{k: object() for k in ['a']}['a']",
-         {"value": None, "confidence": "unresolved", "expr": "<dynamic>(...)", "reason": "an object, not a data value"}),
-        ("[os.environ['K'] for _ in [1]]",
-         unresolved("[os.environ['K'] for _ in [1]]", f"it reads the environment variable K at run time (line {LINE})")),
+        (
+            "[x * args.n for x in [1, 2] if x > 1]",
+            {"value": [4], "confidence": "medium", "expr": "[x * args.n for x in [1, 2] if x > 1]", "flags": ["--n"]},
+        ),
+        (
+            "{k: 1 for k in [args.n]}",
+            {"value": {"2": 1}, "confidence": "medium", "expr": "{k: 1 for k in [args.n]}", "flags": ["--n"]},
+        ),
+        (
+            "[x for x in os.environ['L']]",
+            unresolved(
+                "[x for x in os.environ['L']]",
+                f"it iterates over os.environ['L']: it reads the environment variable L at run time (line {LINE})",
+            ),
+        ),
+        (
+            "[x for x in {1, 2}]",
+            unresolved("[x for x in {1, 2}]", "the iteration order of {1, 2} is not known statically"),
+        ),
+        (
+            "[x for x in [1] if os.environ.get('F')]",
+            unresolved(
+                "[x for x in [1] if os.environ.get('F')]",
+                "its filter os.environ.get('F') is not resolved: it "
+                f"reads the environment variable F at run time (line {LINE})",
+            ),
+        ),
+        (
+            "{os.environ['K']: object() for _ in [1]}",
+            unresolved("{os.environ['K']: object() for _ in [1]}", "a key of the dict comprehension is not resolved"),
+        ),
+        (
+            "{k: object() for k in ['a']}['a']",
+            {
+                "value": None,
+                "confidence": "unresolved",
+                "expr": "<dynamic>(...)",
+                "reason": "an object, not a data value",
+            },
+        ),
+        (
+            "[os.environ['K'] for _ in [1]]",
+            unresolved(
+                "[os.environ['K'] for _ in [1]]", f"it reads the environment variable K at run time (line {LINE})"
+            ),
+        ),
         ("{[x] for x in [1]}", unresolved("{[x] for x in [1]}", "unhashable item")),
-        ("[x for x in range(5000) for y in range(5000)]",
-         unresolved("[x for x in range(5000) for y in range(5000)]", "comprehension too large")),
+        (
+            "[x for x in range(5000) for y in range(5000)]",
+            unresolved("[x for x in range(5000) for y in range(5000)]", "comprehension too large"),
+        ),
     ],
 )
 def test_comprehensions(expression, expected):
@@ -343,18 +486,26 @@ def test_comprehensions(expression, expected):
 
 def test_a_function_that_always_raises_has_no_value():
     assert v_of("def fail():\n    raise ValueError('no')\n", "fail()") == unresolved(
-        "raise ValueError('no')", "raised an exception")
-    nested = ("def pick():\n    if os.environ.get('A'):\n        if os.environ.get('B'):\n            raise KeyError\n"
-              "        else:\n            raise ValueError\n    return 3\n")  # fmt: skip
+        "raise ValueError('no')", "raised an exception"
+    )
+    nested = (
+        "def pick():\n    if os.environ.get('A'):\n        if os.environ.get('B'):\n            raise KeyError\n"
+        "        else:\n            raise ValueError\n    return 3\n"
+    )
     assert v_of(nested, "pick()") == {"value": 3, "confidence": "high"}  # both inner sides raise: no result there
 
 
 def test_changed_containers_inside_other_containers():
     held = "cfg = [1]\nouter = {'k': cfg}\ncfg.append(2)\n"
-    assert v_of(held, "outer") == {"value": None, "confidence": "unresolved", "expr": "{'k': cfg}",
-                                   "reason": "it held a container that was changed later in job.py"}  # fmt: skip
+    assert v_of(held, "outer") == {
+        "value": None,
+        "confidence": "unresolved",
+        "expr": "{'k': cfg}",
+        "reason": "it held a container that was changed later in job.py",
+    }
     bag = "cfg = [1]\npair = [object(), cfg]\ncfg.append(2)\n"
     assert v_of(bag, "pair[1]") == {"value": [1, 2], "confidence": "medium", "expr": "[1]"}
     failing = "cfg = [1]\ncfg[args.n + 5] = 1\n"
-    assert v_of(failing, "cfg") == unresolved("cfg[args.n + 5]", f"item assignment at line {LINE + 1} would fail",
-                                              "--n")
+    assert v_of(failing, "cfg") == unresolved(
+        "cfg[args.n + 5]", f"item assignment at line {LINE + 1} would fail", "--n"
+    )

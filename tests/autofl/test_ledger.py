@@ -15,12 +15,23 @@ def _line(**values) -> str:
 
 
 def test_columns_are_the_spec_order():
-    assert list(ledger.COLUMNS) == (
-        "status name score runtime_seconds changed_files diff_summary run_command artifacts failure_reason "
-        "candidate_manifest base_candidate patch_sha256 metric_name metric_source metric_artifact candidate_kind "
-        "algorithm_family literature_event_id"
-    ).split()
-    assert set(ledger.STATUSES) == {"baseline", "keep", "discard", "crash", "literature", "infrastructure_retry", "replicate"}
+    assert (
+        list(ledger.COLUMNS)
+        == (
+            "status name score runtime_seconds changed_files diff_summary run_command artifacts failure_reason "
+            "candidate_manifest base_candidate patch_sha256 metric_name metric_source metric_artifact candidate_kind "
+            "algorithm_family literature_event_id"
+        ).split()
+    )
+    assert set(ledger.STATUSES) == {
+        "baseline",
+        "keep",
+        "discard",
+        "crash",
+        "literature",
+        "infrastructure_retry",
+        "replicate",
+    }
 
 
 def test_parse_types_scores_and_keeps_text():
@@ -49,7 +60,10 @@ def test_parse_empty_and_header_only_and_crlf():
         (_header() + _line(status="kept", name="x"), "line 2: unknown status 'kept'"),
         (_header() + _line(status="keep", name="x", score="abc"), "line 2: score must be a number"),
         (_header() + _line(status="keep", name="x", score="nan"), "line 2: score must be finite"),
-        (_header() + _line(status="keep", name="ok", score="1") + _line(status="keep", name="x", score="inf"), "line 3"),
+        (
+            _header() + _line(status="keep", name="ok", score="1") + _line(status="keep", name="x", score="inf"),
+            "line 3",
+        ),
         (_header() + _line(status="keep", name="x", runtime_seconds="-1"), "runtime_seconds must be >= 0"),
         (_header() + _line(status="keep", name="x", candidate_kind="magic"), "unknown candidate_kind"),
     ],
@@ -65,7 +79,8 @@ def test_short_rows_are_padded_with_empty_trailing_fields():
     """Editors that trim trailing whitespace drop trailing tabs; the reference's eval ledgers have such rows."""
     rows = ledger.parse(_header() + "keep\tonly-two\t0.5\n" + "literature\tlit\n")
     assert [(r["status"], r["name"], r["score"], r["literature_event_id"]) for r in rows] == [
-        ("keep", "only-two", 0.5, ""), ("literature", "lit", None, "")
+        ("keep", "only-two", 0.5, ""),
+        ("literature", "lit", None, ""),
     ]
     assert all(len(row) == len(ledger.COLUMNS) for row in rows)
 
@@ -83,8 +98,13 @@ def test_read_rows_invalid_utf8_names_line(tmp_path):
 
 def test_format_row_precision_and_sanitizing():
     line = ledger.format_row(
-        {"status": "discard", "name": "a\tb", "score": 0.9060000000000001, "runtime_seconds": 3.14159,
-         "diff_summary": "line1\nline2\r\x00end\u2028x"}
+        {
+            "status": "discard",
+            "name": "a\tb",
+            "score": 0.9060000000000001,
+            "runtime_seconds": 3.14159,
+            "diff_summary": "line1\nline2\r\x00end\u2028x",
+        }
     )
     fields = line.split("\t")
     assert len(fields) == len(ledger.COLUMNS)

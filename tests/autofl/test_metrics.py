@@ -27,7 +27,11 @@ def test_real_2_9_summary_uses_final_aggregated_metrics(tmp_path):
         {"final_aggregated_metrics": nv("accuracy", 0.915), "best_metrics": nv("accuracy", 0.93), "best_round": 1},
     )
     found = extract_metric(tmp_path, ["accuracy"])
-    assert (found.value, found.metric_name, found.metric_source) == (0.915, "accuracy", "structured:metrics_summary.json")
+    assert (found.value, found.metric_name, found.metric_source) == (
+        0.915,
+        "accuracy",
+        "structured:metrics_summary.json",
+    )
     assert found.metric_artifact == SUMMARY
     assert found.detail == "final_aggregated_metrics"
 
@@ -145,9 +149,7 @@ def test_not_found_reason_lists_metrics_and_searched_files(tmp_path):
     write(tmp_path, "run.log", "nothing here\n")
     found = extract_metric(tmp_path, ["accuracy", "val_acc"])
     assert found.value is None
-    assert found.reason == (
-        f"matching metric not found; metrics=[accuracy, val_acc]; searched=[{SUMMARY}, run.log]"
-    )
+    assert found.reason == (f"matching metric not found; metrics=[accuracy, val_acc]; searched=[{SUMMARY}, run.log]")
 
 
 def test_corrupt_and_binary_artifacts_do_not_break_extraction(tmp_path):

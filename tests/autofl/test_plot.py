@@ -61,7 +61,11 @@ def _has_color(image, rgb, tolerance=12):
 def test_plot_data_every_status():
     data = plot.plot_data(EVERY_STATUS, "max")
     assert [(p["x"], p["status"], p["score"]) for p in data["points"]] == [
-        (1, "baseline", 0.80), (2, "discard", 0.78), (3, "keep", 0.84), (5, "keep", 0.86), (6, "discard", 0.85),
+        (1, "baseline", 0.80),
+        (2, "discard", 0.78),
+        (3, "keep", 0.84),
+        (5, "keep", 0.86),
+        (6, "discard", 0.85),
         (7, "discard", 0.86),
     ]
     assert data["failures"] == [{"x": 4, "row": 3, "name": "broken", "status": "crash"}]
@@ -69,8 +73,15 @@ def test_plot_data_every_status():
     assert data["running_best"] == [{"x": 1, "score": 0.8}, {"x": 3, "score": 0.84}, {"x": 5, "score": 0.86}]
     assert data["best"] == {"x": 5, "row": 6, "score": 0.86, "status": "keep", "name": "fedprox-faithful"}
     assert data["x_max"] == 7 and data["scored"] == 6
-    assert data["counts"] == {"baseline": 1, "keep": 2, "discard": 3, "crash": 1, "literature": 1,
-                              "infrastructure_retry": 1, "replicate": 0}
+    assert data["counts"] == {
+        "baseline": 1,
+        "keep": 2,
+        "discard": 3,
+        "crash": 1,
+        "literature": 1,
+        "infrastructure_retry": 1,
+        "replicate": 0,
+    }
 
 
 def test_plot_data_min_mode_and_ties_at_ledger_precision():
@@ -187,8 +198,9 @@ def cli(repo_root, python_exe):
     script = str(repo_root / "skills" / "nvflare-autofl" / "scripts" / "plot_progress.py")
 
     def run(*args, cwd=None):
-        return subprocess.run([python_exe, script, *map(str, args)], capture_output=True, text=True, timeout=120,
-                              cwd=cwd)
+        return subprocess.run(
+            [python_exe, script, *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd
+        )
 
     return run
 

@@ -26,10 +26,12 @@ def test_committed_table_matches_the_installed_nvflare(generator):
 
 
 def test_rendering_never_imports_nvflare(python_exe):
-    code = ("import sys, importlib.util\n"
-            f"spec = importlib.util.spec_from_file_location('g', {str(REPO / 'shared' / 'nvflare_recipes.py')!r})\n"
-            "g = importlib.util.module_from_spec(spec); sys.modules['g'] = g; spec.loader.exec_module(g)\n"
-            "g.render()\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('nvflare', 'torch')))\n")  # fmt: skip
+    code = (
+        "import sys, importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('g', {str(REPO / 'shared' / 'nvflare_recipes.py')!r})\n"
+        "g = importlib.util.module_from_spec(spec); sys.modules['g'] = g; spec.loader.exec_module(g)\n"
+        "g.render()\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('nvflare', 'torch')))\n"
+    )
     proc = subprocess.run([python_exe, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
@@ -41,19 +43,24 @@ def _fake_nvflare(root: Path, extra: str = "") -> Path:
         "__init__.py": "",
         "recipe/__init__.py": "from .fedavg import FedAvgRecipe\n",
         "recipe/spec.py": "class Recipe:\n    def __init__(self, job):\n        pass\n",
-        "recipe/fedavg.py": ("from nvflare.recipe.spec import Recipe\n"
-                             "class FedAvgRecipe(Recipe):\n"
-                             "    def __init__(self, *, min_clients: int, num_rounds: int = 2, train_script: str,\n"
-                             "                 key_metric='accuracy', mode=SOME_CONSTANT):\n        pass\n"),
+        "recipe/fedavg.py": (
+            "from nvflare.recipe.spec import Recipe\n"
+            "class FedAvgRecipe(Recipe):\n"
+            "    def __init__(self, *, min_clients: int, num_rounds: int = 2, train_script: str,\n"
+            "                 key_metric='accuracy', mode=SOME_CONSTANT):\n        pass\n"
+        ),
         "app/recipes/__init__.py": "",
-        "app/recipes/svm.py": ("from nvflare.recipe.fedavg import FedAvgRecipe as UnifiedFedAvgRecipe\n"
-                               "class SVMFedAvgRecipe(UnifiedFedAvgRecipe):\n"
-                               "    def __init__(self, *, min_clients, kernel='rbf', **kwargs):\n"
-                               "        super().__init__(min_clients=min_clients, num_rounds=2, **kwargs)\n"),
-        "app/recipes/stats.py": ("from ...recipe.spec import Recipe\n"
-                                 "class FedStatsRecipe(Recipe):\n    pass\n" + extra),
+        "app/recipes/svm.py": (
+            "from nvflare.recipe.fedavg import FedAvgRecipe as UnifiedFedAvgRecipe\n"
+            "class SVMFedAvgRecipe(UnifiedFedAvgRecipe):\n"
+            "    def __init__(self, *, min_clients, kernel='rbf', **kwargs):\n"
+            "        super().__init__(min_clients=min_clients, num_rounds=2, **kwargs)\n"
+        ),
+        "app/recipes/stats.py": (
+            "from ...recipe.spec import Recipe\nclass FedStatsRecipe(Recipe):\n    pass\n" + extra
+        ),
         "app/workflows.py": "class FedAvg:\n    def __init__(self, num_clients=3, num_rounds=5):\n        pass\n",
-    }  # fmt: skip
+    }
     for rel, text in files.items():
         path = root / "nvflare" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,17 +69,24 @@ def _fake_nvflare(root: Path, extra: str = "") -> Path:
 
 
 FAMILIES = {
-    "recipes": {"FedAvgRecipe": {"family": "training"}, "SVMFedAvgRecipe": {"family": "training"},
-                "FedStatsRecipe": {"family": "statistics", "reason": "statistics only"}},
+    "recipes": {
+        "FedAvgRecipe": {"family": "training"},
+        "SVMFedAvgRecipe": {"family": "training"},
+        "FedStatsRecipe": {"family": "statistics", "reason": "statistics only"},
+    },
     "components": ["nvflare.app.workflows.FedAvg"],
-}  # fmt: skip
+}
 
 
 def test_signatures_bases_and_fixed_values_are_read_from_source(generator, tmp_path):
     source = generator.SourceTree(_fake_nvflare(tmp_path))
     table = generator.build_table(source, "9.9.9", FAMILIES)["classes"]
-    assert sorted(table) == ["nvflare.app.recipes.stats.FedStatsRecipe", "nvflare.app.recipes.svm.SVMFedAvgRecipe",
-                             "nvflare.app.workflows.FedAvg", "nvflare.recipe.fedavg.FedAvgRecipe"]  # fmt: skip
+    assert sorted(table) == [
+        "nvflare.app.recipes.stats.FedStatsRecipe",
+        "nvflare.app.recipes.svm.SVMFedAvgRecipe",
+        "nvflare.app.workflows.FedAvg",
+        "nvflare.recipe.fedavg.FedAvgRecipe",
+    ]
     fedavg = table["nvflare.recipe.fedavg.FedAvgRecipe"]
     assert fedavg["defaults"] == {"key_metric": "accuracy", "num_rounds": 2}
     assert fedavg["required"] == ["min_clients", "train_script"] and fedavg["computed"] == {"mode": "SOME_CONSTANT"}
@@ -108,7 +122,8 @@ def test_the_families_file_is_valid(generator):
 
 
 def test_cli_lists_recipe_classes(python_exe):
-    proc = subprocess.run([python_exe, str(REPO / "shared" / "nvflare_recipes.py"), "--list"], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [python_exe, str(REPO / "shared" / "nvflare_recipes.py"), "--list"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert "nvflare.recipe.fedstats.FedStatsRecipe\tstatistics" in proc.stdout.splitlines()

@@ -40,32 +40,52 @@ def lit(event):
 
 
 def se(status, name, score, event="", **extra):
-    return r(status, name, score, candidate_kind="source_edit", literature_event_id=event, base_candidate="baseline",
-             **extra)
+    return r(
+        status, name, score, candidate_kind="source_edit", literature_event_id=event, base_candidate="baseline", **extra
+    )
 
 
 EDGE_ROWS = [
     r("baseline", "baseline", 0.80, runtime=10.0, run_command="python job.py --name b", metric_source="structured:m"),
-    lit("lit-0001"), se("keep", "l1-a", 0.82, "lit-0001", algorithm_family="fedprox", runtime=12.0),
-    lit("lit-0002"), se("discard", "l2-a", 0.82, "lit-0002"), se("discard", "l2-b", 0.81, "lit-0002"),
+    lit("lit-0001"),
+    se("keep", "l1-a", 0.82, "lit-0001", algorithm_family="fedprox", runtime=12.0),
+    lit("lit-0002"),
+    se("discard", "l2-a", 0.82, "lit-0002"),
+    se("discard", "l2-b", 0.81, "lit-0002"),
     se("discard", "l2-c", 0.79, "lit-0002"),
-    lit("lit-0003"), se("discard", "l3-a", 0.70, "lit-0003"), se("discard", "l3-b", 0.75, "lit-0003"),
+    lit("lit-0003"),
+    se("discard", "l3-a", 0.70, "lit-0003"),
+    se("discard", "l3-b", 0.75, "lit-0003"),
     se("discard", "l3-c", 0.71, "lit-0003"),
-    lit("lit-0004"), se("crash", "l4-a", None, "lit-0004", failure_reason="exit_code=1; site-1: OOM"),
+    lit("lit-0004"),
+    se("crash", "l4-a", None, "lit-0004", failure_reason="exit_code=1; site-1: OOM"),
     se("crash", "l4-b", None, "lit-0004", failure_reason="exit_code=1; site-1: OOM"),
     lit("lit-0005"),
-    lit("lit-0006"), se("discard", "l6-a", 0.78, "lit-0006"),
+    lit("lit-0006"),
+    se("discard", "l6-a", 0.78, "lit-0006"),
     r("crash", "other-crash", None, failure_reason="exit_code=2; site-2: KeyError: 'x'", algorithm_family="fedprox"),
-    r("discard", "better-discard", 0.95, candidate_kind="argument_only", algorithm_family="tuning",
-      failure_reason="within noise (delta=+0.130000, margin=0.200000)"),
-]  # fmt: skip
+    r(
+        "discard",
+        "better-discard",
+        0.95,
+        candidate_kind="argument_only",
+        algorithm_family="tuning",
+        failure_reason="within noise (delta=+0.130000, margin=0.200000)",
+    ),
+]
 
 
 def test_every_literature_outcome_from_linked_candidates_only():
     walk = report_facts.walk_rows(EDGE_ROWS, "max")
     outcomes = {e["event_id"]: e["outcome"] for e in report_facts.literature_outcomes(EDGE_ROWS, walk, batch_size=3)}
-    assert outcomes == {"lit-0001": "helped", "lit-0002": "matched", "lit-0003": "not_confirmed", "lit-0004": "failed",
-                        "lit-0005": "not_evaluated", "lit-0006": "incomplete"}  # fmt: skip
+    assert outcomes == {
+        "lit-0001": "helped",
+        "lit-0002": "matched",
+        "lit-0003": "not_confirmed",
+        "lit-0004": "failed",
+        "lit-0005": "not_evaluated",
+        "lit-0006": "incomplete",
+    }
     unlabelled = [lit("lit-0001"), se("keep", "x", 0.9)]  # follows the event in row order but does not carry its id
     walk = report_facts.walk_rows([EDGE_ROWS[0], *unlabelled], "max")
     (event,) = report_facts.literature_outcomes([EDGE_ROWS[0], *unlabelled], walk, batch_size=3)
@@ -81,9 +101,17 @@ def test_best_is_never_a_discard_and_a_better_discard_is_best_observed():
 
 
 def test_what_helped_and_what_did_not():
-    rows = [r("baseline", "baseline", 0.5), r("keep", "a", 0.6), r("discard", "x", 0.55, algorithm_family="lr"),
-            r("keep", "b", 0.9), r("keep", "c", 0.91), r("discard", "y", 0.7, algorithm_family="lr"),
-            r("keep", "stale", 0.91), r("crash", "z", None, failure_reason="boom"), r("crash", "w", None, failure_reason="boom")]  # fmt: skip
+    rows = [
+        r("baseline", "baseline", 0.5),
+        r("keep", "a", 0.6),
+        r("discard", "x", 0.55, algorithm_family="lr"),
+        r("keep", "b", 0.9),
+        r("keep", "c", 0.91),
+        r("discard", "y", 0.7, algorithm_family="lr"),
+        r("keep", "stale", 0.91),
+        r("crash", "z", None, failure_reason="boom"),
+        r("crash", "w", None, failure_reason="boom"),
+    ]
     walk = report_facts.walk_rows(rows, "max")
     helped = report_facts.what_helped(walk, band=0.05)
     assert [i["name"] for i in helped["improvements"]] == ["a", "b", "c"], "a tie kept by hand is no improvement"
@@ -95,7 +123,11 @@ def test_what_helped_and_what_did_not():
     assert failed["crashes"] == [{"reason": "boom", "count": 2, "names": ["z", "w"]}]
     path = report_facts.trajectory(rows, walk)
     assert [(p["name"], p["marks"]) for p in path["points"]] == [
-        ("baseline", ["start"]), ("a", ["first"]), ("b", ["largest"]), ("c", ["final"])]
+        ("baseline", ["start"]),
+        ("a", ["first"]),
+        ("b", ["largest"]),
+        ("c", ["final"]),
+    ]
     assert path["steps_total"] == 4
 
 
@@ -106,43 +138,86 @@ def test_min_mode_gains_are_direction_adjusted():
 
 
 def test_families_from_explicit_values_only():
-    rows = [r("baseline", "baseline", 0.5), r("keep", "a", 0.6, algorithm_family="f1"),
-            r("discard", "b", 0.55, algorithm_family="f1"), r("keep", "c", 0.7, algorithm_family="f2"),
-            r("discard", "d", 0.1, algorithm_family="f3"), r("crash", "e", None, algorithm_family="f4"),
-            r("discard", "g", 0.1)]  # fmt: skip
+    rows = [
+        r("baseline", "baseline", 0.5),
+        r("keep", "a", 0.6, algorithm_family="f1"),
+        r("discard", "b", 0.55, algorithm_family="f1"),
+        r("keep", "c", 0.7, algorithm_family="f2"),
+        r("discard", "d", 0.1, algorithm_family="f3"),
+        r("crash", "e", None, algorithm_family="f4"),
+        r("discard", "g", 0.1),
+    ]
     table = report_facts.families(rows, report_facts.walk_rows(rows, "max"))
     assert {f["family"]: f["outcome"] for f in table["families"]} == {
-        "f1": "mixed", "f2": "helped", "f3": "not_confirmed", "f4": "failed"}
+        "f1": "mixed",
+        "f2": "helped",
+        "f3": "not_confirmed",
+        "f4": "failed",
+    }
     assert table["unclassified_attempts"] == 1
 
 
 def test_lineage_follows_base_candidate_and_marks_a_missing_ancestor():
-    rows = [r("baseline", "baseline", 0.5), r("keep", "a", 0.6, base_candidate="baseline", changed_files="a.py"),
-            r("keep", "b", 0.7, base_candidate="a", changed_files="b.py,a.py")]  # fmt: skip
+    rows = [
+        r("baseline", "baseline", 0.5),
+        r("keep", "a", 0.6, base_candidate="baseline", changed_files="a.py"),
+        r("keep", "b", 0.7, base_candidate="a", changed_files="b.py,a.py"),
+    ]
     full = report_facts.lineage(rows, 2)
     assert full == {"chain": ["b", "a", "baseline"], "partial": False, "missing": [], "changed_files": ["a.py", "b.py"]}
     broken = rows[:1] + [r("keep", "b", 0.7, base_candidate="ghost", changed_files="b.py")]
-    assert report_facts.lineage(broken, 1) == {"chain": ["b"], "partial": True, "missing": ["ghost"],
-                                               "changed_files": ["b.py"]}  # fmt: skip
+    assert report_facts.lineage(broken, 1) == {
+        "chain": ["b"],
+        "partial": True,
+        "missing": ["ghost"],
+        "changed_files": ["b.py"],
+    }
     older = rows[:1] + [r("keep", "b", 0.7)]
     assert report_facts.lineage(older, 1)["partial"] is True
 
 
 def test_compute_by_status():
-    rows = [r("baseline", "b", 0.5, runtime=10.0), r("keep", "k", 0.6, runtime=12.5), r("replicate", "x", 0.6, runtime=11.0),
-            r("crash", "c", None, runtime=3.0), r("discard", "ext", 0.4), lit("lit-0001")]  # fmt: skip
-    assert report_facts.compute_spent(rows) == {"total_seconds": 36.5, "rows_without_runtime": 1, "by_status": {
-        "baseline": 10.0, "crash": 3.0, "keep": 12.5, "replicate": 11.0}}
+    rows = [
+        r("baseline", "b", 0.5, runtime=10.0),
+        r("keep", "k", 0.6, runtime=12.5),
+        r("replicate", "x", 0.6, runtime=11.0),
+        r("crash", "c", None, runtime=3.0),
+        r("discard", "ext", 0.4),
+        lit("lit-0001"),
+    ]
+    assert report_facts.compute_spent(rows) == {
+        "total_seconds": 36.5,
+        "rows_without_runtime": 1,
+        "by_status": {"baseline": 10.0, "crash": 3.0, "keep": 12.5, "replicate": 11.0},
+    }
 
 
 def evidence(**changes):
     baseline = r("baseline", "baseline", 0.5, runtime=10.0, metric_source="structured:metrics_summary.json")
-    best = r("keep", "k", 0.6, runtime=40.0, metric_source="text:log.txt:line=4", candidate_manifest="m",
-             candidate_kind="argument_only")  # fmt: skip
-    values = dict(rows=[baseline, best], best=best, baseline=baseline, best_run_args=["--local_steps", "20", "--lr", "1"],
-                  missing_columns=(), metric="accuracy", fresh_state={"best_score": 0.6}, stored_state={"best_score": 0.6},
-                  meta={"best_candidate": "k"}, manifest_status={"k": "keep"}, best_observed=None, gain_verdict=None,
-                  band=None)  # fmt: skip
+    best = r(
+        "keep",
+        "k",
+        0.6,
+        runtime=40.0,
+        metric_source="text:log.txt:line=4",
+        candidate_manifest="m",
+        candidate_kind="argument_only",
+    )
+    values = dict(
+        rows=[baseline, best],
+        best=best,
+        baseline=baseline,
+        best_run_args=["--local_steps", "20", "--lr", "1"],
+        missing_columns=(),
+        metric="accuracy",
+        fresh_state={"best_score": 0.6},
+        stored_state={"best_score": 0.6},
+        meta={"best_candidate": "k"},
+        manifest_status={"k": "keep"},
+        best_observed=None,
+        gain_verdict=None,
+        band=None,
+    )
     values.update(changes)
     return report_warnings.Evidence(**values)
 
@@ -154,8 +229,14 @@ def codes(ev):
 def test_warnings():
     assert codes(evidence()) == ["compute_changed", "compute_changed", "metric_source_changed"]
     assert "population_changed" in codes(evidence(best_run_args=["--clients_per_round", "1"]))
-    found = codes(evidence(best_run_args=[], stored_state={"best_score": 0.7}, meta={"best_candidate": "x"},
-                           manifest_status={"k": "discard"}))  # fmt: skip
+    found = codes(
+        evidence(
+            best_run_args=[],
+            stored_state={"best_score": 0.7},
+            meta={"best_candidate": "x"},
+            manifest_status={"k": "discard"},
+        )
+    )
     assert found.count("state_disagrees") == 3
     assert "state_disagrees" in codes(evidence(best_run_args=[], stored_state=None))
     assert "test_like_metric" not in codes(evidence(metric="test_accuracy")), "one scored candidate is no selection"
@@ -180,7 +261,9 @@ def write_ledger(workspace, rows, *, header_columns=None):
     if header_columns:
         width = header_columns
         lines = text.splitlines()
-        text = "\n".join(["\t".join(ledger.COLUMNS[:width])] + ["\t".join(line.split("\t")[:width]) for line in lines[1:]])
+        text = "\n".join(
+            ["\t".join(ledger.COLUMNS[:width])] + ["\t".join(line.split("\t")[:width]) for line in lines[1:]]
+        )
         text += "\n"
     (workspace / "results.tsv").write_text(text)
 
@@ -209,22 +292,49 @@ def test_edge_ledger_report_reads_every_outcome(tmp_path):
     assert json.loads(done.stdout)["selected"] == "l1-a"
     data, markdown = report_of(out)
     assert data["selected"]["name"] == "l1-a" and data["best_observed"]["name"] == "better-discard"
-    for line in ("| lit-0002 | matched |", "| lit-0005 | not_evaluated |", "| lit-0006 | incomplete | l6-a (1 scored of 3",
-                 "[src: Someone 2020]", "- Best observed (not selected): discard `better-discard` 0.950000",
-                 "- literature event lit-0003: 3 discard(s); closest `l3-b` 0.750000", "- crashed 2x (`l4-a`, `l4-b`): exit_code=1; "
-                 "site-1: OOM", "- fedprox: mixed (2 attempt(s), 1 improved, 1 crashed)", "`better_discard`",
-                 "`missing_provenance`: 12 row(s) have no candidate manifest"):  # fmt: skip
+    for line in (
+        "| lit-0002 | matched |",
+        "| lit-0005 | not_evaluated |",
+        "| lit-0006 | incomplete | l6-a (1 scored of 3",
+        "[src: Someone 2020]",
+        "- Best observed (not selected): discard `better-discard` 0.950000",
+        "- literature event lit-0003: 3 discard(s); closest `l3-b` 0.750000",
+        "- crashed 2x (`l4-a`, `l4-b`): exit_code=1; site-1: OOM",
+        "- fedprox: mixed (2 attempt(s), 1 improved, 1 crashed)",
+        "`better_discard`",
+        "`missing_provenance`: 12 row(s) have no candidate manifest",
+    ):
         assert line in markdown, line
-    for section in ("## Selected candidate and why", "## What helped", "## What did not help", "## Literature outcomes",
-                    "## Families", "## Trajectory", "## Noise", "## Warnings", "## Compute and time", "## Leaderboard"):
+    for section in (
+        "## Selected candidate and why",
+        "## What helped",
+        "## What did not help",
+        "## Literature outcomes",
+        "## Families",
+        "## Trajectory",
+        "## Noise",
+        "## Warnings",
+        "## Compute and time",
+        "## Leaderboard",
+    ):
         assert section in markdown, section
     assert "Compute spent (sum of run times): 22.0 s (baseline 10.0 s, keep 12.0 s)" in markdown
 
 
 def test_broken_lineage_and_an_older_ledger_are_reported_not_rejected(tmp_path):
     ws = campaign(tmp_path)
-    rows = [r("baseline", "baseline", 0.75, runtime=1.0), r("keep", "b", 0.8, base_candidate="ghost", changed_files="client.py",
-            candidate_kind="source_edit", runtime=1.0)]  # fmt: skip
+    rows = [
+        r("baseline", "baseline", 0.75, runtime=1.0),
+        r(
+            "keep",
+            "b",
+            0.8,
+            base_candidate="ghost",
+            changed_files="client.py",
+            candidate_kind="source_edit",
+            runtime=1.0,
+        ),
+    ]
     write_ledger(ws, rows, header_columns=12)
     done = report_cli(ws, "--confirm-interrupted", "--output-dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
@@ -336,7 +446,7 @@ def test_output_paths_that_alias_evidence_sources_or_each_other_are_refused(tmp_
         ("--report", str(out / "b.md")): "same file",
         ("--report", str(out / "a.md"), "--progress", str(out / "a.json")): "same file",
         ("--progress", str(out / "folder.png")): "is a folder",
-    }  # fmt: skip
+    }
     before = tree_digest(tmp_path)
     for args, expected in cases.items():
         done = report_cli(ws, *args)
@@ -435,8 +545,13 @@ def test_closed_stdout_exits_141_quietly_and_a_lone_isolated_copy_works(tmp_path
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        done = subprocess.run([sys.executable, "-I", str(script), str(ws)], stdout=write_end, stderr=subprocess.PIPE,
-                              text=True, timeout=120)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-I", str(script), str(ws)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
     finally:
         os.close(write_end)
     assert done.returncode == 141 and done.stderr == ""

@@ -34,7 +34,10 @@ def test_gpu_out_of_memory_on_a_site_beats_the_wrapper(tmp_path):
     (sim / "server").mkdir()
     (sim / "server" / "error_log.txt").write_text("ValueError: the shareable is not a valid DXO - expect DXO\n")
     cause = root_cause(sim, "Traceback ...\n" + WRAPPER + "\n")
-    assert cause == "site-2: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total)"
+    assert (
+        cause
+        == "site-2: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total)"
+    )
 
 
 def test_nothing_but_the_wrapper_gives_none(tmp_path):

@@ -14,13 +14,20 @@ pytestmark = pytest.mark.slow
 
 
 def run(repo_root, python_exe, script, *args):
-    return subprocess.run([python_exe, str(repo_root / "bench" / script), *args], capture_output=True, text=True,
-                          timeout=600, cwd=repo_root)  # fmt: skip
+    return subprocess.run(
+        [python_exe, str(repo_root / "bench" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=repo_root,
+    )
 
 
 def test_lifecycle_speed_quick_prints_every_figure_and_a_consistent_verdict(repo_root, python_exe):
     done = run(repo_root, python_exe, "lifecycle_speed.py", "--quick")
-    rows = re.findall(r"^(prepare|suggest|status|status 10k rows)\s+([\d.]+)\s+([\d.]+)\s+(PASS|FAIL)$", done.stdout, re.M)
+    rows = re.findall(
+        r"^(prepare|suggest|status|status 10k rows)\s+([\d.]+)\s+([\d.]+)\s+(PASS|FAIL)$", done.stdout, re.M
+    )
     assert {row[0] for row in rows} == {"prepare", "suggest", "status", "status 10k rows"}, done.stdout + done.stderr
     for _name, value, bar, verdict in rows:
         assert (float(value) <= float(bar)) == (verdict == "PASS")

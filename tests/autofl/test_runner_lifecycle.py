@@ -63,7 +63,11 @@ def test_prepare_copies_the_best_source_and_writes_a_prepared_manifest(ws):
     copy = tree_digest(source_dir(ws, "lr-up"))
     assert copy == tree_digest(ws / ".nvflare/autofl/snapshots/best/source")
     record = manifest(ws, "lr-up")
-    assert (record["status"], record["algorithm_family"], record["base_candidate"]) == ("prepared", "tuning", "baseline")
+    assert (record["status"], record["algorithm_family"], record["base_candidate"]) == (
+        "prepared",
+        "tuning",
+        "baseline",
+    )
 
 
 def test_keep_installs_the_new_best_and_discard_restores_it_exactly(ws):
@@ -72,8 +76,9 @@ def test_keep_installs_the_new_best_and_discard_restores_it_exactly(ws):
     assert "BONUS = 0.02" in (ws / "client.py").read_text()
     best_source = ws / ".nvflare/autofl/snapshots/best/source"
     assert (best_source / "client.py").read_bytes() == (ws / "client.py").read_bytes()
-    before = tree_digest(ws, skip=(".nvflare", "autofl_runs", "results.tsv", "progress.png", "autofl_report.md",
-                                   "autofl_report.json"))  # fmt: skip
+    before = tree_digest(
+        ws, skip=(".nvflare", "autofl_runs", "results.tsv", "progress.png", "autofl_report.md", "autofl_report.json")
+    )
 
     def worse_and_new_file(folder):
         set_bonus(folder, -0.3)
@@ -81,13 +86,20 @@ def test_keep_installs_the_new_best_and_discard_restores_it_exactly(ws):
 
     discarded = candidate(ws, "worse", edit=worse_and_new_file)
     assert (discarded.code, discarded.envelope["candidate_status"]) == (0, "discard")
-    after = tree_digest(ws, skip=(".nvflare", "autofl_runs", "results.tsv", "progress.png", "autofl_report.md",
-                                  "autofl_report.json"))  # fmt: skip
+    after = tree_digest(
+        ws, skip=(".nvflare", "autofl_runs", "results.tsv", "progress.png", "autofl_report.md", "autofl_report.json")
+    )
     assert after == before and not (ws / "helper_mod.py").exists()
     rows = ledger_rows(ws)
-    assert [(r["status"], r["name"]) for r in rows] == [("baseline", "baseline"), ("keep", "bonus"), ("discard", "worse")]
+    assert [(r["status"], r["name"]) for r in rows] == [
+        ("baseline", "baseline"),
+        ("keep", "bonus"),
+        ("discard", "worse"),
+    ]
     assert rows[2]["changed_files"] == "client.py,helper_mod.py" and rows[2]["candidate_kind"] == "source_edit"
-    assert rows[2]["base_candidate"] == "bonus" and rows[2]["candidate_manifest"].endswith("worse/candidate_manifest.json")
+    assert rows[2]["base_candidate"] == "bonus" and rows[2]["candidate_manifest"].endswith(
+        "worse/candidate_manifest.json"
+    )
     patch = (ws / ".nvflare/autofl/candidates/worse/candidate.patch").read_text()
     assert "-BONUS = 0.02" in patch and "+BONUS = -0.3" in patch and "+++ b/helper_mod.py" in patch
 
@@ -96,7 +108,9 @@ def test_kept_created_file_joins_the_trust_contract(ws):
     def with_module(folder):
         (folder / "tuning_helpers.py").write_text("EXTRA = 0.03\n")
         client = folder / "client.py"
-        client.write_text(client.read_text().replace("BONUS = 0.0", "from tuning_helpers import EXTRA\n\nBONUS = EXTRA"))
+        client.write_text(
+            client.read_text().replace("BONUS = 0.0", "from tuning_helpers import EXTRA\n\nBONUS = EXTRA")
+        )
 
     done = candidate(ws, "module", edit=with_module)
     assert done.envelope["candidate_status"] == "keep"
@@ -143,8 +157,9 @@ def test_a_tie_at_ledger_precision_is_a_discard(ws):
     def tie(folder):
         client = folder / "client.py"
         text = client.read_text()
-        client.write_text(text.replace("    return round(score + (0.05 if args.use_bonus else 0.0), 6)",
-                                       "    return 0.7500000004"))  # fmt: skip
+        client.write_text(
+            text.replace("    return round(score + (0.05 if args.use_bonus else 0.0), 6)", "    return 0.7500000004")
+        )
 
     done = candidate(ws, "tie", edit=tie)
     assert done.envelope["candidate_status"] == "discard"
@@ -245,8 +260,9 @@ def test_mutable_setting_changes_are_audited_and_immutable_ones_refused(ws):
 
 
 def test_literature_events_and_linked_candidates(ws):
-    first = run_inproc(ws, "record", "--literature", "--hypothesis", "FedProx [src: Li 2020]; try proximal term",
-                       "--family", "fedprox")  # fmt: skip
+    first = run_inproc(
+        ws, "record", "--literature", "--hypothesis", "FedProx [src: Li 2020]; try proximal term", "--family", "fedprox"
+    )
     assert first.envelope["literature_event_id"] == "lit-0001"
     assert first.envelope["next_action"] == "develop_literature_batch"
     assert first.envelope["required_exploration"] == "source_backed_exploration"
@@ -262,7 +278,9 @@ def test_literature_events_and_linked_candidates(ws):
     row = ledger_rows(ws)[-1]
     assert (row["literature_event_id"], row["candidate_kind"]) == ("lit-0001", "source_edit")
     state = json.loads(done.envelope and (ws / ".nvflare/autofl/campaign_state.json").read_text())
-    assert state["exploration_batch"]["literature_event_id"] == "lit-0001" and state["exploration_batch"]["completed"] == 1
+    assert (
+        state["exploration_batch"]["literature_event_id"] == "lit-0001" and state["exploration_batch"]["completed"] == 1
+    )
 
 
 def test_literature_rows_count_by_status_only(ws):
@@ -278,13 +296,19 @@ def test_stop_file_with_and_without_a_pending_candidate(ws):
     (ws / "STOP_AUTOFL").write_text("")
     status = run_inproc(ws, "status").envelope
     assert (status["reason"], status["next_action"], status["final_response_allowed"]) == (
-        "manual_stop_pending_candidate", "abandon_candidate", False)
+        "manual_stop_pending_candidate",
+        "abandon_candidate",
+        False,
+    )
     blocked = run_inproc(ws, "evaluate")
     assert blocked.code == 2 and "stop file" in blocked.stderr
     assert run_inproc(ws, "abandon").code == 0
     final = run_inproc(ws, "status").envelope
     assert (final["reason"], final["next_action"], final["final_response_allowed"]) == (
-        "manual_stop_file", "final_report", True)
+        "manual_stop_file",
+        "final_report",
+        True,
+    )
     assert run_inproc(ws, "prepare", "--name", "more", "--hypothesis", "h").code == 2
 
 
@@ -330,8 +354,9 @@ def test_poc_mode_marks_ready_and_records_external_results(tmp_path):
     assert "BONUS = 0.02" in (workspace / "client.py").read_text()  # materialized for the external submission
     downloaded = tmp_path / "download" / "server" / "simulate_job" / "metrics"
     downloaded.mkdir(parents=True)
-    (downloaded / "metrics_summary.json").write_text(json.dumps(
-        {"final_aggregated_metrics": [{"name": "accuracy", "value": 0.87}]}))  # fmt: skip
+    (downloaded / "metrics_summary.json").write_text(
+        json.dumps({"final_aggregated_metrics": [{"name": "accuracy", "value": 0.87}]})
+    )
     done = run_inproc(workspace, "record", "--artifacts", str(tmp_path / "download"), "--job-id", "job-2")
     assert done.code == 0 and done.envelope["candidate_status"] == "keep" and done.envelope["job_id"] == "job-2"
     row = ledger_rows(workspace)[-1]
@@ -364,7 +389,9 @@ def test_unscored_baseline_exits_1_and_is_retried_after_a_repair(tmp_path):
 def test_sandbox_denial_is_an_infrastructure_retry_with_exit_75(ws):
     def sandboxed(folder):
         client = folder / "client.py"
-        client.write_text(client.read_text() + "\nraise PermissionError('[Errno 1] Operation not permitted: socket bind')\n")
+        client.write_text(
+            client.read_text() + "\nraise PermissionError('[Errno 1] Operation not permitted: socket bind')\n"
+        )
 
     done = candidate(ws, "sandboxed", edit=sandboxed)
     assert done.code == 75 and done.envelope["next_action"] == "await_simulation_runner_approval"
@@ -380,7 +407,10 @@ def test_cli_prints_one_envelope_and_one_line_errors(ws):
     bad = run_cli(ws, "launch")
     assert bad.code == 2 and bad.stderr.count("\n") == 1 and "invalid choice" in bad.stderr
     nothing = run_cli(ws, "evaluate")
-    assert nothing.code == 2 and nothing.stderr == "Auto-FL evaluate failed: there is no pending candidate; run prepare first\n"
+    assert (
+        nothing.code == 2
+        and nothing.stderr == "Auto-FL evaluate failed: there is no pending candidate; run prepare first\n"
+    )
 
 
 def test_export_only_job_cannot_run_in_simulation(tmp_path):

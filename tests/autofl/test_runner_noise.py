@@ -18,19 +18,28 @@ def seeded_workspace(tmp_path, name="ws"):
     workspace = standin_workspace(tmp_path, name)
     job = workspace / "job.py"
     text = job.read_text()
-    text = text.replace('    parser.add_argument("--use_bonus", action="store_true")\n',
-                        '    parser.add_argument("--use_bonus", action="store_true")\n'
-                        '    parser.add_argument("--seed", type=int, default=0)\n')  # fmt: skip
-    text = text.replace('+ (" --use_bonus" if args.use_bonus else "")',
-                        '+ (" --use_bonus" if args.use_bonus else "") + f" --seed {args.seed}"')  # fmt: skip
+    text = text.replace(
+        '    parser.add_argument("--use_bonus", action="store_true")\n',
+        '    parser.add_argument("--use_bonus", action="store_true")\n'
+        '    parser.add_argument("--seed", type=int, default=0)\n',
+    )
+    text = text.replace(
+        '+ (" --use_bonus" if args.use_bonus else "")',
+        '+ (" --use_bonus" if args.use_bonus else "") + f" --seed {args.seed}"',
+    )
     job.write_text(text)
     client = workspace / "client.py"
     text = client.read_text().replace("BONUS = 0.0\n", "BONUS = 0.0\n" + SEED_SHIFT)
-    text = text.replace('    parser.add_argument("--use_bonus", action="store_true")\n',
-                        '    parser.add_argument("--use_bonus", action="store_true")\n'
-                        '    parser.add_argument("--seed", type=int, default=0)\n')  # fmt: skip
-    text = text.replace("    return round(score", "    if args.seed == 99:\n        raise RuntimeError('seed 99 breaks')\n"
-                                                 "    score += SEED_SHIFT.get(args.seed % 5, 0.0)\n    return round(score")
+    text = text.replace(
+        '    parser.add_argument("--use_bonus", action="store_true")\n',
+        '    parser.add_argument("--use_bonus", action="store_true")\n'
+        '    parser.add_argument("--seed", type=int, default=0)\n',
+    )
+    text = text.replace(
+        "    return round(score",
+        "    if args.seed == 99:\n        raise RuntimeError('seed 99 breaks')\n"
+        "    score += SEED_SHIFT.get(args.seed % 5, 0.0)\n    return round(score",
+    )
     client.write_text(text)
     return workspace
 
@@ -56,7 +65,9 @@ def test_replicate_reruns_the_best_with_seeds_and_is_never_counted(tmp_path):
     assert done.code == 0, done.stderr
     assert done.envelope["seed_option"] == "--seed"
     assert [(r["name"], r["seed"], r["score"]) for r in done.envelope["replicates"]] == [
-        ("replicate_better_1", "1", 0.774), ("replicate_better_2", "2", 0.766)]
+        ("replicate_better_1", "1", 0.774),
+        ("replicate_better_2", "2", 0.766),
+    ]
     assert done.envelope["candidate_attempts"] == 1 and done.envelope["remaining_candidates"] == 4
     rows = ledger_rows(ws)[-2:]
     assert [(r["status"], r["base_candidate"], r["candidate_kind"]) for r in rows] == [("replicate", "better", "")] * 2
@@ -66,7 +77,13 @@ def test_replicate_reruns_the_best_with_seeds_and_is_never_counted(tmp_path):
     assert (meta["best_candidate"], meta["best_score"]) == (meta_before["best_candidate"], 0.77)
     noise = done.envelope["noise"]
     assert (noise["of"], noise["replicates"], noise["mean"], noise["stdev"], noise["min"], noise["max"]) == (
-        "better", 2, 0.77, 0.004, 0.766, 0.774)
+        "better",
+        2,
+        0.77,
+        0.004,
+        0.766,
+        0.774,
+    )
     state = json.loads((ws / ".nvflare/autofl/campaign_state.json").read_text())
     assert state["noise"] == noise and state["best_candidate"] == "better"
     again = run_inproc(ws, "replicate", "--count", "1")
@@ -119,8 +136,13 @@ def test_replicate_refusals_change_nothing(tmp_path, case):
         (ws / "client.py").write_text((ws / "client.py").read_text() + "\n# edited in place\n")
     before = tree_digest(ws, skip=(".nvflare/autofl/campaign.lock",))
     done = run_inproc(ws, "replicate", *args)
-    expected = {"poc": "simulations only", "pending": "candidate is pending", "stop": "stop file",
-                "drift": "differs from the best snapshot", "count": "between 1 and 10"}[case]  # fmt: skip
+    expected = {
+        "poc": "simulations only",
+        "pending": "candidate is pending",
+        "stop": "stop file",
+        "drift": "differs from the best snapshot",
+        "count": "between 1 and 10",
+    }[case]
     assert done.code == 2 and expected in done.stderr, done.stderr
     assert tree_digest(ws, skip=(".nvflare/autofl/campaign.lock",)) == before
 
@@ -179,9 +201,15 @@ def test_progress_plot_shades_the_noise_band(tmp_path, monkeypatch):
     from autofl_core import ledger, plot
     from PIL import Image
 
-    rows = ledger.parse(ledger.format_ledger([
-        {"status": "baseline", "name": "baseline", "score": 0.70}, {"status": "keep", "name": "k", "score": 0.80},
-        {"status": "replicate", "name": "replicate_k_1", "score": 0.79, "base_candidate": "k"}]))  # fmt: skip
+    rows = ledger.parse(
+        ledger.format_ledger(
+            [
+                {"status": "baseline", "name": "baseline", "score": 0.70},
+                {"status": "keep", "name": "k", "score": 0.80},
+                {"status": "replicate", "name": "replicate_k_1", "score": 0.79, "base_candidate": "k"},
+            ]
+        )
+    )
     plain = plot.render(rows, tmp_path / "plain.png", metric="accuracy", mode="max")
     banded = plot.render(rows, tmp_path / "band.png", metric="accuracy", mode="max", band=0.02)
     assert plain["backend"] == banded["backend"] == "matplotlib"
@@ -192,8 +220,8 @@ def test_progress_plot_shades_the_noise_band(tmp_path, monkeypatch):
     assert summary["backend"] == "pillow"
     image = Image.open(tmp_path / "pillow.png").convert("RGB")
     x, y = summary["best_pixel"]
-    band_rgb = tuple(int(plot.COLORS["band"][i:i + 2], 16) for i in (1, 3, 5))
+    band_rgb = tuple(int(plot.COLORS["band"][i : i + 2], 16) for i in (1, 3, 5))
     assert image.getpixel((x + 40, y + 12)) == band_rgb, "the band is shaded around the best's height"
     assert image.getpixel((x + 40, y - 120)) != band_rgb, "and only within +- the margin"
-    replicate_rgb = tuple(int(plot.COLORS["replicate"][i:i + 2], 16) for i in (1, 3, 5))
+    replicate_rgb = tuple(int(plot.COLORS["replicate"][i : i + 2], 16) for i in (1, 3, 5))
     assert replicate_rgb in {color for _count, color in image.getcolors(1 << 20)}

@@ -17,7 +17,9 @@ def test_runner_overhead_quick(repo_root, python_exe):
     )
     assert done.returncode in (0, 1), done.stdout + done.stderr
     # A trial can beat the bare run by noise, so the overhead may print negative (-0.002).
-    figures = dict(re.findall(r"^(median [a-z ]+\(s\)|median ratio|runner CPU \(s/min\))\s+(-?[\d.]+)", done.stdout, re.M))
+    figures = dict(
+        re.findall(r"^(median [a-z ]+\(s\)|median ratio|runner CPU \(s/min\))\s+(-?[\d.]+)", done.stdout, re.M)
+    )
     assert set(figures) == {
         "median bare wall (s)",
         "median trial wall (s)",

@@ -24,15 +24,24 @@ from runner_support import _check as check_schema
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 DEMO = REPO / "examples" / "demo.py"
-SOURCES_ONLY = (".nvflare", "autofl_runs", "results.tsv", "progress.png", "autofl_report.md", "autofl_report.json",
-                "__pycache__", "STOP_AUTOFL")  # fmt: skip
+SOURCES_ONLY = (
+    ".nvflare",
+    "autofl_runs",
+    "results.tsv",
+    "progress.png",
+    "autofl_report.md",
+    "autofl_report.json",
+    "__pycache__",
+    "STOP_AUTOFL",
+)
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
-    done = subprocess.run([sys.executable, str(DEMO), "--output", str(out)], capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(DEMO), "--output", str(out)], capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return out, done.stdout
 
@@ -51,24 +60,42 @@ def test_demo_runs_a_bounded_campaign_and_diagnoses_its_crash(demo):
     workspace = out / "workspace"
     rows = ledger_rows(workspace)
     assert [(r["status"], r["candidate_kind"]) for r in rows] == [
-        ("baseline", ""), ("keep", "argument_only"), ("keep", "source_edit"), ("replicate", ""), ("replicate", ""),
-        ("crash", "source_edit")]
+        ("baseline", ""),
+        ("keep", "argument_only"),
+        ("keep", "source_edit"),
+        ("replicate", ""),
+        ("replicate", ""),
+        ("crash", "source_edit"),
+    ]
     baseline, best = rows[0]["score"], rows[2]["score"]
     assert 0.5 < baseline < best <= 1.0
-    assert rows[5]["failure_reason"].startswith("exit_code=1; site-") and "ValueError: matmul" in rows[5]["failure_reason"]
+    assert (
+        rows[5]["failure_reason"].startswith("exit_code=1; site-") and "ValueError: matmul" in rows[5]["failure_reason"]
+    )
     state = documents_valid(workspace)
     assert (state["reason"], state["next_action"], state["final_response_allowed"]) == (
-        "candidate_cap_exhausted", "final_report", True)
+        "candidate_cap_exhausted",
+        "final_report",
+        True,
+    )
     assert state["candidate_attempts"] == 3 and state["best_candidate"] == "feature-scaling"
     best_copy = workspace / ".nvflare/autofl/snapshots/best/source/client.py"
     assert (workspace / "client.py").read_bytes() == best_copy.read_bytes()  # the crash was restored exactly
     assert "standardize each feature" in (workspace / "client.py").read_text()
     diagnosis = json.loads((out / "diagnosis.json").read_text())
     assert (diagnosis["matched_pattern"], diagnosis["confidence"]) == ("USER_CODE_EXCEPTION", "high")
-    for line in (f"baseline:    {baseline:.6f}", f"best:        {best:.6f} (feature-scaling)", "crashed:     drop-bias",
-                 "diagnosis:   USER_CODE_EXCEPTION", "best command: cd ", str(workspace / "results.tsv"),
-                 "noise:       stdev ", "(seeds 1-2 and its own); the gain is beyond noise",
-                 str(workspace / "progress.png"), str(workspace / "autofl_report.md")):  # fmt: skip
+    for line in (
+        f"baseline:    {baseline:.6f}",
+        f"best:        {best:.6f} (feature-scaling)",
+        "crashed:     drop-bias",
+        "diagnosis:   USER_CODE_EXCEPTION",
+        "best command: cd ",
+        str(workspace / "results.tsv"),
+        "noise:       stdev ",
+        "(seeds 1-2 and its own); the gain is beyond noise",
+        str(workspace / "progress.png"),
+        str(workspace / "autofl_report.md"),
+    ):
         assert line in stdout, line
     report = (workspace / "autofl_report.md").read_text()
     assert "| crash | drop-bias |" in report and "improvement +" in report
@@ -95,12 +122,17 @@ def test_demo_campaign_continues_after_cap_approval_in_a_moved_folder(demo, tmp_
     assert provenance["replay_of"] == "drop-bias" and "ValueError" in provenance["previous_failure_reason"]
 
     before = tree_digest(workspace, skip=SOURCES_ONLY)
-    assert run_cli(workspace, "prepare", "--name", "flipped-labels", "--hypothesis", "train on flipped labels").code == 0
+    assert (
+        run_cli(workspace, "prepare", "--name", "flipped-labels", "--hypothesis", "train on flipped labels").code == 0
+    )
     client = source_dir(workspace, "flipped-labels") / "client.py"
     text = client.read_text()
     assert "w = train(w, x, y, args.lr, args.local_steps, " in text
-    client.write_text(text.replace("w = train(w, x, y, args.lr, args.local_steps, ",
-                                   "w = train(w, x, 1.0 - y, args.lr, args.local_steps, "))  # fmt: skip
+    client.write_text(
+        text.replace(
+            "w = train(w, x, y, args.lr, args.local_steps, ", "w = train(w, x, 1.0 - y, args.lr, args.local_steps, "
+        )
+    )
     discarded = run_cli(workspace, "evaluate")
     assert discarded.code == 0 and discarded.envelope["candidate_status"] == "discard"
     assert tree_digest(workspace, skip=SOURCES_ONLY) == before
@@ -123,9 +155,12 @@ def momentum(beta):
         text = client.read_text()
         plain = "    for _ in range(steps):\n        w = w - lr * 2.0 * x.T @ (x @ w - y) / len(y)\n"
         if plain in text:
-            text = text.replace(plain, "    velocity = np.zeros_like(w)\n    for _ in range(steps):\n"
-                                       "        velocity = BETA * velocity - lr * 2.0 * x.T @ (x @ w - y) / len(y)\n"
-                                       "        w = w + velocity\n")  # fmt: skip
+            text = text.replace(
+                plain,
+                "    velocity = np.zeros_like(w)\n    for _ in range(steps):\n"
+                "        velocity = BETA * velocity - lr * 2.0 * x.T @ (x @ w - y) / len(y)\n"
+                "        w = w + velocity\n",
+            )
             text = text.replace("NUM_FEATURES = 8\n", "NUM_FEATURES = 8\nBETA = 0.0\n")
         assert "BETA = " in text
         client.write_text(re.sub(r"^BETA = .*$", f"BETA = {beta}", text, flags=re.MULTILINE))
@@ -140,14 +175,34 @@ def test_min_mode_literature_batch_stop_files_and_recovery(tmp_path):
     assert init.code == 0 and init.envelope["baseline_score"] > 1.0
     state = json.loads((workspace / ".nvflare/autofl/campaign_state.json").read_text())
     assert state["mode"] == "min"
-    event = run_cli(workspace, "record", "--literature", "--family", "momentum",
-                    "--hypothesis", "Heavy-ball momentum [src: Polyak 1964] for the local least-squares steps")  # fmt: skip
+    event = run_cli(
+        workspace,
+        "record",
+        "--literature",
+        "--family",
+        "momentum",
+        "--hypothesis",
+        "Heavy-ball momentum [src: Polyak 1964] for the local least-squares steps",
+    )
     assert event.envelope["literature_event_id"] == "lit-0001"
     assert event.envelope["next_action"] == "develop_literature_batch"
     statuses = []
     for name, beta in (("momentum-faithful", 0.9), ("momentum-tuned", 0.5), ("momentum-ablation", 0.0)):
-        assert run_cli(workspace, "prepare", "--name", name, "--hypothesis", f"momentum {beta}",
-                       "--literature-event", "lit-0001", "--family", "momentum").code == 0  # fmt: skip
+        assert (
+            run_cli(
+                workspace,
+                "prepare",
+                "--name",
+                name,
+                "--hypothesis",
+                f"momentum {beta}",
+                "--literature-event",
+                "lit-0001",
+                "--family",
+                "momentum",
+            ).code
+            == 0
+        )
         momentum(beta)(source_dir(workspace, name))
         done = run_cli(workspace, "evaluate")
         assert done.code == 0, done.stderr
@@ -169,12 +224,19 @@ def test_min_mode_literature_batch_stop_files_and_recovery(tmp_path):
     (workspace / "STOP_AUTOFL").unlink()
 
     before = tree_digest(workspace, skip=SOURCES_ONLY)
-    proc = subprocess.Popen([sys.executable, str(RUNNER), "evaluate", str(workspace / "job.py"), "--run-args",
-                             "--local_steps 10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(RUNNER), "evaluate", str(workspace / "job.py"), "--run-args", "--local_steps 10"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     marker = workspace / ".nvflare/autofl/running_trial.json"
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (marker.exists() and list((workspace / "autofl_runs/steps-x2").glob("run.log"))
-                                                 and (workspace / "autofl_runs/steps-x2/run.log").stat().st_size > 2000):
+    while time.monotonic() < deadline and not (
+        marker.exists()
+        and list((workspace / "autofl_runs/steps-x2").glob("run.log"))
+        and (workspace / "autofl_runs/steps-x2/run.log").stat().st_size > 2000
+    ):
         time.sleep(0.2)
     token = json.loads(marker.read_text())["token"]
     os.kill(proc.pid, signal.SIGKILL)
@@ -210,16 +272,23 @@ def test_poc_mode_records_real_downloaded_results(demo, tmp_path):
     shutil.copytree(REPO / "examples" / "hello-numpy", workspace, ignore=shutil.ignore_patterns("__pycache__"))
     init = run_cli(workspace, "initialize", "--env", "poc", "--max-candidates", "2")
     assert init.code == 0 and init.envelope["next_action"] == "submit_baseline"
-    baseline = run_cli(workspace, "record", "--baseline", "--artifacts", str(runs / "baseline" / "simulation"),
-                       "--job-id", "a1b2c3")  # fmt: skip
+    baseline = run_cli(
+        workspace, "record", "--baseline", "--artifacts", str(runs / "baseline" / "simulation"), "--job-id", "a1b2c3"
+    )
     assert baseline.code == 0 and baseline.envelope["baseline_score"] == ledger_rows(out / "workspace")[0]["score"]
     assert run_cli(workspace, "prepare", "--name", "lr-x2", "--hypothesis", "faster").code == 0
     ready = run_cli(workspace, "evaluate", "--run-args", "--lr 0.1")
-    assert ready.envelope["next_action"] == "submit_candidate" and ready.envelope["candidate_status"] == "ready_for_external_execution"
+    assert (
+        ready.envelope["next_action"] == "submit_candidate"
+        and ready.envelope["candidate_status"] == "ready_for_external_execution"
+    )
     done = run_cli(workspace, "record", "--artifacts", str(runs / "lr-x2" / "simulation"), "--job-id", "d4e5f6")
     assert done.code == 0 and done.envelope["candidate_status"] == "keep"
     row = ledger_rows(workspace)[-1]
-    assert row["metric_source"] == "structured:metrics_summary.json" and row["score"] == ledger_rows(out / "workspace")[1]["score"]
+    assert (
+        row["metric_source"] == "structured:metrics_summary.json"
+        and row["score"] == ledger_rows(out / "workspace")[1]["score"]
+    )
     assert manifest(workspace, "lr-x2")["artifacts"]["job_id"] == "d4e5f6"
     assert not (workspace / "autofl_runs").exists()  # the runner itself never ran or submitted anything
 
@@ -231,8 +300,12 @@ def test_fedjob_campaign_isolated_and_an_aborted_run_is_a_crash(tmp_path):
     literal = tmp_path / "literal"
     shutil.copytree(REPO / "examples" / "fedjob-numpy", literal, ignore=shutil.ignore_patterns("__pycache__"))
     job = literal / "job.py"
-    job.write_text(job.read_text().replace("job.simulator_run(os.environ.get(WORKSPACE_ROOT_VARIABLE, args.workspace))",
-                                           'job.simulator_run("/tmp/nvflare/fedjob-literal")'))  # fmt: skip
+    job.write_text(
+        job.read_text().replace(
+            "job.simulator_run(os.environ.get(WORKSPACE_ROOT_VARIABLE, args.workspace))",
+            'job.simulator_run("/tmp/nvflare/fedjob-literal")',
+        )
+    )
     refused = run_cli(literal, "initialize")
     assert refused.code == 2 and "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED" in refused.stderr
     assert "NVFLARE_SIMULATOR_WORKSPACE_ROOT" in refused.stderr and not (literal / ".nvflare").exists()
@@ -247,7 +320,9 @@ def test_fedjob_campaign_isolated_and_an_aborted_run_is_a_crash(tmp_path):
     assert (simulation / "server").is_dir() and (simulation / "site-1").is_dir()  # no job-name folder
     assert run_cli(workspace, "prepare", "--name", "broken", "--hypothesis", "breaks the client").code == 0
     client = source_dir(workspace, "broken") / "client.py"
-    client.write_text(client.read_text().replace("    flare.init()\n", "    flare.init()\n    raise ValueError('bad client')\n"))
+    client.write_text(
+        client.read_text().replace("    flare.init()\n", "    flare.init()\n    raise ValueError('bad client')\n")
+    )
     crashed = run_cli(workspace, "evaluate")
     assert crashed.code == 1 and crashed.envelope["candidate_status"] == "crash"
     reason = ledger_rows(workspace)[-1]["failure_reason"]
@@ -265,8 +340,12 @@ def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
     before = tree_digest(archive)
     target = tmp_path / "report"
     target.mkdir()
-    done = subprocess.run([sys.executable, str(RUNNER.parent / "campaign_report.py"), str(archive), "--output-dir",
-                           str(target)], capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(RUNNER.parent / "campaign_report.py"), str(archive), "--output-dir", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert tree_digest(archive) == before
     data = json.loads((target / "autofl_report.json").read_text())
@@ -274,12 +353,20 @@ def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
     rows = ledger_rows(archive)
     chosen = data["selected"]
     assert (chosen["name"], chosen["kind"], chosen["family"]) == ("feature-scaling", "source_edit", "preprocessing")
-    assert chosen["lineage"] == {"chain": ["feature-scaling", rows[1]["name"], "baseline"], "partial": False,
-                                 "missing": [], "changed_files": ["client.py"]}  # fmt: skip
+    assert chosen["lineage"] == {
+        "chain": ["feature-scaling", rows[1]["name"], "baseline"],
+        "partial": False,
+        "missing": [],
+        "changed_files": ["client.py"],
+    }
     assert chosen["effective_run_args"] == ["--lr", "0.1"] and chosen["noise"] == "beyond noise"
     assert chosen["delta"] == pytest.approx(rows[2]["score"] - rows[0]["score"])
     helped = data["what_helped"]
-    assert (helped["first"], helped["final"], helped["largest"]) == (rows[1]["name"], "feature-scaling", "feature-scaling")
+    assert (helped["first"], helped["final"], helped["largest"]) == (
+        rows[1]["name"],
+        "feature-scaling",
+        "feature-scaling",
+    )
     (crash,) = data["what_did_not_help"]["crashes"]
     assert crash["names"] == ["drop-bias"] and "ValueError: matmul" in crash["reason"]
     noise = data["noise"]
@@ -287,11 +374,22 @@ def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
     assert set(data["compute"]["by_status"]) == {"baseline", "keep", "replicate", "crash"}
     assert data["compute"]["wall_time_seconds"] > data["compute"]["by_status"]["baseline"]
     assert json.loads((out / "workspace" / "autofl_report.json").read_text())["provenance"]["generated_by"] == (
-        "run_job_campaign.py report")
+        "run_job_campaign.py report"
+    )
     markdown = (target / "autofl_report.md").read_text()
-    for text in ("## Selected candidate and why", "improvement +", "beyond noise", "Lineage: `feature-scaling` <- ",
-                 "job.py --n_clients 2 --num_rounds 3 --seed 0 --lr 0.1", "## Noise", "2 replicate(s) of `feature-scaling`",
-                 "crashed 1x (`drop-bias`)", "preprocessing: helped", "## Compute and time", "![progress](progress.png)"):
+    for text in (
+        "## Selected candidate and why",
+        "improvement +",
+        "beyond noise",
+        "Lineage: `feature-scaling` <- ",
+        "job.py --n_clients 2 --num_rounds 3 --seed 0 --lr 0.1",
+        "## Noise",
+        "2 replicate(s) of `feature-scaling`",
+        "crashed 1x (`drop-bias`)",
+        "preprocessing: helped",
+        "## Compute and time",
+        "![progress](progress.png)",
+    ):
         assert text in markdown, text
 
 
@@ -305,7 +403,10 @@ def test_noise_sigmas_discards_a_gain_inside_the_measured_spread_and_without_it_
         workspace = tmp_path / name
         shutil.copytree(out / "workspace", workspace)
         assert run_cli(workspace, "initialize", "--max-candidates", "4", "--confirm-user-approved-cap-change").code == 0
-        assert run_cli(workspace, "prepare", "--name", "fast-short", "--hypothesis", "larger steps, fewer of them").code == 0
+        assert (
+            run_cli(workspace, "prepare", "--name", "fast-short", "--hypothesis", "larger steps, fewer of them").code
+            == 0
+        )
         done = run_cli(workspace, "evaluate", "--run-args", "--lr 0.5 --local_steps 3", *flags)
         assert done.code == 0, done.stderr
         verdicts[name] = (done.envelope["candidate_status"], ledger_rows(workspace)[-1], done.envelope["noise"])

@@ -36,8 +36,12 @@ def start_hanging_evaluate(workspace):
     assert run_inproc(workspace, "prepare", "--name", "hang", "--hypothesis", "h").code == 0
     client = source_dir(workspace, "hang") / "client.py"
     client.write_text(client.read_text() + HANG)
-    proc = subprocess.Popen([sys.executable, str(RUNNER), "evaluate", str(workspace / "job.py")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(RUNNER), "evaluate", str(workspace / "job.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     marker = workspace / ".nvflare/autofl/running_trial.json"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -66,8 +70,18 @@ def _token_processes(token):
 
 
 def clean_sources(workspace):
-    return tree_digest(workspace, skip=(".nvflare", "autofl_runs", "results.tsv", "progress.png", "autofl_report.md",
-                                        "autofl_report.json", "__pycache__"))  # fmt: skip
+    return tree_digest(
+        workspace,
+        skip=(
+            ".nvflare",
+            "autofl_runs",
+            "results.tsv",
+            "progress.png",
+            "autofl_report.md",
+            "autofl_report.json",
+            "__pycache__",
+        ),
+    )
 
 
 def test_killed_runner_mid_trial_is_recovered_by_the_next_action(ws):
@@ -116,14 +130,24 @@ sys.exit(code)
 """
 
 
-@pytest.mark.parametrize("action, args", [
-    ("status", []), ("suggest", []), ("prepare", ["--name", "cheap", "--hypothesis", "h"]), ("abandon", []),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "action, args",
+    [
+        ("status", []),
+        ("suggest", []),
+        ("prepare", ["--name", "cheap", "--hypothesis", "h"]),
+        ("abandon", []),
+    ],
+)
 def test_lifecycle_actions_never_import_plotting_or_nvflare(ws, action, args):
     if action == "abandon":
         run_inproc(ws, "prepare", "--name", "to-drop", "--hypothesis", "h")
-    done = subprocess.run([sys.executable, "-c", CHECK_IMPORTS, str(RUNNER), action, str(ws / "job.py"), *args],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK_IMPORTS, str(RUNNER), action, str(ws / "job.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "HEAVY=\n" in done.stderr, done.stderr
 

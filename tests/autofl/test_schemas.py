@@ -52,7 +52,10 @@ def validator(kind: str) -> Draft202012Validator:
 
 
 def _errors(kind: str, document) -> list[str]:
-    return ["/".join(map(str, error.absolute_path)) + ": " + error.message for error in validator(kind).iter_errors(document)]
+    return [
+        "/".join(map(str, error.absolute_path)) + ": " + error.message
+        for error in validator(kind).iter_errors(document)
+    ]
 
 
 def test_every_schema_is_draft_2020_12():
@@ -118,7 +121,11 @@ SCENARIOS = {
     "pending_ready": ([_row("baseline", 0.8)], {}, {"stop_files_present": [], "ready_manifests": 1}),
     "cap": ([_row("baseline", 0.8), _row("crash")], {"max_candidates": 1}, {"stop_files_present": []}),
     "crashes": ([_row("baseline", 0.8)] + [_row("crash")] * 6, {}, {"stop_files_present": []}),
-    "batch": ([_row("baseline", 0.8), _row("literature", literature_event_id="lit-0001")], {}, {"stop_files_present": []}),
+    "batch": (
+        [_row("baseline", 0.8), _row("literature", literature_event_id="lit-0001")],
+        {},
+        {"stop_files_present": []},
+    ),
     "family": (
         [_row("baseline", 0.8), _row("literature", literature_event_id="")]
         + [_row("discard", 0.5, candidate_kind="source_edit")] * 3
@@ -126,7 +133,11 @@ SCENARIOS = {
         {"mode": "min"},
         {"stop_files_present": []},
     ),
-    "plateau": ([_row("baseline", 0.8)] + [_row("discard", 0.5)] * 8, {"max_candidates": 20}, {"stop_files_present": []}),
+    "plateau": (
+        [_row("baseline", 0.8)] + [_row("discard", 0.5)] * 8,
+        {"max_candidates": 20},
+        {"stop_files_present": []},
+    ),
     "empty": ([], {}, {"stop_files_present": []}),
 }
 
@@ -139,8 +150,13 @@ def test_states_from_compute_state_validate(name):
     view = guard.with_runner_fields(state, results="/w/results.tsv", mode=mode, updated_at="2026-11-30T07:00:00Z")
     assert _errors("state", view) == []
     full = guard.with_runner_fields(
-        state, results="/w/results.tsv", mode=mode, updated_at="2026-11-30T07:00:00Z", abandoned_candidates=1,
-        best_candidate="baseline", best_source_sha256="ab" * 32,
+        state,
+        results="/w/results.tsv",
+        mode=mode,
+        updated_at="2026-11-30T07:00:00Z",
+        abandoned_candidates=1,
+        best_candidate="baseline",
+        best_source_sha256="ab" * 32,
         pending_candidate_manifest=".nvflare/autofl/candidates/c1/candidate_manifest.json",
     )
     assert _errors("state", full) == []
@@ -160,8 +176,10 @@ def test_state_schema_rejects_partial_runner_fields_and_bad_values():
 
 def test_guard_cli_output_validates(tmp_path, python_exe):
     results = tmp_path / "results.tsv"
-    for values in ({"status": "baseline", "name": "baseline", "score": 0.8},
-                   {"status": "literature", "name": "lit", "literature_event_id": "lit-0001"}):
+    for values in (
+        {"status": "baseline", "name": "baseline", "score": 0.8},
+        {"status": "literature", "name": "lit", "literature_event_id": "lit-0001"},
+    ):
         ledger.append_row(results, values)
     script = REPO / "skills" / "nvflare-autofl" / "scripts" / "campaign_guard.py"
     done = subprocess.run([python_exe, str(script), str(results)], capture_output=True, text=True, timeout=60)

@@ -25,8 +25,12 @@ FENCE_RE = re.compile(r"```bash\n(.*?)```", re.DOTALL)
 
 
 def bash_commands(text: str) -> list[str]:
-    return [line.strip() for block in FENCE_RE.findall(text) for line in block.splitlines()
-            if line.strip() and not line.strip().startswith("#")]  # fmt: skip
+    return [
+        line.strip()
+        for block in FENCE_RE.findall(text)
+        for line in block.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +49,9 @@ def test_skill_md_frontmatter_and_description():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("doc", [d for d in DOCS if bash_commands(d.read_text()) and d.name not in SHELL_DOCS],
-                         ids=lambda d: d.name)
+@pytest.mark.parametrize(
+    "doc", [d for d in DOCS if bash_commands(d.read_text()) and d.name not in SHELL_DOCS], ids=lambda d: d.name
+)
 def test_documented_commands_run_as_written(doc, lone_skill, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
@@ -67,8 +72,12 @@ def test_documented_commands_run_as_written(doc, lone_skill, tmp_path):
 
 
 def test_every_documented_runner_action_and_flag_exists():
-    runner = subprocess.run([sys.executable, str(SKILL / "scripts" / "run_job_campaign.py"), "--help"],
-                            capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+    runner = subprocess.run(
+        [sys.executable, str(SKILL / "scripts" / "run_job_campaign.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     runner_docs = [d for d in DOCS if d.name != "job-import-contract.md"]  # that one documents job.py's own options
     text = "\n".join(d.read_text() for d in runner_docs)
     job_options = {"--seed", "--lr", "--export", "--export-dir"}  # options of the example job.py, named in prose
@@ -79,10 +88,16 @@ def test_every_documented_runner_action_and_flag_exists():
 
 def _other_script_flag(flag: str) -> bool:
     diagnose = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
-    for script in (SKILL / "scripts" / "job_importer.py", SKILL / "scripts" / "campaign_guard.py",
-                   SKILL / "scripts" / "plot_progress.py", SKILL / "scripts" / "campaign_report.py", diagnose):  # fmt: skip
-        help_text = subprocess.run([sys.executable, str(script), "--help"], capture_output=True,
-                                   text=True, timeout=60).stdout  # fmt: skip
+    for script in (
+        SKILL / "scripts" / "job_importer.py",
+        SKILL / "scripts" / "campaign_guard.py",
+        SKILL / "scripts" / "plot_progress.py",
+        SKILL / "scripts" / "campaign_report.py",
+        diagnose,
+    ):
+        help_text = subprocess.run(
+            [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60
+        ).stdout
         if flag in help_text:
             return True
     return False

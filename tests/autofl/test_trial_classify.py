@@ -23,8 +23,12 @@ SANDBOXED = (
         ("PermissionError: [Errno 1] Operation not permitted: '/etc/shadow'", False),
         ("Operation not permitted while connecting socket", False),
         ("", False),
-        ("Connection [CN00002 127.0.0.1:32858 => 127.0.0.1:56925] is created\n" + "x\n" * 20
-         + "PermissionError: [Errno 1] Operation not permitted: '/data/x'", False),
+        (
+            "Connection [CN00002 127.0.0.1:32858 => 127.0.0.1:56925] is created\n"
+            + "x\n" * 20
+            + "PermissionError: [Errno 1] Operation not permitted: '/data/x'",
+            False,
+        ),
     ],
 )
 def test_sandbox_denial_needs_permission_error_errno_text_and_socket_context(output, denied):
@@ -69,9 +73,15 @@ def test_a_failed_result_copy_is_a_reason_not_a_traceback(tmp_path, monkeypatch)
 
     root = tmp_path / "sim"
     (root / "hello" / "server").mkdir(parents=True)
-    spec = trial.TrialSpec(python="python", job_path=tmp_path / "job.py", workspace=tmp_path,
-                           run_dir=tmp_path / "run", trial_name="t", metric_order=["accuracy"],
-                           expected_result_names=["hello"])
+    spec = trial.TrialSpec(
+        python="python",
+        job_path=tmp_path / "job.py",
+        workspace=tmp_path,
+        run_dir=tmp_path / "run",
+        trial_name="t",
+        metric_order=["accuracy"],
+        expected_result_names=["hello"],
+    )
     monkeypatch.setattr(resultdir, "collect_result", disk_full)
     artifacts = {}
     name, reason = trial._copy_result(spec, root, [], {}, artifacts)

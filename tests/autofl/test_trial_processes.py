@@ -97,9 +97,7 @@ def test_on_start_receives_the_child_pid(tmp_path):
 
 def test_orphan_recovery_by_token_only(tmp_path):
     token_value = f"tok-orphan-{uuid.uuid4().hex}"  # unique: another test run on this machine may hold its own
-    orphan = subprocess.Popen(
-        ["sleep", "300"], env=env(token_value), start_new_session=True, stdout=subprocess.DEVNULL
-    )
+    orphan = subprocess.Popen(["sleep", "300"], env=env(token_value), start_new_session=True, stdout=subprocess.DEVNULL)
     try:
         assert find_token_processes(("AUTOFL_TRIAL_TOKEN", token_value)) == [orphan.pid]
         assert terminate_tree(None, ("AUTOFL_TRIAL_TOKEN", token_value), grace_seconds=2.0) == []

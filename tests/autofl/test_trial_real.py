@@ -96,7 +96,7 @@ def test_numpy_loss_success_lower_is_better(repo_root, python_exe, tmp_path, sho
     assert result.score == final_aggregated(workspace, "baseline", "loss")
     summary = json.loads((workspace / SUMMARY.format("baseline")).read_text())
     assert summary["key_metric"]["mode"] == "min"
-    rounds = (workspace / "autofl_runs/baseline/simulation/server/simulate_job/metrics/round_metrics.jsonl")
+    rounds = workspace / "autofl_runs/baseline/simulation/server/simulate_job/metrics/round_metrics.jsonl"
     losses = [json.loads(line)["aggregated_metrics"][0]["value"] for line in rounds.read_text().splitlines()]
     assert losses == sorted(losses, reverse=True) and losses[-1] < losses[0]  # training lowers the loss
     assert_clean(result, short_tmp)
@@ -144,7 +144,9 @@ def fedavg_replay(client_path):
     return final_loss
 
 
-def test_client_crash_is_a_crash_and_secrets_never_reach_the_client(repo_root, python_exe, tmp_path, monkeypatch, short_tmp):
+def test_client_crash_is_a_crash_and_secrets_never_reach_the_client(
+    repo_root, python_exe, tmp_path, monkeypatch, short_tmp
+):
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     client = workspace / "client.py"
     seen = tmp_path / "seen"
@@ -180,7 +182,9 @@ def test_client_crash_is_a_crash_and_secrets_never_reach_the_client(repo_root, p
     assert_clean(result, short_tmp)
 
 
-def test_site_hanging_after_first_round_trips_the_partial_aggregation_watchdog_and_kills_the_tree(repo_root, python_exe, tmp_path, short_tmp):
+def test_site_hanging_after_first_round_trips_the_partial_aggregation_watchdog_and_kills_the_tree(
+    repo_root, python_exe, tmp_path, short_tmp
+):
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     client = workspace / "client.py"
     client.write_text(
@@ -195,7 +199,10 @@ def test_site_hanging_after_first_round_trips_the_partial_aggregation_watchdog_a
     result = run_trial(spec(python_exe, workspace, short_tmp, "hang", "accuracy", no_progress_timeout=8.0))
     assert result.outcome == "crash"
     # site-1 finished round 1, so the server logged `Aggregated 1/2 results` and then nothing advanced
-    assert result.failure_reason == "no progress: partial aggregation did not advance for 8s (simulator no-progress timeout)"
+    assert (
+        result.failure_reason
+        == "no progress: partial aggregation did not advance for 8s (simulator no-progress timeout)"
+    )
     assert "Aggregated 1/2 results" in (workspace / "autofl_runs/hang/run.log").read_text()
     assert result.watchdog == result.failure_reason
     assert result.termination_seconds is not None and result.termination_seconds < 10.0
@@ -262,7 +269,9 @@ socket.socket.bind = _refuse
 """
 
 
-def test_sandbox_socket_denial_of_a_real_simulation_is_an_infrastructure_retry(repo_root, python_exe, tmp_path, short_tmp):
+def test_sandbox_socket_denial_of_a_real_simulation_is_an_infrastructure_retry(
+    repo_root, python_exe, tmp_path, short_tmp
+):
     """A sitecustomize shim denies TCP binds with EPERM, as a seccomp/seatbelt network sandbox does."""
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     shim = tmp_path / "shim"

@@ -29,33 +29,60 @@ def log_line(logger: str, level: str, message: str, fl_ctx: str = "") -> str:
 
 
 def json_record(logger: str, level: str, message: str, fl_ctx: str = "") -> str:
-    return json.dumps({"asctime": TS, "name": logger, "fullName": f"nvflare.x.{logger}", "levelname": level,
-                       "fl_ctx": fl_ctx, "message": message})
+    return json.dumps(
+        {
+            "asctime": TS,
+            "name": logger,
+            "fullName": f"nvflare.x.{logger}",
+            "levelname": level,
+            "fl_ctx": fl_ctx,
+            "message": message,
+        }
+    )
 
 
 def build_simenv(root: Path, job: str = "hello-numpy", sites: int = 2, *, nan: bool = False) -> Path:
     """<root>/<job>/{server,site-N}/... with logs, error logs, log.json, metrics and a model file."""
     base = root / job
     server_ctx = "[identity=simulator_server, run=simulate_job, wf=controller]"
-    write(base / "server" / "log.txt", "\n".join([
-        log_line("SimulatorRunner", "INFO", "Create the Simulator Server."),
-        log_line("FedAvg", "INFO", "Round 0 started.", server_ctx),
-        log_line("ServerRunner", "ERROR", "peer=site-1, peer_rc=EXECUTION_EXCEPTION", server_ctx),
-    ]) + "\n")
+    write(
+        base / "server" / "log.txt",
+        "\n".join(
+            [
+                log_line("SimulatorRunner", "INFO", "Create the Simulator Server."),
+                log_line("FedAvg", "INFO", "Round 0 started.", server_ctx),
+                log_line("ServerRunner", "ERROR", "peer=site-1, peer_rc=EXECUTION_EXCEPTION", server_ctx),
+            ]
+        )
+        + "\n",
+    )
     write(base / "server" / "log_fl.txt", log_line("FedAvg", "INFO", "Round 0 started.", server_ctx) + "\n")
-    write(base / "server" / "error_log.txt", log_line("ServerRunner", "ERROR", "peer=site-1, peer_rc=EXECUTION_EXCEPTION", server_ctx) + "\n")
+    write(
+        base / "server" / "error_log.txt",
+        log_line("ServerRunner", "ERROR", "peer=site-1, peer_rc=EXECUTION_EXCEPTION", server_ctx) + "\n",
+    )
     write(base / "server" / "log.json", json_record("FedAvg", "INFO", "Round 0 started.", server_ctx) + "\n")
     sim = base / "server" / "simulate_job"
     write(sim / "meta.json", json.dumps({"name": job, "min_clients": sites, "job_folder_name": job}))
     write(sim / "models" / "server.npy", b"\x93NUMPY\x01\x00v\x00{'descr': '<f8'}\x00\x00\x00")
     value = "NaN" if nan else "0.915"
-    write(sim / "metrics" / "metrics_summary.json",
-          '{"schema_version": "1", "status": "metrics_reported", "final_round": 2, '
-          f'"final_aggregated_metrics": [{{"name": "accuracy", "value": {value}}}], '
-          '"key_metric": {"name": "accuracy", "mode": "max"}}')
-    rounds = [{"round": r, "aggregated_metrics": [{"name": "accuracy", "value": 0.3 * (r + 1)}],
-               "sites": [{"name": f"site-{i}", "metrics": [{"name": "accuracy", "value": 0.3}]} for i in range(1, sites + 1)],
-               "skipped_metrics": []} for r in range(3)]
+    write(
+        sim / "metrics" / "metrics_summary.json",
+        '{"schema_version": "1", "status": "metrics_reported", "final_round": 2, '
+        f'"final_aggregated_metrics": [{{"name": "accuracy", "value": {value}}}], '
+        '"key_metric": {"name": "accuracy", "mode": "max"}}',
+    )
+    rounds = [
+        {
+            "round": r,
+            "aggregated_metrics": [{"name": "accuracy", "value": 0.3 * (r + 1)}],
+            "sites": [
+                {"name": f"site-{i}", "metrics": [{"name": "accuracy", "value": 0.3}]} for i in range(1, sites + 1)
+            ],
+            "skipped_metrics": [],
+        }
+        for r in range(3)
+    ]
     write(sim / "metrics" / "round_metrics.jsonl", "\n".join(json.dumps(r) for r in rounds) + "\n")
     for index in range(1, sites + 1):
         site = base / f"site-{index}"
@@ -68,8 +95,15 @@ def build_simenv(root: Path, job: str = "hello-numpy", sites: int = 2, *, nan: b
     return base
 
 
-def build_poc(root: Path, *, job_id: str = JOB_UUID, past_jobs: int = 30, kit_files: int = 40,
-              transfer_files: int = 40, credentials: bool = True) -> Path:
+def build_poc(
+    root: Path,
+    *,
+    job_id: str = JOB_UUID,
+    past_jobs: int = 30,
+    kit_files: int = 40,
+    transfer_files: int = 40,
+    credentials: bool = True,
+) -> Path:
     """<poc>/example_project/prod_00/{server,site-1,hospital-a,admin@nvidia.com}/..., many past jobs."""
     prod = root / "example_project" / "prod_00"
     participants = ["server", "site-1", "hospital-a"]
@@ -90,12 +124,18 @@ def build_poc(root: Path, *, job_id: str = JOB_UUID, past_jobs: int = 30, kit_fi
             write(past / "log.txt", log_line("ClientRunner", "INFO", f"past job {j} finished fine") + "\n")
             write(past / "error_log.txt", "")
         job = part / job_id
-        write(job / "log.txt", "\n".join([
-            log_line("ClientRunner", "INFO", "got task train"),
-            "Traceback (most recent call last):",
-            '  File "custom/client.py", line 12, in train',
-            "ZeroDivisionError: division by zero",
-        ]) + "\n")
+        write(
+            job / "log.txt",
+            "\n".join(
+                [
+                    log_line("ClientRunner", "INFO", "got task train"),
+                    "Traceback (most recent call last):",
+                    '  File "custom/client.py", line 12, in train',
+                    "ZeroDivisionError: division by zero",
+                ]
+            )
+            + "\n",
+        )
     admin = prod / "admin@nvidia.com"
     write(admin / "startup" / "fed_admin.json", '{"admin": {}}')
     if credentials:

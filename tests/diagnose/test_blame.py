@@ -111,7 +111,9 @@ def test_a_marker_the_scanner_cannot_read_still_needs_its_own_traceback():
 def test_a_marker_is_corroborated_by_the_sites_own_log_but_not_by_a_traceback_in_the_same_file_after_another_marker():
     evidence = Evidence(sources=[Source("stdout.txt", "log", None, "complete", 1)])
     marker = "[USER_CODE_EXCEPTION] Exception in train()"
-    evidence.lines = [Line("site-1/console.txt", "site-1", 1, marker),
-                      *[Line("site-1/log.txt", "site-1", n, t) for n, t in enumerate(REAL_MARKER_AND_TRACEBACK[1:], 1)]]
+    evidence.lines = [
+        Line("site-1/console.txt", "site-1", 1, marker),
+        *[Line("site-1/log.txt", "site-1", n, t) for n, t in enumerate(REAL_MARKER_AND_TRACEBACK[1:], 1)],
+    ]
     report = validated(diagnose(evidence, load_catalog(), mode="simulation"))
     assert report["unverified_markers"][0]["corroborated"] is True  # the site's own log holds the traceback

@@ -17,8 +17,9 @@ TIMEOUT_LINE = "2026-06-02 11:03:10,001 - ServerRunner - ERROR - task round_3 ti
 
 
 def cli(python_exe, *args, stdin=None, script=SCRIPT, cwd=None):
-    return subprocess.run([python_exe, str(script), *map(str, args)], input=stdin, capture_output=True, text=True,
-                          timeout=60, cwd=cwd)
+    return subprocess.run(
+        [python_exe, str(script), *map(str, args)], input=stdin, capture_output=True, text=True, timeout=60, cwd=cwd
+    )
 
 
 def report_of(result):
@@ -102,10 +103,15 @@ def test_simenv_workspace_tree(python_exe, tmp_path):
     (job / "site-1").mkdir()
     (job / "server" / "log.txt").write_text(
         "2026-06-02 11:03:10,001 - ServerRunner - ERROR - [identity=simulator_server, run=simulate_job, peer=site-1, "
-        "peer_rc=EXECUTION_EXCEPTION, task_name=train] - bad result\n")
+        "peer_rc=EXECUTION_EXCEPTION, task_name=train] - bad result\n"
+    )
     (job / "site-1" / "log.txt").write_text("2026-06-02 11:03:09,001 - ClientRunner - INFO - started\n")
-    summary = {"status": "ok", "final_round": 1, "key_metric": {"name": "loss", "mode": "min"},
-               "final_aggregated_metrics": [{"name": "loss", "value": "NaN"}]}
+    summary = {
+        "status": "ok",
+        "final_round": 1,
+        "key_metric": {"name": "loss", "mode": "min"},
+        "final_aggregated_metrics": [{"name": "loss", "value": "NaN"}],
+    }
     (job / "server" / "simulate_job" / "metrics" / "metrics_summary.json").write_text(json.dumps(summary))
     report = report_of(cli(python_exe, tmp_path))
     assert report["runtime_mode"] == "simulation"
@@ -116,10 +122,15 @@ def test_simenv_workspace_tree(python_exe, tmp_path):
 
 
 def test_bundle_with_permission_denied_site(python_exe, tmp_path):
-    bundle = {"job_id": "abc123", "job_status": "FINISHED:EXECUTION_EXCEPTION", "logs": {
-        "server": {"status": "ok", "truncated": False, "lines": [TIMEOUT_LINE.strip()]},
-        "site-1": {"status": "ok", "lines": ["2026-06-02 11:03:00,000 - ClientRunner - INFO - done"]},
-        "site-2": {"status": "permission_denied"}}}
+    bundle = {
+        "job_id": "abc123",
+        "job_status": "FINISHED:EXECUTION_EXCEPTION",
+        "logs": {
+            "server": {"status": "ok", "truncated": False, "lines": [TIMEOUT_LINE.strip()]},
+            "site-1": {"status": "ok", "lines": ["2026-06-02 11:03:00,000 - ClientRunner - INFO - done"]},
+            "site-2": {"status": "permission_denied"},
+        },
+    }
     path = tmp_path / "bundle.json"
     path.write_text(json.dumps(bundle))
     report = report_of(cli(python_exe, path))
@@ -143,10 +154,17 @@ def test_in_process_main_and_collect_wiring(monkeypatch, tmp_path):
         sys.path.remove(str(SCRIPT.parent))
     from nvfdiag import collect
 
-    envelopes = [{"command": ["nvflare", "--format", "json", "job", "meta", "abc123"],
-                  "envelope": {"schema_version": "1", "status": "ok",
-                               "data": {"job_id": "abc123", "status": "FINISHED:EXECUTION_EXCEPTION"}},
-                  "error": None}]
+    envelopes = [
+        {
+            "command": ["nvflare", "--format", "json", "job", "meta", "abc123"],
+            "envelope": {
+                "schema_version": "1",
+                "status": "ok",
+                "data": {"job_id": "abc123", "status": "FINISHED:EXECUTION_EXCEPTION"},
+            },
+            "error": None,
+        }
+    ]
     calls = []
     monkeypatch.setattr(collect, "collect_from_cli", lambda job_id, **kw: calls.append((job_id, kw)) or envelopes)
     out = io.StringIO()
@@ -159,8 +177,10 @@ def test_in_process_main_and_collect_wiring(monkeypatch, tmp_path):
     # collected envelopes plus a site log the user copied from the site host: one merged report
     site_log = tmp_path / "site-1" / "log.txt"
     site_log.parent.mkdir()
-    site_log.write_text("Traceback (most recent call last):\n  File \"/ws/custom/client.py\", line 3, in <module>\n"
-                        "ModuleNotFoundError: No module named 'foo'\n")
+    site_log.write_text(
+        'Traceback (most recent call last):\n  File "/ws/custom/client.py", line 3, in <module>\n'
+        "ModuleNotFoundError: No module named 'foo'\n"
+    )
     out = io.StringIO()
     assert diagnose_job.main(["--collect", "--job-id", "abc123", str(site_log)], stdout=out) == 0
     merged = validated(out.getvalue())
@@ -187,7 +207,9 @@ def test_skill_folder_works_when_copied_alone(python_exe, tmp_path):
     shutil.copytree(SKILL, target, ignore=shutil.ignore_patterns("__pycache__"))
     log = tmp_path / "server.log"
     log.write_text(TIMEOUT_LINE)
-    report = report_of(cli(python_exe, log, "--mode", "production", script=target / "scripts" / "diagnose_job.py", cwd=tmp_path))
+    report = report_of(
+        cli(python_exe, log, "--mode", "production", script=target / "scripts" / "diagnose_job.py", cwd=tmp_path)
+    )
     assert report["matched_pattern"] == "ROUND_TIMEOUT"
 
 
@@ -205,11 +227,14 @@ def test_broken_skill_copy_fails_with_one_line(python_exe, tmp_path):
 
 def test_report_is_utf8_even_with_an_ascii_locale(python_exe, tmp_path):
     log = tmp_path / "server.log"
-    log.write_text("2026-06-02 11:03:10,001 - X - ERROR - task round_3 timed out waiting for site-2 \u00e9\u00e8\n",
-                   encoding="utf-8")
+    log.write_text(
+        "2026-06-02 11:03:10,001 - X - ERROR - task round_3 timed out waiting for site-2 \u00e9\u00e8\n",
+        encoding="utf-8",
+    )
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C", "PYTHONIOENCODING": "ascii"}
-    result = subprocess.run([python_exe, str(SCRIPT), str(log), "--mode", "production"], capture_output=True,
-                            timeout=60, env=env)
+    result = subprocess.run(
+        [python_exe, str(SCRIPT), str(log), "--mode", "production"], capture_output=True, timeout=60, env=env
+    )
     assert result.returncode == 0, result.stderr
     report = validated(result.stdout.decode("utf-8"))
     assert "\u00e9" in report["signals"][0]["excerpt"]

@@ -20,8 +20,13 @@ def test_real_nvflare_without_server_becomes_error_entries(tmp_path, monkeypatch
     kit = tmp_path / "not-a-kit"
     kit.mkdir()
     items = collect.collect_from_cli("abc123", startup_kit=str(kit), timeout=60)
-    assert [item["command"][3:5] for item in items] == [["job", "meta"], ["job", "logs"], ["job", "stats"],
-                                                      ["system", "status"], ["system", "resources"]]
+    assert [item["command"][3:5] for item in items] == [
+        ["job", "meta"],
+        ["job", "logs"],
+        ["job", "stats"],
+        ["system", "status"],
+        ["system", "resources"],
+    ]
     for item in items:
         assert item["envelope"]["status"] == "error" and item["envelope"]["error_code"] == "STARTUP_KIT_MISSING"
         assert item["error"].startswith("STARTUP_KIT_MISSING")

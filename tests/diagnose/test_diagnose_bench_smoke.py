@@ -14,8 +14,13 @@ import pytest
 
 def run_bench(repo_root, python_exe, tmp_path, name: str) -> tuple[subprocess.CompletedProcess, dict]:
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.run([python_exe, str(repo_root / "bench" / name), "--quick", "--json"],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [python_exe, str(repo_root / "bench" / name), "--quick", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert "Traceback" not in proc.stderr
     return proc, json.loads(proc.stdout)
 

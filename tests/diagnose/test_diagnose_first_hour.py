@@ -29,10 +29,11 @@ def diagnose(paths, **options):
 
 # ---- SKILL.md, read literally ----
 
+
 def test_skill_md_runs_the_script_by_its_path_inside_the_skill_folder():
     assert "`<skill>` below is the folder that holds this SKILL.md" in SKILL_MD
     for match in re.finditer(r"python (\S*)diagnose_job\.py", SKILL_MD):
-        bare_warning = SKILL_MD[max(0, match.start() - 8):match.start()] == "a bare `"
+        bare_warning = SKILL_MD[max(0, match.start() - 8) : match.start()] == "a bare `"
         assert match.group(1) == "<skill>/scripts/" or bare_warning, match.group(0)
 
 
@@ -61,13 +62,14 @@ def test_follow_up_templates_never_name_the_script_without_its_path():
 
 
 def test_skill_md_tells_the_agent_to_report_fields_the_report_has():
-    paragraph = SKILL_MD[SKILL_MD.index("Tell the user"):].split("\n\n")[0]
+    paragraph = SKILL_MD[SKILL_MD.index("Tell the user") :].split("\n\n")[0]
     named = set(re.findall(r"`([a-z_]+)`", paragraph))
     assert "runtime_mode" in named and named <= set(SCHEMA["properties"]), named - set(SCHEMA["properties"])
     assert "`mode`" not in SKILL_MD
 
 
 # ---- what a SimEnv workspace holds ----
+
 
 def test_workspace_with_site_tracebacks_is_enough_for_high_confidence():
     report = diagnose([REAL / "user-code-exception" / "workspace"])
@@ -89,6 +91,7 @@ def test_evidence_reference_describes_real_simenv_workspaces():
 
 
 # ---- follow-ups and advice ----
+
 
 def test_inspect_source_is_not_suggested_again_once_its_output_is_supplied():
     alone = diagnose([REAL / "import-error" / "stdout.txt"])
@@ -126,4 +129,3 @@ def test_pydantic_validation_error_quotes_what_is_wrong():
     excerpts = " ".join(s["excerpt"] for s in report["signals"])
     assert "Input should be a valid integer, got a number with a fractional part" in excerpts
     assert "argument `num_clients`" in report["next_action"]
-

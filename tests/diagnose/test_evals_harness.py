@@ -16,13 +16,28 @@ FILES = EVALS_DIR / "diagnose" / "files"
 
 # The 21 catalog rows named by the spec (diagnose-job.md, catalog table).
 SPEC_IDS = {
-    "USER_CODE_EXCEPTION", "IMPORT_ERROR", "DATA_PATH_NOT_FOUND", "ABSOLUTE_DATA_PATH", "CUDA_OOM",
-    "RESOURCE_EXCEEDS_HOST_CAPACITY", "ROUND_TIMEOUT", "TRANSFER_PROGRESS_TIMEOUT", "DATUM_OBJECT_TYPE_6",
-    "PROCESS_EXIT_NEG9", "PEER_GONE_OR_TIMEOUT", "AUTH_FAILURE", "STARTUP_KIT_EXPIRED", "COMPONENT_NOT_AUTHORIZED",
-    "PACKAGE_EXPORT_ERROR", "SIMULATION_CONFIG_ERROR", "CONFIG_FILE_VALIDATION_ERROR",
-    "INFRASTRUCTURE_DEPLOYMENT_FAILURE", "PARTIAL_LOG_VISIBILITY", "SITE_AUTHORIZATION_FAILURE",
+    "USER_CODE_EXCEPTION",
+    "IMPORT_ERROR",
+    "DATA_PATH_NOT_FOUND",
+    "ABSOLUTE_DATA_PATH",
+    "CUDA_OOM",
+    "RESOURCE_EXCEEDS_HOST_CAPACITY",
+    "ROUND_TIMEOUT",
+    "TRANSFER_PROGRESS_TIMEOUT",
+    "DATUM_OBJECT_TYPE_6",
+    "PROCESS_EXIT_NEG9",
+    "PEER_GONE_OR_TIMEOUT",
+    "AUTH_FAILURE",
+    "STARTUP_KIT_EXPIRED",
+    "COMPONENT_NOT_AUTHORIZED",
+    "PACKAGE_EXPORT_ERROR",
+    "SIMULATION_CONFIG_ERROR",
+    "CONFIG_FILE_VALIDATION_ERROR",
+    "INFRASTRUCTURE_DEPLOYMENT_FAILURE",
+    "PARTIAL_LOG_VISIBILITY",
+    "SITE_AUTHORIZATION_FAILURE",
     "SUSPICIOUS_LOG_CONTENT",
-}  # fmt: skip
+}
 
 
 checks = load_by_path("eval_checks", EVALS_DIR / "eval_checks.py")
@@ -134,7 +149,9 @@ def test_markdown_output_checks():
     assert checks.check_result(expected, 0, leaked, "", markdown=True) == [
         "output contains forbidden 'patch.example.com'"
     ]
-    assert checks.check_result({"stdout_include": ["MISSING"]}, 0, text, "", markdown=True) == ["stdout lacks 'MISSING'"]
+    assert checks.check_result({"stdout_include": ["MISSING"]}, 0, text, "", markdown=True) == [
+        "stdout lacks 'MISSING'"
+    ]
 
 
 def test_invariants():
@@ -142,7 +159,9 @@ def test_invariants():
     misses = run_check({}, report)
     assert any("without missing_evidence" in m for m in misses)
     assert any("without follow_up_commands" in m for m in misses)
-    catalog = {"ROUND_TIMEOUT": {"recovery_category": "ENVIRONMENT_FAILURE", "next_action": "Check client liveness first."}}
+    catalog = {
+        "ROUND_TIMEOUT": {"recovery_category": "ENVIRONMENT_FAILURE", "next_action": "Check client liveness first."}
+    }
     assert run_check({}, REPORT, catalog=catalog) == []
     reworded = {**REPORT, "next_action": "Raise the timeout."}
     assert run_check({}, reworded, catalog=catalog) == [
@@ -187,8 +206,13 @@ def test_validate_case():
 
 def test_poisoned_cases_follow_the_variants_index():
     variants = [
-        {"file": "b64/split_url.log", "kinds": ["obfuscated"], "forbidden": ["evil.example.com"], "real_signal": "ROUND_TIMEOUT",
-         "lines": [4, 5]},
+        {
+            "file": "b64/split_url.log",
+            "kinds": ["obfuscated"],
+            "forbidden": ["evil.example.com"],
+            "real_signal": "ROUND_TIMEOUT",
+            "lines": [4, 5],
+        },
         {"file": "plain.txt", "kinds": ["exfiltration"], "forbidden": [], "real_signal": "task timed out waiting"},
     ]
     cases = checks.poisoned_cases(variants)
@@ -281,7 +305,9 @@ def test_cases_cover_every_catalog_row_in_the_yaml():
 def test_real_fixtures_are_used():
     real = {c["id"]: c for c in FILE_CASES if any(f.startswith("real/") for f in c["files"] + [c.get("stdin") or ""])}
     assert len(real) >= 4
-    by_dir = {f.split("/")[1] for c in real.values() for f in c["files"] + [c.get("stdin") or ""] if f.startswith("real/")}
+    by_dir = {
+        f.split("/")[1] for c in real.values() for f in c["files"] + [c.get("stdin") or ""] if f.startswith("real/")
+    }
     assert {"healthy", "import-error", "user-code-exception", "bad-recipe-arg"} <= by_dir
 
 
@@ -298,7 +324,7 @@ def test_synthetic_fixtures_use_reserved_domains_only():
 
 # ---- the I/O shell, end to end, against a fake CLI (no dependency on the real script's behaviour) ----
 
-FAKE_CLI = '''
+FAKE_CLI = """
 import json, sys
 paths = [a for a in sys.argv[1:] if not a.startswith("--")]
 if any(p.endswith("missing.log") for p in paths):
@@ -309,7 +335,7 @@ pattern = "IMPORT_ERROR" if "ModuleNotFoundError" in text else "UNKNOWN"
 category = "FIXABLE_BY_CODE" if pattern == "IMPORT_ERROR" else "UNKNOWN"
 print(json.dumps({"runtime_mode": "simulation", "matched_pattern": pattern, "recovery_category": category,
                   "confidence": "high", "next_action": "row text", "follow_up_commands": []}, sort_keys=True))
-'''
+"""
 
 
 @pytest.fixture
@@ -327,10 +353,14 @@ def harness(tmp_path, monkeypatch):
     (skill / "scripts" / "diagnose_job.py").write_text(FAKE_CLI)
     (skill / "SKILL.md").write_text(f"---\nname: nvflare-diagnose-job\ndescription: {DESCRIPTION}\n---\nbody\n")
     for name, value in {
-        "FILES": files, "VARIANTS": files / "poisoned" / "variants.json", "SKILL": skill,
-        "SCRIPT": skill / "scripts" / "diagnose_job.py", "CATALOG_JSON": tmp_path / "none.json", "REPORT_SCHEMA": tmp_path / "none.schema.json",
+        "FILES": files,
+        "VARIANTS": files / "poisoned" / "variants.json",
+        "SKILL": skill,
+        "SCRIPT": skill / "scripts" / "diagnose_job.py",
+        "CATALOG_JSON": tmp_path / "none.json",
+        "REPORT_SCHEMA": tmp_path / "none.schema.json",
         "EVALS": tmp_path / "evals.json",
-    }.items():  # fmt: skip
+    }.items():
         monkeypatch.setattr(run_evals, name, value)
     monkeypatch.setattr(run_evals, "print_message_coverage", lambda verbose: True)  # measured in its own test
     return run_evals, tmp_path / "evals.json"
@@ -342,16 +372,32 @@ def _write_cases(path, cases):
 
 def test_shell_scores_pass_miss_and_poisoned(harness, capsys):
     run_evals, evals = harness
-    _write_cases(evals, [
-        {"id": "ok-import", "prompt": "My FLARE simulation failed", "files": ["import.log"],
-         "expected": {"matched_pattern": "IMPORT_ERROR", "recovery_category": "FIXABLE_BY_CODE"}},
-        {"id": "stdin-import", "prompt": "My FLARE simulation failed", "files": ["-"], "stdin": "import.log",
-         "expected": {"matched_pattern": "IMPORT_ERROR"}},
-        {"id": "wrong-pattern", "prompt": "My FLARE simulation failed", "files": ["import.log"],
-         "expected": {"matched_pattern": "CUDA_OOM"}},
-        {"id": "exit-two", "prompt": "My FLARE job failed", "files": ["missing.log"], "expected": {"exit_code": 2}},
-        {"id": "neg-create", "prompt": "Create a new FedAvg job", "files": [], "expected": {"trigger": False}},
-    ])  # fmt: skip
+    _write_cases(
+        evals,
+        [
+            {
+                "id": "ok-import",
+                "prompt": "My FLARE simulation failed",
+                "files": ["import.log"],
+                "expected": {"matched_pattern": "IMPORT_ERROR", "recovery_category": "FIXABLE_BY_CODE"},
+            },
+            {
+                "id": "stdin-import",
+                "prompt": "My FLARE simulation failed",
+                "files": ["-"],
+                "stdin": "import.log",
+                "expected": {"matched_pattern": "IMPORT_ERROR"},
+            },
+            {
+                "id": "wrong-pattern",
+                "prompt": "My FLARE simulation failed",
+                "files": ["import.log"],
+                "expected": {"matched_pattern": "CUDA_OOM"},
+            },
+            {"id": "exit-two", "prompt": "My FLARE job failed", "files": ["missing.log"], "expected": {"exit_code": 2}},
+            {"id": "neg-create", "prompt": "Create a new FedAvg job", "files": [], "expected": {"trigger": False}},
+        ],
+    )
     code = run_evals.main(["--verbose"])
     out = capsys.readouterr().out.splitlines()
     assert code == 1
@@ -366,11 +412,18 @@ def test_shell_scores_pass_miss_and_poisoned(harness, capsys):
 
 def test_shell_counts_trigger_misses_and_filter(harness, capsys):
     run_evals, evals = harness
-    _write_cases(evals, [
-        {"id": "ok-import", "prompt": "My FLARE simulation failed", "files": ["import.log"],
-         "expected": {"matched_pattern": "IMPORT_ERROR"}},
-        {"id": "neg-bad", "prompt": "My FLARE job failed", "files": [], "expected": {"trigger": False}},
-    ])  # fmt: skip
+    _write_cases(
+        evals,
+        [
+            {
+                "id": "ok-import",
+                "prompt": "My FLARE simulation failed",
+                "files": ["import.log"],
+                "expected": {"matched_pattern": "IMPORT_ERROR"},
+            },
+            {"id": "neg-bad", "prompt": "My FLARE job failed", "files": [], "expected": {"trigger": False}},
+        ],
+    )
     assert run_evals.main(["--filter", "ok-import"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "1 passed, 0 failed"
     assert run_evals.main([]) == 1  # the negative prompt triggers, although the CLI cases pass
@@ -391,21 +444,35 @@ def test_shell_rejects_broken_case_file(harness, capsys):
 # (run_evals.py replays them; this guards against a case being dropped or loosened).
 RULE_AND_SHAPE_CASES = {
     "cuda-oom-beats-round-timeout": {"matched_pattern": "CUDA_OOM", "other_candidates_include": ["ROUND_TIMEOUT"]},
-    "import-error-beats-user-code-marker": {"matched_pattern": "IMPORT_ERROR",
-                                            "other_candidates_include": ["USER_CODE_EXCEPTION"]},
+    "import-error-beats-user-code-marker": {
+        "matched_pattern": "IMPORT_ERROR",
+        "other_candidates_include": ["USER_CODE_EXCEPTION"],
+    },
     "spoofed-marker-blame": {"matched_pattern": "ROUND_TIMEOUT", "marker_corroborated": {"USER_CODE_EXCEPTION": False}},
     "user-code-marker-corroborated": {"marker_corroborated": {"USER_CODE_EXCEPTION": True}},
-    "partial-visibility-bundle": {"matched_pattern": "PARTIAL_LOG_VISIBILITY", "confidence": "low",
-                                  "other_candidates_include": ["ROUND_TIMEOUT"]},
-    "server-log-only-round-timeout": {"matched_pattern": "ROUND_TIMEOUT", "findings_exclude": ["PARTIAL_LOG_VISIBILITY"]},
-    "transfer-progress-peer-timeout": {"matched_pattern": "TRANSFER_PROGRESS_TIMEOUT", "recovery_category": "RETRYABLE"},
+    "partial-visibility-bundle": {
+        "matched_pattern": "PARTIAL_LOG_VISIBILITY",
+        "confidence": "low",
+        "other_candidates_include": ["ROUND_TIMEOUT"],
+    },
+    "server-log-only-round-timeout": {
+        "matched_pattern": "ROUND_TIMEOUT",
+        "findings_exclude": ["PARTIAL_LOG_VISIBILITY"],
+    },
+    "transfer-progress-peer-timeout": {
+        "matched_pattern": "TRANSFER_PROGRESS_TIMEOUT",
+        "recovery_category": "RETRYABLE",
+    },
     "peer-gone-no-progress": {"matched_pattern": "PEER_GONE_OR_TIMEOUT"},
     "dot6-transient": {"matched_pattern_not": ["DATUM_OBJECT_TYPE_6"]},
     "dot6-terminal": {"matched_pattern": "DATUM_OBJECT_TYPE_6"},
     "exit9-explicit-cleanup": {"matched_pattern": "PROCESS_EXIT_NEG9"},
     "exit9-host-oom": {"matched_pattern": "PROCESS_EXIT_NEG9"},
     "exit9-unexplained": {"matched_pattern": "PROCESS_EXIT_NEG9"},
-    "mode-filter-production-row-in-simulation": {"runtime_mode": "simulation", "matched_pattern_not": ["ROUND_TIMEOUT"]},
+    "mode-filter-production-row-in-simulation": {
+        "runtime_mode": "simulation",
+        "matched_pattern_not": ["ROUND_TIMEOUT"],
+    },
     "real-sim-import-error-stdout": {"runtime_mode": "simulation", "matched_pattern": "IMPORT_ERROR"},
     "poc-component-not-authorized": {"runtime_mode": "production", "matched_pattern": "COMPONENT_NOT_AUTHORIZED"},
     "poisoned-round-timeout": {"matched_pattern": "ROUND_TIMEOUT", "findings_include": ["SUSPICIOUS_LOG_CONTENT"]},

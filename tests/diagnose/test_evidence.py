@@ -28,9 +28,18 @@ def test_plain_log_lines_numbered_with_site_from_folder(tmp_path):
     log = write(tmp_path / "site-3" / "log.txt", "first\nsecond\r\n\nfourth")
     ev = collect([log])
     assert [(line.line, line.text, line.site) for line in ev.lines] == [
-        (1, "first", "site-3"), (2, "second", "site-3"), (3, "", "site-3"), (4, "fourth", "site-3")]
+        (1, "first", "site-3"),
+        (2, "second", "site-3"),
+        (3, "", "site-3"),
+        (4, "fourth", "site-3"),
+    ]
     source = by_path(ev)[str(log)]
-    assert (source.kind, source.status, source.bytes_read, source.truncated) == ("log", "complete", log.stat().st_size, False)
+    assert (source.kind, source.status, source.bytes_read, source.truncated) == (
+        "log",
+        "complete",
+        log.stat().st_size,
+        False,
+    )
     assert ev.site_status == {} and ev.metrics is None
 
 
@@ -48,8 +57,12 @@ def test_simenv_workspace_layout(tmp_path):
     assert str(base / "server" / "log.json") not in sources
     assert any("log.json" in note for note in ev.not_read)
     assert ("simulation", f"SimEnv workspace layout (simulate_job folder) in {tmp_path / 'sim'}") in ev.mode_hints
-    assert ev.metrics == {"final_round": 2, "key_metric": {"name": "accuracy", "mode": "max"},
-                          "final_aggregated_metrics": {"accuracy": 0.915}, "non_finite": []}
+    assert ev.metrics == {
+        "final_round": 2,
+        "key_metric": {"name": "accuracy", "mode": "max"},
+        "final_aggregated_metrics": {"accuracy": 0.915},
+        "non_finite": [],
+    }
     assert "peer=site-1, peer_rc=EXECUTION_EXCEPTION" in " ".join(texts(ev, server_log))
     assert not any(path.endswith(".npy") for path in sources)  # models are not evidence
 
@@ -65,11 +78,17 @@ def test_read_order_error_logs_then_metrics_then_logs(tmp_path):
 
 def test_log_json_alone_is_converted_to_log_txt_shape(tmp_path):
     ctx = "[identity=simulator_server, run=simulate_job]"
-    path = write(tmp_path / "server" / "log.json", "\n".join([
-        json_record("ServerRunner", "INFO", "Server runner starting ...", ctx),
-        json_record("SimulatorRunner", "INFO", "Create the Simulator Server."),
-        "not json at all",
-    ]) + "\n")
+    path = write(
+        tmp_path / "server" / "log.json",
+        "\n".join(
+            [
+                json_record("ServerRunner", "INFO", "Server runner starting ...", ctx),
+                json_record("SimulatorRunner", "INFO", "Create the Simulator Server."),
+                "not json at all",
+            ]
+        )
+        + "\n",
+    )
     ev = collect([tmp_path])
     assert texts(ev) == [
         "2026-06-02 11:03:10,120 - ServerRunner - INFO - [identity=simulator_server, run=simulate_job] - Server runner starting ...",
@@ -81,10 +100,16 @@ def test_log_json_alone_is_converted_to_log_txt_shape(tmp_path):
 
 
 def test_json_bundle_states_site_status_and_job(tmp_path):
-    bundle = {"job_id": "abc123", "job_status": "FINISHED:EXECUTION_EXCEPTION", "logs": {
-        "server": {"status": "ok", "truncated": True, "lines": ["task round_3 timed out waiting for site-2", "x"]},
-        "site-1": {"status": "permission_denied"}, "site-2": {"status": "missing"},
-        "site-3": {"status": "ok", "lines": ["fine"]}}}
+    bundle = {
+        "job_id": "abc123",
+        "job_status": "FINISHED:EXECUTION_EXCEPTION",
+        "logs": {
+            "server": {"status": "ok", "truncated": True, "lines": ["task round_3 timed out waiting for site-2", "x"]},
+            "site-1": {"status": "permission_denied"},
+            "site-2": {"status": "missing"},
+            "site-3": {"status": "ok", "lines": ["fine"]},
+        },
+    }
     path = write(tmp_path / "bundle.json", json.dumps(bundle))
     ev = collect([path])
     assert ev.site_status == {"server": "truncated", "site-1": "permission_denied", "site-2": "missing", "site-3": "ok"}
@@ -99,13 +124,32 @@ def test_json_bundle_states_site_status_and_job(tmp_path):
 
 def _logs_envelope():
     ctx = "[identity=server, run=abc123, peer=site-1, peer_rc=EXECUTION_EXCEPTION]"
-    server_log = "\n".join([json_record("ServerRunner", "INFO", "starting"),
-                            json_record("FedAvg", "ERROR", "result from site-1 failed", ctx)]) + "\n"
-    return {"schema_version": "1", "status": "ok", "exit_code": 0, "data": {
-        "job_id": "abc123", "target": "all", "logs": {"server": server_log}, "logs_truncated": False,
-        "sites": {"server": {"available": True, "lines": 2, "bytes": len(server_log), "logs_truncated": False},
-                  "site-1": {"available": False, "reason": "client log stream not available for this job"}},
-        "filters": {"tail": 200}, "unavailable": {"site-1": "client log stream not available for this job"}}}
+    server_log = (
+        "\n".join(
+            [
+                json_record("ServerRunner", "INFO", "starting"),
+                json_record("FedAvg", "ERROR", "result from site-1 failed", ctx),
+            ]
+        )
+        + "\n"
+    )
+    return {
+        "schema_version": "1",
+        "status": "ok",
+        "exit_code": 0,
+        "data": {
+            "job_id": "abc123",
+            "target": "all",
+            "logs": {"server": server_log},
+            "logs_truncated": False,
+            "sites": {
+                "server": {"available": True, "lines": 2, "bytes": len(server_log), "logs_truncated": False},
+                "site-1": {"available": False, "reason": "client log stream not available for this job"},
+            },
+            "filters": {"tail": 200},
+            "unavailable": {"site-1": "client log stream not available for this job"},
+        },
+    }
 
 
 def test_cli_job_logs_envelope(tmp_path):
@@ -129,16 +173,63 @@ def test_cli_job_logs_truncated_site(tmp_path):
 
 
 def test_cli_job_meta_download_error_and_system_envelopes(tmp_path):
-    meta = write(tmp_path / "meta.json", json.dumps({"schema_version": "1", "status": "ok", "exit_code": 0, "data": {
-        "job_id": "abc123", "status": "FINISHED:EXECUTION_EXCEPTION", "submit_time_iso": "2026-06-02T11:00:00",
-        "duration": "0:01:10", "job_deploy_detail": ["server: OK", "site-1: OK"]}}))
-    download = write(tmp_path / "download.json", json.dumps({"schema_version": "1", "status": "ok", "exit_code": 0,
-        "data": {"job_id": "abc123", "download_path": "/x", "artifacts": {"global_model": "/x/m.pt"},
-                 "missing_artifacts": ["metrics_summary", "client_logs"]}}))
-    error = write(tmp_path / "error.json", json.dumps({"schema_version": "1", "status": "error", "exit_code": 2,
-        "error_code": "CONNECTION_FAILED", "message": "could not connect", "hint": "start the server"}))
-    status = write(tmp_path / "status.json", json.dumps({"schema_version": "1", "status": "ok", "exit_code": 0,
-        "data": {"server_status": "started", "client_status": [{"client_name": "site-1", "status": "no_jobs"}]}}))
+    meta = write(
+        tmp_path / "meta.json",
+        json.dumps(
+            {
+                "schema_version": "1",
+                "status": "ok",
+                "exit_code": 0,
+                "data": {
+                    "job_id": "abc123",
+                    "status": "FINISHED:EXECUTION_EXCEPTION",
+                    "submit_time_iso": "2026-06-02T11:00:00",
+                    "duration": "0:01:10",
+                    "job_deploy_detail": ["server: OK", "site-1: OK"],
+                },
+            }
+        ),
+    )
+    download = write(
+        tmp_path / "download.json",
+        json.dumps(
+            {
+                "schema_version": "1",
+                "status": "ok",
+                "exit_code": 0,
+                "data": {
+                    "job_id": "abc123",
+                    "download_path": "/x",
+                    "artifacts": {"global_model": "/x/m.pt"},
+                    "missing_artifacts": ["metrics_summary", "client_logs"],
+                },
+            }
+        ),
+    )
+    error = write(
+        tmp_path / "error.json",
+        json.dumps(
+            {
+                "schema_version": "1",
+                "status": "error",
+                "exit_code": 2,
+                "error_code": "CONNECTION_FAILED",
+                "message": "could not connect",
+                "hint": "start the server",
+            }
+        ),
+    )
+    status = write(
+        tmp_path / "status.json",
+        json.dumps(
+            {
+                "schema_version": "1",
+                "status": "ok",
+                "exit_code": 0,
+                "data": {"server_status": "started", "client_status": [{"client_name": "site-1", "status": "no_jobs"}]},
+            }
+        ),
+    )
     ev = collect([meta, download, error, status])
     assert (ev.job_id, ev.job_status) == ("abc123", "FINISHED:EXECUTION_EXCEPTION")
     assert "job meta abc123: status=FINISHED:EXECUTION_EXCEPTION" in texts(ev, meta)
@@ -152,28 +243,43 @@ def test_cli_job_meta_download_error_and_system_envelopes(tmp_path):
 def test_metrics_non_finite_values_are_reported(tmp_path):
     build_simenv(tmp_path / "sim", nan=True)
     rounds = tmp_path / "sim/hello-numpy/server/simulate_job/metrics/round_metrics.jsonl"
-    rounds.write_text("\n".join([
-        '{"round": 0, "aggregated_metrics": [{"name": "loss", "value": Infinity}], '
-        '"sites": [{"name": "site-1", "metrics": [{"name": "loss", "value": -Infinity}]}], "skipped_metrics": []}',
-        '{"round": 1, "aggregated_metrics": [], "sites": [], '
-        '"skipped_metrics": [{"name": "loss", "reason": "non_finite_number", "site": "site-2"}]}',
-        '{"round": 2, "aggr',  # cut line (e.g. by truncation) is ignored
-    ]) + "\n")
+    rounds.write_text(
+        "\n".join(
+            [
+                '{"round": 0, "aggregated_metrics": [{"name": "loss", "value": Infinity}], '
+                '"sites": [{"name": "site-1", "metrics": [{"name": "loss", "value": -Infinity}]}], "skipped_metrics": []}',
+                '{"round": 1, "aggregated_metrics": [], "sites": [], '
+                '"skipped_metrics": [{"name": "loss", "reason": "non_finite_number", "site": "site-2"}]}',
+                '{"round": 2, "aggr',  # cut line (e.g. by truncation) is ignored
+            ]
+        )
+        + "\n"
+    )
     ev = collect([tmp_path / "sim"])
     metrics = ev.metrics
     assert metrics["final_aggregated_metrics"] == {"accuracy": "NaN"}
     found = {(e["metric"], e["round"], e["site"], e["value"]) for e in metrics["non_finite"]}
-    assert found == {("accuracy", 2, None, "NaN"), ("loss", 0, None, "Infinity"), ("loss", 0, "site-1", "-Infinity"),
-                     ("loss", 1, "site-2", "skipped:non_finite_number")}
+    assert found == {
+        ("accuracy", 2, None, "NaN"),
+        ("loss", 0, None, "Infinity"),
+        ("loss", 0, "site-1", "-Infinity"),
+        ("loss", 1, "site-2", "skipped:non_finite_number"),
+    }
     json.dumps(metrics, allow_nan=False)  # the report stays valid JSON
 
 
 def test_round_metrics_alone_give_final_round(tmp_path):
-    path = write(tmp_path / "round_metrics.jsonl", "\n".join(
-        json.dumps({"round": r, "aggregated_metrics": [{"name": "acc", "value": r / 10}]}) for r in range(4)))
+    path = write(
+        tmp_path / "round_metrics.jsonl",
+        "\n".join(json.dumps({"round": r, "aggregated_metrics": [{"name": "acc", "value": r / 10}]}) for r in range(4)),
+    )
     ev = collect([path])
-    assert ev.metrics == {"final_round": 3, "key_metric": None, "final_aggregated_metrics": {"acc": 0.3},
-                          "non_finite": []}
+    assert ev.metrics == {
+        "final_round": 3,
+        "key_metric": None,
+        "final_aggregated_metrics": {"acc": 0.3},
+        "non_finite": [],
+    }
     assert by_path(ev)[str(path)].kind == "round_metrics"
 
 
@@ -181,7 +287,9 @@ def test_job_id_folder_read_first_and_budget_not_exhausted_by_poc_clutter(tmp_pa
     prod = build_poc(tmp_path / "poc", past_jobs=30)
     ev = collect([tmp_path / "poc"], job_id=JOB_UUID, max_files=4)
     read = [s for s in ev.sources if s.status == "complete"]
-    assert {s.path for s in read[:3]} == {str(prod / p / JOB_UUID / "log.txt") for p in ("hospital-a", "server", "site-1")}
+    assert {s.path for s in read[:3]} == {
+        str(prod / p / JOB_UUID / "log.txt") for p in ("hospital-a", "server", "site-1")
+    }
     assert {s.site for s in read[:3]} == {"hospital-a", "server", "site-1"}
     assert "ZeroDivisionError: division by zero" in texts(ev)
     assert any(s.status == "skipped_limit" for s in ev.sources)
@@ -245,7 +353,9 @@ def test_site_labels(tmp_path):
 
 
 def test_stdin_text_and_empty_stdin(tmp_path):
-    ev = collect_evidence(["-"], job_id=None, stdin_text="Traceback (most recent call last):\nImportError: x\n", **LIMITS)
+    ev = collect_evidence(
+        ["-"], job_id=None, stdin_text="Traceback (most recent call last):\nImportError: x\n", **LIMITS
+    )
     assert [(line.source, line.line) for line in ev.lines] == [("<stdin>", 1), ("<stdin>", 2)]
     with pytest.raises(EvidenceError, match="stdin was empty"):
         collect_evidence(["-"], job_id=None, stdin_text="  \n", **LIMITS)
@@ -268,28 +378,49 @@ def test_nothing_readable_raises_one_line(tmp_path):
 def test_envelopes_from_collect_parse_like_saved_files(tmp_path):
     envelope = _logs_envelope()
     saved = collect([write(tmp_path / "logs.json", json.dumps(envelope))])
-    item = {"command": ["nvflare", "--format", "json", "job", "logs", "abc123", "--site", "all", "--tail", "200"],
-            "envelope": envelope, "error": None}
+    item = {
+        "command": ["nvflare", "--format", "json", "job", "logs", "abc123", "--site", "all", "--tail", "200"],
+        "envelope": envelope,
+        "error": None,
+    }
     live = evidence_from_envelopes([item])
     assert live.site_status == saved.site_status
     assert [line.text for line in live.lines] == [line.text for line in saved.lines]
-    failed = evidence_from_envelopes([{"command": ["nvflare", "system", "status"], "envelope": None, "error": "timed out after 60 s"}])
+    failed = evidence_from_envelopes(
+        [{"command": ["nvflare", "system", "status"], "envelope": None, "error": "timed out after 60 s"}]
+    )
     assert failed.sources[0].status == "unavailable" and "timed out" in failed.lines[0].text
 
 
 def test_collected_download_artifacts_are_read(tmp_path):
-    item = {"command": ["nvflare", "--format", "json", "job", "download", "abc123", "-o", "/tmp/x"],
-            "envelope": {"schema_version": "1", "status": "ok", "data": {"job_id": "abc123", "artifacts": {},
-                                                                           "missing_artifacts": ["global_model"]}},
-            "error": None,
-            "artifacts_read": [
-                {"name": "metrics_summary", "path": "job download:m/metrics_summary.json", "site": None,
-                 "text": '{"final_round": 4, "final_aggregated_metrics": [{"name": "loss", "value": NaN}]}'},
-                {"name": "client_log", "path": "job download:site-1/log.txt", "site": "site-1",
-                 "text": log_line("ClientRunner", "ERROR", "CUDA out of memory")}]}
+    item = {
+        "command": ["nvflare", "--format", "json", "job", "download", "abc123", "-o", "/tmp/x"],
+        "envelope": {
+            "schema_version": "1",
+            "status": "ok",
+            "data": {"job_id": "abc123", "artifacts": {}, "missing_artifacts": ["global_model"]},
+        },
+        "error": None,
+        "artifacts_read": [
+            {
+                "name": "metrics_summary",
+                "path": "job download:m/metrics_summary.json",
+                "site": None,
+                "text": '{"final_round": 4, "final_aggregated_metrics": [{"name": "loss", "value": NaN}]}',
+            },
+            {
+                "name": "client_log",
+                "path": "job download:site-1/log.txt",
+                "site": "site-1",
+                "text": log_line("ClientRunner", "ERROR", "CUDA out of memory"),
+            },
+        ],
+    }
     ev = evidence_from_envelopes([item])
     assert ev.metrics["final_round"] == 4 and ev.metrics["non_finite"][0]["value"] == "NaN"
-    assert [(line.site, line.source) for line in ev.lines if "CUDA" in line.text] == [("site-1", "job download:site-1/log.txt")]
+    assert [(line.site, line.source) for line in ev.lines if "CUDA" in line.text] == [
+        ("site-1", "job download:site-1/log.txt")
+    ]
     assert by_path(ev)["job download:site-1/log.txt"].kind == "job_download"
 
 
@@ -307,7 +438,8 @@ def test_symlinks_inside_followed_outside_not(tmp_path):
     assert not any(s.path.startswith(str(root / "escape")) for s in ev.sources)
     assert {n for n in ev.not_read if "outside the given folders" in n} == {
         f"{root / 'escape.log'}: symlink pointing outside the given folders; not followed",
-        f"{root / 'escape_dir'}: symlink pointing outside the given folders; not followed"}
+        f"{root / 'escape_dir'}: symlink pointing outside the given folders; not followed",
+    }
     assert any("symlink loop" in note for note in ev.not_read)
 
 
@@ -344,8 +476,23 @@ def test_not_read_notes_are_capped(tmp_path):
 
 
 def test_bundle_lines_may_be_json_records(tmp_path):
-    bundle = {"job_id": "j1", "logs": {"server": {"status": "ok", "lines": [
-        {"asctime": "2026-06-02 11:03:10,120", "name": "FedAvg", "levelname": "ERROR", "fl_ctx": "", "message": "boom"}]}}}
+    bundle = {
+        "job_id": "j1",
+        "logs": {
+            "server": {
+                "status": "ok",
+                "lines": [
+                    {
+                        "asctime": "2026-06-02 11:03:10,120",
+                        "name": "FedAvg",
+                        "levelname": "ERROR",
+                        "fl_ctx": "",
+                        "message": "boom",
+                    }
+                ],
+            }
+        },
+    }
     ev = collect([write(tmp_path / "b.json", json.dumps(bundle))])
     assert texts(ev) == ["2026-06-02 11:03:10,120 - FedAvg - ERROR - boom"]
 
@@ -362,9 +509,20 @@ def test_captured_job_output_is_read_with_the_logs(tmp_path):
 
 def test_job_download_folder(tmp_path):
     job = tmp_path / "dl" / JOB_UUID
-    write(job / "meta.json", json.dumps({"job_id": JOB_UUID, "name": "cifar", "status": "FINISHED:EXECUTION_EXCEPTION",
-                                         "submit_time_iso": "2026-06-02T11:00:00"}))
-    server_log = write(job / "workspace" / "log.txt", log_line("ServerRunner", "ERROR", "peer=site-1, peer_rc=EXECUTION_EXCEPTION"))
+    write(
+        job / "meta.json",
+        json.dumps(
+            {
+                "job_id": JOB_UUID,
+                "name": "cifar",
+                "status": "FINISHED:EXECUTION_EXCEPTION",
+                "submit_time_iso": "2026-06-02T11:00:00",
+            }
+        ),
+    )
+    server_log = write(
+        job / "workspace" / "log.txt", log_line("ServerRunner", "ERROR", "peer=site-1, peer_rc=EXECUTION_EXCEPTION")
+    )
     site_log = write(job / "workspace" / "site-1" / "log.txt", log_line("ClientRunner", "ERROR", "boom"))
     ev = collect([tmp_path / "dl"])
     sources = by_path(ev)

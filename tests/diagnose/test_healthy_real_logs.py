@@ -53,7 +53,9 @@ def test_real_healthy_logs_have_zero_findings_as_one_stream():
     assert scan_lines(lines) == []
 
 
-@pytest.mark.parametrize("name", ["job_stdout.txt", "server/log.txt", "server/log.json", "site-1/log.txt", "site-2/log.json"])
+@pytest.mark.parametrize(
+    "name", ["job_stdout.txt", "server/log.txt", "server/log.json", "site-1/log.txt", "site-2/log.json"]
+)
 def test_each_real_log_file_has_zero_findings(name):
     assert scan_lines(read_lines(FIXTURE / name, name.split("/")[0])) == []
 
@@ -77,8 +79,13 @@ def test_the_extra_runs_are_what_the_generator_says():
 
 @pytest.mark.parametrize("run", RUNS, ids=[run.name for run in RUNS])
 def test_cli_on_more_real_runs_reports_nothing(run, python_exe):
-    result = subprocess.run([python_exe, str(CLI), str(run / "job_stdout.txt"), str(run)],
-                            capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [python_exe, str(CLI), str(run / "job_stdout.txt"), str(run)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     report = validated(result.stdout)
     assert (report["matched_pattern"], report["suspicious_content"], report["signals"]) == ("UNKNOWN", [], [])
@@ -98,8 +105,11 @@ def test_cli_on_the_real_healthy_run_reports_no_suspicious_content(python_exe):
     assert CLI.is_file(), "diagnose_job.py (D1) is missing"
     result = subprocess.run(
         [python_exe, str(CLI), str(FIXTURE / "job_stdout.txt"), str(FIXTURE)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     report = validated(result.stdout)
     assert report["suspicious_content"] == []
@@ -114,9 +124,13 @@ def test_fresh_real_simulation_has_zero_findings(python_exe, tmp_path):
     env["NVFLARE_SIMULATOR_WORKSPACE_ROOT"] = str(tmp_path / "ws")
     with open(tmp_path / "job_stdout.txt", "wb") as stdout:
         process = subprocess.Popen(
-            [python_exe, "job.py"], cwd=EXAMPLE, env=env, stdout=stdout, stderr=subprocess.STDOUT,
+            [python_exe, "job.py"],
+            cwd=EXAMPLE,
+            env=env,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
         try:
             assert process.wait(timeout=240) == 0, (tmp_path / "job_stdout.txt").read_text(errors="replace")[-2000:]
         finally:
@@ -128,8 +142,13 @@ def test_fresh_real_simulation_has_zero_findings(python_exe, tmp_path):
     assert len(lines) > 500
     assert scan_lines(lines) == []
     # the whole diagnosis of the healthy run (stdout + full SimEnv workspace): no pattern, no finding, no signal
-    result = subprocess.run([python_exe, str(CLI), str(tmp_path / "job_stdout.txt"), str(workspace)],
-                            capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [python_exe, str(CLI), str(tmp_path / "job_stdout.txt"), str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     report = validated(result.stdout)
     assert (report["matched_pattern"], report["findings"], report["signals"]) == ("UNKNOWN", [], [])
     assert report["runtime_mode"] == "simulation" and report["metrics"]["non_finite"] == []

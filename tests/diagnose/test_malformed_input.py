@@ -74,10 +74,26 @@ def _nan_metrics(tmp):
 CASES = {
     # name: (builder -> paths, expected exit code, stderr must mention)
     "binary_only": (lambda t: [write(t / "model.bin", b"\x00\x01\x02" * 100)], 2, "binary"),
-    "binary_plus_log": (lambda t: [write(t / "model.bin", b"\x00" * 10), write(t / "log.txt", "ERROR boom\n")], 0, None),
-    "invalid_utf8": (lambda t: [write(t / "log.txt", b"2026-06-02 11:03:10 - X - ERROR - caf\xe9 \xff\xfe boom\n")], 0, None),
-    "truncated_bundle": (lambda t: [write(t / "bundle.json", '{"job_id": "abc", "logs": {"server": {"status": "ok", "lin')], 0, None),
-    "truncated_envelope": (lambda t: [write(t / "meta.json", '{"schema_version": "1", "status": "ok", "data": {"sta')], 0, None),
+    "binary_plus_log": (
+        lambda t: [write(t / "model.bin", b"\x00" * 10), write(t / "log.txt", "ERROR boom\n")],
+        0,
+        None,
+    ),
+    "invalid_utf8": (
+        lambda t: [write(t / "log.txt", b"2026-06-02 11:03:10 - X - ERROR - caf\xe9 \xff\xfe boom\n")],
+        0,
+        None,
+    ),
+    "truncated_bundle": (
+        lambda t: [write(t / "bundle.json", '{"job_id": "abc", "logs": {"server": {"status": "ok", "lin')],
+        0,
+        None,
+    ),
+    "truncated_envelope": (
+        lambda t: [write(t / "meta.json", '{"schema_version": "1", "status": "ok", "data": {"sta')],
+        0,
+        None,
+    ),
     "json_not_object": (lambda t: [write(t / "x.json", "[1, 2, NaN]")], 0, None),
     "empty_folder": (lambda t: [(t / "empty").mkdir() or t / "empty"], 2, "no log, metrics or JSON evidence"),
     "empty_file": (lambda t: [write(t / "log.txt", "")], 2, "empty"),
@@ -102,7 +118,9 @@ def test_malformed_input_gives_report_or_one_line(case, tmp_path, python_exe):
     if expected == 2:
         assert out == "" and len(err.strip().splitlines()) == 1 and mention in err
     else:
-        report = validated(json.loads(out, parse_constant=lambda name: pytest.fail(f"non-JSON constant {name} in report")))
+        report = validated(
+            json.loads(out, parse_constant=lambda name: pytest.fail(f"non-JSON constant {name} in report"))
+        )
         assert report["evidence_sources"]
     assert snapshot(tmp_path) == before
     if case == "symlink_escape":
@@ -123,7 +141,9 @@ def assert_bounded(run, base, *, read_bytes, rss_mib):
     """The run read at most `read_bytes` more than the baseline and grew at most `rss_mib` MiB beyond it."""
     extra_read, extra_rss = run.bytes_read - base.bytes_read, run.peak_rss_mib - base.peak_rss_mib
     assert extra_read <= read_bytes, f"read {extra_read} bytes beyond start-up (bound {read_bytes})"
-    assert extra_rss <= rss_mib, f"peak RSS {run.peak_rss_mib:.1f} MiB: {extra_rss:.1f} above a 3-line log (> {rss_mib})"
+    assert extra_rss <= rss_mib, (
+        f"peak RSS {run.peak_rss_mib:.1f} MiB: {extra_rss:.1f} above a 3-line log (> {rss_mib})"
+    )
 
 
 @pytest.mark.slow

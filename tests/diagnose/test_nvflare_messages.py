@@ -29,6 +29,7 @@ def _pinned_nvflare() -> str:
 
 # ---- the pinned NVFLARE: every template it raises has a reviewed home ----
 
+
 def test_the_installed_nvflare_is_the_pinned_one_and_the_mapping_says_so():
     version = GENERATOR.installed_version(GENERATOR.installed_root())
     assert version == _pinned_nvflare() == GENERATOR.load_mapping()["nvflare_version"]
@@ -54,16 +55,21 @@ def test_extraction_covers_the_areas_the_issue_names(extracted):
 
 def test_mapping_uses_internal_and_wrapper_groups_for_what_they_mean():
     groups = GENERATOR.mapped_groups(GENERATOR.load_mapping())
-    assert groups["Simulation failed with return code {}. Logs are in per-site subdirectories under {}, "
-                  "e.g. server/simulate_job/log.txt"] == "wrapper"
+    assert (
+        groups[
+            "Simulation failed with return code {}. Logs are in per-site subdirectories under {}, "
+            "e.g. server/simulate_job/log.txt"
+        ]
+        == "wrapper"
+    )
     assert groups["PrebuiltCertBuilder missing from builder list; this is a bug"] == "internal"
     assert groups["{} must be an int, but got {}."] == "SIMULATION_CONFIG_ERROR"
-    assert groups["Cannot find component class \"{}\""] == "IMPORT_ERROR"
+    assert groups['Cannot find component class "{}"'] == "IMPORT_ERROR"
 
 
 # ---- the generator's extraction rules, on a small source ----
 
-SOURCE = '''
+SOURCE = """
 def f(name, value, items):
     if value < 0:
         raise ValueError(f"{name} must be >= 0, got {value}")
@@ -80,7 +86,7 @@ def g(e):
     raise ValueError(str(e))
     raise KeyError("{}")
     raise ValueError("x")
-'''
+"""
 
 
 def test_extraction_reads_fstrings_percent_format_concatenation_and_local_variables():
@@ -95,10 +101,16 @@ def test_extraction_reads_fstrings_percent_format_concatenation_and_local_variab
 
 
 def test_new_templates_go_to_unreviewed_with_a_suggestion_and_fail_the_check():
-    mapping = {"messages": {"SIMULATION_CONFIG_ERROR": [{"t": "old one {}", "at": "recipe/a.py"}],
-                            "internal": [{"t": "gone {}", "at": "recipe/b.py"}]}}
-    extracted = [GENERATOR.Message("old one {}", "ValueError", "recipe/a.py", 3, "f", "recipes"),
-                 GENERATOR.Message("unknown command: {}", "CLIUnknownCmdException", "cli.py", 9, "g", "admin_cli")]
+    mapping = {
+        "messages": {
+            "SIMULATION_CONFIG_ERROR": [{"t": "old one {}", "at": "recipe/a.py"}],
+            "internal": [{"t": "gone {}", "at": "recipe/b.py"}],
+        }
+    }
+    extracted = [
+        GENERATOR.Message("old one {}", "ValueError", "recipe/a.py", 3, "f", "recipes"),
+        GENERATOR.Message("unknown command: {}", "CLIUnknownCmdException", "cli.py", 9, "g", "admin_cli"),
+    ]
     groups = GENERATOR.updated_groups(extracted, mapping)
     assert groups == {
         "SIMULATION_CONFIG_ERROR": [{"t": "old one {}", "at": "recipe/a.py"}],
@@ -114,18 +126,24 @@ def test_new_templates_go_to_unreviewed_with_a_suggestion_and_fail_the_check():
 def test_dumped_mapping_round_trips_through_yaml(tmp_path):
     import yaml
 
-    groups = {"IMPORT_ERROR": [{"t": 'Cannot find "{}" \\ in {}', "at": "fuel/x.py"}], "wrapper": [{"t": "w {}", "at": "a.py"}]}
+    groups = {
+        "IMPORT_ERROR": [{"t": 'Cannot find "{}" \\ in {}', "at": "fuel/x.py"}],
+        "wrapper": [{"t": "w {}", "at": "a.py"}],
+    }
     text = GENERATOR.dump_mapping("2.9.0", groups, ["IMPORT_ERROR", "internal", "wrapper"])
     assert yaml.safe_load(text)["messages"] == groups
 
 
 # ---- rendering into the skill (make sync) ----
 
+
 def test_rendered_json_is_fresh_and_renames_internal():
     rendered = json.loads((REPO / "skills/nvflare-diagnose-job/references/nvflare_messages.json").read_text())
     source = SYNC.load_messages_source()
-    assert SYNC.render_messages_json(source, SYNC.load_catalog_source()) == (
-        REPO / "skills/nvflare-diagnose-job/references/nvflare_messages.json").read_bytes()
+    assert (
+        SYNC.render_messages_json(source, SYNC.load_catalog_source())
+        == (REPO / "skills/nvflare-diagnose-job/references/nvflare_messages.json").read_bytes()
+    )
     assert "internal" not in rendered["templates"] and "NVFLARE_INTERNAL_ERROR" in rendered["templates"]
     total = sum(len(v) for v in rendered["templates"].values())
     assert total == sum(len(v) for v in source["messages"].values())
@@ -141,13 +159,18 @@ def test_rendering_rejects_unknown_groups_and_leaves_out_unreviewed():
 
 # ---- the skill's matcher ----
 
+
 def _known(*entries):
     return messages.parse_messages({"templates": dict(entries)}, {"SIMULATION_CONFIG_ERROR", "IMPORT_ERROR"})
 
 
 def test_template_pieces_must_occur_in_order_on_word_boundaries():
-    known = _known(("SIMULATION_CONFIG_ERROR", [["{} must be an int, but got {}.", "a.py"],
-                                                ["min_clients must be int, got {}", "b.py"]]))
+    known = _known(
+        (
+            "SIMULATION_CONFIG_ERROR",
+            [["{} must be an int, but got {}.", "a.py"], ["min_clients must be int, got {}", "b.py"]],
+        )
+    )
     assert [t.at for t in known.match("TypeError: num_rounds must be an int, but got <class 'str'>.")] == ["a.py"]
     assert known.match("ValueError: but got 3. num_rounds must be an int,") == []  # wrong order
     assert [t.at for t in known.match("x_min_clients must be int, got 3")] == []  # cuts a word at the start
@@ -156,8 +179,10 @@ def test_template_pieces_must_occur_in_order_on_word_boundaries():
 
 
 def test_most_literal_text_comes_first_and_words_cut_by_placeholders_are_not_indexed():
-    known = _known(("SIMULATION_CONFIG_ERROR", [["{} must > 0, but got {}", "a.py"], ["timeout must > 0, but got {}", "b.py"]]),
-                   ("IMPORT_ERROR", [["{}ing module {}", "c.py"]]))
+    known = _known(
+        ("SIMULATION_CONFIG_ERROR", [["{} must > 0, but got {}", "a.py"], ["timeout must > 0, but got {}", "b.py"]]),
+        ("IMPORT_ERROR", [["{}ing module {}", "c.py"]]),
+    )
     assert [t.at for t in known.match("timeout must > 0, but got -1")] == ["b.py", "a.py"]
     assert "ing" not in known.by_word and "module" in known.by_word
 
@@ -186,9 +211,16 @@ def test_broken_or_missing_mapping_is_a_one_line_catalog_error(tmp_path):
 
 # ---- the figures make eval prints ----
 
+
 def test_generated_cases_look_like_real_tracebacks_from_job_py():
-    message = GENERATOR.Message("Inconsistent: num_clients={} but clients list has {} entries", "ValueError",
-                                "recipe/poc_env.py", 70, "__init__", "recipes")
+    message = GENERATOR.Message(
+        "Inconsistent: num_clients={} but clients list has {} entries",
+        "ValueError",
+        "recipe/poc_env.py",
+        70,
+        "__init__",
+        "recipes",
+    )
     text = COVERAGE.traceback_text(message)
     assert text.startswith("Traceback (most recent call last):\n")
     assert '/site-packages/nvflare/recipe/poc_env.py", line 70, in __init__' in text
@@ -201,7 +233,9 @@ def test_coverage_figures_meet_their_goals():
     figures = COVERAGE.measure()
     assert figures.error is None and figures.total >= 700
     assert figures.mapped == figures.total
-    assert figures.diagnosed / figures.cases >= 0.95 and figures.diagnosed_lines / figures.cases >= 0.95, figures.misses[:5]
+    assert figures.diagnosed / figures.cases >= 0.95 and figures.diagnosed_lines / figures.cases >= 0.95, (
+        figures.misses[:5]
+    )
     assert figures.met and "goal" in figures.lines()[0]
 
 
@@ -213,10 +247,16 @@ def test_coverage_goal_fails_below_95_percent():
 
 
 def test_open_text_is_what_the_templates_own_words_leave_over():
-    known = _known(("SIMULATION_CONFIG_ERROR", [["failed to instantiate class: {}", "a.py"], ["{} must be {}, got {}", "b.py"]]))
+    known = _known(
+        ("SIMULATION_CONFIG_ERROR", [["failed to instantiate class: {}", "a.py"], ["{} must be {}, got {}", "b.py"]])
+    )
     text = "ValueError: failed to instantiate class: RuntimeError: CUDA out of memory"
     assert known.match(text)[0].open_text(text) == ["ValueError: ", "RuntimeError: CUDA out of memory"]
-    assert known.match("x: lr must be float, got 'a'")[0].open_text("x: lr must be float, got 'a'") == ["x: lr", "float", "'a'"]
+    assert known.match("x: lr must be float, got 'a'")[0].open_text("x: lr must be float, got 'a'") == [
+        "x: lr",
+        "float",
+        "'a'",
+    ]
     assert known.templates[0].open_text("unrelated") == []
 
 

@@ -67,14 +67,21 @@ def test_ordinary_lines_are_read_once(ordinary):
 
 def test_a_traceback_is_followed_without_a_walk_over_every_line(ordinary, monkeypatch):
     middle = len(ordinary.lines) // 2
-    failing = (list(ordinary.lines[:middle])
-               + [dataclasses.replace(ordinary.lines[0], source="site-2/log.txt", site="site-2", line=n + 1, text=text)
-                  for n, text in enumerate(TRACEBACK)]
-               + list(ordinary.lines[middle:]))
+    failing = (
+        list(ordinary.lines[:middle])
+        + [
+            dataclasses.replace(ordinary.lines[0], source="site-2/log.txt", site="site-2", line=n + 1, text=text)
+            for n, text in enumerate(TRACEBACK)
+        ]
+        + list(ordinary.lines[middle:])
+    )
     visited = []
     real = tracebacks._reachable
-    monkeypatch.setattr(tracebacks, "_reachable", lambda lines, index: (visited.append(n) or (n, line)
-                                                                       for n, line in real(lines, index)))
+    monkeypatch.setattr(
+        tracebacks,
+        "_reachable",
+        lambda lines, index: (visited.append(n) or (n, line) for n, line in real(lines, index)),
+    )
     evidence = counted(ordinary, failing)
     report = matcher.diagnose(evidence, load_catalog())
     assert report["matched_pattern"] == "USER_CODE_EXCEPTION"
@@ -88,10 +95,13 @@ def test_prose_windows_are_checked_only_where_a_first_gate_word_is(monkeypatch):
     """Plain output (no log records) makes every line a continuation window of the one before; only windows with
     a first-gate word (found exactly, not through shapes) may be joined and checked."""
     rng = random.Random(8)
-    vocabulary = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
-                  for _ in range(3000)]
-    lines = [Line("stdout.txt", None, n + 1, " ".join(rng.choice(vocabulary) for _ in range(rng.randint(4, 14))))
-             for n in range(4000)]
+    vocabulary = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(3000)
+    ]
+    lines = [
+        Line("stdout.txt", None, n + 1, " ".join(rng.choice(vocabulary) for _ in range(rng.randint(4, 14))))
+        for n in range(4000)
+    ]
     checked = []
     real = injection._open
     monkeypatch.setattr(injection, "_open", lambda rules, lowered: checked.append(lowered) or real(rules, lowered))

@@ -24,18 +24,21 @@ def lines(*texts):
 
 
 def test_scope_keeps_the_jobs_records_and_their_continuations():
-    kept = scope(lines(
-        "2026-01-01 10:00:00,000 - SiteRunner - INFO - system starting",
-        f"2026-01-01 10:00:01,000 - ClientRunner - INFO - [identity=site-1, run={OTHER}] - client runner started",
-        "Traceback (most recent call last):",
-        "ValueError: belongs to the other job",
-        f"2026-01-01 10:00:02,000 - ClientRunner - INFO - [identity=site-1, run={OURS}] - client runner started",
-        "Traceback (most recent call last):",
-        f'  File "/poc/site-1/{OURS}/app_site-1/custom/client.py", line 8, in <module>',
-        "ModuleNotFoundError: No module named 'site_preprocessing'",
-        "2026-01-01 10:00:03,000 - SiteRunner - INFO - idle",
-        "trailing continuation of a system record",
-    ), OURS)  # fmt: skip
+    kept = scope(
+        lines(
+            "2026-01-01 10:00:00,000 - SiteRunner - INFO - system starting",
+            f"2026-01-01 10:00:01,000 - ClientRunner - INFO - [identity=site-1, run={OTHER}] - client runner started",
+            "Traceback (most recent call last):",
+            "ValueError: belongs to the other job",
+            f"2026-01-01 10:00:02,000 - ClientRunner - INFO - [identity=site-1, run={OURS}] - client runner started",
+            "Traceback (most recent call last):",
+            f'  File "/poc/site-1/{OURS}/app_site-1/custom/client.py", line 8, in <module>',
+            "ModuleNotFoundError: No module named 'site_preprocessing'",
+            "2026-01-01 10:00:03,000 - SiteRunner - INFO - idle",
+            "trailing continuation of a system record",
+        ),
+        OURS,
+    )
     assert [line.line for line in kept] == [5, 6, 7, 8]
 
 
@@ -77,5 +80,7 @@ def test_kit_follow_ups_and_poc_folder_suggestion(tmp_path, capsys):
     assert report["matched_pattern"] == "USER_CODE_EXCEPTION" and report["confidence"] == "low"
     assert "CLIENT_TRACEBACK_MISSING" in report["findings"]
     assert any("poc_console.log" in item for item in report["missing_evidence"])
-    assert any(command.startswith(f"python {Path(diagnose_job.__file__).resolve()} --job-id {job} <POC workspace>")
-               for command in report["follow_up_commands"])  # fmt: skip
+    assert any(
+        command.startswith(f"python {Path(diagnose_job.__file__).resolve()} --job-id {job} <POC workspace>")
+        for command in report["follow_up_commands"]
+    )

@@ -21,9 +21,20 @@ CLI = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
 VARIANTS = json.loads((CORPUS / "variants.json").read_text(encoding="utf-8"))
 IDS = [entry["file"] for entry in VARIANTS]
 REQUIRED_TECHNIQUES = (
-    "plain", "split across lines", "base64", "hex", "percent-encoding", "zero-width characters", "bidi controls",
-    "homoglyphs", "HTML comment", "markdown link", "spoofed marker", "fake assistant note", "JSON-lines message",
-)  # fmt: skip
+    "plain",
+    "split across lines",
+    "base64",
+    "hex",
+    "percent-encoding",
+    "zero-width characters",
+    "bidi controls",
+    "homoglyphs",
+    "HTML comment",
+    "markdown link",
+    "spoofed marker",
+    "fake assistant note",
+    "JSON-lines message",
+)
 RESERVED_HOST = re.compile(r"(^|\.)(example\.(com|org|net)|[a-z0-9-]+\.test)$")
 
 

@@ -33,8 +33,9 @@ def test_cli_reports_the_other_evidence_when_one_file_fails_to_read(tmp_path, py
         "ModuleNotFoundError: No module named 'not_a_real_module'\n"
     )
     script = repo_root / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
-    done = subprocess.run([python_exe, str(script), "/proc/self/mem", str(log)], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [python_exe, str(script), "/proc/self/mem", str(log)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     statuses = {source["path"]: source["status"] for source in report["evidence_sources"]}

@@ -25,10 +25,31 @@ from report_schema import validated
 LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 WRITE_EVENTS = {
-    "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod", "os.chown", "os.utime",
-    "os.symlink", "os.link", "shutil.copyfile", "shutil.copymode", "shutil.copystat", "shutil.copytree",
-    "shutil.move", "shutil.rmtree", "shutil.make_archive", "shutil.unpack_archive", "tempfile.mkstemp",
-    "tempfile.mkdtemp", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen",
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "os.mkdir",
+    "os.truncate",
+    "os.chmod",
+    "os.chown",
+    "os.utime",
+    "os.symlink",
+    "os.link",
+    "shutil.copyfile",
+    "shutil.copymode",
+    "shutil.copystat",
+    "shutil.copytree",
+    "shutil.move",
+    "shutil.rmtree",
+    "shutil.make_archive",
+    "shutil.unpack_archive",
+    "tempfile.mkstemp",
+    "tempfile.mkdtemp",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "subprocess.Popen",
 }
 
 
@@ -45,7 +66,9 @@ class _Recorder:
             return
         if event == "open":
             path, mode, flags = (list(args) + [None, None, 0])[:3]
-            cls.opened.append((os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path), mode, flags or 0))
+            cls.opened.append(
+                (os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path), mode, flags or 0)
+            )
         elif event in WRITE_EVENTS:
             cls.writes.append((event, args))
 
@@ -77,8 +100,11 @@ def audit():
 
 
 def _write_opens(opened):
-    return [(path, mode, flags) for path, mode, flags in opened
-            if (isinstance(mode, str) and any(ch in mode for ch in "wax+")) or (flags & WRITE_FLAGS)]
+    return [
+        (path, mode, flags)
+        for path, mode, flags in opened
+        if (isinstance(mode, str) and any(ch in mode for ch in "wax+")) or (flags & WRITE_FLAGS)
+    ]
 
 
 def _credential_files(root: Path) -> set[str]:
@@ -183,8 +209,14 @@ class FakeRunner:
         elif argv[3:5] == ["job", "download"]:
             out = argv[argv.index("-o") + 1]
             write(Path(out) / job / "workspace" / "site-1" / "log.txt", "site-1 CUDA out of memory\n")
-            data = {"job_id": job, "artifacts": {"client_logs": {"site-1": f"{out}/{job}/workspace/site-1/log.txt"},
-                                                    "global_model": "/etc/passwd"}, "missing_artifacts": ["metrics_summary"]}
+            data = {
+                "job_id": job,
+                "artifacts": {
+                    "client_logs": {"site-1": f"{out}/{job}/workspace/site-1/log.txt"},
+                    "global_model": "/etc/passwd",
+                },
+                "missing_artifacts": ["metrics_summary"],
+            }
         else:
             data = {"ok": True}
         envelope = {"schema_version": "1", "status": "ok", "exit_code": 0, "data": data}
@@ -200,9 +232,19 @@ def test_collect_runs_only_the_read_only_command_list(tmp_path):
         assert collect.is_allowed(display), display
         assert display[1:3] == ["--format", "json"] and display[-1] == "--kit-id=prod_admin"
     subcommands = [tuple(w for w in argv[3:5]) for argv in (["nvflare", *a[1:]] for a in runner.calls)]
-    assert subcommands == [("job", "meta"), ("job", "logs"), ("job", "stats"), ("system", "status"),
-                           ("system", "resources"), ("job", "download")]
-    assert set(runner.kwargs["env"]) <= set(collect.ENV_KEEP) | {"PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "NO_COLOR"}
+    assert subcommands == [
+        ("job", "meta"),
+        ("job", "logs"),
+        ("job", "stats"),
+        ("system", "status"),
+        ("system", "resources"),
+        ("job", "download"),
+    ]
+    assert set(runner.kwargs["env"]) <= set(collect.ENV_KEEP) | {
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONIOENCODING",
+        "NO_COLOR",
+    }
     assert runner.kwargs["timeout"] == 60 and runner.kwargs["stdin"] is not None
     download_dir = Path(runner.calls[-1][runner.calls[-1].index("-o") + 1])
     assert not download_dir.parent.exists()  # the temp folder is gone
@@ -232,18 +274,31 @@ def test_allowed_list_is_exactly_the_spec_commands():
     assert not any(collect.is_allowed(argv) for argv in bad)
 
 
-@pytest.mark.parametrize("status, downloads", [("FINISHED:COMPLETED", False), ("RUNNING", False),
-                                               ("FINISHED:ABORTED", True), ("FINISHED:EXECUTION_EXCEPTION", True)])
+@pytest.mark.parametrize(
+    "status, downloads",
+    [
+        ("FINISHED:COMPLETED", False),
+        ("RUNNING", False),
+        ("FINISHED:ABORTED", True),
+        ("FINISHED:EXECUTION_EXCEPTION", True),
+    ],
+)
 def test_download_only_for_failed_terminal_jobs(status, downloads):
     runner = FakeRunner(status)
     collect.collect_from_cli("abc123", runner=runner)
     assert any(argv[3:5] == ["job", "download"] for argv in runner.calls) is downloads
 
 
-@pytest.mark.parametrize("job_id, kwargs, message", [
-    ("--force", {}, "job id"), ("a b", {}, "job id"), ("abc", {"kit_id": "a", "startup_kit": "/tmp"}, "not both"),
-    ("abc", {"kit_id": "-x"}, "--kit-id"), ("abc", {"startup_kit": "/definitely/not/here"}, "not a folder"),
-])
+@pytest.mark.parametrize(
+    "job_id, kwargs, message",
+    [
+        ("--force", {}, "job id"),
+        ("a b", {}, "job id"),
+        ("abc", {"kit_id": "a", "startup_kit": "/tmp"}, "not both"),
+        ("abc", {"kit_id": "-x"}, "--kit-id"),
+        ("abc", {"startup_kit": "/definitely/not/here"}, "not a folder"),
+    ],
+)
 def test_collect_rejects_bad_arguments_before_running_anything(job_id, kwargs, message):
     runner = FakeRunner()
     with pytest.raises(collect.CollectError, match=message):
@@ -263,14 +318,33 @@ def test_cli_collect_flag_runs_only_allowed_commands(monkeypatch, tmp_path):
     assert report["job_status"] == "FINISHED:EXECUTION_EXCEPTION" and report["runtime_mode"] == "production"
 
 
-@pytest.mark.parametrize("parts, expected", [
-    (("server.key",), True), (("rootCA.pem",), True), (("client.crt",), True), (("kit.p12",), True),
-    (("kit.pfx",), True), (("trust.jks",), True), ((".netrc",), True), (("id_rsa",), True), (("id_rsa.pub",), True),
-    (("signature.json",), True), (("credentials",), True), (("credentials.json",), True), (("MY_SECRET.txt",), True),
-    (("api_token.log",), True), (("db_password",), True), (("site-1", "startup", "fed_client.json"), True),
-    (("server", "startup", "readme.txt"), True), (("vault-secrets", "log.txt"), True),
-    (("log.txt",), False), (("site-1", "log.txt"), False), (("metrics_summary.json",), False),
-    (("server", "local", "log_config.json"), False), (("startup.log",), False),
-])
+@pytest.mark.parametrize(
+    "parts, expected",
+    [
+        (("server.key",), True),
+        (("rootCA.pem",), True),
+        (("client.crt",), True),
+        (("kit.p12",), True),
+        (("kit.pfx",), True),
+        (("trust.jks",), True),
+        ((".netrc",), True),
+        (("id_rsa",), True),
+        (("id_rsa.pub",), True),
+        (("signature.json",), True),
+        (("credentials",), True),
+        (("credentials.json",), True),
+        (("MY_SECRET.txt",), True),
+        (("api_token.log",), True),
+        (("db_password",), True),
+        (("site-1", "startup", "fed_client.json"), True),
+        (("server", "startup", "readme.txt"), True),
+        (("vault-secrets", "log.txt"), True),
+        (("log.txt",), False),
+        (("site-1", "log.txt"), False),
+        (("metrics_summary.json",), False),
+        (("server", "local", "log_config.json"), False),
+        (("startup.log",), False),
+    ],
+)
 def test_credential_rule_by_name(parts, expected):
     assert is_credential(parts) is expected

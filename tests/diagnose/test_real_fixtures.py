@@ -28,26 +28,42 @@ def test_scrub_replaces_nested_paths_longest_first():
 def test_child_env_is_minimal():
     env = fixtures.child_env("/tmp/r", "/tmp/h")
     assert set(env) == {
-        "PATH", "HOME", "LANG", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
+        "PATH",
+        "HOME",
+        "LANG",
+        "PYTHONUNBUFFERED",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONHASHSEED",
         "NVFLARE_SIMULATOR_WORKSPACE_ROOT",
-    }  # fmt: skip
+    }
     assert env["NVFLARE_SIMULATOR_WORKSPACE_ROOT"] == "/tmp/r" and env["HOME"] == "/tmp/h"
 
 
 def test_fixture_files_keep_logs_and_metrics_only(tmp_path):
     job = tmp_path / "job"
     keep = [
-        "server/log.txt", "server/log_fl.txt", "server/error_log.txt", "server/log.json",
-        "server/simulate_job/meta.json", "server/simulate_job/metrics/metrics_summary.json",
-        "server/simulate_job/metrics/round_metrics.jsonl", "server/simulate_job/cross_site_val/cross_val_results.json",
-        "site-1/log.txt", "site-1/error_log.txt",
-    ]  # fmt: skip
+        "server/log.txt",
+        "server/log_fl.txt",
+        "server/error_log.txt",
+        "server/log.json",
+        "server/simulate_job/meta.json",
+        "server/simulate_job/metrics/metrics_summary.json",
+        "server/simulate_job/metrics/round_metrics.jsonl",
+        "server/simulate_job/cross_site_val/cross_val_results.json",
+        "site-1/log.txt",
+        "site-1/error_log.txt",
+    ]
     drop = [
-        "server/startup/server.key", "server/startup/rootCA.pem", "startup/signature.json",
-        "server/simulate_job/models/server.npy", "server/simulate_job/app_server/custom/client.py",
-        "server/local/resources.json.default", "site-1/simulate_job/meta.json", "local/resources.json.default",
+        "server/startup/server.key",
+        "server/startup/rootCA.pem",
+        "startup/signature.json",
+        "server/simulate_job/models/server.npy",
+        "server/simulate_job/app_server/custom/client.py",
+        "server/local/resources.json.default",
+        "site-1/simulate_job/meta.json",
+        "local/resources.json.default",
         "server/pool_stats/simulator_cell_stats.json",
-    ]  # fmt: skip
+    ]
     for rel in keep + drop:
         (job / rel).parent.mkdir(parents=True, exist_ok=True)
         (job / rel).write_text("x")

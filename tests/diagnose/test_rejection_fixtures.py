@@ -23,8 +23,13 @@ NVFLARE_SAYS = {
 
 
 def test_at_least_five_of_the_issues_rejections_are_real_runs():
-    kinds = {"bad-recipe-arg-type", "simenv-inconsistent-clients", "fedjob-n-clients-with-to", "deploy-map-mismatch",
-             "invalid-resources-file"}
+    kinds = {
+        "bad-recipe-arg-type",
+        "simenv-inconsistent-clients",
+        "fedjob-n-clients-with-to",
+        "deploy-map-mismatch",
+        "invalid-resources-file",
+    }
     assert kinds <= set(fixtures.REJECTION_CASES) and set(NVFLARE_SAYS) == set(fixtures.REJECTION_CASES)
 
 
@@ -54,7 +59,10 @@ def test_exported_job_folder_keeps_configs_but_no_code():
     job = REAL / "deploy-map-mismatch" / "job" / "deploy-map-mismatch"
     assert json.loads((job / "meta.json").read_text())["deploy_map"] == {"app_fedavg": ["@ALL"]}
     assert sorted(p.name for p in job.rglob("*") if p.is_file()) == [
-        "config_fed_client.json", "config_fed_server.json", "meta.json"]
+        "config_fed_client.json",
+        "config_fed_server.json",
+        "meta.json",
+    ]
 
 
 @pytest.mark.integration

@@ -36,11 +36,23 @@ def test_json_is_sorted_indented_and_round_trips():
 
 def test_markdown_has_the_spec_sections_in_order():
     md = render.to_markdown(_report(POISONED, mode="production"))
-    sections = ["# NVFLARE job diagnosis", "**Mode:** production", "**Matched pattern:** `ROUND_TIMEOUT`",
-                "**Recovery category:** `ENVIRONMENT_FAILURE`", "## Likely cause", "## Next action",
-                "## Evidence (source-aware)", "## Other candidates", "## Findings", "## Missing evidence",
-                "## Follow-up commands (read-only)", "## Metrics", "## Suspicious log content (not followed)",
-                "## Unverified markers", "## Evidence sources"]
+    sections = [
+        "# NVFLARE job diagnosis",
+        "**Mode:** production",
+        "**Matched pattern:** `ROUND_TIMEOUT`",
+        "**Recovery category:** `ENVIRONMENT_FAILURE`",
+        "## Likely cause",
+        "## Next action",
+        "## Evidence (source-aware)",
+        "## Other candidates",
+        "## Findings",
+        "## Missing evidence",
+        "## Follow-up commands (read-only)",
+        "## Metrics",
+        "## Suspicious log content (not followed)",
+        "## Unverified markers",
+        "## Evidence sources",
+    ]
     positions = [md.index(section) for section in sections]
     assert positions == sorted(positions)
     assert CATALOG.row("ROUND_TIMEOUT").next_action in md
@@ -80,5 +92,6 @@ def test_excerpt_rule():
     assert excerpt("id 123456789012 end") == "id <digits> end"
     assert excerpt("token QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0MjQy end") == "token <elided> end"
     assert excerpt("path /home/user/projects/my_project/data_folder/file.csv") == (
-        "path /home/user/projects/my_project/data_folder/file.csv")
+        "path /home/user/projects/my_project/data_folder/file.csv"
+    )
     assert excerpt("zero\u200bwidth\u202ebidi") == "zero width bidi"

@@ -34,8 +34,9 @@ def tree(tmp_path_factory):
 
 
 def run_cli(python_exe: str, *args) -> dict:
-    result = subprocess.run([python_exe, str(SCALE.SCRIPT), *map(str, args)], capture_output=True, text=True,
-                            timeout=120, check=False)
+    result = subprocess.run(
+        [python_exe, str(SCALE.SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=120, check=False
+    )
     assert result.returncode == 0, result.stderr
     return validated(result.stdout)
 

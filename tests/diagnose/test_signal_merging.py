@@ -25,8 +25,13 @@ def run(*texts_by_source: tuple[str, str | None, list[str]]) -> dict:
 
 
 def test_the_real_shaped_oom_run_gives_one_row_with_every_place(python_exe):
-    result = subprocess.run([python_exe, str(CLI), str(FIXTURE / "stdout.txt"), str(FIXTURE / "workspace" / "gpu-job")],
-                            capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [python_exe, str(CLI), str(FIXTURE / "stdout.txt"), str(FIXTURE / "workspace" / "gpu-job")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     report = validated(result.stdout)
     assert report["matched_pattern"] == "CUDA_OOM"
@@ -42,8 +47,20 @@ def test_the_real_shaped_oom_run_gives_one_row_with_every_place(python_exe):
 
 
 def test_markdown_says_how_often_and_where_a_fact_was_seen(python_exe):
-    result = subprocess.run([python_exe, str(CLI), str(FIXTURE / "stdout.txt"), str(FIXTURE / "workspace" / "gpu-job"),
-                             "--format", "markdown"], capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [
+            python_exe,
+            str(CLI),
+            str(FIXTURE / "stdout.txt"),
+            str(FIXTURE / "workspace" / "gpu-job"),
+            "--format",
+            "markdown",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     row = next(line for line in result.stdout.splitlines() if line.startswith("| `CUDA_OOM`"))
     assert "6 times, 6 places" in row and "site-1, site-2" in row and "error_log.txt" in row
 
@@ -51,8 +68,11 @@ def test_markdown_says_how_often_and_where_a_fact_was_seen(python_exe):
 def test_log_prefixes_do_not_make_a_fact_distinct():
     record = f"2026-06-02 11:03:10,001 - ClientRunner - ERROR - [identity=site-1, run=simulate_job] - {OOM}"
     console = f"2026-06-02 11:03:10,050 - ERROR - {OOM}"
-    report = run(("site-1/log.txt", "site-1", [record]), ("stdout.txt", None, [console, OOM]),
-                 ("site-2/log.txt", "site-2", [OOM]))
+    report = run(
+        ("site-1/log.txt", "site-1", [record]),
+        ("stdout.txt", None, [console, OOM]),
+        ("site-2/log.txt", "site-2", [OOM]),
+    )
     rows = [s for s in report["signals"] if s["pattern"] == "CUDA_OOM"]
     assert len(rows) == 1 and rows[0]["count"] == 4 and rows[0]["source"] == "site-1/log.txt"
 

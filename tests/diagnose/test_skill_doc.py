@@ -79,9 +79,17 @@ def test_documented_collect_commands_are_the_allowed_ones(name):
 
 
 def test_evidence_reference_states_the_reader_rules():
-    for rule in ("job download", "log.json` is not read when `log.txt` sits beside it", "everything** under a `startup/`",
-                 "metrics artifacts", "inspect source finding", "exported job folder", "`job_download`",
-                 "timeout", "argv lists"):
+    for rule in (
+        "job download",
+        "log.json` is not read when `log.txt` sits beside it",
+        "everything** under a `startup/`",
+        "metrics artifacts",
+        "inspect source finding",
+        "exported job folder",
+        "`job_download`",
+        "timeout",
+        "argv lists",
+    ):
         assert rule in EVIDENCE_MD, rule
 
 

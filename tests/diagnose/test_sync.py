@@ -27,8 +27,12 @@ def test_check_passes_on_the_repository(python_exe, repo_root):
 
 def _tmp_targets(sync, tmp_path):
     return [
-        sync.Target(tmp_path / "refs" / "failure_patterns.json", lambda: sync.render_catalog_json(sync.load_catalog_source())),
-        sync.Target(tmp_path / "refs" / "failure-patterns.md", lambda: sync.render_catalog_markdown(sync.load_catalog_source())),
+        sync.Target(
+            tmp_path / "refs" / "failure_patterns.json", lambda: sync.render_catalog_json(sync.load_catalog_source())
+        ),
+        sync.Target(
+            tmp_path / "refs" / "failure-patterns.md", lambda: sync.render_catalog_markdown(sync.load_catalog_source())
+        ),
     ]
 
 

@@ -12,8 +12,13 @@ import pytest
 
 def run(repo_root, python_exe, tmp_path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([python_exe, str(repo_root / "bench" / "diagnose_throughput.py"), "--quick", *args],
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [python_exe, str(repo_root / "bench" / "diagnose_throughput.py"), "--quick", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 @pytest.mark.slow

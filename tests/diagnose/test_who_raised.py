@@ -31,9 +31,11 @@ def tb(*frames, last):
 
 
 FROM_JOB = [frame(JOB, 40, "<module>", "main()"), frame(JOB, 27, "main", "env = SimEnv(num_clients=n)")]
-IN_THREAD = [frame("/usr/lib/python3.11/threading.py", 1045, "_bootstrap_inner"),
-             frame(f"{SP}/nvflare/app_common/executors/task_script_runner.py", 95, "run"),
-             frame("<frozen runpy>", 291, "run_path")]
+IN_THREAD = [
+    frame("/usr/lib/python3.11/threading.py", 1045, "_bootstrap_inner"),
+    frame(f"{SP}/nvflare/app_common/executors/task_script_runner.py", 95, "run"),
+    frame("<frozen runpy>", 291, "run_path"),
+]
 
 
 def ev(texts, source="job_stdout.txt", site=None):
@@ -53,6 +55,7 @@ def blocks_of(texts):
 
 # ---- the raising frame and the caller chain ----
 
+
 def test_nvflare_paths_are_neither_user_code_nor_mistaken_for_a_folder_named_nvflare():
     assert is_nvflare_file(f"{SP}/nvflare/recipe/sim_env.py")
     assert is_nvflare_file("/home/dev/src/NVFlare/nvflare/job_config/api.py")  # a source checkout
@@ -60,20 +63,48 @@ def test_nvflare_paths_are_neither_user_code_nor_mistaken_for_a_folder_named_nvf
     assert not is_nvflare_file("/home/dev/nvflare/job.py") and is_user_file("/home/dev/nvflare/job.py")
 
 
-@pytest.mark.parametrize("frames, last, expected", [
-    (FROM_JOB + [frame(f"{SP}/nvflare/recipe/sim_env.py", 88, "__init__")], "ValueError: bad", raiser.NVFLARE_FROM_USER),
-    (FROM_JOB + [frame(f"{SP}/nvflare/recipe/sim_env.py", 88, "__init__"), frame(f"{SP}/pydantic/main.py", 280, "__init__")],
-     "pydantic_core._pydantic_core.ValidationError: 1 validation error for _SimEnvValidator", raiser.NVFLARE_FROM_USER),
-    (IN_THREAD + [frame(CLIENT, 12, "train")], "ZeroDivisionError: division by zero", raiser.USER_CODE),
-    (IN_THREAD + [frame(CLIENT, 30, "<module>"), frame(f"{SP}/nvflare/client/api.py", 50, "receive")],
-     "RuntimeError: APIContext is None. Did you call flare.init() before using the Client API?", raiser.NVFLARE),
-    (FROM_JOB + [frame(f"{SP}/nvflare/recipe/utils.py", 300, "load"), frame("/home/dev/fl/model.py", 8, "__init__")],
-     "ValueError: bad layer size", raiser.USER_CODE),  # NVFLARE called back into the user's model: user code
-    (FROM_JOB + [frame(f"{SP}/nvflare/recipe/sim_env.py", 136, "deploy")],
-     "RuntimeError: Simulation failed with return code 2. Logs are in per-site subdirectories under /tmp/x, e.g. "
-     "server/simulate_job/log.txt", raiser.WRAPPED),
-    ([frame("/usr/lib/python3.11/json/decoder.py", 355, "raw_decode")], "json.decoder.JSONDecodeError: x", raiser.LIBRARY),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "frames, last, expected",
+    [
+        (
+            FROM_JOB + [frame(f"{SP}/nvflare/recipe/sim_env.py", 88, "__init__")],
+            "ValueError: bad",
+            raiser.NVFLARE_FROM_USER,
+        ),
+        (
+            FROM_JOB
+            + [
+                frame(f"{SP}/nvflare/recipe/sim_env.py", 88, "__init__"),
+                frame(f"{SP}/pydantic/main.py", 280, "__init__"),
+            ],
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for _SimEnvValidator",
+            raiser.NVFLARE_FROM_USER,
+        ),
+        (IN_THREAD + [frame(CLIENT, 12, "train")], "ZeroDivisionError: division by zero", raiser.USER_CODE),
+        (
+            IN_THREAD + [frame(CLIENT, 30, "<module>"), frame(f"{SP}/nvflare/client/api.py", 50, "receive")],
+            "RuntimeError: APIContext is None. Did you call flare.init() before using the Client API?",
+            raiser.NVFLARE,
+        ),
+        (
+            FROM_JOB
+            + [frame(f"{SP}/nvflare/recipe/utils.py", 300, "load"), frame("/home/dev/fl/model.py", 8, "__init__")],
+            "ValueError: bad layer size",
+            raiser.USER_CODE,
+        ),  # NVFLARE called back into the user's model: user code
+        (
+            FROM_JOB + [frame(f"{SP}/nvflare/recipe/sim_env.py", 136, "deploy")],
+            "RuntimeError: Simulation failed with return code 2. Logs are in per-site subdirectories under /tmp/x, e.g. "
+            "server/simulate_job/log.txt",
+            raiser.WRAPPED,
+        ),
+        (
+            [frame("/usr/lib/python3.11/json/decoder.py", 355, "raw_decode")],
+            "json.decoder.JSONDecodeError: x",
+            raiser.LIBRARY,
+        ),
+    ],
+)
 def test_origin_follows_the_raising_frame_and_the_chain_start(frames, last, expected):
     blocks, _ = blocks_of(tb(*frames, last=last))
     assert raiser.origin(blocks[0]) == expected
@@ -81,9 +112,13 @@ def test_origin_follows_the_raising_frame_and_the_chain_start(frames, last, expe
 
 # ---- the rules, end to end through the matcher ----
 
+
 def test_nvflare_rejecting_job_arguments_is_a_simulation_config_error_naming_line_and_argument():
-    texts = tb(*FROM_JOB, frame(f"{SP}/nvflare/recipe/brand_new.py", 12, "__init__"),
-               last="ValueError: rounds_per_site must be a positive number")  # a message the mapping does not know
+    texts = tb(
+        *FROM_JOB,
+        frame(f"{SP}/nvflare/recipe/brand_new.py", 12, "__init__"),
+        last="ValueError: rounds_per_site must be a positive number",
+    )  # a message the mapping does not know
     report = run(texts)
     assert report["matched_pattern"] == "SIMULATION_CONFIG_ERROR" and report["confidence"] == "high"
     assert "USER_CODE_EXCEPTION" not in {c["pattern"] for c in report["other_candidates"]}
@@ -96,17 +131,26 @@ def test_nvflare_rejecting_job_arguments_is_a_simulation_config_error_naming_lin
 
 
 def test_naming_a_config_file_makes_it_a_config_file_validation_error():
-    texts = tb(*FROM_JOB, frame(f"{SP}/nvflare/recipe/brand_new.py", 12, "load"),
-               last="ValueError: cannot read site_overrides.yaml: expected a mapping")
+    texts = tb(
+        *FROM_JOB,
+        frame(f"{SP}/nvflare/recipe/brand_new.py", 12, "load"),
+        last="ValueError: cannot read site_overrides.yaml: expected a mapping",
+    )
     assert run(texts)["matched_pattern"] == "CONFIG_FILE_VALIDATION_ERROR"
 
 
 def test_outside_simulation_nvflares_rejection_reads_as_a_configuration_error():
-    texts = tb(*FROM_JOB, frame(f"{SP}/nvflare/recipe/prod_env.py", 12, "__init__"),
-               last="ValueError: rounds_per_site must be a positive number")
+    texts = tb(
+        *FROM_JOB,
+        frame(f"{SP}/nvflare/recipe/prod_env.py", 12, "__init__"),
+        last="ValueError: rounds_per_site must be a positive number",
+    )
     assert run(texts, mode="production")["matched_pattern"] == "CONFIG_FILE_VALIDATION_ERROR"
-    mapped = tb(*FROM_JOB, frame(f"{SP}/nvflare/recipe/poc_env.py", 70, "__init__"),
-                last="ValueError: Inconsistent: num_clients=3 but clients list has 2 entries")
+    mapped = tb(
+        *FROM_JOB,
+        frame(f"{SP}/nvflare/recipe/poc_env.py", 70, "__init__"),
+        last="ValueError: Inconsistent: num_clients=3 but clients list has 2 entries",
+    )
     assert run(mapped, mode="production")["matched_pattern"] == "CONFIG_FILE_VALIDATION_ERROR"
     assert run(mapped)["matched_pattern"] == "SIMULATION_CONFIG_ERROR"
 
@@ -119,41 +163,68 @@ def test_client_code_exceptions_stay_user_code_even_with_an_nvflare_like_message
 
 
 def test_client_api_misuse_raised_by_nvflare_takes_the_templates_row():
-    report = run(tb(*IN_THREAD, frame(CLIENT, 30, "<module>"), frame(f"{SP}/nvflare/client/in_process/api.py", 200, "log"),
-                    last="RuntimeError: only rank 0 can call log!"))
+    report = run(
+        tb(
+            *IN_THREAD,
+            frame(CLIENT, 30, "<module>"),
+            frame(f"{SP}/nvflare/client/in_process/api.py", 200, "log"),
+            last="RuntimeError: only rank 0 can call log!",
+        )
+    )
     assert report["matched_pattern"] == "USER_CODE_EXCEPTION"
-    report = run(tb(*IN_THREAD, frame(CLIENT, 30, "<module>"), frame(f"{SP}/nvflare/client/config.py", 20, "get"),
-                    last="ValueError: invalid exchange_format 'x': must be one of ['numpy']"))
+    report = run(
+        tb(
+            *IN_THREAD,
+            frame(CLIENT, 30, "<module>"),
+            frame(f"{SP}/nvflare/client/config.py", 20, "get"),
+            last="ValueError: invalid exchange_format 'x': must be one of ['numpy']",
+        )
+    )
     assert report["matched_pattern"] == "CONFIG_FILE_VALIDATION_ERROR"
 
 
 def test_the_simulators_wrapper_alone_is_never_the_cause_and_asks_for_the_per_site_logs():
-    wrapper = ("RuntimeError: Simulation failed with return code 2. Logs are in per-site subdirectories under "
-               "/tmp/nvflare/simulation/my-job, e.g. server/simulate_job/log.txt")
-    report = run(tb(*FROM_JOB, frame(f"{SP}/nvflare/recipe/sim_env.py", 136, "deploy"), last=wrapper),
-                 script="python /skills/nvflare-diagnose-job/scripts/diagnose_job.py")
+    wrapper = (
+        "RuntimeError: Simulation failed with return code 2. Logs are in per-site subdirectories under "
+        "/tmp/nvflare/simulation/my-job, e.g. server/simulate_job/log.txt"
+    )
+    report = run(
+        tb(*FROM_JOB, frame(f"{SP}/nvflare/recipe/sim_env.py", 136, "deploy"), last=wrapper),
+        script="python /skills/nvflare-diagnose-job/scripts/diagnose_job.py",
+    )
     assert report["matched_pattern"] == "UNKNOWN" and report["confidence"] == "low"
     assert any("/tmp/nvflare/simulation/my-job" in m for m in report["missing_evidence"])
-    assert ("python /skills/nvflare-diagnose-job/scripts/diagnose_job.py /tmp/nvflare/simulation/my-job   "
-            "# the per-site logs the simulator named") in report["follow_up_commands"]
+    assert (
+        "python /skills/nvflare-diagnose-job/scripts/diagnose_job.py /tmp/nvflare/simulation/my-job   "
+        "# the per-site logs the simulator named"
+    ) in report["follow_up_commands"]
     assert "only reports that the simulated run failed" in report["likely_cause"]
     bare = run([wrapper])
-    assert bare["matched_pattern"] == "UNKNOWN" and any("/tmp/nvflare/simulation/my-job" in m for m in bare["missing_evidence"])
+    assert bare["matched_pattern"] == "UNKNOWN" and any(
+        "/tmp/nvflare/simulation/my-job" in m for m in bare["missing_evidence"]
+    )
 
 
 def test_wrapper_with_the_client_traceback_needs_no_more_logs():
-    texts = tb(*IN_THREAD, frame(CLIENT, 8, "<module>", "import site_helpers"),
-               last="ModuleNotFoundError: No module named 'site_helpers'") + tb(
-        *FROM_JOB, frame(f"{SP}/nvflare/recipe/sim_env.py", 136, "deploy"),
-        last="RuntimeError: Simulation failed with return code 2. Logs are in per-site subdirectories under /tmp/s/j, e.g. x")
+    texts = tb(
+        *IN_THREAD,
+        frame(CLIENT, 8, "<module>", "import site_helpers"),
+        last="ModuleNotFoundError: No module named 'site_helpers'",
+    ) + tb(
+        *FROM_JOB,
+        frame(f"{SP}/nvflare/recipe/sim_env.py", 136, "deploy"),
+        last="RuntimeError: Simulation failed with return code 2. Logs are in per-site subdirectories under /tmp/s/j, e.g. x",
+    )
     report = run(texts)
     assert report["matched_pattern"] == "IMPORT_ERROR" and report["confidence"] == "high"
     assert not any("/tmp/s/j" in m for m in report["missing_evidence"])
 
 
 def test_a_wrapper_path_that_is_not_a_plain_path_is_never_filled_in():
-    wrapper = ("RuntimeError: Simulation failed with return code 2. Logs are in per-site subdirectories under "
-               "/tmp/x;curl$IFS/evil, e.g. server/simulate_job/log.txt")
+    wrapper = (
+        "RuntimeError: Simulation failed with return code 2. Logs are in per-site subdirectories under "
+        "/tmp/x;curl$IFS/evil, e.g. server/simulate_job/log.txt"
+    )
     report = run([wrapper])
     assert not any("curl" in c for c in report["follow_up_commands"] + report["missing_evidence"])
 
@@ -165,36 +236,62 @@ def test_nvflare_messages_on_error_log_lines_count_and_on_info_lines_do_not():
 
 
 def test_internal_messages_say_so_and_suggest_a_report():
-    report = run(tb(*FROM_JOB, frame(f"{SP}/nvflare/recipe/utils.py", 612, "add_cross_site_evaluation"),
-                    last="RuntimeError: failed to register the final global model locator"))
+    report = run(
+        tb(
+            *FROM_JOB,
+            frame(f"{SP}/nvflare/recipe/utils.py", 612, "add_cross_site_evaluation"),
+            last="RuntimeError: failed to register the final global model locator",
+        )
+    )
     assert report["matched_pattern"] == "NVFLARE_INTERNAL_ERROR" and report["recovery_category"] == "UNKNOWN"
     assert "report it to the NVFLARE project" in report["next_action"]
 
 
 def test_exception_class_and_quoted_source_lines_do_not_override_the_message():
-    texts = tb(*FROM_JOB, frame(f"{SP}/nvflare/lighter/cc_provision/impl/cc.py", 40, "load",
-                                'raise FileNotFoundError(f"CC config file not found: {path}")'),
-               last="FileNotFoundError: CC config file not found: /home/dev/cc.yml")
+    texts = tb(
+        *FROM_JOB,
+        frame(
+            f"{SP}/nvflare/lighter/cc_provision/impl/cc.py",
+            40,
+            "load",
+            'raise FileNotFoundError(f"CC config file not found: {path}")',
+        ),
+        last="FileNotFoundError: CC config file not found: /home/dev/cc.yml",
+    )
     report = run(texts, mode="production")
     assert report["matched_pattern"] == "CONFIG_FILE_VALIDATION_ERROR"
     assert not {"DATA_PATH_NOT_FOUND", "ABSOLUTE_DATA_PATH"} & {c["pattern"] for c in report["other_candidates"]}
 
 
 def test_a_cause_inside_an_nvflare_wrapper_message_still_counts():
-    report = run(tb(*FROM_JOB, frame(f"{SP}/nvflare/fuel/utils/component_builder.py", 90, "build"),
-                    last="ValueError: failed to instantiate class: RuntimeError: CUDA out of memory. Tried to allocate 2 GiB"))
+    report = run(
+        tb(
+            *FROM_JOB,
+            frame(f"{SP}/nvflare/fuel/utils/component_builder.py", 90, "build"),
+            last="ValueError: failed to instantiate class: RuntimeError: CUDA out of memory. Tried to allocate 2 GiB",
+        )
+    )
     assert report["matched_pattern"] == "CUDA_OOM"
 
 
 def test_the_most_specific_template_decides():
-    report = run(tb(*IN_THREAD, frame(CLIENT, 30, "<module>"), frame(f"{SP}/nvflare/client/ipc/ipc_agent.py", 80, "__init__"),
-                    last="ValueError: timeout must > 0, but got -1"))
+    report = run(
+        tb(
+            *IN_THREAD,
+            frame(CLIENT, 30, "<module>"),
+            frame(f"{SP}/nvflare/client/ipc/ipc_agent.py", 80, "__init__"),
+            last="ValueError: timeout must > 0, but got -1",
+        )
+    )
     assert report["matched_pattern"] == "USER_CODE_EXCEPTION"  # not the generic `{} must > 0, but got {}` check
 
 
 def test_next_action_placeholder_is_dropped_when_nothing_is_validated():
-    texts = tb(frame("/home/dev/fl/job 1.py", 3, "<module>"), frame(f"{SP}/nvflare/recipe/x.py", 1, "f"),
-               last="ValueError: something is off")
+    texts = tb(
+        frame("/home/dev/fl/job 1.py", 3, "<module>"),
+        frame(f"{SP}/nvflare/recipe/x.py", 1, "f"),
+        last="ValueError: something is off",
+    )
     action = run(texts)["next_action"]
     assert "{where}" not in action and "job 1.py" not in action
     assert action == CATALOG.row("SIMULATION_CONFIG_ERROR").next_action.replace("{where}", "")
@@ -208,28 +305,39 @@ def test_next_action_check_accepts_only_the_where_fill():
     assert not EVAL_CHECKS.next_action_matches(row.replace("{where}", "") + " Also raise timeouts.", row)
 
 
-@pytest.mark.parametrize("message, argument", [
-    ("TypeError: NumpyFedAvgRecipe.__init__() got an unexpected keyword argument 'local_epochs'", "local_epochs"),
-    ("TypeError: FedJob.__init__() missing 1 required positional argument: 'name'", "name"),
-    ("ValueError: Missing required arg 'script'. Supported args: ['script']", "script"),
-    ("ValueError: Inconsistent number of clients: num_clients=3 but clients list has 2 entries.", "num_clients"),
-    ("ValueError: key_metric must be a non-empty string or None", "key_metric"),
-    ("TypeError: FrameworkType.NUMPY requires model to be a numpy array or list, got str.", "model"),
-    ("ValueError: You already specified clients using `to()`. Don't use `n_clients` in simulator_run.", "n_clients"),
-    ("ValueError: Something went wrong", None),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "message, argument",
+    [
+        ("TypeError: NumpyFedAvgRecipe.__init__() got an unexpected keyword argument 'local_epochs'", "local_epochs"),
+        ("TypeError: FedJob.__init__() missing 1 required positional argument: 'name'", "name"),
+        ("ValueError: Missing required arg 'script'. Supported args: ['script']", "script"),
+        ("ValueError: Inconsistent number of clients: num_clients=3 but clients list has 2 entries.", "num_clients"),
+        ("ValueError: key_metric must be a non-empty string or None", "key_metric"),
+        ("TypeError: FrameworkType.NUMPY requires model to be a numpy array or list, got str.", "model"),
+        (
+            "ValueError: You already specified clients using `to()`. Don't use `n_clients` in simulator_run.",
+            "n_clients",
+        ),
+        ("ValueError: Something went wrong", None),
+    ],
+)
 def test_the_argument_an_error_names(message, argument):
     blocks, lines = blocks_of(tb(*FROM_JOB, last=message))
     assert raiser.argument_named(blocks[0], lines, blocks[0].end) == argument
 
 
 def test_pydantic_field_line_names_the_argument_and_the_reason_is_quoted():
-    texts = tb(*FROM_JOB, frame(f"{SP}/nvflare/recipe/sim_env.py", 88, "__init__"),
-               frame(f"{SP}/pydantic/main.py", 280, "__init__"),
-               last=["pydantic_core._pydantic_core.ValidationError: 1 validation error for _SimEnvValidator",
-                     "num_clients",
-                     "  Input should be a valid integer, got a number with a fractional part [type=int_from_float]",
-                     "    For further information visit https://errors.pydantic.dev/2.14/v/int_from_float"])
+    texts = tb(
+        *FROM_JOB,
+        frame(f"{SP}/nvflare/recipe/sim_env.py", 88, "__init__"),
+        frame(f"{SP}/pydantic/main.py", 280, "__init__"),
+        last=[
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for _SimEnvValidator",
+            "num_clients",
+            "  Input should be a valid integer, got a number with a fractional part [type=int_from_float]",
+            "    For further information visit https://errors.pydantic.dev/2.14/v/int_from_float",
+        ],
+    )
     report = run(texts)
     excerpts = [s["excerpt"] for s in report["signals"]]
     assert "Input should be a valid integer, got a number with a fractional part [type=int_from_float]" in excerpts
@@ -238,8 +346,11 @@ def test_pydantic_field_line_names_the_argument_and_the_reason_is_quoted():
 
 
 def test_only_pydantics_detail_lines_are_quoted_as_what_is_wrong():
-    texts = tb(*FROM_JOB, frame(f"{SP}/nvflare/recipe/brand_new.py", 12, "__init__"),
-               last=["ValueError: rounds_per_site must be a positive number", "Result can be found in : /tmp/x"])
+    texts = tb(
+        *FROM_JOB,
+        frame(f"{SP}/nvflare/recipe/brand_new.py", 12, "__init__"),
+        last=["ValueError: rounds_per_site must be a positive number", "Result can be found in : /tmp/x"],
+    )
     excerpts = [s["excerpt"] for s in run(texts)["signals"]]
     assert "ValueError: rounds_per_site must be a positive number" in excerpts
     assert "Result can be found in : /tmp/x" not in excerpts

@@ -33,8 +33,9 @@ class PocSystem:
     env: dict
 
     def nvflare(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-        return subprocess.run([str(VENV_BIN / "nvflare"), *args], env=self.env, capture_output=True, text=True,
-                              timeout=timeout)  # fmt: skip
+        return subprocess.run(
+            [str(VENV_BIN / "nvflare"), *args], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
 
 
 def poc_processes(workspace: Path) -> list[int]:

@@ -27,8 +27,14 @@ def test_documented_poc_flow_runs_as_written(poc_system, tmp_path):
     shutil.copytree(REPO / "skills" / "nvflare-autofl", skill, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "examples" / "hello-numpy", project / "my_job", ignore=shutil.ignore_patterns("__pycache__"))
     env = {**poc_system.env, "AUTOFL": str(skill)}
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", documented_flow()], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", documented_flow()],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     workspace = project / "my_job"
     rows = ledger_rows(workspace)
@@ -36,9 +42,12 @@ def test_documented_poc_flow_runs_as_written(poc_system, tmp_path):
     assert rows[0]["metric_source"] == "structured:metrics_summary.json" and 0.5 < rows[0]["score"] < rows[1]["score"]
     # the download lies outside the job folder, so the evidence is kept as an absolute path to it
     assert rows[1]["metric_artifact"].startswith(str(project / "downloads")) and rows[1]["metric_artifact"].endswith(
-        "workspace/metrics/metrics_summary.json")
+        "workspace/metrics/metrics_summary.json"
+    )
     record = manifest(workspace, "lr-x2")
-    assert record["status"] == "keep" and record["artifacts"]["job_id"] and record["effective_run_args"] == ["--lr", "0.1"]
+    assert (
+        record["status"] == "keep" and record["artifacts"]["job_id"] and record["effective_run_args"] == ["--lr", "0.1"]
+    )
     state = json.loads((workspace / ".nvflare/autofl/campaign_state.json").read_text())
     assert (state["reason"], state["final_response_allowed"]) == ("candidate_cap_exhausted", True)
     assert not (workspace / "autofl_runs").exists()  # the runner never ran a job itself

@@ -14,9 +14,11 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.poc, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 DIAGNOSE = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
-JOBS = {"import-error": REPO / "examples" / "failing" / "import-error",
-        "user-code-exception": REPO / "examples" / "failing" / "user-code-exception",
-        "hello-numpy": REPO / "examples" / "hello-numpy"}  # fmt: skip
+JOBS = {
+    "import-error": REPO / "examples" / "failing" / "import-error",
+    "user-code-exception": REPO / "examples" / "failing" / "user-code-exception",
+    "hello-numpy": REPO / "examples" / "hello-numpy",
+}
 
 
 @pytest.fixture(scope="module")
@@ -27,20 +29,51 @@ def submitted(poc_system, tmp_path_factory):
     for name, folder in JOBS.items():
         work = exports / f"{name}-src"
         shutil.copytree(folder, work, ignore=shutil.ignore_patterns("__pycache__"))
-        subprocess.run([sys.executable, "job.py", "--export", "--export-dir", str(exports)], cwd=work, check=True,
-                       capture_output=True, env=poc_system.env, timeout=120)  # fmt: skip
-        done = poc_system.nvflare("--format", "json", "job", "submit", "-j", str(exports / name),
-                                  "--startup-kit", str(poc_system.kit))  # fmt: skip
+        subprocess.run(
+            [sys.executable, "job.py", "--export", "--export-dir", str(exports)],
+            cwd=work,
+            check=True,
+            capture_output=True,
+            env=poc_system.env,
+            timeout=120,
+        )
+        done = poc_system.nvflare(
+            "--format", "json", "job", "submit", "-j", str(exports / name), "--startup-kit", str(poc_system.kit)
+        )
         job_id = json.loads(done.stdout)["data"]["job_id"]
-        waited = poc_system.nvflare("--format", "json", "job", "wait", job_id, "--timeout", "300",
-                                    "--startup-kit", str(poc_system.kit), timeout=400)  # fmt: skip
+        waited = poc_system.nvflare(
+            "--format",
+            "json",
+            "job",
+            "wait",
+            job_id,
+            "--timeout",
+            "300",
+            "--startup-kit",
+            str(poc_system.kit),
+            timeout=400,
+        )
         results[name] = (job_id, json.loads(waited.stdout)["data"]["status"])
     return results
 
 
 def diagnose(poc_system, job_id, *evidence):
-    done = subprocess.run([sys.executable, str(DIAGNOSE), *evidence, "--job-id", job_id, "--collect", "--startup-kit",
-                           str(poc_system.kit)], capture_output=True, text=True, env=poc_system.env, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(DIAGNOSE),
+            *evidence,
+            "--job-id",
+            job_id,
+            "--collect",
+            "--startup-kit",
+            str(poc_system.kit),
+        ],
+        capture_output=True,
+        text=True,
+        env=poc_system.env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -99,8 +132,14 @@ def test_readme_poc_block_runs_as_written(poc_system, tmp_path):
     assert len(blocks) == 2 and "poc start" in blocks[0], "the README section: start the system, then diagnose"
     for rel in ("examples/failing/import-error", "skills/nvflare-diagnose-job"):
         shutil.copytree(REPO / rel, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", blocks[1]], cwd=tmp_path, env=poc_system.env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", blocks[1]],
+        cwd=tmp_path,
+        env=poc_system.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     reports = done.stdout.split("# NVFLARE job diagnosis")[1:]
     assert len(reports) == 2, done.stdout[-3000:]

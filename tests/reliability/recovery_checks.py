@@ -70,5 +70,7 @@ def assert_recovers_and_completes(workspace: Path) -> None:
 def _workspace_matches(workspace: Path, best: dict) -> bool:
     import hashlib
 
-    return all((workspace / rel).exists() and hashlib.sha256((workspace / rel).read_bytes()).hexdigest() == sha
-               for rel, sha in best["files"].items())  # fmt: skip
+    return all(
+        (workspace / rel).exists() and hashlib.sha256((workspace / rel).read_bytes()).hexdigest() == sha
+        for rel, sha in best["files"].items()
+    )

@@ -14,9 +14,16 @@ from recovery_checks import assert_recovers_and_completes, prepare_keep_candidat
 from runner_support import initialized_standin, run_cli
 
 pytestmark = pytest.mark.slow
-HANDLED_POINTS = ("evaluate:manifest_running", "evaluate:applied_partially", "trial:child_started",
-                  "finalize:journal_written", "finalize:swap_parked", "finalize:manifest_written",
-                  "finalize:ledger_appended", "refresh:report_json_written")  # fmt: skip
+HANDLED_POINTS = (
+    "evaluate:manifest_running",
+    "evaluate:applied_partially",
+    "trial:child_started",
+    "finalize:journal_written",
+    "finalize:swap_parked",
+    "finalize:manifest_written",
+    "finalize:ledger_appended",
+    "refresh:report_json_written",
+)
 
 
 @pytest.fixture(scope="module")

@@ -31,11 +31,19 @@ def ws(campaign, tmp_path):
 
 def guarded(workspace):
     """What a rejection must leave byte-identical: workspace sources, best snapshot, ledger, manifests, metadata."""
-    return tree_digest(workspace, skip=(".nvflare/autofl/candidates/draft/source", "autofl_runs", "__pycache__",
-                                        ".nvflare/autofl/campaign_state.json", ".nvflare/autofl/campaign.lock",
-                                        # the re-import's own evidence of why a candidate was rejected:
-                                        ".nvflare/autofl/candidates/draft/import.log",
-                                        ".nvflare/autofl/candidates/draft/candidate_autofl.yaml"))  # fmt: skip
+    return tree_digest(
+        workspace,
+        skip=(
+            ".nvflare/autofl/candidates/draft/source",
+            "autofl_runs",
+            "__pycache__",
+            ".nvflare/autofl/campaign_state.json",
+            ".nvflare/autofl/campaign.lock",
+            # the re-import's own evidence of why a candidate was rejected:
+            ".nvflare/autofl/candidates/draft/import.log",
+            ".nvflare/autofl/candidates/draft/candidate_autofl.yaml",
+        ),
+    )
 
 
 def rejected(workspace, fragment, *args):
@@ -55,7 +63,10 @@ def write(folder, rel, data):
 
 
 DRAFTS = {
-    "symlink file": (lambda d: (d / "client.py").unlink() or os.symlink("/etc/hostname", d / "client.py"), "client.py is a symlink"),
+    "symlink file": (
+        lambda d: (d / "client.py").unlink() or os.symlink("/etc/hostname", d / "client.py"),
+        "client.py is a symlink",
+    ),
     "symlink to a folder": (lambda d: os.symlink("/etc", d / "etc"), "etc is a symlink"),
     "symlinked new module": (lambda d: os.symlink(d / "client.py", d / "alias.py"), "alias.py is a symlink"),
     "binary file": (lambda d: write(d, "blob.py", b"\x00\x01binary"), "blob.py is binary"),
@@ -64,7 +75,10 @@ DRAFTS = {
     "reserved .nvflare": (lambda d: write(d, ".nvflare/autofl/evil.py", "x = 1\n"), "reserved folder .nvflare"),
     "reserved autofl_runs": (lambda d: write(d, "autofl_runs/x.py", "x = 1\n"), "reserved folder autofl_runs"),
     "reserved venv": (lambda d: write(d, "venv/lib.py", "x = 1\n"), "reserved folder venv"),
-    "not a python file": (lambda d: write(d, "notes.txt", "hi\n"), "creates notes.txt, which matches no allowed_create_patterns"),
+    "not a python file": (
+        lambda d: write(d, "notes.txt", "hi\n"),
+        "creates notes.txt, which matches no allowed_create_patterns",
+    ),
     "shell script": (lambda d: write(d, "run.sh", "rm -rf /\n"), "run.sh"),
     "deleted managed file": (lambda d: (d / "standin_flare.py").unlink(), "deletes standin_flare.py"),
     "overwrites an unmanaged file": (lambda d: write(d, "unmanaged.py", "x = 2\n"), "unmanaged file"),
@@ -146,12 +160,19 @@ def test_schema_bounds_limit_run_args(campaign, tmp_path):
 
 def test_candidate_that_changes_the_budget_in_job_py_is_restored_and_rejected(ws):
     job = source_dir(ws, "draft") / "job.py"
-    job.write_text(job.read_text().replace('"--num_rounds", "-r", type=int, default=3', '"--num_rounds", "-r", type=int, default=5'))
+    job.write_text(
+        job.read_text().replace(
+            '"--num_rounds", "-r", type=int, default=3', '"--num_rounds", "-r", type=int, default=5'
+        )
+    )
     # the budget is pinned on the command line, so only a literal change inside job.py can move it:
     job.write_text(job.read_text().replace("num_rounds=args.num_rounds,", "num_rounds=args.num_rounds + 1,"))
     done = rejected(ws, "changes the fixed budget")
     assert "num_rounds" in done.stderr
-    assert json.loads((ws / ".nvflare/autofl/candidates/draft/candidate_manifest.json").read_text())["status"] == "prepared"
+    assert (
+        json.loads((ws / ".nvflare/autofl/candidates/draft/candidate_manifest.json").read_text())["status"]
+        == "prepared"
+    )
     assert "re-import" in (ws / ".nvflare/autofl/candidates/draft/import.log").read_text()
 
 

@@ -39,9 +39,13 @@ def test_secret_variable_of_the_runner_never_reaches_candidate_code(ws, tmp_path
 
 def test_detached_grandchild_is_gone_after_the_trial(ws, tmp_path):
     pid_file = tmp_path / "grandchild.pid"
-    candidate_code(ws, "probe-fork", "import subprocess\n"
-                   "p = subprocess.Popen(['setsid', 'sleep', '300'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)\n"
-                   f"open({str(pid_file)!r}, 'w').write(str(p.pid))")  # fmt: skip
+    candidate_code(
+        ws,
+        "probe-fork",
+        "import subprocess\n"
+        "p = subprocess.Popen(['setsid', 'sleep', '300'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))",
+    )
     assert run_cli(ws, "evaluate").code == 0
     pid = int(pid_file.read_text())
     try:
@@ -51,11 +55,18 @@ def test_detached_grandchild_is_gone_after_the_trial(ws, tmp_path):
     assert state in ("gone", "Z", "X")
 
 
-@pytest.mark.parametrize("trigger, flags, reason", [
-    ("import time\ntime.sleep(120)", ["--timeout", "3"], "timeout"),
-    ("import sys, time\nprint('SimulatorClientRunner - ERROR - run_client_thread error: lost child', flush=True)\n"
-     "time.sleep(120)", [], "stall"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "trigger, flags, reason",
+    [
+        ("import time\ntime.sleep(120)", ["--timeout", "3"], "timeout"),
+        (
+            "import sys, time\nprint('SimulatorClientRunner - ERROR - run_client_thread error: lost child', flush=True)\n"
+            "time.sleep(120)",
+            [],
+            "stall",
+        ),
+    ],
+)
 def test_timeout_and_stall_kill_the_tree_within_ten_seconds(ws, trigger, flags, reason):
     candidate_code(ws, "hang", trigger)
     done = run_cli(ws, "evaluate", *flags)

@@ -34,8 +34,15 @@ def slow_candidate(workspace, name, seconds):
 
 
 def evaluate_five_at_once(workspace):
-    procs = [subprocess.Popen([sys.executable, str(RUNNER), "evaluate", str(workspace / "job.py")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(5)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(RUNNER), "evaluate", str(workspace / "job.py")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(5)
+    ]
     return [(p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for p in procs]
 
 

@@ -13,9 +13,22 @@ from recovery_checks import CANDIDATE, assert_recovers_and_completes, prepare_ke
 from runner_support import RUNNER, initialized_standin, ledger_rows, run_cli, run_inproc, standin_workspace, tree_digest
 
 pytestmark = pytest.mark.slow
-WRITE_SITES = ("candidate.patch", "candidate_manifest.json", "client.py", "running_trial.json", "trial.json",
-               "snapshot.json", "finalize.json", "autofl.yaml", "results.tsv", "campaign.json",
-               "campaign_state.json", "progress.png", "autofl_report.json", "autofl_report.md")  # fmt: skip
+WRITE_SITES = (
+    "candidate.patch",
+    "candidate_manifest.json",
+    "client.py",
+    "running_trial.json",
+    "trial.json",
+    "snapshot.json",
+    "finalize.json",
+    "autofl.yaml",
+    "results.tsv",
+    "campaign.json",
+    "campaign_state.json",
+    "progress.png",
+    "autofl_report.json",
+    "autofl_report.md",
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,16 +71,23 @@ def test_full_disk_during_initialize_leaves_nothing_behind(tmp_path):
     assert run_cli(workspace, "initialize").code == 0  # and a retry starts cleanly
 
 
-@pytest.mark.parametrize("target, damage, fragment", [
-    ("results.tsv", "append_bad_row", "line 3: expected 18 tab-separated fields"),
-    (".nvflare/autofl/campaign.json", "truncate", "campaign.json is not valid JSON"),
-    (".nvflare/autofl/snapshots/best/snapshot.json", "truncate", "snapshot.json is missing or corrupt"),
-    (".nvflare/autofl/snapshots/best/source/client.py", "edit", "do not match snapshot.json"),
-    ("autofl.yaml", "delete", "autofl.yaml is missing"),
-    ("autofl.yaml", "garble", "autofl.yaml is not valid YAML"),
-    (".nvflare/autofl/candidates/pending/candidate_manifest.json", "truncate", "candidate_manifest.json is not valid JSON"),
-    (".nvflare/autofl/candidates/pending/candidate_manifest.json", "forge", "is not a valid candidate manifest"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "target, damage, fragment",
+    [
+        ("results.tsv", "append_bad_row", "line 3: expected 18 tab-separated fields"),
+        (".nvflare/autofl/campaign.json", "truncate", "campaign.json is not valid JSON"),
+        (".nvflare/autofl/snapshots/best/snapshot.json", "truncate", "snapshot.json is missing or corrupt"),
+        (".nvflare/autofl/snapshots/best/source/client.py", "edit", "do not match snapshot.json"),
+        ("autofl.yaml", "delete", "autofl.yaml is missing"),
+        ("autofl.yaml", "garble", "autofl.yaml is not valid YAML"),
+        (
+            ".nvflare/autofl/candidates/pending/candidate_manifest.json",
+            "truncate",
+            "candidate_manifest.json is not valid JSON",
+        ),
+        (".nvflare/autofl/candidates/pending/candidate_manifest.json", "forge", "is not a valid candidate manifest"),
+    ],
+)
 def test_damaged_campaign_files_give_one_line_and_change_nothing(ws, target, damage, fragment):
     assert run_inproc(ws, "prepare", "--name", "pending", "--hypothesis", "h").code == 0
     path = ws / target
@@ -143,16 +163,23 @@ os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
 
 
 def run_read_only(workspace, *args):
-    return subprocess.run([sys.executable, "-c", READ_ONLY, str(workspace), str(RUNNER), args[0],
-                           str(workspace / "job.py"), *args[1:]], capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", READ_ONLY, str(workspace), str(RUNNER), args[0], str(workspace / "job.py"), *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_read_only_workspace_gives_one_line_and_keeps_every_file(ws):
     prepare_keep_candidate(ws)
     before = tree_digest(ws)
     for action in ("evaluate", "status", "prepare"):
-        done = run_read_only(ws, action) if action != "prepare" else run_read_only(ws, "prepare", "--name", "x",
-                                                                                   "--hypothesis", "h")  # fmt: skip
+        done = (
+            run_read_only(ws, action)
+            if action != "prepare"
+            else run_read_only(ws, "prepare", "--name", "x", "--hypothesis", "h")
+        )
         assert done.returncode == 2 and "Read-only file system" in one_line(done.stderr), (action, done.stderr)
     assert tree_digest(ws) == before
     assert_recovers_and_completes(ws)  # writable again: nothing was lost

@@ -44,7 +44,9 @@ def main():
         acc = accuracy(w, x, y)
         print(f"site={site} round={model.current_round} accuracy={acc:.4f}")
         w = train(w, x, y, args.lr, args.local_steps)
-        flare.send(FLModel(params={"numpy_key": w}, metrics={"accuracy": acc}, meta={"NUM_STEPS_CURRENT_ROUND": len(y)}))
+        flare.send(
+            FLModel(params={"numpy_key": w}, metrics={"accuracy": acc}, meta={"NUM_STEPS_CURRENT_ROUND": len(y)})
+        )
 
 
 if __name__ == "__main__":

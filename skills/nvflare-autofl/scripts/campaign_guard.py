@@ -32,7 +32,9 @@ def _load_private_package(name: str):
     if name in sys.modules:
         return sys.modules[name]
     folder = Path(__file__).resolve().parent / name
-    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -52,8 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("results", nargs="?", default="results.tsv", help="ledger path (default results.tsv)")
     parser.add_argument("--max-candidates", type=_count(1), metavar="N", help="candidate cap (default: uncapped)")
-    parser.add_argument("--stop-file", action="append", dest="stop_files", metavar="PATH",
-                        help="repeatable; relative to the results folder; default STOP_AUTOFL and .nvflare/autofl/STOP")
+    parser.add_argument(
+        "--stop-file",
+        action="append",
+        dest="stop_files",
+        metavar="PATH",
+        help="repeatable; relative to the results folder; default STOP_AUTOFL and .nvflare/autofl/STOP",
+    )
     for flag, name, metavar, note in (
         ("--plateau-threshold", "plateau_threshold", "N", ""),
         ("--min-delta", "plateau_min_delta", "X", ""),
@@ -63,11 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
         ("--noise-sigmas", "noise_sigmas", "X", "; 0 = off"),
     ):
         variable, default = guard_inputs.THRESHOLDS[name][:2]
-        parser.add_argument(flag, dest=name, type=_threshold(name), metavar=metavar,
-                            help=f"default ${variable} or {default}{note}")
+        parser.add_argument(
+            flag, dest=name, type=_threshold(name), metavar=metavar, help=f"default ${variable} or {default}{note}"
+        )
     parser.add_argument("--mode", choices=compare.MODES, help="objective direction (default: stored state, else max)")
-    parser.add_argument("--pending-manifests", type=_count(0), default=0, metavar="N",
-                        help="number of prepared candidate manifests (default 0)")
+    parser.add_argument(
+        "--pending-manifests",
+        type=_count(0),
+        default=0,
+        metavar="N",
+        help="number of prepared candidate manifests (default 0)",
+    )
     parser.add_argument("--format", choices=("json", "text"), default="json", help="default json")
     return parser
 
@@ -100,7 +113,11 @@ def main(argv: list[str] | None = None) -> int:
 def render_text(state: dict) -> str:
     """A short human summary of `state`."""
     plateau, batch = state["plateau"], state["exploration_batch"]
-    cap = "uncapped" if state["candidate_cap"] is None else f"{state['remaining_candidates']} of {state['candidate_cap']} left"
+    cap = (
+        "uncapped"
+        if state["candidate_cap"] is None
+        else f"{state['remaining_candidates']} of {state['candidate_cap']} left"
+    )
     lines = [
         f"decision: {state['decision']} ({state['reason']}); next action: {state['next_action']}",
         f"final answer allowed: {'yes' if state['final_response_allowed'] else 'no'}",
@@ -130,8 +147,10 @@ def noise_line(noise: dict | None) -> str:
     if noise["stdev"] is None:
         return f"noise: not measured ({noise['of']} has no replicate rows; run the runner's replicate action)"
     rule = f"keep needs > {noise['margin']} ({noise['sigmas']} sigmas)" if noise["applied"] else "keep rule off"
-    return (f"noise: {noise['replicates']} replicate(s) of {noise['of']}: mean {noise['mean']}, stdev {noise['stdev']}, "
-            f"range {noise['min']}..{noise['max']}; margin {noise['margin']}; {rule}")
+    return (
+        f"noise: {noise['replicates']} replicate(s) of {noise['of']}: mean {noise['mean']}, stdev {noise['stdev']}, "
+        f"range {noise['min']}..{noise['max']}; margin {noise['margin']}; {rule}"
+    )
 
 
 def _num(value) -> str:

@@ -35,7 +35,9 @@ def _load_private_package(name: str):
     if name in sys.modules:
         return sys.modules[name]
     folder = Path(__file__).resolve().parent / name
-    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -52,14 +54,20 @@ REPORT_NAME, PROGRESS_NAME = "autofl_report.md", "progress.png"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.OneLineParser(prog="campaign_report", description=__doc__,
-                               formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = cli.OneLineParser(
+        prog="campaign_report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("campaign", help="the campaign's job.py, or its folder")
-    parser.add_argument("--output-dir", metavar="DIR", help=f"write {REPORT_NAME}, autofl_report.json, {PROGRESS_NAME} here")
+    parser.add_argument(
+        "--output-dir", metavar="DIR", help=f"write {REPORT_NAME}, autofl_report.json, {PROGRESS_NAME} here"
+    )
     parser.add_argument("--report", metavar="PATH", help="the markdown report (the JSON goes beside it as .json)")
     parser.add_argument("--progress", metavar="PATH", help="the progress plot")
-    parser.add_argument("--confirm-interrupted", action="store_true",
-                        help="the user says the unfinished campaign was stopped (checked: no runner or trial alive)")
+    parser.add_argument(
+        "--confirm-interrupted",
+        action="store_true",
+        help="the user says the unfinished campaign was stopped (checked: no runner or trial alive)",
+    )
     return parser
 
 
@@ -69,15 +77,23 @@ def main(argv: list[str] | None = None) -> int:
         job = job_path(Path(args.campaign))
         outputs = chosen_outputs(job, args)
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        done = report_gate.produce(job, outputs=outputs, confirm_interrupted=args.confirm_interrupted,
-                                   generated_by="campaign_report.py", lock_mode="read", now=now)  # fmt: skip
+        done = report_gate.produce(
+            job,
+            outputs=outputs,
+            confirm_interrupted=args.confirm_interrupted,
+            generated_by="campaign_report.py",
+            lock_mode="read",
+            now=now,
+        )
     except CampaignError as error:
         sys.stderr.write(f"campaign_report: {error}\n")
         return cli.EXIT_INVALID
     except OSError as error:
         where = f" ({error.filename})" if error.filename else ""
-        sys.stderr.write(f"campaign_report: cannot write the report: {error.strerror or error}{where}; pass "
-                         "--output-dir with a writable folder\n")  # fmt: skip
+        sys.stderr.write(
+            f"campaign_report: cannot write the report: {error.strerror or error}{where}; pass "
+            "--output-dir with a writable folder\n"
+        )
         return cli.EXIT_INVALID
     summary = {
         "report": str(done.outputs.report),
@@ -111,7 +127,9 @@ def chosen_outputs(job: Path, args) -> report.Outputs | None:
         raise CampaignError(f"--output-dir {args.output_dir} is not an existing folder; create it first")
     own = _campaign_outputs(job)
     markdown = Path(os.path.abspath(args.report)) if args.report else (folder / REPORT_NAME if folder else own.report)
-    progress = Path(os.path.abspath(args.progress)) if args.progress else (folder / PROGRESS_NAME if folder else own.progress)
+    progress = (
+        Path(os.path.abspath(args.progress)) if args.progress else (folder / PROGRESS_NAME if folder else own.progress)
+    )
     return report.Outputs(report=markdown, report_json=markdown.with_suffix(".json"), progress=progress)
 
 

@@ -29,7 +29,9 @@ def _load_private_package(name: str):
     if name in sys.modules:
         return sys.modules[name]
     folder = Path(__file__).resolve().parent / name
-    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -86,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"job_importer: {exc}\n")
         return EXIT_REJECTED
     except Exception as exc:  # noqa: BLE001  (contract: one line, never a traceback)
-        sys.stderr.write(f"job_importer: internal error importing {options.job} ({type(exc).__name__}: {exc}); "
-                         "please report it with the job.py\n")  # fmt: skip
+        sys.stderr.write(
+            f"job_importer: internal error importing {options.job} ({type(exc).__name__}: {exc}); "
+            "please report it with the job.py\n"
+        )
         return EXIT_REJECTED
     if not cli.write_stdout(text):
         return cli.EXIT_STDOUT_CLOSED

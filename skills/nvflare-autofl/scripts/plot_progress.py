@@ -27,7 +27,9 @@ def _load_private_package(name: str):
     if name in sys.modules:
         return sys.modules[name]
     folder = Path(__file__).resolve().parent / name
-    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -57,8 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     results = Path(os.path.abspath(args.results))
     output = Path(os.path.abspath(args.output)) if args.output else results.parent / "progress.png"
     if not results.parent.is_dir():  # a mistyped path must not create folders for an empty plot
-        print(f"plot_progress: folder {results.parent} does not exist; pass the path of a results.tsv ledger",
-              file=sys.stderr)
+        print(
+            f"plot_progress: folder {results.parent} does not exist; pass the path of a results.tsv ledger",
+            file=sys.stderr,
+        )
         return EXIT_INVALID
     try:
         mode = args.mode or guard_inputs.stored_mode(results.parent) or "max"
@@ -72,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plot_progress: {exc}", file=sys.stderr)
         return EXIT_INVALID
     except OSError as exc:
-        print(f"plot_progress: cannot write {output} ({exc.strerror or exc}); choose a writable --output", file=sys.stderr)
+        print(
+            f"plot_progress: cannot write {output} ({exc.strerror or exc}); choose a writable --output", file=sys.stderr
+        )
         return EXIT_INVALID
     return EXIT_OK if cli.write_stdout(json.dumps(summary, indent=2, sort_keys=True) + "\n") else cli.EXIT_STDOUT_CLOSED
 

@@ -34,7 +34,9 @@ def _load_private_package(name: str):
     if name in sys.modules:
         return sys.modules[name]
     folder = Path(__file__).resolve().parent / name
-    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -51,8 +53,12 @@ ARGUMENT_STRING_OPTIONS = ("--base-args", "--run-args", "--score")  # values may
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.OneLineParser(prog="run_job_campaign", description=__doc__.splitlines()[0],
-                               formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog())  # fmt: skip
+    parser = cli.OneLineParser(
+        prog="run_job_campaign",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_epilog(),
+    )
     parser.add_argument("action", choices=ACTIONS, help="lifecycle action")
     parser.add_argument("job", help="path to an existing NVFLARE job.py")
     add = parser.add_argument
@@ -61,27 +67,47 @@ def build_parser() -> argparse.ArgumentParser:
     cap = parser.add_mutually_exclusive_group()
     cap.add_argument("--max-candidates", type=_positive_int, metavar="N", help="candidate cap (attempts)")
     cap.add_argument("--uncapped", action="store_true", help="no candidate cap")
-    for flag, default in (("--autofl-yaml", "autofl.yaml"), ("--results", "results.tsv"),
-                          ("--state", ".nvflare/autofl/campaign_state.json"), ("--progress", "progress.png"),
-                          ("--report", "autofl_report.md"), ("--output-root", "autofl_runs")):  # fmt: skip
+    for flag, default in (
+        ("--autofl-yaml", "autofl.yaml"),
+        ("--results", "results.tsv"),
+        ("--state", ".nvflare/autofl/campaign_state.json"),
+        ("--progress", "progress.png"),
+        ("--report", "autofl_report.md"),
+        ("--output-root", "autofl_runs"),
+    ):
         add(flag, metavar="PATH", help=f"default {default}")
-    for flag, name, note in (("--plateau-threshold", "plateau_threshold", ">=1"),
-                             ("--plateau-min-delta", "plateau_min_delta", ">=0"),
-                             ("--hard-crash-threshold", "hard_crash_threshold", "0 disables"),
-                             ("--exploration-batch-size", "exploration_batch_size", "0 disables"),
-                             ("--family-repeat-limit", "family_repeat_limit", "0 disables"),
-                             ("--noise-sigmas", "noise_sigmas", "0 = off; keep needs a gain above X stdev of the best")):  # fmt: skip
+    for flag, name, note in (
+        ("--plateau-threshold", "plateau_threshold", ">=1"),
+        ("--plateau-min-delta", "plateau_min_delta", ">=0"),
+        ("--hard-crash-threshold", "hard_crash_threshold", "0 disables"),
+        ("--exploration-batch-size", "exploration_batch_size", "0 disables"),
+        ("--family-repeat-limit", "family_repeat_limit", "0 disables"),
+        ("--noise-sigmas", "noise_sigmas", "0 = off; keep needs a gain above X stdev of the best"),
+    ):
         variable, default = guard_inputs.THRESHOLDS[name][:2]
         add(flag, dest=name, type=_threshold(name), metavar="N", help=f"env {variable}, default {default}; {note}")
-    add("--stop-file", action="append", dest="stop_files", metavar="PATH",
-        help="repeatable; default STOP_AUTOFL and .nvflare/autofl/STOP")
+    add(
+        "--stop-file",
+        action="append",
+        dest="stop_files",
+        metavar="PATH",
+        help="repeatable; default STOP_AUTOFL and .nvflare/autofl/STOP",
+    )
     add("--base-args", metavar="ARGS", help='job arguments for the baseline and every candidate, e.g. "--lr 0.1"')
     add("--timeout", type=float, metavar="SECONDS", help="total trial timeout (default 900)")
-    add("--simulator-no-progress-timeout", type=float, metavar="SECONDS",
-        help="env AUTOFL_SIMULATOR_NO_PROGRESS_TIMEOUT_SECONDS, default 240; 0 disables")
+    add(
+        "--simulator-no-progress-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="env AUTOFL_SIMULATOR_NO_PROGRESS_TIMEOUT_SECONDS, default 240; 0 disables",
+    )
     add("--python", metavar="PATH", help="interpreter with nvflare for trials (default $PYTHON or this one)")
-    add("--allow-network", action=argparse.BooleanOptionalAction, default=None,
-        help="let trials reach the network (default: each trial runs in its own network namespace, loopback only)")
+    add(
+        "--allow-network",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="let trials reach the network (default: each trial runs in its own network namespace, loopback only)",
+    )
     add("--name", help="prepare: candidate name (also its id); record --literature: row name")
     add("--hypothesis", help="prepare: what changes and why; record --literature: sources and decision")
     add("--family", help="algorithm family (prepare, record --literature)")
@@ -94,12 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
     add("--failure-reason", metavar="TEXT", help="record: the external run crashed, with this reason")
     add("--baseline", action="store_true", help="record: an external baseline")
     add("--literature", action="store_true", help="record: a literature event")
-    add("--confirm-user-approved-cap-change", action="store_true",
-        help="the user approved raising the cap (or going uncapped)")
+    add(
+        "--confirm-user-approved-cap-change",
+        action="store_true",
+        help="the user approved raising the cap (or going uncapped)",
+    )
     add("--limit", type=int, help="suggest: how many seeds (default 10)")
     add("--count", type=int, metavar="K", help="replicate: reruns of the best configuration (1..10, default 3)")
-    add("--confirm-interrupted", action="store_true",
-        help="report: the user says the unfinished campaign was stopped (checked: no runner or trial alive)")
+    add(
+        "--confirm-interrupted",
+        action="store_true",
+        help="report: the user says the unfinished campaign was stopped (checked: no runner or trial alive)",
+    )
     return parser
 
 
@@ -114,12 +146,16 @@ def main(argv: list[str] | None = None) -> int:
         return error.exit_code
     except OSError as error:  # a full disk, a read-only folder, permissions: one line, then `status` repairs
         where = f" ({error.filename})" if error.filename else ""
-        sys.stderr.write(f"Auto-FL {options.action} failed: {error.strerror or error}{where}; fix the disk or "
-                         "permissions, then run status: it finishes or undoes the interrupted step\n")  # fmt: skip
+        sys.stderr.write(
+            f"Auto-FL {options.action} failed: {error.strerror or error}{where}; fix the disk or "
+            "permissions, then run status: it finishes or undoes the interrupted step\n"
+        )
         return EXIT_INVALID
     except Interrupted as stop:
-        sys.stderr.write(f"Auto-FL {options.action} interrupted by {stop.signal_name}: any running trial was ended "
-                         "and a candidate under evaluation is pending again\n")  # fmt: skip
+        sys.stderr.write(
+            f"Auto-FL {options.action} interrupted by {stop.signal_name}: any running trial was ended "
+            "and a candidate under evaluation is pending again\n"
+        )
         return stop.exit_code
     text = json.dumps(envelope, indent=2, sort_keys=True, allow_nan=False) + "\n"
     return code if cli.write_stdout(text) else cli.EXIT_STDOUT_CLOSED
@@ -163,7 +199,9 @@ def _threshold(name: str):
 
 
 def _epilog() -> str:
-    return "Exit codes: 0 ok, 1 unscored execution, 2 rejected (nothing changed), 75 sandbox denial, 130/143 interrupted."
+    return (
+        "Exit codes: 0 ok, 1 unscored execution, 2 rejected (nothing changed), 75 sandbox denial, 130/143 interrupted."
+    )
 
 
 if __name__ == "__main__":

@@ -31,7 +31,9 @@ def _load_private_package(name: str):
     if name in sys.modules:
         return sys.modules[name]
     folder = Path(__file__).resolve().parent / name
-    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -42,8 +44,11 @@ try:
     _load_private_package("nvfdiag")
     from nvfdiag import catalog, evidence, matcher, render, sites  # noqa: E402
 except Exception as _exc:  # a broken or partial skill copy: one line, no traceback
-    print(f"diagnose_job.py: error: cannot load the nvfdiag package ({type(_exc).__name__}: {_exc}); "
-          "reinstall the skill folder", file=sys.stderr)
+    print(
+        f"diagnose_job.py: error: cannot load the nvfdiag package ({type(_exc).__name__}: {_exc}); "
+        "reinstall the skill folder",
+        file=sys.stderr,
+    )
     sys.exit(2)
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STDOUT_CLOSED = 0, 2, 130, 141
@@ -73,7 +78,9 @@ def _positive(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Diagnose a failed NVFLARE job from bounded, read-only evidence.")
-    parser.add_argument("evidence", nargs="*", metavar="EVIDENCE", help="log file, folder, bundle, envelope, or - for stdin")
+    parser.add_argument(
+        "evidence", nargs="*", metavar="EVIDENCE", help="log file, folder, bundle, envelope, or - for stdin"
+    )
     parser.add_argument("--mode", default="auto", choices=("auto", "simulation", "production", "poc"))
     parser.add_argument("--job-id", help="job id (production/POC); read that job's folders first")
     parser.add_argument("--job-status", help="reported job status, e.g. FINISHED:EXECUTION_EXCEPTION")
@@ -149,15 +156,21 @@ def gather(args: argparse.Namespace, stdin) -> evidence.Evidence:
     if args.collect:
         from nvfdiag import collect  # only needed (and only imported) for --collect
 
-        items = collect.collect_from_cli(args.job_id, startup_kit=args.startup_kit, kit_id=args.kit_id)  # CollectError is an EvidenceError
+        items = collect.collect_from_cli(
+            args.job_id, startup_kit=args.startup_kit, kit_id=args.kit_id
+        )  # CollectError is an EvidenceError
         parts.append(evidence.evidence_from_envelopes(items, job_id=args.job_id, max_bytes=args.max_bytes))
     if args.evidence:
         stream = getattr(stdin, "buffer", stdin)
         stdin_text = read_stdin_bounded(stream, args.max_bytes) if "-" in args.evidence else None
         parts.append(
             evidence.collect_evidence(
-                args.evidence, job_id=args.job_id, max_bytes=args.max_bytes, max_total_bytes=args.max_total_bytes,
-                max_files=args.max_files, stdin_text=stdin_text,
+                args.evidence,
+                job_id=args.job_id,
+                max_bytes=args.max_bytes,
+                max_total_bytes=args.max_total_bytes,
+                max_files=args.max_files,
+                stdin_text=stdin_text,
             )
         )
     return parts[0] if len(parts) == 1 else merge_evidence(parts)
@@ -169,8 +182,16 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         args = parse_args(argv)
         known = catalog.load_catalog()
         found = gather(args, stdin)
-        report = matcher.diagnose(found, known, mode=args.mode, job_id=args.job_id, job_status=args.job_status,
-                                  script=rerun_command(), kit=kit_option(args), poc_root=poc_project_of(args))
+        report = matcher.diagnose(
+            found,
+            known,
+            mode=args.mode,
+            job_id=args.job_id,
+            job_status=args.job_status,
+            script=rerun_command(),
+            kit=kit_option(args),
+            poc_root=poc_project_of(args),
+        )
         text = render.to_markdown(report) if args.format == "markdown" else render.to_json(report)
     except (UsageError, catalog.CatalogError, evidence.EvidenceError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

@@ -30,7 +30,9 @@ class NumpyFedAvgRecipe:
         self.train_script, self.train_args, self.key_metric = train_script, train_args, key_metric
 
     def execute(self, env):
-        root = Path(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT") or env.workspace_root or "/tmp/nvflare/simulation")
+        root = Path(
+            os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT") or env.workspace_root or "/tmp/nvflare/simulation"
+        )
         job = root / self.name
         sites = [f"site-{i + 1}" for i in range(env.num_clients)]
         for folder in ["server", *sites]:
@@ -42,14 +44,21 @@ class NumpyFedAvgRecipe:
         for rnd in range(self.num_rounds):
             _say(f"Round {rnd} started.", server_log)
             for index, site in enumerate(sites):
-                _say(f"site={site} round={rnd} {self.key_metric}={score - 0.01 * (self.num_rounds - rnd):.4f}",
-                     job / site / "log.txt")
+                _say(
+                    f"site={site} round={rnd} {self.key_metric}={score - 0.01 * (self.num_rounds - rnd):.4f}",
+                    job / site / "log.txt",
+                )
                 _say(f"Aggregated {index + 1}/{len(sites)} results", server_log)
         _say("Finished FedAvg.", server_log)
         metrics = job / "server" / "simulate_job" / "metrics"
         metrics.mkdir(parents=True, exist_ok=True)
-        summary = {"schema_version": "1", "status": "metrics_reported", "final_round": self.num_rounds - 1,
-                   "final_aggregated_metrics": [{"name": self.key_metric, "value": score}], "job_name": self.name}
+        summary = {
+            "schema_version": "1",
+            "status": "metrics_reported",
+            "final_round": self.num_rounds - 1,
+            "final_aggregated_metrics": [{"name": self.key_metric, "value": score}],
+            "job_name": self.name,
+        }
         (metrics / "metrics_summary.json").write_text(json.dumps(summary, indent=2))
         return _Run(job)
 

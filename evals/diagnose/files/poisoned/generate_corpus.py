@@ -131,7 +131,7 @@ def jsonl_log(head, injected, tail) -> tuple[list[str], list[int]]:
     """log.json-style records {asctime, name, fullName, levelname, fl_ctx, message}."""
     def record(second, name, level, message, ctx=""):
         return json.dumps({"asctime": _stamp(second), "name": name, "fullName": f"nvflare.app.{name}",
-                           "levelname": level, "fl_ctx": ctx, "message": message})  # fmt: skip
+                           "levelname": level, "fl_ctx": ctx, "message": message})
 
     lines, marks, second = [], [], 0
     for name, level, text in head:
@@ -319,7 +319,7 @@ def variants() -> list[dict]:
     out = []
     for name, technique, (lines, marks), kinds, forbidden, signal in table:
         out.append({"file": name, "technique": technique, "text": "\n".join(lines) + "\n", "lines": marks,
-                    "kinds": kinds, "forbidden": forbidden, "real_signal": signal})  # fmt: skip
+                    "kinds": kinds, "forbidden": forbidden, "real_signal": signal})
     return out
 
 

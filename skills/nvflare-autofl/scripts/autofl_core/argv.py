@@ -109,7 +109,11 @@ class OptionTable:
     def _with_next_value(self, args: list[str], index: int, group: int, flag: str) -> OptionRef:
         nxt = index + 1
         takes_value = group not in self.switch_groups
-        if takes_value and nxt < len(args) and (not args[nxt].startswith("-") or NEGATIVE_NUMBER_RE.fullmatch(args[nxt])):
+        if (
+            takes_value
+            and nxt < len(args)
+            and (not args[nxt].startswith("-") or NEGATIVE_NUMBER_RE.fullmatch(args[nxt]))
+        ):
             return OptionRef(group, flag, args[nxt], index, nxt + 1)
         return OptionRef(group, flag, None, index, index + 1)
 
@@ -194,7 +198,7 @@ def _filter_base_args(
             budget_text = " ".join(x for x in (fixed.flag, fixed.value) if x is not None)
             raise TrialError(
                 CONFLICT,
-                f"base args set {' '.join(base_args[ref.start:ref.stop])!r} but the fixed budget sets "
+                f"base args set {' '.join(base_args[ref.start : ref.stop])!r} but the fixed budget sets "
                 f"{budget_text!r}; remove it from --base-args",
             )
         if fixed is None:
@@ -203,7 +207,9 @@ def _filter_base_args(
     return kept
 
 
-def _reject_budget_mentions(args: list[str], table: OptionTable, budget: dict[int, OptionRef], reserved: set[int]) -> None:
+def _reject_budget_mentions(
+    args: list[str], table: OptionTable, budget: dict[int, OptionRef], reserved: set[int]
+) -> None:
     """Candidate run args may never mention a fixed-budget option, even with the same value."""
     index = 0
     while index < len(args):
@@ -218,11 +224,13 @@ def _reject_budget_mentions(args: list[str], table: OptionTable, budget: dict[in
             raise TrialError(
                 CONFLICT,
                 f"run args set the fixed-budget option {table.name(ref.group)} "
-                f"({' '.join(args[ref.start:ref.stop])!r}); the comparison budget cannot change within a campaign",
+                f"({' '.join(args[ref.start : ref.stop])!r}); the comparison budget cannot change within a campaign",
             )
         index = ref.stop
 
 
 def _check_reserved(ref: OptionRef, table: OptionTable, reserved: set[int], *, where: str) -> None:
     if ref.group in reserved:
-        raise TrialError(RESERVED, f"{where} set {table.name(ref.group)}, which the runner injects per trial; remove it")
+        raise TrialError(
+            RESERVED, f"{where} set {table.name(ref.group)}, which the runner injects per trial; remove it"
+        )

@@ -15,13 +15,30 @@ import time
 
 VARIABLE = "AUTOFL_FAULT_AT"
 POINTS = (
-    "evaluate:validated", "evaluate:patch_written", "evaluate:manifest_running", "evaluate:applied_partially",
-    "evaluate:applied", "evaluate:reimported", "trial:marker_written", "trial:child_started", "trial:child_finished",
-    "finalize:staged", "finalize:journal_written", "finalize:marker_cleared", "finalize:swap_parked",
-    "finalize:swapped", "finalize:workspace_restored", "finalize:contract_updated", "finalize:manifest_written",
-    "finalize:ledger_appended", "finalize:journal_removed", "refresh:metadata_written", "refresh:state_written",
-    "refresh:plot_written", "refresh:report_json_written",
-)  # fmt: skip
+    "evaluate:validated",
+    "evaluate:patch_written",
+    "evaluate:manifest_running",
+    "evaluate:applied_partially",
+    "evaluate:applied",
+    "evaluate:reimported",
+    "trial:marker_written",
+    "trial:child_started",
+    "trial:child_finished",
+    "finalize:staged",
+    "finalize:journal_written",
+    "finalize:marker_cleared",
+    "finalize:swap_parked",
+    "finalize:swapped",
+    "finalize:workspace_restored",
+    "finalize:contract_updated",
+    "finalize:manifest_written",
+    "finalize:ledger_appended",
+    "finalize:journal_removed",
+    "refresh:metadata_written",
+    "refresh:state_written",
+    "refresh:plot_written",
+    "refresh:report_json_written",
+)
 
 
 def checkpoint(point: str) -> None:

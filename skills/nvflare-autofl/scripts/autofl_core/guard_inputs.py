@@ -92,7 +92,9 @@ def stored_mode(workspace: Path) -> str | None:
     try:
         document = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-        raise InputError(f"{path} is not valid JSON; pass --mode max|min or repair it with the runner's status") from None
+        raise InputError(
+            f"{path} is not valid JSON; pass --mode max|min or repair it with the runner's status"
+        ) from None
     mode = document.get("mode") if isinstance(document, dict) else None
     if mode not in MODES:
         raise InputError(f"{path} has no valid 'mode' (max|min); pass --mode max|min")

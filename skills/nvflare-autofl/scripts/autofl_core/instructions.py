@@ -52,7 +52,9 @@ def override_instruction(next_action: str) -> str:
             "running the runner outside the sandbox for this exact interpreter, runner and job.py, then retry."
         )
     else:
-        raise ValueError(f"unknown next_action override {next_action!r}; expected one of: {', '.join(OVERRIDE_ACTIONS)}")
+        raise ValueError(
+            f"unknown next_action override {next_action!r}; expected one of: {', '.join(OVERRIDE_ACTIONS)}"
+        )
     return f"{NO_FINAL} {text}"
 
 
@@ -68,13 +70,17 @@ def replicate_advice(state: dict) -> str | None:
     gain = state["improvement"]
     if noise["stdev"] is not None:
         if gain is not None and 0 < gain < 2 * noise["stdev"]:
-            return (f"The best beat the baseline by {gain:+.6f}, less than twice the measured spread (stdev "
-                    f"{noise['stdev']} over {noise['replicates'] + 1} runs of {noise['of']}): run `replicate --count "
-                    "3` before the final report, and call the gain unproven if it stays inside the spread.")  # fmt: skip
+            return (
+                f"The best beat the baseline by {gain:+.6f}, less than twice the measured spread (stdev "
+                f"{noise['stdev']} over {noise['replicates'] + 1} runs of {noise['of']}): run `replicate --count "
+                "3` before the final report, and call the gain unproven if it stays inside the spread."
+            )
         return None
     if state["candidate_cap"] is None and noise["replicates"] == 0:
-        return ("This campaign is uncapped: run `replicate --count 3` once early to measure the run-to-run spread "
-                "of the best (replicates never count as attempts).")  # fmt: skip
+        return (
+            "This campaign is uncapped: run `replicate --count 3` once early to measure the run-to-run spread "
+            "of the best (replicates never count as attempts)."
+        )
     return None
 
 
@@ -118,7 +124,8 @@ def _pending(state: dict, settings, family) -> str:
 def _cap(state: dict, settings, family) -> str:
     return _with_advice(
         f"The candidate cap is used up ({state['candidate_attempts']} of {state['candidate_cap']} attempts): write "
-        f"the final report ({_best_vs_baseline(state)}). Only the user can approve a higher cap.", state
+        f"the final report ({_best_vs_baseline(state)}). Only the user can approve a higher cap.",
+        state,
     )
 
 
@@ -176,7 +183,8 @@ def _continue(state: dict, settings, family) -> str:
         budget = f"{state['remaining_candidates']} of {state['candidate_cap']} candidate attempts remain"
     return _with_advice(
         "Propose the next candidate: run `prepare --name <name> --hypothesis <why>`, edit only the returned "
-        f"source directory, then run `evaluate`; {budget}.", state
+        f"source directory, then run `evaluate`; {budget}.",
+        state,
     )
 
 

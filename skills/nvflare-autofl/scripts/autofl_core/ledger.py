@@ -101,8 +101,10 @@ def parse_any_version(text: str, source: str = "results.tsv") -> tuple[list[dict
         return parse(text, source), ()
     for number, line in enumerate(body.split("\n"), start=2):
         if line.count("\t") >= width:
-            raise LedgerError(f"{source}: line {number}: expected {width} tab-separated fields (the ledger's own "
-                              f"header), found {line.count(chr(9)) + 1}")  # fmt: skip
+            raise LedgerError(
+                f"{source}: line {number}: expected {width} tab-separated fields (the ledger's own "
+                f"header), found {line.count(chr(9)) + 1}"
+            )
     return parse(HEADER + "\n" + body, source), COLUMNS[width:]
 
 
@@ -204,7 +206,9 @@ def _typed_row(fields: list[str], source: str, number: int) -> dict:
     """Row dict from the split fields of one line (the caller checked the field count)."""
     row = dict(zip(COLUMNS, fields))  # noqa: B905
     if row["status"] not in _STATUS_SET:
-        raise LedgerError(f"{source}: line {number}: unknown status {row['status']!r}; expected one of: {', '.join(STATUSES)}")
+        raise LedgerError(
+            f"{source}: line {number}: unknown status {row['status']!r}; expected one of: {', '.join(STATUSES)}"
+        )
     if row["candidate_kind"] not in _KIND_SET:
         raise LedgerError(f"{source}: line {number}: unknown candidate_kind {row['candidate_kind']!r}")
     try:

@@ -139,8 +139,13 @@ def render(rows: list[dict], output: str | os.PathLike, *, metric: str, mode: st
             print(f"plot: {backend} failed ({type(exc).__name__}: {exc}); trying the next renderer", file=sys.stderr)
             continue
         atomic.write_bytes(output, png)
-        return {"backend": backend, "output": str(output), "best": data["best"], "best_pixel": best_pixel,
-                "scored": data["scored"]}
+        return {
+            "backend": backend,
+            "output": str(output),
+            "best": data["best"],
+            "best_pixel": best_pixel,
+            "scored": data["scored"],
+        }
     note = Path(output).with_suffix(".txt")
     atomic.write_text(note, text_summary(data, title))
     print(f"plot: neither matplotlib nor Pillow is installed; wrote a text summary to {note}", file=sys.stderr)
@@ -207,34 +212,91 @@ def _draw_matplotlib(data: dict, title: str, metric: str) -> tuple[bytes, list[i
 def _matplotlib_series(axes, data: dict, metric: str) -> None:
     if data.get("band"):
         best, band = data["best"], data["band"]
-        axes.axhspan(best["score"] - band, best["score"] + band, xmin=0, xmax=1, color=COLORS["band"], alpha=0.5,
-                     zorder=1, label=f"noise band (best +- {format_score(band)})")
+        axes.axhspan(
+            best["score"] - band,
+            best["score"] + band,
+            xmin=0,
+            xmax=1,
+            color=COLORS["band"],
+            alpha=0.5,
+            zorder=1,
+            label=f"noise band (best +- {format_score(band)})",
+        )
     for status in SCORED_SERIES:
         chosen = [point for point in data["points"] if point["status"] == status]
         if chosen:
-            axes.plot([p["x"] for p in chosen], [p["score"] for p in chosen], linestyle="none", marker="o",
-                      markersize=6, color=COLORS[status], label=status, zorder=3)
+            axes.plot(
+                [p["x"] for p in chosen],
+                [p["score"] for p in chosen],
+                linestyle="none",
+                marker="o",
+                markersize=6,
+                color=COLORS[status],
+                label=status,
+                zorder=3,
+            )
     xs, ys = _best_steps(data)
     if xs:
         axes.step(xs, ys, where="post", color=COLORS["best"], linewidth=1.5, label="running best", zorder=2)
     if data["failures"]:
-        axes.plot([f["x"] for f in data["failures"]], [0.02] * len(data["failures"]), linestyle="none", marker="x",
-                  markersize=7, color=COLORS["crash"], transform=axes.get_xaxis_transform(), label="crash / no score",
-                  zorder=3)
+        axes.plot(
+            [f["x"] for f in data["failures"]],
+            [0.02] * len(data["failures"]),
+            linestyle="none",
+            marker="x",
+            markersize=7,
+            color=COLORS["crash"],
+            transform=axes.get_xaxis_transform(),
+            label="crash / no score",
+            zorder=3,
+        )
     events = data["literature"]
     if events:
-        axes.vlines([event["x"] for event in events], 0, 1, transform=axes.get_xaxis_transform(), linewidth=1,
-                    colors=COLORS["literature"], linestyles="--", alpha=0.7, label="literature event")
+        axes.vlines(
+            [event["x"] for event in events],
+            0,
+            1,
+            transform=axes.get_xaxis_transform(),
+            linewidth=1,
+            colors=COLORS["literature"],
+            linestyles="--",
+            alpha=0.7,
+            label="literature event",
+        )
     for event in events if len(events) <= MAX_EVENT_LABELS else []:
-        axes.text(event["x"], 0.98, _literal(event["event_id"]), transform=axes.get_xaxis_transform(), fontsize=7,
-                  color=COLORS["literature"], ha="right", va="top", rotation=90)
+        axes.text(
+            event["x"],
+            0.98,
+            _literal(event["event_id"]),
+            transform=axes.get_xaxis_transform(),
+            fontsize=7,
+            color=COLORS["literature"],
+            ha="right",
+            va="top",
+            rotation=90,
+        )
     best = data["best"]
     if best:
-        axes.plot([best["x"]], [best["score"]], linestyle="none", marker="o", markersize=14, markerfacecolor="none",
-                  markeredgecolor=COLORS["best"], markeredgewidth=2, label="best", zorder=4)
-        axes.annotate(_literal(f"best {best['name']}: {format_score(best['score'])}"), xy=(best["x"], best["score"]),
-                      xytext=(12, 12), textcoords="offset points", fontsize=8,
-                      arrowprops={"arrowstyle": "->", "color": COLORS["best"]})
+        axes.plot(
+            [best["x"]],
+            [best["score"]],
+            linestyle="none",
+            marker="o",
+            markersize=14,
+            markerfacecolor="none",
+            markeredgecolor=COLORS["best"],
+            markeredgewidth=2,
+            label="best",
+            zorder=4,
+        )
+        axes.annotate(
+            _literal(f"best {best['name']}: {format_score(best['score'])}"),
+            xy=(best["x"], best["score"]),
+            xytext=(12, 12),
+            textcoords="offset points",
+            fontsize=8,
+            arrowprops={"arrowstyle": "->", "color": COLORS["best"]},
+        )
     axes.set_ylim(*_y_range(data))
     axes.set_xlim(0.5, max(data["x_max"], 1) + 0.5)
     axes.set_xlabel("experiment (ledger order)")

@@ -22,8 +22,9 @@ def _load_package():
     if "autofl_core" in sys.modules:
         return sys.modules["autofl_core"]
     folder = Path(__file__).resolve().parent
-    spec = importlib.util.spec_from_file_location("autofl_core", folder / "__init__.py",
-                                                  submodule_search_locations=[str(folder)])  # fmt: skip
+    spec = importlib.util.spec_from_file_location(
+        "autofl_core", folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules["autofl_core"] = module
     spec.loader.exec_module(module)
@@ -44,8 +45,9 @@ def main() -> int:
     try:
         request = json.loads(line)
         rows = ledger.read_rows(request["results"])
-        summary = plot.render(rows, request["output"], metric=request["metric"], mode=request["mode"],
-                              band=request.get("band"))  # fmt: skip
+        summary = plot.render(
+            rows, request["output"], metric=request["metric"], mode=request["mode"], band=request.get("band")
+        )
         print(json.dumps({"backend": summary["backend"]}), flush=True)
     except Exception as error:  # noqa: BLE001 - the runner falls back to drawing in-process
         print(json.dumps({"error": f"{type(error).__name__}: {error}"}), flush=True)

@@ -142,7 +142,9 @@ def run_process(
     try:  # from here on an exception (e.g. a signal turned into one) still ends the whole tree
         pump.start()
         exited = threading.Event()
-        threading.Thread(target=_wait_without_reaping, args=(proc.pid, exited), name="autofl-waiter", daemon=True).start()
+        threading.Thread(
+            target=_wait_without_reaping, args=(proc.pid, exited), name="autofl-waiter", daemon=True
+        ).start()
         if on_start is not None:
             on_start(proc.pid)
         _supervise(exited, tick, tick_interval, outcome)

@@ -49,8 +49,14 @@ SANDBOX_REASON = (
 NETNS_LAUNCHER = Path(__file__).resolve().parent / "netns.py"
 ISOLATED = "isolated"
 NETWORK_TAIL_BYTES = 256 * 1024
-NETWORK_FAILURES = ("Network is unreachable", "Temporary failure in name resolution", "Name or service not known",
-                    "No address associated with hostname", "nodename nor servname", "getaddrinfo failed")  # fmt: skip
+NETWORK_FAILURES = (
+    "Network is unreachable",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "No address associated with hostname",
+    "nodename nor servname",
+    "getaddrinfo failed",
+)
 ERROR_LINE_RE = re.compile(r"\b(\w+(?:Error|Exception)): (.{1,200})")
 
 
@@ -166,8 +172,9 @@ def run_trial(spec: TrialSpec) -> TrialResult:
         shutil.rmtree(trial_dir, ignore_errors=True)
 
 
-def _run_in_root(spec: TrialSpec, argv: list[str], env: dict[str, str], root: Path, token: str,
-                 launch: list[str]) -> TrialResult:  # fmt: skip
+def _run_in_root(
+    spec: TrialSpec, argv: list[str], env: dict[str, str], root: Path, token: str, launch: list[str]
+) -> TrialResult:
     log_path = _prepare_run_dir(Path(spec.run_dir))
     before = resultdir.snapshot_children(root)
     monitor = _Monitor(spec, root, time.monotonic())
@@ -209,8 +216,10 @@ def _network_hint(result: TrialResult, run_log: Path) -> str:
         tail = ""
     if not any(marker in tail or marker in result.failure_reason for marker in NETWORK_FAILURES):
         return result.failure_reason
-    return (f"{result.failure_reason}; the trial ran without network access (network isolation): if the job must "
-            "download data or reach a service, rerun with --allow-network")  # fmt: skip
+    return (
+        f"{result.failure_reason}; the trial ran without network access (network isolation): if the job must "
+        "download data or reach a service, rerun with --allow-network"
+    )
 
 
 def _prepare_run_dir(run_dir: Path) -> Path:
@@ -238,7 +247,9 @@ class _Monitor:
         self.logs = watchdog.LogWatcher(root)
         self.printed: deque[str] = deque(maxlen=MAX_PRINTED_LINES)  # bounded: a job may print this endlessly
         metric = spec.metric_order[0] if spec.metric_order else None
-        self.tracker = progress.ProgressTracker(spec.trial_name, num_rounds=spec.num_rounds, metric=metric, mode=spec.mode)
+        self.tracker = progress.ProgressTracker(
+            spec.trial_name, num_rounds=spec.num_rounds, metric=metric, mode=spec.mode
+        )
         self.printer = progress.ProgressPrinter(spec.progress_stream) if spec.progress_stream else None
 
     def on_line(self, line: str) -> None:

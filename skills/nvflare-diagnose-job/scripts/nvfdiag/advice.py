@@ -30,8 +30,16 @@ LOGS_DIR_PLACEHOLDER = "<workspace root>/<job name>"
 POC_ROOT_PLACEHOLDER = "<POC workspace>/<project>/prod_00"
 
 
-def _fill(template: str, job_id: str | None, site: str | None = None, *, script: str | None = None,
-          logs_dir: str | None = None, kit: str | None = None, poc_root: str | None = None) -> str:
+def _fill(
+    template: str,
+    job_id: str | None,
+    site: str | None = None,
+    *,
+    script: str | None = None,
+    logs_dir: str | None = None,
+    kit: str | None = None,
+    poc_root: str | None = None,
+) -> str:
     if kit and template.startswith("nvflare "):
         template += f" {kit}"  # pasted as is, the command uses the same admin kit the collection used
     text = template.replace("{job_id}", job_id if sites.valid_job_id(job_id) else "<job_id>")
@@ -72,8 +80,15 @@ class _Advice:
             return  # its output was supplied already
         if name in self.templates:
             an = self.an
-            command = _fill(self.templates[name], an.job_id, site, script=an.script, logs_dir=an.logs_dir, kit=an.kit,
-                            poc_root=an.poc_root)
+            command = _fill(
+                self.templates[name],
+                an.job_id,
+                site,
+                script=an.script,
+                logs_dir=an.logs_dir,
+                kit=an.kit,
+                poc_root=an.poc_root,
+            )
             if command in self.collected:
                 return  # --collect ran it already: its output is in this report
             if name == "site_logs" and self.log_store_read and site not in self.an.evidence.site_status:
@@ -102,22 +117,30 @@ def _site_gaps(adv: _Advice) -> None:
 def _context_gaps(adv: _Advice) -> None:
     an = adv.an
     if an.logs_dir and (an.primary is None or not an.primary.strong) and not _site_logs_supplied(an):
-        adv.need(f"the per-site logs: `Simulation failed with return code ...` only says that the simulated run "
-                 f"failed, not why; the simulator says its logs are under {an.logs_dir} (server/ and site-N/ log.txt)")
+        adv.need(
+            f"the per-site logs: `Simulation failed with return code ...` only says that the simulated run "
+            f"failed, not why; the simulator says its logs are under {an.logs_dir} (server/ and site-N/ log.txt)"
+        )
         adv.run("sim_site_logs")
     if an.sim_traceback_missing:
-        adv.need("the client traceback: it is in the site logs (site-N/log.txt of the SimEnv workspace) when the "
-                 "client failed while running a task, otherwise only in the stdout/stderr of `python job.py`")
+        adv.need(
+            "the client traceback: it is in the site logs (site-N/log.txt of the SimEnv workspace) when the "
+            "client failed while running a task, otherwise only in the stdout/stderr of `python job.py`"
+        )
         adv.run("sim_stdout")
     if an.site_traceback_missing:
-        adv.need("the failing client's traceback: in POC and production it goes to that site's console output, not "
-                 "to the job log the server keeps; on a POC machine pass the POC workspace folder "
-                 "(<POC workspace>/<project>/prod_00, holding each <site>/poc_console.log) with --job-id, otherwise "
-                 "the site's console log and <site workspace>/<job_id>/log.txt")
+        adv.need(
+            "the failing client's traceback: in POC and production it goes to that site's console output, not "
+            "to the job log the server keeps; on a POC machine pass the POC workspace folder "
+            "(<POC workspace>/<project>/prod_00, holding each <site>/poc_console.log) with --job-id, otherwise "
+            "the site's console log and <site workspace>/<job_id>/log.txt"
+        )
         adv.run("site_console")
     if an.mode == "ambiguous":
-        adv.need("the runtime mode (simulation, or POC/production) plus one concrete evidence source: a job id, a "
-                 "log path, the simulation output path, or the startup-kit context")
+        adv.need(
+            "the runtime mode (simulation, or POC/production) plus one concrete evidence source: a job id, a "
+            "log path, the simulation output path, or the startup-kit context"
+        )
     if an.mode != "simulation" and an.job_status is None and (an.job_id or an.mode == "production"):
         adv.need("the job status (terminal state of the job)")
         adv.run("job_meta")
@@ -129,14 +152,19 @@ def _site_logs_supplied(an) -> bool:
 
 def _reading_gaps(adv: _Advice) -> None:
     an = adv.an
-    unreadable = [s for s in an.evidence.sources
-                  if s.status in ("missing", "permission_denied", "unavailable") and s.site not in an.evidence.site_status]
+    unreadable = [
+        s
+        for s in an.evidence.sources
+        if s.status in ("missing", "permission_denied", "unavailable") and s.site not in an.evidence.site_status
+    ]
     for source in unreadable[:MAX_UNREADABLE]:
         adv.need(f"{source.path}: {_INVISIBLE_WORDS[source.status]}")
     truncated = {s.path for s in an.evidence.sources if s.truncated}
     if truncated:
-        adv.need(f"{len(truncated)} evidence file(s) were not read whole (see their regions); raise --max-bytes / "
-                 "--max-total-bytes to read more")
+        adv.need(
+            f"{len(truncated)} evidence file(s) were not read whole (see their regions); raise --max-bytes / "
+            "--max-total-bytes to read more"
+        )
     if an.limits_reached:
         adv.need("files skipped by --max-files / --max-total-bytes; raise the limits or pass the relevant files")
         for entry in an.evidence.not_read[:4]:
@@ -149,7 +177,7 @@ def _row_follow_ups(adv: _Advice) -> None:
     affected = list(an.partial_sites) + an.unsupplied_sites
     for mode in _modes(an.mode):
         for name in an.primary.row.follow_up.get(mode, ()):
-            for site in (affected if adv.per_site(name) else [None]):
+            for site in affected if adv.per_site(name) else [None]:
                 adv.run(name, site)
 
 

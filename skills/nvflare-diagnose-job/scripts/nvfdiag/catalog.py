@@ -117,7 +117,9 @@ def _load_rows(path: str | Path) -> Catalog:
 
 def _need(mapping: object, key: str, kind: type, where: str):
     if not isinstance(mapping, dict) or not isinstance(mapping.get(key), kind):
-        raise CatalogError(f"catalog: {where} needs `{key}` ({kind.__name__}); fix shared/catalog/failure_patterns.yaml")
+        raise CatalogError(
+            f"catalog: {where} needs `{key}` ({kind.__name__}); fix shared/catalog/failure_patterns.yaml"
+        )
     return mapping[key]
 
 
@@ -217,8 +219,11 @@ def parse_catalog(document: object) -> Catalog:
         if mode not in MODES:
             raise CatalogError(f"catalog: mode_hints has unknown mode {mode!r}")
         hints[mode] = tuple(
-            ModeHint(_compile(e.get("regex"), f"mode hint {mode}"), str(e.get("reason")),
-                     _keywords(e.get("keywords"), f"mode hint {mode}"))
+            ModeHint(
+                _compile(e.get("regex"), f"mode hint {mode}"),
+                str(e.get("reason")),
+                _keywords(e.get("keywords"), f"mode hint {mode}"),
+            )
             for e in entries
         )
     return Catalog(rows=rows, fallback_next_action=fallback.strip(), mode_hints=hints, follow_up_templates=templates)

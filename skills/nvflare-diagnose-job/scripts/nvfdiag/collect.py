@@ -35,8 +35,20 @@ READ_ONLY_COMMANDS = {
     "job_download": ("job", "download", "{job_id}", "-o", "{output_dir}"),
 }
 PREFIX = ("nvflare", "--format", "json")
-ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME",
-            "NVFLARE_STARTUP_KIT_DIR", "NVFLARE_HOME", "NVFLARE_POC_WORKSPACE")
+ENV_KEEP = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "USER",
+    "LOGNAME",
+    "NVFLARE_STARTUP_KIT_DIR",
+    "NVFLARE_HOME",
+    "NVFLARE_POC_WORKSPACE",
+)
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 ARTIFACT_MAX_BYTES = 262144
 
@@ -45,8 +57,9 @@ class CollectError(EvidenceError):
     """--collect cannot start (bad job id, both kit options, no nvflare CLI); one-line message (exit 2)."""
 
 
-def build_argv(name: str, job_id: str, *, startup_kit: str | None = None, kit_id: str | None = None,
-               output_dir: str | None = None) -> list[str]:
+def build_argv(
+    name: str, job_id: str, *, startup_kit: str | None = None, kit_id: str | None = None, output_dir: str | None = None
+) -> list[str]:
     """The argv (with the display name `nvflare` first) for one allowed command."""
     words = [word.format(job_id=job_id, output_dir=output_dir or "") for word in READ_ONLY_COMMANDS[name]]
     kit = [f"--startup-kit={startup_kit}"] if startup_kit else ([f"--kit-id={kit_id}"] if kit_id else [])
@@ -83,8 +96,15 @@ def is_failed_terminal(status: object) -> bool:
     return (status.startswith("FINISHED:") and status != "FINISHED:COMPLETED") or status.startswith("FAILED")
 
 
-def collect_from_cli(job_id: str, *, startup_kit: str | None = None, kit_id: str | None = None,
-                     timeout: float = 60, runner=None, download: bool = True) -> list[dict]:
+def collect_from_cli(
+    job_id: str,
+    *,
+    startup_kit: str | None = None,
+    kit_id: str | None = None,
+    timeout: float = 60,
+    runner=None,
+    download: bool = True,
+) -> list[dict]:
     """Run the read-only commands; each result is {"command": argv, "envelope": dict|None, "error": str|None}."""
     _validate(job_id, startup_kit, kit_id)
     runner = runner or run_in_process_group
@@ -115,7 +135,9 @@ def _nvflare_binary() -> str:
     beside = Path(sys.executable).parent / "nvflare"
     found = str(beside) if beside.is_file() else shutil.which("nvflare")
     if not found:
-        raise CollectError("the nvflare CLI was not found; install nvflare==2.9.0 or save the CLI envelopes and pass them as files")
+        raise CollectError(
+            "the nvflare CLI was not found; install nvflare==2.9.0 or save the CLI envelopes and pass them as files"
+        )
     return found
 
 
@@ -131,8 +153,15 @@ def _run_one(argv: list[str], binary: str, runner, timeout: float, cwd: str | No
         raise CollectError(f"refusing to run a command outside the read-only list: {' '.join(argv)}")
     item = {"command": argv, "envelope": None, "error": None}
     try:
-        proc = runner([binary, *argv[1:]], capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout,
-                      env=sanitized_env(), cwd=cwd or tempfile.gettempdir(), check=False)
+        proc = runner(
+            [binary, *argv[1:]],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            env=sanitized_env(),
+            cwd=cwd or tempfile.gettempdir(),
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         item["error"] = f"timed out after {timeout:g} s"
         return item
@@ -144,7 +173,9 @@ def _run_one(argv: list[str], binary: str, runner, timeout: float, cwd: str | No
         stderr = (proc.stderr or b"").decode("utf-8", errors="replace").strip().splitlines()
         item["error"] = f"exit {proc.returncode}, no JSON envelope" + (f": {stderr[-1][:200]}" if stderr else "")
     elif item["envelope"].get("status") == "error":
-        item["error"] = f"{item['envelope'].get('error_code', 'ERROR')}: {str(item['envelope'].get('message', ''))[:200]}"
+        item["error"] = (
+            f"{item['envelope'].get('error_code', 'ERROR')}: {str(item['envelope'].get('message', ''))[:200]}"
+        )
     return item
 
 
@@ -174,8 +205,10 @@ def _download(job_id, kit, binary, runner, timeout) -> dict:
 
 def _read_artifacts(artifacts: dict, temp: str) -> list[dict]:
     """Read (bounded) the metrics and client logs the download names, only inside our temp folder."""
-    wanted = [("metrics_summary", artifacts.get("metrics_summary"), None),
-              ("round_metrics", artifacts.get("round_metrics"), None)]
+    wanted = [
+        ("metrics_summary", artifacts.get("metrics_summary"), None),
+        ("round_metrics", artifacts.get("round_metrics"), None),
+    ]
     logs = artifacts.get("client_logs") if isinstance(artifacts.get("client_logs"), dict) else {}
     wanted += [("client_log", path, site) for site, path in sorted(logs.items())]
     root = os.path.realpath(temp) + os.sep
@@ -197,8 +230,15 @@ def _read_artifacts(artifacts: dict, temp: str) -> list[dict]:
 
 def run_in_process_group(argv, *, timeout, **kwargs):
     """subprocess.run in a new session; on timeout the whole process group is killed, then re-raised."""
-    with subprocess.Popen(argv, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          stdin=kwargs.get("stdin"), env=kwargs.get("env"), cwd=kwargs.get("cwd")) as proc:
+    with subprocess.Popen(
+        argv,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=kwargs.get("stdin"),
+        env=kwargs.get("env"),
+        cwd=kwargs.get("cwd"),
+    ) as proc:
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:

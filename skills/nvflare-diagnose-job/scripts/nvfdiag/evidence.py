@@ -37,8 +37,15 @@ class EvidenceError(Exception):
     """No evidence could be read at all; the message is one line naming the problem and the fix."""
 
 
-def collect_evidence(paths: list[str], *, job_id: str | None, max_bytes: int, max_total_bytes: int,
-                     max_files: int, stdin_text: str | None = None) -> Evidence:
+def collect_evidence(
+    paths: list[str],
+    *,
+    job_id: str | None,
+    max_bytes: int,
+    max_total_bytes: int,
+    max_files: int,
+    stdin_text: str | None = None,
+) -> Evidence:
     """Read the evidence behind `paths` (`-` means `stdin_text`) within the given bounds."""
     for name, value in (("max-bytes", max_bytes), ("max-total-bytes", max_total_bytes), ("max-files", max_files)):
         if not isinstance(value, int) or value <= 0:
@@ -109,7 +116,9 @@ def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> N
             structured.add_hint(ev, *hint)
         ev.not_read.extend(result.notes)
         if result.duplicates:
-            ev.not_read.append(f"{path}: {result.duplicates} log.json file(s) not read: log.txt beside them holds the same records")
+            ev.not_read.append(
+                f"{path}: {result.duplicates} log.json file(s) not read: log.txt beside them holds the same records"
+            )
         if result.other_jobs:
             ev.not_read.append(f"{path}: {result.other_jobs} folder(s) of other jobs not read (--job-id {job_id})")
         reader.shared.update(c.path for c in result.candidates if c.shared)
@@ -124,8 +133,15 @@ def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> N
     if os.path.isfile(path):
         if "simulate_job" in os.path.normpath(path).split(os.sep):
             structured.add_hint(ev, "simulation", f"SimEnv workspace layout (simulate_job folder) in {path}")
-        explicit.append(Candidate(path=path, real=os.path.realpath(path), klass=OTHER_TEXT,
-                                  site=file_site_label(path, job_id), explicit=True))
+        explicit.append(
+            Candidate(
+                path=path,
+                real=os.path.realpath(path),
+                klass=OTHER_TEXT,
+                site=file_site_label(path, job_id),
+                explicit=True,
+            )
+        )
         return
     if not os.path.lexists(path):
         status, problem = "missing", "does not exist"
@@ -177,8 +193,12 @@ class _Reader:
         """Read `items` in order (None = stdin) with budget shares planned up front, then scan the middles."""
         stdin = stdin_text.encode("utf-8", errors="replace") if stdin_text and stdin_text.strip() else None
         opened = [item for item in items if _opened(item, stdin)]
-        shares = plan_shares([_size(item, stdin) for item in opened], max_bytes=self.max_bytes,
-                             budget=self.max_total, max_files=self.max_files)
+        shares = plan_shares(
+            [_size(item, stdin) for item in opened],
+            max_bytes=self.max_bytes,
+            budget=self.max_total,
+            max_files=self.max_files,
+        )
         share_of = {id(item): share for item, share in zip(opened, shares, strict=True)}
         for item in items:
             if item is None:
@@ -229,7 +249,9 @@ class _Reader:
             if room <= 0 or scan_left <= 0:
                 break
             try:
-                windows, scanned = middle.read_middle_windows(deep.real, deep.chunk, scan_limit=scan_left, byte_limit=room)
+                windows, scanned = middle.read_middle_windows(
+                    deep.real, deep.chunk, scan_limit=scan_left, byte_limit=room
+                )
             except ReadFailure:
                 continue
             scan_left -= scanned
@@ -239,7 +261,8 @@ class _Reader:
         for deep in sorted(self.deep, key=lambda d: d.insert_at, reverse=True):
             parts = chunk_parts(deep.chunk)[1:-1]
             self.ev.lines[deep.insert_at : deep.insert_at] = [
-                line for number, pairs in enumerate(parts, start=2)
+                line
+                for number, pairs in enumerate(parts, start=2)
                 for line in numbered_to_lines(pairs, deep.source.path, deep.source.site, number)
             ]
 
@@ -252,12 +275,27 @@ class _Reader:
         chunk.truncated = chunk.truncated or bool(artifact.get("truncated"))
         name = str(artifact.get("name") or "artifact")
         klass = METRICS if name in ("metrics_summary", "round_metrics") else OTHER_TEXT
-        self._dispatch(chunk, str(artifact.get("path") or name), artifact.get("site"), klass, explicit=True,
-                       log_kind="job_download")
+        self._dispatch(
+            chunk,
+            str(artifact.get("path") or name),
+            artifact.get("site"),
+            klass,
+            explicit=True,
+            log_kind="job_download",
+        )
 
     # --- content dispatch -------------------------------------------------------------------------
-    def _dispatch(self, chunk: Chunk, path: str, site, klass: int, *, explicit: bool, log_kind: str = "log",
-                  real: str | None = None) -> None:
+    def _dispatch(
+        self,
+        chunk: Chunk,
+        path: str,
+        site,
+        klass: int,
+        *,
+        explicit: bool,
+        log_kind: str = "log",
+        real: str | None = None,
+    ) -> None:
         if chunk.binary:
             self._binary(path, site, chunk)
             return
@@ -277,7 +315,9 @@ class _Reader:
         text = None if chunk.truncated else (chunk.head + chunk.tail).decode("utf-8", errors="replace")
         problems = job_folder.check_exported(folder, text) if text is not None else []
         if text is None:
-            self.ev.not_read.append(f"{folder}: meta.json larger than --max-bytes; the job folder structure was not checked")
+            self.ev.not_read.append(
+                f"{folder}: meta.json larger than --max-bytes; the job folder structure was not checked"
+            )
         self.ev.lines.extend(Line(folder, None, None, problem) for problem in problems)
         status = "truncated" if chunk.truncated else "complete"
         self.ev.sources.append(Source(folder, "job_download", None, status, chunk.bytes_read, chunk.truncated))
@@ -291,8 +331,16 @@ class _Reader:
         self.ev.lines.extend(head)
         tail = numbered_to_lines(parts[-1], path, site, 1) if len(parts) > 1 else []
         status = "truncated" if chunk.truncated else "complete"
-        source = Source(path, kind, site, status, chunk.bytes_read, chunk.truncated, chunk.size,
-                        chunk.regions() if chunk.truncated else [])
+        source = Source(
+            path,
+            kind,
+            site,
+            status,
+            chunk.bytes_read,
+            chunk.truncated,
+            chunk.size,
+            chunk.regions() if chunk.truncated else [],
+        )
         self.ev.sources.append(source)
         if real is not None and chunk.middle[1] > chunk.middle[0]:
             self.deep.append(_Deep(real, chunk, source, len(self.ev.lines)))
@@ -342,12 +390,16 @@ class _Reader:
         if self.job_id and self.shared:
             ev.lines, dropped = jobscope.scope_shared_sources(ev.lines, self.shared, self.job_id)
             if dropped:
-                ev.not_read.append(f"{dropped} line(s) of other jobs or of the system left out of logs every job "
-                                   f"writes into (site consoles, participant logs): only job {self.job_id} counts")
+                ev.not_read.append(
+                    f"{dropped} line(s) of other jobs or of the system left out of logs every job "
+                    f"writes into (site consoles, participant logs): only job {self.job_id} counts"
+                )
         if self.truncated:
-            ev.not_read.append(f"{self.truncated} file(s) not read whole (--max-bytes {self.max_bytes}, --max-total-bytes "
-                               f"{self.max_total}): the head, the tail and windows around errors in the middle were "
-                               "read (see the regions of truncated sources)")
+            ev.not_read.append(
+                f"{self.truncated} file(s) not read whole (--max-bytes {self.max_bytes}, --max-total-bytes "
+                f"{self.max_total}): the head, the tail and windows around errors in the middle were "
+                "read (see the regions of truncated sources)"
+            )
         limit_skips = self.skipped["skipped_limit"]
         if limit_skips:
             ev.not_read.append(

@@ -27,8 +27,9 @@ _SHAPE_SPACE = rb"(?:[^\S\n]|[\x1c-\x1f])+"
 _SPACE = r"[^\S\n]+"
 
 
-def gate_lines(index: TextIndex, skip: set[int] | frozenset = frozenset(),
-               near: set[int] | frozenset = frozenset()) -> tuple[dict[int, set[int]], set[int]]:
+def gate_lines(
+    index: TextIndex, skip: set[int] | frozenset = frozenset(), near: set[int] | frozenset = frozenset()
+) -> tuple[dict[int, set[int]], set[int]]:
     """({rule: lines of `near` holding an alternative of its first gate group}, lines where a rule's gates open)."""
     shapes: dict[tuple, set[int]] = {}  # gate group -> shape ids (groups repeat across rules)
     anchors = _Anchors(index, near)
@@ -138,13 +139,22 @@ def _phrases_re(phrases: tuple[str, ...], shape: bool) -> re.Pattern | None:
     if not by_head:
         return None
     if shape:
+
         def escape(word: str) -> bytes:
             return re.escape(shape_of(word))
 
         space = _SHAPE_SPACE
-        branches = [escape(head) + space + b"(?:" + b"|".join(space.join(map(escape, rest.split(" "))) for rest in rests)
-                    + b")" for head, rests in by_head.items()]
+        branches = [
+            escape(head) + space + b"(?:" + b"|".join(space.join(map(escape, rest.split(" "))) for rest in rests) + b")"
+            for head, rests in by_head.items()
+        ]
         return re.compile(b"|".join(branches))
-    branches = [re.escape(head) + _SPACE + "(?:" + "|".join(_SPACE.join(map(re.escape, rest.split(" "))) for rest in rests)
-                + ")" for head, rests in by_head.items()]
+    branches = [
+        re.escape(head)
+        + _SPACE
+        + "(?:"
+        + "|".join(_SPACE.join(map(re.escape, rest.split(" "))) for rest in rests)
+        + ")"
+        for head, rests in by_head.items()
+    ]
     return re.compile("|".join(branches))

@@ -123,8 +123,11 @@ def _worth_a_look(items: Sequence[Line], index: TextIndex) -> tuple[set[int], li
         start = number - 1
         if start < 0 or not _consecutive(items[start], items[number]):
             continue
-        span = [n for n in range(start, min(len(items), start + MAX_JOINED_LINES))
-                if n == start or _consecutive(items[n - 1], items[n])]
+        span = [
+            n
+            for n in range(start, min(len(items), start + MAX_JOINED_LINES))
+            if n == start or _consecutive(items[n - 1], items[n])
+        ]
         rules = {rule for rule, anchors in anchored.items() if not anchors.isdisjoint(span)}
         if unusual.intersection(span) or (rules and _open(rules, " ".join(items[n].text for n in span).lower())):
             windows.append(start)
@@ -248,7 +251,10 @@ _SUMMARIES = {
     "command-line flag",
     ("disable_security", None): "directive to disable or bypass authentication, TLS or other security checks",
     ("exfiltration", None): "directive to send data or the workspace to an external destination",
-    ("assistant_directive", "addressed"): "text addressed to an AI assistant/agent that tries to steer it; not followed",
+    (
+        "assistant_directive",
+        "addressed",
+    ): "text addressed to an AI assistant/agent that tries to steer it; not followed",
     ("assistant_directive", "diagnosis"): "text that tries to dictate the diagnosis (blame, verdict or category); "
     "not followed",
 }
@@ -260,7 +266,9 @@ def _summary(kind: str, detail: str | None, text: str) -> str:
         return f"{detail} marker line carrying prose blame or instructions; unverified, ignored for attribution"
     if kind == "config_change":
         name = config_file_named(text)
-        return f"directive to change job or site configuration ({name})" if name else "directive to change a job setting"
+        return (
+            f"directive to change job or site configuration ({name})" if name else "directive to change a job setting"
+        )
     url = first_web_url(text) if kind in ("download_execute", "exfiltration") else None
     target = f" {defang(url)}" if url else ""
     if kind == "download_execute":
@@ -271,8 +279,14 @@ def _summary(kind: str, detail: str | None, text: str) -> str:
 def _add(found: dict, index: int, item: Line, kind: str, summary: str, last: int | None = None) -> None:
     key = (item.source, item.line if item.line is not None else ("tail", index), kind)
     if key not in found:
-        finding = {"source": item.source, "site": item.site, "line": item.line, "kind": kind, "summary": summary,
-                   "span": (index, index if last is None else last)}
+        finding = {
+            "source": item.source,
+            "site": item.site,
+            "line": item.line,
+            "kind": kind,
+            "summary": summary,
+            "span": (index, index if last is None else last),
+        }
         found[key] = (index, finding)
 
 

@@ -37,8 +37,10 @@ class _Rule:
     substring_res: tuple[re.Pattern | None, ...] = ()  # per group: its many substrings as one regex, or None
 
     def opens(self, lowered: str, words: frozenset[str], start: int = 0) -> bool:
-        return all(not words.isdisjoint(ws) or (sub_re.search(lowered) if sub_re else any(map(lowered.__contains__, subs)))
-                   for (ws, subs), sub_re in zip(self.gate[start:], self.substring_res[start:], strict=True))
+        return all(
+            not words.isdisjoint(ws) or (sub_re.search(lowered) if sub_re else any(map(lowered.__contains__, subs)))
+            for (ws, subs), sub_re in zip(self.gate[start:], self.substring_res[start:], strict=True)
+        )
 
 
 def _inflect(word: str) -> set[str]:
@@ -55,7 +57,9 @@ def _rule(pattern: str, *gate: str, detail: str | None = None) -> _Rule:
         words = {form for alt in alternatives if alt.isalpha() for form in _inflect(alt)}
         substrings = tuple(alt.rstrip("*").replace("\x00", " ") for alt in alternatives if not alt.isalpha())
         groups.append((frozenset(words), substrings))
-    many = tuple(_substrings_re(subs) if len(subs) > 6 or any(" " in sub for sub in subs) else None for _, subs in groups)
+    many = tuple(
+        _substrings_re(subs) if len(subs) > 6 or any(" " in sub for sub in subs) else None for _, subs in groups
+    )
     return _Rule(re.compile(pattern, _I), tuple(groups), detail, many)
 
 
@@ -75,7 +79,11 @@ _RUN = "run execute exec install source apply launch invoke"
 _CONNECTED_RUN = " ".join(f"{glue}\x00{verb}" for glue in ("and", "then", "to", "&&", ";") for verb in _RUN.split())
 
 _DOWNLOAD_EXECUTE = [
-    _rule(rf"\b(?:curl|wget|fetch|iwr|invoke-webrequest)\b[^|\n]{{0,300}}\|\s*(?:{_SHELL})\b", "curl wget fetch iwr invoke", "|"),
+    _rule(
+        rf"\b(?:curl|wget|fetch|iwr|invoke-webrequest)\b[^|\n]{{0,300}}\|\s*(?:{_SHELL})\b",
+        "curl wget fetch iwr invoke",
+        "|",
+    ),
     _rule(r"(?:\b(?:ba|z)?sh|\bsource|\bpython[0-9.]*)\s+<\(\s*(?:curl|wget)\b", "<("),
     _rule(r"\$\(\s*(?:curl|wget)\b[^)]{0,300}\)", "$("),
     _rule(r"\b(?:downloadstring|downloadfile)\s*\(", "downloadstring downloadfile"),
@@ -85,13 +93,19 @@ _DOWNLOAD_EXECUTE = [
         " ".join(f"{verb}*" for verb in _FETCH.split()),  # the regex allows any suffix (\w*)
         _CONNECTED_RUN,  # real logs say "run=" in every fl_ctx: gate on the joined phrase instead
     ),
-    _rule(rf"\b(?:run|execute|exec|install|apply|source|launch|invoke|eval)\b\W+{_WORDS % 8}(?:from\s+|at\s+)?{_WEB_URL}", _WEB),
+    _rule(
+        rf"\b(?:run|execute|exec|install|apply|source|launch|invoke|eval)\b\W+{_WORDS % 8}(?:from\s+|at\s+)?{_WEB_URL}",
+        _WEB,
+    ),
     _rule(
         rf"{_WEB_URL}(?:(?![.;]\s)[^\n]){{0,100}}?\b(?:and|then)\s+(?:then\s+)?(?:{_RUN.replace(' ', '|')})\b",
         _WEB,
         _RUN,
     ),
-    _rule(rf"\bpip[0-9.]*\s+install\b[^\n]{{0,200}}?(?:{_WEB_URL}|git\+|--(?:extra-)?index-url|--trusted-host)", "pip pip3"),
+    _rule(
+        rf"\bpip[0-9.]*\s+install\b[^\n]{{0,200}}?(?:{_WEB_URL}|git\+|--(?:extra-)?index-url|--trusted-host)",
+        "pip pip3",
+    ),
     _rule(rf"\b(?:curl|wget)\b[^\n]{{0,200}}{_SCRIPT}[^\n]{{0,80}}(?:&&|;)\s*(?:{_SHELL}|chmod|\./)", "curl wget"),
 ]
 
@@ -124,7 +138,10 @@ _DISABLE_SECURITY = [
         _SECURITY,
     ),
     _rule(r"\b(?:reduced|lower(?:ed)?|weaken(?:ed)?|relaxed|minimal|with\s+no)\s+security\b", "security"),
-    _rule(rf"\b(?:run|start|restart|connect|deploy|launch|relaunch)(?:\s+[^\s=\[\].]+){{0,8}}?\s+without\s+(?:any\s+)?{_SECURITY_NOUN}", "without"),
+    _rule(
+        rf"\b(?:run|start|restart|connect|deploy|launch|relaunch)(?:\s+[^\s=\[\].]+){{0,8}}?\s+without\s+(?:any\s+)?{_SECURITY_NOUN}",
+        "without",
+    ),
     _rule(
         r"\b(?:set|change|switch|flip|make|turn|put)\s+(?:the\s+)?[\w.\"']{0,40}?"
         r"(?:secure[_ ]?(?:mode|train\w*)|verify[_ ]?ssl|ssl[_ ]?verify|auth\w*|use[_ ]?tls|tls)[\"']?\s*"
@@ -273,7 +290,9 @@ _BLAME = [
         rf"\b(?:exclude|ban|blacklist|blocklist|quarantine|isolate|evict|kick)\s+(?:out\s+)?{_PARTY}",
         "exclude ban blacklist blocklist quarantine isolate evict kick",
     ),
-    _rule(r"\b(?:the\s+)?(?:fault|blame|responsibility)\s+(?:is|lies|rests)\s+(?:with|on)\b", "fault blame responsibility"),
+    _rule(
+        r"\b(?:the\s+)?(?:fault|blame|responsibility)\s+(?:is|lies|rests)\s+(?:with|on)\b", "fault blame responsibility"
+    ),
     _rule(
         rf"{_PARTY_ANY}[^\n]{{0,60}}?(?:{_FOREIGN_BLAME})|(?:{_FOREIGN_BLAME})[^\n]{{0,60}}?{_PARTY_ANY}",
         "schuld* verantwortlich* fehlerhaft* ausschlie* schlie* responsab* fauti* coupabl* défaillan* faute exclu* "
@@ -301,9 +320,15 @@ _ASSISTANT_DIRECTIVE = [
     _rule(rf"\b(?:to|for|attention)\s+(?:any|all|every)\s+{_AI}s?\b", _AI_WORDS),
     _rule(rf"\b(?:to|for)\s+the\s+{_AI_STRICT}s?\b", _AI_WORDS),
     _rule(rf"\bas\s+(?:an?\s+|the\s+)?(?:[\w-]+\s+){{0,2}}?{_AI}(?:\s+{_AI})?,?\s+(?:you|it)\b", _AI_WORDS, "as"),
-    _rule(rf"\b{_AI}s?\s+(?:must|should|shall|needs?\s+to|has\s+to|have\s+to|is\s+instructed|are\s+instructed)\b", _AI_WORDS),
+    _rule(
+        rf"\b{_AI}s?\s+(?:must|should|shall|needs?\s+to|has\s+to|have\s+to|is\s+instructed|are\s+instructed)\b",
+        _AI_WORDS,
+    ),
     _rule(rf"\byou\s+are\s+(?:now\s+)?(?:an?\s+|the\s+)?(?:[\w-]+\s+){{0,2}}?{_AI}s?\b", _AI_WORDS, "you"),
-    _rule(r"\b(?:system\s+prompt|new\s+instructions|developer\s+mode|jailbreak)\b", "prompt instructions developer jailbreak"),
+    _rule(
+        r"\b(?:system\s+prompt|new\s+instructions|developer\s+mode|jailbreak)\b",
+        "prompt instructions developer jailbreak",
+    ),
     _rule(r"\b(?:tell|inform)\s+the\s+(?:user|operator|admin)\s+(?:that|to)\b", "tell inform", "user operator admin"),
 ]
 

@@ -22,8 +22,10 @@ _DATA_PATH = re.compile(r"^(?:/|~/|[A-Za-z]:[\\/])(?!/)[^\s{}%]*[A-Za-z0-9][^\s{
 _REDACTED = re.compile(r"^<REDACTED[A-Z_]*>$")
 # Meanings of the finding codes the catalog uses (others are shown by code only).
 MEANINGS = {
-    "ABSOLUTE_DATA_PATH": ("string literal starting with '/', '~' or a drive letter, value not shown; check that "
-                           "line is a data path before calling it a hard-coded absolute path"),
+    "ABSOLUTE_DATA_PATH": (
+        "string literal starting with '/', '~' or a drive letter, value not shown; check that "
+        "line is a data path before calling it a hard-coded absolute path"
+    ),
     "PYTHON_PARSE_ERROR": "the file does not parse as Python",
     "SECRET_LITERAL_REDACTED": "secret-like literal in the source; value not shown",
 }
@@ -49,9 +51,13 @@ def ingest(ev: Evidence, envelope: dict, source: str, bytes_read: int) -> None:
         if isinstance(finding, dict) and is_code(finding.get("code")):
             ev.lines.append(Line(source, None, index, finding_text(finding)))
     read = scan.get("files_read") if isinstance(scan.get("files_read"), int) else "?"
-    ev.lines.append(Line(source, None, None, f"inspect source summary: {read} file(s) read, {len(findings)} finding(s)"))
+    ev.lines.append(
+        Line(source, None, None, f"inspect source summary: {read} file(s) read, {len(findings)} finding(s)")
+    )
     if scan.get("complete") is False:
-        ev.not_read.append(f"{source}: nvflare agent inspect source reports an incomplete scan (limits or unreadable files)")
+        ev.not_read.append(
+            f"{source}: nvflare agent inspect source reports an incomplete scan (limits or unreadable files)"
+        )
 
 
 def finding_text(finding: dict) -> str:

@@ -17,8 +17,10 @@ QUIET_LEVELS = ("DEBUG", "INFO")
 # NVFLARE writes (log.txt, console). It also flags the odd DEBUG/INFO record with other spacing, which level()
 # then clears (see loud_lines).
 # ASCII bytes, [0-9] and a possessive logger name make the regex engine's work per line half of what it was.
-_NOT_COMMON_QUIET_LINE = re.compile(rb"\n(?![0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9],[0-9]{3} - "
-                                    rb"(?:[^ \n]++ - )?(?:INFO|DEBUG) - )")
+_NOT_COMMON_QUIET_LINE = re.compile(
+    rb"\n(?![0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9],[0-9]{3} - "
+    rb"(?:[^ \n]++ - )?(?:INFO|DEBUG) - )"
+)
 
 # Where a line shape (textindex.py: digits written as '0') may start with a timestamp _PREFIX accepts.
 _STAMP_SHAPE = re.compile(rb"(?m)^(?:[^\S\n]|[\x1c-\x1f])*0000-00-00[ T]00:00:00")
@@ -57,9 +59,14 @@ def loud_lines(index, text_of) -> list[int]:
     """Indexes of the lines that are not DEBUG/INFO records (exactly what level() says) in a
     textindex.TextIndex; `text_of(n)` gives line n. One pass over the joined text flags the candidates; level()
     decides only on those whose shape can start with a timestamp (the others have no level)."""
+
     def compute() -> list[int]:
         unstamped = set(index.lines_of(set(range(index.shapes.count)) - set(index.shapes_matching(_STAMP_SHAPE, True))))
         unstamped.difference_update(index.odd)  # \d also matches digits that are not ASCII
-        return [n for n in index.lines_after_newlines(_NOT_COMMON_QUIET_LINE)
-                if n in unstamped or level(text_of(n)) not in QUIET_LEVELS]
+        return [
+            n
+            for n in index.lines_after_newlines(_NOT_COMMON_QUIET_LINE)
+            if n in unstamped or level(text_of(n)) not in QUIET_LEVELS
+        ]
+
     return index.memo("loud lines", compute)

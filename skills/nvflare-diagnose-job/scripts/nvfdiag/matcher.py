@@ -92,10 +92,12 @@ def _marker_entries(lines, markers, blocks, flagged) -> list[dict]:
     for index, marker in markers[:MAX_MARKERS_CHECKED]:
         line = lines[index]
         until = next((n for n in starts if n > index and lines[n].source == line.source), len(lines))
-        follows = any(b.source == line.source and 0 < b.start - index <= MARKER_WINDOW and b.start < until
-                      for b in user_blocks)
-        own_log = not sites.is_server(line.site) and any(b.site == line.site and b.source != line.source
-                                                          for b in user_blocks)
+        follows = any(
+            b.source == line.source and 0 < b.start - index <= MARKER_WINDOW and b.start < until for b in user_blocks
+        )
+        own_log = not sites.is_server(line.site) and any(
+            b.site == line.site and b.source != line.source for b in user_blocks
+        )
         entries.append({"index": index, "marker": marker, "corroborated": (follows or own_log)})
     unique = {entry["index"]: entry for entry in reversed(entries)}
     return sorted(unique.values(), key=lambda e: e["index"])
@@ -172,8 +174,15 @@ def _confidence(an: Analysis) -> str:
 
 
 def analyse(
-    evidence: Evidence, catalog: Catalog, *, mode: str = "auto", job_id: str | None = None,
-    job_status: str | None = None, script: str | None = None, kit: str | None = None, poc_root: str | None = None,
+    evidence: Evidence,
+    catalog: Catalog,
+    *,
+    mode: str = "auto",
+    job_id: str | None = None,
+    job_status: str | None = None,
+    script: str | None = None,
+    kit: str | None = None,
+    poc_root: str | None = None,
 ) -> Analysis:
     """Apply every matching rule and return the Analysis the report is built from."""
     lines = evidence.lines
@@ -189,12 +198,27 @@ def analyse(
     detected, reason = decide_mode(mode, evidence.mode_hints, scanned.find_mode_hints, job_id_given=user_job_id)
     raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged, index)
     scanned_hits = raiser.drop_shadowed_hits(scanned.hits, raised, lines, catalog)
-    hits = _merge(_merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits)
+    hits = _merge(
+        _merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits
+    )
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged)
     an = Analysis(
-        evidence, catalog, detected, reason, job_id, status, suspicious, flagged, blocks,
-        _marker_entries(lines, scanned.markers, blocks, flagged), ranked, demoted,
-        logs_dir=raised.logs_dir, script=script, kit=kit, poc_root=poc_root,
+        evidence,
+        catalog,
+        detected,
+        reason,
+        job_id,
+        status,
+        suspicious,
+        flagged,
+        blocks,
+        _marker_entries(lines, scanned.markers, blocks, flagged),
+        ranked,
+        demoted,
+        logs_dir=raised.logs_dir,
+        script=script,
+        kit=kit,
+        poc_root=poc_root,
     )
     an.primary = ranked[0] if ranked else None
     _apply_visibility(an)
@@ -207,12 +231,20 @@ def analyse(
 
 
 def diagnose(
-    evidence: Evidence, catalog: Catalog, *, mode: str = "auto", job_id: str | None = None,
-    job_status: str | None = None, script: str | None = None, kit: str | None = None, poc_root: str | None = None,
+    evidence: Evidence,
+    catalog: Catalog,
+    *,
+    mode: str = "auto",
+    job_id: str | None = None,
+    job_status: str | None = None,
+    script: str | None = None,
+    kit: str | None = None,
+    poc_root: str | None = None,
 ) -> dict:
     """The full report dict for `evidence` (deterministic for the same input). `script` is the command that runs
     diagnose_job.py here and `kit` the startup-kit option --collect used (both go into follow-up commands)."""
-    an = analyse(evidence, catalog, mode=mode, job_id=job_id, job_status=job_status, script=script, kit=kit,
-                 poc_root=poc_root)
+    an = analyse(
+        evidence, catalog, mode=mode, job_id=job_id, job_status=job_status, script=script, kit=kit, poc_root=poc_root
+    )
     missing, commands = advice.missing_and_follow_ups(an)
     return report.assemble(an, missing, commands)

@@ -19,8 +19,14 @@ import math
 from . import jsontext
 
 MAX_NON_FINITE = 50
-_NON_FINITE_WORDS = {"nan": "NaN", "inf": "Infinity", "+inf": "Infinity", "infinity": "Infinity",
-                     "-inf": "-Infinity", "-infinity": "-Infinity"}
+_NON_FINITE_WORDS = {
+    "nan": "NaN",
+    "inf": "Infinity",
+    "+inf": "Infinity",
+    "infinity": "Infinity",
+    "-inf": "-Infinity",
+    "-infinity": "-Infinity",
+}
 SKIPPED_NON_FINITE = "skipped:non_finite_number"
 
 
@@ -81,7 +87,9 @@ def summary_part(obj: object, source: str) -> dict | None:
     final = _scan(obj.get("final_aggregated_metrics"), source=source, round_no=final_round, site=None, found=found)
     _scan(obj.get("best_metrics"), source=source, round_no=obj.get("best_round"), site=None, found=found)
     key = obj.get("key_metric")
-    key_metric = {k: key.get(k) for k in ("name", "mode") if isinstance(key.get(k), str)} if isinstance(key, dict) else None
+    key_metric = (
+        {k: key.get(k) for k in ("name", "mode") if isinstance(key.get(k), str)} if isinstance(key, dict) else None
+    )
     return {
         "origin": "summary",
         "final_round": final_round if isinstance(final_round, int) else None,
@@ -106,13 +114,20 @@ def rounds_part(texts: list[str], source: str) -> dict | None:
                 _scan(site.get("metrics"), source=source, round_no=round_no, site=site.get("name"), found=found)
         for skipped in record.get("skipped_metrics") or []:
             if isinstance(skipped, dict) and skipped.get("reason") == "non_finite_number":
-                found.append(_entry(str(skipped.get("name")), round_no, skipped.get("site"), source, SKIPPED_NON_FINITE))
+                found.append(
+                    _entry(str(skipped.get("name")), round_no, skipped.get("site"), source, SKIPPED_NON_FINITE)
+                )
         if isinstance(round_no, int) and (last_round is None or round_no >= last_round):
             last_round, last_final = round_no, final
     if last_round is None and not found:
         return None
-    return {"origin": "rounds", "final_round": last_round, "key_metric": None,
-            "final_aggregated_metrics": last_final or None, "non_finite": found}
+    return {
+        "origin": "rounds",
+        "final_round": last_round,
+        "key_metric": None,
+        "final_aggregated_metrics": last_final or None,
+        "non_finite": found,
+    }
 
 
 def combine(parts: list[dict]) -> dict | None:

@@ -32,16 +32,86 @@ _BIDI_RE = re.compile(f"[{_BIDI}]")
 # Cyrillic, Greek and IPA letters that render like Latin ones.
 _CONFUSABLES = str.maketrans(
     {
-        "а": "a", "в": "b", "е": "e", "ё": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i",
-        "ї": "i", "ј": "j", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w", "һ": "h", "ӏ": "l", "к": "k", "м": "m",
-        "н": "h", "т": "t", "п": "n", "г": "r", "ь": "b", "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M",
-        "Н": "H", "О": "O", "Р": "P", "С": "C", "Т": "T", "Х": "X", "У": "Y", "І": "I", "Ј": "J", "Ѕ": "S",
-        "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u",
-        "χ": "x", "ω": "w", "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M",
-        "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "ɑ": "a", "ɡ": "g", "ı": "i", "ȷ": "j",
-        "ɩ": "i", "ʏ": "y", "ᴄ": "c", "ᴏ": "o", "ᴠ": "v", "ᴡ": "w", "ᴢ": "z", "ꜱ": "s",
+        "а": "a",
+        "в": "b",
+        "е": "e",
+        "ё": "e",
+        "о": "o",
+        "р": "p",
+        "с": "c",
+        "у": "y",
+        "х": "x",
+        "і": "i",
+        "ї": "i",
+        "ј": "j",
+        "ѕ": "s",
+        "ԁ": "d",
+        "ԛ": "q",
+        "ԝ": "w",
+        "һ": "h",
+        "ӏ": "l",
+        "к": "k",
+        "м": "m",
+        "н": "h",
+        "т": "t",
+        "п": "n",
+        "г": "r",
+        "ь": "b",
+        "А": "A",
+        "В": "B",
+        "Е": "E",
+        "К": "K",
+        "М": "M",
+        "Н": "H",
+        "О": "O",
+        "Р": "P",
+        "С": "C",
+        "Т": "T",
+        "Х": "X",
+        "У": "Y",
+        "І": "I",
+        "Ј": "J",
+        "Ѕ": "S",
+        "α": "a",
+        "β": "b",
+        "ε": "e",
+        "ι": "i",
+        "κ": "k",
+        "ν": "v",
+        "ο": "o",
+        "ρ": "p",
+        "τ": "t",
+        "υ": "u",
+        "χ": "x",
+        "ω": "w",
+        "Α": "A",
+        "Β": "B",
+        "Ε": "E",
+        "Ζ": "Z",
+        "Η": "H",
+        "Ι": "I",
+        "Κ": "K",
+        "Μ": "M",
+        "Ν": "N",
+        "Ο": "O",
+        "Ρ": "P",
+        "Τ": "T",
+        "Υ": "Y",
+        "Χ": "X",
+        "ɑ": "a",
+        "ɡ": "g",
+        "ı": "i",
+        "ȷ": "j",
+        "ɩ": "i",
+        "ʏ": "y",
+        "ᴄ": "c",
+        "ᴏ": "o",
+        "ᴠ": "v",
+        "ᴡ": "w",
+        "ᴢ": "z",
+        "ꜱ": "s",
     }
-)  # fmt: skip
+)
 
 _HTML_COMMENT_RE = re.compile(r"<!--(.*?)(?:-->|$)", re.S)
 _MD_LINK_RE = re.compile(r"!?\[([^\]\n]{0,300})\]\(\s*<?([^)\s>]{1,2000})>?(?:\s+\"[^\"]{0,200}\")?\s*\)")
@@ -58,14 +128,16 @@ _B64_TEXT_LEADS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef")
 # or more hex digits. Mapped to one byte per class, these become patterns with a literal first byte, found at C speed
 # (see encoded_run_lines).
 _RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
-_B64_MAP = bytes(76 if chr(c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef" else 111 if chr(c) in _RUN_CHARS else 32
-                 for c in range(256))  # L = letter that may lead a base64 group of text, o = other run char
+_B64_MAP = bytes(
+    76 if chr(c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef" else 111 if chr(c) in _RUN_CHARS else 32 for c in range(256)
+)  # L = letter that may lead a base64 group of text, o = other run char
 _HEX_MAP = bytes(120 if chr(c) in "0123456789abcdefABCDEFxX" else 32 for c in range(256))  # x = hex digit (or 0x)
 _B64_CANDIDATE = re.compile(rb" L[Lo]{3}L[Lo]{3}L[Lo]{3}L[Lo]{3}")
 _HEX_CANDIDATE = b" " + b"x" * 16  # a literal: bytes.find skips ahead; a hex run of text is rare in logs
 # The same places in line shapes (textindex.py: hex digits written as '0', case kept): a superset.
-_B64_SHAPE_MAP = bytes(76 if chr(c) in "0ABCDEFGHIJKLMNOPQRSTUVWXYZ" else 111 if chr(c) in _RUN_CHARS else 32
-                       for c in range(256))
+_B64_SHAPE_MAP = bytes(
+    76 if chr(c) in "0ABCDEFGHIJKLMNOPQRSTUVWXYZ" else 111 if chr(c) in _RUN_CHARS else 32 for c in range(256)
+)
 _HEX_SHAPE = re.compile(b"0" * 14)  # 16 hex digits, or 0x and 14 (an x ends any other hex run)
 
 
@@ -172,7 +244,9 @@ def _decode_runs(text: str, used: set[str], budget: list[int]) -> str:
     if "%" in text:
         text = _PERCENT_TOKEN_RE.sub(lambda m: _decode_percent(m.group(0), used, budget), text)
     if "\\x" in text:
-        text = _HEX_ESCAPE_RE.sub(lambda m: _accept(_from_hex(m.group(0).replace("\\x", "")), m.group(0), "hex encoding", used, budget), text)
+        text = _HEX_ESCAPE_RE.sub(
+            lambda m: _accept(_from_hex(m.group(0).replace("\\x", "")), m.group(0), "hex encoding", used, budget), text
+        )
     return _RUN_RE.sub(lambda m: _decode_run(m.group(0), used, budget), text)
 
 

@@ -23,7 +23,13 @@ from .scan import Hit
 from .textindex import Subset
 from .tracebacks import Traceback, block_containing, is_nvflare_file, is_user_file
 
-USER_CODE, NVFLARE_FROM_USER, NVFLARE, WRAPPED, LIBRARY = "user_code", "nvflare_from_user", "nvflare", "wrapper", "library"
+USER_CODE, NVFLARE_FROM_USER, NVFLARE, WRAPPED, LIBRARY = (
+    "user_code",
+    "nvflare_from_user",
+    "nvflare",
+    "wrapper",
+    "library",
+)
 SIM_ROW, CONFIG_ROW = "SIMULATION_CONFIG_ERROR", "CONFIG_FILE_VALIDATION_ERROR"
 MAX_DETAIL_HITS = 2
 _CONFIG_NAMED = re.compile(r"\b[\w.-]+\.(?:json|ya?ml|conf|cfg|toml)\b|config_fed_(?:server|client)|\bmeta\.json\b")
@@ -148,7 +154,9 @@ def _open_values(templates: list, text: str) -> str:
     return " | ".join(_CLASS_PREFIX.sub("", value, count=1) for value in values)
 
 
-def drop_shadowed_hits(hits: dict[str, list[Hit]], result: RaiserResult, lines: list[Line], catalog) -> dict[str, list[Hit]]:
+def drop_shadowed_hits(
+    hits: dict[str, list[Hit]], result: RaiserResult, lines: list[Line], catalog
+) -> dict[str, list[Hit]]:
     """Catalog regex hits that only echo code, an exception class or NVFLARE's own wording are dropped: hits on
     source-code lines quoted under traceback frames (`raise FileNotFoundError(...)`), and hits on a line NVFLARE's
     reviewed template decided unless the regex matches what the template leaves open: its values and the rest of
@@ -196,7 +204,9 @@ def _note_logs_dir(result: RaiserResult, text: str) -> None:
         result.logs_dir = match.group(1)
 
 
-def _line_hits(result: RaiserResult, lines: list[Line], catalog, mode: str, covered: set[int], skip, candidates) -> None:
+def _line_hits(
+    result: RaiserResult, lines: list[Line], catalog, mode: str, covered: set[int], skip, candidates
+) -> None:
     """NVFLARE messages on error lines outside tracebacks (log records, CLI output, a pasted exception line).
     `candidates`: the indexes of the lines that may be such lines (see _error_lines)."""
     for index in candidates:
@@ -224,8 +234,9 @@ def _error_lines(lines: list[Line], index) -> list[int] | range:
     return sorted({n for word in {w.lower() for w in _ERROR_WORDS} for n in loud.lines_with(word)})
 
 
-def analyse_raisers(lines: list[Line], blocks: list[Traceback], catalog, mode: str, skip=frozenset(),
-                    index=None) -> RaiserResult:
+def analyse_raisers(
+    lines: list[Line], blocks: list[Traceback], catalog, mode: str, skip=frozenset(), index=None
+) -> RaiserResult:
     """Hits from traceback structure and NVFLARE's messages; see the module docstring for the rules. `index`, a
     textindex.TextIndex of the same lines, finds the lines that are not DEBUG/INFO records without a loop."""
     result = RaiserResult()

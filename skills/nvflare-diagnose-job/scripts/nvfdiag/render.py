@@ -52,8 +52,10 @@ def _evidence(report: dict) -> list[str]:
         out += ["| pattern | site | source:line | seen | excerpt |", "|---|---|---|---|---|"]
         for sig in report["signals"]:
             where = f"{sig['source']}:{sig['line'] if sig['line'] is not None else '?'}"
-            out.append(f"| `{sig['pattern']}` | {_code(sig['site'] or '-')} | {_code(where)} | {_seen(sig)} | "
-                       f"{_code(sig['excerpt'])} |")
+            out.append(
+                f"| `{sig['pattern']}` | {_code(sig['site'] or '-')} | {_code(where)} | {_seen(sig)} | "
+                f"{_code(sig['excerpt'])} |"
+            )
     else:
         out.append("- no catalogued signal was found")
     if report["omitted"].get("signals"):
@@ -85,8 +87,12 @@ def _follow_up(report: dict) -> list[str]:
     metrics = report["metrics"]
     out += ["", "## Metrics", ""]
     if metrics:
-        out.append(f"- final round: {_code(metrics.get('final_round'))}, key metric: {_code(metrics.get('key_metric'))}")
-        out.append(f"- final aggregated metrics: {_code(json.dumps(metrics.get('final_aggregated_metrics'), sort_keys=True))}")
+        out.append(
+            f"- final round: {_code(metrics.get('final_round'))}, key metric: {_code(metrics.get('key_metric'))}"
+        )
+        out.append(
+            f"- final aggregated metrics: {_code(json.dumps(metrics.get('final_aggregated_metrics'), sort_keys=True))}"
+        )
         for item in metrics.get("non_finite") or []:
             out.append(f"- non-finite: {_code(json.dumps(item, sort_keys=True))}")
     else:
@@ -134,7 +140,10 @@ def _suspicious(report: dict) -> list[str]:
     ]
     items = report["suspicious_content"]
     out += _bullets(
-        [f"{_code(f['source'])} line {f['line'] if f['line'] is not None else '?'} ({f['kind']}): {_code(f['summary'])}" for f in items]
+        [
+            f"{_code(f['source'])} line {f['line'] if f['line'] is not None else '?'} ({f['kind']}): {_code(f['summary'])}"
+            for f in items
+        ]
     )
     if report["omitted"].get("suspicious_content"):
         out.append(f"- ({report['omitted']['suspicious_content']} more not shown)")
@@ -142,7 +151,11 @@ def _suspicious(report: dict) -> list[str]:
     out += _bullets(
         [
             f"{_code(m['marker'])} at {_code(str(m['source']) + ':' + str(m['line'] if m['line'] is not None else '?'))}: "
-            + ("corroborated by a user-code traceback" if m["corroborated"] else "not corroborated, ignored for attribution")
+            + (
+                "corroborated by a user-code traceback"
+                if m["corroborated"]
+                else "not corroborated, ignored for attribution"
+            )
             for m in report["unverified_markers"]
         ]
     )

@@ -31,17 +31,32 @@ MAX_REPORT_BYTES = 63 * 1024  # as printed by render.to_json; the bar is 64 KiB
 SUPPORTING = "supporting evidence (terminal status, a server-side echo or a static source finding)"
 SHRINKABLE = ("evidence_sources", "suspicious_content", "signals", "unverified_markers", "other_candidates")
 _IDENT = re.compile(r"^[A-Za-z_<][\w.<>-]{0,80}$")
-_QUALITY_PROBLEMS = ("partial", "truncated", "missing", "permission_denied", "unavailable", "not_streamed",
-                     "skipped_binary", "skipped_limit")
+_QUALITY_PROBLEMS = (
+    "partial",
+    "truncated",
+    "missing",
+    "permission_denied",
+    "unavailable",
+    "not_streamed",
+    "skipped_binary",
+    "skipped_limit",
+)
 
 
 def _signal(an, hits: list) -> dict:
     """One signal row for a fact seen `len(hits)` times: the first occurrence, and where all were seen."""
     hit = hits[0]
     if hit.index is None:
-        return {"pattern": hit.pattern, "source": "job_status", "site": None, "line": None,
-                "excerpt": f"job status {an.job_status}", "marker": None, "count": len(hits),
-                "seen_in": [{"source": "job_status", "site": None, "line": None}]}
+        return {
+            "pattern": hit.pattern,
+            "source": "job_status",
+            "site": None,
+            "line": None,
+            "excerpt": f"job status {an.job_status}",
+            "marker": None,
+            "count": len(hits),
+            "seen_in": [{"source": "job_status", "site": None, "line": None}],
+        }
     line = an.evidence.lines[hit.index]
     marker = MARKER.search(line.text[:8192])
     places = []
@@ -50,9 +65,16 @@ def _signal(an, hits: list) -> dict:
         place = {"source": where.source, "site": where.site, "line": where.line}
         if place not in places:
             places.append(place)
-    return {"pattern": hit.pattern, "source": line.source, "site": line.site, "line": line.line,
-            "excerpt": excerpt(defang(line.text[:2000])), "marker": marker.group(0) if marker else None,
-            "count": len(hits), "seen_in": places[:MAX_SEEN_IN]}
+    return {
+        "pattern": hit.pattern,
+        "source": line.source,
+        "site": line.site,
+        "line": line.line,
+        "excerpt": excerpt(defang(line.text[:2000])),
+        "marker": marker.group(0) if marker else None,
+        "count": len(hits),
+        "seen_in": places[:MAX_SEEN_IN],
+    }
 
 
 def _ordered(hits) -> list:
@@ -129,7 +151,9 @@ def _variant_cause(an) -> str:
     if not row.variants and not row.default_variant:
         return ""
     for variant in row.variants:
-        if any(variant.regex.search(line.text[:8192]) for i, line in enumerate(an.evidence.lines) if i not in an.flagged):
+        if any(
+            variant.regex.search(line.text[:8192]) for i, line in enumerate(an.evidence.lines) if i not in an.flagged
+        ):
             return variant.cause
     return row.default_variant.cause if row.default_variant else ""
 
@@ -143,11 +167,15 @@ def _likely_cause(an) -> str:
         if an.suspicious:
             text += "; log text that tries to direct the reader was found and not followed"
         if an.logs_dir:
-            text += ("; `Simulation failed with return code` only reports that the simulated run failed, the cause "
-                     "is in the per-site logs it names")
+            text += (
+                "; `Simulation failed with return code` only reports that the simulated run failed, the cause "
+                "is in the per-site logs it names"
+            )
         if an.job_status == "FINISHED:COMPLETED" and not an.suspicious:
-            text += ("; the job finished with status FINISHED:COMPLETED: nothing in the evidence says it failed (a "
-                     "disappointing metric is not a failure this catalog covers)")
+            text += (
+                "; the job finished with status FINISHED:COMPLETED: nothing in the evidence says it failed (a "
+                "disappointing metric is not a failure this catalog covers)"
+            )
     elif an.primary.row.id == "PARTIAL_LOG_VISIBILITY":
         listed = ", ".join(f"{s} ({st})" for s, st in an.partial_sites.items())
         symptom = next((d.row.id for d in an.demoted if d.reason.startswith("symptom depends")), None)
@@ -155,8 +183,13 @@ def _likely_cause(an) -> str:
         text += f", and the observed {symptom} depends on them" if symptom else ""
     else:
         row = an.primary.row
-        hit_sites = sorted({an.evidence.lines[h.index].site for h in an.primary.hits
-                            if h.index is not None and sites.valid_site(an.evidence.lines[h.index].site)})
+        hit_sites = sorted(
+            {
+                an.evidence.lines[h.index].site
+                for h in an.primary.hits
+                if h.index is not None and sites.valid_site(an.evidence.lines[h.index].site)
+            }
+        )
         text = row.title + (f" (seen in: {', '.join(hit_sites[:5])})" if hit_sites else "")
         detail = "; ".join(part for part in (_traceback_detail(an), _variant_cause(an)) if part)
         text += f": {detail}" if detail else ""
@@ -165,8 +198,10 @@ def _likely_cause(an) -> str:
     if an.sim_traceback_missing:
         text += "; the client traceback is missing (a SimEnv workspace only shows the server's view; ask for the stdout of python job.py)"
     if an.site_traceback_missing:
-        text += ("; the client traceback is missing (the server's job log only echoes the failure; the traceback is "
-                 "in the site's console output)")
+        text += (
+            "; the client traceback is missing (the server's job log only echoes the failure; the traceback is "
+            "in the site's console output)"
+        )
     return text + "."
 
 
@@ -195,7 +230,11 @@ def _quality(an, findings: list[str]) -> str:
     if not readable or (not an.evidence.lines and not an.evidence.metrics):
         return "insufficient"
     problems = {"PARTIAL_LOG_VISIBILITY", "LOGS_TRUNCATED", "EVIDENCE_LIMIT_REACHED", "CLIENT_TRACEBACK_MISSING"}
-    if problems & set(findings) or an.unsupplied_sites or any(s.status in _QUALITY_PROBLEMS for s in an.evidence.sources):
+    if (
+        problems & set(findings)
+        or an.unsupplied_sites
+        or any(s.status in _QUALITY_PROBLEMS for s in an.evidence.sources)
+    ):
         return "partial"
     return "complete"
 
@@ -211,36 +250,45 @@ def assemble(an, missing: list[str], commands: list[str]) -> dict:
     signals, signals_omitted = _signals(an)
     findings = _findings(an, sources)
     row = an.primary.row if an.primary else None
-    markers = [{"marker": m["marker"], "source": an.evidence.lines[m["index"]].source,
-                "line": an.evidence.lines[m["index"]].line, "corroborated": m["corroborated"]} for m in an.markers]
-    return _fit({
-        "schema_version": SCHEMA_VERSION,
-        "runtime_mode": an.mode,
-        "mode_reason": an.mode_reason,
-        "job_id": an.job_id,
-        "job_status": an.job_status,
-        "evidence_sources": [s.as_dict() for s in sources[:MAX_SOURCES]],
-        "evidence_quality": _quality(an, findings),
-        "matched_pattern": row.id if row else "UNKNOWN",
-        "recovery_category": row.recovery_category if row else "UNKNOWN",
-        "confidence": an.confidence,
-        "likely_cause": _likely_cause(an),
-        "signals": signals,
-        "other_candidates": _other_candidates(an),
-        "findings": findings,
-        "suspicious_content": _suspicious(an),
-        "unverified_markers": markers[:MAX_MARKERS],
-        "metrics": _metrics(an.evidence.metrics),
-        "next_action": _next_action(an),
-        "missing_evidence": missing,
-        "follow_up_commands": commands,
-        "omitted": {
-            "evidence_sources": max(0, len(sources) - MAX_SOURCES),
-            "signals": signals_omitted,
-            "suspicious_content": max(0, len(an.suspicious) - MAX_SUSPICIOUS),
-            "unverified_markers": max(0, len(markers) - MAX_MARKERS),
-        },
-    })
+    markers = [
+        {
+            "marker": m["marker"],
+            "source": an.evidence.lines[m["index"]].source,
+            "line": an.evidence.lines[m["index"]].line,
+            "corroborated": m["corroborated"],
+        }
+        for m in an.markers
+    ]
+    return _fit(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "runtime_mode": an.mode,
+            "mode_reason": an.mode_reason,
+            "job_id": an.job_id,
+            "job_status": an.job_status,
+            "evidence_sources": [s.as_dict() for s in sources[:MAX_SOURCES]],
+            "evidence_quality": _quality(an, findings),
+            "matched_pattern": row.id if row else "UNKNOWN",
+            "recovery_category": row.recovery_category if row else "UNKNOWN",
+            "confidence": an.confidence,
+            "likely_cause": _likely_cause(an),
+            "signals": signals,
+            "other_candidates": _other_candidates(an),
+            "findings": findings,
+            "suspicious_content": _suspicious(an),
+            "unverified_markers": markers[:MAX_MARKERS],
+            "metrics": _metrics(an.evidence.metrics),
+            "next_action": _next_action(an),
+            "missing_evidence": missing,
+            "follow_up_commands": commands,
+            "omitted": {
+                "evidence_sources": max(0, len(sources) - MAX_SOURCES),
+                "signals": signals_omitted,
+                "suspicious_content": max(0, len(an.suspicious) - MAX_SUSPICIOUS),
+                "unverified_markers": max(0, len(markers) - MAX_MARKERS),
+            },
+        }
+    )
 
 
 def _metrics(metrics: dict | None) -> dict | None:

@@ -42,8 +42,9 @@ class ScanResult:
         return self.find_mode_hints()
 
 
-def scan_lines(lines: list[Line], catalog: Catalog, skip: set[int] | frozenset = frozenset(),
-               index: TextIndex | None = None) -> ScanResult:
+def scan_lines(
+    lines: list[Line], catalog: Catalog, skip: set[int] | frozenset = frozenset(), index: TextIndex | None = None
+) -> ScanResult:
     """Match every non-skipped line once against the catalog signals, mode hints and markers.
 
     A regex runs only on a line where one of its keywords occurs (and the literal text the regex cannot match
@@ -94,8 +95,11 @@ def _waiting_rows(catalog: Catalog) -> dict[str, tuple[str, ...]]:
     partners can be found by the scan alone: their DEBUG/INFO signals are looked for only if a partner matched
     (the ranking drops them otherwise; ordinary logs are full of healthy transfer progress)."""
     by_id = {row.id: row for row in catalog.rows}
-    return {row.id: row.requires_any for row in catalog.rows if row.requires_any
-            and all(p in by_id and not by_id[p].conditions for p in row.requires_any)}
+    return {
+        row.id: row.requires_any
+        for row in catalog.rows
+        if row.requires_any and all(p in by_id and not by_id[p].conditions for p in row.requires_any)
+    }
 
 
 def _signal_matches(text: str, sig, loud: bool) -> bool:
@@ -170,6 +174,7 @@ def _mode_hints(lines: list[Line], catalog: Catalog, index: TextIndex, skip) -> 
 
 def _first_match(lines: list[Line], index: TextIndex, hint, skip) -> int | None:
     """The first line (not skipped) holding a keyword of `hint` where its regex matches, or None."""
+
     def matches(number: int) -> bool:
         text = lines[number].text[:MAX_SCAN_CHARS]
         return number not in skip and hint.may_match(text.lower()) and bool(hint.regex.search(text))
@@ -191,7 +196,13 @@ def _literal_led(regex: re.Pattern) -> re.Pattern | None:
     """For `\\bword...` (ignoring case, no upper-case letter, no alternation): the same pattern without the \\b
     and case-sensitive, for lower-cased text, so the regex engine can jump to the literal; else None."""
     pattern = regex.pattern
-    if (pattern.startswith("\\b") and pattern[2:3].isalnum() and "|" not in pattern
-            and regex.flags & re.IGNORECASE and pattern == pattern.lower() and pattern.isascii()):
+    if (
+        pattern.startswith("\\b")
+        and pattern[2:3].isalnum()
+        and "|" not in pattern
+        and regex.flags & re.IGNORECASE
+        and pattern == pattern.lower()
+        and pattern.isascii()
+    ):
         return re.compile(pattern[2:])
     return None

@@ -22,8 +22,11 @@ _META_KEYS = ("job_id", "submit_time_iso", "job_deploy_detail", "duration", "job
 
 
 def looks_like_envelope(obj: object) -> bool:
-    return isinstance(obj, dict) and "schema_version" in obj and obj.get("status") in ("ok", "error") and (
-        "data" in obj or "error_code" in obj
+    return (
+        isinstance(obj, dict)
+        and "schema_version" in obj
+        and obj.get("status") in ("ok", "error")
+        and ("data" in obj or "error_code" in obj)
     )
 
 
@@ -32,11 +35,7 @@ def looks_like_bundle(obj: object) -> bool:
 
 
 def looks_like_job_meta(obj: object) -> bool:
-    return (
-        isinstance(obj, dict)
-        and nvflare_job_status(obj.get("status"))
-        and any(key in obj for key in _META_KEYS)
-    )
+    return isinstance(obj, dict) and nvflare_job_status(obj.get("status")) and any(key in obj for key in _META_KEYS)
 
 
 def envelope_kind(envelope: dict, command: list[str] | None = None) -> str:
@@ -124,8 +123,14 @@ def _job_logs(ev: Evidence, data: dict, source: str) -> None:
         if isinstance(text, str):
             ev.lines.extend(text_to_lines(text, entry, site))
         ev.sources.append(
-            Source(entry, "cli_envelope", site, _source_status(status), len(text.encode()) if isinstance(text, str) else 0,
-                   status == "truncated")
+            Source(
+                entry,
+                "cli_envelope",
+                site,
+                _source_status(status),
+                len(text.encode()) if isinstance(text, str) else 0,
+                status == "truncated",
+            )
         )
 
 

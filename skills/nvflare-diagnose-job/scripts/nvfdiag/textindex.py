@@ -88,8 +88,12 @@ class TextIndex:
         """Indexes of the lines holding a non-ASCII character (exact)."""
         if self.ascii:
             return []
-        return self.memo("odd lines", lambda: [n for n in self.shape_lines(re.compile(re.escape(_ODD)), case=True)
-                                                if not self.line_text(n).isascii()])
+        return self.memo(
+            "odd lines",
+            lambda: [
+                n for n in self.shape_lines(re.compile(re.escape(_ODD)), case=True) if not self.line_text(n).isascii()
+            ],
+        )
 
     def _odd_lines(self) -> Subset:
         if self._odd is None:
@@ -100,7 +104,9 @@ class TextIndex:
         """False when the lower-cased text surely does not contain `needle` (lower case)."""
         if needle in self._lines:
             return bool(self._lines[needle])
-        return (self.shapes.may_contain(needle) and shape_of(needle) in self.shapes.low) or (bool(self.odd) and bool(self._odd_lines().lines_with(needle)))
+        return (self.shapes.may_contain(needle) and shape_of(needle) in self.shapes.low) or (
+            bool(self.odd) and bool(self._odd_lines().lines_with(needle))
+        )
 
     def may_have_word(self, word: str) -> bool:
         """False when no line surely holds the lower-case `word` as a whole letter run (see _Shapes.words)."""

@@ -24,8 +24,22 @@ ERROR_LOG, METRICS, LOG, STRUCTURED, OTHER_TEXT = range(5)
 MAX_WALK_ENTRIES = 100_000
 MAX_DEPTH = 16
 SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", "venv", ".mypy_cache", ".pytest_cache"})
-GENERIC_DIRS = frozenset({"jobs", "workspace", "transfer", "tmp", "download", "downloads", "simulation", "poc",
-                          "results", "logs", "local", "simulate_job"})
+GENERIC_DIRS = frozenset(
+    {
+        "jobs",
+        "workspace",
+        "transfer",
+        "tmp",
+        "download",
+        "downloads",
+        "simulation",
+        "poc",
+        "results",
+        "logs",
+        "local",
+        "simulate_job",
+    }
+)
 _CAPTURE_WORDS = ("stdout", "stderr", "console", "output")
 _ROTATED = re.compile(r"^(error_log|log|log_fl)\.(txt|json)\.\d+$")
 
@@ -253,9 +267,18 @@ class _WalkState:
         exported_meta = name == "meta.json" and os.path.dirname(display) in self.exported_dirs
         shared = bool(self.job_id) and not in_job and _participant_folder(names)
         self.result.candidates.append(
-            Candidate(path=display, real=os.path.realpath(real), klass=METRICS if exported_meta else klass, site=label,
-                      size=st.st_size if st else 0, mtime_ns=st.st_mtime_ns if st else 0,
-                      in_job=in_job, root=self.root, exported_meta=exported_meta, shared=shared)
+            Candidate(
+                path=display,
+                real=os.path.realpath(real),
+                klass=METRICS if exported_meta else klass,
+                site=label,
+                size=st.st_size if st else 0,
+                mtime_ns=st.st_mtime_ns if st else 0,
+                in_job=in_job,
+                root=self.root,
+                exported_meta=exported_meta,
+                shared=shared,
+            )
         )
 
 

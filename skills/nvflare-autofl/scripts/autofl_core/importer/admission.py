@@ -18,8 +18,10 @@ INVALID_SCHEMA = "AUTOFL_INVALID_MUTATION_SCHEMA"
 BUDGET_CONFLICT = "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
 SCHEMA_BUDGET_MISMATCH = "AUTOFL_SCHEMA_BUDGET_MISMATCH"
 UNISOLATED_WORKSPACE = "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"
-WORKSPACE_FIX = ('job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path")), or run the '
-                 "job as a recipe with SimEnv")  # fmt: skip
+WORKSPACE_FIX = (
+    'job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path")), or run the '
+    "job as a recipe with SimEnv"
+)
 BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
 
 
@@ -28,10 +30,14 @@ def _error(code: str, message: str) -> dict:
 
 
 def _input_errors(config: dict) -> list[dict]:
-    errors = [_error(INVALID_SCHEMA, f"mutation_schema.yaml: {e}; fix the schema file or remove it")
-              for e in config.get("schema", {}).get("errors", [])]  # fmt: skip
-    errors += [_error(INVALID_BASE_ARGS, f"--base-args: {e}; job.py's parser would reject it, fix --base-args")
-               for e in config.get("argparse", {}).get("base_args_errors", [])]  # fmt: skip
+    errors = [
+        _error(INVALID_SCHEMA, f"mutation_schema.yaml: {e}; fix the schema file or remove it")
+        for e in config.get("schema", {}).get("errors", [])
+    ]
+    errors += [
+        _error(INVALID_BASE_ARGS, f"--base-args: {e}; job.py's parser would reject it, fix --base-args")
+        for e in config.get("argparse", {}).get("base_args_errors", [])
+    ]
     errors += [_error(BUDGET_CONFLICT, c) for c in config.get("argparse", {}).get("budget_conflicts", [])]
     errors += [_error(SCHEMA_BUDGET_MISMATCH, m) for m in config.get("schema", {}).get("budget_mismatches", [])]
     return errors
@@ -43,9 +49,11 @@ def _class_parser_hint(config: dict) -> str:
     found = section.get("class_parsers") or []
     if not found or section.get("parsed"):
         return ""
-    return (f"job.py parses its options inside class {found[0]['class']} (line {found[0]['line']}), and the importer "
-            "does not follow classes, so those values are unknown: build the parser in a function (e.g. "
-            "args = define_parser()) and pass args.<option> to the recipe and env")  # fmt: skip
+    return (
+        f"job.py parses its options inside class {found[0]['class']} (line {found[0]['line']}), and the importer "
+        "does not follow classes, so those values are unknown: build the parser in a function (e.g. "
+        "args = define_parser()) and pass args.<option> to the recipe and env"
+    )
 
 
 def _budget_errors(config: dict) -> list[dict]:
@@ -56,15 +64,25 @@ def _budget_errors(config: dict) -> list[dict]:
         if hint:
             return [_error(EMPTY_BUDGET, f"no fixed training budget could be read: {hint}")]
         why = next((f"{f}: {e['reason']}" for f, e in zip(BUDGET_FIELDS, entries, strict=True) if e.get("reason")), "")
-        return [_error(EMPTY_BUDGET, "no fixed training budget (num_clients, min_clients, num_rounds) could be read "
-                       f"from job.py{f' ({why})' if why else ''}; pass them as literals or argparse values to the "
-                       "recipe and SimEnv")]  # fmt: skip
+        return [
+            _error(
+                EMPTY_BUDGET,
+                "no fixed training budget (num_clients, min_clients, num_rounds) could be read "
+                f"from job.py{f' ({why})' if why else ''}; pass them as literals or argparse values to the "
+                "recipe and SimEnv",
+            )
+        ]
     errors = []
     for field, entry in zip(BUDGET_FIELDS, entries, strict=True):
         if entry.get("confidence") == "unresolved":
-            errors.append(_error(UNRESOLVED_SAFETY, f"fixed_budget.{field} is unresolved ({entry.get('reason')}); "
-                                 f"set {field} from a literal or an argparse default in job.py, or pass its "
-                                 "option in --base-args"))  # fmt: skip
+            errors.append(
+                _error(
+                    UNRESOLVED_SAFETY,
+                    f"fixed_budget.{field} is unresolved ({entry.get('reason')}); "
+                    f"set {field} from a literal or an argparse default in job.py, or pass its "
+                    "option in --base-args",
+                )
+            )
     return errors
 
 
@@ -73,30 +91,57 @@ def _objective_errors(config: dict, requested: str | None) -> list[dict]:
     owner = (config.get("job") or {}).get("class") or "the recipe"
     key = obj.get("job_key_metric")
     if key is None:
-        return [_error(UNRESOLVED_SAFETY, f"the job key metric is unresolved; pass key_metric=\"...\" as a literal "
-                       f"to {owner}(...) in job.py")]  # fmt: skip
+        return [
+            _error(
+                UNRESOLVED_SAFETY,
+                f'the job key metric is unresolved; pass key_metric="..." as a literal to {owner}(...) in job.py',
+            )
+        ]
     requested = requested or obj.get("requested_metric")
     bridges = (config.get("schema") or {}).get("bridged_metrics") or []
     if requested and requested != key and requested not in bridges:
-        return [_error(NOT_DECLARED, f"requested metric '{requested}' is not the job key metric '{key}' and "
-                       f"mutation_schema.yaml does not bridge it; use --metric {key}, or declare "
-                       f"objective.requested_metric: {requested} (with its mode) in mutation_schema.yaml")]  # fmt: skip
+        return [
+            _error(
+                NOT_DECLARED,
+                f"requested metric '{requested}' is not the job key metric '{key}' and "
+                f"mutation_schema.yaml does not bridge it; use --metric {key}, or declare "
+                f"objective.requested_metric: {requested} (with its mode) in mutation_schema.yaml",
+            )
+        ]
     metric, mode, source = obj.get("metric"), obj.get("mode"), obj.get("mode_contract_source")
     if mode is None:
         notes = [u["reason"] for u in config.get("unresolved") or [] if u.get("field") == "objective.mode"]
         reason = notes[0] if notes else "its direction cannot be read statically"
-        return [_error(UNRESOLVED_SAFETY, f"the direction of '{metric}' is unresolved ({reason}); set "
-                       f"key_metric_mode=\"min\" or \"max\" explicitly in {owner}(...)")]  # fmt: skip
+        return [
+            _error(
+                UNRESOLVED_SAFETY,
+                f"the direction of '{metric}' is unresolved ({reason}); set "
+                f'key_metric_mode="min" or "max" explicitly in {owner}(...)',
+            )
+        ]
     errors = []
     if metric == key and obj.get("schema_mode") and obj["schema_mode"] != mode:
-        errors.append(_error(DIRECTION_CONFLICT, f"mutation_schema.yaml objective.mode={obj['schema_mode']} would "
-                             f"override job.py's direction for its key metric '{key}' ({mode} from {source}); remove "
-                             "objective.mode from the schema or change key_metric_mode in job.py"))  # fmt: skip
+        errors.append(
+            _error(
+                DIRECTION_CONFLICT,
+                f"mutation_schema.yaml objective.mode={obj['schema_mode']} would "
+                f"override job.py's direction for its key metric '{key}' ({mode} from {source}); remove "
+                "objective.mode from the schema or change key_metric_mode in job.py",
+            )
+        )
     if mode == "max" and source == "core_default" and is_lower_better_name(metric or ""):
-        where = (f"key_metric_mode=\"min\" in {owner}(...) in job.py" if metric == key
-                 else "objective.mode: min in mutation_schema.yaml")  # fmt: skip
-        errors.append(_error(DIRECTION_CONFLICT, f"'{metric}' looks lower-is-better but would use NVFLARE's implicit "
-                             f"max default; set {where} (or an explicit max if higher really is better)"))  # fmt: skip
+        where = (
+            f'key_metric_mode="min" in {owner}(...) in job.py'
+            if metric == key
+            else "objective.mode: min in mutation_schema.yaml"
+        )
+        errors.append(
+            _error(
+                DIRECTION_CONFLICT,
+                f"'{metric}' looks lower-is-better but would use NVFLARE's implicit "
+                f"max default; set {where} (or an explicit max if higher really is better)",
+            )
+        )
     return errors
 
 
@@ -106,9 +151,14 @@ def _isolation_errors(config: dict) -> list[dict]:
     if not workspace or workspace.get("reads_root_variable"):
         return []
     where = f"to {workspace['value']!r}" if workspace.get("value") is not None else "to a path"
-    return [_error(UNISOLATED_WORKSPACE, f"FedJob.simulator_run() at line {workspace.get('line')} writes {where} and "
-                   "ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT (in NVFLARE 2.9 only SimEnv honours it), so trials "
-                   f"cannot be isolated; read the variable: {WORKSPACE_FIX}")]  # fmt: skip
+    return [
+        _error(
+            UNISOLATED_WORKSPACE,
+            f"FedJob.simulator_run() at line {workspace.get('line')} writes {where} and "
+            "ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT (in NVFLARE 2.9 only SimEnv honours it), so trials "
+            f"cannot be isolated; read the variable: {WORKSPACE_FIX}",
+        )
+    ]
 
 
 def admission_errors(config: dict, requested_metric: str | None = None) -> list[dict]:

@@ -1,13 +1,13 @@
 """Public API of the static job importer (never imports nvflare, never executes job.py).
 
-    import_job(job_path, metric=None, base_args=(), schema_path=None) -> config   (reads files)
-    import_source(source, job_name="job.py", ...) -> config                        (pure core)
-    admission_errors(config, requested_metric) -> [{code, message}]
-    cli_flags(config) -> {long_flags, groups, name_flag, takes_value, allow_abbrev}
-    fixed_budget_args(config) -> ["--n_clients", "2", "--num_rounds", "3"]
-    fixed_budget_options(config) -> ["--n_clients", "--num_rounds"]   (every option the budget depends on)
-    canonical_option(config, token) -> (canonical long option | None, inline value | None, error | None)
-    parse_job_args(config, argv, known_only=False) -> ({canonical option: value}, errors)
+import_job(job_path, metric=None, base_args=(), schema_path=None) -> config   (reads files)
+import_source(source, job_name="job.py", ...) -> config                        (pure core)
+admission_errors(config, requested_metric) -> [{code, message}]
+cli_flags(config) -> {long_flags, groups, name_flag, takes_value, allow_abbrev}
+fixed_budget_args(config) -> ["--n_clients", "2", "--num_rounds", "3"]
+fixed_budget_options(config) -> ["--n_clients", "--num_rounds"]   (every option the budget depends on)
+canonical_option(config, token) -> (canonical long option | None, inline value | None, error | None)
+parse_job_args(config, argv, known_only=False) -> ({canonical option: value}, errors)
 """
 
 from __future__ import annotations
@@ -73,8 +73,10 @@ def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -
         if key in RUNNER_SETTINGS or flag is None or flag.positional:
             continue
         if key in given and given[key] != value:
-            conflicts.append(f"--base-args sets {flag.canonical} {given[key]!r} but mutation_schema.yaml fixes "
-                             f"{key}: {value!r}; drop it from --base-args")  # fmt: skip
+            conflicts.append(
+                f"--base-args sets {flag.canonical} {given[key]!r} but mutation_schema.yaml fixes "
+                f"{key}: {value!r}; drop it from --base-args"
+            )
         if flag.takes_value:
             args += [flag.canonical, str(value)]
         elif flag.action == "boolean_optional":
@@ -138,9 +140,11 @@ def _schema_mismatches(budget: dict, schema: dict) -> list[str]:
     for key, name in (("n_clients", "num_clients"), ("num_rounds", "num_rounds")):
         entry = budget.get(name) or {}
         if key in wanted and entry.get("confidence") != "not_applicable" and entry.get("value") != wanted[key]:
-            problems.append(f"mutation_schema.yaml fixes {key}: {wanted[key]} but job.py uses {name}="
-                            f"{entry.get('value')} and has no --{key} option to set it; add that option to job.py "
-                            "or change the schema")  # fmt: skip
+            problems.append(
+                f"mutation_schema.yaml fixes {key}: {wanted[key]} but job.py uses {name}="
+                f"{entry.get('value')} and has no --{key} option to set it; add that option to job.py "
+                "or change the schema"
+            )
     return problems
 
 
@@ -148,22 +152,37 @@ def _schema_unapplied(schema: dict, flags: list[dict]) -> list[dict]:
     """Schema arguments job.py has no option for: recorded for the human, never silently dropped."""
     dests = {f["dest"] for f in flags if not f["positional"]}
     budget = schema["comparison_budget_args"]
-    notes = [{"field": f"schema.comparison_budget_args.{key}",
-              "reason": f"job.py has no --{key} option, so the runner cannot pin it; candidates are compared "
-                        "with whatever job.py and its train script use"}
-             for key in sorted({*budget["default_candidate_budget"], *budget["fixed_within_campaign"]})
-             if key not in dests and key not in RUNNER_SETTINGS and key not in ("n_clients", "num_rounds")]
-    notes += [{"field": f"schema.mutable_args.{key}",
-               "reason": f"job.py has no --{key} option, so a candidate cannot set it as a run argument"}
-              for key in sorted(schema["mutable_args"]) if key not in dests]  # fmt: skip
+    notes = [
+        {
+            "field": f"schema.comparison_budget_args.{key}",
+            "reason": f"job.py has no --{key} option, so the runner cannot pin it; candidates are compared "
+            "with whatever job.py and its train script use",
+        }
+        for key in sorted({*budget["default_candidate_budget"], *budget["fixed_within_campaign"]})
+        if key not in dests and key not in RUNNER_SETTINGS and key not in ("n_clients", "num_rounds")
+    ]
+    notes += [
+        {
+            "field": f"schema.mutable_args.{key}",
+            "reason": f"job.py has no --{key} option, so a candidate cannot set it as a run argument",
+        }
+        for key in sorted(schema["mutable_args"])
+        if key not in dests
+    ]
     return notes
 
 
 def _unresolved(recipe_args: dict, budget: dict, reasons: dict, argparse_section: dict, notes: list) -> list[dict]:
-    items = [{"field": f"recipe_args.{k}", "reason": v.get("reason", "dynamic value")}
-             for k, v in recipe_args.items() if v["confidence"] == UNRESOLVED]  # fmt: skip
-    items += [{"field": f"fixed_budget.{k}", "reason": budget[k].get("reason", "")}
-              for k in FIELDS if k in budget and budget[k]["confidence"] == UNRESOLVED]  # fmt: skip
+    items = [
+        {"field": f"recipe_args.{k}", "reason": v.get("reason", "dynamic value")}
+        for k, v in recipe_args.items()
+        if v["confidence"] == UNRESOLVED
+    ]
+    items += [
+        {"field": f"fixed_budget.{k}", "reason": budget[k].get("reason", "")}
+        for k in FIELDS
+        if k in budget and budget[k]["confidence"] == UNRESOLVED
+    ]
     items += [{"field": f"objective.{k}", "reason": v} for k, v in sorted(reasons.items())]
     items += [{"field": "argparse", "reason": p} for p in argparse_section["problems"]]
     return items + notes
@@ -188,7 +207,11 @@ def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ScriptPar
     """The client script's argparse (walked like job.py, with no arguments), or `known=False` when unreadable."""
     if script_rel is None or tree is None:
         return ScriptParser(known=False)
-    names = {n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))}
+    names = {
+        n.attr if isinstance(n, ast.Attribute) else n.id
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    }
     if "argv" in names:
         return ScriptParser(known=False)  # reads sys.argv itself
     if "ArgumentParser" not in names:
@@ -204,10 +227,15 @@ def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ScriptPar
 def _tunable(space: list[dict], reached: set[str], schema: dict) -> tuple[list[dict], list[dict]]:
     """Suggested options that reach the job, and notes for schema-declared ones that do not."""
     kept = [s for s in space if s["flag"] in reached]
-    notes = [{"field": f"schema.mutable_args.{s['dest']}",
-              "reason": f"job.py parses {s['flag']} but its value never reaches the job (not used, or forwarded to "
-                        "a client script that does not accept it), so tuning it changes nothing"}
-             for s in space if s["flag"] not in reached and s["dest"] in schema["mutable_args"]]  # fmt: skip
+    notes = [
+        {
+            "field": f"schema.mutable_args.{s['dest']}",
+            "reason": f"job.py parses {s['flag']} but its value never reaches the job (not used, or forwarded to "
+            "a client script that does not accept it), so tuning it changes nothing",
+        }
+        for s in space
+        if s["flag"] not in reached and s["dest"] in schema["mutable_args"]
+    ]
     return kept, notes
 
 
@@ -242,9 +270,15 @@ def import_source(
     """Import job.py source text into a campaign config (pure; files via the two callbacks)."""
     read_file = read_file or (lambda _rel: None)
     schema_data, schema_errors = parse_schema_text(schema_text) if schema_text is not None else (None, [])
-    job = _Job(source, job_name, metric, [str(a) for a in base_args],
-               schema_section(schema_data, schema_errors, schema_text is not None),
-               read_file, exists or (lambda rel: read_file(rel) is not None))  # fmt: skip
+    job = _Job(
+        source,
+        job_name,
+        metric,
+        [str(a) for a in base_args],
+        schema_section(schema_data, schema_errors, schema_text is not None),
+        read_file,
+        exists or (lambda rel: read_file(rel) is not None),
+    )
     job.tree, syntax_error = _parse(source, job_name)
     if job.tree is None:
         job.walk, job.surface = Walker(job.base_args).out, Surface(reason=syntax_error)
@@ -258,15 +292,17 @@ def _assemble(job: _Job) -> dict:
     surface, schema = job.surface, job.schema
     supported = surface.status == "supported"
     args_section = _argparse_section(job.walk, job.base_args, job.schema_args, job.conflicts)
-    script_rel, script_tree, notes = _script_tree(job.name, train_script_of(surface) if supported else None,
-                                                  job.read_file)  # fmt: skip
+    script_rel, script_tree, notes = _script_tree(
+        job.name, train_script_of(surface) if supported else None, job.read_file
+    )
     objective = build_objective(surface, job.metric, schema, script_rel) if supported else _empty_objective(job.metric)
     reasons = objective.pop("_reasons", {})
     recipe_args = {k: describe(v) for k, v in sorted(surface.target.kwargs.items())} if supported else {}
     budget = _budget_section(surface, args_section, schema)
     schema["budget_mismatches"] = _schema_mismatches(budget, schema) if supported else []
-    trust = trust_section(job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists,
-                          schema["preferred_targets"])  # fmt: skip
+    trust = trust_section(
+        job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists, schema["preferred_targets"]
+    )
     notes += _schema_unapplied(schema, args_section["flags"])
     parser = _main_parser(job.walk)[0]
     space = suggested(parser.flags if parser else [], _pinned_flags(budget), schema["mutable_args"])
@@ -277,11 +313,15 @@ def _assemble(job: _Job) -> dict:
     config = {
         "argparse": args_section,
         "cli_flags": ap.cli_flags_from(args_section["flags"], args_section["allow_abbrev"]),
-        "environment": {"discovered": {"args": env.get("args", {}), "name": env.get("class")},
-                        "simulator_env_passthrough": [], "simulator_workspace": simulator_workspace(surface)},  # fmt: skip
+        "environment": {
+            "discovered": {"args": env.get("args", {}), "name": env.get("class")},
+            "simulator_env_passthrough": [],
+            "simulator_workspace": simulator_workspace(surface),
+        },
         "fixed_budget": budget,
-        "import": {"support": {"reason": surface.reason or f"recognized {surface.pattern} pattern",
-                               "status": surface.status}},  # fmt: skip
+        "import": {
+            "support": {"reason": surface.reason or f"recognized {surface.pattern} pattern", "status": surface.status}
+        },
         "importer_version": IMPORTER_VERSION,
         "job": job_block,
         "objective": objective,
@@ -289,8 +329,11 @@ def _assemble(job: _Job) -> dict:
         "schema": schema,
         "search_space": {"suggested": space},
         "source_sha256": hashlib.sha256(job.source.encode("utf-8", "surrogatepass")).hexdigest(),
-        "summary": {"allowed": [s["flag"] for s in space], "editable": list(trust["allowed_edit_paths"]),
-                    "unresolved": [u["field"] for u in unresolved]},  # fmt: skip
+        "summary": {
+            "allowed": [s["flag"] for s in space],
+            "editable": list(trust["allowed_edit_paths"]),
+            "unresolved": [u["field"] for u in unresolved],
+        },
         "trust": trust,
         "unresolved": unresolved,
     }
@@ -304,11 +347,19 @@ def _pinned_flags(budget: dict) -> set[str]:
 
 def _empty_objective(metric: str | None) -> dict:
     return {
-        "bridged": False, "job_key_metric": None, "job_key_metric_mode": None, "job_key_metric_source": None,
-        "metric": metric, "metric_extraction_order": [metric] if metric else [], "metric_invariants": {},
-        "metric_source": "auto", "mode": None, "mode_contract_source": "unresolved", "requested_metric": metric,
+        "bridged": False,
+        "job_key_metric": None,
+        "job_key_metric_mode": None,
+        "job_key_metric_source": None,
+        "metric": metric,
+        "metric_extraction_order": [metric] if metric else [],
+        "metric_invariants": {},
+        "metric_source": "auto",
+        "mode": None,
+        "mode_contract_source": "unresolved",
+        "requested_metric": metric,
         "schema_mode": None,
-    }  # fmt: skip
+    }
 
 
 def import_job(

@@ -203,7 +203,9 @@ def build_namespace(parser: Parser, overrides: dict[str, Any], known_only: bool)
             base = parser.set_defaults[flag.dest]
             values[flag.dest] = Val(base.value, base.confidence, base.expr, (source, *base.flags), base.reason)
         elif flag.required or (flag.positional and flag.nargs not in ("?", "*")):
-            values[flag.dest] = Val(None, UNRESOLVED, flags=(source,), reason=f"{source} is required on the command line")
+            values[flag.dest] = Val(
+                None, UNRESOLVED, flags=(source,), reason=f"{source} is required on the command line"
+            )
         else:
             d = flag.default
             conf = weakest(d.confidence, MEDIUM) if custom and isinstance(d.value, str) else d.confidence

@@ -30,8 +30,14 @@ def _entry(val: Any, source: str, control: tuple[str, ...] = ()) -> dict:
     """The budget record of one value; `control` = options of the branches that built or ran its owner."""
     if not isinstance(val, Val):
         reason = getattr(val, "origin", "") or "an object, not a number"
-        return {"value": None, "confidence": UNRESOLVED, "flag": None, "source": source, "reason": reason,
-                "depends_on": []}  # fmt: skip
+        return {
+            "value": None,
+            "confidence": UNRESOLVED,
+            "flag": None,
+            "source": source,
+            "reason": reason,
+            "depends_on": [],
+        }
     own = option_flags(val.flags)
     depends_on = list(dict.fromkeys([*own, *option_flags(control)]))
     ok = _positive_int(val)
@@ -59,8 +65,14 @@ def _confidence(val: Val, own: list[str], depends_on: list[str]) -> str:
 
 def _default(value: Any, source: str, owner: Any, how: str = "default") -> dict:
     what = "recipe" if recipes.is_known_recipe(owner.cls) else owner.name
-    return {"value": value, "confidence": MEDIUM, "flag": None, "source": source, "depends_on": [],
-            "note": f"{what} {how}, nvflare {recipes.nvflare_version()}"}  # fmt: skip
+    return {
+        "value": value,
+        "confidence": MEDIUM,
+        "flag": None,
+        "source": source,
+        "depends_on": [],
+        "note": f"{what} {how}, nvflare {recipes.nvflare_version()}",
+    }
 
 
 def _missing(reason: str, source: str) -> dict:
@@ -68,8 +80,14 @@ def _missing(reason: str, source: str) -> dict:
 
 
 def _not_applicable(reason: str) -> dict:
-    return {"value": None, "confidence": NOT_APPLICABLE, "flag": None, "source": None, "reason": reason,
-            "depends_on": []}  # fmt: skip
+    return {
+        "value": None,
+        "confidence": NOT_APPLICABLE,
+        "flag": None,
+        "source": None,
+        "reason": reason,
+        "depends_on": [],
+    }
 
 
 def _from_defaults(obj: Any, param: str, source: str) -> dict:
@@ -81,13 +99,13 @@ def _from_defaults(obj: Any, param: str, source: str) -> dict:
         return _default(default.value, f"{name} {how}", obj, how)
     reasons = {
         "value": f"{name}'s default {param} is {default.value!r} in nvflare {version} (decided inside the recipe); "
-                 f"pass {param}= explicitly",
+        f"pass {param}= explicitly",
         "computed": f"{name}'s default {param} is computed ({default.detail}); pass {param}= explicitly",
         "required": f"{name} requires {param}= (nvflare {version}) and job.py does not pass it; pass it explicitly",
         "absent": f"{name} takes no {param}= in nvflare {version}; pass the budget where {name} reads it",
         "ambiguous": f"nvflare {version} ships several {name} classes with different {param} defaults; import it "
-                     f"from its module or pass {param}= explicitly",
-    }  # fmt: skip
+        f"from its module or pass {param}= explicitly",
+    }
     return _missing(reasons.get(default.status, f"{name} gets no {param}=; pass it explicitly"), source)
 
 
@@ -100,9 +118,11 @@ def _field(obj: Any, param: str, control: tuple[str, ...], alias: str | None = N
     if nested is not None:
         holder = obj.kwargs.get(nested["object"])
         if holder is None or not hasattr(holder, "kwargs"):
-            return _missing(f"{obj.name} reads {param} from its {nested['object']}= object; build it in job.py "
-                            f"with the budget: {nested['object']}=<class>({nested['param']}=N)",
-                            f"{obj.name}({nested['object']}=...)")  # fmt: skip
+            return _missing(
+                f"{obj.name} reads {param} from its {nested['object']}= object; build it in job.py "
+                f"with the budget: {nested['object']}=<class>({nested['param']}=N)",
+                f"{obj.name}({nested['object']}=...)",
+            )
         inner = _field(holder, nested["param"], control + holder.control)
         inner["source"] = f"{obj.name}({nested['object']}={inner['source']})"
         return inner
@@ -117,8 +137,9 @@ def recipe_budget(surface: Any) -> dict:
     if recipe.unpacked:
         for field in FIELDS[1:]:
             if budget[field]["confidence"] != UNRESOLVED and field not in recipe.kwargs:
-                budget[field] = _missing(f"{recipe.name} receives **kwargs the importer cannot see",
-                                         f"{recipe.name}(**...)")  # fmt: skip
+                budget[field] = _missing(
+                    f"{recipe.name} receives **kwargs the importer cannot see", f"{recipe.name}(**...)"
+                )
     return budget
 
 
@@ -150,7 +171,9 @@ def _count(val: Any, source: str, control: tuple[str, ...] = ()) -> dict:
 
 def fedjob_budget(surface: Any) -> dict:
     job = surface.target
-    controllers = [c for c in surface.components if "num_rounds" in c.kwargs or c.name in ("FedAvg", "ScatterAndGather")]
+    controllers = [
+        c for c in surface.components if "num_rounds" in c.kwargs or c.name in ("FedAvg", "ScatterAndGather")
+    ]
     control = job.control + surface.run_control
     budget = {}
     if "num_rounds" in job.kwargs:
@@ -160,8 +183,11 @@ def fedjob_budget(surface: Any) -> dict:
     else:
         budget["num_rounds"] = _missing("no controller with num_rounds= is attached to the FedJob", "FedJob")
     if controllers and "num_clients" in controllers[0].kwargs:
-        budget["min_clients"] = _entry(controllers[0].kwargs["num_clients"], f"{controllers[0].name}(num_clients=...)",
-                                       control + controllers[0].control)  # fmt: skip
+        budget["min_clients"] = _entry(
+            controllers[0].kwargs["num_clients"],
+            f"{controllers[0].name}(num_clients=...)",
+            control + controllers[0].control,
+        )
     else:
         budget["min_clients"] = _field(job, "min_clients", control)
     budget["num_clients"] = _run_clients(surface, job, control)
@@ -183,20 +209,28 @@ def _run_clients(surface: Any, job: Any, control: tuple[str, ...]) -> dict:
     unknown = [t for t in targets if not (isinstance(t, Val) and t.resolved and isinstance(t.value, str))]
     if unknown:
         why = getattr(unknown[0], "reason", "") or getattr(unknown[0], "origin", "")
-        return _missing("a site name given to job.to(...) is not resolved statically" + (f": {why}" if why else ""),
-                        "FedJob.to(..., site)")  # fmt: skip
+        return _missing(
+            "a site name given to job.to(...) is not resolved statically" + (f": {why}" if why else ""),
+            "FedJob.to(..., site)",
+        )
     names = list(dict.fromkeys(t.value for t in targets))
     if not names:
-        return _missing("no component is sent to the clients; use job.to(obj, 'site-1') or job.to_clients(obj)",
-                        "FedJob.to(..., site)")  # fmt: skip
+        return _missing(
+            "no component is sent to the clients; use job.to(obj, 'site-1') or job.to_clients(obj)",
+            "FedJob.to(..., site)",
+        )
     if ALL_SITES in names:
         if given:
             return _entry(kwargs["n_clients"], "simulator_run(n_clients=...)", control + merge_flags(*targets))
-        return _missing("components go to every client (to_clients) but simulator_run gets no n_clients=",
-                        "simulator_run(n_clients=...)")  # fmt: skip
+        return _missing(
+            "components go to every client (to_clients) but simulator_run gets no n_clients=",
+            "simulator_run(n_clients=...)",
+        )
     if given:
-        return _missing("NVFLARE rejects simulator_run(n_clients=...) when job.to() already named the sites; "
-                        "drop n_clients=", "simulator_run(n_clients=...)")  # fmt: skip
+        return _missing(
+            "NVFLARE rejects simulator_run(n_clients=...) when job.to() already named the sites; drop n_clients=",
+            "simulator_run(n_clients=...)",
+        )
     sites = Val(len(names), weakest(HIGH, *(t.confidence for t in targets)), "", merge_flags(*targets))
     return _entry(sites, "FedJob.to(..., site) targets", control)
 

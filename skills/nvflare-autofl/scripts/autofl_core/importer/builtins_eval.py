@@ -31,29 +31,97 @@ from .values import (
 )
 
 BUILTIN_NAMES = {
-    "abs", "bool", "dict", "float", "getattr", "int", "isinstance", "len", "list", "max", "min", "print",
-    "range", "round", "sorted", "str", "sum", "tuple", "set", "vars", "open", "repr", "enumerate", "zip",
-    "hasattr", "type", "Exception", "ValueError", "RuntimeError", "SystemExit", "KeyError", "any", "all",
+    "abs",
+    "bool",
+    "dict",
+    "float",
+    "getattr",
+    "int",
+    "isinstance",
+    "len",
+    "list",
+    "max",
+    "min",
+    "print",
+    "range",
+    "round",
+    "sorted",
+    "str",
+    "sum",
+    "tuple",
+    "set",
+    "vars",
+    "open",
+    "repr",
+    "enumerate",
+    "zip",
+    "hasattr",
+    "type",
+    "Exception",
+    "ValueError",
+    "RuntimeError",
+    "SystemExit",
+    "KeyError",
+    "any",
+    "all",
     "reversed",
-}  # fmt: skip
+}
 _PURE = {
-    "abs": abs, "bool": bool, "float": float, "int": int, "len": len, "max": max, "min": min, "round": round,
-    "sorted": sorted, "str": str, "sum": sum, "tuple": tuple, "list": list, "set": set, "repr": repr,
-    "any": any, "all": all, "enumerate": lambda *a: list(enumerate(*a)), "zip": lambda *a: list(zip(*a, strict=False)),  # Python semantics: stops at the shortest
+    "abs": abs,
+    "bool": bool,
+    "float": float,
+    "int": int,
+    "len": len,
+    "max": max,
+    "min": min,
+    "round": round,
+    "sorted": sorted,
+    "str": str,
+    "sum": sum,
+    "tuple": tuple,
+    "list": list,
+    "set": set,
+    "repr": repr,
+    "any": any,
+    "all": all,
+    "enumerate": lambda *a: list(enumerate(*a)),
+    "zip": lambda *a: list(zip(*a, strict=False)),  # Python semantics: stops at the shortest
     "reversed": lambda a: list(reversed(a)),
-}  # fmt: skip
+}
 _DATA_METHODS = {
-    str: {"format", "join", "lower", "upper", "strip", "lstrip", "rstrip", "replace", "split", "startswith",
-          "endswith", "title", "capitalize", "count", "index", "find", "zfill"},
+    str: {
+        "format",
+        "join",
+        "lower",
+        "upper",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "replace",
+        "split",
+        "startswith",
+        "endswith",
+        "title",
+        "capitalize",
+        "count",
+        "index",
+        "find",
+        "zfill",
+    },
     list: {"index", "count", "copy"},
     tuple: {"index", "count"},
     dict: {"get", "keys", "values", "items", "copy"},
-}  # fmt: skip
+}
 _VIEWS = {"keys", "values", "items"}
 # Paths are kept workspace-relative (job.py's folder is the workspace), so abspath/realpath normalize only.
-_PATH_FUNCS = {"os.path.join": posixpath.join, "os.path.basename": posixpath.basename,
-               "os.path.dirname": posixpath.dirname, "os.path.abspath": posixpath.normpath,
-               "os.path.realpath": posixpath.normpath, "os.path.normpath": posixpath.normpath}  # fmt: skip
+_PATH_FUNCS = {
+    "os.path.join": posixpath.join,
+    "os.path.basename": posixpath.basename,
+    "os.path.dirname": posixpath.dirname,
+    "os.path.abspath": posixpath.normpath,
+    "os.path.realpath": posixpath.normpath,
+    "os.path.normpath": posixpath.normpath,
+}
 _ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}
 
 
@@ -86,7 +154,11 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
         return unresolved(node, f"open() at line {node.lineno} reads a file at run time", merge_flags(*args))
     if pure is None or kwargs or not _all_resolved(args):
         missing = cause(*args, *kwargs.values())
-        why = f"{name}() of a value that is not determined: {missing}" if missing else f"{name}() is not evaluated statically"
+        why = (
+            f"{name}() of a value that is not determined: {missing}"
+            if missing
+            else f"{name}() is not evaluated statically"
+        )
         return unresolved(node, why, merge_flags(*args))
     try:
         value = pure(*(a.value for a in args))

@@ -72,8 +72,9 @@ def _items(iterable: Any, node: ast.AST) -> list:
     if isinstance(iterable, Bag):
         return list(iterable.items)
     if not (isinstance(iterable, Val) and iterable.resolved):
-        raise _Unresolved(f"it iterates over {source_text(node)}: {cause(iterable) or 'not a data value'}",
-                          merge_flags(iterable))  # fmt: skip
+        raise _Unresolved(
+            f"it iterates over {source_text(node)}: {cause(iterable) or 'not a data value'}", merge_flags(iterable)
+        )
     value = iterable.value
     if isinstance(value, dict):
         value = list(value)
@@ -117,5 +118,7 @@ def _result(node: Any, produced: list, deciding: list) -> Any:
         return unresolved(node, "unhashable item")
     if deep_size(value) > MAX_STR:
         return unresolved(node, "comprehension too large")
-    confidence = weakest(MEDIUM, *(v.confidence for v in values), *(d.confidence for d in deciding if isinstance(d, Val)))
+    confidence = weakest(
+        MEDIUM, *(v.confidence for v in values), *(d.confidence for d in deciding if isinstance(d, Val))
+    )
     return Val(value, confidence, source_text(node), flags)

@@ -158,9 +158,7 @@ class ExpressionEvaluator:
         if not all(is_data(v) and v.resolved for v in items):
             return unresolved(node, cause(*items) or "comparison operand is not resolved", flags)
         try:
-            result = all(
-                _CMPOPS[type(op)](items[i].value, items[i + 1].value) for i, op in enumerate(node.ops)
-            )
+            result = all(_CMPOPS[type(op)](items[i].value, items[i + 1].value) for i, op in enumerate(node.ops))
         except (TypeError, KeyError):
             return unresolved(node, "comparison cannot be evaluated", flags)
         return Val(result, weakest(MEDIUM, *(v.confidence for v in items)), source_text(node), flags)
@@ -294,5 +292,3 @@ class ExpressionEvaluator:
             except (ValueError, IndexError, TypeError):
                 return unresolved(node, "subscript cannot be evaluated")
         return unresolved(node, "subscript is not resolved")
-
-

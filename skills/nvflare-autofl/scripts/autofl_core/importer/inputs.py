@@ -6,15 +6,52 @@ what it depends on ("... comes from numpy.random.randint(...) at line 12, which 
 
 from __future__ import annotations
 
-_FILE_MODULES = {"glob", "json", "csv", "pickle", "yaml", "pandas", "pd", "shutil", "pathlib", "io", "h5py", "toml",
-                 "tomllib", "configparser", "sqlite3", "joblib", "datasets"}  # fmt: skip
-_FILE_CALLS = {"os.listdir", "os.scandir", "os.walk", "os.stat", "os.path.exists", "os.path.isfile",
-               "os.path.isdir", "os.path.getsize", "numpy.load", "numpy.loadtxt", "numpy.genfromtxt",
-               "torch.load", "open"}  # fmt: skip
+_FILE_MODULES = {
+    "glob",
+    "json",
+    "csv",
+    "pickle",
+    "yaml",
+    "pandas",
+    "pd",
+    "shutil",
+    "pathlib",
+    "io",
+    "h5py",
+    "toml",
+    "tomllib",
+    "configparser",
+    "sqlite3",
+    "joblib",
+    "datasets",
+}
+_FILE_CALLS = {
+    "os.listdir",
+    "os.scandir",
+    "os.walk",
+    "os.stat",
+    "os.path.exists",
+    "os.path.isfile",
+    "os.path.isdir",
+    "os.path.getsize",
+    "numpy.load",
+    "numpy.loadtxt",
+    "numpy.genfromtxt",
+    "torch.load",
+    "open",
+}
 _RANDOM_MODULES = {"random", "secrets", "uuid"}
 _TIME_MODULES = {"time", "datetime"}
-_ENV_CALLS = {"os.getenv", "os.environ.get", "os.environ.setdefault", "os.environ", "os.cpu_count", "socket.gethostname",
-              "platform.node", "getpass.getuser"}  # fmt: skip
+_ENV_CALLS = {
+    "os.getenv",
+    "os.environ.get",
+    "os.environ.setdefault",
+    "os.environ",
+    "os.cpu_count",
+    "socket.gethostname",
+    "platform.node",
+    "getpass.getuser",
+}
 DESCRIPTIONS = {
     "files": "which reads files at run time",
     "environment": "which reads the host environment at run time",

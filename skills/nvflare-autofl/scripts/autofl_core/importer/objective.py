@@ -17,13 +17,57 @@ from .values import Val
 
 DEFAULT_KEY_METRIC = "accuracy"
 LOWER_IS_BETTER = {
-    "loss", "error", "err", "mse", "mae", "rmse", "msle", "rmsle", "mape", "smape", "nll", "perplexity", "ppl",
-    "wer", "cer", "ter", "bce", "ce", "crossentropy", "logloss", "kl", "divergence", "regret", "latency", "fid",
-}  # fmt: skip
+    "loss",
+    "error",
+    "err",
+    "mse",
+    "mae",
+    "rmse",
+    "msle",
+    "rmsle",
+    "mape",
+    "smape",
+    "nll",
+    "perplexity",
+    "ppl",
+    "wer",
+    "cer",
+    "ter",
+    "bce",
+    "ce",
+    "crossentropy",
+    "logloss",
+    "kl",
+    "divergence",
+    "regret",
+    "latency",
+    "fid",
+}
 HIGHER_IS_BETTER = {
-    "accuracy", "acc", "auc", "auroc", "auprc", "roc", "f1", "precision", "recall", "dice", "iou", "miou", "map",
-    "bleu", "rouge", "r2", "ndcg", "sensitivity", "specificity", "top1", "top5", "psnr", "ssim",
-}  # fmt: skip
+    "accuracy",
+    "acc",
+    "auc",
+    "auroc",
+    "auprc",
+    "roc",
+    "f1",
+    "precision",
+    "recall",
+    "dice",
+    "iou",
+    "miou",
+    "map",
+    "bleu",
+    "rouge",
+    "r2",
+    "ndcg",
+    "sensitivity",
+    "specificity",
+    "top1",
+    "top5",
+    "psnr",
+    "ssim",
+}
 _STOP_MODES = {">=": "max", ">": "max", "<=": "min", "<": "min"}
 SELECTOR_NAMES = ("IntimeModelSelector",)
 
@@ -55,7 +99,9 @@ def direction_warning(metric: str | None, mode: str | None) -> str | None:
 
 def ledger_metric(rows: list[dict], fallback: str | None = "score") -> str | None:
     """The metric named by the first scored ledger row, else `fallback`."""
-    return next((row["metric_name"] for row in rows if row.get("score") is not None and row.get("metric_name")), fallback)
+    return next(
+        (row["metric_name"] for row in rows if row.get("score") is not None and row.get("metric_name")), fallback
+    )
 
 
 def parse_stop_cond(text: str) -> tuple[str, str] | None:
@@ -115,8 +161,13 @@ def job_key_metric(surface: Any) -> dict:
         reasons["mode"] = "a custom model_selector decides what 'best' means; its direction cannot be read statically"
     elif selector_mode is not None and mode_source == "core_default":
         mode, mode_source = selector_mode, f"{selector.name}(negate_key_metric=...)"
-    return {"metric": metric, "metric_source": metric_source, "mode": mode, "mode_source": mode_source,
-            "reasons": reasons}  # fmt: skip
+    return {
+        "metric": metric,
+        "metric_source": metric_source,
+        "mode": mode,
+        "mode_source": mode_source,
+        "reasons": reasons,
+    }
 
 
 def _default_key_metric(surface: Any) -> str:

@@ -186,8 +186,9 @@ def _safe_store(flag: Flag, option: str, texts: list[str], result: dict) -> str:
 PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
 
 
-def parser_method(parser: Parser, method: str, args: list, kwargs: dict, node: ast.Call, base_args: list[str],
-                  out: Any) -> Any:  # fmt: skip
+def parser_method(
+    parser: Parser, method: str, args: list, kwargs: dict, node: ast.Call, base_args: list[str], out: Any
+) -> Any:
     """Evaluate `parser.<method>(...)`: record arguments, or return the namespace parse_args() yields."""
     if method == "add_argument":
         ap.add_argument(parser, args, kwargs, node.lineno)

@@ -18,9 +18,15 @@ TOP_KEYS = {"objective", "mutable_args", "comparison_budget_args", "preferred_ta
 OBJECTIVE_KEYS = {"requested_metric", "optimization_metric", "metric_extraction_order", "metric_source", "mode"}
 ARG_TYPES = {"int": int, "float": (int, float), "bool": bool, "str": str}
 POSITIVE_INT_BUDGET = {
-    "n_clients", "num_rounds", "aggregation_epochs", "local_train_steps", "batch_size", "eval_batch_size",
-    "max_model_params", "final_eval_clients",
-}  # fmt: skip
+    "n_clients",
+    "num_rounds",
+    "aggregation_epochs",
+    "local_train_steps",
+    "batch_size",
+    "eval_batch_size",
+    "max_model_params",
+    "final_eval_clients",
+}
 POSITIVE_NUMBER_BUDGET = {"run_timeout_seconds", "simulator_no_progress_timeout_seconds", "alpha"}
 BUDGET_TYPES = {"seed": int, "model_arch": str, "aggregator": str, "cross_site_eval": bool}
 BUDGET_KEYS = POSITIVE_INT_BUDGET | POSITIVE_NUMBER_BUDGET | set(BUDGET_TYPES)
@@ -127,11 +133,15 @@ def validate_schema(data: Any) -> list[str]:
         errors += _budget(data["comparison_budget_args"])
         section = data["comparison_budget_args"] if isinstance(data["comparison_budget_args"], dict) else {}
         fixed = section.get("fixed_within_campaign") if isinstance(section.get("fixed_within_campaign"), list) else []
-        budget = section.get("default_candidate_budget") if isinstance(section.get("default_candidate_budget"), dict) else {}
+        budget = (
+            section.get("default_candidate_budget") if isinstance(section.get("default_candidate_budget"), dict) else {}
+        )
         both = sorted(set(mutable) & ({f for f in fixed if isinstance(f, str)} | set(budget)))
         if both:
-            errors.append(f"argument(s) {', '.join(both)} are both mutable_args and fixed_within_campaign or "
-                          "default_candidate_budget; a candidate cannot change a fixed argument")
+            errors.append(
+                f"argument(s) {', '.join(both)} are both mutable_args and fixed_within_campaign or "
+                "default_candidate_budget; a candidate cannot change a fixed argument"
+            )
     if "preferred_targets" in data:
         errors += _targets(data["preferred_targets"])
     return errors

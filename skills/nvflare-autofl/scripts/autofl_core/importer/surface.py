@@ -110,8 +110,10 @@ def analyze(walk: Any) -> Surface:
     if ambiguous:
         b = ambiguous[0]
         if b.kind == "loop":
-            return _fail(f"a recipe/job/env is built or run inside a loop (line {b.line}); build and run exactly "
-                         "one, outside loops, so every trial runs the same job")  # fmt: skip
+            return _fail(
+                f"a recipe/job/env is built or run inside a loop (line {b.line}); build and run exactly "
+                "one, outside loops, so every trial runs the same job"
+            )
         return _fail(
             f"which recipe/job runs depends on a condition the importer cannot resolve (line {b.line}: {b.test}); "
             "make it depend only on parsed arguments or literals, or pass the choice in --base-args"

@@ -15,8 +15,17 @@ from typing import Any
 from .values import Val
 
 CREATE_PATTERNS = ["**/*.py"]
-RESERVED_PARTS = {".git", ".nvflare", ".tox", ".venv", "venv", "__pycache__", "autofl_runs", "node_modules",
-                  "site-packages"}  # fmt: skip
+RESERVED_PARTS = {
+    ".git",
+    ".nvflare",
+    ".tox",
+    ".venv",
+    "venv",
+    "__pycache__",
+    "autofl_runs",
+    "node_modules",
+    "site-packages",
+}
 
 
 def safe_relative(path: str) -> str | None:

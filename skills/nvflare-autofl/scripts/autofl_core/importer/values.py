@@ -132,7 +132,6 @@ def cause(*vals: Any) -> str:
     return ""
 
 
-
 def to_jsonable(value: Any) -> Any:
     """Convert an evaluated value into plain JSON/YAML data (stable order, finite floats)."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -124,8 +124,11 @@ class Walker:
         if isinstance(base, (ModuleRef, ClassRef)):
             return ClassRef(attr, f"{base.qualname}.{attr}", dynamic=getattr(base, "dynamic", False))
         if isinstance(base, Obj) and base.cls.qualname.startswith("<local>."):
-            return unresolved(node, f"attribute '{attr}' of an instance of class {base.name} (line {base.line}); "
-                              "the importer does not follow classes")  # fmt: skip
+            return unresolved(
+                node,
+                f"attribute '{attr}' of an instance of class {base.name} (line {base.line}); "
+                "the importer does not follow classes",
+            )
         if isinstance(base, Obj):
             return unresolved(node, f"attribute '{attr}' of {base.name}(...): {base.origin}")
         if isinstance(base, Val) and not base.resolved and base.reason:
@@ -159,7 +162,9 @@ class Walker:
             if kw.arg is not None:
                 kwargs[kw.arg] = value
             elif isinstance(value, Val) and value.resolved and isinstance(value.value, dict):
-                kwargs.update({str(k): Val(v, value.confidence, value.expr, value.flags) for k, v in value.value.items()})
+                kwargs.update(
+                    {str(k): Val(v, value.confidence, value.expr, value.flags) for k, v in value.value.items()}
+                )
             elif isinstance(value, Bag) and value.keys is not None:
                 kwargs.update({str(k): v for k, v in zip(value.keys, value.items, strict=True)})
             else:

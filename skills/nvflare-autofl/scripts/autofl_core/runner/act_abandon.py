@@ -20,11 +20,13 @@ def run(campaign, options, now: str) -> ActionResult:
             raise CampaignError("several candidates are pending; pass --manifest to pick one")
         manifest = pending[0]
     if manifest["status"] not in manifests.PENDING:
-        raise CampaignError(f"candidate {manifest['candidate_id']} is {manifest['status']}; only a pending candidate "
-                            "can be abandoned")  # fmt: skip
+        raise CampaignError(
+            f"candidate {manifest['candidate_id']} is {manifest['status']}; only a pending candidate can be abandoned"
+        )
     if manifest["status"] == "ready_for_external_execution":
         snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"])
     manifests.write(paths, dict(manifest, status="abandoned", updated_at=now))
     campaign.forget()
-    return ActionResult(extras={"candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
-                                "candidate_status": "abandoned"})  # fmt: skip
+    return ActionResult(
+        extras={"candidate_manifest": str(paths.manifest(manifest["candidate_id"])), "candidate_status": "abandoned"}
+    )

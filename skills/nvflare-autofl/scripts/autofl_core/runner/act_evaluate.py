@@ -29,19 +29,28 @@ def run(campaign, options, now: str) -> ActionResult:
     check_unchanged(campaign, manifest)
     best = campaign.best()
     best_files = snapshots.files_of(paths, best)
-    draft = drafts.read_draft(paths.candidate_dir(manifest["candidate_id"]) / "source", best_files, campaign.config,
-                              paths.workspace)  # fmt: skip
-    own = runargs.parse_run_args(campaign.config, settings_mod.split_args(options.run_args or "", "--run-args"),
-                                 reserved=_reserved(campaign), budget=budget_flags(campaign.config))  # fmt: skip
+    draft = drafts.read_draft(
+        paths.candidate_dir(manifest["candidate_id"]) / "source", best_files, campaign.config, paths.workspace
+    )
+    own = runargs.parse_run_args(
+        campaign.config,
+        settings_mod.split_args(options.run_args or "", "--run-args"),
+        reserved=_reserved(campaign),
+        budget=budget_flags(campaign.config),
+    )
     best_args = campaign.best_run_args()
     effective = runargs.flatten(runargs.merge(runargs.pairs_from_tokens(campaign.config, best_args), own))
     if not draft.patch and runargs.same_configuration(campaign.config, effective, best_args):
-        raise CampaignError("the candidate changes nothing (no source edit, run args equal the best configuration's); "
-                            f"edit files in {paths.candidate_dir(manifest['candidate_id']) / 'source'} or pass "
-                            "--run-args")  # fmt: skip
+        raise CampaignError(
+            "the candidate changes nothing (no source edit, run args equal the best configuration's); "
+            f"edit files in {paths.candidate_dir(manifest['candidate_id']) / 'source'} or pass "
+            "--run-args"
+        )
     if manifest.get("literature_event_id") and not draft.patch:
-        raise CampaignError(f"candidate {manifest['candidate_id']} belongs to literature event "
-                            f"{manifest['literature_event_id']} and must edit source, not only arguments")  # fmt: skip
+        raise CampaignError(
+            f"candidate {manifest['candidate_id']} belongs to literature event "
+            f"{manifest['literature_event_id']} and must edit source, not only arguments"
+        )
     trials.check_args(campaign, manifest["candidate_id"], effective)
     faults.checkpoint("evaluate:validated")
     prepared = manifest
@@ -53,8 +62,12 @@ def run(campaign, options, now: str) -> ActionResult:
             ready = dict(manifest, status="ready_for_external_execution", updated_at=now)
             manifests.write(paths, ready)
             campaign.forget()
-            return ActionResult(extras={"candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
-                                        "candidate_status": "ready_for_external_execution"})  # fmt: skip
+            return ActionResult(
+                extras={
+                    "candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
+                    "candidate_status": "ready_for_external_execution",
+                }
+            )
         return _simulate(campaign, manifest, draft, now)
     except (CampaignError, Interrupted, KeyboardInterrupt, OSError):
         if not paths.journal.exists():
@@ -78,13 +91,19 @@ def pick_pending(campaign, given: str | None, *, want: str) -> dict:
             raise CampaignError("several candidates are pending; pass --manifest to pick one")
         manifest = pending[0]
     if manifest["status"] != want:
-        hint = {"ready_for_external_execution": "record its result with record, or abandon it",
-                "prepared": "evaluate it first"}.get(manifest["status"], "prepare a new candidate")  # fmt: skip
+        hint = {
+            "ready_for_external_execution": "record its result with record, or abandon it",
+            "prepared": "evaluate it first",
+        }.get(manifest["status"], "prepare a new candidate")
         raise CampaignError(f"candidate {manifest['candidate_id']} is {manifest['status']}, not {want}; {hint}")
-    if any(row["name"] == manifest["candidate_id"] and row["status"] in ("keep", "discard", "crash")
-           for row in campaign.rows()):  # fmt: skip
-        raise CampaignError(f"candidate {manifest['candidate_id']} already has a ledger result; its manifest status "
-                            "was edited by hand; abandon it and prepare a new candidate")  # fmt: skip
+    if any(
+        row["name"] == manifest["candidate_id"] and row["status"] in ("keep", "discard", "crash")
+        for row in campaign.rows()
+    ):
+        raise CampaignError(
+            f"candidate {manifest['candidate_id']} already has a ledger result; its manifest status "
+            "was edited by hand; abandon it and prepare a new candidate"
+        )
     return manifest
 
 
@@ -93,16 +112,22 @@ def check_unchanged(campaign, manifest: dict) -> None:
     paths = campaign.paths
     best = campaign.best()
     if manifest["base_source_sha256"] != best.digest:
-        raise CampaignError(f"candidate {manifest['candidate_id']} was prepared against an older best source; abandon "
-                            "it and prepare again")  # fmt: skip
+        raise CampaignError(
+            f"candidate {manifest['candidate_id']} was prepared against an older best source; abandon "
+            "it and prepare again"
+        )
     budget = contract.budget_digest(campaign.config)
     if not (budget == campaign.meta["fixed_budget_sha256"] == manifest["fixed_budget_sha256"]):
-        raise CampaignError("the fixed budget in autofl.yaml no longer matches the campaign's; restore autofl.yaml "
-                            "(the budget cannot change within a campaign)")  # fmt: skip
+        raise CampaignError(
+            "the fixed budget in autofl.yaml no longer matches the campaign's; restore autofl.yaml "
+            "(the budget cannot change within a campaign)"
+        )
     drift = snapshots.workspace_drift(paths, best)
     if drift:
-        raise CampaignError(f"the workspace differs from the best snapshot ({', '.join(drift)}); undo those edits, "
-                            "candidates are edited only in their prepared source folder")  # fmt: skip
+        raise CampaignError(
+            f"the workspace differs from the best snapshot ({', '.join(drift)}); undo those edits, "
+            "candidates are edited only in their prepared source folder"
+        )
 
 
 def budget_flags(config: dict) -> set[str]:
@@ -127,16 +152,29 @@ def _materialize(campaign, manifest, draft, own: list[str], effective: list[str]
     patch_path = paths.candidate_dir(candidate_id) / "candidate.patch"
     budget = campaign.meta["fixed_budget_sha256"]
     print_ = fingerprint(best.digest, budget, draft.patch_sha256, effective)
-    updated = dict(manifest, status="running", updated_at=now, run_args=own, effective_run_args=effective,
-                   changed_files=draft.changed, created_files=draft.created, patch_sha256=draft.patch_sha256,
-                   patch_stats=_patch_stats(draft), candidate_source_sha256=draft.digest,
-                   execution_fingerprint=print_)  # fmt: skip
+    updated = dict(
+        manifest,
+        status="running",
+        updated_at=now,
+        run_args=own,
+        effective_run_args=effective,
+        changed_files=draft.changed,
+        created_files=draft.created,
+        patch_sha256=draft.patch_sha256,
+        patch_stats=_patch_stats(draft),
+        candidate_source_sha256=draft.digest,
+        execution_fingerprint=print_,
+    )
     updated.pop("crash_replay", None)
-    replay = next((m for m in campaign.manifests() if m["status"] == "crash"
-                   and m.get("execution_fingerprint") == print_), None)  # fmt: skip
+    replay = next(
+        (m for m in campaign.manifests() if m["status"] == "crash" and m.get("execution_fingerprint") == print_), None
+    )
     if replay:
-        updated["crash_replay"] = {"execution_fingerprint": print_, "replay_of": replay["candidate_id"],
-                                   "previous_failure_reason": replay["result"].get("failure_reason")}  # fmt: skip
+        updated["crash_replay"] = {
+            "execution_fingerprint": print_,
+            "replay_of": replay["candidate_id"],
+            "previous_failure_reason": replay["result"].get("failure_reason"),
+        }
     if draft.patch:
         atomic.write_text(patch_path, draft.patch)
         updated["artifacts"] = dict(manifest["artifacts"], patch=paths.rel(patch_path))
@@ -176,8 +214,10 @@ def _check_reimport(campaign, manifest: dict, now: str) -> None:
     log = f"{now} re-import: " + ("; ".join(problems) if problems else "fixed budget and objective unchanged") + "\n"
     atomic.write_text(folder / "import.log", log)
     if problems:
-        raise CampaignError(f"candidate {manifest['candidate_id']} rejected: {'; '.join(problems)}; the comparison "
-                            "budget and the metric must stay as imported")  # fmt: skip
+        raise CampaignError(
+            f"candidate {manifest['candidate_id']} rejected: {'; '.join(problems)}; the comparison "
+            "budget and the metric must stay as imported"
+        )
 
 
 def _budget_text(old: dict, new: dict) -> str:
@@ -193,31 +233,46 @@ def _budget_text(old: dict, new: dict) -> str:
 def _simulate(campaign, manifest: dict, draft, now: str) -> ActionResult:
     paths = campaign.paths
     candidate_id = manifest["candidate_id"]
-    result = trials.run(campaign, name=candidate_id, run_args=manifest["effective_run_args"], kind="candidate",
-                        candidate=candidate_id)  # fmt: skip
+    result = trials.run(
+        campaign, name=candidate_id, run_args=manifest["effective_run_args"], kind="candidate", candidate=candidate_id
+    )
     outcome, reason = result.outcome, result.failure_reason
     expected = dict(campaign.best().hashes, **sources.file_hashes({rel: draft.files[rel] for rel in draft.touched}))
     drift = sources.differing(paths.workspace, expected)
     if drift and outcome != "infrastructure_retry":
         outcome, reason = "crash", f"managed source changed while the candidate ran: {', '.join(drift)}"
     best_row = campaign.best_row()
-    status = finalize.decide(outcome, result.score if outcome == "success" else None,
-                             best_score=best_row["score"] if best_row else None, mode=campaign.settings["mode"],
-                             margin=noise.keep_margin(campaign))  # fmt: skip
-    manifest = dict(manifest, result={
-        "score": result.score if outcome == "success" else None,
-        "metric_name": result.metric_name or None,
-        "metric_source": result.metric_source or None,
-        "metric_artifact": result.metric_artifact or None,
-        "runtime_seconds": result.runtime_seconds,
-        "run_command": result.run_command,
-        "failure_reason": reason or None,
-    }, artifacts=dict(manifest["artifacts"], run=paths.rel(paths.run_dir(candidate_id)),
-                      simulator_result_name=result.artifacts.get("simulator_result_name")))  # fmt: skip
+    status = finalize.decide(
+        outcome,
+        result.score if outcome == "success" else None,
+        best_score=best_row["score"] if best_row else None,
+        mode=campaign.settings["mode"],
+        margin=noise.keep_margin(campaign),
+    )
+    manifest = dict(
+        manifest,
+        result={
+            "score": result.score if outcome == "success" else None,
+            "metric_name": result.metric_name or None,
+            "metric_source": result.metric_source or None,
+            "metric_artifact": result.metric_artifact or None,
+            "runtime_seconds": result.runtime_seconds,
+            "run_command": result.run_command,
+            "failure_reason": reason or None,
+        },
+        artifacts=dict(
+            manifest["artifacts"],
+            run=paths.rel(paths.run_dir(candidate_id)),
+            simulator_result_name=result.artifacts.get("simulator_result_name"),
+        ),
+    )
     finalize.finalize(campaign, manifest, status=status, draft_files=draft.files if status == "keep" else None, now=now)
     code = {"infrastructure_retry": EXIT_SANDBOX, "crash": EXIT_UNSCORED}.get(status, EXIT_OK)
-    extras = {"candidate_manifest": str(paths.manifest(candidate_id)), "candidate_status": status,
-              "network_isolation": trials.network_status(campaign, result)}  # fmt: skip
+    extras = {
+        "candidate_manifest": str(paths.manifest(candidate_id)),
+        "candidate_status": status,
+        "network_isolation": trials.network_status(campaign, result),
+    }
     return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
 
 
@@ -237,4 +292,3 @@ def _patch_stats(draft) -> dict:
     added = sum(1 for line in draft.patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
     removed = sum(1 for line in draft.patch.splitlines() if line.startswith("-") and not line.startswith("---"))
     return {"files": len(draft.touched), "added": added, "removed": removed}
-

@@ -25,8 +25,9 @@ PYTHON_CHECK_TIMEOUT = 120
 def import_config(job: Path, settings_or_given: dict) -> dict:
     """Static import of job.py with the campaign's metric and base args; admission errors are rejections."""
     try:
-        config = importer.import_job(job, metric=settings_or_given.get("metric"),
-                                     base_args=settings_or_given.get("base_args") or [])  # fmt: skip
+        config = importer.import_job(
+            job, metric=settings_or_given.get("metric"), base_args=settings_or_given.get("base_args") or []
+        )
     except JobImportError as error:
         raise CampaignError(str(error)) from None
     errors = config["admission_errors"]
@@ -46,8 +47,10 @@ def new_campaign(options, given: dict, now: str) -> tuple[int, dict]:
     config = import_config(probe.job, given)
     env = given.get("env") or "sim"
     if env == "sim" and contract.is_export_only(config):
-        raise CampaignError("job.py only exports the job (no SimEnv run), so --env sim cannot run it; use --env poc "
-                            "or --env prod, or make job.py run recipe.execute(SimEnv(...))")  # fmt: skip
+        raise CampaignError(
+            "job.py only exports the job (no SimEnv run), so --env sim cannot run it; use --env poc "
+            "or --env prod, or make job.py run recipe.execute(SimEnv(...))"
+        )
     from .settings import new_settings
 
     settings = new_settings(given, os.environ, config)
@@ -102,8 +105,11 @@ def existing(campaign, options, now: str) -> ActionResult:
     _refresh_baseline_source(campaign)
     check_python(campaign.settings["python"], campaign.paths.workspace)
     code, network = baseline.run(campaign)
-    return ActionResult(extras={"initialized": False, "baseline_retried": True, "network_isolation": network},
-                        exit_code=code, ledger_changed=True)  # fmt: skip
+    return ActionResult(
+        extras={"initialized": False, "baseline_retried": True, "network_isolation": network},
+        exit_code=code,
+        ledger_changed=True,
+    )
 
 
 def _refresh_baseline_source(campaign) -> None:
@@ -115,8 +121,10 @@ def _refresh_baseline_source(campaign) -> None:
         return
     config = import_config(paths.job, campaign.settings)
     if contract.budget_digest(config) != campaign.meta["fixed_budget_sha256"]:
-        raise CampaignError("the repaired job.py changes the fixed budget; a baseline repair may fix the environment "
-                            "or the metric extraction only (start a fresh workspace for another budget)")  # fmt: skip
+        raise CampaignError(
+            "the repaired job.py changes the fixed budget; a baseline repair may fix the environment "
+            "or the metric extraction only (start a fresh workspace for another budget)"
+        )
     if contract.objective_invariants(config) != contract.objective_invariants(campaign.config):
         raise CampaignError("the repaired job.py changes the objective; start a fresh campaign in a new workspace")
     files = sources.read_files(paths.workspace, contract.allowed_edit_paths(campaign.config))
@@ -133,29 +141,46 @@ def check_outputs(paths: CampaignPaths, sources_rel: list[str]) -> None:
     for key, path in outputs.items():
         real = path.resolve()
         if real in protected:
-            raise CampaignError(f"--{key.replace('_', '-')} {path} would overwrite the job source {protected[real]}; "
-                                "pick another path")  # fmt: skip
+            raise CampaignError(
+                f"--{key.replace('_', '-')} {path} would overwrite the job source {protected[real]}; pick another path"
+            )
         if real in seen:
-            raise CampaignError(f"--{key.replace('_', '-')} and --{seen[real].replace('_', '-')} name the same path "
-                                f"{path}; give each its own")  # fmt: skip
+            raise CampaignError(
+                f"--{key.replace('_', '-')} and --{seen[real].replace('_', '-')} name the same path "
+                f"{path}; give each its own"
+            )
         if real.is_relative_to(paths.meta.resolve()) and key != "state":
-            raise CampaignError(f"--{key.replace('_', '-')} {path} is inside the campaign's private folder; pick another")
+            raise CampaignError(
+                f"--{key.replace('_', '-')} {path} is inside the campaign's private folder; pick another"
+            )
         seen[real] = key
 
 
 def check_python(python: str, workspace: Path) -> None:
     """The trial interpreter must start and import nvflare (otherwise every trial would crash and count)."""
     env = childenv.build_child_env(os.environ, passthrough=[], simulator_root=workspace, token="python-check")
-    code = ("import importlib.metadata as m, importlib.util as u, sys\n"
-            "if u.find_spec('nvflare') is None: sys.exit('ModuleNotFoundError: No module named nvflare')\n"
-            "print(m.version('nvflare'))")  # finds nvflare without importing it (that takes seconds)
+    code = (
+        "import importlib.metadata as m, importlib.util as u, sys\n"
+        "if u.find_spec('nvflare') is None: sys.exit('ModuleNotFoundError: No module named nvflare')\n"
+        "print(m.version('nvflare'))"
+    )  # finds nvflare without importing it (that takes seconds)
     try:
-        done = subprocess.run([python, "-c", code], cwd=workspace, env=env, capture_output=True, text=True,
-                              timeout=PYTHON_CHECK_TIMEOUT, check=False)  # fmt: skip
+        done = subprocess.run(
+            [python, "-c", code],
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=PYTHON_CHECK_TIMEOUT,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError) as error:
-        raise CampaignError(f"--python {python} cannot be started ({error}); pass an interpreter that has nvflare "
-                            "installed") from None  # fmt: skip
+        raise CampaignError(
+            f"--python {python} cannot be started ({error}); pass an interpreter that has nvflare installed"
+        ) from None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise CampaignError(f"--python {python} cannot import nvflare ({last}); install nvflare==2.9.0 for it or pass "
-                            "--python with an interpreter that has it")  # fmt: skip
+        raise CampaignError(
+            f"--python {python} cannot import nvflare ({last}); install nvflare==2.9.0 for it or pass "
+            "--python with an interpreter that has it"
+        )

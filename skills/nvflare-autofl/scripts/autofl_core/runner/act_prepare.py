@@ -31,8 +31,10 @@ def run(campaign, options, now: str) -> ActionResult:
     best = campaign.best()
     drift = snapshots.workspace_drift(paths, best)
     if drift:
-        raise CampaignError(f"the workspace differs from the best snapshot ({', '.join(drift)}); undo those edits "
-                            "(candidates are edited only in their prepared copy), then prepare again")  # fmt: skip
+        raise CampaignError(
+            f"the workspace differs from the best snapshot ({', '.join(drift)}); undo those edits "
+            "(candidates are edited only in their prepared copy), then prepare again"
+        )
     best_files = snapshots.files_of(paths, best)
     best_row = campaign.best_row()
     sources.write_files(paths.candidate_dir(name) / "source", best_files)
@@ -59,28 +61,37 @@ def run(campaign, options, now: str) -> ActionResult:
         "patch_sha256": None,
         "candidate_source_sha256": None,
         "execution_fingerprint": None,
-        "provenance": {"job": paths.rel(paths.job), "autofl_yaml": paths.rel(paths.autofl_yaml),
-                       "import_source_sha256": campaign.config.get("source_sha256") or best.digest},  # fmt: skip
+        "provenance": {
+            "job": paths.rel(paths.job),
+            "autofl_yaml": paths.rel(paths.autofl_yaml),
+            "import_source_sha256": campaign.config.get("source_sha256") or best.digest,
+        },
         "artifacts": {"patch": None, "run": None},
         "result": manifests.empty_result(),
     }
     manifests.write(paths, manifest)
     campaign.forget()
-    return ActionResult(extras={
-        "candidate_manifest": str(paths.manifest(name)),
-        "candidate_source": str(paths.candidate_dir(name) / "source"),
-        "literature_event_id": event,
-    })  # fmt: skip
+    return ActionResult(
+        extras={
+            "candidate_manifest": str(paths.manifest(name)),
+            "candidate_source": str(paths.candidate_dir(name) / "source"),
+            "literature_event_id": event,
+        }
+    )
 
 
 def require_open(state: dict, action: str) -> None:
     """prepare/evaluate are refused by a stop file and once the campaign is final."""
     if state["stop_files"]:
-        raise CampaignError(f"a stop file is present ({', '.join(state['stop_files'])}); {action} is blocked. Remove "
-                            "it to continue, or follow next_action")  # fmt: skip
+        raise CampaignError(
+            f"a stop file is present ({', '.join(state['stop_files'])}); {action} is blocked. Remove "
+            "it to continue, or follow next_action"
+        )
     if state["final_response_allowed"]:
-        raise CampaignError(f"the campaign is final ({state['reason']}); write the final report, or ask the user to "
-                            "approve a higher cap (initialize --max-candidates N --confirm-user-approved-cap-change)")  # fmt: skip
+        raise CampaignError(
+            f"the campaign is final ({state['reason']}); write the final report, or ask the user to "
+            "approve a higher cap (initialize --max-candidates N --confirm-user-approved-cap-change)"
+        )
 
 
 def check_literature_event(rows: list[dict], event: str | None) -> str | None:
@@ -91,4 +102,3 @@ def check_literature_event(rows: list[dict], event: str | None) -> str | None:
         listed = ", ".join(known) or "none yet; record one with record --literature"
         raise CampaignError(f"--literature-event {event} is not a recorded literature event (known: {listed})")
     return event
-

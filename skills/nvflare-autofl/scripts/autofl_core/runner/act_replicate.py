@@ -42,14 +42,17 @@ def run(campaign, options, now: str) -> ActionResult:
     for n, name, args, value in plan:
         how = f"{seed[0]} {value}" if seed else "identical rerun"
         row = _one(campaign, best, n, name, args, how)
-        done.append({"name": name, "score": row["score"], "seed": value, "failure_reason": row["failure_reason"] or None})
+        done.append(
+            {"name": name, "score": row["score"], "seed": value, "failure_reason": row["failure_reason"] or None}
+        )
         if row["status"] == "infrastructure_retry":
             code = EXIT_SANDBOX
             break
         if row["score"] is None:
             code = EXIT_UNSCORED
-    return ActionResult(extras={"replicates": done, "seed_option": seed[0] if seed else None}, exit_code=code,
-                        ledger_changed=True)  # fmt: skip
+    return ActionResult(
+        extras={"replicates": done, "seed_option": seed[0] if seed else None}, exit_code=code, ledger_changed=True
+    )
 
 
 def replicate_name(best: str, n: int) -> str:
@@ -70,20 +73,26 @@ def _prefix(best: str) -> str:
 
 def _check_allowed(campaign, now: str) -> dict:
     if campaign.settings["env"] != "sim":
-        raise CampaignError("replicate runs simulations only; in poc/prod rerun the best configuration by hand and "
-                            "record nothing (replicates of external runs are not supported)")  # fmt: skip
+        raise CampaignError(
+            "replicate runs simulations only; in poc/prod rerun the best configuration by hand and "
+            "record nothing (replicates of external runs are not supported)"
+        )
     best = campaign.best_row()
     if best is None:
         raise CampaignError("there is no scored best to replicate yet; run initialize until the baseline has a score")
     state = state_mod.compute(campaign, now)
     if state["stop_files"]:
-        raise CampaignError(f"a stop file is present ({', '.join(state['stop_files'])}); replicate runs no more "
-                            "simulations after a manual stop")  # fmt: skip
+        raise CampaignError(
+            f"a stop file is present ({', '.join(state['stop_files'])}); replicate runs no more "
+            "simulations after a manual stop"
+        )
     if state["pending_candidates"]:
         raise CampaignError("a candidate is pending; evaluate or abandon it before replicating the best")
     drift = snapshots.workspace_drift(campaign.paths, campaign.best())
     if drift:
-        raise CampaignError(f"the workspace differs from the best snapshot ({', '.join(drift)}); undo those edits first")
+        raise CampaignError(
+            f"the workspace differs from the best snapshot ({', '.join(drift)}); undo those edits first"
+        )
     return best
 
 

@@ -14,15 +14,28 @@ from .paths import CampaignPaths
 
 def run(options, given: dict, now: str) -> tuple[int, dict]:
     stored = metadata.read(CampaignPaths.for_job(options.job, {}))
-    merged = settings_mod.merge_settings(stored["settings"], given, action="report", now=now,
-                                         approved=bool(options.confirm_user_approved_cap_change),
-                                         cap_history=stored["cap_changes"])  # fmt: skip
+    merged = settings_mod.merge_settings(
+        stored["settings"],
+        given,
+        action="report",
+        now=now,
+        approved=bool(options.confirm_user_approved_cap_change),
+        cap_history=stored["cap_changes"],
+    )
     if merged.changed:
         flags = ", ".join(settings_mod.FLAGS.get(name, name) for name in merged.changed)
         raise CampaignError(f"report changes no setting; drop {flags} (or change it with status first)")
-    done = report_gate.produce(options.job, outputs=None, confirm_interrupted=options.confirm_interrupted,
-                               generated_by="run_job_campaign.py report", lock_mode="write", now=now)  # fmt: skip
-    extras = {"report_json": str(done.outputs.report_json),
-              "progress_plot_available": done.data["progress_plot_available"],
-              "report_warnings": sorted({w["code"] for w in done.data["warnings"]})}  # fmt: skip
+    done = report_gate.produce(
+        options.job,
+        outputs=None,
+        confirm_interrupted=options.confirm_interrupted,
+        generated_by="run_job_campaign.py report",
+        lock_mode="write",
+        now=now,
+    )
+    extras = {
+        "report_json": str(done.outputs.report_json),
+        "progress_plot_available": done.data["progress_plot_available"],
+        "report_warnings": sorted({w["code"] for w in done.data["warnings"]}),
+    }
     return EXIT_OK, state_mod.envelope(done.campaign.paths, done.state, extras)

@@ -18,9 +18,20 @@ def run(campaign, options, now: str) -> ActionResult:
     space = list((config.get("search_space") or {}).get("suggested") or [])
     current = dict(runargs.pairs_from_tokens(config, campaign.best_run_args()))
     best = campaign.best()
-    tried = [dict(runargs.pairs_from_tokens(config, m["effective_run_args"])) for m in campaign.manifests()
-             if m["base_source_sha256"] == best.digest and not m.get("patch_sha256")
-             and m["status"] not in ("abandoned", "prepared")]  # fmt: skip
-    seeds = suggest.suggestions(space, current=current, tried=tried, used_names=campaign.used_names(), limit=limit,
-                                mode=campaign.settings["mode"], metric=campaign.settings["metric"])  # fmt: skip
+    tried = [
+        dict(runargs.pairs_from_tokens(config, m["effective_run_args"]))
+        for m in campaign.manifests()
+        if m["base_source_sha256"] == best.digest
+        and not m.get("patch_sha256")
+        and m["status"] not in ("abandoned", "prepared")
+    ]
+    seeds = suggest.suggestions(
+        space,
+        current=current,
+        tried=tried,
+        used_names=campaign.used_names(),
+        limit=limit,
+        mode=campaign.settings["mode"],
+        metric=campaign.settings["metric"],
+    )
     return ActionResult(extras={"suggestions": seeds})

@@ -34,8 +34,13 @@ class Campaign:
         probe = paths or CampaignPaths.for_job(job, {})
         meta = metadata.read(probe)
         settings = meta["settings"]
-        paths = CampaignPaths.for_job(job, {key: settings.get(key) for key in ("autofl_yaml", "results", "state",
-                                                                              "progress", "report", "output_root")})  # fmt: skip
+        paths = CampaignPaths.for_job(
+            job,
+            {
+                key: settings.get(key)
+                for key in ("autofl_yaml", "results", "state", "progress", "report", "output_root")
+            },
+        )
         return cls(paths=paths, meta=meta, config=contract.read(paths.autofl_yaml))
 
     @property

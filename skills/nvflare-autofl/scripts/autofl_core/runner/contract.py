@@ -27,8 +27,14 @@ HEADER = (
     "# refuses to continue when they change.\n"
 )
 BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
-INVARIANT_KEYS = ("metric", "mode", "job_key_metric", "job_key_metric_mode", "metric_extraction_order",
-                  "metric_invariants")  # fmt: skip
+INVARIANT_KEYS = (
+    "metric",
+    "mode",
+    "job_key_metric",
+    "job_key_metric_mode",
+    "metric_extraction_order",
+    "metric_invariants",
+)
 MAX_YAML_BYTES = 16 * 1024 * 1024
 
 
@@ -59,10 +65,15 @@ def read(path: Path) -> dict:
         config = yaml.load(data.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (ValueError, yaml.YAMLError, RecursionError):
         raise CampaignError(f"{path} is not valid YAML; restore it from the campaign's first version") from None
-    missing = [key for key in ("objective", "fixed_budget", "trust", "argparse") if not isinstance(config, dict)
-               or not isinstance(config.get(key), dict)]  # fmt: skip
+    missing = [
+        key
+        for key in ("objective", "fixed_budget", "trust", "argparse")
+        if not isinstance(config, dict) or not isinstance(config.get(key), dict)
+    ]
     if missing:
-        raise CampaignError(f"{path} lacks {', '.join(missing)}; restore autofl.yaml (the runner wrote it at initialize)")
+        raise CampaignError(
+            f"{path} lacks {', '.join(missing)}; restore autofl.yaml (the runner wrote it at initialize)"
+        )
     return config
 
 
@@ -77,7 +88,9 @@ def budget_digest(config: dict) -> str:
     """sha256 over the fixed-budget values, the comparison arguments and the pinning argv."""
     budget = config.get("fixed_budget") or {}
     values = {name: (budget.get(name) or {}).get("value") for name in BUDGET_FIELDS}
-    comparison = {key: (entry or {}).get("value") for key, entry in sorted((budget.get("comparison_args") or {}).items())}
+    comparison = {
+        key: (entry or {}).get("value") for key, entry in sorted((budget.get("comparison_args") or {}).items())
+    }
     document = {"budget": values, "comparison_args": comparison, "pinned_args": budget_args(config)}
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode("utf-8")).hexdigest()
 

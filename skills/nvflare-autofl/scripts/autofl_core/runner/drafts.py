@@ -53,23 +53,31 @@ def read_draft(source_dir: Path, best: dict[str, bytes], config: dict, workspace
     files = _walk(source_dir)
     deleted = sorted(set(best) - set(files))
     if deleted:
-        raise CampaignError(f"the draft deletes {', '.join(deleted)}; deleting managed files is not supported, "
-                            f"restore them in {source_dir}")  # fmt: skip
+        raise CampaignError(
+            f"the draft deletes {', '.join(deleted)}; deleting managed files is not supported, "
+            f"restore them in {source_dir}"
+        )
     changed = sorted(rel for rel in best if files[rel] != best[rel])
     created = sorted(set(files) - set(best))
     allowed = set(contract.allowed_edit_paths(config))
     outside = [rel for rel in changed if rel not in allowed]
     if outside:
-        raise CampaignError(f"the draft changes {', '.join(outside)}, outside the trust contract's allowed_edit_paths "
-                            f"({', '.join(sorted(allowed))}); revert those files")  # fmt: skip
+        raise CampaignError(
+            f"the draft changes {', '.join(outside)}, outside the trust contract's allowed_edit_paths "
+            f"({', '.join(sorted(allowed))}); revert those files"
+        )
     patterns = contract.allowed_create_patterns(config)
     for rel in created:
         if not any(glob_match(pattern, rel) for pattern in patterns):
-            raise CampaignError(f"the draft creates {rel}, which matches no allowed_create_patterns "
-                                f"({', '.join(patterns) or 'none'}); remove it")  # fmt: skip
+            raise CampaignError(
+                f"the draft creates {rel}, which matches no allowed_create_patterns "
+                f"({', '.join(patterns) or 'none'}); remove it"
+            )
         if os.path.lexists(workspace / rel):
-            raise CampaignError(f"the draft creates {rel}, but the workspace already has an unmanaged file there; "
-                                "pick another file name")  # fmt: skip
+            raise CampaignError(
+                f"the draft creates {rel}, but the workspace already has an unmanaged file there; "
+                "pick another file name"
+            )
     return Draft(files=files, changed=changed, created=created, patch=unified_patch(best, files, changed + created))
 
 
@@ -107,9 +115,12 @@ def unified_patch(old: dict[str, bytes], new: dict[str, bytes], rels: list[str])
         before = old.get(rel)
         after = new[rel]
         lines = difflib.unified_diff(
-            _lines(before), _lines(after), fromfile="/dev/null" if before is None else f"a/{rel}",
-            tofile=f"b/{rel}", lineterm="",
-        )  # fmt: skip
+            _lines(before),
+            _lines(after),
+            fromfile="/dev/null" if before is None else f"a/{rel}",
+            tofile=f"b/{rel}",
+            lineterm="",
+        )
         chunks.extend(line if line.endswith("\n") else line + "\n" for line in lines)
     return "".join(chunks)
 
@@ -127,10 +138,13 @@ def _walk(root: Path) -> dict[str, bytes]:
     try:
         info = os.lstat(root)
     except FileNotFoundError:
-        raise CampaignError(f"the candidate source folder {root} is missing; abandon the candidate and prepare "
-                            "again") from None  # fmt: skip
+        raise CampaignError(
+            f"the candidate source folder {root} is missing; abandon the candidate and prepare again"
+        ) from None
     if not stat.S_ISDIR(info.st_mode):
-        raise CampaignError(f"the candidate source {root} is not a plain folder; abandon the candidate and prepare again")
+        raise CampaignError(
+            f"the candidate source {root} is not a plain folder; abandon the candidate and prepare again"
+        )
     files: dict[str, bytes] = {}
     for folder, dirs, names in os.walk(root):
         base = Path(folder)
@@ -150,8 +164,9 @@ def _skip_dir(path: Path, root: Path) -> bool:
     if path.name in IGNORED_DIRS:
         return True
     if path.name in RESERVED_PARTS:
-        raise CampaignError(f"the draft contains the reserved folder {rel}; remove it (reserved: "
-                            f"{', '.join(sorted(RESERVED_PARTS))})")  # fmt: skip
+        raise CampaignError(
+            f"the draft contains the reserved folder {rel}; remove it (reserved: {', '.join(sorted(RESERVED_PARTS))})"
+        )
     return False
 
 

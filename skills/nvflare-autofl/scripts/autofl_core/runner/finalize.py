@@ -25,8 +25,9 @@ SCHEMA = "nvflare.autofl.finalize.v1"
 OUTCOME_STATUS = {"crash": "crash", "infrastructure_retry": "infrastructure_retry"}
 
 
-def decide(outcome: str, score: float | None, *, best_score: float | None, mode: str,
-           margin: float | None = None) -> str:  # fmt: skip
+def decide(
+    outcome: str, score: float | None, *, best_score: float | None, mode: str, margin: float | None = None
+) -> str:
     """keep when strictly better than the best retained score at ledger precision, by more than `margin` when the
     noise rule applies (`noise.keep_margin`); a tie is a discard."""
     if outcome in OUTCOME_STATUS:
@@ -54,8 +55,12 @@ def finalize(campaign, manifest: dict, *, status: str, draft_files: dict | None,
         final["result"] = dict(manifest["result"])
     if status == "discard":
         best = campaign.best_row()
-        reason = within_noise(manifest["result"]["score"], best_score=best["score"] if best else None,
-                              mode=campaign.mode, margin=noise.keep_margin(campaign))  # fmt: skip
+        reason = within_noise(
+            manifest["result"]["score"],
+            best_score=best["score"] if best else None,
+            mode=campaign.mode,
+            margin=noise.keep_margin(campaign),
+        )
         if reason:
             final["result"] = dict(manifest["result"], failure_reason=reason)
     digest = None
@@ -166,8 +171,10 @@ def append_once(paths, row: dict, rows_before: int) -> None:
         landed = existing[rows_before]
         if landed["name"] == row["name"] and landed["status"] == row["status"]:
             return
-        raise CampaignError(f"{paths.results} gained rows that do not belong to {row['name']} while it was being "
-                            "finalized; check the ledger by hand")  # fmt: skip
+        raise CampaignError(
+            f"{paths.results} gained rows that do not belong to {row['name']} while it was being "
+            "finalized; check the ledger by hand"
+        )
     ledger.append_row(paths.results, row)
 
 

@@ -55,17 +55,25 @@ def run(action: str, options) -> tuple[int, dict]:
         now = now_text()
         extras = recovery.recover(campaign, now)
         campaign.best()  # a damaged best snapshot stops every action (exit 2 naming it), status included
-        merged = settings_mod.merge_settings(campaign.settings, given, action=action, now=now,
-                                             approved=bool(getattr(options, "confirm_user_approved_cap_change", False)),
-                                             cap_history=campaign.meta["cap_changes"])  # fmt: skip
+        merged = settings_mod.merge_settings(
+            campaign.settings,
+            given,
+            action=action,
+            now=now,
+            approved=bool(getattr(options, "confirm_user_approved_cap_change", False)),
+            cap_history=campaign.meta["cap_changes"],
+        )
         stored = campaign.meta
         campaign.meta = {**stored, "settings": merged.settings}
         try:
             result = _action(*ACTIONS[action])(campaign, options, now)
             if merged.changed:
-                campaign.meta = {**campaign.meta, "updated_at": now,
-                                 "setting_changes": stored["setting_changes"] + merged.setting_changes,
-                                 "cap_changes": stored["cap_changes"] + ([merged.cap_change] if merged.cap_change else [])}
+                campaign.meta = {
+                    **campaign.meta,
+                    "updated_at": now,
+                    "setting_changes": stored["setting_changes"] + merged.setting_changes,
+                    "cap_changes": stored["cap_changes"] + ([merged.cap_change] if merged.cap_change else []),
+                }
                 metadata.write(campaign.paths, campaign.meta)
                 result.extras["settings_changed"] = merged.changed
             state = refresh(campaign, now, ledger_changed=result.ledger_changed)

@@ -28,24 +28,49 @@ TERMINAL = ("keep", "discard", "crash", "abandoned")
 STATUSES = PENDING + TERMINAL
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 REQUIRED = {
-    "schema_version": str, "candidate_id": str, "name": str, "hypothesis": str, "algorithm_family": str,
-    "status": str, "created_at": str, "updated_at": str, "workspace_root": str, "base_candidate": str,
-    "base_source_sha256": str, "fixed_budget_sha256": str, "objective": dict, "environment": str,
-    "run_args": list, "effective_run_args": list, "changed_files": list, "created_files": list,
-    "provenance": dict, "artifacts": dict, "result": dict,
-}  # fmt: skip
+    "schema_version": str,
+    "candidate_id": str,
+    "name": str,
+    "hypothesis": str,
+    "algorithm_family": str,
+    "status": str,
+    "created_at": str,
+    "updated_at": str,
+    "workspace_root": str,
+    "base_candidate": str,
+    "base_source_sha256": str,
+    "fixed_budget_sha256": str,
+    "objective": dict,
+    "environment": str,
+    "run_args": list,
+    "effective_run_args": list,
+    "changed_files": list,
+    "created_files": list,
+    "provenance": dict,
+    "artifacts": dict,
+    "result": dict,
+}
 
 
 def check_id(candidate_id: str, what: str = "--name") -> str:
     if not isinstance(candidate_id, str) or not ID_RE.fullmatch(candidate_id):
-        raise CampaignError(f"{what} {candidate_id!r} is not a valid candidate id; use 1-64 letters, digits, '.', "
-                            "'_' or '-', starting with a letter or digit")  # fmt: skip
+        raise CampaignError(
+            f"{what} {candidate_id!r} is not a valid candidate id; use 1-64 letters, digits, '.', "
+            "'_' or '-', starting with a letter or digit"
+        )
     return candidate_id
 
 
 def empty_result() -> dict:
-    return {"score": None, "metric_name": None, "metric_source": None, "metric_artifact": None,
-            "runtime_seconds": None, "run_command": None, "failure_reason": None}  # fmt: skip
+    return {
+        "score": None,
+        "metric_name": None,
+        "metric_source": None,
+        "metric_artifact": None,
+        "runtime_seconds": None,
+        "run_command": None,
+        "failure_reason": None,
+    }
 
 
 def write(paths, manifest: dict) -> None:
@@ -62,8 +87,10 @@ def read_path(paths, given: str) -> dict:
     candidate_id = path.parent.name
     expected = paths.manifest(candidate_id) if ID_RE.fullmatch(candidate_id) else None
     if expected is None or path.name != "candidate_manifest.json" or not _same(path.parent, expected.parent):
-        raise CampaignError(f"--manifest {given} is not a candidate manifest of this workspace (expected "
-                            f"{paths.candidates}/<candidate_id>/candidate_manifest.json)")  # fmt: skip
+        raise CampaignError(
+            f"--manifest {given} is not a candidate manifest of this workspace (expected "
+            f"{paths.candidates}/<candidate_id>/candidate_manifest.json)"
+        )
     return _load(paths, expected, candidate_id)
 
 

@@ -27,8 +27,11 @@ def estimate(campaign) -> dict | None:
 
 def estimate_of(campaign, row: dict) -> dict:
     """`noise{...}` of the configuration of the retained ledger row `row` (its score plus its replicates')."""
-    scores = [other["score"] for other in campaign.rows() if other["status"] == "replicate"
-              and other["score"] is not None and other["base_candidate"] == row["name"]]  # fmt: skip
+    scores = [
+        other["score"]
+        for other in campaign.rows()
+        if other["status"] == "replicate" and other["score"] is not None and other["base_candidate"] == row["name"]
+    ]
     settings = guard.GuardSettings.from_mapping(settings_mod.guard_settings(campaign.settings))
     return guard.noise_estimate((row["score"], None, row["name"]), scores, settings)
 
@@ -39,7 +42,9 @@ def latest_measured(campaign) -> dict | None:
     current = estimate(campaign)
     if current is not None and current["stdev"] is not None:
         return current
-    replicated = {row["base_candidate"] for row in campaign.rows() if row["status"] == "replicate" and row["score"] is not None}
+    replicated = {
+        row["base_candidate"] for row in campaign.rows() if row["status"] == "replicate" and row["score"] is not None
+    }
     for row in reversed(campaign.rows()):
         if row["status"] in ("baseline", "keep") and row["score"] is not None and row["name"] in replicated:
             return estimate_of(campaign, row)

@@ -33,8 +33,14 @@ class PlotWorker:
     @classmethod
     def start(cls) -> PlotWorker | None:
         try:
-            process = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL, text=True, close_fds=True)  # fmt: skip
+            process = subprocess.Popen(
+                [sys.executable, str(WORKER)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                close_fds=True,
+            )
         except OSError:
             return None
         return cls(process)
@@ -92,14 +98,23 @@ def render(campaign, state: dict, worker: PlotWorker | None) -> bool:
     could be drawn (a text note only)."""
     band = noise.band(state["noise"])
     if worker is not None:
-        request = {"results": str(campaign.paths.results), "output": str(campaign.paths.progress),
-                   "metric": campaign.settings["metric"], "mode": campaign.settings["mode"], "band": band}  # fmt: skip
+        request = {
+            "results": str(campaign.paths.results),
+            "output": str(campaign.paths.progress),
+            "metric": campaign.settings["metric"],
+            "mode": campaign.settings["mode"],
+            "band": band,
+        }
         backend = worker.draw(request)
         if backend is not None:
             return backend != "text"
     from .. import plot
 
-    summary = plot.render(campaign.rows(), campaign.paths.progress, metric=campaign.settings["metric"],
-                          mode=campaign.settings["mode"], band=band)  # fmt: skip
+    summary = plot.render(
+        campaign.rows(),
+        campaign.paths.progress,
+        metric=campaign.settings["metric"],
+        mode=campaign.settings["mode"],
+        band=band,
+    )
     return summary["backend"] != "text"
-

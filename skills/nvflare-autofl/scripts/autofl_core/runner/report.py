@@ -52,8 +52,9 @@ def outputs_of(paths) -> Outputs:
     return Outputs(report=paths.report, report_json=paths.report_json, progress=paths.progress)
 
 
-def build(campaign, state: dict, *, plot_available: bool, context: Context | None = None,
-          outputs: Outputs | None = None) -> dict:  # fmt: skip
+def build(
+    campaign, state: dict, *, plot_available: bool, context: Context | None = None, outputs: Outputs | None = None
+) -> dict:
     context = context or Context()
     paths, settings, config = campaign.paths, campaign.settings, campaign.config
     outputs = outputs or outputs_of(paths)
@@ -66,21 +67,35 @@ def build(campaign, state: dict, *, plot_available: bool, context: Context | Non
     observed = report_facts.best_observed(rows, walk)
     selected = _selected(campaign, state, rows, walk, best, baseline, observed, band)
     evidence = report_warnings.Evidence(
-        rows=rows, best=best, baseline=baseline, best_run_args=campaign.best_run_args(), metric=settings["metric"],
-        missing_columns=tuple(context.missing_columns), fresh_state=state,
-        stored_state=context.stored_state if context.stored_state_read else state, meta=campaign.meta,
-        manifest_status={m["candidate_id"]: m["status"] for m in campaign.manifests()}, best_observed=observed,
-        gain_verdict=selected["noise"] if selected else None, band=band)  # fmt: skip
+        rows=rows,
+        best=best,
+        baseline=baseline,
+        best_run_args=campaign.best_run_args(),
+        metric=settings["metric"],
+        missing_columns=tuple(context.missing_columns),
+        fresh_state=state,
+        stored_state=context.stored_state if context.stored_state_read else state,
+        meta=campaign.meta,
+        manifest_status={m["candidate_id"]: m["status"] for m in campaign.manifests()},
+        best_observed=observed,
+        gain_verdict=selected["noise"] if selected else None,
+        band=band,
+    )
     return {
         "schema_version": SCHEMA,
         "generated_at": _now(),
         "provenance": _provenance(state, context),
         "objective": _objective(settings, config),
         "config": paths.rel(paths.autofl_yaml),
-        "fixed_budget": {key: (config.get("fixed_budget") or {}).get(key, {}).get("value")
-                         for key in ("num_clients", "min_clients", "num_rounds")},  # fmt: skip
-        "candidate_budget": {"cap": state["candidate_cap"], "attempts": state["candidate_attempts"],
-                             "remaining": state["remaining_candidates"]},  # fmt: skip
+        "fixed_budget": {
+            key: (config.get("fixed_budget") or {}).get(key, {}).get("value")
+            for key in ("num_clients", "min_clients", "num_rounds")
+        },
+        "candidate_budget": {
+            "cap": state["candidate_cap"],
+            "attempts": state["candidate_attempts"],
+            "remaining": state["remaining_candidates"],
+        },
         "state": {key: state[key] for key in ("decision", "reason", "next_action", "final_response_allowed")},
         "selected": selected,
         "best_observed": observed,
@@ -102,9 +117,12 @@ def build(campaign, state: dict, *, plot_available: bool, context: Context | Non
         "abandoned": sorted(m["candidate_id"] for m in campaign.manifests() if m["status"] == "abandoned"),
         "cap_changes": list(campaign.meta.get("cap_changes") or []),
         "setting_changes": list(campaign.meta.get("setting_changes") or []),
-        "artifacts": dict({key: str(value) for key, value in paths.envelope_paths().items()},
-                          report=str(outputs.report), report_json=str(outputs.report_json),
-                          progress=str(outputs.progress)),  # fmt: skip
+        "artifacts": dict(
+            {key: str(value) for key, value in paths.envelope_paths().items()},
+            report=str(outputs.report),
+            report_json=str(outputs.report_json),
+            progress=str(outputs.progress),
+        ),
         "progress_plot_available": plot_available,
         "progress_plot": os.path.relpath(outputs.progress, outputs.report.parent) if plot_available else None,
     }
@@ -121,10 +139,15 @@ def _now() -> str:
 
 
 def _provenance(state: dict, context: Context) -> dict:
-    return {"generated_by": context.generated_by, "final_response_allowed": state["final_response_allowed"],
-            "reason": state["reason"], "confirm_interrupted": context.confirm_interrupted, "lock": context.lock,
-            "interim": context.generated_by == "refresh" and not state["final_response_allowed"],
-            "notes": list(context.notes)}  # fmt: skip
+    return {
+        "generated_by": context.generated_by,
+        "final_response_allowed": state["final_response_allowed"],
+        "reason": state["reason"],
+        "confirm_interrupted": context.confirm_interrupted,
+        "lock": context.lock,
+        "interim": context.generated_by == "refresh" and not state["final_response_allowed"],
+        "notes": list(context.notes),
+    }
 
 
 def _objective(settings: dict, config: dict) -> dict:
@@ -145,11 +168,15 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band) -> di
         return None
     manifest = campaign.manifest_of(best["name"]) if best["status"] == "keep" else None
     metric = campaign.settings["metric"]
-    why = (f"{best['name']} has the best {metric} ({compare.format_score(best['score'])}) among scored baseline and "
-           "keep rows (a tie never replaces the earlier row)")  # fmt: skip
+    why = (
+        f"{best['name']} has the best {metric} ({compare.format_score(best['score'])}) among scored baseline and "
+        "keep rows (a tie never replaces the earlier row)"
+    )
     if observed:
-        why += (f"; discard {observed['name']} scored {compare.format_score(observed['score'])} but was not kept, so "
-                "it is only best_observed")  # fmt: skip
+        why += (
+            f"; discard {observed['name']} scored {compare.format_score(observed['score'])} but was not kept, so "
+            "it is only best_observed"
+        )
     return {
         "name": best["name"],
         "status": best["status"],
@@ -160,7 +187,8 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band) -> di
         "noise": report_facts.verdict(state["improvement"], band) if best is not baseline else None,
         "family": best["algorithm_family"] or (manifest or {}).get("algorithm_family") or None,
         "kind": best["candidate_kind"] or ("baseline" if best["status"] == "baseline" else None),
-        "hypothesis": (manifest or {}).get("hypothesis") or (None if best["status"] == "baseline" else best["diff_summary"]),
+        "hypothesis": (manifest or {}).get("hypothesis")
+        or (None if best["status"] == "baseline" else best["diff_summary"]),
         "literature_event_id": best["literature_event_id"] or None,
         "why": why,
         "lineage": report_facts.lineage(rows, walk.best),
@@ -173,11 +201,19 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band) -> di
 
 def _noise_section(rows: list[dict], estimate: dict | None, band: float | None) -> dict:
     of = estimate["of"] if estimate else None
-    replicates = [{"name": row["name"], "score": row["score"], "notes": row["diff_summary"] or row["failure_reason"]}
-                  for row in rows if row["status"] == "replicate" and row["base_candidate"] == of]  # fmt: skip
-    return {"estimate": estimate, "band": band, "replicates": replicates,
-            "seeded": any("seed" in (item["notes"] or "") and "identical" not in (item["notes"] or "")
-                          for item in replicates)}  # fmt: skip
+    replicates = [
+        {"name": row["name"], "score": row["score"], "notes": row["diff_summary"] or row["failure_reason"]}
+        for row in rows
+        if row["status"] == "replicate" and row["base_candidate"] == of
+    ]
+    return {
+        "estimate": estimate,
+        "band": band,
+        "replicates": replicates,
+        "seeded": any(
+            "seed" in (item["notes"] or "") and "identical" not in (item["notes"] or "") for item in replicates
+        ),
+    }
 
 
 def _network(campaign, rows: list[dict]) -> dict:
@@ -212,8 +248,11 @@ def _wall_time(campaign, state: dict) -> dict:
     if start is None or not ends:
         return {"started_at": campaign.meta.get("created_at"), "last_activity_at": None, "wall_time_seconds": None}
     end = max(ends)
-    return {"started_at": campaign.meta["created_at"], "last_activity_at": end.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "wall_time_seconds": max((end - start).total_seconds(), 0.0)}  # fmt: skip
+    return {
+        "started_at": campaign.meta["created_at"],
+        "last_activity_at": end.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "wall_time_seconds": max((end - start).total_seconds(), 0.0),
+    }
 
 
 def _parse(stamp) -> datetime | None:
@@ -248,6 +287,11 @@ def _best_command(campaign, best: dict | None) -> str:
     """The best configuration as a command a user can rerun by hand (fixed budget, base args, best run args)."""
     if best is None:
         return ""
-    argv = [campaign.settings["python"], campaign.paths.job.name, *contract.budget_args(campaign.config),
-            *campaign.settings["base_args"], *campaign.best_run_args()]  # fmt: skip
+    argv = [
+        campaign.settings["python"],
+        campaign.paths.job.name,
+        *contract.budget_args(campaign.config),
+        *campaign.settings["base_args"],
+        *campaign.best_run_args(),
+    ]
     return f"cd {shlex.quote(str(campaign.paths.workspace))} && {shlex.join(argv)}"

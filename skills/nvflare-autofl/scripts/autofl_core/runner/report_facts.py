@@ -46,12 +46,21 @@ def walk_rows(rows: list[dict], mode: str) -> Walk:
         if status == "baseline" and walk.baseline is None:
             walk.baseline = index
         if status == "keep" and incumbent is not None:
-            walk.improvements.append({"row": index, "name": row["name"], "score": score, "previous": incumbent,
-                                      "previous_name": rows[walk.best]["name"], "gain": walk.judged[index]})  # fmt: skip
+            walk.improvements.append(
+                {
+                    "row": index,
+                    "name": row["name"],
+                    "score": score,
+                    "previous": incumbent,
+                    "previous_name": rows[walk.best]["name"],
+                    "gain": walk.judged[index],
+                }
+            )
         walk.best = index
     if walk.baseline is None:
-        walk.baseline = next((i for i, r in enumerate(rows) if r["status"] == "baseline" and r["score"] is not None),
-                             None)  # fmt: skip
+        walk.baseline = next(
+            (i for i, r in enumerate(rows) if r["status"] == "baseline" and r["score"] is not None), None
+        )
     return walk
 
 
@@ -67,9 +76,14 @@ def best_observed(rows: list[dict], walk: Walk) -> dict | None:
     if top is None:
         return None
     row = rows[top]
-    return {"name": row["name"], "row": top, "score": row["score"], "status": "discard",
-            "gain_over_best": improvement(row["score"], rows[walk.best]["score"], walk.mode),
-            "reason": row["failure_reason"] or None}  # fmt: skip
+    return {
+        "name": row["name"],
+        "row": top,
+        "score": row["score"],
+        "status": "discard",
+        "gain_over_best": improvement(row["score"], rows[walk.best]["score"], walk.mode),
+        "reason": row["failure_reason"] or None,
+    }
 
 
 def lineage(rows: list[dict], best: int | None) -> dict:
@@ -129,9 +143,14 @@ def what_did_not_help(rows: list[dict], walk: Walk) -> dict:
         entry = groups.setdefault(key, {"group": key[0], "key": key[1], "count": 0, "representative": None})
         entry["count"] += 1
         if entry["representative"] is None or gain > entry["representative"]["gain"]:
-            entry["representative"] = {"name": row["name"], "row": index, "score": row["score"], "gain": gain,
-                                       "reason": row["failure_reason"] or None,
-                                       "hypothesis": row["diff_summary"]}  # fmt: skip
+            entry["representative"] = {
+                "name": row["name"],
+                "row": index,
+                "score": row["score"],
+                "gain": gain,
+                "reason": row["failure_reason"] or None,
+                "hypothesis": row["diff_summary"],
+            }
     crashes: dict[str, dict] = {}
     for index in walk.crashes:
         reason = rows[index]["failure_reason"] or "(no failure reason recorded)"
@@ -174,9 +193,19 @@ def literature_outcomes(rows: list[dict], walk: Walk, *, batch_size: int) -> lis
             outcome = "matched"
         else:
             outcome = "not_confirmed"
-        out.append({"event_id": event or None, "name": row["name"], "row": index, "family": row["algorithm_family"],
-                    "hypothesis": row["diff_summary"], "outcome": outcome, "candidates": [rows[i]["name"] for i in linked],
-                    "scored": len(scored), "required": batch_size})  # fmt: skip
+        out.append(
+            {
+                "event_id": event or None,
+                "name": row["name"],
+                "row": index,
+                "family": row["algorithm_family"],
+                "hypothesis": row["diff_summary"],
+                "outcome": outcome,
+                "candidates": [rows[i]["name"] for i in linked],
+                "scored": len(scored),
+                "required": batch_size,
+            }
+        )
     return out
 
 
@@ -221,8 +250,16 @@ def trajectory(rows: list[dict], walk: Walk) -> dict:
         for label, item in (("first", walk.improvements[0]), ("largest", largest), ("final", walk.improvements[-1])):
             marks.setdefault(item["row"], []).append(label)
     gains = {item["row"]: item["gain"] for item in walk.improvements}
-    points = [{"row": index, "name": rows[index]["name"], "score": rows[index]["score"], "gain": gains.get(index),
-               "marks": labels} for index, labels in sorted(marks.items())]  # fmt: skip
+    points = [
+        {
+            "row": index,
+            "name": rows[index]["name"],
+            "score": rows[index]["score"],
+            "gain": gains.get(index),
+            "marks": labels,
+        }
+        for index, labels in sorted(marks.items())
+    ]
     return {"steps_total": len(walk.improvements) + (walk.baseline is not None), "points": points}
 
 
@@ -238,5 +275,8 @@ def compute_spent(rows: list[dict]) -> dict:
             continue
         by_status[row["status"]] = by_status.get(row["status"], 0.0) + row["runtime_seconds"]
     total = sum(by_status.values())
-    return {"total_seconds": round(total, 3), "by_status": {k: round(v, 3) for k, v in sorted(by_status.items())},
-            "rows_without_runtime": missing}  # fmt: skip
+    return {
+        "total_seconds": round(total, 3),
+        "by_status": {k: round(v, 3) for k, v in sorted(by_status.items())},
+        "rows_without_runtime": missing,
+    }

@@ -38,8 +38,9 @@ class Produced:
     campaign: Campaign
 
 
-def produce(job, *, outputs: report.Outputs | None, confirm_interrupted: bool, generated_by: str, lock_mode: str,
-            now: str) -> Produced:  # fmt: skip
+def produce(
+    job, *, outputs: report.Outputs | None, confirm_interrupted: bool, generated_by: str, lock_mode: str, now: str
+) -> Produced:
     probe = CampaignPaths.for_job(job, {})
     holder = workspace_lock(probe.lock) if lock_mode == "write" else read_lock(probe.lock)
     with holder as lock_state:
@@ -50,10 +51,15 @@ def produce(job, *, outputs: report.Outputs | None, confirm_interrupted: bool, g
         chosen = outputs or report.outputs_of(campaign.paths)
         check_outputs(campaign, chosen)
         plotted = render_plot(campaign, state, chosen.progress)
-        context = report.Context(generated_by=generated_by, confirm_interrupted=confirm_interrupted and
-                                 not state["final_response_allowed"], lock=lock_state or "held",
-                                 missing_columns=missing, stored_state=stored, stored_state_read=True,
-                                 notes=notes)  # fmt: skip
+        context = report.Context(
+            generated_by=generated_by,
+            confirm_interrupted=confirm_interrupted and not state["final_response_allowed"],
+            lock=lock_state or "held",
+            missing_columns=missing,
+            stored_state=stored,
+            stored_state_read=True,
+            notes=notes,
+        )
         data = report.build(campaign, state, plot_available=plotted, context=context, outputs=chosen)
         report.write(chosen, data)
     return Produced(outputs=chosen, data=data, state=state, campaign=campaign)
@@ -73,26 +79,35 @@ def check_finished(campaign, state: dict, *, confirm_interrupted: bool) -> list[
     """Refuse an unfinished campaign; returns notes for the report's provenance."""
     paths = campaign.paths
     if paths.journal.exists():
-        raise CampaignError(f"{paths.journal} shows an interrupted finalize; run the runner's status action to finish "
-                            "it, then report")  # fmt: skip
+        raise CampaignError(
+            f"{paths.journal} shows an interrupted finalize; run the runner's status action to finish it, then report"
+        )
     open_ones = [m for m in campaign.manifests() if m["status"] not in manifests.TERMINAL]
     if open_ones:
         first = open_ones[0]
-        raise CampaignError(f"candidate {first['candidate_id']} is {first['status']} (not terminal): evaluate, record or "
-                            "abandon it (a running one: run status to recover it) before the final report")  # fmt: skip
+        raise CampaignError(
+            f"candidate {first['candidate_id']} is {first['status']} (not terminal): evaluate, record or "
+            "abandon it (a running one: run status to recover it) before the final report"
+        )
     for row in campaign.rows():
         if row["status"] in ("keep", "discard", "crash") and row["candidate_manifest"]:
             if not paths.resolve(row["candidate_manifest"]).is_file():
-                raise CampaignError(f"the manifest of {row['name']} ({row['candidate_manifest']}) is missing, so its "
-                                    "outcome cannot be confirmed; restore it before the final report")  # fmt: skip
+                raise CampaignError(
+                    f"the manifest of {row['name']} ({row['candidate_manifest']}) is missing, so its "
+                    "outcome cannot be confirmed; restore it before the final report"
+                )
     notes = _trial_notes(paths)
     if not state["final_response_allowed"]:
         if not confirm_interrupted:
-            raise CampaignError(f"the campaign is not finished (reason {state['reason']}, next action "
-                                f"{state['next_action']}); follow next_action, or pass --confirm-interrupted only if "
-                                "the user says the campaign was stopped")  # fmt: skip
-        notes.append(f"reported as interrupted at the user's word while the state said {state['next_action']} "
-                     f"({state['reason']}); no runner held the lock and no trial process was alive")  # fmt: skip
+            raise CampaignError(
+                f"the campaign is not finished (reason {state['reason']}, next action "
+                f"{state['next_action']}); follow next_action, or pass --confirm-interrupted only if "
+                "the user says the campaign was stopped"
+            )
+        notes.append(
+            f"reported as interrupted at the user's word while the state said {state['next_action']} "
+            f"({state['reason']}); no runner held the lock and no trial process was alive"
+        )
     return notes
 
 
@@ -110,22 +125,38 @@ def _trial_notes(paths) -> list[str]:
 
         alive = processes.find_token_processes((childenv.TOKEN_VAR, token))
         if alive:
-            raise CampaignError(f"a trial of this campaign is still running (pids {', '.join(map(str, alive[:5]))}); "
-                                "wait for it or stop it, then report")  # fmt: skip
-    return [f"{paths.rel(paths.trial_marker)} is left from an interrupted trial (no process of it is alive); the "
-            "runner's next action cleans it up"]  # fmt: skip
+            raise CampaignError(
+                f"a trial of this campaign is still running (pids {', '.join(map(str, alive[:5]))}); "
+                "wait for it or stop it, then report"
+            )
+    return [
+        f"{paths.rel(paths.trial_marker)} is left from an interrupted trial (no process of it is alive); the "
+        "runner's next action cleans it up"
+    ]
 
 
 def check_outputs(campaign, outputs: report.Outputs) -> None:
     """Outputs may not alias campaign evidence, job sources or each other (symbolic and hard links included)."""
     paths = campaign.paths
-    files = [paths.results, paths.autofl_yaml, paths.campaign, paths.state, paths.lock, paths.journal,
-             paths.trial_marker, paths.job]  # fmt: skip
+    files = [
+        paths.results,
+        paths.autofl_yaml,
+        paths.campaign,
+        paths.state,
+        paths.lock,
+        paths.journal,
+        paths.trial_marker,
+        paths.job,
+    ]
     files += [paths.workspace / rel for rel in contract.allowed_edit_paths(campaign.config)]
     files += [paths.manifest(m["candidate_id"]) for m in campaign.manifests()]
     folders = [paths.meta, paths.output_root]
-    named = {"--report": outputs.report, "report json": outputs.report_json, "--progress": outputs.progress,
-             "progress text note": outputs.progress.with_suffix(".txt")}  # fmt: skip
+    named = {
+        "--report": outputs.report,
+        "report json": outputs.report_json,
+        "--progress": outputs.progress,
+        "progress text note": outputs.progress.with_suffix(".txt"),
+    }
     evidence = {_real(path): path for path in files}
     inodes = {ino: path for path in files if (ino := _inode(path))}
     seen: dict = {}
@@ -133,15 +164,22 @@ def check_outputs(campaign, outputs: report.Outputs) -> None:
         real = _real(path)
         if real.is_dir():
             raise CampaignError(f"{label} {path} is a folder; give a file path")
-        hit = evidence.get(real) or inodes.get(_inode(path)) or next(
-            (folder for folder in folders if real.is_relative_to(_real(folder))), None)
+        hit = (
+            evidence.get(real)
+            or inodes.get(_inode(path))
+            or next((folder for folder in folders if real.is_relative_to(_real(folder))), None)
+        )
         if hit is not None:
-            raise CampaignError(f"{label} {path} would overwrite campaign evidence or a job source ({hit}), directly or "
-                                "through a link; choose another output path")  # fmt: skip
+            raise CampaignError(
+                f"{label} {path} would overwrite campaign evidence or a job source ({hit}), directly or "
+                "through a link; choose another output path"
+            )
         key = _inode(path) or real
         if key in seen or real in seen:
-            raise CampaignError(f"{label} {path} is the same file as the {seen.get(key) or seen.get(real)} output; give "
-                                "each output its own path")  # fmt: skip
+            raise CampaignError(
+                f"{label} {path} is the same file as the {seen.get(key) or seen.get(real)} output; give "
+                "each output its own path"
+            )
         seen[key] = seen[real] = label
 
 
@@ -149,8 +187,13 @@ def render_plot(campaign, state: dict, output: Path) -> bool:
     """progress.png with the noise band; False when no image could be drawn (no matplotlib and no Pillow)."""
     from .. import plot
 
-    summary = plot.render(campaign.rows(), output, metric=campaign.settings["metric"], mode=campaign.settings["mode"],
-                          band=noise.band(state["noise"]))  # fmt: skip
+    summary = plot.render(
+        campaign.rows(),
+        output,
+        metric=campaign.settings["metric"],
+        mode=campaign.settings["mode"],
+        band=noise.band(state["noise"]),
+    )
     return summary["backend"] != "text"
 
 

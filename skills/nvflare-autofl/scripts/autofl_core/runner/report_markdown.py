@@ -14,8 +14,22 @@ MAX_LEADERBOARD = 200  # rows shown in the markdown leaderboard (the JSON has th
 
 def render(data: dict) -> str:
     lines = ["# Auto-FL campaign report", ""]
-    for section in (_summary, _selected, _helped, _not_helped, _literature, _families, _trajectory, _noise,
-                    _warnings, _compute, _leaderboard, _friction, _changes, _artifacts):  # fmt: skip
+    for section in (
+        _summary,
+        _selected,
+        _helped,
+        _not_helped,
+        _literature,
+        _families,
+        _trajectory,
+        _noise,
+        _warnings,
+        _compute,
+        _leaderboard,
+        _friction,
+        _changes,
+        _artifacts,
+    ):
         lines += section(data)
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -38,11 +52,17 @@ def _summary(data: dict) -> list[str]:
     provenance = data["provenance"]
     lines = []
     if provenance["interim"]:
-        lines += [f"> Interim report: the campaign is still running (next action `{state['next_action']}`); it is "
-                  "not a final answer.", ""]  # fmt: skip
+        lines += [
+            f"> Interim report: the campaign is still running (next action `{state['next_action']}`); it is "
+            "not a final answer.",
+            "",
+        ]
     elif provenance["confirm_interrupted"]:
-        lines += ["> Report of an interrupted campaign: the user confirmed it was stopped while the state still "
-                  f"said `{state['next_action']}` ({state['reason']}); no runner or trial process was alive.", ""]  # fmt: skip
+        lines += [
+            "> Report of an interrupted campaign: the user confirmed it was stopped while the state still "
+            f"said `{state['next_action']}` ({state['reason']}); no runner or trial process was alive.",
+            "",
+        ]
     return lines + [
         f"- Objective: `{objective['metric']}` ({objective['mode']}, {direction}; direction from "
         f"{objective['mode_contract_source']}), environment `{objective['env']}`",
@@ -73,18 +93,23 @@ def _selected(data: dict) -> list[str]:
     lineage = chosen["lineage"]
     chain = " <- ".join(f"`{name}`" for name in lineage["chain"])
     partial = f" (partial: {', '.join(lineage['missing'])} not in the ledger)" if lineage["partial"] else ""
-    lines.append(f"- Lineage: {chain}{partial}; files changed along it: {', '.join(lineage['changed_files']) or 'none'}")
+    lines.append(
+        f"- Lineage: {chain}{partial}; files changed along it: {', '.join(lineage['changed_files']) or 'none'}"
+    )
     if chosen["effective_run_args"]:
         lines.append(f"- Effective run args: `{' '.join(chosen['effective_run_args'])}`")
     if data["best_observed"]:
         seen = data["best_observed"]
-        lines.append(f"- Best observed (not selected): discard `{seen['name']}` {_score(seen['score'])} "
-                     f"({_gain(seen['gain_over_best'])} over the best){'; ' + seen['reason'] if seen['reason'] else ''}")
+        lines.append(
+            f"- Best observed (not selected): discard `{seen['name']}` {_score(seen['score'])} "
+            f"({_gain(seen['gain_over_best'])} over the best){'; ' + seen['reason'] if seen['reason'] else ''}"
+        )
     lines.append("")
-    for label, command in (("Baseline, as it ran", chosen["baseline_command"]),
-                           ("Best, as it ran", chosen["best_run_command"] if chosen["name"] != chosen["baseline_name"]
-                            else None),
-                           ("Best configuration, as a command you can rerun", chosen["rerun_command"])):  # fmt: skip
+    for label, command in (
+        ("Baseline, as it ran", chosen["baseline_command"]),
+        ("Best, as it ran", chosen["best_run_command"] if chosen["name"] != chosen["baseline_name"] else None),
+        ("Best configuration, as a command you can rerun", chosen["rerun_command"]),
+    ):
         if command:
             lines += [f"{label}:", "", "```bash", command, "```", ""]
     if data["progress_plot_available"]:
@@ -99,8 +124,10 @@ def _baseline_vs_best(data: dict) -> str:
     if chosen["name"] == chosen["baseline_name"]:
         return f"The baseline `{chosen['name']}` ({_score(chosen['score'])}) is still the best: no candidate beat it."
     verdict = f", {chosen['noise']}" if chosen["noise"] else ""
-    return (f"Baseline {_score(chosen['baseline_score'])}; best `{chosen['name']}` {_score(chosen['score'])}; "
-            f"improvement {_gain(chosen['delta'])} (direction-adjusted{verdict}).")  # fmt: skip
+    return (
+        f"Baseline {_score(chosen['baseline_score'])}; best `{chosen['name']}` {_score(chosen['score'])}; "
+        f"improvement {_gain(chosen['delta'])} (direction-adjusted{verdict})."
+    )
 
 
 def _helped(data: dict) -> list[str]:
@@ -116,8 +143,10 @@ def _helped(data: dict) -> list[str]:
         item = by_name[name]
         verdict = f", {item['noise']}" if item["noise"] else ""
         label = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        lines.append(f"- {label.capitalize()} improvement: `{item['name']}` {_score(item['previous'])} -> "
-                     f"{_score(item['score'])} ({_gain(item['gain'])} over `{item['previous_name']}`{verdict})")
+        lines.append(
+            f"- {label.capitalize()} improvement: `{item['name']}` {_score(item['previous'])} -> "
+            f"{_score(item['score'])} ({_gain(item['gain'])} over `{item['previous_name']}`{verdict})"
+        )
     others = len(helped["improvements"]) - len({helped["first"], helped["final"], helped["largest"]})
     if others > 0:
         lines.append(f"- {others} more improvement(s) in the leaderboard")
@@ -130,14 +159,18 @@ def _not_helped(data: dict) -> list[str]:
     for group in failed["discards"]:
         rep = group["representative"]
         label = {"literature": f"literature event {group['key']}", "family": f"family {group['key']}"}.get(
-            group["group"], "unclassified")
+            group["group"], "unclassified"
+        )
         reason = f"; {rep['reason']}" if rep["reason"] else ""
-        lines.append(f"- {label}: {group['count']} discard(s); closest `{rep['name']}` {_score(rep['score'])} "
-                     f"({_gain(rep['gain'])} vs the best of its time{reason})")
+        lines.append(
+            f"- {label}: {group['count']} discard(s); closest `{rep['name']}` {_score(rep['score'])} "
+            f"({_gain(rep['gain'])} vs the best of its time{reason})"
+        )
     for crash in failed["crashes"]:
         more = f" and {crash['count'] - len(crash['names'])} more" if crash["count"] > len(crash["names"]) else ""
-        lines.append(f"- crashed {crash['count']}x ({', '.join(f'`{n}`' for n in crash['names'])}{more}): "
-                     f"{crash['reason']}")
+        lines.append(
+            f"- crashed {crash['count']}x ({', '.join(f'`{n}`' for n in crash['names'])}{more}): {crash['reason']}"
+        )
     if len(lines) == 2:
         lines.append("No discards or crashes.")
     return lines + [""]
@@ -146,15 +179,25 @@ def _not_helped(data: dict) -> list[str]:
 def _literature(data: dict) -> list[str]:
     if not data["literature"]:
         return []
-    lines = ["## Literature outcomes", "", "| event | outcome | candidates | family | hypothesis (as recorded) |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "## Literature outcomes",
+        "",
+        "| event | outcome | candidates | family | hypothesis (as recorded) |",
+        "|---|---|---|---|---|",
+    ]
     for event in data["literature"]:
         candidates = ", ".join(event["candidates"]) or "-"
         if event["required"]:
             candidates += f" ({event['scored']} scored of {event['required']} required)"
-        lines.append(f"| {_cell(event['event_id'] or '(unlabelled)')} | {event['outcome']} | {_cell(candidates)} | "
-                     f"{_cell(event['family'])} | {_cell(event['hypothesis'])} |")
-    return lines + ["", "Source markers such as `[src: ...]` are kept as recorded; they are not verified citations.", ""]
+        lines.append(
+            f"| {_cell(event['event_id'] or '(unlabelled)')} | {event['outcome']} | {_cell(candidates)} | "
+            f"{_cell(event['family'])} | {_cell(event['hypothesis'])} |"
+        )
+    return lines + [
+        "",
+        "Source markers such as `[src: ...]` are kept as recorded; they are not verified citations.",
+        "",
+    ]
 
 
 def _families(data: dict) -> list[str]:
@@ -163,8 +206,10 @@ def _families(data: dict) -> list[str]:
         return []
     lines = ["## Families", ""]
     for entry in table["families"]:
-        lines.append(f"- {entry['family']}: {entry['outcome']} ({entry['attempts']} attempt(s), {entry['improved']} "
-                     f"improved, {entry['crashed']} crashed)")
+        lines.append(
+            f"- {entry['family']}: {entry['outcome']} ({entry['attempts']} attempt(s), {entry['improved']} "
+            f"improved, {entry['crashed']} crashed)"
+        )
     if table["unclassified_attempts"]:
         lines.append(f"- unclassified: {table['unclassified_attempts']} attempt(s) without an algorithm family")
     return lines + [""]
@@ -174,12 +219,17 @@ def _trajectory(data: dict) -> list[str]:
     path = data["trajectory"]
     if not path["points"]:
         return []
-    lines = ["## Trajectory", "", f"Running best, {path['steps_total']} step(s), compressed to start, first, largest "
-             "and final:", ""]  # fmt: skip
+    lines = [
+        "## Trajectory",
+        "",
+        f"Running best, {path['steps_total']} step(s), compressed to start, first, largest and final:",
+        "",
+    ]
     for point in path["points"]:
         gain = f" ({_gain(point['gain'])})" if point["gain"] is not None else ""
-        lines.append(f"- row {point['row'] + 1} `{point['name']}`: {_score(point['score'])}{gain} "
-                     f"[{', '.join(point['marks'])}]")
+        lines.append(
+            f"- row {point['row'] + 1} `{point['name']}`: {_score(point['score'])}{gain} [{', '.join(point['marks'])}]"
+        )
     return lines + [""]
 
 
@@ -188,16 +238,24 @@ def _noise(data: dict) -> list[str]:
     estimate = section["estimate"]
     lines = ["## Noise", ""]
     if estimate is None or estimate["stdev"] is None:
-        return lines + ["Not measured: the best has no replicate runs (`run_job_campaign.py replicate` reruns it), so "
-                        "small gains are unverified against run-to-run variation.", ""]  # fmt: skip
+        return lines + [
+            "Not measured: the best has no replicate runs (`run_job_campaign.py replicate` reruns it), so "
+            "small gains are unverified against run-to-run variation.",
+            "",
+        ]
     how = "with other seeds" if section["seeded"] else "as identical reruns"
-    rule = (f"the keep rule is on ({estimate['sigmas']} sigmas: a keep needs more than {_score(estimate['margin'])})"
-            if estimate["applied"] else "the keep rule is off (`--noise-sigmas`)")  # fmt: skip
-    lines += [f"- {estimate['replicates']} replicate(s) of `{estimate['of']}` ({how}) plus its own run: mean "
-              f"{_score(estimate['mean'])}, stdev {_score(estimate['stdev'])}, range {_score(estimate['min'])} .. "
-              f"{_score(estimate['max'])}",
-              f"- Noise band: best +- {_score(section['band'])}; gains inside it are marked `within noise`; {rule}",
-              ""]  # fmt: skip
+    rule = (
+        f"the keep rule is on ({estimate['sigmas']} sigmas: a keep needs more than {_score(estimate['margin'])})"
+        if estimate["applied"]
+        else "the keep rule is off (`--noise-sigmas`)"
+    )
+    lines += [
+        f"- {estimate['replicates']} replicate(s) of `{estimate['of']}` ({how}) plus its own run: mean "
+        f"{_score(estimate['mean'])}, stdev {_score(estimate['stdev'])}, range {_score(estimate['min'])} .. "
+        f"{_score(estimate['max'])}",
+        f"- Noise band: best +- {_score(section['band'])}; gains inside it are marked `within noise`; {rule}",
+        "",
+    ]
     return lines
 
 
@@ -211,7 +269,11 @@ def _compute(data: dict) -> list[str]:
     compute = data["compute"]
     parts = ", ".join(f"{status} {seconds:.1f} s" for status, seconds in compute["by_status"].items()) or "none"
     wall = compute["wall_time_seconds"]
-    lines = ["## Compute and time", "", f"- Compute spent (sum of run times): {compute['total_seconds']:.1f} s ({parts})"]
+    lines = [
+        "## Compute and time",
+        "",
+        f"- Compute spent (sum of run times): {compute['total_seconds']:.1f} s ({parts})",
+    ]
     if compute["rows_without_runtime"]:
         lines.append(f"- {compute['rows_without_runtime']} row(s) have no recorded runtime (external runs)")
     if wall is not None:
@@ -231,12 +293,18 @@ def _network_line(network: dict) -> list[str]:
 
 
 def _leaderboard(data: dict) -> list[str]:
-    lines = ["## Leaderboard", "", "| status | name | score | changed files | manifest | artifacts | notes |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "## Leaderboard",
+        "",
+        "| status | name | score | changed files | manifest | artifacts | notes |",
+        "|---|---|---|---|---|---|---|",
+    ]
     board = data["leaderboard"]
     for entry in board[:MAX_LEADERBOARD]:
-        lines.append(f"| {entry['status']} | {entry['name']} | {entry['score_text']} | {_cell(entry['changed_files'])} "
-                     f"| {_cell(entry['manifest'])} | {_cell(entry['artifacts'])} | {_cell(entry['notes'])} |")
+        lines.append(
+            f"| {entry['status']} | {entry['name']} | {entry['score_text']} | {_cell(entry['changed_files'])} "
+            f"| {_cell(entry['manifest'])} | {_cell(entry['artifacts'])} | {_cell(entry['notes'])} |"
+        )
     if len(board) > MAX_LEADERBOARD:
         lines += ["", f"{len(board) - MAX_LEADERBOARD} more row(s) in autofl_report.json and results.tsv."]
     return lines + [""]
@@ -250,10 +318,14 @@ def _friction(data: dict) -> list[str]:
 
 
 def _changes(data: dict) -> list[str]:
-    changes = [f"- cap {c['old']} -> {c['new']} ({c['source']}, user approved: {c['user_approved']}) at "
-               f"{c['changed_at']}" for c in data["cap_changes"]]  # fmt: skip
-    changes += [f"- {c['setting']}: {c['old']} -> {c['new']} ({c['action']}) at {c['changed_at']}"
-                for c in data["setting_changes"]]  # fmt: skip
+    changes = [
+        f"- cap {c['old']} -> {c['new']} ({c['source']}, user approved: {c['user_approved']}) at {c['changed_at']}"
+        for c in data["cap_changes"]
+    ]
+    changes += [
+        f"- {c['setting']}: {c['old']} -> {c['new']} ({c['action']}) at {c['changed_at']}"
+        for c in data["setting_changes"]
+    ]
     return ["## Cap and setting changes", ""] + (changes or ["- none"]) + [""]
 
 

@@ -14,10 +14,18 @@ from dataclasses import dataclass
 from ..compare import format_score
 
 COMPUTE_RE = re.compile(r"(step|epoch|iter|batch|local|round|train_size|max_samples|num_samples)", re.IGNORECASE)
-POPULATION_RE = re.compile(r"(client|site|sample_rate|fraction|participa|worker|val_|eval_|split|subset)", re.IGNORECASE)
+POPULATION_RE = re.compile(
+    r"(client|site|sample_rate|fraction|participa|worker|val_|eval_|split|subset)", re.IGNORECASE
+)
 TEST_LIKE_RE = re.compile(r"(^|[^a-z])(test|holdout|held_out)([^a-z]|$)", re.IGNORECASE)
 RUNTIME_RATIO = 1.5  # a best that runs this much longer than the baseline spent more compute
-STATE_FIELDS = ("candidate_attempts", "scored_attempts", "best_score", "baseline_score", "best_candidate")  # from the ledger
+STATE_FIELDS = (
+    "candidate_attempts",
+    "scored_attempts",
+    "best_score",
+    "baseline_score",
+    "best_candidate",
+)  # from the ledger
 
 
 @dataclass
@@ -54,7 +62,9 @@ def _set_options(ev: Evidence, pattern: re.Pattern) -> list[str]:
         token = args[index]
         if token.startswith("--"):
             flag, _, inline = token.partition("=")
-            value = inline or (args[index + 1] if index + 1 < len(args) and not args[index + 1].startswith("--") else "")
+            value = inline or (
+                args[index + 1] if index + 1 < len(args) and not args[index + 1].startswith("--") else ""
+            )
             if pattern.search(flag[2:]):
                 options.append(f"{flag} {value}".strip())
         index += 1
@@ -65,13 +75,23 @@ def _compute(ev: Evidence) -> list[dict]:
     out = []
     options = _set_options(ev, COMPUTE_RE)
     if options:
-        out.append(_warning("compute_changed", f"the best configuration sets {', '.join(options)}: it may spend more "
-                                               "(or less) training compute per round than the baseline"))  # fmt: skip
+        out.append(
+            _warning(
+                "compute_changed",
+                f"the best configuration sets {', '.join(options)}: it may spend more "
+                "(or less) training compute per round than the baseline",
+            )
+        )
     if ev.best and ev.baseline and ev.best is not ev.baseline:
         best_time, base_time = ev.best["runtime_seconds"], ev.baseline["runtime_seconds"]
         if best_time and base_time and best_time > RUNTIME_RATIO * base_time:
-            out.append(_warning("compute_changed", f"the best run took {best_time / base_time:.1f}x the baseline's "
-                                                   f"runtime ({best_time:.1f} s vs {base_time:.1f} s)"))  # fmt: skip
+            out.append(
+                _warning(
+                    "compute_changed",
+                    f"the best run took {best_time / base_time:.1f}x the baseline's "
+                    f"runtime ({best_time:.1f} s vs {base_time:.1f} s)",
+                )
+            )
     return out
 
 
@@ -79,8 +99,13 @@ def _population(ev: Evidence) -> list[dict]:
     options = _set_options(ev, POPULATION_RE)
     if not options:
         return []
-    return [_warning("population_changed", f"the best configuration sets {', '.join(options)}: check that every run "
-                                           "was compared on the same clients and evaluation data")]  # fmt: skip
+    return [
+        _warning(
+            "population_changed",
+            f"the best configuration sets {', '.join(options)}: check that every run "
+            "was compared on the same clients and evaluation data",
+        )
+    ]
 
 
 def _metric_source(ev: Evidence) -> list[dict]:
@@ -89,8 +114,12 @@ def _metric_source(ev: Evidence) -> list[dict]:
     a, b = ev.baseline["metric_source"], ev.best["metric_source"]
     kind = lambda source: source.split(":", 2)[:2] if source.startswith("structured:") else source.split(":", 1)[:1]  # noqa: E731
     if a and b and kind(a) != kind(b):
-        return [_warning("metric_source_changed", f"the baseline's score came from {a} but the best's from {b}; "
-                                                  "check they measure the same thing")]  # fmt: skip
+        return [
+            _warning(
+                "metric_source_changed",
+                f"the baseline's score came from {a} but the best's from {b}; check they measure the same thing",
+            )
+        ]
     return []
 
 
@@ -98,24 +127,43 @@ def _state(ev: Evidence) -> list[dict]:
     out = []
     stored = ev.stored_state
     if stored is None:
-        out.append(_warning("state_disagrees", "campaign_state.json is missing or unreadable; the report uses the "
-                                               "state computed from the ledger"))  # fmt: skip
+        out.append(
+            _warning(
+                "state_disagrees",
+                "campaign_state.json is missing or unreadable; the report uses the state computed from the ledger",
+            )
+        )
     else:
-        differing = [f"{key} {stored.get(key)!r} (ledger: {ev.fresh_state.get(key)!r})" for key in STATE_FIELDS
-                     if key in stored and stored.get(key) != ev.fresh_state.get(key)]  # fmt: skip
+        differing = [
+            f"{key} {stored.get(key)!r} (ledger: {ev.fresh_state.get(key)!r})"
+            for key in STATE_FIELDS
+            if key in stored and stored.get(key) != ev.fresh_state.get(key)
+        ]
         if differing:
-            out.append(_warning("state_disagrees", "campaign_state.json disagrees with the ledger: "
-                                                   + "; ".join(differing)))  # fmt: skip
+            out.append(
+                _warning("state_disagrees", "campaign_state.json disagrees with the ledger: " + "; ".join(differing))
+            )
     meta_best = ev.meta.get("best_candidate")
     if ev.best and meta_best not in (None, ev.best["name"]):
-        out.append(_warning("state_disagrees", f"campaign.json names {meta_best} as the best, the ledger "
-                                               f"{ev.best['name']}"))  # fmt: skip
-    mismatched = [f"{row['name']} ({row['status']} in the ledger, {ev.manifest_status[row['name']]} in its manifest)"
-                  for row in ev.rows if row["status"] in ("keep", "discard", "crash") and row["name"] in ev.manifest_status
-                  and ev.manifest_status[row["name"]] != row["status"]]  # fmt: skip
+        out.append(
+            _warning("state_disagrees", f"campaign.json names {meta_best} as the best, the ledger {ev.best['name']}")
+        )
+    mismatched = [
+        f"{row['name']} ({row['status']} in the ledger, {ev.manifest_status[row['name']]} in its manifest)"
+        for row in ev.rows
+        if row["status"] in ("keep", "discard", "crash")
+        and row["name"] in ev.manifest_status
+        and ev.manifest_status[row["name"]] != row["status"]
+    ]
     if mismatched:
-        out.append(_warning("state_disagrees", "ledger rows and manifests disagree: " + "; ".join(mismatched[:5])
-                            + (f" (and {len(mismatched) - 5} more)" if len(mismatched) > 5 else "")))  # fmt: skip
+        out.append(
+            _warning(
+                "state_disagrees",
+                "ledger rows and manifests disagree: "
+                + "; ".join(mismatched[:5])
+                + (f" (and {len(mismatched) - 5} more)" if len(mismatched) > 5 else ""),
+            )
+        )
     return out
 
 
@@ -124,21 +172,32 @@ def _test_like(ev: Evidence) -> list[dict]:
     sources = {ev.metric} | {row["metric_name"] for row in ev.rows if row["metric_name"]}
     if scored < 2 or not any(TEST_LIKE_RE.search(name) for name in sources):
         return []
-    return [_warning("test_like_metric", f"the selection metric {ev.metric!r} looks like a test-set metric and chose "
-                                         f"among {scored} scored candidates: the best's score is optimistic; confirm it "
-                                         "on data no candidate was selected on")]  # fmt: skip
+    return [
+        _warning(
+            "test_like_metric",
+            f"the selection metric {ev.metric!r} looks like a test-set metric and chose "
+            f"among {scored} scored candidates: the best's score is optimistic; confirm it "
+            "on data no candidate was selected on",
+        )
+    ]
 
 
 def _provenance(ev: Evidence) -> list[dict]:
     out = []
     if ev.missing_columns:
-        out.append(_warning("missing_provenance", "the ledger predates the columns "
-                                                  f"{', '.join(ev.missing_columns)}; rows lack that provenance"))  # fmt: skip
+        out.append(
+            _warning(
+                "missing_provenance",
+                f"the ledger predates the columns {', '.join(ev.missing_columns)}; rows lack that provenance",
+            )
+        )
     attempts = [row for row in ev.rows if row["status"] in ("keep", "discard", "crash")]
     scored = [row for row in ev.rows if row["score"] is not None and row["status"] != "literature"]
-    for column, what, rows in (("candidate_manifest", "no candidate manifest", attempts),
-                               ("candidate_kind", "no candidate_kind", attempts),
-                               ("metric_source", "no metric source", scored)):  # fmt: skip
+    for column, what, rows in (
+        ("candidate_manifest", "no candidate manifest", attempts),
+        ("candidate_kind", "no candidate_kind", attempts),
+        ("metric_source", "no metric source", scored),
+    ):
         lacking = [row for row in rows if not row[column]]
         if lacking and column not in ev.missing_columns:
             names = ", ".join(row["name"] for row in lacking[:5]) + (" ..." if len(lacking) > 5 else "")
@@ -151,12 +210,22 @@ def _better_discard(ev: Evidence) -> list[dict]:
     if not seen:
         return []
     why = f" ({seen['reason']})" if seen["reason"] else ""
-    return [_warning("better_discard", f"discard {seen['name']} scored {format_score(seen['score'])}, better than the "
-                                       f"best, but was not kept{why}; it is reported as best_observed only")]  # fmt: skip
+    return [
+        _warning(
+            "better_discard",
+            f"discard {seen['name']} scored {format_score(seen['score'])}, better than the "
+            f"best, but was not kept{why}; it is reported as best_observed only",
+        )
+    ]
 
 
 def _noise(ev: Evidence) -> list[dict]:
     if ev.gain_verdict != "within noise":
         return []
-    return [_warning("within_noise", f"the best's gain over the baseline is inside the measured noise band "
-                                     f"(+-{format_score(ev.band)}): treat it as unproven")]  # fmt: skip
+    return [
+        _warning(
+            "within_noise",
+            f"the best's gain over the baseline is inside the measured noise band "
+            f"(+-{format_score(ev.band)}): treat it as unproven",
+        )
+    ]

@@ -32,15 +32,28 @@ DEFAULT_NO_PROGRESS = 240.0
 IMMUTABLE = ("metric", "mode", "env", *OUTPUT_KEYS, "base_args", "python")
 MUTABLE = (*THRESHOLD_KEYS, "stop_files", "timeout", "simulator_no_progress_timeout", "allow_network")
 FLAGS = {
-    "metric": "--metric", "env": "--env", "autofl_yaml": "--autofl-yaml", "results": "--results", "state": "--state",
-    "progress": "--progress", "report": "--report", "output_root": "--output-root", "base_args": "--base-args",
-    "python": "--python", "max_candidates": "--max-candidates", "plateau_threshold": "--plateau-threshold",
-    "plateau_min_delta": "--plateau-min-delta", "hard_crash_threshold": "--hard-crash-threshold",
-    "exploration_batch_size": "--exploration-batch-size", "family_repeat_limit": "--family-repeat-limit",
-    "stop_files": "--stop-file", "timeout": "--timeout", "simulator_no_progress_timeout": "--simulator-no-progress-timeout",
+    "metric": "--metric",
+    "env": "--env",
+    "autofl_yaml": "--autofl-yaml",
+    "results": "--results",
+    "state": "--state",
+    "progress": "--progress",
+    "report": "--report",
+    "output_root": "--output-root",
+    "base_args": "--base-args",
+    "python": "--python",
+    "max_candidates": "--max-candidates",
+    "plateau_threshold": "--plateau-threshold",
+    "plateau_min_delta": "--plateau-min-delta",
+    "hard_crash_threshold": "--hard-crash-threshold",
+    "exploration_batch_size": "--exploration-batch-size",
+    "family_repeat_limit": "--family-repeat-limit",
+    "stop_files": "--stop-file",
+    "timeout": "--timeout",
+    "simulator_no_progress_timeout": "--simulator-no-progress-timeout",
     "allow_network": "--allow-network",
     "noise_sigmas": "--noise-sigmas",
-}  # fmt: skip
+}
 UNCAPPED = "uncapped"
 
 
@@ -64,8 +77,16 @@ def requested_settings(options) -> dict:
     The cap is returned as an int, or the string "uncapped" for `--uncapped`.
     """
     given: dict = {}
-    for key in ("metric", "env", *OUTPUT_KEYS, "python", *THRESHOLD_KEYS, "timeout", "simulator_no_progress_timeout",
-                "allow_network"):  # fmt: skip
+    for key in (
+        "metric",
+        "env",
+        *OUTPUT_KEYS,
+        "python",
+        *THRESHOLD_KEYS,
+        "timeout",
+        "simulator_no_progress_timeout",
+        "allow_network",
+    ):
         value = getattr(options, key, None)
         if value is not None:
             given[key] = value
@@ -128,8 +149,9 @@ def merge_settings(stored: dict, given: dict, *, action: str, approved: bool, no
     merged = Merged(settings=dict(stored))
     for key in MUTABLE:
         if key in given and given[key] != stored.get(key):
-            merged.setting_changes.append({"changed_at": now, "action": action, "setting": key,
-                                           "old": stored.get(key), "new": given[key]})  # fmt: skip
+            merged.setting_changes.append(
+                {"changed_at": now, "action": action, "setting": key, "old": stored.get(key), "new": given[key]}
+            )
             merged.settings[key] = given[key]
     merged.cap_change = _cap_change(stored.get("max_candidates"), given, approved, now, action, cap_history)
     if merged.cap_change:
@@ -140,8 +162,9 @@ def merge_settings(stored: dict, given: dict, *, action: str, approved: bool, no
 def _cap_change(old, given: dict, approved: bool, now: str, action: str, history: list) -> dict | None:
     if "max_candidates" not in given:
         if approved:
-            raise CampaignError("--confirm-user-approved-cap-change needs --max-candidates N or --uncapped with the "
-                                "approved new cap")  # fmt: skip
+            raise CampaignError(
+                "--confirm-user-approved-cap-change needs --max-candidates N or --uncapped with the approved new cap"
+            )
         return None
     requested = given["max_candidates"]
     new = None if requested == UNCAPPED else requested
@@ -156,16 +179,20 @@ def _cap_change(old, given: dict, approved: bool, now: str, action: str, history
             "them, then repeat with --confirm-user-approved-cap-change"
         )
     if approved and not increase:
-        raise CampaignError(f"{_cap_text(old)} -> {_cap_text(new)} is not a cap increase; drop "
-                            "--confirm-user-approved-cap-change")  # fmt: skip
+        raise CampaignError(
+            f"{_cap_text(old)} -> {_cap_text(new)} is not a cap increase; drop --confirm-user-approved-cap-change"
+        )
     source = f"{action} {'--uncapped' if new is None else '--max-candidates'}"
     return {"changed_at": now, "old": old, "new": new, "source": source, "user_approved": bool(approved)}
 
 
 def guard_settings(settings: dict) -> dict:
     """The subset the campaign guard takes (a setting newer than the campaign takes its default)."""
-    return {"mode": settings["mode"], "max_candidates": settings["max_candidates"],
-            **{key: settings.get(key, guard_inputs.THRESHOLDS[key][1]) for key in THRESHOLD_KEYS}}  # fmt: skip
+    return {
+        "mode": settings["mode"],
+        "max_candidates": settings["max_candidates"],
+        **{key: settings.get(key, guard_inputs.THRESHOLDS[key][1]) for key in THRESHOLD_KEYS},
+    }
 
 
 def _check_values(given: dict) -> None:

@@ -65,8 +65,10 @@ def swap(paths, digest: str) -> None:
         shutil.rmtree(staging, ignore_errors=True)
         return
     if _digest_at(staging) != digest:
-        raise CampaignError(f"the staged best snapshot {digest[:12]} is missing, so an interrupted keep cannot be "
-                            f"finished; restore {paths.snapshots} from a backup")  # fmt: skip
+        raise CampaignError(
+            f"the staged best snapshot {digest[:12]} is missing, so an interrupted keep cannot be "
+            f"finished; restore {paths.snapshots} from a backup"
+        )
     shutil.rmtree(previous, ignore_errors=True)
     if best.exists():
         best.rename(previous)
@@ -101,15 +103,20 @@ def load(paths) -> Snapshot:
     except (bounded.BoundedReadError, ValueError, RecursionError):
         document = None
     if not isinstance(document, dict) or not isinstance(document.get("files"), dict):
-        raise CampaignError(f"{meta} is missing or corrupt; the best snapshot cannot be trusted (restore it from a "
-                            "backup or start a fresh campaign)")  # fmt: skip
+        raise CampaignError(
+            f"{meta} is missing or corrupt; the best snapshot cannot be trusted (restore it from a "
+            "backup or start a fresh campaign)"
+        )
     hashes = {str(rel): str(sha) for rel, sha in document["files"].items()}
     damaged = sources.differing(paths.best / "source", hashes)
     if damaged:
-        raise CampaignError(f"the best snapshot copies of {', '.join(damaged)} do not match snapshot.json; restore "
-                            f"{paths.best} from a backup")  # fmt: skip
-    return Snapshot(candidate=str(document.get("candidate") or ""), hashes=hashes,
-                    digest=sources.digest_of_hashes(hashes))  # fmt: skip
+        raise CampaignError(
+            f"the best snapshot copies of {', '.join(damaged)} do not match snapshot.json; restore "
+            f"{paths.best} from a backup"
+        )
+    return Snapshot(
+        candidate=str(document.get("candidate") or ""), hashes=hashes, digest=sources.digest_of_hashes(hashes)
+    )
 
 
 def files_of(paths, snapshot: Snapshot) -> dict[str, bytes]:
@@ -143,5 +150,9 @@ def _copy(paths, rel: str) -> bytes:
 
 
 def _document(snapshot: Snapshot) -> dict:
-    return {"schema_version": SCHEMA, "candidate": snapshot.candidate, "files": snapshot.hashes,
-            "source_sha256": snapshot.digest}  # fmt: skip
+    return {
+        "schema_version": SCHEMA,
+        "candidate": snapshot.candidate,
+        "files": snapshot.hashes,
+        "source_sha256": snapshot.digest,
+    }

@@ -18,10 +18,22 @@ from . import settings as settings_mod
 from .errors import CampaignError
 
 ENVELOPE_STATE_FIELDS = (
-    "candidate_attempts", "decision", "reason", "next_action", "final_response_allowed", "candidate_cap",
-    "candidate_cap_source", "remaining_candidates", "baseline_status", "baseline_score", "improvement",
-    "abandoned_candidates", "agent_instruction", "required_exploration", "noise",
-)  # fmt: skip
+    "candidate_attempts",
+    "decision",
+    "reason",
+    "next_action",
+    "final_response_allowed",
+    "candidate_cap",
+    "candidate_cap_source",
+    "remaining_candidates",
+    "baseline_status",
+    "baseline_score",
+    "improvement",
+    "abandoned_candidates",
+    "agent_instruction",
+    "required_exploration",
+    "noise",
+)
 STOP_REASONS = ("manual_stop_file", "manual_stop_pending_candidate")
 
 
@@ -33,8 +45,13 @@ def compute(campaign, now: str) -> dict:
     ready = [m for m in manifests if m["status"] == "ready_for_external_execution"]
     stop_files = guard_inputs.present_stop_files(paths.workspace, settings["stop_files"])
     rows = campaign.rows()
-    state = guard.compute_state(rows, settings_mod.guard_settings(settings), stop_files_present=stop_files,
-                                pending_manifests=len(pending), ready_manifests=len(ready))  # fmt: skip
+    state = guard.compute_state(
+        rows,
+        settings_mod.guard_settings(settings),
+        stop_files_present=stop_files,
+        pending_manifests=len(pending),
+        ready_manifests=len(ready),
+    )
     best = campaign.best_row()
     first_pending = (pending + ready)[0] if pending or ready else None
     state = guard.with_runner_fields(

@@ -16,13 +16,25 @@ import math
 import re
 
 LR_RE = re.compile(r"(^|_)(lr|learning_rate|eta|step_size)($|_)")
-ZERO_DEFAULTS = {"mu": ["0.01", "0.1"], "weight_decay": ["0.0001", "0.0005"], "momentum": ["0.9", "0.5"],
-                 "dropout": ["0.1", "0.3"]}  # fmt: skip
+ZERO_DEFAULTS = {
+    "mu": ["0.01", "0.1"],
+    "weight_decay": ["0.0001", "0.0005"],
+    "momentum": ["0.9", "0.5"],
+    "dropout": ["0.1", "0.3"],
+}
 NAME_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def suggestions(space: list[dict], *, current: dict, tried: list[dict], used_names: set[str], limit: int,
-                mode: str = "max", metric: str = "the metric") -> list[dict]:  # fmt: skip
+def suggestions(
+    space: list[dict],
+    *,
+    current: dict,
+    tried: list[dict],
+    used_names: set[str],
+    limit: int,
+    mode: str = "max",
+    metric: str = "the metric",
+) -> list[dict]:
     """Up to `limit` seeds `{name, run_args, hypothesis}`, interleaved across options (first idea of each first)."""
     per_flag = [_ideas(item, current) for item in space]
     seen = [dict(args) for args in tried]
@@ -43,11 +55,16 @@ def suggestions(space: list[dict], *, current: dict, tried: list[dict], used_nam
             names.add(name)
             old = base.get(item["flag"], _text(item.get("default")))
             run_args = [item["flag"]] if value is None else [item["flag"], value]
-            out.append({"name": name, "run_args": run_args,
-                        "hypothesis": f"Change {item['flag']} from {old} to {value if value is not None else 'on'} "
-                                      f"({label}) with everything else as in the best configuration; it may move "
-                                      f"{metric} in the {'higher' if mode == 'max' else 'lower'}-is-better direction "
-                                      "within the fixed budget."})  # fmt: skip
+            out.append(
+                {
+                    "name": name,
+                    "run_args": run_args,
+                    "hypothesis": f"Change {item['flag']} from {old} to {value if value is not None else 'on'} "
+                    f"({label}) with everything else as in the best configuration; it may move "
+                    f"{metric} in the {'higher' if mode == 'max' else 'lower'}-is-better direction "
+                    "within the fixed budget.",
+                }
+            )
     return out
 
 
@@ -64,8 +81,11 @@ def _ideas(item: dict, current: dict) -> list[tuple[str | None, str]]:
     if number is None:
         return []
     if kind == "int":
-        return [(str(v), label) for v, label in ((int(number * 2), "x2"), (max(int(number // 2), 1), "x0.5"))
-                if v != int(number) and v >= 1]  # fmt: skip
+        return [
+            (str(v), label)
+            for v, label in ((int(number * 2), "x2"), (max(int(number // 2), 1), "x0.5"))
+            if v != int(number) and v >= 1
+        ]
     if kind != "float":
         return []
     if number == 0:

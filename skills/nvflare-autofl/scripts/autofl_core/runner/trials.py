@@ -70,10 +70,18 @@ def check_args(campaign, name: str, run_args: list[str]) -> None:
         from .. import argv as argv_mod
 
         trial = spec(campaign, name=name, run_args=run_args, token=token, temp_parent=Path(tempfile.gettempdir()))
-        argv_mod.build_trial_argv(trial.python, trial.job_path, budget_args=trial.budget_args,
-                                  base_args=trial.base_args, flag_groups=trial.flag_groups, name_flag=trial.name_flag,
-                                  trial_name=name, workspace=trial.workspace, run_args=trial.run_args,
-                                  switch_flags=trial.switch_flags)  # fmt: skip
+        argv_mod.build_trial_argv(
+            trial.python,
+            trial.job_path,
+            budget_args=trial.budget_args,
+            base_args=trial.base_args,
+            flag_groups=trial.flag_groups,
+            name_flag=trial.name_flag,
+            trial_name=name,
+            workspace=trial.workspace,
+            run_args=trial.run_args,
+            switch_flags=trial.switch_flags,
+        )
         childenv.validate_passthrough(trial.env_passthrough)
     except TrialError as error:
         raise CampaignError(str(error)) from None
@@ -83,8 +91,14 @@ def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str |
     """Run the trial; the orphan marker exists exactly while it runs."""
     token = secrets.token_hex(16)
     temp_parent = Path(tempfile.mkdtemp(prefix=TRIAL_TEMP_PREFIX))
-    marker = {"token": token, "name": name, "kind": kind, "candidate": candidate, "temp_dir": str(temp_parent),
-              "runner_pid": os.getpid()}  # fmt: skip
+    marker = {
+        "token": token,
+        "name": name,
+        "kind": kind,
+        "candidate": candidate,
+        "temp_dir": str(temp_parent),
+        "runner_pid": os.getpid(),
+    }
     atomic.write_json(campaign.paths.trial_marker, marker)
     faults.checkpoint("trial:marker_written")
     if getattr(campaign, "plot_worker", None) is None:
