@@ -43,6 +43,7 @@ validate: setup
 	@for d in skills/*/; do echo "agentskills validate $$d"; $(VENV)/bin/agentskills validate $$d || exit 1; done
 
 lint: setup
+	$(VENV)/bin/ruff format --check skills shared evals bench tests examples
 	$(VENV)/bin/ruff check .
 
 demo: setup
