@@ -114,7 +114,8 @@ def extract_skill(ref: str, into: Path) -> Path:
 
 def measure(size: int, repeats: int, baseline: str | None = None) -> dict:
     sys.path.insert(0, str(SCRIPTS))
-    from nvfdiag import catalog, evidence, matcher
+    from nvfdiag import catalog, matcher
+    from nvfdiag.read import evidence
 
     scans = [("current", matcher.diagnose, catalog.load_catalog())]
     base = Path(tempfile.mkdtemp(prefix="nvfdiag-p4t-"))

@@ -132,7 +132,7 @@ class MessageCoverage:
 
 
 def _diagnose(nvfdiag, known, text: str, mode: str) -> str:
-    found = nvfdiag.evidence.collect_evidence(
+    found = nvfdiag.read.evidence.collect_evidence(
         ["-"], job_id=None, max_bytes=262144, max_total_bytes=4194304, max_files=10, stdin_text=text
     )
     return nvfdiag.matcher.diagnose(found, known, mode=mode)["matched_pattern"]
@@ -156,7 +156,7 @@ def measure() -> MessageCoverage:
             figures.groups[group] = figures.groups.get(group, 0) + 1
     _load("nvfdiag", NVFDIAG, package=True)
     nvfdiag = sys.modules["nvfdiag"]
-    for name in ("catalog", "evidence", "matcher"):
+    for name in ("catalog", "read.evidence", "matcher"):
         importlib.import_module(f"nvfdiag.{name}")
     known = nvfdiag.catalog.load_catalog()
     for message in extracted:

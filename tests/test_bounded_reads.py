@@ -19,8 +19,8 @@ import pytest
 from autofl_core import bounded as autofl_bounded
 from autofl_core import guard_inputs, ledger
 from module_loader import load_by_path
-from nvfdiag import bounded as diag_bounded
-from nvfdiag import collect, evidence, middle
+from nvfdiag.read import bounded as diag_bounded
+from nvfdiag.read import collect, evidence, middle
 from read_meter import ReadMeter
 
 GIB, MIB, KIB = 1 << 30, 1 << 20, 1 << 10

@@ -11,7 +11,7 @@ import pytest
 from autofl_core import guard_inputs
 from autofl_core.importer.schema import parse_schema_text
 from autofl_core.metrics import extract_metric
-from nvfdiag import jsontext
+from nvfdiag.read import jsontext
 
 DEPTH = 100_000
 DEEP_JSON = "[" * DEPTH + "]" * DEPTH

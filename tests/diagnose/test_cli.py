@@ -152,7 +152,7 @@ def test_in_process_main_and_collect_wiring(monkeypatch, tmp_path):
         import diagnose_job
     finally:
         sys.path.remove(str(SCRIPT.parent))
-    from nvfdiag import collect
+    from nvfdiag.read import collect
 
     envelopes = [
         {

@@ -9,8 +9,8 @@ import sys
 import time
 
 import pytest
-from nvfdiag import collect
-from nvfdiag.evidence import evidence_from_envelopes
+from nvfdiag.read import collect
+from nvfdiag.read.evidence import evidence_from_envelopes
 
 
 @pytest.mark.slow

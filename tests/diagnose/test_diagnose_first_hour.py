@@ -11,7 +11,8 @@ from pathlib import Path
 
 import yaml
 from nvfdiag import catalog as cat
-from nvfdiag import evidence, matcher
+from nvfdiag import matcher
+from nvfdiag.read import evidence
 from report_schema import SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import os
 
 import pytest
 from evidence_trees import JOB_UUID, build_poc, build_simenv, json_record, log_line, set_mtimes, write
-from nvfdiag.evidence import EvidenceError, collect_evidence, evidence_from_envelopes
+from nvfdiag.read.evidence import EvidenceError, collect_evidence, evidence_from_envelopes
 
 LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 from evidence_trees import build_poc
-from nvfdiag import collect, sites, structured
-from nvfdiag.evidence import collect_evidence
 from nvfdiag.model import Evidence
+from nvfdiag.read import collect, sites, structured
+from nvfdiag.read.evidence import collect_evidence
 
 LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 400}
 

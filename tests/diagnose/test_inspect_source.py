@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from nvfdiag import catalog, matcher
-from nvfdiag.evidence import collect_evidence
+from nvfdiag.read.evidence import collect_evidence
 from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from nvfdiag import catalog, matcher
-from nvfdiag.evidence import collect_evidence
-from nvfdiag.job_folder import check_exported, looks_exported
 from nvfdiag.model import Evidence, Line
+from nvfdiag.read.evidence import collect_evidence
+from nvfdiag.read.job_folder import check_exported, looks_exported
 from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from evidence_trees import build_simenv, log_line, write
-from nvfdiag import middle
+from nvfdiag.read import middle
 from report_schema import validated
 
 from bench.child_usage import run_measured

@@ -7,9 +7,9 @@ two older ones) keeps each client's traceback in the site console `poc_console.l
 import json
 from pathlib import Path
 
-from nvfdiag.evidence import collect_evidence
-from nvfdiag.jobscope import scope
 from nvfdiag.model import Line
+from nvfdiag.read.evidence import collect_evidence
+from nvfdiag.read.jobscope import scope
 from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ import os
 import subprocess
 
 import pytest
-from nvfdiag import bounded
+from nvfdiag.read import bounded
 
 
 def test_read_error_becomes_an_unavailable_read_failure(tmp_path, monkeypatch):

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from evidence_trees import JOB_UUID, build_poc, build_simenv, write
-from nvfdiag import collect
-from nvfdiag.credentials import is_credential
-from nvfdiag.evidence import collect_evidence
+from nvfdiag.read import collect
+from nvfdiag.read.credentials import is_credential
+from nvfdiag.read.evidence import collect_evidence
 from report_schema import validated
 
 LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}

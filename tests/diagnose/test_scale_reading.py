@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from module_loader import load_by_path
-from nvfdiag import budget, middle
 from nvfdiag.catalog import load_catalog
-from nvfdiag.evidence import collect_evidence
 from nvfdiag.matcher import diagnose
+from nvfdiag.read import budget, middle
+from nvfdiag.read.evidence import collect_evidence
 from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,9 +15,9 @@ import pytest
 from module_loader import load_by_path
 from nvfdiag import injection, scan
 from nvfdiag.catalog import load_catalog
-from nvfdiag.evidence import collect_evidence
 from nvfdiag.matcher import diagnose
 from nvfdiag.model import Line
+from nvfdiag.read.evidence import collect_evidence
 
 REPO = Path(__file__).resolve().parents[2]
 THROUGHPUT = load_by_path("diagnose_throughput", REPO / "bench" / "diagnose_throughput.py")

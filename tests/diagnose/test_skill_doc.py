@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from nvfdiag import collect
 from nvfdiag.model import SOURCE_KINDS, SOURCE_STATUSES
+from nvfdiag.read import collect
 from report_schema import SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]

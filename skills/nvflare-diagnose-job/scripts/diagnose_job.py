@@ -42,7 +42,8 @@ def _load_private_package(name: str):
 
 try:
     _load_private_package("nvfdiag")
-    from nvfdiag import catalog, evidence, matcher, render, sites  # noqa: E402
+    from nvfdiag import catalog, matcher, render  # noqa: E402
+    from nvfdiag.read import evidence, sites  # noqa: E402
 except Exception as _exc:  # a broken or partial skill copy: one line, no traceback
     print(
         f"diagnose_job.py: error: cannot load the nvfdiag package ({type(_exc).__name__}: {_exc}); "
@@ -154,7 +155,7 @@ def gather(args: argparse.Namespace, stdin) -> evidence.Evidence:
     """Collect the Evidence the arguments point at (files, stdin and/or the bounded CLI collection)."""
     parts = []
     if args.collect:
-        from nvfdiag import collect  # only needed (and only imported) for --collect
+        from nvfdiag.read import collect  # only needed (and only imported) for --collect
 
         items = collect.collect_from_cli(
             args.job_id, startup_kit=args.startup_kit, kit_id=args.kit_id

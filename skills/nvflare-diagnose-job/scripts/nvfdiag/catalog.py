@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import messages as nvflare_messages
-from .refjson import read_reference
+from .read.jsontext import REFERENCES, read_reference
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "references" / "failure_patterns.json"
+DEFAULT_PATH = REFERENCES / "failure_patterns.json"
 MODES = ("simulation", "production")
 RECOVERY_CATEGORIES = ("FIXABLE_BY_CODE", "FIXABLE_BY_CONFIG", "ENVIRONMENT_FAILURE", "RETRYABLE", "UNKNOWN")
 STRENGTHS = ("strong", "weak")

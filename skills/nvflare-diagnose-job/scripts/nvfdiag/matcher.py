@@ -11,10 +11,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from . import advice, raiser, report, sites
+from . import advice, raiser, report
 from .catalog import Catalog
 from .mode import AMBIGUOUS, decide_mode
 from .model import Evidence
+from .read import sites
 from .refine import Candidate, Demoted, rank_candidates
 from .scan import MARKER, Hit, scan_lines
 from .suspicious import scan_suspicious

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .refjson import read_reference
+from .read.jsontext import REFERENCES, read_reference
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "references" / "nvflare_messages.json"
+DEFAULT_PATH = REFERENCES / "nvflare_messages.json"
 WRAPPER = "wrapper"
 MAX_MESSAGES_BYTES = 2 * 1024 * 1024
 MAX_TEXT = 8192

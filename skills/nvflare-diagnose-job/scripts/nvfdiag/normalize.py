@@ -17,7 +17,7 @@ import re
 import unicodedata
 from urllib.parse import unquote
 
-from .jsontext import parse_object_line
+from .read.jsontext import parse_object_line
 
 MAX_LINE_CHARS = 16384  # longer lines are scanned on their first 16 KiB only
 MAX_DECODED_CHARS = 4096  # total decoded text added per line

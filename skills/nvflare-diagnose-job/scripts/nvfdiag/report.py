@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import re
 
-from . import logline, raiser, sites
+from . import logline, raiser
 from .excerpt import excerpt
 from .injection import defang
+from .read import sites
 from .render import to_json
 from .scan import MARKER
 from .tracebacks import block_containing

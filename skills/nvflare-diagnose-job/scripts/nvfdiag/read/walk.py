@@ -1,6 +1,6 @@
-"""Walk an evidence folder read-only: list candidate files in reading order, with site labels and layout facts.
+"""Walk an evidence folder read-only: list the files to read in reading order, with site labels and layout facts.
 
-Usage: `result = walk_tree(root, roots_real=[...], job_id="abc")`; `result.candidates` is sorted by
+Usage: `result = walk_tree(root, roots_real=[...], job_id="abc")`; `result.files` (EvidenceFile) is sorted by
 `read_order_key`. Only `os.scandir`, `DirEntry.stat` and `os.path.realpath` are used; no file is opened.
 
 Reading order: files under a folder named by the job id first; then error logs, metrics artifacts (and the
@@ -45,7 +45,7 @@ _ROTATED = re.compile(r"^(error_log|log|log_fl)\.(txt|json)\.\d+$")
 
 
 @dataclass
-class Candidate:
+class EvidenceFile:
     """One file that may be read: `path` for display, `real` to open."""
 
     path: str
@@ -63,7 +63,7 @@ class Candidate:
 
 @dataclass
 class WalkResult:
-    candidates: list[Candidate] = field(default_factory=list)
+    files: list[EvidenceFile] = field(default_factory=list)
     credentials: list[tuple[str, str | None]] = field(default_factory=list)
     escaped: list[str] = field(default_factory=list)
     hints: list[tuple[str, str]] = field(default_factory=list)
@@ -93,8 +93,8 @@ def classify(name: str) -> int | None:
     return None
 
 
-def read_order_key(cand: Candidate) -> tuple:
-    return (not cand.explicit, not cand.in_job, cand.klass, -cand.mtime_ns, cand.path)
+def read_order_key(file: EvidenceFile) -> tuple:
+    return (not file.explicit, not file.in_job, file.klass, -file.mtime_ns, file.path)
 
 
 def is_job_folder(name: str, job_id: str | None) -> bool:
@@ -126,7 +126,7 @@ def file_site_label(path: str, job_id: str | None) -> str | None:
 
 
 def walk_tree(root: str, roots_real: list[str], job_id: str | None) -> WalkResult:
-    """List the evidence candidates under folder `root` (depth-first, names sorted)."""
+    """List the evidence files under folder `root` (depth-first, names sorted)."""
     result = WalkResult()
     root_real = os.path.realpath(root)
     state = _WalkState(result, roots_real, job_id, root)
@@ -266,8 +266,8 @@ class _WalkState:
             st = None
         exported_meta = name == "meta.json" and os.path.dirname(display) in self.exported_dirs
         shared = bool(self.job_id) and not in_job and _participant_folder(names)
-        self.result.candidates.append(
-            Candidate(
+        self.result.files.append(
+            EvidenceFile(
                 path=display,
                 real=os.path.realpath(real),
                 klass=METRICS if exported_meta else klass,

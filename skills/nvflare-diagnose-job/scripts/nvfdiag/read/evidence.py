@@ -19,13 +19,13 @@ import json
 import os
 from dataclasses import dataclass
 
+from ..model import Evidence, Line, Source
 from . import job_folder, jobscope, jsontext, metrics_files, middle, structured
 from .bounded import Chunk, ReadFailure, chunk_from_bytes, chunk_parts, read_head_tail
 from .budget import plan_shares
 from .credentials import is_credential
-from .jsonlog import numbered_to_lines
-from .model import Evidence, Line, Source
-from .walk import METRICS, OTHER_TEXT, STRUCTURED, Candidate, file_site_label, read_order_key, walk_tree
+from .jsontext import numbered_to_lines
+from .walk import METRICS, OTHER_TEXT, STRUCTURED, EvidenceFile, file_site_label, read_order_key, walk_tree
 
 MAX_LISTED_SKIPPED = 20  # per status; the rest is summarised in not_read (keeps the report small)
 MAX_NOTES = 30
@@ -100,14 +100,14 @@ def _credential_path(path: str) -> bool:
 
 
 def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> None:
-    """Turn one given path into explicit candidates or a folder walk (no file content is touched)."""
+    """Turn one given path into explicit files or a folder walk (no file content is touched)."""
     ev = reader.ev
     if _credential_path(path):  # decided by name only, before any stat or open
         reader.skip_credential(path, file_site_label(path, job_id))
         return
     if os.path.isdir(path):
         result = walk_tree(path, roots_real, job_id)
-        walked.extend(result.candidates)
+        walked.extend(result.files)
         for cred_path, site in result.credentials:
             reader.skip_credential(cred_path, site)
         for link in result.escaped:  # a deliberate safety skip, not missing evidence: noted, not a source
@@ -121,20 +121,20 @@ def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> N
             )
         if result.other_jobs:
             ev.not_read.append(f"{path}: {result.other_jobs} folder(s) of other jobs not read (--job-id {job_id})")
-        reader.shared.update(c.path for c in result.candidates if c.shared)
+        reader.shared.update(c.path for c in result.files if c.shared)
         reader.job_id = job_id
         if result.layout:
             layouts.append((path, result.layout))
         if result.exported and result.layout != "job_download":
             structured.add_hint(ev, "simulation", f"exported job folder layout (meta.json with app folders) in {path}")
-        if not result.candidates and not result.credentials:
+        if not result.files and not result.credentials:
             reader.problems.extend(result.notes[:1] or [f"{path} holds no log, metrics or JSON evidence files"])
         return
     if os.path.isfile(path):
         if "simulate_job" in os.path.normpath(path).split(os.sep):
             structured.add_hint(ev, "simulation", f"SimEnv workspace layout (simulate_job folder) in {path}")
         explicit.append(
-            Candidate(
+            EvidenceFile(
                 path=path,
                 real=os.path.realpath(path),
                 klass=OTHER_TEXT,
@@ -189,7 +189,7 @@ class _Reader:
         if self.skipped["skipped_credential"] == 1:
             self.problems.append(f"{path} is credential material and is never opened")
 
-    def read_all(self, items: list[Candidate | None], stdin_text: str | None) -> None:
+    def read_all(self, items: list[EvidenceFile | None], stdin_text: str | None) -> None:
         """Read `items` in order (None = stdin) with budget shares planned up front, then scan the middles."""
         stdin = stdin_text.encode("utf-8", errors="replace") if stdin_text and stdin_text.strip() else None
         opened = [item for item in items if _opened(item, stdin)]
@@ -204,28 +204,28 @@ class _Reader:
             if item is None:
                 self.read_stdin(stdin, share_of.get(id(item)))
             else:
-                self.read_candidate(item, share_of.get(id(item)))
+                self.read_file(item, share_of.get(id(item)))
         self.read_middles()
 
-    def read_candidate(self, cand: Candidate, share: int | None) -> None:
-        if not _opened(cand, None):  # empty file found in a walk: listed, not opened
-            self.ev.sources.append(Source(cand.path, "log", cand.site, "complete", size=0))
+    def read_file(self, file: EvidenceFile, share: int | None) -> None:
+        if not _opened(file, None):  # empty file found in a walk: listed, not opened
+            self.ev.sources.append(Source(file.path, "log", file.site, "complete", size=0))
             return
         if share is None:
-            self._skip("skipped_limit", cand.path, cand.site)
+            self._skip("skipped_limit", file.path, file.site)
             return
         try:
-            chunk = read_head_tail(cand.real, share)
+            chunk = read_head_tail(file.real, share)
         except ReadFailure as failure:
-            self.ev.sources.append(Source(cand.path, "log", cand.site, failure.status))
-            self.problems.append(f"{cand.path}: {failure.reason}")
+            self.ev.sources.append(Source(file.path, "log", file.site, failure.status))
+            self.problems.append(f"{file.path}: {failure.reason}")
             return
         self.files += 1
         self.used += chunk.bytes_read
-        if cand.exported_meta and not chunk.binary:
-            self._exported_job(chunk, os.path.dirname(cand.path))
+        if file.exported_meta and not chunk.binary:
+            self._exported_job(chunk, os.path.dirname(file.path))
         else:
-            self._dispatch(chunk, cand.path, cand.site, cand.klass, explicit=cand.explicit, real=cand.real)
+            self._dispatch(chunk, file.path, file.site, file.klass, explicit=file.explicit, real=file.real)
 
     def read_stdin(self, data: bytes | None, share: int | None) -> None:
         if data is None:
@@ -305,7 +305,7 @@ class _Reader:
         if low.endswith(".jsonl") and self._jsonl(pairs, path, site, chunk):
             return
         first = next((text.lstrip() for _, text in pairs if text.strip()), "")
-        if first.startswith("{") and (klass in (METRICS, STRUCTURED) or explicit) and not _is_json_lines(pairs):
+        if first.startswith("{") and (klass in (METRICS, STRUCTURED) or explicit) and not jsontext.is_json_lines(pairs):
             if self._json(chunk, pairs, path, site, explicit):
                 return
         self._log(parts, path, site, chunk, log_kind, real)
@@ -432,14 +432,14 @@ class _Deep:
     insert_at: int
 
 
-def _opened(item: Candidate | None, stdin: bytes | None) -> bool:
+def _opened(item: EvidenceFile | None, stdin: bytes | None) -> bool:
     """Whether the item is read at all: empty files found in a walk are only listed; empty stdin is missing."""
     if item is None:
         return stdin is not None
     return item.size > 0 or item.explicit or item.exported_meta
 
 
-def _size(item: Candidate | None, stdin: bytes | None) -> int:
+def _size(item: EvidenceFile | None, stdin: bytes | None) -> int:
     """Bytes the item holds, for planning (an explicit file is stat-ed; a failure shows up when it is read)."""
     if item is None:
         return len(stdin or b"")
@@ -449,12 +449,6 @@ def _size(item: Candidate | None, stdin: bytes | None) -> int:
         except OSError:
             return 0
     return item.size
-
-
-def _is_json_lines(pairs) -> bool:
-    """More than one line that each is a JSON object: JSON-lines, not one JSON document."""
-    objects = [text for _, text in pairs[:3] if text.strip()]
-    return len(objects) > 1 and all(t.strip().startswith("{") and t.strip().endswith("}") for t in objects)
 
 
 __all__ = ["EvidenceError", "collect_evidence", "evidence_from_envelopes"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .model import Evidence, Line, Source
+from ..model import Evidence, Line, Source
 
 MAX_FINDINGS = 200
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]{1,63}$")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .model import Line
+from ..model import Line
 
 RECORD_START = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")  # a new log record (timestamp first)
 JOB_ID_LIKE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)

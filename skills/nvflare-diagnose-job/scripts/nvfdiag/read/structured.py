@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 
+from ..model import SITE_STATUSES, Evidence, Line, Source
 from . import inspect_source
-from .jsonlog import text_to_lines
-from .model import SITE_STATUSES, Evidence, Line, Source
+from .jsontext import text_to_lines
 from .sites import nvflare_job_status, valid_job_id, valid_site
 
 MAX_FLAT_LINES = 200
