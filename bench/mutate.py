@@ -124,7 +124,13 @@ GROUPS = (
         ("nvfdiag/refine.py",),
         ("tests/diagnose/test_matcher.py", EVALS_IN_PROCESS, "tests/test_refine_edges.py"),
     ),
-    Group("injection", DIAGNOSE, "nvfdiag", ("nvfdiag/injection.py", "nvfdiag/injection_rules.py"), INJECTION_TESTS),
+    Group(
+        "injection",
+        DIAGNOSE,
+        "nvfdiag",
+        ("nvfdiag/untrusted/injection.py", "nvfdiag/untrusted/rules.py"),
+        INJECTION_TESTS,
+    ),
 )
 
 

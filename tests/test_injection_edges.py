@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from nvfdiag import injection as inj
-from nvfdiag import injection_rules as rules
 from nvfdiag.model import Line
+from nvfdiag.untrusted import injection as inj
+from nvfdiag.untrusted import rules
 
 
 def opens(rule, text: str) -> bool:

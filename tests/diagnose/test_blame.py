@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 from nvfdiag.catalog import load_catalog
-from nvfdiag.injection import scan_lines
 from nvfdiag.matcher import diagnose
 from nvfdiag.model import Evidence, Line, Source
+from nvfdiag.untrusted.injection import scan_lines
 from report_schema import validated
 
 PREFIX = "2026-06-02 11:03:10,123 - client_train - INFO - "

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from module_loader import load_by_path
-from nvfdiag.injection import scan_lines
 from nvfdiag.model import Line
+from nvfdiag.untrusted.injection import scan_lines
 from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]

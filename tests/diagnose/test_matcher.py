@@ -602,7 +602,7 @@ def test_healthy_real_nvflare_logs_give_no_pattern_and_no_suspicious_content(rep
 def test_flagged_indexes_cover_split_directives_and_unnumbered_tail_lines():
     """The scanner's internal `span` (indexes into the lines) flags every line of a split directive, also for
     tail lines of a truncated file that carry no line number; no summary text is parsed."""
-    from nvfdiag.suspicious import scan_suspicious
+    from nvfdiag.untrusted.injection import scan_suspicious
 
     prefix = "2026-06-02 11:03:10,001 - ServerRunner - INFO - "
     lines = [Line("a.log", None, n, prefix + f"round {n} started") for n in range(1, 3)]

@@ -12,9 +12,10 @@ import dataclasses
 import random
 
 import test_scan_skipping
-from nvfdiag import injection, logline, matcher, tracebacks
+from nvfdiag import logline, matcher, tracebacks
 from nvfdiag.catalog import load_catalog
 from nvfdiag.model import Line
+from nvfdiag.untrusted import injection
 
 ordinary = test_scan_skipping.ordinary  # the fixture: about 1 MiB of healthy real log text, read as evidence
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from module_loader import load_by_path
-from nvfdiag import injection_rules
-from nvfdiag.injection import KINDS, scan_lines
 from nvfdiag.model import Line
-from nvfdiag.normalize import normalize
+from nvfdiag.untrusted import rules as injection_rules
+from nvfdiag.untrusted.injection import KINDS, scan_lines
+from nvfdiag.untrusted.normalize import normalize
 from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 from module_loader import load_by_path
-from nvfdiag import injection, scan
+from nvfdiag import scan
 from nvfdiag.catalog import load_catalog
 from nvfdiag.matcher import diagnose
 from nvfdiag.model import Line
 from nvfdiag.read.evidence import collect_evidence
+from nvfdiag.untrusted import injection
 
 REPO = Path(__file__).resolve().parents[2]
 THROUGHPUT = load_by_path("diagnose_throughput", REPO / "bench" / "diagnose_throughput.py")

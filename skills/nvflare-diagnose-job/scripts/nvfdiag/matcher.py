@@ -18,9 +18,9 @@ from .model import Evidence
 from .read import sites
 from .refine import Candidate, Demoted, rank_candidates
 from .scan import MARKER, Hit, scan_lines
-from .suspicious import scan_suspicious
 from .textindex import TextIndex
 from .tracebacks import Traceback, find_tracebacks
+from .untrusted.injection import scan_suspicious
 
 INVISIBLE = ("missing", "permission_denied", "unavailable", "not_streamed")
 PARTIAL_ID = "PARTIAL_LOG_VISIBILITY"

@@ -13,11 +13,11 @@ import re
 
 from . import logline, raiser
 from .excerpt import excerpt
-from .injection import defang
 from .read import sites
 from .render import to_json
 from .scan import MARKER
 from .tracebacks import block_containing
+from .untrusted.injection import defang
 
 SCHEMA_VERSION = "nvflare.diagnose.report.v1"
 MAX_SOURCES = 100

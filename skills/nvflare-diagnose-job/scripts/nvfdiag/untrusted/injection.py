@@ -2,17 +2,18 @@
 
 Pure and stdlib only. Public API:
     scan_lines(lines: Iterable[Line]) -> list[dict]   findings {source, site, line, kind, summary, span}
+    scan_suspicious(lines) -> (findings, flagged)     plus the indexes of every line a finding covers
     normalize(text: str) -> str                       the matching view of one line (from normalize.py)
     defang(text: str) -> str                          URLs/IPs made non-clickable, URL paths hidden
 
 Each line is normalized (NFKC, invisible characters removed, homoglyphs folded, embedded
-base64/hex/percent runs decoded) and matched against the directive rules in injection_rules.py.
+base64/hex/percent runs decoded) and matched against the directive rules in rules.py.
 Directives split over 2-3 consecutive lines of one source are found by joining the message parts: a line
 and the continuation fragments after it (lines that are not timestamped log records of their own, such as the
 rest of a multi-line message; a real run interleaves records of other sites and threads, which never join).
 Such a finding sits on the first line of the shortest window and its summary ends with
 "(split across lines N-M)". `span` (internal, not part of the report) holds the (first, last) indexes into
-`lines` a finding covers, so every line of a directive is excluded from matching (suspicious.py).
+`lines` a finding covers, so every line of a directive is excluded from matching (`scan_suspicious`).
 A directive that the plain, rendered view of the line does not show is also reported as `obfuscated`.
 Summaries are built from fixed phrases plus a defanged host name: they never echo the log text.
 """
@@ -23,9 +24,12 @@ import re
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
-from . import logline
+from .. import logline
+from ..model import Line
+from ..textindex import TextIndex
 from .gates import gate_lines
-from .injection_rules import (
+from .normalize import encoded_run_lines, normalize, normalize_with_techniques, record_message, visible_view
+from .rules import (
     DIRECTIVE_KINDS,
     any_open,
     candidate_rules,
@@ -36,11 +40,8 @@ from .injection_rules import (
     rules_need_words,
     text_features,
 )
-from .model import Line
-from .normalize import encoded_run_lines, normalize, normalize_with_techniques, record_message, visible_view
-from .textindex import TextIndex
 
-__all__ = ["KINDS", "defang", "normalize", "scan_lines"]
+__all__ = ["KINDS", "defang", "normalize", "scan_lines", "scan_suspicious"]
 
 KINDS = (*DIRECTIVE_KINDS, "obfuscated")
 SUMMARY_LIMIT = 200
@@ -81,6 +82,22 @@ def scan_lines(lines: Iterable[Line], index: TextIndex | None = None) -> list[di
             _add(found, first, items[first], kind, summary, last)
     ordered = sorted(found.values(), key=lambda entry: (entry[0], KINDS.index(entry[1]["kind"])))
     return [finding for _, finding in ordered]
+
+
+def scan_suspicious(lines: list[Line], index=None) -> tuple[list[dict], set[int]]:
+    """Findings and flagged line indexes (those never count as signals); `index` is a textindex.TextIndex of
+    the same lines (built if None)."""
+    findings = scan_lines(lines, index)
+    return findings, flagged_indexes(findings)
+
+
+def flagged_indexes(findings: list[dict]) -> set[int]:
+    """Indexes of every line a finding covers (all lines of a directive split across lines included)."""
+    flagged: set[int] = set()
+    for finding in findings:
+        first, last = finding["span"]
+        flagged.update(range(first, last + 1))
+    return flagged
 
 
 class _Views(dict):

@@ -6,7 +6,7 @@ may use) that hold an alternative of its first group (exact; a window can only o
 lines does); `opened` holds the lines, not in `skip`, on which every gate group of some rule is open (exact, on
 the plain lower-cased line).
 
-A gate group (injection_rules.py) is a set of words (whole letter runs, inflections included) and substrings (a
+A gate group (rules.py) is a set of words (whole letter runs, inflections included) and substrings (a
 space in one matches any run of whitespace). Each question is first asked of the line shapes (textindex.py),
 where it costs a search over a few KB, and only the lines of the shapes that pass every group of a rule are
 checked exactly, all at once over their joined text (textindex.Subset). Shapes may miss on lines with non-ASCII
@@ -18,9 +18,9 @@ from __future__ import annotations
 import functools
 import re
 
-from .injection_rules import RULE_COUNT, gate_of, regex_of
-from .regexfacts import BOUNDARY, required_literals
-from .textindex import Subset, TextIndex, shape_of
+from ..regexfacts import BOUNDARY, required_literals
+from ..textindex import Subset, TextIndex, shape_of
+from .rules import RULE_COUNT, gate_of, regex_of
 
 # Whitespace inside a line, as str patterns' \s sees it in ASCII text (bytes patterns leave out \x1c-\x1f).
 _SHAPE_SPACE = rb"(?:[^\S\n]|[\x1c-\x1f])+"

