@@ -7,16 +7,16 @@ tests/fixtures/healthy_runs/*, evals/diagnose/files/real/healthy): job stdout, l
 error_log.txt and log.json of every site, written as many copies of those run folders into a temporary tree
 until it holds --mib MiB (default 4, the default --max-total-bytes). Every copy shifts the digits and hex ids
 of its text, so no two copies hold the same line (as later rounds of a long run would not). The evidence is read once with budgets
-large enough to read it all, then the detailed scan (matcher.diagnose: normalization, catalog matching,
+large enough to read it all, then the detailed scan (pipeline.diagnose: normalization, catalog matching,
 tracebacks, injection scan, report) runs --repeats times; the median CPU time gives MB/s (10^6 bytes per
 second; the wall-clock figure is printed beside it, since other processes share the machine).
 Reading (collect_evidence) is timed and printed too, but it is not part of the bar. Exits 1 when the bar is
 missed (--quick: 1 MiB, 3 runs; the verdict is printed but not enforced there).
 
 --baseline GIT_REF also scans the same evidence with the diagnose skill of that commit (taken with `git archive`
-into a temporary folder), alternating with the current one, so before and after are compared side by side in one
-run (quality.md); the ratio of the two median CPU times is printed. The load average is printed beside every run:
-the machine is shared.
+into a temporary folder; its nvfdiag may have the staged layout or the flat one of older commits), alternating
+with the current one, so before and after are compared side by side in one run (quality.md); the ratio of the
+two median CPU times is printed. The load average is printed beside every run: the machine is shared.
 """
 
 from __future__ import annotations
@@ -99,6 +99,23 @@ def load_package(scripts: Path, name: str):
     return package
 
 
+# Where a commit's nvfdiag keeps its entry points, newest layout first: the staged packages (match/, pipeline.py)
+# or the flat modules of the commits before them (catalog.py, matcher.diagnose).
+CATALOG_MODULES = ("match.catalog", "catalog")
+DIAGNOSE_MODULES = ("pipeline", "matcher")
+
+
+def entry_points(scripts: Path, name: str) -> tuple:
+    """(the loaded catalog, the diagnose function) of the nvfdiag package under `scripts`, loaded as `name`."""
+    package = load_package(scripts, name)
+
+    def module(choices: tuple[str, ...]):
+        found = next(m for m in choices if (scripts / "nvfdiag" / (m.replace(".", "/") + ".py")).is_file())
+        return importlib.import_module(f"{package.__name__}.{found}")
+
+    return module(CATALOG_MODULES).load_catalog(), module(DIAGNOSE_MODULES).diagnose
+
+
 def extract_skill(ref: str, into: Path) -> Path:
     """The diagnose skill of commit `ref`, written under `into`; returns its scripts folder."""
     archive = subprocess.run(
@@ -114,16 +131,15 @@ def extract_skill(ref: str, into: Path) -> Path:
 
 def measure(size: int, repeats: int, baseline: str | None = None) -> dict:
     sys.path.insert(0, str(SCRIPTS))
-    from nvfdiag import catalog, matcher
+    from nvfdiag import catalog, pipeline
     from nvfdiag.read import evidence
 
-    scans = [("current", matcher.diagnose, catalog.load_catalog())]
+    scans = [("current", pipeline.diagnose, catalog.load_catalog())]
     base = Path(tempfile.mkdtemp(prefix="nvfdiag-p4t-"))
     try:
         if baseline:
-            load_package(extract_skill(baseline, base / "baseline"), "nvfdiag_baseline")
-            old_catalog = importlib.import_module("nvfdiag_baseline.catalog").load_catalog()
-            scans.append((baseline, importlib.import_module("nvfdiag_baseline.matcher").diagnose, old_catalog))
+            old_catalog, old_diagnose = entry_points(extract_skill(baseline, base / "baseline"), "nvfdiag_baseline")
+            scans.append((baseline, old_diagnose, old_catalog))
         build_text_tree(base / "text", size)
         started = time.perf_counter()
         found = evidence.collect_evidence(

@@ -135,7 +135,7 @@ def _diagnose(nvfdiag, known, text: str, mode: str) -> str:
     found = nvfdiag.read.evidence.collect_evidence(
         ["-"], job_id=None, max_bytes=262144, max_total_bytes=4194304, max_files=10, stdin_text=text
     )
-    return nvfdiag.matcher.diagnose(found, known, mode=mode)["matched_pattern"]
+    return nvfdiag.pipeline.diagnose(found, known, mode=mode)["matched_pattern"]
 
 
 def measure() -> MessageCoverage:
@@ -156,7 +156,7 @@ def measure() -> MessageCoverage:
             figures.groups[group] = figures.groups.get(group, 0) + 1
     _load("nvfdiag", NVFDIAG, package=True)
     nvfdiag = sys.modules["nvfdiag"]
-    for name in ("catalog", "read.evidence", "matcher"):
+    for name in ("catalog", "read.evidence", "pipeline"):
         importlib.import_module(f"nvfdiag.{name}")
     known = nvfdiag.catalog.load_catalog()
     for message in extracted:

@@ -9,7 +9,7 @@ at the block's end; job status: weak, no line), the sites the evidence knows abo
 from __future__ import annotations
 
 from nvfdiag import catalog as cat
-from nvfdiag import matcher
+from nvfdiag import matcher, pipeline
 from nvfdiag.model import Evidence, Line, Source
 from nvfdiag.scan import Hit
 from nvfdiag.tracebacks import Traceback
@@ -175,9 +175,9 @@ def test_the_job_status_argument_or_evidence_gives_a_weak_user_code_signal():
     assert matcher.analyse(stated, CATALOG, mode="simulation", job_status="FINISHED:COMPLETED").job_status == (
         "FINISHED:COMPLETED"
     )  # the argument wins over the evidence
-    report = matcher.diagnose(stated, CATALOG, mode="simulation")
+    report = pipeline.diagnose(stated, CATALOG, mode="simulation")
     assert report["matched_pattern"] == "USER_CODE_EXCEPTION" and "CLIENT_TRACEBACK_MISSING" in report["findings"]
-    assert matcher.diagnose(evidence(QUIET), CATALOG, mode="simulation", job_status=failed) == report
+    assert pipeline.diagnose(evidence(QUIET), CATALOG, mode="simulation", job_status=failed) == report
     for status in ("FINISHED:COMPLETED", None, "bogus status!"):
         an = matcher.analyse(evidence(QUIET), CATALOG, mode="simulation", job_status=status)
         assert an.primary is None and not an.sim_traceback_missing
@@ -194,7 +194,7 @@ def test_client_traceback_missing_only_for_a_failed_simulation_without_one():
 def test_mode_defaults_to_auto():
     sample = evidence(USER_TRACEBACK)
     assert matcher.analyse(sample, CATALOG).mode == matcher.analyse(sample, CATALOG, mode="auto").mode
-    assert matcher.diagnose(sample, CATALOG) == matcher.diagnose(sample, CATALOG, mode="auto")
+    assert pipeline.diagnose(sample, CATALOG) == pipeline.diagnose(sample, CATALOG, mode="auto")
 
 
 def test_a_suspicious_line_never_starts_a_traceback():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from nvfdiag.catalog import load_catalog
-from nvfdiag.matcher import diagnose
 from nvfdiag.model import Evidence, Line, Source
+from nvfdiag.pipeline import diagnose
 from nvfdiag.untrusted.injection import scan_lines
 from report_schema import validated
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 from nvfdiag import catalog as cat
-from nvfdiag import matcher
+from nvfdiag import pipeline
 from nvfdiag.read import evidence
 from report_schema import SCHEMA
 
@@ -25,7 +25,7 @@ LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}
 
 def diagnose(paths, **options):
     found = evidence.collect_evidence([str(p) for p in paths], job_id=None, **LIMITS)
-    return matcher.diagnose(found, cat.load_catalog(), **options)
+    return pipeline.diagnose(found, cat.load_catalog(), **options)
 
 
 # ---- SKILL.md, read literally ----

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from nvfdiag import catalog, matcher
+from nvfdiag import catalog, pipeline
 from nvfdiag.read.evidence import collect_evidence
 from report_schema import validated
 
@@ -21,7 +21,7 @@ MISSING_DATA = "2026-06-02 11:03:10,001 - ClientRunner - ERROR - FileNotFoundErr
 
 def diagnose(paths, **kwargs) -> dict:
     ev = collect_evidence([str(p) for p in paths], job_id=None, **LIMITS)
-    return validated(matcher.diagnose(ev, catalog.load_catalog(), **kwargs))
+    return validated(pipeline.diagnose(ev, catalog.load_catalog(), **kwargs))
 
 
 def envelope(findings, complete=True) -> dict:
@@ -117,7 +117,7 @@ def test_finding_values_and_names_are_never_copied(tmp_path):
         "inspect source summary: ? file(s) read, 5 finding(s)",
     ]
     assert any("incomplete scan" in note for note in ev.not_read)
-    text = json.dumps(validated(matcher.diagnose(ev, catalog.load_catalog(), mode="simulation")))
+    text = json.dumps(validated(pipeline.diagnose(ev, catalog.load_catalog(), mode="simulation")))
     for secret in ("patient_records", "hunter2", "API_TOKEN", "evil.example"):
         assert secret not in text
 

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from nvfdiag import catalog, matcher
+from nvfdiag import catalog, pipeline
 from nvfdiag.model import Evidence, Line
 from nvfdiag.read.evidence import collect_evidence
 from nvfdiag.read.job_folder import check_exported, looks_exported
@@ -33,7 +33,7 @@ def export_tree(root: Path, deploy_map: dict, configs: dict[str, list[str]], nam
 
 def diagnose(paths, **kwargs) -> dict:
     ev = collect_evidence([str(p) for p in paths], job_id=None, **LIMITS)
-    return validated(matcher.diagnose(ev, catalog.load_catalog(), **kwargs))
+    return validated(pipeline.diagnose(ev, catalog.load_catalog(), **kwargs))
 
 
 BOTH = ["config_fed_server.json", "config_fed_client.json"]
@@ -189,7 +189,7 @@ def test_nvflare_job_meta_validator_wording_matches(message):
     """The exact messages of nvflare 2.9's JobMetaValidator (raised on submit / simulator run)."""
     line = f"2026-06-02 12:40:00,000 - JobMetaValidator - ERROR - {message}"
     ev = Evidence(lines=[Line("submit.log", None, 1, line)])
-    report = validated(matcher.diagnose(ev, catalog.load_catalog(), mode="production"))
+    report = validated(pipeline.diagnose(ev, catalog.load_catalog(), mode="production"))
     assert report["matched_pattern"] == "PACKAGE_EXPORT_ERROR"
 
 

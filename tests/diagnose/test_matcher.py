@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from module_loader import load_by_path
 from nvfdiag import catalog as cat
-from nvfdiag import render
-from nvfdiag.matcher import diagnose
 from nvfdiag.model import Evidence, Line, Source
+from nvfdiag.pipeline import diagnose
+from nvfdiag.report import render
 from report_schema import validated
 
 CATALOG = cat.load_catalog()

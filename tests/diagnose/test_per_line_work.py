@@ -12,7 +12,7 @@ import dataclasses
 import random
 
 import test_scan_skipping
-from nvfdiag import logline, matcher, tracebacks
+from nvfdiag import logline, pipeline, tracebacks
 from nvfdiag.catalog import load_catalog
 from nvfdiag.model import Line
 from nvfdiag.untrusted import injection
@@ -57,7 +57,7 @@ def quiet_records(lines) -> list[CountingLine]:
 
 def test_ordinary_lines_are_read_once(ordinary):
     evidence = counted(ordinary, ordinary.lines)
-    report = matcher.diagnose(evidence, load_catalog())
+    report = pipeline.diagnose(evidence, load_catalog())
     quiet = quiet_records(evidence.lines)
     again = [line for line in quiet if line.reads > 1]
     assert report["matched_pattern"] == "UNKNOWN" and report["suspicious_content"] == []
@@ -84,7 +84,7 @@ def test_a_traceback_is_followed_without_a_walk_over_every_line(ordinary, monkey
         lambda lines, index: (visited.append(n) or (n, line) for n, line in real(lines, index)),
     )
     evidence = counted(ordinary, failing)
-    report = matcher.diagnose(evidence, load_catalog())
+    report = pipeline.diagnose(evidence, load_catalog())
     assert report["matched_pattern"] == "USER_CODE_EXCEPTION"
     assert len(visited) <= tracebacks.MAX_BLOCK_LINES + 1 < len(failing) // 10
     quiet = quiet_records(evidence.lines)

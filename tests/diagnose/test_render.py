@@ -3,10 +3,10 @@
 import json
 
 from nvfdiag import catalog as cat
-from nvfdiag import render
-from nvfdiag.excerpt import MAX_EXCERPT, excerpt
-from nvfdiag.matcher import diagnose
 from nvfdiag.model import Evidence, Line, Source
+from nvfdiag.pipeline import diagnose
+from nvfdiag.report import render
+from nvfdiag.report.render import MAX_EXCERPT, excerpt
 from report_schema import validated
 
 CATALOG = cat.load_catalog()

@@ -15,8 +15,8 @@ import pytest
 from module_loader import load_by_path
 from nvfdiag import scan
 from nvfdiag.catalog import load_catalog
-from nvfdiag.matcher import diagnose
 from nvfdiag.model import Line
+from nvfdiag.pipeline import diagnose
 from nvfdiag.read.evidence import collect_evidence
 from nvfdiag.untrusted import injection
 

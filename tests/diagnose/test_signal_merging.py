@@ -6,8 +6,8 @@ import subprocess
 from pathlib import Path
 
 from nvfdiag.catalog import load_catalog
-from nvfdiag.matcher import diagnose
 from nvfdiag.model import Evidence, Line, Source
+from nvfdiag.pipeline import diagnose
 from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]

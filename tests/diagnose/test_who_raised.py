@@ -6,8 +6,8 @@ import pytest
 from module_loader import load_by_path
 from nvfdiag import catalog as cat
 from nvfdiag import raiser
-from nvfdiag.matcher import diagnose
 from nvfdiag.model import Evidence, Line, Source
+from nvfdiag.pipeline import diagnose
 from nvfdiag.tracebacks import find_tracebacks, is_nvflare_file, is_user_file
 from report_schema import validated
 

@@ -42,8 +42,9 @@ def _load_private_package(name: str):
 
 try:
     _load_private_package("nvfdiag")
-    from nvfdiag import catalog, matcher, render  # noqa: E402
+    from nvfdiag import catalog, pipeline  # noqa: E402
     from nvfdiag.read import evidence, sites  # noqa: E402
+    from nvfdiag.report import render  # noqa: E402
 except Exception as _exc:  # a broken or partial skill copy: one line, no traceback
     print(
         f"diagnose_job.py: error: cannot load the nvfdiag package ({type(_exc).__name__}: {_exc}); "
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         args = parse_args(argv)
         known = catalog.load_catalog()
         found = gather(args, stdin)
-        report = matcher.diagnose(
+        report = pipeline.diagnose(
             found,
             known,
             mode=args.mode,

@@ -1,9 +1,9 @@
-"""Pure diagnosis: Evidence + Catalog + options -> report dict (schema nvflare.diagnose.report.v1).
+"""Pure matching: Evidence + Catalog + options -> Analysis (what the report stage assembles the report from).
 
-Usage: `report = diagnose(evidence, catalog, mode="auto", job_id=None, job_status=None)`.
-Steps: flag suspicious lines, scan signals once, find tracebacks and markers, decide the mode, decide who raised
-each traceback and which NVFLARE messages occur (raiser.py), rank candidates (refine.py), apply partial-visibility
-and confidence rules, then assemble the report (advice.py, report.py).
+Usage: `an = analyse(evidence, catalog, mode="auto", job_id=None, job_status=None)`; the whole diagnosis is
+pipeline.diagnose. Steps: flag suspicious lines (untrusted/), scan signals once, find tracebacks and markers, decide
+the mode, decide who raised each traceback and which NVFLARE messages occur (raiser.py), rank candidates
+(refine.py), then apply the partial-visibility and confidence rules.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from . import advice, raiser, report
+from . import raiser
 from .catalog import Catalog
 from .mode import AMBIGUOUS, decide_mode
 from .model import Evidence
@@ -229,23 +229,3 @@ def analyse(
     an.site_traceback_missing = an.mode == "production" and failed and not has_user_tb
     an.confidence = _confidence(an)
     return an
-
-
-def diagnose(
-    evidence: Evidence,
-    catalog: Catalog,
-    *,
-    mode: str = "auto",
-    job_id: str | None = None,
-    job_status: str | None = None,
-    script: str | None = None,
-    kit: str | None = None,
-    poc_root: str | None = None,
-) -> dict:
-    """The full report dict for `evidence` (deterministic for the same input). `script` is the command that runs
-    diagnose_job.py here and `kit` the startup-kit option --collect used (both go into follow-up commands)."""
-    an = analyse(
-        evidence, catalog, mode=mode, job_id=job_id, job_status=job_status, script=script, kit=kit, poc_root=poc_root
-    )
-    missing, commands = advice.missing_and_follow_ups(an)
-    return report.assemble(an, missing, commands)

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import re
 
-from . import logline, raiser
-from .excerpt import excerpt
-from .read import sites
-from .render import to_json
-from .scan import MARKER
-from .tracebacks import block_containing
-from .untrusted.injection import defang
+from .. import logline, raiser
+from ..read import sites
+from ..scan import MARKER
+from ..tracebacks import block_containing
+from ..untrusted.injection import defang
+from .render import excerpt, to_json
 
 SCHEMA_VERSION = "nvflare.diagnose.report.v1"
 MAX_SOURCES = 100

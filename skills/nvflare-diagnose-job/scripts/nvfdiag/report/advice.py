@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 
-from .read import sites
+from ..read import sites
 
 MAX_MISSING = 12
 MAX_COMMANDS = 10
