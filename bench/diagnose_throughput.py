@@ -131,7 +131,8 @@ def extract_skill(ref: str, into: Path) -> Path:
 
 def measure(size: int, repeats: int, baseline: str | None = None) -> dict:
     sys.path.insert(0, str(SCRIPTS))
-    from nvfdiag import catalog, pipeline
+    from nvfdiag import pipeline
+    from nvfdiag.match import catalog
     from nvfdiag.read import evidence
 
     scans = [("current", pipeline.diagnose, catalog.load_catalog())]

@@ -116,12 +116,12 @@ GROUPS = (
             "[source4-too complex to follow statically]",
         ),
     ),
-    Group("matcher", DIAGNOSE, "nvfdiag", ("nvfdiag/matcher.py",), MATCHER_TESTS),
+    Group("matcher", DIAGNOSE, "nvfdiag", ("nvfdiag/match/matcher.py",), MATCHER_TESTS),
     Group(
         "refine",
         DIAGNOSE,
         "nvfdiag",
-        ("nvfdiag/refine.py",),
+        ("nvfdiag/match/refine.py",),
         ("tests/diagnose/test_matcher.py", EVALS_IN_PROCESS, "tests/test_refine_edges.py"),
     ),
     Group(
@@ -149,8 +149,8 @@ def stage(work: Path, group: Group) -> None:
     private = mutants / "skills" / group.skill / "scripts" / group.package
     shutil.rmtree(private)
     private.symlink_to(Path("..", "..", "..", group.package))  # mutants/skills/<skill>/scripts/<pkg> -> mutants/<pkg>
-    # Code that finds the skill's files from its resolved location (nvfdiag/catalog.py: parents[2]/references)
-    # resolves to mutants/<pkg>, so the skill's references/ must sit two levels up from there too.
+    # Code that finds the skill's files from its resolved location (nvfdiag/read/jsontext.py: parents[3]/references)
+    # resolves to mutants/<pkg>/read, so the skill's references/ must sit two levels above mutants/<pkg> too.
     (work / "references").symlink_to(Path("mutants", "skills", group.skill, "references"))
     (work / "setup.cfg").write_text(_setup_cfg(group), encoding="utf-8")
 

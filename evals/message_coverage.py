@@ -156,9 +156,9 @@ def measure() -> MessageCoverage:
             figures.groups[group] = figures.groups.get(group, 0) + 1
     _load("nvfdiag", NVFDIAG, package=True)
     nvfdiag = sys.modules["nvfdiag"]
-    for name in ("catalog", "read.evidence", "pipeline"):
+    for name in ("match.catalog", "read.evidence", "pipeline"):
         importlib.import_module(f"nvfdiag.{name}")
-    known = nvfdiag.catalog.load_catalog()
+    known = nvfdiag.match.catalog.load_catalog()
     for message in extracted:
         row = groups.get(message.template)
         if row is None or row in (*generator.SPECIAL_GROUPS, generator.UNREVIEWED):

@@ -8,11 +8,12 @@ at the block's end; job status: weak, no line), the sites the evidence knows abo
 
 from __future__ import annotations
 
-from nvfdiag import catalog as cat
-from nvfdiag import matcher, pipeline
+from nvfdiag import pipeline
+from nvfdiag.match import catalog as cat
+from nvfdiag.match import matcher
+from nvfdiag.match.scan import Hit
+from nvfdiag.match.tracebacks import Traceback
 from nvfdiag.model import Evidence, Line, Source
-from nvfdiag.scan import Hit
-from nvfdiag.tracebacks import Traceback
 
 CATALOG = cat.load_catalog()
 USER_FRAME = ("/ws/site-1/simulate_job/app_site-1/custom/client.py", 42, "train")

@@ -7,8 +7,8 @@ Demoted rows keep their signal hits (the report shows two per other candidate) a
 
 from __future__ import annotations
 
-from nvfdiag import catalog as cat
-from nvfdiag import matcher
+from nvfdiag.match import catalog as cat
+from nvfdiag.match import matcher
 from nvfdiag.model import Evidence, Line, Source
 
 CATALOG = cat.load_catalog()

@@ -4,7 +4,7 @@ excluded is suspicious; a spoofed marker is never corroborated by a traceback th
 from __future__ import annotations
 
 import pytest
-from nvfdiag.catalog import load_catalog
+from nvfdiag.match.catalog import load_catalog
 from nvfdiag.model import Evidence, Line, Source
 from nvfdiag.pipeline import diagnose
 from nvfdiag.untrusted.injection import scan_lines

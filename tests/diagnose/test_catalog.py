@@ -5,7 +5,7 @@ import json
 
 import pytest
 import yaml
-from nvfdiag import catalog as cat
+from nvfdiag.match import catalog as cat
 
 SPEC_ROWS = {
     "USER_CODE_EXCEPTION": ("FIXABLE_BY_CODE", {"simulation", "production"}),

@@ -216,9 +216,11 @@ def test_skill_folder_works_when_copied_alone(python_exe, tmp_path):
 def test_broken_skill_copy_fails_with_one_line(python_exe, tmp_path):
     target = tmp_path / "skill"
     shutil.copytree(SKILL, target, ignore=shutil.ignore_patterns("__pycache__"))
-    (target / "scripts" / "nvfdiag" / "matcher.py").write_text("def broken(:\n")
+    (target / "scripts" / "nvfdiag" / "match" / "matcher.py").write_text("def broken(:\n")
     assert_one_line_error(cli(python_exe, tmp_path, script=target / "scripts" / "diagnose_job.py"), "nvfdiag")
-    (target / "scripts" / "nvfdiag" / "matcher.py").write_text((SKILL / "scripts/nvfdiag/matcher.py").read_text())
+    (target / "scripts" / "nvfdiag" / "match" / "matcher.py").write_text(
+        (SKILL / "scripts/nvfdiag/match/matcher.py").read_text()
+    )
     (target / "references" / "failure_patterns.json").write_text("{")
     log = tmp_path / "x.log"
     log.write_text(TIMEOUT_LINE)

@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import yaml
-from nvfdiag import catalog as cat
 from nvfdiag import pipeline
+from nvfdiag.match import catalog as cat
 from nvfdiag.read import evidence
 from report_schema import SCHEMA
 

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from nvfdiag import catalog, pipeline
+from nvfdiag import pipeline
+from nvfdiag.match import catalog
 from nvfdiag.read.evidence import collect_evidence
 from report_schema import validated
 

@@ -8,7 +8,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from nvfdiag import catalog, pipeline
+from nvfdiag import pipeline
+from nvfdiag.match import catalog
 from nvfdiag.model import Evidence, Line
 from nvfdiag.read.evidence import collect_evidence
 from nvfdiag.read.job_folder import check_exported, looks_exported

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from module_loader import load_by_path
-from nvfdiag import catalog as cat
+from nvfdiag.match import catalog as cat
 from nvfdiag.model import Evidence, Line, Source
 from nvfdiag.pipeline import diagnose
 from nvfdiag.report import render
@@ -621,7 +621,7 @@ def test_flagged_indexes_cover_split_directives_and_unnumbered_tail_lines():
 
 
 def test_traceback_with_interleaved_logger_lines_keeps_its_user_frame():
-    from nvfdiag.tracebacks import find_tracebacks
+    from nvfdiag.match.tracebacks import find_tracebacks
 
     texts = [
         "2026-06-02 10:30:03,900 - TaskScriptRunner - ERROR - Traceback (most recent call last):",
@@ -637,7 +637,7 @@ def test_traceback_with_interleaved_logger_lines_keeps_its_user_frame():
 
 
 def test_launcher_echo_traceback_is_not_user_code():
-    from nvfdiag.tracebacks import find_tracebacks
+    from nvfdiag.match.tracebacks import find_tracebacks
 
     texts = [
         "Traceback (most recent call last):",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from module_loader import load_by_path
-from nvfdiag import catalog as cat
-from nvfdiag import messages
+from nvfdiag.match import catalog as cat
+from nvfdiag.match import messages
 
 REPO = Path(__file__).resolve().parents[2]
 GENERATOR = load_by_path("nvflare_messages_generator", REPO / "shared" / "catalog" / "nvflare_messages.py")

@@ -12,8 +12,9 @@ import dataclasses
 import random
 
 import test_scan_skipping
-from nvfdiag import logline, pipeline, tracebacks
-from nvfdiag.catalog import load_catalog
+from nvfdiag import logline, pipeline
+from nvfdiag.match import tracebacks
+from nvfdiag.match.catalog import load_catalog
 from nvfdiag.model import Line
 from nvfdiag.untrusted import injection
 

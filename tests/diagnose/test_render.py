@@ -2,7 +2,7 @@
 
 import json
 
-from nvfdiag import catalog as cat
+from nvfdiag.match import catalog as cat
 from nvfdiag.model import Evidence, Line, Source
 from nvfdiag.pipeline import diagnose
 from nvfdiag.report import render

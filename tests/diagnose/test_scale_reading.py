@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from module_loader import load_by_path
-from nvfdiag.catalog import load_catalog
+from nvfdiag.match.catalog import load_catalog
 from nvfdiag.pipeline import diagnose
 from nvfdiag.read import budget, middle
 from nvfdiag.read.evidence import collect_evidence

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from module_loader import load_by_path
-from nvfdiag import scan
-from nvfdiag.catalog import load_catalog
+from nvfdiag.match import scan
+from nvfdiag.match.catalog import load_catalog
 from nvfdiag.model import Line
 from nvfdiag.pipeline import diagnose
 from nvfdiag.read.evidence import collect_evidence

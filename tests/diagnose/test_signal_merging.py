@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from nvfdiag.catalog import load_catalog
+from nvfdiag.match.catalog import load_catalog
 from nvfdiag.model import Evidence, Line, Source
 from nvfdiag.pipeline import diagnose
 from report_schema import validated

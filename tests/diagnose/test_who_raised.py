@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 from module_loader import load_by_path
-from nvfdiag import catalog as cat
-from nvfdiag import raiser
+from nvfdiag.match import catalog as cat
+from nvfdiag.match import raiser
+from nvfdiag.match.tracebacks import find_tracebacks, is_nvflare_file, is_user_file
 from nvfdiag.model import Evidence, Line, Source
 from nvfdiag.pipeline import diagnose
-from nvfdiag.tracebacks import find_tracebacks, is_nvflare_file, is_user_file
 from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]

@@ -42,7 +42,8 @@ def _load_private_package(name: str):
 
 try:
     _load_private_package("nvfdiag")
-    from nvfdiag import catalog, pipeline  # noqa: E402
+    from nvfdiag import pipeline  # noqa: E402
+    from nvfdiag.match import catalog  # noqa: E402
     from nvfdiag.read import evidence, sites  # noqa: E402
     from nvfdiag.report import render  # noqa: E402
 except Exception as _exc:  # a broken or partial skill copy: one line, no traceback

@@ -1,15 +1,15 @@
 """The whole diagnosis: Evidence (read/) + Catalog -> report dict (schema nvflare.diagnose.report.v1). Pure.
 
 Usage: `report = diagnose(evidence, catalog, mode="auto", job_id=None, job_status=None)`.
-The match stage analyses (matcher.analyse, which runs the untrusted scan first), then the report stage derives
+The match stage analyses (match/matcher.analyse, which runs the untrusted scan first), then the report stage derives
 what to collect next (report/advice.py) and assembles the report (report/assemble.py). The one module that
 imports both stages.
 """
 
 from __future__ import annotations
 
-from .catalog import Catalog
-from .matcher import analyse
+from .match.catalog import Catalog
+from .match.matcher import analyse
 from .model import Evidence
 from .report import advice, assemble
 

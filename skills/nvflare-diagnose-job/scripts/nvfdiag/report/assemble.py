@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import re
 
-from .. import logline, raiser
+from .. import logline
+from ..match import raiser
+from ..match.scan import MARKER
+from ..match.tracebacks import block_containing
 from ..read import sites
-from ..scan import MARKER
-from ..tracebacks import block_containing
 from ..untrusted.injection import defang
 from .render import excerpt, to_json
 

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..read.jsontext import REFERENCES, read_reference
 from . import messages as nvflare_messages
-from .read.jsontext import REFERENCES, read_reference
 
 DEFAULT_PATH = REFERENCES / "failure_patterns.json"
 MODES = ("simulation", "production")

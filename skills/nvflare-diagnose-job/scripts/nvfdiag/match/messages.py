@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .read.jsontext import REFERENCES, read_reference
+from ..read.jsontext import REFERENCES, read_reference
 
 DEFAULT_PATH = REFERENCES / "nvflare_messages.json"
 WRAPPER = "wrapper"

@@ -1,6 +1,6 @@
 """One pass over the evidence lines: catalog signal hits, text mode hints and status markers.
 
-Usage: `result = scan_lines(lines, catalog, skip={indexes of suspicious lines}[, index=TextIndex(...)])`. Pure;
+Usage: `result = scan_signals(lines, catalog, skip={indexes of suspicious lines}[, index=TextIndex(...)])`. Pure;
 regexes come compiled from the catalog; the text index finds the few lines worth trying them on.
 """
 
@@ -12,11 +12,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import logline
+from .. import logline
+from ..model import Line
+from ..regexfacts import BOUNDARY, contains, required_literals
+from ..textindex import Subset, TextIndex
 from .catalog import Catalog
-from .model import Line
-from .regexfacts import BOUNDARY, contains, required_literals
-from .textindex import Subset, TextIndex
 
 MAX_SCAN_CHARS = 8192
 MAX_HITS_PER_ROW = 200
@@ -42,7 +42,7 @@ class ScanResult:
         return self.find_mode_hints()
 
 
-def scan_lines(
+def scan_signals(
     lines: list[Line], catalog: Catalog, skip: set[int] | frozenset = frozenset(), index: TextIndex | None = None
 ) -> ScanResult:
     """Match every non-skipped line once against the catalog signals, mode hints and markers.

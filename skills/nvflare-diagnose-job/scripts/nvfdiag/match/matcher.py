@@ -9,24 +9,27 @@ the mode, decide who raised each traceback and which NVFLARE messages occur (rai
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 
+from ..model import Evidence
+from ..read import sites
+from ..textindex import TextIndex
+from ..untrusted.injection import scan_suspicious
 from . import raiser
 from .catalog import Catalog
 from .mode import AMBIGUOUS, decide_mode
-from .model import Evidence
-from .read import sites
 from .refine import Candidate, Demoted, rank_candidates
-from .scan import MARKER, Hit, scan_lines
-from .textindex import TextIndex
+from .scan import MARKER, Hit, scan_signals
 from .tracebacks import Traceback, find_tracebacks
-from .untrusted.injection import scan_suspicious
 
 INVISIBLE = ("missing", "permission_denied", "unavailable", "not_streamed")
 PARTIAL_ID = "PARTIAL_LOG_VISIBILITY"
 USER_CODE_ID = "USER_CODE_EXCEPTION"
 MARKER_WINDOW = 50
 MAX_MARKERS_CHECKED = 200
+_PEER = re.compile(r"\bpeer=([A-Za-z0-9][A-Za-z0-9._-]{0,63})")
+_SITE_TOKEN = re.compile(r"\b(site-\d{1,6})\b")
 
 
 @dataclass
@@ -130,6 +133,25 @@ def _known_sites(an: Analysis) -> set[str]:
     return an.supplied_sites | set(an.evidence.site_status)
 
 
+def mentioned_sites(text: str, known: set[str]) -> set[str]:
+    """Client sites a line names: peer=..., site-N tokens, or any known site label appearing as a word."""
+    found = set(_PEER.findall(text)) | {m.rstrip(".,;:") for m in _SITE_TOKEN.findall(text)}
+    for name in known:
+        if not sites.is_server(name) and re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text):
+            found.add(name)
+    return {name for name in found if sites.valid_site(name) and not sites.is_server(name)}
+
+
+def dependent_sites(texts: list[str], hit_sites: list[str | None], known: set[str]) -> tuple[set[str], bool]:
+    """Sites a symptom depends on, and whether it is a server-side view that names no site."""
+    named: set[str] = set()
+    for text in texts:
+        named |= mentioned_sites(text[:4096], known)
+    named |= {site for site in hit_sites if not sites.is_server(site) and sites.valid_site(site)}
+    server_only = not named and all(sites.is_server(site) for site in hit_sites)
+    return named, server_only
+
+
 def _apply_visibility(an: Analysis) -> None:
     """PARTIAL_LOG_VISIBILITY when the symptom depends on sites whose logs the evidence says are not visible."""
     lines, status = an.evidence.lines, an.evidence.site_status
@@ -138,7 +160,7 @@ def _apply_visibility(an: Analysis) -> None:
     else:
         texts = [lines[h.index].text for h in an.primary.hits if h.index is not None]
         hit_sites = [lines[h.index].site for h in an.primary.hits if h.index is not None]
-        depends, server_only = sites.dependent_sites(texts, hit_sites, _known_sites(an))
+        depends, server_only = dependent_sites(texts, hit_sites, _known_sites(an))
     blocked = an.hidden_sites
     signal_sites = {lines[h.index].site for h in (an.primary.hits if an.primary else []) if h.index is not None}
     if an.primary is not None and not an.primary.row.depends_on_sites:
@@ -189,7 +211,7 @@ def analyse(
     lines = evidence.lines
     index = TextIndex([line.text for line in lines])  # one joined text for all the cheap whole-text passes
     suspicious, flagged = scan_suspicious(lines, index)
-    scanned = scan_lines(lines, catalog, flagged, index)
+    scanned = scan_signals(lines, catalog, flagged, index)
     blocks = find_tracebacks(lines, flagged, index)
     status = job_status if sites.valid_job_status(job_status) else None
     status = status or (evidence.job_status if sites.valid_job_status(evidence.job_status) else None)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .logline import timestamp
-from .model import Line
+from ..logline import timestamp
+from ..model import Line
 
 _START_TEXT = "Traceback (most recent call last):"
 _START = re.compile(re.escape(_START_TEXT))

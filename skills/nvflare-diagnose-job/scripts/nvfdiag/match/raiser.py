@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .logline import QUIET_LEVELS, level, loud_lines
+from ..logline import QUIET_LEVELS, level, loud_lines
+from ..model import Line
+from ..textindex import Subset
 from .messages import WRAPPER
-from .model import Line
 from .scan import Hit
-from .textindex import Subset
 from .tracebacks import Traceback, block_containing, is_nvflare_file, is_user_file
 
 USER_CODE, NVFLARE_FROM_USER, NVFLARE, WRAPPED, LIBRARY = (

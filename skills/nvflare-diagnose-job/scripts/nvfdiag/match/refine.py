@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..logline import timestamp
+from ..model import Line
 from .catalog import Catalog, Row
-from .logline import timestamp
-from .model import Line
 from .scan import Hit
 
 
