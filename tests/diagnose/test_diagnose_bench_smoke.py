@@ -10,6 +10,7 @@ import os
 import subprocess
 
 import pytest
+from module_loader import load_by_path
 
 
 def run_bench(repo_root, python_exe, tmp_path, name: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -51,3 +52,15 @@ def test_diagnose_throughput_quick_measures_real_healthy_text(repo_root, python_
     assert (row["pattern"], row["suspicious"]) == ("UNKNOWN", 0)  # healthy real logs: nothing matched or flagged
     assert row["mb_per_s"] > 0 and row["scan_s"] > 0
     assert os.listdir(tmp_path) == []
+
+
+def test_mutation_groups_of_the_diagnose_skill_name_existing_modules(repo_root):
+    mutate = load_by_path("mutate_bench", repo_root / "bench" / "mutate.py")
+    groups = [group for group in mutate.GROUPS if group.skill == mutate.DIAGNOSE]
+    assert {group.name for group in groups} == {"matcher", "refine", "injection"}
+    scripts = repo_root / "skills" / mutate.DIAGNOSE / "scripts"
+    for group in groups:
+        for pattern in group.files:
+            assert sorted(scripts.glob(pattern)), f"{group.name}: {pattern} matches no file"
+        for test in group.tests:
+            assert (repo_root / test).is_file(), f"{group.name}: {test} does not exist"
