@@ -1,4 +1,4 @@
-"""Edges of the suspicious-content rules (`nvfdiag/injection_rules.py`, `injection.py`) found by mutation testing.
+"""Edges of the suspicious-content rules (`nvfdiag/untrusted/rules.py`, `injection.py`) found by mutation testing.
 
 The rule gates are built when the module is imported, so no other test ever ran the gate builder while a
 mutant was active. These tests build gates at test time and check what the docstring promises: a gate word

@@ -1,4 +1,4 @@
-"""Edges of the diagnose ranking rules (`nvfdiag/refine.py`) that mutation testing found untested.
+"""Edges of the diagnose ranking rules (`nvfdiag/match/refine.py`) that mutation testing found untested.
 
 A resolved_by success makes a row transient only when it comes after the row's last signal: later in the
 same source, or with a strictly later timestamp in another one; only the first 8 KiB of a line are searched.

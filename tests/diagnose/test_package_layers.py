@@ -171,6 +171,53 @@ def test_the_map_check_sees_a_missing_or_stale_entry(tmp_path):
     assert mapped_names(doc) == {"kept", "sub/", "gone"}
 
 
+def top_level_names(path: Path) -> set[str]:
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+    return names
+
+
+def diagnose_section() -> str:
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    start = page.index("## Diagnose pipeline")
+    return page[start : page.index("\n## ", start + 1)]
+
+
+def named_in(section: str) -> list[tuple[Path, str | None]]:
+    """(file, attribute or None) for every `stage/module[.py][.name]` and `diagnose_job.name` the section quotes."""
+    out = []
+    for token in re.findall(r"`([^`\s]+)`", section):
+        staged = re.fullmatch(r"(read|match|untrusted|report)/([a-z_]+)(?:\.py)?(?:\.([A-Za-z_]+))?", token)
+        if staged:
+            out.append((PACKAGE / staged.group(1) / f"{staged.group(2)}.py", staged.group(3)))
+        elif re.fullmatch(r"[a-z_]+\.py", token) and token != "diagnose_job.py":
+            out.append((PACKAGE / token, None))
+        elif token.startswith("diagnose_job."):
+            name = token.removeprefix("diagnose_job.")
+            out.append((PACKAGE.parent / "diagnose_job.py", None if name == "py" else name))
+    return out
+
+
+def test_the_architecture_page_names_existing_modules_and_functions():
+    named = named_in(diagnose_section())
+    assert len(named) > 30
+    for path, name in named:
+        assert path.is_file(), f"docs/architecture.md names {path.relative_to(REPO)}, which does not exist"
+        assert name is None or name in top_level_names(path), f"{path.relative_to(REPO)} has no {name}"
+
+
+def test_the_architecture_package_map_lists_every_module():
+    rows = re.findall(r"^\| `(read|match|untrusted|report)/` \| (.+) \|$", diagnose_section(), re.M)
+    assert {folder for folder, _ in rows} == {"read", "match", "untrusted", "report"}
+    for folder, cells in rows:
+        listed = {token for token in re.findall(r"`([a-z_]+)`", cells) if (PACKAGE / folder / f"{token}.py").exists()}
+        assert listed == held_names(PACKAGE / folder), folder
+
+
 if __name__ == "__main__":
     graph = import_graph(PACKAGE)
     problems = layer_violations(graph) + [" -> ".join(cycle) for cycle in cycles(graph) + package_cycles(graph)]

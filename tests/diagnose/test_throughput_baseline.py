@@ -44,7 +44,7 @@ FLAT_EVIDENCE = "skills/nvflare-diagnose-job/scripts/nvfdiag/evidence.py"  # rea
 
 
 def last_flat_commit(repo_root) -> str | None:
-    """The newest commit whose nvfdiag still has the flat layout (evidence.py, catalog.py, matcher.diagnose at the package top), if any."""
+    """The newest commit whose nvfdiag has the flat layout (evidence.py, catalog.py, matcher.diagnose at its top)."""
     listed = subprocess.run(
         ["git", "-C", str(repo_root), "log", "--format=%H", "--", FLAT_EVIDENCE], capture_output=True, text=True
     )

@@ -26,7 +26,7 @@ import functools
 import itertools
 import re
 
-MAX_LINE_CHARS = 16384  # like normalize.py: a longer line is looked at through its first 16 KiB
+MAX_LINE_CHARS = 16384  # like untrusted/normalize.py: a longer line is looked at through its first 16 KiB
 MANY_LINES = 2000  # more lines than this from an ambiguous shape: search the whole text
 SMALL_SHAPES = 1 << 18  # bytes of distinct shapes up to which words are read off the shapes (healthy 4 MiB: 33 KB)
 _LETTERS_NL = bytes(c if 97 <= c <= 122 or c == 10 else 32 for c in range(256))  # letters and newlines stay

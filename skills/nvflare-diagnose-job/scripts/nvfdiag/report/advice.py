@@ -1,10 +1,10 @@
 """missing_evidence and follow_up_commands: fixed sentences and catalog templates, never log text.
 
 Usage: `missing, commands = missing_and_follow_ups(analysis)`. Templates are filled only with identifiers that
-passed sites.valid_job_id / sites.valid_site, the per-site log folder the simulator named (validated by raiser.py),
-the command that runs this diagnose_job.py (`{diagnose}`, given by the script itself), the startup-kit option
---collect used (appended to `nvflare ...` commands so they work when pasted) and the POC project folder that kit
-lies in (`{poc_root}`); anything else stays a <placeholder>.
+passed read/sites.valid_job_id / valid_site, the per-site log folder the simulator named (validated by
+match/raiser.py), the command that runs this diagnose_job.py (`{diagnose}`, given by the script itself), the
+startup-kit option --collect used (appended to `nvflare ...` commands so they work when pasted) and the POC project
+folder that kit lies in (`{poc_root}`); anything else stays a <placeholder>.
 """
 
 from __future__ import annotations
