@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from autofl_core import compare, ledger
+from autofl_core.campaign import compare, ledger
 
 
 def _header() -> str:

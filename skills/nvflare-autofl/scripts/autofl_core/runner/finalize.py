@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 
-from .. import atomic, bounded, compare, faults, ledger
-from . import contract, noise, snapshots
-from .errors import CampaignError
+from ..campaign import compare, ledger
+from ..common import atomic, bounded, faults
+from . import noise
+from .outcome import CampaignError
+from .store import contract, snapshots
 
 SCHEMA = "nvflare.autofl.finalize.v1"
 OUTCOME_STATUS = {"crash": "crash", "infrastructure_retry": "infrastructure_retry"}

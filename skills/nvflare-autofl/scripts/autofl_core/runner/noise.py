@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .. import guard
+from ..campaign import guard
 from . import runargs
 from . import settings as settings_mod
 

@@ -17,9 +17,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from .. import atomic
-from . import finalize, snapshots
-from .paths import TRIAL_TEMP_PREFIX
+from ..common import atomic
+from . import finalize
+from .store import snapshots
+from .store.paths import TRIAL_TEMP_PREFIX
 
 
 def recover(campaign, now: str) -> dict:
@@ -55,7 +56,7 @@ def _end_orphaned_trial(paths) -> None:
         record = {}
     token = record.get("token") if isinstance(record, dict) else None
     if isinstance(token, str) and token:
-        from .. import childenv, processes  # only when a runner died mid-trial
+        from ..trial import childenv, processes  # only when a runner died mid-trial
 
         survivors = processes.terminate_tree(None, (childenv.TOKEN_VAR, token))
         if survivors:

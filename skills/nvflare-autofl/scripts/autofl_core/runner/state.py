@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 
-from .. import atomic, bounded, guard, guard_inputs
+from ..campaign import guard, guard_inputs
+from ..common import atomic, bounded
 from . import settings as settings_mod
-from .errors import CampaignError
+from .outcome import CampaignError
 
 ENVELOPE_STATE_FIELDS = (
     "candidate_attempts",
