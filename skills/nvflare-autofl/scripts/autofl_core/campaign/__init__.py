@@ -1,6 +1,8 @@
 """The campaign's rules over the ledger: pure functions of ledger rows and settings, plus the ledger file and the
 progress plot (imports nothing).
 
+- `vocabulary` - every status (ledger rows, manifests), the sets derived from them, the running best, the row
+  builders;
 - `ledger` - results.tsv: parse, validate, format, append atomically;
 - `compare` - "better" at ledger precision (a tie never wins);
 - `guard` - the state machine: ledger rows + settings -> campaign state (decision, next action, plateau, noise);

@@ -24,11 +24,10 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 
 from . import instructions
+from . import vocabulary as v
 from .compare import better, check_mode, improvement
 
 SCHEMA_VERSION = "nvflare.autofl.campaign_state.v1"
-ATTEMPT_STATUSES = frozenset(("keep", "discard", "crash"))
-RETAINED_STATUSES = frozenset(("baseline", "keep"))
 LITERATURE_ACTIONS = frozenset(("run_literature_loop", "develop_literature_batch"))
 RUNNER_ONLY_FIELDS = ("abandoned_candidates", "best_candidate", "best_source_sha256", "pending_candidate_manifest")
 MIN_NOISE_SCORES = 3  # scores of the best (its own row plus replicates) before the noise margin applies
@@ -182,7 +181,7 @@ class _Scan:
     attempts: int = 0
     scored_attempt_rows: list = field(default_factory=list)  # row indices, ascending
     crash_streak: int = 0
-    best: tuple | None = None  # (score, index, name) of the best retained row, min_delta 0
+    best: tuple | None = None  # (score, index, name) of the running best (vocabulary.RunningBest)
     retained: list = field(default_factory=list)  # (score, index, name) of every scored baseline/keep row
     replicates: dict = field(default_factory=dict)  # base_candidate -> scores of its replicate rows
     baseline_score: float | None = None
@@ -196,34 +195,35 @@ class _Scan:
 def _scan(rows: list[dict], settings: GuardSettings) -> _Scan:
     mode, batch_size = settings.mode, settings.exploration_batch_size
     scan = _Scan(family_window=settings.family_repeat_limit)
+    running = v.RunningBest(mode)
     by_id: dict[str, _Event] = {}
     current: _Event | None = None
     for index, row in enumerate(rows):
         status, score = row.get("status"), row.get("score")
-        if status == "literature":
+        if status == v.LITERATURE:
             current = _Event(row.get("literature_event_id") or None, index)
             scan.events.append(current)
             if current.event_id:
                 by_id[current.event_id] = current
-        elif status == "replicate":
+        elif status == v.REPLICATE:
             if score is not None:
                 scan.replicates.setdefault(row.get("base_candidate") or "", []).append(score)
             continue
-        elif status in ATTEMPT_STATUSES:
+        elif status in v.ATTEMPTS:
             scan.attempts += 1
-            scan.crash_streak = scan.crash_streak + 1 if status == "crash" else 0
+            scan.crash_streak = scan.crash_streak + 1 if status == v.CRASH else 0
             if score is None:
                 continue
             scan.scored_attempt_rows.append(index)
             scan.last_scored.append((row.get("candidate_kind") or "", row.get("algorithm_family") or ""))
-            if batch_size and row.get("candidate_kind") == "source_edit":
+            if batch_size and row.get("candidate_kind") == v.SOURCE_EDIT:
                 label = row.get("literature_event_id") or ""
                 _count_batch_member(by_id.get(label) if label else current, index, batch_size)
-        if status in RETAINED_STATUSES and score is not None:
-            if status == "baseline" and scan.baseline_score is None:
+        if status in v.RETAINED and score is not None:
+            if status == v.BASELINE and scan.baseline_score is None:
                 scan.baseline_score = score
             scan.retained.append((score, index, row.get("name") or ""))
-            if better(score, scan.best[0] if scan.best else None, mode):
+            if running.offer(index, row):
                 scan.best = scan.retained[-1]
     return scan
 
@@ -379,8 +379,8 @@ def _stalled_family(scan: _Scan, settings: GuardSettings) -> str | None:
     limit = settings.family_repeat_limit
     if not limit or not scan.events or len(scan.last_scored) < limit:
         return None
-    families = {family for kind, family in scan.last_scored if kind == "argument_only"}
-    kinds_ok = all(kind == "argument_only" for kind, _family in scan.last_scored)
+    families = {family for kind, family in scan.last_scored if kind == v.ARGUMENT_ONLY}
+    kinds_ok = all(kind == v.ARGUMENT_ONLY for kind, _family in scan.last_scored)
     if kinds_ok and len(families) == 1 and "" not in families:
         return families.pop()
     return None

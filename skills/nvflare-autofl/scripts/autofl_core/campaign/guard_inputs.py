@@ -9,7 +9,6 @@ Shared by `campaign_guard.py` and the campaign runner so both see the same input
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -29,7 +28,6 @@ THRESHOLDS = {
     "family_repeat_limit": ("AUTOFL_FAMILY_REPEAT_LIMIT", 6, int, 0),
     "noise_sigmas": ("AUTOFL_NOISE_SIGMAS", 0.0, float, 0.0),
 }
-_STATE_READ_LIMIT = 16 * 1024 * 1024
 
 
 class InputError(ValueError):
@@ -84,18 +82,12 @@ def stored_mode(workspace: Path) -> str | None:
     """The `mode` recorded in the workspace's campaign_state.json, or None when there is no state file."""
     path = Path(workspace) / STATE_RELATIVE_PATH
     try:
-        data = bounded.read_regular(path, _STATE_READ_LIMIT)
+        document = bounded.read_json(path)
     except bounded.BoundedReadError as exc:
-        raise InputError(f"{path} {exc}; pass --mode max|min or repair the campaign state") from None
-    if data is None:
+        raise InputError(f"{path} {exc}; pass --mode max|min or repair it with the runner's status") from None
+    if document is None:
         return None
-    try:
-        document = json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-        raise InputError(
-            f"{path} is not valid JSON; pass --mode max|min or repair it with the runner's status"
-        ) from None
-    mode = document.get("mode") if isinstance(document, dict) else None
+    mode = document.get("mode")
     if mode not in MODES:
         raise InputError(f"{path} has no valid 'mode' (max|min); pass --mode max|min")
     return mode

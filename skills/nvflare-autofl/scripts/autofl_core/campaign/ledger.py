@@ -4,7 +4,10 @@ Rows are plain dicts keyed by `COLUMNS`; ``score`` and ``runtime_seconds`` are f
 other value is a string. Usage::
 
     rows = read_rows("results.tsv")            # [] when the file does not exist
-    append_row("results.tsv", {"status": "keep", "name": "lr-x2", "score": 0.91})
+    append_row("results.tsv", vocabulary.literature_row(name="lit-0001", hypothesis=h, family="", event_id="lit-0001"))
+
+Statuses and candidate kinds are the ones `vocabulary` defines; every row a writer appends comes from one of its
+row builders.
 
 `append_row` rewrites the whole file atomically (temp file + fsync + os.replace) instead of appending in
 place: a crash at any instant leaves either the old ledger or the new one, never a partial row, and the
@@ -19,6 +22,7 @@ import os
 from pathlib import Path
 
 from ..common import bounded
+from . import vocabulary
 from .compare import format_score
 
 COLUMNS = (
@@ -41,13 +45,11 @@ COLUMNS = (
     "algorithm_family",
     "literature_event_id",
 )
-STATUSES = ("baseline", "keep", "discard", "crash", "literature", "infrastructure_retry", "replicate")
-CANDIDATE_KINDS = ("source_edit", "argument_only")
 HEADER = "\t".join(COLUMNS)
 MAX_LEDGER_BYTES = 512 * 1024 * 1024  # about 2.5 million rows; anything larger is not a ledger
 
-_STATUS_SET = frozenset(STATUSES)
-_KIND_SET = frozenset(("",) + CANDIDATE_KINDS)
+_STATUS_SET = frozenset(vocabulary.LEDGER_STATUSES)
+_KIND_SET = frozenset(("",) + vocabulary.CANDIDATE_KINDS)
 # Characters that would break the one-row-per-line, tab-separated layout (plus other C0/C1 controls).
 _UNSAFE = {code: " " for code in list(range(0x00, 0x20)) + [0x7F, 0x85, 0x2028, 0x2029]}
 
@@ -121,10 +123,10 @@ def format_row(row: dict) -> str:
         raise LedgerError(f"unknown ledger column(s): {', '.join(unknown)}")
     status = row.get("status")
     if status not in _STATUS_SET:
-        raise LedgerError(f"invalid ledger status {status!r}; expected one of: {', '.join(STATUSES)}")
+        raise LedgerError(f"invalid ledger status {status!r}; expected one of: {', '.join(vocabulary.LEDGER_STATUSES)}")
     kind = row.get("candidate_kind") or ""
     if kind not in _KIND_SET:
-        raise LedgerError(f"invalid candidate_kind {kind!r}; expected source_edit or argument_only")
+        raise LedgerError(f"invalid candidate_kind {kind!r}; expected {' or '.join(vocabulary.CANDIDATE_KINDS)}")
     return "\t".join(_format_field(column, row.get(column)) for column in COLUMNS)
 
 
@@ -207,7 +209,8 @@ def _typed_row(fields: list[str], source: str, number: int) -> dict:
     row = dict(zip(COLUMNS, fields))  # noqa: B905
     if row["status"] not in _STATUS_SET:
         raise LedgerError(
-            f"{source}: line {number}: unknown status {row['status']!r}; expected one of: {', '.join(STATUSES)}"
+            f"{source}: line {number}: unknown status {row['status']!r}; expected one of: "
+            f"{', '.join(vocabulary.LEDGER_STATUSES)}"
         )
     if row["candidate_kind"] not in _KIND_SET:
         raise LedgerError(f"{source}: line {number}: unknown candidate_kind {row['candidate_kind']!r}")

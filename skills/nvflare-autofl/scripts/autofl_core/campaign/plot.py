@@ -24,18 +24,18 @@ import sys
 from pathlib import Path
 
 from ..common import atomic
-from .compare import better, check_mode, format_score
+from . import vocabulary as v
+from .compare import check_mode, format_score
 
-EXPERIMENT_STATUSES = frozenset(("baseline", "keep", "discard", "crash", "replicate"))
-SCORED_SERIES = ("baseline", "keep", "discard", "replicate")
+SCORED_SERIES = (v.BASELINE, v.KEEP, v.DISCARD, v.REPLICATE)
 COLORS = {
-    "baseline": "#1f77b4",
-    "keep": "#2ca02c",
-    "discard": "#9a9a9a",
-    "crash": "#d62728",
-    "literature": "#9467bd",
+    v.BASELINE: "#1f77b4",
+    v.KEEP: "#2ca02c",
+    v.DISCARD: "#9a9a9a",
+    v.CRASH: "#d62728",
+    v.LITERATURE: "#9467bd",
     "best": "#ff7f0e",
-    "replicate": "#17becf",
+    v.REPLICATE: "#17becf",
     "band": "#ffd8a8",
 }
 SIZE = (1000, 560)  # pixels, both backends
@@ -48,24 +48,24 @@ def plot_data(rows: list[dict], mode: str) -> dict:
     check_mode(mode)
     points, failures, literature, running = [], [], [], []
     best = None
+    tracker = v.RunningBest(mode)
     x = 0
     for index, row in enumerate(rows):
         status, score, name = row.get("status"), row.get("score"), row.get("name") or ""
-        if status == "literature":
+        if status == v.LITERATURE:
             literature.append({"x": x + 0.5, "row": index, "event_id": row.get("literature_event_id") or ""})
             continue
-        if status not in EXPERIMENT_STATUSES:
+        if status not in v.EXPERIMENTS:
             continue
         x += 1
-        if score is None or status == "crash":  # an unscored replicate is drawn like a crash
+        if score is None or status == v.CRASH:  # an unscored replicate is drawn like a crash
             failures.append({"x": x, "row": index, "name": name, "status": status})
             continue
         points.append({"x": x, "row": index, "score": score, "status": status, "name": name})
-        if status in ("baseline", "keep") and better(score, best["score"] if best else None, mode):
+        if tracker.offer(index, row):
             best = {"x": x, "row": index, "score": score, "status": status, "name": name}
             running.append({"x": x, "score": score})
-    statuses = ("baseline", "keep", "discard", "crash", "literature", "infrastructure_retry", "replicate")
-    counts = {status: 0 for status in statuses}
+    counts = {status: 0 for status in v.LEDGER_STATUSES}
     for row in rows:
         if row.get("status") in counts:
             counts[row["status"]] += 1
@@ -102,7 +102,7 @@ def warm_up() -> str | None:
 def prime() -> None:
     """Draw a throwaway plot in memory so fonts and glyph caches are loaded before the real render (used by
     the plot worker while a trial runs; nothing is written)."""
-    data = plot_data([{"status": "baseline", "name": "b", "score": 0.5}], "max")
+    data = plot_data([{"status": v.BASELINE, "name": "b", "score": 0.5}], "max")
     try:
         _draw_matplotlib(data, title_text(data, "metric", "max"), "metric")
     except ImportError:
@@ -113,10 +113,10 @@ def title_text(data: dict, metric: str, mode: str) -> str:
     """Plot title: metric, direction and counts."""
     direction = "higher is better" if mode == "max" else "lower is better"
     counts = data["counts"]
-    replicates = f", {counts['replicate']} replicate(s)" if counts["replicate"] else ""
+    replicates = f", {counts[v.REPLICATE]} replicate(s)" if counts[v.REPLICATE] else ""
     return (
-        f"Auto-FL progress: {metric} ({mode}, {direction}) - {data['scored']} scored, {counts['keep']} kept, "
-        f"{counts['discard']} discarded, {counts['crash']} crashed, {counts['literature']} literature{replicates}"
+        f"Auto-FL progress: {metric} ({mode}, {direction}) - {data['scored']} scored, {counts[v.KEEP]} kept, "
+        f"{counts[v.DISCARD]} discarded, {counts[v.CRASH]} crashed, {counts[v.LITERATURE]} literature{replicates}"
     )
 
 
@@ -245,7 +245,7 @@ def _matplotlib_series(axes, data: dict, metric: str) -> None:
             linestyle="none",
             marker="x",
             markersize=7,
-            color=COLORS["crash"],
+            color=COLORS[v.CRASH],
             transform=axes.get_xaxis_transform(),
             label="crash / no score",
             zorder=3,
@@ -258,7 +258,7 @@ def _matplotlib_series(axes, data: dict, metric: str) -> None:
             1,
             transform=axes.get_xaxis_transform(),
             linewidth=1,
-            colors=COLORS["literature"],
+            colors=COLORS[v.LITERATURE],
             linestyles="--",
             alpha=0.7,
             label="literature event",
@@ -270,7 +270,7 @@ def _matplotlib_series(axes, data: dict, metric: str) -> None:
             _literal(event["event_id"]),
             transform=axes.get_xaxis_transform(),
             fontsize=7,
-            color=COLORS["literature"],
+            color=COLORS[v.LITERATURE],
             ha="right",
             va="top",
             rotation=90,
@@ -348,7 +348,7 @@ def _pillow_series(draw, font, data: dict, metric: str) -> list[int] | None:
     for event in data["literature"]:
         x, _ = to_px(event["x"], low)
         for y in range(top, bottom, 8):
-            draw.line((x, y, x, min(y + 4, bottom)), fill=COLORS["literature"])
+            draw.line((x, y, x, min(y + 4, bottom)), fill=COLORS[v.LITERATURE])
     xs, ys = _best_steps(data)
     vertices = []
     for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
@@ -362,8 +362,8 @@ def _pillow_series(draw, font, data: dict, metric: str) -> list[int] | None:
         draw.ellipse((x - 4, y - 4, x + 4, y + 4), fill=COLORS[point["status"]])
     for failure in data["failures"]:
         x, _ = to_px(failure["x"], low)
-        draw.line((x - 4, bottom - 12, x + 4, bottom - 4), fill=COLORS["crash"], width=2)
-        draw.line((x - 4, bottom - 4, x + 4, bottom - 12), fill=COLORS["crash"], width=2)
+        draw.line((x - 4, bottom - 12, x + 4, bottom - 4), fill=COLORS[v.CRASH], width=2)
+        draw.line((x - 4, bottom - 4, x + 4, bottom - 12), fill=COLORS[v.CRASH], width=2)
     best = data["best"]
     if not best:
         return None

@@ -1,18 +1,25 @@
-"""Bounded reads of small input files (the ledger, the campaign state): one rule for every reader.
+"""Bounded reads of small input files (the ledger, the campaign documents): one rule for every reader.
 
 Usage::
 
     data = read_regular(path, limit)   # bytes, or None when the file does not exist
+    document = read_json(path)         # a JSON object (dict), or None when the file does not exist
 
 Only regular files are read: a FIFO is opened non-blocking and refused, a device (/dev/zero) is refused before
 any byte is read, and a file larger than `limit` is refused from its size alone. Raises BoundedReadError whose
 message is a short phrase ("is a directory", "is larger than 16 MiB", ...) for the caller to put in context.
+`read_json` is the one reader of every campaign JSON document (campaign.json, the state, manifests, the snapshot
+record, the finalize journal, the trial marker, trial.json; each is a JSON object): at most `MAX_DOCUMENT_BYTES`,
+and a damaged file, whatever the damage, is one BoundedReadError.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024  # every campaign document (JSON, autofl.yaml); the ledger has its own limit
 
 
 class BoundedReadError(ValueError):
@@ -45,6 +52,24 @@ def read_regular(path: str | os.PathLike, limit: int) -> bytes | None:
     if len(data) > limit:  # the file grew after fstat
         raise BoundedReadError(f"is larger than {_size(limit)}")
     return data
+
+
+def read_json(path: str | os.PathLike, limit: int = MAX_DOCUMENT_BYTES) -> dict | None:
+    """The JSON object at `path` (None when the file does not exist), read as `read_regular` reads.
+
+    Raises BoundedReadError for a file that is not a bounded regular file, "is not valid JSON" for one that is
+    not UTF-8 JSON (too deeply nested included), "is not a JSON object" for any other JSON value.
+    """
+    data = read_regular(path, limit)
+    if data is None:
+        return None
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise BoundedReadError("is not valid JSON") from None
+    if not isinstance(document, dict):
+        raise BoundedReadError("is not a JSON object")
+    return document
 
 
 def _read_up_to(fd: int, count: int) -> bytes:

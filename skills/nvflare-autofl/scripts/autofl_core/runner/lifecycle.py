@@ -72,7 +72,10 @@ def _new_campaign(options, given: dict) -> tuple[int, dict]:
 
 
 def _shell(campaign, action: str, step, options, given: dict, now: str, refresh_clock=None) -> tuple[int, dict]:
-    """Recovery, settings audit, the action `step(campaign, options, now)`, then the refresh (lock held)."""
+    """Recovery, settings audit, the action `step(campaign, options, now)`, then the refresh (lock held).
+
+    `refresh_clock` stamps the refreshed state with the time after the step (a new campaign: after its baseline).
+    """
     extras = recovery.recover(campaign, now)
     campaign.best()  # a damaged best snapshot stops every action (exit 2 naming it), status included
     merged = settings_mod.merge_settings(

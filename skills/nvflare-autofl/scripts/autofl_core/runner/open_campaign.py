@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..campaign import compare, ledger
+from ..campaign import ledger
+from ..campaign import vocabulary as v
 from .outcome import CampaignError
 from .store import contract, manifests, metadata, snapshots
 from .store.paths import CampaignPaths
@@ -77,20 +78,15 @@ class Campaign:
         return next((m for m in self.manifests() if m["candidate_id"] == name), None)
 
     def best_row(self) -> dict | None:
-        """The best scored baseline/keep row (a tie never replaces the earlier one)."""
+        """The best scored baseline/keep row (a tie never replaces the earlier one): `vocabulary.best_row`."""
         if self._best_row is None:
-            best = None
-            for row in self.rows():
-                if row["status"] in ("baseline", "keep") and row["score"] is not None:
-                    if compare.better(row["score"], best["score"] if best else None, self.mode):
-                        best = row
-            self._best_row = (best,)
+            self._best_row = (v.best_row(self.rows(), self.mode),)
         return self._best_row[0]
 
     def best_run_args(self) -> list[str]:
         """Run args of the live best configuration (the best candidate's effective args; none for a baseline)."""
         row = self.best_row()
-        manifest = self.manifest_of(row["name"]) if row and row["status"] == "keep" else None
+        manifest = self.manifest_of(row["name"]) if row and row["status"] == v.KEEP else None
         return list(manifest["effective_run_args"]) if manifest else []
 
     def pending(self) -> list[dict]:

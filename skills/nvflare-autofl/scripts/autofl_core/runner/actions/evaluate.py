@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from ...campaign import vocabulary as v
 from ...common import atomic, faults
 from ...importer import runner_view as importer
 from .. import campaign_trial, drafts, finalize, noise, runargs
@@ -25,7 +26,7 @@ from ..store import contract, manifests, snapshots, sources
 
 def run(campaign, options, now: str) -> ActionResult:
     paths = campaign.paths
-    manifest = pick_pending(campaign, options.manifest, want="prepared")
+    manifest = pick_pending(campaign, options.manifest, want=v.PREPARED)
     require_open(state_mod.compute(campaign, now), "evaluate")
     check_unchanged(campaign, manifest)
     best = campaign.best()
@@ -60,13 +61,13 @@ def run(campaign, options, now: str) -> ActionResult:
         _check_reimport(campaign, manifest, now)
         faults.checkpoint("evaluate:reimported")
         if campaign.settings["env"] != "sim":
-            ready = dict(manifest, status="ready_for_external_execution", updated_at=now)
+            ready = dict(manifest, status=v.READY, updated_at=now)
             manifests.write(paths, ready)
             campaign.forget()
             return ActionResult(
                 extras={
                     "candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
-                    "candidate_status": "ready_for_external_execution",
+                    "candidate_status": v.READY,
                 }
             )
         return _simulate(campaign, manifest, draft, now)
@@ -126,7 +127,7 @@ def _materialize(campaign, manifest, draft, own: list[str], effective: list[str]
     print_ = fingerprint(best.digest, budget, draft.patch_sha256, effective)
     updated = dict(
         manifest,
-        status="running",
+        status=v.RUNNING,
         updated_at=now,
         run_args=own,
         effective_run_args=effective,
@@ -139,7 +140,7 @@ def _materialize(campaign, manifest, draft, own: list[str], effective: list[str]
     )
     updated.pop("crash_replay", None)
     replay = next(
-        (m for m in campaign.manifests() if m["status"] == "crash" and m.get("execution_fingerprint") == print_), None
+        (m for m in campaign.manifests() if m["status"] == v.CRASH and m.get("execution_fingerprint") == print_), None
     )
     if replay:
         updated["crash_replay"] = {
@@ -209,12 +210,12 @@ def _simulate(campaign, manifest: dict, draft, now: str) -> ActionResult:
     outcome, reason = result.outcome, result.failure_reason
     expected = dict(campaign.best().hashes, **sources.file_hashes({rel: draft.files[rel] for rel in draft.touched}))
     drift = sources.differing(paths.workspace, expected)
-    if drift and outcome != "infrastructure_retry":
-        outcome, reason = "crash", f"managed source changed while the candidate ran: {', '.join(drift)}"
+    if drift and outcome != v.OUTCOME_INFRASTRUCTURE_RETRY:
+        outcome, reason = v.OUTCOME_CRASH, f"managed source changed while the candidate ran: {', '.join(drift)}"
     best_row = campaign.best_row()
     status = finalize.decide(
         outcome,
-        result.score if outcome == "success" else None,
+        result.score if outcome == v.OUTCOME_SUCCESS else None,
         best_score=best_row["score"] if best_row else None,
         mode=campaign.settings["mode"],
         margin=noise.keep_margin(campaign),
@@ -222,7 +223,7 @@ def _simulate(campaign, manifest: dict, draft, now: str) -> ActionResult:
     manifest = dict(
         manifest,
         result={
-            "score": result.score if outcome == "success" else None,
+            "score": result.score if outcome == v.OUTCOME_SUCCESS else None,
             "metric_name": result.metric_name or None,
             "metric_source": result.metric_source or None,
             "metric_artifact": result.metric_artifact or None,
@@ -236,8 +237,8 @@ def _simulate(campaign, manifest: dict, draft, now: str) -> ActionResult:
             simulator_result_name=result.artifacts.get("simulator_result_name"),
         ),
     )
-    finalize.finalize(campaign, manifest, status=status, draft_files=draft.files if status == "keep" else None, now=now)
-    code = {"infrastructure_retry": EXIT_SANDBOX, "crash": EXIT_UNSCORED}.get(status, EXIT_OK)
+    finalize.finalize(campaign, manifest, status=status, draft_files=draft.files if status == v.KEEP else None, now=now)
+    code = {v.INFRASTRUCTURE_RETRY: EXIT_SANDBOX, v.CRASH: EXIT_UNSCORED}.get(status, EXIT_OK)
     extras = {
         "candidate_manifest": str(paths.manifest(candidate_id)),
         "candidate_status": status,

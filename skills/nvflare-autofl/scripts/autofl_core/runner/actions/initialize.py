@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 from ...campaign import ledger
+from ...campaign import vocabulary as v
 from ...trial import childenv
 from .. import campaign_trial
 from ..open_campaign import Campaign
@@ -48,7 +49,7 @@ def admit(options, given: dict, now: str) -> tuple[Campaign, dict[str, bytes]]:
     files = sources.read_files(paths.workspace, contract.allowed_edit_paths(config))
     meta = metadata.new_metadata(paths, settings, budget_sha256=contract.budget_digest(config), now=now)
     campaign = Campaign(paths=paths, meta=meta, config=config)
-    campaign_trial.check_args(campaign, "baseline", [])
+    campaign_trial.check_args(campaign, v.BASELINE_NAME, [])
     if env == "sim":
         check_python(settings["python"], paths.workspace)
     return campaign, files
@@ -65,7 +66,7 @@ def create(campaign: Campaign, files: dict[str, bytes]) -> None:
     had_config = paths.autofl_yaml.exists()
     try:
         contract.write(paths.autofl_yaml, campaign.config)
-        snapshots.install(paths, files, candidate="baseline")
+        snapshots.install(paths, files, candidate=v.BASELINE_NAME)
         metadata.write(paths, campaign.meta)  # the commit point: from here on the campaign exists
     except BaseException:
         _undo_new_campaign(paths, had_config)
@@ -85,8 +86,8 @@ def start(campaign, options, now: str) -> ActionResult:
 def run(campaign, options, now: str) -> ActionResult:
     """initialize on an existing campaign: retry an unscored simulation baseline, otherwise report the state."""
     rows = campaign.rows()
-    scored = any(row["status"] == "baseline" and row["score"] is not None for row in rows)
-    attempts = any(row["status"] in ("keep", "discard", "crash") for row in rows)
+    scored = any(row["status"] == v.BASELINE and row["score"] is not None for row in rows)
+    attempts = any(row["status"] in v.ATTEMPTS for row in rows)
     if scored or attempts or campaign.settings["env"] != "sim":
         return ActionResult(extras={"initialized": False, "baseline_retried": False})
     _refresh_baseline_source(campaign)
@@ -101,8 +102,8 @@ def run(campaign, options, now: str) -> ActionResult:
 
 def next_baseline_name(rows: list[dict]) -> str:
     """`baseline` for the first attempt, then `baseline_retry_N`."""
-    used = [row["name"] for row in rows if row["name"] == "baseline" or RETRY_RE.fullmatch(row["name"])]
-    return "baseline" if not used else f"baseline_retry_{len(used)}"
+    used = [row["name"] for row in rows if row["name"] == v.BASELINE_NAME or RETRY_RE.fullmatch(row["name"])]
+    return v.BASELINE_NAME if not used else f"baseline_retry_{len(used)}"
 
 
 def run_baseline(campaign) -> tuple[int, str | None]:
@@ -112,26 +113,24 @@ def run_baseline(campaign) -> tuple[int, str | None]:
     """
     paths = campaign.paths
     name = next_baseline_name(campaign.rows())
-    result = campaign_trial.run(campaign, name=name, run_args=[], kind="baseline")
-    status = {"success": "baseline", "crash": "baseline"}.get(result.outcome, "infrastructure_retry")
-    row = {
-        "status": status,
-        "name": name,
-        "score": result.score,
-        "runtime_seconds": result.runtime_seconds,
-        "diff_summary": "baseline: job.py as imported",
-        "run_command": result.run_command,
-        "artifacts": paths.rel(paths.run_dir(name)),
-        "failure_reason": result.failure_reason,
-        "metric_name": result.metric_name,
-        "metric_source": result.metric_source,
-        "metric_artifact": result.metric_artifact,
-    }
-    ledger.append_row(paths.results, row)
+    result = campaign_trial.run(campaign, name=name, run_args=[], kind=v.BASELINE)
+    row = v.baseline_row(
+        name=name,
+        score=result.score,
+        runtime_seconds=result.runtime_seconds,
+        run_command=result.run_command,
+        artifacts=paths.rel(paths.run_dir(name)),
+        failure_reason=result.failure_reason,
+        metric_name=result.metric_name,
+        metric_source=result.metric_source,
+        metric_artifact=result.metric_artifact,
+    )
+    denied = result.outcome == v.OUTCOME_INFRASTRUCTURE_RETRY
+    ledger.append_row(paths.results, v.infrastructure_retry_row(row) if denied else row)
     campaign_trial.clear_marker(campaign)
     campaign.forget()
     network = campaign_trial.network_status(campaign, result)
-    if result.outcome == "infrastructure_retry":
+    if denied:
         return EXIT_SANDBOX, network
     return (EXIT_OK if result.score is not None else EXIT_UNSCORED), network
 
@@ -160,7 +159,7 @@ def _refresh_baseline_source(campaign) -> None:
     if contract.objective_invariants(config) != contract.objective_invariants(campaign.config):
         raise CampaignError("the repaired job.py changes the objective; start a fresh campaign in a new workspace")
     files = sources.read_files(paths.workspace, contract.allowed_edit_paths(campaign.config))
-    snapshots.install(paths, files, candidate="baseline")
+    snapshots.install(paths, files, candidate=v.BASELINE_NAME)
     campaign.forget()
 
 

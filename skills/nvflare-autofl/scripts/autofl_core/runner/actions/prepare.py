@@ -3,12 +3,13 @@ write the manifest (`prepared`)."""
 
 from __future__ import annotations
 
+from ...campaign import vocabulary as v
 from .. import state as state_mod
 from ..checks import require_open
 from ..outcome import ActionResult, CampaignError
 from ..store import manifests, snapshots, sources
 
-RESERVED_NAMES = ("baseline",)
+RESERVED_NAMES = (v.BASELINE_NAME,)
 RESERVED_PREFIXES = ("baseline_retry_", "replicate_")
 
 
@@ -45,7 +46,7 @@ def run(campaign, options, now: str) -> ActionResult:
         "hypothesis": hypothesis,
         "algorithm_family": (options.family or "").strip(),
         "literature_event_id": event,
-        "status": "prepared",
+        "status": v.PREPARED,
         "created_at": now,
         "updated_at": now,
         "workspace_root": str(paths.workspace),
@@ -83,7 +84,7 @@ def run(campaign, options, now: str) -> ActionResult:
 def check_literature_event(rows: list[dict], event: str | None) -> str | None:
     if event is None:
         return None
-    known = [row["literature_event_id"] for row in rows if row["status"] == "literature" and row["literature_event_id"]]
+    known = [row["literature_event_id"] for row in rows if row["status"] == v.LITERATURE and row["literature_event_id"]]
     if event not in known:
         listed = ", ".join(known) or "none yet; record one with record --literature"
         raise CampaignError(f"--literature-event {event} is not a recorded literature event (known: {listed})")

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from ...campaign import ledger
+from ...campaign import vocabulary as v
 from ...trial import metrics
 from .. import finalize, noise
 from ..checks import pick_pending
@@ -51,13 +52,7 @@ def _literature(campaign, options) -> ActionResult:
         raise CampaignError(f"--name {name} is already used in the ledger; pick a new name")
     ledger.append_row(
         campaign.paths.results,
-        {
-            "status": "literature",
-            "name": name,
-            "diff_summary": hypothesis,
-            "algorithm_family": (options.family or "").strip(),
-            "literature_event_id": event,
-        },
+        v.literature_row(name=name, hypothesis=hypothesis, family=(options.family or "").strip(), event_id=event),
     )
     campaign.forget()
     document = {
@@ -71,8 +66,8 @@ def _literature(campaign, options) -> ActionResult:
 
 def _baseline(campaign, options) -> ActionResult:
     rows = campaign.rows()
-    if any(r["status"] == "baseline" and r["score"] is not None for r in rows) or any(
-        r["status"] in ("keep", "discard", "crash") for r in rows
+    if any(r["status"] == v.BASELINE and r["score"] is not None for r in rows) or any(
+        r["status"] in v.ATTEMPTS for r in rows
     ):
         raise CampaignError("record --baseline is only allowed before any scored baseline or candidate attempt")
     if options.failure_reason:
@@ -82,20 +77,19 @@ def _baseline(campaign, options) -> ActionResult:
         )
     job_id = _job_id(options.job_id)
     found = _external_score(campaign, options)
-    name = "baseline" if not any(r["name"] == "baseline" for r in rows) else f"baseline_external_{len(rows)}"
+    taken = any(r["name"] == v.BASELINE_NAME for r in rows)
+    name = f"baseline_external_{len(rows)}" if taken else v.BASELINE_NAME
     ledger.append_row(
         campaign.paths.results,
-        {
-            "status": "baseline",
-            "name": name,
-            "score": found["score"],
-            "diff_summary": "baseline: job.py as imported",
-            "run_command": f"external submission{f' (job id {job_id})' if job_id else ''}",
-            "artifacts": found["artifacts"],
-            "metric_name": found["metric_name"],
-            "metric_source": found["metric_source"],
-            "metric_artifact": found["metric_artifact"],
-        },
+        v.baseline_row(
+            name=name,
+            score=found["score"],
+            run_command=f"external submission{f' (job id {job_id})' if job_id else ''}",
+            artifacts=found["artifacts"],
+            metric_name=found["metric_name"],
+            metric_source=found["metric_source"],
+            metric_artifact=found["metric_artifact"],
+        ),
     )
     campaign.forget()
     return ActionResult(extras={"job_id": job_id}, ledger_changed=True)
@@ -103,7 +97,7 @@ def _baseline(campaign, options) -> ActionResult:
 
 def _candidate(campaign, options, now: str) -> ActionResult:
     paths = campaign.paths
-    manifest = pick_pending(campaign, options.manifest, want="ready_for_external_execution")
+    manifest = pick_pending(campaign, options.manifest, want=v.READY)
     expected = dict(campaign.best().hashes, **{rel: sha for rel, sha in _draft_hashes(campaign, manifest).items()})
     drift = sources.differing(paths.workspace, expected)
     if drift:
@@ -137,10 +131,10 @@ def _candidate(campaign, options, now: str) -> ActionResult:
         reason = None
     best_row = campaign.best_row()
     status = (
-        "crash"
+        v.CRASH
         if found["score"] is None
         else finalize.decide(
-            "success",
+            v.OUTCOME_SUCCESS,
             found["score"],
             best_score=best_row["score"] if best_row else None,
             mode=campaign.settings["mode"],
@@ -163,7 +157,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             "failure_reason": reason,
         },
     )
-    files = sources.read_files(paths.workspace, sorted(expected)) if status == "keep" else None
+    files = sources.read_files(paths.workspace, sorted(expected)) if status == v.KEEP else None
     finalize.finalize(campaign, manifest, status=status, draft_files=files, now=now)
     return ActionResult(
         extras={

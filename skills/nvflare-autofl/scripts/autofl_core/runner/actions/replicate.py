@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from ...campaign import ledger
+from ...campaign import vocabulary as v
 from .. import campaign_trial, noise, runargs
 from .. import state as state_mod
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError, Interrupted
@@ -45,7 +46,7 @@ def run(campaign, options, now: str) -> ActionResult:
         done.append(
             {"name": name, "score": row["score"], "seed": value, "failure_reason": row["failure_reason"] or None}
         )
-        if row["status"] == "infrastructure_retry":
+        if row["status"] == v.INFRASTRUCTURE_RETRY:
             code = EXIT_SANDBOX
             break
         if row["score"] is None:
@@ -108,7 +109,7 @@ def _one(campaign, best: dict, n: int, name: str, args: list[str], how: str) -> 
     """One replicate trial and its ledger row (the workspace is restored if the run changed managed source)."""
     paths = campaign.paths
     try:
-        result = campaign_trial.run(campaign, name=name, run_args=args, kind="replicate")
+        result = campaign_trial.run(campaign, name=name, run_args=args, kind=v.REPLICATE)
     except (CampaignError, Interrupted, KeyboardInterrupt):
         campaign_trial.clear_marker(campaign)
         raise
@@ -118,21 +119,22 @@ def _one(campaign, best: dict, n: int, name: str, args: list[str], how: str) -> 
     if drift:
         snapshots.restore_workspace(paths, snapshot)
         reason = f"managed source changed while the replicate ran: {', '.join(drift)}"
-    scored = result.outcome == "success" and not drift
-    row = {
-        "status": "infrastructure_retry" if result.outcome == "infrastructure_retry" else "replicate",
-        "name": name,
-        "score": result.score if scored else None,
-        "runtime_seconds": result.runtime_seconds,
-        "diff_summary": f"replicate {n} of {best['name']}; {how}",
-        "run_command": result.run_command,
-        "artifacts": paths.rel(paths.run_dir(name)),
-        "failure_reason": None if scored else (reason or "no score"),
-        "base_candidate": best["name"],
-        "metric_name": result.metric_name if scored else None,
-        "metric_source": result.metric_source if scored else None,
-        "metric_artifact": result.metric_artifact if scored else None,
-    }
+    scored = result.outcome == v.OUTCOME_SUCCESS and not drift
+    row = v.replicate_row(
+        name=name,
+        of=best["name"],
+        summary=f"replicate {n} of {best['name']}; {how}",
+        score=result.score if scored else None,
+        runtime_seconds=result.runtime_seconds,
+        run_command=result.run_command,
+        artifacts=paths.rel(paths.run_dir(name)),
+        failure_reason=None if scored else (reason or "no score"),
+        metric_name=result.metric_name if scored else None,
+        metric_source=result.metric_source if scored else None,
+        metric_artifact=result.metric_artifact if scored else None,
+    )
+    if result.outcome == v.OUTCOME_INFRASTRUCTURE_RETRY:
+        row = v.infrastructure_retry_row(row)
     written = ledger.append_row(paths.results, row)
     campaign_trial.clear_marker(campaign)
     campaign.forget()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 
+from ...campaign import vocabulary as v
 from .. import runargs
 from ..outcome import ActionResult, CampaignError
 
@@ -43,7 +44,7 @@ def run(campaign, options, now: str) -> ActionResult:
         for m in campaign.manifests()
         if m["base_source_sha256"] == best.digest
         and not m.get("patch_sha256")
-        and m["status"] not in ("abandoned", "prepared")
+        and m["status"] not in (v.ABANDONED, v.PREPARED)
     ]
     seeds = suggestions(
         space,

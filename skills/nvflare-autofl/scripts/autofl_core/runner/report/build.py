@@ -11,7 +11,6 @@ it into the human report. Usage::
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -19,14 +18,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ...campaign import compare
+from ...campaign import vocabulary as v
 from ...common import atomic, bounded, faults
 from .. import noise
 from ..store import contract
 from . import facts, markdown, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
-FAILURE_STATUSES = ("crash", "infrastructure_retry")
-TRIAL_JSON_LIMIT = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -115,9 +113,9 @@ def build(
         "warnings": warning_rules.collect(evidence),
         "compute": dict(facts.compute_spent(rows), **_wall_time(campaign, context.stored_state or state)),
         "network": _network(campaign, rows),
-        "leaderboard": [_entry(row) for row in rows if row["status"] != "literature"],
-        "failures": [_entry(row) for row in rows if row["status"] in FAILURE_STATUSES],
-        "abandoned": sorted(m["candidate_id"] for m in campaign.manifests() if m["status"] == "abandoned"),
+        "leaderboard": [_entry(row) for row in rows if row["status"] != v.LITERATURE],
+        "failures": [_entry(row) for row in rows if row["status"] in v.FAILURES],
+        "abandoned": sorted(m["candidate_id"] for m in campaign.manifests() if m["status"] == v.ABANDONED),
         "cap_changes": list(campaign.meta.get("cap_changes") or []),
         "setting_changes": list(campaign.meta.get("setting_changes") or []),
         "artifacts": dict(
@@ -169,7 +167,7 @@ def _objective(settings: dict, config: dict) -> dict:
 def _selected(campaign, state, rows, walk, best, baseline, observed, band) -> dict | None:
     if best is None:
         return None
-    manifest = campaign.manifest_of(best["name"]) if best["status"] == "keep" else None
+    manifest = campaign.manifest_of(best["name"]) if best["status"] == v.KEEP else None
     metric = campaign.settings["metric"]
     why = (
         f"{best['name']} has the best {metric} ({compare.format_score(best['score'])}) among scored baseline and "
@@ -189,9 +187,9 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band) -> di
         "delta": state["improvement"],
         "noise": facts.verdict(state["improvement"], band) if best is not baseline else None,
         "family": best["algorithm_family"] or (manifest or {}).get("algorithm_family") or None,
-        "kind": best["candidate_kind"] or ("baseline" if best["status"] == "baseline" else None),
+        "kind": best["candidate_kind"] or (v.BASELINE if best["status"] == v.BASELINE else None),
         "hypothesis": (manifest or {}).get("hypothesis")
-        or (None if best["status"] == "baseline" else best["diff_summary"]),
+        or (None if best["status"] == v.BASELINE else best["diff_summary"]),
         "literature_event_id": best["literature_event_id"] or None,
         "why": why,
         "lineage": facts.lineage(rows, walk.best),
@@ -207,7 +205,7 @@ def _noise_section(rows: list[dict], estimate: dict | None, band: float | None) 
     replicates = [
         {"name": row["name"], "score": row["score"], "notes": row["diff_summary"] or row["failure_reason"]}
         for row in rows
-        if row["status"] == "replicate" and row["base_candidate"] == of
+        if row["status"] == v.REPLICATE and row["base_candidate"] == of
     ]
     return {
         "estimate": estimate,
@@ -234,10 +232,10 @@ def _network(campaign, rows: list[dict]) -> dict:
 def _trial_network(path: Path) -> str | None:
     """A trial's `network_isolation`; null there means isolation was not requested (`allowed`)."""
     try:
-        data = bounded.read_regular(path, TRIAL_JSON_LIMIT)
-        value = json.loads(data).get("network_isolation", "") if data else ""
-    except (OSError, ValueError, AttributeError, bounded.BoundedReadError):
+        document = bounded.read_json(path)
+    except bounded.BoundedReadError:
         return None
+    value = document.get("network_isolation", "") if document else ""
     if value is None:
         return "allowed"
     return value if isinstance(value, str) and value else None
@@ -266,8 +264,8 @@ def _parse(stamp) -> datetime | None:
 
 
 def _entry(row: dict) -> dict:
-    notes = row["failure_reason"] if row["status"] in FAILURE_STATUSES else row["diff_summary"]
-    if row["status"] == "discard" and row["failure_reason"]:
+    notes = row["failure_reason"] if row["status"] in v.FAILURES else row["diff_summary"]
+    if row["status"] == v.DISCARD and row["failure_reason"]:
         notes = f"{row['diff_summary']}; {row['failure_reason']}"
     return {
         "status": row["status"],

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...campaign import vocabulary as v
 from ...campaign.compare import better, improvement
 
-ATTEMPTS = ("keep", "discard", "crash")
-RETAINED = ("baseline", "keep")
+GROUP_LITERATURE, GROUP_FAMILY, GROUP_UNCLASSIFIED = v.LITERATURE, "family", "unclassified"  # discard groups
 MAX_NAMES = 10  # names listed per crash group; the count says how many there were
 
 
@@ -34,32 +34,33 @@ class Walk:
 
 def walk_rows(rows: list[dict], mode: str) -> Walk:
     walk = Walk(mode=mode)
+    running = v.RunningBest(mode)
     for index, row in enumerate(rows):
         status, score = row["status"], row["score"]
-        incumbent = rows[walk.best]["score"] if walk.best is not None else None
-        if status in ATTEMPTS and score is not None and incumbent is not None:
+        incumbent, previous = running.score, running.index
+        if status in v.ATTEMPTS and score is not None and incumbent is not None:
             walk.judged[index] = improvement(score, incumbent, mode)
-        if status == "crash" or (status in ATTEMPTS and score is None):
+        if status == v.CRASH or (status in v.ATTEMPTS and score is None):
             walk.crashes.append(index)
-        if status not in RETAINED or score is None or not better(score, incumbent, mode):
+        if not running.offer(index, row):
             continue
-        if status == "baseline" and walk.baseline is None:
+        if status == v.BASELINE and walk.baseline is None:
             walk.baseline = index
-        if status == "keep" and incumbent is not None:
+        if status == v.KEEP and incumbent is not None:
             walk.improvements.append(
                 {
                     "row": index,
                     "name": row["name"],
                     "score": score,
                     "previous": incumbent,
-                    "previous_name": rows[walk.best]["name"],
+                    "previous_name": rows[previous]["name"],
                     "gain": walk.judged[index],
                 }
             )
         walk.best = index
     if walk.baseline is None:
         walk.baseline = next(
-            (i for i, r in enumerate(rows) if r["status"] == "baseline" and r["score"] is not None), None
+            (i for i, r in enumerate(rows) if r["status"] == v.BASELINE and r["score"] is not None), None
         )
     return walk
 
@@ -70,7 +71,7 @@ def best_observed(rows: list[dict], walk: Walk) -> dict | None:
         return None
     top = None
     for index, row in enumerate(rows):
-        if row["status"] == "discard" and row["score"] is not None:
+        if row["status"] == v.DISCARD and row["score"] is not None:
             if better(row["score"], rows[top]["score"] if top is not None else rows[walk.best]["score"], walk.mode):
                 top = index
     if top is None:
@@ -80,7 +81,7 @@ def best_observed(rows: list[dict], walk: Walk) -> dict | None:
         "name": row["name"],
         "row": top,
         "score": row["score"],
-        "status": "discard",
+        "status": v.DISCARD,
         "gain_over_best": improvement(row["score"], rows[walk.best]["score"], walk.mode),
         "reason": row["failure_reason"] or None,
     }
@@ -90,14 +91,14 @@ def lineage(rows: list[dict], best: int | None) -> dict:
     """Follow `base_candidate` from the best back to a baseline; partial when an ancestor's row is missing."""
     if best is None:
         return {"chain": [], "partial": False, "missing": [], "changed_files": []}
-    by_name = {row["name"]: row for row in rows if row["status"] in RETAINED}
+    by_name = {row["name"]: row for row in rows if row["status"] in v.RETAINED}
     chain, missing, files, seen = [], [], set(), set()
     row = rows[best]
     while row is not None and row["name"] not in seen:
         seen.add(row["name"])
         chain.append(row["name"])
         files.update(name for name in row["changed_files"].split(",") if name)
-        if row["status"] == "baseline":
+        if row["status"] == v.BASELINE:
             break
         parent = row["base_candidate"]
         if not parent or parent not in by_name:
@@ -125,10 +126,10 @@ def verdict(gain: float | None, band: float | None) -> str | None:
 
 def group_key(row: dict) -> tuple[str, str]:
     if row["literature_event_id"]:
-        return "literature", row["literature_event_id"]
+        return GROUP_LITERATURE, row["literature_event_id"]
     if row["algorithm_family"]:
-        return "family", row["algorithm_family"]
-    return "unclassified", ""
+        return GROUP_FAMILY, row["algorithm_family"]
+    return GROUP_UNCLASSIFIED, ""
 
 
 def what_did_not_help(rows: list[dict], walk: Walk) -> dict:
@@ -137,7 +138,7 @@ def what_did_not_help(rows: list[dict], walk: Walk) -> dict:
     groups: dict[tuple[str, str], dict] = {}
     for index, gain in walk.judged.items():
         row = rows[index]
-        if row["status"] != "discard":
+        if row["status"] != v.DISCARD:
             continue
         key = group_key(row)
         entry = groups.setdefault(key, {"group": key[0], "key": key[1], "count": 0, "representative": None})
@@ -158,7 +159,9 @@ def what_did_not_help(rows: list[dict], walk: Walk) -> dict:
         entry["count"] += 1
         if len(entry["names"]) < MAX_NAMES:
             entry["names"].append(rows[index]["name"])
-    ordered = sorted(groups.values(), key=lambda e: ({"literature": 0, "family": 1}.get(e["group"], 2), e["key"]))
+    ordered = sorted(
+        groups.values(), key=lambda e: ({GROUP_LITERATURE: 0, GROUP_FAMILY: 1}.get(e["group"], 2), e["key"])
+    )
     return {"discards": ordered, "crashes": sorted(crashes.values(), key=lambda e: (-e["count"], e["reason"]))}
 
 
@@ -170,17 +173,17 @@ def literature_outcomes(rows: list[dict], walk: Walk, *, batch_size: int) -> lis
     """
     members: dict[str, list[int]] = {}
     for index, row in enumerate(rows):
-        if row["status"] in ATTEMPTS and row["literature_event_id"]:
+        if row["status"] in v.ATTEMPTS and row["literature_event_id"]:
             members.setdefault(row["literature_event_id"], []).append(index)
     improved = {item["row"] for item in walk.improvements}
     out = []
     for index, row in enumerate(rows):
-        if row["status"] != "literature":
+        if row["status"] != v.LITERATURE:
             continue
         event = row["literature_event_id"]
         linked = members.get(event, []) if event else []
         scored = [i for i in linked if rows[i]["score"] is not None]
-        source_backed = [i for i in scored if rows[i]["candidate_kind"] == "source_edit"]
+        source_backed = [i for i in scored if rows[i]["candidate_kind"] == v.SOURCE_EDIT]
         if not linked:
             outcome = "not_evaluated"
         elif any(i in improved for i in linked):
@@ -215,7 +218,7 @@ def families(rows: list[dict], walk: Walk) -> dict:
     table: dict[str, dict] = {}
     unclassified = 0
     for index, row in enumerate(rows):
-        if row["status"] not in ATTEMPTS:
+        if row["status"] not in v.ATTEMPTS:
             continue
         family = row["algorithm_family"]
         if not family:
@@ -268,7 +271,7 @@ def compute_spent(rows: list[dict]) -> dict:
     by_status: dict[str, float] = {}
     missing = 0
     for row in rows:
-        if row["status"] == "literature":
+        if row["status"] == v.LITERATURE:
             continue
         if row["runtime_seconds"] is None:
             missing += 1

@@ -16,18 +16,18 @@ Usage::
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ...campaign import ledger
+from ...campaign import vocabulary as v
 from ...common import bounded
 from .. import noise
 from .. import state as state_mod
 from ..open_campaign import Campaign
 from ..outcome import CampaignError
-from ..store import contract, manifests
+from ..store import contract
 from ..store.lock import BUSY, workspace_lock
 from ..store.paths import CampaignPaths
 from . import build as report
@@ -85,7 +85,7 @@ def check_finished(campaign, state: dict, *, confirm_interrupted: bool) -> list[
         raise CampaignError(
             f"{paths.journal} shows an interrupted finalize; run the runner's status action to finish it, then report"
         )
-    open_ones = [m for m in campaign.manifests() if m["status"] not in manifests.TERMINAL]
+    open_ones = [m for m in campaign.manifests() if m["status"] not in v.MANIFEST_TERMINAL]
     if open_ones:
         first = open_ones[0]
         raise CampaignError(
@@ -93,7 +93,7 @@ def check_finished(campaign, state: dict, *, confirm_interrupted: bool) -> list[
             "abandon it (a running one: run status to recover it) before the final report"
         )
     for row in campaign.rows():
-        if row["status"] in ("keep", "discard", "crash") and row["candidate_manifest"]:
+        if row["status"] in v.ATTEMPTS and row["candidate_manifest"]:
             if not paths.resolve(row["candidate_manifest"]).is_file():
                 raise CampaignError(
                     f"the manifest of {row['name']} ({row['candidate_manifest']}) is missing, so its "
@@ -117,12 +117,12 @@ def check_finished(campaign, state: dict, *, confirm_interrupted: bool) -> list[
 def _trial_notes(paths) -> list[str]:
     """A left-over trial marker: refuse while any process of that trial lives, else note it."""
     try:
-        record = json.loads(bounded.read_regular(paths.trial_marker, 1024 * 1024) or b"null")
-    except (bounded.BoundedReadError, ValueError, RecursionError):
+        record = bounded.read_json(paths.trial_marker)
+    except bounded.BoundedReadError:
         record = {"token": None}
     if record is None:
         return []
-    token = record.get("token") if isinstance(record, dict) else None
+    token = record.get("token")
     if isinstance(token, str) and token:
         from ...trial import childenv, processes
 
@@ -223,10 +223,9 @@ def read_lock(path: Path):
 
 def _stored_state(path: Path) -> dict | None:
     try:
-        document = json.loads((bounded.read_regular(path, 16 * 1024 * 1024) or b"null").decode("utf-8"))
-    except (bounded.BoundedReadError, ValueError, RecursionError):
+        return bounded.read_json(path)
+    except bounded.BoundedReadError:
         return None
-    return document if isinstance(document, dict) else None
 
 
 def _real(path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""The human report (`autofl_report.md`) from the report data `report.build` returns (pure text).
+"""The human report (`autofl_report.md`) from the report data `build.build` returns (pure text).
 
 Sections: summary, selected candidate and why, what helped, what did not help, literature outcomes, families,
 trajectory, noise, warnings, compute and time, leaderboard, failures and friction, cap and setting changes,
@@ -8,6 +8,7 @@ artifacts. Usage: `text = render(data)`.
 from __future__ import annotations
 
 from ...campaign.compare import format_score
+from .facts import GROUP_FAMILY, GROUP_LITERATURE, GROUP_UNCLASSIFIED
 
 MAX_LEADERBOARD = 200  # rows shown in the markdown leaderboard (the JSON has them all)
 
@@ -158,8 +159,8 @@ def _not_helped(data: dict) -> list[str]:
     failed = data["what_did_not_help"]
     for group in failed["discards"]:
         rep = group["representative"]
-        label = {"literature": f"literature event {group['key']}", "family": f"family {group['key']}"}.get(
-            group["group"], "unclassified"
+        label = {GROUP_LITERATURE: f"literature event {group['key']}", GROUP_FAMILY: f"family {group['key']}"}.get(
+            group["group"], GROUP_UNCLASSIFIED
         )
         reason = f"; {rep['reason']}" if rep["reason"] else ""
         lines.append(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ...campaign import vocabulary as v
 from ...campaign.compare import format_score
 
 COMPUTE_RE = re.compile(r"(step|epoch|iter|batch|local|round|train_size|max_samples|num_samples)", re.IGNORECASE)
@@ -151,7 +152,7 @@ def _state(ev: Evidence) -> list[dict]:
     mismatched = [
         f"{row['name']} ({row['status']} in the ledger, {ev.manifest_status[row['name']]} in its manifest)"
         for row in ev.rows
-        if row["status"] in ("keep", "discard", "crash")
+        if row["status"] in v.ATTEMPTS
         and row["name"] in ev.manifest_status
         and ev.manifest_status[row["name"]] != row["status"]
     ]
@@ -168,7 +169,7 @@ def _state(ev: Evidence) -> list[dict]:
 
 
 def _test_like(ev: Evidence) -> list[dict]:
-    scored = sum(1 for row in ev.rows if row["status"] in ("keep", "discard") and row["score"] is not None)
+    scored = sum(1 for row in ev.rows if row["status"] in v.SCORED_ATTEMPTS and row["score"] is not None)
     sources = {ev.metric} | {row["metric_name"] for row in ev.rows if row["metric_name"]}
     if scored < 2 or not any(TEST_LIKE_RE.search(name) for name in sources):
         return []
@@ -191,8 +192,8 @@ def _provenance(ev: Evidence) -> list[dict]:
                 f"the ledger predates the columns {', '.join(ev.missing_columns)}; rows lack that provenance",
             )
         )
-    attempts = [row for row in ev.rows if row["status"] in ("keep", "discard", "crash")]
-    scored = [row for row in ev.rows if row["score"] is not None and row["status"] != "literature"]
+    attempts = [row for row in ev.rows if row["status"] in v.ATTEMPTS]
+    scored = [row for row in ev.rows if row["score"] is not None and row["status"] != v.LITERATURE]
     for column, what, rows in (
         ("candidate_manifest", "no candidate manifest", attempts),
         ("candidate_kind", "no candidate_kind", attempts),

@@ -36,7 +36,6 @@ INVARIANT_KEYS = (
     "metric_extraction_order",
     "metric_invariants",
 )
-MAX_YAML_BYTES = 16 * 1024 * 1024
 
 
 def import_config(job: Path, settings_or_given: dict) -> dict:
@@ -75,7 +74,7 @@ def read(path: Path) -> dict:
     import yaml
 
     try:
-        data = bounded.read_regular(path, MAX_YAML_BYTES)
+        data = bounded.read_regular(path, bounded.MAX_DOCUMENT_BYTES)
     except bounded.BoundedReadError as error:
         raise CampaignError(f"{path} {error}; restore autofl.yaml or start a fresh campaign") from None
     if data is None:

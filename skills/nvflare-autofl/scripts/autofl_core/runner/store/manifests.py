@@ -1,32 +1,27 @@
-"""Candidate manifests (`nvflare.autofl.candidate.v1`): create, read with checks, update, list.
+"""Candidate manifests (`nvflare.autofl.candidate.v1`): read with checks, write, list.
 
 A manifest belongs to the workspace it lives in: its path must be
 `<workspace>/.nvflare/autofl/candidates/<candidate_id>/candidate_manifest.json`, its `candidate_id` must equal
 its folder name, and its fields must have the right types; anything else is refused with the reason.
 Paths inside are workspace-relative. Usage::
 
-    manifest = new_manifest(candidate_id="lr-x2", ...)
-    write(paths, manifest)
+    write(paths, manifest)                             # atomic; the path follows the candidate_id
     manifest = read(paths, "lr-x2")                    # or read_path(paths, given_path)
     pending(all_manifests(paths))                      # prepared / running / ready ones
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 
+from ...campaign import vocabulary as v
 from ...common import atomic, bounded
 from ..outcome import CampaignError
 
 SCHEMA = "nvflare.autofl.candidate.v1"
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-PENDING = ("prepared", "running", "ready_for_external_execution")
-TERMINAL = ("keep", "discard", "crash", "abandoned")
-STATUSES = PENDING + TERMINAL
-MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 REQUIRED = {
     "schema_version": str,
     "candidate_id": str,
@@ -110,29 +105,23 @@ def all_manifests(paths) -> list[dict]:
 
 
 def pending(manifests: list[dict]) -> list[dict]:
-    return [m for m in manifests if m["status"] in PENDING]
+    return [m for m in manifests if m["status"] in v.MANIFEST_PENDING]
 
 
 def _load(paths, path: Path, candidate_id: str) -> dict:
     try:
-        data = bounded.read_regular(path, MAX_MANIFEST_BYTES)
+        manifest = bounded.read_json(path)
     except bounded.BoundedReadError as error:
-        raise CampaignError(f"{path} {error}; restore the manifest or abandon the candidate") from None
-    if data is None:
+        raise CampaignError(f"{path} {error}; restore it or remove the candidate folder") from None
+    if manifest is None:
         raise CampaignError(f"{path} does not exist; prepare a candidate first")
-    try:
-        manifest = json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError):
-        raise CampaignError(f"{path} is not valid JSON; restore it or remove the candidate folder") from None
     problem = _problem(manifest, candidate_id)
     if problem:
         raise CampaignError(f"{path} is not a valid candidate manifest ({problem}); restore it or remove the folder")
     return manifest
 
 
-def _problem(manifest: object, candidate_id: str) -> str | None:
-    if not isinstance(manifest, dict):
-        return "not a JSON object"
+def _problem(manifest: dict, candidate_id: str) -> str | None:
     if manifest.get("schema_version") != SCHEMA:
         return f"schema_version is not {SCHEMA}"
     for key, kind in REQUIRED.items():
@@ -140,7 +129,7 @@ def _problem(manifest: object, candidate_id: str) -> str | None:
             return f"{key} is missing or not a {kind.__name__}"
     if manifest["candidate_id"] != candidate_id:
         return f"candidate_id {manifest['candidate_id']!r} does not match its folder {candidate_id!r}"
-    if manifest["status"] not in STATUSES:
+    if manifest["status"] not in v.MANIFEST_STATUSES:
         return f"unknown status {manifest['status']!r}"
     for key in ("run_args", "effective_run_args", "changed_files", "created_files"):
         if not all(isinstance(item, str) for item in manifest[key]):

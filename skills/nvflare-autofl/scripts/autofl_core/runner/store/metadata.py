@@ -10,14 +10,11 @@ so they can never disagree with the evidence for long. Usage::
 
 from __future__ import annotations
 
-import json
-
 from ...common import atomic, bounded
 from ..outcome import CampaignError
 
 SCHEMA = "nvflare.autofl.campaign.v1"
 CONTRACT_VERSION = 1
-MAX_BYTES = 16 * 1024 * 1024
 
 
 def new_metadata(paths, settings: dict, *, budget_sha256: str, now: str) -> dict:
@@ -45,16 +42,12 @@ def exists(paths) -> bool:
 
 def read(paths) -> dict:
     try:
-        data = bounded.read_regular(paths.campaign, MAX_BYTES)
+        meta = bounded.read_json(paths.campaign)
     except bounded.BoundedReadError as error:
-        raise CampaignError(f"{paths.campaign} {error}; restore campaign.json from a backup") from None
-    if data is None:
+        raise CampaignError(f"{paths.campaign} {error}; restore it from a backup") from None
+    if meta is None:
         raise CampaignError(f"no campaign in {paths.workspace}: run initialize first")
-    try:
-        meta = json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError):
-        raise CampaignError(f"{paths.campaign} is not valid JSON; restore it from a backup") from None
-    if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA or not isinstance(meta.get("settings"), dict):
+    if meta.get("schema_version") != SCHEMA or not isinstance(meta.get("settings"), dict):
         raise CampaignError(f"{paths.campaign} is not a {SCHEMA} document; restore it from a backup")
     for key, default in (("cap_changes", []), ("setting_changes", []), ("best_run_args", [])):
         meta.setdefault(key, default)

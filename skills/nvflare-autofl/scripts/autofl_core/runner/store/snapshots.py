@@ -12,7 +12,6 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,20 +88,20 @@ def repair(paths) -> None:
 
 def _digest_at(folder: Path) -> str | None:
     try:
-        document = json.loads((folder / "snapshot.json").read_bytes().decode("utf-8"))
-        return document.get("source_sha256") if isinstance(document, dict) else None
-    except (OSError, ValueError, RecursionError):
+        document = bounded.read_json(folder / "snapshot.json")
+    except bounded.BoundedReadError:
         return None
+    return document.get("source_sha256") if document else None
 
 
 def load(paths) -> Snapshot:
     """The best snapshot, with its copies verified against the recorded hashes."""
     meta = paths.best / "snapshot.json"
     try:
-        document = json.loads((bounded.read_regular(meta, 16 * 1024 * 1024) or b"").decode("utf-8"))
-    except (bounded.BoundedReadError, ValueError, RecursionError):
+        document = bounded.read_json(meta)
+    except bounded.BoundedReadError:
         document = None
-    if not isinstance(document, dict) or not isinstance(document.get("files"), dict):
+    if document is None or not isinstance(document.get("files"), dict):
         raise CampaignError(
             f"{meta} is missing or corrupt; the best snapshot cannot be trusted (restore it from a "
             "backup or start a fresh campaign)"
