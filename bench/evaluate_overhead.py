@@ -8,7 +8,7 @@ candidate through the CLI (`prepare` untimed, then `evaluate --run-args "--lr X"
 validation, re-import, trial, finalize, plot, report), alternating which goes first. Reported: medians, the
 median per-pair ratio and absolute overhead (P1), and the runner's own CPU while the child ran per minute of
 trial (P2, `runner_cpu_seconds` of the trial's `trial.json`; the plotting library is imported meanwhile by a
-separate worker process, see runner/plotting.py). Python's bytecode cache is on for both sides, as on a user's
+separate worker process, see campaign/plot_worker.py). Python's bytecode cache is on for both sides, as on a user's
 machine (this container disables it). Prints a table and `RESULT: PASS|FAIL`; exits 1 when a bar is missed.
 Bars: ratio <= 1.03, overhead <= 0.5 s, runner CPU <= 0.1 s per minute of trial.
 `--quick` uses the sub-second stand-in campaign job as a smoke run: its trial is too short to hide the plotting

@@ -24,7 +24,7 @@ from pathlib import Path
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "skills" / "nvflare-autofl" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
-from autofl_core import guard, ledger  # noqa: E402
+from autofl_core.campaign import guard, ledger  # noqa: E402
 
 BARS = {10_000: 0.3, 100_000: 1.5}  # seconds, campaign_guard.py CLI wall time
 LINEAR_RATIO_LIMIT = 20.0  # fastest time(10x rows) / fastest time(rows): 10 is linear, a quadratic scan ~100

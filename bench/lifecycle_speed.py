@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 RUNNER = REPO / "skills" / "nvflare-autofl" / "scripts" / "run_job_campaign.py"
 STANDIN = REPO / "tests" / "autofl" / "standin_campaign"
 sys.path.insert(0, str(REPO / "skills" / "nvflare-autofl" / "scripts"))
-from autofl_core import ledger  # noqa: E402
+from autofl_core.campaign import ledger  # noqa: E402
 
 BARS = {"prepare": 0.3, "suggest": 0.3, "status": 0.3, "status 10k rows": 0.3, "status 100k rows": 1.5}
 

@@ -3,7 +3,7 @@
 Usage: python bench/mutate.py [--only NAME ...] [--sample 10|20|50] [--max-children N] [--keep DIR] [--survivors]
 
 For each module group below, a scratch folder is staged (the package to mutate at its top, so mutmut names
-mutants `autofl_core.guard.x_...`; a copy of tests/, skills/, evals/, shared/, bench/ and examples/ in its
+mutants `autofl_core.campaign.guard.x_...`; a copy of tests/, skills/, evals/, shared/, bench/ and examples/ in its
 `mutants/` folder, where the skill's copy of the package is a link to the mutated one, so in-process tests and
 the scripts they start both run the mutants) and `mutmut run` runs there with the group's tests only. mutmut
 breaks the code one small change at a time (an operator, a constant, a comparison, a removed call) and
@@ -85,19 +85,19 @@ INJECTION_TESTS = (
     "tests/test_injection_edges.py",
 )
 GROUPS = (
-    Group("guard", AUTOFL, "autofl_core", ("autofl_core/guard.py",), (*GUARD_TESTS, AUTOFL_EDGES)),
+    Group("guard", AUTOFL, "autofl_core", ("autofl_core/campaign/guard.py",), (*GUARD_TESTS, AUTOFL_EDGES)),
     Group(
         "compare",
         AUTOFL,
         "autofl_core",
-        ("autofl_core/compare.py",),
+        ("autofl_core/campaign/compare.py",),
         ("tests/autofl/test_ledger.py", *GUARD_TESTS, AUTOFL_EDGES),
     ),
     Group(
         "ledger",
         AUTOFL,
         "autofl_core",
-        ("autofl_core/ledger.py",),
+        ("autofl_core/campaign/ledger.py",),
         ("tests/autofl/test_ledger.py", "tests/autofl/test_bounded_inputs.py", *GUARD_TESTS, AUTOFL_EDGES),
     ),
     Group(

@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "skills" / "nvflare-autofl" / "scripts"))
 
-from autofl_core.trial import TrialSpec, run_trial  # noqa: E402
+from autofl_core.trial.execute import TrialSpec, run_trial  # noqa: E402
 
 DEFAULT_JOB = REPO / "examples" / "hello-numpy" / "job.py"
 STANDIN_JOB = REPO / "tests" / "autofl" / "standin_job" / "job.py"

@@ -46,7 +46,7 @@ def build_zip(skill_dir: Path) -> bytes:
 
 def _atomic_module():
     """The project's single atomic-write implementation (temp file + fsync + os.replace), loaded by file path."""
-    path = REPO / "skills" / "nvflare-autofl" / "scripts" / "autofl_core" / "atomic.py"
+    path = REPO / "skills" / "nvflare-autofl" / "scripts" / "autofl_core" / "common" / "atomic.py"
     spec = importlib.util.spec_from_file_location("_package_atomic", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

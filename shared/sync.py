@@ -168,7 +168,9 @@ def _load(name: str, path: Path):
 
 def _atomic_module():
     """The project's single atomic-write implementation, loaded by file path."""
-    return _load("_sync_atomic", REPO / "skills" / "nvflare-autofl" / "scripts" / "autofl_core" / "atomic.py")
+    return _load(
+        "_sync_atomic", REPO / "skills" / "nvflare-autofl" / "scripts" / "autofl_core" / "common" / "atomic.py"
+    )
 
 
 def stale_targets(all_targets: list[Target]) -> list[tuple[Target, bytes]]:

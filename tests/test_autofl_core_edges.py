@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from autofl_core import compare, guard, ledger
+from autofl_core.campaign import compare, guard, ledger
 
 # --- compare ------------------------------------------------------------------------------------------
 

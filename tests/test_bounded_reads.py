@@ -2,7 +2,7 @@
 
 Inputs are sparse files far bigger than every limit (1 GiB and more, a few MiB on disk), so a reader that
 takes the whole file, whatever way it reads, is caught by the byte count long before memory matters. Covers
-both skills' bounded readers (`nvfdiag/read/bounded.py`, `autofl_core/bounded.py`) and their callers (evidence
+both skills' bounded readers (`nvfdiag/read/bounded.py`, `autofl_core/common/bounded.py`) and their callers (evidence
 collection, `--collect` artifacts, stdin, the ledger, the stored campaign state). The CLI-level figures
 (bytes read and peak RSS of the child) are in tests/diagnose/test_malformed_input.py and
 tests/autofl/test_bounded_inputs.py.
@@ -16,8 +16,8 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from autofl_core import bounded as autofl_bounded
-from autofl_core import guard_inputs, ledger
+from autofl_core.campaign import guard_inputs, ledger
+from autofl_core.common import bounded as autofl_bounded
 from module_loader import load_by_path
 from nvfdiag.read import bounded as diag_bounded
 from nvfdiag.read import collect, evidence, middle

@@ -8,9 +8,9 @@ import json
 import subprocess
 
 import pytest
-from autofl_core import guard_inputs
+from autofl_core.campaign import guard_inputs
 from autofl_core.importer.schema import parse_schema_text
-from autofl_core.metrics import extract_metric
+from autofl_core.trial.metrics import extract_metric
 from nvfdiag.read import jsontext
 
 DEPTH = 100_000

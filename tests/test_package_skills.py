@@ -43,7 +43,7 @@ def test_dist_writes_one_zip_per_skill_and_no_temp_files(package, tmp_path, caps
     names = sorted(p.name for p in (tmp_path / "dist").iterdir())
     assert names == ["nvflare-autofl.zip", "nvflare-diagnose-job.zip"]
     with zipfile.ZipFile(tmp_path / "dist" / "nvflare-autofl.zip") as archive:
-        assert "nvflare-autofl/scripts/autofl_core/atomic.py" in archive.namelist()
+        assert "nvflare-autofl/scripts/autofl_core/common/atomic.py" in archive.namelist()
         assert not [n for n in archive.namelist() if "__pycache__" in n or n.endswith(".pyc")]
     assert capsys.readouterr().out.splitlines() == [str(tmp_path / "dist" / name) for name in names]
 

@@ -366,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _atomic_write(path: Path, text: str) -> None:
     """The project's single atomic-write implementation, loaded by file path."""
-    atomic_path = HERE.parents[1] / "skills" / "nvflare-autofl" / "scripts" / "autofl_core" / "atomic.py"
+    atomic_path = HERE.parents[1] / "skills" / "nvflare-autofl" / "scripts" / "autofl_core" / "common" / "atomic.py"
     spec = importlib.util.spec_from_file_location("_messages_atomic", atomic_path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

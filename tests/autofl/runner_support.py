@@ -71,7 +71,7 @@ def run_cli(
 def run_inproc(workspace: Path, action: str, *args: str, job: str = "job.py") -> Done:
     """The same lifecycle in this process: (exit code, envelope, error line)."""
     from autofl_core.runner import lifecycle
-    from autofl_core.runner.errors import CampaignError
+    from autofl_core.runner.outcome import CampaignError
 
     runner = _runner_module()
     options = runner.build_parser().parse_args(runner.join_argument_strings([action, str(workspace / job), *args]))
@@ -115,7 +115,7 @@ def tree_digest(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
 
 
 def ledger_rows(workspace: Path) -> list[dict]:
-    from autofl_core import ledger
+    from autofl_core.campaign import ledger
 
     return ledger.read_rows(workspace / "results.tsv")
 

@@ -4,8 +4,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from autofl_core.argv import build_trial_argv, injected_job_name
-from autofl_core.trial_errors import TrialError
+from autofl_core.trial.argv import TrialError, build_trial_argv, injected_job_name
 
 GROUPS = [["--num_rounds", "-r"], ["--n_clients", "-n"], ["--name"], ["--lr"], ["--local_steps"], ["--num_workers"]]
 BUDGET = ["--num_rounds", "3", "--n_clients", "2"]

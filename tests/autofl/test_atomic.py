@@ -1,10 +1,10 @@
-"""autofl_core.atomic: readers see the old or the new file, never a partial one; modes stay ordinary."""
+"""autofl_core.common.atomic: readers see the old or the new file, never a partial one; modes stay ordinary."""
 
 import os
 import stat
 
 import pytest
-from autofl_core import atomic
+from autofl_core.common import atomic
 
 
 def _mode(path):

@@ -5,7 +5,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from autofl_core import cli
+from autofl_core.common import cli
 from autofl_core.importer import api
 from autofl_core.importer.objective import direction_warning
 

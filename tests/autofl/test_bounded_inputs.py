@@ -10,7 +10,8 @@ import os
 import subprocess
 
 import pytest
-from autofl_core import bounded, guard_inputs, ledger
+from autofl_core.campaign import guard_inputs, ledger
+from autofl_core.common import bounded
 
 from bench.child_usage import run_measured
 

@@ -1,8 +1,8 @@
 """Child environment: allowlist only, validated passthrough, runner-set variables."""
 
 import pytest
-from autofl_core.childenv import SIMULATOR_ROOT_VAR, TOKEN_VAR, build_child_env, validate_passthrough
-from autofl_core.trial_errors import TrialError
+from autofl_core.trial.argv import TrialError
+from autofl_core.trial.childenv import SIMULATOR_ROOT_VAR, TOKEN_VAR, build_child_env, validate_passthrough
 
 PARENT = {
     "PATH": "/usr/bin",

@@ -3,8 +3,8 @@
 import time
 
 import pytest
-from autofl_core import guard, ledger
-from autofl_core.instructions import NO_FINAL
+from autofl_core.campaign import guard, ledger
+from autofl_core.campaign.instructions import NO_FINAL
 
 _counter = iter(range(10**9))
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from audit_wrapper import AUDIT_WRAPPER, audit_events
-from autofl_core import guard, ledger
+from autofl_core.campaign import guard, ledger
 
 SCRIPT_NAME = "campaign_guard.py"
 

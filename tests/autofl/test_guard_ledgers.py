@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from autofl_core import guard, guard_inputs, ledger
+from autofl_core.campaign import guard, guard_inputs, ledger
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "autofl_ledgers"
 CASES = json.loads((FIXTURES / "cases.json").read_text())

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from autofl_core import guard, instructions, ledger
+from autofl_core.campaign import guard, instructions, ledger
 from autofl_core.runner import finalize
 from test_guard import row, state_of
 from test_guard_oracle import random_rows, random_settings

@@ -4,7 +4,7 @@ import copy
 import random
 
 import pytest
-from autofl_core import guard, ledger
+from autofl_core.campaign import guard, ledger
 
 STATUS_WEIGHTS = {"baseline": 1, "keep": 3, "discard": 8, "crash": 4, "literature": 2, "infrastructure_retry": 1}
 SCORES = (0.5, 0.5000004, 0.5004, 0.5006, 0.51, 0.52, 0.49)

@@ -2,9 +2,9 @@
 every such option is pinned in every trial, and anything read at run time stays unresolved, naming the input."""
 
 import pytest
-from autofl_core import argv as trial_argv
 from autofl_core.importer import api
-from autofl_core.trial_errors import TrialError
+from autofl_core.trial import argv as trial_argv
+from autofl_core.trial.argv import TrialError
 
 HEAD = (
     "import argparse, json, os, random, time\n"

@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from autofl_core import compare, ledger
+from autofl_core.campaign import compare, ledger, vocabulary
 
 
 def _header() -> str:
@@ -23,7 +23,7 @@ def test_columns_are_the_spec_order():
             "algorithm_family literature_event_id"
         ).split()
     )
-    assert set(ledger.STATUSES) == {
+    assert set(vocabulary.LEDGER_STATUSES) == {
         "baseline",
         "keep",
         "discard",

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from autofl_core.metrics import extract_metric
+from autofl_core.trial.metrics import extract_metric
 
 SUMMARY = "simulation/server/simulate_job/metrics/metrics_summary.json"
 CROSS = "simulation/server/simulate_job/cross_site_val/cross_val_results.json"

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from autofl_core import ledger, plot
+from autofl_core.campaign import ledger, plot
 from PIL import Image, ImageStat
 
 BEST_RGB = (0xFF, 0x7F, 0x0E)
@@ -183,7 +183,7 @@ def test_text_note_without_matplotlib_or_pillow(tmp_path, monkeypatch, capsys):
 def test_module_import_does_not_load_plotting_libraries(python_exe, repo_root):
     scripts = repo_root / "skills" / "nvflare-autofl" / "scripts"
     code = (
-        f"import sys; sys.path.insert(0, {str(scripts)!r}); import autofl_core.plot\n"
+        f"import sys; sys.path.insert(0, {str(scripts)!r}); import autofl_core.campaign.plot\n"
         "print([m for m in ('matplotlib', 'PIL') if m in sys.modules])"
     )
     done = subprocess.run([python_exe, "-c", code], capture_output=True, text=True, timeout=60)

@@ -11,8 +11,9 @@ import sys
 
 import pytest
 from audit_wrapper import AUDIT_WRAPPER, audit_events
-from autofl_core import ledger
-from autofl_core.runner import report_facts, report_warnings
+from autofl_core.campaign import ledger
+from autofl_core.runner.report import facts as report_facts
+from autofl_core.runner.report import warning_rules as report_warnings
 from runner_support import (
     SCRIPTS,
     _check,
@@ -416,7 +417,7 @@ def test_a_live_trial_blocks_and_a_dead_ones_marker_is_noted(tmp_path):
 
 
 def test_the_lock_is_held_while_reporting(tmp_path):
-    from autofl_core.runner.lock import workspace_lock
+    from autofl_core.runner.store.lock import workspace_lock
 
     ws = campaign(tmp_path, cap="1")
     (ws / "STOP_AUTOFL").write_text("")
@@ -574,7 +575,8 @@ def test_a_state_file_that_disagrees_with_the_ledger_is_a_warning_and_is_left_al
 
 
 def test_network_line_says_what_the_trials_could_reach(tmp_path):
-    from autofl_core.runner import report, report_markdown
+    from autofl_core.runner.report import build as report
+    from autofl_core.runner.report import markdown as report_markdown
 
     trial = tmp_path / "trial.json"
     assert report._trial_network(trial) is None  # no trial ran (poc/prod): nothing claimed

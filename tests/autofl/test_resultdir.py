@@ -3,7 +3,7 @@
 import os
 
 import pytest
-from autofl_core.resultdir import (
+from autofl_core.trial.resultdir import (
     ResultDirError,
     collect_result,
     copy_result,
@@ -143,7 +143,7 @@ def test_copy_result_skips_fifos_the_job_left_behind(tmp_path):
 def test_collect_result_across_filesystems_copies_and_skips_special_files(tmp_path, monkeypatch):
     import errno
 
-    from autofl_core import resultdir
+    from autofl_core.trial import resultdir
 
     def cross_device(*_args):
         raise OSError(errno.EXDEV, "Invalid cross-device link")

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from autofl_core.rootcause import root_cause
+from autofl_core.trial.rootcause import root_cause
 
 REAL = Path(__file__).resolve().parents[1].parent / "evals" / "diagnose" / "files" / "real"
 WRAPPER = "RuntimeError: Simulation failed with return code 2. Logs are in per-site subdirectories under /x"

@@ -198,7 +198,7 @@ def test_the_noise_rule_needs_three_scores_of_the_best(tmp_path):
 
 def test_progress_plot_shades_the_noise_band(tmp_path, monkeypatch):
     import matplotlib  # noqa: F401  (the runner's default renderer must be importable here)
-    from autofl_core import ledger, plot
+    from autofl_core.campaign import ledger, plot
     from PIL import Image
 
     rows = ledger.parse(

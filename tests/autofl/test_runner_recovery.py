@@ -125,6 +125,7 @@ try:
 except SystemExit as stop:
     code = stop.code
 heavy = sorted(name for name in ("matplotlib", "nvflare", "PIL", "numpy") if name in sys.modules)
+heavy += sorted(name for name in sys.modules if name.startswith("autofl_core.trial"))  # the trial machinery
 sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
 sys.exit(code)
 """

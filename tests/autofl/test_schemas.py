@@ -5,7 +5,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from autofl_core import guard, ledger
+from autofl_core.campaign import guard, ledger
 from jsonschema import Draft202012Validator
 
 REPO = Path(__file__).resolve().parents[2]

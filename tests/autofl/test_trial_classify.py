@@ -4,7 +4,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from autofl_core.trial import _last_error, _version_tuple, _without_temp_paths, sandbox_denied
+from autofl_core.trial.execute import _last_error, _version_tuple, _without_temp_paths, sandbox_denied
 
 SANDBOXED = (
     "Traceback (most recent call last):\n"
@@ -58,7 +58,7 @@ def test_last_error_is_one_printable_line_without_hidden_characters():
 def test_trial_module_imports_no_heavy_packages(repo_root, python_exe):
     scripts = repo_root / "skills" / "nvflare-autofl" / "scripts"
     code = (
-        f"import sys; sys.path.insert(0, {str(scripts)!r}); from autofl_core import trial; "
+        f"import sys; sys.path.insert(0, {str(scripts)!r}); from autofl_core.trial import execute as trial; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'nvflare', 'matplotlib', 'numpy', 'yaml', 'PIL'}))"
     )
     done = subprocess.run([python_exe, "-c", code], capture_output=True, text=True, timeout=60, check=True)
@@ -66,7 +66,8 @@ def test_trial_module_imports_no_heavy_packages(repo_root, python_exe):
 
 
 def test_a_failed_result_copy_is_a_reason_not_a_traceback(tmp_path, monkeypatch):
-    from autofl_core import resultdir, trial
+    from autofl_core.trial import execute as trial
+    from autofl_core.trial import resultdir
 
     def disk_full(*_args):
         raise OSError(28, "No space left on device")

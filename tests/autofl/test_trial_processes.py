@@ -7,7 +7,7 @@ import sys
 import time
 import uuid
 
-from autofl_core.processes import TAIL_BYTES, find_token_processes, run_process, terminate_tree
+from autofl_core.trial.processes import TAIL_BYTES, find_token_processes, run_process, terminate_tree
 
 
 def env(token_value):

@@ -10,9 +10,9 @@ import shutil
 
 import numpy as np
 import pytest
-from autofl_core import ledger
-from autofl_core.processes import find_token_processes
-from autofl_core.trial import TrialSpec, run_trial
+from autofl_core.campaign import ledger
+from autofl_core.trial.execute import TrialSpec, run_trial
+from autofl_core.trial.processes import find_token_processes
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

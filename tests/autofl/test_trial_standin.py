@@ -12,11 +12,10 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from autofl_core import processes
-from autofl_core.argv import injected_job_name
-from autofl_core.processes import find_token_processes
-from autofl_core.trial import TrialSpec, run_trial
-from autofl_core.trial_errors import TrialError
+from autofl_core.trial import processes
+from autofl_core.trial.argv import TrialError, injected_job_name
+from autofl_core.trial.execute import TrialSpec, run_trial
+from autofl_core.trial.processes import find_token_processes
 
 STANDIN = Path(__file__).resolve().parent / "standin_job" / "job.py"
 GROUPS = [["--name"], ["--n_clients"], ["--num_rounds", "-r"], ["--lr"], ["--mode"], ["--dump"], ["--round_seconds"]]
@@ -270,7 +269,7 @@ ORPHANING_RUNNER = """
 import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from autofl_core.trial import TrialSpec, run_trial
+from autofl_core.trial.execute import TrialSpec, run_trial
 ws, marker, tmp = Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])
 run_trial(TrialSpec(python=sys.executable, job_path=ws / "job.py", workspace=ws, run_dir=ws / "autofl_runs" / "c1",
                     trial_name="c1", metric_order=["accuracy"], run_args=["--mode", "hang_silent"],

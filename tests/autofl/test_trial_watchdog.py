@@ -4,8 +4,8 @@ import io
 import os
 
 import pytest
-from autofl_core.progress import ProgressPrinter, ProgressTracker
-from autofl_core.watchdog import LogWatcher, Watchdog
+from autofl_core.trial.progress import ProgressPrinter, ProgressTracker
+from autofl_core.trial.watchdog import LogWatcher, Watchdog
 
 ROUND0 = "                                Round 0 started.                                "
 SERVER_AGG = "2026-11-30 07:13:04,593 - FedAvg - INFO - [identity=simulator_server] - Aggregated {k}/{n} results"

@@ -2,14 +2,14 @@
 evaluate and finalize — between every write — leaves a campaign that `status` repairs: ledger, JSON documents,
 workspace and snapshot consistent, no trial process left, no stale lock, and the candidate counted exactly once.
 
-The instants are explicit hooks (`autofl_core/faults.py`, read only when AUTOFL_FAULT_AT is set by a test).
+The instants are explicit hooks (`autofl_core/common/faults.py`, read only when AUTOFL_FAULT_AT is set by a test).
 """
 
 import os
 import shutil
 
 import pytest
-from autofl_core.faults import POINTS
+from autofl_core.common.faults import POINTS
 from recovery_checks import assert_recovers_and_completes, prepare_keep_candidate, trial_processes
 from runner_support import initialized_standin, run_cli
 

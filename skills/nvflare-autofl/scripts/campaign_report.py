@@ -45,10 +45,12 @@ def _load_private_package(name: str):
 
 
 _load_private_package("autofl_core")
-from autofl_core import cli  # noqa: E402
-from autofl_core.runner import metadata, report, report_gate  # noqa: E402
-from autofl_core.runner.errors import CampaignError  # noqa: E402
-from autofl_core.runner.paths import CampaignPaths  # noqa: E402
+from autofl_core.common import cli  # noqa: E402
+from autofl_core.runner.outcome import CampaignError  # noqa: E402
+from autofl_core.runner.report import build as report  # noqa: E402
+from autofl_core.runner.report import gate as report_gate  # noqa: E402
+from autofl_core.runner.store import metadata  # noqa: E402
+from autofl_core.runner.store.paths import CampaignPaths  # noqa: E402
 
 REPORT_NAME, PROGRESS_NAME = "autofl_report.md", "progress.png"
 

@@ -39,7 +39,7 @@ def _load_private_package(name: str):
 
 
 _load_private_package("autofl_core")
-from autofl_core import cli  # noqa: E402
+from autofl_core.common import cli  # noqa: E402
 from autofl_core.importer import api  # noqa: E402
 from autofl_core.importer.files import JobImportError  # noqa: E402
 

@@ -37,7 +37,8 @@ def _load_private_package(name: str):
 
 
 _load_private_package("autofl_core")
-from autofl_core import cli, compare, guard_inputs, ledger, plot  # noqa: E402
+from autofl_core.campaign import compare, guard_inputs, ledger, plot  # noqa: E402
+from autofl_core.common import cli  # noqa: E402
 from autofl_core.importer.objective import direction_warning, ledger_metric  # noqa: E402
 
 EXIT_OK, EXIT_INVALID = cli.EXIT_OK, cli.EXIT_INVALID

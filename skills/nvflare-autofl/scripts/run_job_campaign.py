@@ -44,9 +44,10 @@ def _load_private_package(name: str):
 
 
 _load_private_package("autofl_core")
-from autofl_core import cli, guard_inputs  # noqa: E402
+from autofl_core.campaign import guard_inputs  # noqa: E402
+from autofl_core.common import cli  # noqa: E402
 from autofl_core.runner import lifecycle  # noqa: E402
-from autofl_core.runner.errors import EXIT_INVALID, EXIT_SIGINT, EXIT_SIGTERM, CampaignError, Interrupted  # noqa: E402
+from autofl_core.runner.outcome import EXIT_INVALID, EXIT_SIGINT, EXIT_SIGTERM, CampaignError, Interrupted  # noqa: E402
 
 ACTIONS = ("initialize", "prepare", "evaluate", "abandon", "record", "suggest", "status", "replicate", "report")
 ARGUMENT_STRING_OPTIONS = ("--base-args", "--run-args", "--score")  # values may start with "-"

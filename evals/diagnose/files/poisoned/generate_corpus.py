@@ -326,7 +326,7 @@ def variants() -> list[dict]:
 @functools.cache
 def _atomic():
     """The project's single atomic writer (temp file + fsync + os.replace, ordinary mode), loaded by path."""
-    path = HERE.parents[3] / "skills" / "nvflare-autofl" / "scripts" / "autofl_core" / "atomic.py"
+    path = HERE.parents[3] / "skills" / "nvflare-autofl" / "scripts" / "autofl_core" / "common" / "atomic.py"
     spec = importlib.util.spec_from_file_location("_corpus_atomic", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

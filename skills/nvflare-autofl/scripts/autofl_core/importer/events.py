@@ -1,13 +1,25 @@
-"""What the walker records: functions, constructed objects, method calls and the branches it met."""
+"""What the walker records: functions, constructed objects, method calls and the branches it met; and `PathEnd`,
+how a walked path ends early (a `return` or a `raise`)."""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import argparse_flow as ap
 from .inputs import describe_call
 from .values import ClassRef
+
+
+class PathEnd(Exception):
+    """Raised through the walk when the walked path ends early: a `return` (`value` is the function's result) or a
+    `raise` (`raised`: this path ends without a result)."""
+
+    def __init__(self, value: Any, raised: bool = False):
+        super().__init__()
+        self.value = value
+        self.raised = raised
 
 
 @dataclass(eq=False)

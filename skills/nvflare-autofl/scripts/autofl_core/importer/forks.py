@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .events import BranchNote, PathEnd
 from .surface import touches_surface
 from .values import UNRESOLVED, Val, merge_flags
-from .walker import BranchNote, Walker, _Return
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -40,17 +40,18 @@ def _merge_frames(left: dict, right: dict, line: int) -> dict:
     return merged
 
 
-def _state(walker: Walker) -> list[dict]:
+def _state(walker) -> list[dict]:
     """Everything a branch can rebind: every live frame and every parsed namespace."""
     return walker.live_frames() + [ns.values for ns in walker.out.namespaces]
 
 
-def walk_both(walker: Walker, left: list, right: list, note: BranchNote) -> None:
-    """Walk `left` and `right` from the same starting bindings; continue with the merged bindings."""
+def walk_both(walker, left: list, right: list, note: BranchNote) -> None:
+    """Walk `left` and `right` with `walker` (the `walker.Walker`) from the same starting bindings; continue with
+    the merged bindings."""
     state = _state(walker)
     snapshots = [dict(d) for d in state]
     first_obj, first_call = len(walker.out.objects), len(walker.out.calls)
-    outcomes: list[tuple[list[dict], _Return | None]] = []
+    outcomes: list[tuple[list[dict], PathEnd | None]] = []
     for body in (left, right):
         for d, snap in zip(state, snapshots, strict=True):
             d.clear()
@@ -58,7 +59,7 @@ def walk_both(walker: Walker, left: list, right: list, note: BranchNote) -> None
         returned = None
         try:
             walker.walk_block(body)
-        except _Return as ret:
+        except PathEnd as ret:
             returned = ret
         outcomes.append(([dict(d) for d in state], returned))
     note.touched_surface = touches_surface(walker.out.objects[first_obj:], walker.out.calls[first_call:])
@@ -72,12 +73,12 @@ def walk_both(walker: Walker, left: list, right: list, note: BranchNote) -> None
     _end_paths(walker, left_ret, right_ret, note.line)
 
 
-def _end_paths(walker: Walker, left: _Return | None, right: _Return | None, line: int) -> None:
+def _end_paths(walker, left: PathEnd | None, right: PathEnd | None, line: int) -> None:
     """Raise the result when both sides returned; keep a lone early return for the function's result."""
     if left is not None and right is not None:
         if left.raised != right.raised:
             raise right if left.raised else left  # the side that raises gives no result
-        raise _Return(merge_value(left.value, right.value, line), raised=left.raised)
+        raise PathEnd(merge_value(left.value, right.value, line), raised=left.raised)
     returned = left or right
     if returned is not None and not returned.raised and walker.early:
         walker.early[-1].append((returned.value, line))

@@ -20,20 +20,15 @@ from . import argparse_flow as ap
 from . import comprehension, mutation
 from .builtins_eval import BUILTIN_NAMES, call_builtin, call_data_method, call_qualified, env_read
 from .evaluate import ExpressionEvaluator
-from .events import BranchNote, FuncRef, MethodCall, Obj, WalkResult
+from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, WalkResult
+from .forks import merge_value, walk_both
 from .overrides import PARSE_METHODS, parser_method
+from .surface import touches_surface
 from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, source_text, unresolved
 
 MAX_DEPTH = 12
 MAX_STEPS = 50_000
 MAX_UNROLL = 64  # a `for` over a known sequence this short is walked once per item (e.g. sites site-1..site-N)
-
-
-class _Return(Exception):
-    def __init__(self, value: Any, raised: bool = False):
-        super().__init__()
-        self.value = value
-        self.raised = raised  # a `raise`: this path ends without a result
 
 
 class _Budget(Exception):
@@ -59,7 +54,7 @@ class Walker:
     def run(self, tree: ast.Module) -> WalkResult:
         try:
             self.walk_block(tree.body)
-        except _Return:
+        except PathEnd:
             pass
         except _Budget:
             self.out.problems.append("job.py is too complex to follow statically (step budget exhausted)")
@@ -218,7 +213,7 @@ class Walker:
         try:
             self.walk_block(func.node.body)
             result = self.with_control(Val(None, HIGH))
-        except _Return as ret:
+        except PathEnd as ret:
             result = ret.value
         finally:
             self.scopes = saved
@@ -261,11 +256,11 @@ class Walker:
         self.ev(stmt.value)
 
     def _st_Return(self, stmt: ast.Return) -> None:
-        raise _Return(self.with_control(self.ev(stmt.value) if stmt.value is not None else Val(None, HIGH)))
+        raise PathEnd(self.with_control(self.ev(stmt.value) if stmt.value is not None else Val(None, HIGH)))
 
     def _st_Raise(self, stmt: ast.Raise) -> None:
         self.out.raises.append(stmt.lineno)
-        raise _Return(unresolved(stmt, "raised an exception"), raised=True)
+        raise PathEnd(unresolved(stmt, "raised an exception"), raised=True)
 
     def _st_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         self.scopes[0][stmt.name] = FuncRef(stmt, list(self.scopes))
@@ -364,8 +359,6 @@ class Walker:
             self._fork(stmt.body, stmt.orelse, note)
 
     def _fork(self, left: list[ast.stmt], right: list[ast.stmt], note: BranchNote) -> None:
-        from .forks import walk_both
-
         walk_both(self, left, right, note)
 
     def _loop(self, target: ast.AST | None, body: list[ast.stmt], orelse: list[ast.stmt], why: str = "") -> None:
@@ -384,8 +377,6 @@ class Walker:
             self._loop(stmt.target, stmt.body, stmt.orelse, f" of a loop over {source_text(stmt.iter)}: {why}")
             return
         # Walked item by item like Python would; building or running a recipe/job/env here still fails closed.
-        from .surface import touches_surface
-
         note = BranchNote(stmt.body[0].lineno, "loop body", False, kind="loop")
         self.out.branches.append(note)
         first_obj, first_call = len(self.out.objects), len(self.out.calls)
@@ -424,8 +415,6 @@ def _with_early_returns(result: Any, early: list[tuple[Any, int]]) -> Any:
     """A function's result when one side of an unresolved condition returned before its end (see forks)."""
     if not early:
         return result
-    from .forks import merge_value
-
     for value, line in early:
         result = merge_value(value, result, line)
     return result

@@ -1,4 +1,19 @@
-"""The Auto-FL campaign runner's modules: one lifecycle action or one campaign file per module.
+"""The campaign runner (`run_job_campaign.py` is its thin CLI; imports nothing).
 
-`run_job_campaign.py` is the thin CLI; `actions.dispatch` runs one action under the workspace lock.
+- `lifecycle` - the shell of every action: lock, recovery, settings audit, the action, the refresh;
+- `actions/` - one module per action, each a leaf (it imports no other action and not the shell);
+- `refresh` - after an action: best fields, campaign state, and on a ledger change progress.png and the report;
+- `recovery` - finish or undo what a killed runner left behind (run first, under the lock);
+- `checks` - checks several actions share (which candidate, is the campaign open);
+- `outcome` - ActionResult, CampaignError, Interrupted and the exit codes;
+- `open_campaign` - `Campaign`: one open campaign, its files read once per action;
+- `store/` - one module per campaign file (paths, lock, autofl.yaml, campaign.json, manifests, snapshot, sources);
+- `settings` - campaign settings: defaults, immutable vs audited changes, the cap rule;
+- `state` - the campaign state the runner writes and the envelope every action prints;
+- `drafts` - a candidate draft's deterministic diff against the best, within the trust contract;
+- `runargs` - candidate run args: canonical options, bounds, merge with the best configuration's;
+- `campaign_trial` - one trial of this campaign: TrialSpec from the contract, the orphan marker, trial.json;
+- `finalize` - keep / discard / crash, written crash-safely through a journal;
+- `noise` - the noise floor: the best's spread, the keep margin, the seed option;
+- `report/` - autofl_report.md / .json: facts, warnings, markdown, and the final report's refusal rules.
 """

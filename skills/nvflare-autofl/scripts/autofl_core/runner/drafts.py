@@ -21,8 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..importer.trust import RESERVED_PARTS, safe_relative
-from . import contract, sources
-from .errors import CampaignError
+from .outcome import CampaignError
+from .store import contract, sources
 
 IGNORED_DIRS = frozenset({"__pycache__"})
 MAX_DRAFT_FILES = 2000

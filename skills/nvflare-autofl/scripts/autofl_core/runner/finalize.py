@@ -15,14 +15,15 @@ A discard whose gain the noise margin swallowed carries `within noise (delta=...
 
 from __future__ import annotations
 
-import json
-
-from .. import atomic, bounded, compare, faults, ledger
-from . import contract, noise, snapshots
-from .errors import CampaignError
+from ..campaign import compare, ledger
+from ..campaign import vocabulary as v
+from ..common import atomic, bounded, faults
+from . import noise
+from .outcome import CampaignError
+from .store import contract, snapshots
 
 SCHEMA = "nvflare.autofl.finalize.v1"
-OUTCOME_STATUS = {"crash": "crash", "infrastructure_retry": "infrastructure_retry"}
+OUTCOME_STATUS = {v.OUTCOME_CRASH: v.CRASH, v.OUTCOME_INFRASTRUCTURE_RETRY: v.INFRASTRUCTURE_RETRY}
 
 
 def decide(
@@ -33,8 +34,8 @@ def decide(
     if outcome in OUTCOME_STATUS:
         return OUTCOME_STATUS[outcome]
     if score is None:
-        return "crash"
-    return "keep" if compare.better(score, best_score, mode, margin or 0.0) else "discard"
+        return v.CRASH
+    return v.KEEP if compare.better(score, best_score, mode, margin or 0.0) else v.DISCARD
 
 
 def within_noise(score: float | None, *, best_score: float | None, mode: str, margin: float | None) -> str | None:
@@ -50,10 +51,11 @@ def within_noise(score: float | None, *, best_score: float | None, mode: str, ma
 def finalize(campaign, manifest: dict, *, status: str, draft_files: dict | None, now: str) -> dict:
     """Write the decided outcome of `manifest` (already holding its result); returns the final manifest."""
     paths = campaign.paths
-    final = dict(manifest, status="prepared" if status == "infrastructure_retry" else status, updated_at=now)
-    if status == "infrastructure_retry":
+    retry = status == v.INFRASTRUCTURE_RETRY
+    final = dict(manifest, status=v.PREPARED if retry else status, updated_at=now)
+    if retry:
         final["result"] = dict(manifest["result"])
-    if status == "discard":
+    if status == v.DISCARD:
         best = campaign.best_row()
         reason = within_noise(
             manifest["result"]["score"],
@@ -64,7 +66,7 @@ def finalize(campaign, manifest: dict, *, status: str, draft_files: dict | None,
         if reason:
             final["result"] = dict(manifest["result"], failure_reason=reason)
     digest = None
-    if status == "keep":
+    if status == v.KEEP:
         if draft_files is None:
             raise CampaignError("internal error: a kept candidate needs its source files")
         digest = snapshots.stage(paths, draft_files, candidate=manifest["candidate_id"]).digest
@@ -97,34 +99,33 @@ def replay(campaign) -> str | None:
 
 
 def candidate_row(paths, manifest: dict, status: str) -> dict:
-    """The ledger row of a finalized candidate."""
+    """The ledger row of a finalized candidate (`vocabulary.candidate_row` from its manifest)."""
     result = manifest["result"]
-    scored = status in ("keep", "discard")
     touched = sorted(set(manifest["changed_files"]) | set(manifest["created_files"]))
-    return {
-        "status": status,
-        "name": manifest["candidate_id"],
-        "score": result["score"] if scored else None,
-        "runtime_seconds": result["runtime_seconds"],
-        "changed_files": ",".join(touched),
-        "diff_summary": diff_summary(manifest),
-        "run_command": result["run_command"] or "",
-        "artifacts": (manifest["artifacts"].get("run") or ""),
-        "failure_reason": result["failure_reason"] or "",
-        "candidate_manifest": paths.rel(paths.manifest(manifest["candidate_id"])),
-        "base_candidate": manifest["base_candidate"],
-        "patch_sha256": manifest["patch_sha256"] or "",
-        "metric_name": (result["metric_name"] or "") if scored else "",
-        "metric_source": (result["metric_source"] or "") if scored else "",
-        "metric_artifact": (result["metric_artifact"] or "") if scored else "",
-        "candidate_kind": candidate_kind(manifest),
-        "algorithm_family": manifest["algorithm_family"],
-        "literature_event_id": manifest.get("literature_event_id") or "",
-    }
+    return v.candidate_row(
+        status,
+        name=manifest["candidate_id"],
+        score=result["score"],
+        runtime_seconds=result["runtime_seconds"],
+        changed_files=",".join(touched),
+        diff_summary=diff_summary(manifest),
+        run_command=result["run_command"] or "",
+        artifacts=manifest["artifacts"].get("run") or "",
+        failure_reason=result["failure_reason"] or "",
+        candidate_manifest=paths.rel(paths.manifest(manifest["candidate_id"])),
+        base_candidate=manifest["base_candidate"],
+        patch_sha256=manifest["patch_sha256"] or "",
+        metric_name=result["metric_name"] or "",
+        metric_source=result["metric_source"] or "",
+        metric_artifact=result["metric_artifact"] or "",
+        candidate_kind=candidate_kind(manifest),
+        algorithm_family=manifest["algorithm_family"],
+        literature_event_id=manifest.get("literature_event_id") or "",
+    )
 
 
 def candidate_kind(manifest: dict) -> str:
-    return "source_edit" if manifest.get("patch_sha256") else "argument_only"
+    return v.SOURCE_EDIT if manifest.get("patch_sha256") else v.ARGUMENT_ONLY
 
 
 def diff_summary(manifest: dict) -> str:
@@ -148,7 +149,7 @@ def _apply(campaign, journal: dict) -> None:
     campaign.forget()
     snapshots.restore_workspace(paths, campaign.best(), remove=journal["created_files"])
     faults.checkpoint("finalize:workspace_restored")
-    if journal["status"] == "keep" and journal["created_files"]:
+    if journal["status"] == v.KEEP and journal["created_files"]:
         updated = contract.with_edit_paths(campaign.config, journal["created_files"])
         if updated != campaign.config:
             contract.write(paths.autofl_yaml, updated)
@@ -180,15 +181,11 @@ def append_once(paths, row: dict, rows_before: int) -> None:
 
 def _read_journal(paths) -> dict | None:
     try:
-        data = bounded.read_regular(paths.journal, 16 * 1024 * 1024)
+        journal = bounded.read_json(paths.journal)
     except bounded.BoundedReadError as error:
-        raise CampaignError(f"{paths.journal} {error}; remove it only after checking the candidate by hand") from None
-    if data is None:
-        return None
-    try:
-        journal = json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError):
-        journal = None
-    if not isinstance(journal, dict) or journal.get("schema_version") != SCHEMA:
+        raise CampaignError(
+            f"{paths.journal} {error}; check the last candidate by hand, then remove the file"
+        ) from None
+    if journal is not None and journal.get("schema_version") != SCHEMA:
         raise CampaignError(f"{paths.journal} is damaged; check the last candidate by hand, then remove the file")
     return journal

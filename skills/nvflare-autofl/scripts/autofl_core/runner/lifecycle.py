@@ -1,7 +1,9 @@
-"""The shell around every action: lock, recovery, settings audit, the action, then state/plot/report refresh.
+"""The shell around every action: lock, recovery, settings audit, the action, then the state/plot/report refresh.
 
 `run(action, options)` returns (exit code, envelope dict). Rejections raise CampaignError *before* anything
-is written (settings changes are persisted only after the action succeeded). Usage::
+is written (settings changes are persisted only after the action succeeded). A new campaign takes the same
+path: `initialize` admits the job in memory first, then creates the campaign files under the lock, and its
+first step (the baseline in simulation) runs inside the shell like any action. Usage::
 
     code, envelope = run("status", options)
 """
@@ -13,27 +15,28 @@ import os
 import stat
 from datetime import datetime, timezone
 
-from .. import faults
-from . import metadata, plotting, recovery, report
+from . import recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
-from .campaign import Campaign
-from .errors import CampaignError
-from .lock import workspace_lock
-from .paths import CampaignPaths
+from .open_campaign import Campaign
+from .outcome import ActionResult, CampaignError
+from .store import metadata
+from .store.lock import workspace_lock
+from .store.paths import CampaignPaths
 
-# action -> (module, function); modules load lazily so cheap actions never import the trial machinery
+# action -> its module in runner/actions/ (loaded lazily, so cheap actions never import the trial machinery);
+# status has none: the shell's own work (recovery, the state refresh) is the whole action.
 ACTIONS = {
-    "initialize": ("act_initialize", "existing"),
-    "prepare": ("act_prepare", "run"),
-    "evaluate": ("act_evaluate", "run"),
-    "abandon": ("act_abandon", "run"),
-    "record": ("act_record", "run"),
-    "suggest": ("act_suggest", "run"),
-    "status": ("act_status", "run"),
-    "replicate": ("act_replicate", "run"),
+    "initialize": "initialize",
+    "prepare": "prepare",
+    "evaluate": "evaluate",
+    "abandon": "abandon",
+    "record": "record",
+    "suggest": "suggest",
+    "status": None,
+    "replicate": "replicate",
 }
-READ_ONLY_ACTIONS = {"report": ("act_report", "run")}  # own lock and refusal rules; no recovery, no state write
+READ_ONLY_ACTIONS = ("report",)  # own lock and refusal rules; no recovery, no state write
 
 
 def now_text() -> str:
@@ -47,38 +50,60 @@ def run(action: str, options) -> tuple[int, dict]:
     if not metadata.exists(probe):
         if action != "initialize":
             raise CampaignError(f"no Auto-FL campaign in {probe.workspace}: run initialize first")
-        return _action("initialize", "new_campaign")(options, given, now_text())
+        return _new_campaign(options, given)
     if action in READ_ONLY_ACTIONS:
-        return _action(*READ_ONLY_ACTIONS[action])(options, given, now_text())
+        return _module(action).run(options, given, now_text())
     with workspace_lock(probe.lock):
         campaign = Campaign.open(options.job)
-        now = now_text()
-        extras = recovery.recover(campaign, now)
-        campaign.best()  # a damaged best snapshot stops every action (exit 2 naming it), status included
-        merged = settings_mod.merge_settings(
-            campaign.settings,
-            given,
-            action=action,
-            now=now,
-            approved=bool(getattr(options, "confirm_user_approved_cap_change", False)),
-            cap_history=campaign.meta["cap_changes"],
+        module = ACTIONS[action]
+        step = _module(module).run if module else _nothing
+        return _shell(campaign, action, step, options, given, now_text())
+
+
+def _new_campaign(options, given: dict) -> tuple[int, dict]:
+    """initialize of a new workspace: admission in memory (a rejection writes nothing), then under the lock the
+    campaign files, then the first step through the shell."""
+    initialize = _module("initialize")
+    now = now_text()
+    campaign, files = initialize.admit(options, given, now)
+    with workspace_lock(campaign.paths.lock):
+        initialize.create(campaign, files)
+        return _shell(campaign, "initialize", initialize.start, options, given, now, refresh_clock=now_text)
+
+
+def _shell(campaign, action: str, step, options, given: dict, now: str, refresh_clock=None) -> tuple[int, dict]:
+    """Recovery, settings audit, the action `step(campaign, options, now)`, then the refresh (lock held).
+
+    `refresh_clock` stamps the refreshed state with the time after the step (a new campaign: after its baseline).
+    """
+    extras = recovery.recover(campaign, now)
+    campaign.best()  # a damaged best snapshot stops every action (exit 2 naming it), status included
+    merged = settings_mod.merge_settings(
+        campaign.settings,
+        given,
+        action=action,
+        now=now,
+        approved=bool(getattr(options, "confirm_user_approved_cap_change", False)),
+        cap_history=campaign.meta["cap_changes"],
+    )
+    stored = campaign.meta
+    campaign.meta = {**stored, "settings": merged.settings}
+    try:
+        result = step(campaign, options, now)
+        if merged.changed:
+            campaign.meta = {
+                **campaign.meta,
+                "updated_at": now,
+                "setting_changes": stored["setting_changes"] + merged.setting_changes,
+                "cap_changes": stored["cap_changes"] + ([merged.cap_change] if merged.cap_change else []),
+            }
+            metadata.write(campaign.paths, campaign.meta)
+            result.extras["settings_changed"] = merged.changed
+        state = refresh.refresh(
+            campaign, refresh_clock() if refresh_clock else now, ledger_changed=result.ledger_changed
         )
-        stored = campaign.meta
-        campaign.meta = {**stored, "settings": merged.settings}
-        try:
-            result = _action(*ACTIONS[action])(campaign, options, now)
-            if merged.changed:
-                campaign.meta = {
-                    **campaign.meta,
-                    "updated_at": now,
-                    "setting_changes": stored["setting_changes"] + merged.setting_changes,
-                    "cap_changes": stored["cap_changes"] + ([merged.cap_change] if merged.cap_change else []),
-                }
-                metadata.write(campaign.paths, campaign.meta)
-                result.extras["settings_changed"] = merged.changed
-            state = refresh(campaign, now, ledger_changed=result.ledger_changed)
-        finally:
-            stop_plot_worker(campaign)
+    finally:
+        refresh.stop_plot_worker(campaign)
     return result.exit_code, state_mod.envelope(campaign.paths, state, {**extras, **result.extras})
 
 
@@ -91,42 +116,9 @@ def check_job_file(job) -> None:
         raise CampaignError(f"{job} is not a file; pass the path of an existing NVFLARE job.py")
 
 
-def _action(module: str, function: str):
-    if not module.startswith("act_"):
-        module = f"act_{module}"
-    return getattr(importlib.import_module(f".{module}", __package__), function)
+def _nothing(campaign, options, now: str) -> ActionResult:
+    return ActionResult()
 
 
-def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
-    """Re-derive the best fields, write the state; after a ledger change also the plot and the report.
-
-    Every writer drops the campaign's cached reads itself (`campaign.forget()`), so nothing is read twice here.
-    """
-    best = campaign.best_row()
-    digest = campaign.best().digest
-    meta = metadata.with_best(campaign.meta, best_row=best, digest=digest, run_args=campaign.best_run_args(), now=now)
-    if meta is not campaign.meta:
-        campaign.meta = meta
-        metadata.write(campaign.paths, meta)
-    faults.checkpoint("refresh:metadata_written")
-    state = state_mod.compute(campaign, now)
-    state_mod.write(campaign, state)
-    faults.checkpoint("refresh:state_written")
-    if ledger_changed or not campaign.paths.report.exists():
-        plotted = render_plot(campaign, state) if ledger_changed or not campaign.paths.progress.exists() else True
-        faults.checkpoint("refresh:plot_written")
-        report.write(report.outputs_of(campaign.paths), report.build(campaign, state, plot_available=plotted))
-    return state
-
-
-def render_plot(campaign, state: dict) -> bool:
-    """Refresh progress.png (with the noise band); False when no image could be drawn (text note only)."""
-    worker, campaign.plot_worker = campaign.plot_worker, None
-    return plotting.render(campaign, state, worker)
-
-
-def stop_plot_worker(campaign) -> None:
-    """An action that ended without drawing (a rejection, an interrupt) ends its plot worker."""
-    worker, campaign.plot_worker = getattr(campaign, "plot_worker", None), None
-    if worker is not None:
-        worker.stop()
+def _module(name: str):
+    return importlib.import_module(f".actions.{name}", __package__)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-from .. import guard
+from ..campaign import guard
+from ..campaign import vocabulary as v
 from . import runargs
 from . import settings as settings_mod
 
@@ -30,7 +31,7 @@ def estimate_of(campaign, row: dict) -> dict:
     scores = [
         other["score"]
         for other in campaign.rows()
-        if other["status"] == "replicate" and other["score"] is not None and other["base_candidate"] == row["name"]
+        if other["status"] == v.REPLICATE and other["score"] is not None and other["base_candidate"] == row["name"]
     ]
     settings = guard.GuardSettings.from_mapping(settings_mod.guard_settings(campaign.settings))
     return guard.noise_estimate((row["score"], None, row["name"]), scores, settings)
@@ -43,10 +44,10 @@ def latest_measured(campaign) -> dict | None:
     if current is not None and current["stdev"] is not None:
         return current
     replicated = {
-        row["base_candidate"] for row in campaign.rows() if row["status"] == "replicate" and row["score"] is not None
+        row["base_candidate"] for row in campaign.rows() if row["status"] == v.REPLICATE and row["score"] is not None
     }
     for row in reversed(campaign.rows()):
-        if row["status"] in ("baseline", "keep") and row["score"] is not None and row["name"] in replicated:
+        if row["status"] in v.RETAINED and row["score"] is not None and row["name"] in replicated:
             return estimate_of(campaign, row)
     return current
 

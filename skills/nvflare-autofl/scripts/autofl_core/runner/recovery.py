@@ -12,14 +12,15 @@ Usage: `extras = recover(campaign, now)` -> {"recovered_interrupted_evaluation":
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
 
-from .. import atomic
-from . import finalize, snapshots
-from .paths import TRIAL_TEMP_PREFIX
+from ..campaign import vocabulary as v
+from ..common import atomic, bounded
+from . import finalize
+from .store import snapshots
+from .store.paths import TRIAL_TEMP_PREFIX
 
 
 def recover(campaign, now: str) -> dict:
@@ -30,11 +31,11 @@ def recover(campaign, now: str) -> dict:
     _end_orphaned_trial(paths)
     recovered = None
     for manifest in campaign.manifests():
-        if manifest["status"] != "running":
+        if manifest["status"] != v.RUNNING:
             continue
         campaign.forget()
         snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"])
-        reset = dict(manifest, status="prepared", updated_at=now)
+        reset = dict(manifest, status=v.PREPARED, updated_at=now)
         reset.pop("trial", None)
         atomic.write_json(paths.manifest(manifest["candidate_id"]), reset)
         recovered = manifest["candidate_id"]
@@ -48,19 +49,19 @@ def recover(campaign, now: str) -> dict:
 def _end_orphaned_trial(paths) -> None:
     marker = paths.trial_marker
     try:
-        record = json.loads(marker.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return
-    except (OSError, ValueError):
+        record = bounded.read_json(marker)
+    except bounded.BoundedReadError:
         record = {}
-    token = record.get("token") if isinstance(record, dict) else None
+    if record is None:
+        return
+    token = record.get("token")
     if isinstance(token, str) and token:
-        from .. import childenv, processes  # only when a runner died mid-trial
+        from ..trial import childenv, processes  # only when a runner died mid-trial
 
         survivors = processes.terminate_tree(None, (childenv.TOKEN_VAR, token))
         if survivors:
             print(f"autofl: processes of an orphaned trial survived termination: {survivors}", file=sys.stderr)
-    temp_dir = record.get("temp_dir") if isinstance(record, dict) else None
+    temp_dir = record.get("temp_dir")
     if isinstance(temp_dir, str) and Path(temp_dir).name.startswith(TRIAL_TEMP_PREFIX):
         shutil.rmtree(temp_dir, ignore_errors=True)
     marker.unlink(missing_ok=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from ..importer import runner_view as importer
-from .errors import CampaignError
+from .outcome import CampaignError
 
 Arg = tuple[str, "str | None"]  # (canonical flag, value or None for a switch)
 

@@ -21,9 +21,9 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 
-from .. import guard_inputs
-from .errors import CampaignError
-from .paths import DEFAULT_OUTPUTS, OUTPUT_KEYS
+from ..campaign import guard_inputs
+from .outcome import CampaignError
+from .store.paths import DEFAULT_OUTPUTS, OUTPUT_KEYS
 
 THRESHOLD_KEYS = tuple(guard_inputs.THRESHOLDS)
 NO_PROGRESS_ENV = "AUTOFL_SIMULATOR_NO_PROGRESS_TIMEOUT_SECONDS"

@@ -11,11 +11,11 @@ manifests, plus the runner-only fields and the lifecycle overrides the ledger ca
 
 from __future__ import annotations
 
-import json
-
-from .. import atomic, bounded, guard, guard_inputs
+from ..campaign import guard, guard_inputs
+from ..campaign import vocabulary as v
+from ..common import atomic, bounded
 from . import settings as settings_mod
-from .errors import CampaignError
+from .outcome import CampaignError
 
 ENVELOPE_STATE_FIELDS = (
     "candidate_attempts",
@@ -41,8 +41,8 @@ def compute(campaign, now: str) -> dict:
     """The full campaign state (schema nvflare.autofl.campaign_state.v1)."""
     paths, settings = campaign.paths, campaign.settings
     manifests = campaign.manifests()
-    pending = [m for m in manifests if m["status"] in ("prepared", "running")]
-    ready = [m for m in manifests if m["status"] == "ready_for_external_execution"]
+    pending = [m for m in manifests if m["status"] in v.MANIFEST_IN_WORK]
+    ready = [m for m in manifests if m["status"] == v.READY]
     stop_files = guard_inputs.present_stop_files(paths.workspace, settings["stop_files"])
     rows = campaign.rows()
     state = guard.compute_state(
@@ -59,7 +59,7 @@ def compute(campaign, now: str) -> dict:
         results=str(paths.results),
         mode=settings["mode"],
         updated_at=now,
-        abandoned_candidates=sum(1 for m in manifests if m["status"] == "abandoned"),
+        abandoned_candidates=sum(1 for m in manifests if m["status"] == v.ABANDONED),
         best_candidate=best["name"] if best else None,
         best_source_sha256=_best_digest(campaign),
         pending_candidate_manifest=paths.rel(paths.manifest(first_pending["candidate_id"])) if first_pending else None,
@@ -72,7 +72,7 @@ def lifecycle_override(state: dict, rows: list[dict], env: str) -> str | None:
     """The runner's next_action override for facts the ledger rows alone cannot express."""
     if state["reason"] in STOP_REASONS:
         return None
-    if rows and rows[-1]["status"] == "infrastructure_retry":
+    if rows and rows[-1]["status"] == v.INFRASTRUCTURE_RETRY:
         return "await_simulation_runner_approval"
     if state["baseline_status"] != "complete":
         return "repair_baseline" if env == "sim" else "submit_baseline"
@@ -104,7 +104,6 @@ def _best_digest(campaign) -> str | None:
 
 def _read_previous(path) -> dict | None:
     try:
-        data = bounded.read_regular(path, 16 * 1024 * 1024)
-        return json.loads(data.decode("utf-8")) if data else None
-    except (bounded.BoundedReadError, ValueError, RecursionError):
+        return bounded.read_json(path)
+    except bounded.BoundedReadError:
         return None

@@ -1,0 +1,13 @@
+"""The campaign's rules over the ledger: pure functions of ledger rows and settings, plus the ledger file and the
+progress plot (imports nothing).
+
+- `vocabulary` - every status (ledger rows, manifests), the sets derived from them, the running best, the row
+  builders;
+- `ledger` - results.tsv: parse, validate, format, append atomically;
+- `compare` - "better" at ledger precision (a tie never wins);
+- `guard` - the state machine: ledger rows + settings -> campaign state (decision, next action, plateau, noise);
+- `guard_inputs` - the guard's inputs: thresholds from flags/environment, stop files, the stored mode;
+- `instructions` - the sentences an agent reads in the state;
+- `plot` - progress.png from the ledger (matplotlib, Pillow fallback, text note);
+- `plot_worker` - the process that draws progress.png while a trial runs (run by path), and its handle.
+"""

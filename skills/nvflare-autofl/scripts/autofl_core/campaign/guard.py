@@ -1,0 +1,391 @@
+"""Campaign state machine: ledger rows + settings -> campaign state (pure, no I/O, one pass over the rows).
+
+Usage::
+
+    state = compute_state(rows, GuardSettings(mode="max", max_candidates=5), stop_files_present=[])
+    full = with_runner_fields(state, results="/abs/results.tsv", mode="max", updated_at=now, abandoned_candidates=0,
+                              best_candidate="baseline", best_source_sha256=sha, pending_candidate_manifest=None)
+
+Row indices in the state (``best_scored_index``, ``event_index``, ``completion_index`` ...) are 0-based
+positions in the list of ledger data rows (the header is not a row). The decision table, the definitions
+of attempts, batches, plateau, family stall and crash blocker follow the autofl spec; the sentences an
+agent reads live in `instructions`.
+
+Replicate rows (reruns of the best configuration) are never attempts and never retained: they only feed the
+noise estimate `noise{...}` of the current best. With `noise_sigmas` > 0 and at least `MIN_NOISE_SCORES` scores
+of the best, its `margin` is the smallest gain a keep needs and the plateau's min delta.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import deque
+from dataclasses import asdict, dataclass, field
+
+from . import instructions
+from . import vocabulary as v
+from .compare import better, check_mode, improvement
+
+SCHEMA_VERSION = "nvflare.autofl.campaign_state.v1"
+LITERATURE_ACTIONS = frozenset(("run_literature_loop", "develop_literature_batch"))
+RUNNER_ONLY_FIELDS = ("abandoned_candidates", "best_candidate", "best_source_sha256", "pending_candidate_manifest")
+MIN_NOISE_SCORES = 3  # scores of the best (its own row plus replicates) before the noise margin applies
+
+
+@dataclass(frozen=True)
+class GuardSettings:
+    """Thresholds and objective of a campaign; defaults are the spec's (a cap of None means uncapped)."""
+
+    mode: str = "max"
+    max_candidates: int | None = None
+    plateau_threshold: int = 8
+    plateau_min_delta: float = 0.0005
+    hard_crash_threshold: int = 6
+    exploration_batch_size: int = 3
+    family_repeat_limit: int = 6
+    noise_sigmas: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode)
+        if self.max_candidates is not None:
+            _check_int("max_candidates", self.max_candidates, minimum=1)
+        _check_int("plateau_threshold", self.plateau_threshold, minimum=1)
+        _check_int("hard_crash_threshold", self.hard_crash_threshold, minimum=0)
+        _check_int("exploration_batch_size", self.exploration_batch_size, minimum=0)
+        _check_int("family_repeat_limit", self.family_repeat_limit, minimum=0)
+        for name in ("plateau_min_delta", "noise_sigmas"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+
+    @classmethod
+    def from_mapping(cls, values: dict) -> GuardSettings:
+        """Build settings from a dict holding any subset of the field names; unknown keys are an error."""
+        unknown = sorted(set(values) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown guard setting(s): {', '.join(unknown)}")
+        return cls(**values)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def compute_state(
+    rows: list[dict],
+    settings: GuardSettings | dict,
+    *,
+    stop_files_present: list[str],
+    pending_manifests: int = 0,
+    ready_manifests: int = 0,
+) -> dict:
+    """The campaign state for `rows` (ledger order) under `settings`.
+
+    `stop_files_present` lists the stop files that exist (as the caller wants them shown);
+    `pending_manifests` counts prepared candidates, `ready_manifests` those ready for external execution.
+    Returns every state field except the runner-only ones (`with_runner_fields` adds those).
+    """
+    if isinstance(settings, dict):
+        settings = GuardSettings.from_mapping(settings)
+    _check_int("pending_manifests", pending_manifests, minimum=0)
+    _check_int("ready_manifests", ready_manifests, minimum=0)
+    scan = _scan(rows, settings)
+    stop_files = list(dict.fromkeys(str(path) for path in stop_files_present))
+    facts = _facts(scan, settings, stop_files, pending_manifests, ready_manifests)
+    decision, reason, next_action, final_allowed = _decide(facts, settings)
+    state = {
+        "schema_version": SCHEMA_VERSION,
+        "decision": decision,
+        "reason": reason,
+        "next_action": next_action,
+        "final_response_allowed": final_allowed,
+        "required_exploration": required_exploration(next_action),
+        **facts["public"],
+    }
+    state["agent_instruction"] = instructions.agent_instruction(state, settings, facts["family"])
+    state["accounting_instruction"] = instructions.accounting_instruction(state, abandoned=None)
+    return state
+
+
+def with_runner_fields(
+    state: dict,
+    *,
+    results: str,
+    mode: str,
+    updated_at: str,
+    **runner_fields,
+) -> dict:
+    """Add the context fields (`results`, `mode`, `updated_at`) and, when given, the runner-only fields.
+
+    `campaign_guard.py` passes only the context; the runner also passes all of `RUNNER_ONLY_FIELDS`
+    (`abandoned_candidates`, `best_candidate`, `best_source_sha256`, `pending_candidate_manifest`), which
+    also folds the abandoned count into `accounting_instruction`.
+    """
+    unknown = sorted(set(runner_fields) - set(RUNNER_ONLY_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown runner field(s): {', '.join(unknown)}")
+    if runner_fields and len(runner_fields) != len(RUNNER_ONLY_FIELDS):
+        missing = sorted(set(RUNNER_ONLY_FIELDS) - set(runner_fields))
+        raise ValueError(f"runner fields come together; missing: {', '.join(missing)}")
+    merged = dict(state)
+    merged.update(results=results, updated_at=updated_at, mode=check_mode(mode))
+    if runner_fields:
+        merged.update(runner_fields)
+        merged["accounting_instruction"] = instructions.accounting_instruction(
+            merged, abandoned=runner_fields["abandoned_candidates"]
+        )
+    return merged
+
+
+def with_next_action_override(state: dict, next_action: str) -> dict:
+    """Apply a runner lifecycle override (`repair_baseline`, `submit_baseline`,
+    `await_simulation_runner_approval`): final answers are not allowed and the instruction says why."""
+    sentence = instructions.override_instruction(next_action)
+    return {
+        **state,
+        "next_action": next_action,
+        "final_response_allowed": False,
+        "agent_instruction": sentence,
+        "required_exploration": required_exploration(next_action),
+    }
+
+
+def required_exploration(next_action: str) -> str | None:
+    """`source_backed_exploration` exactly when the next action is a literature step, else None."""
+    return "source_backed_exploration" if next_action in LITERATURE_ACTIONS else None
+
+
+def differs_beyond_timestamp(previous: dict | None, current: dict) -> bool:
+    """True when `current` changes anything but `updated_at` (when `status` must rewrite the state file)."""
+    if not isinstance(previous, dict):
+        return True
+    return {k: v for k, v in previous.items() if k != "updated_at"} != {
+        k: v for k, v in current.items() if k != "updated_at"
+    }
+
+
+# --- one pass over the ledger -----------------------------------------------------------------------
+
+
+@dataclass
+class _Event:
+    event_id: str | None
+    index: int
+    completed: int = 0
+    completion_index: int | None = None
+
+
+@dataclass
+class _Scan:
+    family_window: int
+    attempts: int = 0
+    scored_attempt_rows: list = field(default_factory=list)  # row indices, ascending
+    crash_streak: int = 0
+    best: tuple | None = None  # (score, index, name) of the running best (vocabulary.RunningBest)
+    retained: list = field(default_factory=list)  # (score, index, name) of every scored baseline/keep row
+    replicates: dict = field(default_factory=dict)  # base_candidate -> scores of its replicate rows
+    baseline_score: float | None = None
+    events: list = field(default_factory=list)
+    last_scored: deque = field(init=False)  # (candidate_kind, algorithm_family) of the latest scored attempts
+
+    def __post_init__(self) -> None:
+        self.last_scored = deque(maxlen=max(self.family_window, 1))
+
+
+def _scan(rows: list[dict], settings: GuardSettings) -> _Scan:
+    mode, batch_size = settings.mode, settings.exploration_batch_size
+    scan = _Scan(family_window=settings.family_repeat_limit)
+    running = v.RunningBest(mode)
+    by_id: dict[str, _Event] = {}
+    current: _Event | None = None
+    for index, row in enumerate(rows):
+        status, score = row.get("status"), row.get("score")
+        if status == v.LITERATURE:
+            current = _Event(row.get("literature_event_id") or None, index)
+            scan.events.append(current)
+            if current.event_id:
+                by_id[current.event_id] = current
+        elif status == v.REPLICATE:
+            if score is not None:
+                scan.replicates.setdefault(row.get("base_candidate") or "", []).append(score)
+            continue
+        elif status in v.ATTEMPTS:
+            scan.attempts += 1
+            scan.crash_streak = scan.crash_streak + 1 if status == v.CRASH else 0
+            if score is None:
+                continue
+            scan.scored_attempt_rows.append(index)
+            scan.last_scored.append((row.get("candidate_kind") or "", row.get("algorithm_family") or ""))
+            if batch_size and row.get("candidate_kind") == v.SOURCE_EDIT:
+                label = row.get("literature_event_id") or ""
+                _count_batch_member(by_id.get(label) if label else current, index, batch_size)
+        if status in v.RETAINED and score is not None:
+            if status == v.BASELINE and scan.baseline_score is None:
+                scan.baseline_score = score
+            scan.retained.append((score, index, row.get("name") or ""))
+            if running.offer(index, row):
+                scan.best = scan.retained[-1]
+    return scan
+
+
+def _count_batch_member(event: _Event | None, index: int, batch_size: int) -> None:
+    if event is None or event.completed >= batch_size:
+        return
+    event.completed += 1
+    if event.completed == batch_size:
+        event.completion_index = index
+
+
+# --- derived facts and the decision table -----------------------------------------------------------
+
+
+def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int, ready: int) -> dict:
+    cap = settings.max_candidates
+    best_score = scan.best[0] if scan.best else None
+    batch = _reported_batch(scan.events, settings.exploration_batch_size)
+    family = _stalled_family(scan, settings)
+    noise = noise_estimate(scan.best, scan.replicates.get(scan.best[2], []) if scan.best else [], settings)
+    public = {
+        "candidate_cap": cap,
+        "candidate_cap_source": "explicit" if cap is not None else "uncapped",
+        "candidate_attempts": scan.attempts,
+        "remaining_candidates": max(cap - scan.attempts, 0) if cap is not None else None,
+        "pending_candidates": pending + ready,
+        "scored_attempts": len(scan.scored_attempt_rows),
+        "best_score": best_score,
+        "baseline_status": "complete" if scan.baseline_score is not None else "pending",
+        "baseline_score": scan.baseline_score,
+        "improvement": improvement(best_score, scan.baseline_score, settings.mode),
+        "stop_files": stop_files,
+        "plateau": _plateau(scan, settings, keep_margin(noise)),
+        "exploration_batch": batch,
+        "noise": noise,
+    }
+    return {
+        "public": public,
+        "ready": ready,
+        "family": family,
+        "crash_blocked": 0 < settings.hard_crash_threshold <= scan.crash_streak,
+        "batch_incomplete": batch is not None and batch["completion_index"] is None,
+    }
+
+
+def _decide(facts: dict, settings: GuardSettings) -> tuple[str, str, str, bool]:
+    public = facts["public"]
+    pending = public["pending_candidates"] > 0
+    if public["stop_files"] and pending:
+        return "stop", "manual_stop_pending_candidate", "abandon_candidate", False
+    if public["stop_files"]:
+        return "stop", "manual_stop_file", "final_report", True
+    if pending:
+        return "continue", "pending_candidates", "submit_candidate" if facts["ready"] else "edit_candidate", False
+    cap = settings.max_candidates
+    if cap is not None and public["candidate_attempts"] >= cap:
+        return "stop", "candidate_cap_exhausted", "final_report", True
+    if facts["crash_blocked"]:
+        return "stop", "hard_repeated_crash_blocker", "final_report", True
+    if facts["batch_incomplete"]:
+        return "continue", "literature_exploration_batch", "develop_literature_batch", False
+    if facts["family"]:
+        return "continue", "family_repeat_limit", "diversify_candidates", False
+    if public["plateau"]["recommendation"]:
+        return "continue", "plateau_literature", "run_literature_loop", False
+    return "continue", "continue", "propose_candidate", False
+
+
+def _reported_batch(events: list, batch_size: int) -> dict | None:
+    """The earliest incomplete batch (the one to work on), else the latest event's batch, else None."""
+    if not batch_size or not events:
+        return None
+    chosen = next((event for event in events if event.completion_index is None), events[-1])
+    return {
+        "literature_event_id": chosen.event_id,
+        "event_index": chosen.index,
+        "required": batch_size,
+        "completed": chosen.completed,
+        "completion_index": chosen.completion_index,
+    }
+
+
+def noise_estimate(best: tuple | None, replicate_scores: list[float], settings: GuardSettings) -> dict | None:
+    """Spread of the best configuration: its own score plus its replicates' (None without a scored best).
+
+    `stdev` is the sample standard deviation (None below two scores); `margin` = max(plateau_min_delta,
+    noise_sigmas x stdev); `applied` says whether keep and plateau use it (noise_sigmas > 0 and at least
+    MIN_NOISE_SCORES scores).
+    """
+    if best is None:
+        return None
+    scores = [best[0], *replicate_scores]
+    count = len(scores)
+    mean = math.fsum(scores) / count
+    stdev = math.sqrt(math.fsum((x - mean) ** 2 for x in scores) / (count - 1)) if count > 1 else None
+    margin = max(settings.plateau_min_delta, settings.noise_sigmas * stdev) if stdev is not None else None
+    return {
+        "replicates": count - 1,
+        "of": best[2],
+        "mean": round(mean, 6),
+        "stdev": None if stdev is None else round(stdev, 6),
+        "min": min(scores),
+        "max": max(scores),
+        "margin": None if margin is None else round(margin, 6),
+        "sigmas": settings.noise_sigmas,
+        "applied": bool(settings.noise_sigmas) and count >= MIN_NOISE_SCORES,
+    }
+
+
+def keep_margin(noise: dict | None) -> float | None:
+    """The gain a keep must exceed when the noise rule applies, else None (then any strict gain keeps)."""
+    return noise["margin"] if noise and noise["applied"] else None
+
+
+def _anchor(retained: list, mode: str, min_delta: float) -> tuple | None:
+    """The retained row that last improved by more than `min_delta`: the plateau clock's anchor."""
+    anchor = None
+    for entry in retained:
+        if better(entry[0], anchor[0] if anchor else None, mode, min_delta):
+            anchor = entry
+    return anchor
+
+
+def _plateau(scan: _Scan, settings: GuardSettings, margin: float | None) -> dict:
+    completions = [event.completion_index for event in scan.events if event.completion_index is not None]
+    last_completion = max(completions) if completions else None
+    min_delta = settings.plateau_min_delta if margin is None else margin
+    anchor = _anchor(scan.retained, settings.mode, min_delta)
+    anchor_index = anchor[1] if anchor else None
+    candidates = [index for index in (anchor_index, last_completion) if index is not None]
+    reset = max(candidates) if candidates else None
+    scored = scan.scored_attempt_rows
+    since = len(scored) - bisect_right(scored, reset) if reset is not None else len(scored)
+    available = anchor is not None
+    return {
+        "available": available,
+        "recommendation": "literature" if available and since >= settings.plateau_threshold else None,
+        "best_name": anchor[2] if anchor else None,
+        "best_score": anchor[0] if anchor else None,
+        "best_scored_index": anchor_index,
+        "last_literature_event_index": scan.events[-1].index if scan.events else None,
+        "last_batch_completion_index": last_completion,
+        "min_delta": min_delta,
+        "reset_row_index": reset,
+        "scored_since_reset": since,
+        "threshold": settings.plateau_threshold,
+    }
+
+
+def _stalled_family(scan: _Scan, settings: GuardSettings) -> str | None:
+    """The one algorithm family of the last `family_repeat_limit` argument-only scored attempts, if stalled."""
+    limit = settings.family_repeat_limit
+    if not limit or not scan.events or len(scan.last_scored) < limit:
+        return None
+    families = {family for kind, family in scan.last_scored if kind == v.ARGUMENT_ONLY}
+    kinds_ok = all(kind == v.ARGUMENT_ONLY for kind, _family in scan.last_scored)
+    if kinds_ok and len(families) == 1 and "" not in families:
+        return families.pop()
+    return None
+
+
+def _check_int(name: str, value: object, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")

@@ -1,0 +1,222 @@
+"""results.tsv: the campaign ledger (tab-separated, one header row, one row per event).
+
+Rows are plain dicts keyed by `COLUMNS`; ``score`` and ``runtime_seconds`` are floats or None, every
+other value is a string. Usage::
+
+    rows = read_rows("results.tsv")            # [] when the file does not exist
+    append_row("results.tsv", vocabulary.literature_row(name="lit-0001", hypothesis=h, family="", event_id="lit-0001"))
+
+Statuses and candidate kinds are the ones `vocabulary` defines; every row a writer appends comes from one of its
+row builders.
+
+`append_row` rewrites the whole file atomically (temp file + fsync + os.replace) instead of appending in
+place: a crash at any instant leaves either the old ledger or the new one, never a partial row, and the
+existing rows are validated first so a corrupt ledger is never extended. The cost (one read and one write
+of the file per row) is negligible next to the simulation that produced the row.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from ..common import bounded
+from . import vocabulary
+from .compare import format_score
+
+COLUMNS = (
+    "status",
+    "name",
+    "score",
+    "runtime_seconds",
+    "changed_files",
+    "diff_summary",
+    "run_command",
+    "artifacts",
+    "failure_reason",
+    "candidate_manifest",
+    "base_candidate",
+    "patch_sha256",
+    "metric_name",
+    "metric_source",
+    "metric_artifact",
+    "candidate_kind",
+    "algorithm_family",
+    "literature_event_id",
+)
+HEADER = "\t".join(COLUMNS)
+MAX_LEDGER_BYTES = 512 * 1024 * 1024  # about 2.5 million rows; anything larger is not a ledger
+
+_STATUS_SET = frozenset(vocabulary.LEDGER_STATUSES)
+_KIND_SET = frozenset(("",) + vocabulary.CANDIDATE_KINDS)
+# Characters that would break the one-row-per-line, tab-separated layout (plus other C0/C1 controls).
+_UNSAFE = {code: " " for code in list(range(0x00, 0x20)) + [0x7F, 0x85, 0x2028, 0x2029]}
+
+
+class LedgerError(ValueError):
+    """A ledger that cannot be trusted; the message is one line naming file, line and problem."""
+
+
+def parse(text: str, source: str = "results.tsv") -> list[dict]:
+    """Parse ledger text into row dicts; raise LedgerError on a bad header or any corrupt row.
+
+    A row with fewer fields than the header is padded with empty trailing fields; more fields is an error.
+    """
+    lines = text.removeprefix("\ufeff").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        return []
+    if lines[0].rstrip("\r") != HEADER:
+        raise LedgerError(
+            f"{source}: line 1: header does not match the ledger columns; expected {len(COLUMNS)} "
+            f"tab-separated columns starting with 'status<TAB>name<TAB>score'"
+        )
+    rows = []
+    width = len(COLUMNS)
+    for number in range(2, len(lines) + 1):
+        line = lines[number - 1].rstrip("\r")
+        if not line:
+            continue
+        fields = line.split("\t")
+        if len(fields) > width:
+            raise LedgerError(f"{source}: line {number}: expected {width} tab-separated fields, found {len(fields)}")
+        fields += [""] * (width - len(fields))  # editors that trim trailing whitespace drop trailing tabs
+        rows.append(_typed_row(fields, source, number))
+    return rows
+
+
+def read_rows(path: str | os.PathLike) -> list[dict]:
+    """Read and parse the ledger at `path`; a missing file is an empty ledger."""
+    text = _read_text(Path(path))
+    return [] if text is None else parse(text, str(path))
+
+
+def parse_any_version(text: str, source: str = "results.tsv") -> tuple[list[dict], tuple[str, ...]]:
+    """Like `parse`, but an older ledger whose header is a leading part of `COLUMNS` (at least status, name,
+    score) is read too, its rows padded; returns (rows, the columns that ledger did not have yet)."""
+    head, _, body = text.removeprefix("\ufeff").partition("\n")
+    fields = tuple(head.rstrip("\r").split("\t"))
+    width = len(fields)
+    if not 3 <= width < len(COLUMNS) or fields != COLUMNS[:width]:
+        return parse(text, source), ()
+    for number, line in enumerate(body.split("\n"), start=2):
+        if line.count("\t") >= width:
+            raise LedgerError(
+                f"{source}: line {number}: expected {width} tab-separated fields (the ledger's own "
+                f"header), found {line.count(chr(9)) + 1}"
+            )
+    return parse(HEADER + "\n" + body, source), COLUMNS[width:]
+
+
+def read_rows_any_version(path: str | os.PathLike) -> tuple[list[dict], tuple[str, ...]]:
+    """`read_rows` that also accepts an older ledger (see `parse_any_version`)."""
+    text = _read_text(Path(path))
+    return ([], ()) if text is None else parse_any_version(text, str(path))
+
+
+def format_row(row: dict) -> str:
+    """One ledger line (no newline) for `row`; missing columns are empty, free text is sanitized."""
+    unknown = sorted(set(row) - set(COLUMNS))
+    if unknown:
+        raise LedgerError(f"unknown ledger column(s): {', '.join(unknown)}")
+    status = row.get("status")
+    if status not in _STATUS_SET:
+        raise LedgerError(f"invalid ledger status {status!r}; expected one of: {', '.join(vocabulary.LEDGER_STATUSES)}")
+    kind = row.get("candidate_kind") or ""
+    if kind not in _KIND_SET:
+        raise LedgerError(f"invalid candidate_kind {kind!r}; expected {' or '.join(vocabulary.CANDIDATE_KINDS)}")
+    return "\t".join(_format_field(column, row.get(column)) for column in COLUMNS)
+
+
+def format_ledger(rows: list[dict]) -> str:
+    """The whole ledger text (header plus one line per row, trailing newline)."""
+    return "".join(line + "\n" for line in [HEADER, *(format_row(row) for row in rows)])
+
+
+def append_row(path: str | os.PathLike, row: dict) -> dict:
+    """Atomically add `row` at the end of the ledger at `path` (created with a header if missing).
+
+    Returns the row as it will read back (typed, sanitized). Raises LedgerError, leaving the file untouched,
+    when the existing ledger is corrupt or the row is invalid.
+    """
+    target = Path(path)
+    line = format_row(row)
+    existing = _read_text(target) or ""
+    parse(existing, str(target))
+    if not existing:
+        existing = HEADER + "\n"
+    elif not existing.endswith("\n"):
+        existing += "\n"
+    from ..common import atomic  # imported here: read-only callers (the guard CLI) never pay for tempfile
+
+    atomic.write_text(target, existing + line + "\n")
+    return parse(HEADER + "\n" + line + "\n", str(target))[0]
+
+
+def sanitize_text(value: object) -> str:
+    """Free text safe for one TSV field: tabs, newlines and other control characters become spaces.
+
+    A list or tuple (e.g. changed files) is joined with commas.
+    """
+    if isinstance(value, (list, tuple)):
+        value = ",".join(str(item) for item in value)
+    return str(value).translate(_UNSAFE)
+
+
+def _read_text(target: Path) -> str | None:
+    """The ledger's text, None when the file does not exist; LedgerError when it cannot be a ledger."""
+    try:
+        data = bounded.read_regular(target, MAX_LEDGER_BYTES)
+    except bounded.BoundedReadError as exc:
+        raise LedgerError(f"{target}: {exc}; pass the path of a results.tsv ledger") from None
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise LedgerError(f"{target}: line {line}: not valid UTF-8; restore the ledger from a backup") from None
+
+
+def _format_field(column: str, value: object) -> str:
+    if value is None or value == "":
+        return ""
+    if column == "score":
+        return format_score(_finite(value, column))
+    if column == "runtime_seconds":
+        return f"{_finite(value, column):.3f}"
+    return sanitize_text(value)
+
+
+def _finite(value: object, column: str) -> float:
+    if isinstance(value, bool):
+        raise LedgerError(f"{column} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise LedgerError(f"{column} must be a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise LedgerError(f"{column} must be finite, got {value!r}; record the run as a crash instead")
+    if column == "runtime_seconds" and number < 0:
+        raise LedgerError(f"runtime_seconds must be >= 0, got {value!r}")
+    return number
+
+
+def _typed_row(fields: list[str], source: str, number: int) -> dict:
+    """Row dict from the split fields of one line (the caller checked the field count)."""
+    row = dict(zip(COLUMNS, fields))  # noqa: B905
+    if row["status"] not in _STATUS_SET:
+        raise LedgerError(
+            f"{source}: line {number}: unknown status {row['status']!r}; expected one of: "
+            f"{', '.join(vocabulary.LEDGER_STATUSES)}"
+        )
+    if row["candidate_kind"] not in _KIND_SET:
+        raise LedgerError(f"{source}: line {number}: unknown candidate_kind {row['candidate_kind']!r}")
+    try:
+        row["score"] = _finite(row["score"], "score") if row["score"] else None
+        row["runtime_seconds"] = _finite(row["runtime_seconds"], "runtime_seconds") if row["runtime_seconds"] else None
+    except LedgerError as exc:
+        raise LedgerError(f"{source}: line {number}: {exc}") from None
+    return row

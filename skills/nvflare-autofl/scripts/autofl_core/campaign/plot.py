@@ -1,0 +1,373 @@
+"""progress.png from the ledger: pure plot data, then matplotlib (Agg), a Pillow fallback, or a text note.
+
+Usage::
+
+    data = plot_data(rows, "max")          # pure: points, failures, literature markers, running best, best
+    summary = render(rows, "progress.png", metric="accuracy", mode="max")   # {"backend": ..., "output": ...}
+    render(rows, "progress.png", metric="accuracy", mode="max", band=0.004)    # shade the best +- 0.004
+
+The best point is ringed in the best color; `render` reports where (`best_pixel`, image pixels from the
+top-left corner) so the picture can be checked against the data.
+
+The x axis counts experiments (baseline, keep, discard and crash rows) in ledger order, starting at 1;
+a literature event sits half a step after the experiment it follows. Replicate rows (reruns of the best) are
+experiments of their own color and never move the running best; `band` shades the best +- the noise margin.
+Plotting libraries are imported only
+inside the renderers, never when this module is imported.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+
+from ..common import atomic
+from . import vocabulary as v
+from .compare import check_mode, format_score
+
+SCORED_SERIES = (v.BASELINE, v.KEEP, v.DISCARD, v.REPLICATE)
+COLORS = {
+    v.BASELINE: "#1f77b4",
+    v.KEEP: "#2ca02c",
+    v.DISCARD: "#9a9a9a",
+    v.CRASH: "#d62728",
+    v.LITERATURE: "#9467bd",
+    "best": "#ff7f0e",
+    v.REPLICATE: "#17becf",
+    "band": "#ffd8a8",
+}
+SIZE = (1000, 560)  # pixels, both backends
+EMPTY_MESSAGE = "no scored results yet"
+MAX_EVENT_LABELS = 30  # more literature markers than this stay unlabelled (text artists are slow and overlap)
+
+
+def plot_data(rows: list[dict], mode: str) -> dict:
+    """Everything the plot shows, computed from ledger rows (pure)."""
+    check_mode(mode)
+    points, failures, literature, running = [], [], [], []
+    best = None
+    tracker = v.RunningBest(mode)
+    x = 0
+    for index, row in enumerate(rows):
+        status, score, name = row.get("status"), row.get("score"), row.get("name") or ""
+        if status == v.LITERATURE:
+            literature.append({"x": x + 0.5, "row": index, "event_id": row.get("literature_event_id") or ""})
+            continue
+        if status not in v.EXPERIMENTS:
+            continue
+        x += 1
+        if score is None or status == v.CRASH:  # an unscored replicate is drawn like a crash
+            failures.append({"x": x, "row": index, "name": name, "status": status})
+            continue
+        points.append({"x": x, "row": index, "score": score, "status": status, "name": name})
+        if tracker.offer(index, row):
+            best = {"x": x, "row": index, "score": score, "status": status, "name": name}
+            running.append({"x": x, "score": score})
+    counts = {status: 0 for status in v.LEDGER_STATUSES}
+    for row in rows:
+        if row.get("status") in counts:
+            counts[row["status"]] += 1
+    return {
+        "points": points,
+        "failures": failures,
+        "literature": literature,
+        "running_best": running,
+        "best": best,
+        "x_max": x,
+        "counts": counts,
+        "scored": len(points),
+    }
+
+
+def warm_up() -> str | None:
+    """Import the plotting library ahead of time (e.g. in a thread while a trial runs, so the render after it
+    is cheap). Returns the backend `render` will use, or None when only the text note is possible."""
+    try:
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+
+        return "matplotlib"
+    except ImportError:
+        pass
+    try:
+        import PIL.ImageDraw  # noqa: F401
+
+        return "pillow"
+    except ImportError:
+        return None
+
+
+def prime() -> None:
+    """Draw a throwaway plot in memory so fonts and glyph caches are loaded before the real render (used by
+    the plot worker while a trial runs; nothing is written)."""
+    data = plot_data([{"status": v.BASELINE, "name": "b", "score": 0.5}], "max")
+    try:
+        _draw_matplotlib(data, title_text(data, "metric", "max"), "metric")
+    except ImportError:
+        pass
+
+
+def title_text(data: dict, metric: str, mode: str) -> str:
+    """Plot title: metric, direction and counts."""
+    direction = "higher is better" if mode == "max" else "lower is better"
+    counts = data["counts"]
+    replicates = f", {counts[v.REPLICATE]} replicate(s)" if counts[v.REPLICATE] else ""
+    return (
+        f"Auto-FL progress: {metric} ({mode}, {direction}) - {data['scored']} scored, {counts[v.KEEP]} kept, "
+        f"{counts[v.DISCARD]} discarded, {counts[v.CRASH]} crashed, {counts[v.LITERATURE]} literature{replicates}"
+    )
+
+
+def render(rows: list[dict], output: str | os.PathLike, *, metric: str, mode: str, band: float | None = None) -> dict:
+    """Write the progress PNG to `output` atomically; returns which backend drew it.
+
+    `band` (the noise margin) shades best +- band from the best point on. Falls back from matplotlib to Pillow;
+    with neither, writes a text note beside `output` (same name, `.txt`) and warns on stderr. `best_pixel` is
+    the ringed best point in the image, or None.
+    """
+    data = plot_data(rows, mode)
+    data["band"] = band if band and data["best"] else None
+    title = title_text(data, metric, mode)
+    for backend, draw in (("matplotlib", _draw_matplotlib), ("pillow", _draw_pillow)):
+        try:
+            png, best_pixel = draw(data, title, metric)
+        except ImportError:
+            continue
+        except Exception as exc:  # a plotting library bug must not lose the campaign's progress output
+            print(f"plot: {backend} failed ({type(exc).__name__}: {exc}); trying the next renderer", file=sys.stderr)
+            continue
+        atomic.write_bytes(output, png)
+        return {
+            "backend": backend,
+            "output": str(output),
+            "best": data["best"],
+            "best_pixel": best_pixel,
+            "scored": data["scored"],
+        }
+    note = Path(output).with_suffix(".txt")
+    atomic.write_text(note, text_summary(data, title))
+    print(f"plot: neither matplotlib nor Pillow is installed; wrote a text summary to {note}", file=sys.stderr)
+    return {"backend": "text", "output": str(note), "best": data["best"], "best_pixel": None, "scored": data["scored"]}
+
+
+def text_summary(data: dict, title: str) -> str:
+    """The plain-text stand-in for the plot."""
+    lines = [title]
+    if not data["points"]:
+        lines.append(EMPTY_MESSAGE)
+    if data.get("band"):
+        lines.append(f"noise band: best +- {format_score(data['band'])}")
+    best_row = data["best"]["row"] if data["best"] else None
+    for entry in sorted(data["points"] + data["failures"], key=lambda item: item["x"]):
+        score = format_score(entry["score"]) if "score" in entry else "(no score)"
+        marker = "  <- best" if entry["row"] == best_row else ""
+        lines.append(f"{entry['x']:>5}  {entry['status']:<8}  {score}  {entry['name']}{marker}")
+    return "\n".join(lines) + "\n"
+
+
+def _y_range(data: dict) -> tuple[float, float]:
+    scores = [point["score"] for point in data["points"]]
+    if data.get("band"):
+        scores += [data["best"]["score"] - data["band"], data["best"]["score"] + data["band"]]
+    low, high = min(scores), max(scores)
+    pad = (high - low) * 0.08 or max(abs(high) * 0.05, 0.05)
+    return low - pad, high + pad
+
+
+def _best_steps(data: dict) -> tuple[list, list]:
+    """Step-line vertices of the running best, extended to the last experiment."""
+    xs = [step["x"] for step in data["running_best"]]
+    ys = [step["score"] for step in data["running_best"]]
+    if xs and xs[-1] < data["x_max"]:
+        xs.append(data["x_max"])
+        ys.append(ys[-1])
+    return xs, ys
+
+
+def _draw_matplotlib(data: dict, title: str, metric: str) -> tuple[bytes, list[int] | None]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(SIZE[0] / 100, SIZE[1] / 100), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.set_title(_literal(title), fontsize=9)
+    if not data["points"]:
+        axes.text(0.5, 0.5, EMPTY_MESSAGE, ha="center", va="center", fontsize=16, transform=axes.transAxes)
+        axes.set_axis_off()
+    else:
+        _matplotlib_series(axes, data, metric)
+    buffer = io.BytesIO()
+    # light PNG compression: a third of the render time saved, a slightly larger file (runs after every trial)
+    figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None}, pil_kwargs={"compress_level": 1})
+    best = data["best"]
+    if best is None:
+        return buffer.getvalue(), None
+    x, y = axes.transData.transform((best["x"], best["score"]))  # display pixels, origin bottom-left
+    return buffer.getvalue(), [round(x), round(SIZE[1] - y)]
+
+
+def _matplotlib_series(axes, data: dict, metric: str) -> None:
+    if data.get("band"):
+        best, band = data["best"], data["band"]
+        axes.axhspan(
+            best["score"] - band,
+            best["score"] + band,
+            xmin=0,
+            xmax=1,
+            color=COLORS["band"],
+            alpha=0.5,
+            zorder=1,
+            label=f"noise band (best +- {format_score(band)})",
+        )
+    for status in SCORED_SERIES:
+        chosen = [point for point in data["points"] if point["status"] == status]
+        if chosen:
+            axes.plot(
+                [p["x"] for p in chosen],
+                [p["score"] for p in chosen],
+                linestyle="none",
+                marker="o",
+                markersize=6,
+                color=COLORS[status],
+                label=status,
+                zorder=3,
+            )
+    xs, ys = _best_steps(data)
+    if xs:
+        axes.step(xs, ys, where="post", color=COLORS["best"], linewidth=1.5, label="running best", zorder=2)
+    if data["failures"]:
+        axes.plot(
+            [f["x"] for f in data["failures"]],
+            [0.02] * len(data["failures"]),
+            linestyle="none",
+            marker="x",
+            markersize=7,
+            color=COLORS[v.CRASH],
+            transform=axes.get_xaxis_transform(),
+            label="crash / no score",
+            zorder=3,
+        )
+    events = data["literature"]
+    if events:
+        axes.vlines(
+            [event["x"] for event in events],
+            0,
+            1,
+            transform=axes.get_xaxis_transform(),
+            linewidth=1,
+            colors=COLORS[v.LITERATURE],
+            linestyles="--",
+            alpha=0.7,
+            label="literature event",
+        )
+    for event in events if len(events) <= MAX_EVENT_LABELS else []:
+        axes.text(
+            event["x"],
+            0.98,
+            _literal(event["event_id"]),
+            transform=axes.get_xaxis_transform(),
+            fontsize=7,
+            color=COLORS[v.LITERATURE],
+            ha="right",
+            va="top",
+            rotation=90,
+        )
+    best = data["best"]
+    if best:
+        axes.plot(
+            [best["x"]],
+            [best["score"]],
+            linestyle="none",
+            marker="o",
+            markersize=14,
+            markerfacecolor="none",
+            markeredgecolor=COLORS["best"],
+            markeredgewidth=2,
+            label="best",
+            zorder=4,
+        )
+        axes.annotate(
+            _literal(f"best {best['name']}: {format_score(best['score'])}"),
+            xy=(best["x"], best["score"]),
+            xytext=(12, 12),
+            textcoords="offset points",
+            fontsize=8,
+            arrowprops={"arrowstyle": "->", "color": COLORS["best"]},
+        )
+    axes.set_ylim(*_y_range(data))
+    axes.set_xlim(0.5, max(data["x_max"], 1) + 0.5)
+    axes.set_xlabel("experiment (ledger order)")
+    axes.set_ylabel(_literal(metric))
+    axes.grid(alpha=0.3)
+    axes.legend(loc="best", fontsize=8)
+
+
+def _literal(text: str) -> str:
+    """Text matplotlib shows verbatim (a `$` would otherwise start math mode)."""
+    return text.replace("$", r"\$")
+
+
+def _draw_pillow(data: dict, title: str, metric: str) -> tuple[bytes, list[int] | None]:
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", SIZE, "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default()
+    draw.text((20, 12), title, fill="black", font=font)
+    best_pixel = None
+    if not data["points"]:
+        draw.text((SIZE[0] // 2 - 80, SIZE[1] // 2), EMPTY_MESSAGE, fill="black", font=font)
+    else:
+        best_pixel = _pillow_series(draw, font, data, metric)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue(), best_pixel
+
+
+def _pillow_series(draw, font, data: dict, metric: str) -> list[int] | None:
+    """Draw the axes box, literature markers, running best, points and crashes; return the best point's pixel."""
+    left, top, right, bottom = 70, 40, SIZE[0] - 20, SIZE[1] - 50
+    low, high = _y_range(data)
+    span_x = max(data["x_max"], 1)
+
+    def to_px(x: float, y: float) -> tuple[float, float]:
+        return left + (x - 0.5) / span_x * (right - left), bottom - (y - low) / (high - low) * (bottom - top)
+
+    if data.get("band"):
+        best, band = data["best"], data["band"]
+        _, upper = to_px(best["x"], best["score"] + band)
+        _, lower = to_px(best["x"], best["score"] - band)
+        draw.rectangle((left, upper, right, lower), fill=COLORS["band"])
+    draw.rectangle((left, top, right, bottom), outline="black")
+    draw.text((left - 60, top), f"{high:.4g}", fill="black", font=font)
+    draw.text((left - 60, bottom - 10), f"{low:.4g}", fill="black", font=font)
+    draw.text((left, bottom + 10), f"experiment (ledger order); y: {metric}", fill="black", font=font)
+    for event in data["literature"]:
+        x, _ = to_px(event["x"], low)
+        for y in range(top, bottom, 8):
+            draw.line((x, y, x, min(y + 4, bottom)), fill=COLORS[v.LITERATURE])
+    xs, ys = _best_steps(data)
+    vertices = []
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        if i:
+            vertices.append(to_px(x, ys[i - 1]))
+        vertices.append(to_px(x, y))
+    if len(vertices) > 1:
+        draw.line(vertices, fill=COLORS["best"], width=2)
+    for point in data["points"]:
+        x, y = to_px(point["x"], point["score"])
+        draw.ellipse((x - 4, y - 4, x + 4, y + 4), fill=COLORS[point["status"]])
+    for failure in data["failures"]:
+        x, _ = to_px(failure["x"], low)
+        draw.line((x - 4, bottom - 12, x + 4, bottom - 4), fill=COLORS[v.CRASH], width=2)
+        draw.line((x - 4, bottom - 4, x + 4, bottom - 12), fill=COLORS[v.CRASH], width=2)
+    best = data["best"]
+    if not best:
+        return None
+    x, y = to_px(best["x"], best["score"])
+    draw.ellipse((x - 9, y - 9, x + 9, y + 9), outline=COLORS["best"], width=2)
+    draw.text((x + 12, y - 20), f"best {best['name']}: {format_score(best['score'])}", fill="black", font=font)
+    return [round(x), round(y)]

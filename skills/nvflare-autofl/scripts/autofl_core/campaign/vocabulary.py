@@ -1,0 +1,215 @@
+"""The campaign's one vocabulary: ledger and manifest statuses, the sets derived from them, the running best,
+and the builders of every kind of ledger row.
+
+Every reader and writer of results.tsv and of candidate manifests spells a status through this module
+(`tests/test_autofl_structure.py` fails on a raw status string anywhere else). Usage::
+
+    from ..campaign import vocabulary as v
+    row["status"] in v.ATTEMPTS                      # keep / discard / crash: what counts toward the cap
+    best = v.best_row(rows, "max")                   # the best scored baseline/keep row (first of ties)
+    ledger.append_row(path, v.literature_row(name="lit-0001", hypothesis=h, family="", event_id="lit-0001"))
+"""
+
+from __future__ import annotations
+
+from .compare import better
+
+# --- ledger row statuses (results.tsv `status`) ------------------------------------------------------------
+BASELINE = "baseline"
+KEEP = "keep"
+DISCARD = "discard"
+CRASH = "crash"
+LITERATURE = "literature"
+INFRASTRUCTURE_RETRY = "infrastructure_retry"
+REPLICATE = "replicate"
+LEDGER_STATUSES = (BASELINE, KEEP, DISCARD, CRASH, LITERATURE, INFRASTRUCTURE_RETRY, REPLICATE)
+
+ATTEMPTS = frozenset((KEEP, DISCARD, CRASH))  # candidate attempts: what counts toward the cap
+SCORED_ATTEMPTS = frozenset((KEEP, DISCARD))  # attempts whose row carries the score
+RETAINED = frozenset((BASELINE, KEEP))  # rows whose configuration became (or could become) the best
+EXPERIMENTS = frozenset((BASELINE, KEEP, DISCARD, CRASH, REPLICATE))  # rows of a run: the plot's x axis
+FAILURES = frozenset((CRASH, INFRASTRUCTURE_RETRY))  # rows the report lists under failures
+
+# --- candidate kinds (results.tsv `candidate_kind`) ---------------------------------------------------------
+SOURCE_EDIT = "source_edit"
+ARGUMENT_ONLY = "argument_only"
+CANDIDATE_KINDS = (SOURCE_EDIT, ARGUMENT_ONLY)
+
+# --- candidate manifest statuses (candidate_manifest.json `status`) ----------------------------------------
+PREPARED = "prepared"
+RUNNING = "running"
+READY = "ready_for_external_execution"
+ABANDONED = "abandoned"
+MANIFEST_PENDING = (PREPARED, RUNNING, READY)  # not finished: blocks prepare, the final report
+MANIFEST_IN_WORK = (PREPARED, RUNNING)  # pending in the runner (the state's pending_manifests)
+MANIFEST_TERMINAL = (KEEP, DISCARD, CRASH, ABANDONED)
+MANIFEST_STATUSES = MANIFEST_PENDING + MANIFEST_TERMINAL
+
+# --- how a trial ended (`TrialResult.outcome`) -------------------------------------------------------------
+# The trial package spells these itself (it knows nothing of the ledger); a test checks both agree.
+OUTCOME_SUCCESS = "success"
+OUTCOME_CRASH = CRASH
+OUTCOME_INFRASTRUCTURE_RETRY = INFRASTRUCTURE_RETRY
+
+BASELINE_NAME = BASELINE  # the first baseline row, and the candidate of the first best snapshot
+BASELINE_SUMMARY = "baseline: job.py as imported"
+
+
+# --- the running best ---------------------------------------------------------------------------------------
+class RunningBest:
+    """The best scored retained (baseline/keep) row seen so far; a tie never replaces the earlier row.
+
+    Feed rows in ledger order with `offer(index, row)`: True when that row became the best. `index` and `score`
+    are the current best's (None before any). The one rule every reader follows: campaign, guard, plot, report.
+    """
+
+    def __init__(self, mode: str):
+        self.mode = mode
+        self.index: int | None = None
+        self.score: float | None = None
+
+    def offer(self, index: int, row: dict) -> bool:
+        score = row.get("score")
+        if row.get("status") not in RETAINED or score is None or not better(score, self.score, self.mode):
+            return False
+        self.index, self.score = index, score
+        return True
+
+
+def running_best(rows: list[dict], mode: str) -> list[int]:
+    """Indices of the rows that became the best, in ledger order (the last one is the best; [] when none)."""
+    tracker = RunningBest(mode)
+    return [index for index, row in enumerate(rows) if tracker.offer(index, row)]
+
+
+def best_row(rows: list[dict], mode: str) -> dict | None:
+    """The best scored baseline/keep row (the earlier of two tied rows), or None."""
+    steps = running_best(rows, mode)
+    return rows[steps[-1]] if steps else None
+
+
+# --- ledger row builders ------------------------------------------------------------------------------------
+def baseline_row(
+    *,
+    name: str,
+    score: float | None,
+    run_command: str,
+    artifacts: str | None,
+    runtime_seconds: float | None = None,
+    failure_reason: str | None = None,
+    metric_name: str | None = None,
+    metric_source: str | None = None,
+    metric_artifact: str | None = None,
+) -> dict:
+    """A baseline run (the runner's simulation, or an external one recorded with `record --baseline`)."""
+    return {
+        "status": BASELINE,
+        "name": name,
+        "score": score,
+        "runtime_seconds": runtime_seconds,
+        "diff_summary": BASELINE_SUMMARY,
+        "run_command": run_command,
+        "artifacts": artifacts,
+        "failure_reason": failure_reason,
+        "metric_name": metric_name,
+        "metric_source": metric_source,
+        "metric_artifact": metric_artifact,
+    }
+
+
+def candidate_row(
+    status: str,
+    *,
+    name: str,
+    score: float | None,
+    runtime_seconds: float | None,
+    changed_files: str,
+    diff_summary: str,
+    run_command: str,
+    artifacts: str,
+    failure_reason: str,
+    candidate_manifest: str,
+    base_candidate: str,
+    patch_sha256: str,
+    metric_name: str,
+    metric_source: str,
+    metric_artifact: str,
+    candidate_kind: str,
+    algorithm_family: str,
+    literature_event_id: str,
+) -> dict:
+    """A finalized candidate: a keep / discard / crash attempt, or an infrastructure retry of it.
+
+    Only keep and discard rows carry the score and its metric evidence.
+    """
+    if status not in ATTEMPTS and status != INFRASTRUCTURE_RETRY:
+        raise ValueError(f"a candidate row is keep, discard, crash or infrastructure_retry, not {status!r}")
+    scored = status in SCORED_ATTEMPTS
+    return {
+        "status": status,
+        "name": name,
+        "score": score if scored else None,
+        "runtime_seconds": runtime_seconds,
+        "changed_files": changed_files,
+        "diff_summary": diff_summary,
+        "run_command": run_command,
+        "artifacts": artifacts,
+        "failure_reason": failure_reason,
+        "candidate_manifest": candidate_manifest,
+        "base_candidate": base_candidate,
+        "patch_sha256": patch_sha256,
+        "metric_name": metric_name if scored else "",
+        "metric_source": metric_source if scored else "",
+        "metric_artifact": metric_artifact if scored else "",
+        "candidate_kind": candidate_kind,
+        "algorithm_family": algorithm_family,
+        "literature_event_id": literature_event_id,
+    }
+
+
+def literature_row(*, name: str, hypothesis: str, family: str, event_id: str) -> dict:
+    """A literature event (`record --literature`): its sources and decision in diff_summary."""
+    return {
+        "status": LITERATURE,
+        "name": name,
+        "diff_summary": hypothesis,
+        "algorithm_family": family,
+        "literature_event_id": event_id,
+    }
+
+
+def replicate_row(
+    *,
+    name: str,
+    of: str,
+    summary: str,
+    score: float | None,
+    runtime_seconds: float | None,
+    run_command: str,
+    artifacts: str,
+    failure_reason: str | None,
+    metric_name: str | None,
+    metric_source: str | None,
+    metric_artifact: str | None,
+) -> dict:
+    """A rerun of the best configuration `of` (never an attempt, never the best; feeds the noise estimate)."""
+    return {
+        "status": REPLICATE,
+        "name": name,
+        "score": score,
+        "runtime_seconds": runtime_seconds,
+        "diff_summary": summary,
+        "run_command": run_command,
+        "artifacts": artifacts,
+        "failure_reason": failure_reason,
+        "base_candidate": of,
+        "metric_name": metric_name,
+        "metric_source": metric_source,
+        "metric_artifact": metric_artifact,
+    }
+
+
+def infrastructure_retry_row(row: dict) -> dict:
+    """The row of a trial the host sandbox denied (exit 75): the baseline or replicate row it would have been,
+    with the status that never counts and no score."""
+    return dict(row, status=INFRASTRUCTURE_RETRY, score=None)

@@ -1,0 +1,87 @@
+"""Bounded reads of small input files (the ledger, the campaign documents): one rule for every reader.
+
+Usage::
+
+    data = read_regular(path, limit)   # bytes, or None when the file does not exist
+    document = read_json(path)         # a JSON object (dict), or None when the file does not exist
+
+Only regular files are read: a FIFO is opened non-blocking and refused, a device (/dev/zero) is refused before
+any byte is read, and a file larger than `limit` is refused from its size alone. Raises BoundedReadError whose
+message is a short phrase ("is a directory", "is larger than 16 MiB", ...) for the caller to put in context.
+`read_json` is the one reader of every campaign JSON document (campaign.json, the state, manifests, the snapshot
+record, the finalize journal, the trial marker, trial.json; each is a JSON object): at most `MAX_DOCUMENT_BYTES`,
+and a damaged file, whatever the damage, is one BoundedReadError.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024  # every campaign document (JSON, autofl.yaml); the ledger has its own limit
+
+
+class BoundedReadError(ValueError):
+    """The path exists but cannot be read as a bounded regular file; str() is a short phrase."""
+
+
+def read_regular(path: str | os.PathLike, limit: int) -> bytes | None:
+    """The bytes of the regular file at `path` (None when it does not exist); at most `limit` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (FileNotFoundError, NotADirectoryError):  # a file component in the path: it does not exist either
+        return None
+    except IsADirectoryError:
+        raise BoundedReadError("is a directory") from None
+    except OSError as exc:
+        raise BoundedReadError(f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise BoundedReadError("is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise BoundedReadError("is not a regular file")
+        if info.st_size > limit:
+            raise BoundedReadError(f"is larger than {_size(limit)}")
+        data = _read_up_to(fd, limit + 1)
+    except OSError as exc:
+        raise BoundedReadError(f"cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # the file grew after fstat
+        raise BoundedReadError(f"is larger than {_size(limit)}")
+    return data
+
+
+def read_json(path: str | os.PathLike, limit: int = MAX_DOCUMENT_BYTES) -> dict | None:
+    """The JSON object at `path` (None when the file does not exist), read as `read_regular` reads.
+
+    Raises BoundedReadError for a file that is not a bounded regular file, "is not valid JSON" for one that is
+    not UTF-8 JSON (too deeply nested included), "is not a JSON object" for any other JSON value.
+    """
+    data = read_regular(path, limit)
+    if data is None:
+        return None
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise BoundedReadError("is not valid JSON") from None
+    if not isinstance(document, dict):
+        raise BoundedReadError("is not a JSON object")
+    return document
+
+
+def _read_up_to(fd: int, count: int) -> bytes:
+    parts = []
+    while count > 0:
+        part = os.read(fd, min(count, 1 << 20))
+        if not part:
+            break
+        parts.append(part)
+        count -= len(part)
+    return b"".join(parts)
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"

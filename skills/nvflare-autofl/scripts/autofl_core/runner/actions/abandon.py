@@ -1,0 +1,25 @@
+"""abandon: a pending candidate becomes `abandoned` (never counted); a materialized one is taken out of the
+workspace first (best source restored, its created files removed)."""
+
+from __future__ import annotations
+
+from ...campaign import vocabulary as v
+from ..checks import chosen_manifest
+from ..outcome import ActionResult, CampaignError
+from ..store import manifests, snapshots
+
+
+def run(campaign, options, now: str) -> ActionResult:
+    paths = campaign.paths
+    manifest = chosen_manifest(campaign, options.manifest, none_pending="there is no pending candidate to abandon")
+    if manifest["status"] not in v.MANIFEST_PENDING:
+        raise CampaignError(
+            f"candidate {manifest['candidate_id']} is {manifest['status']}; only a pending candidate can be abandoned"
+        )
+    if manifest["status"] == v.READY:
+        snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"])
+    manifests.write(paths, dict(manifest, status=v.ABANDONED, updated_at=now))
+    campaign.forget()
+    return ActionResult(
+        extras={"candidate_manifest": str(paths.manifest(manifest["candidate_id"])), "candidate_status": v.ABANDONED}
+    )

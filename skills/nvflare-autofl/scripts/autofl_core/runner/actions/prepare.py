@@ -1,0 +1,91 @@
+"""prepare: copy the best snapshot into `candidates/<id>/source/` (the only folder the agent edits) and
+write the manifest (`prepared`)."""
+
+from __future__ import annotations
+
+from ...campaign import vocabulary as v
+from .. import state as state_mod
+from ..checks import require_open
+from ..outcome import ActionResult, CampaignError
+from ..store import manifests, snapshots, sources
+
+RESERVED_NAMES = (v.BASELINE_NAME,)
+RESERVED_PREFIXES = ("baseline_retry_", "replicate_")
+
+
+def run(campaign, options, now: str) -> ActionResult:
+    paths = campaign.paths
+    name = manifests.check_id(options.name or "", "--name")
+    hypothesis = (options.hypothesis or "").strip()
+    if not hypothesis:
+        raise CampaignError("--hypothesis is required: say what the candidate changes and why it should help")
+    state = state_mod.compute(campaign, now)
+    require_open(state, "prepare")
+    if state["baseline_status"] != "complete":
+        raise CampaignError("there is no scored baseline yet; follow next_action (repair_baseline or submit_baseline)")
+    if campaign.pending():
+        pending = campaign.pending()[0]["candidate_id"]
+        raise CampaignError(f"candidate {pending} is still pending; evaluate or abandon it before preparing another")
+    if name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES) or name in campaign.used_names():
+        raise CampaignError(f"--name {name} is already used or reserved; pick a new name")
+    event = check_literature_event(campaign.rows(), options.literature_event)
+    best = campaign.best()
+    drift = snapshots.workspace_drift(paths, best)
+    if drift:
+        raise CampaignError(
+            f"the workspace differs from the best snapshot ({', '.join(drift)}); undo those edits "
+            "(candidates are edited only in their prepared copy), then prepare again"
+        )
+    best_files = snapshots.files_of(paths, best)
+    best_row = campaign.best_row()
+    sources.write_files(paths.candidate_dir(name) / "source", best_files)
+    manifest = {
+        "schema_version": manifests.SCHEMA,
+        "candidate_id": name,
+        "name": name,
+        "hypothesis": hypothesis,
+        "algorithm_family": (options.family or "").strip(),
+        "literature_event_id": event,
+        "status": v.PREPARED,
+        "created_at": now,
+        "updated_at": now,
+        "workspace_root": str(paths.workspace),
+        "base_candidate": best_row["name"] if best_row else best.candidate,
+        "base_source_sha256": best.digest,
+        "fixed_budget_sha256": campaign.meta["fixed_budget_sha256"],
+        "objective": {"metric": campaign.settings["metric"], "mode": campaign.settings["mode"]},
+        "environment": campaign.settings["env"],
+        "run_args": [],
+        "effective_run_args": campaign.best_run_args(),
+        "changed_files": [],
+        "created_files": [],
+        "patch_sha256": None,
+        "candidate_source_sha256": None,
+        "execution_fingerprint": None,
+        "provenance": {
+            "job": paths.rel(paths.job),
+            "autofl_yaml": paths.rel(paths.autofl_yaml),
+            "import_source_sha256": campaign.config.get("source_sha256") or best.digest,
+        },
+        "artifacts": {"patch": None, "run": None},
+        "result": manifests.empty_result(),
+    }
+    manifests.write(paths, manifest)
+    campaign.forget()
+    return ActionResult(
+        extras={
+            "candidate_manifest": str(paths.manifest(name)),
+            "candidate_source": str(paths.candidate_dir(name) / "source"),
+            "literature_event_id": event,
+        }
+    )
+
+
+def check_literature_event(rows: list[dict], event: str | None) -> str | None:
+    if event is None:
+        return None
+    known = [row["literature_event_id"] for row in rows if row["status"] == v.LITERATURE and row["literature_event_id"]]
+    if event not in known:
+        listed = ", ".join(known) or "none yet; record one with record --literature"
+        raise CampaignError(f"--literature-event {event} is not a recorded literature event (known: {listed})")
+    return event

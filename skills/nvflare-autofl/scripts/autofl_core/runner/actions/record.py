@@ -1,0 +1,232 @@
+"""record: a literature event, an external baseline, or the external result of a candidate that is ready for
+external execution (poc/prod), finalized exactly like a simulated one.
+
+- `--literature --hypothesis "<sources and decision>" [--family F] [--name N]` -> a `literature` row with a new
+  id `lit-0001`, `lit-0002`, ...
+- `--baseline (--score X | --artifacts DIR) [--job-id ID]` -> only before any scored baseline or attempt.
+- `[--manifest M] (--score X | --artifacts DIR | --failure-reason TEXT) [--job-id ID]` -> keep/discard/crash.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+
+from ...campaign import ledger
+from ...campaign import vocabulary as v
+from ...trial import metrics
+from .. import finalize, noise
+from ..checks import pick_pending
+from ..outcome import ActionResult, CampaignError
+from ..store import sources
+
+LIT_RE = re.compile(r"lit-(\d{4,})")
+JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+def run(campaign, options, now: str) -> ActionResult:
+    if options.literature and options.baseline:
+        raise CampaignError("--literature and --baseline are separate records; pass one of them")
+    if options.literature:
+        return _literature(campaign, options)
+    if options.baseline:
+        return _baseline(campaign, options)
+    return _candidate(campaign, options, now)
+
+
+def next_event_id(rows: list[dict]) -> str:
+    numbers = [int(m.group(1)) for row in rows for m in [LIT_RE.fullmatch(row["literature_event_id"] or "")] if m]
+    return f"lit-{max(numbers, default=0) + 1:04d}"
+
+
+def _literature(campaign, options) -> ActionResult:
+    hypothesis = (options.hypothesis or "").strip()
+    if not hypothesis:
+        raise CampaignError("record --literature needs --hypothesis with the sources read and the decision taken")
+    _no_result_flags(options, "--literature")
+    event = next_event_id(campaign.rows())
+    name = options.name or event
+    if name in {row["name"] for row in campaign.rows()}:
+        raise CampaignError(f"--name {name} is already used in the ledger; pick a new name")
+    ledger.append_row(
+        campaign.paths.results,
+        v.literature_row(name=name, hypothesis=hypothesis, family=(options.family or "").strip(), event_id=event),
+    )
+    campaign.forget()
+    document = {
+        "id": event,
+        "name": name,
+        "hypothesis": ledger.sanitize_text(hypothesis),
+        "family": (options.family or "").strip(),
+    }
+    return ActionResult(extras={"literature_event_id": event, "literature_event": document}, ledger_changed=True)
+
+
+def _baseline(campaign, options) -> ActionResult:
+    rows = campaign.rows()
+    if any(r["status"] == v.BASELINE and r["score"] is not None for r in rows) or any(
+        r["status"] in v.ATTEMPTS for r in rows
+    ):
+        raise CampaignError("record --baseline is only allowed before any scored baseline or candidate attempt")
+    if options.failure_reason:
+        raise CampaignError(
+            "an external baseline needs a score: pass --score or --artifacts (fix a failed baseline run "
+            "and submit it again)"
+        )
+    job_id = _job_id(options.job_id)
+    found = _external_score(campaign, options)
+    taken = any(r["name"] == v.BASELINE_NAME for r in rows)
+    name = f"baseline_external_{len(rows)}" if taken else v.BASELINE_NAME
+    ledger.append_row(
+        campaign.paths.results,
+        v.baseline_row(
+            name=name,
+            score=found["score"],
+            run_command=f"external submission{f' (job id {job_id})' if job_id else ''}",
+            artifacts=found["artifacts"],
+            metric_name=found["metric_name"],
+            metric_source=found["metric_source"],
+            metric_artifact=found["metric_artifact"],
+        ),
+    )
+    campaign.forget()
+    return ActionResult(extras={"job_id": job_id}, ledger_changed=True)
+
+
+def _candidate(campaign, options, now: str) -> ActionResult:
+    paths = campaign.paths
+    manifest = pick_pending(campaign, options.manifest, want=v.READY)
+    expected = dict(campaign.best().hashes, **{rel: sha for rel, sha in _draft_hashes(campaign, manifest).items()})
+    drift = sources.differing(paths.workspace, expected)
+    if drift:
+        raise CampaignError(
+            f"the workspace no longer holds candidate {manifest['candidate_id']} as evaluated "
+            f"({', '.join(drift)} changed); restore it or abandon the candidate"
+        )
+    job_id = _job_id(options.job_id)
+    given = [
+        flag
+        for flag, value in (
+            ("--score", options.score),
+            ("--artifacts", options.artifacts),
+            ("--failure-reason", options.failure_reason),
+        )
+        if value is not None
+    ]
+    if len(given) != 1 and not (set(given) == {"--artifacts", "--failure-reason"}):
+        raise CampaignError("record needs exactly one of --score, --artifacts or --failure-reason (crash)")
+    if options.failure_reason is not None:
+        found = {
+            "score": None,
+            "metric_name": None,
+            "metric_source": None,
+            "metric_artifact": None,
+            "artifacts": _artifacts_rel(campaign, options.artifacts) if options.artifacts else None,
+        }
+        reason = " ".join(options.failure_reason.split()) or "external run failed"
+    else:
+        found = _external_score(campaign, options)
+        reason = None
+    best_row = campaign.best_row()
+    status = (
+        v.CRASH
+        if found["score"] is None
+        else finalize.decide(
+            v.OUTCOME_SUCCESS,
+            found["score"],
+            best_score=best_row["score"] if best_row else None,
+            mode=campaign.settings["mode"],
+            margin=noise.keep_margin(campaign),
+        )
+    )
+    artifacts = dict(manifest["artifacts"], run=found["artifacts"])
+    if job_id:
+        artifacts["job_id"] = job_id
+    manifest = dict(
+        manifest,
+        artifacts=artifacts,
+        result={
+            "score": found["score"],
+            "metric_name": found["metric_name"],
+            "metric_source": found["metric_source"],
+            "metric_artifact": found["metric_artifact"],
+            "runtime_seconds": None,
+            "run_command": f"external submission{f' (job id {job_id})' if job_id else ''}",
+            "failure_reason": reason,
+        },
+    )
+    files = sources.read_files(paths.workspace, sorted(expected)) if status == v.KEEP else None
+    finalize.finalize(campaign, manifest, status=status, draft_files=files, now=now)
+    return ActionResult(
+        extras={
+            "candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
+            "job_id": job_id,
+            "candidate_status": status,
+        },
+        ledger_changed=True,
+    )
+
+
+def _draft_hashes(campaign, manifest: dict) -> dict:
+    folder = campaign.paths.candidate_dir(manifest["candidate_id"]) / "source"
+    touched = sorted(set(manifest["changed_files"]) | set(manifest["created_files"]))
+    return sources.file_hashes(sources.read_files(folder, touched))
+
+
+def _external_score(campaign, options) -> dict:
+    """{score, metric_*, artifacts} from --score or from the metric found in --artifacts."""
+    if options.score is not None and options.artifacts is not None:
+        raise CampaignError("pass --score or --artifacts, not both")
+    if options.score is not None:
+        if not math.isfinite(options.score):
+            raise CampaignError(f"--score must be finite, got {options.score}")
+        return {
+            "score": options.score,
+            "metric_name": campaign.settings["metric"],
+            "metric_source": "external:--score",
+            "metric_artifact": None,
+            "artifacts": None,
+        }
+    if options.artifacts is None:
+        raise CampaignError("pass --score X or --artifacts DIR (a downloaded job or result folder)")
+    folder = Path(os.path.abspath(options.artifacts))
+    if not folder.is_dir():
+        raise CampaignError(f"--artifacts {options.artifacts} is not a folder; pass the downloaded job's folder")
+    order = list(
+        (campaign.config.get("objective") or {}).get("metric_extraction_order") or [campaign.settings["metric"]]
+    )
+    found = metrics.extract_metric(folder, order)
+    if found.value is None:
+        raise CampaignError(f"no score in --artifacts {options.artifacts}: {found.reason}")
+    return {
+        "score": found.value,
+        "metric_name": found.metric_name,
+        "metric_source": found.metric_source,
+        "metric_artifact": campaign.paths.rel(folder / found.metric_artifact) if found.metric_artifact else None,
+        "artifacts": _artifacts_rel(campaign, options.artifacts),
+    }
+
+
+def _artifacts_rel(campaign, given: str) -> str:
+    return campaign.paths.rel(os.path.abspath(given))
+
+
+def _job_id(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not JOB_ID_RE.fullmatch(value):
+        raise CampaignError(f"--job-id {value!r} is not a job id (letters, digits, '.', '_', ':', '-')")
+    return value
+
+
+def _no_result_flags(options, what: str) -> None:
+    for flag, value in (
+        ("--score", options.score),
+        ("--artifacts", options.artifacts),
+        ("--failure-reason", options.failure_reason),
+        ("--manifest", options.manifest),
+    ):
+        if value is not None:
+            raise CampaignError(f"{flag} does not apply to {what}; record the literature event alone")

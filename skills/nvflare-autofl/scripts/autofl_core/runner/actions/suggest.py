@@ -1,0 +1,170 @@
+"""suggest: deterministic, never-executed argument-only candidate seeds, centred on the current best configuration;
+writes nothing but the refreshed state.
+
+For each tunable option job.py defines (the importer's `search_space.suggested`, which already leaves out the
+fixed budget and plumbing), propose values around the best configuration's current value: learning rates
+x2, x1/2, x4, x1/4; other floats x2, x1/2 (a zero becomes a small typical value); integers such as steps,
+epochs and batch sizes x2 and x1/2; booleans flipped; the other choices of a choice option. Values outside
+the schema bounds are dropped, and an argument set already tried from the same best source is never
+suggested again. `suggestions` is pure. Usage::
+
+    seeds = suggestions(space, current={"--lr": "0.05"}, tried=[{"--lr": "0.1"}], used_names={"baseline"}, limit=10)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from ...campaign import vocabulary as v
+from .. import runargs
+from ..outcome import ActionResult, CampaignError
+
+LR_RE = re.compile(r"(^|_)(lr|learning_rate|eta|step_size)($|_)")
+ZERO_DEFAULTS = {
+    "mu": ["0.01", "0.1"],
+    "weight_decay": ["0.0001", "0.0005"],
+    "momentum": ["0.9", "0.5"],
+    "dropout": ["0.1", "0.3"],
+}
+NAME_RE = re.compile(r"[^A-Za-z0-9._-]+")
+DEFAULT_LIMIT = 10
+
+
+def run(campaign, options, now: str) -> ActionResult:
+    limit = DEFAULT_LIMIT if options.limit is None else options.limit
+    if limit < 1:
+        raise CampaignError("--limit must be a positive number of suggestions")
+    config = campaign.config
+    space = list((config.get("search_space") or {}).get("suggested") or [])
+    current = dict(runargs.pairs_from_tokens(config, campaign.best_run_args()))
+    best = campaign.best()
+    tried = [
+        dict(runargs.pairs_from_tokens(config, m["effective_run_args"]))
+        for m in campaign.manifests()
+        if m["base_source_sha256"] == best.digest
+        and not m.get("patch_sha256")
+        and m["status"] not in (v.ABANDONED, v.PREPARED)
+    ]
+    seeds = suggestions(
+        space,
+        current=current,
+        tried=tried,
+        used_names=campaign.used_names(),
+        limit=limit,
+        mode=campaign.settings["mode"],
+        metric=campaign.settings["metric"],
+    )
+    return ActionResult(extras={"suggestions": seeds})
+
+
+def suggestions(
+    space: list[dict],
+    *,
+    current: dict,
+    tried: list[dict],
+    used_names: set[str],
+    limit: int,
+    mode: str = "max",
+    metric: str = "the metric",
+) -> list[dict]:
+    """Up to `limit` seeds `{name, run_args, hypothesis}`, interleaved across options (first idea of each first)."""
+    per_flag = [_ideas(item, current) for item in space]
+    seen = [dict(args) for args in tried]
+    base = dict(current)
+    out, names = [], set(used_names)
+    for rank in range(max((len(ideas) for ideas in per_flag), default=0)):
+        for item, ideas in zip(space, per_flag, strict=True):
+            if rank >= len(ideas) or len(out) >= limit:
+                continue
+            value, label = ideas[rank]
+            if not _within(item, value):
+                continue
+            candidate = dict(base, **{item["flag"]: value})
+            if candidate in seen or candidate == base:
+                continue
+            seen.append(candidate)
+            name = _unique(NAME_RE.sub("-", f"{item['dest']}-{label}").strip("-.")[:64], names)
+            names.add(name)
+            old = base.get(item["flag"], _text(item.get("default")))
+            run_args = [item["flag"]] if value is None else [item["flag"], value]
+            out.append(
+                {
+                    "name": name,
+                    "run_args": run_args,
+                    "hypothesis": f"Change {item['flag']} from {old} to {value if value is not None else 'on'} "
+                    f"({label}) with everything else as in the best configuration; it may move "
+                    f"{metric} in the {'higher' if mode == 'max' else 'lower'}-is-better direction "
+                    "within the fixed budget.",
+                }
+            )
+    return out
+
+
+def _ideas(item: dict, current: dict) -> list[tuple[str | None, str]]:
+    """(value, label) pairs for one option, best first."""
+    kind, flag = item.get("type"), item["flag"]
+    value = current.get(flag, _text(item.get("default")))
+    choices = item.get("choices")
+    if choices:
+        return [(_text(choice), _text(choice)) for choice in choices if _text(choice) != value]
+    if kind == "bool":
+        return [(None, "on")] if value in (None, "False", "false", "0", "") else []
+    number = _float(value)
+    if number is None:
+        return []
+    if kind == "int":
+        return [
+            (str(v), label)
+            for v, label in ((int(number * 2), "x2"), (max(int(number // 2), 1), "x0.5"))
+            if v != int(number) and v >= 1
+        ]
+    if kind != "float":
+        return []
+    if number == 0:
+        return [(v, v) for v in ZERO_DEFAULTS.get(item["dest"], [])]
+    factors = (2, 0.5, 4, 0.25) if LR_RE.search(item["dest"]) else (2, 0.5)
+    return [(_format(number * factor), f"x{factor:g}") for factor in factors]
+
+
+def _within(item: dict, value: str | None) -> bool:
+    if value is None:
+        return True
+    number = _float(value)
+    if "min" in item and number is not None and number < float(item["min"]):
+        return False
+    if "max" in item and number is not None and number > float(item["max"]):
+        return False
+    return True
+
+
+def _unique(name: str, used: set[str]) -> str:
+    name = name or "seed"
+    if name not in used:
+        return name
+    index = 2
+    while f"{name}-{index}" in used:
+        index += 1
+    return f"{name}-{index}"
+
+
+def _format(number: float) -> str:
+    return f"{number:.6g}"
+
+
+def _float(value) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _text(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return _format(value)
+    return str(value)

@@ -1,0 +1,74 @@
+"""The last step of every action: re-derive the best fields, write the state, and after a ledger change also
+progress.png and the interim report. Run by the lifecycle shell only (actions never call it).
+
+progress.png is drawn by the plot worker started with the trial (see `campaign/plot_worker.py`), else in this
+process. Usage::
+
+    state = refresh(campaign, now, ledger_changed=True)
+    stop_plot_worker(campaign)                       # in a `finally`: an action that ended without drawing
+"""
+
+from __future__ import annotations
+
+from ..common import faults
+from . import noise
+from . import state as state_mod
+from .report import build as report
+from .store import metadata
+
+
+def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
+    """Re-derive the best fields, write the state; after a ledger change also the plot and the report.
+
+    Every writer drops the campaign's cached reads itself (`campaign.forget()`), so nothing is read twice here.
+    """
+    best = campaign.best_row()
+    digest = campaign.best().digest
+    meta = metadata.with_best(campaign.meta, best_row=best, digest=digest, run_args=campaign.best_run_args(), now=now)
+    if meta is not campaign.meta:
+        campaign.meta = meta
+        metadata.write(campaign.paths, meta)
+    faults.checkpoint("refresh:metadata_written")
+    state = state_mod.compute(campaign, now)
+    state_mod.write(campaign, state)
+    faults.checkpoint("refresh:state_written")
+    if ledger_changed or not campaign.paths.report.exists():
+        plotted = render_plot(campaign, state) if ledger_changed or not campaign.paths.progress.exists() else True
+        faults.checkpoint("refresh:plot_written")
+        report.write(report.outputs_of(campaign.paths), report.build(campaign, state, plot_available=plotted))
+    return state
+
+
+def render_plot(campaign, state: dict) -> bool:
+    """Refresh progress.png (with the noise band) through the trial's plot worker when there is one; False when
+    no image could be drawn (a text note only)."""
+    worker, campaign.plot_worker = campaign.plot_worker, None
+    band = noise.band(state["noise"])
+    if worker is not None:
+        request = {
+            "results": str(campaign.paths.results),
+            "output": str(campaign.paths.progress),
+            "metric": campaign.settings["metric"],
+            "mode": campaign.settings["mode"],
+            "band": band,
+        }
+        backend = worker.draw(request)
+        if backend is not None:
+            return backend != "text"
+    from ..campaign import plot
+
+    summary = plot.render(
+        campaign.rows(),
+        campaign.paths.progress,
+        metric=campaign.settings["metric"],
+        mode=campaign.settings["mode"],
+        band=band,
+    )
+    return summary["backend"] != "text"
+
+
+def stop_plot_worker(campaign) -> None:
+    """An action that ended without drawing (a rejection, an interrupt) ends its plot worker."""
+    worker, campaign.plot_worker = getattr(campaign, "plot_worker", None), None
+    if worker is not None:
+        worker.stop()

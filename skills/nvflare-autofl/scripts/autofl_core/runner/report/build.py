@@ -1,0 +1,298 @@
+"""autofl_report.md and autofl_report.json: what the campaign found and why the best is the best.
+
+Written after every ledger change (an interim report while the campaign runs) and by the `report` action /
+`campaign_report.py` (the final report, behind the refusal rules of `gate`). `build` gathers the
+campaign's facts into one JSON-ready dict (schema `nvflare.autofl.report.v1`); `markdown.render` turns
+it into the human report. Usage::
+
+    data = build(campaign, state, plot_available=True)
+    write(outputs_of(campaign.paths), data)        # both files, atomically
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ...campaign import compare
+from ...campaign import vocabulary as v
+from ...common import atomic, bounded, faults
+from .. import noise
+from ..store import contract
+from . import facts, markdown, warning_rules
+
+SCHEMA = "nvflare.autofl.report.v1"
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where one report goes: the markdown, the JSON beside it, the progress plot."""
+
+    report: Path
+    report_json: Path
+    progress: Path
+
+
+@dataclass
+class Context:
+    """How this report came to be (defaults: the refresh after a ledger change)."""
+
+    generated_by: str = "refresh"
+    confirm_interrupted: bool = False
+    lock: str = "held"
+    missing_columns: tuple = ()
+    stored_state: dict | None = None  # campaign_state.json as found (None: missing or unreadable)
+    stored_state_read: bool = False  # False: the refresh, whose state file is the state being written now
+    notes: list = field(default_factory=list)
+
+
+def outputs_of(paths) -> Outputs:
+    return Outputs(report=paths.report, report_json=paths.report_json, progress=paths.progress)
+
+
+def build(
+    campaign, state: dict, *, plot_available: bool, context: Context | None = None, outputs: Outputs | None = None
+) -> dict:
+    context = context or Context()
+    paths, settings, config = campaign.paths, campaign.settings, campaign.config
+    outputs = outputs or outputs_of(paths)
+    rows = campaign.rows()
+    walk = facts.walk_rows(rows, settings["mode"])
+    measured = noise.latest_measured(campaign)
+    band = noise.band(measured)
+    best = rows[walk.best] if walk.best is not None else None
+    baseline = rows[walk.baseline] if walk.baseline is not None else None
+    observed = facts.best_observed(rows, walk)
+    selected = _selected(campaign, state, rows, walk, best, baseline, observed, band)
+    evidence = warning_rules.Evidence(
+        rows=rows,
+        best=best,
+        baseline=baseline,
+        best_run_args=campaign.best_run_args(),
+        metric=settings["metric"],
+        missing_columns=tuple(context.missing_columns),
+        fresh_state=state,
+        stored_state=context.stored_state if context.stored_state_read else state,
+        meta=campaign.meta,
+        manifest_status={m["candidate_id"]: m["status"] for m in campaign.manifests()},
+        best_observed=observed,
+        gain_verdict=selected["noise"] if selected else None,
+        band=band,
+    )
+    return {
+        "schema_version": SCHEMA,
+        "generated_at": _now(),
+        "provenance": _provenance(state, context),
+        "objective": _objective(settings, config),
+        "config": paths.rel(paths.autofl_yaml),
+        "fixed_budget": {
+            key: (config.get("fixed_budget") or {}).get(key, {}).get("value")
+            for key in ("num_clients", "min_clients", "num_rounds")
+        },
+        "candidate_budget": {
+            "cap": state["candidate_cap"],
+            "attempts": state["candidate_attempts"],
+            "remaining": state["remaining_candidates"],
+        },
+        "state": {key: state[key] for key in ("decision", "reason", "next_action", "final_response_allowed")},
+        "selected": selected,
+        "best_observed": observed,
+        "baseline": _score_of(baseline),
+        "best": _score_of(best),
+        "improvement": state["improvement"],
+        "best_command": _best_command(campaign, best),
+        "what_helped": facts.what_helped(walk, band),
+        "what_did_not_help": facts.what_did_not_help(rows, walk),
+        "literature": facts.literature_outcomes(rows, walk, batch_size=settings["exploration_batch_size"]),
+        "families": facts.families(rows, walk),
+        "trajectory": facts.trajectory(rows, walk),
+        "noise": _noise_section(rows, measured, band),
+        "warnings": warning_rules.collect(evidence),
+        "compute": dict(facts.compute_spent(rows), **_wall_time(campaign, context.stored_state or state)),
+        "network": _network(campaign, rows),
+        "leaderboard": [_entry(row) for row in rows if row["status"] != v.LITERATURE],
+        "failures": [_entry(row) for row in rows if row["status"] in v.FAILURES],
+        "abandoned": sorted(m["candidate_id"] for m in campaign.manifests() if m["status"] == v.ABANDONED),
+        "cap_changes": list(campaign.meta.get("cap_changes") or []),
+        "setting_changes": list(campaign.meta.get("setting_changes") or []),
+        "artifacts": dict(
+            {key: str(value) for key, value in paths.envelope_paths().items()},
+            report=str(outputs.report),
+            report_json=str(outputs.report_json),
+            progress=str(outputs.progress),
+        ),
+        "progress_plot_available": plot_available,
+        "progress_plot": os.path.relpath(outputs.progress, outputs.report.parent) if plot_available else None,
+    }
+
+
+def write(outputs: Outputs, data: dict) -> None:
+    atomic.write_json(outputs.report_json, data)
+    faults.checkpoint("refresh:report_json_written")
+    atomic.write_text(outputs.report, markdown.render(data))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _provenance(state: dict, context: Context) -> dict:
+    return {
+        "generated_by": context.generated_by,
+        "final_response_allowed": state["final_response_allowed"],
+        "reason": state["reason"],
+        "confirm_interrupted": context.confirm_interrupted,
+        "lock": context.lock,
+        "interim": context.generated_by == "refresh" and not state["final_response_allowed"],
+        "notes": list(context.notes),
+    }
+
+
+def _objective(settings: dict, config: dict) -> dict:
+    objective = config.get("objective") or {}
+    return {
+        "metric": settings["metric"],
+        "mode": settings["mode"],
+        "env": settings["env"],
+        "requested_metric": objective.get("requested_metric"),
+        "metric_source": objective.get("metric_source"),
+        "metric_extraction_order": objective.get("metric_extraction_order") or [],
+        "mode_contract_source": objective.get("mode_contract_source"),
+    }
+
+
+def _selected(campaign, state, rows, walk, best, baseline, observed, band) -> dict | None:
+    if best is None:
+        return None
+    manifest = campaign.manifest_of(best["name"]) if best["status"] == v.KEEP else None
+    metric = campaign.settings["metric"]
+    why = (
+        f"{best['name']} has the best {metric} ({compare.format_score(best['score'])}) among scored baseline and "
+        "keep rows (a tie never replaces the earlier row)"
+    )
+    if observed:
+        why += (
+            f"; discard {observed['name']} scored {compare.format_score(observed['score'])} but was not kept, so "
+            "it is only best_observed"
+        )
+    return {
+        "name": best["name"],
+        "status": best["status"],
+        "score": best["score"],
+        "baseline_name": baseline["name"] if baseline else None,
+        "baseline_score": baseline["score"] if baseline else None,
+        "delta": state["improvement"],
+        "noise": facts.verdict(state["improvement"], band) if best is not baseline else None,
+        "family": best["algorithm_family"] or (manifest or {}).get("algorithm_family") or None,
+        "kind": best["candidate_kind"] or (v.BASELINE if best["status"] == v.BASELINE else None),
+        "hypothesis": (manifest or {}).get("hypothesis")
+        or (None if best["status"] == v.BASELINE else best["diff_summary"]),
+        "literature_event_id": best["literature_event_id"] or None,
+        "why": why,
+        "lineage": facts.lineage(rows, walk.best),
+        "baseline_command": baseline["run_command"] if baseline else None,
+        "best_run_command": best["run_command"] or None,
+        "effective_run_args": campaign.best_run_args(),
+        "rerun_command": _best_command(campaign, best),
+    }
+
+
+def _noise_section(rows: list[dict], estimate: dict | None, band: float | None) -> dict:
+    of = estimate["of"] if estimate else None
+    replicates = [
+        {"name": row["name"], "score": row["score"], "notes": row["diff_summary"] or row["failure_reason"]}
+        for row in rows
+        if row["status"] == v.REPLICATE and row["base_candidate"] == of
+    ]
+    return {
+        "estimate": estimate,
+        "band": band,
+        "replicates": replicates,
+        "seeded": any(
+            "seed" in (item["notes"] or "") and "identical" not in (item["notes"] or "") for item in replicates
+        ),
+    }
+
+
+def _network(campaign, rows: list[dict]) -> dict:
+    """How trials could reach the network: the `--allow-network` setting and what the latest trial recorded
+    (`isolated`, `allowed` or `unavailable: <why>`; None when the runner ran no trial, as in poc/prod)."""
+    latest = None
+    for row in reversed(rows):
+        run = campaign.paths.resolve(row["artifacts"]) if row.get("artifacts") else None
+        if run is not None and run.parent == campaign.paths.output_root:  # a runner trial, not an external run
+            latest = _trial_network(run / "trial.json")
+            break
+    return {"allow_network": bool(campaign.settings.get("allow_network", False)), "latest_trial": latest}
+
+
+def _trial_network(path: Path) -> str | None:
+    """A trial's `network_isolation`; null there means isolation was not requested (`allowed`)."""
+    try:
+        document = bounded.read_json(path)
+    except bounded.BoundedReadError:
+        return None
+    value = document.get("network_isolation", "") if document else ""
+    if value is None:
+        return "allowed"
+    return value if isinstance(value, str) and value else None
+
+
+def _wall_time(campaign, state: dict) -> dict:
+    stamps = [campaign.meta.get("updated_at"), state.get("updated_at")]
+    stamps += [m.get("updated_at") for m in campaign.manifests()]
+    start = _parse(campaign.meta.get("created_at"))
+    ends = [stamp for stamp in (_parse(s) for s in stamps) if stamp is not None]
+    if start is None or not ends:
+        return {"started_at": campaign.meta.get("created_at"), "last_activity_at": None, "wall_time_seconds": None}
+    end = max(ends)
+    return {
+        "started_at": campaign.meta["created_at"],
+        "last_activity_at": end.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "wall_time_seconds": max((end - start).total_seconds(), 0.0),
+    }
+
+
+def _parse(stamp) -> datetime | None:
+    try:
+        return datetime.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def _entry(row: dict) -> dict:
+    notes = row["failure_reason"] if row["status"] in v.FAILURES else row["diff_summary"]
+    if row["status"] == v.DISCARD and row["failure_reason"]:
+        notes = f"{row['diff_summary']}; {row['failure_reason']}"
+    return {
+        "status": row["status"],
+        "name": row["name"],
+        "score": row["score"],
+        "score_text": "-" if row["score"] is None else compare.format_score(row["score"]),
+        "changed_files": row["changed_files"],
+        "manifest": row["candidate_manifest"],
+        "artifacts": row["artifacts"],
+        "notes": notes,
+        "run_command": row["run_command"],
+    }
+
+
+def _score_of(row: dict | None) -> dict | None:
+    return {"name": row["name"], "score": row["score"], "status": row["status"]} if row else None
+
+
+def _best_command(campaign, best: dict | None) -> str:
+    """The best configuration as a command a user can rerun by hand (fixed budget, base args, best run args)."""
+    if best is None:
+        return ""
+    argv = [
+        campaign.settings["python"],
+        campaign.paths.job.name,
+        *contract.budget_args(campaign.config),
+        *campaign.settings["base_args"],
+        *campaign.best_run_args(),
+    ]
+    return f"cd {shlex.quote(str(campaign.paths.workspace))} && {shlex.join(argv)}"

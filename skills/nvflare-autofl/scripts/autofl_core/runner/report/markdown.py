@@ -1,0 +1,334 @@
+"""The human report (`autofl_report.md`) from the report data `build.build` returns (pure text).
+
+Sections: summary, selected candidate and why, what helped, what did not help, literature outcomes, families,
+trajectory, noise, warnings, compute and time, leaderboard, failures and friction, cap and setting changes,
+artifacts. Usage: `text = render(data)`.
+"""
+
+from __future__ import annotations
+
+from ...campaign.compare import format_score
+from .facts import GROUP_FAMILY, GROUP_LITERATURE, GROUP_UNCLASSIFIED
+
+MAX_LEADERBOARD = 200  # rows shown in the markdown leaderboard (the JSON has them all)
+
+
+def render(data: dict) -> str:
+    lines = ["# Auto-FL campaign report", ""]
+    for section in (
+        _summary,
+        _selected,
+        _helped,
+        _not_helped,
+        _literature,
+        _families,
+        _trajectory,
+        _noise,
+        _warnings,
+        _compute,
+        _leaderboard,
+        _friction,
+        _changes,
+        _artifacts,
+    ):
+        lines += section(data)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _score(value) -> str:
+    return "-" if value is None else format_score(value)
+
+
+def _gain(value) -> str:
+    return "-" if value is None else f"{value:+.6f}"
+
+
+def _cell(text) -> str:
+    return (str(text) if text not in (None, "") else "-").replace("|", "\\|").replace("\n", " ")
+
+
+def _summary(data: dict) -> list[str]:
+    objective, budget, cap, state = data["objective"], data["fixed_budget"], data["candidate_budget"], data["state"]
+    direction = "higher is better" if objective["mode"] == "max" else "lower is better"
+    provenance = data["provenance"]
+    lines = []
+    if provenance["interim"]:
+        lines += [
+            f"> Interim report: the campaign is still running (next action `{state['next_action']}`); it is "
+            "not a final answer.",
+            "",
+        ]
+    elif provenance["confirm_interrupted"]:
+        lines += [
+            "> Report of an interrupted campaign: the user confirmed it was stopped while the state still "
+            f"said `{state['next_action']}` ({state['reason']}); no runner or trial process was alive.",
+            "",
+        ]
+    return lines + [
+        f"- Objective: `{objective['metric']}` ({objective['mode']}, {direction}; direction from "
+        f"{objective['mode_contract_source']}), environment `{objective['env']}`",
+        f"- Requested metric: {objective['requested_metric'] or '(job key metric)'}; metric source "
+        f"{objective['metric_source']}; extraction order {', '.join(objective['metric_extraction_order'])}",
+        f"- Fixed budget: {budget['num_clients']} clients (min {budget['min_clients']}), {budget['num_rounds']} rounds",
+        f"- Candidate budget: {cap['attempts']} attempt(s) of "
+        f"{'uncapped' if cap['cap'] is None else cap['cap']}; config `{data['config']}`",
+        f"- State: {state['decision']} ({state['reason']}); next action `{state['next_action']}`",
+        "",
+    ]
+
+
+def _selected(data: dict) -> list[str]:
+    lines = ["## Selected candidate and why", ""]
+    chosen = data["selected"]
+    if chosen is None:
+        return lines + ["No scored result yet.", ""]
+    lines.append(_baseline_vs_best(data))
+    lines.append("")
+    lines.append(f"- Why: {chosen['why']}.")
+    facts = [f"kind {chosen['kind'] or 'unrecorded'}", f"family {chosen['family'] or 'unclassified'}"]
+    if chosen["literature_event_id"]:
+        facts.append(f"literature event {chosen['literature_event_id']}")
+    lines.append(f"- {', '.join(facts)}")
+    if chosen["hypothesis"]:
+        lines.append(f"- Hypothesis (as recorded): {chosen['hypothesis']}")
+    lineage = chosen["lineage"]
+    chain = " <- ".join(f"`{name}`" for name in lineage["chain"])
+    partial = f" (partial: {', '.join(lineage['missing'])} not in the ledger)" if lineage["partial"] else ""
+    lines.append(
+        f"- Lineage: {chain}{partial}; files changed along it: {', '.join(lineage['changed_files']) or 'none'}"
+    )
+    if chosen["effective_run_args"]:
+        lines.append(f"- Effective run args: `{' '.join(chosen['effective_run_args'])}`")
+    if data["best_observed"]:
+        seen = data["best_observed"]
+        lines.append(
+            f"- Best observed (not selected): discard `{seen['name']}` {_score(seen['score'])} "
+            f"({_gain(seen['gain_over_best'])} over the best){'; ' + seen['reason'] if seen['reason'] else ''}"
+        )
+    lines.append("")
+    for label, command in (
+        ("Baseline, as it ran", chosen["baseline_command"]),
+        ("Best, as it ran", chosen["best_run_command"] if chosen["name"] != chosen["baseline_name"] else None),
+        ("Best configuration, as a command you can rerun", chosen["rerun_command"]),
+    ):
+        if command:
+            lines += [f"{label}:", "", "```bash", command, "```", ""]
+    if data["progress_plot_available"]:
+        lines += [f"![progress]({data['progress_plot']})", ""]
+    return lines
+
+
+def _baseline_vs_best(data: dict) -> str:
+    chosen = data["selected"]
+    if chosen["baseline_score"] is None:
+        return f"Best `{chosen['name']}`: {_score(chosen['score'])} (no scored baseline)."
+    if chosen["name"] == chosen["baseline_name"]:
+        return f"The baseline `{chosen['name']}` ({_score(chosen['score'])}) is still the best: no candidate beat it."
+    verdict = f", {chosen['noise']}" if chosen["noise"] else ""
+    return (
+        f"Baseline {_score(chosen['baseline_score'])}; best `{chosen['name']}` {_score(chosen['score'])}; "
+        f"improvement {_gain(chosen['delta'])} (direction-adjusted{verdict})."
+    )
+
+
+def _helped(data: dict) -> list[str]:
+    helped = data["what_helped"]
+    lines = ["## What helped", ""]
+    if not helped["improvements"]:
+        return lines + ["Nothing beat the baseline.", ""]
+    by_name = {item["name"]: item for item in helped["improvements"]}
+    labels: dict[str, list[str]] = {}
+    for label in ("first", "largest", "final"):
+        labels.setdefault(helped[label], []).append(label)
+    for name, names in labels.items():
+        item = by_name[name]
+        verdict = f", {item['noise']}" if item["noise"] else ""
+        label = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        lines.append(
+            f"- {label.capitalize()} improvement: `{item['name']}` {_score(item['previous'])} -> "
+            f"{_score(item['score'])} ({_gain(item['gain'])} over `{item['previous_name']}`{verdict})"
+        )
+    others = len(helped["improvements"]) - len({helped["first"], helped["final"], helped["largest"]})
+    if others > 0:
+        lines.append(f"- {others} more improvement(s) in the leaderboard")
+    return lines + [""]
+
+
+def _not_helped(data: dict) -> list[str]:
+    lines = ["## What did not help", ""]
+    failed = data["what_did_not_help"]
+    for group in failed["discards"]:
+        rep = group["representative"]
+        label = {GROUP_LITERATURE: f"literature event {group['key']}", GROUP_FAMILY: f"family {group['key']}"}.get(
+            group["group"], GROUP_UNCLASSIFIED
+        )
+        reason = f"; {rep['reason']}" if rep["reason"] else ""
+        lines.append(
+            f"- {label}: {group['count']} discard(s); closest `{rep['name']}` {_score(rep['score'])} "
+            f"({_gain(rep['gain'])} vs the best of its time{reason})"
+        )
+    for crash in failed["crashes"]:
+        more = f" and {crash['count'] - len(crash['names'])} more" if crash["count"] > len(crash["names"]) else ""
+        lines.append(
+            f"- crashed {crash['count']}x ({', '.join(f'`{n}`' for n in crash['names'])}{more}): {crash['reason']}"
+        )
+    if len(lines) == 2:
+        lines.append("No discards or crashes.")
+    return lines + [""]
+
+
+def _literature(data: dict) -> list[str]:
+    if not data["literature"]:
+        return []
+    lines = [
+        "## Literature outcomes",
+        "",
+        "| event | outcome | candidates | family | hypothesis (as recorded) |",
+        "|---|---|---|---|---|",
+    ]
+    for event in data["literature"]:
+        candidates = ", ".join(event["candidates"]) or "-"
+        if event["required"]:
+            candidates += f" ({event['scored']} scored of {event['required']} required)"
+        lines.append(
+            f"| {_cell(event['event_id'] or '(unlabelled)')} | {event['outcome']} | {_cell(candidates)} | "
+            f"{_cell(event['family'])} | {_cell(event['hypothesis'])} |"
+        )
+    return lines + [
+        "",
+        "Source markers such as `[src: ...]` are kept as recorded; they are not verified citations.",
+        "",
+    ]
+
+
+def _families(data: dict) -> list[str]:
+    table = data["families"]
+    if not table["families"] and not table["unclassified_attempts"]:
+        return []
+    lines = ["## Families", ""]
+    for entry in table["families"]:
+        lines.append(
+            f"- {entry['family']}: {entry['outcome']} ({entry['attempts']} attempt(s), {entry['improved']} "
+            f"improved, {entry['crashed']} crashed)"
+        )
+    if table["unclassified_attempts"]:
+        lines.append(f"- unclassified: {table['unclassified_attempts']} attempt(s) without an algorithm family")
+    return lines + [""]
+
+
+def _trajectory(data: dict) -> list[str]:
+    path = data["trajectory"]
+    if not path["points"]:
+        return []
+    lines = [
+        "## Trajectory",
+        "",
+        f"Running best, {path['steps_total']} step(s), compressed to start, first, largest and final:",
+        "",
+    ]
+    for point in path["points"]:
+        gain = f" ({_gain(point['gain'])})" if point["gain"] is not None else ""
+        lines.append(
+            f"- row {point['row'] + 1} `{point['name']}`: {_score(point['score'])}{gain} [{', '.join(point['marks'])}]"
+        )
+    return lines + [""]
+
+
+def _noise(data: dict) -> list[str]:
+    section = data["noise"]
+    estimate = section["estimate"]
+    lines = ["## Noise", ""]
+    if estimate is None or estimate["stdev"] is None:
+        return lines + [
+            "Not measured: the best has no replicate runs (`run_job_campaign.py replicate` reruns it), so "
+            "small gains are unverified against run-to-run variation.",
+            "",
+        ]
+    how = "with other seeds" if section["seeded"] else "as identical reruns"
+    rule = (
+        f"the keep rule is on ({estimate['sigmas']} sigmas: a keep needs more than {_score(estimate['margin'])})"
+        if estimate["applied"]
+        else "the keep rule is off (`--noise-sigmas`)"
+    )
+    lines += [
+        f"- {estimate['replicates']} replicate(s) of `{estimate['of']}` ({how}) plus its own run: mean "
+        f"{_score(estimate['mean'])}, stdev {_score(estimate['stdev'])}, range {_score(estimate['min'])} .. "
+        f"{_score(estimate['max'])}",
+        f"- Noise band: best +- {_score(section['band'])}; gains inside it are marked `within noise`; {rule}",
+        "",
+    ]
+    return lines
+
+
+def _warnings(data: dict) -> list[str]:
+    lines = ["## Warnings", ""]
+    lines += [f"- `{w['code']}`: {w['message']}" for w in data["warnings"]] or ["- none"]
+    return lines + [""]
+
+
+def _compute(data: dict) -> list[str]:
+    compute = data["compute"]
+    parts = ", ".join(f"{status} {seconds:.1f} s" for status, seconds in compute["by_status"].items()) or "none"
+    wall = compute["wall_time_seconds"]
+    lines = [
+        "## Compute and time",
+        "",
+        f"- Compute spent (sum of run times): {compute['total_seconds']:.1f} s ({parts})",
+    ]
+    if compute["rows_without_runtime"]:
+        lines.append(f"- {compute['rows_without_runtime']} row(s) have no recorded runtime (external runs)")
+    if wall is not None:
+        lines.append(f"- Campaign wall time: {wall:.0f} s ({compute['started_at']} to {compute['last_activity_at']})")
+    return lines + _network_line(data["network"]) + [""]
+
+
+def _network_line(network: dict) -> list[str]:
+    latest = network["latest_trial"]
+    if network["allow_network"]:
+        return ["- Trial network: allowed (`--allow-network`): candidate code could reach the network"]
+    if latest is None:
+        return []
+    if latest == "isolated":
+        return ["- Trial network: isolated (loopback only)"]
+    return [f"- Trial network: not isolated; the latest trial recorded `{latest}`"]
+
+
+def _leaderboard(data: dict) -> list[str]:
+    lines = [
+        "## Leaderboard",
+        "",
+        "| status | name | score | changed files | manifest | artifacts | notes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    board = data["leaderboard"]
+    for entry in board[:MAX_LEADERBOARD]:
+        lines.append(
+            f"| {entry['status']} | {entry['name']} | {entry['score_text']} | {_cell(entry['changed_files'])} "
+            f"| {_cell(entry['manifest'])} | {_cell(entry['artifacts'])} | {_cell(entry['notes'])} |"
+        )
+    if len(board) > MAX_LEADERBOARD:
+        lines += ["", f"{len(board) - MAX_LEADERBOARD} more row(s) in autofl_report.json and results.tsv."]
+    return lines + [""]
+
+
+def _friction(data: dict) -> list[str]:
+    lines = ["## Failures and friction", ""]
+    friction = [f"- {e['status']} `{e['name']}`: {e['notes']}" for e in data["failures"]]
+    friction += [f"- abandoned draft `{name}` (not counted)" for name in data["abandoned"]]
+    return lines + (friction or ["- none"]) + [""]
+
+
+def _changes(data: dict) -> list[str]:
+    changes = [
+        f"- cap {c['old']} -> {c['new']} ({c['source']}, user approved: {c['user_approved']}) at {c['changed_at']}"
+        for c in data["cap_changes"]
+    ]
+    changes += [
+        f"- {c['setting']}: {c['old']} -> {c['new']} ({c['action']}) at {c['changed_at']}"
+        for c in data["setting_changes"]
+    ]
+    return ["## Cap and setting changes", ""] + (changes or ["- none"]) + [""]
+
+
+def _artifacts(data: dict) -> list[str]:
+    return ["## Artifacts", ""] + [f"- {key}: `{value}`" for key, value in sorted(data["artifacts"].items())]

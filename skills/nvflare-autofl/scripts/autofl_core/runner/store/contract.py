@@ -1,0 +1,177 @@
+"""autofl.yaml: the imported campaign config a human reviews, and the facts the runner takes from it.
+
+The runner writes it at `initialize` and reads it on every action: the trust contract (what a candidate may
+edit or create), the environment passthrough names, the objective and the fixed budget. Two digests guard
+it: `budget_digest` (the fixed-budget *values* and the arguments that pin them, not their source lines, so
+a harmless edit of job.py does not change it) and `objective_invariants` (metric, direction, extraction
+order, invariants). `import_config` produces it: the static import of job.py with admission. Usage::
+
+    config = import_config(paths.job, settings)   # CampaignError naming the first admission error
+    write(paths.autofl_yaml, config)
+    config = read(paths.autofl_yaml)
+    budget_digest(config); objective_invariants(config)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from ...common import atomic, bounded
+from ..outcome import CampaignError
+
+HEADER = (
+    "# Auto-FL campaign config, written by run_job_campaign.py initialize from a static import of job.py.\n"
+    "# job.py stays the runnable entry point. Review: summary (editable, unresolved, allowed), objective,\n"
+    "# fixed_budget and trust. Never edit the objective or the fixed budget during a campaign: the runner\n"
+    "# refuses to continue when they change.\n"
+)
+BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
+INVARIANT_KEYS = (
+    "metric",
+    "mode",
+    "job_key_metric",
+    "job_key_metric_mode",
+    "metric_extraction_order",
+    "metric_invariants",
+)
+
+
+def import_config(job: Path, settings_or_given: dict) -> dict:
+    """Static import of job.py with the campaign's metric and base args; admission errors are rejections."""
+    from ...importer import api as importer  # the AST walk: only initialize and evaluate need it
+    from ...importer.files import JobImportError
+
+    try:
+        config = importer.import_job(
+            job, metric=settings_or_given.get("metric"), base_args=settings_or_given.get("base_args") or []
+        )
+    except JobImportError as error:
+        raise CampaignError(str(error)) from None
+    errors = config["admission_errors"]
+    if errors:
+        more = f" (and {len(errors) - 1} more: see job_importer.py)" if len(errors) > 1 else ""
+        raise CampaignError(f"job.py is not admissible: {errors[0]['code']}: {errors[0]['message']}{more}")
+    return config
+
+
+def yaml_text(config: dict) -> str:
+    """The config as YAML without anchors (through JSON first, so shared sub-objects become copies)."""
+    import yaml
+
+    plain = json.loads(json.dumps(config, allow_nan=False))
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when built with it: same text, 4x faster
+    return yaml.dump(plain, Dumper=dumper, sort_keys=True, allow_unicode=True, default_flow_style=False)
+
+
+def write(path: Path, config: dict) -> None:
+    atomic.write_text(path, HEADER + yaml_text(config))
+
+
+def read(path: Path) -> dict:
+    """The campaign config; CampaignError naming the fix when it is missing or damaged."""
+    import yaml
+
+    try:
+        data = bounded.read_regular(path, bounded.MAX_DOCUMENT_BYTES)
+    except bounded.BoundedReadError as error:
+        raise CampaignError(f"{path} {error}; restore autofl.yaml or start a fresh campaign") from None
+    if data is None:
+        raise CampaignError(f"{path} is missing; restore it, or run initialize in a fresh workspace")
+    try:
+        config = yaml.load(data.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (ValueError, yaml.YAMLError, RecursionError):
+        raise CampaignError(f"{path} is not valid YAML; restore it from the campaign's first version") from None
+    missing = [
+        key
+        for key in ("objective", "fixed_budget", "trust", "argparse")
+        if not isinstance(config, dict) or not isinstance(config.get(key), dict)
+    ]
+    if missing:
+        raise CampaignError(
+            f"{path} lacks {', '.join(missing)}; restore autofl.yaml (the runner wrote it at initialize)"
+        )
+    return config
+
+
+def budget_args(config: dict) -> list[str]:
+    """The job arguments that pin the fixed budget in every trial."""
+    from ...importer import runner_view  # the light part of the importer: no AST walking
+
+    return runner_view.fixed_budget_args(config)
+
+
+def budget_digest(config: dict) -> str:
+    """sha256 over the fixed-budget values, the comparison arguments and the pinning argv."""
+    budget = config.get("fixed_budget") or {}
+    values = {name: (budget.get(name) or {}).get("value") for name in BUDGET_FIELDS}
+    comparison = {
+        key: (entry or {}).get("value") for key, entry in sorted((budget.get("comparison_args") or {}).items())
+    }
+    document = {"budget": values, "comparison_args": comparison, "pinned_args": budget_args(config)}
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def objective_invariants(config: dict) -> dict:
+    objective = config.get("objective") or {}
+    return {key: objective.get(key) for key in INVARIANT_KEYS}
+
+
+def allowed_edit_paths(config: dict) -> list[str]:
+    return list((config.get("trust") or {}).get("allowed_edit_paths") or [])
+
+
+def allowed_create_patterns(config: dict) -> list[str]:
+    return list((config.get("trust") or {}).get("allowed_create_patterns") or [])
+
+
+def env_passthrough(config: dict) -> list[str]:
+    return list((config.get("environment") or {}).get("simulator_env_passthrough") or [])
+
+
+def with_edit_paths(config: dict, extra: list[str]) -> dict:
+    """A copy of `config` whose allowed_edit_paths also hold `extra` (files a kept candidate created)."""
+    trust = dict(config.get("trust") or {})
+    trust["allowed_edit_paths"] = sorted(set(trust.get("allowed_edit_paths") or []) | set(extra))
+    summary = dict(config.get("summary") or {})
+    if "editable" in summary:
+        summary["editable"] = sorted(set(summary["editable"]) | set(extra))
+    return {**config, "trust": trust, "summary": summary}
+
+
+def run_call(config: dict) -> str | None:
+    return (config.get("job") or {}).get("run_call")
+
+
+def is_export_only(config: dict) -> bool:
+    return run_call(config) in ("export", "export_job")
+
+
+def uses_simenv(config: dict) -> bool:
+    env = (config.get("job") or {}).get("env") or {}
+    return env.get("class") == "SimEnv"
+
+
+def num_rounds(config: dict) -> int | None:
+    value = ((config.get("fixed_budget") or {}).get("num_rounds") or {}).get("value")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def schema_budget(config: dict) -> dict:
+    schema = config.get("schema") or {}
+    return ((schema.get("comparison_budget_args") or {}).get("default_candidate_budget")) or {}
+
+
+def mutable_bounds(config: dict) -> dict:
+    return dict((config.get("schema") or {}).get("mutable_args") or {})
+
+
+def expected_result_names(config: dict) -> list[str]:
+    """Result folder names the job may use without an injected --name: its recipe/job `name=` value."""
+    names = []
+    for section in ("recipe_args",):
+        entry = (config.get(section) or {}).get("name") or {}
+        if isinstance(entry.get("value"), str) and entry["value"]:
+            names.append(entry["value"])
+    return names

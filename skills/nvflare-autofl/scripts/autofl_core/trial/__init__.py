@@ -1,0 +1,14 @@
+"""Everything that runs one child: a trial of job.py, from its argv to its score (imports nothing).
+
+Knows nothing of the campaign (no ledger, no manifests); the runner's `campaign_trial` builds the TrialSpec.
+- `execute` - `run_trial(TrialSpec) -> TrialResult`: the trial folder, supervision, classification;
+- `argv` - the trial's argv (budget once, injected --name, conflicts) and `TrialError`;
+- `childenv` - the allowlisted child environment and the trial token;
+- `netns` - the first program of an isolated trial: user + network + mount namespace (run by path, stdlib only);
+- `processes` - the child's process tree: new session, streamed output, whole-tree termination;
+- `watchdog` - total timeout, stall and no-progress watchdogs, and the simulator log watcher;
+- `progress` - the live progress line on stderr (round k/N, elapsed, last metric);
+- `resultdir` - find the simulator result folder in the trial root and copy it out;
+- `metrics` - the objective metric from the copied artifacts, with its source;
+- `rootcause` - the root cause of a crash from the copied site and server logs.
+"""
