@@ -15,6 +15,42 @@ for scripts in (DIAGNOSE_SCRIPTS, AUTOFL_SCRIPTS, REPO):
         sys.path.insert(0, str(scripts))
 
 
+# Parallel runs (`make test`: pytest-xdist with --dist loadgroup). Tests that share an expensive module or
+# session fixture form one group, run by one worker, so the fixture is built once: the real POC system
+# (tests/poc/conftest.py) and the demo campaign of six simulations (tests/autofl/test_runner_real.py).
+SHARED_FIXTURE_GROUPS = {"poc_system": "poc", "demo": "demo-campaign"}
+# The slowest files start first (after the groups, which xdist starts first as its largest work units), so
+# the long real simulations do not form the tail of the run. Measured with --durations (issue 19).
+START_FIRST = (
+    "tests/poc/",
+    "tests/autofl/test_runner_real.py",
+    "tests/reliability/test_r4_concurrency.py",
+    "tests/autofl/test_trial_real.py",
+    "tests/autofl/test_skill_commands.py",
+    "tests/diagnose/test_healthy_real_logs.py",
+    "tests/test_demo_diagnose.py",
+    "tests/autofl/test_runner_noise.py",
+    "tests/reliability/test_r1_crash_injection.py",
+    "tests/reliability/test_r7_full_disk_and_malformed_input.py",
+    "tests/autofl/test_runner_lifecycle.py",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    if not hasattr(config, "workerinput"):
+        return  # a serial run keeps the plain collection order
+    for item in items:
+        groups = {group for name, group in SHARED_FIXTURE_GROUPS.items() if name in item.fixturenames}
+        if groups:
+            item.add_marker(pytest.mark.xdist_group("-".join(sorted(groups))))
+
+    def rank(item) -> int:
+        return next((i for i, prefix in enumerate(START_FIRST) if item.nodeid.startswith(prefix)), len(START_FIRST))
+
+    items.sort(key=rank)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
