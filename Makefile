@@ -4,9 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-done
 # pytest runs in parallel (pytest-xdist): the real simulations mostly wait, so 4 workers on 2 cores (measured,
-# docs/decisions.md). Tests sharing the POC system or the demo campaign stay in one group (tests/conftest.py).
+# docs/decisions.md). Tests sharing the POC system or the demo campaign run as one serial group each, scheduled
+# by tests/conftest.py.
 WORKERS ?= 4
-PARALLEL := -n $(WORKERS) --dist loadgroup
+PARALLEL := -n $(WORKERS)
 
 .PHONY: setup test unit integration eval bench mutate sync sync-check validate lint demo demo-diagnose dist clean
 
