@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -183,3 +184,18 @@ def test_the_reason_holds_our_words_and_an_error_code_never_cli_text():
         "could not start nvflare",
     ]
     assert "assistant" in items[1]["error"]  # the full text stays in the evidence lines, not in the reason
+
+
+def test_every_command_runs_in_an_empty_private_folder_removed_afterwards():
+    """nvflare 2.9 walks its working folder for comm_config.*: in a crowded /tmp that took seconds per command
+    and a deeply nested folder there made every command fail ("maximum recursion depth exceeded")."""
+    seen = []
+
+    def cli(argv, **kwargs):
+        seen.append((kwargs["cwd"], sorted(os.listdir(kwargs["cwd"]))))
+        return ScriptedCli({})(argv, **kwargs)
+
+    collect.collect_from_cli("abc123", runner=cli)
+    assert len(seen) == 6 and all(listing == [] for _, listing in seen)
+    assert all(os.path.basename(cwd).startswith(("nvfdiag-cwd-", "nvfdiag-collect-")) for cwd, _ in seen)
+    assert not any(os.path.exists(cwd) for cwd, _ in seen)

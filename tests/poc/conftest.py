@@ -33,8 +33,12 @@ class PocSystem:
     env: dict
 
     def nvflare(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        # run from an empty folder: nvflare 2.9 walks its working folder for comm_config.* (the repository with
+        # its .venv would cost seconds per call, see nvfdiag/collect.py)
+        cwd = self.workspace.parent / "cli-cwd"
+        cwd.mkdir(exist_ok=True)
         return subprocess.run(
-            [str(VENV_BIN / "nvflare"), *args], env=self.env, capture_output=True, text=True, timeout=timeout
+            [str(VENV_BIN / "nvflare"), *args], env=self.env, capture_output=True, text=True, timeout=timeout, cwd=cwd
         )
 
 

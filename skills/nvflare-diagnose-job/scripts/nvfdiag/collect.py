@@ -150,14 +150,20 @@ def collect_from_cli(
     runner = runner or run_in_process_group
     binary = _nvflare_binary()
     kit = {"startup_kit": startup_kit, "kit_id": kit_id}
-    run = _Runs(binary, runner, timeout, attempts, _Clock(budget, sleep, now))
-    items = []
-    for name in ("job_meta", "job_logs", "job_stats", "system_status", "system_resources"):
-        items.append(run.one(build_argv(name, job_id, **kit)))
-    meta = items[0]["envelope"] or {}
-    status = (meta.get("data") or {}).get("status") if isinstance(meta.get("data"), dict) else None
-    if download and is_failed_terminal(status):
-        items.append(_download(job_id, kit, run))
+    # The CLI walks its working folder for comm_config.* (nvflare 2.9 ConfigFactory): a full /tmp costs seconds
+    # per command and a deeply nested one aborts it ("maximum recursion depth exceeded"), so it gets an empty one.
+    workdir = tempfile.mkdtemp(prefix="nvfdiag-cwd-")
+    try:
+        run = _Runs(binary, runner, timeout, attempts, _Clock(budget, sleep, now), workdir)
+        items = []
+        for name in ("job_meta", "job_logs", "job_stats", "system_status", "system_resources"):
+            items.append(run.one(build_argv(name, job_id, **kit)))
+        meta = items[0]["envelope"] or {}
+        status = (meta.get("data") or {}).get("status") if isinstance(meta.get("data"), dict) else None
+        if download and is_failed_terminal(status):
+            items.append(_download(job_id, kit, run))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     return items
 
 
@@ -193,12 +199,13 @@ class _Runs:
     """Runs allowed commands with the retry policy; once a command failed on every attempt with a transient
     failure, later commands get one attempt each (a server that is down costs one wait per command, not three)."""
 
-    def __init__(self, binary: str, runner, timeout: float, attempts: int, clock: _Clock):
+    def __init__(self, binary: str, runner, timeout: float, attempts: int, clock: _Clock, workdir: str):
         self.binary, self.runner, self.timeout, self.clock = binary, runner, timeout, clock
-        self.attempts = max(1, attempts)
+        self.attempts, self.workdir = max(1, attempts), workdir
 
     def one(self, argv: list[str], cwd: str | None = None, reset=None) -> dict:
-        """Run one allowed command; `reset` (if given) runs before every attempt after the first."""
+        """Run one allowed command (in `cwd`, else the empty work folder); `reset` (if given) runs before every
+        attempt after the first."""
         if not is_allowed(argv):
             raise CollectError(f"refusing to run a command outside the read-only list: {' '.join(argv)}")
         item = {"command": argv, "envelope": None, "error": None, "attempts": 0}
@@ -211,7 +218,7 @@ class _Runs:
                 reset()
             item["attempts"] += 1
             timeout = self.timeout if self.timeout <= left else float(int(left))  # whole seconds when cut short
-            item.update(_run_once(argv, self.binary, self.runner, timeout, cwd))
+            item.update(_run_once(argv, self.binary, self.runner, timeout, cwd or self.workdir))
             if not _transient(item):
                 item["reason"] = reason(item)
                 return item
@@ -258,7 +265,7 @@ def executed_argv(argv: list[str], binary: str) -> list[str]:
     return [*words[:-1], CONNECT_OPTION, words[-1]] if has_kit else [*words, CONNECT_OPTION]
 
 
-def _run_once(argv: list[str], binary: str, runner, timeout: float, cwd: str | None) -> dict:
+def _run_once(argv: list[str], binary: str, runner, timeout: float, cwd: str) -> dict:
     """One attempt: {"envelope", "error"} (the item's other keys are the caller's)."""
     item = {"envelope": None, "error": None}
     try:
@@ -268,7 +275,7 @@ def _run_once(argv: list[str], binary: str, runner, timeout: float, cwd: str | N
             stdin=subprocess.DEVNULL,
             timeout=timeout,
             env=sanitized_env(),
-            cwd=cwd or tempfile.gettempdir(),
+            cwd=cwd,
             check=False,
         )
     except subprocess.TimeoutExpired:
