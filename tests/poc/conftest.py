@@ -83,7 +83,8 @@ def poc_system(tmp_path_factory):
     prepared = system.nvflare("poc", "prepare", "-n", "2", "--force")
     assert prepared.returncode == 0, prepared.stdout + prepared.stderr
     try:
-        started = system.nvflare("poc", "start", timeout=180)
+        # nvflare waits 30 s for the clients by default; a loaded machine (a parallel suite) needs longer
+        started = system.nvflare("poc", "start", "--timeout", "150", timeout=240)
         assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
         status = system.nvflare("--format", "json", "system", "status", "--startup-kit", str(system.kit))
         assert '"site-1"' in status.stdout and '"site-2"' in status.stdout, status.stdout
