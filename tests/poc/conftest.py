@@ -1,7 +1,7 @@
 """A real NVFLARE 2.9 POC system on localhost for the tests in this folder (marked `poc` and `integration`).
 
-`poc_system` (session scope) prepares a POC workspace in a temporary folder (`NVFLARE_POC_WORKSPACE`), starts
-it, yields its admin startup kit, and always stops it afterwards: `nvflare poc stop --no-wait`, then every
+`poc_system` (session scope) prepares a POC workspace in a temporary folder (`NVFLARE_POC_WORKSPACE`) with free
+ports (so it cannot meet another POC system on the machine), starts it, yields its admin startup kit, and always stops it afterwards: `nvflare poc stop --no-wait`, then every
 process whose command line or working directory lies in that workspace is ended (SIGTERM, then SIGKILL), and
 the teardown fails if any survives.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -74,13 +75,41 @@ def _end_all(workspace: Path, seconds: float = 20.0) -> list[int]:
     return poc_processes(workspace)
 
 
+def free_ports(count: int) -> list[int]:
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+def write_project(path: Path) -> Path:
+    """`poc prepare -n 2`'s project (nvflare's dummy_project.yml: server, site-1, site-2, three admins) with
+    free ports: the default 8002/8003 collide with any other POC system on the machine (another suite)."""
+    import nvflare
+    import yaml
+
+    project = yaml.safe_load((Path(nvflare.__file__).parent / "lighter" / "dummy_project.yml").read_text())
+    for participant in project["participants"]:
+        if participant["type"] == "server":
+            participant.update(name="server", default_host="localhost")
+            fed_learn_port, admin_port = free_ports(2)
+            participant.update(fed_learn_port=fed_learn_port, admin_port=admin_port)
+    path.write_text(yaml.safe_dump(project, sort_keys=False))
+    return path
+
+
 @pytest.fixture(scope="session")
 def poc_system(tmp_path_factory):
     root = tmp_path_factory.mktemp("poc")
     workspace = root / "poc-workspace"
     env = {**os.environ, "NVFLARE_POC_WORKSPACE": str(workspace), "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}"}
     system = PocSystem(workspace=workspace, kit=workspace / "example_project" / "prod_00" / "admin@nvidia.com", env=env)
-    prepared = system.nvflare("poc", "prepare", "-n", "2", "--force")
+    project = write_project(root / "project.yml")
+    prepared = system.nvflare("poc", "prepare", "-i", str(project), "--force")
     assert prepared.returncode == 0, prepared.stdout + prepared.stderr
     try:
         # nvflare waits 30 s for the clients by default; a loaded machine (a parallel suite) needs longer
