@@ -102,6 +102,25 @@ def write_project(path: Path) -> Path:
     return path
 
 
+def wait_for_clients(system: PocSystem, seconds: float = 240.0) -> subprocess.CompletedProcess:
+    """`system status` until it lists both sites. Each call is a bounded process of its own: nvflare's own
+    readiness wait (`poc start` without --no-wait) hung for minutes at load 14, and waits only 30 s by default."""
+    deadline = time.monotonic() + seconds
+    status = None
+    while time.monotonic() < deadline:
+        try:
+            status = system.nvflare(
+                "--format", "json", "system", "status", "--startup-kit", str(system.kit), timeout=60
+            )
+        except subprocess.TimeoutExpired:
+            continue
+        if '"site-1"' in status.stdout and '"site-2"' in status.stdout:
+            break
+        time.sleep(3)
+    assert status is not None, f"no answer from the POC system within {seconds:g} s"
+    return status
+
+
 @pytest.fixture(scope="session")
 def poc_system(tmp_path_factory):
     root = tmp_path_factory.mktemp("poc")
@@ -112,10 +131,9 @@ def poc_system(tmp_path_factory):
     prepared = system.nvflare("poc", "prepare", "-i", str(project), "--force")
     assert prepared.returncode == 0, prepared.stdout + prepared.stderr
     try:
-        # nvflare waits 30 s for the clients by default; a loaded machine (a parallel suite) needs longer
-        started = system.nvflare("poc", "start", "--timeout", "150", timeout=240)
+        started = system.nvflare("poc", "start", "--no-wait", timeout=240)
         assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
-        status = system.nvflare("--format", "json", "system", "status", "--startup-kit", str(system.kit))
+        status = wait_for_clients(system)
         assert '"site-1"' in status.stdout and '"site-2"' in status.stdout, status.stdout
         yield system
     finally:
