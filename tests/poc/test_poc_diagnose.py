@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.poc, pytest.mark.slow]
+# real jobs on a real POC system: minutes each on a loaded machine, more than the suite-wide 300 s hang guard
+pytestmark = [pytest.mark.integration, pytest.mark.poc, pytest.mark.slow, pytest.mark.timeout(1200)]
 REPO = Path(__file__).resolve().parents[2]
 DIAGNOSE = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
 JOBS = {
