@@ -3,6 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-done
+# pytest runs in parallel (pytest-xdist): the real simulations mostly wait, so 4 workers on 2 cores (measured,
+# docs/decisions.md). Tests sharing the POC system or the demo campaign run as one serial group each, scheduled
+# by tests/conftest.py.
+WORKERS ?= 4
+PARALLEL := -n $(WORKERS)
 
 .PHONY: setup test unit integration eval bench mutate sync sync-check validate lint demo demo-diagnose dist clean
 
@@ -14,14 +19,14 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	touch $(STAMP)
 
 test: setup sync-check validate lint
-	$(PY) -m pytest
+	$(PY) -m pytest $(PARALLEL) --durations=15
 	$(PY) evals/run_evals.py
 
 unit: setup
-	$(PY) -m pytest -m "not integration"
+	$(PY) -m pytest $(PARALLEL) -m "not integration"
 
 integration: setup
-	$(PY) -m pytest -m integration
+	$(PY) -m pytest $(PARALLEL) -m integration
 
 eval: setup
 	$(PY) evals/run_evals.py

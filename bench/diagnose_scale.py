@@ -218,9 +218,10 @@ def verdicts(rows: list[dict], quick: bool) -> list[dict]:
     checks.append(("report <= 64 KiB", size <= BAR_REPORT_BYTES, f"{size} B", True))
     for kind in ("end", "middle"):
         first, last = [r for r in rows if r["failure"] == kind][0], [r for r in rows if r["failure"] == kind][-1]
-        cpu_ratio = last["cpu_s"] / first["cpu_s"] if first["cpu_s"] else float("inf")
-        wall_ratio = last["wall_s"] / first["wall_s"] if first["wall_s"] else float("inf")
-        rss_ratio = last["rss_mib"] / first["rss_mib"] if first["rss_mib"] else float("inf")
+        # rounded as printed (2 decimals), so a figure and its verdict always agree
+        cpu_ratio = round(last["cpu_s"] / first["cpu_s"], 2) if first["cpu_s"] else float("inf")
+        wall_ratio = round(last["wall_s"] / first["wall_s"], 2) if first["wall_s"] else float("inf")
+        rss_ratio = round(last["rss_mib"] / first["rss_mib"], 2) if first["rss_mib"] else float("inf")
         checks.append(
             (
                 f"flat CPU time, {kind} (largest/smallest <= 1.5)",

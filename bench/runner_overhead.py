@@ -105,12 +105,24 @@ def summarize(rows: list[dict], quick: bool) -> tuple[list[tuple[str, str, str, 
     ratio = statistics.median(r["trial"] / r["bare"] for r in rows)
     overhead = statistics.median(r["trial"] - r["bare"] for r in rows)
     cpu = statistics.median(r["cpu_per_min"] for r in rows)
+    shown = {"ratio": f"{ratio:.4f}", "overhead": f"{overhead:.3f}", "cpu": f"{cpu:.4f}"}
+    # each bar is judged on the printed figure, so the table and its verdict always agree
     checks = [
         ("median bare wall (s)", f"{statistics.median(r['bare'] for r in rows):.3f}", "", ""),
         ("median trial wall (s)", f"{statistics.median(r['trial'] for r in rows):.3f}", "", ""),
-        ("median ratio", f"{ratio:.4f}", f"<= {MAX_RATIO}", _verdict(ratio <= MAX_RATIO, quick)),
-        ("median overhead (s)", f"{overhead:.3f}", f"<= {MAX_OVERHEAD}", _verdict(overhead <= MAX_OVERHEAD, False)),
-        ("runner CPU (s/min)", f"{cpu:.4f}", f"<= {MAX_CPU_PER_MIN}", _verdict(cpu <= MAX_CPU_PER_MIN, quick)),
+        ("median ratio", shown["ratio"], f"<= {MAX_RATIO}", _verdict(float(shown["ratio"]) <= MAX_RATIO, quick)),
+        (
+            "median overhead (s)",
+            shown["overhead"],
+            f"<= {MAX_OVERHEAD}",
+            _verdict(float(shown["overhead"]) <= MAX_OVERHEAD, False),
+        ),
+        (
+            "runner CPU (s/min)",
+            shown["cpu"],
+            f"<= {MAX_CPU_PER_MIN}",
+            _verdict(float(shown["cpu"]) <= MAX_CPU_PER_MIN, quick),
+        ),
         ("run_trial CPU total (s)", f"{statistics.median(r['total_cpu'] for r in rows):.4f}", "", ""),
     ]
     passed = all(row[3] in ("", "PASS", "n/a (quick)") for row in checks)

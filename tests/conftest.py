@@ -15,6 +15,66 @@ for scripts in (DIAGNOSE_SCRIPTS, AUTOFL_SCRIPTS, REPO):
         sys.path.insert(0, str(scripts))
 
 
+# Parallel runs (`make test`: pytest-xdist, `-n WORKERS`). Tests that share an expensive module or session
+# fixture form one serial group, run in order by one worker, so the fixture is built once: the real POC
+# system (tests/poc/conftest.py; its fixed ports allow one at a time) and the demo campaign of six simulations
+# (tests/autofl/test_runner_real.py). The groups are scheduled here (pytest_xdist_make_scheduler), by node id,
+# because xdist 3.8's own `xdist_group` marks do nothing under pytest 9 (they rename `item._nodeid`, which
+# pytest 9 no longer reads). Every test that uses one of the fixtures must fall in its group: a worker checks.
+SERIAL_GROUPS = {
+    "tests/poc/": "poc",
+    "tests/autofl/test_runner_real.py::test_demo_": "demo-campaign",
+    "tests/autofl/test_runner_real.py::test_poc_mode_records_real_downloaded_results": "demo-campaign",
+    "tests/autofl/test_runner_real.py::test_noise_sigmas_discards_a_gain": "demo-campaign",
+}
+SHARED_FIXTURE_GROUPS = {"poc_system": "poc", "demo": "demo-campaign"}
+# The slowest files start first (after the groups, which xdist starts first as its largest work units), so
+# the long real simulations do not form the tail of the run. Measured with --durations (issue 19).
+START_FIRST = (
+    "tests/poc/",
+    "tests/autofl/test_runner_real.py",
+    "tests/reliability/test_r4_concurrency.py",
+    "tests/autofl/test_trial_real.py",
+    "tests/autofl/test_skill_commands.py",
+    "tests/diagnose/test_healthy_real_logs.py",
+    "tests/test_demo_diagnose.py",
+    "tests/autofl/test_runner_noise.py",
+    "tests/reliability/test_r1_crash_injection.py",
+    "tests/reliability/test_r7_full_disk_and_malformed_input.py",
+    "tests/autofl/test_runner_lifecycle.py",
+)
+
+
+def serial_group(nodeid: str) -> str | None:
+    return next((group for prefix, group in SERIAL_GROUPS.items() if nodeid.startswith(prefix)), None)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's load-scope scheduler with our scopes: a serial group, else the single test."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SerialGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return serial_group(nodeid) or nodeid
+
+    return SerialGroupScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    if not hasattr(config, "workerinput"):
+        return  # a serial run keeps the plain collection order
+    for item in items:
+        needed = {group for name, group in SHARED_FIXTURE_GROUPS.items() if name in item.fixturenames}
+        if needed and needed != {serial_group(item.nodeid)}:
+            raise pytest.UsageError(f"{item.nodeid} uses a shared fixture of group {needed}: add it to SERIAL_GROUPS")
+
+    def rank(item) -> int:
+        return next((i for i, prefix in enumerate(START_FIRST) if item.nodeid.startswith(prefix)), len(START_FIRST))
+
+    items.sort(key=rank)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO

@@ -480,9 +480,9 @@ def test_state_is_linear_in_literature_events():
     for i in range(10_000):
         rows.append(row("literature", lit=f"lit-{i:04d}"))
         rows.append(row("discard", 0.5, kind="source_edit"))
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: a loaded machine does not make the scan look quadratic
     state = state_of(rows)
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
     assert (
         state["exploration_batch"]["literature_event_id"] == "lit-0000" and state["exploration_batch"]["completed"] == 1
     )

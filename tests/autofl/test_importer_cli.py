@@ -125,10 +125,10 @@ def test_import_never_writes_or_executes(python_exe, tmp_path):
 def test_import_of_example_is_fast():
     api.import_job(HELLO)
     timings = []
-    for _ in range(5):
-        start = time.perf_counter()
+    for _ in range(5):  # CPU time of this process: other work on a shared or parallel-loaded machine adds none
+        start = time.process_time()
         api.import_job(HELLO)
-        timings.append(time.perf_counter() - start)
+        timings.append(time.process_time() - start)
     assert statistics.median(timings) < 0.15
 
 

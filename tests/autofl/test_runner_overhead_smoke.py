@@ -4,6 +4,7 @@ import re
 import subprocess
 
 import pytest
+from module_loader import load_by_path
 
 
 @pytest.mark.slow
@@ -47,3 +48,13 @@ def test_runner_overhead_rejects_bad_pairs(repo_root, python_exe):
     )
     assert done.returncode == 2
     assert "--pairs must be at least 1" in done.stderr
+
+
+def test_runner_overhead_judges_the_figure_it_prints(repo_root):
+    """An overhead of 0.5004 s prints as 0.500 and passes the 0.5 s bar; 0.5006 s prints 0.501 and fails."""
+    bench = load_by_path("runner_overhead", repo_root / "bench" / "runner_overhead.py")
+    for overhead, shown, verdict in ((0.5004, "0.500", "PASS"), (0.5006, "0.501", "FAIL")):
+        rows = [{"bare": 1.0, "trial": 1.0 + overhead, "cpu_per_min": 0.01, "total_cpu": 0.1}]
+        checks, passed = bench.summarize(rows, quick=True)
+        row = next(check for check in checks if check[0] == "median overhead (s)")
+        assert row[1:] == (shown, "<= 0.5", verdict) and passed == (verdict == "PASS")

@@ -212,11 +212,14 @@ def test_site_hanging_after_first_round_trips_the_partial_aggregation_watchdog_a
 
 def test_total_timeout_kills_a_running_simulation(repo_root, python_exe, tmp_path, short_tmp):
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
-    result = run_trial(spec(python_exe, workspace, short_tmp, "slow", "accuracy", timeout=7.0))
+    # 200 rounds run for minutes, so the 20 s timeout strikes mid-run even when a loaded machine (a parallel
+    # suite) takes 10 s or more to start the simulation (7 s with 3 rounds was too short there)
+    rounds = {"budget_args": ["--num_rounds", "200", "--n_clients", "2"], "num_rounds": 200}
+    result = run_trial(spec(python_exe, workspace, short_tmp, "slow", "accuracy", timeout=20.0, **rounds))
     assert result.outcome == "crash" and result.score is None
-    assert result.failure_reason == result.watchdog == "timeout: trial exceeded the 7s total timeout"
+    assert result.failure_reason == result.watchdog == "timeout: trial exceeded the 20s total timeout"
     assert result.termination_seconds is not None and result.termination_seconds < 10.0
-    assert 7.0 <= result.runtime_seconds < 7.0 + 1.0 + 10.0  # one watchdog tick, then termination
+    assert 20.0 <= result.runtime_seconds < 20.0 + 1.0 + 10.0  # one watchdog tick, then termination
     assert "Start FedAvg." in (workspace / "autofl_runs/slow/run.log").read_text()  # it was mid-run
     assert_clean(result, short_tmp)
 

@@ -102,9 +102,9 @@ def test_normalize_decoding_is_bounded_per_line():
 
 def test_normalize_is_bounded_on_a_huge_line():
     huge = "A" * 50_000_000
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: other processes on the machine add none
     text = normalize(huge)
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
     assert len(text) <= 20_000
 
 
@@ -462,7 +462,7 @@ def test_split_directive_hidden_by_encoding_is_also_obfuscated():
 
 def test_scan_is_bounded_on_huge_lines():
     huge_json = '{"message": "' + "x" * 30_000_000 + '"}'
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: other processes on the machine add none
     findings = scan("A" * 30_000_000, huge_json, "restart the server with --disable-auth " + "y" * 30_000_000)
-    assert time.perf_counter() - started < 5.0
+    assert time.process_time() - started < 5.0
     assert [(f["line"], f["kind"]) for f in findings] == [(3, "disable_security")]

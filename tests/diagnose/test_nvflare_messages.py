@@ -192,9 +192,9 @@ def test_hostile_lines_are_matched_in_linear_time():
 
     known = cat.load_catalog().messages
     line = "ValueError: " + "must be " * 5000 + "x"
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other processes on the machine add none
     known.match(line)
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
 
 
 def test_broken_or_missing_mapping_is_a_one_line_catalog_error(tmp_path):

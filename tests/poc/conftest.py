@@ -1,7 +1,7 @@
 """A real NVFLARE 2.9 POC system on localhost for the tests in this folder (marked `poc` and `integration`).
 
-`poc_system` (session scope) prepares a POC workspace in a temporary folder (`NVFLARE_POC_WORKSPACE`), starts
-it, yields its admin startup kit, and always stops it afterwards: `nvflare poc stop --no-wait`, then every
+`poc_system` (session scope) prepares a POC workspace in a temporary folder (`NVFLARE_POC_WORKSPACE`) with free
+ports (so it cannot meet another POC system on the machine), starts it, yields its admin startup kit, and always stops it afterwards: `nvflare poc stop --no-wait`, then every
 process whose command line or working directory lies in that workspace is ended (SIGTERM, then SIGKILL), and
 the teardown fails if any survives.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -33,8 +34,12 @@ class PocSystem:
     env: dict
 
     def nvflare(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        # run from an empty folder: nvflare 2.9 walks its working folder for comm_config.* (the repository with
+        # its .venv would cost seconds per call, see nvfdiag/collect.py)
+        cwd = self.workspace.parent / "cli-cwd"
+        cwd.mkdir(exist_ok=True)
         return subprocess.run(
-            [str(VENV_BIN / "nvflare"), *args], env=self.env, capture_output=True, text=True, timeout=timeout
+            [str(VENV_BIN / "nvflare"), *args], env=self.env, capture_output=True, text=True, timeout=timeout, cwd=cwd
         )
 
 
@@ -70,18 +75,65 @@ def _end_all(workspace: Path, seconds: float = 20.0) -> list[int]:
     return poc_processes(workspace)
 
 
+def free_ports(count: int) -> list[int]:
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+def write_project(path: Path) -> Path:
+    """`poc prepare -n 2`'s project (nvflare's dummy_project.yml: server, site-1, site-2, three admins) with
+    free ports: the default 8002/8003 collide with any other POC system on the machine (another suite)."""
+    import nvflare
+    import yaml
+
+    project = yaml.safe_load((Path(nvflare.__file__).parent / "lighter" / "dummy_project.yml").read_text())
+    for participant in project["participants"]:
+        if participant["type"] == "server":
+            participant.update(name="server", default_host="localhost")
+            fed_learn_port, admin_port = free_ports(2)
+            participant.update(fed_learn_port=fed_learn_port, admin_port=admin_port)
+    path.write_text(yaml.safe_dump(project, sort_keys=False))
+    return path
+
+
+def wait_for_clients(system: PocSystem, seconds: float = 240.0) -> subprocess.CompletedProcess:
+    """`system status` until it lists both sites. Each call is a bounded process of its own: nvflare's own
+    readiness wait (`poc start` without --no-wait) hung for minutes at load 14, and waits only 30 s by default."""
+    deadline = time.monotonic() + seconds
+    status = None
+    while time.monotonic() < deadline:
+        try:
+            status = system.nvflare(
+                "--format", "json", "system", "status", "--startup-kit", str(system.kit), timeout=60
+            )
+        except subprocess.TimeoutExpired:
+            continue
+        if '"site-1"' in status.stdout and '"site-2"' in status.stdout:
+            break
+        time.sleep(3)
+    assert status is not None, f"no answer from the POC system within {seconds:g} s"
+    return status
+
+
 @pytest.fixture(scope="session")
 def poc_system(tmp_path_factory):
     root = tmp_path_factory.mktemp("poc")
     workspace = root / "poc-workspace"
     env = {**os.environ, "NVFLARE_POC_WORKSPACE": str(workspace), "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}"}
     system = PocSystem(workspace=workspace, kit=workspace / "example_project" / "prod_00" / "admin@nvidia.com", env=env)
-    prepared = system.nvflare("poc", "prepare", "-n", "2", "--force")
+    project = write_project(root / "project.yml")
+    prepared = system.nvflare("poc", "prepare", "-i", str(project), "--force")
     assert prepared.returncode == 0, prepared.stdout + prepared.stderr
     try:
-        started = system.nvflare("poc", "start", timeout=180)
+        started = system.nvflare("poc", "start", "--no-wait", timeout=240)
         assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
-        status = system.nvflare("--format", "json", "system", "status", "--startup-kit", str(system.kit))
+        status = wait_for_clients(system)
         assert '"site-1"' in status.stdout and '"site-2"' in status.stdout, status.stdout
         yield system
     finally:

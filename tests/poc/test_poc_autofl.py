@@ -11,7 +11,8 @@ import subprocess
 import pytest
 from runner_support import REPO, ledger_rows, manifest
 
-pytestmark = [pytest.mark.integration, pytest.mark.poc, pytest.mark.slow]
+# real jobs on a real POC system: minutes each on a loaded machine, more than the suite-wide 300 s hang guard
+pytestmark = [pytest.mark.integration, pytest.mark.poc, pytest.mark.slow, pytest.mark.timeout(1200)]
 DOC = REPO / "skills" / "nvflare-autofl" / "references" / "poc-and-production.md"
 
 

@@ -55,6 +55,7 @@ def test_second_action_while_the_lock_is_held_exits_2_and_a_released_lock_never_
     assert lock.exists() and run_cli(ws, "status").code == 0  # the file stays; only a held flock blocks
 
 
+@pytest.mark.timeout(900)  # 20 rounds of five real runner processes: about 2 minutes alone, longer beside other workers
 def test_five_concurrent_evaluates_exactly_one_proceeds_twenty_rounds(ws):
     for round_index in range(20):
         name = f"slow-{round_index:02d}"

@@ -43,6 +43,7 @@ class Source:
     truncated: bool = False
     size: int | None = None
     regions: list[tuple[int, int]] = field(default_factory=list)
+    note: str | None = None  # why a CLI result is unavailable (shown in missing_evidence, not a report field)
 
     def as_dict(self) -> dict:
         return {

@@ -77,6 +77,7 @@ def evidence_from_envelopes(items: list[dict], *, job_id: str | None = None, max
         command = [str(word) for word in item.get("command") or []]
         source = " ".join(command) or "nvflare CLI envelope"
         envelope, error = item.get("envelope"), item.get("error")
+        known = len(reader.ev.sources)
         if isinstance(envelope, dict):
             size = len(json.dumps(envelope, default=str))
             structured.ingest_envelope(reader.ev, envelope, source, bytes_read=size, command=command)
@@ -84,6 +85,10 @@ def evidence_from_envelopes(items: list[dict], *, job_id: str | None = None, max
             reader.ev.sources.append(Source(source, "cli_envelope", None, "unavailable"))
             reader.ev.lines.append(Line(source, None, None, f"nvflare CLI failed: {str(error)[:300]}"))
             reader.ev.not_read.append(f"{source}: {str(error)[:300]}")
+        if isinstance(item.get("reason"), str):  # collect.reason(): fixed words and an error code, no CLI text
+            for added in reader.ev.sources[known:]:
+                if added.status == "unavailable":
+                    added.note = item["reason"][:200]
         for artifact in item.get("artifacts_read") or []:
             reader.read_artifact(artifact)
     if job_id and reader.ev.job_id is None:

@@ -158,7 +158,8 @@ def _reading_gaps(adv: _Advice) -> None:
         if s.status in ("missing", "permission_denied", "unavailable") and s.site not in an.evidence.site_status
     ]
     for source in unreadable[:MAX_UNREADABLE]:
-        adv.need(f"{source.path}: {_INVISIBLE_WORDS[source.status]}")
+        reason = f" ({source.note})" if source.note else ""  # e.g. a --collect command that timed out
+        adv.need(f"{source.path}: {_INVISIBLE_WORDS[source.status]}{reason}")
     truncated = {s.path for s in an.evidence.sources if s.truncated}
     if truncated:
         adv.need(
