@@ -9,6 +9,9 @@ simulator's wrapper names. Pure. Rules (spec "Who raised it decides", "NVFLARE's
 - an exception message that is one of NVFLARE's reviewed templates -> that template's row (more specific);
 - `Simulation failed with return code N` and other wrappers are never a cause;
 - raised in user code (client script and its modules) -> left to USER_CODE_EXCEPTION as before.
+`where_clause` and `user_call` walk the job.py frames for the next action: the deepest job.py frame is where the job
+reached NVFLARE, and the catalog's user_calls table (usercalls.py) translates NVFLARE's internal names to the call
+the user wrote.
 """
 
 from __future__ import annotations
