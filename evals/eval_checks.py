@@ -384,6 +384,7 @@ _ARGUMENT_AT = (
 _USED_AT = r"(?:, used at [\w.-]{1,80}\.py:\d+(?: in [A-Za-z_]\w{0,80}\(\))?)?"
 _AT = r"(?:, at [\w.-]{1,80}\.py:\d+(?: in [A-Za-z_]\w{0,80}\(\))?)?"
 WHERE_FILL = rf"(?: \({_ARGUMENT_AT}\))?"
+AT_FILL = r"(?: \(at [\w.-]{1,80}\.py:\d+(?: in (?:[A-Za-z_]\w{0,80}\(\)))?\))?"
 ROUNDS_FILL = r"(?: \((?:round 0|rounds 0-\d{1,6}) completed(?:; the failure came in round \d{1,6})?\))?"
 SITES_FILL = r"(?: \([A-Za-z0-9][\w.-]{0,63}(?:, [A-Za-z0-9][\w.-]{0,63}){0,4}\))?"
 
@@ -409,13 +410,13 @@ def _fills(calls) -> dict[str, str]:
         argument_of = rf"argument `[A-Za-z_]\w{{0,63}}` of `(?:{call})`{_AT}"
         where = rf"(?: \((?:{_ARGUMENT_AT}|call `(?:{call})`{_USED_AT}|{argument_of})\))?"
     change = "(?: (?:" + "|".join(re.escape(" ".join(str(t).split())) for t in changes) + "))?" if changes else ""
-    return {"{where}": where, "{rounds}": ROUNDS_FILL, "{sites}": SITES_FILL, "{change}": change}
+    return {"{where}": where, "{at}": AT_FILL, "{rounds}": ROUNDS_FILL, "{sites}": SITES_FILL, "{change}": change}
 
 
 def next_action_matches(action: str, row, calls=()) -> bool:
     """True when `action` is one of the row's next-action texts exactly, each placeholder filled as the matcher may
     fill it (`{where}`: ` (argument `x`, at job.py:N in f())` or ` (call `<a user_calls call>`, used at job.py:N in
-    f())`; `{rounds}`: ` (round 0 completed; the failure came in round 1)`; `{sites}`: ` (site-3)`; `{change}`: one
+    f())`; `{at}`: ` (at client.py:N in f())`; `{rounds}`: ` (round 0 completed; the failure came in round 1)`; `{sites}`: ` (site-3)`; `{change}`: one
     of the catalog's user_calls `change` texts) or dropped, and nothing else."""
     fills = _fills(calls)
     splitter = re.compile("(" + "|".join(re.escape(p) for p in fills) + ")")

@@ -83,7 +83,7 @@ def test_a_failure_in_round_0_keeps_the_plain_user_code_action():
     report = diagnose([REAL / "user-code-exception" / "stdout.txt"])
     assert report["matched_pattern"] == "USER_CODE_EXCEPTION"
     assert report["next_action"] == CATALOG.row("USER_CODE_EXCEPTION").next_action_for("simulation").replace(
-        "{where}", " (at client.py:34 in train())"
+        "{at}", " (at client.py:34 in train())"
     )
 
 
@@ -121,6 +121,11 @@ def test_fedjob_n_clients_keeps_the_users_own_argument_name():
     action = report["next_action"]
     assert "(argument `n_clients` of `job.simulator_run(..., n_clients=...)`, at job.py:22 in main())" in action
     assert "Leave n_clients out of simulator_run" in action
+
+
+def test_a_rejected_recipe_argument_without_a_translation_keeps_its_name():
+    report = diagnose([REAL / "bad-recipe-arg" / "stdout.txt"])
+    assert "(argument `local_epochs`, at job.py:27 in main())" in report["next_action"]
 
 
 def test_the_translation_is_a_table_row_not_code():

@@ -98,7 +98,7 @@ def test_cases_apply_in_order_and_fill_only_known_placeholders():
     assert actions.choose("D", cases, "simulation", {"rounds_completed"}) == "A{rounds}"
     assert actions.choose("D", cases, "simulation", set()) == "B"
     assert actions.choose("D", cases, "production", {"rounds_completed"}) == "D"
-    assert actions.fill("x{where}{rounds}{sites}{change}", {"{sites}": " (site-3)"}) == "x (site-3)"
+    assert actions.fill("x{where}{at}{rounds}{sites}{change}", {"{sites}": " (site-3)"}) == "x (site-3)"
 
 
 def test_user_calls_first_fitting_row_wins():

@@ -24,10 +24,11 @@ FACTS = (
 # What a next_action may hold, and what fills it (nothing else ever enters a next_action):
 #   {where}   ` (argument `x`, at job.py:27 in main())` or ` (call `SimEnv(num_clients=...)`, used at job.py:24 in
 #             main())` (match/raiser.where_clause)
+#   {at}      ` (at client.py:14 in train())`: the place only, for an exception user code raised (raiser.at_clause)
 #   {rounds}  ` (round 0 completed; the failure came in round 1)` (match/rounds.describe)
 #   {sites}   ` (site-3)`: the validated sites whose evidence shows the failure
 #   {change}  ` ` + the `change` text of the matched user_calls row of this catalog
-PLACEHOLDERS = ("{where}", "{rounds}", "{sites}", "{change}")
+PLACEHOLDERS = ("{where}", "{at}", "{rounds}", "{sites}", "{change}")
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 

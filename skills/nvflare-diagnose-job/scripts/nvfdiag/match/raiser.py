@@ -299,9 +299,8 @@ def where_clause(primary_hits, lines: list[Line], blocks: list[Traceback], calls
     words translate to the user's call (user_calls), ` (call `SimEnv(num_clients=...)`, used at job.py:24 in
     main())`: the deepest job.py frame is where the object that call built reached NVFLARE (` (argument `n_clients`
     of `job.simulator_run(..., n_clients=...)`, at job.py:22 in main())` when the argument NVFLARE names is the
-    user's own keyword in that call). An exception raised in
-    user code names no argument, only its place. '' when nothing can be named with validated identifiers (they go
-    into a catalog next_action, so nothing else is allowed)."""
+    user's own keyword in that call). '' when nothing can be named with validated identifiers (they go into a
+    catalog next_action, so nothing else is allowed)."""
     call = user_call(primary_hits, lines, blocks, calls)
     for hit in sorted((h for h in primary_hits if h.index is not None), key=lambda h: h.index):
         block = block_containing(blocks, hit.index, lines[hit.index].source)
@@ -313,12 +312,22 @@ def where_clause(primary_hits, lines: list[Line], blocks: list[Traceback], calls
             if argument and re.search(rf"(?<![\w.]){re.escape(argument)}=", call.call):  # NVFLARE's word is the user's
                 return f" (argument `{argument}` of `{call.call}`" + (f", {site}" if site else "") + ")"
             return f" (call `{call.call}`" + (f", used {site}" if site else "") + ")"
-        in_user_code = block is not None and origin(block) == USER_CODE
-        argument = None if in_user_code else argument_named(block, lines, hit.index)
+        argument = argument_named(block, lines, hit.index)
         parts = [f"argument `{argument}`"] if argument else []
         parts += [site] if site else []
         if parts:
             return " (" + ", ".join(parts) + ")"
+    return ""
+
+
+def at_clause(primary_hits, lines: list[Line], blocks: list[Traceback]) -> str:
+    """` (at client.py:14 in train())`: only the place of the primary's first traceback through user code (a
+    next action's `{at}`, for an exception the user's code raised: no argument is named)."""
+    for hit in sorted((h for h in primary_hits if h.index is not None), key=lambda h: h.index):
+        block = block_containing(blocks, hit.index, lines[hit.index].source)
+        site = _call_site(block) if block is not None else None
+        if site:
+            return f" ({site})"
     return ""
 
 

@@ -407,6 +407,7 @@ def _next_action(an) -> str:
         failing = failing_sites(lines, an.tracebacks, [h for h in primary.hits if h.strength == "strong"])
         values = {
             "{where}": raiser.where_clause(primary.hits, lines, an.tracebacks, an.catalog.user_calls),
+            "{at}": raiser.at_clause(primary.hits, lines, an.tracebacks),
             "{rounds}": rounds.describe(an.rounds),
             "{sites}": f" ({', '.join(failing[:MAX_NAMED_SITES])})" if failing else "",
             "{change}": f" {an.user_call.change}" if an.user_call is not None else "",
