@@ -37,12 +37,12 @@ MAX_PATH_CHARS = 160
 # evidence_quality says how much of the evidence given was read; the note says what it does not mean.
 QUALITY_NOTES = {
     "complete": (
-        "every evidence source given was read whole; this says nothing about evidence that was not given (see "
-        "missing_evidence and follow_up_commands)"
+        "every evidence source given was read whole; this says nothing about evidence that was not given: see "
+        "missing_evidence and follow_up_commands"
     ),
     "partial": (
-        "some evidence was not read whole or is not visible (truncated or skipped files, site logs the evidence "
-        "says are missing, a client traceback that is not in it): see missing_evidence"
+        "some evidence was not read whole or is not visible, such as truncated or skipped files, site logs the "
+        "evidence says are missing, or a client traceback that is not in it: see missing_evidence"
     ),
     "insufficient": "nothing usable was read from the evidence given: see missing_evidence",
 }
