@@ -171,6 +171,8 @@ def _failure_facts(an: Analysis, index) -> None:
         return
     lines = an.evidence.lines
     an.user_call = raiser.user_call(an.primary.hits, lines, an.tracebacks, an.catalog.user_calls)
+    if not any(case.fact == "rounds_completed" for case in an.primary.row.next_action_cases):
+        return  # no wording of this row depends on the rounds
     for hit in sorted((h for h in an.primary.hits if h.index is not None and h.strength == "strong"), key=_at):
         block = block_containing(an.tracebacks, hit.index, lines[hit.index].source)
         if block is not None and block.user_frame and raiser.origin(block) == raiser.USER_CODE:

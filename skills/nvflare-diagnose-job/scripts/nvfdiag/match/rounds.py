@@ -13,6 +13,7 @@ Evidence, in this order:
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -21,7 +22,7 @@ from ..model import Line
 
 _BANNER = re.compile(r"(?:^|\s)Round (\d{1,6}) started\.(?:\s|$)")
 _BANNER_TEXT = " started."  # literal every banner holds (found with the text index)
-MAX_BANNERS = 2000
+MAX_BACKWARD = 50  # candidate lines walked back per source to find the last real banner
 MAX_LOOKBACK = 8  # lines above a banner searched for its record's timestamp
 
 
@@ -44,28 +45,51 @@ def _stamp_at(lines: list[Line], index: int) -> str | None:
 
 
 def _last_banner(lines: list[Line], failure: int, index) -> int | None:
-    """The highest round whose banner was printed before the failure. Banners of other sources are compared by
-    timestamp, highest round first, so only a few record lines are looked up."""
+    """The highest round whose banner was printed before the failure. Per source, the banners before it are found
+    by line order (the failure's own source) or by a binary search on their records' timestamps (other sources;
+    a log's timestamps grow), then walked back to the nearest real banner: a few lines read per source, not every
+    banner of a long run."""
     candidates = range(len(lines)) if index is None else index.lines_with_text(_BANNER_TEXT)
-    source = lines[failure].source
-    same, other = [], []
+    by_source: dict[str, list[int]] = {}
     for number in candidates:
+        by_source.setdefault(lines[number].source, []).append(number)
+    when, best = None, None
+    for source, numbers in by_source.items():
+        if source == lines[failure].source:
+            end = bisect.bisect_left(numbers, failure)
+        else:
+            when = when if when is not None else _stamp_at(lines, failure)
+            if when is None:
+                continue
+            end = _count_before(lines, numbers, when)
+        found = _last_match(lines, numbers[:end])
+        if found is not None and (best is None or found > best):
+            best = found
+    return best
+
+
+def _count_before(lines: list[Line], numbers: list[int], when: str) -> int:
+    """How many of a source's candidate lines belong to records stamped at or before `when` (binary search; a line
+    whose record has no timestamp counts as later)."""
+    low, high = 0, len(numbers)
+    while low < high:
+        middle = (low + high) // 2
+        stamp = _stamp_at(lines, numbers[middle])
+        if stamp is not None and stamp <= when:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def _last_match(lines: list[Line], numbers: list[int]) -> int | None:
+    """The round of the last banner among the candidate lines (looking back at most MAX_BACKWARD of them)."""
+    for number in reversed(numbers[-MAX_BACKWARD:]):
         text = lines[number].text[:400]
         match = _BANNER.search(text) if _BANNER_TEXT in text else None
         if match:
-            (same if lines[number].source == source else other).append((int(match.group(1)), number))
-            if len(same) + len(other) >= MAX_BANNERS:
-                break
-    best = max((r for r, number in same if number < failure), default=None)
-    when = _stamp_at(lines, failure) if other else None
-    for round_no, number in sorted(other, reverse=True):
-        if best is not None and round_no <= best:
-            break
-        stamp = _stamp_at(lines, number) if when is not None else None
-        if stamp is not None and stamp <= when:
-            best = round_no
-            break
-    return best
+            return int(match.group(1))
+    return None
 
 
 def rounds_before(lines: list[Line], failure: int, metrics: dict | None, index=None) -> Rounds | None:

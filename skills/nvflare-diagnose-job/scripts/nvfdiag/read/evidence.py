@@ -64,7 +64,7 @@ def collect_evidence(
     reader.read_all(explicit + sorted(walked, key=read_order_key), stdin_text)
     _add_layout_sources(reader, layouts)
     ev = reader.finish()
-    ev.named_workspaces = workspaces.named_workspaces(ev.lines, [os.path.realpath(p) for p in named])
+    ev.named_workspaces = workspaces.named_workspaces(ev.lines, ev.sources, [os.path.realpath(p) for p in named])
     return ev
 
 
