@@ -31,13 +31,16 @@ Expected keys of a file-backed case (all optional except where a check needs the
     signal_rows             {pattern: int}: exact number of signal rows (distinct facts) of that pattern.
     signal_count_min        {pattern: int}: the first signal row of that pattern merges at least this many
                             occurrences (its `count`) and lists as many places in `seen_in` (up to 8).
+    signal_site             {pattern: site}: the first signal row of that pattern is attributed to this site.
+    signal_roles            {pattern: role}: some signal row of that pattern has this role (direct, supporting,
+                            consequence).
 Negative cases carry only {"trigger": false} and no files.
 
 Invariants checked on every run (spec rules, independent of the case): no Python traceback on stderr; object
 keys sorted; with medium/low confidence, missing_evidence and follow_up_commands are non-empty; UNKNOWN matches
 carry recovery_category UNKNOWN; with a catalog, recovery_category and next_action equal the matched row's
-values (copied exactly, never inferred; the row's `{where}` may only be filled with ` (argument `x`, at job.py:N
-in f())`, see next_action_matches); with a schema, the report validates against it.
+values (copied exactly, never inferred: the row's next_action or one of its next_action_cases, each placeholder
+filled only as next_action_matches allows); with a schema, the report validates against it.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ REPORT_KEYS = {
     "signals_include",
     "signal_rows",
     "signal_count_min",
+    "signal_site",
+    "signal_roles",
     "marker_lines",
 }
 CASE_KEYS = {"id", "prompt", "files", "expected", "args", "stdin", "note"}
@@ -317,6 +322,13 @@ def _check_signal_facts(expected: dict, report: dict) -> list[str]:
         got = sum(1 for s in signals if s.get("pattern") == pattern)
         if got != rows:
             misses.append(f"signals: expected {rows} row(s) of {pattern}, got {got}")
+    for pattern, site in expected.get("signal_site", {}).items():
+        first = next((s for s in signals if s.get("pattern") == pattern), {})
+        if first.get("site") != site:
+            misses.append(f"signals: first {pattern} row has site {first.get('site')!r}, expected {site!r}")
+    for pattern, role in expected.get("signal_roles", {}).items():
+        if not any(s.get("pattern") == pattern and s.get("role") == role for s in signals):
+            misses.append(f"signals: no {pattern} row with role {role!r}")
     for pattern, count in expected.get("signal_count_min", {}).items():
         first = next((s for s in signals if s.get("pattern") == pattern), {})
         places = len(first.get("seen_in") or [])
@@ -337,6 +349,9 @@ def _check_markers(wanted: dict, report: dict) -> list[str]:
     return misses
 
 
+USER_CALLS_KEY = "@user_calls"  # entry of the catalog dict holding its user_calls table (never a pattern id)
+
+
 def check_invariants(report: dict, catalog: dict | None) -> list[str]:
     """Spec rules every report must satisfy, whatever the case expects."""
     misses = []
@@ -350,26 +365,66 @@ def check_invariants(report: dict, catalog: dict | None) -> list[str]:
     pattern = report.get("matched_pattern")
     if pattern == "UNKNOWN" and report.get("recovery_category") != "UNKNOWN":
         misses.append("invariant: matched_pattern UNKNOWN needs recovery_category UNKNOWN")
-    row = (catalog or {}).get(pattern)
+    row = (catalog or {}).get(pattern) if pattern != USER_CALLS_KEY else None
     if row is not None:
         if report.get("recovery_category") != row.get("recovery_category"):
             misses.append(f"invariant: recovery_category is not copied exactly from catalog row {pattern}")
-        if not next_action_matches(str(report.get("next_action")), str(row.get("next_action"))):
+        calls = (catalog or {}).get(USER_CALLS_KEY, [])
+        if not next_action_matches(str(report.get("next_action")), row, calls):
             misses.append(f"invariant: next_action is not copied exactly from catalog row {pattern}")
     return misses
 
 
-# The only text a next_action may add to its catalog row: `{where}` filled with validated identifiers.
-WHERE_FILL = (
-    r"(?: \((?:argument `[A-Za-z_]\w{0,63}`(?:, )?)?(?:at [\w.-]{1,80}\.py:\d+(?: in [A-Za-z_]\w{0,80}\(\))?)?"
-    r"(?<! )\))?"
+# The only text a next_action may add to its catalog row's texts (its `next_action` or one of its
+# `next_action_cases`): each placeholder filled with validated identifiers, numbers, or the catalog's own
+# user_calls text, or dropped.
+_ARGUMENT_AT = (
+    r"(?:argument `[A-Za-z_]\w{0,63}`(?:, )?)?(?:at [\w.-]{1,80}\.py:\d+(?: in [A-Za-z_]\w{0,80}\(\))?)?(?<! )"
 )
+_USED_AT = r"(?:, used at [\w.-]{1,80}\.py:\d+(?: in [A-Za-z_]\w{0,80}\(\))?)?"
+_AT = r"(?:, at [\w.-]{1,80}\.py:\d+(?: in [A-Za-z_]\w{0,80}\(\))?)?"
+WHERE_FILL = rf"(?: \({_ARGUMENT_AT}\))?"
+AT_FILL = r"(?: \(at [\w.-]{1,80}\.py:\d+(?: in (?:[A-Za-z_]\w{0,80}\(\)))?\))?"
+ROUNDS_FILL = r"(?: \((?:round 0|rounds 0-\d{1,6}) completed(?:; the failure came in round \d{1,6})?\))?"
+SITES_FILL = r"(?: \([A-Za-z0-9][\w.-]{0,63}(?:, [A-Za-z0-9][\w.-]{0,63}){0,4}\))?"
 
 
-def next_action_matches(action: str, row_text: str) -> bool:
-    """True when `action` is the row's next_action exactly, `{where}` filled or dropped (and nothing else)."""
-    pattern = WHERE_FILL.join(re.escape(part) for part in row_text.split("{where}"))
-    return re.fullmatch(pattern, action) is not None
+def _row_texts(row) -> list[str]:
+    """A row's next-action texts: a plain string, a rendered catalog row (dict) or a loaded catalog Row."""
+    if isinstance(row, str):
+        return [row]
+    if isinstance(row, dict):
+        return [str(row.get("next_action", "")).strip()] + [
+            str(case.get("text", "")).strip() for case in row.get("next_action_cases", []) if isinstance(case, dict)
+        ]
+    return [row.next_action] + [case.text for case in getattr(row, "next_action_cases", ())]
+
+
+def _fills(calls) -> dict[str, str]:
+    """placeholder -> the regex of what may stand in its place, given the catalog's user_calls rows."""
+    names = [c.get("call", "") if isinstance(c, dict) else c.call for c in calls]
+    changes = [c.get("change", "") if isinstance(c, dict) else c.change for c in calls]
+    where = WHERE_FILL
+    if names:
+        call = "|".join(re.escape(name) for name in names)
+        argument_of = rf"argument `[A-Za-z_]\w{{0,63}}` of `(?:{call})`{_AT}"
+        where = rf"(?: \((?:{_ARGUMENT_AT}|call `(?:{call})`{_USED_AT}|{argument_of})\))?"
+    change = "(?: (?:" + "|".join(re.escape(" ".join(str(t).split())) for t in changes) + "))?" if changes else ""
+    return {"{where}": where, "{at}": AT_FILL, "{rounds}": ROUNDS_FILL, "{sites}": SITES_FILL, "{change}": change}
+
+
+def next_action_matches(action: str, row, calls=()) -> bool:
+    """True when `action` is one of the row's next-action texts exactly, each placeholder filled as the matcher may
+    fill it (`{where}`: ` (argument `x`, at job.py:N in f())` or ` (call `<a user_calls call>`, used at job.py:N in
+    f())`; `{at}`: ` (at client.py:N in f())`; `{rounds}`: ` (round 0 completed; the failure came in round 1)`; `{sites}`: ` (site-3)`; `{change}`: one
+    of the catalog's user_calls `change` texts) or dropped, and nothing else."""
+    fills = _fills(calls)
+    splitter = re.compile("(" + "|".join(re.escape(p) for p in fills) + ")")
+    for text in _row_texts(row):
+        pattern = "".join(fills[part] if part in fills else re.escape(part) for part in splitter.split(text))
+        if re.fullmatch(pattern, action) is not None:
+            return True
+    return False
 
 
 def _keys_sorted(value) -> bool:

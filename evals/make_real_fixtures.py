@@ -27,8 +27,10 @@ saves the JSON envelope of `nvflare agent inspect source <job folder> --format j
 
 Rejection cases (REJECTION_CASES, jobs in evals/diagnose/jobs/, see its README): NVFLARE itself rejects the job
 (a bad recipe argument type, inconsistent or fractional SimEnv clients, FedJob n_clients with to(), an exported
-job whose deploy_map names a missing app, run with `nvflare simulator`, an invalid local/resources.json), or the
-client cannot find a relative data path under the simulator. Each runs from a copy of its folder in a temporary
+job whose deploy_map names a missing app, run with `nvflare simulator`, an invalid local/resources.json, SimEnv's
+num_clients after set_per_site_config), the client cannot find a relative data path under the simulator or one
+site's per-site data folder (shown under /home/user/fl-project, with the job's inspect source envelope), or a
+client that sends back part of the model fails in round 1. Each runs from a copy of its folder in a temporary
 directory (a job without client.py gets stub_client.py), paths shown as /work/jobs/<case>. `poc-not-prepared`
 saves the JSON envelope of `nvflare --format json poc start` in an empty POC workspace (`poc_start.json`).
 
@@ -78,6 +80,8 @@ class RejectionCase:
     args: tuple[str, ...] = ()
     resources: str | None = None  # written to <sim_root>/<job_name>/local/resources.json before the run
     export_then_simulate: bool = False  # job.py --export_dir DIR, then `nvflare simulator DIR/<job_name>`
+    shown_at: str | None = None  # the job copy is shown at this path, and job.py's literal of it points at the copy
+    inspect: bool = False  # also save `nvflare agent inspect source <job> --format json` as inspect_source.json
 
 
 REJECTION_CASES = {
@@ -95,6 +99,11 @@ REJECTION_CASES = {
         resources='["format_version", 2]\n',
     ),
     "relative-data-path": RejectionCase(JOBS / "relative-data-path", "relative-data-path"),
+    "partial-model-send": RejectionCase(JOBS / "partial-model-send", "partial-model-send"),
+    "simenv-per-site-config": RejectionCase(JOBS / "simenv-per-site-config", "simenv-per-site-config"),
+    "per-site-data-path": RejectionCase(
+        JOBS / "per-site-data-path", "per-site-data-path", shown_at="/home/user/fl-project", inspect=True
+    ),
 }
 INSPECT_CASE = "inspect-source"
 INSPECT_PLACEHOLDER = "/tmp/nvflare/jobs/hello-numpy"
@@ -253,6 +262,12 @@ def run_rejection(case: RejectionCase, tmp: Path, sim_root: str, home: str, time
     shutil.copytree(case.folder, job, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     if not (job / "client.py").exists():
         shutil.copy(JOBS / "stub_client.py", job / "client.py")
+    if case.inspect:
+        inspected = inspect_source(job, home, timeout)
+        (tmp / "inspect_source.json").write_text(inspected or "", encoding="utf-8")
+    if case.shown_at:
+        script = job / "job.py"
+        script.write_text(script.read_text(encoding="utf-8").replace(case.shown_at, str(job)), encoding="utf-8")
     if case.resources is not None:
         local = Path(sim_root) / case.job_name / "local"
         local.mkdir(parents=True)
@@ -291,13 +306,19 @@ def build_rejection_case(name: str, out_root: Path, timeout: float) -> str | Non
         if code == 0:
             return f"{name}: expected NVFLARE to reject the job, but it exited with code 0"
         pairs = [
+            *([(str(tmp / "jobs" / case.job_name), case.shown_at)] if case.shown_at else []),
             (str(tmp / "jobs"), JOB_PLACEHOLDER),
             (str(tmp / "export"), EXPORT_PLACEHOLDER),
             *placeholders(sim_root, home),
         ]
+        inspected = (tmp / "inspect_source.json").read_text(encoding="utf-8") if case.inspect else None
+        if case.inspect and not inspected:
+            return f"{name}: nvflare agent inspect source failed"
 
         def write(staging: Path) -> None:
             _write_fixture(staging, output, Path(sim_root) / case.job_name, pairs)
+            if inspected:
+                (staging / "inspect_source.json").write_text(scrub(inspected, pairs), encoding="utf-8")
             if case.export_then_simulate:
                 _write_job_configs(staging, tmp / "export" / case.job_name, pairs)
 

@@ -91,12 +91,14 @@ def load_cases() -> tuple[list[dict], list[str]]:
 
 
 def load_catalog() -> dict | None:
-    """id -> row of the rendered catalog, or None (reported) when it is not there yet."""
+    """id -> row of the rendered catalog (and its user_calls table under eval_checks.USER_CALLS_KEY), or None
+    (reported) when it is not there yet."""
     if not CATALOG_JSON.is_file():
         print(f"note: {_rel(CATALOG_JSON)} missing; catalog invariants not checked", file=sys.stderr)
         return None
-    rows = json.loads(CATALOG_JSON.read_text(encoding="utf-8")).get("patterns", [])
-    return {row["id"]: row for row in rows}
+    document = json.loads(CATALOG_JSON.read_text(encoding="utf-8"))
+    rows = {row["id"]: row for row in document.get("patterns", [])}
+    return dict(rows, **{eval_checks.USER_CALLS_KEY: document.get("user_calls", [])})
 
 
 def load_schema() -> dict | None:

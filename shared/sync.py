@@ -110,6 +110,7 @@ def render_catalog_markdown(catalog: dict, messages: dict | None = None) -> byte
         ]
         out.append("| " + " | ".join(cells) + " |")
     out += ["", "When nothing matches: `UNKNOWN` / `UNKNOWN`. " + _cell(catalog["fallback"]["next_action"]), ""]
+    out += _cases_section(rows, catalog)
     out += ["## Mapping rules", ""]
     for rule in catalog["mapping_rules"]:
         out.append(f"- **{rule['id']}**: {_cell(rule['rule'])}")
@@ -119,6 +120,26 @@ def render_catalog_markdown(catalog: dict, messages: dict | None = None) -> byte
     if messages is not None:
         out += _messages_section(messages, catalog)
     return ("\n".join(out) + "\n").encode("utf-8")
+
+
+def _cases_section(rows: list[dict], catalog: dict) -> list[str]:
+    """The rows' next-action wordings per runtime mode / fact, and the user_calls translations."""
+    out = ["## Next action by runtime mode and fact", ""]
+    out.append(
+        "The first case whose mode and fact hold replaces the row's next action above (same row, same category)."
+    )
+    out.append("")
+    owners = [("fallback (UNKNOWN)", catalog["fallback"])] + [(f"`{row['id']}`", row) for row in rows]
+    for name, owner in owners:
+        for case in owner.get("next_action_cases", []):
+            when = ", ".join(f"{key} {case[key]}" for key in ("mode", "fact") if case.get(key))
+            out.append(f"- {name} ({when}): {_cell(case['text'])}")
+    out += ["", "## NVFLARE's words in the user's (user_calls)", ""]
+    out += ["| NVFLARE message | raised through | the user's call | what to write instead |", "|---|---|---|---|"]
+    for call in catalog.get("user_calls", []):
+        cells = [_cell(call["message"]), f"`{call['via']}`", f"`{call['call']}`", _cell(call["change"])]
+        out.append("| " + " | ".join(cells) + " |")
+    return out + [""]
 
 
 def _messages_section(messages: dict, catalog: dict) -> list[str]:

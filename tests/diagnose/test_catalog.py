@@ -72,7 +72,15 @@ def test_rendered_json_matches_the_yaml_source(repo_root, rendered):
 def test_follow_up_templates_use_only_known_placeholders(rendered):
     for name, template in rendered["follow_up_templates"].items():
         stripped = template
-        for placeholder in ("{job_id}", "{site}", "{diagnose}", "{logs_dir}", "{poc_root}"):
+        for placeholder in (
+            "{job_id}",
+            "{site}",
+            "{diagnose}",
+            "{logs_dir}",
+            "{poc_root}",
+            "{workspace}",
+            "{evidence}",
+        ):
             stripped = stripped.replace(placeholder, "")
         assert "{" not in stripped and "}" not in stripped, name
 

@@ -121,7 +121,9 @@ def test_absolute_data_path_finding_on_a_non_path_is_not_relayed():
     assert report["matched_pattern"] == "UNKNOWN"
     assert "ABSOLUTE_DATA_PATH" not in {c["pattern"] for c in report["other_candidates"]}
     redacted = diagnose([REAL / "inspect-source" / "absolute_path.json"], mode="simulation")
-    assert redacted["matched_pattern"] == "ABSOLUTE_DATA_PATH" and redacted["confidence"] == "low"
+    # issue 25: a static finding alone adds no pattern (it used to be ABSOLUTE_DATA_PATH, low); it is only supporting
+    assert redacted["matched_pattern"] == "UNKNOWN" and redacted["confidence"] == "low"
+    assert "ABSOLUTE_DATA_PATH" in {c["pattern"] for c in redacted["other_candidates"]}
     assert "confirm it is a data path before relaying" in redacted["likely_cause"]
 
 

@@ -51,9 +51,16 @@ def test_real_healthy_inspect_output_is_an_inspect_source_with_no_signal():
     assert report["runtime_mode"] == "simulation"  # the envelope itself adds no production hint
 
 
-def test_real_absolute_path_finding_is_supporting_evidence():
+def test_real_absolute_path_finding_alone_is_only_supporting_evidence():
+    """Issue 25: a static hint supports a pattern the runtime evidence shows, never adds one (it used to select
+    ABSOLUTE_DATA_PATH with low confidence on its own)."""
     report = diagnose([REAL / "absolute_path.json"], mode="simulation")
-    assert report["matched_pattern"] == "ABSOLUTE_DATA_PATH" and report["confidence"] == "low"
+    assert report["matched_pattern"] == "UNKNOWN" and report["confidence"] == "low"
+    assert {
+        "pattern": "ABSOLUTE_DATA_PATH",
+        "recovery_category": "FIXABLE_BY_CODE",
+        "reason": "only supporting evidence (terminal status, a server-side echo or a static source finding)",
+    } in report["other_candidates"]
     assert report["signals"][0]["excerpt"] == (
         "inspect source finding ABSOLUTE_DATA_PATH at client.py:1 (string literal starting with '/', '~' or a drive "
         "letter, value not shown; check that line is a data path before calling it a hard-coded absolute path)"
@@ -123,11 +130,17 @@ def test_finding_values_and_names_are_never_copied(tmp_path):
         assert secret not in text
 
 
-def test_parse_error_finding_supports_user_code_exception(tmp_path):
+def test_parse_error_finding_supports_user_code_exception_only_beside_runtime_evidence(tmp_path):
+    """Issue 25: alone, the static finding adds no pattern (it used to select USER_CODE_EXCEPTION, low); beside a
+    runtime sign of the failure (the job status) it supports that row and is listed among its signals."""
     saved = tmp_path / "inspect.json"
     saved.write_text(json.dumps(envelope([{"file": "client.py", "line": 7, "code": "PYTHON_PARSE_ERROR"}])))
     report = diagnose([saved], mode="simulation")
-    assert report["matched_pattern"] == "USER_CODE_EXCEPTION" and report["confidence"] == "low"
+    assert report["matched_pattern"] == "UNKNOWN" and report["confidence"] == "low"
+    assert "USER_CODE_EXCEPTION" in {c["pattern"] for c in report["other_candidates"]}
+    failed = diagnose([saved], mode="simulation", job_status="FINISHED:EXECUTION_EXCEPTION")
+    assert failed["matched_pattern"] == "USER_CODE_EXCEPTION" and failed["confidence"] == "low"
+    assert any(s["excerpt"].startswith("inspect source finding PYTHON_PARSE_ERROR") for s in failed["signals"])
 
 
 @pytest.mark.integration

@@ -115,7 +115,7 @@ def test_every_row_selects_itself_from_a_representative_line(pattern_id):
     row = CATALOG.row(pattern_id)
     assert report["matched_pattern"] == pattern_id
     assert report["recovery_category"] == row.recovery_category
-    assert EVAL_CHECKS.next_action_matches(report["next_action"], row.next_action)
+    assert EVAL_CHECKS.next_action_matches(report["next_action"], row)
     assert report["signals"] and report["signals"][0]["pattern"] == pattern_id
 
 

@@ -19,6 +19,9 @@ NVFLARE_SAYS = {
     "deploy-map-mismatch": "RuntimeError: App 'app_fedavg' in deploy_map doesn't exist for job deploy-map-mismatch",
     "invalid-resources-file": "ValueError: Simulator resources file must contain a JSON object:",
     "relative-data-path": "FileNotFoundError: [Errno 2] No such file or directory: 'data/site-1.csv'",
+    "partial-model-send": "ValueError: cannot reshape array of size 200 into shape (21,10)",
+    "simenv-per-site-config": "ValueError: You already specified clients using `to()`. Don't use `n_clients` in simulator_run.",
+    "per-site-data-path": "FileNotFoundError: /home/user/fl-project/data/site_3/train.csv not found.",
 }
 
 

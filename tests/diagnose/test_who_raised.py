@@ -123,7 +123,7 @@ def test_nvflare_rejecting_job_arguments_is_a_simulation_config_error_naming_lin
     assert report["matched_pattern"] == "SIMULATION_CONFIG_ERROR" and report["confidence"] == "high"
     assert "USER_CODE_EXCEPTION" not in {c["pattern"] for c in report["other_candidates"]}
     assert "(argument `rounds_per_site`, at job.py:27 in main())" in report["next_action"]
-    assert EVAL_CHECKS.next_action_matches(report["next_action"], CATALOG.row("SIMULATION_CONFIG_ERROR").next_action)
+    assert EVAL_CHECKS.next_action_matches(report["next_action"], CATALOG.row("SIMULATION_CONFIG_ERROR"))
     excerpts = [s["excerpt"] for s in report["signals"]]
     assert f'File "{JOB}", line 27, in main' in excerpts
     assert "ValueError: rounds_per_site must be a positive number" in excerpts
@@ -159,7 +159,7 @@ def test_client_code_exceptions_stay_user_code_even_with_an_nvflare_like_message
     report = run(tb(*IN_THREAD, frame(CLIENT, 12, "train"), last="ValueError: lr must > 0, but got -0.1"))
     assert report["matched_pattern"] == "USER_CODE_EXCEPTION"
     assert "SIMULATION_CONFIG_ERROR" not in {c["pattern"] for c in report["other_candidates"]}
-    assert EVAL_CHECKS.next_action_matches(report["next_action"], CATALOG.row("USER_CODE_EXCEPTION").next_action)
+    assert EVAL_CHECKS.next_action_matches(report["next_action"], CATALOG.row("USER_CODE_EXCEPTION"))
 
 
 def test_client_api_misuse_raised_by_nvflare_takes_the_templates_row():

@@ -83,3 +83,5 @@ class Evidence:
     metrics: dict | None = None
     mode_hints: list[tuple[str, str]] = field(default_factory=list)
     not_read: list[str] = field(default_factory=list)
+    # (line index, path): SimEnv workspaces site-less lines name that exist here and were not given (read/workspaces.py)
+    named_workspaces: list[tuple[int, str]] = field(default_factory=list)

@@ -8,4 +8,10 @@ tracebacks  Python tracebacks and whether they pass through user code
 raiser      who raised it decides: the raising frame, the caller chain, NVFLARE's messages, wrappers
 refine      hits -> ranked candidates: the catalog's refinement rules and the precedence
 mode        simulation, production (POC included) or ambiguous
+actions     a row's next-action texts per runtime mode and fact, and their placeholders
+usercalls   the catalog's user_calls table: NVFLARE's internal names -> the job.py call the user wrote
+rounds      rounds that completed before a failure (round banners, metrics)
+datapaths   an absolute path is not the cause when the same root works (ABSOLUTE_DATA_PATH vs DATA_PATH_NOT_FOUND)
+downstream  NVFLARE's server-side reactions to a client's failure are consequences, not causes
+attribution  which site a signal belongs to (its label, else the site its text or traceback names)
 """

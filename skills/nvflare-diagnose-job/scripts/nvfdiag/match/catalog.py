@@ -1,7 +1,8 @@
 """Load and validate the rendered failure-pattern catalog (`references/failure_patterns.json`).
 
 Usage: `catalog = load_catalog()` (default path next to this skill) or `parse_catalog(document)` for a dict.
-Regexes are compiled once here; the matcher only uses the compiled `Catalog`. `load_catalog` also loads the
+Regexes are compiled once here; the matcher only uses the compiled `Catalog`. A row's next-action cases are
+parsed by actions.py, the `user_calls` table by usercalls.py. `load_catalog` also loads the
 reviewed mapping of NVFLARE's own error messages (`references/nvflare_messages.json`, see messages.py).
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..read.jsontext import REFERENCES, read_reference
+from . import actions, usercalls
 from . import messages as nvflare_messages
 
 DEFAULT_PATH = REFERENCES / "failure_patterns.json"
@@ -81,9 +83,14 @@ class Row:
     finding_only: bool = False
     depends_on_sites: bool = False
     follow_up: dict = field(default_factory=dict)
+    next_action_cases: tuple[actions.ActionCase, ...] = ()
 
     def condition(self, kind: str) -> dict | None:
         return next((c for c in self.conditions if c["kind"] == kind), None)
+
+    def next_action_for(self, mode: str, facts: frozenset[str] | set[str] = frozenset()) -> str:
+        """The row's next-action text for the runtime mode and the established facts (placeholders unfilled)."""
+        return actions.choose(self.next_action, self.next_action_cases, mode, facts)
 
 
 @dataclass(frozen=True)
@@ -93,12 +100,18 @@ class Catalog:
     mode_hints: dict
     follow_up_templates: dict
     messages: nvflare_messages.MessageCatalog | None = None  # NVFLARE's own error messages (None: not loaded)
+    fallback_cases: tuple[actions.ActionCase, ...] = ()  # the fallback's wording per runtime mode
+    user_calls: tuple[usercalls.UserCall, ...] = ()  # NVFLARE's internal names -> the user's job.py call
 
     def row(self, pattern_id: str) -> Row:
         return next(r for r in self.rows if r.id == pattern_id)
 
     def has(self, pattern_id: str) -> bool:
         return any(r.id == pattern_id for r in self.rows)
+
+    def fallback_for(self, mode: str) -> str:
+        """The next action when nothing matched, worded for the runtime mode."""
+        return actions.choose(self.fallback_next_action, self.fallback_cases, mode, frozenset())
 
 
 def load_catalog(path: str | Path = DEFAULT_PATH, messages_path: str | Path = nvflare_messages.DEFAULT_PATH) -> Catalog:
@@ -187,7 +200,7 @@ def _parse_row(item: dict, templates: dict) -> Row:
         modes=modes,
         priority=_need(item, "priority", int, where),
         recovery_category=category,
-        next_action=_need(item, "next_action", str, where).strip(),
+        next_action=actions.check_placeholders(_need(item, "next_action", str, where).strip(), where, CatalogError),
         signals=_parse_signals(item, where),
         conditions=_parse_conditions(item, where),
         requires_any=tuple(item.get("requires_any", [])),
@@ -198,6 +211,7 @@ def _parse_row(item: dict, templates: dict) -> Row:
         finding_only=bool(item.get("finding_only")),
         depends_on_sites=bool(item.get("depends_on_sites")),
         follow_up=_parse_follow_up(item, templates, where),
+        next_action_cases=actions.parse_cases(item, where, CatalogError),
     )
 
 
@@ -226,4 +240,11 @@ def parse_catalog(document: object) -> Catalog:
             )
             for e in entries
         )
-    return Catalog(rows=rows, fallback_next_action=fallback.strip(), mode_hints=hints, follow_up_templates=templates)
+    return Catalog(
+        rows=rows,
+        fallback_next_action=fallback.strip(),
+        mode_hints=hints,
+        follow_up_templates=templates,
+        fallback_cases=actions.parse_cases(document["fallback"], "fallback", CatalogError),
+        user_calls=usercalls.parse_user_calls(document, CatalogError),
+    )

@@ -2,8 +2,10 @@
 
 Usage: `an = analyse(evidence, catalog, mode="auto", job_id=None, job_status=None)`; the whole diagnosis is
 pipeline.diagnose. Steps: flag suspicious lines (untrusted/), scan signals once, find tracebacks and markers, decide
-the mode, decide who raised each traceback and which NVFLARE messages occur (raiser.py), rank candidates
-(refine.py), then apply the partial-visibility and confidence rules.
+the mode, decide who raised each traceback and which NVFLARE messages occur (raiser.py), set aside rows only static
+source findings support, rank candidates (refine.py), set aside rows only NVFLARE's reactions to a client failure
+support (downstream.py) and ABSOLUTE_DATA_PATH when the same root works (datapaths.py), then apply the
+partial-visibility and confidence rules and note the facts that move the fix (rounds.py, the user's call).
 """
 
 from __future__ import annotations
@@ -16,18 +18,22 @@ from ..model import Evidence
 from ..read import sites
 from ..textindex import TextIndex
 from ..untrusted.injection import scan_suspicious
-from . import raiser
+from . import datapaths, downstream, raiser
 from .catalog import Catalog
 from .mode import AMBIGUOUS, decide_mode
 from .refine import Candidate, Demoted, rank_candidates
+from .rounds import Rounds, rounds_before
 from .scan import MARKER, Hit, scan_signals
-from .tracebacks import Traceback, find_tracebacks
+from .tracebacks import Traceback, block_containing, find_tracebacks
+from .usercalls import UserCall
 
 INVISIBLE = ("missing", "permission_denied", "unavailable", "not_streamed")
 PARTIAL_ID = "PARTIAL_LOG_VISIBILITY"
 USER_CODE_ID = "USER_CODE_EXCEPTION"
 MARKER_WINDOW = 50
 MAX_MARKERS_CHECKED = 200
+SUPPORTING = "supporting evidence (terminal status, a server-side echo or a static source finding)"
+STATIC_ONLY = f"only {SUPPORTING}"  # the reason of a row only static source findings support: not a candidate
 _PEER = re.compile(r"\bpeer=([A-Za-z0-9][A-Za-z0-9._-]{0,63})")
 _SITE_TOKEN = re.compile(r"\b(site-\d{1,6})\b")
 
@@ -58,6 +64,19 @@ class Analysis:
     script: str | None = None  # how to run diagnose_job.py again (follow-up commands); None: a placeholder
     kit: str | None = None  # the startup-kit option --collect used (`--startup-kit=PATH` / `--kit-id=ID`), shell-quoted
     poc_root: str | None = None  # the POC project folder the startup kit lies in (holds <site>/poc_console.log)
+    consequences: set[int] = field(default_factory=set)  # hit lines that are NVFLARE's reactions to a client failure
+    rounds: Rounds | None = None  # rounds that completed before the primary's failure
+    paths: datapaths.Paths | None = None  # missing absolute paths and the same-layout paths that worked
+    user_call: UserCall | None = None  # the job.py call NVFLARE rejected, in the user's words
+    workspace_to_add: str | None = None  # an existing SimEnv workspace the stdout names that was not given
+
+    @property
+    def facts(self) -> frozenset[str]:
+        """What the evidence established that moves the fix (the catalog's next_action_cases facts)."""
+        found = {"rounds_completed"} if self.rounds is not None else set()
+        found |= {"same_root"} if self.paths is not None and self.paths.worked else set()
+        found |= {"user_call"} if self.user_call is not None else set()
+        return frozenset(found)
 
     @property
     def limits_reached(self) -> bool:
@@ -120,6 +139,56 @@ def _structured_hits(
         if status and job_status and status["compiled"].search(job_status):
             hits.setdefault(row.id, []).append(Hit(row.id, None, status.get("strength", "weak")))
     return hits
+
+
+def _split_static(hits: dict[str, list[Hit]], lines, evidence: Evidence) -> tuple[dict, dict]:
+    """Hits per row, minus the rows that only findings of a static source inspection support (returned apart):
+    a static hint may support a pattern the runtime evidence shows, never add one."""
+    static_sources = {s.path for s in evidence.sources if s.kind == "inspect_source"}
+    if not static_sources:
+        return hits, {}
+    kept, static = {}, {}
+    for row_id, row_hits in hits.items():
+        runtime = [h for h in row_hits if h.index is None or lines[h.index].source not in static_sources]
+        (kept if runtime else static)[row_id] = row_hits
+    return kept, static
+
+
+def _refine(an: Analysis, hits, static: dict, code_lines: set[int], index) -> None:
+    """The issue-25 refinements after ranking: downstream consequences, the same-root rule, static-only rows."""
+    lines = an.evidence.lines
+    an.consequences = downstream.consequences(lines, hits, an.tracebacks)
+    an.ranked = downstream.refine(an.ranked, an.demoted, an.consequences)
+    an.paths = datapaths.same_root(lines, hits, an.flagged, code_lines, index)
+    an.ranked = datapaths.refine(an.ranked, an.demoted, an.catalog, an.mode, an.paths)
+    for row_id in sorted(static):
+        an.demoted.append(Demoted(an.catalog.row(row_id), STATIC_ONLY, tuple(static[row_id])))
+
+
+def _failure_facts(an: Analysis, index) -> None:
+    """Rounds completed before the primary's user-code failure; the job.py call NVFLARE rejected."""
+    if an.primary is None:
+        return
+    lines = an.evidence.lines
+    an.user_call = raiser.user_call(an.primary.hits, lines, an.tracebacks, an.catalog.user_calls)
+    if not any(case.fact == "rounds_completed" for case in an.primary.row.next_action_cases):
+        return  # no wording of this row depends on the rounds
+    for hit in sorted((h for h in an.primary.hits if h.index is not None and h.strength == "strong"), key=_at):
+        block = block_containing(an.tracebacks, hit.index, lines[hit.index].source)
+        if block is not None and block.user_frame and raiser.origin(block) == raiser.USER_CODE:
+            an.rounds = rounds_before(lines, block.start, an.evidence.metrics, index)
+            return
+
+
+def _at(hit: Hit) -> int:
+    return hit.index if hit.index is not None else -1
+
+
+def _workspace_to_add(an: Analysis) -> str | None:
+    """The first existing, not given SimEnv workspace a line names that is not suspicious (simulation only)."""
+    if an.mode == "production":
+        return None
+    return next((path for index, path in an.evidence.named_workspaces if index not in an.flagged), None)
 
 
 def _merge(a: dict[str, list[Hit]], b: dict[str, list[Hit]]) -> dict[str, list[Hit]]:
@@ -224,6 +293,7 @@ def analyse(
     hits = _merge(
         _merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits
     )
+    hits, static = _split_static(hits, lines, evidence)
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged)
     an = Analysis(
         evidence,
@@ -243,8 +313,11 @@ def analyse(
         kit=kit,
         poc_root=poc_root,
     )
-    an.primary = ranked[0] if ranked else None
+    _refine(an, hits, static, raised.code_lines, index)
+    an.primary = an.ranked[0] if an.ranked else None
     _apply_visibility(an)
+    _failure_facts(an, index)
+    an.workspace_to_add = _workspace_to_add(an)
     has_user_tb = any(b.user_frame for b in blocks)
     failed = bool(hits.get(USER_CODE_ID)) or (status is not None and "EXCEPTION" in status)
     an.sim_traceback_missing = an.mode == "simulation" and failed and not has_user_tb

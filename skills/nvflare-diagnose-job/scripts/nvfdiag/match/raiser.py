@@ -9,6 +9,9 @@ simulator's wrapper names. Pure. Rules (spec "Who raised it decides", "NVFLARE's
 - an exception message that is one of NVFLARE's reviewed templates -> that template's row (more specific);
 - `Simulation failed with return code N` and other wrappers are never a cause;
 - raised in user code (client script and its modules) -> left to USER_CODE_EXCEPTION as before.
+`where_clause` and `user_call` walk the job.py frames for the next action: the deepest job.py frame is where the job
+reached NVFLARE, and the catalog's user_calls table (usercalls.py) translates NVFLARE's internal names to the call
+the user wrote.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..logline import QUIET_LEVELS, level, loud_lines
+from ..logline import QUIET_LEVELS, level, loud_lines, timestamp
 from ..model import Line
+from ..read import sites
 from ..textindex import Subset
+from . import usercalls
 from .messages import WRAPPER
 from .scan import Hit
 from .tracebacks import Traceback, block_containing, is_nvflare_file, is_user_file
@@ -32,12 +37,11 @@ USER_CODE, NVFLARE_FROM_USER, NVFLARE, WRAPPED, LIBRARY = (
 )
 SIM_ROW, CONFIG_ROW = "SIMULATION_CONFIG_ERROR", "CONFIG_FILE_VALIDATION_ERROR"
 MAX_DETAIL_HITS = 2
+MAX_INTERLEAVED = 8  # lines between a frame line and its quoted source when other threads' records interleave
 _CONFIG_NAMED = re.compile(r"\b[\w.-]+\.(?:json|ya?ml|conf|cfg|toml)\b|config_fed_(?:server|client)|\bmeta\.json\b")
 _ERROR_WORDS = ("rror", "RROR", "xception", "CRITICAL", "FATAL")  # cheap substring test before the regex
 _ERRORISH = re.compile(r"(?:Error|Exception|ERROR|CRITICAL|FATAL)\b|\berror\b")
 _CLASS_PREFIX = re.compile(r"^.*?\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|NotAuthorized|NotFound)\w*: ")
-_LOGS_DIR = re.compile(r"Logs are in per-site subdirectories under (\S{1,512}?),? e\.g\.")
-_SAFE_PATH = re.compile(r"^[\w./~-]{1,512}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_]\w{0,63}$")
 _FILE_NAME = re.compile(r"^[\w.-]{1,80}\.py$")
 _FUNCTION = re.compile(r"^(?:[A-Za-z_]\w{0,80}|<module>)$")
@@ -177,7 +181,9 @@ def drop_shadowed_hits(
 
 
 def code_lines(block: Traceback, lines: list[Line]) -> list[int]:
-    """Indented lines right under a frame line (the quoted source and its ^^^ markers), up to the next frame."""
+    """Indented lines right under a frame line (the quoted source and its ^^^ markers), up to the next frame, and
+    the quoted source a log record of another thread split from its frame (between the frame and the next frame
+    line of the same source, the one line that is neither a frame nor a timestamped record)."""
     found = []
     stops = set(block.frame_lines) | {block.end}
     for frame_line in block.frame_lines:
@@ -187,6 +193,13 @@ def code_lines(block: Traceback, lines: list[Line]) -> list[int]:
                 break
             found.append(index)
             index += 1
+    for frame_line, next_stop in zip(block.frame_lines, sorted(stops)[1:], strict=False):
+        between = [
+            i
+            for i in range(frame_line + 1, min(next_stop, frame_line + MAX_INTERLEAVED))
+            if lines[i].source == lines[frame_line].source and timestamp(lines[i].text[:64]) is None
+        ]
+        found += [i for i in between if i not in found][:2]
     return found
 
 
@@ -199,9 +212,8 @@ def _call_site_line(block: Traceback) -> list[int]:
 
 
 def _note_logs_dir(result: RaiserResult, text: str) -> None:
-    match = _LOGS_DIR.search(text)
-    if match and result.logs_dir is None and _SAFE_PATH.match(match.group(1)) and ".." not in match.group(1):
-        result.logs_dir = match.group(1)
+    if result.logs_dir is None:
+        result.logs_dir = sites.logs_dir_named(text)
 
 
 def _line_hits(
@@ -270,17 +282,52 @@ def argument_named(block: Traceback | None, lines: list[Line], index: int) -> st
     return None
 
 
-def where_clause(primary_hits, lines: list[Line], blocks: list[Traceback]) -> str:
-    """` (argument `x`, at job.py:27 in main())` from the primary's first hit that gives either; '' when neither
-    can be named with validated identifiers (they go into a catalog next_action, so nothing else is allowed)."""
+def user_call(primary_hits, lines: list[Line], blocks: list[Traceback], calls) -> usercalls.UserCall | None:
+    """The job.py call NVFLARE rejected, in the user's words: the catalog's user_calls row that fits the message and
+    the frames of the first traceback NVFLARE raised from user code among the primary's hits."""
     for hit in sorted((h for h in primary_hits if h.index is not None), key=lambda h: h.index):
         block = block_containing(blocks, hit.index, lines[hit.index].source)
+        if block is not None and origin(block) == NVFLARE_FROM_USER:
+            found = usercalls.find(calls, message_text(block, lines), block.frames)
+            if found is not None:
+                return found
+    return None
+
+
+def where_clause(primary_hits, lines: list[Line], blocks: list[Traceback], calls=()) -> str:
+    """` (argument `x`, at job.py:27 in main())` from the primary's first hit that gives either, or, when NVFLARE's
+    words translate to the user's call (user_calls), ` (call `SimEnv(num_clients=...)`, used at job.py:24 in
+    main())`: the deepest job.py frame is where the object that call built reached NVFLARE (` (argument `n_clients`
+    of `job.simulator_run(..., n_clients=...)`, at job.py:22 in main())` when the argument NVFLARE names is the
+    user's own keyword in that call). '' when nothing can be named with validated identifiers (they go into a
+    catalog next_action, so nothing else is allowed)."""
+    call = user_call(primary_hits, lines, blocks, calls)
+    for hit in sorted((h for h in primary_hits if h.index is not None), key=lambda h: h.index):
+        block = block_containing(blocks, hit.index, lines[hit.index].source)
+        site = _call_site(block) if block is not None else None
+        if call is not None:
+            if block is None or origin(block) != NVFLARE_FROM_USER:
+                continue
+            argument = argument_named(block, lines, hit.index)
+            if argument and re.search(rf"(?<![\w.]){re.escape(argument)}=", call.call):  # NVFLARE's word is the user's
+                return f" (argument `{argument}` of `{call.call}`" + (f", {site}" if site else "") + ")"
+            return f" (call `{call.call}`" + (f", used {site}" if site else "") + ")"
         argument = argument_named(block, lines, hit.index)
         parts = [f"argument `{argument}`"] if argument else []
-        site = _call_site(block) if block is not None else None
         parts += [site] if site else []
         if parts:
             return " (" + ", ".join(parts) + ")"
+    return ""
+
+
+def at_clause(primary_hits, lines: list[Line], blocks: list[Traceback]) -> str:
+    """` (at client.py:14 in train())`: only the place of the primary's first traceback through user code (a
+    next action's `{at}`, for an exception the user's code raised: no argument is named)."""
+    for hit in sorted((h for h in primary_hits if h.index is not None), key=lambda h: h.index):
+        block = block_containing(blocks, hit.index, lines[hit.index].source)
+        site = _call_site(block) if block is not None else None
+        if site:
+            return f" ({site})"
     return ""
 
 
@@ -292,11 +339,6 @@ def _call_site(block: Traceback) -> str | None:
     if not (_FILE_NAME.match(name) and _FUNCTION.match(func)):
         return None
     return f"at {name}:{number} in {func}()" if func != "<module>" else f"at {name}:{number}"
-
-
-def fill_next_action(text: str, clause: str) -> str:
-    """A catalog next_action with its `{where}` placeholder filled (or dropped)."""
-    return text.replace("{where}", clause)
 
 
 def raised_in(block: Traceback) -> str | None:

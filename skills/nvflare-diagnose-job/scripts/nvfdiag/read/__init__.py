@@ -12,6 +12,7 @@ inspect_source  `nvflare agent inspect source` output -> evidence lines
 metrics_files   metrics_summary.json / round_metrics.jsonl -> the report's metrics
 job_folder      structural check of an exported job folder
 jobscope        keep one job's lines of a log every job writes into (POC/production)
-sites           site names, job ids, kit ids: the identifier rules every stage uses
+sites           site names, job ids, kit ids: the identifier rules every stage uses; sites and workspaces a line names
+workspaces      SimEnv workspaces the stdout names that exist here but were not given
 collect         --collect: the bounded read-only nvflare CLI commands (imported only for --collect)
 """

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 
 from ..model import Evidence, Line, Source
-from . import job_folder, jobscope, jsontext, metrics_files, middle, structured
+from . import job_folder, jobscope, jsontext, metrics_files, middle, structured, workspaces
 from .bounded import Chunk, ReadFailure, chunk_from_bytes, chunk_parts, read_head_tail
 from .budget import plan_shares
 from .credentials import is_credential
@@ -63,7 +63,9 @@ def collect_evidence(
             _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts)
     reader.read_all(explicit + sorted(walked, key=read_order_key), stdin_text)
     _add_layout_sources(reader, layouts)
-    return reader.finish()
+    ev = reader.finish()
+    ev.named_workspaces = workspaces.named_workspaces(ev.lines, ev.sources, [os.path.realpath(p) for p in named])
+    return ev
 
 
 def evidence_from_envelopes(items: list[dict], *, job_id: str | None = None, max_bytes: int = 262144) -> Evidence:

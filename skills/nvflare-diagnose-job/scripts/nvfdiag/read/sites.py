@@ -1,8 +1,10 @@
-"""Site names and identifiers: validation, and which site labels are the server.
+"""Site names and identifiers: validation, which site labels are the server, and the sites and workspaces a line names.
 
-Usage: `valid_site(name)`, `valid_job_id(value)`, `valid_kit_id(value)`, `valid_job_status(value)`, `is_server(site)`.
-Pure. The one place for these identifier rules (CLI options, readers, --collect and the report all use them); only
-names that pass them are ever written into follow-up commands or likely_cause.
+Usage: `valid_site(name)`, `valid_job_id(value)`, `valid_kit_id(value)`, `valid_job_status(value)`, `is_server(site)`;
+`site_in_text(text)` -> the site a line of stdout names (a SimEnv path, `Result from site-3 is bad`, `peer=site-3`);
+`logs_dir_named(text)` / `workspace_named(text)` -> the SimEnv job workspace a line names. Pure. The one place for
+these identifier rules (CLI options, readers, --collect and the report all use them); only names and paths that pass
+them are ever written into follow-up commands or likely_cause.
 Site names follow NVFLARE's participant rule (letters, digits, '-', '_'; dots for server host names); '@' is not
 allowed (it belongs to admin user names, which are not sites).
 """
@@ -16,6 +18,17 @@ JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 JOB_STATUS_RE = re.compile(r"^[A-Za-z_]{1,40}(?::[A-Za-z_]{1,40})?$")
 KIT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")  # startup-kit ids may be admin user names
 SERVER_LABELS = ("server",)
+MAX_TEXT = 4096
+# Where NVFLARE's output names a site: the simulator's per-site folder (<root>/<job>/site-3/simulate_job/app_site-3),
+# the controller's verdict on a result, the peer of a server-side record. First match wins.
+_SITE_MENTIONS = (
+    re.compile(r"[\\/]([A-Za-z0-9][\w.-]{0,63})[\\/]simulate_job[\\/]app_\1\b"),
+    re.compile(r"\bResult from ([A-Za-z0-9][\w.-]{0,63}) is bad\b"),
+    re.compile(r"\bpeer=([A-Za-z0-9][\w.-]{0,63}?),"),
+)
+_LOGS_DIR = re.compile(r"Logs are in per-site subdirectories under (\S{1,512}?),? e\.g\.")
+_WORKSPACE_PATH = re.compile(r"(/[\w.~-]{1,80}(?:/[\w.~-]{1,80}){0,20}?)/[A-Za-z0-9][\w.-]{0,63}/simulate_job/")
+_SAFE_PATH = re.compile(r"^[\w./~-]{1,512}$")
 
 
 def valid_site(name: object) -> bool:
@@ -41,3 +54,36 @@ def valid_kit_id(value: object) -> bool:
 
 def is_server(site: str | None) -> bool:
     return site is None or site in SERVER_LABELS
+
+
+def site_in_text(text: str) -> str | None:
+    """The site a line names (a SimEnv site folder, `Result from X is bad`, `peer=X`), validated; else None."""
+    head = text[:MAX_TEXT]
+    if "simulate_job" not in head and "Result from" not in head and "peer=" not in head:
+        return None
+    for pattern in _SITE_MENTIONS:
+        match = pattern.search(head)
+        if match and valid_site(match.group(1)):
+            return match.group(1)
+    return None
+
+
+def safe_path(path: str) -> bool:
+    """A path made of plain characters only (letters, digits, `_ . / ~ -`), without `..`: safe in a command."""
+    return bool(_SAFE_PATH.match(path)) and ".." not in path
+
+
+def logs_dir_named(text: str) -> str | None:
+    """The per-site log folder the simulator's `Simulation failed ... Logs are in ... under X` line names."""
+    match = _LOGS_DIR.search(text[:MAX_TEXT])
+    return match.group(1) if match and safe_path(match.group(1)) else None
+
+
+def workspace_named(text: str) -> str | None:
+    """The SimEnv job workspace (`<root>/<job>`) a line names: the simulator's log folder, or the part of a
+    `<root>/<job>/<site>/simulate_job/...` path before the site folder."""
+    named = logs_dir_named(text)
+    if named or "simulate_job/" not in text[:MAX_TEXT]:
+        return named
+    match = _WORKSPACE_PATH.search(text[:MAX_TEXT])
+    return match.group(1) if match and safe_path(match.group(1)) else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 
 from ..read import sites
+from ..read.evidence import STDIN_PATH
 
 MAX_MISSING = 12
 MAX_COMMANDS = 10
@@ -28,6 +29,8 @@ _INVISIBLE_WORDS = {
 SCRIPT_PLACEHOLDER = "python <skill>/scripts/diagnose_job.py"  # <skill>: the folder of SKILL.md
 LOGS_DIR_PLACEHOLDER = "<workspace root>/<job name>"
 POC_ROOT_PLACEHOLDER = "<POC workspace>/<project>/prod_00"
+EVIDENCE_PLACEHOLDER = "<job stdout file>"
+MAX_EVIDENCE_NAMED = 4
 
 
 def _fill(
@@ -39,6 +42,8 @@ def _fill(
     logs_dir: str | None = None,
     kit: str | None = None,
     poc_root: str | None = None,
+    workspace: str | None = None,
+    evidence: list[str] | None = None,
 ) -> str:
     if kit and template.startswith("nvflare "):
         template += f" {kit}"  # pasted as is, the command uses the same admin kit the collection used
@@ -46,6 +51,8 @@ def _fill(
     text = text.replace("{diagnose}", script or SCRIPT_PLACEHOLDER)
     text = text.replace("{logs_dir}", shlex.quote(logs_dir) if logs_dir else LOGS_DIR_PLACEHOLDER)
     text = text.replace("{poc_root}", shlex.quote(poc_root) if poc_root else POC_ROOT_PLACEHOLDER)
+    text = text.replace("{workspace}", shlex.quote(workspace) if workspace else LOGS_DIR_PLACEHOLDER)
+    text = text.replace("{evidence}", " ".join(map(shlex.quote, evidence)) if evidence else EVIDENCE_PLACEHOLDER)
     return text.replace("{site}", site if sites.valid_site(site) else "<site>")
 
 
@@ -88,6 +95,8 @@ class _Advice:
                 logs_dir=an.logs_dir,
                 kit=an.kit,
                 poc_root=an.poc_root,
+                workspace=an.workspace_to_add,
+                evidence=_given_files(an),
             )
             if command in self.collected:
                 return  # --collect ran it already: its output is in this report
@@ -146,6 +155,23 @@ def _context_gaps(adv: _Advice) -> None:
         adv.run("job_meta")
 
 
+def _given_files(an) -> list[str]:
+    """The site-less evidence files read (the stdout the workspace is added to); [] when stdin is among them."""
+    paths = [s.path for s in an.evidence.sources if s.site is None and s.status in ("complete", "truncated", "partial")]
+    return [] if STDIN_PATH in paths else paths[:MAX_EVIDENCE_NAMED]
+
+
+def _workspace_gap(adv: _Advice) -> None:
+    """The SimEnv workspace the stdout names exists here and was not given: ask to add it."""
+    an = adv.an
+    if an.workspace_to_add:
+        adv.need(
+            f"the SimEnv workspace the output names, {an.workspace_to_add}: it exists here and was not given (its "
+            "server/ and site-N/ logs and metrics)"
+        )
+        adv.run("sim_add_workspace")
+
+
 def _site_logs_supplied(an) -> bool:
     return any(line.site and not sites.is_server(line.site) for line in an.evidence.lines)
 
@@ -196,6 +222,7 @@ def missing_and_follow_ups(an) -> tuple[list[str], list[str]]:
     adv = _Advice(an)
     _site_gaps(adv)
     _context_gaps(adv)
+    _workspace_gap(adv)
     _reading_gaps(adv)
     if an.primary is not None:
         _row_follow_ups(adv)

@@ -12,25 +12,40 @@ import json
 import re
 
 from .. import logline
-from ..match import raiser
-from ..match.scan import MARKER
+from ..match import actions, raiser, rounds
+from ..match.attribution import failing_sites, hit_site
+from ..match.matcher import STATIC_ONLY, SUPPORTING
+from ..match.scan import MARKER, MAX_HITS_PER_ROW
 from ..match.tracebacks import block_containing
 from ..read import sites
 from ..untrusted.injection import defang
-from .render import excerpt, to_json
+from .render import MAX_SEEN_IN, excerpt, to_json  # MAX_SEEN_IN: places listed per merged signal
 
 SCHEMA_VERSION = "nvflare.diagnose.report.v1"
 MAX_SOURCES = 100
 MAX_SIGNALS = 20
 MAX_PRIMARY_SIGNALS = 8
-MAX_SEEN_IN = 8  # places listed per merged signal; `count` says how many there were
 MAX_SUSPICIOUS = 50
 MAX_MARKERS = 20
 MAX_CANDIDATES = 12
 MAX_METRICS = 50
 MAX_REPORT_BYTES = 63 * 1024  # as printed by render.to_json; the bar is 64 KiB
-SUPPORTING = "supporting evidence (terminal status, a server-side echo or a static source finding)"
 SHRINKABLE = ("evidence_sources", "suspicious_content", "signals", "unverified_markers", "other_candidates")
+USER_CODE_ID, ABSOLUTE_ID, NOT_FOUND_ID = "USER_CODE_EXCEPTION", "ABSOLUTE_DATA_PATH", "DATA_PATH_NOT_FOUND"
+MAX_NAMED_SITES = 5
+MAX_PATH_CHARS = 160
+# evidence_quality says how much of the evidence given was read; the note says what it does not mean.
+QUALITY_NOTES = {
+    "complete": (
+        "every evidence source given was read whole; this says nothing about evidence that was not given: see "
+        "missing_evidence and follow_up_commands"
+    ),
+    "partial": (
+        "some evidence was not read whole or is not visible, such as truncated or skipped files, site logs the "
+        "evidence says are missing, or a client traceback that is not in it: see missing_evidence"
+    ),
+    "insufficient": "nothing usable was read from the evidence given: see missing_evidence",
+}
 _IDENT = re.compile(r"^[A-Za-z_<][\w.<>-]{0,80}$")
 _QUALITY_PROBLEMS = (
     "partial",
@@ -44,8 +59,18 @@ _QUALITY_PROBLEMS = (
 )
 
 
-def _signal(an, hits: list) -> dict:
-    """One signal row for a fact seen `len(hits)` times: the first occurrence, and where all were seen."""
+def _role(an, hits: list) -> str:
+    """direct (strong evidence), supporting (weak) or consequence (NVFLARE's reaction to a client's failure)."""
+    if all(h.index is not None and h.index in an.consequences for h in hits):
+        return "consequence"
+    return "direct" if any(h.strength == "strong" for h in hits) else "supporting"
+
+
+def _signal(an, hits: list, capped: bool) -> dict:
+    """One signal row for a fact seen `len(hits)` times: the first occurrence, and where all were seen (each place
+    with the site label of its file). `site` is the site the fact belongs to: the line's label, else the site its
+    text or traceback names (match/attribution.py). `capped`: the row's hits reached the scan's cap, so `count` is
+    a lower bound."""
     hit = hits[0]
     if hit.index is None:
         return {
@@ -56,24 +81,29 @@ def _signal(an, hits: list) -> dict:
             "excerpt": f"job status {an.job_status}",
             "marker": None,
             "count": len(hits),
+            "count_capped": False,
+            "role": _role(an, hits),
             "seen_in": [{"source": "job_status", "site": None, "line": None}],
         }
-    line = an.evidence.lines[hit.index]
+    lines = an.evidence.lines
+    line = lines[hit.index]
     marker = MARKER.search(line.text[:8192])
     places = []
     for other in hits:
-        where = an.evidence.lines[other.index]
+        where = lines[other.index]
         place = {"source": where.source, "site": where.site, "line": where.line}
         if place not in places:
             places.append(place)
     return {
         "pattern": hit.pattern,
         "source": line.source,
-        "site": line.site,
+        "site": hit_site(lines, an.tracebacks, hit.index),
         "line": line.line,
         "excerpt": excerpt(defang(line.text[:2000])),
         "marker": marker.group(0) if marker else None,
         "count": len(hits),
+        "count_capped": capped,
+        "role": _role(an, hits),
         "seen_in": places[:MAX_SEEN_IN],
     }
 
@@ -82,31 +112,41 @@ def _ordered(hits) -> list:
     return sorted(hits, key=lambda h: (h.strength != "strong", h.index is None, h.index or 0))
 
 
+def _fact_key(an, hit) -> tuple:
+    """What makes two hits the same fact: the message text, whatever the source, log prefix or pattern."""
+    return (
+        hit.index is None,
+        "" if hit.index is None else logline.message(an.evidence.lines[hit.index].text[:2000]).strip(),
+    )
+
+
 def _facts(an, hits) -> list[list]:
-    """Hits grouped by fact (same pattern, same message text whatever the source or log prefix), best first."""
+    """Hits grouped by fact (same message text whatever the source or log prefix), best first."""
     facts: dict[tuple, list] = {}
     for hit in _ordered(hits):
-        text = "" if hit.index is None else logline.message(an.evidence.lines[hit.index].text[:2000]).strip()
-        facts.setdefault((hit.pattern, hit.index is None, text), []).append(hit)
+        facts.setdefault(_fact_key(an, hit), []).append(hit)
     return list(facts.values())
 
 
 def _signals(an) -> tuple[list[dict], int]:
     """One row per distinct fact: primary facts first (or, for PARTIAL_LOG_VISIBILITY, the symptom's), then
-    two per other candidate; identical facts from several sources merge into one row with a count."""
-    groups = [list(c.hits) for c in an.ranked if c is not an.primary] + [list(d.hits) for d in an.demoted]
+    two per other candidate; identical facts from several sources merge into one row with a count, and a fact
+    that several patterns matched appears once, under the first (best) of them. Rows that only a static source
+    finding supported show no signal beside a matched pattern (a static hint never adds one)."""
+    shown_demoted = [d for d in an.demoted if not (an.primary is not None and d.reason == STATIC_ONLY)]
+    groups = [list(c.hits) for c in an.ranked if c is not an.primary] + [list(d.hits) for d in shown_demoted]
     lead = list(an.primary.hits) if an.primary else []
-    if not lead and an.demoted:
-        lead = groups.pop(len(groups) - len(an.demoted))  # the first demoted row: the symptom
-    lead_facts = _facts(an, lead)
-    chosen = lead_facts[:MAX_PRIMARY_SIGNALS]
-    total = len(lead_facts)
-    for group in groups:
-        facts = _facts(an, group)
-        chosen += facts[:2]
-        total += len(facts)
+    if not lead and shown_demoted:
+        lead = groups.pop(len(groups) - len(shown_demoted))  # the first demoted row: the symptom
+    chosen, seen, total = [], set(), 0
+    for number, group in enumerate([lead] + groups):
+        capped = len(group) >= MAX_HITS_PER_ROW
+        fresh = [(fact, capped) for fact in _facts(an, group) if _fact_key(an, fact[0]) not in seen]
+        seen |= {_fact_key(an, fact[0]) for fact, _ in fresh}
+        chosen += fresh[: MAX_PRIMARY_SIGNALS if number == 0 else 2]
+        total += len(fresh)
     shown = chosen[:MAX_SIGNALS]
-    return [_signal(an, fact) for fact in shown], max(0, total - len(shown))
+    return [_signal(an, fact, capped) for fact, capped in shown], max(0, total - len(shown))
 
 
 def _other_candidates(an) -> list[dict]:
@@ -148,13 +188,18 @@ def _traceback_detail(an) -> str:
 
 
 def _variant_cause(an) -> str:
-    row = an.primary.row
+    return _variant_cause_of(an, an.primary.row)
+
+
+def _variant_cause_of(an, row, hits=None) -> str:
+    """The row's first variant whose regex matches a line that is not suspicious (only the hit lines when `hits`
+    are given), else its default variant's cause."""
     if not row.variants and not row.default_variant:
         return ""
+    lines = an.evidence.lines
+    numbers = range(len(lines)) if hits is None else sorted({h.index for h in hits if h.index is not None})
     for variant in row.variants:
-        if any(
-            variant.regex.search(line.text[:8192]) for i, line in enumerate(an.evidence.lines) if i not in an.flagged
-        ):
+        if any(variant.regex.search(lines[i].text[:8192]) for i in numbers if i not in an.flagged):
             return variant.cause
     return row.default_variant.cause if row.default_variant else ""
 
@@ -172,6 +217,7 @@ def _likely_cause(an) -> str:
                 "; `Simulation failed with return code` only reports that the simulated run failed, the cause "
                 "is in the per-site logs it names"
             )
+        text += _static_only_said(an)
         if an.job_status == "FINISHED:COMPLETED" and not an.suspicious:
             text += (
                 "; the job finished with status FINISHED:COMPLETED: nothing in the evidence says it failed (a "
@@ -184,15 +230,12 @@ def _likely_cause(an) -> str:
         text += f", and the observed {symptom} depends on them" if symptom else ""
     else:
         row = an.primary.row
+        lines = an.evidence.lines
         hit_sites = sorted(
-            {
-                an.evidence.lines[h.index].site
-                for h in an.primary.hits
-                if h.index is not None and sites.valid_site(an.evidence.lines[h.index].site)
-            }
+            {site for h in an.primary.hits if sites.valid_site(site := hit_site(lines, an.tracebacks, h.index))}
         )
         text = row.title + (f" (seen in: {', '.join(hit_sites[:5])})" if hit_sites else "")
-        detail = "; ".join(part for part in (_traceback_detail(an), _variant_cause(an)) if part)
+        detail = "; ".join(part for part in (_traceback_detail(an), _variant_cause(an), *_facts_said(an)) if part)
         text += f": {detail}" if detail else ""
         if not an.primary.strong:
             text += f"; only {SUPPORTING} was found"
@@ -204,6 +247,46 @@ def _likely_cause(an) -> str:
             "in the site's console output)"
         )
     return text + "."
+
+
+def _facts_said(an) -> list[str]:
+    """likely_cause clauses for the facts that move the fix: rounds completed, the paths that worked, NVFLARE's
+    words in the user's, and NVFLARE's reactions that are consequences (identifiers and paths validated)."""
+    said = []
+    if an.rounds is not None and an.primary.row.id == USER_CODE_ID:
+        said.append(
+            f"it surfaced after earlier rounds completed ({rounds.summary(an.rounds)}; from "
+            f"{', '.join(an.rounds.evidence)}), so what the client receives or sends changed between rounds"
+        )
+    if an.paths is not None and an.primary.row.id == NOT_FOUND_ID and any(d.row.id == ABSOLUTE_ID for d in an.demoted):
+        missing = ", ".join(excerpt(p, MAX_PATH_CHARS) for p in an.paths.missing)
+        if an.paths.worked:
+            worked = ", ".join(excerpt(p, MAX_PATH_CHARS) for p in an.paths.worked)
+            said.append(f"missing: {missing}; opened under the same root: {worked}")
+        else:
+            said.append(
+                f"missing: {missing} (in a simulation every site runs on this machine, so the path is wrong "
+                "or its data is missing here, not unreachable)"
+            )
+    if an.user_call is not None:
+        said.append(an.user_call.meaning)
+    if an.consequences and any(h.strength == "strong" and h.index not in an.consequences for h in an.primary.hits):
+        said.append(
+            "NVFLARE's errors on the server after it (a result that is not a valid DXO, `Result from <site> is "
+            "bad`, peer_rc=EXECUTION_EXCEPTION) are consequences of this failure, not causes"
+        )
+    return said
+
+
+def _static_only_said(an) -> str:
+    """When nothing matched: what static source findings suggested, said as the supporting evidence it is."""
+    static = [d for d in an.demoted if d.reason == STATIC_ONLY]
+    if not static:
+        return ""
+    causes = [_variant_cause_of(an, d.row, d.hits) for d in static]
+    names = ", ".join(d.row.id for d in static)
+    text = f"; a static source finding suggests {names}, but that is only supporting evidence"
+    return text + "".join(f" ({cause})" for cause in causes if cause)
 
 
 def _findings(an, sources) -> list[str]:
@@ -250,6 +333,7 @@ def assemble(an, missing: list[str], commands: list[str]) -> dict:
     sources = an.evidence.sources
     signals, signals_omitted = _signals(an)
     findings = _findings(an, sources)
+    quality = _quality(an, findings)
     row = an.primary.row if an.primary else None
     markers = [
         {
@@ -268,7 +352,8 @@ def assemble(an, missing: list[str], commands: list[str]) -> dict:
             "job_id": an.job_id,
             "job_status": an.job_status,
             "evidence_sources": [s.as_dict() for s in sources[:MAX_SOURCES]],
-            "evidence_quality": _quality(an, findings),
+            "evidence_quality": quality,
+            "evidence_quality_note": QUALITY_NOTES[quality],
             "matched_pattern": row.id if row else "UNKNOWN",
             "recovery_category": row.recovery_category if row else "UNKNOWN",
             "confidence": an.confidence,
@@ -315,9 +400,19 @@ def _fit(report: dict) -> dict:
 
 
 def _next_action(an) -> str:
+    """The matched row's next action for the runtime mode and the established facts (match/actions.py), its
+    placeholders filled only with validated identifiers, numbers and the catalog's own user_calls text."""
     if an.primary is not None:
-        clause = raiser.where_clause(an.primary.hits, an.evidence.lines, an.tracebacks)
-        return raiser.fill_next_action(an.primary.row.next_action, clause)
+        lines, primary = an.evidence.lines, an.primary
+        failing = failing_sites(lines, an.tracebacks, [h for h in primary.hits if h.strength == "strong"])
+        values = {
+            "{where}": raiser.where_clause(primary.hits, lines, an.tracebacks, an.catalog.user_calls),
+            "{at}": raiser.at_clause(primary.hits, lines, an.tracebacks),
+            "{rounds}": rounds.describe(an.rounds),
+            "{sites}": f" ({', '.join(failing[:MAX_NAMED_SITES])})" if failing else "",
+            "{change}": f" {an.user_call.change}" if an.user_call is not None else "",
+        }
+        return actions.fill(primary.row.next_action_for(an.mode, an.facts), values)
     if an.suspicious and an.catalog.has("SUSPICIOUS_LOG_CONTENT"):
-        return an.catalog.row("SUSPICIOUS_LOG_CONTENT").next_action
-    return an.catalog.fallback_next_action
+        return an.catalog.row("SUSPICIOUS_LOG_CONTENT").next_action_for(an.mode)
+    return an.catalog.fallback_for(an.mode)

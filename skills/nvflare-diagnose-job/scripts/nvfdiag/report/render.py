@@ -12,6 +12,7 @@ import json
 import re
 
 MAX_EXCERPT = 240
+MAX_SEEN_IN = 8  # places a merged signal's seen_in lists (its `count` says how many there were)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]+")
 _DIGITS = re.compile(r"\d{9,}")
 # Base64-like runs: long and mixing digits with upper- and lower-case letters (or padded), so that words
@@ -57,7 +58,7 @@ def _header(report: dict) -> list[str]:
         f"- **Job:** {_code(report['job_id'] or '-')} status {_code(report['job_status'] or 'unknown')}",
         f"- **Matched pattern:** `{report['matched_pattern']}` (confidence **{report['confidence']}**)",
         f"- **Recovery category:** `{report['recovery_category']}`",
-        f"- **Evidence quality:** {report['evidence_quality']}",
+        f"- **Evidence quality:** {_quality(report)}",
         "",
         "## Likely cause",
         "",
@@ -70,14 +71,24 @@ def _header(report: dict) -> list[str]:
     ]
 
 
+def _quality(report: dict) -> str:
+    """`complete (every evidence source given was read whole; ...)`: the level with what it does and does not say."""
+    note = report.get("evidence_quality_note")
+    return f"{report['evidence_quality']} ({note})" if note else str(report["evidence_quality"])
+
+
+ROLE_WORDS = {"supporting": " (supporting)", "consequence": " (consequence, not a cause)"}  # direct: unmarked
+
+
 def _evidence(report: dict) -> list[str]:
     out = ["## Evidence (source-aware)", ""]
     if report["signals"]:
         out += ["| pattern | site | source:line | seen | excerpt |", "|---|---|---|---|---|"]
         for sig in report["signals"]:
             where = f"{sig['source']}:{sig['line'] if sig['line'] is not None else '?'}"
+            role = ROLE_WORDS.get(sig.get("role"), "")
             out.append(
-                f"| `{sig['pattern']}` | {_code(sig['site'] or '-')} | {_code(where)} | {_seen(sig)} | "
+                f"| `{sig['pattern']}`{role} | {_code(sig['site'] or '-')} | {_code(where)} | {_seen(sig)} | "
                 f"{_code(sig['excerpt'])} |"
             )
     else:
@@ -91,14 +102,23 @@ def _evidence(report: dict) -> list[str]:
 
 
 def _seen(signal: dict) -> str:
-    """`once`, or how often and where else the same fact was seen (sites and file names, not full paths)."""
-    if signal["count"] <= 1:
+    """`once`, or how often and where else the same fact was seen (sites and file names, not full paths); a count
+    the scan stopped at says `at least`, a list of places cut at MAX_SEEN_IN says it lists only the first ones."""
+    if signal["count"] <= 1 and not signal.get("count_capped"):
         return "once"
     places = signal["seen_in"]
     sites = sorted({p["site"] for p in places if p["site"]})
     names = sorted({str(p["source"]).replace("\\", "/").rsplit("/", 1)[-1] for p in places})
     where = ", ".join(sites + names)
-    return f"{signal['count']} times, {len(places)} places: {_code(where)}"
+    count = (
+        f"at least {signal['count']} times (count capped)" if signal.get("count_capped") else f"{signal['count']} times"
+    )
+    listed = (
+        f"first {len(places)} places"
+        if len(places) >= MAX_SEEN_IN and signal["count"] > len(places)
+        else f"{len(places)} places"
+    )
+    return f"{count}, {listed}: {_code(where)}"
 
 
 def _follow_up(report: dict) -> list[str]:
