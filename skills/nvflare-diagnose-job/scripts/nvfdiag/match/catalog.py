@@ -33,6 +33,7 @@ class Signal:
     strength: str
     any_level: bool
     keywords: tuple[str, ...] = ()  # lower-case; at least one must occur before the regex is tried
+    after_partner: bool = False  # counts only after a partner row's hit (requires_any rows; see refine.py)
 
     def may_match(self, lowered: str) -> bool:
         return not self.keywords or any(word in lowered for word in self.keywords)
@@ -144,8 +145,11 @@ def _parse_signals(item: dict, where: str) -> tuple[Signal, ...]:
                 strength,
                 bool(sig.get("any_level")),
                 _keywords(sig.get("keywords"), f"{where} signal {i}"),
+                bool(sig.get("after_partner")),
             )
         )
+    if any(sig.after_partner for sig in signals) and not item.get("requires_any"):
+        raise CatalogError(f"catalog: {where} has an after_partner signal but no requires_any partners")
     return tuple(signals)
 
 
