@@ -44,6 +44,7 @@ class ModeHint:
     regex: re.Pattern
     reason: str
     keywords: tuple[str, ...] = ()
+    weak: bool = False  # says little on its own: outweighed by a hint of the other mode (mode.py)
 
     def may_match(self, lowered: str) -> bool:
         return not self.keywords or any(word in lowered for word in self.keywords)
@@ -100,6 +101,10 @@ class Catalog:
 
     def has(self, pattern_id: str) -> bool:
         return any(r.id == pattern_id for r in self.rows)
+
+    @property
+    def weak_mode_reasons(self) -> frozenset[str]:
+        return frozenset(hint.reason for hints in self.mode_hints.values() for hint in hints if hint.weak)
 
 
 def load_catalog(path: str | Path = DEFAULT_PATH, messages_path: str | Path = nvflare_messages.DEFAULT_PATH) -> Catalog:
@@ -227,6 +232,7 @@ def parse_catalog(document: object) -> Catalog:
                 _compile(e.get("regex"), f"mode hint {mode}"),
                 str(e.get("reason")),
                 _keywords(e.get("keywords"), f"mode hint {mode}"),
+                bool(e.get("weak")),
             )
             for e in entries
         )

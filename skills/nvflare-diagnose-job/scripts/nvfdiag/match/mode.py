@@ -1,6 +1,10 @@
 """Decide the runtime mode of the diagnosis: simulation, production (POC included) or ambiguous.
 
-Usage: `decide_mode(requested, structural_hints, text_hints, job_id_given)` -> (mode, reason). Pure.
+Usage: `decide_mode(requested, structural_hints, text_hints, job_id_given, weak=...)` -> (mode, reason). Pure.
+Weak hints say little on their own (a traceback frame in a file named job.py: job.py also submits to POC and
+production; an exported job folder: it is what gets submitted): when the two sides conflict and only one of them
+has hints that are not weak, that side wins. Ambiguous only when the evidence holds nothing either way, or strong
+hints of both modes.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from collections.abc import Callable
 
 MODE_ALIASES = {"poc": "production"}
 AMBIGUOUS = "ambiguous"
+WEAK_STRUCTURAL = ("exported job folder layout",)  # reason prefixes of structural hints that are weak
 
 
 def _sides(hints: list[tuple[str, str]]) -> dict[str, list[str]]:
@@ -25,8 +30,10 @@ def decide_mode(
     structural_hints: list[tuple[str, str]],
     text_hints: dict[str, list[str]] | Callable[[], dict[str, list[str]]],
     job_id_given: bool = False,
+    weak: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[str, str]:
-    """--mode wins; then one-sided structural evidence; then one-sided text hints; otherwise ambiguous.
+    """--mode wins; then one-sided structural evidence; then one-sided text hints; otherwise ambiguous. `weak`:
+    the text-hint reasons that are weak (the catalog's `weak: true` mode hints).
 
     `text_hints` may be a function: it is then called only when the text hints are needed.
     """
@@ -37,7 +44,7 @@ def decide_mode(
     if job_id_given:
         structural.append(("production", "a job id was given"))
     for hints, kind in ((lambda: _sides(structural), "evidence layout"), (lambda: _text_sides(text_hints), "log text")):
-        hints = hints()
+        hints = _outweighed(hints(), weak)
         if len(hints) == 1:
             mode, reasons = next(iter(hints.items()))
             return mode, f"inferred from {kind}: " + "; ".join(sorted(reasons)[:3])
@@ -50,3 +57,15 @@ def decide_mode(
 def _text_sides(text_hints) -> dict[str, list[str]]:
     text_hints = text_hints() if callable(text_hints) else text_hints
     return _sides([(m, r) for m, rs in text_hints.items() for r in rs])
+
+
+def _outweighed(hints: dict[str, list[str]], weak) -> dict[str, list[str]]:
+    """Both modes hinted but only one by hints that are not weak: that one (its weak reasons dropped too)."""
+    if len(hints) != 2:
+        return hints
+    strong = {
+        mode: [r for r in reasons if r not in weak and not r.startswith(WEAK_STRUCTURAL)]
+        for mode, reasons in hints.items()
+    }
+    strong = {mode: reasons for mode, reasons in strong.items() if reasons}
+    return strong if len(strong) == 1 else hints
