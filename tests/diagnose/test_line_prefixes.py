@@ -216,3 +216,21 @@ def test_service_names_map_to_sites():
     assert prefixes.service_site("nvflare-server-1") == "server"
     assert prefixes.service_site("hospital-a-1") == "hospital-a"
     assert prefixes.service_site("hospital-a-7d9f8c6b5-x2k4q") == "hospital-a"
+
+
+def test_a_traceback_echoed_by_nvflare_subprocess_launcher_is_found(tmp_path):
+    """NVFLARE 2.4-2.8 log an external script's output as INFO records of SubprocessLauncher."""
+    echo = "2024-06-11 15:20:06,114 - SubprocessLauncher - INFO - "
+    lines = (
+        [SITE_LOG[0]]
+        + [echo + text for text in SITE_LOG[2:6]]
+        + ["2024-06-11 15:20:08,201 - SubprocessLauncher - INFO - external process finished with return code: 1"]
+    )
+    report, ev = report_of(tmp_path, "echo", lines)
+    blocks = find_tracebacks(ev.lines)
+    assert [(b.exc_type, b.user_frame[0].endswith("client.py")) for b in blocks] == [("ModuleNotFoundError", True)]
+    assert report["matched_pattern"] == "IMPORT_ERROR"
+    dotted = "2024-06-11 15:20:06,114 - nvflare.app_common.launchers.subprocess_launcher.SubprocessLauncher - INFO - x"
+    assert prefixes.detect([dotted]).peel(dotted) == ("x", None)
+    own = "2024-06-11 15:20:06,114 - ClientRunner - INFO - SubprocessLauncher - INFO - not an echo"
+    assert prefixes.detect([own]).peel(own)[0] == own

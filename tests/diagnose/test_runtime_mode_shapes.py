@@ -107,3 +107,18 @@ def test_run_n_workspace_folders_are_a_deployed_job(tmp_path):
 def test_healthy_simulation_logs_have_no_production_hint(repo_root):
     evidence = collect_evidence([str(repo_root / "evals/diagnose/files/real/healthy")], job_id=None, **LIMITS)
     assert validated(diagnose(evidence, CATALOG))["runtime_mode"] == "simulation"
+
+
+def test_a_simulation_run_inside_docker_is_still_a_simulation(tmp_path):
+    sim = [
+        "2026-06-02 11:03:10,001 - SimulatorRunner - INFO - Create the Simulator Server.",
+        "2026-06-02 11:03:10,002 - SimulatorServer - INFO - starting simulate_job",
+    ] + IMPORT
+    path = tmp_path / "compose.log"
+    path.write_text("".join(f"trainer-1  | {text}\n" for text in sim), encoding="utf-8")
+    found = validated(diagnose(collect_evidence([str(path)], job_id=None, **LIMITS), CATALOG))
+    assert found["runtime_mode"] == "simulation", found["mode_reason"]
+    plain = tmp_path / "plain.log"
+    plain.write_text("".join(f"site-1-1  | {text}\n" for text in IMPORT * 3), encoding="utf-8")
+    found = validated(diagnose(collect_evidence([str(plain)], job_id=None, **LIMITS), CATALOG))
+    assert found["runtime_mode"] == "production" and "deployment line prefixes" in found["mode_reason"]

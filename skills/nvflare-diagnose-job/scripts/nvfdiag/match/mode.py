@@ -2,8 +2,9 @@
 
 Usage: `decide_mode(requested, structural_hints, text_hints, job_id_given, weak=...)` -> (mode, reason). Pure.
 Weak hints say little on their own (a traceback frame in a file named job.py: job.py also submits to POC and
-production; an exported job folder: it is what gets submitted): when the two sides conflict and only one of them
-has hints that are not weak, that side wins. Ambiguous only when the evidence holds nothing either way, or strong
+production; an exported job folder: it is what gets submitted; Docker, Kubernetes or journal line prefixes: a
+simulation can run in a container too): when the two sides conflict and only one of them has hints that are not
+weak, that side wins. Ambiguous only when the evidence holds nothing either way, or strong
 hints of both modes.
 """
 
@@ -13,7 +14,9 @@ from collections.abc import Callable
 
 MODE_ALIASES = {"poc": "production"}
 AMBIGUOUS = "ambiguous"
-WEAK_STRUCTURAL = ("exported job folder layout",)  # reason prefixes of structural hints that are weak
+# Reason prefixes of layout hints that are weak: an exported job folder is what gets submitted anywhere, and Docker,
+# Kubernetes or the journal also run simulations. They are weighed with the text hints, not before them.
+WEAK_STRUCTURAL = ("exported job folder layout", "deployment line prefixes")
 
 
 def _sides(hints: list[tuple[str, str]]) -> dict[str, list[str]]:
@@ -32,18 +35,24 @@ def decide_mode(
     job_id_given: bool = False,
     weak: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[str, str]:
-    """--mode wins; then one-sided structural evidence; then one-sided text hints; otherwise ambiguous. `weak`:
-    the text-hint reasons that are weak (the catalog's `weak: true` mode hints).
+    """--mode wins; then one-sided structural evidence; then one-sided text hints (with the weak structural ones,
+    see WEAK_STRUCTURAL); otherwise ambiguous. `weak`: the text-hint reasons that are weak (the catalog's
+    `weak: true` mode hints).
 
     `text_hints` may be a function: it is then called only when the text hints are needed.
     """
     requested = MODE_ALIASES.get(requested, requested)
     if requested in ("simulation", "production"):
         return requested, f"--mode {requested} was given"
-    structural = list(structural_hints)
+    structural = [(m, r) for m, r in structural_hints if not r.startswith(WEAK_STRUCTURAL)]
+    weak_structural = [(m, r) for m, r in structural_hints if r.startswith(WEAK_STRUCTURAL)]
     if job_id_given:
         structural.append(("production", "a job id was given"))
-    for hints, kind in ((lambda: _sides(structural), "evidence layout"), (lambda: _text_sides(text_hints), "log text")):
+    tiers = (
+        (lambda: _sides(structural), "evidence layout"),
+        (lambda: _sides(weak_structural + _text_pairs(text_hints)), "log text"),
+    )
+    for hints, kind in tiers:
         hints = _outweighed(hints(), weak)
         if len(hints) == 1:
             mode, reasons = next(iter(hints.items()))
@@ -54,9 +63,9 @@ def decide_mode(
     return AMBIGUOUS, "no evidence of simulation or production/POC mode"
 
 
-def _text_sides(text_hints) -> dict[str, list[str]]:
+def _text_pairs(text_hints) -> list[tuple[str, str]]:
     text_hints = text_hints() if callable(text_hints) else text_hints
-    return _sides([(m, r) for m, rs in text_hints.items() for r in rs])
+    return [(m, r) for m, rs in text_hints.items() for r in rs]
 
 
 def _outweighed(hints: dict[str, list[str]], weak) -> dict[str, list[str]]:

@@ -322,7 +322,7 @@ class _Reader:
         """Docker, Kubernetes and journal wrappers say the evidence comes from a deployed system."""
         kinds = sorted(set(peeler.kinds) & prefixes.PRODUCTION_KINDS)
         if kinds:
-            structured.add_hint(self.ev, "production", f"{', '.join(kinds)} line prefixes in {path}")
+            structured.add_hint(self.ev, "production", f"deployment line prefixes ({', '.join(kinds)}) in {path}")
 
     def _exported_job(self, chunk: Chunk, folder: str) -> None:
         """An exported job folder: its meta.json was read (bounded); the structure check adds evidence lines."""

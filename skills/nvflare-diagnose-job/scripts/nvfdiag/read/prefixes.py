@@ -16,7 +16,9 @@ Evidence arrives wrapped. What is peeled, outermost first:
 - a consistent unknown prefix: the same literal text on at least UNKNOWN_SHARE of the sampled lines, one token
   (no spaces, no `/`: it cannot hold a sentence, so no directive is ever peeled out of sight) and a separator;
 - NVFLARE's subprocess prefix (Flower, XGBoost: ProcessManager writes `[FLWR-CA@site-1] ` before each line its
-  subprocess prints), on any line that has it.
+  subprocess prints), on any line that has it;
+- NVFLARE 2.4-2.8's echo of an external training script (SubprocessLauncher logs each line the script prints as
+  `<time> - SubprocessLauncher - INFO - <line>`): the line itself is the script's output, a traceback included.
 A line keeps its text after the prefix exactly (indentation included), so a wrapped traceback reads like an
 unwrapped one. Labels name a site only when the prefix says one (`@site-1`, a compose service `site-1-1`, a
 container `site-1`); the caller validates them.
@@ -37,6 +39,9 @@ MAX_PREFIX = 64
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]{0,256}(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _FLOWER = re.compile(r"\[([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*)@([A-Za-z0-9][A-Za-z0-9._-]{0,63})\] ")
+# NVFLARE 2.4-2.8's SubprocessLauncher logs each line its external training script prints as an INFO record.
+_ECHO_LOGGER = "SubprocessLauncher - INFO - "
+_ECHO = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{1,6} - (?:[\w.]{1,200}\.)?SubprocessLauncher - INFO - ")
 _SITE_TOKEN = re.compile(r"(?<![A-Za-z0-9])(site-\d{1,6})(?![A-Za-z0-9])")
 _REPLICA = re.compile(r"[-_.]\d{1,4}$")
 _POD_HASH = re.compile(r"-[bcdfghjklmnpqrstvwxz2456789]{6,10}-[bcdfghjklmnpqrstvwxz2456789]{5}$|-\d{1,4}$")
@@ -121,10 +126,11 @@ class Peeler:
     literal: str = ""
     flower: bool = False
     kinds: tuple[str, ...] = field(default_factory=tuple)
+    echo: bool = False
 
     @property
     def active(self) -> bool:
-        return bool(self.ansi or self.layers or self.literal or self.flower)
+        return bool(self.ansi or self.layers or self.literal or self.flower or self.echo)
 
     def peel(self, text: str) -> tuple[str, str | None]:
         """The line without its wrappers, and the site its prefix names (innermost wins), or None."""
@@ -142,6 +148,10 @@ class Peeler:
             match = _FLOWER.match(text)
             if match:
                 text, site = text[match.end() :], match.group(2)
+        if self.echo and _ECHO_LOGGER in text[:300]:
+            match = _ECHO.match(text)
+            if match:
+                text = text[match.end() :]
         return text, site
 
 
@@ -165,12 +175,12 @@ def detect(texts: list[str]) -> Peeler:
         layers.append(wrapper)
         sample = [_strip(wrapper, text) for text in sample]
     literal = _common_literal(sample)
-    if not (ansi or flower or layers or literal):
+    echo = _ECHO_LOGGER in joined
+    if not (ansi or flower or layers or literal or echo):
         return NONE
-    kinds = (
-        tuple(w.kind for w in layers) + (("consistent prefix",) if literal else ()) + (("flower",) if flower else ())
-    )
-    return Peeler(ansi, tuple(layers), literal, flower, kinds)
+    kinds = tuple(w.kind for w in layers) + (("consistent prefix",) if literal else ())
+    kinds += (("flower",) if flower else ()) + (("subprocess echo",) if echo else ())
+    return Peeler(ansi, tuple(layers), literal, flower, kinds, echo)
 
 
 def _flower_anywhere(joined: str) -> bool:
