@@ -10,7 +10,8 @@ Usage:
                                                          # nvflare folder), commit it under nvflare_releases/,
                                                          # then --update
     python shared/catalog/nvflare_messages.py --json     # print the extraction (one JSON object per template)
-    [--nvflare-root PATH]                                # default: the installed package (found, never imported)
+    [--nvflare-root PATH]                                # default: the installed package (found, never imported);
+                                                         # an nvflare wheel file is read the same way
 
 The extraction walks NVFLARE's source with `ast` (nothing is imported or run) over the areas in SCOPE: recipes,
 job config, simulator, client API, config loading, provisioning and the admin CLI. Each `raise X(message)` whose
