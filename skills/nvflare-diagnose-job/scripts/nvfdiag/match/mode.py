@@ -56,6 +56,8 @@ def decide_mode(
         hints = _outweighed(hints(), weak)
         if len(hints) == 1:
             mode, reasons = next(iter(hints.items()))
+            if any(r.startswith(WEAK_STRUCTURAL) for r in reasons):
+                kind = "evidence layout and log text"
             return mode, f"inferred from {kind}: " + "; ".join(sorted(reasons)[:3])
         if len(hints) == 2:
             detail = "; ".join(f"{m}: {', '.join(sorted(r)[:2])}" for m, r in sorted(hints.items()))
