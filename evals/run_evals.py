@@ -29,12 +29,13 @@ Then the NVFLARE message coverage figures (evals/message_coverage.py): the share
 error-message templates the reviewed mapping files (goal: all), and the share of generated job.py tracebacks (and
 bare simulator error lines), one per user-facing template, diagnosed as the mapped row (goal: >= 95 %).
 
-Output (stdout): a per-case table (id, PASS/FAIL, first miss; --verbose lists every miss), then the Auto-FL
-recipe admission section (a separate table delimited by its `== Auto-FL recipe admission ... ==` header and
-ending with `recipe admission: ...`; see evals/recipe_admission.py), then `trigger checks: ...`, the two
-`nvflare messages ...` lines and the score line `N passed, M failed` of the diagnose cases alone on the last
-line. Exit 0 when everything passed, 1 on any miss (recipe admission misses included) or a coverage figure below
-its goal, 2 on bad usage or an unreadable evals.json.
+Output (stdout): a per-case table (id, PASS/FAIL, first miss; --verbose lists every miss), then the real-world
+set's table (under its `== Real-world set ... ==` header, ending with `real-world: N of M passed (...)`), then the
+Auto-FL recipe admission section (a separate table delimited by its `== Auto-FL recipe admission ... ==` header and
+ending with `recipe admission: ...`; see evals/recipe_admission.py), then `trigger checks: ...`, the
+`nvflare messages ...` lines (one per release line among them) and the score line `N passed, M failed` of the
+diagnose cases alone on the last line. Exit 0 when everything passed, 1 on any miss (real-world and recipe
+admission misses included) or a coverage figure below its goal, 2 on bad usage or an unreadable evals.json.
 """
 
 from __future__ import annotations
