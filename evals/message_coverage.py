@@ -12,6 +12,8 @@ whether both goals hold. Standalone: `python evals/message_coverage.py [--verbos
    mode production (a job.py that uses PocEnv or ProdEnv). Goal: at least 95 %.
 3. The same templates shown as a bare simulator ERROR log line (no traceback), the shape the issue measured
    (90 % UNKNOWN before the mapping existed). Same goal.
+4. The same figures per release line (every release users still run: the extractions committed under
+   shared/catalog/nvflare_releases/ plus the installed NVFLARE), one line each. Same goals for every release.
 """
 
 from __future__ import annotations
@@ -95,6 +97,31 @@ def traceback_text(message) -> str:
 
 
 @dataclass
+class ReleaseCoverage:
+    """The figures of one NVFLARE release: its templates mapped, its user-facing ones diagnosed as mapped."""
+
+    version: str
+    total: int = 0
+    mapped: int = 0
+    cases: int = 0
+    diagnosed: int = 0
+    diagnosed_lines: int = 0
+
+    @property
+    def met(self) -> bool:
+        shares = (self.diagnosed / max(self.cases, 1), self.diagnosed_lines / max(self.cases, 1))
+        return self.total > 0 and self.mapped / self.total >= MAPPED_GOAL and min(shares) >= DIAGNOSED_GOAL
+
+    def line(self) -> str:
+        return (
+            f"  nvflare {self.version}: {self.mapped} of {self.total} templates mapped "
+            f"({100 * self.mapped / max(self.total, 1):.1f} %); {self.diagnosed} of {self.cases} tracebacks and "
+            f"{self.diagnosed_lines} of {self.cases} error lines diagnosed as the mapped row "
+            f"({100 * self.diagnosed / max(self.cases, 1):.1f} %, {100 * self.diagnosed_lines / max(self.cases, 1):.1f} %)"
+        )
+
+
+@dataclass
 class MessageCoverage:
     total: int = 0
     mapped: int = 0
@@ -104,6 +131,7 @@ class MessageCoverage:
     diagnosed_lines: int = 0
     misses: list[str] = field(default_factory=list)
     error: str | None = None
+    releases: list[ReleaseCoverage] = field(default_factory=list)  # every release line, oldest first
 
     @property
     def met(self) -> bool:
@@ -114,6 +142,7 @@ class MessageCoverage:
             and self.mapped / self.total >= MAPPED_GOAL
             and self.cases > 0
             and min(shares) >= DIAGNOSED_GOAL
+            and all(release.met for release in self.releases)
         )
 
     def lines(self, verbose: bool = False) -> list[str]:
@@ -128,6 +157,9 @@ class MessageCoverage:
             f"{self.diagnosed_lines} of {self.cases} as bare simulator error lines "
             f"({100 * self.diagnosed_lines / max(self.cases, 1):.1f} %)",
         ]
+        if self.releases:
+            out.append(f"nvflare messages per release ({len(self.releases)} release lines, goals as above for each):")
+            out += [release.line() for release in self.releases]
         return out + [f"  miss: {m}" for m in (self.misses if verbose else self.misses[:5])]
 
 
@@ -139,41 +171,68 @@ def _diagnose(nvfdiag, known, text: str, mode: str) -> str:
 
 
 def measure() -> MessageCoverage:
-    """Both figures, from the installed NVFLARE and the committed mapping."""
+    """The figures of the installed NVFLARE, and per release line (the committed extractions of the older releases
+    plus the installed one), from the committed mapping."""
     figures = MessageCoverage()
     generator = _load("nvflare_messages_generator", GENERATOR)
     try:
-        extracted = generator.extract(generator.installed_root())
-    except (OSError, SyntaxError) as exc:
-        figures.error = f"cannot read the installed NVFLARE: {exc}"
+        root = generator.installed_root()
+        installed = generator.Release(generator.installed_version(root), generator.extract(root))
+        releases = generator.all_releases(installed)
+    except (OSError, SyntaxError, ValueError) as exc:
+        figures.error = f"cannot read the installed NVFLARE or the committed releases: {exc}"
         return figures
     groups = generator.mapped_groups(generator.load_mapping())
-    figures.total = len(extracted)
-    for message in extracted:
+    figures.total = len(installed.messages)
+    for message in installed.messages:
         group = groups.get(message.template)
         if group not in (None, generator.UNREVIEWED):
             figures.mapped += 1
             figures.groups[group] = figures.groups.get(group, 0) + 1
+    outcome = _diagnosed_templates(generator, generator.merge(releases)[0], groups, figures)
+    for message in installed.messages:
+        if message.template in outcome:
+            figures.cases += 1
+            figures.diagnosed += outcome[message.template][0]
+            figures.diagnosed_lines += outcome[message.template][1]
+    for release in releases:
+        figures.releases.append(_release_figures(generator, release, groups, outcome))
+    return figures
+
+
+def _release_figures(generator, release, groups: dict, outcome: dict) -> ReleaseCoverage:
+    found = ReleaseCoverage(release.version, total=len(release.messages))
+    for message in release.messages:
+        found.mapped += groups.get(message.template) not in (None, generator.UNREVIEWED)
+        if message.template in outcome:
+            found.cases += 1
+            found.diagnosed += outcome[message.template][0]
+            found.diagnosed_lines += outcome[message.template][1]
+    return found
+
+
+def _diagnosed_templates(generator, messages, groups: dict, figures: MessageCoverage) -> dict[str, tuple[bool, bool]]:
+    """template -> (traceback diagnosed as mapped, error line diagnosed as mapped), for every user-facing template
+    (filed under a catalog row) of any release; each is shown where the newest release that raises it does."""
     _load("nvfdiag", NVFDIAG, package=True)
     nvfdiag = sys.modules["nvfdiag"]
     for name in ("match.catalog", "read.evidence", "pipeline"):
         importlib.import_module(f"nvfdiag.{name}")
     known = nvfdiag.match.catalog.load_catalog()
-    for message in extracted:
+    outcome = {}
+    for message in messages:
         row = groups.get(message.template)
         if row is None or row in (*generator.SPECIAL_GROUPS, generator.UNREVIEWED):
             continue
         mode = "simulation" if "simulation" in known.row(row).modes else "production"
-        figures.cases += 1
+        results = []
         for shape, text in (("traceback", traceback_text(message)), ("log line", log_line_text(message))):
             got = _diagnose(nvfdiag, known, text, mode)
+            results.append(got == row)
             if got != row:
                 figures.misses.append(f"{shape}: {message.at}: {message.template[:90]!r}: expected {row}, got {got}")
-            elif shape == "traceback":
-                figures.diagnosed += 1
-            else:
-                figures.diagnosed_lines += 1
-    return figures
+        outcome[message.template] = (results[0], results[1])
+    return outcome
 
 
 def main(argv: list[str] | None = None) -> int:

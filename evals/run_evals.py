@@ -22,16 +22,20 @@ exclusion sentence of the description names (`eval_checks.OUT_OF_SCOPE`). Negati
 description must state exclusions ("do not"/"not for"/...); positives must trigger. They are counted on their
 own line.
 
+The real-world set (evals/realworld/cases.json, see evals/realworld_set.py) runs the same way and prints its own
+table and `real-world: N of M passed (...)` line; a miss there fails the run too.
+
 Then the NVFLARE message coverage figures (evals/message_coverage.py): the share of the installed NVFLARE's
 error-message templates the reviewed mapping files (goal: all), and the share of generated job.py tracebacks (and
 bare simulator error lines), one per user-facing template, diagnosed as the mapped row (goal: >= 95 %).
 
-Output (stdout): a per-case table (id, PASS/FAIL, first miss; --verbose lists every miss), then the Auto-FL
-recipe admission section (a separate table delimited by its `== Auto-FL recipe admission ... ==` header and
-ending with `recipe admission: ...`; see evals/recipe_admission.py), then `trigger checks: ...`, the two
-`nvflare messages ...` lines and the score line `N passed, M failed` of the diagnose cases alone on the last
-line. Exit 0 when everything passed, 1 on any miss (recipe admission misses included) or a coverage figure below
-its goal, 2 on bad usage or an unreadable evals.json.
+Output (stdout): a per-case table (id, PASS/FAIL, first miss; --verbose lists every miss), then the real-world
+set's table (under its `== Real-world set ... ==` header, ending with `real-world: N of M passed (...)`), then the
+Auto-FL recipe admission section (a separate table delimited by its `== Auto-FL recipe admission ... ==` header and
+ending with `recipe admission: ...`; see evals/recipe_admission.py), then `trigger checks: ...`, the
+`nvflare messages ...` lines (one per release line among them) and the score line `N passed, M failed` of the
+diagnose cases alone on the last line. Exit 0 when everything passed, 1 on any miss (real-world and recipe
+admission misses included) or a coverage figure below its goal, 2 on bad usage or an unreadable evals.json.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import eval_checks  # noqa: E402
 import message_coverage  # noqa: E402
+import realworld_set  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EVALS = REPO / "evals" / "diagnose" / "evals.json"
@@ -130,10 +135,11 @@ def child_env() -> dict[str, str]:
 
 def run_case(case: dict) -> tuple[int, str, str]:
     """Run the CLI for one case; returns (exit code, stdout, stderr). A timeout is reported as exit code -1."""
+    files = Path(case.get("files_root", FILES))  # the real-world set keeps its files in evals/realworld/files
     argv = [sys.executable, str(SCRIPT)]
-    argv += [f if f == "-" else str(FILES / f) for f in case["files"]]
+    argv += [f if f == "-" else str(files / f) for f in case["files"]]
     argv += list(case.get("args", []))
-    stdin = (FILES / case["stdin"]).read_bytes() if case.get("stdin") else b""
+    stdin = (files / case["stdin"]).read_bytes() if case.get("stdin") else b""
     try:
         proc = subprocess.run(argv, input=stdin, capture_output=True, cwd=REPO, env=child_env(), timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -219,17 +225,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.filter:
         cases = [c for c in cases if args.filter in c["id"]]
     runnable = [c for c in cases if c["expected"].get("trigger") is not False and c.get("files")]
+    try:
+        field, field_problems = realworld_set.load_cases()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        field, field_problems = [], [f"real-world set unreadable: {exc!r}"]
+    if args.filter:
+        field = [c for c in field if args.filter in c["id"]]
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        results = pool.map(lambda c: evaluate(c, catalog, schema), runnable)
-        rows = list(zip([c["id"] for c in runnable], results, strict=True))
+        results = list(pool.map(lambda c: evaluate(c, catalog, schema), runnable + field))
+        rows = list(zip([c["id"] for c in runnable], results[: len(runnable)], strict=True))
+        field_results = list(zip(field, results[len(runnable) :], strict=True))
     rows += [("<evals.json>", [p]) for p in problems]
     print_table(rows, args.verbose)
+    field_failed = print_realworld(field_results, field_problems, args.verbose)
     recipe_misses = print_recipe_admission()
     failed_triggers = print_trigger_checks(cases)
     coverage_met = print_message_coverage(args.verbose)
     failed = sum(1 for _, misses in rows if misses)
     print(f"{len(rows) - failed} passed, {failed} failed")
-    return 1 if failed or failed_triggers or recipe_misses or not coverage_met else 0
+    return 1 if failed or field_failed or failed_triggers or recipe_misses or not coverage_met else 0
+
+
+def print_realworld(results: list[tuple[dict, list[str]]], problems: list[str], verbose: bool) -> int:
+    """The real-world set's own table and score line (evals/realworld_set.py); returns its number of misses."""
+    print("\n== Real-world set (evals/realworld: field failures across NVFLARE releases and deployments) ==")
+    rows = [(f"{case['id']} [{case['provenance']}]", misses) for case, misses in results]
+    print_table(rows + [("<realworld/cases.json>", [p]) for p in problems], verbose)
+    print(realworld_set.score_line(results))
+    return sum(1 for _, misses in results if misses) + len(problems)
 
 
 def print_message_coverage(verbose: bool) -> bool:

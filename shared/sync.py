@@ -63,8 +63,13 @@ def message_groups(messages: dict, catalog: dict) -> dict[str, list[list[str]]]:
         key = INTERNAL_ROW if group == "internal" else group
         if key not in rows and key != "wrapper":
             raise KeyError(f"nvflare_messages.yaml group {group!r} is not a catalog row")
-        rendered[key] = [[entry["t"], entry["at"]] for entry in entries]
+        rendered[key] = [[entry["t"], entry["at"], *_releases(entry)] for entry in entries]
     return rendered
+
+
+def _releases(entry: dict) -> list[str]:
+    """The release lines that raise a template, as one string ("2.4 2.5 ... 2.9"), when the mapping records them."""
+    return [" ".join(entry["in"])] if entry.get("in") else []
 
 
 def render_messages_json(messages: dict, catalog: dict) -> bytes:
@@ -74,6 +79,8 @@ def render_messages_json(messages: dict, catalog: dict) -> bytes:
         "nvflare_version": messages["nvflare_version"],
         "templates": message_groups(messages, catalog),
     }
+    if messages.get("releases"):
+        document["releases"] = messages["releases"]
     return (json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
@@ -145,18 +152,22 @@ def _cases_section(rows: list[dict], catalog: dict) -> list[str]:
 def _messages_section(messages: dict, catalog: dict) -> list[str]:
     groups = message_groups(messages, catalog)
     total = sum(len(entries) for entries in groups.values())
+    releases = messages.get("releases") or {}
+    raised_by = f"NVFLARE {', '.join(releases.values())}" if releases else f"NVFLARE {messages['nvflare_version']}"
     out = [
         "",
         "## NVFLARE's own error messages",
         "",
-        f"{total} message templates raised by NVFLARE {messages['nvflare_version']} are filed under the rows below "
+        f"{total} message templates raised by {raised_by} are filed under the rows below "
         "(`nvflare_messages.json`). `wrapper` messages only echo a failure that happened elsewhere and are never a "
         "cause.",
         "",
-        "| row | templates |",
-        "|---|---|",
+        "| row | templates |" + "".join(f" {line} |" for line in releases),
+        "|---|---|" + "---|" * len(releases),
     ]
-    out += [f"| `{group}` | {len(entries)} |" for group, entries in sorted(groups.items())]
+    for group, entries in sorted(groups.items()):
+        per_release = [sum(1 for e in entries if line in (e[2:3] or [""])[0].split()) for line in releases]
+        out.append(f"| `{group}` | {len(entries)} |" + "".join(f" {n} |" for n in per_release))
     return out
 
 

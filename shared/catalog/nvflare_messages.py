@@ -4,8 +4,14 @@ Usage:
     python shared/catalog/nvflare_messages.py            # check: exit 1 listing new, vanished and moved templates
     python shared/catalog/nvflare_messages.py --update   # rewrite nvflare_messages.yaml: new templates go to
                                                          # `unreviewed` (with a suggested row), vanished ones go
+    python shared/catalog/nvflare_messages.py --add-release WHEEL [WHEEL ...]
+                                                         # extract an older release (a wheel from `pip download
+                                                         # nvflare==2.N.* --no-deps -d DIR`, or its unpacked
+                                                         # nvflare folder), commit it under nvflare_releases/,
+                                                         # then --update
     python shared/catalog/nvflare_messages.py --json     # print the extraction (one JSON object per template)
-    [--nvflare-root PATH]                                # default: the installed package (found, never imported)
+    [--nvflare-root PATH]                                # default: the installed package (found, never imported);
+                                                         # an nvflare wheel file is read the same way
 
 The extraction walks NVFLARE's source with `ast` (nothing is imported or run) over the areas in SCOPE: recipes,
 job config, simulator, client API, config loading, provisioning and the admin CLI. Each `raise X(message)` whose
@@ -17,6 +23,13 @@ The reviewed mapping (`shared/catalog/nvflare_messages.yaml`) files every templa
 `internal` (an NVFLARE bug: the report says so and suggests a bug report) or under `wrapper` (NVFLARE echoing a
 failure that happened elsewhere, never a cause by itself). `make sync` renders it into the diagnose skill, and
 tests/diagnose/test_nvflare_messages.py fails while a template of the pinned NVFLARE is unmapped.
+
+Every release line users still run is covered, not only the installed one: the extraction of each older release
+(the latest patch of its line) is committed under `shared/catalog/nvflare_releases/` (`--add-release`, run once
+per release with network access for `pip download`), so the check and `--update` work offline; the installed
+NVFLARE stands for its own line. The mapping is one document: each entry records in `in` the release lines whose
+source raises the template, and `at` is where the newest of them raises it. Older wordings of the same fact (a
+template an older release raised and the installed one no longer does) keep their reviewed row.
 """
 
 from __future__ import annotations
@@ -28,7 +41,8 @@ import importlib.util
 import json
 import re
 import sys
-from dataclasses import asdict, dataclass
+import zipfile
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
@@ -36,7 +50,9 @@ import yaml
 HERE = Path(__file__).resolve().parent
 MAPPING = HERE / "nvflare_messages.yaml"
 CATALOG = HERE / "failure_patterns.yaml"
+RELEASES_DIR = HERE / "nvflare_releases"
 SCHEMA = "nvflare.diagnose.messages.v1"
+RELEASE_SCHEMA = "nvflare.diagnose.release-messages.v1"
 SPECIAL_GROUPS = ("internal", "wrapper")
 UNREVIEWED = "unreviewed"
 MIN_LETTERS = 4
@@ -70,6 +86,7 @@ SCOPE = {
     ),
     "provisioning": ("lighter/*",),
     "admin_cli": ("tool/*", "cli.py", "cli_exception.py", "fuel/flare_api/*"),
+    "resources": ("app_common/resource_managers/*", "app_common/resource_consumers/*", "app_common/job_schedulers/*"),
 }
 _PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[sdrfigxXeEc]")
 _BRACES = re.compile(r"\{[^{}]*\}")
@@ -96,11 +113,33 @@ def installed_root() -> Path:
 
 
 def installed_version(root: Path) -> str:
-    """`__version__`-style string from nvflare/_version.py (parsed, not imported), or 'unknown'."""
-    version_file = root / "_version.py"
-    text = version_file.read_text(encoding="utf-8") if version_file.is_file() else ""
+    """`__version__`-style string from nvflare/_version.py (parsed, not imported), or 'unknown'. `root` is an
+    nvflare package folder or a wheel file."""
+    text = dict(_sources(root, only="_version.py")).get("_version.py", "")
     match = re.search(r"""["'](\d+\.\d+\.\d+[^"']*)["']""", text)
     return match.group(1) if match else "unknown"
+
+
+def release_line(version: str) -> str:
+    """The release line of a version: '2.4.2' -> '2.4'."""
+    return ".".join(version.split(".")[:2])
+
+
+def _sources(root: Path, only: str | None = None):
+    """(path inside the nvflare package, source text) of its modules, in path order; `root` is the package folder
+    or a wheel (read with zipfile, nothing unpacked or imported). `only`: just that one module."""
+    if root.is_file():
+        with zipfile.ZipFile(root) as wheel:
+            names = [n for n in wheel.namelist() if n.startswith("nvflare/") and n.endswith(".py")]
+            for name in sorted(names, key=lambda n: tuple(n.split("/"))):
+                rel = name[len("nvflare/") :]
+                if only is None or rel == only:
+                    yield rel, wheel.read(name).decode("utf-8")
+        return
+    paths = [root / only] if only is not None else sorted(root.rglob("*.py"))
+    for path in paths:
+        if path.is_file():
+            yield path.relative_to(root).as_posix(), path.read_text(encoding="utf-8")
 
 
 def area_of(rel: str) -> str | None:
@@ -170,17 +209,80 @@ def messages_in(tree: ast.AST, rel: str, area: str) -> list[Message]:
 
 
 def extract(root: Path) -> list[Message]:
-    """Distinct templates over SCOPE, each with its first location (modules in sorted order)."""
+    """Distinct templates over SCOPE, each with its first location (modules in sorted order). `root` is an nvflare
+    package folder or a wheel file."""
     seen: dict[str, Message] = {}
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
+    for rel, text in _sources(root):
         area = area_of(rel)
         if area is None or "__pycache__" in rel:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = ast.parse(text, filename=rel)
         for message in messages_in(tree, rel, area):
             seen.setdefault(message.template, message)
     return sorted(seen.values(), key=lambda m: (m.at, m.line, m.template))
+
+
+@dataclass
+class Release:
+    """The templates one NVFLARE release raises: `version` is the full version, `line` its release line."""
+
+    version: str
+    messages: list[Message] = field(default_factory=list)
+
+    @property
+    def line(self) -> str:
+        return release_line(self.version)
+
+
+def release_path(version: str, folder: Path = RELEASES_DIR) -> Path:
+    return folder / f"nvflare-{version}.json"
+
+
+def dump_release(release: Release) -> str:
+    """The committed extraction of one release: one JSON object per line, so a diff shows template changes."""
+    head = {"schema": RELEASE_SCHEMA, "nvflare_version": release.version}
+    body = [json.dumps(asdict(m), sort_keys=True, ensure_ascii=False) for m in release.messages]
+    return json.dumps(head, sort_keys=True) + "\n" + "".join(line + "\n" for line in body)
+
+
+def load_release(path: Path) -> Release:
+    """A committed extraction (see dump_release); ValueError when it is not one."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0]) if lines else {}
+    if head.get("schema") != RELEASE_SCHEMA or not isinstance(head.get("nvflare_version"), str):
+        raise ValueError(f"{path} is not an extraction of schema {RELEASE_SCHEMA}")
+    return Release(head["nvflare_version"], [Message(**json.loads(line)) for line in lines[1:] if line.strip()])
+
+
+def committed_releases(folder: Path = RELEASES_DIR) -> list[Release]:
+    """Every committed extraction, oldest release first (no network, no NVFLARE install needed)."""
+    releases = [load_release(path) for path in sorted(folder.glob("nvflare-*.json"))] if folder.is_dir() else []
+    return sorted(releases, key=lambda r: _version_key(r.version))
+
+
+def all_releases(installed: Release | None, folder: Path = RELEASES_DIR) -> list[Release]:
+    """The committed releases plus the installed one, one per release line (the installed NVFLARE stands for its
+    own line), oldest first."""
+    by_line = {release.line: release for release in committed_releases(folder)}
+    if installed is not None:
+        by_line[installed.line] = installed
+    return sorted(by_line.values(), key=lambda r: _version_key(r.version))
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(part) if part.isdigit() else 0 for part in re.split(r"[.+-]", version)[:3])
+
+
+def merge(releases: list[Release]) -> tuple[list[Message], dict[str, list[str]]]:
+    """One list of distinct templates over all releases (each located where the newest release that raises it
+    does) and, per template, the release lines that raise it (oldest first)."""
+    newest: dict[str, Message] = {}
+    lines: dict[str, list[str]] = {}
+    for release in releases:  # oldest first: a later release's location replaces an earlier one
+        for message in release.messages:
+            newest[message.template] = message
+            lines.setdefault(message.template, []).append(release.line)
+    return sorted(newest.values(), key=lambda m: (m.at, m.line, m.template)), lines
 
 
 def catalog_rows(path: Path = CATALOG) -> list[str]:
@@ -206,24 +308,46 @@ class Diff:
     moved: list[Message]
     unreviewed: list[str]
     unknown_groups: list[str]
+    wrong_releases: list[str] = field(default_factory=list)  # entries whose `in` disagrees with the extractions
 
     @property
     def clean(self) -> bool:
-        return not (self.new or self.vanished or self.moved or self.unreviewed or self.unknown_groups)
+        problems = (self.new, self.vanished, self.moved, self.unreviewed, self.unknown_groups, self.wrong_releases)
+        return not any(problems)
 
 
-def compare(extracted: list[Message], mapping: dict, rows: list[str]) -> Diff:
-    """What the reviewed mapping lacks (new), keeps needlessly (vanished) or locates wrongly (moved)."""
+def _entries(mapping: dict) -> dict[str, dict]:
+    return {e["t"]: e for entries in (mapping.get("messages") or {}).values() for e in entries or []}
+
+
+def compare(
+    extracted: list[Message], mapping: dict, rows: list[str], releases_of: dict[str, list[str]] | None = None
+) -> Diff:
+    """What the reviewed mapping lacks (new), keeps needlessly (vanished) or locates wrongly (moved).
+
+    `extracted` is one release's extraction (the installed NVFLARE) or, with `releases_of` (template -> release
+    lines, see merge), the merged extraction of every release; then each entry's `in` must list exactly those lines.
+    For one release, a mapped template it lacks has vanished only when the entry says that release line raises it
+    (or says nothing): older wordings recorded for older releases stay."""
     groups = mapped_groups(mapping)
-    where = {e["t"]: e.get("at") for entries in (mapping.get("messages") or {}).values() for e in entries or []}
+    entries = _entries(mapping)
     current = {m.template for m in extracted}
     allowed = set(rows) | set(SPECIAL_GROUPS) | {UNREVIEWED}
+    line = release_line(str(mapping.get("nvflare_version") or ""))
+
+    def gone(template: str) -> bool:
+        recorded = entries[template].get("in")
+        return template not in current and (releases_of is not None or not recorded or line in recorded)
+
     return Diff(
         new=[m for m in extracted if m.template not in groups],
-        vanished=sorted(t for t in groups if t not in current),
-        moved=[m for m in extracted if m.template in where and where[m.template] != m.at],
+        vanished=sorted(t for t in groups if gone(t)),
+        moved=[m for m in extracted if m.template in entries and entries[m.template].get("at") != m.at],
         unreviewed=sorted(t for t, g in groups.items() if g == UNREVIEWED),
         unknown_groups=sorted({g for g in groups.values() if g not in allowed}),
+        wrong_releases=sorted(
+            t for t, lines in (releases_of or {}).items() if t in entries and entries[t].get("in") != lines
+        ),
     )
 
 
@@ -261,6 +385,7 @@ AREA_DEFAULTS = {
     "config_loading": "CONFIG_FILE_VALIDATION_ERROR",
     "provisioning": "CONFIG_FILE_VALIDATION_ERROR",
     "admin_cli": "NVFLARE_COMMAND_ERROR",
+    "resources": "CONFIG_FILE_VALIDATION_ERROR",
 }
 
 
@@ -282,8 +407,10 @@ HEADER = """\
 #   internal    an NVFLARE bug (an internal consistency check): the report says so and suggests a bug report
 #   wrapper     NVFLARE echoing a failure that happened elsewhere: never a cause by itself
 #   unreviewed  new in this NVFLARE release, with a `suggested` group; tests fail until it is moved
-# `at` is the module (inside the nvflare package) that first raises the template. `make sync` renders this file
-# into skills/nvflare-diagnose-job/references/nvflare_messages.json.
+# `at` is the module (inside the nvflare package) that first raises the template, in the newest release that raises
+# it; `in` lists the release lines whose source raises it (`releases` names the version extracted for each line:
+# the installed NVFLARE and the extractions committed under nvflare_releases/). `make sync` renders this file into
+# skills/nvflare-diagnose-job/references/nvflare_messages.json.
 """
 
 
@@ -292,9 +419,15 @@ def _entry(message_or_dict: dict) -> str:
     return f"    - {{{fields}}}"
 
 
-def dump_mapping(version: str, groups: dict[str, list[dict]], order: list[str]) -> str:
-    """The YAML text: header, then one flow-style line per template, groups in catalog order."""
-    out = [HEADER, f"schema: {SCHEMA}", f'nvflare_version: "{version}"', "messages:"]
+def dump_mapping(
+    version: str, groups: dict[str, list[dict]], order: list[str], releases: list[str] | None = None
+) -> str:
+    """The YAML text: header, then one flow-style line per template, groups in catalog order. `releases`: the full
+    versions whose extraction the mapping covers (oldest first)."""
+    out = [HEADER, f"schema: {SCHEMA}", f'nvflare_version: "{version}"']
+    if releases:
+        out.append("releases: {" + ", ".join(f'"{release_line(v)}": "{v}"' for v in releases) + "}")
+    out.append("messages:")
     for group in order:
         entries = sorted(groups.get(group, []), key=lambda e: (e["at"], e["t"]))
         if entries:
@@ -303,13 +436,18 @@ def dump_mapping(version: str, groups: dict[str, list[dict]], order: list[str]) 
     return "\n".join(out) + "\n"
 
 
-def updated_groups(extracted: list[Message], mapping: dict) -> dict[str, list[dict]]:
-    """Keep each known template's group (and note), refresh `at`, file new ones under `unreviewed`."""
+def updated_groups(
+    extracted: list[Message], mapping: dict, releases_of: dict[str, list[str]] | None = None
+) -> dict[str, list[dict]]:
+    """Keep each known template's group (and note), refresh `at` (and `in` from `releases_of`), file new ones
+    under `unreviewed`."""
     known = {e["t"]: (group, e) for group, entries in (mapping.get("messages") or {}).items() for e in entries or []}
     groups: dict[str, list[dict]] = {}
     for message in extracted:
         group, old = known.get(message.template, (UNREVIEWED, {}))
         entry = {"t": message.template, "at": message.at}
+        if releases_of is not None:
+            entry["in"] = releases_of[message.template]
         if group == UNREVIEWED:
             entry["suggested"] = old.get("suggested") or suggest(message)
         if old.get("note"):
@@ -329,6 +467,22 @@ def _print_diff(diff: Diff) -> None:
         print(f"unreviewed: {template}", file=sys.stderr)
     for group in diff.unknown_groups:
         print(f"unknown group: {group} (not a catalog row, internal, wrapper or unreviewed)", file=sys.stderr)
+    for template in diff.wrong_releases:
+        print(f"releases out of date: {template} (run --update)", file=sys.stderr)
+
+
+def add_release(path: Path, folder: Path = RELEASES_DIR) -> Release:
+    """Extract one release (wheel or nvflare folder) and commit it under `folder`, replacing an older patch of the
+    same release line."""
+    release = Release(installed_version(path), extract(path))
+    if release.version == "unknown":
+        raise ValueError(f"{path}: no nvflare/_version.py with a version; pass an nvflare wheel or package folder")
+    for old in committed_releases(folder):
+        if old.line == release.line and old.version != release.version:
+            release_path(old.version, folder).unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+    _atomic_write(release_path(release.version, folder), dump_release(release))
+    return release
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -336,28 +490,37 @@ def main(argv: list[str] | None = None) -> int:
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--update", action="store_true", help="rewrite the mapping (new templates -> unreviewed)")
     action.add_argument("--json", action="store_true", help="print the extraction as JSON lines")
+    action.add_argument("--add-release", nargs="+", type=Path, metavar="WHEEL", help="commit older releases, update")
     parser.add_argument("--nvflare-root", type=Path, help="nvflare package folder (default: the installed one)")
     args = parser.parse_args(argv)
     try:
         root = args.nvflare_root or installed_root()
-        extracted = extract(root)
+        if args.json:
+            for message in extract(root):
+                print(json.dumps(asdict(message), sort_keys=True))
+            return 0
+        for wheel in args.add_release or []:
+            added = add_release(wheel)
+            print(f"{wheel}: {len(added.messages)} templates from nvflare {added.version}", file=sys.stderr)
+        installed = Release(installed_version(root), extract(root))
+        releases = all_releases(installed)
         mapping = load_mapping()
-    except (OSError, SyntaxError, yaml.YAMLError) as exc:
+    except (OSError, SyntaxError, ValueError, zipfile.BadZipFile, yaml.YAMLError) as exc:
         print(f"nvflare_messages: error: {exc}", file=sys.stderr)
         return 2
-    if args.json:
-        for message in extracted:
-            print(json.dumps(asdict(message), sort_keys=True))
-        return 0
+    extracted, releases_of = merge(releases)
     rows = catalog_rows()
-    if args.update:
+    if args.update or args.add_release:
         order = rows + list(SPECIAL_GROUPS) + [UNREVIEWED]
-        text = dump_mapping(installed_version(root), updated_groups(extracted, mapping), order)
+        groups = updated_groups(extracted, mapping, releases_of)
+        text = dump_mapping(installed.version, groups, order, [r.version for r in releases])
         _atomic_write(MAPPING, text)
-    diff = compare(extracted, load_mapping(), rows)
+    diff = compare(extracted, load_mapping(), rows, releases_of)
     _print_diff(diff)
+    for release in releases:
+        print(f"{len(release.messages)} templates from nvflare {release.version}", file=sys.stderr)
     print(
-        f"{len(extracted)} templates from nvflare {installed_version(root)}; "
+        f"{len(extracted)} templates over {len(releases)} releases; "
         f"{len(diff.new)} new, {len(diff.vanished)} vanished, {len(diff.unreviewed)} unreviewed",
         file=sys.stderr,
     )

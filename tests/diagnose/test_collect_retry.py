@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from module_loader import load_by_path
-from nvfdiag import collect
-from nvfdiag.evidence import evidence_from_envelopes
+from nvfdiag.read import collect
+from nvfdiag.read.evidence import evidence_from_envelopes
 from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]

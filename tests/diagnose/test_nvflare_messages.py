@@ -22,6 +22,11 @@ def extracted():
     return GENERATOR.extract(GENERATOR.installed_root())
 
 
+@pytest.fixture(scope="module")
+def coverage():
+    return COVERAGE.measure()  # ~10 s: every user-facing template of six releases, diagnosed twice
+
+
 def _pinned_nvflare() -> str:
     text = (REPO / "requirements.txt").read_text(encoding="utf-8")
     return re.search(r"^nvflare==(\S+)$", text, re.MULTILINE).group(1)
@@ -229,8 +234,8 @@ def test_generated_cases_look_like_real_tracebacks_from_job_py():
     assert "nvflare.fuel.flare_api.flare_api.JobNotFound: no such job: sample1" in COVERAGE.traceback_text(custom)
 
 
-def test_coverage_figures_meet_their_goals():
-    figures = COVERAGE.measure()
+def test_coverage_figures_meet_their_goals(coverage):
+    figures = coverage
     assert figures.error is None and figures.total >= 700
     assert figures.mapped == figures.total
     assert figures.diagnosed / figures.cases >= 0.95 and figures.diagnosed_lines / figures.cases >= 0.95, (
@@ -265,3 +270,125 @@ def test_one_word_templates_are_never_looked_for():
     assert known.match("Error: Kubernetes cluster unreachable: connection refused") == []
     assert known.match('Error: Expected "x"') == []
     assert [t.at for t in known.match("SessionClosed: session closed")] == ["c.py"]
+
+
+# ---- every release line users still run (2.4 to 2.9), one mapping ----
+
+RELEASE_LINES = ["2.4", "2.5", "2.6", "2.7", "2.8", "2.9"]
+
+
+def test_committed_releases_are_the_latest_patch_of_every_older_line_and_the_mapping_names_them():
+    committed = GENERATOR.committed_releases()
+    assert [r.line for r in committed] == RELEASE_LINES[:-1]
+    assert [r.version for r in committed] == ["2.4.2", "2.5.2", "2.6.3", "2.7.3", "2.8.3"]
+    mapping = GENERATOR.load_mapping()
+    assert list(mapping["releases"]) == RELEASE_LINES
+    assert mapping["releases"]["2.9"] == _pinned_nvflare()
+    assert all(len(r.messages) >= 250 for r in committed)  # 267 templates in 2.4.2, 622 in 2.8.3
+
+
+def test_every_template_of_every_release_is_mapped_with_the_releases_that_raise_it(extracted):
+    """Offline: the committed extractions plus the installed NVFLARE against the one reviewed mapping."""
+    installed = GENERATOR.Release(GENERATOR.installed_version(GENERATOR.installed_root()), extracted)
+    merged, releases_of = GENERATOR.merge(GENERATOR.all_releases(installed))
+    diff = GENERATOR.compare(merged, GENERATOR.load_mapping(), GENERATOR.catalog_rows(), releases_of)
+    assert diff.clean, (diff.new[:3], diff.vanished[:3], diff.wrong_releases[:3], diff.unreviewed[:3])
+    assert len(merged) > len(extracted)  # older wordings the installed release no longer raises are known too
+    entries = GENERATOR._entries(GENERATOR.load_mapping())
+    assert entries["Unable to locate fed_admin configuration from startup kid location {}"]["in"] == [
+        "2.4",
+        "2.5",
+        "2.6",
+        "2.7",
+    ]
+
+
+def test_one_release_alone_does_not_call_older_wordings_vanished():
+    mapping = {
+        "nvflare_version": "2.9.0",
+        "messages": {
+            "AUTH_FAILURE": [
+                {"t": "old wording {}", "at": "a.py", "in": ["2.4", "2.5"]},
+                {"t": "dropped in 2.9 {}", "at": "a.py", "in": ["2.8", "2.9"]},
+            ]
+        },
+    }
+    diff = GENERATOR.compare([], mapping, GENERATOR.catalog_rows())
+    assert diff.vanished == ["dropped in 2.9 {}"]
+    merged = [GENERATOR.Message("old wording {}", "ValueError", "a.py", 1, "f", "recipes")]
+    stale = GENERATOR.compare(merged, mapping, GENERATOR.catalog_rows(), {"old wording {}": ["2.4"]})
+    assert stale.wrong_releases == ["old wording {}"] and stale.vanished == ["dropped in 2.9 {}"]
+    assert not stale.clean
+
+
+def _wheel(tmp_path, version: str, body: str):
+    folder = tmp_path / f"src-{version}" / "nvflare"
+    (folder / "recipe").mkdir(parents=True)
+    (folder / "_version.py").write_text(f"version_json = '''\n{{\"version\": \"{version}\"}}\n'''\n")
+    (folder / "recipe" / "x.py").write_text(body)
+    (folder / "unscoped.py").write_text('def f():\n    raise ValueError("not in any scope area {}".format(1))\n')
+    wheel = tmp_path / f"nvflare-{version}-py3-none-any.whl"
+    import zipfile
+
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path in sorted(folder.rglob("*.py")):
+            archive.write(path, "nvflare/" + path.relative_to(folder).as_posix())
+    return folder, wheel
+
+
+def test_a_wheel_is_read_like_its_unpacked_folder_without_unpacking_or_importing(tmp_path):
+    body = 'def f(n):\n    raise ValueError(f"bad rounds {n} for this recipe")\n'
+    folder, wheel = _wheel(tmp_path, "2.4.2", body)
+    assert GENERATOR.extract(wheel) == GENERATOR.extract(folder)
+    assert [m.template for m in GENERATOR.extract(wheel)] == ["bad rounds {} for this recipe"]
+    assert GENERATOR.installed_version(wheel) == GENERATOR.installed_version(folder) == "2.4.2"
+
+
+def test_add_release_commits_the_extraction_and_replaces_an_older_patch_of_the_line(tmp_path):
+    out = tmp_path / "releases"
+    _, old = _wheel(tmp_path / "a", "2.4.1", 'def f():\n    raise ValueError("first wording of the fact")\n')
+    _, new = _wheel(tmp_path / "b", "2.4.2", 'def f():\n    raise ValueError("second wording of the fact")\n')
+    GENERATOR.add_release(old, out)
+    GENERATOR.add_release(new, out)
+    releases = GENERATOR.committed_releases(out)
+    assert [(r.version, [m.template for m in r.messages]) for r in releases] == [
+        ("2.4.2", ["second wording of the fact"])
+    ]
+    assert sorted(p.name for p in out.iterdir()) == ["nvflare-2.4.2.json"]
+    assert GENERATOR.load_release(out / "nvflare-2.4.2.json") == releases[0]
+
+
+def test_merge_locates_each_template_where_the_newest_release_raises_it():
+    older = GENERATOR.Release("2.5.2", [GENERATOR.Message("same {}", "ValueError", "old/place.py", 3, "f", "recipes")])
+    newer = GENERATOR.Release("2.9.0", [GENERATOR.Message("same {}", "ValueError", "new/place.py", 9, "g", "recipes")])
+    merged, releases_of = GENERATOR.merge([older, newer])
+    assert [(m.at, m.line) for m in merged] == [("new/place.py", 9)]
+    assert releases_of == {"same {}": ["2.5", "2.9"]}
+
+
+def test_an_older_release_wording_is_diagnosed_like_the_current_one():
+    known = cat.load_catalog()
+    old = "ValueError: Unable to locate fed_admin configuration from startup kid location /opt/kits/admin"
+    new = "ValueError: Unable to locate fed_admin configuration from startup kit location /opt/kits/admin"
+    assert [t.group for t in known.messages.match(old)] == [t.group for t in known.messages.match(new)]
+    assert known.messages.match(old)[0].releases == ("2.4", "2.5", "2.6", "2.7")
+    assert [t.group for t in known.messages.match("RuntimeError: Simulator run failed with exit code 1.")] == [
+        "wrapper"
+    ]
+
+
+def test_rendered_entries_carry_their_release_lines():
+    rendered = json.loads((REPO / "skills/nvflare-diagnose-job/references/nvflare_messages.json").read_text())
+    assert list(rendered["releases"]) == RELEASE_LINES
+    entries = [entry for group in rendered["templates"].values() for entry in group]
+    assert all(len(entry) == 3 and set(entry[2].split()) <= set(RELEASE_LINES) for entry in entries)
+
+
+def test_coverage_is_printed_per_release_line(coverage):
+    figures = coverage
+    assert [r.version for r in figures.releases] == ["2.4.2", "2.5.2", "2.6.3", "2.7.3", "2.8.3", _pinned_nvflare()]
+    assert all(r.mapped == r.total and r.met for r in figures.releases)
+    lines = figures.lines()
+    assert sum(1 for line in lines if line.startswith("  nvflare 2.")) == 6
+    below = COVERAGE.ReleaseCoverage("2.4.2", total=10, mapped=9, cases=5, diagnosed=5, diagnosed_lines=5)
+    assert not below.met

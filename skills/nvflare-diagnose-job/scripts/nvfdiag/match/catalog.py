@@ -35,6 +35,7 @@ class Signal:
     strength: str
     any_level: bool
     keywords: tuple[str, ...] = ()  # lower-case; at least one must occur before the regex is tried
+    after_partner: bool = False  # counts only after a partner row's hit (requires_any rows; see refine.py)
 
     def may_match(self, lowered: str) -> bool:
         return not self.keywords or any(word in lowered for word in self.keywords)
@@ -45,6 +46,7 @@ class ModeHint:
     regex: re.Pattern
     reason: str
     keywords: tuple[str, ...] = ()
+    weak: bool = False  # says little on its own: outweighed by a hint of the other mode (mode.py)
 
     def may_match(self, lowered: str) -> bool:
         return not self.keywords or any(word in lowered for word in self.keywords)
@@ -113,6 +115,10 @@ class Catalog:
         """The next action when nothing matched, worded for the runtime mode."""
         return actions.choose(self.fallback_next_action, self.fallback_cases, mode, frozenset())
 
+    @property
+    def weak_mode_reasons(self) -> frozenset[str]:
+        return frozenset(hint.reason for hints in self.mode_hints.values() for hint in hints if hint.weak)
+
 
 def load_catalog(path: str | Path = DEFAULT_PATH, messages_path: str | Path = nvflare_messages.DEFAULT_PATH) -> Catalog:
     """Read and parse the rendered JSON catalog and the message mapping; CatalogError with a one-line fix."""
@@ -157,8 +163,11 @@ def _parse_signals(item: dict, where: str) -> tuple[Signal, ...]:
                 strength,
                 bool(sig.get("any_level")),
                 _keywords(sig.get("keywords"), f"{where} signal {i}"),
+                bool(sig.get("after_partner")),
             )
         )
+    if any(sig.after_partner for sig in signals) and not item.get("requires_any"):
+        raise CatalogError(f"catalog: {where} has an after_partner signal but no requires_any partners")
     return tuple(signals)
 
 
@@ -237,6 +246,7 @@ def parse_catalog(document: object) -> Catalog:
                 _compile(e.get("regex"), f"mode hint {mode}"),
                 str(e.get("reason")),
                 _keywords(e.get("keywords"), f"mode hint {mode}"),
+                bool(e.get("weak")),
             )
             for e in entries
         )

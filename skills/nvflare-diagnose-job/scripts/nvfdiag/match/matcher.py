@@ -287,7 +287,9 @@ def analyse(
     user_job_id = sites.valid_job_id(job_id)
     if not user_job_id:
         job_id = evidence.job_id if sites.valid_job_id(evidence.job_id) else None
-    detected, reason = decide_mode(mode, evidence.mode_hints, scanned.find_mode_hints, job_id_given=user_job_id)
+    detected, reason = decide_mode(
+        mode, evidence.mode_hints, scanned.find_mode_hints, job_id_given=user_job_id, weak=catalog.weak_mode_reasons
+    )
     raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged, index)
     scanned_hits = raiser.drop_shadowed_hits(scanned.hits, raised, lines, catalog)
     hits = _merge(

@@ -1,7 +1,9 @@
 """NVFLARE's own error messages: load the reviewed template mapping and find templates in evidence text.
 
 Usage: `known = load_messages()` (references/nvflare_messages.json), then `known.match(text)` -> the templates
-that occur in `text`, most specific first. A template is literal text with `{}` for values; it matches when its
+that occur in `text`, most specific first. The mapping covers every release line users still run (2.4 to 2.9):
+an entry is [template, module, release lines], so an older release's wording of a fact is matched like the
+installed one's. A template is literal text with `{}` for values; it matches when its
 literal pieces occur in order (case-sensitive), the first and last piece on word boundaries. Templates with fewer
 than two words of three letters (`unreachable`, `Expected "{}"`) are never looked for: they are ordinary text. Matching is linear:
 candidates come from a word index and each is checked with str.find, so hostile log lines cannot make it slow.
@@ -32,8 +34,9 @@ class MessagesError(ValueError):
 class Template:
     text: str
     group: str  # a catalog row id, or "wrapper"
-    at: str  # module inside the nvflare package that raises it
+    at: str  # module inside the nvflare package that raises it (in the newest release that does)
     pieces: tuple[str, ...]
+    releases: tuple[str, ...] = ()  # release lines that raise it ("2.4", ...); empty when the mapping does not say
 
     @property
     def literal_length(self) -> int:
@@ -130,8 +133,9 @@ def parse_messages(document: object, rows: set[str]) -> MessageCatalog:
         if group != WRAPPER and group not in rows:
             raise MessagesError(f"nvflare_messages.json names unknown row {group!r}; re-render it with `make sync`")
         for entry in entries if isinstance(entries, list) else []:
-            if isinstance(entry, list) and len(entry) == 2 and all(isinstance(v, str) for v in entry):
-                known.add(Template(entry[0], group, entry[1], tuple(entry[0].split("{}"))))
+            if isinstance(entry, list) and len(entry) in (2, 3) and all(isinstance(v, str) for v in entry):
+                releases = tuple(entry[2].split()) if len(entry) == 3 else ()
+                known.add(Template(entry[0], group, entry[1], tuple(entry[0].split("{}")), releases))
     return known
 
 

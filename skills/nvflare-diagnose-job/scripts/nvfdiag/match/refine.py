@@ -1,8 +1,9 @@
 """Turn raw signal hits into ranked candidates, applying the catalog's refinement rules.
 
 Usage: `ranked, demoted = rank_candidates(hits, catalog, lines, mode)`. Pure. Implements: requires_any /
-supersedes (transfer progress), resolved_by (DOT 6 transient), the mode filter, finding-only rows, and the
-deterministic precedence (strong before weak, then priority, then id).
+supersedes (transfer progress; after_partner signals count only after a partner's hit), resolved_by (DOT 6
+transient), the mode filter, finding-only rows, and the deterministic precedence (strong before weak, then
+priority, then id).
 """
 
 from __future__ import annotations
@@ -52,6 +53,22 @@ def _later_success(row: Row, hits: list[Hit], lines: list[Line], skip: set[int])
     return False
 
 
+def _after_partners(hits: list[Hit], partners: list[Candidate], lines: list[Line]) -> list[Hit]:
+    """The hits that count next to the partners' hits: all but those of after_partner signals, which count only
+    when their line comes after a strong partner hit (same source further down, or a later timestamp)."""
+    anchors = [h.index for p in partners for h in p.hits if h.strength == "strong" and h.index is not None]
+    return [h for h in hits if not h.after_partner or any(_later(h.index, a, lines) for a in anchors)]
+
+
+def _later(index: int | None, anchor: int, lines: list[Line]) -> bool:
+    if index is None:
+        return False
+    if lines[index].source == lines[anchor].source and index > anchor:
+        return True
+    mine, theirs = timestamp(lines[index].text), timestamp(lines[anchor].text)
+    return mine is not None and theirs is not None and mine > theirs
+
+
 def rank_candidates(
     hits: dict[str, list[Hit]], catalog: Catalog, lines: list[Line], mode: str, skip: set[int] | frozenset = frozenset()
 ) -> tuple[list[Candidate], list[Demoted]]:
@@ -65,8 +82,10 @@ def rank_candidates(
         row = cand.row
         if row.requires_any:
             partners = [p for p in row.requires_any if p in candidates and candidates[p].strong]
-            if not partners:
-                del candidates[cid]  # e.g. transfer progress alone is a healthy run
+            if partners:
+                cand.hits = _after_partners(cand.hits, [candidates[p] for p in partners], lines)
+            if not partners or not cand.hits:
+                del candidates[cid]  # e.g. transfer progress alone, or only completed before the timeout: healthy
                 continue
             for loser in row.supersedes:
                 if loser in candidates:

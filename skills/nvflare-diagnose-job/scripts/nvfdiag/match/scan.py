@@ -29,6 +29,7 @@ class Hit:
     pattern: str
     index: int | None  # index into Evidence.lines; None for structured facts (job status)
     strength: str
+    after_partner: bool = False  # from a signal that counts only after a partner row's hit (refine.py)
 
 
 @dataclass
@@ -77,14 +78,14 @@ def scan_signals(
                 matched += 1
                 if matched >= MAX_HITS_PER_ROW:
                     break
-    strength: dict[str, dict[int, str]] = {row_id: {} for row_id in found}
+    strength: dict[str, dict[int, tuple[str, bool]]] = {row_id: {} for row_id in found}
     for row_id, sig in checks:  # the first matching signal of a row (catalog order) gives the hit its strength
         for number in found[row_id]:
             if number not in strength[row_id] and _signal_matches(lines[number].text, sig, number in noisy_set):
-                strength[row_id][number] = sig.strength
+                strength[row_id][number] = (sig.strength, sig.after_partner)
     for row_id, numbers in strength.items():
         if numbers:
-            result.hits[row_id] = [Hit(row_id, n, numbers[n]) for n in sorted(numbers)[:MAX_HITS_PER_ROW]]
+            result.hits[row_id] = [Hit(row_id, n, *numbers[n]) for n in sorted(numbers)[:MAX_HITS_PER_ROW]]
     result.markers = _markers(lines, index, skip)
     result.find_mode_hints = functools.partial(_mode_hints, lines, catalog, index, skip)
     return result

@@ -74,22 +74,23 @@ def find_tracebacks(lines: list[Line], skip: set[int] | frozenset = frozenset(),
     `text_index`, a textindex.TextIndex of the same lines, limits the walk to the lines a block can reach, and
     to the lines of a source with an open block (or that may start one)."""
     blocks: list[Traceback] = []
-    open_blocks: dict[str, Traceback] = {}
+    open_blocks: dict[tuple[str, str | None], Traceback] = {}  # per source and site: a compose log interleaves sites
     starts = None if text_index is None else text_index.lines_with_text(_START_TEXT)
     may_start = None if starts is None else set(starts)
     for index, line in _reachable(lines, starts):
-        if index in skip or (may_start is not None and index not in may_start and line.source not in open_blocks):
+        key = (line.source, line.site)
+        if index in skip or (may_start is not None and index not in may_start and key not in open_blocks):
             continue
         text = line.text[:4096]
-        current = open_blocks.get(line.source)
+        current = open_blocks.get(key)
         if _START.search(text):
-            current = open_blocks[line.source] = Traceback(line.source, line.site, index)
+            current = open_blocks[key] = Traceback(line.source, line.site, index)
             blocks.append(current)
             continue
         if current is None:
             continue
         if index - current.start > MAX_BLOCK_LINES:
-            del open_blocks[line.source]
+            del open_blocks[key]
             continue
         frame = _FRAME.match(text)
         if frame:
@@ -104,7 +105,7 @@ def find_tracebacks(lines: list[Line], skip: set[int] | frozenset = frozenset(),
             current.end = index
             current.launcher_echo = bool(_LAUNCHER_ECHO.search(text))
             current.detail = _detail_lines(lines, index, skip)
-            del open_blocks[line.source]
+            del open_blocks[key]
     return blocks
 
 
@@ -128,7 +129,7 @@ def _detail_lines(lines: list[Line], end: int, skip) -> list[int]:
     for index in range(end + 1, min(len(lines), end + 1 + MAX_DETAIL_LINES)):
         line = lines[index]
         text = line.text[:4096]
-        if line.source != lines[end].source or index in skip or not text.strip():
+        if (line.source, line.site) != (lines[end].source, lines[end].site) or index in skip or not text.strip():
             break
         if timestamp(text) is not None or _START.search(text) or _FRAME.match(text):
             break

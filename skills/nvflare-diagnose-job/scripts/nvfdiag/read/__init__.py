@@ -7,6 +7,7 @@ budget          share the byte budget between files (pure)
 bounded         read one file head + tail, bounded; binary sniffing, line splitting
 middle          windows around errors in the unread middle of big logs
 jsontext        the one JSON parser for evidence and reference files; JSON-lines log records -> lines
+prefixes        peel line prefixes that are not NVFLARE's (docker, kubectl, journal, Flower, ANSI) (pure)
 structured      CLI envelopes, JSON evidence bundles and job meta -> Evidence
 inspect_source  `nvflare agent inspect source` output -> evidence lines
 metrics_files   metrics_summary.json / round_metrics.jsonl -> the report's metrics

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 
 from ..model import Evidence, Line, Source
-from . import job_folder, jobscope, jsontext, metrics_files, middle, structured, workspaces
+from . import job_folder, jobscope, jsontext, metrics_files, middle, prefixes, structured, workspaces
 from .bounded import Chunk, ReadFailure, chunk_from_bytes, chunk_parts, read_head_tail
 from .budget import plan_shares
 from .credentials import is_credential
@@ -270,7 +270,7 @@ class _Reader:
             self.ev.lines[deep.insert_at : deep.insert_at] = [
                 line
                 for number, pairs in enumerate(parts, start=2)
-                for line in numbered_to_lines(pairs, deep.source.path, deep.source.site, number)
+                for line in numbered_to_lines(pairs, deep.source.path, deep.source.site, number, deep.peeler)
             ]
 
     def read_artifact(self, artifact: dict) -> None:
@@ -311,11 +311,25 @@ class _Reader:
         low = path.lower()
         if low.endswith(".jsonl") and self._jsonl(pairs, path, site, chunk):
             return
-        first = next((text.lstrip() for _, text in pairs if text.strip()), "")
-        if first.startswith("{") and (klass in (METRICS, STRUCTURED) or explicit) and not jsontext.is_json_lines(pairs):
-            if self._json(chunk, pairs, path, site, explicit):
+        peeler = prefixes.detect([text for _, text in pairs])
+        unwrapped = [(n, peeler.peel(text)[0]) for n, text in pairs] if peeler.active else pairs
+        first = next((text.lstrip() for _, text in unwrapped if text.strip()), "")
+        if (
+            first.startswith("{")
+            and (klass in (METRICS, STRUCTURED) or explicit)
+            and not jsontext.is_json_lines(unwrapped)
+        ):
+            document = "\n".join(text for _, text in unwrapped) if peeler.active else None
+            if self._json(chunk, pairs, path, site, explicit, document):
                 return
-        self._log(parts, path, site, chunk, log_kind, real)
+        self._wrapped(peeler, path)
+        self._log(parts, path, site, chunk, log_kind, real, peeler)
+
+    def _wrapped(self, peeler: prefixes.Peeler, path: str) -> None:
+        """Docker, Kubernetes and journal wrappers say the evidence comes from a deployed system."""
+        kinds = sorted(set(peeler.kinds) & prefixes.PRODUCTION_KINDS)
+        if kinds:
+            structured.add_hint(self.ev, "production", f"deployment line prefixes ({', '.join(kinds)}) in {path}")
 
     def _exported_job(self, chunk: Chunk, folder: str) -> None:
         """An exported job folder: its meta.json was read (bounded); the structure check adds evidence lines."""
@@ -333,10 +347,10 @@ class _Reader:
         self.ev.sources.append(Source(path, "log", site, "skipped_binary", chunk.bytes_read))
         self.problems.append(f"{path} is a binary file")
 
-    def _log(self, parts, path, site, chunk, kind="log", real=None) -> None:
-        head = numbered_to_lines(parts[0], path, site)
+    def _log(self, parts, path, site, chunk, kind="log", real=None, peeler=None) -> None:
+        head = numbered_to_lines(parts[0], path, site, peeler=peeler)
         self.ev.lines.extend(head)
-        tail = numbered_to_lines(parts[-1], path, site, 1) if len(parts) > 1 else []
+        tail = numbered_to_lines(parts[-1], path, site, 1, peeler) if len(parts) > 1 else []
         status = "truncated" if chunk.truncated else "complete"
         source = Source(
             path,
@@ -350,7 +364,7 @@ class _Reader:
         )
         self.ev.sources.append(source)
         if real is not None and chunk.middle[1] > chunk.middle[0]:
-            self.deep.append(_Deep(real, chunk, source, len(self.ev.lines)))
+            self.deep.append(_Deep(real, chunk, source, len(self.ev.lines), peeler))
         self.ev.lines.extend(tail)
         self.truncated += chunk.truncated
         if not head and not tail:
@@ -365,8 +379,10 @@ class _Reader:
         self.ev.sources.append(Source(path, "round_metrics", site, status, chunk.bytes_read, chunk.truncated))
         return True
 
-    def _json(self, chunk, pairs, path, site, explicit) -> bool:
-        obj = None if chunk.truncated else jsontext.parse((chunk.head + chunk.tail).decode("utf-8", errors="replace"))
+    def _json(self, chunk, pairs, path, site, explicit, document: str | None = None) -> bool:
+        """A whole JSON document (`document`: its text with line wrappers peeled, when it had them)."""
+        text = document if document is not None else (chunk.head + chunk.tail).decode("utf-8", errors="replace")
+        obj = None if chunk.truncated else jsontext.parse(text)
         if obj is None:
             if path.lower().endswith(".json"):
                 why = "larger than --max-bytes" if chunk.truncated else "not valid JSON"
@@ -437,6 +453,7 @@ class _Deep:
     chunk: Chunk
     source: Source
     insert_at: int
+    peeler: prefixes.Peeler | None = None  # the wrappers of its head and tail, peeled from its windows too
 
 
 def _opened(item: EvidenceFile | None, stdin: bytes | None) -> bool:

@@ -22,7 +22,9 @@ import json
 from pathlib import Path
 
 from ..model import Line
+from . import prefixes
 from .bounded import clip_line
+from .sites import valid_site
 
 REFERENCES = Path(__file__).resolve().parents[3] / "references"  # the skill's rendered reference files
 _REQUIRED = ("asctime", "levelname", "message")
@@ -89,18 +91,29 @@ def convert_line(text: str) -> list[str]:
     return [text]
 
 
-def numbered_to_lines(pairs: list[tuple[int | None, str]], source: str, site: str | None, part: int = 0) -> list[Line]:
-    """(line number, raw text) pairs -> `Line`s, expanding JSON-lines records."""
+def numbered_to_lines(
+    pairs: list[tuple[int | None, str]],
+    source: str,
+    site: str | None,
+    part: int = 0,
+    peeler: prefixes.Peeler | None = None,
+) -> list[Line]:
+    """(line number, raw text) pairs -> `Line`s: wrappers peeled (prefixes.py), JSON-lines records expanded. A line
+    of a source with no site of its own takes the site its prefix names (a compose service, `@site-1`)."""
+    if peeler is None or not peeler.active:
+        return [Line(source, site, number, text, part) for number, raw in pairs for text in convert_line(raw)]
     out: list[Line] = []
     for number, raw in pairs:
+        raw, named = peeler.peel(raw)
+        line_site = named if site is None and named is not None and valid_site(named) else site
         for text in convert_line(raw):
-            out.append(Line(source, site, number, text, part))
+            out.append(Line(source, line_site, number, text, part))
     return out
 
 
 def text_to_lines(text: str, source: str, site: str | None) -> list[Line]:
-    """A whole in-memory text (bundle or envelope content) -> numbered `Line`s."""
+    """A whole in-memory text (bundle or envelope content) -> numbered `Line`s, wrappers peeled."""
     pairs = [(index, clip_line(raw.rstrip("\r"))) for index, raw in enumerate(text.split("\n"), start=1)]
     if pairs and pairs[-1][1] == "":
         pairs.pop()
-    return numbered_to_lines(pairs, source, site)
+    return numbered_to_lines(pairs, source, site, peeler=prefixes.detect([raw for _, raw in pairs]))

@@ -20,6 +20,7 @@ from .job_folder import looks_exported
 from .sites import valid_site
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
+RUN_FOLDER_RE = re.compile(r"^run_\d{1,6}$")  # a deployed job's run folder in a participant workspace (NVFLARE 2.0-2.1)
 ERROR_LOG, METRICS, LOG, STRUCTURED, OTHER_TEXT = range(5)
 MAX_WALK_ENTRIES = 100_000
 MAX_DEPTH = 16
@@ -98,7 +99,7 @@ def read_order_key(file: EvidenceFile) -> tuple:
 
 
 def is_job_folder(name: str, job_id: str | None) -> bool:
-    return bool(UUID_RE.match(name)) or (job_id is not None and name == job_id)
+    return bool(UUID_RE.match(name) or RUN_FOLDER_RE.match(name)) or (job_id is not None and name == job_id)
 
 
 def name_label(name: str) -> str | None:
@@ -193,7 +194,9 @@ class _WalkState:
         if name == "simulate_job":
             _hint(hints, "simulation", f"SimEnv workspace layout (simulate_job folder) in {self.root}")
             self.result.layout = self.result.layout or "sim_workspace"
-        if is_job_folder(name, self.job_id):
+        if RUN_FOLDER_RE.match(name):
+            _hint(hints, "production", f"run_N workspace folder of a deployed job in {self.root}")
+        elif is_job_folder(name, self.job_id):
             _hint(hints, "production", f"folder named by a job id in {self.root}")
             if "workspace" in names or "meta.json" in names:
                 self.result.layout = self.result.layout or "job_download"
