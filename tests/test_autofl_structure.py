@@ -259,6 +259,13 @@ def test_the_vocabulary_spells_every_status_and_trial_outcome_once():
         v.OUTCOME_CRASH,
         v.OUTCOME_INFRASTRUCTURE_RETRY,
     )
+    from autofl_core.trial import what_ran
+
+    assert (what_ran.VERIFIED, what_ran.VIOLATED, what_ran.UNVERIFIED) == (
+        v.BUDGET_VERIFIED,
+        v.BUDGET_VIOLATED,
+        v.BUDGET_UNVERIFIED,
+    )
 
 
 def test_campaign_json_is_parsed_only_by_the_one_reader():

@@ -23,7 +23,7 @@ Usage:
     python -I sandbox.py --probe          # prints the status JSON of a dry run; exit 0 when fully sealed
 
 Plan keys: status_file, cwd, network ("isolated" | "allowed"), required [protection names],
-view {workspace, stage, upper, work, hide[]}, discard [{path, scratch}], writable [paths], map [[target, source]].
+view {workspace, stage, upper, work, hide[]}, ephemeral [{path, scratch}], writable [paths], map [[target, source]].
 """
 
 from __future__ import annotations
@@ -145,6 +145,7 @@ class Seal:
         self.read_write: list[int] = []  # mount roots (O_PATH fds) that stay writable
         self.read_only_again: list[int] = []  # hidden folders inside a writable mount
         self.status_fd: int | None = None
+        self.status_pipe: int | None = None  # init -> launcher: the command's wait status
 
     def attempt(self, name: str, step) -> bool:
         try:
@@ -205,15 +206,25 @@ class Seal:
             return
         if not self.attempt("read_only_host", lambda: _mount(None, "/", None, MS_REC | MS_PRIVATE)):
             return
-        sources = self._open_sources()
+        if self.status["network"] == YES:  # /sys/class/net then lists only the namespace's loopback
+            try:
+                _mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            except OSError:
+                pass  # cosmetic: the namespace has no other interface either way
         if self.status["pid_namespace"] == YES:
             self.attempt("private_proc", lambda: _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC))
         else:
             self.status["private_proc"] = "unavailable: no PID namespace"
-        for entry in self.plan.get("discard", []):
+        if not self.plan.get("view"):
+            self.status["workspace_view"] = self.status["read_only_host"] = "not requested"
+            return  # contained: the trial runs in the live workspace, which must stay writable
+        sources: dict[str, int] = {}
+        if not self.attempt("workspace_view", lambda: sources.update(self._open_sources())):
+            self.status["read_only_host"] = "unavailable: no view of the job"
+            return
+        for entry in self.plan.get("ephemeral", []):
             self.attempt("read_only_host", lambda e=entry: self._discard_writes(e["path"], e["scratch"]))
-        if self.plan.get("view"):
-            self.attempt("workspace_view", lambda: self._view(self.plan["view"], sources))
+        self.attempt("workspace_view", lambda: self._view(self.plan["view"], sources))
         for target, source in self.plan.get("map", []):
             self.attempt("workspace_view", lambda t=target, s=source: self._bind(sources[s], t))
         for path in self.plan.get("writable", []):
@@ -293,12 +304,16 @@ def _init(seal: Seal, command: list[str]) -> None:
     """Build the seal and run the command: as PID 1, fork it and end everything else when it ends; without a PID
     namespace, become the command (same pid, same process group)."""
     seal.build()
-    os.chdir(seal.plan.get("cwd") or "/")  # after the view is laid: the old cwd would be the live folder
     seal.drop_capabilities()
     seal.write_status()
     unmet = [name for name in seal.plan.get("required", []) if seal.status.get(name) != YES]
     if unmet:
         sys.stderr.write(f"autofl: the trial was not run: {', '.join(unmet)} unavailable\n")
+        os._exit(EXIT_NOT_RUN)
+    try:
+        os.chdir(seal.plan.get("cwd") or "/")  # after the view is laid: the old cwd would be the live folder
+    except OSError as error:
+        sys.stderr.write(f"autofl: the trial was not run: cannot enter its workspace ({error})\n")
         os._exit(EXIT_NOT_RUN)
     if not command:
         os._exit(0)
@@ -313,6 +328,8 @@ def _init(seal: Seal, command: list[str]) -> None:
         signal.signal(sig, lambda number, _frame: _signal_namespace(number))
     status = _reap_until(child)
     _signal_namespace(signal.SIGKILL)
+    if seal.status_pipe is not None:  # PID 1 cannot die of its own signal: the launcher mirrors the status
+        os.write(seal.status_pipe, str(status).encode("ascii"))
     _exit_like(status)
 
 
@@ -358,9 +375,13 @@ def run(plan: dict, command: list[str]) -> None:
         _exec(command)
     if seal.status["pid_namespace"] != YES:
         _init(seal, command)  # no PID namespace: this process sets up the mounts, then becomes the command
+    read_end, write_end = os.pipe()
     init = os.fork()
     if init == 0:
+        os.close(read_end)
+        seal.status_pipe = write_end
         _init(seal, command)
+    os.close(write_end)
     for sig in FORWARDED:
         signal.signal(sig, lambda number, _frame: os.kill(init, number))
     while True:
@@ -369,7 +390,8 @@ def run(plan: dict, command: list[str]) -> None:
             break
         except InterruptedError:
             continue
-    _exit_like(status)
+    reported = os.read(read_end, 32).decode("ascii", "replace")
+    _exit_like(int(reported) if reported.isdigit() else status)
 
 
 def probe() -> dict:
@@ -382,7 +404,7 @@ def probe() -> dict:
             "status_file": os.path.join(scratch, "status.json"),
             "cwd": folders["workspace"],
             "writable": [folders["sim"]],
-            "discard": [{"path": tempfile.gettempdir(), "scratch": folders["tmp"]}],
+            "ephemeral": [{"path": tempfile.gettempdir(), "scratch": folders["tmp"]}],
             "view": {key: folders[key] for key in ("stage", "upper", "work", "workspace")},
         }
         pid = os.fork()

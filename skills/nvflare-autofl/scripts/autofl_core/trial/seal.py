@@ -91,7 +91,7 @@ def write_plan(
                 "work": str(trial_dir / "work"),
                 "hide": [str(path) for path in hide],
             },
-            discard=_discard_entries(trial_dir, home),
+            ephemeral=_ephemeral_entries(trial_dir, home),
             writable=[str(path) for path in writable],
             map=[[target, str(writable[0])] for target in literal_paths],
         )
@@ -130,7 +130,7 @@ def _stage(folder: Path, files: dict[str, bytes]) -> None:
     folder.mkdir(exist_ok=True)
 
 
-def _discard_entries(trial_dir: Path, home: str | None) -> list[dict]:
+def _ephemeral_entries(trial_dir: Path, home: str | None) -> list[dict]:
     """The temp folders and HOME: reads see the host, writes vanish with the trial."""
     paths = []
     for path in (tempfile.gettempdir(), "/tmp", home or ""):
