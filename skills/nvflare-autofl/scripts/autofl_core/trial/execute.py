@@ -406,7 +406,7 @@ def _no_result_reason(spec: TrialSpec, env: dict[str, str], dir_error: str) -> s
     reason = f"no simulator result directory: {dir_error}"
     if not spec.uses_simenv:
         return reason + "; make job.py write its simulation workspace under NVFLARE_SIMULATOR_WORKSPACE_ROOT"
-    version = child_nvflare_version(spec.python, env)
+    version = child_nvflare_version(spec.python, env, spec.workspace)
     if version and _version_tuple(version) < (2, 9, 0):
         return (
             f"{reason}; the installed nvflare {version} predates 2.9.0 and ignores the SimEnv workspace "
@@ -415,16 +415,16 @@ def _no_result_reason(spec: TrialSpec, env: dict[str, str], dir_error: str) -> s
     return reason + "; check that job.py runs recipe.execute(SimEnv(...)) and that the run finished"
 
 
-def child_nvflare_version(python: str, env: dict[str, str]) -> str | None:
+def child_nvflare_version(python: str, env: dict[str, str], workspace: Path) -> str | None:
     """The nvflare version installed for the trial interpreter (asked only on this failure path).
 
-    Isolated (`-I`: no script folder, PYTHON* variables or user site on sys.path) and started outside the job,
-    so no module a candidate left in the workspace can run here, outside the trial's sandbox.
+    Isolated and started outside the job (`childenv.helper_argv`), so no module a candidate left in the
+    workspace can run here, outside the trial's sandbox.
     """
     code = "import importlib.metadata as m; print(m.version('nvflare'))"
     try:
         done = subprocess.run(
-            [python, "-I", "-c", code],
+            childenv.helper_argv(python, code, env, workspace),
             cwd=tempfile.gettempdir(),
             env=env,
             stdin=subprocess.DEVNULL,

@@ -30,6 +30,8 @@ VERIFIED, VIOLATED, UNVERIFIED = "verified", "violated", "unverified"
 SERVER_LOGS = ("log.txt", "log_fl.txt")
 SUMMARY, ROUNDS = "metrics_summary.json", "round_metrics.jsonl"
 MAX_LOG_BYTES = 64 * 1024 * 1024  # the tail of a longer log (the last rounds are at its end)
+CHUNK_BYTES = 1024 * 1024
+MAX_LINE_BYTES = 64 * 1024  # a longer line is cut: none of the facts read here are that long
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_WALK_ENTRIES = 20000
 MAX_DEPTH = 6
@@ -82,27 +84,49 @@ def check(ran: WhatRan, *, num_rounds: int | None, num_clients: int | None) -> V
     return Verdict(VERIFIED, "", ran.rounds, ran.clients)
 
 
-def from_artifacts(server_log: bytes, summary: object, round_records: list) -> WhatRan:
-    """What ran, from the server log bytes, the parsed metrics summary and the round records (pure)."""
+class LogFacts:
+    """Round banners, client totals and client names of a server log, fed in chunks (bounded memory)."""
+
+    def __init__(self):
+        self.rounds: list[int] = []
+        self.totals: list[int] = []
+        self.names: set[str] = set()
+        self._rest = b""
+
+    def feed(self, chunk: bytes, *, last: bool = False) -> LogFacts:
+        lines = self._rest + chunk
+        if not last:
+            cut = lines.rfind(b"\n") + 1
+            lines, self._rest = lines[:cut], lines[cut:][-MAX_LINE_BYTES:]
+        started = [int(number) + 1 for number in ROUND_RE.findall(lines)]
+        self.rounds = [max(self.rounds + started)] if self.rounds or started else []
+        totals = [int(number) for number in TOTAL_RE.findall(lines)]
+        self.totals = [max(self.totals + totals)] if self.totals or totals else []
+        self.names |= _names_from_log(lines)
+        return self
+
+
+def from_artifacts(server_log: bytes | LogFacts, summary: object, round_records: list) -> WhatRan:
+    """What ran, from the server log (bytes, or facts fed in chunks), the parsed metrics summary and the round
+    records (pure)."""
+    log = server_log if isinstance(server_log, LogFacts) else LogFacts().feed(server_log, last=True)
     ran = WhatRan()
-    started = [int(number) + 1 for number in ROUND_RE.findall(server_log)]
     final = summary.get("final_round") if isinstance(summary, dict) else None
     recorded = [record.get("round") for record in round_records if isinstance(record, dict)]
     for source, counts in (
-        ("server log", started),
+        ("server log", log.rounds),
         (SUMMARY, [final + 1] if _is_int(final) else []),
         (ROUNDS, [value + 1 for value in recorded if _is_int(value)]),
     ):
         if counts:
             ran.rounds = max(counts) if ran.rounds is None else max(ran.rounds, *counts)
             ran.sources.append(f"rounds: {source}")
-    totals = [int(number) for number in TOTAL_RE.findall(server_log)]
-    logged, recorded_names = _names_from_log(server_log), _names_from_records(round_records)
-    figures = [max(totals)] if totals else []
-    figures += [len(logged | recorded_names)] if logged | recorded_names else []
+    recorded_names = _names_from_records(round_records)
+    names = log.names | recorded_names
+    figures = log.totals + ([len(names)] if names else [])
     if figures:
         ran.clients = max(figures)
-        labels = (("server log", totals or logged), (ROUNDS, recorded_names))
+        labels = (("server log", log.totals or log.names), (ROUNDS, recorded_names))
         ran.sources.append("clients: " + ", ".join(label for label, seen in labels if seen))
     return ran
 
@@ -110,7 +134,10 @@ def from_artifacts(server_log: bytes, summary: object, round_records: list) -> W
 def read_what_ran(result_dir: Path) -> WhatRan:
     """Bounded reads of the server log, metrics summary and round records under a copied result folder."""
     files = _find(Path(result_dir))
-    log = b"".join(_tail(path, MAX_LOG_BYTES) for path in files.get("log", [])[:1])
+    log = LogFacts()
+    for path in files.get("log", [])[:1]:
+        _stream(path, log)
+    log.feed(b"", last=True)
     summary = _json(files[SUMMARY][0]) if files.get(SUMMARY) else None
     records = []
     if files.get(ROUNDS):
@@ -120,6 +147,17 @@ def read_what_ran(result_dir: Path) -> WhatRan:
             except (ValueError, RecursionError):
                 continue
     return from_artifacts(log, summary, records)
+
+
+def _stream(path: Path, log: LogFacts) -> None:
+    """Feed the last MAX_LOG_BYTES of `path` to `log`, one chunk at a time."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - MAX_LOG_BYTES))
+            while chunk := handle.read(CHUNK_BYTES):
+                log.feed(chunk)
+    except OSError:
+        return
 
 
 def _is_int(value: object) -> bool:

@@ -192,8 +192,8 @@ def check_outputs(paths: CampaignPaths, sources_rel: list[str]) -> None:
 def check_python(python: str, workspace: Path) -> None:
     """The trial interpreter must start and import nvflare (otherwise every trial would crash and count).
 
-    Isolated (`-I`) and started outside the job: a module a candidate left in the workspace (an `importlib.py`)
-    is never imported by this check, which runs outside any trial's sandbox.
+    Isolated and started outside the job (`childenv.helper_argv`): a module a candidate left in the workspace
+    (an `importlib.py`) is never imported by this check, which runs outside any trial's sandbox.
     """
     env = childenv.build_child_env(os.environ, passthrough=[], simulator_root=workspace, token="python-check")
     code = (
@@ -203,7 +203,7 @@ def check_python(python: str, workspace: Path) -> None:
     )  # finds nvflare without importing it (that takes seconds)
     try:
         done = subprocess.run(
-            [python, "-I", "-c", code],
+            childenv.helper_argv(python, code, env, workspace),
             cwd=tempfile.gettempdir(),
             env=env,
             stdin=subprocess.DEVNULL,
