@@ -94,11 +94,11 @@ def processes_with(tag: str) -> list[int]:
 
 
 def recording_python(tmp_path: Path) -> tuple[Path, Path]:
-    """An interpreter wrapper that records every call (cwd, argv, the secret's value) and execs the real one."""
+    """An interpreter wrapper that records every call (cwd, the secret's value, argv) and execs the real one."""
     log, wrapper = tmp_path / "calls.log", tmp_path / "python-recorder"
     wrapper.write_text(
         "#!/bin/sh\n"
-        f'{{ printf \'%s\\037\' "$PWD" "${{{SECRET_PREFIX}_SECRET-}}"; for a in "$@"; do printf \'%s\\037\' "$a";'
+        f'{{ printf \'%s\\037\' "$(pwd -P)" "${{{SECRET_PREFIX}_SECRET-}}"; for a in "$@"; do printf \'%s\\037\' "$a";'
         f" done; printf '\\036'; }} >> '{log}'\n"
         f"exec '{sys.executable}' \"$@\"\n"
     )
@@ -107,18 +107,26 @@ def recording_python(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def helper_calls(log: Path) -> list[tuple[str, str, list[str]]]:
-    """(cwd, secret seen, interpreter options) of every recorded `python ... -c CODE` call."""
+    """(cwd, secret seen, interpreter options) of every recorded call that is not a trial (no job.py in argv)."""
     calls = []
     for record in log.read_text().split("\036"):
         if not record:
             continue
         cwd, secret, *argv = record.split("\037")[:-1]
-        options = []
+        if any(Path(arg).name == "job.py" for arg in argv):
+            continue
+        options, takes_value = [], False
         for arg in argv:
-            if not arg.startswith("-") or arg == "-":
+            if not takes_value and (not arg.startswith("-") or arg == "-"):
                 break
             options.append(arg)
-            if arg == "-c" or (not arg.startswith("--") and arg.endswith("c")):
-                calls.append((cwd, secret, options))
+            takes_value = arg in ("-W", "-X", "--check-hash-based-pycs")
+            if arg == "-c" or (not arg.startswith("--") and arg.endswith("c") and not takes_value):
                 break
+        calls.append((cwd, secret, options))
     return calls
+
+
+def isolated_mode(options: list[str]) -> bool:
+    """True when the interpreter options include -I (alone or in a group such as -Ic)."""
+    return any(o == "-I" or (o.startswith("-") and not o.startswith("--") and "I" in o[1:]) for o in options)

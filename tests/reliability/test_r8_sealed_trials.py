@@ -37,6 +37,7 @@ from sealed_checks import (
     evidence,
     files_under,
     helper_calls,
+    isolated_mode,
     job_folder,
     processes_with,
     recording_python,
@@ -243,11 +244,11 @@ def test_without_namespaces_bytecode_and_shadowing_modules_do_not_outlive_the_tr
     done = run_cli(ws, "evaluate", "--run-args", WORSE, prefix=WITHOUT_NAMESPACES)
     assert done.envelope is not None, done.stderr
     assert ledger_rows(ws)[-1]["status"] in ("discard", "crash")
-    honest_candidate_scores_true(ws, prefix=WITHOUT_NAMESPACES)
     if not existed:
         assert not planted.exists(), f"{planted.name} the trial left in the workspace was not removed"
     assert_live_job_is_the_best(ws)
     assert_unsealed(done.envelope)
+    honest_candidate_scores_true(ws, prefix=WITHOUT_NAMESPACES)
 
 
 # 4. Helper subprocesses ----------------------------------------------------------------------------------------
@@ -264,7 +265,7 @@ def test_interpreter_and_version_probes_run_isolated_outside_the_job(tmp_path):
     calls = helper_calls(log)
     assert calls, "the interpreter check at initialize was not recorded"
     for cwd, secret, options in calls:
-        assert any(o == "-I" or (not o.startswith("--") and "I" in o) for o in options), options
+        assert isolated_mode(options), f"a helper ran without -I: {options}"
         assert not Path(cwd).resolve().is_relative_to(workspace.resolve()), f"a helper ran in {cwd}"
         assert secret == "", "a helper got the runner's environment"
 
@@ -346,6 +347,8 @@ def test_the_runner_is_invisible_from_the_trial(namespaces, ws, tmp_path, networ
     seen = json.loads(next(line for line in log.splitlines() if line.startswith("R8-PROC-SEEN "))[13:])
     assert seen["runners"] == [], f"the trial sees the runner's process: {seen['runners']}"
     assert done.pid not in seen["pids"], f"the runner's pid {done.pid} is visible from the trial"
+    for value in (secret, stdin_secret):
+        assert value not in done.stderr and value not in json.dumps(done.envelope)
     for rel, data in files_under(ws).items():
         for value in (secret, stdin_secret):
             assert value.encode() not in data, f"{rel} holds the runner's {'stdin' if 'STDIN' in value else 'env'}"
