@@ -163,18 +163,28 @@ def test_every_process_of_a_trial_ends_with_its_first_one(sealable, trial):
     assert survivors == []
 
 
-def test_a_literal_simulator_path_lands_in_the_private_simulator_root(sealable, trial, tmp_path):
+@pytest.mark.parametrize("exists", [False, True])
+def test_a_literal_simulator_path_lands_in_the_trial_folder(sealable, trial, tmp_path, exists):
+    """NVFLARE's simulator_run removes and recreates its workspace: the job may do that to the mapped path."""
     workspace, trial_dir = trial
-    literal = str(tmp_path / "nvflare" / "jobs" / "workdir")  # does not exist on the host
+    literal = tmp_path / "nvflare" / "jobs" / "workdir"
+    if exists:  # an earlier bare run left it (with a file of its own)
+        literal.mkdir(parents=True)
+        (literal / "old.txt").write_text("from a bare run")
     program = f"""
-        import os
-        os.makedirs({literal!r} + "/server", exist_ok=True)
-        open({literal!r} + "/server/log.txt", "w").write("Round 0 started.")
+        import os, shutil
+        shutil.rmtree({str(literal)!r}, ignore_errors=True)
+        os.makedirs({str(literal)!r} + "/server")
+        open({str(literal)!r} + "/server/log.txt", "w").write("Round 0 started.")
         print("written")
     """
-    done, _status = run_sealed(workspace, trial_dir, program, stage={"job.py": b"x = 1\n"}, literal=[literal])
+    done, _status = run_sealed(workspace, trial_dir, program, stage={"job.py": b"x = 1\n"}, literal=[str(literal)])
     assert done.returncode == 0 and "written" in done.stdout, done.stderr
-    assert (trial_dir / "sim" / "server" / "log.txt").read_text() == "Round 0 started."
+    result = seal.literal_root(trial_dir, [str(literal)])
+    assert (result / "server" / "log.txt").read_text() == "Round 0 started."
+    assert literal.exists() is exists and not (literal / "server").exists()  # the host path is untouched
+    if exists:
+        assert (literal / "old.txt").read_text() == "from a bare run"
 
 
 def test_exit_codes_and_signals_of_the_command_are_the_launchers(sealable, trial):

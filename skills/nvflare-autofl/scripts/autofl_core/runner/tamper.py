@@ -6,8 +6,9 @@ own memory (out of any trial's reach), the bytes of the ledger, campaign.json, a
 every candidate manifest and the whole best snapshot before a trial, and compares them afterwards: a
 difference is restored byte for byte and reported as tampering. For a trial that ran in the live workspace it
 also keeps the workspace's Python sources (`*.py`, `*.pth`) and the names of its bytecode files: a source the
-trial changed is restored, one it created is removed, and bytecode it left or changed is removed, so forged
-bytecode or a shadowing module never reaches a later trial or the live job. Usage::
+trial changed is restored and one it created is removed (both reported), and bytecode it left or changed is
+removed without a report (Python writes bytecode itself when the job imports its modules), so forged bytecode or
+a shadowing module never reaches a later trial or the live job. Usage::
 
     guard = EvidenceGuard.take(campaign, live_workspace=not sealed)
     ...run the trial...
@@ -90,7 +91,6 @@ class EvidenceGuard:
                 changed.add(path)
             elif path.suffix == ".pyc" and self.bytecode.get(path) != _stamp(path):
                 path.unlink(missing_ok=True)  # bytecode the trial wrote or forged: Python rebuilds it
-                changed.add(path)
         for path, data in self.sources.items():
             if _read(path) != data:
                 _put(path, data)

@@ -162,8 +162,9 @@ def run_trial(spec: TrialSpec) -> TrialResult:
     childenv.validate_passthrough(spec.env_passthrough)  # reject before anything is created
     trial_dir = Path(tempfile.mkdtemp(prefix="autofl-", dir=spec.temp_parent))
     try:
-        root, private_tmp = trial_dir / "sim", trial_dir / "tmp"
-        root.mkdir()
+        out = trial_dir / "out"  # the one folder a sealed trial writes for good (a job may remove its root)
+        root, private_tmp = out / "sim", out / "tmp"
+        root.mkdir(parents=True)
         private_tmp.mkdir()
         env = childenv.build_child_env(
             parent,
@@ -177,14 +178,15 @@ def run_trial(spec: TrialSpec) -> TrialResult:
             trial_dir,
             workspace=spec.workspace,
             network=network,
-            writable=[root, private_tmp],
+            writable=[out],
             home=env.get("HOME"),
             stage_files=spec.stage_files,
             hide=list(spec.hide),
             literal_paths=list(spec.literal_paths),
         )
         launch = seal.launcher_argv(spec.python, plan, argv)
-        result = _run_in_root(spec, argv, env, root, token, launch, trial_dir)
+        mapped = seal.literal_root(trial_dir, list(spec.literal_paths)) if spec.stage_files is not None else None
+        result = _run_in_root(spec, argv, env, mapped or root, token, launch, trial_dir)
         result.sandbox = seal.read_status(trial_dir, sealed=spec.stage_files is not None)
         result.network_isolation = seal.network_word(result.sandbox)
         result.failure_reason = _network_hint(result, Path(spec.run_dir) / "run.log")

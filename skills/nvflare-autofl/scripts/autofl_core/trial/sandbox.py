@@ -23,7 +23,7 @@ Usage:
     python -I sandbox.py --probe          # prints the status JSON of a dry run; exit 0 when fully sealed
 
 Plan keys: status_file, cwd, network ("isolated" | "allowed"), required [protection names],
-view {workspace, stage, upper, work, hide[]}, ephemeral [{path, scratch}], writable [paths], map [[target, source]].
+view {workspace, stage, upper, work, hide[]}, ephemeral [{path, scratch}], writable [paths], map [{path, upper, work}].
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags | IFF_UP))
 
 
-def _has_mounts_below(path: str) -> bool:
+def _has_mounts_below(path: str, ignore: list[str] = ()) -> bool:
     """True when another mount sits inside `path` (an overlay over it would hide that mount)."""
     prefix = path.rstrip("/") + "/"
     try:
@@ -133,7 +133,8 @@ def _has_mounts_below(path: str) -> bool:
             points = [line.split()[4] for line in handle if len(line.split()) > 4]
     except OSError:
         return True
-    return any(point.startswith(prefix) for point in points)
+    own = [mine.rstrip("/") + "/" for mine in ignore]
+    return any(point.startswith(prefix) and not any((point + "/").startswith(m) for m in own) for point in points)
 
 
 class Seal:
@@ -146,6 +147,7 @@ class Seal:
         self.read_only_again: list[int] = []  # hidden folders inside a writable mount
         self.status_fd: int | None = None
         self.status_pipe: int | None = None  # init -> launcher: the command's wait status
+        self.own_mounts: list[str] = []  # mount points this seal made (not hidden by its overlays)
 
     def attempt(self, name: str, step) -> bool:
         try:
@@ -225,8 +227,8 @@ class Seal:
         for entry in self.plan.get("ephemeral", []):
             self.attempt("read_only_host", lambda e=entry: self._discard_writes(e["path"], e["scratch"]))
         self.attempt("workspace_view", lambda: self._view(self.plan["view"], sources))
-        for target, source in self.plan.get("map", []):
-            self.attempt("workspace_view", lambda t=target, s=source: self._bind(sources[s], t))
+        for entry in self.plan.get("map", []):
+            self.attempt("workspace_view", lambda e=entry: self._keep_writes(e, sources))
         for path in self.plan.get("writable", []):
             self.attempt("read_only_host", lambda p=path: self._bind(sources[p], p))
         self.attempt("read_only_host", self._read_only_host)
@@ -235,19 +237,33 @@ class Seal:
         """O_PATH descriptors of every folder bound later: overlays laid meanwhile cannot redirect them."""
         view = self.plan.get("view") or {}
         paths = [view[key] for key in ("stage", "upper", "work", "workspace") if key in view]
-        paths += [source for _target, source in self.plan.get("map", [])] + list(self.plan.get("writable", []))
+        paths += [entry[key] for entry in self.plan.get("map", []) for key in ("upper", "work")]
+        paths += list(self.plan.get("writable", []))
         return {path: _path_fd(path) for path in paths}
 
     def _discard_writes(self, path: str, scratch: str) -> None:
         """Overlay `path` with an upper layer on a tmpfs at `scratch`: reads see the host, writes vanish."""
         if not os.path.isdir(path) or os.path.realpath(path) == "/" or _has_mounts_below(os.path.realpath(path)):
             return  # stays read-only with the rest of the host
-        lower = _path_fd(path)
         _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700")
+        self.own_mounts.append(os.path.realpath(scratch))
         for name in ("upper", "work"):
             os.mkdir(os.path.join(scratch, name), 0o700)
-        options = f"lowerdir={_fd_path(lower)},upperdir={scratch}/upper,workdir={scratch}/work"
-        _mount("overlay", path, "overlay", 0, options)
+        self._overlay(path, f"{scratch}/upper", f"{scratch}/work")
+
+    def _keep_writes(self, entry: dict, sources: dict[str, int]) -> None:
+        """Overlay `path` (the nearest existing folder of a literal simulator path) with an upper layer in the
+        trial folder: the job may delete and recreate its literal workspace there, and the runner reads the
+        result from the upper layer."""
+        path = entry["path"]
+        if os.path.realpath(path) == "/" or _has_mounts_below(os.path.realpath(path), ignore=self.own_mounts):
+            raise SealError(errno.EBUSY, f"cannot map a simulator path under {path}")
+        self._overlay(path, _fd_path(sources[entry["upper"]]), _fd_path(sources[entry["work"]]))
+
+    def _overlay(self, path: str, upper: str, work: str) -> None:
+        lower = _path_fd(path)
+        _mount("overlay", path, "overlay", 0, f"lowerdir={_fd_path(lower)},upperdir={upper},workdir={work}")
+        self.own_mounts.append(os.path.realpath(path))
         self.read_write.append(_path_fd(path))
 
     def _view(self, view: dict, sources: dict[str, int]) -> None:

@@ -72,9 +72,10 @@ def write_plan(
     """Write the sandbox plan (and the staged files of a sealed trial) into `trial_dir`; returns the plan path.
 
     `stage_files` None: a contained trial in the live workspace. Otherwise a sealed one: the files are staged,
-    `hide` folders of the workspace are invisible, `writable` (the simulator root first, then the private temp
-    folder) stay writable, and each of `literal_paths` (a simulator workspace a job writes to whatever
-    NVFLARE_SIMULATOR_WORKSPACE_ROOT says) is mapped onto the simulator root.
+    `hide` folders of the workspace are invisible, `writable` folders (the one that holds the simulator root and
+    the private temp folder: a FedJob removes its simulator root, which a mount point could not be) stay writable, and each of `literal_paths` (a simulator workspace a job writes to whatever
+    NVFLARE_SIMULATOR_WORKSPACE_ROOT says) is mapped: its nearest existing folder gets an overlay whose upper
+    layer is in the trial folder (`literal_root` says where the job's results land).
     """
     trial_dir = Path(trial_dir)
     plan: dict = {"status_file": str(trial_dir / STATUS), "cwd": str(workspace), "network": network}
@@ -93,11 +94,40 @@ def write_plan(
             },
             ephemeral=_ephemeral_entries(trial_dir, home),
             writable=[str(path) for path in writable],
-            map=[[target, str(writable[0])] for target in literal_paths],
+            map=[_map_entry(trial_dir, index, target) for index, target in enumerate(literal_paths)],
         )
     path = trial_dir / PLAN
     path.write_text(json.dumps(plan, sort_keys=True), encoding="utf-8")
     return path
+
+
+def literal_root(trial_dir: Path, literal_paths: list[str]) -> Path | None:
+    """Where a sealed trial's results land when the job writes to its first literal simulator path."""
+    if not literal_paths:
+        return None
+    anchor, rel = _anchor(literal_paths[0])
+    return Path(trial_dir) / "mapped-0" / "upper" / rel
+
+
+def _map_entry(trial_dir: Path, index: int, target: str) -> dict:
+    folder = Path(trial_dir) / f"mapped-{index}"
+    for name in ("upper", "work"):
+        (folder / name).mkdir(parents=True)
+    anchor, _rel = _anchor(target)
+    return {"path": anchor, "upper": str(folder / "upper"), "work": str(folder / "work")}
+
+
+def _anchor(target: str) -> tuple[str, str]:
+    """The nearest existing folder of `target` (overlaid in the trial) and the path of `target` below it."""
+    path = Path(os.path.abspath(target))
+    anchor = path
+    while not anchor.is_dir() and anchor != anchor.parent:
+        anchor = anchor.parent
+    anchor = Path(os.path.realpath(anchor))
+    rel = path.relative_to(anchor) if path.is_relative_to(anchor) else Path(path.name)
+    if rel == Path("."):
+        anchor, rel = anchor.parent, Path(anchor.name)  # the job removes and recreates the folder itself
+    return str(anchor), str(rel)
 
 
 def launcher_argv(python: str, plan: Path, argv: list[str]) -> list[str]:
