@@ -19,7 +19,7 @@ import sys
 import time
 
 import pytest
-from runner_support import REPO, RUNNER, ledger_rows, manifest, run_cli, source_dir, tree_digest
+from runner_support import REPO, RUNNER, WITHOUT_NAMESPACES, ledger_rows, manifest, run_cli, source_dir, tree_digest
 from runner_support import _check as check_schema
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -308,8 +308,7 @@ def test_fedjob_campaign_isolated_and_an_aborted_run_is_a_crash(tmp_path):
             f"job.simulator_run({str(target)!r})",
         )
     )
-    locked = ("unshare", "-U", "-r", "sh", "-c", 'echo 0 > /proc/sys/user/max_user_namespaces; exec "$@"', "sh")
-    refused = run_cli(literal, "initialize", prefix=locked)  # a host where trials cannot be sealed
+    refused = run_cli(literal, "initialize", prefix=WITHOUT_NAMESPACES)  # a host where trials cannot be sealed
     assert refused.code == 2 and "cannot be isolated on this host" in refused.stderr, refused.stderr
     assert "NVFLARE_SIMULATOR_WORKSPACE_ROOT" in refused.stderr and not (literal / ".nvflare").exists()
     mapped = run_cli(literal, "initialize", "--max-candidates", "1")

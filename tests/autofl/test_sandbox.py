@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from autofl_core.trial import seal
+from runner_support import WITHOUT_NAMESPACES
 
 LAUNCHER = seal.LAUNCHER
 PYTHON = sys.executable
@@ -229,7 +230,7 @@ def test_a_contained_trial_runs_in_the_live_workspace_in_its_own_pid_namespace(s
 
 def test_without_user_namespaces_the_probe_names_what_is_missing_and_a_contained_trial_still_runs(trial):
     workspace, trial_dir = trial
-    locked = ["unshare", "-U", "-r", "sh", "-c", 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh"]
+    locked = list(WITHOUT_NAMESPACES)
     done = subprocess.run([*locked, PYTHON, "-I", str(LAUNCHER), "--probe"], capture_output=True, text=True, timeout=60)
     document = json.loads(done.stdout)
     assert done.returncode == 1 and not seal.can_seal(document)

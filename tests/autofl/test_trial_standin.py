@@ -154,7 +154,7 @@ def test_secrets_in_the_parent_environment_are_invisible_to_the_job(workspace, t
     assert seen["MY_DATA"] == "/data" and seen["HOME"] == "/h"
     assert seen["AUTOFL_TRIAL_TOKEN"] == result.token
     root = Path(seen["NVFLARE_SIMULATOR_WORKSPACE_ROOT"])
-    assert root.name == "sim" and root.parent.parent == short_tmp
+    assert root.name == "sim" and root.parent.name == "out" and root.parent.parent.parent == short_tmp
     assert seen["TMPDIR"] == seen["TMP"] == seen["TEMP"] == str(root.parent / "tmp")
 
 

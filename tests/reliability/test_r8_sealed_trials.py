@@ -27,7 +27,16 @@ from pathlib import Path
 
 import pytest
 import r8_attacks as attacks
-from runner_support import REPO, ledger_rows, manifest, run_cli, run_inproc, source_dir, standin_workspace
+from runner_support import (
+    REPO,
+    WITHOUT_NAMESPACES,
+    ledger_rows,
+    manifest,
+    run_cli,
+    run_inproc,
+    source_dir,
+    standin_workspace,
+)
 from sealed_checks import (
     SECRET_PREFIX,
     assert_evidence_unchanged,
@@ -46,7 +55,6 @@ from sealed_checks import (
 pytestmark = pytest.mark.slow
 
 # Runs the runner in a user namespace in which no further user namespace can be created: namespaces unavailable.
-WITHOUT_NAMESPACES = ("unshare", "-U", "-r", "sh", "-c", 'echo 0 > /proc/sys/user/max_user_namespaces; exec "$@"', "sh")
 WORSE = "--lr 0.5"  # true score 0.55, below the baseline's 0.75
 BETTER = "--lr 0.2"  # true score 0.85
 BETTER_SCORE = 0.85
