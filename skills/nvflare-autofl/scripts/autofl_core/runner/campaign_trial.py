@@ -98,9 +98,17 @@ def check_isolable(campaign) -> None:
         raise CampaignError(unisolated_message(campaign.config, why))
 
 
+def start_probe(campaign) -> None:
+    """Begin probing the sandbox while the action does its own checks (`sealing` then waits for it)."""
+    seal.start_probe(campaign.settings["python"], _probe_env())
+
+
 def _probe(campaign) -> dict:
-    env = childenv.build_child_env(os.environ, passthrough=[], simulator_root=tempfile.gettempdir(), token="0" * 32)
-    return seal.probe(campaign.settings["python"], env)
+    return seal.probe(campaign.settings["python"], _probe_env())
+
+
+def _probe_env() -> dict[str, str]:
+    return childenv.build_child_env(os.environ, passthrough=[], simulator_root=tempfile.gettempdir(), token="0" * 32)
 
 
 def sealed_view(campaign) -> dict[str, bytes] | None:

@@ -17,6 +17,7 @@ in the live workspace, as before sealed trials existed. Usage::
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -28,28 +29,57 @@ PLAN, STATUS = "sandbox-plan.json", "sandbox-status.json"
 SEALED_NEEDS = ("user_namespace", "mount_namespace", "workspace_view", "read_only_host")
 PROBE_TIMEOUT = 30.0
 _PROBES: dict[str, dict] = {}
+_PENDING: dict[str, subprocess.Popen] = {}  # probes started early (start_probe), not yet collected
+
+
+def start_probe(python: str, env: dict[str, str]) -> None:
+    """Start the probe of `python` in the background (the caller goes on with its own start-up meanwhile);
+    `probe` collects it."""
+    if python not in _PROBES and python not in _PENDING:
+        try:
+            _PENDING[python] = _launch_probe(python, env)
+        except OSError:
+            pass  # probe() tries again and records the error
 
 
 def probe(python: str, env: dict[str, str]) -> dict:
     """What the sandbox can set up on this host with `python` (cached per interpreter for this process)."""
     if python not in _PROBES:
+        proc = _PENDING.pop(python, None)
         try:
-            done = subprocess.run(
-                [python, "-I", str(LAUNCHER), "--probe"],
-                cwd=tempfile.gettempdir(),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=PROBE_TIMEOUT,
-                check=False,
-            )
-            document = json.loads(done.stdout.decode("utf-8", "replace") or "{}")
+            proc = proc or _launch_probe(python, env)
+            try:
+                out, _err = proc.communicate(timeout=PROBE_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise
+            document = json.loads(out.decode("utf-8", "replace") or "{}")
         except (OSError, subprocess.SubprocessError, ValueError) as error:
             document = {"protections": {}, "missing": [], "error": str(error)}
         if not isinstance(document, dict) or not isinstance(document.get("protections"), dict):
             document = {"protections": {}, "missing": [], "error": "the sandbox probe printed no status"}
         _PROBES[python] = document
     return _PROBES[python]
+
+
+@atexit.register
+def _end_pending() -> None:
+    """A probe nobody collected (the action stopped early) does not outlive the runner."""
+    for proc in _PENDING.values():
+        proc.kill()
+        proc.wait()
+
+
+def _launch_probe(python: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [python, "-I", str(LAUNCHER), "--probe"],
+        cwd=tempfile.gettempdir(),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def can_seal(document: dict) -> bool:

@@ -31,6 +31,8 @@ def run(campaign, options, now: str) -> ActionResult:
     paths = campaign.paths
     manifest = pick_pending(campaign, options.manifest, want=v.PREPARED)
     require_open(state_mod.compute(campaign, now), "evaluate")
+    if campaign.settings["env"] == "sim":
+        campaign_trial.start_probe(campaign)  # runs while the candidate is validated and re-imported
     check_unchanged(campaign, manifest)
     best = campaign.best()
     best_files = snapshots.files_of(paths, best)
