@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shutil
 import subprocess
@@ -65,6 +66,9 @@ JSON_PARSE_EXCEPTIONS = {
     "autofl_core/campaign/plot_worker.py": "protocol lines on the worker's pipe",
     "autofl_core/runner/store/contract.py": "json.loads(json.dumps(config)): a plain copy before YAML, not a read",
     "autofl_core/trial/metrics.py": "NVFLARE's own metrics files in a trial's copied result (trial/ is unchanged)",
+    "autofl_core/trial/what_ran.py": "NVFLARE's own metrics files in a trial's copied result, like metrics.py",
+    "autofl_core/trial/sandbox.py": "its plan; it runs alone by path (standard library only), so no shared reader",
+    "autofl_core/trial/seal.py": "the sandbox's probe output and status file, written by the launcher it started",
 }
 
 
@@ -189,12 +193,12 @@ def _loads_by_name(tree: ast.AST) -> bool:
 
 
 def test_the_trial_package_stands_alone():
-    """trial/ imports only the standard library and its own modules, and netns.py (run by path) no module."""
+    """trial/ imports only the standard library and its own modules, and sandbox.py (run by path) no module."""
     for path in sorted((CORE / "trial").glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
-                assert node.level == 1 and path.name != "netns.py", f"{rel(path)} imports from outside trial/"
+                assert node.level == 1 and path.name != "sandbox.py", f"{rel(path)} imports from outside trial/"
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
                 outside = [n for n in names if n.split(".")[0] not in sys.stdlib_module_names]
@@ -259,6 +263,13 @@ def test_the_vocabulary_spells_every_status_and_trial_outcome_once():
         v.OUTCOME_CRASH,
         v.OUTCOME_INFRASTRUCTURE_RETRY,
     )
+    from autofl_core.trial import what_ran
+
+    assert (what_ran.VERIFIED, what_ran.VIOLATED, what_ran.UNVERIFIED) == (
+        v.BUDGET_VERIFIED,
+        v.BUDGET_VIOLATED,
+        v.BUDGET_UNVERIFIED,
+    )
 
 
 def test_campaign_json_is_parsed_only_by_the_one_reader():
@@ -296,9 +307,11 @@ def test_each_package_init_imports_nothing_and_maps_its_folder(package):
     )
 
 
-def test_netns_launcher_runs_alone_by_path(tmp_path, python_exe):
+def test_sandbox_launcher_runs_alone_by_path(tmp_path, python_exe):
     """The trial's first program is executed by path: copied alone and run isolated (-I), it still works."""
-    alone = tmp_path / "netns.py"
-    shutil.copy2(CORE / "trial" / "netns.py", alone)
+    alone = tmp_path / "sandbox.py"
+    shutil.copy2(CORE / "trial" / "sandbox.py", alone)
     done = subprocess.run([python_exe, "-I", str(alone)], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and done.stderr.startswith("usage: netns.py"), done.stderr
+    assert done.returncode == 2 and done.stderr.startswith("usage: sandbox.py"), done.stderr
+    probe = subprocess.run([python_exe, "-I", str(alone), "--probe"], capture_output=True, text=True, timeout=60)
+    assert set(json.loads(probe.stdout)) == {"protections", "missing"}, probe.stderr

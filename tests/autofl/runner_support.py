@@ -25,6 +25,9 @@ RUNNER = SCRIPTS / "run_job_campaign.py"
 STANDIN = Path(__file__).resolve().parent / "standin_campaign"
 SCHEMAS = REPO / "shared" / "schemas"
 _VALIDATORS: dict[str, Draft202012Validator] = {}
+# A command prefix standing for a locked-down container: a user namespace of its own in which no further user
+# namespace may be made, so the runner cannot seal its trials (run_cli(..., prefix=WITHOUT_NAMESPACES)).
+WITHOUT_NAMESPACES = ("unshare", "-U", "-r", "sh", "-c", 'echo 0 > /proc/sys/user/max_user_namespaces; exec "$@"', "sh")
 
 
 @dataclass
@@ -32,6 +35,7 @@ class Done:
     code: int
     envelope: dict | None
     stderr: str
+    pid: int | None = None  # the runner's process id (run_cli only)
 
 
 def standin_workspace(tmp_path: Path, name: str = "ws") -> Path:
@@ -56,16 +60,30 @@ def run_cli(
     env: dict | None = None,
     timeout: float = 300,
     job: str = "job.py",
+    prefix: tuple[str, ...] = (),
+    stdin=None,
 ) -> Done:
-    """The runner as a subprocess; documents are schema-checked after every action that printed an envelope."""
-    command = [python or sys.executable, str(RUNNER), action, str(workspace / job), *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=workspace)
-    envelope = json.loads(done.stdout) if done.stdout.strip() else None
+    """The runner as a subprocess; documents are schema-checked after every action that printed an envelope.
+
+    `prefix` is put before the runner's argv (e.g. an `unshare ... exec "$@"` wrapper that execs it in place,
+    so `Done.pid` stays the runner's pid); `stdin` is the runner's standard input (inherited by default).
+    """
+    command = [*prefix, python or sys.executable, str(RUNNER), action, str(workspace / job), *args]
+    with subprocess.Popen(
+        command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=workspace
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
+    envelope = json.loads(stdout) if stdout.strip() else None
     if envelope is not None:
         assert_documents_valid(workspace, envelope)
     else:
-        assert done.returncode != 0, done.stderr
-    return Done(done.returncode, envelope, done.stderr)
+        assert process.returncode != 0, stderr
+    return Done(process.returncode, envelope, stderr, process.pid)
 
 
 def run_inproc(workspace: Path, action: str, *args: str, job: str = "job.py") -> Done:

@@ -145,36 +145,44 @@ READS = "os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/tmp/w')"
 
 
 @pytest.mark.parametrize(
-    ("default", "workspace", "base_args", "isolated"),
+    ("default", "workspace", "base_args", "outcome"),
     [
-        ("'/tmp/w'", READS, [], True),
-        ("'/tmp/w'", f"os.path.join({READS}, 'sim')", [], True),
-        ("'/tmp/w'", "os.environ['NVFLARE_SIMULATOR_WORKSPACE_ROOT']", [], True),
-        (READS, "a.workspace", [], True),
-        (READS, "a.workspace", ["--workspace", "/elsewhere"], False),
-        ("'/tmp/w'", "a.workspace", [], False),
-        ("'/tmp/w'", "'/tmp/nvflare/jobs'", [], False),
-        ("'/tmp/w'", "workspace=os.environ.get('OTHER', '/tmp/w')", [], False),
-        ("'/tmp/w'", "", [], False),
+        ("'/tmp/w'", READS, [], "reads"),
+        ("'/tmp/w'", f"os.path.join({READS}, 'sim')", [], "reads"),
+        ("'/tmp/w'", "os.environ['NVFLARE_SIMULATOR_WORKSPACE_ROOT']", [], "reads"),
+        (READS, "a.workspace", [], "reads"),
+        (READS, "a.workspace", ["--workspace", "/elsewhere"], "/elsewhere"),
+        ("'/tmp/w'", "a.workspace", [], "/tmp/w"),
+        ("'/tmp/w'", "'/tmp/nvflare/jobs'", [], "/tmp/nvflare/jobs"),
+        ("'/tmp/w'", "workspace=os.environ.get('OTHER', '/tmp/w')", [], "refused"),
+        ("'/tmp/w'", "", [], "refused"),
     ],
 )
-def test_fedjob_workspace_must_read_the_simulator_root_variable(default, workspace, base_args, isolated):
+def test_fedjob_workspace_must_read_the_simulator_root_variable(default, workspace, base_args, outcome):
+    """The root variable isolates a FedJob run; a resolved literal path is mapped by a sealed trial (the runner
+    refuses it where trials cannot be sealed); a path the importer cannot resolve is refused."""
+    from autofl_core.importer import admission
+
     config = api.import_source(FEDJOB.format(default=default, workspace=workspace), base_args=base_args)
     codes = [e["code"] for e in config["admission_errors"]]
-    assert config["environment"]["simulator_workspace"]["reads_root_variable"] is isolated
-    if isolated:
-        assert codes == []
-    else:
+    assert config["environment"]["simulator_workspace"]["reads_root_variable"] is (outcome == "reads")
+    if outcome == "refused":
         assert codes == ["AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"]
         message = config["admission_errors"][0]["message"]
-        assert "\n" not in message and "only SimEnv honours it" in message
-        assert 'job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path"))' in message
+    else:
+        assert codes == []
+        assert admission.literal_workspace(config) == (None if outcome == "reads" else outcome)
+        message = admission.unisolated_message(config)  # what the runner says on a host without the sandbox
+    assert "\n" not in message and "only SimEnv honours it" in message
+    assert 'job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path"))' in message
 
 
 def test_fedjob_fixtures_and_example_both_variants():
-    literal = api.import_job(JOBS / "fedjob_literal_workspace" / "job.py")["admission_errors"]
-    assert [e["code"] for e in literal] == ["AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"]
-    assert "'/tmp/nvflare/jobs/workdir'" in literal[0]["message"]
+    from autofl_core.importer import admission
+
+    literal = api.import_job(JOBS / "fedjob_literal_workspace" / "job.py")
+    assert literal["admission_errors"] == [] and admission.literal_workspace(literal) == "/tmp/nvflare/jobs/workdir"
+    assert "'/tmp/nvflare/jobs/workdir'" in admission.unisolated_message(literal)
     assert api.import_job(JOBS / "fedjob_simulator" / "job.py")["admission_errors"] == []
     example = api.import_job(REPO / "examples" / "fedjob-numpy" / "job.py")
     assert example["admission_errors"] == []

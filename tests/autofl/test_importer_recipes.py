@@ -45,7 +45,10 @@ ADMITTED_BEFORE = [
     "trust_local_modules",
     "vars_namespace",
 ]
-REFUSED_ON_PURPOSE = ["fedjob_literal_workspace", "fedjob_to_clients"]
+LITERAL_SIMULATOR_PATHS = {
+    "fedjob_literal_workspace": "/tmp/nvflare/jobs/workdir",
+    "fedjob_to_clients": "/tmp/nvflare/jobs/workdir",
+}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -121,10 +124,13 @@ def test_nothing_admitted_before_is_refused_now(name):
     assert api.import_job(JOBS / name / "job.py")["admission_errors"] == []
 
 
-@pytest.mark.parametrize("name", REFUSED_ON_PURPOSE)
-def test_fedjobs_that_cannot_be_isolated_are_the_only_new_refusals(name):
-    codes = [e["code"] for e in api.import_job(JOBS / name / "job.py")["admission_errors"]]
-    assert codes == ["AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"]
+@pytest.mark.parametrize("name", sorted(LITERAL_SIMULATOR_PATHS))
+def test_fedjobs_with_a_literal_simulator_path_are_admitted_for_sealed_trials(name):
+    from autofl_core.importer import admission
+
+    config = api.import_job(JOBS / name / "job.py")
+    assert config["admission_errors"] == []
+    assert admission.literal_workspace(config) == LITERAL_SIMULATOR_PATHS[name]
 
 
 def test_eval_section_prints_the_admission_table():

@@ -654,15 +654,20 @@ def test_site_names_computed_from_options():
 
 
 def test_isolation_error_names_the_path_and_the_line():
+    from autofl_core.importer import admission
+
     body = (
         "job = FedJob(name='j', min_clients=2)\njob.to_server(FedAvg(num_rounds=2))\njob.to(object(), 'site-1')\n"
         "job.simulator_run('/tmp/ws')\n"
     )
-    errors = imported(body)["admission_errors"]
-    assert errors[0]["code"] == "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"
-    assert errors[0]["message"].startswith(
+    config = imported(body)
+    assert not [e for e in config["admission_errors"] if e["code"] == "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"]
+    assert admission.unisolated_message(config).startswith(  # said by the runner where trials cannot be sealed
         f"FedJob.simulator_run() at line {LINE + 3} writes to '/tmp/ws' and ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT"
     )
+    dynamic = imported(body.replace("'/tmp/ws'", "input()"))["admission_errors"]
+    assert [e["code"] for e in dynamic][:1] == ["AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"]
+    assert dynamic[0]["message"].startswith(f"FedJob.simulator_run() at line {LINE + 3} writes to a path and ignores")
 
 
 def test_a_saved_config_is_readmitted_with_its_own_requested_metric():

@@ -19,7 +19,7 @@ import sys
 import time
 
 import pytest
-from runner_support import REPO, RUNNER, ledger_rows, manifest, run_cli, source_dir, tree_digest
+from runner_support import REPO, RUNNER, WITHOUT_NAMESPACES, ledger_rows, manifest, run_cli, source_dir, tree_digest
 from runner_support import _check as check_schema
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -294,21 +294,28 @@ def test_poc_mode_records_real_downloaded_results(demo, tmp_path):
 
 
 def test_fedjob_campaign_isolated_and_an_aborted_run_is_a_crash(tmp_path):
-    """FedJob in NVFLARE 2.9: only a job that reads NVFLARE_SIMULATOR_WORKSPACE_ROOT can be isolated (a literal
-    path is refused at admission); its results sit directly in the root; a client failure aborts the run while
-    the job still exits 0, which must be a crash, never a score."""
+    """FedJob in NVFLARE 2.9: simulator_run ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT, so a literal path is mapped
+    onto the trial's private simulator root by the sandbox (and refused where trials cannot be sealed); a job that
+    reads the variable runs isolated anyway; its results sit directly in the root; a client failure aborts the run
+    while the job still exits 0, which must be a crash, never a score."""
     literal = tmp_path / "literal"
     shutil.copytree(REPO / "examples" / "fedjob-numpy", literal, ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / "fedjob-literal-root"  # the job's own path; no trial may write there on the host
     job = literal / "job.py"
     job.write_text(
         job.read_text().replace(
             "job.simulator_run(os.environ.get(WORKSPACE_ROOT_VARIABLE, args.workspace))",
-            'job.simulator_run("/tmp/nvflare/fedjob-literal")',
+            f"job.simulator_run({str(target)!r})",
         )
     )
-    refused = run_cli(literal, "initialize")
-    assert refused.code == 2 and "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED" in refused.stderr
+    refused = run_cli(literal, "initialize", prefix=WITHOUT_NAMESPACES)  # a host where trials cannot be sealed
+    assert refused.code == 2 and "cannot be isolated on this host" in refused.stderr, refused.stderr
     assert "NVFLARE_SIMULATOR_WORKSPACE_ROOT" in refused.stderr and not (literal / ".nvflare").exists()
+    mapped = run_cli(literal, "initialize", "--max-candidates", "1")
+    assert mapped.code == 0 and mapped.envelope["sandbox"]["sealed"] is True, mapped.stderr
+    assert 0.4 < ledger_rows(literal)[0]["score"] <= 1.0
+    assert (literal / "autofl_runs" / "baseline" / "simulation" / "server").is_dir()
+    assert not target.exists()  # mapped inside the trial's mount namespace, never created on the host
 
     workspace = tmp_path / "fedjob"
     shutil.copytree(REPO / "examples" / "fedjob-numpy", workspace, ignore=shutil.ignore_patterns("__pycache__"))

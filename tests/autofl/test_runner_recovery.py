@@ -12,6 +12,7 @@ import time
 import pytest
 from runner_support import (
     RUNNER,
+    WITHOUT_NAMESPACES,
     initialized_standin,
     ledger_rows,
     manifest,
@@ -31,13 +32,13 @@ def ws(tmp_path):
     return initialized_standin(tmp_path, "--max-candidates", "5")
 
 
-def start_hanging_evaluate(workspace):
+def start_hanging_evaluate(workspace, prefix=()):
     """prepare a candidate whose client sleeps, start evaluate as a CLI process, wait until its trial runs."""
     assert run_inproc(workspace, "prepare", "--name", "hang", "--hypothesis", "h").code == 0
     client = source_dir(workspace, "hang") / "client.py"
     client.write_text(client.read_text() + HANG)
     proc = subprocess.Popen(
-        [sys.executable, str(RUNNER), "evaluate", str(workspace / "job.py")],
+        [*prefix, sys.executable, str(RUNNER), "evaluate", str(workspace / "job.py")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -84,10 +85,14 @@ def clean_sources(workspace):
     )
 
 
-def test_killed_runner_mid_trial_is_recovered_by_the_next_action(ws):
+@pytest.mark.parametrize("sealed", [True, False])
+def test_killed_runner_mid_trial_is_recovered_by_the_next_action(ws, sealed):
+    """Sealed, the trial runs on its own view and the live job is untouched throughout; on a host where trials
+    cannot be sealed the candidate is applied while it runs, and the next action restores the workspace."""
     before = clean_sources(ws)
-    proc, marker = start_hanging_evaluate(ws)
-    assert "time.sleep(120)" in (ws / "client.py").read_text()  # the candidate is applied while it runs
+    proc, marker = start_hanging_evaluate(ws, prefix=() if sealed else WITHOUT_NAMESPACES)
+    applied = "time.sleep(120)" in (ws / "client.py").read_text()
+    assert applied is not sealed and (clean_sources(ws) == before) is sealed
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     assert _token_processes(marker["token"])  # the trial runs in its own session: it outlived the runner

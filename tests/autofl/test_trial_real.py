@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -51,13 +52,16 @@ def final_aggregated(workspace, name, metric):
     return next(item["value"] for item in summary["final_aggregated_metrics"] if item["name"] == metric)
 
 
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            state = handle.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"Z", b"X")
+def processes_with(tag: str) -> list[int]:
+    """Host PIDs whose command line holds `tag`."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                found += [int(entry)] if tag.encode() in handle.read() else []
+        except OSError:
+            continue
+    return found
 
 
 def assert_clean(result, temp_parent):
@@ -228,21 +232,24 @@ def test_no_metric_is_a_crash_and_detached_grandchildren_are_gone(repo_root, pyt
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     pids = tmp_path / "pids"
     pids.mkdir()
+    tag = f"autofl-detached-{os.getpid()}-{time.time_ns()}"  # in the detached processes' command lines
     client = workspace / "client.py"
     text = client.read_text().replace("accuracy=", "quality=").replace('metrics={"accuracy"', 'metrics={"quality"')
     text = text.replace(
         "    x, y = site_data(site)\n",
         "    x, y = site_data(site)\n"
-        "    import os, subprocess, time\n"
+        "    import os, subprocess, sys\n"
+        f"    TAG = {tag!r}\n"
         "    null = subprocess.DEVNULL\n"
-        "    sleeper = subprocess.Popen(['setsid', 'sleep', '300'], stdin=null, stdout=null, stderr=null)\n"
+        "    nap = [sys.executable, '-c', 'import time; time.sleep(300)', TAG]\n"
+        "    sleeper = subprocess.Popen(['setsid', *nap], stdin=null, stdout=null, stderr=null)\n"
         f"    pids = {str(pids)!r}\n"
         "    open(os.path.join(pids, site + '-setsid'), 'w').write(str(sleeper.pid))\n"
         "    if os.fork() == 0:\n"
         "        os.setsid()\n"
         "        if os.fork() == 0:\n"
         "            open(os.path.join(pids, site + '-forked'), 'w').write(str(os.getpid()))\n"
-        "            time.sleep(300)\n"
+        "            os.execv(sys.executable, nap)\n"
         "        os._exit(0)\n",
     )
     assert "quality=" in text and "setsid" in text
@@ -256,8 +263,8 @@ def test_no_metric_is_a_crash_and_detached_grandchildren_are_gone(repo_root, pyt
     assert "run.log" in result.failure_reason
     assert "quality=" in (workspace / "autofl_runs/nometric/run.log").read_text()
     spawned = [int(path.read_text()) for path in sorted(pids.iterdir())]
-    assert len(spawned) == 4  # two detached processes per site
-    assert [pid for pid in spawned if alive(pid)] == []
+    assert len(spawned) == 4  # two detached processes per site (PIDs of the trial's own PID namespace)
+    assert processes_with(tag) == []  # looked up by their command line: host PIDs differ
     assert_clean(result, short_tmp)
 
 

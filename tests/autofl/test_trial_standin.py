@@ -12,7 +12,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from autofl_core.trial import processes
+from autofl_core.trial import processes, seal
 from autofl_core.trial.argv import TrialError, injected_job_name
 from autofl_core.trial.execute import TrialSpec, run_trial
 from autofl_core.trial.processes import find_token_processes
@@ -154,7 +154,7 @@ def test_secrets_in_the_parent_environment_are_invisible_to_the_job(workspace, t
     assert seen["MY_DATA"] == "/data" and seen["HOME"] == "/h"
     assert seen["AUTOFL_TRIAL_TOKEN"] == result.token
     root = Path(seen["NVFLARE_SIMULATOR_WORKSPACE_ROOT"])
-    assert root.name == "sim" and root.parent.parent == short_tmp
+    assert root.name == "sim" and root.parent.name == "out" and root.parent.parent.parent == short_tmp
     assert seen["TMPDIR"] == seen["TMP"] == seen["TEMP"] == str(root.parent / "tmp")
 
 
@@ -204,7 +204,8 @@ def test_no_result_dir_is_an_actionable_crash(workspace, short_tmp):
 
 def test_old_nvflare_that_ignores_the_override_gets_the_upgrade_hint(workspace, tmp_path, short_tmp):
     fake = tmp_path / "python-old-nvflare"
-    fake.write_text(f'#!/bin/sh\nif [ "$1" = "-c" ]; then echo 2.8.1; exit 0; fi\nexec {sys.executable} "$@"\n')
+    # the version probe is an isolated helper (`python -I -c ...`); everything else runs the real interpreter
+    fake.write_text(f'#!/bin/sh\nif [ "$1 $2" = "-I -c" ]; then echo 2.8.1; exit 0; fi\nexec {sys.executable} "$@"\n')
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     result = run_trial(spec(workspace, short_tmp, mode="no_result", python=str(fake)))
     assert result.outcome == "crash"
@@ -252,6 +253,8 @@ def test_a_child_printing_50_mb_keeps_the_runner_memory_bounded(workspace, short
 
 @pytest.mark.slow
 def test_processes_that_survive_termination_fail_the_trial_loudly(workspace, short_tmp, monkeypatch, capsys):
+    # A host without PID namespaces (no sandbox launcher), where the runner alone ends the trial's processes.
+    monkeypatch.setattr(seal, "launcher_argv", lambda _python, _plan, argv: argv)
     monkeypatch.setattr(processes, "_signal_all", lambda *args: None)  # every kill "fails"
     result = run_trial(spec(workspace, short_tmp, mode="grandchild", grace_seconds=0.5))
     monkeypatch.undo()

@@ -11,7 +11,7 @@ import shutil
 import pytest
 from autofl_core.common.faults import POINTS
 from recovery_checks import assert_recovers_and_completes, prepare_keep_candidate, trial_processes
-from runner_support import initialized_standin, run_cli
+from runner_support import WITHOUT_NAMESPACES, initialized_standin, run_cli
 
 pytestmark = pytest.mark.slow
 HANDLED_POINTS = (
@@ -31,11 +31,17 @@ def campaign(tmp_path_factory):
     return initialized_standin(tmp_path_factory.mktemp("r1"), "--uncapped")
 
 
+# Instants only an unsealed trial passes: a sealed trial never applies its candidate to the live workspace, so
+# these run on a host where trials cannot be sealed (the candidate is applied, run in place and restored).
+UNSEALED_POINTS = ("evaluate:applied_partially",)
+
+
 def faulted_evaluate(campaign, tmp_path, fault):
     workspace = tmp_path / "ws"
     shutil.copytree(campaign, workspace)
     prepare_keep_candidate(workspace)
-    done = run_cli(workspace, "evaluate", env={**os.environ, "AUTOFL_FAULT_AT": fault})
+    prefix = WITHOUT_NAMESPACES if fault.rsplit(":", 1)[0] in UNSEALED_POINTS or fault in UNSEALED_POINTS else ()
+    done = run_cli(workspace, "evaluate", env={**os.environ, "AUTOFL_FAULT_AT": fault}, prefix=prefix)
     return workspace, done
 
 

@@ -1,4 +1,9 @@
-"""A fake of the two NVFLARE classes job.py uses: writes NVFLARE 2.9's SimEnv artifact layout without NVFLARE."""
+"""A fake of the two NVFLARE classes job.py uses: writes NVFLARE 2.9's SimEnv artifact layout without NVFLARE.
+
+The server log carries what NVFLARE's own server log shows about the budget that ran: one `Client: New client
+site-N@127.0.0.1 joined. Sent token.  Total clients: N` line per client (ClientManager), one `Round N started.`
+banner per round (FedAvg) and `Aggregated i/N results`; metrics_summary.json carries `final_round`.
+"""
 
 import json
 import os
@@ -40,6 +45,8 @@ class NumpyFedAvgRecipe:
         evaluate = runpy.run_path(self.train_script)["evaluate"]
         score = evaluate(shlex.split(self.train_args))
         server_log = job / "server" / "log.txt"
+        for index, site in enumerate(sites):  # NVFLARE's ClientManager logs every registration like this
+            _say(f"Client: New client {site}@127.0.0.1 joined. Sent token.  Total clients: {index + 1}", server_log)
         _say("Start FedAvg.", server_log)
         for rnd in range(self.num_rounds):
             _say(f"Round {rnd} started.", server_log)

@@ -51,6 +51,9 @@ OUTCOME_SUCCESS = "success"
 OUTCOME_CRASH = CRASH
 OUTCOME_INFRASTRUCTURE_RETRY = INFRASTRUCTURE_RETRY
 
+# The fixed budget as verified from what a trial ran (trial/what_ran.py spells the same words).
+BUDGET_VERIFIED, BUDGET_VIOLATED, BUDGET_UNVERIFIED = "verified", "violated", "unverified"
+
 BASELINE_NAME = BASELINE  # the first baseline row, and the candidate of the first best snapshot
 BASELINE_SUMMARY = "baseline: job.py as imported"
 

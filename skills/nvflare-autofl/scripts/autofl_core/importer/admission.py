@@ -145,20 +145,37 @@ def _objective_errors(config: dict, requested: str | None) -> list[dict]:
     return errors
 
 
-def _isolation_errors(config: dict) -> list[dict]:
-    """A FedJob simulated where the runner cannot isolate it: NVFLARE 2.9's simulator_run writes to its literal."""
-    workspace = (config.get("environment") or {}).get("simulator_workspace")
-    if not workspace or workspace.get("reads_root_variable"):
-        return []
+def literal_workspace(config: dict) -> str | None:
+    """The resolved path a FedJob's `simulator_run()` writes to while ignoring NVFLARE_SIMULATOR_WORKSPACE_ROOT
+    (NVFLARE 2.9 honours the variable only in SimEnv); None when the job reads the variable or it is unknown.
+
+    Such a job is admissible: a sealed trial maps that path onto its private simulator root. Where trials cannot
+    be sealed the runner refuses it with `unisolated_message`.
+    """
+    workspace = (config.get("environment") or {}).get("simulator_workspace") or {}
+    value = workspace.get("value")
+    if workspace.get("reads_root_variable") or not isinstance(value, str) or not value.strip():
+        return None
+    return value
+
+
+def unisolated_message(config: dict, why: str = "") -> str:
+    """Why a FedJob's simulator workspace cannot be isolated per trial, and the one-line fix."""
+    workspace = (config.get("environment") or {}).get("simulator_workspace") or {}
     where = f"to {workspace['value']!r}" if workspace.get("value") is not None else "to a path"
-    return [
-        _error(
-            UNISOLATED_WORKSPACE,
-            f"FedJob.simulator_run() at line {workspace.get('line')} writes {where} and "
-            "ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT (in NVFLARE 2.9 only SimEnv honours it), so trials "
-            f"cannot be isolated; read the variable: {WORKSPACE_FIX}",
-        )
-    ]
+    return (
+        f"FedJob.simulator_run() at line {workspace.get('line')} writes {where} and "
+        "ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT (in NVFLARE 2.9 only SimEnv honours it), so trials "
+        f"cannot be isolated{why}; read the variable: {WORKSPACE_FIX}"
+    )
+
+
+def _isolation_errors(config: dict) -> list[dict]:
+    """A FedJob whose simulator workspace is neither the root variable nor a path a sealed trial can map."""
+    workspace = (config.get("environment") or {}).get("simulator_workspace")
+    if not workspace or workspace.get("reads_root_variable") or literal_workspace(config):
+        return []
+    return [_error(UNISOLATED_WORKSPACE, unisolated_message(config))]
 
 
 def admission_errors(config: dict, requested_metric: str | None = None) -> list[dict]:

@@ -23,7 +23,7 @@ from typing import Any
 from . import argparse_flow as ap
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
 from .budget import FIELDS, fixed_budget
-from .files import Workspace, load_job
+from .files import Overlay, Workspace, load_job
 from .objective import build_objective
 from .overrides import apply_overrides
 from .reach import ScriptParser, reaching_options
@@ -34,7 +34,7 @@ from .runner_view import (  # noqa: F401  (re-exported public API)
     fixed_budget_options,
     parse_job_args,
 )
-from .schema import parse_schema_text, schema_section
+from .schema import SCHEMA_FILE, parse_schema_text, schema_section
 from .search import suggested
 from .surface import Surface, analyze, job_section, simulator_workspace
 from .trust import safe_relative, train_script_of, trust_section
@@ -368,13 +368,20 @@ def import_job(
     metric: str | None = None,
     base_args: Sequence[str] = (),
     schema_path: str | os.PathLike | None = None,
+    overlay: dict[str, bytes] | None = None,
 ) -> dict:
     """Import an existing job.py (reads it, its train script's imports and mutation_schema.yaml).
 
-    Raises files.JobImportError when job.py (or an explicit schema) cannot be read.
+    `overlay` ({workspace-relative path: bytes}) shows those files instead of the workspace's: a candidate's
+    draft is imported without being written into the live job. Raises files.JobImportError when job.py (or
+    an explicit schema) cannot be read.
     """
     path, source, schema_text = load_job(job_path, schema_path)
-    workspace = Workspace(path.absolute().parent)
+    root = path.absolute().parent
+    workspace = Overlay(root, overlay) if overlay else Workspace(root)
+    if overlay:
+        source = workspace.read_file(path.name) or source
+        schema_text = workspace.read_file(SCHEMA_FILE) if workspace.exists(SCHEMA_FILE) else schema_text
     return import_source(
         source,
         job_name=path.name,

@@ -69,6 +69,26 @@ class Workspace:
             return None
 
 
+class Overlay(Workspace):
+    """A workspace seen with some files replaced (a candidate's draft over the live job), without writing it."""
+
+    def __init__(self, root: Path, files: dict[str, bytes]):
+        super().__init__(root)
+        self.files = {safe_relative(rel): data for rel, data in files.items() if safe_relative(rel)}
+
+    def exists(self, rel: str) -> bool:
+        return safe_relative(rel) in self.files or super().exists(rel)
+
+    def read_file(self, rel: str) -> str | None:
+        data = self.files.get(safe_relative(rel))
+        if data is None:
+            return super().read_file(rel)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+
 def load_job(job_path: str | os.PathLike, schema_path: str | os.PathLike | None) -> tuple[Path, str, str | None]:
     """Return (job path, job source, schema text or None)."""
     path = Path(job_path)

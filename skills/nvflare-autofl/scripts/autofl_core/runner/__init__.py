@@ -12,7 +12,9 @@
 - `state` - the campaign state the runner writes and the envelope every action prints;
 - `drafts` - a candidate draft's deterministic diff against the best, within the trust contract;
 - `runargs` - candidate run args: canonical options, bounds, merge with the best configuration's;
-- `campaign_trial` - one trial of this campaign: TrialSpec from the contract, the orphan marker, trial.json;
+- `campaign_trial` - one trial of this campaign: TrialSpec from the contract, sealed or contained, the orphan
+  marker, trial.json;
+- `tamper` - the campaign's evidence copied before a trial and restored after it (tampering is reported);
 - `finalize` - keep / discard / crash, written crash-safely through a journal;
 - `noise` - the noise floor: the best's spread, the keep margin, the seed option;
 - `report/` - autofl_report.md / .json: facts, warnings, markdown, and the final report's refusal rules.

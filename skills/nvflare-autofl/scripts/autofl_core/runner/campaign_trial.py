@@ -24,16 +24,29 @@ from pathlib import Path
 from ..campaign.plot_worker import PlotWorker
 from ..common import atomic, faults
 from ..importer import runner_view as importer
-from ..trial import childenv
+from ..trial import childenv, seal
 from ..trial.argv import TrialError
-from ..trial.execute import TrialResult, TrialSpec, run_trial
+from ..trial.execute import CRASH, TrialResult, TrialSpec, run_trial
 from .outcome import CampaignError
-from .store import contract
+from .store import contract, snapshots
 from .store.paths import TRIAL_TEMP_PREFIX
+from .tamper import EvidenceGuard
 
 
-def spec(campaign, *, name: str, run_args: list[str], token: str, temp_parent: Path) -> TrialSpec:
-    """The TrialSpec of trial `name` with `run_args` under the campaign's fixed budget and settings."""
+def spec(
+    campaign,
+    *,
+    name: str,
+    run_args: list[str],
+    token: str,
+    temp_parent: Path,
+    stage_files: dict[str, bytes] | None = None,
+) -> TrialSpec:
+    """The TrialSpec of trial `name` with `run_args` under the campaign's fixed budget and settings.
+
+    `stage_files` (the managed files the trial must see) makes it a sealed trial; None runs it contained in the
+    live workspace.
+    """
     config, settings, paths = campaign.config, campaign.settings, campaign.paths
     flags = importer.cli_flags(config)
     schema_budget = contract.schema_budget(config)
@@ -63,7 +76,46 @@ def spec(campaign, *, name: str, run_args: list[str], token: str, temp_parent: P
         progress_stream=sys.stderr,
         temp_parent=temp_parent,
         isolate_network=not settings.get("allow_network", False),
+        stage_files=stage_files,
+        hide=[paths.meta, paths.output_root],
+        literal_paths=contract.literal_simulator_paths(config, paths.workspace),
+        num_clients=contract.num_clients(config),
     )
+
+
+def sealing(campaign) -> bool:
+    """True when this host lets trials run sealed (namespaces and overlays; probed once per interpreter)."""
+    return seal.can_seal(_probe(campaign))
+
+
+def check_isolable(campaign) -> None:
+    """A FedJob writing to a literal simulator path needs sealed trials (they map the path); refuse it elsewhere."""
+    if contract.literal_simulator_paths(campaign.config, campaign.paths.workspace) and not sealing(campaign):
+        from ..importer.admission import unisolated_message
+
+        missing = ", ".join(_probe(campaign).get("missing") or ["namespaces"])
+        why = f" on this host (a sealed trial would map that path, but {missing} are unavailable)"
+        raise CampaignError(unisolated_message(campaign.config, why))
+
+
+def start_probe(campaign) -> None:
+    """Begin probing the sandbox while the action does its own checks (`sealing` then waits for it)."""
+    seal.start_probe(campaign.settings["python"], _probe_env())
+
+
+def _probe(campaign) -> dict:
+    return seal.probe(campaign.settings["python"], _probe_env())
+
+
+def _probe_env() -> dict[str, str]:
+    return childenv.build_child_env(os.environ, passthrough=[], simulator_root=tempfile.gettempdir(), token="0" * 32)
+
+
+def sealed_view(campaign) -> dict[str, bytes] | None:
+    """The best source as a sealed baseline or replicate trial sees it; None where trials cannot be sealed."""
+    if campaign.settings["env"] != "sim" or not sealing(campaign):
+        return None
+    return snapshots.files_of(campaign.paths, campaign.best())
 
 
 def check_args(campaign, name: str, run_args: list[str]) -> None:
@@ -90,8 +142,22 @@ def check_args(campaign, name: str, run_args: list[str]) -> None:
         raise CampaignError(str(error)) from None
 
 
-def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str | None = None) -> TrialResult:
-    """Run the trial; the orphan marker exists exactly while it runs."""
+def run(
+    campaign,
+    *,
+    name: str,
+    run_args: list[str],
+    kind: str,
+    candidate: str | None = None,
+    stage_files: dict[str, bytes] | None = None,
+) -> TrialResult:
+    """Run the trial (sealed when `stage_files` is given); the orphan marker exists exactly while it runs.
+
+    The campaign's evidence is copied before the trial and checked after it (see `tamper`): a trial that
+    changed it is a crash, whatever it scored, and the files are restored.
+    """
+    if stage_files is None:
+        check_isolable(campaign)  # a contained trial would write to the job's literal simulator path
     token = secrets.token_hex(16)
     temp_parent = Path(tempfile.mkdtemp(prefix=TRIAL_TEMP_PREFIX))
     marker = {
@@ -101,14 +167,18 @@ def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str |
         "candidate": candidate,
         "temp_dir": str(temp_parent),
         "runner_pid": os.getpid(),
+        "sealed": stage_files is not None,
     }
     atomic.write_json(campaign.paths.trial_marker, marker)
     faults.checkpoint("trial:marker_written")
+    guard = EvidenceGuard.take(campaign, live_workspace=stage_files is None)
     if getattr(campaign, "plot_worker", None) is None:
         campaign.plot_worker = PlotWorker.start()  # imports the plotting library while the child runs
     try:
         try:
-            trial = spec(campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent)
+            trial = spec(
+                campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent, stage_files=stage_files
+            )
             trial.on_start = lambda _pid, _token: faults.checkpoint("trial:child_started")
             result = run_trial(trial)
             faults.checkpoint("trial:child_finished")
@@ -119,11 +189,24 @@ def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str |
 
             processes.terminate_tree(None, (childenv.TOKEN_VAR, token))
             raise
+        finally:
+            restored = guard.restore()
     finally:
         shutil.rmtree(temp_parent, ignore_errors=True)
+    campaign.forget()
+    if restored:
+        _tampered(result, restored)
     record = {key: value for key, value in result.to_dict().items() if key not in ("token", "pid")}
     atomic.write_json(campaign.paths.run_dir(name) / "trial.json", record)
     return result
+
+
+def _tampered(result: TrialResult, restored: list[str]) -> None:
+    """A trial that changed the campaign's evidence earns no score."""
+    shown = ", ".join(restored[:8]) + (f" (+{len(restored) - 8} more)" if len(restored) > 8 else "")
+    result.tampering = restored
+    result.outcome, result.score = CRASH, None
+    result.failure_reason = f"tampering: the trial changed {shown}; the runner restored them"
 
 
 def network_status(campaign, result: TrialResult) -> str:
@@ -131,6 +214,17 @@ def network_status(campaign, result: TrialResult) -> str:
     if campaign.settings.get("allow_network", False):
         return "allowed"
     return result.network_isolation or "unavailable: not requested"
+
+
+def envelope_extras(campaign, result: TrialResult) -> dict:
+    """What an envelope says about how a trial ran: network, sandbox (and the missing protections), tampering
+    found and restored, and the fixed budget as verified from what ran."""
+    return {
+        "network_isolation": network_status(campaign, result),
+        "sandbox": result.sandbox,
+        "tampering": list(result.tampering),
+        "budget": result.budget,
+    }
 
 
 def clear_marker(campaign) -> None:

@@ -2,8 +2,9 @@
 
 The outcome is decided first (`decide`), then written in idempotent steps: stage the new best snapshot (keep),
 write the journal (`.nvflare/autofl/finalize.json`: the decided manifest, ledger row and new best digest),
-swap the snapshot, restore the workspace to the best source (created files of a discarded candidate are
-removed), let kept created files join `allowed_edit_paths`, write the manifest, append the ledger row (once),
+swap the snapshot, make the workspace equal the best source (a keep installs the candidate here, right after the
+swap; created files of a discarded candidate that was applied to the workspace are removed; a sealed trial's
+discard has nothing to undo), let kept created files join `allowed_edit_paths`, write the manifest, append the ledger row (once),
 drop the journal. A crash at any point is finished by `replay` on the next action. Usage::
 
     status = decide("success", 0.91, best_score=0.90, mode="max", margin=noise.keep_margin(campaign))
@@ -77,6 +78,7 @@ def finalize(campaign, manifest: dict, *, status: str, draft_files: dict | None,
         "status": status,
         "new_best_digest": digest,
         "created_files": list(manifest["created_files"]),
+        "workspace_applied": manifest.get("workspace_applied", True),
         "manifest": final,
         "row": candidate_row(paths, final, status),
         "ledger_rows_before": len(campaign.rows()),
@@ -147,7 +149,8 @@ def _apply(campaign, journal: dict) -> None:
         snapshots.repair(paths)
     faults.checkpoint("finalize:swapped")
     campaign.forget()
-    snapshots.restore_workspace(paths, campaign.best(), remove=journal["created_files"])
+    applied = journal.get("workspace_applied", True)  # a sealed trial left the workspace as the best had it
+    snapshots.restore_workspace(paths, campaign.best(), remove=journal["created_files"] if applied else [])
     faults.checkpoint("finalize:workspace_restored")
     if journal["status"] == v.KEEP and journal["created_files"]:
         updated = contract.with_edit_paths(campaign.config, journal["created_files"])

@@ -34,7 +34,8 @@ def recover(campaign, now: str) -> dict:
         if manifest["status"] != v.RUNNING:
             continue
         campaign.forget()
-        snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"])
+        applied = manifest.get("workspace_applied", True)  # a sealed trial never wrote the workspace
+        snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"] if applied else [])
         reset = dict(manifest, status=v.PREPARED, updated_at=now)
         reset.pop("trial", None)
         atomic.write_json(paths.manifest(manifest["candidate_id"]), reset)

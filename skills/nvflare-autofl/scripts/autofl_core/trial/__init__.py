@@ -4,7 +4,9 @@ Knows nothing of the campaign (no ledger, no manifests); the runner's `campaign_
 - `execute` - `run_trial(TrialSpec) -> TrialResult`: the trial folder, supervision, classification;
 - `argv` - the trial's argv (budget once, injected --name, conflicts) and `TrialError`;
 - `childenv` - the allowlisted child environment and the trial token;
-- `netns` - the first program of an isolated trial: user + network + mount namespace (run by path, stdlib only);
+- `sandbox` - the trial's first program: user, mount, PID (+ network) namespaces, the sealed view (run by path);
+- `seal` - the runner's side of the sandbox: probe, plan (staged files, hidden folders, mapped paths), status;
+- `what_ran` - rounds and clients a trial ran, from NVFLARE's artifacts, checked against the fixed budget;
 - `processes` - the child's process tree: new session, streamed output, whole-tree termination;
 - `watchdog` - total timeout, stall and no-progress watchdogs, and the simulator log watcher;
 - `progress` - the live progress line on stderr (round k/N, elapsed, last metric);

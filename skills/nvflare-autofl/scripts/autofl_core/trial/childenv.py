@@ -13,6 +13,7 @@ Usage: env = build_child_env(os.environ, passthrough=[], simulator_root=root, to
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -100,3 +101,20 @@ def build_child_env(
     env[TOKEN_VAR] = token
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def helper_argv(python: str, code: str, env: Mapping[str, str], job_folder: Path | str) -> list[str]:
+    """argv of a helper the runner starts outside any trial (interpreter check, version probe): `python -I -c`.
+
+    Isolated mode puts neither the working folder nor the job on sys.path, so a module a candidate left in the
+    job (an `importlib.py`) never runs outside a trial. It also ignores PYTHONPATH, so the PYTHONPATH folders
+    that lie outside the job are put back explicitly: an interpreter that finds nvflare through them still does.
+    """
+    job = os.path.realpath(job_folder)
+    kept = []
+    for entry in (env.get("PYTHONPATH") or "").split(os.pathsep):
+        real = os.path.realpath(entry) if entry and os.path.isabs(entry) else ""
+        if real and real != job and not real.startswith(job + os.sep) and real not in kept:
+            kept.append(real)
+    prefix = f"import sys; sys.path[0:0] = {kept!r}\n" if kept else ""
+    return [str(python), "-I", "-c", prefix + code]

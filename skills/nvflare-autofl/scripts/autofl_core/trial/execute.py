@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import argv as argv_mod
-from . import childenv, metrics, processes, progress, resultdir, rootcause, watchdog
+from . import childenv, metrics, processes, progress, resultdir, rootcause, seal, watchdog, what_ran
 from .argv import TrialError
 
 SUCCESS, CRASH, INFRA_RETRY = "success", "crash", "infrastructure_retry"
@@ -46,8 +46,9 @@ SANDBOX_REASON = (
     "simulation denied by the host sandbox: socket permission failure (PermissionError: Operation not "
     "permitted); rerun with the human-approved execution scope"
 )
-NETNS_LAUNCHER = Path(__file__).resolve().parent / "netns.py"
 ISOLATED = "isolated"
+NOT_RUN = "autofl: the trial was not run"
+SANDBOX_FAILED = 126  # the launcher's exit when a protection the plan requires could not be set up
 NETWORK_TAIL_BYTES = 256 * 1024
 NETWORK_FAILURES = (
     "Network is unreachable",
@@ -71,7 +72,12 @@ class TrialSpec:
     uses_simenv: job runs a SimEnv (enables the "upgrade to nvflare>=2.9.0" diagnosis).
     token: the trial token; pass one you persisted beforehand to find an orphaned trial later.
     on_start(pid, token): called right after the child started. progress_stream: e.g. sys.stderr.
-    isolate_network: run the child in its own user + network namespace with only loopback (see netns.py).
+    isolate_network: no network but loopback (a network namespace); else the network is allowed.
+    stage_files: None runs the trial *contained* in the live workspace (user/PID/network namespaces where they
+    work); a {relative path: bytes} map runs it *sealed* on its own view of the job (see seal.py): these files
+    over the live workspace, writes private, `hide` folders invisible, `literal_paths` (simulator workspaces the
+    job writes to whatever the root variable says) mapped onto the private simulator root.
+    num_clients (with num_rounds): the fixed budget checked against what ran (see what_ran.py).
     temp_parent: where the disposable trial folder is created (default: the system temp dir).
     """
 
@@ -101,6 +107,10 @@ class TrialSpec:
     temp_parent: Path | None = None
     on_start: Callable[[int, str], None] | None = None
     isolate_network: bool = False
+    stage_files: dict[str, bytes] | None = None
+    hide: list[Path] = field(default_factory=list)
+    literal_paths: list[str] = field(default_factory=list)
+    num_clients: int | None = None
 
 
 @dataclass
@@ -124,7 +134,10 @@ class TrialResult:
     survivors: list[int] = field(default_factory=list)
     token: str = ""
     pid: int | None = None
-    network_isolation: str | None = None  # "isolated", "unavailable: <why>", or None when not requested
+    network_isolation: str | None = None  # "isolated", "allowed" or "unavailable: <why>"
+    sandbox: dict | None = None  # {"sealed", "protections", "missing"} (see seal.read_status)
+    budget: dict | None = None  # what_ran.Verdict of a trial that produced a score
+    tampering: list[str] = field(default_factory=list)  # campaign files the runner found changed and restored
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -149,8 +162,9 @@ def run_trial(spec: TrialSpec) -> TrialResult:
     childenv.validate_passthrough(spec.env_passthrough)  # reject before anything is created
     trial_dir = Path(tempfile.mkdtemp(prefix="autofl-", dir=spec.temp_parent))
     try:
-        root, private_tmp = trial_dir / "sim", trial_dir / "tmp"
-        root.mkdir()
+        out = trial_dir / "out"  # the one folder a sealed trial writes for good (a job may remove its root)
+        root, private_tmp = out / "sim", out / "tmp"
+        root.mkdir(parents=True)
         private_tmp.mkdir()
         env = childenv.build_child_env(
             parent,
@@ -159,21 +173,30 @@ def run_trial(spec: TrialSpec) -> TrialResult:
             token=token,
             temp_dir=private_tmp if len(str(private_tmp)) <= MAX_PRIVATE_TMP_CHARS else None,
         )
-        launch = argv
-        status_file = trial_dir / "netns-status"
-        if spec.isolate_network:
-            launch = [str(spec.python), str(NETNS_LAUNCHER), "--status-file", str(status_file), "--", *argv]
-        result = _run_in_root(spec, argv, env, root, token, launch)
-        if spec.isolate_network:
-            result.network_isolation = _read_status(status_file)
-            result.failure_reason = _network_hint(result, Path(spec.run_dir) / "run.log")
+        network = "isolated" if spec.isolate_network else "allowed"
+        plan = seal.write_plan(
+            trial_dir,
+            workspace=spec.workspace,
+            network=network,
+            writable=[out],
+            home=env.get("HOME"),
+            stage_files=spec.stage_files,
+            hide=list(spec.hide),
+            literal_paths=list(spec.literal_paths),
+        )
+        launch = seal.launcher_argv(spec.python, plan, argv)
+        mapped = seal.literal_root(trial_dir, list(spec.literal_paths)) if spec.stage_files is not None else None
+        result = _run_in_root(spec, argv, env, mapped or root, token, launch, trial_dir)
+        result.sandbox = seal.read_status(trial_dir, sealed=spec.stage_files is not None)
+        result.network_isolation = seal.network_word(result.sandbox)
+        result.failure_reason = _network_hint(result, Path(spec.run_dir) / "run.log")
         return result
     finally:
         shutil.rmtree(trial_dir, ignore_errors=True)
 
 
 def _run_in_root(
-    spec: TrialSpec, argv: list[str], env: dict[str, str], root: Path, token: str, launch: list[str]
+    spec: TrialSpec, argv: list[str], env: dict[str, str], root: Path, token: str, launch: list[str], cwd: Path
 ) -> TrialResult:
     log_path = _prepare_run_dir(Path(spec.run_dir))
     before = resultdir.snapshot_children(root)
@@ -181,7 +204,7 @@ def _run_in_root(
     try:
         outcome = processes.run_process(
             launch,
-            cwd=spec.workspace,
+            cwd=cwd,  # the launcher starts outside the job; the job's own cwd is its (sealed) workspace
             env=env,
             log_path=log_path,
             token=(childenv.TOKEN_VAR, token),
@@ -195,13 +218,6 @@ def _run_in_root(
     finally:
         monitor.close()
     return _classify(spec, argv, env, root, token, outcome, monitor, before)
-
-
-def _read_status(path: Path) -> str:
-    try:
-        return path.read_text(encoding="ascii", errors="replace").strip() or "unavailable: no status"
-    except OSError:
-        return "unavailable: the isolation launcher did not run"
 
 
 def _network_hint(result: TrialResult, run_log: Path) -> str:
@@ -289,6 +305,9 @@ def _classify(spec, argv, env, root, token, outcome, monitor, before) -> TrialRe
             result.termination_seconds = round(outcome.ended_at - outcome.stop_triggered_at, 3)
         return result
 
+    if rc == SANDBOX_FAILED and NOT_RUN in tail:
+        line = next(line for line in tail.splitlines() if NOT_RUN in line)
+        raise TrialError(argv_mod.INVALID, f"{line.removeprefix('autofl: ')}; nothing was counted, run it again")
     if outcome.survivors:
         print(f"autofl: processes survived termination: {outcome.survivors}", file=sys.stderr)
         return done(CRASH, f"processes survived termination (pids {outcome.survivors}); kill them by hand")
@@ -309,7 +328,11 @@ def _classify(spec, argv, env, root, token, outcome, monitor, before) -> TrialRe
     found = metrics.extract_metric(spec.run_dir, list(spec.metric_order))
     if found.value is None:
         return done(CRASH, found.reason)
-    return done(SUCCESS, "", found)
+    ran = what_ran.read_what_ran(Path(spec.run_dir) / "simulation")
+    verdict = what_ran.check(ran, num_rounds=spec.num_rounds, num_clients=spec.num_clients)
+    result = done(CRASH, verdict.reason) if verdict.status == what_ran.VIOLATED else done(SUCCESS, "", found)
+    result.budget = verdict.to_dict()
+    return result
 
 
 def _copy_result(spec, root, printed, before, artifacts) -> tuple[str | None, str]:
@@ -394,12 +417,23 @@ def _no_result_reason(spec: TrialSpec, env: dict[str, str], dir_error: str) -> s
     return reason + "; check that job.py runs recipe.execute(SimEnv(...)) and that the run finished"
 
 
-def child_nvflare_version(python: str, env: dict[str, str], cwd: Path) -> str | None:
-    """The nvflare version installed for the trial interpreter (asked only on this failure path)."""
+def child_nvflare_version(python: str, env: dict[str, str], workspace: Path) -> str | None:
+    """The nvflare version installed for the trial interpreter (asked only on this failure path).
+
+    Isolated and started outside the job (`childenv.helper_argv`), so no module a candidate left in the
+    workspace can run here, outside the trial's sandbox.
+    """
     code = "import importlib.metadata as m; print(m.version('nvflare'))"
     try:
         done = subprocess.run(
-            [python, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=30, check=False
+            childenv.helper_argv(python, code, env, workspace),
+            cwd=tempfile.gettempdir(),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None

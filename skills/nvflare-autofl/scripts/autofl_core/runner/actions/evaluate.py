@@ -1,11 +1,14 @@
-"""evaluate: validate the pending draft, apply it, re-import job.py, then run it (sim) and finalize, or mark it
+"""evaluate: validate the pending draft, re-import job.py with it, then run it (sim) and finalize, or mark it
 ready for external execution (poc/prod).
 
 Validation (nothing written on a rejection): best snapshot, fixed budget and workspace unchanged; the draft's
 deterministic diff within the trust contract (see `drafts`); run args canonical and within bounds (see
 `runargs`); not empty; literature-linked candidates edit source. Then: candidate.patch, manifest `running`
 with the execution fingerprint (and `crash_replay` provenance when an identical fingerprint crashed before),
-apply, re-import (fixed budget and objective invariants must hold, else restore and reject), trial, finalize.
+re-import of the draft seen over the workspace (fixed budget and objective invariants must hold, else reject),
+trial, finalize. A sealed trial (see `trial/seal.py`) sees the draft on its own view of the job, so the live
+workspace is never written before a keep installs it; without the sandbox (and in poc/prod, where the user
+exports the job from its folder) the draft is applied to the workspace first and restored afterwards.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ def run(campaign, options, now: str) -> ActionResult:
     paths = campaign.paths
     manifest = pick_pending(campaign, options.manifest, want=v.PREPARED)
     require_open(state_mod.compute(campaign, now), "evaluate")
+    if campaign.settings["env"] == "sim":
+        campaign_trial.start_probe(campaign)  # runs while the candidate is validated and re-imported
     check_unchanged(campaign, manifest)
     best = campaign.best()
     best_files = snapshots.files_of(paths, best)
@@ -56,10 +61,11 @@ def run(campaign, options, now: str) -> ActionResult:
     campaign_trial.check_args(campaign, manifest["candidate_id"], effective)
     faults.checkpoint("evaluate:validated")
     prepared = manifest
-    manifest = _materialize(campaign, manifest, draft, runargs.flatten(own), effective, best, now)
+    _check_reimport(campaign, manifest, draft, now)
+    faults.checkpoint("evaluate:reimported")
+    sealed = campaign.settings["env"] == "sim" and campaign_trial.sealing(campaign)
+    manifest = _materialize(campaign, manifest, draft, runargs.flatten(own), effective, best, now, apply=not sealed)
     try:
-        _check_reimport(campaign, manifest, now)
-        faults.checkpoint("evaluate:reimported")
         if campaign.settings["env"] != "sim":
             ready = dict(manifest, status=v.READY, updated_at=now)
             manifests.write(paths, ready)
@@ -70,7 +76,7 @@ def run(campaign, options, now: str) -> ActionResult:
                     "candidate_status": v.READY,
                 }
             )
-        return _simulate(campaign, manifest, draft, now)
+        return _simulate(campaign, manifest, draft, now, sealed=sealed)
     except (CampaignError, Interrupted, KeyboardInterrupt, OSError):
         if not paths.journal.exists():
             try:
@@ -118,8 +124,10 @@ def _reserved(campaign) -> set[str]:
     return {name_flag} if name_flag else set()
 
 
-def _materialize(campaign, manifest, draft, own: list[str], effective: list[str], best, now: str) -> dict:
-    """Write candidate.patch and the `running` manifest, then apply the draft to the workspace."""
+def _materialize(
+    campaign, manifest, draft, own: list[str], effective: list[str], best, now: str, *, apply: bool
+) -> dict:
+    """Write candidate.patch and the `running` manifest, then (`apply`) write the draft into the workspace."""
     paths = campaign.paths
     candidate_id = manifest["candidate_id"]
     patch_path = paths.candidate_dir(candidate_id) / "candidate.patch"
@@ -137,6 +145,7 @@ def _materialize(campaign, manifest, draft, own: list[str], effective: list[str]
         patch_stats=_patch_stats(draft),
         candidate_source_sha256=draft.digest,
         execution_fingerprint=print_,
+        workspace_applied=apply,
     )
     updated.pop("crash_replay", None)
     replay = next(
@@ -157,7 +166,7 @@ def _materialize(campaign, manifest, draft, own: list[str], effective: list[str]
     faults.checkpoint("evaluate:patch_written")
     manifests.write(paths, updated)
     faults.checkpoint("evaluate:manifest_running")
-    for rel in draft.touched:  # one file at a time: a crash in between is recovered from the `running` manifest
+    for rel in draft.touched if apply else ():  # one file at a time: recovery undoes a partial apply
         sources.write_files(paths.workspace, {rel: draft.files[rel]})
         faults.checkpoint("evaluate:applied_partially")
     faults.checkpoint("evaluate:applied")
@@ -165,12 +174,12 @@ def _materialize(campaign, manifest, draft, own: list[str], effective: list[str]
     return updated
 
 
-def _check_reimport(campaign, manifest: dict, now: str) -> None:
-    """The applied candidate's job.py must import with the same fixed budget and objective invariants."""
+def _check_reimport(campaign, manifest: dict, draft, now: str) -> None:
+    """The candidate's job.py, seen over the workspace, must import with the same fixed budget and objective."""
     paths = campaign.paths
     folder = paths.candidate_dir(manifest["candidate_id"])
     try:
-        config = contract.import_config(paths.job, campaign.settings)
+        config = contract.import_config(paths.job, campaign.settings, overlay=draft.files)
     except CampaignError as error:
         atomic.write_text(folder / "import.log", f"{now} re-import rejected: {error}\n")
         raise CampaignError(f"the candidate's job.py is no longer admissible ({error}); fix the draft") from None
@@ -201,14 +210,20 @@ def _budget_text(old: dict, new: dict) -> str:
     return f"({', '.join(parts)})" if parts else "(pinning arguments differ)"
 
 
-def _simulate(campaign, manifest: dict, draft, now: str) -> ActionResult:
+def _simulate(campaign, manifest: dict, draft, now: str, *, sealed: bool) -> ActionResult:
     paths = campaign.paths
     candidate_id = manifest["candidate_id"]
     result = campaign_trial.run(
-        campaign, name=candidate_id, run_args=manifest["effective_run_args"], kind="candidate", candidate=candidate_id
+        campaign,
+        name=candidate_id,
+        run_args=manifest["effective_run_args"],
+        kind="candidate",
+        candidate=candidate_id,
+        stage_files=draft.files if sealed else None,
     )
     outcome, reason = result.outcome, result.failure_reason
-    expected = dict(campaign.best().hashes, **sources.file_hashes({rel: draft.files[rel] for rel in draft.touched}))
+    applied = {} if sealed else sources.file_hashes({rel: draft.files[rel] for rel in draft.touched})
+    expected = dict(campaign.best().hashes, **applied)
     drift = sources.differing(paths.workspace, expected)
     if drift and outcome != v.OUTCOME_INFRASTRUCTURE_RETRY:
         outcome, reason = v.OUTCOME_CRASH, f"managed source changed while the candidate ran: {', '.join(drift)}"
@@ -230,6 +245,7 @@ def _simulate(campaign, manifest: dict, draft, now: str) -> ActionResult:
             "runtime_seconds": result.runtime_seconds,
             "run_command": result.run_command,
             "failure_reason": reason or None,
+            "budget": result.budget,
         },
         artifacts=dict(
             manifest["artifacts"],
@@ -242,7 +258,7 @@ def _simulate(campaign, manifest: dict, draft, now: str) -> ActionResult:
     extras = {
         "candidate_manifest": str(paths.manifest(candidate_id)),
         "candidate_status": status,
-        "network_isolation": campaign_trial.network_status(campaign, result),
+        **campaign_trial.envelope_extras(campaign, result),
     }
     return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
 
@@ -251,7 +267,8 @@ def _unapply(campaign, manifest: dict, prepared: dict) -> None:
     """Take a rejected or interrupted candidate out of the workspace; its manifest is exactly as prepared again."""
     paths = campaign.paths
     campaign.forget()
-    snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"])
+    applied = manifest.get("workspace_applied", True)
+    snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"] if applied else [])
     campaign_trial.clear_marker(campaign)
     if not prepared["artifacts"].get("patch"):
         (paths.candidate_dir(manifest["candidate_id"]) / "candidate.patch").unlink(missing_ok=True)

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ...campaign import ledger
@@ -52,6 +53,7 @@ def admit(options, given: dict, now: str) -> tuple[Campaign, dict[str, bytes]]:
     campaign_trial.check_args(campaign, v.BASELINE_NAME, [])
     if env == "sim":
         check_python(settings["python"], paths.workspace)
+        campaign_trial.check_isolable(campaign)
     return campaign, files
 
 
@@ -76,10 +78,8 @@ def create(campaign: Campaign, files: dict[str, bytes]) -> None:
 
 def start(campaign, options, now: str) -> ActionResult:
     """The first step of a new campaign: the baseline in simulation (poc/prod: submit_baseline follows)."""
-    code, network = run_baseline(campaign) if campaign.settings["env"] == "sim" else (EXIT_OK, None)
-    extras = {"initialized": True, "baseline_retried": False}
-    if network:
-        extras["network_isolation"] = network
+    code, trial = run_baseline(campaign) if campaign.settings["env"] == "sim" else (EXIT_OK, {})
+    extras = {"initialized": True, "baseline_retried": False, **trial}
     return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
 
 
@@ -92,9 +92,9 @@ def run(campaign, options, now: str) -> ActionResult:
         return ActionResult(extras={"initialized": False, "baseline_retried": False})
     _refresh_baseline_source(campaign)
     check_python(campaign.settings["python"], campaign.paths.workspace)
-    code, network = run_baseline(campaign)
+    code, trial = run_baseline(campaign)
     return ActionResult(
-        extras={"initialized": False, "baseline_retried": True, "network_isolation": network},
+        extras={"initialized": False, "baseline_retried": True, **trial},
         exit_code=code,
         ledger_changed=True,
     )
@@ -106,14 +106,16 @@ def next_baseline_name(rows: list[dict]) -> str:
     return v.BASELINE_NAME if not used else f"baseline_retry_{len(used)}"
 
 
-def run_baseline(campaign) -> tuple[int, str | None]:
+def run_baseline(campaign) -> tuple[int, dict]:
     """Run the next baseline attempt and record its row: scored, unscored (exit 1) or a sandbox denial (75).
 
-    Returns the exit code and how the trial's network was isolated.
+    Returns the exit code and what the envelope says about how the trial ran (`campaign_trial.envelope_extras`).
     """
     paths = campaign.paths
     name = next_baseline_name(campaign.rows())
-    result = campaign_trial.run(campaign, name=name, run_args=[], kind=v.BASELINE)
+    result = campaign_trial.run(
+        campaign, name=name, run_args=[], kind=v.BASELINE, stage_files=campaign_trial.sealed_view(campaign)
+    )
     row = v.baseline_row(
         name=name,
         score=result.score,
@@ -129,10 +131,10 @@ def run_baseline(campaign) -> tuple[int, str | None]:
     ledger.append_row(paths.results, v.infrastructure_retry_row(row) if denied else row)
     campaign_trial.clear_marker(campaign)
     campaign.forget()
-    network = campaign_trial.network_status(campaign, result)
+    trial = campaign_trial.envelope_extras(campaign, result)
     if denied:
-        return EXIT_SANDBOX, network
-    return (EXIT_OK if result.score is not None else EXIT_UNSCORED), network
+        return EXIT_SANDBOX, trial
+    return (EXIT_OK if result.score is not None else EXIT_UNSCORED), trial
 
 
 def _undo_new_campaign(paths: CampaignPaths, had_config: bool) -> None:
@@ -188,7 +190,11 @@ def check_outputs(paths: CampaignPaths, sources_rel: list[str]) -> None:
 
 
 def check_python(python: str, workspace: Path) -> None:
-    """The trial interpreter must start and import nvflare (otherwise every trial would crash and count)."""
+    """The trial interpreter must start and import nvflare (otherwise every trial would crash and count).
+
+    Isolated and started outside the job (`childenv.helper_argv`): a module a candidate left in the workspace
+    (an `importlib.py`) is never imported by this check, which runs outside any trial's sandbox.
+    """
     env = childenv.build_child_env(os.environ, passthrough=[], simulator_root=workspace, token="python-check")
     code = (
         "import importlib.metadata as m, importlib.util as u, sys\n"
@@ -197,9 +203,10 @@ def check_python(python: str, workspace: Path) -> None:
     )  # finds nvflare without importing it (that takes seconds)
     try:
         done = subprocess.run(
-            [python, "-c", code],
-            cwd=workspace,
+            childenv.helper_argv(python, code, env, workspace),
+            cwd=tempfile.gettempdir(),
             env=env,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=PYTHON_CHECK_TIMEOUT,

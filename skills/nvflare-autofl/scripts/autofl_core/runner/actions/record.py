@@ -16,11 +16,11 @@ from pathlib import Path
 
 from ...campaign import ledger
 from ...campaign import vocabulary as v
-from ...trial import metrics
+from ...trial import metrics, what_ran
 from .. import finalize, noise
 from ..checks import pick_pending
 from ..outcome import ActionResult, CampaignError
-from ..store import sources
+from ..store import contract, sources
 
 LIT_RE = re.compile(r"lit-(\d{4,})")
 JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -77,6 +77,11 @@ def _baseline(campaign, options) -> ActionResult:
         )
     job_id = _job_id(options.job_id)
     found = _external_score(campaign, options)
+    if (found["budget"] or {}).get("status") == what_ran.VIOLATED:
+        raise CampaignError(
+            f"the external baseline's artifacts show a different budget ({found['budget']['reason']}); run the "
+            "baseline with the fixed budget and record it again"
+        )
     taken = any(r["name"] == v.BASELINE_NAME for r in rows)
     name = f"baseline_external_{len(rows)}" if taken else v.BASELINE_NAME
     ledger.append_row(
@@ -129,6 +134,8 @@ def _candidate(campaign, options, now: str) -> ActionResult:
     else:
         found = _external_score(campaign, options)
         reason = None
+    if (found.get("budget") or {}).get("status") == what_ran.VIOLATED:
+        found, reason = dict(found, score=None), found["budget"]["reason"]  # never kept, whatever it scored
     best_row = campaign.best_row()
     status = (
         v.CRASH
@@ -155,6 +162,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             "runtime_seconds": None,
             "run_command": f"external submission{f' (job id {job_id})' if job_id else ''}",
             "failure_reason": reason,
+            "budget": found.get("budget"),
         },
     )
     files = sources.read_files(paths.workspace, sorted(expected)) if status == v.KEEP else None
@@ -188,6 +196,7 @@ def _external_score(campaign, options) -> dict:
             "metric_source": "external:--score",
             "metric_artifact": None,
             "artifacts": None,
+            "budget": _budget(campaign, what_ran.WhatRan()),
         }
     if options.artifacts is None:
         raise CampaignError("pass --score X or --artifacts DIR (a downloaded job or result folder)")
@@ -206,7 +215,15 @@ def _external_score(campaign, options) -> dict:
         "metric_source": found.metric_source,
         "metric_artifact": campaign.paths.rel(folder / found.metric_artifact) if found.metric_artifact else None,
         "artifacts": _artifacts_rel(campaign, options.artifacts),
+        "budget": _budget(campaign, what_ran.read_what_ran(folder)),
     }
+
+
+def _budget(campaign, ran: what_ran.WhatRan) -> dict:
+    """The fixed budget checked against what an external run's artifacts show (unverified without them)."""
+    config = campaign.config
+    verdict = what_ran.check(ran, num_rounds=contract.num_rounds(config), num_clients=contract.num_clients(config))
+    return verdict.to_dict()
 
 
 def _artifacts_rel(campaign, given: str) -> str:

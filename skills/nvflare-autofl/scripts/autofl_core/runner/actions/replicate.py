@@ -16,6 +16,7 @@ import re
 
 from ...campaign import ledger
 from ...campaign import vocabulary as v
+from ...trial.execute import TrialResult
 from .. import campaign_trial, noise, runargs
 from .. import state as state_mod
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError, Interrupted
@@ -39,10 +40,12 @@ def run(campaign, options, now: str) -> ActionResult:
         plan.append((n, replicate_name(best["name"], n), _run_args(campaign, seed, value), value))
     for _n, name, args, _value in plan:
         campaign_trial.check_args(campaign, name, args)
-    done, code = [], EXIT_OK
+    done, code, trial = [], EXIT_OK, {}
     for n, name, args, value in plan:
         how = f"{seed[0]} {value}" if seed else "identical rerun"
-        row = _one(campaign, best, n, name, args, how)
+        row, result = _one(campaign, best, n, name, args, how)
+        extras = campaign_trial.envelope_extras(campaign, result)
+        trial = {**extras, "tampering": sorted(set(trial.get("tampering", [])) | set(extras["tampering"]))}
         done.append(
             {"name": name, "score": row["score"], "seed": value, "failure_reason": row["failure_reason"] or None}
         )
@@ -52,7 +55,9 @@ def run(campaign, options, now: str) -> ActionResult:
         if row["score"] is None:
             code = EXIT_UNSCORED
     return ActionResult(
-        extras={"replicates": done, "seed_option": seed[0] if seed else None}, exit_code=code, ledger_changed=True
+        extras={"replicates": done, "seed_option": seed[0] if seed else None, **trial},
+        exit_code=code,
+        ledger_changed=True,
     )
 
 
@@ -105,11 +110,13 @@ def _run_args(campaign, seed: tuple[str, str] | None, value: str | None) -> list
     return runargs.flatten(pairs)
 
 
-def _one(campaign, best: dict, n: int, name: str, args: list[str], how: str) -> dict:
+def _one(campaign, best: dict, n: int, name: str, args: list[str], how: str) -> tuple[dict, TrialResult]:
     """One replicate trial and its ledger row (the workspace is restored if the run changed managed source)."""
     paths = campaign.paths
     try:
-        result = campaign_trial.run(campaign, name=name, run_args=args, kind=v.REPLICATE)
+        result = campaign_trial.run(
+            campaign, name=name, run_args=args, kind=v.REPLICATE, stage_files=campaign_trial.sealed_view(campaign)
+        )
     except (CampaignError, Interrupted, KeyboardInterrupt):
         campaign_trial.clear_marker(campaign)
         raise
@@ -138,4 +145,4 @@ def _one(campaign, best: dict, n: int, name: str, args: list[str], how: str) -> 
     written = ledger.append_row(paths.results, row)
     campaign_trial.clear_marker(campaign)
     campaign.forget()
-    return written
+    return written, result

@@ -67,6 +67,7 @@ def build(
     baseline = rows[walk.baseline] if walk.baseline is not None else None
     observed = facts.best_observed(rows, walk)
     selected = _selected(campaign, state, rows, walk, best, baseline, observed, band)
+    budgets = _budgets(campaign, rows)
     evidence = warning_rules.Evidence(
         rows=rows,
         best=best,
@@ -113,8 +114,9 @@ def build(
         "warnings": warning_rules.collect(evidence),
         "compute": dict(facts.compute_spent(rows), **_wall_time(campaign, context.stored_state or state)),
         "network": _network(campaign, rows),
-        "leaderboard": [_entry(row) for row in rows if row["status"] != v.LITERATURE],
-        "failures": [_entry(row) for row in rows if row["status"] in v.FAILURES],
+        "sandbox": _sandbox(campaign, rows),
+        "leaderboard": [_entry(row, budgets) for row in rows if row["status"] != v.LITERATURE],
+        "failures": [_entry(row, budgets) for row in rows if row["status"] in v.FAILURES],
         "abandoned": sorted(m["candidate_id"] for m in campaign.manifests() if m["status"] == v.ABANDONED),
         "cap_changes": list(campaign.meta.get("cap_changes") or []),
         "setting_changes": list(campaign.meta.get("setting_changes") or []),
@@ -220,25 +222,62 @@ def _noise_section(rows: list[dict], estimate: dict | None, band: float | None) 
 def _network(campaign, rows: list[dict]) -> dict:
     """How trials could reach the network: the `--allow-network` setting and what the latest trial recorded
     (`isolated`, `allowed` or `unavailable: <why>`; None when the runner ran no trial, as in poc/prod)."""
-    latest = None
-    for row in reversed(rows):
-        run = campaign.paths.resolve(row["artifacts"]) if row.get("artifacts") else None
-        if run is not None and run.parent == campaign.paths.output_root:  # a runner trial, not an external run
-            latest = _trial_network(run / "trial.json")
-            break
+    run = _latest_run(campaign, rows)
+    latest = _trial_network(run / "trial.json") if run else None
     return {"allow_network": bool(campaign.settings.get("allow_network", False)), "latest_trial": latest}
 
 
 def _trial_network(path: Path) -> str | None:
     """A trial's `network_isolation`; null there means isolation was not requested (`allowed`)."""
-    try:
-        document = bounded.read_json(path)
-    except bounded.BoundedReadError:
-        return None
+    document = _trial_record(path)
     value = document.get("network_isolation", "") if document else ""
     if value is None:
         return "allowed"
     return value if isinstance(value, str) and value else None
+
+
+def _sandbox(campaign, rows: list[dict]) -> dict:
+    """How the latest runner trial was sealed (its trial.json `sandbox`)."""
+    run = _latest_run(campaign, rows)
+    sandbox = (_trial_record(run / "trial.json") or {}).get("sandbox") if run else None
+    return {"latest_trial": sandbox if isinstance(sandbox, dict) else None}
+
+
+def _latest_run(campaign, rows: list[dict]) -> Path | None:
+    """The run folder of the latest runner trial (None without one, as in poc/prod)."""
+    for row in reversed(rows):
+        run = campaign.paths.resolve(row["artifacts"]) if row.get("artifacts") else None
+        if run is not None and run.parent == campaign.paths.output_root:  # a runner trial, not an external run
+            return run
+    return None
+
+
+def _trial_record(path: Path) -> dict | None:
+    try:
+        document = bounded.read_json(path)
+    except bounded.BoundedReadError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _budgets(campaign, rows: list[dict]) -> dict[str, str | None]:
+    """Per scored row, whether its fixed budget was verified from what ran: the manifest's `result.budget` for
+    candidates, trial.json for the runner's baseline and replicate trials."""
+    recorded = {m["candidate_id"]: (m.get("result") or {}).get("budget") for m in campaign.manifests()}
+    found = {}
+    for row in rows:
+        if row["score"] is None:
+            continue
+        budget = recorded.get(row["name"]) if row["candidate_manifest"] else None
+        if budget is None and not row["candidate_manifest"] and row.get("artifacts"):
+            run = campaign.paths.resolve(row["artifacts"])
+            budget = (
+                (_trial_record(run / "trial.json") or {}).get("budget")
+                if run.parent == campaign.paths.output_root
+                else None
+            )
+        found[row["name"]] = budget.get("status") if isinstance(budget, dict) else v.BUDGET_UNVERIFIED
+    return found
 
 
 def _wall_time(campaign, state: dict) -> dict:
@@ -263,7 +302,7 @@ def _parse(stamp) -> datetime | None:
         return None
 
 
-def _entry(row: dict) -> dict:
+def _entry(row: dict, budgets: dict[str, str | None]) -> dict:
     notes = row["failure_reason"] if row["status"] in v.FAILURES else row["diff_summary"]
     if row["status"] == v.DISCARD and row["failure_reason"]:
         notes = f"{row['diff_summary']}; {row['failure_reason']}"
@@ -277,6 +316,7 @@ def _entry(row: dict) -> dict:
         "artifacts": row["artifacts"],
         "notes": notes,
         "run_command": row["run_command"],
+        "budget": budgets.get(row["name"]),
     }
 
 

@@ -7,9 +7,11 @@ artifacts. Usage: `text = render(data)`.
 
 from __future__ import annotations
 
+from ...campaign import vocabulary as v
 from ...campaign.compare import format_score
 from .facts import GROUP_FAMILY, GROUP_LITERATURE, GROUP_UNCLASSIFIED
 
+BUDGET_WORDS = {v.BUDGET_VERIFIED: "budget verified", v.BUDGET_VIOLATED: "violated", v.BUDGET_UNVERIFIED: "unverified"}
 MAX_LEADERBOARD = 200  # rows shown in the markdown leaderboard (the JSON has them all)
 
 
@@ -279,7 +281,7 @@ def _compute(data: dict) -> list[str]:
         lines.append(f"- {compute['rows_without_runtime']} row(s) have no recorded runtime (external runs)")
     if wall is not None:
         lines.append(f"- Campaign wall time: {wall:.0f} s ({compute['started_at']} to {compute['last_activity_at']})")
-    return lines + _network_line(data["network"]) + [""]
+    return lines + _network_line(data["network"]) + _sandbox_line(data["sandbox"]["latest_trial"]) + [""]
 
 
 def _network_line(network: dict) -> list[str]:
@@ -293,18 +295,31 @@ def _network_line(network: dict) -> list[str]:
     return [f"- Trial network: not isolated; the latest trial recorded `{latest}`"]
 
 
+def _sandbox_line(sandbox: dict | None) -> list[str]:
+    if not sandbox:
+        return []
+    if sandbox.get("sealed"):
+        return [
+            "- Trial sandbox: sealed (own view of the job, user + mount + PID namespaces, read-only host): candidate "
+            "code could not write the workspace or the campaign files"
+        ]
+    missing = ", ".join(sandbox.get("missing") or []) or "the overlay view of the job"
+    return [f"- Trial sandbox: not sealed; missing on this host: {missing} (campaign files checked after each trial)"]
+
+
 def _leaderboard(data: dict) -> list[str]:
     lines = [
         "## Leaderboard",
         "",
-        "| status | name | score | changed files | manifest | artifacts | notes |",
-        "|---|---|---|---|---|---|---|",
+        "| status | name | score | budget | changed files | manifest | artifacts | notes |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     board = data["leaderboard"]
     for entry in board[:MAX_LEADERBOARD]:
         lines.append(
-            f"| {entry['status']} | {entry['name']} | {entry['score_text']} | {_cell(entry['changed_files'])} "
-            f"| {_cell(entry['manifest'])} | {_cell(entry['artifacts'])} | {_cell(entry['notes'])} |"
+            f"| {entry['status']} | {entry['name']} | {entry['score_text']} | {BUDGET_WORDS.get(entry['budget'], '-')} "
+            f"| {_cell(entry['changed_files'])} | {_cell(entry['manifest'])} | {_cell(entry['artifacts'])} "
+            f"| {_cell(entry['notes'])} |"
         )
     if len(board) > MAX_LEADERBOARD:
         lines += ["", f"{len(board) - MAX_LEADERBOARD} more row(s) in autofl_report.json and results.tsv."]

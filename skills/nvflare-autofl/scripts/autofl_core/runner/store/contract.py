@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from ...common import atomic, bounded
@@ -38,14 +39,20 @@ INVARIANT_KEYS = (
 )
 
 
-def import_config(job: Path, settings_or_given: dict) -> dict:
-    """Static import of job.py with the campaign's metric and base args; admission errors are rejections."""
+def import_config(job: Path, settings_or_given: dict, overlay: dict[str, bytes] | None = None) -> dict:
+    """Static import of job.py with the campaign's metric and base args; admission errors are rejections.
+
+    `overlay`: a candidate's files seen in place of the workspace's (nothing is written).
+    """
     from ...importer import api as importer  # the AST walk: only initialize and evaluate need it
     from ...importer.files import JobImportError
 
     try:
         config = importer.import_job(
-            job, metric=settings_or_given.get("metric"), base_args=settings_or_given.get("base_args") or []
+            job,
+            metric=settings_or_given.get("metric"),
+            base_args=settings_or_given.get("base_args") or [],
+            overlay=overlay,
         )
     except JobImportError as error:
         raise CampaignError(str(error)) from None
@@ -156,6 +163,20 @@ def uses_simenv(config: dict) -> bool:
 def num_rounds(config: dict) -> int | None:
     value = ((config.get("fixed_budget") or {}).get("num_rounds") or {}).get("value")
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def num_clients(config: dict) -> int | None:
+    value = ((config.get("fixed_budget") or {}).get("num_clients") or {}).get("value")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def literal_simulator_paths(config: dict, workspace: Path) -> list[str]:
+    """The simulator workspace a FedJob writes to whatever NVFLARE_SIMULATOR_WORKSPACE_ROOT says, as an absolute
+    path (a sealed trial maps it onto its private simulator root); empty when the job reads the variable."""
+    from ...importer.admission import literal_workspace
+
+    value = literal_workspace(config)
+    return [os.path.abspath(os.path.join(workspace, os.path.expanduser(value)))] if value else []
 
 
 def schema_budget(config: dict) -> dict:

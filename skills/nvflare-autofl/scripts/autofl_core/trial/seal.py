@@ -1,0 +1,205 @@
+"""The runner's side of the trial sandbox: probe what this host allows, write a trial's plan, read what held.
+
+`sandbox.py` (beside this module, run by path with `python -I`) is the trial's first program; this module
+decides what it is asked to do. A *sealed* trial runs on its own view of the job: the managed files as the
+trial must see them (the best source, or the best plus a candidate's edits) are staged in the trial folder and
+laid over the live workspace by an overlay, every write lands in a private upper folder, the runner's folders
+are hidden, writes to the temp folder and HOME are discarded, literal simulator paths and the trial's own
+folders are mapped to private folders, and the rest of the host is read-only. Without the namespaces and
+overlays that needs, the trial is only *contained* (user, PID, network namespaces as far as they work) and runs
+in the live workspace, as before sealed trials existed. Usage::
+
+    if can_seal(probe(python, env)):                 # once per runner process and interpreter
+        plan = write_plan(trial_dir, workspace=ws, stage_files=files, hide=[...], network="isolated")
+    launch = launcher_argv(python, plan, argv)       # cwd: the trial folder, never the job
+    status = read_status(trial_dir)                   # {"sealed", "protections", "missing"}
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+LAUNCHER = Path(__file__).resolve().parent / "sandbox.py"
+PLAN, STATUS = "sandbox-plan.json", "sandbox-status.json"
+SEALED_NEEDS = ("user_namespace", "mount_namespace", "workspace_view", "read_only_host")
+PROBE_TIMEOUT = 30.0
+_PROBES: dict[str, dict] = {}
+_PENDING: dict[str, subprocess.Popen] = {}  # probes started early (start_probe), not yet collected
+
+
+def start_probe(python: str, env: dict[str, str]) -> None:
+    """Start the probe of `python` in the background (the caller goes on with its own start-up meanwhile);
+    `probe` collects it."""
+    if python not in _PROBES and python not in _PENDING:
+        try:
+            _PENDING[python] = _launch_probe(python, env)
+        except OSError:
+            pass  # probe() tries again and records the error
+
+
+def probe(python: str, env: dict[str, str]) -> dict:
+    """What the sandbox can set up on this host with `python` (cached per interpreter for this process)."""
+    if python not in _PROBES:
+        proc = _PENDING.pop(python, None)
+        try:
+            proc = proc or _launch_probe(python, env)
+            try:
+                out, _err = proc.communicate(timeout=PROBE_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise
+            document = json.loads(out.decode("utf-8", "replace") or "{}")
+        except (OSError, subprocess.SubprocessError, ValueError) as error:
+            document = {"protections": {}, "missing": [], "error": str(error)}
+        if not isinstance(document, dict) or not isinstance(document.get("protections"), dict):
+            document = {"protections": {}, "missing": [], "error": "the sandbox probe printed no status"}
+        _PROBES[python] = document
+    return _PROBES[python]
+
+
+@atexit.register
+def _end_pending() -> None:
+    """A probe nobody collected (the action stopped early) does not outlive the runner."""
+    for proc in _PENDING.values():
+        proc.kill()
+        proc.wait()
+
+
+def _launch_probe(python: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [python, "-I", str(LAUNCHER), "--probe"],
+        cwd=tempfile.gettempdir(),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def can_seal(document: dict) -> bool:
+    """True when a probe shows every protection a sealed trial needs."""
+    protections = document.get("protections") or {}
+    return all(protections.get(name) == "yes" for name in SEALED_NEEDS)
+
+
+def write_plan(
+    trial_dir: Path,
+    *,
+    workspace: Path,
+    network: str,
+    writable: list[Path],
+    home: str | None,
+    stage_files: dict[str, bytes] | None = None,
+    hide: list[Path] = (),
+    literal_paths: list[str] = (),
+) -> Path:
+    """Write the sandbox plan (and the staged files of a sealed trial) into `trial_dir`; returns the plan path.
+
+    `stage_files` None: a contained trial in the live workspace. Otherwise a sealed one: the files are staged,
+    `hide` folders of the workspace are invisible, `writable` folders (the one that holds the simulator root and
+    the private temp folder: a FedJob removes its simulator root, which a mount point could not be) stay writable, and each of `literal_paths` (a simulator workspace a job writes to whatever
+    NVFLARE_SIMULATOR_WORKSPACE_ROOT says) is mapped: its nearest existing folder gets an overlay whose upper
+    layer is in the trial folder (`literal_root` says where the job's results land).
+    """
+    trial_dir = Path(trial_dir)
+    plan: dict = {"status_file": str(trial_dir / STATUS), "cwd": str(workspace), "network": network}
+    if stage_files is not None:
+        _stage(trial_dir / "stage", stage_files)
+        for name in ("upper", "work"):
+            (trial_dir / name).mkdir()
+        plan.update(
+            required=list(SEALED_NEEDS),
+            view={
+                "workspace": str(workspace),
+                "stage": str(trial_dir / "stage"),
+                "upper": str(trial_dir / "upper"),
+                "work": str(trial_dir / "work"),
+                "hide": [str(path) for path in hide],
+            },
+            ephemeral=_ephemeral_entries(trial_dir, home),
+            writable=[str(path) for path in writable],
+            map=[_map_entry(trial_dir, index, target) for index, target in enumerate(literal_paths)],
+        )
+    path = trial_dir / PLAN
+    path.write_text(json.dumps(plan, sort_keys=True), encoding="utf-8")
+    return path
+
+
+def literal_root(trial_dir: Path, literal_paths: list[str]) -> Path | None:
+    """Where a sealed trial's results land when the job writes to its first literal simulator path."""
+    if not literal_paths:
+        return None
+    anchor, rel = _anchor(literal_paths[0])
+    return Path(trial_dir) / "mapped-0" / "upper" / rel
+
+
+def _map_entry(trial_dir: Path, index: int, target: str) -> dict:
+    folder = Path(trial_dir) / f"mapped-{index}"
+    for name in ("upper", "work"):
+        (folder / name).mkdir(parents=True)
+    anchor, _rel = _anchor(target)
+    return {"path": anchor, "upper": str(folder / "upper"), "work": str(folder / "work")}
+
+
+def _anchor(target: str) -> tuple[str, str]:
+    """The nearest existing folder of `target` (overlaid in the trial) and the path of `target` below it."""
+    path = Path(os.path.abspath(target))
+    anchor = path
+    while not anchor.is_dir() and anchor != anchor.parent:
+        anchor = anchor.parent
+    anchor = Path(os.path.realpath(anchor))
+    rel = path.relative_to(anchor) if path.is_relative_to(anchor) else Path(path.name)
+    if rel == Path("."):
+        anchor, rel = anchor.parent, Path(anchor.name)  # the job removes and recreates the folder itself
+    return str(anchor), str(rel)
+
+
+def launcher_argv(python: str, plan: Path, argv: list[str]) -> list[str]:
+    return [str(python), "-I", str(LAUNCHER), "--plan", str(plan), "--", *argv]
+
+
+def read_status(trial_dir: Path, *, sealed: bool) -> dict:
+    """The envelope's `sandbox` object: whether the trial was sealed, each protection, the missing ones."""
+    try:
+        document = json.loads((Path(trial_dir) / STATUS).read_text(encoding="utf-8"))
+        protections = dict(document["protections"])
+    except (OSError, ValueError, KeyError, TypeError):
+        protections = {"user_namespace": "unavailable: the sandbox launcher wrote no status"}
+    missing = sorted(name for name, value in protections.items() if str(value).startswith("unavailable"))
+    held = sealed and all(protections.get(name) == "yes" for name in SEALED_NEEDS)
+    return {"sealed": held, "protections": protections, "missing": missing}
+
+
+def network_word(status: dict) -> str:
+    """The older `network_isolation` word: isolated, allowed, or unavailable: <why>."""
+    value = status["protections"].get("network", "unavailable: no status")
+    return {"yes": "isolated"}.get(value, value)
+
+
+def _stage(folder: Path, files: dict[str, bytes]) -> None:
+    for rel, data in sorted(files.items()):
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    folder.mkdir(exist_ok=True)
+
+
+def _ephemeral_entries(trial_dir: Path, home: str | None) -> list[dict]:
+    """The temp folders and HOME: reads see the host, writes vanish with the trial."""
+    paths = []
+    for path in (tempfile.gettempdir(), "/tmp", home or ""):
+        real = os.path.realpath(path) if path else ""
+        if real and real != "/" and os.path.isdir(real) and real not in paths:
+            paths.append(real)
+    entries = []
+    for index, path in enumerate(paths):
+        scratch = trial_dir / f"scratch-{index}"
+        scratch.mkdir()
+        entries.append({"path": path, "scratch": str(scratch)})
+    return entries
