@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from ..campaign.plot_worker import PlotWorker
-from ..common import atomic, faults
+from ..common import atomic, faults, trees
 from ..importer import runner_view as importer
 from ..trial import childenv
 from ..trial.argv import TrialError
@@ -120,7 +119,7 @@ def run(campaign, *, name: str, run_args: list[str], kind: str, candidate: str |
             processes.terminate_tree(None, (childenv.TOKEN_VAR, token))
             raise
     finally:
-        shutil.rmtree(temp_parent, ignore_errors=True)
+        trees.remove_tree(temp_parent)  # iterative, never raises: a trial may leave a very deep tree
     record = {key: value for key, value in result.to_dict().items() if key not in ("token", "pid")}
     atomic.write_json(campaign.paths.run_dir(name) / "trial.json", record)
     return result

@@ -12,11 +12,10 @@ Usage::
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...common import atomic, bounded, faults
+from ...common import atomic, bounded, faults, trees
 from ..outcome import CampaignError
 from . import sources
 
@@ -44,7 +43,7 @@ def install(paths, files: dict[str, bytes], *, candidate: str) -> Snapshot:
 def stage(paths, files: dict[str, bytes], *, candidate: str) -> Snapshot:
     """Write `files` as the staged next best (`snapshots/staging/`); nothing live changes yet."""
     staging = paths.snapshots / "staging"
-    shutil.rmtree(staging, ignore_errors=True)
+    trees.remove_tree(staging)
     sources.write_files(staging / "source", files)
     hashes = sources.file_hashes(files)
     snapshot = Snapshot(candidate=candidate, hashes=hashes, digest=sources.digest_of_hashes(hashes))
@@ -60,20 +59,20 @@ def swap(paths, digest: str) -> None:
     snapshots = paths.snapshots
     staging, previous, best = snapshots / "staging", snapshots / "previous", paths.best
     if _digest_at(best) == digest:
-        shutil.rmtree(previous, ignore_errors=True)
-        shutil.rmtree(staging, ignore_errors=True)
+        trees.remove_tree(previous)
+        trees.remove_tree(staging)
         return
     if _digest_at(staging) != digest:
         raise CampaignError(
             f"the staged best snapshot {digest[:12]} is missing, so an interrupted keep cannot be "
             f"finished; restore {paths.snapshots} from a backup"
         )
-    shutil.rmtree(previous, ignore_errors=True)
+    trees.remove_tree(previous)
     if best.exists():
         best.rename(previous)
     faults.checkpoint("finalize:swap_parked")
     staging.rename(best)
-    shutil.rmtree(previous, ignore_errors=True)
+    trees.remove_tree(previous)
 
 
 def repair(paths) -> None:
@@ -82,8 +81,8 @@ def repair(paths) -> None:
     previous = snapshots / "previous"
     if not paths.best.exists() and previous.exists():
         previous.rename(paths.best)
-    shutil.rmtree(previous, ignore_errors=True)
-    shutil.rmtree(snapshots / "staging", ignore_errors=True)
+    trees.remove_tree(previous)
+    trees.remove_tree(snapshots / "staging")
 
 
 def _digest_at(folder: Path) -> str | None:
