@@ -79,6 +79,11 @@ def read_draft(source_dir: Path, best: dict[str, bytes], config: dict, workspace
                 f"the draft creates {rel}, but the workspace already has an unmanaged file there; "
                 "pick another file name"
             )
+    for rel in changed + created:
+        try:
+            sources.check_inside(workspace, rel)
+        except CampaignError as error:
+            raise CampaignError(f"the draft path {error}") from None
     return Draft(files=files, changed=changed, created=created, patch=unified_patch(best, files, changed + created))
 
 

@@ -41,7 +41,9 @@ def recover(campaign, now: str) -> dict:
         if manifest["status"] != v.RUNNING:
             continue
         campaign.forget()
-        snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"])
+        snapshots.restore_workspace(
+            paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
+        )
         reset = dict(manifest, status=v.PREPARED, updated_at=now)
         reset.pop("trial", None)
         atomic.write_json(paths.manifest(manifest["candidate_id"]), reset)

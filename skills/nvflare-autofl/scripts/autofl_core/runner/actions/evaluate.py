@@ -21,7 +21,7 @@ from .. import settings as settings_mod
 from .. import state as state_mod
 from ..checks import pick_pending, require_open
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError, Interrupted
-from ..store import contract, manifests, snapshots, sources
+from ..store import contract, created, manifests, snapshots, sources
 
 
 def run(campaign, options, now: str) -> ActionResult:
@@ -157,6 +157,7 @@ def _materialize(campaign, manifest, draft, own: list[str], effective: list[str]
     faults.checkpoint("evaluate:patch_written")
     manifests.write(paths, updated)
     faults.checkpoint("evaluate:manifest_running")
+    created.record(paths, candidate_id, {rel: draft.files[rel] for rel in draft.created})  # before any write
     for rel in draft.touched:  # one file at a time: a crash in between is recovered from the `running` manifest
         sources.write_files(paths.workspace, {rel: draft.files[rel]})
         faults.checkpoint("evaluate:applied_partially")
@@ -251,7 +252,9 @@ def _unapply(campaign, manifest: dict, prepared: dict) -> None:
     """Take a rejected or interrupted candidate out of the workspace; its manifest is exactly as prepared again."""
     paths = campaign.paths
     campaign.forget()
-    snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"])
+    snapshots.restore_workspace(
+        paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
+    )
     campaign_trial.clear_marker(campaign)
     if not prepared["artifacts"].get("patch"):
         (paths.candidate_dir(manifest["candidate_id"]) / "candidate.patch").unlink(missing_ok=True)

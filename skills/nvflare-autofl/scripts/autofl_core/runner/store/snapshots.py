@@ -7,7 +7,7 @@ Usage::
 
     install(paths, files, candidate="lr-x2")     # files: {rel: bytes}
     best = load(paths)                           # Snapshot(candidate, hashes, digest)
-    restore_workspace(paths, best, remove=["new_module.py"])
+    restore_workspace(paths, best, candidate="lr-x2")   # managed files back, its recorded creations removed
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...common import atomic, bounded, faults, trees
 from ..outcome import CampaignError
-from . import sources
+from . import created, sources
 
 SCHEMA = "nvflare.autofl.snapshot.v1"
 
@@ -127,17 +127,18 @@ def workspace_drift(paths, snapshot: Snapshot) -> list[str]:
     return sources.differing(paths.workspace, snapshot.hashes)
 
 
-def restore_workspace(paths, snapshot: Snapshot, remove: list[str] = ()) -> list[str]:
-    """Make the workspace's managed files equal the snapshot and delete `remove` (files the snapshot lacks).
+def restore_workspace(paths, snapshot: Snapshot, remove: list[str] = (), candidate: str | None = None) -> list[str]:
+    """Make the workspace's managed files equal the snapshot and take out what the runner created for the
+    candidate (`created.undo`: only files and folders it recorded creating, never a path merely named in
+    `remove`, which only identifies the candidate when `candidate` is not given).
 
     Returns the files it rewrote or removed. Idempotent.
     """
     drifted = workspace_drift(paths, snapshot)
     if drifted:
         sources.write_files(paths.workspace, {rel: _copy(paths, rel) for rel in drifted})
-    extra = [rel for rel in remove if rel not in snapshot.hashes and (paths.workspace / rel).exists()]
-    sources.remove_files(paths.workspace, extra)
-    return drifted + extra
+    removed = created.undo(paths, keep=snapshot.hashes, candidate=candidate, named=list(remove))
+    return drifted + removed
 
 
 def _copy(paths, rel: str) -> bytes:
