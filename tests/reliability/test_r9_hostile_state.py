@@ -542,16 +542,17 @@ def test_at_file_run_args_are_refused_before_the_budget_check(fromfile_campaign,
     ws = tmp_path / "ws"
     shutil.copytree(fromfile_campaign, ws)
     assert run_inproc(ws, "initialize").code == 0
-    before = tree_digest(ws, skip=VOLATILE)
-    done = run_inproc(ws, "prepare", "--name", "smuggle", "--hypothesis", "h", "--run-args", "--tag @extra.py")
-    assert done.code == 2 and "@extra.py" in done.stderr and "fromfile" in done.stderr, done.stderr
-    assert tree_digest(ws, skip=VOLATILE) == before
     assert run_inproc(ws, "prepare", "--name", "smuggle", "--hypothesis", "h").code == 0
     before = tree_digest(ws, skip=VOLATILE)
-    done = run_inproc(ws, "evaluate", "--run-args", "--tag @extra.py")
-    assert done.code == 2 and "@extra.py" in done.stderr, done.stderr
-    assert tree_digest(ws, skip=VOLATILE) == before
-    assert run_inproc(ws, "evaluate", "--run-args", "--tag=@extra.py").code == 0  # inline: argparse never expands
+    # the inline form too: the runner passes run args on as `--tag @extra.py`, which argparse would expand
+    for text in ("--tag @extra.py", "--lr 0.2 --tag @extra.py", "@extra.py", "--tag=@extra.py"):
+        done = run_inproc(ws, "evaluate", "--run-args", text)
+        assert done.code == 2 and "'@extra.py'" in done.stderr and "fromfile" in done.stderr, done.stderr
+        assert tree_digest(ws, skip=VOLATILE) == before
+    done = run_inproc(ws, "evaluate", "--run-args", "--tag plain")
+    assert done.code == 0, done.stderr
+    log = (ws / "autofl_runs" / "smuggle" / "run.log").read_text()
+    assert "Round 2 started." in log and "Round 3 started." not in log  # the fixed budget (3 rounds) held
 
 
 def test_at_file_base_args_are_refused(fromfile_campaign, tmp_path):

@@ -183,6 +183,11 @@ def _check_reimport(campaign, manifest: dict, now: str) -> None:
     changed = [key for key in before if before[key] != after[key]]
     if changed:
         problems.append(f"it changes the objective ({', '.join(changed)})")
+    smuggled = importer.fromfile_arguments(config, manifest["effective_run_args"])
+    if smuggled:
+        problems.append(
+            f"its job.py reads the run arg {smuggled[0]!r} as a file of more arguments (fromfile_prefix_chars)"
+        )
     log = f"{now} re-import: " + ("; ".join(problems) if problems else "fixed budget and objective unchanged") + "\n"
     atomic.write_text(folder / "import.log", log)
     if problems:
