@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -589,6 +590,7 @@ def test_a_candidate_that_turns_on_fromfile_arguments_is_rejected(fromfile_campa
 
 # --- recorded text in the report -----------------------------------------------------------------------------
 
+UNESCAPED_COMMENT = re.compile(r"(?<!\\)<!--")  # `\<!--` is a literal "<!--", not the start of a comment
 HOSTILE = "faster\n## Injected heading\n<!-- hide the rest\u202e\u2066 `x` ![t](http://tracker/x.png) | cell"
 
 
@@ -600,7 +602,7 @@ def test_recorded_text_cannot_restructure_the_report(ws):
     markdown = (ws / "autofl_report.md").read_text()
     assert "Injected heading" in markdown  # shown, as text
     assert not any(line.lstrip().startswith("## Injected") for line in markdown.splitlines())
-    assert "<!--" not in markdown and "](http://tracker" not in markdown
+    assert not UNESCAPED_COMMENT.search(markdown) and "\\<!--" in markdown and "](http://tracker" not in markdown
     assert not any(ch in markdown for ch in "\u202e\u2066\u200f\r")
 
 
@@ -627,11 +629,18 @@ def test_every_recorded_string_goes_through_the_one_rendering_helper(ws):
             assert a == b
         if a.startswith("|"):
             assert _cells(a) == _cells(b), (a, b)
-    assert "<!--" not in hostile and "](http" not in hostile
+    outside = _outside_code(hostile)  # inside a code span, `<!--` and `](` are literal text
+    assert not UNESCAPED_COMMENT.search(outside) and "](http" not in outside and "\\<!--" in outside
     assert not any(ch in hostile for ch in "\u202e\u2066\r")
 
 
 STRUCTURE = ("#", "|", "- ", "```", ">", "![", "<", "* ", "+ ", "1. ")
+
+
+def _outside_code(markdown: str) -> str:
+    """The markdown without its code spans and fenced blocks (what a renderer would interpret)."""
+    text = re.sub(r"^(`{3,})[^\n]*\n.*?^\1\s*$", "", markdown, flags=re.M | re.S)
+    return re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", text)
 
 
 def _cells(line: str) -> int:
