@@ -655,3 +655,14 @@ def _strings_replaced(value, text):
     if isinstance(value, list):
         return [_strings_replaced(item, text) for item in value]
     return value
+
+
+def test_the_readme_guarantees_name_existing_tests():
+    """Every test the README's Guarantees table names exists (a renamed test must not leave a stale promise)."""
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Guarantees") : readme.index("\n## ", readme.index("## Guarantees") + 1)]
+    named = set(re.findall(r"::(test_\w+)", section))
+    defined = set()
+    for path in (REPO / "tests").rglob("test_*.py"):
+        defined |= set(re.findall(r"^def (test_\w+)", path.read_text(encoding="utf-8"), re.M))
+    assert len(named) > 15 and named <= defined, sorted(named - defined)
