@@ -57,8 +57,8 @@ def recorded(value, style: str = "text") -> str:
     dropped, and then per `style`:
     - "text": inline markdown with `\\`, backticks, `<`, `>`, `|` and the `!` / `(` of images and links escaped;
     - "code": an inline code span, its fence longer than any backtick run inside;
-    - "fence": the fence of a code block (at least three backticks, longer than any run in `value`) -
-      `recorded(command, "block")` is the block's one line, its text only cleaned.
+    - "block": the one line of a fenced code block (only cleaned), and "fence": that block's fence (at least
+      three backticks, longer than any backtick run in `value`).
     """
     text = "".join(_clean_char(char) for char in str(value))
     if style == "block":
