@@ -3,7 +3,9 @@
 - no import cycle anywhere in autofl_core (function-level imports included);
 - actions are leaves: no module of runner/actions/ imports another action or the lifecycle shell, and only the
   shell loads actions;
-- the trial package stands alone (standard library and its own modules only): the home of "run one child";
+- the trial package stands alone (standard library, its own modules and the campaign-free utilities of common/
+  only): the home of "run one child"; common/ itself imports only the standard library and its own modules;
+- one remover of folder trees (`common/trees.remove_tree`, iterative): no `shutil.rmtree` anywhere else;
 - one status vocabulary: no raw status string outside campaign/vocabulary.py (the reviewed exceptions below);
 - one reader of campaign JSON (`common/bounded.read_json`);
 - every package `__init__.py` imports nothing and its docstring maps exactly the modules of its folder.
@@ -193,16 +195,41 @@ def _loads_by_name(tree: ast.AST) -> bool:
 
 
 def test_the_trial_package_stands_alone():
-    """trial/ imports only the standard library and its own modules, and sandbox.py (run by path) no module."""
+    """trial/ imports only the standard library, its own modules and common/; sandbox.py (run by path) no module."""
     for path in sorted((CORE / "trial").glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
-                assert node.level == 1 and path.name != "sandbox.py", f"{rel(path)} imports from outside trial/"
+                common = node.level == 2 and node.module == "common"
+                assert (node.level == 1 or common) and path.name != "sandbox.py", f"{rel(path)} imports from outside"
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
                 outside = [n for n in names if n.split(".")[0] not in sys.stdlib_module_names]
                 assert not outside, f"{rel(path)} imports {outside}"
+
+
+def test_common_imports_only_the_standard_library():
+    """common/ is the lowest layer (trial/ may use it): the standard library and its own modules only."""
+    for path in sorted((CORE / "common").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                assert node.level == 1, f"{rel(path)} imports from outside common/"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                outside = [n for n in names if n.split(".")[0] not in sys.stdlib_module_names]
+                assert not outside, f"{rel(path)} imports {outside}"
+
+
+def test_folder_trees_are_removed_only_by_the_iterative_remover():
+    """shutil.rmtree recurses per folder level (RecursionError on a trial's very deep tree): common/trees only."""
+    for path in PRODUCT_FILES:
+        if rel(path) == "autofl_core/common/trees.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "rmtree":
+                raise AssertionError(f"{rel(path)}:{node.lineno} calls rmtree; use common.trees.remove_tree")
+            if isinstance(node, ast.ImportFrom) and node.module == "shutil":
+                assert "rmtree" not in [a.name for a in node.names], f"{rel(path)} imports rmtree"
 
 
 def status_literals(tree: ast.AST) -> list[tuple[int, str]]:

@@ -25,6 +25,7 @@ SECTIONS = {
         "budget_conflicts",
         "schema_args",
         "allow_abbrev",
+        "fromfile_prefix_chars",
         "parsed",
         "problems",
         "class_parsers",

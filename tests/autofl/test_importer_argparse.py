@@ -288,3 +288,35 @@ def test_custom_type_flags_keep_raw_strings_with_medium_confidence():
         "value": "--amp true",
     }
     assert "choices" not in flag(config, "--opt")
+
+
+@pytest.mark.parametrize(
+    "call, recorded",
+    [
+        ("argparse.ArgumentParser(description=__doc__)", None),
+        ('argparse.ArgumentParser(description=__doc__, fromfile_prefix_chars="@")', "@"),
+        ('argparse.ArgumentParser(description=__doc__, fromfile_prefix_chars="@+")', "@+"),
+        ("argparse.ArgumentParser(description=__doc__, fromfile_prefix_chars=None)", None),
+        ('argparse.ArgumentParser(description=__doc__, fromfile_prefix_chars=os.environ.get("P", "@"))', "unknown"),
+    ],
+)
+def test_fromfile_prefix_chars_are_recorded_and_at_file_base_args_refused(tmp_path, call, recorded):
+    from autofl_core.importer import argparse_flow, runner_view
+
+    source = (FIXTURES / "hello_numpy" / "job.py").read_text()
+    assert "argparse.ArgumentParser(description=__doc__)" in source
+    job = tmp_path / "job.py"
+    job.write_text(
+        source.replace("argparse.ArgumentParser(description=__doc__)", call, 1).replace(
+            "import argparse", "import argparse\nimport os", 1
+        )
+    )
+    config = api.import_job(job)
+    chars = config["argparse"]["fromfile_prefix_chars"]
+    assert chars == (argparse_flow.UNKNOWN_FROMFILE if recorded == "unknown" else recorded)
+    assert runner_view.fromfile_arguments(config, ["--lr", "@more.txt", "+x", "-0.1", "./data"]) == (
+        [] if chars is None else [t for t in ("@more.txt", "+x") if t[0] in chars]
+    )
+    refused = api.import_job(job, base_args=["--workspace", "@more.txt"])
+    codes = [e["code"] for e in refused["admission_errors"] if "fromfile_prefix_chars" in e["message"]]
+    assert codes == ([] if chars is None else ["AUTOFL_INVALID_BASE_ARGS"])

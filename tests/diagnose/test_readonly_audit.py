@@ -171,6 +171,31 @@ def test_explicit_credential_paths_are_skipped_unopened(tmp_path, audit):
     assert {s.path: s.status for s in ev.sources}[str(alias)] == "skipped_credential"
 
 
+def test_a_log_named_symlink_into_a_startup_kit_is_skipped_and_reported(tmp_path, audit):
+    """`local/log.txt` named like a log but linking into the kit's `startup/` folder: the credential filter
+    applies to the resolved target as well as the name, and the report says the link was skipped."""
+    site = tmp_path / "prod_00" / "site-1"
+    kit_file = write(site / "startup" / "fed_client.json", '{"token": "SHOULD-NEVER-BE-READ"}\n')
+    nested = write(site / "startup" / "keys" / "notes.txt", "SHOULD-NEVER-BE-READ\n")
+    real_log = write(site / "log.txt", "2026-06-02 11:03:10 - X - ERROR - boom\n")
+    (site / "local").mkdir()
+    os.symlink(kit_file, site / "local" / "log.txt")
+    os.symlink(nested, site / "local" / "log_fl.txt")
+    alias = tmp_path / "given.log"
+    os.symlink(nested, alias)  # given explicitly: the target's folders count, not only its parent
+    with audit as seen:
+        ev = collect_evidence([str(tmp_path / "prod_00"), str(alias)], job_id=None, **LIMITS)
+    opened = {os.path.realpath(path) for path, _m, _f in seen.opened}
+    assert str(kit_file) not in opened and str(nested) not in opened
+    assert str(real_log) in opened
+    statuses = {s.path: s.status for s in ev.sources}
+    for link in (site / "local" / "log.txt", site / "local" / "log_fl.txt", alias):
+        assert statuses.get(str(link)) == "skipped_credential", (link, statuses)
+    notes = " ".join(ev.not_read)
+    assert f"{site / 'local' / 'log.txt'}: symlink to credential material" in notes, notes
+    assert "SHOULD-NEVER-BE-READ" not in " ".join(line.text for line in ev.lines)
+
+
 def _load_cli():
     path = Path(__file__).resolve().parents[2] / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py"
     spec = importlib.util.spec_from_file_location("diagnose_job_cli_under_audit", path)

@@ -1,4 +1,4 @@
-"""The reliability catalogue (R1-R4, R7 of the quality bars) reuses the runner test helpers of tests/autofl."""
+"""The reliability catalogue (R1-R4, R7, R9 of the quality bars) reuses the runner test helpers of tests/autofl."""
 
 import sys
 from pathlib import Path

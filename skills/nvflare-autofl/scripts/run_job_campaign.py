@@ -15,7 +15,8 @@ Every action prints one JSON envelope on stdout (sorted keys) and progress on st
 Exit codes: 0 success; 1 an execution finished without a score (unscored baseline, crashed candidate);
 2 rejected request, invalid contract or busy workspace (nothing changed; one line on stderr);
 75 the host sandbox denied the simulation (never counted; needs the human-approved execution scope);
-130/143 interrupted by SIGINT/SIGTERM (the trial tree is ended and the candidate is pending again);
+129/130/131/143 interrupted by SIGHUP/SIGINT/SIGQUIT/SIGTERM (each handled alike: the trial tree is ended
+and the candidate is pending again);
 141 (quietly) the reader of stdout went away.
 """
 
@@ -47,7 +48,15 @@ _load_private_package("autofl_core")
 from autofl_core.campaign import guard_inputs  # noqa: E402
 from autofl_core.common import cli  # noqa: E402
 from autofl_core.runner import lifecycle  # noqa: E402
-from autofl_core.runner.outcome import EXIT_INVALID, EXIT_SIGINT, EXIT_SIGTERM, CampaignError, Interrupted  # noqa: E402
+from autofl_core.runner.outcome import (  # noqa: E402
+    EXIT_INVALID,
+    EXIT_SIGHUP,
+    EXIT_SIGINT,
+    EXIT_SIGQUIT,
+    EXIT_SIGTERM,
+    CampaignError,
+    Interrupted,
+)
 
 ACTIONS = ("initialize", "prepare", "evaluate", "abandon", "record", "suggest", "status", "replicate", "report")
 ARGUMENT_STRING_OPTIONS = ("--base-args", "--run-args", "--score")  # values may start with "-"
@@ -168,14 +177,21 @@ def join_argument_strings(argv: list[str]) -> list[str]:
 
 
 def _install_signal_handlers() -> None:
-    def handler(signum, _frame):
-        for sig in (signal.SIGTERM, signal.SIGINT):  # a second signal must not interrupt the cleanup
-            signal.signal(sig, signal.SIG_IGN)
-        name = signal.Signals(signum).name
-        raise Interrupted(name, EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT)
+    """SIGTERM, SIGINT, SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\\) all unwind the action the same way."""
+    codes = {
+        signal.SIGTERM: EXIT_SIGTERM,
+        signal.SIGINT: EXIT_SIGINT,
+        signal.SIGHUP: EXIT_SIGHUP,
+        signal.SIGQUIT: EXIT_SIGQUIT,
+    }
 
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
+    def handler(signum, _frame):
+        for sig in codes:  # a second signal must not interrupt the cleanup
+            signal.signal(sig, signal.SIG_IGN)
+        raise Interrupted(signal.Signals(signum).name, codes[signum])
+
+    for sig in codes:
+        signal.signal(sig, handler)
 
 
 def _positive_int(text: str) -> int:
@@ -201,7 +217,8 @@ def _threshold(name: str):
 
 def _epilog() -> str:
     return (
-        "Exit codes: 0 ok, 1 unscored execution, 2 rejected (nothing changed), 75 sandbox denial, 130/143 interrupted."
+        "Exit codes: 0 ok, 1 unscored execution, 2 rejected (nothing changed), 75 sandbox denial, "
+        "129/130/131/143 interrupted (SIGHUP/SIGINT/SIGQUIT/SIGTERM)."
     )
 
 

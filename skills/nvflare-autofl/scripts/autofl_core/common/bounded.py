@@ -58,18 +58,24 @@ def read_json(path: str | os.PathLike, limit: int = MAX_DOCUMENT_BYTES) -> dict 
     """The JSON object at `path` (None when the file does not exist), read as `read_regular` reads.
 
     Raises BoundedReadError for a file that is not a bounded regular file, "is not valid JSON" for one that is
-    not UTF-8 JSON (too deeply nested included), "is not a JSON object" for any other JSON value.
+    not UTF-8 JSON (too deeply nested, or holding NaN/Infinity, included), "is not a JSON object" for any other
+    JSON value.
     """
     data = read_regular(path, limit)
     if data is None:
         return None
     try:
-        document = json.loads(data.decode("utf-8"))
+        document = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         raise BoundedReadError("is not valid JSON") from None
     if not isinstance(document, dict):
         raise BoundedReadError("is not a JSON object")
     return document
+
+
+def _no_constant(word: str):
+    """NaN and Infinity are not JSON (every campaign document is written with allow_nan=False): damage."""
+    raise ValueError(f"{word} is not a JSON number")
 
 
 def _read_up_to(fd: int, count: int) -> bytes:

@@ -6,6 +6,7 @@ Every message says exactly what to change.
 
 from __future__ import annotations
 
+from . import argparse_flow as ap
 from .objective import is_lower_better_name
 
 UNSUPPORTED = "AUTOFL_UNSUPPORTED_JOB"
@@ -37,6 +38,16 @@ def _input_errors(config: dict) -> list[dict]:
     errors += [
         _error(INVALID_BASE_ARGS, f"--base-args: {e}; job.py's parser would reject it, fix --base-args")
         for e in config.get("argparse", {}).get("base_args_errors", [])
+    ]
+    errors += [
+        _error(
+            INVALID_BASE_ARGS,
+            f"--base-args: {token!r} starts with {token[0]!r}, which job.py's parser reads as a file of more "
+            "arguments (fromfile_prefix_chars); write those arguments out in --base-args",
+        )
+        for token in ap.fromfile_arguments(
+            config.get("argparse") or {}, config.get("argparse", {}).get("base_args", [])
+        )
     ]
     errors += [_error(BUDGET_CONFLICT, c) for c in config.get("argparse", {}).get("budget_conflicts", [])]
     errors += [_error(SCHEMA_BUDGET_MISMATCH, m) for m in config.get("schema", {}).get("budget_mismatches", [])]

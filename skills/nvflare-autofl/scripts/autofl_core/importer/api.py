@@ -106,6 +106,7 @@ def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], c
     problems = [p for prs in walk.parsers for p in prs.problems]
     return {
         "allow_abbrev": parser.allow_abbrev if parser else True,
+        "fromfile_prefix_chars": parser.fromfile_prefix_chars if parser else None,
         "class_parsers": [{"class": name, "line": line} for name, line in walk.class_parsers],
         "base_args": list(base_args),
         "base_args_errors": list(walk.base_args_errors),

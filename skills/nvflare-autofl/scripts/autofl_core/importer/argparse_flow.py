@@ -13,6 +13,10 @@ from typing import Any
 
 from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, to_jsonable, weakest
 
+# A parser's fromfile_prefix_chars the importer cannot read (not a literal): every punctuation mark a prefix could
+# plausibly be, except those that start ordinary values ("-0.1", "./data", "~/data", "_x").
+UNKNOWN_FROMFILE = "!\"#$%&'()*+,:;<=>?@[\\]^`{|}"
+DEFAULT_FROMFILE = "@"  # a config imported before the importer recorded the setting: the conventional prefix
 NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "count", "boolean_optional", "help", "version"}
 _TYPE_NAMES = {"int", "float", "str", "bool"}
 
@@ -68,6 +72,7 @@ class Parser:
     line: int
     allow_abbrev: bool = True
     flags: list[Flag] = field(default_factory=list)
+    fromfile_prefix_chars: str | None = None  # argparse reads `@file` arguments from a file when set
     set_defaults: dict[str, Val] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     label: str = "ArgumentParser"
@@ -219,6 +224,24 @@ def namespace_attribute(namespace: Namespace, attr: str) -> Val:
     if attr in namespace.values:
         return namespace.values[attr]
     return Val(None, UNRESOLVED, f"args.{attr}", reason=f"the parser defines no argument with dest '{attr}'")
+
+
+def fromfile_prefix(chars: Any) -> str | None:
+    """The `fromfile_prefix_chars=` of an ArgumentParser call as the importer records it (None when absent)."""
+    if chars is None:
+        return None
+    if isinstance(chars, Val) and chars.resolved and (chars.value is None or isinstance(chars.value, str)):
+        return chars.value or None
+    return UNKNOWN_FROMFILE
+
+
+def fromfile_arguments(section: dict, tokens: list[str]) -> list[str]:
+    """The tokens job.py's parser would replace by the lines of a file (argparse `fromfile_prefix_chars`): such a
+    file could carry any option, a fixed-budget one included, past every check of the command line."""
+    chars = section.get("fromfile_prefix_chars", DEFAULT_FROMFILE) if isinstance(section, dict) else None
+    if not chars:
+        return []
+    return [token for token in tokens if token and token[0] in chars]
 
 
 def cli_flags_from(flags: list[dict], allow_abbrev: bool = True) -> dict:

@@ -20,6 +20,11 @@ def cli_flags(config: dict) -> dict:
     return ap.cli_flags_from(section.get("flags") or [], section.get("allow_abbrev", True))
 
 
+def fromfile_arguments(config: dict, tokens: list[str]) -> list[str]:
+    """Tokens job.py's parser would expand from a file (`fromfile_prefix_chars`); see argparse_flow."""
+    return ap.fromfile_arguments(config.get("argparse") or {}, list(tokens))
+
+
 def _format_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -186,6 +186,7 @@ class Walker:
     def _new_parser(self, kwargs: dict, node: ast.Call) -> ap.Parser:
         abbrev = kwargs.get("allow_abbrev")
         parser = ap.Parser(node.lineno, allow_abbrev=not (isinstance(abbrev, Val) and abbrev.value is False))
+        parser.fromfile_prefix_chars = ap.fromfile_prefix(kwargs.get("fromfile_prefix_chars"))
         self.out.parsers.append(parser)
         return parser
 

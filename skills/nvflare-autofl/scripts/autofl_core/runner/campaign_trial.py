@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from ..campaign.plot_worker import PlotWorker
-from ..common import atomic, faults
+from ..common import atomic, faults, trees
 from ..importer import runner_view as importer
 from ..trial import childenv, seal
 from ..trial.argv import TrialError
@@ -192,7 +191,7 @@ def run(
         finally:
             restored = guard.restore()
     finally:
-        shutil.rmtree(temp_parent, ignore_errors=True)
+        trees.remove_tree(temp_parent)  # iterative, never raises: a trial may leave a very deep tree
     campaign.forget()
     if restored:
         _tampered(result, restored)

@@ -26,6 +26,7 @@ from .store import contract, sources
 
 IGNORED_DIRS = frozenset({"__pycache__"})
 MAX_DRAFT_FILES = 2000
+MAX_DRAFT_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,11 @@ def read_draft(source_dir: Path, best: dict[str, bytes], config: dict, workspace
                 f"the draft creates {rel}, but the workspace already has an unmanaged file there; "
                 "pick another file name"
             )
+    for rel in changed + created:
+        try:
+            sources.check_inside(workspace, rel)
+        except CampaignError as error:
+            raise CampaignError(f"the draft path {error}") from None
     return Draft(files=files, changed=changed, created=created, patch=unified_patch(best, files, changed + created))
 
 
@@ -146,15 +152,29 @@ def _walk(root: Path) -> dict[str, bytes]:
             f"the candidate source {root} is not a plain folder; abandon the candidate and prepare again"
         )
     files: dict[str, bytes] = {}
-    for folder, dirs, names in os.walk(root):
-        base = Path(folder)
-        dirs[:] = [d for d in sorted(dirs) if not _skip_dir(base / d, root)]
-        for name in sorted(names):
-            rel = (base / name).relative_to(root).as_posix()
-            files[rel] = _read_member(base / name, rel)
+    folders = [root]  # iterative (os.walk recurses per level): a hostile draft may nest folders very deeply
+    while folders:
+        base = folders.pop()
+        if len(base.relative_to(root).parts) > MAX_DRAFT_DEPTH:
+            raise CampaignError(
+                f"the draft nests folders deeper than {MAX_DRAFT_DEPTH} levels "
+                f"({base.relative_to(root).parts[0]}/...); keep source files in a shallow tree"
+            )
+        with os.scandir(base) as handle:
+            entries = sorted(handle, key=lambda entry: entry.name)
+        for entry in entries:
+            path = base / entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if not _skip_dir(path, root):
+                    folders.append(path)
+                continue
+            if os.path.islink(path) and os.path.isdir(path):
+                _skip_dir(path, root)  # raises: a symlinked folder
+            rel = path.relative_to(root).as_posix()
+            files[rel] = _read_member(path, rel)
             if len(files) > MAX_DRAFT_FILES:
                 raise CampaignError(f"the draft holds more than {MAX_DRAFT_FILES} files; keep only source files in it")
-    return files
+    return dict(sorted(files.items()))
 
 
 def _skip_dir(path: Path, root: Path) -> bool:

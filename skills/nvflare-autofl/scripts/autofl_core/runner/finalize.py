@@ -149,8 +149,9 @@ def _apply(campaign, journal: dict) -> None:
         snapshots.repair(paths)
     faults.checkpoint("finalize:swapped")
     campaign.forget()
-    applied = journal.get("workspace_applied", True)  # a sealed trial left the workspace as the best had it
-    snapshots.restore_workspace(paths, campaign.best(), remove=journal["created_files"] if applied else [])
+    snapshots.restore_workspace(
+        paths, campaign.best(), remove=journal["created_files"], candidate=journal["candidate_id"]
+    )
     faults.checkpoint("finalize:workspace_restored")
     if journal["status"] == v.KEEP and journal["created_files"]:
         updated = contract.with_edit_paths(campaign.config, journal["created_files"])
@@ -189,6 +190,20 @@ def _read_journal(paths) -> dict | None:
         raise CampaignError(
             f"{paths.journal} {error}; check the last candidate by hand, then remove the file"
         ) from None
-    if journal is not None and journal.get("schema_version") != SCHEMA:
+    if journal is not None and not _journal_shape_ok(journal):
         raise CampaignError(f"{paths.journal} is damaged; check the last candidate by hand, then remove the file")
     return journal
+
+
+def _journal_shape_ok(journal: dict) -> bool:
+    """The fields `_apply` uses have their types (a hand-edited journal is refused, never half-applied)."""
+    return (
+        journal.get("schema_version") == SCHEMA
+        and isinstance(journal.get("candidate_id"), str)
+        and journal.get("status") in v.LEDGER_STATUSES
+        and isinstance(journal.get("created_files"), list)
+        and isinstance(journal.get("manifest"), dict)
+        and isinstance(journal.get("row"), dict)
+        and isinstance(journal.get("ledger_rows_before"), int)
+        and (journal.get("new_best_digest") is None or isinstance(journal.get("new_best_digest"), str))
+    )

@@ -14,7 +14,9 @@ EXIT_OK = 0
 EXIT_UNSCORED = 1
 EXIT_INVALID = 2
 EXIT_SANDBOX = 75
+EXIT_SIGHUP = 129
 EXIT_SIGINT = 130
+EXIT_SIGQUIT = 131
 EXIT_SIGTERM = 143
 
 
@@ -27,7 +29,8 @@ class CampaignError(Exception):
 
 
 class Interrupted(BaseException):
-    """SIGTERM or SIGINT arrived: unwind (ending the trial tree, restoring the workspace) and exit."""
+    """SIGTERM, SIGINT, SIGHUP or SIGQUIT arrived: unwind (ending the trial tree, restoring the workspace) and exit
+    128 + the signal number."""
 
     def __init__(self, signal_name: str, exit_code: int):
         super().__init__(signal_name)

@@ -4,7 +4,8 @@ Runs under the lock, so nothing found here is still owned by a live runner:
 1. an interrupted finalize (journal present) is finished (`finalize.replay`); otherwise a half-done snapshot
    swap is undone;
 2. an orphaned trial (`running_trial.json` present) has its whole tree terminated by its token (the child
-   runs in its own session and outlives the runner) and its temp folder removed;
+   runs in its own session and outlives the runner) and its temp folder removed, only when that folder is one
+   the runner makes (`own_trial_folder`: never a folder a hand-edited marker points at);
 3. a candidate left `running` (killed while applied or evaluating) is taken out of the workspace (best
    source restored, its created files removed) and returned to `prepared`; it does not count as an attempt.
 Usage: `extras = recover(campaign, now)` -> {"recovered_interrupted_evaluation": "<id>"} or {}.
@@ -12,15 +13,21 @@ Usage: `extras = recover(campaign, now)` -> {"recovered_interrupted_evaluation":
 
 from __future__ import annotations
 
-import shutil
+import os
+import re
+import stat
 import sys
+import tempfile
 from pathlib import Path
 
 from ..campaign import vocabulary as v
-from ..common import atomic, bounded
+from ..common import atomic, bounded, trees
 from . import finalize
 from .store import snapshots
 from .store.paths import TRIAL_TEMP_PREFIX
+
+TOKEN_RE = re.compile(r"[0-9a-f]{32}")  # secrets.token_hex(16), as campaign_trial writes it
+TRIAL_FOLDER_PREFIX = "autofl-"  # the folder trial/execute.run_trial makes inside the temp folder
 
 
 def recover(campaign, now: str) -> dict:
@@ -34,8 +41,9 @@ def recover(campaign, now: str) -> dict:
         if manifest["status"] != v.RUNNING:
             continue
         campaign.forget()
-        applied = manifest.get("workspace_applied", True)  # a sealed trial never wrote the workspace
-        snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"] if applied else [])
+        snapshots.restore_workspace(
+            paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
+        )
         reset = dict(manifest, status=v.PREPARED, updated_at=now)
         reset.pop("trial", None)
         atomic.write_json(paths.manifest(manifest["candidate_id"]), reset)
@@ -56,13 +64,33 @@ def _end_orphaned_trial(paths) -> None:
     if record is None:
         return
     token = record.get("token")
-    if isinstance(token, str) and token:
+    if isinstance(token, str) and TOKEN_RE.fullmatch(token):
         from ..trial import childenv, processes  # only when a runner died mid-trial
 
         survivors = processes.terminate_tree(None, (childenv.TOKEN_VAR, token))
         if survivors:
             print(f"autofl: processes of an orphaned trial survived termination: {survivors}", file=sys.stderr)
-    temp_dir = record.get("temp_dir")
-    if isinstance(temp_dir, str) and Path(temp_dir).name.startswith(TRIAL_TEMP_PREFIX):
-        shutil.rmtree(temp_dir, ignore_errors=True)
+    temp_dir = own_trial_folder(record.get("temp_dir"))
+    if temp_dir is not None and not trees.remove_tree(temp_dir):
+        print(f"autofl: could not remove the orphaned trial folder {temp_dir}; remove it by hand", file=sys.stderr)
     marker.unlink(missing_ok=True)
+
+
+def own_trial_folder(recorded) -> Path | None:
+    """The marker's temp folder, only when it is one the runner makes: a direct child of the system temp folder
+    named `afl-*`, a real folder (never a link) of this user, holding nothing but trial folders (`autofl-*`).
+    Anything else a marker names (a hand edit, a copied workspace) is left alone."""
+    if not isinstance(recorded, str) or not os.path.isabs(recorded):
+        return None
+    path = Path(os.path.normpath(recorded))
+    root = os.path.realpath(tempfile.gettempdir())
+    if not path.name.startswith(TRIAL_TEMP_PREFIX) or os.path.realpath(path.parent) != root:
+        return None
+    try:
+        info = os.lstat(path)
+        names = os.listdir(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        return None
+    return path if all(name.startswith(TRIAL_FOLDER_PREFIX) for name in names) else None

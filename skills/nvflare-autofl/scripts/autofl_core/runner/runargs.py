@@ -3,7 +3,8 @@
 A candidate's run args are canonical long options of job.py (`--lr 0.1`, `--lr=0.1`, `--use_amp`), never an
 alias, an abbreviation, a positional, a fixed-budget option or the runner-owned `--name`; values must parse
 with the job's own option types and choices, and stay inside `mutable_args` bounds of mutation_schema.yaml
-(when the schema declares `mutable_args`, only those options may change). Pure. Usage::
+(when the schema declares `mutable_args`, only those options may change); a token the job's parser would read
+as a file of more arguments (`fromfile_prefix_chars`, e.g. `@extra.py`) is refused first. Pure. Usage::
 
     own = parse_run_args(config, ["--lr=0.1"], reserved={"--name"}, budget={"--num_rounds", ...})
     effective = merge(best=[("--lr", "0.05"), ("--local_steps", "10")], own=own)   # own wins per flag
@@ -22,6 +23,7 @@ Arg = tuple[str, "str | None"]  # (canonical flag, value or None for a switch)
 
 def parse_run_args(config: dict, tokens: list[str], *, reserved: set[str], budget: set[str]) -> list[Arg]:
     """Validate candidate run args; returns them as (flag, value) pairs in order (a repeated flag: last wins)."""
+    refuse_fromfile(config, tokens, "run arg")
     flags = importer.cli_flags(config)
     takes_value = flags["takes_value"]
     bounds = _bounds(config)
@@ -50,10 +52,23 @@ def parse_run_args(config: dict, tokens: list[str], *, reserved: set[str], budge
         parsed[canonical] = value
         index += 1
     pairs = list(parsed.items())
+    refuse_fromfile(config, flatten(pairs), "run arg")  # `--tag=@x` is passed on as `--tag @x`: expanded too
     _, errors = importer.parse_job_args(config, flatten(pairs))
     if errors:
         raise CampaignError(f"run args rejected by job.py's parser: {errors[0]}; fix --run-args")
     return pairs
+
+
+def refuse_fromfile(config: dict, tokens: list[str], what: str) -> None:
+    """Refuse a token job.py's parser would replace by a file's lines (`fromfile_prefix_chars`, e.g. `@extra.py`):
+    the file could set a fixed-budget option no check of the command line ever sees."""
+    smuggled = importer.fromfile_arguments(config, tokens)
+    if smuggled:
+        token = smuggled[0]
+        raise CampaignError(
+            f"{what} {token!r} starts with {token[0]!r}, which job.py's parser reads as a file of more arguments "
+            "(fromfile_prefix_chars); write the arguments out instead"
+        )
 
 
 def merge(best: list[Arg], own: list[Arg]) -> list[Arg]:

@@ -21,7 +21,6 @@ import os
 import re
 import secrets
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from ..common import trees
 from . import argv as argv_mod
 from . import childenv, metrics, processes, progress, resultdir, rootcause, seal, watchdog, what_ran
 from .argv import TrialError
@@ -192,7 +192,7 @@ def run_trial(spec: TrialSpec) -> TrialResult:
         result.failure_reason = _network_hint(result, Path(spec.run_dir) / "run.log")
         return result
     finally:
-        shutil.rmtree(trial_dir, ignore_errors=True)
+        trees.remove_tree(trial_dir)  # iterative, never raises: a trial may leave a very deep tree
 
 
 def _run_in_root(
@@ -248,7 +248,7 @@ def _prepare_run_dir(run_dir: Path) -> Path:
         raise TrialError(
             argv_mod.INVALID, f"cannot use {run_dir} as the trial's output folder ({error.strerror}); pick another"
         ) from None
-    shutil.rmtree(run_dir / "simulation", ignore_errors=True)  # a stale copy must never be scored
+    trees.remove_tree(run_dir / "simulation")  # a stale copy must never be scored
     return log_path
 
 

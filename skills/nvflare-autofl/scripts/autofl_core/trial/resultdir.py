@@ -17,6 +17,7 @@ Usage: name, rule = resolve_result_dir(root, output_lines, injected_name=..., ex
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -24,6 +25,8 @@ import stat
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
+
+from ..common import trees
 
 PRINTED_PATH_RES = (
     re.compile(r"Result can be found in\s*:?\s*(?P<path>\S.*?)\s*$"),
@@ -136,12 +139,15 @@ def copy_result(source: Path, destination: Path) -> None:
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = destination.with_name(f".{destination.name}.{uuid.uuid4().hex}.tmp")
     try:
-        shutil.copytree(source, staging, symlinks=True, ignore=_special_files)
+        try:
+            shutil.copytree(source, staging, symlinks=True, ignore=_special_files)
+        except RecursionError:  # copytree recurses per folder level: a result nested that deep is not copied
+            raise OSError(errno.ELOOP, "the result folder is nested too deeply to copy", str(source)) from None
         _retire(destination)
         os.replace(staging, destination)
     finally:
         if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+            trees.remove_tree(staging)
 
 
 def _retire(destination: Path) -> None:
@@ -150,7 +156,7 @@ def _retire(destination: Path) -> None:
         retired = destination.with_name(f".{destination.name}.{uuid.uuid4().hex}.old")
         os.replace(destination, retired)
         if retired.is_dir() and not retired.is_symlink():
-            shutil.rmtree(retired, ignore_errors=True)
+            trees.remove_tree(retired)
         else:
             retired.unlink(missing_ok=True)
 

@@ -8,10 +8,15 @@ Rule (documented in references): a file is credential material when
   credentials, or contains secret / token / password (case-insensitive);
 - or any folder on its path is `startup` (an NVFLARE startup kit: every file there is skipped, including
   the non-secret fed_*.json configs, because when in doubt we skip) or itself has a credential-like name.
+
+A symlink is judged twice: by its own name and path, and by its resolved target (`link_target_parts` gives the
+target's names inside the given folders; `in_kit_folder` checks an absolute target for a kit folder), so a
+`local/log.txt` that links into `startup/` is skipped like the kit file itself.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 _SUFFIXES = (".key", ".pem", ".crt", ".cer", ".der", ".csr", ".p12", ".pfx", ".jks", ".keystore")
@@ -37,3 +42,21 @@ def is_credential(parts: Sequence[str]) -> bool:
     if any(folder.lower() in _KIT_FOLDERS or credential_name(folder) for folder in folders):
         return True
     return credential_name(name)
+
+
+def in_kit_folder(real_path: str) -> bool:
+    """True when any folder of the absolute (resolved) path is a startup kit folder."""
+    folders = os.path.normpath(real_path).split(os.sep)[:-1]
+    return any(folder.lower() in _KIT_FOLDERS for folder in folders)
+
+
+def link_target_parts(target: str, roots_real: Sequence[str]) -> list[tuple[str, ...]]:
+    """The resolved `target`'s name parts inside each given folder that holds it (the folder's own name kept
+    when it is a kit folder, as for the files walked directly)."""
+    found = []
+    for root in roots_real:
+        if target.startswith(root.rstrip(os.sep) + os.sep):
+            rel = tuple(os.path.relpath(target, root).split(os.sep))
+            name = os.path.basename(root.rstrip(os.sep))
+            found.append((name, *rel) if name.lower() in _KIT_FOLDERS else rel)
+    return found

@@ -23,13 +23,14 @@ from ..model import Evidence, Line, Source
 from . import job_folder, jobscope, jsontext, metrics_files, middle, prefixes, structured, workspaces
 from .bounded import Chunk, ReadFailure, chunk_from_bytes, chunk_parts, read_head_tail
 from .budget import plan_shares
-from .credentials import is_credential
+from .credentials import in_kit_folder, is_credential
 from .jsontext import numbered_to_lines
 from .walk import METRICS, OTHER_TEXT, STRUCTURED, EvidenceFile, file_site_label, read_order_key, walk_tree
 
 MAX_LISTED_SKIPPED = 20  # per status; the rest is summarised in not_read (keeps the report small)
 MAX_NOTES = 30
 STDIN_PATH = "<stdin>"
+LINKED_CREDENTIAL = "symlink to credential material (a startup kit or key file); skipped, never opened"
 _FIX = "pass a log file, a SimEnv/POC workspace or job-download folder, an evidence bundle or a saved nvflare CLI JSON envelope"
 
 
@@ -99,11 +100,16 @@ def evidence_from_envelopes(items: list[dict], *, job_id: str | None = None, max
 
 
 def _credential_path(path: str) -> bool:
-    """A given path is credential material when its (or its link target's) name or parent folder says so."""
-    for candidate in (os.path.normpath(os.path.abspath(path)), os.path.realpath(path)):
-        if is_credential((os.path.basename(os.path.dirname(candidate)), os.path.basename(candidate))):
-            return True
-    return False
+    """A given path is credential material when its (or its link target's) name or parent folder says so, or
+    when it resolves into a startup kit folder."""
+    given, real = os.path.normpath(os.path.abspath(path)), os.path.realpath(path)
+    if any(is_credential(_name_parts(candidate)) for candidate in (given, real)):
+        return True
+    return real != given and in_kit_folder(real)
+
+
+def _name_parts(path: str) -> tuple[str, str]:
+    return os.path.basename(os.path.dirname(path)), os.path.basename(path)
 
 
 def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> None:
@@ -111,12 +117,16 @@ def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> N
     ev = reader.ev
     if _credential_path(path):  # decided by name only, before any stat or open
         reader.skip_credential(path, file_site_label(path, job_id))
+        if os.path.islink(path) and not is_credential(_name_parts(os.path.normpath(os.path.abspath(path)))):
+            ev.not_read.append(f"{path}: {LINKED_CREDENTIAL}")
         return
     if os.path.isdir(path):
         result = walk_tree(path, roots_real, job_id)
         walked.extend(result.files)
         for cred_path, site in result.credentials:
             reader.skip_credential(cred_path, site)
+        for link in result.linked_credentials:
+            ev.not_read.append(f"{link}: {LINKED_CREDENTIAL}")
         for link in result.escaped:  # a deliberate safety skip, not missing evidence: noted, not a source
             ev.not_read.append(f"{link}: symlink pointing outside the given folders; not followed")
         for hint in result.hints:

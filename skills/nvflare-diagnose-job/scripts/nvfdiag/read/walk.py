@@ -5,8 +5,10 @@ Usage: `result = walk_tree(root, roots_real=[...], job_id="abc")`; `result.files
 
 Reading order: files under a folder named by the job id first; then error logs, metrics artifacts (and the
 meta.json of an exported job folder, see job_folder.py), logs (and captured stdout/stderr/console output), other
-JSON, other text; newest first inside a class. Credential files are listed, never stat-ed. Symlinks are
-followed only when their target stays inside one of the given roots; folder loops are detected.
+JSON, other text; newest first inside a class. Credential files are listed, never stat-ed; a symlink is also
+judged by its resolved target (into a startup kit or onto a key file: listed as credential material, never
+opened). Symlinks are followed only when their target stays inside one of the given roots; folder loops are
+detected.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .credentials import is_credential
+from .credentials import in_kit_folder, is_credential, link_target_parts
 from .job_folder import looks_exported
 from .sites import valid_site
 
@@ -66,6 +68,7 @@ class EvidenceFile:
 class WalkResult:
     files: list[EvidenceFile] = field(default_factory=list)
     credentials: list[tuple[str, str | None]] = field(default_factory=list)
+    linked_credentials: list[str] = field(default_factory=list)  # log-named links whose target is credential material
     escaped: list[str] = field(default_factory=list)
     hints: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -218,10 +221,14 @@ class _WalkState:
                 return
             target = os.path.realpath(entry.path)
             target_name = os.path.basename(target)
-            if is_credential(self._cred_parts((*rel, target_name))) or (
-                is_credential((target_name, "-")) and os.path.isdir(target)
+            if (
+                is_credential(self._cred_parts((*rel, target_name)))
+                or (is_credential((target_name, "-")) and os.path.isdir(target))
+                or any(is_credential(parts) for parts in link_target_parts(target, self.roots_real))
+                or in_kit_folder(target)
             ):
                 self.result.credentials.append((child_display, label))
+                self.result.linked_credentials.append(child_display)
                 return
             if not any(target == root or target.startswith(root + os.sep) for root in self.roots_real):
                 self.result.escaped.append(child_display)

@@ -17,7 +17,9 @@ def run(campaign, options, now: str) -> ActionResult:
             f"candidate {manifest['candidate_id']} is {manifest['status']}; only a pending candidate can be abandoned"
         )
     if manifest["status"] == v.READY:
-        snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"])
+        snapshots.restore_workspace(
+            paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
+        )
     manifests.write(paths, dict(manifest, status=v.ABANDONED, updated_at=now))
     campaign.forget()
     return ActionResult(

@@ -24,7 +24,7 @@ from .. import settings as settings_mod
 from .. import state as state_mod
 from ..checks import pick_pending, require_open
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError, Interrupted
-from ..store import contract, manifests, snapshots, sources
+from ..store import contract, created, manifests, snapshots, sources
 
 
 def run(campaign, options, now: str) -> ActionResult:
@@ -166,6 +166,7 @@ def _materialize(
     faults.checkpoint("evaluate:patch_written")
     manifests.write(paths, updated)
     faults.checkpoint("evaluate:manifest_running")
+    created.record(paths, candidate_id, {rel: draft.files[rel] for rel in draft.created})  # before any write
     for rel in draft.touched if apply else ():  # one file at a time: recovery undoes a partial apply
         sources.write_files(paths.workspace, {rel: draft.files[rel]})
         faults.checkpoint("evaluate:applied_partially")
@@ -191,6 +192,11 @@ def _check_reimport(campaign, manifest: dict, draft, now: str) -> None:
     changed = [key for key in before if before[key] != after[key]]
     if changed:
         problems.append(f"it changes the objective ({', '.join(changed)})")
+    smuggled = importer.fromfile_arguments(config, manifest["effective_run_args"])
+    if smuggled:
+        problems.append(
+            f"its job.py reads the run arg {smuggled[0]!r} as a file of more arguments (fromfile_prefix_chars)"
+        )
     log = f"{now} re-import: " + ("; ".join(problems) if problems else "fixed budget and objective unchanged") + "\n"
     atomic.write_text(folder / "import.log", log)
     if problems:
@@ -267,8 +273,9 @@ def _unapply(campaign, manifest: dict, prepared: dict) -> None:
     """Take a rejected or interrupted candidate out of the workspace; its manifest is exactly as prepared again."""
     paths = campaign.paths
     campaign.forget()
-    applied = manifest.get("workspace_applied", True)
-    snapshots.restore_workspace(paths, campaign.best(), remove=manifest["created_files"] if applied else [])
+    snapshots.restore_workspace(
+        paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
+    )
     campaign_trial.clear_marker(campaign)
     if not prepared["artifacts"].get("patch"):
         (paths.candidate_dir(manifest["candidate_id"]) / "candidate.patch").unlink(missing_ok=True)

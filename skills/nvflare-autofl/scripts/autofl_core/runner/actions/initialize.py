@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from ...campaign import ledger
 from ...campaign import vocabulary as v
+from ...common import trees
 from ...trial import childenv
 from .. import campaign_trial
 from ..open_campaign import Campaign
@@ -141,7 +141,7 @@ def _undo_new_campaign(paths: CampaignPaths, had_config: bool) -> None:
     """Remove what a failed initialize wrote before campaign.json existed (best effort, never raises)."""
     if not had_config:
         paths.autofl_yaml.unlink(missing_ok=True)
-    shutil.rmtree(paths.snapshots, ignore_errors=True)
+    trees.remove_tree(paths.snapshots)
     paths.campaign.unlink(missing_ok=True)
 
 

@@ -28,7 +28,7 @@ from .. import state as state_mod
 from ..open_campaign import Campaign
 from ..outcome import CampaignError
 from ..store import contract
-from ..store.lock import BUSY, workspace_lock
+from ..store.lock import shared_lock, workspace_lock
 from ..store.paths import CampaignPaths
 from . import build as report
 
@@ -202,23 +202,10 @@ def render_plot(campaign, state: dict, output: Path) -> bool:
 
 @contextlib.contextmanager
 def read_lock(path: Path):
-    """A shared flock on an existing lock file opened read-only (works on a read-only archive); "absent" when the
-    campaign has no lock file (then no runner has ever held it here)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        yield "absent"
-        return
-    try:
-        import fcntl
-
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise CampaignError(BUSY.format(path=path)) from None
-        yield "held"
-    finally:
-        os.close(fd)
+    """A shared lock on the campaign, opened read-only (works on a read-only archive); "absent" when the
+    campaign has no lock file (then no runner has ever held it here). See `store/lock.shared_lock`."""
+    with shared_lock(path) as held:
+        yield held
 
 
 def _stored_state(path: Path) -> dict | None:

@@ -2,10 +2,16 @@
 
 Sections: summary, selected candidate and why, what helped, what did not help, literature outcomes, families,
 trajectory, noise, warnings, compute and time, leaderboard, failures and friction, cap and setting changes,
-artifacts. Usage: `text = render(data)`.
+artifacts. Every recorded string (names, hypotheses, reasons, paths, commands, settings: anything that came
+from the ledger, a manifest, campaign.json or a trial) goes through `recorded`, so none can change the
+report's structure. Usage: `text = render(data)`.
 """
 
 from __future__ import annotations
+
+import re
+import unicodedata
+from urllib.parse import quote
 
 from ...campaign import vocabulary as v
 from ...campaign.compare import format_score
@@ -13,6 +19,8 @@ from .facts import GROUP_FAMILY, GROUP_LITERATURE, GROUP_UNCLASSIFIED
 
 BUDGET_WORDS = {v.BUDGET_VERIFIED: "budget verified", v.BUDGET_VIOLATED: "violated", v.BUDGET_UNVERIFIED: "unverified"}
 MAX_LEADERBOARD = 200  # rows shown in the markdown leaderboard (the JSON has them all)
+_MARKDOWN_ESCAPES = re.compile(r"[\\`<>|]|!(?=\[)|(?<=\])\(")
+_BACKTICK_RUN = re.compile(r"`+")
 
 
 def render(data: dict) -> str:
@@ -45,8 +53,50 @@ def _gain(value) -> str:
     return "-" if value is None else f"{value:+.6f}"
 
 
+def recorded(value, style: str = "text") -> str:
+    """A recorded string as markdown that cannot change the report's structure: control and line-break
+    characters become spaces, invisible format characters (bidirectional overrides, zero-width marks) are
+    dropped, and then per `style`:
+    - "text": inline markdown with `\\`, backticks, `<`, `>`, `|` and the `!` / `(` of images and links escaped;
+    - "code": an inline code span, its fence longer than any backtick run inside;
+    - "block": the one line of a fenced code block (only cleaned), and "fence": that block's fence (at least
+      three backticks, longer than any backtick run in `value`).
+    """
+    text = "".join(_clean_char(char) for char in str(value))
+    if style == "block":
+        return text
+    longest = max((len(run) for run in _BACKTICK_RUN.findall(text)), default=0)
+    if style == "fence":
+        return "`" * max(3, longest + 1)
+    if style == "code":
+        fence = "`" * (longest + 1)
+        pad = " " if text.startswith("`") or text.endswith("`") else ""
+        return f"{fence}{pad}{text}{pad}{fence}"
+    return _MARKDOWN_ESCAPES.sub(lambda match: "\\" + match.group(0), text)
+
+
+def _clean_char(char: str) -> str:
+    category = unicodedata.category(char)
+    if category in ("Cc", "Zl", "Zp"):
+        return " "
+    return "" if category in ("Cf", "Co", "Cs") else char
+
+
+def _code(value) -> str:
+    return recorded(value, "code")
+
+
+def _link_target(path) -> str:
+    """A link destination: cleaned and percent-encoded, so it can neither end the link nor start markup."""
+    return quote(recorded(path, "block"), safe="/._-~")
+
+
 def _cell(text) -> str:
-    return (str(text) if text not in (None, "") else "-").replace("|", "\\|").replace("\n", " ")
+    return recorded(text) if text not in (None, "") else "-"
+
+
+def _join(values, style: str = "text") -> str:
+    return ", ".join(recorded(value, style) for value in values)
 
 
 def _summary(data: dict) -> list[str]:
@@ -56,25 +106,27 @@ def _summary(data: dict) -> list[str]:
     lines = []
     if provenance["interim"]:
         lines += [
-            f"> Interim report: the campaign is still running (next action `{state['next_action']}`); it is "
+            f"> Interim report: the campaign is still running (next action {_code(state['next_action'])}); it is "
             "not a final answer.",
             "",
         ]
     elif provenance["confirm_interrupted"]:
         lines += [
             "> Report of an interrupted campaign: the user confirmed it was stopped while the state still "
-            f"said `{state['next_action']}` ({state['reason']}); no runner or trial process was alive.",
+            f"said {_code(state['next_action'])} ({recorded(state['reason'])}); no runner or trial process was alive.",
             "",
         ]
     return lines + [
-        f"- Objective: `{objective['metric']}` ({objective['mode']}, {direction}; direction from "
-        f"{objective['mode_contract_source']}), environment `{objective['env']}`",
-        f"- Requested metric: {objective['requested_metric'] or '(job key metric)'}; metric source "
-        f"{objective['metric_source']}; extraction order {', '.join(objective['metric_extraction_order'])}",
-        f"- Fixed budget: {budget['num_clients']} clients (min {budget['min_clients']}), {budget['num_rounds']} rounds",
+        f"- Objective: {_code(objective['metric'])} ({recorded(objective['mode'])}, {direction}; direction from "
+        f"{recorded(objective['mode_contract_source'])}), environment {_code(objective['env'])}",
+        f"- Requested metric: {recorded(objective['requested_metric'] or '(job key metric)')}; metric source "
+        f"{recorded(objective['metric_source'])}; extraction order {_join(objective['metric_extraction_order'])}",
+        f"- Fixed budget: {recorded(budget['num_clients'])} clients (min {recorded(budget['min_clients'])}), "
+        f"{recorded(budget['num_rounds'])} rounds",
         f"- Candidate budget: {cap['attempts']} attempt(s) of "
-        f"{'uncapped' if cap['cap'] is None else cap['cap']}; config `{data['config']}`",
-        f"- State: {state['decision']} ({state['reason']}); next action `{state['next_action']}`",
+        f"{'uncapped' if cap['cap'] is None else recorded(cap['cap'])}; config {_code(data['config'])}",
+        f"- State: {recorded(state['decision'])} ({recorded(state['reason'])}); next action "
+        f"{_code(state['next_action'])}",
         "",
     ]
 
@@ -86,26 +138,28 @@ def _selected(data: dict) -> list[str]:
         return lines + ["No scored result yet.", ""]
     lines.append(_baseline_vs_best(data))
     lines.append("")
-    lines.append(f"- Why: {chosen['why']}.")
-    facts = [f"kind {chosen['kind'] or 'unrecorded'}", f"family {chosen['family'] or 'unclassified'}"]
+    lines.append(f"- Why: {recorded(chosen['why'])}.")
+    facts = [
+        f"kind {recorded(chosen['kind'] or 'unrecorded')}",
+        f"family {recorded(chosen['family'] or 'unclassified')}",
+    ]
     if chosen["literature_event_id"]:
-        facts.append(f"literature event {chosen['literature_event_id']}")
+        facts.append(f"literature event {recorded(chosen['literature_event_id'])}")
     lines.append(f"- {', '.join(facts)}")
     if chosen["hypothesis"]:
-        lines.append(f"- Hypothesis (as recorded): {chosen['hypothesis']}")
+        lines.append(f"- Hypothesis (as recorded): {recorded(chosen['hypothesis'])}")
     lineage = chosen["lineage"]
-    chain = " <- ".join(f"`{name}`" for name in lineage["chain"])
-    partial = f" (partial: {', '.join(lineage['missing'])} not in the ledger)" if lineage["partial"] else ""
-    lines.append(
-        f"- Lineage: {chain}{partial}; files changed along it: {', '.join(lineage['changed_files']) or 'none'}"
-    )
+    chain = " <- ".join(_code(name) for name in lineage["chain"])
+    partial = f" (partial: {_join(lineage['missing'])} not in the ledger)" if lineage["partial"] else ""
+    lines.append(f"- Lineage: {chain}{partial}; files changed along it: {_join(lineage['changed_files']) or 'none'}")
     if chosen["effective_run_args"]:
-        lines.append(f"- Effective run args: `{' '.join(chosen['effective_run_args'])}`")
+        lines.append(f"- Effective run args: {_code(' '.join(chosen['effective_run_args']))}")
     if data["best_observed"]:
         seen = data["best_observed"]
+        reason = f"; {recorded(seen['reason'])}" if seen["reason"] else ""
         lines.append(
-            f"- Best observed (not selected): discard `{seen['name']}` {_score(seen['score'])} "
-            f"({_gain(seen['gain_over_best'])} over the best){'; ' + seen['reason'] if seen['reason'] else ''}"
+            f"- Best observed (not selected): discard {_code(seen['name'])} {_score(seen['score'])} "
+            f"({_gain(seen['gain_over_best'])} over the best){reason}"
         )
     lines.append("")
     for label, command in (
@@ -114,21 +168,23 @@ def _selected(data: dict) -> list[str]:
         ("Best configuration, as a command you can rerun", chosen["rerun_command"]),
     ):
         if command:
-            lines += [f"{label}:", "", "```bash", command, "```", ""]
+            fence = recorded(command, "fence")
+            lines += [f"{label}:", "", f"{fence}bash", recorded(command, "block"), fence, ""]
     if data["progress_plot_available"]:
-        lines += [f"![progress]({data['progress_plot']})", ""]
+        lines += [f"![progress]({_link_target(data['progress_plot'])})", ""]
     return lines
 
 
 def _baseline_vs_best(data: dict) -> str:
     chosen = data["selected"]
+    name = _code(chosen["name"])
     if chosen["baseline_score"] is None:
-        return f"Best `{chosen['name']}`: {_score(chosen['score'])} (no scored baseline)."
+        return f"Best {name}: {_score(chosen['score'])} (no scored baseline)."
     if chosen["name"] == chosen["baseline_name"]:
-        return f"The baseline `{chosen['name']}` ({_score(chosen['score'])}) is still the best: no candidate beat it."
-    verdict = f", {chosen['noise']}" if chosen["noise"] else ""
+        return f"The baseline {name} ({_score(chosen['score'])}) is still the best: no candidate beat it."
+    verdict = f", {recorded(chosen['noise'])}" if chosen["noise"] else ""
     return (
-        f"Baseline {_score(chosen['baseline_score'])}; best `{chosen['name']}` {_score(chosen['score'])}; "
+        f"Baseline {_score(chosen['baseline_score'])}; best {name} {_score(chosen['score'])}; "
         f"improvement {_gain(chosen['delta'])} (direction-adjusted{verdict})."
     )
 
@@ -144,11 +200,11 @@ def _helped(data: dict) -> list[str]:
         labels.setdefault(helped[label], []).append(label)
     for name, names in labels.items():
         item = by_name[name]
-        verdict = f", {item['noise']}" if item["noise"] else ""
+        verdict = f", {recorded(item['noise'])}" if item["noise"] else ""
         label = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
         lines.append(
-            f"- {label.capitalize()} improvement: `{item['name']}` {_score(item['previous'])} -> "
-            f"{_score(item['score'])} ({_gain(item['gain'])} over `{item['previous_name']}`{verdict})"
+            f"- {label.capitalize()} improvement: {_code(item['name'])} {_score(item['previous'])} -> "
+            f"{_score(item['score'])} ({_gain(item['gain'])} over {_code(item['previous_name'])}{verdict})"
         )
     others = len(helped["improvements"]) - len({helped["first"], helped["final"], helped["largest"]})
     if others > 0:
@@ -161,18 +217,19 @@ def _not_helped(data: dict) -> list[str]:
     failed = data["what_did_not_help"]
     for group in failed["discards"]:
         rep = group["representative"]
-        label = {GROUP_LITERATURE: f"literature event {group['key']}", GROUP_FAMILY: f"family {group['key']}"}.get(
+        key = recorded(group["key"])
+        label = {GROUP_LITERATURE: f"literature event {key}", GROUP_FAMILY: f"family {key}"}.get(
             group["group"], GROUP_UNCLASSIFIED
         )
-        reason = f"; {rep['reason']}" if rep["reason"] else ""
+        reason = f"; {recorded(rep['reason'])}" if rep["reason"] else ""
         lines.append(
-            f"- {label}: {group['count']} discard(s); closest `{rep['name']}` {_score(rep['score'])} "
+            f"- {label}: {group['count']} discard(s); closest {_code(rep['name'])} {_score(rep['score'])} "
             f"({_gain(rep['gain'])} vs the best of its time{reason})"
         )
     for crash in failed["crashes"]:
         more = f" and {crash['count'] - len(crash['names'])} more" if crash["count"] > len(crash["names"]) else ""
         lines.append(
-            f"- crashed {crash['count']}x ({', '.join(f'`{n}`' for n in crash['names'])}{more}): {crash['reason']}"
+            f"- crashed {crash['count']}x ({_join(crash['names'], 'code')}{more}): {recorded(crash['reason'])}"
         )
     if len(lines) == 2:
         lines.append("No discards or crashes.")
@@ -189,11 +246,11 @@ def _literature(data: dict) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for event in data["literature"]:
-        candidates = ", ".join(event["candidates"]) or "-"
+        candidates = _join(event["candidates"]) or "-"
         if event["required"]:
             candidates += f" ({event['scored']} scored of {event['required']} required)"
         lines.append(
-            f"| {_cell(event['event_id'] or '(unlabelled)')} | {event['outcome']} | {_cell(candidates)} | "
+            f"| {_cell(event['event_id'] or '(unlabelled)')} | {_cell(event['outcome'])} | {candidates} | "
             f"{_cell(event['family'])} | {_cell(event['hypothesis'])} |"
         )
     return lines + [
@@ -210,8 +267,8 @@ def _families(data: dict) -> list[str]:
     lines = ["## Families", ""]
     for entry in table["families"]:
         lines.append(
-            f"- {entry['family']}: {entry['outcome']} ({entry['attempts']} attempt(s), {entry['improved']} "
-            f"improved, {entry['crashed']} crashed)"
+            f"- {recorded(entry['family'])}: {recorded(entry['outcome'])} ({entry['attempts']} attempt(s), "
+            f"{entry['improved']} improved, {entry['crashed']} crashed)"
         )
     if table["unclassified_attempts"]:
         lines.append(f"- unclassified: {table['unclassified_attempts']} attempt(s) without an algorithm family")
@@ -231,7 +288,7 @@ def _trajectory(data: dict) -> list[str]:
     for point in path["points"]:
         gain = f" ({_gain(point['gain'])})" if point["gain"] is not None else ""
         lines.append(
-            f"- row {point['row'] + 1} `{point['name']}`: {_score(point['score'])}{gain} [{', '.join(point['marks'])}]"
+            f"- row {point['row'] + 1} {_code(point['name'])}: {_score(point['score'])}{gain} [{_join(point['marks'])}]"
         )
     return lines + [""]
 
@@ -253,7 +310,7 @@ def _noise(data: dict) -> list[str]:
         else "the keep rule is off (`--noise-sigmas`)"
     )
     lines += [
-        f"- {estimate['replicates']} replicate(s) of `{estimate['of']}` ({how}) plus its own run: mean "
+        f"- {estimate['replicates']} replicate(s) of {_code(estimate['of'])} ({how}) plus its own run: mean "
         f"{_score(estimate['mean'])}, stdev {_score(estimate['stdev'])}, range {_score(estimate['min'])} .. "
         f"{_score(estimate['max'])}",
         f"- Noise band: best +- {_score(section['band'])}; gains inside it are marked `within noise`; {rule}",
@@ -264,13 +321,15 @@ def _noise(data: dict) -> list[str]:
 
 def _warnings(data: dict) -> list[str]:
     lines = ["## Warnings", ""]
-    lines += [f"- `{w['code']}`: {w['message']}" for w in data["warnings"]] or ["- none"]
+    lines += [f"- {_code(w['code'])}: {recorded(w['message'])}" for w in data["warnings"]] or ["- none"]
     return lines + [""]
 
 
 def _compute(data: dict) -> list[str]:
     compute = data["compute"]
-    parts = ", ".join(f"{status} {seconds:.1f} s" for status, seconds in compute["by_status"].items()) or "none"
+    parts = (
+        ", ".join(f"{recorded(status)} {seconds:.1f} s" for status, seconds in compute["by_status"].items()) or "none"
+    )
     wall = compute["wall_time_seconds"]
     lines = [
         "## Compute and time",
@@ -280,7 +339,10 @@ def _compute(data: dict) -> list[str]:
     if compute["rows_without_runtime"]:
         lines.append(f"- {compute['rows_without_runtime']} row(s) have no recorded runtime (external runs)")
     if wall is not None:
-        lines.append(f"- Campaign wall time: {wall:.0f} s ({compute['started_at']} to {compute['last_activity_at']})")
+        lines.append(
+            f"- Campaign wall time: {wall:.0f} s ({recorded(compute['started_at'])} to "
+            f"{recorded(compute['last_activity_at'])})"
+        )
     return lines + _network_line(data["network"]) + _sandbox_line(data["sandbox"]["latest_trial"]) + [""]
 
 
@@ -292,7 +354,7 @@ def _network_line(network: dict) -> list[str]:
         return []
     if latest == "isolated":
         return ["- Trial network: isolated (loopback only)"]
-    return [f"- Trial network: not isolated; the latest trial recorded `{latest}`"]
+    return [f"- Trial network: not isolated; the latest trial recorded {_code(latest)}"]
 
 
 def _sandbox_line(sandbox: dict | None) -> list[str]:
@@ -303,7 +365,7 @@ def _sandbox_line(sandbox: dict | None) -> list[str]:
             "- Trial sandbox: sealed (own view of the job, user + mount + PID namespaces, read-only host): candidate "
             "code could not write the workspace or the campaign files"
         ]
-    missing = ", ".join(sandbox.get("missing") or []) or "the overlay view of the job"
+    missing = ", ".join(recorded(name) for name in sandbox.get("missing") or []) or "the overlay view of the job"
     return [f"- Trial sandbox: not sealed; missing on this host: {missing} (campaign files checked after each trial)"]
 
 
@@ -317,9 +379,9 @@ def _leaderboard(data: dict) -> list[str]:
     board = data["leaderboard"]
     for entry in board[:MAX_LEADERBOARD]:
         lines.append(
-            f"| {entry['status']} | {entry['name']} | {entry['score_text']} | {BUDGET_WORDS.get(entry['budget'], '-')} "
-            f"| {_cell(entry['changed_files'])} | {_cell(entry['manifest'])} | {_cell(entry['artifacts'])} "
-            f"| {_cell(entry['notes'])} |"
+            f"| {_cell(entry['status'])} | {_cell(entry['name'])} | {_cell(entry['score_text'])} "
+            f"| {BUDGET_WORDS.get(entry['budget'], '-')} | {_cell(entry['changed_files'])} "
+            f"| {_cell(entry['manifest'])} | {_cell(entry['artifacts'])} | {_cell(entry['notes'])} |"
         )
     if len(board) > MAX_LEADERBOARD:
         lines += ["", f"{len(board) - MAX_LEADERBOARD} more row(s) in autofl_report.json and results.tsv."]
@@ -328,22 +390,26 @@ def _leaderboard(data: dict) -> list[str]:
 
 def _friction(data: dict) -> list[str]:
     lines = ["## Failures and friction", ""]
-    friction = [f"- {e['status']} `{e['name']}`: {e['notes']}" for e in data["failures"]]
-    friction += [f"- abandoned draft `{name}` (not counted)" for name in data["abandoned"]]
+    friction = [f"- {recorded(e['status'])} {_code(e['name'])}: {recorded(e['notes'])}" for e in data["failures"]]
+    friction += [f"- abandoned draft {_code(name)} (not counted)" for name in data["abandoned"]]
     return lines + (friction or ["- none"]) + [""]
 
 
 def _changes(data: dict) -> list[str]:
     changes = [
-        f"- cap {c['old']} -> {c['new']} ({c['source']}, user approved: {c['user_approved']}) at {c['changed_at']}"
+        f"- cap {recorded(c['old'])} -> {recorded(c['new'])} ({recorded(c['source'])}, user approved: "
+        f"{recorded(c['user_approved'])}) at {recorded(c['changed_at'])}"
         for c in data["cap_changes"]
     ]
     changes += [
-        f"- {c['setting']}: {c['old']} -> {c['new']} ({c['action']}) at {c['changed_at']}"
+        f"- {recorded(c['setting'])}: {recorded(c['old'])} -> {recorded(c['new'])} ({recorded(c['action'])}) at "
+        f"{recorded(c['changed_at'])}"
         for c in data["setting_changes"]
     ]
     return ["## Cap and setting changes", ""] + (changes or ["- none"]) + [""]
 
 
 def _artifacts(data: dict) -> list[str]:
-    return ["## Artifacts", ""] + [f"- {key}: `{value}`" for key, value in sorted(data["artifacts"].items())]
+    return ["## Artifacts", ""] + [
+        f"- {recorded(key)}: {_code(value)}" for key, value in sorted(data["artifacts"].items())
+    ]

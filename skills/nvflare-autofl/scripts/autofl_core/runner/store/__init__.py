@@ -2,10 +2,12 @@
 (atomically). Imports nothing.
 
 - `paths` - where every campaign file lives; workspace-relative storage;
-- `lock` - the lifecycle lock (flock; exclusive-create fallback);
+- `lock` - the lifecycle lock (flock on the lock file and its folder, never through a symlink; fallback);
 - `contract` - autofl.yaml: the imported config (`import_config`), the trust contract, the budget digest;
-- `metadata` - campaign.json: settings, best fields, audit trail;
+- `metadata` - campaign.json: settings (validated against the shipped schema copy), best fields, audit trail;
 - `manifests` - candidate manifests: read with checks, write, list;
 - `snapshots` - the live best source: stage, swap, restore the workspace;
-- `sources` - managed source files: read, write, hash, compare.
+- `created` - created.json: the files and folders the runner creates in the workspace, recorded first (the only
+  things it ever removes there);
+- `sources` - managed source files: read, write (never through a symlinked folder), hash, compare.
 """

@@ -4,17 +4,21 @@ The best fields (`best_candidate`, `best_score`, `best_source_sha256`, `best_run
 the ledger, the best snapshot and the best candidate's manifest at the end of every action (`with_best`),
 so they can never disagree with the evidence for long. Usage::
 
-    meta = read(paths)                      # CampaignError when missing or damaged
+    meta = read(paths)                      # CampaignError when missing, damaged or not valid per its schema
     write(paths, meta)                      # atomic
 """
 
 from __future__ import annotations
 
-from ...common import atomic, bounded
+from functools import lru_cache
+from pathlib import Path
+
+from ...common import atomic, bounded, schema_check
 from ..outcome import CampaignError
 
 SCHEMA = "nvflare.autofl.campaign.v1"
 CONTRACT_VERSION = 1
+SCHEMA_COPY = Path(__file__).resolve().parent / "campaign.v1.schema.json"  # rendered from shared/ by make sync
 
 
 def new_metadata(paths, settings: dict, *, budget_sha256: str, now: str) -> dict:
@@ -51,7 +55,25 @@ def read(paths) -> dict:
         raise CampaignError(f"{paths.campaign} is not a {SCHEMA} document; restore it from a backup")
     for key, default in (("cap_changes", []), ("setting_changes", []), ("best_run_args", [])):
         meta.setdefault(key, default)
+    problems = schema_check.problems(meta, schema())
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CampaignError(
+            f"{paths.campaign} is damaged: {problems[0]}{more}; restore it from a backup (nothing was changed)"
+        )
     return meta
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    """The campaign.json schema the skill ships (a copy of shared/schemas/campaign.v1.schema.json)."""
+    try:
+        document = bounded.read_json(SCHEMA_COPY)
+    except bounded.BoundedReadError as error:
+        raise CampaignError(f"{SCHEMA_COPY} {error}; reinstall the skill") from None
+    if document is None:
+        raise CampaignError(f"{SCHEMA_COPY} is missing; reinstall the skill")
+    return document
 
 
 def write(paths, meta: dict) -> None:

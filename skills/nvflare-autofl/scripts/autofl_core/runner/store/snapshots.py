@@ -7,18 +7,17 @@ Usage::
 
     install(paths, files, candidate="lr-x2")     # files: {rel: bytes}
     best = load(paths)                           # Snapshot(candidate, hashes, digest)
-    restore_workspace(paths, best, remove=["new_module.py"])
+    restore_workspace(paths, best, candidate="lr-x2")   # managed files back, its recorded creations removed
 """
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...common import atomic, bounded, faults
+from ...common import atomic, bounded, faults, trees
 from ..outcome import CampaignError
-from . import sources
+from . import created, sources
 
 SCHEMA = "nvflare.autofl.snapshot.v1"
 
@@ -44,7 +43,7 @@ def install(paths, files: dict[str, bytes], *, candidate: str) -> Snapshot:
 def stage(paths, files: dict[str, bytes], *, candidate: str) -> Snapshot:
     """Write `files` as the staged next best (`snapshots/staging/`); nothing live changes yet."""
     staging = paths.snapshots / "staging"
-    shutil.rmtree(staging, ignore_errors=True)
+    trees.remove_tree(staging)
     sources.write_files(staging / "source", files)
     hashes = sources.file_hashes(files)
     snapshot = Snapshot(candidate=candidate, hashes=hashes, digest=sources.digest_of_hashes(hashes))
@@ -60,20 +59,20 @@ def swap(paths, digest: str) -> None:
     snapshots = paths.snapshots
     staging, previous, best = snapshots / "staging", snapshots / "previous", paths.best
     if _digest_at(best) == digest:
-        shutil.rmtree(previous, ignore_errors=True)
-        shutil.rmtree(staging, ignore_errors=True)
+        trees.remove_tree(previous)
+        trees.remove_tree(staging)
         return
     if _digest_at(staging) != digest:
         raise CampaignError(
             f"the staged best snapshot {digest[:12]} is missing, so an interrupted keep cannot be "
             f"finished; restore {paths.snapshots} from a backup"
         )
-    shutil.rmtree(previous, ignore_errors=True)
+    trees.remove_tree(previous)
     if best.exists():
         best.rename(previous)
     faults.checkpoint("finalize:swap_parked")
     staging.rename(best)
-    shutil.rmtree(previous, ignore_errors=True)
+    trees.remove_tree(previous)
 
 
 def repair(paths) -> None:
@@ -82,8 +81,8 @@ def repair(paths) -> None:
     previous = snapshots / "previous"
     if not paths.best.exists() and previous.exists():
         previous.rename(paths.best)
-    shutil.rmtree(previous, ignore_errors=True)
-    shutil.rmtree(snapshots / "staging", ignore_errors=True)
+    trees.remove_tree(previous)
+    trees.remove_tree(snapshots / "staging")
 
 
 def _digest_at(folder: Path) -> str | None:
@@ -128,17 +127,18 @@ def workspace_drift(paths, snapshot: Snapshot) -> list[str]:
     return sources.differing(paths.workspace, snapshot.hashes)
 
 
-def restore_workspace(paths, snapshot: Snapshot, remove: list[str] = ()) -> list[str]:
-    """Make the workspace's managed files equal the snapshot and delete `remove` (files the snapshot lacks).
+def restore_workspace(paths, snapshot: Snapshot, remove: list[str] = (), candidate: str | None = None) -> list[str]:
+    """Make the workspace's managed files equal the snapshot and take out what the runner created for the
+    candidate (`created.undo`: only files and folders it recorded creating, never a path merely named in
+    `remove`, which only identifies the candidate when `candidate` is not given).
 
     Returns the files it rewrote or removed. Idempotent.
     """
     drifted = workspace_drift(paths, snapshot)
     if drifted:
         sources.write_files(paths.workspace, {rel: _copy(paths, rel) for rel in drifted})
-    extra = [rel for rel in remove if rel not in snapshot.hashes and (paths.workspace / rel).exists()]
-    sources.remove_files(paths.workspace, extra)
-    return drifted + extra
+    removed = created.undo(paths, keep=snapshot.hashes, candidate=candidate, named=list(remove))
+    return drifted + removed
 
 
 def _copy(paths, rel: str) -> bytes:

@@ -5,7 +5,7 @@ A *source set* is `{relative POSIX path: bytes}`. Its digest (`source_digest`) i
 
     files = read_files(workspace, ["job.py", "client.py"])   # CampaignError when one is missing or unusable
     digest = source_digest(files)
-    write_files(workspace, changed)          # atomic per file
+    write_files(workspace, changed)          # atomic per file, never through a symlinked folder
 """
 
 from __future__ import annotations
@@ -56,9 +56,10 @@ def read_file(root: Path, rel: str) -> bytes | None:
 
 
 def read_files(root: Path, rels: list[str]) -> dict[str, bytes]:
-    """Read every file in `rels` under `root`; a missing one is an error naming it."""
+    """Read every file in `rels` under `root`; a missing one, or one behind a symlinked folder, is an error."""
     files = {}
     for rel in sorted(set(rels)):
+        check_inside(root, rel)
         data = read_file(root, rel)
         if data is None:
             raise CampaignError(f"{root / rel} is missing; restore it (the campaign manages this file)")
@@ -80,23 +81,39 @@ def differing(root: Path, expected: dict[str, str]) -> list[str]:
 
 
 def write_files(root: Path, files: dict[str, bytes]) -> None:
-    """Write each file atomically (parents created)."""
+    """Write each file atomically (parents created), never through a symlinked folder (`check_inside`)."""
     for rel, data in sorted(files.items()):
+        check_inside(root, rel)
         atomic.write_bytes(root / rel, data)
 
 
-def remove_files(root: Path, rels: list[str]) -> None:
-    """Delete files (and the folders this leaves empty, up to `root`)."""
-    for rel in sorted(set(rels), reverse=True):
-        path = root / rel
+def check_inside(root: Path, rel: str) -> None:
+    """Refuse `rel` unless it is a plain relative path whose existing folders under `root` are all real folders:
+    a symlinked folder on the way (`ext -> /outside`) would make a write land outside the job."""
+    if unsafe_relative(rel):
+        raise CampaignError(f"{rel!r} is not a plain workspace-relative path; rename it")
+    parts = rel.split("/")
+    current = Path(root)
+    for index, part in enumerate(parts[:-1]):
+        current = current / part
         try:
-            path.unlink()
+            info = os.lstat(current)
         except FileNotFoundError:
-            pass
-        parent = path.parent
-        while parent != root and parent.is_relative_to(root):
-            try:
-                parent.rmdir()
-            except OSError:
-                break
-            parent = parent.parent
+            return
+        except OSError as error:
+            raise CampaignError(f"cannot check {current} ({error.strerror}); fix its permissions") from None
+        folder = "/".join(parts[: index + 1])
+        if stat.S_ISLNK(info.st_mode):
+            raise CampaignError(
+                f"{rel} goes through {folder}, a symlink in {root}; the runner never writes through a link "
+                "(it could leave the job): pick a path outside that folder, or replace the link with a folder"
+            )
+        if not stat.S_ISDIR(info.st_mode):
+            raise CampaignError(f"{rel} goes through {folder}, which is not a folder in {root}; pick another path")
+
+
+def unsafe_relative(rel) -> bool:
+    """True unless `rel` is a non-empty relative POSIX path without empty, `.` or `..` parts."""
+    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel or "\0" in rel:
+        return True
+    return any(part in ("", ".", "..") for part in rel.split("/"))
