@@ -126,8 +126,11 @@ def render_text(state: dict) -> str:
         f"pending: {state['pending_candidates']}",
         f"baseline: {state['baseline_status']} {_num(state['baseline_score'])}; best: {_num(state['best_score'])}; "
         f"improvement: {_num(state['improvement'])} ({state['mode']})",
-        f"plateau: {plateau['scored_since_reset']} of {plateau['threshold']} scored since row "
-        f"{_num(plateau['reset_row_index'])} (min delta {plateau['min_delta']})",
+        f"plateau: {plateau['recommendation']}; {plateau['scored_since_reset']} of {plateau['threshold']} scored "
+        f"since row {_num(plateau['reset_row_index'])} (min delta {plateau['min_delta']}); best "
+        f"{plateau['best_name'] or '-'} (retained scored row {_num(plateau['best_scored_index'])}); last literature "
+        f"event row {_index(plateau['last_literature_event_index'])}, last batch completion row "
+        f"{_index(plateau['last_batch_completion_index'])}",
     ]
     if batch:
         lines.append(
@@ -156,6 +159,10 @@ def noise_line(noise: dict | None) -> str:
 
 def _num(value) -> str:
     return "-" if value is None else str(value)
+
+
+def _index(value: int) -> str:
+    return "none" if value < 0 else str(value)
 
 
 def _count(minimum: int):

@@ -6,10 +6,12 @@ Usage::
     full = with_runner_fields(state, results="/abs/results.tsv", mode="max", updated_at=now, abandoned_candidates=0,
                               best_candidate="baseline", best_source_sha256=sha, pending_candidate_manifest=None)
 
-Row indices in the state (``best_scored_index``, ``event_index``, ``completion_index`` ...) are 0-based
-positions in the list of ledger data rows (the header is not a row). The decision table, the definitions
-of attempts, batches, plateau, family stall and crash blocker follow the autofl spec; the sentences an
-agent reads live in `instructions`.
+Row indices in the state (``event_index``, ``completion_index``, ``reset_row_index`` ...) are 0-based
+positions in the list of ledger data rows (the header is not a row); the plateau's ``best_scored_index`` is,
+as in the reference, the position of its best among the retained scored rows (baseline and keep rows with a
+score), and its ``last_literature_event_index`` / ``last_batch_completion_index`` are -1 when there is none.
+The decision table, the definitions of attempts, batches, plateau, family stall and crash blocker follow the
+autofl spec; the sentences an agent reads live in `instructions`.
 
 Replicate rows (reruns of the best configuration) are never attempts and never retained: they only feed the
 noise estimate `noise{...}` of the current best. With `noise_sigmas` > 0 and at least `MIN_NOISE_SCORES` scores
@@ -31,6 +33,8 @@ SCHEMA_VERSION = "nvflare.autofl.campaign_state.v1"
 LITERATURE_ACTIONS = frozenset(("run_literature_loop", "develop_literature_batch"))
 RUNNER_ONLY_FIELDS = ("abandoned_candidates", "best_candidate", "best_source_sha256", "pending_candidate_manifest")
 MIN_NOISE_SCORES = 3  # scores of the best (its own row plus replicates) before the noise margin applies
+PLATEAU_CONTINUE, PLATEAU_LITERATURE = "continue", "literature"  # the plateau's `recommendation` values
+NO_INDEX = -1  # the reference's "none" for the plateau's last literature event / last batch completion
 
 
 @dataclass(frozen=True)
@@ -288,7 +292,7 @@ def _decide(facts: dict, settings: GuardSettings) -> tuple[str, str, str, bool]:
         return "continue", "literature_exploration_batch", "develop_literature_batch", False
     if facts["family"]:
         return "continue", "family_repeat_limit", "diversify_candidates", False
-    if public["plateau"]["recommendation"]:
+    if public["plateau"]["recommendation"] == PLATEAU_LITERATURE:
         return "continue", "plateau_literature", "run_literature_loop", False
     return "continue", "continue", "propose_candidate", False
 
@@ -339,34 +343,37 @@ def keep_margin(noise: dict | None) -> float | None:
     return noise["margin"] if noise and noise["applied"] else None
 
 
-def _anchor(retained: list, mode: str, min_delta: float) -> tuple | None:
-    """The retained row that last improved by more than `min_delta`: the plateau clock's anchor."""
+def _anchor(retained: list, mode: str, min_delta: float) -> int | None:
+    """Position in `retained` of the row that last improved by more than `min_delta`: the plateau clock's anchor."""
     anchor = None
-    for entry in retained:
-        if better(entry[0], anchor[0] if anchor else None, mode, min_delta):
-            anchor = entry
+    for position, entry in enumerate(retained):
+        if better(entry[0], retained[anchor][0] if anchor is not None else None, mode, min_delta):
+            anchor = position
     return anchor
 
 
 def _plateau(scan: _Scan, settings: GuardSettings, margin: float | None) -> dict:
+    """The reference's plateau object: `best_scored_index` is the anchor's position among the retained scored
+    rows, the literature/batch indices are ledger rows (-1 when none), `reset_row_index` is a ledger row."""
     completions = [event.completion_index for event in scan.events if event.completion_index is not None]
     last_completion = max(completions) if completions else None
     min_delta = settings.plateau_min_delta if margin is None else margin
-    anchor = _anchor(scan.retained, settings.mode, min_delta)
-    anchor_index = anchor[1] if anchor else None
-    candidates = [index for index in (anchor_index, last_completion) if index is not None]
+    position = _anchor(scan.retained, settings.mode, min_delta)
+    anchor = scan.retained[position] if position is not None else None
+    candidates = [index for index in (anchor[1] if anchor else None, last_completion) if index is not None]
     reset = max(candidates) if candidates else None
     scored = scan.scored_attempt_rows
     since = len(scored) - bisect_right(scored, reset) if reset is not None else len(scored)
     available = anchor is not None
+    literature = available and since >= settings.plateau_threshold
     return {
         "available": available,
-        "recommendation": "literature" if available and since >= settings.plateau_threshold else None,
+        "recommendation": PLATEAU_LITERATURE if literature else PLATEAU_CONTINUE,
         "best_name": anchor[2] if anchor else None,
         "best_score": anchor[0] if anchor else None,
-        "best_scored_index": anchor_index,
-        "last_literature_event_index": scan.events[-1].index if scan.events else None,
-        "last_batch_completion_index": last_completion,
+        "best_scored_index": position,
+        "last_literature_event_index": scan.events[-1].index if scan.events else NO_INDEX,
+        "last_batch_completion_index": NO_INDEX if last_completion is None else last_completion,
         "min_delta": min_delta,
         "reset_row_index": reset,
         "scored_since_reset": since,

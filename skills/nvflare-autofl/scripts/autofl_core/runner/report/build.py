@@ -97,7 +97,9 @@ def build(
             "attempts": state["candidate_attempts"],
             "remaining": state["remaining_candidates"],
         },
-        "state": {key: state[key] for key in ("decision", "reason", "next_action", "final_response_allowed")},
+        "state": {
+            key: state[key] for key in ("decision", "reason", "next_action", "final_response_allowed", "plateau")
+        },
         "selected": selected,
         "best_observed": observed,
         "baseline": _score_of(baseline),

@@ -73,8 +73,16 @@ def _summary(data: dict) -> list[str]:
         f"- Candidate budget: {cap['attempts']} attempt(s) of "
         f"{'uncapped' if cap['cap'] is None else cap['cap']}; config `{data['config']}`",
         f"- State: {state['decision']} ({state['reason']}); next action `{state['next_action']}`",
+        _plateau_line(state["plateau"]),
         "",
     ]
+
+
+def _plateau_line(plateau: dict) -> str:
+    since = f"{plateau['scored_since_reset']} of {plateau['threshold']} scored candidate(s)"
+    reset = plateau["reset_row_index"]
+    where = f" since ledger row {reset + 1}" if reset is not None else ""
+    return f"- Plateau: {plateau['recommendation']} ({since}{where} without a gain above {plateau['min_delta']})"
 
 
 def _selected(data: dict) -> list[str]:
