@@ -52,6 +52,7 @@ STATUS_WORD_EXCEPTIONS = {
     ("autofl_core/trial/execute.py", "infrastructure_retry"): (1, "a trial outcome, as above"),
     ("run_job_campaign.py", "replicate"): (1, "the name of the CLI action"),
     ("autofl_core/runner/lifecycle.py", "replicate"): (2, "the action name and its module name"),
+    ("autofl_core/runner/flag_scope.py", "replicate"): (1, "the action name in the table of the options it takes"),
     ("autofl_core/importer/mutation.py", "discard"): (1, "the set.discard method the importer follows"),
     ("autofl_core/campaign/guard.py", "literature"): (1, "the plateau recommendation value of the state schema"),
     ("autofl_core/campaign/plot.py", "literature"): (1, "the plot data's key of the literature markers"),
@@ -65,6 +66,7 @@ JSON_PARSE_EXCEPTIONS = {
     "autofl_core/campaign/plot_worker.py": "protocol lines on the worker's pipe",
     "autofl_core/runner/store/contract.py": "json.loads(json.dumps(config)): a plain copy before YAML, not a read",
     "autofl_core/trial/metrics.py": "NVFLARE's own metrics files in a trial's copied result (trial/ is unchanged)",
+    "autofl_core/trial/progress.py": "NVFLARE's round_metrics.jsonl of a running trial, for the live progress line",
 }
 
 

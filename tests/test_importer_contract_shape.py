@@ -59,7 +59,7 @@ SECTIONS = {
         "budget_mismatches",
     },
     "search_space": {"suggested"},
-    "summary": {"editable", "unresolved", "allowed"},
+    "summary": {"objective", "fixed_budget", "editable", "unresolved", "allowed"},
     "trust": {"allowed_edit_paths", "allowed_create_patterns", "preferred_targets", "train_script", "local_modules"},
 }
 TOP = {*SECTIONS, "admission_errors", "fixed_budget", "importer_version", "recipe_args", "source_sha256", "unresolved"}

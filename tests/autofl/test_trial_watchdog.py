@@ -95,9 +95,9 @@ def test_progress_tracker_parses_real_shapes():
     tracker.feed("2026-11-30 - INFO - site=site-2 round=0 accuracy=0.2750")
     tracker.feed(SERVER_AGG.format(k=1, n=2))
     line = tracker.render(75)
-    assert line == "[autofl baseline] round 1/3 (1/2 aggregated) | 1:15 elapsed | accuracy=0.275"
+    assert line == "[autofl baseline] round 1/3 (1/2 aggregated) | 1:15 elapsed | site-2 accuracy=0.275"
     tracker.feed(BEST.format(v="0.915"))
-    assert tracker.render(80).endswith("best accuracy=0.915")
+    assert tracker.render(80).endswith("server best accuracy=0.915")
     tracker.feed("Finished FedAvg.")
     assert "finished 3/3 rounds" in tracker.render(90)
 
@@ -105,7 +105,7 @@ def test_progress_tracker_parses_real_shapes():
 def test_progress_tracker_undoes_nvflare_negation_for_min_metrics():
     tracker = ProgressTracker("c1", num_rounds=3, metric="loss", mode="min")
     tracker.feed(BEST.format(v="-1.8795879269826816"))
-    assert tracker.render(1).endswith("best loss=1.87959")
+    assert tracker.render(1).endswith("server best loss=1.87959")
 
 
 def test_printer_writes_only_on_change_when_not_a_tty():

@@ -104,7 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     warning = direction_warning(ledger_metric(rows, None), args.mode)
     if warning:
         print(f"campaign_guard: {warning}", file=sys.stderr)
-    state = guard.compute_state(rows, settings, stop_files_present=stop_files, pending_manifests=args.pending_manifests)
+    state = guard.compute_state(
+        rows,
+        settings,
+        stop_files_present=stop_files,
+        pending_manifests=args.pending_manifests,
+        noise_facts=guard_inputs.stored_noise_facts(folder),
+    )
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     state = guard.with_runner_fields(state, results=str(results), mode=mode, updated_at=now)
     text = render_text(state) if args.format == "text" else json.dumps(state, indent=2, sort_keys=True) + "\n"

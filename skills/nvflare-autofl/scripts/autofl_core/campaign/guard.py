@@ -25,7 +25,7 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import asdict, dataclass, field
 
-from . import instructions
+from . import gains, instructions
 from . import vocabulary as v
 from .compare import better, check_mode, improvement
 
@@ -82,11 +82,14 @@ def compute_state(
     stop_files_present: list[str],
     pending_manifests: int = 0,
     ready_manifests: int = 0,
+    noise_facts: dict | None = None,
 ) -> dict:
     """The campaign state for `rows` (ledger order) under `settings`.
 
     `stop_files_present` lists the stop files that exist (as the caller wants them shown);
-    `pending_manifests` counts prepared candidates, `ready_manifests` those ready for external execution.
+    `pending_manifests` counts prepared candidates, `ready_manifests` those ready for external execution;
+    `noise_facts` what the runner knows beyond the ledger (`metric_resolution`, `resolution_source`,
+    `replicates`: "seeded" | "identical" | None), echoed in `noise_context`.
     Returns every state field except the runner-only ones (`with_runner_fields` adds those).
     """
     if isinstance(settings, dict):
@@ -95,7 +98,7 @@ def compute_state(
     _check_int("ready_manifests", ready_manifests, minimum=0)
     scan = _scan(rows, settings)
     stop_files = list(dict.fromkeys(str(path) for path in stop_files_present))
-    facts = _facts(scan, settings, stop_files, pending_manifests, ready_manifests)
+    facts = _facts(scan, settings, stop_files, pending_manifests, ready_manifests, noise_facts or {})
     decision, reason, next_action, final_allowed = _decide(facts, settings)
     state = {
         "schema_version": SCHEMA_VERSION,
@@ -186,6 +189,8 @@ class _Scan:
     scored_attempt_rows: list = field(default_factory=list)  # row indices, ascending
     crash_streak: int = 0
     best: tuple | None = None  # (score, index, name) of the running best (vocabulary.RunningBest)
+    previous_best: tuple | None = None  # the running best the current best replaced (None: it is the first)
+    metric: str = ""  # metric_name of the first scored retained row
     retained: list = field(default_factory=list)  # (score, index, name) of every scored baseline/keep row
     replicates: dict = field(default_factory=dict)  # base_candidate -> scores of its replicate rows
     baseline_score: float | None = None
@@ -227,8 +232,9 @@ def _scan(rows: list[dict], settings: GuardSettings) -> _Scan:
             if status == v.BASELINE and scan.baseline_score is None:
                 scan.baseline_score = score
             scan.retained.append((score, index, row.get("name") or ""))
+            scan.metric = scan.metric or row.get("metric_name") or ""
             if running.offer(index, row):
-                scan.best = scan.retained[-1]
+                scan.previous_best, scan.best = scan.best, scan.retained[-1]
     return scan
 
 
@@ -243,7 +249,7 @@ def _count_batch_member(event: _Event | None, index: int, batch_size: int) -> No
 # --- derived facts and the decision table -----------------------------------------------------------
 
 
-def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int, ready: int) -> dict:
+def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int, ready: int, known: dict) -> dict:
     cap = settings.max_candidates
     best_score = scan.best[0] if scan.best else None
     batch = _reported_batch(scan.events, settings.exploration_batch_size)
@@ -264,6 +270,9 @@ def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int,
         "plateau": _plateau(scan, settings, keep_margin(noise)),
         "exploration_batch": batch,
         "noise": noise,
+        "noise_context": noise_context(
+            scan.best, scan.previous_best, noise, mode=settings.mode, metric=scan.metric, known=known
+        ),
     }
     return {
         "public": public,
@@ -335,6 +344,32 @@ def noise_estimate(best: tuple | None, replicate_scores: list[float], settings: 
         "margin": None if margin is None else round(margin, 6),
         "sigmas": settings.noise_sigmas,
         "applied": bool(settings.noise_sigmas) and count >= MIN_NOISE_SCORES,
+    }
+
+
+def noise_context(
+    best: tuple | None, previous: tuple | None, noise: dict | None, *, mode: str, metric: str, known: dict
+) -> dict:
+    """Whether the current best's own gain (over the best it replaced) is real: its verdict (`gains.verdict`)
+    plus the runner's facts (`known`: metric resolution and its source, how replicates vary)."""
+    gain = improvement(best[0], previous[0], mode) if best and previous else None
+    resolution = known.get("metric_resolution")
+    reference = previous[0] if previous else None
+    verdict = gains.verdict(gain, gains.band(noise), metric=metric, reference=reference, resolution=resolution)
+    why = (
+        gains.unverified_because(gain, metric=metric, reference=reference, resolution=resolution)
+        if verdict == gains.UNVERIFIED
+        else None
+    )
+    return {
+        "metric": metric or None,
+        "metric_resolution": resolution,
+        "resolution_source": known.get("resolution_source"),
+        "replicates": known.get("replicates"),
+        "best_gain": None if gain is None else round(gain, 6),
+        "best_gain_over": previous[2] if previous else None,
+        "best_gain_verdict": verdict,
+        "unverified_because": why,
     }
 
 

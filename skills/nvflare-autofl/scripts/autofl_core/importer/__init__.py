@@ -20,5 +20,7 @@ Never imports nvflare and never executes job.py: everything is read from the AST
 - `reach` - which job options actually reach the job;
 - `search` - the suggested search space;
 - `schema` - mutation_schema.yaml: load and validate;
-- `admission` - whether an imported job may start a campaign.
+- `admission` - whether an imported job may start a campaign;
+- `display` - what the human is shown: the `summary` (objective, fixed budget, editable, unresolved, allowed)
+  and the YAML view with long literal values shortened.
 """

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import argparse_flow as ap
+from . import display
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
 from .budget import FIELDS, fixed_budget
 from .files import Workspace, load_job
@@ -329,11 +330,13 @@ def _assemble(job: _Job) -> dict:
         "schema": schema,
         "search_space": {"suggested": space},
         "source_sha256": hashlib.sha256(job.source.encode("utf-8", "surrogatepass")).hexdigest(),
-        "summary": {
-            "allowed": [s["flag"] for s in space],
-            "editable": list(trust["allowed_edit_paths"]),
-            "unresolved": [u["field"] for u in unresolved],
-        },
+        "summary": display.summary(
+            objective,
+            budget,
+            editable=list(trust["allowed_edit_paths"]),
+            unresolved=[u["field"] for u in unresolved],
+            allowed=[s["flag"] for s in space],
+        ),
         "trust": trust,
         "unresolved": unresolved,
     }

@@ -16,6 +16,7 @@ import re
 
 from ...campaign import ledger
 from ...campaign import vocabulary as v
+from ...campaign.compare import improvement
 from .. import campaign_trial, noise, runargs
 from .. import state as state_mod
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError, Interrupted
@@ -44,16 +45,28 @@ def run(campaign, options, now: str) -> ActionResult:
         how = f"{seed[0]} {value}" if seed else "identical rerun"
         row = _one(campaign, best, n, name, args, how)
         done.append(
-            {"name": name, "score": row["score"], "seed": value, "failure_reason": row["failure_reason"] or None}
+            {
+                "name": name,
+                "score": row["score"],
+                "seed": value,
+                "failure_reason": row["failure_reason"] or None,
+                "delta": improvement(row["score"], best["score"], campaign.settings["mode"]),
+            }
         )
         if row["status"] == v.INFRASTRUCTURE_RETRY:
             code = EXIT_SANDBOX
             break
         if row["score"] is None:
             code = EXIT_UNSCORED
-    return ActionResult(
-        extras={"replicates": done, "seed_option": seed[0] if seed else None}, exit_code=code, ledger_changed=True
-    )
+    context = state_mod.compute(campaign, now)["noise_context"]
+    extras = {
+        "replicates": done,
+        "seed_option": seed[0] if seed else None,
+        "best_candidate": best["name"],
+        "best_score": best["score"],
+        "noise_verdict": context["best_gain_verdict"],
+    }
+    return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
 
 
 def replicate_name(best: str, n: int) -> str:

@@ -1,16 +1,33 @@
 """The human report (`autofl_report.md`) from the report data `build.build` returns (pure text).
 
-Sections: summary, selected candidate and why, what helped, what did not help, literature outcomes, families,
-trajectory, noise, warnings, compute and time, leaderboard, failures and friction, cap and setting changes,
-artifacts. Usage: `text = render(data)`.
+Sections (`SECTIONS`, every one always present, with a "none recorded" line when it has nothing, so agents
+and tools can rely on the shape): summary, selected candidate and why, what helped, what did not help,
+literature outcomes, families, trajectory, noise, warnings, compute and time, leaderboard, failures and
+friction, cap and setting changes, artifacts. Usage: `text = render(data)`.
 """
 
 from __future__ import annotations
 
 from ...campaign.compare import format_score
+from ...campaign.gains import IDENTICAL_RERUNS
 from .facts import GROUP_FAMILY, GROUP_LITERATURE, GROUP_UNCLASSIFIED
 
 MAX_LEADERBOARD = 200  # rows shown in the markdown leaderboard (the JSON has them all)
+SECTIONS = (  # the `## ` headings after the summary, in order
+    "Selected candidate and why",
+    "What helped",
+    "What did not help",
+    "Literature outcomes",
+    "Families",
+    "Trajectory",
+    "Noise",
+    "Warnings",
+    "Compute and time",
+    "Leaderboard",
+    "Failures and friction",
+    "Cap and setting changes",
+    "Artifacts",
+)
 
 
 def render(data: dict) -> str:
@@ -187,7 +204,7 @@ def _not_helped(data: dict) -> list[str]:
 
 def _literature(data: dict) -> list[str]:
     if not data["literature"]:
-        return []
+        return ["## Literature outcomes", "", "Literature: none recorded.", ""]
     lines = [
         "## Literature outcomes",
         "",
@@ -211,9 +228,9 @@ def _literature(data: dict) -> list[str]:
 
 def _families(data: dict) -> list[str]:
     table = data["families"]
-    if not table["families"] and not table["unclassified_attempts"]:
-        return []
     lines = ["## Families", ""]
+    if not table["families"] and not table["unclassified_attempts"]:
+        return lines + ["Families: none recorded (no candidate attempt yet).", ""]
     for entry in table["families"]:
         lines.append(
             f"- {entry['family']}: {entry['outcome']} ({entry['attempts']} attempt(s), {entry['improved']} "
@@ -227,7 +244,7 @@ def _families(data: dict) -> list[str]:
 def _trajectory(data: dict) -> list[str]:
     path = data["trajectory"]
     if not path["points"]:
-        return []
+        return ["## Trajectory", "", "Trajectory: no scored baseline or keep row yet.", ""]
     lines = [
         "## Trajectory",
         "",
@@ -247,11 +264,21 @@ def _noise(data: dict) -> list[str]:
     estimate = section["estimate"]
     lines = ["## Noise", ""]
     if estimate is None or estimate["stdev"] is None:
-        return lines + [
-            "Not measured: the best has no replicate runs (`run_job_campaign.py replicate` reruns it), so "
-            "small gains are unverified against run-to-run variation.",
-            "",
-        ]
+        lines.append(
+            "Not measured: the best has no replicate runs (`run_job_campaign.py replicate` reruns it), so gains "
+            "below the metric's resolution or its typical run-to-run spread are marked `unverified`."
+        )
+        if section["metric_resolution"] is not None:
+            lines.append(
+                f"- Metric resolution: {_score(section['metric_resolution'])} (one sample; "
+                f"{section['resolution_source']})"
+            )
+        if section["replicates_vary"] == IDENTICAL_RERUNS:
+            lines.append(
+                "- job.py has no seed option: replicates would be identical reruns, showing whether runs are "
+                "deterministic, not how a gain holds up under another data order or initialisation."
+            )
+        return lines + [""]
     how = "with other seeds" if section["seeded"] else "as identical reruns"
     rule = (
         f"the keep rule is on ({estimate['sigmas']} sigmas: a keep needs more than {_score(estimate['margin'])})"
