@@ -31,7 +31,7 @@ SECTIONS = {
     },
     "cli_flags": {"long_flags", "groups", "name_flag", "takes_value", "allow_abbrev"},
     "environment": {"discovered", "simulator_env_passthrough", "simulator_workspace"},
-    "import": {"support"},
+    "import": {"support", "would_raise"},
     "job": {"path", "pattern", "class", "env", "run_call", "line", "nvflare_class", "family"},
     "objective": {
         "metric",
@@ -66,6 +66,7 @@ TOP = {*SECTIONS, "admission_errors", "fixed_budget", "importer_version", "recip
 BUDGET_FIELDS = {"num_clients", "min_clients", "num_rounds"}
 ADMISSION_CODES = {
     "AUTOFL_UNSUPPORTED_JOB",
+    "AUTOFL_RECIPE_WOULD_RAISE",
     "AUTOFL_EMPTY_FIXED_BUDGET",
     "AUTOFL_UNRESOLVED_SAFETY_FIELD",
     "AUTOFL_METRIC_NOT_DECLARED",

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-MAX_ITEMS = 8  # a list or mapping longer than this is shortened
-MAX_CHARS = 160  # a string longer than this is shortened
-SHOWN_ITEMS = 3  # items kept before "... (N items)"
+MAX_ITEMS = 16  # a list of numbers longer than this is shortened (a model's initial weights, say)
+MAX_CHARS = 500  # a string longer than this is shortened
+SHOWN_ITEMS = 3  # numbers kept before "... (N items)"
 BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
 DIRECTION = {"max": "higher is better", "min": "lower is better"}
 
@@ -48,33 +48,34 @@ def summary(objective: dict, budget: dict, *, editable: list, unresolved: list, 
 
 
 def elide(value: Any) -> Any:
-    """A display copy of `value` with long lists, mappings and strings shortened (the input is not changed)."""
+    """A display copy of `value` with long literal data shortened: lists of numbers (also nested, such as a
+    matrix) longer than MAX_ITEMS, and strings longer than MAX_CHARS. The structure of the config (its mappings,
+    its lists of options, files and records) is kept as it is. The input is not changed."""
     if isinstance(value, dict):
-        items = list(value.items())
-        shown = {str(key): elide(item) for key, item in items[: MAX_ITEMS if len(items) <= MAX_ITEMS else SHOWN_ITEMS]}
-        if len(items) > MAX_ITEMS:
-            shown["..."] = f"{len(items) - SHOWN_ITEMS} more entries ({len(items)} in all)"
-        return shown
+        return {key: elide(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return _elide_list(list(value))
+        items = list(value)
+        if len(items) > MAX_ITEMS and all(_numeric(item) for item in items):
+            return _shorten(items)
+        return [elide(item) for item in items]
     if isinstance(value, str) and len(value) > MAX_CHARS:
-        return f"{value[: MAX_CHARS // 2]}... ({len(value)} characters)"
+        return f"{value[: MAX_CHARS // 5]}... ({len(value)} characters)"
     return value
 
 
-def _elide_list(items: list) -> Any:
-    if len(items) <= MAX_ITEMS:
-        return [elide(item) for item in items]
-    if all(_same(item, items[0]) for item in items):
+def _numeric(item: Any) -> bool:
+    """A number, None, or a (nested) list of them: literal data rather than configuration."""
+    if isinstance(item, (list, tuple)):
+        return all(_numeric(inner) for inner in item)
+    return item is None or isinstance(item, (int, float))
+
+
+def _shorten(items: list) -> str | list:
+    if all(type(item) is type(items[0]) and item == items[0] for item in items):
         return f"[{_short(items[0])}] x {len(items)}"
     return [elide(item) for item in items[:SHOWN_ITEMS]] + [f"... ({len(items)} items)"]
 
 
-def _same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
-
-
 def _short(item: Any) -> str:
     shown = elide(item)
-    text = shown if isinstance(shown, str) and isinstance(item, (list, tuple)) else repr(shown)
-    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS // 2] + "..."
+    return shown if isinstance(shown, str) and isinstance(item, (list, tuple)) else repr(shown)
