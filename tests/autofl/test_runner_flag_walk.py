@@ -438,3 +438,12 @@ def test_a_new_campaign_refuses_an_option_initialize_does_not_take(tmp_path):
     done = run_inproc(workspace, "initialize", "--run-args", "--lr 0.2")
     _assert_refused(done, "--run-args does not apply to initialize")
     assert tree_digest(workspace) == before and not (workspace / ".nvflare").exists()
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--score", "0"), ("--limit", "0"), ("--count", "0")])
+def test_a_zero_value_is_still_a_given_option(flag, value, bases, monkeypatch):
+    workspace = bases["prepare"]
+    before = tree_digest(workspace)
+    done = _run("prepare", workspace, [flag, value], monkeypatch)
+    _assert_refused(done, f"{flag} does not apply to prepare")
+    assert tree_digest(workspace) == before

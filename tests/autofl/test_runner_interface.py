@@ -274,3 +274,18 @@ def test_skill_md_lists_the_conventional_families_and_any_slug_is_accepted(ws):
     assert re.findall(r"`([a-z-]+)`", listed) == list(suggest.FAMILIES)
     done = run_inproc(ws, "prepare", "--name", "own", "--hypothesis", "h", "--family", "my-own-family")
     assert done.code == 0 and manifest(ws, "own")["algorithm_family"] == "my-own-family"
+
+
+def test_evaluate_candidate_never_hides_a_sandbox_denial_or_a_missing_baseline():
+    from autofl_core.runner import state as state_mod
+
+    pending = {"reason": "pending_candidates", "next_action": "edit_candidate", "baseline_status": "complete"}
+    scored = [{"status": "baseline", "score": 0.75}]
+    assert state_mod.lifecycle_override(pending, scored, "sim", argument_only_pending=True) == "evaluate_candidate"
+    assert state_mod.lifecycle_override(pending, scored, "sim", argument_only_pending=False) is None
+    denied = scored + [{"status": "infrastructure_retry", "score": None}]
+    assert state_mod.lifecycle_override(pending, denied, "sim", argument_only_pending=True) == (
+        "await_simulation_runner_approval"
+    )
+    stopped = dict(pending, reason="manual_stop_pending_candidate", next_action="abandon_candidate")
+    assert state_mod.lifecycle_override(stopped, scored, "sim", argument_only_pending=True) is None

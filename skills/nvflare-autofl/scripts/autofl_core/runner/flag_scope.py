@@ -37,7 +37,8 @@ def dest(flag: str) -> str:
 
 def given(options) -> list[str]:
     """The action options the command line set, in OPTIONS order."""
-    return [flag for flag in OPTIONS if getattr(options, dest(flag), None) not in (None, False)]
+    values = {flag: getattr(options, dest(flag), None) for flag in OPTIONS}
+    return [flag for flag, value in values.items() if value is not None and value is not False]  # 0 is given
 
 
 def check(action: str, options) -> None:

@@ -76,12 +76,12 @@ def lifecycle_override(state: dict, rows: list[dict], env: str, *, argument_only
     """The runner's next_action override for facts the ledger rows alone cannot express."""
     if state["reason"] in STOP_REASONS:
         return None
-    if state["next_action"] == "edit_candidate" and argument_only_pending:
-        return "evaluate_candidate"
     if rows and rows[-1]["status"] == v.INFRASTRUCTURE_RETRY:
         return "await_simulation_runner_approval"
     if state["baseline_status"] != "complete":
         return "repair_baseline" if env == "sim" else "submit_baseline"
+    if state["next_action"] == "edit_candidate" and argument_only_pending:
+        return "evaluate_candidate"
     return None
 
 
