@@ -166,6 +166,9 @@ def test_replicate_envelope_reports_each_rerun_against_the_best(ws):
     assert (done.envelope["best_candidate"], done.envelope["best_score"]) == ("baseline", 0.75)
     assert done.envelope["noise_verdict"] is None, "the best is the baseline: it has no gain to judge"
     assert done.envelope["seed_option"] is None
+    assert (
+        "identical reruns" in done.envelope["replicate_note"] and "not that the gain" in done.envelope["replicate_note"]
+    )
 
 
 # --- 4. live progress shows the value the ledger records ----------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ...campaign import ledger
+from ...campaign import instructions, ledger
 from ...campaign import vocabulary as v
 from ...campaign.compare import improvement
 from .. import campaign_trial, noise, runargs
@@ -62,6 +62,7 @@ def run(campaign, options, now: str) -> ActionResult:
     extras = {
         "replicates": done,
         "seed_option": seed[0] if seed else None,
+        "replicate_note": instructions.replicate_note(context).strip(),
         "best_candidate": best["name"],
         "best_score": best["score"],
         "noise_verdict": context["best_gain_verdict"],
