@@ -7,9 +7,11 @@ Imports every `tests/fixtures/jobs/recipes/<name>/job.py` with the static import
 arguments) and compares it with `tests/fixtures/jobs/recipes/expected.json` (written by hand): the NVFLARE class
 the job builds, its family, and whether it must be admitted. Every recipe class of the rendered recipe table
 (`autofl_core/importer/nvflare_recipes.json`, i.e. of the installed NVFLARE) must be covered by a fixture.
-Prints one row per fixture (budget as value/confidence: hi = high, pin = pinned, med = medium NVFLARE default),
-then `recipe admission: ...` with the counts. Exit 0 when every row is as expected and every class is covered,
-1 otherwise.
+Prints one row per fixture (budget as value/confidence: hi = high, pin = pinned, med = medium default), the reason
+of every training job refused on purpose (a shape job.py can change: its refusal names the line), then
+`recipe admission: ...` with the counts. Optional expectations: `refusal` (a phrase the first admission error
+names) and `num_rounds_source` / `num_clients_source` (where the value must come from). Exit 0 when every row is
+as expected and every class is covered, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -58,10 +60,18 @@ def check(name: str, expected: dict) -> tuple[list[str], list[str]]:
         misses.append(f"class {job.get('nvflare_class')} instead of {expected['nvflare_class']}")
     if job.get("family") != expected["family"]:
         misses.append(f"family {job.get('family')} instead of {expected['family']}")
+    first = config["admission_errors"][0]["message"] if config["admission_errors"] else ""
+    if expected.get("refusal") and expected["refusal"] not in first:
+        misses.append(f"the refusal does not name {expected['refusal']!r}: {first or 'admitted'}")
+    for field in ("num_rounds", "num_clients"):
+        wanted = expected.get(f"{field}_source")
+        source = ((config.get("fixed_budget") or {}).get(field) or {}).get("source") or ""
+        if wanted and wanted not in source:
+            misses.append(f"{field} comes from {source!r}, not {wanted!r}")
     cells = [
         name,
         job.get("class") or "-",
-        expected["family"],
+        expected["family"] or "-",
         "admit" if expected["admit"] else "refuse",
         "admit" if admitted else "refuse",
         _budget_text(config),
@@ -95,17 +105,29 @@ def print_section(out=None) -> int:
     )
     for row in [header + ["result"], *rows]:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
+    for name in sorted(expected):
+        if not expected[name]["admit"] and expected[name]["family"] in ("training", None):
+            print(f"recipe refusal: {name}: {_first_error(name)}", file=out)
     for miss in misses:
         print(f"recipe miss: {miss}", file=out)
-    training = [n for n in expected if expected[n]["family"] == "training"]
-    admitted = sum(1 for n, r in zip(sorted(expected), rows, strict=True) if n in training and r[4] == "admit")
-    refused = sum(1 for n, r in zip(sorted(expected), rows, strict=True) if n not in training and r[4] == "refuse")
+    actual = {n: r[4] for n, r in zip(sorted(expected), rows, strict=True)}
+    admits = [n for n in expected if expected[n]["admit"]]
+    others = [n for n in expected if not expected[n]["admit"] and expected[n]["family"] not in ("training", None)]
+    fixable = [n for n in expected if not expected[n]["admit"] and n not in others]
     print(
-        f"recipe admission: {admitted}/{len(training)} training jobs admitted, {refused}/{len(expected) - len(training)} "
-        f"non-training jobs refused, {len(misses)} misses",
+        f"recipe admission: {sum(actual[n] == 'admit' for n in admits)}/{len(admits)} training jobs admitted, "
+        f"{sum(actual[n] == 'refuse' for n in others)}/{len(others)} non-training jobs refused, "
+        f"{sum(actual[n] == 'refuse' for n in fixable)}/{len(fixable)} jobs refused for a reason job.py can fix "
+        f"(the line named), {len(misses)} misses",
         file=out,
     )
     return len(misses)
+
+
+def _first_error(name: str) -> str:
+    api, _ = _importer()
+    errors = api.import_job(FIXTURES / name / "job.py")["admission_errors"]
+    return errors[0]["message"] if errors else "admitted"
 
 
 def main() -> int:

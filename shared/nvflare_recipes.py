@@ -8,7 +8,9 @@ nvflare is never imported: its source files are located with importlib.util.find
 version comes from the installed distribution's metadata. Every subclass of nvflare.recipe.spec.Recipe is
 found, its effective `__init__` signature is read (own parameters, plus the base's when it forwards **kwargs or
 has no __init__), and values a subclass passes to `super().__init__` for a budget field it does not expose
-(`num_rounds=2` in SVMFedAvgRecipe) are recorded as `fixed`. Families come from
+(`num_rounds=2` in SVMFedAvgRecipe) are recorded as `fixed`. What makes a recipe raise for some arguments is
+recorded too: `requires_sites` (it raises at export/execute unless set_per_site_config() named its sites) and
+`guards` (`if min_clients < 2: raise ...` at the top of its __init__). Families come from
 shared/catalog/recipe_families.yaml; a recipe class missing there is an error (classify it first).
 """
 
@@ -213,6 +215,89 @@ def _fixed_by_super(init: ast.FunctionDef, own_names: set[str]) -> dict:
     return fixed
 
 
+def raises(source: SourceTree, qualname: str) -> dict:
+    """What makes the recipe raise for some arguments, read statically: `requires_sites` when its
+    `_validate_before_use` raises unless `set_per_site_config()` configured sites (own or inherited), and `guards`,
+    the `if <budget parameter> <op> <int>: raise ...` checks at the top of its own `__init__`."""
+    out: dict = {}
+    sites = _site_requirement(source, qualname)
+    if sites:
+        out["requires_sites"] = sites
+    guards = _budget_guards(source, qualname)
+    if guards:
+        out["guards"] = guards
+    return out
+
+
+def _where(source: SourceTree, qualname: str) -> tuple[ast.ClassDef | None, str]:
+    module, _, name = qualname.rpartition(".")
+    path = source.module_path(module)
+    rel = path.relative_to(source.root.parent).as_posix() if path else module
+    return _class_def(source.tree(module), name), rel
+
+
+def _site_requirement(source: SourceTree, qualname: str, depth: int = 0) -> dict | None:
+    node, rel = _where(source, qualname)
+    if node is None or depth > MAX_REEXPORT_DEPTH:
+        return None
+    method = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "_validate_before_use"), None)
+    if method is None:
+        bases = [b for b in _bases(source, qualname) if b != RECIPE_ROOT]
+        return _site_requirement(source, bases[0], depth + 1) if bases else None
+    for statement in method.body:
+        if (
+            isinstance(statement, ast.If)
+            and isinstance(statement.test, ast.UnaryOp)
+            and isinstance(statement.test.op, ast.Not)
+            and "configured_sites" in ast.unparse(statement.test)
+            and statement.body
+            and isinstance(statement.body[0], ast.Raise)
+        ):
+            return {"file": rel, "line": statement.body[0].lineno, "raises": _raised(statement.body[0])}
+    return None
+
+
+COMPARE_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+def _budget_guards(source: SourceTree, qualname: str) -> list[dict]:
+    node, rel = _where(source, qualname)
+    init = (
+        next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None) if node else None
+    )
+    guards = []
+    for statement in init.body if init else []:
+        test = statement.test if isinstance(statement, ast.If) else None
+        if not (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and test.left.id in BUDGET_PARAMS
+            and len(test.ops) == 1
+            and type(test.ops[0]) in COMPARE_OPS
+            and isinstance(test.comparators[0], ast.Constant)
+            and isinstance(test.comparators[0].value, int)
+            and statement.body
+            and isinstance(statement.body[0], ast.Raise)
+        ):
+            continue
+        guards.append(
+            {
+                "param": test.left.id,
+                "op": COMPARE_OPS[type(test.ops[0])],
+                "value": test.comparators[0].value,
+                "file": rel,
+                "line": statement.body[0].lineno,
+                "raises": _raised(statement.body[0]),
+            }
+        )
+    return guards
+
+
+def _raised(node: ast.Raise) -> str:
+    text = ast.unparse(node.exc) if node.exc is not None else "an exception"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
 def load_families(path: Path = FAMILIES_SOURCE) -> dict:
     with open(path, encoding="utf-8") as handle:
         data = yaml.safe_load(handle)
@@ -244,6 +329,7 @@ def build_table(source: SourceTree, version: str, families: dict) -> dict:
             "name": name,
             **family,
             **signature(source, qualname),
+            **raises(source, qualname),
         }
     for qualname in families["components"]:
         if _class_def(source.tree(qualname.rpartition(".")[0]), qualname.rpartition(".")[2]) is None:

@@ -55,6 +55,7 @@ STATUS_WORD_EXCEPTIONS = {
     ("autofl_core/trial/execute.py", "infrastructure_retry"): (1, "a trial outcome, as above"),
     ("run_job_campaign.py", "replicate"): (1, "the name of the CLI action"),
     ("autofl_core/runner/lifecycle.py", "replicate"): (2, "the action name and its module name"),
+    ("autofl_core/runner/flag_scope.py", "replicate"): (1, "the action name in the table of the options it takes"),
     ("autofl_core/importer/mutation.py", "discard"): (1, "the set.discard method the importer follows"),
     ("autofl_core/campaign/guard.py", "literature"): (1, "the plateau recommendation value of the state schema"),
     ("autofl_core/campaign/plot.py", "literature"): (1, "the plot data's key of the literature markers"),
@@ -71,6 +72,7 @@ JSON_PARSE_EXCEPTIONS = {
     "autofl_core/trial/what_ran.py": "NVFLARE's own metrics files in a trial's copied result, like metrics.py",
     "autofl_core/trial/sandbox.py": "its plan; it runs alone by path (standard library only), so no shared reader",
     "autofl_core/trial/seal.py": "the sandbox's probe output and status file, written by the launcher it started",
+    "autofl_core/trial/progress.py": "NVFLARE's round_metrics.jsonl of a running trial, for the live progress line",
 }
 
 

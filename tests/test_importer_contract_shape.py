@@ -32,7 +32,7 @@ SECTIONS = {
     },
     "cli_flags": {"long_flags", "groups", "name_flag", "takes_value", "allow_abbrev"},
     "environment": {"discovered", "simulator_env_passthrough", "simulator_workspace"},
-    "import": {"support"},
+    "import": {"support", "would_raise"},
     "job": {"path", "pattern", "class", "env", "run_call", "line", "nvflare_class", "family"},
     "objective": {
         "metric",
@@ -60,13 +60,14 @@ SECTIONS = {
         "budget_mismatches",
     },
     "search_space": {"suggested"},
-    "summary": {"editable", "unresolved", "allowed"},
+    "summary": {"objective", "fixed_budget", "editable", "unresolved", "allowed"},
     "trust": {"allowed_edit_paths", "allowed_create_patterns", "preferred_targets", "train_script", "local_modules"},
 }
 TOP = {*SECTIONS, "admission_errors", "fixed_budget", "importer_version", "recipe_args", "source_sha256", "unresolved"}
 BUDGET_FIELDS = {"num_clients", "min_clients", "num_rounds"}
 ADMISSION_CODES = {
     "AUTOFL_UNSUPPORTED_JOB",
+    "AUTOFL_RECIPE_WOULD_RAISE",
     "AUTOFL_EMPTY_FIXED_BUDGET",
     "AUTOFL_UNRESOLVED_SAFETY_FIELD",
     "AUTOFL_METRIC_NOT_DECLARED",

@@ -64,7 +64,7 @@ def test_literature_rows_are_recognised_by_status_only():
     rows = [base(), row("discard", 0.7, name="literature-review", kind="source_edit"), row("keep", 0.9, name="lit")]
     state = state_of(rows)
     assert state["candidate_attempts"] == 2
-    assert state["plateau"]["last_literature_event_index"] is None
+    assert state["plateau"]["last_literature_event_index"] == -1, "the reference's 'none'"
     assert state["exploration_batch"] is None
 
 
@@ -74,7 +74,8 @@ def test_best_baseline_and_improvement_max():
     assert state["best_score"] == 0.9, "discarded scores are never the best"
     assert state["baseline_status"] == "complete" and state["baseline_score"] == 0.8
     assert state["improvement"] == pytest.approx(0.1)
-    assert state["plateau"]["best_name"] == rows[3]["name"] and state["plateau"]["best_scored_index"] == 3
+    assert state["plateau"]["best_name"] == rows[3]["name"]
+    assert state["plateau"]["best_scored_index"] == 2, "position among the retained scored rows, not ledger row 3"
 
 
 def test_best_and_improvement_min_mode_are_direction_adjusted():
@@ -82,7 +83,7 @@ def test_best_and_improvement_min_mode_are_direction_adjusted():
     state = state_of(rows, mode="min")
     assert state["best_score"] == 0.3
     assert state["improvement"] == pytest.approx(0.2)
-    assert state["plateau"]["best_scored_index"] == 3
+    assert state["plateau"]["best_scored_index"] == 2, "third retained scored row (ledger row 3)"
 
 
 def test_tie_at_ledger_precision_is_not_better():
@@ -270,7 +271,7 @@ def test_row8_family_stall_takes_precedence_over_plateau():
 def test_row9_continue():
     state = state_of([base(0.8)] + discards(7), max_candidates=20)
     assert decision(state) == ("continue", "continue", "propose_candidate", False)
-    assert state["plateau"]["recommendation"] is None
+    assert state["plateau"]["recommendation"] == "continue", "never null"
     assert "13 of 20" in state["agent_instruction"]
 
 
@@ -334,7 +335,8 @@ def test_reset_point_is_the_later_of_best_and_batch_completion():
     rows = [base(0.8), row("literature", lit="lit-0001")] + discards(3, kind="source_edit") + [row("keep", 0.9)]
     rows += discards(2)
     plateau = state_of(rows)["plateau"]
-    assert plateau["last_batch_completion_index"] == 4 and plateau["best_scored_index"] == 5
+    assert plateau["last_batch_completion_index"] == 4
+    assert plateau["best_scored_index"] == 1, "the keep at ledger row 5 is the second retained scored row"
     assert plateau["reset_row_index"] == 5 and plateau["scored_since_reset"] == 2
 
 

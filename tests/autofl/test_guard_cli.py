@@ -203,6 +203,10 @@ def test_text_format(tmp_path, python_exe, script):
     assert done.returncode == 0
     assert "decision: stop (candidate_cap_exhausted); next action: final_report" in done.stdout
     assert "final answer allowed: yes" in done.stdout and "literature batch lit-0001: 1 of 3" in done.stdout
+    assert (
+        "plateau: continue; 1 of 8 scored since row 2 (min delta 0.0005); best a2 (retained scored row 1); "
+        "last literature event row 3, last batch completion row none"
+    ) in done.stdout
 
 
 def _tree_digest(folder):

@@ -1,4 +1,11 @@
-"""Decision-table fixtures: one real results.tsv per row (tests/fixtures/autofl_ledgers), checked in-process and via the CLI."""
+"""Decision-table fixtures: one real results.tsv per row (tests/fixtures/autofl_ledgers), checked in-process and via the CLI.
+
+These ledgers were written for this project (none of them is a copy of the reference's own eval ledgers, which
+are not in the repository: those have short, tab-trimmed rows, see test_ledger.py). Their `expect_plateau`
+values were derived by hand from the spec's definitions ("State: the plateau object", "Plateau" in the guard
+section): best_scored_index counts retained scored rows (baseline 0, the keep 1), the literature and batch
+indices are ledger rows or -1, the reset is the later of the best's row and the batch completion row.
+"""
 
 import json
 import shutil
@@ -47,6 +54,7 @@ def test_fixture_ledger_decision(name, tmp_path, python_exe, repo_root):
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     assert {key: printed[key] for key in DECISION_KEYS} == case["expect"]
+    assert {key: printed["plateau"][key] for key in case["expect_plateau"]} == case["expect_plateau"]
 
     args = case["args"]
     settings = {"mode": args[args.index("--mode") + 1] if "--mode" in args else "max"}
@@ -60,3 +68,4 @@ def test_fixture_ledger_decision(name, tmp_path, python_exe, repo_root):
         pending_manifests=pending,
     )
     assert {key: state[key] for key in DECISION_KEYS} == case["expect"]
+    assert {key: state["plateau"][key] for key in case["expect_plateau"]} == case["expect_plateau"]

@@ -33,8 +33,9 @@ def test_replicate_rows_are_never_attempts_retained_or_crashes():
 
 
 def test_replicate_rows_change_nothing_but_noise_on_random_ledgers():
-    """Metamorphic: inserting replicate rows anywhere leaves every state field except `noise` unchanged (with the
-    noise rule off); row indices shift and the agent instruction names rows and the replicate advice."""
+    """Metamorphic: inserting replicate rows anywhere leaves every state field except `noise` (and the noise
+    verdict of the best's gain) unchanged (with the noise rule off); row indices shift and the agent instruction
+    names rows and the replicate advice."""
     rng = random.Random(7)
     for _case in range(300):
         rows = random_rows(rng, rng.randint(0, 40))
@@ -47,6 +48,8 @@ def test_replicate_rows_change_nothing_but_noise_on_random_ledgers():
         mixed = guard.compute_state(with_replicates, settings, stop_files_present=[])
         for state in (plain, mixed):
             state.pop("noise"), state.pop("agent_instruction")
+            for key in ("best_gain_verdict", "unverified_because"):  # judged against the noise band
+                state["noise_context"].pop(key)
         for key in ("plateau", "exploration_batch"):  # row indices shift with the inserted rows
             for state in (plain, mixed):
                 if state[key]:

@@ -117,6 +117,8 @@ def oracle(rows, s, stop_files, pending, ready):
         and all(rows[i]["status"] == "crash" for i in attempts[-threshold:])
     )
     plateau = anchor is not None and since >= s["plateau_threshold"]
+    last_event = events[-1] if events else -1
+    last_completion = max(completions) if completions else -1
     cap = s["max_candidates"]
     if stop_files and pending + ready:
         reason = "manual_stop_pending_candidate"
@@ -144,7 +146,10 @@ def oracle(rows, s, stop_files, pending, ready):
         "exploration_batch": batch,
         "reset_row_index": reset,
         "scored_since_reset": since,
-        "best_scored_index": anchor,
+        "best_scored_index": retained.index(anchor) if anchor is not None else None,
+        "recommendation": "literature" if plateau else "continue",
+        "last_literature_event_index": last_event,
+        "last_batch_completion_index": last_completion,
     }
 
 
@@ -171,6 +176,9 @@ def test_guard_matches_oracle_on_random_ledgers(seed):
             "reset_row_index": state["plateau"]["reset_row_index"],
             "scored_since_reset": state["plateau"]["scored_since_reset"],
             "best_scored_index": state["plateau"]["best_scored_index"],
+            "recommendation": state["plateau"]["recommendation"],
+            "last_literature_event_index": state["plateau"]["last_literature_event_index"],
+            "last_batch_completion_index": state["plateau"]["last_batch_completion_index"],
         }
         assert got == expected, (
             seed,

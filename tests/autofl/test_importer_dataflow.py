@@ -215,7 +215,16 @@ def test_local_subclass_inherits_defaults_unless_it_defines_init():
 
     assert rounds("    pass")["value"] == 2
     own = rounds("    def __init__(self, **kw):\n        super().__init__(num_rounds=9, **kw)")
-    assert own["confidence"] == "unresolved" and "Mine gets no num_rounds=" in own["reason"]
+    # issue 22: a subclass's own __init__ is read (it hard-codes 9 for its base), not given up on
+    assert (own["value"], own["confidence"]) == (9, "medium") and "job.py line 5" in own["source"]
+    forwarded = rounds("    def __init__(self, rounds=4, **kw):\n        super().__init__(num_rounds=rounds, **kw)")
+    assert (forwarded["value"], forwarded["confidence"]) == (4, "medium")
+    left_to_base = rounds("    def __init__(self, **kw):\n        super().__init__(**kw)")
+    assert left_to_base["value"] == 2 and "reached through Mine" in left_to_base["note"]
+    computed = rounds("    def __init__(self, n=2, **kw):\n        super().__init__(num_rounds=n * 2, **kw)")
+    assert (
+        computed["confidence"] == "unresolved" and "num_rounds=n * 2 to its base at job.py line 5" in computed["reason"]
+    )
 
 
 def test_nested_budget_objects_named_by_the_recipe_table():

@@ -179,6 +179,12 @@ def test_hello_world_summary_for_the_human():
         "allowed": ["--lr", "--local_steps"],
         "editable": ["client.py", "job.py"],
         "unresolved": [],
+        "objective": {"metric": "accuracy", "direction": "higher is better", "mode": "max", "source": "core_default"},
+        "fixed_budget": {
+            "num_clients": {"value": 2, "confidence": "high", "source": "SimEnv(num_clients=...)"},
+            "min_clients": {"value": 2, "confidence": "high", "source": "NumpyFedAvgRecipe(min_clients=...)"},
+            "num_rounds": {"value": 3, "confidence": "high", "source": "NumpyFedAvgRecipe(num_rounds=...)"},
+        },
     }
     suggested = {s["flag"]: s for s in config["search_space"]["suggested"]}
     assert suggested["--lr"] == {"default": 0.05, "dest": "lr", "flag": "--lr", "type": "float"}

@@ -198,7 +198,9 @@ def test_a_side_that_returns_early_still_decides_the_result():
     guard_else = "def pick():\n    if os.environ.get('X'):\n        return 4\n    else:\n        raise ValueError\n"
     assert v_of(guard_else, "pick()") == {"value": 4, "confidence": "high"}
     raises = "def pick():\n    if os.environ.get('X'):\n        raise ValueError\n    raise KeyError\n"
-    assert v_of(raises, "pick()")["confidence"] == "unresolved"
+    # issue 22: a function that always raises makes job.py raise (Python semantics), so nothing is built
+    refused = config_of(raises, "pick()")["admission_errors"][0]["message"]
+    assert f"reaches `raise` at line {LINE + 3} (KeyError)" in refused and "whatever the arguments" in refused
     same = "def pick():\n    if os.environ.get('X'):\n        return 5\n    return 5\n"
     assert v_of(same, "pick()") == {"value": 5, "confidence": "high"}
     both = "def pick():\n    if os.environ.get('X'):\n        return 5\n    else:\n        return 5\n"
@@ -485,9 +487,11 @@ def test_comprehensions(expression, expected):
 
 
 def test_a_function_that_always_raises_has_no_value():
-    assert v_of("def fail():\n    raise ValueError('no')\n", "fail()") == unresolved(
-        "raise ValueError('no')", "raised an exception"
-    )
+    """Issue 22: the exception leaves the function and job.py, as in Python: the job is refused at that line
+    (it used to read as an unresolved value, and a job whose baseline could only crash was admitted)."""
+    refused = config_of("def fail():\n    raise ValueError('no')\n", "fail()")
+    assert refused["recipe_args"] == {} and refused["import"]["support"]["status"] == "unsupported"
+    assert f"reaches `raise` at line {LINE + 1} (ValueError('no'))" in refused["admission_errors"][0]["message"]
     nested = (
         "def pick():\n    if os.environ.get('A'):\n        if os.environ.get('B'):\n            raise KeyError\n"
         "        else:\n            raise ValueError\n    return 3\n"

@@ -288,7 +288,7 @@ def test_literature_rows_count_by_status_only(ws):
     done = candidate(ws, "literature-review-tweak", bonus=0.01)
     assert done.envelope["candidate_attempts"] == 1
     state = json.loads((ws / ".nvflare/autofl/campaign_state.json").read_text())
-    assert state["exploration_batch"] is None and state["plateau"]["last_literature_event_index"] is None
+    assert state["exploration_batch"] is None and state["plateau"]["last_literature_event_index"] == -1
 
 
 def test_stop_file_with_and_without_a_pending_candidate(ws):

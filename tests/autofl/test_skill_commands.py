@@ -2,8 +2,8 @@
 
 The skill folder is copied alone into `<tmp>/.agents/skills/nvflare-autofl`, `$AUTOFL` is that folder, and the
 user's job is `my_job/job.py` (the stand-in job). Each document's ```bash commands run in order in a fresh
-project; between `prepare` and an `evaluate` without `--run-args` the test plays the agent and edits the
-prepared copy. Links between the documents must resolve.
+project; between a `prepare` and an `evaluate` neither of which gives `--run-args` the test plays the agent and
+edits the prepared copy. Links between the documents must resolve.
 """
 
 import json
@@ -63,7 +63,7 @@ def test_documented_commands_run_as_written(doc, lone_skill, tmp_path):
         assert argv[0] == "python", command
         done = subprocess.run([sys.executable, *argv[1:]], cwd=project, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"{doc.name}: `{command}` exited {done.returncode}: {done.stderr[-600:]}"
-        if "run_job_campaign.py" in command and " prepare " in command:
+        if "run_job_campaign.py" in command and " prepare " in command and "--run-args" not in command:
             nxt = commands[index + 1] if index + 1 < len(commands) else ""
             if "--run-args" not in nxt:
                 bonus += 0.01

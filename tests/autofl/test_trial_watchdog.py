@@ -1,10 +1,11 @@
 """Watchdog, log watcher and progress parsing as pure logic with a fake clock."""
 
 import io
+import json
 import os
 
 import pytest
-from autofl_core.trial.progress import ProgressPrinter, ProgressTracker
+from autofl_core.trial.progress import ProgressPrinter, ProgressTracker, RoundRecords
 from autofl_core.trial.watchdog import LogWatcher, Watchdog
 
 ROUND0 = "                                Round 0 started.                                "
@@ -95,9 +96,9 @@ def test_progress_tracker_parses_real_shapes():
     tracker.feed("2026-11-30 - INFO - site=site-2 round=0 accuracy=0.2750")
     tracker.feed(SERVER_AGG.format(k=1, n=2))
     line = tracker.render(75)
-    assert line == "[autofl baseline] round 1/3 (1/2 aggregated) | 1:15 elapsed | accuracy=0.275"
+    assert line == "[autofl baseline] round 1/3 (1/2 aggregated) | 1:15 elapsed | site-2 accuracy=0.275"
     tracker.feed(BEST.format(v="0.915"))
-    assert tracker.render(80).endswith("best accuracy=0.915")
+    assert tracker.render(80).endswith("server best accuracy=0.915")
     tracker.feed("Finished FedAvg.")
     assert "finished 3/3 rounds" in tracker.render(90)
 
@@ -105,7 +106,7 @@ def test_progress_tracker_parses_real_shapes():
 def test_progress_tracker_undoes_nvflare_negation_for_min_metrics():
     tracker = ProgressTracker("c1", num_rounds=3, metric="loss", mode="min")
     tracker.feed(BEST.format(v="-1.8795879269826816"))
-    assert tracker.render(1).endswith("best loss=1.87959")
+    assert tracker.render(1).endswith("server best loss=1.87959")
 
 
 def test_printer_writes_only_on_change_when_not_a_tty():
@@ -126,3 +127,69 @@ def test_log_watcher_never_opens_a_fifo_named_log_txt(tmp_path):
     (tmp_path / "job" / "server").mkdir()
     (tmp_path / "job" / "server" / "log.txt").write_text("Round 1 started\n")
     assert LogWatcher(tmp_path, interval=0.0).poll(1.0) == ["Round 1 started"]
+
+
+# --- the value the ledger records, labelled (issue 22, point 4) ---------------------------------------
+
+
+def _round_records(root, *records, job="job"):
+    folder = root / job / "server" / "simulate_job" / "metrics"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "round_metrics.jsonl", "a") as handle:
+        for record in records:
+            handle.write(json.dumps(record) + "\n")
+
+
+def test_progress_shows_the_server_aggregate_once_it_exists(tmp_path):
+    tracker = ProgressTracker("baseline", num_rounds=3, metric="accuracy", root=tmp_path)
+    tracker.feed("2026-11-30 - INFO - site=site-1 round=0 accuracy=0.2850")
+    assert tracker.render(1).endswith("site-1 accuracy=0.285")
+    tracker.feed("IntimeModelSelector - INFO - [identity=simulator_server] - validation metric 0.93 from client site-2")
+    assert tracker.render(2).endswith("site-2 accuracy=0.93")
+    _round_records(
+        tmp_path,
+        {"round": 0, "aggregated_metrics": [{"name": "loss", "value": 2.0}, {"name": "accuracy", "value": 0.28}]},
+    )
+    assert tracker.render(3).endswith("server aggregated accuracy=0.28 (round 1, the value the ledger records)")
+    _round_records(tmp_path, {"round": 2, "aggregated_metrics": [{"name": "accuracy", "value": 0.915}]})
+    tracker.feed("2026-11-30 - INFO - site=site-1 round=2 accuracy=0.9000")
+    line = tracker.render(4)
+    assert line == (
+        "[autofl baseline] round 3/3 | 0:04 elapsed | server aggregated accuracy=0.915 (round 3, the value the "
+        "ledger records)"
+    )
+
+
+def test_progress_labels_a_site_value_it_cannot_place_and_reads_records_of_a_root_job(tmp_path):
+    tracker = ProgressTracker("c", num_rounds=2, metric="accuracy", root=tmp_path)
+    tracker.feed("TaskScriptRunner - INFO - round=0 accuracy=0.5")
+    assert tracker.render(1).endswith("one site's accuracy=0.5")
+    folder = tmp_path / "server" / "simulate_job" / "metrics"  # FedJob.simulator_run(root): no job folder
+    folder.mkdir(parents=True)
+    (folder / "round_metrics.jsonl").write_text(
+        '{"round": 1, "aggregated_metrics": [{"name": "accuracy", "value": 0.6}]}\n'
+    )
+    assert tracker.render(2).endswith("server aggregated accuracy=0.6 (round 2, the value the ledger records)")
+
+
+def test_round_records_are_read_incrementally_and_bad_lines_are_skipped(tmp_path):
+    records = RoundRecords(tmp_path)
+    assert records.poll() == []
+    _round_records(tmp_path, {"round": 0, "aggregated_metrics": []})
+    folder = tmp_path / "job" / "server" / "simulate_job" / "metrics"
+    with open(folder / "round_metrics.jsonl", "a") as handle:
+        handle.write("not json\n" + "[" * 100000 + "\n" + '{"round": 1, "aggreg')
+    assert [r["round"] for r in records.poll()] == [0]
+    with open(folder / "round_metrics.jsonl", "a") as handle:
+        handle.write('ated_metrics": []}\n')
+    assert [r["round"] for r in records.poll()] == [1]
+    assert records.poll() == []
+
+
+@pytest.mark.timeout(10)
+def test_round_records_never_open_a_fifo(tmp_path):
+    folder = tmp_path / "job" / "server" / "simulate_job" / "metrics"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "round_metrics.jsonl")
+    tracker = ProgressTracker("c", num_rounds=2, metric="accuracy", root=tmp_path)
+    assert tracker.render(1).endswith("starting | 0:01 elapsed")

@@ -104,7 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     warning = direction_warning(ledger_metric(rows, None), args.mode)
     if warning:
         print(f"campaign_guard: {warning}", file=sys.stderr)
-    state = guard.compute_state(rows, settings, stop_files_present=stop_files, pending_manifests=args.pending_manifests)
+    state = guard.compute_state(
+        rows,
+        settings,
+        stop_files_present=stop_files,
+        pending_manifests=args.pending_manifests,
+        noise_facts=guard_inputs.stored_noise_facts(folder),
+    )
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     state = guard.with_runner_fields(state, results=str(results), mode=mode, updated_at=now)
     text = render_text(state) if args.format == "text" else json.dumps(state, indent=2, sort_keys=True) + "\n"
@@ -126,8 +132,11 @@ def render_text(state: dict) -> str:
         f"pending: {state['pending_candidates']}",
         f"baseline: {state['baseline_status']} {_num(state['baseline_score'])}; best: {_num(state['best_score'])}; "
         f"improvement: {_num(state['improvement'])} ({state['mode']})",
-        f"plateau: {plateau['scored_since_reset']} of {plateau['threshold']} scored since row "
-        f"{_num(plateau['reset_row_index'])} (min delta {plateau['min_delta']})",
+        f"plateau: {plateau['recommendation']}; {plateau['scored_since_reset']} of {plateau['threshold']} scored "
+        f"since row {_num(plateau['reset_row_index'])} (min delta {plateau['min_delta']}); best "
+        f"{plateau['best_name'] or '-'} (retained scored row {_num(plateau['best_scored_index'])}); last literature "
+        f"event row {_index(plateau['last_literature_event_index'])}, last batch completion row "
+        f"{_index(plateau['last_batch_completion_index'])}",
     ]
     if batch:
         lines.append(
@@ -156,6 +165,10 @@ def noise_line(noise: dict | None) -> str:
 
 def _num(value) -> str:
     return "-" if value is None else str(value)
+
+
+def _index(value: int) -> str:
+    return "none" if value < 0 else str(value)
 
 
 def _count(minimum: int):

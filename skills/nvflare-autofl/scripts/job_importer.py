@@ -7,7 +7,8 @@ Usage:
 --base-args takes one string, split like a shell would: "--lr 0.1", "--num_rounds=5", "-r5" and
 --base-args=VALUE all work (the token after --base-args is always its value).
 
-Prints the imported config plus `admission_errors` ([{code, message}]) on stdout.
+Prints the imported config plus `admission_errors` ([{code, message}]) on stdout. `--format yaml` is the view for
+a human: long literal values are shortened there (`[0.0] x 210`); `--format json` is the complete data.
 Exit codes: 0 admissible; 2 not admissible, or the job/arguments could not be read (one line on stderr);
 141, quietly, when the reader of stdout went away.
 """
@@ -40,7 +41,7 @@ def _load_private_package(name: str):
 
 _load_private_package("autofl_core")
 from autofl_core.common import cli  # noqa: E402
-from autofl_core.importer import api  # noqa: E402
+from autofl_core.importer import api, display  # noqa: E402
 from autofl_core.importer.files import JobImportError  # noqa: E402
 
 EXIT_OK, EXIT_REJECTED = cli.EXIT_OK, cli.EXIT_INVALID
@@ -62,7 +63,8 @@ def render(config: dict, fmt: str) -> str:
         import yaml  # deferred: json output must not pay for PyYAML
 
         # Through JSON first: shared sub-objects become copies, so the YAML a human reviews has no &id anchors.
-        plain = json.loads(json.dumps(config, allow_nan=False))
+        # The YAML is the human's view: long literal values are shortened (`[0.0] x 210`); JSON keeps them all.
+        plain = display.elide(json.loads(json.dumps(config, allow_nan=False)))
         return yaml.safe_dump(plain, sort_keys=True, allow_unicode=True, default_flow_style=False)
     return json.dumps(config, indent=2, sort_keys=True, allow_nan=False) + "\n"
 

@@ -3,6 +3,8 @@
 The server log carries what NVFLARE's own server log shows about the budget that ran: one `Client: New client
 site-N@127.0.0.1 joined. Sent token.  Total clients: N` line per client (ClientManager), one `Round N started.`
 banner per round (FedAvg) and `Aggregated i/N results`; metrics_summary.json carries `final_round`.
+Sites print their last-round value below the aggregate (as real sites differ from the server's weighted
+aggregate); round_metrics.jsonl and metrics_summary.json carry the aggregate, the score the ledger records.
 """
 
 import json
@@ -42,8 +44,9 @@ class NumpyFedAvgRecipe:
         sites = [f"site-{i + 1}" for i in range(env.num_clients)]
         for folder in ["server", *sites]:
             (job / folder).mkdir(parents=True, exist_ok=True)
-        evaluate = runpy.run_path(self.train_script)["evaluate"]
-        score = evaluate(shlex.split(self.train_args))
+        client = runpy.run_path(self.train_script)
+        score = client["evaluate"](shlex.split(self.train_args))
+        eval_size = client.get("EVAL_SIZE")  # set: the sites report their evaluation-set size, as NVFLARE examples do
         server_log = job / "server" / "log.txt"
         for index, site in enumerate(sites):  # NVFLARE's ClientManager logs every registration like this
             _say(f"Client: New client {site}@127.0.0.1 joined. Sent token.  Total clients: {index + 1}", server_log)
@@ -55,7 +58,13 @@ class NumpyFedAvgRecipe:
                     f"site={site} round={rnd} {self.key_metric}={score - 0.01 * (self.num_rounds - rnd):.4f}",
                     job / site / "log.txt",
                 )
+                if eval_size:
+                    _say(
+                        f"Accuracy of the network on the {eval_size} test images: {int(score * 100)} %",
+                        job / site / "log.txt",
+                    )
                 _say(f"Aggregated {index + 1}/{len(sites)} results", server_log)
+            _record_round(job, rnd, self.key_metric, round(score - 0.01 * (self.num_rounds - 1 - rnd), 6))
         _say("Finished FedAvg.", server_log)
         metrics = job / "server" / "simulate_job" / "metrics"
         metrics.mkdir(parents=True, exist_ok=True)
@@ -68,6 +77,20 @@ class NumpyFedAvgRecipe:
         }
         (metrics / "metrics_summary.json").write_text(json.dumps(summary, indent=2))
         return _Run(job)
+
+
+def _record_round(job, rnd, metric, value):
+    """NVFLARE 2.9's MetricsArtifactWriter appends one record per aggregated round (the last one is the score)."""
+    metrics = job / "server" / "simulate_job" / "metrics"
+    metrics.mkdir(parents=True, exist_ok=True)
+    record = {
+        "round": rnd,
+        "aggregated_metrics": [{"name": metric, "value": value}],
+        "sites": [],
+        "skipped_metrics": [],
+    }
+    with open(metrics / "round_metrics.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
 
 
 def _say(line, log):

@@ -5,8 +5,10 @@ progress plot (imports nothing).
   builders;
 - `ledger` - results.tsv: parse, validate, format, append atomically;
 - `compare` - "better" at ledger precision (a tie never wins);
+- `gains` - is a gain real: `beyond noise` / `within noise` / `unverified`, the metric's resolution;
 - `guard` - the state machine: ledger rows + settings -> campaign state (decision, next action, plateau, noise);
-- `guard_inputs` - the guard's inputs: thresholds from flags/environment, stop files, the stored mode;
+- `guard_inputs` - the guard's inputs: thresholds from flags/environment, stop files, the stored mode and noise
+  facts;
 - `instructions` - the sentences an agent reads in the state;
 - `plot` - progress.png from the ledger (matplotlib, Pillow fallback, text note);
 - `plot_worker` - the process that draws progress.png while a trial runs (run by path), and its handle.

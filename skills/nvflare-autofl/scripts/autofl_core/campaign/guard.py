@@ -6,10 +6,12 @@ Usage::
     full = with_runner_fields(state, results="/abs/results.tsv", mode="max", updated_at=now, abandoned_candidates=0,
                               best_candidate="baseline", best_source_sha256=sha, pending_candidate_manifest=None)
 
-Row indices in the state (``best_scored_index``, ``event_index``, ``completion_index`` ...) are 0-based
-positions in the list of ledger data rows (the header is not a row). The decision table, the definitions
-of attempts, batches, plateau, family stall and crash blocker follow the autofl spec; the sentences an
-agent reads live in `instructions`.
+Row indices in the state (``event_index``, ``completion_index``, ``reset_row_index`` ...) are 0-based
+positions in the list of ledger data rows (the header is not a row); the plateau's ``best_scored_index`` is,
+as in the reference, the position of its best among the retained scored rows (baseline and keep rows with a
+score), and its ``last_literature_event_index`` / ``last_batch_completion_index`` are -1 when there is none.
+The decision table, the definitions of attempts, batches, plateau, family stall and crash blocker follow the
+autofl spec; the sentences an agent reads live in `instructions`.
 
 Replicate rows (reruns of the best configuration) are never attempts and never retained: they only feed the
 noise estimate `noise{...}` of the current best. With `noise_sigmas` > 0 and at least `MIN_NOISE_SCORES` scores
@@ -23,7 +25,7 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import asdict, dataclass, field
 
-from . import instructions
+from . import gains, instructions
 from . import vocabulary as v
 from .compare import better, check_mode, improvement
 
@@ -31,6 +33,8 @@ SCHEMA_VERSION = "nvflare.autofl.campaign_state.v1"
 LITERATURE_ACTIONS = frozenset(("run_literature_loop", "develop_literature_batch"))
 RUNNER_ONLY_FIELDS = ("abandoned_candidates", "best_candidate", "best_source_sha256", "pending_candidate_manifest")
 MIN_NOISE_SCORES = 3  # scores of the best (its own row plus replicates) before the noise margin applies
+PLATEAU_CONTINUE, PLATEAU_LITERATURE = "continue", "literature"  # the plateau's `recommendation` values
+NO_INDEX = -1  # the reference's "none" for the plateau's last literature event / last batch completion
 
 
 @dataclass(frozen=True)
@@ -78,11 +82,14 @@ def compute_state(
     stop_files_present: list[str],
     pending_manifests: int = 0,
     ready_manifests: int = 0,
+    noise_facts: dict | None = None,
 ) -> dict:
     """The campaign state for `rows` (ledger order) under `settings`.
 
     `stop_files_present` lists the stop files that exist (as the caller wants them shown);
-    `pending_manifests` counts prepared candidates, `ready_manifests` those ready for external execution.
+    `pending_manifests` counts prepared candidates, `ready_manifests` those ready for external execution;
+    `noise_facts` what the runner knows beyond the ledger (`metric_resolution`, `resolution_source`,
+    `replicates`: "seeded" | "identical" | None), echoed in `noise_context`.
     Returns every state field except the runner-only ones (`with_runner_fields` adds those).
     """
     if isinstance(settings, dict):
@@ -91,7 +98,7 @@ def compute_state(
     _check_int("ready_manifests", ready_manifests, minimum=0)
     scan = _scan(rows, settings)
     stop_files = list(dict.fromkeys(str(path) for path in stop_files_present))
-    facts = _facts(scan, settings, stop_files, pending_manifests, ready_manifests)
+    facts = _facts(scan, settings, stop_files, pending_manifests, ready_manifests, noise_facts or {})
     decision, reason, next_action, final_allowed = _decide(facts, settings)
     state = {
         "schema_version": SCHEMA_VERSION,
@@ -182,6 +189,8 @@ class _Scan:
     scored_attempt_rows: list = field(default_factory=list)  # row indices, ascending
     crash_streak: int = 0
     best: tuple | None = None  # (score, index, name) of the running best (vocabulary.RunningBest)
+    previous_best: tuple | None = None  # the running best the current best replaced (None: it is the first)
+    metric: str = ""  # metric_name of the first scored retained row
     retained: list = field(default_factory=list)  # (score, index, name) of every scored baseline/keep row
     replicates: dict = field(default_factory=dict)  # base_candidate -> scores of its replicate rows
     baseline_score: float | None = None
@@ -223,8 +232,9 @@ def _scan(rows: list[dict], settings: GuardSettings) -> _Scan:
             if status == v.BASELINE and scan.baseline_score is None:
                 scan.baseline_score = score
             scan.retained.append((score, index, row.get("name") or ""))
+            scan.metric = scan.metric or row.get("metric_name") or ""
             if running.offer(index, row):
-                scan.best = scan.retained[-1]
+                scan.previous_best, scan.best = scan.best, scan.retained[-1]
     return scan
 
 
@@ -239,7 +249,7 @@ def _count_batch_member(event: _Event | None, index: int, batch_size: int) -> No
 # --- derived facts and the decision table -----------------------------------------------------------
 
 
-def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int, ready: int) -> dict:
+def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int, ready: int, known: dict) -> dict:
     cap = settings.max_candidates
     best_score = scan.best[0] if scan.best else None
     batch = _reported_batch(scan.events, settings.exploration_batch_size)
@@ -260,6 +270,9 @@ def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int,
         "plateau": _plateau(scan, settings, keep_margin(noise)),
         "exploration_batch": batch,
         "noise": noise,
+        "noise_context": noise_context(
+            scan.best, scan.previous_best, noise, mode=settings.mode, metric=scan.metric, known=known
+        ),
     }
     return {
         "public": public,
@@ -288,7 +301,7 @@ def _decide(facts: dict, settings: GuardSettings) -> tuple[str, str, str, bool]:
         return "continue", "literature_exploration_batch", "develop_literature_batch", False
     if facts["family"]:
         return "continue", "family_repeat_limit", "diversify_candidates", False
-    if public["plateau"]["recommendation"]:
+    if public["plateau"]["recommendation"] == PLATEAU_LITERATURE:
         return "continue", "plateau_literature", "run_literature_loop", False
     return "continue", "continue", "propose_candidate", False
 
@@ -334,39 +347,68 @@ def noise_estimate(best: tuple | None, replicate_scores: list[float], settings: 
     }
 
 
+def noise_context(
+    best: tuple | None, previous: tuple | None, noise: dict | None, *, mode: str, metric: str, known: dict
+) -> dict:
+    """Whether the current best's own gain (over the best it replaced) is real: its verdict (`gains.verdict`)
+    plus the runner's facts (`known`: metric resolution and its source, how replicates vary)."""
+    gain = improvement(best[0], previous[0], mode) if best and previous else None
+    resolution = known.get("metric_resolution")
+    reference = previous[0] if previous else None
+    verdict = gains.verdict(gain, gains.band(noise), metric=metric, reference=reference, resolution=resolution)
+    why = (
+        gains.unverified_because(gain, metric=metric, reference=reference, resolution=resolution)
+        if verdict == gains.UNVERIFIED
+        else None
+    )
+    return {
+        "metric": metric or None,
+        "metric_resolution": resolution,
+        "resolution_source": known.get("resolution_source"),
+        "replicates": known.get("replicates"),
+        "best_gain": None if gain is None else round(gain, 6),
+        "best_gain_over": previous[2] if previous else None,
+        "best_gain_verdict": verdict,
+        "unverified_because": why,
+    }
+
+
 def keep_margin(noise: dict | None) -> float | None:
     """The gain a keep must exceed when the noise rule applies, else None (then any strict gain keeps)."""
     return noise["margin"] if noise and noise["applied"] else None
 
 
-def _anchor(retained: list, mode: str, min_delta: float) -> tuple | None:
-    """The retained row that last improved by more than `min_delta`: the plateau clock's anchor."""
+def _anchor(retained: list, mode: str, min_delta: float) -> int | None:
+    """Position in `retained` of the row that last improved by more than `min_delta`: the plateau clock's anchor."""
     anchor = None
-    for entry in retained:
-        if better(entry[0], anchor[0] if anchor else None, mode, min_delta):
-            anchor = entry
+    for position, entry in enumerate(retained):
+        if better(entry[0], retained[anchor][0] if anchor is not None else None, mode, min_delta):
+            anchor = position
     return anchor
 
 
 def _plateau(scan: _Scan, settings: GuardSettings, margin: float | None) -> dict:
+    """The reference's plateau object: `best_scored_index` is the anchor's position among the retained scored
+    rows, the literature/batch indices are ledger rows (-1 when none), `reset_row_index` is a ledger row."""
     completions = [event.completion_index for event in scan.events if event.completion_index is not None]
     last_completion = max(completions) if completions else None
     min_delta = settings.plateau_min_delta if margin is None else margin
-    anchor = _anchor(scan.retained, settings.mode, min_delta)
-    anchor_index = anchor[1] if anchor else None
-    candidates = [index for index in (anchor_index, last_completion) if index is not None]
+    position = _anchor(scan.retained, settings.mode, min_delta)
+    anchor = scan.retained[position] if position is not None else None
+    candidates = [index for index in (anchor[1] if anchor else None, last_completion) if index is not None]
     reset = max(candidates) if candidates else None
     scored = scan.scored_attempt_rows
     since = len(scored) - bisect_right(scored, reset) if reset is not None else len(scored)
     available = anchor is not None
+    literature = available and since >= settings.plateau_threshold
     return {
         "available": available,
-        "recommendation": "literature" if available and since >= settings.plateau_threshold else None,
+        "recommendation": PLATEAU_LITERATURE if literature else PLATEAU_CONTINUE,
         "best_name": anchor[2] if anchor else None,
         "best_score": anchor[0] if anchor else None,
-        "best_scored_index": anchor_index,
-        "last_literature_event_index": scan.events[-1].index if scan.events else None,
-        "last_batch_completion_index": last_completion,
+        "best_scored_index": position,
+        "last_literature_event_index": scan.events[-1].index if scan.events else NO_INDEX,
+        "last_batch_completion_index": NO_INDEX if last_completion is None else last_completion,
         "min_delta": min_delta,
         "reset_row_index": reset,
         "scored_since_reset": since,

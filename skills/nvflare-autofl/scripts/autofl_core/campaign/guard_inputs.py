@@ -5,6 +5,7 @@ Shared by `campaign_guard.py` and the campaign runner so both see the same input
     thresholds = threshold_settings({"plateau_threshold": None, ...}, os.environ)   # flag None -> env -> default
     present = present_stop_files(workspace, ["STOP_AUTOFL", ".nvflare/autofl/STOP"])
     mode = stored_mode(workspace)   # "max"/"min" from .nvflare/autofl/campaign_state.json, or None
+    known = stored_noise_facts(workspace)   # the runner's noise facts recorded there (resolution, replicates)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from ..common import bounded
 from .compare import MODES
+from .gains import IDENTICAL_RERUNS, SEEDED_RERUNS
 
 DEFAULT_STOP_FILES = ("STOP_AUTOFL", ".nvflare/autofl/STOP")
 STATE_RELATIVE_PATH = Path(".nvflare") / "autofl" / "campaign_state.json"
@@ -91,6 +93,27 @@ def stored_mode(workspace: Path) -> str | None:
     if mode not in MODES:
         raise InputError(f"{path} has no valid 'mode' (max|min); pass --mode max|min")
     return mode
+
+
+def stored_noise_facts(workspace: Path) -> dict | None:
+    """The runner's noise facts (`noise_context` of campaign_state.json: metric resolution and its source, how
+    replicates vary), so the read-only guard gives the runner's advice; None without a usable state file."""
+    try:
+        document = bounded.read_json(Path(workspace) / STATE_RELATIVE_PATH)
+    except bounded.BoundedReadError:
+        return None
+    context = (document or {}).get("noise_context")
+    if not isinstance(context, dict):
+        return None
+    resolution = context.get("metric_resolution")
+    if isinstance(resolution, bool) or not isinstance(resolution, (int, float)) or not 0 < resolution <= 1:
+        resolution = None
+    source, replicates = context.get("resolution_source"), context.get("replicates")
+    return {
+        "metric_resolution": resolution,
+        "resolution_source": source if resolution is not None and isinstance(source, str) else None,
+        "replicates": replicates if replicates in (SEEDED_RERUNS, IDENTICAL_RERUNS) else None,
+    }
 
 
 def _parse_number(text: str, kind: type, label: str) -> int | float:

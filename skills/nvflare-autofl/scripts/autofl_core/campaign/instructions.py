@@ -6,11 +6,12 @@ Pure text from state fields. While a final answer is not allowed, every agent in
 
 from __future__ import annotations
 
+from . import gains
 from .compare import format_score
 
 NO_FINAL = "Do not produce a final answer."
 BATCH_ROLES = ("a faithful implementation", "a tuned variant", "an ablation")
-OVERRIDE_ACTIONS = ("repair_baseline", "submit_baseline", "await_simulation_runner_approval")
+OVERRIDE_ACTIONS = ("repair_baseline", "submit_baseline", "await_simulation_runner_approval", "evaluate_candidate")
 
 
 def agent_instruction(state: dict, settings, family: str | None) -> str:
@@ -51,6 +52,12 @@ def override_instruction(next_action: str) -> str:
             "The host sandbox denied the simulation (exit 75, not counted as a candidate): ask the user to approve "
             "running the runner outside the sandbox for this exact interpreter, runner and job.py, then retry."
         )
+    elif next_action == "evaluate_candidate":
+        text = (
+            "A prepared candidate with run args recorded at prepare is pending: run `evaluate` (it uses those run "
+            "args; --run-args is not needed again). Edit its candidate source directory first only if it should "
+            "also change source, or run `abandon` to drop it without counting it."
+        )
     else:
         raise ValueError(
             f"unknown next_action override {next_action!r}; expected one of: {', '.join(OVERRIDE_ACTIONS)}"
@@ -61,8 +68,10 @@ def override_instruction(next_action: str) -> str:
 def replicate_advice(state: dict) -> str | None:
     """When to rerun the best configuration with `replicate`, or None.
 
-    Before the final report when the best beat the baseline by less than twice the measured spread (stdev of
-    the best's scores); once early in an uncapped campaign whose best has no replicates yet.
+    Measured spread: before the final report when the best beat the baseline by less than twice it (stdev of the
+    best's scores). Nothing measured: one replicate before more candidates build on a best whose own gain is
+    `unverified` (below the metric's resolution or the spread typical for the metric, `gains.verdict`), and
+    once early in an uncapped campaign whose best has no replicates yet.
     """
     noise = state.get("noise")
     if noise is None or state["baseline_status"] != "complete":
@@ -76,12 +85,34 @@ def replicate_advice(state: dict) -> str | None:
                 "3` before the final report, and call the gain unproven if it stays inside the spread."
             )
         return None
+    context = state.get("noise_context") or {}
+    if context.get("best_gain_verdict") == gains.UNVERIFIED:
+        return (
+            f"The best {noise['of']} gained {context['best_gain']:+.6f} over {context['best_gain_over']}, "
+            f"{context['unverified_because']}, and no run-to-run noise is measured yet: run `replicate --count 1` "
+            f"before more candidates build on it (the report marks the gain unverified).{replicate_note(context)}"
+        )
     if state["candidate_cap"] is None and noise["replicates"] == 0:
         return (
             "This campaign is uncapped: run `replicate --count 3` once early to measure the run-to-run spread "
-            "of the best (replicates never count as attempts)."
+            f"of the best (replicates never count as attempts).{replicate_note(context)}"
         )
     return None
+
+
+def replicate_note(context: dict) -> str:
+    """What a replicate of this job shows: with a seed option another seed, without one an identical rerun."""
+    how = context.get("replicates")
+    if how == gains.IDENTICAL_RERUNS:
+        return (
+            " job.py has no seed option, so replicates are identical reruns: a different score shows the runs are "
+            "not deterministic (thread scheduling, GPU kernels, unseeded shuffling) and how much that moves the "
+            "metric; an identical score shows they are reproducible, not that the gain would survive another data "
+            "order or initialisation."
+        )
+    if how == gains.SEEDED_RERUNS:
+        return " Replicates pass other seeds, so their spread includes data order and initialisation."
+    return ""
 
 
 def _with_advice(sentence: str, state: dict) -> str:
@@ -168,11 +199,12 @@ def _plateau(state: dict, settings, family) -> str:
         if settings.exploration_batch_size
         else "then prepare a source-edit candidate based on it"
     )
-    return (
+    return _with_advice(
         f"{plateau['scored_since_reset']} scored candidates since ledger row {plateau['reset_row_index']} brought no "
         f"improvement of more than {plateau['min_delta']}: run the literature loop (research a published method, "
         "record it with `record --literature --hypothesis <sources and decision> --family <family>`, "
-        f"{follow_up})."
+        f"{follow_up}).",
+        state,
     )
 
 

@@ -4,6 +4,7 @@ Usage::
 
     data = read_regular(path, limit)   # bytes, or None when the file does not exist
     document = read_json(path)         # a JSON object (dict), or None when the file does not exist
+    tail = read_tail(path, limit)      # the last `limit` bytes of a regular file (a log), or None
 
 Only regular files are read: a FIFO is opened non-blocking and refused, a device (/dev/zero) is refused before
 any byte is read, and a file larger than `limit` is refused from its size alone. Raises BoundedReadError whose
@@ -76,6 +77,26 @@ def read_json(path: str | os.PathLike, limit: int = MAX_DOCUMENT_BYTES) -> dict 
 def _no_constant(word: str):
     """NaN and Infinity are not JSON (every campaign document is written with allow_nan=False): damage."""
     raise ValueError(f"{word} is not a JSON number")
+
+
+def read_tail(path: str | os.PathLike, limit: int) -> bytes | None:
+    """The last `limit` bytes of the regular file at `path` (None when it does not exist), for logs of any size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise BoundedReadError(f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BoundedReadError("is not a regular file")
+        os.lseek(fd, max(info.st_size - limit, 0), os.SEEK_SET)
+        return _read_up_to(fd, limit)
+    except OSError as exc:
+        raise BoundedReadError(f"cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
 
 
 def _read_up_to(fd: int, count: int) -> bytes:

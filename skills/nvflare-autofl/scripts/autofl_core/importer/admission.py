@@ -19,6 +19,7 @@ INVALID_SCHEMA = "AUTOFL_INVALID_MUTATION_SCHEMA"
 BUDGET_CONFLICT = "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
 SCHEMA_BUDGET_MISMATCH = "AUTOFL_SCHEMA_BUDGET_MISMATCH"
 UNISOLATED_WORKSPACE = "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"
+WOULD_RAISE = "AUTOFL_RECIPE_WOULD_RAISE"
 WORKSPACE_FIX = (
     'job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path")), or run the '
     "job as a recipe with SimEnv"
@@ -195,4 +196,11 @@ def admission_errors(config: dict, requested_metric: str | None = None) -> list[
     support = (config.get("import") or {}).get("support") or {}
     if support.get("status") != "supported":
         return [_error(UNSUPPORTED, f"job.py is not supported: {support.get('reason')}")] + errors
-    return errors + _isolation_errors(config) + _budget_errors(config) + _objective_errors(config, requested_metric)
+    raises = [_error(WOULD_RAISE, reason) for reason in (config.get("import") or {}).get("would_raise") or []]
+    return (
+        errors
+        + raises
+        + _isolation_errors(config)
+        + _budget_errors(config)
+        + _objective_errors(config, requested_metric)
+    )

@@ -21,12 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import argparse_flow as ap
+from . import display
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
 from .budget import FIELDS, fixed_budget
 from .files import Overlay, Workspace, load_job
+from .local_classes import LocalClasses
 from .objective import build_objective
 from .overrides import apply_overrides
 from .reach import ScriptParser, reaching_options
+from .recipe_raises import would_raise
 from .runner_view import (  # noqa: F401  (re-exported public API)
     canonical_option,
     cli_flags,
@@ -38,7 +41,7 @@ from .schema import SCHEMA_FILE, parse_schema_text, schema_section
 from .search import suggested
 from .surface import Surface, analyze, job_section, simulator_workspace
 from .trust import safe_relative, train_script_of, trust_section
-from .values import UNRESOLVED, describe, to_jsonable
+from .values import UNRESOLVED, ClassRef, describe, to_jsonable
 from .walker import Walker
 
 IMPORTER_VERSION = "1.0"
@@ -118,8 +121,8 @@ def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], c
     }
 
 
-def _budget_section(surface: Surface, argparse_section: dict, schema: dict) -> dict:
-    budget = fixed_budget(surface)
+def _budget_section(surface: Surface, argparse_section: dict, schema: dict, local: LocalClasses | None = None) -> dict:
+    budget = fixed_budget(surface, local)
     by_dest = {f["dest"]: f for f in argparse_section["flags"]}
     pinned = dict(schema["comparison_budget_args"]["default_candidate_budget"])
     pinned.update({k: None for k in schema["comparison_budget_args"]["fixed_within_campaign"] if k not in pinned})
@@ -285,8 +288,22 @@ def import_source(
         job.walk, job.surface = Walker(job.base_args).out, Surface(reason=syntax_error)
     else:
         job.walk, job.schema_args, job.conflicts = _walk(job.tree, job.base_args, job.schema, job_name)
+        _with_workspace_bases(job.walk, LocalClasses(job.tree, job.name, job.read_file))
         job.surface = analyze(job.walk)
     return _assemble(job)
+
+
+def _with_workspace_bases(walk: Any, local: LocalClasses) -> None:
+    """Give classes imported from the job's own modules the bases those modules declare, so a recipe subclass
+    defined beside job.py is known by its NVFLARE base (family, defaults) like one defined in job.py."""
+    for obj in walk.objects:
+        cls = obj.cls
+        if cls.bases or cls.qualname.startswith("<local>.") or cls.qualname.startswith("nvflare."):
+            continue
+        found = local.find(cls)
+        if found is not None and found.bases:
+            cls.bases = tuple(ClassRef(q.rpartition(".")[2], q) for q in found.bases)
+            cls.defines_init = found.defines_init
 
 
 def _assemble(job: _Job) -> dict:
@@ -299,7 +316,9 @@ def _assemble(job: _Job) -> dict:
     objective = build_objective(surface, job.metric, schema, script_rel) if supported else _empty_objective(job.metric)
     reasons = objective.pop("_reasons", {})
     recipe_args = {k: describe(v) for k, v in sorted(surface.target.kwargs.items())} if supported else {}
-    budget = _budget_section(surface, args_section, schema)
+    local = LocalClasses(job.tree, job.name, job.read_file)
+    budget = _budget_section(surface, args_section, schema, local)
+    raised = would_raise(surface, budget)
     schema["budget_mismatches"] = _schema_mismatches(budget, schema) if supported else []
     trust = trust_section(
         job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists, schema["preferred_targets"]
@@ -321,7 +340,8 @@ def _assemble(job: _Job) -> dict:
         },
         "fixed_budget": budget,
         "import": {
-            "support": {"reason": surface.reason or f"recognized {surface.pattern} pattern", "status": surface.status}
+            "support": {"reason": surface.reason or f"recognized {surface.pattern} pattern", "status": surface.status},
+            "would_raise": raised,
         },
         "importer_version": IMPORTER_VERSION,
         "job": job_block,
@@ -330,11 +350,13 @@ def _assemble(job: _Job) -> dict:
         "schema": schema,
         "search_space": {"suggested": space},
         "source_sha256": hashlib.sha256(job.source.encode("utf-8", "surrogatepass")).hexdigest(),
-        "summary": {
-            "allowed": [s["flag"] for s in space],
-            "editable": list(trust["allowed_edit_paths"]),
-            "unresolved": [u["field"] for u in unresolved],
-        },
+        "summary": display.summary(
+            objective,
+            budget,
+            editable=list(trust["allowed_edit_paths"]),
+            unresolved=[u["field"] for u in unresolved],
+            allowed=[s["flag"] for s in space],
+        ),
         "trust": trust,
         "unresolved": unresolved,
     }

@@ -101,7 +101,13 @@ def _result(node: Any, produced: list, deciding: list) -> Any:
         if isinstance(node, ast.DictComp):
             keys = [k for k, _ in produced]
             if all(isinstance(k, Val) and k.resolved for k in keys):
-                return Bag([v for _, v in produced], [k.value for k in keys])
+                key_flags = merge_flags(*deciding, *keys)
+                confidence = weakest(
+                    MEDIUM, *(k.confidence for k in keys), *(d.confidence for d in deciding if isinstance(d, Val))
+                )
+                return Bag(
+                    [v for _, v in produced], [k.value for k in keys], key_flags=key_flags, key_confidence=confidence
+                )
             return unresolved(node, "a key of the dict comprehension is not resolved", flags)
         return Bag([v for _, v in produced])
     missing = cause(*values)

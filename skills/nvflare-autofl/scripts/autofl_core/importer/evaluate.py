@@ -248,7 +248,7 @@ class ExpressionEvaluator:
         if not is_data(keys) or not keys.resolved:
             return unresolved(node, "a dict key is not resolved")
         if not all(is_data(v) for v in values):
-            return Bag(values, keys.value)
+            return Bag(values, keys.value, key_flags=keys.flags, key_confidence=keys.confidence)
         if not all(v.resolved for v in values):
             return unresolved(node, cause(*values) or "a dict value is not resolved", merge_flags(*values))
         try:

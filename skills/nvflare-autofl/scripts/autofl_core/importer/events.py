@@ -16,10 +16,21 @@ class PathEnd(Exception):
     """Raised through the walk when the walked path ends early: a `return` (`value` is the function's result) or a
     `raise` (`raised`: this path ends without a result)."""
 
-    def __init__(self, value: Any, raised: bool = False):
+    def __init__(self, value: Any, raised: bool = False, note: RaiseNote | None = None):
         super().__init__()
         self.value = value
         self.raised = raised
+        self.note = note  # a `raise`: where, what, and the job options of the conditions that led there
+
+
+@dataclass(frozen=True)
+class RaiseNote:
+    """A `raise` statement the walk reached: its line, the exception as written, and the job options that decided
+    the branches leading to it (empty: reached whatever the arguments)."""
+
+    line: int
+    exception: str
+    control: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)
@@ -42,6 +53,8 @@ class Obj:
     line: int
     unpacked: bool = False
     control: tuple[str, ...] = ()  # job options of the resolved conditions/loops under which it was built
+    per_site: Any = None  # the config given to set_per_site_config(recipe, ...) / recipe.set_per_site_config(...)
+    per_site_line: int | None = None
 
     @property
     def name(self) -> str:
@@ -86,4 +99,5 @@ class WalkResult:
     problems: list[str] = field(default_factory=list)
     base_args_errors: list[str] = field(default_factory=list)
     raises: list[int] = field(default_factory=list)  # lines of `raise` statements the walk reached
+    ended_by: RaiseNote | None = None  # the `raise` that ended the walk (it propagated out of job.py)
     class_parsers: list[tuple[str, int]] = field(default_factory=list)  # (class, line) of classes that use argparse

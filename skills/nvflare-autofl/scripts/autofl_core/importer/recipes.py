@@ -52,13 +52,13 @@ def _matches(cls: Any) -> tuple[list[tuple[str, dict]], bool]:
     """((table qualname, entry) pairs the class may be, whether a local subclass redefines __init__)."""
     if cls is None or getattr(cls, "dynamic", False):
         return [], False
-    if cls.qualname.startswith(LOCAL_PREFIX):
-        for base in cls.bases:
+    classes = table()["classes"]
+    if cls.qualname.startswith(LOCAL_PREFIX) or (cls.bases and cls.qualname not in classes):
+        for base in cls.bases:  # a class of the job's own (job.py, or a module beside it with its bases read)
             found, own_init = _matches(base)
             if found:
                 return found, own_init or cls.defines_init
         return [], False
-    classes = table()["classes"]
     if cls.qualname in classes:
         return [(cls.qualname, classes[cls.qualname])], False
     same_name = [(q, e) for q, e in classes.items() if e["name"] == cls.name]
@@ -114,3 +114,14 @@ def default_of(cls: Any, param: str) -> Default:
         return Default("unknown")
     found = [_default_in(entry, param) for entry in entries]
     return found[0] if all(d == found[0] for d in found) else Default("ambiguous")
+
+
+def site_requirement(cls: Any) -> dict | None:
+    """`{file, line, raises}` when the recipe raises at export/execute unless set_per_site_config() named its sites."""
+    return next((e["requires_sites"] for e in _entries(cls)[0] if e.get("requires_sites")), None)
+
+
+def guards(cls: Any) -> list[dict]:
+    """The recipe's `if <budget parameter> <op> <int>: raise` checks (`{param, op, value, file, line, raises}`)."""
+    entries, own_init = _entries(cls)
+    return [] if own_init or not entries else list(entries[0].get("guards") or [])

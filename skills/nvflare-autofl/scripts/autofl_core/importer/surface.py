@@ -144,6 +144,8 @@ def _no_run_reason(walk: Any) -> Surface:
             f"{built[0].name} is built at line {built[0].line} but never run; call recipe.execute(env) "
             "(or job.simulator_run(...)) in job.py"
         )
+    if walk.ended_by is not None:
+        return _fail(raise_reason(walk.ended_by))
     if walk.raises:
         return _fail(
             f"job.py reaches `raise` at line {walk.raises[0]} before any recipe or FedJob runs (with the "
@@ -153,6 +155,19 @@ def _no_run_reason(walk: Any) -> Surface:
         "no recognizable NVFLARE recipe or FedJob: Auto-FL needs a job.py that builds a *Recipe and runs it "
         "with recipe.execute(SimEnv(...)), or a FedJob run with simulator_run(...)"
     )
+
+
+def raise_reason(note: Any) -> str:
+    """Why a job whose walk ends in a `raise` is refused, naming the line and what the user can change."""
+    where = f"job.py reaches `raise` at line {note.line} ({note.exception}) before any recipe or FedJob runs"
+    options = [flag for flag in note.control if not flag.startswith("env:")]
+    if options:
+        return (
+            f"{where}, with the arguments given (job.py's defaults and --base-args): the branches leading there "
+            f"depend on {', '.join(options)}; pass values for them in --base-args that avoid the raise, or change "
+            "job.py so it runs with its defaults"
+        )
+    return f"{where}, whatever the arguments; remove the raise or make job.py build and run its recipe"
 
 
 def _describe_target(target: Any, runs: list, walk: Any) -> Surface:

@@ -68,6 +68,8 @@ class Bag:
 
     items: list = field(default_factory=list)
     keys: list | None = None
+    key_flags: tuple[str, ...] = ()  # job options the keys depend on (a dict comprehension over range(args.n))
+    key_confidence: str = HIGH
 
 
 def deep_size(value: Any, cap: int = MAX_STR) -> int:

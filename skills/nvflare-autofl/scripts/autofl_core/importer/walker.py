@@ -20,7 +20,7 @@ from . import argparse_flow as ap
 from . import comprehension, mutation
 from .builtins_eval import BUILTIN_NAMES, call_builtin, call_data_method, call_qualified, env_read
 from .evaluate import ExpressionEvaluator
-from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, WalkResult
+from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .forks import merge_value, walk_both
 from .overrides import PARSE_METHODS, parser_method
 from .surface import touches_surface
@@ -54,8 +54,9 @@ class Walker:
     def run(self, tree: ast.Module) -> WalkResult:
         try:
             self.walk_block(tree.body)
-        except PathEnd:
-            pass
+        except PathEnd as end:
+            if end.raised:
+                self.out.ended_by = end.note
         except _Budget:
             self.out.problems.append("job.py is too complex to follow statically (step budget exhausted)")
         except RecursionError:
@@ -177,6 +178,8 @@ class Walker:
                 return known
             if callee.name == "ArgumentParser":
                 return self._new_parser(kwargs, node)
+            if callee.name == SET_PER_SITE_CONFIG and args and isinstance(args[0], Obj):
+                return _set_per_site(args[0], args[1] if len(args) > 1 else kwargs.get("config"), node)
         if not isinstance(callee, ClassRef):
             callee = ClassRef("<dynamic>", "<dynamic>", dynamic=True)
         obj = Obj(callee, args, kwargs, node.lineno, unpacked, self.control)
@@ -195,6 +198,10 @@ class Walker:
             return parser_method(base, method, args, kwargs, node, self.base_args, self.out)
         if isinstance(base, Obj):
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
+            if method == SET_PER_SITE_CONFIG:
+                return _set_per_site(base, args[0] if args else kwargs.get("config"), node)
+            if method == "configured_sites" and not args and not kwargs:
+                return configured_sites(base, node)
             return unresolved(node, f"result of {base.name}.{method}() at run time")
         if mutation.is_mutation(base, method):
             return mutation.mutate(self, base, method, args, kwargs, node)
@@ -215,6 +222,8 @@ class Walker:
             self.walk_block(func.node.body)
             result = self.with_control(Val(None, HIGH))
         except PathEnd as ret:
+            if ret.raised:  # an exception leaves the function and keeps going up, as in Python
+                raise
             result = ret.value
         finally:
             self.scopes = saved
@@ -261,7 +270,9 @@ class Walker:
 
     def _st_Raise(self, stmt: ast.Raise) -> None:
         self.out.raises.append(stmt.lineno)
-        raise PathEnd(unresolved(stmt, "raised an exception"), raised=True)
+        exception = source_text(stmt.exc, 120) if stmt.exc is not None else "the current exception again"
+        note = RaiseNote(stmt.lineno, exception, self.control)
+        raise PathEnd(unresolved(stmt, "raised an exception"), raised=True, note=note)
 
     def _st_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         self.scopes[0][stmt.name] = FuncRef(stmt, list(self.scopes))
@@ -404,12 +415,45 @@ class Walker:
 
     def _st_Try(self, stmt: ast.Try) -> None:
         try:
-            self.walk_block(stmt.body)
-            self.walk_block(stmt.orelse)
+            try:
+                self.walk_block(stmt.body)
+            except PathEnd as end:
+                if not (end.raised and stmt.handlers):
+                    raise
+                self.walk_block(stmt.handlers[0].body)  # a `raise` inside `try` may be caught: its handler runs
+            else:
+                self.walk_block(stmt.orelse)
         finally:
             self.walk_block(stmt.finalbody)
 
     _st_TryStar = _st_Try
+
+
+SET_PER_SITE_CONFIG = "set_per_site_config"
+
+
+def _set_per_site(recipe: Obj, config: Any, node: ast.Call) -> Val:
+    """`set_per_site_config(recipe, config)` or `recipe.set_per_site_config(config)`: remember the sites."""
+    recipe.per_site, recipe.per_site_line = config, node.lineno
+    return Val(None, HIGH)
+
+
+def configured_sites(recipe: Obj, node: ast.Call) -> Any:
+    """`recipe.configured_sites()`: the keys of its per-site config (NVFLARE 2.9, recipe/spec.py), in order."""
+    config = recipe.per_site if recipe.per_site is not None else recipe.kwargs.get("per_site_config")
+    if config is None:  # NVFLARE returns [] before set_per_site_config(): no client would run
+        return unresolved(
+            node,
+            f"{recipe.name}.configured_sites() is empty: job.py never calls set_per_site_config(...) on the "
+            f"{recipe.name} built at line {recipe.line}; call set_per_site_config(recipe, {{site: {{...}}, ...}}) "
+            "with one entry per site",
+        )
+    if isinstance(config, Bag) and config.keys is not None:
+        return Val(list(config.keys), config.key_confidence, source_text(node), config.key_flags)
+    if isinstance(config, Val) and config.resolved and isinstance(config.value, dict):
+        return Val(list(config.value), config.confidence, source_text(node), config.flags)
+    why = cause(config) or "it is not a dict the importer can read"
+    return unresolved(node, f"the sites of {recipe.name}.configured_sites() are not known statically: {why}")
 
 
 def _with_early_returns(result: Any, early: list[tuple[Any, int]]) -> Any:

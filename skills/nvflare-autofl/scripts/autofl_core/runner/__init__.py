@@ -5,6 +5,7 @@
 - `refresh` - after an action: best fields, campaign state, and on a ledger change progress.png and the report;
 - `recovery` - finish or undo what a killed runner left behind (run first, under the lock);
 - `checks` - checks several actions share (which candidate, is the campaign open);
+- `flag_scope` - which action options each action takes (any other one is refused, never silently dropped);
 - `outcome` - ActionResult, CampaignError, Interrupted and the exit codes;
 - `open_campaign` - `Campaign`: one open campaign, its files read once per action;
 - `store/` - one module per campaign file (paths, lock, autofl.yaml, campaign.json, manifests, snapshot, sources);

@@ -15,7 +15,7 @@ import os
 import stat
 from datetime import datetime, timezone
 
-from . import recovery, refresh
+from . import flag_scope, recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
@@ -44,6 +44,7 @@ def now_text() -> str:
 
 
 def run(action: str, options) -> tuple[int, dict]:
+    flag_scope.check(action, options)
     given = settings_mod.requested_settings(options)
     probe = CampaignPaths.for_job(options.job, {})
     check_job_file(probe.job)

@@ -5,6 +5,7 @@ noise estimate (`guard.noise_estimate`, the same numbers the state shows). Usage
 
     margin = keep_margin(campaign)   # None unless --noise-sigmas > 0 and >= 3 scores of the best exist
     seed = seed_option(campaign)     # ("--seed", "0") when replicates pass seeds, else None (identical reruns)
+    known = facts(campaign)          # the guard's noise_facts: metric resolution and how replicates vary
     replicate_seed(3, current="0")   # "3": the n-th positive seed other than the configuration's own
 """
 
@@ -12,12 +13,35 @@ from __future__ import annotations
 
 import re
 
-from ..campaign import guard
+from ..campaign import gains, guard
 from ..campaign import vocabulary as v
+from ..common import bounded
 from . import runargs
 from . import settings as settings_mod
 
 SEED_DEST_RE = re.compile(r"(random_)?seed")
+RUN_LOG_TAIL = 256 * 1024  # where the evaluation-set size is looked for in the baseline's run.log
+
+
+def facts(campaign) -> dict:
+    """What the guard cannot read from the ledger: the metric's resolution (one sample of the evaluation set,
+    when the baseline's output reports the set's size) and whether replicates pass seeds or are identical."""
+    known = {"metric_resolution": None, "resolution_source": None}
+    baseline = next((r for r in campaign.rows() if r["status"] == v.BASELINE and r["score"] is not None), None)
+    if baseline and baseline["artifacts"]:
+        log = campaign.paths.resolve(baseline["artifacts"]) / "run.log"
+        try:
+            data = bounded.read_tail(log, RUN_LOG_TAIL)
+        except bounded.BoundedReadError:
+            data = None
+        size = gains.eval_size(data.decode("utf-8", errors="replace")) if data else None
+        resolution = gains.resolution_of(campaign.settings["metric"], size)
+        if resolution is not None:
+            known["metric_resolution"] = resolution
+            known["resolution_source"] = f"{campaign.paths.rel(log)}: an evaluation set of {size} samples"
+    seeded = seed_option(campaign) is not None
+    known["replicates"] = gains.SEEDED_RERUNS if seeded else gains.IDENTICAL_RERUNS
+    return known
 
 
 def estimate(campaign) -> dict | None:
@@ -90,13 +114,5 @@ def replicate_seed(n: int, *, current: str) -> str:
 
 
 def band(noise: dict | None) -> float | None:
-    """The half-width of the noise band the plot shades and the report judges gains by, or None (not measured).
-
-    The keep margin when the noise rule applies; otherwise max(margin, 2 stdev), the "twice the spread" rule
-    of thumb SKILL.md gives for when to replicate.
-    """
-    if noise is None or noise["stdev"] is None:
-        return None
-    if noise["applied"]:
-        return noise["margin"]
-    return round(max(noise["margin"], 2 * noise["stdev"]), 6)
+    """The half-width of the noise band the plot shades and the report judges gains by (`gains.band`)."""
+    return gains.band(noise)

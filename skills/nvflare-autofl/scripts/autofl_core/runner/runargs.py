@@ -7,6 +7,8 @@ with the job's own option types and choices, and stay inside `mutable_args` boun
 as a file of more arguments (`fromfile_prefix_chars`, e.g. `@extra.py`) is refused first. Pure. Usage::
 
     own = parse_run_args(config, ["--lr=0.1"], reserved={"--name"}, budget={"--num_rounds", ...})
+    own = candidate_args(config, "--lr 0.1")                # the same, reserved/budget options from the contract
+    own = settle(config, recorded=manifest["run_args"], given="--lr 0.1")   # prepare's and evaluate's, reconciled
     effective = merge(best=[("--lr", "0.05"), ("--local_steps", "10")], own=own)   # own wins per flag
     flatten(effective)   # ["--lr", "0.1", "--local_steps", "10"]
 """
@@ -14,6 +16,7 @@ as a file of more arguments (`fromfile_prefix_chars`, e.g. `@extra.py`) is refus
 from __future__ import annotations
 
 import math
+import shlex
 
 from ..importer import runner_view as importer
 from .outcome import CampaignError
@@ -69,6 +72,38 @@ def refuse_fromfile(config: dict, tokens: list[str], what: str) -> None:
             f"{what} {token!r} starts with {token[0]!r}, which job.py's parser reads as a file of more arguments "
             "(fromfile_prefix_chars); write the arguments out instead"
         )
+
+
+def candidate_args(config: dict, text: str, flag: str = "--run-args") -> list[Arg]:
+    """A candidate's own `--run-args` string, validated exactly as evaluate validates it (the fixed-budget options
+    and the runner-owned --name are refused)."""
+    try:
+        tokens = shlex.split(text)
+    except ValueError as error:
+        raise CampaignError(f"{flag} cannot be split ({error}); balance the quotes") from None
+    name_flag = importer.cli_flags(config)["name_flag"]
+    return parse_run_args(
+        config,
+        tokens,
+        reserved={name_flag} if name_flag else set(),
+        budget=set(importer.fixed_budget_options(config)),
+    )
+
+
+def settle(config: dict, *, recorded: list[str], given: str | None) -> list[Arg]:
+    """The candidate's own run args at evaluate: the ones prepare recorded, or evaluate's `--run-args`, or both when
+    they agree (as option values; order and `=` spelling do not matter). Both given and different is rejected."""
+    kept = candidate_args(config, shlex.join(recorded), "the prepared candidate's run args") if recorded else []
+    if given is None:
+        return kept
+    own = candidate_args(config, given)
+    if recorded and dict(own) != dict(kept):
+        raise CampaignError(
+            f"the candidate was prepared with --run-args {shlex.join(recorded)!r} but evaluate got --run-args "
+            f"{given!r}; omit --run-args at evaluate to use the prepared ones, pass the same ones, or abandon the "
+            "candidate and prepare it again with the new ones"
+        )
+    return own
 
 
 def merge(best: list[Arg], own: list[Arg]) -> list[Arg]:

@@ -2,7 +2,8 @@
 
 `compute` = the pure guard (`guard.compute_state`) over the ledger, settings, stop files and pending
 manifests, plus the runner-only fields and the lifecycle overrides the ledger cannot see (`repair_baseline`,
-`submit_baseline`, `await_simulation_runner_approval`). Usage::
+`submit_baseline`, `await_simulation_runner_approval`, and `evaluate_candidate` for a pending candidate whose run
+args prepare recorded: there is nothing left to edit). Usage::
 
     state = compute(campaign, now)
     write(campaign, state)                         # only when more than updated_at changed
@@ -14,6 +15,7 @@ from __future__ import annotations
 from ..campaign import guard, guard_inputs
 from ..campaign import vocabulary as v
 from ..common import atomic, bounded
+from . import noise
 from . import settings as settings_mod
 from .outcome import CampaignError
 
@@ -51,6 +53,7 @@ def compute(campaign, now: str) -> dict:
         stop_files_present=stop_files,
         pending_manifests=len(pending),
         ready_manifests=len(ready),
+        noise_facts=noise.facts(campaign),
     )
     best = campaign.best_row()
     first_pending = (pending + ready)[0] if pending or ready else None
@@ -64,11 +67,12 @@ def compute(campaign, now: str) -> dict:
         best_source_sha256=_best_digest(campaign),
         pending_candidate_manifest=paths.rel(paths.manifest(first_pending["candidate_id"])) if first_pending else None,
     )
-    override = lifecycle_override(state, rows, settings["env"])
+    argument_only = bool(pending) and all(m["status"] == v.PREPARED and m["run_args"] for m in pending)
+    override = lifecycle_override(state, rows, settings["env"], argument_only_pending=argument_only)
     return guard.with_next_action_override(state, override) if override else state
 
 
-def lifecycle_override(state: dict, rows: list[dict], env: str) -> str | None:
+def lifecycle_override(state: dict, rows: list[dict], env: str, *, argument_only_pending: bool = False) -> str | None:
     """The runner's next_action override for facts the ledger rows alone cannot express."""
     if state["reason"] in STOP_REASONS:
         return None
@@ -76,6 +80,8 @@ def lifecycle_override(state: dict, rows: list[dict], env: str) -> str | None:
         return "await_simulation_runner_approval"
     if state["baseline_status"] != "complete":
         return "repair_baseline" if env == "sim" else "submit_baseline"
+    if state["next_action"] == "edit_candidate" and argument_only_pending:
+        return "evaluate_candidate"
     return None
 
 

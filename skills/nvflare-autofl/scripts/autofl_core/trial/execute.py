@@ -264,7 +264,7 @@ class _Monitor:
         self.printed: deque[str] = deque(maxlen=MAX_PRINTED_LINES)  # bounded: a job may print this endlessly
         metric = spec.metric_order[0] if spec.metric_order else None
         self.tracker = progress.ProgressTracker(
-            spec.trial_name, num_rounds=spec.num_rounds, metric=metric, mode=spec.mode
+            spec.trial_name, num_rounds=spec.num_rounds, metric=metric, mode=spec.mode, root=root
         )
         self.printer = progress.ProgressPrinter(spec.progress_stream) if spec.progress_stream else None
 

@@ -1,20 +1,30 @@
-"""Live progress of a running trial on stderr: round k/N, elapsed time, last metric seen.
+"""Live progress of a running trial on stderr: round k/N, elapsed time, the metric, labelled by where it came from.
 
 Parses the NVFLARE 2.9 shapes: `Round N started.` (0-based N; shown as N+1 of the budget's
 num_rounds), `Aggregated k/n results`, `new best validation metric at round N: v` (negated
-by NVFLARE when the key metric is minimized), `Finished FedAvg.`, and client prints such as
-`site=site-1 round=0 accuracy=0.18`. Never writes to stdout.
+by NVFLARE when the key metric is minimized), `validation metric v from client site-1`, `Finished FedAvg.`,
+client prints such as `site=site-1 round=0 accuracy=0.18`, and the server's per-round aggregated metrics in
+`round_metrics.jsonl` (NVFLARE 2.9's MetricsArtifactWriter; read from the trial root as it grows).
 
-Usage: tracker = ProgressTracker("baseline", num_rounds=3, metric="accuracy", mode="max")
+The value shown is the one the ledger records when there is one: the server's aggregated metric (`server
+aggregated accuracy=0.915 (round 3, the value the ledger records)`); before it exists, the server's best or a
+single site's value, always labelled with that site (`site-1 accuracy=0.9`; `one site's accuracy=...` when the
+line does not say which). Never writes to stdout.
+
+Usage: tracker = ProgressTracker("baseline", num_rounds=3, metric="accuracy", mode="max", root=trial_root)
        printer = ProgressPrinter(sys.stderr)
        tracker.feed(line)                                        # for every output/log line
-       printer.show(tracker.render(elapsed), tracker.state_key())  # about once a second
+       printer.show(tracker.render(elapsed), tracker.state_key())  # about once a second (reads new round records)
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import stat
 import threading
+from pathlib import Path
 from typing import TextIO
 
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -23,21 +33,30 @@ AGGREGATED_RE = re.compile(r"\bAggregated (\d+)/(\d+) results")
 BEST_RE = re.compile(rf"new best validation metric at round (\d+): ({NUMBER})")
 CLIENT_ROUND_RE = re.compile(r"\bround=(\d+)\b")
 KEY_VALUE_RE = re.compile(rf"\b([A-Za-z_][A-Za-z0-9_.]*)\s*[=:]\s*({NUMBER})(?![\w.])")
+SITE_VALUE_RE = re.compile(rf"validation metric ({NUMBER}) from client ([A-Za-z0-9][\w.-]*)")
+SITE_RE = re.compile(r"\b(?:site|identity)=([A-Za-z0-9][\w.-]*)")
 NON_METRIC_KEYS = frozenset({"round", "site", "epoch", "step", "pid", "rank", "interval", "task_processed"})
+ROUND_RECORDS = Path("server", "simulate_job", "metrics", "round_metrics.jsonl")  # under <root> or <root>/<job>
+MAX_RECORD_READ = 1 << 20  # bytes of new round records read per render
+MAX_JOB_FOLDERS = 8
 
 
 class ProgressTracker:
     """State parsed from trial output; `feed` is safe to call from the output thread."""
 
-    def __init__(self, label: str, *, num_rounds: int | None, metric: str | None, mode: str = "max"):
+    def __init__(
+        self, label: str, *, num_rounds: int | None, metric: str | None, mode: str = "max", root: Path | None = None
+    ):
         self.label = label
         self.num_rounds = num_rounds
         self.metric = metric
         self.mode = mode
         self.round_index: int | None = None
         self.aggregated: tuple[int, int] | None = None
-        self.last_metric: tuple[str, str] | None = None
+        self.last_metric: tuple[str, str] | None = None  # (label, value): a site's value or the server's best
+        self.server_metric: tuple[str, str, int] | None = None  # (name, value, round) of the aggregated metric
         self.finished = False
+        self._records = RoundRecords(root) if root is not None else None
         self._lock = threading.Lock()
 
     def feed(self, line: str) -> None:
@@ -52,6 +71,8 @@ class ProgressTracker:
             self._match(AGGREGATED_RE, line, self._on_aggregated)
         elif "new best validation metric" in line:
             self._match(BEST_RE, line, self._on_best)
+        elif "from client " in line:
+            self._match(SITE_VALUE_RE, line, self._on_site_value)
         elif "round=" in line:
             self._match(CLIENT_ROUND_RE, line, lambda match: self._on_client(match, line))
 
@@ -71,6 +92,25 @@ class ProgressTracker:
     def _on_best(self, match: re.Match[str]) -> None:
         self._best(match.group(2))
 
+    def _on_site_value(self, match: re.Match[str]) -> None:
+        value = float(match.group(1))
+        if self.mode == "min":  # NVFLARE negates minimized key metrics in this log line too
+            value = -value
+        self.last_metric = (f"{match.group(2)} {self.metric or 'validation metric'}", f"{value:.6g}")
+
+    def feed_record(self, record: dict) -> None:
+        """One round record of round_metrics.jsonl: the server's aggregated metrics of that round."""
+        found = _aggregated_value(record, self.metric)
+        if found is None:
+            return
+        with self._lock:
+            name, value = found
+            rnd = record.get("round")
+            rnd = rnd if isinstance(rnd, int) and not isinstance(rnd, bool) else None
+            if rnd is not None:
+                self._at_round(rnd)
+            self.server_metric = (name, f"{value:.6g}", rnd)
+
     def _on_client(self, match: re.Match[str], line: str) -> None:
         self._at_round(int(match.group(1)))
         self._client_metric(line)
@@ -84,27 +124,41 @@ class ProgressTracker:
         value = float(text)
         if self.mode == "min":  # NVFLARE negates minimized key metrics in this log line
             value = -value
-        self.last_metric = (f"best {name}", f"{value:.6g}")
+        self.last_metric = (f"server best {name}", f"{value:.6g}")
 
     def _client_metric(self, line: str) -> None:
+        site = SITE_RE.search(line)
         for key, value in KEY_VALUE_RE.findall(line):
             if (self.metric and key == self.metric) or (not self.metric and key.lower() not in NON_METRIC_KEYS):
-                self.last_metric = (key, f"{float(value):.6g}")
+                label = f"{site.group(1)} {key}" if site else f"one site's {key}"
+                self.last_metric = (label, f"{float(value):.6g}")
                 return
 
     def state_key(self) -> tuple:
         """Changes exactly when the displayed state (apart from elapsed time) changes."""
+        self._read_records()
         with self._lock:
-            return (self.round_index, self.aggregated, self.last_metric, self.finished)
+            return (self.round_index, self.aggregated, self.last_metric, self.server_metric, self.finished)
 
     def render(self, elapsed: float) -> str:
-        """One status line, e.g. `[autofl baseline] round 2/3 (2/2 aggregated) | 0:14 | accuracy=0.915`."""
+        """One status line, e.g. `[autofl baseline] round 3/3 (2/2 aggregated) | 0:14 elapsed | server aggregated
+        accuracy=0.915 (round 3, the value the ledger records)`."""
+        self._read_records()
         with self._lock:
             parts = [f"[autofl {self.label}] {self._round_text()}"]
             parts.append(f"{int(elapsed) // 60}:{int(elapsed) % 60:02d} elapsed")
-            if self.last_metric:
+            if self.server_metric:
+                name, value, rnd = self.server_metric
+                when = f"round {rnd + 1}, " if rnd is not None else ""
+                parts.append(f"server aggregated {name}={value} ({when}the value the ledger records)")
+            elif self.last_metric:
                 parts.append(f"{self.last_metric[0]}={self.last_metric[1]}")
             return " | ".join(part for part in parts if part)
+
+    def _read_records(self) -> None:
+        if self._records is not None:
+            for record in self._records.poll():
+                self.feed_record(record)
 
     def _round_text(self) -> str:
         total = f"/{self.num_rounds}" if self.num_rounds else ""
@@ -116,6 +170,79 @@ class ProgressTracker:
         if self.aggregated:
             text += f" ({self.aggregated[0]}/{self.aggregated[1]} aggregated)"
         return text
+
+
+def _aggregated_value(record: dict, metric: str | None) -> tuple[str, float] | None:
+    """(name, value) of `metric` (else the first number) among a round record's `aggregated_metrics`."""
+    entries = record.get("aggregated_metrics")
+    if not isinstance(entries, list):
+        return None
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        value = entry.get("value")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            continue
+        if metric is None or entry["name"] == metric:
+            return entry["name"], float(value)
+    return None
+
+
+class RoundRecords:
+    """The server's `round_metrics.jsonl` of a running trial, read as it grows (bounded, regular files only)."""
+
+    def __init__(self, root: Path):
+        self._root = Path(root)
+        self._path: str | None = None
+        self._offset = 0
+        self._partial = b""
+
+    def poll(self) -> list[dict]:
+        """The records appended since the last poll (complete JSON lines that are objects)."""
+        path = self._path or self._find()
+        if path is None:
+            return []
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO put there must never block
+        except OSError:
+            return []
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return []
+            data = os.pread(fd, MAX_RECORD_READ, self._offset)
+        except OSError:
+            return []
+        finally:
+            os.close(fd)
+        self._offset += len(data)
+        *complete, self._partial = (self._partial + data).split(b"\n")
+        self._partial = self._partial[-MAX_RECORD_READ:]
+        records = []
+        for line in complete:
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(record, dict):
+                records.append(record)
+        return records
+
+    def _find(self) -> str | None:
+        folders = [self._root]
+        try:
+            with os.scandir(self._root) as entries:
+                folders += sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))[:MAX_JOB_FOLDERS]
+        except OSError:
+            return None
+        for folder in folders:
+            candidate = folder / ROUND_RECORDS
+            try:
+                if stat.S_ISREG(os.lstat(candidate).st_mode):
+                    self._path = str(candidate)
+                    return self._path
+            except OSError:
+                continue
+        return None
 
 
 class ProgressPrinter:

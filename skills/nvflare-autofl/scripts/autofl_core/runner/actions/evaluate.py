@@ -19,8 +19,7 @@ import json
 from ...campaign import vocabulary as v
 from ...common import atomic, faults
 from ...importer import runner_view as importer
-from .. import campaign_trial, drafts, finalize, noise, runargs
-from .. import settings as settings_mod
+from .. import campaign_trial, drafts, finalize, noise, runargs, what_happened
 from .. import state as state_mod
 from ..checks import pick_pending, require_open
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError, Interrupted
@@ -39,12 +38,7 @@ def run(campaign, options, now: str) -> ActionResult:
     draft = drafts.read_draft(
         paths.candidate_dir(manifest["candidate_id"]) / "source", best_files, campaign.config, paths.workspace
     )
-    own = runargs.parse_run_args(
-        campaign.config,
-        settings_mod.split_args(options.run_args or "", "--run-args"),
-        reserved=_reserved(campaign),
-        budget=budget_flags(campaign.config),
-    )
+    own = runargs.settle(campaign.config, recorded=manifest["run_args"], given=options.run_args)
     best_args = campaign.best_run_args()
     effective = runargs.flatten(runargs.merge(runargs.pairs_from_tokens(campaign.config, best_args), own))
     if not draft.patch and runargs.same_configuration(campaign.config, effective, best_args):
@@ -117,11 +111,6 @@ def budget_flags(config: dict) -> set[str]:
 def fingerprint(base: str, budget: str, patch_sha: str | None, effective: list[str]) -> str:
     document = json.dumps([base, budget, patch_sha or "", effective])
     return hashlib.sha256(document.encode("utf-8")).hexdigest()
-
-
-def _reserved(campaign) -> set[str]:
-    name_flag = importer.cli_flags(campaign.config)["name_flag"]
-    return {name_flag} if name_flag else set()
 
 
 def _materialize(
@@ -259,12 +248,14 @@ def _simulate(campaign, manifest: dict, draft, now: str, *, sealed: bool) -> Act
             simulator_result_name=result.artifacts.get("simulator_result_name"),
         ),
     )
+    compared = what_happened.compared_with(campaign)
     finalize.finalize(campaign, manifest, status=status, draft_files=draft.files if status == v.KEEP else None, now=now)
     code = {v.INFRASTRUCTURE_RETRY: EXIT_SANDBOX, v.CRASH: EXIT_UNSCORED}.get(status, EXIT_OK)
     extras = {
         "candidate_manifest": str(paths.manifest(candidate_id)),
         "candidate_status": status,
         **campaign_trial.envelope_extras(campaign, result),
+        **what_happened.outcome(campaign, compared, score=manifest["result"]["score"]),
     }
     return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
 

@@ -1,9 +1,12 @@
 """prepare: copy the best snapshot into `candidates/<id>/source/` (the only folder the agent edits) and
-write the manifest (`prepared`)."""
+write the manifest (`prepared`). `--run-args` (the reference's way to give a candidate its arguments) is
+validated exactly as at evaluate and recorded in the manifest (`run_args`, and `effective_run_args` merged
+with the best's); evaluate then runs them without being told again."""
 
 from __future__ import annotations
 
 from ...campaign import vocabulary as v
+from .. import runargs
 from .. import state as state_mod
 from ..checks import require_open
 from ..outcome import ActionResult, CampaignError
@@ -29,6 +32,7 @@ def run(campaign, options, now: str) -> ActionResult:
     if name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES) or name in campaign.used_names():
         raise CampaignError(f"--name {name} is already used or reserved; pick a new name")
     event = check_literature_event(campaign.rows(), options.literature_event)
+    own, effective = _run_args(campaign, options.run_args)
     best = campaign.best()
     drift = snapshots.workspace_drift(paths, best)
     if drift:
@@ -55,8 +59,8 @@ def run(campaign, options, now: str) -> ActionResult:
         "fixed_budget_sha256": campaign.meta["fixed_budget_sha256"],
         "objective": {"metric": campaign.settings["metric"], "mode": campaign.settings["mode"]},
         "environment": campaign.settings["env"],
-        "run_args": [],
-        "effective_run_args": campaign.best_run_args(),
+        "run_args": own,
+        "effective_run_args": effective,
         "changed_files": [],
         "created_files": [],
         "patch_sha256": None,
@@ -79,6 +83,16 @@ def run(campaign, options, now: str) -> ActionResult:
             "literature_event_id": event,
         }
     )
+
+
+def _run_args(campaign, text: str | None) -> tuple[list[str], list[str]]:
+    """(own, effective) run args of the new candidate: `--run-args` validated as evaluate validates it."""
+    best_args = campaign.best_run_args()
+    if text is None:
+        return [], best_args
+    own = runargs.candidate_args(campaign.config, text)
+    effective = runargs.flatten(runargs.merge(runargs.pairs_from_tokens(campaign.config, best_args), own))
+    return runargs.flatten(own), effective
 
 
 def check_literature_event(rows: list[dict], event: str | None) -> str | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from ...campaign import ledger
 from ...campaign import vocabulary as v
 from ...trial import metrics, what_ran
-from .. import finalize, noise
+from .. import finalize, noise, what_happened
 from ..checks import pick_pending
 from ..outcome import ActionResult, CampaignError
 from ..store import contract, sources
@@ -27,8 +27,6 @@ JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 
 def run(campaign, options, now: str) -> ActionResult:
-    if options.literature and options.baseline:
-        raise CampaignError("--literature and --baseline are separate records; pass one of them")
     if options.literature:
         return _literature(campaign, options)
     if options.baseline:
@@ -45,7 +43,6 @@ def _literature(campaign, options) -> ActionResult:
     hypothesis = (options.hypothesis or "").strip()
     if not hypothesis:
         raise CampaignError("record --literature needs --hypothesis with the sources read and the decision taken")
-    _no_result_flags(options, "--literature")
     event = next_event_id(campaign.rows())
     name = options.name or event
     if name in {row["name"] for row in campaign.rows()}:
@@ -166,12 +163,14 @@ def _candidate(campaign, options, now: str) -> ActionResult:
         },
     )
     files = sources.read_files(paths.workspace, sorted(expected)) if status == v.KEEP else None
+    compared = what_happened.compared_with(campaign)
     finalize.finalize(campaign, manifest, status=status, draft_files=files, now=now)
     return ActionResult(
         extras={
             "candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
             "job_id": job_id,
             "candidate_status": status,
+            **what_happened.outcome(campaign, compared, score=found["score"]),
         },
         ledger_changed=True,
     )
@@ -236,14 +235,3 @@ def _job_id(value: str | None) -> str | None:
     if not JOB_ID_RE.fullmatch(value):
         raise CampaignError(f"--job-id {value!r} is not a job id (letters, digits, '.', '_', ':', '-')")
     return value
-
-
-def _no_result_flags(options, what: str) -> None:
-    for flag, value in (
-        ("--score", options.score),
-        ("--artifacts", options.artifacts),
-        ("--failure-reason", options.failure_reason),
-        ("--manifest", options.manifest),
-    ):
-        if value is not None:
-            raise CampaignError(f"{flag} does not apply to {what}; record the literature event alone")

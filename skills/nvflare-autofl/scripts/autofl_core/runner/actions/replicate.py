@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 
-from ...campaign import ledger
+from ...campaign import instructions, ledger
 from ...campaign import vocabulary as v
+from ...campaign.compare import improvement
 from ...trial.execute import TrialResult
 from .. import campaign_trial, noise, runargs
 from .. import state as state_mod
@@ -47,18 +48,30 @@ def run(campaign, options, now: str) -> ActionResult:
         extras = campaign_trial.envelope_extras(campaign, result)
         trial = {**extras, "tampering": sorted(set(trial.get("tampering", [])) | set(extras["tampering"]))}
         done.append(
-            {"name": name, "score": row["score"], "seed": value, "failure_reason": row["failure_reason"] or None}
+            {
+                "name": name,
+                "score": row["score"],
+                "seed": value,
+                "failure_reason": row["failure_reason"] or None,
+                "delta": improvement(row["score"], best["score"], campaign.settings["mode"]),
+            }
         )
         if row["status"] == v.INFRASTRUCTURE_RETRY:
             code = EXIT_SANDBOX
             break
         if row["score"] is None:
             code = EXIT_UNSCORED
-    return ActionResult(
-        extras={"replicates": done, "seed_option": seed[0] if seed else None, **trial},
-        exit_code=code,
-        ledger_changed=True,
-    )
+    context = state_mod.compute(campaign, now)["noise_context"]
+    extras = {
+        "replicates": done,
+        "seed_option": seed[0] if seed else None,
+        "replicate_note": instructions.replicate_note(context).strip(),
+        "best_candidate": best["name"],
+        "best_score": best["score"],
+        "noise_verdict": context["best_gain_verdict"],
+        **trial,
+    }
+    return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
 
 
 def replicate_name(best: str, n: int) -> str:

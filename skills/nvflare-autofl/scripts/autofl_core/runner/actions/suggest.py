@@ -6,7 +6,9 @@ fixed budget and plumbing), propose values around the best configuration's curre
 x2, x1/2, x4, x1/4; other floats x2, x1/2 (a zero becomes a small typical value); integers such as steps,
 epochs and batch sizes x2 and x1/2; booleans flipped; the other choices of a choice option. Values outside
 the schema bounds are dropped, and an argument set already tried from the same best source is never
-suggested again. `suggestions` is pure. Usage::
+suggested again. Each seed's hypothesis says what the change does (`--local_steps 20`: twice the local compute
+per round, within the fixed budget, which counts rounds and clients), and `family` is its conventional
+`--family` value (`FAMILIES`). `suggestions` is pure. Usage::
 
     seeds = suggestions(space, current={"--lr": "0.05"}, tried=[{"--lr": "0.1"}], used_names={"baseline"}, limit=10)
 """
@@ -21,12 +23,36 @@ from .. import runargs
 from ..outcome import ActionResult, CampaignError
 
 LR_RE = re.compile(r"(^|_)(lr|learning_rate|eta|step_size)($|_)")
+LOCAL_WORK_RE = re.compile(r"(^|_)(local_)?(steps|epochs|epoch|iters|iterations|updates)($|_)|aggregation_epochs")
+BATCH_RE = re.compile(r"batch")
+WORKERS_RE = re.compile(r"(^|_)(num_)?workers($|_)")
+AGGREGATOR_RE = re.compile(r"aggregat")
 ZERO_DEFAULTS = {
     "mu": ["0.01", "0.1"],
     "weight_decay": ["0.0001", "0.0005"],
     "momentum": ["0.9", "0.5"],
     "dropout": ["0.1", "0.3"],
 }
+ZERO_EFFECTS = {  # dest -> (what turning it on does, its family)
+    "mu": (
+        "a FedProx proximal term: pulls each local model toward the global one, against client drift",
+        "regularization",
+    ),
+    "weight_decay": ("weight decay: shrinks the weights of the local models, against overfitting", "regularization"),
+    "momentum": ("SGD momentum: smoother, faster local updates", "optimizer"),
+    "dropout": ("dropout: regularizes the model, usually a little slower to fit in few rounds", "regularization"),
+}
+UNIT_INTERVAL = ("momentum", "dropout")  # values outside [0, 1) make no sense
+FAMILIES = (  # the conventional --family values (SKILL.md); any slug is accepted
+    "tuning",
+    "preprocessing",
+    "optimizer",
+    "loss",
+    "aggregation",
+    "architecture",
+    "regularization",
+    "data-sampling",
+)
 NAME_RE = re.compile(r"[^A-Za-z0-9._-]+")
 DEFAULT_LIMIT = 10
 
@@ -88,17 +114,67 @@ def suggestions(
             names.add(name)
             old = base.get(item["flag"], _text(item.get("default")))
             run_args = [item["flag"]] if value is None else [item["flag"], value]
+            effect, family = what_it_changes(item, old, value, label)
             out.append(
                 {
                     "name": name,
                     "run_args": run_args,
-                    "hypothesis": f"Change {item['flag']} from {old} to {value if value is not None else 'on'} "
-                    f"({label}) with everything else as in the best configuration; it may move "
-                    f"{metric} in the {'higher' if mode == 'max' else 'lower'}-is-better direction "
-                    "within the fixed budget.",
+                    "family": family,
+                    "hypothesis": f"`{' '.join(run_args)}`: {effect} ("
+                    + (f"{item['flag']} {old} -> {value}; " if value is not None else "")
+                    + f"everything else as in the best configuration; {metric}, "
+                    f"{'higher' if mode == 'max' else 'lower'} is better).",
                 }
             )
     return out
+
+
+def what_it_changes(item: dict, old: str | None, new: str | None, label: str) -> tuple[str, str]:
+    """(what the change does, in plain words, its conventional --family) for one suggestion."""
+    dest, kind = item["dest"], item.get("type")
+    factor = _factor(old, new)
+    more = factor is not None and factor > 1
+    if item.get("choices"):
+        return f"uses {dest} {new} instead of {old}", "aggregation" if AGGREGATOR_RE.search(dest) else "tuning"
+    if kind == "bool":
+        return f"turns {item['flag']} on (it was off)", "tuning"
+    if LR_RE.search(dest):
+        if more:
+            return f"{_times(factor)} the step size: faster progress in the fixed rounds, or divergence", "optimizer"
+        return f"{_times(factor)} the step size: steadier updates, slower progress in the fixed rounds", "optimizer"
+    if LOCAL_WORK_RE.search(dest):
+        per_round = (
+            f"{_times(factor)} the local compute per round (within the fixed budget, which counts rounds and clients)"
+        )
+        drift = "more progress per round, more client drift" if more else "less client drift, less progress per round"
+        return f"{per_round}: {drift}", "tuning"
+    if BATCH_RE.search(dest):
+        if more:
+            return (
+                f"{_times(factor)} the batch size: fewer, smoother local steps per epoch (may want a larger lr)",
+                "tuning",
+            )
+        return f"{_times(factor)} the batch size: more, noisier local steps per epoch", "tuning"
+    if WORKERS_RE.search(dest):
+        return "data-loading workers only: speed, not the score (expect the same result)", "tuning"
+    known = ZERO_EFFECTS.get(dest)
+    if known:
+        return (known[0] if old in (None, "0", "0.0") else f"{dest} {old} -> {new}: {known[0]}"), known[1]
+    if factor is not None:
+        return f"{_times(factor)} {item['flag']}", "tuning"
+    return f"sets {item['flag']} to {new} ({label})", "tuning"
+
+
+def _factor(old: str | None, new: str | None) -> float | None:
+    a, b = _float(old), _float(new)
+    if a in (None, 0) or b is None:
+        return None
+    return b / a
+
+
+def _times(factor: float) -> str:
+    names = {2.0: "twice", 0.5: "half", 4.0: "four times", 0.25: "a quarter of"}
+    return names.get(round(factor, 6), f"{factor:g}x")
 
 
 def _ideas(item: dict, current: dict) -> list[tuple[str | None, str]]:
@@ -131,6 +207,8 @@ def _within(item: dict, value: str | None) -> bool:
     if value is None:
         return True
     number = _float(value)
+    if item["dest"] in UNIT_INTERVAL and number is not None and not 0 <= number < 1:
+        return False
     if "min" in item and number is not None and number < float(item["min"]):
         return False
     if "max" in item and number is not None and number > float(item["max"]):

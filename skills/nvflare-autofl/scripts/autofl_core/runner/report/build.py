@@ -63,10 +63,12 @@ def build(
     walk = facts.walk_rows(rows, settings["mode"])
     measured = noise.latest_measured(campaign)
     band = noise.band(measured)
+    known = noise.facts(campaign)
+    judge = {"metric": settings["metric"], "resolution": known["metric_resolution"]}
     best = rows[walk.best] if walk.best is not None else None
     baseline = rows[walk.baseline] if walk.baseline is not None else None
     observed = facts.best_observed(rows, walk)
-    selected = _selected(campaign, state, rows, walk, best, baseline, observed, band)
+    selected = _selected(campaign, state, rows, walk, best, baseline, observed, band, judge)
     budgets = _budgets(campaign, rows)
     evidence = warning_rules.Evidence(
         rows=rows,
@@ -98,19 +100,21 @@ def build(
             "attempts": state["candidate_attempts"],
             "remaining": state["remaining_candidates"],
         },
-        "state": {key: state[key] for key in ("decision", "reason", "next_action", "final_response_allowed")},
+        "state": {
+            key: state[key] for key in ("decision", "reason", "next_action", "final_response_allowed", "plateau")
+        },
         "selected": selected,
         "best_observed": observed,
         "baseline": _score_of(baseline),
         "best": _score_of(best),
         "improvement": state["improvement"],
         "best_command": _best_command(campaign, best),
-        "what_helped": facts.what_helped(walk, band),
+        "what_helped": facts.what_helped(walk, band, **judge),
         "what_did_not_help": facts.what_did_not_help(rows, walk),
         "literature": facts.literature_outcomes(rows, walk, batch_size=settings["exploration_batch_size"]),
         "families": facts.families(rows, walk),
         "trajectory": facts.trajectory(rows, walk),
-        "noise": _noise_section(rows, measured, band),
+        "noise": dict(_noise_section(rows, measured, band), **_unmeasured(known)),
         "warnings": warning_rules.collect(evidence),
         "compute": dict(facts.compute_spent(rows), **_wall_time(campaign, context.stored_state or state)),
         "network": _network(campaign, rows),
@@ -166,7 +170,7 @@ def _objective(settings: dict, config: dict) -> dict:
     }
 
 
-def _selected(campaign, state, rows, walk, best, baseline, observed, band) -> dict | None:
+def _selected(campaign, state, rows, walk, best, baseline, observed, band, judge) -> dict | None:
     if best is None:
         return None
     manifest = campaign.manifest_of(best["name"]) if best["status"] == v.KEEP else None
@@ -187,7 +191,9 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band) -> di
         "baseline_name": baseline["name"] if baseline else None,
         "baseline_score": baseline["score"] if baseline else None,
         "delta": state["improvement"],
-        "noise": facts.verdict(state["improvement"], band) if best is not baseline else None,
+        "noise": facts.verdict(state["improvement"], band, reference=baseline["score"] if baseline else None, **judge)
+        if best is not baseline
+        else None,
         "family": best["algorithm_family"] or (manifest or {}).get("algorithm_family") or None,
         "kind": best["candidate_kind"] or (v.BASELINE if best["status"] == v.BASELINE else None),
         "hypothesis": (manifest or {}).get("hypothesis")
@@ -216,6 +222,15 @@ def _noise_section(rows: list[dict], estimate: dict | None, band: float | None) 
         "seeded": any(
             "seed" in (item["notes"] or "") and "identical" not in (item["notes"] or "") for item in replicates
         ),
+    }
+
+
+def _unmeasured(known: dict) -> dict:
+    """What the noise section says when nothing is measured: the metric's resolution and how replicates vary."""
+    return {
+        "metric_resolution": known["metric_resolution"],
+        "resolution_source": known["resolution_source"],
+        "replicates_vary": known["replicates"],
     }
 
 

@@ -1,10 +1,11 @@
 """The human report (`autofl_report.md`) from the report data `build.build` returns (pure text).
 
-Sections: summary, selected candidate and why, what helped, what did not help, literature outcomes, families,
-trajectory, noise, warnings, compute and time, leaderboard, failures and friction, cap and setting changes,
-artifacts. Every recorded string (names, hypotheses, reasons, paths, commands, settings: anything that came
-from the ledger, a manifest, campaign.json or a trial) goes through `recorded`, so none can change the
-report's structure. Usage: `text = render(data)`.
+Sections (`SECTIONS`, every one always present, with a "none recorded" line when it has nothing, so agents
+and tools can rely on the shape): summary, selected candidate and why, what helped, what did not help,
+literature outcomes, families, trajectory, noise, warnings, compute and time, leaderboard, failures and
+friction, cap and setting changes, artifacts. Every recorded string (names, hypotheses, reasons, paths,
+commands, settings: anything that came from the ledger, a manifest, campaign.json or a trial) goes through
+`recorded`, so none can change the report's structure. Usage: `text = render(data)`.
 """
 
 from __future__ import annotations
@@ -15,12 +16,28 @@ from urllib.parse import quote
 
 from ...campaign import vocabulary as v
 from ...campaign.compare import format_score
+from ...campaign.gains import IDENTICAL_RERUNS
 from .facts import GROUP_FAMILY, GROUP_LITERATURE, GROUP_UNCLASSIFIED
 
 BUDGET_WORDS = {v.BUDGET_VERIFIED: "budget verified", v.BUDGET_VIOLATED: "violated", v.BUDGET_UNVERIFIED: "unverified"}
 MAX_LEADERBOARD = 200  # rows shown in the markdown leaderboard (the JSON has them all)
 _MARKDOWN_ESCAPES = re.compile(r"[\\`<>|]|!(?=\[)|(?<=\])\(")
 _BACKTICK_RUN = re.compile(r"`+")
+SECTIONS = (  # the `## ` headings after the summary, in order
+    "Selected candidate and why",
+    "What helped",
+    "What did not help",
+    "Literature outcomes",
+    "Families",
+    "Trajectory",
+    "Noise",
+    "Warnings",
+    "Compute and time",
+    "Leaderboard",
+    "Failures and friction",
+    "Cap and setting changes",
+    "Artifacts",
+)
 
 
 def render(data: dict) -> str:
@@ -127,8 +144,16 @@ def _summary(data: dict) -> list[str]:
         f"{'uncapped' if cap['cap'] is None else recorded(cap['cap'])}; config {_code(data['config'])}",
         f"- State: {recorded(state['decision'])} ({recorded(state['reason'])}); next action "
         f"{_code(state['next_action'])}",
+        _plateau_line(state["plateau"]),
         "",
     ]
+
+
+def _plateau_line(plateau: dict) -> str:
+    since = f"{plateau['scored_since_reset']} of {plateau['threshold']} scored candidate(s)"
+    reset = plateau["reset_row_index"]
+    where = f" since ledger row {reset + 1}" if reset is not None else ""
+    return f"- Plateau: {plateau['recommendation']} ({since}{where} without a gain above {plateau['min_delta']})"
 
 
 def _selected(data: dict) -> list[str]:
@@ -238,7 +263,7 @@ def _not_helped(data: dict) -> list[str]:
 
 def _literature(data: dict) -> list[str]:
     if not data["literature"]:
-        return []
+        return ["## Literature outcomes", "", "Literature: none recorded.", ""]
     lines = [
         "## Literature outcomes",
         "",
@@ -262,9 +287,9 @@ def _literature(data: dict) -> list[str]:
 
 def _families(data: dict) -> list[str]:
     table = data["families"]
-    if not table["families"] and not table["unclassified_attempts"]:
-        return []
     lines = ["## Families", ""]
+    if not table["families"] and not table["unclassified_attempts"]:
+        return lines + ["Families: none recorded (no candidate attempt yet).", ""]
     for entry in table["families"]:
         lines.append(
             f"- {recorded(entry['family'])}: {recorded(entry['outcome'])} ({entry['attempts']} attempt(s), "
@@ -278,7 +303,7 @@ def _families(data: dict) -> list[str]:
 def _trajectory(data: dict) -> list[str]:
     path = data["trajectory"]
     if not path["points"]:
-        return []
+        return ["## Trajectory", "", "Trajectory: no scored baseline or keep row yet.", ""]
     lines = [
         "## Trajectory",
         "",
@@ -298,11 +323,21 @@ def _noise(data: dict) -> list[str]:
     estimate = section["estimate"]
     lines = ["## Noise", ""]
     if estimate is None or estimate["stdev"] is None:
-        return lines + [
-            "Not measured: the best has no replicate runs (`run_job_campaign.py replicate` reruns it), so "
-            "small gains are unverified against run-to-run variation.",
-            "",
-        ]
+        lines.append(
+            "Not measured: the best has no replicate runs (`run_job_campaign.py replicate` reruns it), so gains "
+            "below the metric's resolution or its typical run-to-run spread are marked `unverified`."
+        )
+        if section["metric_resolution"] is not None:
+            lines.append(
+                f"- Metric resolution: {_score(section['metric_resolution'])} (one sample; "
+                f"{section['resolution_source']})"
+            )
+        if section["replicates_vary"] == IDENTICAL_RERUNS:
+            lines.append(
+                "- job.py has no seed option: replicates would be identical reruns, showing whether runs are "
+                "deterministic, not how a gain holds up under another data order or initialisation."
+            )
+        return lines + [""]
     how = "with other seeds" if section["seeded"] else "as identical reruns"
     rule = (
         f"the keep rule is on ({estimate['sigmas']} sigmas: a keep needs more than {_score(estimate['margin'])})"

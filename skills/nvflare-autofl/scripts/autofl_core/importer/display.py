@@ -1,0 +1,81 @@
+"""What a human is shown of an imported config: the `summary` block and the shortened YAML view.
+
+The summary holds what the user must agree to before a campaign: the objective (metric, direction, where the
+direction comes from), the fixed budget (each field's value, confidence and source), then the files a candidate
+may edit, what could not be resolved and the tunable options. Long literal values (a 210-element model list, a
+long string) are elided for display only (`[0.0] x 210`); the config's data always keeps the full value. Pure.
+Usage::
+
+    config["summary"] = summary(objective, budget, editable=[...], unresolved=[...], allowed=[...])
+    view = elide(config)   # a copy for `job_importer.py --format yaml`; `config` is unchanged
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_ITEMS = 16  # a list of numbers longer than this is shortened (a model's initial weights, say)
+MAX_CHARS = 500  # a string longer than this is shortened
+SHOWN_ITEMS = 3  # numbers kept before "... (N items)"
+BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
+DIRECTION = {"max": "higher is better", "min": "lower is better"}
+
+
+def summary(objective: dict, budget: dict, *, editable: list, unresolved: list, allowed: list) -> dict:
+    """The `summary` block of an imported config (values elided for display)."""
+    return elide(
+        {
+            "objective": {
+                "metric": objective.get("metric"),
+                "direction": DIRECTION.get(objective.get("mode") or "", "unresolved"),
+                "mode": objective.get("mode"),
+                "source": objective.get("mode_contract_source"),
+            },
+            "fixed_budget": {
+                field: {
+                    "value": (budget.get(field) or {}).get("value"),
+                    "confidence": (budget.get(field) or {}).get("confidence"),
+                    "source": (budget.get(field) or {}).get("source"),
+                }
+                for field in BUDGET_FIELDS
+                if field in budget
+            },
+            "editable": list(editable),
+            "unresolved": list(unresolved),
+            "allowed": list(allowed),
+        }
+    )
+
+
+def elide(value: Any) -> Any:
+    """A display copy of `value` with long literal data shortened: lists of numbers (also nested, such as a
+    matrix) longer than MAX_ITEMS, and strings longer than MAX_CHARS. The structure of the config (its mappings,
+    its lists of options, files and records) is kept as it is. The input is not changed."""
+    if isinstance(value, dict):
+        return {key: elide(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+        if len(items) > MAX_ITEMS and all(_numeric(item) for item in items):
+            return _shorten(items)
+        return [elide(item) for item in items]
+    if isinstance(value, str) and len(value) > MAX_CHARS:
+        return f"{value[: MAX_CHARS // 5]}... ({len(value)} characters)"
+    return value
+
+
+def _numeric(item: Any) -> bool:
+    """A number, None, or a (nested) list of them: literal data rather than configuration."""
+    if isinstance(item, (list, tuple)):
+        return all(_numeric(inner) for inner in item)
+    return item is None or isinstance(item, (int, float))
+
+
+def _shorten(items: list) -> str | list:
+    if all(type(item) is type(items[0]) and item == items[0] for item in items):
+        return f"[{_short(items[0])}] x {len(items)}"
+    return [elide(item) for item in items[:SHOWN_ITEMS]] + [f"... ({len(items)} items)"]
+
+
+def _short(item: Any) -> str:
+    shown = elide(item)
+    return shown if isinstance(shown, str) and isinstance(item, (list, tuple)) else repr(shown)

@@ -1,0 +1,236 @@
+"""Job shapes NVFLARE's own examples use (issue 22, point 10), each resolved with the source of its value or refused
+with a reason that names the line and what to change; and what the human is shown of an import (point 7).
+
+The recipe fixtures (tests/fixtures/jobs/recipes, one per shape, in the `make eval` table) cover the same shapes as
+whole jobs; these tests pin the details: what the value depends on, where it comes from, what the reason names.
+"""
+
+import json
+import subprocess
+import sys
+
+import yaml
+from autofl_core.importer import api, display
+from runner_support import SCRIPTS
+
+XGB = (
+    "import argparse\nfrom nvflare.app_opt.xgboost.recipes import XGBHorizontalRecipe\n"
+    "from nvflare.recipe import SimEnv, set_per_site_config\n"
+    "p = argparse.ArgumentParser()\np.add_argument('--n_clients', type=int, default=3)\nargs = p.parse_args()\n"
+    "recipe = XGBHorizontalRecipe(name='x', min_clients=args.n_clients, num_rounds=10)\n"
+)
+
+
+def budget(source: str, files: dict | None = None) -> dict:
+    files = files or {}
+    return api.import_source(source, read_file=files.get)["fixed_budget"]
+
+
+# --- client lists from configured_sites() -----------------------------------------------------------
+
+
+def test_configured_sites_of_a_comprehension_is_pinned_by_its_option():
+    source = XGB + (
+        "set_per_site_config(recipe, {f'site-{i}': {'data_loader': object()} for i in range(args.n_clients)})\n"
+        "recipe.execute(SimEnv(clients=recipe.configured_sites()))\n"
+    )
+    entry = budget(source)["num_clients"]
+    assert (entry["value"], entry["confidence"], entry["depends_on"]) == (3, "pinned", ["--n_clients"])
+    pinned = api.import_source(source, base_args=["--n_clients", "5"])["fixed_budget"]["num_clients"]
+    assert pinned["value"] == 5
+
+
+def test_configured_sites_of_a_literal_dict_and_the_method_form():
+    source = XGB + (
+        "recipe.set_per_site_config({'site-a': {'data_loader': 1}, 'site-b': {'data_loader': 2}})\n"
+        "recipe.execute(SimEnv(num_clients=len(recipe.configured_sites())))\n"
+    )
+    entry = budget(source)["num_clients"]
+    assert entry["value"] == 2 and entry["confidence"] in ("high", "medium")
+
+
+def test_configured_sites_without_a_per_site_config_names_the_fix():
+    config = api.import_source(XGB + "recipe.execute(SimEnv(clients=recipe.configured_sites()))\n")
+    reason = config["fixed_budget"]["num_clients"]["reason"]
+    assert "configured_sites() is empty" in reason and "built at line 7" in reason
+    codes = [e["code"] for e in config["admission_errors"]]
+    assert codes[0] == "AUTOFL_RECIPE_WOULD_RAISE", "NVFLARE itself would raise at execution"
+
+
+# --- NVFLARE recipe code that raises for some arguments ----------------------------------------------
+
+
+def test_a_recipe_that_needs_per_site_config_is_refused_with_the_nvflare_line():
+    [first, *_] = api.import_source(XGB + "recipe.execute(SimEnv(num_clients=3))\n")["admission_errors"]
+    assert first["code"] == "AUTOFL_RECIPE_WOULD_RAISE"
+    assert "nvflare/app_opt/xgboost/recipes/histogram.py line 248" in first["message"]
+    assert "set_per_site_config(recipe," in first["message"] and "line 7" in first["message"]
+
+
+def test_a_budget_guard_of_the_recipe_names_the_option_to_change():
+    source = (
+        "import argparse\nfrom nvflare.app_opt.pt.recipes import FedCERecipe\nfrom nvflare.recipe import SimEnv\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--n_clients', type=int, default=1)\na = p.parse_args()\n"
+        "FedCERecipe(name='f', model=object(), min_clients=a.n_clients, num_rounds=2, train_script='c.py')"
+        ".execute(SimEnv(num_clients=a.n_clients))\n"
+    )
+    [first] = api.import_source(source)["admission_errors"]
+    assert first["code"] == "AUTOFL_RECIPE_WOULD_RAISE"
+    assert "min_clients < 2 (nvflare/app_opt/pt/recipes/fedce.py line 71" in first["message"]
+    assert "pass --n_clients with another value in --base-args" in first["message"]
+    assert api.import_source(source, base_args=["--n_clients", "2"])["admission_errors"] == []
+
+
+# --- raise statements in job.py ------------------------------------------------------------------------
+
+RAISING = (
+    "import argparse\nfrom nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
+    "p = argparse.ArgumentParser()\np.add_argument('--data', default=None)\np.add_argument('--n', type=int, default=2)\n"
+    "args = p.parse_args()\n"
+)
+RUN = "FedAvgRecipe(min_clients=2, num_rounds=3, train_script='c.py').execute(SimEnv(num_clients=2))\n"
+
+
+def test_a_helper_that_raises_with_the_defaults_refuses_the_job_at_its_line():
+    source = (
+        RAISING + "def check(a):\n    if a.data is None:\n        raise ValueError('pass --data')\ncheck(args)\n" + RUN
+    )
+    [error] = api.import_source(source)["admission_errors"]
+    assert error["code"] == "AUTOFL_UNSUPPORTED_JOB"
+    assert "reaches `raise` at line 10 (ValueError('pass --data'))" in error["message"]
+    assert "depend on --data" in error["message"] and "--base-args" in error["message"]
+    assert api.import_source(source, base_args=["--data", "/d"])["admission_errors"] == []
+
+
+def test_a_raise_that_a_try_may_catch_does_not_refuse_the_job():
+    source = RAISING + "def check():\n    raise KeyError('x')\ntry:\n    check()\nexcept KeyError:\n    pass\n" + RUN
+    assert api.import_source(source)["admission_errors"] == []
+    reraised = RAISING + "try:\n    import torch\nexcept ImportError:\n    raise SystemExit('install torch')\n" + RUN
+    assert api.import_source(reraised)["admission_errors"] == [], "the import succeeds statically: no handler runs"
+
+
+def test_a_raise_reached_whatever_the_arguments_says_so():
+    [error] = api.import_source(RAISING + "raise SystemExit('not ready')\n" + RUN)["admission_errors"]
+    assert "reaches `raise` at line 8 (SystemExit('not ready'))" in error["message"]
+    assert "whatever the arguments" in error["message"]
+
+
+def test_a_raise_under_an_unresolved_condition_leaves_the_other_side():
+    source = RAISING + "import os\nif not os.path.exists('/data'):\n    raise FileNotFoundError('/data')\n" + RUN
+    assert api.import_source(source)["admission_errors"] == []
+
+
+# --- classes the job defines itself -------------------------------------------------------------------
+
+COLLAB = "from nvflare.collab.recipe import CollabRecipe\nfrom nvflare.recipe import SimEnv\n"
+
+
+def test_a_server_class_from_a_module_beside_job_py_is_read_there_not_matched_by_name():
+    """A class called FedAvg in the job's own module is not NVFLARE's FedAvg (whose default is 5)."""
+    source = (
+        COLLAB
+        + "from fedavg import FedAvg\nCollabRecipe(job_name='c', server=FedAvg()).execute(SimEnv(num_clients=2))\n"
+    )
+    module = "class FedAvg:\n    def __init__(self, num_rounds=7):\n        self.num_rounds = num_rounds\n"
+    entry = budget(source, {"fedavg.py": module})["num_rounds"]
+    assert (entry["value"], entry["confidence"]) == (7, "medium")
+    assert entry["source"] == "CollabRecipe(server=FedAvg default (fedavg.py line 2))"
+    relative = source.replace("from fedavg", "from .fedavg")
+    assert budget(relative, {"fedavg.py": module})["num_rounds"]["value"] == 7
+
+
+def test_a_server_class_without_the_budget_parameter_is_refused_naming_both_lines():
+    source = COLLAB + (
+        "class Server:\n    def __init__(self, rounds=3, **kw):\n        self.rounds = rounds\n"
+        "CollabRecipe(job_name='c', server=Server()).execute(SimEnv(num_clients=2))\n"
+    )
+    entry = budget(source)["num_rounds"]
+    assert entry["confidence"] == "unresolved"
+    assert "Server (job.py line 4) takes no such parameter" in entry["reason"] and "(line 6)" in entry["reason"]
+
+
+def test_a_server_built_with_the_option_stays_high_and_a_required_one_is_refused():
+    source = COLLAB + (
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--r', type=int, default=4)\n"
+        "a = p.parse_args()\nclass Server:\n    def __init__(self, num_rounds):\n        self.n = num_rounds\n"
+    )
+    given = budget(
+        source + "CollabRecipe(job_name='c', server=Server(num_rounds=a.r)).execute(SimEnv(num_clients=2))\n"
+    )
+    assert given["num_rounds"]["value"] == 4 and given["num_rounds"]["depends_on"] == ["--r"]
+    missing = budget(source + "CollabRecipe(job_name='c', server=Server()).execute(SimEnv(num_clients=2))\n")
+    assert "requires num_rounds=" in missing["num_rounds"]["reason"]
+
+
+def test_a_recipe_subclass_renaming_its_budget_parameter_follows_the_job_s_argument():
+    source = (
+        "from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
+        "class SFT(FedAvgRecipe):\n    def __init__(self, rounds=2, **kw):\n"
+        "        super().__init__(num_rounds=rounds, min_clients=2, train_script='s.py', **kw)\n"
+        "SFT(rounds=6).execute(SimEnv(num_clients=2))\n"
+    )
+    entry = budget(source)["num_rounds"]
+    assert (entry["value"], entry["source"]) == (6, "SFT(rounds=...) -> num_rounds")
+
+
+def test_an_edit_of_a_local_default_changes_the_budget_digest():
+    """The runner re-imports a candidate: moving a default the budget reads must show as a budget change."""
+    from autofl_core.runner.store import contract
+
+    source = (
+        COLLAB
+        + "from fedavg import FedAvg\nCollabRecipe(job_name='c', server=FedAvg()).execute(SimEnv(num_clients=2))\n"
+    )
+    module = "class FedAvg:\n    def __init__(self, num_rounds=7):\n        pass\n"
+    before = api.import_source(source, read_file={"fedavg.py": module}.get)
+    after = api.import_source(source, read_file={"fedavg.py": module.replace("7", "70")}.get)
+    assert contract.budget_digest(before) != contract.budget_digest(after)
+
+
+# --- what the human is shown (point 7) ---------------------------------------------------------------
+
+LONG = (
+    "from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
+    "FedAvgRecipe(min_clients=2, num_rounds=3, train_script='c.py', initial_model=[0.0] * 210, "
+    "note='x' * 900).execute(SimEnv(num_clients=2))\n"
+)
+
+
+def test_the_summary_holds_the_objective_and_the_fixed_budget():
+    summary = api.import_source(LONG)["summary"]
+    assert summary["objective"] == {
+        "metric": "accuracy",
+        "direction": "higher is better",
+        "mode": "max",
+        "source": "core_default",
+    }
+    assert summary["fixed_budget"]["num_rounds"] == {
+        "value": 3,
+        "confidence": "high",
+        "source": "FedAvgRecipe(num_rounds=...)",
+    }
+    assert set(summary) == {"objective", "fixed_budget", "editable", "unresolved", "allowed"}
+
+
+def test_long_literal_values_are_elided_in_the_view_never_in_the_data():
+    config = api.import_source(LONG)
+    assert config["recipe_args"]["initial_model"]["value"] == [0.0] * 210, "the data keeps every element"
+    view = display.elide(config)
+    assert view["recipe_args"]["initial_model"]["value"] == "[0.0] x 210"
+    assert view["recipe_args"]["note"]["value"].endswith("... (900 characters)")
+    assert view["cli_flags"] == config["cli_flags"], "configuration lists are never shortened"
+    assert display.elide([1, 2, 3] * 10) == [1, 2, 3, "... (30 items)"]
+    assert display.elide([[0.0] * 3] * 20) == "[[0.0, 0.0, 0.0]] x 20"
+
+
+def test_the_yaml_view_is_elided_and_the_json_complete(tmp_path):
+    (tmp_path / "job.py").write_text(LONG)
+    script = SCRIPTS / "job_importer.py"
+    as_json = subprocess.run([sys.executable, str(script), str(tmp_path / "job.py")], capture_output=True, text=True)
+    as_yaml = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "job.py"), "--format", "yaml"], capture_output=True, text=True
+    )
+    assert as_json.returncode == as_yaml.returncode == 0, as_yaml.stderr
+    assert json.loads(as_json.stdout)["recipe_args"]["initial_model"]["value"] == [0.0] * 210
+    assert yaml.safe_load(as_yaml.stdout)["recipe_args"]["initial_model"]["value"] == "[0.0] x 210"
+    assert "summary:" in as_yaml.stdout and "direction: higher is better" in as_yaml.stdout
