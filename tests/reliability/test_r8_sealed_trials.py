@@ -101,7 +101,9 @@ def honest_candidate_scores_true(workspace: Path, prefix: tuple[str, ...] = ()) 
     prepare(workspace, "honest")
     done = run_cli(workspace, "evaluate", "--run-args", BETTER, prefix=prefix)
     row = ledger_rows(workspace)[-1]
-    assert (done.code, row["name"], row["status"], row["score"]) == (0, "honest", "keep", BETTER_SCORE), done.stderr
+    assert (done.code, row["name"], row["status"], row["score"]) == (0, "honest", "keep", BETTER_SCORE), (
+        f"a later honest candidate: {row['status']} with {row['score']}, its true score is {BETTER_SCORE}"
+    )
 
 
 # 1. The fixed budget changed at run time ------------------------------------------------------------------------
@@ -247,8 +249,8 @@ def test_without_namespaces_bytecode_and_shadowing_modules_do_not_outlive_the_tr
     if not existed:
         assert not planted.exists(), f"{planted.name} the trial left in the workspace was not removed"
     assert_live_job_is_the_best(ws)
-    assert_unsealed(done.envelope)
     honest_candidate_scores_true(ws, prefix=WITHOUT_NAMESPACES)
+    assert_unsealed(done.envelope)
 
 
 # 4. Helper subprocesses ----------------------------------------------------------------------------------------
