@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ...campaign import compare
+from ...campaign import compare, gains
 from ...campaign import vocabulary as v
 from ...common import atomic, bounded, faults
 from .. import noise
@@ -191,7 +191,7 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band, judge
         "baseline_name": baseline["name"] if baseline else None,
         "baseline_score": baseline["score"] if baseline else None,
         "delta": state["improvement"],
-        "noise": facts.verdict(state["improvement"], band, reference=baseline["score"] if baseline else None, **judge)
+        "noise": gains.verdict(state["improvement"], band, reference=baseline["score"] if baseline else None, **judge)
         if best is not baseline
         else None,
         "family": best["algorithm_family"] or (manifest or {}).get("algorithm_family") or None,

@@ -112,26 +112,16 @@ def lineage(rows: list[dict], best: int | None) -> dict:
 def what_helped(walk: Walk, band: float | None, *, metric: str | None = None, resolution: float | None = None) -> dict:
     """Improvements with a noise verdict (`gains.verdict`), led by the first, final and largest."""
     items = [
-        dict(item, noise=verdict(item["gain"], band, metric=metric, reference=item["previous"], resolution=resolution))
+        dict(
+            item,
+            noise=gains.verdict(item["gain"], band, metric=metric, reference=item["previous"], resolution=resolution),
+        )
         for item in walk.improvements
     ]
     if not items:
         return {"improvements": [], "first": None, "final": None, "largest": None}
     largest = max(items, key=lambda item: item["gain"])
     return {"improvements": items, "first": items[0]["name"], "final": items[-1]["name"], "largest": largest["name"]}
-
-
-def verdict(
-    gain: float | None,
-    band: float | None,
-    *,
-    metric: str | None = None,
-    reference: float | None = None,
-    resolution: float | None = None,
-) -> str | None:
-    """`beyond noise` / `within noise` against the measured noise band; without one, `unverified` for a gain below
-    the metric's resolution or its typical run-to-run spread; else None (see campaign/gains.py)."""
-    return gains.verdict(gain, band, metric=metric, reference=reference, resolution=resolution)
 
 
 def group_key(row: dict) -> tuple[str, str]:
