@@ -55,7 +55,7 @@ def run(campaign, options, now: str) -> ActionResult:
     campaign_trial.check_args(campaign, manifest["candidate_id"], effective)
     faults.checkpoint("evaluate:validated")
     prepared = manifest
-    _check_reimport(campaign, manifest, draft, now)
+    _check_reimport(campaign, manifest, draft, effective, now)
     faults.checkpoint("evaluate:reimported")
     sealed = campaign.settings["env"] == "sim" and campaign_trial.sealing(campaign)
     manifest = _materialize(campaign, manifest, draft, runargs.flatten(own), effective, best, now, apply=not sealed)
@@ -164,8 +164,9 @@ def _materialize(
     return updated
 
 
-def _check_reimport(campaign, manifest: dict, draft, now: str) -> None:
-    """The candidate's job.py, seen over the workspace, must import with the same fixed budget and objective."""
+def _check_reimport(campaign, manifest: dict, draft, effective: list[str], now: str) -> None:
+    """The candidate's job.py, seen over the workspace, must import with the same fixed budget and objective, and
+    must not read any of the `effective` run args as a file of more arguments."""
     paths = campaign.paths
     folder = paths.candidate_dir(manifest["candidate_id"])
     try:
@@ -181,7 +182,7 @@ def _check_reimport(campaign, manifest: dict, draft, now: str) -> None:
     changed = [key for key in before if before[key] != after[key]]
     if changed:
         problems.append(f"it changes the objective ({', '.join(changed)})")
-    smuggled = importer.fromfile_arguments(config, manifest["effective_run_args"])
+    smuggled = importer.fromfile_arguments(config, effective)
     if smuggled:
         problems.append(
             f"its job.py reads the run arg {smuggled[0]!r} as a file of more arguments (fromfile_prefix_chars)"

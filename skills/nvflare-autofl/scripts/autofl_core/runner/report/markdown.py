@@ -150,10 +150,11 @@ def _summary(data: dict) -> list[str]:
 
 
 def _plateau_line(plateau: dict) -> str:
-    since = f"{plateau['scored_since_reset']} of {plateau['threshold']} scored candidate(s)"
+    since = f"{recorded(plateau['scored_since_reset'])} of {recorded(plateau['threshold'])} scored candidate(s)"
     reset = plateau["reset_row_index"]
-    where = f" since ledger row {reset + 1}" if reset is not None else ""
-    return f"- Plateau: {plateau['recommendation']} ({since}{where} without a gain above {plateau['min_delta']})"
+    where = f" since ledger row {reset + 1}" if isinstance(reset, int) else ""
+    gain = recorded(plateau["min_delta"])
+    return f"- Plateau: {recorded(plateau['recommendation'])} ({since}{where} without a gain above {gain})"
 
 
 def _selected(data: dict) -> list[str]:
