@@ -1,0 +1,96 @@
+"""Continuous campaigns without waste or confusion (issue 26), on the stand-in job.
+
+One or more tests per point of the issue: (1) replicate advice asked once, one rerun without a seed option;
+(2) one rule for stopping; (3) campaign_guard.py reads the campaign's thresholds; (4) the plateau counter in
+every envelope; (5) report wording; (6) the plot's ticks, labels and title; (7) a linked candidate that
+cannot teach anything is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from runner_support import REPO, initialized_standin, ledger_rows, run_inproc, set_bonus, source_dir
+
+pytestmark = pytest.mark.slow
+SKILL = REPO / "skills" / "nvflare-autofl"
+
+
+@pytest.fixture(scope="module")
+def uncapped(tmp_path_factory):
+    """One initialized uncapped stand-in campaign (baseline 0.75, plateau threshold 2), copied per test."""
+    return initialized_standin(tmp_path_factory.mktemp("continuous"), "--plateau-threshold", "2")
+
+
+@pytest.fixture
+def ws(uncapped, tmp_path):
+    workspace = tmp_path / "ws"
+    shutil.copytree(uncapped, workspace)
+    return workspace
+
+
+def _state(workspace) -> dict:
+    return json.loads((workspace / ".nvflare/autofl/campaign_state.json").read_text())
+
+
+def _candidate(workspace, name: str, *, bonus: float | None = None, run_args: str | None = None, **extra) -> dict:
+    """prepare + (edit) + evaluate one candidate; returns the evaluate envelope."""
+    args = ["--name", name, "--hypothesis", f"try {name}"]
+    for key, value in extra.items():
+        args += [f"--{key.replace('_', '-')}", value]
+    if run_args is not None:
+        args += ["--run-args", run_args]
+    prepared = run_inproc(workspace, "prepare", *args)
+    assert prepared.code == 0, prepared.stderr
+    if bonus is not None:
+        set_bonus(source_dir(workspace, name), bonus)
+    done = run_inproc(workspace, "evaluate")
+    assert done.code in (0, 1), done.stderr
+    return done.envelope
+
+
+# --- 1. replicates asked once per campaign, one rerun without a seed option ---------------------------
+
+
+def test_point1_uncapped_campaign_asks_for_one_rerun_once(ws):
+    """Point 1: the job has no seed option, so the uncapped advice asks for `replicate --count 1`, never 3; after
+    one replicate, a new best with a clear gain is not asked again."""
+    first = _state(ws)["agent_instruction"]
+    assert "run `replicate --count 1` once" in first and "--count 3" not in first
+    assert "identical reruns" in first
+    assert run_inproc(ws, "replicate", "--count", "1").code == 0
+    assert "replicate" not in _state(ws)["agent_instruction"]
+    kept = _candidate(ws, "lr-up", run_args="--lr 0.2")
+    assert kept["candidate_status"] == "keep"
+    assert "replicate" not in kept["agent_instruction"], "a new best does not repeat the once-per-campaign advice"
+    assert ledger_rows(ws)[-1]["name"] == "lr-up"
+
+
+def test_point1_a_new_best_before_any_replicate_is_asked_once_not_per_best(ws):
+    """Point 1: the advice repeats only while the campaign has no replicate row; after one, a kept gain is asked
+    about again only when it falls under the noise rule (here: unverified, below the typical spread)."""
+    kept = _candidate(ws, "lr-up", run_args="--lr 0.2")
+    assert "`replicate --count 1` once" in kept["agent_instruction"]
+    assert run_inproc(ws, "replicate", "--count", "1").code == 0
+    clear = _candidate(ws, "bonus-big", bonus=0.05)
+    assert clear["candidate_status"] == "keep" and "replicate" not in clear["agent_instruction"]
+    beyond = _candidate(ws, "bonus-more", bonus=0.053)
+    assert beyond["candidate_status"] == "keep" and beyond["noise_verdict"] == "beyond noise"
+    assert "replicate" not in beyond["agent_instruction"], "the measured spread (0: deterministic) covers it"
+    within = _candidate(ws, "bonus-hair", bonus=0.0533)
+    assert within["candidate_status"] == "keep" and within["noise_verdict"] == "within noise"
+    assert _state(ws)["noise_context"]["best_gain_verdict"] == "within noise", "envelope and state agree"
+    assert "run `replicate --count 1` before more candidates build on it" in within["agent_instruction"]
+    assert "--count 3" not in within["agent_instruction"]
+
+
+def test_point1_seeded_or_unknown_replicates_still_ask_for_three():
+    """Point 1: three reruns only when replicates can vary (seeded) or nothing is known (guard CLI)."""
+    from autofl_core.campaign import gains, guard, instructions
+
+    rows = [{"status": "baseline", "score": 0.8, "name": "baseline", "metric_name": "accuracy"}]
+    for kind, count in ((gains.SEEDED_RERUNS, 3), (None, 3), (gains.IDENTICAL_RERUNS, 1)):
+        state = guard.compute_state(rows, {}, stop_files_present=[], noise_facts={"replicates": kind})
+        assert f"`replicate --count {count}` once" in instructions.replicate_advice(state)
