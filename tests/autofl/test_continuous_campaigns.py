@@ -94,3 +94,46 @@ def test_point1_seeded_or_unknown_replicates_still_ask_for_three():
     for kind, count in ((gains.SEEDED_RERUNS, 3), (None, 3), (gains.IDENTICAL_RERUNS, 1)):
         state = guard.compute_state(rows, {}, stop_files_present=[], noise_facts={"replicates": kind})
         assert f"`replicate --count {count}` once" in instructions.replicate_advice(state)
+
+
+# --- 2. one rule for stopping -------------------------------------------------------------------------
+
+
+def test_point2_skill_gives_one_stop_rule():
+    """Point 2: SKILL.md says plainly that a user's stop is the stop file, then status, then report, and that
+    --confirm-interrupted is for a campaign whose runner was killed; no other section offers it."""
+    text = (SKILL / "SKILL.md").read_text()
+    stopping = text[text.index("## 9. Stopping") :]
+    stopping = stopping[: stopping.index("\n## ", 5)]
+    assert 'A user\'s "stop" means the stop file**, then `status`, then `report`' in stopping
+    assert "touch my_job/STOP_AUTOFL" in stopping and "runner was killed" in stopping
+    assert text.count("--confirm-interrupted") == stopping.count("--confirm-interrupted") == 1
+
+
+def test_point2_a_stop_file_then_status_then_report_needs_no_confirmation(ws):
+    """Point 2: the mechanics behind the rule: an unfinished campaign's report refusal points to the stop file;
+    with it, status allows the final answer and `report` (without --confirm-interrupted) writes the report."""
+    refused = run_inproc(ws, "report")
+    assert refused.code == 2 and "create the stop file STOP_AUTOFL, then run status and report" in refused.stderr
+    assert "--confirm-interrupted is only for a campaign whose runner was killed" in refused.stderr
+    (ws / "STOP_AUTOFL").write_text("")
+    status = run_inproc(ws, "status").envelope
+    assert (status["next_action"], status["final_response_allowed"]) == ("final_report", True)
+    assert "run `report` (not --confirm-interrupted" in status["agent_instruction"]
+    done = run_inproc(ws, "report")
+    assert done.code == 0, done.stderr
+    assert json.loads((ws / "autofl_report.json").read_text())["provenance"]["confirm_interrupted"] is False
+
+
+def test_point2_a_pending_candidate_is_abandoned_before_the_report(ws):
+    """Point 2: with a candidate pending, the stop file asks for `abandon`, then status and report."""
+    assert run_inproc(ws, "prepare", "--name", "open", "--hypothesis", "h").code == 0
+    (ws / "STOP_AUTOFL").write_text("")
+    status = run_inproc(ws, "status").envelope
+    assert status["next_action"] == "abandon_candidate"
+    assert (
+        "run `abandon`" in status["agent_instruction"]
+        and "then run `status` and `report`" in (status["agent_instruction"])
+    )
+    assert run_inproc(ws, "abandon").code == 0
+    assert run_inproc(ws, "report").code == 0

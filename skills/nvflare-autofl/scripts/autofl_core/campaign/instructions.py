@@ -145,14 +145,16 @@ def batch_roles(completed: int, required: int) -> list[str]:
 def _stop_pending(state: dict, settings, family) -> str:
     return (
         f"A stop file is present ({', '.join(state['stop_files'])}) while a candidate is pending: run `abandon` "
-        "to release it (it does not count as an attempt), then write the final report."
+        "to release it (it does not count as an attempt), then run `status` and `report`, and write the final "
+        "answer from autofl_report.md."
     )
 
 
 def _stop_file(state: dict, settings, family) -> str:
     return (
-        f"A stop file is present ({', '.join(state['stop_files'])}): propose no more candidates and write the "
-        f"final report from autofl_report.md ({_best_vs_baseline(state)})."
+        f"A stop file is present ({', '.join(state['stop_files'])}): propose no more candidates; run `report` "
+        f"(not --confirm-interrupted: a stop file finishes the campaign) and write the final answer from "
+        f"autofl_report.md ({_best_vs_baseline(state)})."
     )
 
 
