@@ -9,7 +9,10 @@ cannot teach anything is refused.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 from runner_support import REPO, initialized_standin, ledger_rows, run_inproc, set_bonus, source_dir
@@ -137,3 +140,61 @@ def test_point2_a_pending_candidate_is_abandoned_before_the_report(ws):
     )
     assert run_inproc(ws, "abandon").code == 0
     assert run_inproc(ws, "report").code == 0
+
+
+# --- 3. campaign_guard.py reads the campaign's settings -----------------------------------------------
+
+
+def _guard(workspace, *args: str) -> subprocess.CompletedProcess:
+    script = SKILL / "scripts" / "campaign_guard.py"
+    command = [sys.executable, str(script), str(workspace / "results.tsv"), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=_no_autofl_env())
+
+
+def _no_autofl_env() -> dict:
+    return {key: value for key, value in os.environ.items() if not key.startswith("AUTOFL_")}
+
+
+def test_point3_guard_reads_thresholds_from_the_campaign_and_flags_override(ws):
+    """Point 3: beside a campaign with plateau threshold 2 the guard says `of 2` (not its default 8), and agrees
+    with the runner's state; a flag overrides."""
+    text = _guard(ws, "--format", "text")
+    assert text.returncode == 0, text.stderr
+    assert "0 of 2 scored" in text.stdout and "of 8" not in text.stdout
+    state = json.loads(_guard(ws).stdout)
+    runner = _state(ws)
+    for key in ("plateau", "candidate_cap", "next_action", "exploration_batch"):
+        assert state[key] == runner[key], key
+    overridden = json.loads(_guard(ws, "--plateau-threshold", "5").stdout)
+    assert overridden["plateau"]["threshold"] == 5
+
+
+def test_point3_guard_takes_the_campaign_cap_stop_files_and_every_threshold(tmp_path):
+    """Point 3: the cap, the stop files and the other thresholds come from campaign.json too (the environment
+    does not override the campaign); a damaged campaign.json is one line, exit 2."""
+    workspace = initialized_standin(
+        tmp_path,
+        "--max-candidates",
+        "3",
+        "--plateau-min-delta",
+        "0.01",
+        "--stop-file",
+        "HALT",
+        "--family-repeat-limit",
+        "4",
+    )
+    env = {**_no_autofl_env(), "AUTOFL_PLATEAU_MIN_DELTA": "0.3"}
+    script = SKILL / "scripts" / "campaign_guard.py"
+    state = json.loads(
+        subprocess.run(
+            [sys.executable, str(script), str(workspace / "results.tsv")], capture_output=True, text=True, env=env
+        ).stdout
+    )
+    assert (state["candidate_cap"], state["remaining_candidates"], state["plateau"]["min_delta"]) == (3, 3, 0.01)
+    (workspace / "HALT").write_text("")
+    halted = json.loads(_guard(workspace).stdout)
+    assert (halted["stop_files"], halted["next_action"]) == (["HALT"], "final_report")
+    assert json.loads(_guard(workspace, "--max-candidates", "7").stdout)["candidate_cap"] == 7
+    (workspace / ".nvflare/autofl/campaign.json").write_text("{not json")
+    broken = _guard(workspace)
+    assert broken.returncode == 2 and len(broken.stderr.strip().splitlines()) == 1 and "campaign.json" in broken.stderr
