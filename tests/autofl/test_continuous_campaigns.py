@@ -198,3 +198,37 @@ def test_point3_guard_takes_the_campaign_cap_stop_files_and_every_threshold(tmp_
     (workspace / ".nvflare/autofl/campaign.json").write_text("{not json")
     broken = _guard(workspace)
     assert broken.returncode == 2 and len(broken.stderr.strip().splitlines()) == 1 and "campaign.json" in broken.stderr
+
+
+# --- 4. the plateau counter in every envelope ---------------------------------------------------------
+
+
+def test_point4_every_envelope_shows_the_plateau_counter_and_when_literature_is_due(ws):
+    """Point 4: status, suggest, prepare, evaluate, replicate, abandon and record envelopes all carry
+    `plateau` (scored_since_reset of threshold, literature_due_in), equal to the state file; the continue
+    instruction says when the literature pass will be due."""
+    envelopes = [run_inproc(ws, "status").envelope, run_inproc(ws, "suggest").envelope]
+    assert envelopes[0]["plateau"] == {"scored_since_reset": 0, "threshold": 2, "literature_due_in": 2}
+    assert (
+        "Plateau: 0 of 2 scored candidates without a real gain; a literature pass is due after 2 more"
+        in (envelopes[0]["agent_instruction"])
+    )
+    envelopes.append(run_inproc(ws, "replicate", "--count", "1").envelope)
+    envelopes.append(run_inproc(ws, "prepare", "--name", "drop", "--hypothesis", "h").envelope)
+    envelopes.append(run_inproc(ws, "abandon").envelope)
+    worse = _candidate(ws, "lr-down", run_args="--lr 0.05")
+    assert worse["candidate_status"] == "discard"
+    assert worse["plateau"] == {"scored_since_reset": 1, "threshold": 2, "literature_due_in": 1}
+    assert "a literature pass is due after 1 more scored candidate(s)" in worse["agent_instruction"]
+    envelopes.append(worse)
+    due = _candidate(ws, "lr-down-more", run_args="--lr 0.01")
+    assert (due["next_action"], due["plateau"]["literature_due_in"]) == ("run_literature_loop", 0)
+    envelopes.append(due)
+    lit = run_inproc(ws, "record", "--literature", "--hypothesis", "FedProx [src: x]", "--family", "fedprox")
+    envelopes.append(lit.envelope)
+    for envelope in envelopes:
+        plateau = _state(ws)["plateau"] if envelope is envelopes[-1] else None
+        assert set(envelope["plateau"]) == {"scored_since_reset", "threshold", "literature_due_in"}
+        if plateau:
+            assert envelope["plateau"]["scored_since_reset"] == plateau["scored_since_reset"]
+            assert envelope["plateau"]["threshold"] == plateau["threshold"] == 2

@@ -438,6 +438,16 @@ def _plateau(scan: _Scan, settings: GuardSettings, margin: float | None) -> dict
     }
 
 
+def plateau_progress(state: dict) -> dict:
+    """The plateau counter an envelope shows: `scored_since_reset` of `threshold` scored candidates without a real
+    gain, and `literature_due_in`, how many more such candidates until the literature loop is due (0: due now;
+    None without a scored best, when the plateau clock does not run)."""
+    plateau = state["plateau"]
+    since, threshold = plateau["scored_since_reset"], plateau["threshold"]
+    due_in = max(threshold - since, 0) if plateau["available"] else None
+    return {"scored_since_reset": since, "threshold": threshold, "literature_due_in": due_in}
+
+
 def _stalled_family(scan: _Scan, settings: GuardSettings) -> str | None:
     """The one algorithm family of the last `family_repeat_limit` argument-only scored attempts, if stalled."""
     limit = settings.family_repeat_limit

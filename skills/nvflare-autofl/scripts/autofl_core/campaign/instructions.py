@@ -233,9 +233,24 @@ def _continue(state: dict, settings, family) -> str:
         budget = f"{state['remaining_candidates']} of {state['candidate_cap']} candidate attempts remain"
     return _with_advice(
         "Propose the next candidate: run `prepare --name <name> --hypothesis <why>`, edit only the returned "
-        f"source directory, then run `evaluate`; {budget}.",
+        f"source directory, then run `evaluate`; {budget}.{plateau_note(state)}",
         state,
     )
+
+
+def plateau_note(state: dict) -> str:
+    """` Plateau: n of t ...`: the plateau counter and when the literature loop will be due ("" without one)."""
+    plateau = state["plateau"]
+    if not plateau["available"]:
+        return ""
+    since, threshold = plateau["scored_since_reset"], plateau["threshold"]
+    left = max(threshold - since, 0)
+    due = (
+        "now"
+        if left == 0
+        else f"after {left} more scored candidate(s) without a gain of more than {plateau['min_delta']}"
+    )
+    return f" Plateau: {since} of {threshold} scored candidates without a real gain; a literature pass is due {due}."
 
 
 def _best_vs_baseline(state: dict) -> str:

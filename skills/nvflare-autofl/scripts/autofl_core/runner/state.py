@@ -97,6 +97,7 @@ def write(campaign, state: dict) -> bool:
 def envelope(paths, state: dict, extras: dict) -> dict:
     document = paths.envelope_paths()
     document.update({key: state[key] for key in ENVELOPE_STATE_FIELDS})
+    document["plateau"] = guard.plateau_progress(state)
     document.update(extras)
     return document
 
