@@ -232,3 +232,66 @@ def test_point4_every_envelope_shows_the_plateau_counter_and_when_literature_is_
         if plateau:
             assert envelope["plateau"]["scored_since_reset"] == plateau["scored_since_reset"]
             assert envelope["plateau"]["threshold"] == plateau["threshold"] == 2
+
+
+# --- 5. report wording --------------------------------------------------------------------------------
+
+
+def _literature_campaign(workspace) -> None:
+    """Two discards (plateau 2 of 2), a literature event with a batch of three linked source edits (one an
+    exact tie), then two more discards: a second literature pass is due."""
+    _candidate(workspace, "lr-down", run_args="--lr 0.05")
+    _candidate(workspace, "lr-down-more", run_args="--lr 0.01")
+    lit = run_inproc(workspace, "record", "--literature", "--hypothesis", "Idea [src: x]", "--family", "idea")
+    event = lit.envelope["literature_event_id"]
+    for name, bonus in (("idea-faithful", -0.01), ("idea-tuned", 0.00000001), ("idea-other", -0.02)):
+        done = _candidate(workspace, name, bonus=bonus, literature_event=event, family="idea")
+        assert done["candidate_status"] == "discard", name
+    _candidate(workspace, "steps-down", run_args="--local_steps 4")
+    due = _candidate(workspace, "steps-down-more", run_args="--local_steps 3")
+    assert due["next_action"] == "run_literature_loop"
+
+
+def test_point5_report_wording_budget_outcomes_and_what_was_pending_at_the_stop(ws):
+    """Point 5: "7 attempt(s), uncapped" (not "of uncapped"); the tie is `matched` in both the literature and
+    the families table; the stop that came when a second literature pass was due says so."""
+    _literature_campaign(ws)
+    (ws / "STOP_AUTOFL").write_text("")
+    assert run_inproc(ws, "report").code == 0
+    text = (ws / "autofl_report.md").read_text()
+    data = json.loads((ws / "autofl_report.json").read_text())
+    assert "- Candidate budget: 7 attempt(s), uncapped;" in text and "of uncapped" not in text
+    assert [event["outcome"] for event in data["literature"]] == ["matched"]
+    assert {entry["family"]: entry["outcome"] for entry in data["families"]["families"]}["idea"] == "matched"
+    pending = data["state"]["pending_at_stop"]
+    assert pending["next_action"] == "run_literature_loop"
+    assert "- Pending at the stop: a literature pass was due (2 of 2 scored candidates without a real gain)" in text
+
+
+def test_point5_capped_budget_line_and_no_pending_without_a_stop(tmp_path):
+    """Point 5: a capped campaign reads "1 of 1 attempt(s) used, 0 remaining"; a campaign that finished by its
+    cap has no pending-at-stop line."""
+    workspace = initialized_standin(tmp_path, "--max-candidates", "1")
+    _candidate(workspace, "lr-up", run_args="--lr 0.2")
+    assert run_inproc(workspace, "report").code == 0
+    text = (workspace / "autofl_report.md").read_text()
+    assert "- Candidate budget: 1 of 1 attempt(s) used, 0 remaining;" in text
+    assert "Pending at the stop" not in text
+    assert json.loads((workspace / "autofl_report.json").read_text())["state"]["pending_at_stop"] is None
+
+
+def test_point5_every_outcome_word_is_defined_in_the_contract_and_skill_md():
+    """Point 5: every outcome word the report schema allows is defined in references/report-contract.md and
+    named in SKILL.md."""
+    schema = json.loads((REPO / "shared/schemas/autofl_report.v1.schema.json").read_text())
+    words = set(schema["properties"]["literature"]["items"]["properties"]["outcome"]["enum"])
+    family = schema["properties"]["families"]["properties"]["families"]["items"]["properties"]["outcome"]["enum"]
+    words |= set(family)
+    assert "matched" in family, "one word per fact: a tie is `matched` in both tables"
+    contract = (SKILL / "references/report-contract.md").read_text()
+    skill = (SKILL / "SKILL.md").read_text()
+    for word in sorted(words):
+        assert f"| `{word}` |" in contract, word
+        assert f"`{word}`" in skill, word
+    for verdict in ("beyond noise", "within noise", "unverified"):
+        assert f"| `{verdict}` |" in contract
