@@ -295,3 +295,86 @@ def test_point5_every_outcome_word_is_defined_in_the_contract_and_skill_md():
         assert f"`{word}`" in skill, word
     for verdict in ("beyond noise", "within noise", "unverified"):
         assert f"| `{verdict}` |" in contract
+
+
+# --- 6. the plot: integer ticks, labels that fit, counts that match the report -------------------------
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The matplotlib figures the plot draws, captured at savefig (read as objects, not pixels)."""
+    from matplotlib.figure import Figure
+
+    drawn = []
+    original = Figure.savefig
+
+    def capture(self, *args, **kwargs):
+        drawn.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", capture)
+    return drawn
+
+
+def _visible_ticks(axes) -> list[str]:
+    low, high = axes.get_xlim()
+    return [label.get_text() for label in axes.get_xticklabels() if low <= label.get_position()[0] <= high]
+
+
+def _inside(inner, outer) -> bool:
+    return outer.x0 <= inner.x0 and inner.x1 <= outer.x1 and outer.y0 <= inner.y0 and inner.y1 <= outer.y1
+
+
+def test_point6_plot_ticks_labels_and_title_match_the_report(ws, figures, tmp_path):
+    """Point 6: integer ticks on the experiment axis, literature labels shown in full inside the axes and clear
+    of the legend, and a title that counts attempts as the report does (not the baseline or replicates)."""
+    from autofl_core.campaign import plot
+
+    _literature_campaign(ws)
+    assert run_inproc(ws, "replicate", "--count", "1").code == 0
+    (ws / "STOP_AUTOFL").write_text("")
+    assert run_inproc(ws, "report").code == 0
+    report = json.loads((ws / "autofl_report.json").read_text())
+    figures.clear()
+    plot.render(ledger_rows(ws), tmp_path / "p.png", metric="accuracy", mode="max")
+    (figure,) = figures
+    axes = figure.axes[0]
+    renderer = figure.canvas.get_renderer()
+    ticks = _visible_ticks(axes)
+    assert ticks and all(text.lstrip("\u2212-").isdigit() for text in ticks), ticks
+    assert all(float(x).is_integer() for x in axes.get_xticks())
+    frame, legend = axes.get_window_extent(renderer), axes.get_legend().get_window_extent(renderer)
+    (label,) = [text for text in axes.texts if text.get_text().startswith("lit-")]
+    assert label.get_text() == "lit-0001"
+    extent = label.get_window_extent(renderer)
+    assert _inside(extent, frame) and not extent.overlaps(legend)
+    title = axes.title.get_text()
+    attempts, scored = (
+        report["candidate_budget"]["attempts"],
+        len(
+            [row for row in report["leaderboard"] if row["status"] in ("keep", "discard") and row["score"] is not None]
+        ),
+    )
+    assert f"{attempts} attempt(s) ({scored} scored)" in title and (attempts, scored) == (7, 7)
+    assert "1 replicate(s) (not attempts)" in title
+    assert _inside(axes.title.get_window_extent(renderer), figure.bbox)
+
+
+def test_point6_few_experiments_still_get_integer_ticks(figures, tmp_path):
+    """Point 6: two experiments used to get ticks at 0.75, 1.25, ...; now only whole experiment numbers; events
+    recorded back to back share one label that fits."""
+    from autofl_core.campaign import plot
+
+    rows = [
+        {"status": "baseline", "name": "baseline", "score": 0.7},
+        {"status": "literature", "name": "lit-0001", "literature_event_id": "lit-0001"},
+        {"status": "literature", "name": "lit-0002", "literature_event_id": "lit-0002"},
+        {"status": "discard", "name": "a", "score": 0.69},
+    ]
+    plot.render(rows, tmp_path / "p.png", metric="accuracy", mode="max")
+    axes = figures[-1].axes[0]
+    assert _visible_ticks(axes) == ["1", "2"]
+    (label,) = axes.texts[:1]
+    assert label.get_text() == "lit-0001, lit-0002"
+    renderer = figures[-1].canvas.get_renderer()
+    assert _inside(label.get_window_extent(renderer), axes.get_window_extent(renderer))
