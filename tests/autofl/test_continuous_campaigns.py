@@ -15,7 +15,17 @@ import subprocess
 import sys
 
 import pytest
-from runner_support import REPO, initialized_standin, ledger_rows, run_inproc, set_bonus, source_dir
+from runner_support import (
+    REPO,
+    initialized_standin,
+    ledger_rows,
+    manifest,
+    run_cli,
+    run_inproc,
+    set_bonus,
+    source_dir,
+    tree_digest,
+)
 
 pytestmark = pytest.mark.slow
 SKILL = REPO / "skills" / "nvflare-autofl"
@@ -122,7 +132,7 @@ def test_point2_a_stop_file_then_status_then_report_needs_no_confirmation(ws):
     (ws / "STOP_AUTOFL").write_text("")
     status = run_inproc(ws, "status").envelope
     assert (status["next_action"], status["final_response_allowed"]) == ("final_report", True)
-    assert "run `report` (not --confirm-interrupted" in status["agent_instruction"]
+    assert "run `report` for the final report (not --confirm-interrupted" in status["agent_instruction"]
     done = run_inproc(ws, "report")
     assert done.code == 0, done.stderr
     assert json.loads((ws / "autofl_report.json").read_text())["provenance"]["confirm_interrupted"] is False
@@ -378,3 +388,92 @@ def test_point6_few_experiments_still_get_integer_ticks(figures, tmp_path):
     assert label.get_text() == "lit-0001, lit-0002"
     renderer = figures[-1].canvas.get_renderer()
     assert _inside(label.get_window_extent(renderer), axes.get_window_extent(renderer))
+
+
+# --- 7. a linked candidate that cannot teach anything is refused --------------------------------------
+
+
+def test_point7_a_linked_arm_repeating_another_linked_arm_is_refused_and_nothing_changes(ws):
+    """Point 7: the second arm with the same effective source and run args as the first (same execution) is
+    refused with one line, exit 2, and nothing changes; a different argument makes it a new arm."""
+    event = run_inproc(ws, "record", "--literature", "--hypothesis", "Idea [src: x]").envelope["literature_event_id"]
+    first = _candidate(ws, "arm-1", bonus=-0.01, literature_event=event)
+    assert first["candidate_status"] == "discard"
+    assert run_inproc(ws, "prepare", "--name", "arm-2", "--hypothesis", "h", "--literature-event", event).code == 0
+    set_bonus(source_dir(ws, "arm-2"), -0.01)
+    before = tree_digest(ws, skip=(".nvflare/autofl/campaign.lock",))
+    refused = run_cli(ws, "evaluate")
+    assert refused.code == 2 and refused.envelope is None
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert "would run exactly what linked candidate arm-1 (literature event lit-0001) ran" in refused.stderr
+    assert tree_digest(ws, skip=(".nvflare/autofl/campaign.lock",)) == before, "nothing changed"
+    assert manifest(ws, "arm-2")["status"] == "prepared"
+    other = run_inproc(ws, "evaluate", "--run-args", "--local_steps 6")
+    assert other.code == 0 and other.envelope["candidate_status"] in ("keep", "discard")
+    assert [row["name"] for row in ledger_rows(ws)][-2:] == ["arm-1", "arm-2"]
+
+
+def test_point7_a_linked_arm_equal_to_the_best_is_refused(ws):
+    """Point 7: a linked candidate that would run the best configuration itself (no source change, the best's
+    arguments) is refused, exit 2, before anything runs."""
+    event = run_inproc(ws, "record", "--literature", "--hypothesis", "Idea [src: x]").envelope["literature_event_id"]
+    assert run_inproc(ws, "prepare", "--name", "same", "--hypothesis", "h", "--literature-event", event).code == 0
+    rows = len(ledger_rows(ws))
+    refused = run_inproc(ws, "evaluate", "--run-args", "--lr 0.1")
+    assert refused.code == 2 and "changes nothing" in refused.stderr
+    assert len(ledger_rows(ws)) == rows
+
+
+def test_point7_the_check_compares_effective_source_and_args():
+    """Point 7: the rule itself, over manifests: the best's execution, a scored linked arm's, and what does not
+    count (an unlinked candidate, a crash that may be replayed, other arguments)."""
+    from autofl_core.runner.actions import evaluate
+    from autofl_core.runner.outcome import CampaignError
+
+    class Campaign:
+        config = {"argparse": {"flags": []}}
+
+        def __init__(self, manifests):
+            self._manifests = manifests
+
+        def manifests(self):
+            return self._manifests
+
+        def best_row(self):
+            return {"name": "baseline"}
+
+    def arm(cid, status, source, args=(), event="lit-0001"):
+        return {
+            "candidate_id": cid,
+            "status": status,
+            "candidate_source_sha256": source,
+            "effective_run_args": list(args),
+            "literature_event_id": event,
+        }
+
+    me = arm("me", "running", "S")
+    for manifests, refused in (
+        ([arm("a", "discard", "S")], "linked candidate a"),
+        ([arm("a", "keep", "S")], "linked candidate a"),
+        ([arm("a", "crash", "S")], None),
+        ([arm("a", "discard", "S", event="")], None),
+        ([arm("a", "discard", "T")], None),
+    ):
+        try:
+            evaluate.refuse_repeated_arm(Campaign([me, *manifests]), me, "S", [], "B", [])
+            outcome = None
+        except CampaignError as error:
+            outcome = str(error)
+        assert (outcome is None) == (refused is None) and (refused is None or refused in outcome), manifests
+    with pytest.raises(CampaignError, match=r"the best configuration \(baseline\)"):
+        evaluate.refuse_repeated_arm(Campaign([me]), me, "B", [], "B", [])
+
+
+def test_point7_skill_and_batch_instruction_explain_how_to_design_the_arms(ws):
+    """Point 7: SKILL.md and the develop_literature_batch instruction say how each arm can teach something."""
+    skill = " ".join((SKILL / "SKILL.md").read_text().split())
+    assert "an ablation removes one component of the faithful version" in skill
+    assert "the third arm tests the idea's strongest alternative setting instead of switching it off" in skill
+    event = run_inproc(ws, "record", "--literature", "--hypothesis", "Idea [src: x]").envelope
+    assert event["next_action"] == "develop_literature_batch"
+    assert "an ablation removes one component of the faithful version" in event["agent_instruction"]

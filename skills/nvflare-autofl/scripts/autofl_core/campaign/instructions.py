@@ -11,6 +11,12 @@ from .compare import format_score
 
 NO_FINAL = "Do not produce a final answer."
 BATCH_ROLES = ("a faithful implementation", "a tuned variant", "an ablation")
+ARM_DESIGN = (
+    "Make each arm able to teach something (a linked candidate that would run the same source and arguments as the "
+    "best or another arm is refused): an ablation removes one component of the faithful version; when the faithful "
+    "version did not beat the best, the third arm tests the idea's strongest alternative setting instead of "
+    "switching it off (switched off, it usually runs like the best: a guaranteed tie)."
+)
 OVERRIDE_ACTIONS = ("repair_baseline", "submit_baseline", "await_simulation_runner_approval", "evaluate_candidate")
 
 
@@ -153,8 +159,8 @@ def _stop_pending(state: dict, settings, family) -> str:
 def _stop_file(state: dict, settings, family) -> str:
     return (
         f"A stop file is present ({', '.join(state['stop_files'])}): propose no more candidates; run `report` "
-        f"(not --confirm-interrupted: a stop file finishes the campaign) and write the final answer from "
-        f"autofl_report.md ({_best_vs_baseline(state)})."
+        f"for the final report (not --confirm-interrupted: a stop file finishes the campaign) and write the final "
+        f"answer from autofl_report.md ({_best_vs_baseline(state)})."
     )
 
 
@@ -199,7 +205,7 @@ def _batch(state: dict, settings, family) -> str:
     return (
         f"Develop the exploration batch of {where}: it needs {missing} more scored source-backed candidate(s): "
         f"{roles}. For each, run {how}, change the source in the returned directory (argument-only changes do "
-        "not count), then run `evaluate`."
+        f"not count), then run `evaluate`. {ARM_DESIGN}"
     )
 
 
