@@ -129,7 +129,7 @@ def test_the_walk_covers_every_option_the_runner_accepts():
 # --- campaigns ready for each kind of action -------------------------------------------------------------
 
 
-def _fake_trial(campaign, *, name, run_args, kind, candidate=None):
+def _fake_trial(campaign, *, name, run_args, kind, candidate=None, stage_files=None):
     """Score the stand-in client in-process with the trial's run args; remember the settings it ran with."""
     from autofl_core.campaign import vocabulary as v
     from autofl_core.trial.execute import TrialResult

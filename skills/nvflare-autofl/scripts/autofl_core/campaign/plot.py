@@ -322,7 +322,7 @@ def event_labels(events: list[dict]) -> list[tuple[float, str]]:
     MAX_LABEL_CHARS so the vertical label fits inside the axes."""
     grouped: dict[float, list[str]] = {}
     for event in events:
-        grouped.setdefault(event["x"], []).append(event["event_id"] or "literature")
+        grouped.setdefault(event["x"], []).append(event["event_id"] or "(unlabelled)")
     return [(x, _cut(", ".join(labels))) for x, labels in grouped.items()]
 
 

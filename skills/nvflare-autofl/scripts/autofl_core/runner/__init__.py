@@ -18,5 +18,6 @@
 - `tamper` - the campaign's evidence copied before a trial and restored after it (tampering is reported);
 - `finalize` - keep / discard / crash, written crash-safely through a journal;
 - `noise` - the noise floor: the best's spread, the keep margin, the seed option;
+- `what_happened` - the envelope fields of a finalized result: score, best after the decision, delta, noise verdict;
 - `report/` - autofl_report.md / .json: facts, warnings, markdown, and the final report's refusal rules.
 """
