@@ -52,6 +52,8 @@ def run(campaign, options, now: str) -> ActionResult:
             f"candidate {manifest['candidate_id']} belongs to literature event "
             f"{manifest['literature_event_id']} and must edit source, not only arguments"
         )
+    if manifest.get("literature_event_id"):
+        refuse_repeated_arm(campaign, manifest, draft.digest, effective, best.digest, best_args)
     campaign_trial.check_args(campaign, manifest["candidate_id"], effective)
     faults.checkpoint("evaluate:validated")
     prepared = manifest
@@ -100,6 +102,29 @@ def check_unchanged(campaign, manifest: dict) -> None:
         raise CampaignError(
             f"the workspace differs from the best snapshot ({', '.join(drift)}); undo those edits, "
             "candidates are edited only in their prepared source folder"
+        )
+
+
+def refuse_repeated_arm(
+    campaign, manifest: dict, source: str, effective: list[str], best_source: str, best_args: list[str]
+) -> None:
+    """A literature-linked candidate must run something new: refused (exit 2, nothing written) when its effective
+    source and run args equal the best's or a scored linked candidate's (the same execution, a guaranteed tie
+    that would spend one attempt). Crashed candidates may be replayed (`crash_replay`)."""
+    config = campaign.config
+    same = None
+    if source == best_source and runargs.same_configuration(config, effective, best_args):
+        same = f"the best configuration ({campaign.best_row()['name']})"
+    for other in campaign.manifests():
+        if same or other["candidate_id"] == manifest["candidate_id"] or other["status"] not in (v.KEEP, v.DISCARD):
+            continue
+        if other.get("literature_event_id") and other.get("candidate_source_sha256") == source:
+            if runargs.same_configuration(config, effective, other.get("effective_run_args") or []):
+                same = f"linked candidate {other['candidate_id']} (literature event {other['literature_event_id']})"
+    if same:
+        raise CampaignError(
+            f"candidate {manifest['candidate_id']} would run exactly what {same} ran (same source and run args): "
+            "a guaranteed tie that teaches nothing; change its source so the arm tests something else, or abandon it"
         )
 
 
