@@ -16,18 +16,22 @@ for scripts in (DIAGNOSE_SCRIPTS, AUTOFL_SCRIPTS, REPO):
 
 
 # Parallel runs (`make test`: pytest-xdist, `-n WORKERS`). Tests that share an expensive module or session
-# fixture form one serial group, run in order by one worker, so the fixture is built once: the real POC
-# system (tests/poc/conftest.py; its fixed ports allow one at a time) and the demo campaign of six simulations
+# fixture form serial groups, each run in order by one worker, so the fixture is built once per group: the real
+# POC system (tests/poc/conftest.py, free ports: two groups, each on its own worker with its own POC system, so
+# the POC tests, the longest serial chain, take half the wall time) and the demo campaign of six simulations
 # (tests/autofl/test_runner_real.py). The groups are scheduled here (pytest_xdist_make_scheduler), by node id,
 # because xdist 3.8's own `xdist_group` marks do nothing under pytest 9 (they rename `item._nodeid`, which
-# pytest 9 no longer reads). Every test that uses one of the fixtures must fall in its group: a worker checks.
-SERIAL_GROUPS = {
-    "tests/poc/": "poc",
+# pytest 9 no longer reads). Every test that uses one of the fixtures must fall in one of its groups: a worker
+# checks.
+SERIAL_GROUPS = {  # the first matching prefix wins
+    "tests/poc/test_poc_autofl.py": "poc-a",
+    "tests/poc/test_poc_diagnose.py::test_readme_poc_block_runs_as_written": "poc-a",
+    "tests/poc/": "poc-b",
     "tests/autofl/test_runner_real.py::test_demo_": "demo-campaign",
     "tests/autofl/test_runner_real.py::test_poc_mode_records_real_downloaded_results": "demo-campaign",
     "tests/autofl/test_runner_real.py::test_noise_sigmas_discards_a_gain": "demo-campaign",
 }
-SHARED_FIXTURE_GROUPS = {"poc_system": "poc", "demo": "demo-campaign"}
+SHARED_FIXTURE_GROUPS = {"poc_system": {"poc-a", "poc-b"}, "demo": {"demo-campaign"}}
 # The slowest files start first (after the groups, which xdist starts first as its largest work units), so
 # the long real simulations do not form the tail of the run. Measured with --durations (issue 19).
 START_FIRST = (
@@ -65,9 +69,9 @@ def pytest_collection_modifyitems(config, items):
     if not hasattr(config, "workerinput"):
         return  # a serial run keeps the plain collection order
     for item in items:
-        needed = {group for name, group in SHARED_FIXTURE_GROUPS.items() if name in item.fixturenames}
-        if needed and needed != {serial_group(item.nodeid)}:
-            raise pytest.UsageError(f"{item.nodeid} uses a shared fixture of group {needed}: add it to SERIAL_GROUPS")
+        for name, groups in SHARED_FIXTURE_GROUPS.items():
+            if name in item.fixturenames and serial_group(item.nodeid) not in groups:
+                raise pytest.UsageError(f"{item.nodeid} uses {name} (groups {sorted(groups)}): add it to SERIAL_GROUPS")
 
     def rank(item) -> int:
         return next((i for i, prefix in enumerate(START_FIRST) if item.nodeid.startswith(prefix)), len(START_FIRST))
