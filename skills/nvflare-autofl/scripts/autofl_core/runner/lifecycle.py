@@ -20,12 +20,12 @@ from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
 from .outcome import ActionResult, CampaignError
-from .store import metadata
+from .store import manifests, metadata
 from .store.lock import workspace_lock
 from .store.paths import CampaignPaths
 
 # action -> its module in runner/actions/ (loaded lazily, so cheap actions never import the trial machinery);
-# status has none: the shell's own work (recovery, the state refresh) is the whole action.
+# status has none: the shell's own work (recovery, the state refresh, the pending list) is the whole action.
 ACTIONS = {
     "initialize": "initialize",
     "prepare": "prepare",
@@ -57,7 +57,7 @@ def run(action: str, options) -> tuple[int, dict]:
     with workspace_lock(probe.lock):
         campaign = Campaign.open(options.job)
         module = ACTIONS[action]
-        step = _module(module).run if module else _nothing
+        step = _module(module).run if module else _status
         return _shell(campaign, action, step, options, given, now_text())
 
 
@@ -117,8 +117,20 @@ def check_job_file(job) -> None:
         raise CampaignError(f"{job} is not a file; pass the path of an existing NVFLARE job.py")
 
 
-def _nothing(campaign, options, now: str) -> ActionResult:
-    return ActionResult()
+def _status(campaign, options, now: str) -> ActionResult:
+    """status: the shell's work (recovery, the refresh) plus the list of pending candidates."""
+    pending = manifests.in_preparation_order(campaign.pending())
+    listed = [
+        {
+            "candidate_id": m["candidate_id"],
+            "status": m["status"],
+            "base_candidate": m["base_candidate"],
+            "candidate_manifest": str(campaign.paths.manifest(m["candidate_id"])),
+            "run_args": list(m["run_args"]),
+        }
+        for m in pending
+    ]
+    return ActionResult(extras={"pending": listed})
 
 
 def _module(name: str):

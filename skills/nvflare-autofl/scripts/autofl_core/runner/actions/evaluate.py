@@ -15,30 +15,77 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 
 from ...campaign import vocabulary as v
 from ...common import atomic, faults
 from ...importer import runner_view as importer
 from .. import campaign_trial, drafts, finalize, noise, runargs, what_happened
 from .. import state as state_mod
-from ..checks import pick_pending, require_open
+from ..checks import one_manifest, pick_pending, require_open
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError, Interrupted
 from ..store import contract, created, manifests, snapshots, sources
 
 
+@dataclass
+class Staged:
+    """A validated candidate, ready to materialize: its manifest as prepared, draft and run args."""
+
+    manifest: dict
+    draft: object
+    own: list[str]
+    effective: list[str]
+
+
 def run(campaign, options, now: str) -> ActionResult:
+    if batch_requested(options):
+        from . import evaluate_batch
+
+        return evaluate_batch.run(campaign, options, now)
     paths = campaign.paths
-    manifest = pick_pending(campaign, options.manifest, want=v.PREPARED)
+    manifest = pick_pending(campaign, one_manifest(options, "evaluate"), want=v.PREPARED)
     require_open(state_mod.compute(campaign, now), "evaluate")
     if campaign.settings["env"] == "sim":
         campaign_trial.start_probe(campaign)  # runs while the candidate is validated and re-imported
+    staged = validate(campaign, manifest, options.run_args, now)
+    prepared = manifest
+    sealed = campaign.settings["env"] == "sim" and campaign_trial.sealing(campaign)
+    manifest = materialize(campaign, staged, campaign.best(), now, apply=not sealed)
+    try:
+        if campaign.settings["env"] != "sim":
+            ready = dict(manifest, status=v.READY, updated_at=now)
+            manifests.write(paths, ready)
+            campaign.forget()
+            return ActionResult(
+                extras={
+                    "candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
+                    "candidate_status": v.READY,
+                }
+            )
+        return _simulate(campaign, manifest, staged.draft, now, sealed=sealed)
+    except (CampaignError, Interrupted, KeyboardInterrupt, OSError):
+        if not paths.journal.exists():
+            try:
+                unapply(campaign, manifest, prepared)
+            except OSError:  # e.g. the disk is still full: the next action's recovery finishes the undo
+                pass
+        raise
+
+
+def batch_requested(options) -> bool:
+    """evaluate runs a batch for `--all-prepared`, several `--manifest`s, or `--parallel`."""
+    return bool(options.all_prepared or len(options.manifest or []) > 1 or options.parallel is not None)
+
+
+def validate(campaign, manifest: dict, given_run_args: str | None, now: str) -> Staged:
+    """Every check before anything is written for `manifest` (see the module docstring); raises CampaignError."""
+    paths = campaign.paths
     check_unchanged(campaign, manifest)
-    best = campaign.best()
-    best_files = snapshots.files_of(paths, best)
+    best_files = snapshots.files_of(paths, campaign.best())
     draft = drafts.read_draft(
         paths.candidate_dir(manifest["candidate_id"]) / "source", best_files, campaign.config, paths.workspace
     )
-    own = runargs.settle(campaign.config, recorded=manifest["run_args"], given=options.run_args)
+    own = runargs.settle(campaign.config, recorded=manifest["run_args"], given=given_run_args)
     best_args = campaign.best_run_args()
     effective = runargs.flatten(runargs.merge(runargs.pairs_from_tokens(campaign.config, best_args), own))
     if not draft.patch and runargs.same_configuration(campaign.config, effective, best_args):
@@ -54,30 +101,9 @@ def run(campaign, options, now: str) -> ActionResult:
         )
     campaign_trial.check_args(campaign, manifest["candidate_id"], effective)
     faults.checkpoint("evaluate:validated")
-    prepared = manifest
     _check_reimport(campaign, manifest, draft, now)
     faults.checkpoint("evaluate:reimported")
-    sealed = campaign.settings["env"] == "sim" and campaign_trial.sealing(campaign)
-    manifest = _materialize(campaign, manifest, draft, runargs.flatten(own), effective, best, now, apply=not sealed)
-    try:
-        if campaign.settings["env"] != "sim":
-            ready = dict(manifest, status=v.READY, updated_at=now)
-            manifests.write(paths, ready)
-            campaign.forget()
-            return ActionResult(
-                extras={
-                    "candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
-                    "candidate_status": v.READY,
-                }
-            )
-        return _simulate(campaign, manifest, draft, now, sealed=sealed)
-    except (CampaignError, Interrupted, KeyboardInterrupt, OSError):
-        if not paths.journal.exists():
-            try:
-                _unapply(campaign, manifest, prepared)
-            except OSError:  # e.g. the disk is still full: the next action's recovery finishes the undo
-                pass
-        raise
+    return Staged(manifest, draft, runargs.flatten(own), effective)
 
 
 def check_unchanged(campaign, manifest: dict) -> None:
@@ -113,10 +139,12 @@ def fingerprint(base: str, budget: str, patch_sha: str | None, effective: list[s
     return hashlib.sha256(document.encode("utf-8")).hexdigest()
 
 
-def _materialize(
-    campaign, manifest, draft, own: list[str], effective: list[str], best, now: str, *, apply: bool
-) -> dict:
-    """Write candidate.patch and the `running` manifest, then (`apply`) write the draft into the workspace."""
+def materialize(campaign, staged: Staged, best, now: str, *, apply: bool, applied: bool | None = None) -> dict:
+    """Write candidate.patch and the `running` manifest, then (`apply`) write the draft into the workspace.
+
+    `applied` (default `apply`) is what the manifest records as `workspace_applied` (a batch that cannot seal
+    applies each candidate just before its own trial)."""
+    manifest, draft, own, effective = staged.manifest, staged.draft, staged.own, staged.effective
     paths = campaign.paths
     candidate_id = manifest["candidate_id"]
     patch_path = paths.candidate_dir(candidate_id) / "candidate.patch"
@@ -134,7 +162,7 @@ def _materialize(
         patch_stats=_patch_stats(draft),
         candidate_source_sha256=draft.digest,
         execution_fingerprint=print_,
-        workspace_applied=apply,
+        workspace_applied=apply if applied is None else applied,
     )
     updated.pop("crash_replay", None)
     replay = next(
@@ -206,7 +234,6 @@ def _budget_text(old: dict, new: dict) -> str:
 
 
 def _simulate(campaign, manifest: dict, draft, now: str, *, sealed: bool) -> ActionResult:
-    paths = campaign.paths
     candidate_id = manifest["candidate_id"]
     result = campaign_trial.run(
         campaign,
@@ -216,10 +243,30 @@ def _simulate(campaign, manifest: dict, draft, now: str, *, sealed: bool) -> Act
         candidate=candidate_id,
         stage_files=draft.files if sealed else None,
     )
-    outcome, reason = result.outcome, result.failure_reason
+    _final, extras = conclude(campaign, manifest, draft, result, drift_of(campaign, draft, sealed=sealed), now)
+    extras = {**extras, **campaign_trial.envelope_extras(campaign, result)}
+    return ActionResult(extras=extras, exit_code=exit_code([extras["candidate_status"]]), ledger_changed=True)
+
+
+def drift_of(campaign, draft, *, sealed: bool) -> list[str]:
+    """Managed files of the workspace that differ from the best (plus the draft, when it was applied)."""
     applied = {} if sealed else sources.file_hashes({rel: draft.files[rel] for rel in draft.touched})
-    expected = dict(campaign.best().hashes, **applied)
-    drift = sources.differing(paths.workspace, expected)
+    return sources.differing(campaign.paths.workspace, dict(campaign.best().hashes, **applied))
+
+
+def exit_code(statuses: list[str]) -> int:
+    """75 when any trial met the sandbox, else 1 when any crashed, else 0."""
+    if v.INFRASTRUCTURE_RETRY in statuses:
+        return EXIT_SANDBOX
+    return EXIT_UNSCORED if v.CRASH in statuses else EXIT_OK
+
+
+def conclude(campaign, manifest: dict, draft, result, drift: list[str], now: str) -> tuple[dict, dict]:
+    """Decide `manifest`'s trial `result` against the best at this moment and finalize it; returns the final
+    manifest and the envelope fields of what happened."""
+    paths = campaign.paths
+    candidate_id = manifest["candidate_id"]
+    outcome, reason = result.outcome, result.failure_reason
     if drift and outcome != v.OUTCOME_INFRASTRUCTURE_RETRY:
         outcome, reason = v.OUTCOME_CRASH, f"managed source changed while the candidate ran: {', '.join(drift)}"
     best_row = campaign.best_row()
@@ -249,18 +296,18 @@ def _simulate(campaign, manifest: dict, draft, now: str, *, sealed: bool) -> Act
         ),
     )
     compared = what_happened.compared_with(campaign)
-    finalize.finalize(campaign, manifest, status=status, draft_files=draft.files if status == v.KEEP else None, now=now)
-    code = {v.INFRASTRUCTURE_RETRY: EXIT_SANDBOX, v.CRASH: EXIT_UNSCORED}.get(status, EXIT_OK)
+    final = finalize.finalize(
+        campaign, manifest, status=status, draft_files=draft.files if status == v.KEEP else None, now=now
+    )
     extras = {
         "candidate_manifest": str(paths.manifest(candidate_id)),
         "candidate_status": status,
-        **campaign_trial.envelope_extras(campaign, result),
         **what_happened.outcome(campaign, compared, score=manifest["result"]["score"]),
     }
-    return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
+    return final, extras
 
 
-def _unapply(campaign, manifest: dict, prepared: dict) -> None:
+def unapply(campaign, manifest: dict, prepared: dict) -> None:
     """Take a rejected or interrupted candidate out of the workspace; its manifest is exactly as prepared again."""
     paths = campaign.paths
     campaign.forget()
