@@ -59,6 +59,8 @@ ACTION_OPTION_VALUES = {
     "--literature-event": "lit-0001",
     "--manifest": "<manifest>",
     "--run-args": "--lr 0.15",
+    "--all-prepared": None,
+    "--parallel": "2",
     "--score": "0.66",
     "--artifacts": "<artifacts>",
     "--job-id": "job-42",
@@ -72,7 +74,7 @@ ACTION_OPTION_VALUES = {
 TAKES = {
     "initialize": set(),
     "prepare": {"--name", "--hypothesis", "--family", "--literature-event", "--run-args"},
-    "evaluate": {"--manifest", "--run-args"},
+    "evaluate": {"--manifest", "--run-args", "--all-prepared", "--parallel"},
     "abandon": {"--manifest"},
     "record-literature": {"--literature", "--name", "--hypothesis", "--family"},
     "record-baseline": {"--baseline", "--score", "--artifacts", "--job-id", "--failure-reason"},
@@ -129,7 +131,7 @@ def test_the_walk_covers_every_option_the_runner_accepts():
 # --- campaigns ready for each kind of action -------------------------------------------------------------
 
 
-def _fake_trial(campaign, *, name, run_args, kind, candidate=None):
+def _fake_trial(campaign, *, name, run_args, kind, candidate=None, stage_files=None):
     """Score the stand-in client in-process with the trial's run args; remember the settings it ran with."""
     from autofl_core.campaign import vocabulary as v
     from autofl_core.trial.execute import TrialResult
@@ -292,6 +294,12 @@ def _effects() -> dict:
         assert envelope["candidate_status"] == "keep" == manifest(ws, "pending")["status"]
         assert manifest(ws, "pending")["run_args"] == ["--lr", "0.15"]
 
+    def batch_evaluated(ws, d):
+        """A batch of the one prepared candidate (issue 24): never more slots than the batch."""
+        envelope = _ok(d)
+        assert [(e["candidate_id"], e["candidate_status"]) for e in envelope["batch"]] == [("pending", "keep")]
+        assert envelope["parallel"] == 1 and manifest(ws, "pending")["status"] == "keep"
+
     def abandoned(ws, d):
         _ok(d)
         assert manifest(ws, "pending")["status"] == "abandoned"
@@ -352,6 +360,8 @@ def _effects() -> dict:
         ("prepare", "--run-args"): prepare_run_args,
         ("evaluate", "--manifest"): evaluated,
         ("evaluate", "--run-args"): evaluated,
+        ("evaluate", "--all-prepared"): batch_evaluated,
+        ("evaluate", "--parallel"): batch_evaluated,
         ("abandon", "--manifest"): abandoned,
         ("record-literature", "--literature"): row_field("status", "literature"),
         ("record-literature", "--name"): row_field("name", "walk-name"),
