@@ -333,3 +333,45 @@ def test_the_lock_is_held_for_the_whole_batch(ws):
         os.kill(proc.pid, signal.SIGTERM)
         proc.communicate(timeout=30)
     assert all(_token_processes(t["token"]) == [] for t in trials)
+
+
+# --- point 2: slots ----------------------------------------------------------------------------------------
+
+
+def test_slots_one_per_visible_gpu_else_two_per_core(tmp_path):
+    """Point 2: the default is one slot per visible GPU (each its own CUDA_VISIBLE_DEVICES), else 2 per CPU core;
+    never more than the batch; --parallel overrides (GPUs shared round robin)."""
+    from autofl_core.runner import batch_trials
+
+    assert batch_trials.slots(None, 8, gpus=["0", "3"], cpus=2) == ["0", "3"]
+    assert batch_trials.slots(3, 8, gpus=["0", "3"], cpus=2) == ["0", "3", "0"]
+    assert batch_trials.slots(None, 8, gpus=[], cpus=2) == [None] * 4
+    assert batch_trials.slots(None, 3, gpus=[], cpus=2) == [None] * 3
+    assert batch_trials.slots(5, 2, gpus=[], cpus=2) == [None] * 2
+    assert batch_trials.visible_gpus({"CUDA_VISIBLE_DEVICES": "2, 5"}) == ["2", "5"]
+    assert batch_trials.visible_gpus({"CUDA_VISIBLE_DEVICES": ""}) == []
+    assert batch_trials.visible_gpus({"CUDA_VISIBLE_DEVICES": "-1"}) == []
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in ("nvidia1", "nvidia0", "nvidiactl", "nvidia-uvm", "null"):
+        (dev / name).touch()
+    assert batch_trials.visible_gpus({}, dev=str(dev)) == ["0", "1"]
+
+
+def test_each_concurrent_trial_sees_its_own_gpu(ws):
+    """Point 2: with two GPUs visible, a batch of two runs two at a time and each trial's child sees one GPU of
+    its own in CUDA_VISIBLE_DEVICES."""
+    for name in ("gpu-a", "gpu-b"):
+        prepare(ws, name)
+        client = source_dir(ws, name) / "client.py"
+        extra = "\nimport os\nprint('GPU=' + os.environ.get('CUDA_VISIBLE_DEVICES', 'unset'))\n"
+        client.write_text(client.read_text() + extra)
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1")
+    done = run_cli(ws, "evaluate", "--all-prepared", env=env)
+    assert done.code == 0, done.stderr
+    assert done.envelope["parallel"] == 2
+    seen = []
+    for name in ("gpu-a", "gpu-b"):
+        lines = (ws / "autofl_runs" / name / "run.log").read_text().splitlines()
+        seen += [line for line in lines if line.startswith("GPU=")]
+    assert sorted(set(seen)) == ["GPU=0", "GPU=1"]
