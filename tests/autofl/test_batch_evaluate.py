@@ -375,3 +375,23 @@ def test_each_concurrent_trial_sees_its_own_gpu(ws):
         lines = (ws / "autofl_runs" / name / "run.log").read_text().splitlines()
         seen += [line for line in lines if line.startswith("GPU=")]
     assert sorted(set(seen)) == ["GPU=0", "GPU=1"]
+
+
+# --- point 5: replicates in parallel -----------------------------------------------------------------------
+
+
+def test_replicates_run_concurrently_and_land_in_order(tmp_path):
+    """Point 5: `replicate --count 3` runs its sealed reruns concurrently (parallel 3) and appends their rows in
+    replicate order: the same ledger as `--parallel 1`, timings aside."""
+    ledgers = []
+    for parallel in ("1", "3"):
+        workspace = initialized_standin(tmp_path, "--max-candidates", "3")
+        done = run_inproc(workspace, "replicate", "--count", "3", "--parallel", parallel)
+        assert done.code == 0, done.stderr
+        assert done.envelope["parallel"] == int(parallel)
+        assert [r["name"] for r in done.envelope["replicates"]] == [f"replicate_baseline_{n}" for n in (1, 2, 3)]
+        ledgers.append(ledger_without_timings(workspace))
+        assert not (workspace / MARKER).exists()
+        shutil.rmtree(workspace)
+    assert ledgers[0] == ledgers[1]
+    assert [r["status"] for r in ledgers[0]] == ["baseline", "replicate", "replicate", "replicate"]

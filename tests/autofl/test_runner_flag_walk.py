@@ -81,7 +81,7 @@ TAKES = {
     "record-candidate": {"--manifest", "--score", "--artifacts", "--job-id", "--failure-reason"},
     "suggest": {"--limit"},
     "status": set(),
-    "replicate": {"--count"},
+    "replicate": {"--count", "--parallel"},
     "report": {"--confirm-interrupted"},
 }
 # campaign settings: (flag, value, setting) - immutable ones are refused when they differ, mutable ones audited
@@ -348,6 +348,11 @@ def _effects() -> dict:
         assert len(_ok(d)["replicates"]) == 2
         assert [r["status"] for r in ledger_rows(ws)].count("replicate") == 2
 
+    def replicated_in_parallel(ws, d):
+        """--parallel 2 with --count 1: one rerun, one slot (never more than the reruns)."""
+        envelope = _ok(d)
+        assert len(envelope["replicates"]) == 1 and envelope["parallel"] == 1
+
     def confirmed(ws, d):
         _ok(d)
         assert json.loads((ws / "autofl_report.json").read_text())["provenance"]["confirm_interrupted"] is True
@@ -379,6 +384,7 @@ def _effects() -> dict:
         ("record-candidate", "--failure-reason"): candidate_crash,
         ("suggest", "--limit"): limited,
         ("replicate", "--count"): replicated,
+        ("replicate", "--parallel"): replicated_in_parallel,
         ("report", "--confirm-interrupted"): confirmed,
     }
 

@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--parallel",
         type=_positive_int,
         metavar="K",
-        help="evaluate (batch): trials at a time (default: one per visible GPU, else 2 per CPU core; <= the batch)",
+        help="evaluate (batch), replicate: trials at a time (default: one per visible GPU, else 2 per CPU core; <= the batch)",
     )
     add("--run-args", metavar="ARGS", help='evaluate: candidate run args, canonical long options, e.g. "--lr 0.1"')
     add("--score", type=float, help="record: the external run's score")

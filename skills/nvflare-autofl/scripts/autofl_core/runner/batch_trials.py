@@ -10,7 +10,8 @@ the threads finish and re-raises. Results come back in request order, whatever o
 Slots: one per visible GPU (its own CUDA_VISIBLE_DEVICES) when the runner sees GPUs, else `CPU_SLOTS_PER_CORE`
 per CPU core (see docs/decisions.md, "Batches"); never more than the batch. Usage::
 
-    results = run_all(campaign, [Request("lr-a", ["--lr", "0.2"], files_a), ...], parallel=None)
+    results, width = run_all(campaign, [Request("lr-a", ["--lr", "0.2"], files_a), ...], parallel=None)
+    done = run_in_turn(campaign, requests, before=apply, after=check_and_restore)    # where trials cannot be sealed
 """
 
 from __future__ import annotations
@@ -94,6 +95,20 @@ def run_all(campaign, requests: list[Request], *, parallel: int | None) -> tuple
     if pool.errors:
         raise pool.errors[min(pool.errors)]
     return [pool.results[index] for index in range(len(requests))], len(width)
+
+
+def run_in_turn(campaign, requests: list[Request], *, before, after) -> list:
+    """Run `requests` one at a time (trials that cannot be sealed), `before(i)` ahead of trial i and `after(i,
+    result)` once it ended (e.g. apply a candidate to the workspace, then restore the best); returns what each
+    `after` returned, in order."""
+    done = []
+    for index, request in enumerate(requests):
+        before(index)
+        result = campaign_trial.run(
+            campaign, name=request.name, run_args=request.run_args, kind=request.kind, candidate=request.name
+        )
+        done.append(after(index, result))
+    return done
 
 
 class _Pool:

@@ -24,7 +24,7 @@ TAKES = {  # action -> the action options it takes, as typed
     "record": tuple(dict.fromkeys(RECORD_LITERATURE + RECORD_BASELINE + RECORD_CANDIDATE)),
     "suggest": ("--limit",),
     "status": (),
-    "replicate": ("--count",),
+    "replicate": ("--count", "--parallel"),
     "report": ("--confirm-interrupted",),
 }
 OPTIONS = tuple(dict.fromkeys(flag for takes in TAKES.values() for flag in takes))  # every action option

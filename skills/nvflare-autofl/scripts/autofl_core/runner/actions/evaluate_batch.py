@@ -114,24 +114,24 @@ def _trials(campaign, staged, running, *, sealed: bool, parallel: int | None) ->
         drift = evaluate.drift_of(campaign, None, sealed=True)
         return [(result, drift) for result in results], width
     print("autofl: trials cannot be sealed on this host; the batch runs one candidate at a time", file=sys.stderr)
-    done = []
-    for item, manifest in zip(staged, running, strict=True):
-        for rel in item.draft.touched:  # one file at a time: recovery undoes a partial apply
-            sources.write_files(campaign.paths.workspace, {rel: item.draft.files[rel]})
+
+    def apply(index: int) -> None:
+        draft = staged[index].draft
+        for rel in draft.touched:  # one file at a time: recovery undoes a partial apply
+            sources.write_files(campaign.paths.workspace, {rel: draft.files[rel]})
         faults.checkpoint("evaluate:applied")
-        result = campaign_trial.run(
-            campaign,
-            name=manifest["candidate_id"],
-            run_args=manifest["effective_run_args"],
-            kind="candidate",
-            candidate=manifest["candidate_id"],
-        )
-        done.append((result, evaluate.drift_of(campaign, item.draft, sealed=False)))
+
+    def restore(index: int, result) -> tuple:
+        drift = evaluate.drift_of(campaign, staged[index].draft, sealed=False)
+        manifest = running[index]
         snapshots.restore_workspace(
             campaign.paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
         )
         campaign.forget()
-    return done, 1
+        return result, drift
+
+    requests = [batch_trials.Request(m["candidate_id"], m["effective_run_args"], None) for m in running]
+    return batch_trials.run_in_turn(campaign, requests, before=apply, after=restore), 1
 
 
 def _finalize_all(campaign, staged, running, results, now: str) -> list[dict]:
