@@ -395,3 +395,29 @@ def test_replicates_run_concurrently_and_land_in_order(tmp_path):
         shutil.rmtree(workspace)
     assert ledgers[0] == ledgers[1]
     assert [r["status"] for r in ledgers[0]] == ["baseline", "replicate", "replicate", "replicate"]
+
+
+@pytest.mark.parametrize(
+    "point",
+    ["evaluate:manifest_running", "trial:child_started", "finalize:journal_written", "finalize:ledger_appended"],
+)
+def test_killed_at_a_batch_instant_every_candidate_is_finalized_or_prepared(ws, point):
+    """Point 6 (R1 for a batch of three): SIGKILL at the first time the batch passes `point` (a manifest going
+    running, a trial starting, the first finalize's journal or ledger row); the next action leaves each candidate
+    either finalized (with its one ledger row) or prepared again, and the batch can then be finished."""
+    names = three_candidates(ws)
+    env = dict(os.environ, AUTOFL_FAULT_AT=point)
+    killed = run_cli(ws, "evaluate", *batch_args(ws, names), env=env)
+    assert killed.code == -9, killed.stderr[-500:]
+    done = run_cli(ws, "status")
+    assert done.code == 0 and not (ws / MARKER).exists()
+    statuses = {name: manifest(ws, name)["status"] for name in names}
+    rows = [r["name"] for r in ledger_rows(ws)][1:]
+    assert all(status in ("prepared", "keep", "discard") for status in statuses.values()), statuses
+    assert rows == [name for name in names if statuses[name] != "prepared"]  # finalized ones, once each, in order
+    finalized_first = point.startswith("finalize:")
+    assert rows == (["lr-a"] if finalized_first else [])
+    again = run_cli(ws, "evaluate", "--all-prepared")
+    assert again.code == 0, again.stderr
+    assert [r["name"] for r in ledger_rows(ws)] == ["baseline", *names]
+    assert done.envelope["candidate_attempts"] == len(rows)
