@@ -125,6 +125,21 @@ def test_batch_evaluate_runs_every_candidate_and_reports_one_entry_each(ws):
     assert "BONUS = 0.2" in (ws / "client.py").read_text()  # the final best is installed
     assert before != tree_digest(ws, skip=(".nvflare", "autofl_runs", "results.tsv", "progress.png"))
     assert not (ws / MARKER).exists()
+    assert manifest(ws, "lr-c")["batch"] == {"members": names, "parallel": 3}
+
+
+def test_the_report_shows_which_candidates_ran_together(ws):
+    """Point 8: the report names the candidates that ran as one batch and notes that their runtimes shared the
+    machine; live progress lines name each candidate."""
+    names = three_candidates(ws)
+    done = run_cli(ws, "evaluate", *batch_args(ws, names), "--parallel", "2")
+    assert done.code == 0, done.stderr
+    report = json.loads((ws / "autofl_report.json").read_text())
+    assert report["compute"]["batches"] == [{"members": names, "parallel": 2}]
+    text = (ws / "autofl_report.md").read_text()
+    assert "- Ran together as one batch (2 at a time): lr-a, bonus, lr-c; runtimes measured in a batch share" in text
+    for name in names:
+        assert f"[autofl {name}] finished 3/3 rounds" in done.stderr
 
 
 def test_all_prepared_takes_every_prepared_candidate_oldest_first(ws):

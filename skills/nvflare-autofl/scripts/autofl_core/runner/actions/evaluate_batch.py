@@ -55,7 +55,7 @@ def run(campaign, options, now: str) -> ActionResult:
         for item in staged:
             running.append(evaluate.materialize(campaign, item, best, now, apply=False, applied=not sealed))
         results, width = _trials(campaign, staged, running, sealed=sealed, parallel=options.parallel)
-        entries = _finalize_all(campaign, staged, running, results, now)
+        entries = _finalize_all(campaign, staged, running, results, width, now)
     except (CampaignError, Interrupted, KeyboardInterrupt, OSError):
         if not paths.journal.exists():
             _unapply_unfinished(campaign, staged)
@@ -134,10 +134,13 @@ def _trials(campaign, staged, running, *, sealed: bool, parallel: int | None) ->
     return batch_trials.run_in_turn(campaign, requests, before=apply, after=restore), 1
 
 
-def _finalize_all(campaign, staged, running, results, now: str) -> list[dict]:
-    """Finalize in the order given, each against the best at that moment; one envelope entry per candidate."""
+def _finalize_all(campaign, staged, running, results, width: int, now: str) -> list[dict]:
+    """Finalize in the order given, each against the best at that moment; one envelope entry per candidate.
+    Each manifest records its batch (`members`, `parallel`) for the report."""
     entries = []
+    batch = {"members": [m["candidate_id"] for m in running], "parallel": width}
     for item, manifest, (result, drift) in zip(staged, running, results, strict=True):
+        manifest = dict(manifest, batch=batch)
         final, extras = evaluate.conclude(campaign, manifest, item.draft, result, drift, now)
         entry = {
             "candidate_id": manifest["candidate_id"],
