@@ -22,12 +22,11 @@ import sys
 
 from ...campaign import vocabulary as v
 from ...common import faults
-from .. import batch_trials, campaign_trial
+from .. import batch_trials, campaign_trial, evaluation
 from .. import state as state_mod
 from ..checks import pick_pending, require_open, require_status
 from ..outcome import ActionResult, CampaignError, Interrupted
 from ..store import manifests, snapshots, sources
-from . import evaluate
 
 ENTRY_FIELDS = ("score", "compared_with", "compared_score", "delta", "noise_verdict")
 
@@ -47,13 +46,13 @@ def run(campaign, options, now: str) -> ActionResult:
             f"a batch runs simulation trials; in {campaign.settings['env']} evaluate one candidate at a time"
         )
     campaign_trial.start_probe(campaign)
-    staged = [evaluate.validate(campaign, manifest, options.run_args, now) for manifest in chosen]
+    staged = [evaluation.validate(campaign, manifest, options.run_args, now) for manifest in chosen]
     sealed = campaign_trial.sealing(campaign)
     best = campaign.best()
     running = []
     try:
         for item in staged:
-            running.append(evaluate.materialize(campaign, item, best, now, apply=False, applied=not sealed))
+            running.append(evaluation.materialize(campaign, item, best, now, apply=False, applied=not sealed))
         results, width = _trials(campaign, staged, running, sealed=sealed, parallel=options.parallel)
         entries = _finalize_all(campaign, staged, running, results, width, now)
     except (CampaignError, Interrupted, KeyboardInterrupt, OSError):
@@ -67,7 +66,7 @@ def run(campaign, options, now: str) -> ActionResult:
         "best_candidate": campaign.best_row()["name"] if campaign.best_row() else None,
         "best_score": campaign.best_row()["score"] if campaign.best_row() else None,
     }
-    code = evaluate.exit_code([entry["candidate_status"] for entry in entries])
+    code = evaluation.exit_code([entry["candidate_status"] for entry in entries])
     return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
 
 
@@ -111,7 +110,7 @@ def _trials(campaign, staged, running, *, sealed: bool, parallel: int | None) ->
             for item, m in zip(staged, running, strict=True)
         ]
         results, width = batch_trials.run_all(campaign, requests, parallel=parallel)
-        drift = evaluate.drift_of(campaign, None, sealed=True)
+        drift = evaluation.drift_of(campaign, None, sealed=True)
         return [(result, drift) for result in results], width
     print("autofl: trials cannot be sealed on this host; the batch runs one candidate at a time", file=sys.stderr)
 
@@ -122,7 +121,7 @@ def _trials(campaign, staged, running, *, sealed: bool, parallel: int | None) ->
         faults.checkpoint("evaluate:applied")
 
     def restore(index: int, result) -> tuple:
-        drift = evaluate.drift_of(campaign, staged[index].draft, sealed=False)
+        drift = evaluation.drift_of(campaign, staged[index].draft, sealed=False)
         manifest = running[index]
         snapshots.restore_workspace(
             campaign.paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
@@ -141,7 +140,7 @@ def _finalize_all(campaign, staged, running, results, width: int, now: str) -> l
     batch = {"members": [m["candidate_id"] for m in running], "parallel": width}
     for item, manifest, (result, drift) in zip(staged, running, results, strict=True):
         manifest = dict(manifest, batch=batch)
-        final, extras = evaluate.conclude(campaign, manifest, item.draft, result, drift, now)
+        final, extras = evaluation.conclude(campaign, manifest, item.draft, result, drift, now)
         entry = {
             "candidate_id": manifest["candidate_id"],
             "candidate_manifest": extras["candidate_manifest"],
@@ -164,7 +163,7 @@ def _unapply_unfinished(campaign, staged) -> None:
         if current is None or current["status"] != v.RUNNING:
             continue
         try:
-            evaluate.unapply(campaign, current, item.manifest)
+            evaluation.unapply(campaign, current, item.manifest)
         except OSError:  # e.g. the disk is still full: the next action's recovery finishes the undo
             return
     campaign_trial.clear_marker(campaign)
