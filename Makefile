@@ -18,9 +18,13 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	touch $(STAMP)
 
+# The eval harness (CPU-bound, ~100 s) runs beside pytest (whose simulations mostly wait); its output is printed
+# after pytest's, and the target fails when either fails.
 test: setup sync-check validate lint
-	$(PY) -m pytest $(PARALLEL) --durations=15
-	$(PY) evals/run_evals.py
+	@evals_log=$$(mktemp); $(PY) evals/run_evals.py >$$evals_log 2>&1 & evals_pid=$$!; \
+	$(PY) -m pytest $(PARALLEL) --durations=15; tests_rc=$$?; \
+	wait $$evals_pid; evals_rc=$$?; cat $$evals_log; rm -f $$evals_log; \
+	echo "pytest exit $$tests_rc, evals exit $$evals_rc"; test $$tests_rc -eq 0 -a $$evals_rc -eq 0
 
 unit: setup
 	$(PY) -m pytest $(PARALLEL) -m "not integration"

@@ -48,7 +48,8 @@ def test_replicate_rows_change_nothing_but_noise_on_random_ledgers():
         mixed = guard.compute_state(with_replicates, settings, stop_files_present=[])
         for state in (plain, mixed):
             state.pop("noise"), state.pop("agent_instruction")
-            for key in ("best_gain_verdict", "unverified_because"):  # judged against the noise band
+            # judged against the noise band, or counting the replicate rows themselves
+            for key in ("best_gain_verdict", "unverified_because", "campaign_replicates"):
                 state["noise_context"].pop(key)
         for key in ("plateau", "exploration_batch"):  # row indices shift with the inserted rows
             for state in (plain, mixed):

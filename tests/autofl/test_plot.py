@@ -98,7 +98,9 @@ def test_plot_data_unscored_baseline_is_a_failure_mark():
 
 def test_title_has_metric_direction_and_counts():
     title = plot.title_text(plot.plot_data(EVERY_STATUS, "min"), "loss", "min")
-    assert "loss" in title and "lower is better" in title and "6 scored" in title and "1 crashed" in title
+    assert (
+        "loss" in title and "lower is better" in title and "6 attempt(s) (5 scored)" in title and "1 crashed" in title
+    )
 
 
 # --- renderers ----------------------------------------------------------------------------------

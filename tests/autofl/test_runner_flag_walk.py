@@ -13,7 +13,6 @@ written out by hand; they are not read from the runner's own table.
 from __future__ import annotations
 
 import json
-import runpy
 import shlex
 import shutil
 
@@ -132,12 +131,16 @@ def test_the_walk_covers_every_option_the_runner_accepts():
 
 
 def _fake_trial(campaign, *, name, run_args, kind, candidate=None, stage_files=None):
-    """Score the stand-in client in-process with the trial's run args; remember the settings it ran with."""
+    """Score the stand-in client in-process with the trial's run args (the staged client.py of a sealed trial, else
+    the workspace's); remember the settings it ran with."""
     from autofl_core.campaign import vocabulary as v
     from autofl_core.trial.execute import TrialResult
 
     SEEN.append(dict(campaign.settings))
-    client = runpy.run_path(str(campaign.paths.workspace / "client.py"))
+    path = campaign.paths.workspace / "client.py"
+    client = {"__name__": "client", "__file__": str(path)}
+    source = (stage_files or {}).get("client.py") or path.read_bytes()
+    exec(compile(source, str(path), "exec"), client)
     score = client["evaluate"](list(run_args))
     return TrialResult(
         outcome=v.OUTCOME_SUCCESS,

@@ -6,10 +6,12 @@ Usage:
         [--plateau-threshold N] [--min-delta X] [--hard-crash-threshold N] [--exploration-batch-size N]
         [--family-repeat-limit N] [--noise-sigmas X] [--mode max|min] [--pending-manifests N] [--format json|text]
 
-Thresholds left out come from AUTOFL_* environment variables, else the defaults shown below; the cap never comes
-from the environment (no --max-candidates = uncapped). Without --mode the mode is read from the sibling
-.nvflare/autofl/campaign_state.json (default max). Relative stop files resolve against the results folder
-(default STOP_AUTOFL and .nvflare/autofl/STOP). Prints the state as one JSON object (default) or a short
+Beside a campaign (a sibling .nvflare/autofl/campaign.json whose ledger is RESULTS), every threshold, the cap and
+the stop files are the campaign's; a flag overrides. Without a campaign, thresholds left out come from AUTOFL_*
+environment variables, else the defaults shown below; the cap never comes from the environment (no
+--max-candidates = uncapped). Without --mode the mode is read from the sibling .nvflare/autofl/campaign_state.json
+(default max). Relative stop files resolve against the results folder (default STOP_AUTOFL and
+.nvflare/autofl/STOP). Prints the state as one JSON object (default) or a short
 text summary. Never writes anything. Exit 0 on success, 2 on a corrupt ledger or invalid arguments
 (141, quietly, when the reader of stdout went away).
 """
@@ -54,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="campaign_guard", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("results", nargs="?", default="results.tsv", help="ledger path (default results.tsv)")
-    parser.add_argument("--max-candidates", type=_count(1), metavar="N", help="candidate cap (default: uncapped)")
+    parser.add_argument(
+        "--max-candidates", type=_count(1), metavar="N", help="candidate cap (default: the campaign's, else uncapped)"
+    )
     parser.add_argument(
         "--stop-file",
         action="append",
@@ -72,7 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         variable, default = guard_inputs.THRESHOLDS[name][:2]
         parser.add_argument(
-            flag, dest=name, type=_threshold(name), metavar=metavar, help=f"default ${variable} or {default}{note}"
+            flag,
+            dest=name,
+            type=_threshold(name),
+            metavar=metavar,
+            help=f"default: the campaign's, else ${variable} or {default}{note}",
         )
     parser.add_argument("--mode", choices=compare.MODES, help="objective direction (default: stored state, else max)")
     parser.add_argument(
@@ -92,9 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     folder = results.parent
     try:
         mode = args.mode or guard_inputs.stored_mode(folder) or "max"
-        thresholds = guard_inputs.threshold_settings(vars(args), os.environ)
-        settings = guard.GuardSettings(mode=mode, max_candidates=args.max_candidates, **thresholds)
-        stop_files = guard_inputs.present_stop_files(folder, args.stop_files)
+        stored = guard_inputs.stored_settings(folder, results)
+        thresholds = guard_inputs.threshold_settings(vars(args), os.environ, stored)
+        cap = args.max_candidates if args.max_candidates is not None else stored.get("max_candidates")
+        settings = guard.GuardSettings(mode=mode, max_candidates=cap, **thresholds)
+        stop_files = guard_inputs.present_stop_files(folder, args.stop_files or stored.get("stop_files"))
         if not results.exists():
             print(f"campaign_guard: note: {results} does not exist; treating the ledger as empty", file=sys.stderr)
         rows = ledger.read_rows(results)

@@ -193,6 +193,7 @@ class _Scan:
     metric: str = ""  # metric_name of the first scored retained row
     retained: list = field(default_factory=list)  # (score, index, name) of every scored baseline/keep row
     replicates: dict = field(default_factory=dict)  # base_candidate -> scores of its replicate rows
+    replicate_rows: int = 0  # replicate rows of the whole campaign (any base, scored or not)
     baseline_score: float | None = None
     events: list = field(default_factory=list)
     last_scored: deque = field(init=False)  # (candidate_kind, algorithm_family) of the latest scored attempts
@@ -215,6 +216,7 @@ def _scan(rows: list[dict], settings: GuardSettings) -> _Scan:
             if current.event_id:
                 by_id[current.event_id] = current
         elif status == v.REPLICATE:
+            scan.replicate_rows += 1
             if score is not None:
                 scan.replicates.setdefault(row.get("base_candidate") or "", []).append(score)
             continue
@@ -270,9 +272,17 @@ def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int,
         "plateau": _plateau(scan, settings, keep_margin(noise)),
         "exploration_batch": batch,
         "noise": noise,
-        "noise_context": noise_context(
-            scan.best, scan.previous_best, noise, mode=settings.mode, metric=scan.metric, known=known
-        ),
+        "noise_context": {
+            **noise_context(
+                scan.best,
+                scan.previous_best,
+                latest_measured(noise, scan.retained, scan.replicates, settings),
+                mode=settings.mode,
+                metric=scan.metric,
+                known=known,
+            ),
+            "campaign_replicates": scan.replicate_rows,
+        },
     }
     return {
         "public": public,
@@ -347,11 +357,23 @@ def noise_estimate(best: tuple | None, replicate_scores: list[float], settings: 
     }
 
 
+def latest_measured(best_noise: dict | None, retained: list, replicates: dict, settings: GuardSettings) -> dict | None:
+    """The noise gains are judged by: the best's own when measured, else that of the latest retained row
+    (`(score, index, name)`, ledger order) with scored replicates (the spread of a configuration the campaign
+    kept), else `best_noise` (nothing measured)."""
+    if best_noise is not None and best_noise["stdev"] is not None:
+        return best_noise
+    for entry in reversed(retained):
+        if replicates.get(entry[2]):
+            return noise_estimate(entry, replicates[entry[2]], settings)
+    return best_noise
+
+
 def noise_context(
     best: tuple | None, previous: tuple | None, noise: dict | None, *, mode: str, metric: str, known: dict
 ) -> dict:
-    """Whether the current best's own gain (over the best it replaced) is real: its verdict (`gains.verdict`)
-    plus the runner's facts (`known`: metric resolution and its source, how replicates vary)."""
+    """Whether the current best's own gain (over the best it replaced) is real: its verdict (`gains.verdict`,
+    against `noise`, the `latest_measured` one) plus the runner's facts (`known`: metric resolution and its source, how replicates vary)."""
     gain = improvement(best[0], previous[0], mode) if best and previous else None
     resolution = known.get("metric_resolution")
     reference = previous[0] if previous else None
@@ -414,6 +436,16 @@ def _plateau(scan: _Scan, settings: GuardSettings, margin: float | None) -> dict
         "scored_since_reset": since,
         "threshold": settings.plateau_threshold,
     }
+
+
+def plateau_progress(state: dict) -> dict:
+    """The plateau counter an envelope shows: `scored_since_reset` of `threshold` scored candidates without a real
+    gain, and `literature_due_in`, how many more such candidates until the literature loop is due (0: due now;
+    None without a scored best, when the plateau clock does not run)."""
+    plateau = state["plateau"]
+    since, threshold = plateau["scored_since_reset"], plateau["threshold"]
+    due_in = max(threshold - since, 0) if plateau["available"] else None
+    return {"scored_since_reset": since, "threshold": threshold, "literature_due_in": due_in}
 
 
 def _stalled_family(scan: _Scan, settings: GuardSettings) -> str | None:

@@ -6,6 +6,7 @@ Shared by `campaign_guard.py` and the campaign runner so both see the same input
     present = present_stop_files(workspace, ["STOP_AUTOFL", ".nvflare/autofl/STOP"])
     mode = stored_mode(workspace)   # "max"/"min" from .nvflare/autofl/campaign_state.json, or None
     known = stored_noise_facts(workspace)   # the runner's noise facts recorded there (resolution, replicates)
+    stored = stored_settings(workspace, results)   # the campaign's thresholds, cap and stop files (campaign.json)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .gains import IDENTICAL_RERUNS, SEEDED_RERUNS
 
 DEFAULT_STOP_FILES = ("STOP_AUTOFL", ".nvflare/autofl/STOP")
 STATE_RELATIVE_PATH = Path(".nvflare") / "autofl" / "campaign_state.json"
+CAMPAIGN_RELATIVE_PATH = Path(".nvflare") / "autofl" / "campaign.json"
 # setting -> (environment variable, default, type, minimum)
 THRESHOLDS = {
     "plateau_threshold": ("AUTOFL_PLATEAU_THRESHOLD", 8, int, 1),
@@ -36,14 +38,19 @@ class InputError(ValueError):
     """An unusable guard input; the message is one line naming the problem and the fix."""
 
 
-def threshold_settings(flags: Mapping[str, object], environ: Mapping[str, str]) -> dict:
-    """Each threshold from its flag when given (not None), else its environment variable, else the default.
+def threshold_settings(
+    flags: Mapping[str, object], environ: Mapping[str, str], stored: Mapping[str, object] | None = None
+) -> dict:
+    """Each threshold from its flag when given (not None), else the campaign's (`stored`, from `stored_settings`),
+    else its environment variable, else the default.
 
     The candidate cap is deliberately absent: it is never read from the environment.
     """
     settings = {}
     for name, (variable, default, kind, minimum) in THRESHOLDS.items():
         value = flags.get(name)
+        if value is None and stored:
+            value = stored.get(name)
         if value is None and environ.get(variable, "").strip():
             value = _parse_number(environ[variable], kind, f"environment variable {variable}")
         settings[name] = default if value is None else _check_minimum(value, minimum, name)
@@ -93,6 +100,39 @@ def stored_mode(workspace: Path) -> str | None:
     if mode not in MODES:
         raise InputError(f"{path} has no valid 'mode' (max|min); pass --mode max|min")
     return mode
+
+
+def stored_settings(workspace: Path, results: Path) -> dict:
+    """The campaign's own thresholds, cap and stop files from the sibling campaign.json, when `results` is that
+    campaign's ledger; {} without one. A damaged file or setting is an InputError (pass the flags instead)."""
+    path = Path(workspace) / CAMPAIGN_RELATIVE_PATH
+    try:
+        document = bounded.read_json(path)
+    except bounded.BoundedReadError as exc:
+        raise InputError(f"{path} {exc}; pass the thresholds as flags or repair it with the runner's status") from None
+    settings = document.get("settings") if isinstance(document, dict) else None
+    if not isinstance(settings, dict):
+        return {}
+    ledger = settings.get("results")
+    if not isinstance(ledger, str) or os.path.abspath(Path(workspace) / ledger) != os.path.abspath(results):
+        return {}
+    stored = {}
+    for name, (_variable, _default, kind, minimum) in THRESHOLDS.items():
+        if name in settings:
+            stored[name] = _stored_number(path, name, settings[name], kind, minimum)
+    cap = settings.get("max_candidates")
+    stored["max_candidates"] = None if cap is None else _stored_number(path, "max_candidates", cap, int, 1)
+    stop_files = settings.get("stop_files")
+    if isinstance(stop_files, list) and stop_files and all(isinstance(name, str) for name in stop_files):
+        stored["stop_files"] = list(stop_files)
+    return stored
+
+
+def _stored_number(path: Path, name: str, value: object, kind: type, minimum):
+    valid = not isinstance(value, bool) and isinstance(value, (int, float) if kind is float else int)
+    if not valid or not math.isfinite(value) or value < minimum:
+        raise InputError(f"{path} has an invalid {name} ({value!r}); pass it as a flag or repair the campaign")
+    return value
 
 
 def stored_noise_facts(workspace: Path) -> dict | None:

@@ -11,6 +11,12 @@ from .compare import format_score
 
 NO_FINAL = "Do not produce a final answer."
 BATCH_ROLES = ("a faithful implementation", "a tuned variant", "an ablation")
+ARM_DESIGN = (
+    "Make each arm able to teach something (a linked candidate that would run the same source and arguments as the "
+    "best or another arm is refused): an ablation removes one component of the faithful version; when the faithful "
+    "version did not beat the best, the third arm tests the idea's strongest alternative setting instead of "
+    "switching it off (switched off, it usually runs like the best: a guaranteed tie)."
+)
 OVERRIDE_ACTIONS = ("repair_baseline", "submit_baseline", "await_simulation_runner_approval", "evaluate_candidate")
 
 
@@ -69,35 +75,51 @@ def replicate_advice(state: dict) -> str | None:
     """When to rerun the best configuration with `replicate`, or None.
 
     Measured spread: before the final report when the best beat the baseline by less than twice it (stdev of the
-    best's scores). Nothing measured: one replicate before more candidates build on a best whose own gain is
-    `unverified` (below the metric's resolution or the spread typical for the metric, `gains.verdict`), and
-    once early in an uncapped campaign whose best has no replicates yet.
+    best's scores). A best whose own gain is `within noise` of the spread measured on an earlier best: a replicate
+    before more candidates build on it. Nothing measured: one replicate before more candidates build on a best
+    whose own gain is `unverified` (below the metric's resolution or the spread typical for the metric, `gains.verdict`), and once
+    per uncapped campaign while the ledger holds no replicate row at all (a new best does not ask again). The
+    count is `replicate_count`: one rerun when job.py has no seed option.
     """
     noise = state.get("noise")
     if noise is None or state["baseline_status"] != "complete":
         return None
     gain = state["improvement"]
+    context = state.get("noise_context") or {}
+    count = replicate_count(context)
     if noise["stdev"] is not None:
         if gain is not None and 0 < gain < 2 * noise["stdev"]:
             return (
                 f"The best beat the baseline by {gain:+.6f}, less than twice the measured spread (stdev "
                 f"{noise['stdev']} over {noise['replicates'] + 1} runs of {noise['of']}): run `replicate --count "
-                "3` before the final report, and call the gain unproven if it stays inside the spread."
+                f"{count}` before the final report, and call the gain unproven if it stays inside the spread."
             )
         return None
-    context = state.get("noise_context") or {}
+    if context.get("best_gain_verdict") == gains.WITHIN:
+        return (
+            f"The best {noise['of']} gained {context['best_gain']:+.6f} over {context['best_gain_over']}, within the "
+            f"run-to-run noise this campaign measured: run `replicate --count {count}` before more candidates build "
+            f"on it (the report marks the gain within noise).{replicate_note(context)}"
+        )
     if context.get("best_gain_verdict") == gains.UNVERIFIED:
         return (
             f"The best {noise['of']} gained {context['best_gain']:+.6f} over {context['best_gain_over']}, "
             f"{context['unverified_because']}, and no run-to-run noise is measured yet: run `replicate --count 1` "
             f"before more candidates build on it (the report marks the gain unverified).{replicate_note(context)}"
         )
-    if state["candidate_cap"] is None and noise["replicates"] == 0:
+    if state["candidate_cap"] is None and not context.get("campaign_replicates"):
         return (
-            "This campaign is uncapped: run `replicate --count 3` once early to measure the run-to-run spread "
-            f"of the best (replicates never count as attempts).{replicate_note(context)}"
+            f"This campaign is uncapped: run `replicate --count {count}` once (this campaign asks only once; "
+            "replicates never count as attempts) to measure the run-to-run spread of the best."
+            f"{replicate_note(context)}"
         )
     return None
+
+
+def replicate_count(context: dict) -> int:
+    """How many reruns to ask for: one when replicates are identical reruns (it shows whether the job is
+    deterministic; more identical reruns teach nothing more), otherwise three."""
+    return 1 if context.get("replicates") == gains.IDENTICAL_RERUNS else 3
 
 
 def replicate_note(context: dict) -> str:
@@ -129,14 +151,16 @@ def batch_roles(completed: int, required: int) -> list[str]:
 def _stop_pending(state: dict, settings, family) -> str:
     return (
         f"A stop file is present ({', '.join(state['stop_files'])}) while a candidate is pending: run `abandon` "
-        "to release it (it does not count as an attempt), then write the final report."
+        "to release it (it does not count as an attempt), then run `status` and `report`, and write the final "
+        "answer from autofl_report.md."
     )
 
 
 def _stop_file(state: dict, settings, family) -> str:
     return (
-        f"A stop file is present ({', '.join(state['stop_files'])}): propose no more candidates and write the "
-        f"final report from autofl_report.md ({_best_vs_baseline(state)})."
+        f"A stop file is present ({', '.join(state['stop_files'])}): propose no more candidates; run `report` "
+        f"for the final report (not --confirm-interrupted: a stop file finishes the campaign) and write the final "
+        f"answer from autofl_report.md ({_best_vs_baseline(state)})."
     )
 
 
@@ -181,7 +205,7 @@ def _batch(state: dict, settings, family) -> str:
     return (
         f"Develop the exploration batch of {where}: it needs {missing} more scored source-backed candidate(s): "
         f"{roles}. For each, run {how}, change the source in the returned directory (argument-only changes do "
-        "not count), then run `evaluate`."
+        f"not count), then run `evaluate`. {ARM_DESIGN}"
     )
 
 
@@ -215,9 +239,24 @@ def _continue(state: dict, settings, family) -> str:
         budget = f"{state['remaining_candidates']} of {state['candidate_cap']} candidate attempts remain"
     return _with_advice(
         "Propose the next candidate: run `prepare --name <name> --hypothesis <why>`, edit only the returned "
-        f"source directory, then run `evaluate`; {budget}.",
+        f"source directory, then run `evaluate`; {budget}.{plateau_note(state)}",
         state,
     )
+
+
+def plateau_note(state: dict) -> str:
+    """` Plateau: n of t ...`: the plateau counter and when the literature loop will be due ("" without one)."""
+    plateau = state["plateau"]
+    if not plateau["available"]:
+        return ""
+    since, threshold = plateau["scored_since_reset"], plateau["threshold"]
+    left = max(threshold - since, 0)
+    due = (
+        "now"
+        if left == 0
+        else f"after {left} more scored candidate(s) without a gain of more than {plateau['min_delta']}"
+    )
+    return f" Plateau: {since} of {threshold} scored candidates without a real gain; a literature pass is due {due}."
 
 
 def _best_vs_baseline(state: dict) -> str:

@@ -41,6 +41,7 @@ COLORS = {
 SIZE = (1000, 560)  # pixels, both backends
 EMPTY_MESSAGE = "no scored results yet"
 MAX_EVENT_LABELS = 30  # more literature markers than this stay unlabelled (text artists are slow and overlap)
+MAX_LABEL_CHARS = 24  # a longer event id is cut in its vertical label (the axes are about 40 characters high)
 
 
 def plot_data(rows: list[dict], mode: str) -> dict:
@@ -66,9 +67,11 @@ def plot_data(rows: list[dict], mode: str) -> dict:
             best = {"x": x, "row": index, "score": score, "status": status, "name": name}
             running.append({"x": x, "score": score})
     counts = {status: 0 for status in v.LEDGER_STATUSES}
+    scored_attempts = 0
     for row in rows:
         if row.get("status") in counts:
             counts[row["status"]] += 1
+        scored_attempts += row.get("status") in v.ATTEMPTS and row.get("score") is not None
     return {
         "points": points,
         "failures": failures,
@@ -78,6 +81,7 @@ def plot_data(rows: list[dict], mode: str) -> dict:
         "x_max": x,
         "counts": counts,
         "scored": len(points),
+        "scored_attempts": scored_attempts,
     }
 
 
@@ -110,13 +114,16 @@ def prime() -> None:
 
 
 def title_text(data: dict, metric: str, mode: str) -> str:
-    """Plot title: metric, direction and counts."""
+    """Plot title (two lines, so it fits): metric, direction and counts, as the report counts them: candidate attempts (keep, discard,
+    crash rows; the baseline and replicates are never attempts) and how many of them scored."""
     direction = "higher is better" if mode == "max" else "lower is better"
     counts = data["counts"]
-    replicates = f", {counts[v.REPLICATE]} replicate(s)" if counts[v.REPLICATE] else ""
+    attempts = sum(counts[status] for status in v.ATTEMPTS)
+    replicates = f", {counts[v.REPLICATE]} replicate(s) (not attempts)" if counts[v.REPLICATE] else ""
     return (
-        f"Auto-FL progress: {metric} ({mode}, {direction}) - {data['scored']} scored, {counts[v.KEEP]} kept, "
-        f"{counts[v.DISCARD]} discarded, {counts[v.CRASH]} crashed, {counts[v.LITERATURE]} literature{replicates}"
+        f"Auto-FL progress: {metric} ({mode}, {direction})\n{attempts} attempt(s) ({data['scored_attempts']} "
+        f"scored): {counts[v.KEEP]} kept, {counts[v.DISCARD]} discarded, {counts[v.CRASH]} crashed; "
+        f"{counts[v.LITERATURE]} literature{replicates}"
     )
 
 
@@ -210,6 +217,8 @@ def _draw_matplotlib(data: dict, title: str, metric: str) -> tuple[bytes, list[i
 
 
 def _matplotlib_series(axes, data: dict, metric: str) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     if data.get("band"):
         best, band = data["best"], data["band"]
         axes.axhspan(
@@ -263,11 +272,11 @@ def _matplotlib_series(axes, data: dict, metric: str) -> None:
             alpha=0.7,
             label="literature event",
         )
-    for event in events if len(events) <= MAX_EVENT_LABELS else []:
+    for x, label in event_labels(events) if len(events) <= MAX_EVENT_LABELS else []:
         axes.text(
-            event["x"],
+            x,
             0.98,
-            _literal(event["event_id"]),
+            _literal(label),
             transform=axes.get_xaxis_transform(),
             fontsize=7,
             color=COLORS[v.LITERATURE],
@@ -299,10 +308,26 @@ def _matplotlib_series(axes, data: dict, metric: str) -> None:
         )
     axes.set_ylim(*_y_range(data))
     axes.set_xlim(0.5, max(data["x_max"], 1) + 0.5)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     axes.set_xlabel("experiment (ledger order)")
     axes.set_ylabel(_literal(metric))
     axes.grid(alpha=0.3)
-    axes.legend(loc="best", fontsize=8)
+    # outside the axes, so it never covers a point or an event label
+    axes.figure.subplots_adjust(left=0.08, right=0.8)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
+
+
+def event_labels(events: list[dict]) -> list[tuple[float, str]]:
+    """One label per literature-marker position (events recorded back to back share one), each id cut to
+    MAX_LABEL_CHARS so the vertical label fits inside the axes."""
+    grouped: dict[float, list[str]] = {}
+    for event in events:
+        grouped.setdefault(event["x"], []).append(event["event_id"] or "(unlabelled)")
+    return [(x, _cut(", ".join(labels))) for x, labels in grouped.items()]
+
+
+def _cut(label: str) -> str:
+    return label if len(label) <= MAX_LABEL_CHARS else label[: MAX_LABEL_CHARS - 3] + "..."
 
 
 def _literal(text: str) -> str:

@@ -17,9 +17,9 @@
   marker, trial.json;
 - `batch_trials` - several trials at once (a batch): slots, GPUs, one marker for all, every trial ended on a stop;
 - `evaluation` - the steps a single evaluate and a batch share: validate, materialize, decide and finalize, undo;
-- `what_happened` - the envelope fields of a finalized result (score, the best compared with, delta, verdict);
 - `tamper` - the campaign's evidence copied before a trial and restored after it (tampering is reported);
 - `finalize` - keep / discard / crash, written crash-safely through a journal;
 - `noise` - the noise floor: the best's spread, the keep margin, the seed option;
+- `what_happened` - what an evaluate, record or replicate did, for its envelope (score, best, gain, noise verdict);
 - `report/` - autofl_report.md / .json: facts, warnings, markdown, and the final report's refusal rules.
 """

@@ -58,9 +58,11 @@ def validate(campaign, manifest: dict, given_run_args: str | None, now: str) -> 
             f"candidate {manifest['candidate_id']} belongs to literature event "
             f"{manifest['literature_event_id']} and must edit source, not only arguments"
         )
+    if manifest.get("literature_event_id"):
+        refuse_repeated_arm(campaign, manifest, draft.digest, effective, campaign.best().digest, best_args)
     campaign_trial.check_args(campaign, manifest["candidate_id"], effective)
     faults.checkpoint("evaluate:validated")
-    check_reimport(campaign, manifest, draft, now)
+    check_reimport(campaign, manifest, draft, effective, now)
     faults.checkpoint("evaluate:reimported")
     return Staged(manifest, draft, runargs.flatten(own), effective)
 
@@ -151,8 +153,32 @@ def materialize(campaign, staged: Staged, best, now: str, *, apply: bool, applie
     return updated
 
 
-def check_reimport(campaign, manifest: dict, draft, now: str) -> None:
-    """The candidate's job.py, seen over the workspace, must import with the same fixed budget and objective."""
+def refuse_repeated_arm(
+    campaign, manifest: dict, source: str, effective: list[str], best_source: str, best_args: list[str]
+) -> None:
+    """A literature-linked candidate must run something new: refused (exit 2, nothing written) when its effective
+    source and run args equal the best's or a scored linked candidate's (the same execution, a guaranteed tie
+    that would spend one attempt). Crashed candidates may be replayed (`crash_replay`)."""
+    config = campaign.config
+    same = None
+    if source == best_source and runargs.same_configuration(config, effective, best_args):
+        same = f"the best configuration ({campaign.best_row()['name']})"
+    for other in campaign.manifests():
+        if same or other["candidate_id"] == manifest["candidate_id"] or other["status"] not in (v.KEEP, v.DISCARD):
+            continue
+        if other.get("literature_event_id") and other.get("candidate_source_sha256") == source:
+            if runargs.same_configuration(config, effective, other.get("effective_run_args") or []):
+                same = f"linked candidate {other['candidate_id']} (literature event {other['literature_event_id']})"
+    if same:
+        raise CampaignError(
+            f"candidate {manifest['candidate_id']} would run exactly what {same} ran (same source and run args): "
+            "a guaranteed tie that teaches nothing; change its source so the arm tests something else, or abandon it"
+        )
+
+
+def check_reimport(campaign, manifest: dict, draft, effective: list[str], now: str) -> None:
+    """The candidate's job.py, seen over the workspace, must import with the same fixed budget and objective, and
+    must not read any of the `effective` run args as a file of more arguments."""
     paths = campaign.paths
     folder = paths.candidate_dir(manifest["candidate_id"])
     try:
@@ -168,7 +194,7 @@ def check_reimport(campaign, manifest: dict, draft, now: str) -> None:
     changed = [key for key in before if before[key] != after[key]]
     if changed:
         problems.append(f"it changes the objective ({', '.join(changed)})")
-    smuggled = importer.fromfile_arguments(config, manifest["effective_run_args"])
+    smuggled = importer.fromfile_arguments(config, effective)
     if smuggled:
         problems.append(
             f"its job.py reads the run arg {smuggled[0]!r} as a file of more arguments (fromfile_prefix_chars)"

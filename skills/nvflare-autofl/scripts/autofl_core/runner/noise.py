@@ -63,17 +63,17 @@ def estimate_of(campaign, row: dict) -> dict:
 
 def latest_measured(campaign) -> dict | None:
     """The noise of the current best when measured, else of the latest retained row that has scored replicates
-    (the spread of a configuration the campaign kept); None when nothing was replicated."""
-    current = estimate(campaign)
-    if current is not None and current["stdev"] is not None:
-        return current
-    replicated = {
-        row["base_candidate"] for row in campaign.rows() if row["status"] == v.REPLICATE and row["score"] is not None
-    }
-    for row in reversed(campaign.rows()):
-        if row["status"] in v.RETAINED and row["score"] is not None and row["name"] in replicated:
-            return estimate_of(campaign, row)
-    return current
+    (the spread of a configuration the campaign kept); None when nothing was replicated (`guard.latest_measured`)."""
+    rows = campaign.rows()
+    retained = [
+        (r["score"], i, r["name"]) for i, r in enumerate(rows) if r["status"] in v.RETAINED and r["score"] is not None
+    ]
+    replicates: dict[str, list[float]] = {}
+    for row in rows:
+        if row["status"] == v.REPLICATE and row["score"] is not None:
+            replicates.setdefault(row["base_candidate"], []).append(row["score"])
+    settings = guard.GuardSettings.from_mapping(settings_mod.guard_settings(campaign.settings))
+    return guard.latest_measured(estimate(campaign), retained, replicates, settings)
 
 
 def keep_margin(campaign) -> float | None:

@@ -39,13 +39,14 @@ ENVELOPE_STATE_FIELDS = (
 STOP_REASONS = ("manual_stop_file", "manual_stop_pending_candidate")
 
 
-def compute(campaign, now: str) -> dict:
-    """The full campaign state (schema nvflare.autofl.campaign_state.v1)."""
+def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
+    """The full campaign state (schema nvflare.autofl.campaign_state.v1); with `ignore_stop_files`, the state the
+    campaign would be in without its stop files (what was pending at a stop: `pending_at_stop`)."""
     paths, settings = campaign.paths, campaign.settings
     manifests = campaign.manifests()
     pending = [m for m in manifests if m["status"] in v.MANIFEST_IN_WORK]
     ready = [m for m in manifests if m["status"] == v.READY]
-    stop_files = guard_inputs.present_stop_files(paths.workspace, settings["stop_files"])
+    stop_files = [] if ignore_stop_files else guard_inputs.present_stop_files(paths.workspace, settings["stop_files"])
     rows = campaign.rows()
     state = guard.compute_state(
         rows,
@@ -70,6 +71,15 @@ def compute(campaign, now: str) -> dict:
     argument_only = bool(pending) and all(m["status"] == v.PREPARED and m["run_args"] for m in pending)
     override = lifecycle_override(state, rows, settings["env"], argument_only_pending=argument_only)
     return guard.with_next_action_override(state, override) if override else state
+
+
+def pending_at_stop(campaign, state: dict, now: str) -> dict | None:
+    """What the campaign would have done next had no stop file been present, when `state` is a stop-file stop
+    (`next_action`, `reason`, and the plateau and batch behind it); None otherwise."""
+    if state["reason"] not in STOP_REASONS:
+        return None
+    unstopped = compute(campaign, now, ignore_stop_files=True)
+    return {key: unstopped[key] for key in ("next_action", "reason", "plateau", "exploration_batch")}
 
 
 def lifecycle_override(state: dict, rows: list[dict], env: str, *, argument_only_pending: bool = False) -> str | None:
@@ -97,6 +107,7 @@ def write(campaign, state: dict) -> bool:
 def envelope(paths, state: dict, extras: dict) -> dict:
     document = paths.envelope_paths()
     document.update({key: state[key] for key in ENVELOPE_STATE_FIELDS})
+    document["plateau"] = guard.plateau_progress(state)
     document.update(extras)
     return document
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -118,3 +120,18 @@ def helper_argv(python: str, code: str, env: Mapping[str, str], job_folder: Path
             kept.append(real)
     prefix = f"import sys; sys.path[0:0] = {kept!r}\n" if kept else ""
     return [str(python), "-I", "-c", prefix + code]
+
+
+def run_helper(python: str, code: str, env: dict[str, str], job_folder: Path | str, timeout: float):
+    """Run a helper (`helper_argv`) from the temp folder with `env`, output captured as text; a
+    CompletedProcess (OSError or SubprocessError when it cannot be started or runs past `timeout`)."""
+    return subprocess.run(
+        helper_argv(python, code, env, job_folder),
+        cwd=tempfile.gettempdir(),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

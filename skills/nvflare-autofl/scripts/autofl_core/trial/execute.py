@@ -429,16 +429,7 @@ def child_nvflare_version(python: str, env: dict[str, str], workspace: Path) -> 
     """
     code = "import importlib.metadata as m; print(m.version('nvflare'))"
     try:
-        done = subprocess.run(
-            childenv.helper_argv(python, code, env, workspace),
-            cwd=tempfile.gettempdir(),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        done = childenv.run_helper(python, code, env, workspace, 30)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None

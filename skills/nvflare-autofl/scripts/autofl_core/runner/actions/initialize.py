@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import tempfile
 from pathlib import Path
 
 from ...campaign import ledger
@@ -202,16 +201,7 @@ def check_python(python: str, workspace: Path) -> None:
         "print(m.version('nvflare'))"
     )  # finds nvflare without importing it (that takes seconds)
     try:
-        done = subprocess.run(
-            childenv.helper_argv(python, code, env, workspace),
-            cwd=tempfile.gettempdir(),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=PYTHON_CHECK_TIMEOUT,
-            check=False,
-        )
+        done = childenv.run_helper(python, code, env, workspace, PYTHON_CHECK_TIMEOUT)
     except (OSError, subprocess.SubprocessError) as error:
         raise CampaignError(
             f"--python {python} cannot be started ({error}); pass an interpreter that has nvflare installed"

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ...campaign import compare
+from ...campaign import compare, gains
 from ...campaign import vocabulary as v
 from ...common import atomic, bounded, faults
 from .. import noise
+from .. import state as state_mod
 from ..store import contract
 from . import facts, markdown, warning_rules
 
@@ -101,7 +102,8 @@ def build(
             "remaining": state["remaining_candidates"],
         },
         "state": {
-            key: state[key] for key in ("decision", "reason", "next_action", "final_response_allowed", "plateau")
+            **{key: state[key] for key in ("decision", "reason", "next_action", "final_response_allowed", "plateau")},
+            "pending_at_stop": _pending_at_stop(campaign, state),
         },
         "selected": selected,
         "best_observed": observed,
@@ -137,6 +139,37 @@ def build(
         "progress_plot_available": plot_available,
         "progress_plot": os.path.relpath(outputs.progress, outputs.report.parent) if plot_available else None,
     }
+
+
+def _pending_at_stop(campaign, state: dict) -> dict | None:
+    """What was pending when a stop file stopped the campaign: the next action without the stop, in words."""
+    unstopped = state_mod.pending_at_stop(campaign, state, _now())
+    if unstopped is None:
+        return None
+    return {"next_action": unstopped["next_action"], "reason": unstopped["reason"], "text": pending_text(unstopped)}
+
+
+def pending_text(unstopped: dict) -> str:
+    """One sentence on what a stopped campaign would have done next (`unstopped`: its state without the stop)."""
+    action, plateau, batch = unstopped["next_action"], unstopped["plateau"], unstopped["exploration_batch"]
+    if action == "run_literature_loop":
+        return (
+            f"a literature pass was due ({plateau['scored_since_reset']} of {plateau['threshold']} scored "
+            "candidates without a real gain)"
+        )
+    if action == "develop_literature_batch":
+        event = batch["literature_event_id"] or f"the unlabelled event at ledger row {batch['event_index'] + 1}"
+        missing = batch["required"] - batch["completed"]
+        return f"the batch of literature event {event} needed {missing} more scored source-backed candidate(s)"
+    if action == "diversify_candidates":
+        return "a source change from another algorithm family was due (the last candidates were argument tweaks of one)"
+    if action == "final_report":
+        return f"nothing: the campaign had finished anyway ({unstopped['reason']})"
+    due_in = max(plateau["threshold"] - plateau["scored_since_reset"], 0)
+    return (
+        f"nothing special: the next ordinary candidate ({plateau['scored_since_reset']} of {plateau['threshold']} "
+        f"scored candidates without a real gain; a literature pass {due_in} more away)"
+    )
 
 
 def write(outputs: Outputs, data: dict) -> None:
@@ -195,7 +228,7 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band, judge
         "baseline_name": baseline["name"] if baseline else None,
         "baseline_score": baseline["score"] if baseline else None,
         "delta": state["improvement"],
-        "noise": facts.verdict(state["improvement"], band, reference=baseline["score"] if baseline else None, **judge)
+        "noise": gains.verdict(state["improvement"], band, reference=baseline["score"] if baseline else None, **judge)
         if best is not baseline
         else None,
         "family": best["algorithm_family"] or (manifest or {}).get("algorithm_family") or None,

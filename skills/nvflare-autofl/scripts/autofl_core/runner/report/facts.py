@@ -112,26 +112,16 @@ def lineage(rows: list[dict], best: int | None) -> dict:
 def what_helped(walk: Walk, band: float | None, *, metric: str | None = None, resolution: float | None = None) -> dict:
     """Improvements with a noise verdict (`gains.verdict`), led by the first, final and largest."""
     items = [
-        dict(item, noise=verdict(item["gain"], band, metric=metric, reference=item["previous"], resolution=resolution))
+        dict(
+            item,
+            noise=gains.verdict(item["gain"], band, metric=metric, reference=item["previous"], resolution=resolution),
+        )
         for item in walk.improvements
     ]
     if not items:
         return {"improvements": [], "first": None, "final": None, "largest": None}
     largest = max(items, key=lambda item: item["gain"])
     return {"improvements": items, "first": items[0]["name"], "final": items[-1]["name"], "largest": largest["name"]}
-
-
-def verdict(
-    gain: float | None,
-    band: float | None,
-    *,
-    metric: str | None = None,
-    reference: float | None = None,
-    resolution: float | None = None,
-) -> str | None:
-    """`beyond noise` / `within noise` against the measured noise band; without one, `unverified` for a gain below
-    the metric's resolution or its typical run-to-run spread; else None (see campaign/gains.py)."""
-    return gains.verdict(gain, band, metric=metric, reference=reference, resolution=resolution)
 
 
 def group_key(row: dict) -> tuple[str, str]:
@@ -223,7 +213,8 @@ def literature_outcomes(rows: list[dict], walk: Walk, *, batch_size: int) -> lis
 
 
 def families(rows: list[dict], walk: Walk) -> dict:
-    """helped / mixed / not_confirmed / failed per explicit algorithm_family; the rest are unclassified."""
+    """helped / mixed / matched / not_confirmed / failed per explicit algorithm_family (the rest are unclassified):
+    `matched` as for a literature event, when no attempt improved and one scored exactly its incumbent."""
     improved = {item["row"] for item in walk.improvements}
     table: dict[str, dict] = {}
     unclassified = 0
@@ -234,7 +225,10 @@ def families(rows: list[dict], walk: Walk) -> dict:
         if not family:
             unclassified += 1
             continue
-        entry = table.setdefault(family, {"family": family, "attempts": 0, "improved": 0, "scored": 0, "crashed": 0})
+        entry = table.setdefault(
+            family, {"family": family, "attempts": 0, "improved": 0, "scored": 0, "crashed": 0, "tied": False}
+        )
+        entry["tied"] = entry["tied"] or walk.judged.get(index) == 0
         entry["attempts"] += 1
         entry["improved"] += index in improved
         entry["scored"] += row["score"] is not None
@@ -244,10 +238,14 @@ def families(rows: list[dict], walk: Walk) -> dict:
             entry["outcome"] = "mixed"
         elif entry["improved"]:
             entry["outcome"] = "helped"
+        elif entry["tied"]:
+            entry["outcome"] = "matched"
         elif entry["scored"]:
             entry["outcome"] = "not_confirmed"
         else:
             entry["outcome"] = "failed"
+    for entry in table.values():
+        del entry["tied"]
     return {"families": sorted(table.values(), key=lambda e: e["family"]), "unclassified_attempts": unclassified}
 
 

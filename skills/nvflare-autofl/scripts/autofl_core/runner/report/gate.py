@@ -105,8 +105,9 @@ def check_finished(campaign, state: dict, *, confirm_interrupted: bool) -> list[
         if not confirm_interrupted:
             raise CampaignError(
                 f"the campaign is not finished (reason {state['reason']}, next action "
-                f"{state['next_action']}); follow next_action, or pass --confirm-interrupted only if "
-                "the user says the campaign was stopped"
+                f"{state['next_action']}); follow next_action (to stop at the user's word: create the stop file "
+                f"STOP_AUTOFL, then run status and report); --confirm-interrupted is only for a campaign whose "
+                "runner was killed"
             )
         notes.append(
             f"reported as interrupted at the user's word while the state said {state['next_action']} "

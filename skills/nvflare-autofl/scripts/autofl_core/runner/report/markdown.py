@@ -140,20 +140,35 @@ def _summary(data: dict) -> list[str]:
         f"{recorded(objective['metric_source'])}; extraction order {_join(objective['metric_extraction_order'])}",
         f"- Fixed budget: {recorded(budget['num_clients'])} clients (min {recorded(budget['min_clients'])}), "
         f"{recorded(budget['num_rounds'])} rounds",
-        f"- Candidate budget: {cap['attempts']} attempt(s) of "
-        f"{'uncapped' if cap['cap'] is None else recorded(cap['cap'])}; config {_code(data['config'])}",
+        f"- Candidate budget: {_candidate_budget(cap)}; config {_code(data['config'])}",
         f"- State: {recorded(state['decision'])} ({recorded(state['reason'])}); next action "
         f"{_code(state['next_action'])}",
         _plateau_line(state["plateau"]),
+        *_pending_line(state.get("pending_at_stop")),
         "",
     ]
 
 
+def _candidate_budget(cap: dict) -> str:
+    if cap["cap"] is None:
+        return f"{cap['attempts']} attempt(s), uncapped"
+    return f"{cap['attempts']} of {recorded(cap['cap'])} attempt(s) used, {recorded(cap['remaining'])} remaining"
+
+
+def _pending_line(pending: dict | None) -> list[str]:
+    if not pending:
+        return []
+    return [
+        f"- Pending at the stop: {recorded(pending['text'])} (next action would have been {_code(pending['next_action'])})"
+    ]
+
+
 def _plateau_line(plateau: dict) -> str:
-    since = f"{plateau['scored_since_reset']} of {plateau['threshold']} scored candidate(s)"
+    since = f"{recorded(plateau['scored_since_reset'])} of {recorded(plateau['threshold'])} scored candidate(s)"
     reset = plateau["reset_row_index"]
-    where = f" since ledger row {reset + 1}" if reset is not None else ""
-    return f"- Plateau: {plateau['recommendation']} ({since}{where} without a gain above {plateau['min_delta']})"
+    where = f" since ledger row {reset + 1}" if isinstance(reset, int) else ""
+    gain = recorded(plateau["min_delta"])
+    return f"- Plateau: {recorded(plateau['recommendation'])} ({since}{where} without a gain above {gain})"
 
 
 def _selected(data: dict) -> list[str]:
