@@ -22,6 +22,7 @@ BENCHMARKS = (
     "evaluate_overhead.py",
     "lifecycle_speed.py",
     "demo_campaign.py",
+    "batch_parallel.py",
 )
 REAL_ONLY = ("demo_campaign.py",)  # needs real simulations end to end; no quick variant
 

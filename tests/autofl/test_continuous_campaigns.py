@@ -427,7 +427,7 @@ def test_point7_a_linked_arm_equal_to_the_best_is_refused(ws):
 def test_point7_the_check_compares_effective_source_and_args():
     """Point 7: the rule itself, over manifests: the best's execution, a scored linked arm's, and what does not
     count (an unlinked candidate, a crash that may be replayed, other arguments)."""
-    from autofl_core.runner.actions import evaluate
+    from autofl_core.runner import evaluation as evaluate  # the steps evaluate and a batch share
     from autofl_core.runner.outcome import CampaignError
 
     class Campaign:

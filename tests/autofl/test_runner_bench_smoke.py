@@ -5,6 +5,7 @@ tests catch a benchmark that no longer runs, prints figures its verdict ignores,
 whole seconds.
 """
 
+import os
 import re
 import subprocess
 
@@ -60,3 +61,13 @@ def test_evaluate_overhead_quick_runs_and_judges_its_bar(repo_root, python_exe):
     assert done.stdout.rstrip().endswith(f"RESULT: {'PASS' if passed else 'FAIL'}")
     assert done.returncode == (0 if passed else 1)
     assert overhead < 8.0, "evaluate of a 0.1 s stand-in trial takes many seconds: something blocks"
+
+
+def test_batch_parallel_quick_runs_a_batch_and_judges_what_it_printed(repo_root, python_exe):
+    """P7's smoke run (issue 24): the three batches ran, the figures are printed, the verdict follows them."""
+    done = run(repo_root, python_exe, "batch_parallel.py", "--quick")
+    match = re.search(r"^parallel ([\d.]+)x one trial \(bar 1.5\), one by one ([\d.]+)x", done.stdout, re.M)
+    assert match, done.stdout + done.stderr
+    slots = re.search(r"^batch parallel \((\d+)\)", done.stdout, re.M)
+    assert slots and int(slots.group(1)) == min(3, 2 * (os.cpu_count() or 1)), "the default slots: 2 per core"
+    assert done.stdout.rstrip().endswith("RESULT: PASS") and done.returncode == 0, done.stdout + done.stderr

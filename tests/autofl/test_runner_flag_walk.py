@@ -58,6 +58,8 @@ ACTION_OPTION_VALUES = {
     "--literature-event": "lit-0001",
     "--manifest": "<manifest>",
     "--run-args": "--lr 0.15",
+    "--all-prepared": None,
+    "--parallel": "2",
     "--score": "0.66",
     "--artifacts": "<artifacts>",
     "--job-id": "job-42",
@@ -71,14 +73,14 @@ ACTION_OPTION_VALUES = {
 TAKES = {
     "initialize": set(),
     "prepare": {"--name", "--hypothesis", "--family", "--literature-event", "--run-args"},
-    "evaluate": {"--manifest", "--run-args"},
+    "evaluate": {"--manifest", "--run-args", "--all-prepared", "--parallel"},
     "abandon": {"--manifest"},
     "record-literature": {"--literature", "--name", "--hypothesis", "--family"},
     "record-baseline": {"--baseline", "--score", "--artifacts", "--job-id", "--failure-reason"},
     "record-candidate": {"--manifest", "--score", "--artifacts", "--job-id", "--failure-reason"},
     "suggest": {"--limit"},
     "status": set(),
-    "replicate": {"--count"},
+    "replicate": {"--count", "--parallel"},
     "report": {"--confirm-interrupted"},
 }
 # campaign settings: (flag, value, setting) - immutable ones are refused when they differ, mutable ones audited
@@ -295,6 +297,12 @@ def _effects() -> dict:
         assert envelope["candidate_status"] == "keep" == manifest(ws, "pending")["status"]
         assert manifest(ws, "pending")["run_args"] == ["--lr", "0.15"]
 
+    def batch_evaluated(ws, d):
+        """A batch of the one prepared candidate (issue 24): never more slots than the batch."""
+        envelope = _ok(d)
+        assert [(e["candidate_id"], e["candidate_status"]) for e in envelope["batch"]] == [("pending", "keep")]
+        assert envelope["parallel"] == 1 and manifest(ws, "pending")["status"] == "keep"
+
     def abandoned(ws, d):
         _ok(d)
         assert manifest(ws, "pending")["status"] == "abandoned"
@@ -343,6 +351,11 @@ def _effects() -> dict:
         assert len(_ok(d)["replicates"]) == 2
         assert [r["status"] for r in ledger_rows(ws)].count("replicate") == 2
 
+    def replicated_in_parallel(ws, d):
+        """--parallel 2 with --count 1: one rerun, one slot (never more than the reruns)."""
+        envelope = _ok(d)
+        assert len(envelope["replicates"]) == 1 and envelope["parallel"] == 1
+
     def confirmed(ws, d):
         _ok(d)
         assert json.loads((ws / "autofl_report.json").read_text())["provenance"]["confirm_interrupted"] is True
@@ -355,6 +368,8 @@ def _effects() -> dict:
         ("prepare", "--run-args"): prepare_run_args,
         ("evaluate", "--manifest"): evaluated,
         ("evaluate", "--run-args"): evaluated,
+        ("evaluate", "--all-prepared"): batch_evaluated,
+        ("evaluate", "--parallel"): batch_evaluated,
         ("abandon", "--manifest"): abandoned,
         ("record-literature", "--literature"): row_field("status", "literature"),
         ("record-literature", "--name"): row_field("name", "walk-name"),
@@ -372,6 +387,7 @@ def _effects() -> dict:
         ("record-candidate", "--failure-reason"): candidate_crash,
         ("suggest", "--limit"): limited,
         ("replicate", "--count"): replicated,
+        ("replicate", "--parallel"): replicated_in_parallel,
         ("report", "--confirm-interrupted"): confirmed,
     }
 

@@ -425,3 +425,34 @@ def test_noise_sigmas_discards_a_gain_inside_the_measured_spread_and_without_it_
     assert row["failure_reason"] == f"within noise (delta={gain:+.6f}, margin={noise['margin']:.6f})"
     status, row, noise = verdicts["off"]
     assert status == "keep" and row["score"] - best == pytest.approx(gain) and noise["applied"] is False
+
+
+def test_a_batch_of_two_real_simulations_runs_concurrently(tmp_path):
+    """Issue 24, points 2 and 3 on real NVFLARE: two argument-only candidates of hello-numpy evaluated as one batch
+    run as concurrent sealed trials (their run windows overlap), are decided in the order given, and leave the
+    ledger and documents valid."""
+    workspace = tmp_path / "hello-numpy"
+    shutil.copytree(REPO / "examples" / "hello-numpy", workspace, ignore=shutil.ignore_patterns("__pycache__"))
+    assert run_cli(workspace, "initialize", "--max-candidates", "2").code == 0
+    paths = []
+    for name, lr in (("lr-a", "0.1"), ("lr-b", "0.02")):
+        done = run_cli(workspace, "prepare", "--name", name, "--hypothesis", f"lr {lr}", "--run-args", f"--lr {lr}")
+        assert done.code == 0, done.stderr
+        paths += ["--manifest", done.envelope["candidate_manifest"]]
+    done = run_cli(workspace, "evaluate", *paths, timeout=600)
+    assert done.code == 0, done.stderr
+    assert done.envelope["batch_sealed"] is True and done.envelope["parallel"] == 2
+    batch = done.envelope["batch"]
+    assert [e["candidate_id"] for e in batch] == ["lr-a", "lr-b"]
+    assert all(e["candidate_status"] in ("keep", "discard") and e["score"] is not None for e in batch)
+    assert batch[1]["compared_with"] == ("lr-a" if batch[0]["candidate_status"] == "keep" else "baseline")
+    assert [r["name"] for r in ledger_rows(workspace)] == ["baseline", "lr-a", "lr-b"]
+    windows = []
+    for name in ("lr-a", "lr-b"):
+        trial = json.loads((workspace / "autofl_runs" / name / "trial.json").read_text())
+        windows.append(os.stat(workspace / "autofl_runs" / name / "run.log").st_mtime - trial["runtime_seconds"])
+        windows.append(trial["runtime_seconds"])
+    start_a, length_a, start_b, length_b = windows
+    assert max(start_a, start_b) < min(start_a + length_a, start_b + length_b), "the two trials overlapped"
+    state = documents_valid(workspace)
+    assert state["candidate_attempts"] == 2

@@ -8,7 +8,9 @@ Usage:
 
 Typical flow: initialize (import, admission, baseline) -> prepare --name N --hypothesis H -> edit only the
 returned candidate_source folder -> evaluate [--run-args "..."] -> read campaign_state.json -> repeat while
-final_response_allowed is false. `replicate [--count K]` reruns the best configuration to measure run-to-run
+final_response_allowed is false. Independent candidates prepared from the same best can run as one batch:
+`evaluate --manifest A --manifest B [--parallel K]` or `evaluate --all-prepared` (concurrent sealed trials,
+decided in the order given). `replicate [--count K]` reruns the best configuration to measure run-to-run
 noise (never counted); `report` writes the final autofl_report.md/.json and progress.png (read-only otherwise).
 
 Every action prints one JSON envelope on stdout (sorted keys) and progress on stderr.
@@ -122,7 +124,19 @@ def build_parser() -> argparse.ArgumentParser:
     add("--hypothesis", help="prepare: what changes and why; record --literature: sources and decision")
     add("--family", help="algorithm family (prepare, record --literature)")
     add("--literature-event", metavar="ID", help="prepare: the lit-NNNN event this candidate implements")
-    add("--manifest", metavar="PATH", help="evaluate/record/abandon: candidate manifest (default: the pending one)")
+    add(
+        "--manifest",
+        action="append",
+        metavar="PATH",
+        help="evaluate/record/abandon: candidate manifest (default: the pending one); evaluate: repeat for a batch",
+    )
+    add("--all-prepared", action="store_true", help="evaluate: every prepared candidate as one batch")
+    add(
+        "--parallel",
+        type=_positive_int,
+        metavar="K",
+        help="evaluate (batch), replicate: trials at a time (default: one per visible GPU, else 2 per CPU core; <= the batch)",
+    )
     add("--run-args", metavar="ARGS", help='evaluate: candidate run args, canonical long options, e.g. "--lr 0.1"')
     add("--score", type=float, help="record: the external run's score")
     add("--artifacts", metavar="DIR", help="record: downloaded result folder to extract the metric from")

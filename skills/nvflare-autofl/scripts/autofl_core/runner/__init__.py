@@ -15,6 +15,8 @@
 - `runargs` - candidate run args: canonical options, bounds, merge with the best configuration's;
 - `campaign_trial` - one trial of this campaign: TrialSpec from the contract, sealed or contained, the orphan
   marker, trial.json;
+- `batch_trials` - several trials at once (a batch): slots, GPUs, one marker for all, every trial ended on a stop;
+- `evaluation` - the steps a single evaluate and a batch share: validate, materialize, decide and finalize, undo;
 - `tamper` - the campaign's evidence copied before a trial and restored after it (tampering is reported);
 - `finalize` - keep / discard / crash, written crash-safely through a journal;
 - `noise` - the noise floor: the best's spread, the keep margin, the seed option;

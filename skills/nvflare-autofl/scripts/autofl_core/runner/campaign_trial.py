@@ -159,40 +159,70 @@ def run(
         check_isolable(campaign)  # a contained trial would write to the job's literal simulator path
     token = secrets.token_hex(16)
     temp_parent = Path(tempfile.mkdtemp(prefix=TRIAL_TEMP_PREFIX))
-    marker = {
+    marker = marker_entry(token, name, kind, candidate, temp_parent, sealed=stage_files is not None)
+    atomic.write_json(campaign.paths.trial_marker, dict(marker, runner_pid=os.getpid()))
+    faults.checkpoint("trial:marker_written")
+    start_plot_worker(campaign)
+    try:
+        result = run_marked(
+            campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent, stage_files=stage_files
+        )
+    finally:
+        trees.remove_tree(temp_parent)  # iterative, never raises: a trial may leave a very deep tree
+    campaign.forget()
+    return result
+
+
+def marker_entry(token: str, name: str, kind: str, candidate: str | None, temp_parent: Path, *, sealed: bool) -> dict:
+    """What the orphan marker records of one trial (a batch's marker lists one per trial under `trials`)."""
+    return {
         "token": token,
         "name": name,
         "kind": kind,
         "candidate": candidate,
         "temp_dir": str(temp_parent),
-        "runner_pid": os.getpid(),
-        "sealed": stage_files is not None,
+        "sealed": sealed,
     }
-    atomic.write_json(campaign.paths.trial_marker, marker)
-    faults.checkpoint("trial:marker_written")
-    guard = EvidenceGuard.take(campaign, live_workspace=stage_files is None)
+
+
+def start_plot_worker(campaign) -> None:
     if getattr(campaign, "plot_worker", None) is None:
         campaign.plot_worker = PlotWorker.start()  # imports the plotting library while the child runs
-    try:
-        try:
-            trial = spec(
-                campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent, stage_files=stage_files
-            )
-            trial.on_start = lambda _pid, _token: faults.checkpoint("trial:child_started")
-            result = run_trial(trial)
-            faults.checkpoint("trial:child_finished")
-        except TrialError as error:
-            raise CampaignError(str(error)) from None
-        except BaseException:  # interrupted: make sure no process of this trial outlives the runner
-            from ..trial import processes
 
-            processes.terminate_tree(None, (childenv.TOKEN_VAR, token))
-            raise
-        finally:
-            restored = guard.restore()
+
+def run_marked(
+    campaign,
+    *,
+    name: str,
+    run_args: list[str],
+    token: str,
+    temp_parent: Path,
+    stage_files: dict[str, bytes] | None,
+    gpu: str | None = None,
+    progress_stream=None,
+) -> TrialResult:
+    """One trial whose marker entry is already written: evidence guard, the child, trial.json. Safe to call from
+    several threads at once for different `name`s (a batch); `gpu` is the child's CUDA_VISIBLE_DEVICES."""
+    guard = EvidenceGuard.take(campaign, live_workspace=stage_files is None)
+    try:
+        trial = spec(
+            campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent, stage_files=stage_files
+        )
+        trial.on_start = lambda _pid, _token: faults.checkpoint("trial:child_started")
+        trial.cuda_visible_devices = gpu
+        if progress_stream is not None:
+            trial.progress_stream = progress_stream
+        result = run_trial(trial)
+        faults.checkpoint("trial:child_finished")
+    except TrialError as error:
+        raise CampaignError(str(error)) from None
+    except BaseException:  # interrupted: make sure no process of this trial outlives the runner
+        from ..trial import processes
+
+        processes.terminate_tree(None, (childenv.TOKEN_VAR, token))
+        raise
     finally:
-        trees.remove_tree(temp_parent)  # iterative, never raises: a trial may leave a very deep tree
-    campaign.forget()
+        restored = guard.restore()
     if restored:
         _tampered(result, restored)
     record = {key: value for key, value in result.to_dict().items() if key not in ("token", "pid")}

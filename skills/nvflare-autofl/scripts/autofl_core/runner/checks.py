@@ -1,8 +1,8 @@
 """Checks several actions share, so no action needs another: which candidate an action works on, and whether
 the campaign still accepts new work. Each raises CampaignError (nothing written) naming the fix. Usage::
 
-    manifest = pick_pending(campaign, options.manifest, want=v.PREPARED)     # evaluate; record: ready ones
-    manifest = chosen_manifest(campaign, options.manifest, none_pending="nothing to abandon")   # any pending one
+    manifest = pick_pending(campaign, one_manifest(options, "record"), want=v.READY)   # evaluate: prepared ones
+    manifest = chosen_manifest(campaign, one_manifest(options, "abandon"), none_pending="nothing to abandon")
     require_open(state_mod.compute(campaign, now), "prepare")                 # stop file / final campaign
 """
 
@@ -11,6 +11,14 @@ from __future__ import annotations
 from ..campaign import vocabulary as v
 from .outcome import CampaignError
 from .store import manifests
+
+
+def one_manifest(options, action: str) -> str | None:
+    """The single `--manifest` given (repeatable only for a batch evaluate), or None."""
+    given = getattr(options, "manifest", None) or []
+    if len(given) > 1:
+        raise CampaignError(f"--manifest was given {len(given)} times; {action} takes one candidate")
+    return given[0] if given else None
 
 
 def chosen_manifest(campaign, given: str | None, *, none_pending: str) -> dict:
@@ -28,6 +36,12 @@ def chosen_manifest(campaign, given: str | None, *, none_pending: str) -> dict:
 def pick_pending(campaign, given: str | None, *, want: str) -> dict:
     """The manifest named by --manifest, or the single pending one; it must have status `want`."""
     manifest = chosen_manifest(campaign, given, none_pending="there is no pending candidate; run prepare first")
+    require_status(campaign, manifest, want)
+    return manifest
+
+
+def require_status(campaign, manifest: dict, want: str) -> None:
+    """`manifest` must have status `want` and no ledger result yet (else a hand-edited status)."""
     if manifest["status"] != want:
         hint = {
             v.READY: "record its result with record, or abandon it",
@@ -39,7 +53,6 @@ def pick_pending(campaign, given: str | None, *, want: str) -> dict:
             f"candidate {manifest['candidate_id']} already has a ledger result; its manifest status "
             "was edited by hand; abandon it and prepare a new candidate"
         )
-    return manifest
 
 
 def require_open(state: dict, action: str) -> None:

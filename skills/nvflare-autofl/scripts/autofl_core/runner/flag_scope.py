@@ -19,12 +19,12 @@ RECORD_CANDIDATE = ("--manifest", "--score", "--artifacts", "--job-id", "--failu
 TAKES = {  # action -> the action options it takes, as typed
     "initialize": (),
     "prepare": ("--name", "--hypothesis", "--family", "--literature-event", "--run-args"),
-    "evaluate": ("--manifest", "--run-args"),
+    "evaluate": ("--manifest", "--run-args", "--all-prepared", "--parallel"),
     "abandon": ("--manifest",),
     "record": tuple(dict.fromkeys(RECORD_LITERATURE + RECORD_BASELINE + RECORD_CANDIDATE)),
     "suggest": ("--limit",),
     "status": (),
-    "replicate": ("--count",),
+    "replicate": ("--count", "--parallel"),
     "report": ("--confirm-interrupted",),
 }
 OPTIONS = tuple(dict.fromkeys(flag for takes in TAKES.values() for flag in takes))  # every action option

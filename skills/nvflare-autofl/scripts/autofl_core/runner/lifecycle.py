@@ -20,12 +20,12 @@ from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
 from .outcome import ActionResult, CampaignError
-from .store import metadata
+from .store import manifests, metadata
 from .store.lock import workspace_lock
 from .store.paths import CampaignPaths
 
 # action -> its module in runner/actions/ (loaded lazily, so cheap actions never import the trial machinery);
-# status has none: the shell's own work (recovery, the state refresh) is the whole action.
+# status has none: the shell's own work (recovery, the state refresh, the pending list) is the whole action.
 ACTIONS = {
     "initialize": "initialize",
     "prepare": "prepare",
@@ -56,8 +56,8 @@ def run(action: str, options) -> tuple[int, dict]:
         return _module(action).run(options, given, now_text())
     with workspace_lock(probe.lock):
         campaign = Campaign.open(options.job)
-        module = ACTIONS[action]
-        step = _module(module).run if module else _nothing
+        module = "evaluate_batch" if action == "evaluate" and batch_requested(options) else ACTIONS[action]
+        step = _module(module).run if module else _status
         return _shell(campaign, action, step, options, given, now_text())
 
 
@@ -108,6 +108,11 @@ def _shell(campaign, action: str, step, options, given: dict, now: str, refresh_
     return result.exit_code, state_mod.envelope(campaign.paths, state, {**extras, **result.extras})
 
 
+def batch_requested(options) -> bool:
+    """evaluate runs a batch (`actions/evaluate_batch`) for `--all-prepared`, several `--manifest`s, or `--parallel`."""
+    return bool(options.all_prepared or len(options.manifest or []) > 1 or options.parallel is not None)
+
+
 def check_job_file(job) -> None:
     try:
         info = os.stat(job)
@@ -117,8 +122,20 @@ def check_job_file(job) -> None:
         raise CampaignError(f"{job} is not a file; pass the path of an existing NVFLARE job.py")
 
 
-def _nothing(campaign, options, now: str) -> ActionResult:
-    return ActionResult()
+def _status(campaign, options, now: str) -> ActionResult:
+    """status: the shell's work (recovery, the refresh) plus the list of pending candidates."""
+    pending = manifests.in_preparation_order(campaign.pending())
+    listed = [
+        {
+            "candidate_id": m["candidate_id"],
+            "status": m["status"],
+            "base_candidate": m["base_candidate"],
+            "candidate_manifest": str(campaign.paths.manifest(m["candidate_id"])),
+            "run_args": list(m["run_args"]),
+        }
+        for m in pending
+    ]
+    return ActionResult(extras={"pending": listed})
 
 
 def _module(name: str):

@@ -3,11 +3,12 @@
 Runs under the lock, so nothing found here is still owned by a live runner:
 1. an interrupted finalize (journal present) is finished (`finalize.replay`); otherwise a half-done snapshot
    swap is undone;
-2. an orphaned trial (`running_trial.json` present) has its whole tree terminated by its token (the child
+2. an orphaned trial (`running_trial.json` present; a batch's lists each of its trials) has its whole tree terminated by its token (the child
    runs in its own session and outlives the runner) and its temp folder removed, only when that folder is one
    the runner makes (`own_trial_folder`: never a folder a hand-edited marker points at);
 3. a candidate left `running` (killed while applied or evaluating) is taken out of the workspace (best
-   source restored, its created files removed) and returned to `prepared`; it does not count as an attempt.
+   source restored, its created files removed) and returned to `prepared`; it does not count as an attempt
+   (every candidate of a killed batch that was not finalized yet).
 Usage: `extras = recover(campaign, now)` -> {"recovered_interrupted_evaluation": "<id>"} or {}.
 """
 
@@ -63,17 +64,28 @@ def _end_orphaned_trial(paths) -> None:
         record = {}
     if record is None:
         return
-    token = record.get("token")
-    if isinstance(token, str) and TOKEN_RE.fullmatch(token):
-        from ..trial import childenv, processes  # only when a runner died mid-trial
+    for entry in marker_trials(record):
+        token = entry.get("token")
+        if isinstance(token, str) and TOKEN_RE.fullmatch(token):
+            from ..trial import childenv, processes  # only when a runner died mid-trial
 
-        survivors = processes.terminate_tree(None, (childenv.TOKEN_VAR, token))
-        if survivors:
-            print(f"autofl: processes of an orphaned trial survived termination: {survivors}", file=sys.stderr)
-    temp_dir = own_trial_folder(record.get("temp_dir"))
-    if temp_dir is not None and not trees.remove_tree(temp_dir):
-        print(f"autofl: could not remove the orphaned trial folder {temp_dir}; remove it by hand", file=sys.stderr)
+            survivors = processes.terminate_tree(None, (childenv.TOKEN_VAR, token))
+            if survivors:
+                print(f"autofl: processes of an orphaned trial survived termination: {survivors}", file=sys.stderr)
+        temp_dir = own_trial_folder(entry.get("temp_dir"))
+        if temp_dir is not None and not trees.remove_tree(temp_dir):
+            print(f"autofl: could not remove the orphaned trial folder {temp_dir}; remove it by hand", file=sys.stderr)
     marker.unlink(missing_ok=True)
+
+
+def marker_trials(record) -> list[dict]:
+    """The trials a marker names: one (a single trial's marker) or each entry of a batch's `trials` list."""
+    if not isinstance(record, dict):
+        return []
+    trials = record.get("trials")
+    if isinstance(trials, list):
+        return [entry for entry in trials if isinstance(entry, dict)]
+    return [record]
 
 
 def own_trial_folder(recorded) -> Path | None:

@@ -78,6 +78,7 @@ class TrialSpec:
     over the live workspace, writes private, `hide` folders invisible, `literal_paths` (simulator workspaces the
     job writes to whatever the root variable says) mapped onto the private simulator root.
     num_clients (with num_rounds): the fixed budget checked against what ran (see what_ran.py).
+    cuda_visible_devices: the child's CUDA_VISIBLE_DEVICES (one GPU per slot of a batch); None keeps the parent's.
     temp_parent: where the disposable trial folder is created (default: the system temp dir).
     """
 
@@ -111,6 +112,7 @@ class TrialSpec:
     hide: list[Path] = field(default_factory=list)
     literal_paths: list[str] = field(default_factory=list)
     num_clients: int | None = None
+    cuda_visible_devices: str | None = None
 
 
 @dataclass
@@ -173,6 +175,8 @@ def run_trial(spec: TrialSpec) -> TrialResult:
             token=token,
             temp_dir=private_tmp if len(str(private_tmp)) <= MAX_PRIVATE_TMP_CHARS else None,
         )
+        if spec.cuda_visible_devices is not None:
+            env["CUDA_VISIBLE_DEVICES"] = spec.cuda_visible_devices
         network = "isolated" if spec.isolate_network else "allowed"
         plan = seal.write_plan(
             trial_dir,

@@ -4,14 +4,16 @@ workspace first (best source restored, its created files removed)."""
 from __future__ import annotations
 
 from ...campaign import vocabulary as v
-from ..checks import chosen_manifest
+from ..checks import chosen_manifest, one_manifest
 from ..outcome import ActionResult, CampaignError
 from ..store import manifests, snapshots
 
 
 def run(campaign, options, now: str) -> ActionResult:
     paths = campaign.paths
-    manifest = chosen_manifest(campaign, options.manifest, none_pending="there is no pending candidate to abandon")
+    manifest = chosen_manifest(
+        campaign, one_manifest(options, "abandon"), none_pending="there is no pending candidate to abandon"
+    )
     if manifest["status"] not in v.MANIFEST_PENDING:
         raise CampaignError(
             f"candidate {manifest['candidate_id']} is {manifest['status']}; only a pending candidate can be abandoned"

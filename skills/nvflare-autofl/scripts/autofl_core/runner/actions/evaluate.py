@@ -1,11 +1,9 @@
 """evaluate: validate the pending draft, re-import job.py with it, then run it (sim) and finalize, or mark it
-ready for external execution (poc/prod).
+ready for external execution (poc/prod). A batch (several `--manifest`s, `--all-prepared`, `--parallel`) is
+`evaluate_batch`, which the shell loads instead (`batch_requested`).
 
-Validation (nothing written on a rejection): best snapshot, fixed budget and workspace unchanged; the draft's
-deterministic diff within the trust contract (see `drafts`); run args canonical and within bounds (see
-`runargs`); not empty; literature-linked candidates edit source. Then: candidate.patch, manifest `running`
+The validation and the shared steps are in `runner/evaluation.py`. Then: candidate.patch, manifest `running`
 with the execution fingerprint (and `crash_replay` provenance when an identical fingerprint crashed before),
-re-import of the draft seen over the workspace (fixed budget and objective invariants must hold, else reject),
 trial, finalize. A sealed trial (see `trial/seal.py`) sees the draft on its own view of the job, so the live
 workspace is never written before a keep installs it; without the sandbox (and in poc/prod, where the user
 exports the job from its folder) the draft is applied to the workspace first and restored afterwards.
@@ -13,54 +11,25 @@ exports the job from its folder) the draft is applied to the workspace first and
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 from ...campaign import vocabulary as v
-from ...common import atomic, faults
-from ...importer import runner_view as importer
-from .. import campaign_trial, drafts, finalize, noise, runargs, what_happened
+from .. import campaign_trial
 from .. import state as state_mod
-from ..checks import pick_pending, require_open
-from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError, Interrupted
-from ..store import contract, created, manifests, snapshots, sources
+from ..checks import one_manifest, pick_pending, require_open
+from ..evaluation import conclude, drift_of, exit_code, materialize, unapply, validate
+from ..outcome import ActionResult, CampaignError, Interrupted
+from ..store import manifests
 
 
 def run(campaign, options, now: str) -> ActionResult:
     paths = campaign.paths
-    manifest = pick_pending(campaign, options.manifest, want=v.PREPARED)
+    manifest = pick_pending(campaign, one_manifest(options, "evaluate"), want=v.PREPARED)
     require_open(state_mod.compute(campaign, now), "evaluate")
     if campaign.settings["env"] == "sim":
         campaign_trial.start_probe(campaign)  # runs while the candidate is validated and re-imported
-    check_unchanged(campaign, manifest)
-    best = campaign.best()
-    best_files = snapshots.files_of(paths, best)
-    draft = drafts.read_draft(
-        paths.candidate_dir(manifest["candidate_id"]) / "source", best_files, campaign.config, paths.workspace
-    )
-    own = runargs.settle(campaign.config, recorded=manifest["run_args"], given=options.run_args)
-    best_args = campaign.best_run_args()
-    effective = runargs.flatten(runargs.merge(runargs.pairs_from_tokens(campaign.config, best_args), own))
-    if not draft.patch and runargs.same_configuration(campaign.config, effective, best_args):
-        raise CampaignError(
-            "the candidate changes nothing (no source edit, run args equal the best configuration's); "
-            f"edit files in {paths.candidate_dir(manifest['candidate_id']) / 'source'} or pass "
-            "--run-args"
-        )
-    if manifest.get("literature_event_id") and not draft.patch:
-        raise CampaignError(
-            f"candidate {manifest['candidate_id']} belongs to literature event "
-            f"{manifest['literature_event_id']} and must edit source, not only arguments"
-        )
-    if manifest.get("literature_event_id"):
-        refuse_repeated_arm(campaign, manifest, draft.digest, effective, best.digest, best_args)
-    campaign_trial.check_args(campaign, manifest["candidate_id"], effective)
-    faults.checkpoint("evaluate:validated")
+    staged = validate(campaign, manifest, options.run_args, now)
     prepared = manifest
-    _check_reimport(campaign, manifest, draft, effective, now)
-    faults.checkpoint("evaluate:reimported")
     sealed = campaign.settings["env"] == "sim" and campaign_trial.sealing(campaign)
-    manifest = _materialize(campaign, manifest, draft, runargs.flatten(own), effective, best, now, apply=not sealed)
+    manifest = materialize(campaign, staged, campaign.best(), now, apply=not sealed)
     try:
         if campaign.settings["env"] != "sim":
             ready = dict(manifest, status=v.READY, updated_at=now)
@@ -72,167 +41,17 @@ def run(campaign, options, now: str) -> ActionResult:
                     "candidate_status": v.READY,
                 }
             )
-        return _simulate(campaign, manifest, draft, now, sealed=sealed)
+        return _simulate(campaign, manifest, staged.draft, now, sealed=sealed)
     except (CampaignError, Interrupted, KeyboardInterrupt, OSError):
         if not paths.journal.exists():
             try:
-                _unapply(campaign, manifest, prepared)
+                unapply(campaign, manifest, prepared)
             except OSError:  # e.g. the disk is still full: the next action's recovery finishes the undo
                 pass
         raise
 
 
-def check_unchanged(campaign, manifest: dict) -> None:
-    """Best source, fixed budget and workspace must be what the candidate was prepared against."""
-    paths = campaign.paths
-    best = campaign.best()
-    if manifest["base_source_sha256"] != best.digest:
-        raise CampaignError(
-            f"candidate {manifest['candidate_id']} was prepared against an older best source; abandon "
-            "it and prepare again"
-        )
-    budget = contract.budget_digest(campaign.config)
-    if not (budget == campaign.meta["fixed_budget_sha256"] == manifest["fixed_budget_sha256"]):
-        raise CampaignError(
-            "the fixed budget in autofl.yaml no longer matches the campaign's; restore autofl.yaml "
-            "(the budget cannot change within a campaign)"
-        )
-    drift = snapshots.workspace_drift(paths, best)
-    if drift:
-        raise CampaignError(
-            f"the workspace differs from the best snapshot ({', '.join(drift)}); undo those edits, "
-            "candidates are edited only in their prepared source folder"
-        )
-
-
-def refuse_repeated_arm(
-    campaign, manifest: dict, source: str, effective: list[str], best_source: str, best_args: list[str]
-) -> None:
-    """A literature-linked candidate must run something new: refused (exit 2, nothing written) when its effective
-    source and run args equal the best's or a scored linked candidate's (the same execution, a guaranteed tie
-    that would spend one attempt). Crashed candidates may be replayed (`crash_replay`)."""
-    config = campaign.config
-    same = None
-    if source == best_source and runargs.same_configuration(config, effective, best_args):
-        same = f"the best configuration ({campaign.best_row()['name']})"
-    for other in campaign.manifests():
-        if same or other["candidate_id"] == manifest["candidate_id"] or other["status"] not in (v.KEEP, v.DISCARD):
-            continue
-        if other.get("literature_event_id") and other.get("candidate_source_sha256") == source:
-            if runargs.same_configuration(config, effective, other.get("effective_run_args") or []):
-                same = f"linked candidate {other['candidate_id']} (literature event {other['literature_event_id']})"
-    if same:
-        raise CampaignError(
-            f"candidate {manifest['candidate_id']} would run exactly what {same} ran (same source and run args): "
-            "a guaranteed tie that teaches nothing; change its source so the arm tests something else, or abandon it"
-        )
-
-
-def budget_flags(config: dict) -> set[str]:
-    """Canonical options the fixed budget depends on (a candidate's run args may set none of them)."""
-    return set(importer.fixed_budget_options(config))
-
-
-def fingerprint(base: str, budget: str, patch_sha: str | None, effective: list[str]) -> str:
-    document = json.dumps([base, budget, patch_sha or "", effective])
-    return hashlib.sha256(document.encode("utf-8")).hexdigest()
-
-
-def _materialize(
-    campaign, manifest, draft, own: list[str], effective: list[str], best, now: str, *, apply: bool
-) -> dict:
-    """Write candidate.patch and the `running` manifest, then (`apply`) write the draft into the workspace."""
-    paths = campaign.paths
-    candidate_id = manifest["candidate_id"]
-    patch_path = paths.candidate_dir(candidate_id) / "candidate.patch"
-    budget = campaign.meta["fixed_budget_sha256"]
-    print_ = fingerprint(best.digest, budget, draft.patch_sha256, effective)
-    updated = dict(
-        manifest,
-        status=v.RUNNING,
-        updated_at=now,
-        run_args=own,
-        effective_run_args=effective,
-        changed_files=draft.changed,
-        created_files=draft.created,
-        patch_sha256=draft.patch_sha256,
-        patch_stats=_patch_stats(draft),
-        candidate_source_sha256=draft.digest,
-        execution_fingerprint=print_,
-        workspace_applied=apply,
-    )
-    updated.pop("crash_replay", None)
-    replay = next(
-        (m for m in campaign.manifests() if m["status"] == v.CRASH and m.get("execution_fingerprint") == print_), None
-    )
-    if replay:
-        updated["crash_replay"] = {
-            "execution_fingerprint": print_,
-            "replay_of": replay["candidate_id"],
-            "previous_failure_reason": replay["result"].get("failure_reason"),
-        }
-    if draft.patch:
-        atomic.write_text(patch_path, draft.patch)
-        updated["artifacts"] = dict(manifest["artifacts"], patch=paths.rel(patch_path))
-    else:
-        patch_path.unlink(missing_ok=True)
-        updated["artifacts"] = dict(manifest["artifacts"], patch=None)
-    faults.checkpoint("evaluate:patch_written")
-    manifests.write(paths, updated)
-    faults.checkpoint("evaluate:manifest_running")
-    created.record(paths, candidate_id, {rel: draft.files[rel] for rel in draft.created})  # before any write
-    for rel in draft.touched if apply else ():  # one file at a time: recovery undoes a partial apply
-        sources.write_files(paths.workspace, {rel: draft.files[rel]})
-        faults.checkpoint("evaluate:applied_partially")
-    faults.checkpoint("evaluate:applied")
-    campaign.forget()
-    return updated
-
-
-def _check_reimport(campaign, manifest: dict, draft, effective: list[str], now: str) -> None:
-    """The candidate's job.py, seen over the workspace, must import with the same fixed budget and objective, and
-    must not read any of the `effective` run args as a file of more arguments."""
-    paths = campaign.paths
-    folder = paths.candidate_dir(manifest["candidate_id"])
-    try:
-        config = contract.import_config(paths.job, campaign.settings, overlay=draft.files)
-    except CampaignError as error:
-        atomic.write_text(folder / "import.log", f"{now} re-import rejected: {error}\n")
-        raise CampaignError(f"the candidate's job.py is no longer admissible ({error}); fix the draft") from None
-    contract.write(folder / "candidate_autofl.yaml", config)
-    problems = []
-    if contract.budget_digest(config) != campaign.meta["fixed_budget_sha256"]:
-        problems.append("it changes the fixed budget " + _budget_text(campaign.config, config))
-    before, after = contract.objective_invariants(campaign.config), contract.objective_invariants(config)
-    changed = [key for key in before if before[key] != after[key]]
-    if changed:
-        problems.append(f"it changes the objective ({', '.join(changed)})")
-    smuggled = importer.fromfile_arguments(config, effective)
-    if smuggled:
-        problems.append(
-            f"its job.py reads the run arg {smuggled[0]!r} as a file of more arguments (fromfile_prefix_chars)"
-        )
-    log = f"{now} re-import: " + ("; ".join(problems) if problems else "fixed budget and objective unchanged") + "\n"
-    atomic.write_text(folder / "import.log", log)
-    if problems:
-        raise CampaignError(
-            f"candidate {manifest['candidate_id']} rejected: {'; '.join(problems)}; the comparison "
-            "budget and the metric must stay as imported"
-        )
-
-
-def _budget_text(old: dict, new: dict) -> str:
-    parts = []
-    for key in contract.BUDGET_FIELDS:
-        a = ((old.get("fixed_budget") or {}).get(key) or {}).get("value")
-        b = ((new.get("fixed_budget") or {}).get(key) or {}).get("value")
-        if a != b:
-            parts.append(f"{key} {a} -> {b}")
-    return f"({', '.join(parts)})" if parts else "(pinning arguments differ)"
-
-
 def _simulate(campaign, manifest: dict, draft, now: str, *, sealed: bool) -> ActionResult:
-    paths = campaign.paths
     candidate_id = manifest["candidate_id"]
     result = campaign_trial.run(
         campaign,
@@ -242,65 +61,6 @@ def _simulate(campaign, manifest: dict, draft, now: str, *, sealed: bool) -> Act
         candidate=candidate_id,
         stage_files=draft.files if sealed else None,
     )
-    outcome, reason = result.outcome, result.failure_reason
-    applied = {} if sealed else sources.file_hashes({rel: draft.files[rel] for rel in draft.touched})
-    expected = dict(campaign.best().hashes, **applied)
-    drift = sources.differing(paths.workspace, expected)
-    if drift and outcome != v.OUTCOME_INFRASTRUCTURE_RETRY:
-        outcome, reason = v.OUTCOME_CRASH, f"managed source changed while the candidate ran: {', '.join(drift)}"
-    best_row = campaign.best_row()
-    status = finalize.decide(
-        outcome,
-        result.score if outcome == v.OUTCOME_SUCCESS else None,
-        best_score=best_row["score"] if best_row else None,
-        mode=campaign.settings["mode"],
-        margin=noise.keep_margin(campaign),
-    )
-    manifest = dict(
-        manifest,
-        result={
-            "score": result.score if outcome == v.OUTCOME_SUCCESS else None,
-            "metric_name": result.metric_name or None,
-            "metric_source": result.metric_source or None,
-            "metric_artifact": result.metric_artifact or None,
-            "runtime_seconds": result.runtime_seconds,
-            "run_command": result.run_command,
-            "failure_reason": reason or None,
-            "budget": result.budget,
-        },
-        artifacts=dict(
-            manifest["artifacts"],
-            run=paths.rel(paths.run_dir(candidate_id)),
-            simulator_result_name=result.artifacts.get("simulator_result_name"),
-        ),
-    )
-    compared = what_happened.compared_with(campaign)
-    finalize.finalize(campaign, manifest, status=status, draft_files=draft.files if status == v.KEEP else None, now=now)
-    code = {v.INFRASTRUCTURE_RETRY: EXIT_SANDBOX, v.CRASH: EXIT_UNSCORED}.get(status, EXIT_OK)
-    extras = {
-        "candidate_manifest": str(paths.manifest(candidate_id)),
-        "candidate_status": status,
-        **campaign_trial.envelope_extras(campaign, result),
-        **what_happened.outcome(campaign, compared, score=manifest["result"]["score"]),
-    }
-    return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
-
-
-def _unapply(campaign, manifest: dict, prepared: dict) -> None:
-    """Take a rejected or interrupted candidate out of the workspace; its manifest is exactly as prepared again."""
-    paths = campaign.paths
-    campaign.forget()
-    snapshots.restore_workspace(
-        paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
-    )
-    campaign_trial.clear_marker(campaign)
-    if not prepared["artifacts"].get("patch"):
-        (paths.candidate_dir(manifest["candidate_id"]) / "candidate.patch").unlink(missing_ok=True)
-    manifests.write(paths, prepared)
-    campaign.forget()
-
-
-def _patch_stats(draft) -> dict:
-    added = sum(1 for line in draft.patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
-    removed = sum(1 for line in draft.patch.splitlines() if line.startswith("-") and not line.startswith("---"))
-    return {"files": len(draft.touched), "added": added, "removed": removed}
+    _final, extras = conclude(campaign, manifest, draft, result, drift_of(campaign, draft, sealed=sealed), now)
+    extras = {**extras, **campaign_trial.envelope_extras(campaign, result)}
+    return ActionResult(extras=extras, exit_code=exit_code([extras["candidate_status"]]), ledger_changed=True)

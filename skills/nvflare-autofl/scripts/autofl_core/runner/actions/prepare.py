@@ -1,5 +1,6 @@
 """prepare: copy the best snapshot into `candidates/<id>/source/` (the only folder the agent edits) and
-write the manifest (`prepared`). `--run-args` (the reference's way to give a candidate its arguments) is
+write the manifest (`prepared`, with `base_candidate`: the best it was prepared from). Several candidates may be
+prepared at once (evaluate them one by one or as a batch); only one ready for external execution blocks it. `--run-args` (the reference's way to give a candidate its arguments) is
 validated exactly as at evaluate and recorded in the manifest (`run_args`, and `effective_run_args` merged
 with the best's); evaluate then runs them without being told again."""
 
@@ -26,9 +27,12 @@ def run(campaign, options, now: str) -> ActionResult:
     require_open(state, "prepare")
     if state["baseline_status"] != "complete":
         raise CampaignError("there is no scored baseline yet; follow next_action (repair_baseline or submit_baseline)")
-    if campaign.pending():
-        pending = campaign.pending()[0]["candidate_id"]
-        raise CampaignError(f"candidate {pending} is still pending; evaluate or abandon it before preparing another")
+    busy = [m for m in campaign.pending() if m["status"] != v.PREPARED]
+    if busy:
+        raise CampaignError(
+            f"candidate {busy[0]['candidate_id']} is {busy[0]['status']} (applied to the workspace); record or "
+            "abandon it before preparing another"
+        )
     if name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES) or name in campaign.used_names():
         raise CampaignError(f"--name {name} is already used or reserved; pick a new name")
     event = check_literature_event(campaign.rows(), options.literature_event)
@@ -55,6 +59,7 @@ def run(campaign, options, now: str) -> ActionResult:
         "updated_at": now,
         "workspace_root": str(paths.workspace),
         "base_candidate": best_row["name"] if best_row else best.candidate,
+        "prepared_index": len(campaign.manifests()) + 1,
         "base_source_sha256": best.digest,
         "fixed_budget_sha256": campaign.meta["fixed_budget_sha256"],
         "objective": {"metric": campaign.settings["metric"], "mode": campaign.settings["mode"]},

@@ -18,7 +18,7 @@ from ...campaign import ledger
 from ...campaign import vocabulary as v
 from ...trial import metrics, what_ran
 from .. import finalize, noise, what_happened
-from ..checks import pick_pending
+from ..checks import one_manifest, pick_pending
 from ..outcome import ActionResult, CampaignError
 from ..store import contract, sources
 
@@ -99,7 +99,7 @@ def _baseline(campaign, options) -> ActionResult:
 
 def _candidate(campaign, options, now: str) -> ActionResult:
     paths = campaign.paths
-    manifest = pick_pending(campaign, options.manifest, want=v.READY)
+    manifest = pick_pending(campaign, one_manifest(options, "record"), want=v.READY)
     expected = dict(campaign.best().hashes, **{rel: sha for rel, sha in _draft_hashes(campaign, manifest).items()})
     drift = sources.differing(paths.workspace, expected)
     if drift:

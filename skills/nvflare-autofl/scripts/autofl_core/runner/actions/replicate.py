@@ -4,7 +4,9 @@ Appends `replicate` rows named `replicate_<best>_<n>` (base_candidate = the best
 counted toward the cap, never a new best; the guard folds their scores into `noise{...}`. When job.py has a
 seed option the best configuration sets (`noise.seed_option`), replicate n passes the n-th positive seed other
 than the best's own (seeds 1..K after seed 0; later calls continue the numbering); otherwise the reruns are
-identical. Simulation only.
+identical. Simulation only. Sealed reruns run concurrently, `--parallel K` at a time (the batch default otherwise,
+see `batch_trials`); their rows are appended in replicate order, and after an infrastructure retry no later
+rerun is recorded (as when they ran one by one).
 Refused (exit 2, nothing written): outside sim, without a scored best, with a pending candidate or a stop
 file, or when the workspace differs from the best snapshot. Exit 1 when a replicate ended without a score
 (recorded), 75 when the sandbox denied it (recorded as an infrastructure retry; the loop stops).
@@ -18,7 +20,7 @@ from ...campaign import instructions, ledger
 from ...campaign import vocabulary as v
 from ...campaign.compare import improvement
 from ...trial.execute import TrialResult
-from .. import campaign_trial, noise, runargs
+from .. import batch_trials, campaign_trial, noise, runargs
 from .. import state as state_mod
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError, Interrupted
 from ..store import snapshots, sources
@@ -42,9 +44,10 @@ def run(campaign, options, now: str) -> ActionResult:
     for _n, name, args, _value in plan:
         campaign_trial.check_args(campaign, name, args)
     done, code, trial = [], EXIT_OK, {}
-    for n, name, args, value in plan:
+    trials, width = _trials(campaign, plan, options.parallel)
+    for (n, name, _args, value), result in trials:
         how = f"{seed[0]} {value}" if seed else "identical rerun"
-        row, result = _one(campaign, best, n, name, args, how)
+        row = _record(campaign, best, n, name, result, how)
         extras = campaign_trial.envelope_extras(campaign, result)
         trial = {**extras, "tampering": sorted(set(trial.get("tampering", [])) | set(extras["tampering"]))}
         done.append(
@@ -64,6 +67,7 @@ def run(campaign, options, now: str) -> ActionResult:
     context = state_mod.compute(campaign, now)["noise_context"]
     extras = {
         "replicates": done,
+        "parallel": width,
         "seed_option": seed[0] if seed else None,
         "replicate_note": instructions.replicate_note(context).strip(),
         "best_candidate": best["name"],
@@ -123,16 +127,32 @@ def _run_args(campaign, seed: tuple[str, str] | None, value: str | None) -> list
     return runargs.flatten(pairs)
 
 
-def _one(campaign, best: dict, n: int, name: str, args: list[str], how: str) -> tuple[dict, TrialResult]:
-    """One replicate trial and its ledger row (the workspace is restored if the run changed managed source)."""
-    paths = campaign.paths
+def _trials(campaign, plan: list, parallel: int | None) -> tuple:
+    """(an iterator of (plan entry, TrialResult) in plan order, trials run at a time): sealed reruns run
+    concurrently (at most `parallel` at a time, see `batch_trials`), contained ones one by one (a rerun's ledger
+    row is written before the next starts)."""
+    staged = campaign_trial.sealed_view(campaign)
+    if staged is None or (len(plan) == 1 and parallel is None):
+        return ((entry, _trial(campaign, entry[1], entry[2], staged)) for entry in plan), 1
+    requests = [batch_trials.Request(name, args, staged, kind=v.REPLICATE) for _n, name, args, _v in plan]
     try:
-        result = campaign_trial.run(
-            campaign, name=name, run_args=args, kind=v.REPLICATE, stage_files=campaign_trial.sealed_view(campaign)
-        )
+        results, width = batch_trials.run_all(campaign, requests, parallel=parallel)
+    finally:
+        campaign_trial.clear_marker(campaign)
+    return zip(plan, results, strict=True), width
+
+
+def _trial(campaign, name: str, args: list[str], staged) -> TrialResult:
+    try:
+        return campaign_trial.run(campaign, name=name, run_args=args, kind=v.REPLICATE, stage_files=staged)
     except (CampaignError, Interrupted, KeyboardInterrupt):
         campaign_trial.clear_marker(campaign)
         raise
+
+
+def _record(campaign, best: dict, n: int, name: str, result: TrialResult, how: str) -> dict:
+    """The ledger row of one replicate trial (the workspace is restored if the run changed managed source)."""
+    paths = campaign.paths
     snapshot = campaign.best()
     drift = sources.differing(paths.workspace, snapshot.hashes)
     reason = result.failure_reason
@@ -158,4 +178,4 @@ def _one(campaign, best: dict, n: int, name: str, args: list[str], how: str) -> 
     written = ledger.append_row(paths.results, row)
     campaign_trial.clear_marker(campaign)
     campaign.forget()
-    return written, result
+    return written

@@ -118,7 +118,11 @@ def build(
         "trajectory": facts.trajectory(rows, walk),
         "noise": dict(_noise_section(rows, measured, band), **_unmeasured(known)),
         "warnings": warning_rules.collect(evidence),
-        "compute": dict(facts.compute_spent(rows), **_wall_time(campaign, context.stored_state or state)),
+        "compute": dict(
+            facts.compute_spent(rows),
+            **_wall_time(campaign, context.stored_state or state),
+            batches=facts.batches(campaign.manifests()),
+        ),
         "network": _network(campaign, rows),
         "sandbox": _sandbox(campaign, rows),
         "leaderboard": [_entry(row, budgets) for row in rows if row["status"] != v.LITERATURE],

@@ -291,3 +291,20 @@ def compute_spent(rows: list[dict]) -> dict:
         "by_status": {k: round(v, 3) for k, v in sorted(by_status.items())},
         "rows_without_runtime": missing,
     }
+
+
+def batches(manifests: list[dict]) -> list[dict]:
+    """The batches that ran (issue 24): each candidate list as given and how many trials ran at a time, in the
+    order the batches ran (a manifest records its `batch` when it is finalized)."""
+    seen, found = set(), []
+    for manifest in sorted(manifests, key=lambda m: (m.get("prepared_index") or 0, m["created_at"])):
+        batch = manifest.get("batch")
+        if not isinstance(batch, dict) or not isinstance(batch.get("members"), list):
+            continue
+        key = tuple(str(member) for member in batch["members"])
+        if key in seen or len(key) < 2:
+            continue
+        seen.add(key)
+        parallel = batch.get("parallel") if type(batch.get("parallel")) is int else 1
+        found.append({"members": list(key), "parallel": parallel})
+    return found

@@ -27,6 +27,7 @@ from .. import noise
 from .. import state as state_mod
 from ..open_campaign import Campaign
 from ..outcome import CampaignError
+from ..recovery import marker_trials
 from ..store import contract
 from ..store.lock import shared_lock, workspace_lock
 from ..store.paths import CampaignPaths
@@ -123,8 +124,10 @@ def _trial_notes(paths) -> list[str]:
         record = {"token": None}
     if record is None:
         return []
-    token = record.get("token")
-    if isinstance(token, str) and token:
+    for entry in marker_trials(record):
+        token = entry.get("token")
+        if not isinstance(token, str) or not token:
+            continue
         from ...trial import childenv, processes
 
         alive = processes.find_token_processes((childenv.TOKEN_VAR, token))

@@ -388,6 +388,10 @@ def _compute(data: dict) -> list[str]:
     ]
     if compute["rows_without_runtime"]:
         lines.append(f"- {compute['rows_without_runtime']} row(s) have no recorded runtime (external runs)")
+    for batch in compute.get("batches") or []:
+        members = ", ".join(recorded(name) for name in batch["members"])
+        how = f"{batch['parallel']} at a time" if batch["parallel"] > 1 else "one by one"
+        lines.append(f"- Ran together as one batch ({how}): {members}; runtimes measured in a batch share the machine")
     if wall is not None:
         lines.append(
             f"- Campaign wall time: {wall:.0f} s ({recorded(compute['started_at'])} to "

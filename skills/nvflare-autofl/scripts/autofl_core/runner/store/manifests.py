@@ -47,6 +47,11 @@ REQUIRED = {
 }
 
 
+def in_preparation_order(manifests: list[dict]) -> list[dict]:
+    """`manifests` in the order they were prepared (`prepared_index`; older manifests by creation time, first)."""
+    return sorted(manifests, key=lambda m: (m.get("prepared_index") or 0, m["created_at"], m["candidate_id"]))
+
+
 def check_id(candidate_id: str, what: str = "--name") -> str:
     if not isinstance(candidate_id, str) or not ID_RE.fullmatch(candidate_id):
         raise CampaignError(
@@ -131,6 +136,9 @@ def _problem(manifest: dict, candidate_id: str) -> str | None:
         return f"candidate_id {manifest['candidate_id']!r} does not match its folder {candidate_id!r}"
     if manifest["status"] not in v.MANIFEST_STATUSES:
         return f"unknown status {manifest['status']!r}"
+    index = manifest.get("prepared_index")
+    if index is not None and (type(index) is not int or index < 1):
+        return "prepared_index must be a positive integer"
     for key in ("run_args", "effective_run_args", "changed_files", "created_files"):
         if not all(isinstance(item, str) for item in manifest[key]):
             return f"{key} must hold strings"
