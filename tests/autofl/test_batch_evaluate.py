@@ -207,6 +207,22 @@ def test_a_candidate_changing_nothing_refuses_the_whole_batch(ws):
     assert [r["name"] for r in ledger_rows(ws)] == ["baseline"]
 
 
+def test_a_batch_holds_at_most_one_candidate_that_creates_files(ws):
+    """Point 3: two candidates that both create files could both be kept in one batch, and the second keep would
+    leave the first one's new files in the live job; such a batch is refused whole, before anything runs."""
+    for name in ("mod-a", "mod-b"):
+        prepare(ws, name)
+        (source_dir(ws, name) / f"helper_{name.replace('-', '_')}.py").write_text("EXTRA = 0.01\n")
+    prepare(ws, "lr-a", "--run-args", "--lr 0.15")
+    before = tree_digest(ws)
+    done = run_inproc(ws, "evaluate", "--all-prepared")
+    assert done.code == 2 and "mod-a, mod-b each create new files" in done.stderr, done.stderr
+    assert tree_digest(ws) == before and [r["name"] for r in ledger_rows(ws)] == ["baseline"]
+    done = run_inproc(ws, "evaluate", *batch_args(ws, ["mod-a", "lr-a"]))  # one creating candidate is fine
+    assert done.code == 0, done.stderr
+    assert [r["name"] for r in ledger_rows(ws)] == ["baseline", "mod-a", "lr-a"]
+
+
 # --- point 4: accounting ------------------------------------------------------------------------------------
 
 

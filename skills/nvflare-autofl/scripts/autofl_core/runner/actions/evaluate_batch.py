@@ -22,7 +22,7 @@ import sys
 
 from ...campaign import vocabulary as v
 from ...common import faults
-from .. import batch_trials, campaign_trial, evaluation
+from .. import batch_trials, campaign_trial, drafts, evaluation
 from .. import state as state_mod
 from ..checks import pick_pending, require_open, require_status
 from ..outcome import ActionResult, CampaignError, Interrupted
@@ -46,6 +46,7 @@ def run(campaign, options, now: str) -> ActionResult:
             f"a batch runs simulation trials; in {campaign.settings['env']} evaluate one candidate at a time"
         )
     campaign_trial.start_probe(campaign)
+    _at_most_one_creating(campaign, chosen)
     staged = [evaluation.validate(campaign, manifest, options.run_args, now) for manifest in chosen]
     sealed = campaign_trial.sealing(campaign)
     best = campaign.best()
@@ -68,6 +69,25 @@ def run(campaign, options, now: str) -> ActionResult:
     }
     code = evaluation.exit_code([entry["candidate_status"] for entry in entries])
     return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
+
+
+def _at_most_one_creating(campaign, chosen: list[dict]) -> None:
+    """Two kept candidates that both create files would leave the first one's new files in the live job after
+    the second keep: a batch holds at most one candidate that creates files (checked before anything is written)."""
+    paths = campaign.paths
+    best = snapshots.files_of(paths, campaign.best())
+    creating = [
+        manifest["candidate_id"]
+        for manifest in chosen
+        if drafts.read_draft(
+            paths.candidate_dir(manifest["candidate_id"]) / "source", best, campaign.config, paths.workspace
+        ).created
+    ]
+    if len(creating) > 1:
+        raise CampaignError(
+            f"candidates {', '.join(creating)} each create new files; a batch may hold at most one such "
+            "candidate: evaluate the others one at a time (or in a later batch)"
+        )
 
 
 def _chosen(campaign, options) -> list[dict]:
