@@ -166,3 +166,21 @@ def _runner_module():
     from module_loader import load_by_path
 
     return load_by_path("run_job_campaign_under_test", RUNNER)
+
+
+def token_processes(token: str) -> list[int]:
+    """Live (not zombie) processes whose environment carries the trial token `token`."""
+    needle = f"AUTOFL_TRIAL_TOKEN={token}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if needle in handle.read():
+                    with open(f"/proc/{entry}/stat", "rb") as stat:
+                        if stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
+                            found.append(int(entry))
+        except OSError:
+            continue
+    return found

@@ -25,6 +25,7 @@ from runner_support import (
     run_inproc,
     set_bonus,
     source_dir,
+    token_processes,
     tree_digest,
 )
 
@@ -289,28 +290,11 @@ def _hanging_batch(workspace, prefix=()):
         marker = workspace / MARKER
         if marker.exists():
             trials = json.loads(marker.read_text())["trials"]
-            if len([t for t in trials if _token_processes(t["token"])]) == 2:
+            if len([t for t in trials if token_processes(t["token"])]) == 2:
                 return proc, trials
         time.sleep(0.1)
     proc.kill()
     pytest.fail("the batch never had its two hanging trials running")
-
-
-def _token_processes(token):
-    needle = f"AUTOFL_TRIAL_TOKEN={token}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as handle:
-                if needle in handle.read():
-                    with open(f"/proc/{entry}/stat", "rb") as stat:
-                        if stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
-                            found.append(int(entry))
-        except OSError:
-            continue
-    return found
 
 
 def _sources(workspace):
@@ -328,10 +312,10 @@ def test_killed_runner_mid_batch_is_recovered_with_every_candidate_pending_again
     assert len(trials) == 3
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
-    assert any(_token_processes(t["token"]) for t in trials)  # the trials outlived the runner
+    assert any(token_processes(t["token"]) for t in trials)  # the trials outlived the runner
     done = run_cli(ws, "status")
     assert done.code == 0 and "recovered_interrupted_evaluation" in done.envelope
-    assert all(_token_processes(t["token"]) == [] for t in trials)
+    assert all(token_processes(t["token"]) == [] for t in trials)
     assert all(not os.path.exists(t["temp_dir"]) for t in trials) and not (ws / MARKER).exists()
     assert [manifest(ws, name)["status"] for name in ("lr-a", "hang-1", "hang-2")] == ["prepared"] * 3
     assert [p["candidate_id"] for p in done.envelope["pending"]] == ["lr-a", "hang-1", "hang-2"]
@@ -348,7 +332,7 @@ def test_sigterm_and_sigint_end_every_trial_of_the_batch(ws, sig, code):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == code and out == ""
     assert err.strip().endswith("a candidate under evaluation is pending again")
-    assert all(_token_processes(t["token"]) == [] for t in trials)
+    assert all(token_processes(t["token"]) == [] for t in trials)
     assert all(not os.path.exists(t["temp_dir"]) for t in trials) and not (ws / MARKER).exists()
     assert [manifest(ws, name)["status"] for name in ("lr-a", "hang-1", "hang-2")] == ["prepared"] * 3
     assert _sources(ws) == before and [r["name"] for r in ledger_rows(ws)] == ["baseline"]
@@ -363,7 +347,7 @@ def test_the_lock_is_held_for_the_whole_batch(ws):
     finally:
         os.kill(proc.pid, signal.SIGTERM)
         proc.communicate(timeout=30)
-    assert all(_token_processes(t["token"]) == [] for t in trials)
+    assert all(token_processes(t["token"]) == [] for t in trials)
 
 
 # --- point 2: slots ----------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from runner_support import (
     run_inproc,
     source_dir,
     standin_workspace,
+    token_processes,
     tree_digest,
 )
 
@@ -46,28 +47,11 @@ def start_hanging_evaluate(workspace, prefix=()):
     marker = workspace / ".nvflare/autofl/running_trial.json"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if marker.exists() and _token_processes(json.loads(marker.read_text())["token"]):
+        if marker.exists() and token_processes(json.loads(marker.read_text())["token"]):
             return proc, json.loads(marker.read_text())
         time.sleep(0.1)
     proc.kill()
     pytest.fail("the trial never started")
-
-
-def _token_processes(token):
-    needle = f"AUTOFL_TRIAL_TOKEN={token}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as handle:
-                if needle in handle.read():
-                    with open(f"/proc/{entry}/stat", "rb") as stat:
-                        if stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
-                            found.append(int(entry))
-        except OSError:
-            continue
-    return found
 
 
 def clean_sources(workspace):
@@ -95,10 +79,10 @@ def test_killed_runner_mid_trial_is_recovered_by_the_next_action(ws, sealed):
     assert applied is not sealed and (clean_sources(ws) == before) is sealed
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
-    assert _token_processes(marker["token"])  # the trial runs in its own session: it outlived the runner
+    assert token_processes(marker["token"])  # the trial runs in its own session: it outlived the runner
     done = run_cli(ws, "status")
     assert done.code == 0 and done.envelope["recovered_interrupted_evaluation"] == "hang"
-    assert _token_processes(marker["token"]) == []
+    assert token_processes(marker["token"]) == []
     assert not os.path.exists(marker["temp_dir"]) and not (ws / ".nvflare/autofl/running_trial.json").exists()
     assert clean_sources(ws) == before
     assert manifest(ws, "hang")["status"] == "prepared"
@@ -115,7 +99,7 @@ def test_sigterm_and_sigint_end_the_trial_and_leave_the_candidate_pending(ws, si
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == code and out == ""
     assert err.strip().endswith("a candidate under evaluation is pending again")
-    assert _token_processes(marker["token"]) == []
+    assert token_processes(marker["token"]) == []
     assert clean_sources(ws) == before and manifest(ws, "hang")["status"] == "prepared"
     assert not (ws / ".nvflare/autofl/running_trial.json").exists()
     status = run_inproc(ws, "status")
