@@ -1,5 +1,6 @@
 """Test-wide setup: make the skills' private packages importable and expose common paths."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,18 @@ VENV_PYTHON = REPO / ".venv" / "bin" / "python"
 for scripts in (DIAGNOSE_SCRIPTS, AUTOFL_SCRIPTS, REPO):
     if str(scripts) not in sys.path:
         sys.path.insert(0, str(scripts))
+
+# Every runner action redraws progress.png, and importing matplotlib to do it costs 1.5-2 s of CPU: over the
+# suite's hundreds of stand-in actions that was the largest single cost of `make test` (issue 19). The suite
+# draws with the documented light renderer (Pillow, AUTOFL_PLOT_RENDERER=pillow); a test of the default
+# matplotlib drawing takes the `matplotlib_plot` fixture (tests/autofl/test_plot.py, the demo campaign, ...).
+os.environ["AUTOFL_PLOT_RENDERER"] = "pillow"
+
+
+@pytest.fixture
+def matplotlib_plot(monkeypatch):
+    """Draw progress.png with the default renderers (matplotlib first) in this test and its subprocesses."""
+    monkeypatch.delenv("AUTOFL_PLOT_RENDERER")
 
 
 # Parallel runs (`make test`: pytest-xdist, `-n WORKERS`). Tests that share an expensive module or session

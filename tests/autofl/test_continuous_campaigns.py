@@ -311,7 +311,7 @@ def test_point5_every_outcome_word_is_defined_in_the_contract_and_skill_md():
 
 
 @pytest.fixture
-def figures(monkeypatch):
+def figures(monkeypatch, matplotlib_plot):
     """The matplotlib figures the plot draws, captured at savefig (read as objects, not pixels)."""
     from matplotlib.figure import Figure
 

@@ -9,6 +9,8 @@ from autofl_core.campaign import ledger, plot
 from PIL import Image, ImageStat
 
 BEST_RGB = (0xFF, 0x7F, 0x0E)
+# the default renderers (matplotlib first); the suite elsewhere draws with Pillow (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("matplotlib_plot")
 
 
 def r(status, score=None, name=None, lit=""):
@@ -246,6 +248,32 @@ def test_cli_corrupt_ledger_and_unwritable_output(tmp_path, cli):
     blocker.write_text("")
     done = cli(good, "--output", blocker / "progress.png")
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_the_pillow_renderer_is_chosen_by_the_environment_and_never_imports_matplotlib(python_exe, repo_root, tmp_path):
+    scripts = repo_root / "skills" / "nvflare-autofl" / "scripts"
+    code = (
+        f"import sys; sys.path.insert(0, {str(scripts)!r}); from autofl_core.campaign import plot, ledger\n"
+        "rows = [dict(dict.fromkeys(ledger.COLUMNS, ''), status='baseline', score=0.5, name='b', metric_name='m')]\n"
+        "print(plot.warm_up(), plot.render(rows, sys.argv[1], metric='m', mode='max')['backend'],\n"
+        "      'matplotlib' in sys.modules)"
+    )
+    output = tmp_path / "progress.png"
+    env = {"PATH": "/usr/bin:/bin", "AUTOFL_PLOT_RENDERER": "pillow"}
+    done = subprocess.run([python_exe, "-c", code, str(output)], capture_output=True, text=True, env=env, timeout=60)
+    assert done.stdout.split() == ["pillow", "pillow", "False"], done.stderr
+    assert Image.open(output).size == plot.SIZE
+    env["AUTOFL_PLOT_RENDERER"] = "auto"
+    done = subprocess.run([python_exe, "-c", code, str(output)], capture_output=True, text=True, env=env, timeout=60)
+    assert done.stdout.split() == ["matplotlib", "matplotlib", "True"], done.stderr
+
+
+def test_an_unknown_renderer_name_warns_and_means_auto(monkeypatch, capsys):
+    monkeypatch.setenv("AUTOFL_PLOT_RENDERER", "svg")
+    assert plot.renderers() == ("matplotlib", "pillow")
+    assert "AUTOFL_PLOT_RENDERER='svg' is not one of auto, pillow; using auto" in capsys.readouterr().err
+    monkeypatch.setenv("AUTOFL_PLOT_RENDERER", " Pillow ")
+    assert plot.renderers() == ("pillow",)
 
 
 def test_warm_up_reports_the_backend(monkeypatch):

@@ -196,7 +196,7 @@ def test_the_noise_rule_needs_three_scores_of_the_best(tmp_path):
     assert done.envelope["candidate_status"] == "keep"
 
 
-def test_progress_plot_shades_the_noise_band(tmp_path, monkeypatch):
+def test_progress_plot_shades_the_noise_band(tmp_path, monkeypatch, matplotlib_plot):
     import matplotlib  # noqa: F401  (the runner's default renderer must be importable here)
     from autofl_core.campaign import ledger, plot
     from PIL import Image
