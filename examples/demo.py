@@ -5,14 +5,17 @@ Usage: python examples/demo.py [--output DIR]   (default: demo_out/campaign/ in 
 Everything goes through the skills' scripts exactly as an agent would call them:
 1. copy examples/hello-numpy into DIR/workspace and `initialize --max-candidates 3 --base-args "--seed 0"`
    (real baseline simulation; the seed makes every site shuffle its data per round, so reruns differ);
-2. `suggest`, then prepare + evaluate the first seed (an argument-only candidate);
-3. prepare a source-edit candidate (per-site feature standardization in client.py) and evaluate it;
-4. `replicate --count 2`: rerun the best with seeds 1 and 2 to measure the run-to-run spread (not counted);
-5. prepare a candidate with a shape bug in client.py and evaluate it: it crashes, and the cap is used up;
-6. `report`: the final report (the state allows it now);
-7. run nvflare-diagnose-job's diagnose_job.py on the crashed candidate's run.log and simulation folder.
-Prints a short summary (baseline, best, improvement and its noise verdict, best command, the crash and its
-diagnosis) and the absolute paths of ledger, state, plot, report and diagnosis.
+2. prepare three independent candidates from the baseline: the first seed of `suggest` (argument-only), a
+   source edit (per-site feature standardization in client.py) and one with a shape bug in client.py;
+3. `evaluate --manifest A --manifest B --manifest C`: the three run as one batch of concurrent sealed trials and
+   are decided in that order (the seed is kept, feature-scaling is kept over it, drop-bias crashes); the cap is
+   used up;
+4. `replicate --count 2 --parallel 2`: rerun the best with seeds 1 and 2, side by side, to measure the run-to-run
+   spread (not counted; allowed after the cap);
+5. `report`: the final report (the state allows it now);
+6. run nvflare-diagnose-job's diagnose_job.py on the crashed candidate's run.log and simulation folder.
+Prints a short summary (baseline, the batch and its decisions, best, improvement and its noise verdict, best
+command, the crash and its diagnosis) and the absolute paths of ledger, state, plot, report and diagnosis.
 """
 
 from __future__ import annotations
@@ -60,38 +63,42 @@ def edit(source_dir: Path, rel: str, change: tuple[str, str]) -> None:
     path.write_text(text.replace(change[0], change[1]), encoding="utf-8")
 
 
-def candidate(job: Path, name: str, hypothesis: str, family: str, *, change=None, run_args=(), ok=(0,)) -> dict:
-    prepared = runner(job, "prepare", "--name", name, "--hypothesis", hypothesis, "--family", family)
+def prepare(job: Path, name: str, hypothesis: str, family: str, *, change=None, run_args=()) -> str:
+    """Prepare one candidate from the current best (with its run args, or the agent's edit); its manifest path."""
+    extra = ["--run-args", " ".join(run_args)] if run_args else []
+    prepared = runner(job, "prepare", "--name", name, "--hypothesis", hypothesis, "--family", family, *extra)
     if change:
         edit(Path(prepared["candidate_source"]), "client.py", change)
-    extra = ["--run-args", " ".join(run_args)] if run_args else []
-    return runner(job, "evaluate", *extra, ok=ok)
+    return prepared["candidate_manifest"]
 
 
-def campaign(workspace: Path) -> tuple[dict, str]:
+def campaign(workspace: Path) -> tuple[dict, dict, str]:
+    """The campaign; returns the final report's envelope, the batch's envelope and the crashed candidate."""
     job = workspace / "job.py"
     runner(job, "initialize", "--max-candidates", "3", "--base-args", "--seed 0")
     seed = runner(job, "suggest", "--limit", "3")["suggestions"][0]
-    candidate(job, seed["name"], seed["hypothesis"], "tuning", run_args=seed["run_args"])
-    candidate(
-        job,
-        "feature-scaling",
-        "Standardize features on each site: they come in different units, so plain "
-        "gradient descent converges slowly within the fixed 3 rounds.",
-        "preprocessing",
-        change=SCALING_EDIT,
-    )
-    runner(job, "replicate", "--count", "2")
     crashed = "drop-bias"
-    candidate(
-        job,
-        crashed,
-        "Drop the bias weight to simplify the model (expected to break the shapes).",
-        "model",
-        change=CRASH_EDIT,
-        ok=(1,),
-    )
-    return runner(job, "report"), crashed
+    batch = [
+        prepare(job, seed["name"], seed["hypothesis"], "tuning", run_args=seed["run_args"]),
+        prepare(
+            job,
+            "feature-scaling",
+            "Standardize features on each site: they come in different units, so plain "
+            "gradient descent converges slowly within the fixed 3 rounds.",
+            "preprocessing",
+            change=SCALING_EDIT,
+        ),
+        prepare(
+            job,
+            crashed,
+            "Drop the bias weight to simplify the model (expected to break the shapes).",
+            "model",
+            change=CRASH_EDIT,
+        ),
+    ]
+    evaluated = runner(job, "evaluate", *[arg for path in batch for arg in ("--manifest", path)], ok=(1,))
+    runner(job, "replicate", "--count", "2", "--parallel", "2")
+    return runner(job, "report"), evaluated, crashed
 
 
 def diagnose(workspace: Path, out: Path, crashed: str) -> dict:
@@ -107,11 +114,12 @@ def diagnose(workspace: Path, out: Path, crashed: str) -> dict:
     return json.loads((out / "diagnosis.json").read_text(encoding="utf-8"))
 
 
-def summary(final: dict, report: dict, crashed: str, diagnosis: dict, out: Path, seconds: float) -> str:
+def summary(final: dict, evaluated: dict, report: dict, crashed: str, diagnosis: dict, out: Path, seconds: float):
     crash = next(e for e in report["failures"] if e["name"] == crashed)
     lines = [
         f"Auto-FL demo campaign on examples/hello-numpy ({seconds:.0f} s, real NVFLARE 2.9 simulations)",
         f"  baseline:    {report['baseline']['score']:.6f}",
+        f"  batch:       {batch_line(evaluated)}",
         f"  best:        {report['best']['score']:.6f} ({report['best']['name']})",
         f"  improvement: {final['improvement']:+.6f} ({report['objective']['metric']}, {report['objective']['mode']})",
         f"  noise:       {noise_line(report)}",
@@ -129,6 +137,13 @@ def summary(final: dict, report: dict, crashed: str, diagnosis: dict, out: Path,
         f"  diagnosis: {out / 'diagnosis.md'}",
     ]
     return "\n".join(lines)
+
+
+def batch_line(evaluated: dict) -> str:
+    """Which candidates ran together, how many at a time, and each one's decision in the order given."""
+    entries = evaluated["batch"]
+    decisions = ", ".join(f"{e['candidate_id']} {e['candidate_status']}" for e in entries)
+    return f"{len(entries)} candidates ran together ({evaluated['parallel']} at a time): {decisions}"
 
 
 def noise_line(report: dict) -> str:
@@ -155,10 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns("__pycache__"))
     started = time.monotonic()
-    final, crashed = campaign(workspace)
+    final, evaluated, crashed = campaign(workspace)
     diagnosis = diagnose(workspace, out, crashed)
     report = json.loads(Path(final["report"]).with_suffix(".json").read_text(encoding="utf-8"))
-    print(summary(final, report, crashed, diagnosis, out, time.monotonic() - started))
+    print(summary(final, evaluated, report, crashed, diagnosis, out, time.monotonic() - started))
     return 0
 
 

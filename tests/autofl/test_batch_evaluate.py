@@ -143,6 +143,34 @@ def test_the_report_shows_which_candidates_ran_together(ws):
         assert f"[autofl {name}] finished 3/3 rounds" in done.stderr
 
 
+def test_the_progress_plot_shades_the_batch(ws, tmp_path):
+    """Point 8: progress.png (drawn by the runner's plot worker after the batch and after a later candidate, and by
+    `report`) is the plot of the ledger with the batch shaded: the picture `plot.render` draws with the batch, not
+    the one without."""
+    from autofl_core.campaign import plot
+    from autofl_core.runner import noise
+
+    names = three_candidates(ws)
+    assert run_cli(ws, "evaluate", *batch_args(ws, names), "--parallel", "2").code == 0
+    state = json.loads((ws / ".nvflare/autofl/campaign_state.json").read_text())
+    settings = json.loads((ws / ".nvflare/autofl/campaign.json").read_text())["settings"]
+    drawn = {"metric": settings["metric"], "mode": settings["mode"], "band": noise.band(state["noise"])}
+    batch = [{"members": names, "parallel": 2}]
+    plot.render(ledger_rows(ws), tmp_path / "with.png", **drawn, batches=batch)
+    plot.render(ledger_rows(ws), tmp_path / "without.png", **drawn)
+    picture = (ws / "progress.png").read_bytes()
+    assert picture == (tmp_path / "with.png").read_bytes() != (tmp_path / "without.png").read_bytes()
+    assert run_cli(ws, "prepare", "--name", "lr-d", "--hypothesis", "h", "--run-args", "--lr 0.5").code == 0
+    assert run_cli(ws, "evaluate").code == 0  # a later single candidate: the batch stays shaded, nothing new
+    state = json.loads((ws / ".nvflare/autofl/campaign_state.json").read_text())
+    drawn["band"] = noise.band(state["noise"])
+    plot.render(ledger_rows(ws), tmp_path / "later.png", **drawn, batches=batch)
+    assert (ws / "progress.png").read_bytes() == (tmp_path / "later.png").read_bytes()
+    (ws / "progress.png").unlink()
+    assert run_cli(ws, "report", "--confirm-interrupted").code == 0  # the report's own render
+    assert (ws / "progress.png").read_bytes() == (tmp_path / "later.png").read_bytes()
+
+
 def test_all_prepared_takes_every_prepared_candidate_oldest_first(ws):
     """Point 2: `--all-prepared` is the batch of every prepared candidate, in the order they were prepared."""
     names = three_candidates(ws)

@@ -318,3 +318,75 @@ def test_cli_missing_ledger_plots_empty_but_a_missing_folder_is_refused(tmp_path
     assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
     assert "typo/deeper does not exist" in done.stderr
     assert not (tmp_path / "typo").exists()
+
+
+# --- batches: the candidates that ran together (issue 24, point 8) --------------------------------------------
+
+BATCHED = [
+    r("baseline", 0.80, "baseline"),
+    r("keep", 0.84, "lr-a"),
+    r("keep", 0.86, "bonus"),
+    r("crash", None, "broken"),
+    r("literature", None, "fedprox", lit="lit-0001"),
+    r("replicate", 0.85, "replicate_bonus_1"),
+    r("discard", 0.83, "alone"),
+    r("infrastructure_retry", None, "denied"),
+    r("discard", 0.82, "p"),
+    r("discard", 0.81, "q"),
+]
+BATCHES = [
+    {"members": ["p", "q"], "parallel": 1},  # given after the first one in ledger order: numbered by the ledger
+    {"members": ["lr-a", "bonus", "broken"], "parallel": 3},
+    {"members": ["alone", "denied"], "parallel": 2},  # one member has no experiment: nothing to group
+    {"members": ["gone", "missing"], "parallel": 2},  # no row at all (e.g. an edited ledger)
+]
+
+
+def test_batch_spans_group_the_candidates_that_ran_together():
+    data = plot.plot_data(BATCHED, "max", BATCHES)
+    assert data["batches"] == [
+        {"x_min": 2, "x_max": 4, "members": ["lr-a", "bonus", "broken"], "parallel": 3, "label": "batch 1"},
+        {"x_min": 7, "x_max": 8, "members": ["p", "q"], "parallel": 1, "label": "batch 2"},
+    ]
+    assert plot.batch_spans({"a": 1, "b": 2}, [{"members": ["a", "b"], "parallel": "3"}])[0]["parallel"] == 1
+    assert plot.plot_data(BATCHED, "max")["batches"] == [] == plot.plot_data(BATCHED, "max", [])["batches"]
+    without = {key: value for key, value in data.items() if key != "batches"}
+    assert without == {k: v for k, v in plot.plot_data(BATCHED, "max").items() if k != "batches"}
+
+
+def test_a_replicate_never_joins_a_batch_and_a_name_counts_once():
+    rows = [r("baseline", 0.8, "baseline"), r("keep", 0.9, "a"), r("replicate", 0.9, "b"), r("discard", 0.7, "c")]
+    (span,) = plot.plot_data(rows, "max", [{"members": ["a", "b", "c"], "parallel": 2}])["batches"]
+    assert (span["x_min"], span["x_max"], span["members"]) == (2, 4, ["a", "c"])
+
+
+def test_text_summary_lists_each_batch():
+    lines = plot.text_summary(plot.plot_data(BATCHED, "max", BATCHES), "t").splitlines()
+    assert lines[-2:] == [
+        "batch 1 (experiments 2-4, 3 at a time): lr-a, bonus, broken",
+        "batch 2 (experiments 7-8, one by one): p, q",
+    ]
+    assert not any(line.startswith("batch") for line in plot.text_summary(plot.plot_data(BATCHED, "max"), "t"))
+
+
+@pytest.mark.parametrize("backend", ["matplotlib", "pillow"])
+def test_a_batch_is_shaded_and_a_campaign_without_one_is_drawn_as_before(tmp_path, monkeypatch, backend):
+    if backend == "pillow":
+        _block(monkeypatch, "matplotlib")
+    batch_rgb = tuple(int(plot.COLORS["batch"][i : i + 2], 16) for i in (1, 3, 5))
+    plain = plot.render(BATCHED, tmp_path / "plain.png", metric="accuracy", mode="max")
+    empty = plot.render(BATCHED, tmp_path / "empty.png", metric="accuracy", mode="max", batches=[])
+    lone = [{"members": ["alone"], "parallel": 1}]
+    single = plot.render(BATCHED, tmp_path / "single.png", metric="accuracy", mode="max", batches=lone)
+    batched = plot.render(BATCHED, tmp_path / "batched.png", metric="accuracy", mode="max", batches=BATCHES)
+    assert plain["backend"] == empty["backend"] == single["backend"] == batched["backend"] == backend
+    picture = (tmp_path / "plain.png").read_bytes()
+    assert (tmp_path / "empty.png").read_bytes() == picture == (tmp_path / "single.png").read_bytes()
+    assert (tmp_path / "batched.png").read_bytes() != picture
+    assert batched["best_pixel"] == plain["best_pixel"], "the shading moves no point"
+    assert not _has_color(_check_png(tmp_path / "plain.png"), batch_rgb, tolerance=2)
+    image = _check_png(tmp_path / "batched.png")
+    assert _has_color(image, batch_rgb, tolerance=2)
+    x, y = batched["best_pixel"]  # the best (bonus, x=3) sits inside batch 1, the discards p and q in batch 2
+    assert _has_color(image.crop((x + 15, y + 35, x + 25, y + 45)), batch_rgb, tolerance=2)
+    assert not _has_color(_check_png(tmp_path / "plain.png").crop((x + 15, y + 35, x + 25, y + 45)), batch_rgb, 2)

@@ -1,9 +1,10 @@
 """The campaign runner on real NVFLARE 2.9 simulations of the bundled examples.
 
-- `make demo` (examples/demo.py): baseline, an argument-only candidate from `suggest`, a source edit, a crash,
-  ending in `candidate_cap_exhausted` with the final answer allowed, and a diagnosis of the crash; then, on
-  that campaign: a cap increase refused and approved, the campaign moved to another folder, an identical crash
-  replayed (counted, provenance recorded) and a discard restored exactly;
+- `make demo` (examples/demo.py): baseline, then one batch of three candidates from it (an argument-only one
+  from `suggest`, a source edit, a crash) run concurrently, replicates of the best side by side, ending in
+  `candidate_cap_exhausted` with the final answer allowed, and a diagnosis of the crash; then, on that
+  campaign: a cap increase refused and approved, the campaign moved to another folder, a batch whose crash and
+  discard are restored exactly, and an identical crash replayed (counted, provenance recorded);
 - a min-mode campaign (examples/numpy-loss) with a literature event and its three linked source-edit
   candidates, the plateau clock reset, stop files, and a runner killed mid-evaluation recovered;
 - poc mode: evaluate -> ready_for_external_execution -> record with a real result folder.
@@ -56,6 +57,19 @@ def documents_valid(workspace):
     return state
 
 
+def run_window(workspace, name):
+    """(start, end) of a trial in seconds since the epoch: its run.log's last write minus its runtime."""
+    trial = json.loads((workspace / "autofl_runs" / name / "trial.json").read_text())
+    end = os.stat(workspace / "autofl_runs" / name / "run.log").st_mtime
+    return end - trial["runtime_seconds"], end
+
+
+def overlapped(workspace, names):
+    """True when the trials of `names` all ran at one moment (the latest start before the earliest end)."""
+    windows = [run_window(workspace, name) for name in names]
+    return max(start for start, _ in windows) < min(end for _, end in windows)
+
+
 def test_demo_runs_a_bounded_campaign_and_diagnoses_its_crash(demo):
     out, stdout = demo
     workspace = out / "workspace"
@@ -64,15 +78,27 @@ def test_demo_runs_a_bounded_campaign_and_diagnoses_its_crash(demo):
         ("baseline", ""),
         ("keep", "argument_only"),
         ("keep", "source_edit"),
-        ("replicate", ""),
-        ("replicate", ""),
         ("crash", "source_edit"),
+        ("replicate", ""),
+        ("replicate", ""),
     ]
     baseline, best = rows[0]["score"], rows[2]["score"]
-    assert 0.5 < baseline < best <= 1.0
+    assert 0.5 < baseline < rows[1]["score"] < best <= 1.0
     assert (
-        rows[5]["failure_reason"].startswith("exit_code=1; site-") and "ValueError: matmul" in rows[5]["failure_reason"]
+        rows[3]["failure_reason"].startswith("exit_code=1; site-") and "ValueError: matmul" in rows[3]["failure_reason"]
     )
+    # the three candidates ran as one batch, all prepared from the baseline, concurrently, decided in order
+    names = [row["name"] for row in rows[1:4]]
+    assert names[1:] == ["feature-scaling", "drop-bias"]
+    assert [row["base_candidate"] for row in rows[1:4]] == ["baseline"] * 3
+    parallel = manifest(workspace, "drop-bias")["batch"]["parallel"]
+    assert parallel == min(3, 2 * (os.cpu_count() or 1)) and parallel > 1
+    assert all(manifest(workspace, name)["batch"] == {"members": names, "parallel": parallel} for name in names)
+    assert overlapped(workspace, names), "the batch's trials ran at the same time"
+    assert overlapped(workspace, [row["name"] for row in rows[4:]]), "the two replicates ran side by side"
+    assert json.loads((workspace / "autofl_report.json").read_text())["compute"]["batches"] == [
+        {"members": names, "parallel": parallel}
+    ]
     state = documents_valid(workspace)
     assert (state["reason"], state["next_action"], state["final_response_allowed"]) == (
         "candidate_cap_exhausted",
@@ -87,6 +113,8 @@ def test_demo_runs_a_bounded_campaign_and_diagnoses_its_crash(demo):
     assert (diagnosis["matched_pattern"], diagnosis["confidence"]) == ("USER_CODE_EXCEPTION", "high")
     for line in (
         f"baseline:    {baseline:.6f}",
+        f"batch:       3 candidates ran together ({parallel} at a time): {names[0]} keep, feature-scaling keep, "
+        "drop-bias crash",
         f"best:        {best:.6f} (feature-scaling)",
         "crashed:     drop-bias",
         "diagnosis:   USER_CODE_EXCEPTION",
@@ -100,6 +128,10 @@ def test_demo_runs_a_bounded_campaign_and_diagnoses_its_crash(demo):
         assert line in stdout, line
     report = (workspace / "autofl_report.md").read_text()
     assert "| crash | drop-bias |" in report and "improvement +" in report
+    assert f"- Ran together as one batch ({parallel} at a time): {', '.join(names)}; runtimes measured" in report
+
+
+BIAS_LINE = '        w = np.asarray(model.params["numpy_key"], dtype=float)\n'
 
 
 def test_demo_campaign_continues_after_cap_approval_in_a_moved_folder(demo, tmp_path):
@@ -107,25 +139,25 @@ def test_demo_campaign_continues_after_cap_approval_in_a_moved_folder(demo, tmp_
     workspace = tmp_path / "moved campaign"
     shutil.copytree(out / "workspace", workspace)
     meta_before = (workspace / ".nvflare/autofl/campaign.json").read_bytes()
-    refused = run_cli(workspace, "initialize", "--max-candidates", "5")
+    refused = run_cli(workspace, "initialize", "--max-candidates", "6")
     assert refused.code == 2 and "approval" in refused.stderr
     assert (workspace / ".nvflare/autofl/campaign.json").read_bytes() == meta_before
-    approved = run_cli(workspace, "initialize", "--max-candidates", "5", "--confirm-user-approved-cap-change")
-    assert approved.code == 0 and approved.envelope["remaining_candidates"] == 2
+    approved = run_cli(workspace, "initialize", "--max-candidates", "6", "--confirm-user-approved-cap-change")
+    assert approved.code == 0 and approved.envelope["remaining_candidates"] == 3
     assert approved.envelope["next_action"] == "propose_candidate"
 
-    crash_edit = (source_dir(out / "workspace", "drop-bias") / "client.py").read_text()
-    assert run_cli(workspace, "prepare", "--name", "drop-bias-again", "--hypothesis", "same edit again").code == 0
-    (source_dir(workspace, "drop-bias-again") / "client.py").write_text(crash_edit)
-    replay = run_cli(workspace, "evaluate")
-    assert replay.code == 1 and replay.envelope["candidate_attempts"] == 4
-    provenance = manifest(workspace, "drop-bias-again")["crash_replay"]
-    assert provenance["replay_of"] == "drop-bias" and "ValueError" in provenance["previous_failure_reason"]
-
+    # The demo's drop-bias ran from the baseline; its edit on the new best is another execution, not a replay.
+    crash_line = BIAS_LINE.replace("dtype=float)", "dtype=float)[:-1]")
+    assert crash_line.strip() in (source_dir(out / "workspace", "drop-bias") / "client.py").read_text()
     before = tree_digest(workspace, skip=SOURCES_ONLY)
-    assert (
-        run_cli(workspace, "prepare", "--name", "flipped-labels", "--hypothesis", "train on flipped labels").code == 0
-    )
+    batch = []
+    for name, hypothesis in (("drop-bias-again", "drop the bias on the new best"), ("flipped-labels", "flip y")):
+        prepared = run_cli(workspace, "prepare", "--name", name, "--hypothesis", hypothesis)
+        assert prepared.code == 0, prepared.stderr
+        batch += ["--manifest", prepared.envelope["candidate_manifest"]]
+    client = source_dir(workspace, "drop-bias-again") / "client.py"
+    assert BIAS_LINE in client.read_text()
+    client.write_text(client.read_text().replace(BIAS_LINE, crash_line))
     client = source_dir(workspace, "flipped-labels") / "client.py"
     text = client.read_text()
     assert "w = train(w, x, y, args.lr, args.local_steps, " in text
@@ -134,13 +166,26 @@ def test_demo_campaign_continues_after_cap_approval_in_a_moved_folder(demo, tmp_
             "w = train(w, x, y, args.lr, args.local_steps, ", "w = train(w, x, 1.0 - y, args.lr, args.local_steps, "
         )
     )
-    discarded = run_cli(workspace, "evaluate")
-    assert discarded.code == 0 and discarded.envelope["candidate_status"] == "discard"
+    done = run_cli(workspace, "evaluate", *batch)
+    assert done.code == 1 and [(e["candidate_id"], e["candidate_status"]) for e in done.envelope["batch"]] == [
+        ("drop-bias-again", "crash"),
+        ("flipped-labels", "discard"),
+    ]
+    assert "crash_replay" not in manifest(workspace, "drop-bias-again")
+    assert tree_digest(workspace, skip=SOURCES_ONLY) == before  # the crash and the discard restored exactly
+
+    crash_edit = (source_dir(workspace, "drop-bias-again") / "client.py").read_text()
+    assert run_cli(workspace, "prepare", "--name", "drop-bias-replay", "--hypothesis", "same edit again").code == 0
+    (source_dir(workspace, "drop-bias-replay") / "client.py").write_text(crash_edit)
+    replay = run_cli(workspace, "evaluate")
+    assert replay.code == 1 and replay.envelope["candidate_attempts"] == 6
+    provenance = manifest(workspace, "drop-bias-replay")["crash_replay"]
+    assert provenance["replay_of"] == "drop-bias-again" and "ValueError" in provenance["previous_failure_reason"]
     assert tree_digest(workspace, skip=SOURCES_ONLY) == before
-    assert discarded.envelope["reason"] == "candidate_cap_exhausted"
-    assert [r["status"] for r in ledger_rows(workspace)][-2:] == ["crash", "discard"]
+    assert replay.envelope["reason"] == "candidate_cap_exhausted"
+    assert [r["status"] for r in ledger_rows(workspace)][-3:] == ["crash", "discard", "crash"]
     meta = json.loads((workspace / ".nvflare/autofl/campaign.json").read_text())
-    assert [(c["old"], c["new"], c["user_approved"]) for c in meta["cap_changes"]] == [(3, 5, True)]
+    assert [(c["old"], c["new"], c["user_approved"]) for c in meta["cap_changes"]] == [(3, 6, True)]
     assert str(out) not in json.dumps(meta["settings"]) and meta["best_candidate"] == "feature-scaling"
     documents_valid(workspace)
 
@@ -340,8 +385,8 @@ def test_fedjob_campaign_isolated_and_an_aborted_run_is_a_crash(tmp_path):
 
 
 def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
-    """The real demo ledger (seeded runs, two replicates, a crash) reported again by campaign_report.py from a
-    copy: no simulation, nothing written into the copy."""
+    """The real demo ledger (seeded runs, a batch of three, two replicates, a crash) reported again by
+    campaign_report.py from a copy: no simulation, nothing written into the copy; the plot shades the batch."""
     out, _stdout = demo
     archive = tmp_path / "archive"
     shutil.copytree(out / "workspace", archive)
@@ -361,13 +406,13 @@ def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
     rows = ledger_rows(archive)
     chosen = data["selected"]
     assert (chosen["name"], chosen["kind"], chosen["family"]) == ("feature-scaling", "source_edit", "preprocessing")
-    assert chosen["lineage"] == {
-        "chain": ["feature-scaling", rows[1]["name"], "baseline"],
+    assert chosen["lineage"] == {  # prepared from the baseline in the batch, not on top of the kept seed
+        "chain": ["feature-scaling", "baseline"],
         "partial": False,
         "missing": [],
         "changed_files": ["client.py"],
     }
-    assert chosen["effective_run_args"] == ["--lr", "0.1"] and chosen["noise"] == "beyond noise"
+    assert chosen["effective_run_args"] == [] and chosen["noise"] == "beyond noise"
     assert chosen["delta"] == pytest.approx(rows[2]["score"] - rows[0]["score"])
     helped = data["what_helped"]
     assert (helped["first"], helped["final"], helped["largest"]) == (
@@ -380,6 +425,18 @@ def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
     noise = data["noise"]
     assert noise["seeded"] is True and noise["estimate"]["replicates"] == 2 and noise["estimate"]["stdev"] > 0
     assert set(data["compute"]["by_status"]) == {"baseline", "keep", "replicate", "crash"}
+    names = [row["name"] for row in rows[1:4]]
+    parallel = manifest(archive, "drop-bias")["batch"]["parallel"]
+    assert data["compute"]["batches"] == [{"members": names, "parallel": parallel}]
+    from autofl_core.campaign import plot
+    from autofl_core.runner import noise as noise_rules
+
+    state = json.loads((archive / ".nvflare/autofl/campaign_state.json").read_text())
+    drawn = {"metric": "accuracy", "mode": "max", "band": noise_rules.band(state["noise"])}
+    plot.render(rows, tmp_path / "with.png", **drawn, batches=data["compute"]["batches"])
+    plot.render(rows, tmp_path / "without.png", **drawn)
+    picture = (target / "progress.png").read_bytes()
+    assert picture == (tmp_path / "with.png").read_bytes() != (tmp_path / "without.png").read_bytes()
     assert data["compute"]["wall_time_seconds"] > data["compute"]["by_status"]["baseline"]
     assert json.loads((out / "workspace" / "autofl_report.json").read_text())["provenance"]["generated_by"] == (
         "run_job_campaign.py report"
@@ -390,10 +447,12 @@ def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
         "improvement +",
         "beyond noise",
         "Lineage: `feature-scaling` <- ",
-        "job.py --n_clients 2 --num_rounds 3 --seed 0 --lr 0.1",
+        "job.py --n_clients 2 --num_rounds 3 --seed 0\n",  # the best configuration: the baseline's arguments
+        "| keep | lr-x2 | 0.790000 | budget verified |",  # the seed from the batch, kept before feature-scaling
         "## Noise",
         "2 replicate(s) of `feature-scaling`",
         "crashed 1x (`drop-bias`)",
+        f"Ran together as one batch ({parallel} at a time): {', '.join(names)}",
         "preprocessing: helped",
         "## Compute and time",
         "![progress](progress.png)",
@@ -402,9 +461,10 @@ def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
 
 
 def test_noise_sigmas_discards_a_gain_inside_the_measured_spread_and_without_it_keeps_it(demo, tmp_path):
-    """Real seeded hello-numpy runs: the demo's best (feature-scaling, seed 0) and its replicates with seeds 1
-    and 2 measure the spread; `--lr 0.5 --local_steps 3` gains +0.0025 on seed 0 (a NumPy replay of the seeded
-    FedAvg says so too), far inside 2 stdev: discarded with --noise-sigmas 2, kept without it. Two simulations."""
+    """Real seeded hello-numpy runs: the demo's best (feature-scaling at the default --lr, seed 0) and its
+    replicates with seeds 1 and 2 measure the spread; `--lr 0.5 --local_steps 3` gains +0.00375 on seed 0 (a NumPy
+    replay of the seeded FedAvg says so too), inside 2 stdev: discarded with --noise-sigmas 2, kept without it.
+    Two simulations."""
     out, _stdout = demo
     verdicts = {}
     for name, flags in (("on", ["--noise-sigmas", "2"]), ("off", [])):
@@ -448,12 +508,6 @@ def test_a_batch_of_two_real_simulations_runs_concurrently(tmp_path):
     assert all(e["candidate_status"] in ("keep", "discard") and e["score"] is not None for e in batch)
     assert batch[1]["compared_with"] == ("lr-a" if batch[0]["candidate_status"] == "keep" else "baseline")
     assert [r["name"] for r in ledger_rows(workspace)] == ["baseline", "lr-a", "lr-b"]
-    windows = []
-    for name in ("lr-a", "lr-b"):
-        trial = json.loads((workspace / "autofl_runs" / name / "trial.json").read_text())
-        windows.append(os.stat(workspace / "autofl_runs" / name / "run.log").st_mtime - trial["runtime_seconds"])
-        windows.append(trial["runtime_seconds"])
-    start_a, length_a, start_b, length_b = windows
-    assert max(start_a, start_b) < min(start_a + length_a, start_b + length_b), "the two trials overlapped"
+    assert overlapped(workspace, ["lr-a", "lr-b"]), "the two trials overlapped"
     state = documents_valid(workspace)
     assert state["candidate_attempts"] == 2

@@ -5,6 +5,7 @@ Usage::
     data = plot_data(rows, "max")          # pure: points, failures, literature markers, running best, best
     summary = render(rows, "progress.png", metric="accuracy", mode="max")   # {"backend": ..., "output": ...}
     render(rows, "progress.png", metric="accuracy", mode="max", band=0.004)    # shade the best +- 0.004
+    render(rows, "progress.png", metric="accuracy", mode="max", batches=[{"members": ["a", "b"], "parallel": 2}])
 
 The best point is ringed in the best color; `render` reports where (`best_pixel`, image pixels from the
 top-left corner) so the picture can be checked against the data.
@@ -12,8 +13,10 @@ top-left corner) so the picture can be checked against the data.
 The x axis counts experiments (baseline, keep, discard and crash rows) in ledger order, starting at 1;
 a literature event sits half a step after the experiment it follows. Replicate rows (reruns of the best) are
 experiments of their own color and never move the running best; `band` shades the best +- the noise margin.
-Plotting libraries are imported only
-inside the renderers, never when this module is imported.
+`batches` (the runner's `{members, parallel}` records of the candidates that ran together, see
+`runner/report/facts.batches`) shades each batch's span of experiments and labels it `batch N`; without batches
+the picture is what it was before batches existed. Plotting libraries are imported only inside the renderers,
+never when this module is imported.
 
 `AUTOFL_PLOT_RENDERER=pillow` in the runner's environment draws with Pillow only (about 0.1 s of CPU instead of
 the 1.5-2 s that importing matplotlib and rendering costs, after every action): for small or busy machines and
@@ -41,6 +44,8 @@ COLORS = {
     "best": "#ff7f0e",
     v.REPLICATE: "#17becf",
     "band": "#ffd8a8",
+    "batch": "#dde6f0",
+    "batch_label": "#4a5a70",
 }
 SIZE = (1000, 560)  # pixels, both backends
 EMPTY_MESSAGE = "no scored results yet"
@@ -62,10 +67,15 @@ def renderers() -> tuple[str, ...]:
     return RENDERER_CHOICES[wanted]
 
 
-def plot_data(rows: list[dict], mode: str) -> dict:
-    """Everything the plot shows, computed from ledger rows (pure)."""
+BATCH_MARGIN = 0.4  # a batch's shading reaches this far beyond its first and last experiment (a literature
+# marker half a step before the batch stays outside it)
+
+
+def plot_data(rows: list[dict], mode: str, batches: list[dict] | None = None) -> dict:
+    """Everything the plot shows, computed from ledger rows and the batches that ran (pure)."""
     check_mode(mode)
     points, failures, literature, running = [], [], [], []
+    attempts: dict[str, int] = {}
     best = None
     tracker = v.RunningBest(mode)
     x = 0
@@ -77,6 +87,8 @@ def plot_data(rows: list[dict], mode: str) -> dict:
         if status not in v.EXPERIMENTS:
             continue
         x += 1
+        if status in v.ATTEMPTS:
+            attempts.setdefault(name, x)
         if score is None or status == v.CRASH:  # an unscored replicate is drawn like a crash
             failures.append({"x": x, "row": index, "name": name, "status": status})
             continue
@@ -96,11 +108,28 @@ def plot_data(rows: list[dict], mode: str) -> dict:
         "literature": literature,
         "running_best": running,
         "best": best,
+        "batches": batch_spans(attempts, batches or []),
         "x_max": x,
         "counts": counts,
         "scored": len(points),
         "scored_attempts": scored_attempts,
     }
+
+
+def batch_spans(attempts: dict[str, int], batches: list[dict]) -> list[dict]:
+    """Where each batch sits on the x axis (pure): `attempts` maps a candidate attempt's name to its experiment
+    number, `batches` are `{members, parallel}` records. A batch spans its members found in the ledger (fewer than
+    two found: not drawn); batches are numbered from 1 in ledger order and labelled `batch N`."""
+    spans = []
+    for batch in batches:
+        members = [str(name) for name in batch.get("members") or [] if str(name) in attempts]
+        if len(members) < 2:
+            continue
+        xs = [attempts[name] for name in members]
+        parallel = batch.get("parallel") if type(batch.get("parallel")) is int else 1
+        spans.append({"x_min": min(xs), "x_max": max(xs), "members": members, "parallel": parallel})
+    spans.sort(key=lambda span: span["x_min"])
+    return [dict(span, label=f"batch {number}") for number, span in enumerate(spans, start=1)]
 
 
 def warm_up() -> str | None:
@@ -143,14 +172,22 @@ def title_text(data: dict, metric: str, mode: str) -> str:
     )
 
 
-def render(rows: list[dict], output: str | os.PathLike, *, metric: str, mode: str, band: float | None = None) -> dict:
+def render(
+    rows: list[dict],
+    output: str | os.PathLike,
+    *,
+    metric: str,
+    mode: str,
+    band: float | None = None,
+    batches: list[dict] | None = None,
+) -> dict:
     """Write the progress PNG to `output` atomically; returns which backend drew it.
 
-    `band` (the noise margin) shades best +- band from the best point on. Falls back from matplotlib to Pillow;
-    with neither, writes a text note beside `output` (same name, `.txt`) and warns on stderr. `best_pixel` is
-    the ringed best point in the image, or None.
+    `band` (the noise margin) shades best +- band from the best point on; `batches` shades the candidates that ran
+    together. Falls back from matplotlib to Pillow; with neither, writes a text note beside `output` (same name,
+    `.txt`) and warns on stderr. `best_pixel` is the ringed best point in the image, or None.
     """
-    data = plot_data(rows, mode)
+    data = plot_data(rows, mode, batches)
     data["band"] = band if band and data["best"] else None
     title = title_text(data, metric, mode)
     drawers = {"matplotlib": _draw_matplotlib, "pillow": _draw_pillow}
@@ -189,6 +226,11 @@ def text_summary(data: dict, title: str) -> str:
         score = format_score(entry["score"]) if "score" in entry else "(no score)"
         marker = "  <- best" if entry["row"] == best_row else ""
         lines.append(f"{entry['x']:>5}  {entry['status']:<8}  {score}  {entry['name']}{marker}")
+    for span in data.get("batches") or []:
+        how = f"{span['parallel']} at a time" if span["parallel"] > 1 else "one by one"
+        lines.append(
+            f"{span['label']} (experiments {span['x_min']}-{span['x_max']}, {how}): {', '.join(span['members'])}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -235,20 +277,57 @@ def _draw_matplotlib(data: dict, title: str, metric: str) -> tuple[bytes, list[i
 
 
 def _matplotlib_series(axes, data: dict, metric: str) -> None:
-    from matplotlib.ticker import MaxNLocator
+    """The data part of the matplotlib figure, layer by layer, then the axes and the legend."""
+    _mpl_batches(axes, data["batches"])
+    _mpl_band(axes, data)
+    _mpl_points(axes, data)
+    _mpl_failures(axes, data["failures"])
+    _mpl_literature(axes, data["literature"])
+    _mpl_best(axes, data["best"])
+    _mpl_axes(axes, data, metric)
 
-    if data.get("band"):
-        best, band = data["best"], data["band"]
-        axes.axhspan(
-            best["score"] - band,
-            best["score"] + band,
-            xmin=0,
-            xmax=1,
-            color=COLORS["band"],
-            alpha=0.5,
-            zorder=1,
-            label=f"noise band (best +- {format_score(band)})",
+
+def _mpl_batches(axes, spans: list[dict]) -> None:
+    """A shaded column behind each batch's experiments, labelled at the top (one legend entry for all)."""
+    for index, span in enumerate(spans):
+        axes.axvspan(
+            span["x_min"] - BATCH_MARGIN,
+            span["x_max"] + BATCH_MARGIN,
+            color=COLORS["batch"],
+            zorder=0.5,
+            label="ran together (batch)" if index == 0 else None,
         )
+    for span in spans if len(spans) <= MAX_EVENT_LABELS else []:
+        axes.text(
+            (span["x_min"] + span["x_max"]) / 2,
+            0.99,
+            span["label"],
+            transform=axes.get_xaxis_transform(),
+            fontsize=7,
+            color=COLORS["batch_label"],
+            ha="center",
+            va="top",
+        )
+
+
+def _mpl_band(axes, data: dict) -> None:
+    if not data.get("band"):
+        return
+    best, band = data["best"], data["band"]
+    axes.axhspan(
+        best["score"] - band,
+        best["score"] + band,
+        xmin=0,
+        xmax=1,
+        color=COLORS["band"],
+        alpha=0.5,
+        zorder=1,
+        label=f"noise band (best +- {format_score(band)})",
+    )
+
+
+def _mpl_points(axes, data: dict) -> None:
+    """The scored points by status, and the running best as a step line."""
     for status in SCORED_SERIES:
         chosen = [point for point in data["points"] if point["status"] == status]
         if chosen:
@@ -265,10 +344,13 @@ def _matplotlib_series(axes, data: dict, metric: str) -> None:
     xs, ys = _best_steps(data)
     if xs:
         axes.step(xs, ys, where="post", color=COLORS["best"], linewidth=1.5, label="running best", zorder=2)
-    if data["failures"]:
+
+
+def _mpl_failures(axes, failures: list[dict]) -> None:
+    if failures:
         axes.plot(
-            [f["x"] for f in data["failures"]],
-            [0.02] * len(data["failures"]),
+            [f["x"] for f in failures],
+            [0.02] * len(failures),
             linestyle="none",
             marker="x",
             markersize=7,
@@ -277,19 +359,22 @@ def _matplotlib_series(axes, data: dict, metric: str) -> None:
             label="crash / no score",
             zorder=3,
         )
-    events = data["literature"]
-    if events:
-        axes.vlines(
-            [event["x"] for event in events],
-            0,
-            1,
-            transform=axes.get_xaxis_transform(),
-            linewidth=1,
-            colors=COLORS[v.LITERATURE],
-            linestyles="--",
-            alpha=0.7,
-            label="literature event",
-        )
+
+
+def _mpl_literature(axes, events: list[dict]) -> None:
+    if not events:
+        return
+    axes.vlines(
+        [event["x"] for event in events],
+        0,
+        1,
+        transform=axes.get_xaxis_transform(),
+        linewidth=1,
+        colors=COLORS[v.LITERATURE],
+        linestyles="--",
+        alpha=0.7,
+        label="literature event",
+    )
     for x, label in event_labels(events) if len(events) <= MAX_EVENT_LABELS else []:
         axes.text(
             x,
@@ -302,28 +387,37 @@ def _matplotlib_series(axes, data: dict, metric: str) -> None:
             va="top",
             rotation=90,
         )
-    best = data["best"]
-    if best:
-        axes.plot(
-            [best["x"]],
-            [best["score"]],
-            linestyle="none",
-            marker="o",
-            markersize=14,
-            markerfacecolor="none",
-            markeredgecolor=COLORS["best"],
-            markeredgewidth=2,
-            label="best",
-            zorder=4,
-        )
-        axes.annotate(
-            _literal(f"best {best['name']}: {format_score(best['score'])}"),
-            xy=(best["x"], best["score"]),
-            xytext=(12, 12),
-            textcoords="offset points",
-            fontsize=8,
-            arrowprops={"arrowstyle": "->", "color": COLORS["best"]},
-        )
+
+
+def _mpl_best(axes, best: dict | None) -> None:
+    """The best point ringed and annotated."""
+    if not best:
+        return
+    axes.plot(
+        [best["x"]],
+        [best["score"]],
+        linestyle="none",
+        marker="o",
+        markersize=14,
+        markerfacecolor="none",
+        markeredgecolor=COLORS["best"],
+        markeredgewidth=2,
+        label="best",
+        zorder=4,
+    )
+    axes.annotate(
+        _literal(f"best {best['name']}: {format_score(best['score'])}"),
+        xy=(best["x"], best["score"]),
+        xytext=(12, 12),
+        textcoords="offset points",
+        fontsize=8,
+        arrowprops={"arrowstyle": "->", "color": COLORS["best"]},
+    )
+
+
+def _mpl_axes(axes, data: dict, metric: str) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     axes.set_ylim(*_y_range(data))
     axes.set_xlim(0.5, max(data["x_max"], 1) + 0.5)
     axes.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
@@ -371,7 +465,8 @@ def _draw_pillow(data: dict, title: str, metric: str) -> tuple[bytes, list[int] 
 
 
 def _pillow_series(draw, font, data: dict, metric: str) -> list[int] | None:
-    """Draw the axes box, literature markers, running best, points and crashes; return the best point's pixel."""
+    """Draw the batches, noise band, axes box, literature markers, running best, points and crashes; return the
+    best point's pixel."""
     left, top, right, bottom = 70, 40, SIZE[0] - 20, SIZE[1] - 50
     low, high = _y_range(data)
     span_x = max(data["x_max"], 1)
@@ -379,6 +474,11 @@ def _pillow_series(draw, font, data: dict, metric: str) -> list[int] | None:
     def to_px(x: float, y: float) -> tuple[float, float]:
         return left + (x - 0.5) / span_x * (right - left), bottom - (y - low) / (high - low) * (bottom - top)
 
+    for span in data["batches"]:
+        x_left, _ = to_px(span["x_min"] - BATCH_MARGIN, low)
+        x_right, _ = to_px(span["x_max"] + BATCH_MARGIN, low)
+        draw.rectangle((x_left, top, x_right, bottom), fill=COLORS["batch"])
+        draw.text((x_left + 3, top + 3), span["label"], fill=COLORS["batch_label"], font=font)
     if data.get("band"):
         best, band = data["best"], data["band"]
         _, upper = to_px(best["x"], best["score"] + band)

@@ -5,8 +5,8 @@ time after the trial or competes with the runner's supervision through the GIL; 
 trial (`PlotWorker.start()`), imports it on the other core instead and renders while the runner writes the report.
 
 Protocol (one JSON object per line): the worker prints `{"ready": backend}` (matplotlib, pillow or null) as soon
-as the library is imported; the runner then writes one request `{"results", "output", "metric", "mode", "band"}`
-and the worker answers `{"backend": ...}` (or `{"error": ...}`) after writing the image atomically. An empty
+as the library is imported; the runner then writes one request `{"results", "output", "metric", "mode", "band",
+"batches"}` and the worker answers `{"backend": ...}` (or `{"error": ...}`) after writing the image atomically. An empty
 stdin (the runner gave up) ends it without drawing. The worker side runs by path: `python plot_worker.py`.
 Usage (runner side)::
 
@@ -126,7 +126,12 @@ def main() -> int:
         request = json.loads(line)
         rows = ledger.read_rows(request["results"])
         summary = plot.render(
-            rows, request["output"], metric=request["metric"], mode=request["mode"], band=request.get("band")
+            rows,
+            request["output"],
+            metric=request["metric"],
+            mode=request["mode"],
+            band=request.get("band"),
+            batches=request.get("batches"),
         )
         print(json.dumps({"backend": summary["backend"]}), flush=True)
     except Exception as error:  # noqa: BLE001 - the runner falls back to drawing in-process

@@ -11,7 +11,6 @@ process. Usage::
 from __future__ import annotations
 
 from ..common import faults
-from . import noise
 from . import state as state_mod
 from .report import build as report
 from .store import metadata
@@ -40,30 +39,18 @@ def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
 
 
 def render_plot(campaign, state: dict) -> bool:
-    """Refresh progress.png (with the noise band) through the trial's plot worker when there is one; False when
-    no image could be drawn (a text note only)."""
+    """Refresh progress.png (with the noise band and the batches) through the trial's plot worker when there is
+    one; False when no image could be drawn (a text note only)."""
     worker, campaign.plot_worker = campaign.plot_worker, None
-    band = noise.band(state["noise"])
+    options = report.plot_options(campaign, state)
     if worker is not None:
-        request = {
-            "results": str(campaign.paths.results),
-            "output": str(campaign.paths.progress),
-            "metric": campaign.settings["metric"],
-            "mode": campaign.settings["mode"],
-            "band": band,
-        }
+        request = {"results": str(campaign.paths.results), "output": str(campaign.paths.progress), **options}
         backend = worker.draw(request)
         if backend is not None:
             return backend != "text"
     from ..campaign import plot
 
-    summary = plot.render(
-        campaign.rows(),
-        campaign.paths.progress,
-        metric=campaign.settings["metric"],
-        mode=campaign.settings["mode"],
-        band=band,
-    )
+    summary = plot.render(campaign.rows(), campaign.paths.progress, **options)
     return summary["backend"] != "text"
 
 

@@ -7,6 +7,7 @@ it into the human report. Usage::
 
     data = build(campaign, state, plot_available=True)
     write(outputs_of(campaign.paths), data)        # both files, atomically
+    plot.render(campaign.rows(), campaign.paths.progress, **plot_options(campaign, state))   # progress.png
 """
 
 from __future__ import annotations
@@ -52,6 +53,17 @@ class Context:
 
 def outputs_of(paths) -> Outputs:
     return Outputs(report=paths.report, report_json=paths.report_json, progress=paths.progress)
+
+
+def plot_options(campaign, state: dict) -> dict:
+    """What progress.png shows besides the ledger (the refresh, its plot worker and the report gate draw with it):
+    metric, direction, the noise band (`state["noise"]`) and the batches of candidates that ran together."""
+    return {
+        "metric": campaign.settings["metric"],
+        "mode": campaign.settings["mode"],
+        "band": noise.band(state["noise"]),
+        "batches": facts.batches(campaign.manifests()),
+    }
 
 
 def build(

@@ -23,7 +23,6 @@ from pathlib import Path
 from ...campaign import ledger
 from ...campaign import vocabulary as v
 from ...common import bounded
-from .. import noise
 from .. import state as state_mod
 from ..open_campaign import Campaign
 from ..outcome import CampaignError
@@ -191,16 +190,11 @@ def check_outputs(campaign, outputs: report.Outputs) -> None:
 
 
 def render_plot(campaign, state: dict, output: Path) -> bool:
-    """progress.png with the noise band; False when no image could be drawn (no matplotlib and no Pillow)."""
+    """progress.png with the noise band and the batches; False when no image could be drawn (no matplotlib and no
+    Pillow)."""
     from ...campaign import plot
 
-    summary = plot.render(
-        campaign.rows(),
-        output,
-        metric=campaign.settings["metric"],
-        mode=campaign.settings["mode"],
-        band=noise.band(state["noise"]),
-    )
+    summary = plot.render(campaign.rows(), output, **report.plot_options(campaign, state))
     return summary["backend"] != "text"
 
 
