@@ -176,6 +176,16 @@ def _pending(state: dict, settings, family) -> str:
     )
 
 
+def ready_candidates(names: list[str]) -> str:
+    """The runner's addition to the `submit_candidate` instruction: which candidates are ready, and how each is
+    submitted and recorded."""
+    return (
+        f"Ready for external execution: {', '.join(names)}. Each run needs its own explicit yes (a yes for one "
+        "covers no other); export each from the `export_from` folder `status` lists for it, and record each with "
+        "`record --manifest` in any order: each is decided against the best at the moment it is recorded."
+    )
+
+
 def _cap(state: dict, settings, family) -> str:
     return _with_advice(
         f"The candidate cap is used up ({state['candidate_attempts']} of {state['candidate_cap']} attempts): write "
