@@ -151,7 +151,8 @@ def batch_roles(completed: int, required: int) -> list[str]:
 def _stop_pending(state: dict, settings, family) -> str:
     return (
         f"A stop file is present ({', '.join(state['stop_files'])}) while a candidate is pending: run `abandon` "
-        "to release it (it does not count as an attempt), then run `status` and `report`, and write the final "
+        "to release it (`abandon --manifest PATH` for each one when several are pending, as `status` lists them; "
+        "it does not count as an attempt), then run `status` and `report`, and write the final "
         "answer from autofl_report.md."
     )
 

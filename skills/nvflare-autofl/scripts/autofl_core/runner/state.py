@@ -3,7 +3,8 @@
 `compute` = the pure guard (`guard.compute_state`) over the ledger, settings, stop files and pending
 manifests, plus the runner-only fields and the lifecycle overrides the ledger cannot see (`repair_baseline`,
 `submit_baseline`, `await_simulation_runner_approval`, and `evaluate_candidate` for a pending candidate whose run
-args prepare recorded: there is nothing left to edit). Usage::
+args prepare recorded: there is nothing left to edit); with candidates ready for external execution the agent
+instruction names each of them. Usage::
 
     state = compute(campaign, now)
     write(campaign, state)                         # only when more than updated_at changed

@@ -30,7 +30,7 @@ from .. import batch_trials, campaign_trial, evaluation
 from .. import state as state_mod
 from ..checks import pick_pending, require_open, require_status
 from ..outcome import ActionResult, CampaignError, Interrupted
-from ..store import manifests, snapshots, sources
+from ..store import created, manifests, snapshots, sources
 
 ENTRY_FIELDS = ("score", "compared_with", "compared_score", "delta", "noise_verdict")
 
@@ -115,6 +115,8 @@ def _trials(campaign, staged, running, *, sealed: bool, parallel: int | None) ->
 
     def apply(index: int) -> None:
         draft = staged[index].draft
+        # the record of what the runner creates is one file: this candidate's, again, just before its own apply
+        created.record(campaign.paths, running[index]["candidate_id"], {rel: draft.files[rel] for rel in draft.created})
         for rel in draft.touched:  # one file at a time: recovery undoes a partial apply
             sources.write_files(campaign.paths.workspace, {rel: draft.files[rel]})
         faults.checkpoint("evaluate:applied")
