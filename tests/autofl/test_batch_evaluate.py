@@ -296,6 +296,20 @@ def test_without_namespaces_the_batch_runs_one_by_one_and_says_so(ws):
     assert "BONUS = 0.2" in (ws / "client.py").read_text()
 
 
+def test_without_namespaces_a_discarded_creator_leaves_none_of_its_files_behind(ws):
+    """Point 2: one by one, each candidate is applied only while its own trial runs; a candidate that creates a
+    file and is discarded leaves no file behind, also when it is not the last of the batch (the record of what
+    the runner created is one file, written again for each candidate just before it is applied)."""
+    prepare(ws, "mod-a")
+    (source_dir(ws, "mod-a") / "helper_mod_a.py").write_text("EXTRA = 0.01\n")  # imported by nothing: a tie
+    prepare(ws, "lr-c", "--run-args", "--lr 0.4")
+    done = run_cli(ws, "evaluate", *batch_args(ws, ["mod-a", "lr-c"]), prefix=WITHOUT_NAMESPACES)
+    assert done.code == 0, done.stderr
+    assert done.envelope["batch_sealed"] is False
+    assert [e["candidate_status"] for e in done.envelope["batch"]] == ["discard", "discard"]
+    assert not (ws / "helper_mod_a.py").exists()
+
+
 # --- point 6: faults ----------------------------------------------------------------------------------------
 
 

@@ -10,7 +10,8 @@ Typical flow: initialize (import, admission, baseline) -> prepare --name N --hyp
 returned candidate_source folder -> evaluate [--run-args "..."] -> read campaign_state.json -> repeat while
 final_response_allowed is false. Independent candidates prepared from the same best can run as one batch:
 `evaluate --manifest A --manifest B [--parallel K]` or `evaluate --all-prepared` (concurrent sealed trials,
-decided in the order given). `replicate [--count K]` reruns the best configuration to measure run-to-run
+decided in the order given; in poc/prod each becomes ready for external execution, recorded in any order).
+`replicate [--count K]` reruns the best configuration to measure run-to-run
 noise (never counted); `report` writes the final autofl_report.md/.json and progress.png (read-only otherwise).
 
 Every action prints one JSON envelope on stdout (sorted keys) and progress on stderr.

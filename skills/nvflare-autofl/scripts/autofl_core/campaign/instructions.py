@@ -151,7 +151,8 @@ def batch_roles(completed: int, required: int) -> list[str]:
 def _stop_pending(state: dict, settings, family) -> str:
     return (
         f"A stop file is present ({', '.join(state['stop_files'])}) while a candidate is pending: run `abandon` "
-        "to release it (it does not count as an attempt), then run `status` and `report`, and write the final "
+        "to release it (`abandon --manifest PATH` for each one when several are pending, as `status` lists them; "
+        "it does not count as an attempt), then run `status` and `report`, and write the final "
         "answer from autofl_report.md."
     )
 
@@ -173,6 +174,16 @@ def _pending(state: dict, settings, family) -> str:
     return (
         "A prepared candidate is pending: edit only its candidate source directory, then run `evaluate` "
         "(or `abandon` to drop it without counting it)."
+    )
+
+
+def ready_candidates(names: list[str]) -> str:
+    """The runner's addition to the `submit_candidate` instruction: which candidates are ready, and how each is
+    submitted and recorded."""
+    return (
+        f"Ready for external execution: {', '.join(names)}. Each run needs its own explicit yes (a yes for one "
+        "covers no other); export each from the `export_from` folder `status` lists for it, and record each with "
+        "`record --manifest` in any order: each is decided against the best at the moment it is recorded."
     )
 
 

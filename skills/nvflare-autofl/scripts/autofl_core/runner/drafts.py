@@ -87,6 +87,12 @@ def read_draft(source_dir: Path, best: dict[str, bytes], config: dict, workspace
     return Draft(files=files, changed=changed, created=created, patch=unified_patch(best, files, changed + created))
 
 
+def source_files(source_dir: Path) -> dict[str, bytes]:
+    """Every file of a candidate source folder, read as `read_draft` reads it (links, special, binary and
+    non-UTF-8 files refused; `__pycache__` ignored)."""
+    return _walk(source_dir)
+
+
 def glob_match(pattern: str, rel: str) -> bool:
     """Match a workspace-relative path against a glob where `**/` spans folders and `*` stays inside one."""
     return _glob_regex(pattern).fullmatch(rel) is not None

@@ -1,6 +1,7 @@
 """The steps of evaluating a candidate that a single evaluate and a batch share (`actions/evaluate`,
-`actions/evaluate_batch`): validation before any write, materializing the `running` manifest (and applying the
-draft where the trial cannot be sealed), the decision and finalize of a trial's result, and the undo.
+`actions/evaluate_batch`): validation before any write (`check_room`: the cap and the one-candidate-that-creates-
+files rule for what is evaluated at once), materializing the `running` manifest (and applying the draft where the
+trial cannot be sealed), the decision and finalize of a trial's result, the undo, and in poc/prod `make_ready`.
 
 Validation (nothing written on a rejection): best snapshot, fixed budget and workspace unchanged; the draft's
 deterministic diff within the trust contract (see `drafts`); run args canonical and within bounds (see
@@ -10,6 +11,7 @@ workspace with the same fixed budget and objective. Usage::
     staged = validate(campaign, manifest, options.run_args, now)
     running = materialize(campaign, staged, campaign.best(), now, apply=not sealed)
     final, extras = conclude(campaign, running, staged.draft, result, drift_of(campaign, staged.draft, sealed=sealed), now)
+    entries = make_ready(campaign, [staged, ...], now)       # poc/prod: ready for external execution instead
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from dataclasses import dataclass
 from ..campaign import vocabulary as v
 from ..common import atomic, faults
 from ..importer import runner_view as importer
-from . import campaign_trial, drafts, finalize, noise, runargs, what_happened
-from .outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, CampaignError
+from . import campaign_trial, drafts, finalize, noise, ready, runargs, what_happened
+from .outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, CampaignError, Interrupted
 from .store import contract, created, manifests, snapshots, sources
 
 
@@ -69,7 +71,6 @@ def validate(campaign, manifest: dict, given_run_args: str | None, now: str) -> 
 
 def check_unchanged(campaign, manifest: dict) -> None:
     """Best source, fixed budget and workspace must be what the candidate was prepared against."""
-    paths = campaign.paths
     best = campaign.best()
     if manifest["base_source_sha256"] != best.digest:
         raise CampaignError(
@@ -82,12 +83,83 @@ def check_unchanged(campaign, manifest: dict) -> None:
             "the fixed budget in autofl.yaml no longer matches the campaign's; restore autofl.yaml "
             "(the budget cannot change within a campaign)"
         )
-    drift = snapshots.workspace_drift(paths, best)
+    drift = ready.workspace_drift(campaign)  # a ready candidate the workspace holds (poc/prod) is expected there
     if drift:
         raise CampaignError(
             f"the workspace differs from the best snapshot ({', '.join(drift)}); undo those edits, "
             "candidates are edited only in their prepared source folder"
         )
+
+
+def check_room(campaign, state: dict, chosen: list[dict]) -> None:
+    """Before anything is written: the candidates about to be evaluated (`chosen`, prepared manifests) fit the
+    remaining cap, and they and the candidates already ready for external execution hold at most one that
+    creates files. Candidates ready at once are siblings of one best, like a batch: they count together."""
+    waiting = ready.ready_ones(campaign)
+    check_cap(state, len(chosen), waiting=[m["candidate_id"] for m in waiting])
+    paths = campaign.paths
+    best = snapshots.files_of(paths, campaign.best())
+    creating = [m["candidate_id"] for m in waiting if m["created_files"]] + [
+        manifest["candidate_id"]
+        for manifest in chosen
+        if drafts.read_draft(
+            paths.candidate_dir(manifest["candidate_id"]) / "source", best, campaign.config, paths.workspace
+        ).created
+    ]
+    if len(creating) > 1:
+        where = (
+            "candidates ready at once (a batch, or those ready for external execution) may hold at most one such "
+            "candidate: record the ready ones first, or evaluate the others later"
+            if waiting
+            else "a batch may hold at most one such candidate: evaluate the others one at a time (or in a later batch)"
+        )
+        raise CampaignError(f"candidates {', '.join(creating)} each create new files; {where}")
+
+
+def check_cap(state: dict, size: int, *, waiting: list[str] = ()) -> None:
+    """Every candidate counts: a batch (or one candidate) larger than the remaining cap is refused before anything
+    runs; candidates ready for external execution (`waiting`) hold their places until they are recorded."""
+    remaining = state["remaining_candidates"]
+    if remaining is None or size <= remaining - len(waiting):
+        return
+    free = max(remaining - len(waiting), 0)
+    what = f"the batch has {size} candidates" if size > 1 else "this candidate needs one place"
+    held = (
+        f" ({len(waiting)} held by the candidates ready for external execution: {', '.join(waiting)})"
+        if waiting
+        else ""
+    )
+    advice = [f"evaluate at most {free}"] if free else []
+    advice += ["record or abandon the ready ones first"] if waiting else []
+    advice = ", ".join(
+        [*advice, "or ask the user to approve a higher cap"] if advice else ["ask the user to approve a higher cap"]
+    )
+    raise CampaignError(f"{what} but only {free} of the cap of {state['candidate_cap']} remain{held}; {advice}")
+
+
+def make_ready(campaign, staged: list[Staged], now: str) -> list[dict]:
+    """poc/prod: every validated candidate becomes `ready_for_external_execution` (nothing is submitted); returns
+    one envelope entry each (`ready.entry`). A lone candidate is applied to the workspace, as before; with
+    several ready none is (see `ready`). On an error every candidate of this evaluate is prepared again."""
+    alone = len(staged) == 1 and not ready.ready_ones(campaign)
+    try:
+        if not alone:
+            ready.take_out(campaign, now)
+        best = campaign.best()
+        for item in staged:
+            running = materialize(campaign, item, best, now, apply=alone)
+            manifests.write(campaign.paths, dict(running, status=v.READY, updated_at=now))
+            campaign.forget()
+    except (CampaignError, Interrupted, KeyboardInterrupt, OSError):
+        for item in staged:
+            current = campaign.manifest_of(item.manifest["candidate_id"])
+            if current is not None and current["status"] in (v.RUNNING, v.READY):
+                try:
+                    unapply(campaign, current, item.manifest)
+                except OSError:  # e.g. the disk is still full: the next action's recovery finishes the undo
+                    break
+        raise
+    return [ready.entry(campaign, campaign.manifest_of(item.manifest["candidate_id"])) for item in staged]
 
 
 def budget_flags(config: dict) -> set[str]:

@@ -15,7 +15,8 @@ import os
 import stat
 from datetime import datetime, timezone
 
-from . import flag_scope, recovery, refresh
+from ..campaign import vocabulary as v
+from . import flag_scope, ready, recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
@@ -123,7 +124,8 @@ def check_job_file(job) -> None:
 
 
 def _status(campaign, options, now: str) -> ActionResult:
-    """status: the shell's work (recovery, the refresh) plus the list of pending candidates."""
+    """status: the shell's work (recovery, the refresh) plus the list of pending candidates, each with what it
+    still needs (and, when ready for external execution, the folder to export it from)."""
     pending = manifests.in_preparation_order(campaign.pending())
     listed = [
         {
@@ -132,6 +134,9 @@ def _status(campaign, options, now: str) -> ActionResult:
             "base_candidate": m["base_candidate"],
             "candidate_manifest": str(campaign.paths.manifest(m["candidate_id"])),
             "run_args": list(m["run_args"]),
+            "needs": ready.needs(m),
+            "export_from": str(ready.export_from(campaign.paths, m)) if m["status"] == v.READY else None,
+            "job_argv": campaign.job_argv(m["effective_run_args"]) if m["status"] == v.READY else None,
         }
         for m in pending
     ]

@@ -4,7 +4,7 @@ Usage::
 
     campaign = Campaign.open(job_path)          # existing campaign; CampaignError when there is none
     campaign.settings["metric"]; campaign.rows(); campaign.manifests(); campaign.best()
-    campaign.best_row(); campaign.best_run_args()
+    campaign.best_row(); campaign.best_run_args(); campaign.job_argv(run_args)
 """
 
 from __future__ import annotations
@@ -88,6 +88,17 @@ class Campaign:
         row = self.best_row()
         manifest = self.manifest_of(row["name"]) if row and row["status"] == v.KEEP else None
         return list(manifest["effective_run_args"]) if manifest else []
+
+    def job_argv(self, run_args: list[str]) -> list[str]:
+        """job.py's command line for a configuration: interpreter, job file, fixed budget, base args, `run_args`
+        (run in the job's folder; the report's best command, the export command of a ready candidate)."""
+        return [
+            self.settings["python"],
+            self.paths.job.name,
+            *contract.budget_args(self.config),
+            *self.settings["base_args"],
+            *run_args,
+        ]
 
     def pending(self) -> list[dict]:
         return manifests.pending(self.manifests())

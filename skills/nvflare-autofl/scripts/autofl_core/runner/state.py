@@ -3,7 +3,8 @@
 `compute` = the pure guard (`guard.compute_state`) over the ledger, settings, stop files and pending
 manifests, plus the runner-only fields and the lifecycle overrides the ledger cannot see (`repair_baseline`,
 `submit_baseline`, `await_simulation_runner_approval`, and `evaluate_candidate` for a pending candidate whose run
-args prepare recorded: there is nothing left to edit). Usage::
+args prepare recorded: there is nothing left to edit); with candidates ready for external execution the agent
+instruction names each of them. Usage::
 
     state = compute(campaign, now)
     write(campaign, state)                         # only when more than updated_at changed
@@ -12,12 +13,13 @@ args prepare recorded: there is nothing left to edit). Usage::
 
 from __future__ import annotations
 
-from ..campaign import guard, guard_inputs
+from ..campaign import guard, guard_inputs, instructions
 from ..campaign import vocabulary as v
 from ..common import atomic, bounded
 from . import noise
 from . import settings as settings_mod
 from .outcome import CampaignError
+from .store import manifests as manifest_store
 
 ENVELOPE_STATE_FIELDS = (
     "candidate_attempts",
@@ -70,7 +72,11 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
     )
     argument_only = bool(pending) and all(m["status"] == v.PREPARED and m["run_args"] for m in pending)
     override = lifecycle_override(state, rows, settings["env"], argument_only_pending=argument_only)
-    return guard.with_next_action_override(state, override) if override else state
+    state = guard.with_next_action_override(state, override) if override else state
+    if state["next_action"] == "submit_candidate":  # the guard counts them; the runner names them
+        names = [m["candidate_id"] for m in manifest_store.in_preparation_order(ready)]
+        state = dict(state, agent_instruction=f"{state['agent_instruction']} {instructions.ready_candidates(names)}")
+    return state
 
 
 def pending_at_stop(campaign, state: dict, now: str) -> dict | None:

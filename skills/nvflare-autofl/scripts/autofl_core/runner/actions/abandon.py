@@ -1,5 +1,6 @@
-"""abandon: a pending candidate becomes `abandoned` (never counted); a materialized one is taken out of the
-workspace first (best source restored, its created files removed)."""
+"""abandon: a pending candidate becomes `abandoned` (never counted); one the workspace holds (a lone candidate
+ready for external execution) is taken out of it first (best source restored, its created files removed). With
+several pending, `--manifest` names the one."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def run(campaign, options, now: str) -> ActionResult:
         raise CampaignError(
             f"candidate {manifest['candidate_id']} is {manifest['status']}; only a pending candidate can be abandoned"
         )
-    if manifest["status"] == v.READY:
+    if manifest["status"] == v.READY and manifest.get("workspace_applied", True):  # the workspace holds it
         snapshots.restore_workspace(
             paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
         )

@@ -14,6 +14,10 @@ again; a killed runner's next action does the same (`recovery`), finishing a fin
 The envelope has one entry per candidate under `batch` (status, score, reason, comparison), `parallel` (the
 trials run at a time) and `batch_sealed`; its exit code is 75 when any trial met the sandbox, else 1 when any
 crashed, else 0.
+
+In poc/prod nothing runs: after the same validation every candidate becomes ready for external execution
+(`evaluation.make_ready`; the cap counts those already ready too), one entry each with where to export it from;
+`record` then takes them in any order (see `runner/ready.py`).
 """
 
 from __future__ import annotations
@@ -22,11 +26,11 @@ import sys
 
 from ...campaign import vocabulary as v
 from ...common import faults
-from .. import batch_trials, campaign_trial, drafts, evaluation
+from .. import batch_trials, campaign_trial, evaluation
 from .. import state as state_mod
 from ..checks import pick_pending, require_open, require_status
 from ..outcome import ActionResult, CampaignError, Interrupted
-from ..store import manifests, snapshots, sources
+from ..store import created, manifests, snapshots, sources
 
 ENTRY_FIELDS = ("score", "compared_with", "compared_score", "delta", "noise_verdict")
 
@@ -40,14 +44,18 @@ def run(campaign, options, now: str) -> ActionResult:
         )
     state = state_mod.compute(campaign, now)
     require_open(state, "evaluate")
-    check_cap(state, len(chosen))
-    if campaign.settings["env"] != "sim":
+    env = campaign.settings["env"]
+    if env != "sim" and options.parallel is not None:
         raise CampaignError(
-            f"a batch runs simulation trials; in {campaign.settings['env']} evaluate one candidate at a time"
+            f"--parallel sets how many simulation trials run at once; in {env} the runner runs nothing (each "
+            "candidate is submitted outside it), so leave --parallel out"
         )
-    campaign_trial.start_probe(campaign)
-    _at_most_one_creating(campaign, chosen)
+    evaluation.check_room(campaign, state, chosen)  # the cap, and at most one candidate that creates files
+    if env == "sim":
+        campaign_trial.start_probe(campaign)
     staged = [evaluation.validate(campaign, manifest, options.run_args, now) for manifest in chosen]
+    if env != "sim":
+        return _make_ready(campaign, staged, now)
     sealed = campaign_trial.sealing(campaign)
     best = campaign.best()
     running = []
@@ -69,25 +77,6 @@ def run(campaign, options, now: str) -> ActionResult:
     }
     code = evaluation.exit_code([entry["candidate_status"] for entry in entries])
     return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
-
-
-def _at_most_one_creating(campaign, chosen: list[dict]) -> None:
-    """Two kept candidates that both create files would leave the first one's new files in the live job after
-    the second keep: a batch holds at most one candidate that creates files (checked before anything is written)."""
-    paths = campaign.paths
-    best = snapshots.files_of(paths, campaign.best())
-    creating = [
-        manifest["candidate_id"]
-        for manifest in chosen
-        if drafts.read_draft(
-            paths.candidate_dir(manifest["candidate_id"]) / "source", best, campaign.config, paths.workspace
-        ).created
-    ]
-    if len(creating) > 1:
-        raise CampaignError(
-            f"candidates {', '.join(creating)} each create new files; a batch may hold at most one such "
-            "candidate: evaluate the others one at a time (or in a later batch)"
-        )
 
 
 def _chosen(campaign, options) -> list[dict]:
@@ -112,16 +101,6 @@ def _chosen(campaign, options) -> list[dict]:
     return chosen
 
 
-def check_cap(state: dict, size: int) -> None:
-    """A batch larger than the remaining cap is refused before anything runs."""
-    remaining = state["remaining_candidates"]
-    if remaining is not None and size > remaining:
-        raise CampaignError(
-            f"the batch has {size} candidates but only {remaining} of the cap of {state['candidate_cap']} "
-            f"remain; evaluate at most {remaining}, or ask the user to approve a higher cap"
-        )
-
-
 def _trials(campaign, staged, running, *, sealed: bool, parallel: int | None) -> tuple[list, int]:
     """Every trial of the batch: concurrent when sealed, else one by one with the candidate applied meanwhile."""
     if sealed:
@@ -136,6 +115,8 @@ def _trials(campaign, staged, running, *, sealed: bool, parallel: int | None) ->
 
     def apply(index: int) -> None:
         draft = staged[index].draft
+        # the record of what the runner creates is one file: this candidate's, again, just before its own apply
+        created.record(campaign.paths, running[index]["candidate_id"], {rel: draft.files[rel] for rel in draft.created})
         for rel in draft.touched:  # one file at a time: recovery undoes a partial apply
             sources.write_files(campaign.paths.workspace, {rel: draft.files[rel]})
         faults.checkpoint("evaluate:applied")
@@ -151,6 +132,19 @@ def _trials(campaign, staged, running, *, sealed: bool, parallel: int | None) ->
 
     requests = [batch_trials.Request(m["candidate_id"], m["effective_run_args"], None) for m in running]
     return batch_trials.run_in_turn(campaign, requests, before=apply, after=restore), 1
+
+
+def _make_ready(campaign, staged, now: str) -> ActionResult:
+    """poc/prod: every candidate of the batch becomes ready for external execution; nothing runs or is
+    submitted. One entry each, in the order given, saying where to export it from (`ready.entry`)."""
+    entries = evaluation.make_ready(campaign, staged, now)
+    best = campaign.best_row()
+    extras = {
+        "batch": entries,
+        "best_candidate": best["name"] if best else None,
+        "best_score": best["score"] if best else None,
+    }
+    return ActionResult(extras=extras)
 
 
 def _finalize_all(campaign, staged, running, results, width: int, now: str) -> list[dict]:

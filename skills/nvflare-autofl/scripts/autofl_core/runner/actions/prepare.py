@@ -1,6 +1,7 @@
 """prepare: copy the best snapshot into `candidates/<id>/source/` (the only folder the agent edits) and
 write the manifest (`prepared`, with `base_candidate`: the best it was prepared from). Several candidates may be
-prepared at once (evaluate them one by one or as a batch); only one ready for external execution blocks it. `--run-args` (the reference's way to give a candidate its arguments) is
+prepared at once (evaluate them one by one or as a batch); a candidate ready for external execution (poc/prod)
+blocks it until it is recorded or abandoned. `--run-args` (the reference's way to give a candidate its arguments) is
 validated exactly as at evaluate and recorded in the manifest (`run_args`, and `effective_run_args` merged
 with the best's); evaluate then runs them without being told again."""
 
@@ -29,9 +30,11 @@ def run(campaign, options, now: str) -> ActionResult:
         raise CampaignError("there is no scored baseline yet; follow next_action (repair_baseline or submit_baseline)")
     busy = [m for m in campaign.pending() if m["status"] != v.PREPARED]
     if busy:
+        names = ", ".join(m["candidate_id"] for m in busy)
         raise CampaignError(
-            f"candidate {busy[0]['candidate_id']} is {busy[0]['status']} (applied to the workspace); record or "
-            "abandon it before preparing another"
+            f"{'candidate' if len(busy) == 1 else 'candidates'} {names} {'is' if len(busy) == 1 else 'are'} "
+            f"{busy[0]['status']}; record or abandon "
+            "them before preparing another (a new candidate starts from the best they leave)"
         )
     if name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES) or name in campaign.used_names():
         raise CampaignError(f"--name {name} is already used or reserved; pick a new name")

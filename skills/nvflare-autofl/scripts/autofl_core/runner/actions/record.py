@@ -5,6 +5,12 @@ external execution (poc/prod), finalized exactly like a simulated one.
   id `lit-0001`, `lit-0002`, ...
 - `--baseline (--score X | --artifacts DIR) [--job-id ID]` -> only before any scored baseline or attempt.
 - `[--manifest M] (--score X | --artifacts DIR | --failure-reason TEXT) [--job-id ID]` -> keep/discard/crash.
+
+Several candidates may be ready at once (`runner/ready.py`); record takes them in any order (with several,
+`--manifest` names the one) and decides each against the best at the moment it is recorded: in poc/prod the
+order of the records is the order of the decisions. A keep installs the candidate's own source as evaluated
+(one prepared from an older best replaces the sibling kept in between, as in a batch); a discard or crash
+restores the best.
 """
 
 from __future__ import annotations
@@ -17,10 +23,10 @@ from pathlib import Path
 from ...campaign import ledger
 from ...campaign import vocabulary as v
 from ...trial import metrics, what_ran
-from .. import finalize, noise, what_happened
+from .. import finalize, noise, ready, what_happened
 from ..checks import one_manifest, pick_pending
 from ..outcome import ActionResult, CampaignError
-from ..store import contract, sources
+from ..store import contract
 
 LIT_RE = re.compile(r"lit-(\d{4,})")
 JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -100,13 +106,7 @@ def _baseline(campaign, options) -> ActionResult:
 def _candidate(campaign, options, now: str) -> ActionResult:
     paths = campaign.paths
     manifest = pick_pending(campaign, one_manifest(options, "record"), want=v.READY)
-    expected = dict(campaign.best().hashes, **{rel: sha for rel, sha in _draft_hashes(campaign, manifest).items()})
-    drift = sources.differing(paths.workspace, expected)
-    if drift:
-        raise CampaignError(
-            f"the workspace no longer holds candidate {manifest['candidate_id']} as evaluated "
-            f"({', '.join(drift)} changed); restore it or abandon the candidate"
-        )
+    draft_files = ready.recordable(campaign, manifest)
     job_id = _job_id(options.job_id)
     given = [
         flag
@@ -162,7 +162,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             "budget": found.get("budget"),
         },
     )
-    files = sources.read_files(paths.workspace, sorted(expected)) if status == v.KEEP else None
+    files = draft_files if status == v.KEEP else None  # a keep installs the candidate's own source
     compared = what_happened.compared_with(campaign)
     finalize.finalize(campaign, manifest, status=status, draft_files=files, now=now)
     return ActionResult(
@@ -174,12 +174,6 @@ def _candidate(campaign, options, now: str) -> ActionResult:
         },
         ledger_changed=True,
     )
-
-
-def _draft_hashes(campaign, manifest: dict) -> dict:
-    folder = campaign.paths.candidate_dir(manifest["candidate_id"]) / "source"
-    touched = sorted(set(manifest["changed_files"]) | set(manifest["created_files"]))
-    return sources.file_hashes(sources.read_files(folder, touched))
 
 
 def _external_score(campaign, options) -> dict:

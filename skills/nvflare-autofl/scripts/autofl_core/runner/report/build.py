@@ -23,7 +23,6 @@ from ...campaign import vocabulary as v
 from ...common import atomic, bounded, faults
 from .. import noise
 from .. import state as state_mod
-from ..store import contract
 from . import facts, markdown, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
@@ -392,11 +391,5 @@ def _best_command(campaign, best: dict | None) -> str:
     """The best configuration as a command a user can rerun by hand (fixed budget, base args, best run args)."""
     if best is None:
         return ""
-    argv = [
-        campaign.settings["python"],
-        campaign.paths.job.name,
-        *contract.budget_args(campaign.config),
-        *campaign.settings["base_args"],
-        *campaign.best_run_args(),
-    ]
+    argv = campaign.job_argv(campaign.best_run_args())
     return f"cd {shlex.quote(str(campaign.paths.workspace))} && {shlex.join(argv)}"
