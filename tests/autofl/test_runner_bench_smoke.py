@@ -53,6 +53,7 @@ def test_lifecycle_speed_judges_the_figure_it_prints(repo_root):
 
 
 def test_evaluate_overhead_quick_runs_and_judges_its_bar(repo_root, python_exe):
+    started_load = os.getloadavg()[0]
     done = run(repo_root, python_exe, "evaluate_overhead.py", "--quick")
     match = re.search(r"overhead ([+-][\d.]+) s", done.stdout)
     assert match, done.stdout + done.stderr
@@ -60,7 +61,10 @@ def test_evaluate_overhead_quick_runs_and_judges_its_bar(repo_root, python_exe):
     passed = overhead <= 2.5
     assert done.stdout.rstrip().endswith(f"RESULT: {'PASS' if passed else 'FAIL'}")
     assert done.returncode == (0 if passed else 1)
-    assert overhead < 8.0, "evaluate of a 0.1 s stand-in trial takes many seconds: something blocks"
+    # a hang guard, not a speed bar: the overhead is wall time, which a busy machine stretches (measured 8.75 s at
+    # load 12 on 2 cores), so the 8 s limit grows with the load seen while the bench ran
+    busy = max(1.0, max(started_load, os.getloadavg()[0]) / (os.cpu_count() or 1))
+    assert overhead < 8.0 * busy, f"evaluate of a 0.1 s stand-in trial takes {overhead} s: something blocks"
 
 
 def test_batch_parallel_quick_runs_a_batch_and_judges_what_it_printed(repo_root, python_exe):

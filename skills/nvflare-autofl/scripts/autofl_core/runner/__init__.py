@@ -17,6 +17,8 @@
   marker, trial.json;
 - `batch_trials` - several trials at once (a batch): slots, GPUs, one marker for all, every trial ended on a stop;
 - `evaluation` - the steps a single evaluate and a batch share: validate, materialize, decide and finalize, undo;
+- `ready` - several candidates ready for external execution (poc/prod): which one the live job folder holds,
+  where each is exported from, its job command line;
 - `tamper` - the campaign's evidence copied before a trial and restored after it (tampering is reported);
 - `finalize` - keep / discard / crash, written crash-safely through a journal;
 - `noise` - the noise floor: the best's spread, the keep margin, the seed option;
