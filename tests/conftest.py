@@ -43,8 +43,16 @@ SERIAL_GROUPS = {  # the first matching prefix wins
     "tests/autofl/test_runner_real.py::test_demo_": "demo-campaign",
     "tests/autofl/test_runner_real.py::test_poc_mode_records_real_downloaded_results": "demo-campaign",
     "tests/autofl/test_runner_real.py::test_noise_sigmas_discards_a_gain": "demo-campaign",
+    # module fixtures worth building once: a real NVFLARE baseline, every release's templates diagnosed (~25 s)
+    "tests/reliability/test_r8_sealed_trials.py::test_real_nvflare_": "r8-real-campaign",
+    "tests/diagnose/test_nvflare_messages.py::test_coverage_": "message-coverage",
 }
-SHARED_FIXTURE_GROUPS = {"poc_system": {"poc-a", "poc-b"}, "demo": {"demo-campaign"}}
+SHARED_FIXTURE_GROUPS = {
+    "poc_system": {"poc-a", "poc-b"},
+    "demo": {"demo-campaign"},
+    "real_campaign": {"r8-real-campaign"},
+    "coverage": {"message-coverage"},
+}
 # The slowest files start first (after the groups, which xdist starts first as its largest work units), so
 # the long real simulations do not form the tail of the run. Measured with --durations (issue 19).
 START_FIRST = (

@@ -1,5 +1,5 @@
 """R4: one lifecycle action owns a workspace. Five actions started together: exactly one proceeds, the others
-exit 2 "already in use" (20 rounds, no corruption); a stale lock never blocks; readers (`campaign_guard.py`,
+exit 2 "already in use" (10 rounds, no corruption); a stale lock never blocks; readers (`campaign_guard.py`,
 the state file) never see a half-written file while an evaluate writes."""
 
 import fcntl
@@ -25,6 +25,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def ws(tmp_path):
     return initialized_standin(tmp_path, "--uncapped")
+
+
+ROUNDS = 10  # each round races five evaluates for the lock (the spec's R4 is one such start; 10 give confidence)
 
 
 def slow_candidate(workspace, name, seconds):
@@ -55,9 +58,9 @@ def test_second_action_while_the_lock_is_held_exits_2_and_a_released_lock_never_
     assert lock.exists() and run_cli(ws, "status").code == 0  # the file stays; only a held flock blocks
 
 
-@pytest.mark.timeout(900)  # 20 rounds of five real runner processes: about 2 minutes alone, longer beside other workers
-def test_five_concurrent_evaluates_exactly_one_proceeds_twenty_rounds(ws):
-    for round_index in range(20):
+@pytest.mark.timeout(600)  # 10 rounds of five real runner processes: about a minute alone, longer beside other workers
+def test_five_concurrent_evaluates_exactly_one_proceeds_ten_rounds(ws):
+    for round_index in range(ROUNDS):
         name = f"slow-{round_index:02d}"
         slow_candidate(ws, name, 1.5)
         results = evaluate_five_at_once(ws)
@@ -69,7 +72,7 @@ def test_five_concurrent_evaluates_exactly_one_proceeds_twenty_rounds(ws):
         names = [row["name"] for row in ledger_rows(ws)]
         assert names.count(name) == 1 and len(names) == round_index + 2
     state = json.loads((ws / ".nvflare/autofl/campaign_state.json").read_text())
-    assert state["candidate_attempts"] == 20
+    assert state["candidate_attempts"] == ROUNDS
 
 
 def test_readers_never_see_a_half_written_file(ws):
