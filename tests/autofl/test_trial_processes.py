@@ -4,9 +4,11 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
+from autofl_core.trial import processes
 from autofl_core.trial.processes import TAIL_BYTES, find_token_processes, run_process, terminate_tree
 
 
@@ -122,3 +124,79 @@ def test_child_runs_in_its_own_session_with_argv_passed_literally(tmp_path):
     assert sid == pgid == outcome.pid and sid != os.getsid(0)
     assert args == hostile
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.log"]  # no shell ever ran the strings
+
+
+# --- cheap supervision (P2): nothing polls, /proc is read sparingly -------------------------------------------
+
+
+def test_the_pump_blocks_on_the_pipe_instead_of_waking_every_second(tmp_path, monkeypatch):
+    calls = []
+    real_select = processes.select.select
+
+    def counting_select(*args):
+        calls.append(args[3:] or (None,))
+        return real_select(*args)
+
+    monkeypatch.setattr(processes.select, "select", counting_select)
+    code = "import time\nprint('a', flush=True)\ntime.sleep(2.5)\nprint('b', flush=True)"
+    outcome = run(tmp_path, code, "tok-block")
+    assert outcome.returncode == 0 and (tmp_path / "run.log").read_text() == "a\nb\n"
+    assert all(timeout == (None,) for timeout in calls)  # no timeout: the pump never wakes on its own
+    assert len(calls) <= 4  # a, b, end of file (and at most one split write); a 1 s poll would add two more
+
+
+def test_a_stopped_pump_ends_although_a_stray_holder_keeps_the_pipe_open(tmp_path):
+    read_fd, write_fd = os.pipe()
+    pump = processes.OutputPump(read_fd, tmp_path / "run.log", None)
+    pump.start()
+    try:
+        os.write(write_fd, b"kept\n")
+        time.sleep(0.2)
+        pump.stop()
+        pump.join(timeout=5.0)
+        assert not pump.is_alive()
+        pump.release()
+        assert (tmp_path / "run.log").read_bytes() == b"kept\n" and pump.tail() == b"kept\n"
+    finally:
+        os.close(write_fd)
+
+
+def test_wake_runs_the_tick_at_once_instead_of_at_the_next_interval(tmp_path):
+    wake = threading.Event()
+    seen = []
+
+    def on_line(line):
+        if "STALL" in line:
+            seen.append(time.monotonic())
+            wake.set()
+
+    def tick(now):
+        return "stall seen" if seen else None
+
+    code = "import time\nprint('STALL', flush=True)\ntime.sleep(300)"
+    outcome = run(tmp_path, code, "tok-wake", on_line=on_line, tick=tick, tick_interval=60.0, wake=wake)
+    assert outcome.stop_reason == "stall seen"
+    assert outcome.stop_triggered_at - seen[0] < 5.0  # the 60 s tick interval was not waited for
+    assert find_token_processes(("AUTOFL_TRIAL_TOKEN", "tok-wake")) == []
+
+
+def test_processes_older_than_the_trial_are_not_read_for_the_token(tmp_path):
+    token_value = f"tok-old-{uuid.uuid4().hex}"
+    old = subprocess.Popen(["sleep", "300"], env=env(token_value), start_new_session=True)
+    try:
+        born = processes._stat(old.pid).started
+        time.sleep(0.05)  # clock ticks are 10 ms: a process started later has a larger start time
+        younger = subprocess.Popen(["sleep", "300"], env=env(token_value), start_new_session=True)
+        try:
+            later = processes._stat(younger.pid).started
+            assert later > born
+            needle = f"\0AUTOFL_TRIAL_TOKEN={token_value}\0".encode()
+            assert processes._tree_members(None, needle, later) == [younger.pid]
+            assert processes._tree_members(None, needle, born) == sorted([old.pid, younger.pid])
+            assert processes._tree_members(None, needle, None) == sorted([old.pid, younger.pid])
+        finally:
+            younger.kill()
+            younger.wait()
+    finally:
+        old.kill()
+        old.wait()

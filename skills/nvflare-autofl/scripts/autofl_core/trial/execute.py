@@ -24,6 +24,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -216,6 +217,7 @@ def _run_in_root(
             tick=monitor.tick,
             grace_seconds=spec.grace_seconds,
             on_start=(lambda pid: spec.on_start(pid, token)) if spec.on_start else None,
+            wake=monitor.wake,
         )
     except OSError as error:
         return _result(spec, argv, token, CRASH, f"could not start the trial: {error}", None, 0.0, {})
@@ -257,10 +259,14 @@ def _prepare_run_dir(run_dir: Path) -> Path:
 
 
 class _Monitor:
-    """Per-line and per-tick hooks: watchdog, live progress, printed result paths."""
+    """Per-line and per-tick hooks: watchdog, live progress, printed result paths.
+
+    A line that shows a stall sets `wake`, so the supervisor ends the trial without waiting for its next tick.
+    """
 
     def __init__(self, spec: TrialSpec, root: Path, started: float):
         self.started = started
+        self.wake = threading.Event()
         self.watchdog = watchdog.Watchdog(
             started=started, total_timeout=spec.timeout, no_progress_timeout=spec.no_progress_timeout
         )
@@ -273,8 +279,8 @@ class _Monitor:
         self.printer = progress.ProgressPrinter(spec.progress_stream) if spec.progress_stream else None
 
     def on_line(self, line: str) -> None:
-        now = time.monotonic()
-        self.watchdog.observe(line, now)
+        if self.watchdog.observe(line, time.monotonic()):
+            self.wake.set()
         self.tracker.feed(line)
         if resultdir.printed_paths([line]):
             self.printed.append(line)
@@ -284,7 +290,9 @@ class _Monitor:
             self.watchdog.observe(line, now)
             self.tracker.feed(line)
         if self.printer:
-            self.printer.show(self.tracker.render(now - self.started), self.tracker.state_key())
+            key = self.tracker.state_key()  # reads the round records appended since the last tick
+            if self.printer.wants(key):  # the line is built only when it will be written
+                self.printer.show(self.tracker.render(now - self.started, refresh=False), key)
         return self.watchdog.check(now)
 
     def close(self) -> None:

@@ -140,10 +140,12 @@ class ProgressTracker:
         with self._lock:
             return (self.round_index, self.aggregated, self.last_metric, self.server_metric, self.finished)
 
-    def render(self, elapsed: float) -> str:
+    def render(self, elapsed: float, *, refresh: bool = True) -> str:
         """One status line, e.g. `[autofl baseline] round 3/3 (2/2 aggregated) | 0:14 elapsed | server aggregated
-        accuracy=0.915 (round 3, the value the ledger records)`."""
-        self._read_records()
+        accuracy=0.915 (round 3, the value the ledger records)`. `refresh=False`: skip reading new round records
+        (the caller just did, through `state_key`)."""
+        if refresh:
+            self._read_records()
         with self._lock:
             parts = [f"[autofl {self.label}] {self._round_text()}"]
             parts.append(f"{int(elapsed) // 60}:{int(elapsed) % 60:02d} elapsed")
@@ -202,6 +204,12 @@ class RoundRecords:
         path = self._path or self._find()
         if path is None:
             return []
+        try:  # one stat while nothing new was written (most polls); never opens anything but a regular file
+            info = os.stat(path)
+        except OSError:
+            return []
+        if not stat.S_ISREG(info.st_mode) or info.st_size <= self._offset:
+            return []
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO put there must never block
         except OSError:
@@ -254,6 +262,11 @@ class ProgressPrinter:
         self._last_key: object = None
         self._lock = threading.Lock()
         self._open_line = False
+
+    def wants(self, key: object) -> bool:
+        """Whether `show` with this key would write (on a TTY always: the elapsed time is redrawn)."""
+        with self._lock:
+            return self._tty or key != self._last_key
 
     def show(self, line: str, key: object) -> None:
         """Print `line`: on a TTY always (redraw in place), elsewhere only when `key` changed."""

@@ -56,16 +56,17 @@ class Watchdog:
         self._partial: tuple[int, int] | None = None
         self._stall: str | None = None
 
-    def observe(self, line: str, now: float) -> None:
-        """Record one line of child output or log text seen at `now`."""
+    def observe(self, line: str, now: float) -> bool:
+        """Record one line of child output or log text seen at `now`; True when it showed a stall (stop now)."""
         if not ANY_MARKER_RE.search(line):
-            return
+            return False
         stall = next((marker for marker in STALL_MARKERS if marker in line), None)
         with self._lock:
             if stall:
                 self._stall = self._stall or stall
             elif self._advances(line):
                 self._last_progress = now
+        return stall is not None
 
     def _advances(self, line: str) -> bool:
         match = AGGREGATED_RE.search(line)
