@@ -133,16 +133,43 @@ def test_the_pump_blocks_on_the_pipe_instead_of_waking_every_second(tmp_path, mo
     calls = []
     real_select = processes.select.select
 
-    def counting_select(*args):
-        calls.append(args[3:] or (None,))
-        return real_select(*args)
+    def counting_select(readers, writers, errors, *timeout):
+        calls.append((list(readers), timeout[0] if timeout else None))
+        return real_select(readers, writers, errors, *timeout)
 
     monkeypatch.setattr(processes.select, "select", counting_select)
     code = "import time\nprint('a', flush=True)\ntime.sleep(2.5)\nprint('b', flush=True)"
     outcome = run(tmp_path, code, "tok-block")
     assert outcome.returncode == 0 and (tmp_path / "run.log").read_text() == "a\nb\n"
-    assert all(timeout == (None,) for timeout in calls)  # no timeout: the pump never wakes on its own
-    assert len(calls) <= 4  # a, b, end of file (and at most one split write); a 1 s poll would add two more
+    waits_for_output = [timeout for readers, timeout in calls if len(readers) == 2]
+    settles = [timeout for readers, timeout in calls if len(readers) == 1]
+    assert waits_for_output and all(timeout is None for timeout in waits_for_output)  # never wakes on its own
+    assert all(timeout == processes.SETTLE_SECONDS for timeout in settles) and len(settles) <= 2  # after a, b
+
+
+def test_a_burst_of_lines_is_read_in_few_wake_ups_and_a_flood_without_waiting(tmp_path):
+    class Counting(processes.OutputPump):
+        def _keep(self, chunk):
+            self.chunks = getattr(self, "chunks", 0) + 1
+            super()._keep(chunk)
+
+    read_fd, write_fd = os.pipe()
+    lines = []
+    pump = Counting(read_fd, tmp_path / "run.log", lines.append)
+    pump.start()
+    for index in range(50):  # 50 separate writes within about 50 ms: one log record each
+        os.write(write_fd, f"line {index}\n".encode())
+        time.sleep(0.001)
+    started = time.monotonic()
+    for _ in range(64):  # then 4 MiB in full 64 KiB writes: drained without a settle per read
+        os.write(write_fd, b"y" * 65535 + b"\n")
+    flood_seconds = time.monotonic() - started
+    os.close(write_fd)
+    pump.join(timeout=30.0)
+    pump.release()
+    assert lines[:50] == [f"line {index}" for index in range(50)] and len(lines) == 114
+    assert pump.chunks < 50 + 64  # lines of the burst shared reads (one read per line without settling)
+    assert flood_seconds < 64 * processes.SETTLE_SECONDS / 4  # settling after each flood read would take 12.8 s
 
 
 def test_a_stopped_pump_ends_although_a_stray_holder_keeps_the_pipe_open(tmp_path):

@@ -32,6 +32,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 TAIL_BYTES = 1024 * 1024
+READ_BYTES = 65536
+SETTLE_BELOW_BYTES = READ_BYTES // 4  # a read this small is a burst just starting, not a flood
+SETTLE_SECONDS = 0.2  # how late a line may reach the watchdog and the progress line
+DEADLINE_SLACK = 0.01  # a tick at a deadline runs this much after it, so the check sees it passed
 MAX_LINE_BYTES = 64 * 1024
 ENVIRON_READ_LIMIT = 4 * 1024 * 1024
 STAT_READ_LIMIT = 4096
@@ -56,8 +60,10 @@ class ProcessOutcome:
 class OutputPump(threading.Thread):
     """Copy the child's pipe to the log file; keep a bounded tail; feed complete lines to a callback.
 
-    Blocks in select() on the pipe and a private wake pipe (no timeout): it runs only when the child wrote
-    something, the pipe closed, or `stop` was called.
+    Blocks in select() on the pipe and a private wake pipe (no timeout). After a small read it lets a burst of
+    writes pile up in the pipe for `SETTLE_SECONDS` (a log record is one write; a round logs a dozen within
+    milliseconds), so a burst costs one wake-up instead of one per line; large reads never wait, so a flooding
+    child is drained at full speed. `finish()` (the child exited) ends the settling, `stop()` ends the pump.
     """
 
     def __init__(self, fd: int, log_path: Path, on_line: Callable[[str], None] | None):
@@ -68,6 +74,7 @@ class OutputPump(threading.Thread):
         self._tail = bytearray()
         self._partial = bytearray()
         self._wake_read, self._wake_write = os.pipe()
+        self._finishing = False
 
     def run(self) -> None:
         try:
@@ -82,17 +89,30 @@ class OutputPump(threading.Thread):
         watched = [self._fd, self._wake_read]
         while True:
             ready, _, _ = select.select(watched, [], [])
-            if self._wake_read in ready:  # stop() was called
-                return
-            chunk = os.read(self._fd, 65536)
+            if self._wake_read in ready:
+                if b"s" in os.read(self._wake_read, 64):  # stop(); otherwise finish(): read on without settling
+                    return
+                self._finishing = True
+            if self._fd not in ready:
+                continue
+            chunk = os.read(self._fd, READ_BYTES)
             if not chunk:
                 return
             log.write(chunk)
             self._keep(chunk)
+            if len(chunk) < SETTLE_BELOW_BYTES and not self._finishing:
+                select.select([self._wake_read], [], [], SETTLE_SECONDS)  # ends early on finish() or stop()
+
+    def finish(self) -> None:
+        """The child exited: copy what is left without settling."""
+        self._poke(b"f")
 
     def stop(self) -> None:
         """Make the pump exit now (used if a stray holder keeps the pipe open after the tree ended)."""
-        os.write(self._wake_write, b"x")
+        self._poke(b"s")
+
+    def _poke(self, byte: bytes) -> None:
+        os.write(self._wake_write, byte)
 
     def release(self) -> None:
         """Close the wake pipe (and the output pipe of a pump that never ran); only once the pump is not running."""
@@ -138,11 +158,13 @@ def run_process(
     grace_seconds: float = 5.0,
     on_start: Callable[[int], None] | None = None,
     wake: threading.Event | None = None,
+    due: Callable[[], float | None] | None = None,
 ) -> ProcessOutcome:
     """Run argv to completion (or until `tick` returns a stop reason) and clean up the whole tree.
 
-    `tick(now)` runs every `tick_interval` seconds, and at once whenever `wake` is set (e.g. by `on_line` when a
-    line shows a stall), so a watchdog that sees its trigger in the output does not wait for the next tick.
+    `tick(now)` runs every `tick_interval` seconds; sooner at the monotonic time `due()` returns (a watchdog
+    deadline), and at once whenever `wake` is set (e.g. by `on_line` when a line shows a stall), so a watchdog
+    fires at its trigger, not at the next interval.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     cpu_before = _own_cpu_seconds()
@@ -158,8 +180,10 @@ def run_process(
         exited = _watch_exit(proc.pid, wake)
         if on_start is not None:
             on_start(proc.pid)
-        _supervise(exited, wake, tick, tick_interval, outcome)
+        _supervise(exited, wake, tick, tick_interval, due, outcome)
     finally:
+        if pump is not None and pump.ident is not None:
+            pump.finish()
         outcome.survivors = terminate_tree(proc.pid, token, grace_seconds, born_after=born)
         outcome.returncode = _reap(proc)
         _drain(pump, read_fd)
@@ -239,14 +263,20 @@ def _supervise(
     wake: threading.Event,
     tick: Callable[[float], str | None] | None,
     interval: float,
+    due: Callable[[], float | None] | None,
     outcome: ProcessOutcome,
 ) -> None:
-    """Sleep until the child exits; wake every `interval` seconds (or when `wake` is set) to run the tick."""
+    """Sleep until the child exits; wake every `interval` seconds, at the time `due()` names if that is sooner,
+    or when `wake` is set, to run the tick."""
     if tick is None:
         exited.wait()
         return
     while True:
-        wake.wait(timeout=interval)
+        timeout = interval
+        deadline = due() if due is not None else None
+        if deadline is not None:  # a watchdog deadline: check just after it, not at the next interval
+            timeout = min(interval, max(0.0, deadline - time.monotonic()) + DEADLINE_SLACK)
+        wake.wait(timeout=timeout)
         wake.clear()  # cleared before the exit check, so an exit after it still ends the next wait at once
         if exited.is_set():
             return

@@ -14,7 +14,7 @@ line does not say which). Never writes to stdout.
 Usage: tracker = ProgressTracker("baseline", num_rounds=3, metric="accuracy", mode="max", root=trial_root)
        printer = ProgressPrinter(sys.stderr)
        tracker.feed(line)                                        # for every output/log line
-       printer.show(tracker.render(elapsed), tracker.state_key())  # about once a second (reads new round records)
+       printer.show(tracker.render(elapsed), tracker.state_key())  # every tick (reads new round records)
 """
 
 from __future__ import annotations
@@ -134,9 +134,11 @@ class ProgressTracker:
                 self.last_metric = (label, f"{float(value):.6g}")
                 return
 
-    def state_key(self) -> tuple:
-        """Changes exactly when the displayed state (apart from elapsed time) changes."""
-        self._read_records()
+    def state_key(self, *, refresh: bool = True) -> tuple:
+        """Changes exactly when the displayed state (apart from elapsed time) changes. `refresh=False`: from the
+        lines fed so far, without reading new round records (no I/O: for the output thread, after each line)."""
+        if refresh:
+            self._read_records()
         with self._lock:
             return (self.round_index, self.aggregated, self.last_metric, self.server_metric, self.finished)
 
@@ -258,7 +260,7 @@ class ProgressPrinter:
 
     def __init__(self, stream: TextIO):
         self._stream = stream
-        self._tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
         self._last_key: object = None
         self._lock = threading.Lock()
         self._open_line = False
@@ -266,15 +268,15 @@ class ProgressPrinter:
     def wants(self, key: object) -> bool:
         """Whether `show` with this key would write (on a TTY always: the elapsed time is redrawn)."""
         with self._lock:
-            return self._tty or key != self._last_key
+            return self.tty or key != self._last_key
 
     def show(self, line: str, key: object) -> None:
         """Print `line`: on a TTY always (redraw in place), elsewhere only when `key` changed."""
         with self._lock:
-            if not self._tty and key == self._last_key:
+            if not self.tty and key == self._last_key:
                 return
-            self._stream.write("\r\033[K" + line if self._tty else line + "\n")
-            self._open_line = self._tty
+            self._stream.write("\r\033[K" + line if self.tty else line + "\n")
+            self._open_line = self.tty
             self._last_key = key
             self._stream.flush()
 

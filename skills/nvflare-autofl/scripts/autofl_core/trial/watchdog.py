@@ -1,7 +1,7 @@
 """Trial watchdogs: total timeout, simulator stall, no progress; plus a cheap log-file watcher.
 
-`Watchdog` is fed lines (child output and new log lines) and asked `check(now)` about once
-a second by the process supervisor; it returns a reason string when the trial must stop:
+`Watchdog` is fed lines (child output and new log lines) and asked `check(now)` by the process
+supervisor at every tick and at its `next_deadline()`; it returns a reason string when the trial must stop:
 - total timeout since start;
 - stall: the simulator reports it lost a client runner (`STALL_MARKERS`);
 - no progress: after the first progress marker, no new marker for `no_progress_timeout`
@@ -79,6 +79,16 @@ class Watchdog:
             self._partial = None
             return True
         return self._partial is None
+
+    def next_deadline(self) -> float | None:
+        """The monotonic time at which `check` would fire if nothing else happens (None: no deadline)."""
+        with self._lock:
+            deadlines = []
+            if self._total is not None:
+                deadlines.append(self._started + self._total)
+            if self._no_progress is not None and self._last_progress is not None:
+                deadlines.append(self._last_progress + self._no_progress)
+            return min(deadlines) if deadlines else None
 
     def check(self, now: float) -> str | None:
         """A stop reason, or None while the trial may go on."""
