@@ -43,6 +43,7 @@ MAX_PRIVATE_TMP_CHARS = 48
 SOCKET_CONTEXT = ("socket", "bind", "connect", "listen", "tcp://", "address")
 TICK_SECONDS = 2.0  # log files and round records are read this often (a wake-up costs ~0.1 ms of CPU here)
 TTY_TICK_SECONDS = 1.0  # on a terminal the progress line redraws its elapsed time every second
+LIVE_GAP_SECONDS = 1.0  # the output thread prints a changed progress state at most this often
 MAX_PRINTED_LINES = 32  # result-path lines remembered from the output (the last one inside the root wins)
 SANDBOX_WINDOW = 8  # traceback lines above the error that may carry the socket context
 SANDBOX_REASON = (
@@ -266,7 +267,7 @@ class _Monitor:
     """Per-line and per-tick hooks: watchdog, live progress, printed result paths.
 
     Lines arrive from the output thread: a stall sets `wake` (the supervisor ends the trial at once) and a changed
-    progress state is printed right away. The tick (every `TICK_SECONDS`, every second on a terminal, which
+    progress state is printed right away (at most one line a second; the tick prints what changed since). The tick (every `TICK_SECONDS`, every second on a terminal, which
     redraws the elapsed time) reads the simulator's log files and round records; `due` tells the supervisor when
     a watchdog deadline falls between ticks.
     """
@@ -293,9 +294,10 @@ class _Monitor:
         self.tracker.feed(line)
         if resultdir.printed_paths([line]):
             self.printed.append(line)
-        if self.live:
+        now = time.monotonic()
+        if self.live and now - self.printer.written_at >= LIVE_GAP_SECONDS:  # as many lines as one a second
             try:
-                self._show(self.tracker.state_key(refresh=False), time.monotonic())
+                self._show(self.tracker.state_key(refresh=False), now)
             except Exception:  # a broken stream must not stop the watchdog's lines; the tick still prints
                 self.live = False
 

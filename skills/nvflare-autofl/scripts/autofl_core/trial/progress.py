@@ -24,8 +24,11 @@ import os
 import re
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import TextIO
+
+from .folders import Subfolders
 
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 ROUND_STARTED_RE = re.compile(r"\bRound (\d+) started\.")
@@ -200,6 +203,7 @@ class RoundRecords:
         self._path: str | None = None
         self._offset = 0
         self._partial = b""
+        self._folders = Subfolders()
 
     def poll(self) -> list[dict]:
         """The records appended since the last poll (complete JSON lines that are objects)."""
@@ -238,17 +242,12 @@ class RoundRecords:
         return records
 
     def _find(self) -> str | None:
-        folders = [self._root]
-        try:
-            with os.scandir(self._root) as entries:
-                folders += sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))[:MAX_JOB_FOLDERS]
-        except OSError:
-            return None
+        folders = [str(self._root), *self._folders.of(self._root, MAX_JOB_FOLDERS)]
         for folder in folders:
-            candidate = folder / ROUND_RECORDS
+            candidate = os.path.join(folder, ROUND_RECORDS)
             try:
                 if stat.S_ISREG(os.lstat(candidate).st_mode):
-                    self._path = str(candidate)
+                    self._path = candidate
                     return self._path
             except OSError:
                 continue
@@ -264,6 +263,7 @@ class ProgressPrinter:
         self._last_key: object = None
         self._lock = threading.Lock()
         self._open_line = False
+        self.written_at = float("-inf")  # time.monotonic() of the last line written
 
     def wants(self, key: object) -> bool:
         """Whether `show` with this key would write (on a TTY always: the elapsed time is redrawn)."""
@@ -278,6 +278,7 @@ class ProgressPrinter:
             self._stream.write("\r\033[K" + line if self.tty else line + "\n")
             self._open_line = self.tty
             self._last_key = key
+            self.written_at = time.monotonic()
             self._stream.flush()
 
     def close(self) -> None:

@@ -9,8 +9,8 @@ supervisor at every tick and at its `next_deadline()`; it returns a reason strin
   an advancing aggregation, a new round or the end of FedAvg counts as progress.
 
 `LogWatcher` finds the NVFLARE simulator logs cheaply: at most every `interval` seconds it
-lists `<root>/<job>/` (a handful of entries), stats each `<site>/log.txt` and reads only
-the bytes appended since the last look (bounded). Most progress arrives through the child's
+lists `<root>/<job>/` (a handful of entries; again only when a folder changed, see `folders`),
+stats each `<site>/log.txt` and reads only the bytes appended since the last look (bounded). Most progress arrives through the child's
 streamed output anyway; the log files cover jobs that log only to files.
 """
 
@@ -21,6 +21,8 @@ import re
 import stat
 import threading
 from pathlib import Path
+
+from .folders import Subfolders
 
 PROGRESS_MARKERS = (
     "Round ",
@@ -116,6 +118,7 @@ class LogWatcher:
         self._next_poll = 0.0
         self._offsets: dict[str, int] = {}
         self._partials: dict[str, bytes] = {}
+        self._folders = Subfolders()
 
     def poll(self, now: float) -> list[str]:
         """New complete lines from all known log files (empty until `interval` has passed)."""
@@ -129,8 +132,8 @@ class LogWatcher:
 
     def _log_files(self) -> list[str]:
         files = []
-        for job in _subdirs(self._root, 8):
-            for site in _subdirs(job, self._max_files):
+        for job in self._folders.of(self._root, 8):
+            for site in self._folders.of(job, self._max_files):
                 files.append(os.path.join(site, "log.txt"))
         return files[: self._max_files]
 
@@ -158,12 +161,3 @@ class LogWatcher:
         if rest:
             self._partials[path] = rest[-65536:]
         return [line.decode("utf-8", errors="replace") for line in complete]
-
-
-def _subdirs(folder: Path | str, limit: int) -> list[str]:
-    try:
-        with os.scandir(folder) as entries:
-            names = sorted(entry.path for entry in entries if entry.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
-    return names[:limit]
