@@ -267,9 +267,9 @@ class _Monitor:
     """Per-line and per-tick hooks: watchdog, live progress, printed result paths.
 
     Lines arrive from the output thread: a stall sets `wake` (the supervisor ends the trial at once) and a changed
-    progress state is printed right away (at most one line a second; the tick prints what changed since). The tick (every `TICK_SECONDS`, every second on a terminal, which
-    redraws the elapsed time) reads the simulator's log files and round records; `due` tells the supervisor when
-    a watchdog deadline falls between ticks.
+    progress state is printed right away (at most one line a second; the tick prints what changed since). The
+    tick (every `TICK_SECONDS`; every second on a terminal, which redraws the elapsed time) reads the simulator's
+    log files and round records; `due` tells the supervisor when a watchdog deadline falls between ticks.
     """
 
     def __init__(self, spec: TrialSpec, root: Path, started: float):
@@ -289,12 +289,12 @@ class _Monitor:
         self.live = bool(self.printer and not self.printer.tty)  # print changes from the output thread
 
     def on_line(self, line: str) -> None:
-        if self.watchdog.observe(line, time.monotonic()):
+        now = time.monotonic()
+        if self.watchdog.observe(line, now):
             self.wake.set()
         self.tracker.feed(line)
         if resultdir.printed_paths([line]):
             self.printed.append(line)
-        now = time.monotonic()
         if self.live and now - self.printer.written_at >= LIVE_GAP_SECONDS:  # as many lines as one a second
             try:
                 self._show(self.tracker.state_key(refresh=False), now)

@@ -2,11 +2,13 @@
 
 - The child starts in a new session (its own process group) with stdin closed.
 - A pump thread blocks (no timeout) on the combined stdout/stderr pipe, appends every chunk to
-  the log file, keeps at most `TAIL_BYTES` in memory and hands complete lines to `on_line`.
+  the log file, keeps at most `TAIL_BYTES` in memory and hands complete lines to `on_line`;
+  a burst of small writes is read in one wake-up (see `OutputPump`).
 - A waiter thread blocks in waitid(WNOWAIT) until the child exits (it is not reaped yet, so
   its process-group id cannot be reused during cleanup). The caller's thread sleeps on an
-  Event between low-rate `tick` calls (watchdogs), woken early by the exit or by the caller
-  (`wake`); nothing polls the child.
+  Event between low-rate `tick` calls (watchdogs), woken early by the exit, by the caller
+  (`wake`) or at a watchdog deadline (`due`); nothing polls the child. Every wake-up of a
+  sleeping thread costs CPU (about 0.1 ms on the 2-core VM), so the runner wakes rarely (P2).
 - Termination (always run once the child exits or a watchdog fires): SIGTERM to the process
   group and to every process whose /proc/<pid>/environ carries the trial token (this is the
   only time /proc is scanned; the environment is read only for processes that started no

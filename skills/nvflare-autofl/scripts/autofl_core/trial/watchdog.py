@@ -1,7 +1,8 @@
 """Trial watchdogs: total timeout, simulator stall, no progress; plus a cheap log-file watcher.
 
-`Watchdog` is fed lines (child output and new log lines) and asked `check(now)` by the process
-supervisor at every tick and at its `next_deadline()`; it returns a reason string when the trial must stop:
+`Watchdog` is fed lines (child output and new log lines) and asked `check(now)` by the
+process supervisor at every tick and at its `next_deadline()`; it returns a reason string
+when the trial must stop:
 - total timeout since start;
 - stall: the simulator reports it lost a client runner (`STALL_MARKERS`);
 - no progress: after the first progress marker, no new marker for `no_progress_timeout`
@@ -10,8 +11,9 @@ supervisor at every tick and at its `next_deadline()`; it returns a reason strin
 
 `LogWatcher` finds the NVFLARE simulator logs cheaply: at most every `interval` seconds it
 lists `<root>/<job>/` (a handful of entries; again only when a folder changed, see `folders`),
-stats each `<site>/log.txt` and reads only the bytes appended since the last look (bounded). Most progress arrives through the child's
-streamed output anyway; the log files cover jobs that log only to files.
+stats each `<site>/log.txt` and reads only the bytes appended since the last look (bounded).
+Most progress arrives through the child's streamed output anyway; the log files cover jobs
+that log only to files.
 """
 
 from __future__ import annotations
