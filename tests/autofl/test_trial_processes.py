@@ -4,9 +4,11 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
+from autofl_core.trial import processes
 from autofl_core.trial.processes import TAIL_BYTES, find_token_processes, run_process, terminate_tree
 
 
@@ -122,3 +124,106 @@ def test_child_runs_in_its_own_session_with_argv_passed_literally(tmp_path):
     assert sid == pgid == outcome.pid and sid != os.getsid(0)
     assert args == hostile
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.log"]  # no shell ever ran the strings
+
+
+# --- cheap supervision (P2): nothing polls, /proc is read sparingly -------------------------------------------
+
+
+def test_the_pump_blocks_on_the_pipe_instead_of_waking_every_second(tmp_path, monkeypatch):
+    calls = []
+    real_select = processes.select.select
+
+    def counting_select(readers, writers, errors, *timeout):
+        calls.append((list(readers), timeout[0] if timeout else None))
+        return real_select(readers, writers, errors, *timeout)
+
+    monkeypatch.setattr(processes.select, "select", counting_select)
+    code = "import time\nprint('a', flush=True)\ntime.sleep(2.5)\nprint('b', flush=True)"
+    outcome = run(tmp_path, code, "tok-block")
+    assert outcome.returncode == 0 and (tmp_path / "run.log").read_text() == "a\nb\n"
+    waits_for_output = [timeout for readers, timeout in calls if len(readers) == 2]
+    settles = [timeout for readers, timeout in calls if len(readers) == 1]
+    assert waits_for_output and all(timeout is None for timeout in waits_for_output)  # never wakes on its own
+    assert all(timeout == processes.SETTLE_SECONDS for timeout in settles) and len(settles) <= 2  # after a, b
+
+
+def test_a_burst_of_lines_is_read_in_few_wake_ups_and_a_flood_without_waiting(tmp_path):
+    class Counting(processes.OutputPump):
+        def _keep(self, chunk):
+            self.chunks = getattr(self, "chunks", 0) + 1
+            super()._keep(chunk)
+
+    read_fd, write_fd = os.pipe()
+    lines = []
+    pump = Counting(read_fd, tmp_path / "run.log", lines.append)
+    pump.start()
+    for index in range(50):  # 50 separate writes within about 50 ms: one log record each
+        os.write(write_fd, f"line {index}\n".encode())
+        time.sleep(0.001)
+    started = time.monotonic()
+    for _ in range(64):  # then 4 MiB in full 64 KiB writes: drained without a settle per read
+        os.write(write_fd, b"y" * 65535 + b"\n")
+    flood_seconds = time.monotonic() - started
+    os.close(write_fd)
+    pump.join(timeout=30.0)
+    pump.release()
+    assert lines[:50] == [f"line {index}" for index in range(50)] and len(lines) == 114
+    assert pump.chunks < 50 + 64  # lines of the burst shared reads (one read per line without settling)
+    assert flood_seconds < 64 * processes.SETTLE_SECONDS / 4  # settling after each flood read would take 12.8 s
+
+
+def test_a_stopped_pump_ends_although_a_stray_holder_keeps_the_pipe_open(tmp_path):
+    read_fd, write_fd = os.pipe()
+    pump = processes.OutputPump(read_fd, tmp_path / "run.log", None)
+    pump.start()
+    try:
+        os.write(write_fd, b"kept\n")
+        time.sleep(0.2)
+        pump.stop()
+        pump.join(timeout=5.0)
+        assert not pump.is_alive()
+        pump.release()
+        assert (tmp_path / "run.log").read_bytes() == b"kept\n" and pump.tail() == b"kept\n"
+    finally:
+        os.close(write_fd)
+
+
+def test_wake_runs_the_tick_at_once_instead_of_at_the_next_interval(tmp_path):
+    wake = threading.Event()
+    seen = []
+
+    def on_line(line):
+        if "STALL" in line:
+            seen.append(time.monotonic())
+            wake.set()
+
+    def tick(now):
+        return "stall seen" if seen else None
+
+    code = "import time\nprint('STALL', flush=True)\ntime.sleep(300)"
+    outcome = run(tmp_path, code, "tok-wake", on_line=on_line, tick=tick, tick_interval=60.0, wake=wake)
+    assert outcome.stop_reason == "stall seen"
+    assert outcome.stop_triggered_at - seen[0] < 5.0  # the 60 s tick interval was not waited for
+    assert find_token_processes(("AUTOFL_TRIAL_TOKEN", "tok-wake")) == []
+
+
+def test_processes_older_than_the_trial_are_not_read_for_the_token(tmp_path):
+    token_value = f"tok-old-{uuid.uuid4().hex}"
+    old = subprocess.Popen(["sleep", "300"], env=env(token_value), start_new_session=True)
+    try:
+        born = processes._stat(old.pid).started
+        time.sleep(0.05)  # clock ticks are 10 ms: a process started later has a larger start time
+        younger = subprocess.Popen(["sleep", "300"], env=env(token_value), start_new_session=True)
+        try:
+            later = processes._stat(younger.pid).started
+            assert later > born
+            needle = f"\0AUTOFL_TRIAL_TOKEN={token_value}\0".encode()
+            assert processes._tree_members(None, needle, later) == [younger.pid]
+            assert processes._tree_members(None, needle, born) == sorted([old.pid, younger.pid])
+            assert processes._tree_members(None, needle, None) == sorted([old.pid, younger.pid])
+        finally:
+            younger.kill()
+            younger.wait()
+    finally:
+        old.kill()
+        old.wait()

@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -83,6 +84,30 @@ def test_progress_never_touches_stdout(workspace, capsys, short_tmp):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "[autofl cand-1] finished 3/3 rounds" in captured.err
+
+
+class TimedLines(io.StringIO):
+    """A non-terminal stream that remembers when each progress line was written."""
+
+    def __init__(self):
+        super().__init__()
+        self.times = []
+
+    def write(self, text):
+        self.times.append((time.monotonic(), text))
+        return super().write(text)
+
+
+def test_progress_lines_appear_while_the_trial_runs_not_only_at_its_end(workspace, short_tmp):
+    stream = TimedLines()
+    result = run_trial(spec(workspace, short_tmp, extra=["--round_seconds", "1.5"], progress_stream=stream))
+    assert result.outcome == "success", result.failure_reason
+    ended = time.monotonic()
+    lines = [(at, text.strip()) for at, text in stream.times if text.strip()]
+    assert lines[-1][1].startswith("[autofl cand-1] finished 3/3 rounds")
+    early = [at for at, text in lines if re.search(r"\] round [12]/3", text)]
+    assert early and ended - early[0] > 1.5  # shown while at least the last round (1.5 s) was still to come
+    assert len(lines) <= 2 * result.runtime_seconds + 2  # about one line a second at most, not one per log line
 
 
 def test_crash_reports_exit_code_and_last_error(workspace, short_tmp):

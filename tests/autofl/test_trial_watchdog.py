@@ -119,6 +119,28 @@ def test_printer_writes_only_on_change_when_not_a_tty():
     assert stream.getvalue() == "a | 0:01\nb | 0:03\n"
 
 
+def test_printer_says_when_a_line_would_be_written_so_it_is_built_only_then():
+    printer = ProgressPrinter(io.StringIO())
+    assert printer.wants(1)
+    printer.show("a", key=1)
+    assert not printer.wants(1) and printer.wants(2)
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = ProgressPrinter(Tty())
+    tty.show("a", key=1)
+    assert tty.wants(1)  # a terminal redraws the elapsed time on every tick
+
+
+def test_a_stall_line_says_stop_now_and_other_lines_do_not():
+    watch = dog()
+    assert watch.observe(ROUND0, 1.0) is False
+    assert watch.observe("plain text", 2.0) is False
+    assert watch.observe("SimulatorClientRunner - ERROR - run_client_thread error: boom", 3.0) is True
+
+
 @pytest.mark.timeout(10)
 def test_log_watcher_never_opens_a_fifo_named_log_txt(tmp_path):
     site = tmp_path / "job" / "site-1"

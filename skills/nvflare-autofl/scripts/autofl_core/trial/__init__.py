@@ -9,6 +9,7 @@ Knows nothing of the campaign (no ledger, no manifests); the runner's `campaign_
 - `what_ran` - rounds and clients a trial ran, from NVFLARE's artifacts, checked against the fixed budget;
 - `processes` - the child's process tree: new session, streamed output, whole-tree termination;
 - `watchdog` - total timeout, stall and no-progress watchdogs, and the simulator log watcher;
+- `folders` - sub-folders of the simulator root, listed again only when a folder changed;
 - `progress` - the live progress line on stderr (round k/N, elapsed, last metric);
 - `resultdir` - find the simulator result folder in the trial root and copy it out;
 - `metrics` - the objective metric from the copied artifacts, with its source;

@@ -14,7 +14,7 @@ line does not say which). Never writes to stdout.
 Usage: tracker = ProgressTracker("baseline", num_rounds=3, metric="accuracy", mode="max", root=trial_root)
        printer = ProgressPrinter(sys.stderr)
        tracker.feed(line)                                        # for every output/log line
-       printer.show(tracker.render(elapsed), tracker.state_key())  # about once a second (reads new round records)
+       printer.show(tracker.render(elapsed), tracker.state_key())  # every tick (reads new round records)
 """
 
 from __future__ import annotations
@@ -24,8 +24,11 @@ import os
 import re
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import TextIO
+
+from .folders import Subfolders
 
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 ROUND_STARTED_RE = re.compile(r"\bRound (\d+) started\.")
@@ -134,16 +137,20 @@ class ProgressTracker:
                 self.last_metric = (label, f"{float(value):.6g}")
                 return
 
-    def state_key(self) -> tuple:
-        """Changes exactly when the displayed state (apart from elapsed time) changes."""
-        self._read_records()
+    def state_key(self, *, refresh: bool = True) -> tuple:
+        """Changes exactly when the displayed state (apart from elapsed time) changes. `refresh=False`: from the
+        lines fed so far, without reading new round records (no I/O: for the output thread, after each line)."""
+        if refresh:
+            self._read_records()
         with self._lock:
             return (self.round_index, self.aggregated, self.last_metric, self.server_metric, self.finished)
 
-    def render(self, elapsed: float) -> str:
+    def render(self, elapsed: float, *, refresh: bool = True) -> str:
         """One status line, e.g. `[autofl baseline] round 3/3 (2/2 aggregated) | 0:14 elapsed | server aggregated
-        accuracy=0.915 (round 3, the value the ledger records)`."""
-        self._read_records()
+        accuracy=0.915 (round 3, the value the ledger records)`. `refresh=False`: skip reading new round records
+        (the caller just did, through `state_key`)."""
+        if refresh:
+            self._read_records()
         with self._lock:
             parts = [f"[autofl {self.label}] {self._round_text()}"]
             parts.append(f"{int(elapsed) // 60}:{int(elapsed) % 60:02d} elapsed")
@@ -196,11 +203,18 @@ class RoundRecords:
         self._path: str | None = None
         self._offset = 0
         self._partial = b""
+        self._folders = Subfolders()
 
     def poll(self) -> list[dict]:
         """The records appended since the last poll (complete JSON lines that are objects)."""
         path = self._path or self._find()
         if path is None:
+            return []
+        try:  # one stat while nothing new was written (most polls); never opens anything but a regular file
+            info = os.stat(path)
+        except OSError:
+            return []
+        if not stat.S_ISREG(info.st_mode) or info.st_size <= self._offset:
             return []
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO put there must never block
@@ -228,17 +242,12 @@ class RoundRecords:
         return records
 
     def _find(self) -> str | None:
-        folders = [self._root]
-        try:
-            with os.scandir(self._root) as entries:
-                folders += sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))[:MAX_JOB_FOLDERS]
-        except OSError:
-            return None
+        folders = [str(self._root), *self._folders.of(self._root, MAX_JOB_FOLDERS)]
         for folder in folders:
-            candidate = folder / ROUND_RECORDS
+            candidate = os.path.join(folder, ROUND_RECORDS)
             try:
                 if stat.S_ISREG(os.lstat(candidate).st_mode):
-                    self._path = str(candidate)
+                    self._path = candidate
                     return self._path
             except OSError:
                 continue
@@ -250,19 +259,26 @@ class ProgressPrinter:
 
     def __init__(self, stream: TextIO):
         self._stream = stream
-        self._tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
         self._last_key: object = None
         self._lock = threading.Lock()
         self._open_line = False
+        self.written_at = float("-inf")  # time.monotonic() of the last line written
+
+    def wants(self, key: object) -> bool:
+        """Whether `show` with this key would write (on a TTY always: the elapsed time is redrawn)."""
+        with self._lock:
+            return self.tty or key != self._last_key
 
     def show(self, line: str, key: object) -> None:
         """Print `line`: on a TTY always (redraw in place), elsewhere only when `key` changed."""
         with self._lock:
-            if not self._tty and key == self._last_key:
+            if not self.tty and key == self._last_key:
                 return
-            self._stream.write("\r\033[K" + line if self._tty else line + "\n")
-            self._open_line = self._tty
+            self._stream.write("\r\033[K" + line if self.tty else line + "\n")
+            self._open_line = self.tty
             self._last_key = key
+            self.written_at = time.monotonic()
             self._stream.flush()
 
     def close(self) -> None:

@@ -1,7 +1,8 @@
 """Trial watchdogs: total timeout, simulator stall, no progress; plus a cheap log-file watcher.
 
-`Watchdog` is fed lines (child output and new log lines) and asked `check(now)` about once
-a second by the process supervisor; it returns a reason string when the trial must stop:
+`Watchdog` is fed lines (child output and new log lines) and asked `check(now)` by the
+process supervisor at every tick and at its `next_deadline()`; it returns a reason string
+when the trial must stop:
 - total timeout since start;
 - stall: the simulator reports it lost a client runner (`STALL_MARKERS`);
 - no progress: after the first progress marker, no new marker for `no_progress_timeout`
@@ -9,9 +10,10 @@ a second by the process supervisor; it returns a reason string when the trial mu
   an advancing aggregation, a new round or the end of FedAvg counts as progress.
 
 `LogWatcher` finds the NVFLARE simulator logs cheaply: at most every `interval` seconds it
-lists `<root>/<job>/` (a handful of entries), stats each `<site>/log.txt` and reads only
-the bytes appended since the last look (bounded). Most progress arrives through the child's
-streamed output anyway; the log files cover jobs that log only to files.
+lists `<root>/<job>/` (a handful of entries; again only when a folder changed, see `folders`),
+stats each `<site>/log.txt` and reads only the bytes appended since the last look (bounded).
+Most progress arrives through the child's streamed output anyway; the log files cover jobs
+that log only to files.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import re
 import stat
 import threading
 from pathlib import Path
+
+from .folders import Subfolders
 
 PROGRESS_MARKERS = (
     "Round ",
@@ -56,16 +60,17 @@ class Watchdog:
         self._partial: tuple[int, int] | None = None
         self._stall: str | None = None
 
-    def observe(self, line: str, now: float) -> None:
-        """Record one line of child output or log text seen at `now`."""
+    def observe(self, line: str, now: float) -> bool:
+        """Record one line of child output or log text seen at `now`; True when it showed a stall (stop now)."""
         if not ANY_MARKER_RE.search(line):
-            return
+            return False
         stall = next((marker for marker in STALL_MARKERS if marker in line), None)
         with self._lock:
             if stall:
                 self._stall = self._stall or stall
             elif self._advances(line):
                 self._last_progress = now
+        return stall is not None
 
     def _advances(self, line: str) -> bool:
         match = AGGREGATED_RE.search(line)
@@ -78,6 +83,16 @@ class Watchdog:
             self._partial = None
             return True
         return self._partial is None
+
+    def next_deadline(self) -> float | None:
+        """The monotonic time at which `check` would fire if nothing else happens (None: no deadline)."""
+        with self._lock:
+            deadlines = []
+            if self._total is not None:
+                deadlines.append(self._started + self._total)
+            if self._no_progress is not None and self._last_progress is not None:
+                deadlines.append(self._last_progress + self._no_progress)
+            return min(deadlines) if deadlines else None
 
     def check(self, now: float) -> str | None:
         """A stop reason, or None while the trial may go on."""
@@ -105,6 +120,7 @@ class LogWatcher:
         self._next_poll = 0.0
         self._offsets: dict[str, int] = {}
         self._partials: dict[str, bytes] = {}
+        self._folders = Subfolders()
 
     def poll(self, now: float) -> list[str]:
         """New complete lines from all known log files (empty until `interval` has passed)."""
@@ -118,8 +134,8 @@ class LogWatcher:
 
     def _log_files(self) -> list[str]:
         files = []
-        for job in _subdirs(self._root, 8):
-            for site in _subdirs(job, self._max_files):
+        for job in self._folders.of(self._root, 8):
+            for site in self._folders.of(job, self._max_files):
                 files.append(os.path.join(site, "log.txt"))
         return files[: self._max_files]
 
@@ -147,12 +163,3 @@ class LogWatcher:
         if rest:
             self._partials[path] = rest[-65536:]
         return [line.decode("utf-8", errors="replace") for line in complete]
-
-
-def _subdirs(folder: Path | str, limit: int) -> list[str]:
-    try:
-        with os.scandir(folder) as entries:
-            names = sorted(entry.path for entry in entries if entry.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
-    return names[:limit]
