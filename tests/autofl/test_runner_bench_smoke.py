@@ -75,3 +75,45 @@ def test_batch_parallel_quick_runs_a_batch_and_judges_what_it_printed(repo_root,
     slots = re.search(r"^batch parallel \((\d+)\)", done.stdout, re.M)
     assert slots and int(slots.group(1)) == min(3, 2 * (os.cpu_count() or 1)), "the default slots: 2 per core"
     assert done.stdout.rstrip().endswith("RESULT: PASS") and done.returncode == 0, done.stdout + done.stderr
+
+
+def demo_bench(repo_root):
+    return load_by_path("demo_campaign_bench", repo_root / "bench" / "demo_campaign.py")
+
+
+@pytest.mark.parametrize(("wall", "verdict"), [(120.0, "PASS"), (127.004, "PASS"), (127.006, "FAIL"), (140.0, "FAIL")])
+def test_demo_campaign_table_lists_every_bare_run_and_judges_the_figures_it_prints(repo_root, wall, verdict):
+    """P6's table (issue 24): one row per job run of the demo campaign, bare before and after, their sums, the
+    campaign against the mean bare sum; the verdict follows the printed figures (no slack: quality.md P6)."""
+    bench = demo_bench(repo_root)
+    before, after = [20.0, 21.0, 21.5, 19.0, 22.0, 22.0], [21.0, 21.0, 22.0, 19.5, 22.5, 22.5]  # sums 125.5, 128.5
+    lines, passed = bench.table(before, after, wall)
+    text = "\n".join(lines)
+    rows = re.findall(r"^(.+?)\s+([\d.]+)\s+([\d.]+)$", text, re.M)
+    labels = [label for label, _b, _a in rows]
+    assert labels == [run[0] for run in bench.RUNS] + ["sum"] and len(bench.RUNS) == 6
+    assert [float(b) for _l, b, _a in rows[:-1]] == before and [float(a) for _l, _b, a in rows[:-1]] == after
+    assert (float(rows[-1][1]), float(rows[-1][2])) == (125.5, 128.5)
+    figure = re.search(r"^campaign .* ([\d.]+) s; bar: mean bare sum ([\d.]+) s; campaign/bare ([\d.]+) ", text, re.M)
+    assert figure and float(figure.group(2)) == 127.0
+    assert (float(figure.group(1)) <= float(figure.group(2))) == (verdict == "PASS") == passed
+    assert lines[-1] == f"RESULT: {verdict}"
+
+
+def test_demo_campaign_bench_stops_when_the_campaign_ran_other_configurations(repo_root):
+    """The bare runs are checked against the campaign's ledger: its run commands without the runner's `--name`."""
+    bench = demo_bench(repo_root)
+    job = "'/tmp/a campaign/.sealed/job.py'"
+    rows = [
+        {
+            "run_command": f"/venv/bin/python {job} {' '.join(bench.BUDGET + args[:2])} --name autofl_1_x {' '.join(args[2:])}"
+        }
+        for _label, _variant, args in bench.RUNS
+    ]
+    bench.check_ran(rows)
+    assert bench.ran_args(rows[1]["run_command"]) == bench.BUDGET + ["--seed", "0", "--lr", "0.1"]
+    rows[4]["run_command"] = rows[4]["run_command"].replace("--seed 1", "--seed 3")
+    with pytest.raises(SystemExit, match="update RUNS in .*demo_campaign.py"):
+        bench.check_ran(rows)
+    with pytest.raises(SystemExit, match="update RUNS"):
+        bench.check_ran(rows[:5])

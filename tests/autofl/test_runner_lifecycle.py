@@ -322,6 +322,20 @@ def test_status_rewrites_the_state_only_on_a_real_change(ws):
     assert json.loads(state_path.read_text())["stop_files"] == [".nvflare/autofl/STOP"]
 
 
+def test_a_ledger_change_restamps_the_state_even_when_nothing_else_changed(ws):
+    """The state's updated_at is when the last action that added ledger rows finished (the report's wall time)."""
+    from autofl_core.runner import state as state_mod
+    from autofl_core.runner.open_campaign import Campaign
+
+    state_path = ws / ".nvflare/autofl/campaign_state.json"
+    before = state_path.read_bytes()
+    later = dict(json.loads(before), updated_at="2099-01-01T00:00:00Z")
+    campaign = Campaign.open(ws / "job.py")
+    assert state_mod.write(campaign, later) is False and state_path.read_bytes() == before
+    assert state_mod.write(campaign, later, stamp=True) is True
+    assert json.loads(state_path.read_text()) == later
+
+
 def test_moved_workspace_keeps_working(ws, tmp_path):
     """Do better 3: campaign files hold workspace-relative paths; a copied campaign continues where it was."""
     candidate(ws, "lr-up", run_args="--lr 0.2")

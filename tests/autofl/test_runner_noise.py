@@ -6,6 +6,8 @@ amount, so replicates differ the way real shuffled runs do: seed 0 +0, seed 1 +0
 """
 
 import json
+import time
+from datetime import datetime, timezone
 
 import pytest
 from runner_support import ledger_rows, manifest, run_inproc, set_bonus, source_dir, standin_workspace, tree_digest
@@ -121,6 +123,38 @@ def test_an_unscored_replicate_is_recorded_exits_1_and_is_not_a_crash(tmp_path):
     assert "RuntimeError: seed 99 breaks" in first["failure_reason"] and second["score"] == 0.746
     assert done.envelope["candidate_attempts"] == 0 and done.envelope["reason"] == "continue"
     assert [r["status"] for r in ledger_rows(ws)] == ["baseline", "replicate", "replicate"]
+
+
+SLOW_SEED_1 = "    if args.seed == 1:\n        import time\n\n        time.sleep(2.5)\n"
+
+
+@pytest.mark.parametrize("last", ["replicate", "unscored replicate", "evaluate"])
+def test_campaign_wall_time_ends_when_the_last_action_finished(tmp_path, last):
+    """The report's campaign wall time spans the last action's own run (its seed-1 trial sleeps 2.5 s), not just
+    up to its start; an unscored replicate (no new score, nothing for the noise estimate) moves the end too."""
+    ws = seeded_workspace(tmp_path)
+    client = ws / "client.py"
+    text = client.read_text().replace("    if args.seed == 99:", SLOW_SEED_1 + "    if args.seed == 99:")
+    client.write_text(
+        text.replace("if args.seed == 99:", "if args.seed == 1:") if last.startswith("unscored") else text
+    )
+    init(ws)
+    started = time.time()
+    if last == "evaluate":
+        prepared = run_inproc(ws, "prepare", "--name", "lr", "--hypothesis", "h", "--run-args", "--lr 0.15 --seed 1")
+        assert prepared.code == 0, prepared.stderr
+        assert run_inproc(ws, "evaluate").code == 0
+    else:
+        assert run_inproc(ws, "replicate", "--count", "1").code == (1 if last.startswith("unscored") else 0)
+    last_run = ledger_rows(ws)[-1]["runtime_seconds"]
+    assert last_run >= 2.5
+    done = run_inproc(ws, "report", "--confirm-interrupted")
+    assert done.code == 0, done.stderr
+    compute = json.loads((ws / "autofl_report.json").read_text())["compute"]
+    end = datetime.strptime(compute["last_activity_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    assert end.timestamp() > started + last_run - 1, "the stamps are whole seconds; the end is after the last run"
+    start = datetime.strptime(compute["started_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    assert compute["wall_time_seconds"] == (end - start).total_seconds() > last_run - 1
 
 
 @pytest.mark.parametrize("case", ["poc", "pending", "stop", "drift", "count"])

@@ -20,6 +20,7 @@ import sys
 import time
 
 import pytest
+from module_loader import load_by_path
 from runner_support import REPO, RUNNER, WITHOUT_NAMESPACES, ledger_rows, manifest, run_cli, source_dir, tree_digest
 from runner_support import _check as check_schema
 
@@ -129,6 +130,15 @@ def test_demo_runs_a_bounded_campaign_and_diagnoses_its_crash(demo):
     report = (workspace / "autofl_report.md").read_text()
     assert "| crash | drop-bias |" in report and "improvement +" in report
     assert f"- Ran together as one batch ({parallel} at a time): {', '.join(names)}; runtimes measured" in report
+
+
+def test_the_p6_bench_times_bare_the_job_runs_the_demo_campaign_made(demo):
+    """bench/demo_campaign.py's bare runs (P6) are the configurations the real demo campaign ran, in order."""
+    out, _stdout = demo
+    bench = load_by_path("demo_campaign_bench", REPO / "bench" / "demo_campaign.py")
+    rows = ledger_rows(out / "workspace")
+    bench.check_ran(rows)
+    assert [row["status"] for row in rows] == ["baseline", "keep", "keep", "crash", "replicate", "replicate"]
 
 
 BIAS_LINE = '        w = np.asarray(model.params["numpy_key"], dtype=float)\n'
@@ -438,6 +448,14 @@ def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
     picture = (target / "progress.png").read_bytes()
     assert picture == (tmp_path / "with.png").read_bytes() != (tmp_path / "without.png").read_bytes()
     assert data["compute"]["wall_time_seconds"] > data["compute"]["by_status"]["baseline"]
+    # the phases ran one after another (baseline, the batch side by side, the replicates side by side): the wall
+    # time spans them all, the final replicates included (stamps are whole seconds)
+    phases = (
+        rows[0]["runtime_seconds"]
+        + max(r["runtime_seconds"] for r in rows[1:4])
+        + max(r["runtime_seconds"] for r in rows[4:])
+    )
+    assert data["compute"]["wall_time_seconds"] > phases - 1
     assert json.loads((out / "workspace" / "autofl_report.json").read_text())["provenance"]["generated_by"] == (
         "run_job_campaign.py report"
     )

@@ -70,13 +70,14 @@ def _new_campaign(options, given: dict) -> tuple[int, dict]:
     campaign, files = initialize.admit(options, given, now)
     with workspace_lock(campaign.paths.lock):
         initialize.create(campaign, files)
-        return _shell(campaign, "initialize", initialize.start, options, given, now, refresh_clock=now_text)
+        return _shell(campaign, "initialize", initialize.start, options, given, now)
 
 
-def _shell(campaign, action: str, step, options, given: dict, now: str, refresh_clock=None) -> tuple[int, dict]:
+def _shell(campaign, action: str, step, options, given: dict, now: str) -> tuple[int, dict]:
     """Recovery, settings audit, the action `step(campaign, options, now)`, then the refresh (lock held).
 
-    `refresh_clock` stamps the refreshed state with the time after the step (a new campaign: after its baseline).
+    The refresh is stamped with the time after the step (its trials ended and were decided), so the state's
+    `updated_at` is when the latest action finished: the report's campaign wall time ends there.
     """
     extras = recovery.recover(campaign, now)
     campaign.best()  # a damaged best snapshot stops every action (exit 2 naming it), status included
@@ -101,9 +102,7 @@ def _shell(campaign, action: str, step, options, given: dict, now: str, refresh_
             }
             metadata.write(campaign.paths, campaign.meta)
             result.extras["settings_changed"] = merged.changed
-        state = refresh.refresh(
-            campaign, refresh_clock() if refresh_clock else now, ledger_changed=result.ledger_changed
-        )
+        state = refresh.refresh(campaign, now_text(), ledger_changed=result.ledger_changed)
     finally:
         refresh.stop_plot_worker(campaign)
     return result.exit_code, state_mod.envelope(campaign.paths, state, {**extras, **result.extras})

@@ -29,7 +29,7 @@ def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
         metadata.write(campaign.paths, meta)
     faults.checkpoint("refresh:metadata_written")
     state = state_mod.compute(campaign, now)
-    state_mod.write(campaign, state)
+    state_mod.write(campaign, state, stamp=ledger_changed)
     faults.checkpoint("refresh:state_written")
     if ledger_changed or not campaign.paths.report.exists():
         plotted = render_plot(campaign, state) if ledger_changed or not campaign.paths.progress.exists() else True

@@ -7,7 +7,7 @@ args prepare recorded: there is nothing left to edit); with candidates ready for
 instruction names each of them. Usage::
 
     state = compute(campaign, now)
-    write(campaign, state)                         # only when more than updated_at changed
+    write(campaign, state)                         # only when more than updated_at changed (or stamp=True)
     document = envelope(campaign.paths, state, {"initialized": True})
 """
 
@@ -101,10 +101,11 @@ def lifecycle_override(state: dict, rows: list[dict], env: str, *, argument_only
     return None
 
 
-def write(campaign, state: dict) -> bool:
-    """Write the state file unless only `updated_at` would change; True when it was written."""
+def write(campaign, state: dict, *, stamp: bool = False) -> bool:
+    """Write the state file unless only `updated_at` would change; True when it was written. With `stamp` (an
+    action that added ledger rows) it is written anyway: its `updated_at` is when the campaign last ran a step."""
     previous = _read_previous(campaign.paths.state)
-    if not guard.differs_beyond_timestamp(previous, state):
+    if not stamp and not guard.differs_beyond_timestamp(previous, state):
         return False
     atomic.write_json(campaign.paths.state, state)
     return True

@@ -344,6 +344,9 @@ def _budgets(campaign, rows: list[dict]) -> dict[str, str | None]:
 
 
 def _wall_time(campaign, state: dict) -> dict:
+    """From the campaign's creation to its latest stamp: the state is stamped when each action's step finished
+    (trials ended and decided), so the last action's own run time is inside; manifests and campaign.json carry
+    action start times, which only matter for a state file older than them."""
     stamps = [campaign.meta.get("updated_at"), state.get("updated_at")]
     stamps += [m.get("updated_at") for m in campaign.manifests()]
     start = _parse(campaign.meta.get("created_at"))
