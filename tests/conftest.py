@@ -43,6 +43,7 @@ SERIAL_GROUPS = {  # the first matching prefix wins
     "tests/autofl/test_runner_real.py::test_demo_": "demo-campaign",
     "tests/autofl/test_runner_real.py::test_poc_mode_records_real_downloaded_results": "demo-campaign",
     "tests/autofl/test_runner_real.py::test_noise_sigmas_discards_a_gain": "demo-campaign",
+    "tests/autofl/test_runner_real.py::test_the_p6_bench_times_bare_the_job_runs_the_demo_campaign": "demo-campaign",
     # module fixtures worth building once: a real NVFLARE baseline, every release's templates diagnosed (~25 s)
     "tests/reliability/test_r8_sealed_trials.py::test_real_nvflare_": "r8-real-campaign",
     "tests/diagnose/test_nvflare_messages.py::test_coverage_": "message-coverage",
@@ -87,12 +88,13 @@ def pytest_xdist_make_scheduler(config, log):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    if not hasattr(config, "workerinput"):
-        return  # a serial run keeps the plain collection order
+    # checked in serial runs too: under xdist a worker that refuses its collection only shows as a crashed item
     for item in items:
         for name, groups in SHARED_FIXTURE_GROUPS.items():
             if name in item.fixturenames and serial_group(item.nodeid) not in groups:
                 raise pytest.UsageError(f"{item.nodeid} uses {name} (groups {sorted(groups)}): add it to SERIAL_GROUPS")
+    if not hasattr(config, "workerinput"):
+        return  # a serial run keeps the plain collection order
 
     def rank(item) -> int:
         return next((i for i, prefix in enumerate(START_FIRST) if item.nodeid.startswith(prefix)), len(START_FIRST))
