@@ -6,7 +6,7 @@ STAMP := $(VENV)/.setup-done
 # pytest runs in parallel (pytest-xdist): the real simulations mostly wait, so 4 workers on 2 cores (measured,
 # docs/decisions.md). Tests sharing the POC system or the demo campaign run as one serial group each, scheduled
 # by tests/conftest.py.
-WORKERS ?= 6
+WORKERS ?= 4
 PARALLEL := -n $(WORKERS)
 
 .PHONY: setup test unit integration eval bench mutate sync sync-check validate lint demo demo-diagnose dist clean
