@@ -80,3 +80,61 @@ def test_superseded_and_mode_filtered_rows_keep_their_hits_and_reasons():
         ("ROUND_TIMEOUT", f"superseded by TRANSFER_PROGRESS_TIMEOUT: {transfer.title.lower()}", 1),
         ("SIMULATION_CONFIG_ERROR", "matched, but the row applies to simulation only (mode is production)", 1),
     ]
+
+
+COMPLETED_RUN = (
+    "server.log",
+    "server",
+    [
+        log("WARNING", "Failed to get_task from server. Will try it again."),
+        log("ERROR", "round 1 timed out waiting for site-2"),
+        log("INFO", "streaming progress: sent 512 MB of 900 MB"),
+    ],
+)
+RECOVERED = "transient: the job still finished FINISHED:COMPLETED, so the run recovered from it"
+
+
+def test_liveness_hiccups_of_a_completed_job_are_transient_and_select_nothing():
+    failed = matcher.analyse(
+        Evidence(sources=[Source("server.log", "log", "server", "complete", 100, False)], lines=lines(COMPLETED_RUN)),
+        CATALOG,
+        mode="production",
+        job_status="FINISHED:EXECUTION_EXCEPTION",
+    )
+    assert failed.primary.row.id == "TRANSFER_PROGRESS_TIMEOUT"
+    completed = matcher.analyse(
+        Evidence(sources=[Source("server.log", "log", "server", "complete", 100, False)], lines=lines(COMPLETED_RUN)),
+        CATALOG,
+        mode="production",
+        job_status="FINISHED:COMPLETED",
+    )
+    assert completed.primary is None
+    assert (("TRANSFER_PROGRESS_TIMEOUT", RECOVERED, 1)) in demoted(completed)
+    assert {row for row, reason, _ in demoted(completed) if reason == RECOVERED} == {"TRANSFER_PROGRESS_TIMEOUT"}
+
+
+def test_a_completed_job_still_gets_the_cause_its_code_raised():
+    texts = [*COMPLETED_RUN[2], "Traceback (most recent call last):", '  File "/job/client.py", line 9, in train']
+    texts += ['    raise ValueError("bad shard")', "ValueError: bad shard"]
+    an = matcher.analyse(
+        Evidence(
+            sources=[Source("site-1.log", "log", "site-1", "complete", 100, False)],
+            lines=[Line("site-1.log", "site-1", i + 1, t) for i, t in enumerate(texts)],
+        ),
+        CATALOG,
+        mode="production",
+        job_status="FINISHED:COMPLETED",
+    )
+    assert an.primary.row.id == "USER_CODE_EXCEPTION"
+    assert ("TRANSFER_PROGRESS_TIMEOUT", RECOVERED, 1) in demoted(an)
+
+
+def test_only_liveness_rows_are_transient_on_completion():
+    marked = {row.id for row in CATALOG.rows if row.transient_on_completion}
+    assert marked == {"TRANSFER_PROGRESS_TIMEOUT", "PEER_GONE_OR_TIMEOUT", "ROUND_TIMEOUT"}
+    assert all(CATALOG.row(r).recovery_category in ("RETRYABLE", "ENVIRONMENT_FAILURE") for r in marked)
+
+
+def lines(block) -> list[Line]:
+    source, site, texts = block
+    return [Line(source, site, i + 1, text) for i, text in enumerate(texts)]

@@ -357,3 +357,23 @@ def test_an_after_partner_signal_needs_a_partner_row():
     }
     with pytest.raises(cat.CatalogError, match="after_partner"):
         cat.parse_catalog(document)
+
+
+@pytest.mark.parametrize(
+    "hiccup",
+    [
+        [log("WARNING", "Failed to get_task from server. Will try it again.", "FederatedClient")],
+        GRPC_UNAVAILABLE,
+        [at("11:05:00", "ScatterAndGather - WARNING - task train timed out waiting for site-1"), at("11:06:00", DONE)],
+    ],
+    ids=["get_task", "grpc unavailable", "timeout with a later completion"],
+)
+def test_a_completed_job_that_logged_a_liveness_hiccup_is_not_diagnosed_as_failed(hiccup):
+    failed = validated(diagnose(ev(("log.txt", "site-1", hiccup)), CATALOG, mode="production"))
+    assert failed["matched_pattern"] in ("PEER_GONE_OR_TIMEOUT", "TRANSFER_PROGRESS_TIMEOUT")
+    evidence = ev(("log.txt", "site-1", hiccup))
+    report = validated(diagnose(evidence, CATALOG, mode="production", job_status="FINISHED:COMPLETED"))
+    assert report["matched_pattern"] == "UNKNOWN" and "FINISHED:COMPLETED" in report["likely_cause"]
+    assert f"recovered from the transient {failed['matched_pattern']}" in report["likely_cause"]
+    reasons = {c["pattern"]: c["reason"] for c in report["other_candidates"]}
+    assert reasons[failed["matched_pattern"]].startswith("transient: the job still finished FINISHED:COMPLETED")

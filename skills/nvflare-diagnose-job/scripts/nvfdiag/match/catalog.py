@@ -84,6 +84,7 @@ class Row:
     default_variant: Variant | None = None
     finding_only: bool = False
     depends_on_sites: bool = False
+    transient_on_completion: bool = False  # recovered from when the job still finished FINISHED:COMPLETED
     follow_up: dict = field(default_factory=dict)
     next_action_cases: tuple[actions.ActionCase, ...] = ()
 
@@ -219,6 +220,7 @@ def _parse_row(item: dict, templates: dict) -> Row:
         default_variant=Variant(default["id"], None, default["cause"]) if isinstance(default, dict) else None,
         finding_only=bool(item.get("finding_only")),
         depends_on_sites=bool(item.get("depends_on_sites")),
+        transient_on_completion=bool(item.get("transient_on_completion")),
         follow_up=_parse_follow_up(item, templates, where),
         next_action_cases=actions.parse_cases(item, where, CatalogError),
     )

@@ -296,7 +296,7 @@ def analyse(
         _merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits
     )
     hits, static = _split_static(hits, lines, evidence)
-    ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged)
+    ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged, status)
     an = Analysis(
         evidence,
         catalog,

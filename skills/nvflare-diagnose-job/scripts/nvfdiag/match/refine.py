@@ -1,9 +1,9 @@
 """Turn raw signal hits into ranked candidates, applying the catalog's refinement rules.
 
-Usage: `ranked, demoted = rank_candidates(hits, catalog, lines, mode)`. Pure. Implements: requires_any /
-supersedes (transfer progress; after_partner signals count only after a partner's hit), resolved_by (DOT 6
-transient), the mode filter, finding-only rows, and the deterministic precedence (strong before weak, then
-priority, then id).
+Usage: `ranked, demoted = rank_candidates(hits, catalog, lines, mode, job_status=...)`. Pure. Implements:
+requires_any / supersedes (transfer progress; after_partner signals count only after a partner's hit),
+resolved_by (DOT 6 transient), transient_on_completion (liveness hiccups of a job that completed), the mode filter,
+finding-only rows, and the deterministic precedence (strong before weak, then priority, then id).
 """
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ from dataclasses import dataclass
 
 from ..logline import timestamp
 from ..model import Line
+from ..read.sites import COMPLETED
 from .catalog import Catalog, Row
 from .scan import Hit
+
+TRANSIENT_ON_COMPLETION = f"transient: the job still finished {COMPLETED}, so the run recovered from it"
 
 
 @dataclass
@@ -70,7 +73,12 @@ def _later(index: int | None, anchor: int, lines: list[Line]) -> bool:
 
 
 def rank_candidates(
-    hits: dict[str, list[Hit]], catalog: Catalog, lines: list[Line], mode: str, skip: set[int] | frozenset = frozenset()
+    hits: dict[str, list[Hit]],
+    catalog: Catalog,
+    lines: list[Line],
+    mode: str,
+    skip: set[int] | frozenset = frozenset(),
+    job_status: str | None = None,
 ) -> tuple[list[Candidate], list[Demoted]]:
     """Ranked primary candidates (best first) and rows that matched but were demoted, each with a reason."""
     candidates = {row.id: Candidate(row, hits[row.id]) for row in catalog.rows if hits.get(row.id)}
@@ -99,6 +107,8 @@ def rank_candidates(
         row = candidates[cid].row
         if row.finding_only:
             del candidates[cid]
+        elif row.transient_on_completion and job_status == COMPLETED:
+            demoted.append(Demoted(row, TRANSIENT_ON_COMPLETION, tuple(candidates.pop(cid).hits)))
         elif mode in ("simulation", "production") and mode not in row.modes:
             reason = f"matched, but the row applies to {'/'.join(row.modes)} only (mode is {mode})"
             demoted.append(Demoted(row, reason, tuple(candidates.pop(cid).hits)))

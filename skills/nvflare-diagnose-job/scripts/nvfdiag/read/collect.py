@@ -31,7 +31,7 @@ from pathlib import Path
 from . import jsontext
 from .bounded import ReadFailure, chunk_lines, read_head_tail
 from .evidence import EvidenceError
-from .sites import valid_job_id, valid_kit_id
+from .sites import COMPLETED, valid_job_id, valid_kit_id
 
 # The complete list of nvflare sub-commands --collect may run; `{job_id}` / `{output_dir}` are filled in.
 READ_ONLY_COMMANDS = {
@@ -116,7 +116,7 @@ def is_failed_terminal(status: object) -> bool:
     """FINISHED:<anything but COMPLETED> or FAILED...: the only case in which we download artifacts."""
     if not isinstance(status, str):
         return False
-    return (status.startswith("FINISHED:") and status != "FINISHED:COMPLETED") or status.startswith("FAILED")
+    return (status.startswith("FINISHED:") and status != COMPLETED) or status.startswith("FAILED")
 
 
 class _Clock:

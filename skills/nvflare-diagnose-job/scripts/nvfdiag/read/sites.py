@@ -39,6 +39,9 @@ def valid_job_id(value: object) -> bool:
     return isinstance(value, str) and bool(JOB_ID_RE.match(value))
 
 
+COMPLETED = "FINISHED:COMPLETED"  # the one final status of a job that did not fail
+
+
 def valid_job_status(value: object) -> bool:
     return isinstance(value, str) and bool(JOB_STATUS_RE.match(value))
 

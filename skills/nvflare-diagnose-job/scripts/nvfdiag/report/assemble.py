@@ -15,6 +15,7 @@ from .. import logline
 from ..match import actions, raiser, rounds
 from ..match.attribution import failing_sites, hit_site
 from ..match.matcher import STATIC_ONLY, SUPPORTING
+from ..match.refine import TRANSIENT_ON_COMPLETION
 from ..match.scan import MARKER, MAX_HITS_PER_ROW
 from ..match.tracebacks import block_containing
 from ..read import sites
@@ -218,11 +219,14 @@ def _likely_cause(an) -> str:
                 "is in the per-site logs it names"
             )
         text += _static_only_said(an)
-        if an.job_status == "FINISHED:COMPLETED" and not an.suspicious:
+        if an.job_status == sites.COMPLETED and not an.suspicious:
             text += (
                 "; the job finished with status FINISHED:COMPLETED: nothing in the evidence says it failed (a "
                 "disappointing metric is not a failure this catalog covers)"
             )
+            recovered = sorted({d.row.id for d in an.demoted if d.reason == TRANSIENT_ON_COMPLETION})
+            if recovered:
+                text += f"; the run recovered from the transient {', '.join(recovered)} it logged (other_candidates)"
     elif an.primary.row.id == "PARTIAL_LOG_VISIBILITY":
         listed = ", ".join(f"{s} ({st})" for s, st in an.partial_sites.items())
         symptom = next((d.row.id for d in an.demoted if d.reason.startswith("symptom depends")), None)
