@@ -15,6 +15,7 @@ import sys
 import time
 
 import pytest
+import yaml
 from runner_support import (
     RUNNER,
     WITHOUT_NAMESPACES,
@@ -236,20 +237,22 @@ def test_a_candidate_changing_nothing_refuses_the_whole_batch(ws):
     assert [r["name"] for r in ledger_rows(ws)] == ["baseline"]
 
 
-def test_a_batch_holds_at_most_one_candidate_that_creates_files(ws):
-    """Point 3: two candidates that both create files could both be kept in one batch, and the second keep would
-    leave the first one's new files in the live job; such a batch is refused whole, before anything runs."""
-    for name in ("mod-a", "mod-b"):
+@pytest.mark.parametrize("sealed", [True, False], ids=["sealed", "one by one"])
+def test_two_kept_candidates_that_create_files_leave_only_the_last_ones_files(ws, sealed):
+    """Point 3: two candidates of one batch that each create a file are both kept in the order given; the second
+    keep removes the first one's file from the live job and from allowed_edit_paths (sealed and concurrent, or
+    one by one where trials cannot be sealed)."""
+    for name, bonus in (("mod-a", 0.1), ("mod-b", 0.2)):
         prepare(ws, name)
-        (source_dir(ws, name) / f"helper_{name.replace('-', '_')}.py").write_text("EXTRA = 0.01\n")
-    prepare(ws, "lr-a", "--run-args", "--lr 0.15")
-    before = tree_digest(ws)
-    done = run_inproc(ws, "evaluate", "--all-prepared")
-    assert done.code == 2 and "mod-a, mod-b each create new files" in done.stderr, done.stderr
-    assert tree_digest(ws) == before and [r["name"] for r in ledger_rows(ws)] == ["baseline"]
-    done = run_inproc(ws, "evaluate", *batch_args(ws, ["mod-a", "lr-a"]))  # one creating candidate is fine
+        set_bonus(source_dir(ws, name), bonus)
+        (source_dir(ws, name) / f"helper_{name.replace('-', '_')}.py").write_text(f"EXTRA = {bonus}\n")
+    done = run_cli(ws, "evaluate", "--all-prepared", prefix=() if sealed else WITHOUT_NAMESPACES)
     assert done.code == 0, done.stderr
-    assert [r["name"] for r in ledger_rows(ws)] == ["baseline", "mod-a", "lr-a"]
+    assert [e["candidate_status"] for e in done.envelope["batch"]] == ["keep", "keep"]
+    assert not (ws / "helper_mod_a.py").exists() and (ws / "helper_mod_b.py").read_text() == "EXTRA = 0.2\n"
+    trust = yaml.safe_load((ws / "autofl.yaml").read_text())["trust"]
+    assert "helper_mod_a.py" not in trust["allowed_edit_paths"] and "helper_mod_b.py" in trust["allowed_edit_paths"]
+    assert run_inproc(ws, "status").code == 0
 
 
 # --- point 4: accounting ------------------------------------------------------------------------------------

@@ -6,12 +6,15 @@ candidate's result are recorded by hand (`record --score`), as an agent records 
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
+import yaml
 from runner_support import (
     ledger_rows,
     manifest,
+    run_cli,
     run_inproc,
     set_bonus,
     source_dir,
@@ -208,20 +211,71 @@ def test_the_cap_counts_every_ready_candidate_and_a_larger_batch_changes_nothing
     assert (final["candidate_attempts"], final["remaining_candidates"]) == (3, 0)
 
 
-def test_at_most_one_file_creating_candidate_among_those_ready_at_once(ws):
-    """A second candidate that creates files is refused while one that creates files is ready (the same rule as a
-    batch in simulation: a later keep would leave the first one's new files in the live job)."""
-    for name in ("mod-a", "mod-b"):
-        prepare(ws, name)
-        (source_dir(ws, name) / f"helper_{name.replace('-', '_')}.py").write_text("EXTRA = 0.01\n")
-    refused = run_inproc(ws, "evaluate", "--all-prepared")
-    assert refused.code == 2 and "mod-a, mod-b each create new files" in refused.stderr
-    assert run_inproc(ws, "evaluate", "--manifest", manifest_path(ws, "mod-a")).code == 0
-    assert (ws / "helper_mod_a.py").exists()  # a lone ready candidate is applied, its new file included
+def creators(workspace):
+    """mod-a and mod-b each edit client.py (better, then better still) and create a helper file of their own."""
+    for name, bonus in (("mod-a", 0.1), ("mod-b", 0.2)):
+        prepare(workspace, name)
+        set_bonus(source_dir(workspace, name), bonus)
+        (source_dir(workspace, name) / f"helper_{name.replace('-', '_')}.py").write_text(f"EXTRA = {bonus}\n")
+
+
+def edit_paths(workspace):
+    return yaml.safe_load((workspace / "autofl.yaml").read_text())["trust"]["allowed_edit_paths"]
+
+
+def test_siblings_that_create_files_may_be_ready_at_once_and_the_later_keep_removes_the_earlier_ones_files(ws):
+    """Two ready candidates that both create files, both kept in the order recorded: the live job and the
+    contract equal the last best (mod-b's helper, not mod-a's), and the next candidate starts from it."""
+    creators(ws)
+    done = run_inproc(ws, "evaluate", "--all-prepared")
+    assert done.code == 0, done.stderr
+    assert not (ws / "helper_mod_a.py").exists()  # several ready: exported from their folders, the job untouched
+    record(ws, "mod-a", "0.8", "j-a")
+    assert (ws / "helper_mod_a.py").read_text() == "EXTRA = 0.1\n" and "helper_mod_a.py" in edit_paths(ws)
+    record(ws, "mod-b", "0.9", "j-b")
+    assert [(r["name"], r["status"]) for r in ledger_rows(ws)][1:] == [("mod-a", "keep"), ("mod-b", "keep")]
+    assert not (ws / "helper_mod_a.py").exists() and (ws / "helper_mod_b.py").read_text() == "EXTRA = 0.2\n"
+    assert "helper_mod_a.py" not in edit_paths(ws) and "helper_mod_b.py" in edit_paths(ws)
+    assert "BONUS = 0.2" in (ws / "client.py").read_text()
+    prepare(ws, "next")
+    assert sorted(p.name for p in source_dir(ws, "next").glob("helper_*.py")) == ["helper_mod_b.py"]
+
+
+@pytest.mark.parametrize("point", ["finalize:installed_recorded", "finalize:workspace_restored"])
+def test_a_runner_killed_while_the_later_keep_settles_files_is_finished_by_the_next_action(ws, point):
+    """SIGKILL during the second keep, after the files were settled or the workspace restored: the next action
+    replays the journal and ends in the same live job, contract and ledger as an uninterrupted run."""
+    creators(ws)
+    assert run_inproc(ws, "evaluate", "--all-prepared").code == 0
+    record(ws, "mod-a", "0.8", "j-a")
+    killed = run_cli(
+        ws,
+        "record",
+        "--manifest",
+        manifest_path(ws, "mod-b"),
+        "--score",
+        "0.9",
+        "--job-id",
+        "j-b",
+        env={**os.environ, "AUTOFL_FAULT_AT": point},
+    )
+    assert killed.code == -9, killed.stderr[-500:]
+    assert run_inproc(ws, "status").code == 0
+    assert [(r["name"], r["status"]) for r in ledger_rows(ws)][1:] == [("mod-a", "keep"), ("mod-b", "keep")]
+    assert not (ws / "helper_mod_a.py").exists() and (ws / "helper_mod_b.py").exists()
+    assert "helper_mod_a.py" not in edit_paths(ws) and "helper_mod_b.py" in edit_paths(ws)
+
+
+def test_the_workspace_must_equal_the_best_before_a_later_keep(ws):
+    """An installed file is managed like every file of the best: edited in the live job, the next record is
+    refused (exit 2, nothing changed) until the edit is undone."""
+    creators(ws)
+    assert run_inproc(ws, "evaluate", "--all-prepared").code == 0
+    record(ws, "mod-a", "0.8", "j-a")
+    (ws / "helper_mod_a.py").write_text("EXTRA = 0.1  # mine now\n")
     before = campaign_files(ws)
-    second = run_inproc(ws, "evaluate", "--manifest", manifest_path(ws, "mod-b"))
-    assert second.code == 2 and "mod-a, mod-b each create new files" in second.stderr
-    assert "ready for external execution" in second.stderr
+    done = run_inproc(ws, "record", "--manifest", manifest_path(ws, "mod-b"), "--score", "0.9", "--job-id", "j-b")
+    assert done.code == 2 and "the workspace differs from the best snapshot (helper_mod_a.py)" in done.stderr
     assert campaign_files(ws) == before
 
 

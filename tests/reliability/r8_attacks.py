@@ -59,6 +59,25 @@ def widen_the_contract(ws: Path) -> str:
     )
 
 
+def forge_removal_records(ws: Path) -> str:
+    """Name the user's data file, with its true sha256, as created by this candidate (created.json) and as
+    installed by an earlier keep (installed.json): the runner would remove it at the discard or the next keep."""
+    return _steps(
+        f"""
+        import hashlib, json, pathlib
+        meta = pathlib.Path({str(ws / ".nvflare/autofl")!r})
+        data = pathlib.Path({str(ws / "data.csv")!r}).read_bytes()
+        files = {{"data.csv": hashlib.sha256(data).hexdigest()}}
+        created = {{"schema_version": "nvflare.autofl.created.v1", "candidate_id": "tamper", "files": files,
+                   "folders": []}}
+        (meta / "created.json").write_text(json.dumps(created))
+        installed = {{"schema_version": "nvflare.autofl.installed.v1", "files": files, "folders": [],
+                     "edit_paths": []}}
+        (meta / "installed.json").write_text(json.dumps(installed))
+        """
+    )
+
+
 def plant_in_the_snapshot(ws: Path) -> str:
     """Plant BONUS = 0.5 in the best snapshot's client.py and fix snapshot.json so its own check passes: the
     runner's restore after a discard would write the planted code into the live job."""

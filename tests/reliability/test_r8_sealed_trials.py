@@ -426,3 +426,22 @@ def test_real_nvflare_trial_is_contained_and_scores_as_the_bare_job(namespaces, 
     time.sleep(max(0.0, started + DELAY + 2 - time.monotonic()))
     assert not (workspace / f"escaped-{daemon_tag}").exists() and REAL_BASELINE_TEXT in target.read_text()
     assert_live_job_is_the_best(workspace)
+
+
+@pytest.mark.parametrize("sealed", [True, False], ids=["sealed", "contained"])
+def test_a_trial_cannot_forge_what_the_runner_may_remove(namespaces, ws, sealed):
+    """The records of what the runner may remove from the workspace (created.json, installed.json) are evidence
+    too: a trial that names the user's data file in them, with its true hash, gets nothing removed, neither at
+    its own discard nor at the next keep (contained: the records are restored and the trial is a crash)."""
+    (ws / "data.csv").write_text("a,b\n1,2\n")
+    prepare(ws, "tamper", append=attacks.forge_removal_records(ws))
+    done = run_cli(ws, "evaluate", "--run-args", WORSE, prefix=() if sealed else WITHOUT_NAMESPACES)
+    assert done.envelope is not None, done.stderr
+    meta = ws / ".nvflare" / "autofl"
+    assert (ws / "data.csv").read_text() == "a,b\n1,2\n"
+    assert not (meta / "installed.json").exists() and not (meta / "created.json").exists()
+    if not sealed:
+        assert done.envelope["candidate_status"] == "crash", done.envelope
+        assert ".nvflare/autofl/installed.json" in (done.envelope.get("tampering") or []), done.envelope
+    honest_candidate_scores_true(ws, prefix=() if sealed else WITHOUT_NAMESPACES)
+    assert (ws / "data.csv").read_text() == "a,b\n1,2\n"

@@ -29,6 +29,7 @@ POINTS = (
     "finalize:marker_cleared",
     "finalize:swap_parked",
     "finalize:swapped",
+    "finalize:installed_recorded",
     "finalize:workspace_restored",
     "finalize:contract_updated",
     "finalize:manifest_written",

@@ -1,6 +1,6 @@
 """The steps of evaluating a candidate that a single evaluate and a batch share (`actions/evaluate`,
-`actions/evaluate_batch`): validation before any write (`check_room`: the cap and the one-candidate-that-creates-
-files rule for what is evaluated at once), materializing the `running` manifest (and applying the draft where the
+`actions/evaluate_batch`): validation before any write (`check_room`: the cap for what is evaluated at once),
+materializing the `running` manifest (and applying the draft where the
 trial cannot be sealed), the decision and finalize of a trial's result, the undo, and in poc/prod `make_ready`.
 
 Validation (nothing written on a rejection): best snapshot, fixed budget and workspace unchanged; the draft's
@@ -92,28 +92,11 @@ def check_unchanged(campaign, manifest: dict) -> None:
 
 
 def check_room(campaign, state: dict, chosen: list[dict]) -> None:
-    """Before anything is written: the candidates about to be evaluated (`chosen`, prepared manifests) fit the
-    remaining cap, and they and the candidates already ready for external execution hold at most one that
-    creates files. Candidates ready at once are siblings of one best, like a batch: they count together."""
-    waiting = ready.ready_ones(campaign)
-    check_cap(state, len(chosen), waiting=[m["candidate_id"] for m in waiting])
-    paths = campaign.paths
-    best = snapshots.files_of(paths, campaign.best())
-    creating = [m["candidate_id"] for m in waiting if m["created_files"]] + [
-        manifest["candidate_id"]
-        for manifest in chosen
-        if drafts.read_draft(
-            paths.candidate_dir(manifest["candidate_id"]) / "source", best, campaign.config, paths.workspace
-        ).created
-    ]
-    if len(creating) > 1:
-        where = (
-            "candidates ready at once (a batch, or those ready for external execution) may hold at most one such "
-            "candidate: record the ready ones first, or evaluate the others later"
-            if waiting
-            else "a batch may hold at most one such candidate: evaluate the others one at a time (or in a later batch)"
-        )
-        raise CampaignError(f"candidates {', '.join(creating)} each create new files; {where}")
+    """Before anything is written: the candidates about to be evaluated (`chosen`, prepared manifests) and those
+    already ready for external execution fit the remaining cap (candidates ready at once are siblings of one
+    best, like a batch: they count together). Any of them may create files: a later keep of a sibling removes
+    the files an earlier keep created that its own best lacks (`store/created.settle_keep`)."""
+    check_cap(state, len(chosen), waiting=[m["candidate_id"] for m in ready.ready_ones(campaign)])
 
 
 def check_cap(state: dict, size: int, *, waiting: list[str] = ()) -> None:

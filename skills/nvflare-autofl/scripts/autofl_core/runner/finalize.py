@@ -3,8 +3,10 @@
 The outcome is decided first (`decide`), then written in idempotent steps: stage the new best snapshot (keep),
 write the journal (`.nvflare/autofl/finalize.json`: the decided manifest, ledger row and new best digest),
 swap the snapshot, make the workspace equal the best source (a keep installs the candidate here, right after the
-swap; created files of a discarded candidate that was applied to the workspace are removed; a sealed trial's
-discard has nothing to undo), let kept created files join `allowed_edit_paths`, write the manifest, append the ledger row (once),
+swap, after `created.settle_keep` recorded the files it creates and removed those of an earlier best the new one
+lacks; created files of a discarded candidate that was applied to the workspace are removed; a sealed trial's
+discard has nothing to undo), let kept created files join `allowed_edit_paths` (and the runner-added ones the new
+best lacks leave it), write the manifest, append the ledger row (once),
 drop the journal. A crash at any point is finished by `replay` on the next action. Usage::
 
     status = decide("success", 0.91, best_score=0.90, mode="max", margin=noise.keep_margin(campaign))
@@ -21,7 +23,7 @@ from ..campaign import vocabulary as v
 from ..common import atomic, bounded, faults
 from . import noise
 from .outcome import CampaignError
-from .store import contract, snapshots
+from .store import contract, created, snapshots
 
 SCHEMA = "nvflare.autofl.finalize.v1"
 OUTCOME_STATUS = {v.OUTCOME_CRASH: v.CRASH, v.OUTCOME_INFRASTRUCTURE_RETRY: v.INFRASTRUCTURE_RETRY}
@@ -149,12 +151,22 @@ def _apply(campaign, journal: dict) -> None:
         snapshots.repair(paths)
     faults.checkpoint("finalize:swapped")
     campaign.forget()
+    keep, drop = journal["status"] == v.KEEP, set()
+    if keep:
+        drop = created.settle_keep(
+            paths,
+            campaign.best().hashes,
+            candidate=journal["candidate_id"],
+            created=journal["created_files"],
+            allowed=contract.allowed_edit_paths(campaign.config),
+        )
+        faults.checkpoint("finalize:installed_recorded")
     snapshots.restore_workspace(
         paths, campaign.best(), remove=journal["created_files"], candidate=journal["candidate_id"]
     )
     faults.checkpoint("finalize:workspace_restored")
-    if journal["status"] == v.KEEP and journal["created_files"]:
-        updated = contract.with_edit_paths(campaign.config, journal["created_files"])
+    if keep and (journal["created_files"] or drop):
+        updated = contract.with_edit_paths(campaign.config, journal["created_files"], drop)
         if updated != campaign.config:
             contract.write(paths.autofl_yaml, updated)
             campaign.config = updated

@@ -3,7 +3,8 @@
 A sealed trial cannot write the workspace at all; a trial that runs only contained (no mount namespace or
 overlay on this host) runs in the live workspace with the user's rights. Either way the runner keeps, in its
 own memory (out of any trial's reach), the bytes of the ledger, campaign.json, autofl.yaml, the trial marker,
-every candidate manifest and the whole best snapshot before a trial, and compares them afterwards: a
+the records of what the runner may remove (created.json, installed.json, the finalize journal), every candidate
+manifest and the whole best snapshot before a trial, and compares them afterwards: a
 difference is restored byte for byte and reported as tampering. For a trial that ran in the live workspace it
 also keeps the workspace's Python sources (`*.py`, `*.pth`) and the names of its bytecode files: a source the
 trial changed is restored and one it created is removed (both reported), and bytecode it left or changed is
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common import atomic
+from .store import created
 
 SOURCE_SUFFIXES = (".py", ".pth")
 SKIPPED_PARTS = {".git", ".nvflare", ".tox", ".venv", "venv", "node_modules", "site-packages"}
@@ -45,7 +47,8 @@ class EvidenceGuard:
     def take(cls, campaign, *, live_workspace: bool) -> EvidenceGuard:
         paths = campaign.paths
         guard = cls(workspace=paths.workspace, skipped=[paths.output_root])
-        for path in (paths.results, paths.campaign, paths.autofl_yaml, paths.trial_marker):
+        records = (paths.journal, created.path_of(paths), created.installed_path(paths))  # what may be removed
+        for path in (paths.results, paths.campaign, paths.autofl_yaml, paths.trial_marker, *records):
             guard.files[path] = _read(path)
         for folder in (paths.best, paths.candidates):
             guard.folders.append(folder)

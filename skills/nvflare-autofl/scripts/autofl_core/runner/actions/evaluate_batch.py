@@ -50,7 +50,7 @@ def run(campaign, options, now: str) -> ActionResult:
             f"--parallel sets how many simulation trials run at once; in {env} the runner runs nothing (each "
             "candidate is submitted outside it), so leave --parallel out"
         )
-    evaluation.check_room(campaign, state, chosen)  # the cap, and at most one candidate that creates files
+    evaluation.check_room(campaign, state, chosen)  # the cap
     if env == "sim":
         campaign_trial.start_probe(campaign)
     staged = [evaluation.validate(campaign, manifest, options.run_args, now) for manifest in chosen]

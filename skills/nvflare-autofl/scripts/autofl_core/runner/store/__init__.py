@@ -7,7 +7,7 @@
 - `metadata` - campaign.json: settings (validated against the shipped schema copy), best fields, audit trail;
 - `manifests` - candidate manifests: read with checks, write, list;
 - `snapshots` - the live best source: stage, swap, restore the workspace;
-- `created` - created.json: the files and folders the runner creates in the workspace, recorded first (the only
-  things it ever removes there);
+- `created` - created.json and installed.json: the files and folders the runner creates in the workspace (for a
+  candidate; as part of a kept best), recorded first (the only things it ever removes there);
 - `sources` - managed source files: read, write (never through a symlinked folder), hash, compare.
 """

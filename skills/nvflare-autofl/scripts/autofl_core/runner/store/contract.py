@@ -137,13 +137,14 @@ def env_passthrough(config: dict) -> list[str]:
     return list((config.get("environment") or {}).get("simulator_env_passthrough") or [])
 
 
-def with_edit_paths(config: dict, extra: list[str]) -> dict:
-    """A copy of `config` whose allowed_edit_paths also hold `extra` (files a kept candidate created)."""
+def with_edit_paths(config: dict, extra: list[str], drop: set[str] = frozenset()) -> dict:
+    """A copy of `config` whose allowed_edit_paths also hold `extra` (files a kept candidate created) and no longer
+    hold `drop` (files the runner had added that the new best lacks)."""
     trust = dict(config.get("trust") or {})
-    trust["allowed_edit_paths"] = sorted(set(trust.get("allowed_edit_paths") or []) | set(extra))
+    trust["allowed_edit_paths"] = sorted((set(trust.get("allowed_edit_paths") or []) - set(drop)) | set(extra))
     summary = dict(config.get("summary") or {})
     if "editable" in summary:
-        summary["editable"] = sorted(set(summary["editable"]) | set(extra))
+        summary["editable"] = sorted((set(summary["editable"]) - set(drop)) | set(extra))
     return {**config, "trust": trust, "summary": summary}
 
 

@@ -10,6 +10,11 @@ draft is written into the workspace before its trial or only when it is kept. Us
 
     record(paths, "lr-x2", {"helpers/mod.py": data})       # before the first write
     undone = undo(paths, keep=best.hashes, candidate="lr-x2")   # after: removed paths; the record is dropped
+
+A kept candidate's created files stay in the live job as part of the best. They are recorded again, in
+`.nvflare/autofl/installed.json`, before the keep writes them: when a later keep installs a best that lacks them (a
+sibling prepared from an older best), `settle_keep` removes them from the workspace (unchanged ones only) and
+names the allowed_edit_paths the runner added for them, so the live job and the contract equal the new best.
 """
 
 from __future__ import annotations
@@ -23,10 +28,15 @@ from ..outcome import CampaignError
 from . import sources
 
 SCHEMA = "nvflare.autofl.created.v1"
+INSTALLED_SCHEMA = "nvflare.autofl.installed.v1"
 
 
 def path_of(paths):
     return paths.meta / "created.json"
+
+
+def installed_path(paths):
+    return paths.meta / "installed.json"
 
 
 def record(paths, candidate: str, files: dict[str, bytes]) -> None:
@@ -70,6 +80,67 @@ def undo(paths, *, keep: dict[str, str], candidate: str | None = None, named: li
             removed.append(folder + "/")
     path_of(paths).unlink(missing_ok=True)
     return removed
+
+
+def settle_keep(paths, best: dict[str, str], *, candidate: str, created: list[str], allowed: list[str]) -> set[str]:
+    """Before the workspace is made equal to a kept candidate's best (`best`: its file hashes): remove the files an
+    earlier keep installed that `best` lacks (unchanged ones only, and their folders once empty), record the
+    files of `best` the runner is about to create (missing from the workspace, or this candidate's recorded
+    creations), and return the allowed_edit_paths to drop: those the runner added that `best` lacks.
+    `created` (the manifest's list) only names the paths the contract gains; `allowed` is the contract's list now.
+    Idempotent: a replay after a crash at any point ends in the same files, record and contract."""
+    document = _load_installed(paths) or {"files": {}, "folders": [], "edit_paths": []}
+    for rel, sha in sorted(document["files"].items(), reverse=True):
+        if rel not in best:
+            _remove_if_unchanged(paths.workspace, rel, sha)
+    files = {rel: sha for rel, sha in document["files"].items() if rel in best}
+    own = load(paths)
+    mine = own["files"] if own is not None and own["candidate_id"] == candidate else {}
+    folders = set(document["folders"]) | (set(own["folders"]) if mine else set())
+    for rel, sha in sorted(best.items()):
+        if rel in files:
+            continue
+        if mine.get(rel) == sha or not os.path.lexists(paths.workspace / rel):
+            files[rel] = sha
+            folders |= _missing_folders(paths.workspace, rel)
+    for folder in sorted(folders, key=lambda rel: (-rel.count("/"), rel)):
+        if not any(rel.startswith(folder + "/") for rel in best):
+            _remove_empty_folder(paths.workspace, folder)
+    needed = {folder for folder in folders if any(rel.startswith(folder + "/") for rel in files)}
+    added = set(document["edit_paths"]) | {rel for rel in created if rel in best and rel not in allowed}
+    atomic.write_json(
+        installed_path(paths),
+        {"schema_version": INSTALLED_SCHEMA, "files": files, "folders": sorted(needed), "edit_paths": sorted(added)},
+    )
+    return {rel for rel in added if rel not in best}
+
+
+def _missing_folders(root, rel: str) -> set[str]:
+    parts = rel.split("/")[:-1]
+    folders = ("/".join(parts[: depth + 1]) for depth in range(len(parts)))
+    return {folder for folder in folders if not os.path.lexists(root / folder)}
+
+
+def _load_installed(paths) -> dict | None:
+    where = installed_path(paths)
+    try:
+        document = bounded.read_json(where)
+    except bounded.BoundedReadError as error:
+        raise CampaignError(f"{where} {error}; check the workspace by hand, then remove the file") from None
+    if document is None:
+        return None
+    files, folders, edit = document.get("files"), document.get("folders"), document.get("edit_paths")
+    if (
+        document.get("schema_version") != INSTALLED_SCHEMA
+        or not isinstance(files, dict)
+        or not all(isinstance(rel, str) and isinstance(sha, str) for rel, sha in files.items())
+        or not isinstance(folders, list)
+        or not isinstance(edit, list)
+        or not all(isinstance(rel, str) for rel in [*folders, *edit])
+        or any(sources.unsafe_relative(rel) for rel in [*files, *folders, *edit])
+    ):
+        raise CampaignError(f"{where} is damaged; check the workspace by hand, then remove the file")
+    return document
 
 
 def load(paths) -> dict | None:
