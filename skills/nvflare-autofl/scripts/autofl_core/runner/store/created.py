@@ -122,45 +122,34 @@ def _missing_folders(root, rel: str) -> set[str]:
 
 
 def _load_installed(paths) -> dict | None:
-    where = installed_path(paths)
-    try:
-        document = bounded.read_json(where)
-    except bounded.BoundedReadError as error:
-        raise CampaignError(f"{where} {error}; check the workspace by hand, then remove the file") from None
-    if document is None:
-        return None
-    files, folders, edit = document.get("files"), document.get("folders"), document.get("edit_paths")
-    if (
-        document.get("schema_version") != INSTALLED_SCHEMA
-        or not isinstance(files, dict)
-        or not all(isinstance(rel, str) and isinstance(sha, str) for rel, sha in files.items())
-        or not isinstance(folders, list)
-        or not isinstance(edit, list)
-        or not all(isinstance(rel, str) for rel in [*folders, *edit])
-        or any(sources.unsafe_relative(rel) for rel in [*files, *folders, *edit])
-    ):
-        raise CampaignError(f"{where} is damaged; check the workspace by hand, then remove the file")
-    return document
+    return _read_record(installed_path(paths), INSTALLED_SCHEMA, ("edit_paths",))
 
 
 def load(paths) -> dict | None:
     """The record, or None when there is none; a damaged one is an error (nothing is removed on a guess)."""
-    where = path_of(paths)
+    document = _read_record(path_of(paths), SCHEMA)
+    if document is not None and not isinstance(document.get("candidate_id"), str):
+        raise CampaignError(f"{path_of(paths)} is damaged; check the workspace by hand, then remove the file")
+    return document
+
+
+def _read_record(where, schema: str, lists: tuple[str, ...] = ()) -> dict | None:
+    """A record of `schema` (files: {path: sha256}, folders and `lists`: path lists, every path inside the
+    workspace), None when absent; a damaged one is a CampaignError."""
     try:
         document = bounded.read_json(where)
     except bounded.BoundedReadError as error:
         raise CampaignError(f"{where} {error}; check the workspace by hand, then remove the file") from None
     if document is None:
         return None
-    files, folders = document.get("files"), document.get("folders")
+    files = document.get("files")
+    named = [document.get(key) for key in ("folders", *lists)]
     if (
-        document.get("schema_version") != SCHEMA
-        or not isinstance(document.get("candidate_id"), str)
+        document.get("schema_version") != schema
         or not isinstance(files, dict)
         or not all(isinstance(rel, str) and isinstance(sha, str) for rel, sha in files.items())
-        or not isinstance(folders, list)
-        or not all(isinstance(rel, str) for rel in folders)
-        or any(sources.unsafe_relative(rel) for rel in [*files, *folders])
+        or not all(isinstance(value, list) and all(isinstance(rel, str) for rel in value) for value in named)
+        or any(sources.unsafe_relative(rel) for rel in [*files, *(rel for value in named for rel in value)])
     ):
         raise CampaignError(f"{where} is damaged; check the workspace by hand, then remove the file")
     return document
