@@ -73,6 +73,7 @@ JSON_PARSE_EXCEPTIONS = {
     "autofl_core/trial/sandbox.py": "its plan; it runs alone by path (standard library only), so no shared reader",
     "autofl_core/trial/seal.py": "the sandbox's probe output and status file, written by the launcher it started",
     "autofl_core/trial/progress.py": "NVFLARE's round_metrics.jsonl of a running trial, for the live progress line",
+    "autofl_core/trial/evaluator.py": "the frozen evaluator's answer: one line of its stdout (bounded to 64 KiB)",
 }
 
 

@@ -121,6 +121,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="let trials reach the network (default: each trial runs in its own network namespace, loopback only)",
     )
+    add(
+        "--evaluator",
+        metavar="FILE",
+        help="initialize: Python file in the job folder that measures the score on the final global model "
+        '(python FILE --model PATH --site NAME [--format F] prints {"<metric>": v, "n": samples}); frozen',
+    )
+    add(
+        "--evaluator-input",
+        action="append",
+        metavar="FILE",
+        help="initialize: a file the evaluator reads (data, config), frozen with it; repeatable",
+    )
     add("--name", help="prepare: candidate name (also its id); record --literature: row name")
     add("--hypothesis", help="prepare: what changes and why; record --literature: sources and decision")
     add("--family", help="algorithm family (prepare, record --literature)")

@@ -5,12 +5,16 @@ site-N@127.0.0.1 joined. Sent token.  Total clients: N` line per client (ClientM
 banner per round (FedAvg) and `Aggregated i/N results`; metrics_summary.json carries `final_round`.
 Sites print their last-round value below the aggregate (as real sites differ from the server's weighted
 aggregate); round_metrics.jsonl and metrics_summary.json carry the aggregate, the score the ledger records.
+The final global model is persisted where NPModelPersistor puts it (`server/simulate_job/models/server.npy`):
+one value, client.py's `evaluate`; the reported metric adds client.py's `REPORTED_BONUS` (a candidate that
+inflates what it reports), and `PERSIST_MODEL = False` persists no model.
 """
 
 import json
 import os
 import runpy
 import shlex
+import struct
 from pathlib import Path
 
 
@@ -45,7 +49,8 @@ class NumpyFedAvgRecipe:
         for folder in ["server", *sites]:
             (job / folder).mkdir(parents=True, exist_ok=True)
         client = runpy.run_path(self.train_script)
-        score = client["evaluate"](shlex.split(self.train_args))
+        quality = client["evaluate"](shlex.split(self.train_args))  # what the final global model is worth
+        score = round(quality + client.get("REPORTED_BONUS", 0.0), 6)  # what the sites report about it
         eval_size = client.get("EVAL_SIZE")  # set: the sites report their evaluation-set size, as NVFLARE examples do
         server_log = job / "server" / "log.txt"
         for index, site in enumerate(sites):  # NVFLARE's ClientManager logs every registration like this
@@ -76,7 +81,18 @@ class NumpyFedAvgRecipe:
             "job_name": self.name,
         }
         (metrics / "metrics_summary.json").write_text(json.dumps(summary, indent=2))
+        if client.get("PERSIST_MODEL", True):  # NPModelPersistor's file in NVFLARE 2.9's layout
+            _save_npy(job / "server" / "simulate_job" / "models" / "server.npy", [quality])
         return _Run(job)
+
+
+def _save_npy(path, values):
+    """A 1-D float64 array in NumPy's .npy format (version 1.0), written without NumPy."""
+    header = f"{{'descr': '<f8', 'fortran_order': False, 'shape': ({len(values)},), }}"
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = struct.pack(f"<{len(values)}d", *values)
+    path.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1") + data)
 
 
 def _record_round(job, rnd, metric, value):

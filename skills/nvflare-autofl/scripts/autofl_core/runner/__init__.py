@@ -23,5 +23,7 @@
 - `finalize` - keep / discard / crash, written crash-safely through a journal;
 - `noise` - the noise floor: the best's spread, the keep margin, the seed option;
 - `what_happened` - what an evaluate, record or replicate did, for its envelope (score, best, gain, noise verdict);
+- `frozen_eval` - the score measured by the frozen evaluator on the final global model; the score's provenance;
+- `frozen_request` - what initialize freezes (`--evaluator`, `--evaluator-input`, or autofl.yaml's `evaluation`);
 - `report/` - autofl_report.md / .json: facts, warnings, markdown, and the final report's refusal rules.
 """

@@ -26,6 +26,7 @@ from ..importer import runner_view as importer
 from ..trial import childenv, seal
 from ..trial.argv import TrialError
 from ..trial.execute import CRASH, TrialResult, TrialSpec, run_trial
+from . import frozen_eval
 from .outcome import CampaignError
 from .store import contract, snapshots
 from .store.paths import TRIAL_TEMP_PREFIX
@@ -225,6 +226,9 @@ def run_marked(
         restored = guard.restore()
     if restored:
         _tampered(result, restored)
+    frozen_eval.measure(  # with a frozen evaluator, the score is measured on the final global model
+        campaign, result, name=name, token=token, temp_parent=temp_parent, sealed=stage_files is not None
+    )
     record = {key: value for key, value in result.to_dict().items() if key not in ("token", "pid")}
     atomic.write_json(campaign.paths.run_dir(name) / "trial.json", record)
     return result
@@ -253,6 +257,7 @@ def envelope_extras(campaign, result: TrialResult) -> dict:
         "sandbox": result.sandbox,
         "tampering": list(result.tampering),
         "budget": result.budget,
+        **frozen_eval.manifest_fields(result),
     }
 
 

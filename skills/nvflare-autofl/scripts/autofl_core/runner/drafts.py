@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..importer.trust import RESERVED_PARTS, safe_relative
 from .outcome import CampaignError
-from .store import contract, sources
+from .store import contract, frozen, sources
 
 IGNORED_DIRS = frozenset({"__pycache__"})
 MAX_DRAFT_FILES = 2000
@@ -60,6 +60,7 @@ def read_draft(source_dir: Path, best: dict[str, bytes], config: dict, workspace
         )
     changed = sorted(rel for rel in best if files[rel] != best[rel])
     created = sorted(set(files) - set(best))
+    frozen.refuse_edits(config, changed + created)  # the evaluator that measures the score is never edited
     allowed = set(contract.allowed_edit_paths(config))
     outside = [rel for rel in changed if rel not in allowed]
     if outside:

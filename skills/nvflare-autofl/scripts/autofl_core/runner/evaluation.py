@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..campaign import vocabulary as v
 from ..common import atomic, faults
 from ..importer import runner_view as importer
-from . import campaign_trial, drafts, finalize, noise, ready, runargs, what_happened
+from . import campaign_trial, drafts, finalize, frozen_eval, noise, ready, runargs, what_happened
 from .outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, CampaignError, Interrupted
 from .store import contract, created, manifests, snapshots, sources
 
@@ -313,6 +313,7 @@ def conclude(campaign, manifest: dict, draft, result, drift: list[str], now: str
             "run_command": result.run_command,
             "failure_reason": reason or None,
             "budget": result.budget,
+            **frozen_eval.manifest_fields(result),
         },
         artifacts=dict(
             manifest["artifacts"],

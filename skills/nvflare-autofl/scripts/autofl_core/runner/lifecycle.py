@@ -16,7 +16,7 @@ import stat
 from datetime import datetime, timezone
 
 from ..campaign import vocabulary as v
-from . import flag_scope, ready, recovery, refresh
+from . import flag_scope, frozen_eval, ready, recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
@@ -105,7 +105,8 @@ def _shell(campaign, action: str, step, options, given: dict, now: str) -> tuple
         state = refresh.refresh(campaign, now_text(), ledger_changed=result.ledger_changed)
     finally:
         refresh.stop_plot_worker(campaign)
-    return result.exit_code, state_mod.envelope(campaign.paths, state, {**extras, **result.extras})
+    document = state_mod.envelope(campaign.paths, state, {**extras, **result.extras})
+    return result.exit_code, frozen_eval.with_provenance(campaign, action, document)
 
 
 def batch_requested(options) -> bool:

@@ -14,4 +14,6 @@ Knows nothing of the campaign (no ledger, no manifests); the runner's `campaign_
 - `resultdir` - find the simulator result folder in the trial root and copy it out;
 - `metrics` - the objective metric from the copied artifacts, with its source;
 - `rootcause` - the root cause of a crash from the copied site and server logs.
+- `global_model` - the final global model the server persisted in a simulation result, and the sites that took part;
+- `evaluator` - the frozen evaluator run on that model once per site, sealed like a trial; the n-weighted score.
 """

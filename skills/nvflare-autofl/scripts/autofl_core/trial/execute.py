@@ -144,6 +144,8 @@ class TrialResult:
     sandbox: dict | None = None  # {"sealed", "protections", "missing"} (see seal.read_status)
     budget: dict | None = None  # what_ran.Verdict of a trial that produced a score
     tampering: list[str] = field(default_factory=list)  # campaign files the runner found changed and restored
+    reported_score: float | None = None  # the job's own metric when a frozen evaluator measured `score`
+    evaluation: dict | None = None  # the frozen evaluation's summary (score, per-site value and n, model)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -17,11 +17,11 @@ from ...campaign import ledger
 from ...campaign import vocabulary as v
 from ...common import trees
 from ...trial import childenv
-from .. import campaign_trial
+from .. import campaign_trial, frozen_request
 from ..open_campaign import Campaign
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError
 from ..settings import new_settings
-from ..store import contract, metadata, snapshots, sources
+from ..store import contract, frozen, metadata, snapshots, sources
 from ..store.paths import OUTPUT_KEYS, CampaignPaths
 
 PYTHON_CHECK_TIMEOUT = 120
@@ -45,6 +45,7 @@ def admit(options, given: dict, now: str) -> tuple[Campaign, dict[str, bytes]]:
         )
     settings = new_settings(given, os.environ, config)
     paths = CampaignPaths.for_job(options.job, {key: settings[key] for key in OUTPUT_KEYS})
+    config = frozen_request.with_evaluation(config, options, paths)  # --evaluator: the score is measured
     check_outputs(paths, contract.allowed_edit_paths(config))
     files = sources.read_files(paths.workspace, contract.allowed_edit_paths(config))
     meta = metadata.new_metadata(paths, settings, budget_sha256=contract.budget_digest(config), now=now)
@@ -68,6 +69,7 @@ def create(campaign: Campaign, files: dict[str, bytes]) -> None:
     try:
         contract.write(paths.autofl_yaml, campaign.config)
         snapshots.install(paths, files, candidate=v.BASELINE_NAME)
+        frozen.install_from_workspace(paths, campaign.config)
         metadata.write(paths, campaign.meta)  # the commit point: from here on the campaign exists
     except BaseException:
         _undo_new_campaign(paths, had_config)
@@ -84,6 +86,7 @@ def start(campaign, options, now: str) -> ActionResult:
 
 def run(campaign, options, now: str) -> ActionResult:
     """initialize on an existing campaign: retry an unscored simulation baseline, otherwise report the state."""
+    frozen_request.check_unchanged(campaign.config, options)
     rows = campaign.rows()
     scored = any(row["status"] == v.BASELINE and row["score"] is not None for row in rows)
     attempts = any(row["status"] in v.ATTEMPTS for row in rows)
@@ -141,6 +144,7 @@ def _undo_new_campaign(paths: CampaignPaths, had_config: bool) -> None:
     if not had_config:
         paths.autofl_yaml.unlink(missing_ok=True)
     trees.remove_tree(paths.snapshots)
+    trees.remove_tree(paths.meta / frozen.FOLDER)
     paths.campaign.unlink(missing_ok=True)
 
 

@@ -10,4 +10,5 @@
 - `created` - created.json and installed.json: the files and folders the runner creates in the workspace (for a
   candidate; as part of a kept best), recorded first (the only things it ever removes there);
 - `sources` - managed source files: read, write (never through a symlinked folder), hash, compare.
+- `frozen` - the frozen evaluator in the trust contract: autofl.yaml's `evaluation` hashes and the runner's copies.
 """

@@ -1,0 +1,128 @@
+"""The campaign's score when a frozen evaluator is declared: measured by the runner on the final global model.
+
+After a trial that succeeded (baseline, candidate, replicate, batch member), `measure` finds the global model the
+server persisted in the copied result (`trial/global_model`), runs the frozen evaluator on it for every site that
+took part (`trial/evaluator`, sealed) and makes the n-weighted mean the trial's score; the job's own reported
+value is kept beside it (`reported_score`). A missing model or a failing evaluator makes the trial a crash naming
+the cause. The per-site answers go to `autofl_runs/<name>/evaluation.json`. A trial that changed a frozen file
+in the live job is a crash (the file is restored). `provenance` says where a campaign's score comes from.
+Usage::
+
+    measure(campaign, result, name="lr-x2", token=token, temp_parent=folder, sealed=True)   # changes `result` in place
+    provenance(campaign)     # "measured: frozen evaluator on the final global model" or "client-reported: ..."
+"""
+
+from __future__ import annotations
+
+from ..campaign import vocabulary as v
+from ..common import atomic, bounded
+from .store import frozen
+
+SUCCESS, CRASH = v.OUTCOME_SUCCESS, v.OUTCOME_CRASH
+
+MEASURED = "measured: frozen evaluator on the final global model"
+REPORTED = "client-reported: model after round N-1, weighted by client steps"
+MEASURED_SOURCE = "measured:frozen_evaluator"
+EVALUATION_FILE = "evaluation.json"
+ADD_EVALUATOR = (
+    "The score is the job's own client-reported metric; to have the runner measure it on the final global model "
+    "instead, start the campaign with initialize --evaluator FILE (a Python file in the job folder that prints "
+    '{"<metric>": value, "n": samples} for --model PATH --site NAME; template: references/frozen-evaluation.md).'
+)
+
+
+def enabled(campaign) -> bool:
+    return frozen.section(campaign.config) is not None
+
+
+def provenance(campaign) -> str:
+    return MEASURED if enabled(campaign) else REPORTED
+
+
+def with_provenance(campaign, action: str, document: dict) -> dict:
+    """The envelope with `score_provenance`; a new campaign without an evaluator is told once how to add one."""
+    document = dict(document, score_provenance=provenance(campaign))
+    if action == "initialize" and document.get("initialized") and not enabled(campaign):
+        document["agent_instruction"] = f"{document.get('agent_instruction') or ''} {ADD_EVALUATOR}".strip()
+    return document
+
+
+def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: bool) -> None:
+    """Replace a successful trial's reported score with the measured one (see the module docstring)."""
+    found = frozen.section(campaign.config)
+    if found is None:
+        return
+    changed = frozen.changed_live(campaign.paths, campaign.config)
+    if changed:
+        frozen.restore_live(campaign.paths, campaign.config, changed)
+        result.outcome, result.score = CRASH, None
+        result.failure_reason = (
+            f"tampering: the trial changed {', '.join(changed)}, frozen with the evaluator; the runner restored them"
+        )
+        return
+    if result.outcome != SUCCESS:
+        return
+    from ..trial import evaluator as evaluator_mod  # only trials need the evaluator's process code
+    from ..trial import global_model
+
+    run_dir = campaign.paths.run_dir(name)
+    result.reported_score = result.score
+    try:
+        model = global_model.find_global_model(run_dir / "simulation", found.get("model"))
+    except global_model.ModelNotFound as error:
+        _crash(result, f"frozen evaluation: {error}")
+        return
+    settings = campaign.settings
+    evaluation = evaluator_mod.evaluate_model(
+        evaluator_mod.EvaluatorRun(
+            python=settings["python"],
+            script=found["script"],
+            files=frozen.copies(campaign.paths, campaign.config),
+            model=model.path,
+            model_format=model.format,
+            sites=global_model.participating_sites(run_dir / "simulation"),
+            metric=settings["metric"],
+            timeout=float(settings["timeout"]),
+            temp_parent=temp_parent,
+            token=token,
+            sealed=sealed,
+            isolate_network=not settings.get("allow_network", False),
+            workspace=campaign.paths.workspace,
+        )
+    )
+    record = dict(evaluation.to_dict(), model=campaign.paths.rel(model.path), reported_score=result.reported_score)
+    atomic.write_json(run_dir / EVALUATION_FILE, record)
+    result.evaluation = {
+        "score": evaluation.score,
+        "reported_score": result.reported_score,
+        "sites": {site.site: {"value": site.value, "n": site.n} for site in evaluation.sites},
+        "model": record["model"],
+        "seconds": evaluation.seconds,
+    }
+    if evaluation.failure:
+        _crash(result, evaluation.failure)
+        return
+    result.score = evaluation.score
+    result.metric_source = MEASURED_SOURCE
+    result.metric_artifact = campaign.paths.rel(run_dir / EVALUATION_FILE)
+
+
+def manifest_fields(result) -> dict:
+    """What a manifest's result and an envelope add about a measured score (nothing without an evaluation)."""
+    if result.evaluation is None:
+        return {}
+    return {"reported_score": result.reported_score, "evaluation": result.evaluation}
+
+
+def recorded(campaign, name: str) -> dict | None:
+    """What `measure` wrote for trial `name` (None without an evaluator or when it did not run)."""
+    try:
+        document = bounded.read_json(campaign.paths.run_dir(name) / EVALUATION_FILE)
+    except bounded.BoundedReadError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _crash(result, reason: str) -> None:
+    result.outcome, result.score = CRASH, None
+    result.failure_reason = reason
