@@ -80,6 +80,7 @@ def spec(
         hide=[paths.meta, paths.output_root],
         literal_paths=contract.literal_simulator_paths(config, paths.workspace),
         num_clients=contract.num_clients(config),
+        score_measured_after=frozen_eval.enabled(campaign),
     )
 
 

@@ -14,6 +14,8 @@ Usage::
 
 from __future__ import annotations
 
+import re
+
 from ..campaign import vocabulary as v
 from ..common import atomic, bounded
 from .store import frozen
@@ -24,6 +26,7 @@ MEASURED = "measured: frozen evaluator on the final global model"
 REPORTED = "client-reported: model after round N-1, weighted by client steps"
 MEASURED_SOURCE = "measured:frozen_evaluator"
 EVALUATION_FILE = "evaluation.json"
+BASELINE_RE = re.compile(r"baseline(_retry_\d+)?")
 ADD_EVALUATOR = (
     "The score is the job's own client-reported metric; to have the runner measure it on the final global model "
     "instead, start the campaign with initialize --evaluator FILE (a Python file in the job folder that prints "
@@ -105,13 +108,63 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
     result.score = evaluation.score
     result.metric_source = MEASURED_SOURCE
     result.metric_artifact = campaign.paths.rel(run_dir / EVALUATION_FILE)
+    if not BASELINE_RE.fullmatch(name):
+        found_divergence = divergence(campaign, result.reported_score, result.score)
+        if found_divergence:
+            result.evaluation["metric_divergence"] = found_divergence
+            atomic.write_json(run_dir / EVALUATION_FILE, dict(record, metric_divergence=found_divergence))
+
+
+def divergence(campaign, reported: float | None, measured: float | None) -> dict | None:
+    """`metric_divergence` when the reported value beats the measured one by more than the baseline's own gap plus
+    the noise band (the measured band when replicates exist, else the spread typical for the metric, else the
+    plateau's min delta); None otherwise. Direction-adjusted: for a `min` metric a lower report is the better one."""
+    if reported is None or measured is None:
+        return None
+    baseline = _baseline_evaluation(campaign)
+    if baseline is None or baseline.get("reported_score") is None or baseline.get("score") is None:
+        return None
+    sign = 1.0 if campaign.settings["mode"] == "max" else -1.0
+    gap = round(sign * (reported - measured), 6)
+    baseline_gap = round(sign * (baseline["reported_score"] - baseline["score"]), 6)
+    band = _band(campaign, baseline["score"])
+    if gap <= baseline_gap + band:
+        return None
+    return {"reported": reported, "measured": measured, "gap": gap, "baseline_gap": baseline_gap, "band": band}
+
+
+def divergence_text(found: dict) -> str:
+    return (
+        f"metric_divergence: reported {found['reported']:.6f} vs measured {found['measured']:.6f} (gap "
+        f"{found['gap']:.6f} > the baseline's gap {found['baseline_gap']:.6f} + noise band {found['band']:.6f}); "
+        "the job's own metric no longer describes its model (an edited validation path?)"
+    )
+
+
+def _band(campaign, reference: float) -> float:
+    from ..campaign import gains
+    from . import noise
+
+    measured = gains.band(noise.latest_measured(campaign))
+    if measured is not None:
+        return float(measured)
+    typical = gains.typical_spread(campaign.settings["metric"], reference)
+    return float(typical if typical is not None else campaign.settings["plateau_min_delta"])
+
+
+def _baseline_evaluation(campaign) -> dict | None:
+    rows = [row for row in campaign.rows() if row["status"] == v.BASELINE and row["score"] is not None]
+    return recorded(campaign, rows[-1]["name"]) if rows else None
 
 
 def manifest_fields(result) -> dict:
     """What a manifest's result and an envelope add about a measured score (nothing without an evaluation)."""
     if result.evaluation is None:
         return {}
-    return {"reported_score": result.reported_score, "evaluation": result.evaluation}
+    fields = {"reported_score": result.reported_score, "evaluation": result.evaluation}
+    if result.evaluation.get("metric_divergence"):
+        fields["metric_divergence"] = result.evaluation["metric_divergence"]
+    return fields
 
 
 def recorded(campaign, name: str) -> dict | None:

@@ -4,7 +4,8 @@ Each site's run is `python -B -s EVALUATOR --model PATH --site NAME --format F` 
 (`sandbox.py`): its own user, mount, PID and network namespaces, the host read-only, and a view that holds only
 the frozen files (the evaluator, the job-local modules it imports, its declared inputs) at their job-relative
 paths, so no candidate file can shadow a module it imports. The only writable folder is the run's temp folder
-(TMPDIR); writes to the view, /tmp and HOME vanish with it. Sites run concurrently. The evaluator prints one JSON
+(TMPDIR); the rest of the host, /tmp and HOME included, is read-only (writes to the view vanish with it). Sites
+run concurrently. The evaluator prints one JSON
 object on stdout (its last line that is one): metric name -> number, plus `n`, the samples it evaluated.
 
     evaluation = evaluate_model(EvaluatorRun(python=..., script="evaluate.py", files={...}, model=path,
@@ -181,6 +182,7 @@ def _run_site(run: EvaluatorRun, site: str) -> tuple[SiteResult, dict | None]:
             writable=[scratch],
             home=env.get("HOME"),
             stage_files=run.files if run.sealed else None,
+            discard_writes=False,  # only its temp folder (TMPDIR) is writable
         )
         code, out, err = _run(seal.launcher_argv(run.python, plan, argv), env, folder, run.timeout)
         status = seal.read_status(folder, sealed=run.sealed)

@@ -117,6 +117,7 @@ class TrialSpec:
     literal_paths: list[str] = field(default_factory=list)
     num_clients: int | None = None
     cuda_visible_devices: str | None = None
+    score_measured_after: bool = False  # a frozen evaluator scores the trial afterwards (the progress line says so)
 
 
 @dataclass
@@ -284,7 +285,12 @@ class _Monitor:
         self.printed: deque[str] = deque(maxlen=MAX_PRINTED_LINES)  # bounded: a job may print this endlessly
         metric = spec.metric_order[0] if spec.metric_order else None
         self.tracker = progress.ProgressTracker(
-            spec.trial_name, num_rounds=spec.num_rounds, metric=metric, mode=spec.mode, root=root
+            spec.trial_name,
+            num_rounds=spec.num_rounds,
+            metric=metric,
+            mode=spec.mode,
+            root=root,
+            measured_after=spec.score_measured_after,
         )
         self.printer = progress.ProgressPrinter(spec.progress_stream) if spec.progress_stream else None
         self.interval = TTY_TICK_SECONDS if self.printer and self.printer.tty else TICK_SECONDS

@@ -48,9 +48,21 @@ class ProgressTracker:
     """State parsed from trial output; `feed` is safe to call from the output thread."""
 
     def __init__(
-        self, label: str, *, num_rounds: int | None, metric: str | None, mode: str = "max", root: Path | None = None
+        self,
+        label: str,
+        *,
+        num_rounds: int | None,
+        metric: str | None,
+        mode: str = "max",
+        root: Path | None = None,
+        measured_after: bool = False,
     ):
         self.label = label
+        self.ledger_words = (
+            "reported by the job; the frozen evaluator measures the score"
+            if measured_after
+            else ("the value the ledger records")
+        )
         self.num_rounds = num_rounds
         self.metric = metric
         self.mode = mode
@@ -157,7 +169,7 @@ class ProgressTracker:
             if self.server_metric:
                 name, value, rnd = self.server_metric
                 when = f"round {rnd + 1}, " if rnd is not None else ""
-                parts.append(f"server aggregated {name}={value} ({when}the value the ledger records)")
+                parts.append(f"server aggregated {name}={value} ({when}{self.ledger_words})")
             elif self.last_metric:
                 parts.append(f"{self.last_metric[0]}={self.last_metric[1]}")
             return " | ".join(part for part in parts if part)

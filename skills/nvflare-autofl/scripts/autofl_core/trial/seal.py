@@ -98,6 +98,7 @@ def write_plan(
     stage_files: dict[str, bytes] | None = None,
     hide: list[Path] = (),
     literal_paths: list[str] = (),
+    discard_writes: bool = True,
 ) -> Path:
     """Write the sandbox plan (and the staged files of a sealed trial) into `trial_dir`; returns the plan path.
 
@@ -105,7 +106,8 @@ def write_plan(
     `hide` folders of the workspace are invisible, `writable` folders (the one that holds the simulator root and
     the private temp folder: a FedJob removes its simulator root, which a mount point could not be) stay writable, and each of `literal_paths` (a simulator workspace a job writes to whatever
     NVFLARE_SIMULATOR_WORKSPACE_ROOT says) is mapped: its nearest existing folder gets an overlay whose upper
-    layer is in the trial folder (`literal_root` says where the job's results land).
+    layer is in the trial folder (`literal_root` says where the job's results land). `discard_writes` False leaves
+    the temp folder and HOME read-only like the rest of the host (instead of discarding what is written there).
     """
     trial_dir = Path(trial_dir)
     plan: dict = {"status_file": str(trial_dir / STATUS), "cwd": str(workspace), "network": network}
@@ -122,7 +124,7 @@ def write_plan(
                 "work": str(trial_dir / "work"),
                 "hide": [str(path) for path in hide],
             },
-            ephemeral=_ephemeral_entries(trial_dir, home),
+            ephemeral=_ephemeral_entries(trial_dir, home) if discard_writes else [],
             writable=[str(path) for path in writable],
             map=[_map_entry(trial_dir, index, target) for index, target in enumerate(literal_paths)],
         )

@@ -26,7 +26,7 @@ import sys
 
 from ...campaign import vocabulary as v
 from ...common import faults
-from .. import batch_trials, campaign_trial, evaluation
+from .. import batch_trials, campaign_trial, evaluation, frozen_eval
 from .. import state as state_mod
 from ..checks import pick_pending, require_open, require_status
 from ..outcome import ActionResult, CampaignError, Interrupted
@@ -163,6 +163,7 @@ def _finalize_all(campaign, staged, running, results, width: int, now: str) -> l
             "runtime_seconds": result.runtime_seconds,
             "tampering": list(result.tampering),
             **{key: extras[key] for key in ENTRY_FIELDS},
+            **frozen_eval.manifest_fields(result),
         }
         entries.append(entry)
         campaign.forget()

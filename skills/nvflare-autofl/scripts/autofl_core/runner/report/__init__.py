@@ -3,6 +3,7 @@
 - `build` - gather the campaign's facts into the report document and write both files;
 - `facts` - pure facts from the ledger: improvements, discards, literature and family outcomes, trajectory;
 - `warning_rules` - what should make a reviewer doubt the selected result (pure);
+- `score_provenance` - where the score comes from; measured vs job-reported per trial, metric divergences;
 - `markdown` - the human report from the document;
 - `gate` - the final report's shell: lock, refusal rules, output checks (the `report` action, campaign_report.py).
 """

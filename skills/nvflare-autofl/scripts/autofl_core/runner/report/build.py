@@ -23,7 +23,7 @@ from ...campaign import vocabulary as v
 from ...common import atomic, bounded, faults
 from .. import noise
 from .. import state as state_mod
-from . import facts, markdown, warning_rules
+from . import facts, markdown, score_provenance, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
 
@@ -102,6 +102,7 @@ def build(
         "generated_at": _now(),
         "provenance": _provenance(state, context),
         "objective": _objective(settings, config),
+        "score": score_provenance.section(campaign, rows),
         "config": paths.rel(paths.autofl_yaml),
         "fixed_budget": {
             key: (config.get("fixed_budget") or {}).get(key, {}).get("value")

@@ -44,6 +44,7 @@ def render(data: dict) -> str:
     lines = ["# Auto-FL campaign report", ""]
     for section in (
         _summary,
+        _score_source,
         _selected,
         _helped,
         _not_helped,
@@ -147,6 +148,35 @@ def _summary(data: dict) -> list[str]:
         *_pending_line(state.get("pending_at_stop")),
         "",
     ]
+
+
+def _score_source(data: dict) -> list[str]:
+    """Where the score comes from; with a frozen evaluator, measured vs job-reported per trial and divergences."""
+    score = data.get("score")
+    if not score:
+        return []
+    lines = ["## Score", "", f"- Provenance: {recorded(score['provenance'])}"]
+    if not score["evaluator"]:
+        return lines + [
+            "- The runner did not measure it: a candidate's client code decides the number (start a campaign with "
+            "`--evaluator FILE` to have the runner measure it on the final global model).",
+            "",
+        ]
+    frozen = ", ".join(recorded(rel, "code") for rel in score["frozen_files"])
+    lines += [
+        f"- Frozen evaluator: {recorded(score['evaluator'], 'code')} (frozen with it: {frozen}); the score is the "
+        "n-weighted mean of its per-site results, the job-reported value is shown beside it",
+        "",
+        "| trial | status | measured (score) | job-reported |",
+        "|---|---|---|---|",
+    ]
+    for trial in score["trials"]:
+        reported = "-" if trial["reported"] is None else f"{trial['reported']:.6f}"
+        lines.append(f"| {recorded(trial['name'])} | {trial['status']} | {trial['measured']:.6f} | {reported} |")
+    lines.append("")
+    diverged = [trial for trial in score["trials"] if trial["divergence_text"]]
+    lines += [f"- {recorded(trial['name'])}: {recorded(trial['divergence_text'])}" for trial in diverged]
+    return lines + ([""] if diverged else [])
 
 
 def _candidate_budget(cap: dict) -> str:
