@@ -1,7 +1,7 @@
 """The human report (`autofl_report.md`) from the report data `build.build` returns (pure text).
 
 Sections (`SECTIONS`, every one always present, with a "none recorded" line when it has nothing, so agents
-and tools can rely on the shape): summary, selected candidate and why, what helped, what did not help,
+and tools can rely on the shape): summary, score (where it comes from), selected candidate and why, what helped, what did not help,
 literature outcomes, families, trajectory, noise, warnings, compute and time, leaderboard, failures and
 friction, cap and setting changes, artifacts. Every recorded string (names, hypotheses, reasons, paths,
 commands, settings: anything that came from the ledger, a manifest, campaign.json or a trial) goes through
@@ -24,6 +24,7 @@ MAX_LEADERBOARD = 200  # rows shown in the markdown leaderboard (the JSON has th
 _MARKDOWN_ESCAPES = re.compile(r"[\\`<>|]|!(?=\[)|(?<=\])\(")
 _BACKTICK_RUN = re.compile(r"`+")
 SECTIONS = (  # the `## ` headings after the summary, in order
+    "Score",
     "Selected candidate and why",
     "What helped",
     "What did not help",
