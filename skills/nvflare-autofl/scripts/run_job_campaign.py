@@ -133,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="initialize: a file the evaluator reads (data, config), frozen with it; repeatable",
     )
+    add(
+        "--fixed-args",
+        nargs="+",
+        metavar="NAME",
+        help="initialize: job options that shape the data, the validation split or the metric: never tuned",
+    )
     add("--name", help="prepare: candidate name (also its id); record --literature: row name")
     add("--hypothesis", help="prepare: what changes and why; record --literature: sources and decision")
     add("--family", help="algorithm family (prepare, record --literature)")

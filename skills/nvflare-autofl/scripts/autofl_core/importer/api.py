@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import argparse_flow as ap
-from . import display
+from . import data_shaping, display
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
 from .budget import FIELDS, fixed_budget
 from .files import Overlay, Workspace, load_job
 from .local_classes import LocalClasses
 from .objective import build_objective
 from .overrides import apply_overrides
-from .reach import ScriptParser, reaching_options
+from .reach import ScriptParser, forwarded_options, reaching_options
 from .recipe_raises import would_raise
 from .runner_view import (  # noqa: F401  (re-exported public API)
     canonical_option,
@@ -327,12 +327,18 @@ def _assemble(job: _Job) -> dict:
     parser = _main_parser(job.walk)[0]
     space = suggested(parser.flags if parser else [], _pinned_flags(budget), schema["mutable_args"])
     space, unused = _tunable(space, reaching_options(job.walk, _script_parser(script_rel, script_tree)), schema)
+    shaping = data_shaping.classify(args_section["flags"], job.tree, script_tree, forwarded_options(job.walk))
+    for entry in space:  # mutation_schema.yaml's mutable_args are the user's word on a flow the importer cannot read
+        if entry["dest"] in schema["mutable_args"]:
+            shaping["unclassified"].pop(entry["flag"], None)
+    space = [s for s in space if s["flag"] not in shaping["fixed"] and s["flag"] not in shaping["unclassified"]]
     unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes + unused if supported else [])
     job_block = job_section(surface, job.name)
     env = job_block["env"] or {}
     config = {
         "argparse": args_section,
         "cli_flags": ap.cli_flags_from(args_section["flags"], args_section["allow_abbrev"]),
+        "data_shaping": shaping,
         "environment": {
             "discovered": {"args": env.get("args", {}), "name": env.get("class")},
             "simulator_env_passthrough": [],

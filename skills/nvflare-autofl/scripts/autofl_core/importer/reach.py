@@ -44,6 +44,16 @@ def reaching_options(walk: Any, script: ScriptParser) -> set[str]:
     return {flag for flag in reached if not flag.startswith("env:")}
 
 
+def forwarded_options(walk: Any) -> set[str]:
+    """Canonical job options whose values job.py writes into an argument string for the client script."""
+    found: set[str] = set()
+    for obj in walk.objects:
+        for key, value in obj.kwargs.items():
+            if key in FORWARDED_KWARGS:
+                found.update(_flags_of([value]))
+    return {flag for flag in found if not flag.startswith("env:")}
+
+
 def _flags_of(values: list) -> set[str]:
     found: set[str] = set()
     for value in values:

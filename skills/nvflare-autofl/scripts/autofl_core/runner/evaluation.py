@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..campaign import vocabulary as v
 from ..common import atomic, faults
 from ..importer import runner_view as importer
-from . import campaign_trial, drafts, finalize, frozen_eval, noise, ready, runargs, what_happened
+from . import campaign_trial, data_fixed, drafts, finalize, frozen_eval, noise, ready, runargs, what_happened
 from .outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, CampaignError, Interrupted
 from .store import contract, created, manifests, snapshots, sources
 
@@ -249,6 +249,7 @@ def check_reimport(campaign, manifest: dict, draft, effective: list[str], now: s
     changed = [key for key in before if before[key] != after[key]]
     if changed:
         problems.append(f"it changes the objective ({', '.join(changed)})")
+    problems += data_fixed.reimport_problems(campaign.config, config)
     smuggled = importer.fromfile_arguments(config, effective)
     if smuggled:
         problems.append(

@@ -17,7 +17,7 @@ RECORD_LITERATURE = ("--literature", "--name", "--hypothesis", "--family")
 RECORD_BASELINE = ("--baseline", "--score", "--artifacts", "--job-id", "--failure-reason")
 RECORD_CANDIDATE = ("--manifest", "--score", "--artifacts", "--job-id", "--failure-reason")
 TAKES = {  # action -> the action options it takes, as typed
-    "initialize": ("--evaluator", "--evaluator-input"),
+    "initialize": ("--evaluator", "--evaluator-input", "--fixed-args"),
     "prepare": ("--name", "--hypothesis", "--family", "--literature-event", "--run-args"),
     "evaluate": ("--manifest", "--run-args", "--all-prepared", "--parallel"),
     "abandon": ("--manifest",),

@@ -19,6 +19,7 @@ import math
 import shlex
 
 from ..importer import runner_view as importer
+from . import data_fixed
 from .outcome import CampaignError
 
 Arg = tuple[str, "str | None"]  # (canonical flag, value or None for a switch)
@@ -38,6 +39,7 @@ def parse_run_args(config: dict, tokens: list[str], *, reserved: set[str], budge
         if canonical in budget or canonical in reserved:
             what = "the fixed-budget option" if canonical in budget else "the runner-owned option"
             raise CampaignError(f"run args set {what} {canonical} ({token!r}); it cannot change within a campaign")
+        data_fixed.refuse_in_run_args(config, canonical, token)
         if token.split("=", 1)[0] != canonical:
             raise CampaignError(f"run arg {token!r} is not a canonical option; write {canonical} instead")
         if takes_value.get(canonical):

@@ -17,7 +17,7 @@ from ...campaign import ledger
 from ...campaign import vocabulary as v
 from ...common import trees
 from ...trial import childenv
-from .. import campaign_trial, frozen_request
+from .. import campaign_trial, data_fixed, frozen_request
 from ..open_campaign import Campaign
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError
 from ..settings import new_settings
@@ -46,6 +46,7 @@ def admit(options, given: dict, now: str) -> tuple[Campaign, dict[str, bytes]]:
     settings = new_settings(given, os.environ, config)
     paths = CampaignPaths.for_job(options.job, {key: settings[key] for key in OUTPUT_KEYS})
     config = frozen_request.with_evaluation(config, options, paths)  # --evaluator: the score is measured
+    config = data_fixed.with_fixed_args(config, list(getattr(options, "fixed_args", None) or []))
     check_outputs(paths, contract.allowed_edit_paths(config))
     files = sources.read_files(paths.workspace, contract.allowed_edit_paths(config))
     meta = metadata.new_metadata(paths, settings, budget_sha256=contract.budget_digest(config), now=now)
@@ -87,6 +88,8 @@ def start(campaign, options, now: str) -> ActionResult:
 def run(campaign, options, now: str) -> ActionResult:
     """initialize on an existing campaign: retry an unscored simulation baseline, otherwise report the state."""
     frozen_request.check_unchanged(campaign.config, options)
+    if data_fixed.with_fixed_args(campaign.config, list(options.fixed_args or [])) != campaign.config:
+        raise CampaignError("--fixed-args is fixed when the campaign starts; start a fresh campaign to pin more")
     rows = campaign.rows()
     scored = any(row["status"] == v.BASELINE and row["score"] is not None for row in rows)
     attempts = any(row["status"] in v.ATTEMPTS for row in rows)

@@ -19,7 +19,7 @@ import math
 import re
 
 from ...campaign import vocabulary as v
-from .. import runargs
+from .. import data_fixed, runargs
 from ..outcome import ActionResult, CampaignError
 
 LR_RE = re.compile(r"(^|_)(lr|learning_rate|eta|step_size)($|_)")
@@ -62,7 +62,8 @@ def run(campaign, options, now: str) -> ActionResult:
     if limit < 1:
         raise CampaignError("--limit must be a positive number of suggestions")
     config = campaign.config
-    space = list((config.get("search_space") or {}).get("suggested") or [])
+    untouchable = data_fixed.untouchable(config)  # options that shape the data, and those the importer could not read
+    space = [s for s in (config.get("search_space") or {}).get("suggested") or [] if s["flag"] not in untouchable]
     current = dict(runargs.pairs_from_tokens(config, campaign.best_run_args()))
     best = campaign.best()
     tried = [
