@@ -33,9 +33,10 @@ def test_replicate_rows_are_never_attempts_retained_or_crashes():
 
 
 def test_replicate_rows_change_nothing_but_noise_on_random_ledgers():
-    """Metamorphic: inserting replicate rows anywhere leaves every state field except `noise` (and the noise
-    verdict of the best's gain) unchanged (with the noise rule off); row indices shift and the agent instruction
-    names rows and the replicate advice."""
+    """Metamorphic: inserting replicate rows of configurations that are not the running best anywhere leaves every
+    state field except `noise` (and the noise verdict of the best's gain) unchanged (with the noise rule off); row
+    indices shift and the agent instruction names rows and the replicate advice. (Replicates of the running best
+    move the bar later candidates must beat to its mean: test_replicates_of_the_best_set_the_bar_to_its_mean.)"""
     rng = random.Random(7)
     for _case in range(300):
         rows = random_rows(rng, rng.randint(0, 40))
@@ -43,7 +44,7 @@ def test_replicate_rows_change_nothing_but_noise_on_random_ledgers():
         with_replicates = copy.deepcopy(rows)
         for _ in range(rng.randint(1, 6)):
             spot = rng.randint(0, len(with_replicates))
-            with_replicates.insert(spot, rep(rng.choice((None, 0.5, 0.52, 0.9)), of=f"r{rng.randint(0, 40)}"))
+            with_replicates.insert(spot, rep(rng.choice((None, 0.5, 0.52, 0.9)), of=f"gone{rng.randint(0, 40)}"))
         plain = guard.compute_state(rows, settings, stop_files_present=[])
         mixed = guard.compute_state(with_replicates, settings, stop_files_present=[])
         for state in (plain, mixed):
@@ -56,6 +57,17 @@ def test_replicate_rows_change_nothing_but_noise_on_random_ledgers():
                 if state[key]:
                     state[key] = {k: v for k, v in state[key].items() if not k.endswith("index")}
         assert plain == mixed
+
+
+def test_replicates_of_the_best_set_the_bar_to_its_mean():
+    from autofl_core.campaign import vocabulary as v
+
+    rows = [row("baseline", 0.80, name="baseline"), row("keep", 0.90, name="lucky")]
+    assert v.bar_to_beat(rows, "max") == 0.90
+    rows += [rep(0.86, of="lucky"), rep(0.85, of="lucky"), rep(0.99, of="baseline")]
+    assert v.bar_to_beat(rows, "max") == 0.87
+    rows.append(row("keep", 0.88, name="steady"))  # above the mean, below the lucky run: the new best
+    assert v.best_row(rows, "max")["name"] == "steady" and v.bar_to_beat(rows, "max") == 0.88
 
 
 def test_noise_estimate_uses_the_best_and_its_replicates_only():
@@ -158,6 +170,17 @@ def test_replicate_advice():
     measured = state_of([row("baseline", 0.8, name="baseline"), rep(0.8), rep(0.8)])
     assert instructions.replicate_advice(measured) is None, "once measured, an uncapped campaign is not nagged"
     assert instructions.replicate_advice(state_of([row("baseline", 0.8, name="baseline")], max_candidates=3)) is None
+
+
+def test_next_action_is_replicate_when_the_instruction_asks_for_it():
+    base = [row("baseline", 0.80, name="baseline"), row("keep", 0.805, name="small")]
+    noisy = state_of(base + [rep(0.80, of="small"), rep(0.81, of="small")], max_candidates=5)
+    assert noisy["reason"] == "continue" and "less than twice the measured spread" in noisy["agent_instruction"]
+    assert noisy["next_action"] == "replicate" and noisy["final_response_allowed"] is False
+    clear = state_of(base + [rep(0.805, of="small"), rep(0.805, of="small")], max_candidates=5)
+    assert clear["next_action"] == "propose_candidate"
+    uncapped = state_of([row("baseline", 0.8, name="baseline")])  # the once-per-campaign ask keeps its action
+    assert "replicate --count" in uncapped["agent_instruction"] and uncapped["next_action"] == "propose_candidate"
 
 
 def test_ledger_round_trips_replicate_rows():

@@ -226,8 +226,27 @@ def test_the_noise_rule_needs_three_scores_of_the_best(tmp_path):
     init(ws)
     evaluate_bonus(ws, "better", 0.02)
     assert run_inproc(ws, "replicate", "--count", "1").code == 0
-    done = evaluate_bonus(ws, "tiny", 0.021, "--noise-sigmas", "2")
+    done = evaluate_bonus(ws, "tiny", 0.0225, "--noise-sigmas", "2")  # 0.7725 beats the best's mean 0.772
     assert done.envelope["candidate_status"] == "keep"
+
+
+def test_with_replicates_a_candidate_is_compared_with_the_best_mean_not_its_lucky_run(tmp_path):
+    """The best ran with a lucky seed (0.774); its replicates (seeds 2 and 3: 0.766, 0.772) put its mean at 0.770667.
+    A candidate at 0.7715 beats that mean but not the lucky run: it is kept, and the envelope compares with the mean;
+    one at 0.7705 is below the mean: a discard."""
+    ws = seeded_workspace(tmp_path)
+    init(ws)
+    assert run_inproc(ws, "prepare", "--name", "lucky", "--hypothesis", "h", "--run-args", "--seed 1").code == 0
+    set_bonus(source_dir(ws, "lucky"), 0.02)
+    assert run_inproc(ws, "evaluate").envelope["candidate_status"] == "keep"
+    assert run_inproc(ws, "replicate", "--count", "2").code == 0
+    assert [r["score"] for r in ledger_rows(ws) if r["status"] == "replicate"] == [0.766, 0.772]
+    below = evaluate_bonus(ws, "below-mean", 0.0205, "--run-args", "--seed 0")
+    assert below.envelope["candidate_status"] == "discard" and below.envelope["compared_score"] == 0.770667
+    above = evaluate_bonus(ws, "above-mean", 0.0215, "--run-args", "--seed 0")
+    assert above.envelope["candidate_status"] == "keep"
+    assert above.envelope["compared_with"] == "lucky" and above.envelope["compared_score"] == 0.770667
+    assert json.loads((ws / ".nvflare/autofl/campaign.json").read_text())["best_candidate"] == "above-mean"
 
 
 def test_progress_plot_shades_the_noise_band(tmp_path, monkeypatch, matplotlib_plot):

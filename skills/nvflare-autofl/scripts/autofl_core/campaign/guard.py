@@ -110,6 +110,8 @@ def compute_state(
         **facts["public"],
     }
     state["agent_instruction"] = instructions.agent_instruction(state, settings, facts["family"])
+    if instructions.asks_to_replicate(state):  # the instruction asks for replicates: so does next_action
+        state.update(next_action=REPLICATE_ACTION, required_exploration=None)
     state["accounting_instruction"] = instructions.accounting_instruction(state, abandoned=None)
     return state
 
@@ -155,6 +157,9 @@ def with_next_action_override(state: dict, next_action: str) -> dict:
         "agent_instruction": sentence,
         "required_exploration": required_exploration(next_action),
     }
+
+
+REPLICATE_ACTION = "replicate"
 
 
 def required_exploration(next_action: str) -> str | None:
@@ -216,6 +221,7 @@ def _scan(rows: list[dict], settings: GuardSettings) -> _Scan:
             if current.event_id:
                 by_id[current.event_id] = current
         elif status == v.REPLICATE:
+            running.offer(index, row)  # the bar later candidates must beat becomes the best's mean
             scan.replicate_rows += 1
             if score is not None:
                 scan.replicates.setdefault(row.get("base_candidate") or "", []).append(score)

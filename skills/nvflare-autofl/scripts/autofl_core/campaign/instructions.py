@@ -20,6 +20,9 @@ ARM_DESIGN = (
 OVERRIDE_ACTIONS = ("repair_baseline", "submit_baseline", "await_simulation_runner_approval", "evaluate_candidate")
 
 
+UNCAPPED_ASK = "This campaign is uncapped:"
+
+
 def agent_instruction(state: dict, settings, family: str | None) -> str:
     """The instruction for `state["reason"]`; `settings` is the GuardSettings the state was computed with."""
     builder = _BUILDERS[state["reason"]]
@@ -109,7 +112,7 @@ def replicate_advice(state: dict) -> str | None:
         )
     if state["candidate_cap"] is None and not context.get("campaign_replicates"):
         return (
-            f"This campaign is uncapped: run `replicate --count {count}` once (this campaign asks only once; "
+            f"{UNCAPPED_ASK} run `replicate --count {count}` once (this campaign asks only once; "
             "replicates never count as attempts) to measure the run-to-run spread of the best."
             f"{replicate_note(context)}"
         )
@@ -135,6 +138,16 @@ def replicate_note(context: dict) -> str:
     if how == gains.SEEDED_RERUNS:
         return " Replicates pass other seeds, so their spread includes data order and initialisation."
     return ""
+
+
+def asks_to_replicate(state: dict) -> bool:
+    """True when the agent would otherwise propose a candidate but the instruction asks to replicate the best first
+    because its gain is within the measured noise or unverified (then `next_action` is `replicate`). The
+    once-per-uncapped-campaign ask and the advice beside a literature loop or the final report leave it as is."""
+    if state["reason"] != "continue":
+        return False
+    advice = replicate_advice(state)
+    return bool(advice) and advice in state["agent_instruction"] and not advice.startswith(UNCAPPED_ASK)
 
 
 def _with_advice(sentence: str, state: dict) -> str:

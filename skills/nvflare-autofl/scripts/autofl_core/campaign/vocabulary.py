@@ -62,20 +62,33 @@ BASELINE_SUMMARY = "baseline: job.py as imported"
 class RunningBest:
     """The best scored retained (baseline/keep) row seen so far; a tie never replaces the earlier row.
 
-    Feed rows in ledger order with `offer(index, row)`: True when that row became the best. `index` and `score`
-    are the current best's (None before any). The one rule every reader follows: campaign, guard, plot, report.
+    Feed rows in ledger order with `offer(index, row)`: True when that row became the best. `index` is the
+    current best's row and `score` the value later rows must beat (None before any): its own score, or once
+    replicates of it exist, the mean of its run and theirs (at ledger precision), so a lucky draw does not set the
+    bar. The one rule every reader follows: campaign, guard, plot, report, keep or discard.
     """
 
     def __init__(self, mode: str):
         self.mode = mode
         self.index: int | None = None
         self.score: float | None = None
+        self.name: str | None = None
+        self.samples: list[float] = []
 
     def offer(self, index: int, row: dict) -> bool:
         score = row.get("score")
+        if (
+            row.get("status") == REPLICATE
+            and score is not None
+            and self.name
+            and row.get("base_candidate") == self.name
+        ):
+            self.samples.append(score)
+            self.score = round(sum(self.samples) / len(self.samples), 6)
+            return False
         if row.get("status") not in RETAINED or score is None or not better(score, self.score, self.mode):
             return False
-        self.index, self.score = index, score
+        self.index, self.score, self.name, self.samples = index, score, row.get("name"), [score]
         return True
 
 
@@ -83,6 +96,14 @@ def running_best(rows: list[dict], mode: str) -> list[int]:
     """Indices of the rows that became the best, in ledger order (the last one is the best; [] when none)."""
     tracker = RunningBest(mode)
     return [index for index, row in enumerate(rows) if tracker.offer(index, row)]
+
+
+def bar_to_beat(rows: list[dict], mode: str) -> float | None:
+    """The score a new candidate must beat: the best's own, or its mean with its replicates (`RunningBest.score`)."""
+    tracker = RunningBest(mode)
+    for index, row in enumerate(rows):
+        tracker.offer(index, row)
+    return tracker.score
 
 
 def best_row(rows: list[dict], mode: str) -> dict | None:

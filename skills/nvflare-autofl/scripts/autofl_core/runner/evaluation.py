@@ -295,11 +295,10 @@ def conclude(campaign, manifest: dict, draft, result, drift: list[str], now: str
     outcome, reason = result.outcome, result.failure_reason
     if drift and outcome != v.OUTCOME_INFRASTRUCTURE_RETRY:
         outcome, reason = v.OUTCOME_CRASH, f"managed source changed while the candidate ran: {', '.join(drift)}"
-    best_row = campaign.best_row()
     status = finalize.decide(
         outcome,
         result.score if outcome == v.OUTCOME_SUCCESS else None,
-        best_score=best_row["score"] if best_row else None,
+        best_score=v.bar_to_beat(campaign.rows(), campaign.settings["mode"]),  # the best's mean with replicates
         mode=campaign.settings["mode"],
         margin=noise.keep_margin(campaign),
     )

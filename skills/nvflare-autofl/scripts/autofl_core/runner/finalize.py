@@ -59,10 +59,9 @@ def finalize(campaign, manifest: dict, *, status: str, draft_files: dict | None,
     if retry:
         final["result"] = dict(manifest["result"])
     if status == v.DISCARD:
-        best = campaign.best_row()
         reason = within_noise(
             manifest["result"]["score"],
-            best_score=best["score"] if best else None,
+            best_score=v.bar_to_beat(campaign.rows(), campaign.mode),
             mode=campaign.mode,
             margin=noise.keep_margin(campaign),
         )

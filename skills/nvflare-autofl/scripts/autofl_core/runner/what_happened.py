@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..campaign import gains
+from ..campaign import vocabulary as v
 from ..campaign.compare import improvement
 from . import noise
 
@@ -36,7 +37,7 @@ def compared_with(campaign) -> Compared:
     known = noise.facts(campaign)
     return Compared(
         name=best["name"] if best else None,
-        score=best["score"] if best else None,
+        score=v.bar_to_beat(campaign.rows(), campaign.mode),  # the best's mean once replicates exist
         band=noise.band(noise.latest_measured(campaign)),
         metric=campaign.settings["metric"],
         resolution=known["metric_resolution"],

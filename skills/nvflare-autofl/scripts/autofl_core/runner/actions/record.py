@@ -133,14 +133,13 @@ def _candidate(campaign, options, now: str) -> ActionResult:
         reason = None
     if (found.get("budget") or {}).get("status") == what_ran.VIOLATED:
         found, reason = dict(found, score=None), found["budget"]["reason"]  # never kept, whatever it scored
-    best_row = campaign.best_row()
     status = (
         v.CRASH
         if found["score"] is None
         else finalize.decide(
             v.OUTCOME_SUCCESS,
             found["score"],
-            best_score=best_row["score"] if best_row else None,
+            best_score=v.bar_to_beat(campaign.rows(), campaign.settings["mode"]),  # the best's mean with replicates
             mode=campaign.settings["mode"],
             margin=noise.keep_margin(campaign),
         )
