@@ -266,3 +266,29 @@ def test_a_contained_trial_that_changes_a_frozen_file_is_a_crash_and_the_file_is
     assert done.envelope["candidate_status"] == "crash"
     assert "tampering: the trial changed evalsizes.py" in ledger_rows(workspace)[-1]["failure_reason"]
     assert (workspace / "evalsizes.py").read_bytes() == original
+
+
+def test_poc_records_the_downloaded_global_model_and_says_the_score_is_client_reported(tmp_path):
+    workspace = evaluator_workspace(tmp_path)
+    init = run_inproc(workspace, "initialize", "--env", "poc", "--evaluator", "evaluate_model.py")
+    assert init.code == 0, init.stderr
+    reported = "client-reported: model after round N-1, weighted by client steps"
+    assert init.envelope["score_provenance"] == reported
+    assert "does not run the frozen evaluator" in init.envelope["frozen_evaluation_note"]
+    run_dir = tmp_path / "downloads" / "job-7" / "workspace"  # what `nvflare job download -j job-7` leaves
+    (run_dir / "metrics").mkdir(parents=True)
+    (run_dir / "metrics" / "metrics_summary.json").write_text(
+        json.dumps({"final_aggregated_metrics": [{"name": "accuracy", "value": 0.8}]})
+    )
+    (run_dir / "models").mkdir()
+    (run_dir / "models" / "server.npy").write_bytes(b"\x93NUMPY")
+    assert run_inproc(workspace, "record", "--baseline", "--score", "0.75").code == 0
+    run_inproc(workspace, "prepare", "--name", "c", "--hypothesis", "h")
+    set_line(source_dir(workspace, "c"), "BONUS = ", "BONUS = 0.02")
+    assert run_inproc(workspace, "evaluate").envelope["next_action"] == "submit_candidate"
+    done = run_inproc(workspace, "record", "--artifacts", str(tmp_path / "downloads"), "--job-id", "job-7")
+    assert done.code == 0 and done.envelope["candidate_status"] == "keep"
+    evaluation = manifest(workspace, "c")["result"]["evaluation"]
+    assert evaluation["model"] == str(run_dir / "models" / "server.npy") and evaluation["model_format"] == "numpy"
+    assert evaluation["score"] is None and "not automated" in evaluation["not_measured"]
+    assert done.envelope["score_provenance"] == reported and ledger_rows(workspace)[-1]["score"] == 0.8

@@ -34,17 +34,56 @@ ADD_EVALUATOR = (
 )
 
 
+EXTERNAL_NOTE = (
+    "In poc/prod the runner does not run the frozen evaluator: the sites hold the data. Recorded scores stay the "
+    "job's client-reported metric; record --artifacts notes the global model it found in the download "
+    "(nvflare job download layout). To measure it, run the frozen evaluator where the data is (python FILE --model "
+    "PATH --site NAME on each site, or an NVFLARE evaluation job built from it) and compare by hand; building and "
+    "submitting that evaluation job is not automated."
+)
+
+
 def enabled(campaign) -> bool:
     return frozen.section(campaign.config) is not None
 
 
 def provenance(campaign) -> str:
-    return MEASURED if enabled(campaign) else REPORTED
+    """Measured only where the runner measures (simulation); poc/prod scores are the job's own reports."""
+    return MEASURED if enabled(campaign) and campaign.settings["env"] == "sim" else REPORTED
+
+
+def external_model(campaign, artifacts: str | None) -> dict:
+    """What `record --artifacts` adds with a frozen evaluator: the global model found in the download, and that
+    the score was not measured ({} without an evaluator or without artifacts)."""
+    found = frozen.section(campaign.config)
+    if found is None or not artifacts:
+        return {}
+    from pathlib import Path
+
+    from ..trial import global_model
+
+    try:
+        model = global_model.find_in_download(Path(artifacts).resolve(), found.get("model"))
+        where, fmt = campaign.paths.rel(model.path), model.format
+    except global_model.ModelNotFound as error:
+        where, fmt = None, str(error)
+    return {
+        "evaluation": {
+            "score": None,
+            "model": where,
+            "model_format": fmt if where else None,
+            "not_measured": "poc/prod: the frozen evaluator runs where the data is (not automated); the score is "
+            "the job's client-reported metric" + ("" if where else f"; {fmt}"),
+        }
+    }
 
 
 def with_provenance(campaign, action: str, document: dict) -> dict:
-    """The envelope with `score_provenance`; a new campaign without an evaluator is told once how to add one."""
+    """The envelope with `score_provenance`; a new campaign without an evaluator is told once how to add one; in
+    poc/prod a campaign with one is told what is not automated."""
     document = dict(document, score_provenance=provenance(campaign))
+    if enabled(campaign) and campaign.settings["env"] != "sim":
+        document["frozen_evaluation_note"] = EXTERNAL_NOTE
     if action == "initialize" and document.get("initialized") and not enabled(campaign):
         document["agent_instruction"] = f"{document.get('agent_instruction') or ''} {ADD_EVALUATOR}".strip()
     return document

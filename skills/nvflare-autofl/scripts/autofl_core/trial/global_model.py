@@ -64,6 +64,25 @@ def find_global_model(result_dir: Path, override: str | None = None) -> GlobalMo
     )
 
 
+def find_in_download(folder: Path, override: str | None = None) -> GlobalModel:
+    """The global model of a job downloaded with `nvflare job download` (`<dir>/<job id>/workspace/` holds the
+    server's run dir: `models/server.npy`, `app_server/FL_global_model.pt`), given that folder, the job id folder
+    or its `workspace/`."""
+    folder = Path(folder)
+    places = [folder, folder / "workspace"]
+    try:
+        places += sorted(entry / "workspace" for entry in folder.iterdir() if entry.is_dir() and not entry.is_symlink())
+    except OSError:
+        pass
+    layouts = [(override, _format_of(override))] if override else list(LAYOUTS)
+    for place in places:
+        for rel, fmt in layouts:
+            if _regular_file(place / rel, stop=folder):
+                return GlobalModel(path=place / rel, format=fmt)
+    looked = ", ".join(f"<job id>/workspace/{rel}" for rel, _fmt in layouts)
+    raise ModelNotFound(f"the downloaded job holds no global model (looked for {looked})")
+
+
 def participating_sites(result_dir: Path) -> list[str]:
     """The sites whose folders a simulation result holds (every folder beside `server/` that is not NVFLARE's)."""
     try:

@@ -23,7 +23,7 @@ from pathlib import Path
 from ...campaign import ledger
 from ...campaign import vocabulary as v
 from ...trial import metrics, what_ran
-from .. import finalize, noise, ready, what_happened
+from .. import finalize, frozen_eval, noise, ready, what_happened
 from ..checks import one_manifest, pick_pending
 from ..outcome import ActionResult, CampaignError
 from ..store import contract
@@ -159,6 +159,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             "run_command": f"external submission{f' (job id {job_id})' if job_id else ''}",
             "failure_reason": reason,
             "budget": found.get("budget"),
+            **frozen_eval.external_model(campaign, options.artifacts),  # the downloaded global model, unmeasured
         },
     )
     files = draft_files if status == v.KEEP else None  # a keep installs the candidate's own source
@@ -170,6 +171,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             "job_id": job_id,
             "candidate_status": status,
             **what_happened.outcome(campaign, compared, score=found["score"]),
+            **frozen_eval.external_model(campaign, options.artifacts),
         },
         ledger_changed=True,
     )
