@@ -13,7 +13,11 @@ Everything goes through the skills' scripts exactly as an agent would call them:
 4. `replicate --count 2 --parallel 2`: rerun the best with seeds 1 and 2, side by side, to measure the run-to-run
    spread (not counted; allowed after the cap);
 5. `report`: the final report (the state allows it now);
-6. run nvflare-diagnose-job's diagnose_job.py on the crashed candidate's run.log and simulation folder.
+6. run nvflare-diagnose-job's diagnose_job.py on the crashed candidate's run.log and simulation folder;
+7. frozen evaluation, a second small campaign in DIR/frozen_workspace: `initialize --evaluator evaluate.py
+   --max-candidates 1` (the runner measures every score itself with examples/hello-numpy/evaluate.py on the
+   global model the server persisted, per site, sealed), then a test candidate whose client reports its accuracy
+   plus 0.2: the runner measures the same model as the baseline's, so it is not kept, and says metric_divergence.
 Prints a short summary (baseline, the batch and its decisions, best, improvement and its noise verdict, best
 command, the crash and its diagnosis) and the absolute paths of ledger, state, plot, report and diagnosis.
 """
@@ -38,6 +42,10 @@ SCALING_EDIT = (
     "    # candidate: standardize each feature on the site (the features come in different units)\n"
     "    x[:, :-1] = (x[:, :-1] - x[:, :-1].mean(axis=0)) / x[:, :-1].std(axis=0)\n"
     "    return x, y\n",
+)
+INFLATE_EDIT = (
+    'metrics={"accuracy": acc}',
+    'metrics={"accuracy": min(1.0, acc + 0.2)}',  # test candidate: report a better number than the model earns
 )
 CRASH_EDIT = (
     '        w = np.asarray(model.params["numpy_key"], dtype=float)\n',
@@ -101,6 +109,37 @@ def campaign(workspace: Path) -> tuple[dict, dict, str]:
     return runner(job, "report"), evaluated, crashed
 
 
+def frozen_campaign(workspace: Path) -> tuple[dict, dict]:
+    """A campaign whose score the runner measures with the job's frozen evaluator; a candidate that inflates its
+    reported metric. Returns the initialize and evaluate envelopes."""
+    job = workspace / "job.py"
+    started = runner(job, "initialize", "--evaluator", "evaluate.py", "--max-candidates", "1")
+    prepare(
+        job,
+        "inflate-metric",
+        "Test candidate: report accuracy + 0.2 instead of what the model earns (the frozen evaluator must see it).",
+        "metric",
+        change=INFLATE_EDIT,
+    )
+    return started, runner(job, "evaluate")
+
+
+def frozen_lines(started: dict, evaluated: dict) -> list[str]:
+    divergence = evaluated.get("metric_divergence")
+    said = (
+        f"metric_divergence (reported beats measured by {divergence['gap']:.6f}, baseline gap "
+        f"{divergence['baseline_gap']:.6f} + band {divergence['band']:.6f})"
+        if divergence
+        else "no divergence"
+    )
+    return [
+        f"  frozen evaluation ({started['score_provenance']}; second campaign, evaluate.py):",
+        f"    baseline:       measured {started['baseline_score']:.6f} | job-reported {started['reported_score']:.6f}",
+        f"    inflate-metric: measured {evaluated['evaluation']['score']:.6f} | job-reported "
+        f"{evaluated['reported_score']:.6f} -> {evaluated['candidate_status']}; {said}",
+    ]
+
+
 def diagnose(workspace: Path, out: Path, crashed: str) -> dict:
     run_dir = workspace / "autofl_runs" / crashed
     evidence = [str(run_dir / "run.log"), str(run_dir / "simulation")]
@@ -114,7 +153,9 @@ def diagnose(workspace: Path, out: Path, crashed: str) -> dict:
     return json.loads((out / "diagnosis.json").read_text(encoding="utf-8"))
 
 
-def summary(final: dict, evaluated: dict, report: dict, crashed: str, diagnosis: dict, out: Path, seconds: float):
+def summary(
+    final: dict, evaluated: dict, report: dict, crashed: str, diagnosis: dict, out: Path, seconds: float, frozen=()
+):
     crash = next(e for e in report["failures"] if e["name"] == crashed)
     lines = [
         f"Auto-FL demo campaign on examples/hello-numpy ({seconds:.0f} s, real NVFLARE 2.9 simulations)",
@@ -129,6 +170,7 @@ def summary(final: dict, evaluated: dict, report: dict, crashed: str, diagnosis:
         f"{diagnosis['recovery_category']}): {diagnosis['next_action']}",
         f"  state:       {final['reason']}; next action {final['next_action']}; final answer allowed: "
         f"{final['final_response_allowed']}",
+        *frozen,
         "Artifacts:",
         f"  ledger:    {final['results']}",
         f"  state:     {final['state']}",
@@ -172,8 +214,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     final, evaluated, crashed = campaign(workspace)
     diagnosis = diagnose(workspace, out, crashed)
+    frozen_workspace = out / "frozen_workspace"
+    shutil.rmtree(frozen_workspace, ignore_errors=True)
+    shutil.copytree(EXAMPLE, frozen_workspace, ignore=shutil.ignore_patterns("__pycache__"))
+    frozen = frozen_lines(*frozen_campaign(frozen_workspace))
     report = json.loads(Path(final["report"]).with_suffix(".json").read_text(encoding="utf-8"))
-    print(summary(final, evaluated, report, crashed, diagnosis, out, time.monotonic() - started))
+    print(summary(final, evaluated, report, crashed, diagnosis, out, time.monotonic() - started, frozen))
     return 0
 
 

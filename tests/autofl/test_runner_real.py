@@ -132,6 +132,21 @@ def test_demo_runs_a_bounded_campaign_and_diagnoses_its_crash(demo):
     assert f"- Ran together as one batch ({parallel} at a time): {', '.join(names)}; runtimes measured" in report
 
 
+def test_demo_frozen_evaluation_shows_measured_and_reported_and_refuses_an_inflated_metric(demo):
+    out, stdout = demo
+    workspace = out / "frozen_workspace"
+    rows = ledger_rows(workspace)
+    assert [(r["status"], r["name"]) for r in rows] == [("baseline", "baseline"), ("discard", "inflate-metric")]
+    assert all(r["metric_source"] == "measured:frozen_evaluator" for r in rows)
+    result = manifest(workspace, "inflate-metric")["result"]
+    assert result["score"] == rows[0]["score"] and result["reported_score"] > result["score"] + 0.1
+    assert result["metric_divergence"]["reported"] == result["reported_score"]
+    assert "measured: frozen evaluator on the final global model; second campaign, evaluate.py" in stdout
+    assert f"baseline:       measured {rows[0]['score']:.6f} | job-reported " in stdout
+    assert "-> discard; metric_divergence (reported beats measured by " in stdout
+    assert 'metrics={"accuracy": acc}' in (workspace / "client.py").read_text()
+
+
 def test_the_p6_bench_times_bare_the_job_runs_the_demo_campaign_made(demo):
     """bench/demo_campaign.py's bare runs (P6) are the configurations the real demo campaign ran, in order."""
     out, _stdout = demo

@@ -159,7 +159,7 @@ def with_next_action_override(state: dict, next_action: str) -> dict:
     }
 
 
-REPLICATE_ACTION = "replicate"
+REPLICATE_ACTION = v.REPLICATE  # the action that reruns the best (its rows have this status)
 
 
 def required_exploration(next_action: str) -> str | None:

@@ -19,6 +19,7 @@ Never imports nvflare and never executes job.py: everything is read from the AST
 - `recipe_raises` - NVFLARE recipe code that would raise with the job's arguments (per-site config, guards);
 - `objective` - metric, direction, their sources and the invariants;
 - `trust` - which files a candidate may edit or create;
+- `data_shaping` - which options shape the data, the validation split or the metric (fixed, unclassified);
 - `evaluator_imports` - the job-local modules a frozen evaluator imports (static, transitive);
 - `reach` - which job options actually reach the job;
 - `search` - the suggested search space;

@@ -24,6 +24,7 @@
 - `noise` - the noise floor: the best's spread, the keep margin, the seed option;
 - `what_happened` - what an evaluate, record or replicate did, for its envelope (score, best, gain, noise verdict);
 - `frozen_eval` - the score measured by the frozen evaluator on the final global model; the score's provenance;
+- `data_fixed` - options that shape the data, the validation split or the metric: fixed like the budget;
 - `frozen_request` - what initialize freezes (`--evaluator`, `--evaluator-input`, or autofl.yaml's `evaluation`);
 - `report/` - autofl_report.md / .json: facts, warnings, markdown, and the final report's refusal rules.
 """
