@@ -15,6 +15,7 @@ Usage::
 from __future__ import annotations
 
 import re
+import time
 
 from ..campaign import vocabulary as v
 from ..common import atomic, bounded
@@ -94,6 +95,7 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
     found = frozen.section(campaign.config)
     if found is None:
         return
+    started = time.monotonic()
     changed = frozen.changed_live(campaign.paths, campaign.config)
     if changed:
         frozen.restore_live(campaign.paths, campaign.config, changed)
@@ -132,7 +134,12 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
             workspace=campaign.paths.workspace,
         )
     )
-    record = dict(evaluation.to_dict(), model=campaign.paths.rel(model.path), reported_score=result.reported_score)
+    record = dict(
+        evaluation.to_dict(),
+        model=campaign.paths.rel(model.path),
+        reported_score=result.reported_score,
+        measure_seconds=round(time.monotonic() - started, 3),  # the whole step: hashes, model, evaluator processes
+    )
     atomic.write_json(run_dir / EVALUATION_FILE, record)
     result.evaluation = {
         "score": evaluation.score,
