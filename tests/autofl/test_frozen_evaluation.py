@@ -260,12 +260,17 @@ def test_a_contained_trial_that_changes_a_frozen_file_is_a_crash_and_the_file_is
     client = source_dir(workspace, "rewrite") / "client.py"
     client.write_text(
         client.read_text()
-        + "\nopen('evalsizes.py', 'w').write('SIZES = {\"site-1\": 1}\\nHELD_OUT_PENALTY = -0.5\\n')\n"
+        + "\nfor target in ('evalsizes.py', '.nvflare/autofl/frozen/evalsizes.py'):\n"
+        + "    open(target, 'w').write('SIZES = {\"site-1\": 1}\\nHELD_OUT_PENALTY = -0.5\\n')\n"
     )
     done = run_cli(workspace, "evaluate", prefix=WITHOUT_NAMESPACES)
     assert done.envelope["candidate_status"] == "crash"
-    assert "tampering: the trial changed evalsizes.py" in ledger_rows(workspace)[-1]["failure_reason"]
+    reason = ledger_rows(workspace)[-1]["failure_reason"]
+    assert reason.startswith("tampering: the trial changed ") and ".nvflare/autofl/frozen/evalsizes.py" in reason
     assert (workspace / "evalsizes.py").read_bytes() == original
+    assert (workspace / ".nvflare/autofl/frozen/evalsizes.py").read_bytes() == original  # the runner's copy too
+    again = run_cli(workspace, "status", prefix=WITHOUT_NAMESPACES)
+    assert again.code == 0 and again.envelope["score_provenance"] == MEASURED
 
 
 def test_poc_records_the_downloaded_global_model_and_says_the_score_is_client_reported(tmp_path):

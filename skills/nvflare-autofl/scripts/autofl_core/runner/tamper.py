@@ -4,7 +4,7 @@ A sealed trial cannot write the workspace at all; a trial that runs only contain
 overlay on this host) runs in the live workspace with the user's rights. Either way the runner keeps, in its
 own memory (out of any trial's reach), the bytes of the ledger, campaign.json, autofl.yaml, the trial marker,
 the records of what the runner may remove (created.json, installed.json, the finalize journal), every candidate
-manifest and the whole best snapshot before a trial, and compares them afterwards: a
+manifest, the whole best snapshot and the frozen evaluator's copies before a trial, and compares them afterwards: a
 difference is restored byte for byte and reported as tampering. For a trial that ran in the live workspace it
 also keeps the workspace's Python sources (`*.py`, `*.pth`) and the names of its bytecode files: a source the
 trial changed is restored and one it created is removed (both reported), and bytecode it left or changed is
@@ -30,6 +30,8 @@ SKIPPED_PARTS = {".git", ".nvflare", ".tox", ".venv", "venv", "node_modules", "s
 MAX_SOURCES = 5000
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 MAX_FILE_BYTES = 256 * 1024 * 1024
+FROZEN_COPIES = "frozen"  # the frozen evaluator's copies (store/frozen.FOLDER)
+WHOLE_FOLDERS = ("best", FROZEN_COPIES)  # every file watched, extra ones removed
 
 
 @dataclass
@@ -50,10 +52,10 @@ class EvidenceGuard:
         records = (paths.journal, created.path_of(paths), created.installed_path(paths))  # what may be removed
         for path in (paths.results, paths.campaign, paths.autofl_yaml, paths.trial_marker, *records):
             guard.files[path] = _read(path)
-        for folder in (paths.best, paths.candidates):
+        for folder in (paths.best, paths.candidates, paths.meta / FROZEN_COPIES):
             guard.folders.append(folder)
             for path in _walk(folder):
-                if folder == paths.best or path.name == "candidate_manifest.json":
+                if folder.name in WHOLE_FOLDERS or path.name == "candidate_manifest.json":
                     guard.files[path] = _read(path)
         if live_workspace:
             guard._take_sources()
@@ -68,7 +70,7 @@ class EvidenceGuard:
                 changed.add(path)
         for folder in self.folders:
             for path in _walk(folder):
-                if path not in self.files and (folder.name == "best" or path.name == "candidate_manifest.json"):
+                if path not in self.files and (folder.name in WHOLE_FOLDERS or path.name == "candidate_manifest.json"):
                     path.unlink(missing_ok=True)
                     changed.add(path)
         if self.sources or self.bytecode:
