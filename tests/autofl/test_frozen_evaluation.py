@@ -297,3 +297,21 @@ def test_poc_records_the_downloaded_global_model_and_says_the_score_is_client_re
     assert evaluation["model"] == str(run_dir / "models" / "server.npy") and evaluation["model_format"] == "numpy"
     assert evaluation["score"] is None and "not automated" in evaluation["not_measured"]
     assert done.envelope["score_provenance"] == reported and ledger_rows(workspace)[-1]["score"] == 0.8
+
+
+def test_batch_members_and_replicates_are_measured_too(tmp_path):
+    workspace, _ = initialized(tmp_path)
+    for name, bonus in (("a", "0.01"), ("b", "0.03")):
+        assert run_inproc(workspace, "prepare", "--name", name, "--hypothesis", "h").code == 0
+        set_line(source_dir(workspace, name), "BONUS = ", f"BONUS = {bonus}")
+    batch = run_inproc(workspace, "evaluate", "--all-prepared")
+    assert batch.code == 0, batch.stderr
+    entries = {entry["candidate_id"]: entry for entry in batch.envelope["batch"]}
+    assert entries["b"]["score"] == round(BASELINE_MEASURED + 0.03, 6) and entries["b"]["reported_score"] == 0.78
+    assert entries["a"]["evaluation"]["sites"]["site-2"] == {"value": 0.74, "n": 300.0}
+    replicated = run_inproc(workspace, "replicate", "--count", "1")
+    assert replicated.code == 0, replicated.stderr
+    rows = ledger_rows(workspace)
+    assert [r["status"] for r in rows] == ["baseline", "keep", "keep", "replicate"]
+    assert all(r["metric_source"] == "measured:frozen_evaluator" for r in rows)
+    assert rows[-1]["score"] == round(BASELINE_MEASURED + 0.03, 6)
