@@ -98,6 +98,8 @@ def test_a_candidate_that_inflates_its_reported_metric_is_measured_and_not_kept(
         "band": 0.01,
     }
     assert result["metric_divergence"] == divergence
+    state = json.loads((workspace / ".nvflare/autofl/campaign_state.json").read_text())
+    assert state["metric_divergence"] == [{"name": "inflate", **divergence}]
     report = (workspace / "autofl_report.md").read_text()
     assert "## Score" in report and "measured: frozen evaluator on the final global model" in report
     assert "inflate: metric_divergence: reported 0.950000 vs measured 0.732500" in report

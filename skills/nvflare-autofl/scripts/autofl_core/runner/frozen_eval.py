@@ -90,6 +90,19 @@ def with_provenance(campaign, action: str, document: dict) -> dict:
     return document
 
 
+def with_state_fields(campaign, state: dict, manifests: list[dict]) -> dict:
+    """With a frozen evaluator the state lists every candidate whose reported value diverged from its measured one
+    (`metric_divergence`: name plus the numbers); without one the state is unchanged."""
+    if not enabled(campaign):
+        return state
+    diverged = [
+        {"name": m["candidate_id"], **m["result"]["metric_divergence"]}
+        for m in manifests
+        if isinstance(m.get("result"), dict) and isinstance(m["result"].get("metric_divergence"), dict)
+    ]
+    return dict(state, metric_divergence=diverged)
+
+
 def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: bool) -> None:
     """Replace a successful trial's reported score with the measured one (see the module docstring)."""
     found = frozen.section(campaign.config)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..campaign import guard, guard_inputs, instructions
 from ..campaign import vocabulary as v
 from ..common import atomic, bounded
-from . import noise
+from . import frozen_eval, noise
 from . import settings as settings_mod
 from .outcome import CampaignError
 from .store import manifests as manifest_store
@@ -76,7 +76,7 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
     if state["next_action"] == "submit_candidate":  # the guard counts them; the runner names them
         names = [m["candidate_id"] for m in manifest_store.in_preparation_order(ready)]
         state = dict(state, agent_instruction=f"{state['agent_instruction']} {instructions.ready_candidates(names)}")
-    return state
+    return frozen_eval.with_state_fields(campaign, state, manifests)
 
 
 def pending_at_stop(campaign, state: dict, now: str) -> dict | None:
