@@ -23,6 +23,7 @@ BENCHMARKS = (
     "lifecycle_speed.py",
     "demo_campaign.py",
     "batch_parallel.py",
+    "frozen_eval_overhead.py",
 )
 REAL_ONLY = ("demo_campaign.py",)  # needs real simulations end to end; no quick variant
 

@@ -317,3 +317,20 @@ def test_batch_members_and_replicates_are_measured_too(tmp_path):
     assert [r["status"] for r in rows] == ["baseline", "keep", "keep", "replicate"]
     assert all(r["metric_source"] == "measured:frozen_evaluator" for r in rows)
     assert rows[-1]["score"] == round(BASELINE_MEASURED + 0.03, 6)
+
+
+def test_the_p9_bench_runs_and_its_verdict_agrees_with_its_figure(repo_root, python_exe):
+    import re
+    import subprocess
+
+    done = subprocess.run(
+        [python_exe, str(repo_root / "bench" / "frozen_eval_overhead.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=repo_root,
+    )
+    found = re.search(r"^P9: median frozen evaluation step ([\d.]+) s per trial", done.stdout, re.M)
+    assert found, done.stdout + done.stderr
+    verdict = "PASS" if float(found.group(1)) <= 5.0 else "FAIL"
+    assert done.stdout.rstrip().endswith(f"RESULT: {verdict}") and done.returncode == (0 if verdict == "PASS" else 1)
