@@ -14,7 +14,6 @@ Usage::
 
 from __future__ import annotations
 
-import re
 import time
 
 from ..campaign import vocabulary as v
@@ -27,7 +26,6 @@ MEASURED = "measured: frozen evaluator on the final global model"
 REPORTED = "client-reported: model after round N-1, weighted by client steps"
 MEASURED_SOURCE = "measured:frozen_evaluator"
 EVALUATION_FILE = "evaluation.json"
-BASELINE_RE = re.compile(r"baseline(_retry_\d+)?")
 ADD_EVALUATOR = (
     "The score is the job's own client-reported metric; to have the runner measure it on the final global model "
     "instead, start the campaign with initialize --evaluator FILE (a Python file in the job folder that prints "
@@ -167,11 +165,10 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
     result.score = evaluation.score
     result.metric_source = MEASURED_SOURCE
     result.metric_artifact = campaign.paths.rel(run_dir / EVALUATION_FILE)
-    if not BASELINE_RE.fullmatch(name):
-        found_divergence = divergence(campaign, result.reported_score, result.score)
-        if found_divergence:
-            result.evaluation["metric_divergence"] = found_divergence
-            atomic.write_json(run_dir / EVALUATION_FILE, dict(record, metric_divergence=found_divergence))
+    found_divergence = divergence(campaign, result.reported_score, result.score)  # None for a baseline: none scored yet
+    if found_divergence:
+        result.evaluation["metric_divergence"] = found_divergence
+        atomic.write_json(run_dir / EVALUATION_FILE, dict(record, metric_divergence=found_divergence))
 
 
 def divergence(campaign, reported: float | None, measured: float | None) -> dict | None:
