@@ -54,10 +54,12 @@ def test_allowed_lists_only_options_that_reach_the_job():
     assert {"--momentum", "--dropout", "--verbose"} <= parsed, "parsed, but unused / rejected by client.py / printed"
 
 
-def test_forwarded_options_count_when_the_client_script_cannot_be_read():
+def test_forwarded_options_are_unclassified_when_the_client_script_cannot_be_read():
+    """Their flow into the data, the split or the metric cannot be read: `suggest` leaves them alone."""
     source = (JOBS / "unused_options" / "job.py").read_text()
-    allowed = api.import_source(source)["summary"]["allowed"]  # no read_file: client.py is unknown
-    assert allowed == ["--lr", "--momentum", "--aggregation_weight"]
+    config = api.import_source(source)  # no read_file: client.py is unknown
+    assert config["summary"]["allowed"] == ["--aggregation_weight"]
+    assert set(config["data_shaping"]["unclassified"]) == {"--lr", "--momentum"}
 
 
 def test_forwarded_options_do_not_count_for_a_client_without_argparse():

@@ -91,6 +91,7 @@ def test_schema_field_lists_mirror_the_spec():
         "pending_candidate_manifest noise"
     ).split()
     beyond_the_spec = ["noise_context"]  # is the best's own gain real (issue 22: noise advice that fires)
+    beyond_the_spec.append("metric_divergence")  # frozen evaluation: a report that beats its measured model
     assert sorted(state["properties"]) == sorted(spec_state + beyond_the_spec)
     assert sorted(state["properties"]["plateau"]["properties"]) == sorted(
         "available recommendation best_name best_score best_scored_index last_literature_event_index "
