@@ -63,6 +63,7 @@ class SiteResult:
     n: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # the evaluator process tree's CPU (sandbox launcher included)
     failure: str = ""
 
 
@@ -184,9 +185,9 @@ def _run_site(run: EvaluatorRun, site: str) -> tuple[SiteResult, dict | None]:
             stage_files=run.files if run.sealed else None,
             discard_writes=False,  # only its temp folder (TMPDIR) is writable
         )
-        code, out, err = _run(seal.launcher_argv(run.python, plan, argv), env, folder, run.timeout)
+        code, out, err, cpu = _run(seal.launcher_argv(run.python, plan, argv), env, folder, run.timeout)
         status = seal.read_status(folder, sealed=run.sealed)
-        result = SiteResult(site=site, seconds=round(time.monotonic() - started, 3))
+        result = SiteResult(site=site, seconds=round(time.monotonic() - started, 3), cpu_seconds=cpu)
         if code == NOT_RUN:
             result.failure = "the sandbox could not be set up: " + _last_line(err)
         elif code is None:
@@ -227,19 +228,34 @@ def _env(run: EvaluatorRun, scratch: Path) -> dict[str, str]:
     return env
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> tuple[int | None, str, str]:
-    """Run to the end or `timeout` (None code: timed out; the whole process group is killed). Output bounded."""
+def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> tuple[int | None, str, str, float]:
+    """Run to the end or `timeout` (None code: timed out; the whole process group is killed). Output bounded.
+    The last value is the CPU seconds of the whole process tree (the launcher waits for everything it started)."""
     with tempfile.TemporaryFile(dir=cwd) as out, tempfile.TemporaryFile(dir=cwd) as err:
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
         )
+        code, cpu = None, 0.0
         try:
-            code: int | None = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            code = None
+            code, cpu = _wait(proc, timeout)
         finally:
             _kill_group(proc)
-        return code, _tail(out), _tail(err)
+        return code, _tail(out), _tail(err), cpu
+
+
+def _wait(proc: subprocess.Popen, timeout: float) -> tuple[int | None, float]:
+    """(exit code or None on timeout, CPU seconds of the process and what it waited for) via wait4."""
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, round(usage.ru_utime + usage.ru_stime, 3)
+        if time.monotonic() >= deadline:
+            return None, 0.0
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
