@@ -65,14 +65,10 @@ STATUS_WORD_EXCEPTIONS = {
 }
 # Files that may parse JSON text themselves: not campaign documents on disk.
 JSON_PARSE_EXCEPTIONS = {
-    "autofl_core/common/bounded.py": "the one reader (read_json)",
+    "autofl_core/common/bounded.py": "the one reader (read_json, read_json_value, parse_json)",
     "autofl_core/campaign/plot_worker.py": "protocol lines on the worker's pipe",
     "autofl_core/runner/store/contract.py": "json.loads(json.dumps(config)): a plain copy before YAML, not a read",
-    "autofl_core/trial/metrics.py": "NVFLARE's own metrics files in a trial's copied result (trial/ is unchanged)",
-    "autofl_core/trial/what_ran.py": "NVFLARE's own metrics files in a trial's copied result, like metrics.py",
     "autofl_core/trial/sandbox.py": "its plan; it runs alone by path (standard library only), so no shared reader",
-    "autofl_core/trial/seal.py": "the sandbox's probe output and status file, written by the launcher it started",
-    "autofl_core/trial/progress.py": "NVFLARE's round_metrics.jsonl of a running trial, for the live progress line",
 }
 
 
