@@ -169,7 +169,6 @@ def run(
         )
     finally:
         trees.remove_tree(temp_parent)  # iterative, never raises: a trial may leave a very deep tree
-    campaign.forget()
     return result
 
 

@@ -57,7 +57,6 @@ def take_out(campaign, now: str) -> None:
         paths, campaign.best(), remove=holder["created_files"], candidate=holder["candidate_id"]
     )
     manifests.write(paths, dict(holder, workspace_applied=False, updated_at=now))
-    campaign.forget()
 
 
 def source_folder(paths, manifest: dict):

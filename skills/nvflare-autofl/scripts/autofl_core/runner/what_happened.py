@@ -45,7 +45,6 @@ def compared_with(campaign) -> Compared:
 
 def outcome(campaign, compared: Compared, *, score: float | None) -> dict:
     """The envelope fields of one finalized result (`campaign` re-read after the decision)."""
-    campaign.forget()
     best = campaign.best_row()
     delta = gain(campaign, compared, score)
     return {

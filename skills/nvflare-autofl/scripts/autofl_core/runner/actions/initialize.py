@@ -72,7 +72,6 @@ def create(campaign: Campaign, files: dict[str, bytes]) -> None:
     except BaseException:
         _undo_new_campaign(paths, had_config)
         raise
-    campaign.forget()
 
 
 def start(campaign, options, now: str) -> ActionResult:
@@ -129,7 +128,6 @@ def run_baseline(campaign) -> tuple[int, dict]:
     denied = result.outcome == v.OUTCOME_INFRASTRUCTURE_RETRY
     ledger.append_row(paths.results, v.infrastructure_retry_row(row) if denied else row)
     campaign_trial.clear_marker(campaign)
-    campaign.forget()
     trial = campaign_trial.envelope_extras(campaign, result)
     if denied:
         return EXIT_SANDBOX, trial
@@ -161,7 +159,6 @@ def _refresh_baseline_source(campaign) -> None:
         raise CampaignError("the repaired job.py changes the objective; start a fresh campaign in a new workspace")
     files = sources.read_files(paths.workspace, contract.allowed_edit_paths(campaign.config))
     snapshots.install(paths, files, candidate=v.BASELINE_NAME)
-    campaign.forget()
 
 
 def check_outputs(paths: CampaignPaths, sources_rel: list[str]) -> None:

@@ -83,7 +83,6 @@ def run(campaign, options, now: str) -> ActionResult:
         "result": manifests.empty_result(),
     }
     manifests.write(paths, manifest)
-    campaign.forget()
     return ActionResult(
         extras={
             "candidate_manifest": str(paths.manifest(name)),

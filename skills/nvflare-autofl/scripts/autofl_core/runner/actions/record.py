@@ -57,7 +57,6 @@ def _literature(campaign, options) -> ActionResult:
         campaign.paths.results,
         v.literature_row(name=name, hypothesis=hypothesis, family=(options.family or "").strip(), event_id=event),
     )
-    campaign.forget()
     document = {
         "id": event,
         "name": name,
@@ -99,7 +98,6 @@ def _baseline(campaign, options) -> ActionResult:
             metric_artifact=found["metric_artifact"],
         ),
     )
-    campaign.forget()
     return ActionResult(extras={"job_id": job_id}, ledger_changed=True)
 
 

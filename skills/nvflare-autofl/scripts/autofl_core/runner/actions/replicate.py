@@ -177,5 +177,4 @@ def _record(campaign, best: dict, n: int, name: str, result: TrialResult, how: s
         row = v.infrastructure_retry_row(row)
     written = ledger.append_row(paths.results, row)
     campaign_trial.clear_marker(campaign)
-    campaign.forget()
     return written
