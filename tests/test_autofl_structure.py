@@ -340,3 +340,21 @@ def test_sandbox_launcher_runs_alone_by_path(tmp_path, python_exe):
     assert done.returncode == 2 and done.stderr.startswith("usage: sandbox.py"), done.stderr
     probe = subprocess.run([python_exe, "-I", str(alone), "--probe"], capture_output=True, text=True, timeout=60)
     assert set(json.loads(probe.stdout)) == {"protections", "missing"}, probe.stderr
+
+
+def test_every_fault_point_is_named_once_and_used():
+    """Fault injection is one mechanism: `faults.checkpoint(<point>)` with a point of `faults.POINTS` (or the
+    `write:<file>` of every atomic write); no point is listed that nothing passes, none is passed unlisted."""
+    from autofl_core.common import faults
+
+    used = set()
+    for path in CORE_FILES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "checkpoint" and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant):
+                    assert arg.value in faults.POINTS, f"{rel(path)}:{node.lineno} passes unlisted {arg.value!r}"
+                    used.add(arg.value)
+                else:
+                    assert rel(path) == "autofl_core/common/atomic.py", f"{rel(path)}:{node.lineno} computes a point"
+    assert used == set(faults.POINTS)
