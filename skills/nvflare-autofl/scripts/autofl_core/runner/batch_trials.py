@@ -29,7 +29,7 @@ from ..common import atomic, faults, trees
 from . import campaign_trial
 from .store.paths import TRIAL_TEMP_PREFIX
 
-CPU_SLOTS_PER_CORE = 2  # a simulated NVFLARE trial mostly waits: ~6 s of CPU in 21 s of wall time (issue 24)
+CPU_SLOTS_PER_CORE = 2  # a simulated NVFLARE trial mostly waits: ~6 s of CPU in 21 s of wall time
 # A signal sent to the runner interrupts the main thread's join at once (measured: 0.3 ms); the slice only bounds
 # the wait if a signal ever landed on another thread. Each wake-up costs CPU (~0.1 ms here), hence not 0.2 s.
 WAIT_SLICE = 2.0

@@ -7,7 +7,7 @@ laid over the live workspace by an overlay, every write lands in a private upper
 are hidden, writes to the temp folder and HOME are discarded, literal simulator paths and the trial's own
 folders are mapped to private folders, and the rest of the host is read-only. Without the namespaces and
 overlays that needs, the trial is only *contained* (user, PID, network namespaces as far as they work) and runs
-in the live workspace, as before sealed trials existed. Usage::
+in the live workspace. Usage::
 
     if can_seal(probe(python, env)):                 # once per runner process and interpreter
         plan = write_plan(trial_dir, workspace=ws, stage_files=files, hide=[...], network="isolated")
