@@ -38,7 +38,7 @@ def test_the_campaign_of_an_earlier_main_opens_and_reads_as_written(ws):
     statuses = {m["candidate_id"]: m["status"] for m in campaign.manifests()}
     assert statuses == {"bonus-up": "keep", "lr-low": "discard", "dropped": "abandoned", "pending-one": "prepared"}
     assert campaign.best().candidate == "bonus-up" and campaign.best_row()["name"] == "bonus-up"
-    assert campaign.settings["max_candidates"] == 8
+    assert campaign.settings.max_candidates == 8 and campaign.settings.base_args == ()
 
 
 def test_the_campaign_of_an_earlier_main_continues(ws):
@@ -52,3 +52,21 @@ def test_the_campaign_of_an_earlier_main_continues(ws):
     assert (ws / "results.tsv").read_bytes().startswith(before)  # appended, the earlier rows byte for byte
     assert [r["name"] for r in ledger_rows(ws)][-1] == "pending-one"
     assert manifest(ws, "pending-one")["status"] == done.envelope["candidate_status"]
+
+
+def test_typed_settings_give_back_the_json_they_were_read_from(ws):
+    """campaign.json's settings round-trip through the typed record unchanged, an earlier campaign lacking a
+    setting included (read as its default, not written back); a missing required one is one clear error."""
+    import json
+
+    from autofl_core.runner.outcome import CampaignError
+    from autofl_core.runner.settings import CampaignSettings
+
+    document = json.loads((ws / ".nvflare/autofl/campaign.json").read_text())["settings"]
+    assert CampaignSettings.from_json(document).to_json() == document
+    older = {key: value for key, value in document.items() if key not in ("allow_network", "noise_sigmas")}
+    typed = CampaignSettings.from_json(dict(older, newer_setting=1))
+    assert typed.allow_network is False and typed.noise_sigmas == 0.0
+    assert typed.to_json() == dict(older, newer_setting=1)
+    with pytest.raises(CampaignError, match="lack metric; restore campaign.json"):
+        CampaignSettings.from_json({key: value for key, value in document.items() if key != "metric"})

@@ -238,7 +238,7 @@ def check_reimport(campaign, manifest: dict, draft, effective: list[str], now: s
     paths = campaign.paths
     folder = paths.candidate_dir(manifest["candidate_id"])
     try:
-        config = contract.import_config(paths.job, campaign.settings, overlay=draft.files)
+        config = contract.import_config(paths.job, campaign.settings.to_json(), overlay=draft.files)
     except CampaignError as error:
         atomic.write_text(folder / "import.log", f"{now} re-import rejected: {error}\n")
         raise CampaignError(f"the candidate's job.py is no longer admissible ({error}); fix the draft") from None
@@ -300,7 +300,7 @@ def conclude(campaign, manifest: dict, draft, result, drift: list[str], now: str
         outcome,
         result.score if outcome == v.OUTCOME_SUCCESS else None,
         best_score=best_row["score"] if best_row else None,
-        mode=campaign.settings["mode"],
+        mode=campaign.settings.mode,
         margin=noise.keep_margin(campaign),
     )
     manifest = dict(

@@ -82,7 +82,7 @@ def _shell(campaign, action: str, step, options, given: dict, now: str) -> tuple
     extras = recovery.recover(campaign, now)
     campaign.best()  # a damaged best snapshot stops every action (exit 2 naming it), status included
     merged = settings_mod.merge_settings(
-        campaign.settings,
+        campaign.meta["settings"],
         given,
         action=action,
         now=now,

@@ -8,7 +8,7 @@ caller has to drop the cache.
 Usage::
 
     campaign = Campaign.open(job_path)          # existing campaign; CampaignError when there is none
-    campaign.settings["metric"]; campaign.rows(); campaign.manifests(); campaign.best()
+    campaign.settings.metric; campaign.rows(); campaign.manifests(); campaign.best()
     campaign.best_row(); campaign.best_run_args(); campaign.job_argv(run_args)
 """
 
@@ -21,6 +21,7 @@ from ..campaign import ledger
 from ..campaign import vocabulary as v
 from ..common import atomic
 from .outcome import CampaignError
+from .settings import CampaignSettings
 from .store import contract, manifests, metadata, snapshots
 from .store.paths import CampaignPaths
 
@@ -51,12 +52,17 @@ class Campaign:
         return cls(paths=paths, meta=meta, config=contract.read(paths.autofl_yaml))
 
     @property
-    def settings(self) -> dict:
-        return self.meta["settings"]
+    def settings(self) -> CampaignSettings:
+        """campaign.json's settings, typed (read again whenever `meta` holds another settings object)."""
+        document = self.meta["settings"]
+        held = self._reads.get("settings")
+        if held is None or held[0] is not document:
+            held = self._reads["settings"] = (document, CampaignSettings.from_json(document))
+        return held[1]
 
     @property
     def mode(self) -> str:
-        return self.settings["mode"]
+        return self.settings.mode
 
     def rows(self) -> list[dict]:
         return self._cached("rows", _file_keys([self.paths.results]), self._read_rows)
@@ -117,10 +123,10 @@ class Campaign:
         """job.py's command line for a configuration: interpreter, job file, fixed budget, base args, `run_args`
         (run in the job's folder; the report's best command, the export command of a ready candidate)."""
         return [
-            self.settings["python"],
+            self.settings.python,
             self.paths.job.name,
             *contract.budget_args(self.config),
-            *self.settings["base_args"],
+            *self.settings.base_args,
             *run_args,
         ]
 

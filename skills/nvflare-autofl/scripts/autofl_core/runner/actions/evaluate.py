@@ -51,7 +51,7 @@ def run(campaign, options, now: str) -> ActionResult:
         )
     state = state_mod.compute(campaign, now)
     require_open(state, "evaluate")
-    env = campaign.settings["env"]
+    env = campaign.settings.env
     if env != "sim" and options.parallel is not None:
         raise CampaignError(
             f"--parallel sets how many simulation trials run at once; in {env} the runner runs nothing (each "

@@ -76,7 +76,7 @@ def create(campaign: Campaign, files: dict[str, bytes]) -> None:
 
 def start(campaign, options, now: str) -> ActionResult:
     """The first step of a new campaign: the baseline in simulation (poc/prod: submit_baseline follows)."""
-    code, trial = run_baseline(campaign) if campaign.settings["env"] == "sim" else (EXIT_OK, {})
+    code, trial = run_baseline(campaign) if campaign.settings.env == "sim" else (EXIT_OK, {})
     extras = {"initialized": True, "baseline_retried": False, **trial}
     return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
 
@@ -86,10 +86,10 @@ def run(campaign, options, now: str) -> ActionResult:
     rows = campaign.rows()
     scored = any(row["status"] == v.BASELINE and row["score"] is not None for row in rows)
     attempts = any(row["status"] in v.ATTEMPTS for row in rows)
-    if scored or attempts or campaign.settings["env"] != "sim":
+    if scored or attempts or campaign.settings.env != "sim":
         return ActionResult(extras={"initialized": False, "baseline_retried": False})
     _refresh_baseline_source(campaign)
-    check_python(campaign.settings["python"], campaign.paths.workspace)
+    check_python(campaign.settings.python, campaign.paths.workspace)
     code, trial = run_baseline(campaign)
     return ActionResult(
         extras={"initialized": False, "baseline_retried": True, **trial},
@@ -149,7 +149,7 @@ def _refresh_baseline_source(campaign) -> None:
     best = campaign.best()
     if not snapshots.workspace_drift(paths, best):
         return
-    config = contract.import_config(paths.job, campaign.settings)
+    config = contract.import_config(paths.job, campaign.settings.to_json())
     if contract.budget_digest(config) != campaign.meta["fixed_budget_sha256"]:
         raise CampaignError(
             "the repaired job.py changes the fixed budget; a baseline repair may fix the environment "

@@ -56,7 +56,7 @@ def run(campaign, options, now: str) -> ActionResult:
                 "score": row["score"],
                 "seed": value,
                 "failure_reason": row["failure_reason"] or None,
-                "delta": improvement(row["score"], best["score"], campaign.settings["mode"]),
+                "delta": improvement(row["score"], best["score"], campaign.settings.mode),
             }
         )
         if row["status"] == v.INFRASTRUCTURE_RETRY:
@@ -95,7 +95,7 @@ def _prefix(best: str) -> str:
 
 
 def _check_allowed(campaign, now: str) -> dict:
-    if campaign.settings["env"] != "sim":
+    if campaign.settings.env != "sim":
         raise CampaignError(
             "replicate runs simulations only; in poc/prod rerun the best configuration by hand and "
             "record nothing (replicates of external runs are not supported)"
