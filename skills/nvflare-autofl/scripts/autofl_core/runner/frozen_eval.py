@@ -48,7 +48,7 @@ def enabled(campaign) -> bool:
 
 def provenance(campaign) -> str:
     """Measured only where the runner measures (simulation); poc/prod scores are the job's own reports."""
-    return MEASURED if enabled(campaign) and campaign.settings["env"] == "sim" else REPORTED
+    return MEASURED if enabled(campaign) and campaign.settings.env == "sim" else REPORTED
 
 
 def external_model(campaign, artifacts: str | None) -> dict:
@@ -81,7 +81,7 @@ def with_provenance(campaign, action: str, document: dict) -> dict:
     """The envelope with `score_provenance`; a new campaign without an evaluator is told once how to add one; in
     poc/prod a campaign with one is told what is not automated."""
     document = dict(document, score_provenance=provenance(campaign))
-    if enabled(campaign) and campaign.settings["env"] != "sim":
+    if enabled(campaign) and campaign.settings.env != "sim":
         document["frozen_evaluation_note"] = EXTERNAL_NOTE
     if action == "initialize" and document.get("initialized") and not enabled(campaign):
         document["agent_instruction"] = f"{document.get('agent_instruction') or ''} {ADD_EVALUATOR}".strip()
@@ -130,18 +130,18 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
     settings = campaign.settings
     evaluation = evaluator_mod.evaluate_model(
         evaluator_mod.EvaluatorRun(
-            python=settings["python"],
+            python=settings.python,
             script=found["script"],
             files=frozen.copies(campaign.paths, campaign.config),
             model=model.path,
             model_format=model.format,
             sites=global_model.participating_sites(run_dir / "simulation"),
-            metric=settings["metric"],
-            timeout=float(settings["timeout"]),
+            metric=settings.metric,
+            timeout=float(settings.timeout),
             temp_parent=temp_parent,
             token=token,
             sealed=sealed,
-            isolate_network=not settings.get("allow_network", False),
+            isolate_network=not settings.allow_network,
             workspace=campaign.paths.workspace,
         )
     )
@@ -180,7 +180,7 @@ def divergence(campaign, reported: float | None, measured: float | None) -> dict
     baseline = _baseline_evaluation(campaign)
     if baseline is None or baseline.get("reported_score") is None or baseline.get("score") is None:
         return None
-    sign = 1.0 if campaign.settings["mode"] == "max" else -1.0
+    sign = 1.0 if campaign.settings.mode == "max" else -1.0
     gap = round(sign * (reported - measured), 6)
     baseline_gap = round(sign * (baseline["reported_score"] - baseline["score"]), 6)
     band = _band(campaign, baseline["score"])
@@ -204,8 +204,8 @@ def _band(campaign, reference: float) -> float:
     measured = gains.band(noise.latest_measured(campaign))
     if measured is not None:
         return float(measured)
-    typical = gains.typical_spread(campaign.settings["metric"], reference)
-    return float(typical if typical is not None else campaign.settings["plateau_min_delta"])
+    typical = gains.typical_spread(campaign.settings.metric, reference)
+    return float(typical if typical is not None else campaign.settings.plateau_min_delta)
 
 
 def _baseline_evaluation(campaign) -> dict | None:

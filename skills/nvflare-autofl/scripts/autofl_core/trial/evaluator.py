@@ -15,7 +15,6 @@ object on stdout (its last line that is one): metric name -> number, plus `n`, t
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import secrets
@@ -28,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..common import trees
+from ..common import bounded, trees
 from . import childenv, rootcause, seal
 
 MAX_OUTPUT_BYTES = 64 * 1024
@@ -123,8 +122,8 @@ def parse_output(text: str, metric: str) -> tuple[float, float, dict[str, float]
         line = line.strip()
         if line.startswith("{") and line.endswith("}"):
             try:
-                document = json.loads(line, parse_constant=_no_constant)
-            except (ValueError, RecursionError):
+                document = bounded.parse_json(line)  # NaN and Infinity refused
+            except bounded.BoundedReadError:
                 continue
             break
     if not isinstance(document, dict):
@@ -142,10 +141,6 @@ def parse_output(text: str, metric: str) -> tuple[float, float, dict[str, float]
     if not math.isfinite(numbers[metric]):
         raise ValueError(f"its {metric} is not a finite number")
     return numbers[metric], n, {key: value for key, value in numbers.items() if math.isfinite(value)}
-
-
-def _no_constant(word: str):
-    raise ValueError(f"{word} is not a number")
 
 
 def _evaluation(run: EvaluatorRun, sites: list[SiteResult], failure: str, started: float) -> Evaluation:

@@ -57,7 +57,6 @@ def _literature(campaign, options) -> ActionResult:
         campaign.paths.results,
         v.literature_row(name=name, hypothesis=hypothesis, family=(options.family or "").strip(), event_id=event),
     )
-    campaign.forget()
     document = {
         "id": event,
         "name": name,
@@ -99,7 +98,6 @@ def _baseline(campaign, options) -> ActionResult:
             metric_artifact=found["metric_artifact"],
         ),
     )
-    campaign.forget()
     return ActionResult(extras={"job_id": job_id}, ledger_changed=True)
 
 
@@ -139,8 +137,8 @@ def _candidate(campaign, options, now: str) -> ActionResult:
         else finalize.decide(
             v.OUTCOME_SUCCESS,
             found["score"],
-            best_score=v.bar_to_beat(campaign.rows(), campaign.settings["mode"]),  # the best's mean with replicates
-            mode=campaign.settings["mode"],
+            best_score=v.bar_to_beat(campaign.rows(), campaign.settings.mode),  # the best's mean with replicates
+            mode=campaign.settings.mode,
             margin=noise.keep_margin(campaign),
         )
     )
@@ -186,7 +184,7 @@ def _external_score(campaign, options) -> dict:
             raise CampaignError(f"--score must be finite, got {options.score}")
         return {
             "score": options.score,
-            "metric_name": campaign.settings["metric"],
+            "metric_name": campaign.settings.metric,
             "metric_source": "external:--score",
             "metric_artifact": None,
             "artifacts": None,
@@ -197,9 +195,7 @@ def _external_score(campaign, options) -> dict:
     folder = Path(os.path.abspath(options.artifacts))
     if not folder.is_dir():
         raise CampaignError(f"--artifacts {options.artifacts} is not a folder; pass the downloaded job's folder")
-    order = list(
-        (campaign.config.get("objective") or {}).get("metric_extraction_order") or [campaign.settings["metric"]]
-    )
+    order = list((campaign.config.get("objective") or {}).get("metric_extraction_order") or [campaign.settings.metric])
     found = metrics.extract_metric(folder, order)
     if found.value is None:
         raise CampaignError(f"no score in --artifacts {options.artifacts}: {found.reason}")
