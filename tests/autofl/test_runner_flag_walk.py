@@ -69,9 +69,12 @@ ACTION_OPTION_VALUES = {
     "--limit": "1",
     "--count": "2",
     "--confirm-interrupted": None,
+    "--evaluator": "evaluate_model.py",
+    "--evaluator-input": "offset.txt",
+    "--fixed-args": "lr",
 }
 TAKES = {
-    "initialize": set(),
+    "initialize": {"--evaluator", "--evaluator-input", "--fixed-args"},
     "prepare": {"--name", "--hypothesis", "--family", "--literature-event", "--run-args"},
     "evaluate": {"--manifest", "--run-args", "--all-prepared", "--parallel"},
     "abandon": {"--manifest"},
@@ -356,6 +359,10 @@ def _effects() -> dict:
         envelope = _ok(d)
         assert len(envelope["replicates"]) == 1 and envelope["parallel"] == 1
 
+    def fixed_at_start(ws, d):
+        """The evaluator, its inputs and pinned options are fixed when a campaign starts: an existing one refuses."""
+        _assert_refused(d, "fixed when the campaign starts")
+
     def confirmed(ws, d):
         _ok(d)
         assert json.loads((ws / "autofl_report.json").read_text())["provenance"]["confirm_interrupted"] is True
@@ -389,6 +396,9 @@ def _effects() -> dict:
         ("replicate", "--count"): replicated,
         ("replicate", "--parallel"): replicated_in_parallel,
         ("report", "--confirm-interrupted"): confirmed,
+        ("initialize", "--evaluator"): fixed_at_start,
+        ("initialize", "--evaluator-input"): fixed_at_start,
+        ("initialize", "--fixed-args"): fixed_at_start,
     }
 
 
