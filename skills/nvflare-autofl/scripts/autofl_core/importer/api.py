@@ -392,12 +392,16 @@ def import_job(
     base_args: Sequence[str] = (),
     schema_path: str | os.PathLike | None = None,
     overlay: dict[str, bytes] | None = None,
+    dry_run: bool = False,
+    python: str | None = None,
 ) -> dict:
     """Import an existing job.py (reads it, its train script's imports and mutation_schema.yaml).
 
     `overlay` ({workspace-relative path: bytes}) shows those files instead of the workspace's: a candidate's
-    draft is imported without being written into the live job. Raises files.JobImportError when job.py (or
-    an explicit schema) cannot be read.
+    draft is imported without being written into the live job. `dry_run`: also run job.py (with `python`) in
+    the trial sandbox up to NVFLARE's entry point and fold what it built into the config (dryrun_config.py);
+    where the sandbox cannot seal, the static import stands. Raises files.JobImportError when job.py (or an
+    explicit schema) cannot be read.
     """
     path, source, schema_text = load_job(job_path, schema_path)
     root = path.absolute().parent
@@ -405,7 +409,7 @@ def import_job(
     if overlay:
         source = workspace.read_file(path.name) or source
         schema_text = workspace.read_file(SCHEMA_FILE) if workspace.exists(SCHEMA_FILE) else schema_text
-    return import_source(
+    config = import_source(
         source,
         job_name=path.name,
         metric=metric,
@@ -414,3 +418,40 @@ def import_job(
         read_file=workspace.read_file,
         exists=workspace.exists,
     )
+    if dry_run:
+        config = _with_dry_run(config, path, workspace, overlay, python)
+    return config
+
+
+def _with_dry_run(config: dict, path: Any, workspace: Any, overlay: dict | None, python: str | None) -> dict:
+    """Run job.py's dry run (and, once recorded, the perturbed runs) and fold them into `config`."""
+    from . import dryrun, dryrun_config, moves
+
+    args = [*config["argparse"]["base_args"], *config["argparse"]["schema_args"]]
+    if config["argparse"]["base_args_errors"]:
+        return config  # the job's own parser would reject the arguments: nothing to run
+    record = dryrun.dry_run(path, args, overlay=overlay, python=python)
+    moved = {}
+    if record is not None and record.get("status") == "recorded":
+        moved = moves.moving_options(
+            record, args, lambda more: dryrun.dry_run(path, more, overlay=overlay, python=python)
+        )
+
+    def trust_for(script: str | None) -> dict:
+        tree = _parse(config_source, path.name)[0] or ast.Module([], [])
+        rel, script_tree, _notes = _script_tree(path.name, script, workspace.read_file)
+        schema = config["schema"]
+        return trust_section(path.name, tree, rel, script_tree, workspace.exists, schema["preferred_targets"])
+
+    config_source = workspace.read_file(path.name) or ""
+    config = dryrun_config.apply(config, record, moved, trust_for)
+    pinned = _pinned_flags(config["fixed_budget"])
+    config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
+    config["summary"] = display.summary(
+        config["objective"],
+        config["fixed_budget"],
+        editable=list(config["trust"]["allowed_edit_paths"]),
+        unresolved=[u["field"] for u in config["unresolved"]],
+        allowed=[s["flag"] for s in config["search_space"]["suggested"]],
+    )
+    return config

@@ -1,0 +1,221 @@
+"""Fold a dry-run record into the static import's config (pure): the record decides where reading could not.
+
+- No record (no namespaces here): the static config stands; `import.dry_run.status` says why.
+- The static import admits: it stands; options the dry run found to move the budget are added to `depends_on`
+  (so the runner pins them too), and a budget value the run contradicts is refused.
+- The static import refuses for a reason a run settles (a client list built at run time, a value held by an
+  object, computed values, a class picked at run time): the job, budget and objective come from the record.
+  Refusals that no single run can settle stay: input errors, non-training families, and budgets that read the
+  environment, files, random numbers or the clock.
+- The run raised before anything ran: the refusal names the job.py line from the traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import moves, recorded
+from .admission import UNSUPPORTED, admission_errors
+
+SETTLED_BY_RUNNING = {"AUTOFL_UNSUPPORTED_JOB", "AUTOFL_EMPTY_FIXED_BUDGET", "AUTOFL_UNRESOLVED_SAFETY_FIELD"}
+SETTLED_TOO = {"AUTOFL_RECIPE_WOULD_RAISE"}  # a recorded run got past NVFLARE's own checks
+UNPINNABLE = ("environment variable", "reads files", "random", "the clock", "time.", "datetime", "not training")
+NOT_TRAINING = ("statistics", "psi", "evaluation", "inference", "nested")
+
+
+def summary(record: dict | None, why: str = "") -> dict:
+    if record is None:
+        return {"status": "unavailable", "reason": why or "this host cannot seal a dry run (no namespaces)"}
+    out = {"status": record.get("status"), "stubbed": record.get("stubbed") or []}
+    if record.get("status") == "recorded":
+        out.update(
+            entry=record.get("entry"),
+            nvflare_class=recorded.recipe_class(record),
+            family=recorded.family(record),
+            budget={k: v.get("value") for k, v in recorded.budget(record).items()},
+        )
+    elif record.get("status") == "raised":
+        out["reason"] = recorded.raise_reason(record)
+    elif record.get("reason"):
+        out["reason"] = record["reason"]
+    return out
+
+
+def _settled_by_running(config: dict) -> bool:
+    errors = config["admission_errors"]
+    codes = {e["code"] for e in errors}
+    if not codes or not codes <= SETTLED_BY_RUNNING | SETTLED_TOO:
+        return False
+    texts = " ".join(e["message"] for e in errors) + " ".join(u.get("reason", "") for u in config["unresolved"])
+    if (config.get("job") or {}).get("family") in NOT_TRAINING:
+        return False
+    return not any(mark in texts for mark in UNPINNABLE)
+
+
+def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
+    if entry.get("not_applicable"):
+        return {
+            "value": None,
+            "confidence": "not_applicable",
+            "flag": None,
+            "source": "the deployment decides the clients",
+            "depends_on": [],
+        }
+    value = entry.get("value")
+    if value is None:
+        return {**entry, "confidence": "unresolved", "flag": None, "depends_on": list(moved)}
+    own = [name for name in moved if option_values.get(name) == value]
+    confidence = "high" if len(moved) == 1 and own == moved else ("pinned" if moved else "medium")
+    return {
+        "value": value,
+        "confidence": confidence,
+        "flag": own[0] if len(own) == 1 else None,
+        "source": entry["source"],
+        "depends_on": list(moved),
+    }
+
+
+def _option_values(record: dict) -> dict:
+    parsers = record.get("parsers") or []
+    return {moves.option_name(a): a["value"] for a in (parsers[0]["actions"] if parsers else []) if a["option_strings"]}
+
+
+def _objective_moves(moved: dict) -> list[str]:
+    return list(dict.fromkeys(moved.get("objective", [])))
+
+
+def pinned_too(config: dict, record: dict, moved: dict) -> None:
+    """Add the options a run showed to move a field (or the objective) to that field's `depends_on`."""
+    budget = config.get("fixed_budget") or {}
+    extra = _objective_moves(moved)
+    for field in recorded.FIELDS:
+        entry = budget.get(field)
+        if not entry or entry.get("confidence") == "not_applicable":
+            continue
+        found = [name for name in [*moved.get(field, []), *extra] if name not in entry.get("depends_on", [])]
+        if found:
+            entry["depends_on"] = [*entry.get("depends_on", []), *found]
+            if entry.get("confidence") == "high" and len(entry["depends_on"]) > 1:
+                entry["confidence"] = "pinned"
+
+
+def contradictions(config: dict, record: dict) -> list[str]:
+    """Budget fields whose static value differs from what NVFLARE was asked to run."""
+    ran = recorded.budget(record)
+    found = []
+    for field in recorded.FIELDS:
+        entry = (config.get("fixed_budget") or {}).get(field) or {}
+        value, actual = entry.get("value"), (ran.get(field) or {}).get("value")
+        if entry.get("confidence") in ("not_applicable", "unresolved") or value is None or actual is None:
+            continue
+        if value != actual:
+            found.append(f"{field}: job.py reads as {value}, but running it asks NVFLARE for {actual}")
+    return found
+
+
+def rebuild(config: dict, record: dict, moved: dict, trust_for: Callable[[str | None], dict]) -> None:
+    """Replace the job, budget and objective of a statically refused job by what its dry run recorded."""
+    name = recorded.recipe_class(record)
+    chain = record.get("recipe") or []
+    call = record.get("call") or {}
+    env = record.get("env") or {}
+    pattern = "recipe" if chain else "fedjob"
+    config["job"].update(
+        {
+            "class": (chain[0].rpartition(".")[2] if chain else "FedJob"),
+            "family": recorded.family(record),
+            "nvflare_class": name,
+            "env": {"class": env.get("class") or "FedJob.simulator_run", "args": {}},
+            "line": call.get("line"),
+            "pattern": pattern,
+            "run_call": record.get("recipe_call") or record.get("entry"),
+        }
+    )
+    config["environment"]["discovered"] = {"args": {}, "name": env.get("class")}
+    if pattern == "fedjob" and record.get("entry") == "simulator_run":
+        root = record.get("root_variable") or "\0"
+        workspace = record.get("workspace") or ""
+        config["environment"]["simulator_workspace"] = {
+            "confidence": "high",
+            "line": call.get("line"),
+            "reads_root_variable": workspace == root or workspace.startswith(root + "/"),
+            "value": None if workspace.startswith(root) else workspace,
+        }
+    values = _option_values(record)
+    extra = _objective_moves(moved)
+    ran = recorded.budget(record)
+    budget = {
+        field: _budget_entry(ran[field], list(dict.fromkeys([*moved.get(field, []), *extra])), values)
+        for field in recorded.FIELDS
+    }
+    budget["comparison_args"] = (config.get("fixed_budget") or {}).get("comparison_args", {})
+    config["fixed_budget"] = budget
+    metric, mode = recorded.key_metric(record)
+    objective = config["objective"]
+    if objective.get("job_key_metric") is None:
+        requested = objective.get("requested_metric") or metric
+        objective.update(
+            job_key_metric=metric,
+            job_key_metric_mode=mode or "max",
+            job_key_metric_source="dry_run",
+            metric=requested,
+            mode=mode or "max",
+            mode_contract_source="key_metric_mode" if mode else "core_default",
+            metric_extraction_order=[requested] if requested else [],
+        )
+    config["trust"] = trust_for(recorded.train_script(record))
+    config["recipe_args"] = {}
+    config["unresolved"] = [
+        u for u in config["unresolved"] if not u["field"].startswith(("fixed_budget.", "objective."))
+    ]
+    config["import"]["support"] = {
+        "status": "supported",
+        "reason": f"recorded by a dry run: {pattern} {config['job']['class']} at job.py line {call.get('line')}",
+    }
+    config["import"]["would_raise"] = []
+
+
+def refuse_with_line(config: dict, record: dict) -> None:
+    """The static refusal becomes the run's: the job.py line the raise came from, and what to change."""
+    config["import"]["support"] = {"status": "unsupported", "reason": recorded.raise_reason(record)}
+
+
+def apply(
+    config: dict, record: dict | None, moved: dict, trust_for: Callable[[str | None], dict], why: str = ""
+) -> dict:
+    """The config with the dry run folded in (see the module docstring); admission is recomputed."""
+    config["import"]["dry_run"] = summary(record, why)
+    if record is None:
+        return config
+    metric = config["objective"].get("requested_metric")
+    status, stubbed = record.get("status"), record.get("stubbed") or []
+    if not config["admission_errors"]:
+        if status == "recorded":
+            pinned_too(config, record, moved)
+            found = contradictions(config, record) if not stubbed else []
+            if found:
+                config["import"]["support"] = {
+                    "status": "unsupported",
+                    "reason": "the budget read from job.py is not what it runs ("
+                    + "; ".join(found)
+                    + "); pass those values explicitly in job.py",
+                }
+    elif status == "recorded" and _settled_by_running(config):
+        family = recorded.family(record)
+        if family == "training":
+            rebuild(config, record, moved, trust_for)
+        elif family in NOT_TRAINING:
+            config["job"]["family"] = family
+            config["import"]["support"] = {
+                "status": "unsupported",
+                "reason": f"the job runs {config['job'].get('class') or 'a job'} of the {family} family, which "
+                "trains no model; Auto-FL tunes training jobs only",
+            }
+    elif status == "raised" and not stubbed and _settled_by_running(config):
+        refuse_with_line(config, record)
+    config["admission_errors"] = admission_errors(config, metric)
+    if config["import"]["support"]["status"] != "supported" and not any(
+        e["code"] == UNSUPPORTED for e in config["admission_errors"]
+    ):
+        config["admission_errors"].insert(0, {"code": UNSUPPORTED, "message": config["import"]["support"]["reason"]})
+    return config
