@@ -409,33 +409,65 @@ def import_job(
     if overlay:
         source = workspace.read_file(path.name) or source
         schema_text = workspace.read_file(SCHEMA_FILE) if workspace.exists(SCHEMA_FILE) else schema_text
-    config = import_source(
-        source,
-        job_name=path.name,
-        metric=metric,
-        base_args=base_args,
-        schema_text=schema_text,
-        read_file=workspace.read_file,
-        exists=workspace.exists,
-    )
-    if dry_run:
-        config = _with_dry_run(config, path, workspace, overlay, python)
-    return config
+    if not dry_run or not _uses_nvflare(source, workspace.read_file):
+        return import_source(
+            source,
+            job_name=path.name,
+            metric=metric,
+            base_args=base_args,
+            schema_text=schema_text,
+            read_file=workspace.read_file,
+            exists=workspace.exists,
+        )
+    from . import dryrun
+
+    with dryrun.Session(path, overlay=overlay, python=python) as session:
+        if not session.cached(list(base_args)):
+            session.start()  # NVFLARE's import in the sandbox overlaps the static reading
+        config = import_source(
+            source,
+            job_name=path.name,
+            metric=metric,
+            base_args=base_args,
+            schema_text=schema_text,
+            read_file=workspace.read_file,
+            exists=workspace.exists,
+        )
+        return _with_dry_run(config, path, workspace, session)
 
 
-def _with_dry_run(config: dict, path: Any, workspace: Any, overlay: dict | None, python: str | None) -> dict:
-    """Run job.py's dry run (and, once recorded, the perturbed runs) and fold them into `config`."""
-    from . import dryrun, dryrun_config, moves
+def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
+    """True when job.py, or a module beside it that job.py imports, imports nvflare: only then can a dry run stop
+    at NVFLARE's entry points (a job that trains by other means would train in it)."""
+
+    def imports(text: str | None) -> set[str]:
+        try:
+            tree = ast.parse(text or "")
+        except (SyntaxError, ValueError, RecursionError):
+            return set()
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+        return names
+
+    own = imports(source)
+    return "nvflare" in own or any("nvflare" in imports(read_file(f"{name}.py")) for name in sorted(own))
+
+
+def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any) -> dict:
+    """Run job.py's dry run (and, once recorded, the perturbed runs) in `session`; fold them into `config`."""
+    from . import dryrun_config, moves
 
     args = [*config["argparse"]["base_args"], *config["argparse"]["schema_args"]]
     if config["argparse"]["base_args_errors"]:
         return config  # the job's own parser would reject the arguments: nothing to run
-    record = dryrun.dry_run(path, args, overlay=overlay, python=python)
+    record = session.run(args)
     moved = {}
     if record is not None and record.get("status") == "recorded":
-        moved = moves.moving_options(
-            record, args, lambda more: dryrun.dry_run(path, more, overlay=overlay, python=python)
-        )
+        moved = moves.moving_options(record, args, session.run)
 
     def trust_for(script: str | None) -> dict:
         tree = _parse(config_source, path.name)[0] or ast.Module([], [])

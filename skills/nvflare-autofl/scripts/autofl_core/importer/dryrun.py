@@ -1,6 +1,8 @@
 """Run job.py's dry run (`dryrun_boot.py`) inside the trial sandbox and cache the record by the job's files and args.
 
     record = dry_run(job_path, base_args, overlay=None)   # None where the sandbox cannot seal (then: static only)
+    with Session(job_path, overlay=draft) as session:     # several runs of one job: one sandbox, forked children
+        baseline, perturbed = session.run(args), session.run(args + more)
 
 The run is sealed like a trial: user, mount, PID and network namespaces, the job's folder seen through an overlay
 (a candidate's draft staged over it), every write private, and everything ended when the boot script returns.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -112,6 +115,117 @@ def _store(key: str, record: dict) -> None:
     os.replace(tmp, folder / f"{key}.json")
 
 
+class Session:
+    """One sandboxed boot process for one job (and overlay): each `run(args)` is a child forked inside it.
+
+    Records are cached; the sandbox is started on the first run that misses the cache. Use as a context manager.
+    """
+
+    def __init__(self, job_path: Path, *, overlay: dict[str, bytes] | None = None, python: str | None = None):
+        self.job = Path(job_path).absolute()
+        self.overlay = dict(overlay or {})
+        self.python = python or sys.executable
+        self.proc: subprocess.Popen | None = None
+        self.trial_dir: Path | None = None
+        self.count = 0
+        self.deadline = 0.0
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
+    def cached(self, args: list[str]) -> bool:
+        return _cached(job_digest(self.job.parent, self.overlay, [str(a) for a in args], self.python)) is not None
+
+    def run(self, args: list[str], use_cache: bool = True) -> dict | None:
+        """The record of `python job.py ARGS`, or None where this host cannot seal a dry run."""
+        args = [str(a) for a in args]
+        key = job_digest(self.job.parent, self.overlay, args, self.python)
+        found = _cached(key) if use_cache else None
+        if found is not None:
+            return found
+        if self.proc is None and not self.start():
+            return None
+        record = self._ask(args)
+        if record.get("status") not in ("sandbox_failed", "timeout"):
+            _store(key, record)
+        return record
+
+    def start(self) -> bool:
+        """Start the sandboxed boot process now (it imports NVFLARE while the caller goes on); False when the
+        host cannot seal it."""
+        if self.proc is not None:
+            return True
+        if not available(self.python):
+            return False
+        self.trial_dir = Path(tempfile.mkdtemp(prefix="autofl-dryrun-"))
+        out = self.trial_dir / "out"
+        out.mkdir()
+        self.env = _env(self.trial_dir)
+        plan = seal.write_plan(
+            self.trial_dir,
+            workspace=self.job.parent,
+            network="isolated",
+            writable=[out],
+            home=os.environ.get("HOME"),
+            stage_files=self.overlay,
+        )
+        argv = [self.python, "-I", str(BOOT), "--serve", str(self.job)]
+        self.proc = subprocess.Popen(
+            seal.launcher_argv(self.python, plan, argv),
+            cwd=str(self.job.parent),
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.deadline = time.monotonic() + TIMEOUT_SECONDS
+        return True
+
+    def _ask(self, args: list[str]) -> dict:
+        self.count += 1
+        out = self.trial_dir / "out" / f"record-{self.count}.json"
+        started = time.monotonic()
+        try:
+            self.proc.stdin.write((json.dumps({"out": str(out), "args": args}) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError as error:
+            return {"status": "sandbox_failed", "reason": f"the dry run could not start: {error}"}
+        ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, self.deadline - time.monotonic()))
+        if not ready:
+            self.close()
+            return {"status": "timeout", "reason": f"the dry runs took longer than {TIMEOUT_SECONDS:.0f} s"}
+        if self.proc.stdout.readline() != b"done\n":
+            code = self.proc.poll()
+            self.close()
+            return {"status": "sandbox_failed", "reason": f"the dry run ended without a record (exit {code})"}
+        try:
+            record = json.loads(out.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {"status": "sandbox_failed", "reason": "the dry run wrote no record"}
+        record["seconds"] = round(time.monotonic() - started, 3)
+        record["root_variable"] = self.env[childenv.SIMULATOR_ROOT_VAR]
+        return record
+
+    def close(self) -> None:
+        """End the sandbox (its init ends every process in it) and remove its folder."""
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            self.proc.stdout.close()
+            self.proc = None
+        if self.trial_dir is not None:
+            trees.remove_tree(self.trial_dir)
+            self.trial_dir = None
+
+
 def dry_run(
     job_path: Path,
     base_args: list[str],
@@ -121,63 +235,5 @@ def dry_run(
     use_cache: bool = True,
 ) -> dict | None:
     """The dry-run record of `python job.py ARGS` (see dryrun_boot.py), or None where it cannot be sealed."""
-    python = python or sys.executable
-    job_path = Path(job_path).absolute()
-    args = [str(a) for a in base_args]
-    key = job_digest(job_path.parent, overlay, args, python)
-    if use_cache:
-        found = _cached(key)
-        if found is not None:
-            return found
-    if not available(python):
-        return None
-    record = _run(job_path, args, overlay or {}, python)
-    if record.get("status") != "sandbox_failed":
-        _store(key, record)
-    return record
-
-
-def _run(job_path: Path, args: list[str], overlay: dict[str, bytes], python: str) -> dict:
-    trial_dir = Path(tempfile.mkdtemp(prefix="autofl-dryrun-"))
-    started = time.monotonic()
-    try:
-        out = trial_dir / "out"
-        out.mkdir()
-        env = _env(trial_dir)
-        plan = seal.write_plan(
-            trial_dir,
-            workspace=job_path.parent,
-            network="isolated",
-            writable=[out],
-            home=os.environ.get("HOME"),
-            stage_files=dict(overlay),
-        )
-        argv = [python, "-I", str(BOOT), str(out / "record.json"), str(job_path), *args]
-        proc = subprocess.Popen(
-            seal.launcher_argv(python, plan, argv),
-            cwd=str(job_path.parent),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        try:
-            _out, err = proc.communicate(timeout=TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            return {"status": "timeout", "reason": f"the dry run took longer than {TIMEOUT_SECONDS:.0f} s"}
-        try:
-            record = json.loads((out / "record.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
-            return {
-                "status": "sandbox_failed",
-                "reason": f"the dry run wrote no record (exit {proc.returncode}): {tail[0]}",
-            }
-        record["seconds"] = round(time.monotonic() - started, 3)
-        record["root_variable"] = env[childenv.SIMULATOR_ROOT_VAR]
-        return record
-    finally:
-        trees.remove_tree(trial_dir)
+    with Session(job_path, overlay=overlay, python=python) as session:
+        return session.run(base_args, use_cache)

@@ -2,6 +2,9 @@
 
 Usage (inside the trial sandbox, cwd = the job's folder):
     python -I dryrun_boot.py OUT.json JOB.py [ARG ...]
+    python -I dryrun_boot.py --serve JOB.py      # stdin: {"out": PATH, "args": [...]} lines; stdout: "done" each
+
+Each run is a child forked after NVFLARE is imported and patched, so the perturbed runs cost little.
 
 NVFLARE's entry points are replaced before job.py runs: `FedJobConfig.simulator_run` (every simulation, from
 `SimEnv` or `FedJob.simulator_run`), `FedJob.export_job`, `PocEnv.deploy` and `ProdEnv.deploy`. `Recipe.execute`,
@@ -48,6 +51,8 @@ FRAMEWORKS = {  # imported by NVFLARE's own framework recipes; stand-ins when ab
     "tenseal",
     "opacus",
     "safetensors",
+    "tensorboard",
+    "tensorboardX",
 }
 
 
@@ -300,16 +305,11 @@ def _parser_record(parser: argparse.ArgumentParser, values: dict) -> dict:
     }
 
 
-def main(argv: list[str]) -> int:
-    out, job, args = argv[0], os.path.abspath(argv[1]), argv[2:]
-    STATE["job"] = job
-    sys.path.insert(0, os.path.dirname(job))
+def _run_once(out: str, job: str, args: list[str]) -> None:
+    """Run job.py once with `args` (in a forked child) and write its record to `out`."""
     sys.argv = [job, *args]
-    sys.meta_path.append(_InertFinder())
     record: dict
     try:
-        _record_parsers()
-        _install()
         runpy.run_path(job, run_name="__main__")
         record = {"status": "no_run", "recipe": _mro(STATE["recipe"]) if STATE["recipe"] is not None else None}
     except Stop:
@@ -329,7 +329,40 @@ def main(argv: list[str]) -> int:
     record["stubbed"] = sorted(STATE["stubbed"])
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(record, handle, sort_keys=True, default=repr)
-    return 0
+
+
+def _forked(out: str, job: str, args: list[str]) -> None:
+    """One run in a child forked from this process (NVFLARE already imported and patched): cheap repeats."""
+    pid = os.fork()
+    if pid == 0:
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(quiet, 1)
+        os.dup2(quiet, 2)
+        try:
+            _run_once(out, job, args)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def main(argv: list[str]) -> int:
+    """`OUT JOB ARGS...` runs once; `--serve JOB` reads `{"out", "args"}` lines on stdin, answers `done` each."""
+    serve = argv[0] == "--serve"
+    job = os.path.abspath(argv[1])
+    STATE["job"] = job
+    sys.path.insert(0, os.path.dirname(job))
+    sys.meta_path.append(_InertFinder())
+    _record_parsers()
+    _install()
+    if not serve:
+        _forked(argv[0], job, argv[2:])
+        return 0
+    for line in sys.stdin:
+        request = json.loads(line)
+        _forked(request["out"], job, [str(a) for a in request["args"]])
+        sys.stdout.write("done\n")
+        sys.stdout.flush()
+    os._exit(0)  # nothing to clean up: the sandbox's init ends the rest, and interpreter teardown costs ~0.5 s
 
 
 def _nvflare_frame(tb) -> dict | None:

@@ -175,9 +175,21 @@ def rebuild(config: dict, record: dict, moved: dict, trust_for: Callable[[str | 
     config["import"]["would_raise"] = []
 
 
+def _environment(record: dict) -> bool:
+    """True when the run raised because this interpreter lacks a module (not something job.py decides)."""
+    if record.get("exception") in ("ModuleNotFoundError", "ImportError"):
+        return True
+    return "is not installed" in str(record.get("message"))  # NVFLARE's optional_import checks
+
+
 def refuse_with_line(config: dict, record: dict) -> None:
-    """The static refusal becomes the run's: the job.py line the raise came from, and what to change."""
-    config["import"]["support"] = {"status": "unsupported", "reason": recorded.raise_reason(record)}
+    """The refusal also names the job.py line the run's raise came from, and what to change."""
+    support = config["import"]["support"]
+    ran = recorded.raise_reason(record)
+    if support["status"] == "supported":
+        config["import"]["support"] = {"status": "unsupported", "reason": ran}
+    else:
+        support["reason"] = f"{support['reason']} (and {ran})"
 
 
 def apply(
@@ -211,7 +223,7 @@ def apply(
                 "reason": f"the job runs {config['job'].get('class') or 'a job'} of the {family} family, which "
                 "trains no model; Auto-FL tunes training jobs only",
             }
-    elif status == "raised" and not stubbed and _settled_by_running(config):
+    elif status == "raised" and not stubbed and not _environment(record) and _settled_by_running(config):
         refuse_with_line(config, record)
     config["admission_errors"] = admission_errors(config, metric)
     if config["import"]["support"]["status"] != "supported" and not any(
