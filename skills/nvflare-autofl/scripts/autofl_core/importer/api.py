@@ -394,13 +394,16 @@ def import_job(
     overlay: dict[str, bytes] | None = None,
     dry_run: bool = False,
     python: str | None = None,
+    run_args: Sequence[str] | None = None,
 ) -> dict:
     """Import an existing job.py (reads it, its train script's imports and mutation_schema.yaml).
 
     `overlay` ({workspace-relative path: bytes}) shows those files instead of the workspace's: a candidate's
     draft is imported without being written into the live job. `dry_run`: also run job.py (with `python`) in
     the trial sandbox up to NVFLARE's entry point and fold what it built into the config (dryrun_config.py);
-    where the sandbox cannot seal, the static import stands. Raises files.JobImportError when job.py (or an
+    where the sandbox cannot seal, the static import stands. `run_args` (with `dry_run`): a candidate's run
+    arguments, run once more on top of the base arguments; `import.dry_run.run_args_changes` lists what they
+    change in the budget or objective. Raises files.JobImportError when job.py (or an
     explicit schema) cannot be read.
     """
     path, source, schema_text = load_job(job_path, schema_path)
@@ -433,7 +436,7 @@ def import_job(
             read_file=workspace.read_file,
             exists=workspace.exists,
         )
-        return _with_dry_run(config, path, workspace, session)
+        return _with_dry_run(config, path, workspace, session, [str(a) for a in run_args or ()])
 
 
 def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
@@ -457,7 +460,7 @@ def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
     return "nvflare" in own or any("nvflare" in imports(read_file(f"{name}.py")) for name in sorted(own))
 
 
-def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any) -> dict:
+def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_args: list[str]) -> dict:
     """Run job.py's dry run (and, once recorded, the perturbed runs) in `session`; fold them into `config`."""
     from . import dryrun_config, moves
 
@@ -477,6 +480,8 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any) -> dict
 
     config_source = workspace.read_file(path.name) or ""
     config = dryrun_config.apply(config, record, moved, trust_for)
+    if run_args and record is not None and record.get("status") == "recorded":
+        config["import"]["dry_run"]["run_args_changes"] = dryrun_config.changes(record, session.run(args + run_args))
     pinned = _pinned_flags(config["fixed_budget"])
     config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
     config["summary"] = display.summary(

@@ -2,7 +2,8 @@
 
 - No record (no namespaces here): the static config stands; `import.dry_run.status` says why.
 - The static import admits: it stands; options the dry run found to move the budget are added to `depends_on`
-  (so the runner pins them too), and a budget value the run contradicts is refused.
+  (so the runner pins them too), and a budget value the run contradicts is replaced by the run's
+  (`import.dry_run.corrected` says which).
 - The static import refuses for a reason a run settles (a client list built at run time, a value held by an
   object, computed values, a class picked at run time): the job, budget and objective come from the record.
   Refusals that no single run can settle stay: input errors, non-training families, and budgets that read the
@@ -113,6 +114,16 @@ def contradictions(config: dict, record: dict) -> list[str]:
     return found
 
 
+def _recorded_budget(record: dict, moved: dict) -> dict:
+    values = _option_values(record)
+    extra = _objective_moves(moved)
+    ran = recorded.budget(record)
+    return {
+        field: _budget_entry(ran[field], list(dict.fromkeys([*moved.get(field, []), *extra])), values)
+        for field in recorded.FIELDS
+    }
+
+
 def rebuild(config: dict, record: dict, moved: dict, trust_for: Callable[[str | None], dict]) -> None:
     """Replace the job, budget and objective of a statically refused job by what its dry run recorded."""
     name = recorded.recipe_class(record)
@@ -141,13 +152,7 @@ def rebuild(config: dict, record: dict, moved: dict, trust_for: Callable[[str | 
             "reads_root_variable": workspace == root or workspace.startswith(root + "/"),
             "value": None if workspace.startswith(root) else workspace,
         }
-    values = _option_values(record)
-    extra = _objective_moves(moved)
-    ran = recorded.budget(record)
-    budget = {
-        field: _budget_entry(ran[field], list(dict.fromkeys([*moved.get(field, []), *extra])), values)
-        for field in recorded.FIELDS
-    }
+    budget = _recorded_budget(record, moved)
     budget["comparison_args"] = (config.get("fixed_budget") or {}).get("comparison_args", {})
     config["fixed_budget"] = budget
     metric, mode = recorded.key_metric(record)
@@ -192,6 +197,25 @@ def refuse_with_line(config: dict, record: dict) -> None:
         support["reason"] = f"{support['reason']} (and {ran})"
 
 
+def changes(baseline: dict, candidate: dict | None) -> list[str]:
+    """What a candidate's run (its run arguments on top of the base ones) changes against the baseline's run."""
+    if candidate is None:
+        return []
+    if candidate.get("status") != "recorded":
+        why = recorded.raise_reason(candidate) if candidate.get("status") == "raised" else candidate.get("status")
+        return [f"job.py no longer reaches NVFLARE with them ({why})"]
+    before, after = moves.signature(baseline), moves.signature(candidate)
+    found = [
+        f"{field} {before['budget'][field]} -> {after['budget'][field]}"
+        for field in recorded.FIELDS
+        if before["budget"].get(field) != after["budget"].get(field)
+    ]
+    found += [
+        f"{key} {before[key]} -> {after[key]}" for key in ("class", "metric", "mode") if before[key] != after[key]
+    ]
+    return found
+
+
 def apply(
     config: dict, record: dict | None, moved: dict, trust_for: Callable[[str | None], dict], why: str = ""
 ) -> dict:
@@ -205,23 +229,21 @@ def apply(
         if status == "recorded":
             pinned_too(config, record, moved)
             found = contradictions(config, record) if not stubbed else []
-            if found:
-                config["import"]["support"] = {
-                    "status": "unsupported",
-                    "reason": "the budget read from job.py is not what it runs ("
-                    + "; ".join(found)
-                    + "); pass those values explicitly in job.py",
-                }
+            if found:  # the run is what trains: its budget replaces the reading
+                config["import"]["dry_run"]["corrected"] = found
+                config["fixed_budget"].update(_recorded_budget(record, moved))
     elif status == "recorded" and _settled_by_running(config):
         family = recorded.family(record)
         if family == "training":
             rebuild(config, record, moved, trust_for)
         elif family in NOT_TRAINING:
-            config["job"]["family"] = family
+            chain = record.get("recipe") or ["FedJob"]
+            config["job"].update(family=family, nvflare_class=recorded.recipe_class(record))
             config["import"]["support"] = {
                 "status": "unsupported",
-                "reason": f"the job runs {config['job'].get('class') or 'a job'} of the {family} family, which "
-                "trains no model; Auto-FL tunes training jobs only",
+                "reason": f"running job.py builds {chain[0].rpartition('.')[2]} (line "
+                f"{(record.get('call') or {}).get('line')}), of the {family} family, which trains no model; "
+                "Auto-FL tunes training jobs only",
             }
     elif status == "raised" and not stubbed and not _environment(record) and _settled_by_running(config):
         refuse_with_line(config, record)

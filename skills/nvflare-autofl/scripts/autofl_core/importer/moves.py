@@ -39,7 +39,7 @@ def candidates(record: dict) -> list[dict]:
         kind, value = action["action"], action["value"]
         if kind in ("_StoreTrueAction", "_StoreFalseAction", "BooleanOptionalAction") and isinstance(value, bool):
             out.append(action)
-        elif kind == "_StoreAction" and (action["choices"] or action["type"] in ("int", "float")):
+        elif kind == "_StoreAction" and (action["choices"] or action["type"] in ("int", "float", "str", None)):
             out.append(action)
     return out
 
@@ -53,6 +53,8 @@ def _perturbation(action: dict, taken: set) -> list[str]:
     if action["choices"]:
         other = [c for c in action["choices"] if c != value]
         return [name, str(other[0])] if other else []
+    if action["type"] in ("str", None):
+        return [name, "autofl-probe"] if isinstance(value, str) or value is None else []
     if action["type"] == "int":
         probe = next(p for p in INT_PROBES if p not in taken and p != value)
         taken.add(probe)

@@ -44,10 +44,13 @@ INVARIANT_KEYS = (
 )
 
 
-def import_config(job: Path, settings_or_given: dict, overlay: dict[str, bytes] | None = None) -> dict:
+def import_config(
+    job: Path, settings_or_given: dict, overlay: dict[str, bytes] | None = None, run_args: list[str] | None = None
+) -> dict:
     """Import of job.py with the campaign's metric and base args (and its dry run); admission errors are rejections.
 
-    `overlay`: a candidate's files seen in place of the workspace's (nothing is written).
+    `overlay`: a candidate's files seen in place of the workspace's (nothing is written). `run_args`: a candidate's
+    run arguments, dry-run too (`import.dry_run.run_args_changes`).
     """
     from ...importer import api as importer  # the AST walk: only initialize and evaluate need it
     from ...importer.files import JobImportError
@@ -60,6 +63,7 @@ def import_config(job: Path, settings_or_given: dict, overlay: dict[str, bytes] 
             overlay=overlay,
             dry_run=os.environ.get(DRY_RUN_VAR, "1") != "0",
             python=settings_or_given.get("python") or os.environ.get("PYTHON") or sys.executable,
+            run_args=run_args,
         )
     except JobImportError as error:
         raise CampaignError(str(error)) from None

@@ -1,0 +1,133 @@
+"""Import by dry run: job.py runs in the trial sandbox up to NVFLARE's entry point, with the real NVFLARE.
+
+The jobs in tests/fixtures/jobs/dryrun are runnable NumPy jobs whose budget or recipe class the static reading
+cannot pin (a value held by an object, a while loop, a class picked from a table, a hidden setattr). Each test
+runs real dry runs (about 1-2 s cold under load); records are cached by the hash of the job's files and args.
+"""
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from autofl_core.importer import api, dryrun
+from autofl_core.runner.store import contract
+
+REPO = Path(__file__).resolve().parents[2]
+JOBS = REPO / "tests" / "fixtures" / "jobs" / "dryrun"
+
+pytestmark = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+
+
+def budget(config: dict) -> dict:
+    return {k: (config["fixed_budget"][k]["value"], config["fixed_budget"][k]["depends_on"]) for k in api.FIELDS}
+
+
+@pytest.fixture()
+def job(tmp_path):
+    """A private copy of a fixture job (its cache key is its own)."""
+
+    def copy(name: str) -> Path:
+        target = tmp_path / name
+        shutil.copytree(JOBS / name, target)
+        return target / "job.py"
+
+    return copy
+
+
+def test_a_budget_only_a_run_can_read_is_admitted_with_the_options_that_move_it(job):
+    path = job("computed_budget")
+    static = api.import_job(path)
+    assert static["admission_errors"], "precondition: the static reading cannot pin this budget"
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == []
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    assert budget(config) == {
+        "num_clients": (2, ["--n_clients"]),
+        "min_clients": (2, ["--n_clients"]),
+        "num_rounds": (4, ["--epochs"]),  # epochs * 2: found by perturbed runs, not by reading
+    }
+    assert config["fixed_budget"]["num_rounds"]["confidence"] == "pinned"
+    assert config["fixed_budget"]["num_clients"]["confidence"] == "high"
+    assert config["job"]["nvflare_class"] == "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
+    assert config["objective"]["job_key_metric"] == "accuracy"
+    assert "--lr" in config["summary"]["allowed"] and "--epochs" not in config["summary"]["allowed"]
+    assert set(contract.budget_args(config)) >= {"--epochs", "--n_clients"}
+    assert not (path.parent / "touched.txt").exists(), "the dry run's writes stay in its sandbox"
+
+
+def test_base_args_and_a_candidate_edit_reach_the_dry_run(job):
+    path = job("computed_budget")
+    assert api.import_job(path, dry_run=True, base_args=["--epochs", "3"])["fixed_budget"]["num_rounds"]["value"] == 6
+    base = api.import_job(path, dry_run=True)
+    edited = path.read_bytes().replace(b"args.epochs * 2", b"args.epochs * 3")
+    candidate = api.import_job(path, dry_run=True, overlay={"job.py": edited})
+    assert candidate["fixed_budget"]["num_rounds"]["value"] == 6
+    assert contract.budget_digest(candidate) != contract.budget_digest(base)
+    assert path.read_bytes() != edited, "the overlay is never written into the job"
+
+
+def test_candidate_run_args_that_move_the_budget_are_named(job):
+    path = job("computed_budget")
+    moved = api.import_job(path, dry_run=True, run_args=["--epochs", "5"])
+    assert moved["import"]["dry_run"]["run_args_changes"] == ["num_rounds 4 -> 10"]
+    harmless = api.import_job(path, dry_run=True, run_args=["--lr", "0.5"])
+    assert harmless["import"]["dry_run"]["run_args_changes"] == []
+
+
+def test_a_class_picked_from_a_table_is_admitted_and_a_raise_names_its_line(job):
+    path = job("picked_from_table")
+    assert api.import_job(path)["admission_errors"], "precondition: a class from a table is dynamic statically"
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == []
+    assert budget(config)["num_rounds"] == (4, ["--num_rounds", "--algo"])  # --algo decides what runs
+    refused = api.import_job(path, dry_run=True, base_args=["--algo", "fedprox"])
+    message = refused["admission_errors"][0]["message"]
+    assert "job.py line 18 (recipe_class = RECIPES[args.algo])" in message and "KeyError" in message
+
+
+def test_a_non_training_recipe_picked_at_run_time_is_refused_by_family(job):
+    config = api.import_job(job("eval_from_table"), dry_run=True)
+    assert config["job"]["family"] == "evaluation"
+    message = config["admission_errors"][0]["message"]
+    assert "NumpyCrossSiteEvalRecipe (line 17), of the evaluation family" in message
+
+
+def test_a_budget_the_reading_gets_wrong_is_replaced_by_what_runs(job):
+    path = job("hidden_rounds")
+    assert api.import_job(path)["fixed_budget"]["num_rounds"]["value"] == 3  # what reading job.py says
+    config = api.import_job(path, dry_run=True)
+    assert config["fixed_budget"]["num_rounds"]["value"] == 7
+    assert config["import"]["dry_run"]["corrected"] == [
+        "num_rounds: job.py reads as 3, but running it asks NVFLARE for 7"
+    ]
+
+
+def test_records_are_cached_by_the_job_files_and_args(job):
+    path = job("picked_from_table")
+    first = api.import_job(path, dry_run=True)
+    started = time.perf_counter()
+    again = api.import_job(path, dry_run=True)
+    assert time.perf_counter() - started < 1.0  # bench/importer_dryrun.py measures the 0.15 s bar
+    assert again == first
+    before = dryrun.job_digest(path.parent, None, [], "python")
+    (path.parent / "client.py").write_text("# changed\n")
+    assert dryrun.job_digest(path.parent, None, [], "python") != before
+
+
+def test_without_namespaces_the_static_reading_stands(job, monkeypatch):
+    path = job("computed_budget")
+    monkeypatch.setattr(dryrun, "_MEMO", {})
+    monkeypatch.setattr(dryrun, "_cache_dir", lambda: None)
+    monkeypatch.setattr(dryrun, "available", lambda python=None: False)
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "unavailable"
+    static = api.import_job(path)
+    assert config["admission_errors"] == static["admission_errors"] != []
+
+
+def test_a_job_that_imports_no_nvflare_is_never_run(tmp_path):
+    shutil.copytree(REPO / "tests" / "autofl" / "standin_campaign", tmp_path / "ws")
+    config = api.import_job(tmp_path / "ws" / "job.py", dry_run=True)
+    assert "dry_run" not in config["import"]
+    assert config["admission_errors"] == []
