@@ -131,3 +131,19 @@ def test_a_job_that_imports_no_nvflare_is_never_run(tmp_path):
     config = api.import_job(tmp_path / "ws" / "job.py", dry_run=True)
     assert "dry_run" not in config["import"]
     assert config["admission_errors"] == []
+
+
+def test_the_cli_runs_the_dry_run_only_when_asked(job):
+    import subprocess
+    import sys
+
+    path = job("computed_budget")
+    cli = REPO / "skills" / "nvflare-autofl" / "scripts" / "job_importer.py"
+    static = subprocess.run([sys.executable, str(cli), str(path)], capture_output=True, text=True, check=False)
+    assert static.returncode == 2 and "AUTOFL_" in static.stderr
+    ran = subprocess.run(
+        [sys.executable, str(cli), str(path), "--dry-run"], capture_output=True, text=True, check=False
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert '"status": "recorded"' in ran.stdout
+    assert sorted(p.name for p in path.parent.iterdir()) == ["client.py", "job.py"]

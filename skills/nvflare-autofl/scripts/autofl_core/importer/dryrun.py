@@ -28,6 +28,8 @@ from ..trial import childenv, seal
 
 BOOT = Path(__file__).resolve().parent / "dryrun_boot.py"
 TIMEOUT_SECONDS = 60.0
+MAX_RECORD_BYTES = 16 << 20
+MAX_CACHED = 512  # records kept in the cache folder (the oldest go first)
 HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".cfg", ".toml", ".txt")
 MAX_HASHED_FILES, MAX_HASHED_BYTES, MAX_DEPTH = 400, 1 << 20, 4
 SKIPPED_FOLDERS = {"__pycache__", ".git", ".autofl", "autofl_runs", "node_modules", ".venv", "venv"}
@@ -110,9 +112,23 @@ def _store(key: str, record: dict) -> None:
     if folder is None:
         return
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, sort_keys=True)
-    os.replace(tmp, folder / f"{key}.json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, sort_keys=True)
+        os.replace(tmp, folder / f"{key}.json")
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+        return
+    _prune(folder)
+
+
+def _prune(folder: Path) -> None:
+    try:
+        entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
+        for stale in entries[: max(0, len(entries) - MAX_CACHED)]:
+            stale.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 class Session:
@@ -203,7 +219,11 @@ class Session:
             self.close()
             return {"status": "sandbox_failed", "reason": f"the dry run ended without a record (exit {code})"}
         try:
-            record = json.loads(out.read_text(encoding="utf-8"))
+            with open(out, "rb") as handle:
+                data = handle.read(MAX_RECORD_BYTES + 1)
+            if len(data) > MAX_RECORD_BYTES:
+                return {"status": "sandbox_failed", "reason": f"the dry run's record is over {MAX_RECORD_BYTES} bytes"}
+            record = json.loads(data.decode("utf-8"))
         except (OSError, ValueError):
             return {"status": "sandbox_failed", "reason": "the dry run wrote no record"}
         record["seconds"] = round(time.monotonic() - started, 3)

@@ -335,9 +335,9 @@ def _forked(out: str, job: str, args: list[str]) -> None:
     """One run in a child forked from this process (NVFLARE already imported and patched): cheap repeats."""
     pid = os.fork()
     if pid == 0:
-        quiet = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(quiet, 1)
-        os.dup2(quiet, 2)
+        quiet = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # job.py never reads the request pipe nor writes into the answers
+            os.dup2(quiet, fd)
         try:
             _run_once(out, job, args)
         finally:
