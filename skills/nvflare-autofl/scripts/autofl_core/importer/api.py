@@ -470,7 +470,7 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
     record = session.run(args)
     moved = {}
     if record is not None and record.get("status") == "recorded":
-        moved = moves.moving_options(record, args, session.run)
+        moved = moves.moving_options(record, args, session.run_many)
 
     def trust_for(script: str | None) -> dict:
         tree = _parse(config_source, path.name)[0] or ast.Module([], [])

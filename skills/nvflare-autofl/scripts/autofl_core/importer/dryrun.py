@@ -157,17 +157,23 @@ class Session:
 
     def run(self, args: list[str], use_cache: bool = True) -> dict | None:
         """The record of `python job.py ARGS`, or None where this host cannot seal a dry run."""
-        args = [str(a) for a in args]
-        key = job_digest(self.job.parent, self.overlay, args, self.python)
-        found = _cached(key) if use_cache else None
-        if found is not None:
-            return found
+        return self.run_many([args], use_cache)[0]
+
+    def run_many(self, batch: list[list[str]], use_cache: bool = True) -> list[dict | None]:
+        """Records of several runs (those not cached run side by side in the sandbox); None where it cannot seal."""
+        batch = [[str(a) for a in args] for args in batch]
+        keys = [job_digest(self.job.parent, self.overlay, args, self.python) for args in batch]
+        records: list[dict | None] = [_cached(key) if use_cache else None for key in keys]
+        missing = [i for i, record in enumerate(records) if record is None]
+        if not missing:
+            return records
         if self.proc is None and not self.start():
-            return None
-        record = self._ask(args)
-        if record.get("status") not in ("sandbox_failed", "timeout"):
-            _store(key, record)
-        return record
+            return records
+        for index, record in zip(missing, self._ask([batch[i] for i in missing]), strict=True):
+            records[index] = record
+            if record.get("status") not in ("sandbox_failed", "timeout"):
+                _store(keys[index], record)
+        return records
 
     def start(self) -> bool:
         """Start the sandboxed boot process now (it imports NVFLARE while the caller goes on); False when the
@@ -201,23 +207,30 @@ class Session:
         self.deadline = time.monotonic() + TIMEOUT_SECONDS
         return True
 
-    def _ask(self, args: list[str]) -> dict:
-        self.count += 1
-        out = self.trial_dir / "out" / f"record-{self.count}.json"
+    def _ask(self, batch: list[list[str]]) -> list[dict]:
+        outs = []
+        for _ in batch:
+            self.count += 1
+            outs.append(self.trial_dir / "out" / f"record-{self.count}.json")
         started = time.monotonic()
+        request = {"runs": [{"out": str(out), "args": args} for out, args in zip(outs, batch, strict=True)]}
         try:
-            self.proc.stdin.write((json.dumps({"out": str(out), "args": args}) + "\n").encode())
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
         except OSError as error:
-            return {"status": "sandbox_failed", "reason": f"the dry run could not start: {error}"}
+            return [{"status": "sandbox_failed", "reason": f"the dry run could not start: {error}"} for _ in batch]
         ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, self.deadline - time.monotonic()))
         if not ready:
             self.close()
-            return {"status": "timeout", "reason": f"the dry runs took longer than {TIMEOUT_SECONDS:.0f} s"}
+            return [{"status": "timeout", "reason": f"the dry runs took over {TIMEOUT_SECONDS:.0f} s"} for _ in batch]
         if self.proc.stdout.readline() != b"done\n":
             code = self.proc.poll()
             self.close()
-            return {"status": "sandbox_failed", "reason": f"the dry run ended without a record (exit {code})"}
+            return [{"status": "sandbox_failed", "reason": f"the dry run ended early (exit {code})"} for _ in batch]
+        seconds = round(time.monotonic() - started, 3)
+        return [self._record(out, seconds) for out in outs]
+
+    def _record(self, out: Path, seconds: float) -> dict:
         try:
             with open(out, "rb") as handle:
                 data = handle.read(MAX_RECORD_BYTES + 1)
@@ -226,7 +239,8 @@ class Session:
             record = json.loads(data.decode("utf-8"))
         except (OSError, ValueError):
             return {"status": "sandbox_failed", "reason": "the dry run wrote no record"}
-        record["seconds"] = round(time.monotonic() - started, 3)
+        record.pop("imported", None)
+        record["seconds"] = seconds
         record["root_variable"] = self.env[childenv.SIMULATOR_ROOT_VAR]
         return record
 

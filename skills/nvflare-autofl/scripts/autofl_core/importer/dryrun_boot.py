@@ -2,7 +2,8 @@
 
 Usage (inside the trial sandbox, cwd = the job's folder):
     python -I dryrun_boot.py OUT.json JOB.py [ARG ...]
-    python -I dryrun_boot.py --serve JOB.py      # stdin: {"out": PATH, "args": [...]} lines; stdout: "done" each
+    python -I dryrun_boot.py --serve JOB.py      # stdin: {"runs": [{"out": PATH, "args": [...]}]} lines;
+                                                  # stdout: "done" each
 
 Each run is a child forked after NVFLARE is imported and patched, so the perturbed runs cost little.
 
@@ -28,6 +29,7 @@ import tempfile
 import traceback
 import types
 
+PARALLEL = max(1, min(4, os.cpu_count() or 1))
 STATE: dict = {"recipe": None, "recipe_call": None, "parsers": [], "stubbed": []}
 MAX_FILE = 1 << 20
 FRAMEWORKS = {  # imported by NVFLARE's own framework recipes; stand-ins when absent
@@ -126,6 +128,7 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         module.__path__ = []
+        module.__file__ = f"<stand-in for the absent module {module.__name__}>"  # not a namespace package
 
 
 def _asked_by_job() -> bool:
@@ -305,7 +308,19 @@ def _parser_record(parser: argparse.ArgumentParser, values: dict) -> dict:
     }
 
 
-def _run_once(out: str, job: str, args: list[str]) -> None:
+def _imported(before: set) -> list[str]:
+    """Modules this run imported that live outside the job's folder (safe to import again in the parent)."""
+    folder = os.path.dirname(STATE["job"])
+    names = []
+    for name in sorted(set(sys.modules) - before):
+        module = sys.modules.get(name)
+        where = getattr(module, "__file__", None) or ""
+        if isinstance(module, _Inert) or (where and not where.startswith(folder + os.sep)):
+            names.append(name)
+    return names
+
+
+def _run_once(out: str, job: str, args: list[str], before: set) -> None:
     """Run job.py once with `args` (in a forked child) and write its record to `out`."""
     sys.argv = [job, *args]
     record: dict
@@ -327,26 +342,52 @@ def _run_once(out: str, job: str, args: list[str]) -> None:
         }
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
     record["stubbed"] = sorted(STATE["stubbed"])
+    record["imported"] = _imported(before)
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(record, handle, sort_keys=True, default=repr)
 
 
-def _forked(out: str, job: str, args: list[str]) -> None:
-    """One run in a child forked from this process (NVFLARE already imported and patched): cheap repeats."""
+def _fork(out: str, job: str, args: list[str]) -> int:
+    """Start one run in a child forked from this process (NVFLARE already imported and patched); its pid."""
     pid = os.fork()
     if pid == 0:
         quiet = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # job.py never reads the request pipe nor writes into the answers
             os.dup2(quiet, fd)
         try:
-            _run_once(out, job, args)
+            before = set(sys.modules)
+            _run_once(out, job, args, before)
         finally:
             os._exit(0)
-    os.waitpid(pid, 0)
+    return pid
+
+
+def _runs(requests: list[dict], job: str) -> None:
+    """Run every request in its own child, at most PARALLEL at a time; then import here what they imported
+    (NVFLARE's recipe modules, framework stand-ins), so later children start with it."""
+    running: list[int] = []
+    for request in requests:
+        if len(running) >= PARALLEL:
+            os.waitpid(running.pop(0), 0)
+        running.append(_fork(request["out"], job, [str(a) for a in request["args"]]))
+    for pid in running:
+        os.waitpid(pid, 0)
+    for request in requests:
+        try:
+            with open(request["out"], encoding="utf-8") as handle:
+                names = json.load(handle).get("imported") or []
+        except (OSError, ValueError):
+            continue
+        for name in names:
+            try:
+                __import__(name)
+            except BaseException:  # noqa: BLE001  (a preload is only an optimization)
+                pass
 
 
 def main(argv: list[str]) -> int:
-    """`OUT JOB ARGS...` runs once; `--serve JOB` reads `{"out", "args"}` lines on stdin, answers `done` each."""
+    """`OUT JOB ARGS...` runs once; `--serve JOB` reads `{"runs": [{"out", "args"}, ...]}` lines on stdin and
+    answers `done` to each."""
     serve = argv[0] == "--serve"
     job = os.path.abspath(argv[1])
     STATE["job"] = job
@@ -355,11 +396,10 @@ def main(argv: list[str]) -> int:
     _record_parsers()
     _install()
     if not serve:
-        _forked(argv[0], job, argv[2:])
+        os.waitpid(_fork(argv[0], job, argv[2:]), 0)
         return 0
     for line in sys.stdin:
-        request = json.loads(line)
-        _forked(request["out"], job, [str(a) for a in request["args"]])
+        _runs(json.loads(line)["runs"], job)
         sys.stdout.write("done\n")
         sys.stdout.flush()
     os._exit(0)  # nothing to clean up: the sandbox's init ends the rest, and interpreter teardown costs ~0.5 s

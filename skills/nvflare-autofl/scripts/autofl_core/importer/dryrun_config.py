@@ -237,13 +237,17 @@ def apply(
         if family == "training":
             rebuild(config, record, moved, trust_for)
         elif family in NOT_TRAINING:
-            chain = record.get("recipe") or ["FedJob"]
+            chain = record.get("recipe") or ["a FedJob"]
             config["job"].update(family=family, nvflare_class=recorded.recipe_class(record))
+            what = (
+                "a nested application whose rounds Auto-FL cannot budget"
+                if family == "nested"
+                else "which trains no model; Auto-FL tunes training jobs only"
+            )
             config["import"]["support"] = {
                 "status": "unsupported",
                 "reason": f"running job.py builds {chain[0].rpartition('.')[2]} (line "
-                f"{(record.get('call') or {}).get('line')}), of the {family} family, which trains no model; "
-                "Auto-FL tunes training jobs only",
+                f"{(record.get('call') or {}).get('line')}), of the {family} family, {what}",
             }
     elif status == "raised" and not stubbed and not _environment(record) and _settled_by_running(config):
         refuse_with_line(config, record)

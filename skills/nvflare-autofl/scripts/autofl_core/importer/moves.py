@@ -3,7 +3,8 @@
 Option classification by dry run lives here and only here. One run perturbs every candidate option at once
 (ints and floats to distinct values, flags flipped, choices changed); a budget field that takes one perturbed
 option's value depends on that option. A field that changes to a value no option was given (computed), or a run
-that raises or runs another class, is settled by one run per candidate option (at most MAX_SINGLE_RUNS).
+that raises or runs another class, is settled by one run per candidate option (at most MAX_SINGLE_RUNS, run side
+by side).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from . import recorded
 
 INT_PROBES = (7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83)
 MAX_SINGLE_RUNS = 12
-Runner = Callable[[list[str]], dict | None]
+Runner = Callable[[list[list[str]]], list[dict | None]]
 
 
 def signature(record: dict) -> dict:
@@ -64,8 +65,9 @@ def _perturbation(action: dict, taken: set) -> list[str]:
     return [name, repr(probe)]
 
 
-def moving_options(baseline: dict, base_args: list[str], run: Runner) -> dict[str, list[str]]:
-    """`{field or "objective": [options that move it]}` for every field some option moves."""
+def moving_options(baseline: dict, base_args: list[str], run_many: Runner) -> dict[str, list[str]]:
+    """`{field or "objective": [options that move it]}` for every field some option moves; `run_many` runs a batch
+    of argument lists (side by side) and returns their records."""
     cands = candidates(baseline)
     if not cands:
         return {}
@@ -73,7 +75,7 @@ def moving_options(baseline: dict, base_args: list[str], run: Runner) -> dict[st
     taken = {v for v in before["budget"].values() if v is not None}
     extra = {option_name(a): _perturbation(a, taken) for a in cands}
     extra = {k: v for k, v in extra.items() if v}
-    after_record = run(base_args + [t for tokens in extra.values() for t in tokens])
+    after_record = run_many([base_args + [t for tokens in extra.values() for t in tokens]])[0]
     moved: dict[str, list[str]] = {}
     unknown: set[str] = set()
     if not after_record or after_record.get("status") != "recorded":
@@ -91,8 +93,8 @@ def moving_options(baseline: dict, base_args: list[str], run: Runner) -> dict[st
         if any(after[k] != before[k] for k in ("class", "metric", "mode")):
             unknown.add("objective")
     if unknown:
-        for name, tokens in list(extra.items())[:MAX_SINGLE_RUNS]:
-            single = run(base_args + tokens)
+        singles = list(extra.items())[:MAX_SINGLE_RUNS]
+        for (name, _tokens), single in zip(singles, run_many([base_args + t for _, t in singles]), strict=True):
             if not single or single.get("status") != "recorded":
                 moved.setdefault("objective", []).append(name)  # it stops the job: keep it fixed
                 continue
