@@ -69,8 +69,10 @@ def test_base_args_and_a_candidate_edit_reach_the_dry_run(job):
 
 def test_candidate_run_args_that_move_the_budget_are_named(job):
     path = job("computed_budget")
-    moved = api.import_job(path, dry_run=True, run_args=["--epochs", "5"])
+    # an abbreviation the perturbed runs did not try: it is run, and what it moves is named
+    moved = api.import_job(path, dry_run=True, run_args=["--epo", "5"])
     assert moved["import"]["dry_run"]["run_args_changes"] == ["num_rounds 4 -> 10"]
+    # an option the perturbed runs tried and found harmless needs no further run
     harmless = api.import_job(path, dry_run=True, run_args=["--lr", "0.5"])
     assert harmless["import"]["dry_run"]["run_args_changes"] == []
 

@@ -481,7 +481,10 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
     config_source = workspace.read_file(path.name) or ""
     config = dryrun_config.apply(config, record, moved, trust_for)
     if run_args and record is not None and record.get("status") == "recorded":
-        config["import"]["dry_run"]["run_args_changes"] = dryrun_config.changes(record, session.run(args + run_args))
+        changes = []
+        if not moves.covered(record, run_args):  # options the perturbed runs did not try: run them
+            changes = dryrun_config.changes(record, session.run(args + run_args))
+        config["import"]["dry_run"]["run_args_changes"] = changes
     pinned = _pinned_flags(config["fixed_budget"])
     config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
     config["summary"] = display.summary(

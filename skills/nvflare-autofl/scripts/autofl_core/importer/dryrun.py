@@ -5,7 +5,8 @@
         baseline, perturbed = session.run(args), session.run(args + more)
 
 The run is sealed like a trial: user, mount, PID and network namespaces, the job's folder seen through an overlay
-(a candidate's draft staged over it), every write private, and everything ended when the boot script returns.
+(a candidate's draft staged over it; the default campaign folders `.nvflare` and `autofl_runs` hidden), every write
+private, and everything ended when the boot script returns.
 Records are cached in memory and in a private folder of the temp directory (0700, owner-checked), keyed by the
 SHA-256 of the boot script, the interpreter, the job folder's small text files (plus the overlay) and the args.
 """
@@ -193,6 +194,7 @@ class Session:
             writable=[out],
             home=os.environ.get("HOME"),
             stage_files=self.overlay,
+            hide=[p for p in (self.job.parent / ".nvflare", self.job.parent / "autofl_runs") if p.is_dir()],
         )
         argv = [self.python, "-I", str(BOOT), "--serve", str(self.job)]
         self.proc = subprocess.Popen(
@@ -248,6 +250,8 @@ class Session:
         """End the sandbox (its init ends every process in it) and remove its folder."""
         if self.proc is not None:
             try:
+                if not self.count:  # started early but never asked: no need to wait for its NVFLARE import
+                    raise subprocess.TimeoutExpired(self.proc.args, 0)
                 self.proc.stdin.close()
                 self.proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):

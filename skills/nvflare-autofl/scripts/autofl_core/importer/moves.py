@@ -105,3 +105,13 @@ def moving_options(baseline: dict, base_args: list[str], run_many: Runner) -> di
             if any(now[k] != before[k] for k in ("class", "metric", "mode")):
                 moved.setdefault("objective", []).append(name)
     return moved
+
+
+def covered(record: dict, run_args: list[str]) -> bool:
+    """True when every option `run_args` sets is one the perturbed runs tried (spelled as the parser spells it):
+    each one alone was shown not to move the budget unless it is pinned, so no further run is needed."""
+    tried = {s for action in candidates(record) for s in action["option_strings"]}
+    options = [token.split("=", 1)[0] for token in run_args if token.startswith("-") and len(token) > 1]
+    return all(option in tried for option in options) and not any(
+        not token.startswith("-") and index == 0 for index, token in enumerate(run_args)
+    )
