@@ -25,6 +25,7 @@ from autofl_core.importer import api  # noqa: E402
 FIXTURES = REPO / "tests" / "fixtures"
 DRYRUN_FAMILIES = {
     "computed_budget": "training",
+    "env_rounds": "training",
     "eval_from_table": "evaluation",
     "hidden_rounds": "training",
     "picked_from_table": "training",

@@ -149,3 +149,10 @@ def test_the_cli_runs_the_dry_run_only_when_asked(job):
     assert ran.returncode == 0, ran.stderr
     assert '"status": "recorded"' in ran.stdout
     assert sorted(p.name for p in path.parent.iterdir()) == ["client.py", "job.py"]
+
+
+def test_a_budget_read_from_the_environment_stays_refused(job):
+    config = api.import_job(job("env_rounds"), dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"  # one run sees 3 rounds ...
+    message = config["admission_errors"][0]["message"]
+    assert "environment variable ROUNDS" in message  # ... but trials could see others: refused, saying why

@@ -20,7 +20,13 @@ from .admission import UNSUPPORTED, admission_errors
 
 SETTLED_BY_RUNNING = {"AUTOFL_UNSUPPORTED_JOB", "AUTOFL_EMPTY_FIXED_BUDGET", "AUTOFL_UNRESOLVED_SAFETY_FIELD"}
 SETTLED_TOO = {"AUTOFL_RECIPE_WOULD_RAISE"}  # a recorded run got past NVFLARE's own checks
-UNPINNABLE = ("environment variable", "reads files", "random", "the clock", "time.", "datetime", "not training")
+UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
+    "environment variable",
+    "host environment",
+    "reads files",
+    "random numbers",
+    "reads the clock",
+)
 NOT_TRAINING = ("statistics", "psi", "evaluation", "inference", "nested")
 
 
