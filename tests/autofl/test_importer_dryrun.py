@@ -156,3 +156,27 @@ def test_a_budget_read_from_the_environment_stays_refused(job):
     assert config["import"]["dry_run"]["status"] == "recorded"  # one run sees 3 rounds ...
     message = config["admission_errors"][0]["message"]
     assert "environment variable ROUNDS" in message  # ... but trials could see others: refused, saying why
+
+
+@pytest.mark.parametrize("name", ["computed_budget", "picked_from_table", "hidden_rounds", "eval_from_table"])
+def test_a_config_settled_by_a_dry_run_keeps_the_documented_shape(job, name):
+    """The same shape rules as tests/test_importer_contract_shape.py, on configs a record changed."""
+    path = job(name)
+    config = api.import_job(path, dry_run=True)
+    static = api.import_job(path)
+    assert set(config) == set(static) and set(config["import"]) == {"support", "would_raise", "dry_run"}
+    if config["import"]["support"]["status"] == "supported":
+        for field in api.FIELDS:
+            entry = config["fixed_budget"][field]
+            unresolved = entry["confidence"] in ("unresolved", "not_applicable")
+            required = {"value", "confidence", "flag", "source", "depends_on"} | ({"reason"} if unresolved else set())
+            assert required <= set(entry) <= required | {"note"}, field
+            assert (entry["value"] is None) == unresolved
+            assert entry["flag"] is None or entry["flag"] in entry["depends_on"]
+    assert api.admission_errors(config, None) == config["admission_errors"]
+    assert config["summary"]["editable"] == config["trust"]["allowed_edit_paths"]
+    assert config["summary"]["unresolved"] == [item["field"] for item in config["unresolved"]]
+    assert set(config["summary"]["allowed"]) <= {item["flag"] for item in config["search_space"]["suggested"]}
+    assert {k: v["value"] for k, v in config["summary"]["fixed_budget"].items()} == {
+        k: config["fixed_budget"][k]["value"] for k in config["summary"]["fixed_budget"]
+    }

@@ -60,17 +60,26 @@ def _settled_by_running(config: dict) -> bool:
 
 
 def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
+    """One `fixed_budget` field, shaped like the static reading's, from what the run recorded."""
     if entry.get("not_applicable"):
         return {
             "value": None,
             "confidence": "not_applicable",
             "flag": None,
-            "source": "the deployment decides the clients",
+            "source": entry["source"],
             "depends_on": [],
+            "reason": "the deployment decides the clients (no simulation)",
         }
     value = entry.get("value")
     if value is None:
-        return {**entry, "confidence": "unresolved", "flag": None, "depends_on": list(moved)}
+        return {
+            "value": None,
+            "confidence": "unresolved",
+            "flag": None,
+            "source": entry["source"],
+            "depends_on": list(moved),
+            "reason": entry.get("reason") or "the dry run recorded no value",
+        }
     own = [name for name in moved if option_values.get(name) == value]
     confidence = "high" if len(moved) == 1 and own == moved else ("pinned" if moved else "medium")
     return {
