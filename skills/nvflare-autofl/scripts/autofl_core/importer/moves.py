@@ -35,9 +35,9 @@ def candidates(record: dict) -> list[dict]:
     parsers = record.get("parsers") or []
     out = []
     for action in parsers[0]["actions"] if parsers else []:
-        if not action["option_strings"] or action["nargs"] not in (None, "?"):
-            continue
         kind, value = action["action"], action["value"]
+        if not action["option_strings"] or action["nargs"] not in (None, "?", 0):  # 0: a flag; lists are left out
+            continue
         if kind in ("_StoreTrueAction", "_StoreFalseAction", "BooleanOptionalAction") and isinstance(value, bool):
             out.append(action)
         elif kind == "_StoreAction" and (action["choices"] or action["type"] in ("int", "float", "str", None)):

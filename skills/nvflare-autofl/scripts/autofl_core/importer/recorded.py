@@ -96,11 +96,12 @@ def budget(record: dict) -> dict[str, dict]:
         out["num_rounds"] = {"value": None, "source": "dry run", "reason": f"the job holds several num_rounds {rounds}"}
     else:
         out["num_rounds"] = _entry(attrs.get("num_rounds"), "dry run: the recipe's num_rounds")
-    wanted = _values(record, "min_clients") if _args_of(_workflows(record)) else []
-    if not wanted:
-        found: list[int] = []
-        _found(_args_of(_workflows(record)), "num_clients", found)
-        wanted = sorted(set(found))
+    wanted: list[int] = []
+    for key in ("min_clients", "num_clients"):  # ScatterAndGather/Cyclic say min_clients, FedAvg num_clients
+        if not wanted:
+            found: list[int] = []
+            _found(_args_of(_workflows(record)), key, found)
+            wanted = sorted(set(found))
     meta = next(iter(_configs(record, "meta.json")), {})
     if len(wanted) == 1:
         out["min_clients"] = _entry(wanted[0], "dry run: the server workflow's minimum clients")
