@@ -24,6 +24,7 @@ from autofl_core.importer import api  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures"
 DRYRUN_FAMILIES = {
+    "class_parser": "training",
     "computed_budget": "training",
     "env_rounds": "training",
     "eval_from_table": "evaluation",

@@ -180,3 +180,17 @@ def test_a_config_settled_by_a_dry_run_keeps_the_documented_shape(job, name):
     assert {k: v["value"] for k, v in config["summary"]["fixed_budget"].items()} == {
         k: config["fixed_budget"][k]["value"] for k in config["summary"]["fixed_budget"]
     }
+
+
+def test_options_only_the_real_parser_knows_are_read_from_it(job):
+    path = job("class_parser")
+    static = api.import_job(path)
+    assert static["argparse"]["flags"] == [] and static["admission_errors"]  # parsed inside a class
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == []
+    flags = {f["dest"]: f for f in config["argparse"]["flags"]}
+    assert flags["n_clients"]["default"] == 2 and flags["num_rounds"]["option_strings"] == ["--num_rounds", "-r"]
+    assert config["argparse"]["allow_abbrev"] is False
+    assert api.fixed_budget_args(config) == ["--n_clients", "2", "--num_rounds", "3"]
+    assert api.canonical_option(config, "-r5") == ("--num_rounds", "5", None)
+    assert api.parse_job_args(config, ["--lr", "0.5"]) == ({"--lr": 0.5}, [])

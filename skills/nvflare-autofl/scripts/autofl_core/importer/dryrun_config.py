@@ -231,6 +231,65 @@ def changes(baseline: dict, candidate: dict | None) -> list[str]:
     return found
 
 
+ACTION_NAMES = {
+    "_StoreAction": "store",
+    "_StoreTrueAction": "store_true",
+    "_StoreFalseAction": "store_false",
+    "_StoreConstAction": "store_const",
+    "_CountAction": "count",
+    "_AppendAction": "append",
+    "_AppendConstAction": "append_const",
+    "_ExtendAction": "extend",
+    "BooleanOptionalAction": "boolean_optional",
+    "_VersionAction": "version",
+}
+NO_VALUE = {"store_true", "store_false", "store_const", "count", "append_const", "boolean_optional", "version"}
+
+
+def real_parser(config: dict, record: dict) -> None:
+    """The parser's facts from the real argparse parser: its settings, defaults the reading could not compute,
+    the parsed values, and every option when the reading found no parser at all."""
+    parsers = record.get("parsers") or []
+    if not parsers:
+        return
+    real, section = parsers[0], config["argparse"]
+    section["allow_abbrev"] = bool(real.get("allow_abbrev", True))
+    section["fromfile_prefix_chars"] = real.get("fromfile_prefix_chars")
+    actions = {a["dest"]: a for a in real["actions"]}
+    if not section["flags"]:
+        section["flags"] = [_flag(a) for a in real["actions"] if ACTION_NAMES.get(a["action"]) != "version"]
+        section["parsed"] = True
+    for flag in section["flags"]:
+        action = actions.get(flag["dest"])
+        if action is None:
+            continue
+        if flag.get("default_confidence") == "unresolved":
+            flag.update(default=action["default"], default_confidence="high")
+        flag["value"] = action["value"]
+
+
+def _flag(action: dict) -> dict:
+    name = ACTION_NAMES.get(action["action"], "store")
+    flag = {
+        "option_strings": list(action["option_strings"]),
+        "dest": action["dest"],
+        "action": name,
+        "type": action["type"],
+        "default": action["default"],
+        "default_confidence": "high",
+        "required": action["required"],
+        "takes_value": name not in NO_VALUE,
+        "positional": not action["option_strings"],
+        "line": None,
+        "value": action["value"],
+    }
+    if action["choices"] is not None:
+        flag["choices"] = action["choices"]
+    if action["nargs"] not in (None, 0):
+        flag["nargs"] = action["nargs"]
+    return flag
+
+
 def apply(
     config: dict, record: dict | None, moved: dict, trust_for: Callable[[str | None], dict], why: str = ""
 ) -> dict:
@@ -238,6 +297,8 @@ def apply(
     config["import"]["dry_run"] = summary(record, why)
     if record is None:
         return config
+    if record.get("parsers"):
+        real_parser(config, record)
     metric = config["objective"].get("requested_metric")
     status, stubbed = record.get("status"), record.get("stubbed") or []
     if not config["admission_errors"]:
