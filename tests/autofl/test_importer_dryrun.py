@@ -194,3 +194,10 @@ def test_options_only_the_real_parser_knows_are_read_from_it(job):
     assert api.fixed_budget_args(config) == ["--n_clients", "2", "--num_rounds", "3"]
     assert api.canonical_option(config, "-r5") == ("--num_rounds", "5", None)
     assert api.parse_job_args(config, ["--lr", "0.5"]) == ({"--lr": 0.5}, [])
+
+
+def test_export_flags_are_consumed_for_the_job_as_nvflare_does(job):
+    """`python job.py --export` exports (NVFLARE strips the flag before job.py's parser sees it): a candidate run
+    argument `--export` turns the simulation into an export, and the dry run names the change."""
+    config = api.import_job(job("picked_from_table"), dry_run=True, run_args=["--export"])
+    assert config["import"]["dry_run"]["run_args_changes"] == ["num_clients 3 -> None"]

@@ -273,11 +273,22 @@ def _record_parsers() -> None:
 
     def parse_known_args(self, args=None, namespace=None):
         result = original(self, args, namespace)
-        if self not in [p for p, _ in STATE["parsers"]]:
+        if self not in [p for p, _ in STATE["parsers"]] and not _called_from_nvflare():
             STATE["parsers"].append((self, vars(result[0]).copy()))
         return result
 
     argparse.ArgumentParser.parse_known_args = parse_known_args
+
+
+def _called_from_nvflare() -> bool:
+    """True when the parse was asked for by NVFLARE's own code (not by job.py or its modules)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.endswith(("argparse.py", "dryrun_boot.py")):
+            return f"{os.sep}nvflare{os.sep}" in name
+        frame = frame.f_back
+    return False
 
 
 def _parser_record(parser: argparse.ArgumentParser, values: dict) -> dict:
@@ -320,9 +331,22 @@ def _imported(before: set) -> list[str]:
     return names
 
 
+def _consume_export_flags() -> None:
+    """NVFLARE strips `--export`/`--export-dir` from sys.argv when nvflare.recipe.spec is imported, which here
+    happened before job.py's arguments were set: do it again for them, as `python job.py ARGS` would."""
+    try:
+        from nvflare.recipe import spec
+    except ImportError:
+        return
+    if hasattr(spec, "_CONSUMED") and hasattr(spec, "_consume_recipe_args"):
+        spec._CONSUMED = False
+        spec._RECIPE_EXPORT, spec._RECIPE_EXPORT_DIR = spec._consume_recipe_args()
+
+
 def _run_once(out: str, job: str, args: list[str], before: set) -> None:
     """Run job.py once with `args` (in a forked child) and write its record to `out`."""
     sys.argv = [job, *args]
+    _consume_export_flags()
     record: dict
     try:
         runpy.run_path(job, run_name="__main__")
