@@ -30,7 +30,7 @@ NO_PROGRESS_ENV = "AUTOFL_SIMULATOR_NO_PROGRESS_TIMEOUT_SECONDS"
 DEFAULT_TIMEOUT = 900.0
 DEFAULT_NO_PROGRESS = 240.0
 IMMUTABLE = ("metric", "mode", "env", *OUTPUT_KEYS, "base_args", "python")
-MUTABLE = (*THRESHOLD_KEYS, "stop_files", "timeout", "simulator_no_progress_timeout", "allow_network")
+MUTABLE = (*THRESHOLD_KEYS, "stop_files", "timeout", "simulator_no_progress_timeout", "allow_network", "prune")
 FLAGS = {
     "metric": "--metric",
     "env": "--env",
@@ -52,6 +52,7 @@ FLAGS = {
     "timeout": "--timeout",
     "simulator_no_progress_timeout": "--simulator-no-progress-timeout",
     "allow_network": "--allow-network",
+    "prune": "--prune",
     "noise_sigmas": "--noise-sigmas",
 }
 UNCAPPED = "uncapped"
@@ -86,6 +87,7 @@ def requested_settings(options) -> dict:
         "timeout",
         "simulator_no_progress_timeout",
         "allow_network",
+        "prune",
     ):
         value = getattr(options, key, None)
         if value is not None:
@@ -134,6 +136,7 @@ def new_settings(given: dict, environ, config: dict) -> dict:
         "simulator_no_progress_timeout": float(DEFAULT_NO_PROGRESS if no_progress is None else no_progress),
         "python": given.get("python") or environ.get("PYTHON") or sys.executable,
         "allow_network": bool(given.get("allow_network", False)),
+        "prune": bool(given.get("prune", False)),
     }
     return settings
 
