@@ -105,3 +105,30 @@ def test_a_non_finite_round_trails():
 def test_is_pruned_only_for_the_prune_reason():
     assert not prune.is_pruned({"failure_reason": "within noise (delta=+0.001, margin=0.01)"})
     assert not prune.is_pruned({"failure_reason": None})
+
+
+def test_the_plot_draws_a_pruned_discard_apart_from_crashes_and_counts_it():
+    from autofl_core.campaign import plot
+
+    reason = "pruned at round 3 of 6: 0.32 vs best 0.8, margin 0.08"
+    rows = [
+        {"status": "baseline", "name": "baseline", "score": 0.8},
+        {"status": "discard", "name": "far", "score": None, "failure_reason": reason},
+        {"status": "crash", "name": "broken", "score": None, "failure_reason": "exit_code=1"},
+    ]
+    data = plot.plot_data(rows, "max")
+    assert [(f["name"], f["pruned"]) for f in data["failures"]] == [("far", True), ("broken", False)]
+    assert "1 discarded (1 pruned), 1 crashed" in plot.title_text(data, "accuracy", "max")
+    assert "    2  discard   (pruned)  far" in plot.text_summary(data, "t")
+
+
+def test_the_instruction_says_what_a_prune_means_only_while_the_latest_attempt_is_one():
+    from autofl_core.campaign import instructions
+
+    reason = "pruned at round 3 of 6: 0.32 vs best 0.8, margin 0.08"
+    rows = [{"status": "baseline", "name": "baseline"}, {"status": "discard", "name": "far", "failure_reason": reason}]
+    note = instructions.pruned_note(rows)
+    assert note.startswith(f"The last candidate, far, was pruned ({reason})") and "move the next hypothesis" in note
+    later = rows + [{"status": "literature", "name": "lit-0001"}]  # not an attempt: the prune is still the latest
+    assert instructions.pruned_note(later) == note
+    assert instructions.pruned_note(rows + [{"status": "keep", "name": "near", "failure_reason": ""}]) is None
