@@ -192,3 +192,21 @@ def test_the_judge_is_given_to_candidates_only(tmp_path):
     assert callable(pruning.judge_for(campaign, "candidate"))
     for kind in ("baseline", "replicate", None):
         assert pruning.judge_for(campaign, kind) is None
+
+
+def test_a_measured_noise_band_tightens_the_margin_of_the_judge(tmp_path):
+    """Identical reruns measure a band of ~0: the margin falls from the conservative 10 % to the 2 % floor, and
+    the replicate's curve joins the reference."""
+    from autofl_core.runner import pruning
+    from autofl_core.runner.open_campaign import Campaign
+
+    workspace = standin_workspace(tmp_path)  # 3 rounds; the baseline's curve is 0.73, 0.74, 0.75
+    assert run_inproc(workspace, "initialize", "--prune").code == 0
+    trailing = {0: 0.70, 1: 0.70}  # 0.03-0.04 behind: inside 10 %, outside 2 %
+    judge = pruning.judge_for(Campaign.open(str(workspace / "job.py")), "candidate")
+    assert judge(trailing) is None
+    done = run_inproc(workspace, "replicate", "--count", "1")
+    assert done.code == 0, done.stderr
+    judge = pruning.judge_for(Campaign.open(str(workspace / "job.py")), "candidate")
+    assert judge(trailing) == "pruned at round 2 of 3: 0.7 vs best 0.74, margin 0.0148"
+    assert judge({0: 0.73, 1: 0.74}) is None
