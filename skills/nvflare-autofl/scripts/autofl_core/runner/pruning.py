@@ -16,7 +16,6 @@ from pathlib import Path
 
 from ..campaign import prune
 from ..campaign import vocabulary as v
-from ..trial import progress
 from . import noise
 from .store import contract
 
@@ -59,6 +58,8 @@ def curve_of(campaign, row: dict, metric: str) -> dict[int, float]:
     """The per-round global metric a ledger row's run recorded ({} without a run folder or round records)."""
     if not row.get("artifacts"):
         return {}
+    from ..trial import progress  # only when a trial is about to run: status and prepare never load trial/
+
     folder = campaign.paths.resolve(row["artifacts"])
     return progress.read_curve(Path(folder) / "simulation", metric)
 
