@@ -68,8 +68,12 @@ def test_a_trial_whose_curve_trails_is_stopped_mid_run_as_pruned(job_ws, short_t
     result = run_trial(trial_spec(job_ws, short_tmp, "0.1,0.1,0.1,0.1,0.1,0.1", judge))
     assert result.outcome == "pruned", result.failure_reason
     assert result.failure_reason.startswith("pruned at round "), result.failure_reason
-    assert result.failure_reason.split(": ", 1)[1] in ("0.1 vs best 0.8, margin 0.08", "0.1 vs best 0.85, margin 0.085")
     stopped_at = int(result.failure_reason.split()[3])
+    reference = BEST[stopped_at - 1]
+    assert (
+        result.failure_reason
+        == f"pruned at round {stopped_at} of 6: 0.1 vs best {reference:g}, margin {0.1 * reference:.4g}"
+    )
     assert 3 <= stopped_at < ROUNDS  # never before half the budget, never at the last round
     assert result.score is None and result.watchdog == result.failure_reason
     run_log = (job_ws / "autofl_runs" / "cand" / "run.log").read_text()
@@ -77,7 +81,7 @@ def test_a_trial_whose_curve_trails_is_stopped_mid_run_as_pruned(job_ws, short_t
     assert find_token_processes(("AUTOFL_TRIAL_TOKEN", result.token)) == []  # the whole tree ended
     assert list(short_tmp.iterdir()) == []
     copied = job_ws / "autofl_runs" / "cand" / "simulation" / "server" / "simulate_job" / "metrics"
-    assert len((copied / "round_metrics.jsonl").read_text().splitlines()) == stopped_at  # the partial records
+    assert len((copied / "round_metrics.jsonl").read_text().splitlines()) in (stopped_at, stopped_at + 1)  # partial
     assert judge.seen[-1] == {index: 0.1 for index in range(stopped_at)}
 
 
