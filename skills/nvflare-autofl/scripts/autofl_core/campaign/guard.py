@@ -110,10 +110,10 @@ def compute_state(
         **facts["public"],
     }
     state["agent_instruction"] = instructions.agent_instruction(state, settings, facts["family"])
-    pruned = instructions.pruned_note(rows)
+    state["accounting_instruction"] = instructions.accounting_instruction(state, abandoned=None)
+    pruned = instructions.pruned_note(rows)  # the latest attempt was pruned: what that means for the next one
     if pruned and not final_allowed:
         state["agent_instruction"] += f" {pruned}"
-    state["accounting_instruction"] = instructions.accounting_instruction(state, abandoned=None)
     return state
 
 
