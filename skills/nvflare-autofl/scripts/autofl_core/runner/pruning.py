@@ -22,8 +22,9 @@ from .store import contract
 CANDIDATE = "candidate"
 
 
-def enabled(settings: dict) -> bool:
-    return bool(settings.get("prune", False))
+def enabled(settings) -> bool:
+    """The campaign's `prune` setting (CampaignSettings)."""
+    return bool(settings.prune)
 
 
 def judge_for(campaign, kind: str | None):
@@ -35,7 +36,7 @@ def judge_for(campaign, kind: str | None):
     if best is None or not total:
         return None
     metric = (list((campaign.config.get("objective") or {}).get("metric_extraction_order") or []) or [None])[0]
-    metric = metric or campaign.settings["metric"]  # the name the trial's own round records are read by
+    metric = metric or campaign.settings.metric  # the name the trial's own round records are read by
     best_curve = curve_of(campaign, best, metric)
     if not best_curve:
         return None
@@ -44,7 +45,7 @@ def judge_for(campaign, kind: str | None):
         for row in campaign.rows()
         if row["status"] == v.REPLICATE and row["score"] is not None and row["base_candidate"] == best["name"]
     ]
-    mode, band = campaign.settings["mode"], noise.band(noise.latest_measured(campaign))
+    mode, band = campaign.settings.mode, noise.band(noise.latest_measured(campaign))
     replicates = [item for item in replicates if item]
 
     def judge(curve: dict[int, float]) -> str | None:
