@@ -25,6 +25,8 @@ BENCHMARKS = (
     "demo_campaign.py",
     "batch_parallel.py",
     "frozen_eval_overhead.py",
+    "prune_campaign.py",
+    "prune_replay.py",
 )
 REAL_ONLY = ("demo_campaign.py",)  # needs real simulations end to end; no quick variant
 

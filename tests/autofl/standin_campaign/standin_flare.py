@@ -8,6 +8,7 @@ aggregate); round_metrics.jsonl and metrics_summary.json carry the aggregate, th
 The final global model is persisted where NPModelPersistor puts it (`server/simulate_job/models/server.npy`):
 one value, client.py's `evaluate`; the reported metric adds client.py's `REPORTED_BONUS` (a candidate that
 inflates what it reports), and `PERSIST_MODEL = False` persists no model.
+A client.py that sets `ROUND_SECONDS` makes every round last that long (a trial that can be stopped mid-run).
 """
 
 import json
@@ -15,6 +16,7 @@ import os
 import runpy
 import shlex
 import struct
+import time
 from pathlib import Path
 
 
@@ -70,6 +72,7 @@ class NumpyFedAvgRecipe:
                     )
                 _say(f"Aggregated {index + 1}/{len(sites)} results", server_log)
             _record_round(job, rnd, self.key_metric, round(score - 0.01 * (self.num_rounds - 1 - rnd), 6))
+            time.sleep(client.get("ROUND_SECONDS", 0))  # set in client.py: a slow round (pruning tests)
         _say("Finished FedAvg.", server_log)
         metrics = job / "server" / "simulate_job" / "metrics"
         metrics.mkdir(parents=True, exist_ok=True)

@@ -113,6 +113,9 @@ def compute_state(
     if instructions.asks_to_replicate(state):  # the instruction asks for replicates: so does next_action
         state.update(next_action=REPLICATE_ACTION, required_exploration=None)
     state["accounting_instruction"] = instructions.accounting_instruction(state, abandoned=None)
+    pruned = instructions.pruned_note(rows)  # the latest attempt was pruned: what that means for the next one
+    if pruned and not final_allowed:
+        state["agent_instruction"] += f" {pruned}"
     return state
 
 

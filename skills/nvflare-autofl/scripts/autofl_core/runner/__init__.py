@@ -22,6 +22,7 @@
 - `tamper` - the campaign's evidence copied before a trial and restored after it (tampering is reported);
 - `finalize` - keep / discard / crash, written crash-safely through a journal;
 - `noise` - the noise floor: the best's spread, the keep margin, the seed option;
+- `pruning` - the round judge of a candidate's trial when `--prune` is on (the best's curves, the margin);
 - `what_happened` - what an evaluate, record or replicate did, for its envelope (score, best, gain, noise verdict);
 - `frozen_eval` - the score measured by the frozen evaluator on the final global model; the score's provenance;
 - `data_fixed` - options that shape the data, the validation split or the metric: fixed like the budget;

@@ -16,7 +16,7 @@ import stat
 from datetime import datetime, timezone
 
 from ..campaign import vocabulary as v
-from . import flag_scope, frozen_eval, ready, recovery, refresh
+from . import flag_scope, frozen_eval, pruning, ready, recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
@@ -135,7 +135,7 @@ def _status(campaign, options, now: str) -> ActionResult:
         }
         for m in pending
     ]
-    return ActionResult(extras={"pending": listed})
+    return ActionResult(extras={"pending": listed, **pruning.status_fields(campaign)})
 
 
 def _module(name: str):
