@@ -116,6 +116,14 @@ def replicate_advice(state: dict) -> str | None:
     return None
 
 
+def without_replicate_advice(state: dict) -> str:
+    """`agent_instruction` without the replicate advice: `replicate` runs simulations only, so a poc/prod campaign
+    is never asked for one (its noise stays unmeasured and its small gains `unverified`)."""
+    advice = replicate_advice(state)
+    text = state["agent_instruction"]
+    return text.replace(f" {advice}", "") if advice else text
+
+
 def replicate_count(context: dict) -> int:
     """How many reruns to ask for: one when replicates are identical reruns (it shows whether the job is
     deterministic; more identical reruns teach nothing more), otherwise three."""
