@@ -73,6 +73,7 @@ JSON_PARSE_EXCEPTIONS = {
     "autofl_core/trial/sandbox.py": "its plan; it runs alone by path (standard library only), so no shared reader",
     "autofl_core/trial/seal.py": "the sandbox's probe output and status file, written by the launcher it started",
     "autofl_core/trial/progress.py": "NVFLARE's round_metrics.jsonl of a running trial, for the live progress line",
+    "autofl_core/trial/flare_cli.py": "the JSON envelope the nvflare CLI prints on stdout (bounded), not a file",
 }
 
 
