@@ -12,7 +12,7 @@ import json
 import pytest
 from autofl_core.campaign import instructions
 from autofl_core.trial import job_meta
-from runner_support import ledger_rows, manifest, run_inproc, source_dir, standin_workspace
+from runner_support import ledger_rows, manifest, run_inproc, source_dir, standin_workspace, tree_digest
 
 
 def download(folder, *, score, duration="0:00:16.790725", rounds=3, sites=("site-1", "site-2"), job_id="job"):
@@ -173,3 +173,32 @@ def test_the_poc_report_reruns_the_best_by_export_and_submission(tmp_path):
     assert '--startup-kit "$ADMIN_STARTUP_KIT"' in command
     markdown = (workspace / "autofl_report.md").read_text()
     assert "`replicate` runs simulations only" in markdown
+
+
+def test_submit_refuses_without_confirmation_or_kit_and_changes_nothing(tmp_path):
+    """Each refusal is exit 2 with one line, before anything is read from a FLARE system or written."""
+    workspace = poc(tmp_path, "--max-candidates", "1")
+    kit = tmp_path / "admin-kit"
+    kit.mkdir()
+    before = tree_digest(workspace)
+    for args, words in (
+        (("--baseline", "--startup-kit", str(kit)), "--confirm-user-authorized"),
+        (("--baseline", "--confirm-user-authorized"), "--startup-kit KIT or --kit-id ID"),
+        (("--baseline", "--confirm-user-authorized", "--startup-kit", str(kit), "--kit-id", "k"), "not both"),
+        (("--baseline", "--confirm-user-authorized", "--kit-id", "k", "--limit", "2"), "--limit does not apply"),
+    ):
+        done = run_inproc(workspace, "submit", *args)
+        assert done.code == 2 and words in done.stderr and "\n" not in done.stderr.strip(), (args, done.stderr)
+    assert tree_digest(workspace) == before
+
+
+def test_submit_and_kits_belong_to_poc_and_prod(tmp_path):
+    workspace = standin_workspace(tmp_path)
+    kit = tmp_path / "admin-kit"
+    kit.mkdir()
+    refused = run_inproc(workspace, "initialize", "--startup-kit", str(kit))
+    assert refused.code == 2 and "apply to --env poc|prod" in refused.stderr
+    assert not (workspace / ".nvflare").exists()
+    assert run_inproc(workspace, "initialize").code == 0
+    done = run_inproc(workspace, "submit", "--baseline", "--confirm-user-authorized", "--startup-kit", str(kit))
+    assert done.code == 2 and "in simulation evaluate runs the candidate itself" in done.stderr

@@ -13,7 +13,8 @@
 5. `job wait` in bounded steps up to the campaign's `--timeout`, `job download` into `autofl_runs/<name>/download/`;
 6. record exactly as `record --artifacts DIR --job-id ID` does (the shell passes record's `run` in): score,
    budget verified from the download, duration from the job's metadata; a candidate whose job failed or left no
-   score is a crash with the reason; a failed baseline is exit 1 and may be submitted again after a fix.
+   score is a crash with the reason (exit 1, as evaluate); a failed baseline is exit 1, nothing recorded, and may
+   be submitted again after a fix.
 
 Idempotent: a repeated submit of the same run reuses the persisted job id (also after the runner was killed
 mid-wait) and never submits twice; one killed between `job submit` and persisting the id finds its job by the
@@ -106,6 +107,8 @@ def run(campaign, options, now: str, *, record) -> object:
     result = _record(campaign, options, now, record, target, folder, job_id, waited, save)
     save(state=RECORDED)
     result.extras["submission"] = _envelope(submission, reused=reused, sites=sites)
+    if result.extras.get("candidate_status") == v.CRASH:
+        result.exit_code = EXIT_UNSCORED  # as evaluate: the run finished without a score (recorded)
     return result
 
 
