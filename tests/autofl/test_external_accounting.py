@@ -14,6 +14,8 @@ from autofl_core.campaign import instructions
 from autofl_core.trial import job_meta
 from runner_support import ledger_rows, manifest, run_inproc, source_dir, standin_workspace, tree_digest
 
+LOCK = (".nvflare/autofl/campaign.lock",)  # holds the pid of the last action that took it
+
 
 def download(folder, *, score, duration="0:00:16.790725", rounds=3, sites=("site-1", "site-2"), job_id="job"):
     """A downloaded job folder: meta.json (status, duration), the metrics summary and round records."""
@@ -180,7 +182,7 @@ def test_submit_refuses_without_confirmation_or_kit_and_changes_nothing(tmp_path
     workspace = poc(tmp_path, "--max-candidates", "1")
     kit = tmp_path / "admin-kit"
     kit.mkdir()
-    before = tree_digest(workspace)
+    before = tree_digest(workspace, skip=LOCK)
     for args, words in (
         (("--baseline", "--startup-kit", str(kit)), "--confirm-user-authorized"),
         (("--baseline", "--confirm-user-authorized"), "--startup-kit KIT or --kit-id ID"),
@@ -189,7 +191,7 @@ def test_submit_refuses_without_confirmation_or_kit_and_changes_nothing(tmp_path
     ):
         done = run_inproc(workspace, "submit", *args)
         assert done.code == 2 and words in done.stderr and "\n" not in done.stderr.strip(), (args, done.stderr)
-    assert tree_digest(workspace) == before
+    assert tree_digest(workspace, skip=LOCK) == before
 
 
 def test_submit_and_kits_belong_to_poc_and_prod(tmp_path):
