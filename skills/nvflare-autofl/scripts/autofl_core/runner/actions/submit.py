@@ -76,7 +76,8 @@ def run(campaign, options, now: str, *, record) -> object:
     def save(**fields) -> None:
         nonlocal submission
         submission = {**submission, **fields}
-        external.write(paths, target.name, dict(document, submission=submission))
+        current = external.read(paths, target.name) or document  # record writes the baseline's evidence here too
+        external.write(paths, target.name, dict(current, submission=submission))
 
     if not reused:
         job_id = _adopt(cli, submission) if submission.get("state") == SUBMITTING else None
