@@ -204,3 +204,14 @@ def test_submit_and_kits_belong_to_poc_and_prod(tmp_path):
     assert run_inproc(workspace, "initialize").code == 0
     done = run_inproc(workspace, "submit", "--baseline", "--confirm-user-authorized", "--startup-kit", str(kit))
     assert done.code == 2 and "in simulation evaluate runs the candidate itself" in done.stderr
+
+
+def test_submit_refuses_a_baseline_whose_job_folder_drifted(tmp_path):
+    workspace = poc(tmp_path)
+    kit = tmp_path / "admin-kit"
+    kit.mkdir()
+    (workspace / "client.py").write_text((workspace / "client.py").read_text() + "\n# edited by hand\n")
+    before = tree_digest(workspace, skip=LOCK)
+    done = run_inproc(workspace, "submit", "--baseline", "--confirm-user-authorized", "--startup-kit", str(kit))
+    assert done.code == 2 and "differs from the campaign's snapshot (client.py)" in done.stderr
+    assert tree_digest(workspace, skip=LOCK) == before

@@ -130,6 +130,12 @@ def _target(campaign, options) -> _Target:
             r["status"] in v.ATTEMPTS for r in rows
         ):
             raise CampaignError("the baseline is already recorded; submit a ready candidate (--manifest)")
+        drift = snapshots.workspace_drift(campaign.paths, campaign.best())
+        if drift:  # what is submitted must be the snapshot the campaign compares against
+            raise CampaignError(
+                f"the job folder differs from the campaign's snapshot ({', '.join(drift)}); undo those edits, then "
+                "submit the baseline"
+            )
         return _Target(v.BASELINE_NAME, None, None, v.BASELINE_NAME)
     manifest = pick_pending(campaign, one_manifest(options, "submit"), want=v.READY)
     files = ready.recordable(campaign, manifest)  # unchanged since evaluate, else refused
