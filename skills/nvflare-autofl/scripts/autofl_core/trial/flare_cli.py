@@ -109,6 +109,7 @@ class FlareCli:
 
     def download(self, job_id: str, destination: Path) -> Path:
         destination.mkdir(parents=True, exist_ok=True)
+        trees.remove_tree(destination / job_id)  # a download an interrupted step left half-written
         data = self._step("job download", ["job", "download", job_id, "-o", str(destination)])
         folder = destination / job_id
         if not folder.is_dir() or folder.is_symlink():

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...campaign import guard_inputs
@@ -36,7 +37,7 @@ from ...trial import export, flare_cli, job_meta
 from ...trial.argv import TrialError, build_trial_argv
 from .. import campaign_trial, preflight, ready
 from ..checks import one_manifest, pick_pending
-from ..outcome import EXIT_UNSCORED, CampaignError
+from ..outcome import EXIT_UNSCORED, ActionResult, CampaignError
 from ..store import contract, external, snapshots
 from ..store.paths import TRIAL_TEMP_PREFIX
 
@@ -45,7 +46,7 @@ EXPORT_TIMEOUT = 600.0
 SUBMITTING, SUBMITTED, DOWNLOADED, RECORDED, FAILED = "submitting", "submitted", "downloaded", "recorded", "failed"
 
 
-def run(campaign, options, now: str, *, record) -> object:
+def run(campaign, options, now: str, *, record) -> ActionResult:
     """The action; `record` is record's `run(campaign, options, now)` (actions never import each other)."""
     if campaign.settings["env"] == "sim":
         raise CampaignError("submit runs poc/prod campaigns; in simulation evaluate runs the candidate itself")
@@ -113,12 +114,15 @@ def run(campaign, options, now: str, *, record) -> object:
     return result
 
 
+@dataclass(frozen=True)
 class _Target:
-    """What is submitted: the baseline, or a ready candidate (its manifest and its files as evaluated)."""
+    """What is submitted: the baseline, or a ready candidate (its manifest, its files as evaluated, its path)."""
 
-    def __init__(self, name: str, manifest: dict | None, files: dict[str, bytes] | None, label: str, path=None):
-        self.name, self.manifest, self.files, self.label = name, manifest, files, label
-        self.manifest_path = str(path) if path is not None else None
+    name: str
+    manifest: dict | None
+    files: dict[str, bytes] | None
+    label: str
+    manifest_path: str | None = None
 
 
 def _target(campaign, options) -> _Target:
@@ -140,7 +144,7 @@ def _target(campaign, options) -> _Target:
     manifest = pick_pending(campaign, one_manifest(options, "submit"), want=v.READY)
     files = ready.recordable(campaign, manifest)  # unchanged since evaluate, else refused
     name = manifest["candidate_id"]
-    return _Target(name, manifest, files, f"candidate {name}", campaign.paths.manifest(name))
+    return _Target(name, manifest, files, f"candidate {name}", str(campaign.paths.manifest(name)))
 
 
 def _export(campaign, target: _Target) -> Path:
