@@ -25,7 +25,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..common import trees
+from ..common import bounded, trees
 from . import childenv, job_meta
 
 MAX_OUTPUT_BYTES = 4 * 1024 * 1024
@@ -156,8 +156,8 @@ def _envelope(stdout: bytes, stderr: bytes) -> dict:
         line = line.strip()
         if line.startswith("{"):
             try:
-                document = json.loads(line)
-            except ValueError:
+                document = bounded.parse_json(line, allow_nan=True)
+            except bounded.BoundedReadError:
                 continue
             if isinstance(document, dict) and "status" in document:
                 return document

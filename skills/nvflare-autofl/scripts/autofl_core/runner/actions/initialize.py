@@ -68,7 +68,7 @@ def check_system(campaign, options, env: str) -> dict | None:
     if env == "sim":
         raise CampaignError("--startup-kit and --kit-id apply to --env poc|prod (a simulation needs no kit); drop it")
     sites = preflight.check(
-        campaign.settings["python"],
+        campaign.settings.python,
         kit,
         num_clients=contract.num_clients(campaign.config),
         job_folder=campaign.paths.workspace,
@@ -92,12 +92,11 @@ def create(campaign: Campaign, files: dict[str, bytes]) -> None:
     except BaseException:
         _undo_new_campaign(paths, had_config)
         raise
-    campaign.forget()
 
 
 def start(campaign, options, now: str) -> ActionResult:
     """The first step of a new campaign: the baseline in simulation (poc/prod: submit_baseline follows)."""
-    code, trial = run_baseline(campaign) if campaign.settings["env"] == "sim" else (EXIT_OK, {})
+    code, trial = run_baseline(campaign) if campaign.settings.env == "sim" else (EXIT_OK, {})
     extras = {"initialized": True, "baseline_retried": False, **trial}
     checked = _PREFLIGHT.pop(id(campaign), None)
     if checked is not None:
@@ -110,13 +109,13 @@ def run(campaign, options, now: str) -> ActionResult:
     rows = campaign.rows()
     scored = any(row["status"] == v.BASELINE and row["score"] is not None for row in rows)
     attempts = any(row["status"] in v.ATTEMPTS for row in rows)
-    checked = check_system(campaign, options, campaign.settings["env"])
+    checked = check_system(campaign, options, campaign.settings.env)
     if checked is not None:
         return ActionResult(extras={"initialized": False, "baseline_retried": False, "preflight": checked})
-    if scored or attempts or campaign.settings["env"] != "sim":
+    if scored or attempts or campaign.settings.env != "sim":
         return ActionResult(extras={"initialized": False, "baseline_retried": False})
     _refresh_baseline_source(campaign)
-    check_python(campaign.settings["python"], campaign.paths.workspace)
+    check_python(campaign.settings.python, campaign.paths.workspace)
     code, trial = run_baseline(campaign)
     return ActionResult(
         extras={"initialized": False, "baseline_retried": True, **trial},
@@ -155,7 +154,6 @@ def run_baseline(campaign) -> tuple[int, dict]:
     denied = result.outcome == v.OUTCOME_INFRASTRUCTURE_RETRY
     ledger.append_row(paths.results, v.infrastructure_retry_row(row) if denied else row)
     campaign_trial.clear_marker(campaign)
-    campaign.forget()
     trial = campaign_trial.envelope_extras(campaign, result)
     if denied:
         return EXIT_SANDBOX, trial
@@ -177,7 +175,7 @@ def _refresh_baseline_source(campaign) -> None:
     best = campaign.best()
     if not snapshots.workspace_drift(paths, best):
         return
-    config = contract.import_config(paths.job, campaign.settings)
+    config = contract.import_config(paths.job, campaign.settings.to_json())
     if contract.budget_digest(config) != campaign.meta["fixed_budget_sha256"]:
         raise CampaignError(
             "the repaired job.py changes the fixed budget; a baseline repair may fix the environment "
@@ -187,7 +185,6 @@ def _refresh_baseline_source(campaign) -> None:
         raise CampaignError("the repaired job.py changes the objective; start a fresh campaign in a new workspace")
     files = sources.read_files(paths.workspace, contract.allowed_edit_paths(campaign.config))
     snapshots.install(paths, files, candidate=v.BASELINE_NAME)
-    campaign.forget()
 
 
 def check_outputs(paths: CampaignPaths, sources_rel: list[str]) -> None:

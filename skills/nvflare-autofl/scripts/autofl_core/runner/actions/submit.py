@@ -48,7 +48,7 @@ SUBMITTING, SUBMITTED, DOWNLOADED, RECORDED, FAILED = "submitting", "submitted",
 
 def run(campaign, options, now: str, *, record) -> ActionResult:
     """The action; `record` is record's `run(campaign, options, now)` (actions never import each other)."""
-    if campaign.settings["env"] == "sim":
+    if campaign.settings.env == "sim":
         raise CampaignError("submit runs poc/prod campaigns; in simulation evaluate runs the candidate itself")
     if not options.confirm_user_authorized:
         raise CampaignError(
@@ -64,14 +64,12 @@ def run(campaign, options, now: str, *, record) -> ActionResult:
     submission = document.get("submission") or {}
     if submission.get("state") in (RECORDED, FAILED):
         submission = {}  # a new run (a failed one may be submitted again after a fix)
-    if not submission.get("job_id") and guard_inputs.present_stop_files(
-        paths.workspace, campaign.settings["stop_files"]
-    ):
+    if not submission.get("job_id") and guard_inputs.present_stop_files(paths.workspace, campaign.settings.stop_files):
         raise CampaignError("a stop file is present; submit starts no new run (follow next_action)")
     sites = preflight.check(
-        campaign.settings["python"], kit, num_clients=contract.num_clients(campaign.config), job_folder=paths.workspace
+        campaign.settings.python, kit, num_clients=contract.num_clients(campaign.config), job_folder=paths.workspace
     )
-    cli = flare_cli.FlareCli(campaign.settings["python"], kit, job_folder=paths.workspace)
+    cli = flare_cli.FlareCli(campaign.settings.python, kit, job_folder=paths.workspace)
     reused = bool(submission.get("job_id"))  # this run's job exists: never submitted again
 
     def save(**fields) -> None:
@@ -90,7 +88,7 @@ def run(campaign, options, now: str, *, record) -> ActionResult:
                 job_name=folder.name,
                 exported=paths.rel(folder),
                 kit=kit.shown(),
-                environment=campaign.settings["env"],
+                environment=campaign.settings.env,
                 sites=sites,
                 approval=_approval(options, now),
                 target=target.label,
@@ -98,10 +96,10 @@ def run(campaign, options, now: str, *, record) -> ActionResult:
             job_id = _cli(cli.submit, folder)
         save(state=SUBMITTED, job_id=job_id, submitted_at=now)
     job_id = submission["job_id"]
-    waited = _wait(cli, job_id, float(campaign.settings["timeout"]))
+    waited = _wait(cli, job_id, float(campaign.settings.timeout))
     if not waited.finished:
         raise CampaignError(
-            f"job {job_id} has not finished within {campaign.settings['timeout']:g} s; run the same submit again "
+            f"job {job_id} has not finished within {campaign.settings.timeout:g} s; run the same submit again "
             "to keep waiting (it reuses the job id and never submits twice)"
         )
     folder = _cli(cli.download, job_id, paths.run_dir(target.name) / "download")
@@ -176,7 +174,7 @@ def _export(campaign, target: _Target) -> Path:
         run_dir = paths.run_dir(target.name)
         return export.export_job(
             export.ExportRequest(
-                python=settings["python"],
+                python=settings.python,
                 argv=argv,
                 workspace=workspace,
                 destination=run_dir / "export",
@@ -185,7 +183,7 @@ def _export(campaign, target: _Target) -> Path:
                 timeout=EXPORT_TIMEOUT,
                 stage_files=files if sealed else None,
                 hide=[paths.meta, paths.output_root] if sealed else [],
-                isolate_network=not settings.get("allow_network", False),
+                isolate_network=not settings.allow_network,
                 env_passthrough=list(contract.env_passthrough(campaign.config)),
             )
         )
