@@ -69,9 +69,15 @@ ACTION_OPTION_VALUES = {
     "--limit": "1",
     "--count": "2",
     "--confirm-interrupted": None,
+    "--startup-kit": "/no/such/admin-kit",
+    "--kit-id": "kit-7",
+    "--confirm-user-authorized": None,
+    "--authorization": "yes from the user",
 }
+# `submit` needs a real FLARE system: its own options are proven in tests/autofl/test_external_accounting.py and
+# tests/poc/test_poc_submit.py; here every other action refuses them
 TAKES = {
-    "initialize": set(),
+    "initialize": {"--startup-kit", "--kit-id"},
     "prepare": {"--name", "--hypothesis", "--family", "--literature-event", "--run-args"},
     "evaluate": {"--manifest", "--run-args", "--all-prepared", "--parallel"},
     "abandon": {"--manifest"},
@@ -356,6 +362,10 @@ def _effects() -> dict:
         envelope = _ok(d)
         assert len(envelope["replicates"]) == 1 and envelope["parallel"] == 1
 
+    def kit_refused_in_simulation(ws, d):
+        """A kit is for poc/prod (preflight); the walk's initialize campaign is a simulation."""
+        _assert_refused(d, "apply to --env poc|prod")
+
     def confirmed(ws, d):
         _ok(d)
         assert json.loads((ws / "autofl_report.json").read_text())["provenance"]["confirm_interrupted"] is True
@@ -389,6 +399,8 @@ def _effects() -> dict:
         ("replicate", "--count"): replicated,
         ("replicate", "--parallel"): replicated_in_parallel,
         ("report", "--confirm-interrupted"): confirmed,
+        ("initialize", "--startup-kit"): kit_refused_in_simulation,
+        ("initialize", "--kit-id"): kit_refused_in_simulation,
     }
 
 
