@@ -114,6 +114,8 @@ MUTABLE = [
     ("--simulator-no-progress-timeout", "99", "simulator_no_progress_timeout", 99.0),
     ("--allow-network", None, "allow_network", True),
     ("--no-allow-network", None, "allow_network", False),
+    ("--prune", None, "prune", True),
+    ("--no-prune", None, "prune", False),
     ("--max-candidates", "4", "max_candidates", 4),
 ]
 CAP_FLAGS = ("--uncapped", "--confirm-user-approved-cap-change")
@@ -431,6 +433,8 @@ def test_mutable_setting_is_audited_and_used(kind, flag, value, setting, stored,
     workspace = _copy(bases, kind, tmp_path)
     if flag == "--no-allow-network":
         assert run_inproc(workspace, "status", "--allow-network").code == 0
+    if flag == "--no-prune":
+        assert run_inproc(workspace, "status", "--prune").code == 0
     before = tree_digest(workspace)
     done = _run(kind, workspace, [flag] if value is None else [flag, value], monkeypatch)
     if kind == "report":

@@ -134,6 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="let trials reach the network (default: each trial runs in its own network namespace, loopback only)",
     )
+    add(
+        "--prune",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="stop a candidate whose per-round metric trails the best's for 2 rounds after half the budget "
+        "(recorded as a discard; never the baseline or replicates; default off)",
+    )
     add("--name", help="prepare: candidate name (also its id); record --literature: row name")
     add("--hypothesis", help="prepare: what changes and why; record --literature: sources and decision")
     add("--family", help="algorithm family (prepare, record --literature)")

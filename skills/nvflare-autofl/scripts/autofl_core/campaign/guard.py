@@ -111,6 +111,9 @@ def compute_state(
     }
     state["agent_instruction"] = instructions.agent_instruction(state, settings, facts["family"])
     state["accounting_instruction"] = instructions.accounting_instruction(state, abandoned=None)
+    pruned = instructions.pruned_note(rows)  # the latest attempt was pruned: what that means for the next one
+    if pruned and not final_allowed:
+        state["agent_instruction"] += f" {pruned}"
     return state
 
 

@@ -6,7 +6,8 @@ Pure text from state fields. While a final answer is not allowed, every agent in
 
 from __future__ import annotations
 
-from . import gains
+from . import gains, prune
+from . import vocabulary as v
 from .compare import format_score
 
 NO_FINAL = "Do not produce a final answer."
@@ -38,6 +39,19 @@ def accounting_instruction(state: dict, abandoned: int | None) -> str:
     return (
         f"{attempts} candidate attempt(s) counted ({scored} scored; {budget}). Only keep, discard and crash rows "
         f"count; the baseline, literature rows, infrastructure retries and {drafts} never count."
+    )
+
+
+def pruned_note(rows: list[dict]) -> str | None:
+    """What a prune of the latest candidate attempt means for the next hypothesis, or None when it was not pruned."""
+    last = next((row for row in reversed(rows) if row.get("status") in v.ATTEMPTS), None)
+    if last is None or not prune.is_pruned(last):
+        return None
+    return (
+        f"The last candidate, {last['name']}, was pruned ({last['failure_reason']}): it trailed the best at the "
+        "same rounds by more than the noise margin, so it has no final score or model and is never kept. Do not "
+        "retry small variations of that change; move the next hypothesis away from it (the opposite direction, a "
+        "gentler setting, or another component)."
     )
 
 

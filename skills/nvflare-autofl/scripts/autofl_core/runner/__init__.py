@@ -23,6 +23,7 @@
 - `tamper` - the campaign's evidence copied before a trial and restored after it (tampering is reported);
 - `finalize` - keep / discard / crash, written crash-safely through a journal;
 - `noise` - the noise floor: the best's spread, the keep margin, the seed option;
+- `pruning` - the round judge of a candidate's trial when `--prune` is on (the best's curves, the margin);
 - `what_happened` - what an evaluate, record or replicate did, for its envelope (score, best, gain, noise verdict);
 - `report/` - autofl_report.md / .json: facts, warnings, markdown, and the final report's refusal rules.
 """

@@ -238,7 +238,7 @@ def check_reimport(campaign, manifest: dict, draft, effective: list[str], now: s
     paths = campaign.paths
     folder = paths.candidate_dir(manifest["candidate_id"])
     try:
-        config = contract.import_config(paths.job, campaign.settings.to_json(), overlay=draft.files)
+        config = contract.import_config(paths.job, campaign.settings.to_json(), overlay=draft.files, run_args=effective)
     except CampaignError as error:
         atomic.write_text(folder / "import.log", f"{now} re-import rejected: {error}\n")
         raise CampaignError(f"the candidate's job.py is no longer admissible ({error}); fix the draft") from None
@@ -250,6 +250,9 @@ def check_reimport(campaign, manifest: dict, draft, effective: list[str], now: s
     changed = [key for key in before if before[key] != after[key]]
     if changed:
         problems.append(f"it changes the objective ({', '.join(changed)})")
+    ran = (config.get("import") or {}).get("dry_run") or {}
+    if ran.get("run_args_changes"):
+        problems.append(f"its dry run asks NVFLARE for something else ({'; '.join(ran['run_args_changes'])})")
     smuggled = importer.fromfile_arguments(config, effective)
     if smuggled:
         problems.append(

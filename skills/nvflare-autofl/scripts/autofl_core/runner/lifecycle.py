@@ -16,7 +16,7 @@ import stat
 from datetime import datetime, timezone
 
 from ..campaign import vocabulary as v
-from . import flag_scope, ready, recovery, refresh
+from . import flag_scope, pruning, ready, recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
@@ -137,7 +137,7 @@ def _status(campaign, options, now: str) -> ActionResult:
         }
         for m in pending
     ]
-    return ActionResult(extras={"pending": listed})
+    return ActionResult(extras={"pending": listed, **pruning.status_fields(campaign)})
 
 
 def _submit_step(submit, record):

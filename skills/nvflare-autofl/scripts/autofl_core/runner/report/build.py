@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ...campaign import compare, gains
+from ...campaign import compare, gains, prune
 from ...campaign import vocabulary as v
 from ...common import atomic, bounded, faults
 from .. import noise
@@ -384,6 +384,8 @@ def _entry(row: dict, budgets: dict[str, str | None]) -> dict:
     notes = row["failure_reason"] if row["status"] in v.FAILURES else row["diff_summary"]
     if row["status"] == v.DISCARD and row["failure_reason"]:
         notes = f"{row['diff_summary']}; {row['failure_reason']}"
+        if prune.is_pruned(row):  # stopped early: no score and no final model (nothing to evaluate)
+            notes = f"{notes}; {prune.NO_FINAL_MODEL}"
     return {
         "status": row["status"],
         "name": row["name"],
