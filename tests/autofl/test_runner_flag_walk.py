@@ -72,9 +72,15 @@ ACTION_OPTION_VALUES = {
     "--evaluator": "evaluate_model.py",
     "--evaluator-input": "offset.txt",
     "--fixed-args": "lr",
+    "--startup-kit": "/no/such/admin-kit",
+    "--kit-id": "kit-7",
+    "--confirm-user-authorized": None,
+    "--authorization": "yes from the user",
 }
+# `submit` needs a real FLARE system: its own options are proven in tests/autofl/test_external_accounting.py and
+# tests/poc/test_poc_submit.py; here every other action refuses them
 TAKES = {
-    "initialize": {"--evaluator", "--evaluator-input", "--fixed-args"},
+    "initialize": {"--startup-kit", "--kit-id", "--evaluator", "--evaluator-input", "--fixed-args"},
     "prepare": {"--name", "--hypothesis", "--family", "--literature-event", "--run-args"},
     "evaluate": {"--manifest", "--run-args", "--all-prepared", "--parallel"},
     "abandon": {"--manifest"},
@@ -364,6 +370,9 @@ def _effects() -> dict:
     def fixed_at_start(ws, d):
         """The evaluator, its inputs and pinned options are fixed when a campaign starts: an existing one refuses."""
         _assert_refused(d, "fixed when the campaign starts")
+    def kit_refused_in_simulation(ws, d):
+        """A kit is for poc/prod (preflight); the walk's initialize campaign is a simulation."""
+        _assert_refused(d, "apply to --env poc|prod")
 
     def confirmed(ws, d):
         _ok(d)
@@ -401,6 +410,8 @@ def _effects() -> dict:
         ("initialize", "--evaluator"): fixed_at_start,
         ("initialize", "--evaluator-input"): fixed_at_start,
         ("initialize", "--fixed-args"): fixed_at_start,
+        ("initialize", "--startup-kit"): kit_refused_in_simulation,
+        ("initialize", "--kit-id"): kit_refused_in_simulation,
     }
 
 

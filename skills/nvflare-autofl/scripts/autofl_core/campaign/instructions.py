@@ -67,8 +67,9 @@ def override_instruction(next_action: str) -> str:
         )
     elif next_action == "submit_baseline":
         text = (
-            "The baseline must run in the real environment: with the user's explicit authorization submit job.py "
-            "there, then run `record --baseline` with --score or --artifacts."
+            "The baseline must run in the real environment: with the user's explicit authorization for it, run "
+            "`submit --baseline --confirm-user-authorized --startup-kit KIT` (it exports, submits, waits, downloads "
+            "and records; after a submission by hand, `record --baseline --artifacts DIR` instead)."
         )
     elif next_action == "await_simulation_runner_approval":
         text = (
@@ -133,6 +134,14 @@ def replicate_advice(state: dict) -> str | None:
     return None
 
 
+def without_replicate_advice(state: dict) -> str:
+    """`agent_instruction` without the replicate advice: `replicate` runs simulations only, so a poc/prod campaign
+    is never asked for one (its noise stays unmeasured and its small gains `unverified`)."""
+    advice = replicate_advice(state)
+    text = state["agent_instruction"]
+    return text.replace(f" {advice}", "") if advice else text
+
+
 def replicate_count(context: dict) -> int:
     """How many reruns to ask for: one when replicates are identical reruns (it shows whether the job is
     deterministic; more identical reruns teach nothing more), otherwise three."""
@@ -195,8 +204,9 @@ def _stop_file(state: dict, settings, family) -> str:
 def _pending(state: dict, settings, family) -> str:
     if state["next_action"] == "submit_candidate":
         return (
-            "A candidate is ready for external execution: submit it only with the user's explicit authorization, "
-            "then run `record` with --score or --artifacts (or --failure-reason if it crashed)."
+            "A candidate is ready for external execution: only with the user's explicit authorization for this run, "
+            "run `submit --confirm-user-authorized --startup-kit KIT` (it exports, submits, waits, downloads and "
+            "records; after a submission by hand, `record` with --artifacts, --score or --failure-reason)."
         )
     return (
         "A prepared candidate is pending: edit only its candidate source directory, then run `evaluate` "
@@ -209,8 +219,9 @@ def ready_candidates(names: list[str]) -> str:
     submitted and recorded."""
     return (
         f"Ready for external execution: {', '.join(names)}. Each run needs its own explicit yes (a yes for one "
-        "covers no other); export each from the `export_from` folder `status` lists for it, and record each with "
-        "`record --manifest` in any order: each is decided against the best at the moment it is recorded."
+        "covers no other, unless the user approved these runs in writing up front within the cap); submit each "
+        "with `submit --manifest` (or by hand from the `export_from` folder `status` lists, then `record "
+        "--manifest`), in any order: each is decided against the best at the moment it is recorded."
     )
 
 

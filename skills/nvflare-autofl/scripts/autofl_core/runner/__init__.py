@@ -17,6 +17,7 @@
   marker, trial.json;
 - `batch_trials` - several trials at once (a batch): slots, GPUs, one marker for all, every trial ended on a stop;
 - `evaluation` - the steps a single evaluate and a batch share: validate, materialize, decide and finalize, undo;
+- `preflight` - a real FLARE system checked before poc/prod runs: the kit, `system status`, sites = clients;
 - `ready` - several candidates ready for external execution (poc/prod): which one the live job folder holds,
   where each is exported from, its job command line;
 - `tamper` - the campaign's evidence copied before a trial and restored after it (tampering is reported);

@@ -36,6 +36,7 @@ ACTIONS = {
     "suggest": "suggest",
     "status": None,
     "replicate": "replicate",
+    "submit": "submit",
 }
 READ_ONLY_ACTIONS = ("report",)  # own lock and refusal rules; no recovery, no state write
 
@@ -59,6 +60,8 @@ def run(action: str, options) -> tuple[int, dict]:
         campaign = Campaign.open(options.job)
         module = ACTIONS[action]
         step = _module(module).run if module else _status
+        if action == "submit":  # submit records through record's own path (actions never import each other)
+            step = _submit_step(_module("submit").run, _module("record").run)
         return _shell(campaign, action, step, options, given, now_text())
 
 
@@ -136,6 +139,10 @@ def _status(campaign, options, now: str) -> ActionResult:
         for m in pending
     ]
     return ActionResult(extras={"pending": listed, **pruning.status_fields(campaign)})
+
+
+def _submit_step(submit, record):
+    return lambda campaign, options, now: submit(campaign, options, now, record=record)
 
 
 def _module(name: str):

@@ -23,6 +23,8 @@ from ...campaign import vocabulary as v
 from ...common import atomic, bounded, faults
 from .. import noise
 from .. import state as state_mod
+from ..outcome import CampaignError
+from ..store import external
 from . import facts, markdown, score_provenance, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
@@ -326,13 +328,16 @@ def _trial_record(path: Path) -> dict | None:
 
 def _budgets(campaign, rows: list[dict]) -> dict[str, str | None]:
     """Per scored row, whether its fixed budget was verified from what ran: the manifest's `result.budget` for
-    candidates, trial.json for the runner's baseline and replicate trials."""
+    candidates, the external-run record for an external baseline, trial.json for the runner's baseline and
+    replicate trials."""
     recorded = {m["candidate_id"]: (m.get("result") or {}).get("budget") for m in campaign.manifests()}
     found = {}
     for row in rows:
         if row["score"] is None:
             continue
         budget = recorded.get(row["name"]) if row["candidate_manifest"] else None
+        if budget is None and row["status"] == v.BASELINE:  # an external baseline (record --baseline, submit)
+            budget = (_external_record(campaign, row["name"]) or {}).get("budget")
         if budget is None and not row["candidate_manifest"] and row.get("artifacts"):
             run = campaign.paths.resolve(row["artifacts"])
             budget = (
@@ -342,6 +347,13 @@ def _budgets(campaign, rows: list[dict]) -> dict[str, str | None]:
             )
         found[row["name"]] = budget.get("status") if isinstance(budget, dict) else v.BUDGET_UNVERIFIED
     return found
+
+
+def _external_record(campaign, name: str) -> dict | None:
+    try:
+        return external.read(campaign.paths, name)
+    except CampaignError:  # the report is read-only: a damaged record reads as no evidence
+        return None
 
 
 def _wall_time(campaign, state: dict) -> dict:
@@ -394,8 +406,16 @@ def _score_of(row: dict | None) -> dict | None:
 
 
 def _best_command(campaign, best: dict | None) -> str:
-    """The best configuration as a command a user can rerun by hand (fixed budget, base args, best run args)."""
+    """The best configuration as a command a user can rerun by hand (fixed budget, base args, best run args); in
+    poc/prod its export through the recipe's `--export --export-dir` and an `nvflare job submit` of the export."""
     if best is None:
         return ""
     argv = campaign.job_argv(campaign.best_run_args())
-    return f"cd {shlex.quote(str(campaign.paths.workspace))} && {shlex.join(argv)}"
+    where = f"cd {shlex.quote(str(campaign.paths.workspace))}"
+    if campaign.settings.env == "sim":
+        return f"{where} && {shlex.join(argv)}"
+    # poc/prod: the recipe's own export path, then a submission with the user's admin startup kit (their yes first)
+    folder = campaign.paths.run_dir("rerun-export")
+    export = shlex.join([*argv, "--export", "--export-dir", str(folder)])
+    submit = f'nvflare job submit -j {shlex.quote(str(folder))}/* --startup-kit "$ADMIN_STARTUP_KIT"'
+    return f"{where} && {export} && {submit}"
