@@ -370,6 +370,7 @@ def _effects() -> dict:
     def fixed_at_start(ws, d):
         """The evaluator, its inputs and pinned options are fixed when a campaign starts: an existing one refuses."""
         _assert_refused(d, "fixed when the campaign starts")
+
     def kit_refused_in_simulation(ws, d):
         """A kit is for poc/prod (preflight); the walk's initialize campaign is a simulation."""
         _assert_refused(d, "apply to --env poc|prod")
