@@ -165,6 +165,7 @@ class _Pool:
                     stage_files=request.stage_files,
                     gpu=gpu,
                     progress_stream=self.stream,
+                    slots=len(self.width),
                 )
             except BaseException as error:  # reported by run_all after every trial ended
                 with self.lock:

@@ -13,7 +13,9 @@ from __future__ import annotations
 import importlib
 import os
 import stat
+import tempfile
 from datetime import datetime, timezone
+from pathlib import Path
 
 from ..campaign import vocabulary as v
 from . import flag_scope, ready, recovery, refresh
@@ -139,7 +141,20 @@ def _status(campaign, options, now: str) -> ActionResult:
         }
         for m in pending
     ]
-    return ActionResult(extras={"pending": listed})
+    return ActionResult(extras={"pending": listed, "trial_limits": limits_shown(campaign.settings)})
+
+
+def limits_shown(settings: dict) -> dict:
+    """Each per-trial limit of one trial alone: its value and whether the campaign set it or the machine did."""
+    from ..trial import limits
+
+    resolved = settings_mod.limits_of(settings, slots=1, folder=Path(tempfile.gettempdir()))
+    shown = {}
+    for key, kind in settings_mod.LIMIT_KEYS.items():
+        value = getattr(resolved, kind)
+        source = "setting" if settings.get(key) else "machine default (divided among a batch's trials)"
+        shown[kind] = {"value": value, "shown": limits.show(kind, value), "source": source}
+    return shown
 
 
 def _module(name: str):

@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 
 from ..campaign import guard_inputs
+from ..trial import limits as trial_limits
 from .outcome import CampaignError
 from .store.paths import DEFAULT_OUTPUTS, OUTPUT_KEYS
 
@@ -30,7 +31,9 @@ NO_PROGRESS_ENV = "AUTOFL_SIMULATOR_NO_PROGRESS_TIMEOUT_SECONDS"
 DEFAULT_TIMEOUT = 900.0
 DEFAULT_NO_PROGRESS = 240.0
 IMMUTABLE = ("metric", "mode", "env", *OUTPUT_KEYS, "base_args", "python")
-MUTABLE = (*THRESHOLD_KEYS, "stop_files", "timeout", "simulator_no_progress_timeout", "allow_network")
+# Trial resource limits: bytes (memory, disk) and a count (processes); None takes the machine's default per trial.
+LIMIT_KEYS = {"trial_memory": "memory", "trial_disk": "disk", "trial_processes": "processes"}
+MUTABLE = (*THRESHOLD_KEYS, "stop_files", "timeout", "simulator_no_progress_timeout", "allow_network", *LIMIT_KEYS)
 FLAGS = {
     "metric": "--metric",
     "env": "--env",
@@ -53,6 +56,7 @@ FLAGS = {
     "simulator_no_progress_timeout": "--simulator-no-progress-timeout",
     "allow_network": "--allow-network",
     "noise_sigmas": "--noise-sigmas",
+    **{key: trial_limits.FLAGS[kind] for key, kind in LIMIT_KEYS.items()},
 }
 UNCAPPED = "uncapped"
 
@@ -94,12 +98,34 @@ def requested_settings(options) -> dict:
         given["stop_files"] = list(options.stop_files)
     if getattr(options, "base_args", None) is not None:
         given["base_args"] = split_args(options.base_args, "--base-args")
+    given.update(_limit_settings(options))
     if getattr(options, "uncapped", False):
         given["max_candidates"] = UNCAPPED
     elif getattr(options, "max_candidates", None) is not None:
         given["max_candidates"] = options.max_candidates
     _check_values(given)
     return given
+
+
+def _limit_settings(options) -> dict:
+    """--trial-memory / --trial-disk (sizes like 6G) and --trial-processes (a count), as bytes and a count."""
+    given = {}
+    for key, kind in LIMIT_KEYS.items():
+        text = getattr(options, key, None)
+        if text is None:
+            continue
+        parse = trial_limits.parse_count if kind == "processes" else trial_limits.parse_size
+        try:
+            given[key] = parse(text, FLAGS[key])
+        except ValueError as error:
+            raise CampaignError(str(error)) from None
+    return given
+
+
+def limits_of(settings: dict, *, slots: int, folder) -> trial_limits.TrialLimits:
+    """The limits of one trial of a batch of `slots`: the campaign's settings, else the machine's defaults."""
+    given = {kind: settings.get(key) for key, kind in LIMIT_KEYS.items()}
+    return trial_limits.resolve(given, slots=slots, folder=folder)
 
 
 def split_args(text: str, flag: str) -> list[str]:
@@ -134,6 +160,7 @@ def new_settings(given: dict, environ, config: dict) -> dict:
         "simulator_no_progress_timeout": float(DEFAULT_NO_PROGRESS if no_progress is None else no_progress),
         "python": given.get("python") or environ.get("PYTHON") or sys.executable,
         "allow_network": bool(given.get("allow_network", False)),
+        **{key: given.get(key) for key in LIMIT_KEYS},
     }
     return settings
 

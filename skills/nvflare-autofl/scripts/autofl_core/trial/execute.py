@@ -34,7 +34,7 @@ from typing import TextIO
 
 from ..common import trees
 from . import argv as argv_mod
-from . import childenv, metrics, processes, progress, resultdir, rootcause, seal, watchdog, what_ran
+from . import childenv, limits, metrics, processes, progress, resultdir, rootcause, seal, watchdog, what_ran
 from .argv import TrialError
 
 SUCCESS, CRASH, INFRA_RETRY = "success", "crash", "infrastructure_retry"
@@ -84,6 +84,7 @@ class TrialSpec:
     num_clients (with num_rounds): the fixed budget checked against what ran (see what_ran.py).
     cuda_visible_devices: the child's CUDA_VISIBLE_DEVICES (one GPU per slot of a batch); None keeps the parent's.
     temp_parent: where the disposable trial folder is created (default: the system temp dir).
+    limits: memory, disk and process limits (limits.TrialLimits); None runs the trial without them.
     """
 
     python: str
@@ -117,6 +118,7 @@ class TrialSpec:
     literal_paths: list[str] = field(default_factory=list)
     num_clients: int | None = None
     cuda_visible_devices: str | None = None
+    limits: limits.TrialLimits | None = None
 
 
 @dataclass
@@ -191,16 +193,27 @@ def run_trial(spec: TrialSpec) -> TrialResult:
             stage_files=spec.stage_files,
             hide=list(spec.hide),
             literal_paths=list(spec.literal_paths),
+            limits=spec.limits.to_plan() if spec.limits else None,
         )
         launch = seal.launcher_argv(spec.python, plan, argv)
         mapped = seal.literal_root(trial_dir, list(spec.literal_paths)) if spec.stage_files is not None else None
         result = _run_in_root(spec, argv, env, mapped or root, token, launch, trial_dir)
         result.sandbox = seal.read_status(trial_dir, sealed=spec.stage_files is not None)
+        _limit_breached(result, seal.read_breach(trial_dir) if spec.limits else None)
         result.network_isolation = seal.network_word(result.sandbox)
         result.failure_reason = _network_hint(result, Path(spec.run_dir) / "run.log")
         return result
     finally:
+        seal.release_limits(trial_dir)
         trees.remove_tree(trial_dir)  # iterative, never raises: a trial may leave a very deep tree
+
+
+def _limit_breached(result: TrialResult, record: dict | None) -> None:
+    """A trial that crossed a resource limit is a crash naming the limit, whatever else it did."""
+    reason = limits.breach_reason(record) if record else None
+    if reason:
+        result.outcome, result.score, result.budget = CRASH, None, None
+        result.failure_reason = reason
 
 
 def _run_in_root(
