@@ -300,6 +300,7 @@ class _Monitor:
         self.printer = progress.ProgressPrinter(spec.progress_stream) if spec.progress_stream else None
         self.interval = TTY_TICK_SECONDS if self.printer and self.printer.tty else TICK_SECONDS
         self.live = bool(self.printer and not self.printer.tty)  # print changes from the output thread
+        self.note: tuple[int, str] | None = None
 
     def on_line(self, line: str) -> None:
         now = time.monotonic()
@@ -319,6 +320,7 @@ class _Monitor:
             self.watchdog.observe(line, now)
             self.tracker.feed(line)
         if self.printer:
+            self.note = self.watchdog.waiting(now)  # a quiet trial says what it waits for
             self._show(self.tracker.state_key(), now)  # reads the round records appended since the last tick
         return self.watchdog.check(now)
 
@@ -326,8 +328,11 @@ class _Monitor:
         return self.watchdog.next_deadline()
 
     def _show(self, key: tuple, now: float) -> None:
+        note = self.note  # (every WAIT_NOTE_SECONDS of silence, the note), set by the tick
+        key = (*key, note[0]) if note else key
         if self.printer.wants(key):  # the line is built only when it will be written
-            self.printer.show(self.tracker.render(now - self.started, refresh=False), key)
+            line = self.tracker.render(now - self.started, refresh=False)
+            self.printer.show(f"{line} | {note[1]}" if note else line, key)
 
     def close(self) -> None:
         if self.printer:
