@@ -4,7 +4,7 @@
 process supervisor at every tick and at its `next_deadline()`; it returns a reason string
 when the trial must stop:
 - total timeout since start;
-- stall: the simulator reports it lost a client runner (`STALL_MARKERS`);
+- stall: the simulator reports it lost a client runner (`STALL_MARKERS`): the reason quotes the line;
 - no progress: after the first progress marker, no new marker for `no_progress_timeout`
   seconds (0 disables); while an aggregation is partial (`Aggregated k/n results`, k<n) only
   an advancing aggregation, a new round or the end of FedAvg counts as progress. The reason names the
@@ -46,7 +46,11 @@ PROGRESS_MARKERS = (
 STALL_MARKERS = (
     "Failed to create connection to the child process in SimulatorClientRunner",
     "SimulatorClientRunner - ERROR - run_client_thread error",
+    # The simulator lost the connection to a client's worker process as it started it (seen under load: `[Errno
+    # 104] Connection reset by peer`): that client never runs, and the server waits for its result forever.
+    "Communication error with client ",
 )
+MAX_STALL_TEXT = 200
 ANY_MARKER_RE = re.compile("|".join(re.escape(marker) for marker in (*PROGRESS_MARKERS, *STALL_MARKERS)))
 AGGREGATED_RE = re.compile(r"Aggregated (\d+)/(\d+) results")
 ROUND_OR_END_RE = re.compile(r"Round \d+ started|Finished FedAvg")
@@ -78,8 +82,8 @@ class Watchdog:
             return False
         stall = next((marker for marker in STALL_MARKERS if marker in line), None)
         with self._lock:
-            if stall:
-                self._stall = self._stall or stall
+            if stall:  # the marker and what the line says after it (which client, which error)
+                self._stall = self._stall or line[line.index(stall) :][:MAX_STALL_TEXT].strip()
             elif self._advances(line):
                 self._last_progress = now
         return stall is not None
