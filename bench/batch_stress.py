@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
             wall = time.monotonic() - started
             ran += 1
             entries = (envelope or {}).get("batch") or []
-            stalled = [e for e in entries if any(w in str(e.get("failure_reason") or "") for w in WATCHDOG_WORDS)]
-            silent += sum(1 for e in stalled if not str(e.get("failure_reason")).startswith("simulator stall"))
+            stalled = [e for e in entries if any(w in str(e.get("reason") or "") for w in WATCHDOG_WORDS)]
+            silent += sum(1 for e in stalled if not str(e.get("reason")).startswith("simulator stall"))
             shown = ", ".join(f"{e['candidate_id']}={e['candidate_status']}" for e in entries) or err.strip()[-200:]
             print(f"batch {index + 1}: exit {code}, {wall:.1f} s, {shown}", flush=True)
             if not entries:
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             if stalled or code not in (0, 1):
                 stalls += 1
                 for entry in stalled:
-                    print(f"  STALL {entry['candidate_id']}: {entry['failure_reason']}")
+                    print(f"  STALL {entry['candidate_id']}: {entry['reason']}")
                     log = tail(workspace / "autofl_runs" / entry["candidate_id"] / "run.log")
                     print("  " + log.replace("\n", "\n  "), flush=True)
         print(

@@ -15,10 +15,11 @@ import threading
 import time
 
 import pytest
+from autofl_core.common import trial_limits as limits
+from autofl_core.common.trial_limits import GIB, MIB, TrialLimits
 from autofl_core.runner.report import markdown
-from autofl_core.trial import limits, seal
+from autofl_core.trial import execute, seal
 from autofl_core.trial.execute import run_trial
-from autofl_core.trial.limits import GIB, MIB, TrialLimits
 from autofl_core.trial.processes import find_token_processes
 from runner_support import WITHOUT_NAMESPACES, initialized_standin, run_cli, run_inproc
 from test_trial_standin import STANDIN, spec
@@ -117,7 +118,10 @@ class Probe:
         self.proc.wait(timeout=30)
 
 
-def run_over_limit(job, short_tmp, mode, trial_limits, *, sealed):
+def run_over_limit(job, short_tmp, mode, trial_limits, *, sealed, monkeypatch):
+    made = []  # the trial folder's name is its pids cgroup's
+    real_mkdtemp = execute.tempfile.mkdtemp
+    monkeypatch.setattr(execute.tempfile, "mkdtemp", lambda **kw: made.append(real_mkdtemp(**kw)) or made[-1])
     probe = Probe()
     try:
         result = run_trial(spec(job, short_tmp, mode=mode, limits=trial_limits, stage_files={} if sealed else None))
@@ -128,34 +132,33 @@ def run_over_limit(job, short_tmp, mode, trial_limits, *, sealed):
     assert result.runtime_seconds < CROSSING_SECONDS + 20, result.runtime_seconds  # it crossed within seconds
     assert find_token_processes(("AUTOFL_TRIAL_TOKEN", result.token)) == []
     assert list(short_tmp.iterdir()) == []  # the trial folder and its writes are gone
-    assert not any(name.startswith("autofl-") for name in _pids_cgroups())
+    assert made and not (seal.PIDS_CGROUP / os.path.basename(made[0])).exists()  # its pids cgroup removed
     return result
 
 
-def _pids_cgroups() -> list[str]:
-    try:
-        return os.listdir(seal.PIDS_CGROUP)
-    except OSError:
-        return []
-
-
 @pytest.mark.parametrize("sealed", [True, False], ids=["sealed", "contained"])
-def test_a_leaking_candidate_ends_on_the_memory_limit_naming_the_process(job, short_tmp, sealed):
-    result = run_over_limit(job, short_tmp, "leak", TrialLimits(memory=300 * MIB), sealed=sealed)
+def test_a_leaking_candidate_ends_on_the_memory_limit_naming_the_process(job, short_tmp, sealed, monkeypatch):
+    result = run_over_limit(
+        job, short_tmp, "leak", TrialLimits(memory=300 * MIB), sealed=sealed, monkeypatch=monkeypatch
+    )
     assert result.failure_reason.startswith("memory limit 300 MiB exceeded by python job.py; "), result.failure_reason
     assert "raise --trial-memory (now 300 MiB)" in result.failure_reason
     assert result.sandbox["limits"]["memory"] == {"value": 300 * MIB, "enforcement": "watched"}
 
 
 @pytest.mark.parametrize("sealed", [True, False], ids=["sealed", "contained"])
-def test_a_disk_filler_ends_on_the_disk_limit(job, short_tmp, sealed):
-    result = run_over_limit(job, short_tmp, "fill_disk", TrialLimits(disk=200 * MIB), sealed=sealed)
+def test_a_disk_filler_ends_on_the_disk_limit(job, short_tmp, sealed, monkeypatch):
+    result = run_over_limit(
+        job, short_tmp, "fill_disk", TrialLimits(disk=200 * MIB), sealed=sealed, monkeypatch=monkeypatch
+    )
     assert result.failure_reason.startswith("disk limit 200 MiB exceeded ("), result.failure_reason
     assert "raise --trial-disk (now 200 MiB)" in result.failure_reason
 
 
-def test_a_fork_bomb_ends_on_the_process_limit(job, short_tmp):
-    result = run_over_limit(job, short_tmp, "fork_bomb", TrialLimits(memory=4 * GIB, processes=64), sealed=True)
+def test_a_fork_bomb_ends_on_the_process_limit(job, short_tmp, monkeypatch):
+    result = run_over_limit(
+        job, short_tmp, "fork_bomb", TrialLimits(memory=4 * GIB, processes=64), sealed=True, monkeypatch=monkeypatch
+    )
     assert result.failure_reason.startswith("process limit 64 reached, most started by python job.py; "), (
         result.failure_reason
     )

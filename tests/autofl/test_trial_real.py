@@ -300,7 +300,7 @@ def test_sandbox_socket_denial_of_a_real_simulation_is_an_infrastructure_retry(
 
 def test_hello_numpy_under_limits_it_fits_in_scores_as_without_them(repo_root, python_exe, tmp_path, short_tmp):
     """Memory, disk and process limits a real simulation fits in change nothing of its result (R10)."""
-    from autofl_core.trial.limits import GIB, TrialLimits
+    from autofl_core.common.trial_limits import GIB, TrialLimits
 
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     capped = TrialLimits(memory=2 * GIB, disk=2 * GIB, processes=1024)
@@ -314,7 +314,7 @@ def test_hello_numpy_under_limits_it_fits_in_scores_as_without_them(repo_root, p
 
 
 def test_hello_numpy_over_its_memory_limit_is_a_crash_naming_the_limit(repo_root, python_exe, tmp_path, short_tmp):
-    from autofl_core.trial.limits import MIB, TrialLimits
+    from autofl_core.common.trial_limits import MIB, TrialLimits
 
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     tight = TrialLimits(memory=64 * MIB)

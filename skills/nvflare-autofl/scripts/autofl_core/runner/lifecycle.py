@@ -146,7 +146,7 @@ def _status(campaign, options, now: str) -> ActionResult:
 
 def limits_shown(settings: dict) -> dict:
     """Each per-trial limit of one trial alone: its value and whether the campaign set it or the machine did."""
-    from ..trial import limits
+    from ..common import trial_limits as limits
 
     resolved = settings_mod.limits_of(settings, slots=1, folder=Path(tempfile.gettempdir()))
     shown = {}

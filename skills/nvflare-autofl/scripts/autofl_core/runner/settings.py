@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass, field
 
 from ..campaign import guard_inputs
-from ..trial import limits as trial_limits
+from ..common import trial_limits
 from .outcome import CampaignError
 from .store.paths import DEFAULT_OUTPUTS, OUTPUT_KEYS
 

@@ -6,7 +6,6 @@ Knows nothing of the campaign (no ledger, no manifests); the runner's `campaign_
 - `childenv` - the allowlisted child environment and the trial token;
 - `sandbox` - the trial's first program: user, mount, PID (+ network) namespaces, the sealed view (run by path);
 - `seal` - the runner's side of the sandbox: probe, plan (staged files, hidden folders, mapped paths), status;
-- `limits` - per-trial memory, disk and process limits: sizes, machine defaults, the crash reason of a breach;
 - `what_ran` - rounds and clients a trial ran, from NVFLARE's artifacts, checked against the fixed budget;
 - `processes` - the child's process tree: new session, streamed output, whole-tree termination;
 - `watchdog` - total timeout, stall and no-progress watchdogs, and the simulator log watcher;

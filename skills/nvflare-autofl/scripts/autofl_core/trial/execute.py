@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import TextIO
 
 from ..common import trees
+from ..common import trial_limits as limits
 from . import argv as argv_mod
-from . import childenv, limits, metrics, processes, progress, resultdir, rootcause, seal, watchdog, what_ran
+from . import childenv, metrics, processes, progress, resultdir, rootcause, seal, watchdog, what_ran
 from .argv import TrialError
 
 SUCCESS, CRASH, INFRA_RETRY = "success", "crash", "infrastructure_retry"

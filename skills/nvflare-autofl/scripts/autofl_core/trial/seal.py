@@ -109,7 +109,7 @@ def write_plan(
     the private temp folder: a FedJob removes its simulator root, which a mount point could not be) stay writable, and each of `literal_paths` (a simulator workspace a job writes to whatever
     NVFLARE_SIMULATOR_WORKSPACE_ROOT says) is mapped: its nearest existing folder gets an overlay whose upper
     layer is in the trial folder (`literal_root` says where the job's results land). `limits` (memory, disk,
-    processes; see limits.py) are enforced by the launcher on the trial's writable folders (`writable`, the upper
+    processes; see common/trial_limits.py) are enforced by the launcher on the trial's writable folders (`writable`, the upper
     layers) and temp mounts; `read_breach` reads what it found crossed.
     """
     trial_dir = Path(trial_dir)

@@ -17,7 +17,7 @@ from urllib.parse import quote
 from ...campaign import vocabulary as v
 from ...campaign.compare import format_score
 from ...campaign.gains import IDENTICAL_RERUNS
-from ...trial import limits as trial_limits
+from ...common import trial_limits
 from .facts import GROUP_FAMILY, GROUP_LITERATURE, GROUP_UNCLASSIFIED
 
 BUDGET_WORDS = {v.BUDGET_VERIFIED: "budget verified", v.BUDGET_VIOLATED: "violated", v.BUDGET_UNVERIFIED: "unverified"}
