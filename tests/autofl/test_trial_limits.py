@@ -21,7 +21,7 @@ from autofl_core.runner.report import markdown
 from autofl_core.trial import execute, seal
 from autofl_core.trial.execute import run_trial
 from autofl_core.trial.processes import find_token_processes
-from runner_support import WITHOUT_NAMESPACES, initialized_standin, run_cli, run_inproc
+from runner_support import WITHOUT_NAMESPACES, initialized_standin, ledger_rows, run_cli, run_inproc
 from test_trial_standin import STANDIN, spec
 
 CROSSING_SECONDS = 10.0  # R10: a limit crossed ends the trial within this
@@ -221,3 +221,33 @@ def test_the_launcher_names_the_limits_it_cannot_enforce_on_a_host_without_names
         "enforceable on this host: memory (no PID namespace with its own /proc), disk (no PID namespace with its "
         "own /proc), processes (no PID namespace with its own /proc)"
     ]
+
+
+LEAK = """
+import time as _time
+_kept = []
+for _ in range(4000):  # 16 MiB written every 10 ms, far past the campaign's 200 MiB
+    _kept.append(b"\\x01" * (16 * 1024 * 1024))
+    _time.sleep(0.01)
+"""
+
+
+def test_a_leaking_candidate_of_a_campaign_is_a_crash_and_harms_nothing(tmp_path):
+    """Through the runner: the crash row names the limit and the fix; the ledger, the live job and a later
+    honest candidate are unharmed."""
+    workspace = initialized_standin(tmp_path, "--trial-memory", "200M")
+    live = {name: (workspace / name).read_bytes() for name in ("job.py", "client.py", "standin_flare.py")}
+    assert run_inproc(workspace, "prepare", "--name", "leak", "--hypothesis", "bigger model").code == 0
+    client = workspace / ".nvflare/autofl/candidates/leak/source/client.py"
+    client.write_text(client.read_text() + LEAK)
+    done = run_cli(workspace, "evaluate", "--run-args", "--lr 0.2")
+    assert done.code == 1 and done.envelope["candidate_status"] == "crash", done.stderr
+    rows = ledger_rows(workspace)
+    assert [(r["name"], r["status"]) for r in rows] == [("baseline", "baseline"), ("leak", "crash")]
+    assert rows[-1]["failure_reason"].startswith("memory limit 200 MiB exceeded by python job.py; "), rows[-1]
+    assert "raise --trial-memory (now 200 MiB)" in rows[-1]["failure_reason"]
+    assert done.envelope["sandbox"]["limits"]["memory"] == {"value": 200 * MIB, "enforcement": "watched"}
+    assert {name: (workspace / name).read_bytes() for name in live} == live
+    assert run_inproc(workspace, "prepare", "--name", "honest", "--hypothesis", "h", "--run-args", "--lr 0.2").code == 0
+    honest = run_cli(workspace, "evaluate")
+    assert honest.code == 0 and honest.envelope["candidate_status"] == "keep", honest.stderr
