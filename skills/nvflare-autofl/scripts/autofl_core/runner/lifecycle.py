@@ -59,7 +59,7 @@ def run(action: str, options) -> tuple[int, dict]:
         return _module(action).run(options, given, now_text())
     with workspace_lock(probe.lock):
         campaign = Campaign.open(options.job)
-        module = "evaluate_batch" if action == "evaluate" and batch_requested(options) else ACTIONS[action]
+        module = ACTIONS[action]
         step = _module(module).run if module else _status
         return _shell(campaign, action, step, options, given, now_text())
 
@@ -84,7 +84,7 @@ def _shell(campaign, action: str, step, options, given: dict, now: str) -> tuple
     extras = recovery.recover(campaign, now)
     campaign.best()  # a damaged best snapshot stops every action (exit 2 naming it), status included
     merged = settings_mod.merge_settings(
-        campaign.settings,
+        campaign.meta["settings"],
         given,
         action=action,
         now=now,
@@ -108,11 +108,6 @@ def _shell(campaign, action: str, step, options, given: dict, now: str) -> tuple
     finally:
         refresh.stop_plot_worker(campaign)
     return result.exit_code, state_mod.envelope(campaign.paths, state, {**extras, **result.extras})
-
-
-def batch_requested(options) -> bool:
-    """evaluate runs a batch (`actions/evaluate_batch`) for `--all-prepared`, several `--manifest`s, or `--parallel`."""
-    return bool(options.all_prepared or len(options.manifest or []) > 1 or options.parallel is not None)
 
 
 def check_job_file(job) -> None:
@@ -144,7 +139,7 @@ def _status(campaign, options, now: str) -> ActionResult:
     return ActionResult(extras={"pending": listed, "trial_limits": limits_shown(campaign.settings)})
 
 
-def limits_shown(settings: dict) -> dict:
+def limits_shown(settings: settings_mod.CampaignSettings) -> dict:
     """Each per-trial limit of one trial alone: its value and whether the campaign set it or the machine did."""
     from ..common import trial_limits as limits
 
@@ -152,7 +147,7 @@ def limits_shown(settings: dict) -> dict:
     shown = {}
     for key, kind in settings_mod.LIMIT_KEYS.items():
         value = getattr(resolved, kind)
-        source = "setting" if settings.get(key) else "machine default (divided among a batch's trials)"
+        source = "setting" if getattr(settings, key) else "machine default (divided among a batch's trials)"
         shown[kind] = {"value": value, "shown": limits.show(kind, value), "source": source}
     return shown
 
