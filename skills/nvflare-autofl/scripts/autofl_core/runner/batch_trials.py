@@ -173,6 +173,7 @@ class _Pool:
                     gpu=gpu,
                     progress_stream=self.stream,
                     slots=len(self.width),
+                    kind=request.kind,  # a candidate may be pruned on its own: its slot takes the next at once
                 )
             except BaseException as error:  # reported by run_all after every trial ended
                 with self.lock:

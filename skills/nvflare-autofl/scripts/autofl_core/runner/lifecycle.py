@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..campaign import vocabulary as v
-from . import flag_scope, ready, recovery, refresh
+from . import flag_scope, pruning, ready, recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
@@ -38,6 +38,7 @@ ACTIONS = {
     "suggest": "suggest",
     "status": None,
     "replicate": "replicate",
+    "submit": "submit",
 }
 READ_ONLY_ACTIONS = ("report",)  # own lock and refusal rules; no recovery, no state write
 
@@ -61,6 +62,8 @@ def run(action: str, options) -> tuple[int, dict]:
         campaign = Campaign.open(options.job)
         module = ACTIONS[action]
         step = _module(module).run if module else _status
+        if action == "submit":  # submit records through record's own path (actions never import each other)
+            step = _submit_step(_module("submit").run, _module("record").run)
         return _shell(campaign, action, step, options, given, now_text())
 
 
@@ -136,7 +139,8 @@ def _status(campaign, options, now: str) -> ActionResult:
         }
         for m in pending
     ]
-    return ActionResult(extras={"pending": listed, "trial_limits": limits_shown(campaign.settings)})
+    extras = {"pending": listed, **pruning.status_fields(campaign), "trial_limits": limits_shown(campaign.settings)}
+    return ActionResult(extras=extras)
 
 
 def limits_shown(settings: settings_mod.CampaignSettings) -> dict:
@@ -150,6 +154,10 @@ def limits_shown(settings: settings_mod.CampaignSettings) -> dict:
         source = "setting" if getattr(settings, key) else "machine default (divided among a batch's trials)"
         shown[kind] = {"value": value, "shown": limits.show(kind, value), "source": source}
     return shown
+
+
+def _submit_step(submit, record):
+    return lambda campaign, options, now: submit(campaign, options, now, record=record)
 
 
 def _module(name: str):

@@ -34,7 +34,15 @@ DEFAULT_NO_PROGRESS = 240.0
 IMMUTABLE = ("metric", "mode", "env", *OUTPUT_KEYS, "base_args", "python")
 # Trial resource limits: bytes (memory, disk) and a count (processes); None takes the machine's default per trial.
 LIMIT_KEYS = {"trial_memory": "memory", "trial_disk": "disk", "trial_processes": "processes"}
-MUTABLE = (*THRESHOLD_KEYS, "stop_files", "timeout", "simulator_no_progress_timeout", "allow_network", *LIMIT_KEYS)
+MUTABLE = (
+    *THRESHOLD_KEYS,
+    "stop_files",
+    "timeout",
+    "simulator_no_progress_timeout",
+    "allow_network",
+    "prune",
+    *LIMIT_KEYS,
+)
 FLAGS = {
     "metric": "--metric",
     "env": "--env",
@@ -56,6 +64,7 @@ FLAGS = {
     "timeout": "--timeout",
     "simulator_no_progress_timeout": "--simulator-no-progress-timeout",
     "allow_network": "--allow-network",
+    "prune": "--prune",
     "noise_sigmas": "--noise-sigmas",
     **{key: trial_limits.FLAGS[kind] for key, kind in LIMIT_KEYS.items()},
 }
@@ -63,6 +72,7 @@ UNCAPPED = "uncapped"
 # Settings a campaign of an earlier runner may lack: read as these defaults, never written back by `to_json`.
 OPTIONAL = {
     "allow_network": False,
+    "prune": False,
     **{key: spec[1] for key, spec in guard_inputs.THRESHOLDS.items()},
     **dict.fromkeys(LIMIT_KEYS),  # None: the machine's default per trial
 }
@@ -90,6 +100,7 @@ class CampaignSettings:
     simulator_no_progress_timeout: float
     python: str
     allow_network: bool
+    prune: bool  # a candidate whose per-round metric trails the best's is stopped (runner/pruning)
     plateau_threshold: int
     plateau_min_delta: float
     hard_crash_threshold: int
@@ -157,6 +168,7 @@ def requested_settings(options) -> dict:
         "timeout",
         "simulator_no_progress_timeout",
         "allow_network",
+        "prune",
     ):
         value = getattr(options, key, None)
         if value is not None:
@@ -228,6 +240,7 @@ def new_settings(given: dict, environ, config: dict) -> dict:
         "python": given.get("python") or environ.get("PYTHON") or sys.executable,
         "allow_network": bool(given.get("allow_network", False)),
         **{key: given.get(key) for key in LIMIT_KEYS},
+        "prune": bool(given.get("prune", False)),
     }
     return settings
 
