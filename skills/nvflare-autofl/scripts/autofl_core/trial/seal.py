@@ -18,10 +18,12 @@ in the live workspace. Usage::
 from __future__ import annotations
 
 import atexit
+import errno
 import json
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from ..common import bounded
@@ -194,12 +196,20 @@ def read_breach(trial_dir: Path) -> dict | None:
     return document if isinstance(document, dict) else None
 
 
+RELEASE_SECONDS = 5.0  # a killed process may hold its cgroup for a moment while it exits (a loaded machine)
+
+
 def release_limits(trial_dir: Path) -> None:
-    """Remove the trial's pids cgroup (empty once its processes ended; left in place while one survives)."""
-    try:
-        os.rmdir(PIDS_CGROUP / Path(trial_dir).name)
-    except OSError:
-        pass
+    """Remove the trial's pids cgroup once its processes ended (left in place while one survives)."""
+    deadline = time.monotonic() + RELEASE_SECONDS
+    while True:
+        try:
+            os.rmdir(PIDS_CGROUP / Path(trial_dir).name)
+            return
+        except OSError as error:
+            if error.errno != errno.EBUSY or time.monotonic() > deadline:
+                return  # none was made (ENOENT), or a process of the trial survived
+        time.sleep(0.05)
 
 
 def read_status(trial_dir: Path, *, sealed: bool) -> dict:
