@@ -36,6 +36,8 @@ class Signal:
     any_level: bool
     keywords: tuple[str, ...] = ()  # lower-case; at least one must occur before the regex is tried
     after_partner: bool = False  # counts only after a partner row's hit (requires_any rows; see refine.py)
+    loose: bool = False  # matches words, not a specific message: a diagnosis it supports is at most medium
+    number: int = 0  # the signal's position in its row (match_basis names it)
 
     def may_match(self, lowered: str) -> bool:
         return not self.keywords or any(word in lowered for word in self.keywords)
@@ -165,6 +167,8 @@ def _parse_signals(item: dict, where: str) -> tuple[Signal, ...]:
                 bool(sig.get("any_level")),
                 _keywords(sig.get("keywords"), f"{where} signal {i}"),
                 bool(sig.get("after_partner")),
+                bool(sig.get("loose")),
+                i,
             )
         )
     if any(sig.after_partner for sig in signals) and not item.get("requires_any"):

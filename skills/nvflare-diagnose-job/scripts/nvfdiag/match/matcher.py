@@ -134,10 +134,14 @@ def _structured_hits(
         tb = row.condition("user_traceback")
         if tb:
             for block in (b for b in blocks if b.user_frame and id(b) not in not_user):
-                hits.setdefault(row.id, []).append(Hit(row.id, block.end or block.start, tb.get("strength", "strong")))
+                basis = f"catalog rule {row.id} condition user_traceback (a traceback with a frame in the job's code)"
+                hits.setdefault(row.id, []).append(
+                    Hit(row.id, block.end or block.start, tb.get("strength", "strong"), basis=basis)
+                )
         status = row.condition("job_status")
         if status and job_status and status["compiled"].search(job_status):
-            hits.setdefault(row.id, []).append(Hit(row.id, None, status.get("strength", "weak")))
+            basis = f"catalog rule {row.id} condition job_status"
+            hits.setdefault(row.id, []).append(Hit(row.id, None, status.get("strength", "weak"), basis=basis))
     return hits
 
 
@@ -262,6 +266,8 @@ def _confidence(an: Analysis) -> str:
     truncated = any(s.truncated for s in an.evidence.sources)
     if an.unsupplied_sites or truncated or an.hidden_sites or an.mode == AMBIGUOUS:
         level = "medium"
+    if all(h.loose for h in primary.hits if h.strength == "strong"):
+        level = "medium"  # only a generic NVFLARE template or a rule that matches words, not a specific message
     return level
 
 

@@ -30,6 +30,9 @@ class Hit:
     index: int | None  # index into Evidence.lines; None for structured facts (job status)
     strength: str
     after_partner: bool = False  # from a signal that counts only after a partner row's hit (refine.py)
+    basis: str = ""  # what matched: `rule ROW #n`, `template "..."`, `wrapper "..." peeled`, `traceback ...`
+    loose: bool = False  # a generic template or a loose rule: the diagnosis it supports is at most medium
+    wrapper: str = ""  # the wrapper template peeled to reach the message that matched ('' when none)
 
 
 @dataclass
@@ -82,13 +85,20 @@ def scan_signals(
     for row_id, sig in checks:  # the first matching signal of a row (catalog order) gives the hit its strength
         for number in found[row_id]:
             if number not in strength[row_id] and _signal_matches(lines[number].text, sig, number in noisy_set):
-                strength[row_id][number] = (sig.strength, sig.after_partner)
+                strength[row_id][number] = (sig.strength, sig.after_partner, rule_basis(row_id, sig), sig.loose)
     for row_id, numbers in strength.items():
         if numbers:
             result.hits[row_id] = [Hit(row_id, n, *numbers[n]) for n in sorted(numbers)[:MAX_HITS_PER_ROW]]
     result.markers = _markers(lines, index, skip)
     result.find_mode_hints = functools.partial(_mode_hints, lines, catalog, index, skip)
     return result
+
+
+def rule_basis(row_id: str, sig) -> str:
+    """match_basis of a catalog-rule hit: the row, the signal's number in it, and whether the rule is loose."""
+    return f"catalog rule {row_id} signal {sig.number}" + (
+        " (loose: words, not a specific message)" if sig.loose else ""
+    )
 
 
 def _waiting_rows(catalog: Catalog) -> dict[str, tuple[str, ...]]:

@@ -85,6 +85,7 @@ def _signal(an, hits: list, capped: bool) -> dict:
             "count_capped": False,
             "role": _role(an, hits),
             "seen_in": [{"source": "job_status", "site": None, "line": None}],
+            "match_basis": match_basis(hit),
         }
     lines = an.evidence.lines
     line = lines[hit.index]
@@ -106,6 +107,32 @@ def _signal(an, hits: list, capped: bool) -> dict:
         "count_capped": capped,
         "role": _role(an, hits),
         "seen_in": places[:MAX_SEEN_IN],
+        "match_basis": match_basis(hit),
+    }
+
+
+def match_basis(hit) -> dict:
+    """Why a signal matched: the kind of rule, the rule itself (catalog row and signal, NVFLARE message template,
+    traceback condition), the wrapper template peeled to reach it, and whether it is loose (words or a generic
+    template: a diagnosis it supports is at most medium)."""
+    basis = hit.basis or f"catalog rule {hit.pattern}"
+    last = basis.rsplit("; ", 1)[-1]
+    if "nvflare message template" in basis and not last.startswith("catalog rule"):
+        kind = "nvflare_template"
+    elif "condition user_traceback" in last or last.startswith("traceback"):
+        kind = "traceback"
+    elif "condition job_status" in last:
+        kind = "job_status"
+    elif last.startswith("process exit"):
+        kind = "process_exit"
+    else:
+        kind = "catalog_rule"
+    return {
+        "kind": kind,
+        "rule": basis[:300],
+        "wrapper": hit.wrapper[:200] or None,
+        "peeled": bool(hit.wrapper),
+        "loose": hit.loose,
     }
 
 
