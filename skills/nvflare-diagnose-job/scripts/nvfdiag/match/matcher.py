@@ -18,7 +18,7 @@ from ..model import Evidence
 from ..read import sites
 from ..textindex import TextIndex
 from ..untrusted.injection import scan_suspicious
-from . import datapaths, downstream, raiser
+from . import datapaths, downstream, exits, raiser
 from .catalog import Catalog
 from .mode import AMBIGUOUS, decide_mode
 from .refine import Candidate, Demoted, rank_candidates
@@ -30,6 +30,7 @@ from .usercalls import UserCall
 INVISIBLE = ("missing", "permission_denied", "unavailable", "not_streamed")
 PARTIAL_ID = "PARTIAL_LOG_VISIBILITY"
 USER_CODE_ID = "USER_CODE_EXCEPTION"
+EXIT_ID = "PROCESS_EXIT_NEG9"
 MARKER_WINDOW = 50
 MAX_MARKERS_CHECKED = 200
 SUPPORTING = "supporting evidence (terminal status, a server-side echo or a static source finding)"
@@ -143,6 +144,15 @@ def _structured_hits(
             basis = f"catalog rule {row.id} condition job_status"
             hits.setdefault(row.id, []).append(Hit(row.id, None, status.get("strength", "weak"), basis=basis))
     return hits
+
+
+def _exit_hits(lines, catalog: Catalog, index) -> dict[str, list[Hit]]:
+    """PROCESS_EXIT_NEG9 hits from exits read as numbers (exits.py), on any line: the pattern is fixed, so no text
+    on the line can choose it."""
+    if not catalog.has(EXIT_ID):
+        return {}
+    found = exits.find_exits(lines, index)
+    return {EXIT_ID: [Hit(EXIT_ID, e.index, "strong", basis=exits.basis(e)) for e in found]} if found else {}
 
 
 def _split_static(hits: dict[str, list[Hit]], lines, evidence: Evidence) -> tuple[dict, dict]:
@@ -301,6 +311,7 @@ def analyse(
     hits = _merge(
         _merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits
     )
+    hits = _merge(hits, _exit_hits(lines, catalog, index))
     hits, static = _split_static(hits, lines, evidence)
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged, status)
     an = Analysis(

@@ -30,9 +30,12 @@ class Hit:
     index: int | None  # index into Evidence.lines; None for structured facts (job status)
     strength: str
     after_partner: bool = False  # from a signal that counts only after a partner row's hit (refine.py)
-    basis: str = ""  # what matched: `rule ROW #n`, `template "..."`, `wrapper "..." peeled`, `traceback ...`
-    loose: bool = False  # a generic template or a loose rule: the diagnosis it supports is at most medium
-    wrapper: str = ""  # the wrapper template peeled to reach the message that matched ('' when none)
+    # Why it matched (not part of a hit's identity): `catalog rule ROW signal n`, an NVFLARE message template, a
+    # peeled wrapper, a traceback condition, a process exit. loose: a generic template or a rule that matches words
+    # (the diagnosis it supports is at most medium); wrapper: the wrapper template peeled to reach the message.
+    basis: str = field(default="", compare=False)
+    loose: bool = field(default=False, compare=False)
+    wrapper: str = field(default="", compare=False)
 
 
 @dataclass
