@@ -23,7 +23,7 @@ MAX_TEXT = 4096
 _CODE = re.compile(
     r"(?:\bexit(?:ed)?[ _](?:with[ _])?(?:exit[ _])?(?:code|status|value)|\bexited with|\bexecution[ _]code|"
     r"\breturn[ _]?code|\bexit_?code|\brun_status|\brc|\bstatus code)"
-    r"(?:\s+from\s+[\w.]{1,40})?\s*[=:]?\s*\(?(-?\d{1,3})(?![\w.])",
+    r"(?:\s+from\s+[\w.]{1,40})?\s*[=:]?\s*\(?(-?\d{1,3})(?!\w|\.\d)",
     re.IGNORECASE,
 )
 _SIGNAL = re.compile(
@@ -36,7 +36,7 @@ _SHELL = re.compile(r"(?:: line \d+: +\d+|^\[\d+\][+-]?|^\d+) +Killed\b|^\s*Kill
 _CONTAINER = re.compile(r"\bOOMKilled\b|\bOOM ?killed\b|reason:? ?OOMKilled", re.IGNORECASE)
 # Every kill this module reads holds one of these (a number standing alone, or a kill word): one search over the
 # lower-cased text of all lines finds the few lines worth reading (not `,137` milliseconds or `-9f3c` in a uuid).
-_PREFILTER = re.compile(r"(?<![\w-])-9(?![\w.])|(?<![\w,.:-])(?:137|247)(?![\w.])|sigkill|signal|killed")
+_PREFILTER = re.compile(r"(?<![\w-])-9(?!\w|\.\d)|(?<![\w,.:-])(?:137|247)(?!\w|\.\d)|sigkill|signal|killed")
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,7 @@ def _block_hits(result: RaiserResult, block: Traceback, lines: list[Line], catal
     if kind == WRAPPED or any(t.group == WRAPPER for t in templates):
         result.not_user_evidence.add(id(block))
         _note_logs_dir(result, text)
-    peeled = peel(templates, text, catalog)
+    peeled = peel(templates, text, catalog, lines_of=_line_breaks(block, lines))
     chosen = peeled.templates
     rows = {_row_for(t.group, mode) for t in chosen}
     for index in message_lines(block) if (chosen or peeled.carrier) else ():
@@ -183,7 +183,13 @@ def _inner_rows(inner: str, catalog) -> frozenset[str]:
     return frozenset(found)
 
 
-def peel(templates: list, text: str, catalog, depth: int = 0) -> Peeled:
+def _line_breaks(block: Traceback, lines: list[Line]) -> str:
+    """The message text joined with newlines (same length as message_text: the value a carrier holds ends with
+    its line, so a chained exception on the next line is not read as part of it)."""
+    return "\n".join(lines[i].text.strip() for i in message_lines(block))
+
+
+def peel(templates: list, text: str, catalog, depth: int = 0, lines_of: str | None = None) -> Peeled:
     """The inner exception decides: when the decisive template (or a wrapper) ends in a value that is itself a
     message, that value is matched on its own, up to three nested carriers. A template found there decides; else a
     catalog rule matching the inner text decides (the carrier's row is dropped for this line); else the carrier's
@@ -196,6 +202,9 @@ def peel(templates: list, text: str, catalog, depth: int = 0) -> Peeled:
         return base
     carrier = max(carriers, key=lambda t: t.literal_length)
     inner = carrier.tail(text)
+    if lines_of is not None and len(lines_of) == len(text) and inner:
+        start = text.rfind(inner)  # tail() strips; the value runs to the end of its line
+        inner = lines_of[start:].split("\n", 1)[0].strip() if start >= 0 else inner
     if not inner:
         return base
     inner_templates = [t for t in catalog.messages.match(inner) if t.text != carrier.text]
