@@ -87,6 +87,7 @@ class Row:
     finding_only: bool = False
     depends_on_sites: bool = False
     transient_on_completion: bool = False  # recovered from when the job still finished FINISHED:COMPLETED
+    job_code_only: bool = False  # means the job's own code or data: a hit in a third-party traceback is loose
     follow_up: dict = field(default_factory=dict)
     next_action_cases: tuple[actions.ActionCase, ...] = ()
 
@@ -225,6 +226,7 @@ def _parse_row(item: dict, templates: dict) -> Row:
         finding_only=bool(item.get("finding_only")),
         depends_on_sites=bool(item.get("depends_on_sites")),
         transient_on_completion=bool(item.get("transient_on_completion")),
+        job_code_only=bool(item.get("job_code_only")),
         follow_up=_parse_follow_up(item, templates, where),
         next_action_cases=actions.parse_cases(item, where, CatalogError),
     )

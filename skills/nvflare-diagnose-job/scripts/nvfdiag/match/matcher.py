@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..model import Evidence
 from ..read import sites
@@ -153,6 +153,26 @@ def _exit_hits(lines, catalog: Catalog, index) -> dict[str, list[Hit]]:
         return {}
     found = exits.find_exits(lines, index)
     return {EXIT_ID: [Hit(EXIT_ID, e.index, "strong", basis=exits.basis(e)) for e in found]} if found else {}
+
+
+def _third_party(hits: dict[str, list[Hit]], catalog: Catalog, blocks: list[Traceback], lines) -> dict:
+    """Hits of rows that mean the job's own code or data (job_code_only) on a traceback that ends in third-party
+    code with no job frame are loose: the path or value came from the library or NVFLARE, not from the job."""
+    foreign = [b for b in blocks if b.third_party is not None]
+    if not foreign:
+        return hits
+    out = {}
+    for row_id, row_hits in hits.items():
+        if not catalog.row(row_id).job_code_only:
+            out[row_id] = row_hits
+            continue
+        out[row_id] = [
+            replace(h, loose=True, basis=f"{h.basis}; raised in third-party code with no frame of the job's code")
+            if h.index is not None and block_containing(foreign, h.index, lines[h.index].source) is not None
+            else h
+            for h in row_hits
+        ]
+    return out
 
 
 def _split_static(hits: dict[str, list[Hit]], lines, evidence: Evidence) -> tuple[dict, dict]:
@@ -312,6 +332,7 @@ def analyse(
         _merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits
     )
     hits = _merge(hits, _exit_hits(lines, catalog, index))
+    hits = _third_party(hits, catalog, blocks, lines)
     hits, static = _split_static(hits, lines, evidence)
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged, status)
     an = Analysis(
@@ -337,7 +358,7 @@ def analyse(
     _apply_visibility(an)
     _failure_facts(an, index)
     an.workspace_to_add = _workspace_to_add(an)
-    has_user_tb = any(b.user_frame for b in blocks)
+    has_user_tb = any(b.user_frame or b.third_party is not None for b in blocks)  # a third-party one is not missing
     failed = bool(hits.get(USER_CODE_ID)) or (status is not None and "EXCEPTION" in status)
     an.sim_traceback_missing = an.mode == "simulation" and failed and not has_user_tb
     an.site_traceback_missing = an.mode == "production" and failed and not has_user_tb

@@ -201,6 +201,10 @@ def _traceback_detail(an) -> str:
         if hit.index is None:
             continue
         block = block_containing(an.tracebacks, hit.index, an.evidence.lines[hit.index].source)
+        if block is not None and block.third_party is not None:
+            package = f" ({block.third_party})" if _IDENT.match(block.third_party) else ""
+            exc = block.exc_type if block.exc_type and _IDENT.match(block.exc_type) else "the exception"
+            return f"{exc} raised in third-party code{package}, with no frame of the job's code in the traceback"
         if block is None or not block.user_frame:
             continue
         path, number, func = block.user_frame
