@@ -1,7 +1,7 @@
 """NVFLARE's own error messages: load the reviewed template mapping and find templates in evidence text.
 
 Usage: `known = load_messages()` (references/nvflare_messages.json), then `known.match(text)` -> the templates
-that occur in `text`, most specific first. The mapping covers every release line users still run (2.4 to 2.9):
+that occur in `text`, most specific first. The mapping covers every 2.x release line on the package registry (2.0, 2.3 to 2.9):
 an entry is [template, module, release lines], so an older release's wording of a fact is matched like the
 installed one's. A template is literal text with `{}` for values; it matches when its
 literal pieces occur in order (case-sensitive), the first and last piece on word boundaries. Templates with fewer
