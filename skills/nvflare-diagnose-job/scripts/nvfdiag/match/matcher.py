@@ -27,6 +27,7 @@ from .scan import MARKER, Hit, scan_signals
 from .tracebacks import Traceback, block_containing, find_tracebacks
 from .usercalls import UserCall
 
+READ_WHOLE_OR_PART = ("complete", "truncated", "partial")
 INVISIBLE = ("missing", "permission_denied", "unavailable", "not_streamed")
 PARTIAL_ID = "PARTIAL_LOG_VISIBILITY"
 USER_CODE_ID = "USER_CODE_EXCEPTION"
@@ -70,6 +71,9 @@ class Analysis:
     paths: datapaths.Paths | None = None  # missing absolute paths and the same-layout paths that worked
     user_call: UserCall | None = None  # the job.py call NVFLARE rejected, in the user's words
     workspace_to_add: str | None = None  # an existing SimEnv workspace the stdout names that was not given
+    named_sites: set[str] = field(default_factory=set)  # sites whose own logs were given (file names, identity=)
+    status_in_logs: str | None = None  # a terminal job status the evidence itself prints (not flagged)
+    launcher: str | None = None  # how the run was started when the evidence shows it ("nvflare simulator")
 
     @property
     def facts(self) -> frozenset[str]:
@@ -92,7 +96,7 @@ class Analysis:
     @property
     def hidden_sites(self) -> dict[str, str]:
         """Evidence-stated site log problems, minus sites whose own log lines were supplied anyway."""
-        supplied = self.supplied_sites
+        supplied = self.supplied_sites | self.named_sites
         return {
             site: state
             for site, state in sorted(self.evidence.site_status.items())
@@ -218,6 +222,41 @@ def _at(hit: Hit) -> int:
     return hit.index if hit.index is not None else -1
 
 
+_IDENTITY = re.compile(r"\bidentity=([a-z0-9][a-z0-9._-]{0,63})")
+_FILE_SITE = re.compile(r"(?<![a-z0-9])(site-\d{1,6}|site_\d{1,6})(?![0-9])")
+_STATUS_PRINTED = re.compile(r"\b(?:with status|job status(?: is)?:?|status[=:]) ?(finished[:_][a-z_]{2,40})\b")
+_CLI_LAUNCH = re.compile(
+    r"\bnvflare simulator\b|nvflare\.private\.fed\.app\.simulator\.simulator\b|"
+    r"[\\/]nvflare[\\/]private[\\/]fed[\\/]app[\\/]simulator[\\/]simulator\.py\""
+)
+
+
+def _named_sites(evidence: Evidence, index: TextIndex) -> set[str]:
+    """Sites whose own logs were given though no folder labels them: a site in a file name (`site-3_log.txt`) and
+    the `identity=` NVFLARE writes into every record of a participant's own log (one search of the whole text)."""
+    read = [s for s in evidence.sources if s.kind == "log" and s.status in READ_WHOLE_OR_PART and s.bytes_read]
+    found = {m.group(1).replace("_", "-") for s in read for m in _FILE_SITE.finditer(s.path.lower())}
+    found |= set(_IDENTITY.findall(index.low))
+    return {name for name in found if sites.valid_site(name) and not sites.is_server(name)}
+
+
+def _status_in_logs(lines, index: TextIndex, flagged: set[int]) -> str | None:
+    """The terminal job status a line that is not flagged prints (`finished with status FINISHED:ABORTED`)."""
+    for match in _STATUS_PRINTED.finditer(index.low):
+        if index.low_line_at(match.start()) not in flagged:
+            status = match.group(1).upper().replace("FINISHED_", "FINISHED:", 1)
+            if sites.valid_job_status(status):
+                return status
+    return None
+
+
+def _launcher(index: TextIndex) -> str | None:
+    """ "nvflare simulator" when the evidence shows the simulator CLI started the run and nothing shows job.py."""
+    if "job.py" in index.low or not _CLI_LAUNCH.search(index.low):
+        return None
+    return "nvflare simulator"
+
+
 def _workspace_to_add(an: Analysis) -> str | None:
     """The first existing, not given SimEnv workspace a line names that is not suspicious (simulation only)."""
     if an.mode == "production":
@@ -273,7 +312,7 @@ def _apply_visibility(an: Analysis) -> None:
     an.partial_sites = {
         s: st for s, st in sorted(blocked.items()) if s in relevant and (st in INVISIBLE or s not in signal_sites)
     }
-    supplied = an.supplied_sites
+    supplied = an.supplied_sites | an.named_sites
     if an.mode != "simulation":
         an.unsupplied_sites = sorted(s for s in depends if s not in supplied and s not in status)
     can_override = an.catalog.has(PARTIAL_ID) and an.mode != "simulation"
@@ -298,7 +337,57 @@ def _confidence(an: Analysis) -> str:
         level = "medium"
     if all(h.loose for h in primary.hits if h.strength == "strong"):
         level = "medium"  # only a generic NVFLARE template or a rule that matches words, not a specific message
+    if _default_variant_only(an, primary):
+        level = "medium"  # e.g. a kill with neither cleanup nor OOM evidence: the row's own `unexplained` variant
+    if _only_other_sites(an, primary):
+        level = "medium"  # the direct evidence is another site's view (the server echoing a client's failure)
     return level
+
+
+def _default_variant_only(an: Analysis, primary: Candidate) -> bool:
+    """The row names sub-causes and falls back to a default one, and no named sub-cause matches its hit lines."""
+    row = primary.row
+    if row.default_variant is None:
+        return False
+    lines = an.evidence.lines
+    texts = [lines[h.index].text[:8192] for h in primary.hits if h.index is not None]
+    return not any(v.regex is not None and v.regex.search(t) for v in row.variants for t in texts)
+
+
+def _site_own_error(an: Analysis) -> bool:
+    """The primary's direct evidence is an error line in a client site's own log: the failure is in the evidence
+    even without a traceback, so it is not reported missing."""
+    if an.primary is None:
+        return False
+    lines = an.evidence.lines
+    return any(
+        h.strength == "strong"
+        and h.index is not None
+        and lines[h.index].site
+        and not sites.is_server(lines[h.index].site)
+        for h in an.primary.hits
+    )
+
+
+def _only_other_sites(an: Analysis, primary: Candidate) -> bool:
+    """True when every strong hit of the primary is on a server line that names a client site: the affected site's
+    own evidence was not seen (depends_on_sites rows are the server's view by definition and are left to the
+    partial-visibility rules)."""
+    if primary.row.depends_on_sites:
+        return False
+    lines, known = an.evidence.lines, _known_sites(an)
+    strong = [h for h in primary.hits if h.strength == "strong" and h.index is not None]
+    if not strong:
+        return False
+    for hit in strong:
+        line = lines[hit.index]
+        block = block_containing(an.tracebacks, hit.index, line.source)
+        if not line.site or not sites.is_server(line.site):
+            return False  # the site's own log, or output that is not one participant's (a simulation's stdout)
+        named = mentioned_sites(line.text[:4096], known)
+        if not named or (block is not None and block.site and not sites.is_server(block.site)):
+            return False
+    return True
 
 
 def analyse(
@@ -355,11 +444,15 @@ def analyse(
     )
     _refine(an, hits, static, raised.code_lines, index)
     an.primary = an.ranked[0] if an.ranked else None
+    an.named_sites = _named_sites(evidence, index)
     _apply_visibility(an)
     _failure_facts(an, index)
     an.workspace_to_add = _workspace_to_add(an)
+    an.status_in_logs = None if status else _status_in_logs(lines, index, flagged)
+    an.launcher = _launcher(index) if an.mode == "simulation" else None
     has_user_tb = any(b.user_frame or b.third_party is not None for b in blocks)  # a third-party one is not missing
     failed = bool(hits.get(USER_CODE_ID)) or (status is not None and "EXCEPTION" in status)
+    has_user_tb = has_user_tb or _site_own_error(an)
     an.sim_traceback_missing = an.mode == "simulation" and failed and not has_user_tb
     an.site_traceback_missing = an.mode == "production" and failed and not has_user_tb
     an.confidence = _confidence(an)

@@ -434,6 +434,16 @@ def _fit(report: dict) -> dict:
     return report
 
 
+def _in_users_terms(an, text: str) -> str:
+    """A simulation the nvflare simulator CLI started (nothing shows job.py) is rerun with that command: the catalog's
+    fixed phrase `python job.py` becomes `the same nvflare simulator command` (a fixed substitution, no log text)."""
+    if an.launcher == "nvflare simulator":
+        return text.replace("rerun python job.py", "rerun the same nvflare simulator command").replace(
+            "python job.py", "the nvflare simulator command"
+        )
+    return text
+
+
 def _next_action(an) -> str:
     """The matched row's next action for the runtime mode and the established facts (match/actions.py), its
     placeholders filled only with validated identifiers, numbers and the catalog's own user_calls text."""
@@ -447,7 +457,7 @@ def _next_action(an) -> str:
             "{sites}": f" ({', '.join(failing[:MAX_NAMED_SITES])})" if failing else "",
             "{change}": f" {an.user_call.change}" if an.user_call is not None else "",
         }
-        return actions.fill(primary.row.next_action_for(an.mode, an.facts), values)
+        return _in_users_terms(an, actions.fill(primary.row.next_action_for(an.mode, an.facts), values))
     if an.suspicious and an.catalog.has("SUSPICIOUS_LOG_CONTENT"):
-        return an.catalog.row("SUSPICIOUS_LOG_CONTENT").next_action_for(an.mode)
-    return an.catalog.fallback_for(an.mode)
+        return _in_users_terms(an, an.catalog.row("SUSPICIOUS_LOG_CONTENT").next_action_for(an.mode))
+    return _in_users_terms(an, an.catalog.fallback_for(an.mode))
