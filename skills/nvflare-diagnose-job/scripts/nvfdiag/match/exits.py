@@ -34,9 +34,10 @@ _SIGNAL = re.compile(
 # or `Killed` alone on its line (an interactive shell after the kernel killed the foreground process).
 _SHELL = re.compile(r"(?:: line \d+: +\d+|^\[\d+\][+-]?|^\d+) +Killed\b|^\s*Killed\s*$")
 _CONTAINER = re.compile(r"\bOOMKilled\b|\bOOM ?killed\b|reason:? ?OOMKilled", re.IGNORECASE)
-# Every kill this module reads holds one of these (a number standing alone, or a kill word): one search over the
-# lower-cased text of all lines finds the few lines worth reading (not `,137` milliseconds or `-9f3c` in a uuid).
-_PREFILTER = re.compile(r"(?<![\w-])-9(?!\w|\.\d)|(?<![\w,.:-])(?:137|247)(?!\w|\.\d)|sigkill|signal|killed")
+# Every kill this module reads holds a number standing alone (-9, 137, 247) or a kill word: literal-led searches of
+# the lower-cased text of all lines find the few lines worth reading (not `,137` milliseconds or `-9f3c` in a uuid).
+_NUMBERS = tuple(re.compile(re.escape(n) + r"(?!\w|\.\d)") for n in ("-9", "137", "247"))
+_WORDS = ("sigkill", "signal", "killed")
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def find_exits(lines: list[Line], index=None) -> list[Exit]:
     if index is None:
         numbers = range(len(lines))
     else:
-        numbers = sorted({index.low_line_at(match.start()) for match in _PREFILTER.finditer(index.low)})
+        numbers = sorted(_candidate_lines(index))
     found = []
     for number in numbers:
         read = read_exit(lines[number].text)
@@ -87,6 +88,18 @@ def find_exits(lines: list[Line], index=None) -> list[Exit]:
             found.append(Exit(number, read[0], read[1]))
             if len(found) >= MAX_EXITS:
                 break
+    return found
+
+
+def _candidate_lines(index) -> set[int]:
+    low, found = index.low, set()
+    for pattern in _NUMBERS:
+        for match in pattern.finditer(low):
+            before = low[match.start() - 1] if match.start() else " "
+            if not (before.isalnum() or before in "_,.:-"):
+                found.add(index.low_line_at(match.start()))
+    for word in _WORDS:
+        found.update(index.lines_with(word))
     return found
 
 

@@ -222,37 +222,50 @@ def _at(hit: Hit) -> int:
     return hit.index if hit.index is not None else -1
 
 
-_IDENTITY = re.compile(r"\bidentity=([a-z0-9][a-z0-9._-]{0,63})")
 _FILE_SITE = re.compile(r"(?<![a-z0-9])(site-\d{1,6}|site_\d{1,6})(?![0-9])")
-_STATUS_PRINTED = re.compile(r"\b(?:with status|job status(?: is)?:?|status[=:]) ?(finished[:_][a-z_]{2,40})\b")
-_CLI_LAUNCH = re.compile(
-    r"\bnvflare simulator\b|nvflare\.private\.fed\.app\.simulator\.simulator\b|"
-    r"[\\/]nvflare[\\/]private[\\/]fed[\\/]app[\\/]simulator[\\/]simulator\.py\""
+_FINISHED = re.compile(r"finished[:_]")
+_STATUS_VALUE = re.compile(r"finished[:_][a-z_]{2,40}\b")
+_STATUS_LEAD = re.compile(r"(?:with status|job status(?: is)?:?|status[=:]) ?$")
+_CLI_LAUNCH = (
+    "nvflare simulator ",
+    "nvflare.private.fed.app.simulator.simulator",
+    "/nvflare/private/fed/app/simulator/simulator.py",
+    "\\nvflare\\private\\fed\\app\\simulator\\simulator.py",
 )
 
 
-def _named_sites(evidence: Evidence, index: TextIndex) -> set[str]:
-    """Sites whose own logs were given though no folder labels them: a site in a file name (`site-3_log.txt`) and
-    the `identity=` NVFLARE writes into every record of a participant's own log (one search of the whole text)."""
+def _named_sites(evidence: Evidence, index: TextIndex, candidates: set[str]) -> set[str]:
+    """Of `candidates`, the sites whose own logs were given though no folder labels them: a site in a file name
+    (`site-3_log.txt`) or the `identity=<site>` NVFLARE writes into every record of a participant's own log."""
     read = [s for s in evidence.sources if s.kind == "log" and s.status in READ_WHOLE_OR_PART and s.bytes_read]
-    found = {m.group(1).replace("_", "-") for s in read for m in _FILE_SITE.finditer(s.path.lower())}
-    found |= set(_IDENTITY.findall(index.low))
-    return {name for name in found if sites.valid_site(name) and not sites.is_server(name)}
+    in_names = {m.group(1).replace("_", "-") for s in read for m in _FILE_SITE.finditer(s.path.lower())}
+    return {
+        site
+        for site in candidates
+        if sites.valid_site(site)
+        and not sites.is_server(site)
+        and (site in in_names or f"identity={site.lower()}" in index.low)
+    }
 
 
 def _status_in_logs(lines, index: TextIndex, flagged: set[int]) -> str | None:
-    """The terminal job status a line that is not flagged prints (`finished with status FINISHED:ABORTED`)."""
-    for match in _STATUS_PRINTED.finditer(index.low):
+    """The terminal job status a line that is not flagged prints (`finished with status FINISHED:ABORTED`): found
+    from each `finished:` in the whole text (a literal search), then the words before it."""
+    low = index.low
+    for match in _FINISHED.finditer(low):
+        status = _STATUS_VALUE.match(low, match.start())
+        if status is None or not _STATUS_LEAD.search(low, max(0, match.start() - 24), match.start()):
+            continue
         if index.low_line_at(match.start()) not in flagged:
-            status = match.group(1).upper().replace("FINISHED_", "FINISHED:", 1)
-            if sites.valid_job_status(status):
-                return status
+            value = status.group(0).upper().replace("FINISHED_", "FINISHED:", 1)
+            if sites.valid_job_status(value):
+                return value
     return None
 
 
 def _launcher(index: TextIndex) -> str | None:
     """ "nvflare simulator" when the evidence shows the simulator CLI started the run and nothing shows job.py."""
-    if "job.py" in index.low or not _CLI_LAUNCH.search(index.low):
+    if "job.py" in index.low or not any(needle in index.low for needle in _CLI_LAUNCH):
         return None
     return "nvflare simulator"
 
@@ -294,7 +307,7 @@ def dependent_sites(texts: list[str], hit_sites: list[str | None], known: set[st
     return named, server_only
 
 
-def _apply_visibility(an: Analysis) -> None:
+def _apply_visibility(an: Analysis, index: TextIndex) -> None:
     """PARTIAL_LOG_VISIBILITY when the symptom depends on sites whose logs the evidence says are not visible."""
     lines, status = an.evidence.lines, an.evidence.site_status
     if an.primary is None:
@@ -303,6 +316,7 @@ def _apply_visibility(an: Analysis) -> None:
         texts = [lines[h.index].text for h in an.primary.hits if h.index is not None]
         hit_sites = [lines[h.index].site for h in an.primary.hits if h.index is not None]
         depends, server_only = dependent_sites(texts, hit_sites, _known_sites(an))
+    an.named_sites = _named_sites(an.evidence, index, (depends | set(status)) - an.supplied_sites)
     blocked = an.hidden_sites
     signal_sites = {lines[h.index].site for h in (an.primary.hits if an.primary else []) if h.index is not None}
     if an.primary is not None and not an.primary.row.depends_on_sites:
@@ -444,8 +458,7 @@ def analyse(
     )
     _refine(an, hits, static, raised.code_lines, index)
     an.primary = an.ranked[0] if an.ranked else None
-    an.named_sites = _named_sites(evidence, index)
-    _apply_visibility(an)
+    _apply_visibility(an, index)
     _failure_facts(an, index)
     an.workspace_to_add = _workspace_to_add(an)
     an.status_in_logs = None if status else _status_in_logs(lines, index, flagged)
