@@ -18,11 +18,14 @@ BENCHMARKS = (
     "diagnose_throughput.py",
     "guard_scale.py",
     "importer_speed.py",
+    "importer_dryrun.py",
     "runner_overhead.py",
     "evaluate_overhead.py",
     "lifecycle_speed.py",
     "demo_campaign.py",
     "batch_parallel.py",
+    "prune_campaign.py",
+    "prune_replay.py",
 )
 REAL_ONLY = ("demo_campaign.py",)  # needs real simulations end to end; no quick variant
 

@@ -13,6 +13,8 @@ top-left corner) so the picture can be checked against the data.
 The x axis counts experiments (baseline, keep, discard and crash rows) in ledger order, starting at 1;
 a literature event sits half a step after the experiment it follows. Replicate rows (reruns of the best) are
 experiments of their own color and never move the running best; `band` shades the best +- the noise margin.
+A pruned candidate (a discard the pruning rule stopped early, without a score: `campaign/prune`) is a grey
+triangle at the bottom, apart from the crashes, and the title counts it among the discards (`N pruned`).
 `batches` (the runner's `{members, parallel}` records of the candidates that ran together, see
 `runner/report/facts.batches`) shades each batch's span of experiments and labels it `batch N`; without batches
 the picture is what it was before batches existed. Plotting libraries are imported only inside the renderers,
@@ -31,6 +33,7 @@ import sys
 from pathlib import Path
 
 from ..common import atomic
+from . import prune
 from . import vocabulary as v
 from .compare import check_mode, format_score
 
@@ -90,7 +93,8 @@ def plot_data(rows: list[dict], mode: str, batches: list[dict] | None = None) ->
         if status in v.ATTEMPTS:
             attempts.setdefault(name, x)
         if score is None or status == v.CRASH:  # an unscored replicate is drawn like a crash
-            failures.append({"x": x, "row": index, "name": name, "status": status})
+            pruned = score is None and prune.is_pruned(row)  # stopped early: drawn as pruned, not as a crash
+            failures.append({"x": x, "row": index, "name": name, "status": status, "pruned": pruned})
             continue
         points.append({"x": x, "row": index, "score": score, "status": status, "name": name})
         if tracker.offer(index, row):
@@ -113,6 +117,7 @@ def plot_data(rows: list[dict], mode: str, batches: list[dict] | None = None) ->
         "counts": counts,
         "scored": len(points),
         "scored_attempts": scored_attempts,
+        "pruned": sum(1 for failure in failures if failure["pruned"]),
     }
 
 
@@ -165,9 +170,10 @@ def title_text(data: dict, metric: str, mode: str) -> str:
     counts = data["counts"]
     attempts = sum(counts[status] for status in v.ATTEMPTS)
     replicates = f", {counts[v.REPLICATE]} replicate(s) (not attempts)" if counts[v.REPLICATE] else ""
+    pruned = f" ({data['pruned']} pruned)" if data.get("pruned") else ""
     return (
         f"Auto-FL progress: {metric} ({mode}, {direction})\n{attempts} attempt(s) ({data['scored_attempts']} "
-        f"scored): {counts[v.KEEP]} kept, {counts[v.DISCARD]} discarded, {counts[v.CRASH]} crashed; "
+        f"scored): {counts[v.KEEP]} kept, {counts[v.DISCARD]} discarded{pruned}, {counts[v.CRASH]} crashed; "
         f"{counts[v.LITERATURE]} literature{replicates}"
     )
 
@@ -223,7 +229,7 @@ def text_summary(data: dict, title: str) -> str:
         lines.append(f"noise band: best +- {format_score(data['band'])}")
     best_row = data["best"]["row"] if data["best"] else None
     for entry in sorted(data["points"] + data["failures"], key=lambda item: item["x"]):
-        score = format_score(entry["score"]) if "score" in entry else "(no score)"
+        score = format_score(entry["score"]) if "score" in entry else "(pruned)" if entry["pruned"] else "(no score)"
         marker = "  <- best" if entry["row"] == best_row else ""
         lines.append(f"{entry['x']:>5}  {entry['status']:<8}  {score}  {entry['name']}{marker}")
     for span in data.get("batches") or []:
@@ -347,6 +353,20 @@ def _mpl_points(axes, data: dict) -> None:
 
 
 def _mpl_failures(axes, failures: list[dict]) -> None:
+    pruned = [f for f in failures if f["pruned"]]
+    failures = [f for f in failures if not f["pruned"]]
+    if pruned:
+        axes.plot(
+            [f["x"] for f in pruned],
+            [0.02] * len(pruned),
+            linestyle="none",
+            marker="v",
+            markersize=7,
+            color=COLORS[v.DISCARD],
+            transform=axes.get_xaxis_transform(),
+            label="pruned (stopped early)",
+            zorder=3,
+        )
     if failures:
         axes.plot(
             [f["x"] for f in failures],
@@ -505,6 +525,9 @@ def _pillow_series(draw, font, data: dict, metric: str) -> list[int] | None:
         draw.ellipse((x - 4, y - 4, x + 4, y + 4), fill=COLORS[point["status"]])
     for failure in data["failures"]:
         x, _ = to_px(failure["x"], low)
+        if failure["pruned"]:  # a grey downward triangle: stopped early by the pruning rule
+            draw.polygon([(x - 5, bottom - 12), (x + 5, bottom - 12), (x, bottom - 4)], fill=COLORS[v.DISCARD])
+            continue
         draw.line((x - 4, bottom - 12, x + 4, bottom - 4), fill=COLORS[v.CRASH], width=2)
         draw.line((x - 4, bottom - 4, x + 4, bottom - 12), fill=COLORS[v.CRASH], width=2)
     best = data["best"]

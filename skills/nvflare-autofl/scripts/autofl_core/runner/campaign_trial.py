@@ -26,6 +26,7 @@ from ..importer import runner_view as importer
 from ..trial import childenv, seal
 from ..trial.argv import TrialError
 from ..trial.execute import CRASH, TrialResult, TrialSpec, run_trial
+from . import pruning
 from .outcome import CampaignError
 from .store import contract, snapshots
 from .store.paths import TRIAL_TEMP_PREFIX
@@ -49,24 +50,24 @@ def spec(
     config, settings, paths = campaign.config, campaign.settings, campaign.paths
     flags = importer.cli_flags(config)
     schema_budget = contract.schema_budget(config)
-    timeout = max(float(settings["timeout"]), float(schema_budget.get("run_timeout_seconds") or 0))
-    no_progress = schema_budget.get("simulator_no_progress_timeout_seconds", settings["simulator_no_progress_timeout"])
+    timeout = max(float(settings.timeout), float(schema_budget.get("run_timeout_seconds") or 0))
+    no_progress = schema_budget.get("simulator_no_progress_timeout_seconds", settings.simulator_no_progress_timeout)
     return TrialSpec(
-        python=settings["python"],
+        python=settings.python,
         job_path=paths.job,
         workspace=paths.workspace,
         run_dir=paths.run_dir(name),
         trial_name=name,
-        metric_order=list((config.get("objective") or {}).get("metric_extraction_order") or [settings["metric"]]),
+        metric_order=list((config.get("objective") or {}).get("metric_extraction_order") or [settings.metric]),
         budget_args=contract.budget_args(config),
-        base_args=list(settings["base_args"]),
+        base_args=list(settings.base_args),
         run_args=list(run_args),
         flag_groups=[list(group) for group in flags["groups"]],
         name_flag=flags["name_flag"],
         switch_flags=[flag for flag, takes in flags["takes_value"].items() if not takes],
         expected_result_names=contract.expected_result_names(config),
         num_rounds=contract.num_rounds(config),
-        mode=settings["mode"],
+        mode=settings.mode,
         timeout=timeout,
         no_progress_timeout=float(no_progress) or None,
         env_passthrough=contract.env_passthrough(config),
@@ -74,7 +75,7 @@ def spec(
         token=token,
         progress_stream=sys.stderr,
         temp_parent=temp_parent,
-        isolate_network=not settings.get("allow_network", False),
+        isolate_network=not settings.allow_network,
         stage_files=stage_files,
         hide=[paths.meta, paths.output_root],
         literal_paths=contract.literal_simulator_paths(config, paths.workspace),
@@ -99,11 +100,11 @@ def check_isolable(campaign) -> None:
 
 def start_probe(campaign) -> None:
     """Begin probing the sandbox while the action does its own checks (`sealing` then waits for it)."""
-    seal.start_probe(campaign.settings["python"], _probe_env())
+    seal.start_probe(campaign.settings.python, _probe_env())
 
 
 def _probe(campaign) -> dict:
-    return seal.probe(campaign.settings["python"], _probe_env())
+    return seal.probe(campaign.settings.python, _probe_env())
 
 
 def _probe_env() -> dict[str, str]:
@@ -112,7 +113,7 @@ def _probe_env() -> dict[str, str]:
 
 def sealed_view(campaign) -> dict[str, bytes] | None:
     """The best source as a sealed baseline or replicate trial sees it; None where trials cannot be sealed."""
-    if campaign.settings["env"] != "sim" or not sealing(campaign):
+    if campaign.settings.env != "sim" or not sealing(campaign):
         return None
     return snapshots.files_of(campaign.paths, campaign.best())
 
@@ -165,11 +166,16 @@ def run(
     start_plot_worker(campaign)
     try:
         result = run_marked(
-            campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent, stage_files=stage_files
+            campaign,
+            name=name,
+            run_args=run_args,
+            token=token,
+            temp_parent=temp_parent,
+            stage_files=stage_files,
+            kind=kind,
         )
     finally:
         trees.remove_tree(temp_parent)  # iterative, never raises: a trial may leave a very deep tree
-    campaign.forget()
     return result
 
 
@@ -200,9 +206,11 @@ def run_marked(
     stage_files: dict[str, bytes] | None,
     gpu: str | None = None,
     progress_stream=None,
+    kind: str | None = None,
 ) -> TrialResult:
     """One trial whose marker entry is already written: evidence guard, the child, trial.json. Safe to call from
-    several threads at once for different `name`s (a batch); `gpu` is the child's CUDA_VISIBLE_DEVICES."""
+    several threads at once for different `name`s (a batch); `gpu` is the child's CUDA_VISIBLE_DEVICES; a
+    candidate (`kind`) gets the round judge when pruning is on (`pruning.judge_for`)."""
     guard = EvidenceGuard.take(campaign, live_workspace=stage_files is None)
     try:
         trial = spec(
@@ -212,6 +220,7 @@ def run_marked(
         trial.cuda_visible_devices = gpu
         if progress_stream is not None:
             trial.progress_stream = progress_stream
+        trial.round_judge = pruning.judge_for(campaign, kind)  # pruning: None unless a candidate with --prune
         result = run_trial(trial)
         faults.checkpoint("trial:child_finished")
     except TrialError as error:
@@ -240,7 +249,7 @@ def _tampered(result: TrialResult, restored: list[str]) -> None:
 
 def network_status(campaign, result: TrialResult) -> str:
     """What the envelope says about the trial's network: isolated, allowed, or unavailable: <why>."""
-    if campaign.settings.get("allow_network", False):
+    if campaign.settings.allow_network:
         return "allowed"
     return result.network_isolation or "unavailable: not requested"
 

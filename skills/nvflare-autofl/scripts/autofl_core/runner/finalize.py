@@ -36,6 +36,8 @@ def decide(
     noise rule applies (`noise.keep_margin`); a tie is a discard."""
     if outcome in OUTCOME_STATUS:
         return OUTCOME_STATUS[outcome]
+    if outcome == v.OUTCOME_PRUNED:  # stopped by the pruning rule: never kept, no score
+        return v.DISCARD
     if score is None:
         return v.CRASH
     return v.KEEP if compare.better(score, best_score, mode, margin or 0.0) else v.DISCARD
@@ -150,7 +152,6 @@ def _apply(campaign, journal: dict) -> None:
     else:
         snapshots.repair(paths)
     faults.checkpoint("finalize:swapped")
-    campaign.forget()
     keep, drop = journal["status"] == v.KEEP, set()
     if keep:
         drop = created.settle_keep(
@@ -178,7 +179,6 @@ def _apply(campaign, journal: dict) -> None:
     paths.journal.unlink(missing_ok=True)
     faults.checkpoint("finalize:journal_removed")
     paths.trial_marker.unlink(missing_ok=True)
-    campaign.forget()
 
 
 def append_once(paths, row: dict, rows_before: int) -> None:

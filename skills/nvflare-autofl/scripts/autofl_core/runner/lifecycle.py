@@ -16,7 +16,7 @@ import stat
 from datetime import datetime, timezone
 
 from ..campaign import vocabulary as v
-from . import flag_scope, ready, recovery, refresh
+from . import flag_scope, pruning, ready, recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
@@ -36,6 +36,7 @@ ACTIONS = {
     "suggest": "suggest",
     "status": None,
     "replicate": "replicate",
+    "submit": "submit",
 }
 READ_ONLY_ACTIONS = ("report",)  # own lock and refusal rules; no recovery, no state write
 
@@ -57,8 +58,10 @@ def run(action: str, options) -> tuple[int, dict]:
         return _module(action).run(options, given, now_text())
     with workspace_lock(probe.lock):
         campaign = Campaign.open(options.job)
-        module = "evaluate_batch" if action == "evaluate" and batch_requested(options) else ACTIONS[action]
+        module = ACTIONS[action]
         step = _module(module).run if module else _status
+        if action == "submit":  # submit records through record's own path (actions never import each other)
+            step = _submit_step(_module("submit").run, _module("record").run)
         return _shell(campaign, action, step, options, given, now_text())
 
 
@@ -82,7 +85,7 @@ def _shell(campaign, action: str, step, options, given: dict, now: str) -> tuple
     extras = recovery.recover(campaign, now)
     campaign.best()  # a damaged best snapshot stops every action (exit 2 naming it), status included
     merged = settings_mod.merge_settings(
-        campaign.settings,
+        campaign.meta["settings"],
         given,
         action=action,
         now=now,
@@ -106,11 +109,6 @@ def _shell(campaign, action: str, step, options, given: dict, now: str) -> tuple
     finally:
         refresh.stop_plot_worker(campaign)
     return result.exit_code, state_mod.envelope(campaign.paths, state, {**extras, **result.extras})
-
-
-def batch_requested(options) -> bool:
-    """evaluate runs a batch (`actions/evaluate_batch`) for `--all-prepared`, several `--manifest`s, or `--parallel`."""
-    return bool(options.all_prepared or len(options.manifest or []) > 1 or options.parallel is not None)
 
 
 def check_job_file(job) -> None:
@@ -139,7 +137,11 @@ def _status(campaign, options, now: str) -> ActionResult:
         }
         for m in pending
     ]
-    return ActionResult(extras={"pending": listed})
+    return ActionResult(extras={"pending": listed, **pruning.status_fields(campaign)})
+
+
+def _submit_step(submit, record):
+    return lambda campaign, options, now: submit(campaign, options, now, record=record)
 
 
 def _module(name: str):

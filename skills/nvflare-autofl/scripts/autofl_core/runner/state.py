@@ -32,6 +32,8 @@ ENVELOPE_STATE_FIELDS = (
     "remaining_candidates",
     "baseline_status",
     "baseline_score",
+    "best_candidate",
+    "best_score",
     "improvement",
     "abandoned_candidates",
     "agent_instruction",
@@ -48,7 +50,7 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
     manifests = campaign.manifests()
     pending = [m for m in manifests if m["status"] in v.MANIFEST_IN_WORK]
     ready = [m for m in manifests if m["status"] == v.READY]
-    stop_files = [] if ignore_stop_files else guard_inputs.present_stop_files(paths.workspace, settings["stop_files"])
+    stop_files = [] if ignore_stop_files else guard_inputs.present_stop_files(paths.workspace, settings.stop_files)
     rows = campaign.rows()
     state = guard.compute_state(
         rows,
@@ -63,7 +65,7 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
     state = guard.with_runner_fields(
         state,
         results=str(paths.results),
-        mode=settings["mode"],
+        mode=settings.mode,
         updated_at=now,
         abandoned_candidates=sum(1 for m in manifests if m["status"] == v.ABANDONED),
         best_candidate=best["name"] if best else None,
@@ -71,8 +73,10 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
         pending_candidate_manifest=paths.rel(paths.manifest(first_pending["candidate_id"])) if first_pending else None,
     )
     argument_only = bool(pending) and all(m["status"] == v.PREPARED and m["run_args"] for m in pending)
-    override = lifecycle_override(state, rows, settings["env"], argument_only_pending=argument_only)
+    override = lifecycle_override(state, rows, settings.env, argument_only_pending=argument_only)
     state = guard.with_next_action_override(state, override) if override else state
+    if settings.env != "sim":  # replicate runs simulations only
+        state = dict(state, agent_instruction=instructions.without_replicate_advice(state))
     if state["next_action"] == "submit_candidate":  # the guard counts them; the runner names them
         names = [m["candidate_id"] for m in manifest_store.in_preparation_order(ready)]
         state = dict(state, agent_instruction=f"{state['agent_instruction']} {instructions.ready_candidates(names)}")

@@ -38,14 +38,13 @@ def compared_with(campaign) -> Compared:
         name=best["name"] if best else None,
         score=best["score"] if best else None,
         band=noise.band(noise.latest_measured(campaign)),
-        metric=campaign.settings["metric"],
+        metric=campaign.settings.metric,
         resolution=known["metric_resolution"],
     )
 
 
 def outcome(campaign, compared: Compared, *, score: float | None) -> dict:
     """The envelope fields of one finalized result (`campaign` re-read after the decision)."""
-    campaign.forget()
     best = campaign.best_row()
     delta = gain(campaign, compared, score)
     return {
@@ -63,4 +62,4 @@ def outcome(campaign, compared: Compared, *, score: float | None) -> dict:
 
 def gain(campaign, compared: Compared, score: float | None) -> float | None:
     """Direction-adjusted `score` minus the compared best's, at ledger precision (None when either is missing)."""
-    return improvement(score, compared.score, campaign.settings["mode"])
+    return improvement(score, compared.score, campaign.settings.mode)

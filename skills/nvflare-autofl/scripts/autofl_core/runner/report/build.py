@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ...campaign import compare, gains
+from ...campaign import compare, gains, prune
 from ...campaign import vocabulary as v
 from ...common import atomic, bounded, faults
 from .. import noise
 from .. import state as state_mod
+from ..outcome import CampaignError
+from ..store import external
 from . import facts, markdown, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
@@ -58,8 +60,8 @@ def plot_options(campaign, state: dict) -> dict:
     """What progress.png shows besides the ledger (the refresh, its plot worker and the report gate draw with it):
     metric, direction, the noise band (`state["noise"]`) and the batches of candidates that ran together."""
     return {
-        "metric": campaign.settings["metric"],
-        "mode": campaign.settings["mode"],
+        "metric": campaign.settings.metric,
+        "mode": campaign.settings.mode,
         "band": noise.band(state["noise"]),
         "batches": facts.batches(campaign.manifests()),
     }
@@ -72,11 +74,11 @@ def build(
     paths, settings, config = campaign.paths, campaign.settings, campaign.config
     outputs = outputs or outputs_of(paths)
     rows = campaign.rows()
-    walk = facts.walk_rows(rows, settings["mode"])
+    walk = facts.walk_rows(rows, settings.mode)
     measured = noise.latest_measured(campaign)
     band = noise.band(measured)
     known = noise.facts(campaign)
-    judge = {"metric": settings["metric"], "resolution": known["metric_resolution"]}
+    judge = {"metric": settings.metric, "resolution": known["metric_resolution"]}
     best = rows[walk.best] if walk.best is not None else None
     baseline = rows[walk.baseline] if walk.baseline is not None else None
     observed = facts.best_observed(rows, walk)
@@ -87,7 +89,7 @@ def build(
         best=best,
         baseline=baseline,
         best_run_args=campaign.best_run_args(),
-        metric=settings["metric"],
+        metric=settings.metric,
         missing_columns=tuple(context.missing_columns),
         fresh_state=state,
         stored_state=context.stored_state if context.stored_state_read else state,
@@ -124,7 +126,7 @@ def build(
         "best_command": _best_command(campaign, best),
         "what_helped": facts.what_helped(walk, band, **judge),
         "what_did_not_help": facts.what_did_not_help(rows, walk),
-        "literature": facts.literature_outcomes(rows, walk, batch_size=settings["exploration_batch_size"]),
+        "literature": facts.literature_outcomes(rows, walk, batch_size=settings.exploration_batch_size),
         "families": facts.families(rows, walk),
         "trajectory": facts.trajectory(rows, walk),
         "noise": dict(_noise_section(rows, measured, band), **_unmeasured(known)),
@@ -205,12 +207,12 @@ def _provenance(state: dict, context: Context) -> dict:
     }
 
 
-def _objective(settings: dict, config: dict) -> dict:
+def _objective(settings, config: dict) -> dict:
     objective = config.get("objective") or {}
     return {
-        "metric": settings["metric"],
-        "mode": settings["mode"],
-        "env": settings["env"],
+        "metric": settings.metric,
+        "mode": settings.mode,
+        "env": settings.env,
         "requested_metric": objective.get("requested_metric"),
         "metric_source": objective.get("metric_source"),
         "metric_extraction_order": objective.get("metric_extraction_order") or [],
@@ -222,7 +224,7 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band, judge
     if best is None:
         return None
     manifest = campaign.manifest_of(best["name"]) if best["status"] == v.KEEP else None
-    metric = campaign.settings["metric"]
+    metric = campaign.settings.metric
     why = (
         f"{best['name']} has the best {metric} ({compare.format_score(best['score'])}) among scored baseline and "
         "keep rows (a tie never replaces the earlier row)"
@@ -287,7 +289,7 @@ def _network(campaign, rows: list[dict]) -> dict:
     (`isolated`, `allowed` or `unavailable: <why>`; None when the runner ran no trial, as in poc/prod)."""
     run = _latest_run(campaign, rows)
     latest = _trial_network(run / "trial.json") if run else None
-    return {"allow_network": bool(campaign.settings.get("allow_network", False)), "latest_trial": latest}
+    return {"allow_network": bool(campaign.settings.allow_network), "latest_trial": latest}
 
 
 def _trial_network(path: Path) -> str | None:
@@ -325,13 +327,16 @@ def _trial_record(path: Path) -> dict | None:
 
 def _budgets(campaign, rows: list[dict]) -> dict[str, str | None]:
     """Per scored row, whether its fixed budget was verified from what ran: the manifest's `result.budget` for
-    candidates, trial.json for the runner's baseline and replicate trials."""
+    candidates, the external-run record for an external baseline, trial.json for the runner's baseline and
+    replicate trials."""
     recorded = {m["candidate_id"]: (m.get("result") or {}).get("budget") for m in campaign.manifests()}
     found = {}
     for row in rows:
         if row["score"] is None:
             continue
         budget = recorded.get(row["name"]) if row["candidate_manifest"] else None
+        if budget is None and row["status"] == v.BASELINE:  # an external baseline (record --baseline, submit)
+            budget = (_external_record(campaign, row["name"]) or {}).get("budget")
         if budget is None and not row["candidate_manifest"] and row.get("artifacts"):
             run = campaign.paths.resolve(row["artifacts"])
             budget = (
@@ -341,6 +346,13 @@ def _budgets(campaign, rows: list[dict]) -> dict[str, str | None]:
             )
         found[row["name"]] = budget.get("status") if isinstance(budget, dict) else v.BUDGET_UNVERIFIED
     return found
+
+
+def _external_record(campaign, name: str) -> dict | None:
+    try:
+        return external.read(campaign.paths, name)
+    except CampaignError:  # the report is read-only: a damaged record reads as no evidence
+        return None
 
 
 def _wall_time(campaign, state: dict) -> dict:
@@ -372,6 +384,8 @@ def _entry(row: dict, budgets: dict[str, str | None]) -> dict:
     notes = row["failure_reason"] if row["status"] in v.FAILURES else row["diff_summary"]
     if row["status"] == v.DISCARD and row["failure_reason"]:
         notes = f"{row['diff_summary']}; {row['failure_reason']}"
+        if prune.is_pruned(row):  # stopped early: no score and no final model (nothing to evaluate)
+            notes = f"{notes}; {prune.NO_FINAL_MODEL}"
     return {
         "status": row["status"],
         "name": row["name"],
@@ -391,8 +405,16 @@ def _score_of(row: dict | None) -> dict | None:
 
 
 def _best_command(campaign, best: dict | None) -> str:
-    """The best configuration as a command a user can rerun by hand (fixed budget, base args, best run args)."""
+    """The best configuration as a command a user can rerun by hand (fixed budget, base args, best run args); in
+    poc/prod its export through the recipe's `--export --export-dir` and an `nvflare job submit` of the export."""
     if best is None:
         return ""
     argv = campaign.job_argv(campaign.best_run_args())
-    return f"cd {shlex.quote(str(campaign.paths.workspace))} && {shlex.join(argv)}"
+    where = f"cd {shlex.quote(str(campaign.paths.workspace))}"
+    if campaign.settings.env == "sim":
+        return f"{where} && {shlex.join(argv)}"
+    # poc/prod: the recipe's own export path, then a submission with the user's admin startup kit (their yes first)
+    folder = campaign.paths.run_dir("rerun-export")
+    export = shlex.join([*argv, "--export", "--export-dir", str(folder)])
+    submit = f'nvflare job submit -j {shlex.quote(str(folder))}/* --startup-kit "$ADMIN_STARTUP_KIT"'
+    return f"{where} && {export} && {submit}"
