@@ -311,16 +311,16 @@ class Seal:
         _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777" + self._size_option())
         self.read_write.append(_path_fd("/dev/shm"))
         self.temp_mounts.append(("/dev/shm", _path_fd("/dev/shm")))
-
-    def _size_option(self) -> str:
-        """A tmpfs holding trial writes is no larger than the disk limit (tmpfs is memory, not disk)."""
-        disk = self.limits.get("disk")
-        return f",size={int(disk)}" if isinstance(disk, int) and disk > 0 else ""
         _set_read_only(_path_fd("/"), True)
         for fd in self.read_write:
             _set_read_only(fd, False)
         for fd in self.read_only_again:
             _set_read_only(fd, True)
+
+    def _size_option(self) -> str:
+        """A tmpfs holding trial writes is no larger than the disk limit (tmpfs is memory, not disk)."""
+        disk = self.limits.get("disk")
+        return f",size={int(disk)}" if isinstance(disk, int) and disk > 0 else ""
 
     def arm_watcher(self) -> None:
         """PID 1 with its own /proc watches memory, disk and tasks; elsewhere those limits are unavailable."""
