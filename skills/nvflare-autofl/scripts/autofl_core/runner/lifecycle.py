@@ -21,6 +21,7 @@ from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
 from .outcome import ActionResult, CampaignError
+from .report import curves
 from .store import manifests, metadata
 from .store.lock import workspace_lock
 from .store.paths import CampaignPaths
@@ -139,7 +140,8 @@ def _status(campaign, options, now: str) -> ActionResult:
         }
         for m in pending
     ]
-    return ActionResult(extras={"pending": listed})
+    best = campaign.best_row()
+    return ActionResult(extras={"pending": listed, "best_sites": curves.site_values(campaign, best) if best else {}})
 
 
 def _module(name: str):

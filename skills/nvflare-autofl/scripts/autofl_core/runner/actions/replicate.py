@@ -23,6 +23,7 @@ from ...trial.execute import TrialResult
 from .. import batch_trials, campaign_trial, noise, runargs
 from .. import state as state_mod
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError, Interrupted
+from ..report import curves
 from ..store import snapshots, sources
 
 DEFAULT_COUNT = 3
@@ -57,6 +58,7 @@ def run(campaign, options, now: str) -> ActionResult:
                 "seed": value,
                 "failure_reason": row["failure_reason"] or None,
                 "delta": improvement(row["score"], best["score"], campaign.settings["mode"]),
+                "sites": curves.site_values(campaign, row),
             }
         )
         if row["status"] == v.INFRASTRUCTURE_RETRY:

@@ -23,7 +23,7 @@ from ...campaign import vocabulary as v
 from ...common import atomic, bounded, faults
 from .. import noise
 from .. import state as state_mod
-from . import facts, markdown, warning_rules
+from . import curves, facts, markdown, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
 
@@ -56,12 +56,16 @@ def outputs_of(paths) -> Outputs:
 
 def plot_options(campaign, state: dict) -> dict:
     """What progress.png shows besides the ledger (the refresh, its plot worker and the report gate draw with it):
-    metric, direction, the noise band (`state["noise"]`) and the batches of candidates that ran together."""
+    metric, direction, the noise band (`state["noise"]`), the batches of candidates that ran together and the
+    round curves of the baseline, the best and the latest candidates (`curves`)."""
     return {
         "metric": campaign.settings["metric"],
         "mode": campaign.settings["mode"],
         "band": noise.band(state["noise"]),
         "batches": facts.batches(campaign.manifests()),
+        "curves": [
+            {key: curve[key] for key in ("name", "role", "rounds", "values")} for curve in curves.read_curves(campaign)
+        ],
     }
 
 
@@ -136,7 +140,11 @@ def build(
         ),
         "network": _network(campaign, rows),
         "sandbox": _sandbox(campaign, rows),
-        "leaderboard": [_entry(row, budgets) for row in rows if row["status"] != v.LITERATURE],
+        "leaderboard": _with_sites(
+            [_entry(row, budgets) for row in rows if row["status"] != v.LITERATURE],
+            {v.BASELINE: baseline, "best": best},
+            campaign,
+        ),
         "failures": [_entry(row, budgets) for row in rows if row["status"] in v.FAILURES],
         "abandoned": sorted(m["candidate_id"] for m in campaign.manifests() if m["status"] == v.ABANDONED),
         "cap_changes": list(campaign.meta.get("cap_changes") or []),
@@ -147,6 +155,8 @@ def build(
             report_json=str(outputs.report_json),
             progress=str(outputs.progress),
         ),
+        "curves": (round_curves := curves.read_curves(campaign, rows)),
+        "curves_summary": curves.describe(round_curves, settings["mode"]),
         "progress_plot_available": plot_available,
         "progress_plot": os.path.relpath(outputs.progress, outputs.report.parent) if plot_available else None,
     }
@@ -384,6 +394,17 @@ def _entry(row: dict, budgets: dict[str, str | None]) -> dict:
         "run_command": row["run_command"],
         "budget": budgets.get(row["name"]),
     }
+
+
+def _with_sites(board: list[dict], marked: dict[str, dict | None], campaign) -> list[dict]:
+    """The leaderboard with `role` (baseline, best) and `sites` (each site's value of the final round, from the
+    run's round records) on the baseline's and the best's entries; other entries carry neither."""
+    for role, row in marked.items():
+        entry = next((e for e in board if row is not None and e["name"] == row["name"]), None)
+        if entry is not None:
+            entry["role"] = "baseline, best" if entry.get("role") else role
+            entry["sites"] = curves.site_values(campaign, row)
+    return board
 
 
 def _score_of(row: dict | None) -> dict | None:

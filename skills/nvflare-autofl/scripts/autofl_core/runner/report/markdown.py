@@ -212,7 +212,16 @@ def _selected(data: dict) -> list[str]:
             lines += [f"{label}:", "", f"{fence}bash", recorded(command, "block"), fence, ""]
     if data["progress_plot_available"]:
         lines += [f"![progress]({_link_target(data['progress_plot'])})", ""]
-    return lines
+    return lines + _curves(data)
+
+
+def _curves(data: dict) -> list[str]:
+    """What the round curves show, in words (the picture's lower panel)."""
+    summary = data.get("curves_summary") or []
+    if not summary:
+        return ["Round curves: no round records (NVFLARE's round_metrics.jsonl) in the runs shown.", ""]
+    where = " (the picture's lower panel)" if data["progress_plot_available"] else ""
+    return [f"Round curves, metric per round{where}:", ""] + [f"- {recorded(line)}" for line in summary] + [""]
 
 
 def _baseline_vs_best(data: dict) -> str:
@@ -439,6 +448,12 @@ def _leaderboard(data: dict) -> list[str]:
         )
     if len(board) > MAX_LEADERBOARD:
         lines += ["", f"{len(board) - MAX_LEADERBOARD} more row(s) in autofl_report.json and results.tsv."]
+    sites = [entry for entry in board if "sites" in entry]
+    if sites:
+        lines += ["", "Each site's value in the final round:", ""]
+    for entry in sites:
+        values = ", ".join(f"{recorded(site)} {_score(value)}" for site, value in entry["sites"].items())
+        lines.append(f"- {recorded(entry['role'])} {_code(entry['name'])}: {values or 'no per-site round records'}")
     return lines + [""]
 
 

@@ -1,0 +1,144 @@
+"""What users and agents look at: every path an envelope names exists (or is null with the reason), the round
+curves in the picture and the report, each site's final-round value in the envelopes and the leaderboard.
+
+Stand-in campaigns (tests/autofl/standin_campaign): each site's round value sits around the aggregate, site-1
+0.01 above it and site-2 0.01 below it with two sites, so the values to expect follow from the score.
+"""
+
+import json
+import os
+import shutil
+
+from autofl_core.runner.report import curves
+from autofl_core.runner.report.facts import walk_rows
+from PIL import Image
+from runner_support import initialized_standin, ledger_rows, run_cli, run_inproc
+
+
+def _paths_exist_or_say_why(envelope: dict) -> None:
+    for key in ("autofl_yaml", "results", "state", "progress", "report"):
+        if envelope[key] is None:
+            assert envelope["unavailable"][key], key
+        else:
+            assert os.path.isfile(envelope[key]), key
+            assert key not in envelope.get("unavailable", {})
+
+
+# --- 3. every path an envelope names exists --------------------------------------------------------------------
+
+
+def test_without_a_picture_the_envelope_names_no_png_and_says_why(tmp_path):
+    """The suite asks for the text summary (AUTOFL_PLOT_RENDERER=text): no progress.png, so the envelope's
+    `progress` is null and `unavailable` gives the reason and the summary's path; every other path exists."""
+    ws = initialized_standin(tmp_path)
+    done = run_inproc(ws, "status")
+    _paths_exist_or_say_why(done.envelope)
+    assert done.envelope["progress"] is None and not (ws / "progress.png").exists()
+    reason = done.envelope["unavailable"]["progress"]
+    assert "AUTOFL_PLOT_RENDERER=text" in reason and reason.endswith(f"text summary: {ws / 'progress.txt'}")
+    assert "metric per round:" in (ws / "progress.txt").read_text()
+
+
+def test_with_matplotlib_the_envelope_names_the_picture_and_the_report_embeds_the_curves(tmp_path, matplotlib_plot):
+    ws = initialized_standin(tmp_path)
+    assert run_cli(ws, "prepare", "--name", "lr-up", "--hypothesis", "h", "--run-args", "--lr 0.2").code == 0
+    done = run_cli(ws, "evaluate")
+    assert done.code == 0, done.stderr
+    _paths_exist_or_say_why(done.envelope)
+    assert done.envelope["progress"] == str(ws / "progress.png") and "unavailable" not in done.envelope
+    assert not (ws / "progress.txt").exists()
+    with Image.open(ws / "progress.png") as image:
+        assert image.format == "PNG"
+    if os.environ.get("AUTOFL_VIEW_DIR"):
+        shutil.copy(ws / "progress.png", os.path.join(os.environ["AUTOFL_VIEW_DIR"], "standin-campaign.png"))
+    markdown = (ws / "autofl_report.md").read_text()
+    assert "![progress](progress.png)" in markdown
+    assert "Round curves, metric per round (the picture's lower panel):" in markdown
+    assert "- best (lr-up): still rising at the last round (+0.01 to 0.850000 at round 2)" in markdown
+    report = json.loads((ws / "autofl_report.json").read_text())
+    assert [(c["name"], c["role"], c["rounds"], c["values"]) for c in report["curves"]] == [
+        ("baseline", "baseline", [0, 1, 2], [0.73, 0.74, 0.75]),
+        ("lr-up", "best", [0, 1, 2], [0.83, 0.84, 0.85]),
+    ]
+
+
+# --- 1. curves: which runs, and what they show in words ---------------------------------------------------------
+
+
+def _row(status, name, score=None):
+    return {"status": status, "name": name, "score": score, "metric_name": "accuracy"}
+
+
+def test_the_curves_show_the_baseline_the_best_and_the_latest_batch():
+    rows = [
+        _row("baseline", "baseline", 0.7),
+        _row("keep", "a", 0.8),
+        _row("discard", "b", 0.6),
+        _row("discard", "c", 0.65),
+        _row("crash", "d"),
+        _row("discard", "e", 0.66),
+    ]
+    walk = walk_rows(rows, "max")
+    chosen = curves.chosen_runs(rows, walk, [{"members": ["c", "d", "e"], "parallel": 3}])
+    assert [(rows[i]["name"], role) for i, role in chosen] == [
+        ("baseline", "baseline"),
+        ("a", "best"),
+        ("c", "candidate"),
+        ("d", "candidate"),
+        ("e", "candidate"),
+    ]
+    alone = curves.chosen_runs(rows, walk, [])  # no batch: the last few attempts
+    assert [rows[i]["name"] for i, _ in alone] == ["baseline", "a", "b", "c", "d", "e"][: 2 + curves.MAX_CANDIDATES]
+    assert curves.chosen_runs(rows[:1], walk_rows(rows[:1], "max"), []) == [(0, "baseline")]
+
+
+def test_the_words_say_rising_diverged_and_when_the_best_passed_the_baseline():
+    shown = [
+        {"name": "baseline", "role": "baseline", "rounds": [0, 1, 2, 3], "values": [0.3, 0.6, 0.70, 0.70]},
+        {"name": "lr-x2", "role": "best", "rounds": [0, 1, 2, 3], "values": [0.4, 0.72, 0.78, 0.82]},
+        {"name": "lr-x8", "role": "candidate", "rounds": [0, 1, 2, 3], "values": [0.5, 0.75, 0.4, 0.3]},
+    ]
+    assert curves.describe(shown, "max") == [
+        "baseline: flat at the last round (0.700000 at round 3)",
+        "best (lr-x2): still rising at the last round (+0.04 to 0.820000 at round 3); reached the baseline's final "
+        "value (0.700000) at round 1 of 3",
+        "lr-x8: falling (worse) at the last round (-0.1 to 0.300000 at round 3); diverged after round 1 (peak "
+        "0.750000, ends 0.300000)",
+    ]
+    loss = [{"name": "baseline", "role": "baseline", "rounds": [0, 1], "values": [2.0, 1.5]}]
+    assert curves.describe(loss, "min") == ["baseline: still falling at the last round (-0.5 to 1.500000 at round 1)"]
+
+
+# --- 2. each site's value of the final round ---------------------------------------------------------------------
+
+
+def test_each_sites_final_round_value_in_the_envelopes_and_the_leaderboard(tmp_path):
+    ws = initialized_standin(tmp_path)
+    assert run_inproc(ws, "prepare", "--name", "lr-up", "--hypothesis", "h", "--run-args", "--lr 0.2").code == 0
+    done = run_inproc(ws, "evaluate")
+    assert done.envelope["score"] == 0.85 and done.envelope["sites"] == {"site-1": 0.86, "site-2": 0.84}
+    assert run_inproc(ws, "status").envelope["best_sites"] == {"site-1": 0.86, "site-2": 0.84}
+    replicated = run_inproc(ws, "replicate", "--count", "1").envelope["replicates"]
+    assert replicated[0]["sites"] == {"site-1": 0.86, "site-2": 0.84}
+    report = json.loads((ws / "autofl_report.json").read_text())
+    marked = {e["name"]: (e["role"], e["sites"]) for e in report["leaderboard"] if "sites" in e}
+    assert marked == {
+        "baseline": ("baseline", {"site-1": 0.76, "site-2": 0.74}),
+        "lr-up": ("best", {"site-1": 0.86, "site-2": 0.84}),
+    }
+    markdown = (ws / "autofl_report.md").read_text()
+    assert "- best `lr-up`: site-1 0.860000, site-2 0.840000" in markdown
+    assert "- baseline `baseline`: site-1 0.760000, site-2 0.740000" in markdown
+    assert len(ledger_rows(ws)) == 3
+
+
+def test_a_batch_entry_carries_its_sites(tmp_path):
+    ws = initialized_standin(tmp_path)
+    for name, lr in (("a", "0.2"), ("b", "0.3")):
+        assert run_inproc(ws, "prepare", "--name", name, "--hypothesis", "h", "--run-args", f"--lr {lr}").code == 0
+    done = run_cli(ws, "evaluate", "--all-prepared")
+    assert done.code == 0, done.stderr
+    assert {e["candidate_id"]: e["sites"] for e in done.envelope["batch"]} == {
+        "a": {"site-1": 0.86, "site-2": 0.84},
+        "b": {"site-1": 0.76, "site-2": 0.74},
+    }
