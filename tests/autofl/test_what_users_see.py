@@ -8,6 +8,7 @@ Stand-in campaigns (tests/autofl/standin_campaign): each site's round value sits
 import json
 import os
 import shutil
+import sys
 
 from autofl_core.runner.report import curves
 from autofl_core.runner.report.facts import walk_rows
@@ -142,3 +143,77 @@ def test_a_batch_entry_carries_its_sites(tmp_path):
         "a": {"site-1": 0.86, "site-2": 0.84},
         "b": {"site-1": 0.76, "site-2": 0.74},
     }
+
+
+# --- 4. where the best lives -------------------------------------------------------------------------------------
+
+
+def test_rewrite_sets_each_options_default_by_its_type_and_keeps_the_rest():
+    from autofl_core.runner import job_defaults
+
+    source = (
+        b"import argparse\n"
+        b"# caf\xc3\xa9: a comment with UTF-8 before the calls\n"
+        b"p = argparse.ArgumentParser()\n"
+        b'p.add_argument("--lr", type=float, default=0.1, help="\xc3\xa9tape")\n'
+        b'p.add_argument("--local_epochs", "-e", type=int)\n'
+        b'p.add_argument("--optim", default="sgd")\n'
+        b'p.add_argument("--use_bonus", action="store_true")\n'
+    )
+    text, written = job_defaults.rewrite(source, ["--lr", "0.2", "-e", "5", "--optim=adam"])
+    assert written == {"--lr": "0.2", "-e": "5", "--optim": "'adam'"}
+    assert text == source.replace(b"default=0.1", b"default=0.2").replace(
+        b'"-e", type=int)', b'"-e", type=int, default=5)'
+    ).replace(b'default="sgd"', b"default='adam'")
+    for args, reason in (
+        (["--use_bonus"], "--use_bonus is 'store_true'"),
+        (["--momentum", "0.9"], "job.py defines no add_argument('--momentum')"),
+        (["--local_epochs", "many"], "'many' is not a valid int"),
+    ):
+        try:
+            job_defaults.rewrite(source, args)
+        except job_defaults.JobDefaultsError as error:
+            assert reason in str(error), (args, error)
+        else:
+            raise AssertionError(args)
+    assert job_defaults.pairs(["--lr", "-0.5", "--flag"]) == [("--lr", "-0.5"), ("--flag", None)]
+
+
+def test_the_best_lives_in_the_command_until_the_user_asks_to_write_it_into_job_py(tmp_path):
+    import subprocess
+
+    ws = initialized_standin(tmp_path, "--max-candidates", "1")
+    lives = run_inproc(ws, "status").envelope["best_lives"]
+    assert lives["name"] == "baseline" and lives["plain_job_py_reruns_it"] is True
+    assert "takes no run arguments of its own" in lives["note"]
+    assert run_inproc(ws, "prepare", "--name", "lr-up", "--hypothesis", "h", "--run-args", "--lr 0.2").code == 0
+    done = run_inproc(ws, "evaluate")
+    assert done.envelope["candidate_status"] == "keep" and done.envelope["final_response_allowed"] is True
+    lives = done.envelope["best_lives"]
+    assert lives["run_args"] == ["--lr", "0.2"] and lives["plain_job_py_reruns_it"] is False
+    assert lives["command"].endswith("job.py --n_clients 2 --num_rounds 3 --lr 0.2")
+    assert "a plain `python job.py` runs job.py's own defaults" in lives["note"]
+    assert "--write-best-defaults" in lives["note"]
+    assert "Where the best lives: " in (ws / "autofl_report.md").read_text()
+    before = (ws / "job.py").read_bytes()
+    written = run_inproc(ws, "status", "--write-best-defaults").envelope["job_defaults_written"]
+    assert written["defaults"] == {"--lr": "0.2"}
+    assert open(written["backup"], "rb").read() == before
+    assert (ws / "job.py").read_bytes() == before.replace(
+        b'"--lr", type=float, default=0.1)', b'"--lr", type=float, default=0.2)'
+    )
+    env = {"PATH": os.environ["PATH"], "NVFLARE_SIMULATOR_WORKSPACE_ROOT": str(tmp_path / "plain")}
+    plain = subprocess.run(
+        [sys.executable, "job.py"], cwd=ws, env=env, capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "site=site-1 round=2 accuracy=0.8400" in plain.stdout, "plain job.py now runs the best (0.85)"
+
+
+def test_writing_the_defaults_is_refused_while_the_campaign_runs(tmp_path):
+    ws = initialized_standin(tmp_path, "--max-candidates", "3")
+    assert run_inproc(ws, "prepare", "--name", "lr-up", "--hypothesis", "h", "--run-args", "--lr 0.2").code == 0
+    assert run_inproc(ws, "evaluate").code == 0
+    before = (ws / "job.py").read_bytes()
+    done = run_inproc(ws, "status", "--write-best-defaults")
+    assert done.code == 2 and "only after the campaign has finished" in done.stderr
+    assert (ws / "job.py").read_bytes() == before and not (ws / ".nvflare/autofl/backups").exists()

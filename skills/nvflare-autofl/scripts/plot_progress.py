@@ -9,7 +9,7 @@ Usage:
 Draws with matplotlib (Agg); without it (or with AUTOFL_PLOT_RENDERER=text) writes a text summary (.txt) beside
 the output instead. Prints one JSON object: backend (matplotlib or text), output (the file written), reason (why
 there is no picture, or null), scored count and the best point. The round curves of the runner's picture need
-the campaign's run folders: `run_job_campaign.py status` redraws progress.png with them. Exit 0 on success, 2 on a corrupt ledger, bad arguments or an unwritable output
+the campaign's run folders (the runner draws them after every action that changes the ledger). Exit 0 on success, 2 on a corrupt ledger, bad arguments or an unwritable output
 (141, quietly, when the reader of stdout went away).
 """
 

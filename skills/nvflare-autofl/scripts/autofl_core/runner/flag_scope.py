@@ -23,7 +23,7 @@ TAKES = {  # action -> the action options it takes, as typed
     "abandon": ("--manifest",),
     "record": tuple(dict.fromkeys(RECORD_LITERATURE + RECORD_BASELINE + RECORD_CANDIDATE)),
     "suggest": ("--limit",),
-    "status": (),
+    "status": ("--write-best-defaults",),
     "replicate": ("--count", "--parallel"),
     "report": ("--confirm-interrupted",),
 }

@@ -16,7 +16,7 @@ import stat
 from datetime import datetime, timezone
 
 from ..campaign import vocabulary as v
-from . import flag_scope, ready, recovery, refresh
+from . import flag_scope, job_defaults, pointers, ready, recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
@@ -106,6 +106,8 @@ def _shell(campaign, action: str, step, options, given: dict, now: str) -> tuple
         state = refresh.refresh(campaign, now_text(), ledger_changed=result.ledger_changed)
     finally:
         refresh.stop_plot_worker(campaign)
+    if action == "status" or state["final_response_allowed"]:  # where the best lives, when the user asks
+        extras["best_lives"] = pointers.best_lives(campaign)
     return result.exit_code, state_mod.envelope(campaign.paths, state, {**extras, **result.extras})
 
 
@@ -141,7 +143,10 @@ def _status(campaign, options, now: str) -> ActionResult:
         for m in pending
     ]
     best = campaign.best_row()
-    return ActionResult(extras={"pending": listed, "best_sites": curves.site_values(campaign, best) if best else {}})
+    extras = {"pending": listed, "best_sites": curves.site_values(campaign, best) if best else {}}
+    if getattr(options, "write_best_defaults", False):
+        extras["job_defaults_written"] = job_defaults.write(campaign, state_mod.compute(campaign, now), now)
+    return ActionResult(extras=extras)
 
 
 def _module(name: str):

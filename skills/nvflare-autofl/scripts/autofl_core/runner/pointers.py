@@ -1,14 +1,17 @@
-"""Paths an envelope names: each one exists, or is null with the reason in `unavailable`.
+"""What an envelope points at: the paths it names (each one exists, or is null with the reason in `unavailable`),
+and where the best configuration lives (the command that reruns it, and whether `python job.py` alone does).
 
 Usage::
 
     named, unavailable = pointers.checked(paths.envelope_paths())
     # named["progress"] is None and unavailable["progress"] says why (no matplotlib, AUTOFL_PLOT_RENDERER=text, ...)
     # and where the text summary is, when progress.png was not drawn
+    best_lives(campaign)   # {"name", "command", "run_args", "plain_job_py_reruns_it", "note"} or None
 """
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 NOT_WRITTEN = "not written yet"
@@ -35,3 +38,38 @@ def progress_reason(path: Path) -> str:
     reason = plot.unavailable_reason() or "no picture drawn (matplotlib failed or the campaign has not plotted yet)"
     summary = path.with_suffix(".txt")
     return f"{reason}; text summary: {summary}" if summary.is_file() else reason
+
+
+def best_lives(campaign) -> dict | None:
+    """Where the best configuration lives: the exact command that reruns it (source plus run args), whether a plain
+    `python job.py` reruns it, and that in words (None before a scored best)."""
+    best = campaign.best_row()
+    if best is None:
+        return None
+    run_args = campaign.best_run_args()
+    argv = campaign.job_argv(run_args)
+    workspace = campaign.paths.workspace
+    command = f"cd {shlex.quote(str(workspace))} && {shlex.join(argv)}"
+    fixed = campaign.job_argv([])[2:]
+    files = f"{campaign.paths.job.name} and the files beside it in {workspace}"
+    if run_args:
+        note = (
+            f"{files} hold the best's source ({best['name']}), but the best also needs the run arguments "
+            f"{shlex.join(run_args)}: a plain `python {campaign.paths.job.name}` runs job.py's own defaults, a "
+            "configuration that was never measured as the best. Rerun it with the command above, or write those "
+            "arguments into job.py's argparse defaults: `run_job_campaign.py status JOB --write-best-defaults` "
+            "(after the campaign has finished; job.py is backed up first)."
+        )
+    else:
+        budget = f" with the fixed budget {shlex.join(fixed)}" if fixed else ""
+        note = (
+            f"{files} hold the best's source ({best['name']}) and it takes no run arguments of its own: "
+            f"`python {campaign.paths.job.name}`{budget} reruns it."
+        )
+    return {
+        "name": best["name"],
+        "command": command,
+        "run_args": run_args,
+        "plain_job_py_reruns_it": not run_args,
+        "note": note,
+    }

@@ -21,7 +21,7 @@ from pathlib import Path
 from ...campaign import compare, gains
 from ...campaign import vocabulary as v
 from ...common import atomic, bounded, faults
-from .. import noise
+from .. import noise, pointers
 from .. import state as state_mod
 from . import curves, facts, markdown, warning_rules
 
@@ -126,6 +126,7 @@ def build(
         "best": _score_of(best),
         "improvement": state["improvement"],
         "best_command": _best_command(campaign, best),
+        "best_lives": pointers.best_lives(campaign),
         "what_helped": facts.what_helped(walk, band, **judge),
         "what_did_not_help": facts.what_did_not_help(rows, walk),
         "literature": facts.literature_outcomes(rows, walk, batch_size=settings["exploration_batch_size"]),

@@ -210,6 +210,9 @@ def _selected(data: dict) -> list[str]:
         if command:
             fence = recorded(command, "fence")
             lines += [f"{label}:", "", f"{fence}bash", recorded(command, "block"), fence, ""]
+    lives = data.get("best_lives")
+    if lives:
+        lines += [f"Where the best lives: {recorded(lives['note'])}", ""]
     if data["progress_plot_available"]:
         lines += [f"![progress]({_link_target(data['progress_plot'])})", ""]
     return lines + _curves(data)
