@@ -217,3 +217,30 @@ def test_writing_the_defaults_is_refused_while_the_campaign_runs(tmp_path):
     done = run_inproc(ws, "status", "--write-best-defaults")
     assert done.code == 2 and "only after the campaign has finished" in done.stderr
     assert (ws / "job.py").read_bytes() == before and not (ws / ".nvflare/autofl/backups").exists()
+
+
+# --- 7. build byproducts in a draft ------------------------------------------------------------------------------
+
+
+def test_bytecode_and_editor_files_in_a_draft_are_removed_before_validation(tmp_path):
+    """An agent that ran py_compile (or an editor) in its draft: the byproducts are removed and named, never
+    refused or counted as edits; the real edit is evaluated as usual."""
+    from runner_support import manifest, set_bonus, source_dir
+
+    ws = initialized_standin(tmp_path)
+    assert run_inproc(ws, "prepare", "--name", "bonus", "--hypothesis", "h").code == 0
+    draft = source_dir(ws, "bonus")
+    set_bonus(draft, 0.05)
+    (draft / "__pycache__").mkdir()
+    (draft / "__pycache__" / "client.cpython-311.pyc").write_bytes(b"\x00\x01binary")
+    byproducts = ["client.pyc", ".client.py.swp", "client.py~", "#client.py#"]
+    for name in byproducts:
+        (draft / name).write_bytes(b"\x00binary byproduct")
+    os.symlink("user@host.1234:1700000000", draft / ".#client.py")  # an emacs lock: a dangling symlink
+    done = run_cli(ws, "evaluate")
+    assert done.code == 0, done.stderr
+    assert done.envelope["candidate_status"] == "keep"
+    assert manifest(ws, "bonus")["changed_files"] == ["client.py"]
+    for name in ["__pycache__", *byproducts]:
+        assert f"removed {name} from the draft" in done.stderr, name
+    assert not any(os.path.lexists(draft / name) for name in ["__pycache__", ".#client.py", *byproducts])
