@@ -244,3 +244,81 @@ def test_bytecode_and_editor_files_in_a_draft_are_removed_before_validation(tmp_
     for name in ["__pycache__", *byproducts]:
         assert f"removed {name} from the draft" in done.stderr, name
     assert not any(os.path.lexists(draft / name) for name in ["__pycache__", ".#client.py", *byproducts])
+
+
+# --- 8. noise causes read from the job ---------------------------------------------------------------------------
+
+TORCH_JOB = """\
+from model import SimpleNetwork
+from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe
+from nvflare.recipe import SimEnv
+
+recipe = FedAvgRecipe(name="cifar", min_clients=2, num_rounds=3, initial_model=SimpleNetwork(), train_script="client.py")
+recipe.execute(SimEnv(num_clients=2))
+"""
+TORCH_CLIENT = """\
+import random
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+loader = DataLoader(train_set, batch_size=32, shuffle=True, num_workers=2)
+order = np.random.permutation(10)
+random.shuffle(files)
+torch.backends.cudnn.benchmark = True
+"""
+
+
+def test_unseeded_model_construction_shuffles_and_loaders_are_named_with_file_line_and_fix():
+    from autofl_core.importer import noise_sources
+
+    found = noise_sources.scan({"job.py": TORCH_JOB, "client.py": TORCH_CLIENT, "notes.txt": "shuffle=True"})
+    where = [(item["file"], item["line"]) for item in found]
+    assert where == [
+        ("client.py", 7),
+        ("client.py", 7),
+        ("client.py", 8),
+        ("client.py", 9),
+        ("client.py", 10),
+        ("job.py", 5),
+    ]
+    causes = {f"{item['file']}:{item['line']}": item for item in found}
+    model = causes["job.py:5"]
+    assert model["cause"].startswith("the model is built (`SimpleNetwork()`) before any seed is set")
+    assert model["fix"] == "call `torch.manual_seed(0)` (or the framework's seed) before line 5"
+    assert "generator=torch.Generator().manual_seed(0)" in " ".join(i["fix"] for i in found if i["line"] == 7)
+    assert "worker_init_fn" in " ".join(i["cause"] for i in found if i["line"] == 7)
+    seeded_job = "import torch\ntorch.manual_seed(0)\n" + TORCH_JOB
+    seeded_client = TORCH_CLIENT.replace(
+        "import torch\n", "import torch\ntorch.manual_seed(0)\nnp.random.seed(0)\nrandom.seed(0)\n"
+    ).replace("num_workers=2", "num_workers=0")
+    seeded_client = seeded_client.replace("torch.backends.cudnn.benchmark = True", "")
+    assert noise_sources.scan({"job.py": seeded_job, "client.py": seeded_client}) == []
+    numpy_only = TORCH_JOB.replace("nvflare.app_opt.pt.recipes.fedavg", "nvflare.app_common.np.recipes")
+    assert noise_sources.scan({"job.py": numpy_only}) == [], "a numpy model starts from its own fixed weights"
+    assert noise_sources.sentence(found[-1:]).startswith("Where reruns can differ, read from the job: job.py:5: ")
+
+
+def test_the_replicate_note_and_the_report_name_what_was_found_in_the_job(tmp_path):
+    from runner_support import standin_workspace
+
+    ws = standin_workspace(tmp_path)
+    client = ws / "client.py"
+    client.write_text(client.read_text() + "\nimport random\nrandom.shuffle([1, 2])\n")
+    line = len(client.read_text().splitlines())
+    assert run_inproc(ws, "initialize").code == 0
+    done = run_inproc(ws, "replicate", "--count", "1")
+    assert done.code == 0, done.stderr
+    (found,) = done.envelope["noise_sources"]
+    assert (found["file"], found["line"]) == ("client.py", line)
+    assert f"client.py:{line}: `random.shuffle` with an unseeded generator" in done.envelope["replicate_note"]
+    report = json.loads((ws / "autofl_report.json").read_text())
+    assert report["noise"]["sources"] == [found]
+    markdown = (ws / "autofl_report.md").read_text()
+    expected = (
+        f"- Reruns can differ: `client.py:{line}` \\`random.shuffle\\` with an unseeded generator; smallest fix: "
+    )
+    assert expected in markdown  # recorded text: its backticks are escaped
+    plain = initialized_standin(tmp_path / "plain")
+    assert run_inproc(plain, "replicate", "--count", "1").envelope["noise_sources"] == []

@@ -132,7 +132,7 @@ def build(
         "literature": facts.literature_outcomes(rows, walk, batch_size=settings["exploration_batch_size"]),
         "families": facts.families(rows, walk),
         "trajectory": facts.trajectory(rows, walk),
-        "noise": dict(_noise_section(rows, measured, band), **_unmeasured(known)),
+        "noise": dict(_noise_section(rows, measured, band), **_unmeasured(known), sources=noise.sources(campaign)),
         "warnings": warning_rules.collect(evidence),
         "compute": dict(
             facts.compute_spent(rows),

@@ -364,7 +364,7 @@ def _noise(data: dict) -> list[str]:
                 "- job.py has no seed option: replicates would be identical reruns, showing whether runs are "
                 "deterministic, not how a gain holds up under another data order or initialisation."
             )
-        return lines + [""]
+        return lines + _noise_sources(section) + [""]
     how = "with other seeds" if section["seeded"] else "as identical reruns"
     rule = (
         f"the keep rule is on ({estimate['sigmas']} sigmas: a keep needs more than {_score(estimate['margin'])})"
@@ -376,6 +376,7 @@ def _noise(data: dict) -> list[str]:
         f"{_score(estimate['mean'])}, stdev {_score(estimate['stdev'])}, range {_score(estimate['min'])} .. "
         f"{_score(estimate['max'])}",
         f"- Noise band: best +- {_score(section['band'])}; gains inside it are marked `within noise`; {rule}",
+        *_noise_sources(section),
         "",
     ]
     return lines
@@ -433,6 +434,16 @@ def _sandbox_line(sandbox: dict | None) -> list[str]:
         ]
     missing = ", ".join(recorded(name) for name in sandbox.get("missing") or []) or "the overlay view of the job"
     return [f"- Trial sandbox: not sealed; missing on this host: {missing} (campaign files checked after each trial)"]
+
+
+def _noise_sources(section: dict) -> list[str]:
+    """Where the job's source lets reruns differ, each with its file:line and the smallest fix."""
+    return [
+        f"- Reruns can differ: {_code(str(item['file']) + ':' + str(item['line']))} {recorded(item['cause'])}; "
+        "smallest fix: "
+        f"{recorded(item['fix'])}"
+        for item in section.get("sources") or []
+    ]
 
 
 def _leaderboard(data: dict) -> list[str]:
