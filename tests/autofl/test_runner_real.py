@@ -132,6 +132,41 @@ def test_demo_runs_a_bounded_campaign_and_diagnoses_its_crash(demo):
     assert f"- Ran together as one batch ({parallel} at a time): {', '.join(names)}; runtimes measured" in report
 
 
+def test_demo_report_shows_real_round_curves_and_each_sites_final_value(demo):
+    """On real NVFLARE round records (round_metrics.jsonl): the report's curves of the baseline, the best and
+    the latest batch (the crash recorded no rounds), what they show in words, each site's final-round value
+    for the baseline and the best, and the picture the envelope names (AUTOFL_VIEW_DIR keeps a copy)."""
+    from PIL import Image
+
+    out, stdout = demo
+    workspace = out / "workspace"
+    report = json.loads((workspace / "autofl_report.json").read_text())
+    rows = ledger_rows(workspace)
+    assert [(c["name"], c["role"]) for c in report["curves"]] == [
+        ("baseline", "baseline"),
+        ("feature-scaling", "best"),
+        (rows[1]["name"], "candidate"),
+    ]
+    for curve in report["curves"]:
+        assert curve["rounds"] == [0, 1, 2] and len(curve["values"]) == 3
+        row = next(r for r in rows if r["name"] == curve["name"])
+        assert abs(curve["values"][-1] - row["score"]) < 1e-9, "the last round is the score the ledger records"
+        assert sorted(curve["sites"]) == ["site-1", "site-2"]
+    assert len(report["curves_summary"]) == 3 and report["curves_summary"][1].startswith("best (feature-scaling): ")
+    marked = {e["name"]: e for e in report["leaderboard"] if "sites" in e}
+    assert set(marked) == {"baseline", "feature-scaling"}
+    best = marked["feature-scaling"]["sites"]
+    assert sorted(best) == ["site-1", "site-2"] and min(best.values()) <= rows[2]["score"] <= max(best.values())
+    markdown = (workspace / "autofl_report.md").read_text()
+    assert "![progress](progress.png)" in markdown and "Round curves, metric per round" in markdown
+    assert "Each site's value in the final round:" in markdown
+    assert "  curve:       best (feature-scaling): " in stdout and "  sites:       baseline baseline: site-" in stdout
+    with Image.open(workspace / "progress.png") as image:
+        assert image.size == (1100, 900)
+    if os.environ.get("AUTOFL_VIEW_DIR"):
+        shutil.copy(workspace / "progress.png", os.path.join(os.environ["AUTOFL_VIEW_DIR"], "demo-progress.png"))
+
+
 def test_the_p6_bench_times_bare_the_job_runs_the_demo_campaign_made(demo):
     """bench/demo_campaign.py's bare runs (P6) are the configurations the real demo campaign ran, in order."""
     out, _stdout = demo
