@@ -228,7 +228,7 @@ SHAPES = "{" + ", ".join(f"'w{i}': [{i}, 3]" for i in range(40)) + "}"
 LITERALS = (
     "from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
     f"FedAvgRecipe(min_clients=2, num_rounds=3, train_script='c.py', initial_model={LAYERS}, "
-    f"model_args={SHAPES}, labels={['cat%d' % i for i in range(30)]!r}).execute(SimEnv(num_clients=2))\n"
+    f"model_args={SHAPES}, labels={[f'cat{i}' for i in range(30)]!r}).execute(SimEnv(num_clients=2))\n"
 )
 
 

@@ -274,7 +274,7 @@ def test_the_text_renderer_is_chosen_by_the_environment_and_never_imports_matplo
     env = {"PATH": "/usr/bin:/bin", "AUTOFL_PLOT_RENDERER": "text"}
     done = subprocess.run([python_exe, "-c", code, str(output)], capture_output=True, text=True, env=env, timeout=60)
     assert done.stdout.split() == ["None", "text", "False", "False"], done.stderr
-    assert "AUTOFL_PLOT_RENDERER=text asks for a text summary" in done.stderr
+    assert done.stderr == "", "a text summary asked for is nothing to warn about"
     assert not output.exists() and (tmp_path / "progress.txt").exists()
     env["AUTOFL_PLOT_RENDERER"] = "matplotlib"
     done = subprocess.run([python_exe, "-c", code, str(output)], capture_output=True, text=True, env=env, timeout=60)

@@ -153,6 +153,8 @@ def test_demo_report_shows_real_round_curves_and_each_sites_final_value(demo):
         assert abs(curve["values"][-1] - row["score"]) < 1e-9, "the last round is the score the ledger records"
         assert sorted(curve["sites"]) == ["site-1", "site-2"]
     assert len(report["curves_summary"]) == 3 and report["curves_summary"][1].startswith("best (feature-scaling): ")
+    trial = json.loads((workspace / "autofl_runs" / "feature-scaling" / "trial.json").read_text())
+    assert [entry["value"] for entry in trial["rounds"]] == report["curves"][1]["values"], "kept in trial.json"
     marked = {e["name"]: e for e in report["leaderboard"] if "sites" in e}
     assert set(marked) == {"baseline", "feature-scaling"}
     best = marked["feature-scaling"]["sites"]

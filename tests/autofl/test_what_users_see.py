@@ -322,3 +322,13 @@ def test_the_replicate_note_and_the_report_name_what_was_found_in_the_job(tmp_pa
     assert expected in markdown  # recorded text: its backticks are escaped
     plain = initialized_standin(tmp_path / "plain")
     assert run_inproc(plain, "replicate", "--count", "1").envelope["noise_sources"] == []
+
+
+def test_base_args_mean_a_bare_job_py_does_not_rerun_the_best(tmp_path):
+    ws = initialized_standin(tmp_path, "--base-args", "--local_steps 6")
+    lives = run_inproc(ws, "status").envelope["best_lives"]
+    assert lives["plain_job_py_reruns_it"] is False and lives["run_args"] == []
+    assert lives["command"].endswith("job.py --n_clients 2 --num_rounds 3 --local_steps 6")
+    assert "passed the base arguments --local_steps 6: rerun it with the command above" in lives["note"]
+    plain = run_inproc(initialized_standin(tmp_path / "plain"), "status").envelope["best_lives"]
+    assert plain["note"].endswith("`python job.py --n_clients 2 --num_rounds 3` reruns it.")

@@ -42,34 +42,35 @@ def progress_reason(path: Path) -> str:
 
 def best_lives(campaign) -> dict | None:
     """Where the best configuration lives: the exact command that reruns it (source plus run args), whether a plain
-    `python job.py` reruns it, and that in words (None before a scored best)."""
+    `python job.py` (with the fixed budget) reruns it, and that in words (None before a scored best)."""
     best = campaign.best_row()
     if best is None:
         return None
     run_args = campaign.best_run_args()
-    argv = campaign.job_argv(run_args)
+    base_args = list(campaign.settings["base_args"])
     workspace = campaign.paths.workspace
-    command = f"cd {shlex.quote(str(workspace))} && {shlex.join(argv)}"
-    fixed = campaign.job_argv([])[2:]
-    files = f"{campaign.paths.job.name} and the files beside it in {workspace}"
+    command = f"cd {shlex.quote(str(workspace))} && {shlex.join(campaign.job_argv(run_args))}"
+    budget = shlex.join(campaign.job_argv([])[2 : len(campaign.job_argv([])) - len(base_args)])
+    job = campaign.paths.job.name
+    files = f"{job} and the files beside it in {workspace} hold the best's source ({best['name']})"
     if run_args:
         note = (
-            f"{files} hold the best's source ({best['name']}), but the best also needs the run arguments "
-            f"{shlex.join(run_args)}: a plain `python {campaign.paths.job.name}` runs job.py's own defaults, a "
-            "configuration that was never measured as the best. Rerun it with the command above, or write those "
-            "arguments into job.py's argparse defaults: `run_job_campaign.py status JOB --write-best-defaults` "
-            "(after the campaign has finished; job.py is backed up first)."
+            f"{files}, but the best also needs the run arguments {shlex.join(run_args)}: a plain `python {job}` "
+            "runs job.py's own defaults, a configuration that was never measured as the best. Rerun it with the "
+            "command above, or write those arguments into job.py's argparse defaults: `run_job_campaign.py status "
+            "JOB --write-best-defaults` (after the campaign has finished; job.py is backed up first)."
+        )
+    elif base_args:
+        note = (
+            f"{files} and it takes no run arguments of its own, but every run of this campaign passed the base "
+            f"arguments {shlex.join(base_args)}: rerun it with the command above, not a bare `python {job}`."
         )
     else:
-        budget = f" with the fixed budget {shlex.join(fixed)}" if fixed else ""
-        note = (
-            f"{files} hold the best's source ({best['name']}) and it takes no run arguments of its own: "
-            f"`python {campaign.paths.job.name}`{budget} reruns it."
-        )
+        note = f"{files} and it takes no run arguments of its own: `python {job} {budget}` reruns it."
     return {
         "name": best["name"],
         "command": command,
         "run_args": run_args,
-        "plain_job_py_reruns_it": not run_args,
+        "plain_job_py_reruns_it": not (run_args or base_args),
         "note": note,
     }

@@ -7,7 +7,7 @@ Knows nothing of the campaign (no ledger, no manifests); the runner's `campaign_
 - `sandbox` - the trial's first program: user, mount, PID (+ network) namespaces, the sealed view (run by path);
 - `seal` - the runner's side of the sandbox: probe, plan (staged files, hidden folders, mapped paths), status;
 - `what_ran` - rounds and clients a trial ran, from NVFLARE's artifacts, checked against the fixed budget;
-- `rounds` - the metric per round and each site's value in the last round, from NVFLARE's round records;
+- `rounds` - the metric per round and each site's value per round, from NVFLARE's round records;
 - `processes` - the child's process tree: new session, streamed output, whole-tree termination;
 - `watchdog` - total timeout, stall and no-progress watchdogs, and the simulator log watcher;
 - `folders` - sub-folders of the simulator root, listed again only when a folder changed;

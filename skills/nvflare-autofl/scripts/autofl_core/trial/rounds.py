@@ -1,11 +1,11 @@
-"""The metric per round of a finished trial, and each site's value in its last round, from NVFLARE's round records.
+"""The metric per round of a finished trial and each site's value per round, from NVFLARE's round records.
 
 NVFLARE 2.9 appends one record per aggregated round to the server's `round_metrics.jsonl`:
 `{"round": 0, "aggregated_metrics": [{"name", "value"}], "sites": [{"name": "site-1", "metrics": [{"name",
 "value"}]}, ...]}`. Only finite numbers count; a round without the metric is left out. Usage::
 
     curve = read_rounds(run_dir, "accuracy")       # [Round(round=0, value=0.26, sites={"site-1": 0.26, ...}), ...]
-    final_sites(curve)                             # {"site-1": 0.84, "site-2": 0.81}: the last round's sites
+    as_records(curve)                              # [{"round": 0, "value": 0.26, "sites": {...}}, ...] (trial.json)
 """
 
 from __future__ import annotations
@@ -54,12 +54,9 @@ def from_records(records: list, metric: str) -> list[Round]:
     return [found[number] for number in sorted(found)]
 
 
-def final_sites(rounds: list[Round]) -> dict[str, float]:
-    """Each site's value in the last round that has site values ({} when no round has)."""
-    for entry in reversed(rounds):
-        if entry.sites:
-            return dict(entry.sites)
-    return {}
+def as_records(rounds: list[Round]) -> list[dict]:
+    """The rounds as JSON records (what the runner stores in a trial's trial.json)."""
+    return [{"round": entry.round, "value": entry.value, "sites": dict(entry.sites)} for entry in rounds]
 
 
 def _value(entries: object, metric: str) -> float | None:

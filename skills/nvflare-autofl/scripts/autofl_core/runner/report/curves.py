@@ -3,7 +3,7 @@ curves show in words.
 
 Chosen (`chosen_runs`, pure): the baseline, the best, and the latest candidates: the batch the last attempt ran
 in, else the last few attempts (at most MAX_CANDIDATES). Each run's records are NVFLARE's `round_metrics.jsonl` in
-its run folder (`trial/rounds`). Usage::
+its run folder (recorded in the run's trial.json by the runner, `trial/rounds`). Usage::
 
     curves = read_curves(campaign)                 # [{"name", "role", "rounds", "values", "sites"}, ...]
     describe(curves, "max")                        # ["best (lr-x2): still rising at the last round (+0.012)", ...]
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ...campaign import vocabulary as v
 from ...campaign.compare import format_score
-from ...trial import rounds as rounds_mod
+from ...common import bounded
 from . import facts
 
 MAX_CANDIDATES = 4
@@ -51,15 +51,15 @@ def read_curves(campaign, rows: list[dict] | None = None) -> list[dict]:
     curves = []
     for index, role in chosen_runs(rows, walk, facts.batches(campaign.manifests())):
         row = rows[index]
-        found = [entry for entry in _rounds(campaign, row) if entry.value is not None]
+        found = [entry for entry in _rounds(campaign, row) if entry["value"] is not None]
         if found:
             curves.append(
                 {
                     "name": row["name"],
                     "role": role,
-                    "rounds": [entry.round for entry in found],
-                    "values": [entry.value for entry in found],
-                    "sites": rounds_mod.final_sites(found),
+                    "rounds": [entry["round"] for entry in found],
+                    "values": [entry["value"] for entry in found],
+                    "sites": final_sites(found),
                 }
             )
     return curves
@@ -69,7 +69,7 @@ def site_values(campaign, row: dict | None) -> dict[str, float]:
     """Each site's value of the metric in the run's last round ({} without site records)."""
     if row is None or not row.get("name"):
         return {}
-    return rounds_mod.final_sites(_rounds(campaign, row))
+    return final_sites(_rounds(campaign, row))
 
 
 def sites_of_run(campaign, name: str | None) -> dict[str, float]:
@@ -80,12 +80,37 @@ def sites_of_run(campaign, name: str | None) -> dict[str, float]:
     return site_values(campaign, row)
 
 
-def _rounds(campaign, row: dict) -> list:
-    metric = row.get("metric_name") or campaign.settings["metric"]
+def _rounds(campaign, row: dict) -> list[dict]:
+    """The run's rounds (`{"round", "value", "sites"}`): as its trial.json recorded them, else read from its
+    round records (a run the runner did not execute, such as a recorded external result)."""
     folder = campaign.paths.run_dir(row["name"])
     if folder.is_symlink() or not folder.is_dir():
         return []
-    return rounds_mod.read_rounds(folder, metric)
+    try:
+        trial = bounded.read_json(folder / "trial.json")
+    except bounded.BoundedReadError:
+        trial = None
+    if trial is not None and isinstance(trial.get("rounds"), list):
+        return [entry for entry in trial["rounds"] if _round_record(entry)]
+    from ...trial import rounds  # only for a run without trial.json: actions that run nothing never import trial/
+
+    return rounds.as_records(rounds.read_rounds(folder, row.get("metric_name") or campaign.settings["metric"]))
+
+
+def _round_record(entry: object) -> bool:
+    """A stored round record of the expected shape (anything else in a hand-edited trial.json is skipped)."""
+    if not isinstance(entry, dict) or type(entry.get("round")) is not int or not isinstance(entry.get("sites"), dict):
+        return False
+    numbers = [entry.get("value"), *entry["sites"].values()]
+    return all(value is None or type(value) in (int, float) for value in numbers)
+
+
+def final_sites(found: list[dict]) -> dict[str, float]:
+    """Each site's value in the last round that has site values ({} when none has)."""
+    for entry in reversed(found):
+        if entry["sites"]:
+            return dict(entry["sites"])
+    return {}
 
 
 def describe(curves: list[dict], mode: str) -> list[str]:
