@@ -489,3 +489,18 @@ def test_view_the_picture(tmp_path):
     _check_png(out)
     if os.environ.get("AUTOFL_VIEW_DIR"):
         shutil.copy(out, os.environ["AUTOFL_VIEW_DIR"])
+
+
+def test_only_its_own_stale_outputs_are_removed(tmp_path, monkeypatch):
+    """The picture removes a stale summary and the summary a stale picture, but never a file it did not write."""
+    (tmp_path / "p.txt").write_text("my own notes\n")
+    plot.render(EVERY_STATUS, tmp_path / "p.png", metric="accuracy", mode="max")
+    assert (tmp_path / "p.txt").read_text() == "my own notes\n" and (tmp_path / "p.png").exists()
+    monkeypatch.setenv("AUTOFL_PLOT_RENDERER", "text")
+    (tmp_path / "q.png").write_text("not a picture\n")
+    summary = plot.render(EVERY_STATUS, tmp_path / "q.png", metric="accuracy", mode="max")
+    assert summary["backend"] == "text" and (tmp_path / "q.png").read_text() == "not a picture\n"
+    summary = plot.render(EVERY_STATUS, tmp_path / "p.png", metric="accuracy", mode="max")
+    assert not (tmp_path / "p.png").exists() and (tmp_path / "p.txt").read_text().startswith("Auto-FL progress:")
+    summary = plot.render(EVERY_STATUS, tmp_path / "r.txt", metric="accuracy", mode="max")
+    assert (tmp_path / "r.txt").read_text().startswith("Auto-FL progress:"), "an output named .txt is the summary"

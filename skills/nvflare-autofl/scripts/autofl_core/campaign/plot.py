@@ -48,6 +48,8 @@ COLORS = {
 }
 SIZE = (1100, 900)  # pixels: the progress panel above the round curves
 EMPTY_MESSAGE = "no scored results yet"
+TITLE_START = "Auto-FL progress:"  # the first words of the title and of the text summary
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 NO_CURVES_MESSAGE = "no round records yet (NVFLARE writes round_metrics.jsonl per run)"
 MAX_EVENT_LABELS = 30  # more literature markers than this stay unlabelled (text artists are slow and overlap)
 MAX_LABEL_CHARS = 24  # a longer event id is cut in its vertical label (the axes are about 40 characters high)
@@ -175,7 +177,7 @@ def title_text(data: dict, metric: str, mode: str) -> str:
     attempts = sum(counts[status] for status in v.ATTEMPTS)
     replicates = f", {counts[v.REPLICATE]} replicate(s) (not attempts)" if counts[v.REPLICATE] else ""
     return (
-        f"Auto-FL progress: {metric} ({mode}, {direction})\n{attempts} attempt(s) ({data['scored_attempts']} "
+        f"{TITLE_START} {metric} ({mode}, {direction})\n{attempts} attempt(s) ({data['scored_attempts']} "
         f"scored): {counts[v.KEEP]} kept, {counts[v.DISCARD]} discarded, {counts[v.CRASH]} crashed; "
         f"{counts[v.LITERATURE]} literature{replicates}"
     )
@@ -213,7 +215,8 @@ def render(
             reason = f"matplotlib failed ({type(exc).__name__}: {exc})"
         else:
             atomic.write_bytes(output, png)
-            _remove(note)
+            if note != Path(output) and _starts_with(note, TITLE_START.encode()):  # our own stale summary only
+                _remove(note)
             return {
                 "backend": "matplotlib",
                 "output": str(output),
@@ -222,10 +225,22 @@ def render(
                 "scored": data["scored"],
             }
     atomic.write_text(note, text_summary(data, title))
-    _remove(Path(output))
+    if note != Path(output) and _starts_with(Path(output), PNG_SIGNATURE):  # a stale picture, never another file
+        _remove(Path(output))
     if renderer() != "text":  # asked for: nothing to warn about
         print(f"plot: no picture ({reason}); wrote a text summary to {note}", file=sys.stderr)
     return {"backend": "text", "output": str(note), "reason": reason, "best": data["best"], "scored": data["scored"]}
+
+
+def _starts_with(path: Path, prefix: bytes) -> bool:
+    """True when `path` is a regular file (not a link) that starts with `prefix`."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return False
+        with open(path, "rb") as handle:
+            return handle.read(len(prefix)) == prefix
+    except OSError:
+        return False
 
 
 def _remove(path: Path) -> None:
