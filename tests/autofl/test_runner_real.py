@@ -31,6 +31,7 @@ SOURCES_ONLY = (
     "autofl_runs",
     "results.tsv",
     "progress.png",
+    "progress.txt",
     "autofl_report.md",
     "autofl_report.json",
     "__pycache__",
@@ -431,7 +432,7 @@ def test_fedjob_campaign_isolated_and_an_aborted_run_is_a_crash(tmp_path):
     assert trial["exit_code"] == 0 and trial["score"] is None
 
 
-def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
+def test_demo_final_report_from_a_read_only_copy(demo, tmp_path, matplotlib_plot):
     """The real demo ledger (seeded runs, a batch of three, two replicates, a crash) reported again by
     campaign_report.py from a copy: no simulation, nothing written into the copy; the plot shades the batch."""
     out, _stdout = demo
@@ -476,12 +477,14 @@ def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
     parallel = manifest(archive, "drop-bias")["batch"]["parallel"]
     assert data["compute"]["batches"] == [{"members": names, "parallel": parallel}]
     from autofl_core.campaign import plot
-    from autofl_core.runner import noise as noise_rules
+    from autofl_core.runner.open_campaign import Campaign
+    from autofl_core.runner.report import build
 
     state = json.loads((archive / ".nvflare/autofl/campaign_state.json").read_text())
-    drawn = {"metric": "accuracy", "mode": "max", "band": noise_rules.band(state["noise"])}
-    plot.render(rows, tmp_path / "with.png", **drawn, batches=data["compute"]["batches"])
-    plot.render(rows, tmp_path / "without.png", **drawn)
+    drawn = build.plot_options(Campaign.open(archive / "job.py"), state)
+    assert drawn["batches"] == data["compute"]["batches"] and len(drawn["curves"]) == 3
+    plot.render(rows, tmp_path / "with.png", **drawn)
+    plot.render(rows, tmp_path / "without.png", **dict(drawn, batches=[]))
     picture = (target / "progress.png").read_bytes()
     assert picture == (tmp_path / "with.png").read_bytes() != (tmp_path / "without.png").read_bytes()
     assert data["compute"]["wall_time_seconds"] > data["compute"]["by_status"]["baseline"]
