@@ -38,6 +38,8 @@ def test_without_a_picture_the_envelope_names_no_png_and_says_why(tmp_path):
     reason = done.envelope["unavailable"]["progress"]
     assert "AUTOFL_PLOT_RENDERER=text" in reason and reason.endswith(f"text summary: {ws / 'progress.txt'}")
     assert "metric per round:" in (ws / "progress.txt").read_text()
+    report = json.loads((ws / "autofl_report.json").read_text())
+    assert report["artifacts"]["progress"] == str(ws / "progress.txt") and report["progress_plot"] is None
 
 
 def test_with_matplotlib_the_envelope_names_the_picture_and_the_report_embeds_the_curves(tmp_path, matplotlib_plot):

@@ -154,7 +154,8 @@ def build(
             {key: str(value) for key, value in paths.envelope_paths().items()},
             report=str(outputs.report),
             report_json=str(outputs.report_json),
-            progress=str(outputs.progress),
+            # the picture, or the text summary written instead (never a path to a picture that is not there)
+            progress=str(outputs.progress if plot_available else outputs.progress.with_suffix(".txt")),
         ),
         "curves": (round_curves := curves.read_curves(campaign, rows)),
         "curves_summary": curves.describe(round_curves, settings["mode"]),
