@@ -448,20 +448,19 @@ def test_every_legend_fits_inside_the_picture(tmp_path, figures):
     """A long noise-band label and long candidate names stay inside the image (the legend used to be cut off at
     the right edge)."""
     long_curves = CURVES + [
-        {
-            "name": "a-candidate-with-a-very-long-name-indeed",
-            "role": "candidate",
-            "rounds": [0, 1],
-            "values": [0.1, 0.2],
-        }
+        {"name": "a-candidate-with-a-very-long-name-indeed", "role": "best", "rounds": [0, 1], "values": [0.1, 0.2]}
     ]
-    plot.render(EVERY_STATUS, tmp_path / "p.png", metric="accuracy", mode="max", band=0.0232701, curves=long_curves)
+    rows = [dict(row, score=row["score"] * 1e6 if row["score"] else None) for row in EVERY_STATUS]  # wide numbers
+    plot.render(rows, tmp_path / "p.png", metric="accuracy", mode="max", band=123456.0232701, curves=long_curves)
     figure = figures[-1]
     renderer = figure.canvas.get_renderer()
     for axes in figure.axes:
         legend = axes.get_legend().get_window_extent(renderer)
         assert 0 <= legend.x0 and legend.x1 <= plot.SIZE[0] and 0 <= legend.y0 and legend.y1 <= plot.SIZE[1]
     labels = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+    assert "noise band (best +- 123456...." in labels, "cut to 30 characters"
+    plot.render(EVERY_STATUS, tmp_path / "q.png", metric="accuracy", mode="max", band=0.0232701, curves=CURVES)
+    labels = [text.get_text() for text in figures[-1].axes[0].get_legend().get_texts()]
     assert "noise band (best +- 0.023270)" in labels
 
 

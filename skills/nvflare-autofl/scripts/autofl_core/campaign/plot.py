@@ -53,6 +53,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 NO_CURVES_MESSAGE = "no round records yet (NVFLARE writes round_metrics.jsonl per run)"
 MAX_EVENT_LABELS = 30  # more literature markers than this stay unlabelled (text artists are slow and overlap)
 MAX_LABEL_CHARS = 24  # a longer event id is cut in its vertical label (the axes are about 40 characters high)
+LEGEND_LEFT = 0.79  # the legends start here (share of the width); the 230 pixels right of it hold 30 characters
+LEGEND_CHARS = 30  # a longer legend label is cut
 RENDERER_VARIABLE = "AUTOFL_PLOT_RENDERER"
 RENDERER_CHOICES = ("matplotlib", "text")
 CURVE_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")  # candidates, in order
@@ -302,10 +304,12 @@ def _draw_matplotlib(data: dict, title: str, metric: str) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    # constrained layout sizes each panel so its legend (outside, on the right) fits inside the picture
-    figure = Figure(figsize=(SIZE[0] / 100, SIZE[1] / 100), dpi=100, layout="constrained")
+    figure = Figure(figsize=(SIZE[0] / 100, SIZE[1] / 100), dpi=100)
     FigureCanvasAgg(figure)
     axes, rounds = figure.subplots(2, 1, height_ratios=(3, 2))
+    # fixed margins (a layout engine would cost more than the whole render): the right one holds the legends,
+    # whose labels are at most LEGEND_CHARS long
+    figure.subplots_adjust(left=0.07, right=LEGEND_LEFT - 0.01, top=0.93, bottom=0.06, hspace=0.28)
     axes.set_title(_literal(title), fontsize=9)
     if not data["points"]:
         axes.text(0.5, 0.5, EMPTY_MESSAGE, ha="center", va="center", fontsize=16, transform=axes.transAxes)
@@ -339,7 +343,7 @@ def _mpl_curves(axes, curves: list[dict], metric: str) -> None:
             linewidth=2.2 if role in (v.BASELINE, "best") else 1.2,
             linestyle="-" if role in (v.BASELINE, "best") else "--",
             color=color,
-            label=_literal(_cut(curve_label(curve))),
+            label=_literal(_cut(curve_label(curve), LEGEND_CHARS)),
             zorder=3 if role == "best" else 2,
         )
     axes.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
@@ -402,7 +406,7 @@ def _mpl_band(axes, data: dict) -> None:
         color=COLORS["band"],
         alpha=0.5,
         zorder=1,
-        label=f"noise band (best +- {format_score(band)})",
+        label=_cut(f"noise band (best +- {format_score(band)})", LEGEND_CHARS),
     )
 
 
@@ -504,7 +508,7 @@ def _mpl_axes(axes, data: dict, metric: str) -> None:
     axes.set_xlabel("experiment (ledger order)")
     axes.set_ylabel(_literal(metric))
     axes.grid(alpha=0.3)
-    # outside the axes, so it never covers a point or an event label (the constrained layout makes room for it)
+    # outside the axes, so it never covers a point or an event label (the right margin is kept for it)
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
 
 
@@ -517,8 +521,8 @@ def event_labels(events: list[dict]) -> list[tuple[float, str]]:
     return [(x, _cut(", ".join(labels))) for x, labels in grouped.items()]
 
 
-def _cut(label: str) -> str:
-    return label if len(label) <= MAX_LABEL_CHARS else label[: MAX_LABEL_CHARS - 3] + "..."
+def _cut(label: str, limit: int = MAX_LABEL_CHARS) -> str:
+    return label if len(label) <= limit else label[: limit - 3] + "..."
 
 
 def _literal(text: str) -> str:
