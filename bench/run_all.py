@@ -18,6 +18,7 @@ BENCHMARKS = (
     "diagnose_throughput.py",
     "guard_scale.py",
     "importer_speed.py",
+    "importer_dryrun.py",
     "runner_overhead.py",
     "evaluate_overhead.py",
     "lifecycle_speed.py",

@@ -65,14 +65,10 @@ STATUS_WORD_EXCEPTIONS = {
 }
 # Files that may parse JSON text themselves: not campaign documents on disk.
 JSON_PARSE_EXCEPTIONS = {
-    "autofl_core/common/bounded.py": "the one reader (read_json)",
+    "autofl_core/common/bounded.py": "the one reader (read_json, read_json_value, parse_json)",
     "autofl_core/campaign/plot_worker.py": "protocol lines on the worker's pipe",
     "autofl_core/runner/store/contract.py": "json.loads(json.dumps(config)): a plain copy before YAML, not a read",
-    "autofl_core/trial/metrics.py": "NVFLARE's own metrics files in a trial's copied result (trial/ is unchanged)",
-    "autofl_core/trial/what_ran.py": "NVFLARE's own metrics files in a trial's copied result, like metrics.py",
     "autofl_core/trial/sandbox.py": "its plan; it runs alone by path (standard library only), so no shared reader",
-    "autofl_core/trial/seal.py": "the sandbox's probe output and status file, written by the launcher it started",
-    "autofl_core/trial/progress.py": "NVFLARE's round_metrics.jsonl of a running trial, for the live progress line",
 }
 
 
@@ -344,3 +340,75 @@ def test_sandbox_launcher_runs_alone_by_path(tmp_path, python_exe):
     assert done.returncode == 2 and done.stderr.startswith("usage: sandbox.py"), done.stderr
     probe = subprocess.run([python_exe, "-I", str(alone), "--probe"], capture_output=True, text=True, timeout=60)
     assert set(json.loads(probe.stdout)) == {"protections", "missing"}, probe.stderr
+
+
+def test_every_fault_point_is_named_once_and_used():
+    """Fault injection is one mechanism: `faults.checkpoint(<point>)` with a point of `faults.POINTS` (or the
+    `write:<file>` of every atomic write); no point is listed that nothing passes, none is passed unlisted."""
+    from autofl_core.common import faults
+
+    used = set()
+    for path in CORE_FILES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "checkpoint" and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant):
+                    assert arg.value in faults.POINTS, f"{rel(path)}:{node.lineno} passes unlisted {arg.value!r}"
+                    used.add(arg.value)
+                else:
+                    assert rel(path) == "autofl_core/common/atomic.py", f"{rel(path)}:{node.lineno} computes a point"
+    assert used == set(faults.POINTS)
+
+
+def autofl_section() -> str:
+    page = (SCRIPTS.parents[2] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    start = page.index("## Auto-FL pipeline")
+    return page[start : page.index("\n## ", start + 1)]
+
+
+def _top_level_names(path: Path) -> set[str]:
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def test_the_architecture_page_names_existing_autofl_modules_and_functions():
+    """Every `package/module[.py][.name]` and `module.name` the Auto-FL section quotes exists where it says."""
+    stems: dict[str, list[Path]] = {}
+    for path in CORE_FILES:
+        stems.setdefault(path.stem, []).append(path)
+    checked = 0
+    for token in re.findall(r"`([^`\s]+)`", autofl_section()):
+        placed = re.fullmatch(
+            r"((?:campaign|common|importer|runner|trial)(?:/[a-z_]+)*)(?:\.py)?(?:\.([A-Za-z_]+))?/?", token
+        )
+        bare = re.fullmatch(r"([a-z_]+)\.([A-Za-z_]+)", token)
+        if placed:
+            path = CORE / placed.group(1)
+            if token.endswith("/"):
+                assert path.is_dir(), f"docs/architecture.md names folder {token}, which does not exist"
+                continue
+            path = path.with_suffix(".py")
+            assert path.is_file(), f"docs/architecture.md names {token}, which does not exist"
+            name = placed.group(2)
+        elif bare and bare.group(1) in stems and len(stems[bare.group(1)]) == 1 and bare.group(2) != "py":
+            path, name = stems[bare.group(1)][0], bare.group(2)
+        else:
+            continue
+        assert name is None or name in _top_level_names(path), f"docs/architecture.md: {rel(path)} has no {name}"
+        checked += 1
+    assert checked > 60
+
+
+def test_the_code_says_what_it_does_now_not_its_history():
+    """Docstrings and comments state what the code does: no tracker numbers, no "as before"."""
+    history = re.compile(r"\bissue[- ]?\d+|\bas before\b", re.IGNORECASE)
+    for path in CORE_FILES:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            assert not history.search(line), f"{rel(path)}:{number} tells history: {line.strip()}"

@@ -144,3 +144,31 @@ def test_clis_refuse_a_huge_input_without_reading_it(tmp_path, python_exe, repo_
     extra_read, extra_rss = huge.bytes_read - base.bytes_read, huge.peak_rss_mib - base.peak_rss_mib
     assert extra_read < 16384, f"read {extra_read} bytes more than for a FIFO input"
     assert extra_rss < 8, f"peak RSS {huge.peak_rss_mib:.1f} MiB, {extra_rss:.1f} MiB more than for a FIFO input"
+
+
+@pytest.mark.timeout(10)
+def test_a_trial_metrics_file_is_read_by_the_bounded_reader(tmp_path):
+    """A trial's metrics JSON is read like every campaign document: a FIFO is refused instead of blocking the
+    runner, an oversized file is refused from its size, NaN is allowed (json.dump writes it) only when asked."""
+    from autofl_core.trial import metrics
+
+    fifo = tmp_path / "metrics.json"
+    os.mkfifo(fifo)
+    assert metrics._load_json(fifo) is None  # opened non-blocking and refused: the old reader blocked here
+    nan = tmp_path / "nan.json"
+    nan.write_text('{"loss": NaN, "accuracy": 0.5}')
+    assert metrics._load_json(nan)["accuracy"] == 0.5
+    with pytest.raises(bounded.BoundedReadError, match="not valid JSON"):
+        bounded.read_json_value(nan)
+    assert bounded.read_json_value(nan, allow_nan=True)["accuracy"] == 0.5
+    assert bounded.read_json_value(tmp_path / "absent") is None
+    listed = tmp_path / "list.json"
+    listed.write_text("[1, 2]")
+    assert bounded.read_json_value(listed) == [1, 2]
+    with pytest.raises(bounded.BoundedReadError, match="not a JSON object"):
+        bounded.read_json(listed)
+    with pytest.raises(bounded.BoundedReadError, match="larger than 4 bytes"):
+        bounded.read_json_value(listed, 4)
+    assert bounded.parse_json(b'{"a": 1}') == {"a": 1}
+    with pytest.raises(bounded.BoundedReadError, match="not valid JSON"):
+        bounded.parse_json(b"\xff")

@@ -136,7 +136,7 @@ def _fake_trial(campaign, *, name, run_args, kind, candidate=None, stage_files=N
     from autofl_core.campaign import vocabulary as v
     from autofl_core.trial.execute import TrialResult
 
-    SEEN.append(dict(campaign.settings))
+    SEEN.append(campaign.settings.to_json())
     path = campaign.paths.workspace / "client.py"
     client = {"__name__": "client", "__file__": str(path)}
     source = (stage_files or {}).get("client.py") or path.read_bytes()

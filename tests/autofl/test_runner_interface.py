@@ -261,7 +261,8 @@ def test_skill_md_approval_scope_names_every_action_that_runs_a_simulation():
     for path in actions.glob("*.py"):
         tree = ast.parse(path.read_text())
         calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)]
-        if any(c.func.attr == "run" and getattr(c.func.value, "id", "") == "campaign_trial" for c in calls):
+        trial_runners = {("campaign_trial", "run"), ("batch_trials", "run_all"), ("batch_trials", "run_in_turn")}
+        if any((getattr(c.func.value, "id", ""), c.func.attr) in trial_runners for c in calls):
             running.add(path.stem)
     assert running == {"initialize", "evaluate", "replicate"}
     section = (SKILL / "SKILL.md").read_text().split("## 1. Permissions")[1].split("## 2.")[0]

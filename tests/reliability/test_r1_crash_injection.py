@@ -33,7 +33,7 @@ def campaign(tmp_path_factory):
 
 # Instants only an unsealed trial passes: a sealed trial never applies its candidate to the live workspace, so
 # these run on a host where trials cannot be sealed (the candidate is applied, run in place and restored).
-UNSEALED_POINTS = ("evaluate:applied_partially",)
+UNSEALED_POINTS = ("evaluate:applied_partially", "evaluate:applied")
 
 
 def faulted_evaluate(campaign, tmp_path, fault):

@@ -396,7 +396,12 @@ def test_real_nvflare_budget_changed_at_run_time_is_a_crash(namespaces, real_cam
     workspace = tmp_path / "ws"
     shutil.copytree(real_campaign[0], workspace)
     prepare(workspace, "more-rounds", job=after_parse('setattr(args, "num_rounds", 5)'))
-    done = run_cli(workspace, "evaluate", "--run-args", "--lr 0.1")
+    # the import's dry run sees the budget NVFLARE is asked for and refuses the candidate before it trains ...
+    refused = run_cli(workspace, "evaluate", "--run-args", "--lr 0.1")
+    assert refused.code == 2 and "changes the fixed budget (num_rounds 3 -> 5)" in refused.stderr, refused.stderr
+    assert ledger_rows(workspace)[-1]["name"] == "baseline"
+    # ... and where no dry run happens, the run-time check of what ran stays the last line of defence
+    done = run_cli(workspace, "evaluate", "--run-args", "--lr 0.1", env={**os.environ, "AUTOFL_IMPORT_DRY_RUN": "0"})
     row = ledger_rows(workspace)[-1]
     assert (done.code, row["name"], row["status"]) == (1, "more-rounds", "crash"), done.stderr
     assert row["failure_reason"].startswith("budget violated: 5 rounds ran, the fixed budget is 3"), row

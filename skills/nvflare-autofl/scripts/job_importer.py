@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Statically import an NVFLARE job.py into an Auto-FL campaign config (never runs the job).
+"""Import an NVFLARE job.py into an Auto-FL campaign config (statically; `--dry-run` also runs it, sealed).
 
 Usage:
-    python job_importer.py JOB [--metric M] [--base-args "ARGS"] [--format json|yaml]
+    python job_importer.py JOB [--metric M] [--base-args "ARGS"] [--format json|yaml] [--dry-run]
+
+--dry-run also runs job.py in the trial sandbox up to NVFLARE's entry point (no network, every write private,
+stopped before anything trains) and folds what it built into the config, as the campaign runner does. Without
+it nothing is run. Where the host cannot seal a dry run, the static reading stands.
 
 --base-args takes one string, split like a shell would: "--lr 0.1", "--num_rounds=5", "-r5" and
 --base-args=VALUE all work (the token after --base-args is always its value).
@@ -55,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--metric", default=None, help="objective metric (default: the job's key metric)")
     parser.add_argument("--base-args", default="", help='job arguments for every trial, e.g. "--lr 0.1" or "-r5"')
     parser.add_argument("--format", choices=("json", "yaml"), default="json", help="output format (default json)")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="also run job.py sealed up to NVFLARE's entry point (as the runner does)"
+    )
     return parser
 
 
@@ -84,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"job_importer: --base-args cannot be split ({exc}); balance the quotes\n")
         return EXIT_REJECTED
     try:
-        config = api.import_job(options.job, metric=options.metric, base_args=base_args)
+        config = api.import_job(options.job, metric=options.metric, base_args=base_args, dry_run=options.dry_run)
         text = render(config, options.format)
     except JobImportError as exc:
         sys.stderr.write(f"job_importer: {exc}\n")

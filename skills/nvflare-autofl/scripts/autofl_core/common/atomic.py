@@ -2,6 +2,7 @@
 
 The new file keeps the permission bits of the file it replaces; a new file gets the usual 0o666 minus the umask
 (a bare mkstemp file would be 0o600, surprising anyone who shares the workspace or the rendered skill files).
+`writes()` counts the files this process replaced, so a reader's cache can tell that something was written since.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ try:
     from . import faults
 except ImportError:  # loaded alone by path (the build scripts in shared/ and evals/): no test hooks there
     faults = None
+
+_WRITES = [0]
+
+
+def writes() -> int:
+    """How many files this process has replaced so far (a reader's cache keys on it)."""
+    return _WRITES[0]
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -39,6 +47,8 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+    finally:
+        _WRITES[0] += 1  # also after an error: the target may have been replaced
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -4,6 +4,8 @@ Usage::
 
     data = read_regular(path, limit)   # bytes, or None when the file does not exist
     document = read_json(path)         # a JSON object (dict), or None when the file does not exist
+    value = read_json_value(path, limit, allow_nan=True)  # any JSON value (a trial's metrics files)
+    value = parse_json(data)           # JSON text already in hand (a JSONL line, a child's output)
     tail = read_tail(path, limit)      # the last `limit` bytes of a regular file (a log), or None
 
 Only regular files are read: a FIFO is opened non-blocking and refused, a device (/dev/zero) is refused before
@@ -11,7 +13,8 @@ any byte is read, and a file larger than `limit` is refused from its size alone.
 message is a short phrase ("is a directory", "is larger than 16 MiB", ...) for the caller to put in context.
 `read_json` is the one reader of every campaign JSON document (campaign.json, the state, manifests, the snapshot
 record, the finalize journal, the trial marker, trial.json; each is a JSON object): at most `MAX_DOCUMENT_BYTES`,
-and a damaged file, whatever the damage, is one BoundedReadError.
+and a damaged file, whatever the damage, is one BoundedReadError. `read_json_value` and `parse_json` apply the
+same rule to the JSON a trial leaves (NVFLARE's metrics files, the sandbox's status), where NaN may be allowed.
 """
 
 from __future__ import annotations
@@ -62,16 +65,28 @@ def read_json(path: str | os.PathLike, limit: int = MAX_DOCUMENT_BYTES) -> dict 
     not UTF-8 JSON (too deeply nested, or holding NaN/Infinity, included), "is not a JSON object" for any other
     JSON value.
     """
-    data = read_regular(path, limit)
-    if data is None:
-        return None
-    try:
-        document = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-        raise BoundedReadError("is not valid JSON") from None
-    if not isinstance(document, dict):
+    document = read_json_value(path, limit)
+    if document is not None and not isinstance(document, dict):
         raise BoundedReadError("is not a JSON object")
     return document
+
+
+def read_json_value(path: str | os.PathLike, limit: int = MAX_DOCUMENT_BYTES, *, allow_nan: bool = False) -> object:
+    """Any JSON value at `path` (None when the file does not exist, or holds `null`), read as `read_regular` reads."""
+    data = read_regular(path, limit)
+    return None if data is None else parse_json(data, allow_nan=allow_nan)
+
+
+def parse_json(data: bytes | str, *, allow_nan: bool = False) -> object:
+    """The JSON value of `data` (UTF-8); BoundedReadError "is not valid JSON" for anything else (too deeply
+    nested, or holding NaN/Infinity unless `allow_nan`, included)."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        if allow_nan:
+            return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise BoundedReadError("is not valid JSON") from None
 
 
 def _no_constant(word: str):

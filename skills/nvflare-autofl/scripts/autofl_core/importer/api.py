@@ -392,12 +392,19 @@ def import_job(
     base_args: Sequence[str] = (),
     schema_path: str | os.PathLike | None = None,
     overlay: dict[str, bytes] | None = None,
+    dry_run: bool = False,
+    python: str | None = None,
+    run_args: Sequence[str] | None = None,
 ) -> dict:
     """Import an existing job.py (reads it, its train script's imports and mutation_schema.yaml).
 
     `overlay` ({workspace-relative path: bytes}) shows those files instead of the workspace's: a candidate's
-    draft is imported without being written into the live job. Raises files.JobImportError when job.py (or
-    an explicit schema) cannot be read.
+    draft is imported without being written into the live job. `dry_run`: also run job.py (with `python`) in
+    the trial sandbox up to NVFLARE's entry point and fold what it built into the config (dryrun_config.py);
+    where the sandbox cannot seal, the static import stands. `run_args` (with `dry_run`): a candidate's run
+    arguments, run once more on top of the base arguments; `import.dry_run.run_args_changes` lists what they
+    change in the budget or objective. Raises files.JobImportError when job.py (or an
+    explicit schema) cannot be read.
     """
     path, source, schema_text = load_job(job_path, schema_path)
     root = path.absolute().parent
@@ -405,12 +412,87 @@ def import_job(
     if overlay:
         source = workspace.read_file(path.name) or source
         schema_text = workspace.read_file(SCHEMA_FILE) if workspace.exists(SCHEMA_FILE) else schema_text
-    return import_source(
-        source,
-        job_name=path.name,
-        metric=metric,
-        base_args=base_args,
-        schema_text=schema_text,
-        read_file=workspace.read_file,
-        exists=workspace.exists,
+    if not dry_run or not _uses_nvflare(source, workspace.read_file):
+        return import_source(
+            source,
+            job_name=path.name,
+            metric=metric,
+            base_args=base_args,
+            schema_text=schema_text,
+            read_file=workspace.read_file,
+            exists=workspace.exists,
+        )
+    from . import dryrun
+
+    with dryrun.Session(path, overlay=overlay, python=python) as session:
+        if not session.cached(list(base_args)):
+            session.start()  # NVFLARE's import in the sandbox overlaps the static reading
+        config = import_source(
+            source,
+            job_name=path.name,
+            metric=metric,
+            base_args=base_args,
+            schema_text=schema_text,
+            read_file=workspace.read_file,
+            exists=workspace.exists,
+        )
+        return _with_dry_run(config, path, workspace, session, [str(a) for a in run_args or ()])
+
+
+def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
+    """True when job.py, or a module beside it that job.py imports, imports nvflare: only then can a dry run stop
+    at NVFLARE's entry points (a job that trains by other means would train in it)."""
+
+    def imports(text: str | None) -> set[str]:
+        try:
+            tree = ast.parse(text or "")
+        except (SyntaxError, ValueError, RecursionError):
+            return set()
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+        return names
+
+    own = imports(source)
+    return "nvflare" in own or any("nvflare" in imports(read_file(f"{name}.py")) for name in sorted(own))
+
+
+def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_args: list[str]) -> dict:
+    """Run job.py's dry run (and, once recorded, the perturbed runs) in `session`; fold them into `config`."""
+    from . import dryrun_config, moves
+
+    args = [*config["argparse"]["base_args"], *config["argparse"]["schema_args"]]
+    if config["argparse"]["base_args_errors"]:
+        return config  # the job's own parser would reject the arguments: nothing to run
+    record = session.run(args)
+    moved = {}
+    if record is not None and record.get("status") == "recorded":
+        moved = moves.moving_options(record, args, session.run_many)
+
+    def trust_for(script: str | None) -> dict:
+        tree = _parse(config_source, path.name)[0] or ast.Module([], [])
+        rel, script_tree, _notes = _script_tree(path.name, script, workspace.read_file)
+        schema = config["schema"]
+        return trust_section(path.name, tree, rel, script_tree, workspace.exists, schema["preferred_targets"])
+
+    config_source = workspace.read_file(path.name) or ""
+    config = dryrun_config.apply(config, record, moved, trust_for)
+    config["cli_flags"] = ap.cli_flags_from(config["argparse"]["flags"], config["argparse"]["allow_abbrev"])
+    if run_args and record is not None and record.get("status") == "recorded":
+        changes = []
+        if not moves.covered(record, run_args):  # options the perturbed runs did not try: run them
+            changes = dryrun_config.changes(record, session.run(args + run_args))
+        config["import"]["dry_run"]["run_args_changes"] = changes
+    pinned = _pinned_flags(config["fixed_budget"])
+    config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
+    config["summary"] = display.summary(
+        config["objective"],
+        config["fixed_budget"],
+        editable=list(config["trust"]["allowed_edit_paths"]),
+        unresolved=[u["field"] for u in config["unresolved"]],
+        allowed=[s["flag"] for s in config["search_space"]["suggested"]],
     )
+    return config

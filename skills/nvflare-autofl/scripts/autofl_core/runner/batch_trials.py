@@ -29,7 +29,7 @@ from ..common import atomic, faults, trees
 from . import campaign_trial
 from .store.paths import TRIAL_TEMP_PREFIX
 
-CPU_SLOTS_PER_CORE = 2  # a simulated NVFLARE trial mostly waits: ~6 s of CPU in 21 s of wall time (issue 24)
+CPU_SLOTS_PER_CORE = 2  # a simulated NVFLARE trial mostly waits: ~6 s of CPU in 21 s of wall time
 # A signal sent to the runner interrupts the main thread's join at once (measured: 0.3 ms); the slice only bounds
 # the wait if a signal ever landed on another thread. Each wake-up costs CPU (~0.1 ms here), hence not 0.2 s.
 WAIT_SLICE = 2.0
@@ -71,7 +71,15 @@ def run_all(campaign, requests: list[Request], *, parallel: int | None) -> tuple
     """Run `requests`, at most `parallel` at a time; returns (TrialResults in request order, slots used).
 
     Raises the first trial's CampaignError (after every trial ended) or the interruption that stopped the batch.
+    A single trial runs in this thread with the devices the runner sees (`campaign_trial.run`).
     """
+    if len(requests) == 1:
+        [r] = requests
+        return [
+            campaign_trial.run(
+                campaign, name=r.name, run_args=r.run_args, kind=r.kind, candidate=r.name, stage_files=r.stage_files
+            )
+        ], 1
     width = slots(parallel, len(requests), gpus=visible_gpus(), cpus=os.cpu_count())
     tokens = [secrets.token_hex(16) for _ in requests]
     temps = [Path(tempfile.mkdtemp(prefix=TRIAL_TEMP_PREFIX)) for _ in requests]
@@ -93,7 +101,6 @@ def run_all(campaign, requests: list[Request], *, parallel: int | None) -> tuple
     finally:
         for temp in temps:
             trees.remove_tree(temp)
-        campaign.forget()
     if pool.errors:
         raise pool.errors[min(pool.errors)]
     return [pool.results[index] for index in range(len(requests))], len(width)

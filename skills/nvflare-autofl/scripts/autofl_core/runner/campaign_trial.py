@@ -49,24 +49,24 @@ def spec(
     config, settings, paths = campaign.config, campaign.settings, campaign.paths
     flags = importer.cli_flags(config)
     schema_budget = contract.schema_budget(config)
-    timeout = max(float(settings["timeout"]), float(schema_budget.get("run_timeout_seconds") or 0))
-    no_progress = schema_budget.get("simulator_no_progress_timeout_seconds", settings["simulator_no_progress_timeout"])
+    timeout = max(float(settings.timeout), float(schema_budget.get("run_timeout_seconds") or 0))
+    no_progress = schema_budget.get("simulator_no_progress_timeout_seconds", settings.simulator_no_progress_timeout)
     return TrialSpec(
-        python=settings["python"],
+        python=settings.python,
         job_path=paths.job,
         workspace=paths.workspace,
         run_dir=paths.run_dir(name),
         trial_name=name,
-        metric_order=list((config.get("objective") or {}).get("metric_extraction_order") or [settings["metric"]]),
+        metric_order=list((config.get("objective") or {}).get("metric_extraction_order") or [settings.metric]),
         budget_args=contract.budget_args(config),
-        base_args=list(settings["base_args"]),
+        base_args=list(settings.base_args),
         run_args=list(run_args),
         flag_groups=[list(group) for group in flags["groups"]],
         name_flag=flags["name_flag"],
         switch_flags=[flag for flag, takes in flags["takes_value"].items() if not takes],
         expected_result_names=contract.expected_result_names(config),
         num_rounds=contract.num_rounds(config),
-        mode=settings["mode"],
+        mode=settings.mode,
         timeout=timeout,
         no_progress_timeout=float(no_progress) or None,
         env_passthrough=contract.env_passthrough(config),
@@ -74,7 +74,7 @@ def spec(
         token=token,
         progress_stream=sys.stderr,
         temp_parent=temp_parent,
-        isolate_network=not settings.get("allow_network", False),
+        isolate_network=not settings.allow_network,
         stage_files=stage_files,
         hide=[paths.meta, paths.output_root],
         literal_paths=contract.literal_simulator_paths(config, paths.workspace),
@@ -99,11 +99,11 @@ def check_isolable(campaign) -> None:
 
 def start_probe(campaign) -> None:
     """Begin probing the sandbox while the action does its own checks (`sealing` then waits for it)."""
-    seal.start_probe(campaign.settings["python"], _probe_env())
+    seal.start_probe(campaign.settings.python, _probe_env())
 
 
 def _probe(campaign) -> dict:
-    return seal.probe(campaign.settings["python"], _probe_env())
+    return seal.probe(campaign.settings.python, _probe_env())
 
 
 def _probe_env() -> dict[str, str]:
@@ -112,7 +112,7 @@ def _probe_env() -> dict[str, str]:
 
 def sealed_view(campaign) -> dict[str, bytes] | None:
     """The best source as a sealed baseline or replicate trial sees it; None where trials cannot be sealed."""
-    if campaign.settings["env"] != "sim" or not sealing(campaign):
+    if campaign.settings.env != "sim" or not sealing(campaign):
         return None
     return snapshots.files_of(campaign.paths, campaign.best())
 
@@ -169,7 +169,6 @@ def run(
         )
     finally:
         trees.remove_tree(temp_parent)  # iterative, never raises: a trial may leave a very deep tree
-    campaign.forget()
     return result
 
 
@@ -236,7 +235,7 @@ def round_records(campaign, name: str, result: TrialResult) -> list[dict]:
     copied result (kept in trial.json, so the report and `status` read them without the trial package)."""
     from ..trial import rounds
 
-    metric = result.metric_name or campaign.settings["metric"]
+    metric = result.metric_name or campaign.settings.metric
     return rounds.as_records(rounds.read_rounds(campaign.paths.run_dir(name), metric))
 
 
@@ -250,7 +249,7 @@ def _tampered(result: TrialResult, restored: list[str]) -> None:
 
 def network_status(campaign, result: TrialResult) -> str:
     """What the envelope says about the trial's network: isolated, allowed, or unavailable: <why>."""
-    if campaign.settings.get("allow_network", False):
+    if campaign.settings.allow_network:
         return "allowed"
     return result.network_isolation or "unavailable: not requested"
 

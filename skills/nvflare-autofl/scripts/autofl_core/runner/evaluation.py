@@ -1,7 +1,6 @@
-"""The steps of evaluating a candidate that a single evaluate and a batch share (`actions/evaluate`,
-`actions/evaluate_batch`): validation before any write (`check_room`: the cap for what is evaluated at once),
-materializing the `running` manifest (and applying the draft where the
-trial cannot be sealed), the decision and finalize of a trial's result, the undo, and in poc/prod `make_ready`.
+"""The steps of evaluating candidates (`actions/evaluate`): validation before any write (`check_room`: the cap for
+what is evaluated at once), materializing the `running` manifest, applying the draft where the trial cannot be
+sealed, the decision and finalize of a trial's result, the undo, and in poc/prod `make_ready`.
 
 Validation (nothing written on a rejection): best snapshot, fixed budget and workspace unchanged; the draft's
 deterministic diff within the trust contract (see `drafts`); run args canonical and within bounds (see
@@ -9,8 +8,10 @@ deterministic diff within the trust contract (see `drafts`); run args canonical 
 workspace with the same fixed budget and objective. Usage::
 
     staged = validate(campaign, manifest, options.run_args, now)
-    running = materialize(campaign, staged, campaign.best(), now, apply=not sealed)
+    running = materialize(campaign, staged, campaign.best(), now, applied=not sealed)
+    apply(campaign, running["candidate_id"], staged.draft)                 # only where the trial cannot be sealed
     final, extras = conclude(campaign, running, staged.draft, result, drift_of(campaign, staged.draft, sealed=sealed), now)
+    unapply_unfinished(campaign, [staged, ...], (v.RUNNING,))              # the undo of an interrupted evaluate
     entries = make_ready(campaign, [staged, ...], now)       # poc/prod: ready for external execution instead
 """
 
@@ -122,25 +123,21 @@ def check_cap(state: dict, size: int, *, waiting: list[str] = ()) -> None:
 
 def make_ready(campaign, staged: list[Staged], now: str) -> list[dict]:
     """poc/prod: every validated candidate becomes `ready_for_external_execution` (nothing is submitted); returns
-    one envelope entry each (`ready.entry`). A lone candidate is applied to the workspace, as before; with
-    several ready none is (see `ready`). On an error every candidate of this evaluate is prepared again."""
+    one envelope entry each (`ready.entry`). A lone candidate is applied to the workspace (the user exports it from
+    the job's folder); with several ready none is (see `ready`). On an error every candidate of this evaluate is
+    prepared again."""
     alone = len(staged) == 1 and not ready.ready_ones(campaign)
     try:
         if not alone:
             ready.take_out(campaign, now)
         best = campaign.best()
         for item in staged:
-            running = materialize(campaign, item, best, now, apply=alone)
+            running = materialize(campaign, item, best, now, applied=alone)
+            if alone:
+                apply(campaign, running["candidate_id"], item.draft)
             manifests.write(campaign.paths, dict(running, status=v.READY, updated_at=now))
-            campaign.forget()
     except (CampaignError, Interrupted, KeyboardInterrupt, OSError):
-        for item in staged:
-            current = campaign.manifest_of(item.manifest["candidate_id"])
-            if current is not None and current["status"] in (v.RUNNING, v.READY):
-                try:
-                    unapply(campaign, current, item.manifest)
-                except OSError:  # e.g. the disk is still full: the next action's recovery finishes the undo
-                    break
+        unapply_unfinished(campaign, staged, (v.RUNNING, v.READY))
         raise
     return [ready.entry(campaign, campaign.manifest_of(item.manifest["candidate_id"])) for item in staged]
 
@@ -155,11 +152,9 @@ def fingerprint(base: str, budget: str, patch_sha: str | None, effective: list[s
     return hashlib.sha256(document.encode("utf-8")).hexdigest()
 
 
-def materialize(campaign, staged: Staged, best, now: str, *, apply: bool, applied: bool | None = None) -> dict:
-    """Write candidate.patch and the `running` manifest, then (`apply`) write the draft into the workspace.
-
-    `applied` (default `apply`) is what the manifest records as `workspace_applied` (a batch that cannot seal
-    applies each candidate just before its own trial)."""
+def materialize(campaign, staged: Staged, best, now: str, *, applied: bool) -> dict:
+    """Write candidate.patch and the `running` manifest (`workspace_applied`: whether the draft will be applied to
+    the workspace, see `apply`) and record the files the draft creates; the workspace is not written here."""
     manifest, draft, own, effective = staged.manifest, staged.draft, staged.own, staged.effective
     paths = campaign.paths
     candidate_id = manifest["candidate_id"]
@@ -178,7 +173,7 @@ def materialize(campaign, staged: Staged, best, now: str, *, apply: bool, applie
         patch_stats=_patch_stats(draft),
         candidate_source_sha256=draft.digest,
         execution_fingerprint=print_,
-        workspace_applied=apply if applied is None else applied,
+        workspace_applied=applied,
     )
     updated.pop("crash_replay", None)
     replay = next(
@@ -200,12 +195,18 @@ def materialize(campaign, staged: Staged, best, now: str, *, apply: bool, applie
     manifests.write(paths, updated)
     faults.checkpoint("evaluate:manifest_running")
     created.record(paths, candidate_id, {rel: draft.files[rel] for rel in draft.created})  # before any write
-    for rel in draft.touched if apply else ():  # one file at a time: recovery undoes a partial apply
-        sources.write_files(paths.workspace, {rel: draft.files[rel]})
+    return updated
+
+
+def apply(campaign, candidate_id: str, draft) -> None:
+    """Write the draft into the workspace (a trial that cannot be sealed, a lone ready candidate), one file at a
+    time so recovery undoes a partial apply. The record of the files the runner creates is one file: this
+    candidate's, again, just before its own apply (a batch records each candidate in turn)."""
+    created.record(campaign.paths, candidate_id, {rel: draft.files[rel] for rel in draft.created})
+    for rel in draft.touched:
+        sources.write_files(campaign.paths.workspace, {rel: draft.files[rel]})
         faults.checkpoint("evaluate:applied_partially")
     faults.checkpoint("evaluate:applied")
-    campaign.forget()
-    return updated
 
 
 def refuse_repeated_arm(
@@ -237,7 +238,7 @@ def check_reimport(campaign, manifest: dict, draft, effective: list[str], now: s
     paths = campaign.paths
     folder = paths.candidate_dir(manifest["candidate_id"])
     try:
-        config = contract.import_config(paths.job, campaign.settings, overlay=draft.files)
+        config = contract.import_config(paths.job, campaign.settings.to_json(), overlay=draft.files, run_args=effective)
     except CampaignError as error:
         atomic.write_text(folder / "import.log", f"{now} re-import rejected: {error}\n")
         raise CampaignError(f"the candidate's job.py is no longer admissible ({error}); fix the draft") from None
@@ -249,6 +250,9 @@ def check_reimport(campaign, manifest: dict, draft, effective: list[str], now: s
     changed = [key for key in before if before[key] != after[key]]
     if changed:
         problems.append(f"it changes the objective ({', '.join(changed)})")
+    ran = (config.get("import") or {}).get("dry_run") or {}
+    if ran.get("run_args_changes"):
+        problems.append(f"its dry run asks NVFLARE for something else ({'; '.join(ran['run_args_changes'])})")
     smuggled = importer.fromfile_arguments(config, effective)
     if smuggled:
         problems.append(
@@ -299,7 +303,7 @@ def conclude(campaign, manifest: dict, draft, result, drift: list[str], now: str
         outcome,
         result.score if outcome == v.OUTCOME_SUCCESS else None,
         best_score=best_row["score"] if best_row else None,
-        mode=campaign.settings["mode"],
+        mode=campaign.settings.mode,
         margin=noise.keep_margin(campaign),
     )
     manifest = dict(
@@ -335,7 +339,6 @@ def conclude(campaign, manifest: dict, draft, result, drift: list[str], now: str
 def unapply(campaign, manifest: dict, prepared: dict) -> None:
     """Take a rejected or interrupted candidate out of the workspace; its manifest is exactly as prepared again."""
     paths = campaign.paths
-    campaign.forget()
     snapshots.restore_workspace(
         paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
     )
@@ -343,7 +346,21 @@ def unapply(campaign, manifest: dict, prepared: dict) -> None:
     if not prepared["artifacts"].get("patch"):
         (paths.candidate_dir(manifest["candidate_id"]) / "candidate.patch").unlink(missing_ok=True)
     manifests.write(paths, prepared)
-    campaign.forget()
+
+
+def unapply_unfinished(campaign, staged: list[Staged], statuses: tuple[str, ...]) -> None:
+    """The undo of an evaluate that stopped before its first finalize: every candidate of it still in one of
+    `statuses` is taken out of the workspace and prepared again. A failing undo (e.g. the disk is still full)
+    stops here: the next action's recovery finishes it."""
+    for item in staged:
+        current = campaign.manifest_of(item.manifest["candidate_id"])
+        if current is None or current["status"] not in statuses:
+            continue
+        try:
+            unapply(campaign, current, item.manifest)
+        except OSError:
+            return
+    campaign_trial.clear_marker(campaign)
 
 
 def _patch_stats(draft) -> dict:

@@ -150,7 +150,6 @@ def _apply(campaign, journal: dict) -> None:
     else:
         snapshots.repair(paths)
     faults.checkpoint("finalize:swapped")
-    campaign.forget()
     keep, drop = journal["status"] == v.KEEP, set()
     if keep:
         drop = created.settle_keep(
@@ -178,7 +177,6 @@ def _apply(campaign, journal: dict) -> None:
     paths.journal.unlink(missing_ok=True)
     faults.checkpoint("finalize:journal_removed")
     paths.trial_marker.unlink(missing_ok=True)
-    campaign.forget()
 
 
 def append_once(paths, row: dict, rows_before: int) -> None:

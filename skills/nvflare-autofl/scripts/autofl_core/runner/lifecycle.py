@@ -58,7 +58,7 @@ def run(action: str, options) -> tuple[int, dict]:
         return _module(action).run(options, given, now_text())
     with workspace_lock(probe.lock):
         campaign = Campaign.open(options.job)
-        module = "evaluate_batch" if action == "evaluate" and batch_requested(options) else ACTIONS[action]
+        module = ACTIONS[action]
         step = _module(module).run if module else _status
         return _shell(campaign, action, step, options, given, now_text())
 
@@ -83,7 +83,7 @@ def _shell(campaign, action: str, step, options, given: dict, now: str) -> tuple
     extras = recovery.recover(campaign, now)
     campaign.best()  # a damaged best snapshot stops every action (exit 2 naming it), status included
     merged = settings_mod.merge_settings(
-        campaign.settings,
+        campaign.meta["settings"],
         given,
         action=action,
         now=now,
@@ -109,11 +109,6 @@ def _shell(campaign, action: str, step, options, given: dict, now: str) -> tuple
     if action == "status" or state["final_response_allowed"]:  # where the best lives, when the user asks
         extras["best_lives"] = pointers.best_lives(campaign)
     return result.exit_code, state_mod.envelope(campaign.paths, state, {**extras, **result.extras})
-
-
-def batch_requested(options) -> bool:
-    """evaluate runs a batch (`actions/evaluate_batch`) for `--all-prepared`, several `--manifest`s, or `--parallel`."""
-    return bool(options.all_prepared or len(options.manifest or []) > 1 or options.parallel is not None)
 
 
 def check_job_file(job) -> None:

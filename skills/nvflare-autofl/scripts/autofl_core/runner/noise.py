@@ -39,7 +39,7 @@ def facts(campaign) -> dict:
         except bounded.BoundedReadError:
             data = None
         size = gains.eval_size(data.decode("utf-8", errors="replace")) if data else None
-        resolution = gains.resolution_of(campaign.settings["metric"], size)
+        resolution = gains.resolution_of(campaign.settings.metric, size)
         if resolution is not None:
             known["metric_resolution"] = resolution
             known["resolution_source"] = f"{campaign.paths.rel(log)}: an evaluation set of {size} samples"

@@ -47,7 +47,7 @@ def best_lives(campaign) -> dict | None:
     if best is None:
         return None
     run_args = campaign.best_run_args()
-    base_args = list(campaign.settings["base_args"])
+    base_args = list(campaign.settings.base_args)
     workspace = campaign.paths.workspace
     command = f"cd {shlex.quote(str(workspace))} && {shlex.join(campaign.job_argv(run_args))}"
     budget = shlex.join(campaign.job_argv([])[2 : len(campaign.job_argv([])) - len(base_args)])

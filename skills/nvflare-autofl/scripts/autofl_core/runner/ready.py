@@ -1,4 +1,4 @@
-"""Candidates ready for external execution (poc/prod; issue 24 point 7): several may be ready at once.
+"""Candidates ready for external execution (poc/prod): several may be ready at once.
 
 The runner submits nothing; the user exports and submits each ready candidate, with an explicit yes for each
 run. The live workspace holds a ready candidate only while it is the only one (what a single evaluate always
@@ -57,7 +57,6 @@ def take_out(campaign, now: str) -> None:
         paths, campaign.best(), remove=holder["created_files"], candidate=holder["candidate_id"]
     )
     manifests.write(paths, dict(holder, workspace_applied=False, updated_at=now))
-    campaign.forget()
 
 
 def source_folder(paths, manifest: dict):

@@ -41,7 +41,6 @@ def recover(campaign, now: str) -> dict:
     for manifest in campaign.manifests():
         if manifest["status"] != v.RUNNING:
             continue
-        campaign.forget()
         snapshots.restore_workspace(
             paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
         )
@@ -49,7 +48,6 @@ def recover(campaign, now: str) -> dict:
         reset.pop("trial", None)
         atomic.write_json(paths.manifest(manifest["candidate_id"]), reset)
         recovered = manifest["candidate_id"]
-    campaign.forget()
     extras = {}
     if recovered or finished:
         extras["recovered_interrupted_evaluation"] = recovered or finished

@@ -17,10 +17,7 @@ from .store import metadata
 
 
 def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
-    """Re-derive the best fields, write the state; after a ledger change also the plot and the report.
-
-    Every writer drops the campaign's cached reads itself (`campaign.forget()`), so nothing is read twice here.
-    """
+    """Re-derive the best fields, write the state; after a ledger change also the plot and the report."""
     best = campaign.best_row()
     digest = campaign.best().digest
     meta = metadata.with_best(campaign.meta, best_row=best, digest=digest, run_args=campaign.best_run_args(), now=now)

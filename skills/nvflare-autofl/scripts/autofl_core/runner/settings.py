@@ -11,6 +11,7 @@ Usage::
     given = requested_settings(options)                      # only what the command line set
     settings = new_settings(given, os.environ, config)       # initialize of a new campaign
     merged = merge_settings(stored, given, action="evaluate", approved=False, now=ts)
+    typed = CampaignSettings.from_json(meta["settings"])      # what every action reads: typed.metric, ...
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import math
 import os
 import shlex
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ..campaign import guard_inputs
 from .outcome import CampaignError
@@ -55,6 +56,65 @@ FLAGS = {
     "noise_sigmas": "--noise-sigmas",
 }
 UNCAPPED = "uncapped"
+# Settings a campaign of an earlier runner may lack: read as these defaults, never written back by `to_json`.
+OPTIONAL = {"allow_network": False, **{key: spec[1] for key, spec in guard_inputs.THRESHOLDS.items()}}
+
+
+@dataclass(frozen=True)
+class CampaignSettings:
+    """campaign.json's `settings` object, typed. `from_json` is the one place its keys are read; `to_json` gives
+    the same JSON object back (keys it does not know kept in `extra`, defaults of `OPTIONAL` keys it lacked not
+    added)."""
+
+    metric: str
+    mode: str
+    env: str
+    max_candidates: int | None
+    autofl_yaml: str
+    results: str
+    state: str
+    progress: str
+    report: str
+    output_root: str
+    stop_files: tuple[str, ...]
+    base_args: tuple[str, ...]
+    timeout: float
+    simulator_no_progress_timeout: float
+    python: str
+    allow_network: bool
+    plateau_threshold: int
+    plateau_min_delta: float
+    hard_crash_threshold: int
+    exploration_batch_size: int
+    family_repeat_limit: int
+    noise_sigmas: float
+    absent: tuple[str, ...] = ()  # OPTIONAL keys the document lacked
+    extra: tuple[tuple[str, object], ...] = ()  # keys this runner does not know, as read
+
+    @classmethod
+    def from_json(cls, document: dict) -> CampaignSettings:
+        """The typed settings of campaign.json (already checked against its schema by `store/metadata.read`)."""
+        known = {f.name for f in fields(cls)} - {"absent", "extra"}
+        missing = sorted(known - set(document) - set(OPTIONAL))
+        if missing:
+            raise CampaignError(
+                f"campaign.json settings lack {', '.join(missing)}; restore campaign.json from a backup"
+            )
+        values = {key: document.get(key, OPTIONAL.get(key)) for key in known}
+        values["stop_files"], values["base_args"] = tuple(values["stop_files"]), tuple(values["base_args"])
+        return cls(
+            **values,
+            absent=tuple(sorted(key for key in OPTIONAL if key not in document)),
+            extra=tuple((key, value) for key, value in document.items() if key not in known),
+        )
+
+    def to_json(self) -> dict:
+        """The settings object as campaign.json holds it (key order aside: documents are written sorted)."""
+        document = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("absent", "extra")}
+        document["stop_files"], document["base_args"] = list(self.stop_files), list(self.base_args)
+        for key in self.absent:
+            del document[key]
+        return {**document, **dict(self.extra)}
 
 
 @dataclass
@@ -186,12 +246,12 @@ def _cap_change(old, given: dict, approved: bool, now: str, action: str, history
     return {"changed_at": now, "old": old, "new": new, "source": source, "user_approved": bool(approved)}
 
 
-def guard_settings(settings: dict) -> dict:
+def guard_settings(settings: CampaignSettings) -> dict:
     """The subset the campaign guard takes (a setting newer than the campaign takes its default)."""
     return {
-        "mode": settings["mode"],
-        "max_candidates": settings["max_candidates"],
-        **{key: settings.get(key, guard_inputs.THRESHOLDS[key][1]) for key in THRESHOLD_KEYS},
+        "mode": settings.mode,
+        "max_candidates": settings.max_candidates,
+        **{key: getattr(settings, key) for key in THRESHOLD_KEYS},
     }
 
 

@@ -48,7 +48,7 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
     manifests = campaign.manifests()
     pending = [m for m in manifests if m["status"] in v.MANIFEST_IN_WORK]
     ready = [m for m in manifests if m["status"] == v.READY]
-    stop_files = [] if ignore_stop_files else guard_inputs.present_stop_files(paths.workspace, settings["stop_files"])
+    stop_files = [] if ignore_stop_files else guard_inputs.present_stop_files(paths.workspace, settings.stop_files)
     rows = campaign.rows()
     state = guard.compute_state(
         rows,
@@ -63,7 +63,7 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
     state = guard.with_runner_fields(
         state,
         results=str(paths.results),
-        mode=settings["mode"],
+        mode=settings.mode,
         updated_at=now,
         abandoned_candidates=sum(1 for m in manifests if m["status"] == v.ABANDONED),
         best_candidate=best["name"] if best else None,
@@ -71,7 +71,7 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
         pending_candidate_manifest=paths.rel(paths.manifest(first_pending["candidate_id"])) if first_pending else None,
     )
     argument_only = bool(pending) and all(m["status"] == v.PREPARED and m["run_args"] for m in pending)
-    override = lifecycle_override(state, rows, settings["env"], argument_only_pending=argument_only)
+    override = lifecycle_override(state, rows, settings.env, argument_only_pending=argument_only)
     state = guard.with_next_action_override(state, override) if override else state
     if state["next_action"] == "submit_candidate":  # the guard counts them; the runner names them
         names = [m["candidate_id"] for m in manifest_store.in_preparation_order(ready)]

@@ -39,7 +39,7 @@ def compared_with(campaign) -> Compared:
         name=best["name"] if best else None,
         score=best["score"] if best else None,
         band=noise.band(noise.latest_measured(campaign)),
-        metric=campaign.settings["metric"],
+        metric=campaign.settings.metric,
         resolution=known["metric_resolution"],
     )
 
@@ -47,7 +47,6 @@ def compared_with(campaign) -> Compared:
 def outcome(campaign, compared: Compared, *, score: float | None, name: str | None = None) -> dict:
     """The envelope fields of one finalized result (`campaign` re-read after the decision); `sites` is each site's
     value in the final round of the run called `name`, from its round records ({} without them)."""
-    campaign.forget()
     best = campaign.best_row()
     delta = gain(campaign, compared, score)
     return {
@@ -66,4 +65,4 @@ def outcome(campaign, compared: Compared, *, score: float | None, name: str | No
 
 def gain(campaign, compared: Compared, score: float | None) -> float | None:
     """Direction-adjusted `score` minus the compared best's, at ledger precision (None when either is missing)."""
-    return improvement(score, compared.score, campaign.settings["mode"])
+    return improvement(score, compared.score, campaign.settings.mode)

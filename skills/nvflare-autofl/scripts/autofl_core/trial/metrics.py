@@ -18,12 +18,13 @@ Usage: found = extract_metric(run_dir, ["accuracy"]); found.value / found.reason
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..common import bounded
 
 SUMMARY = "metrics_summary.json"
 CROSS_VAL = "cross_val_results.json"
@@ -233,11 +234,10 @@ def _last_match(path: Path, pattern: re.Pattern[bytes]) -> tuple[int, bytes] | N
 
 
 def _load_json(path: Path) -> object | None:
+    """The JSON value at `path` (NaN allowed: json.dump writes it), or None when it cannot be read as JSON."""
     try:
-        if path.stat().st_size > MAX_JSON_BYTES:
-            return None
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
+        return bounded.read_json_value(path, MAX_JSON_BYTES, allow_nan=True)
+    except bounded.BoundedReadError:
         return None
 
 

@@ -19,7 +19,6 @@ Usage: tracker = ProgressTracker("baseline", num_rounds=3, metric="accuracy", mo
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from ..common import bounded
 from .folders import Subfolders
 
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -234,8 +234,8 @@ class RoundRecords:
         records = []
         for line in complete:
             try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):
+                record = bounded.parse_json(line, allow_nan=True)
+            except bounded.BoundedReadError:
                 continue
             if isinstance(record, dict):
                 records.append(record)

@@ -7,7 +7,7 @@ laid over the live workspace by an overlay, every write lands in a private upper
 are hidden, writes to the temp folder and HOME are discarded, literal simulator paths and the trial's own
 folders are mapped to private folders, and the rest of the host is read-only. Without the namespaces and
 overlays that needs, the trial is only *contained* (user, PID, network namespaces as far as they work) and runs
-in the live workspace, as before sealed trials existed. Usage::
+in the live workspace. Usage::
 
     if can_seal(probe(python, env)):                 # once per runner process and interpreter
         plan = write_plan(trial_dir, workspace=ws, stage_files=files, hide=[...], network="isolated")
@@ -23,6 +23,8 @@ import os
 import subprocess
 import tempfile
 from pathlib import Path
+
+from ..common import bounded
 
 LAUNCHER = Path(__file__).resolve().parent / "sandbox.py"
 PLAN, STATUS = "sandbox-plan.json", "sandbox-status.json"
@@ -54,7 +56,7 @@ def probe(python: str, env: dict[str, str]) -> dict:
                 proc.kill()
                 proc.communicate()
                 raise
-            document = json.loads(out.decode("utf-8", "replace") or "{}")
+            document = bounded.parse_json(out.decode("utf-8", "replace") or "{}")
         except (OSError, subprocess.SubprocessError, ValueError) as error:
             document = {"protections": {}, "missing": [], "error": str(error)}
         if not isinstance(document, dict) or not isinstance(document.get("protections"), dict):
@@ -167,9 +169,9 @@ def launcher_argv(python: str, plan: Path, argv: list[str]) -> list[str]:
 def read_status(trial_dir: Path, *, sealed: bool) -> dict:
     """The envelope's `sandbox` object: whether the trial was sealed, each protection, the missing ones."""
     try:
-        document = json.loads((Path(trial_dir) / STATUS).read_text(encoding="utf-8"))
+        document = bounded.read_json(Path(trial_dir) / STATUS)
         protections = dict(document["protections"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):  # BoundedReadError is a ValueError; a missing file reads as None
         protections = {"user_namespace": "unavailable: the sandbox launcher wrote no status"}
     missing = sorted(name for name, value in protections.items() if str(value).startswith("unavailable"))
     held = sealed and all(protections.get(name) == "yes" for name in SEALED_NEEDS)

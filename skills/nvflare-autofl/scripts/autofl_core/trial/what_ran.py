@@ -20,11 +20,12 @@ shows is `unverified`, never assumed. Usage::
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from ..common import bounded
 
 VERIFIED, VIOLATED, UNVERIFIED = "verified", "violated", "unverified"
 SERVER_LOGS = ("log.txt", "log_fl.txt")
@@ -153,8 +154,8 @@ def _records(files: dict[str, list[Path]]) -> list:
     if files.get(ROUNDS):
         for line in _tail(files[ROUNDS][0], MAX_JSON_BYTES).splitlines():
             try:
-                records.append(json.loads(line))
-            except (ValueError, RecursionError):
+                records.append(bounded.parse_json(line, allow_nan=True))
+            except bounded.BoundedReadError:
                 continue
     return records
 
@@ -228,10 +229,7 @@ def _tail(path: Path, limit: int) -> bytes:
 
 
 def _json(path: Path) -> object:
-    data = _tail(path, MAX_JSON_BYTES + 1)
-    if len(data) > MAX_JSON_BYTES:
-        return None
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError):
+        return bounded.read_json_value(path, MAX_JSON_BYTES, allow_nan=True)
+    except bounded.BoundedReadError:
         return None

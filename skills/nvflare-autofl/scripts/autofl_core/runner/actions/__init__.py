@@ -5,9 +5,8 @@ Each exposes `run(campaign, options, now) -> ActionResult`, called under the loc
 module (the shell's refresh is the whole action).
 - `initialize` - a new campaign (`admit`, `create`, `start`: import, admission, files, baseline) or a baseline retry;
 - `prepare` - copy the best snapshot into a candidate folder, write its manifest;
-- `evaluate` - validate and apply the draft, re-import, run the trial (sim) and finalize, or mark it ready;
-- `evaluate_batch` - evaluate several candidates as one batch (the shell loads it for `--all-prepared`, several
-  `--manifest`s or `--parallel`): concurrent sealed trials, finalized in the order given;
+- `evaluate` - one candidate or a batch: validate every draft, re-import, run the trials (sim; sealed ones
+  concurrently) and finalize in the order given, or mark them ready for external execution;
 - `abandon` - a pending candidate becomes abandoned (never counted);
 - `record` - a literature event, an external baseline, or an external candidate result;
 - `suggest` - argument-only seeds around the best configuration;

@@ -24,7 +24,6 @@ def run(campaign, options, now: str) -> ActionResult:
             paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
         )
     manifests.write(paths, dict(manifest, status=v.ABANDONED, updated_at=now))
-    campaign.forget()
     return ActionResult(
         extras={"candidate_manifest": str(paths.manifest(manifest["candidate_id"])), "candidate_status": v.ABANDONED}
     )

@@ -72,12 +72,11 @@ def create(campaign: Campaign, files: dict[str, bytes]) -> None:
     except BaseException:
         _undo_new_campaign(paths, had_config)
         raise
-    campaign.forget()
 
 
 def start(campaign, options, now: str) -> ActionResult:
     """The first step of a new campaign: the baseline in simulation (poc/prod: submit_baseline follows)."""
-    code, trial = run_baseline(campaign) if campaign.settings["env"] == "sim" else (EXIT_OK, {})
+    code, trial = run_baseline(campaign) if campaign.settings.env == "sim" else (EXIT_OK, {})
     extras = {"initialized": True, "baseline_retried": False, **trial}
     return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
 
@@ -87,10 +86,10 @@ def run(campaign, options, now: str) -> ActionResult:
     rows = campaign.rows()
     scored = any(row["status"] == v.BASELINE and row["score"] is not None for row in rows)
     attempts = any(row["status"] in v.ATTEMPTS for row in rows)
-    if scored or attempts or campaign.settings["env"] != "sim":
+    if scored or attempts or campaign.settings.env != "sim":
         return ActionResult(extras={"initialized": False, "baseline_retried": False})
     _refresh_baseline_source(campaign)
-    check_python(campaign.settings["python"], campaign.paths.workspace)
+    check_python(campaign.settings.python, campaign.paths.workspace)
     code, trial = run_baseline(campaign)
     return ActionResult(
         extras={"initialized": False, "baseline_retried": True, **trial},
@@ -129,7 +128,6 @@ def run_baseline(campaign) -> tuple[int, dict]:
     denied = result.outcome == v.OUTCOME_INFRASTRUCTURE_RETRY
     ledger.append_row(paths.results, v.infrastructure_retry_row(row) if denied else row)
     campaign_trial.clear_marker(campaign)
-    campaign.forget()
     trial = campaign_trial.envelope_extras(campaign, result)
     if denied:
         return EXIT_SANDBOX, trial
@@ -151,7 +149,7 @@ def _refresh_baseline_source(campaign) -> None:
     best = campaign.best()
     if not snapshots.workspace_drift(paths, best):
         return
-    config = contract.import_config(paths.job, campaign.settings)
+    config = contract.import_config(paths.job, campaign.settings.to_json())
     if contract.budget_digest(config) != campaign.meta["fixed_budget_sha256"]:
         raise CampaignError(
             "the repaired job.py changes the fixed budget; a baseline repair may fix the environment "
@@ -161,7 +159,6 @@ def _refresh_baseline_source(campaign) -> None:
         raise CampaignError("the repaired job.py changes the objective; start a fresh campaign in a new workspace")
     files = sources.read_files(paths.workspace, contract.allowed_edit_paths(campaign.config))
     snapshots.install(paths, files, candidate=v.BASELINE_NAME)
-    campaign.forget()
 
 
 def check_outputs(paths: CampaignPaths, sources_rel: list[str]) -> None:

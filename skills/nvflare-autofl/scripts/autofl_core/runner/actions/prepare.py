@@ -65,8 +65,8 @@ def run(campaign, options, now: str) -> ActionResult:
         "prepared_index": len(campaign.manifests()) + 1,
         "base_source_sha256": best.digest,
         "fixed_budget_sha256": campaign.meta["fixed_budget_sha256"],
-        "objective": {"metric": campaign.settings["metric"], "mode": campaign.settings["mode"]},
-        "environment": campaign.settings["env"],
+        "objective": {"metric": campaign.settings.metric, "mode": campaign.settings.mode},
+        "environment": campaign.settings.env,
         "run_args": own,
         "effective_run_args": effective,
         "changed_files": [],
@@ -83,7 +83,6 @@ def run(campaign, options, now: str) -> ActionResult:
         "result": manifests.empty_result(),
     }
     manifests.write(paths, manifest)
-    campaign.forget()
     return ActionResult(
         extras={
             "candidate_manifest": str(paths.manifest(name)),

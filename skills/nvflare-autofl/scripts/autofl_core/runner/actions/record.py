@@ -57,7 +57,6 @@ def _literature(campaign, options) -> ActionResult:
         campaign.paths.results,
         v.literature_row(name=name, hypothesis=hypothesis, family=(options.family or "").strip(), event_id=event),
     )
-    campaign.forget()
     document = {
         "id": event,
         "name": name,
@@ -99,7 +98,6 @@ def _baseline(campaign, options) -> ActionResult:
             metric_artifact=found["metric_artifact"],
         ),
     )
-    campaign.forget()
     return ActionResult(extras={"job_id": job_id}, ledger_changed=True)
 
 
@@ -141,7 +139,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             v.OUTCOME_SUCCESS,
             found["score"],
             best_score=best_row["score"] if best_row else None,
-            mode=campaign.settings["mode"],
+            mode=campaign.settings.mode,
             margin=noise.keep_margin(campaign),
         )
     )
@@ -185,7 +183,7 @@ def _external_score(campaign, options) -> dict:
             raise CampaignError(f"--score must be finite, got {options.score}")
         return {
             "score": options.score,
-            "metric_name": campaign.settings["metric"],
+            "metric_name": campaign.settings.metric,
             "metric_source": "external:--score",
             "metric_artifact": None,
             "artifacts": None,
@@ -196,9 +194,7 @@ def _external_score(campaign, options) -> dict:
     folder = Path(os.path.abspath(options.artifacts))
     if not folder.is_dir():
         raise CampaignError(f"--artifacts {options.artifacts} is not a folder; pass the downloaded job's folder")
-    order = list(
-        (campaign.config.get("objective") or {}).get("metric_extraction_order") or [campaign.settings["metric"]]
-    )
+    order = list((campaign.config.get("objective") or {}).get("metric_extraction_order") or [campaign.settings.metric])
     found = metrics.extract_metric(folder, order)
     if found.value is None:
         raise CampaignError(f"no score in --artifacts {options.artifacts}: {found.reason}")

@@ -58,7 +58,7 @@ def run(campaign, options, now: str) -> ActionResult:
                 "score": row["score"],
                 "seed": value,
                 "failure_reason": row["failure_reason"] or None,
-                "delta": improvement(row["score"], best["score"], campaign.settings["mode"]),
+                "delta": improvement(row["score"], best["score"], campaign.settings.mode),
                 "sites": curves.site_values(campaign, row),
             }
         )
@@ -102,7 +102,7 @@ def _prefix(best: str) -> str:
 
 
 def _check_allowed(campaign, now: str) -> dict:
-    if campaign.settings["env"] != "sim":
+    if campaign.settings.env != "sim":
         raise CampaignError(
             "replicate runs simulations only; in poc/prod rerun the best configuration by hand and "
             "record nothing (replicates of external runs are not supported)"
@@ -184,5 +184,4 @@ def _record(campaign, best: dict, n: int, name: str, result: TrialResult, how: s
         row = v.infrastructure_retry_row(row)
     written = ledger.append_row(paths.results, row)
     campaign_trial.clear_marker(campaign)
-    campaign.forget()
     return written

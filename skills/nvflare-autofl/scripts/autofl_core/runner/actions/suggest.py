@@ -78,8 +78,8 @@ def run(campaign, options, now: str) -> ActionResult:
         tried=tried,
         used_names=campaign.used_names(),
         limit=limit,
-        mode=campaign.settings["mode"],
-        metric=campaign.settings["metric"],
+        mode=campaign.settings.mode,
+        metric=campaign.settings.metric,
     )
     return ActionResult(extras={"suggestions": seeds})
 

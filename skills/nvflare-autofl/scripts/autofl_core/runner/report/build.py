@@ -59,8 +59,8 @@ def plot_options(campaign, state: dict) -> dict:
     metric, direction, the noise band (`state["noise"]`), the batches of candidates that ran together and the
     round curves of the baseline, the best and the latest candidates (`curves`)."""
     return {
-        "metric": campaign.settings["metric"],
-        "mode": campaign.settings["mode"],
+        "metric": campaign.settings.metric,
+        "mode": campaign.settings.mode,
         "band": noise.band(state["noise"]),
         "batches": facts.batches(campaign.manifests()),
         "curves": [
@@ -76,11 +76,11 @@ def build(
     paths, settings, config = campaign.paths, campaign.settings, campaign.config
     outputs = outputs or outputs_of(paths)
     rows = campaign.rows()
-    walk = facts.walk_rows(rows, settings["mode"])
+    walk = facts.walk_rows(rows, settings.mode)
     measured = noise.latest_measured(campaign)
     band = noise.band(measured)
     known = noise.facts(campaign)
-    judge = {"metric": settings["metric"], "resolution": known["metric_resolution"]}
+    judge = {"metric": settings.metric, "resolution": known["metric_resolution"]}
     best = rows[walk.best] if walk.best is not None else None
     baseline = rows[walk.baseline] if walk.baseline is not None else None
     observed = facts.best_observed(rows, walk)
@@ -91,7 +91,7 @@ def build(
         best=best,
         baseline=baseline,
         best_run_args=campaign.best_run_args(),
-        metric=settings["metric"],
+        metric=settings.metric,
         missing_columns=tuple(context.missing_columns),
         fresh_state=state,
         stored_state=context.stored_state if context.stored_state_read else state,
@@ -129,7 +129,7 @@ def build(
         "best_lives": pointers.best_lives(campaign),
         "what_helped": facts.what_helped(walk, band, **judge),
         "what_did_not_help": facts.what_did_not_help(rows, walk),
-        "literature": facts.literature_outcomes(rows, walk, batch_size=settings["exploration_batch_size"]),
+        "literature": facts.literature_outcomes(rows, walk, batch_size=settings.exploration_batch_size),
         "families": facts.families(rows, walk),
         "trajectory": facts.trajectory(rows, walk),
         "noise": dict(_noise_section(rows, measured, band), **_unmeasured(known), sources=noise.sources(campaign)),
@@ -158,7 +158,7 @@ def build(
             progress=str(outputs.progress if plot_available else outputs.progress.with_suffix(".txt")),
         ),
         "curves": (round_curves := curves.read_curves(campaign, rows)),
-        "curves_summary": curves.describe(round_curves, settings["mode"]),
+        "curves_summary": curves.describe(round_curves, settings.mode),
         "progress_plot_available": plot_available,
         "progress_plot": os.path.relpath(outputs.progress, outputs.report.parent) if plot_available else None,
     }
@@ -217,12 +217,12 @@ def _provenance(state: dict, context: Context) -> dict:
     }
 
 
-def _objective(settings: dict, config: dict) -> dict:
+def _objective(settings, config: dict) -> dict:
     objective = config.get("objective") or {}
     return {
-        "metric": settings["metric"],
-        "mode": settings["mode"],
-        "env": settings["env"],
+        "metric": settings.metric,
+        "mode": settings.mode,
+        "env": settings.env,
         "requested_metric": objective.get("requested_metric"),
         "metric_source": objective.get("metric_source"),
         "metric_extraction_order": objective.get("metric_extraction_order") or [],
@@ -234,7 +234,7 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band, judge
     if best is None:
         return None
     manifest = campaign.manifest_of(best["name"]) if best["status"] == v.KEEP else None
-    metric = campaign.settings["metric"]
+    metric = campaign.settings.metric
     why = (
         f"{best['name']} has the best {metric} ({compare.format_score(best['score'])}) among scored baseline and "
         "keep rows (a tie never replaces the earlier row)"
@@ -299,7 +299,7 @@ def _network(campaign, rows: list[dict]) -> dict:
     (`isolated`, `allowed` or `unavailable: <why>`; None when the runner ran no trial, as in poc/prod)."""
     run = _latest_run(campaign, rows)
     latest = _trial_network(run / "trial.json") if run else None
-    return {"allow_network": bool(campaign.settings.get("allow_network", False)), "latest_trial": latest}
+    return {"allow_network": bool(campaign.settings.allow_network), "latest_trial": latest}
 
 
 def _trial_network(path: Path) -> str | None:

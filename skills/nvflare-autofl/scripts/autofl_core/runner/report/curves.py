@@ -47,7 +47,7 @@ def chosen_runs(rows: list[dict], walk: facts.Walk, batches: list[dict]) -> list
 def read_curves(campaign, rows: list[dict] | None = None) -> list[dict]:
     """The chosen runs' metric per round and last-round site values (runs without round records are left out)."""
     rows = campaign.rows() if rows is None else rows
-    walk = facts.walk_rows(rows, campaign.settings["mode"])
+    walk = facts.walk_rows(rows, campaign.settings.mode)
     curves = []
     for index, role in chosen_runs(rows, walk, facts.batches(campaign.manifests())):
         row = rows[index]
@@ -94,7 +94,7 @@ def _rounds(campaign, row: dict) -> list[dict]:
         return [entry for entry in trial["rounds"] if _round_record(entry)]
     from ...trial import rounds  # only for a run without trial.json: actions that run nothing never import trial/
 
-    return rounds.as_records(rounds.read_rounds(folder, row.get("metric_name") or campaign.settings["metric"]))
+    return rounds.as_records(rounds.read_rounds(folder, row.get("metric_name") or campaign.settings.metric))
 
 
 def _round_record(entry: object) -> bool:

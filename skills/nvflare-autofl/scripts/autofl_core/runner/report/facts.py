@@ -294,7 +294,7 @@ def compute_spent(rows: list[dict]) -> dict:
 
 
 def batches(manifests: list[dict]) -> list[dict]:
-    """The batches that ran (issue 24): each candidate list as given and how many trials ran at a time, in the
+    """The batches that ran: each candidate list as given and how many trials ran at a time, in the
     order the batches ran (a manifest records its `batch` when it is finalized)."""
     seen, found = set(), []
     for manifest in sorted(manifests, key=lambda m: (m.get("prepared_index") or 0, m["created_at"])):

@@ -20,7 +20,6 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ...campaign import ledger
 from ...campaign import vocabulary as v
 from ...common import bounded
 from .. import state as state_mod
@@ -70,12 +69,9 @@ def produce(
 
 def open_for_report(job) -> tuple[Campaign, tuple[str, ...]]:
     """The campaign with its ledger read leniently (an older ledger is reported, not rejected)."""
-    campaign = Campaign.open(job)
-    try:
-        rows, missing = ledger.read_rows_any_version(campaign.paths.results)
-    except ledger.LedgerError as error:
-        raise CampaignError(f"{error}; repair that line (the ledger is append-only evidence)") from None
-    return replace(campaign, _rows=rows), missing
+    campaign = replace(Campaign.open(job), lenient=True)
+    campaign.rows()
+    return campaign, campaign.missing_columns
 
 
 def check_finished(campaign, state: dict, *, confirm_interrupted: bool) -> list[str]:

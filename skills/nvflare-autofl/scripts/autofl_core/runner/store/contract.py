@@ -4,7 +4,9 @@ The runner writes it at `initialize` and reads it on every action: the trust con
 edit or create), the environment passthrough names, the objective and the fixed budget. Two digests guard
 it: `budget_digest` (the fixed-budget *values* and the arguments that pin them, not their source lines, so
 a harmless edit of job.py does not change it) and `objective_invariants` (metric, direction, extraction
-order, invariants). `import_config` produces it: the static import of job.py with admission. Usage::
+order, invariants). `import_config` produces it: the import of job.py with admission (the static reading, settled
+by a dry run of job.py in the trial sandbox where the host can seal one; AUTOFL_IMPORT_DRY_RUN=0 turns the dry
+run off). Usage::
 
     config = import_config(paths.job, settings)   # CampaignError naming the first admission error
     write(paths.autofl_yaml, config)
@@ -17,10 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 
 from ...common import atomic, bounded
 from ..outcome import CampaignError
+
+DRY_RUN_VAR = "AUTOFL_IMPORT_DRY_RUN"
 
 HEADER = (
     "# Auto-FL campaign config, written by run_job_campaign.py initialize from a static import of job.py.\n"
@@ -39,10 +44,13 @@ INVARIANT_KEYS = (
 )
 
 
-def import_config(job: Path, settings_or_given: dict, overlay: dict[str, bytes] | None = None) -> dict:
-    """Static import of job.py with the campaign's metric and base args; admission errors are rejections.
+def import_config(
+    job: Path, settings_or_given: dict, overlay: dict[str, bytes] | None = None, run_args: list[str] | None = None
+) -> dict:
+    """Import of job.py with the campaign's metric and base args (and its dry run); admission errors are rejections.
 
-    `overlay`: a candidate's files seen in place of the workspace's (nothing is written).
+    `overlay`: a candidate's files seen in place of the workspace's (nothing is written). `run_args`: a candidate's
+    run arguments, dry-run too (`import.dry_run.run_args_changes`).
     """
     from ...importer import api as importer  # the AST walk: only initialize and evaluate need it
     from ...importer.files import JobImportError
@@ -53,6 +61,9 @@ def import_config(job: Path, settings_or_given: dict, overlay: dict[str, bytes] 
             metric=settings_or_given.get("metric"),
             base_args=settings_or_given.get("base_args") or [],
             overlay=overlay,
+            dry_run=os.environ.get(DRY_RUN_VAR, "1") != "0",
+            python=settings_or_given.get("python") or os.environ.get("PYTHON") or sys.executable,
+            run_args=run_args,
         )
     except JobImportError as error:
         raise CampaignError(str(error)) from None

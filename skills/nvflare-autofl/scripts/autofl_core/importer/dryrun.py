@@ -1,0 +1,277 @@
+"""Run job.py's dry run (`dryrun_boot.py`) inside the trial sandbox and cache the record by the job's files and args.
+
+    record = dry_run(job_path, base_args, overlay=None)   # None where the sandbox cannot seal (then: static only)
+    with Session(job_path, overlay=draft) as session:     # several runs of one job: one sandbox, forked children
+        baseline, perturbed = session.run(args), session.run(args + more)
+
+The run is sealed like a trial: user, mount, PID and network namespaces, the job's folder seen through an overlay
+(a candidate's draft staged over it; the default campaign folders `.nvflare` and `autofl_runs` hidden), every write
+private, and everything ended when the boot script returns.
+Records are cached in memory and in a private folder of the temp directory (0700, owner-checked), keyed by the
+SHA-256 of the boot script, the interpreter, the job folder's small text files (plus the overlay) and the args.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ..common import trees
+from ..trial import childenv, seal
+
+BOOT = Path(__file__).resolve().parent / "dryrun_boot.py"
+TIMEOUT_SECONDS = 60.0
+MAX_RECORD_BYTES = 16 << 20
+MAX_CACHED = 512  # records kept in the cache folder (the oldest go first)
+HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".cfg", ".toml", ".txt")
+MAX_HASHED_FILES, MAX_HASHED_BYTES, MAX_DEPTH = 400, 1 << 20, 4
+SKIPPED_FOLDERS = {"__pycache__", ".git", ".autofl", "autofl_runs", "node_modules", ".venv", "venv"}
+_MEMO: dict[str, dict] = {}
+
+
+def available(python: str | None = None) -> bool:
+    """True when this host can seal a dry run with `python` (probed once per process)."""
+    python = python or sys.executable
+    return seal.can_seal(seal.probe(python, _env(Path(tempfile.gettempdir()))))
+
+
+def _env(root: Path) -> dict[str, str]:
+    return childenv.build_child_env(os.environ, passthrough=(), simulator_root=root / "simulator", token="dryrun")
+
+
+def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], python: str) -> str:
+    """SHA-256 over what decides the dry run: boot script, interpreter, the folder's small text files, args."""
+    digest = hashlib.sha256()
+    digest.update(BOOT.read_bytes())
+    digest.update(json.dumps([python, args]).encode())
+    files = dict(_text_files(folder))
+    for rel, data in (overlay or {}).items():
+        files[rel] = hashlib.sha256(data).hexdigest()
+    for rel in sorted(files):
+        digest.update(f"{rel}\0{files[rel]}\0".encode())
+    return digest.hexdigest()
+
+
+def _text_files(folder: Path):
+    count = 0
+    for root, dirs, names in os.walk(folder):
+        depth = len(Path(root).relative_to(folder).parts)
+        dirs[:] = [] if depth >= MAX_DEPTH else sorted(d for d in dirs if d not in SKIPPED_FOLDERS)
+        for name in sorted(names):
+            path = Path(root) / name
+            if not name.endswith(HASHED_SUFFIXES) or path.is_symlink():
+                continue
+            try:
+                if path.stat().st_size > MAX_HASHED_BYTES:
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            count += 1
+            if count > MAX_HASHED_FILES:
+                return
+            yield str(path.relative_to(folder)), hashlib.sha256(data).hexdigest()
+
+
+def _cache_dir() -> Path | None:
+    folder = Path(tempfile.gettempdir()) / f"autofl-dryrun-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = folder.lstat()
+    except OSError:
+        return None
+    if folder.is_symlink() or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None
+    return folder
+
+
+def _cached(key: str) -> dict | None:
+    if key in _MEMO:
+        return _MEMO[key]
+    folder = _cache_dir()
+    if folder is None:
+        return None
+    try:
+        record = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    _MEMO[key] = record
+    return record
+
+
+def _store(key: str, record: dict) -> None:
+    _MEMO[key] = record
+    folder = _cache_dir()
+    if folder is None:
+        return
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, sort_keys=True)
+        os.replace(tmp, folder / f"{key}.json")
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+        return
+    _prune(folder)
+
+
+def _prune(folder: Path) -> None:
+    try:
+        entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
+        for stale in entries[: max(0, len(entries) - MAX_CACHED)]:
+            stale.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+class Session:
+    """One sandboxed boot process for one job (and overlay): each `run(args)` is a child forked inside it.
+
+    Records are cached; the sandbox is started on the first run that misses the cache. Use as a context manager.
+    """
+
+    def __init__(self, job_path: Path, *, overlay: dict[str, bytes] | None = None, python: str | None = None):
+        self.job = Path(job_path).absolute()
+        self.overlay = dict(overlay or {})
+        self.python = python or sys.executable
+        self.proc: subprocess.Popen | None = None
+        self.trial_dir: Path | None = None
+        self.count = 0
+        self.deadline = 0.0
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
+    def cached(self, args: list[str]) -> bool:
+        return _cached(job_digest(self.job.parent, self.overlay, [str(a) for a in args], self.python)) is not None
+
+    def run(self, args: list[str], use_cache: bool = True) -> dict | None:
+        """The record of `python job.py ARGS`, or None where this host cannot seal a dry run."""
+        return self.run_many([args], use_cache)[0]
+
+    def run_many(self, batch: list[list[str]], use_cache: bool = True) -> list[dict | None]:
+        """Records of several runs (those not cached run side by side in the sandbox); None where it cannot seal."""
+        batch = [[str(a) for a in args] for args in batch]
+        keys = [job_digest(self.job.parent, self.overlay, args, self.python) for args in batch]
+        records: list[dict | None] = [_cached(key) if use_cache else None for key in keys]
+        missing = [i for i, record in enumerate(records) if record is None]
+        if not missing:
+            return records
+        if self.proc is None and not self.start():
+            return records
+        for index, record in zip(missing, self._ask([batch[i] for i in missing]), strict=True):
+            records[index] = record
+            if record.get("status") not in ("sandbox_failed", "timeout"):
+                _store(keys[index], record)
+        return records
+
+    def start(self) -> bool:
+        """Start the sandboxed boot process now (it imports NVFLARE while the caller goes on); False when the
+        host cannot seal it."""
+        if self.proc is not None:
+            return True
+        if not available(self.python):
+            return False
+        self.trial_dir = Path(tempfile.mkdtemp(prefix="autofl-dryrun-"))
+        out = self.trial_dir / "out"
+        out.mkdir()
+        self.env = _env(self.trial_dir)
+        plan = seal.write_plan(
+            self.trial_dir,
+            workspace=self.job.parent,
+            network="isolated",
+            writable=[out],
+            home=os.environ.get("HOME"),
+            stage_files=self.overlay,
+            hide=[p for p in (self.job.parent / ".nvflare", self.job.parent / "autofl_runs") if p.is_dir()],
+        )
+        argv = [self.python, "-I", str(BOOT), "--serve", str(self.job)]
+        self.proc = subprocess.Popen(
+            seal.launcher_argv(self.python, plan, argv),
+            cwd=str(self.job.parent),
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.deadline = time.monotonic() + TIMEOUT_SECONDS
+        return True
+
+    def _ask(self, batch: list[list[str]]) -> list[dict]:
+        outs = []
+        for _ in batch:
+            self.count += 1
+            outs.append(self.trial_dir / "out" / f"record-{self.count}.json")
+        started = time.monotonic()
+        request = {"runs": [{"out": str(out), "args": args} for out, args in zip(outs, batch, strict=True)]}
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError as error:
+            return [{"status": "sandbox_failed", "reason": f"the dry run could not start: {error}"} for _ in batch]
+        ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, self.deadline - time.monotonic()))
+        if not ready:
+            self.close()
+            return [{"status": "timeout", "reason": f"the dry runs took over {TIMEOUT_SECONDS:.0f} s"} for _ in batch]
+        if self.proc.stdout.readline() != b"done\n":
+            code = self.proc.poll()
+            self.close()
+            return [{"status": "sandbox_failed", "reason": f"the dry run ended early (exit {code})"} for _ in batch]
+        seconds = round(time.monotonic() - started, 3)
+        return [self._record(out, seconds) for out in outs]
+
+    def _record(self, out: Path, seconds: float) -> dict:
+        try:
+            with open(out, "rb") as handle:
+                data = handle.read(MAX_RECORD_BYTES + 1)
+            if len(data) > MAX_RECORD_BYTES:
+                return {"status": "sandbox_failed", "reason": f"the dry run's record is over {MAX_RECORD_BYTES} bytes"}
+            record = json.loads(data.decode("utf-8"))
+        except (OSError, ValueError):
+            return {"status": "sandbox_failed", "reason": "the dry run wrote no record"}
+        record.pop("imported", None)
+        record["seconds"] = seconds
+        record["root_variable"] = self.env[childenv.SIMULATOR_ROOT_VAR]
+        return record
+
+    def close(self) -> None:
+        """End the sandbox (its init ends every process in it) and remove its folder."""
+        if self.proc is not None:
+            try:
+                if not self.count:  # started early but never asked: no need to wait for its NVFLARE import
+                    raise subprocess.TimeoutExpired(self.proc.args, 0)
+                self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            self.proc.stdout.close()
+            self.proc = None
+        if self.trial_dir is not None:
+            trees.remove_tree(self.trial_dir)
+            self.trial_dir = None
+
+
+def dry_run(
+    job_path: Path,
+    base_args: list[str],
+    *,
+    overlay: dict[str, bytes] | None = None,
+    python: str | None = None,
+    use_cache: bool = True,
+) -> dict | None:
+    """The dry-run record of `python job.py ARGS` (see dryrun_boot.py), or None where it cannot be sealed."""
+    with Session(job_path, overlay=overlay, python=python) as session:
+        return session.run(base_args, use_cache)

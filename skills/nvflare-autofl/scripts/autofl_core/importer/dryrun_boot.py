@@ -1,0 +1,442 @@
+"""Run job.py up to the point where NVFLARE would start training, and record what it built (run with `python -I`).
+
+Usage (inside the trial sandbox, cwd = the job's folder):
+    python -I dryrun_boot.py OUT.json JOB.py [ARG ...]
+    python -I dryrun_boot.py --serve JOB.py      # stdin: {"runs": [{"out": PATH, "args": [...]}]} lines;
+                                                  # stdout: "done" each
+
+Each run is a child forked after NVFLARE is imported and patched, so the perturbed runs cost little.
+
+NVFLARE's entry points are replaced before job.py runs: `FedJobConfig.simulator_run` (every simulation, from
+`SimEnv` or `FedJob.simulator_run`), `FedJob.export_job`, `PocEnv.deploy` and `ProdEnv.deploy`. `Recipe.execute`,
+`run` and `export` only note which recipe is running. At an entry point the job is exported into a private temp
+folder, its JSON configs are read, and the run stops. `argparse` parsers record their actions when they parse.
+Top-level modules that are not installed (torch on a machine without it) are replaced by inert stand-ins, named
+in the record. OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. Standard library and
+nvflare only; nothing here trains, and nothing is written outside the temp folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import runpy
+import sys
+import tempfile
+import traceback
+import types
+
+PARALLEL = max(1, min(4, os.cpu_count() or 1))
+STATE: dict = {"recipe": None, "recipe_call": None, "parsers": [], "stubbed": []}
+MAX_FILE = 1 << 20
+FRAMEWORKS = {  # imported by NVFLARE's own framework recipes; stand-ins when absent
+    "torch",
+    "torchvision",
+    "tensorflow",
+    "keras",
+    "sklearn",
+    "joblib",
+    "xgboost",
+    "lightning",
+    "pytorch_lightning",
+    "transformers",
+    "peft",
+    "datasets",
+    "monai",
+    "jax",
+    "flax",
+    "optax",
+    "pandas",
+    "tenseal",
+    "opacus",
+    "safetensors",
+    "tensorboard",
+    "tensorboardX",
+}
+
+
+class Stop(BaseException):
+    """Raised at an intercepted entry point: nothing after it runs (a BaseException passes `except Exception`)."""
+
+
+class _Inert(types.ModuleType):
+    """A module that is not installed: every attribute is an inert class, so imports and class bodies pass."""
+
+    __path__: list = []
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = _inert_class(f"{self.__name__}.{name}")
+        setattr(self, name, value)
+        return value
+
+
+class _InertMeta(type):
+    def __getattr__(cls, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _inert_class(f"{cls.__qualname__}.{name}")
+
+    def __call__(cls, *args, **kwargs):
+        return type.__call__(cls)
+
+    def __getitem__(cls, item):
+        return cls
+
+    def __or__(cls, other):
+        return cls
+
+
+def _inert_class(name: str) -> type:
+    def method(self, *args, **kwargs):
+        return _inert_class(name + "()")()
+
+    body = {
+        "__qualname__": name,
+        "__init__": lambda self, *a, **k: None,
+        "__getattr__": lambda self, attr: _inert_class(f"{name}.{attr}")(),
+        "__call__": method,
+        "__iter__": lambda self: iter(()),
+        "__bool__": lambda self: False,
+    }
+    return _InertMeta(name.rpartition(".")[2] or name, (), body)
+
+
+class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Last on sys.meta_path: a module no other finder found becomes an inert stand-in."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        top = fullname.partition(".")[0]
+        if top in sys.stdlib_module_names or top in ("nvflare", "__main__"):
+            return None
+        if "." in fullname and not isinstance(sys.modules.get(top), _Inert):
+            return None  # an optional submodule of an installed package
+        if os.path.exists(os.path.join(os.getcwd(), top + ".py")) or os.path.isdir(os.path.join(os.getcwd(), top)):
+            return None  # the job's own module: its real ImportError must show
+        if not _asked_by_job() and top not in FRAMEWORKS:
+            return None  # NVFLARE's optional imports keep their real ImportError
+        if top not in STATE["stubbed"]:
+            STATE["stubbed"].append(top)
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec):
+        return _Inert(spec.name)
+
+    def exec_module(self, module):
+        module.__path__ = []
+        module.__file__ = f"<stand-in for the absent module {module.__name__}>"  # not a namespace package
+
+
+def _asked_by_job() -> bool:
+    """True when the import statement being run is in the job's folder (not in NVFLARE or a library)."""
+    folder = os.path.dirname(STATE["job"])
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith("<frozen") and name != __file__:
+            return os.path.dirname(name) == folder
+        frame = frame.f_back
+    return False
+
+
+def _job_frame(job: str, tb=None) -> dict | None:
+    """The innermost frame inside job.py (or a module beside it) of the current stack or of `tb`."""
+    folder = os.path.dirname(job)
+    frames = traceback.extract_tb(tb) if tb is not None else traceback.extract_stack()
+    own = [f for f in frames if f.filename == job]
+    beside = [f for f in frames if os.path.dirname(f.filename) == folder and f.filename != __file__]
+    frame = (own or beside or [None])[-1]
+    if frame is None:
+        return None
+    return {"file": os.path.relpath(frame.filename, folder), "line": frame.lineno, "text": (frame.line or "").strip()}
+
+
+def _plain(value, depth=0):
+    """A JSON-safe copy of a value (objects become their class name)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if depth > 6:
+        return repr(value)[:200]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [_plain(v, depth + 1) for v in list(items)[:256]]
+    if isinstance(value, dict):
+        return {str(k): _plain(v, depth + 1) for k, v in list(value.items())[:256]}
+    return {"__class__": f"{type(value).__module__}.{type(value).__qualname__}"}
+
+
+def _read_configs(folder: str) -> dict:
+    """Every JSON file of an exported job, by path relative to the job folder."""
+    found = {}
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            if name.endswith(".json"):
+                path = os.path.join(root, name)
+                if os.path.getsize(path) <= MAX_FILE:
+                    with open(path, encoding="utf-8") as handle:
+                        try:
+                            found[os.path.relpath(path, folder)] = json.load(handle)
+                        except ValueError:
+                            pass
+    return found
+
+
+def _mro(obj) -> list[str]:
+    return [f"{c.__module__}.{c.__qualname__}" for c in type(obj).__mro__ if c is not object]
+
+
+def _record(kind: str, fed_job_config, **extra) -> None:
+    """Export the job config into a private temp folder, keep its JSON, and stop the run."""
+    job = STATE["job"]
+    configs = {}
+    if fed_job_config is not None:
+        with tempfile.TemporaryDirectory(prefix="autofl-dryrun-") as folder:
+            fed_job_config.generate_job_config(folder)
+            configs = _read_configs(folder)
+    recipe = STATE["recipe"]
+    STATE["record"] = {
+        "status": "recorded",
+        "entry": kind,
+        "call": _job_frame(job),
+        "recipe": _mro(recipe) if recipe is not None else None,
+        "recipe_call": STATE["recipe_call"],
+        "recipe_attrs": _recipe_attrs(recipe),
+        "configs": configs,
+        **extra,
+    }
+    raise Stop
+
+
+def _recipe_attrs(recipe) -> dict:
+    if recipe is None:
+        return {}
+    return {k: _plain(v) for k, v in sorted(vars(recipe).items()) if not k.startswith("_")}
+
+
+def _install() -> None:
+    """Replace NVFLARE's entry points and argparse's parse methods with recording ones."""
+    from nvflare.job_config.api import FedJob
+    from nvflare.job_config.fed_job_config import FedJobConfig
+    from nvflare.recipe.spec import Recipe
+
+    def simulator_run(self, workspace, clients=None, n_clients=None, threads=None, gpu=None, log_config=None):
+        names = [c for c in str(clients or "").split(",") if c]
+        _record("simulator_run", self, workspace=str(workspace), clients=names, n_clients=n_clients, env=_env())
+
+    def export_job(self, job_root):
+        self._set_all_apps()
+        _record("export_job", self.job, export_root=str(job_root), env=_env())
+
+    FedJobConfig.simulator_run = simulator_run
+    FedJob.export_job = export_job
+
+    def deployer(name):
+        def deploy(self, job):
+            job._set_all_apps()
+            _record("deploy", job.job, env={"class": name, "attrs": _recipe_attrs(self)})
+
+        return deploy
+
+    for module, name in (("nvflare.recipe.poc_env", "PocEnv"), ("nvflare.recipe.prod_env", "ProdEnv")):
+        try:
+            cls = getattr(__import__(module, fromlist=[name]), name)
+        except (ImportError, AttributeError):
+            continue
+        cls.deploy = deployer(name)
+
+    for method in ("execute", "run", "export"):
+        original = getattr(Recipe, method)
+
+        def noting(self, *args, _original=original, _method=method, **kwargs):
+            if STATE["recipe"] is None:
+                STATE["recipe"], STATE["recipe_call"] = self, _method
+                env = kwargs.get("env", args[0] if args and _method != "export" else None)
+                STATE["env_object"] = env
+            return _original(self, *args, **kwargs)
+
+        setattr(Recipe, method, noting)
+
+
+def _env() -> dict | None:
+    env = STATE.get("env_object")
+    if env is None:
+        return None
+    return {"class": type(env).__name__, "mro": _mro(env), "attrs": _recipe_attrs(env)}
+
+
+def _record_parsers() -> None:
+    original = argparse.ArgumentParser.parse_known_args
+
+    def parse_known_args(self, args=None, namespace=None):
+        result = original(self, args, namespace)
+        if self not in [p for p, _ in STATE["parsers"]] and not _called_from_nvflare():
+            STATE["parsers"].append((self, vars(result[0]).copy()))
+        return result
+
+    argparse.ArgumentParser.parse_known_args = parse_known_args
+
+
+def _called_from_nvflare() -> bool:
+    """True when the parse was asked for by NVFLARE's own code (not by job.py or its modules)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.endswith(("argparse.py", "dryrun_boot.py")):
+            return f"{os.sep}nvflare{os.sep}" in name
+        frame = frame.f_back
+    return False
+
+
+def _parser_record(parser: argparse.ArgumentParser, values: dict) -> dict:
+    actions = []
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        kind = type(action).__name__
+        actions.append(
+            {
+                "option_strings": list(action.option_strings),
+                "dest": action.dest,
+                "action": kind,
+                "type": getattr(action.type, "__name__", None) if action.type else None,
+                "default": _plain(action.default),
+                "choices": _plain(list(action.choices)) if action.choices is not None else None,
+                "required": bool(action.required),
+                "nargs": _plain(action.nargs),
+                "const": _plain(action.const),
+                "value": _plain(values.get(action.dest)),
+            }
+        )
+    return {
+        "prog": parser.prog,
+        "allow_abbrev": parser.allow_abbrev,
+        "fromfile_prefix_chars": parser.fromfile_prefix_chars,
+        "actions": actions,
+    }
+
+
+def _imported(before: set) -> list[str]:
+    """Modules this run imported that live outside the job's folder (safe to import again in the parent)."""
+    folder = os.path.dirname(STATE["job"])
+    names = []
+    for name in sorted(set(sys.modules) - before):
+        module = sys.modules.get(name)
+        where = getattr(module, "__file__", None) or ""
+        if isinstance(module, _Inert) or (where and not where.startswith(folder + os.sep)):
+            names.append(name)
+    return names
+
+
+def _consume_export_flags() -> None:
+    """NVFLARE strips `--export`/`--export-dir` from sys.argv when nvflare.recipe.spec is imported, which here
+    happened before job.py's arguments were set: do it again for them, as `python job.py ARGS` would."""
+    try:
+        from nvflare.recipe import spec
+    except ImportError:
+        return
+    if hasattr(spec, "_CONSUMED") and hasattr(spec, "_consume_recipe_args"):
+        spec._CONSUMED = False
+        spec._RECIPE_EXPORT, spec._RECIPE_EXPORT_DIR = spec._consume_recipe_args()
+
+
+def _run_once(out: str, job: str, args: list[str], before: set) -> None:
+    """Run job.py once with `args` (in a forked child) and write its record to `out`."""
+    sys.argv = [job, *args]
+    _consume_export_flags()
+    record: dict
+    try:
+        runpy.run_path(job, run_name="__main__")
+        record = {"status": "no_run", "recipe": _mro(STATE["recipe"]) if STATE["recipe"] is not None else None}
+    except Stop:
+        record = STATE["record"]
+    except SystemExit as stop:
+        record = {"status": "exited", "code": stop.code if isinstance(stop.code, int) else 1, "call": _job_frame(job)}
+    except BaseException as error:  # job.py raised: name its line
+        record = {
+            "status": "raised",
+            "exception": type(error).__name__,
+            "message": str(error)[:500],
+            "where": _job_frame(job, error.__traceback__),
+            "nvflare": _nvflare_frame(error.__traceback__),
+            "recipe": _mro(STATE["recipe"]) if STATE["recipe"] is not None else None,
+        }
+    record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
+    record["stubbed"] = sorted(STATE["stubbed"])
+    record["imported"] = _imported(before)
+    with open(out, "w", encoding="utf-8") as handle:
+        json.dump(record, handle, sort_keys=True, default=repr)
+
+
+def _fork(out: str, job: str, args: list[str]) -> int:
+    """Start one run in a child forked from this process (NVFLARE already imported and patched); its pid."""
+    pid = os.fork()
+    if pid == 0:
+        quiet = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # job.py never reads the request pipe nor writes into the answers
+            os.dup2(quiet, fd)
+        try:
+            before = set(sys.modules)
+            _run_once(out, job, args, before)
+        finally:
+            os._exit(0)
+    return pid
+
+
+def _runs(requests: list[dict], job: str) -> None:
+    """Run every request in its own child, at most PARALLEL at a time; then import here what they imported
+    (NVFLARE's recipe modules, framework stand-ins), so later children start with it."""
+    running: list[int] = []
+    for request in requests:
+        if len(running) >= PARALLEL:
+            os.waitpid(running.pop(0), 0)
+        running.append(_fork(request["out"], job, [str(a) for a in request["args"]]))
+    for pid in running:
+        os.waitpid(pid, 0)
+    for request in requests:
+        try:
+            with open(request["out"], encoding="utf-8") as handle:
+                names = json.load(handle).get("imported") or []
+        except (OSError, ValueError):
+            continue
+        for name in names:
+            try:
+                __import__(name)
+            except BaseException:  # noqa: BLE001  (a preload is only an optimization)
+                pass
+
+
+def main(argv: list[str]) -> int:
+    """`OUT JOB ARGS...` runs once; `--serve JOB` reads `{"runs": [{"out", "args"}, ...]}` lines on stdin and
+    answers `done` to each."""
+    serve = argv[0] == "--serve"
+    job = os.path.abspath(argv[1])
+    STATE["job"] = job
+    sys.path.insert(0, os.path.dirname(job))
+    sys.meta_path.append(_InertFinder())
+    _record_parsers()
+    _install()
+    if not serve:
+        os.waitpid(_fork(argv[0], job, argv[2:]), 0)
+        return 0
+    for line in sys.stdin:
+        _runs(json.loads(line)["runs"], job)
+        sys.stdout.write("done\n")
+        sys.stdout.flush()
+    os._exit(0)  # nothing to clean up: the sandbox's init ends the rest, and interpreter teardown costs ~0.5 s
+
+
+def _nvflare_frame(tb) -> dict | None:
+    frames = [f for f in traceback.extract_tb(tb) if f"{os.sep}nvflare{os.sep}" in f.filename]
+    if not frames:
+        return None
+    frame = frames[-1]
+    rel = frame.filename[frame.filename.rindex(f"{os.sep}nvflare{os.sep}") + 1 :]
+    return {"file": rel, "line": frame.lineno, "text": (frame.line or "").strip()}
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

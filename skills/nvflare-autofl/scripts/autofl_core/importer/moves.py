@@ -1,0 +1,117 @@
+"""Which job options move the budget or the objective, found by running: perturb them and watch the record.
+
+Option classification by dry run lives here and only here. One run perturbs every candidate option at once
+(ints and floats to distinct values, flags flipped, choices changed); a budget field that takes one perturbed
+option's value depends on that option. A field that changes to a value no option was given (computed), or a run
+that raises or runs another class, is settled by one run per candidate option (at most MAX_SINGLE_RUNS, run side
+by side).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import recorded
+
+INT_PROBES = (7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83)
+MAX_SINGLE_RUNS = 12
+Runner = Callable[[list[list[str]]], list[dict | None]]
+
+
+def signature(record: dict) -> dict:
+    """What a candidate may not change: the budget values, the class that runs, the key metric and its mode."""
+    values = {k: v.get("value") for k, v in recorded.budget(record).items()}
+    metric, mode = recorded.key_metric(record)
+    return {"budget": values, "class": (record.get("recipe") or [None])[0], "metric": metric, "mode": mode}
+
+
+def option_name(action: dict) -> str:
+    strings = action["option_strings"]
+    return next((s for s in strings if s.startswith("--")), strings[0])
+
+
+def candidates(record: dict) -> list[dict]:
+    """The main parser's optional arguments a perturbation can change."""
+    parsers = record.get("parsers") or []
+    out = []
+    for action in parsers[0]["actions"] if parsers else []:
+        kind, value = action["action"], action["value"]
+        if not action["option_strings"] or action["nargs"] not in (None, "?", 0):  # 0: a flag; lists are left out
+            continue
+        if kind in ("_StoreTrueAction", "_StoreFalseAction", "BooleanOptionalAction") and isinstance(value, bool):
+            out.append(action)
+        elif kind == "_StoreAction" and (action["choices"] or action["type"] in ("int", "float", "str", None)):
+            out.append(action)
+    return out
+
+
+def _perturbation(action: dict, taken: set) -> list[str]:
+    name, kind, value = option_name(action), action["action"], action["value"]
+    if kind == "BooleanOptionalAction":
+        return [name if not value else "--no-" + name[2:]]
+    if kind in ("_StoreTrueAction", "_StoreFalseAction"):
+        return [name] if value == action["default"] else []
+    if action["choices"]:
+        other = [c for c in action["choices"] if c != value]
+        return [name, str(other[0])] if other else []
+    if action["type"] in ("str", None):
+        return [name, "autofl-probe"] if isinstance(value, str) or value is None else []
+    if action["type"] == "int":
+        probe = next(p for p in INT_PROBES if p not in taken and p != value)
+        taken.add(probe)
+        return [name, str(probe)]
+    probe = round(0.0137 + 0.001 * len(taken), 6)
+    taken.add(probe)
+    return [name, repr(probe)]
+
+
+def moving_options(baseline: dict, base_args: list[str], run_many: Runner) -> dict[str, list[str]]:
+    """`{field or "objective": [options that move it]}` for every field some option moves; `run_many` runs a batch
+    of argument lists (side by side) and returns their records."""
+    cands = candidates(baseline)
+    if not cands:
+        return {}
+    before = signature(baseline)
+    taken = {v for v in before["budget"].values() if v is not None}
+    extra = {option_name(a): _perturbation(a, taken) for a in cands}
+    extra = {k: v for k, v in extra.items() if v}
+    after_record = run_many([base_args + [t for tokens in extra.values() for t in tokens]])[0]
+    moved: dict[str, list[str]] = {}
+    unknown: set[str] = set()
+    if not after_record or after_record.get("status") != "recorded":
+        unknown = {"*"}
+    else:
+        after = signature(after_record)
+        for field, value in after["budget"].items():
+            if value == before["budget"].get(field):
+                continue
+            given = [name for name, tokens in extra.items() if len(tokens) == 2 and tokens[1] == str(value)]
+            if given:
+                moved[field] = given
+            else:
+                unknown.add(field)
+        if any(after[k] != before[k] for k in ("class", "metric", "mode")):
+            unknown.add("objective")
+    if unknown:
+        singles = list(extra.items())[:MAX_SINGLE_RUNS]
+        for (name, _tokens), single in zip(singles, run_many([base_args + t for _, t in singles]), strict=True):
+            if not single or single.get("status") != "recorded":
+                moved.setdefault("objective", []).append(name)  # it stops the job: keep it fixed
+                continue
+            now = signature(single)
+            for field, value in now["budget"].items():
+                if value != before["budget"].get(field) and name not in moved.get(field, []):
+                    moved.setdefault(field, []).append(name)
+            if any(now[k] != before[k] for k in ("class", "metric", "mode")):
+                moved.setdefault("objective", []).append(name)
+    return moved
+
+
+def covered(record: dict, run_args: list[str]) -> bool:
+    """True when every option `run_args` sets is one the perturbed runs tried (spelled as the parser spells it):
+    each one alone was shown not to move the budget unless it is pinned, so no further run is needed."""
+    tried = {s for action in candidates(record) for s in action["option_strings"]}
+    options = [token.split("=", 1)[0] for token in run_args if token.startswith("-") and len(token) > 1]
+    return all(option in tried for option in options) and not any(
+        not token.startswith("-") and index == 0 for index, token in enumerate(run_args)
+    )

@@ -1,0 +1,203 @@
+"""Import by dry run: job.py runs in the trial sandbox up to NVFLARE's entry point, with the real NVFLARE.
+
+The jobs in tests/fixtures/jobs/dryrun are runnable NumPy jobs whose budget or recipe class the static reading
+cannot pin (a value held by an object, a while loop, a class picked from a table, a hidden setattr). Each test
+runs real dry runs (about 1-2 s cold under load); records are cached by the hash of the job's files and args.
+"""
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from autofl_core.importer import api, dryrun
+from autofl_core.runner.store import contract
+
+REPO = Path(__file__).resolve().parents[2]
+JOBS = REPO / "tests" / "fixtures" / "jobs" / "dryrun"
+
+pytestmark = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+
+
+def budget(config: dict) -> dict:
+    return {k: (config["fixed_budget"][k]["value"], config["fixed_budget"][k]["depends_on"]) for k in api.FIELDS}
+
+
+@pytest.fixture()
+def job(tmp_path):
+    """A private copy of a fixture job (its cache key is its own)."""
+
+    def copy(name: str) -> Path:
+        target = tmp_path / name
+        shutil.copytree(JOBS / name, target)
+        return target / "job.py"
+
+    return copy
+
+
+def test_a_budget_only_a_run_can_read_is_admitted_with_the_options_that_move_it(job):
+    path = job("computed_budget")
+    static = api.import_job(path)
+    assert static["admission_errors"], "precondition: the static reading cannot pin this budget"
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == []
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    assert budget(config) == {
+        "num_clients": (2, ["--n_clients"]),
+        "min_clients": (2, ["--n_clients"]),
+        "num_rounds": (4, ["--epochs"]),  # epochs * 2: found by perturbed runs, not by reading
+    }
+    assert config["fixed_budget"]["num_rounds"]["confidence"] == "pinned"
+    assert config["fixed_budget"]["num_clients"]["confidence"] == "high"
+    assert config["job"]["nvflare_class"] == "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
+    assert config["objective"]["job_key_metric"] == "accuracy"
+    assert "--lr" in config["summary"]["allowed"] and "--epochs" not in config["summary"]["allowed"]
+    assert set(contract.budget_args(config)) >= {"--epochs", "--n_clients"}
+    assert not (path.parent / "touched.txt").exists(), "the dry run's writes stay in its sandbox"
+
+
+def test_base_args_and_a_candidate_edit_reach_the_dry_run(job):
+    path = job("computed_budget")
+    assert api.import_job(path, dry_run=True, base_args=["--epochs", "3"])["fixed_budget"]["num_rounds"]["value"] == 6
+    base = api.import_job(path, dry_run=True)
+    edited = path.read_bytes().replace(b"args.epochs * 2", b"args.epochs * 3")
+    candidate = api.import_job(path, dry_run=True, overlay={"job.py": edited})
+    assert candidate["fixed_budget"]["num_rounds"]["value"] == 6
+    assert contract.budget_digest(candidate) != contract.budget_digest(base)
+    assert path.read_bytes() != edited, "the overlay is never written into the job"
+
+
+def test_candidate_run_args_that_move_the_budget_are_named(job):
+    path = job("computed_budget")
+    # an abbreviation the perturbed runs did not try: it is run, and what it moves is named
+    moved = api.import_job(path, dry_run=True, run_args=["--epo", "5"])
+    assert moved["import"]["dry_run"]["run_args_changes"] == ["num_rounds 4 -> 10"]
+    # an option the perturbed runs tried and found harmless needs no further run
+    harmless = api.import_job(path, dry_run=True, run_args=["--lr", "0.5"])
+    assert harmless["import"]["dry_run"]["run_args_changes"] == []
+
+
+def test_a_class_picked_from_a_table_is_admitted_and_a_raise_names_its_line(job):
+    path = job("picked_from_table")
+    assert api.import_job(path)["admission_errors"], "precondition: a class from a table is dynamic statically"
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == []
+    assert budget(config)["num_rounds"] == (4, ["--num_rounds", "--algo"])  # --algo decides what runs
+    refused = api.import_job(path, dry_run=True, base_args=["--algo", "fedprox"])
+    message = refused["admission_errors"][0]["message"]
+    assert "job.py line 18 (recipe_class = RECIPES[args.algo])" in message and "KeyError" in message
+
+
+def test_a_non_training_recipe_picked_at_run_time_is_refused_by_family(job):
+    config = api.import_job(job("eval_from_table"), dry_run=True)
+    assert config["job"]["family"] == "evaluation"
+    message = config["admission_errors"][0]["message"]
+    assert "NumpyCrossSiteEvalRecipe (line 17), of the evaluation family" in message
+
+
+def test_a_budget_the_reading_gets_wrong_is_replaced_by_what_runs(job):
+    path = job("hidden_rounds")
+    assert api.import_job(path)["fixed_budget"]["num_rounds"]["value"] == 3  # what reading job.py says
+    config = api.import_job(path, dry_run=True)
+    assert config["fixed_budget"]["num_rounds"]["value"] == 7
+    assert config["import"]["dry_run"]["corrected"] == [
+        "num_rounds: job.py reads as 3, but running it asks NVFLARE for 7"
+    ]
+
+
+def test_records_are_cached_by_the_job_files_and_args(job):
+    path = job("picked_from_table")
+    first = api.import_job(path, dry_run=True)
+    started = time.perf_counter()
+    again = api.import_job(path, dry_run=True)
+    assert time.perf_counter() - started < 1.0  # bench/importer_dryrun.py measures the 0.15 s bar
+    assert again == first
+    before = dryrun.job_digest(path.parent, None, [], "python")
+    (path.parent / "client.py").write_text("# changed\n")
+    assert dryrun.job_digest(path.parent, None, [], "python") != before
+
+
+def test_without_namespaces_the_static_reading_stands(job, monkeypatch):
+    path = job("computed_budget")
+    monkeypatch.setattr(dryrun, "_MEMO", {})
+    monkeypatch.setattr(dryrun, "_cache_dir", lambda: None)
+    monkeypatch.setattr(dryrun, "available", lambda python=None: False)
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "unavailable"
+    static = api.import_job(path)
+    assert config["admission_errors"] == static["admission_errors"] != []
+
+
+def test_a_job_that_imports_no_nvflare_is_never_run(tmp_path):
+    shutil.copytree(REPO / "tests" / "autofl" / "standin_campaign", tmp_path / "ws")
+    config = api.import_job(tmp_path / "ws" / "job.py", dry_run=True)
+    assert "dry_run" not in config["import"]
+    assert config["admission_errors"] == []
+
+
+def test_the_cli_runs_the_dry_run_only_when_asked(job):
+    import subprocess
+    import sys
+
+    path = job("computed_budget")
+    cli = REPO / "skills" / "nvflare-autofl" / "scripts" / "job_importer.py"
+    static = subprocess.run([sys.executable, str(cli), str(path)], capture_output=True, text=True, check=False)
+    assert static.returncode == 2 and "AUTOFL_" in static.stderr
+    ran = subprocess.run(
+        [sys.executable, str(cli), str(path), "--dry-run"], capture_output=True, text=True, check=False
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert '"status": "recorded"' in ran.stdout
+    assert sorted(p.name for p in path.parent.iterdir()) == ["client.py", "job.py"]
+
+
+def test_a_budget_read_from_the_environment_stays_refused(job):
+    config = api.import_job(job("env_rounds"), dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"  # one run sees 3 rounds ...
+    message = config["admission_errors"][0]["message"]
+    assert "environment variable ROUNDS" in message  # ... but trials could see others: refused, saying why
+
+
+@pytest.mark.parametrize("name", ["computed_budget", "picked_from_table", "hidden_rounds", "eval_from_table"])
+def test_a_config_settled_by_a_dry_run_keeps_the_documented_shape(job, name):
+    """The same shape rules as tests/test_importer_contract_shape.py, on configs a record changed."""
+    path = job(name)
+    config = api.import_job(path, dry_run=True)
+    static = api.import_job(path)
+    assert set(config) == set(static) and set(config["import"]) == {"support", "would_raise", "dry_run"}
+    if config["import"]["support"]["status"] == "supported":
+        for field in api.FIELDS:
+            entry = config["fixed_budget"][field]
+            unresolved = entry["confidence"] in ("unresolved", "not_applicable")
+            required = {"value", "confidence", "flag", "source", "depends_on"} | ({"reason"} if unresolved else set())
+            assert required <= set(entry) <= required | {"note"}, field
+            assert (entry["value"] is None) == unresolved
+            assert entry["flag"] is None or entry["flag"] in entry["depends_on"]
+    assert api.admission_errors(config, None) == config["admission_errors"]
+    assert config["summary"]["editable"] == config["trust"]["allowed_edit_paths"]
+    assert config["summary"]["unresolved"] == [item["field"] for item in config["unresolved"]]
+    assert set(config["summary"]["allowed"]) <= {item["flag"] for item in config["search_space"]["suggested"]}
+    assert {k: v["value"] for k, v in config["summary"]["fixed_budget"].items()} == {
+        k: config["fixed_budget"][k]["value"] for k in config["summary"]["fixed_budget"]
+    }
+
+
+def test_options_only_the_real_parser_knows_are_read_from_it(job):
+    path = job("class_parser")
+    static = api.import_job(path)
+    assert static["argparse"]["flags"] == [] and static["admission_errors"]  # parsed inside a class
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == []
+    flags = {f["dest"]: f for f in config["argparse"]["flags"]}
+    assert flags["n_clients"]["default"] == 2 and flags["num_rounds"]["option_strings"] == ["--num_rounds", "-r"]
+    assert config["argparse"]["allow_abbrev"] is False
+    assert api.fixed_budget_args(config) == ["--n_clients", "2", "--num_rounds", "3"]
+    assert api.canonical_option(config, "-r5") == ("--num_rounds", "5", None)
+    assert api.parse_job_args(config, ["--lr", "0.5"]) == ({"--lr": 0.5}, [])
+
+
+def test_export_flags_are_consumed_for_the_job_as_nvflare_does(job):
+    """`python job.py --export` exports (NVFLARE strips the flag before job.py's parser sees it): a candidate run
+    argument `--export` turns the simulation into an export, and the dry run names the change."""
+    config = api.import_job(job("picked_from_table"), dry_run=True, run_args=["--export"])
+    assert config["import"]["dry_run"]["run_args_changes"] == ["num_clients 3 -> None"]

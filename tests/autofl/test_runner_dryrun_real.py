@@ -1,0 +1,50 @@
+"""The runner imports by dry run: a real NVFLARE job whose budget only a run can read starts a campaign, and a
+candidate that moves that budget (by a source edit or a run argument) is refused before its trial."""
+
+import shutil
+
+import pytest
+from autofl_core.importer import dryrun
+from runner_support import REPO, run_inproc, source_dir
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)"),
+]
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    workspace = tmp_path_factory.mktemp("dryrun") / "ws"
+    shutil.copytree(REPO / "examples" / "hello-numpy", workspace)
+    job = (REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "job.py").read_text()
+    job = job.replace('    with open("touched.txt", "w", encoding="utf-8") as handle:', "    if False:")
+    job = job.replace("model=[0.0, 0.0, 0.0],", "model=[0.0] * 9,")  # the example client trains 8 features + bias
+    (workspace / "job.py").write_text(job)
+    done = run_inproc(workspace, "initialize", "--max-candidates", "4")
+    assert done.code == 0, done.stderr
+    return workspace
+
+
+def test_a_job_only_a_dry_run_can_budget_starts_and_pins_what_moves_its_budget(campaign):
+    import yaml
+
+    config = yaml.safe_load((campaign / "autofl.yaml").read_text())
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    assert config["fixed_budget"]["num_rounds"]["value"] == 4
+    assert config["fixed_budget"]["num_rounds"]["depends_on"] == ["--epochs"]
+    done = run_inproc(campaign, "prepare", "--name", "more-epochs", "--hypothesis", "h", "--run-args", "--epochs 5")
+    assert done.code == 2 and "--epochs" in done.stderr
+
+
+def test_a_candidate_edit_that_moves_the_computed_budget_is_refused_before_it_trains(campaign, tmp_path):
+    workspace = tmp_path / "ws"
+    shutil.copytree(campaign, workspace, symlinks=True)
+    assert run_inproc(workspace, "prepare", "--name", "draft", "--hypothesis", "h").code == 0
+    job = source_dir(workspace, "draft") / "job.py"
+    job.write_text(job.read_text().replace("args.epochs * 2", "args.epochs * 3"))
+    done = run_inproc(workspace, "evaluate")
+    assert done.code == 2
+    assert "changes the fixed budget (num_rounds 4 -> 6)" in done.stderr
+    assert not list((workspace / "autofl_runs").glob("*draft*"))
