@@ -24,6 +24,8 @@ BENCHMARKS = (
     "lifecycle_speed.py",
     "demo_campaign.py",
     "batch_parallel.py",
+    "prune_campaign.py",
+    "prune_replay.py",
 )
 REAL_ONLY = ("demo_campaign.py",)  # needs real simulations end to end; no quick variant
 

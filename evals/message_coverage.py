@@ -64,8 +64,17 @@ def sample_message(template: str) -> str:
     return "".join(piece + (f"sample{i + 1}" if i < len(pieces) - 1 else "") for i, piece in enumerate(pieces))
 
 
+PANIC = "panic"  # the extractor's exc for a system/task panic's reason (never raised, so never in a traceback)
+
+
 def log_line_text(message) -> str:
-    """The message as the simulator logs a setup error (one ERROR line, no traceback)."""
+    """The message as the simulator logs a setup error (one ERROR line, no traceback); a panic's reason as the
+    component's own ERROR record."""
+    if message.exc == PANIC:
+        return (
+            "2026-11-30 08:02:36,202 - PTFileModelPersistor - ERROR - [identity=simulator_server, run=simulate_job] - "
+            f"{sample_message(message.template)}\n"
+        )
     return (
         f"2026-11-30 08:02:36,202 - SimulatorRunner - ERROR - Simulator setup error: {message.exc}: "
         f"{sample_message(message.template)}\n"
@@ -73,7 +82,13 @@ def log_line_text(message) -> str:
 
 
 def traceback_text(message) -> str:
-    """A traceback as `python job.py` prints it when NVFLARE raises `message` (an extracted Message)."""
+    """A traceback as `python job.py` prints it when NVFLARE raises `message` (an extracted Message); for a panic
+    (not raised: no traceback) the record the server runner logs when it aborts the run for it."""
+    if message.exc == PANIC:
+        return (
+            "2026-11-30 08:02:36,203 - ServerRunner - ERROR - [identity=simulator_server, run=simulate_job] - "
+            f"Aborting current RUN due to FATAL_SYSTEM_ERROR received: {sample_message(message.template)}\n"
+        )
     exc = (
         message.exc
         if message.exc in BUILTIN_EXCEPTIONS

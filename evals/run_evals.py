@@ -25,6 +25,11 @@ own line.
 The real-world set (evals/realworld/cases.json, see evals/realworld_set.py) runs the same way and prints its own
 table and `real-world: N of M passed (...)` line; a miss there fails the run too.
 
+The blind set (evals/blind/{dev,sealed}, see evals/blind_set.py): real failure reports the rules were not written
+from, in two halves. Each half prints `blind NAME: R of N right (...), W wrong at high confidence, ...`, how far it is
+from the bars (>= 90 % right, none wrong at high confidence), and fails the run only when it falls below the floor
+recorded when the sealed half was opened (a regression).
+
 Then the NVFLARE message coverage figures (evals/message_coverage.py): the share of the installed NVFLARE's
 error-message templates the reviewed mapping files (goal: all), and the share of generated job.py tracebacks (and
 bare simulator error lines), one per user-facing template, diagnosed as the mapped row (goal: >= 95 %).
@@ -51,6 +56,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import blind_set  # noqa: E402
 import eval_checks  # noqa: E402
 import message_coverage  # noqa: E402
 import realworld_set  # noqa: E402
@@ -238,12 +244,13 @@ def main(argv: list[str] | None = None) -> int:
     rows += [("<evals.json>", [p]) for p in problems]
     print_table(rows, args.verbose)
     field_failed = print_realworld(field_results, field_problems, args.verbose)
+    blind_failed = print_blind(args.verbose) if not args.filter else 0
     recipe_misses = print_recipe_admission()
     failed_triggers = print_trigger_checks(cases)
     coverage_met = print_message_coverage(args.verbose)
     failed = sum(1 for _, misses in rows if misses)
     print(f"{len(rows) - failed} passed, {failed} failed")
-    return 1 if failed or field_failed or failed_triggers or recipe_misses or not coverage_met else 0
+    return 1 if failed or field_failed or blind_failed or failed_triggers or recipe_misses or not coverage_met else 0
 
 
 def print_realworld(results: list[tuple[dict, list[str]]], problems: list[str], verbose: bool) -> int:
@@ -253,6 +260,29 @@ def print_realworld(results: list[tuple[dict, list[str]]], problems: list[str], 
     print_table(rows + [("<realworld/cases.json>", [p]) for p in problems], verbose)
     print(realworld_set.score_line(results))
     return sum(1 for _, misses in results if misses) + len(problems)
+
+
+def print_blind(verbose: bool) -> int:
+    """The blind set's halves (evals/blind_set.py): per-case lines with --verbose, one summary line each, how far
+    each half is from the bars; returns the number of regressions against the recorded floors."""
+    print("\n== Blind set (evals/blind: real failure reports the rules were not written from) ==")
+    misses = 0
+    for name in blind_set.HALVES:
+        try:
+            verdicts = blind_set.score_half(name, run_case)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"blind {name}: unreadable: {exc!r}")
+            misses += 1
+            continue
+        for line in blind_set.table(verdicts) if verbose else []:
+            print(line)
+        print(blind_set.summary_line(name, verdicts))
+        for miss in blind_set.bar_misses(verdicts):
+            print(f"blind {name} short of the bar: {miss}")
+        for miss in blind_set.floor_misses(name, verdicts):
+            print(f"blind {name} regressed: {miss}")
+            misses += 1
+    return misses
 
 
 def print_message_coverage(verbose: bool) -> bool:

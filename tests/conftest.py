@@ -39,6 +39,7 @@ def matplotlib_plot(monkeypatch):
 # checks.
 SERIAL_GROUPS = {  # the first matching prefix wins
     "tests/poc/test_poc_autofl.py": "poc-a",
+    "tests/poc/test_poc_submit.py": "poc-a",  # Auto-FL's POC tests on one system, the diagnose ones on the other
     "tests/poc/test_poc_diagnose.py::test_readme_poc_block_runs_as_written": "poc-a",
     "tests/poc/": "poc-b",
     "tests/autofl/test_runner_real.py::test_demo_": "demo-campaign",

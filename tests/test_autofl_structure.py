@@ -283,10 +283,11 @@ def test_the_vocabulary_spells_every_status_and_trial_outcome_once():
     from autofl_core.trial import execute
 
     assert set(v.LEDGER_STATUSES) | set(v.MANIFEST_STATUSES) | set(v.CANDIDATE_KINDS) == STATUS_WORDS
-    assert (execute.SUCCESS, execute.CRASH, execute.INFRA_RETRY) == (
+    assert (execute.SUCCESS, execute.CRASH, execute.INFRA_RETRY, execute.PRUNED) == (
         v.OUTCOME_SUCCESS,
         v.OUTCOME_CRASH,
         v.OUTCOME_INFRASTRUCTURE_RETRY,
+        v.OUTCOME_PRUNED,
     )
     from autofl_core.trial import what_ran
 

@@ -87,7 +87,12 @@ SCOPE = {
     "provisioning": ("lighter/*",),
     "admin_cli": ("tool/*", "cli.py", "cli_exception.py", "fuel/flare_api/*"),
     "resources": ("app_common/resource_managers/*", "app_common/resource_consumers/*", "app_common/job_schedulers/*"),
+    # model persistors end the job with system_panic when the configured model is not what they persist (2.0-2.9)
+    "persistors": ("app_common/*persistor*.py", "app_common/*/*persistor*.py", "app_opt/*/*persistor*.py"),
 }
+# Besides `raise X(message)`, NVFLARE ends a run with `self.system_panic(reason=message, fl_ctx=...)` (and
+# task_panic): the reason is the error message the log shows.
+PANICS = ("system_panic", "task_panic")
 _PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[sdrfigxXeEc]")
 _BRACES = re.compile(r"\{[^{}]*\}")
 
@@ -192,19 +197,31 @@ def _exc_name(call: ast.Call) -> str:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "Exception"
 
 
+def _panic_reason(node: ast.AST) -> ast.AST | None:
+    """The reason of a `...system_panic(reason=...)` / `task_panic(...)` call (keyword or first argument)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PANICS):
+        return None
+    reason = next((k.value for k in node.keywords if k.arg == "reason"), None)
+    return reason if reason is not None else (node.args[0] if node.args else None)
+
+
 def messages_in(tree: ast.AST, rel: str, area: str) -> list[Message]:
-    """Every raise with a recognisable message in one module, in source order."""
+    """Every raise (and system/task panic) with a recognisable message in one module, in source order."""
     found = []
     functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+            message, exc = node.exc.args[0], _exc_name(node.exc)
+        elif (reason := _panic_reason(node)) is not None:
+            message, exc = reason, "panic"
+        else:
             continue
         enclosing = [f for f in functions if f.lineno <= node.lineno <= (f.end_lineno or f.lineno)]
         scope = max(enclosing, key=lambda f: f.lineno) if enclosing else None
-        template = normalize(render(node.exc.args[0], scope))
+        template = normalize(render(message, scope))
         if is_template(template):
             func = scope.name if scope is not None else "<module>"
-            found.append(Message(template, _exc_name(node.exc), rel, node.lineno, func, area))
+            found.append(Message(template, exc, rel, node.lineno, func, area))
     return sorted(found, key=lambda m: m.line)
 
 
@@ -386,6 +403,7 @@ AREA_DEFAULTS = {
     "provisioning": "CONFIG_FILE_VALIDATION_ERROR",
     "admin_cli": "NVFLARE_COMMAND_ERROR",
     "resources": "CONFIG_FILE_VALIDATION_ERROR",
+    "persistors": "CONFIG_FILE_VALIDATION_ERROR",
 }
 
 

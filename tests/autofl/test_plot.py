@@ -94,7 +94,7 @@ def test_plot_data_every_status():
         (6, "discard", 0.85),
         (7, "discard", 0.86),
     ]
-    assert data["failures"] == [{"x": 4, "row": 3, "name": "broken", "status": "crash"}]
+    assert data["failures"] == [{"x": 4, "row": 3, "name": "broken", "status": "crash", "pruned": False}]
     assert data["literature"] == [{"x": 4.5, "row": 5, "event_id": "lit-0001"}]
     assert data["running_best"] == [{"x": 1, "score": 0.8}, {"x": 3, "score": 0.84}, {"x": 5, "score": 0.86}]
     assert data["best"] == {"x": 5, "row": 6, "score": 0.86, "status": "keep", "name": "fedprox-faithful"}

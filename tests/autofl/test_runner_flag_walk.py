@@ -69,9 +69,15 @@ ACTION_OPTION_VALUES = {
     "--limit": "1",
     "--count": "2",
     "--confirm-interrupted": None,
+    "--startup-kit": "/no/such/admin-kit",
+    "--kit-id": "kit-7",
+    "--confirm-user-authorized": None,
+    "--authorization": "yes from the user",
 }
+# `submit` needs a real FLARE system: its own options are proven in tests/autofl/test_external_accounting.py and
+# tests/poc/test_poc_submit.py; here every other action refuses them
 TAKES = {
-    "initialize": set(),
+    "initialize": {"--startup-kit", "--kit-id"},
     "prepare": {"--name", "--hypothesis", "--family", "--literature-event", "--run-args"},
     "evaluate": {"--manifest", "--run-args", "--all-prepared", "--parallel"},
     "abandon": {"--manifest"},
@@ -108,6 +114,8 @@ MUTABLE = [
     ("--simulator-no-progress-timeout", "99", "simulator_no_progress_timeout", 99.0),
     ("--allow-network", None, "allow_network", True),
     ("--no-allow-network", None, "allow_network", False),
+    ("--prune", None, "prune", True),
+    ("--no-prune", None, "prune", False),
     ("--max-candidates", "4", "max_candidates", 4),
 ]
 CAP_FLAGS = ("--uncapped", "--confirm-user-approved-cap-change")
@@ -356,6 +364,10 @@ def _effects() -> dict:
         envelope = _ok(d)
         assert len(envelope["replicates"]) == 1 and envelope["parallel"] == 1
 
+    def kit_refused_in_simulation(ws, d):
+        """A kit is for poc/prod (preflight); the walk's initialize campaign is a simulation."""
+        _assert_refused(d, "apply to --env poc|prod")
+
     def confirmed(ws, d):
         _ok(d)
         assert json.loads((ws / "autofl_report.json").read_text())["provenance"]["confirm_interrupted"] is True
@@ -389,6 +401,8 @@ def _effects() -> dict:
         ("replicate", "--count"): replicated,
         ("replicate", "--parallel"): replicated_in_parallel,
         ("report", "--confirm-interrupted"): confirmed,
+        ("initialize", "--startup-kit"): kit_refused_in_simulation,
+        ("initialize", "--kit-id"): kit_refused_in_simulation,
     }
 
 
@@ -419,6 +433,8 @@ def test_mutable_setting_is_audited_and_used(kind, flag, value, setting, stored,
     workspace = _copy(bases, kind, tmp_path)
     if flag == "--no-allow-network":
         assert run_inproc(workspace, "status", "--allow-network").code == 0
+    if flag == "--no-prune":
+        assert run_inproc(workspace, "status", "--prune").code == 0
     before = tree_digest(workspace)
     done = _run(kind, workspace, [flag] if value is None else [flag, value], monkeypatch)
     if kind == "report":

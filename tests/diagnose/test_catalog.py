@@ -154,7 +154,7 @@ def test_every_signal_and_mode_hint_has_a_keyword_prefilter():
         "Error: Bind for 0.0.0.0:8002 failed: port is already allocated",
         "FileNotFoundError: [Errno 2] No such file or directory: 'C:\\\\Users\\\\bob\\\\data.csv'",
         "x509: certificate has expired or is not yet valid",
-        "client process exited with return code -9",
+        "Memory cgroup out of memory: Killed process 4242 (python3)",
     ],
 )
 def test_keyword_prefilter_never_hides_a_regex_match(text):

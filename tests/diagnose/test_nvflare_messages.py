@@ -272,19 +272,29 @@ def test_one_word_templates_are_never_looked_for():
     assert [t.at for t in known.match("SessionClosed: session closed")] == ["c.py"]
 
 
-# ---- every release line users still run (2.4 to 2.9), one mapping ----
+# ---- every 2.x release line on the package registry (2.0, 2.3 to 2.9; 2.1 and 2.2 have no wheel), one mapping ----
 
-RELEASE_LINES = ["2.4", "2.5", "2.6", "2.7", "2.8", "2.9"]
+RELEASE_LINES = ["2.0", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9"]
 
 
 def test_committed_releases_are_the_latest_patch_of_every_older_line_and_the_mapping_names_them():
     committed = GENERATOR.committed_releases()
     assert [r.line for r in committed] == RELEASE_LINES[:-1]
-    assert [r.version for r in committed] == ["2.4.2", "2.5.2", "2.6.3", "2.7.3", "2.8.3"]
+    assert [r.version for r in committed] == ["2.0.19", "2.3.12", "2.4.2", "2.5.2", "2.6.3", "2.7.3", "2.8.3"]
     mapping = GENERATOR.load_mapping()
     assert list(mapping["releases"]) == RELEASE_LINES
     assert mapping["releases"]["2.9"] == _pinned_nvflare()
-    assert all(len(r.messages) >= 250 for r in committed)  # 267 templates in 2.4.2, 622 in 2.8.3
+    assert all(len(r.messages) >= 250 for r in committed if r.line >= "2.4")  # 282 templates in 2.4.2, 656 in 2.8.3
+    assert all(len(r.messages) >= 50 for r in committed)  # 64 in 2.0.19, 199 in 2.3.12
+
+
+def test_older_lines_and_panic_reasons_are_mapped():
+    """2.0's and 2.3's wordings, and reasons NVFLARE ends a run with (system_panic), select their rows."""
+    entries = GENERATOR._entries(GENERATOR.load_mapping())
+    assert entries["expect model to be torch.nn.Module but got {}"]["in"][0] == "2.0"
+    groups = GENERATOR.mapped_groups(GENERATOR.load_mapping())
+    assert groups["expect model to be torch.nn.Module but got {}"] == "CONFIG_FILE_VALIDATION_ERROR"
+    assert groups["Error processing {} in JSON element {}: {}"] == "CONFIG_FILE_VALIDATION_ERROR"
 
 
 def test_every_template_of_every_release_is_mapped_with_the_releases_that_raise_it(extracted):
@@ -386,9 +396,10 @@ def test_rendered_entries_carry_their_release_lines():
 
 def test_coverage_is_printed_per_release_line(coverage):
     figures = coverage
-    assert [r.version for r in figures.releases] == ["2.4.2", "2.5.2", "2.6.3", "2.7.3", "2.8.3", _pinned_nvflare()]
+    older = ["2.0.19", "2.3.12", "2.4.2", "2.5.2", "2.6.3", "2.7.3", "2.8.3"]
+    assert [r.version for r in figures.releases] == [*older, _pinned_nvflare()]
     assert all(r.mapped == r.total and r.met for r in figures.releases)
     lines = figures.lines()
-    assert sum(1 for line in lines if line.startswith("  nvflare 2.")) == 6
+    assert sum(1 for line in lines if line.startswith("  nvflare 2.")) == 8
     below = COVERAGE.ReleaseCoverage("2.4.2", total=10, mapped=9, cases=5, diagnosed=5, diagnosed_lines=5)
     assert not below.met

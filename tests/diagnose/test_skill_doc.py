@@ -97,3 +97,10 @@ def test_relative_links_resolve():
     for text, base in ((SKILL_MD, SKILL), (EVIDENCE_MD, SKILL / "references")):
         for target in re.findall(r"\]\(([^)#:]+)\)", text):
             assert (base / target).is_file(), target
+
+
+def test_skill_md_says_when_the_agent_may_overrule_the_script_and_how_to_report_it():
+    section = SKILL_MD.split("### When you may overrule the script", 1)[1].split("\n## ", 1)[0]
+    for needed in ("match_basis", "loose", "peeled", "I overrule it with", "<file>:<line>", "suspicious_content"):
+        assert needed in SKILL_MD if needed == "match_basis" else needed in section, needed
+    assert "relay them verbatim" not in SKILL_MD.lower()

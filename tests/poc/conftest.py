@@ -141,3 +141,77 @@ def poc_system(tmp_path_factory):
         survivors = _end_all(workspace)
         shutil.rmtree(workspace, ignore_errors=True)
         assert survivors == [], f"POC processes survived the teardown: {survivors}"
+
+
+PROVISIONED_NAMES = {"project": "hospital_net", "server": "fl-hub", "sites": ("hospital-a", "hospital-b")}
+PROVISIONED_ADMIN = "ops@acme.org"
+
+
+def write_provisioned_project(path: Path) -> Path:
+    """A production-shaped project: server, sites, admin and project named unlike any POC default, free ports."""
+    import yaml
+
+    fed_learn_port, admin_port = free_ports(2)
+    server = {"name": PROVISIONED_NAMES["server"], "type": "server", "org": "acme", "default_host": "localhost"}
+    server.update(fed_learn_port=fed_learn_port, admin_port=admin_port)
+    import nvflare
+
+    project = yaml.safe_load((Path(nvflare.__file__).parent / "lighter" / "dummy_project.yml").read_text())
+    project["name"] = PROVISIONED_NAMES["project"]
+    project["participants"] = [
+        server,
+        *({"name": site, "type": "client", "org": "acme"} for site in PROVISIONED_NAMES["sites"]),
+        {"name": PROVISIONED_ADMIN, "type": "admin", "org": "acme", "role": "project_admin"},
+    ]
+    path.write_text(yaml.safe_dump(project, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def provisioned_system(tmp_path_factory):
+    """A project provisioned with `nvflare provision` (non-default names and ports), each participant started by
+    its own startup/start.sh, as an operator starts a production deployment; always stopped afterwards."""
+    root = tmp_path_factory.mktemp("prod")
+    workspace = root / "provisioned"
+    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}"}
+    env.pop("NVFLARE_POC_WORKSPACE", None)
+    prod = workspace / PROVISIONED_NAMES["project"] / "prod_00"
+    system = PocSystem(workspace=workspace, kit=prod / PROVISIONED_ADMIN, env=env)
+    project = write_provisioned_project(root / "project.yml")
+    provisioned = system.nvflare("provision", "-p", str(project), "-w", str(workspace), "--force")
+    assert provisioned.returncode == 0, provisioned.stdout[-2000:] + provisioned.stderr[-2000:]
+    logs = []
+    try:
+        for name in (PROVISIONED_NAMES["server"], *PROVISIONED_NAMES["sites"]):
+            log = open(root / f"{name}.console.log", "ab")  # noqa: SIM115 (closed in the finally)
+            logs.append(log)
+            subprocess.Popen(
+                ["bash", str(prod / name / "startup" / "start.sh")],
+                cwd=prod / name,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + 240
+        status = None
+        while time.monotonic() < deadline:
+            try:
+                status = system.nvflare(
+                    "--format", "json", "system", "status", "--startup-kit", str(system.kit), timeout=60
+                )
+            except subprocess.TimeoutExpired:
+                continue
+            if all(f'"{site}"' in status.stdout for site in PROVISIONED_NAMES["sites"]):
+                break
+            time.sleep(3)
+        assert status is not None and all(f'"{site}"' in status.stdout for site in PROVISIONED_NAMES["sites"]), (
+            status.stdout if status else "no answer"
+        )
+        yield system
+    finally:
+        survivors = _end_all(workspace, seconds=2)
+        for log in logs:
+            log.close()
+        shutil.rmtree(workspace, ignore_errors=True)
+        assert survivors == [], f"processes of the provisioned system survived the teardown: {survivors}"

@@ -1,7 +1,7 @@
 """Auto-FL `--env poc` against a real local FLARE system: the documented flow of
 references/poc-and-production.md runs exactly as written (bash, with `AUTOFL` and the POC workspace set):
-export, `nvflare job submit`, `job wait`, `job meta`, `job download`, `record --baseline --artifacts`, a
-candidate made ready by `evaluate`, its real run and `record --artifacts --job-id`, then keep/restore."""
+`initialize --env poc --startup-kit` (preflight), `submit --baseline`, a candidate made ready by `evaluate`, its
+`submit` (export, `nvflare job submit`, wait, download, record), then keep/restore."""
 
 import json
 import re
@@ -41,16 +41,17 @@ def test_documented_poc_flow_runs_as_written(poc_system, tmp_path):
     rows = ledger_rows(workspace)
     assert [(r["status"], r["name"]) for r in rows] == [("baseline", "baseline"), ("keep", "lr-x2")]
     assert rows[0]["metric_source"] == "structured:metrics_summary.json" and 0.5 < rows[0]["score"] < rows[1]["score"]
-    # the download lies outside the job folder, so the evidence is kept as an absolute path to it
-    assert rows[1]["metric_artifact"].startswith(str(project / "downloads")) and rows[1]["metric_artifact"].endswith(
+    # the runner's own download, kept in the run's folder; each row's runtime is its job's duration
+    assert rows[1]["metric_artifact"].startswith("autofl_runs/lr-x2/download/") and rows[1]["metric_artifact"].endswith(
         "workspace/metrics/metrics_summary.json"
     )
+    assert all(row["runtime_seconds"] > 0 for row in rows)
     record = manifest(workspace, "lr-x2")
     assert (
         record["status"] == "keep" and record["artifacts"]["job_id"] and record["effective_run_args"] == ["--lr", "0.1"]
     )
     state = json.loads((workspace / ".nvflare/autofl/campaign_state.json").read_text())
     assert (state["reason"], state["final_response_allowed"]) == ("candidate_cap_exhausted", True)
-    assert not (workspace / "autofl_runs").exists()  # the runner never ran a job itself
+    assert not (workspace / "autofl_runs" / "lr-x2" / "simulation").exists()  # the runner only exported the job
     submitted = poc_system.nvflare("--format", "json", "job", "list", "--startup-kit", str(poc_system.kit))
     assert record["artifacts"]["job_id"] in submitted.stdout

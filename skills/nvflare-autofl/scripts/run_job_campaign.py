@@ -3,7 +3,7 @@
 
 Usage:
     python run_job_campaign.py ACTION JOB [options]
-    ACTION: initialize | prepare | evaluate | abandon | record | suggest | status | replicate | report
+    ACTION: initialize | prepare | evaluate | abandon | record | submit | suggest | status | replicate | report
     JOB:    an existing job.py; its folder is the workspace (relative output paths resolve against it)
 
 Typical flow: initialize (import, admission, baseline) -> prepare --name N --hypothesis H -> edit only the
@@ -11,6 +11,8 @@ returned candidate_source folder -> evaluate [--run-args "..."] -> read campaign
 final_response_allowed is false. Independent candidates prepared from the same best can run as one batch:
 `evaluate --manifest A --manifest B [--parallel K]` or `evaluate --all-prepared` (concurrent sealed trials,
 decided in the order given; in poc/prod each becomes ready for external execution, recorded in any order).
+In poc/prod, `submit (--baseline | --manifest M) --confirm-user-authorized --startup-kit KIT` exports, submits,
+waits for, downloads and records one run (each with the user's explicit yes; a repeat never submits twice).
 `replicate [--count K]` reruns the best configuration to measure run-to-run
 noise (never counted); `report` writes the final autofl_report.md/.json and progress.png (read-only otherwise).
 
@@ -61,7 +63,18 @@ from autofl_core.runner.outcome import (  # noqa: E402
     Interrupted,
 )
 
-ACTIONS = ("initialize", "prepare", "evaluate", "abandon", "record", "suggest", "status", "replicate", "report")
+ACTIONS = (
+    "initialize",
+    "prepare",
+    "evaluate",
+    "abandon",
+    "record",
+    "submit",
+    "suggest",
+    "status",
+    "replicate",
+    "report",
+)
 ARGUMENT_STRING_OPTIONS = ("--base-args", "--run-args", "--score")  # values may start with "-"
 
 
@@ -121,6 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="let trials reach the network (default: each trial runs in its own network namespace, loopback only)",
     )
+    add(
+        "--prune",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="stop a candidate whose per-round metric trails the best's for 2 rounds after half the budget "
+        "(recorded as a discard; never the baseline or replicates; default off)",
+    )
     add("--name", help="prepare: candidate name (also its id); record --literature: row name")
     add("--hypothesis", help="prepare: what changes and why; record --literature: sources and decision")
     add("--family", help="algorithm family (prepare, record --literature)")
@@ -149,13 +169,21 @@ def build_parser() -> argparse.ArgumentParser:
     add("--artifacts", metavar="DIR", help="record: downloaded result folder to extract the metric from")
     add("--job-id", help="record: the external job id")
     add("--failure-reason", metavar="TEXT", help="record: the external run crashed, with this reason")
-    add("--baseline", action="store_true", help="record: an external baseline")
+    add("--baseline", action="store_true", help="record: an external baseline; submit: submit the baseline")
     add("--literature", action="store_true", help="record: a literature event")
     add(
         "--confirm-user-approved-cap-change",
         action="store_true",
         help="the user approved raising the cap (or going uncapped)",
     )
+    add("--startup-kit", metavar="KIT", help="initialize (preflight), submit: the admin startup kit folder (poc/prod)")
+    add("--kit-id", metavar="ID", help="initialize (preflight), submit: a registered startup-kit id (poc/prod)")
+    add(
+        "--confirm-user-authorized",
+        action="store_true",
+        help="submit: the user explicitly authorized this run on this system",
+    )
+    add("--authorization", metavar="TEXT", help="submit: the user's approval in their words (recorded)")
     add("--limit", type=int, help="suggest: how many seeds (default 10)")
     add("--count", type=int, metavar="K", help="replicate: reruns of the best configuration (1..10, default 3)")
     add(

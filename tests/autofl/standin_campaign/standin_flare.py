@@ -6,12 +6,14 @@ banner per round (FedAvg) and `Aggregated i/N results`; metrics_summary.json car
 Sites print their last-round value below the aggregate (as real sites differ from the server's weighted
 aggregate); round_metrics.jsonl (with each site's value around the aggregate) and metrics_summary.json carry the
 aggregate, the score the ledger records.
+A client.py that sets `ROUND_SECONDS` makes every round last that long (a trial that can be stopped mid-run).
 """
 
 import json
 import os
 import runpy
 import shlex
+import time
 from pathlib import Path
 
 
@@ -66,6 +68,7 @@ class NumpyFedAvgRecipe:
                     )
                 _say(f"Aggregated {index + 1}/{len(sites)} results", server_log)
             _record_round(job, rnd, self.key_metric, round(score - 0.01 * (self.num_rounds - 1 - rnd), 6), sites)
+            time.sleep(client.get("ROUND_SECONDS", 0))  # set in client.py: a slow round (pruning tests)
         _say("Finished FedAvg.", server_log)
         metrics = job / "server" / "simulate_job" / "metrics"
         metrics.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,10 @@ It mimics what a real 2.9 SimEnv run leaves under NVFLARE_SIMULATOR_WORKSPACE_RO
 `server/simulate_job/metrics/metrics_summary.json`) and prints the same banner lines, so the
 trial mechanics can be tested in well under a second. `--mode` selects a behaviour to test.
 
-Run: python job.py [--name N] [--num_rounds 3] [--n_clients 2] [--lr 0.1] [--mode ok] [--dump FILE]
+`--curve 0.5,0.7,...` also appends one NVFLARE 2.9 round record per round (`round_metrics.jsonl`, the server's
+aggregated accuracy of that round) with these values, so a test controls the per-round curve.
+
+Run: python job.py [--name N] [--num_rounds 3] [--n_clients 2] [--lr 0.1] [--mode ok] [--dump FILE] [--curve V,V,..]
 """
 
 import argparse
@@ -46,6 +49,7 @@ def parse():
     parser.add_argument("--mode", choices=MODES, default="ok")
     parser.add_argument("--dump", type=str, default="", help="write the environment seen by the job here (JSON)")
     parser.add_argument("--round_seconds", type=float, default=0.02)
+    parser.add_argument("--curve", type=str, default="", help="comma-separated per-round aggregated accuracy")
     return parser.parse_args()
 
 
@@ -97,6 +101,8 @@ def main():
                 while True:
                     say("heartbeat: waiting for the remaining clients", server_log)
                     time.sleep(0.5)
+        if args.curve:
+            write_round(job, rnd, args.curve)
         if args.mode in ("hang_after_round", "sandbox_hang") and rnd == 1:
             time.sleep(300)
         time.sleep(args.round_seconds)
@@ -130,6 +136,15 @@ def flood():
     for index in range(FLOOD_MIB * 1024):
         out.write(f"Result can be found in : /elsewhere/{index}\n".encode() if index % 64 == 0 else filler)
     out.flush()
+
+
+def write_round(job, rnd, curve):
+    values = [float(value) for value in curve.split(",")]
+    metrics_dir = job / "server" / "simulate_job" / "metrics"
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+    record = {"round": rnd, "aggregated_metrics": [{"name": "accuracy", "value": values[min(rnd, len(values) - 1)]}]}
+    with open(metrics_dir / "round_metrics.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
 
 
 def write_summary(job, args):

@@ -30,5 +30,7 @@ def diagnose(
     an = analyse(
         evidence, catalog, mode=mode, job_id=job_id, job_status=job_status, script=script, kit=kit, poc_root=poc_root
     )
+    if an.confidence == "high" and advice.needs_evidence(an):  # never sure while naming evidence it still needs
+        an.confidence = "medium"
     missing, commands = advice.missing_and_follow_ups(an)
     return assemble.assemble(an, missing, commands)

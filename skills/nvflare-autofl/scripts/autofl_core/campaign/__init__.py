@@ -10,6 +10,7 @@ progress plot (imports nothing).
 - `guard_inputs` - the guard's inputs: thresholds from flags/environment, stop files, the stored mode and noise
   facts;
 - `instructions` - the sentences an agent reads in the state;
+- `prune` - the pruning rule: a running candidate's per-round metric against the best's at the same round;
 - `plot` - progress.png from the ledger (matplotlib, Pillow fallback, text note);
 - `plot_worker` - the process that draws progress.png while a trial runs (run by path), and its handle.
 """

@@ -111,6 +111,9 @@ def compute_state(
     }
     state["agent_instruction"] = instructions.agent_instruction(state, settings, facts["family"])
     state["accounting_instruction"] = instructions.accounting_instruction(state, abandoned=None)
+    pruned = instructions.pruned_note(rows)  # the latest attempt was pruned: what that means for the next one
+    if pruned and not final_allowed:
+        state["agent_instruction"] += f" {pruned}"
     return state
 
 
@@ -261,7 +264,8 @@ def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int,
         "candidate_cap": cap,
         "candidate_cap_source": "explicit" if cap is not None else "uncapped",
         "candidate_attempts": scan.attempts,
-        "remaining_candidates": max(cap - scan.attempts, 0) if cap is not None else None,
+        # a candidate ready for external execution is as good as spent: it is (or will be) running on real sites
+        "remaining_candidates": max(cap - scan.attempts - ready, 0) if cap is not None else None,
         "pending_candidates": pending + ready,
         "scored_attempts": len(scan.scored_attempt_rows),
         "best_score": best_score,

@@ -6,7 +6,8 @@ Pure text from state fields. While a final answer is not allowed, every agent in
 
 from __future__ import annotations
 
-from . import gains
+from . import gains, prune
+from . import vocabulary as v
 from .compare import format_score
 
 NO_FINAL = "Do not produce a final answer."
@@ -41,6 +42,19 @@ def accounting_instruction(state: dict, abandoned: int | None) -> str:
     )
 
 
+def pruned_note(rows: list[dict]) -> str | None:
+    """What a prune of the latest candidate attempt means for the next hypothesis, or None when it was not pruned."""
+    last = next((row for row in reversed(rows) if row.get("status") in v.ATTEMPTS), None)
+    if last is None or not prune.is_pruned(last):
+        return None
+    return (
+        f"The last candidate, {last['name']}, was pruned ({last['failure_reason']}): it trailed the best at the "
+        "same rounds by more than the noise margin, so it has no final score or model and is never kept. Do not "
+        "retry small variations of that change; move the next hypothesis away from it (the opposite direction, a "
+        "gentler setting, or another component)."
+    )
+
+
 def override_instruction(next_action: str) -> str:
     """The instruction for a runner lifecycle override of `next_action`."""
     if next_action == "repair_baseline":
@@ -50,8 +64,9 @@ def override_instruction(next_action: str) -> str:
         )
     elif next_action == "submit_baseline":
         text = (
-            "The baseline must run in the real environment: with the user's explicit authorization submit job.py "
-            "there, then run `record --baseline` with --score or --artifacts."
+            "The baseline must run in the real environment: with the user's explicit authorization for it, run "
+            "`submit --baseline --confirm-user-authorized --startup-kit KIT` (it exports, submits, waits, downloads "
+            "and records; after a submission by hand, `record --baseline --artifacts DIR` instead)."
         )
     elif next_action == "await_simulation_runner_approval":
         text = (
@@ -116,6 +131,14 @@ def replicate_advice(state: dict) -> str | None:
     return None
 
 
+def without_replicate_advice(state: dict) -> str:
+    """`agent_instruction` without the replicate advice: `replicate` runs simulations only, so a poc/prod campaign
+    is never asked for one (its noise stays unmeasured and its small gains `unverified`)."""
+    advice = replicate_advice(state)
+    text = state["agent_instruction"]
+    return text.replace(f" {advice}", "") if advice else text
+
+
 def replicate_count(context: dict) -> int:
     """How many reruns to ask for: one when replicates are identical reruns (it shows whether the job is
     deterministic; more identical reruns teach nothing more), otherwise three."""
@@ -168,8 +191,9 @@ def _stop_file(state: dict, settings, family) -> str:
 def _pending(state: dict, settings, family) -> str:
     if state["next_action"] == "submit_candidate":
         return (
-            "A candidate is ready for external execution: submit it only with the user's explicit authorization, "
-            "then run `record` with --score or --artifacts (or --failure-reason if it crashed)."
+            "A candidate is ready for external execution: only with the user's explicit authorization for this run, "
+            "run `submit --confirm-user-authorized --startup-kit KIT` (it exports, submits, waits, downloads and "
+            "records; after a submission by hand, `record` with --artifacts, --score or --failure-reason)."
         )
     return (
         "A prepared candidate is pending: edit only its candidate source directory, then run `evaluate` "
@@ -182,8 +206,9 @@ def ready_candidates(names: list[str]) -> str:
     submitted and recorded."""
     return (
         f"Ready for external execution: {', '.join(names)}. Each run needs its own explicit yes (a yes for one "
-        "covers no other); export each from the `export_from` folder `status` lists for it, and record each with "
-        "`record --manifest` in any order: each is decided against the best at the moment it is recorded."
+        "covers no other, unless the user approved these runs in writing up front within the cap); submit each "
+        "with `submit --manifest` (or by hand from the `export_from` folder `status` lists, then `record "
+        "--manifest`), in any order: each is decided against the best at the moment it is recorded."
     )
 
 

@@ -15,6 +15,10 @@ best +- the noise margin; `batches` (the runner's `{members, parallel}` records,
 `runner/report/facts.batches`) shades each batch's span and labels it `batch N`. The bottom one: the metric per
 round of the `curves` given (baseline, best, the latest candidates; see `runner/report/curves`).
 
+A pruned candidate (a discard the pruning rule stopped early, without a score: `campaign/prune`) is a grey
+triangle at the bottom of the top panel, apart from the crashes, and the title counts it among the discards
+(`N pruned`).
+
 One renderer: matplotlib (Agg), the same picture whichever process draws it. Without matplotlib, or with
 `AUTOFL_PLOT_RENDERER=text` (test suites, very small machines), or when matplotlib fails, `render` writes no
 picture: a text summary beside `output` (same name, `.txt`), removes a stale picture, and says why in `reason`.
@@ -30,6 +34,7 @@ import sys
 from pathlib import Path
 
 from ..common import atomic
+from . import prune
 from . import vocabulary as v
 from .compare import check_mode, format_score
 
@@ -105,7 +110,8 @@ def plot_data(rows: list[dict], mode: str, batches: list[dict] | None = None, cu
         if status in v.ATTEMPTS:
             attempts.setdefault(name, x)
         if score is None or status == v.CRASH:  # an unscored replicate is drawn like a crash
-            failures.append({"x": x, "row": index, "name": name, "status": status})
+            pruned = score is None and prune.is_pruned(row)  # stopped early: drawn as pruned, not as a crash
+            failures.append({"x": x, "row": index, "name": name, "status": status, "pruned": pruned})
             continue
         points.append({"x": x, "row": index, "score": score, "status": status, "name": name})
         if tracker.offer(index, row):
@@ -129,6 +135,7 @@ def plot_data(rows: list[dict], mode: str, batches: list[dict] | None = None, cu
         "counts": counts,
         "scored": len(points),
         "scored_attempts": scored_attempts,
+        "pruned": sum(1 for failure in failures if failure["pruned"]),
     }
 
 
@@ -178,9 +185,10 @@ def title_text(data: dict, metric: str, mode: str) -> str:
     counts = data["counts"]
     attempts = sum(counts[status] for status in v.ATTEMPTS)
     replicates = f", {counts[v.REPLICATE]} replicate(s) (not attempts)" if counts[v.REPLICATE] else ""
+    pruned = f" ({data['pruned']} pruned)" if data.get("pruned") else ""
     return (
         f"{TITLE_START} {metric} ({mode}, {direction})\n{attempts} attempt(s) ({data['scored_attempts']} "
-        f"scored): {counts[v.KEEP]} kept, {counts[v.DISCARD]} discarded, {counts[v.CRASH]} crashed; "
+        f"scored): {counts[v.KEEP]} kept, {counts[v.DISCARD]} discarded{pruned}, {counts[v.CRASH]} crashed; "
         f"{counts[v.LITERATURE]} literature{replicates}"
     )
 
@@ -263,7 +271,7 @@ def text_summary(data: dict, title: str) -> str:
         lines.append(f"noise band: best +- {format_score(data['band'])}")
     best_row = data["best"]["row"] if data["best"] else None
     for entry in sorted(data["points"] + data["failures"], key=lambda item: item["x"]):
-        score = format_score(entry["score"]) if "score" in entry else "(no score)"
+        score = format_score(entry["score"]) if "score" in entry else "(pruned)" if entry["pruned"] else "(no score)"
         marker = "  <- best" if entry["row"] == best_row else ""
         lines.append(f"{entry['x']:>5}  {entry['status']:<8}  {score}  {entry['name']}{marker}")
     for span in data.get("batches") or []:
@@ -431,6 +439,20 @@ def _mpl_points(axes, data: dict) -> None:
 
 
 def _mpl_failures(axes, failures: list[dict]) -> None:
+    pruned = [f for f in failures if f["pruned"]]
+    failures = [f for f in failures if not f["pruned"]]
+    if pruned:
+        axes.plot(
+            [f["x"] for f in pruned],
+            [0.02] * len(pruned),
+            linestyle="none",
+            marker="v",
+            markersize=7,
+            color=COLORS[v.DISCARD],
+            transform=axes.get_xaxis_transform(),
+            label="pruned (stopped early)",
+            zorder=3,
+        )
     if failures:
         axes.plot(
             [f["x"] for f in failures],

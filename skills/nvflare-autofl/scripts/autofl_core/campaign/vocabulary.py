@@ -50,6 +50,7 @@ MANIFEST_STATUSES = MANIFEST_PENDING + MANIFEST_TERMINAL
 OUTCOME_SUCCESS = "success"
 OUTCOME_CRASH = CRASH
 OUTCOME_INFRASTRUCTURE_RETRY = INFRASTRUCTURE_RETRY
+OUTCOME_PRUNED = "pruned"  # stopped by the pruning rule (campaign/prune): finalized as a discard without a score
 
 # The fixed budget as verified from what a trial ran (trial/what_ran.py spells the same words).
 BUDGET_VERIFIED, BUDGET_VIOLATED, BUDGET_UNVERIFIED = "verified", "violated", "unverified"

@@ -19,11 +19,13 @@
   marker, trial.json;
 - `batch_trials` - several trials at once (a batch): slots, GPUs, one marker for all, every trial ended on a stop;
 - `evaluation` - the steps a single evaluate and a batch share: validate, materialize, decide and finalize, undo;
+- `preflight` - a real FLARE system checked before poc/prod runs: the kit, `system status`, sites = clients;
 - `ready` - several candidates ready for external execution (poc/prod): which one the live job folder holds,
   where each is exported from, its job command line;
 - `tamper` - the campaign's evidence copied before a trial and restored after it (tampering is reported);
 - `finalize` - keep / discard / crash, written crash-safely through a journal;
 - `noise` - the noise floor: the best's spread, the keep margin, the seed option;
+- `pruning` - the round judge of a candidate's trial when `--prune` is on (the best's curves, the margin);
 - `what_happened` - what an evaluate, record or replicate did, for its envelope (score, best, gain, noise verdict);
 - `report/` - autofl_report.md / .json: facts, warnings, markdown, and the final report's refusal rules.
 """

@@ -26,6 +26,7 @@ from ..importer import runner_view as importer
 from ..trial import childenv, seal
 from ..trial.argv import TrialError
 from ..trial.execute import CRASH, TrialResult, TrialSpec, run_trial
+from . import pruning
 from .outcome import CampaignError
 from .store import contract, snapshots
 from .store.paths import TRIAL_TEMP_PREFIX
@@ -165,7 +166,13 @@ def run(
     start_plot_worker(campaign)
     try:
         result = run_marked(
-            campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent, stage_files=stage_files
+            campaign,
+            name=name,
+            run_args=run_args,
+            token=token,
+            temp_parent=temp_parent,
+            stage_files=stage_files,
+            kind=kind,
         )
     finally:
         trees.remove_tree(temp_parent)  # iterative, never raises: a trial may leave a very deep tree
@@ -199,9 +206,11 @@ def run_marked(
     stage_files: dict[str, bytes] | None,
     gpu: str | None = None,
     progress_stream=None,
+    kind: str | None = None,
 ) -> TrialResult:
     """One trial whose marker entry is already written: evidence guard, the child, trial.json. Safe to call from
-    several threads at once for different `name`s (a batch); `gpu` is the child's CUDA_VISIBLE_DEVICES."""
+    several threads at once for different `name`s (a batch); `gpu` is the child's CUDA_VISIBLE_DEVICES; a
+    candidate (`kind`) gets the round judge when pruning is on (`pruning.judge_for`)."""
     guard = EvidenceGuard.take(campaign, live_workspace=stage_files is None)
     try:
         trial = spec(
@@ -211,6 +220,7 @@ def run_marked(
         trial.cuda_visible_devices = gpu
         if progress_stream is not None:
             trial.progress_stream = progress_stream
+        trial.round_judge = pruning.judge_for(campaign, kind)  # pruning: None unless a candidate with --prune
         result = run_trial(trial)
         faults.checkpoint("trial:child_finished")
     except TrialError as error:

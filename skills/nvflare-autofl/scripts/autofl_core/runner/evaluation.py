@@ -102,11 +102,11 @@ def check_room(campaign, state: dict, chosen: list[dict]) -> None:
 
 def check_cap(state: dict, size: int, *, waiting: list[str] = ()) -> None:
     """Every candidate counts: a batch (or one candidate) larger than the remaining cap is refused before anything
-    runs; candidates ready for external execution (`waiting`) hold their places until they are recorded."""
-    remaining = state["remaining_candidates"]
-    if remaining is None or size <= remaining - len(waiting):
+    runs; candidates ready for external execution (`waiting`) hold their places until they are recorded (the
+    state's `remaining_candidates` already counts them as used)."""
+    free = state["remaining_candidates"]  # the ready ones already count as used
+    if free is None or size <= free:
         return
-    free = max(remaining - len(waiting), 0)
     what = f"the batch has {size} candidates" if size > 1 else "this candidate needs one place"
     held = (
         f" ({len(waiting)} held by the candidates ready for external execution: {', '.join(waiting)})"

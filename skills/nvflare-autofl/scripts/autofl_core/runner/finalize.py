@@ -36,6 +36,8 @@ def decide(
     noise rule applies (`noise.keep_margin`); a tie is a discard."""
     if outcome in OUTCOME_STATUS:
         return OUTCOME_STATUS[outcome]
+    if outcome == v.OUTCOME_PRUNED:  # stopped by the pruning rule: never kept, no score
+        return v.DISCARD
     if score is None:
         return v.CRASH
     return v.KEEP if compare.better(score, best_score, mode, margin or 0.0) else v.DISCARD

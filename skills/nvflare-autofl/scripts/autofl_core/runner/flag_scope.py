@@ -16,8 +16,9 @@ from .outcome import CampaignError
 RECORD_LITERATURE = ("--literature", "--name", "--hypothesis", "--family")
 RECORD_BASELINE = ("--baseline", "--score", "--artifacts", "--job-id", "--failure-reason")
 RECORD_CANDIDATE = ("--manifest", "--score", "--artifacts", "--job-id", "--failure-reason")
+KIT = ("--startup-kit", "--kit-id")  # poc/prod: the admin startup kit the `nvflare` CLI uses
 TAKES = {  # action -> the action options it takes, as typed
-    "initialize": (),
+    "initialize": KIT,
     "prepare": ("--name", "--hypothesis", "--family", "--literature-event", "--run-args"),
     "evaluate": ("--manifest", "--run-args", "--all-prepared", "--parallel"),
     "abandon": ("--manifest",),
@@ -26,6 +27,7 @@ TAKES = {  # action -> the action options it takes, as typed
     "status": ("--write-best-defaults",),
     "replicate": ("--count", "--parallel"),
     "report": ("--confirm-interrupted",),
+    "submit": ("--manifest", "--baseline", "--confirm-user-authorized", "--authorization", *KIT),
 }
 OPTIONS = tuple(dict.fromkeys(flag for takes in TAKES.values() for flag in takes))  # every action option
 

@@ -16,7 +16,7 @@ import stat
 from datetime import datetime, timezone
 
 from ..campaign import vocabulary as v
-from . import flag_scope, job_defaults, pointers, ready, recovery, refresh
+from . import flag_scope, job_defaults, pointers, pruning, ready, recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
@@ -37,6 +37,7 @@ ACTIONS = {
     "suggest": "suggest",
     "status": None,
     "replicate": "replicate",
+    "submit": "submit",
 }
 READ_ONLY_ACTIONS = ("report",)  # own lock and refusal rules; no recovery, no state write
 
@@ -60,6 +61,8 @@ def run(action: str, options) -> tuple[int, dict]:
         campaign = Campaign.open(options.job)
         module = ACTIONS[action]
         step = _module(module).run if module else _status
+        if action == "submit":  # submit records through record's own path (actions never import each other)
+            step = _submit_step(_module("submit").run, _module("record").run)
         return _shell(campaign, action, step, options, given, now_text())
 
 
@@ -138,10 +141,18 @@ def _status(campaign, options, now: str) -> ActionResult:
         for m in pending
     ]
     best = campaign.best_row()
-    extras = {"pending": listed, "best_sites": curves.site_values(campaign, best) if best else {}}
+    extras = {
+        "pending": listed,
+        **pruning.status_fields(campaign),
+        "best_sites": curves.site_values(campaign, best) if best else {},
+    }
     if getattr(options, "write_best_defaults", False):
         extras["job_defaults_written"] = job_defaults.write(campaign, state_mod.compute(campaign, now), now)
     return ActionResult(extras=extras)
+
+
+def _submit_step(submit, record):
+    return lambda campaign, options, now: submit(campaign, options, now, record=record)
 
 
 def _module(name: str):

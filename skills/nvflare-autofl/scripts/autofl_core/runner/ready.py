@@ -93,8 +93,8 @@ def needs(manifest: dict) -> str:
     """What a pending candidate still needs before it has a ledger result (one short sentence)."""
     if manifest["status"] == v.READY:
         return (
-            "the user's explicit yes for this run, then export it from export_from and submit it, then record "
-            "--manifest with --artifacts, --score or --failure-reason"
+            "the user's explicit yes for this run, then submit --manifest (or export it from export_from, submit it "
+            "by hand, then record --manifest with --artifacts, --score or --failure-reason)"
         )
     if manifest["status"] == v.RUNNING:
         return "an evaluate is under way"

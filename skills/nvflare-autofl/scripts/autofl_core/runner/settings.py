@@ -31,7 +31,7 @@ NO_PROGRESS_ENV = "AUTOFL_SIMULATOR_NO_PROGRESS_TIMEOUT_SECONDS"
 DEFAULT_TIMEOUT = 900.0
 DEFAULT_NO_PROGRESS = 240.0
 IMMUTABLE = ("metric", "mode", "env", *OUTPUT_KEYS, "base_args", "python")
-MUTABLE = (*THRESHOLD_KEYS, "stop_files", "timeout", "simulator_no_progress_timeout", "allow_network")
+MUTABLE = (*THRESHOLD_KEYS, "stop_files", "timeout", "simulator_no_progress_timeout", "allow_network", "prune")
 FLAGS = {
     "metric": "--metric",
     "env": "--env",
@@ -53,11 +53,12 @@ FLAGS = {
     "timeout": "--timeout",
     "simulator_no_progress_timeout": "--simulator-no-progress-timeout",
     "allow_network": "--allow-network",
+    "prune": "--prune",
     "noise_sigmas": "--noise-sigmas",
 }
 UNCAPPED = "uncapped"
 # Settings a campaign of an earlier runner may lack: read as these defaults, never written back by `to_json`.
-OPTIONAL = {"allow_network": False, **{key: spec[1] for key, spec in guard_inputs.THRESHOLDS.items()}}
+OPTIONAL = {"allow_network": False, "prune": False, **{key: spec[1] for key, spec in guard_inputs.THRESHOLDS.items()}}
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class CampaignSettings:
     simulator_no_progress_timeout: float
     python: str
     allow_network: bool
+    prune: bool  # a candidate whose per-round metric trails the best's is stopped (runner/pruning)
     plateau_threshold: int
     plateau_min_delta: float
     hard_crash_threshold: int
@@ -146,6 +148,7 @@ def requested_settings(options) -> dict:
         "timeout",
         "simulator_no_progress_timeout",
         "allow_network",
+        "prune",
     ):
         value = getattr(options, key, None)
         if value is not None:
@@ -194,6 +197,7 @@ def new_settings(given: dict, environ, config: dict) -> dict:
         "simulator_no_progress_timeout": float(DEFAULT_NO_PROGRESS if no_progress is None else no_progress),
         "python": given.get("python") or environ.get("PYTHON") or sys.executable,
         "allow_network": bool(given.get("allow_network", False)),
+        "prune": bool(given.get("prune", False)),
     }
     return settings
 

@@ -32,6 +32,8 @@ ENVELOPE_STATE_FIELDS = (
     "remaining_candidates",
     "baseline_status",
     "baseline_score",
+    "best_candidate",
+    "best_score",
     "improvement",
     "abandoned_candidates",
     "agent_instruction",
@@ -73,6 +75,8 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
     argument_only = bool(pending) and all(m["status"] == v.PREPARED and m["run_args"] for m in pending)
     override = lifecycle_override(state, rows, settings.env, argument_only_pending=argument_only)
     state = guard.with_next_action_override(state, override) if override else state
+    if settings.env != "sim":  # replicate runs simulations only
+        state = dict(state, agent_instruction=instructions.without_replicate_advice(state))
     if state["next_action"] == "submit_candidate":  # the guard counts them; the runner names them
         names = [m["candidate_id"] for m in manifest_store.in_preparation_order(ready)]
         state = dict(state, agent_instruction=f"{state['agent_instruction']} {instructions.ready_candidates(names)}")

@@ -11,7 +11,7 @@ Usage:
     result = run_trial(TrialSpec(python=sys.executable, job_path=ws / "job.py", workspace=ws,
                                  run_dir=ws / "autofl_runs" / "baseline", trial_name="baseline",
                                  metric_order=["accuracy"], budget_args=["--num_rounds", "3"]))
-    result.outcome  # "success" | "crash" | "infrastructure_retry"
+    result.outcome  # "success" | "crash" | "infrastructure_retry" | "pruned" (its round judge stopped it)
 Raises TrialError (nothing run, nothing written) for a rejected request, including an unusable run_dir.
 """
 
@@ -37,7 +37,7 @@ from . import argv as argv_mod
 from . import childenv, metrics, processes, progress, resultdir, rootcause, seal, watchdog, what_ran
 from .argv import TrialError
 
-SUCCESS, CRASH, INFRA_RETRY = "success", "crash", "infrastructure_retry"
+SUCCESS, CRASH, INFRA_RETRY, PRUNED = "success", "crash", "infrastructure_retry", "pruned"
 # Unix socket paths (multiprocessing listeners under TMPDIR) must stay below ~108 bytes.
 MAX_PRIVATE_TMP_CHARS = 48
 SOCKET_CONTEXT = ("socket", "bind", "connect", "listen", "tcp://", "address")
@@ -83,6 +83,8 @@ class TrialSpec:
     job writes to whatever the root variable says) mapped onto the private simulator root.
     num_clients (with num_rounds): the fixed budget checked against what ran (see what_ran.py).
     cuda_visible_devices: the child's CUDA_VISIBLE_DEVICES (one GPU per slot of a batch); None keeps the parent's.
+    round_judge(curve): asked at every tick with the per-round global metric so far ({round index: value}, from the
+    server's round records); a returned reason stops the trial tree, and the trial ends `pruned` with that reason.
     temp_parent: where the disposable trial folder is created (default: the system temp dir).
     """
 
@@ -117,6 +119,7 @@ class TrialSpec:
     literal_paths: list[str] = field(default_factory=list)
     num_clients: int | None = None
     cuda_visible_devices: str | None = None
+    round_judge: Callable[[dict[int, float]], str | None] | None = None
 
 
 @dataclass
@@ -287,6 +290,8 @@ class _Monitor:
         self.printer = progress.ProgressPrinter(spec.progress_stream) if spec.progress_stream else None
         self.interval = TTY_TICK_SECONDS if self.printer and self.printer.tty else TICK_SECONDS
         self.live = bool(self.printer and not self.printer.tty)  # print changes from the output thread
+        self.judge = spec.round_judge
+        self.pruned: str | None = None  # the judge's reason, once it stopped the trial
 
     def on_line(self, line: str) -> None:
         now = time.monotonic()
@@ -307,7 +312,10 @@ class _Monitor:
             self.tracker.feed(line)
         if self.printer:
             self._show(self.tracker.state_key(), now)  # reads the round records appended since the last tick
-        return self.watchdog.check(now)
+        stop = self.watchdog.check(now)
+        if stop is None and self.judge is not None:
+            self.pruned = stop = self.judge(self.tracker.read_curve())
+        return stop
 
     def due(self) -> float | None:
         return self.watchdog.next_deadline()
@@ -344,6 +352,8 @@ def _classify(spec, argv, env, root, token, outcome, monitor, before) -> TrialRe
     if outcome.survivors:
         print(f"autofl: processes survived termination: {outcome.survivors}", file=sys.stderr)
         return done(CRASH, f"processes survived termination (pids {outcome.survivors}); kill them by hand")
+    if monitor.pruned and outcome.stop_reason == monitor.pruned:
+        return done(PRUNED, monitor.pruned)
     failed = outcome.stop_reason or rc != 0 or name is None
     if failed and sandbox_denied(tail):  # a hang or crash caused by the sandbox is never the candidate's fault
         return done(INFRA_RETRY, SANDBOX_REASON)

@@ -4,7 +4,9 @@ Parses the NVFLARE 2.9 shapes: `Round N started.` (0-based N; shown as N+1 of th
 num_rounds), `Aggregated k/n results`, `new best validation metric at round N: v` (negated
 by NVFLARE when the key metric is minimized), `validation metric v from client site-1`, `Finished FedAvg.`,
 client prints such as `site=site-1 round=0 accuracy=0.18`, and the server's per-round aggregated metrics in
-`round_metrics.jsonl` (NVFLARE 2.9's MetricsArtifactWriter; read from the trial root as it grows).
+`round_metrics.jsonl` (NVFLARE 2.9's MetricsArtifactWriter; read from the trial root as it grows). The tracker
+keeps those values per round too (`ProgressTracker.read_curve`: what a trial's round judge sees); the module's
+`read_curve` reads the same records of a finished run.
 
 The value shown is the one the ledger records when there is one: the server's aggregated metric (`server
 aggregated accuracy=0.915 (round 3, the value the ledger records)`); before it exists, the server's best or a
@@ -19,6 +21,7 @@ Usage: tracker = ProgressTracker("baseline", num_rounds=3, metric="accuracy", mo
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
@@ -59,6 +62,7 @@ class ProgressTracker:
         self.last_metric: tuple[str, str] | None = None  # (label, value): a site's value or the server's best
         self.server_metric: tuple[str, str, int] | None = None  # (name, value, round) of the aggregated metric
         self.finished = False
+        self.curve: dict[int, float] = {}  # round index -> the server's aggregated metric (non-finite kept)
         self._records = RoundRecords(root) if root is not None else None
         self._lock = threading.Lock()
 
@@ -103,6 +107,10 @@ class ProgressTracker:
 
     def feed_record(self, record: dict) -> None:
         """One round record of round_metrics.jsonl: the server's aggregated metrics of that round."""
+        point = round_value(record, self.metric)
+        if point is not None:
+            with self._lock:
+                self.curve[point[0]] = point[1]
         found = _aggregated_value(record, self.metric)
         if found is None:
             return
@@ -162,6 +170,12 @@ class ProgressTracker:
                 parts.append(f"{self.last_metric[0]}={self.last_metric[1]}")
             return " | ".join(part for part in parts if part)
 
+    def read_curve(self) -> dict[int, float]:
+        """The per-round global metric so far (reads the round records appended since the last read)."""
+        self._read_records()
+        with self._lock:
+            return dict(self.curve)
+
     def _read_records(self) -> None:
         if self._records is not None:
             for record in self._records.poll():
@@ -193,6 +207,43 @@ def _aggregated_value(record: dict, metric: str | None) -> tuple[str, float] | N
         if metric is None or entry["name"] == metric:
             return entry["name"], float(value)
     return None
+
+
+def round_value(record: dict, metric: str | None) -> tuple[int, float] | None:
+    """(round index, value) of `metric` (else the first number) in one round record; a non-finite value is kept
+    (a diverging run), a record without a round index or that metric gives None."""
+    rnd = record.get("round")
+    entries = record.get("aggregated_metrics")
+    if not isinstance(rnd, int) or isinstance(rnd, bool) or rnd < 0 or not isinstance(entries, list):
+        return None
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        value = entry.get("value")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if metric is None or entry["name"] == metric:
+            return rnd, float(value)
+    skipped = record.get("skipped_metrics")
+    for entry in skipped if isinstance(skipped, list) and metric else ():
+        if isinstance(entry, dict) and entry.get("name") == metric and "site" not in entry:
+            return rnd, math.nan  # NVFLARE left out an aggregated value it could not use (non-finite)
+    return None
+
+
+def read_curve(folder: Path, metric: str | None, *, max_polls: int = 64) -> dict[int, float]:
+    """The per-round global metric of a finished run: `folder` is a simulation result (or its parent), read
+    through the same bounded reader as a running trial's records."""
+    records, curve = RoundRecords(folder), {}
+    for _ in range(max_polls):
+        batch = records.poll()
+        if not batch:
+            break
+        for record in batch:
+            point = round_value(record, metric)
+            if point is not None:
+                curve[point[0]] = point[1]
+    return curve
 
 
 class RoundRecords:

@@ -14,4 +14,5 @@ rounds      rounds that completed before a failure (round banners, metrics)
 datapaths   an absolute path is not the cause when the same root works (ABSOLUTE_DATA_PATH vs DATA_PATH_NOT_FOUND)
 downstream  NVFLARE's server-side reactions to a client's failure are consequences, not causes
 attribution  which site a signal belongs to (its label, else the site its text or traceback names)
+exits       process exits read once as numbers with their encodings (-9, 128+9, 256-9, SIGKILL, Killed, OOMKilled)
 """

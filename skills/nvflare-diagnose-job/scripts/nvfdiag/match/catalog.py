@@ -36,6 +36,8 @@ class Signal:
     any_level: bool
     keywords: tuple[str, ...] = ()  # lower-case; at least one must occur before the regex is tried
     after_partner: bool = False  # counts only after a partner row's hit (requires_any rows; see refine.py)
+    loose: bool = False  # matches words, not a specific message: a diagnosis it supports is at most medium
+    number: int = 0  # the signal's position in its row (match_basis names it)
 
     def may_match(self, lowered: str) -> bool:
         return not self.keywords or any(word in lowered for word in self.keywords)
@@ -85,6 +87,7 @@ class Row:
     finding_only: bool = False
     depends_on_sites: bool = False
     transient_on_completion: bool = False  # recovered from when the job still finished FINISHED:COMPLETED
+    job_code_only: bool = False  # means the job's own code or data: a hit in a third-party traceback is loose
     follow_up: dict = field(default_factory=dict)
     next_action_cases: tuple[actions.ActionCase, ...] = ()
 
@@ -165,6 +168,8 @@ def _parse_signals(item: dict, where: str) -> tuple[Signal, ...]:
                 bool(sig.get("any_level")),
                 _keywords(sig.get("keywords"), f"{where} signal {i}"),
                 bool(sig.get("after_partner")),
+                bool(sig.get("loose")),
+                i,
             )
         )
     if any(sig.after_partner for sig in signals) and not item.get("requires_any"):
@@ -221,6 +226,7 @@ def _parse_row(item: dict, templates: dict) -> Row:
         finding_only=bool(item.get("finding_only")),
         depends_on_sites=bool(item.get("depends_on_sites")),
         transient_on_completion=bool(item.get("transient_on_completion")),
+        job_code_only=bool(item.get("job_code_only")),
         follow_up=_parse_follow_up(item, templates, where),
         next_action_cases=actions.parse_cases(item, where, CatalogError),
     )

@@ -24,6 +24,9 @@ _PATH = re.compile(r"(?<![\w.~/-])(/[\w.@+-]{1,80}(?:/[\w.@+-]{1,80}){1,24})")
 _ERRORISH = re.compile(r"Error|No such file|not found|does not exist|cannot (?:open|find|access)|Traceback", re.I)
 MAX_PATHS = 4  # missing paths looked at
 MAX_WORKED = 5  # paths that worked, named in likely_cause
+_SAME_ROOT = (
+    "catalog rule ABSOLUTE_DATA_PATH re-read as DATA_PATH_NOT_FOUND (the same root works: mapping rule same_root)"
+)
 MAX_LINES = 4000  # lines holding the root looked at
 MIN_DEPTH = 3  # a layout needs a root of at least two folders (/home/user) above the part that differs
 
@@ -85,8 +88,14 @@ def refine(ranked: list[Candidate], demoted: list[Demoted], catalog, mode: str, 
     kept = [c for c in ranked if c is not absolute]
     found = next((c for c in kept if c.row.id == NOT_FOUND_ID), None)
     if found is None:
-        kept.append(Candidate(catalog.row(NOT_FOUND_ID), [Hit(NOT_FOUND_ID, h.index, "strong") for h in runtime]))
+        kept.append(
+            Candidate(
+                catalog.row(NOT_FOUND_ID), [Hit(NOT_FOUND_ID, h.index, "strong", basis=_SAME_ROOT) for h in runtime]
+            )
+        )
     else:
         known = {h.index for h in found.hits}
-        found.hits.extend(Hit(NOT_FOUND_ID, h.index, "strong") for h in runtime if h.index not in known)
+        found.hits.extend(
+            Hit(NOT_FOUND_ID, h.index, "strong", basis=_SAME_ROOT) for h in runtime if h.index not in known
+        )
     return sorted(kept, key=Candidate.sort_key)

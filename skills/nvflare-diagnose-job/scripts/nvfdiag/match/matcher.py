@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..model import Evidence
 from ..read import sites
 from ..textindex import TextIndex
 from ..untrusted.injection import scan_suspicious
-from . import datapaths, downstream, raiser
+from . import datapaths, downstream, exits, raiser
 from .catalog import Catalog
 from .mode import AMBIGUOUS, decide_mode
 from .refine import Candidate, Demoted, rank_candidates
@@ -27,9 +27,11 @@ from .scan import MARKER, Hit, scan_signals
 from .tracebacks import Traceback, block_containing, find_tracebacks
 from .usercalls import UserCall
 
+READ_WHOLE_OR_PART = ("complete", "truncated", "partial")
 INVISIBLE = ("missing", "permission_denied", "unavailable", "not_streamed")
 PARTIAL_ID = "PARTIAL_LOG_VISIBILITY"
 USER_CODE_ID = "USER_CODE_EXCEPTION"
+EXIT_ID = "PROCESS_EXIT_NEG9"
 MARKER_WINDOW = 50
 MAX_MARKERS_CHECKED = 200
 SUPPORTING = "supporting evidence (terminal status, a server-side echo or a static source finding)"
@@ -69,6 +71,9 @@ class Analysis:
     paths: datapaths.Paths | None = None  # missing absolute paths and the same-layout paths that worked
     user_call: UserCall | None = None  # the job.py call NVFLARE rejected, in the user's words
     workspace_to_add: str | None = None  # an existing SimEnv workspace the stdout names that was not given
+    named_sites: set[str] = field(default_factory=set)  # sites whose own logs were given (file names, identity=)
+    status_in_logs: str | None = None  # a terminal job status the evidence itself prints (not flagged)
+    launcher: str | None = None  # how the run was started when the evidence shows it ("nvflare simulator")
 
     @property
     def facts(self) -> frozenset[str]:
@@ -91,7 +96,7 @@ class Analysis:
     @property
     def hidden_sites(self) -> dict[str, str]:
         """Evidence-stated site log problems, minus sites whose own log lines were supplied anyway."""
-        supplied = self.supplied_sites
+        supplied = self.supplied_sites | self.named_sites
         return {
             site: state
             for site, state in sorted(self.evidence.site_status.items())
@@ -134,11 +139,44 @@ def _structured_hits(
         tb = row.condition("user_traceback")
         if tb:
             for block in (b for b in blocks if b.user_frame and id(b) not in not_user):
-                hits.setdefault(row.id, []).append(Hit(row.id, block.end or block.start, tb.get("strength", "strong")))
+                basis = f"catalog rule {row.id} condition user_traceback (a traceback with a frame in the job's code)"
+                hits.setdefault(row.id, []).append(
+                    Hit(row.id, block.end or block.start, tb.get("strength", "strong"), basis=basis)
+                )
         status = row.condition("job_status")
         if status and job_status and status["compiled"].search(job_status):
-            hits.setdefault(row.id, []).append(Hit(row.id, None, status.get("strength", "weak")))
+            basis = f"catalog rule {row.id} condition job_status"
+            hits.setdefault(row.id, []).append(Hit(row.id, None, status.get("strength", "weak"), basis=basis))
     return hits
+
+
+def _exit_hits(lines, catalog: Catalog, index) -> dict[str, list[Hit]]:
+    """PROCESS_EXIT_NEG9 hits from exits read as numbers (exits.py), on any line: the pattern is fixed, so no text
+    on the line can choose it."""
+    if not catalog.has(EXIT_ID):
+        return {}
+    found = exits.find_exits(lines, index)
+    return {EXIT_ID: [Hit(EXIT_ID, e.index, "strong", basis=exits.basis(e)) for e in found]} if found else {}
+
+
+def _third_party(hits: dict[str, list[Hit]], catalog: Catalog, blocks: list[Traceback], lines) -> dict:
+    """Hits of rows that mean the job's own code or data (job_code_only) on a traceback that ends in third-party
+    code with no job frame are loose: the path or value came from the library or NVFLARE, not from the job."""
+    foreign = [b for b in blocks if b.third_party is not None]
+    if not foreign:
+        return hits
+    out = {}
+    for row_id, row_hits in hits.items():
+        if not catalog.row(row_id).job_code_only:
+            out[row_id] = row_hits
+            continue
+        out[row_id] = [
+            replace(h, loose=True, basis=f"{h.basis}; raised in third-party code with no frame of the job's code")
+            if h.index is not None and block_containing(foreign, h.index, lines[h.index].source) is not None
+            else h
+            for h in row_hits
+        ]
+    return out
 
 
 def _split_static(hits: dict[str, list[Hit]], lines, evidence: Evidence) -> tuple[dict, dict]:
@@ -184,6 +222,54 @@ def _at(hit: Hit) -> int:
     return hit.index if hit.index is not None else -1
 
 
+_FILE_SITE = re.compile(r"(?<![a-z0-9])(site-\d{1,6}|site_\d{1,6})(?![0-9])")
+_FINISHED = re.compile(r"finished[:_]")
+_STATUS_VALUE = re.compile(r"finished[:_][a-z_]{2,40}\b")
+_STATUS_LEAD = re.compile(r"(?:with status|job status(?: is)?:?|status[=:]) ?$")
+_CLI_LAUNCH = (
+    "nvflare simulator ",
+    "nvflare.private.fed.app.simulator.simulator",
+    "/nvflare/private/fed/app/simulator/simulator.py",
+    "\\nvflare\\private\\fed\\app\\simulator\\simulator.py",
+)
+
+
+def _named_sites(evidence: Evidence, index: TextIndex, candidates: set[str]) -> set[str]:
+    """Of `candidates`, the sites whose own logs were given though no folder labels them: a site in a file name
+    (`site-3_log.txt`) or the `identity=<site>` NVFLARE writes into every record of a participant's own log."""
+    read = [s for s in evidence.sources if s.kind == "log" and s.status in READ_WHOLE_OR_PART and s.bytes_read]
+    in_names = {m.group(1).replace("_", "-") for s in read for m in _FILE_SITE.finditer(s.path.lower())}
+    return {
+        site
+        for site in candidates
+        if sites.valid_site(site)
+        and not sites.is_server(site)
+        and (site in in_names or f"identity={site.lower()}" in index.low)
+    }
+
+
+def _status_in_logs(lines, index: TextIndex, flagged: set[int]) -> str | None:
+    """The terminal job status a line that is not flagged prints (`finished with status FINISHED:ABORTED`): found
+    from each `finished:` in the whole text (a literal search), then the words before it."""
+    low = index.low
+    for match in _FINISHED.finditer(low):
+        status = _STATUS_VALUE.match(low, match.start())
+        if status is None or not _STATUS_LEAD.search(low, max(0, match.start() - 24), match.start()):
+            continue
+        if index.low_line_at(match.start()) not in flagged:
+            value = status.group(0).upper().replace("FINISHED_", "FINISHED:", 1)
+            if sites.valid_job_status(value):
+                return value
+    return None
+
+
+def _launcher(index: TextIndex) -> str | None:
+    """ "nvflare simulator" when the evidence shows the simulator CLI started the run and nothing shows job.py."""
+    if "job.py" in index.low or not any(needle in index.low for needle in _CLI_LAUNCH):
+        return None
+    return "nvflare simulator"
+
+
 def _workspace_to_add(an: Analysis) -> str | None:
     """The first existing, not given SimEnv workspace a line names that is not suspicious (simulation only)."""
     if an.mode == "production":
@@ -221,7 +307,7 @@ def dependent_sites(texts: list[str], hit_sites: list[str | None], known: set[st
     return named, server_only
 
 
-def _apply_visibility(an: Analysis) -> None:
+def _apply_visibility(an: Analysis, index: TextIndex) -> None:
     """PARTIAL_LOG_VISIBILITY when the symptom depends on sites whose logs the evidence says are not visible."""
     lines, status = an.evidence.lines, an.evidence.site_status
     if an.primary is None:
@@ -230,6 +316,7 @@ def _apply_visibility(an: Analysis) -> None:
         texts = [lines[h.index].text for h in an.primary.hits if h.index is not None]
         hit_sites = [lines[h.index].site for h in an.primary.hits if h.index is not None]
         depends, server_only = dependent_sites(texts, hit_sites, _known_sites(an))
+    an.named_sites = _named_sites(an.evidence, index, (depends | set(status)) - an.supplied_sites)
     blocked = an.hidden_sites
     signal_sites = {lines[h.index].site for h in (an.primary.hits if an.primary else []) if h.index is not None}
     if an.primary is not None and not an.primary.row.depends_on_sites:
@@ -239,7 +326,7 @@ def _apply_visibility(an: Analysis) -> None:
     an.partial_sites = {
         s: st for s, st in sorted(blocked.items()) if s in relevant and (st in INVISIBLE or s not in signal_sites)
     }
-    supplied = an.supplied_sites
+    supplied = an.supplied_sites | an.named_sites
     if an.mode != "simulation":
         an.unsupplied_sites = sorted(s for s in depends if s not in supplied and s not in status)
     can_override = an.catalog.has(PARTIAL_ID) and an.mode != "simulation"
@@ -262,7 +349,59 @@ def _confidence(an: Analysis) -> str:
     truncated = any(s.truncated for s in an.evidence.sources)
     if an.unsupplied_sites or truncated or an.hidden_sites or an.mode == AMBIGUOUS:
         level = "medium"
+    if all(h.loose for h in primary.hits if h.strength == "strong"):
+        level = "medium"  # only a generic NVFLARE template or a rule that matches words, not a specific message
+    if _default_variant_only(an, primary):
+        level = "medium"  # e.g. a kill with neither cleanup nor OOM evidence: the row's own `unexplained` variant
+    if _only_other_sites(an, primary):
+        level = "medium"  # the direct evidence is another site's view (the server echoing a client's failure)
     return level
+
+
+def _default_variant_only(an: Analysis, primary: Candidate) -> bool:
+    """The row names sub-causes and falls back to a default one, and no named sub-cause matches its hit lines."""
+    row = primary.row
+    if row.default_variant is None:
+        return False
+    lines = an.evidence.lines
+    texts = [lines[h.index].text[:8192] for h in primary.hits if h.index is not None]
+    return not any(v.regex is not None and v.regex.search(t) for v in row.variants for t in texts)
+
+
+def _site_own_error(an: Analysis) -> bool:
+    """The primary's direct evidence is an error line in a client site's own log: the failure is in the evidence
+    even without a traceback, so it is not reported missing."""
+    if an.primary is None:
+        return False
+    lines = an.evidence.lines
+    return any(
+        h.strength == "strong"
+        and h.index is not None
+        and lines[h.index].site
+        and not sites.is_server(lines[h.index].site)
+        for h in an.primary.hits
+    )
+
+
+def _only_other_sites(an: Analysis, primary: Candidate) -> bool:
+    """True when every strong hit of the primary is on a server line that names a client site: the affected site's
+    own evidence was not seen (depends_on_sites rows are the server's view by definition and are left to the
+    partial-visibility rules)."""
+    if primary.row.depends_on_sites:
+        return False
+    lines, known = an.evidence.lines, _known_sites(an)
+    strong = [h for h in primary.hits if h.strength == "strong" and h.index is not None]
+    if not strong:
+        return False
+    for hit in strong:
+        line = lines[hit.index]
+        block = block_containing(an.tracebacks, hit.index, line.source)
+        if not line.site or not sites.is_server(line.site):
+            return False  # the site's own log, or output that is not one participant's (a simulation's stdout)
+        named = mentioned_sites(line.text[:4096], known)
+        if not named or (block is not None and block.site and not sites.is_server(block.site)):
+            return False
+    return True
 
 
 def analyse(
@@ -295,6 +434,8 @@ def analyse(
     hits = _merge(
         _merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits
     )
+    hits = _merge(hits, _exit_hits(lines, catalog, index))
+    hits = _third_party(hits, catalog, blocks, lines)
     hits, static = _split_static(hits, lines, evidence)
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged, status)
     an = Analysis(
@@ -317,11 +458,14 @@ def analyse(
     )
     _refine(an, hits, static, raised.code_lines, index)
     an.primary = an.ranked[0] if an.ranked else None
-    _apply_visibility(an)
+    _apply_visibility(an, index)
     _failure_facts(an, index)
     an.workspace_to_add = _workspace_to_add(an)
-    has_user_tb = any(b.user_frame for b in blocks)
+    an.status_in_logs = None if status else _status_in_logs(lines, index, flagged)
+    an.launcher = _launcher(index) if an.mode == "simulation" else None
+    has_user_tb = any(b.user_frame or b.third_party is not None for b in blocks)  # a third-party one is not missing
     failed = bool(hits.get(USER_CODE_ID)) or (status is not None and "EXCEPTION" in status)
+    has_user_tb = has_user_tb or _site_own_error(an)
     an.sim_traceback_missing = an.mode == "simulation" and failed and not has_user_tb
     an.site_traceback_missing = an.mode == "production" and failed and not has_user_tb
     an.confidence = _confidence(an)

@@ -1,7 +1,7 @@
 """NVFLARE's own error messages: load the reviewed template mapping and find templates in evidence text.
 
 Usage: `known = load_messages()` (references/nvflare_messages.json), then `known.match(text)` -> the templates
-that occur in `text`, most specific first. The mapping covers every release line users still run (2.4 to 2.9):
+that occur in `text`, most specific first. The mapping covers every 2.x release line on the package registry (2.0, 2.3 to 2.9):
 an entry is [template, module, release lines], so an older release's wording of a fact is matched like the
 installed one's. A template is literal text with `{}` for values; it matches when its
 literal pieces occur in order (case-sensitive), the first and last piece on word boundaries. Templates with fewer
@@ -23,7 +23,15 @@ MAX_MESSAGES_BYTES = 2 * 1024 * 1024
 MAX_TEXT = 8192
 _WORD = re.compile(r"[A-Za-z][A-Za-z_]{3,}")
 _WORDS_OF_THREE = re.compile(r"[A-Za-z]{3,}")
-MIN_WORDS = 2  # words of three or more letters a template needs before it is looked for in evidence
+MIN_WORDS = 2
+# the literal just before a template's last `{}` when that value is another message: `exception: {}`, `error: {}`,
+# `{}: {}` (a class and its message), `failed to X: {}`
+_CARRIER_TAIL = re.compile(r"(?:exception|error|reason|failed|failure|because|instantiate class)\W{0,3}$|^: $", re.I)
+_GENERIC = re.compile(
+    r"\b(?:Error processing|Error in JSON element|runtime error encountered|Config error in|"
+    r"failed to instantiate|Error processing config file)\b",
+    re.I,
+)  # words of three or more letters a template needs before it is looked for in evidence
 
 
 class MessagesError(ValueError):
@@ -41,6 +49,26 @@ class Template:
     @property
     def literal_length(self) -> int:
         return sum(len(piece) for piece in self.pieces)
+
+    @property
+    def carrier(self) -> bool:
+        """True when the template ends in a value that is another message (`..., exception: {}`, `Config error in
+        {}: {}`, `failed to instantiate class: {}`): the text standing there may be the real error, so it is peeled
+        and matched on its own (raiser.peel)."""
+        return len(self.pieces) > 1 and self.pieces[-1] == "" and bool(_CARRIER_TAIL.search(self.pieces[-2]))
+
+    @property
+    def generic(self) -> bool:
+        """A template that only says an error happened while doing something broad (processing a config element,
+        a runtime error, instantiating a class), with the error itself in its last value: alone it is a loose
+        basis for a diagnosis (confidence at most medium)."""
+        return self.carrier and (self.group == WRAPPER or bool(_GENERIC.search(" ".join(self.pieces))))
+
+    def tail(self, text: str) -> str:
+        """The text after the template's last literal piece (its last value and the rest of the line); '' when the
+        template does not end in a value or does not occur in `text`."""
+        spans = self._spans(text) if self.pieces and self.pieces[-1] == "" else None
+        return text[spans[-1][1] :].strip() if spans else ""
 
     def occurs_in(self, text: str) -> bool:
         """Literal pieces in order; a leading/trailing literal must sit on a word boundary."""

@@ -17,7 +17,7 @@ the user wrote.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..logline import QUIET_LEVELS, level, loud_lines, timestamp
 from ..model import Line
@@ -66,13 +66,14 @@ class RaiserResult:
     hits: dict[str, list[Hit]] = field(default_factory=dict)
     not_user_evidence: set[int] = field(default_factory=set)  # ids of blocks that are NVFLARE's or a wrapper's
     logs_dir: str | None = None  # per-site log folder named by the simulator's wrapper line
-    decided_lines: dict[int, str] = field(default_factory=dict)  # line -> the values its NVFLARE template leaves open
+    decided_lines: dict[int, tuple[str, ...]] = field(default_factory=dict)  # line -> values its template leaves open
+    bases: dict[int, tuple[str, str]] = field(default_factory=dict)  # line -> (how its template decided, wrapper)
     code_lines: set[int] = field(default_factory=set)  # source-code lines quoted under traceback frames
 
-    def add(self, row: str, index: int) -> None:
+    def add(self, row: str, index: int, basis: str = "", loose: bool = False, wrapper: str = "") -> None:
         bucket = self.hits.setdefault(row, [])
         if all(h.index != index for h in bucket):
-            bucket.append(Hit(row, index, "strong"))
+            bucket.append(Hit(row, index, "strong", basis=basis, loose=loose, wrapper=wrapper))
 
 
 def origin(block: Traceback) -> str:
@@ -128,19 +129,120 @@ def _block_hits(result: RaiserResult, block: Traceback, lines: list[Line], catal
     if kind == WRAPPED or any(t.group == WRAPPER for t in templates):
         result.not_user_evidence.add(id(block))
         _note_logs_dir(result, text)
-    chosen = decisive(templates)
+    peeled = peel(templates, text, catalog, lines_of=_line_breaks(block, lines))
+    chosen = peeled.templates
     rows = {_row_for(t.group, mode) for t in chosen}
-    for index in message_lines(block) if chosen else ():
-        result.decided_lines[index] = _open_values(chosen, text)
+    for index in message_lines(block) if (chosen or peeled.carrier) else ():
+        result.decided_lines[index] = peeled.values
+        result.bases[index] = (peeled.basis, peeled.wrapper)
+    if peeled.inner_rows:
+        result.not_user_evidence.add(id(block))
     if kind == NVFLARE_FROM_USER and not templates:
         rows = {_structural_row(text, mode)}
     if not rows:
         return
     result.not_user_evidence.add(id(block))
     where = [block.end] + what_is_wrong(block, lines) + _call_site_line(block)
+    basis = peeled.basis if chosen else "traceback raised inside nvflare from the job's own call (no template)"
     for row in sorted(rows):
         for index in where:
-            result.add(row, index)
+            result.add(row, index, basis, peeled.loose, peeled.wrapper)
+
+
+@dataclass(frozen=True)
+class Peeled:
+    """What decides a message: the templates (after peeling carriers), the rows a catalog rule finds in the peeled
+    inner text (their scan hits on the same line decide), the outermost carrier, and the open values a catalog rule
+    may still match (each value on its own)."""
+
+    templates: list
+    inner_rows: frozenset[str] = frozenset()
+    carrier: object = None
+    values: tuple[str, ...] = ()
+    basis: str = ""
+    loose: bool = False
+    peeled: bool = False  # the carrier was peeled: what decides is inside it
+
+    @property
+    def wrapper(self) -> str:
+        return self.carrier.text if self.carrier is not None and self.peeled else ""
+
+
+def _quote(text: str) -> str:
+    return '"' + (text if len(text) <= 90 else text[:87] + "...") + '"'
+
+
+def _inner_rows(inner: str, catalog) -> frozenset[str]:
+    """Rows whose strong catalog rule matches the peeled inner text on its own."""
+    found = set()
+    for row in catalog.rows:
+        if row.finding_only:
+            continue
+        if any(sig.strength == "strong" and sig.regex.search(inner[:4096]) for sig in row.signals):
+            found.add(row.id)
+    return frozenset(found)
+
+
+def _line_breaks(block: Traceback, lines: list[Line]) -> str:
+    """The message text joined with newlines (same length as message_text: the value a carrier holds ends with
+    its line, so a chained exception on the next line is not read as part of it)."""
+    return "\n".join(lines[i].text.strip() for i in message_lines(block))
+
+
+def peel(templates: list, text: str, catalog, depth: int = 0, lines_of: str | None = None) -> Peeled:
+    """The inner exception decides: when the decisive template (or a wrapper) ends in a value that is itself a
+    message, that value is matched on its own, up to three nested carriers. A template found there decides; else a
+    catalog rule matching the inner text decides (the carrier's row is dropped for this line); else the carrier's
+    own row stands, and a generic carrier (a config-processing or runtime-error wrapper) is a loose basis."""
+    chosen = decisive(templates)
+    carriers = [t for t in chosen if t.carrier] or [t for t in templates if t.group == WRAPPER and t.carrier]
+    values = tuple(v for t in chosen for v in _open_list(t, text))
+    base = Peeled(chosen, values=values, basis=_template_basis(chosen))
+    if not carriers or depth >= 3:
+        return base
+    carrier = max(carriers, key=lambda t: t.literal_length)
+    inner = carrier.tail(text)
+    if lines_of is not None and len(lines_of) == len(text) and inner:
+        start = text.rfind(inner)  # tail() strips; the value runs to the end of its line
+        inner = lines_of[start:].split("\n", 1)[0].strip() if start >= 0 else inner
+    if not inner:
+        return base
+    inner_templates = [t for t in catalog.messages.match(inner) if t.text != carrier.text]
+    wrapped = f"wrapper {_quote(carrier.text)} peeled"
+    if decisive(inner_templates):
+        deeper = peel(inner_templates, inner, catalog, depth + 1)
+        return Peeled(
+            deeper.templates,
+            deeper.inner_rows,
+            carrier,
+            deeper.values,
+            f"{wrapped}; {deeper.basis}",
+            deeper.loose,
+            True,
+        )
+    rows = _inner_rows(inner, catalog)
+    if rows:
+        return Peeled([], rows, carrier, (inner,), f"{wrapped}; the inner message matched a catalog rule", peeled=True)
+    if carrier.group == WRAPPER:
+        return base  # a wrapper with nothing recognizable inside: it decides nothing, and restricts no rule
+    return Peeled(
+        chosen,
+        values=values,
+        basis=f"{base.basis} (generic; its inner message matched nothing)" if carrier.generic else base.basis,
+        carrier=carrier,
+        loose=carrier.generic,
+    )
+
+
+def _open_list(template, text: str) -> list[str]:
+    return [_CLASS_PREFIX.sub("", value, count=1) for value in template.open_text(text)]
+
+
+def _template_basis(chosen: list) -> str:
+    if not chosen:
+        return ""
+    first = chosen[0]
+    return f"nvflare message template {_quote(first.text)} ({first.at})"
 
 
 def decisive(templates: list) -> list:
@@ -149,13 +251,6 @@ def decisive(templates: list) -> list:
     rows = [t for t in templates if t.group != WRAPPER]
     longest = max((t.literal_length for t in rows), default=0)
     return [t for t in rows if t.literal_length == longest]
-
-
-def _open_values(templates: list, text: str) -> str:
-    """What the decisive templates leave open in `text` (their values and the rest of the line), exception class
-    prefixes removed."""
-    values = [value for template in templates for value in template.open_text(text)]
-    return " | ".join(_CLASS_PREFIX.sub("", value, count=1) for value in values)
 
 
 def drop_shadowed_hits(
@@ -173,9 +268,12 @@ def drop_shadowed_hits(
             if hit.index in result.code_lines:
                 continue
             if hit.index in result.decided_lines:
-                values = result.decided_lines[hit.index]
-                if not any(sig.regex.search(values) for sig in signals):
+                values = result.decided_lines[hit.index]  # each value on its own: a rule never spans two values
+                if not any(sig.regex.search(value) for sig in signals for value in values):
                     continue
+                basis, wrapper = result.bases.get(hit.index, ("", ""))
+                if wrapper:
+                    hit = replace(hit, basis=f"{basis}; {hit.basis}", wrapper=wrapper)
             kept.setdefault(row_id, []).append(hit)
     return kept
 
@@ -230,11 +328,12 @@ def _line_hits(
         templates = catalog.messages.match(text)
         if any(t.group == WRAPPER for t in templates):
             _note_logs_dir(result, text)
-        chosen = decisive(templates)
-        for template in chosen:
-            result.add(_row_for(template.group, mode), index)
-        if chosen:
-            result.decided_lines[index] = _open_values(chosen, text)
+        peeled = peel(templates, text, catalog)
+        for template in peeled.templates:
+            result.add(_row_for(template.group, mode), index, peeled.basis, peeled.loose, peeled.wrapper)
+        if peeled.templates or peeled.carrier:
+            result.decided_lines[index] = peeled.values
+            result.bases[index] = (peeled.basis, peeled.wrapper)
 
 
 def _error_lines(lines: list[Line], index) -> list[int] | range:

@@ -3,7 +3,8 @@
 Usage: `ranked, demoted = rank_candidates(hits, catalog, lines, mode, job_status=...)`. Pure. Implements:
 requires_any / supersedes (transfer progress; after_partner signals count only after a partner's hit),
 resolved_by (DOT 6 transient), transient_on_completion (liveness hiccups of a job that completed), the mode filter,
-finding-only rows, and the deterministic precedence (strong before weak, then priority, then id).
+finding-only rows, and the deterministic precedence (strong before weak, specific before loose, then priority, then
+id).
 """
 
 from __future__ import annotations
@@ -28,8 +29,13 @@ class Candidate:
     def strong(self) -> bool:
         return any(h.strength == "strong" for h in self.hits)
 
+    @property
+    def specific(self) -> bool:
+        """Some strong hit matched a specific message (not only a generic template or a rule that matches words)."""
+        return any(h.strength == "strong" and not h.loose for h in self.hits)
+
     def sort_key(self) -> tuple:
-        return (0 if self.strong else 1, -self.row.priority, self.row.id)
+        return (0 if self.strong else 1, 0 if self.specific else 1, -self.row.priority, self.row.id)
 
 
 @dataclass(frozen=True)

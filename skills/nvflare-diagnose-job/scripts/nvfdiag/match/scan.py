@@ -30,6 +30,12 @@ class Hit:
     index: int | None  # index into Evidence.lines; None for structured facts (job status)
     strength: str
     after_partner: bool = False  # from a signal that counts only after a partner row's hit (refine.py)
+    # Why it matched (not part of a hit's identity): `catalog rule ROW signal n`, an NVFLARE message template, a
+    # peeled wrapper, a traceback condition, a process exit. loose: a generic template or a rule that matches words
+    # (the diagnosis it supports is at most medium); wrapper: the wrapper template peeled to reach the message.
+    basis: str = field(default="", compare=False)
+    loose: bool = field(default=False, compare=False)
+    wrapper: str = field(default="", compare=False)
 
 
 @dataclass
@@ -82,13 +88,20 @@ def scan_signals(
     for row_id, sig in checks:  # the first matching signal of a row (catalog order) gives the hit its strength
         for number in found[row_id]:
             if number not in strength[row_id] and _signal_matches(lines[number].text, sig, number in noisy_set):
-                strength[row_id][number] = (sig.strength, sig.after_partner)
+                strength[row_id][number] = (sig.strength, sig.after_partner, rule_basis(row_id, sig), sig.loose)
     for row_id, numbers in strength.items():
         if numbers:
             result.hits[row_id] = [Hit(row_id, n, *numbers[n]) for n in sorted(numbers)[:MAX_HITS_PER_ROW]]
     result.markers = _markers(lines, index, skip)
     result.find_mode_hints = functools.partial(_mode_hints, lines, catalog, index, skip)
     return result
+
+
+def rule_basis(row_id: str, sig) -> str:
+    """match_basis of a catalog-rule hit: the row, the signal's number in it, and whether the rule is loose."""
+    return f"catalog rule {row_id} signal {sig.number}" + (
+        " (loose: words, not a specific message)" if sig.loose else ""
+    )
 
 
 def _waiting_rows(catalog: Catalog) -> dict[str, tuple[str, ...]]:

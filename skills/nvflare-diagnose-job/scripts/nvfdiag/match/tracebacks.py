@@ -27,6 +27,7 @@ _NVFLARE_PATH = re.compile(
     r"|metrics|private|recipe|security|tool|utils|widgets)[\\/]|cli(?:_exception)?\.py$)"
 )
 # The launcher's own summary of a failed simulation is not user code, even though job.py is on its stack.
+_PACKAGE = re.compile(r"(?:site|dist)-packages[\\/]([A-Za-z_][\w]{0,40})[\\/]")
 _LAUNCHER_ECHO = re.compile(r"Simulation failed with return code")
 MAX_BLOCK_LINES = 400
 MAX_DETAIL_LINES = 6
@@ -51,6 +52,19 @@ class Traceback:
             return None
         user = [f for f in self.frames if is_user_file(f[0])]
         return user[-1] if user else None
+
+    @property
+    def third_party(self) -> str | None:
+        """The package of the deepest frame when the traceback ends in third-party code (not the job's, not
+        NVFLARE's) and has no frame in the job's code: its own kind, neither user code nor a missing traceback.
+        None otherwise ('' when the package cannot be named)."""
+        if self.launcher_echo or self.end is None or not self.frames or self.user_frame is not None:
+            return None
+        path = self.frames[-1][0]
+        if is_nvflare_file(path) or not any(marker in path for marker in _LIBRARY_MARKERS[:4]):
+            return None
+        found = _PACKAGE.search(path)
+        return found.group(1) if found else ""
 
 
 def is_user_file(path: str) -> bool:

@@ -75,12 +75,15 @@ class _Advice:
         self.an = an
         self.templates = an.catalog.follow_up_templates
         self.missing: list[str] = []
+        self.optional: set[str] = set()  # sentences about evidence that would add detail, not decide the cause
         self.commands: list[str] = []
         self.collected = {source.path for source in an.evidence.sources if source.kind == "cli_envelope"}
         self.log_store_read = any(" job logs " in path and "--site all" in path for path in self.collected)
 
-    def need(self, sentence: str) -> None:
+    def need(self, sentence: str, optional: bool = False) -> None:
         self.missing.append(sentence)
+        if optional:
+            self.optional.add(sentence)
 
     def run(self, name: str, site: str | None = None) -> None:
         if name == "inspect_source" and any(s.kind == "inspect_source" for s in self.an.evidence.sources):
@@ -150,8 +153,13 @@ def _context_gaps(adv: _Advice) -> None:
             "the runtime mode (simulation, or POC/production) plus one concrete evidence source: a job id, a "
             "log path, the simulation output path, or the startup-kit context"
         )
-    if an.mode != "simulation" and an.job_status is None and (an.job_id or an.mode == "production"):
-        adv.need("the job status (terminal state of the job)")
+    if (
+        an.mode != "simulation"
+        and an.job_status is None
+        and an.status_in_logs is None  # a status the logs print is not asked for
+        and (an.job_id or an.mode == "production")
+    ):
+        adv.need("the job status (terminal state of the job)", optional=True)  # context: it does not decide the cause
         adv.run("job_meta")
 
 
@@ -167,7 +175,8 @@ def _workspace_gap(adv: _Advice) -> None:
     if an.workspace_to_add:
         adv.need(
             f"the SimEnv workspace the output names, {an.workspace_to_add}: it exists here and was not given (its "
-            "server/ and site-N/ logs and metrics)"
+            "server/ and site-N/ logs and metrics)",
+            optional=True,
         )
         adv.run("sim_add_workspace")
 
@@ -215,6 +224,22 @@ def _fallback(adv: _Advice) -> None:
     for mode in _modes(adv.an.mode):
         for name in ("all_logs", "job_meta") if mode == "production" else ("sim_stdout", "sim_workspace"):
             adv.run(name)
+
+
+def needs_evidence(an) -> bool:
+    """True when the report would name evidence needed to be sure of the cause (not only optional detail): a
+    report that says so is never at high confidence."""
+    adv = _gaps(an)
+    return any(sentence not in adv.optional for sentence in adv.missing)
+
+
+def _gaps(an) -> _Advice:
+    adv = _Advice(an)
+    _site_gaps(adv)
+    _context_gaps(adv)
+    _workspace_gap(adv)
+    _reading_gaps(adv)
+    return adv
 
 
 def missing_and_follow_ups(an) -> tuple[list[str], list[str]]:

@@ -85,6 +85,7 @@ def _signal(an, hits: list, capped: bool) -> dict:
             "count_capped": False,
             "role": _role(an, hits),
             "seen_in": [{"source": "job_status", "site": None, "line": None}],
+            "match_basis": match_basis(hit),
         }
     lines = an.evidence.lines
     line = lines[hit.index]
@@ -106,6 +107,32 @@ def _signal(an, hits: list, capped: bool) -> dict:
         "count_capped": capped,
         "role": _role(an, hits),
         "seen_in": places[:MAX_SEEN_IN],
+        "match_basis": match_basis(hit),
+    }
+
+
+def match_basis(hit) -> dict:
+    """Why a signal matched: the kind of rule, the rule itself (catalog row and signal, NVFLARE message template,
+    traceback condition), the wrapper template peeled to reach it, and whether it is loose (words or a generic
+    template: a diagnosis it supports is at most medium)."""
+    basis = hit.basis or f"catalog rule {hit.pattern}"
+    last = basis.rsplit("; ", 1)[-1]
+    if "nvflare message template" in basis and not last.startswith("catalog rule"):
+        kind = "nvflare_template"
+    elif "condition user_traceback" in last or last.startswith("traceback"):
+        kind = "traceback"
+    elif "condition job_status" in last:
+        kind = "job_status"
+    elif last.startswith("process exit"):
+        kind = "process_exit"
+    else:
+        kind = "catalog_rule"
+    return {
+        "kind": kind,
+        "rule": basis[:300],
+        "wrapper": hit.wrapper[:200] or None,
+        "peeled": bool(hit.wrapper),
+        "loose": hit.loose,
     }
 
 
@@ -174,6 +201,10 @@ def _traceback_detail(an) -> str:
         if hit.index is None:
             continue
         block = block_containing(an.tracebacks, hit.index, an.evidence.lines[hit.index].source)
+        if block is not None and block.third_party is not None:
+            package = f" ({block.third_party})" if _IDENT.match(block.third_party) else ""
+            exc = block.exc_type if block.exc_type and _IDENT.match(block.exc_type) else "the exception"
+            return f"{exc} raised in third-party code{package}, with no frame of the job's code in the traceback"
         if block is None or not block.user_frame:
             continue
         path, number, func = block.user_frame
@@ -403,6 +434,16 @@ def _fit(report: dict) -> dict:
     return report
 
 
+def _in_users_terms(an, text: str) -> str:
+    """A simulation the nvflare simulator CLI started (nothing shows job.py) is rerun with that command: the catalog's
+    fixed phrase `python job.py` becomes `the same nvflare simulator command` (a fixed substitution, no log text)."""
+    if an.launcher == "nvflare simulator":
+        return text.replace("rerun python job.py", "rerun the same nvflare simulator command").replace(
+            "python job.py", "the nvflare simulator command"
+        )
+    return text
+
+
 def _next_action(an) -> str:
     """The matched row's next action for the runtime mode and the established facts (match/actions.py), its
     placeholders filled only with validated identifiers, numbers and the catalog's own user_calls text."""
@@ -416,7 +457,7 @@ def _next_action(an) -> str:
             "{sites}": f" ({', '.join(failing[:MAX_NAMED_SITES])})" if failing else "",
             "{change}": f" {an.user_call.change}" if an.user_call is not None else "",
         }
-        return actions.fill(primary.row.next_action_for(an.mode, an.facts), values)
+        return _in_users_terms(an, actions.fill(primary.row.next_action_for(an.mode, an.facts), values))
     if an.suspicious and an.catalog.has("SUSPICIOUS_LOG_CONTENT"):
-        return an.catalog.row("SUSPICIOUS_LOG_CONTENT").next_action_for(an.mode)
-    return an.catalog.fallback_for(an.mode)
+        return _in_users_terms(an, an.catalog.row("SUSPICIOUS_LOG_CONTENT").next_action_for(an.mode))
+    return _in_users_terms(an, an.catalog.fallback_for(an.mode))

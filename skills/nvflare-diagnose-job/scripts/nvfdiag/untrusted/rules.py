@@ -109,6 +109,9 @@ _DOWNLOAD_EXECUTE = [
     _rule(rf"\b(?:curl|wget)\b[^\n]{{0,200}}{_SCRIPT}[^\n]{{0,80}}(?:&&|;)\s*(?:{_SHELL}|chmod|\./)", "curl wget"),
 ]
 
+# A verb of an order starts a word that is not a command-line option: `--set secure_train=false` in a process's own
+# launch line (NVFLARE's start.sh passes it) is an argument, `set secure_train to false` is an order.
+_VERB = r"(?<![\w-])"
 _SECURITY_NOUN = (
     r"(?:auth\w*|tls|ssl|mtls|https|security|secure[_ ]?(?:mode|train\w*)|certificates?|cert\w*|"
     r"verification|signature\s+checks?|encryption|firewall|allow[_ ]?list\w*|access\s+control|sandbox\w*)"
@@ -125,7 +128,7 @@ _DISABLE_SECURITY = [
     ),
     # Generic "insecure" flags are legitimate in tool command lines (Flower logs `--insecure`): only as an order.
     _rule(
-        r"\b(?:run|rerun|restart|start|relaunch|launch|use|add|pass|set|enable|append|retry|try)"
+        rf"{_VERB}(?:run|rerun|restart|start|relaunch|launch|use|add|pass|set|enable|append|retry|try)"
         r"(?:\s+[^\s=\[\]]+){0,6}?\s+--(?:insecure|no-check-certificate|trusted-host)\b",
         "--insecure --no-check --trusted",
         "run rerun restart start relaunch launch use add pass set enable append retry try",
@@ -139,11 +142,11 @@ _DISABLE_SECURITY = [
     ),
     _rule(r"\b(?:reduced|lower(?:ed)?|weaken(?:ed)?|relaxed|minimal|with\s+no)\s+security\b", "security"),
     _rule(
-        rf"\b(?:run|start|restart|connect|deploy|launch|relaunch)(?:\s+[^\s=\[\].]+){{0,8}}?\s+without\s+(?:any\s+)?{_SECURITY_NOUN}",
+        rf"{_VERB}(?:run|start|restart|connect|deploy|launch|relaunch)(?:\s+[^\s=\[\].]+){{0,8}}?\s+without\s+(?:any\s+)?{_SECURITY_NOUN}",
         "without",
     ),
     _rule(
-        r"\b(?:set|change|switch|flip|make|turn|put)\s+(?:the\s+)?[\w.\"']{0,40}?"
+        rf"{_VERB}(?:set|change|switch|flip|make|turn|put)\s+(?:the\s+)?[\w.\"']{{0,40}}?"
         r"(?:secure[_ ]?(?:mode|train\w*)|verify[_ ]?ssl|ssl[_ ]?verify|auth\w*|use[_ ]?tls|tls)[\"']?\s*"
         r"(?:to\s+|=\s*|:\s*)?[\"']?(?:false|off|no|none|disabled)\b",
         "false off no none disabled",
@@ -181,7 +184,7 @@ _CONFIG_CHANGE = [
         "config json conf py yml",
     ),
     _rule(
-        rf"\b(?:set|change|lower|reduce|raise|increase|decrease|bump|drop)\s+(?:the\s+)?(?:value\s+of\s+)?"
+        rf"{_VERB}(?:set|change|lower|reduce|raise|increase|decrease|bump|drop)\s+(?:the\s+)?(?:value\s+of\s+)?"
         rf"[\"']?{_CONFIG_KEY}[\"']?(?:\s+to\s+|\s+from\s+\S+\s+to\s+|=)[\"']?[\w.-]+",
         "set change lower reduce raise increase decrease bump drop",
         "num_rounds* heartbeat* timeout* max_* task_* allow_* site* client* workflow* aggregator* persistor* "
@@ -192,7 +195,7 @@ _CONFIG_CHANGE = [
         "set change replace",
         "config json conf py yml",
     ),
-    _rule(r"\b(?:set|export)\s+NVFLARE_\w+\s*(?:=|to)\s*\S+", "nvflare_"),
+    _rule(rf"{_VERB}(?:set|export)\s+NVFLARE_\w+\s*(?:=|to)\s*\S+", "nvflare_"),
 ]
 
 _EXFIL_DEST = rf"(?:{_WEB_URL}|\b[\w.-]+@[\w-]+(?:\.[\w-]+)+\b|\b[\w.-]+@[\w.-]+:\S*)"

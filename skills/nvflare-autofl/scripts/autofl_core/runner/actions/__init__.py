@@ -9,6 +9,8 @@ module (the shell's refresh is the whole action).
   concurrently) and finalize in the order given, or mark them ready for external execution;
 - `abandon` - a pending candidate becomes abandoned (never counted);
 - `record` - a literature event, an external baseline, or an external candidate result;
+- `submit` - poc/prod: export, submit, wait for and download one run, then record it as `record` does (its `run`
+  takes record's `run` from the shell);
 - `suggest` - argument-only seeds around the best configuration;
 - `replicate` - rerun the best configuration to measure noise;
 - `report` - the final report (`run(options, given, now)`: its own lock and refusal rules, no recovery).

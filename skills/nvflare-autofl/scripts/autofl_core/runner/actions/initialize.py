@@ -17,7 +17,7 @@ from ...campaign import ledger
 from ...campaign import vocabulary as v
 from ...common import trees
 from ...trial import childenv
-from .. import campaign_trial
+from .. import campaign_trial, preflight
 from ..open_campaign import Campaign
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError
 from ..settings import new_settings
@@ -53,7 +53,27 @@ def admit(options, given: dict, now: str) -> tuple[Campaign, dict[str, bytes]]:
     if env == "sim":
         check_python(settings["python"], paths.workspace)
         campaign_trial.check_isolable(campaign)
+    _PREFLIGHT[id(campaign)] = check_system(campaign, options, env)
     return campaign, files
+
+
+_PREFLIGHT: dict[int, dict | None] = {}  # admit's preflight result, for the envelope of `start`
+
+
+def check_system(campaign, options, env: str) -> dict | None:
+    """poc/prod with a kit given: the preflight of the system (exit 2 on a mismatch); None without a kit."""
+    kit = preflight.kit_of(options)
+    if kit is None:
+        return None
+    if env == "sim":
+        raise CampaignError("--startup-kit and --kit-id apply to --env poc|prod (a simulation needs no kit); drop it")
+    sites = preflight.check(
+        campaign.settings.python,
+        kit,
+        num_clients=contract.num_clients(campaign.config),
+        job_folder=campaign.paths.workspace,
+    )
+    return {"kit": kit.shown(), "sites": sites}
 
 
 def create(campaign: Campaign, files: dict[str, bytes]) -> None:
@@ -78,6 +98,9 @@ def start(campaign, options, now: str) -> ActionResult:
     """The first step of a new campaign: the baseline in simulation (poc/prod: submit_baseline follows)."""
     code, trial = run_baseline(campaign) if campaign.settings.env == "sim" else (EXIT_OK, {})
     extras = {"initialized": True, "baseline_retried": False, **trial}
+    checked = _PREFLIGHT.pop(id(campaign), None)
+    if checked is not None:
+        extras["preflight"] = checked
     return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
 
 
@@ -86,6 +109,9 @@ def run(campaign, options, now: str) -> ActionResult:
     rows = campaign.rows()
     scored = any(row["status"] == v.BASELINE and row["score"] is not None for row in rows)
     attempts = any(row["status"] in v.ATTEMPTS for row in rows)
+    checked = check_system(campaign, options, campaign.settings.env)
+    if checked is not None:
+        return ActionResult(extras={"initialized": False, "baseline_retried": False, "preflight": checked})
     if scored or attempts or campaign.settings.env != "sim":
         return ActionResult(extras={"initialized": False, "baseline_retried": False})
     _refresh_baseline_source(campaign)

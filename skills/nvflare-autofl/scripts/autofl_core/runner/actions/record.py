@@ -22,11 +22,11 @@ from pathlib import Path
 
 from ...campaign import ledger
 from ...campaign import vocabulary as v
-from ...trial import metrics, what_ran
+from ...trial import job_meta, metrics, what_ran
 from .. import finalize, noise, ready, what_happened
 from ..checks import one_manifest, pick_pending
 from ..outcome import ActionResult, CampaignError
-from ..store import contract
+from ..store import contract, external
 
 LIT_RE = re.compile(r"lit-(\d{4,})")
 JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -86,6 +86,14 @@ def _baseline(campaign, options) -> ActionResult:
         )
     taken = any(r["name"] == v.BASELINE_NAME for r in rows)
     name = f"baseline_external_{len(rows)}" if taken else v.BASELINE_NAME
+    # the evidence the ledger row cannot hold, as a candidate's manifest holds it (written first: a row without it
+    # would read as unverified; a record without its row is never read)
+    evidence = external.read(campaign.paths, name) or external.new(name)
+    external.write(
+        campaign.paths,
+        name,
+        dict(evidence, job_id=job_id, budget=found["budget"], job_status=found.get("job_status"), recorded=True),
+    )
     ledger.append_row(
         campaign.paths.results,
         v.baseline_row(
@@ -93,6 +101,7 @@ def _baseline(campaign, options) -> ActionResult:
             score=found["score"],
             run_command=f"external submission{f' (job id {job_id})' if job_id else ''}",
             artifacts=found["artifacts"],
+            runtime_seconds=found.get("runtime_seconds"),
             metric_name=found["metric_name"],
             metric_source=found["metric_source"],
             metric_artifact=found["metric_artifact"],
@@ -124,6 +133,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             "metric_source": None,
             "metric_artifact": None,
             "artifacts": _artifacts_rel(campaign, options.artifacts) if options.artifacts else None,
+            **_job_facts(options.artifacts),
         }
         reason = " ".join(options.failure_reason.split()) or "external run failed"
     else:
@@ -154,7 +164,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             "metric_name": found["metric_name"],
             "metric_source": found["metric_source"],
             "metric_artifact": found["metric_artifact"],
-            "runtime_seconds": None,
+            "runtime_seconds": found.get("runtime_seconds"),
             "run_command": f"external submission{f' (job id {job_id})' if job_id else ''}",
             "failure_reason": reason,
             "budget": found.get("budget"),
@@ -205,6 +215,16 @@ def _external_score(campaign, options) -> dict:
         "metric_artifact": campaign.paths.rel(folder / found.metric_artifact) if found.metric_artifact else None,
         "artifacts": _artifacts_rel(campaign, options.artifacts),
         "budget": _budget(campaign, what_ran.read_what_ran(folder)),
+        **_job_facts(folder),
+    }
+
+
+def _job_facts(folder) -> dict:
+    """The job's duration (compute and time) and NVFLARE's status word, from the downloaded job's meta.json."""
+    meta = job_meta.read_job_meta(os.path.abspath(folder)) if folder is not None else None
+    return {
+        "runtime_seconds": meta.duration_seconds if meta else None,
+        "job_status": meta.status if meta else None,
     }
 
 

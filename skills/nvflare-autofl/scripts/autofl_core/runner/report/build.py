@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ...campaign import compare, gains
+from ...campaign import compare, gains, prune
 from ...campaign import vocabulary as v
 from ...common import atomic, bounded, faults
 from .. import noise, pointers
 from .. import state as state_mod
+from ..outcome import CampaignError
+from ..store import external
 from . import curves, facts, markdown, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
@@ -337,13 +339,16 @@ def _trial_record(path: Path) -> dict | None:
 
 def _budgets(campaign, rows: list[dict]) -> dict[str, str | None]:
     """Per scored row, whether its fixed budget was verified from what ran: the manifest's `result.budget` for
-    candidates, trial.json for the runner's baseline and replicate trials."""
+    candidates, the external-run record for an external baseline, trial.json for the runner's baseline and
+    replicate trials."""
     recorded = {m["candidate_id"]: (m.get("result") or {}).get("budget") for m in campaign.manifests()}
     found = {}
     for row in rows:
         if row["score"] is None:
             continue
         budget = recorded.get(row["name"]) if row["candidate_manifest"] else None
+        if budget is None and row["status"] == v.BASELINE:  # an external baseline (record --baseline, submit)
+            budget = (_external_record(campaign, row["name"]) or {}).get("budget")
         if budget is None and not row["candidate_manifest"] and row.get("artifacts"):
             run = campaign.paths.resolve(row["artifacts"])
             budget = (
@@ -353,6 +358,13 @@ def _budgets(campaign, rows: list[dict]) -> dict[str, str | None]:
             )
         found[row["name"]] = budget.get("status") if isinstance(budget, dict) else v.BUDGET_UNVERIFIED
     return found
+
+
+def _external_record(campaign, name: str) -> dict | None:
+    try:
+        return external.read(campaign.paths, name)
+    except CampaignError:  # the report is read-only: a damaged record reads as no evidence
+        return None
 
 
 def _wall_time(campaign, state: dict) -> dict:
@@ -384,6 +396,8 @@ def _entry(row: dict, budgets: dict[str, str | None]) -> dict:
     notes = row["failure_reason"] if row["status"] in v.FAILURES else row["diff_summary"]
     if row["status"] == v.DISCARD and row["failure_reason"]:
         notes = f"{row['diff_summary']}; {row['failure_reason']}"
+        if prune.is_pruned(row):  # stopped early: no score and no final model (nothing to evaluate)
+            notes = f"{notes}; {prune.NO_FINAL_MODEL}"
     return {
         "status": row["status"],
         "name": row["name"],
@@ -414,8 +428,16 @@ def _score_of(row: dict | None) -> dict | None:
 
 
 def _best_command(campaign, best: dict | None) -> str:
-    """The best configuration as a command a user can rerun by hand (fixed budget, base args, best run args)."""
+    """The best configuration as a command a user can rerun by hand (fixed budget, base args, best run args); in
+    poc/prod its export through the recipe's `--export --export-dir` and an `nvflare job submit` of the export."""
     if best is None:
         return ""
     argv = campaign.job_argv(campaign.best_run_args())
-    return f"cd {shlex.quote(str(campaign.paths.workspace))} && {shlex.join(argv)}"
+    where = f"cd {shlex.quote(str(campaign.paths.workspace))}"
+    if campaign.settings.env == "sim":
+        return f"{where} && {shlex.join(argv)}"
+    # poc/prod: the recipe's own export path, then a submission with the user's admin startup kit (their yes first)
+    folder = campaign.paths.run_dir("rerun-export")
+    export = shlex.join([*argv, "--export", "--export-dir", str(folder)])
+    submit = f'nvflare job submit -j {shlex.quote(str(folder))}/* --startup-kit "$ADMIN_STARTUP_KIT"'
+    return f"{where} && {export} && {submit}"

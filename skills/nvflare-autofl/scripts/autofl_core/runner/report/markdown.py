@@ -350,8 +350,13 @@ def _noise(data: dict) -> list[str]:
     estimate = section["estimate"]
     lines = ["## Noise", ""]
     if estimate is None or estimate["stdev"] is None:
+        how = (
+            "`run_job_campaign.py replicate` reruns it"
+            if data["objective"]["env"] == "sim"
+            else "`replicate` runs simulations only; rerunning the best on the real system is the user's call"
+        )
         lines.append(
-            "Not measured: the best has no replicate runs (`run_job_campaign.py replicate` reruns it), so gains "
+            f"Not measured: the best has no replicate runs ({how}), so gains "
             "below the metric's resolution or its typical run-to-run spread are marked `unverified`."
         )
         if section["metric_resolution"] is not None:

@@ -9,5 +9,6 @@
 - `snapshots` - the live best source: stage, swap, restore the workspace;
 - `created` - created.json and installed.json: the files and folders the runner creates in the workspace (for a
   candidate; as part of a kept best), recorded first (the only things it ever removes there);
+- `external` - external runs (poc/prod): the external baseline's evidence and `submit`'s progress, per run name;
 - `sources` - managed source files: read, write (never through a symlinked folder), hash, compare.
 """

@@ -1,0 +1,127 @@
+"""The blind set: real NVFLARE failure reports the diagnose rules were not written from (evals/blind/).
+
+Two halves with the same schema as evals/realworld/cases.json plus `source` (the public report's URL) and
+optional `acceptable_patterns` (rows the catalog equally allows):
+    dev      the half the rule changes could be checked against
+    sealed   the half nobody changing rules read until the work was done; its figure is the one that matters
+
+A case is right when the report's matched_pattern is the expected row or one of acceptable_patterns; wrong at
+high confidence when it is not right and the report says `high`. Usage: `results = score_half(name, run_case)`
+with the harness's run_case, then `summary_line(name, results)`. Pure apart from reading the case files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ROOT = REPO / "evals" / "blind"
+HALVES = ("dev", "sealed")
+# The bars of the sealed half: at least 90 % right, none wrong at high confidence. `make eval` prints how far a half
+# is from them (bar_misses) and fails only when a half falls below its recorded floor (floor_misses).
+MIN_RIGHT_SHARE = 0.9
+MAX_WRONG_HIGH = 0
+# The figures measured when the sealed half was first opened (2026-12-05, docs/decisions.md): (right, wrong at high
+# confidence) per half. A change that gets fewer right or more wrong at high confidence is a regression.
+FLOORS = {"dev": (15, 0), "sealed": (15, 1)}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One case's outcome: what the script said and how it compares with the label."""
+
+    case_id: str
+    expected: tuple[str, ...]
+    said: str
+    confidence: str
+    right: bool
+    wrong_high: bool
+    mode_right: bool
+
+
+def load_half(name: str, root: Path = ROOT) -> list[dict]:
+    """The cases of one half, each with `files_root` set for the harness's run_case."""
+    half = root / name
+    cases = json.loads((half / "cases.json").read_text(encoding="utf-8"))["cases"]
+    return [{**case, "files_root": str(half / "files")} for case in cases]
+
+
+def judge(case: dict, code: int, stdout: str) -> Verdict:
+    """Compare the script's JSON report (exit code and stdout) with the case's label."""
+    expected = (case["expected"]["matched_pattern"], *case.get("acceptable_patterns", []))
+    try:
+        report = json.loads(stdout) if code == 0 else {}
+    except ValueError:
+        report = {}
+    said = str(report.get("matched_pattern") or f"exit {code}")
+    confidence = str(report.get("confidence") or "")
+    right = said in expected
+    mode = case["expected"].get("runtime_mode")
+    return Verdict(
+        case_id=case["id"],
+        expected=expected,
+        said=said,
+        confidence=confidence,
+        right=right,
+        wrong_high=not right and confidence == "high",
+        mode_right=mode is None or report.get("runtime_mode") == mode,
+    )
+
+
+def score_half(name: str, run_case: Callable[[dict], tuple[int, str, str]], root: Path = ROOT) -> list[Verdict]:
+    """Run every case of one half through run_case (argv built by the harness, JSON output) and judge it."""
+    verdicts = []
+    for case in load_half(name, root):
+        runnable = {**case, "args": ["--format", "json"]}
+        code, out, _ = run_case(runnable)
+        verdicts.append(judge(case, code, out))
+    return verdicts
+
+
+def summary_line(name: str, verdicts: list[Verdict]) -> str:
+    """`blind dev: 12 of 16 right (75 %), 0 wrong at high confidence, mode right 15 of 16`."""
+    n = len(verdicts)
+    right = sum(v.right for v in verdicts)
+    share = f"{100 * right / n:.0f} %" if n else "-"
+    return (
+        f"blind {name}: {right} of {n} right ({share}), {sum(v.wrong_high for v in verdicts)} wrong at high "
+        f"confidence, mode right {sum(v.mode_right for v in verdicts)} of {n}"
+    )
+
+
+def bar_misses(verdicts: list[Verdict]) -> list[str]:
+    """What keeps a half from the bars: the right share and the count of confident mistakes."""
+    n = len(verdicts)
+    misses = []
+    right = sum(v.right for v in verdicts)
+    if not n or right / n < MIN_RIGHT_SHARE:
+        misses.append(f"{right} of {n} right; the bar is {MIN_RIGHT_SHARE:.0%}")
+    wrong_high = [v.case_id for v in verdicts if v.wrong_high]
+    if len(wrong_high) > MAX_WRONG_HIGH:
+        misses.append(f"wrong at high confidence: {', '.join(wrong_high)}")
+    return misses
+
+
+def floor_misses(name: str, verdicts: list[Verdict]) -> list[str]:
+    """A regression against the half's recorded floor (fewer right, or more wrong at high confidence)."""
+    right_floor, wrong_high_ceiling = FLOORS[name]
+    right = sum(v.right for v in verdicts)
+    wrong_high = sum(v.wrong_high for v in verdicts)
+    misses = []
+    if right < right_floor:
+        misses.append(f"{right} right, fewer than the recorded {right_floor}")
+    if wrong_high > wrong_high_ceiling:
+        misses.append(f"{wrong_high} wrong at high confidence, more than the recorded {wrong_high_ceiling}")
+    return misses
+
+
+def table(verdicts: list[Verdict]) -> list[str]:
+    """One line per case: mark, id, expected rows, what the script said."""
+    lines = []
+    for v in verdicts:
+        mark = "ok" if v.right else ("WRONG-HIGH" if v.wrong_high else "wrong")
+        lines.append(f"{mark:10}  {v.case_id}  expected {'|'.join(v.expected)}  said {v.said} ({v.confidence})")
+    return lines

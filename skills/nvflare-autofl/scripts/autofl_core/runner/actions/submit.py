@@ -1,0 +1,274 @@
+"""submit (poc/prod): run the baseline or a ready candidate on the real FLARE system, then record it.
+
+`submit (--baseline | [--manifest M]) --confirm-user-authorized (--startup-kit KIT | --kit-id ID)
+[--authorization TEXT]`, one call per run, each with the user's explicit yes:
+
+1. refuse (exit 2, nothing changed) without `--confirm-user-authorized`, without a kit, outside poc/prod, for a
+   baseline already recorded or a candidate that is not ready (or whose folder changed since evaluate);
+2. preflight (`runner/preflight`): the kit, `system status`, as many sites as the fixed budget's clients;
+3. export through the recipe's own export path (`trial/export`: job.py's trial command line with the fixed
+   budget, base args, injected job name and effective run args, plus `--export --export-dir`), sealed on the
+   run's own files where the host allows it, into `autofl_runs/<name>/export/`;
+4. `nvflare job submit` with the kit; the job id is persisted (`store/external`, `submission`) before any wait;
+5. `job wait` in bounded steps up to the campaign's `--timeout`, `job download` into `autofl_runs/<name>/download/`;
+6. record exactly as `record --artifacts DIR --job-id ID` does (the shell passes record's `run` in): score,
+   budget verified from the download, duration from the job's metadata; a candidate whose job failed or left no
+   score is a crash with the reason (exit 1, as evaluate); a failed baseline is exit 1, nothing recorded, and may
+   be submitted again after a fix.
+
+Idempotent: a repeated submit of the same run reuses the persisted job id (also after the runner was killed
+mid-wait) and never submits twice; one killed between `job submit` and persisting the id finds its job by the
+unique job name in `job list`. The envelope's `submission` says what was submitted, where, and under which
+approval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...campaign import guard_inputs
+from ...campaign import vocabulary as v
+from ...common import trees
+from ...trial import export, flare_cli, job_meta
+from ...trial.argv import TrialError, build_trial_argv
+from .. import campaign_trial, preflight, ready
+from ..checks import one_manifest, pick_pending
+from ..outcome import EXIT_UNSCORED, ActionResult, CampaignError
+from ..store import contract, external, snapshots
+from ..store.paths import TRIAL_TEMP_PREFIX
+
+WAIT_STEP_SECONDS = 60  # one `job wait` child at most this long: a killed runner leaves no long-lived child
+EXPORT_TIMEOUT = 600.0
+SUBMITTING, SUBMITTED, DOWNLOADED, RECORDED, FAILED = "submitting", "submitted", "downloaded", "recorded", "failed"
+
+
+def run(campaign, options, now: str, *, record) -> ActionResult:
+    """The action; `record` is record's `run(campaign, options, now)` (actions never import each other)."""
+    if campaign.settings.env == "sim":
+        raise CampaignError("submit runs poc/prod campaigns; in simulation evaluate runs the candidate itself")
+    if not options.confirm_user_authorized:
+        raise CampaignError(
+            "submit needs the user's explicit yes for this run: show them the environment, the job, the startup "
+            "kit and the cost, then pass --confirm-user-authorized (nothing was submitted)"
+        )
+    kit = preflight.kit_of(options)
+    if kit is None:
+        raise CampaignError("submit needs the admin startup kit: pass --startup-kit KIT or --kit-id ID")
+    target = _target(campaign, options)
+    paths = campaign.paths
+    document = external.read(paths, target.name) or external.new(target.name)
+    submission = document.get("submission") or {}
+    if submission.get("state") in (RECORDED, FAILED):
+        submission = {}  # a new run (a failed one may be submitted again after a fix)
+    if not submission.get("job_id") and guard_inputs.present_stop_files(paths.workspace, campaign.settings.stop_files):
+        raise CampaignError("a stop file is present; submit starts no new run (follow next_action)")
+    sites = preflight.check(
+        campaign.settings.python, kit, num_clients=contract.num_clients(campaign.config), job_folder=paths.workspace
+    )
+    cli = flare_cli.FlareCli(campaign.settings.python, kit, job_folder=paths.workspace)
+    reused = bool(submission.get("job_id"))  # this run's job exists: never submitted again
+
+    def save(**fields) -> None:
+        nonlocal submission
+        submission = {**submission, **fields}
+        current = external.read(paths, target.name) or document  # record writes the baseline's evidence here too
+        external.write(paths, target.name, dict(current, submission=submission))
+
+    if not reused:
+        job_id = _adopt(cli, submission) if submission.get("state") == SUBMITTING else None
+        reused = job_id is not None
+        if job_id is None:
+            folder = _export(campaign, target)
+            save(
+                state=SUBMITTING,
+                job_name=folder.name,
+                exported=paths.rel(folder),
+                kit=kit.shown(),
+                environment=campaign.settings.env,
+                sites=sites,
+                approval=_approval(options, now),
+                target=target.label,
+            )
+            job_id = _cli(cli.submit, folder)
+        save(state=SUBMITTED, job_id=job_id, submitted_at=now)
+    job_id = submission["job_id"]
+    waited = _wait(cli, job_id, float(campaign.settings.timeout))
+    if not waited.finished:
+        raise CampaignError(
+            f"job {job_id} has not finished within {campaign.settings.timeout:g} s; run the same submit again "
+            "to keep waiting (it reuses the job id and never submits twice)"
+        )
+    folder = _cli(cli.download, job_id, paths.run_dir(target.name) / "download")
+    save(state=DOWNLOADED, job_status=waited.status, download=paths.rel(folder))
+    result = _record(campaign, options, now, record, target, folder, job_id, waited, save)
+    save(state=RECORDED)
+    result.extras["submission"] = _envelope(submission, reused=reused, sites=sites)
+    if result.extras.get("candidate_status") == v.CRASH:
+        result.exit_code = EXIT_UNSCORED  # as evaluate: the run finished without a score (recorded)
+    return result
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What is submitted: the baseline, or a ready candidate (its manifest, its files as evaluated, its path)."""
+
+    name: str
+    manifest: dict | None
+    files: dict[str, bytes] | None
+    label: str
+    manifest_path: str | None = None
+
+
+def _target(campaign, options) -> _Target:
+    if options.baseline:
+        if options.manifest:
+            raise CampaignError("--baseline and --manifest name different runs; pass one of them")
+        rows = campaign.rows()
+        if any(r["status"] == v.BASELINE and r["score"] is not None for r in rows) or any(
+            r["status"] in v.ATTEMPTS for r in rows
+        ):
+            raise CampaignError("the baseline is already recorded; submit a ready candidate (--manifest)")
+        drift = snapshots.workspace_drift(campaign.paths, campaign.best())
+        if drift:  # what is submitted must be the snapshot the campaign compares against
+            raise CampaignError(
+                f"the job folder differs from the campaign's snapshot ({', '.join(drift)}); undo those edits, then "
+                "submit the baseline"
+            )
+        return _Target(v.BASELINE_NAME, None, None, v.BASELINE_NAME)
+    manifest = pick_pending(campaign, one_manifest(options, "submit"), want=v.READY)
+    files = ready.recordable(campaign, manifest)  # unchanged since evaluate, else refused
+    name = manifest["candidate_id"]
+    return _Target(name, manifest, files, f"candidate {name}", str(campaign.paths.manifest(name)))
+
+
+def _export(campaign, target: _Target) -> Path:
+    """The run's job folder, exported by job.py itself (sealed on the run's own files where the host allows)."""
+    paths, settings = campaign.paths, campaign.settings
+    run_args = list(target.manifest["effective_run_args"]) if target.manifest else []
+    sealed = campaign_trial.sealing(campaign)
+    files = target.files if target.manifest else snapshots.files_of(paths, campaign.best())
+    workspace = paths.workspace
+    if not sealed and target.manifest is not None:
+        workspace = ready.export_from(paths, target.manifest)  # contained: its own folder holds its files
+    temp_parent = Path(tempfile.mkdtemp(prefix=TRIAL_TEMP_PREFIX))
+    try:
+        spec = campaign_trial.spec(
+            campaign, name=target.name, run_args=run_args, token="0" * 32, temp_parent=temp_parent
+        )
+        argv = build_trial_argv(
+            spec.python,
+            workspace / paths.job.name,
+            budget_args=spec.budget_args,
+            base_args=spec.base_args,
+            flag_groups=spec.flag_groups,
+            name_flag=spec.name_flag,
+            trial_name=target.name,
+            workspace=paths.workspace,
+            run_args=spec.run_args,
+            switch_flags=spec.switch_flags,
+        )
+        run_dir = paths.run_dir(target.name)
+        return export.export_job(
+            export.ExportRequest(
+                python=settings.python,
+                argv=argv,
+                workspace=workspace,
+                destination=run_dir / "export",
+                log_path=run_dir / "export.log",
+                temp_parent=temp_parent,
+                timeout=EXPORT_TIMEOUT,
+                stage_files=files if sealed else None,
+                hide=[paths.meta, paths.output_root] if sealed else [],
+                isolate_network=not settings.allow_network,
+                env_passthrough=list(contract.env_passthrough(campaign.config)),
+            )
+        )
+    except TrialError as error:
+        raise CampaignError(str(error)) from None
+    except export.ExportError as error:
+        raise CampaignError(f"export of {target.label} failed: {error}; nothing was submitted") from None
+    finally:
+        trees.remove_tree(temp_parent)
+
+
+def _adopt(cli, submission: dict) -> str | None:
+    """The job of a submission whose runner died between `job submit` and persisting the id: the one job
+    `job list` shows with its unique job name; None when there is none (it was never submitted)."""
+    found = _cli(cli.jobs_named, submission.get("job_name") or "")
+    if len(found) > 1:
+        raise CampaignError(
+            f"{len(found)} jobs are named {submission.get('job_name')} ({', '.join(found)}); record the right one "
+            "by hand with record --artifacts ... --job-id ..."
+        )
+    return found[0] if found else None
+
+
+def _wait(cli, job_id: str, bound: float) -> flare_cli.Waited:
+    deadline = time.monotonic() + bound
+    while True:
+        left = deadline - time.monotonic()
+        waited = _cli(cli.wait, job_id, max(min(left, WAIT_STEP_SECONDS), 1))
+        if waited.finished or time.monotonic() >= deadline:
+            return waited
+
+
+def _record(campaign, options, now, record, target: _Target, folder: Path, job_id, waited, save):
+    """Record the download exactly as `record --artifacts DIR --job-id ID` (a crash with the reason when the job
+    did not complete or left no score)."""
+    completed = waited.status == job_meta.COMPLETED
+    reason = None if completed else f"job {job_id} ended {waited.status or 'without a status'}"
+    if target.manifest is None and reason:
+        save(state=FAILED, failure_reason=reason)
+        raise CampaignError(
+            f"the baseline {reason}; nothing was recorded. Find out why (the diagnose-job skill: diagnose_job.py "
+            f"--job-id {job_id} --collect ...), fix it, then submit --baseline again",
+            exit_code=EXIT_UNSCORED,
+        )
+    given = _record_options(options, target, folder, job_id, failure_reason=reason)
+    try:
+        return record(campaign, given, now)
+    except CampaignError as error:
+        if target.manifest is None:
+            save(state=FAILED, failure_reason=str(error))
+            raise
+        if "no score in --artifacts" not in str(error):
+            raise
+        unscored = str(error)
+    return record(campaign, _record_options(options, target, folder, job_id, failure_reason=unscored), now)
+
+
+def _record_options(options, target: _Target, folder: Path, job_id: str, *, failure_reason) -> argparse.Namespace:
+    manifest = None if target.manifest is None else [target.manifest_path]
+    return argparse.Namespace(
+        **dict(
+            vars(options),
+            literature=False,
+            baseline=target.manifest is None,
+            manifest=manifest,
+            score=None,
+            artifacts=str(folder),
+            job_id=job_id,
+            failure_reason=failure_reason,
+        )
+    )
+
+
+def _approval(options, now: str) -> dict:
+    note = " ".join((options.authorization or "").split())[:500] or None
+    return {"confirmed_by": "--confirm-user-authorized", "authorization": note, "at": now}
+
+
+def _envelope(submission: dict, *, reused: bool, sites: list[str]) -> dict:
+    keys = ("target", "job_id", "job_name", "environment", "kit", "approval", "job_status", "exported", "download")
+    return {**{key: submission.get(key) for key in keys}, "sites": sites, "reused_job_id": reused}
+
+
+def _cli(step, *args):
+    try:
+        return step(*args)
+    except flare_cli.FlareCliError as error:
+        raise CampaignError(f"{error}; run the same submit again once the system answers") from None

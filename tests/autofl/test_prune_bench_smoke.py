@@ -1,0 +1,64 @@
+"""bench/prune_replay.py: the replay finds campaigns, replays the rule round by round and counts false prunes."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from module_loader import load_by_path
+from runner_support import ledger_rows, run_inproc, standin_workspace
+
+REPO = Path(__file__).resolve().parents[2]
+replay = load_by_path("prune_replay", REPO / "bench" / "prune_replay.py")
+BEST = {0: 0.5, 1: 0.7, 2: 0.8, 3: 0.85, 4: 0.88, 5: 0.9}
+
+
+def candidate(status, score, curve, *, band=None, tolerance=0.01):
+    return replay.Candidate(
+        where=f"ws:{status}",
+        status=status,
+        score=score,
+        runtime=60.0,
+        curve=dict(enumerate(curve)),
+        total=6,
+        best_curve=BEST,
+        replicates=[],
+        best_score=0.9,
+        band=band,
+        tolerance=tolerance,
+        mode="max",
+    )
+
+
+def test_a_hopeless_discard_is_pruned_at_half_and_is_no_false_prune():
+    hopeless = candidate("discard", 0.3, [0.5, 0.3, 0.3, 0.3, 0.3, 0.3])
+    assert replay.replay(hopeless, replay.prune.Rule()) == 3
+    assert not replay.is_false_prune(hopeless)
+
+
+def test_a_pruned_keep_or_a_finish_within_the_band_is_a_false_prune():
+    slow_start = [0.5, 0.3, 0.3, 0.85, 0.9, 0.95]  # trails at rounds 2-3, then wins: pruned at round 3
+    kept = candidate("keep", 0.95, slow_start)
+    assert replay.replay(kept, replay.prune.Rule()) == 3 and replay.is_false_prune(kept)
+    close = candidate("discard", 0.895, slow_start, tolerance=0.01)  # 0.005 below the best: within the spread
+    assert replay.is_false_prune(close)
+    far = candidate("discard", 0.85, slow_start, tolerance=0.01)
+    assert not replay.is_false_prune(far)
+
+
+@pytest.mark.slow
+def test_replay_of_a_finished_standin_campaign_counts_its_candidates(tmp_path):
+    workspace = standin_workspace(tmp_path / "corpus")
+    assert run_inproc(workspace, "initialize", "--max-candidates", "2").code == 0
+    for name, args in (("far", "--lr 0.9"), ("near", "--lr 0.22")):
+        assert run_inproc(workspace, "prepare", "--name", name, "--hypothesis", name, "--run-args", args).code == 0
+        assert run_inproc(workspace, "evaluate").code in (0, 1)
+    assert [row["status"] for row in ledger_rows(workspace)] == ["baseline", "discard", "keep"]
+    shutil.copytree(workspace, tmp_path / "corpus" / "nested" / "copy")  # a campaign deeper in the tree
+    found = replay.find_campaigns([tmp_path / "corpus"])
+    assert set(found) == {workspace, tmp_path / "corpus" / "nested" / "copy"}
+    tallies, count, live = replay.replay_campaigns([workspace])
+    assert (count, live) == (2, 0)
+    default = tallies[replay.SETTINGS[0][0]]
+    # 3 rounds: round 0..2, never prunable at the last round, and round 2 of 3 needs rounds 1 and 2 to trail
+    assert default.replayed == 2 and default.false_prunes == []
+    assert default.pruned == 1 and default.rounds_saved == 1  # `far` (0.15 vs 0.75) stopped at round 2 of 3
