@@ -117,6 +117,9 @@ MUTABLE = [
     ("--prune", None, "prune", True),
     ("--no-prune", None, "prune", False),
     ("--max-candidates", "4", "max_candidates", 4),
+    ("--trial-memory", "2G", "trial_memory", 2 * 1024**3),
+    ("--trial-disk", "500M", "trial_disk", 500 * 1024**2),
+    ("--trial-processes", "300", "trial_processes", 300),
 ]
 CAP_FLAGS = ("--uncapped", "--confirm-user-approved-cap-change")
 TRIAL_KINDS = {"evaluate", "replicate"}

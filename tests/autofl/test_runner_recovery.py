@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from autofl_core.trial.seal import PIDS_CGROUP
 from runner_support import (
     RUNNER,
     WITHOUT_NAMESPACES,
@@ -78,6 +79,12 @@ def test_killed_runner_mid_trial_is_recovered_by_the_next_action(ws, sealed):
     proc, marker = start_hanging_evaluate(ws, prefix=() if sealed else WITHOUT_NAMESPACES)
     applied = "time.sleep(120)" in (ws / "client.py").read_text()
     assert applied is not sealed and (clean_sources(ws) == before) is sealed
+    groups = [PIDS_CGROUP / name for name in os.listdir(marker["temp_dir"])]  # each trial folder names its cgroup
+    if sealed and os.access(PIDS_CGROUP, os.W_OK):  # the trial's launcher makes a pids cgroup as it starts
+        deadline = time.monotonic() + 60
+        while not any(group.is_dir() for group in groups) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert any(group.is_dir() for group in groups), groups
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     assert token_processes(marker["token"])  # the trial runs in its own session: it outlived the runner
@@ -85,6 +92,7 @@ def test_killed_runner_mid_trial_is_recovered_by_the_next_action(ws, sealed):
     assert done.code == 0 and done.envelope["recovered_interrupted_evaluation"] == "hang"
     assert token_processes(marker["token"]) == []
     assert not os.path.exists(marker["temp_dir"]) and not (ws / ".nvflare/autofl/running_trial.json").exists()
+    assert not any(group.exists() for group in groups)  # the orphaned trial's cgroup is removed too
     assert clean_sources(ws) == before
     assert manifest(ws, "hang")["status"] == "prepared"
     assert done.envelope["candidate_attempts"] == 0 and [r["name"] for r in ledger_rows(ws)] == ["baseline"]

@@ -159,9 +159,14 @@ def test_every_process_of_a_trial_ends_with_its_first_one(sealable, trial):
     """
     done, _status = run_sealed(workspace, trial_dir, program, stage={"job.py": b"x = 1\n"})
     assert done.returncode == 0 and "parent done" in done.stdout, done.stderr
-    time.sleep(0.5)
-    survivors = [p for p in os.listdir("/proc") if p.isdigit() and marker.encode() in _cmdline(p)]
-    assert survivors == []
+    deadline = time.monotonic() + 10  # killed as the namespace ended; a loaded kernel may take a moment to reap
+
+    def survivors():
+        return [p for p in os.listdir("/proc") if p.isdigit() and marker.encode() in _cmdline(p)]
+
+    while survivors() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert survivors() == []
 
 
 @pytest.mark.parametrize("exists", [False, True])

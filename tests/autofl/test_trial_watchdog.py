@@ -215,3 +215,101 @@ def test_round_records_never_open_a_fifo(tmp_path):
     os.mkfifo(folder / "round_metrics.jsonl")
     tracker = ProgressTracker("c", num_rounds=2, metric="accuracy", root=tmp_path)
     assert tracker.render(1).endswith("starting | 0:01 elapsed")
+
+
+SAMPLED = "FedAvg - INFO - [identity=simulator_server, run=simulate_job, wf=controller] - Sampled clients: {}"
+ARRIVED = (
+    "FedAvg - INFO - [identity=simulator_server, run=simulate_job, wf=controller, peer={}, peer_run=simulate_job, "
+    "peer_rc=OK, task_name=train, task_id=0] - Aggregated {}/{} results"
+)
+
+
+def test_a_round_waiting_for_a_site_names_it_in_the_note_and_the_reason():
+    """Every WAIT_NOTE_SECONDS of silence gives a note (the progress line shows it), and the no-progress reason
+    names the sites the round still waits for, from NVFLARE's own `Sampled clients` and `peer=` lines."""
+    dog = Watchdog(started=0.0, total_timeout=None, no_progress_timeout=240.0)
+    dog.observe("Round 1 started.", 1.0)
+    dog.observe(SAMPLED.format(["site-1", "site-2"]), 1.0)
+    dog.observe(ARRIVED.format("site-1", 1, 2), 2.0)
+    assert dog.waiting(20.0) is None
+    assert dog.waiting(40.0) == (
+        1,
+        "no progress for 38s (round results 1/2, waiting for site-2's result; the trial ends at 240s)",
+    )
+    assert dog.waiting(70.0)[0] == 2  # a new note every 30 s
+    assert dog.check(242.0) == (
+        "no progress: partial aggregation did not advance for 240s, waiting for site-2's result "
+        "(simulator no-progress timeout)"
+    )
+    dog.observe(ARRIVED.format("site-2", 2, 2), 243.0)
+    assert dog.waiting(250.0) is None and dog.check(250.0) is None
+
+
+def test_the_progress_line_of_a_quiet_trial_says_what_it_waits_for(tmp_path):
+    from autofl_core.trial import execute
+
+    stream = io.StringIO()
+    spec = execute.TrialSpec(
+        python="python",
+        job_path=tmp_path / "job.py",
+        workspace=tmp_path,
+        run_dir=tmp_path / "run",
+        trial_name="lr-b",
+        metric_order=["accuracy"],
+        num_rounds=3,
+        progress_stream=stream,
+    )
+    monitor = execute._Monitor(spec, tmp_path, started=0.0)
+    for line in ("Round 1 started.", SAMPLED.format(["site-1", "site-2"]), ARRIVED.format("site-1", 1, 2)):
+        monitor.on_line(line)
+    monitor.watchdog._last_progress = 0.0  # as if these lines came at the start
+    for now in (10.0, 31.0, 33.0, 35.0, 61.0):
+        monitor.tick(now)
+    monitor.close()  # the lines are written by the printer's own thread
+    notes = [line for line in stream.getvalue().splitlines() if "no progress for" in line]
+    assert [note.split("| no progress for ")[1].split("s ")[0] for note in notes] == ["31", "61"], notes
+    assert all("waiting for site-2's result" in note for note in notes)
+
+
+def test_a_progress_stream_nobody_reads_never_blocks_the_trial():
+    """A full pipe on stderr (an agent reading only stdout) blocks the printer's writer thread, never the caller:
+    the output pump and the watchdogs go on, lines beyond the queue are dropped, close() returns."""
+    import threading
+    import time
+
+    release = threading.Event()
+
+    class Stuck(io.StringIO):
+        def write(self, text):
+            release.wait(30)  # as a write to a pipe nobody reads
+            return super().write(text)
+
+    stream = Stuck()
+    printer = ProgressPrinter(stream)
+    started = time.monotonic()
+    for index in range(500):
+        printer.show(f"line {index}", index)
+    printer.close()
+    assert time.monotonic() - started < 10  # 500 lines handed over and closed without waiting for the stream
+    release.set()
+    printer._writer.join(timeout=30)
+    written = stream.getvalue().splitlines()
+    assert written[-1] == "line 499" and len(written) <= 2 * ProgressPrinter.MAX_QUEUED  # the latest kept
+
+
+def test_a_client_the_simulator_lost_at_start_is_a_stall_named_at_once():
+    """NVFLARE 2.9's SimulatorClientRunner, when the connection to a client's worker process breaks as it starts
+    it (seen in bench/batch_stress.py under load), logs this and never runs that client: the server would wait
+    for its result until the no-progress timeout. The line ends the trial at once, quoting the client."""
+    console = (
+        "2026-12-05 18:01:33,760 - ERROR - Communication error with client site-1: [Errno 104] Connection reset by peer"
+    )
+    server_log = console.replace(" - ERROR - ", " - SimulatorClientRunner - ERROR - ")
+    for line in (console, server_log):
+        watch = dog()
+        watch.observe(ROUND0, 0.0)
+        assert watch.observe(line, 1.0) is True
+        assert watch.check(1.0) == (
+            "simulator stall: server log shows 'Communication error with client site-1: [Errno 104] Connection "
+            "reset by peer'"
+        )

@@ -149,6 +149,18 @@ IMPORT_TUNING = lambda text: text.replace(  # noqa: E731
     "import tuning  # noqa: F401\nfrom standin_flare import NumpyFedAvgRecipe, SimEnv\n",
 )
 ROUNDS, CLIENTS = "12 rounds ran, the fixed budget is 3", "3 clients took part, the fixed budget is 2"
+FOUR_CLIENTS = "4 clients took part, the fixed budget is 2"
+WRAP_SIMENV = """
+_simenv_init = SimEnv.__init__
+
+
+def _four_sites(self, *args, **kwargs):
+    kwargs["num_clients"] = 4
+    _simenv_init(self, **kwargs)
+
+
+SimEnv.__init__ = _four_sites
+"""
 BUDGET_ATTACKS = {  # case: (job.py edit, new files, what the run-time check must say, must it reach that check)
     "setattr": (after_parse('setattr(args, "num_rounds", 12)'), {}, ROUNDS, True),
     "vars": (after_parse('vars(args)["num_rounds"] = 12'), {}, ROUNDS, False),
@@ -168,7 +180,39 @@ BUDGET_ATTACKS = {  # case: (job.py edit, new files, what the run-time check mus
     ),
     "module patches the recipe": (IMPORT_TUNING, {"tuning.py": PATCH_ROUNDS}, ROUNDS, True),
     "module patches SimEnv": (IMPORT_TUNING, {"tuning.py": PATCH_CLIENTS}, CLIENTS, True),
+    "job wraps SimEnv.__init__": (
+        lambda text: text.replace("\ndef main():\n", WRAP_SIMENV + "\n\ndef main():\n"),
+        {},
+        FOUR_CLIENTS,
+        True,
+    ),
+    "attribute set after construction": (
+        lambda text: text.replace(
+            "    run = recipe.execute(env)\n", "    env.num_clients = 4\n    run = recipe.execute(env)\n"
+        ),
+        {},
+        FOUR_CLIENTS,
+        False,
+    ),
+    "environment variable": (
+        lambda text: text.replace("import argparse\n", "import argparse\nimport os\n").replace(
+            "    env = SimEnv(", '    args.n_clients = int(os.environ.get("AUTOFL_SITES", "4"))\n    env = SimEnv('
+        ),
+        {},
+        FOUR_CLIENTS,
+        False,
+    ),
+    "module sets the environment the job reads": (
+        lambda text: IMPORT_TUNING(text).replace(
+            "    env = SimEnv(num_clients=args.n_clients",
+            '    env = SimEnv(num_clients=int(__import__("os").environ.get("SITES", args.n_clients))',
+        ),
+        {"tuning.py": 'import os\n\nos.environ["SITES"] = "4"\n'},
+        FOUR_CLIENTS,
+        False,
+    ),
 }
+RAN = {ROUNDS: (12, 2), CLIENTS: (3, 3), FOUR_CLIENTS: (3, 4)}
 
 
 @pytest.mark.parametrize("case", list(BUDGET_ATTACKS), ids=lambda c: c.replace(" ", "-"))
@@ -186,7 +230,7 @@ def test_a_budget_changed_at_run_time_is_never_kept(ws, case):
     assert row["failure_reason"].startswith("budget violated: ") and said in row["failure_reason"], row
     budget = manifest(ws, "budget")["result"]["budget"]
     assert budget["status"] == "violated" and said in budget["reason"], budget
-    assert (budget["rounds"], budget["clients"]) == ((12, 2) if said == ROUNDS else (3, 3)), budget
+    assert (budget["rounds"], budget["clients"]) == RAN[said], budget
     assert_evidence_unchanged(ws, before, "budget")
     assert_live_job_is_the_best(ws)
 
@@ -407,6 +451,39 @@ def test_real_nvflare_budget_changed_at_run_time_is_a_crash(namespaces, real_cam
     assert row["failure_reason"].startswith("budget violated: 5 rounds ran, the fixed budget is 3"), row
     budget = manifest(workspace, "more-rounds")["result"]["budget"]
     assert (budget["status"], budget["rounds"], budget["clients"]) == ("violated", 5, 2), budget
+    assert_live_job_is_the_best(workspace)
+
+
+@pytest.mark.integration
+def test_real_nvflare_client_count_changed_at_run_time_is_a_crash(namespaces, real_campaign, tmp_path):
+    """SimEnv's constructor wrapped in job.py: NVFLARE runs three clients, the budget says two (never kept).
+
+    With three clients of which FedAvg samples two, NVFLARE 2.9's simulator often loses a client as it starts its
+    worker (`Communication error with client site-N: [Errno 104] ...`, then it waits forever): that run is a crash
+    named at once as a simulator stall, and the candidate is tried again under a new name until one runs through."""
+    workspace = tmp_path / "ws"
+    shutil.copytree(real_campaign[0], workspace)
+    wrap = WRAP_SIMENV.replace('kwargs["num_clients"] = 4', 'kwargs["num_clients"] = 3')
+    edit = lambda text: text.replace("\ndef main():\n", wrap + "\n\ndef main():\n")  # noqa: E731
+    prepare(workspace, "more-sites", job=edit)
+    # the import's dry run sees the client count NVFLARE is asked for and refuses the candidate before it trains ...
+    refused = run_cli(workspace, "evaluate", "--run-args", "--lr 0.1")
+    assert refused.code == 2 and "changes the fixed budget (num_clients 2 -> 3)" in refused.stderr, refused.stderr
+    assert ledger_rows(workspace)[-1]["name"] == "baseline"
+    # ... and where no dry run happens, what ran (the clients that joined and sent results) is checked
+    no_dry_run = {**os.environ, "AUTOFL_IMPORT_DRY_RUN": "0"}
+    for attempt in range(4):
+        name = "more-sites" if attempt == 0 else f"more-sites-{attempt}"
+        if attempt:
+            prepare(workspace, name, job=edit)
+        done = run_cli(workspace, "evaluate", "--run-args", f"--lr 0.1{attempt}", env=no_dry_run)
+        row = ledger_rows(workspace)[-1]
+        assert (done.code, row["name"], row["status"]) == (1, name, "crash"), done.stderr  # never kept
+        if not row["failure_reason"].startswith("simulator stall: server log shows 'Communication error with client"):
+            break
+    assert row["failure_reason"] == "budget violated: 3 clients took part, the fixed budget is 2", row
+    budget = manifest(workspace, name)["result"]["budget"]
+    assert (budget["status"], budget["rounds"], budget["clients"]) == ("violated", 3, 3), budget
     assert_live_job_is_the_best(workspace)
 
 

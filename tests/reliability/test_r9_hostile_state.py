@@ -15,6 +15,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -77,10 +78,35 @@ def write(path: Path, text: str) -> Path:
 # --- the lock ------------------------------------------------------------------------------------------------
 
 
-def slow_candidate(workspace: Path, name: str = "slow", seconds: float = 4.0) -> None:
+# The candidate's trial waits until the test releases it (SIGUSR1), at most two minutes: however slow the machine,
+# the trial still runs (and its action holds the lock) while the test does what it must meanwhile.
+WAIT_FOR_RELEASE = """
+import signal, time
+released = []
+signal.signal(signal.SIGUSR1, lambda *_: released.append(1))
+deadline = time.monotonic() + 120
+while not released and time.monotonic() < deadline:
+    time.sleep(0.05)
+BONUS = 0.05
+"""
+
+
+def slow_candidate(workspace: Path, name: str = "slow") -> None:
     assert run_inproc(workspace, "prepare", "--name", name, "--hypothesis", "slow but better").code == 0
     client = source_dir(workspace, name) / "client.py"
-    client.write_text(client.read_text() + f"\nimport time\ntime.sleep({seconds})\nBONUS = 0.05\n")
+    client.write_text(client.read_text() + WAIT_FOR_RELEASE)
+
+
+def release_trial(workspace: Path) -> None:
+    """SIGUSR1 to the job's process of the workspace's trial (not the launcher, which would die of it)."""
+    for pid in trial_processes(workspace):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if b"sandbox.py" in handle.read():
+                    continue
+            os.kill(pid, signal.SIGUSR1)
+        except OSError:
+            continue
 
 
 def wait_for(predicate, seconds: float = 60.0) -> None:
@@ -103,7 +129,8 @@ def test_deleting_the_lock_while_an_action_holds_it_lets_no_second_action_in(ws)
         (ws / META / "campaign.lock").unlink()
         second = run_cli(ws, "status")
         assert second.code == 2 and "already in use" in one_line(second.stderr)
-        out, err = runner.communicate(timeout=120)
+        release_trial(ws)
+        out, err = runner.communicate(timeout=180)
     finally:
         if runner.poll() is None:
             runner.kill()

@@ -127,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="env AUTOFL_SIMULATOR_NO_PROGRESS_TIMEOUT_SECONDS, default 240; 0 disables",
     )
+    for flag, dest, what in (
+        ("--trial-memory", "trial_memory", "memory (e.g. 6G; default: 3/4 of RAM divided among a batch's trials)"),
+        ("--trial-disk", "trial_disk", "disk written (e.g. 20G; default: half the free disk divided among trials)"),
+        ("--trial-processes", "trial_processes", "processes and threads (default 2048)"),
+    ):
+        add(flag, dest=dest, metavar="SIZE" if dest != "trial_processes" else "N", help=f"per-trial limit: {what}")
     add("--python", metavar="PATH", help="interpreter with nvflare for trials (default $PYTHON or this one)")
     add(
         "--allow-network",

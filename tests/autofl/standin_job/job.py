@@ -36,6 +36,9 @@ MODES = (
     "ambiguous",
     "flood",
     "sandbox_hang",
+    "leak",
+    "fill_disk",
+    "fork_bomb",
 )
 FLOOD_MIB = 25  # per part: one huge line, then many ordinary lines (about 50 MB of output in all)
 
@@ -71,6 +74,8 @@ def main():
     root = Path(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/tmp/nvflare/simulation"))
     if args.mode == "hang_silent":
         time.sleep(300)
+    if args.mode in ("leak", "fill_disk", "fork_bomb"):
+        consume(args.mode)
     if args.mode in ("sandbox", "sandbox_hang"):
         say("Traceback (most recent call last):")
         say('  File "socket.py", line 1, in bind')
@@ -124,6 +129,30 @@ def main():
         write_summary(job, args)
     shown = "/somewhere/else/standin" if args.mode in ("print_outside", "ambiguous") else str(job)
     print("Result can be found in :", shown, flush=True)
+
+
+def consume(mode):
+    """Grow without end: memory (touched pages), the private TMPDIR, or processes (every one forks again)."""
+    say(f"Round 0 started. consuming: {mode}")
+    if mode == "leak":
+        kept = []
+        while True:
+            kept.append(b"\x01" * (16 * 1024 * 1024))  # written, so resident
+            time.sleep(0.01)
+    if mode == "fill_disk":
+        with open(Path(os.environ.get("TMPDIR", "/tmp")) / "filler.bin", "wb") as handle:
+            chunk = b"\x02" * (4 * 1024 * 1024)
+            while True:
+                try:
+                    handle.write(chunk)
+                    handle.flush()
+                except OSError:
+                    time.sleep(0.1)
+    while True:  # fork bomb: parent and children fork on; a refused fork only slows them
+        try:
+            os.fork()
+        except OSError:
+            time.sleep(0.05)
 
 
 def flood():

@@ -172,6 +172,7 @@ class _Pool:
                     stage_files=request.stage_files,
                     gpu=gpu,
                     progress_stream=self.stream,
+                    slots=len(self.width),
                     kind=request.kind,  # a candidate may be pruned on its own: its slot takes the next at once
                 )
             except BaseException as error:  # reported by run_all after every trial ended

@@ -28,6 +28,7 @@ from ..trial.argv import TrialError
 from ..trial.execute import CRASH, TrialResult, TrialSpec, run_trial
 from . import pruning
 from .outcome import CampaignError
+from .settings import limits_of
 from .store import contract, snapshots
 from .store.paths import TRIAL_TEMP_PREFIX
 from .tamper import EvidenceGuard
@@ -41,11 +42,12 @@ def spec(
     token: str,
     temp_parent: Path,
     stage_files: dict[str, bytes] | None = None,
+    slots: int = 1,
 ) -> TrialSpec:
     """The TrialSpec of trial `name` with `run_args` under the campaign's fixed budget and settings.
 
     `stage_files` (the managed files the trial must see) makes it a sealed trial; None runs it contained in the
-    live workspace.
+    live workspace. `slots`: trials running at once (the machine's default limits are divided among them).
     """
     config, settings, paths = campaign.config, campaign.settings, campaign.paths
     flags = importer.cli_flags(config)
@@ -80,6 +82,7 @@ def spec(
         hide=[paths.meta, paths.output_root],
         literal_paths=contract.literal_simulator_paths(config, paths.workspace),
         num_clients=contract.num_clients(config),
+        limits=limits_of(settings, slots=slots, folder=temp_parent),
     )
 
 
@@ -206,15 +209,22 @@ def run_marked(
     stage_files: dict[str, bytes] | None,
     gpu: str | None = None,
     progress_stream=None,
+    slots: int = 1,
     kind: str | None = None,
 ) -> TrialResult:
     """One trial whose marker entry is already written: evidence guard, the child, trial.json. Safe to call from
-    several threads at once for different `name`s (a batch); `gpu` is the child's CUDA_VISIBLE_DEVICES; a
-    candidate (`kind`) gets the round judge when pruning is on (`pruning.judge_for`)."""
+    several threads at once for different `name`s (a batch of `slots` at a time); `gpu` is the child's
+    CUDA_VISIBLE_DEVICES; a candidate (`kind`) gets the round judge when pruning is on (`pruning.judge_for`)."""
     guard = EvidenceGuard.take(campaign, live_workspace=stage_files is None)
     try:
         trial = spec(
-            campaign, name=name, run_args=run_args, token=token, temp_parent=temp_parent, stage_files=stage_files
+            campaign,
+            name=name,
+            run_args=run_args,
+            token=token,
+            temp_parent=temp_parent,
+            stage_files=stage_files,
+            slots=slots,
         )
         trial.on_start = lambda _pid, _token: faults.checkpoint("trial:child_started")
         trial.cuda_visible_devices = gpu

@@ -13,7 +13,9 @@ from __future__ import annotations
 import importlib
 import os
 import stat
+import tempfile
 from datetime import datetime, timezone
+from pathlib import Path
 
 from ..campaign import vocabulary as v
 from . import flag_scope, job_defaults, pointers, pruning, ready, recovery, refresh
@@ -144,11 +146,25 @@ def _status(campaign, options, now: str) -> ActionResult:
     extras = {
         "pending": listed,
         **pruning.status_fields(campaign),
+        "trial_limits": limits_shown(campaign.settings),
         "best_sites": curves.site_values(campaign, best) if best else {},
     }
     if getattr(options, "write_best_defaults", False):
         extras["job_defaults_written"] = job_defaults.write(campaign, state_mod.compute(campaign, now), now)
     return ActionResult(extras=extras)
+
+
+def limits_shown(settings: settings_mod.CampaignSettings) -> dict:
+    """Each per-trial limit of one trial alone: its value and whether the campaign set it or the machine did."""
+    from ..common import trial_limits as limits
+
+    resolved = settings_mod.limits_of(settings, slots=1, folder=Path(tempfile.gettempdir()))
+    shown = {}
+    for key, kind in settings_mod.LIMIT_KEYS.items():
+        value = getattr(resolved, kind)
+        source = "setting" if getattr(settings, key) else "machine default (divided among a batch's trials)"
+        shown[kind] = {"value": value, "shown": limits.show(kind, value), "source": source}
+    return shown
 
 
 def _submit_step(submit, record):

@@ -71,6 +71,15 @@ def _end_orphaned_trial(paths) -> None:
             if survivors:
                 print(f"autofl: processes of an orphaned trial survived termination: {survivors}", file=sys.stderr)
         temp_dir = own_trial_folder(entry.get("temp_dir"))
+        if temp_dir is not None:
+            from ..trial import seal
+
+            try:
+                names = os.listdir(temp_dir)
+            except OSError:
+                names = []
+            for name in names:  # each trial folder names its pids cgroup (empty once its processes ended)
+                seal.release_limits(temp_dir / name)
         if temp_dir is not None and not trees.remove_tree(temp_dir):
             print(f"autofl: could not remove the orphaned trial folder {temp_dir}; remove it by hand", file=sys.stderr)
     marker.unlink(missing_ok=True)

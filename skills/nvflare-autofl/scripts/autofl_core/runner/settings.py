@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass, field, fields
 
 from ..campaign import guard_inputs
+from ..common import trial_limits
 from .outcome import CampaignError
 from .store.paths import DEFAULT_OUTPUTS, OUTPUT_KEYS
 
@@ -31,7 +32,17 @@ NO_PROGRESS_ENV = "AUTOFL_SIMULATOR_NO_PROGRESS_TIMEOUT_SECONDS"
 DEFAULT_TIMEOUT = 900.0
 DEFAULT_NO_PROGRESS = 240.0
 IMMUTABLE = ("metric", "mode", "env", *OUTPUT_KEYS, "base_args", "python")
-MUTABLE = (*THRESHOLD_KEYS, "stop_files", "timeout", "simulator_no_progress_timeout", "allow_network", "prune")
+# Trial resource limits: bytes (memory, disk) and a count (processes); None takes the machine's default per trial.
+LIMIT_KEYS = {"trial_memory": "memory", "trial_disk": "disk", "trial_processes": "processes"}
+MUTABLE = (
+    *THRESHOLD_KEYS,
+    "stop_files",
+    "timeout",
+    "simulator_no_progress_timeout",
+    "allow_network",
+    "prune",
+    *LIMIT_KEYS,
+)
 FLAGS = {
     "metric": "--metric",
     "env": "--env",
@@ -55,10 +66,16 @@ FLAGS = {
     "allow_network": "--allow-network",
     "prune": "--prune",
     "noise_sigmas": "--noise-sigmas",
+    **{key: trial_limits.FLAGS[kind] for key, kind in LIMIT_KEYS.items()},
 }
 UNCAPPED = "uncapped"
 # Settings a campaign of an earlier runner may lack: read as these defaults, never written back by `to_json`.
-OPTIONAL = {"allow_network": False, "prune": False, **{key: spec[1] for key, spec in guard_inputs.THRESHOLDS.items()}}
+OPTIONAL = {
+    "allow_network": False,
+    "prune": False,
+    **{key: spec[1] for key, spec in guard_inputs.THRESHOLDS.items()},
+    **dict.fromkeys(LIMIT_KEYS),  # None: the machine's default per trial
+}
 
 
 @dataclass(frozen=True)
@@ -90,6 +107,9 @@ class CampaignSettings:
     exploration_batch_size: int
     family_repeat_limit: int
     noise_sigmas: float
+    trial_memory: int | None = None  # per-trial limits (bytes, bytes, a count); None: the machine's default
+    trial_disk: int | None = None
+    trial_processes: int | None = None
     absent: tuple[str, ...] = ()  # OPTIONAL keys the document lacked
     extra: tuple[tuple[str, object], ...] = ()  # keys this runner does not know, as read
 
@@ -157,12 +177,34 @@ def requested_settings(options) -> dict:
         given["stop_files"] = list(options.stop_files)
     if getattr(options, "base_args", None) is not None:
         given["base_args"] = split_args(options.base_args, "--base-args")
+    given.update(_limit_settings(options))
     if getattr(options, "uncapped", False):
         given["max_candidates"] = UNCAPPED
     elif getattr(options, "max_candidates", None) is not None:
         given["max_candidates"] = options.max_candidates
     _check_values(given)
     return given
+
+
+def _limit_settings(options) -> dict:
+    """--trial-memory / --trial-disk (sizes like 6G) and --trial-processes (a count), as bytes and a count."""
+    given = {}
+    for key, kind in LIMIT_KEYS.items():
+        text = getattr(options, key, None)
+        if text is None:
+            continue
+        parse = trial_limits.parse_count if kind == "processes" else trial_limits.parse_size
+        try:
+            given[key] = parse(text, FLAGS[key])
+        except ValueError as error:
+            raise CampaignError(str(error)) from None
+    return given
+
+
+def limits_of(settings: CampaignSettings, *, slots: int, folder) -> trial_limits.TrialLimits:
+    """The limits of one trial of a batch of `slots`: the campaign's settings, else the machine's defaults."""
+    given = {kind: getattr(settings, key) for key, kind in LIMIT_KEYS.items()}
+    return trial_limits.resolve(given, slots=slots, folder=folder)
 
 
 def split_args(text: str, flag: str) -> list[str]:
@@ -197,6 +239,7 @@ def new_settings(given: dict, environ, config: dict) -> dict:
         "simulator_no_progress_timeout": float(DEFAULT_NO_PROGRESS if no_progress is None else no_progress),
         "python": given.get("python") or environ.get("PYTHON") or sys.executable,
         "allow_network": bool(given.get("allow_network", False)),
+        **{key: given.get(key) for key in LIMIT_KEYS},
         "prune": bool(given.get("prune", False)),
     }
     return settings

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..common import trees
+from ..common import trial_limits as limits
 from . import argv as argv_mod
 from . import childenv, metrics, processes, progress, resultdir, rootcause, seal, watchdog, what_ran
 from .argv import TrialError
@@ -86,6 +87,7 @@ class TrialSpec:
     round_judge(curve): asked at every tick with the per-round global metric so far ({round index: value}, from the
     server's round records); a returned reason stops the trial tree, and the trial ends `pruned` with that reason.
     temp_parent: where the disposable trial folder is created (default: the system temp dir).
+    limits: memory, disk and process limits (limits.TrialLimits); None runs the trial without them.
     """
 
     python: str
@@ -119,6 +121,7 @@ class TrialSpec:
     literal_paths: list[str] = field(default_factory=list)
     num_clients: int | None = None
     cuda_visible_devices: str | None = None
+    limits: limits.TrialLimits | None = None
     round_judge: Callable[[dict[int, float]], str | None] | None = None
 
 
@@ -194,16 +197,27 @@ def run_trial(spec: TrialSpec) -> TrialResult:
             stage_files=spec.stage_files,
             hide=list(spec.hide),
             literal_paths=list(spec.literal_paths),
+            limits=spec.limits.to_plan() if spec.limits else None,
         )
         launch = seal.launcher_argv(spec.python, plan, argv)
         mapped = seal.literal_root(trial_dir, list(spec.literal_paths)) if spec.stage_files is not None else None
         result = _run_in_root(spec, argv, env, mapped or root, token, launch, trial_dir)
         result.sandbox = seal.read_status(trial_dir, sealed=spec.stage_files is not None)
+        _limit_breached(result, seal.read_breach(trial_dir) if spec.limits else None)
         result.network_isolation = seal.network_word(result.sandbox)
         result.failure_reason = _network_hint(result, Path(spec.run_dir) / "run.log")
         return result
     finally:
+        seal.release_limits(trial_dir)
         trees.remove_tree(trial_dir)  # iterative, never raises: a trial may leave a very deep tree
+
+
+def _limit_breached(result: TrialResult, record: dict | None) -> None:
+    """A trial that crossed a resource limit is a crash naming the limit, whatever else it did."""
+    reason = limits.breach_reason(record) if record else None
+    if reason:
+        result.outcome, result.score, result.budget = CRASH, None, None
+        result.failure_reason = reason
 
 
 def _run_in_root(
@@ -290,6 +304,7 @@ class _Monitor:
         self.printer = progress.ProgressPrinter(spec.progress_stream) if spec.progress_stream else None
         self.interval = TTY_TICK_SECONDS if self.printer and self.printer.tty else TICK_SECONDS
         self.live = bool(self.printer and not self.printer.tty)  # print changes from the output thread
+        self.note: tuple[int, str] | None = None
         self.judge = spec.round_judge
         self.pruned: str | None = None  # the judge's reason, once it stopped the trial
 
@@ -311,6 +326,7 @@ class _Monitor:
             self.watchdog.observe(line, now)
             self.tracker.feed(line)
         if self.printer:
+            self.note = self.watchdog.waiting(now)  # a quiet trial says what it waits for
             self._show(self.tracker.state_key(), now)  # reads the round records appended since the last tick
         stop = self.watchdog.check(now)
         if stop is None and self.judge is not None:
@@ -321,8 +337,11 @@ class _Monitor:
         return self.watchdog.next_deadline()
 
     def _show(self, key: tuple, now: float) -> None:
+        note = self.note  # (every WAIT_NOTE_SECONDS of silence, the note), set by the tick
+        key = (*key, note[0]) if note else key
         if self.printer.wants(key):  # the line is built only when it will be written
-            self.printer.show(self.tracker.render(now - self.started, refresh=False), key)
+            line = self.tracker.render(now - self.started, refresh=False)
+            self.printer.show(f"{line} | {note[1]}" if note else line, key)
 
     def close(self) -> None:
         if self.printer:

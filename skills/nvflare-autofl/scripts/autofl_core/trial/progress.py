@@ -27,6 +27,7 @@ import re
 import stat
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import TextIO
 
@@ -306,7 +307,15 @@ class RoundRecords:
 
 
 class ProgressPrinter:
-    """Write a status line to a text stream (stderr) whenever it changes; `\\r` redraws on a TTY."""
+    """Write a status line to a text stream (stderr) whenever it changes; `\\r` redraws on a TTY.
+
+    Lines are handed to a writer thread (started with the first line), so a stream nobody reads (a full pipe)
+    never blocks the caller: the output pump and the watchdogs go on, and lines beyond MAX_QUEUED are dropped
+    (oldest first). `close()` waits at most CLOSE_SECONDS for the queued lines to be written.
+    """
+
+    MAX_QUEUED = 64
+    CLOSE_SECONDS = 2.0
 
     def __init__(self, stream: TextIO):
         self._stream = stream
@@ -314,7 +323,11 @@ class ProgressPrinter:
         self._last_key: object = None
         self._lock = threading.Lock()
         self._open_line = False
-        self.written_at = float("-inf")  # time.monotonic() of the last line written
+        self.written_at = float("-inf")  # time.monotonic() of the last line handed over
+        self._queue: deque[str] = deque(maxlen=self.MAX_QUEUED)
+        self._ready = threading.Condition(self._lock)
+        self._closing = False
+        self._writer: threading.Thread | None = None
 
     def wants(self, key: object) -> bool:
         """Whether `show` with this key would write (on a TTY always: the elapsed time is redrawn)."""
@@ -324,18 +337,42 @@ class ProgressPrinter:
     def show(self, line: str, key: object) -> None:
         """Print `line`: on a TTY always (redraw in place), elsewhere only when `key` changed."""
         with self._lock:
-            if not self.tty and key == self._last_key:
+            if self._closing or (not self.tty and key == self._last_key):
                 return
-            self._stream.write("\r\033[K" + line if self.tty else line + "\n")
+            self._queue.append("\r\033[K" + line if self.tty else line + "\n")
             self._open_line = self.tty
             self._last_key = key
             self.written_at = time.monotonic()
-            self._stream.flush()
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_queued, name="autofl-progress", daemon=True)
+                self._writer.start()
+            self._ready.notify()
+
+    def _write_queued(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._closing:
+                    self._ready.wait()
+                if not self._queue:
+                    return
+                text = "".join(self._queue)
+                self._queue.clear()
+            try:
+                self._stream.write(text)
+                self._stream.flush()
+            except Exception:  # a broken stream ends the progress line, never the trial
+                return
 
     def close(self) -> None:
-        """End a redrawn TTY line so later stderr output starts on a fresh line."""
+        """End a redrawn TTY line, write what is queued (waiting at most CLOSE_SECONDS) and stop the writer."""
         with self._lock:
             if self._open_line:
-                self._stream.write("\n")
-                self._stream.flush()
+                self._queue.append("\n")
                 self._open_line = False
+            if self._queue and self._writer is None:
+                self._writer = threading.Thread(target=self._write_queued, name="autofl-progress", daemon=True)
+                self._writer.start()
+            self._closing = True
+            self._ready.notify()
+        if self._writer is not None:
+            self._writer.join(timeout=self.CLOSE_SECONDS)

@@ -14,6 +14,12 @@ It reads a plan (JSON, written by the runner into the trial's private folder) an
 3. when the command ends, init ends every process left in the namespace (a double-forked `setsid` daemon
    included) and exits with the command's status; the launcher exits with the same status.
 
+4. with `limits` in the plan, caps the trial's tasks with a pids cgroup where the host lets it create one
+   (before the namespaces), sizes the temp-folder tmpfs mounts to the disk limit, and lets PID 1 watch the
+   namespace (every `WATCH_SECONDS`: resident anonymous memory and tasks of its processes; every
+   `DISK_SECONDS`: the writable folders and the temp mounts). A limit crossed ends every process of the
+   namespace at once; what was crossed, by whom, goes to `limits.reason_file` (JSON) for the runner.
+
 Each protection is attempted on its own and written to the plan's status file (`{"protections": {...},
 "missing": [...]}`), so the runner can say exactly which ones were missing. A protection the plan requires that
 fails stops the trial before the command runs (exit 126). Standard library only; run it with `python -I`.
@@ -23,7 +29,8 @@ Usage:
     python -I sandbox.py --probe          # prints the status JSON of a dry run; exit 0 when fully sealed
 
 Plan keys: status_file, cwd, network ("isolated" | "allowed"), required [protection names],
-view {workspace, stage, upper, work, hide[]}, ephemeral [{path, scratch}], writable [paths], map [{path, upper, work}].
+view {workspace, stage, upper, work, hide[]}, ephemeral [{path, scratch}], writable [paths], map [{path, upper, work}],
+limits {memory, disk, processes (None: none), reason_file, cgroup (a name), disk_paths [{path, label}]}.
 """
 
 from __future__ import annotations
@@ -33,11 +40,13 @@ import errno
 import fcntl
 import json
 import os
+import select
 import signal
 import socket
 import struct
 import sys
 import tempfile
+import time
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x10000000, 0x40000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 0x4000, 1 << 18
@@ -60,6 +69,12 @@ PROTECTIONS = (
     "capabilities_dropped",
 )
 YES = "yes"
+WATCH_SECONDS = 0.5  # memory and tasks of the namespace are read this often (a few processes: ~1 ms)
+DISK_SECONDS = 2.0  # the writable folders are walked this often
+MAX_WALK_ENTRIES = 50000  # a walk stops here (what it counted so far is a lower bound)
+STATUS_READ_LIMIT = 8192
+PIDS_CGROUP = "/sys/fs/cgroup/pids"
+ENFORCED, WATCHED = "enforced", "watched"
 
 
 class SealError(OSError):
@@ -148,6 +163,11 @@ class Seal:
         self.status_fd: int | None = None
         self.status_pipe: int | None = None  # init -> launcher: the command's wait status
         self.own_mounts: list[str] = []  # mount points this seal made (not hidden by its overlays)
+        self.limits = dict(plan.get("limits") or {})
+        self.temp_mounts: list[tuple[str, int]] = []  # (label, O_PATH fd) of the size-capped tmpfs mounts
+        self.enforcement: dict[str, str] = {}
+        self.disk_fds: list[tuple[str, int]] = []  # (label, directory fd) of the writable folders on disk
+        self.watcher: Watcher | None = None
 
     def attempt(self, name: str, step) -> bool:
         try:
@@ -170,6 +190,11 @@ class Seal:
 
     def write_status(self) -> dict:
         document = {"protections": dict(self.status), "missing": self.missing()}
+        if self.limits:
+            document["limits"] = {
+                kind: {"value": self.limits.get(kind), "enforcement": self.enforcement.get(kind, "not set")}
+                for kind in ("memory", "disk", "processes")
+            }
         if self.status_fd is not None:
             os.write(self.status_fd, json.dumps(document, sort_keys=True).encode("utf-8"))
             os.close(self.status_fd)
@@ -245,8 +270,9 @@ class Seal:
         """Overlay `path` with an upper layer on a tmpfs at `scratch`: reads see the host, writes vanish."""
         if not os.path.isdir(path) or os.path.realpath(path) == "/" or _has_mounts_below(os.path.realpath(path)):
             return  # stays read-only with the rest of the host
-        _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700")
+        _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700" + self._size_option())
         self.own_mounts.append(os.path.realpath(scratch))
+        self.temp_mounts.append((path, _path_fd(scratch)))
         for name in ("upper", "work"):
             os.mkdir(os.path.join(scratch, name), 0o700)
         self._overlay(path, f"{scratch}/upper", f"{scratch}/work")
@@ -282,13 +308,31 @@ class Seal:
         self.read_write.append(_path_fd(target))
 
     def _read_only_host(self) -> None:
-        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777" + self._size_option())
         self.read_write.append(_path_fd("/dev/shm"))
+        self.temp_mounts.append(("/dev/shm", _path_fd("/dev/shm")))
+
+    def _size_option(self) -> str:
+        """A tmpfs holding trial writes is no larger than the disk limit (tmpfs is memory, not disk)."""
+        disk = self.limits.get("disk")
+        return f",size={int(disk)}" if isinstance(disk, int) and disk > 0 else ""
         _set_read_only(_path_fd("/"), True)
         for fd in self.read_write:
             _set_read_only(fd, False)
         for fd in self.read_only_again:
             _set_read_only(fd, True)
+
+    def arm_watcher(self) -> None:
+        """PID 1 with its own /proc watches memory, disk and tasks; elsewhere those limits are unavailable."""
+        if not self.limits:
+            return
+        can = os.getpid() == 1 and self.status["private_proc"] == YES
+        why = WATCHED if can else "unavailable: no PID namespace with its own /proc"
+        for kind in ("memory", "disk", "processes"):
+            if self.limits.get(kind) and self.enforcement.get(kind) != ENFORCED:
+                self.enforcement[kind] = why
+        if can:
+            self.watcher = Watcher(self, self.disk_fds)
 
     def drop_capabilities(self) -> None:
         def drop():
@@ -307,6 +351,156 @@ class Seal:
             self.status["capabilities_dropped"] = "unavailable: no user namespace"
 
 
+class Watcher:
+    """PID 1's view of the trial's resources; `breach()` names the first limit crossed (or None).
+
+    Memory: RssAnon summed over every process of the namespace (shared libraries and file pages are not the
+    trial's to free). Tasks: processes and threads. Disk: the bytes of the writable folders (walked at most
+    every DISK_SECONDS, at most MAX_WALK_ENTRIES entries) plus what the temp-folder tmpfs mounts hold.
+    """
+
+    def __init__(self, seal: Seal, disk_fds: list[tuple[str, int]]):
+        limits = seal.limits
+        self.memory, self.disk, self.processes = limits.get("memory"), limits.get("disk"), limits.get("processes")
+        self.temp_mounts = seal.temp_mounts
+        self.disk_fds = disk_fds
+        self.next_walk = 0.0
+        self.walked: dict[str, int] = {}
+
+    def breach(self, now: float, *, final: bool = False) -> dict | None:
+        if not final and (self.memory or self.processes):
+            found = self._tasks_and_memory()
+            if found:
+                return found
+        if self.disk and (final or now >= self.next_walk):
+            self.next_walk = now + DISK_SECONDS
+            return self._disk()
+        return None
+
+    def _tasks_and_memory(self) -> dict | None:
+        anon, tasks, biggest, parents = 0, 0, (0, 0), {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            fields = _status_fields(int(name))
+            if not fields:
+                continue
+            tasks += fields.get("Threads", 1)
+            if name == "1":
+                continue  # this watcher
+            anon += fields.get("RssAnon", 0) * 1024
+            biggest = max(biggest, (fields.get("RssAnon", 0), int(name)))
+            parent = fields.get("PPid", 0)
+            parents[parent] = parents.get(parent, 0) + 1
+        if self.memory and anon > self.memory:
+            return {"limit": "memory", "value": self.memory, "used": anon, "by": _describe(biggest[1])}
+        if self.processes and tasks >= self.processes:
+            parent = max(parents, key=lambda pid: (parents[pid], pid)) if parents else 0
+            return {"limit": "processes", "value": self.processes, "used": tasks, "by": _describe(parent)}
+        return None
+
+    def _disk(self) -> dict | None:
+        used: dict[str, int] = {}
+        for label, fd in self.temp_mounts:
+            try:
+                info = os.fstatvfs(fd)
+            except OSError:
+                continue
+            used[label] = used.get(label, 0) + (info.f_blocks - info.f_bfree) * info.f_frsize
+        budget = [MAX_WALK_ENTRIES]
+        for label, fd in self.disk_fds:
+            used[label] = used.get(label, 0) + _bytes_under(_fd_path(fd), budget)
+        total = sum(used.values())
+        if total >= self.disk:
+            most = max(used, key=lambda label: used[label])
+            return {"limit": "disk", "value": self.disk, "used": total, "by": most}
+        return None
+
+
+def _status_fields(pid: int) -> dict[str, int]:
+    """PPid, Threads and RssAnon (kB) from /proc/<pid>/status ({} when it is gone)."""
+    try:
+        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return {}
+    try:
+        data = os.read(fd, STATUS_READ_LIMIT)
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    fields = {}
+    for line in data.split(b"\n"):
+        key, _, value = line.partition(b":")
+        if key in (b"PPid", b"Threads", b"RssAnon"):
+            parts = value.split()
+            if parts and parts[0].isdigit():
+                fields[key.decode()] = int(parts[0])
+    return fields
+
+
+def _describe(pid: int) -> str:
+    """`site-2 (python client.py)`: the site a process serves (from its command line) and what it runs."""
+    try:
+        fd = os.open(f"/proc/{pid}/cmdline", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            raw = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+    except OSError:
+        return ""
+    argv = [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
+    if not argv:
+        return ""
+    program = os.path.basename(argv[0])
+    what = next((os.path.basename(arg) for arg in argv[1:] if arg.endswith(".py")), "")
+    if not what and "-m" in argv[1:-1]:
+        what = "-m " + argv[argv.index("-m", 1) + 1]
+    shown = f"{program} {what}".strip()
+    site = next((arg for arg in argv if arg.startswith("site-") and len(arg) < 64), "")
+    if not site:
+        for flag in ("--client", "-c", "--site", "-n"):
+            if flag in argv[1:-1] and not argv[argv.index(flag, 1) + 1].startswith("-"):
+                site = argv[argv.index(flag, 1) + 1][:64]
+                break
+    return f"{site} ({shown})" if site else shown
+
+
+def _bytes_under(root: str, budget: list[int]) -> int:
+    """Bytes allocated to files below `root` (no symlink followed); stops when `budget[0]` entries were seen."""
+    total, stack = 0, [root]
+    while stack and budget[0] > 0:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                budget[0] -= 1
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                total += info.st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                if budget[0] <= 0:
+                    break
+    return total
+
+
+def _join_pids_cgroup(name: str, processes: int) -> None:
+    """Cap this process and everything it starts at `processes` tasks (+1: this launcher) in a new pids cgroup."""
+    path = os.path.join(PIDS_CGROUP, name)
+    os.mkdir(path, 0o700)
+    try:
+        _write(os.path.join(path, "pids.max"), str(processes + 1))
+        _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
+    except OSError:
+        os.rmdir(path)
+        raise
+
+
 def _exit_like(status: int) -> None:
     """Leave with the same exit code or signal as the waited-for child."""
     if os.WIFSIGNALED(status):
@@ -321,6 +515,7 @@ def _init(seal: Seal, command: list[str]) -> None:
     namespace, become the command (same pid, same process group)."""
     seal.build()
     seal.drop_capabilities()
+    seal.arm_watcher()
     seal.write_status()
     unmet = [name for name in seal.plan.get("required", []) if seal.status.get(name) != YES]
     if unmet:
@@ -342,7 +537,7 @@ def _init(seal: Seal, command: list[str]) -> None:
         _exec(command)
     for sig in FORWARDED:
         signal.signal(sig, lambda number, _frame: _signal_namespace(number))
-    status = _reap_until(child)
+    status = _reap_until(child, seal.watcher)
     _signal_namespace(signal.SIGKILL)
     if seal.status_pipe is not None:  # PID 1 cannot die of its own signal: the launcher mirrors the status
         os.write(seal.status_pipe, str(status).encode("ascii"))
@@ -365,7 +560,9 @@ def _signal_namespace(sig: int) -> None:
         pass
 
 
-def _reap_until(child: int) -> int:
+def _reap_until(child: int, watcher: Watcher | None = None) -> int:
+    if watcher is not None:
+        return _reap_watching(child, watcher)
     while True:
         try:
             pid, status = os.waitpid(-1, 0)
@@ -377,10 +574,74 @@ def _reap_until(child: int) -> int:
             return status
 
 
+def _reap_watching(child: int, watcher: Watcher) -> int:
+    """Reap like `_reap_until`, waking every WATCH_SECONDS (or when the command exits) to check the limits; a
+    limit crossed ends every process of the namespace, and its record goes to the reason file."""
+    try:
+        exited = [os.pidfd_open(child)]
+    except (OSError, AttributeError):
+        exited = []  # the exit is then seen at the next wake-up
+    breached = None
+    while True:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return 0
+            except InterruptedError:
+                continue
+            if pid == 0:
+                break
+            if pid == child:
+                if breached is None and watcher.disk:  # a temp mount may be full: the job then failed on ENOSPC
+                    _record_breach(watcher.breach(time.monotonic(), final=True))
+                return status
+        if breached is None:
+            breached = watcher.breach(time.monotonic())
+            if breached is not None:
+                _record_breach(breached)
+                _signal_namespace(signal.SIGKILL)
+                continue
+        select.select(exited, [], [], WATCH_SECONDS)
+
+
+_REASON_FD: list[int] = []
+
+
+def _record_breach(record: dict | None) -> None:
+    if record is not None and _REASON_FD:
+        os.write(_REASON_FD[0], json.dumps(record, sort_keys=True).encode("utf-8"))
+
+
+def _watch_setup(seal: Seal) -> list[tuple[str, int]]:
+    """Before any namespace: the reason file, the pids cgroup, descriptors of the folders the disk watch walks."""
+    limits = seal.limits
+    if limits.get("reason_file"):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
+        _REASON_FD.append(os.open(limits["reason_file"], flags, 0o600))
+    if limits.get("processes"):
+        seal.enforcement["processes"] = WATCHED
+        if limits.get("cgroup"):
+            try:
+                _join_pids_cgroup(str(limits["cgroup"]), int(limits["processes"]))
+                seal.enforcement["processes"] = ENFORCED
+            except OSError:
+                pass
+    fds = []
+    for entry in limits.get("disk_paths") or []:
+        try:
+            fds.append((entry["label"], os.open(entry["path"], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)))
+        except (OSError, KeyError, TypeError):
+            continue
+    return fds
+
+
 def run(plan: dict, command: list[str]) -> None:
     seal = Seal(plan)
     seal.open_status()
+    seal.disk_fds = _watch_setup(seal) if seal.limits else []
     if not seal.unshare():
+        seal.arm_watcher()
         seal.write_status()
         if plan.get("required"):
             sys.stderr.write("autofl: the trial was not run: namespaces are unavailable\n")

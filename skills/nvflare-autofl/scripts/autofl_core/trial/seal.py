@@ -18,16 +18,20 @@ in the live workspace. Usage::
 from __future__ import annotations
 
 import atexit
+import errno
 import json
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from ..common import bounded
 
 LAUNCHER = Path(__file__).resolve().parent / "sandbox.py"
-PLAN, STATUS = "sandbox-plan.json", "sandbox-status.json"
+PLAN, STATUS, LIMITS = "sandbox-plan.json", "sandbox-status.json", "sandbox-limits.json"
+PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
+NO_STATUS = "unavailable: the sandbox launcher wrote no status"
 SEALED_NEEDS = ("user_namespace", "mount_namespace", "workspace_view", "read_only_host")
 PROBE_TIMEOUT = 30.0
 _PROBES: dict[str, dict] = {}
@@ -100,6 +104,7 @@ def write_plan(
     stage_files: dict[str, bytes] | None = None,
     hide: list[Path] = (),
     literal_paths: list[str] = (),
+    limits: dict | None = None,
 ) -> Path:
     """Write the sandbox plan (and the staged files of a sealed trial) into `trial_dir`; returns the plan path.
 
@@ -107,10 +112,26 @@ def write_plan(
     `hide` folders of the workspace are invisible, `writable` folders (the one that holds the simulator root and
     the private temp folder: a FedJob removes its simulator root, which a mount point could not be) stay writable, and each of `literal_paths` (a simulator workspace a job writes to whatever
     NVFLARE_SIMULATOR_WORKSPACE_ROOT says) is mapped: its nearest existing folder gets an overlay whose upper
-    layer is in the trial folder (`literal_root` says where the job's results land).
+    layer is in the trial folder (`literal_root` says where the job's results land). `limits` (memory, disk,
+    processes; see common/trial_limits.py) are enforced by the launcher on the trial's writable folders (`writable`, the upper
+    layers) and temp mounts; `read_breach` reads what it found crossed.
     """
     trial_dir = Path(trial_dir)
     plan: dict = {"status_file": str(trial_dir / STATUS), "cwd": str(workspace), "network": network}
+    if limits:
+        disk = [{"path": str(path), "label": "the simulator workspace and TMPDIR"} for path in writable]
+        if stage_files is not None:
+            disk.append({"path": str(trial_dir / "upper"), "label": "the job's folder"})
+            disk += [
+                {"path": str(trial_dir / f"mapped-{index}" / "upper"), "label": target}
+                for index, target in enumerate(literal_paths)
+            ]
+        plan["limits"] = {
+            **limits,
+            "reason_file": str(trial_dir / LIMITS),
+            "cgroup": trial_dir.name,
+            "disk_paths": disk,
+        }
     if stage_files is not None:
         _stage(trial_dir / "stage", stage_files)
         for name in ("upper", "work"):
@@ -166,16 +187,50 @@ def launcher_argv(python: str, plan: Path, argv: list[str]) -> list[str]:
     return [str(python), "-I", str(LAUNCHER), "--plan", str(plan), "--", *argv]
 
 
+def read_breach(trial_dir: Path) -> dict | None:
+    """The limit the launcher found crossed (`{"limit", "value", "used", "by"}`), or None."""
+    try:
+        document = bounded.read_json(Path(trial_dir) / LIMITS)  # None when no limit was crossed (no file)
+    except ValueError:  # BoundedReadError
+        return None
+    return document if isinstance(document, dict) else None
+
+
+RELEASE_SECONDS = 5.0  # a killed process may hold its cgroup for a moment while it exits (a loaded machine)
+
+
+def release_limits(trial_dir: Path) -> None:
+    """Remove the trial's pids cgroup once its processes ended (left in place while one survives)."""
+    deadline = time.monotonic() + RELEASE_SECONDS
+    while True:
+        try:
+            os.rmdir(PIDS_CGROUP / Path(trial_dir).name)
+            return
+        except OSError as error:
+            if error.errno != errno.EBUSY or time.monotonic() > deadline:
+                return  # none was made (ENOENT), or a process of the trial survived
+        time.sleep(0.05)
+
+
 def read_status(trial_dir: Path, *, sealed: bool) -> dict:
     """The envelope's `sandbox` object: whether the trial was sealed, each protection, the missing ones."""
     try:
         document = bounded.read_json(Path(trial_dir) / STATUS)
         protections = dict(document["protections"])
     except (ValueError, KeyError, TypeError):  # BoundedReadError is a ValueError; a missing file reads as None
-        protections = {"user_namespace": "unavailable: the sandbox launcher wrote no status"}
+        document, protections = {}, {"user_namespace": NO_STATUS}
     missing = sorted(name for name, value in protections.items() if str(value).startswith("unavailable"))
     held = sealed and all(protections.get(name) == "yes" for name in SEALED_NEEDS)
-    return {"sealed": held, "protections": protections, "missing": missing}
+    status = {"sealed": held, "protections": protections, "missing": missing}
+    limits = document.get("limits") if protections.get("user_namespace") != NO_STATUS else None
+    if isinstance(limits, dict):
+        status["limits"] = limits
+        status["limits_unenforced"] = sorted(
+            kind
+            for kind, entry in limits.items()
+            if isinstance(entry, dict) and str(entry.get("enforcement", "")).startswith("unavailable")
+        )
+    return status
 
 
 def network_word(status: dict) -> str:

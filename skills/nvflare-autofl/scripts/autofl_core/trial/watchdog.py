@@ -4,10 +4,13 @@
 process supervisor at every tick and at its `next_deadline()`; it returns a reason string
 when the trial must stop:
 - total timeout since start;
-- stall: the simulator reports it lost a client runner (`STALL_MARKERS`);
+- stall: the simulator reports it lost a client runner (`STALL_MARKERS`): the reason quotes the line;
 - no progress: after the first progress marker, no new marker for `no_progress_timeout`
   seconds (0 disables); while an aggregation is partial (`Aggregated k/n results`, k<n) only
-  an advancing aggregation, a new round or the end of FedAvg counts as progress.
+  an advancing aggregation, a new round or the end of FedAvg counts as progress. The reason names the
+  sites whose results the round still waits for (NVFLARE's `Sampled clients: [...]` minus the `peer=` of
+  each `Aggregated k/n results`), and `waiting(now)` gives a note every WAIT_NOTE_SECONDS of such silence, so
+  the progress line says what the trial waits for instead of going quiet.
 
 `LogWatcher` finds the NVFLARE simulator logs cheaply: at most every `interval` seconds it
 lists `<root>/<job>/` (a handful of entries; again only when a folder changed, see `folders`),
@@ -18,6 +21,7 @@ that log only to files.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import stat
@@ -42,10 +46,17 @@ PROGRESS_MARKERS = (
 STALL_MARKERS = (
     "Failed to create connection to the child process in SimulatorClientRunner",
     "SimulatorClientRunner - ERROR - run_client_thread error",
+    # The simulator lost the connection to a client's worker process as it started it (seen under load: `[Errno
+    # 104] Connection reset by peer`): that client never runs, and the server waits for its result forever.
+    "Communication error with client ",
 )
+MAX_STALL_TEXT = 200
 ANY_MARKER_RE = re.compile("|".join(re.escape(marker) for marker in (*PROGRESS_MARKERS, *STALL_MARKERS)))
 AGGREGATED_RE = re.compile(r"Aggregated (\d+)/(\d+) results")
 ROUND_OR_END_RE = re.compile(r"Round \d+ started|Finished FedAvg")
+SAMPLED_RE = re.compile(r"Sampled clients: (\[[^\]\n]{0,4096}\])")
+PEER_RE = re.compile(r"\bpeer=([A-Za-z0-9_.@-]{1,128}),")
+WAIT_NOTE_SECONDS = 30.0
 
 
 class Watchdog:
@@ -59,15 +70,20 @@ class Watchdog:
         self._last_progress: float | None = None
         self._partial: tuple[int, int] | None = None
         self._stall: str | None = None
+        self._sampled: list[str] = []  # the sites of the current round, and those whose results arrived
+        self._arrived: set[str] = set()
 
     def observe(self, line: str, now: float) -> bool:
         """Record one line of child output or log text seen at `now`; True when it showed a stall (stop now)."""
         if not ANY_MARKER_RE.search(line):
+            if "Sampled clients" in line:  # not progress: which sites the round waits for
+                with self._lock:
+                    self._sampled_line(line)
             return False
         stall = next((marker for marker in STALL_MARKERS if marker in line), None)
         with self._lock:
-            if stall:
-                self._stall = self._stall or stall
+            if stall:  # the marker and what the line says after it (which client, which error)
+                self._stall = self._stall or line[line.index(stall) :][:MAX_STALL_TEXT].strip()
             elif self._advances(line):
                 self._last_progress = now
         return stall is not None
@@ -75,6 +91,9 @@ class Watchdog:
     def _advances(self, line: str) -> bool:
         match = AGGREGATED_RE.search(line)
         if match:
+            peer = PEER_RE.search(line)
+            if peer:
+                self._arrived.add(peer.group(1))
             done, total = int(match.group(1)), int(match.group(2))
             previous = self._partial
             self._partial = (done, total) if done < total else None
@@ -83,6 +102,11 @@ class Watchdog:
             self._partial = None
             return True
         return self._partial is None
+
+    def _sampled_line(self, line: str) -> None:
+        sampled = SAMPLED_RE.search(line)
+        if sampled:
+            self._sampled, self._arrived = _names(sampled.group(1)), set()
 
     def next_deadline(self) -> float | None:
         """The monotonic time at which `check` would fire if nothing else happens (None: no deadline)."""
@@ -106,7 +130,33 @@ class Watchdog:
             if now - self._last_progress < self._no_progress:
                 return None
             what = "partial aggregation did not advance" if self._partial else "no new progress marker"
-            return f"no progress: {what} for {self._no_progress:g}s (simulator no-progress timeout)"
+            return f"no progress: {what} for {self._no_progress:g}s{self._missing()} (simulator no-progress timeout)"
+
+    def waiting(self, now: float) -> tuple[int, str] | None:
+        """(how many WAIT_NOTE_SECONDS have passed, a note) while nothing advanced for that long, else None."""
+        with self._lock:
+            if self._last_progress is None or now - self._last_progress < WAIT_NOTE_SECONDS:
+                return None
+            quiet = now - self._last_progress
+            limit = f"; the trial ends at {self._no_progress:g}s" if self._no_progress else ""
+            what = f"round results {self._partial[0]}/{self._partial[1]}" if self._partial else "no progress marker"
+            return int(quiet // WAIT_NOTE_SECONDS), f"no progress for {int(quiet)}s ({what}{self._missing()}{limit})"
+
+    def _missing(self) -> str:
+        """`, waiting for site-2's result` while a partial round's sampled sites are known (under the lock)."""
+        missing = [site for site in self._sampled if site not in self._arrived]
+        if not self._partial or not missing or not self._arrived:
+            return ""
+        shown = ", ".join(missing[:4]) + (f" (+{len(missing) - 4} more)" if len(missing) > 4 else "")
+        return f", waiting for {shown}'s result" if len(missing) == 1 else f", waiting for the results of {shown}"
+
+
+def _names(listed: str) -> list[str]:
+    try:
+        value = ast.literal_eval(listed)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return []
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
 class LogWatcher:

@@ -17,6 +17,7 @@ from urllib.parse import quote
 from ...campaign import vocabulary as v
 from ...campaign.compare import format_score
 from ...campaign.gains import IDENTICAL_RERUNS
+from ...common import trial_limits
 from .facts import GROUP_FAMILY, GROUP_LITERATURE, GROUP_UNCLASSIFIED
 
 BUDGET_WORDS = {v.BUDGET_VERIFIED: "budget verified", v.BUDGET_VIOLATED: "violated", v.BUDGET_UNVERIFIED: "unverified"}
@@ -415,7 +416,8 @@ def _compute(data: dict) -> list[str]:
             f"- Campaign wall time: {wall:.0f} s ({recorded(compute['started_at'])} to "
             f"{recorded(compute['last_activity_at'])})"
         )
-    return lines + _network_line(data["network"]) + _sandbox_line(data["sandbox"]["latest_trial"]) + [""]
+    latest = data["sandbox"]["latest_trial"]
+    return lines + _network_line(data["network"]) + _sandbox_line(latest) + _limits_line(latest) + [""]
 
 
 def _network_line(network: dict) -> list[str]:
@@ -449,6 +451,26 @@ def _noise_sources(section: dict) -> list[str]:
         f"{recorded(item['fix'])}"
         for item in section.get("sources") or []
     ]
+
+
+def _limits_line(sandbox: dict | None) -> list[str]:
+    """The latest trial's resource limits and how each held (enforced, watched, or not enforceable here)."""
+    found = (sandbox or {}).get("limits")
+    if not isinstance(found, dict):
+        return []
+    parts, unenforced = [], []
+    for kind in ("memory", "disk", "processes"):
+        entry = found.get(kind)
+        if not isinstance(entry, dict) or not isinstance(entry.get("value"), int):
+            continue
+        how = str(entry.get("enforcement") or "not set")
+        parts.append(f"{kind} {trial_limits.show(kind, entry['value'])} ({how.split(':')[0]})")
+        if how.startswith("unavailable"):
+            unenforced.append(f"{kind} ({how.removeprefix('unavailable: ')})")
+    line = "- Trial limits: " + ", ".join(parts)
+    if unenforced:
+        line += "; not enforceable on this host: " + ", ".join(unenforced)
+    return [line] if parts else []
 
 
 def _leaderboard(data: dict) -> list[str]:
