@@ -165,6 +165,8 @@ def summary(
         f"  improvement: {final['improvement']:+.6f} ({report['objective']['metric']}, {report['objective']['mode']})",
         f"  noise:       {noise_line(report)}",
         f"  best command: {report['best_command']}",
+        *[f"  curve:       {line}" for line in report["curves_summary"]],
+        f"  sites:       {sites_line(report)}",
         f"  crashed:     {crashed}: {crash['notes']}",
         f"  diagnosis:   {diagnosis['matched_pattern']} ({diagnosis['confidence']} confidence, "
         f"{diagnosis['recovery_category']}): {diagnosis['next_action']}",
@@ -174,11 +176,21 @@ def summary(
         "Artifacts:",
         f"  ledger:    {final['results']}",
         f"  state:     {final['state']}",
-        f"  plot:      {final['progress']}",
+        f"  plot:      {final['progress'] or final['unavailable']['progress']}",
         f"  report:    {final['report']}",
         f"  diagnosis: {out / 'diagnosis.md'}",
     ]
     return "\n".join(lines)
+
+
+def sites_line(report: dict) -> str:
+    """Each site's final-round value for the baseline and the best (from their round records)."""
+    parts = []
+    for entry in report["leaderboard"]:
+        if "sites" in entry:
+            values = ", ".join(f"{site} {value:.4f}" for site, value in entry["sites"].items()) or "none recorded"
+            parts.append(f"{entry['role']} {entry['name']}: {values}")
+    return "; ".join(parts) or "none recorded"
 
 
 def batch_line(evaluated: dict) -> str:

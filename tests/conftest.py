@@ -15,16 +15,17 @@ for scripts in (DIAGNOSE_SCRIPTS, AUTOFL_SCRIPTS, REPO):
     if str(scripts) not in sys.path:
         sys.path.insert(0, str(scripts))
 
-# Every runner action redraws progress.png, and importing matplotlib to do it costs 1.5-2 s of CPU: over the
-# suite's hundreds of stand-in actions that was the largest single cost of `make test` (issue 19). The suite
-# draws with the documented light renderer (Pillow, AUTOFL_PLOT_RENDERER=pillow); a test of the default
-# matplotlib drawing takes the `matplotlib_plot` fixture (tests/autofl/test_plot.py, the demo campaign, ...).
-os.environ["AUTOFL_PLOT_RENDERER"] = "pillow"
+# Every runner action redraws progress.png, and importing matplotlib to do it costs 1-2 s of CPU: over the
+# suite's hundreds of stand-in actions that would be the largest single cost of `make test`. The suite asks for
+# the documented text summary instead of a picture (AUTOFL_PLOT_RENDERER=text: progress.txt, the envelope's
+# `progress` null with its reason); a test of the picture takes the `matplotlib_plot` fixture
+# (tests/autofl/test_plot.py, the demo campaign, ...).
+os.environ["AUTOFL_PLOT_RENDERER"] = "text"
 
 
 @pytest.fixture
 def matplotlib_plot(monkeypatch):
-    """Draw progress.png with the default renderers (matplotlib first) in this test and its subprocesses."""
+    """Draw progress.png with matplotlib (the default renderer) in this test and its subprocesses."""
     monkeypatch.delenv("AUTOFL_PLOT_RENDERER")
 
 

@@ -45,7 +45,7 @@ def test_diagnose_script_runs_from_a_lone_copy(installed, python_exe, tmp_path, 
     jsonschema.validate(report, schema(repo_root, "diagnose_report.v1.schema.json"))
 
 
-def test_autofl_scripts_run_from_a_lone_copy(installed, python_exe, tmp_path, repo_root):
+def test_autofl_scripts_run_from_a_lone_copy(installed, python_exe, tmp_path, repo_root, matplotlib_plot):
     job_dir = tmp_path / "job"
     shutil.copytree(repo_root / "examples" / "hello-numpy", job_dir, ignore=shutil.ignore_patterns("__pycache__"))
     scripts = installed / "nvflare-autofl" / "scripts"

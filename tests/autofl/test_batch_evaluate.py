@@ -112,7 +112,9 @@ def test_batch_evaluate_runs_every_candidate_and_reports_one_entry_each(ws):
     one envelope with one entry per candidate, in the order given; point 3: each is compared with the best at the
     moment it is finalized (bonus against lr-a, which was kept just before it)."""
     names = three_candidates(ws)
-    before = tree_digest(ws, skip=(".nvflare", "autofl_runs", "results.tsv", "progress.png", "autofl_report.md"))
+    before = tree_digest(
+        ws, skip=(".nvflare", "autofl_runs", "results.tsv", "progress.png", "progress.txt", "autofl_report.md")
+    )
     done = run_inproc(ws, "evaluate", *batch_args(ws, names), "--parallel", "3")
     assert done.code == 0, done.stderr
     batch = done.envelope["batch"]
@@ -144,28 +146,30 @@ def test_the_report_shows_which_candidates_ran_together(ws):
         assert f"[autofl {name}] finished 3/3 rounds" in done.stderr
 
 
-def test_the_progress_plot_shades_the_batch(ws, tmp_path):
+def test_the_progress_plot_shades_the_batch(ws, tmp_path, matplotlib_plot):
     """Point 8: progress.png (drawn by the runner's plot worker after the batch and after a later candidate, and by
     `report`) is the plot of the ledger with the batch shaded: the picture `plot.render` draws with the batch, not
-    the one without."""
+    the one without; the worker, the runner and the report draw the same bytes."""
     from autofl_core.campaign import plot
-    from autofl_core.runner import noise
+    from autofl_core.runner.open_campaign import Campaign
+    from autofl_core.runner.report import build
+
+    def drawn():
+        campaign = Campaign.open(ws / "job.py")
+        state = json.loads((ws / ".nvflare/autofl/campaign_state.json").read_text())
+        return build.plot_options(campaign, state)
 
     names = three_candidates(ws)
     assert run_cli(ws, "evaluate", *batch_args(ws, names), "--parallel", "2").code == 0
-    state = json.loads((ws / ".nvflare/autofl/campaign_state.json").read_text())
-    settings = json.loads((ws / ".nvflare/autofl/campaign.json").read_text())["settings"]
-    drawn = {"metric": settings["metric"], "mode": settings["mode"], "band": noise.band(state["noise"])}
-    batch = [{"members": names, "parallel": 2}]
-    plot.render(ledger_rows(ws), tmp_path / "with.png", **drawn, batches=batch)
-    plot.render(ledger_rows(ws), tmp_path / "without.png", **drawn)
+    options = drawn()
+    assert options["batches"] == [{"members": names, "parallel": 2}] and options["curves"]
+    plot.render(ledger_rows(ws), tmp_path / "with.png", **options)
+    plot.render(ledger_rows(ws), tmp_path / "without.png", **dict(options, batches=[]))
     picture = (ws / "progress.png").read_bytes()
     assert picture == (tmp_path / "with.png").read_bytes() != (tmp_path / "without.png").read_bytes()
     assert run_cli(ws, "prepare", "--name", "lr-d", "--hypothesis", "h", "--run-args", "--lr 0.5").code == 0
-    assert run_cli(ws, "evaluate").code == 0  # a later single candidate: the batch stays shaded, nothing new
-    state = json.loads((ws / ".nvflare/autofl/campaign_state.json").read_text())
-    drawn["band"] = noise.band(state["noise"])
-    plot.render(ledger_rows(ws), tmp_path / "later.png", **drawn, batches=batch)
+    assert run_cli(ws, "evaluate").code == 0  # a later single candidate: the batch stays shaded
+    plot.render(ledger_rows(ws), tmp_path / "later.png", **drawn())
     assert (ws / "progress.png").read_bytes() == (tmp_path / "later.png").read_bytes()
     (ws / "progress.png").unlink()
     assert run_cli(ws, "report", "--confirm-interrupted").code == 0  # the report's own render
@@ -345,7 +349,15 @@ def _hanging_batch(workspace, prefix=()):
 def _sources(workspace):
     return tree_digest(
         workspace,
-        skip=(".nvflare", "autofl_runs", "results.tsv", "progress.png", "autofl_report.md", "autofl_report.json"),
+        skip=(
+            ".nvflare",
+            "autofl_runs",
+            "results.tsv",
+            "progress.png",
+            "progress.txt",
+            "autofl_report.md",
+            "autofl_report.json",
+        ),
     )
 
 

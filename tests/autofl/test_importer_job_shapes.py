@@ -219,8 +219,36 @@ def test_long_literal_values_are_elided_in_the_view_never_in_the_data():
     assert view["recipe_args"]["initial_model"]["value"] == "[0.0] x 210"
     assert view["recipe_args"]["note"]["value"].endswith("... (900 characters)")
     assert view["cli_flags"] == config["cli_flags"], "configuration lists are never shortened"
-    assert display.elide([1, 2, 3] * 10) == [1, 2, 3, "... (30 items)"]
+    assert display.elide([1, 2, 3] * 10) == [1, 2, 3, "... (30 items: int)"]
     assert display.elide([[0.0] * 3] * 20) == "[[0.0, 0.0, 0.0]] x 20"
+
+
+LAYERS = "[" + ", ".join(f"{{'name': 'layer{i}', 'units': {i}}}" for i in range(210)) + "]"
+SHAPES = "{" + ", ".join(f"'w{i}': [{i}, 3]" for i in range(40)) + "}"
+LITERALS = (
+    "from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
+    f"FedAvgRecipe(min_clients=2, num_rounds=3, train_script='c.py', initial_model={LAYERS}, "
+    f"model_args={SHAPES}, labels={[f'cat{i}' for i in range(30)]!r}).execute(SimEnv(num_clients=2))\n"
+)
+
+
+def test_any_long_literal_of_plain_data_is_summarized_with_type_length_and_first_items():
+    """A 210-layer model literal of mappings, a 40-key mapping and 30 strings: summarized in the view (first
+    items, length, types), whole in the data; lists of options and files elsewhere in the config stay whole."""
+    config = api.import_source(LITERALS)
+    args = config["recipe_args"]
+    assert len(args["initial_model"]["value"]) == 210 and len(args["model_args"]["value"]) == 40
+    view = display.elide(config)["recipe_args"]
+    assert view["initial_model"]["value"] == [
+        {"name": "layer0", "units": 0},
+        {"name": "layer1", "units": 1},
+        {"name": "layer2", "units": 2},
+        "... (210 items: dict)",
+    ]
+    assert view["model_args"]["value"] == "{'w0', 'w1', 'w2', ...} (40 keys; values: list)"
+    assert view["labels"]["value"] == ["cat0", "cat1", "cat2", "... (30 items: str)"]
+    many = {"editable": [f"f{i}.py" for i in range(40)], "flags": {f"--o{i}": i for i in range(40)}}
+    assert display.elide(many) == many, "configuration (not under a value or default key) is never shortened"
 
 
 def test_the_yaml_view_is_elided_and_the_json_complete(tmp_path):

@@ -1,4 +1,4 @@
-"""progress.png: pure plot data, matplotlib render, Pillow fallback, text note, CLI."""
+"""progress.png: pure plot data, the one matplotlib picture (progress and round curves), the text summary, CLI."""
 
 import json
 import subprocess
@@ -9,8 +9,32 @@ from autofl_core.campaign import ledger, plot
 from PIL import Image, ImageStat
 
 BEST_RGB = (0xFF, 0x7F, 0x0E)
-# the default renderers (matplotlib first); the suite elsewhere draws with Pillow (tests/conftest.py)
+# the default renderer (matplotlib); the suite elsewhere asks for the text summary (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("matplotlib_plot")
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The matplotlib figures the plot draws, captured at savefig (read as objects, not pixels)."""
+    from matplotlib.figure import Figure
+
+    drawn = []
+    original = Figure.savefig
+
+    def capture(self, *args, **kwargs):
+        drawn.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", capture)
+    return drawn
+
+
+def _best_pixel(figure):
+    """Where the ringed best point sits in the saved image (pixels from the top-left corner)."""
+    axes = figure.axes[0]
+    (ring,) = [line for line in axes.get_lines() if line.get_label() == "best"]
+    x, y = axes.transData.transform((ring.get_xdata()[0], ring.get_ydata()[0]))
+    return [round(x), round(plot.SIZE[1] - y)]
 
 
 def r(status, score=None, name=None, lit=""):
@@ -133,22 +157,6 @@ def test_matplotlib_empty_ledger_image(tmp_path):
     assert empty.tobytes() != _check_png(tmp_path / "full.png").tobytes()
 
 
-def test_pillow_fallback(tmp_path, monkeypatch):
-    _block(monkeypatch, "matplotlib")
-    summary = plot.render(EVERY_STATUS, tmp_path / "progress.png", metric="accuracy", mode="max")
-    assert summary["backend"] == "pillow"
-    with Image.open(tmp_path / "progress.png") as image:
-        image.verify()
-    image = _check_png(tmp_path / "progress.png")
-    assert _has_color(image, BEST_RGB)
-    for status in ("baseline", "keep", "discard", "crash", "literature"):
-        wanted = tuple(int(plot.COLORS[status][i : i + 2], 16) for i in (1, 3, 5))
-        assert _has_color(image, wanted, tolerance=2), status
-    plot.render([], tmp_path / "empty.png", metric="accuracy", mode="max")
-    empty = _check_png(tmp_path / "empty.png")
-    assert not _has_color(empty, BEST_RGB) and not _has_color(empty, (0x94, 0x67, 0xBD), tolerance=2)
-
-
 def _ring_above(image, pixel):
     """True when the best color appears just above `pixel`, where the best-point ring passes (no line does)."""
     x, y = pixel
@@ -156,32 +164,36 @@ def _ring_above(image, pixel):
     return _has_color(strip, BEST_RGB, tolerance=40)
 
 
-@pytest.mark.parametrize("backend", ["matplotlib", "pillow"])
-def test_the_best_point_is_ringed_where_the_data_puts_it(tmp_path, monkeypatch, backend):
-    if backend == "pillow":
-        _block(monkeypatch, "matplotlib")
+def test_the_best_point_is_ringed_where_the_data_puts_it(tmp_path, figures):
     # Same scores and x positions in both modes, so the two images share their axes: only the best differs.
     high = plot.render(EVERY_STATUS, tmp_path / "max.png", metric="accuracy", mode="max")
     low = plot.render(EVERY_STATUS, tmp_path / "min.png", metric="accuracy", mode="min")
-    assert high["backend"] == low["backend"] == backend
+    assert high["backend"] == low["backend"] == "matplotlib"
     assert (high["best"]["name"], low["best"]["name"]) == ("fedprox-faithful", "baseline")
-    assert high["best_pixel"][0] > low["best_pixel"][0], "a later experiment sits further right"
-    assert high["best_pixel"][1] < low["best_pixel"][1], "a higher score sits higher"
+    high_pixel, low_pixel = _best_pixel(figures[0]), _best_pixel(figures[1])
+    assert high_pixel[0] > low_pixel[0], "a later experiment sits further right"
+    assert high_pixel[1] < low_pixel[1], "a higher score sits higher"
     max_image, min_image = _check_png(tmp_path / "max.png"), _check_png(tmp_path / "min.png")
-    assert _ring_above(max_image, high["best_pixel"]) and _ring_above(min_image, low["best_pixel"])
-    assert not _ring_above(max_image, low["best_pixel"]), "the max-mode image rings only its own best"
-    assert not _ring_above(min_image, high["best_pixel"]), "the min-mode image rings only its own best"
+    assert _ring_above(max_image, high_pixel) and _ring_above(min_image, low_pixel)
+    assert not _ring_above(max_image, low_pixel), "the max-mode image rings only its own best"
+    assert not _ring_above(min_image, high_pixel), "the min-mode image rings only its own best"
 
 
-def test_text_note_without_matplotlib_or_pillow(tmp_path, monkeypatch, capsys):
-    _block(monkeypatch, "matplotlib", "PIL")
-    summary = plot.render(EVERY_STATUS, tmp_path / "progress.png", metric="accuracy", mode="max")
+def test_text_summary_without_matplotlib_replaces_a_stale_picture(tmp_path, monkeypatch, capsys):
+    plot.render(EVERY_STATUS, tmp_path / "progress.png", metric="accuracy", mode="max")
+    assert (tmp_path / "progress.png").exists()
+    with monkeypatch.context() as patch:
+        _block(patch, "matplotlib")
+        patch.setattr(plot.importlib.util, "find_spec", lambda name: None)
+        summary = plot.render(EVERY_STATUS, tmp_path / "progress.png", metric="accuracy", mode="max")
     assert summary["backend"] == "text" and summary["output"] == str(tmp_path / "progress.txt")
-    assert summary["best_pixel"] is None
+    assert summary["reason"].startswith("matplotlib is not installed")
     note = (tmp_path / "progress.txt").read_text()
     assert "accuracy (max" in note and "fedprox-faithful  <- best" in note and "(no score)  broken" in note
-    assert not (tmp_path / "progress.png").exists()
-    assert "neither matplotlib nor Pillow" in capsys.readouterr().err
+    assert not (tmp_path / "progress.png").exists(), "a stale picture would show an older campaign"
+    assert "no picture (matplotlib is not installed" in capsys.readouterr().err
+    plot.render(EVERY_STATUS, tmp_path / "progress.png", metric="accuracy", mode="max")
+    assert (tmp_path / "progress.png").exists() and not (tmp_path / "progress.txt").exists()
 
 
 def test_module_import_does_not_load_plotting_libraries(python_exe, repo_root):
@@ -250,38 +262,47 @@ def test_cli_corrupt_ledger_and_unwritable_output(tmp_path, cli):
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
-def test_the_pillow_renderer_is_chosen_by_the_environment_and_never_imports_matplotlib(python_exe, repo_root, tmp_path):
+def test_the_text_renderer_is_chosen_by_the_environment_and_never_imports_matplotlib(python_exe, repo_root, tmp_path):
     scripts = repo_root / "skills" / "nvflare-autofl" / "scripts"
     code = (
         f"import sys; sys.path.insert(0, {str(scripts)!r}); from autofl_core.campaign import plot, ledger\n"
         "rows = [dict(dict.fromkeys(ledger.COLUMNS, ''), status='baseline', score=0.5, name='b', metric_name='m')]\n"
         "print(plot.warm_up(), plot.render(rows, sys.argv[1], metric='m', mode='max')['backend'],\n"
-        "      'matplotlib' in sys.modules)"
+        "      'matplotlib' in sys.modules, 'PIL' in sys.modules)"
     )
     output = tmp_path / "progress.png"
-    env = {"PATH": "/usr/bin:/bin", "AUTOFL_PLOT_RENDERER": "pillow"}
+    env = {"PATH": "/usr/bin:/bin", "AUTOFL_PLOT_RENDERER": "text"}
     done = subprocess.run([python_exe, "-c", code, str(output)], capture_output=True, text=True, env=env, timeout=60)
-    assert done.stdout.split() == ["pillow", "pillow", "False"], done.stderr
-    assert Image.open(output).size == plot.SIZE
-    env["AUTOFL_PLOT_RENDERER"] = "auto"
+    assert done.stdout.split() == ["None", "text", "False", "False"], done.stderr
+    assert done.stderr == "", "a text summary asked for is nothing to warn about"
+    assert not output.exists() and (tmp_path / "progress.txt").exists()
+    env["AUTOFL_PLOT_RENDERER"] = "matplotlib"
     done = subprocess.run([python_exe, "-c", code, str(output)], capture_output=True, text=True, env=env, timeout=60)
-    assert done.stdout.split() == ["matplotlib", "matplotlib", "True"], done.stderr
+    assert done.stdout.split()[:3] == ["matplotlib", "matplotlib", "True"], done.stderr
+    assert Image.open(output).size == plot.SIZE and not (tmp_path / "progress.txt").exists()
 
 
-def test_an_unknown_renderer_name_warns_and_means_auto(monkeypatch, capsys):
-    monkeypatch.setenv("AUTOFL_PLOT_RENDERER", "svg")
-    assert plot.renderers() == ("matplotlib", "pillow")
-    assert "AUTOFL_PLOT_RENDERER='svg' is not one of auto, pillow; using auto" in capsys.readouterr().err
-    monkeypatch.setenv("AUTOFL_PLOT_RENDERER", " Pillow ")
-    assert plot.renderers() == ("pillow",)
+def test_an_unknown_renderer_name_warns_and_means_matplotlib(monkeypatch, capsys):
+    monkeypatch.setenv("AUTOFL_PLOT_RENDERER", "pillow")
+    assert plot.renderer() == "matplotlib"
+    assert "AUTOFL_PLOT_RENDERER='pillow' is not one of matplotlib, text; using matplotlib" in capsys.readouterr().err
+    monkeypatch.setenv("AUTOFL_PLOT_RENDERER", " Text ")
+    assert plot.renderer() == "text" and plot.unavailable_reason().startswith("AUTOFL_PLOT_RENDERER=text")
 
 
 def test_warm_up_reports_the_backend(monkeypatch):
     assert plot.warm_up() == "matplotlib"
     _block(monkeypatch, "matplotlib")
-    assert plot.warm_up() == "pillow"
-    _block(monkeypatch, "PIL")
     assert plot.warm_up() is None
+
+
+def test_the_same_input_draws_the_same_picture(tmp_path):
+    """One renderer, no state: two renders of the same data are byte-identical (the plot worker and the runner
+    draw with this same function)."""
+    curves = [{"name": "baseline", "role": "baseline", "rounds": [0, 1], "values": [0.5, 0.8]}]
+    for name in ("a.png", "b.png"):
+        plot.render(EVERY_STATUS, tmp_path / name, metric="accuracy", mode="max", band=0.01, curves=curves)
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
 
 
 def test_dollar_signs_are_shown_literally(tmp_path, capsys):
@@ -291,15 +312,15 @@ def test_dollar_signs_are_shown_literally(tmp_path, capsys):
     _check_png(tmp_path / "p.png")
 
 
-def test_a_failing_renderer_falls_back_with_a_warning(tmp_path, monkeypatch, capsys):
+def test_a_failing_renderer_writes_the_text_summary_with_the_reason(tmp_path, monkeypatch, capsys):
     def broken(*_args):
         raise RuntimeError("font cache corrupt")
 
     monkeypatch.setattr(plot, "_draw_matplotlib", broken)
     summary = plot.render(EVERY_STATUS, tmp_path / "p.png", metric="accuracy", mode="max")
-    assert summary["backend"] == "pillow"
+    assert summary["backend"] == "text" and summary["reason"] == "matplotlib failed (RuntimeError: font cache corrupt)"
     assert "matplotlib failed (RuntimeError: font cache corrupt)" in capsys.readouterr().err
-    _check_png(tmp_path / "p.png")
+    assert not (tmp_path / "p.png").exists() and (tmp_path / "p.txt").exists()
 
 
 def test_text_summary_is_in_ledger_order():
@@ -369,10 +390,8 @@ def test_text_summary_lists_each_batch():
     assert not any(line.startswith("batch") for line in plot.text_summary(plot.plot_data(BATCHED, "max"), "t"))
 
 
-@pytest.mark.parametrize("backend", ["matplotlib", "pillow"])
-def test_a_batch_is_shaded_and_a_campaign_without_one_is_drawn_as_before(tmp_path, monkeypatch, backend):
-    if backend == "pillow":
-        _block(monkeypatch, "matplotlib")
+def test_a_batch_is_shaded_and_a_campaign_without_one_is_drawn_as_before(tmp_path, figures):
+    backend = "matplotlib"
     batch_rgb = tuple(int(plot.COLORS["batch"][i : i + 2], 16) for i in (1, 3, 5))
     plain = plot.render(BATCHED, tmp_path / "plain.png", metric="accuracy", mode="max")
     empty = plot.render(BATCHED, tmp_path / "empty.png", metric="accuracy", mode="max", batches=[])
@@ -383,10 +402,104 @@ def test_a_batch_is_shaded_and_a_campaign_without_one_is_drawn_as_before(tmp_pat
     picture = (tmp_path / "plain.png").read_bytes()
     assert (tmp_path / "empty.png").read_bytes() == picture == (tmp_path / "single.png").read_bytes()
     assert (tmp_path / "batched.png").read_bytes() != picture
-    assert batched["best_pixel"] == plain["best_pixel"], "the shading moves no point"
+    rings = [
+        [line.get_xydata().tolist() for line in f.axes[0].get_lines() if line.get_label() == "best"] for f in figures
+    ]
+    assert rings[3] == rings[0] == [[[3.0, 0.86]]], "the shading moves no point"
     assert not _has_color(_check_png(tmp_path / "plain.png"), batch_rgb, tolerance=2)
     image = _check_png(tmp_path / "batched.png")
     assert _has_color(image, batch_rgb, tolerance=2)
-    x, y = batched["best_pixel"]  # the best (bonus, x=3) sits inside batch 1, the discards p and q in batch 2
+    x, y = _best_pixel(figures[3])  # the best (bonus, x=3) sits inside batch 1, the discards p and q in batch 2
     assert _has_color(image.crop((x + 15, y + 35, x + 25, y + 45)), batch_rgb, tolerance=2)
+    x, y = _best_pixel(figures[0])
     assert not _has_color(_check_png(tmp_path / "plain.png").crop((x + 15, y + 35, x + 25, y + 45)), batch_rgb, 2)
+
+
+# --- round curves and the legends ---------------------------------------------------------------------------
+
+CURVES = [
+    {"name": "baseline", "role": "baseline", "rounds": [0, 1, 2, 3], "values": [0.30, 0.60, 0.72, 0.80]},
+    {"name": "fedprox-faithful", "role": "best", "rounds": [0, 1, 2, 3], "values": [0.35, 0.70, 0.80, 0.86]},
+    {"name": "fedprox-tuned", "role": "candidate", "rounds": [0, 1, 2, 3], "values": [0.40, 0.75, 0.50, 0.45]},
+]
+
+
+def test_the_lower_panel_draws_each_runs_metric_per_round(tmp_path, figures):
+    plot.render(EVERY_STATUS, tmp_path / "p.png", metric="accuracy", mode="max", curves=CURVES)
+    rounds = figures[-1].axes[1]
+    drawn = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in rounds.get_lines()}
+    assert drawn == {
+        "baseline": ([0, 1, 2, 3], [0.30, 0.60, 0.72, 0.80]),
+        "best: fedprox-faithful": ([0, 1, 2, 3], [0.35, 0.70, 0.80, 0.86]),
+        "fedprox-tuned": ([0, 1, 2, 3], [0.40, 0.75, 0.50, 0.45]),
+    }
+    assert rounds.get_xlabel() == "round" and rounds.get_ylabel() == "accuracy"
+    image = _check_png(tmp_path / "p.png")
+    (best,) = [line for line in rounds.get_lines() if line.get_label().startswith("best")]
+    x, y = rounds.transData.transform((3, 0.86))
+    assert _has_color(
+        image.crop((round(x) - 3, round(plot.SIZE[1] - y) - 3, round(x) + 4, round(plot.SIZE[1] - y) + 4)), BEST_RGB, 40
+    )
+    plot.render(EVERY_STATUS, tmp_path / "none.png", metric="accuracy", mode="max")
+    assert [text.get_text() for text in figures[-1].axes[1].texts] == [plot.NO_CURVES_MESSAGE]
+
+
+def test_every_legend_fits_inside_the_picture(tmp_path, figures):
+    """A long noise-band label and long candidate names stay inside the image (the legend used to be cut off at
+    the right edge)."""
+    long_curves = CURVES + [
+        {"name": "a-candidate-with-a-very-long-name-indeed", "role": "best", "rounds": [0, 1], "values": [0.1, 0.2]}
+    ]
+    rows = [dict(row, score=row["score"] * 1e6 if row["score"] else None) for row in EVERY_STATUS]  # wide numbers
+    plot.render(rows, tmp_path / "p.png", metric="accuracy", mode="max", band=123456.0232701, curves=long_curves)
+    figure = figures[-1]
+    renderer = figure.canvas.get_renderer()
+    for axes in figure.axes:
+        legend = axes.get_legend().get_window_extent(renderer)
+        assert 0 <= legend.x0 and legend.x1 <= plot.SIZE[0] and 0 <= legend.y0 and legend.y1 <= plot.SIZE[1]
+    labels = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+    assert "noise band (best +- 123456...." in labels, "cut to 30 characters"
+    plot.render(EVERY_STATUS, tmp_path / "q.png", metric="accuracy", mode="max", band=0.0232701, curves=CURVES)
+    labels = [text.get_text() for text in figures[-1].axes[0].get_legend().get_texts()]
+    assert "noise band (best +- 0.023270)" in labels
+
+
+def test_text_summary_lists_the_round_curves():
+    lines = plot.text_summary(plot.plot_data(EVERY_STATUS, "max", curves=CURVES), "t").splitlines()
+    assert "metric per round:" in lines
+    assert "  best: fedprox-faithful: r0 0.350000, r1 0.700000, r2 0.800000, r3 0.860000" in lines
+
+
+def test_view_the_picture(tmp_path):
+    """Writes the picture a reviewer looks at (AUTOFL_VIEW_DIR, when set, keeps a copy)."""
+    import os
+    import shutil
+
+    out = tmp_path / "progress.png"
+    plot.render(
+        EVERY_STATUS,
+        out,
+        metric="accuracy",
+        mode="max",
+        band=0.0232701,
+        batches=[{"members": ["fedprox-faithful", "fedprox-tuned"], "parallel": 2}],
+        curves=CURVES,
+    )
+    _check_png(out)
+    if os.environ.get("AUTOFL_VIEW_DIR"):
+        shutil.copy(out, os.environ["AUTOFL_VIEW_DIR"])
+
+
+def test_only_its_own_stale_outputs_are_removed(tmp_path, monkeypatch):
+    """The picture removes a stale summary and the summary a stale picture, but never a file it did not write."""
+    (tmp_path / "p.txt").write_text("my own notes\n")
+    plot.render(EVERY_STATUS, tmp_path / "p.png", metric="accuracy", mode="max")
+    assert (tmp_path / "p.txt").read_text() == "my own notes\n" and (tmp_path / "p.png").exists()
+    monkeypatch.setenv("AUTOFL_PLOT_RENDERER", "text")
+    (tmp_path / "q.png").write_text("not a picture\n")
+    summary = plot.render(EVERY_STATUS, tmp_path / "q.png", metric="accuracy", mode="max")
+    assert summary["backend"] == "text" and (tmp_path / "q.png").read_text() == "not a picture\n"
+    summary = plot.render(EVERY_STATUS, tmp_path / "p.png", metric="accuracy", mode="max")
+    assert not (tmp_path / "p.png").exists() and (tmp_path / "p.txt").read_text().startswith("Auto-FL progress:")
+    summary = plot.render(EVERY_STATUS, tmp_path / "r.txt", metric="accuracy", mode="max")
+    assert (tmp_path / "r.txt").read_text().startswith("Auto-FL progress:"), "an output named .txt is the summary"

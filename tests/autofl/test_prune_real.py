@@ -43,7 +43,7 @@ def processes_naming(workspace):
     return found
 
 
-def test_a_diverging_candidate_is_pruned_mid_run_on_real_nvflare(tmp_path):
+def test_a_diverging_candidate_is_pruned_mid_run_on_real_nvflare(tmp_path, matplotlib_plot):
     workspace = six_round_example(tmp_path)
     done = run_cli(workspace, "initialize", "--prune", "--max-candidates", "3", timeout=600)
     assert done.code == 0, done.stderr[-3000:]

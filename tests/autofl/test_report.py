@@ -347,7 +347,7 @@ def test_broken_lineage_and_an_older_ledger_are_reported_not_rejected(tmp_path):
     assert run_inproc(ws, "status").code == 2, "the runner itself still refuses the older ledger"
 
 
-def test_refresh_writes_interim_reports_and_the_final_one_after_the_cap(tmp_path):
+def test_refresh_writes_interim_reports_and_the_final_one_after_the_cap(tmp_path, matplotlib_plot):
     ws = campaign(tmp_path, cap="1")
     assert run_inproc(ws, "prepare", "--name", "bonus", "--hypothesis", "h").code == 0
     interim, _ = report_of(ws)
@@ -459,7 +459,7 @@ def test_output_paths_that_alias_evidence_sources_or_each_other_are_refused(tmp_
     assert refused.code == 2 and "through a link" in refused.stderr
 
 
-def test_read_only_archive_is_reported_elsewhere_writing_nothing_else(tmp_path):
+def test_read_only_archive_is_reported_elsewhere_writing_nothing_else(tmp_path, matplotlib_plot):
     ws = campaign(tmp_path, cap="1")
     assert run_inproc(ws, "prepare", "--name", "c", "--hypothesis", "h").code == 0
     assert run_inproc(ws, "evaluate", "--run-args", "--lr 0.2").code == 0

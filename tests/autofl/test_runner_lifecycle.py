@@ -49,7 +49,7 @@ def test_initialize_writes_the_campaign_and_scores_the_baseline(ws):
     assert [(r["status"], r["name"], r["score"]) for r in rows] == [("baseline", "baseline", 0.75)]
     assert rows[0]["metric_source"] == "structured:metrics_summary.json"
     assert "--n_clients 2 --num_rounds 3 --name autofl_" in rows[0]["run_command"]
-    for name in ("autofl.yaml", "progress.png", "autofl_report.md", "autofl_report.json"):
+    for name in ("autofl.yaml", "progress.txt", "autofl_report.md", "autofl_report.json"):  # the suite: text plot
         assert (ws / name).stat().st_size > 0
     state = json.loads((ws / ".nvflare/autofl/campaign_state.json").read_text())
     assert state["next_action"] == "propose_candidate" and state["baseline_score"] == 0.75
@@ -77,7 +77,16 @@ def test_keep_installs_the_new_best_and_discard_restores_it_exactly(ws):
     best_source = ws / ".nvflare/autofl/snapshots/best/source"
     assert (best_source / "client.py").read_bytes() == (ws / "client.py").read_bytes()
     before = tree_digest(
-        ws, skip=(".nvflare", "autofl_runs", "results.tsv", "progress.png", "autofl_report.md", "autofl_report.json")
+        ws,
+        skip=(
+            ".nvflare",
+            "autofl_runs",
+            "results.tsv",
+            "progress.png",
+            "progress.txt",
+            "autofl_report.md",
+            "autofl_report.json",
+        ),
     )
 
     def worse_and_new_file(folder):
@@ -87,7 +96,16 @@ def test_keep_installs_the_new_best_and_discard_restores_it_exactly(ws):
     discarded = candidate(ws, "worse", edit=worse_and_new_file)
     assert (discarded.code, discarded.envelope["candidate_status"]) == (0, "discard")
     after = tree_digest(
-        ws, skip=(".nvflare", "autofl_runs", "results.tsv", "progress.png", "autofl_report.md", "autofl_report.json")
+        ws,
+        skip=(
+            ".nvflare",
+            "autofl_runs",
+            "results.tsv",
+            "progress.png",
+            "progress.txt",
+            "autofl_report.md",
+            "autofl_report.json",
+        ),
     )
     assert after == before and not (ws / "helper_mod.py").exists()
     rows = ledger_rows(ws)

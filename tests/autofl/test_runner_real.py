@@ -31,6 +31,7 @@ SOURCES_ONLY = (
     "autofl_runs",
     "results.tsv",
     "progress.png",
+    "progress.txt",
     "autofl_report.md",
     "autofl_report.json",
     "__pycache__",
@@ -145,6 +146,43 @@ def test_demo_frozen_evaluation_shows_measured_and_reported_and_refuses_an_infla
     assert f"baseline:       measured {rows[0]['score']:.6f} | job-reported " in stdout
     assert "-> discard; metric_divergence (reported beats measured by " in stdout
     assert 'metrics={"accuracy": acc}' in (workspace / "client.py").read_text()
+
+
+def test_demo_report_shows_real_round_curves_and_each_sites_final_value(demo):
+    """On real NVFLARE round records (round_metrics.jsonl): the report's curves of the baseline, the best and
+    the latest batch (the crash recorded no rounds), what they show in words, each site's final-round value
+    for the baseline and the best, and the picture the envelope names (AUTOFL_VIEW_DIR keeps a copy)."""
+    from PIL import Image
+
+    out, stdout = demo
+    workspace = out / "workspace"
+    report = json.loads((workspace / "autofl_report.json").read_text())
+    rows = ledger_rows(workspace)
+    assert [(c["name"], c["role"]) for c in report["curves"]] == [
+        ("baseline", "baseline"),
+        ("feature-scaling", "best"),
+        (rows[1]["name"], "candidate"),
+    ]
+    for curve in report["curves"]:
+        assert curve["rounds"] == [0, 1, 2] and len(curve["values"]) == 3
+        row = next(r for r in rows if r["name"] == curve["name"])
+        assert abs(curve["values"][-1] - row["score"]) < 1e-9, "the last round is the score the ledger records"
+        assert sorted(curve["sites"]) == ["site-1", "site-2"]
+    assert len(report["curves_summary"]) == 3 and report["curves_summary"][1].startswith("best (feature-scaling): ")
+    trial = json.loads((workspace / "autofl_runs" / "feature-scaling" / "trial.json").read_text())
+    assert [entry["value"] for entry in trial["rounds"]] == report["curves"][1]["values"], "kept in trial.json"
+    marked = {e["name"]: e for e in report["leaderboard"] if "sites" in e}
+    assert set(marked) == {"baseline", "feature-scaling"}
+    best = marked["feature-scaling"]["sites"]
+    assert sorted(best) == ["site-1", "site-2"] and min(best.values()) <= rows[2]["score"] <= max(best.values())
+    markdown = (workspace / "autofl_report.md").read_text()
+    assert "![progress](progress.png)" in markdown and "Round curves, metric per round" in markdown
+    assert "Each site's value in the final round:" in markdown
+    assert "  curve:       best (feature-scaling): " in stdout and "  sites:       baseline baseline: site-" in stdout
+    with Image.open(workspace / "progress.png") as image:
+        assert image.size == (1100, 900)
+    if os.environ.get("AUTOFL_VIEW_DIR"):
+        shutil.copy(workspace / "progress.png", os.path.join(os.environ["AUTOFL_VIEW_DIR"], "demo-progress.png"))
 
 
 def test_the_p6_bench_times_bare_the_job_runs_the_demo_campaign_made(demo):
@@ -409,7 +447,7 @@ def test_fedjob_campaign_isolated_and_an_aborted_run_is_a_crash(tmp_path):
     assert trial["exit_code"] == 0 and trial["score"] is None
 
 
-def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
+def test_demo_final_report_from_a_read_only_copy(demo, tmp_path, matplotlib_plot):
     """The real demo ledger (seeded runs, a batch of three, two replicates, a crash) reported again by
     campaign_report.py from a copy: no simulation, nothing written into the copy; the plot shades the batch."""
     out, _stdout = demo
@@ -454,12 +492,14 @@ def test_demo_final_report_from_a_read_only_copy(demo, tmp_path):
     parallel = manifest(archive, "drop-bias")["batch"]["parallel"]
     assert data["compute"]["batches"] == [{"members": names, "parallel": parallel}]
     from autofl_core.campaign import plot
-    from autofl_core.runner import noise as noise_rules
+    from autofl_core.runner.open_campaign import Campaign
+    from autofl_core.runner.report import build
 
     state = json.loads((archive / ".nvflare/autofl/campaign_state.json").read_text())
-    drawn = {"metric": "accuracy", "mode": "max", "band": noise_rules.band(state["noise"])}
-    plot.render(rows, tmp_path / "with.png", **drawn, batches=data["compute"]["batches"])
-    plot.render(rows, tmp_path / "without.png", **drawn)
+    drawn = build.plot_options(Campaign.open(archive / "job.py"), state)
+    assert drawn["batches"] == data["compute"]["batches"] and len(drawn["curves"]) == 3
+    plot.render(rows, tmp_path / "with.png", **drawn)
+    plot.render(rows, tmp_path / "without.png", **dict(drawn, batches=[]))
     picture = (target / "progress.png").read_bytes()
     assert picture == (tmp_path / "with.png").read_bytes() != (tmp_path / "without.png").read_bytes()
     assert data["compute"]["wall_time_seconds"] > data["compute"]["by_status"]["baseline"]

@@ -63,6 +63,7 @@ def clean_sources(workspace):
             "autofl_runs",
             "results.tsv",
             "progress.png",
+            "progress.txt",
             "autofl_report.md",
             "autofl_report.json",
             "__pycache__",

@@ -10,7 +10,14 @@ from pathlib import Path
 
 from runner_support import ledger_rows
 
-RUNNER_OUTPUTS = ("results.tsv", "autofl.yaml", "progress.png", "autofl_report.md", "autofl_report.json")
+RUNNER_OUTPUTS = (
+    "results.tsv",
+    "autofl.yaml",
+    "progress.png",
+    "progress.txt",
+    "autofl_report.md",
+    "autofl_report.json",
+)
 SECRET_PREFIX = "AUTOFL_R8"
 
 

@@ -46,6 +46,7 @@ def _load_private_package(name: str):
 
 _load_private_package("autofl_core")
 from autofl_core.common import cli  # noqa: E402
+from autofl_core.runner import pointers  # noqa: E402
 from autofl_core.runner.outcome import CampaignError  # noqa: E402
 from autofl_core.runner.report import build as report  # noqa: E402
 from autofl_core.runner.report import gate as report_gate  # noqa: E402
@@ -97,10 +98,16 @@ def main(argv: list[str] | None = None) -> int:
             "--output-dir with a writable folder\n"
         )
         return cli.EXIT_INVALID
+    named, unavailable = pointers.checked(
+        {
+            "report": str(done.outputs.report),
+            "report_json": str(done.outputs.report_json),
+            "progress": str(done.outputs.progress),
+        }
+    )
     summary = {
-        "report": str(done.outputs.report),
-        "report_json": str(done.outputs.report_json),
-        "progress": str(done.outputs.progress),
+        **named,
+        **({"unavailable": unavailable} if unavailable else {}),
         "progress_plot_available": done.data["progress_plot_available"],
         "selected": (done.data["selected"] or {}).get("name"),
         "final_response_allowed": done.state["final_response_allowed"],

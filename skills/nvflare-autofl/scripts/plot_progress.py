@@ -6,9 +6,10 @@ Usage:
 
 --output defaults to progress.png beside the ledger; --metric to the ledger's metric_name (else "score");
 --mode to the mode stored in the sibling .nvflare/autofl/campaign_state.json (else max).
-Draws with matplotlib (Agg); falls back to Pillow; with neither, writes a text note (.txt) beside the
-output. Prints one JSON object: backend, output, scored count, best point and where it is ringed in the
-image (best_pixel). Exit 0 on success, 2 on a corrupt ledger, bad arguments or an unwritable output
+Draws with matplotlib (Agg); without it (or with AUTOFL_PLOT_RENDERER=text) writes a text summary (.txt) beside
+the output instead. Prints one JSON object: backend (matplotlib or text), output (the file written), reason (why
+there is no picture, or null), scored count and the best point. The round curves of the runner's picture need
+the campaign's run folders (the runner draws them after every action that changes the ledger). Exit 0 on success, 2 on a corrupt ledger, bad arguments or an unwritable output
 (141, quietly, when the reader of stdout went away).
 """
 

@@ -177,6 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--all-prepared", action="store_true", help="evaluate: every prepared candidate as one batch")
     add(
+        "--write-best-defaults",
+        action="store_true",
+        help="status, after the campaign finished: write the best's run args into job.py's argparse defaults "
+        "(job.py backed up under .nvflare/autofl/backups first)",
+    )
+    add(
         "--parallel",
         type=_positive_int,
         metavar="K",

@@ -4,7 +4,8 @@ The server log carries what NVFLARE's own server log shows about the budget that
 site-N@127.0.0.1 joined. Sent token.  Total clients: N` line per client (ClientManager), one `Round N started.`
 banner per round (FedAvg) and `Aggregated i/N results`; metrics_summary.json carries `final_round`.
 Sites print their last-round value below the aggregate (as real sites differ from the server's weighted
-aggregate); round_metrics.jsonl and metrics_summary.json carry the aggregate, the score the ledger records.
+aggregate); round_metrics.jsonl (with each site's value around the aggregate) and metrics_summary.json carry the
+aggregate, the score the ledger records.
 The final global model is persisted where NPModelPersistor puts it (`server/simulate_job/models/server.npy`):
 one value, client.py's `evaluate`; the reported metric adds client.py's `REPORTED_BONUS` (a candidate that
 inflates what it reports), and `PERSIST_MODEL = False` persists no model.
@@ -71,7 +72,7 @@ class NumpyFedAvgRecipe:
                         job / site / "log.txt",
                     )
                 _say(f"Aggregated {index + 1}/{len(sites)} results", server_log)
-            _record_round(job, rnd, self.key_metric, round(score - 0.01 * (self.num_rounds - 1 - rnd), 6))
+            _record_round(job, rnd, self.key_metric, round(score - 0.01 * (self.num_rounds - 1 - rnd), 6), sites)
             time.sleep(client.get("ROUND_SECONDS", 0))  # set in client.py: a slow round (pruning tests)
         _say("Finished FedAvg.", server_log)
         metrics = job / "server" / "simulate_job" / "metrics"
@@ -98,14 +99,19 @@ def _save_npy(path, values):
     path.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1") + data)
 
 
-def _record_round(job, rnd, metric, value):
-    """NVFLARE 2.9's MetricsArtifactWriter appends one record per aggregated round (the last one is the score)."""
+def _record_round(job, rnd, metric, value, sites):
+    """NVFLARE 2.9's MetricsArtifactWriter appends one record per aggregated round (the last one is the score):
+    each site's value spreads evenly around the aggregate (site-1 highest, 0.02 apart), equal weights."""
     metrics = job / "server" / "simulate_job" / "metrics"
     metrics.mkdir(parents=True, exist_ok=True)
+    middle = (len(sites) - 1) / 2
     record = {
         "round": rnd,
         "aggregated_metrics": [{"name": metric, "value": value}],
-        "sites": [],
+        "sites": [
+            {"name": site, "metrics": [{"name": metric, "value": round(value + 0.02 * (middle - i), 6)}], "weight": 1.0}
+            for i, site in enumerate(sites)
+        ],
         "skipped_metrics": [],
     }
     with open(metrics / "round_metrics.jsonl", "a", encoding="utf-8") as handle:

@@ -1,32 +1,33 @@
-"""progress.png from the ledger: pure plot data, then matplotlib (Agg), a Pillow fallback, or a text note.
+"""progress.png from the ledger and the runs' round records: pure plot data, one matplotlib picture, or a text note.
 
 Usage::
 
     data = plot_data(rows, "max")          # pure: points, failures, literature markers, running best, best
-    summary = render(rows, "progress.png", metric="accuracy", mode="max")   # {"backend": ..., "output": ...}
+    summary = render(rows, "progress.png", metric="accuracy", mode="max")   # {"backend", "output", "reason", ...}
     render(rows, "progress.png", metric="accuracy", mode="max", band=0.004)    # shade the best +- 0.004
-    render(rows, "progress.png", metric="accuracy", mode="max", batches=[{"members": ["a", "b"], "parallel": 2}])
+    render(rows, "progress.png", metric="accuracy", mode="max", curves=[{"name": "baseline", "role": "baseline",
+           "rounds": [0, 1, 2], "values": [0.5, 0.7, 0.8]}])
 
-The best point is ringed in the best color; `render` reports where (`best_pixel`, image pixels from the
-top-left corner) so the picture can be checked against the data.
+The picture has two panels. The top one: the x axis counts experiments (baseline, keep, discard and crash rows)
+in ledger order, starting at 1; a literature event sits half a step after the experiment it follows; replicate
+rows (reruns of the best) are experiments of their own color and never move the running best; `band` shades the
+best +- the noise margin; `batches` (the runner's `{members, parallel}` records, see
+`runner/report/facts.batches`) shades each batch's span and labels it `batch N`. The bottom one: the metric per
+round of the `curves` given (baseline, best, the latest candidates; see `runner/report/curves`).
 
-The x axis counts experiments (baseline, keep, discard and crash rows) in ledger order, starting at 1;
-a literature event sits half a step after the experiment it follows. Replicate rows (reruns of the best) are
-experiments of their own color and never move the running best; `band` shades the best +- the noise margin.
 A pruned candidate (a discard the pruning rule stopped early, without a score: `campaign/prune`) is a grey
-triangle at the bottom, apart from the crashes, and the title counts it among the discards (`N pruned`).
-`batches` (the runner's `{members, parallel}` records of the candidates that ran together, see
-`runner/report/facts.batches`) shades each batch's span of experiments and labels it `batch N`; without batches
-the picture is what it was before batches existed. Plotting libraries are imported only inside the renderers,
-never when this module is imported.
+triangle at the bottom of the top panel, apart from the crashes, and the title counts it among the discards
+(`N pruned`).
 
-`AUTOFL_PLOT_RENDERER=pillow` in the runner's environment draws with Pillow only (about 0.1 s of CPU instead of
-the 1.5-2 s that importing matplotlib and rendering costs, after every action): for small or busy machines and
-for test suites that run hundreds of actions. Unset or `auto`: matplotlib, then Pillow.
+One renderer: matplotlib (Agg), the same picture whichever process draws it. Without matplotlib, or with
+`AUTOFL_PLOT_RENDERER=text` (test suites, very small machines), or when matplotlib fails, `render` writes no
+picture: a text summary beside `output` (same name, `.txt`), removes a stale picture, and says why in `reason`.
+Plotting libraries are imported only inside the renderer, never when this module is imported.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import sys
@@ -50,31 +51,47 @@ COLORS = {
     "batch": "#dde6f0",
     "batch_label": "#4a5a70",
 }
-SIZE = (1000, 560)  # pixels, both backends
+SIZE = (1100, 900)  # pixels: the progress panel above the round curves
 EMPTY_MESSAGE = "no scored results yet"
+TITLE_START = "Auto-FL progress:"  # the first words of the title and of the text summary
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+NO_CURVES_MESSAGE = "no round records yet (NVFLARE writes round_metrics.jsonl per run)"
 MAX_EVENT_LABELS = 30  # more literature markers than this stay unlabelled (text artists are slow and overlap)
 MAX_LABEL_CHARS = 24  # a longer event id is cut in its vertical label (the axes are about 40 characters high)
+LEGEND_LEFT = 0.79  # the legends start here (share of the width); the 230 pixels right of it hold 30 characters
+LEGEND_CHARS = 30  # a longer legend label is cut
 RENDERER_VARIABLE = "AUTOFL_PLOT_RENDERER"
-RENDERER_CHOICES = {"auto": ("matplotlib", "pillow"), "pillow": ("pillow",)}
+RENDERER_CHOICES = ("matplotlib", "text")
+CURVE_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")  # candidates, in order
 
 
-def renderers() -> tuple[str, ...]:
-    """The backends to try, in order, as `AUTOFL_PLOT_RENDERER` asks (an unknown value warns and means auto)."""
-    wanted = os.environ.get(RENDERER_VARIABLE, "").strip().lower() or "auto"
+def renderer() -> str:
+    """`matplotlib` (the default) or `text`, as `AUTOFL_PLOT_RENDERER` asks (an unknown value warns and means the
+    default)."""
+    wanted = os.environ.get(RENDERER_VARIABLE, "").strip().lower() or "matplotlib"
     if wanted not in RENDERER_CHOICES:
         print(
-            f"plot: {RENDERER_VARIABLE}={wanted!r} is not one of {', '.join(RENDERER_CHOICES)}; using auto",
+            f"plot: {RENDERER_VARIABLE}={wanted!r} is not one of {', '.join(RENDERER_CHOICES)}; using matplotlib",
             file=sys.stderr,
         )
-        wanted = "auto"
-    return RENDERER_CHOICES[wanted]
+        wanted = "matplotlib"
+    return wanted
+
+
+def unavailable_reason() -> str | None:
+    """Why no picture can be drawn here (the renderer asked for, or matplotlib missing), or None."""
+    if renderer() == "text":
+        return f"{RENDERER_VARIABLE}=text asks for a text summary instead of a picture"
+    if importlib.util.find_spec("matplotlib") is None:
+        return "matplotlib is not installed (pip install matplotlib draws the picture)"
+    return None
 
 
 BATCH_MARGIN = 0.4  # a batch's shading reaches this far beyond its first and last experiment (a literature
 # marker half a step before the batch stays outside it)
 
 
-def plot_data(rows: list[dict], mode: str, batches: list[dict] | None = None) -> dict:
+def plot_data(rows: list[dict], mode: str, batches: list[dict] | None = None, curves: list[dict] | None = None) -> dict:
     """Everything the plot shows, computed from ledger rows and the batches that ran (pure)."""
     check_mode(mode)
     points, failures, literature, running = [], [], [], []
@@ -113,6 +130,7 @@ def plot_data(rows: list[dict], mode: str, batches: list[dict] | None = None) ->
         "running_best": running,
         "best": best,
         "batches": batch_spans(attempts, batches or []),
+        "curves": [curve for curve in curves or [] if curve.get("values")],
         "x_max": x,
         "counts": counts,
         "scored": len(points),
@@ -138,24 +156,21 @@ def batch_spans(attempts: dict[str, int], batches: list[dict]) -> list[dict]:
 
 
 def warm_up() -> str | None:
-    """Import the plotting library ahead of time (e.g. in a thread while a trial runs, so the render after it
-    is cheap). Returns the backend `render` will use, or None when only the text note is possible."""
-    for backend in renderers():
-        try:
-            if backend == "matplotlib":
-                import matplotlib.backends.backend_agg  # noqa: F401
-                import matplotlib.figure  # noqa: F401
-            else:
-                import PIL.ImageDraw  # noqa: F401
-            return backend
-        except ImportError:
-            continue
-    return None
+    """Import the plotting library ahead of time (the plot worker, while a trial runs). Returns `matplotlib`, or
+    None when only the text summary is possible."""
+    if unavailable_reason() is not None:
+        return None
+    try:
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+    except ImportError:
+        return None
+    return "matplotlib"
 
 
 def prime() -> None:
-    """Draw a throwaway plot in memory so fonts and glyph caches are loaded before the real render (used by
-    the plot worker while a trial runs; nothing is written)."""
+    """Draw a throwaway plot in memory so fonts and glyph caches are loaded before the real render (the plot
+    worker, while a trial runs; nothing is written)."""
     data = plot_data([{"status": v.BASELINE, "name": "b", "score": 0.5}], "max")
     try:
         _draw_matplotlib(data, title_text(data, "metric", "max"), "metric")
@@ -172,7 +187,7 @@ def title_text(data: dict, metric: str, mode: str) -> str:
     replicates = f", {counts[v.REPLICATE]} replicate(s) (not attempts)" if counts[v.REPLICATE] else ""
     pruned = f" ({data['pruned']} pruned)" if data.get("pruned") else ""
     return (
-        f"Auto-FL progress: {metric} ({mode}, {direction})\n{attempts} attempt(s) ({data['scored_attempts']} "
+        f"{TITLE_START} {metric} ({mode}, {direction})\n{attempts} attempt(s) ({data['scored_attempts']} "
         f"scored): {counts[v.KEEP]} kept, {counts[v.DISCARD]} discarded{pruned}, {counts[v.CRASH]} crashed; "
         f"{counts[v.LITERATURE]} literature{replicates}"
     )
@@ -186,38 +201,65 @@ def render(
     mode: str,
     band: float | None = None,
     batches: list[dict] | None = None,
+    curves: list[dict] | None = None,
 ) -> dict:
-    """Write the progress PNG to `output` atomically; returns which backend drew it.
+    """Write the progress PNG to `output` atomically (and remove a stale text summary beside it); returns
+    `{"backend": "matplotlib", "output", "reason": None, "best", "scored"}`.
 
     `band` (the noise margin) shades best +- band from the best point on; `batches` shades the candidates that ran
-    together. Falls back from matplotlib to Pillow; with neither, writes a text note beside `output` (same name,
-    `.txt`) and warns on stderr. `best_pixel` is the ringed best point in the image, or None.
+    together; `curves` are the runs whose per-round metric the lower panel shows. When no picture can be drawn
+    (see `unavailable_reason`, or matplotlib failed) it writes the text summary beside `output` (same name, `.txt`),
+    removes a stale `output`, warns on stderr and returns `backend` `text`, `output` the summary and the `reason`.
     """
-    data = plot_data(rows, mode, batches)
+    data = plot_data(rows, mode, batches, curves)
     data["band"] = band if band and data["best"] else None
     title = title_text(data, metric, mode)
-    drawers = {"matplotlib": _draw_matplotlib, "pillow": _draw_pillow}
-    for backend in renderers():
-        draw = drawers[backend]
-        try:
-            png, best_pixel = draw(data, title, metric)
-        except ImportError:
-            continue
-        except Exception as exc:  # a plotting library bug must not lose the campaign's progress output
-            print(f"plot: {backend} failed ({type(exc).__name__}: {exc}); trying the next renderer", file=sys.stderr)
-            continue
-        atomic.write_bytes(output, png)
-        return {
-            "backend": backend,
-            "output": str(output),
-            "best": data["best"],
-            "best_pixel": best_pixel,
-            "scored": data["scored"],
-        }
     note = Path(output).with_suffix(".txt")
+    reason = unavailable_reason()
+    if reason is None:
+        try:
+            png = _draw_matplotlib(data, title, metric)
+        except ImportError:
+            reason = "matplotlib is not installed (pip install matplotlib draws the picture)"
+        except Exception as exc:  # a plotting library bug must not lose the campaign's progress output
+            reason = f"matplotlib failed ({type(exc).__name__}: {exc})"
+        else:
+            atomic.write_bytes(output, png)
+            if note != Path(output) and _starts_with(note, TITLE_START.encode()):  # our own stale summary only
+                _remove(note)
+            return {
+                "backend": "matplotlib",
+                "output": str(output),
+                "reason": None,
+                "best": data["best"],
+                "scored": data["scored"],
+            }
     atomic.write_text(note, text_summary(data, title))
-    print(f"plot: neither matplotlib nor Pillow is installed; wrote a text summary to {note}", file=sys.stderr)
-    return {"backend": "text", "output": str(note), "best": data["best"], "best_pixel": None, "scored": data["scored"]}
+    if note != Path(output) and _starts_with(Path(output), PNG_SIGNATURE):  # a stale picture, never another file
+        _remove(Path(output))
+    if renderer() != "text":  # asked for: nothing to warn about
+        print(f"plot: no picture ({reason}); wrote a text summary to {note}", file=sys.stderr)
+    return {"backend": "text", "output": str(note), "reason": reason, "best": data["best"], "scored": data["scored"]}
+
+
+def _starts_with(path: Path, prefix: bytes) -> bool:
+    """True when `path` is a regular file (not a link) that starts with `prefix`."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return False
+        with open(path, "rb") as handle:
+            return handle.read(len(prefix)) == prefix
+    except OSError:
+        return False
+
+
+def _remove(path: Path) -> None:
+    """Remove a stale output of the other kind (a regular file only; never a folder or a symlink's target)."""
+    try:
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+    except OSError:
+        pass
 
 
 def text_summary(data: dict, title: str) -> str:
@@ -237,6 +279,13 @@ def text_summary(data: dict, title: str) -> str:
         lines.append(
             f"{span['label']} (experiments {span['x_min']}-{span['x_max']}, {how}): {', '.join(span['members'])}"
         )
+    if data.get("curves"):
+        lines.append("metric per round:")
+    for curve in data.get("curves") or []:
+        values = ", ".join(
+            f"r{rnd} {format_score(value)}" for rnd, value in zip(curve["rounds"], curve["values"], strict=True)
+        )
+        lines.append(f"  {curve_label(curve)}: {values}")
     return "\n".join(lines) + "\n"
 
 
@@ -259,27 +308,64 @@ def _best_steps(data: dict) -> tuple[list, list]:
     return xs, ys
 
 
-def _draw_matplotlib(data: dict, title: str, metric: str) -> tuple[bytes, list[int] | None]:
+def _draw_matplotlib(data: dict, title: str, metric: str) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(SIZE[0] / 100, SIZE[1] / 100), dpi=100)
     FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
+    axes, rounds = figure.subplots(2, 1, height_ratios=(3, 2))
+    # fixed margins (a layout engine would cost more than the whole render): the right one holds the legends,
+    # whose labels are at most LEGEND_CHARS long
+    figure.subplots_adjust(left=0.07, right=LEGEND_LEFT - 0.01, top=0.93, bottom=0.06, hspace=0.28)
     axes.set_title(_literal(title), fontsize=9)
     if not data["points"]:
         axes.text(0.5, 0.5, EMPTY_MESSAGE, ha="center", va="center", fontsize=16, transform=axes.transAxes)
         axes.set_axis_off()
     else:
         _matplotlib_series(axes, data, metric)
+    _mpl_curves(rounds, data["curves"], metric)
     buffer = io.BytesIO()
     # light PNG compression: a third of the render time saved, a slightly larger file (runs after every trial)
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None}, pil_kwargs={"compress_level": 1})
-    best = data["best"]
-    if best is None:
-        return buffer.getvalue(), None
-    x, y = axes.transData.transform((best["x"], best["score"]))  # display pixels, origin bottom-left
-    return buffer.getvalue(), [round(x), round(SIZE[1] - y)]
+    return buffer.getvalue()
+
+
+def _mpl_curves(axes, curves: list[dict], metric: str) -> None:
+    """The lower panel: each run's metric per round (baseline, best, then the candidates in the order given)."""
+    if not curves:
+        axes.text(0.5, 0.5, NO_CURVES_MESSAGE, ha="center", va="center", fontsize=11, transform=axes.transAxes)
+        axes.set_axis_off()
+        return
+    from matplotlib.ticker import MaxNLocator
+
+    others = iter(CURVE_COLORS * (len(curves) // len(CURVE_COLORS) + 1))
+    for curve in curves:
+        role = curve.get("role")
+        color = COLORS[v.BASELINE] if role == v.BASELINE else COLORS["best"] if role == "best" else next(others)
+        axes.plot(
+            curve["rounds"],
+            curve["values"],
+            marker="o",
+            markersize=3,
+            linewidth=2.2 if role in (v.BASELINE, "best") else 1.2,
+            linestyle="-" if role in (v.BASELINE, "best") else "--",
+            color=color,
+            label=_literal(_cut(curve_label(curve), LEGEND_CHARS)),
+            zorder=3 if role == "best" else 2,
+        )
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    axes.set_xlabel("round")
+    axes.set_ylabel(_literal(metric))
+    axes.set_title("metric per round (each run's round records)", fontsize=9)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
+
+
+def curve_label(curve: dict) -> str:
+    """The legend text of one curve: its run name, with its role when that is not the name."""
+    name, role = str(curve.get("name") or ""), str(curve.get("role") or "")
+    return name if role in ("", "candidate", name) else f"{role}: {name}"
 
 
 def _matplotlib_series(axes, data: dict, metric: str) -> None:
@@ -328,7 +414,7 @@ def _mpl_band(axes, data: dict) -> None:
         color=COLORS["band"],
         alpha=0.5,
         zorder=1,
-        label=f"noise band (best +- {format_score(band)})",
+        label=_cut(f"noise band (best +- {format_score(band)})", LEGEND_CHARS),
     )
 
 
@@ -444,8 +530,7 @@ def _mpl_axes(axes, data: dict, metric: str) -> None:
     axes.set_xlabel("experiment (ledger order)")
     axes.set_ylabel(_literal(metric))
     axes.grid(alpha=0.3)
-    # outside the axes, so it never covers a point or an event label
-    axes.figure.subplots_adjust(left=0.08, right=0.8)
+    # outside the axes, so it never covers a point or an event label (the right margin is kept for it)
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
 
 
@@ -458,82 +543,10 @@ def event_labels(events: list[dict]) -> list[tuple[float, str]]:
     return [(x, _cut(", ".join(labels))) for x, labels in grouped.items()]
 
 
-def _cut(label: str) -> str:
-    return label if len(label) <= MAX_LABEL_CHARS else label[: MAX_LABEL_CHARS - 3] + "..."
+def _cut(label: str, limit: int = MAX_LABEL_CHARS) -> str:
+    return label if len(label) <= limit else label[: limit - 3] + "..."
 
 
 def _literal(text: str) -> str:
     """Text matplotlib shows verbatim (a `$` would otherwise start math mode)."""
     return text.replace("$", r"\$")
-
-
-def _draw_pillow(data: dict, title: str, metric: str) -> tuple[bytes, list[int] | None]:
-    from PIL import Image, ImageDraw, ImageFont
-
-    image = Image.new("RGB", SIZE, "white")
-    draw = ImageDraw.Draw(image)
-    font = ImageFont.load_default()
-    draw.text((20, 12), title, fill="black", font=font)
-    best_pixel = None
-    if not data["points"]:
-        draw.text((SIZE[0] // 2 - 80, SIZE[1] // 2), EMPTY_MESSAGE, fill="black", font=font)
-    else:
-        best_pixel = _pillow_series(draw, font, data, metric)
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue(), best_pixel
-
-
-def _pillow_series(draw, font, data: dict, metric: str) -> list[int] | None:
-    """Draw the batches, noise band, axes box, literature markers, running best, points and crashes; return the
-    best point's pixel."""
-    left, top, right, bottom = 70, 40, SIZE[0] - 20, SIZE[1] - 50
-    low, high = _y_range(data)
-    span_x = max(data["x_max"], 1)
-
-    def to_px(x: float, y: float) -> tuple[float, float]:
-        return left + (x - 0.5) / span_x * (right - left), bottom - (y - low) / (high - low) * (bottom - top)
-
-    for span in data["batches"]:
-        x_left, _ = to_px(span["x_min"] - BATCH_MARGIN, low)
-        x_right, _ = to_px(span["x_max"] + BATCH_MARGIN, low)
-        draw.rectangle((x_left, top, x_right, bottom), fill=COLORS["batch"])
-        draw.text((x_left + 3, top + 3), span["label"], fill=COLORS["batch_label"], font=font)
-    if data.get("band"):
-        best, band = data["best"], data["band"]
-        _, upper = to_px(best["x"], best["score"] + band)
-        _, lower = to_px(best["x"], best["score"] - band)
-        draw.rectangle((left, upper, right, lower), fill=COLORS["band"])
-    draw.rectangle((left, top, right, bottom), outline="black")
-    draw.text((left - 60, top), f"{high:.4g}", fill="black", font=font)
-    draw.text((left - 60, bottom - 10), f"{low:.4g}", fill="black", font=font)
-    draw.text((left, bottom + 10), f"experiment (ledger order); y: {metric}", fill="black", font=font)
-    for event in data["literature"]:
-        x, _ = to_px(event["x"], low)
-        for y in range(top, bottom, 8):
-            draw.line((x, y, x, min(y + 4, bottom)), fill=COLORS[v.LITERATURE])
-    xs, ys = _best_steps(data)
-    vertices = []
-    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
-        if i:
-            vertices.append(to_px(x, ys[i - 1]))
-        vertices.append(to_px(x, y))
-    if len(vertices) > 1:
-        draw.line(vertices, fill=COLORS["best"], width=2)
-    for point in data["points"]:
-        x, y = to_px(point["x"], point["score"])
-        draw.ellipse((x - 4, y - 4, x + 4, y + 4), fill=COLORS[point["status"]])
-    for failure in data["failures"]:
-        x, _ = to_px(failure["x"], low)
-        if failure["pruned"]:  # a grey downward triangle: stopped early by the pruning rule
-            draw.polygon([(x - 5, bottom - 12), (x + 5, bottom - 12), (x, bottom - 4)], fill=COLORS[v.DISCARD])
-            continue
-        draw.line((x - 4, bottom - 12, x + 4, bottom - 4), fill=COLORS[v.CRASH], width=2)
-        draw.line((x - 4, bottom - 4, x + 4, bottom - 12), fill=COLORS[v.CRASH], width=2)
-    best = data["best"]
-    if not best:
-        return None
-    x, y = to_px(best["x"], best["score"])
-    draw.ellipse((x - 9, y - 9, x + 9, y + 9), outline=COLORS["best"], width=2)
-    draw.text((x + 12, y - 20), f"best {best['name']}: {format_score(best['score'])}", fill="black", font=font)
-    return [round(x), round(y)]

@@ -1,17 +1,19 @@
 """The plot worker: a short-lived process that draws progress.png for the runner, and the runner's handle on it.
 
-Importing matplotlib costs about a second of CPU. Done in the runner (even in a thread) it either lengthens the
-time after the trial or competes with the runner's supervision through the GIL; the worker, started with the
-trial (`PlotWorker.start()`), imports it on the other core instead and renders while the runner writes the report.
+Importing matplotlib and drawing costs about 0.8 s of wall time. Done in the runner after the trial it lengthens
+every `evaluate` past the overhead bar (P1); done in a thread during the trial it is runner CPU while the child
+runs (P2). The worker, started with the trial (`PlotWorker.start()`), imports it on the other core instead. It draws
+with the same `plot.render` as the runner, so the picture is the same whichever process drew it; when the worker
+cannot answer, the runner draws in-process.
 
-Protocol (one JSON object per line): the worker prints `{"ready": backend}` (matplotlib, pillow or null) as soon
+Protocol (one JSON object per line): the worker prints `{"ready": backend}` (matplotlib or null) as soon
 as the library is imported; the runner then writes one request `{"results", "output", "metric", "mode", "band",
-"batches"}` and the worker answers `{"backend": ...}` (or `{"error": ...}`) after writing the image atomically. An empty
+"batches", "curves"}` and the worker answers `{"backend": ..., "reason": ...}` (or `{"error": ...}`) after writing the image atomically. An empty
 stdin (the runner gave up) ends it without drawing. The worker side runs by path: `python plot_worker.py`.
 Usage (runner side)::
 
     worker = PlotWorker.start()                      # when a trial starts; None when it cannot start
-    backend = worker.draw(request)                   # the backend that drew it, or None: draw in-process
+    summary = worker.draw(request)                   # {"backend", "reason"} of plot.render, or None: draw in-process
 """
 
 from __future__ import annotations
@@ -49,12 +51,13 @@ class PlotWorker:
             return None
         return cls(process)
 
-    def draw(self, request: dict) -> str | None:
-        """Send the request and wait for the image; the backend that drew it, or None (caller falls back)."""
+    def draw(self, request: dict) -> dict | None:
+        """Send the request and wait for the image; `{"backend", "reason"}` of the render, or None (the caller
+        draws in-process)."""
         reply = self._exchange(request)
-        if not isinstance(reply, dict) or "backend" not in reply:
+        if not isinstance(reply, dict) or reply.get("backend") not in ("matplotlib", "text"):
             return None
-        return reply["backend"]
+        return {"backend": reply["backend"], "reason": reply.get("reason")}
 
     def stop(self) -> None:
         """End the worker without drawing (idempotent)."""
@@ -116,7 +119,7 @@ def main() -> int:
     from autofl_core.campaign import ledger, plot
 
     backend = plot.warm_up()
-    if backend == "matplotlib":
+    if backend is not None:
         plot.prime()
     print(json.dumps({"ready": backend}), flush=True)
     line = sys.stdin.readline()
@@ -132,8 +135,9 @@ def main() -> int:
             mode=request["mode"],
             band=request.get("band"),
             batches=request.get("batches"),
+            curves=request.get("curves"),
         )
-        print(json.dumps({"backend": summary["backend"]}), flush=True)
+        print(json.dumps({"backend": summary["backend"], "reason": summary["reason"]}), flush=True)
     except Exception as error:  # noqa: BLE001 - the runner falls back to drawing in-process
         print(json.dumps({"error": f"{type(error).__name__}: {error}"}), flush=True)
         return 1

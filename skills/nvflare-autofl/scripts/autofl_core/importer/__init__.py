@@ -31,6 +31,7 @@ trial sandbox can seal, `import_job(..., dry_run=True)` also runs job.py there u
 - `search` - the suggested search space;
 - `schema` - mutation_schema.yaml: load and validate;
 - `admission` - whether an imported job may start a campaign;
+- `noise_sources` - where a job's source lets reruns differ (unseeded model, shuffles, loaders), with fixes;
 - `display` - what the human is shown: the `summary` (objective, fixed budget, editable, unresolved, allowed)
   and the YAML view with long literal values shortened.
 """

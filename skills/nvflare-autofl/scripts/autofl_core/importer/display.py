@@ -3,7 +3,8 @@
 The summary holds what the user must agree to before a campaign: the objective (metric, direction, where the
 direction comes from), the fixed budget (each field's value, confidence and source), then the files a candidate
 may edit, what could not be resolved and the tunable options. Long literal values (a 210-element model list, a
-long string) are elided for display only (`[0.0] x 210`); the config's data always keeps the full value. Pure.
+long string, a long mapping) are summarized for display only (`[0.0] x 210`, `[1, 2, 3, '... (210 items: int)']`,
+type, length and first items); the config's data (JSON, autofl.yaml) always keeps the full value. Pure.
 Usage::
 
     config["summary"] = summary(objective, budget, editable=[...], unresolved=[...], allowed=[...])
@@ -16,7 +17,8 @@ from typing import Any
 
 MAX_ITEMS = 16  # a list of numbers longer than this is shortened (a model's initial weights, say)
 MAX_CHARS = 500  # a string longer than this is shortened
-SHOWN_ITEMS = 3  # numbers kept before "... (N items)"
+SHOWN_ITEMS = 3  # items kept before "... (N items: types)"
+VALUE_KEYS = ("value", "default")  # where the config holds literals taken from the job's source
 BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
 DIRECTION = {"max": "higher is better", "min": "lower is better"}
 
@@ -47,17 +49,25 @@ def summary(objective: dict, budget: dict, *, editable: list, unresolved: list, 
     )
 
 
-def elide(value: Any) -> Any:
+def elide(value: Any, *, literal: bool = False) -> Any:
     """A display copy of `value` with long literal data shortened: lists of numbers (also nested, such as a
-    matrix) longer than MAX_ITEMS, and strings longer than MAX_CHARS. The structure of the config (its mappings,
-    its lists of options, files and records) is kept as it is. The input is not changed."""
+    matrix) longer than MAX_ITEMS anywhere; under a `value` or `default` key (a literal taken from the job's
+    source) any list or mapping of plain data (strings, numbers, nested lists and mappings of them) longer than
+    MAX_ITEMS; and strings longer than MAX_CHARS. A shortened list keeps its first items and says how many there
+    are and of which types; a mapping keeps its first keys. The structure of the config (its mappings, its lists
+    of options, files and records) is kept as it is. The input is not changed."""
     if isinstance(value, dict):
-        return {key: elide(item) for key, item in value.items()}
+        if literal and len(value) > MAX_ITEMS and all(_plain(item) for item in value.values()):
+            keys = ", ".join(repr(key) for key in list(value)[:SHOWN_ITEMS])
+            return f"{{{keys}, ...}} ({len(value)} keys; values: {_types(value.values())})"
+        return {key: elide(item, literal=literal or key in VALUE_KEYS) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         items = list(value)
-        if len(items) > MAX_ITEMS and all(_numeric(item) for item in items):
+        if len(items) > MAX_ITEMS and (
+            all(_numeric(item) for item in items) or (literal and all(_plain(item) for item in items))
+        ):
             return _shorten(items)
-        return [elide(item) for item in items]
+        return [elide(item, literal=literal) for item in items]
     if isinstance(value, str) and len(value) > MAX_CHARS:
         return f"{value[: MAX_CHARS // 5]}... ({len(value)} characters)"
     return value
@@ -70,10 +80,24 @@ def _numeric(item: Any) -> bool:
     return item is None or isinstance(item, (int, float))
 
 
+def _plain(item: Any, depth: int = 0) -> bool:
+    """Plain data: a scalar, or (nested, a few levels at most) lists and mappings of scalars."""
+    if isinstance(item, (list, tuple)) and depth < 4:
+        return all(_plain(inner, depth + 1) for inner in item)
+    if isinstance(item, dict) and depth < 4:
+        return all(_plain(inner, depth + 1) for inner in item.values())
+    return item is None or isinstance(item, (int, float, str))
+
+
+def _types(items) -> str:
+    """The type names of `items`, each once, in order of first appearance."""
+    return ", ".join(dict.fromkeys(type(item).__name__ for item in items))
+
+
 def _shorten(items: list) -> str | list:
     if all(type(item) is type(items[0]) and item == items[0] for item in items):
         return f"[{_short(items[0])}] x {len(items)}"
-    return [elide(item) for item in items[:SHOWN_ITEMS]] + [f"... ({len(items)} items)"]
+    return [elide(item) for item in items[:SHOWN_ITEMS]] + [f"... ({len(items)} items: {_types(items)})"]
 
 
 def _short(item: Any) -> str:

@@ -11,6 +11,8 @@
 - `store/` - one module per campaign file (paths, lock, autofl.yaml, campaign.json, manifests, snapshot, sources);
 - `settings` - campaign settings: defaults, immutable vs audited changes, the cap rule;
 - `state` - the campaign state the runner writes and the envelope every action prints;
+- `pointers` - the paths an envelope names (each exists, or is null with the reason) and where the best lives;
+- `job_defaults` - the best's run args written into job.py's argparse defaults, on request (`status`);
 - `drafts` - a candidate draft's deterministic diff against the best, within the trust contract;
 - `runargs` - candidate run args: canonical options, bounds, merge with the best configuration's;
 - `campaign_trial` - one trial of this campaign: TrialSpec from the contract, sealed or contained, the orphan

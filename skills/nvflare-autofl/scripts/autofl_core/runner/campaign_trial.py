@@ -249,8 +249,18 @@ def run_marked(
         campaign, result, name=name, token=token, temp_parent=temp_parent, sealed=stage_files is not None
     )
     record = {key: value for key, value in result.to_dict().items() if key not in ("token", "pid")}
+    record["rounds"] = round_records(campaign, name, result)
     atomic.write_json(campaign.paths.run_dir(name) / "trial.json", record)
     return result
+
+
+def round_records(campaign, name: str, result: TrialResult) -> list[dict]:
+    """The trial's metric per round and each site's value per round, from NVFLARE's round_metrics.jsonl in its
+    copied result (kept in trial.json, so the report and `status` read them without the trial package)."""
+    from ..trial import rounds
+
+    metric = result.metric_name or campaign.settings.metric
+    return rounds.as_records(rounds.read_rounds(campaign.paths.run_dir(name), metric))
 
 
 def _tampered(result: TrialResult, restored: list[str]) -> None:

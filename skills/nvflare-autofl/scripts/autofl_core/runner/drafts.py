@@ -2,9 +2,11 @@
 
 The agent edits `candidates/<id>/source/` (a copy of the best snapshot). `read_draft` walks it without
 following links and rejects, naming the offending path: symlinks, special files, binary or non-UTF-8
-files, absolute or `..` paths, reserved folders (`__pycache__` folders are ignored, never applied), deleted
-managed files, changes outside `allowed_edit_paths`, new files outside `allowed_create_patterns`, and new
-files that would overwrite an unmanaged file of the workspace. Usage::
+files, absolute or `..` paths, reserved folders, deleted managed files, changes outside `allowed_edit_paths`,
+new files outside `allowed_create_patterns`, and new files that would overwrite an unmanaged file of the
+workspace. Build byproducts and editor files (`__pycache__` folders, `*.pyc`/`*.pyo`, vim swap files `.*.sw?`,
+`*~` backups, emacs `#*#` autosaves and `.#*` locks) are removed from the draft before it is read (named on
+stderr), never validated, counted or applied. Usage::
 
     draft = read_draft(source_dir, best_files, config, workspace)
     draft.changed, draft.created, draft.patch, draft.patch_sha256, draft.files
@@ -16,15 +18,18 @@ import difflib
 import os
 import re
 import stat
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..common import trees
 from ..importer.trust import RESERVED_PARTS, safe_relative
 from .outcome import CampaignError
 from .store import contract, frozen, sources
 
 IGNORED_DIRS = frozenset({"__pycache__"})
+BYPRODUCT_FILES = re.compile(r"(?:.*\.py[co]|\..*\.sw[a-p]|.*~|#.*#|\.#.*)")  # bytecode, editor swap/backup/lock
 MAX_DRAFT_FILES = 2000
 MAX_DRAFT_DEPTH = 32
 
@@ -90,7 +95,7 @@ def read_draft(source_dir: Path, best: dict[str, bytes], config: dict, workspace
 
 def source_files(source_dir: Path) -> dict[str, bytes]:
     """Every file of a candidate source folder, read as `read_draft` reads it (links, special, binary and
-    non-UTF-8 files refused; `__pycache__` ignored)."""
+    non-UTF-8 files refused; build and editor byproducts removed)."""
     return _walk(source_dir)
 
 
@@ -171,6 +176,8 @@ def _walk(root: Path) -> dict[str, bytes]:
             entries = sorted(handle, key=lambda entry: entry.name)
         for entry in entries:
             path = base / entry.name
+            if _remove_byproduct(entry, path, root):
+                continue
             if entry.is_dir(follow_symlinks=False):
                 if not _skip_dir(path, root):
                     folders.append(path)
@@ -184,12 +191,31 @@ def _walk(root: Path) -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
+def _remove_byproduct(entry: os.DirEntry, path: Path, root: Path) -> bool:
+    """Remove a build byproduct or editor file from the draft (a link itself, never what it points to); True when
+    `entry` was one."""
+    if entry.is_dir(follow_symlinks=False):
+        if entry.name not in IGNORED_DIRS:
+            return False
+        trees.remove_tree(path)
+    elif BYPRODUCT_FILES.fullmatch(entry.name):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+    else:
+        return False
+    print(
+        f"autofl: removed {path.relative_to(root).as_posix()} from the draft (a build or editor byproduct)",
+        file=sys.stderr,
+    )
+    return True
+
+
 def _skip_dir(path: Path, root: Path) -> bool:
     rel = path.relative_to(root).as_posix()
     if os.path.islink(path):
         raise CampaignError(f"the draft folder {rel} is a symlink; candidates may only contain plain files")
-    if path.name in IGNORED_DIRS:
-        return True
     if path.name in RESERVED_PARTS:
         raise CampaignError(
             f"the draft contains the reserved folder {rel}; remove it (reserved: {', '.join(sorted(RESERVED_PARTS))})"

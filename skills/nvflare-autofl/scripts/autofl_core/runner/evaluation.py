@@ -332,7 +332,7 @@ def conclude(campaign, manifest: dict, draft, result, drift: list[str], now: str
     extras = {
         "candidate_manifest": str(paths.manifest(candidate_id)),
         "candidate_status": status,
-        **what_happened.outcome(campaign, compared, score=manifest["result"]["score"]),
+        **what_happened.outcome(campaign, compared, score=manifest["result"]["score"], name=candidate_id),
     }
     return final, extras
 

@@ -24,7 +24,7 @@ TAKES = {  # action -> the action options it takes, as typed
     "abandon": ("--manifest",),
     "record": tuple(dict.fromkeys(RECORD_LITERATURE + RECORD_BASELINE + RECORD_CANDIDATE)),
     "suggest": ("--limit",),
-    "status": (),
+    "status": ("--write-best-defaults",),
     "replicate": ("--count", "--parallel"),
     "report": ("--confirm-interrupted",),
     "submit": ("--manifest", "--baseline", "--confirm-user-authorized", "--authorization", *KIT),

@@ -18,11 +18,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..campaign import vocabulary as v
-from . import flag_scope, frozen_eval, pruning, ready, recovery, refresh
+from . import flag_scope, frozen_eval, job_defaults, pointers, pruning, ready, recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
 from .outcome import ActionResult, CampaignError
+from .report import curves
 from .store import manifests, metadata
 from .store.lock import workspace_lock
 from .store.paths import CampaignPaths
@@ -110,6 +111,8 @@ def _shell(campaign, action: str, step, options, given: dict, now: str) -> tuple
         state = refresh.refresh(campaign, now_text(), ledger_changed=result.ledger_changed)
     finally:
         refresh.stop_plot_worker(campaign)
+    if action == "status" or state["final_response_allowed"]:  # where the best lives, when the user asks
+        extras["best_lives"] = pointers.best_lives(campaign)
     document = state_mod.envelope(campaign.paths, state, {**extras, **result.extras})
     return result.exit_code, frozen_eval.with_provenance(campaign, action, document)
 
@@ -140,7 +143,15 @@ def _status(campaign, options, now: str) -> ActionResult:
         }
         for m in pending
     ]
-    extras = {"pending": listed, **pruning.status_fields(campaign), "trial_limits": limits_shown(campaign.settings)}
+    best = campaign.best_row()
+    extras = {
+        "pending": listed,
+        **pruning.status_fields(campaign),
+        "trial_limits": limits_shown(campaign.settings),
+        "best_sites": curves.site_values(campaign, best) if best else {},
+    }
+    if getattr(options, "write_best_defaults", False):
+        extras["job_defaults_written"] = job_defaults.write(campaign, state_mod.compute(campaign, now), now)
     return ActionResult(extras=extras)
 
 

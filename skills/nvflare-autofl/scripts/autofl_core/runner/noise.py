@@ -7,6 +7,7 @@ noise estimate (`guard.noise_estimate`, the same numbers the state shows). Usage
     seed = seed_option(campaign)     # ("--seed", "0") when replicates pass seeds, else None (identical reruns)
     known = facts(campaign)          # the guard's noise_facts: metric resolution and how replicates vary
     replicate_seed(3, current="0")   # "3": the n-th positive seed other than the configuration's own
+    sources(campaign)                # where the best's source lets reruns differ: [{file, line, cause, fix}]
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import re
 from ..campaign import gains, guard
 from ..campaign import vocabulary as v
 from ..common import bounded
+from ..importer import noise_sources
 from . import runargs
 from . import settings as settings_mod
+from .outcome import CampaignError
+from .store import snapshots
 
 SEED_DEST_RE = re.compile(r"(random_)?seed")
 RUN_LOG_TAIL = 256 * 1024  # where the evaluation-set size is looked for in the baseline's run.log
@@ -116,3 +120,13 @@ def replicate_seed(n: int, *, current: str) -> str:
 def band(noise: dict | None) -> float | None:
     """The half-width of the noise band the plot shades and the report judges gains by (`gains.band`)."""
     return gains.band(noise)
+
+
+def sources(campaign) -> list[dict]:
+    """Where the best's source lets reruns differ (unseeded model construction, shuffles, loaders), read
+    statically from the best snapshot's Python files ([] when it cannot be read)."""
+    try:
+        files = snapshots.files_of(campaign.paths, campaign.best())
+    except (CampaignError, OSError):
+        return []
+    return noise_sources.scan({rel: data.decode("utf-8", "replace") for rel, data in files.items()})

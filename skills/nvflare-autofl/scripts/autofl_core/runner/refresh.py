@@ -2,7 +2,7 @@
 progress.png and the interim report. Run by the lifecycle shell only (actions never call it).
 
 progress.png is drawn by the plot worker started with the trial (see `campaign/plot_worker.py`), else in this
-process. Usage::
+process, with the same renderer either way. Usage::
 
     state = refresh(campaign, now, ledger_changed=True)
     stop_plot_worker(campaign)                       # in a `finally`: an action that ended without drawing
@@ -36,15 +36,15 @@ def refresh(campaign, now: str, *, ledger_changed: bool) -> dict:
 
 
 def render_plot(campaign, state: dict) -> bool:
-    """Refresh progress.png (with the noise band and the batches) through the trial's plot worker when there is
-    one; False when no image could be drawn (a text note only)."""
+    """Refresh progress.png (noise band, batches, round curves) through the trial's plot worker when there is
+    one, else in this process; False when no image could be drawn (a text summary only)."""
     worker, campaign.plot_worker = campaign.plot_worker, None
     options = report.plot_options(campaign, state)
     if worker is not None:
         request = {"results": str(campaign.paths.results), "output": str(campaign.paths.progress), **options}
-        backend = worker.draw(request)
-        if backend is not None:
-            return backend != "text"
+        summary = worker.draw(request)
+        if summary is not None:
+            return summary["backend"] != "text"
     from ..campaign import plot
 
     summary = plot.render(campaign.rows(), campaign.paths.progress, **options)

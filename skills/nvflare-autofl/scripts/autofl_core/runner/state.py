@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..campaign import guard, guard_inputs, instructions
 from ..campaign import vocabulary as v
 from ..common import atomic, bounded
-from . import frozen_eval, noise
+from . import frozen_eval, noise, pointers
 from . import settings as settings_mod
 from .outcome import CampaignError
 from .store import manifests as manifest_store
@@ -116,7 +116,11 @@ def write(campaign, state: dict, *, stamp: bool = False) -> bool:
 
 
 def envelope(paths, state: dict, extras: dict) -> dict:
-    document = paths.envelope_paths()
+    """The action's JSON answer: the named paths (each one exists, or is null with its reason under
+    `unavailable`), the state fields and the action's extras."""
+    document, unavailable = pointers.checked(paths.envelope_paths())
+    if unavailable:
+        document["unavailable"] = unavailable
     document.update({key: state[key] for key in ENVELOPE_STATE_FIELDS})
     document["plateau"] = guard.plateau_progress(state)
     document.update(extras)

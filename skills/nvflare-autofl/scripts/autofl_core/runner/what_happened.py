@@ -6,9 +6,9 @@ Take `compared_with(campaign)` before finalizing (the best and the noise band th
 
     compared = compared_with(campaign)
     finalize.finalize(campaign, manifest, status=status, ...)
-    extras.update(outcome(campaign, compared, score=manifest["result"]["score"]))
+    extras.update(outcome(campaign, compared, score=manifest["result"]["score"], name="lr-x2"))
     # {"score": 0.77, "best_score": 0.77, "best_candidate": "lr-x2", "compared_with": "baseline",
-    #  "compared_score": 0.75, "delta": 0.02, "noise_verdict": None}
+    #  "compared_score": 0.75, "delta": 0.02, "noise_verdict": None, "sites": {"site-1": 0.79, "site-2": 0.75}}
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ..campaign import gains
 from ..campaign import vocabulary as v
 from ..campaign.compare import improvement
 from . import noise
+from .report import curves
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,9 @@ def compared_with(campaign) -> Compared:
     )
 
 
-def outcome(campaign, compared: Compared, *, score: float | None) -> dict:
-    """The envelope fields of one finalized result (`campaign` re-read after the decision)."""
+def outcome(campaign, compared: Compared, *, score: float | None, name: str | None = None) -> dict:
+    """The envelope fields of one finalized result (`campaign` re-read after the decision); `sites` is each site's
+    value in the final round of the run called `name`, from its round records ({} without them)."""
     best = campaign.best_row()
     delta = gain(campaign, compared, score)
     return {
@@ -58,6 +60,7 @@ def outcome(campaign, compared: Compared, *, score: float | None) -> dict:
         "noise_verdict": gains.verdict(
             delta, compared.band, metric=compared.metric, reference=compared.score, resolution=compared.resolution
         ),
+        "sites": curves.sites_of_run(campaign, name),
     }
 
 

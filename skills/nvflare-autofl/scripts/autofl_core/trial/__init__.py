@@ -7,6 +7,7 @@ Knows nothing of the campaign (no ledger, no manifests); the runner's `campaign_
 - `sandbox` - the trial's first program: user, mount, PID (+ network) namespaces, the sealed view (run by path);
 - `seal` - the runner's side of the sandbox: probe, plan (staged files, hidden folders, mapped paths), status;
 - `what_ran` - rounds and clients a trial ran, from NVFLARE's artifacts, checked against the fixed budget;
+- `rounds` - the metric per round and each site's value per round, from NVFLARE's round records;
 - `export` - export a job folder through the recipe's own `--export --export-dir`, run like a trial (poc/prod);
 - `flare_cli` - the `nvflare` admin CLI steps of an external run: system status, submit, wait, list, download;
 - `job_meta` - a submitted job's id, status and duration from NVFLARE's job metadata (poc/prod);

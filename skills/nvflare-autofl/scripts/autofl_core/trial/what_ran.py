@@ -140,6 +140,16 @@ def read_what_ran(result_dir: Path) -> WhatRan:
         _stream(path, log)
     log.feed(b"", last=True)
     summary = _json(files[SUMMARY][0]) if files.get(SUMMARY) else None
+    return from_artifacts(log, summary, _records(files))
+
+
+def round_records(result_dir: Path) -> list:
+    """The parsed lines of the server's `round_metrics.jsonl` under a copied result folder (its last
+    MAX_JSON_BYTES; unparsable lines skipped)."""
+    return _records(_find(Path(result_dir)))
+
+
+def _records(files: dict[str, list[Path]]) -> list:
     records = []
     if files.get(ROUNDS):
         for line in _tail(files[ROUNDS][0], MAX_JSON_BYTES).splitlines():
@@ -147,7 +157,7 @@ def read_what_ran(result_dir: Path) -> WhatRan:
                 records.append(bounded.parse_json(line, allow_nan=True))
             except bounded.BoundedReadError:
                 continue
-    return from_artifacts(log, summary, records)
+    return records
 
 
 def _stream(path: Path, log: LogFacts) -> None:

@@ -34,7 +34,7 @@ from ..checks import pick_pending, require_open, require_status
 from ..outcome import ActionResult, CampaignError, Interrupted
 from ..store import manifests, snapshots
 
-ENTRY_FIELDS = ("score", "compared_with", "compared_score", "delta", "noise_verdict")
+ENTRY_FIELDS = ("score", "compared_with", "compared_score", "delta", "noise_verdict", "sites")
 
 
 def batch_requested(options) -> bool:

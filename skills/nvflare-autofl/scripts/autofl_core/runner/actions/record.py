@@ -178,7 +178,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             "candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
             "job_id": job_id,
             "candidate_status": status,
-            **what_happened.outcome(campaign, compared, score=found["score"]),
+            **what_happened.outcome(campaign, compared, score=found["score"], name=manifest["candidate_id"]),
             **frozen_eval.external_model(campaign, options.artifacts),
         },
         ledger_changed=True,

@@ -19,10 +19,12 @@ import re
 from ...campaign import instructions, ledger
 from ...campaign import vocabulary as v
 from ...campaign.compare import improvement
+from ...importer import noise_sources
 from ...trial.execute import TrialResult
 from .. import batch_trials, campaign_trial, noise, runargs
 from .. import state as state_mod
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError, Interrupted
+from ..report import curves
 from ..store import snapshots, sources
 
 DEFAULT_COUNT = 3
@@ -57,6 +59,7 @@ def run(campaign, options, now: str) -> ActionResult:
                 "seed": value,
                 "failure_reason": row["failure_reason"] or None,
                 "delta": improvement(row["score"], best["score"], campaign.settings.mode),
+                "sites": curves.site_values(campaign, row),
             }
         )
         if row["status"] == v.INFRASTRUCTURE_RETRY:
@@ -65,11 +68,15 @@ def run(campaign, options, now: str) -> ActionResult:
         if row["score"] is None:
             code = EXIT_UNSCORED
     context = state_mod.compute(campaign, now)["noise_context"]
+    found = noise.sources(campaign)
     extras = {
         "replicates": done,
         "parallel": width,
         "seed_option": seed[0] if seed else None,
-        "replicate_note": instructions.replicate_note(context).strip(),
+        "replicate_note": " ".join(
+            part for part in (instructions.replicate_note(context).strip(), noise_sources.sentence(found)) if part
+        ),
+        "noise_sources": found,
         "best_candidate": best["name"],
         "best_score": best["score"],
         "noise_verdict": context["best_gain_verdict"],

@@ -38,5 +38,6 @@ def run(options, given: dict, now: str) -> tuple[int, dict]:
         "report_json": str(done.outputs.report_json),
         "progress_plot_available": done.data["progress_plot_available"],
         "report_warnings": sorted({w["code"] for w in done.data["warnings"]}),
+        "best_lives": done.data["best_lives"],
     }
     return EXIT_OK, state_mod.envelope(done.campaign.paths, done.state, extras)

@@ -2,6 +2,7 @@
 
 - `build` - gather the campaign's facts into the report document and write both files;
 - `facts` - pure facts from the ledger: improvements, discards, literature and family outcomes, trajectory;
+- `curves` - the runs whose metric per round the plot shows (from their round records), in words too;
 - `warning_rules` - what should make a reviewer doubt the selected result (pure);
 - `score_provenance` - where the score comes from; measured vs job-reported per trial, metric divergences;
 - `markdown` - the human report from the document;

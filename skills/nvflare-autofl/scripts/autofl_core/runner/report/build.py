@@ -21,11 +21,11 @@ from pathlib import Path
 from ...campaign import compare, gains, prune
 from ...campaign import vocabulary as v
 from ...common import atomic, bounded, faults
-from .. import noise
+from .. import noise, pointers
 from .. import state as state_mod
 from ..outcome import CampaignError
 from ..store import external
-from . import facts, markdown, score_provenance, warning_rules
+from . import curves, facts, markdown, score_provenance, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
 
@@ -58,12 +58,16 @@ def outputs_of(paths) -> Outputs:
 
 def plot_options(campaign, state: dict) -> dict:
     """What progress.png shows besides the ledger (the refresh, its plot worker and the report gate draw with it):
-    metric, direction, the noise band (`state["noise"]`) and the batches of candidates that ran together."""
+    metric, direction, the noise band (`state["noise"]`), the batches of candidates that ran together and the
+    round curves of the baseline, the best and the latest candidates (`curves`)."""
     return {
         "metric": campaign.settings.metric,
         "mode": campaign.settings.mode,
         "band": noise.band(state["noise"]),
         "batches": facts.batches(campaign.manifests()),
+        "curves": [
+            {key: curve[key] for key in ("name", "role", "rounds", "values")} for curve in curves.read_curves(campaign)
+        ],
     }
 
 
@@ -125,12 +129,13 @@ def build(
         "best": _score_of(best),
         "improvement": state["improvement"],
         "best_command": _best_command(campaign, best),
+        "best_lives": pointers.best_lives(campaign),
         "what_helped": facts.what_helped(walk, band, **judge),
         "what_did_not_help": facts.what_did_not_help(rows, walk),
         "literature": facts.literature_outcomes(rows, walk, batch_size=settings.exploration_batch_size),
         "families": facts.families(rows, walk),
         "trajectory": facts.trajectory(rows, walk),
-        "noise": dict(_noise_section(rows, measured, band), **_unmeasured(known)),
+        "noise": dict(_noise_section(rows, measured, band), **_unmeasured(known), sources=noise.sources(campaign)),
         "warnings": warning_rules.collect(evidence),
         "compute": dict(
             facts.compute_spent(rows),
@@ -139,7 +144,11 @@ def build(
         ),
         "network": _network(campaign, rows),
         "sandbox": _sandbox(campaign, rows),
-        "leaderboard": [_entry(row, budgets) for row in rows if row["status"] != v.LITERATURE],
+        "leaderboard": _with_sites(
+            [_entry(row, budgets) for row in rows if row["status"] != v.LITERATURE],
+            {v.BASELINE: baseline, "best": best},
+            campaign,
+        ),
         "failures": [_entry(row, budgets) for row in rows if row["status"] in v.FAILURES],
         "abandoned": sorted(m["candidate_id"] for m in campaign.manifests() if m["status"] == v.ABANDONED),
         "cap_changes": list(campaign.meta.get("cap_changes") or []),
@@ -148,8 +157,11 @@ def build(
             {key: str(value) for key, value in paths.envelope_paths().items()},
             report=str(outputs.report),
             report_json=str(outputs.report_json),
-            progress=str(outputs.progress),
+            # the picture, or the text summary written instead (never a path to a picture that is not there)
+            progress=str(outputs.progress if plot_available else outputs.progress.with_suffix(".txt")),
         ),
+        "curves": (round_curves := curves.read_curves(campaign, rows)),
+        "curves_summary": curves.describe(round_curves, settings.mode),
         "progress_plot_available": plot_available,
         "progress_plot": os.path.relpath(outputs.progress, outputs.report.parent) if plot_available else None,
     }
@@ -399,6 +411,17 @@ def _entry(row: dict, budgets: dict[str, str | None]) -> dict:
         "run_command": row["run_command"],
         "budget": budgets.get(row["name"]),
     }
+
+
+def _with_sites(board: list[dict], marked: dict[str, dict | None], campaign) -> list[dict]:
+    """The leaderboard with `role` (baseline, best) and `sites` (each site's value of the final round, from the
+    run's round records) on the baseline's and the best's entries; other entries carry neither."""
+    for role, row in marked.items():
+        entry = next((e for e in board if row is not None and e["name"] == row["name"]), None)
+        if entry is not None:
+            entry["role"] = "baseline, best" if entry.get("role") else role
+            entry["sites"] = curves.site_values(campaign, row)
+    return board
 
 
 def _score_of(row: dict | None) -> dict | None:

@@ -186,8 +186,8 @@ def check_outputs(campaign, outputs: report.Outputs) -> None:
 
 
 def render_plot(campaign, state: dict, output: Path) -> bool:
-    """progress.png with the noise band and the batches; False when no image could be drawn (no matplotlib and no
-    Pillow)."""
+    """progress.png with the noise band, the batches and the round curves; False when no image could be drawn
+    (a text summary beside it instead)."""
     from ...campaign import plot
 
     summary = plot.render(campaign.rows(), output, **report.plot_options(campaign, state))

@@ -242,9 +242,21 @@ def _selected(data: dict) -> list[str]:
         if command:
             fence = recorded(command, "fence")
             lines += [f"{label}:", "", f"{fence}bash", recorded(command, "block"), fence, ""]
+    lives = data.get("best_lives")
+    if lives:
+        lines += [f"Where the best lives: {recorded(lives['note'])}", ""]
     if data["progress_plot_available"]:
         lines += [f"![progress]({_link_target(data['progress_plot'])})", ""]
-    return lines
+    return lines + _curves(data)
+
+
+def _curves(data: dict) -> list[str]:
+    """What the round curves show, in words (the picture's lower panel)."""
+    summary = data.get("curves_summary") or []
+    if not summary:
+        return ["Round curves: no round records (NVFLARE's round_metrics.jsonl) in the runs shown.", ""]
+    where = " (the picture's lower panel)" if data["progress_plot_available"] else ""
+    return [f"Round curves, metric per round{where}:", ""] + [f"- {recorded(line)}" for line in summary] + [""]
 
 
 def _baseline_vs_best(data: dict) -> str:
@@ -389,7 +401,7 @@ def _noise(data: dict) -> list[str]:
                 "- job.py has no seed option: replicates would be identical reruns, showing whether runs are "
                 "deterministic, not how a gain holds up under another data order or initialisation."
             )
-        return lines + [""]
+        return lines + _noise_sources(section) + [""]
     how = "with other seeds" if section["seeded"] else "as identical reruns"
     rule = (
         f"the keep rule is on ({estimate['sigmas']} sigmas: a keep needs more than {_score(estimate['margin'])})"
@@ -401,6 +413,7 @@ def _noise(data: dict) -> list[str]:
         f"{_score(estimate['mean'])}, stdev {_score(estimate['stdev'])}, range {_score(estimate['min'])} .. "
         f"{_score(estimate['max'])}",
         f"- Noise band: best +- {_score(section['band'])}; gains inside it are marked `within noise`; {rule}",
+        *_noise_sources(section),
         "",
     ]
     return lines
@@ -461,6 +474,16 @@ def _sandbox_line(sandbox: dict | None) -> list[str]:
     return [f"- Trial sandbox: not sealed; missing on this host: {missing} (campaign files checked after each trial)"]
 
 
+def _noise_sources(section: dict) -> list[str]:
+    """Where the job's source lets reruns differ, each with its file:line and the smallest fix."""
+    return [
+        f"- Reruns can differ: {_code(str(item['file']) + ':' + str(item['line']))} {recorded(item['cause'])}; "
+        "smallest fix: "
+        f"{recorded(item['fix'])}"
+        for item in section.get("sources") or []
+    ]
+
+
 def _limits_line(sandbox: dict | None) -> list[str]:
     """The latest trial's resource limits and how each held (enforced, watched, or not enforceable here)."""
     found = (sandbox or {}).get("limits")
@@ -497,6 +520,12 @@ def _leaderboard(data: dict) -> list[str]:
         )
     if len(board) > MAX_LEADERBOARD:
         lines += ["", f"{len(board) - MAX_LEADERBOARD} more row(s) in autofl_report.json and results.tsv."]
+    sites = [entry for entry in board if "sites" in entry]
+    if sites:
+        lines += ["", "Each site's value in the final round:", ""]
+    for entry in sites:
+        values = ", ".join(f"{recorded(site)} {_score(value)}" for site, value in entry["sites"].items())
+        lines.append(f"- {recorded(entry['role'])} {_code(entry['name'])}: {values or 'no per-site round records'}")
     return lines + [""]
 
 

@@ -1,0 +1,220 @@
+"""Why reruns of a job may differ, read from its source: where randomness enters without a seed.
+
+Pure, read from the AST (nothing is imported or run). Each finding names the file and line, the cause and the
+smallest change that would make reruns comparable:
+- a model built (a call named like `...Net`/`...Model`, passed as `model=`/`initial_model=`, or assigned to
+  `model`) before any seed is set, in a file that uses a framework with random initial weights (torch,
+  TensorFlow/Keras, JAX, NVFLARE's PyTorch/TensorFlow recipes): its initial weights differ per run;
+- a shuffle without a seed: `DataLoader(shuffle=True)` without `generator=` in a file that seeds nothing,
+  `random.shuffle`/`np.random.shuffle`/`np.random.permutation` in a file that never seeds that generator,
+  `np.random.default_rng()` without a seed, `train_test_split(...)`/`.sample(frac=...)` without `random_state=`;
+- a nondeterministic loader or kernel choice: `DataLoader(num_workers>0)` without `worker_init_fn`,
+  `torch.backends.cudnn.benchmark = True`.
+Usage::
+
+    found = scan({"job.py": source_text, "client.py": other_text})
+    # [{"file": "job.py", "line": 42, "cause": "...", "fix": "..."}, ...] in file and line order
+"""
+
+from __future__ import annotations
+
+import ast
+
+MODEL_KEYWORDS = ("model", "initial_model")
+MODEL_SUFFIXES = ("Net", "Network", "Model", "CNN", "MLP")
+FRAMEWORKS = {"torch", "tensorflow", "keras", "jax", "flax", "lightning", "pytorch_lightning"}
+SEED_CALLS = {  # the last name of a call that seeds -> the generators it seeds
+    "manual_seed": {"torch"},
+    "seed_everything": {"torch", "numpy", "random"},
+    "set_seed": {"torch", "numpy", "random"},
+    "set_random_seed": {"torch", "numpy", "random"},
+    "seed": {"numpy", "random"},  # random.seed, np.random.seed (refined by the receiver below)
+}
+MAX_FINDINGS = 20
+
+
+def scan(files: dict[str, str]) -> list[dict]:
+    """Findings in every parsable Python file of `files` (path -> text), in path and line order."""
+    found: list[dict] = []
+    for path in sorted(files):
+        if not path.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(files[path])
+        except (SyntaxError, ValueError):
+            continue
+        found += _scan_file(path, tree)
+    return found[:MAX_FINDINGS]
+
+
+def _scan_file(path: str, tree: ast.AST) -> list[dict]:
+    seeds = _seed_lines(tree)
+    models = _model_builds(tree) if _random_init_framework(tree) else set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if id(node) in models and not _seeded_before(seeds, "torch", node.lineno):
+                found.append(
+                    _finding(
+                        path,
+                        node,
+                        f"the model is built (`{ast.unparse(node)[:60]}`) before any seed is set: its initial "
+                        "weights differ per run",
+                        f"call `torch.manual_seed(0)` (or the framework's seed) before line {node.lineno}",
+                    )
+                )
+            found += _call_findings(path, node, seeds)
+        elif isinstance(node, ast.Assign) and _dotted(node.targets[0]).endswith("cudnn.benchmark"):
+            if isinstance(node.value, ast.Constant) and node.value.value is True:
+                found.append(
+                    _finding(
+                        path,
+                        node,
+                        "cuDNN picks its fastest (nondeterministic) kernels (`cudnn.benchmark = True`)",
+                        "set `torch.backends.cudnn.benchmark = False` (and `torch.backends.cudnn.deterministic = True`)",
+                    )
+                )
+    unique = {(item["line"], item["cause"]): item for item in found}
+    return [unique[key] for key in sorted(unique)]
+
+
+def _random_init_framework(tree: ast.AST) -> bool:
+    """The file imports a framework whose layers start from random weights (torch, TensorFlow/Keras, JAX, or
+    NVFLARE's PyTorch/TensorFlow recipes)."""
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] in FRAMEWORKS or (parts[0] == "nvflare" and {"pt", "tf"} & set(parts)):
+                return True
+    return False
+
+
+def _model_builds(tree: ast.AST) -> set[int]:
+    """Calls that build a model: named like one (`...Net`, `...Network`, `...Model`, `CNN`, `MLP`), passed as
+    `model=`/`initial_model=`, or assigned to a variable called `model`/`net`."""
+    built: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            last = _dotted(node.func).rsplit(".", 1)[-1]
+            if last[:1].isupper() and last.endswith(MODEL_SUFFIXES):
+                built.add(id(node))
+            for keyword in node.keywords:
+                if keyword.arg in MODEL_KEYWORDS and isinstance(keyword.value, ast.Call):
+                    built.add(id(keyword.value))
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if any(isinstance(t, ast.Name) and t.id in ("model", "net") for t in node.targets):
+                built.add(id(node.value))
+    return built
+
+
+def _call_findings(path: str, node: ast.Call, seeds: dict[str, int]) -> list[dict]:
+    name = _dotted(node.func)
+    last = name.rsplit(".", 1)[-1]
+    keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    found = []
+    if last == "DataLoader":
+        if _true(keywords.get("shuffle")) and "generator" not in keywords and "torch" not in seeds:
+            found.append(
+                _finding(
+                    path,
+                    node,
+                    "`DataLoader(shuffle=True)` without a seeded generator: the batch order differs per run",
+                    "pass `generator=torch.Generator().manual_seed(0)` (or call `torch.manual_seed(0)` first)",
+                )
+            )
+        workers = keywords.get("num_workers")
+        if _positive(workers) and "worker_init_fn" not in keywords:
+            found.append(
+                _finding(
+                    path,
+                    node,
+                    "`DataLoader(num_workers>0)` without `worker_init_fn`: worker processes draw their own random "
+                    "state",
+                    "pass `worker_init_fn=` seeding numpy and random per worker, and a seeded `generator=`",
+                )
+            )
+    if name in ("random.shuffle", "random.sample", "random.choice") and "random" not in seeds:
+        found.append(_finding(path, node, f"`{name}` with an unseeded generator", "call `random.seed(0)` first"))
+    if name in ("np.random.shuffle", "numpy.random.shuffle", "np.random.permutation", "numpy.random.permutation"):
+        if "numpy" not in seeds:
+            found.append(
+                _finding(
+                    path,
+                    node,
+                    f"`{name}` with numpy's unseeded global generator",
+                    "use `np.random.default_rng(0)` (or call `np.random.seed(0)` first)",
+                )
+            )
+    if last == "default_rng" and not node.args and "seed" not in keywords:
+        found.append(_finding(path, node, "`default_rng()` without a seed", "pass a seed: `np.random.default_rng(0)`"))
+    if last == "train_test_split" and "random_state" not in keywords:
+        found.append(
+            _finding(
+                path,
+                node,
+                "`train_test_split` without `random_state`: the split differs per run",
+                "pass `random_state=0`",
+            )
+        )
+    if last == "sample" and "frac" in keywords and "random_state" not in keywords:
+        found.append(_finding(path, node, "`.sample(frac=...)` without `random_state`", "pass `random_state=0`"))
+    return found
+
+
+def _seed_lines(tree: ast.AST) -> dict[str, int]:
+    """Generator family -> the first line that seeds it in this file."""
+    seeds: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _dotted(node.func)
+        last = name.rsplit(".", 1)[-1]
+        families = set(SEED_CALLS.get(last, ()))
+        if last == "seed":
+            families = (
+                {"numpy"} if "np." in name or "numpy." in name else {"random"} if name == "random.seed" else set()
+            )
+        if last == "manual_seed" and not name.startswith("torch"):
+            families = set()  # a Generator().manual_seed(...) seeds that generator only
+        for family in families:
+            seeds[family] = min(seeds.get(family, node.lineno), node.lineno)
+    return seeds
+
+
+def _seeded_before(seeds: dict[str, int], family: str, line: int) -> bool:
+    return family in seeds and seeds[family] < line
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    if isinstance(node, ast.Call):
+        return _dotted(node.func) + "()"
+    return ""
+
+
+def _true(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _positive(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, int) and node.value > 0
+
+
+def _finding(path: str, node: ast.AST, cause: str, fix: str) -> dict:
+    return {"file": path, "line": node.lineno, "cause": cause, "fix": fix}
+
+
+def sentence(found: list[dict]) -> str:
+    """The findings in words, for the replicate note and the report ('' when none)."""
+    if not found:
+        return ""
+    parts = [f"{item['file']}:{item['line']}: {item['cause']} (smallest fix: {item['fix']})" for item in found]
+    return "Where reruns can differ, read from the job: " + "; ".join(parts) + "."
