@@ -495,9 +495,9 @@ def _limits_line(sandbox: dict | None) -> list[str]:
         if not isinstance(entry, dict) or not isinstance(entry.get("value"), int):
             continue
         how = str(entry.get("enforcement") or "not set")
-        parts.append(f"{kind} {trial_limits.show(kind, entry['value'])} ({how.split(':')[0]})")
+        parts.append(f"{kind} {trial_limits.show(kind, entry['value'])} ({recorded(how.split(':')[0])})")
         if how.startswith("unavailable"):
-            unenforced.append(f"{kind} ({how.removeprefix('unavailable: ')})")
+            unenforced.append(f"{kind} ({recorded(how.removeprefix('unavailable: '))})")
     line = "- Trial limits: " + ", ".join(parts)
     if unenforced:
         line += "; not enforceable on this host: " + ", ".join(unenforced)
