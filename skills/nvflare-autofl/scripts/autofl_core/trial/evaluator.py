@@ -109,11 +109,17 @@ def evaluate_model(run: EvaluatorRun) -> Evaluation:
 
 
 def combine(sites: list[SiteResult]) -> float | None:
-    """The n-weighted mean of the sites' values (None when no sample was evaluated)."""
-    total = sum(site.n for site in sites if site.n)
-    if not total:
+    """The n-weighted mean of the sites' values (None when no sample was evaluated). Counts so large that the sums
+    overflow are scaled by the largest first (the mean is the same, and never 0 or NaN by overflow)."""
+    counted = [site for site in sites if site.n]
+    if not counted:
         return None
-    return sum(site.value * site.n for site in sites if site.n) / total
+    score = sum(site.value * site.n for site in counted) / sum(site.n for site in counted)
+    if not math.isfinite(score) or not math.isfinite(sum(site.n for site in counted)):
+        top = max(site.n for site in counted)
+        weights = [site.n / top for site in counted]
+        score = sum(site.value * weight for site, weight in zip(counted, weights, strict=True)) / sum(weights)
+    return score
 
 
 def parse_output(text: str, metric: str) -> tuple[float, float, dict[str, float]]:
@@ -124,16 +130,14 @@ def parse_output(text: str, metric: str) -> tuple[float, float, dict[str, float]
         if line.startswith("{") and line.endswith("}"):
             try:
                 document = json.loads(line, parse_constant=_no_constant)
+            except NotANumber as error:  # the answer itself, not junk: an earlier line never stands in for it
+                raise ValueError(f"its JSON answer holds {error}") from None
             except (ValueError, RecursionError):
                 continue
             break
     if not isinstance(document, dict):
         raise ValueError('it printed no JSON object on stdout (expected e.g. {"accuracy": 0.91, "n": 200})')
-    numbers = {
-        str(key): float(value)
-        for key, value in document.items()
-        if isinstance(value, (int, float)) and not isinstance(value, bool)
-    }
+    numbers = {str(key): _number(value) for key, value in document.items() if _is_number(value)}
     if metric not in numbers:
         raise ValueError(f"its JSON has no number for {metric!r} (keys: {', '.join(sorted(document)) or 'none'})")
     n = numbers.get("n")
@@ -144,8 +148,24 @@ def parse_output(text: str, metric: str) -> tuple[float, float, dict[str, float]
     return numbers[metric], n, {key: value for key, value in numbers.items() if math.isfinite(value)}
 
 
+class NotANumber(ValueError):
+    """NaN or Infinity in the evaluator's JSON."""
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number(value: int | float) -> float:
+    """A JSON number as a float; an integer too large for one is infinite (then refused as not finite)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def _no_constant(word: str):
-    raise ValueError(f"{word} is not a number")
+    raise NotANumber(f"{word} is not a number")
 
 
 def _evaluation(run: EvaluatorRun, sites: list[SiteResult], failure: str, started: float) -> Evaluation:
