@@ -14,6 +14,7 @@ wrote its result, which is where an attacker rewrites the persisted model or the
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import sys
@@ -412,3 +413,136 @@ def test_metric_divergence_needs_more_than_the_baseline_gap_plus_the_band(tmp_pa
     large = run_candidate(workspace, "large", append="\nREPORTED_BONUS = 0.03\n")  # gap 0.0475 > 0.0275
     assert large.envelope["metric_divergence"]["gap"] == 0.0475
     assert [row["score"] for row in ledger_rows(workspace)[1:]] == [BASELINE_MEASURED, BASELINE_MEASURED]
+
+
+# --- the evaluator's reach ------------------------------------------------------------------------------------------
+
+
+def test_the_evaluator_reaches_no_network(tmp_path):
+    """An evaluator (or code a model smuggled into it) that phones a server listening on the host's loopback:
+    the evaluator's network namespace has its own loopback, so the connection never arrives."""
+    import socket
+
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    server.settimeout(0.5)
+    port = server.getsockname()[1]
+    workspace = evaluator_workspace(tmp_path)
+    evaluate = workspace / "evaluate_model.py"
+    evaluate.write_text(
+        evaluate.read_text()
+        .replace(
+            "    print(json.dumps(",
+            "    import socket\n"
+            "    reached = 0\n"
+            "    try:\n"
+            f"        socket.create_connection(('127.0.0.1', {port}), timeout=2).sendall(b'score please')\n"
+            "        reached = 1\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "    print(json.dumps(",
+        )
+        .replace('"n": site_size(args.site)}', '"n": site_size(args.site), "reached": reached}')
+    )
+    try:
+        done = run_inproc(workspace, "initialize", "--evaluator", "evaluate_model.py")
+        assert done.code == 0, done.stderr
+        evaluation = json.loads((workspace / "autofl_runs/baseline/evaluation.json").read_text())
+        assert [site["metrics"]["reached"] for site in evaluation["sites"]] == [0.0, 0.0]
+        with pytest.raises(TimeoutError):
+            server.accept()
+    finally:
+        server.close()
+
+
+def _private_python(tmp_path: Path) -> tuple[Path, Path]:
+    """A venv of its own (so a candidate may try to poison its site-packages without touching the shared one) that
+    sees the shared venv's packages through a .pth file."""
+    import venv
+
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(tmp_path / "venv")
+    site_packages = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    shared = [entry for entry in sys.path if entry.endswith("site-packages")]
+    (site_packages / "shared.pth").write_text("\n".join(shared) + "\n")
+    return tmp_path / "venv" / "bin" / "python", site_packages
+
+
+POISON = """
+
+import site as _site, sys as _sys
+for _folder in _site.getsitepackages():
+    try:
+        with open(_folder + '/sitecustomize.py', 'w') as _handle:
+            _handle.write({shadow!r})
+        with open(_folder + '/zz_forge.pth', 'w') as _handle:
+            _handle.write('import sys; exec(' + repr({shadow!r}) + ')\\n')
+    except OSError:
+        pass
+"""
+
+
+def test_a_sealed_trial_cannot_poison_the_evaluators_interpreter(tmp_path):
+    """The candidate writes a sitecustomize.py and a .pth file into the interpreter's site-packages (both run at
+    every start of that interpreter, the evaluator's included): a sealed trial's writes there never land."""
+    python, site_packages = _private_python(tmp_path)
+    workspace = evaluator_workspace(tmp_path)
+    done = run_inproc(workspace, "initialize", "--evaluator", "evaluate_model.py", "--python", str(python))
+    assert done.code == 0, done.stderr
+    assert done.envelope["sandbox"]["sealed"] is True
+    done = run_candidate(workspace, "poison", append=POISON.format(shadow=SHADOW))
+    not_kept_on(workspace, done, "poison")
+    assert not (site_packages / "sitecustomize.py").exists() and not (site_packages / "zz_forge.pth").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole (contained trials only): where the host cannot seal trials, candidate code runs with the user's "
+    "rights and can write a sitecustomize.py or .pth file into the interpreter's site-packages, which the "
+    "evaluator's interpreter then runs at start-up and prints a forged answer; -B -s and the staged view do not "
+    "cover the interpreter's own folders",
+)
+def test_a_contained_trial_cannot_poison_the_evaluators_interpreter(tmp_path):
+    from runner_support import WITHOUT_NAMESPACES, run_cli
+
+    python, _site_packages = _private_python(tmp_path)
+    workspace = evaluator_workspace(tmp_path)
+    done = run_cli(
+        workspace, "initialize", "--evaluator", "evaluate_model.py", "--python", str(python), prefix=WITHOUT_NAMESPACES
+    )
+    assert done.code == 0, done.stderr
+    assert done.envelope["sandbox"]["sealed"] is False
+    run_cli(workspace, "prepare", "--name", "poison", "--hypothesis", "h", prefix=WITHOUT_NAMESPACES)
+    client = source_dir(workspace, "poison") / "client.py"
+    client.write_text(client.read_text() + POISON.format(shadow=SHADOW))
+    done = run_cli(workspace, "evaluate", prefix=WITHOUT_NAMESPACES)
+    row = ledger_rows(workspace)[-1]
+    assert row["status"] != "keep" and (row["score"] is None or row["score"] <= BASELINE_MEASURED), row
+
+
+def test_a_contained_trial_cannot_loosen_the_pins_in_the_baselines_evaluation_record(tmp_path):
+    """Where trials run contained (in the live workspace), the candidate rewrites the baseline's evaluation.json
+    (the record later trials are compared with: its sites, its model file, its reported value) to match the sites
+    it leaves, then drops the low-scoring site: the record is restored and the trial is a crash."""
+    from runner_support import WITHOUT_NAMESPACES, run_cli
+
+    workspace = evaluator_workspace(tmp_path)
+    done = run_cli(workspace, "initialize", "--evaluator", "evaluate_model.py", prefix=WITHOUT_NAMESPACES)
+    assert done.code == 0 and done.envelope["sandbox"]["sealed"] is False, done.stderr
+    record = workspace / "autofl_runs" / "baseline" / "evaluation.json"
+    original = record.read_bytes()
+    rewrite = (
+        "\n\nimport json as _json, pathlib as _pathlib\n"
+        f"_record = _pathlib.Path({str(record)!r})\n"
+        "_doc = _json.loads(_record.read_text())\n"
+        "_doc['sites'] = [site for site in _doc['sites'] if site['site'] == 'site-1']\n"
+        "_doc['reported_score'] = 5.0\n"
+        "_record.write_text(_json.dumps(_doc))\n"
+    )
+    run_cli(workspace, "prepare", "--name", "repin", "--hypothesis", "h", prefix=WITHOUT_NAMESPACES)
+    client = source_dir(workspace, "repin") / "client.py"
+    client.write_text(client.read_text() + rewrite + after_result("shutil.rmtree(job / 'site-2')"))
+    run_cli(workspace, "evaluate", prefix=WITHOUT_NAMESPACES)
+    row = ledger_rows(workspace)[-1]
+    assert row["status"] == "crash" and "autofl_runs/baseline/evaluation.json" in row["failure_reason"], row
+    assert record.read_bytes() == original
