@@ -137,6 +137,22 @@ def test_a_draft_that_edits_the_evaluator_its_imports_or_inputs_is_refused_and_n
     assert (campaign_digest(workspace), (workspace / "results.tsv").read_bytes()) == before
 
 
+@pytest.mark.parametrize("victim", ["evaluate_model.py", "evalhelpers.py", "offset.txt"])
+def test_a_frozen_file_that_is_a_link_out_of_the_job_is_refused_at_initialize(tmp_path, victim):
+    """A hostile workspace links the evaluator, a module it imports or an input to a file outside the job (which
+    someone could change later): initialize refuses it, nothing written."""
+    workspace = evaluator_workspace(tmp_path)
+    (workspace / "offset.txt").write_text("0.0\n")
+    outside = tmp_path / f"outside-{victim}"
+    outside.write_bytes((workspace / victim).read_bytes())
+    (workspace / victim).unlink()
+    (workspace / victim).symlink_to(outside)
+    done = run_inproc(workspace, "initialize", "--evaluator", "evaluate_model.py", "--evaluator-input", "offset.txt")
+    assert done.code == 2 and done.stderr.count("\n") == 0
+    assert "outside the job" in done.stderr or "not a regular file" in done.stderr
+    assert not (workspace / ".nvflare").exists() and not (workspace / "results.tsv").exists()
+
+
 # --- what the evaluator imports and how its interpreter starts ------------------------------------------------------
 
 SHADOW = f"import sys\nif '--site' in sys.argv:\n    print({FORGED!r})\n    sys.stdout.flush()\n    import os\n    os._exit(0)\n"
@@ -236,6 +252,14 @@ def test_a_model_under_another_name_or_format_than_the_baselines_is_never_scored
     row = not_kept_on(workspace, done, "swap")
     assert row["status"] == "crash" and "models/server.npy" in row["failure_reason"]
     assert "the baseline's model was found at" in row["failure_reason"]
+
+
+def test_a_model_that_is_a_fifo_never_hangs_the_evaluator(tmp_path):
+    """A FIFO where the model belongs would block any reader: it is not a regular file, so never handed over."""
+    workspace = initialized(tmp_path)
+    done = run_candidate(workspace, "fifo", append=after_result("model.unlink()\nos.mkfifo(model)"))
+    row = not_kept_on(workspace, done, "fifo")
+    assert row["status"] == "crash" and "server persisted no global model" in row["failure_reason"]
 
 
 def test_a_pickled_model_never_runs_code_in_the_shipped_numpy_evaluator(tmp_path):
@@ -546,3 +570,59 @@ def test_a_contained_trial_cannot_loosen_the_pins_in_the_baselines_evaluation_re
     row = ledger_rows(workspace)[-1]
     assert row["status"] == "crash" and "autofl_runs/baseline/evaluation.json" in row["failure_reason"], row
     assert record.read_bytes() == original
+
+
+def _marked_processes(marker: str) -> list[int]:
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if marker.encode() in handle.read():
+                    with open(f"/proc/{entry}/stat", "rb") as stat:
+                        if stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
+                            found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("sealed", [True, False])
+def test_a_daemon_the_evaluator_leaves_ends_with_it(tmp_path, sealed):
+    """The evaluator (or code a model smuggled into it) double-forks a detached daemon and answers: the daemon
+    must not outlive the evaluation (it could rewrite the next trial's model)."""
+    import os
+    import signal
+    import time
+    import uuid
+
+    from runner_support import WITHOUT_NAMESPACES, run_cli
+
+    marker = f"autofl-eval-daemon-{uuid.uuid4().hex}"
+    workspace = evaluator_workspace(tmp_path)
+    evaluate = workspace / "evaluate_model.py"
+    daemon = (
+        "    import os, subprocess, sys\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        f"        subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {marker!r}],\n"
+        "                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "        os._exit(0)\n"
+        "    os.wait()\n"
+    )
+    evaluate.write_text(evaluate.read_text().replace("    print(json.dumps(", daemon + "    print(json.dumps("))
+    prefix = () if sealed else WITHOUT_NAMESPACES
+    try:
+        done = run_cli(workspace, "initialize", "--evaluator", "evaluate_model.py", prefix=prefix)
+        assert done.code == 0, done.stderr
+        assert done.envelope["sandbox"]["sealed"] is sealed
+        deadline = time.monotonic() + 10
+        while _marked_processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _marked_processes(marker) == []
+    finally:
+        for pid in _marked_processes(marker):
+            os.kill(pid, signal.SIGKILL)

@@ -5,7 +5,8 @@ Each site's run is `python -B -s EVALUATOR --model PATH --site NAME --format F` 
 the frozen files (the evaluator, the job-local modules it imports, its declared inputs) at their job-relative
 paths, so no candidate file can shadow a module it imports. The only writable folder is the run's temp folder
 (TMPDIR); the rest of the host, /tmp and HOME included, is read-only (writes to the view vanish with it). Sites
-run concurrently. The evaluator prints one JSON
+run concurrently. After each run, every process still carrying that run's own token (a detached daemon, where no
+PID namespace ended it) is ended. The evaluator prints one JSON
 object on stdout (its last line that is one): metric name -> number, plus `n`, the samples it evaluated.
 
     evaluation = evaluate_model(EvaluatorRun(python=..., script="evaluate.py", files={...}, model=path,
@@ -29,8 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..common import trees
-from . import childenv, rootcause, seal
+from . import childenv, processes, rootcause, seal
 
+EVALUATION_TOKEN_VAR = "AUTOFL_EVALUATION_TOKEN"  # one per site's run: what it leaves behind is found by it
 MAX_OUTPUT_BYTES = 64 * 1024
 KILL_GRACE_SECONDS = 3.0
 NOT_RUN = 126  # the sandbox launcher's exit when a protection the plan requires could not be set up
@@ -206,6 +208,8 @@ def _run_site(run: EvaluatorRun, site: str) -> tuple[SiteResult, dict | None]:
             discard_writes=False,  # only its temp folder (TMPDIR) is writable
         )
         code, out, err, cpu = _run(seal.launcher_argv(run.python, plan, argv), env, folder, run.timeout)
+        # a detached daemon (setsid) left where no PID namespace ends it: found by its site run's token
+        processes.terminate_tree(None, (EVALUATION_TOKEN_VAR, env[EVALUATION_TOKEN_VAR]), grace_seconds=1.0)
         status = seal.read_status(folder, sealed=run.sealed)
         result = SiteResult(site=site, seconds=round(time.monotonic() - started, 3), cpu_seconds=cpu)
         if code == NOT_RUN:
@@ -237,6 +241,7 @@ def _env(run: EvaluatorRun, scratch: Path) -> dict[str, str]:
     env = childenv.build_child_env(
         parent, passthrough=[], simulator_root=scratch, token=run.token or secrets.token_hex(16), temp_dir=scratch
     )
+    env[EVALUATION_TOKEN_VAR] = secrets.token_hex(16)
     if run.workspace is not None and env.get("PYTHONPATH"):
         job = os.path.realpath(run.workspace)
         kept = [
