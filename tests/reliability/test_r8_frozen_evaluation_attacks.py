@@ -626,3 +626,39 @@ def test_a_daemon_the_evaluator_leaves_ends_with_it(tmp_path, sealed):
     finally:
         for pid in _marked_processes(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("bonus", ["float('inf')", "float('nan')", "1e300"])
+def test_an_absurd_reported_value_never_becomes_a_score_or_breaks_the_records(tmp_path, bonus):
+    """The job reports Infinity, NaN or 1e300 about its model: never a score, and every record stays valid JSON
+    (run_inproc validates the envelope, state, manifests and report against their schemas)."""
+    workspace = initialized(tmp_path)
+    done = run_candidate(workspace, "absurd", append=f"\nREPORTED_BONUS = {bonus}\n")
+    row = not_kept_on(workspace, done, "absurd")
+    assert row["score"] in (None, BASELINE_MEASURED)
+    for path in [*workspace.glob("autofl_runs/absurd/*.json"), *workspace.glob(".nvflare/autofl/**/*.json")]:
+        json.loads(path.read_text(), parse_constant=lambda word, p=path: pytest.fail(f"{p} holds {word}"))
+
+
+def test_metric_divergence_is_direction_adjusted(monkeypatch):
+    """The rule itself: reported beats measured by more than the baseline's gap plus the band; for a `min` metric
+    a lower report is the better-looking one; a report worse than the measurement is never divergence."""
+    from types import SimpleNamespace
+
+    from autofl_core.runner import frozen_eval
+
+    monkeypatch.setattr(frozen_eval, "_band", lambda campaign, reference: 0.01)
+    for mode, baseline, cases in (
+        ("max", (0.75, 0.7325), [((0.80, 0.76), True), ((0.78, 0.76), False), ((0.60, 0.76), False)]),
+        ("min", (0.30, 0.32), [((0.20, 0.30), True), ((0.29, 0.30), False), ((0.40, 0.30), False)]),
+    ):
+        monkeypatch.setattr(
+            frozen_eval,
+            "_baseline_evaluation",
+            lambda campaign, b=baseline: {"reported_score": b[0], "score": b[1]},
+        )
+        campaign = SimpleNamespace(settings={"mode": mode})
+        for (reported, measured), flagged in cases:
+            found = frozen_eval.divergence(campaign, reported, measured)
+            assert (found is not None) == flagged, (mode, reported, measured, found)
+        assert frozen_eval.divergence(campaign, None, 0.5) is None
