@@ -662,3 +662,27 @@ def test_metric_divergence_is_direction_adjusted(monkeypatch):
             found = frozen_eval.divergence(campaign, reported, measured)
             assert (found is not None) == flagged, (mode, reported, measured, found)
         assert frozen_eval.divergence(campaign, None, 0.5) is None
+
+
+@pytest.mark.parametrize("edit", ["drop", "script", "model"])
+def test_an_evaluation_section_edited_between_actions_is_refused(tmp_path, edit):
+    """Someone edits autofl.yaml's `evaluation` section between two actions (drops it, so the job's inflated report
+    would be compared with the measured baseline; points the script at another frozen file; declares another
+    model file): the next action refuses to go on, like an edited fixed budget, and nothing is recorded."""
+    workspace = initialized(tmp_path)
+    run_inproc(workspace, "prepare", "--name", "inflate", "--hypothesis", "h")
+    client = source_dir(workspace, "inflate") / "client.py"
+    client.write_text(client.read_text() + "\nREPORTED_BONUS = 0.2\n")
+    config = yaml.safe_load((workspace / "autofl.yaml").read_text())
+    if edit == "drop":
+        del config["evaluation"]
+    elif edit == "script":
+        config["evaluation"]["script"] = "evalhelpers.py"
+    else:
+        config["evaluation"]["model"] = "FL_global_model.pt"
+    (workspace / "autofl.yaml").write_text(yaml.safe_dump(config))
+    before = (workspace / "results.tsv").read_bytes()
+    done = run_inproc(workspace, "evaluate")
+    assert done.code == 2 and "evaluation section" in done.stderr, (done.code, done.stderr, done.envelope)
+    assert "\n" not in done.stderr.strip()
+    assert (workspace / "results.tsv").read_bytes() == before

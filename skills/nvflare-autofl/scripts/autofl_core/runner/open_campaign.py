@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..campaign import ledger
 from ..campaign import vocabulary as v
 from .outcome import CampaignError
-from .store import contract, manifests, metadata, snapshots
+from .store import contract, frozen, manifests, metadata, snapshots
 from .store.paths import CampaignPaths
 
 
@@ -42,7 +42,9 @@ class Campaign:
                 for key in ("autofl_yaml", "results", "state", "progress", "report", "output_root")
             },
         )
-        return cls(paths=paths, meta=meta, config=contract.read(paths.autofl_yaml))
+        config = contract.read(paths.autofl_yaml)
+        frozen.check_intact(paths, config)  # a measured campaign stays measured by the evaluator it started with
+        return cls(paths=paths, meta=meta, config=config)
 
     @property
     def settings(self) -> dict:
