@@ -686,3 +686,19 @@ def test_an_evaluation_section_edited_between_actions_is_refused(tmp_path, edit)
     assert done.code == 2 and "evaluation section" in done.stderr, (done.code, done.stderr, done.envelope)
     assert "\n" not in done.stderr.strip()
     assert (workspace / "results.tsv").read_bytes() == before
+
+
+def test_an_external_baseline_never_replaces_the_measured_one_in_simulation(tmp_path):
+    """The simulated baseline crashed (here: it persisted no model); instead of fixing the job and running it again,
+    the agent records a low external baseline by hand. In simulation with a frozen evaluator the runner measures
+    the baseline itself, so the hand-written number is refused and nothing is recorded."""
+    workspace = evaluator_workspace(tmp_path)
+    client = workspace / "client.py"
+    client.write_text(client.read_text() + "\nPERSIST_MODEL = False\n")
+    done = run_inproc(workspace, "initialize", "--evaluator", "evaluate_model.py")
+    assert done.code == 1 and ledger_rows(workspace)[0]["score"] is None
+    before = (workspace / "results.tsv").read_bytes()
+    for args in (["--score", "0.1"], ["--artifacts", str(workspace / "autofl_runs" / "baseline" / "simulation")]):
+        refused = run_inproc(workspace, "record", "--baseline", *args)
+        assert refused.code == 2 and "frozen evaluator" in refused.stderr, (refused.code, refused.stderr)
+    assert (workspace / "results.tsv").read_bytes() == before
