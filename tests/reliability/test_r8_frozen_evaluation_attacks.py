@@ -69,7 +69,7 @@ def run_candidate(workspace: Path, name: str, *, append: str = "", bonus: float 
     client = folder / "client.py"
     text = client.read_text()
     if bonus is not None:
-        text = text.replace("BONUS = 0.0\n", f"BONUS = {bonus}\n")
+        text = "".join(f"BONUS = {bonus}\n" if line.startswith("BONUS = ") else line for line in text.splitlines(True))
     client.write_text(text + append)
     for rel, data in (files or {}).items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -702,3 +702,26 @@ def test_an_external_baseline_never_replaces_the_measured_one_in_simulation(tmp_
         refused = run_inproc(workspace, "record", "--baseline", *args)
         assert refused.code == 2 and "frozen evaluator" in refused.stderr, (refused.code, refused.stderr)
     assert (workspace / "results.tsv").read_bytes() == before
+
+
+def test_modules_a_candidate_creates_never_reach_the_evaluator(tmp_path):
+    """The evaluator imports an optional module when it exists (`try: import fast_metrics`), which the job does
+    not have at initialize, and the stdlib's `ast`. A candidate creates both in its folder, each printing a forged
+    answer when imported by the evaluator: the evaluator runs from its staged copies and measures honestly."""
+    workspace = evaluator_workspace(tmp_path)
+    evaluate = workspace / "evaluate_model.py"
+    evaluate.write_text(
+        evaluate.read_text().replace(
+            "from evalhelpers import",
+            "try:\n    import fast_metrics  # noqa: F401\nexcept ImportError:\n    pass\nfrom evalhelpers import",
+        )
+    )
+    done = run_inproc(workspace, "initialize", "--evaluator", "evaluate_model.py")
+    assert done.code == 0 and done.envelope["baseline_score"] == BASELINE_MEASURED, done.stderr
+    done = run_candidate(workspace, "shadow", bonus=0.01, files={"fast_metrics.py": SHADOW, "ast.py": SHADOW})
+    assert done.code == 0 and done.envelope["candidate_status"] == "keep", ledger_rows(workspace)[-1]
+    assert done.envelope["score"] == round(BASELINE_MEASURED + 0.01, 6)
+    assert (workspace / "fast_metrics.py").exists()  # kept: the module now lives in the job
+    again = run_candidate(workspace, "again", bonus=0.02)
+    assert again.code == 0, again.stderr
+    assert again.envelope["score"] == round(BASELINE_MEASURED + 0.02, 6)
