@@ -725,3 +725,36 @@ def test_modules_a_candidate_creates_never_reach_the_evaluator(tmp_path):
     again = run_candidate(workspace, "again", bonus=0.02)
     assert again.code == 0, again.stderr
     assert again.envelope["score"] == round(BASELINE_MEASURED + 0.02, 6)
+
+
+def test_an_evaluator_that_prints_without_end_is_ended_before_it_fills_the_disk(tmp_path, monkeypatch):
+    """Its output goes to files in its run folder: past the cap (lowered here to 1 MiB) it is ended, long before its
+    timeout, and the evaluation is a failure naming why."""
+    import time
+
+    from autofl_core.trial import evaluator
+
+    monkeypatch.setattr(evaluator, "MAX_STREAM_BYTES", 1024 * 1024)
+    model = tmp_path / "server.npy"
+    model.write_bytes(b"")
+    script = 'import sys\nwhile True:\n    sys.stdout.write(\'{"accuracy": 0.99, "n": 1}\\n\' * 1000)\n'
+    started = time.monotonic()
+    found = evaluator.evaluate_model(
+        evaluator.EvaluatorRun(
+            python=sys.executable,
+            script="ev.py",
+            files={"ev.py": script.encode()},
+            model=model,
+            model_format="numpy",
+            sites=["site-1"],
+            metric="accuracy",
+            timeout=300.0,
+            temp_parent=tmp_path,
+        )
+    )
+    assert time.monotonic() - started < 120
+    assert (
+        found.score is None
+        and found.failure == "frozen evaluator failed on site-1: it printed more than 1 MiB, so it was ended"
+    )
+    assert not list(tmp_path.glob("autofl-eval-*"))

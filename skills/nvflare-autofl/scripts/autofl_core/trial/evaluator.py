@@ -33,7 +33,9 @@ from ..common import trees
 from . import childenv, processes, rootcause, seal
 
 EVALUATION_TOKEN_VAR = "AUTOFL_EVALUATION_TOKEN"  # one per site's run: what it leaves behind is found by it
-MAX_OUTPUT_BYTES = 64 * 1024
+MAX_OUTPUT_BYTES = 64 * 1024  # the tail of each stream that is read
+MAX_STREAM_BYTES = 64 * 1024 * 1024  # stdout + stderr on disk: an evaluator printing more is ended
+TIMED_OUT, TOO_MUCH_OUTPUT = "timed out", "too much output"  # why `_run` ended a run (code None)
 KILL_GRACE_SECONDS = 3.0
 NOT_RUN = 126  # the sandbox launcher's exit when a protection the plan requires could not be set up
 
@@ -207,14 +209,16 @@ def _run_site(run: EvaluatorRun, site: str) -> tuple[SiteResult, dict | None]:
             stage_files=run.files if run.sealed else None,
             discard_writes=False,  # only its temp folder (TMPDIR) is writable
         )
-        code, out, err, cpu = _run(seal.launcher_argv(run.python, plan, argv), env, folder, run.timeout)
+        code, out, err, cpu, ended = _run(seal.launcher_argv(run.python, plan, argv), env, folder, run.timeout)
         # a detached daemon (setsid) left where no PID namespace ends it: found by its site run's token
         processes.terminate_tree(None, (EVALUATION_TOKEN_VAR, env[EVALUATION_TOKEN_VAR]), grace_seconds=1.0)
         status = seal.read_status(folder, sealed=run.sealed)
         result = SiteResult(site=site, seconds=round(time.monotonic() - started, 3), cpu_seconds=cpu)
         if code == NOT_RUN:
             result.failure = "the sandbox could not be set up: " + _last_line(err)
-        elif code is None:
+        elif ended == TOO_MUCH_OUTPUT:
+            result.failure = f"it printed more than {MAX_STREAM_BYTES // (1024 * 1024)} MiB, so it was ended"
+        elif ended == TIMED_OUT:
             result.failure = f"timed out after {run.timeout:g} s"
         elif code != 0:
             cause = rootcause.one_line(_last_error(err))
@@ -253,32 +257,38 @@ def _env(run: EvaluatorRun, scratch: Path) -> dict[str, str]:
     return env
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> tuple[int | None, str, str, float]:
-    """Run to the end or `timeout` (None code: timed out; the whole process group is killed). Output bounded.
+def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> tuple[int | None, str, str, float, str]:
+    """Run to the end, to `timeout` or until it printed more than MAX_STREAM_BYTES (then the code is None and the last
+    value says which: TIMED_OUT, TOO_MUCH_OUTPUT; the whole process group is killed). Output read bounded.
     The last value is the CPU seconds of the whole process tree (the launcher waits for everything it started)."""
     with tempfile.TemporaryFile(dir=cwd) as out, tempfile.TemporaryFile(dir=cwd) as err:
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
         )
-        code, cpu = None, 0.0
+        code, cpu, ended = None, 0.0, TIMED_OUT
         try:
-            code, cpu = _wait(proc, timeout)
+            code, cpu, ended = _wait(
+                proc, timeout, lambda: os.fstat(out.fileno()).st_size + os.fstat(err.fileno()).st_size
+            )
         finally:
             _kill_group(proc)
-        return code, _tail(out), _tail(err), cpu
+        return code, _tail(out), _tail(err), cpu, ended
 
 
-def _wait(proc: subprocess.Popen, timeout: float) -> tuple[int | None, float]:
-    """(exit code or None on timeout, CPU seconds of the process and what it waited for) via wait4."""
+def _wait(proc: subprocess.Popen, timeout: float, printed) -> tuple[int | None, float, str]:
+    """(exit code or None, CPU seconds of the process and what it waited for, why it was ended: "", TIMED_OUT or
+    TOO_MUCH_OUTPUT when `printed()` bytes exceed MAX_STREAM_BYTES) via wait4."""
     deadline = time.monotonic() + timeout
     pause = 0.005
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
-            return proc.returncode, round(usage.ru_utime + usage.ru_stime, 3)
+            return proc.returncode, round(usage.ru_utime + usage.ru_stime, 3), ""
+        if printed() > MAX_STREAM_BYTES:
+            return None, 0.0, TOO_MUCH_OUTPUT
         if time.monotonic() >= deadline:
-            return None, 0.0
+            return None, 0.0, TIMED_OUT
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
 
