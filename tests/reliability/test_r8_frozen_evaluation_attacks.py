@@ -758,3 +758,18 @@ def test_an_evaluator_that_prints_without_end_is_ended_before_it_fills_the_disk(
         and found.failure == "frozen evaluator failed on site-1: it printed more than 1 MiB, so it was ended"
     )
     assert not list(tmp_path.glob("autofl-eval-*"))
+
+
+@pytest.mark.parametrize("damage", ["delete", "garbage"])
+def test_a_missing_baseline_record_never_lifts_the_pins(tmp_path, damage):
+    """The baseline's evaluation.json (which later trials are held to) is deleted or garbled between actions, then
+    a candidate drops a site: the trial is a crash naming the record, never scored on other sites."""
+    workspace = initialized(tmp_path)
+    record = workspace / "autofl_runs" / "baseline" / "evaluation.json"
+    if damage == "delete":
+        record.unlink()
+    else:
+        record.write_text("{not json")
+    done = run_candidate(workspace, "unpinned", append=after_result("shutil.rmtree(job / 'site-2')"))
+    row = not_kept_on(workspace, done, "unpinned")
+    assert row["status"] == "crash" and "autofl_runs/baseline/evaluation.json" in row["failure_reason"], row

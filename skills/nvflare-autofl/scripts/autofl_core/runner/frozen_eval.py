@@ -124,6 +124,14 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
     run_dir = campaign.paths.run_dir(name)
     result.reported_score = result.score
     baseline = _baseline_evaluation(campaign)  # None while the baseline itself is measured
+    if baseline is None and _baseline_rows(campaign):
+        _crash(
+            result,
+            f"frozen evaluation: the scored baseline's record {campaign.paths.rel(_baseline_record_path(campaign))} "
+            "is missing or unreadable, so the sites and the model file cannot be held to the baseline's; restore it, "
+            "or start a fresh campaign",
+        )
+        return
     pinned = (baseline or {}).get("model_file")  # a candidate may not swap the file (or format) the evaluator reads
     try:
         model = global_model.find_global_model(run_dir / "simulation", found.get("model") or pinned)
@@ -223,8 +231,21 @@ def _band(campaign, reference: float) -> float:
     return float(typical if typical is not None else campaign.settings["plateau_min_delta"])
 
 
+def _baseline_rows(campaign) -> list[dict]:
+    """The scored baselines whose score the frozen evaluator measured."""
+    return [
+        row
+        for row in campaign.rows()
+        if row["status"] == v.BASELINE and row["score"] is not None and row.get("metric_source") == MEASURED_SOURCE
+    ]
+
+
+def _baseline_record_path(campaign):
+    return campaign.paths.run_dir(_baseline_rows(campaign)[-1]["name"]) / EVALUATION_FILE
+
+
 def _baseline_evaluation(campaign) -> dict | None:
-    rows = [row for row in campaign.rows() if row["status"] == v.BASELINE and row["score"] is not None]
+    rows = _baseline_rows(campaign)
     return recorded(campaign, rows[-1]["name"]) if rows else None
 
 
