@@ -70,7 +70,7 @@ def test_the_answer_is_the_last_json_line_with_the_metric_and_a_positive_n():
         ('{"accuracy": 0.9}', "positive `n`"),
         ('{"accuracy": 0.9, "n": 0}', "positive `n`"),
         ('{"loss": 0.9, "n": 3}', "no number for 'accuracy'"),
-        ('{"accuracy": NaN, "n": 3}', "no JSON object"),
+        ('{"accuracy": NaN, "n": 3}', "NaN is not a number"),
         ('{"accuracy": true, "n": 3}', "no number for 'accuracy'"),
     ):
         with pytest.raises(ValueError, match=words.replace("(", r"\(")):

@@ -4,7 +4,8 @@ After a trial that succeeded (baseline, candidate, replicate, batch member), `me
 server persisted in the copied result (`trial/global_model`), runs the frozen evaluator on it for every site that
 took part (`trial/evaluator`, sealed) and makes the n-weighted mean the trial's score; the job's own reported
 value is kept beside it (`reported_score`). A missing model or a failing evaluator makes the trial a crash naming
-the cause. The per-site answers go to `autofl_runs/<name>/evaluation.json`. A trial that changed a frozen file
+the cause, and so does a trial whose model file or site folders differ from the baseline's (the evaluator reads the
+file the baseline's model was found at, for the sites that took part in the baseline). The per-site answers go to `autofl_runs/<name>/evaluation.json`. A trial that changed a frozen file
 in the live job is a crash (the file is restored). `provenance` says where a campaign's score comes from.
 Usage::
 
@@ -122,10 +123,31 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
 
     run_dir = campaign.paths.run_dir(name)
     result.reported_score = result.score
+    baseline = _baseline_evaluation(campaign)  # None while the baseline itself is measured
+    if baseline is None and _baseline_rows(campaign):
+        _crash(
+            result,
+            f"frozen evaluation: the scored baseline's record {campaign.paths.rel(_baseline_record_path(campaign))} "
+            "is missing or unreadable, so the sites and the model file cannot be held to the baseline's; restore it, "
+            "or start a fresh campaign",
+        )
+        return
+    pinned = (baseline or {}).get("model_file")  # a candidate may not swap the file (or format) the evaluator reads
     try:
-        model = global_model.find_global_model(run_dir / "simulation", found.get("model"))
+        model = global_model.find_global_model(run_dir / "simulation", found.get("model") or pinned)
     except global_model.ModelNotFound as error:
-        _crash(result, f"frozen evaluation: {error}")
+        where = "" if found.get("model") or not pinned else " (the file the baseline's model was found at)"
+        _crash(result, f"frozen evaluation: {error}{where}")
+        return
+    sites = global_model.participating_sites(run_dir / "simulation")
+    expected = _sites_of(baseline)
+    if expected is not None and sites != expected:
+        _crash(
+            result,
+            f"frozen evaluation: the result holds the site folders {', '.join(sites) or 'none'}, but the sites that "
+            f"took part in the baseline were {', '.join(expected)}; the evaluator scores those sites, so a trial may "
+            "not remove, add or rename site folders",
+        )
         return
     settings = campaign.settings
     evaluation = evaluator_mod.evaluate_model(
@@ -135,7 +157,7 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
             files=frozen.copies(campaign.paths, campaign.config),
             model=model.path,
             model_format=model.format,
-            sites=global_model.participating_sites(run_dir / "simulation"),
+            sites=sites,
             metric=settings.metric,
             timeout=float(settings.timeout),
             temp_parent=temp_parent,
@@ -148,6 +170,7 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
     record = dict(
         evaluation.to_dict(),
         model=campaign.paths.rel(model.path),
+        model_file=global_model.relative_model(run_dir / "simulation", model.path),  # what later trials must persist
         reported_score=result.reported_score,
         measure_seconds=round(time.monotonic() - started, 3),  # the whole step: hashes, model, evaluator processes
     )
@@ -208,9 +231,31 @@ def _band(campaign, reference: float) -> float:
     return float(typical if typical is not None else campaign.settings.plateau_min_delta)
 
 
+def _baseline_rows(campaign) -> list[dict]:
+    """The scored baselines whose score the frozen evaluator measured."""
+    return [
+        row
+        for row in campaign.rows()
+        if row["status"] == v.BASELINE and row["score"] is not None and row.get("metric_source") == MEASURED_SOURCE
+    ]
+
+
+def _baseline_record_path(campaign):
+    return campaign.paths.run_dir(_baseline_rows(campaign)[-1]["name"]) / EVALUATION_FILE
+
+
 def _baseline_evaluation(campaign) -> dict | None:
-    rows = [row for row in campaign.rows() if row["status"] == v.BASELINE and row["score"] is not None]
+    rows = _baseline_rows(campaign)
     return recorded(campaign, rows[-1]["name"]) if rows else None
+
+
+def _sites_of(evaluation: dict | None) -> list[str] | None:
+    """The site names a recorded evaluation scored (None when there is none to compare with)."""
+    sites = (evaluation or {}).get("sites")
+    if not isinstance(sites, list) or not sites:
+        return None
+    names = [site.get("site") for site in sites if isinstance(site, dict)]
+    return names if all(isinstance(name, str) for name in names) else None
 
 
 def manifest_fields(result) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..common import bounded
 from .outcome import CampaignError
-from .store import frozen
+from .store import frozen, sources
 
 
 def with_evaluation(config: dict, options, paths) -> dict:
@@ -26,8 +26,11 @@ def with_evaluation(config: dict, options, paths) -> dict:
         if inputs:
             raise CampaignError("--evaluator-input needs --evaluator FILE (the evaluator those inputs belong to)")
         return config
-    if model is not None and (not isinstance(model, str) or not model.strip()):
-        raise CampaignError("evaluation.model in autofl.yaml must be a path below server/simulate_job/")
+    if model is not None and sources.unsafe_relative(model):  # never a path out of the result (absolute, `..`)
+        raise CampaignError(
+            f"evaluation.model in autofl.yaml ({model!r}) must be a plain relative path below server/simulate_job/ "
+            "(no leading /, no . or .. parts); fix it"
+        )
     section, _files = frozen.build(paths.workspace, str(script), [str(item) for item in inputs], model)
     return {**config, "evaluation": section}
 

@@ -22,7 +22,7 @@ from ..campaign import vocabulary as v
 from ..common import atomic
 from .outcome import CampaignError
 from .settings import CampaignSettings
-from .store import contract, manifests, metadata, snapshots
+from .store import contract, frozen, manifests, metadata, snapshots
 from .store.paths import CampaignPaths
 
 
@@ -49,7 +49,9 @@ class Campaign:
                 for key in ("autofl_yaml", "results", "state", "progress", "report", "output_root")
             },
         )
-        return cls(paths=paths, meta=meta, config=contract.read(paths.autofl_yaml))
+        config = contract.read(paths.autofl_yaml)
+        frozen.check_intact(paths, config)  # a measured campaign stays measured by the evaluator it started with
+        return cls(paths=paths, meta=meta, config=config)
 
     @property
     def settings(self) -> CampaignSettings:

@@ -4,7 +4,8 @@ A sealed trial cannot write the workspace at all; a trial that runs only contain
 overlay on this host) runs in the live workspace with the user's rights. Either way the runner keeps, in its
 own memory (out of any trial's reach), the bytes of the ledger, campaign.json, autofl.yaml, the trial marker,
 the records of what the runner may remove (created.json, installed.json, the finalize journal), every candidate
-manifest, the whole best snapshot and the frozen evaluator's copies before a trial, and compares them afterwards: a
+manifest, the whole best snapshot, the frozen evaluator's copies and section digest, the baselines' frozen evaluation records (the
+sites and model file later trials are held to) before a trial, and compares them afterwards: a
 difference is restored byte for byte and reported as tampering. For a trial that ran in the live workspace it
 also keeps the workspace's Python sources (`*.py`, `*.pth`) and the names of its bytecode files: a source the
 trial changed is restored and one it created is removed (both reported), and bytecode it left or changed is
@@ -22,6 +23,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..campaign import vocabulary as v
 from ..common import atomic
 from .store import created
 
@@ -31,7 +33,9 @@ MAX_SOURCES = 5000
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 MAX_FILE_BYTES = 256 * 1024 * 1024
 FROZEN_COPIES = "frozen"  # the frozen evaluator's copies (store/frozen.FOLDER)
+FROZEN_SECTION_DIGEST = "frozen_section.sha256"  # the evaluation section the campaign started with (store/frozen)
 WHOLE_FOLDERS = ("best", FROZEN_COPIES)  # every file watched, extra ones removed
+EVALUATION_RECORD = "evaluation.json"  # a trial's frozen evaluation (runner/frozen_eval.EVALUATION_FILE)
 
 
 @dataclass
@@ -50,8 +54,14 @@ class EvidenceGuard:
         paths = campaign.paths
         guard = cls(workspace=paths.workspace, skipped=[paths.output_root])
         records = (paths.journal, created.path_of(paths), created.installed_path(paths))  # what may be removed
-        for path in (paths.results, paths.campaign, paths.autofl_yaml, paths.trial_marker, *records):
+        section = paths.meta / FROZEN_SECTION_DIGEST
+        for path in (paths.results, paths.campaign, paths.autofl_yaml, paths.trial_marker, *records, section):
             guard.files[path] = _read(path)
+        for row in campaign.rows():  # the frozen evaluation pins a candidate's sites and model file to these
+            if row["status"] == v.BASELINE:
+                guard.files[paths.run_dir(row["name"]) / EVALUATION_RECORD] = _read(
+                    paths.run_dir(row["name"]) / EVALUATION_RECORD
+                )
         for folder in (paths.best, paths.candidates, paths.meta / FROZEN_COPIES):
             guard.folders.append(folder)
             for path in _walk(folder):

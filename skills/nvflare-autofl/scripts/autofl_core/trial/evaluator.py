@@ -5,7 +5,8 @@ Each site's run is `python -B -s EVALUATOR --model PATH --site NAME --format F` 
 the frozen files (the evaluator, the job-local modules it imports, its declared inputs) at their job-relative
 paths, so no candidate file can shadow a module it imports. The only writable folder is the run's temp folder
 (TMPDIR); the rest of the host, /tmp and HOME included, is read-only (writes to the view vanish with it). Sites
-run concurrently. The evaluator prints one JSON
+run concurrently. After each run, every process still carrying that run's own token (a detached daemon, where no
+PID namespace ended it) is ended. The evaluator prints one JSON
 object on stdout (its last line that is one): metric name -> number, plus `n`, the samples it evaluated.
 
     evaluation = evaluate_model(EvaluatorRun(python=..., script="evaluate.py", files={...}, model=path,
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -28,9 +30,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..common import bounded, trees
-from . import childenv, rootcause, seal
+from . import childenv, processes, rootcause, seal
 
-MAX_OUTPUT_BYTES = 64 * 1024
+EVALUATION_TOKEN_VAR = "AUTOFL_EVALUATION_TOKEN"  # one per site's run: what it leaves behind is found by it
+MAX_OUTPUT_BYTES = 64 * 1024  # the tail of each stream that is read
+MAX_STREAM_BYTES = 64 * 1024 * 1024  # stdout + stderr on disk: an evaluator printing more is ended
+TIMED_OUT, TOO_MUCH_OUTPUT = "timed out", "too much output"  # why `_run` ended a run (code None)
+NON_NUMBER = re.compile(r"-?Infinity|NaN")
 KILL_GRACE_SECONDS = 3.0
 NOT_RUN = 126  # the sandbox launcher's exit when a protection the plan requires could not be set up
 
@@ -108,11 +114,17 @@ def evaluate_model(run: EvaluatorRun) -> Evaluation:
 
 
 def combine(sites: list[SiteResult]) -> float | None:
-    """The n-weighted mean of the sites' values (None when no sample was evaluated)."""
-    total = sum(site.n for site in sites if site.n)
-    if not total:
+    """The n-weighted mean of the sites' values (None when no sample was evaluated). Counts so large that the sums
+    overflow are scaled by the largest first (the mean is the same, and never 0 or NaN by overflow)."""
+    counted = [site for site in sites if site.n]
+    if not counted:
         return None
-    return sum(site.value * site.n for site in sites if site.n) / total
+    score = sum(site.value * site.n for site in counted) / sum(site.n for site in counted)
+    if not math.isfinite(score) or not math.isfinite(sum(site.n for site in counted)):
+        top = max(site.n for site in counted)
+        weights = [site.n / top for site in counted]
+        score = sum(site.value * weight for site, weight in zip(counted, weights, strict=True)) / sum(weights)
+    return score
 
 
 def parse_output(text: str, metric: str) -> tuple[float, float, dict[str, float]]:
@@ -122,17 +134,16 @@ def parse_output(text: str, metric: str) -> tuple[float, float, dict[str, float]
         line = line.strip()
         if line.startswith("{") and line.endswith("}"):
             try:
-                document = bounded.parse_json(line)  # NaN and Infinity refused
+                document = bounded.parse_json(line)
             except bounded.BoundedReadError:
+                word = _non_number(line)
+                if word:  # the answer itself, not junk: an earlier line never stands in for it
+                    raise ValueError(f"its JSON answer holds {word} is not a number") from None
                 continue
             break
     if not isinstance(document, dict):
         raise ValueError('it printed no JSON object on stdout (expected e.g. {"accuracy": 0.91, "n": 200})')
-    numbers = {
-        str(key): float(value)
-        for key, value in document.items()
-        if isinstance(value, (int, float)) and not isinstance(value, bool)
-    }
+    numbers = {str(key): _number(value) for key, value in document.items() if _is_number(value)}
     if metric not in numbers:
         raise ValueError(f"its JSON has no number for {metric!r} (keys: {', '.join(sorted(document)) or 'none'})")
     n = numbers.get("n")
@@ -141,6 +152,29 @@ def parse_output(text: str, metric: str) -> tuple[float, float, dict[str, float]
     if not math.isfinite(numbers[metric]):
         raise ValueError(f"its {metric} is not a finite number")
     return numbers[metric], n, {key: value for key, value in numbers.items() if math.isfinite(value)}
+
+
+def _non_number(line: str) -> str:
+    """NaN, Infinity or -Infinity when `line` is JSON once they are allowed (an answer holding a value that is no
+    number), else ''."""
+    try:
+        bounded.parse_json(line, allow_nan=True)
+    except bounded.BoundedReadError:
+        return ""
+    found = NON_NUMBER.search(line)
+    return found.group(0) if found else "NaN"
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number(value: int | float) -> float:
+    """A JSON number as a float; an integer too large for one is infinite (then refused as not finite)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def _evaluation(run: EvaluatorRun, sites: list[SiteResult], failure: str, started: float) -> Evaluation:
@@ -180,12 +214,16 @@ def _run_site(run: EvaluatorRun, site: str) -> tuple[SiteResult, dict | None]:
             stage_files=run.files if run.sealed else None,
             discard_writes=False,  # only its temp folder (TMPDIR) is writable
         )
-        code, out, err, cpu = _run(seal.launcher_argv(run.python, plan, argv), env, folder, run.timeout)
+        code, out, err, cpu, ended = _run(seal.launcher_argv(run.python, plan, argv), env, folder, run.timeout)
+        # a detached daemon (setsid) left where no PID namespace ends it: found by its site run's token
+        processes.terminate_tree(None, (EVALUATION_TOKEN_VAR, env[EVALUATION_TOKEN_VAR]), grace_seconds=1.0)
         status = seal.read_status(folder, sealed=run.sealed)
         result = SiteResult(site=site, seconds=round(time.monotonic() - started, 3), cpu_seconds=cpu)
         if code == NOT_RUN:
             result.failure = "the sandbox could not be set up: " + _last_line(err)
-        elif code is None:
+        elif ended == TOO_MUCH_OUTPUT:
+            result.failure = f"it printed more than {MAX_STREAM_BYTES // (1024 * 1024)} MiB, so it was ended"
+        elif ended == TIMED_OUT:
             result.failure = f"timed out after {run.timeout:g} s"
         elif code != 0:
             cause = rootcause.one_line(_last_error(err))
@@ -212,6 +250,7 @@ def _env(run: EvaluatorRun, scratch: Path) -> dict[str, str]:
     env = childenv.build_child_env(
         parent, passthrough=[], simulator_root=scratch, token=run.token or secrets.token_hex(16), temp_dir=scratch
     )
+    env[EVALUATION_TOKEN_VAR] = secrets.token_hex(16)
     if run.workspace is not None and env.get("PYTHONPATH"):
         job = os.path.realpath(run.workspace)
         kept = [
@@ -223,32 +262,38 @@ def _env(run: EvaluatorRun, scratch: Path) -> dict[str, str]:
     return env
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> tuple[int | None, str, str, float]:
-    """Run to the end or `timeout` (None code: timed out; the whole process group is killed). Output bounded.
+def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> tuple[int | None, str, str, float, str]:
+    """Run to the end, to `timeout` or until it printed more than MAX_STREAM_BYTES (then the code is None and the last
+    value says which: TIMED_OUT, TOO_MUCH_OUTPUT; the whole process group is killed). Output read bounded.
     The last value is the CPU seconds of the whole process tree (the launcher waits for everything it started)."""
     with tempfile.TemporaryFile(dir=cwd) as out, tempfile.TemporaryFile(dir=cwd) as err:
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
         )
-        code, cpu = None, 0.0
+        code, cpu, ended = None, 0.0, TIMED_OUT
         try:
-            code, cpu = _wait(proc, timeout)
+            code, cpu, ended = _wait(
+                proc, timeout, lambda: os.fstat(out.fileno()).st_size + os.fstat(err.fileno()).st_size
+            )
         finally:
             _kill_group(proc)
-        return code, _tail(out), _tail(err), cpu
+        return code, _tail(out), _tail(err), cpu, ended
 
 
-def _wait(proc: subprocess.Popen, timeout: float) -> tuple[int | None, float]:
-    """(exit code or None on timeout, CPU seconds of the process and what it waited for) via wait4."""
+def _wait(proc: subprocess.Popen, timeout: float, printed) -> tuple[int | None, float, str]:
+    """(exit code or None, CPU seconds of the process and what it waited for, why it was ended: "", TIMED_OUT or
+    TOO_MUCH_OUTPUT when `printed()` bytes exceed MAX_STREAM_BYTES) via wait4."""
     deadline = time.monotonic() + timeout
     pause = 0.005
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
-            return proc.returncode, round(usage.ru_utime + usage.ru_stime, 3)
+            return proc.returncode, round(usage.ru_utime + usage.ru_stime, 3), ""
+        if printed() > MAX_STREAM_BYTES:
+            return None, 0.0, TOO_MUCH_OUTPUT
         if time.monotonic() >= deadline:
-            return None, 0.0
+            return None, 0.0, TIMED_OUT
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
 

@@ -49,7 +49,8 @@ class ModelNotFound(ValueError):
 def find_global_model(result_dir: Path, override: str | None = None) -> GlobalModel:
     """The persisted global model in a copied simulation result (regular files only, never through a link).
 
-    `override`: a path below the server's run dir the campaign declared (e.g. a custom persistor's file).
+    `override`: a path below the server's run dir the campaign declared (e.g. a custom persistor's file), or the
+    one the baseline's model was found at (a candidate may not swap the file or format the evaluator reads).
     """
     run_dir = Path(result_dir).joinpath(*RUN_DIR)
     layouts = [(override, _format_of(override))] if override else list(LAYOUTS)
@@ -83,6 +84,14 @@ def find_in_download(folder: Path, override: str | None = None) -> GlobalModel:
     raise ModelNotFound(f"the downloaded job holds no global model (looked for {looked})")
 
 
+def relative_model(result_dir: Path, path: Path) -> str | None:
+    """`path` below the server's run dir of `result_dir` (the form `override` takes), None when it is not there."""
+    try:
+        return Path(path).relative_to(Path(result_dir).joinpath(*RUN_DIR)).as_posix()
+    except ValueError:
+        return None
+
+
 def participating_sites(result_dir: Path) -> list[str]:
     """The sites whose folders a simulation result holds (every folder beside `server/` that is not NVFLARE's)."""
     try:
@@ -100,6 +109,10 @@ def participating_sites(result_dir: Path) -> list[str]:
 
 
 def _format_of(rel: str) -> str:
+    """The format of a declared or pinned model file: the layout table's where the path is one of its rows."""
+    known = dict(LAYOUTS)
+    if rel in known:
+        return known[rel]
     suffix = Path(rel).suffix.lower()
     return {".npy": "numpy", ".pt": "pytorch", ".pth": "pytorch", ".safetensors": "safetensors"}.get(suffix, "")
 

@@ -172,6 +172,7 @@ def _undo_new_campaign(paths: CampaignPaths, had_config: bool) -> None:
         paths.autofl_yaml.unlink(missing_ok=True)
     trees.remove_tree(paths.snapshots)
     trees.remove_tree(paths.meta / frozen.FOLDER)
+    (paths.meta / frozen.SECTION_DIGEST).unlink(missing_ok=True)
     paths.campaign.unlink(missing_ok=True)
 
 

@@ -3,7 +3,8 @@ external execution (poc/prod), finalized exactly like a simulated one.
 
 - `--literature --hypothesis "<sources and decision>" [--family F] [--name N]` -> a `literature` row with a new
   id `lit-0001`, `lit-0002`, ...
-- `--baseline (--score X | --artifacts DIR) [--job-id ID]` -> only before any scored baseline or attempt.
+- `--baseline (--score X | --artifacts DIR) [--job-id ID]` -> only before any scored baseline or attempt, and never
+  where the frozen evaluator measures the score (simulation with `--evaluator`: initialize retries the baseline).
 - `[--manifest M] (--score X | --artifacts DIR | --failure-reason TEXT) [--job-id ID]` -> keep/discard/crash.
 
 Several candidates may be ready at once (`runner/ready.py`); record takes them in any order (with several,
@@ -72,6 +73,11 @@ def _baseline(campaign, options) -> ActionResult:
         r["status"] in v.ATTEMPTS for r in rows
     ):
         raise CampaignError("record --baseline is only allowed before any scored baseline or candidate attempt")
+    if frozen_eval.provenance(campaign) == frozen_eval.MEASURED:
+        raise CampaignError(
+            "in simulation the frozen evaluator measures the baseline, so a recorded one would be a number it never "
+            "measured; fix the job and run initialize again (it retries the baseline)"
+        )
     if options.failure_reason:
         raise CampaignError(
             "an external baseline needs a score: pass --score or --artifacts (fix a failed baseline run "

@@ -10,10 +10,12 @@ hashes and restored from the copies when a trial changed them. Usage::
     install(paths, files); config["evaluation"] = section
     refuse_edits(config, ["evaluate.py"])                                   # CampaignError (exit 2)
     files = copies(paths, config)                                           # verified bytes of every frozen file
+    check_intact(paths, config)            # CampaignError when autofl.yaml's evaluation section was dropped or edited
 """
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from . import sources
 
 FOLDER = "frozen"
 MAX_FROZEN_BYTES = 256 * 1024 * 1024  # all frozen files together (inputs may be validation data)
+SECTION_DIGEST = "frozen_section.sha256"  # beside the copies: the evaluation section the campaign started with
 
 
 def section(config: dict) -> dict | None:
@@ -98,6 +101,29 @@ def copies(paths, config: dict) -> dict[str, bytes]:
     return files
 
 
+def check_intact(paths, config: dict) -> None:
+    """CampaignError (exit 2) when autofl.yaml's `evaluation` section is not the one the campaign started with
+    (recorded at initialize in `frozen_section.sha256`): dropped (later scores would be the job's own reports,
+    compared with measured ones), edited (another script, model file or inputs) or added later."""
+    try:
+        recorded = bounded.read_regular(paths.meta / SECTION_DIGEST, 1024)
+    except bounded.BoundedReadError:
+        recorded = b"unreadable"
+    found = section(config)
+    if recorded is None and found is None:
+        return
+    if recorded is None or found is None or recorded.decode("ascii", "replace").strip() != section_digest(found):
+        what = {True: "lost its evaluation section", False: "has another evaluation section"}[found is None]
+        raise CampaignError(
+            f"{paths.autofl_yaml} {what} than the campaign started with; the evaluator that measures the score is "
+            "fixed for the whole campaign: restore autofl.yaml, or start a fresh campaign"
+        )
+
+
+def section_digest(found: dict) -> str:
+    return sources.sha256_bytes(json.dumps(found, sort_keys=True).encode("utf-8"))
+
+
 def refuse_edits(config: dict, touched: list[str]) -> None:
     """A draft may import a frozen file but never change or create one (exit 2, nothing changed)."""
     frozen = set(frozen_paths(config))
@@ -110,8 +136,12 @@ def refuse_edits(config: dict, touched: list[str]) -> None:
 
 
 def install_from_workspace(paths, config: dict) -> None:
-    """Copy the frozen files from the job into the runner's folder, each checked against its hash."""
-    found = section(config) or {}
+    """Copy the frozen files from the job into the runner's folder, each checked against its hash, and record the
+    section's digest (a stale record is removed when the campaign has no evaluator)."""
+    found = section(config)
+    if found is None:
+        (paths.meta / SECTION_DIGEST).unlink(missing_ok=True)
+        return
     files = {}
     for rel, sha in sorted((found.get("frozen") or {}).items()):
         data = _read(paths.workspace, rel, "--evaluator")
@@ -119,6 +149,7 @@ def install_from_workspace(paths, config: dict) -> None:
             raise CampaignError(f"{rel} changed while initialize ran; run initialize again")
         files[rel] = data
     install(paths, files)
+    atomic.write_bytes(paths.meta / SECTION_DIGEST, (section_digest(found) + "\n").encode("ascii"))
 
 
 def changed_live(paths, config: dict) -> list[str]:
