@@ -199,3 +199,24 @@ def test_every_command_runs_in_an_empty_private_folder_removed_afterwards():
     assert len(seen) == 6 and all(listing == [] for _, listing in seen)
     assert all(os.path.basename(cwd).startswith(("nvfdiag-cwd-", "nvfdiag-collect-")) for cwd, _ in seen)
     assert not any(os.path.exists(cwd) for cwd, _ in seen)
+
+
+def test_a_command_that_only_answers_for_a_running_job_caps_no_confidence(monkeypatch, tmp_path):
+    """`job stats` of a finished job answers JOB_NOT_RUNNING: that is context, never evidence the diagnosis lacks,
+    so the site's own traceback still decides at high confidence (a real POC job showed it)."""
+    site_log = tmp_path / "site-1" / "log.txt"
+    site_log.parent.mkdir()
+    site_log.write_text(
+        "2026-12-05 10:00:01,000 - ClientRunner - ERROR - [identity=site-1, run=abc123] - exception in task\n"
+        "Traceback (most recent call last):\n"
+        '  File "/tmp/job/app_site-1/custom/client.py", line 3, in <module>\n'
+        "    import site_preprocessing\n"
+        "ModuleNotFoundError: No module named 'site_preprocessing'\n"
+    )
+    script = load_by_path("diagnose_job", REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "diagnose_job.py")
+    monkeypatch.setattr(collect, "run_in_process_group", ScriptedCli({("job", "stats"): ["JOB_NOT_RUNNING"]}))
+    out = io.StringIO()
+    assert script.main([str(site_log), "--collect", "--job-id", "abc123"], stdout=out) == 0
+    report = validated(out.getvalue())
+    assert any("JOB_NOT_RUNNING" in entry for entry in report["missing_evidence"]), report["missing_evidence"]
+    assert (report["matched_pattern"], report["confidence"]) == ("IMPORT_ERROR", "high"), report["missing_evidence"]

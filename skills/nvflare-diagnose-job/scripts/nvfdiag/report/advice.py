@@ -185,6 +185,10 @@ def _site_logs_supplied(an) -> bool:
     return any(line.site and not sites.is_server(line.site) for line in an.evidence.lines)
 
 
+# CLI error codes of a command that does not apply to the job's state: its answer is context, never a gap.
+NOT_APPLICABLE_CODES = frozenset({"JOB_NOT_RUNNING"})
+
+
 def _reading_gaps(adv: _Advice) -> None:
     an = adv.an
     unreadable = [
@@ -194,7 +198,9 @@ def _reading_gaps(adv: _Advice) -> None:
     ]
     for source in unreadable[:MAX_UNREADABLE]:
         reason = f" ({source.note})" if source.note else ""  # e.g. a --collect command that timed out
-        adv.need(f"{source.path}: {_INVISIBLE_WORDS[source.status]}{reason}")
+        # a command that answers only for a running job (`job stats` of a finished one) lacks nothing that decides
+        not_applicable = bool(source.note) and source.note.split(";")[0] in NOT_APPLICABLE_CODES
+        adv.need(f"{source.path}: {_INVISIBLE_WORDS[source.status]}{reason}", optional=not_applicable)
     truncated = {s.path for s in an.evidence.sources if s.truncated}
     if truncated:
         adv.need(
