@@ -49,7 +49,7 @@ def test_pytorch_recipe_job_is_scored_from_its_persisted_model_and_an_inflating_
     assert done.code == 0, done.stderr
     result = manifest(workspace, "inflate")["result"]
     assert result["score"] == pytest.approx(baseline["score"], abs=1e-6)  # the same model, measured the same
-    assert result["reported_score"] > frozen["reported_score"] + 0.05  # the local model on its training data
+    assert result["reported_score"] > frozen["reported_score"] + 0.03  # the local model on its training data
     assert done.envelope["candidate_status"] == "discard"
     assert done.envelope["metric_divergence"]["reported"] == result["reported_score"]
     assert "metric_divergence: reported" in (workspace / "autofl_report.md").read_text()
