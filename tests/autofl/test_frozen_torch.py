@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from module_loader import load_by_path
 from runner_support import REPO, ledger_rows, manifest, run_cli, source_dir
 
 FIXTURE = REPO / "bench" / "fixtures" / "pt-fedavg"
@@ -64,11 +65,7 @@ def test_without_torch_the_bench_prints_skip_and_run_all_lists_it_as_skip(tmp_pa
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\n") == 1 and done.stdout.rstrip().endswith("SKIP (torch not installed)")
 
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        import run_all
-    finally:
-        sys.path.remove(str(REPO / "bench"))
+    run_all = load_by_path("bench_run_all", REPO / "bench" / "run_all.py")
     assert "frozen_eval_torch.py" in run_all.BENCHMARKS
     code, skipped = run_all.run_echoing([sys.executable, str(BENCH), "--python", str(no_torch)])
     assert (code, skipped) == (0, "SKIP (torch not installed)")
