@@ -2,7 +2,9 @@
 
 Usage: python bench/run_all.py [--quick]
 
-Each benchmark is a standalone script that prints its own table and exits 1 when it misses a bar.
+Each benchmark is a standalone script that prints its own table and exits 1 when it misses a bar. One that cannot
+run here (frozen_eval_torch.py without torch) prints a line with `SKIP (reason)` and exits 0: the summary lists it
+as SKIP with that reason, never as PASS.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ BENCHMARKS = (
     "frozen_eval_overhead.py",
     "prune_campaign.py",
     "prune_replay.py",
+    "frozen_eval_torch.py",  # needs torch in this interpreter; SKIP (torch not installed) otherwise
 )
 REAL_ONLY = ("demo_campaign.py",)  # needs real simulations end to end; no quick variant
 
@@ -44,12 +47,24 @@ def main(argv: list[str] | None = None) -> int:
         command = [sys.executable, str(here / name)] + (["--quick"] if args.quick else [])
         print(f"== {name}", flush=True)
         started = time.monotonic()
-        rc = subprocess.run(command).returncode
-        outcomes.append((name, rc, time.monotonic() - started))
+        rc, skipped = run_echoing(command)
+        outcomes.append((name, rc, skipped, time.monotonic() - started))
     print("\nbenchmark               result  wall")
-    for name, rc, wall in outcomes:
-        print(f"{name:<23} {'PASS' if rc == 0 else 'FAIL':<7} {wall:6.1f} s")
-    return 0 if all(rc == 0 for _, rc, _ in outcomes) else 1
+    for name, rc, skipped, wall in outcomes:
+        result = "FAIL" if rc != 0 else "SKIP" if skipped else "PASS"
+        print(f"{name:<23} {result:<7} {wall:6.1f} s{'  ' + skipped if skipped and rc == 0 else ''}")
+    return 0 if all(rc == 0 for _, rc, _, _ in outcomes) else 1
+
+
+def run_echoing(command: list[str]) -> tuple[int, str]:
+    """Run one benchmark, echoing its output; (exit code, its `SKIP (reason)` text or "")."""
+    skipped = ""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, bufsize=1) as process:
+        for line in process.stdout:
+            print(line, end="", flush=True)
+            if "SKIP (" in line:
+                skipped = line[line.index("SKIP (") :].strip()
+    return process.returncode, skipped
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The final global model a simulation's server persisted, and the sites that took part. Pure file lookups.
 
 Where NVFLARE 2.9 writes the global model in a simulation result folder (`<result>/server/simulate_job/`, the
-server's run dir; read in the installed 2.9.0 package and confirmed by running `examples/hello-numpy`):
+server's run dir; read in the installed 2.9.0 package and confirmed by running `examples/hello-numpy` and a
+PyTorch `FedAvgRecipe` job, bench/fixtures/pt-fedavg):
 
 | job | component that saves | file below `server/simulate_job/` | format |
 |---|---|---|---|
