@@ -76,6 +76,7 @@ ACTION_OPTION_VALUES = {
     "--kit-id": "kit-7",
     "--confirm-user-authorized": None,
     "--authorization": "yes from the user",
+    "--write-best-defaults": None,
 }
 # `submit` needs a real FLARE system: its own options are proven in tests/autofl/test_external_accounting.py and
 # tests/poc/test_poc_submit.py; here every other action refuses them
@@ -88,7 +89,7 @@ TAKES = {
     "record-baseline": {"--baseline", "--score", "--artifacts", "--job-id", "--failure-reason"},
     "record-candidate": {"--manifest", "--score", "--artifacts", "--job-id", "--failure-reason"},
     "suggest": {"--limit"},
-    "status": set(),
+    "status": {"--write-best-defaults"},
     "replicate": {"--count", "--parallel"},
     "report": {"--confirm-interrupted"},
 }
@@ -287,6 +288,12 @@ def _ok(done) -> dict:
     return done.envelope
 
 
+def defaults_wait_for_the_end(workspace, done):
+    """Accepted by status, but job.py is written only once the campaign has finished (the walk's campaigns have
+    not): refused with the reason; tests/autofl/test_what_users_see.py proves the write itself."""
+    _assert_refused(done, "--write-best-defaults", "after the campaign has finished")
+
+
 def _effects() -> dict:
     """(kind, flag) -> a check that the accepted flag did what it says."""
 
@@ -416,6 +423,7 @@ def _effects() -> dict:
         ("initialize", "--fixed-args"): fixed_at_start,
         ("initialize", "--startup-kit"): kit_refused_in_simulation,
         ("initialize", "--kit-id"): kit_refused_in_simulation,
+        ("status", "--write-best-defaults"): defaults_wait_for_the_end,
     }
 
 
