@@ -32,6 +32,8 @@ def test_the_campaigns_own_files_do_not_unsettle_it(tmp_path):
     (paths.meta / "candidates" / "c1" / "candidate_manifest.json").write_text("{}")
     (paths.output_root / "c1").mkdir(parents=True)
     (paths.output_root / "c1" / "trial.json").write_text("{}")
+    paths.progress.with_suffix(".txt").write_text("best so far: 0.8\n")
+    paths.report_json.write_text("{}")
     assert contract.run_args_known_unmoving(config, paths, ["--seed", "1"], ["--lr", "0.5"])
 
 

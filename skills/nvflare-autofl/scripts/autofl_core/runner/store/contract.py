@@ -76,7 +76,16 @@ def import_config(
 
 def campaign_files(paths) -> frozenset[str]:
     """Workspace-relative paths of the campaign's own files and folders (`.nvflare` is hidden from dry runs)."""
-    own = (paths.autofl_yaml, paths.results, paths.state, paths.progress, paths.report, paths.report_json)
+    progress_note = paths.progress.with_suffix(".txt")  # the plot's text note
+    own = (
+        paths.autofl_yaml,
+        paths.results,
+        paths.state,
+        paths.progress,
+        progress_note,
+        paths.report,
+        paths.report_json,
+    )
     out = {".nvflare"}
     for path in (*own, paths.output_root):
         try:
