@@ -487,6 +487,9 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
     config_source = workspace.read_file(path.name) or ""
     config = dryrun_config.apply(config, record, moved, trust_for)
     config["cli_flags"] = ap.cli_flags_from(config["argparse"]["flags"], config["argparse"]["allow_abbrev"])
+    if record is not None and record.get("status") == "recorded":
+        config["import"]["dry_run"]["tried_options"] = moves.tried_options(record)
+        config["import"]["dry_run"]["args"] = list(args)
     if run_args and record is not None and record.get("status") == "recorded":
         changes = []
         if not moves.covered(record, run_args):  # options the perturbed runs did not try: run them

@@ -60,14 +60,28 @@ def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], 
     return digest.hexdigest()
 
 
-def _text_files(folder: Path):
+def folder_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str:
+    """SHA-256 of the folder's small text files as a dry run's key reads them, leaving out `skip`
+    (folder-relative POSIX paths of files or folders, e.g. a campaign's own files)."""
+    digest = hashlib.sha256()
+    for rel, sha in _text_files(folder, skip):
+        digest.update(f"{rel}\0{sha}\0".encode())
+    return digest.hexdigest()
+
+
+def _text_files(folder: Path, skip: frozenset[str] = frozenset()):
     count = 0
     for root, dirs, names in os.walk(folder):
-        depth = len(Path(root).relative_to(folder).parts)
-        dirs[:] = [] if depth >= MAX_DEPTH else sorted(d for d in dirs if d not in SKIPPED_FOLDERS)
+        here = Path(root).relative_to(folder)
+        depth = len(here.parts)
+        dirs[:] = (
+            []
+            if depth >= MAX_DEPTH
+            else sorted(d for d in dirs if d not in SKIPPED_FOLDERS and (here / d).as_posix() not in skip)
+        )
         for name in sorted(names):
             path = Path(root) / name
-            if not name.endswith(HASHED_SUFFIXES) or path.is_symlink():
+            if not name.endswith(HASHED_SUFFIXES) or path.is_symlink() or (here / name).as_posix() in skip:
                 continue
             try:
                 if path.stat().st_size > MAX_HASHED_BYTES:

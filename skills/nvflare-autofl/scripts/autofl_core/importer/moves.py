@@ -107,11 +107,21 @@ def moving_options(baseline: dict, base_args: list[str], run_many: Runner) -> di
     return moved
 
 
+def tried_options(record: dict) -> list[str]:
+    """Every option string of the options the perturbed runs tried (see `candidates`), sorted."""
+    return sorted({s for action in candidates(record) for s in action["option_strings"]})
+
+
 def covered(record: dict, run_args: list[str]) -> bool:
     """True when every option `run_args` sets is one the perturbed runs tried (spelled as the parser spells it):
     each one alone was shown not to move the budget unless it is pinned, so no further run is needed."""
-    tried = {s for action in candidates(record) for s in action["option_strings"]}
+    return covered_by(tried_options(record), run_args)
+
+
+def covered_by(tried: list[str], run_args: list[str]) -> bool:
+    """`covered` over a stored list of tried option strings (`import.dry_run.tried_options` of a config)."""
+    tried_set = set(tried)
     options = [token.split("=", 1)[0] for token in run_args if token.startswith("-") and len(token) > 1]
-    return all(option in tried for option in options) and not any(
+    return all(option in tried_set for option in options) and not any(
         not token.startswith("-") and index == 0 for index, token in enumerate(run_args)
     )

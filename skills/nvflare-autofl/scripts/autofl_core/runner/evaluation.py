@@ -17,6 +17,7 @@ workspace with the same fixed budget and objective. Usage::
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from dataclasses import dataclass
@@ -237,11 +238,20 @@ def check_reimport(campaign, manifest: dict, draft, effective: list[str], now: s
     must not read any of the `effective` run args as a file of more arguments."""
     paths = campaign.paths
     folder = paths.candidate_dir(manifest["candidate_id"])
-    try:
-        config = contract.import_config(paths.job, campaign.settings.to_json(), overlay=draft.files, run_args=effective)
-    except CampaignError as error:
-        atomic.write_text(folder / "import.log", f"{now} re-import rejected: {error}\n")
-        raise CampaignError(f"the candidate's job.py is no longer admissible ({error}); fix the draft") from None
+    settings = campaign.settings.to_json()
+    known = not draft.patch and contract.run_args_known_unmoving(
+        campaign.config, paths, settings.get("base_args") or [], effective
+    )
+    if known:  # the job as imported, and its perturbed runs already cleared every option these args set
+        config = copy.deepcopy(campaign.config)
+        config["import"]["dry_run"]["run_args_changes"] = []
+        config["import"]["dry_run"]["run_args_settled_by"] = "perturbed runs of the import"
+    else:
+        try:
+            config = contract.import_config(paths.job, settings, overlay=draft.files, run_args=effective)
+        except CampaignError as error:
+            atomic.write_text(folder / "import.log", f"{now} re-import rejected: {error}\n")
+            raise CampaignError(f"the candidate's job.py is no longer admissible ({error}); fix the draft") from None
     contract.write(folder / "candidate_autofl.yaml", config)
     problems = []
     if contract.budget_digest(config) != campaign.meta["fixed_budget_sha256"]:
@@ -259,7 +269,9 @@ def check_reimport(campaign, manifest: dict, draft, effective: list[str], now: s
         problems.append(
             f"its job.py reads the run arg {smuggled[0]!r} as a file of more arguments (fromfile_prefix_chars)"
         )
-    log = f"{now} re-import: " + ("; ".join(problems) if problems else "fixed budget and objective unchanged") + "\n"
+    verdict = "; ".join(problems) if problems else "fixed budget and objective unchanged"
+    how = " (settled by the import's perturbed runs, no dry run)" if known else ""
+    log = f"{now} re-import: {verdict}{how}\n"
     atomic.write_text(folder / "import.log", log)
     if problems:
         raise CampaignError(

@@ -49,6 +49,7 @@ def admit(options, given: dict, now: str) -> tuple[Campaign, dict[str, bytes]]:
     config = data_fixed.with_fixed_args(config, list(getattr(options, "fixed_args", None) or []))
     check_outputs(paths, contract.allowed_edit_paths(config))
     files = sources.read_files(paths.workspace, contract.allowed_edit_paths(config))
+    contract.note_classified_folder(config, paths)
     meta = metadata.new_metadata(paths, settings, budget_sha256=contract.budget_digest(config), now=now)
     campaign = Campaign(paths=paths, meta=meta, config=config)
     campaign_trial.check_args(campaign, v.BASELINE_NAME, [])

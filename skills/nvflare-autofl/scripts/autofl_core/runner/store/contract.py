@@ -74,6 +74,53 @@ def import_config(
     return config
 
 
+def campaign_files(paths) -> frozenset[str]:
+    """Workspace-relative paths of the campaign's own files and folders (`.nvflare` is hidden from dry runs)."""
+    progress_note = paths.progress.with_suffix(".txt")  # the plot's text note
+    own = (
+        paths.autofl_yaml,
+        paths.results,
+        paths.state,
+        paths.progress,
+        progress_note,
+        paths.report,
+        paths.report_json,
+    )
+    out = {".nvflare"}
+    for path in (*own, paths.output_root):
+        try:
+            out.add(path.relative_to(paths.workspace).as_posix())
+        except ValueError:
+            continue
+    return frozenset(out)
+
+
+def note_classified_folder(config: dict, paths) -> None:
+    """Record, beside the perturbed runs' tried options, the digest of the job folder they ran over."""
+    from ...importer import dryrun
+
+    ran = (config.get("import") or {}).get("dry_run") or {}
+    if isinstance(ran.get("tried_options"), list):
+        ran["folder_sha256"] = dryrun.folder_digest(paths.workspace, campaign_files(paths))
+
+
+def run_args_known_unmoving(config: dict, paths, base_args: list[str], run_args: list[str]) -> bool:
+    """True when the campaign's import already settles `run_args` without a run: the job folder is the one its
+    perturbed runs ran over (campaign files aside), the base args are the same, and every option `run_args` sets
+    was tried there (a tried option that moves the budget or objective is pinned and refused by the trial argv)."""
+    from ...importer import dryrun, moves
+
+    ran = (config.get("import") or {}).get("dry_run") or {}
+    tried, folder = ran.get("tried_options"), ran.get("folder_sha256")
+    if ran.get("status") != "recorded" or not isinstance(tried, list) or not isinstance(folder, str):
+        return False
+    if list(base_args) != list((config.get("argparse") or {}).get("base_args") or []):
+        return False
+    if not moves.covered_by(tried, run_args):
+        return False
+    return dryrun.folder_digest(paths.workspace, campaign_files(paths)) == folder
+
+
 def yaml_text(config: dict) -> str:
     """The config as YAML without anchors (through JSON first, so shared sub-objects become copies)."""
     import yaml
