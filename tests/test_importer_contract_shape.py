@@ -31,6 +31,7 @@ SECTIONS = {
         "class_parsers",
     },
     "cli_flags": {"long_flags", "groups", "name_flag", "takes_value", "allow_abbrev"},
+    "data_shaping": {"fixed", "unclassified"},
     "environment": {"discovered", "simulator_env_passthrough", "simulator_workspace"},
     "import": {"support", "would_raise"},
     "job": {"path", "pattern", "class", "env", "run_call", "line", "nvflare_class", "family"},
