@@ -97,13 +97,22 @@ def slow_candidate(workspace: Path, name: str = "slow") -> None:
     client.write_text(client.read_text() + WAIT_FOR_RELEASE)
 
 
+def catches_sigusr1(pid: int) -> bool:
+    """True once the process has installed a SIGUSR1 handler (bit 10 of SigCgt in /proc/PID/status)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            caught = next(line for line in handle if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGUSR1 - 1)))
+
+
 def release_trial(workspace: Path) -> None:
-    """SIGUSR1 to the job's process of the workspace's trial (not the launcher, which would die of it)."""
-    for pid in trial_processes(workspace):
+    """SIGUSR1 to the trial's process that waits for it, once its handler is installed (before, it would die of it)."""
+    waiting: list[int] = []
+    wait_for(lambda: waiting.extend(pid for pid in trial_processes(workspace) if catches_sigusr1(pid)) or waiting)
+    for pid in waiting:
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                if b"sandbox.py" in handle.read():
-                    continue
             os.kill(pid, signal.SIGUSR1)
         except OSError:
             continue
