@@ -350,6 +350,7 @@ def _check_markers(wanted: dict, report: dict) -> list[str]:
 
 
 USER_CALLS_KEY = "@user_calls"  # entry of the catalog dict holding its user_calls table (never a pattern id)
+RELEASE_KEY = "@release_mismatch"  # entry holding the catalog's release_mismatch next-action text (never a pattern id)
 
 
 def check_invariants(report: dict, catalog: dict | None) -> list[str]:
@@ -365,12 +366,13 @@ def check_invariants(report: dict, catalog: dict | None) -> list[str]:
     pattern = report.get("matched_pattern")
     if pattern == "UNKNOWN" and report.get("recovery_category") != "UNKNOWN":
         misses.append("invariant: matched_pattern UNKNOWN needs recovery_category UNKNOWN")
-    row = (catalog or {}).get(pattern) if pattern != USER_CALLS_KEY else None
+    row = (catalog or {}).get(pattern) if pattern not in (USER_CALLS_KEY, RELEASE_KEY) else None
     if row is not None:
         if report.get("recovery_category") != row.get("recovery_category"):
             misses.append(f"invariant: recovery_category is not copied exactly from catalog row {pattern}")
         calls = (catalog or {}).get(USER_CALLS_KEY, [])
-        if not next_action_matches(str(report.get("next_action")), row, calls):
+        release = (catalog or {}).get(RELEASE_KEY)
+        if not next_action_matches(str(report.get("next_action")), row, calls, release):
             misses.append(f"invariant: next_action is not copied exactly from catalog row {pattern}")
     return misses
 
@@ -386,6 +388,7 @@ _AT = r"(?:, at [\w.-]{1,80}\.py:\d+(?: in [A-Za-z_]\w{0,80}\(\))?)?"
 WHERE_FILL = rf"(?: \({_ARGUMENT_AT}\))?"
 AT_FILL = r"(?: \(at [\w.-]{1,80}\.py:\d+(?: in (?:[A-Za-z_]\w{0,80}\(\)))?\))?"
 ROUNDS_FILL = r"(?: \((?:round 0|rounds 0-\d{1,6}) completed(?:; the failure came in round \d{1,6})?\))?"
+MISSING_FILL = r"`nvflare(?:\.[A-Za-z_]\w{0,63}){1,12}`"
 SITES_FILL = r"(?: \([A-Za-z0-9][\w.-]{0,63}(?:, [A-Za-z0-9][\w.-]{0,63}){0,4}\))?"
 
 
@@ -413,16 +416,20 @@ def _fills(calls) -> dict[str, str]:
     return {"{where}": where, "{at}": AT_FILL, "{rounds}": ROUNDS_FILL, "{sites}": SITES_FILL, "{change}": change}
 
 
-def next_action_matches(action: str, row, calls=()) -> bool:
+def next_action_matches(action: str, row, calls=(), release: str | None = None) -> bool:
     """True when `action` is one of the row's next-action texts exactly, each placeholder filled as the matcher may
     fill it (`{where}`: ` (argument `x`, at job.py:N in f())` or ` (call `<a user_calls call>`, used at job.py:N in
     f())`; `{at}`: ` (at client.py:N in f())`; `{rounds}`: ` (round 0 completed; the failure came in round 1)`; `{sites}`: ` (site-3)`; `{change}`: one
-    of the catalog's user_calls `change` texts) or dropped, and nothing else."""
+    of the catalog's user_calls `change` texts) or dropped, and nothing else. With `release` (the catalog's
+    release_mismatch text), that text may come first, its `{missing}` a dotted name under `nvflare.` in backticks."""
     fills = _fills(calls)
     splitter = re.compile("(" + "|".join(re.escape(p) for p in fills) + ")")
+    first = ""
+    if release:
+        first = "(?:" + re.escape(" ".join(release.split())).replace(re.escape("{missing}"), MISSING_FILL) + " )?"
     for text in _row_texts(row):
         pattern = "".join(fills[part] if part in fills else re.escape(part) for part in splitter.split(text))
-        if re.fullmatch(pattern, action) is not None:
+        if re.fullmatch(first + pattern, action) is not None:
             return True
     return False
 

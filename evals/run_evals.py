@@ -38,7 +38,8 @@ Output (stdout): a per-case table (id, PASS/FAIL, first miss; --verbose lists ev
 set's table (under its `== Real-world set ... ==` header, ending with `real-world: N of M passed (...)`), then the
 Auto-FL recipe admission section (a separate table delimited by its `== Auto-FL recipe admission ... ==` header and
 ending with `recipe admission: ...`; see evals/recipe_admission.py), then `trigger checks: ...`, the
-`nvflare messages ...` lines (one per release line among them) and the score line `N passed, M failed` of the
+`nvflare messages ...` lines (one per release line among them), the `nvflare templates whose class disagrees ...`
+lines (evals/template_dissent.py) and the score line `N passed, M failed` of the
 diagnose cases alone on the last line. Exit 0 when everything passed, 1 on any miss (real-world and recipe
 admission misses included) or a coverage figure below its goal, 2 on bad usage or an unreadable evals.json.
 """
@@ -60,6 +61,7 @@ import blind_set  # noqa: E402
 import eval_checks  # noqa: E402
 import message_coverage  # noqa: E402
 import realworld_set  # noqa: E402
+import template_dissent  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EVALS = REPO / "evals" / "diagnose" / "evals.json"
@@ -109,7 +111,8 @@ def load_catalog() -> dict | None:
         return None
     document = json.loads(CATALOG_JSON.read_text(encoding="utf-8"))
     rows = {row["id"]: row for row in document.get("patterns", [])}
-    return dict(rows, **{eval_checks.USER_CALLS_KEY: document.get("user_calls", [])})
+    release = (document.get("release_mismatch") or {}).get("next_action")
+    return dict(rows, **{eval_checks.USER_CALLS_KEY: document.get("user_calls", []), eval_checks.RELEASE_KEY: release})
 
 
 def load_schema() -> dict | None:
@@ -248,9 +251,20 @@ def main(argv: list[str] | None = None) -> int:
     recipe_misses = print_recipe_admission()
     failed_triggers = print_trigger_checks(cases)
     coverage_met = print_message_coverage(args.verbose)
+    dissent_met = print_template_dissent(args.verbose)
     failed = sum(1 for _, misses in rows if misses)
     print(f"{len(rows) - failed} passed, {failed} failed")
-    return 1 if failed or field_failed or blind_failed or failed_triggers or recipe_misses or not coverage_met else 0
+    return (
+        1
+        if failed
+        or field_failed
+        or blind_failed
+        or failed_triggers
+        or recipe_misses
+        or not coverage_met
+        or not dissent_met
+        else 0
+    )
 
 
 def print_realworld(results: list[tuple[dict, list[str]]], problems: list[str], verbose: bool) -> int:
@@ -291,6 +305,16 @@ def print_message_coverage(verbose: bool) -> bool:
     print("\n".join(figures.lines(verbose)))
     if not figures.met:
         print("nvflare messages: below goal (every template mapped, >= 95 % of generated cases diagnosed as mapped)")
+    return figures.met
+
+
+def print_template_dissent(verbose: bool) -> bool:
+    """NVFLARE's templates whose exception class disagrees with their row (evals/template_dissent.py); True when
+    each user-facing one is reported below high with the other row among other_candidates."""
+    figures = template_dissent.measure()
+    print("\n".join(figures.lines(verbose)))
+    if not figures.met:
+        print("nvflare templates whose class disagrees: one is reported at high confidence or without the other row")
     return figures.met
 
 

@@ -129,6 +129,9 @@ def render_catalog_markdown(catalog: dict, messages: dict | None = None) -> byte
         ]
         out.append("| " + " | ".join(cells) + " |")
     out += ["", "When nothing matches: `UNKNOWN` / `UNKNOWN`. " + _cell(catalog["fallback"]["next_action"]), ""]
+    if catalog.get("release_mismatch"):
+        text = _cell(catalog["release_mismatch"]["next_action"])
+        out += ["When a name under `nvflare.` is missing (any row), said first: " + text, ""]
     out += _cases_section(rows, catalog)
     out += ["## Mapping rules", ""]
     for rule in catalog["mapping_rules"]:

@@ -28,7 +28,8 @@ FACTS = (
 #   {rounds}  ` (round 0 completed; the failure came in round 1)` (match/rounds.describe)
 #   {sites}   ` (site-3)`: the validated sites whose evidence shows the failure
 #   {change}  ` ` + the `change` text of the matched user_calls row of this catalog
-PLACEHOLDERS = ("{where}", "{at}", "{rounds}", "{sites}", "{change}")
+#   {missing} the dotted name under `nvflare.` the evidence says is missing (match/releases.py; release_mismatch)
+PLACEHOLDERS = ("{where}", "{at}", "{rounds}", "{sites}", "{change}", "{missing}")
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 

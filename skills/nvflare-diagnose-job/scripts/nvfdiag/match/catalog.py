@@ -108,6 +108,7 @@ class Catalog:
     messages: nvflare_messages.MessageCatalog | None = None  # NVFLARE's own error messages (None: not loaded)
     fallback_cases: tuple[actions.ActionCase, ...] = ()  # the fallback's wording per runtime mode
     user_calls: tuple[usercalls.UserCall, ...] = ()  # NVFLARE's internal names -> the user's job.py call
+    release_mismatch: str = ""  # said first when a name under nvflare. is missing (a job for another release)
 
     def row(self, pattern_id: str) -> Row:
         return next(r for r in self.rows if r.id == pattern_id)
@@ -265,4 +266,13 @@ def parse_catalog(document: object) -> Catalog:
         follow_up_templates=templates,
         fallback_cases=actions.parse_cases(document["fallback"], "fallback", CatalogError),
         user_calls=usercalls.parse_user_calls(document, CatalogError),
+        release_mismatch=_release_mismatch(document),
     )
+
+
+def _release_mismatch(document: dict) -> str:
+    """The optional `release_mismatch.next_action` text (only `{missing}` may be filled in it)."""
+    if document.get("release_mismatch") is None:
+        return ""
+    text = _need(_need(document, "release_mismatch", dict, "the catalog"), "next_action", str, "release_mismatch")
+    return actions.check_placeholders(" ".join(text.split()), "release_mismatch", CatalogError)

@@ -18,7 +18,7 @@ from ..model import Evidence
 from ..read import sites
 from ..textindex import TextIndex
 from ..untrusted.injection import scan_suspicious
-from . import datapaths, downstream, exits, raiser
+from . import datapaths, dissent, downstream, exits, raiser, releases
 from .catalog import Catalog
 from .mode import AMBIGUOUS, decide_mode
 from .refine import Candidate, Demoted, rank_candidates
@@ -74,6 +74,7 @@ class Analysis:
     named_sites: set[str] = field(default_factory=set)  # sites whose own logs were given (file names, identity=)
     status_in_logs: str | None = None  # a terminal job status the evidence itself prints (not flagged)
     launcher: str | None = None  # how the run was started when the evidence shows it ("nvflare simulator")
+    missing_nvflare: str | None = None  # a name under nvflare. the release that ran the job lacks (releases.py)
 
     @property
     def facts(self) -> frozenset[str]:
@@ -351,6 +352,8 @@ def _confidence(an: Analysis) -> str:
         level = "medium"
     if all(h.loose for h in primary.hits if h.strength == "strong"):
         level = "medium"  # only a generic NVFLARE template or a rule that matches words, not a specific message
+    if all(h.contested for h in primary.hits if h.strength == "strong" and not h.loose):
+        level = "medium"  # the evidence disagrees with itself: the message's exception class points at another row
     if _default_variant_only(an, primary):
         level = "medium"  # e.g. a kill with neither cleanup nor OOM evidence: the row's own `unexplained` variant
     if _only_other_sites(an, primary):
@@ -436,6 +439,7 @@ def analyse(
     )
     hits = _merge(hits, _exit_hits(lines, catalog, index))
     hits = _third_party(hits, catalog, blocks, lines)
+    hits = dissent.contest(hits, lines, blocks, catalog)
     hits, static = _split_static(hits, lines, evidence)
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged, status)
     an = Analysis(
@@ -463,6 +467,9 @@ def analyse(
     an.workspace_to_add = _workspace_to_add(an)
     an.status_in_logs = None if status else _status_in_logs(lines, index, flagged)
     an.launcher = _launcher(index) if an.mode == "simulation" else None
+    if an.primary is not None:
+        strong = [h.index for h in an.primary.hits if h.strength == "strong" and h.index is not None]
+        an.missing_nvflare = releases.missing_nvflare_name(strong, lines, blocks)
     has_user_tb = any(b.user_frame or b.third_party is not None for b in blocks)  # a third-party one is not missing
     failed = bool(hits.get(USER_CODE_ID)) or (status is not None and "EXCEPTION" in status)
     has_user_tb = has_user_tb or _site_own_error(an)

@@ -36,6 +36,8 @@ class Hit:
     basis: str = field(default="", compare=False)
     loose: bool = field(default=False, compare=False)
     wrapper: str = field(default="", compare=False)
+    # contested: another source on the same line points at another row (dissent.py): what it is and where it points
+    contested: str = field(default="", compare=False)
 
 
 @dataclass

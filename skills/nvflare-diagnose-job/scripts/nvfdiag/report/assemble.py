@@ -14,6 +14,7 @@ import re
 from .. import logline
 from ..match import actions, raiser, rounds
 from ..match.attribution import failing_sites, hit_site
+from ..match.dissent import CLASS_BASIS
 from ..match.matcher import STATIC_ONLY, SUPPORTING
 from ..match.refine import TRANSIENT_ON_COMPLETION
 from ..match.scan import MARKER, MAX_HITS_PER_ROW
@@ -127,9 +128,10 @@ def match_basis(hit) -> dict:
         kind = "process_exit"
     else:
         kind = "catalog_rule"
+    note = f"; contradicted: {hit.contested}"[:150] if hit.contested and not basis.startswith(CLASS_BASIS) else ""
     return {
         "kind": kind,
-        "rule": basis[:300],
+        "rule": basis[: 300 - len(note)] + note,
         "wrapper": hit.wrapper[:200] or None,
         "peeled": bool(hit.wrapper),
         "loose": hit.loose,
@@ -182,7 +184,12 @@ def _other_candidates(an) -> list[dict]:
     for cand in an.ranked:
         if cand is an.primary:
             continue
-        if not cand.strong:
+        dissent = next(
+            (h.contested for h in an.primary.hits if cand.row.id in h.contested.replace(",", " ").split()), None
+        )
+        if dissent is not None:
+            reason = f"{dissent}, on the line whose message points at {an.primary.row.id} (the evidence disagrees)"
+        elif not cand.strong:
             reason = f"only {SUPPORTING}"
         else:
             reason = f"lower precedence than {an.primary.row.id} (catalog priority)"
@@ -457,7 +464,11 @@ def _next_action(an) -> str:
             "{sites}": f" ({', '.join(failing[:MAX_NAMED_SITES])})" if failing else "",
             "{change}": f" {an.user_call.change}" if an.user_call is not None else "",
         }
-        return _in_users_terms(an, actions.fill(primary.row.next_action_for(an.mode, an.facts), values))
+        text = actions.fill(primary.row.next_action_for(an.mode, an.facts), values)
+        if an.missing_nvflare and an.catalog.release_mismatch:
+            first = actions.fill(an.catalog.release_mismatch, {"{missing}": f"`{an.missing_nvflare}`"})
+            text = f"{first} {text}"
+        return _in_users_terms(an, text)
     if an.suspicious and an.catalog.has("SUSPICIOUS_LOG_CONTENT"):
         return _in_users_terms(an, an.catalog.row("SUSPICIOUS_LOG_CONTENT").next_action_for(an.mode))
     return _in_users_terms(an, an.catalog.fallback_for(an.mode))
