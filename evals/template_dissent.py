@@ -9,7 +9,9 @@ shared/catalog/nvflare_messages.py, every raise kept rather than the first per t
 extractions of the older releases) gives a (template, exception class) pair. The class points at the catalog rows
 whose strong rule matches its name alone (the diagnose skill's match/dissent.class_rows, the one implementation);
 a pair disagrees when those rows exclude the template's mapped row and the mapped row's own rules do not name the
-class. Each disagreeing pair is shown as the traceback job.py prints (message_coverage.traceback_text) and must be
+class; where the class points at no row (ValueError, TypeError), a template raised in NVFLARE's config processing
+(dissent.CONFIG_PROCESSING) and mapped to a row other than the config rows disagrees with that module. Each
+disagreeing pair is shown as the traceback job.py prints (message_coverage.traceback_text) and must be
 reported at most at medium confidence as one of the two rows (the mapped row, or the class's when the template is a
 generic wrapper, which is only a loose basis), with the other one in other_candidates. An informational line counts
 the templates NVFLARE's config processing raises (the extractor's `config_loading` area) that are mapped to a row
@@ -40,6 +42,7 @@ class Pair:
     row: str  # the mapped row (or internal / wrapper)
     points_at: tuple[str, ...]  # the rows the class points at
     message: object  # an extracted Message raising it (for the generated traceback)
+    by_module: bool = False  # the class points nowhere; the module (NVFLARE's config processing) is the other source
 
 
 @dataclass
@@ -63,16 +66,16 @@ class Dissent:
     def lines(self, verbose: bool = False) -> list[str]:
         if self.error:
             return [f"nvflare templates whose class disagrees: cannot measure: {self.error}"]
-        by = Counter((p.exc, p.row, "/".join(p.points_at)) for p in self.disagreeing)
+        by = Counter(
+            (p.exc, p.row, ("module points at " if p.by_module else "class points at ") + "/".join(p.points_at))
+            for p in self.disagreeing
+        )
         out = [
-            f"nvflare templates whose class disagrees with their row: {len(self.disagreeing)} of {self.pairs} "
+            f"nvflare templates whose class or module disagrees with their row: {len(self.disagreeing)} of {self.pairs} "
             f"(template, class) pairs over every raise site; {self.held} of {len(self._user_facing)} user-facing "
             "ones reported below high as one of the two rows, the other in other_candidates"
         ]
-        out += [
-            f"  {count} raised as {exc}, mapped {row}, class points at {rows}"
-            for (exc, row, rows), count in sorted(by.items())
-        ]
+        out += [f"  {count} raised as {exc}, mapped {row}, {rows}" for (exc, row, rows), count in sorted(by.items())]
         config = sum(self.config_module_rows.values())
         out.append(
             f"  raised in NVFLARE's config processing but mapped to another row: {config} templates ("
@@ -119,12 +122,14 @@ def measure() -> Dissent:
         if message.area == "config_loading" and message.at.endswith(".py") and groups[template] not in config_rows:
             figures.config_module_rows[(groups[template], exc)] += 1
     for (template, exc), message in sorted(seen.items()):
-        rows = dissent.class_rows(exc, known)
-        if not rows:
-            continue
-        figures.classes_with_rows[exc] = tuple(sorted(rows))
         row = groups[template]
         mapped = "NVFLARE_INTERNAL_ERROR" if row == "internal" else row
+        rows = dissent.class_rows(exc, known)
+        if not rows:  # a class no row knows: the raising module is the second source
+            if message.at in dissent.CONFIG_PROCESSING and mapped not in (*dissent.CONFIG_ROWS, "wrapper"):
+                figures.disagreeing.append(Pair(template, exc, row, (dissent.CONFIG_ROW,), message, by_module=True))
+            continue
+        figures.classes_with_rows[exc] = tuple(sorted(rows))
         if mapped in rows or (known.has(mapped) and dissent.names_class(known.row(mapped), exc)):
             continue
         figures.disagreeing.append(Pair(template, exc, row, tuple(sorted(rows)), message))

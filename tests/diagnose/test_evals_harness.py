@@ -363,6 +363,7 @@ def harness(tmp_path, monkeypatch):
     }.items():
         monkeypatch.setattr(run_evals, name, value)
     monkeypatch.setattr(run_evals, "print_message_coverage", lambda verbose: True)  # measured in its own test
+    monkeypatch.setattr(run_evals, "print_template_dissent", lambda verbose: True)  # test_self_contradicting_evidence
     return run_evals, tmp_path / "evals.json"
 
 

@@ -80,6 +80,17 @@ def test_the_same_message_through_the_config_wrapper_is_at_most_medium_too():
     assert report["signals"][0]["match_basis"]["peeled"] is True
 
 
+def test_where_the_class_says_nothing_the_config_processing_module_is_the_second_source():
+    # NVFLARE 2.0-2.5 raise the same fact from fuel/utils/class_utils.py as a ValueError: no row knows ValueError, and
+    # the module that raised it is NVFLARE's config processing
+    report = run(nvflare_traceback("ValueError: Class mypkg.Trainer does not exist", func="instantiate_class"))
+    assert report["matched_pattern"] == "IMPORT_ERROR" and report["confidence"] == "medium"
+    assert "config processing" in others(report)["CONFIG_FILE_VALIDATION_ERROR"]
+    # a ValueError raised elsewhere in NVFLARE is no second opinion
+    report = run(nvflare_traceback("ValueError: Class mypkg.Trainer does not exist", "job_config/api.py", "to"))
+    assert all("disagrees" not in reason for reason in others(report).values())
+
+
 def test_a_class_that_agrees_with_the_message_leaves_it_high():
     report = run([TS + ELEMENT + "ModuleNotFoundError: No module named 'mypkg'"])
     assert report["matched_pattern"] == "IMPORT_ERROR" and report["confidence"] == "high"

@@ -260,7 +260,10 @@ def test_exception_class_and_quoted_source_lines_do_not_override_the_message():
     )
     report = run(texts, mode="production")
     assert report["matched_pattern"] == "CONFIG_FILE_VALIDATION_ERROR"
-    assert not {"DATA_PATH_NOT_FOUND", "ABSOLUTE_DATA_PATH"} & {c["pattern"] for c in report["other_candidates"]}
+    others = {c["pattern"]: c["reason"] for c in report["other_candidates"]}
+    assert "ABSOLUTE_DATA_PATH" not in others  # the path in the message is the config file's, no data path
+    # the class is a second opinion the report names (the evidence disagrees), never the diagnosis
+    assert "FileNotFoundError" in others["DATA_PATH_NOT_FOUND"] and report["confidence"] != "high"
 
 
 def test_a_cause_inside_an_nvflare_wrapper_message_still_counts():

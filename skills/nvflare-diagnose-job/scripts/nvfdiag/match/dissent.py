@@ -5,7 +5,9 @@ catalog rule on the message, an NVFLARE template, the raising frame); the except
 (`ConfigError: Cannot find component class "X"`, the innermost `Class: ` on the line, else the traceback's) is a
 second source. The rows a class points at are the rows whose strong catalog rule matches the class name alone
 (ConfigError -> CONFIG_FILE_VALIDATION_ERROR, FileNotFoundError -> DATA_PATH_NOT_FOUND, ...). When they exclude the
-row the message decided, and that row's own rules do not name the class, the line contradicts itself: its message
+row the message decided, and that row's own rules do not name the class, the line contradicts itself. Where the
+class is one no row knows (ValueError, TypeError), the module that raised the decisive NVFLARE template is the
+second source: NVFLARE's config processing (CONFIG_PROCESSING) points at CONFIG_FILE_VALIDATION_ERROR. Its message
 hits are marked `contested` (a diagnosis resting only on contested hits is at most medium, matcher._confidence) and
 each class row gets a weak hit on the line: it never outranks what the message says (the reviewed mapping and the
 catalog's rules decide the row), and it shows in other_candidates.
@@ -17,6 +19,7 @@ import re
 from dataclasses import replace
 
 from ..model import Line
+from . import raiser
 from .catalog import Catalog
 from .scan import Hit
 from .tracebacks import Traceback, block_containing
@@ -27,6 +30,23 @@ _CLASS = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|N
 # hits whose source is not the message: a structural condition, a process exit, a job status
 _NOT_MESSAGE = ("condition user_traceback", "condition job_status", "process exit")
 CLASS_BASIS = "exception class"
+SECOND_OPINION = "second opinion: "  # the basis of a hit a dissenting source adds
+CONFIG_ROW = "CONFIG_FILE_VALIDATION_ERROR"
+CONFIG_ROWS = (CONFIG_ROW, "SIMULATION_CONFIG_ERROR", "NVFLARE_INTERNAL_ERROR")
+# NVFLARE's config processing: the modules that resolve and build a config's components (nvflare 2.0-2.9). Its own
+# class is ConfigError; where one of them raises a class no row knows, the module is the second source.
+CONFIG_PROCESSING = (
+    "fuel/utils/class_utils.py",
+    "fuel/utils/class_loader.py",
+    "fuel/utils/component_builder.py",
+    "fuel/utils/json_scanner.py",
+    "fuel/utils/wfconf.py",
+    "fuel/utils/json_config_loader.py",
+    "private/json_configer.py",
+    "private/fed_json_config.py",
+    "private/fed/client/client_json_config.py",
+    "private/fed/server/server_json_config.py",
+)
 
 
 def exception_class(text: str, block: Traceback | None = None) -> str | None:
@@ -60,6 +80,27 @@ def names_class(row, name: str) -> bool:
     return any(low in signal.regex.pattern.lower() for signal in row.signals)
 
 
+def config_module_rows(
+    text: str, rows: set[str], catalog: Catalog, raised_at: str | None = None
+) -> tuple[str, dict[str, str]]:
+    """When NVFLARE's config processing raised the line's message (the traceback's raising module, else the module
+    the mapping records for its template, is one of CONFIG_PROCESSING) and the template's row is not a config row:
+    the source and {config row: its detail}."""
+    if catalog.messages is None or not catalog.has(CONFIG_ROW):
+        return "", {}
+    for template in catalog.messages.match(text[:MAX_TEXT]):
+        module = raised_at or template.at
+        if template.group in rows and template.group not in CONFIG_ROWS and module in CONFIG_PROCESSING:
+            return f"raised in NVFLARE's config processing ({module})", {CONFIG_ROW: "the module that raised it"}
+    return "", {}
+    for template in catalog.messages.match(text[:MAX_TEXT]):
+        if template.group in rows and template.group not in CONFIG_ROWS and template.at in CONFIG_PROCESSING:
+            return f"raised in NVFLARE's config processing ({template.at})", {
+                CONFIG_ROW: "nvflare message template module"
+            }
+    return "", {}
+
+
 def _from_message(hit: Hit) -> bool:
     return hit.strength == "strong" and hit.index is not None and not any(w in hit.basis for w in _NOT_MESSAGE)
 
@@ -71,27 +112,37 @@ def contest(hits: dict[str, list[Hit]], lines: list[Line], blocks: list[Tracebac
         for hit in row_hits:
             if _from_message(hit):
                 by_line.setdefault(hit.index, set()).add(row_id)
-    verdicts: dict[int, tuple[str, dict[str, int], set[str]]] = {}
+    verdicts: dict[int, tuple[str, dict[str, str], set[str]]] = {}
     for index, rows in by_line.items():
         line = lines[index]
-        name = exception_class(line.text, block_containing(blocks, index, line.source))
-        pointed = class_rows(name, catalog) if name else {}
-        if not pointed:
-            continue
-        against = {r for r in rows if r not in pointed and not names_class(catalog.row(r), name)}
-        if against:
-            verdicts[index] = (name, pointed, against)
+        block = block_containing(blocks, index, line.source)
+        # a hit on a traceback's frame line (the job.py call that reached NVFLARE) speaks for its exception line
+        text = lines[block.end].text if block is not None and block.end is not None else line.text
+        name = exception_class(text, block)
+        pointed = (
+            {row: f"catalog rule {row} signal {n}" for row, n in class_rows(name, catalog).items()} if name else {}
+        )
+        if pointed:
+            against = {r for r in rows if r not in pointed and not names_class(catalog.row(r), name)}
+            source = f"{CLASS_BASIS} {name}"
+        else:  # a class no row knows (ValueError, TypeError): the module that raised it is the second source
+            raised = raiser.raised_in(block) if block is not None else None
+            raised_at = raised.split("/", 1)[1] if raised else None  # `nvflare/<module>` -> `<module>`
+            source, pointed = config_module_rows(text, rows, catalog, raised_at)
+            against = {r for r in rows if r not in pointed and r not in CONFIG_ROWS}
+        if pointed and against:
+            verdicts[index] = (source, pointed, against)
     if not verdicts:
         return hits
     out: dict[str, list[Hit]] = {}
     for row_id, row_hits in hits.items():
         out[row_id] = [_marked(hit, verdicts) for hit in row_hits]
-    for index, (name, pointed, against) in sorted(verdicts.items()):
+    for index, (source, pointed, against) in sorted(verdicts.items()):
         decided = ", ".join(sorted(against))
-        for row_id, number in sorted(pointed.items()):
+        for row_id, detail in sorted(pointed.items()):
             if any(h.index == index for h in out.get(row_id, ())):
                 continue
-            basis = f"{CLASS_BASIS} {name} on the line (catalog rule {row_id} signal {number}); its message points at {decided}"
+            basis = f"{SECOND_OPINION}{source} ({detail}); its message points at {decided}"
             out.setdefault(row_id, []).append(
                 Hit(row_id, index, "weak", basis=basis, loose=True, contested=f"the message points at {decided}")
             )
@@ -102,5 +153,5 @@ def _marked(hit: Hit, verdicts: dict) -> Hit:
     verdict = verdicts.get(hit.index) if _from_message(hit) else None
     if verdict is None or hit.pattern not in verdict[2]:
         return hit
-    name, pointed, _ = verdict
-    return replace(hit, contested=f"{CLASS_BASIS} {name} points at {', '.join(sorted(pointed))}")
+    source, pointed, _ = verdict
+    return replace(hit, contested=f"{source} points at {', '.join(sorted(pointed))}")

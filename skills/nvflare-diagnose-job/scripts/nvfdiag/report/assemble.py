@@ -14,7 +14,7 @@ import re
 from .. import logline
 from ..match import actions, raiser, rounds
 from ..match.attribution import failing_sites, hit_site
-from ..match.dissent import CLASS_BASIS
+from ..match.dissent import SECOND_OPINION
 from ..match.matcher import STATIC_ONLY, SUPPORTING
 from ..match.refine import TRANSIENT_ON_COMPLETION
 from ..match.scan import MARKER, MAX_HITS_PER_ROW
@@ -128,7 +128,7 @@ def match_basis(hit) -> dict:
         kind = "process_exit"
     else:
         kind = "catalog_rule"
-    note = f"; contradicted: {hit.contested}"[:150] if hit.contested and not basis.startswith(CLASS_BASIS) else ""
+    note = f"; contradicted: {hit.contested}"[:150] if hit.contested and not basis.startswith(SECOND_OPINION) else ""
     return {
         "kind": kind,
         "rule": basis[: 300 - len(note)] + note,
