@@ -18,6 +18,7 @@ from .tracebacks import Traceback, block_containing
 
 MAX_TEXT = 8192
 MAX_LINES = 64
+MAX_NAME = 160  # a dotted name goes into next_action: identifiers and dots only, this long at most
 _ABSENT = re.compile(
     r"No module named|cannot import name|has no attribute|\bcannot find\b|\bcan't (?:load|import|find)\b|"
     r"\bcould not (?:find|import|load)\b|\bdoes not exist\b|\bnot found\b|\bno such\b|\bunknown class\b",
@@ -46,9 +47,9 @@ def name_in(text: str) -> str | None:
         if match:
             parts = match.groups() if number != 1 else (match.group(2), match.group(1))
             name = ".".join(parts)
-            return name if _UNDER_NVFLARE.fullmatch(name) else None
+            return name if _UNDER_NVFLARE.fullmatch(name) and len(name) <= MAX_NAME else None
     match = _DOTTED.search(text)
-    return match.group(1) if match else None
+    return match.group(1) if match and len(match.group(1)) <= MAX_NAME else None
 
 
 def missing_nvflare_name(indexes: list[int], lines: list[Line], blocks: list[Traceback]) -> str | None:
