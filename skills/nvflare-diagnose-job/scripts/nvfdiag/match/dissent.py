@@ -1,4 +1,4 @@
-"""Evidence that disagrees with itself: the exception class a line carries against the row its message points at.
+"""Evidence that disagrees with itself: a message's exception class (or raising module) against the row it points at.
 
 Usage: `hits = contest(hits, lines, blocks, catalog)` before ranking. Pure. A signal's row comes from one source (a
 catalog rule on the message, an NVFLARE template, the raising frame); the exception class the message was raised as
