@@ -177,6 +177,17 @@ def test_a_class_the_installed_release_lacks_says_to_compare_releases_whatever_t
         assert "pip show nvflare" in report["next_action"], report["matched_pattern"]
 
 
+def test_the_eval_invariant_accepts_the_release_sentence_only_as_the_catalog_words_it():
+    eval_checks = load_by_path("eval_checks", REPO / "evals" / "eval_checks.py")
+    exc = "ModuleNotFoundError: No module named 'nvflare.app_opt.pt.recipes'"
+    report = run(["Traceback (most recent call last):", '  File "/home/dev/fl-job/job.py", line 3, in <module>', exc])
+    row, release = CATALOG.row("IMPORT_ERROR"), CATALOG.release_mismatch
+    assert eval_checks.next_action_matches(report["next_action"], row, (), release)
+    assert not eval_checks.next_action_matches(report["next_action"], row)
+    forged = report["next_action"].replace("`nvflare.app_opt.pt.recipes`", "`rm -rf /`")
+    assert not eval_checks.next_action_matches(forged, row, (), release)
+
+
 def test_a_missing_package_that_is_not_nvflare_keeps_the_rows_own_next_action():
     report = run(
         [
