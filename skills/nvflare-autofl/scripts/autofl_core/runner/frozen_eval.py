@@ -89,15 +89,15 @@ def with_provenance(campaign, action: str, document: dict) -> dict:
     return document
 
 
-def with_state_fields(campaign, state: dict, manifests: list[dict]) -> dict:
+def with_state_fields(campaign, state: dict, manifests: list) -> dict:
     """With a frozen evaluator the state lists every candidate whose reported value diverged from its measured one
     (`metric_divergence`: name plus the numbers); without one the state is unchanged."""
     if not enabled(campaign):
         return state
     diverged = [
-        {"name": m["candidate_id"], **m["result"]["metric_divergence"]}
+        {"name": m.candidate_id, **m.result.metric_divergence}
         for m in manifests
-        if isinstance(m.get("result"), dict) and isinstance(m["result"].get("metric_divergence"), dict)
+        if isinstance(m.result.metric_divergence, dict)
     ]
     return dict(state, metric_divergence=diverged)
 
