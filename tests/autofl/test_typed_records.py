@@ -152,3 +152,34 @@ def test_a_manifest_of_the_wrong_shape_is_refused_with_its_field(tmp_path, chang
     campaign = Campaign.open(str(workspace / "job.py"))
     with pytest.raises(CampaignError, match=f"not a valid candidate manifest \\({problem}\\); restore it"):
         manifests.read(campaign.paths, "bonus-up")
+
+
+def test_a_trial_result_is_frozen_and_a_crash_is_a_new_result():
+    """What trial/ hands the runner cannot be changed behind its back: the steps after a run (limits, tampering,
+    the frozen evaluator) make a new result."""
+    from autofl_core.trial.execute import TrialResult
+
+    ran = TrialResult(
+        outcome="success",
+        score=0.8,
+        metric_name="accuracy",
+        metric_source="structured:metrics_summary.json",
+        metric_artifact="",
+        failure_reason="",
+        exit_code=0,
+        runtime_seconds=1.0,
+        run_command="python job.py",
+        argv=["python", "job.py"],
+        artifacts={},
+        budget={"status": "verified"},
+    )
+    crashed = ran.crashed("memory limit reached", budget=None)
+    assert (crashed.outcome, crashed.score, crashed.failure_reason, crashed.budget) == (
+        "crash",
+        None,
+        "memory limit reached",
+        None,
+    )
+    assert (ran.outcome, ran.score, ran.budget) == ("success", 0.8, {"status": "verified"})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ran.score = 0.9
