@@ -15,6 +15,7 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import sys
@@ -275,9 +276,9 @@ def _run_again(campaign, trial: TrialSpec, name: str, kind: str | None, first: T
     trial.attempt = 2
     trial.round_judge = pruning.judge_for(campaign, kind)
     result = run_trial(trial)
-    result.retried_after = first.failure_reason
-    result.runtime_seconds += first.runtime_seconds
-    return result
+    return dataclasses.replace(
+        result, retried_after=first.failure_reason, runtime_seconds=result.runtime_seconds + first.runtime_seconds
+    )
 
 
 def round_records(campaign, name: str, result: TrialResult) -> list[dict]:
