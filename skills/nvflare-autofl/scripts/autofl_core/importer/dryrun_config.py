@@ -43,6 +43,8 @@ def summary(record: dict | None, why: str = "") -> dict:
         )
     elif record.get("status") == "raised":
         out["reason"] = recorded.raise_reason(record)
+    elif record.get("status") == "exited":
+        out["reason"] = recorded.exit_reason(record)
     elif record.get("reason"):
         out["reason"] = record["reason"]
     return out
@@ -332,4 +334,18 @@ def apply(
         e["code"] == UNSUPPORTED for e in config["admission_errors"]
     ):
         config["admission_errors"].insert(0, {"code": UNSUPPORTED, "message": config["import"]["support"]["reason"]})
+    why_not_run = stopped_before_nvflare(record)
+    if config["admission_errors"] and why_not_run:  # a refusal the run could not settle says why it could not
+        config["admission_errors"][0]["message"] += f" (and {why_not_run})"
     return config
+
+
+def stopped_before_nvflare(record: dict) -> str | None:
+    """Why the run never reached NVFLARE when the job itself is not to blame for it alone: its parser refused the
+    arguments, or this interpreter lacks a module it imports. None otherwise (a recorded run, or a raise that
+    `refuse_with_line` already names)."""
+    if record.get("status") == "exited":
+        return recorded.exit_reason(record)
+    if record.get("status") == "raised" and _environment(record):
+        return recorded.environment_reason(record)
+    return None
