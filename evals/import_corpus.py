@@ -36,23 +36,31 @@ DRYRUN_FAMILIES = {
 IMPORTERS = (("static", False), ("dry run", True))
 
 
-def corpus(examples_only: bool = False) -> list[tuple[str, Path, str]]:
-    """(name, job.py, family) for every job of the corpus (or of the NVFLARE examples only)."""
+def corpus(examples_only: bool = False) -> list[tuple[str, Path, str, list[str]]]:
+    """(name, job.py, family, base arguments) for every job of the corpus (or of the NVFLARE examples only).
+
+    An example's base arguments are the ones its job.py documents for running it (`args` in SOURCES.json): a
+    user passes them to the runner with --base-args."""
     examples = json.loads((FIXTURES / "nvflare_examples" / "SOURCES.json").read_text(encoding="utf-8"))["jobs"]
-    jobs = [(f"examples/{n}", FIXTURES / "nvflare_examples" / n / "job.py", e["family"]) for n, e in examples.items()]
+    jobs = [
+        (f"examples/{n}", FIXTURES / "nvflare_examples" / n / "job.py", e["family"], e.get("args", []))
+        for n, e in examples.items()
+    ]
     if not examples_only:
         recipes = json.loads((FIXTURES / "jobs" / "recipes" / "expected.json").read_text(encoding="utf-8"))
         jobs += [
-            (f"recipes/{n}", FIXTURES / "jobs" / "recipes" / n / "job.py", e["family"])
+            (f"recipes/{n}", FIXTURES / "jobs" / "recipes" / n / "job.py", e["family"], [])
             for n, e in recipes["fixtures"].items()
         ]
-        jobs += [(f"dryrun/{n}", FIXTURES / "jobs" / "dryrun" / n / "job.py", f) for n, f in DRYRUN_FAMILIES.items()]
+        jobs += [
+            (f"dryrun/{n}", FIXTURES / "jobs" / "dryrun" / n / "job.py", f, []) for n, f in DRYRUN_FAMILIES.items()
+        ]
     return sorted(jobs)
 
 
-def verdict(job: Path, dry_run: bool) -> tuple[str, dict | None]:
+def verdict(job: Path, dry_run: bool, base_args: list[str] = ()) -> tuple[str, dict | None]:
     try:
-        config = api.import_job(job, dry_run=dry_run)
+        config = api.import_job(job, dry_run=dry_run, base_args=base_args)
     except Exception as error:  # noqa: BLE001  (a crash is what this eval counts)
         return f"CRASH {type(error).__name__}: {error}", None
     return ("admit" if not config["admission_errors"] else "refuse"), config
@@ -82,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     rows: list[tuple[str, str, dict]] = []
     print(f"{'job':<38} {'family':<11} {'static':<7} {'dry run':<7} {'budget (dry run)':<16} dry-run record")
-    for name, job, family in corpus(options.examples):
-        result = {label: verdict(job, dry) for label, dry in IMPORTERS}
+    for name, job, family, base_args in corpus(options.examples):
+        result = {label: verdict(job, dry, base_args) for label, dry in IMPORTERS}
         rows.append((name, family, result))
         config = result["dry run"][1] or {}
         record = ((config.get("import") or {}).get("dry_run") or {}).get("status", "-")
