@@ -2,9 +2,9 @@
 `python evals/import_corpus.py --examples`, too slow for the suite).
 
 Every example is imported statically (in-process, milliseconds each) and must get the verdict SOURCES.json
-records for it: training jobs admitted stay admitted, jobs that train nothing stay refused. A few examples whose
-verdict only a run settles (a FedJob whose budget a subclass holds, a job that needs its documented arguments, a
-nested job recognised by what it builds) are also dry-run.
+records for it: training jobs admitted stay admitted, jobs that train nothing stay refused. Four examples are also
+dry-run: two FedAvgJob scripts whose min_clients only a run reads, a job run with the arguments it documents, and a
+nested CCWF job the run recognises by what it builds.
 """
 
 import json
