@@ -299,4 +299,4 @@ def test_a_refusal_names_the_module_this_interpreter_lacks(tmp_path):
     assert message.startswith(static["admission_errors"][0]["message"])
     assert "running job.py raises at job.py line 3 (from nvflare.app_common.np.recipes import NoSuchRecipe)" in message
     assert "ImportError: cannot import name 'NoSuchRecipe'" in message
-    assert "this interpreter lacks what it imports" in message
+    assert "this interpreter cannot import it" in message

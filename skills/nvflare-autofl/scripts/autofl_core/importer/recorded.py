@@ -159,7 +159,9 @@ def raise_reason(record: dict, fix: str = "pass values in --base-args that get p
 
 def environment_reason(record: dict) -> str:
     """Why a run that stopped on a module this interpreter lacks could not record the job, and what to do."""
-    return raise_reason(record, "this interpreter lacks what it imports: install it, or import where it is installed")
+    return raise_reason(
+        record, "this interpreter cannot import it: install what is missing, or import where it is installed"
+    )
 
 
 def exit_reason(record: dict) -> str:
