@@ -300,3 +300,39 @@ def test_a_refusal_names_the_module_this_interpreter_lacks(tmp_path):
     assert "running job.py raises at job.py line 3 (from nvflare.app_common.np.recipes import NoSuchRecipe)" in message
     assert "ImportError: cannot import name 'NoSuchRecipe'" in message
     assert "this interpreter cannot import it" in message
+
+
+def test_a_fedjob_workspace_computed_at_run_time_is_recorded_and_the_options_that_move_it_pinned(tmp_path):
+    """`simulator_run(f"{args.workspace}/{job.name}")`: the reading cannot resolve the folder (so a sealed trial
+    could not map it); the run records it, and every option that moves it is pinned, so trials write there."""
+    path = write_job(
+        tmp_path / "computed_workspace",
+        "import argparse\n\n"
+        "from nvflare.app_common.workflows.fedavg import FedAvg\n"
+        "from nvflare.job_config.api import FedJob\n"
+        "from nvflare.job_config.script_runner import ScriptRunner\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--n_clients', type=int, default=2)\n"
+        "parser.add_argument('--num_rounds', type=int, default=3)\n"
+        "parser.add_argument('--workspace', default='/tmp/autofl-test-ws')\n"
+        "parser.add_argument('--lr', type=float, default=0.1)\n"
+        "args = parser.parse_args()\n"
+        "job = FedJob(name=f'fedavg_{args.n_clients}')\n"
+        "job.to_server(FedAvg(num_clients=args.n_clients, num_rounds=args.num_rounds))\n"
+        "for i in range(args.n_clients):\n"
+        "    job.to(ScriptRunner(script='client.py', script_args=f'--lr {args.lr}'), f'site-{i + 1}')\n"
+        "job.simulator_run(f'{args.workspace}/{job.name}')\n",
+    )
+    static = api.import_job(path)
+    assert [e["code"] for e in static["admission_errors"]] == ["AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"]
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == []
+    workspace = config["environment"]["simulator_workspace"]
+    assert workspace["value"] == "/tmp/autofl-test-ws/fedavg_2" and not workspace["reads_root_variable"]
+    assert budget(config) == {
+        "num_clients": (2, ["--n_clients", "--workspace"]),
+        "min_clients": (2, ["--n_clients", "--workspace"]),
+        "num_rounds": (3, ["--num_rounds", "--n_clients", "--workspace"]),
+    }
+    # --lr (a client option) moves nothing: it stays free, as budget() above shows
+    assert not (tmp_path / "autofl-test-ws").exists() and not Path("/tmp/autofl-test-ws").exists()

@@ -16,9 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import moves, recorded
-from .admission import UNSUPPORTED, admission_errors
+from .admission import UNISOLATED_WORKSPACE, UNSUPPORTED, admission_errors
 
-SETTLED_BY_RUNNING = {"AUTOFL_UNSUPPORTED_JOB", "AUTOFL_EMPTY_FIXED_BUDGET", "AUTOFL_UNRESOLVED_SAFETY_FIELD"}
+SETTLED_BY_RUNNING = {  # a recorded run names the job, its budget and the folder its simulation writes to
+    "AUTOFL_UNSUPPORTED_JOB",
+    "AUTOFL_EMPTY_FIXED_BUDGET",
+    "AUTOFL_UNRESOLVED_SAFETY_FIELD",
+    UNISOLATED_WORKSPACE,
+}
 SETTLED_TOO = {"AUTOFL_RECIPE_WOULD_RAISE"}  # a recorded run got past NVFLARE's own checks
 UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
     "environment variable",
@@ -227,9 +232,7 @@ def changes(baseline: dict, candidate: dict | None) -> list[str]:
         for field in recorded.FIELDS
         if before["budget"].get(field) != after["budget"].get(field)
     ]
-    found += [
-        f"{key} {before[key]} -> {after[key]}" for key in ("class", "metric", "mode") if before[key] != after[key]
-    ]
+    found += [f"{key} {before[key]} -> {after[key]}" for key in moves.RUN_KEYS if before[key] != after[key]]
     return found
 
 

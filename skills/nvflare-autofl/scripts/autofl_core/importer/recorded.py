@@ -119,6 +119,13 @@ def budget(record: dict) -> dict[str, dict]:
     return out
 
 
+def fedjob_workspace(record: dict) -> str | None:
+    """The folder a FedJob's own `simulator_run(...)` was told to write to (None for SimEnv runs and exports)."""
+    if record.get("entry") != "simulator_run" or (record.get("env") or {}).get("class"):
+        return None
+    return record.get("workspace")
+
+
 def key_metric(record: dict) -> tuple[str | None, str | None]:
     """(key metric, mode) the job asked NVFLARE to select models by; mode None when the job leaves it implicit."""
     attrs = record.get("recipe_attrs") or {}
