@@ -2,9 +2,10 @@
 `python evals/import_corpus.py --examples`, too slow for the suite).
 
 Every example is imported statically (in-process, milliseconds each) and must get the verdict SOURCES.json
-records for it: training jobs admitted stay admitted, jobs that train nothing stay refused. Four examples are also
-dry-run: two FedAvgJob scripts whose min_clients only a run reads, a job run with the arguments it documents, and a
-nested CCWF job the run recognises by what it builds.
+records for it: training jobs admitted stay admitted, jobs that train nothing stay refused. Five examples are also
+dry-run: two FedAvgJob scripts whose min_clients only a run reads, a FedJob whose simulator folder only a run reads
+(TensorFlow stood in), a job run with the arguments it documents, and a nested CCWF job the run recognises by what
+it builds.
 """
 
 import json
@@ -17,7 +18,7 @@ from autofl_core.importer import api, dryrun
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "fixtures" / "nvflare_examples"
 SOURCES = json.loads((CORPUS / "SOURCES.json").read_text(encoding="utf-8"))["jobs"]
-DRY_RUN_SUBSET = ["pt-fedjob-lightning", "pt-fedjob-dp-filter", "gnn", "np-ccwf-swarm"]
+DRY_RUN_SUBSET = ["pt-fedjob-lightning", "pt-fedjob-dp-filter", "tf-fedjob-algos", "gnn", "np-ccwf-swarm"]
 
 
 def verdict(config: dict) -> str:

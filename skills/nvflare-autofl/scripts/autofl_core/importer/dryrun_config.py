@@ -5,7 +5,8 @@
   (so the runner pins them too), and a budget value the run contradicts is replaced by the run's
   (`import.dry_run.corrected` says which).
 - The static import refuses for a reason a run settles (a client list built at run time, a value held by an
-  object, computed values, a class picked at run time): the job, budget and objective come from the record.
+  object, computed values, a class picked at run time, a FedJob's simulator folder): the job, budget, objective
+  and that folder come from the record.
   Refusals that no single run can settle stay: input errors, non-training families, and budgets that read the
   environment, files, random numbers or the clock.
 - The run raised before anything ran: the refusal names the job.py line from the traceback.
