@@ -345,9 +345,9 @@ def apply(
 
 
 def stopped_before_nvflare(record: dict) -> str | None:
-    """Why the run never reached NVFLARE when the job itself is not to blame for it alone: its parser refused the
-    arguments, or this interpreter lacks a module it imports. None otherwise (a recorded run, or a raise that
-    `refuse_with_line` already names)."""
+    """Why the run never reached NVFLARE, for a refusal to name: job.py exited (its parser refused the arguments),
+    or something it or NVFLARE imports cannot be imported here. None otherwise (a recorded run, or a raise that
+    `refuse_with_line` names)."""
     if record.get("status") == "exited":
         return recorded.exit_reason(record)
     if record.get("status") == "raised" and _environment(record):
