@@ -132,14 +132,14 @@ def _status(campaign, options, now: str) -> ActionResult:
     pending = manifests.in_preparation_order(campaign.pending())
     listed = [
         {
-            "candidate_id": m["candidate_id"],
-            "status": m["status"],
-            "base_candidate": m["base_candidate"],
-            "candidate_manifest": str(campaign.paths.manifest(m["candidate_id"])),
-            "run_args": list(m["run_args"]),
+            "candidate_id": m.candidate_id,
+            "status": m.status,
+            "base_candidate": m.base_candidate,
+            "candidate_manifest": str(campaign.paths.manifest(m.candidate_id)),
+            "run_args": list(m.run_args),
             "needs": ready.needs(m),
-            "export_from": str(ready.export_from(campaign.paths, m)) if m["status"] == v.READY else None,
-            "job_argv": campaign.job_argv(m["effective_run_args"]) if m["status"] == v.READY else None,
+            "export_from": str(ready.export_from(campaign.paths, m)) if m.status == v.READY else None,
+            "job_argv": campaign.job_argv(m.effective_run_args) if m.status == v.READY else None,
         }
         for m in pending
     ]
