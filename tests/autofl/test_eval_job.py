@@ -206,3 +206,51 @@ def test_each_sites_answer_counts_only_on_the_shipped_model_with_the_evaluators_
     no_n = answers_for(digest, **{"site-1": {"accuracy": 0.8}, "site-2": {"accuracy": 0.6, "n": 300}})
     found = frozen_submit.measured(campaign, "c", no_n, model, sites=["site-1", "site-2"], job=job)
     assert found["score"] is None and "positive `n`" in found["failure"]
+
+
+def poc_campaign(tmp_path, *, evaluator=True):
+    workspace = standin_workspace(tmp_path)
+    for path in EVALUATOR.glob("*.py"):
+        shutil.copy(path, workspace / path.name)
+    extra = ("--evaluator", "evaluate_model.py") if evaluator else ()
+    done = run_inproc(workspace, "initialize", "--env", "poc", *extra)
+    assert done.code == 0, done.stderr
+    return workspace
+
+
+APPROVED = ("--confirm-user-authorized", "--startup-kit", "/nonexistent/kit")
+
+
+def test_submit_evaluation_is_refused_without_an_evaluator_or_a_run_awaiting_it(tmp_path):
+    plain = poc_campaign(tmp_path / "plain", evaluator=False)
+    done = run_inproc(plain, "submit", "--baseline", "--evaluation", *APPROVED)
+    assert done.code == 2 and "declares no evaluator" in done.stderr
+    workspace = poc_campaign(tmp_path / "frozen")
+    done = run_inproc(workspace, "submit", "--baseline", "--evaluation", *APPROVED)
+    assert done.code == 2 and "no downloaded run awaiting its evaluation" in done.stderr
+    assert not (workspace / ".nvflare" / "autofl" / "external").exists()  # nothing written, nothing submitted
+
+
+def test_a_downloaded_run_awaiting_its_evaluation_sets_next_action_and_is_never_submitted_again(tmp_path):
+    workspace = poc_campaign(tmp_path)
+    record = workspace / ".nvflare" / "autofl" / "external" / "baseline.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(
+        json.dumps(
+            {
+                "schema_version": "nvflare.autofl.external.v1",
+                "name": "baseline",
+                "submission": {"state": "downloaded", "job_id": "job-1", "awaiting_evaluation": True},
+            }
+        )
+    )
+    status = run_inproc(workspace, "status")
+    assert status.code == 0, status.stderr
+    assert status.envelope["next_action"] == "submit_evaluation"
+    assert (
+        "--evaluation" in status.envelope["agent_instruction"]
+        and "Awaiting: baseline" in (status.envelope["agent_instruction"])
+    )
+    assert status.envelope["final_response_allowed"] is False
+    done = run_inproc(workspace, "submit", "--baseline", *APPROVED)
+    assert done.code == 2 and "awaits its evaluation job" in done.stderr

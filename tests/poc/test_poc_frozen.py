@@ -19,7 +19,7 @@ import sys
 import time
 
 import pytest
-from runner_support import REPO, RUNNER, ledger_rows, manifest, source_dir
+from runner_support import REPO, RUNNER, assert_documents_valid, ledger_rows, manifest, source_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.poc, pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -36,6 +36,8 @@ def runner(workspace, *args, env, timeout=900):
         timeout=timeout,
     )
     envelope = json.loads(done.stdout) if done.stdout.strip() else None
+    if envelope is not None:
+        assert_documents_valid(workspace, envelope)  # envelope, state, manifests and report against their schemas
     return done.returncode, envelope, done.stderr
 
 
