@@ -1,7 +1,7 @@
 """The blind set's scoring (evals/blind_set.py): labels, acceptable rows, confident mistakes, floors.
 
-The halves are real failure reports rebuilt as evidence; these tests run the real script on them in process and
-check the judging rules on reports built here.
+The halves (dev, sealed, sealed2) are real failure reports rebuilt as evidence; these tests run the real script on
+them in process, check that no report sits in two halves, and check the judging rules on reports built here.
 """
 
 from __future__ import annotations
@@ -69,7 +69,18 @@ def run_in_process(case: dict) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_both_halves_hold_their_recorded_floors():
+def test_every_half_has_a_floor_and_no_report_is_in_two_halves():
+    assert set(blind_set.FLOORS) == set(blind_set.HALVES)
+    seen: dict[str, str] = {}
+    for name in blind_set.HALVES:
+        for case in blind_set.load_half(name):
+            assert case["source"] not in seen, (case["id"], name, seen.get(case["source"]))
+            seen[case["source"]] = name
+    realworld = json.loads((REPO / "evals" / "realworld" / "cases.json").read_text(encoding="utf-8"))["cases"]
+    assert not {case.get("source") for case in realworld} & set(seen)
+
+
+def test_every_half_holds_its_recorded_floor():
     for name in blind_set.HALVES:
         verdicts = blind_set.score_half(name, run_in_process)
         assert len(verdicts) >= 16, name

@@ -117,6 +117,19 @@ def test_records_are_cached_by_the_job_files_and_args(job):
     assert dryrun.job_digest(path.parent, None, [], "python") != before
 
 
+def test_the_campaign_files_a_dry_run_cannot_see_leave_its_cache_key_alone(job):
+    """Every runner action rewrites files under .nvflare/; a source-edit candidate's dry run must still hit."""
+    path = job("picked_from_table")
+    before = dryrun.job_digest(path.parent, {"client.py": b"# edited"}, [], "python")
+    (path.parent / ".nvflare" / "autofl").mkdir(parents=True)
+    (path.parent / ".nvflare" / "autofl" / "campaign_state.json").write_text("{}")
+    (path.parent / "autofl_runs").mkdir()
+    (path.parent / "autofl_runs" / "trial.json").write_text("{}")
+    assert dryrun.job_digest(path.parent, {"client.py": b"# edited"}, [], "python") == before
+    (path.parent / "settings.json").write_text("{}")  # a file the job could read is part of the key
+    assert dryrun.job_digest(path.parent, {"client.py": b"# edited"}, [], "python") != before
+
+
 def test_without_namespaces_the_static_reading_stands(job, monkeypatch):
     path = job("computed_budget")
     monkeypatch.setattr(dryrun, "_MEMO", {})

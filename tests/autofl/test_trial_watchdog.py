@@ -5,6 +5,7 @@ import json
 import os
 
 import pytest
+from autofl_core.trial import watchdog
 from autofl_core.trial.progress import ProgressPrinter, ProgressTracker, RoundRecords
 from autofl_core.trial.watchdog import LogWatcher, Watchdog
 
@@ -313,3 +314,22 @@ def test_a_client_the_simulator_lost_at_start_is_a_stall_named_at_once():
             "simulator stall: server log shows 'Communication error with client site-1: [Errno 104] Connection "
             "reset by peer'"
         )
+
+
+def test_only_the_simulators_own_connection_failures_are_infrastructure_stalls():
+    """A reset connection or a worker the simulator could not reach is NVFLARE's doing; a worker that died of the
+    job's code ends its connection with EOF (an empty message) and stays the candidate's crash."""
+    stalls = {
+        "Communication error with client site-1: [Errno 104] Connection reset by peer": True,
+        "Failed to create connection to the child process in SimulatorClientRunner, timeout: 60.0": True,
+        "Communication error with client site-2: ": False,  # EOFError: the worker process died
+        "SimulatorClientRunner - ERROR - run_client_thread error: ValueError: bad shape": False,
+    }
+    for line, expected in stalls.items():
+        watch = dog()
+        watch.observe(ROUND0, 0.0)
+        assert watch.observe(line, 1.0) is True
+        assert watchdog.infrastructure_stall(watch.check(1.0)) is expected, line
+    assert not watchdog.infrastructure_stall(None)
+    assert not watchdog.infrastructure_stall("timeout: trial exceeded the 60s total timeout")
+    assert not watchdog.infrastructure_stall("crashed: Communication error with client site-1: [Errno 104]")

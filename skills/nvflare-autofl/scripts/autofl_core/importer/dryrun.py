@@ -34,6 +34,7 @@ MAX_CACHED = 512  # records kept in the cache folder (the oldest go first)
 HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".cfg", ".toml", ".txt")
 MAX_HASHED_FILES, MAX_HASHED_BYTES, MAX_DEPTH = 400, 1 << 20, 4
 SKIPPED_FOLDERS = {"__pycache__", ".git", ".autofl", "autofl_runs", "node_modules", ".venv", "venv"}
+HIDDEN = (".nvflare", "autofl_runs")  # the job folder's entries a dry run cannot see (so they are not in its key)
 _MEMO: dict[str, dict] = {}
 
 
@@ -48,11 +49,12 @@ def _env(root: Path) -> dict[str, str]:
 
 
 def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], python: str) -> str:
-    """SHA-256 over what decides the dry run: boot script, interpreter, the folder's small text files, args."""
+    """SHA-256 over what decides the dry run: boot script, interpreter, args and the small text files of the
+    folder that the run can see (the campaign's `.nvflare` folder and its runs are hidden from it)."""
     digest = hashlib.sha256()
     digest.update(BOOT.read_bytes())
     digest.update(json.dumps([python, args]).encode())
-    files = dict(_text_files(folder))
+    files = dict(_text_files(folder, frozenset(HIDDEN)))
     for rel, data in (overlay or {}).items():
         files[rel] = hashlib.sha256(data).hexdigest()
     for rel in sorted(files):
@@ -208,7 +210,7 @@ class Session:
             writable=[out],
             home=os.environ.get("HOME"),
             stage_files=self.overlay,
-            hide=[p for p in (self.job.parent / ".nvflare", self.job.parent / "autofl_runs") if p.is_dir()],
+            hide=[self.job.parent / name for name in HIDDEN if (self.job.parent / name).is_dir()],
         )
         argv = [self.python, "-I", str(BOOT), "--serve", str(self.job)]
         self.proc = subprocess.Popen(

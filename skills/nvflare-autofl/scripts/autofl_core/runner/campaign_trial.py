@@ -1,7 +1,8 @@
 """One trial of this campaign: the TrialSpec from the contract and settings, the orphan marker, trial.json.
 
 `autofl_runs/<name>/` gets `run.log`, the copied `simulation/` and `trial.json` (argv, exit code, outcome,
-watchdog, timings, the runner's own CPU while the child ran).
+watchdog, timings, the runner's own CPU while the child ran). A trial that NVFLARE's simulator stalls by itself
+(`watchdog.infrastructure_stall`) runs once more; `trial.json` says why (`retried_after`).
 
 Before the child starts, `running_trial.json` records the trial token and its temp folder, so the next
 action can end an orphaned trial tree and sweep its folder if this runner dies (see `recovery`). A plot
@@ -23,7 +24,7 @@ from pathlib import Path
 from ..campaign.plot_worker import PlotWorker
 from ..common import atomic, faults, trees
 from ..importer import runner_view as importer
-from ..trial import childenv, seal
+from ..trial import childenv, seal, watchdog
 from ..trial.argv import TrialError
 from ..trial.execute import CRASH, TrialResult, TrialSpec, run_trial
 from . import frozen_eval, pruning
@@ -233,6 +234,8 @@ def run_marked(
             trial.progress_stream = progress_stream
         trial.round_judge = pruning.judge_for(campaign, kind)  # pruning: None unless a candidate with --prune
         result = run_trial(trial)
+        if watchdog.infrastructure_stall(result.failure_reason):
+            result = _run_again(campaign, trial, name, kind, result)
         faults.checkpoint("trial:child_finished")
     except TrialError as error:
         raise CampaignError(str(error)) from None
@@ -251,6 +254,29 @@ def run_marked(
     record = {key: value for key, value in result.to_dict().items() if key not in ("token", "pid")}
     record["rounds"] = round_records(campaign, name, result)
     atomic.write_json(campaign.paths.run_dir(name) / "trial.json", record)
+    return result
+
+
+def _run_again(campaign, trial: TrialSpec, name: str, kind: str | None, first: TrialResult) -> TrialResult:
+    """Run the trial once more after NVFLARE's simulator lost a site's worker by itself (not the job's code): the
+    first attempt's log stays as `run.attempt-1.log`; the result names what ended it and counts both runtimes."""
+    run_dir = campaign.paths.run_dir(name)
+    try:
+        os.replace(run_dir / "run.log", run_dir / "run.attempt-1.log")
+    except OSError:
+        pass
+    if trial.progress_stream is not None:
+        print(
+            f"[autofl {name}] {first.failure_reason}: the simulator lost a site's worker by itself; "
+            "running the trial once more",
+            file=trial.progress_stream,
+            flush=True,
+        )
+    trial.attempt = 2
+    trial.round_judge = pruning.judge_for(campaign, kind)
+    result = run_trial(trial)
+    result.retried_after = first.failure_reason
+    result.runtime_seconds += first.runtime_seconds
     return result
 
 

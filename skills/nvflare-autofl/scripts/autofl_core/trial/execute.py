@@ -88,6 +88,8 @@ class TrialSpec:
     server's round records); a returned reason stops the trial tree, and the trial ends `pruned` with that reason.
     temp_parent: where the disposable trial folder is created (default: the system temp dir).
     limits: memory, disk and process limits (limits.TrialLimits); None runs the trial without them.
+    attempt: 1, or 2 when the runner runs the trial again after an infrastructure stall (the child sees it as
+    AUTOFL_TRIAL_ATTEMPT).
     """
 
     python: str
@@ -124,6 +126,7 @@ class TrialSpec:
     score_measured_after: bool = False  # a frozen evaluator scores the trial afterwards (the progress line says so)
     limits: limits.TrialLimits | None = None
     round_judge: Callable[[dict[int, float]], str | None] | None = None
+    attempt: int = 1
 
 
 @dataclass
@@ -153,6 +156,7 @@ class TrialResult:
     tampering: list[str] = field(default_factory=list)  # campaign files the runner found changed and restored
     reported_score: float | None = None  # the job's own metric when a frozen evaluator measured `score`
     evaluation: dict | None = None  # the frozen evaluation's summary (score, per-site value and n, model)
+    retried_after: str | None = None  # the infrastructure stall that ended this trial's first attempt
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -190,6 +194,7 @@ def run_trial(spec: TrialSpec) -> TrialResult:
         )
         if spec.cuda_visible_devices is not None:
             env["CUDA_VISIBLE_DEVICES"] = spec.cuda_visible_devices
+        env[childenv.ATTEMPT_VAR] = str(spec.attempt)
         network = "isolated" if spec.isolate_network else "allowed"
         plan = seal.write_plan(
             trial_dir,

@@ -4,7 +4,9 @@
 process supervisor at every tick and at its `next_deadline()`; it returns a reason string
 when the trial must stop:
 - total timeout since start;
-- stall: the simulator reports it lost a client runner (`STALL_MARKERS`): the reason quotes the line;
+- stall: the simulator reports it lost a client runner (`STALL_MARKERS`): the reason quotes the line; the
+  `INFRASTRUCTURE_STALLS` among them are the simulator's own (its connection to a site's worker process failed as
+  it started it), which `infrastructure_stall` tells apart so the runner can run the trial once more;
 - no progress: after the first progress marker, no new marker for `no_progress_timeout`
   seconds (0 disables); while an aggregation is partial (`Aggregated k/n results`, k<n) only
   an advancing aggregation, a new round or the end of FedAvg counts as progress. The reason names the
@@ -50,7 +52,13 @@ STALL_MARKERS = (
     # 104] Connection reset by peer`): that client never runs, and the server waits for its result forever.
     "Communication error with client ",
 )
+# The simulator's own connection to a site's worker failed (timed out as it started it, or reset by the peer: its
+# race under load). A worker that dies of the job's code ends its connection with EOF instead (an empty message).
+INFRASTRUCTURE_STALLS = re.compile(
+    r"(?:Failed to create connection to the child process|Communication error with client \S+: \[Errno 104\])"
+)
 MAX_STALL_TEXT = 200
+STALL_REASON = "simulator stall: server log shows "
 ANY_MARKER_RE = re.compile("|".join(re.escape(marker) for marker in (*PROGRESS_MARKERS, *STALL_MARKERS)))
 AGGREGATED_RE = re.compile(r"Aggregated (\d+)/(\d+) results")
 ROUND_OR_END_RE = re.compile(r"Round \d+ started|Finished FedAvg")
@@ -122,7 +130,7 @@ class Watchdog:
         """A stop reason, or None while the trial may go on."""
         with self._lock:
             if self._stall:
-                return f"simulator stall: server log shows {self._stall!r}"
+                return f"{STALL_REASON}{self._stall!r}"
             if self._total is not None and now - self._started >= self._total:
                 return f"timeout: trial exceeded the {self._total:g}s total timeout"
             if self._no_progress is None or self._last_progress is None:
@@ -213,3 +221,9 @@ class LogWatcher:
         if rest:
             self._partials[path] = rest[-65536:]
         return [line.decode("utf-8", errors="replace") for line in complete]
+
+
+def infrastructure_stall(reason: str | None) -> bool:
+    """True for a stop reason of a stall NVFLARE's simulator causes itself (see INFRASTRUCTURE_STALLS)."""
+    reason = reason or ""
+    return reason.startswith(STALL_REASON) and INFRASTRUCTURE_STALLS.match(reason, len(STALL_REASON) + 1) is not None
