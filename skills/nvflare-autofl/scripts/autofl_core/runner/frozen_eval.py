@@ -41,9 +41,10 @@ EXTERNAL_NOTE = (
     "downloaded global model (NVFLARE's GlobalModelEval, NPModelLocator, ValidationJsonGenerator), submits it, "
     "waits, downloads and records the n-weighted measured score; keep/discard waits for it, and record takes no "
     "hand-reported score. Not automated: global models in other formats than NumPy (the job is refused, nothing "
-    "is submitted: evaluate at each site by hand, or start a campaign without --evaluator), and systems whose sites "
-    "refuse custom code in a job (production without the admin's rights to submit custom code: the job then ends "
-    "without results and the run is a crash naming it)."
+    "is submitted: evaluate at each site by hand, or start a campaign without --evaluator), and sites whose "
+    "authorization policy refuses jobs with custom code (BYOC): the evaluation job carries custom code like every "
+    "training job of the campaign, so such a site answers neither; a missing answer makes the run a crash naming "
+    "the site (ask the site's admin)."
 )
 
 
