@@ -254,3 +254,19 @@ def test_a_downloaded_run_awaiting_its_evaluation_sets_next_action_and_is_never_
     assert status.envelope["final_response_allowed"] is False
     done = run_inproc(workspace, "submit", "--baseline", *APPROVED)
     assert done.code == 2 and "awaits its evaluation job" in done.stderr
+
+
+def test_a_model_the_evaluation_job_cannot_carry_is_refused_with_what_to_do_instead(tmp_path):
+    workspace = poc_campaign(tmp_path)
+    from autofl_core.runner.open_campaign import Campaign
+    from autofl_core.runner.outcome import CampaignError
+
+    campaign = Campaign.open(str(workspace / "job.py"))
+    server = tmp_path / "downloads" / "job-1" / "workspace" / "app_server"
+    server.mkdir(parents=True)
+    (server / "FL_global_model.pt").write_bytes(b"not numpy")
+    with pytest.raises(CampaignError) as refused:
+        frozen_submit.job_for(campaign, "c", tmp_path / "downloads", job_name="autofl_x_c_eval", min_clients=2)
+    message = str(refused.value)
+    assert "pytorch format" in message and "nothing was submitted" in message and "--failure-reason" in message
+    assert not (workspace / "autofl_runs" / "c" / "evaluation_job").exists()

@@ -27,6 +27,11 @@ from .store import external, frozen
 
 AWAITING = "awaiting_evaluation"  # an external run's submission field: downloaded, its evaluation not yet recorded
 JOB_FOLDER, DOWNLOAD_FOLDER = "evaluation_job", "evaluation_download"
+NOT_MEASURABLE = (
+    "Such a run cannot be measured here: record it as a crash (record --failure-reason TEXT) or abandon the "
+    "candidate; for a baseline, start a fresh campaign without --evaluator (client-reported scores) or make the job "
+    "persist a NumPy global model"
+)
 
 
 def awaiting(campaign, names: list[str]) -> list[str]:
@@ -59,7 +64,7 @@ def job_for(
     try:
         folder = eval_job.materialize(spec, campaign.paths.run_dir(name) / JOB_FOLDER)
     except eval_job.EvalJobError as error:
-        raise CampaignError(f"frozen evaluation of {name}: {error}; nothing was submitted") from None
+        raise CampaignError(f"frozen evaluation of {name}: {error}; nothing was submitted. {NOT_MEASURABLE}") from None
     return folder, model
 
 
@@ -68,7 +73,7 @@ def job_model(campaign, name: str, download: Path) -> global_model.GlobalModel:
     try:
         return global_model.find_in_download(Path(download), frozen.section(campaign.config).get("model"))
     except global_model.ModelNotFound as error:
-        raise CampaignError(f"frozen evaluation of {name}: {error}; nothing was submitted") from None
+        raise CampaignError(f"frozen evaluation of {name}: {error}; nothing was submitted. {NOT_MEASURABLE}") from None
 
 
 def measured(
