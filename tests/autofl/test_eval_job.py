@@ -254,6 +254,14 @@ def test_a_downloaded_run_awaiting_its_evaluation_sets_next_action_and_is_never_
     assert status.envelope["final_response_allowed"] is False
     done = run_inproc(workspace, "submit", "--baseline", *APPROVED)
     assert done.code == 2 and "awaits its evaluation job" in done.stderr
+    # a runner killed after recording the baseline but before marking its submission recorded: nothing awaits
+    from autofl_core.campaign import ledger
+
+    values = dict.fromkeys(ledger.COLUMNS, "")
+    values.update(status="baseline", name="baseline", score=0.7, metric_source="measured:frozen_evaluator")
+    (workspace / "results.tsv").write_text(ledger.format_ledger([values]))
+    status = run_inproc(workspace, "status")
+    assert status.code == 0 and status.envelope["next_action"] == "propose_candidate"
 
 
 def test_a_model_the_evaluation_job_cannot_carry_is_refused_with_what_to_do_instead(tmp_path):

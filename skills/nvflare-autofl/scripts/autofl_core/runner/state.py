@@ -74,7 +74,9 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
         pending_candidate_manifest=paths.rel(paths.manifest(first_pending["candidate_id"])) if first_pending else None,
     )
     argument_only = bool(pending) and all(m["status"] == v.PREPARED and m["run_args"] for m in pending)
-    names = [v.BASELINE_NAME] + [m["candidate_id"] for m in manifest_store.in_preparation_order(ready)]
+    scored_baseline = any(row["status"] == v.BASELINE and row["score"] is not None for row in rows)
+    names = [] if scored_baseline else [v.BASELINE_NAME]  # a recorded run awaits nothing (a kill before the mark)
+    names += [m["candidate_id"] for m in manifest_store.in_preparation_order(ready)]
     evaluations = frozen_submit.awaiting(campaign, names)
     override = lifecycle_override(
         state, rows, settings.env, argument_only_pending=argument_only, awaiting_evaluation=bool(evaluations)
