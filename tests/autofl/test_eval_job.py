@@ -278,3 +278,37 @@ def test_a_model_the_evaluation_job_cannot_carry_is_refused_with_what_to_do_inst
     message = str(refused.value)
     assert "pytorch format" in message and "nothing was submitted" in message and "--failure-reason" in message
     assert not (workspace / "autofl_runs" / "c" / "evaluation_job").exists()
+
+
+def test_status_says_a_ready_candidate_awaiting_its_evaluation_needs_the_evaluation_job(tmp_path):
+    from autofl_core.campaign import ledger
+
+    workspace = poc_campaign(tmp_path)
+    values = dict.fromkeys(ledger.COLUMNS, "")
+    values.update(status="baseline", name="baseline", score=0.7, metric_source="measured:frozen_evaluator")
+    (workspace / "results.tsv").write_text(ledger.format_ledger([values]))
+    assert run_inproc(workspace, "prepare", "--name", "c", "--hypothesis", "h", "--run-args", "--lr 0.2").code == 0
+    done = run_inproc(workspace, "evaluate")
+    assert done.code == 0 and done.envelope["next_action"] == "submit_candidate", done.stderr
+    record = workspace / ".nvflare" / "autofl" / "external" / "c.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(
+        json.dumps(
+            {
+                "schema_version": "nvflare.autofl.external.v1",
+                "name": "c",
+                "submission": {"state": "downloaded", "job_id": "job-2", "awaiting_evaluation": True},
+            }
+        )
+    )
+    status = run_inproc(workspace, "status")
+    assert (
+        status.envelope["next_action"] == "submit_evaluation" and "Awaiting: c" in status.envelope["agent_instruction"]
+    )
+    (entry,) = status.envelope["pending"]
+    assert entry["needs"] == frozen_submit.EVALUATION_NEEDED
+    done = run_inproc(workspace, "record", "--score", "0.99")  # a hand-reported score is never taken
+    assert done.code == 2 and "submit --evaluation" in done.stderr
+    assert json.loads((workspace / ".nvflare/autofl/candidates/c/candidate_manifest.json").read_text())["status"] == (
+        "ready_for_external_execution"
+    )

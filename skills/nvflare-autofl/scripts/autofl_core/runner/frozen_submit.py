@@ -27,6 +27,10 @@ from .store import external, frozen
 
 AWAITING = "awaiting_evaluation"  # an external run's submission field: downloaded, its evaluation not yet recorded
 JOB_FOLDER, DOWNLOAD_FOLDER = "evaluation_job", "evaluation_download"
+EVALUATION_NEEDED = (
+    "its run was downloaded; its evaluation job: the user's yes, then submit --manifest M --evaluation (keep/discard "
+    "waits for the measured score)"
+)
 NOT_MEASURABLE = (
     "Such a run cannot be measured here: record it as a crash (record --failure-reason TEXT) or abandon the "
     "candidate; for a baseline, start a fresh campaign without --evaluator (client-reported scores) or make the job "
