@@ -226,6 +226,8 @@ def test_submit_evaluation_is_refused_without_an_evaluator_or_a_run_awaiting_it(
     done = run_inproc(plain, "submit", "--baseline", "--evaluation", *APPROVED)
     assert done.code == 2 and "declares no evaluator" in done.stderr
     workspace = poc_campaign(tmp_path / "frozen")
+    done = run_inproc(workspace, "submit", "--baseline", "--evaluation", "--startup-kit", "/nonexistent/kit")
+    assert done.code == 2 and "--confirm-user-authorized" in done.stderr  # the same gate as every submit
     done = run_inproc(workspace, "submit", "--baseline", "--evaluation", *APPROVED)
     assert done.code == 2 and "no downloaded run awaiting its evaluation" in done.stderr
     assert not (workspace / ".nvflare" / "autofl" / "external").exists()  # nothing written, nothing submitted
