@@ -16,6 +16,11 @@
    score is a crash with the reason (exit 1, as evaluate); a failed baseline is exit 1, nothing recorded, and may
    be submitted again after a fix.
 
+With a frozen evaluator (`runner/frozen_submit`) step 6 waits: a completed run is marked `awaiting_evaluation`
+and nothing is decided; `submit (--baseline | [--manifest M]) --evaluation ...` then builds the evaluation job of the
+downloaded global model (the runner's frozen copies, `trial/eval_job`), runs steps 2 and 4-5 for it (its own
+`evaluation_submission` record), reads each site's answer and records the run with the measured score.
+
 Idempotent: a repeated submit of the same run reuses the persisted job id (also after the runner was killed
 mid-wait) and never submits twice; one killed between `job submit` and persisting the id finds its job by the
 unique job name in `job list`. The envelope's `submission` says what was submitted, where, and under which
