@@ -1,19 +1,21 @@
-"""Admission over the job corpus, static reading vs import by dry run (slow: real dry runs, about 1-2 s per job).
+"""Admission over the job corpus, static reading vs import by dry run (slow: real dry runs, about 1-5 s per job).
 
 Usage:
-    python evals/import_corpus.py
+    python evals/import_corpus.py [--examples]
 
 Imports every job of the corpus twice, `import_job(job)` (static) and `import_job(job, dry_run=True)`, in-process
 with default arguments: the NVFLARE examples (tests/fixtures/nvflare_examples, family in SOURCES.json), the recipe
 fixtures (tests/fixtures/jobs/recipes, family in expected.json) and the dry-run fixtures
-(tests/fixtures/jobs/dryrun, family below). Prints one row per job (family, static and dry-run verdict, budget,
-dry-run status) and `import corpus: ...` with, for each importer, training jobs admitted, non-training jobs
-admitted (must be 0) and crashes (must be 0). Exit 0 when neither importer admits a non-training job or crashes
-and the dry run admits at least every job the static reading admits; 1 otherwise.
+(tests/fixtures/jobs/dryrun, family below); `--examples` imports the NVFLARE examples only. Prints one row per job
+(family, static and dry-run verdict, budget, dry-run status), the refusal of every refused training job, and for
+each set and importer `import corpus (<set>, <importer>): A/T training jobs admitted, N non-training admitted,
+C crashes`. Exit 0 when neither importer admits a non-training job or crashes and the dry run admits at least
+every job the static reading admits; 1 otherwise.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -31,21 +33,34 @@ DRYRUN_FAMILIES = {
     "hidden_rounds": "training",
     "picked_from_table": "training",
 }
+IMPORTERS = (("static", False), ("dry run", True))
 
 
-def corpus() -> list[tuple[str, Path, str]]:
-    """(name, job.py, family) for every job of the corpus."""
+def corpus(examples_only: bool = False) -> list[tuple[str, Path, str, list[str]]]:
+    """(name, job.py, family, base arguments) for every job of the corpus (or of the NVFLARE examples only).
+
+    An example's base arguments are the ones its job.py documents for running it (`args` in SOURCES.json): a
+    user passes them to the runner with --base-args."""
     examples = json.loads((FIXTURES / "nvflare_examples" / "SOURCES.json").read_text(encoding="utf-8"))["jobs"]
-    recipes = json.loads((FIXTURES / "jobs" / "recipes" / "expected.json").read_text(encoding="utf-8"))["fixtures"]
-    jobs = [(f"examples/{n}", FIXTURES / "nvflare_examples" / n / "job.py", e["family"]) for n, e in examples.items()]
-    jobs += [(f"recipes/{n}", FIXTURES / "jobs" / "recipes" / n / "job.py", e["family"]) for n, e in recipes.items()]
-    jobs += [(f"dryrun/{n}", FIXTURES / "jobs" / "dryrun" / n / "job.py", f) for n, f in DRYRUN_FAMILIES.items()]
+    jobs = [
+        (f"examples/{n}", FIXTURES / "nvflare_examples" / n / "job.py", e["family"], e.get("args", []))
+        for n, e in examples.items()
+    ]
+    if not examples_only:
+        recipes = json.loads((FIXTURES / "jobs" / "recipes" / "expected.json").read_text(encoding="utf-8"))
+        jobs += [
+            (f"recipes/{n}", FIXTURES / "jobs" / "recipes" / n / "job.py", e["family"], [])
+            for n, e in recipes["fixtures"].items()
+        ]
+        jobs += [
+            (f"dryrun/{n}", FIXTURES / "jobs" / "dryrun" / n / "job.py", f, []) for n, f in DRYRUN_FAMILIES.items()
+        ]
     return sorted(jobs)
 
 
-def verdict(job: Path, dry_run: bool) -> tuple[str, dict | None]:
+def verdict(job: Path, dry_run: bool, base_args: list[str] = ()) -> tuple[str, dict | None]:
     try:
-        config = api.import_job(job, dry_run=dry_run)
+        config = api.import_job(job, dry_run=dry_run, base_args=base_args)
     except Exception as error:  # noqa: BLE001  (a crash is what this eval counts)
         return f"CRASH {type(error).__name__}: {error}", None
     return ("admit" if not config["admission_errors"] else "refuse"), config
@@ -56,36 +71,53 @@ def budget_text(config: dict | None) -> str:
     return "/".join(str((budget.get(f) or {}).get("value")) for f in ("num_clients", "min_clients", "num_rounds"))
 
 
-def main() -> int:
-    counts = {"static": [0, 0, 0], "dry run": [0, 0, 0]}
-    lost = []
+def is_training(family: str | None) -> bool:
+    return family in ("training", None)
+
+
+def tally(rows: list[tuple[str, str, dict]], label: str) -> tuple[int, int, int, int]:
+    """(training admitted, training jobs, non-training admitted, crashes) for one importer over `rows`."""
+    admitted = sum(1 for _, family, r in rows if r[label][0] == "admit" and is_training(family))
+    training = sum(1 for _, family, _ in rows if is_training(family))
+    wrong = sum(1 for _, family, r in rows if r[label][0] == "admit" and not is_training(family))
+    crashes = sum(1 for _, _, r in rows if r[label][0].startswith("CRASH"))
+    return admitted, training, wrong, crashes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--examples", action="store_true", help="the NVFLARE examples only")
+    options = parser.parse_args(argv)
+    rows: list[tuple[str, str, dict]] = []
     print(f"{'job':<38} {'family':<11} {'static':<7} {'dry run':<7} {'budget (dry run)':<16} dry-run record")
-    for name, job, family in corpus():
-        rows = {}
-        for label, dry in (("static", False), ("dry run", True)):
-            word, config = verdict(job, dry)
-            rows[label] = (word, config)
-            tally = counts[label]
-            tally[0] += word == "admit" and family in ("training", None)
-            tally[1] += word == "admit" and family not in ("training", None)
-            tally[2] += word.startswith("CRASH")
-        if rows["static"][0] == "admit" and rows["dry run"][0] != "admit":
-            lost.append(name)
-        config = rows["dry run"][1] or {}
+    for name, job, family, base_args in corpus(options.examples):
+        result = {label: verdict(job, dry, base_args) for label, dry in IMPORTERS}
+        rows.append((name, family, result))
+        config = result["dry run"][1] or {}
         record = ((config.get("import") or {}).get("dry_run") or {}).get("status", "-")
         print(
-            f"{name:<38} {family or '-':<11} {rows['static'][0][:7]:<7} {rows['dry run'][0][:7]:<7} "
+            f"{name:<38} {family or '-':<11} {result['static'][0][:7]:<7} {result['dry run'][0][:7]:<7} "
             f"{budget_text(config):<16} {record}"
         )
-    training = sum(1 for _, _, family in corpus() if family in ("training", None))
-    for label, (admitted, wrong, crashes) in counts.items():
-        print(
-            f"import corpus ({label}): {admitted}/{training} training jobs admitted, {wrong} non-training admitted, "
-            f"{crashes} crashes"
-        )
+    print("refused training jobs (dry run), first reason:")
+    for name, family, result in rows:
+        word, config = result["dry run"]
+        if is_training(family) and word != "admit":
+            reason = word if config is None else config["admission_errors"][0]["message"]
+            print(f"  {name}: {reason[:220]}")
+    sets = sorted({name.partition("/")[0] for name, _, _ in rows})
+    for group in [*sets, "all"] if len(sets) > 1 else sets:
+        chosen = [row for row in rows if group == "all" or row[0].startswith(group + "/")]
+        for label, _ in IMPORTERS:
+            admitted, training, wrong, crashes = tally(chosen, label)
+            print(
+                f"import corpus ({group}, {label}): {admitted}/{training} training jobs admitted, "
+                f"{wrong} non-training admitted, {crashes} crashes"
+            )
+    lost = [n for n, _, r in rows if r["static"][0] == "admit" and r["dry run"][0] != "admit"]
     if lost:
         print(f"import corpus: admitted statically but not with the dry run: {', '.join(lost)}")
-    bad = any(c[1] or c[2] for c in counts.values()) or bool(lost)
+    bad = any(tally(rows, label)[2] or tally(rows, label)[3] for label, _ in IMPORTERS) or bool(lost)
     return 1 if bad else 0
 
 

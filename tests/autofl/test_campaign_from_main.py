@@ -35,7 +35,7 @@ def test_the_campaign_of_an_earlier_main_opens_and_reads_as_written(ws):
         ("discard", "lr-low"),
         ("literature", "lit-0001"),
     ]
-    statuses = {m["candidate_id"]: m["status"] for m in campaign.manifests()}
+    statuses = {m.candidate_id: m.status for m in campaign.manifests()}
     assert statuses == {"bonus-up": "keep", "lr-low": "discard", "dropped": "abandoned", "pending-one": "prepared"}
     assert campaign.best().candidate == "bonus-up" and campaign.best_row()["name"] == "bonus-up"
     assert campaign.settings.max_candidates == 8 and campaign.settings.base_args == ()

@@ -38,7 +38,7 @@ def test_a_write_behind_the_campaigns_back_is_read(campaign):
     assert len(text) == before.st_size
     path.write_text(text)
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert prepared["status"] == "prepared" and campaign.manifests()[0]["status"] == "running"
+    assert prepared.status == "prepared" and campaign.manifests()[0].status == "running"
     rows = campaign.rows()
     with open(campaign.paths.results, "a", encoding="utf-8") as handle:
         handle.write(campaign.paths.results.read_text().splitlines()[1] + "\n")
@@ -50,9 +50,9 @@ def test_an_atomic_write_is_read_and_a_new_candidate_folder_is_seen(campaign, tm
     from autofl_core.runner.store import manifests
 
     [prepared] = campaign.manifests()
-    manifests.write(campaign.paths, dict(prepared, status="abandoned"))
-    assert campaign.manifest_of("lr-a")["status"] == "abandoned"
+    manifests.write(campaign.paths, prepared.replace(status="abandoned"))
+    assert campaign.manifest_of("lr-a").status == "abandoned"
     other = campaign.paths.candidate_dir("lr-b") / "candidate_manifest.json"
-    atomic.write_text(other, json.dumps(dict(prepared, candidate_id="lr-b", status="prepared")))
-    assert [m["candidate_id"] for m in campaign.manifests()] == ["lr-a", "lr-b"]
-    assert {m["candidate_id"] for m in campaign.pending()} == {"lr-b"}
+    atomic.write_text(other, json.dumps(prepared.replace(candidate_id="lr-b", status="prepared").to_json()))
+    assert [m.candidate_id for m in campaign.manifests()] == ["lr-a", "lr-b"]
+    assert {m.candidate_id for m in campaign.pending()} == {"lr-b"}

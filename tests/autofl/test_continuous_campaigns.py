@@ -429,6 +429,7 @@ def test_point7_the_check_compares_effective_source_and_args():
     count (an unlinked candidate, a crash that may be replayed, other arguments)."""
     from autofl_core.runner import evaluation as evaluate  # the steps evaluate and a batch share
     from autofl_core.runner.outcome import CampaignError
+    from autofl_core.runner.store.manifests import CandidateManifest
 
     class Campaign:
         config = {"argparse": {"flags": []}}
@@ -442,14 +443,17 @@ def test_point7_the_check_compares_effective_source_and_args():
         def best_row(self):
             return {"name": "baseline"}
 
+    fixture = REPO / "tests/fixtures/autofl_campaign_main/.nvflare/autofl/candidates/pending-one"
+    base = CandidateManifest.from_json(json.loads((fixture / "candidate_manifest.json").read_text()))
+
     def arm(cid, status, source, args=(), event="lit-0001"):
-        return {
-            "candidate_id": cid,
-            "status": status,
-            "candidate_source_sha256": source,
-            "effective_run_args": list(args),
-            "literature_event_id": event,
-        }
+        return base.replace(
+            candidate_id=cid,
+            status=status,
+            candidate_source_sha256=source,
+            effective_run_args=list(args),
+            literature_event_id=event,
+        )
 
     me = arm("me", "running", "S")
     for manifests, refused in (

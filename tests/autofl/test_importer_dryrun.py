@@ -5,6 +5,7 @@ cannot pin (a value held by an object, a while loop, a class picked from a table
 runs real dry runs (about 1-2 s cold under load); records are cached by the hash of the job's files and args.
 """
 
+import importlib.util
 import shutil
 import time
 from pathlib import Path
@@ -214,3 +215,124 @@ def test_export_flags_are_consumed_for_the_job_as_nvflare_does(job):
     argument `--export` turns the simulation into an export, and the dry run names the change."""
     config = api.import_job(job("picked_from_table"), dry_run=True, run_args=["--export"])
     assert config["import"]["dry_run"]["run_args_changes"] == ["num_clients 3 -> None"]
+
+
+def write_job(folder: Path, source: str) -> Path:
+    """A minimal job folder: job.py plus the client script it names."""
+    folder.mkdir()
+    (folder / "client.py").write_text("print('trains')\n")
+    (folder / "job.py").write_text(source)
+    return folder / "job.py"
+
+
+def test_a_model_derived_from_an_absent_framework_passes_nvflares_own_type_check(tmp_path):
+    """NVFLARE's TF recipe checks `isinstance(model, tf.keras.Model)`: with TensorFlow absent, the job's class and
+    NVFLARE's check see the same stand-in class, so the run records the job instead of raising."""
+    if importlib.util.find_spec("tensorflow") is not None:
+        pytest.skip("tensorflow is installed here: nothing is stood in")
+    path = write_job(
+        tmp_path / "tf_job",
+        "import argparse\n"
+        "import tensorflow as tf\n"
+        "from nvflare.app_opt.tf.recipes.fedavg import FedAvgRecipe\n"
+        "from nvflare.recipe import SimEnv\n\n\n"
+        "class Net(tf.keras.Model):\n"
+        "    pass\n\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--num_rounds', type=int, default=3)\n"
+        "args = parser.parse_args()\n"
+        "recipe = FedAvgRecipe(name='tf', model=Net(), min_clients=2, num_rounds=args.num_rounds,"
+        " train_script='client.py')\n"
+        "recipe.execute(SimEnv(num_clients=2))\n",
+    )
+    config = api.import_job(path, dry_run=True)
+    record = config["import"]["dry_run"]
+    assert record["status"] == "recorded", record
+    assert "tensorflow" in record["stubbed"]
+    assert record["budget"] == {"num_rounds": 3, "min_clients": 2, "num_clients": 2}
+    assert config["admission_errors"] == []
+
+
+def test_a_refusal_says_which_arguments_job_py_requires(tmp_path):
+    """A job whose parser requires arguments exits before NVFLARE: the refusal quotes argparse's own message."""
+    path = write_job(
+        tmp_path / "needs_args",
+        "import argparse\n"
+        "from nvflare.app_common.np.recipes.fedavg import NumpyFedAvgRecipe\n"
+        "from nvflare.recipe import SimEnv\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--task', required=True, choices=['a', 'b'])\n"
+        "parser.add_argument('--sites', nargs='+', required=True)\n"
+        "args = parser.parse_args()\n"
+        "rounds = {'a': 2, 'b': 3}[args.task]\n"
+        "recipe = NumpyFedAvgRecipe(name='n', min_clients=len(args.sites), num_rounds=rounds,"
+        " train_script='client.py')\n"
+        "recipe.execute(SimEnv(clients=args.sites))\n",
+    )
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "exited"
+    message = config["admission_errors"][0]["message"]
+    assert "running job.py exits with code 2 at job.py line 8 (args = parser.parse_args())" in message
+    assert "the following arguments are required: --task, --sites" in message
+    assert "pass what it needs in --base-args" in message
+    given = api.import_job(path, dry_run=True, base_args=["--task", "b", "--sites", "x", "y"])
+    assert given["admission_errors"] == [] and given["fixed_budget"]["num_rounds"]["value"] == 3
+
+
+def test_a_refusal_names_the_module_this_interpreter_lacks(tmp_path):
+    """A run that stops on an import NVFLARE cannot satisfy here says so in the refusal (a missing dependency is a
+    reason only when it is named), and never refuses a job the reading admits."""
+    path = write_job(
+        tmp_path / "missing_module",
+        "from nvflare.app_common.np.recipes.fedavg import NumpyFedAvgRecipe\n"
+        "from nvflare.recipe import SimEnv\n"
+        "from nvflare.app_common.np.recipes import NoSuchRecipe\n\n"
+        "rounds = NoSuchRecipe.ROUNDS\n"
+        "recipe = NumpyFedAvgRecipe(name='n', min_clients=2, num_rounds=rounds, train_script='client.py')\n"
+        "recipe.execute(SimEnv(num_clients=2))\n",
+    )
+    static = api.import_job(path)
+    assert static["admission_errors"], "precondition: the reading cannot pin num_rounds"
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "raised"
+    message = config["admission_errors"][0]["message"]
+    assert message.startswith(static["admission_errors"][0]["message"])
+    assert "running job.py raises at job.py line 3 (from nvflare.app_common.np.recipes import NoSuchRecipe)" in message
+    assert "ImportError: cannot import name 'NoSuchRecipe'" in message
+    assert "this interpreter cannot import it" in message
+
+
+def test_a_fedjob_workspace_computed_at_run_time_is_recorded_and_the_options_that_move_it_pinned(tmp_path):
+    """`simulator_run(f"{args.workspace}/{job.name}")`: the reading cannot resolve the folder (so a sealed trial
+    could not map it); the run records it, and every option that moves it is pinned, so trials write there."""
+    path = write_job(
+        tmp_path / "computed_workspace",
+        "import argparse\n\n"
+        "from nvflare.app_common.workflows.fedavg import FedAvg\n"
+        "from nvflare.job_config.api import FedJob\n"
+        "from nvflare.job_config.script_runner import ScriptRunner\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--n_clients', type=int, default=2)\n"
+        "parser.add_argument('--num_rounds', type=int, default=3)\n"
+        "parser.add_argument('--workspace', default='/tmp/autofl-test-ws')\n"
+        "parser.add_argument('--lr', type=float, default=0.1)\n"
+        "args = parser.parse_args()\n"
+        "job = FedJob(name=f'fedavg_{args.n_clients}')\n"
+        "job.to_server(FedAvg(num_clients=args.n_clients, num_rounds=args.num_rounds))\n"
+        "for i in range(args.n_clients):\n"
+        "    job.to(ScriptRunner(script='client.py', script_args=f'--lr {args.lr}'), f'site-{i + 1}')\n"
+        "job.simulator_run(f'{args.workspace}/{job.name}')\n",
+    )
+    static = api.import_job(path)
+    assert [e["code"] for e in static["admission_errors"]] == ["AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"]
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == []
+    workspace = config["environment"]["simulator_workspace"]
+    assert workspace["value"] == "/tmp/autofl-test-ws/fedavg_2" and not workspace["reads_root_variable"]
+    assert budget(config) == {
+        "num_clients": (2, ["--n_clients", "--workspace"]),
+        "min_clients": (2, ["--n_clients", "--workspace"]),
+        "num_rounds": (3, ["--num_rounds", "--n_clients", "--workspace"]),
+    }
+    # --lr (a client option) moves nothing: it stays free, as budget() above shows
+    assert not (tmp_path / "autofl-test-ws").exists() and not Path("/tmp/autofl-test-ws").exists()

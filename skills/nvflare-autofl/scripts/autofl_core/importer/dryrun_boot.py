@@ -79,7 +79,9 @@ class _InertMeta(type):
     def __getattr__(cls, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        return _inert_class(f"{cls.__qualname__}.{name}")
+        value = _inert_class(f"{cls.__qualname__}.{name}")
+        type.__setattr__(cls, name, value)  # the same class each time: `tf.keras.Model` in job.py and NVFLARE
+        return value
 
     def __call__(cls, *args, **kwargs):
         return type.__call__(cls)
@@ -269,7 +271,7 @@ def _env() -> dict | None:
 
 
 def _record_parsers() -> None:
-    original = argparse.ArgumentParser.parse_known_args
+    original, original_error = argparse.ArgumentParser.parse_known_args, argparse.ArgumentParser.error
 
     def parse_known_args(self, args=None, namespace=None):
         result = original(self, args, namespace)
@@ -277,7 +279,13 @@ def _record_parsers() -> None:
             STATE["parsers"].append((self, vars(result[0]).copy()))
         return result
 
+    def error(self, message):
+        if not _called_from_nvflare():  # job.py's parser rejects its arguments: say why in the record
+            STATE["parser_error"] = f"{self.prog}: error: {message}"[:500]
+        return original_error(self, message)
+
     argparse.ArgumentParser.parse_known_args = parse_known_args
+    argparse.ArgumentParser.error = error
 
 
 def _called_from_nvflare() -> bool:
@@ -346,6 +354,7 @@ def _consume_export_flags() -> None:
 def _run_once(out: str, job: str, args: list[str], before: set) -> None:
     """Run job.py once with `args` (in a forked child) and write its record to `out`."""
     sys.argv = [job, *args]
+    STATE["parser_error"] = None
     _consume_export_flags()
     record: dict
     try:
@@ -354,7 +363,10 @@ def _run_once(out: str, job: str, args: list[str], before: set) -> None:
     except Stop:
         record = STATE["record"]
     except SystemExit as stop:
-        record = {"status": "exited", "code": stop.code if isinstance(stop.code, int) else 1, "call": _job_frame(job)}
+        code = stop.code if isinstance(stop.code, int) else 1
+        record = {"status": "exited", "code": code, "where": _job_frame(job, stop.__traceback__)}
+        if STATE.get("parser_error"):
+            record["parser_error"] = STATE["parser_error"]
     except BaseException as error:  # job.py raised: name its line
         record = {
             "status": "raised",

@@ -5,7 +5,8 @@
   (so the runner pins them too), and a budget value the run contradicts is replaced by the run's
   (`import.dry_run.corrected` says which).
 - The static import refuses for a reason a run settles (a client list built at run time, a value held by an
-  object, computed values, a class picked at run time): the job, budget and objective come from the record.
+  object, computed values, a class picked at run time, a FedJob's simulator folder): the job, budget, objective
+  and that folder come from the record.
   Refusals that no single run can settle stay: input errors, non-training families, and budgets that read the
   environment, files, random numbers or the clock.
 - The run raised before anything ran: the refusal names the job.py line from the traceback.
@@ -16,9 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import moves, recorded
-from .admission import UNSUPPORTED, admission_errors
+from .admission import UNISOLATED_WORKSPACE, UNSUPPORTED, admission_errors
 
-SETTLED_BY_RUNNING = {"AUTOFL_UNSUPPORTED_JOB", "AUTOFL_EMPTY_FIXED_BUDGET", "AUTOFL_UNRESOLVED_SAFETY_FIELD"}
+SETTLED_BY_RUNNING = {  # a recorded run names the job, its budget and the folder its simulation writes to
+    "AUTOFL_UNSUPPORTED_JOB",
+    "AUTOFL_EMPTY_FIXED_BUDGET",
+    "AUTOFL_UNRESOLVED_SAFETY_FIELD",
+    UNISOLATED_WORKSPACE,
+}
 SETTLED_TOO = {"AUTOFL_RECIPE_WOULD_RAISE"}  # a recorded run got past NVFLARE's own checks
 UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
     "environment variable",
@@ -43,6 +49,8 @@ def summary(record: dict | None, why: str = "") -> dict:
         )
     elif record.get("status") == "raised":
         out["reason"] = recorded.raise_reason(record)
+    elif record.get("status") == "exited":
+        out["reason"] = recorded.exit_reason(record)
     elif record.get("reason"):
         out["reason"] = record["reason"]
     return out
@@ -225,9 +233,7 @@ def changes(baseline: dict, candidate: dict | None) -> list[str]:
         for field in recorded.FIELDS
         if before["budget"].get(field) != after["budget"].get(field)
     ]
-    found += [
-        f"{key} {before[key]} -> {after[key]}" for key in ("class", "metric", "mode") if before[key] != after[key]
-    ]
+    found += [f"{key} {before[key]} -> {after[key]}" for key in moves.RUN_KEYS if before[key] != after[key]]
     return found
 
 
@@ -332,4 +338,18 @@ def apply(
         e["code"] == UNSUPPORTED for e in config["admission_errors"]
     ):
         config["admission_errors"].insert(0, {"code": UNSUPPORTED, "message": config["import"]["support"]["reason"]})
+    why_not_run = stopped_before_nvflare(record)
+    if config["admission_errors"] and why_not_run:  # a refusal the run could not settle says why it could not
+        config["admission_errors"][0]["message"] += f" (and {why_not_run})"
     return config
+
+
+def stopped_before_nvflare(record: dict) -> str | None:
+    """Why the run never reached NVFLARE, for a refusal to name: job.py exited (its parser refused the arguments),
+    or something it or NVFLARE imports cannot be imported here. None otherwise (a recorded run, or a raise that
+    `refuse_with_line` names)."""
+    if record.get("status") == "exited":
+        return recorded.exit_reason(record)
+    if record.get("status") == "raised" and _environment(record):
+        return recorded.environment_reason(record)
+    return None

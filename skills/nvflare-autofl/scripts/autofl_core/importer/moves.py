@@ -3,8 +3,8 @@
 Option classification by dry run lives here and only here. One run perturbs every candidate option at once
 (ints and floats to distinct values, flags flipped, choices changed); a budget field that takes one perturbed
 option's value depends on that option. A field that changes to a value no option was given (computed), or a run
-that raises or runs another class, is settled by one run per candidate option (at most MAX_SINGLE_RUNS, run side
-by side).
+that raises or runs another class (or writes a FedJob's simulation elsewhere), is settled by one run per
+candidate option (at most MAX_SINGLE_RUNS, run side by side).
 """
 
 from __future__ import annotations
@@ -18,11 +18,21 @@ MAX_SINGLE_RUNS = 12
 Runner = Callable[[list[list[str]]], list[dict | None]]
 
 
+RUN_KEYS = ("class", "metric", "mode", "workspace")  # what runs besides the budget; an option moving one is pinned
+
+
 def signature(record: dict) -> dict:
-    """What a candidate may not change: the budget values, the class that runs, the key metric and its mode."""
+    """What a candidate may not change: the budget values, the class that runs, the key metric and its mode, and
+    the folder a FedJob's own `simulator_run` writes to (a sealed trial maps that one path)."""
     values = {k: v.get("value") for k, v in recorded.budget(record).items()}
     metric, mode = recorded.key_metric(record)
-    return {"budget": values, "class": (record.get("recipe") or [None])[0], "metric": metric, "mode": mode}
+    return {
+        "budget": values,
+        "class": (record.get("recipe") or [None])[0],
+        "metric": metric,
+        "mode": mode,
+        "workspace": recorded.fedjob_workspace(record),
+    }
 
 
 def option_name(action: dict) -> str:
@@ -90,7 +100,7 @@ def moving_options(baseline: dict, base_args: list[str], run_many: Runner) -> di
                 moved[field] = given
             else:
                 unknown.add(field)
-        if any(after[k] != before[k] for k in ("class", "metric", "mode")):
+        if any(after[k] != before[k] for k in RUN_KEYS):
             unknown.add("objective")
     if unknown:
         singles = list(extra.items())[:MAX_SINGLE_RUNS]
@@ -102,7 +112,7 @@ def moving_options(baseline: dict, base_args: list[str], run_many: Runner) -> di
             for field, value in now["budget"].items():
                 if value != before["budget"].get(field) and name not in moved.get(field, []):
                     moved.setdefault(field, []).append(name)
-            if any(now[k] != before[k] for k in ("class", "metric", "mode")):
+            if any(now[k] != before[k] for k in RUN_KEYS):
                 moved.setdefault("objective", []).append(name)
     return moved
 

@@ -119,6 +119,13 @@ def budget(record: dict) -> dict[str, dict]:
     return out
 
 
+def fedjob_workspace(record: dict) -> str | None:
+    """The folder a FedJob's own `simulator_run(...)` was told to write to (None for SimEnv runs and exports)."""
+    if record.get("entry") != "simulator_run" or (record.get("env") or {}).get("class"):
+        return None
+    return record.get("workspace")
+
+
 def key_metric(record: dict) -> tuple[str | None, str | None]:
     """(key metric, mode) the job asked NVFLARE to select models by; mode None when the job leaves it implicit."""
     attrs = record.get("recipe_attrs") or {}
@@ -146,13 +153,29 @@ def train_script(record: dict) -> str | None:
     return None
 
 
-def raise_reason(record: dict) -> str:
+def raise_reason(record: dict, fix: str = "pass values in --base-args that get past it, or change that line") -> str:
     """Why the dry run ended in a raise before anything ran, naming the job.py line and what to change."""
     where = record.get("where") or {}
     inside = record.get("nvflare") or {}
     what = f"{record.get('exception')}: {record.get('message')}"
     line = f"{where.get('file', 'job.py')} line {where.get('line')} ({where.get('text')})" if where else "job.py"
-    fix = "pass values in --base-args that get past it, or change that line"
     if inside:
         return f"running job.py raises at {line}, in NVFLARE's {inside['file']} line {inside['line']}: {what}; {fix}"
     return f"running job.py raises at {line}: {what}; {fix}"
+
+
+def environment_reason(record: dict) -> str:
+    """Why a run that stopped on a module this interpreter lacks could not record the job, and what to do."""
+    return raise_reason(
+        record, "this interpreter cannot import it: install what is missing, or import where it is installed"
+    )
+
+
+def exit_reason(record: dict) -> str:
+    """Why job.py exited before reaching NVFLARE (argparse's own message when its parser refused the arguments)."""
+    where = record.get("where") or {}
+    line = f" at {where.get('file', 'job.py')} line {where.get('line')} ({where.get('text')})" if where else ""
+    why = record.get("parser_error")
+    if why:
+        return f"running job.py exits with code {record.get('code')}{line}: {why}; pass what it needs in --base-args"
+    return f"running job.py exits with code {record.get('code')}{line} before NVFLARE runs; check its arguments"

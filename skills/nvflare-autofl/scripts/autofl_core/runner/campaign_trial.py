@@ -15,6 +15,7 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import sys
@@ -26,7 +27,7 @@ from ..common import atomic, faults, trees
 from ..importer import runner_view as importer
 from ..trial import childenv, seal, watchdog
 from ..trial.argv import TrialError
-from ..trial.execute import CRASH, TrialResult, TrialSpec, run_trial
+from ..trial.execute import TrialResult, TrialSpec, run_trial
 from . import frozen_eval, pruning
 from .outcome import CampaignError
 from .settings import limits_of
@@ -247,8 +248,8 @@ def run_marked(
     finally:
         restored = guard.restore()
     if restored:
-        _tampered(result, restored)
-    frozen_eval.measure(  # with a frozen evaluator, the score is measured on the final global model
+        result = _tampered(result, restored)
+    result = frozen_eval.measure(  # with a frozen evaluator, the score is measured on the final global model
         campaign, result, name=name, token=token, temp_parent=temp_parent, sealed=stage_files is not None
     )
     record = {key: value for key, value in result.to_dict().items() if key not in ("token", "pid")}
@@ -275,9 +276,9 @@ def _run_again(campaign, trial: TrialSpec, name: str, kind: str | None, first: T
     trial.attempt = 2
     trial.round_judge = pruning.judge_for(campaign, kind)
     result = run_trial(trial)
-    result.retried_after = first.failure_reason
-    result.runtime_seconds += first.runtime_seconds
-    return result
+    return dataclasses.replace(
+        result, retried_after=first.failure_reason, runtime_seconds=result.runtime_seconds + first.runtime_seconds
+    )
 
 
 def round_records(campaign, name: str, result: TrialResult) -> list[dict]:
@@ -289,12 +290,10 @@ def round_records(campaign, name: str, result: TrialResult) -> list[dict]:
     return rounds.as_records(rounds.read_rounds(campaign.paths.run_dir(name), metric))
 
 
-def _tampered(result: TrialResult, restored: list[str]) -> None:
+def _tampered(result: TrialResult, restored: list[str]) -> TrialResult:
     """A trial that changed the campaign's evidence earns no score."""
     shown = ", ".join(restored[:8]) + (f" (+{len(restored) - 8} more)" if len(restored) > 8 else "")
-    result.tampering = restored
-    result.outcome, result.score = CRASH, None
-    result.failure_reason = f"tampering: the trial changed {shown}; the runner restored them"
+    return result.crashed(f"tampering: the trial changed {shown}; the runner restored them", tampering=restored)
 
 
 def network_status(campaign, result: TrialResult) -> str:

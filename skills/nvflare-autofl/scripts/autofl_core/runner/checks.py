@@ -21,7 +21,7 @@ def one_manifest(options, action: str) -> str | None:
     return given[0] if given else None
 
 
-def chosen_manifest(campaign, given: str | None, *, none_pending: str) -> dict:
+def chosen_manifest(campaign, given: str | None, *, none_pending: str) -> manifests.CandidateManifest:
     """The manifest named by --manifest, or the single pending one (`none_pending`: the error when there is none)."""
     if given:
         return manifests.read_path(campaign.paths, given)
@@ -33,24 +33,24 @@ def chosen_manifest(campaign, given: str | None, *, none_pending: str) -> dict:
     return pending[0]
 
 
-def pick_pending(campaign, given: str | None, *, want: str) -> dict:
+def pick_pending(campaign, given: str | None, *, want: str) -> manifests.CandidateManifest:
     """The manifest named by --manifest, or the single pending one; it must have status `want`."""
     manifest = chosen_manifest(campaign, given, none_pending="there is no pending candidate; run prepare first")
     require_status(campaign, manifest, want)
     return manifest
 
 
-def require_status(campaign, manifest: dict, want: str) -> None:
+def require_status(campaign, manifest: manifests.CandidateManifest, want: str) -> None:
     """`manifest` must have status `want` and no ledger result yet (else a hand-edited status)."""
-    if manifest["status"] != want:
+    if manifest.status != want:
         hint = {
             v.READY: "record its result with record, or abandon it",
             v.PREPARED: "evaluate it first",
-        }.get(manifest["status"], "prepare a new candidate")
-        raise CampaignError(f"candidate {manifest['candidate_id']} is {manifest['status']}, not {want}; {hint}")
-    if any(row["name"] == manifest["candidate_id"] and row["status"] in v.ATTEMPTS for row in campaign.rows()):
+        }.get(manifest.status, "prepare a new candidate")
+        raise CampaignError(f"candidate {manifest.candidate_id} is {manifest.status}, not {want}; {hint}")
+    if any(row["name"] == manifest.candidate_id and row["status"] in v.ATTEMPTS for row in campaign.rows()):
         raise CampaignError(
-            f"candidate {manifest['candidate_id']} already has a ledger result; its manifest status "
+            f"candidate {manifest.candidate_id} already has a ledger result; its manifest status "
             "was edited by hand; abandon it and prepare a new candidate"
         )
 

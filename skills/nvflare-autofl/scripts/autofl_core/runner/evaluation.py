@@ -9,7 +9,7 @@ workspace with the same fixed budget and objective. Usage::
 
     staged = validate(campaign, manifest, options.run_args, now)
     running = materialize(campaign, staged, campaign.best(), now, applied=not sealed)
-    apply(campaign, running["candidate_id"], staged.draft)                 # only where the trial cannot be sealed
+    apply(campaign, running.candidate_id, staged.draft)                 # only where the trial cannot be sealed
     final, extras = conclude(campaign, running, staged.draft, result, drift_of(campaign, staged.draft, sealed=sealed), now)
     unapply_unfinished(campaign, [staged, ...], (v.RUNNING,))              # the undo of an interrupted evaluate
     entries = make_ready(campaign, [staged, ...], now)       # poc/prod: ready for external execution instead
@@ -34,53 +34,52 @@ from .store import contract, created, manifests, snapshots, sources
 class Staged:
     """A validated candidate, ready to materialize: its manifest as prepared, draft and run args."""
 
-    manifest: dict
+    manifest: manifests.CandidateManifest
     draft: object
     own: list[str]
     effective: list[str]
 
 
-def validate(campaign, manifest: dict, given_run_args: str | None, now: str) -> Staged:
+def validate(campaign, manifest: manifests.CandidateManifest, given_run_args: str | None, now: str) -> Staged:
     """Every check before anything is written for `manifest` (see the module docstring); raises CampaignError."""
     paths = campaign.paths
     check_unchanged(campaign, manifest)
     best_files = snapshots.files_of(paths, campaign.best())
     draft = drafts.read_draft(
-        paths.candidate_dir(manifest["candidate_id"]) / "source", best_files, campaign.config, paths.workspace
+        paths.candidate_dir(manifest.candidate_id) / "source", best_files, campaign.config, paths.workspace
     )
-    own = runargs.settle(campaign.config, recorded=manifest["run_args"], given=given_run_args)
+    own = runargs.settle(campaign.config, recorded=manifest.run_args, given=given_run_args)
     best_args = campaign.best_run_args()
     effective = runargs.flatten(runargs.merge(runargs.pairs_from_tokens(campaign.config, best_args), own))
     if not draft.patch and runargs.same_configuration(campaign.config, effective, best_args):
         raise CampaignError(
             "the candidate changes nothing (no source edit, run args equal the best configuration's); "
-            f"edit files in {paths.candidate_dir(manifest['candidate_id']) / 'source'} or pass "
+            f"edit files in {paths.candidate_dir(manifest.candidate_id) / 'source'} or pass "
             "--run-args"
         )
-    if manifest.get("literature_event_id") and not draft.patch:
+    if manifest.literature_event_id and not draft.patch:
         raise CampaignError(
-            f"candidate {manifest['candidate_id']} belongs to literature event "
-            f"{manifest['literature_event_id']} and must edit source, not only arguments"
+            f"candidate {manifest.candidate_id} belongs to literature event "
+            f"{manifest.literature_event_id} and must edit source, not only arguments"
         )
-    if manifest.get("literature_event_id"):
+    if manifest.literature_event_id:
         refuse_repeated_arm(campaign, manifest, draft.digest, effective, campaign.best().digest, best_args)
-    campaign_trial.check_args(campaign, manifest["candidate_id"], effective)
+    campaign_trial.check_args(campaign, manifest.candidate_id, effective)
     faults.checkpoint("evaluate:validated")
     check_reimport(campaign, manifest, draft, effective, now)
     faults.checkpoint("evaluate:reimported")
     return Staged(manifest, draft, runargs.flatten(own), effective)
 
 
-def check_unchanged(campaign, manifest: dict) -> None:
+def check_unchanged(campaign, manifest: manifests.CandidateManifest) -> None:
     """Best source, fixed budget and workspace must be what the candidate was prepared against."""
     best = campaign.best()
-    if manifest["base_source_sha256"] != best.digest:
+    if manifest.base_source_sha256 != best.digest:
         raise CampaignError(
-            f"candidate {manifest['candidate_id']} was prepared against an older best source; abandon "
-            "it and prepare again"
+            f"candidate {manifest.candidate_id} was prepared against an older best source; abandon it and prepare again"
         )
     budget = contract.budget_digest(campaign.config)
-    if not (budget == campaign.meta["fixed_budget_sha256"] == manifest["fixed_budget_sha256"]):
+    if not (budget == campaign.meta["fixed_budget_sha256"] == manifest.fixed_budget_sha256):
         raise CampaignError(
             "the fixed budget in autofl.yaml no longer matches the campaign's; restore autofl.yaml "
             "(the budget cannot change within a campaign)"
@@ -93,12 +92,12 @@ def check_unchanged(campaign, manifest: dict) -> None:
         )
 
 
-def check_room(campaign, state: dict, chosen: list[dict]) -> None:
+def check_room(campaign, state: dict, chosen: list[manifests.CandidateManifest]) -> None:
     """Before anything is written: the candidates about to be evaluated (`chosen`, prepared manifests) and those
     already ready for external execution fit the remaining cap (candidates ready at once are siblings of one
     best, like a batch: they count together). Any of them may create files: a later keep of a sibling removes
     the files an earlier keep created that its own best lacks (`store/created.settle_keep`)."""
-    check_cap(state, len(chosen), waiting=[m["candidate_id"] for m in ready.ready_ones(campaign)])
+    check_cap(state, len(chosen), waiting=[m.candidate_id for m in ready.ready_ones(campaign)])
 
 
 def check_cap(state: dict, size: int, *, waiting: list[str] = ()) -> None:
@@ -135,12 +134,12 @@ def make_ready(campaign, staged: list[Staged], now: str) -> list[dict]:
         for item in staged:
             running = materialize(campaign, item, best, now, applied=alone)
             if alone:
-                apply(campaign, running["candidate_id"], item.draft)
-            manifests.write(campaign.paths, dict(running, status=v.READY, updated_at=now))
+                apply(campaign, running.candidate_id, item.draft)
+            manifests.write(campaign.paths, running.replace(status=v.READY, updated_at=now))
     except (CampaignError, Interrupted, KeyboardInterrupt, OSError):
         unapply_unfinished(campaign, staged, (v.RUNNING, v.READY))
         raise
-    return [ready.entry(campaign, campaign.manifest_of(item.manifest["candidate_id"])) for item in staged]
+    return [ready.entry(campaign, campaign.manifest_of(item.manifest.candidate_id)) for item in staged]
 
 
 def budget_flags(config: dict) -> set[str]:
@@ -153,17 +152,21 @@ def fingerprint(base: str, budget: str, patch_sha: str | None, effective: list[s
     return hashlib.sha256(document.encode("utf-8")).hexdigest()
 
 
-def materialize(campaign, staged: Staged, best, now: str, *, applied: bool) -> dict:
+def materialize(campaign, staged: Staged, best, now: str, *, applied: bool) -> manifests.CandidateManifest:
     """Write candidate.patch and the `running` manifest (`workspace_applied`: whether the draft will be applied to
     the workspace, see `apply`) and record the files the draft creates; the workspace is not written here."""
     manifest, draft, own, effective = staged.manifest, staged.draft, staged.own, staged.effective
     paths = campaign.paths
-    candidate_id = manifest["candidate_id"]
+    candidate_id = manifest.candidate_id
     patch_path = paths.candidate_dir(candidate_id) / "candidate.patch"
     budget = campaign.meta["fixed_budget_sha256"]
     print_ = fingerprint(best.digest, budget, draft.patch_sha256, effective)
-    updated = dict(
-        manifest,
+    replay = next((m for m in campaign.manifests() if m.status == v.CRASH and m.execution_fingerprint == print_), None)
+    if draft.patch:
+        atomic.write_text(patch_path, draft.patch)
+    else:
+        patch_path.unlink(missing_ok=True)
+    updated = manifest.replace(
         status=v.RUNNING,
         updated_at=now,
         run_args=own,
@@ -175,23 +178,15 @@ def materialize(campaign, staged: Staged, best, now: str, *, applied: bool) -> d
         candidate_source_sha256=draft.digest,
         execution_fingerprint=print_,
         workspace_applied=applied,
-    )
-    updated.pop("crash_replay", None)
-    replay = next(
-        (m for m in campaign.manifests() if m["status"] == v.CRASH and m.get("execution_fingerprint") == print_), None
-    )
-    if replay:
-        updated["crash_replay"] = {
+        crash_replay={
             "execution_fingerprint": print_,
-            "replay_of": replay["candidate_id"],
-            "previous_failure_reason": replay["result"].get("failure_reason"),
+            "replay_of": replay.candidate_id,
+            "previous_failure_reason": replay.result.failure_reason,
         }
-    if draft.patch:
-        atomic.write_text(patch_path, draft.patch)
-        updated["artifacts"] = dict(manifest["artifacts"], patch=paths.rel(patch_path))
-    else:
-        patch_path.unlink(missing_ok=True)
-        updated["artifacts"] = dict(manifest["artifacts"], patch=None)
+        if replay
+        else None,
+        artifacts=manifest.artifacts.replace(patch=paths.rel(patch_path) if draft.patch else None),
+    )
     faults.checkpoint("evaluate:patch_written")
     manifests.write(paths, updated)
     faults.checkpoint("evaluate:manifest_running")
@@ -211,7 +206,12 @@ def apply(campaign, candidate_id: str, draft) -> None:
 
 
 def refuse_repeated_arm(
-    campaign, manifest: dict, source: str, effective: list[str], best_source: str, best_args: list[str]
+    campaign,
+    manifest: manifests.CandidateManifest,
+    source: str,
+    effective: list[str],
+    best_source: str,
+    best_args: list[str],
 ) -> None:
     """A literature-linked candidate must run something new: refused (exit 2, nothing written) when its effective
     source and run args equal the best's or a scored linked candidate's (the same execution, a guaranteed tie
@@ -221,23 +221,23 @@ def refuse_repeated_arm(
     if source == best_source and runargs.same_configuration(config, effective, best_args):
         same = f"the best configuration ({campaign.best_row()['name']})"
     for other in campaign.manifests():
-        if same or other["candidate_id"] == manifest["candidate_id"] or other["status"] not in (v.KEEP, v.DISCARD):
+        if same or other.candidate_id == manifest.candidate_id or other.status not in (v.KEEP, v.DISCARD):
             continue
-        if other.get("literature_event_id") and other.get("candidate_source_sha256") == source:
-            if runargs.same_configuration(config, effective, other.get("effective_run_args") or []):
-                same = f"linked candidate {other['candidate_id']} (literature event {other['literature_event_id']})"
+        if other.literature_event_id and other.candidate_source_sha256 == source:
+            if runargs.same_configuration(config, effective, other.effective_run_args or []):
+                same = f"linked candidate {other.candidate_id} (literature event {other.literature_event_id})"
     if same:
         raise CampaignError(
-            f"candidate {manifest['candidate_id']} would run exactly what {same} ran (same source and run args): "
+            f"candidate {manifest.candidate_id} would run exactly what {same} ran (same source and run args): "
             "a guaranteed tie that teaches nothing; change its source so the arm tests something else, or abandon it"
         )
 
 
-def check_reimport(campaign, manifest: dict, draft, effective: list[str], now: str) -> None:
+def check_reimport(campaign, manifest: manifests.CandidateManifest, draft, effective: list[str], now: str) -> None:
     """The candidate's job.py, seen over the workspace, must import with the same fixed budget and objective, and
     must not read any of the `effective` run args as a file of more arguments."""
     paths = campaign.paths
-    folder = paths.candidate_dir(manifest["candidate_id"])
+    folder = paths.candidate_dir(manifest.candidate_id)
     settings = campaign.settings.to_json()
     known = not draft.patch and contract.run_args_known_unmoving(
         campaign.config, paths, settings.get("base_args") or [], effective
@@ -275,7 +275,7 @@ def check_reimport(campaign, manifest: dict, draft, effective: list[str], now: s
     atomic.write_text(folder / "import.log", log)
     if problems:
         raise CampaignError(
-            f"candidate {manifest['candidate_id']} rejected: {'; '.join(problems)}; the comparison "
+            f"candidate {manifest.candidate_id} rejected: {'; '.join(problems)}; the comparison "
             "budget and the metric must stay as imported"
         )
 
@@ -303,11 +303,13 @@ def exit_code(statuses: list[str]) -> int:
     return EXIT_UNSCORED if v.CRASH in statuses else EXIT_OK
 
 
-def conclude(campaign, manifest: dict, draft, result, drift: list[str], now: str) -> tuple[dict, dict]:
+def conclude(
+    campaign, manifest: manifests.CandidateManifest, draft, result, drift: list[str], now: str
+) -> tuple[manifests.CandidateManifest, dict]:
     """Decide `manifest`'s trial `result` against the best at this moment and finalize it; returns the final
     manifest and the envelope fields of what happened."""
     paths = campaign.paths
-    candidate_id = manifest["candidate_id"]
+    candidate_id = manifest.candidate_id
     outcome, reason = result.outcome, result.failure_reason
     if drift and outcome != v.OUTCOME_INFRASTRUCTURE_RETRY:
         outcome, reason = v.OUTCOME_CRASH, f"managed source changed while the candidate ran: {', '.join(drift)}"
@@ -318,21 +320,19 @@ def conclude(campaign, manifest: dict, draft, result, drift: list[str], now: str
         mode=campaign.settings.mode,
         margin=noise.keep_margin(campaign),
     )
-    manifest = dict(
-        manifest,
-        result={
-            "score": result.score if outcome == v.OUTCOME_SUCCESS else None,
-            "metric_name": result.metric_name or None,
-            "metric_source": result.metric_source or None,
-            "metric_artifact": result.metric_artifact or None,
-            "runtime_seconds": result.runtime_seconds,
-            "run_command": result.run_command,
-            "failure_reason": reason or None,
-            "budget": result.budget,
+    manifest = manifest.replace(
+        result=manifests.ManifestResult.of(
+            score=result.score if outcome == v.OUTCOME_SUCCESS else None,
+            metric_name=result.metric_name or None,
+            metric_source=result.metric_source or None,
+            metric_artifact=result.metric_artifact or None,
+            runtime_seconds=result.runtime_seconds,
+            run_command=result.run_command,
+            failure_reason=reason or None,
+            budget=result.budget,
             **frozen_eval.manifest_fields(result),
-        },
-        artifacts=dict(
-            manifest["artifacts"],
+        ),
+        artifacts=manifest.artifacts.replace(
             run=paths.rel(paths.run_dir(candidate_id)),
             simulator_result_name=result.artifacts.get("simulator_result_name"),
         ),
@@ -344,20 +344,18 @@ def conclude(campaign, manifest: dict, draft, result, drift: list[str], now: str
     extras = {
         "candidate_manifest": str(paths.manifest(candidate_id)),
         "candidate_status": status,
-        **what_happened.outcome(campaign, compared, score=manifest["result"]["score"], name=candidate_id),
+        **what_happened.outcome(campaign, compared, score=manifest.result.score, name=candidate_id),
     }
     return final, extras
 
 
-def unapply(campaign, manifest: dict, prepared: dict) -> None:
+def unapply(campaign, manifest: manifests.CandidateManifest, prepared: manifests.CandidateManifest) -> None:
     """Take a rejected or interrupted candidate out of the workspace; its manifest is exactly as prepared again."""
     paths = campaign.paths
-    snapshots.restore_workspace(
-        paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
-    )
+    snapshots.restore_workspace(paths, campaign.best(), remove=manifest.created_files, candidate=manifest.candidate_id)
     campaign_trial.clear_marker(campaign)
-    if not prepared["artifacts"].get("patch"):
-        (paths.candidate_dir(manifest["candidate_id"]) / "candidate.patch").unlink(missing_ok=True)
+    if not prepared.artifacts.patch:
+        (paths.candidate_dir(manifest.candidate_id) / "candidate.patch").unlink(missing_ok=True)
     manifests.write(paths, prepared)
 
 
@@ -366,8 +364,8 @@ def unapply_unfinished(campaign, staged: list[Staged], statuses: tuple[str, ...]
     `statuses` is taken out of the workspace and prepared again. A failing undo (e.g. the disk is still full)
     stops here: the next action's recovery finishes it."""
     for item in staged:
-        current = campaign.manifest_of(item.manifest["candidate_id"])
-        if current is None or current["status"] not in statuses:
+        current = campaign.manifest_of(item.manifest.candidate_id)
+        if current is None or current.status not in statuses:
             continue
         try:
             unapply(campaign, current, item.manifest)

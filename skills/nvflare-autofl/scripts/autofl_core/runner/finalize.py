@@ -23,7 +23,7 @@ from ..campaign import vocabulary as v
 from ..common import atomic, bounded, faults
 from . import noise
 from .outcome import CampaignError
-from .store import contract, created, snapshots
+from .store import contract, created, manifests, snapshots
 
 SCHEMA = "nvflare.autofl.finalize.v1"
 OUTCOME_STATUS = {v.OUTCOME_CRASH: v.CRASH, v.OUTCOME_INFRASTRUCTURE_RETRY: v.INFRASTRUCTURE_RETRY}
@@ -53,36 +53,36 @@ def within_noise(score: float | None, *, best_score: float | None, mode: str, ma
     return f"within noise (delta={delta:+.6f}, margin={margin:.6f})"
 
 
-def finalize(campaign, manifest: dict, *, status: str, draft_files: dict | None, now: str) -> dict:
+def finalize(
+    campaign, manifest: manifests.CandidateManifest, *, status: str, draft_files: dict | None, now: str
+) -> manifests.CandidateManifest:
     """Write the decided outcome of `manifest` (already holding its result); returns the final manifest."""
     paths = campaign.paths
     retry = status == v.INFRASTRUCTURE_RETRY
-    final = dict(manifest, status=v.PREPARED if retry else status, updated_at=now)
-    if retry:
-        final["result"] = dict(manifest["result"])
+    final = manifest.replace(status=v.PREPARED if retry else status, updated_at=now)
     if status == v.DISCARD:
         reason = within_noise(
-            manifest["result"]["score"],
+            manifest.result.score,
             best_score=v.bar_to_beat(campaign.rows(), campaign.mode),
             mode=campaign.mode,
             margin=noise.keep_margin(campaign),
         )
         if reason:
-            final["result"] = dict(manifest["result"], failure_reason=reason)
+            final = final.replace(result=manifest.result.replace(failure_reason=reason))
     digest = None
     if status == v.KEEP:
         if draft_files is None:
             raise CampaignError("internal error: a kept candidate needs its source files")
-        digest = snapshots.stage(paths, draft_files, candidate=manifest["candidate_id"]).digest
+        digest = snapshots.stage(paths, draft_files, candidate=manifest.candidate_id).digest
         faults.checkpoint("finalize:staged")
     journal = {
         "schema_version": SCHEMA,
-        "candidate_id": manifest["candidate_id"],
+        "candidate_id": manifest.candidate_id,
         "status": status,
         "new_best_digest": digest,
-        "created_files": list(manifest["created_files"]),
-        "workspace_applied": manifest.get("workspace_applied", True),
-        "manifest": final,
+        "created_files": list(manifest.created_files),
+        "workspace_applied": manifest.workspace_applied,
+        "manifest": final.to_json(),
         "row": candidate_row(paths, final, status),
         "ledger_rows_before": len(campaign.rows()),
     }
@@ -103,44 +103,44 @@ def replay(campaign) -> str | None:
     return journal["candidate_id"]
 
 
-def candidate_row(paths, manifest: dict, status: str) -> dict:
+def candidate_row(paths, manifest: manifests.CandidateManifest, status: str) -> dict:
     """The ledger row of a finalized candidate (`vocabulary.candidate_row` from its manifest)."""
-    result = manifest["result"]
-    touched = sorted(set(manifest["changed_files"]) | set(manifest["created_files"]))
+    result = manifest.result
+    touched = manifest.touched
     return v.candidate_row(
         status,
-        name=manifest["candidate_id"],
-        score=result["score"],
-        runtime_seconds=result["runtime_seconds"],
+        name=manifest.candidate_id,
+        score=result.score,
+        runtime_seconds=result.runtime_seconds,
         changed_files=",".join(touched),
         diff_summary=diff_summary(manifest),
-        run_command=result["run_command"] or "",
-        artifacts=manifest["artifacts"].get("run") or "",
-        failure_reason=result["failure_reason"] or "",
-        candidate_manifest=paths.rel(paths.manifest(manifest["candidate_id"])),
-        base_candidate=manifest["base_candidate"],
-        patch_sha256=manifest["patch_sha256"] or "",
-        metric_name=result["metric_name"] or "",
-        metric_source=result["metric_source"] or "",
-        metric_artifact=result["metric_artifact"] or "",
+        run_command=result.run_command or "",
+        artifacts=manifest.artifacts.run or "",
+        failure_reason=result.failure_reason or "",
+        candidate_manifest=paths.rel(paths.manifest(manifest.candidate_id)),
+        base_candidate=manifest.base_candidate,
+        patch_sha256=manifest.patch_sha256 or "",
+        metric_name=result.metric_name or "",
+        metric_source=result.metric_source or "",
+        metric_artifact=result.metric_artifact or "",
         candidate_kind=candidate_kind(manifest),
-        algorithm_family=manifest["algorithm_family"],
-        literature_event_id=manifest.get("literature_event_id") or "",
+        algorithm_family=manifest.algorithm_family,
+        literature_event_id=manifest.literature_event_id or "",
     )
 
 
-def candidate_kind(manifest: dict) -> str:
-    return v.SOURCE_EDIT if manifest.get("patch_sha256") else v.ARGUMENT_ONLY
+def candidate_kind(manifest: manifests.CandidateManifest) -> str:
+    return v.SOURCE_EDIT if manifest.patch_sha256 else v.ARGUMENT_ONLY
 
 
-def diff_summary(manifest: dict) -> str:
+def diff_summary(manifest: manifests.CandidateManifest) -> str:
     """`2 files (+5 -3); run args: --lr 0.1` from the manifest's recorded patch stats and own run args."""
-    stats = manifest.get("patch_stats") or {}
+    stats = manifest.patch_stats or {}
     parts = []
     if stats.get("files"):
         parts.append(f"{stats['files']} file(s) (+{stats.get('added', 0)} -{stats.get('removed', 0)})")
-    if manifest["run_args"]:
-        parts.append("run args: " + " ".join(manifest["run_args"]))
+    if manifest.run_args:
+        parts.append("run args: " + " ".join(manifest.run_args))
     return "; ".join(parts) or "no change"
 
 

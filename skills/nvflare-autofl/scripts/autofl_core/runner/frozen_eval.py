@@ -9,19 +9,20 @@ file the baseline's model was found at, for the sites that took part in the base
 in the live job is a crash (the file is restored). `provenance` says where a campaign's score comes from.
 Usage::
 
-    measure(campaign, result, name="lr-x2", token=token, temp_parent=folder, sealed=True)   # changes `result` in place
+    result = measure(campaign, result, name="lr-x2", token=token, temp_parent=folder, sealed=True)   # the measured one
     provenance(campaign)     # "measured: frozen evaluator on the final global model" or "client-reported: ..."
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from ..campaign import vocabulary as v
 from ..common import atomic, bounded
 from .store import frozen
 
-SUCCESS, CRASH = v.OUTCOME_SUCCESS, v.OUTCOME_CRASH
+SUCCESS = v.OUTCOME_SUCCESS
 
 MEASURED = "measured: frozen evaluator on the final global model"
 REPORTED = "client-reported: model after round N-1, weighted by client steps"
@@ -95,66 +96,60 @@ def with_provenance(campaign, action: str, document: dict) -> dict:
     return document
 
 
-def with_state_fields(campaign, state: dict, manifests: list[dict]) -> dict:
+def with_state_fields(campaign, state: dict, manifests: list) -> dict:
     """With a frozen evaluator the state lists every candidate whose reported value diverged from its measured one
     (`metric_divergence`: name plus the numbers); without one the state is unchanged."""
     if not enabled(campaign):
         return state
     diverged = [
-        {"name": m["candidate_id"], **m["result"]["metric_divergence"]}
+        {"name": m.candidate_id, **m.result.metric_divergence}
         for m in manifests
-        if isinstance(m.get("result"), dict) and isinstance(m["result"].get("metric_divergence"), dict)
+        if isinstance(m.result.metric_divergence, dict)
     ]
     return dict(state, metric_divergence=diverged)
 
 
-def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: bool) -> None:
-    """Replace a successful trial's reported score with the measured one (see the module docstring)."""
+def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: bool):
+    """The trial `result` with a successful trial's reported score replaced by the measured one (see the module
+    docstring); `result` itself without a frozen evaluator or when the trial did not succeed."""
     found = frozen.section(campaign.config)
     if found is None:
-        return
+        return result
     started = time.monotonic()
     changed = frozen.changed_live(campaign.paths, campaign.config)
     if changed:
         frozen.restore_live(campaign.paths, campaign.config, changed)
-        result.outcome, result.score = CRASH, None
-        result.failure_reason = (
+        return result.crashed(
             f"tampering: the trial changed {', '.join(changed)}, frozen with the evaluator; the runner restored them"
         )
-        return
     if result.outcome != SUCCESS:
-        return
+        return result
     from ..trial import evaluator as evaluator_mod  # only trials need the evaluator's process code
     from ..trial import global_model
 
     run_dir = campaign.paths.run_dir(name)
-    result.reported_score = result.score
+    result = dataclasses.replace(result, reported_score=result.score)
     baseline = _baseline_evaluation(campaign)  # None while the baseline itself is measured
     if baseline is None and _baseline_rows(campaign):
-        _crash(
-            result,
+        return result.crashed(
             f"frozen evaluation: the scored baseline's record {campaign.paths.rel(_baseline_record_path(campaign))} "
             "is missing or unreadable, so the sites and the model file cannot be held to the baseline's; restore it, "
             "or start a fresh campaign",
         )
-        return
     pinned = (baseline or {}).get("model_file")  # a candidate may not swap the file (or format) the evaluator reads
     try:
         model = global_model.find_global_model(run_dir / "simulation", found.get("model") or pinned)
     except global_model.ModelNotFound as error:
         where = "" if found.get("model") or not pinned else " (the file the baseline's model was found at)"
-        _crash(result, f"frozen evaluation: {error}{where}")
-        return
+        return result.crashed(f"frozen evaluation: {error}{where}")
     sites = global_model.participating_sites(run_dir / "simulation")
     expected = _sites_of(baseline)
     if expected is not None and sites != expected:
-        _crash(
-            result,
+        return result.crashed(
             f"frozen evaluation: the result holds the site folders {', '.join(sites) or 'none'}, but the sites that "
             f"took part in the baseline were {', '.join(expected)}; the evaluator scores those sites, so a trial may "
             "not remove, add or rename site folders",
         )
-        return
     settings = campaign.settings
     evaluation = evaluator_mod.evaluate_model(
         evaluator_mod.EvaluatorRun(
@@ -181,7 +176,7 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
         measure_seconds=round(time.monotonic() - started, 3),  # the whole step: hashes, model, evaluator processes
     )
     atomic.write_json(run_dir / EVALUATION_FILE, record)
-    result.evaluation = {
+    summary = {
         "score": evaluation.score,
         "reported_score": result.reported_score,
         "sites": {site.site: {"value": site.value, "n": site.n} for site in evaluation.sites},
@@ -189,15 +184,18 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
         "seconds": evaluation.seconds,
     }
     if evaluation.failure:
-        _crash(result, evaluation.failure)
-        return
-    result.score = evaluation.score
-    result.metric_source = MEASURED_SOURCE
-    result.metric_artifact = campaign.paths.rel(run_dir / EVALUATION_FILE)
-    found_divergence = divergence(campaign, result.reported_score, result.score)  # None for a baseline: none scored yet
+        return result.crashed(evaluation.failure, evaluation=summary)
+    found_divergence = divergence(campaign, result.reported_score, evaluation.score)  # None for a baseline
     if found_divergence:
-        result.evaluation["metric_divergence"] = found_divergence
+        summary["metric_divergence"] = found_divergence
         atomic.write_json(run_dir / EVALUATION_FILE, dict(record, metric_divergence=found_divergence))
+    return dataclasses.replace(
+        result,
+        evaluation=summary,
+        score=evaluation.score,
+        metric_source=MEASURED_SOURCE,
+        metric_artifact=campaign.paths.rel(run_dir / EVALUATION_FILE),
+    )
 
 
 def divergence(campaign, reported: float | None, measured: float | None) -> dict | None:
@@ -281,8 +279,3 @@ def recorded(campaign, name: str) -> dict | None:
     except bounded.BoundedReadError:
         return None
     return document if isinstance(document, dict) else None
-
-
-def _crash(result, reason: str) -> None:
-    result.outcome, result.score = CRASH, None
-    result.failure_reason = reason

@@ -130,17 +130,17 @@ def _status(campaign, options, now: str) -> ActionResult:
     """status: the shell's work (recovery, the refresh) plus the list of pending candidates, each with what it
     still needs (and, when ready for external execution, the folder to export it from)."""
     pending = manifests.in_preparation_order(campaign.pending())
-    awaiting = set(frozen_submit.awaiting(campaign, [m["candidate_id"] for m in pending if m["status"] == v.READY]))
+    awaiting = set(frozen_submit.awaiting(campaign, [m.candidate_id for m in pending if m.status == v.READY]))
     listed = [
         {
-            "candidate_id": m["candidate_id"],
-            "status": m["status"],
-            "base_candidate": m["base_candidate"],
-            "candidate_manifest": str(campaign.paths.manifest(m["candidate_id"])),
-            "run_args": list(m["run_args"]),
-            "needs": frozen_submit.EVALUATION_NEEDED if m["candidate_id"] in awaiting else ready.needs(m),
-            "export_from": str(ready.export_from(campaign.paths, m)) if m["status"] == v.READY else None,
-            "job_argv": campaign.job_argv(m["effective_run_args"]) if m["status"] == v.READY else None,
+            "candidate_id": m.candidate_id,
+            "status": m.status,
+            "base_candidate": m.base_candidate,
+            "candidate_manifest": str(campaign.paths.manifest(m.candidate_id)),
+            "run_args": list(m.run_args),
+            "needs": frozen_submit.EVALUATION_NEEDED if m.candidate_id in awaiting else ready.needs(m),
+            "export_from": str(ready.export_from(campaign.paths, m)) if m.status == v.READY else None,
+            "job_argv": campaign.job_argv(m.effective_run_args) if m.status == v.READY else None,
         }
         for m in pending
     ]

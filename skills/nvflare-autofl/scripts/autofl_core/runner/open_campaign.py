@@ -78,7 +78,7 @@ class Campaign:
         except ledger.LedgerError as error:
             raise CampaignError(f"{error}; repair that line (the ledger is append-only evidence)") from None
 
-    def manifests(self) -> list[dict]:
+    def manifests(self) -> list[manifests.CandidateManifest]:
         root = self.paths.candidates
         try:
             names = sorted(entry.name for entry in os.scandir(root))
@@ -107,8 +107,8 @@ class Campaign:
             held = self._reads[what] = (key, read())
         return held[1]
 
-    def manifest_of(self, name: str) -> dict | None:
-        return next((m for m in self.manifests() if m["candidate_id"] == name), None)
+    def manifest_of(self, name: str) -> manifests.CandidateManifest | None:
+        return next((m for m in self.manifests() if m.candidate_id == name), None)
 
     def best_row(self) -> dict | None:
         """The best scored baseline/keep row (a tie never replaces the earlier one): `vocabulary.best_row`."""
@@ -119,7 +119,7 @@ class Campaign:
         """Run args of the live best configuration (the best candidate's effective args; none for a baseline)."""
         row = self.best_row()
         manifest = self.manifest_of(row["name"]) if row and row["status"] == v.KEEP else None
-        return list(manifest["effective_run_args"]) if manifest else []
+        return list(manifest.effective_run_args) if manifest else []
 
     def job_argv(self, run_args: list[str]) -> list[str]:
         """job.py's command line for a configuration: interpreter, job file, fixed budget, base args, `run_args`
@@ -136,7 +136,7 @@ class Campaign:
         return manifests.pending(self.manifests())
 
     def used_names(self) -> set[str]:
-        return {row["name"] for row in self.rows()} | {m["candidate_id"] for m in self.manifests()}
+        return {row["name"] for row in self.rows()} | {m.candidate_id for m in self.manifests()}
 
 
 def _file_keys(paths) -> tuple:

@@ -25,14 +25,14 @@ from .outcome import CampaignError
 from .store import manifests, snapshots, sources
 
 
-def ready_ones(campaign) -> list[dict]:
+def ready_ones(campaign) -> list[manifests.CandidateManifest]:
     """Every candidate ready for external execution, in preparation order."""
-    return manifests.in_preparation_order([m for m in campaign.manifests() if m["status"] == v.READY])
+    return manifests.in_preparation_order([m for m in campaign.manifests() if m.status == v.READY])
 
 
-def held(campaign) -> dict | None:
+def held(campaign) -> manifests.CandidateManifest | None:
     """The ready candidate the live workspace holds (at most one), or None."""
-    return next((m for m in ready_ones(campaign) if m.get("workspace_applied", True)), None)
+    return next((m for m in ready_ones(campaign) if m.workspace_applied), None)
 
 
 def workspace_drift(campaign) -> list[str]:
@@ -42,7 +42,7 @@ def workspace_drift(campaign) -> list[str]:
     expected = dict(campaign.best().hashes)
     holder = held(campaign)
     if holder is not None:
-        expected.update(sources.file_hashes(sources.read_files(source_folder(paths, holder), _touched(holder))))
+        expected.update(sources.file_hashes(sources.read_files(source_folder(paths, holder), holder.touched)))
     return sources.differing(paths.workspace, expected)
 
 
@@ -53,28 +53,26 @@ def take_out(campaign, now: str) -> None:
     if holder is None:
         return
     paths = campaign.paths
-    snapshots.restore_workspace(
-        paths, campaign.best(), remove=holder["created_files"], candidate=holder["candidate_id"]
-    )
-    manifests.write(paths, dict(holder, workspace_applied=False, updated_at=now))
+    snapshots.restore_workspace(paths, campaign.best(), remove=holder.created_files, candidate=holder.candidate_id)
+    manifests.write(paths, holder.replace(workspace_applied=False, updated_at=now))
 
 
-def source_folder(paths, manifest: dict):
-    return paths.candidate_dir(manifest["candidate_id"]) / "source"
+def source_folder(paths, manifest: manifests.CandidateManifest):
+    return paths.candidate_dir(manifest.candidate_id) / "source"
 
 
-def export_from(paths, manifest: dict):
+def export_from(paths, manifest: manifests.CandidateManifest):
     """The folder a ready candidate is exported from: the job's own folder while it holds the candidate, else the
     candidate folder."""
-    return paths.workspace if manifest.get("workspace_applied", True) else source_folder(paths, manifest)
+    return paths.workspace if manifest.workspace_applied else source_folder(paths, manifest)
 
 
-def entry(campaign, manifest: dict) -> dict:
+def entry(campaign, manifest: manifests.CandidateManifest) -> dict:
     """The envelope entry of a candidate made ready (the batch entry fields, with nothing scored yet)."""
     paths = campaign.paths
     return {
-        "candidate_id": manifest["candidate_id"],
-        "candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
+        "candidate_id": manifest.candidate_id,
+        "candidate_manifest": str(paths.manifest(manifest.candidate_id)),
         "candidate_status": v.READY,
         "score": None,
         "reason": None,
@@ -85,32 +83,32 @@ def entry(campaign, manifest: dict) -> dict:
         "delta": None,
         "noise_verdict": None,
         "export_from": str(export_from(paths, manifest)),
-        "job_argv": campaign.job_argv(manifest["effective_run_args"]),
+        "job_argv": campaign.job_argv(manifest.effective_run_args),
     }
 
 
-def needs(manifest: dict) -> str:
+def needs(manifest: manifests.CandidateManifest) -> str:
     """What a pending candidate still needs before it has a ledger result (one short sentence)."""
-    if manifest["status"] == v.READY:
+    if manifest.status == v.READY:
         return (
             "the user's explicit yes for this run, then submit --manifest (or export it from export_from, submit it "
             "by hand, then record --manifest with --artifacts, --score or --failure-reason)"
         )
-    if manifest["status"] == v.RUNNING:
+    if manifest.status == v.RUNNING:
         return "an evaluate is under way"
-    if manifest["run_args"]:
+    if manifest.run_args:
         return "evaluate (its run args were given at prepare)"
     return "an edit of its source folder, then evaluate"
 
 
-def recordable(campaign, manifest: dict) -> dict[str, bytes]:
+def recordable(campaign, manifest: manifests.CandidateManifest) -> dict[str, bytes]:
     """The files of ready candidate `manifest`, as evaluated; refused when its folder changed since evaluate or
     when the workspace holds neither the best source nor this candidate."""
     paths = campaign.paths
     folder = source_folder(paths, manifest)
     files = drafts.source_files(folder)
-    name = manifest["candidate_id"]
-    if sources.source_digest(files) != manifest.get("candidate_source_sha256"):
+    name = manifest.candidate_id
+    if sources.source_digest(files) != manifest.candidate_source_sha256:
         raise CampaignError(
             f"the folder of candidate {name} ({folder}) changed since it was evaluated; what is recorded must be "
             "what was submitted: undo those changes (export jobs to a folder outside it), or abandon the candidate"
@@ -118,7 +116,7 @@ def recordable(campaign, manifest: dict) -> dict[str, bytes]:
     unlike_it = sources.differing(paths.workspace, sources.file_hashes(files))
     drift = snapshots.workspace_drift(paths, campaign.best())
     if drift and unlike_it:
-        if manifest.get("workspace_applied", True):
+        if manifest.workspace_applied:
             raise CampaignError(
                 f"the workspace no longer holds candidate {name} as evaluated ({', '.join(unlike_it)} changed); "
                 "restore it or abandon the candidate"
@@ -128,7 +126,3 @@ def recordable(campaign, manifest: dict) -> dict[str, bytes]:
             "are exported from their own folders), then record again"
         )
     return files
-
-
-def _touched(manifest: dict) -> list[str]:
-    return sorted(set(manifest["changed_files"]) | set(manifest["created_files"]))

@@ -22,9 +22,9 @@ import tempfile
 from pathlib import Path
 
 from ..campaign import vocabulary as v
-from ..common import atomic, bounded, trees
+from ..common import bounded, trees
 from . import finalize
-from .store import snapshots
+from .store import manifests, snapshots
 from .store.paths import TRIAL_TEMP_PREFIX
 
 TOKEN_RE = re.compile(r"[0-9a-f]{32}")  # secrets.token_hex(16), as campaign_trial writes it
@@ -39,15 +39,14 @@ def recover(campaign, now: str) -> dict:
     _end_orphaned_trial(paths)
     recovered = None
     for manifest in campaign.manifests():
-        if manifest["status"] != v.RUNNING:
+        if manifest.status != v.RUNNING:
             continue
         snapshots.restore_workspace(
-            paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
+            paths, campaign.best(), remove=manifest.created_files, candidate=manifest.candidate_id
         )
-        reset = dict(manifest, status=v.PREPARED, updated_at=now)
-        reset.pop("trial", None)
-        atomic.write_json(paths.manifest(manifest["candidate_id"]), reset)
-        recovered = manifest["candidate_id"]
+        reset = manifest.replace(status=v.PREPARED, updated_at=now).dropping("trial")
+        manifests.write(paths, reset)
+        recovered = manifest.candidate_id
     extras = {}
     if recovered or finished:
         extras["recovered_interrupted_evaluation"] = recovered or finished

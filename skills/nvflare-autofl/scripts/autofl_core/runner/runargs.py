@@ -8,7 +8,7 @@ as a file of more arguments (`fromfile_prefix_chars`, e.g. `@extra.py`) is refus
 
     own = parse_run_args(config, ["--lr=0.1"], reserved={"--name"}, budget={"--num_rounds", ...})
     own = candidate_args(config, "--lr 0.1")                # the same, reserved/budget options from the contract
-    own = settle(config, recorded=manifest["run_args"], given="--lr 0.1")   # prepare's and evaluate's, reconciled
+    own = settle(config, recorded=manifest.run_args, given="--lr 0.1")   # prepare's and evaluate's, reconciled
     effective = merge(best=[("--lr", "0.05"), ("--local_steps", "10")], own=own)   # own wins per flag
     flatten(effective)   # ["--lr", "0.1", "--local_steps", "10"]
 """

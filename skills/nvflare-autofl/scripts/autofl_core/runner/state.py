@@ -49,8 +49,8 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
     campaign would be in without its stop files (what was pending at a stop: `pending_at_stop`)."""
     paths, settings = campaign.paths, campaign.settings
     manifests = campaign.manifests()
-    pending = [m for m in manifests if m["status"] in v.MANIFEST_IN_WORK]
-    ready = [m for m in manifests if m["status"] == v.READY]
+    pending = [m for m in manifests if m.status in v.MANIFEST_IN_WORK]
+    ready = [m for m in manifests if m.status == v.READY]
     stop_files = [] if ignore_stop_files else guard_inputs.present_stop_files(paths.workspace, settings.stop_files)
     rows = campaign.rows()
     state = guard.compute_state(
@@ -68,15 +68,15 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
         results=str(paths.results),
         mode=settings.mode,
         updated_at=now,
-        abandoned_candidates=sum(1 for m in manifests if m["status"] == v.ABANDONED),
+        abandoned_candidates=sum(1 for m in manifests if m.status == v.ABANDONED),
         best_candidate=best["name"] if best else None,
         best_source_sha256=_best_digest(campaign),
-        pending_candidate_manifest=paths.rel(paths.manifest(first_pending["candidate_id"])) if first_pending else None,
+        pending_candidate_manifest=paths.rel(paths.manifest(first_pending.candidate_id)) if first_pending else None,
     )
-    argument_only = bool(pending) and all(m["status"] == v.PREPARED and m["run_args"] for m in pending)
+    argument_only = bool(pending) and all(m.status == v.PREPARED and m.run_args for m in pending)
     scored_baseline = any(row["status"] == v.BASELINE and row["score"] is not None for row in rows)
     names = [] if scored_baseline else [v.BASELINE_NAME]  # a recorded run awaits nothing (a kill before the mark)
-    names += [m["candidate_id"] for m in manifest_store.in_preparation_order(ready)]
+    names += [m.candidate_id for m in manifest_store.in_preparation_order(ready)]
     evaluations = frozen_submit.awaiting(campaign, names)
     override = lifecycle_override(
         state, rows, settings.env, argument_only_pending=argument_only, awaiting_evaluation=bool(evaluations)
@@ -87,7 +87,7 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
     if state["next_action"] == "submit_evaluation":
         state = dict(state, agent_instruction=f"{state['agent_instruction']} Awaiting: {', '.join(evaluations)}.")
     if state["next_action"] == "submit_candidate":  # the guard counts them; the runner names them
-        names = [m["candidate_id"] for m in manifest_store.in_preparation_order(ready)]
+        names = [m.candidate_id for m in manifest_store.in_preparation_order(ready)]
         state = dict(state, agent_instruction=f"{state['agent_instruction']} {instructions.ready_candidates(names)}")
     return frozen_eval.with_state_fields(campaign, state, manifests)
 

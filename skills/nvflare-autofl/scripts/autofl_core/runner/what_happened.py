@@ -6,7 +6,7 @@ Take `compared_with(campaign)` before finalizing (the best and the noise band th
 
     compared = compared_with(campaign)
     finalize.finalize(campaign, manifest, status=status, ...)
-    extras.update(outcome(campaign, compared, score=manifest["result"]["score"], name="lr-x2"))
+    extras.update(outcome(campaign, compared, score=manifest.result.score, name="lr-x2"))
     # {"score": 0.77, "best_score": 0.77, "best_candidate": "lr-x2", "compared_with": "baseline",
     #  "compared_score": 0.75, "delta": 0.02, "noise_verdict": None, "sites": {"site-1": 0.79, "site-2": 0.75}}
 """

@@ -28,7 +28,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -129,9 +129,10 @@ class TrialSpec:
     attempt: int = 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrialResult:
-    """Outcome and evidence of one trial; `to_dict()` gives plain JSON-ready data."""
+    """Outcome and evidence of one trial (frozen: a later step makes a new one with `dataclasses.replace`, e.g.
+    `crashed`); `to_dict()` gives plain JSON-ready data."""
 
     outcome: str
     score: float | None
@@ -160,6 +161,10 @@ class TrialResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def crashed(self, reason: str, **changes) -> TrialResult:
+        """This trial as a crash for `reason`: no score, whatever it measured."""
+        return replace(self, outcome=CRASH, score=None, failure_reason=reason, **changes)
 
 
 def run_trial(spec: TrialSpec) -> TrialResult:
@@ -210,22 +215,19 @@ def run_trial(spec: TrialSpec) -> TrialResult:
         launch = seal.launcher_argv(spec.python, plan, argv)
         mapped = seal.literal_root(trial_dir, list(spec.literal_paths)) if spec.stage_files is not None else None
         result = _run_in_root(spec, argv, env, mapped or root, token, launch, trial_dir)
-        result.sandbox = seal.read_status(trial_dir, sealed=spec.stage_files is not None)
-        _limit_breached(result, seal.read_breach(trial_dir) if spec.limits else None)
-        result.network_isolation = seal.network_word(result.sandbox)
-        result.failure_reason = _network_hint(result, Path(spec.run_dir) / "run.log")
-        return result
+        sandbox = seal.read_status(trial_dir, sealed=spec.stage_files is not None)
+        result = _limit_breached(result, seal.read_breach(trial_dir) if spec.limits else None)
+        result = replace(result, sandbox=sandbox, network_isolation=seal.network_word(sandbox))
+        return replace(result, failure_reason=_network_hint(result, Path(spec.run_dir) / "run.log"))
     finally:
         seal.release_limits(trial_dir)
         trees.remove_tree(trial_dir)  # iterative, never raises: a trial may leave a very deep tree
 
 
-def _limit_breached(result: TrialResult, record: dict | None) -> None:
+def _limit_breached(result: TrialResult, record: dict | None) -> TrialResult:
     """A trial that crossed a resource limit is a crash naming the limit, whatever else it did."""
     reason = limits.breach_reason(record) if record else None
-    if reason:
-        result.outcome, result.score, result.budget = CRASH, None, None
-        result.failure_reason = reason
+    return result.crashed(reason, budget=None) if reason else result
 
 
 def _run_in_root(
@@ -371,12 +373,16 @@ def _classify(spec, argv, env, root, token, outcome, monitor, before) -> TrialRe
 
     def done(status: str, reason: str, found: metrics.MetricResult | None = None) -> TrialResult:
         result = _result(spec, argv, token, status, reason, rc, runtime, artifacts, found)
-        result.failure_reason = _without_temp_paths(result.failure_reason, root, name, artifacts)
-        result.watchdog, result.survivors, result.pid = outcome.stop_reason, outcome.survivors, outcome.pid
-        result.runner_cpu_seconds = round(outcome.runner_cpu_seconds, 4)
-        if outcome.stop_triggered_at is not None:
-            result.termination_seconds = round(outcome.ended_at - outcome.stop_triggered_at, 3)
-        return result
+        stopped = outcome.stop_triggered_at
+        return replace(
+            result,
+            failure_reason=_without_temp_paths(result.failure_reason, root, name, artifacts),
+            watchdog=outcome.stop_reason,
+            survivors=outcome.survivors,
+            pid=outcome.pid,
+            runner_cpu_seconds=round(outcome.runner_cpu_seconds, 4),
+            termination_seconds=None if stopped is None else round(outcome.ended_at - stopped, 3),
+        )
 
     if rc == SANDBOX_FAILED and NOT_RUN in tail:
         line = next(line for line in tail.splitlines() if NOT_RUN in line)
@@ -406,8 +412,7 @@ def _classify(spec, argv, env, root, token, outcome, monitor, before) -> TrialRe
     ran = what_ran.read_what_ran(Path(spec.run_dir) / "simulation")
     verdict = what_ran.check(ran, num_rounds=spec.num_rounds, num_clients=spec.num_clients)
     result = done(CRASH, verdict.reason) if verdict.status == what_ran.VIOLATED else done(SUCCESS, "", found)
-    result.budget = verdict.to_dict()
-    return result
+    return replace(result, budget=verdict.to_dict())
 
 
 def _copy_result(spec, root, printed, before, artifacts) -> tuple[str | None, str]:

@@ -15,15 +15,15 @@ def run(campaign, options, now: str) -> ActionResult:
     manifest = chosen_manifest(
         campaign, one_manifest(options, "abandon"), none_pending="there is no pending candidate to abandon"
     )
-    if manifest["status"] not in v.MANIFEST_PENDING:
+    if manifest.status not in v.MANIFEST_PENDING:
         raise CampaignError(
-            f"candidate {manifest['candidate_id']} is {manifest['status']}; only a pending candidate can be abandoned"
+            f"candidate {manifest.candidate_id} is {manifest.status}; only a pending candidate can be abandoned"
         )
-    if manifest["status"] == v.READY and manifest.get("workspace_applied", True):  # the workspace holds it
+    if manifest.status == v.READY and manifest.workspace_applied:  # the workspace holds it
         snapshots.restore_workspace(
-            paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
+            paths, campaign.best(), remove=manifest.created_files, candidate=manifest.candidate_id
         )
-    manifests.write(paths, dict(manifest, status=v.ABANDONED, updated_at=now))
+    manifests.write(paths, manifest.replace(status=v.ABANDONED, updated_at=now))
     return ActionResult(
-        extras={"candidate_manifest": str(paths.manifest(manifest["candidate_id"])), "candidate_status": v.ABANDONED}
+        extras={"candidate_manifest": str(paths.manifest(manifest.candidate_id)), "candidate_status": v.ABANDONED}
     )

@@ -96,14 +96,14 @@ def _chosen(campaign, options) -> list[dict]:
     if options.all_prepared and given:
         raise CampaignError("pass either --all-prepared or --manifest, not both")
     if options.all_prepared:
-        chosen = manifests.in_preparation_order([m for m in campaign.manifests() if m["status"] == v.PREPARED])
+        chosen = manifests.in_preparation_order([m for m in campaign.manifests() if m.status == v.PREPARED])
         if not chosen:
             raise CampaignError("there is no prepared candidate; run prepare first")
     elif given:
         chosen = [manifests.read_path(campaign.paths, path) for path in given]
     else:
         chosen = [pick_pending(campaign, None, want=v.PREPARED)]
-    names = [m["candidate_id"] for m in chosen]
+    names = [m.candidate_id for m in chosen]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise CampaignError(f"candidate {repeated[0]} is named twice in the batch; name each candidate once")
@@ -117,7 +117,7 @@ def _trials(campaign, staged, running, *, sealed: bool, parallel: int | None, ba
     ones one by one, each candidate applied to the workspace while its own trial runs and the best restored after."""
     if sealed:
         requests = [
-            batch_trials.Request(m["candidate_id"], m["effective_run_args"], item.draft.files)
+            batch_trials.Request(m.candidate_id, list(m.effective_run_args), item.draft.files)
             for item, m in zip(staged, running, strict=True)
         ]
         results, width = batch_trials.run_all(campaign, requests, parallel=parallel)
@@ -130,12 +130,12 @@ def _trials(campaign, staged, running, *, sealed: bool, parallel: int | None, ba
         drift = evaluation.drift_of(campaign, staged[index].draft, sealed=False)
         manifest = running[index]
         snapshots.restore_workspace(
-            campaign.paths, campaign.best(), remove=manifest["created_files"], candidate=manifest["candidate_id"]
+            campaign.paths, campaign.best(), remove=manifest.created_files, candidate=manifest.candidate_id
         )
         return result, drift
 
-    requests = [batch_trials.Request(m["candidate_id"], m["effective_run_args"], None) for m in running]
-    before = lambda index: evaluation.apply(campaign, running[index]["candidate_id"], staged[index].draft)  # noqa: E731
+    requests = [batch_trials.Request(m.candidate_id, list(m.effective_run_args), None) for m in running]
+    before = lambda index: evaluation.apply(campaign, running[index].candidate_id, staged[index].draft)  # noqa: E731
     return batch_trials.run_in_turn(campaign, requests, before=before, after=restore), 1
 
 
@@ -160,21 +160,21 @@ def _finalize_all(campaign, staged, running, results, width: int | None, now: st
     """Finalize in the order given, each against the best at that moment: (result, final manifest, envelope fields)
     each. In a batch (`width`: its trials at a time) each manifest records its batch for the report."""
     concluded = []
-    batch = {"members": [m["candidate_id"] for m in running], "parallel": width}
+    batch = {"members": [m.candidate_id for m in running], "parallel": width}
     for item, manifest, (result, drift) in zip(staged, running, results, strict=True):
-        manifest = dict(manifest, batch=batch) if width is not None else manifest
+        manifest = manifest.replace(batch=batch) if width is not None else manifest
         final, extras = evaluation.conclude(campaign, manifest, item.draft, result, drift, now)
         concluded.append((result, final, extras))
     return concluded
 
 
-def _entry(result, final: dict, extras: dict) -> dict:
+def _entry(result, final: manifests.CandidateManifest, extras: dict) -> dict:
     """One candidate's entry of a batch envelope."""
     return {
-        "candidate_id": final["candidate_id"],
+        "candidate_id": final.candidate_id,
         "candidate_manifest": extras["candidate_manifest"],
         "candidate_status": extras["candidate_status"],
-        "reason": final["result"]["failure_reason"],
+        "reason": final.result.failure_reason,
         "runtime_seconds": result.runtime_seconds,
         "tampering": list(result.tampering),
         **{key: extras[key] for key in ENTRY_FIELDS},

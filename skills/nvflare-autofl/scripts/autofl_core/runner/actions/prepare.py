@@ -28,9 +28,9 @@ def run(campaign, options, now: str) -> ActionResult:
     require_open(state, "prepare")
     if state["baseline_status"] != "complete":
         raise CampaignError("there is no scored baseline yet; follow next_action (repair_baseline or submit_baseline)")
-    busy = [m for m in campaign.pending() if m["status"] != v.PREPARED]
+    busy = [m for m in campaign.pending() if m.status != v.PREPARED]
     if busy:
-        names = ", ".join(m["candidate_id"] for m in busy)
+        names = ", ".join(m.candidate_id for m in busy)
         raise CampaignError(
             f"{'candidate' if len(busy) == 1 else 'candidates'} {names} {'is' if len(busy) == 1 else 'are'} "
             f"{busy[0]['status']}; record or abandon "
@@ -50,38 +50,38 @@ def run(campaign, options, now: str) -> ActionResult:
     best_files = snapshots.files_of(paths, best)
     best_row = campaign.best_row()
     sources.write_files(paths.candidate_dir(name) / "source", best_files)
-    manifest = {
-        "schema_version": manifests.SCHEMA,
-        "candidate_id": name,
-        "name": name,
-        "hypothesis": hypothesis,
-        "algorithm_family": (options.family or "").strip(),
-        "literature_event_id": event,
-        "status": v.PREPARED,
-        "created_at": now,
-        "updated_at": now,
-        "workspace_root": str(paths.workspace),
-        "base_candidate": best_row["name"] if best_row else best.candidate,
-        "prepared_index": len(campaign.manifests()) + 1,
-        "base_source_sha256": best.digest,
-        "fixed_budget_sha256": campaign.meta["fixed_budget_sha256"],
-        "objective": {"metric": campaign.settings.metric, "mode": campaign.settings.mode},
-        "environment": campaign.settings.env,
-        "run_args": own,
-        "effective_run_args": effective,
-        "changed_files": [],
-        "created_files": [],
-        "patch_sha256": None,
-        "candidate_source_sha256": None,
-        "execution_fingerprint": None,
-        "provenance": {
+    manifest = manifests.CandidateManifest.of(
+        schema_version=manifests.SCHEMA,
+        candidate_id=name,
+        name=name,
+        hypothesis=hypothesis,
+        algorithm_family=(options.family or "").strip(),
+        literature_event_id=event,
+        status=v.PREPARED,
+        created_at=now,
+        updated_at=now,
+        workspace_root=str(paths.workspace),
+        base_candidate=best_row["name"] if best_row else best.candidate,
+        prepared_index=len(campaign.manifests()) + 1,
+        base_source_sha256=best.digest,
+        fixed_budget_sha256=campaign.meta["fixed_budget_sha256"],
+        objective={"metric": campaign.settings.metric, "mode": campaign.settings.mode},
+        environment=campaign.settings.env,
+        run_args=own,
+        effective_run_args=effective,
+        changed_files=[],
+        created_files=[],
+        patch_sha256=None,
+        candidate_source_sha256=None,
+        execution_fingerprint=None,
+        provenance={
             "job": paths.rel(paths.job),
             "autofl_yaml": paths.rel(paths.autofl_yaml),
             "import_source_sha256": campaign.config.get("source_sha256") or best.digest,
         },
-        "artifacts": {"patch": None, "run": None},
-        "result": manifests.empty_result(),
-    }
+        artifacts=manifests.ManifestArtifacts.of(patch=None, run=None),
+        result=manifests.empty_result(),
+    )
     manifests.write(paths, manifest)
     return ActionResult(
         extras={

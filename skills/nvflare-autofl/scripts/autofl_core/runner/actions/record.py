@@ -27,7 +27,7 @@ from ...trial import job_meta, metrics, what_ran
 from .. import finalize, frozen_eval, frozen_submit, noise, ready, what_happened
 from ..checks import one_manifest, pick_pending
 from ..outcome import ActionResult, CampaignError
-from ..store import contract, external
+from ..store import contract, external, manifests
 
 LIT_RE = re.compile(r"lit-(\d{4,})")
 JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -168,34 +168,33 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             margin=noise.keep_margin(campaign),
         )
     )
-    scored = _measured_fields(campaign, found, measured, manifest["candidate_id"]) if measured else {}
-    artifacts = dict(manifest["artifacts"], run=found["artifacts"])
+    scored = _measured_fields(campaign, found, measured, manifest.candidate_id) if measured else {}
+    artifacts = manifest.artifacts.replace(run=found["artifacts"])
     if job_id:
-        artifacts["job_id"] = job_id
-    manifest = dict(
-        manifest,
+        artifacts = artifacts.replace(job_id=job_id)
+    manifest = manifest.replace(
         artifacts=artifacts,
-        result={
-            "score": found["score"],
-            "metric_name": found["metric_name"],
-            "metric_source": found["metric_source"],
-            "metric_artifact": found["metric_artifact"],
-            "runtime_seconds": found.get("runtime_seconds"),
-            "run_command": f"external submission{f' (job id {job_id})' if job_id else ''}",
-            "failure_reason": reason,
-            "budget": found.get("budget"),
+        result=manifests.ManifestResult.of(
+            score=found["score"],
+            metric_name=found["metric_name"],
+            metric_source=found["metric_source"],
+            metric_artifact=found["metric_artifact"],
+            runtime_seconds=found.get("runtime_seconds"),
+            run_command=f"external submission{f' (job id {job_id})' if job_id else ''}",
+            failure_reason=reason,
+            budget=found.get("budget"),
             **(scored or frozen_eval.external_model(campaign, options.artifacts)),  # measured, else unmeasured
-        },
+        ),
     )
     files = draft_files if status == v.KEEP else None  # a keep installs the candidate's own source
     compared = what_happened.compared_with(campaign)
     finalize.finalize(campaign, manifest, status=status, draft_files=files, now=now)
     return ActionResult(
         extras={
-            "candidate_manifest": str(paths.manifest(manifest["candidate_id"])),
+            "candidate_manifest": str(paths.manifest(manifest.candidate_id)),
             "job_id": job_id,
             "candidate_status": status,
-            **what_happened.outcome(campaign, compared, score=found["score"], name=manifest["candidate_id"]),
+            **what_happened.outcome(campaign, compared, score=found["score"], name=manifest.candidate_id),
             **(scored or frozen_eval.external_model(campaign, options.artifacts)),
         },
         ledger_changed=True,

@@ -43,7 +43,7 @@ from ...trial.argv import TrialError, build_trial_argv
 from .. import campaign_trial, frozen_eval, frozen_submit, preflight, ready
 from ..checks import one_manifest, pick_pending
 from ..outcome import EXIT_UNSCORED, ActionResult, CampaignError
-from ..store import contract, external, snapshots
+from ..store import contract, external, manifests, snapshots
 from ..store.paths import TRIAL_TEMP_PREFIX
 
 WAIT_STEP_SECONDS = 60  # one `job wait` child at most this long: a killed runner leaves no long-lived child
@@ -185,7 +185,7 @@ class _Target:
     """What is submitted: the baseline, or a ready candidate (its manifest, its files as evaluated, its path)."""
 
     name: str
-    manifest: dict | None
+    manifest: manifests.CandidateManifest | None
     files: dict[str, bytes] | None
     label: str
     manifest_path: str | None = None
@@ -209,14 +209,14 @@ def _target(campaign, options) -> _Target:
         return _Target(v.BASELINE_NAME, None, None, v.BASELINE_NAME)
     manifest = pick_pending(campaign, one_manifest(options, "submit"), want=v.READY)
     files = ready.recordable(campaign, manifest)  # unchanged since evaluate, else refused
-    name = manifest["candidate_id"]
+    name = manifest.candidate_id
     return _Target(name, manifest, files, f"candidate {name}", str(campaign.paths.manifest(name)))
 
 
 def _export(campaign, target: _Target) -> Path:
     """The run's job folder, exported by job.py itself (sealed on the run's own files where the host allows)."""
     paths, settings = campaign.paths, campaign.settings
-    run_args = list(target.manifest["effective_run_args"]) if target.manifest else []
+    run_args = list(target.manifest.effective_run_args) if target.manifest else []
     sealed = campaign_trial.sealing(campaign)
     files = target.files if target.manifest else snapshots.files_of(paths, campaign.best())
     workspace = paths.workspace

@@ -67,11 +67,9 @@ def run(campaign, options, now: str) -> ActionResult:
     current = dict(runargs.pairs_from_tokens(config, campaign.best_run_args()))
     best = campaign.best()
     tried = [
-        dict(runargs.pairs_from_tokens(config, m["effective_run_args"]))
+        dict(runargs.pairs_from_tokens(config, m.effective_run_args))
         for m in campaign.manifests()
-        if m["base_source_sha256"] == best.digest
-        and not m.get("patch_sha256")
-        and m["status"] not in (v.ABANDONED, v.PREPARED)
+        if m.base_source_sha256 == best.digest and not m.patch_sha256 and m.status not in (v.ABANDONED, v.PREPARED)
     ]
     seeds = suggestions(
         space,

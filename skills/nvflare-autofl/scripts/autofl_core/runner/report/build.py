@@ -98,7 +98,7 @@ def build(
         fresh_state=state,
         stored_state=context.stored_state if context.stored_state_read else state,
         meta=campaign.meta,
-        manifest_status={m["candidate_id"]: m["status"] for m in campaign.manifests()},
+        manifest_status={m.candidate_id: m.status for m in campaign.manifests()},
         best_observed=observed,
         gain_verdict=selected["noise"] if selected else None,
         band=band,
@@ -150,7 +150,7 @@ def build(
             campaign,
         ),
         "failures": [_entry(row, budgets) for row in rows if row["status"] in v.FAILURES],
-        "abandoned": sorted(m["candidate_id"] for m in campaign.manifests() if m["status"] == v.ABANDONED),
+        "abandoned": sorted(m.candidate_id for m in campaign.manifests() if m.status == v.ABANDONED),
         "cap_changes": list(campaign.meta.get("cap_changes") or []),
         "setting_changes": list(campaign.meta.get("setting_changes") or []),
         "artifacts": dict(
@@ -268,9 +268,9 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band, judge
         "baseline_score": baseline["score"] if baseline else None,
         "delta": state["improvement"],
         "noise": _headline_verdict(state, walk, best, baseline, band, judge) if best is not baseline else None,
-        "family": best["algorithm_family"] or (manifest or {}).get("algorithm_family") or None,
+        "family": best["algorithm_family"] or (manifest.algorithm_family if manifest else None) or None,
         "kind": best["candidate_kind"] or (v.BASELINE if best["status"] == v.BASELINE else None),
-        "hypothesis": (manifest or {}).get("hypothesis")
+        "hypothesis": (manifest.hypothesis if manifest else None)
         or (None if best["status"] == v.BASELINE else best["diff_summary"]),
         "literature_event_id": best["literature_event_id"] or None,
         "why": why,
@@ -353,7 +353,7 @@ def _budgets(campaign, rows: list[dict]) -> dict[str, str | None]:
     """Per scored row, whether its fixed budget was verified from what ran: the manifest's `result.budget` for
     candidates, the external-run record for an external baseline, trial.json for the runner's baseline and
     replicate trials."""
-    recorded = {m["candidate_id"]: (m.get("result") or {}).get("budget") for m in campaign.manifests()}
+    recorded = {m.candidate_id: m.result.budget for m in campaign.manifests()}
     found = {}
     for row in rows:
         if row["score"] is None:
@@ -384,7 +384,7 @@ def _wall_time(campaign, state: dict) -> dict:
     (trials ended and decided), so the last action's own run time is inside; manifests and campaign.json carry
     action start times, which only matter for a state file older than them."""
     stamps = [campaign.meta.get("updated_at"), state.get("updated_at")]
-    stamps += [m.get("updated_at") for m in campaign.manifests()]
+    stamps += [m.updated_at for m in campaign.manifests()]
     start = _parse(campaign.meta.get("created_at"))
     ends = [stamp for stamp in (_parse(s) for s in stamps) if stamp is not None]
     if start is None or not ends:

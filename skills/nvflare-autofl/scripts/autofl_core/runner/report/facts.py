@@ -297,8 +297,8 @@ def batches(manifests: list[dict]) -> list[dict]:
     """The batches that ran: each candidate list as given and how many trials ran at a time, in the
     order the batches ran (a manifest records its `batch` when it is finalized)."""
     seen, found = set(), []
-    for manifest in sorted(manifests, key=lambda m: (m.get("prepared_index") or 0, m["created_at"])):
-        batch = manifest.get("batch")
+    for manifest in sorted(manifests, key=lambda m: (m.prepared_index or 0, m.created_at)):
+        batch = manifest.batch
         if not isinstance(batch, dict) or not isinstance(batch.get("members"), list):
             continue
         key = tuple(str(member) for member in batch["members"])

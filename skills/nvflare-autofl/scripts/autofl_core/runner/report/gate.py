@@ -81,11 +81,11 @@ def check_finished(campaign, state: dict, *, confirm_interrupted: bool) -> list[
         raise CampaignError(
             f"{paths.journal} shows an interrupted finalize; run the runner's status action to finish it, then report"
         )
-    open_ones = [m for m in campaign.manifests() if m["status"] not in v.MANIFEST_TERMINAL]
+    open_ones = [m for m in campaign.manifests() if m.status not in v.MANIFEST_TERMINAL]
     if open_ones:
         first = open_ones[0]
         raise CampaignError(
-            f"candidate {first['candidate_id']} is {first['status']} (not terminal): evaluate, record or "
+            f"candidate {first.candidate_id} is {first.status} (not terminal): evaluate, record or "
             "abandon it (a running one: run status to recover it) before the final report"
         )
     for row in campaign.rows():
@@ -151,7 +151,7 @@ def check_outputs(campaign, outputs: report.Outputs) -> None:
         paths.job,
     ]
     files += [paths.workspace / rel for rel in contract.allowed_edit_paths(campaign.config)]
-    files += [paths.manifest(m["candidate_id"]) for m in campaign.manifests()]
+    files += [paths.manifest(m.candidate_id) for m in campaign.manifests()]
     folders = [paths.meta, paths.output_root]
     named = {
         "--report": outputs.report,

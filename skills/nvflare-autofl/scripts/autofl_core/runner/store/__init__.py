@@ -5,7 +5,7 @@
 - `lock` - the lifecycle lock (flock on the lock file and its folder, never through a symlink; fallback);
 - `contract` - autofl.yaml: the imported config (`import_config`), the trust contract, the budget digest;
 - `metadata` - campaign.json: settings (validated against the shipped schema copy), best fields, audit trail;
-- `manifests` - candidate manifests: read with checks, write, list;
+- `manifests` - candidate manifests: the typed record (`CandidateManifest`), read with checks, write, list;
 - `snapshots` - the live best source: stage, swap, restore the workspace;
 - `created` - created.json and installed.json: the files and folders the runner creates in the workspace (for a
   candidate; as part of a kept best), recorded first (the only things it ever removes there);

@@ -1,0 +1,52 @@
+"""The NVFLARE example corpus stays admitted (tests/fixtures/nvflare_examples; the full figure with dry runs is
+`python evals/import_corpus.py --examples`, too slow for the suite).
+
+Every example is imported statically (in-process, milliseconds each) and must get the verdict SOURCES.json
+records for it: training jobs admitted stay admitted, jobs that train nothing stay refused. Five examples are also
+dry-run: two FedAvgJob scripts whose min_clients only a run reads, a FedJob whose simulator folder only a run reads
+(TensorFlow stood in), a job run with the arguments it documents, and a nested CCWF job the run recognises by what
+it builds.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from autofl_core.importer import api, dryrun
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "tests" / "fixtures" / "nvflare_examples"
+SOURCES = json.loads((CORPUS / "SOURCES.json").read_text(encoding="utf-8"))["jobs"]
+DRY_RUN_SUBSET = ["pt-fedjob-lightning", "pt-fedjob-dp-filter", "tf-fedjob-algos", "gnn", "np-ccwf-swarm"]
+
+
+def verdict(config: dict) -> str:
+    return "admit" if not config["admission_errors"] else "refuse"
+
+
+def test_every_example_has_its_source_family_and_expected_verdicts():
+    assert len(SOURCES) >= 60
+    for name, entry in SOURCES.items():
+        assert (CORPUS / name / "job.py").is_file(), name
+        assert entry["path"].startswith("examples/") and len(entry["commit"]) == 40, name
+        assert entry["static"] in ("admit", "refuse") and entry["dry_run"] in ("admit", "refuse"), name
+        if entry["family"] != "training":  # a job that trains nothing is never admitted, by either importer
+            assert entry["static"] == entry["dry_run"] == "refuse", name
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_the_static_reading_gives_each_example_its_recorded_verdict(name):
+    entry = SOURCES[name]
+    config = api.import_job(CORPUS / name / "job.py", base_args=entry.get("args", []))
+    assert verdict(config) == entry["static"], config["admission_errors"][:1]
+
+
+@pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+@pytest.mark.parametrize("name", DRY_RUN_SUBSET)
+def test_the_dry_run_gives_examples_it_settles_their_recorded_verdict(name, tmp_path):
+    entry = SOURCES[name]
+    shutil.copytree(CORPUS / name, tmp_path / name)
+    config = api.import_job(tmp_path / name / "job.py", dry_run=True, base_args=entry.get("args", []))
+    assert verdict(config) == entry["dry_run"], config["admission_errors"][:1]
+    assert config["import"]["dry_run"]["status"] in ("recorded", "raised")
