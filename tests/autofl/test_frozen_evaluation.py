@@ -275,13 +275,15 @@ def test_a_contained_trial_that_changes_a_frozen_file_is_a_crash_and_the_file_is
     assert again.code == 0 and again.envelope["score_provenance"] == MEASURED
 
 
-def test_poc_records_the_downloaded_global_model_and_says_the_score_is_client_reported(tmp_path):
+def test_poc_with_an_evaluator_takes_no_hand_reported_score_and_says_how_the_score_is_measured(tmp_path):
+    """In poc/prod the evaluation job measures the score (tests/poc/test_poc_frozen.py); a hand-reported number
+    would be a score the evaluator never measured, so record refuses it and changes nothing."""
     workspace = evaluator_workspace(tmp_path)
     init = run_inproc(workspace, "initialize", "--env", "poc", "--evaluator", "evaluate_model.py")
     assert init.code == 0, init.stderr
-    reported = "client-reported: model after round N-1, weighted by client steps"
-    assert init.envelope["score_provenance"] == reported
-    assert "does not run the frozen evaluator" in init.envelope["frozen_evaluation_note"]
+    assert init.envelope["score_provenance"] == MEASURED
+    note = init.envelope["frozen_evaluation_note"]
+    assert "submit_evaluation" in note and "--evaluation" in note and "Not automated" in note
     run_dir = tmp_path / "downloads" / "job-7" / "workspace"  # what `nvflare job download -j job-7` leaves
     (run_dir / "metrics").mkdir(parents=True)
     (run_dir / "metrics" / "metrics_summary.json").write_text(
@@ -289,16 +291,15 @@ def test_poc_records_the_downloaded_global_model_and_says_the_score_is_client_re
     )
     (run_dir / "models").mkdir()
     (run_dir / "models" / "server.npy").write_bytes(b"\x93NUMPY")
-    assert run_inproc(workspace, "record", "--baseline", "--score", "0.75").code == 0
-    run_inproc(workspace, "prepare", "--name", "c", "--hypothesis", "h")
-    set_line(source_dir(workspace, "c"), "BONUS = ", "BONUS = 0.02")
-    assert run_inproc(workspace, "evaluate").envelope["next_action"] == "submit_candidate"
-    done = run_inproc(workspace, "record", "--artifacts", str(tmp_path / "downloads"), "--job-id", "job-7")
-    assert done.code == 0 and done.envelope["candidate_status"] == "keep"
-    evaluation = manifest(workspace, "c")["result"]["evaluation"]
-    assert evaluation["model"] == str(run_dir / "models" / "server.npy") and evaluation["model_format"] == "numpy"
-    assert evaluation["score"] is None and "not automated" in evaluation["not_measured"]
-    assert done.envelope["score_provenance"] == reported and ledger_rows(workspace)[-1]["score"] == 0.8
+    before = sorted(p.relative_to(workspace).as_posix() for p in workspace.rglob("*") if "campaign.lock" not in p.name)
+    for given in (("--score", "0.75"), ("--artifacts", str(tmp_path / "downloads"), "--job-id", "job-7")):
+        done = run_inproc(workspace, "record", "--baseline", *given)
+        assert done.code == 2 and done.envelope is None
+        assert "measured by its frozen evaluator" in done.stderr and "submit --evaluation" in done.stderr
+    after = sorted(p.relative_to(workspace).as_posix() for p in workspace.rglob("*") if "campaign.lock" not in p.name)
+    assert after == before and ledger_rows(workspace) == []
+    status = run_inproc(workspace, "status")
+    assert status.envelope["next_action"] == "submit_baseline"
 
 
 def test_batch_members_and_replicates_are_measured_too(tmp_path):

@@ -76,6 +76,7 @@ ACTION_OPTION_VALUES = {
     "--kit-id": "kit-7",
     "--confirm-user-authorized": None,
     "--authorization": "yes from the user",
+    "--evaluation": None,
     "--write-best-defaults": None,
 }
 # `submit` needs a real FLARE system: its own options are proven in tests/autofl/test_external_accounting.py and

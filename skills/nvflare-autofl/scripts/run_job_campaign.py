@@ -13,6 +13,8 @@ final_response_allowed is false. Independent candidates prepared from the same b
 decided in the order given; in poc/prod each becomes ready for external execution, recorded in any order).
 In poc/prod, `submit (--baseline | --manifest M) --confirm-user-authorized --startup-kit KIT` exports, submits,
 waits for, downloads and records one run (each with the user's explicit yes; a repeat never submits twice).
+With a frozen evaluator the downloaded run awaits its evaluation: the same submit with `--evaluation` submits the
+evaluation job of its global model to the sites and records the measured score (keep/discard waits for it).
 `replicate [--count K]` reruns the best configuration to measure run-to-run
 noise (never counted); `report` writes the final autofl_report.md/.json and progress.png (read-only otherwise).
 
@@ -208,6 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="submit: the user explicitly authorized this run on this system",
     )
     add("--authorization", metavar="TEXT", help="submit: the user's approval in their words (recorded)")
+    add(
+        "--evaluation",
+        action="store_true",
+        help="submit: the frozen evaluator's evaluation job of the downloaded run (poc/prod with --evaluator)",
+    )
     add("--limit", type=int, help="suggest: how many seeds (default 10)")
     add("--count", type=int, metavar="K", help="replicate: reruns of the best configuration (1..10, default 3)")
     add(

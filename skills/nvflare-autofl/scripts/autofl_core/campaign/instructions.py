@@ -18,7 +18,13 @@ ARM_DESIGN = (
     "version did not beat the best, the third arm tests the idea's strongest alternative setting instead of "
     "switching it off (switched off, it usually runs like the best: a guaranteed tie)."
 )
-OVERRIDE_ACTIONS = ("repair_baseline", "submit_baseline", "await_simulation_runner_approval", "evaluate_candidate")
+OVERRIDE_ACTIONS = (
+    "repair_baseline",
+    "submit_baseline",
+    "await_simulation_runner_approval",
+    "evaluate_candidate",
+    "submit_evaluation",
+)
 
 
 UNCAPPED_ASK = "This campaign is uncapped:"
@@ -81,6 +87,13 @@ def override_instruction(next_action: str) -> str:
             "A prepared candidate with run args recorded at prepare is pending: run `evaluate` (it uses those run "
             "args; --run-args is not needed again). Edit its candidate source directory first only if it should "
             "also change source, or run `abandon` to drop it without counting it."
+        )
+    elif next_action == "submit_evaluation":
+        text = (
+            "A run was downloaded and awaits its frozen evaluation: with the user's yes, run the same submit with "
+            "--evaluation (`submit --baseline --evaluation` or `submit --manifest M --evaluation`, "
+            "--confirm-user-authorized and the same kit). It submits the evaluation job of the run's global model "
+            "to the sites and records the measured score; keep or discard is decided only then."
         )
     else:
         raise ValueError(

@@ -28,6 +28,7 @@
 - `pruning` - the round judge of a candidate's trial when `--prune` is on (the best's curves, the margin);
 - `what_happened` - what an evaluate, record or replicate did, for its envelope (score, best, gain, noise verdict);
 - `frozen_eval` - the score measured by the frozen evaluator on the final global model; the score's provenance;
+- `frozen_submit` - poc/prod: the evaluation job of a downloaded run, the runs awaiting it, the measured score;
 - `data_fixed` - options that shape the data, the validation split or the metric: fixed like the budget;
 - `frozen_request` - what initialize freezes (`--evaluator`, `--evaluator-input`, or autofl.yaml's `evaluation`);
 - `report/` - autofl_report.md / .json: facts, warnings, markdown, and the final report's refusal rules.

@@ -27,7 +27,7 @@ TAKES = {  # action -> the action options it takes, as typed
     "status": ("--write-best-defaults",),
     "replicate": ("--count", "--parallel"),
     "report": ("--confirm-interrupted",),
-    "submit": ("--manifest", "--baseline", "--confirm-user-authorized", "--authorization", *KIT),
+    "submit": ("--manifest", "--baseline", "--evaluation", "--confirm-user-authorized", "--authorization", *KIT),
 }
 OPTIONS = tuple(dict.fromkeys(flag for takes in TAKES.values() for flag in takes))  # every action option
 

@@ -36,11 +36,16 @@ ADD_EVALUATOR = (
 
 
 EXTERNAL_NOTE = (
-    "In poc/prod the runner does not run the frozen evaluator: the sites hold the data. Recorded scores stay the "
-    "job's client-reported metric; record --artifacts notes the global model it found in the download "
-    "(nvflare job download layout). To measure it, run the frozen evaluator where the data is (python FILE --model "
-    "PATH --site NAME on each site, or an NVFLARE evaluation job built from it) and compare by hand; building and "
-    "submitting that evaluation job is not automated."
+    "In poc/prod the sites hold the data, so the frozen evaluator runs there as an evaluation job: after submit "
+    "downloads a run (baseline or candidate), next_action is submit_evaluation: run the same submit with "
+    "--evaluation (the user's yes covers it like a run). It builds the job from the runner's frozen copies and the "
+    "downloaded global model (NVFLARE's GlobalModelEval, NPModelLocator, ValidationJsonGenerator), submits it, "
+    "waits, downloads and records the n-weighted measured score; keep/discard waits for it, and record takes no "
+    "hand-reported score. Not automated: global models in other formats than NumPy (the job is refused, nothing "
+    "is submitted: evaluate at each site by hand, or start a campaign without --evaluator), and sites whose "
+    "authorization policy refuses jobs with custom code (BYOC): the evaluation job carries custom code like every "
+    "training job of the campaign, so such a site answers neither; a missing answer makes the run a crash naming "
+    "the site (ask the site's admin)."
 )
 
 
@@ -49,8 +54,9 @@ def enabled(campaign) -> bool:
 
 
 def provenance(campaign) -> str:
-    """Measured only where the runner measures (simulation); poc/prod scores are the job's own reports."""
-    return MEASURED if enabled(campaign) and campaign.settings.env == "sim" else REPORTED
+    """Measured wherever an evaluator is declared: by the runner in simulation, by the evaluation job in poc/prod
+    (where record takes no hand-reported score)."""
+    return MEASURED if enabled(campaign) else REPORTED
 
 
 def external_model(campaign, artifacts: str | None) -> dict:
@@ -73,15 +79,15 @@ def external_model(campaign, artifacts: str | None) -> dict:
             "score": None,
             "model": where,
             "model_format": fmt if where else None,
-            "not_measured": "poc/prod: the frozen evaluator runs where the data is (not automated); the score is "
-            "the job's client-reported metric" + ("" if where else f"; {fmt}"),
+            "not_measured": "poc/prod: recorded without its evaluation job (a run that failed has no score to "
+            "measure)" + ("" if where else f"; {fmt}"),
         }
     }
 
 
 def with_provenance(campaign, action: str, document: dict) -> dict:
     """The envelope with `score_provenance`; a new campaign without an evaluator is told once how to add one; in
-    poc/prod a campaign with one is told what is not automated."""
+    poc/prod a campaign with one is told how its evaluation job runs and what is not automated."""
     document = dict(document, score_provenance=provenance(campaign))
     if enabled(campaign) and campaign.settings.env != "sim":
         document["frozen_evaluation_note"] = EXTERNAL_NOTE

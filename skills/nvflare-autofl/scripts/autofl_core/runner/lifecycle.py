@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..campaign import vocabulary as v
-from . import flag_scope, frozen_eval, job_defaults, pointers, pruning, ready, recovery, refresh
+from . import flag_scope, frozen_eval, frozen_submit, job_defaults, pointers, pruning, ready, recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
 from .open_campaign import Campaign
@@ -130,6 +130,7 @@ def _status(campaign, options, now: str) -> ActionResult:
     """status: the shell's work (recovery, the refresh) plus the list of pending candidates, each with what it
     still needs (and, when ready for external execution, the folder to export it from)."""
     pending = manifests.in_preparation_order(campaign.pending())
+    awaiting = set(frozen_submit.awaiting(campaign, [m.candidate_id for m in pending if m.status == v.READY]))
     listed = [
         {
             "candidate_id": m.candidate_id,
@@ -137,7 +138,7 @@ def _status(campaign, options, now: str) -> ActionResult:
             "base_candidate": m.base_candidate,
             "candidate_manifest": str(campaign.paths.manifest(m.candidate_id)),
             "run_args": list(m.run_args),
-            "needs": ready.needs(m),
+            "needs": frozen_submit.EVALUATION_NEEDED if m.candidate_id in awaiting else ready.needs(m),
             "export_from": str(ready.export_from(campaign.paths, m)) if m.status == v.READY else None,
             "job_argv": campaign.job_argv(m.effective_run_args) if m.status == v.READY else None,
         }

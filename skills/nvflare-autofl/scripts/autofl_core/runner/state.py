@@ -2,8 +2,9 @@
 
 `compute` = the pure guard (`guard.compute_state`) over the ledger, settings, stop files and pending
 manifests, plus the runner-only fields and the lifecycle overrides the ledger cannot see (`repair_baseline`,
-`submit_baseline`, `await_simulation_runner_approval`, and `evaluate_candidate` for a pending candidate whose run
-args prepare recorded: there is nothing left to edit); with candidates ready for external execution the agent
+`submit_baseline`, `await_simulation_runner_approval`, `evaluate_candidate` for a pending candidate whose run
+args prepare recorded: there is nothing left to edit, and `submit_evaluation` for a poc/prod run that awaits its
+evaluation job); with candidates ready for external execution the agent
 instruction names each of them. Usage::
 
     state = compute(campaign, now)
@@ -16,7 +17,7 @@ from __future__ import annotations
 from ..campaign import guard, guard_inputs, instructions
 from ..campaign import vocabulary as v
 from ..common import atomic, bounded
-from . import frozen_eval, noise, pointers
+from . import frozen_eval, frozen_submit, noise, pointers
 from . import settings as settings_mod
 from .outcome import CampaignError
 from .store import manifests as manifest_store
@@ -73,10 +74,18 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
         pending_candidate_manifest=paths.rel(paths.manifest(first_pending.candidate_id)) if first_pending else None,
     )
     argument_only = bool(pending) and all(m.status == v.PREPARED and m.run_args for m in pending)
-    override = lifecycle_override(state, rows, settings.env, argument_only_pending=argument_only)
+    scored_baseline = any(row["status"] == v.BASELINE and row["score"] is not None for row in rows)
+    names = [] if scored_baseline else [v.BASELINE_NAME]  # a recorded run awaits nothing (a kill before the mark)
+    names += [m.candidate_id for m in manifest_store.in_preparation_order(ready)]
+    evaluations = frozen_submit.awaiting(campaign, names)
+    override = lifecycle_override(
+        state, rows, settings.env, argument_only_pending=argument_only, awaiting_evaluation=bool(evaluations)
+    )
     state = guard.with_next_action_override(state, override) if override else state
     if settings.env != "sim":  # replicate runs simulations only
         state = dict(state, agent_instruction=instructions.without_replicate_advice(state))
+    if state["next_action"] == "submit_evaluation":
+        state = dict(state, agent_instruction=f"{state['agent_instruction']} Awaiting: {', '.join(evaluations)}.")
     if state["next_action"] == "submit_candidate":  # the guard counts them; the runner names them
         names = [m.candidate_id for m in manifest_store.in_preparation_order(ready)]
         state = dict(state, agent_instruction=f"{state['agent_instruction']} {instructions.ready_candidates(names)}")
@@ -92,12 +101,21 @@ def pending_at_stop(campaign, state: dict, now: str) -> dict | None:
     return {key: unstopped[key] for key in ("next_action", "reason", "plateau", "exploration_batch")}
 
 
-def lifecycle_override(state: dict, rows: list[dict], env: str, *, argument_only_pending: bool = False) -> str | None:
+def lifecycle_override(
+    state: dict,
+    rows: list[dict],
+    env: str,
+    *,
+    argument_only_pending: bool = False,
+    awaiting_evaluation: bool = False,
+) -> str | None:
     """The runner's next_action override for facts the ledger rows alone cannot express."""
     if state["reason"] in STOP_REASONS:
         return None
     if rows and rows[-1]["status"] == v.INFRASTRUCTURE_RETRY:
         return "await_simulation_runner_approval"
+    if awaiting_evaluation:  # poc/prod with a frozen evaluator: a downloaded run waits for its measured score
+        return "submit_evaluation"
     if state["baseline_status"] != "complete":
         return "repair_baseline" if env == "sim" else "submit_baseline"
     if state["next_action"] == "edit_candidate" and argument_only_pending:

@@ -24,7 +24,7 @@ from pathlib import Path
 from ...campaign import ledger
 from ...campaign import vocabulary as v
 from ...trial import job_meta, metrics, what_ran
-from .. import finalize, frozen_eval, noise, ready, what_happened
+from .. import finalize, frozen_eval, frozen_submit, noise, ready, what_happened
 from ..checks import one_manifest, pick_pending
 from ..outcome import ActionResult, CampaignError
 from ..store import contract, external, manifests
@@ -73,11 +73,12 @@ def _baseline(campaign, options) -> ActionResult:
         r["status"] in v.ATTEMPTS for r in rows
     ):
         raise CampaignError("record --baseline is only allowed before any scored baseline or candidate attempt")
-    if frozen_eval.provenance(campaign) == frozen_eval.MEASURED:
+    if frozen_eval.enabled(campaign) and campaign.settings.env == "sim":
         raise CampaignError(
             "in simulation the frozen evaluator measures the baseline, so a recorded one would be a number it never "
             "measured; fix the job and run initialize again (it retries the baseline)"
         )
+    _refuse_unmeasured(campaign, options, "--baseline ")
     if options.failure_reason:
         raise CampaignError(
             "an external baseline needs a score: pass --score or --artifacts (fix a failed baseline run "
@@ -85,6 +86,7 @@ def _baseline(campaign, options) -> ActionResult:
         )
     job_id = _job_id(options.job_id)
     found = _external_score(campaign, options)
+    measured = _measured(options)
     if (found["budget"] or {}).get("status") == what_ran.VIOLATED:
         raise CampaignError(
             f"the external baseline's artifacts show a different budget ({found['budget']['reason']}); run the "
@@ -113,7 +115,12 @@ def _baseline(campaign, options) -> ActionResult:
             metric_artifact=found["metric_artifact"],
         ),
     )
-    return ActionResult(extras={"job_id": job_id}, ledger_changed=True)
+    if measured is not None:
+        frozen_submit.finish_record(campaign, name, found.get("reported_score"), None)
+    extras = {"job_id": job_id}
+    if measured is not None:
+        extras.update(reported_score=found.get("reported_score"), evaluation=measured["evaluation"])
+    return ActionResult(extras=extras, ledger_changed=True)
 
 
 def _candidate(campaign, options, now: str) -> ActionResult:
@@ -132,6 +139,9 @@ def _candidate(campaign, options, now: str) -> ActionResult:
     ]
     if len(given) != 1 and not (set(given) == {"--artifacts", "--failure-reason"}):
         raise CampaignError("record needs exactly one of --score, --artifacts or --failure-reason (crash)")
+    if options.failure_reason is None:
+        _refuse_unmeasured(campaign, options, "")
+    measured = _measured(options)
     if options.failure_reason is not None:
         found = {
             "score": None,
@@ -158,6 +168,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             margin=noise.keep_margin(campaign),
         )
     )
+    scored = _measured_fields(campaign, found, measured, manifest.candidate_id) if measured else {}
     artifacts = manifest.artifacts.replace(run=found["artifacts"])
     if job_id:
         artifacts = artifacts.replace(job_id=job_id)
@@ -172,7 +183,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             run_command=f"external submission{f' (job id {job_id})' if job_id else ''}",
             failure_reason=reason,
             budget=found.get("budget"),
-            **frozen_eval.external_model(campaign, options.artifacts),  # the downloaded global model, unmeasured
+            **(scored or frozen_eval.external_model(campaign, options.artifacts)),  # measured, else unmeasured
         ),
     )
     files = draft_files if status == v.KEEP else None  # a keep installs the candidate's own source
@@ -184,7 +195,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             "job_id": job_id,
             "candidate_status": status,
             **what_happened.outcome(campaign, compared, score=found["score"], name=manifest.candidate_id),
-            **frozen_eval.external_model(campaign, options.artifacts),
+            **(scored or frozen_eval.external_model(campaign, options.artifacts)),
         },
         ledger_changed=True,
     )
@@ -212,6 +223,18 @@ def _external_score(campaign, options) -> dict:
         raise CampaignError(f"--artifacts {options.artifacts} is not a folder; pass the downloaded job's folder")
     order = list((campaign.config.get("objective") or {}).get("metric_extraction_order") or [campaign.settings.metric])
     found = metrics.extract_metric(folder, order)
+    measured = _measured(options)
+    if measured is not None:  # the frozen evaluator's score; the job's own report is kept beside it
+        return {
+            "score": measured["score"],
+            "reported_score": found.value,
+            "metric_name": campaign.settings.metric,
+            "metric_source": frozen_eval.MEASURED_SOURCE,
+            "metric_artifact": measured["metric_artifact"],
+            "artifacts": _artifacts_rel(campaign, options.artifacts),
+            "budget": _budget(campaign, what_ran.read_what_ran(folder)),
+            **_job_facts(folder),
+        }
     if found.value is None:
         raise CampaignError(f"no score in --artifacts {options.artifacts}: {found.reason}")
     return {
@@ -223,6 +246,35 @@ def _external_score(campaign, options) -> dict:
         "budget": _budget(campaign, what_ran.read_what_ran(folder)),
         **_job_facts(folder),
     }
+
+
+def _measured(options) -> dict | None:
+    """The frozen evaluator's measured score `submit --evaluation` passes in (never a command-line option)."""
+    return getattr(options, "measured", None)
+
+
+def _refuse_unmeasured(campaign, options, flag: str) -> None:
+    """With a frozen evaluator in poc/prod a score is only recorded as measured by the evaluation job."""
+    if _measured(options) is None and frozen_eval.enabled(campaign) and campaign.settings.env != "sim":
+        raise CampaignError(
+            f"this campaign's score is measured by its frozen evaluator, so record {flag}cannot take the job's own "
+            "report: run it with submit, then submit --evaluation (keep/discard waits for the measured score); a "
+            "run that failed is still recorded with --failure-reason"
+        )
+
+
+def _measured_fields(campaign, found: dict, measured: dict, name: str) -> dict:
+    """What a measured candidate's manifest result and envelope add: the reported value beside the measured one,
+    the per-site evaluation, and `metric_divergence` when the report beats the measurement by more than the band."""
+    reported = found.get("reported_score")
+    divergence = frozen_eval.divergence(campaign, reported, found["score"])
+    frozen_submit.finish_record(campaign, name, reported, divergence)
+    evaluation = dict(measured["evaluation"], reported_score=reported)
+    fields = {"reported_score": reported, "evaluation": evaluation}
+    if divergence:
+        evaluation["metric_divergence"] = divergence
+        fields["metric_divergence"] = divergence
+    return fields
 
 
 def _job_facts(folder) -> dict:

@@ -16,6 +16,11 @@
    score is a crash with the reason (exit 1, as evaluate); a failed baseline is exit 1, nothing recorded, and may
    be submitted again after a fix.
 
+With a frozen evaluator (`runner/frozen_submit`) step 6 waits: a completed run is marked `awaiting_evaluation`
+and nothing is decided; `submit (--baseline | [--manifest M]) --evaluation ...` then builds the evaluation job of the
+downloaded global model (the runner's frozen copies, `trial/eval_job`), runs steps 2 and 4-5 for it (its own
+`evaluation_submission` record), reads each site's answer and records the run with the measured score.
+
 Idempotent: a repeated submit of the same run reuses the persisted job id (also after the runner was killed
 mid-wait) and never submits twice; one killed between `job submit` and persisting the id finds its job by the
 unique job name in `job list`. The envelope's `submission` says what was submitted, where, and under which
@@ -33,9 +38,9 @@ from pathlib import Path
 from ...campaign import guard_inputs
 from ...campaign import vocabulary as v
 from ...common import trees
-from ...trial import export, flare_cli, job_meta
+from ...trial import eval_job, export, flare_cli, job_meta
 from ...trial.argv import TrialError, build_trial_argv
-from .. import campaign_trial, preflight, ready
+from .. import campaign_trial, frozen_eval, frozen_submit, preflight, ready
 from ..checks import one_manifest, pick_pending
 from ..outcome import EXIT_UNSCORED, ActionResult, CampaignError
 from ..store import contract, external, manifests, snapshots
@@ -44,6 +49,7 @@ from ..store.paths import TRIAL_TEMP_PREFIX
 WAIT_STEP_SECONDS = 60  # one `job wait` child at most this long: a killed runner leaves no long-lived child
 EXPORT_TIMEOUT = 600.0
 SUBMITTING, SUBMITTED, DOWNLOADED, RECORDED, FAILED = "submitting", "submitted", "downloaded", "recorded", "failed"
+TRAINING, EVALUATION = "submission", "evaluation_submission"  # the sections of external/<name>.json
 
 
 def run(campaign, options, now: str, *, record) -> ActionResult:
@@ -58,32 +64,98 @@ def run(campaign, options, now: str, *, record) -> ActionResult:
     kit = preflight.kit_of(options)
     if kit is None:
         raise CampaignError("submit needs the admin startup kit: pass --startup-kit KIT or --kit-id ID")
+    evaluation = bool(getattr(options, "evaluation", False))
+    if evaluation and not frozen_eval.enabled(campaign):
+        raise CampaignError(
+            "submit --evaluation runs the frozen evaluator's job, and this campaign declares no evaluator; drop "
+            "--evaluation"
+        )
     target = _target(campaign, options)
     paths = campaign.paths
     document = external.read(paths, target.name) or external.new(target.name)
-    submission = document.get("submission") or {}
-    if submission.get("state") in (RECORDED, FAILED):
-        submission = {}  # a new run (a failed one may be submitted again after a fix)
-    if not submission.get("job_id") and guard_inputs.present_stop_files(paths.workspace, campaign.settings.stop_files):
+    training = document.get(TRAINING) or {}
+    if evaluation and not training.get(frozen_submit.AWAITING):
+        raise CampaignError(
+            f"{target.label} has no downloaded run awaiting its evaluation; submit it first (the same submit "
+            "without --evaluation), then submit --evaluation"
+        )
+    if not evaluation and training.get(frozen_submit.AWAITING):
+        raise CampaignError(
+            f"{target.label} ran (job {training.get('job_id')}) and awaits its evaluation job; run the same submit "
+            "with --evaluation (its keep/discard waits for the measured score)"
+        )
+    key = EVALUATION if evaluation else TRAINING
+    step = _Step(campaign, target, key, document)
+    if not step.submission.get("job_id") and guard_inputs.present_stop_files(
+        paths.workspace, campaign.settings.stop_files
+    ):
         raise CampaignError("a stop file is present; submit starts no new run (follow next_action)")
     sites = preflight.check(
         campaign.settings.python, kit, num_clients=contract.num_clients(campaign.config), job_folder=paths.workspace
     )
     cli = flare_cli.FlareCli(campaign.settings.python, kit, job_folder=paths.workspace)
-    reused = bool(submission.get("job_id"))  # this run's job exists: never submitted again
+    model = None
+    if evaluation:
+        built = {}
 
-    def save(**fields) -> None:
-        nonlocal submission
-        submission = {**submission, **fields}
-        current = external.read(paths, target.name) or document  # record writes the baseline's evidence here too
-        external.write(paths, target.name, dict(current, submission=submission))
+        def export_step() -> Path:
+            folder, built["model"] = frozen_submit.job_for(
+                campaign,
+                target.name,
+                paths.workspace / training["download"],
+                job_name=f"{training.get('job_name') or 'autofl_' + target.name}_eval",
+                min_clients=len(sites),
+            )
+            return folder
 
+        folder, waited, reused = _run_job(campaign, cli, step, export_step, options, now, kit, sites)
+        model = built.get("model")
+    else:
+        folder, waited, reused = _run_job(
+            campaign, cli, step, lambda: _export(campaign, target), options, now, kit, sites
+        )
+    if evaluation:
+        result = _record_evaluation(
+            campaign, options, now, record, target, step, training, folder, waited, model, sites
+        )
+    elif frozen_eval.enabled(campaign) and waited.status == job_meta.COMPLETED:
+        step.save(**{frozen_submit.AWAITING: True})  # keep/discard waits for the measured score
+        result = ActionResult(extras={"evaluation_pending": _pending(target, step.submission)})
+    else:
+        result = _record(campaign, options, now, record, target, folder, step.submission["job_id"], waited, step.save)
+        step.save(state=RECORDED)
+    result.extras["submission"] = _envelope(step.submission, reused=reused, sites=sites)
+    if result.extras.get("candidate_status") == v.CRASH:
+        result.exit_code = EXIT_UNSCORED  # as evaluate: the run finished without a score (recorded)
+    return result
+
+
+class _Step:
+    """One submission's progress in `external/<name>.json` under `key` (the training run or its evaluation job)."""
+
+    def __init__(self, campaign, target, key: str, document: dict):
+        self.paths, self.name, self.key, self.document = campaign.paths, target.name, key, document
+        submission = document.get(key) or {}
+        if submission.get("state") in (RECORDED, FAILED):
+            submission = {}  # a new run (a failed one may be submitted again after a fix)
+        self.submission = submission
+
+    def save(self, **fields) -> None:
+        self.submission = {**self.submission, **fields}
+        current = external.read(self.paths, self.name) or self.document  # record writes the baseline's evidence too
+        external.write(self.paths, self.name, dict(current, **{self.key: self.submission}))
+
+
+def _run_job(campaign, cli, step: _Step, export_step, options, now, kit, sites):
+    """Export (or build), submit once, wait, download: (download folder, Waited, whether the job id was reused)."""
+    paths = campaign.paths
+    reused = bool(step.submission.get("job_id"))  # this run's job exists: never submitted again
     if not reused:
-        job_id = _adopt(cli, submission) if submission.get("state") == SUBMITTING else None
+        job_id = _adopt(cli, step.submission) if step.submission.get("state") == SUBMITTING else None
         reused = job_id is not None
         if job_id is None:
-            folder = _export(campaign, target)
-            save(
+            folder = export_step()
+            step.save(
                 state=SUBMITTING,
                 job_name=folder.name,
                 exported=paths.rel(folder),
@@ -91,25 +163,21 @@ def run(campaign, options, now: str, *, record) -> ActionResult:
                 environment=campaign.settings.env,
                 sites=sites,
                 approval=_approval(options, now),
-                target=target.label,
+                target=step.name if step.key == TRAINING else f"evaluation of {step.name}",
             )
             job_id = _cli(cli.submit, folder)
-        save(state=SUBMITTED, job_id=job_id, submitted_at=now)
-    job_id = submission["job_id"]
+        step.save(state=SUBMITTED, job_id=job_id, submitted_at=now)
+    job_id = step.submission["job_id"]
     waited = _wait(cli, job_id, float(campaign.settings.timeout))
     if not waited.finished:
         raise CampaignError(
             f"job {job_id} has not finished within {campaign.settings.timeout:g} s; run the same submit again "
             "to keep waiting (it reuses the job id and never submits twice)"
         )
-    folder = _cli(cli.download, job_id, paths.run_dir(target.name) / "download")
-    save(state=DOWNLOADED, job_status=waited.status, download=paths.rel(folder))
-    result = _record(campaign, options, now, record, target, folder, job_id, waited, save)
-    save(state=RECORDED)
-    result.extras["submission"] = _envelope(submission, reused=reused, sites=sites)
-    if result.extras.get("candidate_status") == v.CRASH:
-        result.exit_code = EXIT_UNSCORED  # as evaluate: the run finished without a score (recorded)
-    return result
+    where = "download" if step.key == TRAINING else frozen_submit.DOWNLOAD_FOLDER
+    folder = _cli(cli.download, job_id, paths.run_dir(step.name) / where)
+    step.save(state=DOWNLOADED, job_status=waited.status, download=paths.rel(folder))
+    return folder, waited, reused
 
 
 @dataclass(frozen=True)
@@ -241,6 +309,64 @@ def _record(campaign, options, now, record, target: _Target, folder: Path, job_i
     return record(campaign, _record_options(options, target, folder, job_id, failure_reason=unscored), now)
 
 
+def _record_evaluation(campaign, options, now, record, target, step, training, folder, waited, model, sites):
+    """Measure the run from its evaluation job's download and record it (training artifacts, measured score)."""
+    job = {"job_id": step.submission.get("job_id"), "job_status": waited.status}
+    meta = job_meta.read_job_meta(folder)
+    job["duration_seconds"] = meta.duration_seconds if meta else None
+    reason = None
+    if waited.status != job_meta.COMPLETED:
+        reason = f"frozen evaluation: evaluation job {job['job_id']} ended {waited.status or 'without a status'}"
+        found = None
+    else:
+        try:
+            answers = eval_job.read_answers(folder)
+        except eval_job.EvalJobError as error:
+            answers, reason = None, f"frozen evaluation: {error}"
+        if answers is None:
+            found = None
+        else:
+            if model is None:  # a repeat after the runner was killed: the model the job was built from
+                model = frozen_submit.job_model(campaign, target.name, campaign.paths.workspace / training["download"])
+            found = frozen_submit.measured(campaign, target.name, answers, model, sites=sites, job=job)
+            reason = found["failure"] or None
+    if target.manifest is None and reason:
+        step.save(state=FAILED, failure_reason=reason)
+        raise CampaignError(
+            f"the baseline's {reason}; nothing was recorded. Find out why (the evaluation job's download is in "
+            f"{campaign.paths.rel(folder)}), fix the sites, then submit --evaluation --baseline again",
+            exit_code=EXIT_UNSCORED,
+        )
+    given = _record_options(
+        options, target, campaign.paths.workspace / training["download"], training["job_id"], failure_reason=reason
+    )
+    given.measured = None if reason else found
+    result = record(campaign, given, now)
+    step.save(state=RECORDED)
+    _mark_training_recorded(campaign, target)
+    result.extras["evaluation_job"] = dict(job, download=campaign.paths.rel(folder))
+    return result
+
+
+def _mark_training_recorded(campaign, target) -> None:
+    document = external.read(campaign.paths, target.name) or {}
+    training = {**(document.get(TRAINING) or {}), "state": RECORDED, frozen_submit.AWAITING: False}
+    external.write(campaign.paths, target.name, dict(document, **{TRAINING: training}))
+
+
+def _pending(target, submission: dict) -> dict:
+    """What the envelope says of a run that awaits its evaluation job."""
+    flag = "--baseline" if target.manifest is None else f"--manifest {target.manifest_path}"
+    return {
+        "target": target.label,
+        "job_id": submission.get("job_id"),
+        "download": submission.get("download"),
+        "next": f"submit {flag} --evaluation --confirm-user-authorized (same kit): builds the evaluation job of "
+        "the downloaded global model with the frozen evaluator, submits it, and records the measured score; "
+        "keep/discard waits for it",
+    }
+
+
 def _record_options(options, target: _Target, folder: Path, job_id: str, *, failure_reason) -> argparse.Namespace:
     manifest = None if target.manifest is None else [target.manifest_path]
     return argparse.Namespace(
@@ -253,6 +379,7 @@ def _record_options(options, target: _Target, folder: Path, job_id: str, *, fail
             artifacts=str(folder),
             job_id=job_id,
             failure_reason=failure_reason,
+            measured=None,
         )
     )
 

@@ -233,6 +233,19 @@ def _objective(settings, config: dict) -> dict:
     }
 
 
+def _headline_verdict(state, walk, best, baseline, band, judge) -> str | None:
+    """The headline's noise verdict of the best: the gain over the baseline's, never `beyond noise` when the best's
+    own step (its gain over the best it replaced, as "What helped" judges it) was within the band or unverified:
+    a best whose last step is unproven is not shown as proven by the steps before it."""
+    total = gains.verdict(state["improvement"], band, reference=baseline["score"] if baseline else None, **judge)
+    if total != gains.BEYOND:
+        return total
+    own = next(
+        (item for item in facts.what_helped(walk, band, **judge)["improvements"] if item["name"] == best["name"]), None
+    )
+    return own["noise"] if own and own["noise"] in (gains.WITHIN, gains.UNVERIFIED) else total
+
+
 def _selected(campaign, state, rows, walk, best, baseline, observed, band, judge) -> dict | None:
     if best is None:
         return None
@@ -254,9 +267,7 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band, judge
         "baseline_name": baseline["name"] if baseline else None,
         "baseline_score": baseline["score"] if baseline else None,
         "delta": state["improvement"],
-        "noise": gains.verdict(state["improvement"], band, reference=baseline["score"] if baseline else None, **judge)
-        if best is not baseline
-        else None,
+        "noise": _headline_verdict(state, walk, best, baseline, band, judge) if best is not baseline else None,
         "family": best["algorithm_family"] or (manifest.algorithm_family if manifest else None) or None,
         "kind": best["candidate_kind"] or (v.BASELINE if best["status"] == v.BASELINE else None),
         "hypothesis": (manifest.hypothesis if manifest else None)

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from ...campaign import vocabulary as v
 from ...campaign.compare import format_score
+from ...campaign.gains import BEYOND as BEYOND_NOISE
 from ...campaign.gains import IDENTICAL_RERUNS
 from ...common import trial_limits
 from .facts import GROUP_FAMILY, GROUP_LITERATURE, GROUP_UNCLASSIFIED
@@ -267,6 +268,9 @@ def _baseline_vs_best(data: dict) -> str:
     if chosen["name"] == chosen["baseline_name"]:
         return f"The baseline {name} ({_score(chosen['score'])}) is still the best: no candidate beat it."
     verdict = f", {recorded(chosen['noise'])}" if chosen["noise"] else ""
+    own = next((i for i in data["what_helped"]["improvements"] if i["name"] == chosen["name"]), None)
+    if own and chosen["noise"] and chosen["noise"] == own["noise"] and chosen["noise"] != BEYOND_NOISE:
+        verdict = f"; its own step over {_code(own['previous_name'])} is {recorded(own['noise'])}"
     return (
         f"Baseline {_score(chosen['baseline_score'])}; best {name} {_score(chosen['score'])}; "
         f"improvement {_gain(chosen['delta'])} (direction-adjusted{verdict})."

@@ -4,7 +4,8 @@
 external baseline (the fixed budget as verified from the download, the job id, NVFLARE's job status and duration:
 the report reads the baseline's budget here, as it reads a candidate's in its manifest) and by `submit`, which
 keeps its progress in the same file (`submission`: the job id once NVFLARE returned it, before any wait, so a
-repeated submit never submits twice). Usage::
+repeated submit never submits twice; with a frozen evaluator `awaiting_evaluation` there, and the evaluation job's
+own progress in `evaluation_submission`). Usage::
 
     document = read(paths, "baseline")              # None when the run has no record
     write(paths, "baseline", dict(document or new(paths, "baseline"), budget=verdict))

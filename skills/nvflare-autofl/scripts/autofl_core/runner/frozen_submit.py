@@ -1,0 +1,183 @@
+"""Frozen evaluation in poc/prod: the evaluation job of a downloaded run's global model, and its measured score.
+
+With a frozen evaluator the score of a poc/prod run is measured where the data is: `submit` runs the training job
+and downloads it, and the run then awaits its evaluation (`awaiting`; `next_action` `submit_evaluation`); `submit
+--evaluation` builds the evaluation job of the downloaded global model (`job_for`: the runner's frozen copies and
+the model, `trial/eval_job`), submits it like a run, downloads it and turns each site's answer into the measured
+score (`measured`): every site that took part answers with the evaluator's JSON line (the same parser as in
+simulation), on the model file the runner shipped (its sha256), and the score is the n-weighted mean. The record
+goes to `autofl_runs/<name>/evaluation.json` in the simulation's shape. Usage::
+
+    folder, model = job_for(campaign, "lr-x2", download, job_name="autofl_ab12_lr-x2_eval", min_clients=2)
+    found = measured(campaign, "lr-x2", answers, model, sites=["site-1", "site-2"], job={"job_id": ...})
+    found["score"], found["failure"]          # failure "" when every site answered
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from ..campaign import vocabulary as v
+from ..common import atomic
+from ..trial import eval_job, evaluator, global_model
+from . import frozen_eval
+from .outcome import CampaignError
+from .store import external, frozen
+
+AWAITING = "awaiting_evaluation"  # an external run's submission field: downloaded, its evaluation not yet recorded
+JOB_FOLDER, DOWNLOAD_FOLDER = "evaluation_job", "evaluation_download"
+EVALUATION_NEEDED = (
+    "its run was downloaded; its evaluation job: the user's yes, then submit --manifest M --evaluation (keep/discard "
+    "waits for the measured score)"
+)
+NOT_MEASURABLE = (
+    "Such a run cannot be measured here: record it as a crash (record --failure-reason TEXT) or abandon the "
+    "candidate; for a baseline, start a fresh campaign without --evaluator (client-reported scores) or make the job "
+    "persist a NumPy global model"
+)
+
+
+def awaiting(campaign, names: list[str]) -> list[str]:
+    """Which of the runs `names` (the baseline, ready candidates) were downloaded and await their evaluation job."""
+    if not frozen_eval.enabled(campaign) or campaign.settings.env == "sim":
+        return []
+    found = []
+    for name in names:
+        document = external.read(campaign.paths, name) or {}
+        if (document.get("submission") or {}).get(AWAITING):
+            found.append(name)
+    return found
+
+
+def job_for(
+    campaign, name: str, download: Path, *, job_name: str, min_clients: int
+) -> tuple[Path, global_model.GlobalModel]:
+    """(the evaluation job folder, the model it carries) for run `name`, built from its downloaded training job."""
+    section = frozen.section(campaign.config)
+    model = job_model(campaign, name, download)
+    spec = eval_job.EvalJobSpec(
+        name=job_name,
+        script=section["script"],
+        files=frozen.copies(campaign.paths, campaign.config),
+        model=model.path,
+        model_format=model.format,
+        min_clients=min_clients,
+        timeout=int(campaign.settings.timeout),
+    )
+    try:
+        folder = eval_job.materialize(spec, campaign.paths.run_dir(name) / JOB_FOLDER)
+    except eval_job.EvalJobError as error:
+        raise CampaignError(f"frozen evaluation of {name}: {error}; nothing was submitted. {NOT_MEASURABLE}") from None
+    return folder, model
+
+
+def job_model(campaign, name: str, download: Path) -> global_model.GlobalModel:
+    """The global model of run `name`'s downloaded training job (a declared `evaluation.model` wins)."""
+    try:
+        return global_model.find_in_download(Path(download), frozen.section(campaign.config).get("model"))
+    except global_model.ModelNotFound as error:
+        raise CampaignError(f"frozen evaluation of {name}: {error}; nothing was submitted. {NOT_MEASURABLE}") from None
+
+
+def measured(
+    campaign, name: str, answers: dict[str, dict], model: global_model.GlobalModel, *, sites: list[str], job: dict
+) -> dict:
+    """The measured score of run `name` from its evaluation job's answers: {score, failure, evaluation (the
+    envelope/manifest form), metric_artifact}; evaluation.json written either way."""
+    digest = _sha256(Path(model.path))
+    metric = campaign.settings.metric
+    expected = _baseline_sites(campaign) or sorted(sites)
+    results = [_site(site, answers.get(site), metric, digest) for site in expected]
+    extra = sorted(set(answers) - set(expected))
+    failed = [result for result in results if result.failure]
+    if failed:
+        failure = f"frozen evaluator failed on {failed[0].site}: {failed[0].failure}"
+    elif extra:
+        failure = (
+            f"frozen evaluation: the evaluation job was answered by {', '.join(extra)}, which did not take part in "
+            f"the baseline's evaluation ({', '.join(expected)})"
+        )
+    else:
+        failure = ""
+    score = None if failure else evaluator.combine(results)
+    if score is None and not failure:
+        failure = "the frozen evaluator evaluated no sample"
+    record = {
+        "score": score,
+        "metric": metric,
+        "model": campaign.paths.rel(model.path),
+        "model_format": model.format,
+        "model_sha256": digest,
+        "model_file": None,
+        "sites": [
+            {"site": r.site, "value": r.value, "n": r.n, "metrics": r.metrics, "failure": r.failure} for r in results
+        ],
+        "failure": failure,
+        "evaluation_job": job,
+        "measured_at": "sites (poc/prod evaluation job)",
+    }
+    path = campaign.paths.run_dir(name) / frozen_eval.EVALUATION_FILE
+    atomic.write_json(path, record)
+    return {
+        "score": score,
+        "failure": failure,
+        "metric_artifact": campaign.paths.rel(path),
+        "evaluation": {
+            "score": score,
+            "sites": {r.site: {"value": r.value, "n": r.n} for r in results if not r.failure},
+            "model": record["model"],
+            "evaluation_job_id": job.get("job_id"),
+        },
+    }
+
+
+def finish_record(campaign, name: str, reported: float | None, divergence: dict | None) -> None:
+    """Add the reported value (and a divergence) to the evaluation.json `measured` wrote, as simulation keeps it."""
+    record = frozen_eval.recorded(campaign, name) or {}
+    record = dict(record, reported_score=reported)
+    if divergence:
+        record["metric_divergence"] = divergence
+    atomic.write_json(campaign.paths.run_dir(name) / frozen_eval.EVALUATION_FILE, record)
+
+
+def _sha256(path: Path) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def _site(site: str, answer: dict | None, metric: str, digest: str) -> evaluator.SiteResult:
+    result = evaluator.SiteResult(site=site)
+    if answer is None:
+        result.failure = "it returned no result to the evaluation job"
+        return result
+    if answer.get("autofl_model_sha256") != digest:
+        result.failure = "it evaluated another model file than the one the runner shipped (sha256 differs)"
+        return result
+    code = answer.get("autofl_exit")
+    if code != 0:
+        cause = str(answer.get("autofl_stderr") or "")[:500]
+        result.failure = f"exit_code={code}" + (f"; {cause}" if cause else "")
+        return result
+    try:
+        result.value, result.n, result.metrics = evaluator.parse_output(str(answer.get("autofl_stdout") or ""), metric)
+    except ValueError as error:
+        result.failure = str(error)
+    return result
+
+
+def _baseline_sites(campaign) -> list[str] | None:
+    """The sites the measured baseline's evaluation scored (later evaluations are held to them)."""
+    rows = [
+        row
+        for row in campaign.rows()
+        if row["status"] == v.BASELINE and row.get("metric_source") == frozen_eval.MEASURED_SOURCE
+    ]
+    if not rows:
+        return None
+    record = frozen_eval.recorded(campaign, rows[-1]["name"]) or {}
+    names = [site.get("site") for site in record.get("sites") or [] if isinstance(site, dict)]
+    return names if names and all(isinstance(item, str) for item in names) else None
