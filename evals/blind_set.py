@@ -27,7 +27,7 @@ MIN_RIGHT_SHARE = 0.9
 MAX_WRONG_HIGH = 0
 # The figures measured when each sealed half was first scored (2026-12-05, docs/decisions.md): (right, wrong at high
 # confidence) per half. A change that gets fewer right or more wrong at high confidence is a regression.
-FLOORS = {"dev": (15, 0), "sealed": (15, 1), "sealed2": (17, 0)}
+FLOORS = {"dev": (15, 0), "sealed": (15, 0), "sealed2": (17, 0)}
 
 
 @dataclass(frozen=True)
