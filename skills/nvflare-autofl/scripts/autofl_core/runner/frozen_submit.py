@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..campaign import vocabulary as v
 from ..common import atomic
-from ..trial import eval_job, evaluator, global_model
 from . import frozen_eval
 from .outcome import CampaignError
 from .store import external, frozen
+
+if TYPE_CHECKING:  # the trial machinery is imported where it is used: status and prepare never load it
+    from ..trial import evaluator, global_model
 
 AWAITING = "awaiting_evaluation"  # an external run's submission field: downloaded, its evaluation not yet recorded
 JOB_FOLDER, DOWNLOAD_FOLDER = "evaluation_job", "evaluation_download"
@@ -54,6 +57,8 @@ def job_for(
     campaign, name: str, download: Path, *, job_name: str, min_clients: int
 ) -> tuple[Path, global_model.GlobalModel]:
     """(the evaluation job folder, the model it carries) for run `name`, built from its downloaded training job."""
+    from ..trial import eval_job
+
     section = frozen.section(campaign.config)
     model = job_model(campaign, name, download)
     spec = eval_job.EvalJobSpec(
@@ -74,6 +79,8 @@ def job_for(
 
 def job_model(campaign, name: str, download: Path) -> global_model.GlobalModel:
     """The global model of run `name`'s downloaded training job (a declared `evaluation.model` wins)."""
+    from ..trial import global_model
+
     try:
         return global_model.find_in_download(Path(download), frozen.section(campaign.config).get("model"))
     except global_model.ModelNotFound as error:
@@ -85,6 +92,8 @@ def measured(
 ) -> dict:
     """The measured score of run `name` from its evaluation job's answers: {score, failure, evaluation (the
     envelope/manifest form), metric_artifact}; evaluation.json written either way."""
+    from ..trial import evaluator
+
     digest = _sha256(Path(model.path))
     metric = campaign.settings.metric
     expected = _baseline_sites(campaign) or sorted(sites)
@@ -150,6 +159,8 @@ def _sha256(path: Path) -> str:
 
 
 def _site(site: str, answer: dict | None, metric: str, digest: str) -> evaluator.SiteResult:
+    from ..trial import evaluator
+
     result = evaluator.SiteResult(site=site)
     if answer is None:
         result.failure = "it returned no result to the evaluation job"
