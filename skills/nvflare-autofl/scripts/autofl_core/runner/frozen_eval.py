@@ -235,6 +235,21 @@ def _band(campaign, reference: float) -> float:
     return float(typical if typical is not None else campaign.settings.plateau_min_delta)
 
 
+def baseline_sites(campaign) -> tuple[list[str] | None, str]:
+    """(the sites the measured baseline's evaluation scored, "") once a baseline is measured; (None, "") before;
+    (None, the problem) when its record is missing or unreadable (the pins fail closed)."""
+    if not _baseline_rows(campaign):
+        return None, ""
+    sites = _sites_of(_baseline_evaluation(campaign))
+    if sites is None:
+        return None, (
+            f"frozen evaluation: the scored baseline's record {campaign.paths.rel(_baseline_record_path(campaign))} "
+            "is missing or unreadable, so the sites cannot be held to the baseline's; restore it, or start a fresh "
+            "campaign"
+        )
+    return sites, ""
+
+
 def _baseline_rows(campaign) -> list[dict]:
     """The scored baselines whose score the frozen evaluator measured."""
     return [
