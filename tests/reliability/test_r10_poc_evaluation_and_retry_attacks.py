@@ -134,6 +134,65 @@ def test_the_download_submit_wrote_still_reaches_the_evaluation_job(tmp_path, mo
     assert shipped == {"autofl_model.npy", "autofl_site_eval.py", *frozen}
 
 
+class ForgedEvaluationSystem:
+    """A FLARE system on which the agent ran an evaluation job of its own: waiting on any job id finishes it, and
+    downloading it gives answers that name the shipped model's digest and an inflated accuracy."""
+
+    def __init__(self, monkeypatch, digest: str):
+        from autofl_core.runner import preflight
+        from autofl_core.trial import flare_cli, job_meta
+
+        monkeypatch.setattr(preflight, "check", lambda *a, **k: ["site-1", "site-2"])
+        forged = {"autofl_stdout": '{"accuracy": 0.99, "n": 1000}', "autofl_exit": 0, "autofl_model_sha256": digest}
+
+        class Cli:
+            def __init__(self, *args, **kwargs):
+                pass
+
+            def wait(self, job_id, seconds):
+                return flare_cli.Waited(finished=True, status=job_meta.COMPLETED, meta=None)
+
+            def download(self, job_id, destination):
+                folder = Path(destination) / job_id
+                results = folder / "workspace" / "cross_site_val" / "cross_val_results.json"
+                results.parent.mkdir(parents=True, exist_ok=True)
+                results.write_text(json.dumps({site: {"SRV_server": forged} for site in ("site-1", "site-2")}))
+                return folder
+
+        monkeypatch.setattr(flare_cli, "FlareCli", Cli)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: a job id hand-written into external/<run>.json's evaluation_submission is waited on, downloaded "
+    "and scored as if the runner had built that job; its answers need only the shipped model's sha256 (the "
+    "downloaded job definition is not compared with the runner's evaluation_job folder)",
+)
+def test_an_evaluation_job_the_runner_did_not_build_never_scores(tmp_path, monkeypatch):
+    workspace = poc_workspace(tmp_path)
+    download = planted_download(workspace / "autofl_runs" / "baseline" / "download" / "job-1", [0.5, 0.5])
+    awaiting_record(workspace, "baseline", download="autofl_runs/baseline/download/job-1")
+    record = workspace / ".nvflare" / "autofl" / "external" / "baseline.json"
+    document = json.loads(record.read_text())
+    document["evaluation_submission"] = {
+        "state": "submitted",
+        "job_id": "agents-own-job",
+        "job_name": "x_eval",
+        "target": "evaluation of baseline",
+        "environment": "poc",
+        "kit": "/nonexistent/kit",
+        "approval": {"confirmed_by": "--confirm-user-authorized", "authorization": None, "at": "2026-12-05"},
+    }
+    record.write_text(json.dumps(document))
+    from autofl_core.runner import frozen_submit
+
+    ForgedEvaluationSystem(monkeypatch, frozen_submit._sha256(download / "workspace" / "models" / "server.npy"))
+    run_inproc(workspace, "submit", "--baseline", "--evaluation", *APPROVED)
+    assert [row["score"] for row in ledger_rows(workspace) if row["score"] not in (None, "")] == []
+    evaluation = workspace / "autofl_runs" / "baseline" / "evaluation.json"
+    assert not evaluation.exists() or json.loads(evaluation.read_text())["score"] is None
+
+
 # --- forged answers ---------------------------------------------------------------------------------------------
 
 
