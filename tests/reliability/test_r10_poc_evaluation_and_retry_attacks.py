@@ -134,6 +134,21 @@ def test_the_download_submit_wrote_still_reaches_the_evaluation_job(tmp_path, mo
     assert shipped == {"autofl_model.npy", "autofl_site_eval.py", *frozen}
 
 
+@pytest.mark.parametrize("job_name", ["../../../../victim", "/tmp/../victim", "a/b"])
+def test_a_hand_edited_job_name_never_removes_or_writes_outside_the_run(tmp_path, monkeypatch, job_name):
+    workspace = poc_workspace(tmp_path)
+    planted_download(workspace / "autofl_runs" / "baseline" / "download" / "job-1", [0.5, 0.5])
+    awaiting_record(workspace, "baseline", download="autofl_runs/baseline/download/job-1", job_name=job_name)
+    (workspace / "autofl_runs" / "baseline" / "evaluation_job").mkdir()  # as an earlier evaluation left it
+    victim = tmp_path / "victim_eval"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("the user's file")
+    system = StandInSystem(monkeypatch)
+    done = run_inproc(workspace, "submit", "--baseline", "--evaluation", *APPROVED)
+    assert (victim / "keep.txt").read_text() == "the user's file"
+    assert system.submitted == [] and done.code == 2 and "job name" in done.stderr, done.stderr
+
+
 class ForgedEvaluationSystem:
     """A FLARE system on which the agent ran an evaluation job of its own: waiting on any job id finishes it, and
     downloading it gives answers that name the shipped model's digest and an inflated accuracy."""
