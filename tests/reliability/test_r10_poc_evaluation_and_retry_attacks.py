@@ -299,3 +299,40 @@ def test_a_stall_line_printed_after_the_rounds_ran_gets_no_second_attempt(tmp_pa
     trial = json.loads((ws / "autofl_runs" / "reroll" / "trial.json").read_text())
     assert trial["retried_after"] is None
     assert done.envelope["candidate_status"] == "crash"
+
+
+DAEMON_THEN_STALL = """
+import os as _os, subprocess as _sp, sys as _sys, time as _time
+if _os.environ.get("AUTOFL_TRIAL_ATTEMPT") == "1":
+    _sp.Popen([_sys.executable, "-c", "import time; time.sleep(90)  # {tag}"], start_new_session=True,
+              stdin=_sp.DEVNULL, stdout=_sp.DEVNULL, stderr=_sp.DEVNULL)
+    print("2026-12-05 18:01:33,760 - SimulatorClientRunner - ERROR - "
+          "Communication error with client site-1: [Errno 104] Connection reset by peer", flush=True)
+    _time.sleep(120)
+BONUS = 0.05
+"""
+
+
+def alive_with(tag: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if tag.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_the_first_attempts_processes_never_outlive_it(tmp_path):
+    """A daemon the first attempt leaves in a session of its own is ended before the second attempt's result."""
+    tag = f"autofl-attack-{tmp_path.name}"
+    ws = initialized_standin(tmp_path, "--uncapped")
+    assert run_inproc(ws, "prepare", "--name", "daemon", "--hypothesis", "better").code == 0
+    client = source_dir(ws, "daemon") / "client.py"
+    client.write_text(client.read_text() + DAEMON_THEN_STALL.format(tag=tag))
+    done = run_inproc(ws, "evaluate")
+    trial = json.loads((ws / "autofl_runs" / "daemon" / "trial.json").read_text())
+    assert trial["retried_after"] and done.envelope["candidate_status"] == "keep", done.envelope
+    assert trial["runtime_seconds"] >= 0 and alive_with(tag) == []
