@@ -101,7 +101,11 @@ def test_orphan_recovery_by_token_only(tmp_path):
     token_value = f"tok-orphan-{uuid.uuid4().hex}"  # unique: another test run on this machine may hold its own
     orphan = subprocess.Popen(["sleep", "300"], env=env(token_value), start_new_session=True, stdout=subprocess.DEVNULL)
     try:
-        assert find_token_processes(("AUTOFL_TRIAL_TOKEN", token_value)) == [orphan.pid]
+        # until the child has exec'd, /proc shows the forking parent's environment (no token): wait for it, bounded
+        deadline = time.monotonic() + 60
+        while find_token_processes(("AUTOFL_TRIAL_TOKEN", token_value)) != [orphan.pid]:
+            assert time.monotonic() < deadline, "the orphan never showed its token"
+            time.sleep(0.05)
         assert terminate_tree(None, ("AUTOFL_TRIAL_TOKEN", token_value), grace_seconds=2.0) == []
         assert orphan.wait(timeout=5) == -15
     finally:
