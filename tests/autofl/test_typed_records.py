@@ -44,15 +44,15 @@ def _every_manifest_written_back_is_the_same_bytes(workspace: Path) -> list[str]
 
 
 def _the_ledger_written_back_is_the_same_bytes(workspace: Path) -> list[str]:
-    """Parse results.tsv into records and format them again, through the record and through the row dicts;
+    """Parse results.tsv into records and format them again, through the record and through a writer's dicts;
     returns each row's status and name."""
     from autofl_core.campaign import ledger
 
     path = workspace / "results.tsv"
     text = path.read_text(encoding="utf-8")
-    records = ledger.read_records(path)
+    records = ledger.read_rows(path)
     assert ledger.HEADER + "\n" + "".join(record.to_line() + "\n" for record in records) == text
-    assert ledger.format_ledger(ledger.read_rows(path)) == text
+    assert ledger.format_ledger([record.to_row() for record in records]) == text
     for record in records:
         assert ledger.LedgerRow.from_row(record.to_row()) == record
         assert list(record.to_row()) == list(ledger.COLUMNS)
@@ -199,7 +199,7 @@ def test_a_ledger_row_is_frozen_and_checked_where_it_is_built():
         "x y",
     )
     line = record.to_line()
-    assert ledger.parse_records(ledger.HEADER + "\n" + line + "\n") == [record]
+    assert ledger.parse(ledger.HEADER + "\n" + line + "\n") == [record]
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.score = 0.9
     for row, problem in (

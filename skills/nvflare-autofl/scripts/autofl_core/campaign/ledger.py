@@ -2,11 +2,11 @@
 
 Each line is read and written through one typed record, `LedgerRow` (a frozen dataclass with one field per
 column: ``score`` and ``runtime_seconds`` floats or None, every other field a string): `LedgerRow.from_fields`
-checks a parsed line, `LedgerRow.from_row` checks a row a writer builds, `LedgerRow.to_line` formats it. Callers
-get rows as plain dicts keyed by `COLUMNS` (`LedgerRow.to_row`), or the records themselves (`read_records`). Usage::
+checks a parsed line, `LedgerRow.from_row` checks a row a writer builds (a dict from a `vocabulary` row
+builder), `LedgerRow.to_line` formats it. Readers get records and read attributes. Usage::
 
-    rows = read_rows("results.tsv")            # [] when the file does not exist
-    records = read_records("results.tsv")      # the same rows as LedgerRow records
+    rows = read_rows("results.tsv")            # [LedgerRow, ...]; [] when the file does not exist
+    rows[0].status, rows[0].score
     append_row("results.tsv", vocabulary.literature_row(name="lit-0001", hypothesis=h, family="", event_id="lit-0001"))
 
 Statuses and candidate kinds are the ones `vocabulary` defines; every row a writer appends comes from one of its
@@ -140,7 +140,7 @@ class LedgerRow:
 _NUMBERS = ("score", "runtime_seconds")
 
 
-def parse_records(text: str, source: str = "results.tsv") -> list[LedgerRow]:
+def parse(text: str, source: str = "results.tsv") -> list[LedgerRow]:
     """Parse ledger text into records; raise LedgerError on a bad header or any corrupt row.
 
     A row with fewer fields than the header is padded with empty trailing fields; more fields is an error.
@@ -169,23 +169,13 @@ def parse_records(text: str, source: str = "results.tsv") -> list[LedgerRow]:
     return rows
 
 
-def parse(text: str, source: str = "results.tsv") -> list[dict]:
-    """`parse_records`, each row as a dict (`LedgerRow.to_row`)."""
-    return [record.to_row() for record in parse_records(text, source)]
-
-
-def read_records(path: str | os.PathLike) -> list[LedgerRow]:
-    """Read and parse the ledger at `path` into records; a missing file is an empty ledger."""
+def read_rows(path: str | os.PathLike) -> list[LedgerRow]:
+    """Read and parse the ledger at `path`; a missing file is an empty ledger."""
     text = _read_text(Path(path))
-    return [] if text is None else parse_records(text, str(path))
+    return [] if text is None else parse(text, str(path))
 
 
-def read_rows(path: str | os.PathLike) -> list[dict]:
-    """`read_records`, each row as a dict (`LedgerRow.to_row`)."""
-    return [record.to_row() for record in read_records(path)]
-
-
-def parse_any_version(text: str, source: str = "results.tsv") -> tuple[list[dict], tuple[str, ...]]:
+def parse_any_version(text: str, source: str = "results.tsv") -> tuple[list[LedgerRow], tuple[str, ...]]:
     """Like `parse`, but an older ledger whose header is a leading part of `COLUMNS` (at least status, name,
     score) is read too, its rows padded; returns (rows, the columns that ledger did not have yet)."""
     head, _, body = text.removeprefix("\ufeff").partition("\n")
@@ -202,23 +192,23 @@ def parse_any_version(text: str, source: str = "results.tsv") -> tuple[list[dict
     return parse(HEADER + "\n" + body, source), COLUMNS[width:]
 
 
-def read_rows_any_version(path: str | os.PathLike) -> tuple[list[dict], tuple[str, ...]]:
+def read_rows_any_version(path: str | os.PathLike) -> tuple[list[LedgerRow], tuple[str, ...]]:
     """`read_rows` that also accepts an older ledger (see `parse_any_version`)."""
     text = _read_text(Path(path))
     return ([], ()) if text is None else parse_any_version(text, str(path))
 
 
 def format_row(row: dict) -> str:
-    """One ledger line (no newline) for `row`; missing columns are empty, free text is sanitized."""
+    """One ledger line (no newline) for a writer's `row`; missing columns are empty, free text is sanitized."""
     return LedgerRow.from_row(row).to_line()
 
 
 def format_ledger(rows: list[dict]) -> str:
-    """The whole ledger text (header plus one line per row, trailing newline)."""
+    """The whole ledger text (header plus one line per writer's row, trailing newline)."""
     return "".join(line + "\n" for line in [HEADER, *(format_row(row) for row in rows)])
 
 
-def append_row(path: str | os.PathLike, row: dict) -> dict:
+def append_row(path: str | os.PathLike, row: dict) -> LedgerRow:
     """Atomically add `row` at the end of the ledger at `path` (created with a header if missing).
 
     Returns the row as it will read back (typed, sanitized). Raises LedgerError, leaving the file untouched,

@@ -183,12 +183,10 @@ def _site(site: str, answer: dict | None, metric: str, digest: str) -> evaluator
 def _baseline_sites(campaign) -> list[str] | None:
     """The sites the measured baseline's evaluation scored (later evaluations are held to them)."""
     rows = [
-        row
-        for row in campaign.rows()
-        if row["status"] == v.BASELINE and row.get("metric_source") == frozen_eval.MEASURED_SOURCE
+        row for row in campaign.rows() if row.status == v.BASELINE and row.metric_source == frozen_eval.MEASURED_SOURCE
     ]
     if not rows:
         return None
-    record = frozen_eval.recorded(campaign, rows[-1]["name"]) or {}
+    record = frozen_eval.recorded(campaign, rows[-1].name) or {}
     names = [site.get("site") for site in record.get("sites") or [] if isinstance(site, dict)]
     return names if names and all(isinstance(item, str) for item in names) else None
