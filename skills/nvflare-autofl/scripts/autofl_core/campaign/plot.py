@@ -498,7 +498,7 @@ def _mpl_literature(axes, events: list[dict]) -> None:
         )
 
 
-def _mpl_best(axes, best: LedgerRow | None) -> None:
+def _mpl_best(axes, best: dict | None) -> None:
     """The best point ringed and annotated."""
     if not best:
         return
