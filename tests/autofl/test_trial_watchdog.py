@@ -333,3 +333,22 @@ def test_only_the_simulators_own_connection_failures_are_infrastructure_stalls()
     assert not watchdog.infrastructure_stall(None)
     assert not watchdog.infrastructure_stall("timeout: trial exceeded the 60s total timeout")
     assert not watchdog.infrastructure_stall("crashed: Communication error with client site-1: [Errno 104]")
+
+
+def test_a_stall_after_the_trial_reported_results_is_no_infrastructure_stall():
+    """NVFLARE's race comes as the sites' workers start: a stall line after a result or metric (which a candidate
+    could print itself once it saw how its rounds went) is named as late and never run again."""
+    reset = "Communication error with client site-1: [Errno 104] Connection reset by peer"
+    early = dog()
+    early.observe("Start FedAvg.", 0.0)
+    early.observe(ROUND0, 0.1)
+    early.observe(reset, 1.0)
+    assert watchdog.infrastructure_stall(early.check(1.0))
+    for result_line in ("Aggregated 1/2 results", "site=site-1 round=0 accuracy=0.5", "Round 1 started."):
+        late = dog()
+        late.observe(ROUND0, 0.0)
+        late.observe(result_line, 0.5)
+        late.observe(reset, 1.0)
+        reason = late.check(1.0)
+        assert reason == f"{watchdog.STALL_REASON}{reset!r}{watchdog.LATE_STALL}"
+        assert not watchdog.infrastructure_stall(reason)

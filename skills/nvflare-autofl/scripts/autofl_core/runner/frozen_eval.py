@@ -19,6 +19,7 @@ import dataclasses
 import time
 
 from ..campaign import vocabulary as v
+from ..campaign.ledger import LedgerRow
 from ..common import atomic, bounded
 from .store import frozen
 
@@ -235,7 +236,22 @@ def _band(campaign, reference: float) -> float:
     return float(typical if typical is not None else campaign.settings.plateau_min_delta)
 
 
-def _baseline_rows(campaign) -> list[dict]:
+def baseline_sites(campaign) -> tuple[list[str] | None, str]:
+    """(the sites the measured baseline's evaluation scored, "") once a baseline is measured; (None, "") before;
+    (None, the problem) when its record is missing or unreadable (the pins fail closed)."""
+    if not _baseline_rows(campaign):
+        return None, ""
+    sites = _sites_of(_baseline_evaluation(campaign))
+    if sites is None:
+        return None, (
+            f"frozen evaluation: the scored baseline's record {campaign.paths.rel(_baseline_record_path(campaign))} "
+            "is missing or unreadable, so the sites cannot be held to the baseline's; restore it, or start a fresh "
+            "campaign"
+        )
+    return sites, ""
+
+
+def _baseline_rows(campaign) -> list[LedgerRow]:
     """The scored baselines whose score the frozen evaluator measured."""
     return [
         row

@@ -16,10 +16,11 @@ goes to `autofl_runs/<name>/evaluation.json` in the simulation's shape. Usage::
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..campaign import vocabulary as v
 from ..common import atomic
 from . import frozen_eval
 from .outcome import CampaignError
@@ -51,6 +52,43 @@ def awaiting(campaign, names: list[str]) -> list[str]:
         if (document.get("submission") or {}).get(AWAITING):
             found.append(name)
     return found
+
+
+def training_download(campaign, name: str, training: dict) -> Path:
+    """The folder run `name`'s training job was downloaded to, as `submit` wrote it in `external/<name>.json`:
+    `autofl_runs/<name>/download/<job id>`, a real folder (no link on the way). CampaignError (exit 2) for a
+    record that says anything else (hand-edited: another run's or a planted download would be measured as this
+    run's)."""
+    job_id = training.get("job_id")
+    where = training.get("download")
+    expected = campaign.paths.run_dir(name) / "download" / str(job_id)
+    plain = isinstance(job_id, str) and job_id not in ("", ".", "..") and "/" not in job_id and "\\" not in job_id
+    if (
+        not plain
+        or training.get("state") != "downloaded"
+        or not isinstance(where, str)
+        or os.path.abspath(campaign.paths.workspace / where) != os.path.abspath(expected)
+        or not _real_folder(expected, campaign.paths.run_dir(name).parent)
+    ):
+        raise CampaignError(
+            f"{external.path(campaign.paths, name)} does not describe a training job submit downloaded (state "
+            f"downloaded, its job id, the download in {campaign.paths.rel(campaign.paths.run_dir(name))}/download/<job "
+            "id>); nothing was submitted. Remove the record and run the same submit without --evaluation"
+        )
+    return expected
+
+
+def _real_folder(path: Path, stop: Path) -> bool:
+    """True for a folder none of whose parts below `stop` (nor itself) is a symlink."""
+    try:
+        current = Path(path)
+        while current != stop and current != current.parent:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return False
+            current = current.parent
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def job_for(
@@ -96,11 +134,14 @@ def measured(
 
     digest = _sha256(Path(model.path))
     metric = campaign.settings.metric
-    expected = _baseline_sites(campaign) or sorted(sites)
+    pinned, unpinned = frozen_eval.baseline_sites(campaign)
+    expected = pinned or sorted(sites)
     results = [_site(site, answers.get(site), metric, digest) for site in expected]
     extra = sorted(set(answers) - set(expected))
     failed = [result for result in results if result.failure]
-    if failed:
+    if unpinned:
+        failure = unpinned
+    elif failed:
         failure = f"frozen evaluator failed on {failed[0].site}: {failed[0].failure}"
     elif extra:
         failure = (
@@ -178,15 +219,3 @@ def _site(site: str, answer: dict | None, metric: str, digest: str) -> evaluator
     except ValueError as error:
         result.failure = str(error)
     return result
-
-
-def _baseline_sites(campaign) -> list[str] | None:
-    """The sites the measured baseline's evaluation scored (later evaluations are held to them)."""
-    rows = [
-        row for row in campaign.rows() if row.status == v.BASELINE and row.metric_source == frozen_eval.MEASURED_SOURCE
-    ]
-    if not rows:
-        return None
-    record = frozen_eval.recorded(campaign, rows[-1].name) or {}
-    names = [site.get("site") for site in record.get("sites") or [] if isinstance(site, dict)]
-    return names if names and all(isinstance(item, str) for item in names) else None

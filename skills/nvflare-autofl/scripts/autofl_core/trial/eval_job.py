@@ -34,6 +34,7 @@ MODEL_FILES = {"numpy": "autofl_model.npy"}  # the formats NVFLARE ships a file 
 RESULTS = ("cross_site_val", "cross_val_results.json")
 SERVER_MODEL = "SRV_server"  # GlobalModelEval's name of the NPModelLocator's "server" model in the results
 SAFE_PATH = re.compile(r"[A-Za-z0-9._/-]+")
+JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # one folder name: the job folder is written there
 MAX_RESULTS_BYTES = 4 * 1024 * 1024
 
 
@@ -55,8 +56,10 @@ class EvalJobSpec:
 
 
 def job_files(spec: EvalJobSpec) -> dict[str, bytes]:
-    """Every file of the job folder {path below it: bytes}. EvalJobError for a format without a locator or a
-    frozen path the job cannot hold."""
+    """Every file of the job folder {path below it: bytes}. EvalJobError for a job name that is not one folder
+    name, a format without a locator or a frozen path the job cannot hold."""
+    if not JOB_NAME.fullmatch(spec.name):
+        raise EvalJobError(f"the job name {spec.name!r} is not a plain folder name (letters, digits, ._-)")
     model_name = MODEL_FILES.get(spec.model_format)
     if model_name is None:
         raise EvalJobError(
@@ -85,7 +88,8 @@ def job_files(spec: EvalJobSpec) -> dict[str, bytes]:
 
 
 def materialize(spec: EvalJobSpec, destination: Path) -> Path:
-    """Write the job folder as `destination/<name>` (replacing an earlier one); its path."""
+    """Write the job folder as `destination/<name>` (replacing an earlier one); its path. EvalJobError (nothing
+    removed or written) as `job_files`."""
     files = job_files(spec)
     folder = Path(destination) / spec.name
     trees.remove_tree(folder)

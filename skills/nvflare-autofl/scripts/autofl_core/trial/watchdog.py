@@ -6,7 +6,9 @@ when the trial must stop:
 - total timeout since start;
 - stall: the simulator reports it lost a client runner (`STALL_MARKERS`): the reason quotes the line; the
   `INFRASTRUCTURE_STALLS` among them are the simulator's own (its connection to a site's worker process failed as
-  it started it), which `infrastructure_stall` tells apart so the runner can run the trial once more;
+  it started it), which `infrastructure_stall` tells apart so the runner can run the trial once more. Only a
+  stall before the trial reported any result counts (NVFLARE's race comes as the sites' workers start); a stall
+  line after results (which a candidate could print itself once it saw them) ends with `LATE_STALL`;
 - no progress: after the first progress marker, no new marker for `no_progress_timeout`
   seconds (0 disables); while an aggregation is partial (`Aggregated k/n results`, k<n) only
   an advancing aggregation, a new round or the end of FedAvg counts as progress. The reason names the
@@ -59,6 +61,8 @@ INFRASTRUCTURE_STALLS = re.compile(
 )
 MAX_STALL_TEXT = 200
 STALL_REASON = "simulator stall: server log shows "
+LATE_STALL = " after the trial had reported results"
+START_BANNER_RE = re.compile(r"Start FedAvg|Round 0 started")  # progress lines that report no result yet
 ANY_MARKER_RE = re.compile("|".join(re.escape(marker) for marker in (*PROGRESS_MARKERS, *STALL_MARKERS)))
 AGGREGATED_RE = re.compile(r"Aggregated (\d+)/(\d+) results")
 ROUND_OR_END_RE = re.compile(r"Round \d+ started|Finished FedAvg")
@@ -78,6 +82,8 @@ class Watchdog:
         self._last_progress: float | None = None
         self._partial: tuple[int, int] | None = None
         self._stall: str | None = None
+        self._results_seen = False  # a progress line other than a start banner (a result, a metric, a round)
+        self._stall_late = False
         self._sampled: list[str] = []  # the sites of the current round, and those whose results arrived
         self._arrived: set[str] = set()
 
@@ -91,9 +97,13 @@ class Watchdog:
         stall = next((marker for marker in STALL_MARKERS if marker in line), None)
         with self._lock:
             if stall:  # the marker and what the line says after it (which client, which error)
-                self._stall = self._stall or line[line.index(stall) :][:MAX_STALL_TEXT].strip()
-            elif self._advances(line):
-                self._last_progress = now
+                if self._stall is None:
+                    self._stall = line[line.index(stall) :][:MAX_STALL_TEXT].strip()
+                    self._stall_late = self._results_seen
+            else:
+                self._results_seen = self._results_seen or not START_BANNER_RE.search(line)
+                if self._advances(line):
+                    self._last_progress = now
         return stall is not None
 
     def _advances(self, line: str) -> bool:
@@ -130,7 +140,7 @@ class Watchdog:
         """A stop reason, or None while the trial may go on."""
         with self._lock:
             if self._stall:
-                return f"{STALL_REASON}{self._stall!r}"
+                return f"{STALL_REASON}{self._stall!r}{LATE_STALL if self._stall_late else ''}"
             if self._total is not None and now - self._started >= self._total:
                 return f"timeout: trial exceeded the {self._total:g}s total timeout"
             if self._no_progress is None or self._last_progress is None:
@@ -226,4 +236,6 @@ class LogWatcher:
 def infrastructure_stall(reason: str | None) -> bool:
     """True for a stop reason of a stall NVFLARE's simulator causes itself (see INFRASTRUCTURE_STALLS)."""
     reason = reason or ""
-    return reason.startswith(STALL_REASON) and INFRASTRUCTURE_STALLS.match(reason, len(STALL_REASON) + 1) is not None
+    if not reason.startswith(STALL_REASON) or reason.endswith(LATE_STALL):
+        return False
+    return INFRASTRUCTURE_STALLS.match(reason, len(STALL_REASON) + 1) is not None

@@ -84,6 +84,7 @@ def run(campaign, options, now: str, *, record) -> ActionResult:
             f"{target.label} ran (job {training.get('job_id')}) and awaits its evaluation job; run the same submit "
             "with --evaluation (its keep/discard waits for the measured score)"
         )
+    download = frozen_submit.training_download(campaign, target.name, training) if evaluation else None
     key = EVALUATION if evaluation else TRAINING
     step = _Step(campaign, target, key, document)
     if not step.submission.get("job_id") and guard_inputs.present_stop_files(
@@ -102,7 +103,7 @@ def run(campaign, options, now: str, *, record) -> ActionResult:
             folder, built["model"] = frozen_submit.job_for(
                 campaign,
                 target.name,
-                paths.workspace / training["download"],
+                download,
                 job_name=f"{training.get('job_name') or 'autofl_' + target.name}_eval",
                 min_clients=len(sites),
             )
@@ -116,7 +117,7 @@ def run(campaign, options, now: str, *, record) -> ActionResult:
         )
     if evaluation:
         result = _record_evaluation(
-            campaign, options, now, record, target, step, training, folder, waited, model, sites
+            campaign, options, now, record, target, step, training, folder, waited, model, sites, download
         )
     elif frozen_eval.enabled(campaign) and waited.status == job_meta.COMPLETED:
         step.save(**{frozen_submit.AWAITING: True})  # keep/discard waits for the measured score
@@ -309,7 +310,7 @@ def _record(campaign, options, now, record, target: _Target, folder: Path, job_i
     return record(campaign, _record_options(options, target, folder, job_id, failure_reason=unscored), now)
 
 
-def _record_evaluation(campaign, options, now, record, target, step, training, folder, waited, model, sites):
+def _record_evaluation(campaign, options, now, record, target, step, training, folder, waited, model, sites, download):
     """Measure the run from its evaluation job's download and record it (training artifacts, measured score)."""
     job = {"job_id": step.submission.get("job_id"), "job_status": waited.status}
     meta = job_meta.read_job_meta(folder)
@@ -327,7 +328,7 @@ def _record_evaluation(campaign, options, now, record, target, step, training, f
             found = None
         else:
             if model is None:  # a repeat after the runner was killed: the model the job was built from
-                model = frozen_submit.job_model(campaign, target.name, campaign.paths.workspace / training["download"])
+                model = frozen_submit.job_model(campaign, target.name, download)
             found = frozen_submit.measured(campaign, target.name, answers, model, sites=sites, job=job)
             reason = found["failure"] or None
     if target.manifest is None and reason:
@@ -337,9 +338,7 @@ def _record_evaluation(campaign, options, now, record, target, step, training, f
             f"{campaign.paths.rel(folder)}), fix the sites, then submit --evaluation --baseline again",
             exit_code=EXIT_UNSCORED,
         )
-    given = _record_options(
-        options, target, campaign.paths.workspace / training["download"], training["job_id"], failure_reason=reason
-    )
+    given = _record_options(options, target, download, training["job_id"], failure_reason=reason)
     given.measured = None if reason else found
     result = record(campaign, given, now)
     step.save(state=RECORDED)
