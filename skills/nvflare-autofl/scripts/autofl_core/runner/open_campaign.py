@@ -133,7 +133,7 @@ class Campaign:
             *run_args,
         ]
 
-    def pending(self) -> list[dict]:
+    def pending(self) -> list[manifests.CandidateManifest]:
         return manifests.pending(self.manifests())
 
     def used_names(self) -> set[str]:
