@@ -99,7 +99,7 @@ def measure(count: int, folder: Path) -> dict:
         printed.pop(key, None)
     return {
         "rows": count,
-        "literature": sum(1 for row in rows if row["status"] == "literature"),
+        "literature": sum(1 for row in rows if row.status == "literature"),
         "parse_s": parse_s,
         "state_s": state_s,
         "fastest_s": parse_fastest + state_fastest,

@@ -113,9 +113,9 @@ def main(argv: list[str] | None = None) -> int:
 def judge(plain: Path, pruned: Path, candidates, args) -> int:
     rows = {folder: ledger.read_rows(folder / "results.tsv") for folder in (plain, pruned)}
     mode = json.loads((plain / ".nvflare/autofl/campaign.json").read_text())["settings"]["mode"]
-    by_name = {folder: {row["name"]: row for row in rows[folder]} for folder in rows}
+    by_name = {folder: {row.name: row for row in rows[folder]} for folder in rows}
     compute = {
-        folder: sum(by_name[folder][name]["runtime_seconds"] or 0.0 for name, _a, _h in candidates) for folder in rows
+        folder: sum(by_name[folder][name].runtime_seconds or 0.0 for name, _a, _h in candidates) for folder in rows
     }
     best = {folder: prune_replay.v.best_row(rows[folder], mode) for folder in rows}
     print(f"P8: {len(candidates)} candidates, {sum(h for *_x, h in candidates)} hopeless, num_rounds {args.rounds}")
@@ -123,22 +123,22 @@ def judge(plain: Path, pruned: Path, candidates, args) -> int:
     live_false = []
     for name, _run_args, _hopeless in candidates:
         a, b = by_name[plain][name], by_name[pruned][name]
-        shown_b = "pruned" if prune.is_pruned(b) else f"{b['status']} {b['score']}"
+        shown_b = "pruned" if prune.is_pruned(b) else f"{b.status} {b.score}"
         print(
-            f"{name:<15} {a['status']:>8} {a['score']!s:>9} {a['runtime_seconds']:6.1f} s   {shown_b:>28} {b['runtime_seconds']:6.1f} s"
+            f"{name:<15} {a.status:>8} {a.score!s:>9} {a.runtime_seconds:6.1f} s   {shown_b:>28} {b.runtime_seconds:6.1f} s"
         )
         if prune.is_pruned(b):
             reference = prune_replay.v.best_row(rows[plain][: rows[plain].index(a)], mode)
-            tolerance = gains.typical_spread(None, reference["score"]) if reference else 0.0
-            gain = compare.improvement(a["score"], reference["score"], mode) if a["score"] is not None else None
-            if a["status"] == prune_replay.v.KEEP or (gain is not None and gain >= -(tolerance or 0.0)):
+            tolerance = gains.typical_spread(None, reference.score) if reference else 0.0
+            gain = compare.improvement(a.score, reference.score, mode) if a.score is not None else None
+            if a.status == prune_replay.v.KEEP or (gain is not None and gain >= -(tolerance or 0.0)):
                 live_false.append(name)
-            print(f"{'':<15} {b['failure_reason']}")
+            print(f"{'':<15} {b.failure_reason}")
     crashed = [
         f"{folder.name}/{name}"
         for folder in rows
         for name, *_r in candidates
-        if by_name[folder][name]["status"] == prune_replay.v.CRASH
+        if by_name[folder][name].status == prune_replay.v.CRASH
     ]
     if crashed:  # e.g. NVFLARE's simulator losing a client on an overloaded machine: the pair is not comparable
         print(f"crashed: {', '.join(crashed)}; the comparison is not meaningful, run the bench again")
@@ -147,16 +147,14 @@ def judge(plain: Path, pruned: Path, candidates, args) -> int:
     ceiling = hopeless / len(candidates) * (1 - prune.DEFAULT_MIN_FRACTION)
     tallies, replayed, _live = prune_replay.replay_campaigns([plain], prune_replay.SETTINGS[:1])
     replay_false = next(iter(tallies.values())).false_prunes
-    same_best = (best[plain]["name"], best[plain]["score"]) == (best[pruned]["name"], best[pruned]["score"])
+    same_best = (best[plain].name, best[plain].score) == (best[pruned].name, best[pruned].score)
     pruned_names = [name for name, *_r in candidates if prune.is_pruned(by_name[pruned][name])]
     print(
         f"candidate compute: without {compute[plain]:.1f} s, with {compute[pruned]:.1f} s: {100 * saved:.1f} % less "
         f"(bar >= {100 * MIN_SAVED:.0f} %; ceiling with {hopeless} hopeless of {len(candidates)} pruned at half: "
         f"{100 * ceiling:.1f} % of the rounds)"
     )
-    print(
-        f"best: without {best[plain]['name']} {best[plain]['score']}, with {best[pruned]['name']} {best[pruned]['score']}"
-    )
+    print(f"best: without {best[plain].name} {best[plain].score}, with {best[pruned].name} {best[pruned].score}")
     print(
         f"pruned live: {', '.join(pruned_names) or 'none'}; false prunes live: {len(live_false)}, in the replay of "
         f"the unpruned campaign ({replayed} candidates): {len(replay_false)}"

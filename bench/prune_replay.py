@@ -118,37 +118,37 @@ def candidates_of(workspace: Path) -> tuple[list[Candidate], int]:
     total = contract.num_rounds(config) or 0
     tracker, best, replicates, found, pruned_live = v.RunningBest(mode), None, {}, [], 0
     for index, row in enumerate(rows):
-        if row["status"] == v.REPLICATE and row["score"] is not None:
-            replicates.setdefault(row["base_candidate"], []).append(row)
-        if row["status"] in v.SCORED_ATTEMPTS and best is not None:
-            if row["score"] is None:
+        if row.status == v.REPLICATE and row.score is not None:
+            replicates.setdefault(row.base_candidate, []).append(row)
+        if row.status in v.SCORED_ATTEMPTS and best is not None:
+            if row.score is None:
                 pruned_live += prune.is_pruned(row)
-            elif row["artifacts"] and total:
-                found.append(_candidate(workspace, row, best, replicates.get(best["name"], []), mode, order[0], total))
+            elif row.artifacts and total:
+                found.append(_candidate(workspace, row, best, replicates.get(best.name, []), mode, order[0], total))
         if tracker.offer(index, row):
             best = row
     return [item for item in found if item.curve and item.best_curve], pruned_live
 
 
 def _candidate(workspace, row, best, replicate_rows, mode, metric, total) -> Candidate:
-    def curve(of: dict) -> dict[int, float]:
-        return progress.read_curve(workspace / of["artifacts"] / "simulation", metric) if of["artifacts"] else {}
+    def curve(of) -> dict[int, float]:
+        return progress.read_curve(workspace / of.artifacts / "simulation", metric) if of.artifacts else {}
 
     noise = guard.noise_estimate(
-        (best["score"], None, best["name"]), [r["score"] for r in replicate_rows], guard.GuardSettings(mode=mode)
+        (best.score, None, best.name), [r.score for r in replicate_rows], guard.GuardSettings(mode=mode)
     )
     band = gains.band(noise)
-    tolerance = band if band is not None else (gains.typical_spread(metric, best["score"]) or 0.0)
+    tolerance = band if band is not None else (gains.typical_spread(metric, best.score) or 0.0)
     return Candidate(
-        where=f"{workspace}:{row['name']}",
-        status=row["status"],
-        score=row["score"],
-        runtime=float(row["runtime_seconds"] or 0.0),
+        where=f"{workspace}:{row.name}",
+        status=row.status,
+        score=row.score,
+        runtime=float(row.runtime_seconds or 0.0),
         curve=curve(row),
         total=total,
         best_curve=curve(best),
         replicates=[c for c in (curve(r) for r in replicate_rows) if c],
-        best_score=best["score"],
+        best_score=best.score,
         band=band,
         tolerance=tolerance,
         mode=mode,

@@ -7,6 +7,7 @@ precision of `min_delta`, and state fields that no other test read.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -47,8 +48,8 @@ def _row(status="keep", name="c1", score="0.5", runtime="1.000"):
 def test_crlf_ledger_parses_like_lf():
     text = ledger.HEADER + "\r\n" + _row(name="a") + "\r\n" + _row(name="b", score="0.7") + "\r\n"
     rows = ledger.parse(text)
-    assert [(r["name"], r["score"], r["runtime_seconds"]) for r in rows] == [("a", 0.5, 1.0), ("b", 0.7, 1.0)]
-    assert rows[0]["literature_event_id"] == ""  # the trailing \r is not part of the last field
+    assert [(r.name, r.score, r.runtime_seconds) for r in rows] == [("a", 0.5, 1.0), ("b", 0.7, 1.0)]
+    assert rows[0].literature_event_id == ""  # the trailing \r is not part of the last field
 
 
 def test_a_carriage_return_at_the_start_of_a_line_is_corruption():
@@ -58,11 +59,11 @@ def test_a_carriage_return_at_the_start_of_a_line_is_corruption():
 
 def test_rows_after_a_blank_line_are_still_read():
     rows = ledger.parse(ledger.HEADER + "\n" + _row(name="a") + "\n\n" + _row(name="b") + "\n")
-    assert [r["name"] for r in rows] == ["a", "b"]
+    assert [r.name for r in rows] == ["a", "b"]
 
 
 def test_a_ledger_without_final_newline_keeps_its_last_row():
-    assert [r["name"] for r in ledger.parse(ledger.HEADER + "\n" + _row(name="last"))] == ["last"]
+    assert [r.name for r in ledger.parse(ledger.HEADER + "\n" + _row(name="last"))] == ["last"]
 
 
 def test_parse_errors_name_the_source():
@@ -87,7 +88,7 @@ def test_read_and_append_errors_name_the_ledger_path(tmp_path):
 def test_append_returns_the_row_as_read_back(tmp_path):
     path = tmp_path / "results.tsv"
     row = ledger.append_row(path, {"status": "keep", "name": "a\tb", "score": 0.25, "runtime_seconds": 0})
-    assert row["name"] == "a b" and row["score"] == 0.25 and row["runtime_seconds"] == 0.0
+    assert row.name == "a b" and row.score == 0.25 and row.runtime_seconds == 0.0
     assert ledger.read_rows(path) == [row]
 
 
@@ -104,7 +105,7 @@ def test_invalid_utf8_names_its_line(tmp_path):
 @pytest.mark.parametrize("runtime", [0, 0.5, "0", 1])
 def test_runtime_seconds_may_be_zero_or_fractional(runtime):
     line = ledger.format_row({"status": "keep", "name": "x", "runtime_seconds": runtime})
-    assert ledger.parse(ledger.HEADER + "\n" + line + "\n")[0]["runtime_seconds"] == float(runtime)
+    assert ledger.parse(ledger.HEADER + "\n" + line + "\n")[0].runtime_seconds == float(runtime)
 
 
 def test_format_errors_name_the_problem():
@@ -170,25 +171,31 @@ def test_state_carries_schema_version_and_accounting():
 
 
 def test_no_baseline_row_means_no_baseline_score():
-    rows = [{"status": "keep", "name": "a", "score": 0.6}, {"status": "baseline", "name": "b", "score": 0.5}]
+    rows = [
+        ledger.LedgerRow(status="keep", name="a", score=0.6),
+        ledger.LedgerRow(status="baseline", name="b", score=0.5),
+    ]
     state = guard.compute_state(rows[:1], guard.GuardSettings(), stop_files_present=[])
     assert state["baseline_status"] == "pending" and state["baseline_score"] is None
     assert guard.compute_state(rows, guard.GuardSettings(), stop_files_present=[])["baseline_score"] == 0.5
 
 
 def test_unnamed_best_row_is_reported_with_an_empty_name():
-    rows = [{"status": "baseline", "name": "", "score": 0.5}, {"status": "keep", "score": 0.6}]
+    rows = [ledger.LedgerRow(status="baseline", name="", score=0.5), ledger.LedgerRow(status="keep", score=0.6)]
     plateau = guard.compute_state(rows, guard.GuardSettings(), stop_files_present=[])["plateau"]
     assert plateau["best_name"] == "" and plateau["best_score"] == 0.6
 
 
 def test_argument_only_rows_without_a_family_never_stall_a_family():
     settings = guard.GuardSettings(family_repeat_limit=2)
-    rows = [{"status": "baseline", "score": 0.5}, {"status": "literature", "literature_event_id": "e1"}]
-    rows += [{"status": "discard", "score": 0.4, "candidate_kind": "argument_only", "algorithm_family": ""}] * 2
+    rows = [
+        ledger.LedgerRow(status="baseline", score=0.5),
+        ledger.LedgerRow(status="literature", literature_event_id="e1"),
+    ]
+    rows += [ledger.LedgerRow(status="discard", score=0.4, candidate_kind="argument_only", algorithm_family="")] * 2
     assert guard._stalled_family(guard._scan(rows, settings), settings) is None
-    rows[-1] = dict(rows[-1], algorithm_family="lr")
-    rows[-2] = dict(rows[-2], algorithm_family="lr")
+    rows[-1] = dataclasses.replace(rows[-1], algorithm_family="lr")
+    rows[-2] = dataclasses.replace(rows[-2], algorithm_family="lr")
     assert guard._stalled_family(guard._scan(rows, settings), settings) == "lr"
 
 
@@ -217,7 +224,7 @@ def test_a_header_with_trailing_spaces_is_not_the_header():
 def test_trailing_letters_of_the_last_field_are_kept():
     fields = {"status": "keep", "name": "x", "score": "0.5", "literature_event_id": "EVENTX"}
     line = "\t".join(fields.get(column, "") for column in ledger.COLUMNS)
-    assert ledger.parse(ledger.HEADER + "\n" + line + "\n")[0]["literature_event_id"] == "EVENTX"
+    assert ledger.parse(ledger.HEADER + "\n" + line + "\n")[0].literature_event_id == "EVENTX"
 
 
 def test_utf8_error_line_counts_a_leading_empty_line(tmp_path):

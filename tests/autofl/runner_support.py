@@ -132,10 +132,16 @@ def tree_digest(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
     return digest
 
 
-def ledger_rows(workspace: Path) -> list[dict]:
+def ledger_records(workspace: Path) -> list:
+    """The workspace's ledger as the runner reads it (`ledger.LedgerRow` records)."""
     from autofl_core.campaign import ledger
 
     return ledger.read_rows(workspace / "results.tsv")
+
+
+def ledger_rows(workspace: Path) -> list[dict]:
+    """The workspace's ledger rows as dicts keyed by column (`LedgerRow.to_row`), for assertions."""
+    return [record.to_row() for record in ledger_records(workspace)]
 
 
 def manifest(workspace: Path, name: str) -> dict:

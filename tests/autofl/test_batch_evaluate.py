@@ -20,6 +20,7 @@ from runner_support import (
     RUNNER,
     WITHOUT_NAMESPACES,
     initialized_standin,
+    ledger_records,
     ledger_rows,
     manifest,
     run_cli,
@@ -163,13 +164,13 @@ def test_the_progress_plot_shades_the_batch(ws, tmp_path, matplotlib_plot):
     assert run_cli(ws, "evaluate", *batch_args(ws, names), "--parallel", "2").code == 0
     options = drawn()
     assert options["batches"] == [{"members": names, "parallel": 2}] and options["curves"]
-    plot.render(ledger_rows(ws), tmp_path / "with.png", **options)
-    plot.render(ledger_rows(ws), tmp_path / "without.png", **dict(options, batches=[]))
+    plot.render(ledger_records(ws), tmp_path / "with.png", **options)
+    plot.render(ledger_records(ws), tmp_path / "without.png", **dict(options, batches=[]))
     picture = (ws / "progress.png").read_bytes()
     assert picture == (tmp_path / "with.png").read_bytes() != (tmp_path / "without.png").read_bytes()
     assert run_cli(ws, "prepare", "--name", "lr-d", "--hypothesis", "h", "--run-args", "--lr 0.5").code == 0
     assert run_cli(ws, "evaluate").code == 0  # a later single candidate: the batch stays shaded
-    plot.render(ledger_rows(ws), tmp_path / "later.png", **drawn())
+    plot.render(ledger_records(ws), tmp_path / "later.png", **drawn())
     assert (ws / "progress.png").read_bytes() == (tmp_path / "later.png").read_bytes()
     (ws / "progress.png").unlink()
     assert run_cli(ws, "report", "--confirm-interrupted").code == 0  # the report's own render

@@ -329,3 +329,14 @@ def test_a_moved_workspace_keeps_its_ready_candidates(ws, tmp_path):
     listed = run_inproc(moved, "status").envelope["pending"]
     assert [p["export_from"] for p in listed] == [str(source_dir(moved, name)) for name in names]
     assert record(moved, "bonus", "0.9", "j-1")["candidate_status"] == "keep"
+
+
+def test_prepare_names_the_candidate_still_waiting_for_its_external_run(ws):
+    """A candidate made ready (awaiting its poc/prod run) blocks a new prepare with one line naming it and its status."""
+    prepare(ws, "bonus")
+    set_bonus(source_dir(ws, "bonus"), 0.2)
+    assert run_inproc(ws, "evaluate", "--manifest", manifest_path(ws, "bonus")).code == 0
+    done = run_inproc(ws, "prepare", "--name", "later", "--hypothesis", "h later")
+    assert done.code == 2 and done.stderr.startswith(
+        "candidate bonus is ready_for_external_execution; record or abandon"
+    )

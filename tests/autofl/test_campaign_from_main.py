@@ -29,7 +29,7 @@ def test_the_campaign_of_an_earlier_main_opens_and_reads_as_written(ws):
     from autofl_core.runner.open_campaign import Campaign
 
     campaign = Campaign.open(str(ws / "job.py"))
-    assert [(r["status"], r["name"]) for r in campaign.rows()] == [
+    assert [(r.status, r.name) for r in campaign.rows()] == [
         ("baseline", "baseline"),
         ("keep", "bonus-up"),
         ("discard", "lr-low"),
@@ -37,7 +37,7 @@ def test_the_campaign_of_an_earlier_main_opens_and_reads_as_written(ws):
     ]
     statuses = {m.candidate_id: m.status for m in campaign.manifests()}
     assert statuses == {"bonus-up": "keep", "lr-low": "discard", "dropped": "abandoned", "pending-one": "prepared"}
-    assert campaign.best().candidate == "bonus-up" and campaign.best_row()["name"] == "bonus-up"
+    assert campaign.best().candidate == "bonus-up" and campaign.best_row().name == "bonus-up"
     assert campaign.settings.max_candidates == 8 and campaign.settings.base_args == ()
 
 

@@ -15,9 +15,11 @@ import subprocess
 import sys
 
 import pytest
+from autofl_core.campaign import ledger
 from runner_support import (
     REPO,
     initialized_standin,
+    ledger_records,
     ledger_rows,
     manifest,
     run_cli,
@@ -103,7 +105,7 @@ def test_point1_seeded_or_unknown_replicates_still_ask_for_three():
     """Point 1: three reruns only when replicates can vary (seeded) or nothing is known (guard CLI)."""
     from autofl_core.campaign import gains, guard, instructions
 
-    rows = [{"status": "baseline", "score": 0.8, "name": "baseline", "metric_name": "accuracy"}]
+    rows = [ledger.LedgerRow(status="baseline", score=0.8, name="baseline", metric_name="accuracy")]
     for kind, count in ((gains.SEEDED_RERUNS, 3), (None, 3), (gains.IDENTICAL_RERUNS, 1)):
         state = guard.compute_state(rows, {}, stop_files_present=[], noise_facts={"replicates": kind})
         assert f"`replicate --count {count}` once" in instructions.replicate_advice(state)
@@ -346,7 +348,7 @@ def test_point6_plot_ticks_labels_and_title_match_the_report(ws, figures, tmp_pa
     assert run_inproc(ws, "report").code == 0
     report = json.loads((ws / "autofl_report.json").read_text())
     figures.clear()
-    plot.render(ledger_rows(ws), tmp_path / "p.png", metric="accuracy", mode="max")
+    plot.render(ledger_records(ws), tmp_path / "p.png", metric="accuracy", mode="max")
     (figure,) = figures
     axes = figure.axes[0]
     renderer = figure.canvas.get_renderer()
@@ -376,10 +378,10 @@ def test_point6_few_experiments_still_get_integer_ticks(figures, tmp_path):
     from autofl_core.campaign import plot
 
     rows = [
-        {"status": "baseline", "name": "baseline", "score": 0.7},
-        {"status": "literature", "name": "lit-0001", "literature_event_id": "lit-0001"},
-        {"status": "literature", "name": "lit-0002", "literature_event_id": "lit-0002"},
-        {"status": "discard", "name": "a", "score": 0.69},
+        ledger.LedgerRow(status="baseline", name="baseline", score=0.7),
+        ledger.LedgerRow(status="literature", name="lit-0001", literature_event_id="lit-0001"),
+        ledger.LedgerRow(status="literature", name="lit-0002", literature_event_id="lit-0002"),
+        ledger.LedgerRow(status="discard", name="a", score=0.69),
     ]
     plot.render(rows, tmp_path / "p.png", metric="accuracy", mode="max")
     axes = figures[-1].axes[0]
@@ -441,7 +443,7 @@ def test_point7_the_check_compares_effective_source_and_args():
             return self._manifests
 
         def best_row(self):
-            return {"name": "baseline"}
+            return ledger.LedgerRow(status="baseline", name="baseline")
 
     fixture = REPO / "tests/fixtures/autofl_campaign_main/.nvflare/autofl/candidates/pending-one"
     base = CandidateManifest.from_json(json.loads((fixture / "candidate_manifest.json").read_text()))

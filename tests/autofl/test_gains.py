@@ -2,7 +2,7 @@
 the replicate advice built on them (campaign/instructions.py), pure."""
 
 import pytest
-from autofl_core.campaign import gains, guard, instructions
+from autofl_core.campaign import gains, guard, instructions, ledger
 
 
 @pytest.mark.parametrize(
@@ -68,9 +68,9 @@ def test_band_is_the_keep_margin_when_applied_else_twice_the_spread():
 
 
 def _rows(*scores):
-    rows = [{"status": "baseline", "name": "baseline", "score": scores[0], "metric_name": "accuracy"}]
+    rows = [ledger.LedgerRow(status="baseline", name="baseline", score=scores[0], metric_name="accuracy")]
     rows += [
-        {"status": "keep", "name": f"k{i}", "score": s, "candidate_kind": "source_edit"}
+        ledger.LedgerRow(status="keep", name=f"k{i}", score=s, candidate_kind="source_edit")
         for i, s in enumerate(scores[1:])
     ]
     return rows
@@ -105,7 +105,7 @@ def test_no_advice_before_a_keep_or_after_a_measurement():
         is None
     )
     rows = _rows(0.75, 0.753) + [
-        {"status": "replicate", "name": "replicate_k0_1", "score": 0.753, "base_candidate": "k0"}
+        ledger.LedgerRow(status="replicate", name="replicate_k0_1", score=0.753, base_candidate="k0")
     ]
     state = guard.compute_state(rows, {"max_candidates": 3}, stop_files_present=[])
     assert state["noise_context"]["best_gain_verdict"] == "beyond noise"

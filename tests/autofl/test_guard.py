@@ -10,12 +10,12 @@ _counter = iter(range(10**9))
 
 
 def row(status, score=None, *, kind="", family="", lit="", name=None):
-    """A ledger row dict as `ledger.parse` returns it."""
+    """A ledger row as `ledger.parse` returns it."""
     values = dict.fromkeys(ledger.COLUMNS, "")
     values.update(score=None, runtime_seconds=None)
     values.update(status=status, score=score, candidate_kind=kind, algorithm_family=family, literature_event_id=lit)
     values["name"] = name or f"{status}-{next(_counter)}"
-    return values
+    return ledger.LedgerRow(**values)
 
 
 def base(score=0.8):
@@ -74,7 +74,7 @@ def test_best_baseline_and_improvement_max():
     assert state["best_score"] == 0.9, "discarded scores are never the best"
     assert state["baseline_status"] == "complete" and state["baseline_score"] == 0.8
     assert state["improvement"] == pytest.approx(0.1)
-    assert state["plateau"]["best_name"] == rows[3]["name"]
+    assert state["plateau"]["best_name"] == rows[3].name
     assert state["plateau"]["best_scored_index"] == 2, "position among the retained scored rows, not ledger row 3"
 
 

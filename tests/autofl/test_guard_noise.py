@@ -2,6 +2,7 @@
 the keep decision with a margin, the replicate advice, and campaign_guard.py's display of it."""
 
 import copy
+import dataclasses
 import json
 import math
 import random
@@ -18,9 +19,7 @@ GUARD = __import__("runner_support").SCRIPTS / "campaign_guard.py"
 
 
 def rep(score, of="baseline", name=None):
-    values = row("replicate", score, name=name)
-    values["base_candidate"] = of
-    return values
+    return dataclasses.replace(row("replicate", score, name=name), base_candidate=of)
 
 
 def test_replicate_rows_are_never_attempts_retained_or_crashes():
@@ -39,7 +38,7 @@ def test_replicate_rows_change_nothing_but_noise_on_random_ledgers():
     move the bar later candidates must beat to its mean: test_replicates_of_the_best_set_the_bar_to_its_mean.)"""
     rng = random.Random(7)
     for _case in range(300):
-        rows = random_rows(rng, rng.randint(0, 40))
+        rows = [ledger.LedgerRow(**values) for values in random_rows(rng, rng.randint(0, 40))]
         settings = random_settings(rng)
         with_replicates = copy.deepcopy(rows)
         for _ in range(rng.randint(1, 6)):
@@ -67,7 +66,7 @@ def test_replicates_of_the_best_set_the_bar_to_its_mean():
     rows += [rep(0.86, of="lucky"), rep(0.85, of="lucky"), rep(0.99, of="baseline")]
     assert v.bar_to_beat(rows, "max") == 0.87
     rows.append(row("keep", 0.88, name="steady"))  # above the mean, below the lucky run: the new best
-    assert v.best_row(rows, "max")["name"] == "steady" and v.bar_to_beat(rows, "max") == 0.88
+    assert v.best_row(rows, "max").name == "steady" and v.bar_to_beat(rows, "max") == 0.88
 
 
 def test_noise_estimate_uses_the_best_and_its_replicates_only():
@@ -196,15 +195,15 @@ def test_ledger_round_trips_replicate_rows():
         ]
     )
     (parsed,) = ledger.parse(text)
-    assert (parsed["status"], parsed["score"], parsed["base_candidate"]) == ("replicate", 0.5, "best")
+    assert (parsed.status, parsed.score, parsed.base_candidate) == ("replicate", 0.5, "best")
 
 
 def test_older_ledger_header_is_read_leniently_and_reported():
     header = "\t".join(ledger.COLUMNS[:9])
     text = header + "\nbaseline\tbaseline\t0.5\t1.0\n" + "keep\tx\t0.6\t1.0\ta.py\tedit\tcmd\truns/x\t\n"
     rows, missing = ledger.parse_any_version(text)
-    assert [r["name"] for r in rows] == ["baseline", "x"] and missing == ledger.COLUMNS[9:]
-    assert rows[1]["literature_event_id"] == "" and rows[1]["changed_files"] == "a.py"
+    assert [r.name for r in rows] == ["baseline", "x"] and missing == ledger.COLUMNS[9:]
+    assert rows[1].literature_event_id == "" and rows[1].changed_files == "a.py"
     with pytest.raises(ledger.LedgerError, match="line 2"):
         ledger.parse_any_version(header + "\n" + "\t".join(["keep"] * 10) + "\n")
     with pytest.raises(ledger.LedgerError, match="header"):

@@ -161,11 +161,12 @@ def test_guard_matches_oracle_on_random_ledgers(seed):
         settings = random_settings(rng)
         stop = ["STOP_AUTOFL"] if rng.random() < 0.1 else []
         pending, ready = (rng.random() < 0.1) * 1, (rng.random() < 0.05) * 1
-        snapshot = copy.deepcopy(rows)
+        records = [ledger.LedgerRow(**values) for values in rows]  # the oracle reads the same rows as dicts
+        snapshot = copy.deepcopy(records)
         state = guard.compute_state(
-            rows, settings, stop_files_present=stop, pending_manifests=pending, ready_manifests=ready
+            records, settings, stop_files_present=stop, pending_manifests=pending, ready_manifests=ready
         )
-        assert rows == snapshot, "compute_state must not mutate its input"
+        assert records == snapshot, "compute_state must not mutate its input"
         expected = oracle(rows, settings, stop, pending, ready)
         got = {
             "reason": state["reason"],

@@ -736,13 +736,14 @@ def test_methods_and_subscripts(expression, expected):
 
 
 def test_ledger_metric_is_the_first_scored_row_with_a_name():
+    from autofl_core.campaign.ledger import LedgerRow
     from autofl_core.importer.objective import ledger_metric
 
     rows = [
-        {"score": None, "metric_name": "skipped"},
-        {"score": 0.5, "metric_name": ""},
-        {"score": 0.0, "metric_name": "val_acc"},
-        {"score": 0.9, "metric_name": "other"},
+        LedgerRow(status="keep", score=None, metric_name="skipped"),
+        LedgerRow(status="keep", score=0.5, metric_name=""),
+        LedgerRow(status="keep", score=0.0, metric_name="val_acc"),
+        LedgerRow(status="keep", score=0.9, metric_name="other"),
     ]
     assert ledger_metric(rows) == "val_acc"
     assert ledger_metric(rows[:2]) == "score"

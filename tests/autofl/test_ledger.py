@@ -38,18 +38,18 @@ def test_parse_types_scores_and_keeps_text():
     text = _header() + _line(status="baseline", name="baseline", score="0.812500", runtime_seconds="17.250")
     text += _line(status="crash", name="broken", failure_reason="exit_code=1")
     rows = ledger.parse(text)
-    assert [row["status"] for row in rows] == ["baseline", "crash"]
-    assert rows[0]["score"] == 0.8125 and rows[0]["runtime_seconds"] == 17.25
-    assert rows[1]["score"] is None and rows[1]["runtime_seconds"] is None
-    assert rows[1]["failure_reason"] == "exit_code=1"
-    assert set(rows[0]) == set(ledger.COLUMNS)
+    assert [row.status for row in rows] == ["baseline", "crash"]
+    assert rows[0].score == 0.8125 and rows[0].runtime_seconds == 17.25
+    assert rows[1].score is None and rows[1].runtime_seconds is None
+    assert rows[1].failure_reason == "exit_code=1"
+    assert list(rows[0].to_row()) == list(ledger.COLUMNS)
 
 
 def test_parse_empty_and_header_only_and_crlf():
     assert ledger.parse("") == []
     assert ledger.parse(_header()) == []
     crlf = (_header() + _line(status="keep", name="a", score="0.5")).replace("\n", "\r\n")
-    assert ledger.parse(crlf)[0]["score"] == 0.5
+    assert ledger.parse(crlf)[0].score == 0.5
 
 
 @pytest.mark.parametrize(
@@ -78,11 +78,11 @@ def test_parse_rejects_corrupt_input_with_one_line(text, fragment):
 def test_short_rows_are_padded_with_empty_trailing_fields():
     """Editors that trim trailing whitespace drop trailing tabs; the reference's eval ledgers have such rows."""
     rows = ledger.parse(_header() + "keep\tonly-two\t0.5\n" + "literature\tlit\n")
-    assert [(r["status"], r["name"], r["score"], r["literature_event_id"]) for r in rows] == [
+    assert [(r.status, r.name, r.score, r.literature_event_id) for r in rows] == [
         ("keep", "only-two", 0.5, ""),
         ("literature", "lit", None, ""),
     ]
-    assert all(len(row) == len(ledger.COLUMNS) for row in rows)
+    assert all(len(row.to_row()) == len(ledger.COLUMNS) for row in rows)
 
 
 def test_read_rows_missing_file_is_empty(tmp_path):
@@ -129,13 +129,13 @@ def test_append_row_creates_then_appends_and_round_trips(tmp_path):
     path = tmp_path / "results.tsv"
     first = ledger.append_row(path, {"status": "baseline", "name": "baseline", "score": 0.8, "metric_name": "accuracy"})
     ledger.append_row(path, {"status": "keep", "name": "lr", "score": 0.8123456789, "candidate_kind": "argument_only"})
-    assert first["score"] == 0.8 and first["metric_name"] == "accuracy"
+    assert first.score == 0.8 and first.metric_name == "accuracy"
     text = path.read_text()
     assert text.startswith(_header()) and text.endswith("\n") and text.count("\n") == 3
     rows = ledger.read_rows(path)
-    assert [row["name"] for row in rows] == ["baseline", "lr"]
-    assert rows[1]["score"] == 0.812346
-    assert ledger.format_ledger(rows) == text
+    assert [row.name for row in rows] == ["baseline", "lr"]
+    assert rows[1].score == 0.812346
+    assert ledger.format_ledger([row.to_row() for row in rows]) == text
     assert [p.name for p in tmp_path.iterdir()] == ["results.tsv"], "no temp file may be left behind"
 
 
@@ -143,7 +143,7 @@ def test_append_row_adds_missing_final_newline(tmp_path):
     path = tmp_path / "results.tsv"
     path.write_text(_header() + _line(status="baseline", name="b", score="0.5").rstrip("\n"))
     ledger.append_row(path, {"status": "discard", "name": "c", "score": 0.4})
-    assert [row["name"] for row in ledger.read_rows(path)] == ["b", "c"]
+    assert [row.name for row in ledger.read_rows(path)] == ["b", "c"]
 
 
 def test_append_row_refuses_corrupt_ledger_and_leaves_it_untouched(tmp_path):
@@ -229,7 +229,7 @@ def test_improvement_is_direction_adjusted():
 
 def test_parse_tolerates_a_utf8_bom_and_joins_lists():
     text = "\ufeff" + _header() + _line(status="keep", name="x", score="0.5")
-    assert ledger.parse(text)[0]["name"] == "x"
+    assert ledger.parse(text)[0].name == "x"
     line = ledger.format_row({"status": "keep", "name": "x", "changed_files": ["client.py", "job.py"]})
     assert line.split("\t")[4] == "client.py,job.py"
 

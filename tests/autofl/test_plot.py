@@ -1,5 +1,6 @@
 """progress.png: pure plot data, the one matplotlib picture (progress and round curves), the text summary, CLI."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -41,7 +42,7 @@ def r(status, score=None, name=None, lit=""):
     values = dict.fromkeys(ledger.COLUMNS, "")
     values.update(status=status, score=score, runtime_seconds=None, name=name or status, literature_event_id=lit)
     values["metric_name"] = "accuracy" if score is not None else ""
-    return values
+    return ledger.LedgerRow(**values)
 
 
 EVERY_STATUS = [
@@ -224,7 +225,7 @@ def cli(repo_root, python_exe):
 def _write_ledger(folder, rows):
     path = folder / "results.tsv"
     for row in rows:
-        ledger.append_row(path, {key: value for key, value in row.items() if value not in ("", None)})
+        ledger.append_row(path, {key: value for key, value in row.to_row().items() if value not in ("", None)})
     return path
 
 
@@ -266,7 +267,7 @@ def test_the_text_renderer_is_chosen_by_the_environment_and_never_imports_matplo
     scripts = repo_root / "skills" / "nvflare-autofl" / "scripts"
     code = (
         f"import sys; sys.path.insert(0, {str(scripts)!r}); from autofl_core.campaign import plot, ledger\n"
-        "rows = [dict(dict.fromkeys(ledger.COLUMNS, ''), status='baseline', score=0.5, name='b', metric_name='m')]\n"
+        "rows = [ledger.LedgerRow(status='baseline', score=0.5, name='b', metric_name='m')]\n"
         "print(plot.warm_up(), plot.render(rows, sys.argv[1], metric='m', mode='max')['backend'],\n"
         "      'matplotlib' in sys.modules, 'PIL' in sys.modules)"
     )
@@ -450,7 +451,7 @@ def test_every_legend_fits_inside_the_picture(tmp_path, figures):
     long_curves = CURVES + [
         {"name": "a-candidate-with-a-very-long-name-indeed", "role": "best", "rounds": [0, 1], "values": [0.1, 0.2]}
     ]
-    rows = [dict(row, score=row["score"] * 1e6 if row["score"] else None) for row in EVERY_STATUS]  # wide numbers
+    rows = [dataclasses.replace(row, score=row.score * 1e6 if row.score else None) for row in EVERY_STATUS]  # wide
     plot.render(rows, tmp_path / "p.png", metric="accuracy", mode="max", band=123456.0232701, curves=long_curves)
     figure = figures[-1]
     renderer = figure.canvas.get_renderer()

@@ -3,9 +3,14 @@
 import math
 
 import pytest
-from autofl_core.campaign import prune
+from autofl_core.campaign import ledger, prune
 
 BEST = {0: 0.50, 1: 0.70, 2: 0.80, 3: 0.85, 4: 0.88, 5: 0.90}  # six rounds
+
+
+def _row(**values):
+    """A ledger row as the ledger reads it back (a writer's columns, the rest empty)."""
+    return ledger.LedgerRow.from_row(values)
 
 
 def curve(*values):
@@ -22,7 +27,7 @@ def test_a_hopeless_candidate_is_pruned_at_half_the_budget_with_the_reason():
     decision = decide(curve(0.30, 0.31, 0.32))
     assert decision.prune and decision.round == 3
     assert decision.reason == "pruned at round 3 of 6: 0.32 vs best 0.8, margin 0.08"
-    assert prune.is_pruned({"failure_reason": decision.reason})
+    assert prune.is_pruned(_row(status="discard", failure_reason=decision.reason))
 
 
 def test_never_before_the_minimum_fraction_of_the_budget():
@@ -103,8 +108,8 @@ def test_a_non_finite_round_trails():
 
 
 def test_is_pruned_only_for_the_prune_reason():
-    assert not prune.is_pruned({"failure_reason": "within noise (delta=+0.001, margin=0.01)"})
-    assert not prune.is_pruned({"failure_reason": None})
+    assert not prune.is_pruned(_row(status="discard", failure_reason="within noise (delta=+0.001, margin=0.01)"))
+    assert not prune.is_pruned(_row(status="discard", failure_reason=None))
 
 
 def test_the_plot_draws_a_pruned_discard_apart_from_crashes_and_counts_it():
@@ -112,9 +117,9 @@ def test_the_plot_draws_a_pruned_discard_apart_from_crashes_and_counts_it():
 
     reason = "pruned at round 3 of 6: 0.32 vs best 0.8, margin 0.08"
     rows = [
-        {"status": "baseline", "name": "baseline", "score": 0.8},
-        {"status": "discard", "name": "far", "score": None, "failure_reason": reason},
-        {"status": "crash", "name": "broken", "score": None, "failure_reason": "exit_code=1"},
+        _row(status="baseline", name="baseline", score=0.8),
+        _row(status="discard", name="far", score=None, failure_reason=reason),
+        _row(status="crash", name="broken", score=None, failure_reason="exit_code=1"),
     ]
     data = plot.plot_data(rows, "max")
     assert [(f["name"], f["pruned"]) for f in data["failures"]] == [("far", True), ("broken", False)]
@@ -126,9 +131,9 @@ def test_the_instruction_says_what_a_prune_means_only_while_the_latest_attempt_i
     from autofl_core.campaign import instructions
 
     reason = "pruned at round 3 of 6: 0.32 vs best 0.8, margin 0.08"
-    rows = [{"status": "baseline", "name": "baseline"}, {"status": "discard", "name": "far", "failure_reason": reason}]
+    rows = [_row(status="baseline", name="baseline"), _row(status="discard", name="far", failure_reason=reason)]
     note = instructions.pruned_note(rows)
     assert note.startswith(f"The last candidate, far, was pruned ({reason})") and "move the next hypothesis" in note
-    later = rows + [{"status": "literature", "name": "lit-0001"}]  # not an attempt: the prune is still the latest
+    later = rows + [_row(status="literature", name="lit-0001")]  # not an attempt: the prune is still the latest
     assert instructions.pruned_note(later) == note
-    assert instructions.pruned_note(rows + [{"status": "keep", "name": "near", "failure_reason": ""}]) is None
+    assert instructions.pruned_note(rows + [_row(status="keep", name="near", failure_reason="")]) is None

@@ -13,7 +13,7 @@ import pytest
 from autofl_core.campaign import prune
 from autofl_core.trial.execute import TrialSpec, run_trial
 from autofl_core.trial.processes import find_token_processes
-from runner_support import ledger_rows, run_inproc, standin_workspace
+from runner_support import ledger_records, run_inproc, standin_workspace
 
 STANDIN_JOB = Path(__file__).resolve().parent / "standin_job" / "job.py"
 GROUPS = [["--name"], ["--n_clients"], ["--num_rounds", "-r"], ["--curve"], ["--round_seconds"]]
@@ -119,8 +119,8 @@ def test_a_hopeless_candidate_is_pruned_and_recorded_as_a_discard(tmp_path):
     workspace = slow_standin(tmp_path)
     done = run_inproc(workspace, "initialize", "--prune", "--max-candidates", "4")
     assert done.code == 0, done.stderr
-    baseline = ledger_rows(workspace)[0]
-    assert baseline["status"] == "baseline" and baseline["score"] is not None  # never pruned (nothing to compare)
+    baseline = ledger_records(workspace)[0]
+    assert baseline.status == "baseline" and baseline.score is not None  # never pruned (nothing to compare)
     status = run_inproc(workspace, "status")
     assert status.envelope["pruning"]["enabled"] is True and status.envelope["pruning"]["k"] == 2
 
@@ -128,11 +128,11 @@ def test_a_hopeless_candidate_is_pruned_and_recorded_as_a_discard(tmp_path):
     done = run_inproc(workspace, "evaluate")
     assert done.code == 0, done.stderr
     assert done.envelope["candidate_status"] == "discard"
-    row = ledger_rows(workspace)[-1]
-    assert row["name"] == "lr-far" and row["status"] == "discard" and row["score"] is None
+    row = ledger_records(workspace)[-1]
+    assert row.name == "lr-far" and row.status == "discard" and row.score is None
     assert prune.is_pruned(row), row
-    assert " of 6: 0.1" in row["failure_reason"] and "vs best 0.7" in row["failure_reason"]
-    assert row["runtime_seconds"] and row["runtime_seconds"] < baseline["runtime_seconds"]  # compute counted
+    assert " of 6: 0.1" in row.failure_reason and "vs best 0.7" in row.failure_reason
+    assert row.runtime_seconds and row.runtime_seconds < baseline.runtime_seconds  # compute counted
     trial = json.loads((workspace / "autofl_runs" / "lr-far" / "trial.json").read_text())
     assert trial["outcome"] == "pruned"
 
@@ -157,8 +157,8 @@ def test_without_prune_the_same_candidate_runs_its_full_budget(tmp_path):
     prepare(workspace, "lr-far", "--lr 0.9")
     done = run_inproc(workspace, "evaluate")
     assert done.envelope["candidate_status"] == "discard"
-    row = ledger_rows(workspace)[-1]
-    assert row["score"] == pytest.approx(0.15) and not prune.is_pruned(row)
+    row = ledger_records(workspace)[-1]
+    assert row.score == pytest.approx(0.15) and not prune.is_pruned(row)
 
 
 @pytest.mark.slow
@@ -170,14 +170,14 @@ def test_in_a_batch_each_member_is_pruned_on_its_own_and_frees_its_slot(tmp_path
     prepare(workspace, "after", "--lr 0.22")  # waits for a slot: it takes the pruned one's
     done = run_inproc(workspace, "evaluate", "--all-prepared", "--parallel", "2")
     assert done.code == 0, done.stderr
-    rows = {row["name"]: row for row in ledger_rows(workspace)}
-    assert prune.is_pruned(rows["far"]) and rows["far"]["status"] == "discard"
-    assert rows["near"]["status"] == "keep" and rows["near"]["score"] == pytest.approx(0.8)
-    assert not prune.is_pruned(rows["after"]) and rows["after"]["score"] is not None
-    assert rows["far"]["runtime_seconds"] < rows["near"]["runtime_seconds"]
+    rows = {row.name: row for row in ledger_records(workspace)}
+    assert prune.is_pruned(rows["far"]) and rows["far"].status == "discard"
+    assert rows["near"].status == "keep" and rows["near"].score == pytest.approx(0.8)
+    assert not prune.is_pruned(rows["after"]) and rows["after"].score is not None
+    assert rows["far"].runtime_seconds < rows["near"].runtime_seconds
     # the slot was freed at once: the third trial started when the pruned one ended, not after `near`
     started = {name: _started(workspace, name) for name in ("far", "near", "after")}
-    assert started["after"] < started["near"] + rows["near"]["runtime_seconds"] - 1.0
+    assert started["after"] < started["near"] + rows["near"].runtime_seconds - 1.0
 
 
 def _started(workspace: Path, name: str) -> float:

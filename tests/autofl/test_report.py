@@ -33,7 +33,7 @@ CAMPAIGN_REPORT = SCRIPTS / "campaign_report.py"
 def r(status, name, score=None, **extra):
     values = dict.fromkeys(ledger.COLUMNS, "")
     values.update(status=status, name=name, score=score, runtime_seconds=extra.pop("runtime", None), **extra)
-    return values
+    return ledger.LedgerRow(**values)
 
 
 def lit(event):
@@ -95,7 +95,7 @@ def test_every_literature_outcome_from_linked_candidates_only():
 
 def test_best_is_never_a_discard_and_a_better_discard_is_best_observed():
     walk = report_facts.walk_rows(EDGE_ROWS, "max")
-    assert EDGE_ROWS[walk.best]["name"] == "l1-a"
+    assert EDGE_ROWS[walk.best].name == "l1-a"
     seen = report_facts.best_observed(EDGE_ROWS, walk)
     assert (seen["name"], seen["score"], seen["gain_over_best"]) == ("better-discard", 0.95, pytest.approx(0.13))
     assert seen["reason"].startswith("within noise")
@@ -258,7 +258,7 @@ def campaign(tmp_path, name="ws", *, cap="5"):
 
 
 def write_ledger(workspace, rows, *, header_columns=None):
-    text = ledger.format_ledger(rows)
+    text = ledger.format_ledger([row.to_row() for row in rows])
     if header_columns:
         width = header_columns
         lines = text.splitlines()

@@ -281,13 +281,14 @@ def test_skill_md_lists_the_conventional_families_and_any_slug_is_accepted(ws):
 
 
 def test_evaluate_candidate_never_hides_a_sandbox_denial_or_a_missing_baseline():
+    from autofl_core.campaign.ledger import LedgerRow
     from autofl_core.runner import state as state_mod
 
     pending = {"reason": "pending_candidates", "next_action": "edit_candidate", "baseline_status": "complete"}
-    scored = [{"status": "baseline", "score": 0.75}]
+    scored = [LedgerRow(status="baseline", score=0.75)]
     assert state_mod.lifecycle_override(pending, scored, "sim", argument_only_pending=True) == "evaluate_candidate"
     assert state_mod.lifecycle_override(pending, scored, "sim", argument_only_pending=False) is None
-    denied = scored + [{"status": "infrastructure_retry", "score": None}]
+    denied = scored + [LedgerRow(status="infrastructure_retry", score=None)]
     assert state_mod.lifecycle_override(pending, denied, "sim", argument_only_pending=True) == (
         "await_simulation_runner_approval"
     )

@@ -492,15 +492,16 @@ def test_demo_final_report_from_a_read_only_copy(demo, tmp_path, matplotlib_plot
     names = [row["name"] for row in rows[1:4]]
     parallel = manifest(archive, "drop-bias")["batch"]["parallel"]
     assert data["compute"]["batches"] == [{"members": names, "parallel": parallel}]
-    from autofl_core.campaign import plot
+    from autofl_core.campaign import ledger, plot
     from autofl_core.runner.open_campaign import Campaign
     from autofl_core.runner.report import build
 
     state = json.loads((archive / ".nvflare/autofl/campaign_state.json").read_text())
     drawn = build.plot_options(Campaign.open(archive / "job.py"), state)
     assert drawn["batches"] == data["compute"]["batches"] and len(drawn["curves"]) == 3
-    plot.render(rows, tmp_path / "with.png", **drawn)
-    plot.render(rows, tmp_path / "without.png", **dict(drawn, batches=[]))
+    records = ledger.read_rows(archive / "results.tsv")
+    plot.render(records, tmp_path / "with.png", **drawn)
+    plot.render(records, tmp_path / "without.png", **dict(drawn, batches=[]))
     picture = (target / "progress.png").read_bytes()
     assert picture == (tmp_path / "with.png").read_bytes() != (tmp_path / "without.png").read_bytes()
     assert data["compute"]["wall_time_seconds"] > data["compute"]["by_status"]["baseline"]

@@ -114,7 +114,7 @@ def test_schema_field_lists_mirror_the_spec():
 def _row(status, score=None, **extra):
     values = dict.fromkeys(ledger.COLUMNS, "")
     values.update(status=status, name=status, score=score, runtime_seconds=None, **extra)
-    return values
+    return ledger.LedgerRow(**values)
 
 
 SCENARIOS = {

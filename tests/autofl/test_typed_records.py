@@ -43,6 +43,28 @@ def _every_manifest_written_back_is_the_same_bytes(workspace: Path) -> list[str]
     return checked
 
 
+def _the_ledger_written_back_is_the_same_bytes(workspace: Path) -> list[str]:
+    """Parse results.tsv into records and format them again, through the record and through a writer's dicts;
+    returns each row's status and name."""
+    from autofl_core.campaign import ledger
+
+    path = workspace / "results.tsv"
+    text = path.read_text(encoding="utf-8")
+    records = ledger.read_rows(path)
+    assert ledger.HEADER + "\n" + "".join(record.to_line() + "\n" for record in records) == text
+    assert ledger.format_ledger([record.to_row() for record in records]) == text
+    for record in records:
+        assert ledger.LedgerRow.from_row(record.to_row()) == record
+        assert list(record.to_row()) == list(ledger.COLUMNS)
+    return [f"{record.status} {record.name}" for record in records]
+
+
+def test_every_ledger_row_of_the_campaign_of_an_earlier_main_round_trips(tmp_path):
+    rows = _the_ledger_written_back_is_the_same_bytes(_fixture_copy(tmp_path))
+    assert len(rows) == len((FIXTURE / "results.tsv").read_text().splitlines()) - 1
+    assert {row.split()[0] for row in rows} >= {"baseline", "keep", "discard"}
+
+
 def test_every_manifest_of_the_campaign_of_an_earlier_main_round_trips(tmp_path):
     workspace = _fixture_copy(tmp_path)
     assert sorted(_every_manifest_written_back_is_the_same_bytes(workspace)) == [
@@ -81,6 +103,8 @@ def test_every_manifest_of_a_standin_campaign_round_trips(tmp_path):
     prepare("waiting", "--run-args", "--lr 0.3")
     found = _every_manifest_written_back_is_the_same_bytes(workspace)
     assert sorted(found) == ["bonus", "boom", "boom-again", "dropped", "lr-a", "lr-c", "waiting"]
+    rows = _the_ledger_written_back_is_the_same_bytes(workspace)
+    assert {row.split()[0] for row in rows} >= {"baseline", "keep", "crash"}
     again = json.loads((workspace / ".nvflare/autofl/candidates/boom-again/candidate_manifest.json").read_text())
     assert again["crash_replay"]["replay_of"] == "boom"
     assert json.loads((workspace / ".nvflare/autofl/candidates/bonus/candidate_manifest.json").read_text())["batch"]
@@ -152,6 +176,39 @@ def test_a_manifest_of_the_wrong_shape_is_refused_with_its_field(tmp_path, chang
     campaign = Campaign.open(str(workspace / "job.py"))
     with pytest.raises(CampaignError, match=f"not a valid candidate manifest \\({problem}\\); restore it"):
         manifests.read(campaign.paths, "bonus-up")
+
+
+def test_a_ledger_row_is_frozen_and_checked_where_it_is_built():
+    """A writer's row (a list of files, a score as text) becomes the record the file reads back; a row the
+    ledger cannot hold is refused before anything is written."""
+    from autofl_core.campaign import ledger
+
+    record = ledger.LedgerRow.from_row(
+        {
+            "status": "keep",
+            "name": "a",
+            "score": "0.5",
+            "changed_files": ["client.py", "job.py"],
+            "diff_summary": "x\ty",
+        }
+    )
+    assert (record.score, record.runtime_seconds, record.changed_files, record.diff_summary) == (
+        0.5,
+        None,
+        "client.py,job.py",
+        "x y",
+    )
+    line = record.to_line()
+    assert ledger.parse(ledger.HEADER + "\n" + line + "\n") == [record]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.score = 0.9
+    for row, problem in (
+        ({"status": "kept"}, "invalid ledger status 'kept'"),
+        ({"status": "keep", "colour": "red"}, "unknown ledger column"),
+        ({"status": "keep", "score": float("nan")}, "score must be finite"),
+    ):
+        with pytest.raises(ledger.LedgerError, match=problem):
+            ledger.LedgerRow.from_row(row)
 
 
 def test_a_trial_result_is_frozen_and_a_crash_is_a_new_result():

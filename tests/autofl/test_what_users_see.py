@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 
+from autofl_core.campaign import ledger
 from autofl_core.runner.report import curves
 from autofl_core.runner.report.facts import walk_rows
 from PIL import Image
@@ -69,7 +70,7 @@ def test_with_matplotlib_the_envelope_names_the_picture_and_the_report_embeds_th
 
 
 def _row(status, name, score=None):
-    return {"status": status, "name": name, "score": score, "metric_name": "accuracy"}
+    return ledger.LedgerRow(status=status, name=name, score=score, metric_name="accuracy")
 
 
 def test_the_curves_show_the_baseline_the_best_and_the_latest_batch():
@@ -83,7 +84,7 @@ def test_the_curves_show_the_baseline_the_best_and_the_latest_batch():
     ]
     walk = walk_rows(rows, "max")
     chosen = curves.chosen_runs(rows, walk, [{"members": ["c", "d", "e"], "parallel": 3}])
-    assert [(rows[i]["name"], role) for i, role in chosen] == [
+    assert [(rows[i].name, role) for i, role in chosen] == [
         ("baseline", "baseline"),
         ("a", "best"),
         ("c", "candidate"),
@@ -91,7 +92,7 @@ def test_the_curves_show_the_baseline_the_best_and_the_latest_batch():
         ("e", "candidate"),
     ]
     alone = curves.chosen_runs(rows, walk, [])  # no batch: the last few attempts
-    assert [rows[i]["name"] for i, _ in alone] == ["baseline", "a", "b", "c", "d", "e"][: 2 + curves.MAX_CANDIDATES]
+    assert [rows[i].name for i, _ in alone] == ["baseline", "a", "b", "c", "d", "e"][: 2 + curves.MAX_CANDIDATES]
     assert curves.chosen_runs(rows[:1], walk_rows(rows[:1], "max"), []) == [(0, "baseline")]
 
 

@@ -220,6 +220,7 @@ MEASURED_BASELINE = {
 
 
 def measured(tmp_path, answers, rows=()):
+    from autofl_core.campaign.ledger import LedgerRow
     from autofl_core.runner import frozen_submit
     from autofl_core.trial import global_model
 
@@ -227,7 +228,9 @@ def measured(tmp_path, answers, rows=()):
     np.save(model_path, np.zeros(3))
     model = global_model.GlobalModel(path=model_path, format="numpy")
     paths = SimpleNamespace(run_dir=lambda name: tmp_path / "runs" / name, rel=str)
-    campaign = SimpleNamespace(paths=paths, settings=SimpleNamespace(metric="accuracy"), rows=lambda: list(rows))
+    campaign = SimpleNamespace(
+        paths=paths, settings=SimpleNamespace(metric="accuracy"), rows=lambda: [LedgerRow.from_row(row) for row in rows]
+    )
     found = frozen_submit.measured(campaign, "c", answers, model, sites=["site-1", "site-2"], job={"job_id": "j"})
     return found, frozen_submit._sha256(model_path)
 

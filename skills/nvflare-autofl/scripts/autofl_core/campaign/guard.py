@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from . import gains, instructions
 from . import vocabulary as v
 from .compare import better, check_mode, improvement
+from .ledger import LedgerRow
 
 SCHEMA_VERSION = "nvflare.autofl.campaign_state.v1"
 LITERATURE_ACTIONS = frozenset(("run_literature_loop", "develop_literature_batch"))
@@ -76,7 +77,7 @@ class GuardSettings:
 
 
 def compute_state(
-    rows: list[dict],
+    rows: list[LedgerRow],
     settings: GuardSettings | dict,
     *,
     stop_files_present: list[str],
@@ -210,16 +211,16 @@ class _Scan:
         self.last_scored = deque(maxlen=max(self.family_window, 1))
 
 
-def _scan(rows: list[dict], settings: GuardSettings) -> _Scan:
+def _scan(rows: list[LedgerRow], settings: GuardSettings) -> _Scan:
     mode, batch_size = settings.mode, settings.exploration_batch_size
     scan = _Scan(family_window=settings.family_repeat_limit)
     running = v.RunningBest(mode)
     by_id: dict[str, _Event] = {}
     current: _Event | None = None
     for index, row in enumerate(rows):
-        status, score = row.get("status"), row.get("score")
+        status, score = row.status, row.score
         if status == v.LITERATURE:
-            current = _Event(row.get("literature_event_id") or None, index)
+            current = _Event(row.literature_event_id or None, index)
             scan.events.append(current)
             if current.event_id:
                 by_id[current.event_id] = current
@@ -227,7 +228,7 @@ def _scan(rows: list[dict], settings: GuardSettings) -> _Scan:
             running.offer(index, row)  # the bar later candidates must beat becomes the best's mean
             scan.replicate_rows += 1
             if score is not None:
-                scan.replicates.setdefault(row.get("base_candidate") or "", []).append(score)
+                scan.replicates.setdefault(row.base_candidate or "", []).append(score)
             continue
         elif status in v.ATTEMPTS:
             scan.attempts += 1
@@ -235,15 +236,15 @@ def _scan(rows: list[dict], settings: GuardSettings) -> _Scan:
             if score is None:
                 continue
             scan.scored_attempt_rows.append(index)
-            scan.last_scored.append((row.get("candidate_kind") or "", row.get("algorithm_family") or ""))
-            if batch_size and row.get("candidate_kind") == v.SOURCE_EDIT:
-                label = row.get("literature_event_id") or ""
+            scan.last_scored.append((row.candidate_kind or "", row.algorithm_family or ""))
+            if batch_size and row.candidate_kind == v.SOURCE_EDIT:
+                label = row.literature_event_id or ""
                 _count_batch_member(by_id.get(label) if label else current, index, batch_size)
         if status in v.RETAINED and score is not None:
             if status == v.BASELINE and scan.baseline_score is None:
                 scan.baseline_score = score
-            scan.retained.append((score, index, row.get("name") or ""))
-            scan.metric = scan.metric or row.get("metric_name") or ""
+            scan.retained.append((score, index, row.name or ""))
+            scan.metric = scan.metric or row.metric_name or ""
             if running.offer(index, row):
                 scan.previous_best, scan.best = scan.best, scan.retained[-1]
     return scan

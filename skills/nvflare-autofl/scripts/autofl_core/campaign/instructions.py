@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import gains, prune
 from . import vocabulary as v
 from .compare import format_score
+from .ledger import LedgerRow
 
 NO_FINAL = "Do not produce a final answer."
 BATCH_ROLES = ("a faithful implementation", "a tuned variant", "an ablation")
@@ -51,13 +52,13 @@ def accounting_instruction(state: dict, abandoned: int | None) -> str:
     )
 
 
-def pruned_note(rows: list[dict]) -> str | None:
+def pruned_note(rows: list[LedgerRow]) -> str | None:
     """What a prune of the latest candidate attempt means for the next hypothesis, or None when it was not pruned."""
-    last = next((row for row in reversed(rows) if row.get("status") in v.ATTEMPTS), None)
+    last = next((row for row in reversed(rows) if row.status in v.ATTEMPTS), None)
     if last is None or not prune.is_pruned(last):
         return None
     return (
-        f"The last candidate, {last['name']}, was pruned ({last['failure_reason']}): it trailed the best at the "
+        f"The last candidate, {last.name}, was pruned ({last.failure_reason}): it trailed the best at the "
         "same rounds by more than the noise margin, so it has no final score or model and is never kept. Do not "
         "retry small variations of that change; move the next hypothesis away from it (the opposite direction, a "
         "gentler setting, or another component)."

@@ -1,9 +1,12 @@
 """results.tsv: the campaign ledger (tab-separated, one header row, one row per event).
 
-Rows are plain dicts keyed by `COLUMNS`; ``score`` and ``runtime_seconds`` are floats or None, every
-other value is a string. Usage::
+Each line is read and written through one typed record, `LedgerRow` (a frozen dataclass with one field per
+column: ``score`` and ``runtime_seconds`` floats or None, every other field a string): `LedgerRow.from_fields`
+checks a parsed line, `LedgerRow.from_row` checks a row a writer builds (a dict from a `vocabulary` row
+builder), `LedgerRow.to_line` formats it. Readers get records and read attributes. Usage::
 
-    rows = read_rows("results.tsv")            # [] when the file does not exist
+    rows = read_rows("results.tsv")            # [LedgerRow, ...]; [] when the file does not exist
+    rows[0].status, rows[0].score
     append_row("results.tsv", vocabulary.literature_row(name="lit-0001", hypothesis=h, family="", event_id="lit-0001"))
 
 Statuses and candidate kinds are the ones `vocabulary` defines; every row a writer appends comes from one of its
@@ -17,6 +20,7 @@ of the file per row) is negligible next to the simulation that produced the row.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -58,8 +62,86 @@ class LedgerError(ValueError):
     """A ledger that cannot be trusted; the message is one line naming file, line and problem."""
 
 
-def parse(text: str, source: str = "results.tsv") -> list[dict]:
-    """Parse ledger text into row dicts; raise LedgerError on a bad header or any corrupt row.
+@dataclasses.dataclass(frozen=True)
+class LedgerRow:
+    """One ledger row: a field per column of `COLUMNS`, in order. Text fields hold what the file holds
+    (sanitized, "" when empty); ``score`` and ``runtime_seconds`` are finite floats or None."""
+
+    status: str
+    name: str = ""
+    score: float | None = None
+    runtime_seconds: float | None = None
+    changed_files: str = ""
+    diff_summary: str = ""
+    run_command: str = ""
+    artifacts: str = ""
+    failure_reason: str = ""
+    candidate_manifest: str = ""
+    base_candidate: str = ""
+    patch_sha256: str = ""
+    metric_name: str = ""
+    metric_source: str = ""
+    metric_artifact: str = ""
+    candidate_kind: str = ""
+    algorithm_family: str = ""
+    literature_event_id: str = ""
+
+    @classmethod
+    def from_fields(cls, fields: list[str], source: str = "results.tsv", number: int = 0) -> LedgerRow:
+        """The record of one parsed line (exactly `len(COLUMNS)` fields); LedgerError names `source` and line."""
+        row = dict(zip(COLUMNS, fields, strict=True))
+        if row["status"] not in _STATUS_SET:
+            raise LedgerError(
+                f"{source}: line {number}: unknown status {row['status']!r}; expected one of: "
+                f"{', '.join(vocabulary.LEDGER_STATUSES)}"
+            )
+        if row["candidate_kind"] not in _KIND_SET:
+            raise LedgerError(f"{source}: line {number}: unknown candidate_kind {row['candidate_kind']!r}")
+        try:
+            for column in _NUMBERS:
+                row[column] = _finite(row[column], column) if row[column] else None
+        except LedgerError as exc:
+            raise LedgerError(f"{source}: line {number}: {exc}") from None
+        return cls(**row)
+
+    @classmethod
+    def from_row(cls, row: dict) -> LedgerRow:
+        """The record of a row a writer built (columns may be missing; lists are joined with commas; numbers may
+        be strings); LedgerError on an unknown column, status or kind, or a score or runtime that is no number."""
+        unknown = sorted(set(row) - set(COLUMNS))
+        if unknown:
+            raise LedgerError(f"unknown ledger column(s): {', '.join(unknown)}")
+        status = row.get("status")
+        if status not in _STATUS_SET:
+            raise LedgerError(
+                f"invalid ledger status {status!r}; expected one of: {', '.join(vocabulary.LEDGER_STATUSES)}"
+            )
+        kind = row.get("candidate_kind") or ""
+        if kind not in _KIND_SET:
+            raise LedgerError(f"invalid candidate_kind {kind!r}; expected {' or '.join(vocabulary.CANDIDATE_KINDS)}")
+        values = {}
+        for column in COLUMNS:
+            value = row.get(column)
+            if column in _NUMBERS:
+                values[column] = None if value is None or value == "" else _finite(value, column)
+            else:
+                values[column] = "" if value is None or value == "" else sanitize_text(value)
+        return cls(**values)
+
+    def to_row(self) -> dict:
+        """The row as a dict keyed by `COLUMNS`, in column order."""
+        return {column: getattr(self, column) for column in COLUMNS}
+
+    def to_line(self) -> str:
+        """The ledger line (no newline)."""
+        return "\t".join(_format_field(column, getattr(self, column)) for column in COLUMNS)
+
+
+_NUMBERS = ("score", "runtime_seconds")
+
+
+def parse(text: str, source: str = "results.tsv") -> list[LedgerRow]:
+    """Parse ledger text into records; raise LedgerError on a bad header or any corrupt row.
 
     A row with fewer fields than the header is padded with empty trailing fields; more fields is an error.
     """
@@ -83,17 +165,17 @@ def parse(text: str, source: str = "results.tsv") -> list[dict]:
         if len(fields) > width:
             raise LedgerError(f"{source}: line {number}: expected {width} tab-separated fields, found {len(fields)}")
         fields += [""] * (width - len(fields))  # editors that trim trailing whitespace drop trailing tabs
-        rows.append(_typed_row(fields, source, number))
+        rows.append(LedgerRow.from_fields(fields, source, number))
     return rows
 
 
-def read_rows(path: str | os.PathLike) -> list[dict]:
+def read_rows(path: str | os.PathLike) -> list[LedgerRow]:
     """Read and parse the ledger at `path`; a missing file is an empty ledger."""
     text = _read_text(Path(path))
     return [] if text is None else parse(text, str(path))
 
 
-def parse_any_version(text: str, source: str = "results.tsv") -> tuple[list[dict], tuple[str, ...]]:
+def parse_any_version(text: str, source: str = "results.tsv") -> tuple[list[LedgerRow], tuple[str, ...]]:
     """Like `parse`, but an older ledger whose header is a leading part of `COLUMNS` (at least status, name,
     score) is read too, its rows padded; returns (rows, the columns that ledger did not have yet)."""
     head, _, body = text.removeprefix("\ufeff").partition("\n")
@@ -110,32 +192,23 @@ def parse_any_version(text: str, source: str = "results.tsv") -> tuple[list[dict
     return parse(HEADER + "\n" + body, source), COLUMNS[width:]
 
 
-def read_rows_any_version(path: str | os.PathLike) -> tuple[list[dict], tuple[str, ...]]:
+def read_rows_any_version(path: str | os.PathLike) -> tuple[list[LedgerRow], tuple[str, ...]]:
     """`read_rows` that also accepts an older ledger (see `parse_any_version`)."""
     text = _read_text(Path(path))
     return ([], ()) if text is None else parse_any_version(text, str(path))
 
 
 def format_row(row: dict) -> str:
-    """One ledger line (no newline) for `row`; missing columns are empty, free text is sanitized."""
-    unknown = sorted(set(row) - set(COLUMNS))
-    if unknown:
-        raise LedgerError(f"unknown ledger column(s): {', '.join(unknown)}")
-    status = row.get("status")
-    if status not in _STATUS_SET:
-        raise LedgerError(f"invalid ledger status {status!r}; expected one of: {', '.join(vocabulary.LEDGER_STATUSES)}")
-    kind = row.get("candidate_kind") or ""
-    if kind not in _KIND_SET:
-        raise LedgerError(f"invalid candidate_kind {kind!r}; expected {' or '.join(vocabulary.CANDIDATE_KINDS)}")
-    return "\t".join(_format_field(column, row.get(column)) for column in COLUMNS)
+    """One ledger line (no newline) for a writer's `row`; missing columns are empty, free text is sanitized."""
+    return LedgerRow.from_row(row).to_line()
 
 
 def format_ledger(rows: list[dict]) -> str:
-    """The whole ledger text (header plus one line per row, trailing newline)."""
+    """The whole ledger text (header plus one line per writer's row, trailing newline)."""
     return "".join(line + "\n" for line in [HEADER, *(format_row(row) for row in rows)])
 
 
-def append_row(path: str | os.PathLike, row: dict) -> dict:
+def append_row(path: str | os.PathLike, row: dict) -> LedgerRow:
     """Atomically add `row` at the end of the ledger at `path` (created with a header if missing).
 
     Returns the row as it will read back (typed, sanitized). Raises LedgerError, leaving the file untouched,
@@ -202,21 +275,3 @@ def _finite(value: object, column: str) -> float:
     if column == "runtime_seconds" and number < 0:
         raise LedgerError(f"runtime_seconds must be >= 0, got {value!r}")
     return number
-
-
-def _typed_row(fields: list[str], source: str, number: int) -> dict:
-    """Row dict from the split fields of one line (the caller checked the field count)."""
-    row = dict(zip(COLUMNS, fields))  # noqa: B905
-    if row["status"] not in _STATUS_SET:
-        raise LedgerError(
-            f"{source}: line {number}: unknown status {row['status']!r}; expected one of: "
-            f"{', '.join(vocabulary.LEDGER_STATUSES)}"
-        )
-    if row["candidate_kind"] not in _KIND_SET:
-        raise LedgerError(f"{source}: line {number}: unknown candidate_kind {row['candidate_kind']!r}")
-    try:
-        row["score"] = _finite(row["score"], "score") if row["score"] else None
-        row["runtime_seconds"] = _finite(row["runtime_seconds"], "runtime_seconds") if row["runtime_seconds"] else None
-    except LedgerError as exc:
-        raise LedgerError(f"{source}: line {number}: {exc}") from None
-    return row

@@ -37,6 +37,7 @@ from ..common import atomic
 from . import prune
 from . import vocabulary as v
 from .compare import check_mode, format_score
+from .ledger import LedgerRow
 
 SCORED_SERIES = (v.BASELINE, v.KEEP, v.DISCARD, v.REPLICATE)
 COLORS = {
@@ -91,7 +92,9 @@ BATCH_MARGIN = 0.4  # a batch's shading reaches this far beyond its first and la
 # marker half a step before the batch stays outside it)
 
 
-def plot_data(rows: list[dict], mode: str, batches: list[dict] | None = None, curves: list[dict] | None = None) -> dict:
+def plot_data(
+    rows: list[LedgerRow], mode: str, batches: list[dict] | None = None, curves: list[dict] | None = None
+) -> dict:
     """Everything the plot shows, computed from ledger rows and the batches that ran (pure)."""
     check_mode(mode)
     points, failures, literature, running = [], [], [], []
@@ -100,9 +103,9 @@ def plot_data(rows: list[dict], mode: str, batches: list[dict] | None = None, cu
     tracker = v.RunningBest(mode)
     x = 0
     for index, row in enumerate(rows):
-        status, score, name = row.get("status"), row.get("score"), row.get("name") or ""
+        status, score, name = row.status, row.score, row.name or ""
         if status == v.LITERATURE:
-            literature.append({"x": x + 0.5, "row": index, "event_id": row.get("literature_event_id") or ""})
+            literature.append({"x": x + 0.5, "row": index, "event_id": row.literature_event_id or ""})
             continue
         if status not in v.EXPERIMENTS:
             continue
@@ -120,9 +123,9 @@ def plot_data(rows: list[dict], mode: str, batches: list[dict] | None = None, cu
     counts = {status: 0 for status in v.LEDGER_STATUSES}
     scored_attempts = 0
     for row in rows:
-        if row.get("status") in counts:
-            counts[row["status"]] += 1
-        scored_attempts += row.get("status") in v.ATTEMPTS and row.get("score") is not None
+        if row.status in counts:
+            counts[row.status] += 1
+        scored_attempts += row.status in v.ATTEMPTS and row.score is not None
     return {
         "points": points,
         "failures": failures,
@@ -194,7 +197,7 @@ def title_text(data: dict, metric: str, mode: str) -> str:
 
 
 def render(
-    rows: list[dict],
+    rows: list[LedgerRow],
     output: str | os.PathLike,
     *,
     metric: str,

@@ -24,6 +24,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .ledger import LedgerRow
 
 DEFAULT_K = 2
 DEFAULT_MIN_FRACTION = 0.5
@@ -121,9 +125,9 @@ def reason_text(current: int, total: int, value: float, reference: float, margin
     return f"{REASON_PREFIX}{current} of {total}: {value:.6g} vs best {reference:.6g}, margin {margin:.4g}"
 
 
-def is_pruned(row: Mapping) -> bool:
-    """True for a ledger row (or manifest result) of a pruned candidate."""
-    return str(row.get("failure_reason") or "").startswith(REASON_PREFIX)
+def is_pruned(row: LedgerRow) -> bool:
+    """True for the ledger row of a pruned candidate."""
+    return str(row.failure_reason or "").startswith(REASON_PREFIX)
 
 
 def _finite(value: object) -> bool:

@@ -5,7 +5,7 @@ Every reader and writer of results.tsv and of candidate manifests spells a statu
 (`tests/test_autofl_structure.py` fails on a raw status string anywhere else). Usage::
 
     from ..campaign import vocabulary as v
-    row["status"] in v.ATTEMPTS                      # keep / discard / crash: what counts toward the cap
+    row.status in v.ATTEMPTS                           # keep / discard / crash: what counts toward the cap
     best = v.best_row(rows, "max")                   # the best scored baseline/keep row (first of ties)
     ledger.append_row(path, v.literature_row(name="lit-0001", hypothesis=h, family="", event_id="lit-0001"))
 """
@@ -63,7 +63,8 @@ BASELINE_SUMMARY = "baseline: job.py as imported"
 class RunningBest:
     """The best scored retained (baseline/keep) row seen so far; a tie never replaces the earlier row.
 
-    Feed rows in ledger order with `offer(index, row)`: True when that row became the best. `index` is the
+    Feed rows (`ledger.LedgerRow`; this module sits below the ledger, so it names no type) in ledger order with
+    `offer(index, row)`: True when that row became the best. `index` is the
     current best's row and `score` the value later rows must beat (None before any): its own score, or once
     replicates of it exist, the mean of its run and theirs (at ledger precision), so a lucky draw does not set the
     bar. The one rule every reader follows: campaign, guard, plot, report, keep or discard.
@@ -76,30 +77,25 @@ class RunningBest:
         self.name: str | None = None
         self.samples: list[float] = []
 
-    def offer(self, index: int, row: dict) -> bool:
-        score = row.get("score")
-        if (
-            row.get("status") == REPLICATE
-            and score is not None
-            and self.name
-            and row.get("base_candidate") == self.name
-        ):
+    def offer(self, index: int, row) -> bool:
+        score = row.score
+        if row.status == REPLICATE and score is not None and self.name and row.base_candidate == self.name:
             self.samples.append(score)
             self.score = round(sum(self.samples) / len(self.samples), 6)
             return False
-        if row.get("status") not in RETAINED or score is None or not better(score, self.score, self.mode):
+        if row.status not in RETAINED or score is None or not better(score, self.score, self.mode):
             return False
-        self.index, self.score, self.name, self.samples = index, score, row.get("name"), [score]
+        self.index, self.score, self.name, self.samples = index, score, row.name, [score]
         return True
 
 
-def running_best(rows: list[dict], mode: str) -> list[int]:
+def running_best(rows: list, mode: str) -> list[int]:
     """Indices of the rows that became the best, in ledger order (the last one is the best; [] when none)."""
     tracker = RunningBest(mode)
     return [index for index, row in enumerate(rows) if tracker.offer(index, row)]
 
 
-def bar_to_beat(rows: list[dict], mode: str) -> float | None:
+def bar_to_beat(rows: list, mode: str) -> float | None:
     """The score a new candidate must beat: the best's own, or its mean with its replicates (`RunningBest.score`)."""
     tracker = RunningBest(mode)
     for index, row in enumerate(rows):
@@ -107,7 +103,7 @@ def bar_to_beat(rows: list[dict], mode: str) -> float | None:
     return tracker.score
 
 
-def best_row(rows: list[dict], mode: str) -> dict | None:
+def best_row(rows: list, mode: str):
     """The best scored baseline/keep row (the earlier of two tied rows), or None."""
     steps = running_best(rows, mode)
     return rows[steps[-1]] if steps else None
@@ -234,7 +230,7 @@ def replicate_row(
     }
 
 
-def infrastructure_retry_row(row: dict) -> dict:
+def infrastructure_retry_row(row) -> dict:
     """The row of a trial the host sandbox denied (exit 75): the baseline or replicate row it would have been,
     with the status that never counts and no score."""
     return dict(row, status=INFRASTRUCTURE_RETRY, score=None)

@@ -10,10 +10,13 @@ direction but never the job's own key-metric direction.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import recipes
 from .values import Val
+
+if TYPE_CHECKING:
+    from ..campaign.ledger import LedgerRow
 
 DEFAULT_KEY_METRIC = "accuracy"
 LOWER_IS_BETTER = {
@@ -97,11 +100,9 @@ def direction_warning(metric: str | None, mode: str | None) -> str | None:
     return None
 
 
-def ledger_metric(rows: list[dict], fallback: str | None = "score") -> str | None:
+def ledger_metric(rows: list[LedgerRow], fallback: str | None = "score") -> str | None:
     """The metric named by the first scored ledger row, else `fallback`."""
-    return next(
-        (row["metric_name"] for row in rows if row.get("score") is not None and row.get("metric_name")), fallback
-    )
+    return next((row.metric_name for row in rows if row.score is not None and row.metric_name), fallback)
 
 
 def parse_stop_cond(text: str) -> tuple[str, str] | None:

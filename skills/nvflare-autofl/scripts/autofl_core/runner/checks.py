@@ -48,7 +48,7 @@ def require_status(campaign, manifest: manifests.CandidateManifest, want: str) -
             v.PREPARED: "evaluate it first",
         }.get(manifest.status, "prepare a new candidate")
         raise CampaignError(f"candidate {manifest.candidate_id} is {manifest.status}, not {want}; {hint}")
-    if any(row["name"] == manifest.candidate_id and row["status"] in v.ATTEMPTS for row in campaign.rows()):
+    if any(row.name == manifest.candidate_id and row.status in v.ATTEMPTS for row in campaign.rows()):
         raise CampaignError(
             f"candidate {manifest.candidate_id} already has a ledger result; its manifest status "
             "was edited by hand; abandon it and prepare a new candidate"

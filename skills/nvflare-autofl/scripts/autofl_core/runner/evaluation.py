@@ -219,7 +219,7 @@ def refuse_repeated_arm(
     config = campaign.config
     same = None
     if source == best_source and runargs.same_configuration(config, effective, best_args):
-        same = f"the best configuration ({campaign.best_row()['name']})"
+        same = f"the best configuration ({campaign.best_row().name})"
     for other in campaign.manifests():
         if same or other.candidate_id == manifest.candidate_id or other.status not in (v.KEEP, v.DISCARD):
             continue

@@ -185,7 +185,7 @@ def append_once(paths, row: dict, rows_before: int) -> None:
     existing = ledger.read_rows(paths.results)
     if len(existing) > rows_before:
         landed = existing[rows_before]
-        if landed["name"] == row["name"] and landed["status"] == row["status"]:
+        if landed.name == row["name"] and landed.status == row["status"]:
             return
         raise CampaignError(
             f"{paths.results} gained rows that do not belong to {row['name']} while it was being "

@@ -19,6 +19,7 @@ import dataclasses
 import time
 
 from ..campaign import vocabulary as v
+from ..campaign.ledger import LedgerRow
 from ..common import atomic, bounded
 from .store import frozen
 
@@ -250,22 +251,22 @@ def baseline_sites(campaign) -> tuple[list[str] | None, str]:
     return sites, ""
 
 
-def _baseline_rows(campaign) -> list[dict]:
+def _baseline_rows(campaign) -> list[LedgerRow]:
     """The scored baselines whose score the frozen evaluator measured."""
     return [
         row
         for row in campaign.rows()
-        if row["status"] == v.BASELINE and row["score"] is not None and row.get("metric_source") == MEASURED_SOURCE
+        if row.status == v.BASELINE and row.score is not None and row.metric_source == MEASURED_SOURCE
     ]
 
 
 def _baseline_record_path(campaign):
-    return campaign.paths.run_dir(_baseline_rows(campaign)[-1]["name"]) / EVALUATION_FILE
+    return campaign.paths.run_dir(_baseline_rows(campaign)[-1].name) / EVALUATION_FILE
 
 
 def _baseline_evaluation(campaign) -> dict | None:
     rows = _baseline_rows(campaign)
-    return recorded(campaign, rows[-1]["name"]) if rows else None
+    return recorded(campaign, rows[-1].name) if rows else None
 
 
 def _sites_of(evaluation: dict | None) -> list[str] | None:

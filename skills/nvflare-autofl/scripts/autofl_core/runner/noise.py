@@ -16,6 +16,7 @@ import re
 
 from ..campaign import gains, guard
 from ..campaign import vocabulary as v
+from ..campaign.ledger import LedgerRow
 from ..common import bounded
 from ..importer import noise_sources
 from . import runargs
@@ -31,9 +32,9 @@ def facts(campaign) -> dict:
     """What the guard cannot read from the ledger: the metric's resolution (one sample of the evaluation set,
     when the baseline's output reports the set's size) and whether replicates pass seeds or are identical."""
     known = {"metric_resolution": None, "resolution_source": None}
-    baseline = next((r for r in campaign.rows() if r["status"] == v.BASELINE and r["score"] is not None), None)
-    if baseline and baseline["artifacts"]:
-        log = campaign.paths.resolve(baseline["artifacts"]) / "run.log"
+    baseline = next((r for r in campaign.rows() if r.status == v.BASELINE and r.score is not None), None)
+    if baseline and baseline.artifacts:
+        log = campaign.paths.resolve(baseline.artifacts) / "run.log"
         try:
             data = bounded.read_tail(log, RUN_LOG_TAIL)
         except bounded.BoundedReadError:
@@ -54,28 +55,26 @@ def estimate(campaign) -> dict | None:
     return None if best is None else estimate_of(campaign, best)
 
 
-def estimate_of(campaign, row: dict) -> dict:
+def estimate_of(campaign, row: LedgerRow) -> dict:
     """`noise{...}` of the configuration of the retained ledger row `row` (its score plus its replicates')."""
     scores = [
-        other["score"]
+        other.score
         for other in campaign.rows()
-        if other["status"] == v.REPLICATE and other["score"] is not None and other["base_candidate"] == row["name"]
+        if other.status == v.REPLICATE and other.score is not None and other.base_candidate == row.name
     ]
     settings = guard.GuardSettings.from_mapping(settings_mod.guard_settings(campaign.settings))
-    return guard.noise_estimate((row["score"], None, row["name"]), scores, settings)
+    return guard.noise_estimate((row.score, None, row.name), scores, settings)
 
 
 def latest_measured(campaign) -> dict | None:
     """The noise of the current best when measured, else of the latest retained row that has scored replicates
     (the spread of a configuration the campaign kept); None when nothing was replicated (`guard.latest_measured`)."""
     rows = campaign.rows()
-    retained = [
-        (r["score"], i, r["name"]) for i, r in enumerate(rows) if r["status"] in v.RETAINED and r["score"] is not None
-    ]
+    retained = [(r.score, i, r.name) for i, r in enumerate(rows) if r.status in v.RETAINED and r.score is not None]
     replicates: dict[str, list[float]] = {}
     for row in rows:
-        if row["status"] == v.REPLICATE and row["score"] is not None:
-            replicates.setdefault(row["base_candidate"], []).append(row["score"])
+        if row.status == v.REPLICATE and row.score is not None:
+            replicates.setdefault(row.base_candidate, []).append(row.score)
     settings = guard.GuardSettings.from_mapping(settings_mod.guard_settings(campaign.settings))
     return guard.latest_measured(estimate(campaign), retained, replicates, settings)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..campaign import ledger
 from ..campaign import vocabulary as v
+from ..campaign.ledger import LedgerRow
 from ..common import atomic
 from .outcome import CampaignError
 from .settings import CampaignSettings
@@ -110,7 +111,7 @@ class Campaign:
     def manifest_of(self, name: str) -> manifests.CandidateManifest | None:
         return next((m for m in self.manifests() if m.candidate_id == name), None)
 
-    def best_row(self) -> dict | None:
+    def best_row(self) -> LedgerRow | None:
         """The best scored baseline/keep row (a tie never replaces the earlier one): `vocabulary.best_row`."""
         rows = self.rows()
         return self._cached("best_row", self._reads["rows"][0], lambda: v.best_row(rows, self.mode))
@@ -118,7 +119,7 @@ class Campaign:
     def best_run_args(self) -> list[str]:
         """Run args of the live best configuration (the best candidate's effective args; none for a baseline)."""
         row = self.best_row()
-        manifest = self.manifest_of(row["name"]) if row and row["status"] == v.KEEP else None
+        manifest = self.manifest_of(row.name) if row and row.status == v.KEEP else None
         return list(manifest.effective_run_args) if manifest else []
 
     def job_argv(self, run_args: list[str]) -> list[str]:
@@ -132,11 +133,11 @@ class Campaign:
             *run_args,
         ]
 
-    def pending(self) -> list[dict]:
+    def pending(self) -> list[manifests.CandidateManifest]:
         return manifests.pending(self.manifests())
 
     def used_names(self) -> set[str]:
-        return {row["name"] for row in self.rows()} | {m.candidate_id for m in self.manifests()}
+        return {row.name for row in self.rows()} | {m.candidate_id for m in self.manifests()}
 
 
 def _file_keys(paths) -> tuple:

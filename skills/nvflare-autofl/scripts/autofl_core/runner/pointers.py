@@ -52,7 +52,7 @@ def best_lives(campaign) -> dict | None:
     command = f"cd {shlex.quote(str(workspace))} && {shlex.join(campaign.job_argv(run_args))}"
     budget = shlex.join(campaign.job_argv([])[2 : len(campaign.job_argv([])) - len(base_args)])
     job = campaign.paths.job.name
-    files = f"{job} and the files beside it in {workspace} hold the best's source ({best['name']})"
+    files = f"{job} and the files beside it in {workspace} hold the best's source ({best.name})"
     if run_args:
         note = (
             f"{files}, but the best also needs the run arguments {shlex.join(run_args)}: a plain `python {job}` "
@@ -68,7 +68,7 @@ def best_lives(campaign) -> dict | None:
     else:
         note = f"{files} and it takes no run arguments of its own: `python {job} {budget}` reruns it."
     return {
-        "name": best["name"],
+        "name": best.name,
         "command": command,
         "run_args": run_args,
         "plain_job_py_reruns_it": not (run_args or base_args),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..campaign import prune
 from ..campaign import vocabulary as v
+from ..campaign.ledger import LedgerRow
 from . import noise
 from .store import contract
 
@@ -43,7 +44,7 @@ def judge_for(campaign, kind: str | None):
     replicates = [
         curve_of(campaign, row, metric)
         for row in campaign.rows()
-        if row["status"] == v.REPLICATE and row["score"] is not None and row["base_candidate"] == best["name"]
+        if row.status == v.REPLICATE and row.score is not None and row.base_candidate == best.name
     ]
     mode, band = campaign.settings.mode, noise.band(noise.latest_measured(campaign))
     replicates = [item for item in replicates if item]
@@ -55,13 +56,13 @@ def judge_for(campaign, kind: str | None):
     return judge
 
 
-def curve_of(campaign, row: dict, metric: str) -> dict[int, float]:
+def curve_of(campaign, row: LedgerRow, metric: str) -> dict[int, float]:
     """The per-round global metric a ledger row's run recorded ({} without a run folder or round records)."""
-    if not row.get("artifacts"):
+    if not row.artifacts:
         return {}
     from ..trial import progress  # only when a trial is about to run: status and prepare never load trial/
 
-    folder = campaign.paths.resolve(row["artifacts"])
+    folder = campaign.paths.resolve(row.artifacts)
     return progress.read_curve(Path(folder) / "simulation", metric)
 
 

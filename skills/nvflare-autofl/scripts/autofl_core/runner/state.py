@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ..campaign import guard, guard_inputs, instructions
 from ..campaign import vocabulary as v
+from ..campaign.ledger import LedgerRow
 from ..common import atomic, bounded
 from . import frozen_eval, frozen_submit, noise, pointers
 from . import settings as settings_mod
@@ -69,12 +70,12 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
         mode=settings.mode,
         updated_at=now,
         abandoned_candidates=sum(1 for m in manifests if m.status == v.ABANDONED),
-        best_candidate=best["name"] if best else None,
+        best_candidate=best.name if best else None,
         best_source_sha256=_best_digest(campaign),
         pending_candidate_manifest=paths.rel(paths.manifest(first_pending.candidate_id)) if first_pending else None,
     )
     argument_only = bool(pending) and all(m.status == v.PREPARED and m.run_args for m in pending)
-    scored_baseline = any(row["status"] == v.BASELINE and row["score"] is not None for row in rows)
+    scored_baseline = any(row.status == v.BASELINE and row.score is not None for row in rows)
     names = [] if scored_baseline else [v.BASELINE_NAME]  # a recorded run awaits nothing (a kill before the mark)
     names += [m.candidate_id for m in manifest_store.in_preparation_order(ready)]
     evaluations = frozen_submit.awaiting(campaign, names)
@@ -103,7 +104,7 @@ def pending_at_stop(campaign, state: dict, now: str) -> dict | None:
 
 def lifecycle_override(
     state: dict,
-    rows: list[dict],
+    rows: list[LedgerRow],
     env: str,
     *,
     argument_only_pending: bool = False,
@@ -112,7 +113,7 @@ def lifecycle_override(
     """The runner's next_action override for facts the ledger rows alone cannot express."""
     if state["reason"] in STOP_REASONS:
         return None
-    if rows and rows[-1]["status"] == v.INFRASTRUCTURE_RETRY:
+    if rows and rows[-1].status == v.INFRASTRUCTURE_RETRY:
         return "await_simulation_runner_approval"
     if awaiting_evaluation:  # poc/prod with a frozen evaluator: a downloaded run waits for its measured score
         return "submit_evaluation"

@@ -58,9 +58,9 @@ class EvidenceGuard:
         for path in (paths.results, paths.campaign, paths.autofl_yaml, paths.trial_marker, *records, section):
             guard.files[path] = _read(path)
         for row in campaign.rows():  # the frozen evaluation pins a candidate's sites and model file to these
-            if row["status"] == v.BASELINE:
-                guard.files[paths.run_dir(row["name"]) / EVALUATION_RECORD] = _read(
-                    paths.run_dir(row["name"]) / EVALUATION_RECORD
+            if row.status == v.BASELINE:
+                guard.files[paths.run_dir(row.name) / EVALUATION_RECORD] = _read(
+                    paths.run_dir(row.name) / EVALUATION_RECORD
                 )
         for folder in (paths.best, paths.candidates, paths.meta / FROZEN_COPIES):
             guard.folders.append(folder)

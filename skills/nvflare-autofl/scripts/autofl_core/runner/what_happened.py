@@ -37,7 +37,7 @@ def compared_with(campaign) -> Compared:
     best = campaign.best_row()
     known = noise.facts(campaign)
     return Compared(
-        name=best["name"] if best else None,
+        name=best.name if best else None,
         score=v.bar_to_beat(campaign.rows(), campaign.mode),  # the best's mean once replicates exist
         band=noise.band(noise.latest_measured(campaign)),
         metric=campaign.settings.metric,
@@ -52,8 +52,8 @@ def outcome(campaign, compared: Compared, *, score: float | None, name: str | No
     delta = gain(campaign, compared, score)
     return {
         "score": score,
-        "best_score": best["score"] if best else None,
-        "best_candidate": best["name"] if best else None,
+        "best_score": best.score if best else None,
+        "best_candidate": best.name if best else None,
         "compared_with": compared.name,
         "compared_score": compared.score,
         "delta": delta,

@@ -83,8 +83,8 @@ def run(campaign, options, now: str) -> ActionResult:
         "batch": [_entry(result, final, extras) for result, final, extras in concluded],
         "parallel": width,
         "batch_sealed": sealed,
-        "best_candidate": best_row["name"] if best_row else None,
-        "best_score": best_row["score"] if best_row else None,
+        "best_candidate": best_row.name if best_row else None,
+        "best_score": best_row.score if best_row else None,
     }
     return ActionResult(extras=extras, exit_code=code, ledger_changed=True)
 
@@ -150,8 +150,8 @@ def _make_ready(campaign, staged, now: str, *, batch: bool) -> ActionResult:
     best = campaign.best_row()
     extras = {
         "batch": entries,
-        "best_candidate": best["name"] if best else None,
-        "best_score": best["score"] if best else None,
+        "best_candidate": best.name if best else None,
+        "best_score": best.score if best else None,
     }
     return ActionResult(extras=extras)
 

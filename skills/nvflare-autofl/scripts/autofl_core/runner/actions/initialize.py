@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ...campaign import ledger
 from ...campaign import vocabulary as v
+from ...campaign.ledger import LedgerRow
 from ...common import trees
 from ...trial import childenv
 from .. import campaign_trial, data_fixed, frozen_request, preflight
@@ -114,8 +115,8 @@ def run(campaign, options, now: str) -> ActionResult:
     if data_fixed.with_fixed_args(campaign.config, list(options.fixed_args or [])) != campaign.config:
         raise CampaignError("--fixed-args is fixed when the campaign starts; start a fresh campaign to pin more")
     rows = campaign.rows()
-    scored = any(row["status"] == v.BASELINE and row["score"] is not None for row in rows)
-    attempts = any(row["status"] in v.ATTEMPTS for row in rows)
+    scored = any(row.status == v.BASELINE and row.score is not None for row in rows)
+    attempts = any(row.status in v.ATTEMPTS for row in rows)
     checked = check_system(campaign, options, campaign.settings.env)
     if checked is not None:
         return ActionResult(extras={"initialized": False, "baseline_retried": False, "preflight": checked})
@@ -131,9 +132,9 @@ def run(campaign, options, now: str) -> ActionResult:
     )
 
 
-def next_baseline_name(rows: list[dict]) -> str:
+def next_baseline_name(rows: list[LedgerRow]) -> str:
     """`baseline` for the first attempt, then `baseline_retry_N`."""
-    used = [row["name"] for row in rows if row["name"] == v.BASELINE_NAME or RETRY_RE.fullmatch(row["name"])]
+    used = [row.name for row in rows if row.name == v.BASELINE_NAME or RETRY_RE.fullmatch(row.name)]
     return v.BASELINE_NAME if not used else f"baseline_retry_{len(used)}"
 
 

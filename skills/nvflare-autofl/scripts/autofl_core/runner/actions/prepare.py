@@ -8,6 +8,7 @@ with the best's); evaluate then runs them without being told again."""
 from __future__ import annotations
 
 from ...campaign import vocabulary as v
+from ...campaign.ledger import LedgerRow
 from .. import runargs
 from .. import state as state_mod
 from ..checks import require_open
@@ -33,7 +34,7 @@ def run(campaign, options, now: str) -> ActionResult:
         names = ", ".join(m.candidate_id for m in busy)
         raise CampaignError(
             f"{'candidate' if len(busy) == 1 else 'candidates'} {names} {'is' if len(busy) == 1 else 'are'} "
-            f"{busy[0]['status']}; record or abandon "
+            f"{busy[0].status}; record or abandon "
             "them before preparing another (a new candidate starts from the best they leave)"
         )
     if name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES) or name in campaign.used_names():
@@ -61,7 +62,7 @@ def run(campaign, options, now: str) -> ActionResult:
         created_at=now,
         updated_at=now,
         workspace_root=str(paths.workspace),
-        base_candidate=best_row["name"] if best_row else best.candidate,
+        base_candidate=best_row.name if best_row else best.candidate,
         prepared_index=len(campaign.manifests()) + 1,
         base_source_sha256=best.digest,
         fixed_budget_sha256=campaign.meta["fixed_budget_sha256"],
@@ -102,10 +103,10 @@ def _run_args(campaign, text: str | None) -> tuple[list[str], list[str]]:
     return runargs.flatten(own), effective
 
 
-def check_literature_event(rows: list[dict], event: str | None) -> str | None:
+def check_literature_event(rows: list[LedgerRow], event: str | None) -> str | None:
     if event is None:
         return None
-    known = [row["literature_event_id"] for row in rows if row["status"] == v.LITERATURE and row["literature_event_id"]]
+    known = [row.literature_event_id for row in rows if row.status == v.LITERATURE and row.literature_event_id]
     if event not in known:
         listed = ", ".join(known) or "none yet; record one with record --literature"
         raise CampaignError(f"--literature-event {event} is not a recorded literature event (known: {listed})")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ...campaign import ledger
 from ...campaign import vocabulary as v
+from ...campaign.ledger import LedgerRow
 from ...trial import job_meta, metrics, what_ran
 from .. import finalize, frozen_eval, frozen_submit, noise, ready, what_happened
 from ..checks import one_manifest, pick_pending
@@ -41,8 +42,8 @@ def run(campaign, options, now: str) -> ActionResult:
     return _candidate(campaign, options, now)
 
 
-def next_event_id(rows: list[dict]) -> str:
-    numbers = [int(m.group(1)) for row in rows for m in [LIT_RE.fullmatch(row["literature_event_id"] or "")] if m]
+def next_event_id(rows: list[LedgerRow]) -> str:
+    numbers = [int(m.group(1)) for row in rows for m in [LIT_RE.fullmatch(row.literature_event_id or "")] if m]
     return f"lit-{max(numbers, default=0) + 1:04d}"
 
 
@@ -52,7 +53,7 @@ def _literature(campaign, options) -> ActionResult:
         raise CampaignError("record --literature needs --hypothesis with the sources read and the decision taken")
     event = next_event_id(campaign.rows())
     name = options.name or event
-    if name in {row["name"] for row in campaign.rows()}:
+    if name in {row.name for row in campaign.rows()}:
         raise CampaignError(f"--name {name} is already used in the ledger; pick a new name")
     ledger.append_row(
         campaign.paths.results,
@@ -69,9 +70,7 @@ def _literature(campaign, options) -> ActionResult:
 
 def _baseline(campaign, options) -> ActionResult:
     rows = campaign.rows()
-    if any(r["status"] == v.BASELINE and r["score"] is not None for r in rows) or any(
-        r["status"] in v.ATTEMPTS for r in rows
-    ):
+    if any(r.status == v.BASELINE and r.score is not None for r in rows) or any(r.status in v.ATTEMPTS for r in rows):
         raise CampaignError("record --baseline is only allowed before any scored baseline or candidate attempt")
     if frozen_eval.enabled(campaign) and campaign.settings.env == "sim":
         raise CampaignError(
@@ -92,7 +91,7 @@ def _baseline(campaign, options) -> ActionResult:
             f"the external baseline's artifacts show a different budget ({found['budget']['reason']}); run the "
             "baseline with the fixed budget and record it again"
         )
-    taken = any(r["name"] == v.BASELINE_NAME for r in rows)
+    taken = any(r.name == v.BASELINE_NAME for r in rows)
     name = f"baseline_external_{len(rows)}" if taken else v.BASELINE_NAME
     # the evidence the ledger row cannot hold, as a candidate's manifest holds it (written first: a row without it
     # would read as unverified; a record without its row is never read)

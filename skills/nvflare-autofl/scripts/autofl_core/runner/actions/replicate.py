@@ -19,6 +19,7 @@ import re
 from ...campaign import instructions, ledger
 from ...campaign import vocabulary as v
 from ...campaign.compare import improvement
+from ...campaign.ledger import LedgerRow
 from ...importer import noise_sources
 from ...trial.execute import TrialResult
 from .. import batch_trials, campaign_trial, noise, runargs
@@ -38,11 +39,11 @@ def run(campaign, options, now: str) -> ActionResult:
         raise CampaignError(f"--count must be between 1 and {MAX_COUNT}, got {count}")
     best = _check_allowed(campaign, now)
     seed = noise.seed_option(campaign)
-    first = next_number(campaign.rows(), best["name"])
+    first = next_number(campaign.rows(), best.name)
     plan = []
     for n in range(first, first + count):
         value = noise.replicate_seed(n, current=seed[1]) if seed else None
-        plan.append((n, replicate_name(best["name"], n), _run_args(campaign, seed, value), value))
+        plan.append((n, replicate_name(best.name, n), _run_args(campaign, seed, value), value))
     for _n, name, args, _value in plan:
         campaign_trial.check_args(campaign, name, args)
     done, code, trial = [], EXIT_OK, {}
@@ -55,17 +56,17 @@ def run(campaign, options, now: str) -> ActionResult:
         done.append(
             {
                 "name": name,
-                "score": row["score"],
+                "score": row.score,
                 "seed": value,
-                "failure_reason": row["failure_reason"] or None,
-                "delta": improvement(row["score"], best["score"], campaign.settings.mode),
+                "failure_reason": row.failure_reason or None,
+                "delta": improvement(row.score, best.score, campaign.settings.mode),
                 "sites": curves.site_values(campaign, row),
             }
         )
-        if row["status"] == v.INFRASTRUCTURE_RETRY:
+        if row.status == v.INFRASTRUCTURE_RETRY:
             code = EXIT_SANDBOX
             break
-        if row["score"] is None:
+        if row.score is None:
             code = EXIT_UNSCORED
     context = state_mod.compute(campaign, now)["noise_context"]
     found = noise.sources(campaign)
@@ -77,8 +78,8 @@ def run(campaign, options, now: str) -> ActionResult:
             part for part in (instructions.replicate_note(context).strip(), noise_sources.sentence(found)) if part
         ),
         "noise_sources": found,
-        "best_candidate": best["name"],
-        "best_score": best["score"],
+        "best_candidate": best.name,
+        "best_score": best.score,
         "noise_verdict": context["best_gain_verdict"],
         **trial,
     }
@@ -90,10 +91,10 @@ def replicate_name(best: str, n: int) -> str:
     return f"{_prefix(best)}_{n}"
 
 
-def next_number(rows: list[dict], best: str) -> int:
+def next_number(rows: list[LedgerRow], best: str) -> int:
     """1 + the highest replicate number already used for `best` (rows of any status carry the name)."""
     pattern = re.compile(re.escape(_prefix(best)) + r"_(\d+)")
-    used = [int(m.group(1)) for row in rows for m in [pattern.fullmatch(row["name"])] if m]
+    used = [int(m.group(1)) for row in rows for m in [pattern.fullmatch(row.name)] if m]
     return max(used, default=0) + 1
 
 
@@ -157,7 +158,7 @@ def _trial(campaign, name: str, args: list[str], staged) -> TrialResult:
         raise
 
 
-def _record(campaign, best: dict, n: int, name: str, result: TrialResult, how: str) -> dict:
+def _record(campaign, best: LedgerRow, n: int, name: str, result: TrialResult, how: str) -> LedgerRow:
     """The ledger row of one replicate trial (the workspace is restored if the run changed managed source)."""
     paths = campaign.paths
     snapshot = campaign.best()
@@ -169,8 +170,8 @@ def _record(campaign, best: dict, n: int, name: str, result: TrialResult, how: s
     scored = result.outcome == v.OUTCOME_SUCCESS and not drift
     row = v.replicate_row(
         name=name,
-        of=best["name"],
-        summary=f"replicate {n} of {best['name']}; {how}",
+        of=best.name,
+        summary=f"replicate {n} of {best.name}; {how}",
         score=result.score if scored else None,
         runtime_seconds=result.runtime_seconds,
         run_command=result.run_command,

@@ -197,8 +197,8 @@ def _target(campaign, options) -> _Target:
         if options.manifest:
             raise CampaignError("--baseline and --manifest name different runs; pass one of them")
         rows = campaign.rows()
-        if any(r["status"] == v.BASELINE and r["score"] is not None for r in rows) or any(
-            r["status"] in v.ATTEMPTS for r in rows
+        if any(r.status == v.BASELINE and r.score is not None for r in rows) or any(
+            r.status in v.ATTEMPTS for r in rows
         ):
             raise CampaignError("the baseline is already recorded; submit a ready candidate (--manifest)")
         drift = snapshots.workspace_drift(campaign.paths, campaign.best())

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ...campaign import compare, gains, prune
 from ...campaign import vocabulary as v
+from ...campaign.ledger import LedgerRow
 from ...common import atomic, bounded, faults
 from .. import noise, pointers
 from .. import state as state_mod
@@ -145,11 +146,11 @@ def build(
         "network": _network(campaign, rows),
         "sandbox": _sandbox(campaign, rows),
         "leaderboard": _with_sites(
-            [_entry(row, budgets) for row in rows if row["status"] != v.LITERATURE],
+            [_entry(row, budgets) for row in rows if row.status != v.LITERATURE],
             {v.BASELINE: baseline, "best": best},
             campaign,
         ),
-        "failures": [_entry(row, budgets) for row in rows if row["status"] in v.FAILURES],
+        "failures": [_entry(row, budgets) for row in rows if row.status in v.FAILURES],
         "abandoned": sorted(m.candidate_id for m in campaign.manifests() if m.status == v.ABANDONED),
         "cap_changes": list(campaign.meta.get("cap_changes") or []),
         "setting_changes": list(campaign.meta.get("setting_changes") or []),
@@ -237,11 +238,11 @@ def _headline_verdict(state, walk, best, baseline, band, judge) -> str | None:
     """The headline's noise verdict of the best: the gain over the baseline's, never `beyond noise` when the best's
     own step (its gain over the best it replaced, as "What helped" judges it) was within the band or unverified:
     a best whose last step is unproven is not shown as proven by the steps before it."""
-    total = gains.verdict(state["improvement"], band, reference=baseline["score"] if baseline else None, **judge)
+    total = gains.verdict(state["improvement"], band, reference=baseline.score if baseline else None, **judge)
     if total != gains.BEYOND:
         return total
     own = next(
-        (item for item in facts.what_helped(walk, band, **judge)["improvements"] if item["name"] == best["name"]), None
+        (item for item in facts.what_helped(walk, band, **judge)["improvements"] if item["name"] == best.name), None
     )
     return own["noise"] if own and own["noise"] in (gains.WITHIN, gains.UNVERIFIED) else total
 
@@ -249,10 +250,10 @@ def _headline_verdict(state, walk, best, baseline, band, judge) -> str | None:
 def _selected(campaign, state, rows, walk, best, baseline, observed, band, judge) -> dict | None:
     if best is None:
         return None
-    manifest = campaign.manifest_of(best["name"]) if best["status"] == v.KEEP else None
+    manifest = campaign.manifest_of(best.name) if best.status == v.KEEP else None
     metric = campaign.settings.metric
     why = (
-        f"{best['name']} has the best {metric} ({compare.format_score(best['score'])}) among scored baseline and "
+        f"{best.name} has the best {metric} ({compare.format_score(best.score)}) among scored baseline and "
         "keep rows (a tie never replaces the earlier row)"
     )
     if observed:
@@ -261,33 +262,33 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band, judge
             "it is only best_observed"
         )
     return {
-        "name": best["name"],
-        "status": best["status"],
-        "score": best["score"],
-        "baseline_name": baseline["name"] if baseline else None,
-        "baseline_score": baseline["score"] if baseline else None,
+        "name": best.name,
+        "status": best.status,
+        "score": best.score,
+        "baseline_name": baseline.name if baseline else None,
+        "baseline_score": baseline.score if baseline else None,
         "delta": state["improvement"],
         "noise": _headline_verdict(state, walk, best, baseline, band, judge) if best is not baseline else None,
-        "family": best["algorithm_family"] or (manifest.algorithm_family if manifest else None) or None,
-        "kind": best["candidate_kind"] or (v.BASELINE if best["status"] == v.BASELINE else None),
+        "family": best.algorithm_family or (manifest.algorithm_family if manifest else None) or None,
+        "kind": best.candidate_kind or (v.BASELINE if best.status == v.BASELINE else None),
         "hypothesis": (manifest.hypothesis if manifest else None)
-        or (None if best["status"] == v.BASELINE else best["diff_summary"]),
-        "literature_event_id": best["literature_event_id"] or None,
+        or (None if best.status == v.BASELINE else best.diff_summary),
+        "literature_event_id": best.literature_event_id or None,
         "why": why,
         "lineage": facts.lineage(rows, walk.best),
-        "baseline_command": baseline["run_command"] if baseline else None,
-        "best_run_command": best["run_command"] or None,
+        "baseline_command": baseline.run_command if baseline else None,
+        "best_run_command": best.run_command or None,
         "effective_run_args": campaign.best_run_args(),
         "rerun_command": _best_command(campaign, best),
     }
 
 
-def _noise_section(rows: list[dict], estimate: dict | None, band: float | None) -> dict:
+def _noise_section(rows: list[LedgerRow], estimate: dict | None, band: float | None) -> dict:
     of = estimate["of"] if estimate else None
     replicates = [
-        {"name": row["name"], "score": row["score"], "notes": row["diff_summary"] or row["failure_reason"]}
+        {"name": row.name, "score": row.score, "notes": row.diff_summary or row.failure_reason}
         for row in rows
-        if row["status"] == v.REPLICATE and row["base_candidate"] == of
+        if row.status == v.REPLICATE and row.base_candidate == of
     ]
     return {
         "estimate": estimate,
@@ -308,7 +309,7 @@ def _unmeasured(known: dict) -> dict:
     }
 
 
-def _network(campaign, rows: list[dict]) -> dict:
+def _network(campaign, rows: list[LedgerRow]) -> dict:
     """How trials could reach the network: the `--allow-network` setting and what the latest trial recorded
     (`isolated`, `allowed` or `unavailable: <why>`; None when the runner ran no trial, as in poc/prod)."""
     run = _latest_run(campaign, rows)
@@ -325,17 +326,17 @@ def _trial_network(path: Path) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _sandbox(campaign, rows: list[dict]) -> dict:
+def _sandbox(campaign, rows: list[LedgerRow]) -> dict:
     """How the latest runner trial was sealed (its trial.json `sandbox`)."""
     run = _latest_run(campaign, rows)
     sandbox = (_trial_record(run / "trial.json") or {}).get("sandbox") if run else None
     return {"latest_trial": sandbox if isinstance(sandbox, dict) else None}
 
 
-def _latest_run(campaign, rows: list[dict]) -> Path | None:
+def _latest_run(campaign, rows: list[LedgerRow]) -> Path | None:
     """The run folder of the latest runner trial (None without one, as in poc/prod)."""
     for row in reversed(rows):
-        run = campaign.paths.resolve(row["artifacts"]) if row.get("artifacts") else None
+        run = campaign.paths.resolve(row.artifacts) if row.artifacts else None
         if run is not None and run.parent == campaign.paths.output_root:  # a runner trial, not an external run
             return run
     return None
@@ -349,26 +350,26 @@ def _trial_record(path: Path) -> dict | None:
     return document if isinstance(document, dict) else None
 
 
-def _budgets(campaign, rows: list[dict]) -> dict[str, str | None]:
+def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:
     """Per scored row, whether its fixed budget was verified from what ran: the manifest's `result.budget` for
     candidates, the external-run record for an external baseline, trial.json for the runner's baseline and
     replicate trials."""
     recorded = {m.candidate_id: m.result.budget for m in campaign.manifests()}
     found = {}
     for row in rows:
-        if row["score"] is None:
+        if row.score is None:
             continue
-        budget = recorded.get(row["name"]) if row["candidate_manifest"] else None
-        if budget is None and row["status"] == v.BASELINE:  # an external baseline (record --baseline, submit)
-            budget = (_external_record(campaign, row["name"]) or {}).get("budget")
-        if budget is None and not row["candidate_manifest"] and row.get("artifacts"):
-            run = campaign.paths.resolve(row["artifacts"])
+        budget = recorded.get(row.name) if row.candidate_manifest else None
+        if budget is None and row.status == v.BASELINE:  # an external baseline (record --baseline, submit)
+            budget = (_external_record(campaign, row.name) or {}).get("budget")
+        if budget is None and not row.candidate_manifest and row.artifacts:
+            run = campaign.paths.resolve(row.artifacts)
             budget = (
                 (_trial_record(run / "trial.json") or {}).get("budget")
                 if run.parent == campaign.paths.output_root
                 else None
             )
-        found[row["name"]] = budget.get("status") if isinstance(budget, dict) else v.BUDGET_UNVERIFIED
+        found[row.name] = budget.get("status") if isinstance(budget, dict) else v.BUDGET_UNVERIFIED
     return found
 
 
@@ -404,23 +405,23 @@ def _parse(stamp) -> datetime | None:
         return None
 
 
-def _entry(row: dict, budgets: dict[str, str | None]) -> dict:
-    notes = row["failure_reason"] if row["status"] in v.FAILURES else row["diff_summary"]
-    if row["status"] == v.DISCARD and row["failure_reason"]:
-        notes = f"{row['diff_summary']}; {row['failure_reason']}"
+def _entry(row: LedgerRow, budgets: dict[str, str | None]) -> dict:
+    notes = row.failure_reason if row.status in v.FAILURES else row.diff_summary
+    if row.status == v.DISCARD and row.failure_reason:
+        notes = f"{row.diff_summary}; {row.failure_reason}"
         if prune.is_pruned(row):  # stopped early: no score and no final model (nothing to evaluate)
             notes = f"{notes}; {prune.NO_FINAL_MODEL}"
     return {
-        "status": row["status"],
-        "name": row["name"],
-        "score": row["score"],
-        "score_text": "-" if row["score"] is None else compare.format_score(row["score"]),
-        "changed_files": row["changed_files"],
-        "manifest": row["candidate_manifest"],
-        "artifacts": row["artifacts"],
+        "status": row.status,
+        "name": row.name,
+        "score": row.score,
+        "score_text": "-" if row.score is None else compare.format_score(row.score),
+        "changed_files": row.changed_files,
+        "manifest": row.candidate_manifest,
+        "artifacts": row.artifacts,
         "notes": notes,
-        "run_command": row["run_command"],
-        "budget": budgets.get(row["name"]),
+        "run_command": row.run_command,
+        "budget": budgets.get(row.name),
     }
 
 
@@ -428,18 +429,18 @@ def _with_sites(board: list[dict], marked: dict[str, dict | None], campaign) -> 
     """The leaderboard with `role` (baseline, best) and `sites` (each site's value of the final round, from the
     run's round records) on the baseline's and the best's entries; other entries carry neither."""
     for role, row in marked.items():
-        entry = next((e for e in board if row is not None and e["name"] == row["name"]), None)
+        entry = next((e for e in board if row is not None and e["name"] == row.name), None)
         if entry is not None:
             entry["role"] = "baseline, best" if entry.get("role") else role
             entry["sites"] = curves.site_values(campaign, row)
     return board
 
 
-def _score_of(row: dict | None) -> dict | None:
-    return {"name": row["name"], "score": row["score"], "status": row["status"]} if row else None
+def _score_of(row: LedgerRow | None) -> dict | None:
+    return {"name": row.name, "score": row.score, "status": row.status} if row else None
 
 
-def _best_command(campaign, best: dict | None) -> str:
+def _best_command(campaign, best: LedgerRow | None) -> str:
     """The best configuration as a command a user can rerun by hand (fixed budget, base args, best run args); in
     poc/prod its export through the recipe's `--export --export-dir` and an `nvflare job submit` of the export."""
     if best is None:

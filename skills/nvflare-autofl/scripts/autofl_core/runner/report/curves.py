@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ...campaign import vocabulary as v
 from ...campaign.compare import format_score
+from ...campaign.ledger import LedgerRow
 from ...common import bounded
 from . import facts
 
@@ -22,20 +23,20 @@ FLAT = 0.002  # a last-round change smaller than this share of the curves' value
 DIVERGED = 0.25  # falling from its peak by more than this share of its own rise counts as diverging
 
 
-def chosen_runs(rows: list[dict], walk: facts.Walk, batches: list[dict]) -> list[tuple[int, str]]:
+def chosen_runs(rows: list[LedgerRow], walk: facts.Walk, batches: list[dict]) -> list[tuple[int, str]]:
     """(row index, role) of the runs to show: baseline, best, then the latest candidates (pure)."""
     chosen: list[tuple[int, str]] = []
     if walk.baseline is not None:
         chosen.append((walk.baseline, v.BASELINE))
     if walk.best is not None and walk.best != walk.baseline:
         chosen.append((walk.best, "best"))
-    attempts = [index for index, row in enumerate(rows) if row["status"] in v.ATTEMPTS]
+    attempts = [index for index, row in enumerate(rows) if row.status in v.ATTEMPTS]
     if not attempts:
         return chosen
-    last = rows[attempts[-1]]["name"]
+    last = rows[attempts[-1]].name
     members = next((batch["members"] for batch in reversed(batches) if last in batch["members"]), None)
     if members:
-        latest = [index for index in attempts if rows[index]["name"] in members]
+        latest = [index for index in attempts if rows[index].name in members]
     else:
         latest = attempts
     taken = {index for index, _ in chosen}
@@ -44,18 +45,18 @@ def chosen_runs(rows: list[dict], walk: facts.Walk, batches: list[dict]) -> list
     return chosen
 
 
-def read_curves(campaign, rows: list[dict] | None = None) -> list[dict]:
+def read_curves(campaign, rows: list[LedgerRow] | None = None) -> list[dict]:
     """The chosen runs' metric per round and last-round site values (runs without round records are left out)."""
     rows = campaign.rows() if rows is None else rows
     walk = facts.walk_rows(rows, campaign.settings.mode)
     curves = []
     for index, role in chosen_runs(rows, walk, facts.batches(campaign.manifests())):
         row = rows[index]
-        found = [entry for entry in _rounds(campaign, row) if entry["value"] is not None]
+        found = [entry for entry in _rounds(campaign, row.name, row.metric_name) if entry["value"] is not None]
         if found:
             curves.append(
                 {
-                    "name": row["name"],
+                    "name": row.name,
                     "role": role,
                     "rounds": [entry["round"] for entry in found],
                     "values": [entry["value"] for entry in found],
@@ -65,25 +66,25 @@ def read_curves(campaign, rows: list[dict] | None = None) -> list[dict]:
     return curves
 
 
-def site_values(campaign, row: dict | None) -> dict[str, float]:
+def site_values(campaign, row: LedgerRow | None) -> dict[str, float]:
     """Each site's value of the metric in the run's last round ({} without site records)."""
-    if row is None or not row.get("name"):
+    if row is None or not row.name:
         return {}
-    return final_sites(_rounds(campaign, row))
+    return final_sites(_rounds(campaign, row.name, row.metric_name))
 
 
 def sites_of_run(campaign, name: str | None) -> dict[str, float]:
     """`site_values` of the run called `name` (its ledger row's metric; the campaign's when it has no row)."""
     if not name:
         return {}
-    row = next((row for row in reversed(campaign.rows()) if row["name"] == name), {"name": name})
-    return site_values(campaign, row)
+    row = next((row for row in reversed(campaign.rows()) if row.name == name), None)
+    return final_sites(_rounds(campaign, name, row.metric_name if row else ""))
 
 
-def _rounds(campaign, row: dict) -> list[dict]:
+def _rounds(campaign, name: str, metric_name: str) -> list[dict]:
     """The run's rounds (`{"round", "value", "sites"}`): as its trial.json recorded them, else read from its
     round records (a run the runner did not execute, such as a recorded external result)."""
-    folder = campaign.paths.run_dir(row["name"])
+    folder = campaign.paths.run_dir(name)
     if folder.is_symlink() or not folder.is_dir():
         return []
     try:
@@ -94,7 +95,7 @@ def _rounds(campaign, row: dict) -> list[dict]:
         return [entry for entry in trial["rounds"] if _round_record(entry)]
     from ...trial import rounds  # only for a run without trial.json: actions that run nothing never import trial/
 
-    return rounds.as_records(rounds.read_rounds(folder, row.get("metric_name") or campaign.settings.metric))
+    return rounds.as_records(rounds.read_rounds(folder, metric_name or campaign.settings.metric))
 
 
 def _round_record(entry: object) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ...campaign import gains
 from ...campaign import vocabulary as v
 from ...campaign.compare import better, improvement
+from ...campaign.ledger import LedgerRow
 
 GROUP_LITERATURE, GROUP_FAMILY, GROUP_UNCLASSIFIED = v.LITERATURE, "family", "unclassified"  # discard groups
 MAX_NAMES = 10  # names listed per crash group; the count says how many there were
@@ -33,11 +34,11 @@ class Walk:
     baseline: int | None = None  # row index of the first scored baseline
 
 
-def walk_rows(rows: list[dict], mode: str) -> Walk:
+def walk_rows(rows: list[LedgerRow], mode: str) -> Walk:
     walk = Walk(mode=mode)
     running = v.RunningBest(mode)
     for index, row in enumerate(rows):
-        status, score = row["status"], row["score"]
+        status, score = row.status, row.score
         incumbent, previous = running.score, running.index
         if status in v.ATTEMPTS and score is not None and incumbent is not None:
             walk.judged[index] = improvement(score, incumbent, mode)
@@ -51,59 +52,57 @@ def walk_rows(rows: list[dict], mode: str) -> Walk:
             walk.improvements.append(
                 {
                     "row": index,
-                    "name": row["name"],
+                    "name": row.name,
                     "score": score,
                     "previous": incumbent,
-                    "previous_name": rows[previous]["name"],
+                    "previous_name": rows[previous].name,
                     "gain": walk.judged[index],
                 }
             )
         walk.best = index
     if walk.baseline is None:
-        walk.baseline = next(
-            (i for i, r in enumerate(rows) if r["status"] == v.BASELINE and r["score"] is not None), None
-        )
+        walk.baseline = next((i for i, r in enumerate(rows) if r.status == v.BASELINE and r.score is not None), None)
     return walk
 
 
-def best_observed(rows: list[dict], walk: Walk) -> dict | None:
+def best_observed(rows: list[LedgerRow], walk: Walk) -> dict | None:
     """The best-scoring discard when it beats the best retained score (shown, never selected)."""
     if walk.best is None:
         return None
     top = None
     for index, row in enumerate(rows):
-        if row["status"] == v.DISCARD and row["score"] is not None:
-            if better(row["score"], rows[top]["score"] if top is not None else rows[walk.best]["score"], walk.mode):
+        if row.status == v.DISCARD and row.score is not None:
+            if better(row.score, rows[top].score if top is not None else rows[walk.best].score, walk.mode):
                 top = index
     if top is None:
         return None
     row = rows[top]
     return {
-        "name": row["name"],
+        "name": row.name,
         "row": top,
-        "score": row["score"],
+        "score": row.score,
         "status": v.DISCARD,
-        "gain_over_best": improvement(row["score"], rows[walk.best]["score"], walk.mode),
-        "reason": row["failure_reason"] or None,
+        "gain_over_best": improvement(row.score, rows[walk.best].score, walk.mode),
+        "reason": row.failure_reason or None,
     }
 
 
-def lineage(rows: list[dict], best: int | None) -> dict:
+def lineage(rows: list[LedgerRow], best: int | None) -> dict:
     """Follow `base_candidate` from the best back to a baseline; partial when an ancestor's row is missing."""
     if best is None:
         return {"chain": [], "partial": False, "missing": [], "changed_files": []}
-    by_name = {row["name"]: row for row in rows if row["status"] in v.RETAINED}
+    by_name = {row.name: row for row in rows if row.status in v.RETAINED}
     chain, missing, files, seen = [], [], set(), set()
     row = rows[best]
-    while row is not None and row["name"] not in seen:
-        seen.add(row["name"])
-        chain.append(row["name"])
-        files.update(name for name in row["changed_files"].split(",") if name)
-        if row["status"] == v.BASELINE:
+    while row is not None and row.name not in seen:
+        seen.add(row.name)
+        chain.append(row.name)
+        files.update(name for name in row.changed_files.split(",") if name)
+        if row.status == v.BASELINE:
             break
-        parent = row["base_candidate"]
+        parent = row.base_candidate
         if not parent or parent not in by_name:
-            missing.append(parent or f"(base of {row['name']} not recorded)")
+            missing.append(parent or f"(base of {row.name} not recorded)")
             break
         row = by_name[parent]
     return {"chain": chain, "partial": bool(missing), "missing": missing, "changed_files": sorted(files)}
@@ -124,48 +123,48 @@ def what_helped(walk: Walk, band: float | None, *, metric: str | None = None, re
     return {"improvements": items, "first": items[0]["name"], "final": items[-1]["name"], "largest": largest["name"]}
 
 
-def group_key(row: dict) -> tuple[str, str]:
-    if row["literature_event_id"]:
-        return GROUP_LITERATURE, row["literature_event_id"]
-    if row["algorithm_family"]:
-        return GROUP_FAMILY, row["algorithm_family"]
+def group_key(row: LedgerRow) -> tuple[str, str]:
+    if row.literature_event_id:
+        return GROUP_LITERATURE, row.literature_event_id
+    if row.algorithm_family:
+        return GROUP_FAMILY, row.algorithm_family
     return GROUP_UNCLASSIFIED, ""
 
 
-def what_did_not_help(rows: list[dict], walk: Walk) -> dict:
+def what_did_not_help(rows: list[LedgerRow], walk: Walk) -> dict:
     """One representative scored discard per literature event / family (the closest to helping) and crashes
     grouped by failure reason."""
     groups: dict[tuple[str, str], dict] = {}
     for index, gain in walk.judged.items():
         row = rows[index]
-        if row["status"] != v.DISCARD:
+        if row.status != v.DISCARD:
             continue
         key = group_key(row)
         entry = groups.setdefault(key, {"group": key[0], "key": key[1], "count": 0, "representative": None})
         entry["count"] += 1
         if entry["representative"] is None or gain > entry["representative"]["gain"]:
             entry["representative"] = {
-                "name": row["name"],
+                "name": row.name,
                 "row": index,
-                "score": row["score"],
+                "score": row.score,
                 "gain": gain,
-                "reason": row["failure_reason"] or None,
-                "hypothesis": row["diff_summary"],
+                "reason": row.failure_reason or None,
+                "hypothesis": row.diff_summary,
             }
     crashes: dict[str, dict] = {}
     for index in walk.crashes:
-        reason = rows[index]["failure_reason"] or "(no failure reason recorded)"
+        reason = rows[index].failure_reason or "(no failure reason recorded)"
         entry = crashes.setdefault(reason, {"reason": reason, "count": 0, "names": []})
         entry["count"] += 1
         if len(entry["names"]) < MAX_NAMES:
-            entry["names"].append(rows[index]["name"])
+            entry["names"].append(rows[index].name)
     ordered = sorted(
         groups.values(), key=lambda e: ({GROUP_LITERATURE: 0, GROUP_FAMILY: 1}.get(e["group"], 2), e["key"])
     )
     return {"discards": ordered, "crashes": sorted(crashes.values(), key=lambda e: (-e["count"], e["reason"]))}
 
 
-def literature_outcomes(rows: list[dict], walk: Walk, *, batch_size: int) -> list[dict]:
+def literature_outcomes(rows: list[LedgerRow], walk: Walk, *, batch_size: int) -> list[dict]:
     """One outcome per literature event, from the attempts that carry its id (never guessed from row order).
 
     not_evaluated (no attempt) > helped (an improvement) > failed (attempts, no score) > incomplete (fewer
@@ -173,17 +172,17 @@ def literature_outcomes(rows: list[dict], walk: Walk, *, batch_size: int) -> lis
     """
     members: dict[str, list[int]] = {}
     for index, row in enumerate(rows):
-        if row["status"] in v.ATTEMPTS and row["literature_event_id"]:
-            members.setdefault(row["literature_event_id"], []).append(index)
+        if row.status in v.ATTEMPTS and row.literature_event_id:
+            members.setdefault(row.literature_event_id, []).append(index)
     improved = {item["row"] for item in walk.improvements}
     out = []
     for index, row in enumerate(rows):
-        if row["status"] != v.LITERATURE:
+        if row.status != v.LITERATURE:
             continue
-        event = row["literature_event_id"]
+        event = row.literature_event_id
         linked = members.get(event, []) if event else []
-        scored = [i for i in linked if rows[i]["score"] is not None]
-        source_backed = [i for i in scored if rows[i]["candidate_kind"] == v.SOURCE_EDIT]
+        scored = [i for i in linked if rows[i].score is not None]
+        source_backed = [i for i in scored if rows[i].candidate_kind == v.SOURCE_EDIT]
         if not linked:
             outcome = "not_evaluated"
         elif any(i in improved for i in linked):
@@ -199,12 +198,12 @@ def literature_outcomes(rows: list[dict], walk: Walk, *, batch_size: int) -> lis
         out.append(
             {
                 "event_id": event or None,
-                "name": row["name"],
+                "name": row.name,
                 "row": index,
-                "family": row["algorithm_family"],
-                "hypothesis": row["diff_summary"],
+                "family": row.algorithm_family,
+                "hypothesis": row.diff_summary,
                 "outcome": outcome,
-                "candidates": [rows[i]["name"] for i in linked],
+                "candidates": [rows[i].name for i in linked],
                 "scored": len(scored),
                 "required": batch_size,
             }
@@ -212,16 +211,16 @@ def literature_outcomes(rows: list[dict], walk: Walk, *, batch_size: int) -> lis
     return out
 
 
-def families(rows: list[dict], walk: Walk) -> dict:
+def families(rows: list[LedgerRow], walk: Walk) -> dict:
     """helped / mixed / matched / not_confirmed / failed per explicit algorithm_family (the rest are unclassified):
     `matched` as for a literature event, when no attempt improved and one scored exactly its incumbent."""
     improved = {item["row"] for item in walk.improvements}
     table: dict[str, dict] = {}
     unclassified = 0
     for index, row in enumerate(rows):
-        if row["status"] not in v.ATTEMPTS:
+        if row.status not in v.ATTEMPTS:
             continue
-        family = row["algorithm_family"]
+        family = row.algorithm_family
         if not family:
             unclassified += 1
             continue
@@ -231,8 +230,8 @@ def families(rows: list[dict], walk: Walk) -> dict:
         entry["tied"] = entry["tied"] or walk.judged.get(index) == 0
         entry["attempts"] += 1
         entry["improved"] += index in improved
-        entry["scored"] += row["score"] is not None
-        entry["crashed"] += row["score"] is None
+        entry["scored"] += row.score is not None
+        entry["crashed"] += row.score is None
     for entry in table.values():
         if entry["improved"] and entry["improved"] < entry["attempts"]:
             entry["outcome"] = "mixed"
@@ -249,7 +248,7 @@ def families(rows: list[dict], walk: Walk) -> dict:
     return {"families": sorted(table.values(), key=lambda e: e["family"]), "unclassified_attempts": unclassified}
 
 
-def trajectory(rows: list[dict], walk: Walk) -> dict:
+def trajectory(rows: list[LedgerRow], walk: Walk) -> dict:
     """Running-best steps compressed to the start, the first, the largest and the final improvement."""
     if walk.baseline is None and not walk.improvements:
         return {"steps_total": 0, "points": []}
@@ -264,8 +263,8 @@ def trajectory(rows: list[dict], walk: Walk) -> dict:
     points = [
         {
             "row": index,
-            "name": rows[index]["name"],
-            "score": rows[index]["score"],
+            "name": rows[index].name,
+            "score": rows[index].score,
             "gain": gains.get(index),
             "marks": labels,
         }
@@ -274,17 +273,17 @@ def trajectory(rows: list[dict], walk: Walk) -> dict:
     return {"steps_total": len(walk.improvements) + (walk.baseline is not None), "points": points}
 
 
-def compute_spent(rows: list[dict]) -> dict:
+def compute_spent(rows: list[LedgerRow]) -> dict:
     """Sum of recorded runtimes by status; rows without a runtime (external runs) are counted apart."""
     by_status: dict[str, float] = {}
     missing = 0
     for row in rows:
-        if row["status"] == v.LITERATURE:
+        if row.status == v.LITERATURE:
             continue
-        if row["runtime_seconds"] is None:
+        if row.runtime_seconds is None:
             missing += 1
             continue
-        by_status[row["status"]] = by_status.get(row["status"], 0.0) + row["runtime_seconds"]
+        by_status[row.status] = by_status.get(row.status, 0.0) + row.runtime_seconds
     total = sum(by_status.values())
     return {
         "total_seconds": round(total, 3),

@@ -10,23 +10,24 @@ is the clients' own report. Usage::
 from __future__ import annotations
 
 from ...campaign import vocabulary as v
+from ...campaign.ledger import LedgerRow
 from .. import frozen_eval
 from ..store import frozen
 
 
-def section(campaign, rows: list[dict]) -> dict:
+def section(campaign, rows: list[LedgerRow]) -> dict:
     found = frozen.section(campaign.config)
     trials = []
     if found:
         for row in rows:
-            if row["status"] == v.LITERATURE or row["score"] is None:
+            if row.status == v.LITERATURE or row.score is None:
                 continue
-            record = frozen_eval.recorded(campaign, row["name"]) or {}
+            record = frozen_eval.recorded(campaign, row.name) or {}
             trials.append(
                 {
-                    "name": row["name"],
-                    "status": row["status"],
-                    "measured": row["score"],
+                    "name": row.name,
+                    "status": row.status,
+                    "measured": row.score,
                     "reported": record.get("reported_score"),
                     "metric_divergence": record.get("metric_divergence"),
                     "divergence_text": frozen_eval.divergence_text(record["metric_divergence"])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ...campaign import vocabulary as v
 from ...campaign.compare import format_score
+from ...campaign.ledger import LedgerRow
 
 COMPUTE_RE = re.compile(r"(step|epoch|iter|batch|local|round|train_size|max_samples|num_samples)", re.IGNORECASE)
 POPULATION_RE = re.compile(
@@ -32,8 +33,8 @@ STATE_FIELDS = (
 @dataclass
 class Evidence:
     rows: list
-    best: dict | None  # the best ledger row
-    baseline: dict | None  # the first scored baseline row
+    best: LedgerRow | None  # the best ledger row
+    baseline: LedgerRow | None  # the first scored baseline row
     best_run_args: list  # the best's effective run args
     missing_columns: tuple  # ledger columns an older ledger did not have
     metric: str
@@ -84,7 +85,7 @@ def _compute(ev: Evidence) -> list[dict]:
             )
         )
     if ev.best and ev.baseline and ev.best is not ev.baseline:
-        best_time, base_time = ev.best["runtime_seconds"], ev.baseline["runtime_seconds"]
+        best_time, base_time = ev.best.runtime_seconds, ev.baseline.runtime_seconds
         if best_time and base_time and best_time > RUNTIME_RATIO * base_time:
             out.append(
                 _warning(
@@ -112,7 +113,7 @@ def _population(ev: Evidence) -> list[dict]:
 def _metric_source(ev: Evidence) -> list[dict]:
     if not (ev.best and ev.baseline) or ev.best is ev.baseline:
         return []
-    a, b = ev.baseline["metric_source"], ev.best["metric_source"]
+    a, b = ev.baseline.metric_source, ev.best.metric_source
     kind = lambda source: source.split(":", 2)[:2] if source.startswith("structured:") else source.split(":", 1)[:1]  # noqa: E731
     if a and b and kind(a) != kind(b):
         return [
@@ -145,16 +146,14 @@ def _state(ev: Evidence) -> list[dict]:
                 _warning("state_disagrees", "campaign_state.json disagrees with the ledger: " + "; ".join(differing))
             )
     meta_best = ev.meta.get("best_candidate")
-    if ev.best and meta_best not in (None, ev.best["name"]):
+    if ev.best and meta_best not in (None, ev.best.name):
         out.append(
-            _warning("state_disagrees", f"campaign.json names {meta_best} as the best, the ledger {ev.best['name']}")
+            _warning("state_disagrees", f"campaign.json names {meta_best} as the best, the ledger {ev.best.name}")
         )
     mismatched = [
-        f"{row['name']} ({row['status']} in the ledger, {ev.manifest_status[row['name']]} in its manifest)"
+        f"{row.name} ({row.status} in the ledger, {ev.manifest_status[row.name]} in its manifest)"
         for row in ev.rows
-        if row["status"] in v.ATTEMPTS
-        and row["name"] in ev.manifest_status
-        and ev.manifest_status[row["name"]] != row["status"]
+        if row.status in v.ATTEMPTS and row.name in ev.manifest_status and ev.manifest_status[row.name] != row.status
     ]
     if mismatched:
         out.append(
@@ -169,8 +168,8 @@ def _state(ev: Evidence) -> list[dict]:
 
 
 def _test_like(ev: Evidence) -> list[dict]:
-    scored = sum(1 for row in ev.rows if row["status"] in v.SCORED_ATTEMPTS and row["score"] is not None)
-    sources = {ev.metric} | {row["metric_name"] for row in ev.rows if row["metric_name"]}
+    scored = sum(1 for row in ev.rows if row.status in v.SCORED_ATTEMPTS and row.score is not None)
+    sources = {ev.metric} | {row.metric_name for row in ev.rows if row.metric_name}
     if scored < 2 or not any(TEST_LIKE_RE.search(name) for name in sources):
         return []
     return [
@@ -192,16 +191,16 @@ def _provenance(ev: Evidence) -> list[dict]:
                 f"the ledger predates the columns {', '.join(ev.missing_columns)}; rows lack that provenance",
             )
         )
-    attempts = [row for row in ev.rows if row["status"] in v.ATTEMPTS]
-    scored = [row for row in ev.rows if row["score"] is not None and row["status"] != v.LITERATURE]
+    attempts = [row for row in ev.rows if row.status in v.ATTEMPTS]
+    scored = [row for row in ev.rows if row.score is not None and row.status != v.LITERATURE]
     for column, what, rows in (
         ("candidate_manifest", "no candidate manifest", attempts),
         ("candidate_kind", "no candidate_kind", attempts),
         ("metric_source", "no metric source", scored),
     ):
-        lacking = [row for row in rows if not row[column]]
+        lacking = [row for row in rows if not getattr(row, column)]
         if lacking and column not in ev.missing_columns:
-            names = ", ".join(row["name"] for row in lacking[:5]) + (" ..." if len(lacking) > 5 else "")
+            names = ", ".join(row.name for row in lacking[:5]) + (" ..." if len(lacking) > 5 else "")
             out.append(_warning("missing_provenance", f"{len(lacking)} row(s) have {what}: {names}"))
     return out
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from ...campaign.ledger import LedgerRow
 from ...common import atomic, bounded, schema_check
 from ..outcome import CampaignError
 
@@ -80,11 +81,11 @@ def write(paths, meta: dict) -> None:
     atomic.write_json(paths.campaign, meta)
 
 
-def with_best(meta: dict, *, best_row: dict | None, digest: str | None, run_args: list[str], now: str) -> dict:
+def with_best(meta: dict, *, best_row: LedgerRow | None, digest: str | None, run_args: list[str], now: str) -> dict:
     """`meta` with the best fields set; `updated_at` moves only when something changed."""
     best = {
-        "best_candidate": best_row["name"] if best_row else None,
-        "best_score": best_row["score"] if best_row else None,
+        "best_candidate": best_row.name if best_row else None,
+        "best_score": best_row.score if best_row else None,
         "best_source_sha256": digest,
         "best_run_args": list(run_args),
     }
