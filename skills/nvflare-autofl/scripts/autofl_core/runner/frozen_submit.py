@@ -80,15 +80,10 @@ def training_download(campaign, name: str, training: dict) -> Path:
 
 def _real_folder(path: Path, stop: Path) -> bool:
     """True for a folder none of whose parts below `stop` (nor itself) is a symlink."""
-    try:
-        current = Path(path)
-        while current != stop and current != current.parent:
-            if stat.S_ISLNK(os.lstat(current).st_mode):
-                return False
-            current = current.parent
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
+    from ..trial import global_model
+
+    mode = global_model.unlinked_mode(path, stop=stop)
+    return mode is not None and stat.S_ISDIR(mode)
 
 
 def job_for(

@@ -118,14 +118,19 @@ def _format_of(rel: str) -> str:
     return {".npy": "numpy", ".pt": "pytorch", ".pth": "pytorch", ".safetensors": "safetensors"}.get(suffix, "")
 
 
-def _regular_file(path: Path, *, stop: Path) -> bool:
-    """True for a regular file none of whose folders below `stop` (nor itself) is a symlink."""
+def unlinked_mode(path: Path, *, stop: Path) -> int | None:
+    """`path`'s st_mode when none of its parts below `stop` (nor itself) is a symlink; None otherwise or unreadable."""
     try:
         current = Path(path)
         while current != stop and current != current.parent:
             if stat.S_ISLNK(os.lstat(current).st_mode):
-                return False
+                return None
             current = current.parent
-        return stat.S_ISREG(os.lstat(path).st_mode)
+        return os.lstat(path).st_mode
     except OSError:
-        return False
+        return None
+
+
+def _regular_file(path: Path, *, stop: Path) -> bool:
+    mode = unlinked_mode(path, stop=stop)
+    return mode is not None and stat.S_ISREG(mode)
