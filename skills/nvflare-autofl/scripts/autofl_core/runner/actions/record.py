@@ -141,21 +141,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
     if options.failure_reason is None:
         _refuse_unmeasured(campaign, options, "")
     measured = _measured(options)
-    if options.failure_reason is not None:
-        found = {
-            "score": None,
-            "metric_name": None,
-            "metric_source": None,
-            "metric_artifact": None,
-            "artifacts": _artifacts_rel(campaign, options.artifacts) if options.artifacts else None,
-            **_job_facts(options.artifacts),
-        }
-        reason = " ".join(options.failure_reason.split()) or "external run failed"
-    else:
-        found = _external_score(campaign, options)
-        reason = None
-    if (found.get("budget") or {}).get("status") == what_ran.VIOLATED:
-        found, reason = dict(found, score=None), found["budget"]["reason"]  # never kept, whatever it scored
+    found, reason = _found(campaign, options)
     status = (
         v.CRASH
         if found["score"] is None
@@ -168,6 +154,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
         )
     )
     scored = _measured_fields(campaign, found, measured, manifest.candidate_id) if measured else {}
+    model = scored or frozen_eval.external_model(campaign, options.artifacts)  # measured, else unmeasured
     artifacts = manifest.artifacts.replace(run=found["artifacts"])
     if job_id:
         artifacts = artifacts.replace(job_id=job_id)
@@ -182,7 +169,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             run_command=f"external submission{f' (job id {job_id})' if job_id else ''}",
             failure_reason=reason,
             budget=found.get("budget"),
-            **(scored or frozen_eval.external_model(campaign, options.artifacts)),  # measured, else unmeasured
+            **model,
         ),
     )
     files = draft_files if status == v.KEEP else None  # a keep installs the candidate's own source
@@ -194,10 +181,30 @@ def _candidate(campaign, options, now: str) -> ActionResult:
             "job_id": job_id,
             "candidate_status": status,
             **what_happened.outcome(campaign, compared, score=found["score"], name=manifest.candidate_id),
-            **(scored or frozen_eval.external_model(campaign, options.artifacts)),
+            **model,
         },
         ledger_changed=True,
     )
+
+
+def _found(campaign, options) -> tuple[dict, str | None]:
+    """(what the external run gave: {score, metric_*, artifacts, ...}, its failure reason or None); a run that
+    broke its budget has no score, whatever it scored."""
+    if options.failure_reason is not None:
+        found = {
+            "score": None,
+            "metric_name": None,
+            "metric_source": None,
+            "metric_artifact": None,
+            "artifacts": _artifacts_rel(campaign, options.artifacts) if options.artifacts else None,
+            **_job_facts(options.artifacts),
+        }
+        reason = " ".join(options.failure_reason.split()) or "external run failed"
+    else:
+        found, reason = _external_score(campaign, options), None
+    if (found.get("budget") or {}).get("status") == what_ran.VIOLATED:
+        return dict(found, score=None), found["budget"]["reason"]
+    return found, reason
 
 
 def _external_score(campaign, options) -> dict:
