@@ -336,3 +336,27 @@ def test_a_fedjob_workspace_computed_at_run_time_is_recorded_and_the_options_tha
     }
     # --lr (a client option) moves nothing: it stays free, as budget() above shows
     assert not (tmp_path / "autofl-test-ws").exists() and not Path("/tmp/autofl-test-ws").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "source"),
+    [
+        ("subclass_module", "sft_recipe.py", "dry run: the exported job's num_rounds"),
+        ("collab_module", "fedavg_server.py", "dry run: the recipe's server num_rounds"),
+    ],
+)
+def test_a_budget_decided_in_the_job_s_own_module_is_pinned_by_the_run(job, name, module, source):
+    """A recipe subclass or a collaborative server class beside job.py: the static reading refuses (it does not
+    follow the job's own classes, never matching them to NVFLARE's by name); the run records what they build, and
+    an edit of their default is a budget change."""
+    path = job(name)
+    static = api.import_job(path)
+    assert "is the job's own class" in static["admission_errors"][0]["message"]
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == [] and config["import"]["dry_run"]["status"] == "recorded"
+    rounds = config["fixed_budget"]["num_rounds"]
+    assert (rounds["value"], rounds["source"]) == (7, source)
+    edited = (path.parent / module).read_bytes().replace(b"=7", b"=70")
+    candidate = api.import_job(path, dry_run=True, overlay={module: edited})
+    assert candidate["fixed_budget"]["num_rounds"]["value"] == 70
+    assert contract.budget_digest(candidate) != contract.budget_digest(config)

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import yaml
 from autofl_core.importer import api, display
 from runner_support import SCRIPTS
@@ -125,66 +126,45 @@ def test_a_raise_under_an_unresolved_condition_leaves_the_other_side():
 COLLAB = "from nvflare.collab.recipe import CollabRecipe\nfrom nvflare.recipe import SimEnv\n"
 
 
-def test_a_server_class_from_a_module_beside_job_py_is_read_there_not_matched_by_name():
-    """A class called FedAvg in the job's own module is not NVFLARE's FedAvg (whose default is 5)."""
-    source = (
+SERVER_MODULE = "class FedAvg:\n    def __init__(self, num_rounds=7):\n        self.num_rounds = num_rounds\n"
+OWN_CLASSES = {
+    "server from a module beside job.py, named like NVFLARE's FedAvg (default 5)": (
         COLLAB
-        + "from fedavg import FedAvg\nCollabRecipe(job_name='c', server=FedAvg()).execute(SimEnv(num_clients=2))\n"
-    )
-    module = "class FedAvg:\n    def __init__(self, num_rounds=7):\n        self.num_rounds = num_rounds\n"
-    entry = budget(source, {"fedavg.py": module})["num_rounds"]
-    assert (entry["value"], entry["confidence"]) == (7, "medium")
-    assert entry["source"] == "CollabRecipe(server=FedAvg default (fedavg.py line 2))"
-    relative = source.replace("from fedavg", "from .fedavg")
-    assert budget(relative, {"fedavg.py": module})["num_rounds"]["value"] == 7
-
-
-def test_a_server_class_without_the_budget_parameter_is_refused_naming_both_lines():
-    source = COLLAB + (
-        "class Server:\n    def __init__(self, rounds=3, **kw):\n        self.rounds = rounds\n"
-        "CollabRecipe(job_name='c', server=Server()).execute(SimEnv(num_clients=2))\n"
-    )
-    entry = budget(source)["num_rounds"]
-    assert entry["confidence"] == "unresolved"
-    assert "Server (job.py line 4) takes no such parameter" in entry["reason"] and "(line 6)" in entry["reason"]
-
-
-def test_a_server_built_with_the_option_stays_high_and_a_required_one_is_refused():
-    source = COLLAB + (
-        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--r', type=int, default=4)\n"
-        "a = p.parse_args()\nclass Server:\n    def __init__(self, num_rounds):\n        self.n = num_rounds\n"
-    )
-    given = budget(
-        source + "CollabRecipe(job_name='c', server=Server(num_rounds=a.r)).execute(SimEnv(num_clients=2))\n"
-    )
-    assert given["num_rounds"]["value"] == 4 and given["num_rounds"]["depends_on"] == ["--r"]
-    missing = budget(source + "CollabRecipe(job_name='c', server=Server()).execute(SimEnv(num_clients=2))\n")
-    assert "requires num_rounds=" in missing["num_rounds"]["reason"]
-
-
-def test_a_recipe_subclass_renaming_its_budget_parameter_follows_the_job_s_argument():
-    source = (
+        + "from fedavg import FedAvg\nCollabRecipe(job_name='c', server=FedAvg()).execute(SimEnv(num_clients=2))\n",
+        "FedAvg (built at job.py line 4)",
+    ),
+    "the same, imported relatively": (
+        COLLAB
+        + "from .fedavg import FedAvg\nCollabRecipe(job_name='c', server=FedAvg()).execute(SimEnv(num_clients=2))\n",
+        "FedAvg (built at job.py line 4)",
+    ),
+    "server class defined in job.py": (
+        COLLAB
+        + "class Server:\n    def __init__(self, rounds=3, **kw):\n        self.rounds = rounds\n"
+        + "CollabRecipe(job_name='c', server=Server()).execute(SimEnv(num_clients=2))\n",
+        "Server (built at job.py line 6)",
+    ),
+    "recipe subclass renaming its budget parameter": (
         "from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
         "class SFT(FedAvgRecipe):\n    def __init__(self, rounds=2, **kw):\n"
         "        super().__init__(num_rounds=rounds, min_clients=2, train_script='s.py', **kw)\n"
-        "SFT(rounds=6).execute(SimEnv(num_clients=2))\n"
-    )
-    entry = budget(source)["num_rounds"]
-    assert (entry["value"], entry["source"]) == (6, "SFT(rounds=...) -> num_rounds")
+        "SFT(rounds=6).execute(SimEnv(num_clients=2))\n",
+        "SFT (built at job.py line 6)",
+    ),
+}
 
 
-def test_an_edit_of_a_local_default_changes_the_budget_digest():
-    """The runner re-imports a candidate: moving a default the budget reads must show as a budget change."""
-    from autofl_core.runner.store import contract
-
-    source = (
-        COLLAB
-        + "from fedavg import FedAvg\nCollabRecipe(job_name='c', server=FedAvg()).execute(SimEnv(num_clients=2))\n"
-    )
-    module = "class FedAvg:\n    def __init__(self, num_rounds=7):\n        pass\n"
-    before = api.import_source(source, read_file={"fedavg.py": module}.get)
-    after = api.import_source(source, read_file={"fedavg.py": module.replace("7", "70")}.get)
-    assert contract.budget_digest(before) != contract.budget_digest(after)
+@pytest.mark.parametrize("shape", sorted(OWN_CLASSES))
+def test_a_budget_decided_in_the_job_s_own_class_is_refused_statically_naming_the_line(shape):
+    """The static reading does not follow the job's own classes (the dry run runs them: test_importer_dryrun.py);
+    it never matches one to an NVFLARE class by name and refuses with the line where job.py builds it."""
+    source, where = OWN_CLASSES[shape]
+    config = api.import_source(source, read_file={"fedavg.py": SERVER_MODULE}.get)
+    entry = config["fixed_budget"]["num_rounds"]
+    assert (entry["value"], entry["confidence"]) == (None, "unresolved")
+    assert where in entry["reason"] and "is the job's own class" in entry["reason"]
+    assert "pass num_rounds= where job.py builds it" in entry["reason"]
+    assert config["admission_errors"][0]["code"] == "AUTOFL_UNRESOLVED_SAFETY_FIELD"
 
 
 # --- what the human is shown (point 7) ---------------------------------------------------------------

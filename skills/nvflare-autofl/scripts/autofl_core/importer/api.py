@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import argparse_flow as ap
-from . import data_shaping, display
+from . import data_shaping, display, recipes
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
 from .budget import FIELDS, fixed_budget
 from .files import Overlay, Workspace, load_job
-from .local_classes import LocalClasses
 from .objective import build_objective
 from .overrides import apply_overrides
 from .reach import ScriptParser, forwarded_options, reaching_options
@@ -41,7 +40,7 @@ from .schema import SCHEMA_FILE, parse_schema_text, schema_section
 from .search import suggested
 from .surface import Surface, analyze, job_section, simulator_workspace
 from .trust import safe_relative, train_script_of, trust_section
-from .values import UNRESOLVED, ClassRef, describe, to_jsonable
+from .values import UNRESOLVED, describe, to_jsonable
 from .walker import Walker
 
 IMPORTER_VERSION = "1.0"
@@ -121,8 +120,8 @@ def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], c
     }
 
 
-def _budget_section(surface: Surface, argparse_section: dict, schema: dict, local: LocalClasses | None = None) -> dict:
-    budget = fixed_budget(surface, local)
+def _budget_section(surface: Surface, argparse_section: dict, schema: dict) -> dict:
+    budget = fixed_budget(surface)
     by_dest = {f["dest"]: f for f in argparse_section["flags"]}
     pinned = dict(schema["comparison_budget_args"]["default_candidate_budget"])
     pinned.update({k: None for k in schema["comparison_budget_args"]["fixed_within_campaign"] if k not in pinned})
@@ -288,22 +287,22 @@ def import_source(
         job.walk, job.surface = Walker(job.base_args).out, Surface(reason=syntax_error)
     else:
         job.walk, job.schema_args, job.conflicts = _walk(job.tree, job.base_args, job.schema, job_name)
-        _with_workspace_bases(job.walk, LocalClasses(job.tree, job.name, job.read_file))
+        _mark_job_classes(job.walk, job.exists)
         job.surface = analyze(job.walk)
     return _assemble(job)
 
 
-def _with_workspace_bases(walk: Any, local: LocalClasses) -> None:
-    """Give classes imported from the job's own modules the bases those modules declare, so a recipe subclass
-    defined beside job.py is known by its NVFLARE base (family, defaults) like one defined in job.py."""
+def _mark_job_classes(walk: Any, exists: Callable[[str], bool]) -> None:
+    """A class imported from a module beside job.py is the job's own: never matched to an NVFLARE class by name
+    (its defaults are unknown to the static reading; the dry run records what it builds)."""
     for obj in walk.objects:
         cls = obj.cls
-        if cls.bases or cls.qualname.startswith("<local>.") or cls.qualname.startswith("nvflare."):
+        module = cls.qualname.rpartition(".")[0].lstrip(".")
+        if not module or cls.qualname.startswith(("nvflare.", recipes.LOCAL_PREFIX)):
             continue
-        found = local.find(cls)
-        if found is not None and found.bases:
-            cls.bases = tuple(ClassRef(q.rpartition(".")[2], q) for q in found.bases)
-            cls.defines_init = found.defines_init
+        stem = module.replace(".", "/")
+        if exists(f"{stem}.py") or exists(f"{stem}/__init__.py"):
+            cls.qualname = recipes.LOCAL_PREFIX + cls.qualname.lstrip(".")
 
 
 def _assemble(job: _Job) -> dict:
@@ -316,8 +315,7 @@ def _assemble(job: _Job) -> dict:
     objective = build_objective(surface, job.metric, schema, script_rel) if supported else _empty_objective(job.metric)
     reasons = objective.pop("_reasons", {})
     recipe_args = {k: describe(v) for k, v in sorted(surface.target.kwargs.items())} if supported else {}
-    local = LocalClasses(job.tree, job.name, job.read_file)
-    budget = _budget_section(surface, args_section, schema, local)
+    budget = _budget_section(surface, args_section, schema)
     raised = would_raise(surface, budget)
     schema["budget_mismatches"] = _schema_mismatches(budget, schema) if supported else []
     trust = trust_section(

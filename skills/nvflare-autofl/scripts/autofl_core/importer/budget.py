@@ -90,12 +90,17 @@ def _not_applicable(reason: str) -> dict:
     }
 
 
-def _from_defaults(obj: Any, param: str, source: str, local: Any = None) -> dict:
-    """An omitted constructor argument: from the class's own `__init__` when the job defines the class (job.py or a
-    module beside it), else from the installed NVFLARE's signature of `obj`'s class."""
-    found = local.find(obj.cls) if local is not None else None
-    if found is not None:
-        return _local_default(obj, param, source, found)
+def _from_defaults(obj: Any, param: str, source: str) -> dict:
+    """An omitted constructor argument, from the installed NVFLARE's signature of `obj`'s class (a subclass the job
+    defines without its own `__init__` has its NVFLARE base's). A class of the job's own code is not read: refused
+    with the line (the dry run records what it builds)."""
+    if obj.cls.qualname.startswith(recipes.LOCAL_PREFIX) and recipes.default_of(obj.cls, param).status == "unknown":
+        return _missing(
+            f"{obj.name} (built at job.py line {obj.line}) is the job's own class and its {param} is decided in its "
+            f"code, which the static reading does not follow; pass {param}= where job.py builds it, or import where "
+            "the dry run can run job.py",
+            source,
+        )
     return _nvflare_default(obj.cls, obj.name, param, source)
 
 
@@ -118,68 +123,7 @@ def _nvflare_default(cls: Any, name: str, param: str, source: str) -> dict:
     return _missing(reasons.get(default.status, f"{name} gets no {param}=; pass it explicitly"), source)
 
 
-def _local_default(obj: Any, param: str, source: str, init: Any) -> dict:
-    """`param` omitted where job.py builds `obj`, whose class the job defines itself (`local_classes.LocalInit`).
-
-    A recipe subclass decides `param` in its `super().__init__(...)` call (a parameter of its own, a literal) or
-    leaves it to NVFLARE's base class; any other class (a collaborative recipe's server object) holds it as a
-    parameter of its own `__init__`.
-    """
-    bases = [b for b in getattr(obj.cls, "bases", ()) if recipes.is_known_recipe(b)]
-    subclass = bool(bases)
-    passed = init.passes.get(param) if subclass else ("param", param)
-    if subclass and passed is None:
-        if init.passes_positional:
-            return _missing(
-                f"{init.where} calls its base's __init__ with positional arguments at line {init.super_line}; pass "
-                f"{param}= to it as a keyword, or pass {param}= where job.py builds {obj.name} (line {obj.line})",
-                source,
-            )
-        base = bases[0]
-        entry = _nvflare_default(base, base.name, param, source)
-        if entry["confidence"] != UNRESOLVED:
-            entry["note"] += f", reached through {obj.name} ({init.file} line {init.line})"
-            entry["source"] = f"{obj.name} -> {entry['source']}"
-        return entry
-    status, value = passed
-    if status == "param":
-        own = value
-        if own in obj.kwargs:
-            return _entry(obj.kwargs[own], f"{obj.name}({own}=...) -> {param}", obj.control)
-        if own not in init.params:
-            why = "takes no such parameter" if init.defines_init else "defines no __init__"
-            return _missing(
-                f"{obj.name} ({init.file} line {init.line}) {why}, so its {param} is unknown; give "
-                f"{obj.name}.__init__ a {param} parameter and pass {param}= where job.py builds it (line {obj.line})",
-                source,
-            )
-        status, value = init.params[own]
-        if status == "required":
-            return _missing(f"{init.where} requires {own}= and job.py does not pass it (line {obj.line})", source)
-    if status == "value" and isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        how = "default" if passed[0] == "param" else "fixed value"
-        return {
-            "value": value,
-            "confidence": MEDIUM,
-            "flag": None,
-            "source": f"{obj.name} {how} ({init.file} line {init.super_line if how != 'default' else init.line})",
-            "depends_on": [],
-            "note": f"{how} of {init.name}, defined by the job in {init.file}",
-        }
-    if passed[0] != "param":
-        return _missing(
-            f"{init.name} passes {param}={value} to its base at {init.file} line {init.super_line}, which is not a "
-            f"number the importer can read; pass a literal there, or one of {init.name}'s own parameters unchanged",
-            source,
-        )
-    return _missing(
-        f"{init.where} defaults {param} to {value!r}, which is not a number the importer can read; use a literal "
-        f"default there, or pass {param}= where job.py builds {obj.name} (line {obj.line})",
-        source,
-    )
-
-
-def _field(obj: Any, param: str, control: tuple[str, ...], alias: str | None = None, local: Any = None) -> dict:
+def _field(obj: Any, param: str, control: tuple[str, ...], alias: str | None = None) -> dict:
     """`param` of a recipe/controller: its keyword, an argument object the table names, or its class's default."""
     keyword = alias or param
     if keyword in obj.kwargs:
@@ -193,16 +137,16 @@ def _field(obj: Any, param: str, control: tuple[str, ...], alias: str | None = N
                 f"with the budget: {nested['object']}=<class>({nested['param']}=N)",
                 f"{obj.name}({nested['object']}=...)",
             )
-        inner = _field(holder, nested["param"], control + holder.control, local=local)
+        inner = _field(holder, nested["param"], control + holder.control)
         inner["source"] = f"{obj.name}({nested['object']}={inner['source']})"
         return inner
-    return _from_defaults(obj, keyword, f"{obj.name}({keyword}=...)", local)
+    return _from_defaults(obj, keyword, f"{obj.name}({keyword}=...)")
 
 
-def recipe_budget(surface: Any, local: Any = None) -> dict:
+def recipe_budget(surface: Any) -> dict:
     recipe = surface.target
     control = recipe.control + surface.run_control
-    budget = {field: _field(recipe, field, control, local=local) for field in ("num_rounds", "min_clients")}
+    budget = {field: _field(recipe, field, control) for field in ("num_rounds", "min_clients")}
     budget["num_clients"] = _env_clients(surface)
     if recipe.unpacked:
         for field in FIELDS[1:]:
@@ -239,7 +183,7 @@ def _count(val: Any, source: str, control: tuple[str, ...] = ()) -> dict:
     return _missing(f"client list is not resolved: {why}" if why else "client list is not resolved", source)
 
 
-def fedjob_budget(surface: Any, local: Any = None) -> dict:
+def fedjob_budget(surface: Any) -> dict:
     job = surface.target
     controllers = [
         c for c in surface.components if "num_rounds" in c.kwargs or c.name in ("FedAvg", "ScatterAndGather")
@@ -249,7 +193,7 @@ def fedjob_budget(surface: Any, local: Any = None) -> dict:
     if "num_rounds" in job.kwargs:
         budget["num_rounds"] = _entry(job.kwargs["num_rounds"], f"{job.name}(num_rounds=...)", control)
     elif controllers:
-        budget["num_rounds"] = _field(controllers[0], "num_rounds", control + controllers[0].control, local=local)
+        budget["num_rounds"] = _field(controllers[0], "num_rounds", control + controllers[0].control)
     else:
         budget["num_rounds"] = _missing("no controller with num_rounds= is attached to the FedJob", "FedJob")
     if controllers and "num_clients" in controllers[0].kwargs:
@@ -259,7 +203,7 @@ def fedjob_budget(surface: Any, local: Any = None) -> dict:
             control + controllers[0].control,
         )
     else:
-        budget["min_clients"] = _field(job, "min_clients", control, local=local)
+        budget["min_clients"] = _field(job, "min_clients", control)
     budget["num_clients"] = _run_clients(surface, job, control)
     return budget
 
@@ -305,10 +249,9 @@ def _run_clients(surface: Any, job: Any, control: tuple[str, ...]) -> dict:
     return _entry(sites, "FedJob.to(..., site) targets", control)
 
 
-def fixed_budget(surface: Any, local: Any = None) -> dict:
-    """The `fixed_budget` block for a supported surface (empty dict when unsupported); `local` finds the classes
-    the job defines itself (`local_classes.LocalClasses`), whose own defaults come before NVFLARE's."""
+def fixed_budget(surface: Any) -> dict:
+    """The `fixed_budget` block for a supported surface (empty dict when unsupported)."""
     if surface.status != "supported":
         return {}
-    budget = recipe_budget(surface, local) if surface.pattern == "recipe" else fedjob_budget(surface, local)
+    budget = recipe_budget(surface) if surface.pattern == "recipe" else fedjob_budget(surface)
     return {field: budget[field] for field in FIELDS}

@@ -168,7 +168,11 @@ def _plain(value, depth=0):
         return [_plain(v, depth + 1) for v in list(items)[:256]]
     if isinstance(value, dict):
         return {str(k): _plain(v, depth + 1) for k, v in list(value.items())[:256]}
-    return {"__class__": f"{type(value).__module__}.{type(value).__qualname__}"}
+    plain = {"__class__": f"{type(value).__module__}.{type(value).__qualname__}"}
+    if depth == 1:  # an object a recipe holds (a collaborative server): its plain public numbers too
+        own = getattr(value, "__dict__", None) or {}
+        plain.update({k: v for k, v in own.items() if not k.startswith("_") and type(v) in (bool, int, float, str)})
+    return plain
 
 
 def _read_configs(folder: str) -> dict:
@@ -216,7 +220,7 @@ def _record(kind: str, fed_job_config, **extra) -> None:
 def _recipe_attrs(recipe) -> dict:
     if recipe is None:
         return {}
-    return {k: _plain(v) for k, v in sorted(vars(recipe).items()) if not k.startswith("_")}
+    return {k: _plain(v, 1) for k, v in sorted(vars(recipe).items()) if not k.startswith("_")}
 
 
 def _install() -> None:

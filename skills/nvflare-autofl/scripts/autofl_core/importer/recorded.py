@@ -94,6 +94,8 @@ def budget(record: dict) -> dict[str, dict]:
         out["num_rounds"] = _entry(rounds[0], "dry run: the exported job's num_rounds")
     elif rounds:
         out["num_rounds"] = {"value": None, "source": "dry run", "reason": f"the job holds several num_rounds {rounds}"}
+    elif "num_rounds" not in attrs and isinstance(attrs.get("server"), dict):  # a collaborative recipe's server
+        out["num_rounds"] = _entry(attrs["server"].get("num_rounds"), "dry run: the recipe's server num_rounds")
     else:
         out["num_rounds"] = _entry(attrs.get("num_rounds"), "dry run: the recipe's num_rounds")
     wanted: list[int] = []
