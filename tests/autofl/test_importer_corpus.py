@@ -50,3 +50,19 @@ def test_the_dry_run_gives_examples_it_settles_their_recorded_verdict(name, tmp_
     config = api.import_job(tmp_path / name / "job.py", dry_run=True, base_args=entry.get("args", []))
     assert verdict(config) == entry["dry_run"], config["admission_errors"][:1]
     assert config["import"]["dry_run"]["status"] in ("recorded", "raised")
+
+
+@pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+def test_a_recorded_run_is_the_budget_source_of_a_job_the_reading_admits(tmp_path):
+    """NVFLARE's cross-site-evaluation FedJob script: the reading admits it with FedJob's default min_clients 1,
+    but the job asks NVFLARE's ScatterAndGather for every site; the record, not the reading, is the budget."""
+    shutil.copytree(CORPUS / "pt-fedjob-cse", tmp_path / "job")
+    static = api.import_job(tmp_path / "job" / "job.py")
+    assert static["fixed_budget"]["min_clients"]["value"] == 1, "precondition: the reading's value differs"
+    config = api.import_job(tmp_path / "job" / "job.py", dry_run=True)
+    assert config["admission_errors"] == [] and config["import"]["dry_run"]["status"] == "recorded"
+    assert config["fixed_budget"]["min_clients"]["value"] == 2
+    assert config["fixed_budget"]["min_clients"]["source"].startswith("dry run")
+    assert config["import"]["dry_run"]["corrected"] == [
+        "min_clients: job.py reads as 1, but running it asks NVFLARE for 2"
+    ]

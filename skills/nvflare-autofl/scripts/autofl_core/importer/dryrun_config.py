@@ -1,9 +1,10 @@
 """Fold a dry-run record into the static import's config (pure): the record decides where reading could not.
 
 - No record (no namespaces here): the static config stands; `import.dry_run.status` says why.
-- The static import admits: it stands; options the dry run found to move the budget are added to `depends_on`
-  (so the runner pins them too), and a budget value the run contradicts is replaced by the run's
-  (`import.dry_run.corrected` says which).
+- A recorded training run (the static import admits): the record is the source (`record_first`): job, budget,
+  key metric and trust are what NVFLARE was asked to build, with the options the perturbed runs found to move
+  them in `depends_on`; the reading only fills a field the run left without a value (`import.dry_run.corrected`
+  names where the two disagreed).
 - The static import refuses for a reason a run settles (a client list built at run time, a value held by an
   object, computed values, a class picked at run time, a FedJob's simulator folder): the job, budget, objective
   and that folder come from the record.
@@ -203,6 +204,33 @@ def rebuild(config: dict, record: dict, moved: dict, trust_for: Callable[[str | 
     config["import"]["would_raise"] = []
 
 
+def record_first(config: dict, record: dict, moved: dict, trust_for: Callable[[str | None], dict]) -> None:
+    """A recorded training run is the config's source: the job, budget, key metric and trust are what NVFLARE was
+    asked to build. The static reading only fills a budget field the run left without a value, and keeps what
+    no run records (the recipe's arguments as written, notes for the human, the objective's schema contract)."""
+    static_budget = {field: dict((config.get("fixed_budget") or {}).get(field) or {}) for field in recorded.FIELDS}
+    found = contradictions(config, record)
+    objective, recipe_args, notes = dict(config["objective"]), config["recipe_args"], list(config["unresolved"])
+    would_raise = config["import"]["would_raise"]
+    rebuild(config, record, moved, trust_for)
+    for field in recorded.FIELDS:  # a value the run did not record: the reading's stands, pinned by both
+        entry = config["fixed_budget"][field]
+        if entry["confidence"] == "unresolved" and static_budget[field].get("confidence") not in (None, "unresolved"):
+            config["fixed_budget"][field] = static_budget[field]
+    pinned_too(config, record, moved)
+    metric, mode = recorded.key_metric(record)
+    if metric is not None and objective.get("job_key_metric") not in (None, metric):
+        found.append(
+            f"key metric: job.py reads as {objective['job_key_metric']}, but running it asks NVFLARE for {metric}"
+        )
+        config["objective"]["job_key_metric"] = metric
+        config["objective"]["job_key_metric_source"] = "dry_run"
+    config["recipe_args"], config["unresolved"] = recipe_args, notes
+    config["import"]["would_raise"] = would_raise
+    if found:
+        config["import"]["dry_run"]["corrected"] = found
+
+
 def _environment(record: dict) -> bool:
     """True when the run raised because this interpreter lacks a module (not something job.py decides)."""
     if record.get("exception") in ("ModuleNotFoundError", "ImportError"):
@@ -308,12 +336,10 @@ def apply(
     metric = config["objective"].get("requested_metric")
     status, stubbed = record.get("status"), record.get("stubbed") or []
     if not config["admission_errors"]:
-        if status == "recorded":
+        if status == "recorded" and recorded.family(record) == "training":
+            record_first(config, record, moved, trust_for)
+        elif status == "recorded":
             pinned_too(config, record, moved)
-            found = contradictions(config, record) if not stubbed else []
-            if found:  # the run is what trains: its budget replaces the reading
-                config["import"]["dry_run"]["corrected"] = found
-                config["fixed_budget"].update(_recorded_budget(record, moved))
     elif status == "recorded" and _settled_by_running(config):
         family = recorded.family(record)
         if family == "training":
