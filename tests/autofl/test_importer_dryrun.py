@@ -360,3 +360,17 @@ def test_a_budget_decided_in_the_job_s_own_module_is_pinned_by_the_run(job, name
     candidate = api.import_job(path, dry_run=True, overlay={module: edited})
     assert candidate["fixed_budget"]["num_rounds"]["value"] == 70
     assert contract.budget_digest(candidate) != contract.budget_digest(config)
+
+
+def test_the_options_are_the_real_parser_s_with_the_lines_the_reading_found(job):
+    """Options from a parent parser built beside job.py: the reading does not see them, the real parser has them
+    (so the runner can pin and parse them); an option the reading found keeps its job.py line."""
+    path = job("parent_parser")
+    static = {f["dest"] for f in api.import_job(path)["argparse"]["flags"]}
+    assert "lr" not in static, "precondition: the reading does not follow the parent parser"
+    config = api.import_job(path, dry_run=True)
+    flags = {f["dest"]: f for f in config["argparse"]["flags"]}
+    assert set(flags) == {"lr", "momentum", "n_clients"}
+    assert (flags["lr"]["default"], flags["lr"]["type"], flags["lr"]["line"]) == (0.1, "float", None)
+    assert flags["n_clients"]["line"] == 12
+    assert api.parse_job_args(config, ["--momentum", "0.5"]) == ({"--momentum": 0.5}, [])

@@ -281,25 +281,21 @@ NO_VALUE = {"store_true", "store_false", "store_const", "count", "append_const",
 
 
 def real_parser(config: dict, record: dict) -> None:
-    """The parser's facts from the real argparse parser: its settings, defaults the reading could not compute,
-    the parsed values, and every option when the reading found no parser at all."""
+    """The parser's facts are the real argparse parser's: its settings and every option with its default and
+    parsed value; the reading only adds the job.py line an option is declared on (for refusals to name)."""
     parsers = record.get("parsers") or []
     if not parsers:
         return
     real, section = parsers[0], config["argparse"]
     section["allow_abbrev"] = bool(real.get("allow_abbrev", True))
     section["fromfile_prefix_chars"] = real.get("fromfile_prefix_chars")
-    actions = {a["dest"]: a for a in real["actions"]}
-    if not section["flags"]:
-        section["flags"] = [_flag(a) for a in real["actions"] if ACTION_NAMES.get(a["action"]) != "version"]
-        section["parsed"] = True
-    for flag in section["flags"]:
-        action = actions.get(flag["dest"])
-        if action is None:
-            continue
-        if flag.get("default_confidence") == "unresolved":
-            flag.update(default=action["default"], default_confidence="high")
-        flag["value"] = action["value"]
+    lines = {f["dest"]: f.get("line") for f in section["flags"]}
+    section["flags"] = [
+        {**_flag(a), "line": lines.get(a["dest"])}
+        for a in real["actions"]
+        if ACTION_NAMES.get(a["action"]) != "version"
+    ]
+    section["parsed"] = True
 
 
 def _flag(action: dict) -> dict:
