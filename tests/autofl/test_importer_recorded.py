@@ -171,3 +171,12 @@ def test_what_a_candidate_run_changes_is_named():
     assert dryrun_config.changes(record(), record(clients=["a"])) == ["num_clients 4 -> 1"]
     raised = {"status": "raised", "exception": "KeyError", "message": "'x'", "where": {"line": 3, "text": "t"}}
     assert "no longer reaches NVFLARE" in dryrun_config.changes(record(), raised)[0]
+
+
+def test_an_option_whose_perturbed_value_shows_up_in_what_nvflare_builds_reaches_the_job():
+    baseline = record(recipe_attrs={"train_args": "--lr 0.1 --seed 3"})
+    after = record(recipe_attrs={"train_args": "--lr 0.0137 --seed 3"})
+    extra = {"--lr": ["--lr", "0.0137"], "--n_clients": ["--n_clients", "7"], "--fast": ["--fast"]}
+    assert moves.reaching(baseline, after, extra) == ["--lr"]  # 7 is nowhere; a flag has no value to match
+    assert moves.reaching(baseline, record(recipe_attrs={"train_args": "--lr 0.01370"}), extra) == []
+    assert moves.reaching(baseline, {"status": "raised"}, extra) == []

@@ -443,6 +443,30 @@ def import_job(
         return _with_dry_run(config, path, workspace, session, [str(a) for a in run_args or ()])
 
 
+def _unseen_options(config: dict, source: str, job_name: str, read_file: Callable, reached: set[str]) -> None:
+    """Options only the real parser has (the reading never saw them): classified for data shaping like the others
+    (by name, by the data calls job.py or the client script passes them to), and suggested for tuning when the
+    perturbed run showed them reaching what NVFLARE builds."""
+    unseen = [f for f in config["argparse"]["flags"] if f.get("line") is None and not f["positional"]]
+    if not unseen:
+        return
+    flags = [ap.flag_from_record(f) for f in unseen]
+    script = config["trust"].get("train_script")
+    _rel, script_tree, _notes = _script_tree(job_name, script, read_file)
+    forwarded = {f.canonical for f in flags if f.canonical in reached}
+    found = data_shaping.classify(unseen, _parse(source, job_name)[0], script_tree, forwarded)
+    shaping = config["data_shaping"]
+    for kind in ("fixed", "unclassified"):
+        shaping[kind] = {**shaping.get(kind, {}), **found[kind]}
+    blocked = {*shaping["fixed"], *shaping["unclassified"], *_pinned_flags(config["fixed_budget"])}
+    known = {s["flag"] for s in config["search_space"]["suggested"]}
+    config["search_space"]["suggested"] += [
+        s
+        for s in suggested([f for f in flags if f.canonical in reached], blocked, config["schema"]["mutable_args"])
+        if s["flag"] not in known
+    ]
+
+
 def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
     """True when job.py, or a module beside it that job.py imports, imports nvflare: only then can a dry run stop
     at NVFLARE's entry points (a job that trains by other means would train in it)."""
@@ -472,9 +496,9 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
     if config["argparse"]["base_args_errors"]:
         return config  # the job's own parser would reject the arguments: nothing to run
     record = session.run(args)
-    moved = {}
+    moved, reached = {}, []
     if record is not None and record.get("status") == "recorded":
-        moved = moves.moving_options(record, args, session.run_many)
+        moved = moves.moving_options(record, args, session.run_many, reached)
 
     def trust_for(script: str | None) -> dict:
         tree = _parse(config_source, path.name)[0] or ast.Module([], [])
@@ -495,6 +519,8 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
         config["import"]["dry_run"]["run_args_changes"] = changes
     pinned = _pinned_flags(config["fixed_budget"])
     config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
+    if record is not None and record.get("parsers"):
+        _unseen_options(config, config_source, path.name, workspace.read_file, set(reached) - pinned)
     config["summary"] = display.summary(
         config["objective"],
         config["fixed_budget"],

@@ -67,6 +67,22 @@ class Flag:
         return record
 
 
+def flag_from_record(record: dict) -> Flag:
+    """A Flag from its config record (`argparse.flags[]`), default as known."""
+    known = record.get("default_confidence") != UNRESOLVED
+    return Flag(
+        list(record["option_strings"]),
+        record["dest"],
+        record.get("action", "store"),
+        record.get("type"),
+        Val(record.get("default") if known else None, HIGH if known else UNRESOLVED),
+        record.get("choices"),
+        bool(record.get("required")),
+        record.get("nargs"),
+        line=record.get("line") or 0,
+    )
+
+
 @dataclass(eq=False)
 class Parser:
     line: int

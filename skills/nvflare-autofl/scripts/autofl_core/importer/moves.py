@@ -9,6 +9,8 @@ candidate option (at most MAX_SINGLE_RUNS, run side by side).
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 
 from . import recorded
@@ -75,9 +77,33 @@ def _perturbation(action: dict, taken: set) -> list[str]:
     return [name, repr(probe)]
 
 
-def moving_options(baseline: dict, base_args: list[str], run_many: Runner) -> dict[str, list[str]]:
+def _built(record: dict) -> str:
+    """What NVFLARE was asked to build, as text: the recipe's attributes and the exported configs."""
+    return json.dumps([record.get("recipe_attrs"), record.get("configs")], sort_keys=True, default=str)
+
+
+def reaching(baseline: dict, after: dict | None, extra: dict[str, list[str]]) -> list[str]:
+    """Options whose perturbed value shows up in what the perturbed run built (its train arguments, a component's
+    arguments) and not in the baseline's: the job reads them. Flags without a value are not matched."""
+    if not after or after.get("status") != "recorded":
+        return []
+    before, now = _built(baseline), _built(after)
+    found = []
+    for name, tokens in extra.items():
+        if len(tokens) != 2:
+            continue
+        pattern = re.compile(r"(?<![\w.-])" + re.escape(tokens[1]) + r"(?![\w.])")
+        if pattern.search(now) and not pattern.search(before):
+            found.append(name)
+    return found
+
+
+def moving_options(
+    baseline: dict, base_args: list[str], run_many: Runner, reached: list[str] | None = None
+) -> dict[str, list[str]]:
     """`{field or "objective": [options that move it]}` for every field some option moves; `run_many` runs a batch
-    of argument lists (side by side) and returns their records."""
+    of argument lists (side by side) and returns their records. `reached`, when given, gets the options whose
+    value the all-perturbed run shows reaching what NVFLARE builds (`reaching`)."""
     cands = candidates(baseline)
     if not cands:
         return {}
@@ -86,6 +112,8 @@ def moving_options(baseline: dict, base_args: list[str], run_many: Runner) -> di
     extra = {option_name(a): _perturbation(a, taken) for a in cands}
     extra = {k: v for k, v in extra.items() if v}
     after_record = run_many([base_args + [t for tokens in extra.values() for t in tokens]])[0]
+    if reached is not None:
+        reached.extend(reaching(baseline, after_record, extra))
     moved: dict[str, list[str]] = {}
     unknown: set[str] = set()
     if not after_record or after_record.get("status") != "recorded":
