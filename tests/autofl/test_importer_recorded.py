@@ -180,3 +180,27 @@ def test_an_option_whose_perturbed_value_shows_up_in_what_nvflare_builds_reaches
     assert moves.reaching(baseline, after, extra) == ["--lr"]  # 7 is nowhere; a flag has no value to match
     assert moves.reaching(baseline, record(recipe_attrs={"train_args": "--lr 0.01370"}), extra) == []
     assert moves.reaching(baseline, {"status": "raised"}, extra) == []
+
+
+def test_a_recorded_training_run_is_the_source_of_a_config_the_reading_admits():
+    from autofl_core.importer import api
+
+    source = (
+        "from nvflare.app_common.np.recipes import NumpyFedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
+        "r = NumpyFedAvgRecipe(name='n', model=[0.0], min_clients=3, num_rounds=2, train_script='c.py', "
+        "key_metric='accuracy')\nr.execute(SimEnv(num_clients=4))\n"
+    )
+    config = api.import_source(source)
+    assert config["admission_errors"] == [] and config["fixed_budget"]["num_rounds"]["value"] == 2
+    ran = record(recipe=[FEDAVG], recipe_attrs={"key_metric": "loss", "key_metric_mode": "min"})
+    out = dryrun_config.apply(config, ran, {}, lambda _script: config["trust"])
+    assert out["admission_errors"] == []
+    rounds = out["fixed_budget"]["num_rounds"]
+    assert (rounds["value"], rounds["source"]) == (5, "dry run: the exported job's num_rounds")
+    assert out["fixed_budget"]["num_clients"]["value"] == 4
+    assert (out["objective"]["job_key_metric"], out["objective"]["mode"]) == ("loss", "min")
+    assert out["import"]["dry_run"]["corrected"] == [
+        "num_rounds: job.py reads as 2, but running it asks NVFLARE for 5",
+        "key metric: job.py reads as accuracy, but running it asks NVFLARE for loss",
+    ]
+    assert out["recipe_args"]["num_rounds"]["value"] == 2, "what job.py writes is kept for the human"

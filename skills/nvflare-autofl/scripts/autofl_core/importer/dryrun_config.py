@@ -210,21 +210,19 @@ def record_first(config: dict, record: dict, moved: dict, trust_for: Callable[[s
     no run records (the recipe's arguments as written, notes for the human, the objective's schema contract)."""
     static_budget = {field: dict((config.get("fixed_budget") or {}).get(field) or {}) for field in recorded.FIELDS}
     found = contradictions(config, record)
-    objective, recipe_args, notes = dict(config["objective"]), config["recipe_args"], list(config["unresolved"])
+    recipe_args, notes = config["recipe_args"], list(config["unresolved"])
     would_raise = config["import"]["would_raise"]
+    metric, _mode = recorded.key_metric(record)
+    read = config["objective"].get("job_key_metric")
+    if metric is not None and read not in (None, metric):  # the run's key metric replaces the reading's (rebuild)
+        found.append(f"key metric: job.py reads as {read}, but running it asks NVFLARE for {metric}")
+        config["objective"]["job_key_metric"] = None
     rebuild(config, record, moved, trust_for)
     for field in recorded.FIELDS:  # a value the run did not record: the reading's stands, pinned by both
         entry = config["fixed_budget"][field]
         if entry["confidence"] == "unresolved" and static_budget[field].get("confidence") not in (None, "unresolved"):
             config["fixed_budget"][field] = static_budget[field]
     pinned_too(config, record, moved)
-    metric, mode = recorded.key_metric(record)
-    if metric is not None and objective.get("job_key_metric") not in (None, metric):
-        found.append(
-            f"key metric: job.py reads as {objective['job_key_metric']}, but running it asks NVFLARE for {metric}"
-        )
-        config["objective"]["job_key_metric"] = metric
-        config["objective"]["job_key_metric_source"] = "dry_run"
     config["recipe_args"], config["unresolved"] = recipe_args, notes
     config["import"]["would_raise"] = would_raise
     if found:
