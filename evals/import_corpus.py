@@ -27,11 +27,14 @@ from autofl_core.importer import api  # noqa: E402
 FIXTURES = REPO / "tests" / "fixtures"
 DRYRUN_FAMILIES = {
     "class_parser": "training",
+    "collab_module": "training",
     "computed_budget": "training",
     "env_rounds": "training",
     "eval_from_table": "evaluation",
     "hidden_rounds": "training",
+    "parent_parser": "training",
     "picked_from_table": "training",
+    "subclass_module": "training",
 }
 IMPORTERS = (("static", False), ("dry run", True))
 
