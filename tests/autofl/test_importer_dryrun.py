@@ -365,16 +365,16 @@ def test_a_budget_decided_in_the_job_s_own_module_is_pinned_by_the_run(job, name
 def test_the_options_are_the_real_parser_s_with_the_lines_the_reading_found(job):
     """Options from a parent parser built beside job.py: the reading does not see them, the real parser has them
     (so the runner can pin and parse them); an option the reading found keeps its job.py line. Those the perturbed
-    run shows reaching the job (here through train_args) are suggested, unless their name says they shape the
-    data (fixed like the budget)."""
+    run shows reaching the job (here through train_args) are suggested when the client script defines them, unless
+    their name says they shape the data (fixed like the budget)."""
     path = job("parent_parser")
     static = api.import_job(path)
     assert "lr" not in {f["dest"] for f in static["argparse"]["flags"]}, "precondition: the reading misses them"
     config = api.import_job(path, dry_run=True)
     flags = {f["dest"]: f for f in config["argparse"]["flags"]}
-    assert set(flags) == {"lr", "momentum", "val_ratio", "n_clients"}
+    assert set(flags) == {"lr", "momentum", "val_ratio", "warmup", "n_clients"}
     assert (flags["lr"]["default"], flags["lr"]["type"], flags["lr"]["line"]) == (0.1, "float", None)
     assert flags["n_clients"]["line"] == 12
     assert api.parse_job_args(config, ["--momentum", "0.5"]) == ({"--momentum": 0.5}, [])
-    assert config["summary"]["allowed"] == ["--lr", "--momentum"]
+    assert config["summary"]["allowed"] == ["--lr", "--momentum"]  # not --warmup: the client script ignores it
     assert "--val_ratio" in config["data_shaping"]["fixed"]

@@ -446,24 +446,25 @@ def import_job(
 def _unseen_options(config: dict, source: str, job_name: str, read_file: Callable, reached: set[str]) -> None:
     """Options only the real parser has (the reading never saw them): classified for data shaping like the others
     (by name, by the data calls job.py or the client script passes them to), and suggested for tuning when the
-    perturbed run showed them reaching what NVFLARE builds."""
+    perturbed run showed them reaching what NVFLARE builds and the client script, where it is readable, defines
+    them (an option it does not define is ignored or makes it exit)."""
     unseen = [f for f in config["argparse"]["flags"] if f.get("line") is None and not f["positional"]]
     if not unseen:
         return
     flags = [ap.flag_from_record(f) for f in unseen]
-    script = config["trust"].get("train_script")
-    _rel, script_tree, _notes = _script_tree(job_name, script, read_file)
+    script_rel, script_tree, _notes = _script_tree(job_name, config["trust"].get("train_script"), read_file)
     forwarded = {f.canonical for f in flags if f.canonical in reached}
     found = data_shaping.classify(unseen, _parse(source, job_name)[0], script_tree, forwarded)
     shaping = config["data_shaping"]
     for kind in ("fixed", "unclassified"):
         shaping[kind] = {**shaping.get(kind, {}), **found[kind]}
+    script = _script_parser(script_rel, script_tree)
+    accepted = {f.dest for f in script.parser.flags} if script.known and script.parser is not None else None
+    tunable = [f for f in flags if f.canonical in reached and (not script.known or (accepted and f.dest in accepted))]
     blocked = {*shaping["fixed"], *shaping["unclassified"], *_pinned_flags(config["fixed_budget"])}
     known = {s["flag"] for s in config["search_space"]["suggested"]}
     config["search_space"]["suggested"] += [
-        s
-        for s in suggested([f for f in flags if f.canonical in reached], blocked, config["schema"]["mutable_args"])
-        if s["flag"] not in known
+        s for s in suggested(tunable, blocked, config["schema"]["mutable_args"]) if s["flag"] not in known
     ]
 
 
