@@ -63,6 +63,7 @@ def test_a_recorded_run_is_the_budget_source_of_a_job_the_reading_admits(tmp_pat
     assert config["admission_errors"] == [] and config["import"]["dry_run"]["status"] == "recorded"
     assert config["fixed_budget"]["min_clients"]["value"] == 2
     assert config["fixed_budget"]["min_clients"]["source"].startswith("dry run")
+    assert config["trust"] == static["trust"], "the script NVFLARE was given (task_script_path) is the one read"
     assert config["import"]["dry_run"]["corrected"] == [
         "min_clients: job.py reads as 1, but running it asks NVFLARE for 2"
     ]

@@ -204,3 +204,17 @@ def test_a_recorded_training_run_is_the_source_of_a_config_the_reading_admits():
         "key metric: job.py reads as accuracy, but running it asks NVFLARE for loss",
     ]
     assert out["recipe_args"]["num_rounds"]["value"] == 2, "what job.py writes is kept for the human"
+
+
+def test_the_train_script_is_read_as_nvflare_exports_it_and_made_relative_to_the_job():
+    client = {
+        "executors": [
+            {"executor": {"path": "x.ClientAPIExecutor", "args": {"task_script_path": "src/client.py"}}, "tasks": ["*"]}
+        ]
+    }
+    fedjob = record(configs={"j/app_site-1/config/config_fed_client.json": client}, job_dir="/w/job")
+    assert recorded.train_script(fedjob) == "src/client.py"
+    absolute = record(recipe_attrs={"train_script": "/w/job/./client.py"}, job_dir="/w/job")
+    assert recorded.train_script(absolute) == "client.py"
+    outside = record(recipe_attrs={"train_script": "/elsewhere/client.py"}, job_dir="/w/job")
+    assert recorded.train_script(outside) == "/elsewhere/client.py", "left absolute: the trust contract refuses it"

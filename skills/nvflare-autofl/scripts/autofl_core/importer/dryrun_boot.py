@@ -212,6 +212,7 @@ def _record(kind: str, fed_job_config, **extra) -> None:
         "recipe_call": STATE["recipe_call"],
         "recipe_attrs": _recipe_attrs(recipe),
         "configs": configs,
+        "job_dir": os.path.dirname(job),
         **extra,
     }
     raise Stop

@@ -211,7 +211,7 @@ def record_first(config: dict, record: dict, moved: dict, trust_for: Callable[[s
     static_budget = {field: dict((config.get("fixed_budget") or {}).get(field) or {}) for field in recorded.FIELDS}
     found = contradictions(config, record)
     recipe_args, notes = config["recipe_args"], list(config["unresolved"])
-    would_raise = config["import"]["would_raise"]
+    would_raise, trust = config["import"]["would_raise"], config["trust"]
     metric, _mode = recorded.key_metric(record)
     read = config["objective"].get("job_key_metric")
     if metric is not None and read not in (None, metric):  # the run's key metric replaces the reading's (rebuild)
@@ -225,6 +225,8 @@ def record_first(config: dict, record: dict, moved: dict, trust_for: Callable[[s
     pinned_too(config, record, moved)
     config["recipe_args"], config["unresolved"] = recipe_args, notes
     config["import"]["would_raise"] = would_raise
+    if recorded.train_script(record) is None:  # the run names no client script: the reading's trust stands
+        config["trust"] = trust
     if found:
         config["import"]["dry_run"]["corrected"] = found
 

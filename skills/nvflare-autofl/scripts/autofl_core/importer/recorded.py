@@ -6,11 +6,13 @@ A record is what `dryrun_boot.py` wrote: the recipe's class chain, the exported 
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 from . import recipes
 
 FIELDS = ("num_clients", "min_clients", "num_rounds")
+SCRIPT_KEYS = ("script", "task_script_path")  # a ScriptRunner's script, as NVFLARE versions export it
 NON_TRAINING_WORKFLOWS = {  # server workflows of jobs that train nothing (FedJob without a recipe)
     "StatisticsController": "statistics",
     "DhPSIController": "psi",
@@ -143,16 +145,21 @@ def key_metric(record: dict) -> tuple[str | None, str | None]:
 
 
 def train_script(record: dict) -> str | None:
-    """The client training script the job sends (the recipe's train_script, or a ScriptRunner's script)."""
+    """The client training script the job sends (the recipe's train_script, or a ScriptRunner's script), relative
+    to job.py's folder when the job named it by an absolute path inside that folder."""
     attrs = record.get("recipe_attrs") or {}
-    if isinstance(attrs.get("train_script"), str):
-        return attrs["train_script"]
-    for config in _configs(record, "config_fed_client"):
+    script = attrs["train_script"] if isinstance(attrs.get("train_script"), str) else None
+    for config in [] if script is not None else _configs(record, "config_fed_client"):
         for item in (config.get("executors") or []) + (config.get("components") or []):
             args = (item.get("executor") or item).get("args") if isinstance(item, dict) else None
-            if isinstance(args, dict) and isinstance(args.get("script"), str):
-                return args["script"].split()[-1] if " " in args["script"] else args["script"]
-    return None
+            found = [args[k] for k in SCRIPT_KEYS if isinstance(args, dict) and isinstance(args.get(k), str)]
+            if found and script is None:
+                script = found[0].split()[-1] if " " in found[0] else found[0]
+    folder = str(record.get("job_dir") or "").rstrip("/")
+    if script is not None and folder and posixpath.isabs(script):
+        inside = posixpath.normpath(script)
+        return inside[len(folder) + 1 :] if inside.startswith(folder + "/") else script
+    return script
 
 
 def raise_reason(record: dict, fix: str = "pass values in --base-args that get past it, or change that line") -> str:
