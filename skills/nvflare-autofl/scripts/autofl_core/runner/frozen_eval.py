@@ -20,8 +20,8 @@ import dataclasses
 import time
 
 from ..campaign import vocabulary as v
-from ..campaign.prune import NO_FINAL_MODEL
 from ..campaign.ledger import LedgerRow
+from ..campaign.prune import NO_FINAL_MODEL
 from ..common import atomic, bounded
 from .store import frozen
 
