@@ -62,3 +62,33 @@ def test_replay_of_a_finished_standin_campaign_counts_its_candidates(tmp_path):
     # 3 rounds: round 0..2, never prunable at the last round, and round 2 of 3 needs rounds 1 and 2 to trail
     assert default.replayed == 2 and default.false_prunes == []
     assert default.pruned == 1 and default.rounds_saved == 1  # `far` (0.15 vs 0.75) stopped at round 2 of 3
+
+
+def test_the_replay_uses_the_noise_a_live_judge_would_have_used():
+    """A best without replicates of its own is judged with the band of the latest retained row that has some
+    (the baseline's here), as `runner/noise.latest_measured` gives the live judge; with none, no band."""
+    from types import SimpleNamespace as Row
+
+    best = Row(name="lr-up", score=0.9)
+    baseline_reruns = {"baseline": [Row(score=0.80), Row(score=0.81), Row(score=0.79)]}
+    retained = [(0.8, 0, "baseline"), (0.9, 1, "lr-up")]
+    noise = replay.measured_noise(best, retained, baseline_reruns, "max")
+    assert noise["of"] == "baseline" and noise["stdev"] == pytest.approx(0.008165, abs=1e-6)  # 4 scores
+    band = replay.gains.band(noise)
+    assert band is not None and band > 0
+    assert replay.gains.band(replay.measured_noise(best, retained, {}, "max")) is None
+
+
+def test_a_false_prune_is_judged_by_at_least_the_typical_spread(tmp_path):
+    """Identical reruns measure a band of ~0 (the plateau's min delta): the false-prune tolerance stays at the metric's typical spread, so a
+    finish 0.005 below the best still counts as a false prune."""
+    from types import SimpleNamespace as Row
+
+    best = Row(name="baseline", score=0.9, artifacts=None)
+    reruns = {"baseline": [Row(score=0.9)]}
+    noise = replay.measured_noise(best, [(0.9, 0, "baseline")], reruns, "max")
+    assert replay.gains.band(noise) == pytest.approx(0.0005)  # the plateau's min delta: no spread measured
+    row = Row(name="close", status="discard", score=0.895, runtime_seconds=1.0, artifacts=None)
+    item = replay._candidate(tmp_path, row, best, [], noise, "max", "accuracy", 6)
+    assert item.band == pytest.approx(0.0005) and item.tolerance == pytest.approx(0.01)
+    assert replay.is_false_prune(item)
