@@ -113,9 +113,10 @@ def candidates_of(workspace: Path) -> tuple[list[Candidate], int]:
         settings = meta["settings"]
         rows = ledger.read_rows(workspace / settings.get("results", "results.tsv"))
         config = contract.read(workspace / settings.get("autofl_yaml", "autofl.yaml"))
-    except Exception:  # a damaged or half-written campaign of a test is not part of the corpus
+        mode, metric = settings["mode"], settings.get("metric")
+        compare.check_mode(mode)
+    except Exception:  # a damaged, half-written or deliberately invalid campaign of a test is not part of the corpus
         return [], 0
-    mode, metric = settings["mode"], settings.get("metric")
     order = list((config.get("objective") or {}).get("metric_extraction_order") or []) or [metric]
     total = contract.num_rounds(config) or 0
     tracker, best, replicates, retained, found, pruned_live = v.RunningBest(mode), None, {}, [], [], 0

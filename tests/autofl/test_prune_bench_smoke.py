@@ -1,5 +1,6 @@
 """bench/prune_replay.py: the replay finds campaigns, replays the rule round by round and counts false prunes."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -62,6 +63,11 @@ def test_replay_of_a_finished_standin_campaign_counts_its_candidates(tmp_path):
     # 3 rounds: round 0..2, never prunable at the last round, and round 2 of 3 needs rounds 1 and 2 to trail
     assert default.replayed == 2 and default.false_prunes == []
     assert default.pruned == 1 and default.rounds_saved == 1  # `far` (0.15 vs 0.75) stopped at round 2 of 3
+    broken = tmp_path / "corpus" / "nested" / "copy" / ".nvflare" / "autofl" / "campaign.json"
+    meta = json.loads(broken.read_text())
+    meta["settings"]["mode"] = "maximize"  # a test's deliberately invalid campaign: skipped, never a traceback
+    broken.write_text(json.dumps(meta))
+    assert replay.replay_campaigns(found)[1:] == (2, 0)
 
 
 def test_the_replay_uses_the_noise_a_live_judge_would_have_used():
