@@ -155,6 +155,11 @@ def judge(plain: Path, pruned: Path, candidates, args) -> int:
         f"full trials (baseline, replicates): {len(full)}, {min(full):.1f}-{max(full):.1f} s, "
         f"mean {sum(full) / len(full):.1f} s"
     )
+    bands = sorted({item.band for item in twins.values()}, key=str)
+    print(
+        f"noise band the judges used: {', '.join(map(str, bands)) or 'none'} (None: nothing measured, margin 10 % of "
+        "the best's value; measured: 3 x band, at least 2 %)"
+    )
     print(f"{'candidate':<15} {'without --prune':>26} {'with --prune':>40}")
     live_false, rounds_run, pruned_names = [], 0, []
     for name, _run_args, _hopeless in candidates:
