@@ -16,17 +16,18 @@ agent following SKILL.md would run:
 
 How the candidates were chosen: one step each way on each of the job's two tunable options (README's "Room for
 tuning"): the learning rate doubled and halved (0.1, 0.025 from 0.05) and the local steps doubled and halved
-(10, 3 from 5; 2.5 rounded up, the milder half), in that order, written down before any was run on this budget
-and not changed after; plus two hopeless ones, a learning rate with the wrong sign (gradient ascent: accuracy
-stays near 0.34 while the others pass 0.8), small and large, placed third and sixth. Which of the four realistic
+(10, 3 from 5; 2.5 rounded up, the milder half), in that order, fixed by that rule before any was run on this
+budget and not changed after (a NumPy model of the job predicted the curves beforehand: docs/decisions.md); plus
+two hopeless ones, a learning rate with the wrong sign (gradient ascent: accuracy stays near 0.34 while the others
+pass 0.8), small and large, placed third and sixth. Which of the four realistic
 ones trail is the job's business, not the bench's: on this job the baseline is under-trained, so the halving
 steps lose (and may be pruned) and the doubling steps win.
 
 Candidate compute is the sum of the candidate rows' `runtime_seconds` (the baseline and the replicates not
 included: both campaigns run the same ones, unpruned). Judged: candidate compute with pruning at least 30 % below
 without (quality.md P8), the same best (name and score), and 0 false prunes: no candidate pruned live whose
-unpruned twin was kept or finished within the noise band of the best it was compared with (the measured band;
-the spread typical for the metric when nothing was measured), and 0 false prunes when bench/prune_replay.py's
+unpruned twin was kept or finished within the noise band of the best it was compared with (the measured band,
+never less than the spread typical for the metric: bench/prune_replay.py's test), and 0 false prunes when bench/prune_replay.py's
 default rule replays the unpruned campaign. Printed beside the saving: the rounds saved, the seconds per full
 trial, and the arithmetic ceiling (pruned count x the share of a trial's seconds a prune at that round saves /
 candidates): a prune never comes before half the rounds.
