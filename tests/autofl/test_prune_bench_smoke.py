@@ -1,6 +1,8 @@
-"""bench/prune_replay.py: the replay finds campaigns, replays the rule round by round and counts false prunes."""
+"""bench/prune_replay.py: the replay finds campaigns, replays the rule round by round and counts false prunes; and
+bench/prune_campaign.py's quick run judges its own pair of campaigns."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -98,3 +100,33 @@ def test_a_false_prune_is_judged_by_at_least_the_typical_spread(tmp_path):
     item = replay._candidate(tmp_path, row, best, [], noise, "max", "accuracy", 6)
     assert item.band == pytest.approx(0.0005) and item.tolerance == pytest.approx(0.01)
     assert replay.is_false_prune(item)
+
+
+@pytest.mark.slow
+def test_the_p8_bench_quick_run_prunes_the_hopeless_and_judges_its_own_campaigns(repo_root, python_exe, tmp_path):
+    import subprocess
+
+    done = subprocess.run(
+        [
+            python_exe,
+            str(repo_root / "bench" / "prune_campaign.py"),
+            "--quick",
+            "--rounds",
+            "6",
+            "--keep",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=repo_root,
+    )
+    assert done.returncode == 0 and done.stdout.rstrip().endswith(
+        "RESULT: PASS (quick smoke run: hopeless ones pruned, same best; no timing bar)"
+    ), done.stdout + done.stderr
+    assert "pruned live: lr-far, lr-farther; false prunes live: 0" in done.stdout
+    rounds = re.search(r"^candidate rounds: without 36, with (\d+): ", done.stdout, re.M)
+    assert rounds and 30 <= int(rounds.group(1)) <= 34  # each stopped at round 3, 4 or 5 of 6 (judged every tick)
+    assert "noise band the judges used: None" in done.stdout  # the quick run replicates nothing
+    tallies, count, live = replay.replay_campaigns([tmp_path / "without-prune", tmp_path / "with-prune"])
+    assert (count, live) == (6 + 4, 2) and tallies[replay.SETTINGS[0][0]].false_prunes == []
