@@ -282,20 +282,13 @@ def test_the_vocabulary_spells_every_status_and_trial_outcome_once():
     from autofl_core.campaign import vocabulary as v
     from autofl_core.trial import execute
 
-    assert set(v.LEDGER_STATUSES) | set(v.MANIFEST_STATUSES) | set(v.CANDIDATE_KINDS) == STATUS_WORDS
-    assert (execute.SUCCESS, execute.CRASH, execute.INFRA_RETRY, execute.PRUNED) == (
-        v.OUTCOME_SUCCESS,
-        v.OUTCOME_CRASH,
-        v.OUTCOME_INFRASTRUCTURE_RETRY,
-        v.OUTCOME_PRUNED,
-    )
+    assert set(v.LedgerStatus) | set(v.ManifestStatus) | set(v.CandidateKind) == STATUS_WORDS
+    for words in (v.LEDGER_STATUSES, v.MANIFEST_STATUSES, v.CANDIDATE_KINDS, v.ATTEMPTS, v.MANIFEST_PENDING):
+        assert all(isinstance(word, v.Word) for word in words), words  # the sets hold the enum members
+    assert (execute.SUCCESS, execute.CRASH, execute.INFRA_RETRY, execute.PRUNED) == tuple(v.TrialOutcome)
     from autofl_core.trial import what_ran
 
-    assert (what_ran.VERIFIED, what_ran.VIOLATED, what_ran.UNVERIFIED) == (
-        v.BUDGET_VERIFIED,
-        v.BUDGET_VIOLATED,
-        v.BUDGET_UNVERIFIED,
-    )
+    assert (what_ran.VERIFIED, what_ran.VIOLATED, what_ran.UNVERIFIED) == tuple(v.BudgetCheck)
 
 
 def test_campaign_json_is_parsed_only_by_the_one_reader():

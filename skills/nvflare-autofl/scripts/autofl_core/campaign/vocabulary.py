@@ -12,17 +12,47 @@ Every reader and writer of results.tsv and of candidate manifests spells a statu
 
 from __future__ import annotations
 
+from enum import Enum
+
 from .compare import better
 
+
+class Word(str, Enum):
+    """A member of a closed set of words: it compares, hashes, prints and is written as its value.
+
+    `str()`, `format()` (so f-strings) and `%s` give the value on every supported Python: a plain `(str, Enum)`
+    member formats as `Class.NAME` from Python 3.11 on, and as its value on 3.10. `json.dumps` writes a str
+    subclass as its text; PyYAML's safe dumper gets the representer registered below.
+    """
+
+    def __str__(self) -> str:
+        return self._value_
+
+    def __format__(self, spec: str) -> str:
+        return format(self._value_, spec)
+
+
+try:  # PyYAML's safe dumper refuses str subclasses: it writes a word as its value
+    from yaml.representer import SafeRepresenter
+except ImportError:  # the runner needs PyYAML; the guard and plot CLIs do not
+    pass
+else:
+    SafeRepresenter.add_multi_representer(Word, lambda dumper, word: dumper.represent_str(word._value_))
+
+
 # --- ledger row statuses (results.tsv `status`) ------------------------------------------------------------
-BASELINE = "baseline"
-KEEP = "keep"
-DISCARD = "discard"
-CRASH = "crash"
-LITERATURE = "literature"
-INFRASTRUCTURE_RETRY = "infrastructure_retry"
-REPLICATE = "replicate"
-LEDGER_STATUSES = (BASELINE, KEEP, DISCARD, CRASH, LITERATURE, INFRASTRUCTURE_RETRY, REPLICATE)
+class LedgerStatus(Word):
+    BASELINE = "baseline"
+    KEEP = "keep"
+    DISCARD = "discard"
+    CRASH = "crash"
+    LITERATURE = "literature"
+    INFRASTRUCTURE_RETRY = "infrastructure_retry"
+    REPLICATE = "replicate"
+
+
+LEDGER_STATUSES = tuple(LedgerStatus)
+BASELINE, KEEP, DISCARD, CRASH, LITERATURE, INFRASTRUCTURE_RETRY, REPLICATE = LEDGER_STATUSES
 
 ATTEMPTS = frozenset((KEEP, DISCARD, CRASH))  # candidate attempts: what counts toward the cap
 SCORED_ATTEMPTS = frozenset((KEEP, DISCARD))  # attempts whose row carries the score
@@ -30,30 +60,57 @@ RETAINED = frozenset((BASELINE, KEEP))  # rows whose configuration became (or co
 EXPERIMENTS = frozenset((BASELINE, KEEP, DISCARD, CRASH, REPLICATE))  # rows of a run: the plot's x axis
 FAILURES = frozenset((CRASH, INFRASTRUCTURE_RETRY))  # rows the report lists under failures
 
-# --- candidate kinds (results.tsv `candidate_kind`) ---------------------------------------------------------
-SOURCE_EDIT = "source_edit"
-ARGUMENT_ONLY = "argument_only"
-CANDIDATE_KINDS = (SOURCE_EDIT, ARGUMENT_ONLY)
+
+# --- candidate kinds (results.tsv `candidate_kind`, "" on rows of no candidate) -------------------------------
+class CandidateKind(Word):
+    SOURCE_EDIT = "source_edit"
+    ARGUMENT_ONLY = "argument_only"
+
+
+CANDIDATE_KINDS = tuple(CandidateKind)
+SOURCE_EDIT, ARGUMENT_ONLY = CANDIDATE_KINDS
+
 
 # --- candidate manifest statuses (candidate_manifest.json `status`) ----------------------------------------
-PREPARED = "prepared"
-RUNNING = "running"
-READY = "ready_for_external_execution"
-ABANDONED = "abandoned"
-MANIFEST_PENDING = (PREPARED, RUNNING, READY)  # not finished: blocks prepare, the final report
+class ManifestStatus(Word):
+    PREPARED = "prepared"
+    RUNNING = "running"
+    READY = "ready_for_external_execution"
+    KEEP = LedgerStatus.KEEP.value
+    DISCARD = LedgerStatus.DISCARD.value
+    CRASH = LedgerStatus.CRASH.value
+    ABANDONED = "abandoned"
+
+
+MANIFEST_STATUSES = tuple(ManifestStatus)
+MANIFEST_PENDING = MANIFEST_STATUSES[:3]  # not finished: blocks prepare, the final report
+PREPARED, RUNNING, READY = MANIFEST_PENDING
+ABANDONED = ManifestStatus.ABANDONED
 MANIFEST_IN_WORK = (PREPARED, RUNNING)  # pending in the runner (the state's pending_manifests)
-MANIFEST_TERMINAL = (KEEP, DISCARD, CRASH, ABANDONED)
-MANIFEST_STATUSES = MANIFEST_PENDING + MANIFEST_TERMINAL
+MANIFEST_TERMINAL = MANIFEST_STATUSES[3:]  # keep, discard, crash, abandoned
+
 
 # --- how a trial ended (`TrialResult.outcome`) -------------------------------------------------------------
-# The trial package spells these itself (it knows nothing of the ledger); a test checks both agree.
-OUTCOME_SUCCESS = "success"
-OUTCOME_CRASH = CRASH
-OUTCOME_INFRASTRUCTURE_RETRY = INFRASTRUCTURE_RETRY
-OUTCOME_PRUNED = "pruned"  # stopped by the pruning rule (campaign/prune): finalized as a discard without a score
+class TrialOutcome(Word):
+    """The trial package spells these itself (it imports nothing of the campaign); a test checks both agree."""
+
+    SUCCESS = "success"
+    CRASH = LedgerStatus.CRASH.value
+    INFRASTRUCTURE_RETRY = LedgerStatus.INFRASTRUCTURE_RETRY.value
+    PRUNED = "pruned"  # stopped by the pruning rule (campaign/prune): finalized as a discard without a score
+
+
+OUTCOME_SUCCESS, OUTCOME_CRASH, OUTCOME_INFRASTRUCTURE_RETRY, OUTCOME_PRUNED = TrialOutcome
+
 
 # The fixed budget as verified from what a trial ran (trial/what_ran.py spells the same words).
-BUDGET_VERIFIED, BUDGET_VIOLATED, BUDGET_UNVERIFIED = "verified", "violated", "unverified"
+class BudgetCheck(Word):
+    VERIFIED = "verified"
+    VIOLATED = "violated"
+    UNVERIFIED = "unverified"
+
+
+BUDGET_VERIFIED, BUDGET_VIOLATED, BUDGET_UNVERIFIED = BudgetCheck
 
 BASELINE_NAME = BASELINE  # the first baseline row, and the candidate of the first best snapshot
 BASELINE_SUMMARY = "baseline: job.py as imported"

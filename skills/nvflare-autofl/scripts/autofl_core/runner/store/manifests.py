@@ -166,7 +166,7 @@ class CandidateManifest(_Document):
     name: str
     hypothesis: str
     algorithm_family: str
-    status: str
+    status: v.ManifestStatus
     created_at: str
     updated_at: str
     workspace_root: str
@@ -195,6 +195,7 @@ class CandidateManifest(_Document):
     extra: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "status", v.ManifestStatus(self.status))
         for key in ("run_args", "effective_run_args", "changed_files", "created_files"):
             object.__setattr__(self, key, tuple(getattr(self, key)))
 
