@@ -47,6 +47,31 @@ STATUS_WORDS = frozenset(
         "argument_only",
     }
 )
+# State words (`next_action`, `reason`) spelled nowhere else in the code: they are scanned like the statuses. The
+# rest ("continue", "stop", "pending_candidates", "family_repeat_limit", ...) also name other things.
+STATE_WORDS = frozenset(
+    {
+        "propose_candidate",
+        "edit_candidate",
+        "submit_candidate",
+        "abandon_candidate",
+        "final_report",
+        "develop_literature_batch",
+        "diversify_candidates",
+        "run_literature_loop",
+        "repair_baseline",
+        "submit_baseline",
+        "await_simulation_runner_approval",
+        "evaluate_candidate",
+        "submit_evaluation",
+        "manual_stop_pending_candidate",
+        "manual_stop_file",
+        "candidate_cap_exhausted",
+        "hard_repeated_crash_blocker",
+        "literature_exploration_batch",
+        "plateau_literature",
+    }
+)
 VOCABULARY = "autofl_core/campaign/vocabulary.py"
 # (file relative to scripts/, word) -> how many times that file may spell it, and why it is not a status there.
 # JSON Schema enums (shared/schemas/*.json) spell the statuses too: they are the published contract, not code.
@@ -231,7 +256,7 @@ def test_folder_trees_are_removed_only_by_the_iterative_remover():
 
 
 def status_literals(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, word) of every string constant that spells a status, except docstrings and subscript keys
+    """(line, word) of every string constant that spells a status or state word, except docstrings and subscript keys
     (`data["literature"]` reads a field; a status is compared, collected, mapped or assigned)."""
     skip = set()
     for node in ast.walk(tree):
@@ -245,7 +270,7 @@ def status_literals(tree: ast.AST) -> list[tuple[int, str]]:
     return sorted(
         (node.lineno, node.value)
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and node.value in STATUS_WORDS and id(node) not in skip
+        if isinstance(node, ast.Constant) and node.value in STATUS_WORDS | STATE_WORDS and id(node) not in skip
     )
 
 
@@ -260,6 +285,7 @@ def status_literals(tree: ast.AST) -> list[tuple[int, str]]:
         ('def f():\n    return "keep" if x else "discard"', [(2, "discard"), (2, "keep")]),
         ('"""keep or discard: baseline"""\nx = data["literature"]', []),
         ('x = f"{counts[KEEP]} kept"', []),
+        ('if state["next_action"] == "submit_candidate": pass', [(1, "submit_candidate")]),
     ],
 )
 def test_the_status_scan_catches_each_spelling(source, found):
@@ -289,6 +315,7 @@ def test_the_vocabulary_spells_every_status_and_trial_outcome_once():
     from autofl_core.trial import what_ran
 
     assert (what_ran.VERIFIED, what_ran.VIOLATED, what_ran.UNVERIFIED) == tuple(v.BudgetCheck)
+    assert STATE_WORDS < set(v.NextAction) | set(v.Reason)
 
 
 def test_campaign_json_is_parsed_only_by_the_one_reader():

@@ -11,7 +11,16 @@ import yaml
 from autofl_core.campaign import ledger
 from autofl_core.campaign import vocabulary as v
 
-WORD_SETS = (v.LedgerStatus, v.CandidateKind, v.ManifestStatus, v.TrialOutcome, v.BudgetCheck)
+WORD_SETS = (
+    v.LedgerStatus,
+    v.CandidateKind,
+    v.ManifestStatus,
+    v.TrialOutcome,
+    v.BudgetCheck,
+    v.Decision,
+    v.Reason,
+    v.NextAction,
+)
 MEMBERS = [member for words in WORD_SETS for member in words]
 
 
@@ -92,3 +101,21 @@ def test_an_unknown_word_in_a_row_is_the_one_line_refusal():
         ledger.LedgerRow.from_row({"status": "kept", "name": "x"})
     with pytest.raises(ledger.LedgerError, match=r"^invalid candidate_kind 'both'; expected source_edit or arg"):
         ledger.LedgerRow.from_row({"status": "keep", "name": "x", "candidate_kind": "both"})
+
+
+def test_the_guard_state_holds_members_and_writes_their_values():
+    from autofl_core.campaign import guard
+
+    state = guard.compute_state([], guard.GuardSettings(mode="max", max_candidates=2), stop_files_present=["STOP"])
+    assert (type(state["decision"]), type(state["reason"]), type(state["next_action"])) == (
+        v.Decision,
+        v.Reason,
+        v.NextAction,
+    )
+    written = json.loads(json.dumps(state))
+    assert (written["decision"], written["reason"], written["next_action"]) == (
+        "stop",
+        "manual_stop_file",
+        "final_report",
+    )
+    assert "manual_stop_file" in json.dumps(state) and "Reason" not in json.dumps(state)

@@ -112,6 +112,46 @@ class BudgetCheck(Word):
 
 BUDGET_VERIFIED, BUDGET_VIOLATED, BUDGET_UNVERIFIED = BudgetCheck
 
+
+# --- the campaign state (state.json `decision`, `reason`, `next_action`) --------------------------------------
+class Decision(Word):
+    CONTINUE = "continue"
+    STOP = "stop"
+
+
+class Reason(Word):
+    """Why the guard decided as it did (the first rule of its decision table that holds)."""
+
+    MANUAL_STOP_PENDING_CANDIDATE = "manual_stop_pending_candidate"
+    MANUAL_STOP_FILE = "manual_stop_file"
+    PENDING_CANDIDATES = "pending_candidates"
+    CANDIDATE_CAP_EXHAUSTED = "candidate_cap_exhausted"
+    HARD_REPEATED_CRASH_BLOCKER = "hard_repeated_crash_blocker"
+    LITERATURE_EXPLORATION_BATCH = "literature_exploration_batch"
+    FAMILY_REPEAT_LIMIT = "family_repeat_limit"
+    PLATEAU_LITERATURE = "plateau_literature"
+    CONTINUE = "continue"
+
+
+class NextAction(Word):
+    """What the agent does next: the guard's actions, then the runner's lifecycle overrides (from REPAIR_BASELINE)."""
+
+    PROPOSE_CANDIDATE = "propose_candidate"
+    EDIT_CANDIDATE = "edit_candidate"
+    SUBMIT_CANDIDATE = "submit_candidate"
+    ABANDON_CANDIDATE = "abandon_candidate"
+    FINAL_REPORT = "final_report"
+    DEVELOP_LITERATURE_BATCH = "develop_literature_batch"
+    DIVERSIFY_CANDIDATES = "diversify_candidates"
+    RUN_LITERATURE_LOOP = "run_literature_loop"
+    REPLICATE = LedgerStatus.REPLICATE.value  # rerun the best (its rows have this status)
+    REPAIR_BASELINE = "repair_baseline"
+    SUBMIT_BASELINE = "submit_baseline"
+    AWAIT_SIMULATION_RUNNER_APPROVAL = "await_simulation_runner_approval"
+    EVALUATE_CANDIDATE = "evaluate_candidate"
+    SUBMIT_EVALUATION = "submit_evaluation"
+
+
 BASELINE_NAME = BASELINE  # the first baseline row, and the candidate of the first best snapshot
 BASELINE_SUMMARY = "baseline: job.py as imported"
 

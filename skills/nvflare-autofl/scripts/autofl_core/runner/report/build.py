@@ -179,18 +179,18 @@ def _pending_at_stop(campaign, state: dict) -> dict | None:
 def pending_text(unstopped: dict) -> str:
     """One sentence on what a stopped campaign would have done next (`unstopped`: its state without the stop)."""
     action, plateau, batch = unstopped["next_action"], unstopped["plateau"], unstopped["exploration_batch"]
-    if action == "run_literature_loop":
+    if action == v.NextAction.RUN_LITERATURE_LOOP:
         return (
             f"a literature pass was due ({plateau['scored_since_reset']} of {plateau['threshold']} scored "
             "candidates without a real gain)"
         )
-    if action == "develop_literature_batch":
+    if action == v.NextAction.DEVELOP_LITERATURE_BATCH:
         event = batch["literature_event_id"] or f"the unlabelled event at ledger row {batch['event_index'] + 1}"
         missing = batch["required"] - batch["completed"]
         return f"the batch of literature event {event} needed {missing} more scored source-backed candidate(s)"
-    if action == "diversify_candidates":
+    if action == v.NextAction.DIVERSIFY_CANDIDATES:
         return "a source change from another algorithm family was due (the last candidates were argument tweaks of one)"
-    if action == "final_report":
+    if action == v.NextAction.FINAL_REPORT:
         return f"nothing: the campaign had finished anyway ({unstopped['reason']})"
     due_in = max(plateau["threshold"] - plateau["scored_since_reset"], 0)
     return (
