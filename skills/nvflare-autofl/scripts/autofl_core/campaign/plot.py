@@ -174,7 +174,7 @@ def warm_up() -> str | None:
 def prime() -> None:
     """Draw a throwaway plot in memory so fonts and glyph caches are loaded before the real render (the plot
     worker, while a trial runs; nothing is written)."""
-    data = plot_data([{"status": v.BASELINE, "name": "b", "score": 0.5}], "max")
+    data = plot_data([LedgerRow(status=v.BASELINE, name="b", score=0.5)], "max")
     try:
         _draw_matplotlib(data, title_text(data, "metric", "max"), "metric")
     except ImportError:

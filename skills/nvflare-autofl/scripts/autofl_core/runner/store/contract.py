@@ -243,10 +243,6 @@ def schema_budget(config: dict) -> dict:
     return ((schema.get("comparison_budget_args") or {}).get("default_candidate_budget")) or {}
 
 
-def mutable_bounds(config: dict) -> dict:
-    return dict((config.get("schema") or {}).get("mutable_args") or {})
-
-
 def expected_result_names(config: dict) -> list[str]:
     """Result folder names the job may use without an injected --name: its recipe/job `name=` value."""
     names = []
