@@ -25,6 +25,7 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import asdict, dataclass, field
 
+from ..common.bounded import is_finite, is_integer
 from . import gains, instructions
 from . import vocabulary as v
 from .compare import better, check_mode, improvement
@@ -61,7 +62,7 @@ class GuardSettings:
         _check_int("family_repeat_limit", self.family_repeat_limit, minimum=0)
         for name in ("plateau_min_delta", "noise_sigmas"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            if not is_finite(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
     @classmethod
@@ -470,5 +471,5 @@ def _stalled_family(scan: _Scan, settings: GuardSettings) -> str | None:
 
 
 def _check_int(name: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_integer(value) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")

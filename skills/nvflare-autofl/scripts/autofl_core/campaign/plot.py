@@ -442,32 +442,24 @@ def _mpl_points(axes, data: dict) -> None:
 
 
 def _mpl_failures(axes, failures: list[dict]) -> None:
-    pruned = [f for f in failures if f["pruned"]]
-    failures = [f for f in failures if not f["pruned"]]
-    if pruned:
-        axes.plot(
-            [f["x"] for f in pruned],
-            [0.02] * len(pruned),
-            linestyle="none",
-            marker="v",
-            markersize=7,
-            color=COLORS[v.DISCARD],
-            transform=axes.get_xaxis_transform(),
-            label="pruned (stopped early)",
-            zorder=3,
-        )
-    if failures:
-        axes.plot(
-            [f["x"] for f in failures],
-            [0.02] * len(failures),
-            linestyle="none",
-            marker="x",
-            markersize=7,
-            color=COLORS[v.CRASH],
-            transform=axes.get_xaxis_transform(),
-            label="crash / no score",
-            zorder=3,
-        )
+    """Failed experiments as markers along the x axis: pruned ones (stopped early) apart from crashes."""
+    for pruned, marker, color, label in (
+        (True, "v", COLORS[v.DISCARD], "pruned (stopped early)"),
+        (False, "x", COLORS[v.CRASH], "crash / no score"),
+    ):
+        xs = [f["x"] for f in failures if f["pruned"] == pruned]
+        if xs:
+            axes.plot(
+                xs,
+                [0.02] * len(xs),
+                linestyle="none",
+                marker=marker,
+                markersize=7,
+                color=color,
+                transform=axes.get_xaxis_transform(),
+                label=label,
+                zorder=3,
+            )
 
 
 def _mpl_literature(axes, events: list[dict]) -> None:

@@ -7,6 +7,7 @@ Usage::
     value = read_json_value(path, limit, allow_nan=True)  # any JSON value (a trial's metrics files)
     value = parse_json(data)           # JSON text already in hand (a JSONL line, a child's output)
     tail = read_tail(path, limit)      # the last `limit` bytes of a regular file (a log), or None
+    is_number(value); is_finite(value); is_integer(value)   # a JSON number / finite number / integer (no bool)
 
 Only regular files are read: a FIFO is opened non-blocking and refused, a device (/dev/zero) is refused before
 any byte is read, and a file larger than `limit` is refused from its size alone. Raises BoundedReadError whose
@@ -20,6 +21,7 @@ same rule to the JSON a trial leaves (NVFLARE's metrics files, the sandbox's sta
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 
@@ -127,3 +129,16 @@ def _read_up_to(fd: int, count: int) -> bytes:
 
 def _size(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
+
+
+# --- kinds of JSON values (a bool is no number) ---------------------------------------------------------------
+def is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_finite(value: object) -> bool:
+    return is_number(value) and math.isfinite(value)
+
+
+def is_integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

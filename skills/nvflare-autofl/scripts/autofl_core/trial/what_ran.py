@@ -172,7 +172,7 @@ def _stream(path: Path, log: LogFacts) -> None:
 
 
 def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return bounded.is_integer(value) and value >= 0
 
 
 def _names_from_records(records: list) -> set[str]:

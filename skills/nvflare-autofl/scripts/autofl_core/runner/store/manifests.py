@@ -308,7 +308,7 @@ def _problem(manifest: dict, candidate_id: str) -> str | None:
         return "workspace_applied must be true or false"
     for key in ("score", "reported_score", "runtime_seconds"):
         value = manifest["result"].get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        if value is not None and not bounded.is_number(value):
             return f"result.{key} must be a number or null"
     for key in ("patch", "run"):
         if not isinstance(manifest["artifacts"].get(key), (str, type(None))):
