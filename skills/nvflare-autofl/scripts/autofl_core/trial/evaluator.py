@@ -200,7 +200,7 @@ def _run_site(run: EvaluatorRun, site: str) -> tuple[SiteResult, dict | None]:
         if run.model_format:
             argv += ["--format", run.model_format]
         if not run.sealed:  # contained: the staged copy is the folder it runs in
-            _stage(view, run.files)
+            seal.stage(view, run.files)
         plan = seal.write_plan(
             folder,
             workspace=view,
@@ -232,13 +232,6 @@ def _run_site(run: EvaluatorRun, site: str) -> tuple[SiteResult, dict | None]:
         return result, status
     finally:
         trees.remove_tree(folder)
-
-
-def _stage(folder: Path, files: dict[str, bytes]) -> None:
-    for rel, data in sorted(files.items()):
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
 
 
 def _env(run: EvaluatorRun, scratch: Path) -> dict[str, str]:

@@ -47,7 +47,7 @@ def produce(
     holder = workspace_lock(probe.lock) if lock_mode == "write" else read_lock(probe.lock)
     with holder as lock_state:
         campaign, missing = open_for_report(job)
-        stored = _stored_state(campaign.paths.state)
+        stored = state_mod.read_stored(campaign.paths.state)
         state = state_mod.compute(campaign, now)
         notes = check_finished(campaign, state, confirm_interrupted=confirm_interrupted)
         chosen = outputs or report.outputs_of(campaign.paths)
@@ -200,13 +200,6 @@ def read_lock(path: Path):
     campaign has no lock file (then no runner has ever held it here). See `store/lock.shared_lock`."""
     with shared_lock(path) as held:
         yield held
-
-
-def _stored_state(path: Path) -> dict | None:
-    try:
-        return bounded.read_json(path)
-    except bounded.BoundedReadError:
-        return None
 
 
 def _real(path: Path) -> Path:
