@@ -138,10 +138,7 @@ def _stored_number(path: Path, name: str, value: object, kind: type, minimum):
 def stored_noise_facts(workspace: Path) -> dict | None:
     """The runner's noise facts (`noise_context` of campaign_state.json: metric resolution and its source, how
     replicates vary), so the read-only guard gives the runner's advice; None without a usable state file."""
-    try:
-        document = bounded.read_json(Path(workspace) / STATE_RELATIVE_PATH)
-    except bounded.BoundedReadError:
-        return None
+    document = bounded.read_json_or_none(Path(workspace) / STATE_RELATIVE_PATH)
     context = (document or {}).get("noise_context")
     if not isinstance(context, dict):
         return None

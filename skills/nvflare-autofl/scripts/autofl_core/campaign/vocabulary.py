@@ -1,11 +1,14 @@
-"""The campaign's one vocabulary: ledger and manifest statuses, the sets derived from them, the running best,
-and the builders of every kind of ledger row.
+"""The campaign's one vocabulary: every closed value set as an enum (ledger and manifest statuses, candidate kinds,
+trial outcomes, budget checks, the state's decision, reason and next_action), the sets derived from them, the
+running best, and the builders of every kind of ledger row.
 
-Every reader and writer of results.tsv and of candidate manifests spells a status through this module
-(`tests/test_autofl_structure.py` fails on a raw status string anywhere else). Usage::
+Every reader and writer of results.tsv, candidate manifests and the campaign state spells these words through this
+module (`tests/test_autofl_structure.py` fails on a raw status or state word anywhere else). A member is a `str`
+that prints, formats and serializes as its value (`Word`). Usage::
 
     from ..campaign import vocabulary as v
     row.status in v.ATTEMPTS                           # keep / discard / crash: what counts toward the cap
+    v.LedgerStatus("keep") is v.KEEP                   # ValueError for a word outside the set
     best = v.best_row(rows, "max")                   # the best scored baseline/keep row (first of ties)
     ledger.append_row(path, v.literature_row(name="lit-0001", hypothesis=h, family="", event_id="lit-0001"))
 """

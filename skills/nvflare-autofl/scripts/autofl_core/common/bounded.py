@@ -4,6 +4,7 @@ Usage::
 
     data = read_regular(path, limit)   # bytes, or None when the file does not exist
     document = read_json(path)         # a JSON object (dict), or None when the file does not exist
+    document = read_json_or_none(path) # the same, but None too when it cannot be read (an optional document)
     value = read_json_value(path, limit, allow_nan=True)  # any JSON value (a trial's metrics files)
     value = parse_json(data)           # JSON text already in hand (a JSONL line, a child's output)
     tail = read_tail(path, limit)      # the last `limit` bytes of a regular file (a log), or None
@@ -71,6 +72,14 @@ def read_json(path: str | os.PathLike, limit: int = MAX_DOCUMENT_BYTES) -> dict 
     if document is not None and not isinstance(document, dict):
         raise BoundedReadError("is not a JSON object")
     return document
+
+
+def read_json_or_none(path: str | os.PathLike) -> dict | None:
+    """`read_json` for a reader that can do without the document: None when it is missing or cannot be read."""
+    try:
+        return read_json(path)
+    except BoundedReadError:
+        return None
 
 
 def read_json_value(path: str | os.PathLike, limit: int = MAX_DOCUMENT_BYTES, *, allow_nan: bool = False) -> object:

@@ -127,7 +127,7 @@ def lifecycle_override(
 def write(campaign, state: dict, *, stamp: bool = False) -> bool:
     """Write the state file unless only `updated_at` would change; True when it was written. With `stamp` (an
     action that added ledger rows) it is written anyway: its `updated_at` is when the campaign last ran a step."""
-    previous = read_stored(campaign.paths.state)
+    previous = bounded.read_json_or_none(campaign.paths.state)
     if not stamp and not guard.differs_beyond_timestamp(previous, state):
         return False
     atomic.write_json(campaign.paths.state, state)
@@ -150,12 +150,4 @@ def _best_digest(campaign) -> str | None:
     try:
         return campaign.best().digest
     except CampaignError:  # a damaged snapshot is reported by the actions that need it
-        return None
-
-
-def read_stored(path) -> dict | None:
-    """The campaign state last written at `path`; None when there is none or it cannot be read."""
-    try:
-        return bounded.read_json(path)
-    except bounded.BoundedReadError:
         return None

@@ -319,7 +319,7 @@ def _network(campaign, rows: list[LedgerRow]) -> dict:
 
 def _trial_network(path: Path) -> str | None:
     """A trial's `network_isolation`; null there means isolation was not requested (`allowed`)."""
-    document = _trial_record(path)
+    document = bounded.read_json_or_none(path)
     value = document.get("network_isolation", "") if document else ""
     if value is None:
         return "allowed"
@@ -329,7 +329,7 @@ def _trial_network(path: Path) -> str | None:
 def _sandbox(campaign, rows: list[LedgerRow]) -> dict:
     """How the latest runner trial was sealed (its trial.json `sandbox`)."""
     run = _latest_run(campaign, rows)
-    sandbox = (_trial_record(run / "trial.json") or {}).get("sandbox") if run else None
+    sandbox = (bounded.read_json_or_none(run / "trial.json") or {}).get("sandbox") if run else None
     return {"latest_trial": sandbox if isinstance(sandbox, dict) else None}
 
 
@@ -340,14 +340,6 @@ def _latest_run(campaign, rows: list[LedgerRow]) -> Path | None:
         if run is not None and run.parent == campaign.paths.output_root:  # a runner trial, not an external run
             return run
     return None
-
-
-def _trial_record(path: Path) -> dict | None:
-    try:
-        document = bounded.read_json(path)
-    except bounded.BoundedReadError:
-        return None
-    return document if isinstance(document, dict) else None
 
 
 def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:
@@ -365,7 +357,7 @@ def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:
         if budget is None and not row.candidate_manifest and row.artifacts:
             run = campaign.paths.resolve(row.artifacts)
             budget = (
-                (_trial_record(run / "trial.json") or {}).get("budget")
+                (bounded.read_json_or_none(run / "trial.json") or {}).get("budget")
                 if run.parent == campaign.paths.output_root
                 else None
             )

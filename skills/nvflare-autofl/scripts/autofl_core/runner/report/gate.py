@@ -47,7 +47,7 @@ def produce(
     holder = workspace_lock(probe.lock) if lock_mode == "write" else read_lock(probe.lock)
     with holder as lock_state:
         campaign, missing = open_for_report(job)
-        stored = state_mod.read_stored(campaign.paths.state)
+        stored = bounded.read_json_or_none(campaign.paths.state)
         state = state_mod.compute(campaign, now)
         notes = check_finished(campaign, state, confirm_interrupted=confirm_interrupted)
         chosen = outputs or report.outputs_of(campaign.paths)
