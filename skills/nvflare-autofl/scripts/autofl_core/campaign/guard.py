@@ -121,14 +121,7 @@ def compute_state(
     return state
 
 
-def with_runner_fields(
-    state: dict,
-    *,
-    results: str,
-    mode: str,
-    updated_at: str,
-    **runner_fields,
-) -> dict:
+def with_runner_fields(state: dict, *, results: str, mode: str, updated_at: str, **runner_fields) -> dict:
     """Add the context fields (`results`, `mode`, `updated_at`) and, when given, the runner-only fields.
 
     `campaign_guard.py` passes only the context; the runner also passes all of `RUNNER_ONLY_FIELDS`
@@ -152,8 +145,8 @@ def with_runner_fields(
 
 
 def with_next_action_override(state: dict, next_action: str) -> dict:
-    """Apply a runner lifecycle override (`repair_baseline`, `submit_baseline`,
-    `await_simulation_runner_approval`): final answers are not allowed and the instruction says why."""
+    """Apply a runner lifecycle override (`instructions.override_instruction` names them): final answers are not
+    allowed and the instruction says why."""
     sentence = instructions.override_instruction(next_action)
     return {
         **state,

@@ -26,6 +26,7 @@ from .. import noise, pointers
 from .. import state as state_mod
 from ..outcome import CampaignError
 from ..store import external
+from ..store.contract import BUDGET_FIELDS
 from . import curves, facts, markdown, score_provenance, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
@@ -55,6 +56,14 @@ class Context:
 
 def outputs_of(paths) -> Outputs:
     return Outputs(report=paths.report, report_json=paths.report_json, progress=paths.progress)
+
+
+def render_plot(campaign, output: Path, options: dict) -> bool:
+    """Draw progress.png at `output` in this process with `plot_options`; False when no image could be drawn (a
+    text summary beside it instead)."""
+    from ...campaign import plot
+
+    return plot.render(campaign.rows(), output, **options)["backend"] != "text"
 
 
 def plot_options(campaign, state: dict) -> dict:
@@ -111,10 +120,7 @@ def build(
         "objective": _objective(settings, config),
         "score": score_provenance.section(campaign, rows),
         "config": paths.rel(paths.autofl_yaml),
-        "fixed_budget": {
-            key: (config.get("fixed_budget") or {}).get(key, {}).get("value")
-            for key in ("num_clients", "min_clients", "num_rounds")
-        },
+        "fixed_budget": {key: (config.get("fixed_budget") or {}).get(key, {}).get("value") for key in BUDGET_FIELDS},
         "candidate_budget": {
             "cap": state["candidate_cap"],
             "attempts": state["candidate_attempts"],

@@ -52,7 +52,7 @@ def produce(
         notes = check_finished(campaign, state, confirm_interrupted=confirm_interrupted)
         chosen = outputs or report.outputs_of(campaign.paths)
         check_outputs(campaign, chosen)
-        plotted = render_plot(campaign, state, chosen.progress)
+        plotted = report.render_plot(campaign, chosen.progress, report.plot_options(campaign, state))
         context = report.Context(
             generated_by=generated_by,
             confirm_interrupted=confirm_interrupted and not state["final_response_allowed"],
@@ -183,15 +183,6 @@ def check_outputs(campaign, outputs: report.Outputs) -> None:
                 "each output its own path"
             )
         seen[key] = seen[real] = label
-
-
-def render_plot(campaign, state: dict, output: Path) -> bool:
-    """progress.png with the noise band, the batches and the round curves; False when no image could be drawn
-    (a text summary beside it instead)."""
-    from ...campaign import plot
-
-    summary = plot.render(campaign.rows(), output, **report.plot_options(campaign, state))
-    return summary["backend"] != "text"
 
 
 @contextlib.contextmanager
