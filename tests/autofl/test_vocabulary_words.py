@@ -18,6 +18,7 @@ WORD_SETS = (
     v.TrialOutcome,
     v.BudgetCheck,
     v.Decision,
+    v.BaselineStatus,
     v.Reason,
     v.NextAction,
 )
@@ -112,6 +113,7 @@ def test_the_guard_state_holds_members_and_writes_their_values():
         v.Reason,
         v.NextAction,
     )
+    assert state["baseline_status"] is v.BaselineStatus.PENDING
     written = json.loads(json.dumps(state))
     assert (written["decision"], written["reason"], written["next_action"]) == (
         "stop",

@@ -104,7 +104,7 @@ def replicate_advice(state: dict) -> str | None:
     count is `replicate_count`: one rerun when job.py has no seed option.
     """
     noise = state.get("noise")
-    if noise is None or state["baseline_status"] != "complete":
+    if noise is None or state["baseline_status"] != v.BaselineStatus.COMPLETE:
         return None
     gain = state["improvement"]
     context = state.get("noise_context") or {}

@@ -116,10 +116,15 @@ class BudgetCheck(Word):
 BUDGET_VERIFIED, BUDGET_VIOLATED, BUDGET_UNVERIFIED = BudgetCheck
 
 
-# --- the campaign state (state.json `decision`, `reason`, `next_action`) --------------------------------------
+# --- the campaign state (state.json `decision`, `baseline_status`, `reason`, `next_action`) ----------------------
 class Decision(Word):
     CONTINUE = "continue"
     STOP = "stop"
+
+
+class BaselineStatus(Word):
+    PENDING = "pending"
+    COMPLETE = "complete"
 
 
 class Reason(Word):

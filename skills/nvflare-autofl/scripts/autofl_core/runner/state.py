@@ -117,7 +117,7 @@ def lifecycle_override(
         return v.NextAction.AWAIT_SIMULATION_RUNNER_APPROVAL
     if awaiting_evaluation:  # poc/prod with a frozen evaluator: a downloaded run waits for its measured score
         return v.NextAction.SUBMIT_EVALUATION
-    if state["baseline_status"] != "complete":
+    if state["baseline_status"] != v.BaselineStatus.COMPLETE:
         return v.NextAction.REPAIR_BASELINE if env == "sim" else v.NextAction.SUBMIT_BASELINE
     if state["next_action"] == v.NextAction.EDIT_CANDIDATE and argument_only_pending:
         return v.NextAction.EVALUATE_CANDIDATE

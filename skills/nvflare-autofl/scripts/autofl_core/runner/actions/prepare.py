@@ -84,7 +84,7 @@ def _check_preparable(campaign, name: str, now: str) -> None:
     baseline, no candidate waits for its external run, and the name is new."""
     state = state_mod.compute(campaign, now)
     require_open(state, "prepare")
-    if state["baseline_status"] != "complete":
+    if state["baseline_status"] != v.BaselineStatus.COMPLETE:
         raise CampaignError("there is no scored baseline yet; follow next_action (repair_baseline or submit_baseline)")
     busy = [m for m in campaign.pending() if m.status != v.PREPARED]
     if busy:
