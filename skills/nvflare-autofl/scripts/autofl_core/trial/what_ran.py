@@ -220,11 +220,8 @@ def _find(base: Path) -> dict[str, list[Path]]:
 
 def _tail(path: Path, limit: int) -> bytes:
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            handle.seek(max(0, size - limit))
-            return handle.read(limit)
-    except OSError:
+        return bounded.read_tail(path, limit) or b""
+    except bounded.BoundedReadError:  # not a regular file, or unreadable: no records
         return b""
 
 
