@@ -216,6 +216,7 @@ def render(
     """
     data = plot_data(rows, mode, batches, curves)
     data["band"] = band if band and data["best"] else None
+    counted = {"best": data["best"], "scored": data["scored"]}
     title = title_text(data, metric, mode)
     note = Path(output).with_suffix(".txt")
     reason = unavailable_reason()
@@ -230,19 +231,13 @@ def render(
             atomic.write_bytes(output, png)
             if note != Path(output) and _starts_with(note, TITLE_START.encode()):  # our own stale summary only
                 _remove(note)
-            return {
-                "backend": "matplotlib",
-                "output": str(output),
-                "reason": None,
-                "best": data["best"],
-                "scored": data["scored"],
-            }
+            return {"backend": "matplotlib", "output": str(output), "reason": None, **counted}
     atomic.write_text(note, text_summary(data, title))
     if note != Path(output) and _starts_with(Path(output), PNG_SIGNATURE):  # a stale picture, never another file
         _remove(Path(output))
     if renderer() != "text":  # asked for: nothing to warn about
         print(f"plot: no picture ({reason}); wrote a text summary to {note}", file=sys.stderr)
-    return {"backend": "text", "output": str(note), "reason": reason, "best": data["best"], "scored": data["scored"]}
+    return {"backend": "text", "output": str(note), "reason": reason, **counted}
 
 
 def _starts_with(path: Path, prefix: bytes) -> bool:
