@@ -8,14 +8,16 @@ and the demo campaign (`examples/demo.py`, run once into a temp folder; `--no-de
 
 For every candidate that ran to its end (a keep or a scored discard with its run folder), in ledger order, the
 rule (`campaign/prune.decide`) is asked after each of its rounds, against the best at that point of the ledger
-(the running best before the row), that best's replicates recorded before the row and the noise band they give
-(`gains.band`; none measured: the conservative margin), exactly as a live trial's judge would have been. The
+(the running best before the row), that best's replicates recorded before the row and the noise band measured by
+then (`gains.band` of the best's replicates, else of the latest retained row with replicates, as
+`runner/noise.latest_measured` gives a live judge; none measured: the conservative margin), exactly as a live
+trial's judge would have been. The
 first round at which it says prune is where the trial would have stopped: the rounds after it are saved, and
 the seconds saved are estimated as the trial's runtime times the share of its rounds left.
 
 A false prune is a pruned candidate that was kept, or whose final score came within the noise band of the best
-it was compared with (the measured band; with none measured, the spread typical for the metric,
-`gains.typical_spread`). Candidates pruned live (no final score) are counted but cannot be replayed.
+it was compared with (the measured band, never less than the spread typical for the metric,
+`gains.typical_spread`: identical reruns measure a band of 0, which would make only a tie a false prune). Candidates pruned live (no final score) are counted but cannot be replayed.
 
 Prints one row per setting (the default first) and `RESULT: PASS|FAIL`; the bar: the default setting has 0 false
 prunes on the corpus. Exits 1 when it has any. `replay_campaigns(paths, rules)` is what bench/prune_campaign.py
@@ -111,12 +113,13 @@ def candidates_of(workspace: Path) -> tuple[list[Candidate], int]:
         settings = meta["settings"]
         rows = ledger.read_rows(workspace / settings.get("results", "results.tsv"))
         config = contract.read(workspace / settings.get("autofl_yaml", "autofl.yaml"))
-    except Exception:  # a damaged or half-written campaign of a test is not part of the corpus
+        mode, metric = settings["mode"], settings.get("metric")
+        compare.check_mode(mode)
+    except Exception:  # a damaged, half-written or deliberately invalid campaign of a test is not part of the corpus
         return [], 0
-    mode, metric = settings["mode"], settings.get("metric")
     order = list((config.get("objective") or {}).get("metric_extraction_order") or []) or [metric]
     total = contract.num_rounds(config) or 0
-    tracker, best, replicates, found, pruned_live = v.RunningBest(mode), None, {}, [], 0
+    tracker, best, replicates, retained, found, pruned_live = v.RunningBest(mode), None, {}, [], [], 0
     for index, row in enumerate(rows):
         if row.status == v.REPLICATE and row.score is not None:
             replicates.setdefault(row.base_candidate, []).append(row)
@@ -124,21 +127,32 @@ def candidates_of(workspace: Path) -> tuple[list[Candidate], int]:
             if row.score is None:
                 pruned_live += prune.is_pruned(row)
             elif row.artifacts and total:
-                found.append(_candidate(workspace, row, best, replicates.get(best.name, []), mode, order[0], total))
+                noise = measured_noise(best, retained, replicates, mode)
+                found.append(
+                    _candidate(workspace, row, best, replicates.get(best.name, []), noise, mode, order[0], total)
+                )
+        if row.status in v.RETAINED and row.score is not None:
+            retained.append((row.score, index, row.name))
         if tracker.offer(index, row):
             best = row
     return [item for item in found if item.curve and item.best_curve], pruned_live
 
 
-def _candidate(workspace, row, best, replicate_rows, mode, metric, total) -> Candidate:
+def measured_noise(best, retained: list, replicates: dict, mode: str) -> dict | None:
+    """The noise a live judge would have used at this point of the ledger (`runner/noise.latest_measured`): the
+    best's own spread when it has replicates, else that of the latest retained row with replicates."""
+    settings = guard.GuardSettings(mode=mode)
+    scores = {name: [r.score for r in rows] for name, rows in replicates.items()}
+    own = guard.noise_estimate((best.score, None, best.name), scores.get(best.name, []), settings)
+    return guard.latest_measured(own, retained, scores, settings)
+
+
+def _candidate(workspace, row, best, replicate_rows, noise, mode, metric, total) -> Candidate:
     def curve(of) -> dict[int, float]:
         return progress.read_curve(workspace / of.artifacts / "simulation", metric) if of.artifacts else {}
 
-    noise = guard.noise_estimate(
-        (best.score, None, best.name), [r.score for r in replicate_rows], guard.GuardSettings(mode=mode)
-    )
     band = gains.band(noise)
-    tolerance = band if band is not None else (gains.typical_spread(metric, best.score) or 0.0)
+    tolerance = max(band or 0.0, gains.typical_spread(metric, best.score) or 0.0)  # never below the typical
     return Candidate(
         where=f"{workspace}:{row.name}",
         status=row.status,

@@ -214,3 +214,29 @@ def test_a_measured_noise_band_tightens_the_margin_of_the_judge(tmp_path):
     judge = pruning.judge_for(Campaign.open(str(workspace / "job.py")), "candidate")
     assert judge(trailing) == "pruned at round 2 of 3: 0.7 vs best 0.74, margin 0.0148"
     assert judge({0: 0.73, 1: 0.74}) is None
+
+
+@pytest.mark.slow
+def test_with_a_frozen_evaluator_a_pruned_candidate_is_not_evaluated_and_the_report_says_why(tmp_path):
+    workspace = slow_standin(tmp_path)
+    evaluator = Path(__file__).resolve().parent / "standin_evaluator"
+    for path in evaluator.glob("*.py"):
+        (workspace / path.name).write_text(path.read_text())
+    done = run_inproc(workspace, "initialize", "--prune", "--evaluator", "evaluate_model.py", "--max-candidates", "4")
+    assert done.code == 0, done.stderr
+    assert (workspace / "autofl_runs" / "baseline" / "evaluation.json").is_file()  # the baseline was measured
+    prepare(workspace, "lr-far", "--lr 0.9")
+    done = run_inproc(workspace, "evaluate")
+    assert done.code == 0, done.stderr
+    not_measured = {"score": None, "model": None, "not_measured": prune.NO_FINAL_MODEL}
+    assert done.envelope["evaluation"] == not_measured and done.envelope["reported_score"] is None
+    row = ledger_records(workspace)[-1]
+    assert prune.is_pruned(row) and row.status == "discard" and row.score is None
+    run_dir = workspace / "autofl_runs" / "lr-far"
+    assert not (run_dir / "evaluation.json").exists()  # stopped before its last round: no final model to measure
+    trial = json.loads((run_dir / "trial.json").read_text())
+    assert trial["outcome"] == "pruned" and trial["evaluation"] == not_measured
+    manifest = json.loads((workspace / ".nvflare/autofl/candidates/lr-far/candidate_manifest.json").read_text())
+    assert manifest["result"]["evaluation"] == not_measured
+    report = (workspace / "autofl_report.md").read_text()
+    assert prune.NO_FINAL_MODEL in report

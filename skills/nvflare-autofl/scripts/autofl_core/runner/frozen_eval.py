@@ -6,7 +6,8 @@ took part (`trial/evaluator`, sealed) and makes the n-weighted mean the trial's 
 value is kept beside it (`reported_score`). A missing model or a failing evaluator makes the trial a crash naming
 the cause, and so does a trial whose model file or site folders differ from the baseline's (the evaluator reads the
 file the baseline's model was found at, for the sites that took part in the baseline). The per-site answers go to `autofl_runs/<name>/evaluation.json`. A trial that changed a frozen file
-in the live job is a crash (the file is restored). `provenance` says where a campaign's score comes from.
+in the live job is a crash (the file is restored). A pruned trial stopped before its last round, so it has no final
+model: its `evaluation` says so (`not_measured`, score None). `provenance` says where a campaign's score comes from.
 Usage::
 
     result = measure(campaign, result, name="lr-x2", token=token, temp_parent=folder, sealed=True)   # the measured one
@@ -20,6 +21,7 @@ import time
 
 from ..campaign import vocabulary as v
 from ..campaign.ledger import LedgerRow
+from ..campaign.prune import NO_FINAL_MODEL
 from ..common import atomic, bounded
 from .store import frozen
 
@@ -123,6 +125,8 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
         return result.crashed(
             f"tampering: the trial changed {', '.join(changed)}, frozen with the evaluator; the runner restored them"
         )
+    if result.outcome == v.OUTCOME_PRUNED:  # stopped before its last round: say why nothing was measured
+        return dataclasses.replace(result, evaluation={"score": None, "model": None, "not_measured": NO_FINAL_MODEL})
     if result.outcome != SUCCESS:
         return result
     from ..trial import evaluator as evaluator_mod  # only trials need the evaluator's process code
