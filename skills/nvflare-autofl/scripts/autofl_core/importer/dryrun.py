@@ -8,7 +8,9 @@ The run is sealed like a trial: user, mount, PID and network namespaces, the job
 (a candidate's draft staged over it; the default campaign folders `.nvflare` and `autofl_runs` hidden), every write
 private, and everything ended when the boot script returns.
 Records are cached in memory and in a private folder of the temp directory (0700, owner-checked), keyed by the
-SHA-256 of the boot script, the interpreter, the job folder's small text files (plus the overlay) and the args.
+SHA-256 of the boot script, the interpreter, the job folder's small text files (plus the overlay) and the args;
+a folder whose text files the key cannot all cover (too many, too large, too deep, or behind a symlink) is never
+cached, and the cache is never read where this host cannot seal a run.
 """
 
 from __future__ import annotations
@@ -48,13 +50,17 @@ def _env(root: Path) -> dict[str, str]:
     return childenv.build_child_env(os.environ, passthrough=(), simulator_root=root / "simulator", token="dryrun")
 
 
-def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], python: str) -> str:
+def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], python: str) -> str | None:
     """SHA-256 over what decides the dry run: boot script, interpreter, args and the small text files of the
-    folder that the run can see (the campaign's `.nvflare` folder and its runs are hidden from it)."""
+    folder that the run can see (the campaign's `.nvflare` folder and its runs are hidden from it); None when the
+    walk cannot cover every such file (then the run is never cached)."""
+    listed = _text_files(folder, frozenset(HIDDEN))
+    if listed is None:
+        return None
     digest = hashlib.sha256()
     digest.update(BOOT.read_bytes())
     digest.update(json.dumps([python, args]).encode())
-    files = dict(_text_files(folder, frozenset(HIDDEN)))
+    files = dict(listed)
     for rel, data in (overlay or {}).items():
         files[rel] = hashlib.sha256(data).hexdigest()
     for rel in sorted(files):
@@ -62,39 +68,41 @@ def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], 
     return digest.hexdigest()
 
 
-def folder_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str:
+def folder_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str | None:
     """SHA-256 of the folder's small text files as a dry run's key reads them, leaving out `skip`
-    (folder-relative POSIX paths of files or folders, e.g. a campaign's own files)."""
+    (folder-relative POSIX paths of files or folders, e.g. a campaign's own files); None when the walk cannot
+    cover them all."""
+    listed = _text_files(folder, skip)
+    if listed is None:
+        return None
     digest = hashlib.sha256()
-    for rel, sha in _text_files(folder, skip):
+    for rel, sha in listed:
         digest.update(f"{rel}\0{sha}\0".encode())
     return digest.hexdigest()
 
 
-def _text_files(folder: Path, skip: frozenset[str] = frozenset()):
-    count = 0
+def _text_files(folder: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, str]] | None:
+    """(relative path, SHA-256) of every text file a run could import or read, or None when some such file is out
+    of the walk's reach: past the file count or size limit, deeper than the walk, or behind a symlink (its
+    target can change with nothing here changing)."""
+    found = []
     for root, dirs, names in os.walk(folder):
         here = Path(root).relative_to(folder)
-        depth = len(here.parts)
-        dirs[:] = (
-            []
-            if depth >= MAX_DEPTH
-            else sorted(d for d in dirs if d not in SKIPPED_FOLDERS and (here / d).as_posix() not in skip)
-        )
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS and (here / d).as_posix() not in skip)
+        if any((Path(root) / d).is_symlink() for d in dirs) or (dirs and len(here.parts) >= MAX_DEPTH):
+            return None
         for name in sorted(names):
             path = Path(root) / name
-            if not name.endswith(HASHED_SUFFIXES) or path.is_symlink() or (here / name).as_posix() in skip:
+            if not name.endswith(HASHED_SUFFIXES) or (here / name).as_posix() in skip:
                 continue
             try:
-                if path.stat().st_size > MAX_HASHED_BYTES:
-                    continue
+                if path.is_symlink() or path.stat().st_size > MAX_HASHED_BYTES or len(found) >= MAX_HASHED_FILES:
+                    return None
                 data = path.read_bytes()
             except OSError:
-                continue
-            count += 1
-            if count > MAX_HASHED_FILES:
-                return
-            yield str(path.relative_to(folder)), hashlib.sha256(data).hexdigest()
+                return None
+            found.append((str(path.relative_to(folder)), hashlib.sha256(data).hexdigest()))
+    return found
 
 
 def _cache_dir() -> Path | None:
@@ -170,7 +178,8 @@ class Session:
         self.close()
 
     def cached(self, args: list[str]) -> bool:
-        return _cached(job_digest(self.job.parent, self.overlay, [str(a) for a in args], self.python)) is not None
+        key = job_digest(self.job.parent, self.overlay, [str(a) for a in args], self.python)
+        return key is not None and available(self.python) and _cached(key) is not None
 
     def run(self, args: list[str], use_cache: bool = True) -> dict | None:
         """The record of `python job.py ARGS`, or None where this host cannot seal a dry run."""
@@ -179,8 +188,10 @@ class Session:
     def run_many(self, batch: list[list[str]], use_cache: bool = True) -> list[dict | None]:
         """Records of several runs (those not cached run side by side in the sandbox); None where it cannot seal."""
         batch = [[str(a) for a in args] for args in batch]
+        if not available(self.python):  # a record found in the cache never stands in for a run this host cannot make
+            return [None for _ in batch]
         keys = [job_digest(self.job.parent, self.overlay, args, self.python) for args in batch]
-        records: list[dict | None] = [_cached(key) if use_cache else None for key in keys]
+        records: list[dict | None] = [_cached(key) if use_cache and key else None for key in keys]
         missing = [i for i, record in enumerate(records) if record is None]
         if not missing:
             return records
@@ -188,7 +199,7 @@ class Session:
             return records
         for index, record in zip(missing, self._ask([batch[i] for i in missing]), strict=True):
             records[index] = record
-            if record.get("status") not in ("sandbox_failed", "timeout"):
+            if keys[index] and record.get("status") not in ("sandbox_failed", "timeout"):
                 _store(keys[index], record)
         return records
 

@@ -1,0 +1,236 @@
+"""Attacks on the record-first import (the dry run is the source of the job, budget and trust) and on the status
+enums of the campaign's files.
+
+The promises under attack: a dry run's record is what job.py asked NVFLARE for in THIS job folder (a cached record
+is served only for the same files and arguments, and never where this host cannot seal the run that would make
+it); a candidate cannot use the run to widen its trust contract or to change the fixed budget without a refusal
+before its trial or a violation after it; a hand-edited campaign file with an unknown, differently-cased or
+non-string status is refused with one line (exit 2), nothing changes on disk, and every file the runner writes
+holds values, never `Class.NAME`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from runner_support import REPO, run_cli, run_inproc, source_dir, standin_workspace, tree_digest
+
+# --- the dry run's cache: a record is served only for the files that made it ------------------------------------
+
+
+def _job(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "job.py").write_text("import nvflare\nfrom conf import ROUNDS\n")
+    return folder / "job.py"
+
+
+def _keys(dryrun, folder: Path) -> tuple:
+    return dryrun.job_digest(folder, None, [], "python"), dryrun.folder_digest(folder)
+
+
+def _assert_key_moves(dryrun, folder: Path, module: Path) -> None:
+    """Editing `module` (which job.py can import) must change the dry run's key, or leave the folder uncacheable."""
+    before = _keys(dryrun, folder)
+    module.write_text("ROUNDS = 50\n")
+    after = _keys(dryrun, folder)
+    for old, new in zip(before, after, strict=True):
+        assert old is None or new is None or old != new, f"{module} changed and the key did not"
+
+
+def test_a_module_past_the_hashed_file_limit_is_never_served_a_stale_record(tmp_path):
+    from autofl_core.importer import dryrun
+
+    folder = tmp_path / "job"
+    _job(folder)
+    data = folder / "data"
+    data.mkdir()
+    for index in range(dryrun.MAX_HASHED_FILES + 1):  # a folder of small JSON samples, sorted before the module
+        (data / f"{index:04d}.json").write_text("{}")
+    (folder / "zconf").mkdir()
+    module = folder / "zconf" / "conf.py"
+    module.write_text("ROUNDS = 5\n")
+    _assert_key_moves(dryrun, folder, module)
+
+
+def test_a_module_deeper_than_the_walk_is_never_served_a_stale_record(tmp_path):
+    from autofl_core.importer import dryrun
+
+    folder = tmp_path / "job"
+    _job(folder)
+    deep = folder.joinpath(*"abcde")
+    deep.mkdir(parents=True)
+    module = deep / "conf.py"
+    module.write_text("ROUNDS = 5\n")
+    _assert_key_moves(dryrun, folder, module)
+
+
+def test_a_symlinked_module_whose_target_changes_is_never_served_a_stale_record(tmp_path):
+    from autofl_core.importer import dryrun
+
+    folder = tmp_path / "job"
+    _job(folder)
+    target = tmp_path / "shared" / "conf.py"
+    target.parent.mkdir()
+    target.write_text("ROUNDS = 5\n")
+    (folder / "conf.py").symlink_to(target)
+    _assert_key_moves(dryrun, folder, target)
+
+
+def test_a_module_over_the_hashed_size_is_never_served_a_stale_record(tmp_path):
+    from autofl_core.importer import dryrun
+
+    folder = tmp_path / "job"
+    _job(folder)
+    module = folder / "conf.py"
+    module.write_text("ROUNDS = 5\n" + "#" * dryrun.MAX_HASHED_BYTES)
+    before = _keys(dryrun, folder)
+    module.write_text("ROUNDS = 50\n" + "#" * dryrun.MAX_HASHED_BYTES)
+    after = _keys(dryrun, folder)
+    for old, new in zip(before, after, strict=True):
+        assert old is None or new is None or old != new
+
+
+def test_a_record_planted_in_the_cache_is_not_served_where_this_host_cannot_seal_a_run(tmp_path, monkeypatch):
+    """Without namespaces trials run unsealed, so candidate code can write the user's cache folder: a record found
+    there must not stand in for a dry run this host cannot make (the static import stands, `dry_run` None)."""
+    import tempfile
+
+    from autofl_core.importer import dryrun
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(dryrun, "_MEMO", {})
+    monkeypatch.setattr(dryrun, "available", lambda python=None: False)
+    job = _job(tmp_path / "job")
+    (tmp_path / "job" / "conf.py").write_text("ROUNDS = 5\n")
+    key = dryrun.job_digest(job.parent, None, [], "python")
+    assert key is not None
+    forged = {"status": "recorded", "recipe_attrs": {"num_rounds": 3, "train_script": "job.py"}}
+    cache = dryrun._cache_dir()
+    (cache / f"{key}.json").write_text(json.dumps(forged))
+    assert dryrun.dry_run(job, [], python="python") is None
+
+
+# --- hand-edited statuses in the campaign's files ----------------------------------------------------------------
+
+META = Path(".nvflare") / "autofl"
+STABLE = (".nvflare/autofl/campaign.lock", "__pycache__")
+WORDS = re.compile(
+    r"\b(?:Word|LedgerStatus|ManifestStatus|CandidateKind|TrialOutcome|BudgetCheck|Decision|BaselineStatus|Reason"
+    r"|NextAction)\.[A-Z_]+|<[A-Za-z]+\.[A-Z_]+: "
+)
+
+
+@pytest.fixture(scope="module")
+def enum_campaign(tmp_path_factory):
+    """A stand-in campaign with a kept, a discarded and a crashed candidate, and one prepared draft."""
+    workspace = standin_workspace(tmp_path_factory.mktemp("r11"))
+    assert run_inproc(workspace, "initialize", "--uncapped").code == 0
+    for name, bonus in (("better", "0.05"), ("worse", "-0.05"), ("broken", None)):
+        assert run_inproc(workspace, "prepare", "--name", name, "--hypothesis", "h").code == 0
+        client = source_dir(workspace, name) / "client.py"
+        text = client.read_text()
+        if bonus is None:
+            client.write_text(text + "\nraise SystemExit(3)\n")
+        else:
+            client.write_text(
+                "\n".join(f"BONUS = {bonus}" if ln.startswith("BONUS = ") else ln for ln in text.split("\n"))
+            )
+        assert run_inproc(workspace, "evaluate").code in (0, 1)
+    assert run_inproc(workspace, "prepare", "--name", "draft", "--hypothesis", "h").code == 0
+    return workspace
+
+
+@pytest.fixture
+def enum_ws(enum_campaign, tmp_path):
+    copy = tmp_path / "ws"
+    shutil.copytree(enum_campaign, copy, symlinks=True)
+    return copy
+
+
+def test_every_file_the_runner_wrote_holds_status_values_never_enum_names(enum_campaign):
+    statuses = [line.split("\t", 1)[0] for line in (enum_campaign / "results.tsv").read_text().splitlines()[1:]]
+    assert {"baseline", "keep", "discard", "crash"} <= set(statuses), statuses
+    checked = 0
+    for path in sorted(enum_campaign.rglob("*")):
+        if path.is_file() and path.suffix in (".tsv", ".json", ".yaml", ".md", ".log", ".txt", ".jsonl"):
+            found = WORDS.search(path.read_text(errors="replace"))
+            assert found is None, f"{path.relative_to(enum_campaign)}: {found.group(0)}"
+            checked += 1
+    assert checked > 10
+
+
+def _ledger_status(value: str):
+    def edit(workspace: Path) -> None:
+        path = workspace / "results.tsv"
+        lines = path.read_text().split("\n")
+        row = next(i for i, line in enumerate(lines) if line.startswith("keep\t"))
+        lines[row] = value + lines[row][len("keep") :]
+        path.write_text("\n".join(lines))
+
+    return edit
+
+
+def _manifest_status(value):
+    def edit(workspace: Path) -> None:
+        path = workspace / META / "candidates" / "draft" / "candidate_manifest.json"
+        document = json.loads(path.read_text())
+        document["status"] = value
+        path.write_text(json.dumps(document, indent=2))
+
+    return edit
+
+
+HAND_EDITS = {
+    "ledger: upper case": (_ledger_status("KEEP"), "results.tsv"),
+    "ledger: title case": (_ledger_status("Keep"), "results.tsv"),
+    "ledger: the member's name": (_ledger_status("LedgerStatus.KEEP"), "results.tsv"),
+    "ledger: leading space": (_ledger_status(" keep"), "results.tsv"),
+    "ledger: trailing space": (_ledger_status("keep "), "results.tsv"),
+    "ledger: empty": (_ledger_status(""), "results.tsv"),
+    "ledger: a manifest word": (_ledger_status("prepared"), "results.tsv"),
+    "manifest: upper case": (_manifest_status("PREPARED"), "candidate_manifest.json"),
+    "manifest: the member's name": (_manifest_status("ManifestStatus.PREPARED"), "candidate_manifest.json"),
+    "manifest: whitespace": (_manifest_status("prepared\n"), "candidate_manifest.json"),
+    "manifest: a number": (_manifest_status(1), "candidate_manifest.json"),
+    "manifest: a bool": (_manifest_status(True), "candidate_manifest.json"),
+    "manifest: null": (_manifest_status(None), "candidate_manifest.json"),
+    "manifest: a list": (_manifest_status(["prepared"]), "candidate_manifest.json"),
+    "manifest: a ledger word": (_manifest_status("baseline"), "candidate_manifest.json"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(HAND_EDITS))
+def test_a_hand_edited_status_is_refused_with_one_line_and_nothing_changes(enum_ws, case):
+    edit, named = HAND_EDITS[case]
+    edit(enum_ws)
+    before = tree_digest(enum_ws, skip=STABLE)
+    for action, *args in (("status",), ("evaluate",)):
+        done = run_cli(enum_ws, action, *args, timeout=120)
+        lines = [line for line in done.stderr.splitlines() if not line.startswith("[autofl ")]
+        assert done.code == 2 and "Traceback" not in done.stderr, (case, action, done.code, done.stderr[-600:])
+        assert len(lines) == 1 and named in lines[0], (case, lines)
+        assert tree_digest(enum_ws, skip=STABLE) == before, (case, action)
+
+
+@pytest.mark.parametrize("script", ["campaign_guard.py", "plot_progress.py", "campaign_report.py"])
+@pytest.mark.parametrize("value", ["KEEP", "LedgerStatus.KEEP", " keep"])
+def test_the_read_only_tools_refuse_a_hand_edited_ledger_status_with_one_line(enum_ws, script, value):
+    import subprocess
+    import sys
+
+    _ledger_status(value)(enum_ws)
+    before = tree_digest(enum_ws, skip=STABLE)
+    tool = REPO / "skills" / "nvflare-autofl" / "scripts" / script
+    done = subprocess.run(
+        [sys.executable, str(tool), "results.tsv"], cwd=enum_ws, capture_output=True, text=True, timeout=120
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-600:]
+    assert len(lines) == 1 and "unknown status" in lines[0] and repr(value) in lines[0], lines
+    assert tree_digest(enum_ws, skip=STABLE) == before
