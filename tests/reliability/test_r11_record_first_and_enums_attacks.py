@@ -234,3 +234,94 @@ def test_the_read_only_tools_refuse_a_hand_edited_ledger_status_with_one_line(en
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-600:]
     assert len(lines) == 1 and "unknown status" in lines[0] and repr(value) in lines[0], lines
     assert tree_digest(enum_ws, skip=STABLE) == before
+
+
+# --- a hostile draft: job.py runs in the recorder's process and can tell a dry run from a trial -------------------
+
+RECORDING = """def _recording():
+    from nvflare.job_config.fed_job_config import FedJobConfig
+
+    return FedJobConfig.simulator_run.__module__ != "nvflare.job_config.fed_job_config"
+
+
+class Plan:"""
+
+
+def _dryrun_available() -> bool:
+    from autofl_core.importer import dryrun
+
+    return dryrun.available()
+
+
+needs_dry_run = pytest.mark.skipif(not _dryrun_available(), reason="this host cannot seal a dry run (no namespaces)")
+
+
+@pytest.fixture(scope="module")
+def computed_campaign(tmp_path_factory):
+    """hello-numpy under the computed-budget job (a budget only a dry run can read): the record is the source."""
+    workspace = tmp_path_factory.mktemp("r11-dryrun") / "ws"
+    shutil.copytree(REPO / "examples" / "hello-numpy", workspace)
+    job = (REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "job.py").read_text()
+    job = job.replace('    with open("touched.txt", "w", encoding="utf-8") as handle:', "    if False:")
+    job = job.replace("model=[0.0, 0.0, 0.0],", "model=[0.0] * 9,")
+    (workspace / "job.py").write_text(job)
+    done = run_inproc(workspace, "initialize", "--max-candidates", "4")
+    assert done.code == 0, done.stderr
+    return workspace
+
+
+def _two_faced_draft(campaign: Path, tmp_path: Path, plan_line: str, argument: str) -> tuple[Path, object]:
+    """A draft whose job.py asks NVFLARE for the imported budget while it is recorded, and for another one when
+    it trains; evaluated."""
+    workspace = tmp_path / "ws"
+    shutil.copytree(campaign, workspace, symlinks=True)
+    assert run_inproc(workspace, "prepare", "--name", "two-faced", "--hypothesis", "h").code == 0
+    job = source_dir(workspace, "two-faced") / "job.py"
+    text = job.read_text().replace("class Plan:", RECORDING)
+    text = text.replace("        self.rounds = args.epochs * 2", f"        self.rounds = args.epochs * 2\n{plan_line}")
+    job.write_text(text.replace(*argument))
+    return workspace, run_inproc(workspace, "evaluate")
+
+
+def _trial_budget(workspace: Path) -> dict:
+    return json.loads((workspace / "autofl_runs" / "two-faced" / "trial.json").read_text()).get("budget") or {}
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@needs_dry_run
+def test_a_draft_that_trains_more_rounds_than_its_dry_run_recorded_is_caught_after(computed_campaign, tmp_path):
+    workspace, done = _two_faced_draft(
+        computed_campaign,
+        tmp_path,
+        "        self.rounds = self.rounds if _recording() else self.rounds + 2",
+        ("num_rounds=plan.rounds,", "num_rounds=plan.rounds,"),
+    )
+    refused_before = done.code == 2 and "fixed budget" in done.stderr
+    assert refused_before or _trial_budget(workspace).get("status") == "violated", (done.code, done.stderr[-400:])
+    assert (
+        json.loads((workspace / ".nvflare" / "autofl" / "campaign.json").read_text())["best_candidate"] != "two-faced"
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: job.py can tell the dry run from the trial (it runs in the recorder's process), so a min_clients "
+    "that differs only when it trains passes the re-import, and the run-time check (what_ran) verifies rounds "
+    "and clients, never the minimum clients the server waits for",
+)
+@pytest.mark.integration
+@pytest.mark.slow
+@needs_dry_run
+def test_a_draft_that_lowers_min_clients_only_when_it_trains_is_refused_or_caught(computed_campaign, tmp_path):
+    workspace, done = _two_faced_draft(
+        computed_campaign,
+        tmp_path,
+        "        self.least = args.n_clients if _recording() else 1",
+        ("min_clients=args.n_clients,", "min_clients=plan.least,"),
+    )
+    server = workspace / "autofl_runs" / "two-faced" / "simulation" / "server" / "simulate_job" / "app_server"
+    ran = json.loads((server / "config" / "config_fed_server.json").read_text()) if server.exists() else {}
+    assert '"num_clients": 1' in json.dumps(ran) or done.code == 2, "the draft did not lower min_clients"
+    refused_before = done.code == 2 and "fixed budget" in done.stderr
+    assert refused_before or _trial_budget(workspace).get("status") == "violated", (done.code, done.stderr[-400:])
