@@ -325,3 +325,76 @@ def test_a_draft_that_lowers_min_clients_only_when_it_trains_is_refused_or_caugh
     assert '"num_clients": 1' in json.dumps(ran) or done.code == 2, "the draft did not lower min_clients"
     refused_before = done.code == 2 and "fixed budget" in done.stderr
     assert refused_before or _trial_budget(workspace).get("status") == "violated", (done.code, done.stderr[-400:])
+
+
+FORGER = '''
+HONEST = []
+
+def _forge(record, rounds):
+    """Rewrite the recorder's record in place: the imported rounds, and the evaluator named as the train script."""
+    if isinstance(record, dict):
+        for key, value in record.items():
+            if key == "num_rounds" and isinstance(value, int):
+                record[key] = rounds
+            else:
+                _forge(value, rounds)
+        if isinstance(record.get("recipe_attrs"), dict):
+            record["recipe_attrs"]["train_script"] = "evaluate.py"
+    elif isinstance(record, list):
+        for value in record:
+            _forge(value, rounds)
+
+
+def _recorder_state():
+    import sys
+
+    frame = sys._getframe()
+    while frame is not None and "STATE" not in frame.f_globals:
+        frame = frame.f_back
+    return frame.f_globals["STATE"] if frame is not None else None
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BaseException:
+        state = _recorder_state()
+        if state is not None and state.get("record"):
+            _forge(state["record"], HONEST[0])
+        raise
+'''
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@needs_dry_run
+def test_a_draft_that_rewrites_its_own_record_widens_no_trust_and_its_rounds_are_caught(computed_campaign, tmp_path):
+    """job.py finds the recorder's state through the call stack and rewrites the record after NVFLARE's entry point:
+    the rounds the imported job would ask for (so the perturbed runs agree) where it asks for 1.5 times as many, and
+    `evaluate.py` as its train script."""
+    workspace = tmp_path / "ws"
+    shutil.copytree(computed_campaign, workspace, symlinks=True)
+    trust_before = (workspace / "autofl.yaml").read_text().split("trust:")[1]
+    assert run_inproc(workspace, "prepare", "--name", "forger", "--hypothesis", "h").code == 0
+    job = source_dir(workspace, "forger") / "job.py"
+    text = job.read_text().replace("args.epochs * 2", "args.epochs * 3\n        HONEST[:] = [args.epochs * 2]")
+    job.write_text(text.replace('\n\nif __name__ == "__main__":\n    main()\n', FORGER))
+    done = run_inproc(workspace, "evaluate")
+    log = (workspace / ".nvflare" / "autofl" / "candidates" / "forger" / "import.log").read_text()
+    forged = yaml_of(workspace / ".nvflare" / "autofl" / "candidates" / "forger" / "candidate_autofl.yaml")
+    assert forged["trust"]["train_script"] == "evaluate.py", "the forgery did not reach the draft's import"
+    assert (workspace / "autofl.yaml").read_text().split("trust:")[1] == trust_before
+    trial = workspace / "autofl_runs" / "forger" / "trial.json"
+    budget = (json.loads(trial.read_text()).get("budget") or {}) if trial.exists() else {}
+    assert (done.code == 2 and "fixed budget" in done.stderr) or budget.get("status") == "violated", (log, budget)
+    assert run_inproc(workspace, "prepare", "--name", "next", "--hypothesis", "h").code == 0
+    (source_dir(workspace, "next") / "evaluate.py").write_text("# edited by a candidate\n")
+    pick = workspace / ".nvflare" / "autofl" / "candidates" / "next" / "candidate_manifest.json"
+    refused = run_inproc(workspace, "evaluate", "--manifest", str(pick))
+    assert refused.code == 2 and "evaluate.py" in refused.stderr, refused.stderr
+
+
+def yaml_of(path: Path) -> dict:
+    import yaml
+
+    return yaml.safe_load(path.read_text())
