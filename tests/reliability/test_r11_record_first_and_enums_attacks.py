@@ -398,3 +398,65 @@ def yaml_of(path: Path) -> dict:
     import yaml
 
     return yaml.safe_load(path.read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("decision", "CONTINUE"),
+        ("next_action", "NextAction.FINAL_REPORT"),
+        ("reason", "Plateau"),
+        ("baseline_status", 7),
+    ],
+)
+def test_hand_edited_state_words_are_recomputed_never_read_back(enum_ws, key, value):
+    """campaign_state.json is an output: a hand-edited word in it is replaced by the computed value (never echoed,
+    never a traceback) and the campaign's records stay byte-identical."""
+    state = enum_ws / META / "campaign_state.json"
+    assert run_cli(enum_ws, "status").code == 0
+    computed = json.loads(state.read_text())
+    state.write_text(json.dumps(dict(computed, **{key: value})))
+    records = tree_digest(enum_ws, skip=(*STABLE, ".nvflare/autofl/campaign_state.json", "autofl_report"))
+    done = run_cli(enum_ws, "status")
+    assert done.code == 0 and "Traceback" not in done.stderr, done.stderr[-400:]
+    again = json.loads(state.read_text())
+    assert {k: v for k, v in again.items() if k != "updated_at"} == {
+        k: v for k, v in computed.items() if k != "updated_at"
+    }
+    assert tree_digest(enum_ws, skip=(*STABLE, ".nvflare/autofl/campaign_state.json", "autofl_report")) == records
+
+
+# --- the record's train script: job_dir games never reach outside the job folder ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("job_dir", "script"),
+    [
+        ("/w/job", "/w/job/../other/client.py"),  # normalized out of the folder
+        ("/w/job", "/w/jobX/client.py"),  # a sibling folder sharing the prefix
+        ("/w/job", "../client.py"),  # job.py's parent
+        ("/", "/etc/passwd"),  # a record claiming the job sits at the root
+        ("", "/etc/passwd"),
+        ("/w/job", "/w/job/.nvflare/autofl/campaign.json"),  # the campaign's own files
+        ("/w/job", "/w/job/autofl_runs/baseline/trial.json"),
+    ],
+)
+def test_a_record_s_train_script_outside_the_job_folder_never_enters_the_trust_contract(tmp_path, job_dir, script):
+    from autofl_core.importer import api, recorded
+    from autofl_core.importer.files import Workspace
+
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "job.py").write_text("import nvflare\n")
+    for rel in ("etc/passwd", ".nvflare/autofl/campaign.json", "autofl_runs/baseline/trial.json"):
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text("x = 1\n")
+    (tmp_path / "client.py").write_text("x = 1\n")
+    found = recorded.train_script({"job_dir": job_dir, "recipe_attrs": {"train_script": script}})
+    workspace = Workspace(folder)
+    rel, _tree, _notes = api._script_tree("job.py", found, workspace.read_file)
+    trust = api.trust_section("job.py", api.ast.Module([], []), rel, None, workspace.exists, [])
+    inside = [p for p in trust["allowed_edit_paths"] if p != "job.py"]
+    assert inside in ([], ["etc/passwd"]), (found, trust)  # only a file that really is inside the folder
+    assert not any(p.startswith((".nvflare", "autofl_runs", "/", "..")) for p in trust["allowed_edit_paths"])
