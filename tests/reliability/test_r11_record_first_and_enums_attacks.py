@@ -304,12 +304,6 @@ def test_a_draft_that_trains_more_rounds_than_its_dry_run_recorded_is_caught_aft
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: job.py can tell the dry run from the trial (it runs in the recorder's process), so a min_clients "
-    "that differs only when it trains passes the re-import, and the run-time check (what_ran) verifies rounds "
-    "and clients, never the minimum clients the server waits for",
-)
 @pytest.mark.integration
 @pytest.mark.slow
 @needs_dry_run
@@ -460,3 +454,28 @@ def test_a_record_s_train_script_outside_the_job_folder_never_enters_the_trust_c
     inside = [p for p in trust["allowed_edit_paths"] if p != "job.py"]
     assert inside in ([], ["etc/passwd"]), (found, trust)  # only a file that really is inside the folder
     assert not any(p.startswith((".nvflare", "autofl_runs", "/", "..")) for p in trust["allowed_edit_paths"])
+
+
+@pytest.mark.parametrize(
+    ("sampled", "min_clients", "num_clients", "status"),
+    [
+        ([["site-1", "site-2"], ["site-2", "site-1"]], 2, 2, "verified"),
+        ([["site-2"], ["site-1"]], 2, 2, "violated"),  # one client a round, two sites over the run
+        ([["site-1", "site-2"], ["site-1"]], 2, 2, "violated"),
+        ([["site-1", "site-2"]], 3, 2, "verified"),  # a minimum over the sites: every site was sampled
+        ([["site-1"]], 1, 2, "verified"),
+        ([None, None], 2, 2, "verified"),  # a workflow that logs no sampling (ScatterAndGather)
+    ],
+)
+def test_a_round_that_sampled_fewer_clients_than_the_minimum_is_a_budget_violation(
+    sampled, min_clients, num_clients, status
+):
+    from autofl_core.trial import what_ran
+
+    lines = [
+        f"Round {i} started.\n" + (f"Sampled clients: {names}\n" if names else "") + "Total clients: 2\n"
+        for i, names in enumerate(sampled)
+    ]
+    ran = what_ran.from_artifacts("".join(lines).encode(), None, [])
+    verdict = what_ran.check(ran, num_rounds=len(sampled), num_clients=num_clients, min_clients=min_clients)
+    assert verdict.status == status, verdict

@@ -84,6 +84,7 @@ def spec(
         hide=[paths.meta, paths.output_root],
         literal_paths=contract.literal_simulator_paths(config, paths.workspace),
         num_clients=contract.num_clients(config),
+        min_clients=contract.min_clients(config),
         score_measured_after=frozen_eval.enabled(campaign),
         limits=limits_of(settings, slots=slots, folder=temp_parent),
     )

@@ -82,7 +82,7 @@ class TrialSpec:
     work); a {relative path: bytes} map runs it *sealed* on its own view of the job (see seal.py): these files
     over the live workspace, writes private, `hide` folders invisible, `literal_paths` (simulator workspaces the
     job writes to whatever the root variable says) mapped onto the private simulator root.
-    num_clients (with num_rounds): the fixed budget checked against what ran (see what_ran.py).
+    num_clients, min_clients (with num_rounds): the fixed budget checked against what ran (see what_ran.py).
     cuda_visible_devices: the child's CUDA_VISIBLE_DEVICES (one GPU per slot of a batch); None keeps the parent's.
     round_judge(curve): asked at every tick with the per-round global metric so far ({round index: value}, from the
     server's round records); a returned reason stops the trial tree, and the trial ends `pruned` with that reason.
@@ -122,6 +122,7 @@ class TrialSpec:
     hide: list[Path] = field(default_factory=list)
     literal_paths: list[str] = field(default_factory=list)
     num_clients: int | None = None
+    min_clients: int | None = None
     cuda_visible_devices: str | None = None
     score_measured_after: bool = False  # a frozen evaluator scores the trial afterwards (the progress line says so)
     limits: limits.TrialLimits | None = None
@@ -415,7 +416,9 @@ def _classify(spec, argv, env, root, token, outcome, monitor, before) -> TrialRe
     if found.value is None:
         return done(CRASH, found.reason)
     ran = what_ran.read_what_ran(Path(spec.run_dir) / "simulation")
-    verdict = what_ran.check(ran, num_rounds=spec.num_rounds, num_clients=spec.num_clients)
+    verdict = what_ran.check(
+        ran, num_rounds=spec.num_rounds, num_clients=spec.num_clients, min_clients=spec.min_clients
+    )
     result = done(CRASH, verdict.reason) if verdict.status == what_ran.VIOLATED else done(SUCCESS, "", found)
     return replace(result, budget=verdict.to_dict())
 

@@ -7,13 +7,14 @@ scored trial the runner reads, from the copied result folder:
 - rounds: the highest `Round N started.` banner of the server log (every NVFLARE workflow logs it; rounds are
   0-based), the `final_round` of `metrics_summary.json` and the records of `round_metrics.jsonl`;
 - clients: `Total clients: N` of the server's client manager, and the sites named by `round_metrics.jsonl`,
-  `Sampled clients: [...]` and the `peer=` of aggregated results.
+  `Sampled clients: [...]` and the `peer=` of aggregated results;
+- the fewest clients a round sampled (`Sampled clients: [...]`, logged by NVFLARE's ModelController workflows).
 
 The largest figure any source shows is what ran. More rounds than the budget, or another number of clients, is a
-violation (never kept); fewer rounds is not (a job's own stop condition may end it early). A figure no source
+violation (never kept), and so is a round that sampled fewer clients than the budget's minimum; fewer rounds is not (a job's own stop condition may end it early). A figure no source
 shows is `unverified`, never assumed. Usage::
 
-    verdict = check(read_what_ran(run_dir / "simulation"), num_rounds=3, num_clients=2)
+    verdict = check(read_what_ran(run_dir / "simulation"), num_rounds=3, num_clients=2, min_clients=2)
     verdict.status  # "verified" | "violated" | "unverified"; verdict.reason names the numbers
 """
 
@@ -49,6 +50,7 @@ class WhatRan:
     rounds: int | None = None
     clients: int | None = None
     sources: list[str] = field(default_factory=list)
+    fewest_sampled: int | None = None  # the fewest clients a round sampled (None where no round logs it)
 
 
 @dataclass(frozen=True)
@@ -64,9 +66,12 @@ class Verdict:
         return asdict(self)
 
 
-def check(ran: WhatRan, *, num_rounds: int | None, num_clients: int | None) -> Verdict:
+def check(ran: WhatRan, *, num_rounds: int | None, num_clients: int | None, min_clients: int | None = None) -> Verdict:
     """Compare what ran with the fixed budget (pure)."""
     problems, unknown = [], []
+    least = min((n for n in (min_clients, num_clients) if n is not None), default=None)  # more than ran: all ran
+    if least is not None and min_clients is not None and ran.fewest_sampled is not None and ran.fewest_sampled < least:
+        problems.append(f"a round sampled {ran.fewest_sampled} clients, the fixed budget's minimum is {least}")
     if num_rounds is not None:
         if ran.rounds is None:
             unknown.append("rounds")
@@ -92,6 +97,7 @@ class LogFacts:
         self.rounds: list[int] = []
         self.totals: list[int] = []
         self.names: set[str] = set()
+        self.fewest: int | None = None
         self._rest = b""
 
     def feed(self, chunk: bytes, *, last: bool = False) -> LogFacts:
@@ -103,7 +109,10 @@ class LogFacts:
         self.rounds = [max(self.rounds + started)] if self.rounds or started else []
         totals = [int(number) for number in TOTAL_RE.findall(lines)]
         self.totals = [max(self.totals + totals)] if self.totals or totals else []
-        self.names |= _names_from_log(lines)
+        sampled = _sampled_lists(lines)
+        self.names |= _names_from_log(lines, sampled)
+        sizes = [len(listed) for listed in sampled] + ([self.fewest] if self.fewest is not None else [])
+        self.fewest = min(sizes) if sizes else None
         return self
 
 
@@ -122,6 +131,7 @@ def from_artifacts(server_log: bytes | LogFacts, summary: object, round_records:
         if counts:
             ran.rounds = max(counts) if ran.rounds is None else max(ran.rounds, *counts)
             ran.sources.append(f"rounds: {source}")
+    ran.fewest_sampled = log.fewest
     recorded_names = _names_from_records(round_records)
     names = log.names | recorded_names
     figures = log.totals + ([len(names)] if names else [])
@@ -184,14 +194,23 @@ def _names_from_records(records: list) -> set[str]:
     return names
 
 
-def _names_from_log(log: bytes) -> set[str]:
-    names = {peer.decode("utf-8", "replace") for peer in PEER_RE.findall(log)}
+def _sampled_lists(log: bytes) -> list[list[str]]:
+    """The site lists of the log's `Sampled clients: [...]` lines."""
+    found = []
     for listed in SAMPLED_RE.findall(log):
         try:
             value = ast.literal_eval(listed.decode("utf-8", "replace"))
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
-        names.update(item for item in value if isinstance(item, str))
+        if isinstance(value, list):
+            found.append([item for item in value if isinstance(item, str)])
+    return found
+
+
+def _names_from_log(log: bytes, sampled: list[list[str]] | None = None) -> set[str]:
+    names = {peer.decode("utf-8", "replace") for peer in PEER_RE.findall(log)}
+    for listed in _sampled_lists(log) if sampled is None else sampled:
+        names.update(listed)
     return names
 
 

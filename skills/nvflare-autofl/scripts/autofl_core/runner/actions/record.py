@@ -292,7 +292,12 @@ def _job_facts(folder) -> dict:
 def _budget(campaign, ran: what_ran.WhatRan) -> dict:
     """The fixed budget checked against what an external run's artifacts show (unverified without them)."""
     config = campaign.config
-    verdict = what_ran.check(ran, num_rounds=contract.num_rounds(config), num_clients=contract.num_clients(config))
+    verdict = what_ran.check(
+        ran,
+        num_rounds=contract.num_rounds(config),
+        num_clients=contract.num_clients(config),
+        min_clients=contract.min_clients(config),
+    )
     return verdict.to_dict()
 
 

@@ -229,6 +229,11 @@ def num_clients(config: dict) -> int | None:
     return value if bounded.is_integer(value) else None
 
 
+def min_clients(config: dict) -> int | None:
+    value = ((config.get("fixed_budget") or {}).get("min_clients") or {}).get("value")
+    return value if bounded.is_integer(value) else None
+
+
 def literal_simulator_paths(config: dict, workspace: Path) -> list[str]:
     """The simulator workspace a FedJob writes to whatever NVFLARE_SIMULATOR_WORKSPACE_ROOT says, as an absolute
     path (a sealed trial maps it onto its private simulator root); empty when the job reads the variable."""
