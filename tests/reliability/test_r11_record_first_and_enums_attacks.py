@@ -94,6 +94,17 @@ def test_a_module_over_the_hashed_size_is_never_served_a_stale_record(tmp_path):
         assert old is None or new is None or old != new
 
 
+def test_the_record_of_one_job_folder_is_never_served_for_a_copy_at_another_path(tmp_path):
+    """A record names its folder (`job_dir`, a FedJob's absolute simulator workspace): a copy elsewhere with the same
+    files runs its own dry run."""
+    from autofl_core.importer import dryrun
+
+    first = _job(tmp_path / "a" / "job").parent
+    second = tmp_path / "b" / "job"
+    shutil.copytree(first, second)
+    assert dryrun.job_digest(first, None, [], "python") != dryrun.job_digest(second, None, [], "python")
+
+
 def test_a_record_planted_in_the_cache_is_not_served_where_this_host_cannot_seal_a_run(tmp_path, monkeypatch):
     """Without namespaces trials run unsealed, so candidate code can write the user's cache folder: a record found
     there must not stand in for a dry run this host cannot make (the static import stands, `dry_run` None)."""

@@ -51,15 +51,15 @@ def _env(root: Path) -> dict[str, str]:
 
 
 def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], python: str) -> str | None:
-    """SHA-256 over what decides the dry run: boot script, interpreter, args and the small text files of the
-    folder that the run can see (the campaign's `.nvflare` folder and its runs are hidden from it); None when the
+    """SHA-256 over what decides the dry run: boot script, interpreter, args, the folder's path (a record names
+    it: `job_dir`, a FedJob's workspace) and the small text files of the folder that the run can see (the campaign's `.nvflare` folder and its runs are hidden from it); None when the
     walk cannot cover every such file (then the run is never cached)."""
     listed = _text_files(folder, frozenset(HIDDEN))
     if listed is None:
         return None
     digest = hashlib.sha256()
     digest.update(BOOT.read_bytes())
-    digest.update(json.dumps([python, args]).encode())
+    digest.update(json.dumps([python, args, str(Path(folder).absolute())]).encode())  # a record holds its paths
     files = dict(listed)
     for rel, data in (overlay or {}).items():
         files[rel] = hashlib.sha256(data).hexdigest()
