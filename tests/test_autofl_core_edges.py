@@ -238,3 +238,22 @@ def test_an_override_always_forbids_a_final_answer():
     state = dict(guard.compute_state([], guard.GuardSettings(), stop_files_present=[]), final_response_allowed=True)
     over = guard.with_next_action_override(state, "submit_baseline")
     assert over["final_response_allowed"] is False and set(over) == set(state)
+
+
+def test_initialize_refuses_outputs_that_alias_each_other_a_source_or_the_private_folder(tmp_path):
+    from autofl_core.runner.actions.initialize import check_outputs
+    from autofl_core.runner.outcome import CampaignError
+    from autofl_core.runner.store.paths import CampaignPaths
+
+    (tmp_path / "job.py").write_text("")
+    cases = [
+        ({"report": "job.py"}, "^--report .*job.py would overwrite the job source job.py; pick another path$"),
+        (
+            {"report": "same.md", "progress": "same.md"},
+            "^--report and --progress name the same path .*same.md; give each its own$",
+        ),
+        ({"results": ".nvflare/autofl/r.tsv"}, "^--results .*r.tsv is inside the campaign's private folder; pick"),
+    ]
+    for outputs, message in cases:
+        with pytest.raises(CampaignError, match=message):
+            check_outputs(CampaignPaths.for_job(tmp_path / "job.py", outputs), [])

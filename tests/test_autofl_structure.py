@@ -47,6 +47,31 @@ STATUS_WORDS = frozenset(
         "argument_only",
     }
 )
+# State words (`next_action`, `reason`) spelled nowhere else in the code: they are scanned like the statuses. The
+# rest ("continue", "stop", "pending_candidates", "family_repeat_limit", ...) also name other things.
+STATE_WORDS = frozenset(
+    {
+        "propose_candidate",
+        "edit_candidate",
+        "submit_candidate",
+        "abandon_candidate",
+        "final_report",
+        "develop_literature_batch",
+        "diversify_candidates",
+        "run_literature_loop",
+        "repair_baseline",
+        "submit_baseline",
+        "await_simulation_runner_approval",
+        "evaluate_candidate",
+        "submit_evaluation",
+        "manual_stop_pending_candidate",
+        "manual_stop_file",
+        "candidate_cap_exhausted",
+        "hard_repeated_crash_blocker",
+        "literature_exploration_batch",
+        "plateau_literature",
+    }
+)
 VOCABULARY = "autofl_core/campaign/vocabulary.py"
 # (file relative to scripts/, word) -> how many times that file may spell it, and why it is not a status there.
 # JSON Schema enums (shared/schemas/*.json) spell the statuses too: they are the published contract, not code.
@@ -154,7 +179,7 @@ def test_the_import_graph_sees_relative_absolute_and_function_level_imports():
     graph = import_graph()
     assert "autofl_core.runner.refresh" in graph["autofl_core.runner.lifecycle"]
     assert "autofl_core.campaign.vocabulary" in graph["autofl_core.campaign.guard"]
-    assert "autofl_core.campaign.plot" in graph["autofl_core.runner.refresh"]  # imported inside a function
+    assert "autofl_core.campaign.plot" in graph["autofl_core.runner.report.build"]  # imported inside a function
     assert "autofl_core.campaign.ledger" in graph["autofl_core.campaign.plot_worker"]  # absolute, by path
     assert "autofl_core.importer.walker" not in graph["autofl_core.importer.forks"]
 
@@ -231,7 +256,7 @@ def test_folder_trees_are_removed_only_by_the_iterative_remover():
 
 
 def status_literals(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, word) of every string constant that spells a status, except docstrings and subscript keys
+    """(line, word) of every string constant that spells a status or state word, except docstrings and subscript keys
     (`data["literature"]` reads a field; a status is compared, collected, mapped or assigned)."""
     skip = set()
     for node in ast.walk(tree):
@@ -245,7 +270,7 @@ def status_literals(tree: ast.AST) -> list[tuple[int, str]]:
     return sorted(
         (node.lineno, node.value)
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and node.value in STATUS_WORDS and id(node) not in skip
+        if isinstance(node, ast.Constant) and node.value in STATUS_WORDS | STATE_WORDS and id(node) not in skip
     )
 
 
@@ -260,6 +285,7 @@ def status_literals(tree: ast.AST) -> list[tuple[int, str]]:
         ('def f():\n    return "keep" if x else "discard"', [(2, "discard"), (2, "keep")]),
         ('"""keep or discard: baseline"""\nx = data["literature"]', []),
         ('x = f"{counts[KEEP]} kept"', []),
+        ('if state["next_action"] == "submit_candidate": pass', [(1, "submit_candidate")]),
     ],
 )
 def test_the_status_scan_catches_each_spelling(source, found):
@@ -282,20 +308,14 @@ def test_the_vocabulary_spells_every_status_and_trial_outcome_once():
     from autofl_core.campaign import vocabulary as v
     from autofl_core.trial import execute
 
-    assert set(v.LEDGER_STATUSES) | set(v.MANIFEST_STATUSES) | set(v.CANDIDATE_KINDS) == STATUS_WORDS
-    assert (execute.SUCCESS, execute.CRASH, execute.INFRA_RETRY, execute.PRUNED) == (
-        v.OUTCOME_SUCCESS,
-        v.OUTCOME_CRASH,
-        v.OUTCOME_INFRASTRUCTURE_RETRY,
-        v.OUTCOME_PRUNED,
-    )
+    assert set(v.LedgerStatus) | set(v.ManifestStatus) | set(v.CandidateKind) == STATUS_WORDS
+    for words in (v.LEDGER_STATUSES, v.MANIFEST_STATUSES, v.CANDIDATE_KINDS, v.ATTEMPTS, v.MANIFEST_PENDING):
+        assert all(isinstance(word, v.Word) for word in words), words  # the sets hold the enum members
+    assert (execute.SUCCESS, execute.CRASH, execute.INFRA_RETRY, execute.PRUNED) == tuple(v.TrialOutcome)
     from autofl_core.trial import what_ran
 
-    assert (what_ran.VERIFIED, what_ran.VIOLATED, what_ran.UNVERIFIED) == (
-        v.BUDGET_VERIFIED,
-        v.BUDGET_VIOLATED,
-        v.BUDGET_UNVERIFIED,
-    )
+    assert (what_ran.VERIFIED, what_ran.VIOLATED, what_ran.UNVERIFIED) == tuple(v.BudgetCheck)
+    assert STATE_WORDS < set(v.NextAction) | set(v.Reason)
 
 
 def test_campaign_json_is_parsed_only_by_the_one_reader():

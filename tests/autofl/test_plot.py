@@ -504,3 +504,21 @@ def test_only_its_own_stale_outputs_are_removed(tmp_path, monkeypatch):
     assert not (tmp_path / "p.png").exists() and (tmp_path / "p.txt").read_text().startswith("Auto-FL progress:")
     summary = plot.render(EVERY_STATUS, tmp_path / "r.txt", metric="accuracy", mode="max")
     assert (tmp_path / "r.txt").read_text().startswith("Auto-FL progress:"), "an output named .txt is the summary"
+
+
+def test_the_plot_worker_primes_and_draws_the_picture(tmp_path):
+    """The worker draws a throwaway plot before it says it is ready, then the runner's picture; a worker that dies
+    while priming leaves the runner to draw in its own critical path."""
+    from autofl_core.campaign.plot_worker import PlotWorker
+
+    plot.prime()  # a ledger record, as plot_data reads rows
+    results = _write_ledger(tmp_path, EVERY_STATUS)
+    worker = PlotWorker.start()
+    try:
+        summary = worker.draw(
+            {"results": str(results), "output": str(tmp_path / "progress.png"), "metric": "m", "mode": "max"}
+        )
+    finally:
+        worker.stop()
+    assert summary == {"backend": "matplotlib", "reason": None}
+    assert Image.open(tmp_path / "progress.png").size == plot.SIZE

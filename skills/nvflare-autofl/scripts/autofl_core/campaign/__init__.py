@@ -1,8 +1,8 @@
 """The campaign's rules over the ledger: pure functions of ledger rows and settings, plus the ledger file and the
 progress plot (imports nothing).
 
-- `vocabulary` - every status (ledger rows, manifests), the sets derived from them, the running best, the row
-  builders;
+- `vocabulary` - every closed value set as an enum (statuses, kinds, outcomes, state words), the sets derived
+  from them, the running best, the row builders;
 - `ledger` - results.tsv: parse, validate, format, append atomically;
 - `compare` - "better" at ledger precision (a tie never wins);
 - `gains` - is a gain real: `beyond noise` / `within noise` / `unverified`, the metric's resolution;

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+from ..common.bounded import is_finite
+
 LEDGER_DECIMALS = 6
 MODES = ("max", "min")
 _UNITS = 10**LEDGER_DECIMALS
@@ -74,5 +76,5 @@ def _delta_units(min_delta: float) -> float:
 
 
 def _require_finite(value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_finite(value):
         raise ValueError(f"score must be a finite number, got {value!r}")

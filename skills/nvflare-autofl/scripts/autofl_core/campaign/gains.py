@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 
 BEYOND, WITHIN, UNVERIFIED = "beyond noise", "within noise", "unverified"
-VERDICTS = (BEYOND, WITHIN, UNVERIFIED)
 SEEDED_RERUNS, IDENTICAL_RERUNS = "seeded", "identical"  # how replicates vary: other seeds, or identical reruns
 # Metrics in [0, 1] whose federated run-to-run spread is typically around a percentage point; a gain below that,
 # with nothing measured, is unverified. Other metrics (losses, errors in units): 2% of the previous best.

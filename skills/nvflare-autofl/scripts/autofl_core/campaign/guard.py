@@ -25,13 +25,14 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import asdict, dataclass, field
 
+from ..common.bounded import is_finite, is_integer
 from . import gains, instructions
 from . import vocabulary as v
 from .compare import better, check_mode, improvement
 from .ledger import LedgerRow
 
 SCHEMA_VERSION = "nvflare.autofl.campaign_state.v1"
-LITERATURE_ACTIONS = frozenset(("run_literature_loop", "develop_literature_batch"))
+LITERATURE_ACTIONS = frozenset((v.NextAction.RUN_LITERATURE_LOOP, v.NextAction.DEVELOP_LITERATURE_BATCH))
 RUNNER_ONLY_FIELDS = ("abandoned_candidates", "best_candidate", "best_source_sha256", "pending_candidate_manifest")
 MIN_NOISE_SCORES = 3  # scores of the best (its own row plus replicates) before the noise margin applies
 PLATEAU_CONTINUE, PLATEAU_LITERATURE = "continue", "literature"  # the plateau's `recommendation` values
@@ -61,7 +62,7 @@ class GuardSettings:
         _check_int("family_repeat_limit", self.family_repeat_limit, minimum=0)
         for name in ("plateau_min_delta", "noise_sigmas"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            if not is_finite(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
     @classmethod
@@ -112,7 +113,7 @@ def compute_state(
     }
     state["agent_instruction"] = instructions.agent_instruction(state, settings, facts["family"])
     if instructions.asks_to_replicate(state):  # the instruction asks for replicates: so does next_action
-        state.update(next_action=REPLICATE_ACTION, required_exploration=None)
+        state.update(next_action=v.NextAction.REPLICATE, required_exploration=None)
     state["accounting_instruction"] = instructions.accounting_instruction(state, abandoned=None)
     pruned = instructions.pruned_note(rows)  # the latest attempt was pruned: what that means for the next one
     if pruned and not final_allowed:
@@ -120,14 +121,7 @@ def compute_state(
     return state
 
 
-def with_runner_fields(
-    state: dict,
-    *,
-    results: str,
-    mode: str,
-    updated_at: str,
-    **runner_fields,
-) -> dict:
+def with_runner_fields(state: dict, *, results: str, mode: str, updated_at: str, **runner_fields) -> dict:
     """Add the context fields (`results`, `mode`, `updated_at`) and, when given, the runner-only fields.
 
     `campaign_guard.py` passes only the context; the runner also passes all of `RUNNER_ONLY_FIELDS`
@@ -151,8 +145,8 @@ def with_runner_fields(
 
 
 def with_next_action_override(state: dict, next_action: str) -> dict:
-    """Apply a runner lifecycle override (`repair_baseline`, `submit_baseline`,
-    `await_simulation_runner_approval`): final answers are not allowed and the instruction says why."""
+    """Apply a runner lifecycle override (`instructions.override_instruction` names them): final answers are not
+    allowed and the instruction says why."""
     sentence = instructions.override_instruction(next_action)
     return {
         **state,
@@ -161,9 +155,6 @@ def with_next_action_override(state: dict, next_action: str) -> dict:
         "agent_instruction": sentence,
         "required_exploration": required_exploration(next_action),
     }
-
-
-REPLICATE_ACTION = v.REPLICATE  # the action that reruns the best (its rows have this status)
 
 
 def required_exploration(next_action: str) -> str | None:
@@ -276,7 +267,7 @@ def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int,
         "pending_candidates": pending + ready,
         "scored_attempts": len(scan.scored_attempt_rows),
         "best_score": best_score,
-        "baseline_status": "complete" if scan.baseline_score is not None else "pending",
+        "baseline_status": v.BaselineStatus.PENDING if scan.baseline_score is None else v.BaselineStatus.COMPLETE,
         "baseline_score": scan.baseline_score,
         "improvement": improvement(best_score, scan.baseline_score, settings.mode),
         "stop_files": stop_files,
@@ -304,27 +295,28 @@ def _facts(scan: _Scan, settings: GuardSettings, stop_files: list, pending: int,
     }
 
 
-def _decide(facts: dict, settings: GuardSettings) -> tuple[str, str, str, bool]:
+def _decide(facts: dict, settings: GuardSettings) -> tuple[v.Decision, v.Reason, v.NextAction, bool]:
+    go, stop, why, do = v.Decision.CONTINUE, v.Decision.STOP, v.Reason, v.NextAction
     public = facts["public"]
     pending = public["pending_candidates"] > 0
     if public["stop_files"] and pending:
-        return "stop", "manual_stop_pending_candidate", "abandon_candidate", False
+        return stop, why.MANUAL_STOP_PENDING_CANDIDATE, do.ABANDON_CANDIDATE, False
     if public["stop_files"]:
-        return "stop", "manual_stop_file", "final_report", True
+        return stop, why.MANUAL_STOP_FILE, do.FINAL_REPORT, True
     if pending:
-        return "continue", "pending_candidates", "submit_candidate" if facts["ready"] else "edit_candidate", False
+        return go, why.PENDING_CANDIDATES, do.SUBMIT_CANDIDATE if facts["ready"] else do.EDIT_CANDIDATE, False
     cap = settings.max_candidates
     if cap is not None and public["candidate_attempts"] >= cap:
-        return "stop", "candidate_cap_exhausted", "final_report", True
+        return stop, why.CANDIDATE_CAP_EXHAUSTED, do.FINAL_REPORT, True
     if facts["crash_blocked"]:
-        return "stop", "hard_repeated_crash_blocker", "final_report", True
+        return stop, why.HARD_REPEATED_CRASH_BLOCKER, do.FINAL_REPORT, True
     if facts["batch_incomplete"]:
-        return "continue", "literature_exploration_batch", "develop_literature_batch", False
+        return go, why.LITERATURE_EXPLORATION_BATCH, do.DEVELOP_LITERATURE_BATCH, False
     if facts["family"]:
-        return "continue", "family_repeat_limit", "diversify_candidates", False
+        return go, why.FAMILY_REPEAT_LIMIT, do.DIVERSIFY_CANDIDATES, False
     if public["plateau"]["recommendation"] == PLATEAU_LITERATURE:
-        return "continue", "plateau_literature", "run_literature_loop", False
-    return "continue", "continue", "propose_candidate", False
+        return go, why.PLATEAU_LITERATURE, do.RUN_LITERATURE_LOOP, False
+    return go, why.CONTINUE, do.PROPOSE_CANDIDATE, False
 
 
 def _reported_batch(events: list, batch_size: int) -> dict | None:
@@ -472,5 +464,5 @@ def _stalled_family(scan: _Scan, settings: GuardSettings) -> str | None:
 
 
 def _check_int(name: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_integer(value) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")

@@ -129,8 +129,8 @@ def stored_settings(workspace: Path, results: Path) -> dict:
 
 
 def _stored_number(path: Path, name: str, value: object, kind: type, minimum):
-    valid = not isinstance(value, bool) and isinstance(value, (int, float) if kind is float else int)
-    if not valid or not math.isfinite(value) or value < minimum:
+    valid = bounded.is_finite(value) if kind is float else bounded.is_integer(value)
+    if not valid or value < minimum:
         raise InputError(f"{path} has an invalid {name} ({value!r}); pass it as a flag or repair the campaign")
     return value
 
@@ -138,15 +138,12 @@ def _stored_number(path: Path, name: str, value: object, kind: type, minimum):
 def stored_noise_facts(workspace: Path) -> dict | None:
     """The runner's noise facts (`noise_context` of campaign_state.json: metric resolution and its source, how
     replicates vary), so the read-only guard gives the runner's advice; None without a usable state file."""
-    try:
-        document = bounded.read_json(Path(workspace) / STATE_RELATIVE_PATH)
-    except bounded.BoundedReadError:
-        return None
+    document = bounded.read_json_or_none(Path(workspace) / STATE_RELATIVE_PATH)
     context = (document or {}).get("noise_context")
     if not isinstance(context, dict):
         return None
     resolution = context.get("metric_resolution")
-    if isinstance(resolution, bool) or not isinstance(resolution, (int, float)) or not 0 < resolution <= 1:
+    if not bounded.is_number(resolution) or not 0 < resolution <= 1:
         resolution = None
     source, replicates = context.get("resolution_source"), context.get("replicates")
     return {

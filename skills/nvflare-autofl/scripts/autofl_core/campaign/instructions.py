@@ -19,13 +19,6 @@ ARM_DESIGN = (
     "version did not beat the best, the third arm tests the idea's strongest alternative setting instead of "
     "switching it off (switched off, it usually runs like the best: a guaranteed tie)."
 )
-OVERRIDE_ACTIONS = (
-    "repair_baseline",
-    "submit_baseline",
-    "await_simulation_runner_approval",
-    "evaluate_candidate",
-    "submit_evaluation",
-)
 
 
 UNCAPPED_ASK = "This campaign is uncapped:"
@@ -65,42 +58,39 @@ def pruned_note(rows: list[LedgerRow]) -> str | None:
     )
 
 
+_OVERRIDES = {  # the runner's lifecycle overrides of next_action, and what each tells the agent
+    v.NextAction.REPAIR_BASELINE: (
+        "The baseline has no score yet: read its run.log, fix the environment or the metric extraction "
+        "(never the job's objective or budget), then rerun `initialize` to retry the baseline."
+    ),
+    v.NextAction.SUBMIT_BASELINE: (
+        "The baseline must run in the real environment: with the user's explicit authorization for it, run "
+        "`submit --baseline --confirm-user-authorized --startup-kit KIT` (it exports, submits, waits, downloads "
+        "and records; after a submission by hand, `record --baseline --artifacts DIR` instead)."
+    ),
+    v.NextAction.AWAIT_SIMULATION_RUNNER_APPROVAL: (
+        "The host sandbox denied the simulation (exit 75, not counted as a candidate): ask the user to approve "
+        "running the runner outside the sandbox for this exact interpreter, runner and job.py, then retry."
+    ),
+    v.NextAction.EVALUATE_CANDIDATE: (
+        "A prepared candidate with run args recorded at prepare is pending: run `evaluate` (it uses those run "
+        "args; --run-args is not needed again). Edit its candidate source directory first only if it should "
+        "also change source, or run `abandon` to drop it without counting it."
+    ),
+    v.NextAction.SUBMIT_EVALUATION: (
+        "A run was downloaded and awaits its frozen evaluation: with the user's yes, run the same submit with "
+        "--evaluation (`submit --baseline --evaluation` or `submit --manifest M --evaluation`, "
+        "--confirm-user-authorized and the same kit). It submits the evaluation job of the run's global model "
+        "to the sites and records the measured score; keep or discard is decided only then."
+    ),
+}
+
+
 def override_instruction(next_action: str) -> str:
     """The instruction for a runner lifecycle override of `next_action`."""
-    if next_action == "repair_baseline":
-        text = (
-            "The baseline has no score yet: read its run.log, fix the environment or the metric extraction "
-            "(never the job's objective or budget), then rerun `initialize` to retry the baseline."
-        )
-    elif next_action == "submit_baseline":
-        text = (
-            "The baseline must run in the real environment: with the user's explicit authorization for it, run "
-            "`submit --baseline --confirm-user-authorized --startup-kit KIT` (it exports, submits, waits, downloads "
-            "and records; after a submission by hand, `record --baseline --artifacts DIR` instead)."
-        )
-    elif next_action == "await_simulation_runner_approval":
-        text = (
-            "The host sandbox denied the simulation (exit 75, not counted as a candidate): ask the user to approve "
-            "running the runner outside the sandbox for this exact interpreter, runner and job.py, then retry."
-        )
-    elif next_action == "evaluate_candidate":
-        text = (
-            "A prepared candidate with run args recorded at prepare is pending: run `evaluate` (it uses those run "
-            "args; --run-args is not needed again). Edit its candidate source directory first only if it should "
-            "also change source, or run `abandon` to drop it without counting it."
-        )
-    elif next_action == "submit_evaluation":
-        text = (
-            "A run was downloaded and awaits its frozen evaluation: with the user's yes, run the same submit with "
-            "--evaluation (`submit --baseline --evaluation` or `submit --manifest M --evaluation`, "
-            "--confirm-user-authorized and the same kit). It submits the evaluation job of the run's global model "
-            "to the sites and records the measured score; keep or discard is decided only then."
-        )
-    else:
-        raise ValueError(
-            f"unknown next_action override {next_action!r}; expected one of: {', '.join(OVERRIDE_ACTIONS)}"
-        )
-    return f"{NO_FINAL} {text}"
+    if next_action not in _OVERRIDES:
+        raise ValueError(f"unknown next_action override {next_action!r}; expected one of: {', '.join(_OVERRIDES)}")
+    return f"{NO_FINAL} {_OVERRIDES[next_action]}"
 
 
 def replicate_advice(state: dict) -> str | None:
@@ -114,7 +104,7 @@ def replicate_advice(state: dict) -> str | None:
     count is `replicate_count`: one rerun when job.py has no seed option.
     """
     noise = state.get("noise")
-    if noise is None or state["baseline_status"] != "complete":
+    if noise is None or state["baseline_status"] != v.BaselineStatus.COMPLETE:
         return None
     gain = state["improvement"]
     context = state.get("noise_context") or {}
@@ -181,7 +171,7 @@ def asks_to_replicate(state: dict) -> bool:
     """True when the agent would otherwise propose a candidate but the instruction asks to replicate the best first
     because its gain is within the measured noise or unverified (then `next_action` is `replicate`). The
     once-per-uncapped-campaign ask and the advice beside a literature loop or the final report leave it as is."""
-    if state["reason"] != "continue":
+    if state["reason"] != v.Reason.CONTINUE:
         return False
     advice = replicate_advice(state)
     return bool(advice) and advice in state["agent_instruction"] and not advice.startswith(UNCAPPED_ASK)
@@ -216,7 +206,7 @@ def _stop_file(state: dict, settings, family) -> str:
 
 
 def _pending(state: dict, settings, family) -> str:
-    if state["next_action"] == "submit_candidate":
+    if state["next_action"] == v.NextAction.SUBMIT_CANDIDATE:
         return (
             "A candidate is ready for external execution: only with the user's explicit authorization for this run, "
             "run `submit --confirm-user-authorized --startup-kit KIT` (it exports, submits, waits, downloads and "
@@ -332,13 +322,13 @@ def _best_vs_baseline(state: dict) -> str:
 
 
 _BUILDERS = {
-    "manual_stop_pending_candidate": _stop_pending,
-    "manual_stop_file": _stop_file,
-    "pending_candidates": _pending,
-    "candidate_cap_exhausted": _cap,
-    "hard_repeated_crash_blocker": _crashes,
-    "literature_exploration_batch": _batch,
-    "family_repeat_limit": _family,
-    "plateau_literature": _plateau,
-    "continue": _continue,
+    v.Reason.MANUAL_STOP_PENDING_CANDIDATE: _stop_pending,
+    v.Reason.MANUAL_STOP_FILE: _stop_file,
+    v.Reason.PENDING_CANDIDATES: _pending,
+    v.Reason.CANDIDATE_CAP_EXHAUSTED: _cap,
+    v.Reason.HARD_REPEATED_CRASH_BLOCKER: _crashes,
+    v.Reason.LITERATURE_EXPLORATION_BATCH: _batch,
+    v.Reason.FAMILY_REPEAT_LIMIT: _family,
+    v.Reason.PLATEAU_LITERATURE: _plateau,
+    v.Reason.CONTINUE: _continue,
 }

@@ -64,10 +64,11 @@ class LedgerError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class LedgerRow:
-    """One ledger row: a field per column of `COLUMNS`, in order. Text fields hold what the file holds
-    (sanitized, "" when empty); ``score`` and ``runtime_seconds`` are finite floats or None."""
+    """One ledger row: a field per column of `COLUMNS`, in order. ``status`` is a `LedgerStatus`,
+    ``candidate_kind`` a `CandidateKind` or ""; other text fields hold what the file holds (sanitized, "" when
+    empty); ``score`` and ``runtime_seconds`` are finite floats or None."""
 
-    status: str
+    status: vocabulary.LedgerStatus
     name: str = ""
     score: float | None = None
     runtime_seconds: float | None = None
@@ -82,9 +83,14 @@ class LedgerRow:
     metric_name: str = ""
     metric_source: str = ""
     metric_artifact: str = ""
-    candidate_kind: str = ""
+    candidate_kind: vocabulary.CandidateKind | str = ""
     algorithm_family: str = ""
     literature_event_id: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", vocabulary.LedgerStatus(self.status))
+        if self.candidate_kind:
+            object.__setattr__(self, "candidate_kind", vocabulary.CandidateKind(self.candidate_kind))
 
     @classmethod
     def from_fields(cls, fields: list[str], source: str = "results.tsv", number: int = 0) -> LedgerRow:

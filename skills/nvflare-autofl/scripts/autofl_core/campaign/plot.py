@@ -174,7 +174,7 @@ def warm_up() -> str | None:
 def prime() -> None:
     """Draw a throwaway plot in memory so fonts and glyph caches are loaded before the real render (the plot
     worker, while a trial runs; nothing is written)."""
-    data = plot_data([{"status": v.BASELINE, "name": "b", "score": 0.5}], "max")
+    data = plot_data([LedgerRow(status=v.BASELINE, name="b", score=0.5)], "max")
     try:
         _draw_matplotlib(data, title_text(data, "metric", "max"), "metric")
     except ImportError:
@@ -216,6 +216,7 @@ def render(
     """
     data = plot_data(rows, mode, batches, curves)
     data["band"] = band if band and data["best"] else None
+    counted = {"best": data["best"], "scored": data["scored"]}
     title = title_text(data, metric, mode)
     note = Path(output).with_suffix(".txt")
     reason = unavailable_reason()
@@ -230,19 +231,13 @@ def render(
             atomic.write_bytes(output, png)
             if note != Path(output) and _starts_with(note, TITLE_START.encode()):  # our own stale summary only
                 _remove(note)
-            return {
-                "backend": "matplotlib",
-                "output": str(output),
-                "reason": None,
-                "best": data["best"],
-                "scored": data["scored"],
-            }
+            return {"backend": "matplotlib", "output": str(output), "reason": None, **counted}
     atomic.write_text(note, text_summary(data, title))
     if note != Path(output) and _starts_with(Path(output), PNG_SIGNATURE):  # a stale picture, never another file
         _remove(Path(output))
     if renderer() != "text":  # asked for: nothing to warn about
         print(f"plot: no picture ({reason}); wrote a text summary to {note}", file=sys.stderr)
-    return {"backend": "text", "output": str(note), "reason": reason, "best": data["best"], "scored": data["scored"]}
+    return {"backend": "text", "output": str(note), "reason": reason, **counted}
 
 
 def _starts_with(path: Path, prefix: bytes) -> bool:
@@ -442,32 +437,24 @@ def _mpl_points(axes, data: dict) -> None:
 
 
 def _mpl_failures(axes, failures: list[dict]) -> None:
-    pruned = [f for f in failures if f["pruned"]]
-    failures = [f for f in failures if not f["pruned"]]
-    if pruned:
-        axes.plot(
-            [f["x"] for f in pruned],
-            [0.02] * len(pruned),
-            linestyle="none",
-            marker="v",
-            markersize=7,
-            color=COLORS[v.DISCARD],
-            transform=axes.get_xaxis_transform(),
-            label="pruned (stopped early)",
-            zorder=3,
-        )
-    if failures:
-        axes.plot(
-            [f["x"] for f in failures],
-            [0.02] * len(failures),
-            linestyle="none",
-            marker="x",
-            markersize=7,
-            color=COLORS[v.CRASH],
-            transform=axes.get_xaxis_transform(),
-            label="crash / no score",
-            zorder=3,
-        )
+    """Failed experiments as markers along the x axis: pruned ones (stopped early) apart from crashes."""
+    for pruned, marker, color, label in (
+        (True, "v", COLORS[v.DISCARD], "pruned (stopped early)"),
+        (False, "x", COLORS[v.CRASH], "crash / no score"),
+    ):
+        xs = [f["x"] for f in failures if f["pruned"] == pruned]
+        if xs:
+            axes.plot(
+                xs,
+                [0.02] * len(xs),
+                linestyle="none",
+                marker=marker,
+                markersize=7,
+                color=color,
+                transform=axes.get_xaxis_transform(),
+                label=label,
+                zorder=3,
+            )
 
 
 def _mpl_literature(axes, events: list[dict]) -> None:

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..common.bounded import is_finite
+
 if TYPE_CHECKING:
     from .ledger import LedgerRow
 
@@ -106,15 +108,15 @@ def decide(
 
 def reference_at(index: int, best: Mapping[int, float], replicates: Sequence[Mapping[int, float]]) -> float | None:
     """The mean of the best's and its replicates' finite values at round `index` (None when the best has none)."""
-    if index not in best or not _finite(best[index]):
+    if index not in best or not is_finite(best[index]):
         return None
-    values = [best[index]] + [curve[index] for curve in replicates if index in curve and _finite(curve[index])]
+    values = [best[index]] + [curve[index] for curve in replicates if index in curve and is_finite(curve[index])]
     return math.fsum(values) / len(values)
 
 
 def trails(value: float, reference: float, margin: float, mode: str) -> bool:
     """True when `value` is worse than `reference` by more than `margin` (a non-finite value always trails)."""
-    if not _finite(value):
+    if not is_finite(value):
         return True
     gap = reference - value if mode == "max" else value - reference
     return gap > margin
@@ -128,7 +130,3 @@ def reason_text(current: int, total: int, value: float, reference: float, margin
 def is_pruned(row: LedgerRow) -> bool:
     """True for the ledger row of a pruned candidate."""
     return str(row.failure_reason or "").startswith(REASON_PREFIX)
-
-
-def _finite(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,28 +1,61 @@
-"""The campaign's one vocabulary: ledger and manifest statuses, the sets derived from them, the running best,
-and the builders of every kind of ledger row.
+"""The campaign's one vocabulary: every closed value set as an enum (ledger and manifest statuses, candidate kinds,
+trial outcomes, budget checks, the state's decision, reason and next_action), the sets derived from them, the
+running best, and the builders of every kind of ledger row.
 
-Every reader and writer of results.tsv and of candidate manifests spells a status through this module
-(`tests/test_autofl_structure.py` fails on a raw status string anywhere else). Usage::
+Every reader and writer of results.tsv, candidate manifests and the campaign state spells these words through this
+module (`tests/test_autofl_structure.py` fails on a raw status or state word anywhere else). A member is a `str`
+that prints, formats and serializes as its value (`Word`). Usage::
 
     from ..campaign import vocabulary as v
     row.status in v.ATTEMPTS                           # keep / discard / crash: what counts toward the cap
+    v.LedgerStatus("keep") is v.KEEP                   # ValueError for a word outside the set
     best = v.best_row(rows, "max")                   # the best scored baseline/keep row (first of ties)
     ledger.append_row(path, v.literature_row(name="lit-0001", hypothesis=h, family="", event_id="lit-0001"))
 """
 
 from __future__ import annotations
 
+from enum import Enum
+
 from .compare import better
 
+
+class Word(str, Enum):
+    """A member of a closed set of words: it compares, hashes, prints and is written as its value.
+
+    `str()`, `format()` (so f-strings) and `%s` give the value on every supported Python: a plain `(str, Enum)`
+    member formats as `Class.NAME` from Python 3.11 on, and as its value on 3.10. `json.dumps` writes a str
+    subclass as its text; PyYAML's safe dumper gets the representer registered below.
+    """
+
+    def __str__(self) -> str:
+        return self._value_
+
+    def __format__(self, spec: str) -> str:
+        return format(self._value_, spec)
+
+
+try:  # PyYAML's safe dumper refuses str subclasses: it writes a word as its value
+    from yaml.representer import SafeRepresenter
+except ImportError:  # the runner needs PyYAML; the guard and plot CLIs do not
+    pass
+else:
+    SafeRepresenter.add_multi_representer(Word, lambda dumper, word: dumper.represent_str(word._value_))
+
+
 # --- ledger row statuses (results.tsv `status`) ------------------------------------------------------------
-BASELINE = "baseline"
-KEEP = "keep"
-DISCARD = "discard"
-CRASH = "crash"
-LITERATURE = "literature"
-INFRASTRUCTURE_RETRY = "infrastructure_retry"
-REPLICATE = "replicate"
-LEDGER_STATUSES = (BASELINE, KEEP, DISCARD, CRASH, LITERATURE, INFRASTRUCTURE_RETRY, REPLICATE)
+class LedgerStatus(Word):
+    BASELINE = "baseline"
+    KEEP = "keep"
+    DISCARD = "discard"
+    CRASH = "crash"
+    LITERATURE = "literature"
+    INFRASTRUCTURE_RETRY = "infrastructure_retry"
+    REPLICATE = "replicate"
+
+
+LEDGER_STATUSES = tuple(LedgerStatus)
+BASELINE, KEEP, DISCARD, CRASH, LITERATURE, INFRASTRUCTURE_RETRY, REPLICATE = LEDGER_STATUSES
 
 ATTEMPTS = frozenset((KEEP, DISCARD, CRASH))  # candidate attempts: what counts toward the cap
 SCORED_ATTEMPTS = frozenset((KEEP, DISCARD))  # attempts whose row carries the score
@@ -30,30 +63,102 @@ RETAINED = frozenset((BASELINE, KEEP))  # rows whose configuration became (or co
 EXPERIMENTS = frozenset((BASELINE, KEEP, DISCARD, CRASH, REPLICATE))  # rows of a run: the plot's x axis
 FAILURES = frozenset((CRASH, INFRASTRUCTURE_RETRY))  # rows the report lists under failures
 
-# --- candidate kinds (results.tsv `candidate_kind`) ---------------------------------------------------------
-SOURCE_EDIT = "source_edit"
-ARGUMENT_ONLY = "argument_only"
-CANDIDATE_KINDS = (SOURCE_EDIT, ARGUMENT_ONLY)
+
+# --- candidate kinds (results.tsv `candidate_kind`, "" on rows of no candidate) -------------------------------
+class CandidateKind(Word):
+    SOURCE_EDIT = "source_edit"
+    ARGUMENT_ONLY = "argument_only"
+
+
+CANDIDATE_KINDS = tuple(CandidateKind)
+SOURCE_EDIT, ARGUMENT_ONLY = CANDIDATE_KINDS
+
 
 # --- candidate manifest statuses (candidate_manifest.json `status`) ----------------------------------------
-PREPARED = "prepared"
-RUNNING = "running"
-READY = "ready_for_external_execution"
-ABANDONED = "abandoned"
-MANIFEST_PENDING = (PREPARED, RUNNING, READY)  # not finished: blocks prepare, the final report
+class ManifestStatus(Word):
+    PREPARED = "prepared"
+    RUNNING = "running"
+    READY = "ready_for_external_execution"
+    KEEP = LedgerStatus.KEEP.value
+    DISCARD = LedgerStatus.DISCARD.value
+    CRASH = LedgerStatus.CRASH.value
+    ABANDONED = "abandoned"
+
+
+MANIFEST_STATUSES = tuple(ManifestStatus)
+MANIFEST_PENDING = MANIFEST_STATUSES[:3]  # not finished: blocks prepare, the final report
+PREPARED, RUNNING, READY = MANIFEST_PENDING
+ABANDONED = ManifestStatus.ABANDONED
 MANIFEST_IN_WORK = (PREPARED, RUNNING)  # pending in the runner (the state's pending_manifests)
-MANIFEST_TERMINAL = (KEEP, DISCARD, CRASH, ABANDONED)
-MANIFEST_STATUSES = MANIFEST_PENDING + MANIFEST_TERMINAL
+MANIFEST_TERMINAL = MANIFEST_STATUSES[3:]  # keep, discard, crash, abandoned
+
 
 # --- how a trial ended (`TrialResult.outcome`) -------------------------------------------------------------
-# The trial package spells these itself (it knows nothing of the ledger); a test checks both agree.
-OUTCOME_SUCCESS = "success"
-OUTCOME_CRASH = CRASH
-OUTCOME_INFRASTRUCTURE_RETRY = INFRASTRUCTURE_RETRY
-OUTCOME_PRUNED = "pruned"  # stopped by the pruning rule (campaign/prune): finalized as a discard without a score
+class TrialOutcome(Word):
+    """The trial package spells these itself (it imports nothing of the campaign); a test checks both agree."""
+
+    SUCCESS = "success"
+    CRASH = LedgerStatus.CRASH.value
+    INFRASTRUCTURE_RETRY = LedgerStatus.INFRASTRUCTURE_RETRY.value
+    PRUNED = "pruned"  # stopped by the pruning rule (campaign/prune): finalized as a discard without a score
+
+
+OUTCOME_SUCCESS, OUTCOME_CRASH, OUTCOME_INFRASTRUCTURE_RETRY, OUTCOME_PRUNED = TrialOutcome
+
 
 # The fixed budget as verified from what a trial ran (trial/what_ran.py spells the same words).
-BUDGET_VERIFIED, BUDGET_VIOLATED, BUDGET_UNVERIFIED = "verified", "violated", "unverified"
+class BudgetCheck(Word):
+    VERIFIED = "verified"
+    VIOLATED = "violated"
+    UNVERIFIED = "unverified"
+
+
+BUDGET_VERIFIED, BUDGET_VIOLATED, BUDGET_UNVERIFIED = BudgetCheck
+
+
+# --- the campaign state (state.json `decision`, `baseline_status`, `reason`, `next_action`) ----------------------
+class Decision(Word):
+    CONTINUE = "continue"
+    STOP = "stop"
+
+
+class BaselineStatus(Word):
+    PENDING = "pending"
+    COMPLETE = "complete"
+
+
+class Reason(Word):
+    """Why the guard decided as it did (the first rule of its decision table that holds)."""
+
+    MANUAL_STOP_PENDING_CANDIDATE = "manual_stop_pending_candidate"
+    MANUAL_STOP_FILE = "manual_stop_file"
+    PENDING_CANDIDATES = "pending_candidates"
+    CANDIDATE_CAP_EXHAUSTED = "candidate_cap_exhausted"
+    HARD_REPEATED_CRASH_BLOCKER = "hard_repeated_crash_blocker"
+    LITERATURE_EXPLORATION_BATCH = "literature_exploration_batch"
+    FAMILY_REPEAT_LIMIT = "family_repeat_limit"
+    PLATEAU_LITERATURE = "plateau_literature"
+    CONTINUE = "continue"
+
+
+class NextAction(Word):
+    """What the agent does next: the guard's actions, then the runner's lifecycle overrides (from REPAIR_BASELINE)."""
+
+    PROPOSE_CANDIDATE = "propose_candidate"
+    EDIT_CANDIDATE = "edit_candidate"
+    SUBMIT_CANDIDATE = "submit_candidate"
+    ABANDON_CANDIDATE = "abandon_candidate"
+    FINAL_REPORT = "final_report"
+    DEVELOP_LITERATURE_BATCH = "develop_literature_batch"
+    DIVERSIFY_CANDIDATES = "diversify_candidates"
+    RUN_LITERATURE_LOOP = "run_literature_loop"
+    REPLICATE = LedgerStatus.REPLICATE.value  # rerun the best (its rows have this status)
+    REPAIR_BASELINE = "repair_baseline"
+    SUBMIT_BASELINE = "submit_baseline"
+    AWAIT_SIMULATION_RUNNER_APPROVAL = "await_simulation_runner_approval"
+    EVALUATE_CANDIDATE = "evaluate_candidate"
+    SUBMIT_EVALUATION = "submit_evaluation"
+
 
 BASELINE_NAME = BASELINE  # the first baseline row, and the candidate of the first best snapshot
 BASELINE_SUMMARY = "baseline: job.py as imported"

@@ -4,9 +4,11 @@ Usage::
 
     data = read_regular(path, limit)   # bytes, or None when the file does not exist
     document = read_json(path)         # a JSON object (dict), or None when the file does not exist
+    document = read_json_or_none(path) # the same, but None too when it cannot be read (an optional document)
     value = read_json_value(path, limit, allow_nan=True)  # any JSON value (a trial's metrics files)
     value = parse_json(data)           # JSON text already in hand (a JSONL line, a child's output)
     tail = read_tail(path, limit)      # the last `limit` bytes of a regular file (a log), or None
+    is_number(value); is_finite(value); is_integer(value)   # a JSON number / finite number / integer (no bool)
 
 Only regular files are read: a FIFO is opened non-blocking and refused, a device (/dev/zero) is refused before
 any byte is read, and a file larger than `limit` is refused from its size alone. Raises BoundedReadError whose
@@ -20,6 +22,7 @@ same rule to the JSON a trial leaves (NVFLARE's metrics files, the sandbox's sta
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 
@@ -69,6 +72,14 @@ def read_json(path: str | os.PathLike, limit: int = MAX_DOCUMENT_BYTES) -> dict 
     if document is not None and not isinstance(document, dict):
         raise BoundedReadError("is not a JSON object")
     return document
+
+
+def read_json_or_none(path: str | os.PathLike) -> dict | None:
+    """`read_json` for a reader that can do without the document: None when it is missing or cannot be read."""
+    try:
+        return read_json(path)
+    except BoundedReadError:
+        return None
 
 
 def read_json_value(path: str | os.PathLike, limit: int = MAX_DOCUMENT_BYTES, *, allow_nan: bool = False) -> object:
@@ -127,3 +138,16 @@ def _read_up_to(fd: int, count: int) -> bytes:
 
 def _size(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
+
+
+# --- kinds of JSON values (a bool is no number) ---------------------------------------------------------------
+def is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_finite(value: object) -> bool:
+    return is_number(value) and math.isfinite(value)
+
+
+def is_integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -17,6 +17,8 @@ import json
 import math
 import re
 
+from .bounded import is_number
+
 ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "$defs", "title", "description", "default", "examples"})
 KEYWORDS = frozenset(
     {
@@ -87,7 +89,7 @@ def _check(value, rule: dict, root: dict, where: str, found: list[str]) -> None:
 
 
 def _check_number(value, rule: dict, where: str, found: list[str]) -> None:
-    if not _is_number(value):
+    if not is_number(value):
         return
     if "minimum" in rule and value < rule["minimum"]:
         found.append(f"{_name(where)} must be >= {rule['minimum']}, got {_show(value)}")
@@ -145,9 +147,9 @@ def _is(value, kind: str) -> bool:
     if kind == "string":
         return isinstance(value, str)
     if kind == "number":
-        return _is_number(value)
+        return is_number(value)
     if kind == "integer":
-        return _is_number(value) and (isinstance(value, int) or (math.isfinite(value) and value.is_integer()))
+        return is_number(value) and (isinstance(value, int) or (math.isfinite(value) and value.is_integer()))
     if kind == "boolean":
         return isinstance(value, bool)
     if kind == "null":
@@ -157,10 +159,6 @@ def _is(value, kind: str) -> bool:
     if kind == "array":
         return isinstance(value, list)
     raise ValueError(f"schema type {kind!r} is not supported by schema_check")
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _finite(value) -> bool:

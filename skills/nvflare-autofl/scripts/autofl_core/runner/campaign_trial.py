@@ -27,7 +27,7 @@ from ..common import atomic, faults, trees
 from ..importer import runner_view as importer
 from ..trial import childenv, seal, watchdog
 from ..trial.argv import TrialError
-from ..trial.execute import TrialResult, TrialSpec, run_trial
+from ..trial.execute import TrialResult, TrialSpec, run_trial, trial_argv
 from . import frozen_eval, pruning
 from .outcome import CampaignError
 from .settings import limits_of
@@ -126,23 +126,9 @@ def sealed_view(campaign) -> dict[str, bytes] | None:
 
 def check_args(campaign, name: str, run_args: list[str]) -> None:
     """Build the trial argv once without running anything: budget conflicts surface before any write."""
-    token = "0" * 32
     try:
-        from ..trial import argv as argv_mod
-
-        trial = spec(campaign, name=name, run_args=run_args, token=token, temp_parent=Path(tempfile.gettempdir()))
-        argv_mod.build_trial_argv(
-            trial.python,
-            trial.job_path,
-            budget_args=trial.budget_args,
-            base_args=trial.base_args,
-            flag_groups=trial.flag_groups,
-            name_flag=trial.name_flag,
-            trial_name=name,
-            workspace=trial.workspace,
-            run_args=trial.run_args,
-            switch_flags=trial.switch_flags,
-        )
+        trial = spec(campaign, name=name, run_args=run_args, token="0" * 32, temp_parent=Path(tempfile.gettempdir()))
+        trial_argv(trial)
         childenv.validate_passthrough(trial.env_passthrough)
     except TrialError as error:
         raise CampaignError(str(error)) from None

@@ -142,11 +142,6 @@ def make_ready(campaign, staged: list[Staged], now: str) -> list[dict]:
     return [ready.entry(campaign, campaign.manifest_of(item.manifest.candidate_id)) for item in staged]
 
 
-def budget_flags(config: dict) -> set[str]:
-    """Canonical options the fixed budget depends on (a candidate's run args may set none of them)."""
-    return set(importer.fixed_budget_options(config))
-
-
 def fingerprint(base: str, budget: str, patch_sha: str | None, effective: list[str]) -> str:
     document = json.dumps([base, budget, patch_sha or "", effective])
     return hashlib.sha256(document.encode("utf-8")).hexdigest()

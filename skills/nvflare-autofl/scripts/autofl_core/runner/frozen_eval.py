@@ -294,8 +294,4 @@ def manifest_fields(result) -> dict:
 
 def recorded(campaign, name: str) -> dict | None:
     """What `measure` wrote for trial `name` (None without an evaluator or when it did not run)."""
-    try:
-        document = bounded.read_json(campaign.paths.run_dir(name) / EVALUATION_FILE)
-    except bounded.BoundedReadError:
-        return None
-    return document if isinstance(document, dict) else None
+    return bounded.read_json_or_none(campaign.paths.run_dir(name) / EVALUATION_FILE)

@@ -45,10 +45,7 @@ def render_plot(campaign, state: dict) -> bool:
         summary = worker.draw(request)
         if summary is not None:
             return summary["backend"] != "text"
-    from ..campaign import plot
-
-    summary = plot.render(campaign.rows(), campaign.paths.progress, **options)
-    return summary["backend"] != "text"
+    return report.render_plot(campaign, campaign.paths.progress, options)
 
 
 def stop_plot_worker(campaign) -> None:

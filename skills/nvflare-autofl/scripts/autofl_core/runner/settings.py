@@ -43,29 +43,9 @@ MUTABLE = (
     "prune",
     *LIMIT_KEYS,
 )
-FLAGS = {
-    "metric": "--metric",
-    "env": "--env",
-    "autofl_yaml": "--autofl-yaml",
-    "results": "--results",
-    "state": "--state",
-    "progress": "--progress",
-    "report": "--report",
-    "output_root": "--output-root",
-    "base_args": "--base-args",
-    "python": "--python",
-    "max_candidates": "--max-candidates",
-    "plateau_threshold": "--plateau-threshold",
-    "plateau_min_delta": "--plateau-min-delta",
-    "hard_crash_threshold": "--hard-crash-threshold",
-    "exploration_batch_size": "--exploration-batch-size",
-    "family_repeat_limit": "--family-repeat-limit",
+FLAGS = {  # each setting's command-line option: its name with dashes, except these
+    **{key: "--" + key.replace("_", "-") for key in (*IMMUTABLE, "max_candidates", *MUTABLE) if key != "mode"},
     "stop_files": "--stop-file",
-    "timeout": "--timeout",
-    "simulator_no_progress_timeout": "--simulator-no-progress-timeout",
-    "allow_network": "--allow-network",
-    "prune": "--prune",
-    "noise_sigmas": "--noise-sigmas",
     **{key: trial_limits.FLAGS[kind] for key, kind in LIMIT_KEYS.items()},
 }
 UNCAPPED = "uncapped"

@@ -42,7 +42,7 @@ ENVELOPE_STATE_FIELDS = (
     "required_exploration",
     "noise",
 )
-STOP_REASONS = ("manual_stop_file", "manual_stop_pending_candidate")
+STOP_REASONS = (v.Reason.MANUAL_STOP_FILE, v.Reason.MANUAL_STOP_PENDING_CANDIDATE)
 
 
 def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
@@ -85,9 +85,9 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
     state = guard.with_next_action_override(state, override) if override else state
     if settings.env != "sim":  # replicate runs simulations only
         state = dict(state, agent_instruction=instructions.without_replicate_advice(state))
-    if state["next_action"] == "submit_evaluation":
+    if state["next_action"] == v.NextAction.SUBMIT_EVALUATION:
         state = dict(state, agent_instruction=f"{state['agent_instruction']} Awaiting: {', '.join(evaluations)}.")
-    if state["next_action"] == "submit_candidate":  # the guard counts them; the runner names them
+    if state["next_action"] == v.NextAction.SUBMIT_CANDIDATE:  # the guard counts them; the runner names them
         names = [m.candidate_id for m in manifest_store.in_preparation_order(ready)]
         state = dict(state, agent_instruction=f"{state['agent_instruction']} {instructions.ready_candidates(names)}")
     return frozen_eval.with_state_fields(campaign, state, manifests)
@@ -109,25 +109,25 @@ def lifecycle_override(
     *,
     argument_only_pending: bool = False,
     awaiting_evaluation: bool = False,
-) -> str | None:
+) -> v.NextAction | None:
     """The runner's next_action override for facts the ledger rows alone cannot express."""
     if state["reason"] in STOP_REASONS:
         return None
     if rows and rows[-1].status == v.INFRASTRUCTURE_RETRY:
-        return "await_simulation_runner_approval"
+        return v.NextAction.AWAIT_SIMULATION_RUNNER_APPROVAL
     if awaiting_evaluation:  # poc/prod with a frozen evaluator: a downloaded run waits for its measured score
-        return "submit_evaluation"
-    if state["baseline_status"] != "complete":
-        return "repair_baseline" if env == "sim" else "submit_baseline"
-    if state["next_action"] == "edit_candidate" and argument_only_pending:
-        return "evaluate_candidate"
+        return v.NextAction.SUBMIT_EVALUATION
+    if state["baseline_status"] != v.BaselineStatus.COMPLETE:
+        return v.NextAction.REPAIR_BASELINE if env == "sim" else v.NextAction.SUBMIT_BASELINE
+    if state["next_action"] == v.NextAction.EDIT_CANDIDATE and argument_only_pending:
+        return v.NextAction.EVALUATE_CANDIDATE
     return None
 
 
 def write(campaign, state: dict, *, stamp: bool = False) -> bool:
     """Write the state file unless only `updated_at` would change; True when it was written. With `stamp` (an
     action that added ledger rows) it is written anyway: its `updated_at` is when the campaign last ran a step."""
-    previous = _read_previous(campaign.paths.state)
+    previous = bounded.read_json_or_none(campaign.paths.state)
     if not stamp and not guard.differs_beyond_timestamp(previous, state):
         return False
     atomic.write_json(campaign.paths.state, state)
@@ -150,11 +150,4 @@ def _best_digest(campaign) -> str | None:
     try:
         return campaign.best().digest
     except CampaignError:  # a damaged snapshot is reported by the actions that need it
-        return None
-
-
-def _read_previous(path) -> dict | None:
-    try:
-        return bounded.read_json(path)
-    except bounded.BoundedReadError:
         return None

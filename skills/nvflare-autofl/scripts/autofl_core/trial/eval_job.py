@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..common import atomic, bounded, trees
+from . import global_model
 
 APP = "app"
 CUSTOM = (APP, "custom")
@@ -101,13 +102,7 @@ def materialize(spec: EvalJobSpec, destination: Path) -> Path:
 def read_answers(download: Path) -> dict[str, dict]:
     """{site: the metrics it returned} from a downloaded evaluation job (`<dir>/<job id>/workspace/` layout, the job
     id folder or its workspace). EvalJobError when the results file is missing or not the expected shape."""
-    folder = Path(download)
-    places = [folder, folder / "workspace"]
-    try:
-        places += sorted(entry / "workspace" for entry in folder.iterdir() if entry.is_dir() and not entry.is_symlink())
-    except OSError:
-        pass
-    for place in places:
+    for place in global_model.download_places(download):
         path = place.joinpath(*RESULTS)
         if path.is_symlink() or not path.is_file():
             continue

@@ -143,7 +143,7 @@ def parse_output(text: str, metric: str) -> tuple[float, float, dict[str, float]
             break
     if not isinstance(document, dict):
         raise ValueError('it printed no JSON object on stdout (expected e.g. {"accuracy": 0.91, "n": 200})')
-    numbers = {str(key): _number(value) for key, value in document.items() if _is_number(value)}
+    numbers = {str(key): _number(value) for key, value in document.items() if bounded.is_number(value)}
     if metric not in numbers:
         raise ValueError(f"its JSON has no number for {metric!r} (keys: {', '.join(sorted(document)) or 'none'})")
     n = numbers.get("n")
@@ -163,10 +163,6 @@ def _non_number(line: str) -> str:
         return ""
     found = NON_NUMBER.search(line)
     return found.group(0) if found else "NaN"
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _number(value: int | float) -> float:
@@ -204,7 +200,7 @@ def _run_site(run: EvaluatorRun, site: str) -> tuple[SiteResult, dict | None]:
         if run.model_format:
             argv += ["--format", run.model_format]
         if not run.sealed:  # contained: the staged copy is the folder it runs in
-            _stage(view, run.files)
+            seal.stage(view, run.files)
         plan = seal.write_plan(
             folder,
             workspace=view,
@@ -236,13 +232,6 @@ def _run_site(run: EvaluatorRun, site: str) -> tuple[SiteResult, dict | None]:
         return result, status
     finally:
         trees.remove_tree(folder)
-
-
-def _stage(folder: Path, files: dict[str, bytes]) -> None:
-    for rel, data in sorted(files.items()):
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
 
 
 def _env(run: EvaluatorRun, scratch: Path) -> dict[str, str]:

@@ -167,9 +167,9 @@ class TrialResult:
         return replace(self, outcome=CRASH, score=None, failure_reason=reason, **changes)
 
 
-def run_trial(spec: TrialSpec) -> TrialResult:
-    """Run the trial described by `spec`; see the module docstring."""
-    argv = argv_mod.build_trial_argv(
+def trial_argv(spec: TrialSpec) -> list[str]:
+    """The trial's command line (`argv.build_trial_argv` of the spec); TrialError when its arguments conflict."""
+    return argv_mod.build_trial_argv(
         spec.python,
         spec.job_path,
         budget_args=list(spec.budget_args),
@@ -181,6 +181,11 @@ def run_trial(spec: TrialSpec) -> TrialResult:
         run_args=list(spec.run_args),
         switch_flags=list(spec.switch_flags),
     )
+
+
+def run_trial(spec: TrialSpec) -> TrialResult:
+    """Run the trial described by `spec`; see the module docstring."""
+    argv = trial_argv(spec)
     token = spec.token or secrets.token_hex(16)
     parent = os.environ if spec.parent_env is None else spec.parent_env
     childenv.validate_passthrough(spec.env_passthrough)  # reject before anything is created

@@ -66,16 +66,22 @@ def find_global_model(result_dir: Path, override: str | None = None) -> GlobalMo
     )
 
 
-def find_in_download(folder: Path, override: str | None = None) -> GlobalModel:
-    """The global model of a job downloaded with `nvflare job download` (`<dir>/<job id>/workspace/` holds the
-    server's run dir: `models/server.npy`, `app_server/FL_global_model.pt`), given that folder, the job id folder
-    or its `workspace/`."""
+def download_places(folder: Path) -> list[Path]:
+    """Where a downloaded job's server workspace may be: `folder`, its `workspace/`, or `<job id>/workspace/`."""
     folder = Path(folder)
     places = [folder, folder / "workspace"]
     try:
         places += sorted(entry / "workspace" for entry in folder.iterdir() if entry.is_dir() and not entry.is_symlink())
     except OSError:
         pass
+    return places
+
+
+def find_in_download(folder: Path, override: str | None = None) -> GlobalModel:
+    """The global model of a job downloaded with `nvflare job download` (`<dir>/<job id>/workspace/` holds the
+    server's run dir: `models/server.npy`, `app_server/FL_global_model.pt`), given that folder, the job id folder
+    or its `workspace/`."""
+    places = download_places(folder)
     layouts = [(override, _format_of(override))] if override else list(LAYOUTS)
     for place in places:
         for rel, fmt in layouts:

@@ -34,7 +34,7 @@ class JobMeta:
 
 def parse_duration(text) -> float | None:
     """Seconds of NVFLARE's duration text (`str(timedelta)`); None when it is not one (`N/A`, missing)."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
+    if bounded.is_number(text):
         return float(text) if text >= 0 else None
     match = DURATION_RE.fullmatch(str(text or "").strip())
     if match is None:

@@ -100,7 +100,7 @@ def _from_summaries(base, files, metric, rejected) -> MetricResult | None:
         if document is None:
             continue
         for label, value in _summary_candidates(document, metric):
-            if _finite(value):
+            if bounded.is_finite(value):
                 return _found(base, path, metric, float(value), f"structured:{SUMMARY}", label)
             rejected.append(f"structured:{SUMMARY}#{label} {value}")
             break
@@ -116,7 +116,7 @@ def _summary_candidates(document: object, metric: str):
         if value is not None:
             yield name, value
             return
-    if _is_number(document.get(metric)):
+    if bounded.is_number(document.get(metric)):
         yield "direct_key", document[metric]
         return
     value = _nested(document, metric, 0)
@@ -128,10 +128,10 @@ def _lookup(collection: object, metric: str) -> float | None:
     """A metric value from `{name: value}` or `[{"name": name, "value": value}, ...]`."""
     if isinstance(collection, dict):
         value = collection.get(metric)
-        return value if _is_number(value) else None
+        return value if bounded.is_number(value) else None
     if isinstance(collection, list):
         for item in collection:
-            if isinstance(item, dict) and item.get("name") == metric and _is_number(item.get("value")):
+            if isinstance(item, dict) and item.get("name") == metric and bounded.is_number(item.get("value")):
                 return item["value"]
     return None
 
@@ -161,7 +161,7 @@ def _from_cross_val(base, files, metric, rejected) -> MetricResult | None:
             if not values:
                 continue
             source = f"structured:{CROSS_VAL}#server_{kind}"
-            if all(_finite(v) for v in values):
+            if all(bounded.is_finite(v) for v in values):
                 mean = math.fsum(float(v) for v in values) / len(values)
                 return _found(base, path, metric, mean, source, f"mean of {len(values)} site(s)")
             rejected.append(f"{source} non-finite")
@@ -249,11 +249,3 @@ def _found(base: Path, path: Path, metric: str, value: float, source: str, detai
 
 def _rel(base: Path, path: Path) -> str:
     return path.relative_to(base).as_posix()
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _finite(value: object) -> bool:
-    return _is_number(value) and math.isfinite(value)

@@ -130,7 +130,7 @@ class ProgressTracker:
         with self._lock:
             name, value = found
             rnd = record.get("round")
-            rnd = rnd if isinstance(rnd, int) and not isinstance(rnd, bool) else None
+            rnd = rnd if bounded.is_integer(rnd) else None
             if rnd is not None:
                 self._at_round(rnd)
             self.server_metric = (name, f"{value:.6g}", rnd)
@@ -215,7 +215,7 @@ def _aggregated_value(record: dict, metric: str | None) -> tuple[str, float] | N
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             continue
         value = entry.get("value")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        if not bounded.is_number(value) or value != value:
             continue
         if metric is None or entry["name"] == metric:
             return entry["name"], float(value)
@@ -227,13 +227,13 @@ def round_value(record: dict, metric: str | None) -> tuple[int, float] | None:
     (a diverging run), a record without a round index or that metric gives None."""
     rnd = record.get("round")
     entries = record.get("aggregated_metrics")
-    if not isinstance(rnd, int) or isinstance(rnd, bool) or rnd < 0 or not isinstance(entries, list):
+    if not bounded.is_integer(rnd) or rnd < 0 or not isinstance(entries, list):
         return None
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             continue
         value = entry.get("value")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not bounded.is_number(value):
             continue
         if metric is None or entry["name"] == metric:
             return rnd, float(value)

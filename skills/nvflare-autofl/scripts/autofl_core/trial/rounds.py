@@ -10,10 +10,10 @@ NVFLARE 2.9 appends one record per aggregated round to the server's `round_metri
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..common import bounded
 from .what_ran import round_records
 
 MAX_ROUNDS = 10000  # more records than this are not one run's rounds: the first ones are kept
@@ -40,7 +40,7 @@ def from_records(records: list, metric: str) -> list[Round]:
         if not isinstance(record, dict):
             continue
         number = record.get("round")
-        if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+        if not bounded.is_integer(number) or number < 0:
             continue
         value = _value(record.get("aggregated_metrics"), metric)
         sites = {}
@@ -68,6 +68,6 @@ def _value(entries: object, metric: str) -> float | None:
     for entry in entries:
         if isinstance(entry, dict) and entry.get("name") == metric:
             value = entry.get("value")
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            if bounded.is_finite(value):
                 return float(value)
     return None

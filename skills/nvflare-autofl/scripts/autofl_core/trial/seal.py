@@ -135,7 +135,7 @@ def write_plan(
             "disk_paths": disk,
         }
     if stage_files is not None:
-        _stage(trial_dir / "stage", stage_files)
+        stage(trial_dir / "stage", stage_files)
         for name in ("upper", "work"):
             (trial_dir / name).mkdir()
         plan.update(
@@ -241,7 +241,8 @@ def network_word(status: dict) -> str:
     return {"yes": "isolated"}.get(value, value)
 
 
-def _stage(folder: Path, files: dict[str, bytes]) -> None:
+def stage(folder: Path, files: dict[str, bytes]) -> None:
+    """Write `files` ({relative path: bytes}) below `folder`, creating it and the folders between."""
     for rel, data in sorted(files.items()):
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)

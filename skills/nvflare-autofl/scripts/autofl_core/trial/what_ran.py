@@ -172,7 +172,7 @@ def _stream(path: Path, log: LogFacts) -> None:
 
 
 def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return bounded.is_integer(value) and value >= 0
 
 
 def _names_from_records(records: list) -> set[str]:
@@ -220,11 +220,8 @@ def _find(base: Path) -> dict[str, list[Path]]:
 
 def _tail(path: Path, limit: int) -> bytes:
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            handle.seek(max(0, size - limit))
-            return handle.read(limit)
-    except OSError:
+        return bounded.read_tail(path, limit) or b""
+    except bounded.BoundedReadError:  # not a regular file, or unreadable: no records
         return b""
 
 

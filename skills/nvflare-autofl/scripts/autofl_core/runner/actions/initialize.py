@@ -21,7 +21,7 @@ from ...trial import childenv
 from .. import campaign_trial, data_fixed, frozen_request, preflight
 from ..open_campaign import Campaign
 from ..outcome import EXIT_OK, EXIT_SANDBOX, EXIT_UNSCORED, ActionResult, CampaignError
-from ..settings import new_settings
+from ..settings import FLAGS, new_settings
 from ..store import contract, frozen, metadata, snapshots, sources
 from ..store.paths import OUTPUT_KEYS, CampaignPaths
 
@@ -204,21 +204,14 @@ def check_outputs(paths: CampaignPaths, sources_rel: list[str]) -> None:
     protected = {(paths.workspace / rel).resolve(): rel for rel in sources_rel}
     protected[paths.job.resolve()] = paths.job.name
     for key, path in outputs.items():
-        real = path.resolve()
+        real, flag = path.resolve(), FLAGS[key]
         if real in protected:
-            raise CampaignError(
-                f"--{key.replace('_', '-')} {path} would overwrite the job source {protected[real]}; pick another path"
-            )
+            raise CampaignError(f"{flag} {path} would overwrite the job source {protected[real]}; pick another path")
         if real in seen:
-            raise CampaignError(
-                f"--{key.replace('_', '-')} and --{seen[real].replace('_', '-')} name the same path "
-                f"{path}; give each its own"
-            )
+            raise CampaignError(f"{flag} and {seen[real]} name the same path {path}; give each its own")
         if real.is_relative_to(paths.meta.resolve()) and key != "state":
-            raise CampaignError(
-                f"--{key.replace('_', '-')} {path} is inside the campaign's private folder; pick another"
-            )
-        seen[real] = key
+            raise CampaignError(f"{flag} {path} is inside the campaign's private folder; pick another")
+        seen[real] = flag
 
 
 def check_python(python: str, workspace: Path) -> None:

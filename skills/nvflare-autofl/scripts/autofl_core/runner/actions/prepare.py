@@ -25,20 +25,7 @@ def run(campaign, options, now: str) -> ActionResult:
     hypothesis = (options.hypothesis or "").strip()
     if not hypothesis:
         raise CampaignError("--hypothesis is required: say what the candidate changes and why it should help")
-    state = state_mod.compute(campaign, now)
-    require_open(state, "prepare")
-    if state["baseline_status"] != "complete":
-        raise CampaignError("there is no scored baseline yet; follow next_action (repair_baseline or submit_baseline)")
-    busy = [m for m in campaign.pending() if m.status != v.PREPARED]
-    if busy:
-        names = ", ".join(m.candidate_id for m in busy)
-        raise CampaignError(
-            f"{'candidate' if len(busy) == 1 else 'candidates'} {names} {'is' if len(busy) == 1 else 'are'} "
-            f"{busy[0].status}; record or abandon "
-            "them before preparing another (a new candidate starts from the best they leave)"
-        )
-    if name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES) or name in campaign.used_names():
-        raise CampaignError(f"--name {name} is already used or reserved; pick a new name")
+    _check_preparable(campaign, name, now)
     event = check_literature_event(campaign.rows(), options.literature_event)
     own, effective = _run_args(campaign, options.run_args)
     best = campaign.best()
@@ -48,9 +35,8 @@ def run(campaign, options, now: str) -> ActionResult:
             f"the workspace differs from the best snapshot ({', '.join(drift)}); undo those edits "
             "(candidates are edited only in their prepared copy), then prepare again"
         )
-    best_files = snapshots.files_of(paths, best)
     best_row = campaign.best_row()
-    sources.write_files(paths.candidate_dir(name) / "source", best_files)
+    sources.write_files(paths.candidate_dir(name) / "source", snapshots.files_of(paths, best))
     manifest = manifests.CandidateManifest.of(
         schema_version=manifests.SCHEMA,
         candidate_id=name,
@@ -91,6 +77,25 @@ def run(campaign, options, now: str) -> ActionResult:
             "literature_event_id": event,
         }
     )
+
+
+def _check_preparable(campaign, name: str, now: str) -> None:
+    """CampaignError unless a candidate named `name` may be prepared now: the campaign is open with a scored
+    baseline, no candidate waits for its external run, and the name is new."""
+    state = state_mod.compute(campaign, now)
+    require_open(state, "prepare")
+    if state["baseline_status"] != v.BaselineStatus.COMPLETE:
+        raise CampaignError("there is no scored baseline yet; follow next_action (repair_baseline or submit_baseline)")
+    busy = [m for m in campaign.pending() if m.status != v.PREPARED]
+    if busy:
+        names = ", ".join(m.candidate_id for m in busy)
+        raise CampaignError(
+            f"{'candidate' if len(busy) == 1 else 'candidates'} {names} {'is' if len(busy) == 1 else 'are'} "
+            f"{busy[0].status}; record or abandon "
+            "them before preparing another (a new candidate starts from the best they leave)"
+        )
+    if name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES) or name in campaign.used_names():
+        raise CampaignError(f"--name {name} is already used or reserved; pick a new name")
 
 
 def _run_args(campaign, text: str | None) -> tuple[list[str], list[str]]:

@@ -286,10 +286,7 @@ def _measured_fields(campaign, found: dict, measured: dict, name: str) -> dict:
 def _job_facts(folder) -> dict:
     """The job's duration (compute and time) and NVFLARE's status word, from the downloaded job's meta.json."""
     meta = job_meta.read_job_meta(os.path.abspath(folder)) if folder is not None else None
-    return {
-        "runtime_seconds": meta.duration_seconds if meta else None,
-        "job_status": meta.status if meta else None,
-    }
+    return {"runtime_seconds": meta.duration_seconds if meta else None, "job_status": meta.status if meta else None}
 
 
 def _budget(campaign, ran: what_ran.WhatRan) -> dict:

@@ -30,6 +30,7 @@ approval.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import tempfile
 import time
 from dataclasses import dataclass
@@ -39,7 +40,8 @@ from ...campaign import guard_inputs
 from ...campaign import vocabulary as v
 from ...common import trees
 from ...trial import eval_job, export, flare_cli, job_meta
-from ...trial.argv import TrialError, build_trial_argv
+from ...trial.argv import TrialError
+from ...trial.execute import trial_argv
 from .. import campaign_trial, frozen_eval, frozen_submit, preflight, ready
 from ..checks import one_manifest, pick_pending
 from ..outcome import EXIT_UNSCORED, ActionResult, CampaignError
@@ -228,18 +230,7 @@ def _export(campaign, target: _Target) -> Path:
         spec = campaign_trial.spec(
             campaign, name=target.name, run_args=run_args, token="0" * 32, temp_parent=temp_parent
         )
-        argv = build_trial_argv(
-            spec.python,
-            workspace / paths.job.name,
-            budget_args=spec.budget_args,
-            base_args=spec.base_args,
-            flag_groups=spec.flag_groups,
-            name_flag=spec.name_flag,
-            trial_name=target.name,
-            workspace=paths.workspace,
-            run_args=spec.run_args,
-            switch_flags=spec.switch_flags,
-        )
+        argv = trial_argv(dataclasses.replace(spec, job_path=workspace / paths.job.name))
         run_dir = paths.run_dir(target.name)
         return export.export_job(
             export.ExportRequest(

@@ -26,6 +26,7 @@ from .. import noise, pointers
 from .. import state as state_mod
 from ..outcome import CampaignError
 from ..store import external
+from ..store.contract import BUDGET_FIELDS
 from . import curves, facts, markdown, score_provenance, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
@@ -55,6 +56,14 @@ class Context:
 
 def outputs_of(paths) -> Outputs:
     return Outputs(report=paths.report, report_json=paths.report_json, progress=paths.progress)
+
+
+def render_plot(campaign, output: Path, options: dict) -> bool:
+    """Draw progress.png at `output` in this process with `plot_options`; False when no image could be drawn (a
+    text summary beside it instead)."""
+    from ...campaign import plot
+
+    return plot.render(campaign.rows(), output, **options)["backend"] != "text"
 
 
 def plot_options(campaign, state: dict) -> dict:
@@ -111,10 +120,7 @@ def build(
         "objective": _objective(settings, config),
         "score": score_provenance.section(campaign, rows),
         "config": paths.rel(paths.autofl_yaml),
-        "fixed_budget": {
-            key: (config.get("fixed_budget") or {}).get(key, {}).get("value")
-            for key in ("num_clients", "min_clients", "num_rounds")
-        },
+        "fixed_budget": {key: (config.get("fixed_budget") or {}).get(key, {}).get("value") for key in BUDGET_FIELDS},
         "candidate_budget": {
             "cap": state["candidate_cap"],
             "attempts": state["candidate_attempts"],
@@ -179,18 +185,18 @@ def _pending_at_stop(campaign, state: dict) -> dict | None:
 def pending_text(unstopped: dict) -> str:
     """One sentence on what a stopped campaign would have done next (`unstopped`: its state without the stop)."""
     action, plateau, batch = unstopped["next_action"], unstopped["plateau"], unstopped["exploration_batch"]
-    if action == "run_literature_loop":
+    if action == v.NextAction.RUN_LITERATURE_LOOP:
         return (
             f"a literature pass was due ({plateau['scored_since_reset']} of {plateau['threshold']} scored "
             "candidates without a real gain)"
         )
-    if action == "develop_literature_batch":
+    if action == v.NextAction.DEVELOP_LITERATURE_BATCH:
         event = batch["literature_event_id"] or f"the unlabelled event at ledger row {batch['event_index'] + 1}"
         missing = batch["required"] - batch["completed"]
         return f"the batch of literature event {event} needed {missing} more scored source-backed candidate(s)"
-    if action == "diversify_candidates":
+    if action == v.NextAction.DIVERSIFY_CANDIDATES:
         return "a source change from another algorithm family was due (the last candidates were argument tweaks of one)"
-    if action == "final_report":
+    if action == v.NextAction.FINAL_REPORT:
         return f"nothing: the campaign had finished anyway ({unstopped['reason']})"
     due_in = max(plateau["threshold"] - plateau["scored_since_reset"], 0)
     return (
@@ -319,7 +325,7 @@ def _network(campaign, rows: list[LedgerRow]) -> dict:
 
 def _trial_network(path: Path) -> str | None:
     """A trial's `network_isolation`; null there means isolation was not requested (`allowed`)."""
-    document = _trial_record(path)
+    document = bounded.read_json_or_none(path)
     value = document.get("network_isolation", "") if document else ""
     if value is None:
         return "allowed"
@@ -329,7 +335,7 @@ def _trial_network(path: Path) -> str | None:
 def _sandbox(campaign, rows: list[LedgerRow]) -> dict:
     """How the latest runner trial was sealed (its trial.json `sandbox`)."""
     run = _latest_run(campaign, rows)
-    sandbox = (_trial_record(run / "trial.json") or {}).get("sandbox") if run else None
+    sandbox = (bounded.read_json_or_none(run / "trial.json") or {}).get("sandbox") if run else None
     return {"latest_trial": sandbox if isinstance(sandbox, dict) else None}
 
 
@@ -340,14 +346,6 @@ def _latest_run(campaign, rows: list[LedgerRow]) -> Path | None:
         if run is not None and run.parent == campaign.paths.output_root:  # a runner trial, not an external run
             return run
     return None
-
-
-def _trial_record(path: Path) -> dict | None:
-    try:
-        document = bounded.read_json(path)
-    except bounded.BoundedReadError:
-        return None
-    return document if isinstance(document, dict) else None
 
 
 def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:
@@ -365,7 +363,7 @@ def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:
         if budget is None and not row.candidate_manifest and row.artifacts:
             run = campaign.paths.resolve(row.artifacts)
             budget = (
-                (_trial_record(run / "trial.json") or {}).get("budget")
+                (bounded.read_json_or_none(run / "trial.json") or {}).get("budget")
                 if run.parent == campaign.paths.output_root
                 else None
             )

@@ -87,10 +87,7 @@ def _rounds(campaign, name: str, metric_name: str) -> list[dict]:
     folder = campaign.paths.run_dir(name)
     if folder.is_symlink() or not folder.is_dir():
         return []
-    try:
-        trial = bounded.read_json(folder / "trial.json")
-    except bounded.BoundedReadError:
-        trial = None
+    trial = bounded.read_json_or_none(folder / "trial.json")
     if trial is not None and isinstance(trial.get("rounds"), list):
         return [entry for entry in trial["rounds"] if _round_record(entry)]
     from ...trial import rounds  # only for a run without trial.json: actions that run nothing never import trial/

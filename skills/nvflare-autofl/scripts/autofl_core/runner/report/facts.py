@@ -261,13 +261,7 @@ def trajectory(rows: list[LedgerRow], walk: Walk) -> dict:
             marks.setdefault(item["row"], []).append(label)
     gains = {item["row"]: item["gain"] for item in walk.improvements}
     points = [
-        {
-            "row": index,
-            "name": rows[index].name,
-            "score": rows[index].score,
-            "gain": gains.get(index),
-            "marks": labels,
-        }
+        {"row": index, "name": rows[index].name, "score": rows[index].score, "gain": gains.get(index), "marks": labels}
         for index, labels in sorted(marks.items())
     ]
     return {"steps_total": len(walk.improvements) + (walk.baseline is not None), "points": points}

@@ -47,12 +47,12 @@ def produce(
     holder = workspace_lock(probe.lock) if lock_mode == "write" else read_lock(probe.lock)
     with holder as lock_state:
         campaign, missing = open_for_report(job)
-        stored = _stored_state(campaign.paths.state)
+        stored = bounded.read_json_or_none(campaign.paths.state)
         state = state_mod.compute(campaign, now)
         notes = check_finished(campaign, state, confirm_interrupted=confirm_interrupted)
         chosen = outputs or report.outputs_of(campaign.paths)
         check_outputs(campaign, chosen)
-        plotted = render_plot(campaign, state, chosen.progress)
+        plotted = report.render_plot(campaign, chosen.progress, report.plot_options(campaign, state))
         context = report.Context(
             generated_by=generated_by,
             confirm_interrupted=confirm_interrupted and not state["final_response_allowed"],
@@ -185,28 +185,12 @@ def check_outputs(campaign, outputs: report.Outputs) -> None:
         seen[key] = seen[real] = label
 
 
-def render_plot(campaign, state: dict, output: Path) -> bool:
-    """progress.png with the noise band, the batches and the round curves; False when no image could be drawn
-    (a text summary beside it instead)."""
-    from ...campaign import plot
-
-    summary = plot.render(campaign.rows(), output, **report.plot_options(campaign, state))
-    return summary["backend"] != "text"
-
-
 @contextlib.contextmanager
 def read_lock(path: Path):
     """A shared lock on the campaign, opened read-only (works on a read-only archive); "absent" when the
     campaign has no lock file (then no runner has ever held it here). See `store/lock.shared_lock`."""
     with shared_lock(path) as held:
         yield held
-
-
-def _stored_state(path: Path) -> dict | None:
-    try:
-        return bounded.read_json(path)
-    except bounded.BoundedReadError:
-        return None
 
 
 def _real(path: Path) -> Path:

@@ -221,12 +221,12 @@ def uses_simenv(config: dict) -> bool:
 
 def num_rounds(config: dict) -> int | None:
     value = ((config.get("fixed_budget") or {}).get("num_rounds") or {}).get("value")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if bounded.is_integer(value) else None
 
 
 def num_clients(config: dict) -> int | None:
     value = ((config.get("fixed_budget") or {}).get("num_clients") or {}).get("value")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if bounded.is_integer(value) else None
 
 
 def literal_simulator_paths(config: dict, workspace: Path) -> list[str]:
@@ -241,10 +241,6 @@ def literal_simulator_paths(config: dict, workspace: Path) -> list[str]:
 def schema_budget(config: dict) -> dict:
     schema = config.get("schema") or {}
     return ((schema.get("comparison_budget_args") or {}).get("default_candidate_budget")) or {}
-
-
-def mutable_bounds(config: dict) -> dict:
-    return dict((config.get("schema") or {}).get("mutable_args") or {})
 
 
 def expected_result_names(config: dict) -> list[str]:

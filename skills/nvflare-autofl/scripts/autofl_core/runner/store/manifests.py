@@ -166,7 +166,7 @@ class CandidateManifest(_Document):
     name: str
     hypothesis: str
     algorithm_family: str
-    status: str
+    status: v.ManifestStatus
     created_at: str
     updated_at: str
     workspace_root: str
@@ -195,6 +195,7 @@ class CandidateManifest(_Document):
     extra: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "status", v.ManifestStatus(self.status))
         for key in ("run_args", "effective_run_args", "changed_files", "created_files"):
             object.__setattr__(self, key, tuple(getattr(self, key)))
 
@@ -307,7 +308,7 @@ def _problem(manifest: dict, candidate_id: str) -> str | None:
         return "workspace_applied must be true or false"
     for key in ("score", "reported_score", "runtime_seconds"):
         value = manifest["result"].get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        if value is not None and not bounded.is_number(value):
             return f"result.{key} must be a number or null"
     for key in ("patch", "run"):
         if not isinstance(manifest["artifacts"].get(key), (str, type(None))):

@@ -86,20 +86,14 @@ def repair(paths) -> None:
 
 
 def _digest_at(folder: Path) -> str | None:
-    try:
-        document = bounded.read_json(folder / "snapshot.json")
-    except bounded.BoundedReadError:
-        return None
+    document = bounded.read_json_or_none(folder / "snapshot.json")
     return document.get("source_sha256") if document else None
 
 
 def load(paths) -> Snapshot:
     """The best snapshot, with its copies verified against the recorded hashes."""
     meta = paths.best / "snapshot.json"
-    try:
-        document = bounded.read_json(meta)
-    except bounded.BoundedReadError:
-        document = None
+    document = bounded.read_json_or_none(meta)
     if document is None or not isinstance(document.get("files"), dict):
         raise CampaignError(
             f"{meta} is missing or corrupt; the best snapshot cannot be trusted (restore it from a "
