@@ -105,40 +105,50 @@ def test_recipe_built_in_a_branch_depends_on_the_branch_option():
     assert budget(config, "num_rounds")["confidence"] == "pinned"
 
 
+def test_a_global_rebound_in_a_function_is_followed():
+    entry = budget(
+        run("N = 1\ndef configure():\n    global N\n    N = args.n_clients\nconfigure()\n", clients="num_clients=N"),
+        "num_clients",
+    )
+    assert (entry["value"], entry["depends_on"]) == (3, ["--n_clients"])
+
+
 @pytest.mark.parametrize(
-    ("body", "clients", "depends_on"),
+    ("body", "clients", "what"),
     [
         (
             "clients = []\nfor i in range(args.n_clients):\n    clients.append(f'site-{i}')\n",
             "clients=clients",
-            ["--n_clients"],
+            ".append() at line 13",
         ),
-        ("clients = ['site-0']\nalias = clients\nalias.extend(['site-1', 'site-2'])\n", "clients=clients", []),
+        (
+            "clients = ['site-0']\nalias = clients\nalias.extend(['site-1', 'site-2'])\n",
+            "clients=clients",
+            ".extend() at line 13",
+        ),
         (
             "def add(sites, n):\n    for i in range(n):\n        sites.append(i)\nclients = []\nadd(clients, args.n_clients)\n",
             "clients=clients",
-            ["--n_clients"],
+            ".append() at line 13",
         ),
-        ("cfg = {'n': 1}\ncfg['n'] = args.n_clients\n", "num_clients=cfg['n']", ["--n_clients"]),
+        ("cfg = {'n': 1}\ncfg['n'] = args.n_clients\n", "num_clients=cfg['n']", "the item set at line 12"),
         (
-            "N = 1\ndef configure():\n    global N\n    N = args.n_clients\nconfigure()\n",
-            "num_clients=N",
-            ["--n_clients"],
+            "clients = ['a', 'b']\nenv = SimEnv(clients=clients)\nclients.append('c')\n"
+            "FedAvgRecipe(min_clients=2, num_rounds=2, train_script='c.py').execute(env)\n",
+            None,
+            ".append() at line 13",
         ),
     ],
 )
-def test_changes_to_containers_and_globals_are_followed(body, clients, depends_on):
-    entry = budget(run(body, clients=clients), "num_clients")
-    assert (entry["value"], entry["depends_on"]) == (3, depends_on)
-
-
-def test_a_list_changed_after_it_was_given_to_the_env_is_not_trusted():
-    source = HEAD + (
-        "clients = ['a', 'b']\nenv = SimEnv(clients=clients)\nclients.append('c')\n"
-        "FedAvgRecipe(min_clients=2, num_rounds=2, train_script='c.py').execute(env)\n"
-    )
-    entry = budget(api.import_source(source), "num_clients")
-    assert entry["confidence"] == "unresolved" and "changed later" in entry["reason"]
+def test_a_budget_from_a_container_changed_in_place_is_refused_statically_naming_the_line(body, clients, what):
+    """The static reading does not follow in-place changes (a list filled in a loop, an aliased list extended, an
+    item set, a list changed after the env holds it): the budget is refused with the line of the change. The dry
+    run pins such budgets (test_importer_dryrun.py::test_a_client_list_filled_in_a_loop_is_pinned_by_the_run)."""
+    config = api.import_source(HEAD + body) if clients is None else run(body, clients=clients)
+    entry = budget(config, "num_clients")
+    assert entry["confidence"] == "unresolved"
+    assert f"{what} changes a container in place" in entry["reason"]
+    assert any(f"{what} changes a container in place" in e["message"] for e in config["admission_errors"])
 
 
 def test_an_option_changed_under_a_condition_the_importer_cannot_resolve_is_unresolved():

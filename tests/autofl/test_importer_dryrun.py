@@ -378,3 +378,42 @@ def test_the_options_are_the_real_parser_s_with_the_lines_the_reading_found(job)
     assert api.parse_job_args(config, ["--momentum", "0.5"]) == ({"--momentum": 0.5}, [])
     assert config["summary"]["allowed"] == ["--lr", "--momentum"]  # not --warmup: the client script ignores it
     assert "--val_ratio" in config["data_shaping"]["fixed"]
+
+
+FILLED_IN_A_LOOP = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=3)
+parser.add_argument("--num_rounds", type=int, default=5)
+args = parser.parse_args()
+clients = []
+for i in range(args.n_clients):
+    clients.append(f"site-{i + 1}")
+plan = {"rounds": 1}
+plan["rounds"] = args.num_rounds
+recipe = NumpyFedAvgRecipe(
+    name="filled", model=[0.0], min_clients=len(clients), num_rounds=plan["rounds"], train_script="client.py"
+)
+recipe.execute(SimEnv(clients=clients))
+"""
+
+
+def test_a_client_list_filled_in_a_loop_is_pinned_by_the_run(tmp_path):
+    """Containers changed in place (a list appended to in a loop, a dict item set): the static reading refuses,
+    naming the line of the change; the run records the sites and rounds NVFLARE was given, and the perturbed runs
+    find the options that decide them."""
+    (tmp_path / "job.py").write_text(FILLED_IN_A_LOOP, encoding="utf-8")
+    shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "client.py")
+    static = api.import_job(tmp_path / "job.py")
+    assert ".append() at line 12 changes a container in place" in static["admission_errors"][0]["message"]
+    config = api.import_job(tmp_path / "job.py", dry_run=True)
+    assert config["admission_errors"] == [] and config["import"]["dry_run"]["status"] == "recorded"
+    assert budget(config) == {
+        "num_clients": (3, ["--n_clients"]),
+        "min_clients": (3, ["--n_clients"]),
+        "num_rounds": (5, ["--num_rounds"]),
+    }
+    assert set(contract.budget_args(config)) >= {"--n_clients", "--num_rounds"}

@@ -110,7 +110,6 @@ def test_non_training_jobs_stay_refused_whatever_they_are_called(name, words):
         ("pt_cyclic", "min_clients", 2, "medium", "CyclicRecipe default", "recipe default, nvflare 2.9.0"),
         ("pt_fedce", "num_rounds", 10, "pinned", "FedCERecipe(num_rounds=...)", None),
         ("collab_fedavg", "num_rounds", 3, "high", "CollabRecipe(server=FedAvgServer(num_rounds=...))", None),
-        ("pt_fedavg_split", "num_clients", 8, "pinned", "SimEnv(clients=[...])", None),
     ],
 )
 def test_budget_sources_of_recipe_fixtures(name, field, value, confidence, source, note):

@@ -224,6 +224,14 @@ def _started_after(ticks: int, environ: dict, seconds: float = 60.0) -> subproce
         time.sleep(0.01)
 
 
+def _wait_until_exec(needle: bytes, *pids: int, seconds: float = 60.0) -> None:
+    """Until a child has exec'd, /proc shows the forking parent's environment (no token): wait for each, bounded."""
+    deadline = time.monotonic() + seconds
+    while not all(processes._carries(pid, needle) for pid in pids):
+        assert time.monotonic() < deadline, "a child never showed its token"
+        time.sleep(0.01)
+
+
 def test_processes_older_than_the_trial_are_not_read_for_the_token(tmp_path):
     token_value = f"tok-old-{uuid.uuid4().hex}"
     old = subprocess.Popen(["sleep", "300"], env=env(token_value), start_new_session=True)
@@ -234,6 +242,7 @@ def test_processes_older_than_the_trial_are_not_read_for_the_token(tmp_path):
             later = processes._stat(younger.pid).started
             assert later > born
             needle = f"\0AUTOFL_TRIAL_TOKEN={token_value}\0".encode()
+            _wait_until_exec(needle, old.pid, younger.pid)
             assert processes._tree_members(None, needle, later) == [younger.pid]
             assert processes._tree_members(None, needle, born) == sorted([old.pid, younger.pid])
             assert processes._tree_members(None, needle, None) == sorted([old.pid, younger.pid])

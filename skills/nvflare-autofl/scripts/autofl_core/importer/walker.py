@@ -17,14 +17,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import argparse_flow as ap
-from . import comprehension, mutation
+from . import comprehension
 from .builtins_eval import BUILTIN_NAMES, call_builtin, call_data_method, call_qualified, env_read
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .forks import merge_value, walk_both
 from .overrides import PARSE_METHODS, parser_method
 from .surface import touches_surface
-from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, source_text, unresolved
+from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, merge_flags, source_text, unresolved
 
 MAX_DEPTH = 12
 MAX_STEPS = 50_000
@@ -203,11 +203,33 @@ class Walker:
             if method == "configured_sites" and not args and not kwargs:
                 return configured_sites(base, node)
             return unresolved(node, f"result of {base.name}.{method}() at run time")
-        if mutation.is_mutation(base, method):
-            return mutation.mutate(self, base, method, args, kwargs, node)
+        if isinstance(base, Val) and base.resolved and method in MUTATORS.get(type(base.value), ()):
+            return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val):
             return call_data_method(base, method, args, kwargs, node)
         return unresolved(node, f".{method}() on a run-time value")
+
+    def _set_item(self, target: ast.Subscript, value: Any) -> None:
+        """`container[key] = value` (`del container[key]` when value is None) on a container the walk holds."""
+        base, key = self.ev(target.value), self.ev(target.slice)
+        if isinstance(base, Bag) or (isinstance(base, Val) and base.resolved and isinstance(base.value, (list, dict))):
+            what = "the item set" if value is not None else "the item deleted"
+            self._changed(base, f"{what} at line {target.lineno}", target, [key, value])
+
+    def _changed(self, old: Any, what: str, node: ast.AST, inputs: list) -> Val:
+        """A container changed in place: every live reference to it (names, namespaces, objects' arguments,
+        containers holding it) becomes unresolved, naming the line; returns that value."""
+        flags = tuple(dict.fromkeys(merge_flags(old, *inputs) + tuple(self.control)))
+        stale = unresolved(node, f"{what} changes a container in place, which is not followed statically", flags)
+        held = old.value if isinstance(old, Val) else old
+        for frame in self.live_frames() + [ns.values for ns in self.out.namespaces]:
+            for name, current in list(frame.items()):
+                if _holds(current, held):
+                    frame[name] = stale
+        for obj in self.out.objects:  # an object keeps a reference to what it was given
+            obj.args = [stale if _holds(a, held) else a for a in obj.args]
+            obj.kwargs = {k: stale if _holds(v, held) else v for k, v in obj.kwargs.items()}
+        return stale
 
     def _invoke(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> Any:
         if len(self.stack) >= MAX_DEPTH or func in self.stack:
@@ -299,7 +321,7 @@ class Walker:
     def _st_Delete(self, stmt: ast.Delete) -> None:
         for target in stmt.targets:
             if isinstance(target, ast.Subscript):
-                mutation.assign_item(self, target, None)
+                self._set_item(target, None)
             elif isinstance(target, ast.Name):
                 self._frame_for(target.id).pop(target.id, None)
 
@@ -341,7 +363,7 @@ class Walker:
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._unpack(target, value)
         elif isinstance(target, ast.Subscript):
-            mutation.assign_item(self, target, value)
+            self._set_item(target, value)
         elif isinstance(target, ast.Attribute):
             base = self.ev(target.value)
             if isinstance(base, ap.Namespace):
@@ -430,6 +452,28 @@ class Walker:
 
 
 SET_PER_SITE_CONFIG = "set_per_site_config"
+MUTATORS = {
+    list: {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"},
+    dict: {"update", "pop", "setdefault", "clear", "popitem"},
+    set: {"add", "update", "discard", "remove", "pop", "clear"},
+}
+
+
+def _holds(value: Any, held: Any, depth: int = 0) -> bool:
+    """True when `value` is the container `held` or holds it (bounded depth)."""
+    if depth > 8:
+        return False
+    if value is held:
+        return True
+    if isinstance(value, Val):
+        return _holds(value.value, held, depth + 1) if isinstance(value.value, (list, tuple, dict, set)) else False
+    if isinstance(value, Bag):
+        return any(_holds(item, held, depth + 1) for item in value.items)
+    if isinstance(value, (list, tuple, set)):
+        return any(_holds(item, held, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return any(_holds(item, held, depth + 1) for item in value.values())
+    return False
 
 
 def _set_per_site(recipe: Obj, config: Any, node: ast.Call) -> Val:
