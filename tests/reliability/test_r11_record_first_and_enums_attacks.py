@@ -126,6 +126,29 @@ def test_a_record_planted_in_the_cache_is_not_served_where_this_host_cannot_seal
     assert dryrun.dry_run(job, [], python="python") is None
 
 
+@pytest.mark.parametrize("planted", ["oversized", "symlink", "not an object"])
+def test_a_cache_entry_that_is_oversized_symlinked_or_not_a_record_is_never_served(tmp_path, monkeypatch, planted):
+    import tempfile
+
+    from autofl_core.importer import dryrun
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(dryrun, "_MEMO", {})
+    job = _job(tmp_path / "job")
+    key = dryrun.job_digest(job.parent, None, [], "python")
+    entry = dryrun._cache_dir() / f"{key}.json"
+    record = {"status": "recorded", "recipe_attrs": {"num_rounds": 3}}
+    if planted == "oversized":
+        entry.write_text(json.dumps(dict(record, padding="x" * dryrun.MAX_RECORD_BYTES)))
+    elif planted == "symlink":
+        (tmp_path / "elsewhere.json").write_text(json.dumps(record))
+        entry.symlink_to(tmp_path / "elsewhere.json")
+    else:
+        entry.write_text("[1, 2]")
+    assert dryrun._cached(key) is None
+
+
 # --- hand-edited statuses in the campaign's files ----------------------------------------------------------------
 
 META = Path(".nvflare") / "autofl"

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..common import trees
+from ..common import bounded, trees
 from ..trial import childenv, seal
 
 BOOT = Path(__file__).resolve().parent / "dryrun_boot.py"
@@ -123,9 +123,12 @@ def _cached(key: str) -> dict | None:
     folder = _cache_dir()
     if folder is None:
         return None
+    path = folder / f"{key}.json"
     try:
-        record = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = None if path.is_symlink() else bounded.read_json(path, MAX_RECORD_BYTES)
+    except bounded.BoundedReadError:
+        return None
+    if record is None:
         return None
     _MEMO[key] = record
     return record
