@@ -77,7 +77,7 @@ QUICK_CANDIDATES = (  # the stand-in's score is 0.8 - |lr - 0.2| + 0.05
 )
 PRUNED_AT = re.compile(r"^pruned at round (\d+) of (\d+):")
 ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-ENV["AUTOFL_PLOT_RENDERER"] = "pillow"  # the plot is not what is measured
+ENV["AUTOFL_PLOT_RENDERER"] = "text"  # the plot is not what is measured
 
 
 def runner(python: str, workspace: Path, *args: str) -> dict:
