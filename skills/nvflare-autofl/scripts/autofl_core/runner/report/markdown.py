@@ -44,25 +44,11 @@ SECTIONS = (  # the `## ` headings after the summary, in order
 
 
 def render(data: dict) -> str:
-    lines = ["# Auto-FL campaign report", ""]
-    for section in (
-        _summary,
-        _score_source,
-        _selected,
-        _helped,
-        _not_helped,
-        _literature,
-        _families,
-        _trajectory,
-        _noise,
-        _warnings,
-        _compute,
-        _leaderboard,
-        _friction,
-        _changes,
-        _artifacts,
-    ):
-        lines += section(data)
+    lines = ["# Auto-FL campaign report", "", *_summary(data)]
+    for heading, body in zip(SECTIONS, _BODIES, strict=True):
+        shown = body(data)
+        if shown is not None:
+            lines += [f"## {heading}", "", *shown, ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -153,17 +139,16 @@ def _summary(data: dict) -> list[str]:
     ]
 
 
-def _score_source(data: dict) -> list[str]:
+def _score_source(data: dict) -> list[str] | None:
     """Where the score comes from; with a frozen evaluator, measured vs job-reported per trial and divergences."""
     score = data.get("score")
     if not score:
-        return []
-    lines = ["## Score", "", f"- Provenance: {recorded(score['provenance'])}"]
+        return None
+    lines = [f"- Provenance: {recorded(score['provenance'])}"]
     if not score["evaluator"]:
         return lines + [
             "- The runner did not measure it: a candidate's client code decides the number (start a campaign with "
-            "`--evaluator FILE` to have the runner measure it on the final global model).",
-            "",
+            "`--evaluator FILE` to have the runner measure it on the final global model)."
         ]
     frozen = ", ".join(recorded(rel, "code") for rel in score["frozen_files"])
     lines += [
@@ -176,10 +161,12 @@ def _score_source(data: dict) -> list[str]:
     for trial in score["trials"]:
         reported = "-" if trial["reported"] is None else f"{trial['reported']:.6f}"
         lines.append(f"| {recorded(trial['name'])} | {trial['status']} | {trial['measured']:.6f} | {reported} |")
-    lines.append("")
-    diverged = [trial for trial in score["trials"] if trial["divergence_text"]]
-    lines += [f"- {recorded(trial['name'])}: {recorded(trial['divergence_text'])}" for trial in diverged]
-    return lines + ([""] if diverged else [])
+    diverged = [
+        f"- {recorded(trial['name'])}: {recorded(trial['divergence_text'])}"
+        for trial in score["trials"]
+        if trial["divergence_text"]
+    ]
+    return lines + ["", *diverged] if diverged else lines
 
 
 def _candidate_budget(cap: dict) -> str:
@@ -205,12 +192,10 @@ def _plateau_line(plateau: dict) -> str:
 
 
 def _selected(data: dict) -> list[str]:
-    lines = ["## Selected candidate and why", ""]
     chosen = data["selected"]
     if chosen is None:
-        return lines + ["No scored result yet.", ""]
-    lines.append(_baseline_vs_best(data))
-    lines.append("")
+        return ["No scored result yet."]
+    lines = [_baseline_vs_best(data), ""]
     lines.append(f"- Why: {recorded(chosen['why'])}.")
     facts = [
         f"kind {recorded(chosen['kind'] or 'unrecorded')}",
@@ -255,9 +240,9 @@ def _curves(data: dict) -> list[str]:
     """What the round curves show, in words (the picture's lower panel)."""
     summary = data.get("curves_summary") or []
     if not summary:
-        return ["Round curves: no round records (NVFLARE's round_metrics.jsonl) in the runs shown.", ""]
+        return ["Round curves: no round records (NVFLARE's round_metrics.jsonl) in the runs shown."]
     where = " (the picture's lower panel)" if data["progress_plot_available"] else ""
-    return [f"Round curves, metric per round{where}:", ""] + [f"- {recorded(line)}" for line in summary] + [""]
+    return [f"Round curves, metric per round{where}:", ""] + [f"- {recorded(line)}" for line in summary]
 
 
 def _baseline_vs_best(data: dict) -> str:
@@ -279,9 +264,9 @@ def _baseline_vs_best(data: dict) -> str:
 
 def _helped(data: dict) -> list[str]:
     helped = data["what_helped"]
-    lines = ["## What helped", ""]
     if not helped["improvements"]:
-        return lines + ["Nothing beat the baseline.", ""]
+        return ["Nothing beat the baseline."]
+    lines = []
     by_name = {item["name"]: item for item in helped["improvements"]}
     labels: dict[str, list[str]] = {}
     for label in ("first", "largest", "final"):
@@ -297,11 +282,11 @@ def _helped(data: dict) -> list[str]:
     others = len(helped["improvements"]) - len({helped["first"], helped["final"], helped["largest"]})
     if others > 0:
         lines.append(f"- {others} more improvement(s) in the leaderboard")
-    return lines + [""]
+    return lines
 
 
 def _not_helped(data: dict) -> list[str]:
-    lines = ["## What did not help", ""]
+    lines = []
     failed = data["what_did_not_help"]
     for group in failed["discards"]:
         rep = group["representative"]
@@ -319,17 +304,13 @@ def _not_helped(data: dict) -> list[str]:
         lines.append(
             f"- crashed {crash['count']}x ({_join(crash['names'], 'code')}{more}): {recorded(crash['reason'])}"
         )
-    if len(lines) == 2:
-        lines.append("No discards or crashes.")
-    return lines + [""]
+    return lines or ["No discards or crashes."]
 
 
 def _literature(data: dict) -> list[str]:
     if not data["literature"]:
-        return ["## Literature outcomes", "", "Literature: none recorded.", ""]
+        return ["Literature: none recorded."]
     lines = [
-        "## Literature outcomes",
-        "",
         "| event | outcome | candidates | family | hypothesis (as recorded) |",
         "|---|---|---|---|---|",
     ]
@@ -344,15 +325,14 @@ def _literature(data: dict) -> list[str]:
     return lines + [
         "",
         "Source markers such as `[src: ...]` are kept as recorded; they are not verified citations.",
-        "",
     ]
 
 
 def _families(data: dict) -> list[str]:
     table = data["families"]
-    lines = ["## Families", ""]
     if not table["families"] and not table["unclassified_attempts"]:
-        return lines + ["Families: none recorded (no candidate attempt yet).", ""]
+        return ["Families: none recorded (no candidate attempt yet)."]
+    lines = []
     for entry in table["families"]:
         lines.append(
             f"- {recorded(entry['family'])}: {recorded(entry['outcome'])} ({entry['attempts']} attempt(s), "
@@ -360,16 +340,14 @@ def _families(data: dict) -> list[str]:
         )
     if table["unclassified_attempts"]:
         lines.append(f"- unclassified: {table['unclassified_attempts']} attempt(s) without an algorithm family")
-    return lines + [""]
+    return lines
 
 
 def _trajectory(data: dict) -> list[str]:
     path = data["trajectory"]
     if not path["points"]:
-        return ["## Trajectory", "", "Trajectory: no scored baseline or keep row yet.", ""]
+        return ["Trajectory: no scored baseline or keep row yet."]
     lines = [
-        "## Trajectory",
-        "",
         f"Running best, {path['steps_total']} step(s), compressed to start, first, largest and final:",
         "",
     ]
@@ -378,13 +356,13 @@ def _trajectory(data: dict) -> list[str]:
         lines.append(
             f"- row {point['row'] + 1} {_code(point['name'])}: {_score(point['score'])}{gain} [{_join(point['marks'])}]"
         )
-    return lines + [""]
+    return lines
 
 
 def _noise(data: dict) -> list[str]:
     section = data["noise"]
     estimate = section["estimate"]
-    lines = ["## Noise", ""]
+    lines = []
     if estimate is None or estimate["stdev"] is None:
         how = (
             "`run_job_campaign.py replicate` reruns it"
@@ -405,28 +383,24 @@ def _noise(data: dict) -> list[str]:
                 "- job.py has no seed option: replicates would be identical reruns, showing whether runs are "
                 "deterministic, not how a gain holds up under another data order or initialisation."
             )
-        return lines + _noise_sources(section) + [""]
+        return lines + _noise_sources(section)
     how = "with other seeds" if section["seeded"] else "as identical reruns"
     rule = (
         f"the keep rule is on ({estimate['sigmas']} sigmas: a keep needs more than {_score(estimate['margin'])})"
         if estimate["applied"]
         else "the keep rule is off (`--noise-sigmas`)"
     )
-    lines += [
+    return [
         f"- {estimate['replicates']} replicate(s) of {_code(estimate['of'])} ({how}) plus its own run: mean "
         f"{_score(estimate['mean'])}, stdev {_score(estimate['stdev'])}, range {_score(estimate['min'])} .. "
         f"{_score(estimate['max'])}",
         f"- Noise band: best +- {_score(section['band'])}; gains inside it are marked `within noise`; {rule}",
         *_noise_sources(section),
-        "",
     ]
-    return lines
 
 
 def _warnings(data: dict) -> list[str]:
-    lines = ["## Warnings", ""]
-    lines += [f"- {_code(w['code'])}: {recorded(w['message'])}" for w in data["warnings"]] or ["- none"]
-    return lines + [""]
+    return [f"- {_code(w['code'])}: {recorded(w['message'])}" for w in data["warnings"]] or ["- none"]
 
 
 def _compute(data: dict) -> list[str]:
@@ -435,11 +409,7 @@ def _compute(data: dict) -> list[str]:
         ", ".join(f"{recorded(status)} {seconds:.1f} s" for status, seconds in compute["by_status"].items()) or "none"
     )
     wall = compute["wall_time_seconds"]
-    lines = [
-        "## Compute and time",
-        "",
-        f"- Compute spent (sum of run times): {compute['total_seconds']:.1f} s ({parts})",
-    ]
+    lines = [f"- Compute spent (sum of run times): {compute['total_seconds']:.1f} s ({parts})"]
     if compute["rows_without_runtime"]:
         lines.append(f"- {compute['rows_without_runtime']} row(s) have no recorded runtime (external runs)")
     for batch in compute.get("batches") or []:
@@ -452,7 +422,7 @@ def _compute(data: dict) -> list[str]:
             f"{recorded(compute['last_activity_at'])})"
         )
     latest = data["sandbox"]["latest_trial"]
-    return lines + _network_line(data["network"]) + _sandbox_line(latest) + _limits_line(latest) + [""]
+    return lines + _network_line(data["network"]) + _sandbox_line(latest) + _limits_line(latest)
 
 
 def _network_line(network: dict) -> list[str]:
@@ -510,8 +480,6 @@ def _limits_line(sandbox: dict | None) -> list[str]:
 
 def _leaderboard(data: dict) -> list[str]:
     lines = [
-        "## Leaderboard",
-        "",
         "| status | name | score | budget | changed files | manifest | artifacts | notes |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -530,14 +498,13 @@ def _leaderboard(data: dict) -> list[str]:
     for entry in sites:
         values = ", ".join(f"{recorded(site)} {_score(value)}" for site, value in entry["sites"].items())
         lines.append(f"- {recorded(entry['role'])} {_code(entry['name'])}: {values or 'no per-site round records'}")
-    return lines + [""]
+    return lines
 
 
 def _friction(data: dict) -> list[str]:
-    lines = ["## Failures and friction", ""]
     friction = [f"- {recorded(e['status'])} {_code(e['name'])}: {recorded(e['notes'])}" for e in data["failures"]]
     friction += [f"- abandoned draft {_code(name)} (not counted)" for name in data["abandoned"]]
-    return lines + (friction or ["- none"]) + [""]
+    return friction or ["- none"]
 
 
 def _changes(data: dict) -> list[str]:
@@ -551,10 +518,26 @@ def _changes(data: dict) -> list[str]:
         f"{recorded(c['changed_at'])}"
         for c in data["setting_changes"]
     ]
-    return ["## Cap and setting changes", ""] + (changes or ["- none"]) + [""]
+    return changes or ["- none"]
 
 
 def _artifacts(data: dict) -> list[str]:
-    return ["## Artifacts", ""] + [
-        f"- {recorded(key)}: {_code(value)}" for key, value in sorted(data["artifacts"].items())
-    ]
+    return [f"- {recorded(key)}: {_code(value)}" for key, value in sorted(data["artifacts"].items())]
+
+
+_BODIES = (  # one per `SECTIONS` heading, in its order; a body of None leaves the section out
+    _score_source,
+    _selected,
+    _helped,
+    _not_helped,
+    _literature,
+    _families,
+    _trajectory,
+    _noise,
+    _warnings,
+    _compute,
+    _leaderboard,
+    _friction,
+    _changes,
+    _artifacts,
+)
