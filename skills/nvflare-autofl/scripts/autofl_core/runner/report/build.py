@@ -30,6 +30,7 @@ from ..store.contract import BUDGET_FIELDS
 from . import curves, facts, markdown, score_provenance, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
+_STAMP = "%Y-%m-%dT%H:%M:%SZ"  # UTC time stamps as the campaign records them
 
 
 @dataclass(frozen=True)
@@ -142,15 +143,21 @@ def build(
         "literature": facts.literature_outcomes(rows, walk, batch_size=settings.exploration_batch_size),
         "families": facts.families(rows, walk),
         "trajectory": facts.trajectory(rows, walk),
-        "noise": dict(_noise_section(rows, measured, band), **_unmeasured(known), sources=noise.sources(campaign)),
+        "noise": dict(
+            _noise_section(rows, measured, band),
+            metric_resolution=known["metric_resolution"],  # what the section says when nothing is measured
+            resolution_source=known["resolution_source"],
+            replicates_vary=known["replicates"],
+            sources=noise.sources(campaign),
+        ),
         "warnings": warning_rules.collect(evidence),
         "compute": dict(
             facts.compute_spent(rows),
             **_wall_time(campaign, context.stored_state or state),
             batches=facts.batches(campaign.manifests()),
         ),
-        "network": _network(campaign, rows),
-        "sandbox": _sandbox(campaign, rows),
+        "network": _network(campaign, latest_trial := _latest_trial(rows, campaign)),
+        "sandbox": {"latest_trial": _dict_or_none(latest_trial.get("sandbox"))},
         "leaderboard": _with_sites(
             [_entry(row, budgets) for row in rows if row.status != v.LITERATURE],
             {v.BASELINE: baseline, "best": best},
@@ -212,7 +219,7 @@ def write(outputs: Outputs, data: dict) -> None:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(timezone.utc).strftime(_STAMP)
 
 
 def _provenance(state: dict, context: Context) -> dict:
@@ -306,46 +313,34 @@ def _noise_section(rows: list[LedgerRow], estimate: dict | None, band: float | N
     }
 
 
-def _unmeasured(known: dict) -> dict:
-    """What the noise section says when nothing is measured: the metric's resolution and how replicates vary."""
-    return {
-        "metric_resolution": known["metric_resolution"],
-        "resolution_source": known["resolution_source"],
-        "replicates_vary": known["replicates"],
-    }
-
-
-def _network(campaign, rows: list[LedgerRow]) -> dict:
+def _network(campaign, latest_trial: dict) -> dict:
     """How trials could reach the network: the `--allow-network` setting and what the latest trial recorded
     (`isolated`, `allowed` or `unavailable: <why>`; None when the runner ran no trial, as in poc/prod)."""
-    run = _latest_run(campaign, rows)
-    latest = _trial_network(run / "trial.json") if run else None
-    return {"allow_network": bool(campaign.settings.allow_network), "latest_trial": latest}
+    return {"allow_network": bool(campaign.settings.allow_network), "latest_trial": _trial_network(latest_trial)}
 
 
-def _trial_network(path: Path) -> str | None:
-    """A trial's `network_isolation`; null there means isolation was not requested (`allowed`)."""
-    document = bounded.read_json_or_none(path)
-    value = document.get("network_isolation", "") if document else ""
+def _trial_network(trial: dict) -> str | None:
+    """A trial.json's `network_isolation`; null there means isolation was not requested (`allowed`)."""
+    value = trial.get("network_isolation", "")
     if value is None:
         return "allowed"
     return value if isinstance(value, str) and value else None
 
 
-def _sandbox(campaign, rows: list[LedgerRow]) -> dict:
-    """How the latest runner trial was sealed (its trial.json `sandbox`)."""
-    run = _latest_run(campaign, rows)
-    sandbox = (bounded.read_json_or_none(run / "trial.json") or {}).get("sandbox") if run else None
-    return {"latest_trial": sandbox if isinstance(sandbox, dict) else None}
-
-
-def _latest_run(campaign, rows: list[LedgerRow]) -> Path | None:
-    """The run folder of the latest runner trial (None without one, as in poc/prod)."""
+def _latest_trial(rows: list[LedgerRow], campaign) -> dict:
+    """The trial.json of the latest runner trial ({} without one, as in poc/prod, or when it cannot be read)."""
     for row in reversed(rows):
-        run = campaign.paths.resolve(row.artifacts) if row.artifacts else None
-        if run is not None and run.parent == campaign.paths.output_root:  # a runner trial, not an external run
-            return run
-    return None
+        if row.artifacts and _is_runner_trial(run := campaign.paths.resolve(row.artifacts), campaign):
+            return bounded.read_json_or_none(run / "trial.json") or {}
+    return {}
+
+
+def _is_runner_trial(run: Path, campaign) -> bool:
+    return run.parent == campaign.paths.output_root  # not an external run
+
+
+def _dict_or_none(value) -> dict | None:
+    return value if isinstance(value, dict) else None
 
 
 def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:
@@ -362,11 +357,8 @@ def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:
             budget = (_external_record(campaign, row.name) or {}).get("budget")
         if budget is None and not row.candidate_manifest and row.artifacts:
             run = campaign.paths.resolve(row.artifacts)
-            budget = (
-                (bounded.read_json_or_none(run / "trial.json") or {}).get("budget")
-                if run.parent == campaign.paths.output_root
-                else None
-            )
+            if _is_runner_trial(run, campaign):
+                budget = (bounded.read_json_or_none(run / "trial.json") or {}).get("budget")
         found[row.name] = budget.get("status") if isinstance(budget, dict) else v.BUDGET_UNVERIFIED
     return found
 
@@ -391,14 +383,14 @@ def _wall_time(campaign, state: dict) -> dict:
     end = max(ends)
     return {
         "started_at": campaign.meta["created_at"],
-        "last_activity_at": end.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "last_activity_at": end.strftime(_STAMP),
         "wall_time_seconds": max((end - start).total_seconds(), 0.0),
     }
 
 
 def _parse(stamp) -> datetime | None:
     try:
-        return datetime.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        return datetime.strptime(str(stamp), _STAMP).replace(tzinfo=timezone.utc)
     except ValueError:
         return None
 
