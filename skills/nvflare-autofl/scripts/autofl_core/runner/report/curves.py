@@ -35,10 +35,7 @@ def chosen_runs(rows: list[LedgerRow], walk: facts.Walk, batches: list[dict]) ->
         return chosen
     last = rows[attempts[-1]].name
     members = next((batch["members"] for batch in reversed(batches) if last in batch["members"]), None)
-    if members:
-        latest = [index for index in attempts if rows[index].name in members]
-    else:
-        latest = attempts
+    latest = [index for index in attempts if rows[index].name in members] if members else attempts
     taken = {index for index, _ in chosen}
     for index in [i for i in latest if i not in taken][-MAX_CANDIDATES:]:
         chosen.append((index, "candidate"))
@@ -123,10 +120,7 @@ def describe(curves: list[dict], mode: str) -> list[str]:
     sentences = []
     for curve in curves:
         label = curve["name"] if curve["role"] in ("candidate", curve["name"]) else f"{curve['role']} ({curve['name']})"
-        words = [_trend(curve, sign, scale)]
-        fall = _fall_after_peak(curve, sign)
-        if fall:
-            words.append(fall)
+        words = [_trend(curve, sign, scale), _fall_after_peak(curve, sign)]
         if curve["role"] == "best" and baseline and baseline["values"]:
             words.append(_reached(curve, baseline, sign))
         sentences.append(f"{label}: " + "; ".join(word for word in words if word))

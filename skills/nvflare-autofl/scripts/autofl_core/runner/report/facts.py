@@ -233,18 +233,17 @@ def families(rows: list[LedgerRow], walk: Walk) -> dict:
         entry["scored"] += row.score is not None
         entry["crashed"] += row.score is None
     for entry in table.values():
+        tied = entry.pop("tied")
         if entry["improved"] and entry["improved"] < entry["attempts"]:
             entry["outcome"] = "mixed"
         elif entry["improved"]:
             entry["outcome"] = "helped"
-        elif entry["tied"]:
+        elif tied:
             entry["outcome"] = "matched"
         elif entry["scored"]:
             entry["outcome"] = "not_confirmed"
         else:
             entry["outcome"] = "failed"
-    for entry in table.values():
-        del entry["tied"]
     return {"families": sorted(table.values(), key=lambda e: e["family"]), "unclassified_attempts": unclassified}
 
 
