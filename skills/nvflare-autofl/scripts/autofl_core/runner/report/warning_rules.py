@@ -9,6 +9,7 @@ Each warning is `{"code", "message"}`. Codes: `compute_changed`, `population_cha
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ...campaign import vocabulary as v
@@ -48,14 +49,8 @@ class Evidence:
 
 
 def collect(ev: Evidence) -> list[dict]:
-    found = []
-    for check in (_compute, _population, _metric_source, _state, _test_like, _provenance, _better_discard, _noise):
-        found.extend(check(ev))
-    return found
-
-
-def _warning(code: str, message: str) -> dict:
-    return {"code": code, "message": message}
+    checks = (_compute, _population, _metric_source, _state, _test_like, _provenance, _better_discard, _noise)
+    return [{"code": code, "message": message} for check in checks for code, message in check(ev)]
 
 
 def _set_options(ev: Evidence, pattern: re.Pattern) -> list[str]:
@@ -73,67 +68,55 @@ def _set_options(ev: Evidence, pattern: re.Pattern) -> list[str]:
     return options
 
 
-def _compute(ev: Evidence) -> list[dict]:
-    out = []
+# Each check yields (code, message) for every warning it finds.
+
+
+def _compute(ev: Evidence) -> Iterator[tuple[str, str]]:
     options = _set_options(ev, COMPUTE_RE)
     if options:
-        out.append(
-            _warning(
-                "compute_changed",
-                f"the best configuration sets {', '.join(options)}: it may spend more "
-                "(or less) training compute per round than the baseline",
-            )
+        yield (
+            "compute_changed",
+            f"the best configuration sets {', '.join(options)}: it may spend more "
+            "(or less) training compute per round than the baseline",
         )
     if ev.best and ev.baseline and ev.best is not ev.baseline:
         best_time, base_time = ev.best.runtime_seconds, ev.baseline.runtime_seconds
         if best_time and base_time and best_time > RUNTIME_RATIO * base_time:
-            out.append(
-                _warning(
-                    "compute_changed",
-                    f"the best run took {best_time / base_time:.1f}x the baseline's "
-                    f"runtime ({best_time:.1f} s vs {base_time:.1f} s)",
-                )
+            yield (
+                "compute_changed",
+                f"the best run took {best_time / base_time:.1f}x the baseline's "
+                f"runtime ({best_time:.1f} s vs {base_time:.1f} s)",
             )
-    return out
 
 
-def _population(ev: Evidence) -> list[dict]:
+def _population(ev: Evidence) -> Iterator[tuple[str, str]]:
     options = _set_options(ev, POPULATION_RE)
-    if not options:
-        return []
-    return [
-        _warning(
+    if options:
+        yield (
             "population_changed",
             f"the best configuration sets {', '.join(options)}: check that every run "
             "was compared on the same clients and evaluation data",
         )
-    ]
 
 
-def _metric_source(ev: Evidence) -> list[dict]:
+def _metric_source(ev: Evidence) -> Iterator[tuple[str, str]]:
     if not (ev.best and ev.baseline) or ev.best is ev.baseline:
-        return []
+        return
     a, b = ev.baseline.metric_source, ev.best.metric_source
     kind = lambda source: source.split(":", 2)[:2] if source.startswith("structured:") else source.split(":", 1)[:1]  # noqa: E731
     if a and b and kind(a) != kind(b):
-        return [
-            _warning(
-                "metric_source_changed",
-                f"the baseline's score came from {a} but the best's from {b}; check they measure the same thing",
-            )
-        ]
-    return []
+        yield (
+            "metric_source_changed",
+            f"the baseline's score came from {a} but the best's from {b}; check they measure the same thing",
+        )
 
 
-def _state(ev: Evidence) -> list[dict]:
-    out = []
+def _state(ev: Evidence) -> Iterator[tuple[str, str]]:
     stored = ev.stored_state
     if stored is None:
-        out.append(
-            _warning(
-                "state_disagrees",
-                "campaign_state.json is missing or unreadable; the report uses the state computed from the ledger",
-            )
+        yield (
+            "state_disagrees",
+            "campaign_state.json is missing or unreadable; the report uses the state computed from the ledger",
         )
     else:
         differing = [
@@ -142,54 +125,41 @@ def _state(ev: Evidence) -> list[dict]:
             if key in stored and stored.get(key) != ev.fresh_state.get(key)
         ]
         if differing:
-            out.append(
-                _warning("state_disagrees", "campaign_state.json disagrees with the ledger: " + "; ".join(differing))
-            )
+            yield "state_disagrees", "campaign_state.json disagrees with the ledger: " + "; ".join(differing)
     meta_best = ev.meta.get("best_candidate")
     if ev.best and meta_best not in (None, ev.best.name):
-        out.append(
-            _warning("state_disagrees", f"campaign.json names {meta_best} as the best, the ledger {ev.best.name}")
-        )
+        yield "state_disagrees", f"campaign.json names {meta_best} as the best, the ledger {ev.best.name}"
     mismatched = [
         f"{row.name} ({row.status} in the ledger, {ev.manifest_status[row.name]} in its manifest)"
         for row in ev.rows
         if row.status in v.ATTEMPTS and row.name in ev.manifest_status and ev.manifest_status[row.name] != row.status
     ]
     if mismatched:
-        out.append(
-            _warning(
-                "state_disagrees",
-                "ledger rows and manifests disagree: "
-                + "; ".join(mismatched[:5])
-                + (f" (and {len(mismatched) - 5} more)" if len(mismatched) > 5 else ""),
-            )
+        yield (
+            "state_disagrees",
+            "ledger rows and manifests disagree: "
+            + "; ".join(mismatched[:5])
+            + (f" (and {len(mismatched) - 5} more)" if len(mismatched) > 5 else ""),
         )
-    return out
 
 
-def _test_like(ev: Evidence) -> list[dict]:
+def _test_like(ev: Evidence) -> Iterator[tuple[str, str]]:
     scored = sum(1 for row in ev.rows if row.status in v.SCORED_ATTEMPTS and row.score is not None)
     sources = {ev.metric} | {row.metric_name for row in ev.rows if row.metric_name}
-    if scored < 2 or not any(TEST_LIKE_RE.search(name) for name in sources):
-        return []
-    return [
-        _warning(
+    if scored >= 2 and any(TEST_LIKE_RE.search(name) for name in sources):
+        yield (
             "test_like_metric",
             f"the selection metric {ev.metric!r} looks like a test-set metric and chose "
             f"among {scored} scored candidates: the best's score is optimistic; confirm it "
             "on data no candidate was selected on",
         )
-    ]
 
 
-def _provenance(ev: Evidence) -> list[dict]:
-    out = []
+def _provenance(ev: Evidence) -> Iterator[tuple[str, str]]:
     if ev.missing_columns:
-        out.append(
-            _warning(
-                "missing_provenance",
-                f"the ledger predates the columns {', '.join(ev.missing_columns)}; rows lack that provenance",
-            )
+        yield (
+            "missing_provenance",
+            f"the ledger predates the columns {', '.join(ev.missing_columns)}; rows lack that provenance",
         )
     attempts = [row for row in ev.rows if row.status in v.ATTEMPTS]
     scored = [row for row in ev.rows if row.score is not None and row.status != v.LITERATURE]
@@ -201,31 +171,24 @@ def _provenance(ev: Evidence) -> list[dict]:
         lacking = [row for row in rows if not getattr(row, column)]
         if lacking and column not in ev.missing_columns:
             names = ", ".join(row.name for row in lacking[:5]) + (" ..." if len(lacking) > 5 else "")
-            out.append(_warning("missing_provenance", f"{len(lacking)} row(s) have {what}: {names}"))
-    return out
+            yield "missing_provenance", f"{len(lacking)} row(s) have {what}: {names}"
 
 
-def _better_discard(ev: Evidence) -> list[dict]:
+def _better_discard(ev: Evidence) -> Iterator[tuple[str, str]]:
     seen = ev.best_observed
-    if not seen:
-        return []
-    why = f" ({seen['reason']})" if seen["reason"] else ""
-    return [
-        _warning(
+    if seen:
+        why = f" ({seen['reason']})" if seen["reason"] else ""
+        yield (
             "better_discard",
             f"discard {seen['name']} scored {format_score(seen['score'])}, better than the "
             f"best, but was not kept{why}; it is reported as best_observed only",
         )
-    ]
 
 
-def _noise(ev: Evidence) -> list[dict]:
-    if ev.gain_verdict != "within noise":
-        return []
-    return [
-        _warning(
+def _noise(ev: Evidence) -> Iterator[tuple[str, str]]:
+    if ev.gain_verdict == "within noise":
+        yield (
             "within_noise",
             f"the best's gain over the baseline is inside the measured noise band "
             f"(+-{format_score(ev.band)}): treat it as unproven",
         )
-    ]
