@@ -1,11 +1,11 @@
 """The human report (`autofl_report.md`) from the report data `build.build` returns (pure text).
 
-Sections (`SECTIONS`, every one always present, with a "none recorded" line when it has nothing, so agents
-and tools can rely on the shape): summary, score (where it comes from), selected candidate and why, what helped, what did not help,
-literature outcomes, families, trajectory, noise, warnings, compute and time, leaderboard, failures and
-friction, cap and setting changes, artifacts. Every recorded string (names, hypotheses, reasons, paths,
-commands, settings: anything that came from the ledger, a manifest, campaign.json or a trial) goes through
-`recorded`, so none can change the report's structure. Usage: `text = render(data)`.
+Sections (`SECTIONS`, each always present but Score, which needs a score section, with a "none recorded" line when
+it has nothing, so agents and tools can rely on the shape): summary, score (where it comes from), selected candidate
+and why, what helped, what did not help, literature outcomes, families, trajectory, noise, warnings, compute and
+time, leaderboard, failures and friction, cap and setting changes, artifacts. Every recorded string (names,
+hypotheses, reasons, paths, commands, settings: anything that came from the ledger, a manifest, campaign.json or a
+trial) goes through `recorded`, so none can change the report's structure. Usage: `text = render(data)`.
 """
 
 from __future__ import annotations
