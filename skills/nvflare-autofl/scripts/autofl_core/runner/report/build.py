@@ -97,7 +97,11 @@ def build(
     best = rows[walk.best] if walk.best is not None else None
     baseline = rows[walk.baseline] if walk.baseline is not None else None
     observed = facts.best_observed(rows, walk)
-    selected = _selected(campaign, state, rows, walk, best, baseline, observed, band, judge)
+    helped = facts.what_helped(walk, band, **judge)
+    verdict = (
+        None if best is None or best is baseline else _headline_verdict(state, helped, best, baseline, band, judge)
+    )
+    selected = _selected(campaign, state, rows, walk, best, baseline, observed, verdict)
     budgets = _budgets(campaign, rows)
     evidence = warning_rules.Evidence(
         rows=rows,
@@ -111,7 +115,7 @@ def build(
         meta=campaign.meta,
         manifest_status={m.candidate_id: m.status for m in campaign.manifests()},
         best_observed=observed,
-        gain_verdict=selected["noise"] if selected else None,
+        gain_verdict=verdict,
         band=band,
     )
     return {
@@ -138,7 +142,7 @@ def build(
         "improvement": state["improvement"],
         "best_command": _best_command(campaign, best),
         "best_lives": pointers.best_lives(campaign),
-        "what_helped": facts.what_helped(walk, band, **judge),
+        "what_helped": helped,
         "what_did_not_help": facts.what_did_not_help(rows, walk),
         "literature": facts.literature_outcomes(rows, walk, batch_size=settings.exploration_batch_size),
         "families": facts.families(rows, walk),
@@ -247,20 +251,18 @@ def _objective(settings, config: dict) -> dict:
     }
 
 
-def _headline_verdict(state, walk, best, baseline, band, judge) -> str | None:
+def _headline_verdict(state, helped, best, baseline, band, judge) -> str | None:
     """The headline's noise verdict of the best: the gain over the baseline's, never `beyond noise` when the best's
     own step (its gain over the best it replaced, as "What helped" judges it) was within the band or unverified:
     a best whose last step is unproven is not shown as proven by the steps before it."""
     total = gains.verdict(state["improvement"], band, reference=baseline.score if baseline else None, **judge)
     if total != gains.BEYOND:
         return total
-    own = next(
-        (item for item in facts.what_helped(walk, band, **judge)["improvements"] if item["name"] == best.name), None
-    )
+    own = next((item for item in helped["improvements"] if item["name"] == best.name), None)
     return own["noise"] if own and own["noise"] in (gains.WITHIN, gains.UNVERIFIED) else total
 
 
-def _selected(campaign, state, rows, walk, best, baseline, observed, band, judge) -> dict | None:
+def _selected(campaign, state, rows, walk, best, baseline, observed, verdict) -> dict | None:
     if best is None:
         return None
     manifest = campaign.manifest_of(best.name) if best.status == v.KEEP else None
@@ -281,7 +283,7 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, band, judge
         "baseline_name": baseline.name if baseline else None,
         "baseline_score": baseline.score if baseline else None,
         "delta": state["improvement"],
-        "noise": _headline_verdict(state, walk, best, baseline, band, judge) if best is not baseline else None,
+        "noise": verdict,
         "family": best.algorithm_family or (manifest.algorithm_family if manifest else None) or None,
         "kind": best.candidate_kind or (v.BASELINE if best.status == v.BASELINE else None),
         "hypothesis": (manifest.hypothesis if manifest else None)
