@@ -436,6 +436,23 @@ def test_a_budget_read_through_data_methods_is_pinned_by_the_run(tmp_path):
     }
 
 
+def test_a_file_relative_train_script_is_recorded_by_the_run(tmp_path):
+    """`os.path.*` is not evaluated statically; the run records the absolute script path NVFLARE was given and the
+    trust contract holds it relative to the job's folder."""
+    source = READ_THROUGH_METHODS.replace(
+        'train_script="client.py"',
+        'train_script=os.path.join(os.path.dirname(os.path.abspath(__file__)), "src", "client.py")',
+    ).replace("import argparse\n", "import argparse\nimport os\n")
+    (tmp_path / "job.py").write_text(source, encoding="utf-8")
+    (tmp_path / "src").mkdir()
+    shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "src" / "client.py")
+    assert api.import_job(tmp_path / "job.py")["trust"]["train_script"] is None
+    config = api.import_job(tmp_path / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    assert config["trust"]["train_script"] == "src/client.py"
+    assert "src/client.py" in config["trust"]["allowed_edit_paths"]
+
+
 def test_a_client_list_filled_in_a_loop_is_pinned_by_the_run(tmp_path):
     """Containers changed in place (a list appended to in a loop, a dict item set): the static reading refuses,
     naming the line of the change; the run records the sites and rounds NVFLARE was given, and the perturbed runs

@@ -394,15 +394,21 @@ def test_expressions(expression, expected):
         ),
         ("sorted([2, args.n, 1])", {"value": [1, 2, 2], "confidence": "medium", "flags": ["--n"]}),
         (f"int({ENV})", unresolved(f"int({ENV})", "int() of a value that is not determined: " + READS)),
-        ("os.path.join('data', args.name)", {"value": "data/run", "confidence": "medium", "flags": ["--name"]}),
-        (
-            "os.path.join(args.name, args.n)",
-            unresolved("os.path.join(args.name, args.n)", "path parts are not resolved", "--name", "--n"),
-        ),
     ],
 )
 def test_builtins(expression, expected):
     assert v_of(expression) == expected
+
+
+@pytest.mark.parametrize("call", ["os.path.join('data', args.name)", "os.path.basename('a/b.py')"])
+def test_a_path_function_is_not_evaluated_and_names_the_line(call):
+    """`os.path.*` is not evaluated statically: its result is a run-time call, and a value computed from it is
+    unresolved naming the call and its line (a dry run records the real path)."""
+    assert v_of(call)["confidence"] == "unresolved"
+    entry = v_of(f"{call} + '/x'")
+    name = call.split("(")[0]
+    reason = f"it comes from {name}(...) at line {LINE}, an external call the importer cannot evaluate"
+    assert (entry["confidence"], entry["reason"]) == ("unresolved", reason)
 
 
 def test_a_loop_of_unknown_length_multiplies_nothing():

@@ -7,7 +7,6 @@ anything that would read the environment, files or the clock stays unresolved, w
 from __future__ import annotations
 
 import ast
-import posixpath
 from typing import Any
 
 from .argparse_flow import Namespace, namespace_attribute
@@ -87,15 +86,6 @@ _PURE = {
     "zip": lambda *a: list(zip(*a, strict=False)),  # Python semantics: stops at the shortest
     "reversed": lambda a: list(reversed(a)),
 }
-# Paths are kept workspace-relative (job.py's folder is the workspace), so abspath/realpath normalize only.
-_PATH_FUNCS = {
-    "os.path.join": posixpath.join,
-    "os.path.basename": posixpath.basename,
-    "os.path.dirname": posixpath.dirname,
-    "os.path.abspath": posixpath.normpath,
-    "os.path.realpath": posixpath.normpath,
-    "os.path.normpath": posixpath.normpath,
-}
 _ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}
 
 
@@ -167,15 +157,10 @@ def _range(args: list[Any], node: ast.Call) -> Val:
 
 
 def call_qualified(ref: ClassRef, args: list[Any], node: ast.Call) -> Val | None:
-    """Known module functions (os.path.*, environment readers); None when `ref` is not one of them."""
+    """The environment readers (`os.getenv`, `os.environ.get`); None when `ref` is not one of them."""
     if ref.qualname in _ENV_READERS:
         return env_read(args[0] if args else None, node, args)
-    func = _PATH_FUNCS.get(ref.qualname)
-    if func is None:
-        return None
-    if not _all_resolved(args) or not all(isinstance(a.value, str) for a in args):
-        return unresolved(node, "path parts are not resolved", merge_flags(*args))
-    return Val(func(*(a.value for a in args)), MEDIUM, "", merge_flags(*args))
+    return None
 
 
 def env_read(name: Any, node: ast.AST, args: list) -> Val:
