@@ -1,4 +1,4 @@
-"""Static evaluation of the few builtins and module functions a job.py uses to build arguments.
+"""Static evaluation of the few builtins a job.py uses to build arguments, and the tagging of environment reads.
 
 Only pure, size-bounded operations on already-resolved values are computed (confidence medium);
 anything that would read the environment, files or the clock stays unresolved, with a reason naming it.
