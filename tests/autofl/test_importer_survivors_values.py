@@ -400,15 +400,19 @@ def test_builtins(expression, expected):
     assert v_of(expression) == expected
 
 
-@pytest.mark.parametrize("call", ["os.path.join('data', args.name)", "os.path.basename('a/b.py')"])
-def test_a_path_function_is_not_evaluated_and_names_the_line(call):
-    """`os.path.*` is not evaluated statically: its result is a run-time call, and a value computed from it is
-    unresolved naming the call and its line (a dry run records the real path)."""
-    assert v_of(call)["confidence"] == "unresolved"
-    entry = v_of(f"{call} + '/x'")
-    name = call.split("(")[0]
-    reason = f"it comes from {name}(...) at line {LINE}, an external call the importer cannot evaluate"
-    assert (entry["confidence"], entry["reason"]) == ("unresolved", reason)
+@pytest.mark.parametrize(
+    ("call", "flags"), [("os.path.join('data', args.name)", ("--name",)), ("os.path.basename('a/b.py')", ())]
+)
+def test_a_path_function_is_not_evaluated_and_names_the_line(call, flags):
+    """`os.path.*` is not evaluated statically: the value is unresolved naming the call and its line and keeps the
+    options it came from (a dry run records the real path)."""
+    reason = f"{call.split('(')[0]}() at line {LINE} is not evaluated statically"
+    assert v_of(call) == unresolved(call, reason, *flags)
+
+
+def test_a_path_under_an_environment_read_names_the_variable():
+    entry = v_of(f"os.path.join({ENV}, 'sim')")
+    assert (entry["confidence"], entry["reason"]) == ("unresolved", READS)
 
 
 def test_a_loop_of_unknown_length_multiplies_nothing():

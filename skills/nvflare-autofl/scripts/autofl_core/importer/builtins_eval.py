@@ -157,9 +157,14 @@ def _range(args: list[Any], node: ast.Call) -> Val:
 
 
 def call_qualified(ref: ClassRef, args: list[Any], node: ast.Call) -> Val | None:
-    """The environment readers (`os.getenv`, `os.environ.get`); None when `ref` is not one of them."""
+    """The environment readers (`os.getenv`, `os.environ.get`), and `os.path.*` (not evaluated: unresolved naming
+    the line, keeping its inputs' flags, so a path under the workspace root variable stays tagged); None otherwise."""
     if ref.qualname in _ENV_READERS:
         return env_read(args[0] if args else None, node, args)
+    if ref.qualname.startswith("os.path."):
+        missing = cause(*args)  # an input read at run time is named first
+        shown = f"{ref.qualname}() at line {node.lineno} is not evaluated statically"
+        return unresolved(node, missing or shown, merge_flags(*args))
     return None
 
 
