@@ -151,6 +151,31 @@ def test_a_budget_from_a_container_changed_in_place_is_refused_statically_naming
     assert any(f"{what} changes a container in place" in e["message"] for e in config["admission_errors"])
 
 
+@pytest.mark.parametrize(
+    ("body", "rounds", "clients", "field", "call"),
+    [
+        ("plan = {'rounds': args.num_rounds}\n", "plan.get('rounds', 2)", None, "num_rounds", ".get() at line 12"),
+        ("", "int(str(args.num_rounds).strip())", None, "num_rounds", ".strip() at line 11"),
+        (
+            "names = ','.join(f'site-{i}' for i in range(args.n_clients)).split(',')\n",
+            "args.num_rounds",
+            "clients=names",
+            "num_clients",
+            ".join() at line 11",
+        ),
+    ],
+)
+def test_a_budget_from_a_data_method_is_refused_statically_naming_the_line(body, rounds, clients, field, call):
+    """The static reading does not evaluate methods of str, list or dict values: a budget that depends on one is
+    refused with the line of the call. The dry run pins such budgets (test_importer_dryrun.py::
+    test_a_budget_read_through_data_methods_is_pinned_by_the_run)."""
+    config = run(body, rounds=rounds, **({"clients": clients} if clients else {}))
+    entry = budget(config, field)
+    what = f"{call} is not evaluated statically"
+    assert entry["confidence"] == "unresolved" and what in entry["reason"]
+    assert any(what in e["message"] for e in config["admission_errors"])
+
+
 def test_an_option_changed_under_a_condition_the_importer_cannot_resolve_is_unresolved():
     entry = budget(run("if os.environ.get('QUICK'):\n    args.num_rounds = 1\n"), "num_rounds")
     assert entry["confidence"] == "unresolved" and "condition at line" in entry["reason"]

@@ -401,6 +401,58 @@ recipe.execute(SimEnv(clients=clients))
 """
 
 
+READ_THROUGH_METHODS = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=3)
+parser.add_argument("--num_rounds", type=int, default=5)
+args = parser.parse_args()
+names = ",".join(f"site-{i + 1}" for i in range(args.n_clients)).split(",")
+plan = {"rounds": args.num_rounds}
+recipe = NumpyFedAvgRecipe(
+    name="methods", model=[0.0], min_clients=len(names), num_rounds=plan.get("rounds", 2), train_script="client.py"
+)
+recipe.execute(SimEnv(clients=names))
+"""
+
+
+def test_a_budget_read_through_data_methods_is_pinned_by_the_run(tmp_path):
+    """Methods of data values (`str.join`, `str.split`, `dict.get`): the static reading refuses, naming the line
+    of the call; the run records the sites and rounds NVFLARE was given, and the perturbed runs find the options
+    that decide them."""
+    (tmp_path / "job.py").write_text(READ_THROUGH_METHODS, encoding="utf-8")
+    shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "client.py")
+    static = api.import_job(tmp_path / "job.py")
+    assert ".join() at line 10 is not evaluated statically" in static["admission_errors"][0]["message"]
+    config = api.import_job(tmp_path / "job.py", dry_run=True)
+    assert config["admission_errors"] == [] and config["import"]["dry_run"]["status"] == "recorded"
+    assert budget(config) == {
+        "num_clients": (3, ["--n_clients"]),
+        "min_clients": (3, ["--n_clients"]),
+        "num_rounds": (5, ["--num_rounds"]),
+    }
+
+
+def test_a_file_relative_train_script_is_recorded_by_the_run(tmp_path):
+    """`os.path.*` is not evaluated statically; the run records the absolute script path NVFLARE was given and the
+    trust contract holds it relative to the job's folder."""
+    source = READ_THROUGH_METHODS.replace(
+        'train_script="client.py"',
+        'train_script=os.path.join(os.path.dirname(os.path.abspath(__file__)), "src", "client.py")',
+    ).replace("import argparse\n", "import argparse\nimport os\n")
+    (tmp_path / "job.py").write_text(source, encoding="utf-8")
+    (tmp_path / "src").mkdir()
+    shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "src" / "client.py")
+    assert api.import_job(tmp_path / "job.py")["trust"]["train_script"] is None
+    config = api.import_job(tmp_path / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    assert config["trust"]["train_script"] == "src/client.py"
+    assert "src/client.py" in config["trust"]["allowed_edit_paths"]
+
+
 def test_a_client_list_filled_in_a_loop_is_pinned_by_the_run(tmp_path):
     """Containers changed in place (a list appended to in a loop, a dict item set): the static reading refuses,
     naming the line of the change; the run records the sites and rounds NVFLARE was given, and the perturbed runs

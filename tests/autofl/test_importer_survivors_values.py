@@ -394,19 +394,25 @@ def test_expressions(expression, expected):
         ),
         ("sorted([2, args.n, 1])", {"value": [1, 2, 2], "confidence": "medium", "flags": ["--n"]}),
         (f"int({ENV})", unresolved(f"int({ENV})", "int() of a value that is not determined: " + READS)),
-        ("os.path.join('data', args.name)", {"value": "data/run", "confidence": "medium", "flags": ["--name"]}),
-        (
-            "os.path.join(args.name, args.n)",
-            unresolved("os.path.join(args.name, args.n)", "path parts are not resolved", "--name", "--n"),
-        ),
-        (
-            "args.name.upper() + '!'",
-            {"value": "RUN!", "confidence": "medium", "expr": "args.name.upper() + '!'", "flags": ["--name"]},
-        ),
     ],
 )
 def test_builtins(expression, expected):
     assert v_of(expression) == expected
+
+
+@pytest.mark.parametrize(
+    ("call", "flags"), [("os.path.join('data', args.name)", ("--name",)), ("os.path.basename('a/b.py')", ())]
+)
+def test_a_path_function_is_not_evaluated_and_names_the_line(call, flags):
+    """`os.path.*` is not evaluated statically: the value is unresolved naming the call and its line and keeps the
+    options it came from (a dry run records the real path)."""
+    reason = f"{call.split('(')[0]}() at line {LINE} is not evaluated statically"
+    assert v_of(call) == unresolved(call, reason, *flags)
+
+
+def test_a_path_under_an_environment_read_names_the_variable():
+    entry = v_of(f"os.path.join({ENV}, 'sim')")
+    assert (entry["confidence"], entry["reason"]) == ("unresolved", READS)
 
 
 def test_a_loop_of_unknown_length_multiplies_nothing():
@@ -697,16 +703,6 @@ def test_call_kinds(qualname, kind):
     ("expression", "expected"),
     [
         ("int('x')", unresolved("int('x')", "int() cannot be evaluated")),
-        ("args.name.encode()", unresolved("args.name.encode()", ".encode() is not evaluated statically", "--name")),
-        (
-            f"args.name.split({ENV})",
-            unresolved(f"args.name.split({ENV})", ".split() arguments are not determined: " + READS, "--name"),
-        ),
-        ("args.name.index('z')", unresolved("args.name.index('z')", ".index() cannot be evaluated", "--name")),
-        (
-            "('x' * 50000).replace('x', 'yyy')",
-            unresolved("('x' * 50000).replace('x', 'yyy')", ".replace() result could be too large"),
-        ),
         (
             "{'a': args.n}[args.name[:0] + 'a']",
             {
@@ -733,6 +729,29 @@ def test_call_kinds(qualname, kind):
 )
 def test_methods_and_subscripts(expression, expected):
     assert v_of(expression) == expected
+
+
+@pytest.mark.parametrize(
+    ("expression", "method", "flags"),
+    [
+        ("'-'.join([args.name, 'x'])", "join", ("--name",)),
+        ("{'n': args.n}.get('n', 2)", "get", ("--n",)),
+        ("args.name.upper() + '!'", "upper", ("--name",)),
+        ("['a', 'b'].index('b')", "index", ()),
+        ("args.name.encode()", "encode", ("--name",)),
+        ("('x' * 50000).replace('x', 'yyy')", "replace", ()),
+    ],
+)
+def test_a_data_method_is_unresolved_naming_the_line(expression, method, flags):
+    """Methods of str, list, tuple and dict values are not evaluated statically: the value is unresolved with the
+    line of the call and keeps the options it came from (a dry run reads the real value)."""
+    reason = f".{method}() at line {LINE} is not evaluated statically"
+    assert v_of(expression) == unresolved(expression, reason, *flags)
+
+
+def test_a_data_method_of_a_run_time_input_names_the_input():
+    entry = v_of(f"args.name.split({ENV})")
+    assert (entry["confidence"], entry["reason"], entry["flags"]) == ("unresolved", READS, ["--name"])
 
 
 def test_ledger_metric_is_the_first_scored_row_with_a_name():

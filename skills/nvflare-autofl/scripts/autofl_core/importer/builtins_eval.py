@@ -1,4 +1,4 @@
-"""Static evaluation of the few builtins and str methods a job.py uses to build arguments.
+"""Static evaluation of the few builtins a job.py uses to build arguments, and the tagging of environment reads.
 
 Only pure, size-bounded operations on already-resolved values are computed (confidence medium);
 anything that would read the environment, files or the clock stays unresolved, with a reason naming it.
@@ -7,11 +7,9 @@ anything that would read the environment, files or the clock stays unresolved, w
 from __future__ import annotations
 
 import ast
-import posixpath
 from typing import Any
 
 from .argparse_flow import Namespace, namespace_attribute
-from .evaluate import wide_format
 from .values import (
     ENV_PREFIX,
     HIGH,
@@ -88,40 +86,6 @@ _PURE = {
     "zip": lambda *a: list(zip(*a, strict=False)),  # Python semantics: stops at the shortest
     "reversed": lambda a: list(reversed(a)),
 }
-_DATA_METHODS = {
-    str: {
-        "format",
-        "join",
-        "lower",
-        "upper",
-        "strip",
-        "lstrip",
-        "rstrip",
-        "replace",
-        "split",
-        "startswith",
-        "endswith",
-        "title",
-        "capitalize",
-        "count",
-        "index",
-        "find",
-        "zfill",
-    },
-    list: {"index", "count", "copy"},
-    tuple: {"index", "count"},
-    dict: {"get", "keys", "values", "items", "copy"},
-}
-_VIEWS = {"keys", "values", "items"}
-# Paths are kept workspace-relative (job.py's folder is the workspace), so abspath/realpath normalize only.
-_PATH_FUNCS = {
-    "os.path.join": posixpath.join,
-    "os.path.basename": posixpath.basename,
-    "os.path.dirname": posixpath.dirname,
-    "os.path.abspath": posixpath.normpath,
-    "os.path.realpath": posixpath.normpath,
-    "os.path.normpath": posixpath.normpath,
-}
 _ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}
 
 
@@ -193,15 +157,15 @@ def _range(args: list[Any], node: ast.Call) -> Val:
 
 
 def call_qualified(ref: ClassRef, args: list[Any], node: ast.Call) -> Val | None:
-    """Known module functions (os.path.*, environment readers); None when `ref` is not one of them."""
+    """The environment readers (`os.getenv`, `os.environ.get`), and `os.path.*` (not evaluated: unresolved naming
+    the line, keeping its inputs' flags, so a path under the workspace root variable stays tagged); None otherwise."""
     if ref.qualname in _ENV_READERS:
         return env_read(args[0] if args else None, node, args)
-    func = _PATH_FUNCS.get(ref.qualname)
-    if func is None:
-        return None
-    if not _all_resolved(args) or not all(isinstance(a.value, str) for a in args):
-        return unresolved(node, "path parts are not resolved", merge_flags(*args))
-    return Val(func(*(a.value for a in args)), MEDIUM, "", merge_flags(*args))
+    if ref.qualname.startswith("os.path."):
+        missing = cause(*args)  # an input read at run time is named first
+        shown = f"{ref.qualname}() at line {node.lineno} is not evaluated statically"
+        return unresolved(node, missing or shown, merge_flags(*args))
+    return None
 
 
 def env_read(name: Any, node: ast.AST, args: list) -> Val:
@@ -212,31 +176,9 @@ def env_read(name: Any, node: ast.AST, args: list) -> Val:
     return unresolved(node, reason, merge_flags(*args) + (ENV_PREFIX + label,))
 
 
-def _may_blow_up(text: str, method: str, args: list) -> bool:
-    if method == "format":
-        return wide_format(text)
-    if method == "replace" and len(args) >= 2 and isinstance(args[1], str):
-        return len(text) * max(len(args[1]), 1) > MAX_STR
-    return False
-
-
 def call_data_method(base: Val, method: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Val:
-    """A pure method of a resolved str, list, tuple or dict (`"-".join(...)`, `cfg.get("rounds", 2)`)."""
-    if not base.resolved:
-        return unresolved(node, base.reason or f".{method}() of a value that is not determined", base.flags)
-    if method not in _DATA_METHODS.get(type(base.value), ()):
-        return unresolved(node, f".{method}() is not evaluated statically", merge_flags(base, *args))
-    if not _all_resolved(args) or not _all_resolved(list(kwargs.values())):
-        why = cause(*args, *kwargs.values()) or "not resolved"
-        return unresolved(node, f".{method}() arguments are not determined: {why}", merge_flags(base, *args))
+    """A method of a data value (`"-".join(...)`, `cfg.get("rounds", 2)`): not evaluated statically, so the
+    result is unresolved naming the line (a dry run reads the real value); flags such as `env:` carry over."""
     flags = merge_flags(base, *args, *kwargs.values())
-    conf = weakest(MEDIUM, base.confidence, *(a.confidence for a in args))
-    if isinstance(base.value, str) and _may_blow_up(base.value, method, [a.value for a in args]):
-        return unresolved(node, f".{method}() result could be too large", flags)
-    try:
-        value = getattr(base.value, method)(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()})
-    except (TypeError, ValueError, IndexError, KeyError, AttributeError):
-        return unresolved(node, f".{method}() cannot be evaluated", flags)
-    if method in _VIEWS:
-        value = list(value)
-    return _bounded(value, node, flags, conf)
+    missing = cause(base, *args, *kwargs.values())  # an input read at run time is named first
+    return unresolved(node, missing or f".{method}() at line {node.lineno} is not evaluated statically", flags)
