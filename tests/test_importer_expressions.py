@@ -63,10 +63,11 @@ def test_an_unresolved_f_string_field():
 
 def test_augmented_assignment_and_calls_keep_their_flags():
     assert entry("x", prelude="x = 1\nx += args.lr\n") == medium(1.5, "x + args.lr", "--lr")
-    assert {k: v for k, v in entry("args.name.upper()").items() if k != "expr"} == {
-        "value": "RUN",
-        "confidence": "medium",
+    assert {k: v for k, v in entry("args.name.upper()").items() if k != "expr"} == {  # data methods are not evaluated
+        "value": None,
+        "confidence": "unresolved",
         "flags": ["--name"],
+        "reason": ".upper() at line 10 is not evaluated statically",
     }
     assert entry("list(range(3))")["value"] == [0, 1, 2]
     assert entry("getattr(args, 'lr')") == {"value": 0.5, "confidence": "high", "flags": ["--lr"]}
