@@ -143,7 +143,7 @@ def test_a_global_rebound_in_a_function_is_followed():
 def test_a_budget_from_a_container_changed_in_place_is_refused_statically_naming_the_line(body, clients, what):
     """The static reading does not follow in-place changes (a list filled in a loop, an aliased list extended, an
     item set, a list changed after the env holds it): the budget is refused with the line of the change. The dry
-    run pins such budgets (test_importer_dryrun.py::test_a_client_list_filled_in_a_loop_is_pinned_by_the_run)."""
+    run pins such budgets (test_importer_dryrun.py::test_a_budget_the_reading_does_not_follow_is_pinned_by_the_run[filled-in-a-loop])."""
     config = api.import_source(HEAD + body) if clients is None else run(body, clients=clients)
     entry = budget(config, "num_clients")
     assert entry["confidence"] == "unresolved"
@@ -168,7 +168,7 @@ def test_a_budget_from_a_container_changed_in_place_is_refused_statically_naming
 def test_a_budget_from_a_data_method_is_refused_statically_naming_the_line(body, rounds, clients, field, call):
     """The static reading does not evaluate methods of str, list or dict values: a budget that depends on one is
     refused with the line of the call. The dry run pins such budgets (test_importer_dryrun.py::
-    test_a_budget_read_through_data_methods_is_pinned_by_the_run)."""
+    test_a_budget_the_reading_does_not_follow_is_pinned_by_the_run[data-methods])."""
     config = run(body, rounds=rounds, **({"clients": clients} if clients else {}))
     entry = budget(config, field)
     what = f"{call} is not evaluated statically"

@@ -419,14 +419,23 @@ recipe.execute(SimEnv(clients=names))
 """
 
 
-def test_a_budget_read_through_data_methods_is_pinned_by_the_run(tmp_path):
-    """Methods of data values (`str.join`, `str.split`, `dict.get`): the static reading refuses, naming the line
-    of the call; the run records the sites and rounds NVFLARE was given, and the perturbed runs find the options
-    that decide them."""
-    (tmp_path / "job.py").write_text(READ_THROUGH_METHODS, encoding="utf-8")
+@pytest.mark.parametrize(
+    ("source", "static_refusal"),
+    [
+        # methods of data values (`str.join`, `str.split`, `dict.get`): refused naming the line of the call
+        (READ_THROUGH_METHODS, ".join() at line 10 is not evaluated statically"),
+        # containers changed in place (a list appended to in a loop, a dict item set): refused naming the change
+        (FILLED_IN_A_LOOP, ".append() at line 12 changes a container in place"),
+    ],
+    ids=["data-methods", "filled-in-a-loop"],
+)
+def test_a_budget_the_reading_does_not_follow_is_pinned_by_the_run(tmp_path, source, static_refusal):
+    """The static reading refuses, naming the line; the run records the sites and rounds NVFLARE was given, and
+    the perturbed runs find the options that decide them."""
+    (tmp_path / "job.py").write_text(source, encoding="utf-8")
     shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "client.py")
     static = api.import_job(tmp_path / "job.py")
-    assert ".join() at line 10 is not evaluated statically" in static["admission_errors"][0]["message"]
+    assert static_refusal in static["admission_errors"][0]["message"]
     config = api.import_job(tmp_path / "job.py", dry_run=True)
     assert config["admission_errors"] == [] and config["import"]["dry_run"]["status"] == "recorded"
     assert budget(config) == {
@@ -452,20 +461,4 @@ def test_a_file_relative_train_script_is_recorded_by_the_run(tmp_path):
     assert config["trust"]["train_script"] == "src/client.py"
     assert "src/client.py" in config["trust"]["allowed_edit_paths"]
 
-
-def test_a_client_list_filled_in_a_loop_is_pinned_by_the_run(tmp_path):
-    """Containers changed in place (a list appended to in a loop, a dict item set): the static reading refuses,
-    naming the line of the change; the run records the sites and rounds NVFLARE was given, and the perturbed runs
-    find the options that decide them."""
-    (tmp_path / "job.py").write_text(FILLED_IN_A_LOOP, encoding="utf-8")
-    shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "client.py")
-    static = api.import_job(tmp_path / "job.py")
-    assert ".append() at line 12 changes a container in place" in static["admission_errors"][0]["message"]
-    config = api.import_job(tmp_path / "job.py", dry_run=True)
-    assert config["admission_errors"] == [] and config["import"]["dry_run"]["status"] == "recorded"
-    assert budget(config) == {
-        "num_clients": (3, ["--n_clients"]),
-        "min_clients": (3, ["--n_clients"]),
-        "num_rounds": (5, ["--num_rounds"]),
-    }
     assert set(contract.budget_args(config)) >= {"--n_clients", "--num_rounds"}

@@ -305,6 +305,22 @@ def _mark_job_classes(walk: Any, exists: Callable[[str], bool]) -> None:
             cls.qualname = recipes.LOCAL_PREFIX + cls.qualname.lstrip(".")
 
 
+def _space_and_shaping(
+    job: _Job, budget: dict, schema: dict, args_section: dict, script_rel: str | None, script_tree: Any
+) -> tuple[list[dict], list, dict]:
+    """(suggested search space, notes on options that reach nothing, data-shaping classes): an option classed as
+    data shaping (fixed or unclassified) is never suggested."""
+    parser = _main_parser(job.walk)[0]
+    space = suggested(parser.flags if parser else [], _pinned_flags(budget), schema["mutable_args"])
+    space, unused = _tunable(space, reaching_options(job.walk, _script_parser(script_rel, script_tree)), schema)
+    shaping = data_shaping.classify(args_section["flags"], job.tree, script_tree, forwarded_options(job.walk))
+    for entry in space:  # mutation_schema.yaml's mutable_args are the user's word on a flow the importer cannot read
+        if entry["dest"] in schema["mutable_args"]:
+            shaping["unclassified"].pop(entry["flag"], None)
+    space = [s for s in space if s["flag"] not in shaping["fixed"] and s["flag"] not in shaping["unclassified"]]
+    return space, unused, shaping
+
+
 def _assemble(job: _Job) -> dict:
     surface, schema = job.surface, job.schema
     supported = surface.status == "supported"
@@ -322,14 +338,7 @@ def _assemble(job: _Job) -> dict:
         job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists, schema["preferred_targets"]
     )
     notes += _schema_unapplied(schema, args_section["flags"])
-    parser = _main_parser(job.walk)[0]
-    space = suggested(parser.flags if parser else [], _pinned_flags(budget), schema["mutable_args"])
-    space, unused = _tunable(space, reaching_options(job.walk, _script_parser(script_rel, script_tree)), schema)
-    shaping = data_shaping.classify(args_section["flags"], job.tree, script_tree, forwarded_options(job.walk))
-    for entry in space:  # mutation_schema.yaml's mutable_args are the user's word on a flow the importer cannot read
-        if entry["dest"] in schema["mutable_args"]:
-            shaping["unclassified"].pop(entry["flag"], None)
-    space = [s for s in space if s["flag"] not in shaping["fixed"] and s["flag"] not in shaping["unclassified"]]
+    space, unused, shaping = _space_and_shaping(job, budget, schema, args_section, script_rel, script_tree)
     unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes + unused if supported else [])
     job_block = job_section(surface, job.name)
     env = job_block["env"] or {}

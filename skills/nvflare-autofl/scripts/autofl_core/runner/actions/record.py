@@ -127,17 +127,7 @@ def _candidate(campaign, options, now: str) -> ActionResult:
     manifest = pick_pending(campaign, one_manifest(options, "record"), want=v.READY)
     draft_files = ready.recordable(campaign, manifest)
     job_id = _job_id(options.job_id)
-    given = [
-        flag
-        for flag, value in (
-            ("--score", options.score),
-            ("--artifacts", options.artifacts),
-            ("--failure-reason", options.failure_reason),
-        )
-        if value is not None
-    ]
-    if len(given) != 1 and not (set(given) == {"--artifacts", "--failure-reason"}):
-        raise CampaignError("record needs exactly one of --score, --artifacts or --failure-reason (crash)")
+    _check_one_source(options)
     if options.failure_reason is None:
         _refuse_unmeasured(campaign, options, "")
     measured = _measured(options)
@@ -185,6 +175,21 @@ def _candidate(campaign, options, now: str) -> ActionResult:
         },
         ledger_changed=True,
     )
+
+
+def _check_one_source(options) -> None:
+    """A candidate's result comes from one of --score, --artifacts or --failure-reason (artifacts may name a crash)."""
+    given = {
+        flag
+        for flag, value in (
+            ("--score", options.score),
+            ("--artifacts", options.artifacts),
+            ("--failure-reason", options.failure_reason),
+        )
+        if value is not None
+    }
+    if len(given) != 1 and given != {"--artifacts", "--failure-reason"}:
+        raise CampaignError("record needs exactly one of --score, --artifacts or --failure-reason (crash)")
 
 
 def _found(campaign, options) -> tuple[dict, str | None]:
