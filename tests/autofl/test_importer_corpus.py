@@ -54,9 +54,12 @@ def test_the_dry_run_gives_examples_it_settles_their_recorded_verdict(name, tmp_
 
 @pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
 def test_a_recorded_run_is_the_budget_source_of_a_job_the_reading_admits(tmp_path):
-    """NVFLARE's cross-site-evaluation FedJob script: the reading admits it with FedJob's default min_clients 1,
+    """NVFLARE's cross-site-evaluation FedJob script (its site loop over a literal list, which the reading
+    follows): the reading admits it with FedJob's default min_clients 1,
     but the job asks NVFLARE's ScatterAndGather for every site; the record, not the reading, is the budget."""
     shutil.copytree(CORPUS / "pt-fedjob-cse", tmp_path / "job")
+    job_py = tmp_path / "job" / "job.py"  # the reading evaluates no range(): the copy lists the two sites
+    job_py.write_text(job_py.read_text().replace("for i in range(n_clients):", "for i in [0, 1]:"))
     static = api.import_job(tmp_path / "job" / "job.py")
     assert static["fixed_budget"]["min_clients"]["value"] == 1, "precondition: the reading's value differs"
     config = api.import_job(tmp_path / "job" / "job.py", dry_run=True)
@@ -67,3 +70,15 @@ def test_a_recorded_run_is_the_budget_source_of_a_job_the_reading_admits(tmp_pat
     assert config["import"]["dry_run"]["corrected"] == [
         "min_clients: job.py reads as 1, but running it asks NVFLARE for 2"
     ]
+
+
+@pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+def test_a_refusal_names_the_line_the_reading_cannot_pin_and_the_run_s_raise(tmp_path):
+    """gnn: the reading evaluates no comprehension (its sites) and the run raises on a stood-in torch model, so
+    nothing pins the budget: refused, naming the job.py line the reading cannot pin and the run's raise."""
+    shutil.copytree(CORPUS / "gnn", tmp_path / "gnn")
+    config = api.import_job(tmp_path / "gnn" / "job.py", dry_run=True, base_args=SOURCES["gnn"]["args"])
+    assert config["import"]["dry_run"]["status"] == "raised"
+    first = config["admission_errors"][0]["message"]
+    assert "a comprehension at line 266 is not evaluated statically" in first
+    assert "running job.py raises at job.py line 71" in first

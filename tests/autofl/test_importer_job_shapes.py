@@ -30,21 +30,25 @@ def budget(source: str, files: dict | None = None) -> dict:
 # --- client lists from configured_sites() -----------------------------------------------------------
 
 
-def test_configured_sites_of_a_comprehension_is_pinned_by_its_option():
+def test_configured_sites_of_a_comprehension_is_refused_statically_naming_the_line():
+    """A per-site config built by a comprehension is not read statically: the sites are refused naming the line
+    (the dry run records them: test_importer_dryrun.py::test_a_budget_the_reading_does_not_follow_is_pinned_by_the_run
+    [builtins-and-comprehensions])."""
     source = XGB + (
-        "set_per_site_config(recipe, {f'site-{i}': {'data_loader': object()} for i in range(args.n_clients)})\n"
+        "set_per_site_config(recipe, {f'site-{i}': {'data_loader': object()} for i in ['a', 'b']})\n"
         "recipe.execute(SimEnv(clients=recipe.configured_sites()))\n"
     )
-    entry = budget(source)["num_clients"]
-    assert (entry["value"], entry["confidence"], entry["depends_on"]) == (3, "pinned", ["--n_clients"])
-    pinned = api.import_source(source, base_args=["--n_clients", "5"])["fixed_budget"]["num_clients"]
-    assert pinned["value"] == 5
+    config = api.import_source(source)
+    entry = config["fixed_budget"]["num_clients"]
+    assert entry["confidence"] == "unresolved"
+    assert "a comprehension at line 8 is not evaluated statically" in entry["reason"]
+    assert any("line 8" in e["message"] for e in config["admission_errors"])
 
 
 def test_configured_sites_of_a_literal_dict_and_the_method_form():
     source = XGB + (
         "recipe.set_per_site_config({'site-a': {'data_loader': 1}, 'site-b': {'data_loader': 2}})\n"
-        "recipe.execute(SimEnv(num_clients=len(recipe.configured_sites())))\n"
+        "recipe.execute(SimEnv(clients=recipe.configured_sites()))\n"
     )
     entry = budget(source)["num_clients"]
     assert entry["value"] == 2 and entry["confidence"] in ("high", "medium")

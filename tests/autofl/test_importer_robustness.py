@@ -52,7 +52,7 @@ def test_parse_args_with_a_fixed_list_ignores_the_command_line():
 
 def test_non_finite_values_stay_json_serializable():
     source = RECIPE + (
-        "r = R(min_clients=2, num_rounds=3, train_script='c.py', aggregation_weights={'a': float('inf')})\n"
+        "r = R(min_clients=2, num_rounds=3, train_script='c.py', aggregation_weights={'a': 1e999})\n"
         "r.execute(SimEnv(num_clients=2))\n"
     )
     config = api.import_source(source)
@@ -94,7 +94,7 @@ def test_loop_that_only_attaches_components_is_fine():
         "from nvflare.job_config.api import FedJob\nfrom nvflare.app_common.workflows.fedavg import FedAvg\n"
         "from nvflare.job_config.script_runner import ScriptRunner\n"
         "job = FedJob(name='j')\njob.to_server(FedAvg(num_clients=2, num_rounds=3))\n"
-        "for i in range(2):\n    job.to(ScriptRunner(script='client.py'), f'site-{i + 1}')\n"
+        "for i in [1, 2]:\n    job.to(ScriptRunner(script='client.py'), f'site-{i}')\n"
         "import os\njob.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/tmp/w'))\n"
     )
     config = api.import_source(source, read_file={"client.py": ""}.get)

@@ -202,7 +202,7 @@ SITES = (
 @pytest.mark.parametrize(
     ("deploy", "run", "clients", "fragment"),
     [
-        ("for i in range(3):\n    job.to(ScriptRunner(script='c.py'), f'site-{i + 1}')\n", "", 3, None),
+        ("for i in [1, 2, 3]:\n    job.to(ScriptRunner(script='c.py'), f'site-{i}')\n", "", 3, None),
         ("for s in ['a', 'b', 'a']:\n    job.to(ScriptRunner(script='c.py'), s)\n", "", 2, None),
         ("job.to_clients(ScriptRunner(script='c.py'))\n", ", n_clients=4", 4, None),
         ("job.to(ScriptRunner(script='c.py'), 'site-1')\n", ", clients=['x', 'y', 'z']", 3, None),

@@ -217,7 +217,9 @@ def test_fixed_budget_args_pin_append_nargs_and_switches():
         "parser.add_argument('--slow', action='store_false')\n"
         "parser.add_argument('--quick', action='store_true')\n"
     )
-    value = "(sum(args.r) + sum(args.w)) * (2 if args.fast else 1) * (2 if args.slow else 1) + (1 if args.quick else 0)"
+    value = (
+        "(args.r[-1] * 2 + args.w[1]) * (2 if args.fast else 1) * (2 if args.slow else 1) + (1 if args.quick else 0)"
+    )
     config = rebuilt(options, value, ["--r", "2", "--r", "3", "--w", "1", "2", "--no-fast", "--slow"])
     assert config["fixed_budget"]["num_rounds"]["value"] == 8
     assert api.fixed_budget_args(config) == ["--r", "2", "--r", "3", "--w", "1", "2", "--no-fast", "--slow"]
@@ -227,7 +229,7 @@ def test_fixed_budget_args_pin_append_nargs_and_switches():
 
 def test_runner_reparses_with_the_recorded_nargs_and_action():
     options = "parser.add_argument('--w', nargs=2, type=int, default=[1, 1])\n"
-    config = rebuilt(options, "sum(args.w)")
+    config = rebuilt(options, "args.w[0] + args.w[1]")
     assert api.parse_job_args(config, ["--w", "3", "4"]) == ({"--w": [3, 4]}, [])
     assert api.parse_job_args(config, ["--w", "3", "4", "5"]) == ({"--w": [3, 4]}, ["unrecognized arguments: 5"])
     assert api.cli_flags({"argparse": {"flags": config["argparse"]["flags"]}})["allow_abbrev"] is True

@@ -14,8 +14,10 @@ trial sandbox can seal, `import_job(..., dry_run=True)` also runs job.py there u
 - `walker` - the abstract walk of job.py along the path `python job.py` would take;
 - `forks` - both sides of an unresolved condition, merged;
 - `events` - what the walker records (objects, method calls, branches) and how a walked path ends;
-- `evaluate`, `builtins_eval`, `comprehension` - static evaluation of expressions, builtins and comprehensions
-  (a container changed in place becomes unresolved, naming the line: `walker`);
+- `evaluate` - static evaluation of literal expressions (arithmetic, f-strings, containers); comprehensions are
+  unresolved naming the line (so is a container changed in place: `walker`);
+- `builtins_eval` - builtins, environment reads and `os.path.*`: recognised, never computed (unresolved naming
+  the line), except the argparse namespace readers;
 - `values` - value types: data values with a confidence, references to non-data things;
 - `inputs` - the run-time input behind a value that cannot be known statically;
 - `argparse_flow`, `overrides` - argparse seen statically, and `--base-args` applied to it;

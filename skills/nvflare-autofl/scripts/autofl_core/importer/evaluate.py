@@ -1,8 +1,8 @@
 """Safe static evaluation of Python expressions into `Val(value, confidence)`.
 
 Confidence: `high` = a literal scalar or an argparse default/override, `medium` = a simple
-expression over resolved values (arithmetic, f-string, containers, whitelisted builtins),
-`unresolved` = anything dynamic. Nothing is ever executed; every operation is size-bounded.
+expression over resolved values (arithmetic, f-string, containers), `unresolved` = anything dynamic
+(builtins and comprehensions included: they name their line). Nothing is ever executed; every operation is size-bounded.
 Names, attributes and calls are delegated to a context object (see `walker.Walker`).
 """
 
@@ -28,6 +28,8 @@ from .values import (
     unresolved,
     weakest,
 )
+
+ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}
 
 
 def _singleton(value: Any) -> bool:
@@ -226,8 +228,24 @@ class ExpressionEvaluator:
             return unresolved(node, "container too large")
         return Val(value, conf, source_text(node), merge_flags(*items))
 
-    def _ev_ListComp(self, node: ast.AST) -> Any:
-        return self.ctx.comprehension(node)
+    def _ev_ListComp(self, node: Any) -> Val:
+        """Not evaluated: unresolved naming the line (or the run-time input its first iterable or an environment
+        read inside it names), keeping the options and `env:` tags of what it reads from outside (a dry run reads
+        the real value)."""
+        comps = [n for n in ast.walk(node) if isinstance(n, ast.comprehension)]
+        bound = {n.id for c in comps for n in ast.walk(c.target) if isinstance(n, ast.Name)}
+        named, read = [self.ev(node.generators[0].iter)], []
+        for sub in ast.walk(node):
+            if (isinstance(sub, ast.Subscript) and source_text(sub.value) == "os.environ") or (
+                isinstance(sub, ast.Call) and source_text(sub.func) in ENV_READERS
+            ):
+                named.append(self.ev(sub))
+            elif (isinstance(sub, ast.Name) and sub.id not in bound) or (
+                isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id not in bound
+            ):
+                read.append(self.ev(sub))
+        why = f"a comprehension at line {node.lineno} is not evaluated statically"
+        return unresolved(node, cause(*named) or why, merge_flags(*named, *read))
 
     _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
 
@@ -278,8 +296,8 @@ class ExpressionEvaluator:
     def _ev_Slice(self, node: ast.Slice) -> Val:
         parts = [self.ev(p) if p is not None else Val(None, HIGH) for p in (node.lower, node.upper, node.step)]
         if not all(is_data(p) and p.resolved for p in parts):
-            return unresolved(node, "slice is not resolved")
-        return Val(slice(*(p.value for p in parts)), MEDIUM)
+            return unresolved(node, "slice is not resolved", merge_flags(*parts))
+        return Val(slice(*(p.value for p in parts)), MEDIUM, "", merge_flags(*parts))
 
     def _subscript_bag(self, node: ast.Subscript, bag: Bag, index: Any) -> Any:
         classes = tuple(i.name for i in bag.items if isinstance(i, ClassRef))

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import argparse_flow as ap
-from . import comprehension
 from .builtins_eval import BUILTIN_NAMES, call_builtin, call_data_method, call_qualified, env_read
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
@@ -98,9 +97,6 @@ class Walker:
             return value
         confidence = MEDIUM if value.confidence == HIGH else value.confidence
         return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
-
-    def comprehension(self, node: ast.AST) -> Any:
-        return comprehension.evaluate(self, node)
 
     def env_read(self, name: Any, node: ast.AST) -> Val:
         return env_read(name, node, [name])
