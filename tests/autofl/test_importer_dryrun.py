@@ -594,3 +594,38 @@ def test_a_shell_script_the_job_ships_is_in_the_cache_key(tmp_path):
     before = dryrun.job_digest(path.parent, None, [], "python")
     (path.parent / "client_wrapper.sh").write_text('exec python3 -u "$@"\n')
     assert dryrun.job_digest(path.parent, None, [], "python") != before
+
+
+EXPORT_THEN_RUN = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=3)
+args = parser.parse_args()
+recipe = NumpyFedAvgRecipe(name="both", model=[0.0], min_clients=2, num_rounds=4, train_script="client.py")
+recipe._job.export_job("/tmp/exported")
+AFTER_EXPORT
+"""
+
+
+@pytest.mark.parametrize(
+    ("after", "entry", "num_clients"),
+    [
+        ("recipe.execute(SimEnv(num_clients=args.n_clients))", "simulator_run", 3),
+        ("raise RuntimeError('no startup kit')", "export_job", None),
+    ],
+    ids=["then-runs", "then-raises"],
+)
+def test_a_job_that_exports_its_job_first_is_recorded_where_it_runs(tmp_path, after, entry, num_clients):
+    """An export is not where job.py ends: the run goes on to the simulation it starts next (the sites it runs and
+    the recipe built around the exported FedJob are recorded); where nothing after the export records, the export
+    stands, as when the export was the last thing job.py asked NVFLARE for."""
+    path = write_job(tmp_path / "export_first", EXPORT_THEN_RUN.replace("AFTER_EXPORT", after))
+    config = api.import_job(path, dry_run=True)
+    record = config["import"]["dry_run"]
+    assert record["status"] == "recorded", record
+    assert record["entry"] == entry
+    assert record["nvflare_class"] == "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
+    assert record["budget"] == {"num_rounds": 4, "min_clients": 2, "num_clients": num_clients}

@@ -9,10 +9,14 @@ Each run is a child forked after NVFLARE is imported and patched, so the perturb
 
 NVFLARE's entry points are replaced before job.py runs: `FedJobConfig.simulator_run` (every simulation, from
 `SimEnv` or `FedJob.simulator_run`), `FedJob.export_job`, `PocEnv.deploy` and `ProdEnv.deploy`. `Recipe.execute`,
-`run` and `export` only note which recipe is running. At an entry point the job is exported into a private temp
-folder, its JSON configs are read, and the run stops. `argparse` parsers record their actions when they parse.
+`run` and `export` only note which recipe is running (a FedJob exported or run through `recipe._job` is matched
+to the recipe built around it). At an entry point the job is exported into a private temp folder, its JSON configs
+are read, and the run stops. `argparse` parsers record their actions when they parse.
 Top-level modules that are not installed (torch on a machine without it) are replaced by inert stand-ins, named
-in the record. OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. Standard library and
+in the record: those job.py imports and the frameworks NVFLARE's recipes import, always; those NVFLARE's own code
+imports or looks for while job.py runs (mlflow, wandb), only on a second run made when the first did not record.
+A stand-in object is an object to NVFLARE (truthy, without NVFLARE's Job API hooks) and absent to job.py (false:
+no GPU); stand-in classes accept each other's instances (a torch_geometric model is a torch.nn.Module). OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. Standard library and
 nvflare only; nothing here trains, and nothing is written outside the temp folder.
 """
 
@@ -30,7 +34,7 @@ import traceback
 import types
 
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
-STATE: dict = {"recipe": None, "recipe_call": None, "parsers": [], "stubbed": [], "absent": []}
+STATE: dict = {"recipe": None, "recipe_call": None, "parsers": [], "stubbed": [], "absent": [], "built": []}
 MAX_FILE = 1 << 20
 FRAMEWORKS = {  # imported by NVFLARE's own framework recipes; stand-ins when absent
     "torch",
@@ -232,8 +236,9 @@ def _mro(obj) -> list[str]:
     return [f"{c.__module__}.{c.__qualname__}" for c in type(obj).__mro__ if c is not object]
 
 
-def _record(kind: str, fed_job_config, **extra) -> None:
-    """Export the job config into a private temp folder, keep its JSON, and stop the run."""
+def _record(kind: str, fed_job_config, final: bool = True, **extra) -> None:
+    """Export the job config into a private temp folder, keep its JSON, and stop the run; an export (`final`
+    False) is kept in STATE["exported"] (the first one) and the run goes on: job.py may run the job next."""
     job = STATE["job"]
     configs = {}
     if fed_job_config is not None:
@@ -241,7 +246,11 @@ def _record(kind: str, fed_job_config, **extra) -> None:
             fed_job_config.generate_job_config(folder)
             configs = _read_configs(folder)
     recipe = STATE["recipe"]
-    STATE["record"] = {
+    if recipe is None and fed_job_config is not None:  # job.py exported or ran `recipe._job` itself
+        recipe = next(
+            (r for r in STATE["built"] if getattr(getattr(r, "_job", None), "job", None) is fed_job_config), None
+        )
+    record = {
         "status": "recorded",
         "entry": kind,
         "call": _job_frame(job),
@@ -252,6 +261,10 @@ def _record(kind: str, fed_job_config, **extra) -> None:
         "job_dir": os.path.dirname(job),
         **extra,
     }
+    if not final:
+        STATE.setdefault("exported", record)
+        return
+    STATE["record"] = record
     raise Stop
 
 
@@ -274,7 +287,7 @@ def _install() -> None:
 
     def export_job(self, job_root):
         self._set_all_apps()
-        _record("export_job", self.job, export_root=str(job_root), env=_env())
+        _record("export_job", self.job, final=False, export_root=str(job_root), env=_env())
 
     folder = os.path.dirname(nvflare.__file__)
     STATE["nvflare_dirs"] = tuple(sorted({folder + os.sep, os.path.realpath(folder) + os.sep}))
@@ -295,11 +308,19 @@ def _install() -> None:
             continue
         cls.deploy = deployer(name)
 
+    built = Recipe.__init__
+
+    def noting_built(self, *args, **kwargs):
+        STATE["built"].append(self)
+        return built(self, *args, **kwargs)
+
+    Recipe.__init__ = noting_built
+
     for method in ("execute", "run", "export"):
         original = getattr(Recipe, method)
 
         def noting(self, *args, _original=original, _method=method, **kwargs):
-            if STATE["recipe"] is None:
+            if STATE["recipe"] is None or STATE["recipe_call"] == "export":  # a run after an export is the call
                 STATE["recipe"], STATE["recipe_call"] = self, _method
                 env = kwargs.get("env", args[0] if args and _method != "export" else None)
                 STATE["env_object"] = env
@@ -423,6 +444,8 @@ def _run_once(out: str, job: str, args: list[str], before: set) -> None:
             "nvflare": _nvflare_frame(error.__traceback__),
             "recipe": _mro(STATE["recipe"]) if STATE["recipe"] is not None else None,
         }
+    if record["status"] != "recorded" and "exported" in STATE:  # job.py exported, then ended or failed: the export
+        record = STATE["exported"]
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
     record["stubbed"] = sorted(STATE["stubbed"])
     if STATE["absent"]:
