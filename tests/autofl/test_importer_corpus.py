@@ -74,7 +74,7 @@ def test_a_recorded_run_is_the_budget_source_of_a_job_the_reading_admits(tmp_pat
 
 STAND_IN_SUBSET = {  # example: (module the record must name as stood in, NVFLARE class recorded)
     "cifar10-pt-fedopt": ("torch", "nvflare.app_opt.pt.recipes.fedopt.FedOptRecipe"),
-    "gnn": ("torch_geometric", None),
+    "gnn": ("torch_geometric", "nvflare.app_opt.pt.recipes.fedavg.FedAvgRecipe"),
     "et-mlflow-pt": ("mlflow", "nvflare.app_opt.pt.recipes.fedavg.FedAvgRecipe"),
     "et-wandb": ("wandb", "nvflare.app_opt.pt.recipes.fedavg.FedAvgRecipe"),
     "psi-user-email": ("private_set_intersection", "nvflare.app_common.psi.recipes.dh_psi.DhPSIRecipe"),

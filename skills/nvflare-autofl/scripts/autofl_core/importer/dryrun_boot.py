@@ -145,7 +145,7 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None  # the job's own module: its real ImportError must show
         asker = _asker()
         if top not in FRAMEWORKS and asker != "job":
-            if asker != "nvflare" or not STATE.get("running"):
+            if asker != "nvflare" or not STATE.get("in_job"):
                 return None  # a library's optional import, or NVFLARE's own before job.py runs: the real ImportError
             if not STATE.get("optional"):  # NVFLARE asks for it during the run: noted, stood in only on a rerun
                 if top not in STATE["absent"]:
@@ -424,7 +424,7 @@ def _run_once(out: str, job: str, args: list[str], before: set) -> None:
     STATE["parser_error"] = None
     _consume_export_flags()
     record: dict
-    STATE["running"] = True
+    STATE["in_job"] = True
     try:
         runpy.run_path(job, run_name="__main__")
         record = {"status": "no_run", "recipe": _mro(STATE["recipe"]) if STATE["recipe"] is not None else None}
