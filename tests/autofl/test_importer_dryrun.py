@@ -578,7 +578,8 @@ def test_a_run_that_records_never_gets_nvflare_s_optional_modules_stood_in(tmp_p
         "from nvflare.recipe import SimEnv\n\n"
         "_, found = optional_import('autofl_absent_module')\n"
         "rounds = 7 if found else 3\n"
-        "recipe = NumpyFedAvgRecipe(name='opt', model=[0.0], min_clients=2, num_rounds=rounds, train_script='client.py')\n"
+        "recipe = NumpyFedAvgRecipe(name='opt', model=[0.0], min_clients=2, num_rounds=rounds,"
+        " train_script='client.py')\n"
         "recipe.execute(SimEnv(num_clients=2))\n",
     )
     record = api.import_job(path, dry_run=True)["import"]["dry_run"]

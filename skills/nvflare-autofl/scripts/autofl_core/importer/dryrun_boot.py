@@ -11,13 +11,15 @@ NVFLARE's entry points are replaced before job.py runs: `FedJobConfig.simulator_
 `SimEnv` or `FedJob.simulator_run`), `FedJob.export_job`, `PocEnv.deploy` and `ProdEnv.deploy`. `Recipe.execute`,
 `run` and `export` only note which recipe is running (a FedJob exported or run through `recipe._job` is matched
 to the recipe built around it). At an entry point the job is exported into a private temp folder, its JSON configs
-are read, and the run stops. `argparse` parsers record their actions when they parse.
+are read, and the run stops (but see exports below). `argparse` parsers record their actions when they parse.
 Top-level modules that are not installed (torch on a machine without it) are replaced by inert stand-ins, named
 in the record: those job.py imports and the frameworks NVFLARE's recipes import, always; those NVFLARE's own code
 imports or looks for while job.py runs (mlflow, wandb), only on a second run made when the first did not record.
 A stand-in object is an object to NVFLARE (truthy, without NVFLARE's Job API hooks) and absent to job.py (false:
-no GPU); stand-in classes accept each other's instances (a torch_geometric model is a torch.nn.Module). OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. Standard library and
-nvflare only; nothing here trains, and nothing is written outside the temp folder.
+no GPU); stand-in classes accept each other's instances (a torch_geometric model is a torch.nn.Module).
+An export does not end the run: job.py may run the job next; the export is the record where nothing after it is.
+OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. Standard library and nvflare only;
+nothing here trains, and nothing is written outside the temp folder.
 """
 
 from __future__ import annotations
