@@ -97,29 +97,24 @@ def run(campaign, options, now: str, *, record) -> ActionResult:
         campaign.settings.python, kit, num_clients=contract.num_clients(campaign.config), job_folder=paths.workspace
     )
     cli = flare_cli.FlareCli(campaign.settings.python, kit, job_folder=paths.workspace)
-    model = None
-    if evaluation:
-        built = {}
+    built = {}
 
-        def export_step() -> Path:
-            folder, built["model"] = frozen_submit.job_for(
-                campaign,
-                target.name,
-                download,
-                job_name=f"{training.get('job_name') or 'autofl_' + target.name}_eval",
-                min_clients=len(sites),
-            )
-            return folder
-
-        folder, waited, reused = _run_job(campaign, cli, step, export_step, options, now, kit, sites)
-        model = built.get("model")
-    else:
-        folder, waited, reused = _run_job(
-            campaign, cli, step, lambda: _export(campaign, target), options, now, kit, sites
+    def export_step() -> Path:
+        if not evaluation:
+            return _export(campaign, target)
+        folder, built["model"] = frozen_submit.job_for(
+            campaign,
+            target.name,
+            download,
+            job_name=f"{training.get('job_name') or 'autofl_' + target.name}_eval",
+            min_clients=len(sites),
         )
+        return folder
+
+    folder, waited, reused = _run_job(campaign, cli, step, export_step, options, now, kit, sites)
     if evaluation:
         result = _record_evaluation(
-            campaign, options, now, record, target, step, training, folder, waited, model, sites, download
+            campaign, options, now, record, target, step, training, folder, waited, built.get("model"), sites, download
         )
     elif frozen_eval.enabled(campaign) and waited.status == job_meta.COMPLETED:
         step.save(**{frozen_submit.AWAITING: True})  # keep/discard waits for the measured score

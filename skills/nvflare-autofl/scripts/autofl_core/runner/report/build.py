@@ -160,8 +160,11 @@ def build(
             **_wall_time(campaign, context.stored_state or state),
             batches=facts.batches(campaign.manifests()),
         ),
-        "network": _network(campaign, latest_trial := _latest_trial(rows, campaign)),
-        "sandbox": {"latest_trial": _dict_or_none(latest_trial.get("sandbox"))},
+        "network": {
+            "allow_network": bool(settings.allow_network),
+            "latest_trial": _trial_network(latest_trial := _latest_trial(rows, campaign)),
+        },
+        "sandbox": {"latest_trial": sandbox if isinstance(sandbox := latest_trial.get("sandbox"), dict) else None},
         "leaderboard": _with_sites(
             [_entry(row, budgets) for row in rows if row.status != v.LITERATURE],
             {v.BASELINE: baseline, "best": best},
@@ -315,14 +318,10 @@ def _noise_section(rows: list[LedgerRow], estimate: dict | None, band: float | N
     }
 
 
-def _network(campaign, latest_trial: dict) -> dict:
-    """How trials could reach the network: the `--allow-network` setting and what the latest trial recorded
-    (`isolated`, `allowed` or `unavailable: <why>`; None when the runner ran no trial, as in poc/prod)."""
-    return {"allow_network": bool(campaign.settings.allow_network), "latest_trial": _trial_network(latest_trial)}
-
-
 def _trial_network(trial: dict) -> str | None:
-    """A trial.json's `network_isolation`; null there means isolation was not requested (`allowed`)."""
+    """How the latest trial could reach the network, from its trial.json's `network_isolation`: `isolated`,
+    `allowed` (null there: isolation was not requested) or `unavailable: <why>`; None when the runner ran no trial,
+    as in poc/prod."""
     value = trial.get("network_isolation", "")
     if value is None:
         return "allowed"
@@ -339,10 +338,6 @@ def _latest_trial(rows: list[LedgerRow], campaign) -> dict:
 
 def _is_runner_trial(run: Path, campaign) -> bool:
     return run.parent == campaign.paths.output_root  # not an external run
-
-
-def _dict_or_none(value) -> dict | None:
-    return value if isinstance(value, dict) else None
 
 
 def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:

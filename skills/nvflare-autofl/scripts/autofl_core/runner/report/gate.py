@@ -15,7 +15,6 @@ Usage::
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,7 +43,7 @@ def produce(
     job, *, outputs: report.Outputs | None, confirm_interrupted: bool, generated_by: str, lock_mode: str, now: str
 ) -> Produced:
     probe = CampaignPaths.for_job(job, {})
-    holder = workspace_lock(probe.lock) if lock_mode == "write" else read_lock(probe.lock)
+    holder = workspace_lock(probe.lock) if lock_mode == "write" else shared_lock(probe.lock)
     with holder as lock_state:
         campaign, missing = open_for_report(job)
         stored = bounded.read_json_or_none(campaign.paths.state)
@@ -183,14 +182,6 @@ def check_outputs(campaign, outputs: report.Outputs) -> None:
                 "each output its own path"
             )
         seen[key] = seen[real] = label
-
-
-@contextlib.contextmanager
-def read_lock(path: Path):
-    """A shared lock on the campaign, opened read-only (works on a read-only archive); "absent" when the
-    campaign has no lock file (then no runner has ever held it here). See `store/lock.shared_lock`."""
-    with shared_lock(path) as held:
-        yield held
 
 
 def _real(path: Path) -> Path:
