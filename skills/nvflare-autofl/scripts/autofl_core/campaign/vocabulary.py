@@ -10,7 +10,7 @@ that prints, formats and serializes as its value (`Word`). Usage::
     row.status in v.ATTEMPTS                           # keep / discard / crash: what counts toward the cap
     v.LedgerStatus("keep") is v.KEEP                   # ValueError for a word outside the set
     best = v.best_row(rows, "max")                   # the best scored baseline/keep row (first of ties)
-    ledger.append_row(path, v.literature_row(name="lit-0001", hypothesis=h, family="", event_id="lit-0001"))
+    ledger.append_row(path, v.literature_row(name="lit-0001", diff_summary=h, literature_event_id="lit-0001"))
 """
 
 from __future__ import annotations
@@ -233,15 +233,9 @@ def candidate_row(status: str, **columns) -> dict:
     return row
 
 
-def literature_row(*, name: str, hypothesis: str, family: str, event_id: str) -> dict:
+def literature_row(**columns) -> dict:
     """A literature event (`record --literature`): its sources and decision in diff_summary."""
-    return {
-        "status": LITERATURE,
-        "name": name,
-        "diff_summary": hypothesis,
-        "algorithm_family": family,
-        "literature_event_id": event_id,
-    }
+    return {"status": LITERATURE, **columns}
 
 
 def replicate_row(**columns) -> dict:
