@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..campaign import prune
+from ..campaign import gains, prune
 from ..campaign import vocabulary as v
 from ..campaign.ledger import LedgerRow
 from . import noise
@@ -46,7 +46,7 @@ def judge_for(campaign, kind: str | None):
         for row in campaign.rows()
         if row.status == v.REPLICATE and row.score is not None and row.base_candidate == best.name
     ]
-    mode, band = campaign.settings.mode, noise.band(noise.latest_measured(campaign))
+    mode, band = campaign.settings.mode, gains.band(noise.latest_measured(campaign))
     replicates = [item for item in replicates if item]
 
     def judge(curve: dict[int, float]) -> str | None:

@@ -39,7 +39,7 @@ def compared_with(campaign) -> Compared:
     return Compared(
         name=best.name if best else None,
         score=v.bar_to_beat(campaign.rows(), campaign.mode),  # the best's mean once replicates exist
-        band=noise.band(noise.latest_measured(campaign)),
+        band=gains.band(noise.latest_measured(campaign)),
         metric=campaign.settings.metric,
         resolution=known["metric_resolution"],
     )

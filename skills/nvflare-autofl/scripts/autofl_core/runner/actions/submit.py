@@ -301,17 +301,14 @@ def _record_evaluation(campaign, options, now, record, target, step, training, f
     job = {"job_id": step.submission.get("job_id"), "job_status": waited.status}
     meta = job_meta.read_job_meta(folder)
     job["duration_seconds"] = meta.duration_seconds if meta else None
-    reason = None
+    found = reason = None
     if waited.status != job_meta.COMPLETED:
         reason = f"frozen evaluation: evaluation job {job['job_id']} ended {waited.status or 'without a status'}"
-        found = None
     else:
         try:
             answers = eval_job.read_answers(folder)
         except eval_job.EvalJobError as error:
-            answers, reason = None, f"frozen evaluation: {error}"
-        if answers is None:
-            found = None
+            reason = f"frozen evaluation: {error}"
         else:
             if model is None:  # a repeat after the runner was killed: the model the job was built from
                 model = frozen_submit.job_model(campaign, target.name, download)

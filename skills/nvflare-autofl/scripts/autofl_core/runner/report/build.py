@@ -74,7 +74,7 @@ def plot_options(campaign, state: dict) -> dict:
     return {
         "metric": campaign.settings.metric,
         "mode": campaign.settings.mode,
-        "band": noise.band(state["noise"]),
+        "band": gains.band(state["noise"]),
         "batches": facts.batches(campaign.manifests()),
         "curves": [
             {key: curve[key] for key in ("name", "role", "rounds", "values")} for curve in curves.read_curves(campaign)
@@ -91,7 +91,7 @@ def build(
     rows = campaign.rows()
     walk = facts.walk_rows(rows, settings.mode)
     measured = noise.latest_measured(campaign)
-    band = noise.band(measured)
+    band = gains.band(measured)
     known = noise.facts(campaign)
     judge = {"metric": settings.metric, "resolution": known["metric_resolution"]}
     best = rows[walk.best] if walk.best is not None else None
