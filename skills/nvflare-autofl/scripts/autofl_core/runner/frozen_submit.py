@@ -179,8 +179,7 @@ def measured(
 
 def finish_record(campaign, name: str, reported: float | None, divergence: dict | None) -> None:
     """Add the reported value (and a divergence) to the evaluation.json `measured` wrote, as simulation keeps it."""
-    record = frozen_eval.recorded(campaign, name) or {}
-    record = dict(record, reported_score=reported)
+    record = dict(frozen_eval.recorded(campaign, name) or {}, reported_score=reported)
     if divergence:
         record["metric_divergence"] = divergence
     atomic.write_json(campaign.paths.run_dir(name) / frozen_eval.EVALUATION_FILE, record)

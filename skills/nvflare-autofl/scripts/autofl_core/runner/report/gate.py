@@ -88,12 +88,11 @@ def check_finished(campaign, state: dict, *, confirm_interrupted: bool) -> list[
             "abandon it (a running one: run status to recover it) before the final report"
         )
     for row in campaign.rows():
-        if row.status in v.ATTEMPTS and row.candidate_manifest:
-            if not paths.resolve(row.candidate_manifest).is_file():
-                raise CampaignError(
-                    f"the manifest of {row.name} ({row.candidate_manifest}) is missing, so its "
-                    "outcome cannot be confirmed; restore it before the final report"
-                )
+        if row.status in v.ATTEMPTS and row.candidate_manifest and not paths.resolve(row.candidate_manifest).is_file():
+            raise CampaignError(
+                f"the manifest of {row.name} ({row.candidate_manifest}) is missing, so its "
+                "outcome cannot be confirmed; restore it before the final report"
+            )
     notes = _trial_notes(paths)
     if not state["final_response_allowed"]:
         if not confirm_interrupted:

@@ -250,9 +250,5 @@ def schema_budget(config: dict) -> dict:
 
 def expected_result_names(config: dict) -> list[str]:
     """Result folder names the job may use without an injected --name: its recipe/job `name=` value."""
-    names = []
-    for section in ("recipe_args",):
-        entry = (config.get(section) or {}).get("name") or {}
-        if isinstance(entry.get("value"), str) and entry["value"]:
-            names.append(entry["value"])
-    return names
+    entry = (config.get("recipe_args") or {}).get("name") or {}
+    return [entry["value"]] if isinstance(entry.get("value"), str) and entry["value"] else []
