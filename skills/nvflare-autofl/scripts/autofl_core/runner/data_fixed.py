@@ -13,6 +13,7 @@ default in job.py, and `suggest` proposes neither fixed nor unclassified options
 from __future__ import annotations
 
 from .outcome import CampaignError
+from .store import contract
 
 PINNED = "pinned with --fixed-args"
 
@@ -32,12 +33,9 @@ def with_fixed_args(config: dict, names: list[str]) -> dict:
     if not names:
         return config
     by_name = {}
-    for record in (config.get("argparse") or {}).get("flags") or []:
-        longs = [option for option in record.get("option_strings") or [] if option.startswith("--")]
-        if longs:
-            for option in record.get("option_strings") or []:
-                by_name[option] = longs[0]
-            by_name[str(record.get("dest"))] = longs[0]
+    for flag, record in contract.long_options(config):
+        for name in [*record.get("option_strings"), str(record.get("dest"))]:
+            by_name[name] = flag
     shaping = {
         "fixed": fixed(config),
         "unclassified": dict((config.get("data_shaping") or {}).get("unclassified") or {}),
@@ -85,9 +83,4 @@ def reimport_problems(campaign_config: dict, candidate_config: dict) -> list[str
 
 
 def _defaults(config: dict) -> dict:
-    found = {}
-    for record in (config.get("argparse") or {}).get("flags") or []:
-        longs = [option for option in record.get("option_strings") or [] if option.startswith("--")]
-        if longs:
-            found[longs[0]] = record.get("value", record.get("default"))
-    return found
+    return {flag: record.get("value", record.get("default")) for flag, record in contract.long_options(config)}

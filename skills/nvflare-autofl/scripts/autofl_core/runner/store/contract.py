@@ -183,6 +183,13 @@ def objective_invariants(config: dict) -> dict:
     return {key: objective.get(key) for key in INVARIANT_KEYS}
 
 
+def long_options(config: dict) -> list[tuple[str, dict]]:
+    """(first long option, argparse record) of each option job.py defines with one (`-l` alone is left out)."""
+    records = (config.get("argparse") or {}).get("flags") or []
+    longs = [[option for option in record.get("option_strings") or [] if option.startswith("--")] for record in records]
+    return [(names[0], record) for names, record in zip(longs, records, strict=True) if names]
+
+
 def allowed_edit_paths(config: dict) -> list[str]:
     return list((config.get("trust") or {}).get("allowed_edit_paths") or [])
 
