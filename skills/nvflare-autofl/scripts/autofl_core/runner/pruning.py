@@ -23,14 +23,9 @@ from .store import contract
 CANDIDATE = "candidate"
 
 
-def enabled(settings) -> bool:
-    """The campaign's `prune` setting (CampaignSettings)."""
-    return bool(settings.prune)
-
-
 def judge_for(campaign, kind: str | None):
     """The round judge of a trial of `kind`, or None (pruning off, not a candidate, or no reference curve)."""
-    if kind != CANDIDATE or not enabled(campaign.settings):
+    if kind != CANDIDATE or not campaign.settings.prune:
         return None
     best = campaign.best_row()
     total = contract.num_rounds(campaign.config)
@@ -71,7 +66,7 @@ def status_fields(campaign) -> dict:
     rule = prune.Rule()
     return {
         "pruning": {
-            "enabled": enabled(campaign.settings),
+            "enabled": bool(campaign.settings.prune),
             "k": rule.k,
             "min_fraction": rule.min_fraction,
             "margin": (

@@ -37,13 +37,9 @@ from ..store import manifests, snapshots
 ENTRY_FIELDS = ("score", "compared_with", "compared_score", "delta", "noise_verdict", "sites")
 
 
-def batch_requested(options) -> bool:
-    """A batch: `--all-prepared`, several `--manifest`s, or `--parallel`; else one candidate."""
-    return bool(options.all_prepared or len(options.manifest or []) > 1 or options.parallel is not None)
-
-
 def run(campaign, options, now: str) -> ActionResult:
-    batch = batch_requested(options)
+    # a batch: --all-prepared, several --manifest, or --parallel; else one candidate
+    batch = bool(options.all_prepared or len(options.manifest or []) > 1 or options.parallel is not None)
     chosen = _chosen(campaign, options)
     if options.run_args is not None and len(chosen) > 1:
         raise CampaignError(

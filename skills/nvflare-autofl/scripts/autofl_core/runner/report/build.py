@@ -351,20 +351,16 @@ def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:
             continue
         budget = recorded.get(row.name) if row.candidate_manifest else None
         if budget is None and row.status == v.BASELINE:  # an external baseline (record --baseline, submit)
-            budget = (_external_record(campaign, row.name) or {}).get("budget")
+            try:
+                budget = (external.read(campaign.paths, row.name) or {}).get("budget")
+            except CampaignError:  # the report is read-only: a damaged record reads as no evidence
+                pass
         if budget is None and not row.candidate_manifest and row.artifacts:
             run = campaign.paths.resolve(row.artifacts)
             if _is_runner_trial(run, campaign):
                 budget = (bounded.read_json_or_none(run / "trial.json") or {}).get("budget")
         found[row.name] = budget.get("status") if isinstance(budget, dict) else v.BUDGET_UNVERIFIED
     return found
-
-
-def _external_record(campaign, name: str) -> dict | None:
-    try:
-        return external.read(campaign.paths, name)
-    except CampaignError:  # the report is read-only: a damaged record reads as no evidence
-        return None
 
 
 def _wall_time(campaign, state: dict) -> dict:
