@@ -73,13 +73,11 @@ def refuse_in_run_args(config: dict, canonical: str, token: str) -> None:
 def reimport_problems(campaign_config: dict, candidate_config: dict) -> list[str]:
     """A draft that changes a fixed option's default in job.py (or drops the option) is refused."""
     before, after = _defaults(campaign_config), _defaults(candidate_config)
-    problems = []
-    for flag in sorted(fixed(campaign_config)):
-        if flag in before and before[flag] != after.get(flag, "<removed>"):
-            problems.append(
-                f"it changes the data-shaping option {flag} (default {before[flag]!r} -> {after.get(flag, 'removed')!r})"
-            )
-    return problems
+    return [
+        f"it changes the data-shaping option {flag} (default {before[flag]!r} -> {after.get(flag, 'removed')!r})"
+        for flag in sorted(fixed(campaign_config))
+        if flag in before and before[flag] != after.get(flag, "<removed>")
+    ]
 
 
 def _defaults(config: dict) -> dict:

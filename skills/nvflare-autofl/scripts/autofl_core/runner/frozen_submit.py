@@ -46,12 +46,8 @@ def awaiting(campaign, names: list[str]) -> list[str]:
     """Which of the runs `names` (the baseline, ready candidates) were downloaded and await their evaluation job."""
     if not frozen_eval.enabled(campaign) or campaign.settings.env == "sim":
         return []
-    found = []
-    for name in names:
-        document = external.read(campaign.paths, name) or {}
-        if (document.get("submission") or {}).get(AWAITING):
-            found.append(name)
-    return found
+    documents = {name: external.read(campaign.paths, name) or {} for name in names}
+    return [name for name, document in documents.items() if (document.get("submission") or {}).get(AWAITING)]
 
 
 def training_download(campaign, name: str, training: dict) -> Path:

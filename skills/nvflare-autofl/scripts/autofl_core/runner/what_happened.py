@@ -38,7 +38,7 @@ def compared_with(campaign) -> Compared:
     known = noise.facts(campaign)
     return Compared(
         name=best.name if best else None,
-        score=v.bar_to_beat(campaign.rows(), campaign.mode),  # the best's mean once replicates exist
+        score=v.bar_to_beat(campaign.rows(), campaign.settings.mode),  # the best's mean once replicates exist
         band=gains.band(noise.latest_measured(campaign)),
         metric=campaign.settings.metric,
         resolution=known["metric_resolution"],

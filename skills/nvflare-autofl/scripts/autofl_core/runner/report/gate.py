@@ -45,7 +45,8 @@ def produce(
     probe = CampaignPaths.for_job(job, {})
     holder = workspace_lock(probe.lock) if lock_mode == "write" else shared_lock(probe.lock)
     with holder as lock_state:
-        campaign, missing = open_for_report(job)
+        campaign = replace(Campaign.open(job), lenient=True)  # an older ledger is reported, not rejected
+        campaign.rows()  # read first: `missing_columns` are the columns such a ledger lacks
         stored = bounded.read_json_or_none(campaign.paths.state)
         state = state_mod.compute(campaign, now)
         notes = check_finished(campaign, state, confirm_interrupted=confirm_interrupted)
@@ -56,7 +57,7 @@ def produce(
             generated_by=generated_by,
             confirm_interrupted=confirm_interrupted and not state["final_response_allowed"],
             lock=lock_state or "held",
-            missing_columns=missing,
+            missing_columns=campaign.missing_columns,
             stored_state=stored,
             stored_state_read=True,
             notes=notes,
@@ -64,13 +65,6 @@ def produce(
         data = report.build(campaign, state, plot_available=plotted, context=context, outputs=chosen)
         report.write(chosen, data)
     return Produced(outputs=chosen, data=data, state=state, campaign=campaign)
-
-
-def open_for_report(job) -> tuple[Campaign, tuple[str, ...]]:
-    """The campaign with its ledger read leniently (an older ledger is reported, not rejected)."""
-    campaign = replace(Campaign.open(job), lenient=True)
-    campaign.rows()
-    return campaign, campaign.missing_columns
 
 
 def check_finished(campaign, state: dict, *, confirm_interrupted: bool) -> list[str]:

@@ -328,12 +328,11 @@ def _families(data: dict) -> list[str]:
     table = data["families"]
     if not table["families"] and not table["unclassified_attempts"]:
         return ["Families: none recorded (no candidate attempt yet)."]
-    lines = []
-    for entry in table["families"]:
-        lines.append(
-            f"- {recorded(entry['family'])}: {recorded(entry['outcome'])} ({entry['attempts']} attempt(s), "
-            f"{entry['improved']} improved, {entry['crashed']} crashed)"
-        )
+    lines = [
+        f"- {recorded(entry['family'])}: {recorded(entry['outcome'])} ({entry['attempts']} attempt(s), "
+        f"{entry['improved']} improved, {entry['crashed']} crashed)"
+        for entry in table["families"]
+    ]
     if table["unclassified_attempts"]:
         lines.append(f"- unclassified: {table['unclassified_attempts']} attempt(s) without an algorithm family")
     return lines
