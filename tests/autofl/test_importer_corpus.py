@@ -5,7 +5,10 @@ Every example is imported statically (in-process, milliseconds each) and must ge
 records for it: training jobs admitted stay admitted, jobs that train nothing stay refused. Five examples are also
 dry-run: two FedAvgJob scripts whose min_clients only a run reads, a FedJob whose simulator folder only a run reads
 (TensorFlow stood in), a job run with the arguments it documents, and a nested CCWF job the run recognises by what
-it builds.
+it builds. Five more are dry-run for what the boot's stand-ins let them record: a model derived from an absent
+framework handed to NVFLARE as a component, a model from one absent module checked against another's class, an
+optional module NVFLARE itself looks for (mlflow, wandb), and a PSI job whose stood-in module must not make it a
+training job.
 """
 
 import json
@@ -67,3 +70,26 @@ def test_a_recorded_run_is_the_budget_source_of_a_job_the_reading_admits(tmp_pat
     assert config["import"]["dry_run"]["corrected"] == [
         "min_clients: job.py reads as 1, but running it asks NVFLARE for 2"
     ]
+
+
+STAND_IN_SUBSET = {  # example: (module the record must name as stood in, NVFLARE class recorded)
+    "cifar10-pt-fedopt": ("torch", "nvflare.app_opt.pt.recipes.fedopt.FedOptRecipe"),
+    "gnn": ("torch_geometric", "nvflare.app_opt.pt.recipes.fedavg.FedAvgRecipe"),
+    "et-mlflow-pt": ("mlflow", "nvflare.app_opt.pt.recipes.fedavg.FedAvgRecipe"),
+    "et-wandb": ("wandb", "nvflare.app_opt.pt.recipes.fedavg.FedAvgRecipe"),
+    "psi-user-email": ("private_set_intersection", "nvflare.app_common.psi.recipes.dh_psi.DhPSIRecipe"),
+}
+
+
+@pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+@pytest.mark.parametrize("name", sorted(STAND_IN_SUBSET))
+def test_examples_that_record_with_stand_ins_keep_their_recorded_verdict(name, tmp_path):
+    entry = SOURCES[name]
+    module, nvflare_class = STAND_IN_SUBSET[name]
+    shutil.copytree(CORPUS / name, tmp_path / name)
+    config = api.import_job(tmp_path / name / "job.py", dry_run=True, base_args=entry.get("args", []))
+    record = config["import"]["dry_run"]
+    assert record["status"] == "recorded", record
+    assert module in record["stubbed"] and record["nvflare_class"] == nvflare_class
+    assert record["family"] == entry["family"]
+    assert verdict(config) == entry["dry_run"], config["admission_errors"][:1]

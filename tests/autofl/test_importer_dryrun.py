@@ -7,6 +7,8 @@ runs real dry runs (about 1-2 s cold under load); records are cached by the hash
 
 import importlib.util
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -462,3 +464,169 @@ def test_a_file_relative_train_script_is_recorded_by_the_run(tmp_path):
     assert "src/client.py" in config["trust"]["allowed_edit_paths"]
 
     assert set(contract.budget_args(config)) >= {"--n_clients", "--num_rounds"}
+
+
+def absent(*modules: str) -> None:
+    """Skip where one of `modules` is installed (nothing would be stood in)."""
+    for name in modules:
+        if importlib.util.find_spec(name) is not None:
+            pytest.skip(f"{name} is installed here: nothing is stood in")
+
+
+def test_a_model_derived_from_an_absent_framework_is_an_object_to_nvflare_and_absent_to_the_job(tmp_path):
+    """NVFLARE refuses an object it tests false (`if not obj: cannot add empty object to job`, FedOpt's
+    `job.to_server(model)`) and asks any object for its Job API hooks (`getattr(obj, "get_job_target_type", None)`):
+    a stand-in is truthy and has no hooks when NVFLARE asks, while job.py's own tests still see an absent framework
+    (no GPU) and its attributes (the job asserts them, so a wrong answer makes the run raise)."""
+    absent("torch")
+    path = write_job(
+        tmp_path / "fedopt",
+        "import argparse\n"
+        "import torch\n"
+        "from nvflare.app_opt.pt.recipes.fedopt import FedOptRecipe\n"
+        "from nvflare.recipe import SimEnv\n\n\n"
+        "class Net(torch.nn.Module):\n"
+        "    pass\n\n\n"
+        "assert not torch.cuda.is_available() and not Net()\n"
+        "assert Net().get_job_target_type is not None\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--num_rounds', type=int, default=4)\n"
+        "args = parser.parse_args()\n"
+        "recipe = FedOptRecipe(name='opt', num_rounds=args.num_rounds, min_clients=2, model=Net(),"
+        " train_script='client.py')\n"
+        "recipe.execute(SimEnv(num_clients=2))\n",
+    )
+    config = api.import_job(path, dry_run=True)
+    record = config["import"]["dry_run"]
+    assert record["status"] == "recorded", record
+    assert record["nvflare_class"] == "nvflare.app_opt.pt.recipes.fedopt.FedOptRecipe"
+    assert record["budget"] == {"num_rounds": 4, "min_clients": 2, "num_clients": 2}
+    assert config["admission_errors"] == []
+
+
+def test_stand_in_classes_accept_each_other_s_instances_and_nothing_else(tmp_path):
+    """A model from one absent module (torch_geometric) is an instance of another absent module's class
+    (torch.nn.Module), as NVFLARE's PyTorch recipe checks; real classes and the job's own classes keep Python's
+    answer (the job asserts them, so a wrong one makes the run raise)."""
+    absent("torch", "torch_geometric")
+    path = write_job(
+        tmp_path / "gnn",
+        "import torch\n"
+        "import torch_geometric\n"
+        "from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\n"
+        "from nvflare.recipe import SimEnv\n\n\n"
+        "class Net(torch.nn.Module):\n"
+        "    pass\n\n\n"
+        "class Plain:\n"
+        "    pass\n\n\n"
+        "model = torch_geometric.nn.GraphSAGE(in_channels=8, hidden_channels=4, num_layers=2)\n"
+        "assert isinstance(model, torch.nn.Module) and issubclass(torch_geometric.nn.GraphSAGE, torch.nn.Module)\n"
+        "assert isinstance(Net(), torch.nn.Module) and not isinstance(model, Net)\n"
+        "assert not isinstance(Plain(), torch.nn.Module) and not issubclass(Plain, torch.nn.Module)\n"
+        "assert not isinstance(model, (int, dict, Plain)) and not issubclass(torch.nn.Module, Plain)\n"
+        "recipe = FedAvgRecipe(name='gnn', model=model, min_clients=2, num_rounds=6, train_script='client.py')\n"
+        "recipe.execute(SimEnv(num_clients=2))\n",
+    )
+    record = api.import_job(path, dry_run=True)["import"]["dry_run"]
+    assert record["status"] == "recorded", record
+    assert {"torch", "torch_geometric"} <= set(record["stubbed"])
+    assert record["budget"] == {"num_rounds": 6, "min_clients": 2, "num_clients": 2}
+
+
+TRACKED = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv, add_experiment_tracking
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--num_rounds", type=int, default=5)
+args = parser.parse_args()
+recipe = NumpyFedAvgRecipe(
+    name="tracked", model=[0.0], min_clients=2, num_rounds=args.num_rounds, train_script="client.py"
+)
+add_experiment_tracking(recipe, tracking_type="mlflow")
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+def test_a_module_nvflare_looks_for_is_stood_in_only_when_the_run_needs_it(tmp_path):
+    """`add_experiment_tracking(recipe, "mlflow")` raises where mlflow is absent: the run is made again with the
+    modules NVFLARE looked for stood in (named in `stubbed`). The trial itself never sees them: the same job run
+    as plain Python still lacks mlflow."""
+    absent("mlflow")
+    path = write_job(tmp_path / "tracked", TRACKED)
+    config = api.import_job(path, dry_run=True)
+    record = config["import"]["dry_run"]
+    assert record["status"] == "recorded", record
+    assert "mlflow" in record["stubbed"]
+    assert record["budget"] == {"num_rounds": 5, "min_clients": 2, "num_clients": 2}
+    assert config["admission_errors"] == []
+    plain = subprocess.run(
+        [sys.executable, "-I", str(path)], cwd=path.parent, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert plain.returncode != 0 and "mlflow is not installed" in plain.stderr
+
+
+def test_a_run_that_records_never_gets_nvflare_s_optional_modules_stood_in(tmp_path):
+    """NVFLARE's own optional import of an absent module, in a run that records, keeps its real answer: the record
+    is the one without stand-ins (the budget the job picks when the module is missing), and the module is not
+    named in `stubbed`."""
+    path = write_job(
+        tmp_path / "optional",
+        "from nvflare.app_common.np.recipes import NumpyFedAvgRecipe\n"
+        "from nvflare.fuel.utils.import_utils import optional_import\n"
+        "from nvflare.recipe import SimEnv\n\n"
+        "_, found = optional_import('autofl_absent_module')\n"
+        "rounds = 7 if found else 3\n"
+        "recipe = NumpyFedAvgRecipe(name='opt', model=[0.0], min_clients=2, num_rounds=rounds,"
+        " train_script='client.py')\n"
+        "recipe.execute(SimEnv(num_clients=2))\n",
+    )
+    record = api.import_job(path, dry_run=True)["import"]["dry_run"]
+    assert record["status"] == "recorded", record
+    assert record["budget"]["num_rounds"] == 3
+    assert "autofl_absent_module" not in record["stubbed"]
+
+
+def test_a_shell_script_the_job_ships_is_in_the_cache_key(tmp_path):
+    """NVFLARE copies a script named in `job.to("client_wrapper.sh", site)` and raises where it is missing, so a
+    `.sh` file decides the record as much as a `.py` file does."""
+    path = write_job(tmp_path / "wrapped", TRACKED)
+    before = dryrun.job_digest(path.parent, None, [], "python")
+    (path.parent / "client_wrapper.sh").write_text('exec python3 -u "$@"\n')
+    assert dryrun.job_digest(path.parent, None, [], "python") != before
+
+
+EXPORT_THEN_RUN = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=3)
+args = parser.parse_args()
+recipe = NumpyFedAvgRecipe(name="both", model=[0.0], min_clients=2, num_rounds=4, train_script="client.py")
+recipe._job.export_job("/tmp/exported")
+AFTER_EXPORT
+"""
+
+
+@pytest.mark.parametrize(
+    ("after", "entry", "num_clients"),
+    [
+        ("recipe.execute(SimEnv(num_clients=args.n_clients))", "simulator_run", 3),
+        ("raise RuntimeError('no startup kit')", "export_job", None),
+    ],
+    ids=["then-runs", "then-raises"],
+)
+def test_a_job_that_exports_its_job_first_is_recorded_where_it_runs(tmp_path, after, entry, num_clients):
+    """An export is not where job.py ends: the run goes on to the simulation it starts next (the sites it runs and
+    the recipe built around the exported FedJob are recorded); where nothing after the export records, the export
+    stands, as when the export was the last thing job.py asked NVFLARE for."""
+    path = write_job(tmp_path / "export_first", EXPORT_THEN_RUN.replace("AFTER_EXPORT", after))
+    config = api.import_job(path, dry_run=True)
+    record = config["import"]["dry_run"]
+    assert record["status"] == "recorded", record
+    assert record["entry"] == entry
+    assert record["nvflare_class"] == "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
+    assert record["budget"] == {"num_rounds": 4, "min_clients": 2, "num_clients": num_clients}

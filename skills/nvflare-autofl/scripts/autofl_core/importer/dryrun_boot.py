@@ -9,11 +9,17 @@ Each run is a child forked after NVFLARE is imported and patched, so the perturb
 
 NVFLARE's entry points are replaced before job.py runs: `FedJobConfig.simulator_run` (every simulation, from
 `SimEnv` or `FedJob.simulator_run`), `FedJob.export_job`, `PocEnv.deploy` and `ProdEnv.deploy`. `Recipe.execute`,
-`run` and `export` only note which recipe is running. At an entry point the job is exported into a private temp
-folder, its JSON configs are read, and the run stops. `argparse` parsers record their actions when they parse.
+`run` and `export` only note which recipe is running (a FedJob exported or run through `recipe._job` is matched
+to the recipe built around it). At an entry point the job is exported into a private temp folder, its JSON configs
+are read, and the run stops (but see exports below). `argparse` parsers record their actions when they parse.
 Top-level modules that are not installed (torch on a machine without it) are replaced by inert stand-ins, named
-in the record. OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. Standard library and
-nvflare only; nothing here trains, and nothing is written outside the temp folder.
+in the record: those job.py imports and the frameworks NVFLARE's recipes import, always; those NVFLARE's own code
+imports or looks for while job.py runs (mlflow, wandb), only on a second run made when the first did not record.
+A stand-in object is an object to NVFLARE (truthy, without NVFLARE's Job API hooks) and absent to job.py (false:
+no GPU); stand-in classes accept each other's instances (a torch_geometric model is a torch.nn.Module).
+An export does not end the run: job.py may run the job next; the export is the record where nothing after it is.
+OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. Standard library and nvflare only;
+nothing here trains, and nothing is written outside the temp folder.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import traceback
 import types
 
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
-STATE: dict = {"recipe": None, "recipe_call": None, "parsers": [], "stubbed": []}
+STATE: dict = {"recipe": None, "recipe_call": None, "parsers": [], "stubbed": [], "absent": [], "built": []}
 MAX_FILE = 1 << 20
 FRAMEWORKS = {  # imported by NVFLARE's own framework recipes; stand-ins when absent
     "torch",
@@ -92,24 +98,44 @@ class _InertMeta(type):
     def __or__(cls, other):
         return cls
 
+    def __instancecheck__(cls, obj):  # stand-ins among themselves: GraphSAGE() is a torch.nn.Module
+        return _stand_in(cls) and _stand_in(type(obj)) or type.__instancecheck__(cls, obj)
+
+    def __subclasscheck__(cls, sub):
+        return _stand_in(cls) and _stand_in(sub) or type.__subclasscheck__(cls, sub)
+
+
+def _stand_in(cls) -> bool:
+    """True for a class made here for an absent module (not for a class the job derives from one)."""
+    return isinstance(cls, _InertMeta) and "_stand_in" in cls.__dict__
+
 
 def _inert_class(name: str) -> type:
     def method(self, *args, **kwargs):
         return _inert_class(name + "()")()
 
+    def attribute(self, attr):
+        if _called_from_nvflare():  # NVFLARE's probes (`getattr(obj, "add_to_fed_job", None)`) find nothing
+            raise AttributeError(attr)
+        return _inert_class(f"{name}.{attr}")()
+
     body = {
         "__qualname__": name,
         "__init__": lambda self, *a, **k: None,
-        "__getattr__": lambda self, attr: _inert_class(f"{name}.{attr}")(),
+        "__getattr__": attribute,
         "__call__": method,
         "__iter__": lambda self: iter(()),
-        "__bool__": lambda self: False,
+        "__bool__": lambda self: _called_from_nvflare(),  # an object to NVFLARE (`if not obj`), absent to the job
+        "_stand_in": True,
     }
     return _InertMeta(name.rpartition(".")[2] or name, (), body)
 
 
 class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Last on sys.meta_path: a module no other finder found becomes an inert stand-in."""
+    """Last on sys.meta_path: a module no other finder found becomes an inert stand-in when job.py (or a module
+    beside it) imports it or when it is a framework NVFLARE's recipes import. One that NVFLARE's own code imports
+    or looks for while job.py runs (mlflow for `add_experiment_tracking`, a receiver's import) is noted in
+    STATE["absent"] and stood in only on the rerun a run that did not record gets (STATE["optional"])."""
 
     def find_spec(self, fullname, path=None, target=None):
         top = fullname.partition(".")[0]
@@ -119,8 +145,14 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None  # an optional submodule of an installed package
         if os.path.exists(os.path.join(os.getcwd(), top + ".py")) or os.path.isdir(os.path.join(os.getcwd(), top)):
             return None  # the job's own module: its real ImportError must show
-        if not _asked_by_job() and top not in FRAMEWORKS:
-            return None  # NVFLARE's optional imports keep their real ImportError
+        asker = _asker()
+        if top not in FRAMEWORKS and asker != "job":
+            if asker != "nvflare" or not STATE.get("in_job"):
+                return None  # a library's optional import, or NVFLARE's own before job.py runs: the real ImportError
+            if not STATE.get("optional"):  # NVFLARE asks for it during the run: noted, stood in only on a rerun
+                if top not in STATE["absent"]:
+                    STATE["absent"].append(top)
+                return None
         if top not in STATE["stubbed"]:
             STATE["stubbed"].append(top)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
@@ -133,16 +165,27 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__file__ = f"<stand-in for the absent module {module.__name__}>"  # not a namespace package
 
 
-def _asked_by_job() -> bool:
-    """True when the import statement being run is in the job's folder (not in NVFLARE or a library)."""
+IMPORT_MACHINERY = os.path.dirname(importlib.__file__) + os.sep  # importlib.import_module, importlib.util.find_spec
+
+
+def _asker() -> str | None:
+    """Who runs the import being resolved: "job" (a file in the job's folder), "nvflare" (NVFLARE's package), or
+    None (another library, or this script)."""
     folder = os.path.dirname(STATE["job"])
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
-        if not name.startswith("<frozen") and name != __file__:
-            return os.path.dirname(name) == folder
+        if not name.startswith(("<frozen", IMPORT_MACHINERY)) and name != __file__:
+            if os.path.dirname(name) == folder:
+                return "job"
+            return "nvflare" if _in_nvflare(name) else None
         frame = frame.f_back
-    return False
+    return None
+
+
+def _in_nvflare(filename: str) -> bool:
+    """True for a file of the installed nvflare package."""
+    return bool(STATE.get("nvflare_dirs")) and filename.startswith(STATE["nvflare_dirs"])
 
 
 def _job_frame(job: str, tb=None) -> dict | None:
@@ -195,8 +238,9 @@ def _mro(obj) -> list[str]:
     return [f"{c.__module__}.{c.__qualname__}" for c in type(obj).__mro__ if c is not object]
 
 
-def _record(kind: str, fed_job_config, **extra) -> None:
-    """Export the job config into a private temp folder, keep its JSON, and stop the run."""
+def _record(kind: str, fed_job_config, final: bool = True, **extra) -> None:
+    """Export the job config into a private temp folder, keep its JSON, and stop the run; an export (`final`
+    False) is kept in STATE["exported"] (the first one) and the run goes on: job.py may run the job next."""
     job = STATE["job"]
     configs = {}
     if fed_job_config is not None:
@@ -204,7 +248,11 @@ def _record(kind: str, fed_job_config, **extra) -> None:
             fed_job_config.generate_job_config(folder)
             configs = _read_configs(folder)
     recipe = STATE["recipe"]
-    STATE["record"] = {
+    if recipe is None and fed_job_config is not None:  # job.py exported or ran `recipe._job` itself
+        recipe = next(
+            (r for r in STATE["built"] if getattr(getattr(r, "_job", None), "job", None) is fed_job_config), None
+        )
+    record = {
         "status": "recorded",
         "entry": kind,
         "call": _job_frame(job),
@@ -215,6 +263,10 @@ def _record(kind: str, fed_job_config, **extra) -> None:
         "job_dir": os.path.dirname(job),
         **extra,
     }
+    if not final:
+        STATE.setdefault("exported", record)
+        return
+    STATE["record"] = record
     raise Stop
 
 
@@ -226,6 +278,7 @@ def _recipe_attrs(recipe) -> dict:
 
 def _install() -> None:
     """Replace NVFLARE's entry points and argparse's parse methods with recording ones."""
+    import nvflare
     from nvflare.job_config.api import FedJob
     from nvflare.job_config.fed_job_config import FedJobConfig
     from nvflare.recipe.spec import Recipe
@@ -236,8 +289,10 @@ def _install() -> None:
 
     def export_job(self, job_root):
         self._set_all_apps()
-        _record("export_job", self.job, export_root=str(job_root), env=_env())
+        _record("export_job", self.job, final=False, export_root=str(job_root), env=_env())
 
+    folder = os.path.dirname(nvflare.__file__)
+    STATE["nvflare_dirs"] = tuple(sorted({folder + os.sep, os.path.realpath(folder) + os.sep}))
     FedJobConfig.simulator_run = simulator_run
     FedJob.export_job = export_job
 
@@ -255,11 +310,19 @@ def _install() -> None:
             continue
         cls.deploy = deployer(name)
 
+    built = Recipe.__init__
+
+    def noting_built(self, *args, **kwargs):
+        STATE["built"].append(self)
+        return built(self, *args, **kwargs)
+
+    Recipe.__init__ = noting_built
+
     for method in ("execute", "run", "export"):
         original = getattr(Recipe, method)
 
         def noting(self, *args, _original=original, _method=method, **kwargs):
-            if STATE["recipe"] is None:
+            if STATE["recipe"] is None or STATE["recipe_call"] == "export":  # a run after an export is the call
                 STATE["recipe"], STATE["recipe_call"] = self, _method
                 env = kwargs.get("env", args[0] if args and _method != "export" else None)
                 STATE["env_object"] = env
@@ -294,12 +357,13 @@ def _record_parsers() -> None:
 
 
 def _called_from_nvflare() -> bool:
-    """True when the parse was asked for by NVFLARE's own code (not by job.py or its modules)."""
+    """True when the caller of the function that asks (an argparse parse, a stand-in's `__bool__` or attribute) is
+    NVFLARE's own code, not job.py, its modules or another library."""
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.endswith(("argparse.py", "dryrun_boot.py")):
-            return f"{os.sep}nvflare{os.sep}" in name
+            return _in_nvflare(name)
         frame = frame.f_back
     return False
 
@@ -362,6 +426,7 @@ def _run_once(out: str, job: str, args: list[str], before: set) -> None:
     STATE["parser_error"] = None
     _consume_export_flags()
     record: dict
+    STATE["in_job"] = True
     try:
         runpy.run_path(job, run_name="__main__")
         record = {"status": "no_run", "recipe": _mro(STATE["recipe"]) if STATE["recipe"] is not None else None}
@@ -381,8 +446,12 @@ def _run_once(out: str, job: str, args: list[str], before: set) -> None:
             "nvflare": _nvflare_frame(error.__traceback__),
             "recipe": _mro(STATE["recipe"]) if STATE["recipe"] is not None else None,
         }
+    if record["status"] != "recorded" and "exported" in STATE:  # job.py exported, then ended or failed: the export
+        record = STATE["exported"]
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
     record["stubbed"] = sorted(STATE["stubbed"])
+    if STATE["absent"]:
+        record["absent"] = sorted(STATE["absent"])
     record["imported"] = _imported(before)
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(record, handle, sort_keys=True, default=repr)
@@ -397,10 +466,38 @@ def _fork(out: str, job: str, args: list[str]) -> int:
             os.dup2(quiet, fd)
         try:
             before = set(sys.modules)
-            _run_once(out, job, args, before)
+            if _first_run(out, job, args, before):
+                STATE["optional"] = True
+                _run_once(out, job, args, before)
         finally:
             os._exit(0)
     return pid
+
+
+def _first_run(out: str, job: str, args: list[str], before: set) -> bool:
+    """Run job.py once in a grandchild with only the usual stand-ins; True when it did not record a job and
+    NVFLARE's own code asked for a module this interpreter lacks (then the caller runs it again with those
+    modules stood in, as on a machine where they are installed). A run that records is never rerun, so its
+    record does not depend on NVFLARE's optional modules."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _run_once(out, job, args, before)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    try:
+        with open(out, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    absent = record.pop("absent", [])
+    if absent and record.get("status") != "recorded":
+        return True
+    if absent:
+        with open(out, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, sort_keys=True, default=repr)
+    return False
 
 
 def _runs(requests: list[dict], job: str) -> None:
