@@ -511,7 +511,7 @@ def test_the_plot_worker_primes_and_draws_the_picture(tmp_path):
     while priming leaves the runner to draw in its own critical path."""
     from autofl_core.campaign.plot_worker import PlotWorker
 
-    plot.prime()  # a ledger record, as plot_data reads rows
+    plot.warm_up()  # draws with a ledger record, as plot_data reads rows
     results = _write_ledger(tmp_path, EVERY_STATUS)
     worker = PlotWorker.start()
     try:

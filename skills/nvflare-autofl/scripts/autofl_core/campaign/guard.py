@@ -164,11 +164,7 @@ def required_exploration(next_action: str) -> str | None:
 
 def differs_beyond_timestamp(previous: dict | None, current: dict) -> bool:
     """True when `current` changes anything but `updated_at` (when `status` must rewrite the state file)."""
-    if not isinstance(previous, dict):
-        return True
-    return {k: v for k, v in previous.items() if k != "updated_at"} != {
-        k: v for k, v in current.items() if k != "updated_at"
-    }
+    return not isinstance(previous, dict) or {**previous, "updated_at": None} != {**current, "updated_at": None}
 
 
 # --- one pass over the ledger -----------------------------------------------------------------------

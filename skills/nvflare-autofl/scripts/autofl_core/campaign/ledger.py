@@ -7,7 +7,7 @@ builder), `LedgerRow.to_line` formats it. Readers get records and read attribute
 
     rows = read_rows("results.tsv")            # [LedgerRow, ...]; [] when the file does not exist
     rows[0].status, rows[0].score
-    append_row("results.tsv", vocabulary.literature_row(name="lit-0001", hypothesis=h, family="", event_id="lit-0001"))
+    append_row("results.tsv", vocabulary.literature_row(name="lit-0001", diff_summary=h, literature_event_id="lit-0001"))
 
 Statuses and candidate kinds are the ones `vocabulary` defines; every row a writer appends comes from one of its
 row builders.

@@ -118,10 +118,7 @@ def main() -> int:
     _load_package()
     from autofl_core.campaign import ledger, plot
 
-    backend = plot.warm_up()
-    if backend is not None:
-        plot.prime()
-    print(json.dumps({"ready": backend}), flush=True)
+    print(json.dumps({"ready": plot.warm_up()}), flush=True)
     line = sys.stdin.readline()
     if not line.strip():
         return 0

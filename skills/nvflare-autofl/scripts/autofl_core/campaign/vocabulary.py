@@ -10,7 +10,7 @@ that prints, formats and serializes as its value (`Word`). Usage::
     row.status in v.ATTEMPTS                           # keep / discard / crash: what counts toward the cap
     v.LedgerStatus("keep") is v.KEEP                   # ValueError for a word outside the set
     best = v.best_row(rows, "max")                   # the best scored baseline/keep row (first of ties)
-    ledger.append_row(path, v.literature_row(name="lit-0001", hypothesis=h, family="", event_id="lit-0001"))
+    ledger.append_row(path, v.literature_row(name="lit-0001", diff_summary=h, literature_event_id="lit-0001"))
 """
 
 from __future__ import annotations
@@ -214,125 +214,34 @@ def best_row(rows: list, mode: str):
     return rows[steps[-1]] if steps else None
 
 
-# --- ledger row builders ------------------------------------------------------------------------------------
-def baseline_row(
-    *,
-    name: str,
-    score: float | None,
-    run_command: str,
-    artifacts: str | None,
-    runtime_seconds: float | None = None,
-    failure_reason: str | None = None,
-    metric_name: str | None = None,
-    metric_source: str | None = None,
-    metric_artifact: str | None = None,
-) -> dict:
-    """A baseline run (the runner's simulation, or an external one recorded with `record --baseline`)."""
-    return {
-        "status": BASELINE,
-        "name": name,
-        "score": score,
-        "runtime_seconds": runtime_seconds,
-        "diff_summary": BASELINE_SUMMARY,
-        "run_command": run_command,
-        "artifacts": artifacts,
-        "failure_reason": failure_reason,
-        "metric_name": metric_name,
-        "metric_source": metric_source,
-        "metric_artifact": metric_artifact,
-    }
+# --- ledger row builders: the dict a writer appends (`ledger.append_row`; a column it leaves out is empty) -----
+def baseline_row(**columns) -> dict:
+    """A baseline run (the runner's simulation, or an external one recorded with `record --baseline`); `columns`:
+    its name, score, runtime, run command, artifacts, failure reason and metric evidence."""
+    return {"status": BASELINE, "diff_summary": BASELINE_SUMMARY, **columns}
 
 
-def candidate_row(
-    status: str,
-    *,
-    name: str,
-    score: float | None,
-    runtime_seconds: float | None,
-    changed_files: str,
-    diff_summary: str,
-    run_command: str,
-    artifacts: str,
-    failure_reason: str,
-    candidate_manifest: str,
-    base_candidate: str,
-    patch_sha256: str,
-    metric_name: str,
-    metric_source: str,
-    metric_artifact: str,
-    candidate_kind: str,
-    algorithm_family: str,
-    literature_event_id: str,
-) -> dict:
-    """A finalized candidate: a keep / discard / crash attempt, or an infrastructure retry of it.
-
-    Only keep and discard rows carry the score and its metric evidence.
+def candidate_row(status: str, **columns) -> dict:
+    """A finalized candidate: a keep / discard / crash attempt, or an infrastructure retry of it (`columns`: every
+    other ledger column). Only keep and discard rows carry the score and its metric evidence.
     """
     if status not in ATTEMPTS and status != INFRASTRUCTURE_RETRY:
         raise ValueError(f"a candidate row is keep, discard, crash or infrastructure_retry, not {status!r}")
-    scored = status in SCORED_ATTEMPTS
-    return {
-        "status": status,
-        "name": name,
-        "score": score if scored else None,
-        "runtime_seconds": runtime_seconds,
-        "changed_files": changed_files,
-        "diff_summary": diff_summary,
-        "run_command": run_command,
-        "artifacts": artifacts,
-        "failure_reason": failure_reason,
-        "candidate_manifest": candidate_manifest,
-        "base_candidate": base_candidate,
-        "patch_sha256": patch_sha256,
-        "metric_name": metric_name if scored else "",
-        "metric_source": metric_source if scored else "",
-        "metric_artifact": metric_artifact if scored else "",
-        "candidate_kind": candidate_kind,
-        "algorithm_family": algorithm_family,
-        "literature_event_id": literature_event_id,
-    }
+    row = {"status": status, **columns}
+    if status not in SCORED_ATTEMPTS:
+        row.update(score=None, metric_name="", metric_source="", metric_artifact="")
+    return row
 
 
-def literature_row(*, name: str, hypothesis: str, family: str, event_id: str) -> dict:
+def literature_row(**columns) -> dict:
     """A literature event (`record --literature`): its sources and decision in diff_summary."""
-    return {
-        "status": LITERATURE,
-        "name": name,
-        "diff_summary": hypothesis,
-        "algorithm_family": family,
-        "literature_event_id": event_id,
-    }
+    return {"status": LITERATURE, **columns}
 
 
-def replicate_row(
-    *,
-    name: str,
-    of: str,
-    summary: str,
-    score: float | None,
-    runtime_seconds: float | None,
-    run_command: str,
-    artifacts: str,
-    failure_reason: str | None,
-    metric_name: str | None,
-    metric_source: str | None,
-    metric_artifact: str | None,
-) -> dict:
-    """A rerun of the best configuration `of` (never an attempt, never the best; feeds the noise estimate)."""
-    return {
-        "status": REPLICATE,
-        "name": name,
-        "score": score,
-        "runtime_seconds": runtime_seconds,
-        "diff_summary": summary,
-        "run_command": run_command,
-        "artifacts": artifacts,
-        "failure_reason": failure_reason,
-        "base_candidate": of,
-        "metric_name": metric_name,
-        "metric_source": metric_source,
-        "metric_artifact": metric_artifact,
-    }
+def replicate_row(**columns) -> dict:
+    """A rerun of the best configuration (`base_candidate`; never an attempt, never the best; feeds the noise
+    estimate)."""
+    return {"status": REPLICATE, **columns}
 
 
 def infrastructure_retry_row(row) -> dict:

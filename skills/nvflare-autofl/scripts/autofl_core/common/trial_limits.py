@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
@@ -45,7 +45,7 @@ class TrialLimits:
     processes: int | None = None
 
     def to_plan(self) -> dict:
-        return {"memory": self.memory, "disk": self.disk, "processes": self.processes}
+        return asdict(self)
 
 
 def parse_size(text: str, flag: str) -> int:
@@ -106,11 +106,7 @@ def machine_defaults(slots: int, folder: Path, *, meminfo: str = "/proc/meminfo"
 def resolve(settings: dict, *, slots: int, folder: Path) -> TrialLimits:
     """The limits of one trial: each setting given (bytes or a count) wins, else the machine's default."""
     auto = machine_defaults(slots, folder)
-    return TrialLimits(
-        memory=settings.get("memory") or auto.memory,
-        disk=settings.get("disk") or auto.disk,
-        processes=settings.get("processes") or auto.processes,
-    )
+    return TrialLimits(**{kind: settings.get(kind) or getattr(auto, kind) for kind in KINDS})
 
 
 def breach_reason(record: dict) -> str | None:

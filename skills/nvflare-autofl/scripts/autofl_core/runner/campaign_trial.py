@@ -283,18 +283,12 @@ def _tampered(result: TrialResult, restored: list[str]) -> TrialResult:
     return result.crashed(f"tampering: the trial changed {shown}; the runner restored them", tampering=restored)
 
 
-def network_status(campaign, result: TrialResult) -> str:
-    """What the envelope says about the trial's network: isolated, allowed, or unavailable: <why>."""
-    if campaign.settings.allow_network:
-        return "allowed"
-    return result.network_isolation or "unavailable: not requested"
-
-
 def envelope_extras(campaign, result: TrialResult) -> dict:
     """What an envelope says about how a trial ran: network, sandbox (and the missing protections), tampering
     found and restored, and the fixed budget as verified from what ran."""
+    network = "allowed" if campaign.settings.allow_network else result.network_isolation or "unavailable: not requested"
     return {
-        "network_isolation": network_status(campaign, result),
+        "network_isolation": network,  # isolated, allowed, or unavailable: <why>
         "sandbox": result.sandbox,
         "tampering": list(result.tampering),
         "budget": result.budget,

@@ -13,6 +13,7 @@ default in job.py, and `suggest` proposes neither fixed nor unclassified options
 from __future__ import annotations
 
 from .outcome import CampaignError
+from .store import contract
 
 PINNED = "pinned with --fixed-args"
 
@@ -32,12 +33,9 @@ def with_fixed_args(config: dict, names: list[str]) -> dict:
     if not names:
         return config
     by_name = {}
-    for record in (config.get("argparse") or {}).get("flags") or []:
-        longs = [option for option in record.get("option_strings") or [] if option.startswith("--")]
-        if longs:
-            for option in record.get("option_strings") or []:
-                by_name[option] = longs[0]
-            by_name[str(record.get("dest"))] = longs[0]
+    for flag, record in contract.long_options(config):
+        for name in [*record.get("option_strings"), str(record.get("dest"))]:
+            by_name[name] = flag
     shaping = {
         "fixed": fixed(config),
         "unclassified": dict((config.get("data_shaping") or {}).get("unclassified") or {}),
@@ -75,19 +73,12 @@ def refuse_in_run_args(config: dict, canonical: str, token: str) -> None:
 def reimport_problems(campaign_config: dict, candidate_config: dict) -> list[str]:
     """A draft that changes a fixed option's default in job.py (or drops the option) is refused."""
     before, after = _defaults(campaign_config), _defaults(candidate_config)
-    problems = []
-    for flag in sorted(fixed(campaign_config)):
-        if flag in before and before[flag] != after.get(flag, "<removed>"):
-            problems.append(
-                f"it changes the data-shaping option {flag} (default {before[flag]!r} -> {after.get(flag, 'removed')!r})"
-            )
-    return problems
+    return [
+        f"it changes the data-shaping option {flag} (default {before[flag]!r} -> {after.get(flag, 'removed')!r})"
+        for flag in sorted(fixed(campaign_config))
+        if flag in before and before[flag] != after.get(flag, "<removed>")
+    ]
 
 
 def _defaults(config: dict) -> dict:
-    found = {}
-    for record in (config.get("argparse") or {}).get("flags") or []:
-        longs = [option for option in record.get("option_strings") or [] if option.startswith("--")]
-        if longs:
-            found[longs[0]] = record.get("value", record.get("default"))
-    return found
+    return {flag: record.get("value", record.get("default")) for flag, record in contract.long_options(config)}

@@ -56,7 +56,7 @@ class Draft:
 
 def read_draft(source_dir: Path, best: dict[str, bytes], config: dict, workspace: Path) -> Draft:
     """Read and check the draft in `source_dir` against the best source set `best`."""
-    files = _walk(source_dir)
+    files = source_files(source_dir)
     deleted = sorted(set(best) - set(files))
     if deleted:
         raise CampaignError(
@@ -91,12 +91,6 @@ def read_draft(source_dir: Path, best: dict[str, bytes], config: dict, workspace
         except CampaignError as error:
             raise CampaignError(f"the draft path {error}") from None
     return Draft(files=files, changed=changed, created=created, patch=unified_patch(best, files, changed + created))
-
-
-def source_files(source_dir: Path) -> dict[str, bytes]:
-    """Every file of a candidate source folder, read as `read_draft` reads it (links, special, binary and
-    non-UTF-8 files refused; build and editor byproducts removed)."""
-    return _walk(source_dir)
 
 
 def glob_match(pattern: str, rel: str) -> bool:
@@ -152,7 +146,9 @@ def _lines(data: bytes | None) -> list[str]:
     return lines
 
 
-def _walk(root: Path) -> dict[str, bytes]:
+def source_files(root: Path) -> dict[str, bytes]:
+    """Every file of a candidate source folder (links, special, binary and non-UTF-8 files refused; build and
+    editor byproducts removed)."""
     try:
         info = os.lstat(root)
     except FileNotFoundError:

@@ -63,8 +63,8 @@ def finalize(
     if status == v.DISCARD:
         reason = within_noise(
             manifest.result.score,
-            best_score=v.bar_to_beat(campaign.rows(), campaign.mode),
-            mode=campaign.mode,
+            best_score=v.bar_to_beat(campaign.rows(), campaign.settings.mode),
+            mode=campaign.settings.mode,
             margin=noise.keep_margin(campaign),
         )
         if reason:

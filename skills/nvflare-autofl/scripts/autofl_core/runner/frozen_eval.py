@@ -136,11 +136,7 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
     result = dataclasses.replace(result, reported_score=result.score)
     baseline = _baseline_evaluation(campaign)  # None while the baseline itself is measured
     if baseline is None and _baseline_rows(campaign):
-        return result.crashed(
-            f"frozen evaluation: the scored baseline's record {campaign.paths.rel(_baseline_record_path(campaign))} "
-            "is missing or unreadable, so the sites and the model file cannot be held to the baseline's; restore it, "
-            "or start a fresh campaign",
-        )
+        return result.crashed(_unreadable_baseline(campaign, "the sites and the model file"))
     pinned = (baseline or {}).get("model_file")  # a candidate may not swap the file (or format) the evaluator reads
     try:
         model = global_model.find_global_model(run_dir / "simulation", found.get("model") or pinned)
@@ -246,13 +242,7 @@ def baseline_sites(campaign) -> tuple[list[str] | None, str]:
     if not _baseline_rows(campaign):
         return None, ""
     sites = _sites_of(_baseline_evaluation(campaign))
-    if sites is None:
-        return None, (
-            f"frozen evaluation: the scored baseline's record {campaign.paths.rel(_baseline_record_path(campaign))} "
-            "is missing or unreadable, so the sites cannot be held to the baseline's; restore it, or start a fresh "
-            "campaign"
-        )
-    return sites, ""
+    return sites, "" if sites is not None else _unreadable_baseline(campaign, "the sites")
 
 
 def _baseline_rows(campaign) -> list[LedgerRow]:
@@ -264,8 +254,12 @@ def _baseline_rows(campaign) -> list[LedgerRow]:
     ]
 
 
-def _baseline_record_path(campaign):
-    return campaign.paths.run_dir(_baseline_rows(campaign)[-1].name) / EVALUATION_FILE
+def _unreadable_baseline(campaign, what: str) -> str:
+    record = campaign.paths.run_dir(_baseline_rows(campaign)[-1].name) / EVALUATION_FILE
+    return (
+        f"frozen evaluation: the scored baseline's record {campaign.paths.rel(record)} is missing or unreadable, so "
+        f"{what} cannot be held to the baseline's; restore it, or start a fresh campaign"
+    )
 
 
 def _baseline_evaluation(campaign) -> dict | None:

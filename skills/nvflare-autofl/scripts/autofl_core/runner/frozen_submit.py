@@ -46,12 +46,8 @@ def awaiting(campaign, names: list[str]) -> list[str]:
     """Which of the runs `names` (the baseline, ready candidates) were downloaded and await their evaluation job."""
     if not frozen_eval.enabled(campaign) or campaign.settings.env == "sim":
         return []
-    found = []
-    for name in names:
-        document = external.read(campaign.paths, name) or {}
-        if (document.get("submission") or {}).get(AWAITING):
-            found.append(name)
-    return found
+    documents = {name: external.read(campaign.paths, name) or {} for name in names}
+    return [name for name, document in documents.items() if (document.get("submission") or {}).get(AWAITING)]
 
 
 def training_download(campaign, name: str, training: dict) -> Path:
@@ -179,8 +175,7 @@ def measured(
 
 def finish_record(campaign, name: str, reported: float | None, divergence: dict | None) -> None:
     """Add the reported value (and a divergence) to the evaluation.json `measured` wrote, as simulation keeps it."""
-    record = frozen_eval.recorded(campaign, name) or {}
-    record = dict(record, reported_score=reported)
+    record = dict(frozen_eval.recorded(campaign, name) or {}, reported_score=reported)
     if divergence:
         record["metric_divergence"] = divergence
     atomic.write_json(campaign.paths.run_dir(name) / frozen_eval.EVALUATION_FILE, record)

@@ -10,6 +10,7 @@ first step (the baseline in simulation) runs inside the shell like any action. U
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import stat
@@ -64,7 +65,7 @@ def run(action: str, options) -> tuple[int, dict]:
         module = ACTIONS[action]
         step = _module(module).run if module else _status
         if action == "submit":  # submit records through record's own path (actions never import each other)
-            step = _submit_step(_module("submit").run, _module("record").run)
+            step = functools.partial(_module("submit").run, record=_module("record").run)
         return _shell(campaign, action, step, options, given, now_text())
 
 
@@ -167,10 +168,6 @@ def limits_shown(settings: settings_mod.CampaignSettings) -> dict:
         source = "setting" if getattr(settings, key) else "machine default (divided among a batch's trials)"
         shown[kind] = {"value": value, "shown": limits.show(kind, value), "source": source}
     return shown
-
-
-def _submit_step(submit, record):
-    return lambda campaign, options, now: submit(campaign, options, now, record=record)
 
 
 def _module(name: str):

@@ -116,11 +116,6 @@ def replicate_seed(n: int, *, current: str) -> str:
     return str(seeds[n - 1])
 
 
-def band(noise: dict | None) -> float | None:
-    """The half-width of the noise band the plot shades and the report judges gains by (`gains.band`)."""
-    return gains.band(noise)
-
-
 def sources(campaign) -> list[dict]:
     """Where the best's source lets reruns differ (unseeded model construction, shuffles, loaders), read
     statically from the best snapshot's Python files ([] when it cannot be read)."""

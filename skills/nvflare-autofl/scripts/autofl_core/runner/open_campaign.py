@@ -63,10 +63,6 @@ class Campaign:
             held = self._reads["settings"] = (document, CampaignSettings.from_json(document))
         return held[1]
 
-    @property
-    def mode(self) -> str:
-        return self.settings.mode
-
     def rows(self) -> list[dict]:
         return self._cached("rows", _file_keys([self.paths.results]), self._read_rows)
 
@@ -114,7 +110,7 @@ class Campaign:
     def best_row(self) -> LedgerRow | None:
         """The best scored baseline/keep row (a tie never replaces the earlier one): `vocabulary.best_row`."""
         rows = self.rows()
-        return self._cached("best_row", self._reads["rows"][0], lambda: v.best_row(rows, self.mode))
+        return self._cached("best_row", self._reads["rows"][0], lambda: v.best_row(rows, self.settings.mode))
 
     def best_run_args(self) -> list[str]:
         """Run args of the live best configuration (the best candidate's effective args; none for a baseline)."""

@@ -22,12 +22,9 @@ def checked(named: dict[str, str]) -> tuple[dict[str, str | None], dict[str, str
     kept: dict[str, str | None] = {}
     unavailable: dict[str, str] = {}
     for key, text in named.items():
-        path = Path(text)
-        if path.is_file():
-            kept[key] = text
-            continue
-        kept[key] = None
-        unavailable[key] = progress_reason(path) if key == "progress" else NOT_WRITTEN
+        kept[key] = text if Path(text).is_file() else None
+        if kept[key] is None:
+            unavailable[key] = progress_reason(Path(text)) if key == "progress" else NOT_WRITTEN
     return kept, unavailable
 
 

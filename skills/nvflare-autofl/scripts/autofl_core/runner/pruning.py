@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..campaign import prune
+from ..campaign import gains, prune
 from ..campaign import vocabulary as v
 from ..campaign.ledger import LedgerRow
 from . import noise
@@ -23,14 +23,9 @@ from .store import contract
 CANDIDATE = "candidate"
 
 
-def enabled(settings) -> bool:
-    """The campaign's `prune` setting (CampaignSettings)."""
-    return bool(settings.prune)
-
-
 def judge_for(campaign, kind: str | None):
     """The round judge of a trial of `kind`, or None (pruning off, not a candidate, or no reference curve)."""
-    if kind != CANDIDATE or not enabled(campaign.settings):
+    if kind != CANDIDATE or not campaign.settings.prune:
         return None
     best = campaign.best_row()
     total = contract.num_rounds(campaign.config)
@@ -46,7 +41,7 @@ def judge_for(campaign, kind: str | None):
         for row in campaign.rows()
         if row.status == v.REPLICATE and row.score is not None and row.base_candidate == best.name
     ]
-    mode, band = campaign.settings.mode, noise.band(noise.latest_measured(campaign))
+    mode, band = campaign.settings.mode, gains.band(noise.latest_measured(campaign))
     replicates = [item for item in replicates if item]
 
     def judge(curve: dict[int, float]) -> str | None:
@@ -71,7 +66,7 @@ def status_fields(campaign) -> dict:
     rule = prune.Rule()
     return {
         "pruning": {
-            "enabled": enabled(campaign.settings),
+            "enabled": bool(campaign.settings.prune),
             "k": rule.k,
             "min_fraction": rule.min_fraction,
             "margin": (

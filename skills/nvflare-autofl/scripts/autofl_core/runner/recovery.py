@@ -47,10 +47,7 @@ def recover(campaign, now: str) -> dict:
         reset = manifest.replace(status=v.PREPARED, updated_at=now).dropping("trial")
         manifests.write(paths, reset)
         recovered = manifest.candidate_id
-    extras = {}
-    if recovered or finished:
-        extras["recovered_interrupted_evaluation"] = recovered or finished
-    return extras
+    return {"recovered_interrupted_evaluation": recovered or finished} if recovered or finished else {}
 
 
 def _end_orphaned_trial(paths) -> None:

@@ -21,6 +21,8 @@ import shlex
 from ..importer import runner_view as importer
 from . import data_fixed
 from .outcome import CampaignError
+from .settings import split_args
+from .store import contract
 
 Arg = tuple[str, "str | None"]  # (canonical flag, value or None for a switch)
 
@@ -79,10 +81,7 @@ def refuse_fromfile(config: dict, tokens: list[str], what: str) -> None:
 def candidate_args(config: dict, text: str, flag: str = "--run-args") -> list[Arg]:
     """A candidate's own `--run-args` string, validated exactly as evaluate validates it (the fixed-budget options
     and the runner-owned --name are refused)."""
-    try:
-        tokens = shlex.split(text)
-    except ValueError as error:
-        raise CampaignError(f"{flag} cannot be split ({error}); balance the quotes") from None
+    tokens = split_args(text, flag)
     name_flag = importer.cli_flags(config)["name_flag"]
     return parse_run_args(
         config,
@@ -117,11 +116,7 @@ def merge(best: list[Arg], own: list[Arg]) -> list[Arg]:
 
 def same_configuration(config: dict, left: list[str], right: list[str]) -> bool:
     """True when two run-arg lists give job.py the same option values (a value equal to its default is no change)."""
-    defaults = {}
-    for flag in (config.get("argparse") or {}).get("flags") or []:
-        longs = [o for o in flag.get("option_strings") or [] if o.startswith("--")]
-        if longs:
-            defaults[longs[0]] = flag.get("value")
+    defaults = {flag: record.get("value") for flag, record in contract.long_options(config)}
     values = []
     for tokens in (left, right):
         parsed, errors = importer.parse_job_args(config, tokens)
@@ -167,11 +162,7 @@ def _canonical(config: dict, token: str) -> tuple[str, str | None]:
 def _bounds(config: dict) -> dict:
     """mutation_schema.yaml `mutable_args` keyed by job.py's canonical option (schema keys are dests)."""
     mutable = (config.get("schema") or {}).get("mutable_args") or {}
-    by_dest = {}
-    for flag in (config.get("argparse") or {}).get("flags") or []:
-        longs = [o for o in flag.get("option_strings") or [] if o.startswith("--")]
-        if longs:
-            by_dest[flag["dest"]] = longs[0]
+    by_dest = {record["dest"]: flag for flag, record in contract.long_options(config)}
     return {by_dest[dest]: rule for dest, rule in mutable.items() if dest in by_dest}
 
 

@@ -76,9 +76,9 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
     )
     argument_only = bool(pending) and all(m.status == v.PREPARED and m.run_args for m in pending)
     scored_baseline = any(row.status == v.BASELINE and row.score is not None for row in rows)
-    names = [] if scored_baseline else [v.BASELINE_NAME]  # a recorded run awaits nothing (a kill before the mark)
-    names += [m.candidate_id for m in manifest_store.in_preparation_order(ready)]
-    evaluations = frozen_submit.awaiting(campaign, names)
+    ready_names = [m.candidate_id for m in manifest_store.in_preparation_order(ready)]
+    # a recorded baseline awaits nothing (a kill before the mark)
+    evaluations = frozen_submit.awaiting(campaign, ([] if scored_baseline else [v.BASELINE_NAME]) + ready_names)
     override = lifecycle_override(
         state, rows, settings.env, argument_only_pending=argument_only, awaiting_evaluation=bool(evaluations)
     )
@@ -88,8 +88,8 @@ def compute(campaign, now: str, *, ignore_stop_files: bool = False) -> dict:
     if state["next_action"] == v.NextAction.SUBMIT_EVALUATION:
         state = dict(state, agent_instruction=f"{state['agent_instruction']} Awaiting: {', '.join(evaluations)}.")
     if state["next_action"] == v.NextAction.SUBMIT_CANDIDATE:  # the guard counts them; the runner names them
-        names = [m.candidate_id for m in manifest_store.in_preparation_order(ready)]
-        state = dict(state, agent_instruction=f"{state['agent_instruction']} {instructions.ready_candidates(names)}")
+        text = instructions.ready_candidates(ready_names)
+        state = dict(state, agent_instruction=f"{state['agent_instruction']} {text}")
     return frozen_eval.with_state_fields(campaign, state, manifests)
 
 

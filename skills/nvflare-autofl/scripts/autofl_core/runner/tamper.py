@@ -25,17 +25,15 @@ from pathlib import Path
 
 from ..campaign import vocabulary as v
 from ..common import atomic
-from .store import created
+from .frozen_eval import EVALUATION_FILE
+from .store import created, frozen
 
 SOURCE_SUFFIXES = (".py", ".pth")
 SKIPPED_PARTS = {".git", ".nvflare", ".tox", ".venv", "venv", "node_modules", "site-packages"}
 MAX_SOURCES = 5000
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 MAX_FILE_BYTES = 256 * 1024 * 1024
-FROZEN_COPIES = "frozen"  # the frozen evaluator's copies (store/frozen.FOLDER)
-FROZEN_SECTION_DIGEST = "frozen_section.sha256"  # the evaluation section the campaign started with (store/frozen)
-WHOLE_FOLDERS = ("best", FROZEN_COPIES)  # every file watched, extra ones removed
-EVALUATION_RECORD = "evaluation.json"  # a trial's frozen evaluation (runner/frozen_eval.EVALUATION_FILE)
+WHOLE_FOLDERS = ("best", frozen.FOLDER)  # every file watched, extra ones removed
 
 
 @dataclass
@@ -54,15 +52,14 @@ class EvidenceGuard:
         paths = campaign.paths
         guard = cls(workspace=paths.workspace, skipped=[paths.output_root])
         records = (paths.journal, created.path_of(paths), created.installed_path(paths))  # what may be removed
-        section = paths.meta / FROZEN_SECTION_DIGEST
+        section = paths.meta / frozen.SECTION_DIGEST
         for path in (paths.results, paths.campaign, paths.autofl_yaml, paths.trial_marker, *records, section):
             guard.files[path] = _read(path)
         for row in campaign.rows():  # the frozen evaluation pins a candidate's sites and model file to these
             if row.status == v.BASELINE:
-                guard.files[paths.run_dir(row.name) / EVALUATION_RECORD] = _read(
-                    paths.run_dir(row.name) / EVALUATION_RECORD
-                )
-        for folder in (paths.best, paths.candidates, paths.meta / FROZEN_COPIES):
+                record = paths.run_dir(row.name) / EVALUATION_FILE
+                guard.files[record] = _read(record)
+        for folder in (paths.best, paths.candidates, paths.meta / frozen.FOLDER):
             guard.folders.append(folder)
             for path in _walk(folder):
                 if folder.name in WHOLE_FOLDERS or path.name == "candidate_manifest.json":

@@ -38,8 +38,8 @@ def compared_with(campaign) -> Compared:
     known = noise.facts(campaign)
     return Compared(
         name=best.name if best else None,
-        score=v.bar_to_beat(campaign.rows(), campaign.mode),  # the best's mean once replicates exist
-        band=noise.band(noise.latest_measured(campaign)),
+        score=v.bar_to_beat(campaign.rows(), campaign.settings.mode),  # the best's mean once replicates exist
+        band=gains.band(noise.latest_measured(campaign)),
         metric=campaign.settings.metric,
         resolution=known["metric_resolution"],
     )
@@ -49,7 +49,7 @@ def outcome(campaign, compared: Compared, *, score: float | None, name: str | No
     """The envelope fields of one finalized result (`campaign` re-read after the decision); `sites` is each site's
     value in the final round of the run called `name`, from its round records ({} without them)."""
     best = campaign.best_row()
-    delta = gain(campaign, compared, score)
+    delta = improvement(score, compared.score, campaign.settings.mode)  # direction-adjusted, at ledger precision
     return {
         "score": score,
         "best_score": best.score if best else None,
@@ -62,8 +62,3 @@ def outcome(campaign, compared: Compared, *, score: float | None, name: str | No
         ),
         "sites": curves.sites_of_run(campaign, name),
     }
-
-
-def gain(campaign, compared: Compared, score: float | None) -> float | None:
-    """Direction-adjusted `score` minus the compared best's, at ledger precision (None when either is missing)."""
-    return improvement(score, compared.score, campaign.settings.mode)

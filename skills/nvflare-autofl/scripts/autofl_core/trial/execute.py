@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from ..common import trees
+from ..common import bounded, trees
 from ..common import trial_limits as limits
 from . import argv as argv_mod
 from . import childenv, metrics, processes, progress, resultdir, rootcause, seal, watchdog, what_ran
@@ -269,10 +269,8 @@ def _network_hint(result: TrialResult, run_log: Path) -> str:
     if result.outcome != CRASH or result.network_isolation != ISOLATED:
         return result.failure_reason
     try:
-        with open(run_log, "rb") as handle:
-            handle.seek(max(0, run_log.stat().st_size - NETWORK_TAIL_BYTES))
-            tail = handle.read(NETWORK_TAIL_BYTES).decode("utf-8", errors="replace")
-    except OSError:
+        tail = (bounded.read_tail(run_log, NETWORK_TAIL_BYTES) or b"").decode("utf-8", errors="replace")
+    except bounded.BoundedReadError:
         tail = ""
     if not any(marker in tail or marker in result.failure_reason for marker in NETWORK_FAILURES):
         return result.failure_reason

@@ -110,7 +110,10 @@ class ProgressTracker:
         self.aggregated = (int(match.group(1)), int(match.group(2)))
 
     def _on_best(self, match: re.Match[str]) -> None:
-        self._best(match.group(2))
+        value = float(match.group(2))
+        if self.mode == "min":  # NVFLARE negates minimized key metrics in this log line
+            value = -value
+        self.last_metric = (f"server best {self.metric or 'best'}", f"{value:.6g}")
 
     def _on_site_value(self, match: re.Match[str]) -> None:
         value = float(match.group(1))
@@ -135,22 +138,12 @@ class ProgressTracker:
                 self._at_round(rnd)
             self.server_metric = (name, f"{value:.6g}", rnd)
 
-    def _on_client(self, match: re.Match[str], line: str) -> None:
-        self._at_round(int(match.group(1)))
-        self._client_metric(line)
-
     def _at_round(self, index: int) -> None:
         if self.round_index is None or index > self.round_index:
             self.round_index = index
 
-    def _best(self, text: str) -> None:
-        name = self.metric or "best"
-        value = float(text)
-        if self.mode == "min":  # NVFLARE negates minimized key metrics in this log line
-            value = -value
-        self.last_metric = (f"server best {name}", f"{value:.6g}")
-
-    def _client_metric(self, line: str) -> None:
+    def _on_client(self, match: re.Match[str], line: str) -> None:
+        self._at_round(int(match.group(1)))
         site = SITE_RE.search(line)
         for key, value in KEY_VALUE_RE.findall(line):
             if (self.metric and key == self.metric) or (not self.metric and key.lower() not in NON_METRIC_KEYS):

@@ -51,19 +51,9 @@ def aborted_run(simulation: Path | None) -> str | None:
     if simulation is None:
         return None
     for name in ("log.txt", "error_log.txt"):
-        path = Path(simulation) / "server" / name
-        if not path.is_file() or path.is_symlink():
-            continue
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(max(0, path.stat().st_size - ABORT_READ_BYTES))
-                text = handle.read(ABORT_READ_BYTES).decode("utf-8", errors="replace")
-        except OSError:
-            continue
-        for line in text.splitlines():
+        for line in _read(Path(simulation) / "server", (name,), tail=ABORT_READ_BYTES).splitlines():
             if any(marker in line for marker in ABORT_MARKERS):
-                message = one_line(line.rsplit(" - ", 1)[-1])
-                return message[: MESSAGE_CHARS - 3] + "..." if len(message) > MESSAGE_CHARS else message
+                return _cut(one_line(line.rsplit(" - ", 1)[-1]))
     return None
 
 
@@ -77,22 +67,25 @@ def _first_exception(text: str) -> str | None:
     for line in text.splitlines():
         match = EXCEPTION_LINE_RE.match(line)
         if match and not any(wrapper in line for wrapper in WRAPPERS):
-            message = one_line(match.group(2))
-            if len(message) > MESSAGE_CHARS:
-                message = message[: MESSAGE_CHARS - 3] + "..."
-            return f"{match.group(1)}: {message}"
+            return f"{match.group(1)}: {_cut(one_line(match.group(2)))}"
     return None
 
 
-def _read(folder: Path, names: tuple[str, ...]) -> str:
-    """The head of the first readable regular file among `names` in `folder` (bounded)."""
+def _cut(message: str) -> str:
+    return message[: MESSAGE_CHARS - 3] + "..." if len(message) > MESSAGE_CHARS else message
+
+
+def _read(folder: Path, names: tuple[str, ...], *, tail: int = 0) -> str:
+    """The head of the first readable regular file among `names` in `folder` (bounded), or its last `tail` bytes."""
     for name in names:
         path = folder / name
         if not path.is_file() or path.is_symlink():
             continue
         try:
             with open(path, "rb") as handle:
-                return handle.read(READ_BYTES).decode("utf-8", errors="replace")
+                if tail:
+                    handle.seek(max(0, path.stat().st_size - tail))
+                return handle.read(tail or READ_BYTES).decode("utf-8", errors="replace")
         except OSError:
             continue
     return ""

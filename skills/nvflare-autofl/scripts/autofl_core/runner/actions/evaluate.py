@@ -37,13 +37,9 @@ from ..store import manifests, snapshots
 ENTRY_FIELDS = ("score", "compared_with", "compared_score", "delta", "noise_verdict", "sites")
 
 
-def batch_requested(options) -> bool:
-    """A batch: `--all-prepared`, several `--manifest`s, or `--parallel`; else one candidate."""
-    return bool(options.all_prepared or len(options.manifest or []) > 1 or options.parallel is not None)
-
-
 def run(campaign, options, now: str) -> ActionResult:
-    batch = batch_requested(options)
+    # a batch: --all-prepared, several --manifest, or --parallel; else one candidate
+    batch = bool(options.all_prepared or len(options.manifest or []) > 1 or options.parallel is not None)
     chosen = _chosen(campaign, options)
     if options.run_args is not None and len(chosen) > 1:
         raise CampaignError(
@@ -70,8 +66,8 @@ def run(campaign, options, now: str) -> ActionResult:
         results, width = _trials(campaign, staged, running, sealed=sealed, parallel=options.parallel, batch=batch)
         concluded = _finalize_all(campaign, staged, running, results, width if batch else None, now)
     except (CampaignError, Interrupted, KeyboardInterrupt, OSError):
-        if not campaign.paths.journal.exists():
-            _unapply_unfinished(campaign, staged)
+        if not campaign.paths.journal.exists():  # every candidate still running: out of the workspace, prepared again
+            evaluation.unapply_unfinished(campaign, staged, (v.RUNNING,))
         raise
     code = evaluation.exit_code([extras["candidate_status"] for _result, _final, extras in concluded])
     if not batch:
@@ -180,8 +176,3 @@ def _entry(result, final: manifests.CandidateManifest, extras: dict) -> dict:
         **{key: extras[key] for key in ENTRY_FIELDS},
         **frozen_eval.manifest_fields(result),  # measured vs reported, with a frozen evaluator
     }
-
-
-def _unapply_unfinished(campaign, staged) -> None:
-    """Every candidate still `running` is taken out of the workspace and prepared again."""
-    evaluation.unapply_unfinished(campaign, staged, (v.RUNNING,))

@@ -55,15 +55,16 @@ def _literature(campaign, options) -> ActionResult:
     name = options.name or event
     if name in {row.name for row in campaign.rows()}:
         raise CampaignError(f"--name {name} is already used in the ledger; pick a new name")
+    family = (options.family or "").strip()
     ledger.append_row(
         campaign.paths.results,
-        v.literature_row(name=name, hypothesis=hypothesis, family=(options.family or "").strip(), event_id=event),
+        v.literature_row(name=name, diff_summary=hypothesis, algorithm_family=family, literature_event_id=event),
     )
     document = {
         "id": event,
         "name": name,
         "hypothesis": ledger.sanitize_text(hypothesis),
-        "family": (options.family or "").strip(),
+        "family": family,
     }
     return ActionResult(extras={"literature_event_id": event, "literature_event": document}, ledger_changed=True)
 

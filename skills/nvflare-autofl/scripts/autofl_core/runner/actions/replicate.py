@@ -170,8 +170,8 @@ def _record(campaign, best: LedgerRow, n: int, name: str, result: TrialResult, h
     scored = result.outcome == v.OUTCOME_SUCCESS and not drift
     row = v.replicate_row(
         name=name,
-        of=best.name,
-        summary=f"replicate {n} of {best.name}; {how}",
+        base_candidate=best.name,
+        diff_summary=f"replicate {n} of {best.name}; {how}",
         score=result.score if scored else None,
         runtime_seconds=result.runtime_seconds,
         run_command=result.run_command,

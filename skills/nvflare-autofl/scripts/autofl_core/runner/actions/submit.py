@@ -97,29 +97,24 @@ def run(campaign, options, now: str, *, record) -> ActionResult:
         campaign.settings.python, kit, num_clients=contract.num_clients(campaign.config), job_folder=paths.workspace
     )
     cli = flare_cli.FlareCli(campaign.settings.python, kit, job_folder=paths.workspace)
-    model = None
-    if evaluation:
-        built = {}
+    built = {}
 
-        def export_step() -> Path:
-            folder, built["model"] = frozen_submit.job_for(
-                campaign,
-                target.name,
-                download,
-                job_name=f"{training.get('job_name') or 'autofl_' + target.name}_eval",
-                min_clients=len(sites),
-            )
-            return folder
-
-        folder, waited, reused = _run_job(campaign, cli, step, export_step, options, now, kit, sites)
-        model = built.get("model")
-    else:
-        folder, waited, reused = _run_job(
-            campaign, cli, step, lambda: _export(campaign, target), options, now, kit, sites
+    def export_step() -> Path:
+        if not evaluation:
+            return _export(campaign, target)
+        folder, built["model"] = frozen_submit.job_for(
+            campaign,
+            target.name,
+            download,
+            job_name=f"{training.get('job_name') or 'autofl_' + target.name}_eval",
+            min_clients=len(sites),
         )
+        return folder
+
+    folder, waited, reused = _run_job(campaign, cli, step, export_step, options, now, kit, sites)
     if evaluation:
         result = _record_evaluation(
-            campaign, options, now, record, target, step, training, folder, waited, model, sites, download
+            campaign, options, now, record, target, step, training, folder, waited, built.get("model"), sites, download
         )
     elif frozen_eval.enabled(campaign) and waited.status == job_meta.COMPLETED:
         step.save(**{frozen_submit.AWAITING: True})  # keep/discard waits for the measured score
@@ -306,17 +301,14 @@ def _record_evaluation(campaign, options, now, record, target, step, training, f
     job = {"job_id": step.submission.get("job_id"), "job_status": waited.status}
     meta = job_meta.read_job_meta(folder)
     job["duration_seconds"] = meta.duration_seconds if meta else None
-    reason = None
+    found = reason = None
     if waited.status != job_meta.COMPLETED:
         reason = f"frozen evaluation: evaluation job {job['job_id']} ended {waited.status or 'without a status'}"
-        found = None
     else:
         try:
             answers = eval_job.read_answers(folder)
         except eval_job.EvalJobError as error:
-            answers, reason = None, f"frozen evaluation: {error}"
-        if answers is None:
-            found = None
+            reason = f"frozen evaluation: {error}"
         else:
             if model is None:  # a repeat after the runner was killed: the model the job was built from
                 model = frozen_submit.job_model(campaign, target.name, download)

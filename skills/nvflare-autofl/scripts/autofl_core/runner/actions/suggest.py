@@ -203,16 +203,12 @@ def _ideas(item: dict, current: dict) -> list[tuple[str | None, str]]:
 
 
 def _within(item: dict, value: str | None) -> bool:
-    if value is None:
+    number = _float(value)  # None for a switch (no value) or a value that is no number: nothing to bound
+    if number is None:
         return True
-    number = _float(value)
-    if item["dest"] in UNIT_INTERVAL and number is not None and not 0 <= number < 1:
+    if item["dest"] in UNIT_INTERVAL and not 0 <= number < 1:
         return False
-    if "min" in item and number is not None and number < float(item["min"]):
-        return False
-    if "max" in item and number is not None and number > float(item["max"]):
-        return False
-    return True
+    return not ("min" in item and number < float(item["min"])) and not ("max" in item and number > float(item["max"]))
 
 
 def _unique(name: str, used: set[str]) -> str:
@@ -240,8 +236,6 @@ def _float(value) -> float | None:
 def _text(value) -> str | None:
     if value is None:
         return None
-    if isinstance(value, bool):
-        return str(value)
     if isinstance(value, float):
         return _format(value)
     return str(value)

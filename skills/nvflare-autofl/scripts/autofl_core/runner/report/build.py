@@ -74,7 +74,7 @@ def plot_options(campaign, state: dict) -> dict:
     return {
         "metric": campaign.settings.metric,
         "mode": campaign.settings.mode,
-        "band": noise.band(state["noise"]),
+        "band": gains.band(state["noise"]),
         "batches": facts.batches(campaign.manifests()),
         "curves": [
             {key: curve[key] for key in ("name", "role", "rounds", "values")} for curve in curves.read_curves(campaign)
@@ -91,7 +91,7 @@ def build(
     rows = campaign.rows()
     walk = facts.walk_rows(rows, settings.mode)
     measured = noise.latest_measured(campaign)
-    band = noise.band(measured)
+    band = gains.band(measured)
     known = noise.facts(campaign)
     judge = {"metric": settings.metric, "resolution": known["metric_resolution"]}
     best = rows[walk.best] if walk.best is not None else None
@@ -160,8 +160,11 @@ def build(
             **_wall_time(campaign, context.stored_state or state),
             batches=facts.batches(campaign.manifests()),
         ),
-        "network": _network(campaign, latest_trial := _latest_trial(rows, campaign)),
-        "sandbox": {"latest_trial": _dict_or_none(latest_trial.get("sandbox"))},
+        "network": {
+            "allow_network": bool(settings.allow_network),
+            "latest_trial": _trial_network(latest_trial := _latest_trial(rows, campaign)),
+        },
+        "sandbox": {"latest_trial": sandbox if isinstance(sandbox := latest_trial.get("sandbox"), dict) else None},
         "leaderboard": _with_sites(
             [_entry(row, budgets) for row in rows if row.status != v.LITERATURE],
             {v.BASELINE: baseline, "best": best},
@@ -315,14 +318,10 @@ def _noise_section(rows: list[LedgerRow], estimate: dict | None, band: float | N
     }
 
 
-def _network(campaign, latest_trial: dict) -> dict:
-    """How trials could reach the network: the `--allow-network` setting and what the latest trial recorded
-    (`isolated`, `allowed` or `unavailable: <why>`; None when the runner ran no trial, as in poc/prod)."""
-    return {"allow_network": bool(campaign.settings.allow_network), "latest_trial": _trial_network(latest_trial)}
-
-
 def _trial_network(trial: dict) -> str | None:
-    """A trial.json's `network_isolation`; null there means isolation was not requested (`allowed`)."""
+    """How the latest trial could reach the network, from its trial.json's `network_isolation`: `isolated`,
+    `allowed` (null there: isolation was not requested) or `unavailable: <why>`; None when the runner ran no trial,
+    as in poc/prod."""
     value = trial.get("network_isolation", "")
     if value is None:
         return "allowed"
@@ -341,10 +340,6 @@ def _is_runner_trial(run: Path, campaign) -> bool:
     return run.parent == campaign.paths.output_root  # not an external run
 
 
-def _dict_or_none(value) -> dict | None:
-    return value if isinstance(value, dict) else None
-
-
 def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:
     """Per scored row, whether its fixed budget was verified from what ran: the manifest's `result.budget` for
     candidates, the external-run record for an external baseline, trial.json for the runner's baseline and
@@ -356,20 +351,16 @@ def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:
             continue
         budget = recorded.get(row.name) if row.candidate_manifest else None
         if budget is None and row.status == v.BASELINE:  # an external baseline (record --baseline, submit)
-            budget = (_external_record(campaign, row.name) or {}).get("budget")
+            try:
+                budget = (external.read(campaign.paths, row.name) or {}).get("budget")
+            except CampaignError:  # the report is read-only: a damaged record reads as no evidence
+                pass
         if budget is None and not row.candidate_manifest and row.artifacts:
             run = campaign.paths.resolve(row.artifacts)
             if _is_runner_trial(run, campaign):
                 budget = (bounded.read_json_or_none(run / "trial.json") or {}).get("budget")
         found[row.name] = budget.get("status") if isinstance(budget, dict) else v.BUDGET_UNVERIFIED
     return found
-
-
-def _external_record(campaign, name: str) -> dict | None:
-    try:
-        return external.read(campaign.paths, name)
-    except CampaignError:  # the report is read-only: a damaged record reads as no evidence
-        return None
 
 
 def _wall_time(campaign, state: dict) -> dict:

@@ -277,9 +277,8 @@ def compute_spent(rows: list[LedgerRow]) -> dict:
             missing += 1
             continue
         by_status[row.status] = by_status.get(row.status, 0.0) + row.runtime_seconds
-    total = sum(by_status.values())
     return {
-        "total_seconds": round(total, 3),
+        "total_seconds": round(sum(by_status.values()), 3),
         "by_status": {k: round(v, 3) for k, v in sorted(by_status.items())},
         "rows_without_runtime": missing,
     }

@@ -15,7 +15,6 @@ Usage::
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,9 +43,10 @@ def produce(
     job, *, outputs: report.Outputs | None, confirm_interrupted: bool, generated_by: str, lock_mode: str, now: str
 ) -> Produced:
     probe = CampaignPaths.for_job(job, {})
-    holder = workspace_lock(probe.lock) if lock_mode == "write" else read_lock(probe.lock)
+    holder = workspace_lock(probe.lock) if lock_mode == "write" else shared_lock(probe.lock)
     with holder as lock_state:
-        campaign, missing = open_for_report(job)
+        campaign = replace(Campaign.open(job), lenient=True)  # an older ledger is reported, not rejected
+        campaign.rows()  # read first: `missing_columns` are the columns such a ledger lacks
         stored = bounded.read_json_or_none(campaign.paths.state)
         state = state_mod.compute(campaign, now)
         notes = check_finished(campaign, state, confirm_interrupted=confirm_interrupted)
@@ -57,7 +57,7 @@ def produce(
             generated_by=generated_by,
             confirm_interrupted=confirm_interrupted and not state["final_response_allowed"],
             lock=lock_state or "held",
-            missing_columns=missing,
+            missing_columns=campaign.missing_columns,
             stored_state=stored,
             stored_state_read=True,
             notes=notes,
@@ -65,13 +65,6 @@ def produce(
         data = report.build(campaign, state, plot_available=plotted, context=context, outputs=chosen)
         report.write(chosen, data)
     return Produced(outputs=chosen, data=data, state=state, campaign=campaign)
-
-
-def open_for_report(job) -> tuple[Campaign, tuple[str, ...]]:
-    """The campaign with its ledger read leniently (an older ledger is reported, not rejected)."""
-    campaign = replace(Campaign.open(job), lenient=True)
-    campaign.rows()
-    return campaign, campaign.missing_columns
 
 
 def check_finished(campaign, state: dict, *, confirm_interrupted: bool) -> list[str]:
@@ -89,12 +82,11 @@ def check_finished(campaign, state: dict, *, confirm_interrupted: bool) -> list[
             "abandon it (a running one: run status to recover it) before the final report"
         )
     for row in campaign.rows():
-        if row.status in v.ATTEMPTS and row.candidate_manifest:
-            if not paths.resolve(row.candidate_manifest).is_file():
-                raise CampaignError(
-                    f"the manifest of {row.name} ({row.candidate_manifest}) is missing, so its "
-                    "outcome cannot be confirmed; restore it before the final report"
-                )
+        if row.status in v.ATTEMPTS and row.candidate_manifest and not paths.resolve(row.candidate_manifest).is_file():
+            raise CampaignError(
+                f"the manifest of {row.name} ({row.candidate_manifest}) is missing, so its "
+                "outcome cannot be confirmed; restore it before the final report"
+            )
     notes = _trial_notes(paths)
     if not state["final_response_allowed"]:
         if not confirm_interrupted:
@@ -183,14 +175,6 @@ def check_outputs(campaign, outputs: report.Outputs) -> None:
                 "each output its own path"
             )
         seen[key] = seen[real] = label
-
-
-@contextlib.contextmanager
-def read_lock(path: Path):
-    """A shared lock on the campaign, opened read-only (works on a read-only archive); "absent" when the
-    campaign has no lock file (then no runner has ever held it here). See `store/lock.shared_lock`."""
-    with shared_lock(path) as held:
-        yield held
 
 
 def _real(path: Path) -> Path:

@@ -93,11 +93,6 @@ def _code(value) -> str:
     return recorded(value, "code")
 
 
-def _link_target(path) -> str:
-    """A link destination: cleaned and percent-encoded, so it can neither end the link nor start markup."""
-    return quote(recorded(path, "block"), safe="/._-~")
-
-
 def _cell(text) -> str:
     return recorded(text) if text not in (None, "") else "-"
 
@@ -232,7 +227,8 @@ def _selected(data: dict) -> list[str]:
     if lives:
         lines += [f"Where the best lives: {recorded(lives['note'])}", ""]
     if data["progress_plot_available"]:
-        lines += [f"![progress]({_link_target(data['progress_plot'])})", ""]
+        # the link's destination cleaned and percent-encoded, so it can neither end the link nor start markup
+        lines += [f"![progress]({quote(recorded(data['progress_plot'], 'block'), safe='/._-~')})", ""]
     return lines + _curves(data)
 
 
@@ -332,12 +328,11 @@ def _families(data: dict) -> list[str]:
     table = data["families"]
     if not table["families"] and not table["unclassified_attempts"]:
         return ["Families: none recorded (no candidate attempt yet)."]
-    lines = []
-    for entry in table["families"]:
-        lines.append(
-            f"- {recorded(entry['family'])}: {recorded(entry['outcome'])} ({entry['attempts']} attempt(s), "
-            f"{entry['improved']} improved, {entry['crashed']} crashed)"
-        )
+    lines = [
+        f"- {recorded(entry['family'])}: {recorded(entry['outcome'])} ({entry['attempts']} attempt(s), "
+        f"{entry['improved']} improved, {entry['crashed']} crashed)"
+        for entry in table["families"]
+    ]
     if table["unclassified_attempts"]:
         lines.append(f"- unclassified: {table['unclassified_attempts']} attempt(s) without an algorithm family")
     return lines

@@ -183,6 +183,13 @@ def objective_invariants(config: dict) -> dict:
     return {key: objective.get(key) for key in INVARIANT_KEYS}
 
 
+def long_options(config: dict) -> list[tuple[str, dict]]:
+    """(first long option, argparse record) of each option job.py defines with one (`-l` alone is left out)."""
+    records = (config.get("argparse") or {}).get("flags") or []
+    longs = [[option for option in record.get("option_strings") or [] if option.startswith("--")] for record in records]
+    return [(names[0], record) for names, record in zip(longs, records, strict=True) if names]
+
+
 def allowed_edit_paths(config: dict) -> list[str]:
     return list((config.get("trust") or {}).get("allowed_edit_paths") or [])
 
@@ -250,9 +257,5 @@ def schema_budget(config: dict) -> dict:
 
 def expected_result_names(config: dict) -> list[str]:
     """Result folder names the job may use without an injected --name: its recipe/job `name=` value."""
-    names = []
-    for section in ("recipe_args",):
-        entry = (config.get(section) or {}).get("name") or {}
-        if isinstance(entry.get("value"), str) and entry["value"]:
-            names.append(entry["value"])
-    return names
+    entry = (config.get("recipe_args") or {}).get("name") or {}
+    return [entry["value"]] if isinstance(entry.get("value"), str) and entry["value"] else []

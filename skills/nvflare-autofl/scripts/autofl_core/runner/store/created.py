@@ -89,7 +89,11 @@ def settle_keep(paths, best: dict[str, str], *, candidate: str, created: list[st
     creations), and return the allowed_edit_paths to drop: those the runner added that `best` lacks.
     `created` (the manifest's list) only names the paths the contract gains; `allowed` is the contract's list now.
     Idempotent: a replay after a crash at any point ends in the same files, record and contract."""
-    document = _load_installed(paths) or {"files": {}, "folders": [], "edit_paths": []}
+    document = _read_record(installed_path(paths), INSTALLED_SCHEMA, ("edit_paths",)) or {
+        "files": {},
+        "folders": [],
+        "edit_paths": [],
+    }
     for rel, sha in sorted(document["files"].items(), reverse=True):
         if rel not in best:
             _remove_if_unchanged(paths.workspace, rel, sha)
@@ -119,10 +123,6 @@ def _missing_folders(root, rel: str) -> set[str]:
     parts = rel.split("/")[:-1]
     folders = ("/".join(parts[: depth + 1]) for depth in range(len(parts)))
     return {folder for folder in folders if not os.path.lexists(root / folder)}
-
-
-def _load_installed(paths) -> dict | None:
-    return _read_record(installed_path(paths), INSTALLED_SCHEMA, ("edit_paths",))
 
 
 def load(paths) -> dict | None:

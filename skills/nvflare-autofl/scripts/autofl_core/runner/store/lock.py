@@ -6,8 +6,7 @@ deletes or replaces the lock file while an action holds it (a new file at the pa
 taking both, the runner also checks that the open file is still the one at the path (same device and inode)
 and retries otherwise. Nothing on the way is followed through a symlink: a `campaign.lock` (or a campaign
 folder) that is a symlink, in an existing campaign or shipped in a job folder, is refused before anything is
-opened for writing, so its target is never truncated. Where flock is unavailable, an exclusive-create
-fallback records the holder's pid and is taken over when that pid is gone. Usage::
+opened for writing, so its target is never truncated (flock is POSIX: the runner, like its trials, runs on Linux). Usage::
 
     with workspace_lock(paths.lock):
         ...   # raises CampaignError("workspace is already in use ...") when another action holds it
@@ -19,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import stat
 from pathlib import Path
@@ -37,12 +37,6 @@ def workspace_lock(path: Path):
     _refuse_linked_folders(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     _refuse_linked_folders(path)
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - non-POSIX
-        with _exclusive_create(path):
-            yield
-        return
     with _folder_lock(path.parent, fcntl.LOCK_EX, path):
         fd = _open_verified(path, os.O_RDWR | os.O_CREAT, fcntl.LOCK_EX)
         try:
@@ -61,8 +55,6 @@ def shared_lock(path: Path):
     when the campaign has no lock file (then no runner has ever held it here)."""
     path = Path(path)
     _refuse_linked_folders(path)
-    import fcntl
-
     with _folder_lock(path.parent, fcntl.LOCK_SH, path):
         try:
             fd = _open_verified(path, os.O_RDONLY, fcntl.LOCK_SH)
@@ -77,8 +69,6 @@ def shared_lock(path: Path):
 
 def _open_verified(path: Path, flags: int, mode: int) -> int:
     """Open (never through a symlink) and flock the lock file; retry when the path no longer names the file."""
-    import fcntl
-
     for _attempt in range(ATTEMPTS):
         try:
             fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
@@ -114,8 +104,6 @@ def _same_file(info: os.stat_result, path: Path) -> bool:
 @contextlib.contextmanager
 def _folder_lock(folder: Path, mode: int, path: Path):
     """flock the campaign folder itself: it cannot be deleted or swapped while it holds the campaign."""
-    import fcntl
-
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -146,33 +134,3 @@ def _refuse_linked_folders(path: Path) -> None:
             return
         if stat.S_ISLNK(info.st_mode):
             raise CampaignError(SYMLINK.format(path=folder))
-
-
-@contextlib.contextmanager
-def _exclusive_create(path: Path):  # pragma: no cover - used only without fcntl
-    marker = path.with_suffix(".held")
-    for _attempt in range(2):
-        try:
-            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            break
-        except FileExistsError:
-            if _holder_alive(marker):
-                raise CampaignError(BUSY.format(path=marker)) from None
-            marker.unlink(missing_ok=True)
-    else:
-        raise CampaignError(BUSY.format(path=marker))
-    try:
-        os.write(fd, f"{os.getpid()}\n".encode())
-        os.close(fd)
-        yield
-    finally:
-        marker.unlink(missing_ok=True)
-
-
-def _holder_alive(marker: Path) -> bool:  # pragma: no cover - used only without fcntl
-    try:
-        pid = int(marker.read_text().strip() or "0")
-        os.kill(pid, 0)
-    except (OSError, ValueError):
-        return False
-    return True

@@ -109,13 +109,8 @@ class CampaignPaths:
         return _under(self.workspace, stored)
 
     def envelope_paths(self) -> dict[str, str]:
-        return {
-            "autofl_yaml": str(self.autofl_yaml),
-            "results": str(self.results),
-            "state": str(self.state),
-            "progress": str(self.progress),
-            "report": str(self.report),
-        }
+        """Each output file's absolute path, as envelopes show them (the runs folder is not a file)."""
+        return {key: str(getattr(self, key)) for key in OUTPUT_KEYS if key != "output_root"}
 
 
 def _under(workspace: Path, stored: str | os.PathLike) -> Path:

@@ -47,7 +47,8 @@ def stage(paths, files: dict[str, bytes], *, candidate: str) -> Snapshot:
     sources.write_files(staging / "source", files)
     hashes = sources.file_hashes(files)
     snapshot = Snapshot(candidate=candidate, hashes=hashes, digest=sources.digest_of_hashes(hashes))
-    atomic.write_json(staging / "snapshot.json", _document(snapshot))
+    document = {"schema_version": SCHEMA, "candidate": candidate, "files": hashes, "source_sha256": snapshot.digest}
+    atomic.write_json(staging / "snapshot.json", document)
     return snapshot
 
 
@@ -140,12 +141,3 @@ def _copy(paths, rel: str) -> bytes:
     if data is None:
         raise CampaignError(f"the best snapshot has no copy of {rel}; restore {paths.best} from a backup")
     return data
-
-
-def _document(snapshot: Snapshot) -> dict:
-    return {
-        "schema_version": SCHEMA,
-        "candidate": snapshot.candidate,
-        "files": snapshot.hashes,
-        "source_sha256": snapshot.digest,
-    }
