@@ -57,16 +57,12 @@ def test_the_dry_run_gives_examples_it_settles_their_recorded_verdict(name, tmp_
 
 @pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
 def test_a_recorded_run_is_the_budget_source_of_a_job_the_reading_admits(tmp_path):
-    """NVFLARE's cross-site-evaluation FedJob script (its two sites added one by one, which the reading follows):
-    the reading admits it with FedJob's default min_clients 1,
+    """NVFLARE's cross-site-evaluation FedJob script (its site loop over a literal list, which the reading
+    follows): the reading admits it with FedJob's default min_clients 1,
     but the job asks NVFLARE's ScatterAndGather for every site; the record, not the reading, is the budget."""
     shutil.copytree(CORPUS / "pt-fedjob-cse", tmp_path / "job")
-    job_py = tmp_path / "job" / "job.py"  # the reading unrolls no loop: the copy adds its two sites one by one
-    one_by_one = "    for i in range(n_clients):\n        executor = ScriptRunner(\n            script=train_script,\n"
-    one_by_one += '            script_args="",\n        )\n        job.to(executor, f"site-{i}")\n'
-    sites = '    job.to(ScriptRunner(script=train_script), "site-0")\n    job.to(ScriptRunner(script=train_script), "site-1")\n'
-    assert one_by_one in job_py.read_text()
-    job_py.write_text(job_py.read_text().replace(one_by_one, sites))
+    job_py = tmp_path / "job" / "job.py"  # the reading evaluates no range(): the copy lists the two sites
+    job_py.write_text(job_py.read_text().replace("for i in range(n_clients):", "for i in [0, 1]:"))
     static = api.import_job(tmp_path / "job" / "job.py")
     assert static["fixed_budget"]["min_clients"]["value"] == 1, "precondition: the reading's value differs"
     config = api.import_job(tmp_path / "job" / "job.py", dry_run=True)

@@ -121,9 +121,9 @@ def test_a_global_rebound_in_a_function_is_followed():
     ("body", "clients", "what"),
     [
         (
-            "clients = []\nclients.append(f'site-{args.n_clients}')\n",
+            "clients = []\nfor i in [0, 1, 2, 3][: args.n_clients]:\n    clients.append(f'site-{i}')\n",
             "clients=clients",
-            ".append() at line 12",
+            ".append() at line 13",
         ),
         (
             "clients = ['site-0']\nalias = clients\nalias.extend(['site-1', 'site-2'])\n",
@@ -131,9 +131,9 @@ def test_a_global_rebound_in_a_function_is_followed():
             ".extend() at line 13",
         ),
         (
-            "def add(sites, n):\n    sites.append(n)\nclients = []\nadd(clients, args.n_clients)\n",
+            "def add(sites, n):\n    for i in [0, 1, 2, 3][:n]:\n        sites.append(i)\nclients = []\nadd(clients, args.n_clients)\n",
             "clients=clients",
-            ".append() at line 12",
+            ".append() at line 13",
         ),
         ("cfg = {'n': 1}\ncfg['n'] = args.n_clients\n", "num_clients=cfg['n']", "the item set at line 12"),
         (

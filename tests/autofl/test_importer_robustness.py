@@ -90,16 +90,14 @@ def test_recipe_run_inside_a_loop_fails_closed():
 
 
 def test_loop_that_only_attaches_components_is_fine():
-    """A loop that adds components keeps the job supported and its trust contract; its sites are left to the dry run
-    (no loop is unrolled statically), so the static budget names the loop's line."""
     source = (
         "from nvflare.job_config.api import FedJob\nfrom nvflare.app_common.workflows.fedavg import FedAvg\n"
         "from nvflare.job_config.script_runner import ScriptRunner\n"
         "job = FedJob(name='j')\njob.to_server(FedAvg(num_clients=2, num_rounds=3))\n"
-        "for i in range(2):\n    job.to(ScriptRunner(script='client.py'), f'site-{i + 1}')\n"
+        "for i in [1, 2]:\n    job.to(ScriptRunner(script='client.py'), f'site-{i}')\n"
         "import os\njob.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/tmp/w'))\n"
     )
     config = api.import_source(source, read_file={"client.py": ""}.get)
     assert config["import"]["support"]["status"] == "supported"
     assert config["trust"]["train_script"] == "client.py"
-    assert "range() at line 6 is not evaluated statically" in config["fixed_budget"]["num_clients"]["reason"]
+    assert config["fixed_budget"]["num_clients"]["value"] == 2 and config["admission_errors"] == []

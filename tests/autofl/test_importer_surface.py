@@ -65,7 +65,7 @@ def test_fedjob_simulator_run():
     assert config["fixed_budget"]["num_rounds"]["source"] == "FedAvg(num_rounds=...)"
     clients = config["fixed_budget"]["num_clients"]
     assert (clients["value"], clients["source"]) == (2, "FedJob.to(..., site) targets")
-    assert clients["flag"] is None, "the sites are added one by one (a loop's sites are left to the dry run)"
+    assert clients["flag"] == "--n_clients", "the sites come from range(args.n_clients)"
     assert config["objective"]["job_key_metric_source"] == "IntimeModelSelector(key_metric=...)"
     assert config["trust"]["train_script"] == "client.py"
     assert config["admission_errors"] == []
@@ -202,8 +202,8 @@ SITES = (
 @pytest.mark.parametrize(
     ("deploy", "run", "clients", "fragment"),
     [
-        ("for i in [1, 2, 3]:\n    job.to(ScriptRunner(script='c.py'), f'site-{i}')\n", "", None, "not unrolled"),
-        ("job.to(ScriptRunner(script='c.py'), 'a')\njob.to(ScriptRunner(script='c.py'), 'b')\n" * 2, "", 2, None),
+        ("for i in [1, 2, 3]:\n    job.to(ScriptRunner(script='c.py'), f'site-{i}')\n", "", 3, None),
+        ("for s in ['a', 'b', 'a']:\n    job.to(ScriptRunner(script='c.py'), s)\n", "", 2, None),
         ("job.to_clients(ScriptRunner(script='c.py'))\n", ", n_clients=4", 4, None),
         ("job.to(ScriptRunner(script='c.py'), 'site-1')\n", ", clients=['x', 'y', 'z']", 3, None),
         ("job.to(ScriptRunner(script='c.py'), 'site-1')\n", ", n_clients=2", None, "drop n_clients="),

@@ -645,16 +645,15 @@ def test_recipe_receiving_hidden_keyword_arguments():
 def test_site_names_computed_from_options():
     body = (
         "job = FedJob(name='j', min_clients=2)\njob.to_server(FedAvg(num_rounds=2))\n"
-        "job.to(object(), f'site-{args.n}')\njob.to(object(), args.name)\n"
+        "for i in [1, 2, 3, 4][: args.n]:\n    job.to(object(), f'site-{i}')\n"
         "job.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/w'))\n"
     )
     assert imported(body, base_args=["--n", "3"])["fixed_budget"]["num_clients"] == {
-        "value": 2,
+        "value": 3,
         "confidence": "pinned",
-        "flag": None,
-        "flags": ["--n", "--name"],
+        "flag": "--n",
         "source": "FedJob.to(..., site) targets",
-        "depends_on": ["--n", "--name"],
+        "depends_on": ["--n"],
     }
     listed = (
         "job = FedJob(name='j', min_clients=2)\njob.to_server(FedAvg(num_rounds=2))\nif args.fast:\n"

@@ -60,17 +60,25 @@ def test_loop_over_an_unknown_sequence_leaves_its_variable_unresolved():
     assert v_of(prelude, "v") == {"value": 0, "confidence": "high"}  # unchanged by the loop body
 
 
-def test_no_loop_is_unrolled_and_its_variable_names_the_line():
-    """A loop body is walked once with the loop variable unresolved, naming the loop's line (or the run-time input
-    its sequence reads); a value changed in it depends on the loop (the dry run reads the real value)."""
-    assert v_of("for i in [1, 2]:\n    x = i\n", "i") == unresolved(
-        "i", f"loop variable of a loop over [1, 2]: a loop at line {LINE} is not unrolled statically"
+def test_loop_that_breaks_is_walked_once_with_its_reason():
+    prelude = "for i in [1, 2]:\n    x = i\n    break\n"
+    reason = (
+        "loop variable of a loop over [1, 2]: a sequence that is not known statically, too long, or left with "
+        "break/continue"
     )
-    assert v_of("for k in [args.n]:\n    x = k\n", "x")["confidence"] == "unresolved"
-    total = v_of("total = 0\nfor k in [args.n, 3]:\n    total += k\n", "total")
-    assert (total["confidence"], total["reason"]) == ("unresolved", f"depends on the condition at line {LINE + 2}")
-    env = v_of("for k in os.environ['L']:\n    x = k\n", "k")
-    assert env["reason"].endswith(f"it reads the environment variable L at run time (line {LINE})")
+    assert v_of(prelude, "i") == unresolved("i", reason)
+
+
+def test_short_known_loop_is_unrolled_with_its_options():
+    prelude = "total = 0\nfor k in [args.n, 3]:\n    total += k\n"
+    assert v_of(prelude, "total") == {"value": 5, "confidence": "medium", "expr": "total + k", "flags": ["--n"]}
+    counted = "total = 0\nfor k in [0, 1, 2, 3][: args.n]:\n    total += 10\n"
+    assert v_of(counted, "total", ["--n", "3"]) == {
+        "value": 30,
+        "confidence": "medium",
+        "expr": "total + 10",
+        "flags": ["--n"],
+    }
 
 
 @pytest.mark.parametrize(
@@ -249,6 +257,15 @@ def test_option_values_rebound_in_job_py():
     }
     assert v_of("args.extra = object()\n", "args.extra") == unresolved("args.extra", "not a data value")
     assert v_of("", "args.copy()") == unresolved("args.copy()", ".copy() on a run-time value")
+
+
+def test_unrolled_loop_items_keep_their_expression():
+    assert v_of("for k in [args.n]:\n    x = k\n", "x") == {
+        "value": 2,
+        "confidence": "medium",
+        "expr": "[args.n]",
+        "flags": ["--n"],
+    }
 
 
 def test_a_value_bound_under_an_option_keeps_its_reason():

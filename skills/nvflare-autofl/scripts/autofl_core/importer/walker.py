@@ -2,11 +2,11 @@
 
 Statements are visited in order starting at module level; calls to functions defined in job.py are
 entered (bounded depth), `if` statements whose condition resolves take one branch, unresolved ones are
-walked on both sides and merged; a loop body is walked once, with the loop variable unresolved (no loop is
-unrolled, so a list of sites added in a loop is left to the dry run). External classes are never imported: constructing one yields an `Obj`
+walked on both sides and merged. External classes are never imported: constructing one yields an `Obj`
 with its evaluated arguments, and method calls on objects are recorded as `MethodCall` events.
 
-Data flow includes control flow: inside a branch taken because of a job option (`if args.fast:`), every value bound, object built and method called also depends
+Data flow includes control flow: inside a branch taken because of a job option (`if args.fast:`), or a loop
+unrolled over a sequence that depends on one, every value bound, object built and method called also depends
 on that option (`self.control`), so the budget knows every input that decides it.
 """
 
@@ -22,10 +22,12 @@ from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .forks import merge_value, walk_both
 from .overrides import PARSE_METHODS, parser_method
+from .surface import touches_surface
 from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, merge_flags, source_text, unresolved
 
 MAX_DEPTH = 12
 MAX_STEPS = 50_000
+MAX_UNROLL = 64  # a `for` over a known sequence this short is walked once per item (e.g. sites site-1..site-N)
 
 
 class _Budget(Exception):
@@ -399,8 +401,21 @@ class Walker:
 
     def _st_For(self, stmt: ast.For) -> None:
         iterable = self.ev(stmt.iter)
-        why = cause(iterable) or f"a loop at line {stmt.lineno} is not unrolled statically"
-        self._loop(stmt.target, stmt.body, stmt.orelse, f" of a loop over {source_text(stmt.iter)}: {why}")
+        items = _unrollable(iterable, stmt.body)
+        if items is None:
+            why = cause(iterable) or "a sequence that is not known statically, too long, or left with break/continue"
+            self._loop(stmt.target, stmt.body, stmt.orelse, f" of a loop over {source_text(stmt.iter)}: {why}")
+            return
+        # Walked item by item like Python would; building or running a recipe/job/env here still fails closed.
+        note = BranchNote(stmt.body[0].lineno, "loop body", False, kind="loop")
+        self.out.branches.append(note)
+        first_obj, first_call = len(self.out.objects), len(self.out.calls)
+        with self.controlled_by(getattr(iterable, "flags", ())):  # how often the body runs depends on them
+            for item in items:
+                self.bind(stmt.target, item)
+                self.walk_block(stmt.body)
+        note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
+        self.walk_block(stmt.orelse)
 
     _st_AsyncFor = _st_For
 
@@ -507,3 +522,18 @@ def _uses_argparse(stmt: ast.ClassDef) -> bool:
             if name == "ArgumentParser" or name in PARSE_METHODS:
                 return True
     return False
+
+
+def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
+    """The items of a short, statically known sequence whose loop body never breaks or continues; else None."""
+    if isinstance(iterable, Bag) and iterable.keys is None:
+        values = list(iterable.items)
+    elif isinstance(iterable, Val) and iterable.resolved and isinstance(iterable.value, (list, tuple)):
+        values = [Val(item, iterable.confidence, iterable.expr, iterable.flags) for item in iterable.value]
+    else:
+        return None
+    if len(values) > MAX_UNROLL:
+        return None
+    if any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt)):
+        return None
+    return values
