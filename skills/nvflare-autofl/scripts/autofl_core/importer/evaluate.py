@@ -2,8 +2,7 @@
 
 Confidence: `high` = a literal scalar or an argparse default/override, `medium` = a simple
 expression over resolved values (arithmetic, f-string, containers), `unresolved` = anything dynamic
-(builtins and comprehensions included: they name their line). Nothing is ever executed; every operation is
-size-bounded.
+(builtins and comprehensions included: they name their line). Nothing is ever executed; every operation is size-bounded.
 Names, attributes and calls are delegated to a context object (see `walker.Walker`).
 """
 

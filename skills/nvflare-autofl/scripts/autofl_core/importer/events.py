@@ -52,7 +52,7 @@ class Obj:
     kwargs: dict
     line: int
     unpacked: bool = False
-    control: tuple[str, ...] = ()  # job options of the resolved conditions under which it was built
+    control: tuple[str, ...] = ()  # job options of the resolved conditions/loops under which it was built
     per_site: Any = None  # the config given to set_per_site_config(recipe, ...) / recipe.set_per_site_config(...)
     per_site_line: int | None = None
 

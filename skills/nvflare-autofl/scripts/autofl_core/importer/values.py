@@ -68,7 +68,7 @@ class Bag:
 
     items: list = field(default_factory=list)
     keys: list | None = None
-    key_flags: tuple[str, ...] = ()  # job options the keys depend on (`{args.site: Runner()}`)
+    key_flags: tuple[str, ...] = ()  # job options the keys depend on (a dict comprehension over range(args.n))
     key_confidence: str = HIGH
 
 

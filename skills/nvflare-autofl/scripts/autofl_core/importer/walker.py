@@ -80,7 +80,7 @@ class Walker:
 
     @contextmanager
     def controlled_by(self, flags: tuple[str, ...]):
-        """Walk a block whose execution was decided by `flags` (the options of a resolved condition)."""
+        """Walk a block whose execution was decided by `flags` (options of a resolved condition or loop)."""
         saved = self.control
         self.control = tuple(dict.fromkeys((*saved, *flags)))
         try:
