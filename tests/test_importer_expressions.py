@@ -69,5 +69,5 @@ def test_augmented_assignment_and_calls_keep_their_flags():
         "flags": ["--name"],
         "reason": ".upper() at line 10 is not evaluated statically",
     }
-    assert entry("list(range(3))")["reason"] == "range() at line 10 is not evaluated statically"  # nor builtins
+    assert entry("list(range(3))")["reason"] == "list() at line 10 is not evaluated statically"  # nor builtins
     assert entry("getattr(args, 'lr')") == {"value": 0.5, "confidence": "high", "flags": ["--lr"]}

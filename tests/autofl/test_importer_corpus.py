@@ -77,8 +77,8 @@ def test_a_recorded_run_is_the_budget_source_of_a_job_the_reading_admits(tmp_pat
 
 @pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
 def test_a_refusal_names_the_line_the_reading_cannot_pin_and_the_run_s_raise(tmp_path):
-    """hello-huggingface: the reading unrolls no loop (its sites) and the run raises on data it must prepare first,
-    so nothing pins the budget: refused, naming the job.py line the reading cannot pin and the run's raise."""
+    """hello-huggingface: the reading cannot tell whether its data check raises (line 57) and the run raises on data
+    it must prepare first, so nothing pins the budget: refused, naming the job.py line and the run's raise."""
     shutil.copytree(CORPUS / "hello-huggingface", tmp_path / "job")
     config = api.import_job(
         tmp_path / "job" / "job.py", dry_run=True, base_args=SOURCES["hello-huggingface"].get("args", [])

@@ -452,7 +452,7 @@ parser.add_argument("--num_rounds", type=int, default=4)  # NVFLARE exports no v
 args = parser.parse_args()
 job = FedJob(name="loop", min_clients=args.n_clients)
 job.to_server(FedAvg(num_clients=args.n_clients, num_rounds=args.num_rounds))
-for i in range(args.n_clients):
+for i in range(int(args.n_clients)):
     job.to(ScriptRunner(script="client.py"), f"site-{i + 1}")
 job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/tmp/autofl-fedjob-loop"))
 """
@@ -462,9 +462,9 @@ job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/tmp/autof
     ("source", "static_refusal", "rounds"),
     [
         # builtins (`len`, `range`, `int`, `str`, `max`) and comprehensions: refused naming the line of the call
-        (BUILT_BY_BUILTINS, "range() at line 10 is not evaluated statically", 5),
-        # a FedJob's sites added in a loop over range(): refused naming the line
-        (FEDJOB_LOOP, "range() at line 14 is not evaluated statically", 4),
+        (BUILT_BY_BUILTINS, "a comprehension at line 10 is not evaluated statically", 5),
+        # a FedJob's sites added in a loop over range() of a value a builtin computes: refused naming the line
+        (FEDJOB_LOOP, "int() at line 14 is not evaluated statically", 4),
         # methods of data values (`str.join`, `str.split`, `dict.get`): refused naming the line of the call
         (READ_THROUGH_METHODS, ".join() at line 10 is not evaluated statically", 5),
         # containers changed in place (a list appended to in a loop, a dict item set): refused naming the change

@@ -383,7 +383,7 @@ def test_expressions(expression, expected):
 @pytest.mark.parametrize(
     ("call", "flags"),
     [
-        ("range(args.n, 5)", ("--n",)),
+        ("min(args.n, 5)", ("--n",)),
         ("len([1, 2])", ()),
         ("int('7')", ()),
         ("max(2, args.n)", ("--n",)),

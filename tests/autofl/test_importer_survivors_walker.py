@@ -331,7 +331,7 @@ COMPREHENSION = f"a comprehension at line {LINE} is not evaluated statically"
         ),
         (
             "[x for x in range(args.n)]",
-            unresolved("[x for x in range(args.n)]", f"range() at line {LINE} is not evaluated statically", "--n"),
+            unresolved("[x for x in range(args.n)]", COMPREHENSION, "--n"),
         ),
         (
             "[x for x in [1] if os.environ.get('F')]",

@@ -1,7 +1,7 @@
 """Calls the static reading recognises without evaluating them: builtins, the environment readers, `os.path.*`.
 
-No builtin is computed (`len()`, `range()`, `int()`, ... give an unresolved value naming the line and keeping the
-options of their arguments; a dry run reads the real value). Only the calls that read argparse's namespace
+No builtin is computed but `range()` of known ints (the sites a FedJob adds in a loop): `len()`, `int()`, ... give
+an unresolved value naming the line and keeping the options of their arguments; a dry run reads the real value. Only the calls that read argparse's namespace
 (`vars(args)`, `getattr(args, "name")`) and `dict(key=value, ...)`, a dict literal, are followed; environment
 reads are tagged `env:NAME`.
 """
@@ -16,6 +16,7 @@ from .evaluate import ENV_READERS
 from .values import (
     ENV_PREFIX,
     HIGH,
+    MAX_ITEMS,
     MEDIUM,
     Bag,
     Builtin,
@@ -49,6 +50,13 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
         return Val({k: v.value for k, v in kwargs.items()}, confidence, "", merge_flags(*values))
     if name == "open":
         return unresolved(node, f"open() at line {node.lineno} reads a file at run time", merge_flags(*args))
+    if name == "range" and not kwargs and all(isinstance(a, Val) and a.resolved and type(a.value) is int for a in args):
+        try:
+            span = range(*(a.value for a in args))
+        except (TypeError, ValueError):  # no bounds, too many, or a zero step
+            span = range(MAX_ITEMS + 1)
+        if len(span) <= MAX_ITEMS:  # `for i in range(n_clients): job.to(..., f"site-{i}")`
+            return Val(list(span), MEDIUM, "", merge_flags(*args))
     missing = cause(*args, *kwargs.values())  # an input read at run time is named first
     why = missing or f"{name}() at line {node.lineno} is not evaluated statically"
     return unresolved(node, why, merge_flags(*args, *kwargs.values()))
