@@ -53,9 +53,10 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
     if name == "range" and not kwargs and all(isinstance(a, Val) and a.resolved and type(a.value) is int for a in args):
         try:
             span = range(*(a.value for a in args))
-        except (TypeError, ValueError):  # no bounds, too many, or a zero step
-            span = range(MAX_ITEMS + 1)
-        if len(span) <= MAX_ITEMS:  # `for i in range(n_clients): job.to(..., f"site-{i}")`
+            too_long = len(span) > MAX_ITEMS
+        except (TypeError, ValueError, OverflowError):  # no bounds, too many, a zero step, or past a C size
+            too_long = True
+        if not too_long:  # `for i in range(n_clients): job.to(..., f"site-{i}")`
             return Val(list(span), MEDIUM, "", merge_flags(*args))
     missing = cause(*args, *kwargs.values())  # an input read at run time is named first
     why = missing or f"{name}() at line {node.lineno} is not evaluated statically"

@@ -248,10 +248,12 @@ def _record(kind: str, fed_job_config, final: bool = True, **extra) -> None:
             fed_job_config.generate_job_config(folder)
             configs = _read_configs(folder)
     recipe = STATE["recipe"]
-    if recipe is None and fed_job_config is not None:  # job.py exported or ran `recipe._job` itself
-        recipe = next(
+    if fed_job_config is not None:  # the recipe built around the FedJob that runs (job.py may run `recipe._job`)
+        owner = next(
             (r for r in STATE["built"] if getattr(getattr(r, "_job", None), "job", None) is fed_job_config), None
         )
+        if owner is not None or STATE["recipe_call"] == "export":  # not one job.py only exported before
+            recipe = owner
     record = {
         "status": "recorded",
         "entry": kind,
@@ -544,11 +546,12 @@ def main(argv: list[str]) -> int:
 
 
 def _nvflare_frame(tb) -> dict | None:
-    frames = [f for f in traceback.extract_tb(tb) if f"{os.sep}nvflare{os.sep}" in f.filename]
+    frames = [f for f in traceback.extract_tb(tb) if _in_nvflare(f.filename)]
     if not frames:
         return None
     frame = frames[-1]
-    rel = frame.filename[frame.filename.rindex(f"{os.sep}nvflare{os.sep}") + 1 :]
+    root = next(d for d in STATE["nvflare_dirs"] if frame.filename.startswith(d))
+    rel = "nvflare" + os.sep + frame.filename[len(root) :]
     return {"file": rel, "line": frame.lineno, "text": (frame.line or "").strip()}
 
 

@@ -162,14 +162,27 @@ def train_script(record: dict) -> str | None:
     return script
 
 
+MAX_QUOTED = 200  # characters of the job's own text (a source line, an exception message) a reason quotes
+
+
+def quoted(value: Any) -> str:
+    """The job's own text as one printable line of at most MAX_QUOTED characters (a reason goes to stderr)."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in str(value)).split())
+    return text if len(text) <= MAX_QUOTED else text[: MAX_QUOTED - 3] + "..."
+
+
+def _at(where: dict) -> str:
+    return f"{quoted(where.get('file', 'job.py'))} line {where.get('line')} ({quoted(where.get('text'))})"
+
+
 def raise_reason(record: dict, fix: str = "pass values in --base-args that get past it, or change that line") -> str:
     """Why the dry run ended in a raise before anything ran, naming the job.py line and what to change."""
     where = record.get("where") or {}
     inside = record.get("nvflare") or {}
-    what = f"{record.get('exception')}: {record.get('message')}"
-    line = f"{where.get('file', 'job.py')} line {where.get('line')} ({where.get('text')})" if where else "job.py"
+    what = f"{quoted(record.get('exception'))}: {quoted(record.get('message'))}"
+    line = _at(where) if where else "job.py"
     if inside:
-        return f"running job.py raises at {line}, in NVFLARE's {inside['file']} line {inside['line']}: {what}; {fix}"
+        return f"running job.py raises at {line}, in NVFLARE's {quoted(inside['file'])} line {inside['line']}: {what}; {fix}"
     return f"running job.py raises at {line}: {what}; {fix}"
 
 
@@ -183,8 +196,9 @@ def environment_reason(record: dict) -> str:
 def exit_reason(record: dict) -> str:
     """Why job.py exited before reaching NVFLARE (argparse's own message when its parser refused the arguments)."""
     where = record.get("where") or {}
-    line = f" at {where.get('file', 'job.py')} line {where.get('line')} ({where.get('text')})" if where else ""
+    line = f" at {_at(where)}" if where else ""
     why = record.get("parser_error")
     if why:
+        why = quoted(why)
         return f"running job.py exits with code {record.get('code')}{line}: {why}; pass what it needs in --base-args"
     return f"running job.py exits with code {record.get('code')}{line} before NVFLARE runs; check its arguments"
