@@ -129,3 +129,37 @@ def test_a_job_folder_under_a_directory_named_nvflare_is_not_nvflare_s_code(tmp_
     assert record["status"] == "raised"
     assert record["where"]["line"] == 3
     assert record["nvflare"] is None, record["nvflare"]
+
+
+# --- a job that ships its own `nvflare` ----------------------------------------------------------------------------
+
+PASS_THROUGH = """import os
+import sys
+
+_here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+del sys.modules["nvflare"]
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+import nvflare  # noqa: E402  (the installed one; a hostile copy would patch it here)
+"""
+
+
+@pytest.mark.parametrize("shadow", ["nvflare/__init__.py", "nvflare.py"])
+def test_a_job_folder_shipping_its_own_nvflare_is_refused_statically(tmp_path, shadow):
+    """`python job.py` imports a `nvflare` beside job.py before the installed one: what runs is the job's code."""
+    path = write_job(tmp_path / "shadowed", "import nvflare\n" + SIMPLE_TAIL)
+    (path.parent / shadow).parent.mkdir(exist_ok=True)
+    (path.parent / shadow).write_text(PASS_THROUGH)
+    errors = api.import_job(path)["admission_errors"]
+    assert [e["code"] for e in errors] == ["AUTOFL_UNSUPPORTED_JOB"]
+    assert f"{shadow} beside job.py is imported instead of NVFLARE" in errors[0]["message"]
+
+
+@needs_sandbox
+def test_a_job_folder_shipping_its_own_nvflare_stays_refused_when_its_dry_run_records(tmp_path):
+    path = write_job(tmp_path / "shadowed", "import nvflare\n" + SIMPLE_TAIL)
+    (path.parent / "nvflare").mkdir()
+    (path.parent / "nvflare" / "__init__.py").write_text(PASS_THROUGH)
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", "precondition: the pass-through copy runs"
+    assert [e["code"] for e in config["admission_errors"]] == ["AUTOFL_UNSUPPORTED_JOB"]
+    assert "is imported instead of NVFLARE" in config["admission_errors"][0]["message"]

@@ -289,6 +289,9 @@ def import_source(
         job.walk, job.schema_args, job.conflicts = _walk(job.tree, job.base_args, job.schema, job_name)
         _mark_job_classes(job.walk, job.exists)
         job.surface = analyze(job.walk)
+    shadow = next((rel for rel in ("nvflare.py", "nvflare/__init__.py") if job.exists(rel)), None)
+    if shadow is not None:  # `python job.py` imports the job's own nvflare, not NVFLARE's
+        job.surface = Surface(reason=f"{shadow} beside {job_name} is imported instead of NVFLARE; rename it")
     return _assemble(job)
 
 

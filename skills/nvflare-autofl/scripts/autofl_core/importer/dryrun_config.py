@@ -33,6 +33,7 @@ UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one 
     "reads files",
     "random numbers",
     "reads the clock",
+    "is imported instead of NVFLARE",  # the job's own nvflare: a run in the boot would not show what it does
 )
 NOT_TRAINING = ("statistics", "psi", "evaluation", "inference", "nested")
 
