@@ -8,6 +8,7 @@ one job.py only exported before; a job's folder under a directory named `nvflare
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from pathlib import Path
 
@@ -43,8 +44,11 @@ def write_job(folder: Path, source: str) -> Path:
         "for i in range(0, 10 ** 40, 10 ** 39):\n    pass\n",  # 10 items of huge ints: unrolled, harmless
         "for i in range(True, 3):\n    for j in range(-5):\n        pass\n",  # a bool bound is not an int
         "for i in range(1, 2, 0):\n    pass\n",  # a zero step
+        "r = range(10000)\ns = r * 100000\nt = [s] * 100000\n",  # MAX_ITEMS items, repeated
+        'r = range(10000)\na = f"{r}{r}{r}{r}{r}{r}{r}{r}"\nb = a * 100000\n',
+        "n = 10 ** 10 ** 8\n",
     ],
-    ids=["huge", "huge-span", "huge-step", "bool-and-negative", "zero-step"],
+    ids=["huge", "huge-span", "huge-step", "bool-and-negative", "zero-step", "repeated", "f-string", "power"],
 )
 def test_range_of_any_integers_keeps_the_static_reading_bounded(tmp_path, head):
     path = write_job(tmp_path / "job", head + SIMPLE_TAIL)
@@ -163,3 +167,38 @@ def test_a_job_folder_shipping_its_own_nvflare_stays_refused_when_its_dry_run_re
     assert config["import"]["dry_run"]["status"] == "recorded", "precondition: the pass-through copy runs"
     assert [e["code"] for e in config["admission_errors"]] == ["AUTOFL_UNSUPPORTED_JOB"]
     assert "is imported instead of NVFLARE" in config["admission_errors"][0]["message"]
+
+
+# --- who is asking: a job's module whose name ends like one the caller test skips ---------------------------------
+
+HOOK = """import torch  # absent here: a stand-in
+
+SEEN = []
+
+
+class Hook:
+    def add_to_fed_job(self, job, ctx, **kwargs):  # NVFLARE's FedJob.to calls it
+        SEEN.append(bool(torch.cuda.is_available()))
+"""
+
+CALLS_THE_HOOK = """import sys
+
+from nvflare.job_config.api import FedJob
+
+import hooks_argparse
+
+FedJob(name="hooked").to(hooks_argparse.Hook(), "server")
+sys.exit(3 if hooks_argparse.SEEN[0] else 4)
+"""
+
+
+@needs_sandbox
+def test_a_job_module_named_like_argparse_is_still_the_job_to_the_caller_test(tmp_path):
+    """A stand-in is absent (false) to job.py and its modules even when NVFLARE called the module's code."""
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed here: no stand-in to ask")
+    path = write_job(tmp_path / "hooked", CALLS_THE_HOOK)
+    (path.parent / "hooks_argparse.py").write_text(HOOK)
+    record = dryrun.dry_run(path, [])
+    assert record["status"] == "exited", record
+    assert record["code"] == 4, "the job's own module saw a stand-in as present"
