@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from autofl_core.importer import api, dryrun
+from autofl_core.importer import api, dryrun, dryrun_config, runner_view
 
 SIMPLE_TAIL = """
 from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
@@ -202,3 +202,38 @@ def test_a_job_module_named_like_argparse_is_still_the_job_to_the_caller_test(tm
     record = dryrun.dry_run(path, [])
     assert record["status"] == "exited", record
     assert record["code"] == 4, "the job's own module saw a stand-in as present"
+
+
+# --- a candidate's run arguments that need the rerun with NVFLARE's optional modules -----------------------------
+
+TRACKED_ON_REQUEST = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv, add_experiment_tracking
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--track", action="store_true")
+args = parser.parse_args()
+rounds = 40 if args.track else 5
+recipe = NumpyFedAvgRecipe(name="t", model=[0.0], min_clients=2, num_rounds=rounds, train_script="client.py")
+if args.track:
+    add_experiment_tracking(recipe, tracking_type="mlflow")  # raises where mlflow is absent: the run is made again
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+@needs_sandbox
+def test_a_candidate_whose_run_needs_the_rerun_still_shows_its_budget_change(tmp_path):
+    """The perturbed run of `--track` is made again with mlflow stood in and records 40 rounds: `--track` is an
+    option the budget depends on, which a candidate's run arguments may not mention (the runner refuses it); the
+    run of the candidate's own arguments names the change too."""
+    if importlib.util.find_spec("mlflow") is not None:
+        pytest.skip("mlflow is installed here: no rerun")
+    path = write_job(tmp_path / "tracked", TRACKED_ON_REQUEST)
+    config = api.import_job(path, dry_run=True, run_args=["--track"])
+    assert config["fixed_budget"]["num_rounds"]["value"] == 5
+    assert "--track" in runner_view.fixed_budget_options(config)
+    candidate = dryrun.dry_run(path, ["--track"])
+    assert "mlflow" in candidate["stubbed"]
+    changes = dryrun_config.changes(dryrun.dry_run(path, []), candidate)
+    assert changes == ["num_rounds 5 -> 40"], changes
