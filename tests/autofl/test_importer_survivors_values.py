@@ -561,7 +561,9 @@ def test_train_script_notes():
     body = "r = FedAvgRecipe(min_clients=2, num_rounds=2, train_script='{}')\nr.execute(SimEnv(num_clients=2))\n"
     outside = imported(body.format("../x.py"))["unresolved"]
     assert {"field": "trust.train_script", "reason": "'../x.py' is outside the workspace"} in outside
-    broken = api.import_source(HEAD + body.format("t.py"), read_file=lambda rel: "def (\n")["unresolved"]
+    broken = api.import_source(HEAD + body.format("t.py"), read_file=lambda rel: "def (\n" if rel == "t.py" else None)[
+        "unresolved"
+    ]
     assert {"field": "trust.train_script", "reason": "t.py does not parse; its imports are unknown"} in broken
     gone = imported(body.format("t.py"))["unresolved"]
     assert {"field": "trust.train_script", "reason": "t.py is missing or unreadable"} in gone
