@@ -503,7 +503,7 @@ def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
 
 def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_args: list[str]) -> dict:
     """Run job.py's dry run (and, once recorded, the perturbed runs) in `session`; fold them into `config`."""
-    from . import dryrun_config, moves, recorded
+    from . import dryrun_config, moves
 
     args = [*config["argparse"]["base_args"], *config["argparse"]["schema_args"]]
     if config["argparse"]["base_args_errors"]:
@@ -521,16 +521,6 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
 
     config_source = workspace.read_file(path.name) or ""
     config = dryrun_config.apply(config, record, moved, trust_for)
-    errors = config["admission_errors"]
-    if (
-        record is not None
-        and record.get("status") == "raised"
-        and errors
-        and "running job.py" not in errors[0]["message"]
-    ):
-        errors[0]["message"] += (
-            f" (and {recorded.raise_reason(record)})"  # the line the reading cannot pin, and the run's raise
-        )
     config["cli_flags"] = ap.cli_flags_from(config["argparse"]["flags"], config["argparse"]["allow_abbrev"])
     if record is not None and record.get("status") == "recorded":
         config["import"]["dry_run"]["tried_options"] = moves.tried_options(record)

@@ -361,18 +361,17 @@ def apply(
         e["code"] == UNSUPPORTED for e in config["admission_errors"]
     ):
         config["admission_errors"].insert(0, {"code": UNSUPPORTED, "message": config["import"]["support"]["reason"]})
-    why_not_run = stopped_before_nvflare(record)
-    if config["admission_errors"] and why_not_run:  # a refusal the run could not settle says why it could not
-        config["admission_errors"][0]["message"] += f" (and {why_not_run})"
+    errors, why_not_run = config["admission_errors"], unsettled_reason(record)
+    if errors and why_not_run and "running job.py" not in errors[0]["message"]:  # a refusal the run left says why
+        errors[0]["message"] += f" (and {why_not_run})"
     return config
 
 
-def stopped_before_nvflare(record: dict) -> str | None:
-    """Why the run never reached NVFLARE, for a refusal to name: job.py exited (its parser refused the arguments),
-    or something it or NVFLARE imports cannot be imported here. None otherwise (a recorded run, or a raise that
-    `refuse_with_line` names)."""
+def unsettled_reason(record: dict) -> str | None:
+    """Why the run settled nothing, for a refusal to name: job.py exited (its parser refused the arguments), something
+    it or NVFLARE imports cannot be imported here, or it raised. None for a recorded run."""
     if record.get("status") == "exited":
         return recorded.exit_reason(record)
-    if record.get("status") == "raised" and _environment(record):
-        return recorded.environment_reason(record)
+    if record.get("status") == "raised":
+        return recorded.environment_reason(record) if _environment(record) else recorded.raise_reason(record)
     return None
