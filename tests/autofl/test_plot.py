@@ -317,7 +317,7 @@ def test_a_failing_renderer_writes_the_text_summary_with_the_reason(tmp_path, mo
     def broken(*_args):
         raise RuntimeError("font cache corrupt")
 
-    monkeypatch.setattr(plot, "_draw_matplotlib", broken)
+    monkeypatch.setattr(plot, "draw", broken)
     summary = plot.render(EVERY_STATUS, tmp_path / "p.png", metric="accuracy", mode="max")
     assert summary["backend"] == "text" and summary["reason"] == "matplotlib failed (RuntimeError: font cache corrupt)"
     assert "matplotlib failed (RuntimeError: font cache corrupt)" in capsys.readouterr().err

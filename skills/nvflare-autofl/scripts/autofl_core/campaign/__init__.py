@@ -11,6 +11,7 @@ progress plot (imports nothing).
   facts;
 - `instructions` - the sentences an agent reads in the state;
 - `prune` - the pruning rule: a running candidate's per-round metric against the best's at the same round;
-- `plot` - progress.png from the ledger (matplotlib, Pillow fallback, text note);
+- `plot` - progress.png from the ledger: the plot data, the renderer choice, the text note;
+- `plot_picture` - the matplotlib picture itself (the progress panel above the round curves);
 - `plot_worker` - the process that draws progress.png while a trial runs (run by path), and its handle.
 """

@@ -56,36 +56,8 @@ TRAINING, EVALUATION = "submission", "evaluation_submission"  # the sections of 
 
 def run(campaign, options, now: str, *, record) -> ActionResult:
     """The action; `record` is record's `run(campaign, options, now)` (actions never import each other)."""
-    if campaign.settings.env == "sim":
-        raise CampaignError("submit runs poc/prod campaigns; in simulation evaluate runs the candidate itself")
-    if not options.confirm_user_authorized:
-        raise CampaignError(
-            "submit needs the user's explicit yes for this run: show them the environment, the job, the startup "
-            "kit and the cost, then pass --confirm-user-authorized (nothing was submitted)"
-        )
-    kit = preflight.kit_of(options)
-    if kit is None:
-        raise CampaignError("submit needs the admin startup kit: pass --startup-kit KIT or --kit-id ID")
-    evaluation = bool(getattr(options, "evaluation", False))
-    if evaluation and not frozen_eval.enabled(campaign):
-        raise CampaignError(
-            "submit --evaluation runs the frozen evaluator's job, and this campaign declares no evaluator; drop "
-            "--evaluation"
-        )
-    target = _target(campaign, options)
+    kit, evaluation, target, document, training = _preconditions(campaign, options)
     paths = campaign.paths
-    document = external.read(paths, target.name) or external.new(target.name)
-    training = document.get(TRAINING) or {}
-    if evaluation and not training.get(frozen_submit.AWAITING):
-        raise CampaignError(
-            f"{target.label} has no downloaded run awaiting its evaluation; submit it first (the same submit "
-            "without --evaluation), then submit --evaluation"
-        )
-    if not evaluation and training.get(frozen_submit.AWAITING):
-        raise CampaignError(
-            f"{target.label} ran (job {training.get('job_id')}) and awaits its evaluation job; run the same submit "
-            "with --evaluation (its keep/discard waits for the measured score)"
-        )
     download = frozen_submit.training_download(campaign, target.name, training) if evaluation else None
     key = EVALUATION if evaluation else TRAINING
     step = _Step(campaign, target, key, document)
@@ -126,6 +98,41 @@ def run(campaign, options, now: str, *, record) -> ActionResult:
     if result.extras.get("candidate_status") == v.CRASH:
         result.exit_code = EXIT_UNSCORED  # as evaluate: the run finished without a score (recorded)
     return result
+
+
+def _preconditions(campaign, options) -> tuple:
+    """What a submit needs before it starts anything (kit, evaluation flag, target, its external document and its
+    training section), or the CampaignError naming what is missing."""
+    if campaign.settings.env == "sim":
+        raise CampaignError("submit runs poc/prod campaigns; in simulation evaluate runs the candidate itself")
+    if not options.confirm_user_authorized:
+        raise CampaignError(
+            "submit needs the user's explicit yes for this run: show them the environment, the job, the startup "
+            "kit and the cost, then pass --confirm-user-authorized (nothing was submitted)"
+        )
+    kit = preflight.kit_of(options)
+    if kit is None:
+        raise CampaignError("submit needs the admin startup kit: pass --startup-kit KIT or --kit-id ID")
+    evaluation = bool(getattr(options, "evaluation", False))
+    if evaluation and not frozen_eval.enabled(campaign):
+        raise CampaignError(
+            "submit --evaluation runs the frozen evaluator's job, and this campaign declares no evaluator; drop "
+            "--evaluation"
+        )
+    target = _target(campaign, options)
+    document = external.read(campaign.paths, target.name) or external.new(target.name)
+    training = document.get(TRAINING) or {}
+    if evaluation and not training.get(frozen_submit.AWAITING):
+        raise CampaignError(
+            f"{target.label} has no downloaded run awaiting its evaluation; submit it first (the same submit "
+            "without --evaluation), then submit --evaluation"
+        )
+    if not evaluation and training.get(frozen_submit.AWAITING):
+        raise CampaignError(
+            f"{target.label} ran (job {training.get('job_id')}) and awaits its evaluation job; run the same submit "
+            "with --evaluation (its keep/discard waits for the measured score)"
+        )
+    return kit, evaluation, target, document, training
 
 
 class _Step:
