@@ -366,13 +366,13 @@ def helper_record(**extra) -> recorded.DryRunRecord:
         {"option_strings": ["--n_clients"], "dest": "n_clients", "action": "_StoreAction", "type": "int", "value": 2},
         {"option_strings": ["--rounds"], "dest": "rounds", "action": "_StoreAction", "type": "int", "value": 4},
     ]
-    return record(
-        clients=["site-1", "site-2"],
-        recipe_attrs={"num_rounds": 4, "min_clients": 2, "train_script": "client.py", "key_metric": "auc"},
-        configs={},
-        parsers=[{"actions": actions}],
-        **extra,
-    )
+    fields = {
+        "clients": ["site-1", "site-2"],
+        "recipe_attrs": {"num_rounds": 4, "min_clients": 2, "train_script": "client.py", "key_metric": "auc"},
+        "configs": {},
+        "parsers": [{"actions": actions}],
+    }
+    return record(**{**fields, **extra})
 
 
 def test_a_recorded_job_the_reading_cannot_follow_at_all_is_admitted_with_its_budget_pinned():
@@ -405,3 +405,27 @@ def test_a_recorded_budget_an_environment_variable_moves_is_refused_naming_it():
     assert out["admission_errors"], "one run cannot pin a budget the environment decides"
     assert out["fixed_budget"]["num_rounds"]["value"] is None
     assert "environment variable ROUNDS" in out["admission_errors"][0]["message"]
+
+
+def test_a_recorded_max_is_nvflare_s_implicit_default_unless_the_reading_saw_it_written():
+    """A recipe holds `key_metric_mode="max"` whether job.py wrote it or not: a lower-is-better key metric with a
+    max the reading never saw written is the direction conflict, as if read statically."""
+    from autofl_core.importer import api
+
+    static = api.import_source(HELPER_JOB)
+    ran = helper_record(
+        recipe_attrs={"num_rounds": 4, "min_clients": 2, "key_metric": "loss", "key_metric_mode": "max"}
+    )
+    moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"], "num_rounds": ["--rounds"]}
+    out = dryrun_config.apply(static, ran, moved, lambda s: {"train_script": s})
+    assert out["objective"]["mode_contract_source"] == "core_default"
+    assert [e["code"] for e in out["admission_errors"]] == ["AUTOFL_METRIC_DIRECTION_CONFLICT"]
+    written = (
+        "from nvflare.app_common.np.recipes import NumpyFedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
+        "r = NumpyFedAvgRecipe(name='n', model=[0.0], min_clients=2, num_rounds=4, train_script='client.py', "
+        "key_metric='loss', key_metric_mode='max')\nr.execute(SimEnv(num_clients=2))\n"
+    )
+    readable = api.import_source(written)
+    assert readable["admission_errors"] == [], "precondition: an explicit max the reading sees is no conflict"
+    out = dryrun_config.apply(readable, ran, {}, lambda s: {"train_script": s})
+    assert out["admission_errors"] == [] and out["objective"]["mode"] == "max"

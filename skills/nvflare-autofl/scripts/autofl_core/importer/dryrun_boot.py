@@ -19,7 +19,8 @@ A stand-in object is an object to NVFLARE (truthy, without NVFLARE's Job API hoo
 no GPU); stand-in classes accept each other's instances (a torch_geometric model is a torch.nn.Module).
 An export does not end the run: job.py may run the job next; the export is the record where nothing after it is.
 The exported configs hold each component's effective `num_rounds`, `key_metric` and `negate_key_metric`
-(NVFLARE's export leaves out a value equal to the constructor's default), and the record names the environment variables job.py's own code read (`env_read`).
+(NVFLARE's export leaves out a value equal to the constructor's default, and one the component keeps under another
+attribute name, which the exported job then loads with the default), and the record names the environment variables job.py's own code read (`env_read`).
 OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. Standard library and nvflare only;
 nothing here trains, and nothing is written outside the temp folder.
 """
@@ -321,10 +322,15 @@ def _install() -> None:
 
     def effective_args(self, component, custom_dir):
         args = exported_args(self, component, custom_dir)
-        own = getattr(component, "__dict__", None) or {}
+        own, parameters = getattr(component, "__dict__", None) or {}, _init_parameters(component)
         for name in EFFECTIVE_ARGS:
-            value = own.get(name, own.get("_" + name))
-            if name not in args and type(value) in (int, str, bool) and name in _init_parameters(component):
+            if name in args or name not in parameters:
+                continue
+            if name in own or "_" + name in own:
+                value = own.get(name, own.get("_" + name))
+            else:  # kept under another name: the exported job is loaded with the constructor's default
+                value = parameters[name].default
+            if type(value) in (int, str, bool):
                 args[name] = value
         return args
 
@@ -365,13 +371,13 @@ def _install() -> None:
         setattr(Recipe, method, noting)
 
 
-def _init_parameters(component) -> set:
+def _init_parameters(component) -> dict:
     try:
         from nvflare.fuel.utils.class_utils import get_component_init_parameters
 
-        return set(get_component_init_parameters(component))
+        return dict(get_component_init_parameters(component))
     except Exception:  # noqa: BLE001  (the export's own call raises the same way, and says so)
-        return set()
+        return {}
 
 
 def _record_env_reads() -> None:

@@ -185,6 +185,8 @@ def _objective(config: dict, record: DryRunRecord) -> None:
         metric, source = objective.get("job_key_metric") or DEFAULT_KEY_METRIC, "core_default"
     else:
         source = "dry_run"
+    if mode == "max" and not (objective.get("job_key_metric_mode") == "max" and _explicit_mode(objective)):
+        mode = None  # a recipe holds NVFLARE's default "max" too: explicit only where the reading saw it written
     custom = objective.get("mode_contract_source") == "unresolved" and objective.get("job_key_metric") == metric
     objective.update(job_key_metric=metric, job_key_metric_mode=mode or "max", job_key_metric_source=source)
     requested = objective.get("requested_metric") or metric
@@ -195,6 +197,10 @@ def _objective(config: dict, record: DryRunRecord) -> None:
             mode_contract_source="key_metric_mode" if mode else "core_default",
             metric_extraction_order=objective.get("metric_extraction_order") or [metric],
         )
+
+
+def _explicit_mode(objective: dict) -> bool:
+    return objective.get("mode_contract_source") not in (None, "core_default", "unresolved", "undeclared")
 
 
 def fold(
