@@ -448,7 +448,7 @@ from nvflare.job_config.script_runner import ScriptRunner
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--n_clients", type=int, default=3)
-parser.add_argument("--num_rounds", type=int, default=4)  # NVFLARE exports no value equal to FedAvg's default 5
+parser.add_argument("--num_rounds", type=int, default=4)  # FedAvg's default 5: see ..._default_rounds_records_them
 args = parser.parse_args()
 job = FedJob(name="loop", min_clients=args.n_clients)
 job.to_server(FedAvg(num_clients=args.n_clients, num_rounds=args.num_rounds))
