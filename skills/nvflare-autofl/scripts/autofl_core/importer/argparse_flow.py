@@ -2,22 +2,33 @@
 
 The walker creates a `Parser` for every `ArgumentParser(...)`, records each `add_argument` as a `Flag`,
 and turns `parse_args()` / `parse_known_args()` into a `Namespace` whose values are the defaults with
-the `--base-args` overrides applied (`overrides.apply_overrides`). Whatever name the namespace is bound
-to (or returned through) is followed by data flow, so `args = define_parser()` works.
+the `--base-args` overrides applied (parsed by the real argparse: `real_parser`). Whatever name the
+namespace is bound to (or returned through) is followed by data flow, so `args = define_parser()` works.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, to_jsonable, weakest
+from . import real_parser
+from .values import HIGH, MEDIUM, UNRESOLVED, Bag, Builtin, ClassRef, Val, to_jsonable, unresolved, weakest
 
 # A parser's fromfile_prefix_chars the importer cannot read (not a literal): every punctuation mark a prefix could
 # plausibly be, except those that start ordinary values ("-0.1", "./data", "~/data", "_x").
 UNKNOWN_FROMFILE = "!\"#$%&'()*+,:;<=>?@[\\]^`{|}"
 DEFAULT_FROMFILE = "@"  # a config imported before the importer recorded the setting: the conventional prefix
-NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "count", "boolean_optional", "help", "version"}
+NO_VALUE_ACTIONS = {
+    "store_true",
+    "store_false",
+    "store_const",
+    "append_const",
+    "count",
+    "boolean_optional",
+    "help",
+    "version",
+}
 _TYPE_NAMES = {"int", "float", "str", "bool"}
 
 
@@ -64,6 +75,8 @@ class Flag:
             record["choices"] = to_jsonable(self.choices)
         if self.nargs is not None:
             record["nargs"] = self.nargs
+        if self.const is not None:
+            record["const"] = to_jsonable(self.const)
         return record
 
 
@@ -79,8 +92,17 @@ def flag_from_record(record: dict) -> Flag:
         record.get("choices"),
         bool(record.get("required")),
         record.get("nargs"),
+        record.get("const"),
         line=record.get("line") or 0,
     )
+
+
+def parser_from_config(section: dict) -> Parser:
+    """The parser a config's `argparse` section records (no fromfile setting recorded: the conventional `@`)."""
+    parser = Parser(0, allow_abbrev=section.get("allow_abbrev", True))
+    parser.fromfile_prefix_chars = section.get("fromfile_prefix_chars", DEFAULT_FROMFILE)
+    parser.flags = [flag_from_record(record) for record in section.get("flags") or []]
+    return parser
 
 
 @dataclass(eq=False)
@@ -255,9 +277,7 @@ def fromfile_arguments(section: dict, tokens: list[str]) -> list[str]:
     """The tokens job.py's parser would replace by the lines of a file (argparse `fromfile_prefix_chars`): such a
     file could carry any option, a fixed-budget one included, past every check of the command line."""
     chars = section.get("fromfile_prefix_chars", DEFAULT_FROMFILE) if isinstance(section, dict) else None
-    if not chars:
-        return []
-    return [token for token in tokens if token and token[0] in chars]
+    return real_parser.fromfile_tokens(chars, tokens)
 
 
 def cli_flags_from(flags: list[dict], allow_abbrev: bool = True) -> dict:
@@ -281,3 +301,34 @@ def cli_flags_from(flags: list[dict], allow_abbrev: bool = True) -> dict:
         "name_flag": name_flag,
         "takes_value": takes_value,
     }
+
+
+PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
+
+
+def parser_method(
+    parser: Parser, method: str, args: list, kwargs: dict, node: ast.Call, base_args: list[str], out: Any
+) -> Any:
+    """Evaluate `parser.<method>(...)`: record arguments, or return the namespace parse_args() yields."""
+    if method == "add_argument":
+        add_argument(parser, args, kwargs, node.lineno)
+        return Val(None, HIGH)
+    if method in ("add_argument_group", "add_mutually_exclusive_group"):
+        return parser
+    if method == "set_defaults":
+        parser.set_defaults.update({k: v for k, v in kwargs.items() if isinstance(v, Val)})
+        return Val(None, HIGH)
+    if method not in PARSE_METHODS:
+        return unresolved(node, f"ArgumentParser.{method}() is not evaluated")
+    known_only = "known" in method
+    explicit = args[0] if args else kwargs.get("args")
+    if isinstance(explicit, Val) and explicit.resolved and isinstance(explicit.value, (list, tuple)):
+        base_args = [str(a) for a in explicit.value]  # job.py parses a fixed list, not the command line
+    parsed = real_parser.parse(parser, base_args, method)
+    if not real_parser.fromfile_tokens(parser.fromfile_prefix_chars, base_args):  # admission names those itself
+        out.base_args_errors.extend(e for e in parsed.errors if e not in out.base_args_errors)
+    namespace = build_namespace(parser, parsed.values, known_only)
+    out.namespaces.append(namespace)
+    if known_only:
+        return Bag([namespace, unresolved(node, "unknown command-line arguments")])
+    return namespace

@@ -21,7 +21,6 @@ from .builtins_eval import BUILTIN_NAMES, call_builtin, call_data_method, call_q
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .forks import merge_value, walk_both
-from .overrides import PARSE_METHODS, parser_method
 from .surface import touches_surface
 from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, merge_flags, source_text, unresolved
 
@@ -191,7 +190,7 @@ class Walker:
 
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
-            return parser_method(base, method, args, kwargs, node, self.base_args, self.out)
+            return ap.parser_method(base, method, args, kwargs, node, self.base_args, self.out)
         if isinstance(base, Obj):
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
             if method == SET_PER_SITE_CONFIG:
@@ -519,7 +518,7 @@ def _uses_argparse(stmt: ast.ClassDef) -> bool:
     for node in ast.walk(stmt):
         if isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if name == "ArgumentParser" or name in PARSE_METHODS:
+            if name == "ArgumentParser" or name in ap.PARSE_METHODS:
                 return True
     return False
 
