@@ -2,18 +2,17 @@
 
 The walker creates a `Parser` for every `ArgumentParser(...)`, records each `add_argument` as a `Flag`,
 and turns `parse_args()` / `parse_known_args()` into a `Namespace` whose values are the defaults with
-the `--base-args` overrides applied (parsed by the real argparse: `real_parser`). Whatever name the
-namespace is bound to (or returned through) is followed by data flow, so `args = define_parser()` works.
+the `--base-args` overrides applied (parsed by the real argparse: `real_parser`, called from the walker).
+Whatever name the namespace is bound to (or returned through) is followed by data flow, so
+`args = define_parser()` works.
 """
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import real_parser
-from .values import HIGH, MEDIUM, UNRESOLVED, Bag, Builtin, ClassRef, Val, to_jsonable, unresolved, weakest
+from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, to_jsonable, weakest
 
 # A parser's fromfile_prefix_chars the importer cannot read (not a literal): every punctuation mark a prefix could
 # plausibly be, except those that start ordinary values ("-0.1", "./data", "~/data", "_x").
@@ -277,7 +276,12 @@ def fromfile_arguments(section: dict, tokens: list[str]) -> list[str]:
     """The tokens job.py's parser would replace by the lines of a file (argparse `fromfile_prefix_chars`): such a
     file could carry any option, a fixed-budget one included, past every check of the command line."""
     chars = section.get("fromfile_prefix_chars", DEFAULT_FROMFILE) if isinstance(section, dict) else None
-    return real_parser.fromfile_tokens(chars, tokens)
+    return fromfile_tokens(chars, tokens)
+
+
+def fromfile_tokens(chars: str | None, tokens: list[str]) -> list[str]:
+    """The tokens argparse would replace by the lines of a file (`fromfile_prefix_chars`)."""
+    return [token for token in tokens if chars and token and token[0] in chars]
 
 
 def cli_flags_from(flags: list[dict], allow_abbrev: bool = True) -> dict:
@@ -301,34 +305,3 @@ def cli_flags_from(flags: list[dict], allow_abbrev: bool = True) -> dict:
         "name_flag": name_flag,
         "takes_value": takes_value,
     }
-
-
-PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
-
-
-def parser_method(
-    parser: Parser, method: str, args: list, kwargs: dict, node: ast.Call, base_args: list[str], out: Any
-) -> Any:
-    """Evaluate `parser.<method>(...)`: record arguments, or return the namespace parse_args() yields."""
-    if method == "add_argument":
-        add_argument(parser, args, kwargs, node.lineno)
-        return Val(None, HIGH)
-    if method in ("add_argument_group", "add_mutually_exclusive_group"):
-        return parser
-    if method == "set_defaults":
-        parser.set_defaults.update({k: v for k, v in kwargs.items() if isinstance(v, Val)})
-        return Val(None, HIGH)
-    if method not in PARSE_METHODS:
-        return unresolved(node, f"ArgumentParser.{method}() is not evaluated")
-    known_only = "known" in method
-    explicit = args[0] if args else kwargs.get("args")
-    if isinstance(explicit, Val) and explicit.resolved and isinstance(explicit.value, (list, tuple)):
-        base_args = [str(a) for a in explicit.value]  # job.py parses a fixed list, not the command line
-    parsed = real_parser.parse(parser, base_args, method)
-    if not real_parser.fromfile_tokens(parser.fromfile_prefix_chars, base_args):  # admission names those itself
-        out.base_args_errors.extend(e for e in parsed.errors if e not in out.base_args_errors)
-    namespace = build_namespace(parser, parsed.values, known_only)
-    out.namespaces.append(namespace)
-    if known_only:
-        return Bag([namespace, unresolved(node, "unknown command-line arguments")])
-    return namespace

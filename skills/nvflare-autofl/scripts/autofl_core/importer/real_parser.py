@@ -14,18 +14,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .argparse_flow import Flag, Parser
+from .argparse_flow import Flag, Parser, fromfile_tokens
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 _KNOWN_ONLY = {"parse_known_args", "parse_known_intermixed_args"}
-
-
-def fromfile_tokens(chars: str | None, tokens: Sequence[str]) -> list[str]:
-    """The tokens argparse would replace by the lines of a file (`fromfile_prefix_chars`)."""
-    return [token for token in tokens if chars and token and token[0] in chars]
 
 
 class Refused(Exception):
@@ -113,7 +107,7 @@ def build(parser: Parser, lookup: bool = False) -> tuple[_JobParser, list[str]]:
         if lookup and flag.positional:
             continue
         try:
-            action = real.add_argument(*_names(flag), **_declaration(flag, lookup))
+            action = real.add_argument(*_names(flag, lookup), **_declaration(flag, lookup))
         except (ValueError, TypeError, argparse.ArgumentError) as exc:
             refused.append(f"{flag.canonical}: {exc}")
             continue
@@ -122,10 +116,10 @@ def build(parser: Parser, lookup: bool = False) -> tuple[_JobParser, list[str]]:
     return real, refused
 
 
-def _names(flag: Flag) -> list[str]:
+def _names(flag: Flag, lookup: bool) -> list[str]:
     if flag.positional:
         return [flag.dest]
-    if flag.action == "boolean_optional":  # argparse adds the --no- forms itself
+    if flag.action == "boolean_optional" and not lookup:  # argparse adds the --no- forms itself
         return [o for o in flag.option_strings if not (o.startswith("--no-") and "--" + o[5:] in flag.option_strings)]
     return list(flag.option_strings)
 
