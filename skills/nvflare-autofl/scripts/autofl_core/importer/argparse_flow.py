@@ -18,16 +18,7 @@ from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, to_jsonabl
 # plausibly be, except those that start ordinary values ("-0.1", "./data", "~/data", "_x").
 UNKNOWN_FROMFILE = "!\"#$%&'()*+,:;<=>?@[\\]^`{|}"
 DEFAULT_FROMFILE = "@"  # a config imported before the importer recorded the setting: the conventional prefix
-NO_VALUE_ACTIONS = {
-    "store_true",
-    "store_false",
-    "store_const",
-    "append_const",
-    "count",
-    "boolean_optional",
-    "help",
-    "version",
-}
+NO_VALUE_ACTIONS = set("store_true store_false store_const append_const count boolean_optional help version".split())
 _TYPE_NAMES = {"int", "float", "str", "bool"}
 
 
@@ -150,19 +141,6 @@ def _type_name(kind: Any) -> str | None:
     return f"custom:{name}" if name else "custom"
 
 
-def convert(type_name: str | None, text: str) -> Any:
-    """Convert a command-line string like argparse would; raises ValueError on a bad value."""
-    if type_name in (None, "str"):
-        return text
-    if type_name == "int":
-        return int(text)
-    if type_name == "float":
-        return float(text)
-    if type_name == "bool":
-        return bool(text)
-    return text  # a custom type function cannot be run statically: keep the raw string (medium confidence)
-
-
 def _implicit_default(action: str, default: Val | None) -> Val:
     if default is not None:
         return default
@@ -174,7 +152,8 @@ def _typed_default(flag_type: str | None, default: Val) -> Val:
     """argparse converts string defaults with `type`; mirror that for the builtin types."""
     if default.resolved and isinstance(default.value, str) and flag_type in ("int", "float"):
         try:
-            return Val(convert(flag_type, default.value), default.confidence, default.expr, default.flags)
+            value = int(default.value) if flag_type == "int" else float(default.value)
+            return Val(value, default.confidence, default.expr, default.flags)
         except ValueError:
             return default
     return default

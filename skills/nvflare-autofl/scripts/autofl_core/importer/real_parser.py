@@ -18,8 +18,9 @@ from typing import Any
 
 from .argparse_flow import Flag, Parser, fromfile_tokens
 
-_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+_TYPES = {"int": int, "float": float, "bool": bool}  # any other type keeps the text
 _KNOWN_ONLY = {"parse_known_args", "parse_known_intermixed_args"}
+_NO_VALUE = object()  # the const of every option in a lookup parser: the token carried no value
 
 
 class Refused(Exception):
@@ -30,41 +31,31 @@ class _Token(str):
     """One command-line token as its own object, so parse_known_args' extras map back to their positions."""
 
 
-def _action_class(name: str) -> type:
-    return type(argparse.ArgumentParser(add_help=False).add_argument("--x", action=name))
-
-
-_REAL_ACTIONS = {
-    name: _action_class(name)
-    for name in ("store", "store_const", "store_true", "store_false", "append", "append_const", "count", "extend")
-}
-_REAL_ACTIONS["boolean_optional"] = argparse.BooleanOptionalAction
-
-
 class _Exits(argparse.Action):
     """job.py's `--help` / `--version`: argparse would print and exit instead of running the job."""
-
-    def __init__(self, option_strings: list[str], dest: str, **_: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS)
 
     def __call__(self, parser, namespace, values, option_string=None):
         raise argparse.ArgumentError(self, "would exit instead of running the job")
 
 
-_CLASSES: dict[type, type] = {}
+def _recording(name: str) -> type:
+    """argparse's action class for `name`, noting on the parser each flag it sets to a value not its default."""
+    base = argparse.BooleanOptionalAction
+    if name != "boolean_optional":
+        base = type(argparse.ArgumentParser(add_help=False).add_argument("--x", action=name))
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if values is not self.default:
+            parser.given.append(self.flag)
+        base.__call__(self, parser, namespace, values, option_string)
+
+    return type(f"Recorded{base.__name__}", (base,), {"__call__": __call__})
 
 
-def _recording(cls: type) -> type:
-    """`cls` that also notes, on the parser, each time it sets a value (argparse's "given, not the default")."""
-    if cls not in _CLASSES:
-
-        def __call__(self, parser, namespace, values, option_string=None):
-            if values is not self.default:
-                parser.given.append((self.flag, option_string))
-            cls.__call__(self, parser, namespace, values, option_string)
-
-        _CLASSES[cls] = type(f"Recorded{cls.__name__}", (cls,), {"__call__": __call__})
-    return _CLASSES[cls]
+_ACTIONS = {
+    name: _recording(name)
+    for name in "store store_const store_true store_false append append_const count extend boolean_optional".split()
+}
 
 
 class _JobParser(argparse.ArgumentParser):
@@ -81,19 +72,19 @@ class _JobParser(argparse.ArgumentParser):
 
 @dataclass
 class Parsed:
-    """What argparse made of a command line: {dest: value} for the options given, in order of `flags`."""
+    """What argparse made of a command line."""
 
-    values: dict[str, Any]
+    values: dict[str, Any]  # dest -> value, for the options given
     errors: list[str]
     accepted: list[bool] | None  # per token, whether the parser used it (None: it refused the line)
-    flags: list[tuple[Flag, str | None]]  # (flag, option string as matched or None for a positional) per action
+    given: list[Flag]  # the flags set, in order
 
 
 def build(parser: Parser, lookup: bool = False) -> tuple[_JobParser, list[str]]:
     """A real parser declared like `parser`, and the declarations argparse refuses (left out of it).
 
-    `lookup` declares every option as taking one optional value, with no type or choices: parsing one token
-    then says which option it selects and the value written into it (`-r5`, `--rounds=4`), nothing more.
+    `lookup` declares every option as a plain one taking an optional value: parsing one token then says which
+    option it selects and the value written into it (`-r5`, `--rounds=4`), nothing more.
     """
     real = _JobParser(
         add_help=False,
@@ -101,8 +92,7 @@ def build(parser: Parser, lookup: bool = False) -> tuple[_JobParser, list[str]]:
         fromfile_prefix_chars=parser.fromfile_prefix_chars,
         exit_on_error=False,
     )
-    real.given = []
-    refused = []
+    real.given, refused = [], []
     for flag in parser.flags:
         if lookup and flag.positional:
             continue
@@ -111,7 +101,7 @@ def build(parser: Parser, lookup: bool = False) -> tuple[_JobParser, list[str]]:
         except (ValueError, TypeError, argparse.ArgumentError) as exc:
             refused.append(f"{flag.canonical}: {exc}")
             continue
-        action.required = False
+        action.required = False  # the runner parses part of a command line; the budget reports what is missing
         action.flag = flag
     return real, refused
 
@@ -127,86 +117,62 @@ def _names(flag: Flag, lookup: bool) -> list[str]:
 def _declaration(flag: Flag, lookup: bool) -> dict[str, Any]:
     kwargs: dict[str, Any] = {} if flag.positional else {"dest": flag.dest}
     if flag.action in ("help", "version"):
-        kwargs["action"] = _Exits
-        return kwargs
+        return {**kwargs, "action": _Exits, "nargs": 0, "default": argparse.SUPPRESS}
     if lookup:
-        return {**kwargs, "action": _recording(_REAL_ACTIONS["store"]), "nargs": "?", "const": _NO_VALUE}
-    action = flag.action if flag.action in _REAL_ACTIONS else ("store_const" if flag.nargs == 0 else "store")
-    kwargs["action"] = _recording(_REAL_ACTIONS[action])
+        return {**kwargs, "action": _ACTIONS["store"], "nargs": "?", "const": _NO_VALUE, "type": str}
+    action = flag.action if flag.action in _ACTIONS else ("store_const" if flag.nargs == 0 else "store")
+    kwargs["action"] = _ACTIONS[action]
     kwargs["default"] = flag.default.value if flag.default.resolved else None
     if action in ("store", "append", "extend"):
-        kwargs["type"] = _TYPES.get(flag.type or "str")
-        if flag.nargs is not None:
-            kwargs["nargs"] = flag.nargs
+        kwargs["type"] = _TYPES.get(flag.type or "str", str)
+        kwargs.update({k: v for k, v in (("nargs", flag.nargs), ("choices", flag.choices)) if v is not None})
         if flag.nargs == "?" or flag.const is not None:
             kwargs["const"] = flag.const
-        if flag.choices is not None:
-            kwargs["choices"] = flag.choices
     elif action in ("store_const", "append_const"):
         kwargs["const"] = flag.const
     return kwargs
 
 
-_NO_VALUE = object()
-
-
 def parse(parser: Parser, argv: Sequence[str], method: str = "parse_args") -> Parsed:
     """Parse `argv` with `parser` rebuilt for argparse, by argparse's `method` (parse_args, parse_known_args...).
 
-    Like argparse, the first error stops parsing; unrecognized arguments are an error unless the method is a
-    `known` one. The values given before an error are kept (argparse set them before it stopped).
+    Like argparse, the first error stops parsing (the values set before it are kept); unrecognized arguments
+    are an error unless the method is a `known` one.
     """
-    real, _ = build(parser)
-    return _run(real, argv, method)
+    return _run(build(parser)[0], argv, method)
 
 
 def _run(real: _JobParser, argv: Sequence[str], method: str) -> Parsed:
     tokens = [_Token(a) for a in argv]
     namespace = argparse.Namespace()
+    extras, errors = None, []
     smuggled = fromfile_tokens(real.fromfile_prefix_chars, tokens)
-    if smuggled:  # never let argparse open a file: refuse the token the way job.py's parser would read it
-        message = f"{smuggled[0]!r} would be read as a file of more arguments (fromfile_prefix_chars)"
-        return _parsed(real, namespace, [message], None)
-    known = getattr(real, method if method in _KNOWN_ONLY else method.replace("parse_", "parse_known_"))
-    try:
-        _, extras = known(tokens, namespace)
-    except Refused as exc:
-        return _parsed(real, namespace, [str(exc)], None)
-    except argparse.ArgumentError as exc:
-        return _parsed(real, namespace, [str(exc)], None)
-    except (TypeError, ValueError, AttributeError) as exc:  # e.g. a default an `append` cannot extend
-        return _parsed(real, namespace, [f"job.py's parser fails on these arguments: {exc}"], None)
-    left = {id(t) for t in extras}
-    accepted = [id(t) not in left for t in tokens]
-    errors = [] if method in _KNOWN_ONLY or not extras else [f"unrecognized arguments: {' '.join(extras)}"]
-    return _parsed(real, namespace, errors, accepted)
-
-
-def _parsed(real: _JobParser, namespace: argparse.Namespace, errors: list[str], accepted) -> Parsed:
-    flags = [(flag, option) for flag, option in real.given]
-    values = {flag.dest: _plain(getattr(namespace, flag.dest, None)) for flag, _ in flags}
-    return Parsed(values, errors, accepted, flags)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
+    if smuggled:  # never let argparse open a file: refuse the token it would read as one
+        errors = [f"{smuggled[0]!r} would be read as a file of more arguments (fromfile_prefix_chars)"]
+    else:
+        try:
+            _, extras = getattr(real, method if method in _KNOWN_ONLY else method.replace("_", "_known_", 1))(
+                tokens, namespace
+            )
+        except (Refused, argparse.ArgumentError) as exc:
+            errors = [str(exc)]
+        except (TypeError, ValueError, AttributeError) as exc:  # e.g. a default an `append` cannot extend
+            errors = [f"job.py's parser fails on these arguments: {exc}"]
+    if extras and method not in _KNOWN_ONLY:
+        errors = [f"unrecognized arguments: {' '.join(extras)}"]
+    left = {id(t) for t in extras or ()}
+    accepted = None if extras is None else [id(t) not in left for t in tokens]
+    values = {flag.dest: getattr(namespace, flag.dest, None) for flag in real.given}
+    return Parsed(values, errors, accepted, list(real.given))
 
 
 def select(parser: Parser, token: str) -> tuple[Flag | None, str | None, str | None]:
     """The option one token selects, as argparse matches it: (flag, value written into the token, None),
     or (None, None, argparse's reason) when it selects no option, several, or is ambiguous."""
-    real, _ = build(parser, lookup=True)
-    parsed = _run(real, [token], "parse_known_args")
-    if parsed.errors:
-        return None, None, parsed.errors[0]
-    if not parsed.flags:
-        return None, None, f"unrecognized argument {token}"
-    if len(parsed.flags) > 1:
-        return None, None, f"{token} sets several options ({', '.join(f.canonical for f, _ in parsed.flags)})"
-    flag = parsed.flags[0][0]
-    inline = parsed.values[flag.dest]
-    return flag, (None if inline is _NO_VALUE else inline), None
+    parsed = _run(build(parser, lookup=True)[0], [token], "parse_known_args")
+    if parsed.errors or len(parsed.given) != 1:
+        several = f"{token} sets several options ({', '.join(f.canonical for f in parsed.given)})"
+        reason = parsed.errors[0] if parsed.errors else several if parsed.given else f"unrecognized argument {token}"
+        return None, None, reason
+    inline = parsed.values[parsed.given[0].dest]
+    return parsed.given[0], (None if inline is _NO_VALUE else inline), None
