@@ -12,6 +12,7 @@ import argparse
 import pytest
 from autofl_core.importer import api, real_parser
 from autofl_core.importer.argparse_flow import Flag, Parser
+from autofl_core.importer.values import HIGH, Val
 
 DECLARATIONS = """\
 p.add_argument('-r', '--num_rounds', type=int, default=3)
@@ -195,3 +196,16 @@ def test_a_declaration_argparse_refuses_is_left_out():
 )
 def test_canonical_option_is_argparse_matching(token, expected):
     assert api.canonical_option(api.import_source(job(True)), token) == expected
+
+
+def test_a_default_argparse_could_not_convert_never_refuses_other_options():
+    """Only the defaults argparse builds on (append, extend, count, positionals) are declared: a recorded default
+    that is not the real object (argparse.SUPPRESS, a value the dry run wrote as text) cannot fail the parse."""
+    flags = [
+        Flag(["--k"], "k", type="int", default=Val("==SUPPRESS==", HIGH)),
+        Flag(["--n"], "n", type="int", default=Val("not a number", HIGH)),
+        Flag(["--tag"], "tag", action="append", default=Val(["a"], HIGH)),
+        Flag(["--lr"], "lr", type="float"),
+    ]
+    parsed = real_parser.parse(Parser(1, flags=flags), ["--lr", "1", "--tag", "b"])
+    assert (parsed.values, parsed.errors) == ({"lr": 1.0, "tag": ["a", "b"]}, [])

@@ -122,7 +122,8 @@ def _declaration(flag: Flag, lookup: bool) -> dict[str, Any]:
         return {**kwargs, "action": _ACTIONS["store"], "nargs": "?", "const": _NO_VALUE, "type": str}
     action = flag.action if flag.action in _ACTIONS else ("store_const" if flag.nargs == 0 else "store")
     kwargs["action"] = _ACTIONS[action]
-    kwargs["default"] = flag.default.value if flag.default.resolved else None
+    if action in ("append", "extend", "count") or flag.positional:  # what argparse builds on or may hand back
+        kwargs["default"] = _default(flag)
     if action in ("store", "append", "extend"):
         kwargs["type"] = _TYPES.get(flag.type or "str", str)
         kwargs.update({k: v for k, v in (("nargs", flag.nargs), ("choices", flag.choices)) if v is not None})
@@ -131,6 +132,12 @@ def _declaration(flag: Flag, lookup: bool) -> dict[str, Any]:
     elif action in ("store_const", "append_const"):
         kwargs["const"] = flag.const
     return kwargs
+
+
+def _default(flag: Flag) -> Any:
+    if not flag.default.resolved:
+        return None
+    return argparse.SUPPRESS if flag.default.value == argparse.SUPPRESS else flag.default.value
 
 
 def parse(parser: Parser, argv: Sequence[str], method: str = "parse_args") -> Parsed:
@@ -167,12 +174,11 @@ def _run(real: _JobParser, argv: Sequence[str], method: str) -> Parsed:
 
 
 def select(parser: Parser, token: str) -> tuple[Flag | None, str | None, str | None]:
-    """The option one token selects, as argparse matches it: (flag, value written into the token, None),
-    or (None, None, argparse's reason) when it selects no option, several, or is ambiguous."""
+    """The option one token selects, as argparse matches it: (flag, value written into the token, None), or
+    (None, None, argparse's reason) when it selects none or is ambiguous. Every option of the lookup parser takes
+    an optional value, so `-vq` is `-v` with the value `q` (the runner refuses a value for a switch)."""
     parsed = _run(build(parser, lookup=True)[0], [token], "parse_known_args")
-    if parsed.errors or len(parsed.given) != 1:
-        several = f"{token} sets several options ({', '.join(f.canonical for f in parsed.given)})"
-        reason = parsed.errors[0] if parsed.errors else several if parsed.given else f"unrecognized argument {token}"
-        return None, None, reason
+    if parsed.errors or not parsed.given:
+        return None, None, parsed.errors[0] if parsed.errors else f"unrecognized argument {token}"
     inline = parsed.values[parsed.given[0].dest]
     return parsed.given[0], (None if inline is _NO_VALUE else inline), None

@@ -85,7 +85,7 @@ def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, 
     """Map one command-line token to job.py's canonical option, as argparse matches it (aliases, `=`, prefixes).
 
     Returns (canonical long option, inline value, None) or (None, None, reason) when the token selects
-    no option, several, or is ambiguous. Use it to spot budget flags hidden behind `-r`, `--num_r` or
+    no option or is ambiguous. Use it to spot budget flags hidden behind `-r`, `--num_r` or
     `--num_rounds=5`.
     """
     flag, inline, reason = real_parser.select(_parser_from_config(config), token)
