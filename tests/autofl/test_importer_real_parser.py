@@ -33,6 +33,8 @@ p.add_argument('--optimizer', choices=['sgd', 'adam'], default='sgd')
 p.add_argument('--epochs', type=int, choices=[1, 2, 4], default=1)
 p.add_argument('--ext', action='extend', nargs='+')
 p.add_argument('--seed', type=int, default=0, required=False)
+p.add_argument('--one', action='append_const', const=1, dest='consts')
+p.add_argument('--two-c', action='append_const', const=2, dest='consts')
 """
 
 CASES = [
@@ -77,6 +79,8 @@ CASES = [
     ["--", "--fast"],
     ["--see", "4"],  # abbreviation of --seed
     ["-x5"],
+    ["--one", "--two-c", "--one"],  # append_const, two options sharing a dest
+    ["--tw", "1", "2"],  # ambiguous: --two or --two-c
 ]
 
 
