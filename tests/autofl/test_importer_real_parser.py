@@ -213,3 +213,24 @@ def test_a_default_argparse_could_not_convert_never_refuses_other_options():
     ]
     parsed = real_parser.parse(Parser(1, flags=flags), ["--lr", "1", "--tag", "b"])
     assert (parsed.values, parsed.errors) == ({"lr": 1.0, "tag": ["a", "b"]}, [])
+
+
+def test_odd_records_in_a_config_never_raise_or_print(capsys):
+    """A config's flag records are data: whatever argparse makes of them is a value or a refusal, never a crash."""
+    records = [
+        {"option_strings": ["--a"], "dest": "a", "action": "weird", "nargs": "x", "type": 5, "choices": 5},
+        {"option_strings": ["--b"], "dest": "b", "action": "append", "default": (1,)},  # job.py: default=(1,)
+        {"option_strings": ["+p"], "dest": "p", "action": "store"},
+        {"option_strings": ["--c", "-c"], "dest": "c", "action": "count", "default": "x"},
+        {"option_strings": ["--v"], "dest": "v", "action": "version"},
+    ]
+    config = {"argparse": {"flags": records, "fromfile_prefix_chars": None}}
+    for argv in (["--a", "1"], ["--b", "2"], ["+p", "1"], ["-cc"], ["--v"], ["--", "x"], ["-c=", "--c="]):
+        values, errors = api.parse_job_args(config, argv)
+        assert errors or values
+        for token in argv:
+            api.canonical_option(config, token)
+    assert api.parse_job_args(config, ["--b", "2"])[1] == [
+        "job.py's parser fails on these arguments: 'tuple' object has no attribute 'append'"
+    ]
+    assert capsys.readouterr() == ("", "")
