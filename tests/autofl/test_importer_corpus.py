@@ -126,6 +126,29 @@ def test_a_recorded_run_is_the_budget_source_of_a_job_the_reading_admits(tmp_pat
     ]
 
 
+PREPARED_DATA = sorted(n for n, e in SOURCES.items() if "--data_root" in e.get("args", []))
+
+
+@pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+@pytest.mark.parametrize("name", PREPARED_DATA)
+def test_an_example_pointed_at_its_placeholder_data_records_and_raises_without_it(name, tmp_path):
+    """Examples that check for data a user prepares first: their `args` point --data_root at the placeholder
+    folder inside the example (relative: the run's working directory is the job's folder), so the dry run gets past
+    the check and records the job; the same arguments without the folder raise at the check (a second copy: the
+    dry-run cache's key does not cover data files)."""
+    entry = SOURCES[name]
+    assert entry["args"][entry["args"].index("--data_root") + 1] == "data" and (CORPUS / name / "data").is_dir()
+    shutil.copytree(CORPUS / name, tmp_path / "prepared" / name)
+    config = api.import_job(tmp_path / "prepared" / name / "job.py", dry_run=True, base_args=entry["args"])
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert verdict(config) == entry["dry_run"] == "admit", config["admission_errors"][:1]
+    assert config["import"]["dry_run"]["family"] == "training"
+    shutil.copytree(CORPUS / name, tmp_path / "unprepared" / name, ignore=shutil.ignore_patterns("data"))
+    job_py = tmp_path / "unprepared" / name / "job.py"
+    record = api.import_job(job_py, dry_run=True, base_args=entry["args"])["import"]["dry_run"]
+    assert record["status"] == "raised" and "FileNotFoundError" in record["reason"], record
+
+
 @pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
 def test_a_refusal_names_the_line_the_reading_cannot_pin_and_the_run_s_raise(tmp_path):
     """hello-huggingface without its prepared data: the reading cannot tell whether its data check raises (line 57)
