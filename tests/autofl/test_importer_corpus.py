@@ -154,7 +154,7 @@ def test_an_example_pointed_at_its_placeholder_data_records_and_raises_without_i
 def test_a_refusal_names_the_line_the_reading_cannot_pin_and_the_run_s_raise(tmp_path):
     """hello-huggingface without its prepared data: the reading cannot tell whether its data check raises (line 57)
     and the run raises on the missing files, so nothing pins the budget: refused, naming the job.py line and the
-    run's raise. With the data its arguments point to, the same job is admitted (DRY_RUN_SUBSET)."""
+    run's raise. With the data its arguments point to, the same job is admitted (the placeholder-data test)."""
     shutil.copytree(CORPUS / "hello-huggingface", tmp_path / "job")
     shutil.rmtree(tmp_path / "job" / "data")
     config = api.import_job(tmp_path / "job" / "job.py", dry_run=True, base_args=SOURCES["hello-huggingface"]["args"])
