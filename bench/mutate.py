@@ -59,6 +59,7 @@ IMPORTER_TESTS = tuple(
         "dataflow",
         "evaluate",
         "objective",
+        "real_parser",
         "recipes",
         "robustness",
         "surface",

@@ -7,10 +7,11 @@ Imports every job of the corpus twice, `import_job(job)` (static) and `import_jo
 with default arguments: the NVFLARE examples (tests/fixtures/nvflare_examples, family in SOURCES.json), the recipe
 fixtures (tests/fixtures/jobs/recipes, family in expected.json) and the dry-run fixtures
 (tests/fixtures/jobs/dryrun, family below); `--examples` imports the NVFLARE examples only. Prints one row per job
-(family, static and dry-run verdict, budget, dry-run status), the refusal of every refused training job, and for
-each set and importer `import corpus (<set>, <importer>): A/T training jobs admitted, N non-training admitted,
-C crashes`. Exit 0 when neither importer admits a non-training job or crashes and the dry run admits at least
-every job the static reading admits; 1 otherwise.
+(family, static and dry-run verdict, budget, dry-run status), the codes and first reason of every refused training
+job, and for each set and importer `import corpus (<set>, <importer>): A/T training jobs admitted, N non-training
+admitted, C crashes`, then how many of the dry run's admissions come from a run that recorded the job. Exit 0 when
+neither importer admits a non-training job or crashes and the dry run admits at least every job the static reading
+admits; 1 otherwise.
 """
 
 from __future__ import annotations
@@ -87,6 +88,17 @@ def tally(rows: list[tuple[str, str, dict]], label: str) -> tuple[int, int, int,
     return admitted, training, wrong, crashes
 
 
+def recorded(rows: list[tuple[str, str, dict]]) -> int:
+    """How many training jobs the dry run admits were admitted from a run that recorded the job."""
+    return sum(
+        1
+        for _, family, r in rows
+        if is_training(family)
+        and r["dry run"][0] == "admit"
+        and r["dry run"][1]["import"]["dry_run"].get("status") == "recorded"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--examples", action="store_true", help="the NVFLARE examples only")
@@ -102,12 +114,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<38} {family or '-':<11} {result['static'][0][:7]:<7} {result['dry run'][0][:7]:<7} "
             f"{budget_text(config):<16} {record}"
         )
-    print("refused training jobs (dry run), first reason:")
+    print("refused training jobs (dry run), every code and the first reason:")
     for name, family, result in rows:
         word, config = result["dry run"]
         if is_training(family) and word != "admit":
-            reason = word if config is None else config["admission_errors"][0]["message"]
-            print(f"  {name}: {reason[:220]}")
+            errors = [] if config is None else config["admission_errors"]
+            reason = word if config is None else errors[0]["message"]
+            print(f"  {name} [{', '.join(e['code'] for e in errors)}]: {reason[:220]}")
     sets = sorted({name.partition("/")[0] for name, _, _ in rows})
     for group in [*sets, "all"] if len(sets) > 1 else sets:
         chosen = [row for row in rows if group == "all" or row[0].startswith(group + "/")]
@@ -117,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"import corpus ({group}, {label}): {admitted}/{training} training jobs admitted, "
                 f"{wrong} non-training admitted, {crashes} crashes"
             )
+        admitted = tally(chosen, "dry run")[0]
+        print(f"import corpus ({group}, dry run): {recorded(chosen)}/{admitted} admitted training jobs' runs recorded")
     lost = [n for n, _, r in rows if r["static"][0] == "admit" and r["dry run"][0] != "admit"]
     if lost:
         print(f"import corpus: admitted statically but not with the dry run: {', '.join(lost)}")

@@ -96,7 +96,7 @@ def test_short_aliases_equals_form_and_abbreviations(base_args, rounds, lr):
 def test_ambiguous_abbreviation_is_an_error():
     config = imported("short_aliases", base_args=["--n", "3"])
     assert config["argparse"]["base_args_errors"] == [
-        "ambiguous option --n could match --n_clients, --name, --num_rounds"
+        "ambiguous option: --n could match --n_clients, --num_rounds, --name"
     ]
 
 
@@ -146,9 +146,9 @@ def test_choices_are_recorded_and_enforced():
         "type": "int",
     }
     bad = imported("choices", base_args=["--optimizer", "rmsprop"])
-    assert "invalid choice 'rmsprop'" in bad["admission_errors"][0]["message"]
+    assert "argument --optimizer: invalid choice: 'rmsprop'" in bad["admission_errors"][0]["message"]
     typed = imported("choices", base_args=["--local_epochs", "two"])
-    assert "invalid int value for --local_epochs" in typed["admission_errors"][0]["message"]
+    assert "argument --local_epochs: invalid int value: 'two'" in typed["admission_errors"][0]["message"]
 
 
 def test_required_flag_from_base_args_resolves():
@@ -245,7 +245,7 @@ def test_fixed_budget_args_each_flag_once():
         ("--num_r", ("--num_rounds", None, None)),
         ("-n", ("--n_clients", None, None)),
         ("--lr", ("--lr", None, None)),
-        ("--n", (None, None, "ambiguous option --n could match --n_clients, --name, --num_rounds")),
+        ("--n", (None, None, "ambiguous option: --n could match --n_clients, --num_rounds, --name")),
         ("--epochs", (None, None, "unrecognized argument --epochs")),
     ],
 )
@@ -265,7 +265,7 @@ def test_parse_job_args_validates_types_and_choices():
         [],
     )
     assert api.parse_job_args(config, ["--local_epochs", "3"])[1] == [
-        "invalid choice 3 for --local_epochs (choose from [1, 2, 4])"
+        "argument --local_epochs: invalid choice: 3 (choose from 1, 2, 4)"
     ]
     assert api.parse_job_args(config, ["--x", "1"], known_only=True) == ({}, [])
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from autofl_core.importer import api
 from autofl_core.importer.argparse_flow import Flag, Parser
-from autofl_core.importer.overrides import apply_overrides
+from autofl_core.importer.real_parser import parse
 
 HEAD = (
     "import argparse\nfrom nvflare.recipe import SimEnv\nfrom nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\n"
@@ -20,6 +20,11 @@ HEAD = (
 
 def parser_of(*flags: Flag, allow_abbrev: bool = True) -> Parser:
     return Parser(1, allow_abbrev=allow_abbrev, flags=list(flags))
+
+
+def apply_overrides(parser: Parser, argv: list[str], known_only: bool) -> tuple[dict, list[str]]:
+    parsed = parse(parser, argv, "parse_known_args" if known_only else "parse_args")
+    return parsed.values, parsed.errors
 
 
 def job(options: str, value: str, parse: str = "args = parser.parse_args()\n") -> str:
@@ -72,15 +77,18 @@ def test_leftover_values_and_missing_values_are_errors():
         Flag(["--two"], "two", type="int", nargs=2), Flag(["--plus"], "plus", nargs="+"), Flag(["--one"], "one")
     )
     assert apply_overrides(parser, ["--two", "5", "6", "7"], False) == ({"two": [5, 6]}, ["unrecognized arguments: 7"])
-    assert apply_overrides(parser, ["--plus"], False) == ({}, ["--plus expects a value"])
-    assert apply_overrides(parser, ["--one", "--two", "1", "2"], False) == ({}, ["--one expects a value"])
-    assert apply_overrides(parser, ["--one"], False) == ({}, ["--one expects a value"])
+    assert apply_overrides(parser, ["--plus"], False) == ({}, ["argument --plus: expected at least one argument"])
+    assert apply_overrides(parser, ["--one", "--two", "1", "2"], False) == (
+        {},
+        ["argument --one: expected one argument"],
+    )
+    assert apply_overrides(parser, ["--one"], False) == ({}, ["argument --one: expected one argument"])
 
 
 def test_positionals_are_filled_in_order():
     parser = parser_of(Flag(["data"], "data"), Flag(["rounds"], "rounds", type="int"), Flag(["--lr"], "lr"))
     assert apply_overrides(parser, ["/d", "--lr", "1", "4"], False) == ({"data": "/d", "lr": "1", "rounds": 4}, [])
-    assert apply_overrides(parser, ["/d", "x"], False) == ({"data": "/d"}, ["invalid int value for rounds: 'x'"])
+    assert apply_overrides(parser, ["/d", "x"], False) == ({"data": "/d"}, ["argument rounds: invalid int value: 'x'"])
     assert apply_overrides(parser, ["/d", "4", "extra"], False) == (
         {"data": "/d", "rounds": 4},
         ["unrecognized arguments: extra"],
@@ -209,6 +217,10 @@ def rebuilt(options: str, budget_value: str, base_args=()) -> dict:
     return api.import_source(source, base_args=base_args)
 
 
+def flag_value(config: dict, option: str):
+    return next(f["value"] for f in config["argparse"]["flags"] if option in f["option_strings"])
+
+
 def test_fixed_budget_args_pin_append_nargs_and_switches():
     options = (
         "parser.add_argument('--r', action='append', type=int, default=[1])\n"
@@ -224,7 +236,8 @@ def test_fixed_budget_args_pin_append_nargs_and_switches():
     assert config["fixed_budget"]["num_rounds"]["value"] == 8
     assert api.fixed_budget_args(config) == ["--r", "2", "--r", "3", "--w", "1", "2", "--no-fast", "--slow"]
     on = rebuilt(options, value, ["--quick"])
-    assert api.fixed_budget_args(on) == ["--r", "1", "--w", "1", "1", "--fast", "--quick"]
+    assert flag_value(config, "--r") == [1, 2, 3]  # argparse appends to the default list
+    assert api.fixed_budget_args(on) == ["--w", "1", "1", "--fast", "--quick"]  # --r left at its default
 
 
 def test_runner_reparses_with_the_recorded_nargs_and_action():

@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import argparse_flow as ap
-from . import data_shaping, display, recipes
+from . import data_shaping, display, real_parser, recipes
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
 from .budget import FIELDS, fixed_budget
 from .files import Overlay, Workspace, load_job
 from .objective import build_objective
-from .overrides import apply_overrides
 from .reach import ScriptParser, forwarded_options, reaching_options
 from .recipe_raises import would_raise
 from .runner_view import (  # noqa: F401  (re-exported public API)
@@ -68,7 +67,7 @@ def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -
     """Job flags set by the schema's default_candidate_budget, and conflicts with --base-args."""
     if parser is None or not budget:
         return [], []
-    given, _ = apply_overrides(parser, base_args, True)
+    given = real_parser.parse(parser, base_args, "parse_known_args").values
     args, conflicts = [], []
     for key, value in sorted(budget.items()):
         flag = ap.find_flag(parser, key)

@@ -2,8 +2,9 @@
 
 The walker creates a `Parser` for every `ArgumentParser(...)`, records each `add_argument` as a `Flag`,
 and turns `parse_args()` / `parse_known_args()` into a `Namespace` whose values are the defaults with
-the `--base-args` overrides applied (`overrides.apply_overrides`). Whatever name the namespace is bound
-to (or returned through) is followed by data flow, so `args = define_parser()` works.
+the `--base-args` overrides applied (parsed by the real argparse: `real_parser`, called from the walker).
+Whatever name the namespace is bound to (or returned through) is followed by data flow, so
+`args = define_parser()` works.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, to_jsonabl
 # plausibly be, except those that start ordinary values ("-0.1", "./data", "~/data", "_x").
 UNKNOWN_FROMFILE = "!\"#$%&'()*+,:;<=>?@[\\]^`{|}"
 DEFAULT_FROMFILE = "@"  # a config imported before the importer recorded the setting: the conventional prefix
-NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "count", "boolean_optional", "help", "version"}
+NO_VALUE_ACTIONS = set("store_true store_false store_const append_const count boolean_optional help version".split())
 _TYPE_NAMES = {"int", "float", "str", "bool"}
 
 
@@ -64,6 +65,8 @@ class Flag:
             record["choices"] = to_jsonable(self.choices)
         if self.nargs is not None:
             record["nargs"] = self.nargs
+        if self.const is not None:
+            record["const"] = to_jsonable(self.const)
         return record
 
 
@@ -79,8 +82,17 @@ def flag_from_record(record: dict) -> Flag:
         record.get("choices"),
         bool(record.get("required")),
         record.get("nargs"),
+        record.get("const"),
         line=record.get("line") or 0,
     )
+
+
+def parser_from_config(section: dict) -> Parser:
+    """The parser a config's `argparse` section records (no fromfile setting recorded: the conventional `@`)."""
+    parser = Parser(0, allow_abbrev=section.get("allow_abbrev", True))
+    parser.fromfile_prefix_chars = section.get("fromfile_prefix_chars", DEFAULT_FROMFILE)
+    parser.flags = [flag_from_record(record) for record in section.get("flags") or []]
+    return parser
 
 
 @dataclass(eq=False)
@@ -129,19 +141,6 @@ def _type_name(kind: Any) -> str | None:
     return f"custom:{name}" if name else "custom"
 
 
-def convert(type_name: str | None, text: str) -> Any:
-    """Convert a command-line string like argparse would; raises ValueError on a bad value."""
-    if type_name in (None, "str"):
-        return text
-    if type_name == "int":
-        return int(text)
-    if type_name == "float":
-        return float(text)
-    if type_name == "bool":
-        return bool(text)
-    return text  # a custom type function cannot be run statically: keep the raw string (medium confidence)
-
-
 def _implicit_default(action: str, default: Val | None) -> Val:
     if default is not None:
         return default
@@ -153,7 +152,8 @@ def _typed_default(flag_type: str | None, default: Val) -> Val:
     """argparse converts string defaults with `type`; mirror that for the builtin types."""
     if default.resolved and isinstance(default.value, str) and flag_type in ("int", "float"):
         try:
-            return Val(convert(flag_type, default.value), default.confidence, default.expr, default.flags)
+            value = int(default.value) if flag_type == "int" else float(default.value)
+            return Val(value, default.confidence, default.expr, default.flags)
         except ValueError:
             return default
     return default
@@ -255,9 +255,12 @@ def fromfile_arguments(section: dict, tokens: list[str]) -> list[str]:
     """The tokens job.py's parser would replace by the lines of a file (argparse `fromfile_prefix_chars`): such a
     file could carry any option, a fixed-budget one included, past every check of the command line."""
     chars = section.get("fromfile_prefix_chars", DEFAULT_FROMFILE) if isinstance(section, dict) else None
-    if not chars:
-        return []
-    return [token for token in tokens if token and token[0] in chars]
+    return fromfile_tokens(chars, tokens)
+
+
+def fromfile_tokens(chars: str | None, tokens: list[str]) -> list[str]:
+    """The tokens argparse would replace by the lines of a file (`fromfile_prefix_chars`)."""
+    return [token for token in tokens if chars and token and token[0] in chars]
 
 
 def cli_flags_from(flags: list[dict], allow_abbrev: bool = True) -> dict:

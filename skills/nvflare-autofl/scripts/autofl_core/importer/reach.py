@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .overrides import apply_overrides
+from .real_parser import parse
 from .values import Bag, Val, option_flags
 
 FORWARDED_KWARGS = ("train_args", "script_args", "task_args", "eval_args")
@@ -74,9 +74,10 @@ def _forwarded(value: Any, script: ScriptParser) -> set[str]:
         return set()  # the script has no argparse: it never reads what it is given
     spans = _token_flags(value)
     tokens = [text for text, _ in spans]
-    owners: list = []
-    apply_overrides(script.parser, tokens, script.known_only, owners)
-    return {flag for (_, flags), owner in zip(spans, owners, strict=True) if owner is not None for flag in flags}
+    accepted = parse(script.parser, tokens, "parse_known_args").accepted
+    if accepted is None:  # the script's parser refuses the string: a candidate's value may be the one it takes
+        return _flags_of([value])
+    return {flag for (_, flags), used in zip(spans, accepted, strict=True) if used for flag in flags}
 
 
 def _token_flags(value: Val) -> list[tuple[str, set[str]]]:

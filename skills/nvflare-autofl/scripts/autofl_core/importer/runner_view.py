@@ -1,7 +1,7 @@
 """The runner's view of an imported config: job.py's options and the arguments that pin the budget.
 
-All argparse rules come from `overrides` (one implementation), applied to the parser rebuilt from
-`config["argparse"]["flags"]`, so the runner never needs job.py again.
+Every argparse rule is argparse's own: job.py's parser is rebuilt from `config["argparse"]` as a real
+`argparse.ArgumentParser` (`real_parser`), so the runner never needs job.py again.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import argparse_flow as ap
+from . import real_parser
 from .budget import FIELDS
-from .overrides import apply_overrides, resolve_option
 
 
 def cli_flags(config: dict) -> dict:
@@ -63,6 +63,9 @@ def _pin(flag: str, record: dict) -> list[str]:
     value = record["value"]
     if record["takes_value"]:
         if isinstance(value, list) and record["action"] == "append":
+            default = record.get("default")  # argparse appends to the default list: pin only what comes after it
+            if isinstance(default, list) and value[: len(default)] == default:
+                value = value[len(default) :]
             return [token for item in value for token in (flag, _format_value(item))]
         if isinstance(value, list):
             return [flag, *(_format_value(item) for item in value)]
@@ -75,37 +78,25 @@ def _pin(flag: str, record: dict) -> list[str]:
 
 
 def _parser_from_config(config: dict) -> ap.Parser:
-    section = config.get("argparse") or {}
-    parser = ap.Parser(0, allow_abbrev=section.get("allow_abbrev", True))
-    for record in section.get("flags") or []:
-        parser.flags.append(
-            ap.Flag(
-                option_strings=list(record["option_strings"]),
-                dest=record["dest"],
-                action=record["action"],
-                type=record.get("type"),
-                choices=record.get("choices"),
-                nargs=record.get("nargs"),
-            )
-        )
-    return parser
+    return ap.parser_from_config(config.get("argparse") or {})
 
 
 def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, str | None]:
-    """Map one command-line token to job.py's canonical option, as argparse would (aliases, `=`, prefixes).
+    """Map one command-line token to job.py's canonical option, as argparse matches it (aliases, `=`, prefixes).
 
     Returns (canonical long option, inline value, None) or (None, None, reason) when the token selects
-    no option or is ambiguous. Use it to spot budget flags hidden behind `-r`, `--num_r` or `--num_rounds=5`.
+    no option or is ambiguous. Use it to spot budget flags hidden behind `-r`, `--num_r` or
+    `--num_rounds=5`.
     """
-    flag, option, inline = resolve_option(_parser_from_config(config), token)
+    flag, inline, reason = real_parser.select(_parser_from_config(config), token)
     if flag is None:
-        return None, None, option
+        return None, None, reason
     return flag.canonical, inline, None
 
 
 def parse_job_args(config: dict, argv: Sequence[str], known_only: bool = False) -> tuple[dict, list[str]]:
-    """Parse `argv` with job.py's statically known parser: ({canonical flag: value}, errors)."""
+    """Parse `argv` with job.py's parser rebuilt for argparse: ({canonical flag: value}, errors)."""
     parser = _parser_from_config(config)
-    values, errors = apply_overrides(parser, [str(a) for a in argv], known_only)
+    parsed = real_parser.parse(parser, [str(a) for a in argv], "parse_known_args" if known_only else "parse_args")
     by_dest = {f.dest: f.canonical for f in parser.flags}
-    return {by_dest.get(dest, dest): value for dest, value in values.items()}, errors
+    return {by_dest.get(dest, dest): value for dest, value in parsed.values.items()}, parsed.errors

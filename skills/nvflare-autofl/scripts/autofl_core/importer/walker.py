@@ -17,11 +17,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import argparse_flow as ap
+from . import real_parser
 from .builtins_eval import BUILTIN_NAMES, call_builtin, call_data_method, call_qualified, env_read
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .forks import merge_value, walk_both
-from .overrides import PARSE_METHODS, parser_method
 from .surface import touches_surface
 from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, merge_flags, source_text, unresolved
 
@@ -537,3 +537,34 @@ def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
     if any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt)):
         return None
     return values
+
+
+PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
+
+
+def parser_method(
+    parser: ap.Parser, method: str, args: list, kwargs: dict, node: ast.Call, base_args: list[str], out: Any
+) -> Any:
+    """Evaluate `parser.<method>(...)`: record arguments, or return the namespace parse_args() yields."""
+    if method == "add_argument":
+        ap.add_argument(parser, args, kwargs, node.lineno)
+        return Val(None, HIGH)
+    if method in ("add_argument_group", "add_mutually_exclusive_group"):
+        return parser
+    if method == "set_defaults":
+        parser.set_defaults.update({k: v for k, v in kwargs.items() if isinstance(v, Val)})
+        return Val(None, HIGH)
+    if method not in PARSE_METHODS:
+        return unresolved(node, f"ArgumentParser.{method}() is not evaluated")
+    known_only = "known" in method
+    explicit = args[0] if args else kwargs.get("args")
+    if isinstance(explicit, Val) and explicit.resolved and isinstance(explicit.value, (list, tuple)):
+        base_args = [str(a) for a in explicit.value]  # job.py parses a fixed list, not the command line
+    parsed = real_parser.parse(parser, base_args, method)
+    if not ap.fromfile_tokens(parser.fromfile_prefix_chars, base_args):  # admission names those itself
+        out.base_args_errors.extend(e for e in parsed.errors if e not in out.base_args_errors)
+    namespace = ap.build_namespace(parser, parsed.values, known_only)
+    out.namespaces.append(namespace)
+    if known_only:
+        return Bag([namespace, unresolved(node, "unknown command-line arguments")])
+    return namespace
