@@ -78,11 +78,6 @@ def held(config: dict) -> bool:
     return any(mark in texts for mark in UNPINNABLE)
 
 
-def _settled_by_running(config: dict) -> bool:
-    """True when the static reading refuses, and only for reasons a recorded run would have settled."""
-    return bool(config["admission_errors"]) and not held(config)
-
-
 def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
     """One `fixed_budget` field, shaped like the static reading's, from what the run recorded."""
     if entry.get("not_applicable"):
@@ -382,17 +377,16 @@ def apply(
     real_parser(config, record)
     metric = config["objective"].get("requested_metric")
     family = recorded.family(record) if record.status == "recorded" else None
-    if record.status == "recorded" and not held(config):
-        if family == "training":
-            fold(config, record, moved, env_moved or {}, trust_for)
-        elif family in NOT_TRAINING:
-            _not_training(config, record, family)
-        else:
-            pinned_too(config, moved)
+    settles = not held(config)  # the static reading refuses for nothing a run cannot settle
+    if family == "training" and settles:
+        fold(config, record, moved, env_moved or {}, trust_for)
+    elif family in NOT_TRAINING and settles:
+        _not_training(config, record, family)
     elif record.status == "recorded":
         pinned_too(config, moved)
-    elif record.status == "raised" and not record.stubbed and not _environment(record) and _settled_by_running(config):
-        refuse_with_line(config, record)
+    elif record.status == "raised" and config["admission_errors"] and settles:
+        if not record.stubbed and not _environment(record):  # a raise in job.py or NVFLARE, not a missing module
+            refuse_with_line(config, record)
     config["admission_errors"] = admission_errors(config, metric)
     if config["import"]["support"]["status"] != "supported" and not any(
         e["code"] == UNSUPPORTED for e in config["admission_errors"]
