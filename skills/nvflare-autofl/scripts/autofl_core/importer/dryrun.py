@@ -276,15 +276,13 @@ class Session:
                 data = handle.read(MAX_RECORD_BYTES + 1)
             if len(data) > MAX_RECORD_BYTES:
                 return {"status": "sandbox_failed", "reason": f"the dry run's record is over {MAX_RECORD_BYTES} bytes"}
-            record = json.loads(data.decode("utf-8"))
+            written = json.loads(data.decode("utf-8"))
         except (OSError, ValueError):
             return {"status": "sandbox_failed", "reason": "the dry run wrote no record"}
-        if not isinstance(record, dict):
+        if not isinstance(written, dict):
             return {"status": "malformed", "reason": "the dry run's record is not a JSON object"}
-        record.pop("imported", None)
-        record["seconds"] = seconds
-        record["root_variable"] = self.env[childenv.SIMULATOR_ROOT_VAR]
-        return record
+        written.pop("imported", None)  # the JSON before `recorded.parse`: the session's own facts join it
+        return {**written, "seconds": seconds, "root_variable": self.env[childenv.SIMULATOR_ROOT_VAR]}
 
     def close(self) -> None:
         """End the sandbox (its init ends every process in it) and remove its folder."""
