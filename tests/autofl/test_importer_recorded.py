@@ -429,3 +429,20 @@ def test_a_recorded_max_is_nvflare_s_implicit_default_unless_the_reading_saw_it_
     assert readable["admission_errors"] == [], "precondition: an explicit max the reading sees is no conflict"
     out = dryrun_config.apply(readable, ran, {}, lambda s: {"train_script": s})
     assert out["admission_errors"] == [] and out["objective"]["mode"] == "max"
+
+
+def test_a_fedjob_folder_under_each_session_s_own_root_is_the_same_folder():
+    """A cached baseline names the sandbox root of the session that made it; a perturbed run of another session
+    names its own: the same folder under the root variable is no change (an option moving it would be pinned)."""
+    one = record(
+        recipe=None, workspace="/tmp/autofl-dryrun-a/simulator/job", root_variable="/tmp/autofl-dryrun-a/simulator"
+    )
+    two = record(
+        recipe=None, workspace="/tmp/autofl-dryrun-b/simulator/job", root_variable="/tmp/autofl-dryrun-b/simulator"
+    )
+    assert moves.signature(one)["workspace"] == "$NVFLARE_SIMULATOR_WORKSPACE_ROOT/job"
+    assert dryrun_config.changes(one, two) == []
+    elsewhere = record(recipe=None, workspace="/tmp/elsewhere/job", root_variable="/tmp/autofl-dryrun-b/simulator")
+    assert dryrun_config.changes(one, elsewhere) == [
+        "workspace $NVFLARE_SIMULATOR_WORKSPACE_ROOT/job -> /tmp/elsewhere/job"
+    ]
