@@ -8,11 +8,12 @@
 The run is sealed like a trial: user, mount, PID and network namespaces, the job's folder seen through an overlay
 (a candidate's draft staged over it; the default campaign folders `.nvflare` and `autofl_runs` hidden), every write
 private, and everything ended when the boot script returns.
-Records are cached as the boot's JSON (parsed by `recorded.parse` on every read) in memory and in a private
-folder of the temp directory (0700, owner-checked), keyed by the SHA-256 of the boot script, the interpreter, the
-job folder's small text files (plus the overlay), the args and the environment variables set for the run;
-a folder whose text files the key cannot all cover (too many, too large, too deep, or behind a symlink) is never
-cached, and the cache is never read where this host cannot seal a run.
+Records are cached as the boot's JSON (parsed by `recorded.parse` on every read) in memory and, for a run that
+reached NVFLARE, in a private folder of the temp directory (0700, owner-checked), keyed by the SHA-256 of the boot
+script, the interpreter, the job folder's files (text files by content, others by size and modification time;
+plus the overlay), the args and the environment variables set for the run; a folder whose files the key cannot
+all cover (too many, too large, too deep, not regular, or behind a symlink) is never cached, and the cache is
+never read where this host cannot seal a run.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 import os
 import select
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -38,10 +40,12 @@ MAX_RECORD_BYTES = 16 << 20
 MAX_CACHED = 512  # records kept in the cache folder (the oldest go first)
 HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".cfg", ".toml", ".txt", ".sh")
 MAX_HASHED_FILES, MAX_HASHED_BYTES, MAX_DEPTH = 400, 1 << 20, 4
+MAX_STATED_FILES = 4000  # other files (data): keyed by size and modification time, never read
 SKIPPED_FOLDERS = {"__pycache__", ".git", ".autofl", "autofl_runs", "node_modules", ".venv", "venv"}
 FIXED_ENV = (childenv.SIMULATOR_ROOT_VAR,)  # environment variables a trial sets itself: never perturbed
 HIDDEN = (".nvflare", "autofl_runs")  # the job folder's entries a dry run cannot see (so they are not in its key)
-_MEMO: dict[str, dict] = {}
+STORED = ("recorded",)  # the cache folder keeps runs that reached NVFLARE (a raise may be on a file elsewhere)
+_MEMO: dict[str, dict] = {}  # this process's records (a raise or an exit too: the same answer within one command)
 
 
 def available(python: str | None = None) -> bool:
@@ -56,9 +60,10 @@ def _env(root: Path) -> dict[str, str]:
 
 def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], python: str) -> str | None:
     """SHA-256 over what decides the dry run: boot script, interpreter, args, the folder's path (a record names
-    it: `job_dir`, a FedJob's workspace) and the small text files of the folder that the run can see (the campaign's `.nvflare` folder and its runs are hidden from it); None when the
-    walk cannot cover every such file (then the run is never cached)."""
-    listed = _text_files(folder, frozenset(HIDDEN))
+    it: `job_dir`, a FedJob's workspace) and the files of the folder that the run can see (`_listed`; the
+    campaign's `.nvflare` folder and its runs are hidden from it); None when the walk cannot cover every such file
+    (then the run is never cached)."""
+    listed = _listed(folder, frozenset(HIDDEN))
     if listed is None:
         return None
     digest = hashlib.sha256()
@@ -73,10 +78,10 @@ def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], 
 
 
 def folder_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str | None:
-    """SHA-256 of the folder's small text files as a dry run's key reads them, leaving out `skip`
+    """SHA-256 of the folder's files as a dry run's key reads them (`_listed`), leaving out `skip`
     (folder-relative POSIX paths of files or folders, e.g. a campaign's own files); None when the walk cannot
     cover them all."""
-    listed = _text_files(folder, skip)
+    listed = _listed(folder, skip)
     if listed is None:
         return None
     digest = hashlib.sha256()
@@ -85,11 +90,12 @@ def folder_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str | Non
     return digest.hexdigest()
 
 
-def _text_files(folder: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, str]] | None:
-    """(relative path, SHA-256) of every text file a run could import or read, or None when some such file is out
-    of the walk's reach: past the file count or size limit, deeper than the walk, or behind a symlink (its
-    target can change with nothing here changing)."""
-    found = []
+def _listed(folder: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, str]] | None:
+    """(relative path, fingerprint) of every file a run could import or read: the SHA-256 of a text file (a
+    `HASHED_SUFFIXES` name), the size and modification time of any other (a data file: stat only, never read).
+    None when some file is out of the walk's reach: past a file count or the text size limit, deeper than the
+    walk, unreadable, or behind a symlink (its target can change with nothing here changing)."""
+    found, hashed, stated = [], 0, 0
     for root, dirs, names in os.walk(folder):
         here = Path(root).relative_to(folder)
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS and (here / d).as_posix() not in skip)
@@ -97,10 +103,20 @@ def _text_files(folder: Path, skip: frozenset[str] = frozenset()) -> list[tuple[
             return None
         for name in sorted(names):
             path = Path(root) / name
-            if not name.endswith(HASHED_SUFFIXES) or (here / name).as_posix() in skip:
+            if (here / name).as_posix() in skip:
                 continue
             try:
-                if path.is_symlink() or path.stat().st_size > MAX_HASHED_BYTES or len(found) >= MAX_HASHED_FILES:
+                info = path.lstat()
+                if not stat.S_ISREG(info.st_mode):  # a symlink, or a FIFO a read would block on
+                    return None
+                if not name.endswith(HASHED_SUFFIXES):
+                    stated += 1
+                    if stated > MAX_STATED_FILES:
+                        return None
+                    found.append((str(path.relative_to(folder)), f"stat:{info.st_size}:{info.st_mtime_ns}"))
+                    continue
+                hashed += 1
+                if info.st_size > MAX_HASHED_BYTES or hashed > MAX_HASHED_FILES:
                     return None
                 data = path.read_bytes()
             except OSError:
@@ -122,6 +138,8 @@ def _cache_dir() -> Path | None:
 
 
 def _cached(key: str) -> dict | None:
+    """The record kept for `key`: this process's own, else the cache folder's when it parses to a status the folder
+    keeps (`STORED`; anything else there is run again and replaced)."""
     if key in _MEMO:
         return _MEMO[key]
     folder = _cache_dir()
@@ -132,16 +150,20 @@ def _cached(key: str) -> dict | None:
         record = None if path.is_symlink() else bounded.read_json(path, MAX_RECORD_BYTES)
     except bounded.BoundedReadError:
         return None
-    if record is None:
+    if record is None or parse(record).status not in STORED:
         return None
     _MEMO[key] = record
     return record
 
 
 def _store(key: str, record: dict) -> None:
+    """Keep a run's record for this process; in the cache folder too when its status is one of `STORED`."""
+    status = parse(record).status
+    if status in NOT_RUN:
+        return
     _MEMO[key] = record
     folder = _cache_dir()
-    if folder is None:
+    if folder is None or status not in STORED:
         return
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
     try:
@@ -208,7 +230,7 @@ class Session:
         if missing and (self.proc is not None or self.start()):
             for index, found in zip(missing, self._ask([batch[i] for i in missing], env), strict=True):
                 raw[index] = found
-                if keys[index] and parse(found).status not in NOT_RUN:
+                if keys[index]:
                     _store(keys[index], found)
         return [None if found is None else parse(found) for found in raw]
 
