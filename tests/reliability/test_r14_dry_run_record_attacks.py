@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from autofl_core.importer import api, dryrun
+from autofl_core.importer import api, dryrun, moves, recorded
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "client.py"
@@ -154,3 +154,159 @@ def test_the_campaign_s_folder_digest_moves_with_data_and_ignores_the_campaign_s
     assert dryrun.folder_digest(job.parent, frozenset({".nvflare", "autofl_runs"})) == before
     (job.parent / "train.csv").write_text("a,b\n")
     assert dryrun.folder_digest(job.parent, frozenset({".nvflare", "autofl_runs"})) != before
+
+
+# --- a record planted or edited in the cache folder -------------------------------------------------------------
+
+FEDAVG = "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
+
+
+def _raw(**extra) -> dict:
+    server = {
+        "workflows": [{"path": "nvflare.app_common.workflows.fedavg.FedAvg", "args": {"num_rounds": 5}}],
+        "components": [{"path": "x.IntimeModelSelector", "args": {"key_metric": "accuracy"}}],
+    }
+    raw = {
+        "status": "recorded",
+        "entry": "simulator_run",
+        "clients": ["site-1", "site-2"],
+        "recipe": [FEDAVG],
+        "recipe_attrs": {"min_clients": 2, "train_script": "client.py"},
+        "configs": {"j/app/config/config_fed_server.json": server},
+        "parsers": [
+            {
+                "allow_abbrev": True,
+                "actions": [
+                    {"option_strings": ["--a"], "dest": "a", "action": "_StoreAction", "type": "int", "value": 1},
+                    {"option_strings": ["--b"], "dest": "b", "action": "_StoreAction", "type": "int", "value": 2},
+                    {"option_strings": ["--c"], "dest": "c", "action": "_StoreAction", "type": "int", "value": 3},
+                    {"option_strings": ["--d"], "dest": "d", "action": "_StoreAction", "type": "int", "value": 4},
+                ],
+            }
+        ],
+    }
+    raw.update(extra)
+    return raw
+
+
+def _deep(raw: dict, value) -> dict:
+    raw["parsers"][0]["actions"][3]["option_strings"] = value
+    return raw
+
+
+PLANTED = {
+    "option_strings a dict deep inside": _deep(_raw(), {"--d": 1}),
+    "option_strings holding a number": _deep(_raw(), ["--d", 4]),
+    "an action that is a list": dict(_raw(), parsers=[{"actions": [["--a"]]}]),
+    "parsers an object": dict(_raw(), parsers={"0": {}}),
+    "recorded with no entry point": {"status": "recorded", "recipe_attrs": {"num_rounds": 3}},
+    "recorded as a number": dict(_raw(), status=1),
+    "status in capitals": dict(_raw(), status="RECORDED"),
+    "clients a string": dict(_raw(), clients="site-1"),
+    "n_clients a bool": dict(_raw(), clients=[], n_clients=True),
+    "n_clients a string": dict(_raw(), clients=[], n_clients="3"),
+    "a line that is text": dict(_raw(), call={"file": "job.py", "line": "12"}),
+    "env_read holding numbers": dict(_raw(), env_read=[1, 2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_a_malformed_record_planted_in_the_cache_is_run_again_not_served(name, private_cache):
+    """A malformed record says "run it again": a cached one must not stand in for that run on every import."""
+    raw = PLANTED[name]
+    assert recorded.parse(raw).status == "malformed", recorded.parse(raw)
+    key = "f" * 64
+    (dryrun._cache_dir() / f"{key}.json").write_text(json.dumps(raw))
+    assert dryrun._cached(key) is None
+    assert dryrun._store(key, raw) is None and key not in dryrun._MEMO  # a malformed one is not kept either
+    assert json.loads((dryrun._cache_dir() / f"{key}.json").read_text()) == raw  # and not rewritten
+
+
+@pytest.mark.parametrize(
+    "rounds, admitted",
+    [(-3, None), (0, None), (True, None), (3.0, None), ("3", None), ([3], None), (10**30, 10**30), (7, 7)],
+)
+def test_a_recorded_budget_that_is_not_a_positive_integer_is_never_a_value(rounds, admitted):
+    server = {"workflows": [{"path": "nvflare.app_common.workflows.fedavg.FedAvg", "args": {"num_rounds": rounds}}]}
+    parsed = recorded.parse(_raw(configs={"j/app/config/config_fed_server.json": server}, recipe_attrs={}))
+    assert parsed.status == "recorded"
+    found = recorded.budget(parsed)["num_rounds"]
+    if isinstance(rounds, int) and not isinstance(rounds, bool):
+        assert found["value"] == admitted, found
+    else:  # a bool, a float or a string in a workflow's args is no integer: the recipe's own value is read
+        assert found["value"] is None, found
+
+
+def test_nan_deep_nesting_and_huge_configs_in_a_cached_record_end_without_a_traceback(private_cache):
+    text = json.dumps(_raw()).replace('"entry"', '"seconds": NaN, "x": Infinity, "entry"')
+    key = "e" * 64
+    (dryrun._cache_dir() / f"{key}.json").write_text(text)
+    assert dryrun._cached(key) is None  # no JSON a run writes: run again
+    many = {
+        f"j{i}/app/config/config_fed_server.json": {"workflows": [{"args": {"num_rounds": 5}}]} for i in range(3000)
+    }
+    huge = recorded.parse(_raw(configs=many))
+    assert recorded.budget(huge)["num_rounds"]["value"] == 5
+    (dryrun._cache_dir() / f"{key}.json").write_text(
+        '{"status": "recorded", "configs": ' + "[" * 100000 + "]" * 100000 + "}"
+    )
+    assert dryrun._cached(key) is None
+
+
+# --- environment variables: many, hostile names, one read only when another is set ------------------------------
+
+
+def _rounds_run(decide):
+    """A run_env whose recorded rounds are `decide(env)`; it notes what each run was asked."""
+    asked = []
+
+    def run_env(env):
+        asked.append(dict(env))
+        rounds, read = decide(env)
+        return _with_rounds(rounds, env_read=read)
+
+    return run_env, asked
+
+
+def _with_rounds(rounds, **extra) -> recorded.DryRunRecord:
+    raw = _raw(**extra)
+    raw["configs"]["j/app/config/config_fed_server.json"]["workflows"][0]["args"]["num_rounds"] = rounds
+    return recorded.parse(raw)
+
+
+def test_the_variable_past_the_twentieth_that_decides_the_rounds_is_still_changed():
+    names = [f"V{i:03d}" for i in range(300)]
+    baseline = recorded.parse(_raw(env_read=names))
+    run_env, asked = _rounds_run(lambda env: (int(env.get("V299", 5)), names))
+    moved = moves.moving_env(baseline, run_env)
+    assert "num_rounds" in moved and "V299" in moved["num_rounds"]
+    assert len(asked) == 1 and len(set(asked[0].values())) == 300, "each variable gets its own number"
+
+
+def test_a_variable_read_only_when_another_is_set_is_changed_in_a_second_run():
+    def decide(env):
+        if env.get("USE_ENV_ROUNDS"):  # ROUNDS is read only when USE_ENV_ROUNDS is set
+            return int(env.get("ROUNDS", 5)), ["ROUNDS", "USE_ENV_ROUNDS"]
+        return 5, ["USE_ENV_ROUNDS"]
+
+    run_env, asked = _rounds_run(decide)
+    moved = moves.moving_env(recorded.parse(_raw(env_read=["USE_ENV_ROUNDS"])), run_env)
+    assert moved.get("num_rounds") == ["USE_ENV_ROUNDS", "ROUNDS"], moved
+    assert len(asked) == 2 and "ROUNDS" in asked[1]
+
+
+def test_variables_that_keep_appearing_pin_nothing_after_the_last_environment_run():
+    counter = iter(range(1000))
+
+    def decide(env):
+        return 5, [*env, f"NEXT{next(counter)}"]
+
+    run_env, asked = _rounds_run(decide)
+    moved = moves.moving_env(recorded.parse(_raw(env_read=["FIRST"])), run_env)
+    assert len(asked) == moves.MAX_ENV_RUNS and moved["num_rounds"] and moved["objective"]
+
+
+def test_a_name_no_environment_can_hold_is_not_set():
+    run_env, asked = _rounds_run(lambda env: (5, ["A=B", "", "OK"]))
+    assert moves.moving_env(recorded.parse(_raw(env_read=["A=B", "", "OK"])), run_env) == {}
+    assert asked == [{"OK": "7"}]

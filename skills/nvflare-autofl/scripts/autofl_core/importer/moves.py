@@ -10,6 +10,7 @@ perturbed the same way in one more run (`moving_env`): a field they move is one 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from .recorded import Action, DryRunRecord
 
 INT_PROBES = (7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83)
 MAX_SINGLE_RUNS = 12
+MAX_ENV_RUNS = 3  # runs with the environment changed (each sets what the one before newly read)
 Runner = Callable[[list[list[str]]], list[DryRunRecord | None]]
 EnvRunner = Callable[[dict[str, str]], DryRunRecord | None]
 
@@ -152,25 +154,37 @@ def moving_options(
 
 
 def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...] = ()) -> dict[str, list[str]]:
-    """`{field or "objective": [environment variables that move it]}`: one run with every variable job.py read
-    (but `fixed`, which the trial sets itself) set to a distinct number; a run that no longer records moves
-    everything (the environment decides whether job.py reaches NVFLARE at all)."""
-    names = [name for name in baseline.env_read if name not in fixed]
+    """`{field or "objective": [environment variables that move it]}`: a run with every variable job.py read (but
+    `fixed`, which the trial sets itself) set to a distinct number, then, while that run reads variables the ones
+    before did not (a variable read only when another is set), one more with those set too (at most MAX_ENV_RUNS);
+    a run that no longer records moves everything (the environment decides whether job.py reaches NVFLARE)."""
+    names = [name for name in baseline.env_read if _settable(name, fixed)]
     if not names:
         return {}
     before = signature(baseline)
     taken = {v for v in before["budget"].values() if v is not None}
-    probes = [p for p in INT_PROBES if p not in taken]
-    after = run_env({name: str(probe) for name, probe in zip(names, probes, strict=False)})
-    if after is None:
-        return {}
-    if after.status != "recorded":
-        return {field: list(names) for field in (*recorded.FIELDS, "objective")}
-    now = signature(after)
-    moved = {field: list(names) for field in recorded.FIELDS if now["budget"][field] != before["budget"][field]}
-    if any(now[k] != before[k] for k in RUN_KEYS):
-        moved["objective"] = list(names)
-    return moved
+    probes = (p for p in itertools.chain(INT_PROBES, itertools.count(INT_PROBES[-1] + 1)) if p not in taken)
+    env: dict[str, str] = {}
+    for _ in range(MAX_ENV_RUNS):
+        env.update({name: str(next(probes)) for name in names if name not in env})
+        after = run_env(dict(env))
+        if after is None:
+            return {}
+        if after.status != "recorded":
+            return {field: list(env) for field in (*recorded.FIELDS, "objective")}
+        now = signature(after)
+        moved = {field: list(env) for field in recorded.FIELDS if now["budget"][field] != before["budget"][field]}
+        if any(now[k] != before[k] for k in RUN_KEYS):
+            moved["objective"] = list(env)
+        names = [name for name in after.env_read if _settable(name, fixed) and name not in env]
+        if moved or not names:
+            return moved
+    return {field: list(env) for field in (*recorded.FIELDS, "objective")}  # still reading new ones: pin nothing
+
+
+def _settable(name: str, fixed: tuple[str, ...]) -> bool:
+    """A variable a trial's environment could hold (not one it sets itself; no `=` or NUL in its name)."""
+    return bool(name) and name not in fixed and "=" not in name and "\0" not in name
 
 
 def tried_options(record: DryRunRecord) -> list[str]:
