@@ -310,3 +310,105 @@ def test_a_name_no_environment_can_hold_is_not_set():
     run_env, asked = _rounds_run(lambda env: (5, ["A=B", "", "OK"]))
     assert moves.moving_env(recorded.parse(_raw(env_read=["A=B", "", "OK"])), run_env) == {}
     assert asked == [{"OK": "7"}]
+
+
+# --- real runs: hostile variables, odd simulator arguments, a recorded max on a loss -----------------------------
+
+HOSTILE_ENV = """import os
+import subprocess
+import sys
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+seen = [os.environ.get(name) for name in ("PATH", "HOME", "PYTHONPATH", "LD_PRELOAD", "TMPDIR")]
+seen += [os.environ.get(f"KNOB_{i}") for i in range(300)]
+home = os.path.expanduser("~")
+os.makedirs(os.path.join(home, "written-by-job"), exist_ok=True)
+subprocess.run(["true"], check=False)
+recipe = NumpyFedAvgRecipe(name="e", model=[0.0], min_clients=2, num_rounds=3, train_script="client.py")
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+@sealed
+def test_a_job_reading_path_home_ld_preload_and_300_knobs_is_refused_in_one_line_and_writes_nothing_outside(
+    tmp_path, private_cache
+):
+    """PATH set to a number makes its `subprocess.run(["true"])` raise: the run that no longer records refuses,
+    naming the environment (an over-refusal left as is: see decisions.md); HOME, TMPDIR, LD_PRELOAD, PYTHONPATH
+    as numbers change nothing, and nothing is written outside the sandbox."""
+    job = _job(tmp_path / "job", HOSTILE_ENV)
+    before = sorted(p.name for p in job.parent.iterdir())
+    config = api.import_job(job, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    errors = config["admission_errors"]
+    assert len(errors) == 1 and "environment variable" in errors[0]["message"], errors
+    assert "\n" not in errors[0]["message"]
+    assert sorted(p.name for p in job.parent.iterdir()) == before
+    assert not (tmp_path / "written-by-job").exists() and not Path("written-by-job").exists()
+    assert not Path("7").exists()
+    without_subprocess = _job(tmp_path / "quiet", HOSTILE_ENV.replace('subprocess.run(["true"], check=False)', ""))
+    quiet = api.import_job(without_subprocess, dry_run=True)
+    assert quiet["admission_errors"] == [], quiet["admission_errors"]
+    assert _fixed(quiet) == {"num_rounds": 3, "min_clients": 2, "num_clients": 2}
+
+
+CONDITIONAL_ENV = """import os
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+rounds = 3
+if os.environ.get("USE_ENV_ROUNDS"):
+    rounds = int(os.environ.get("ROUNDS", "3"))
+recipe = NumpyFedAvgRecipe(name="c", model=[0.0], min_clients=2, num_rounds=rounds, train_script="client.py")
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+@sealed
+def test_rounds_read_from_one_variable_only_when_another_is_set_are_refused(tmp_path, private_cache):
+    job = _job(tmp_path / "job", CONDITIONAL_ENV)
+    config = api.import_job(job, dry_run=True)
+    assert config["admission_errors"], _fixed(config)
+    assert any("ROUNDS" in e["message"] for e in config["admission_errors"]), config["admission_errors"]
+
+
+N_CLIENTS = """import os
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+
+recipe = NumpyFedAvgRecipe(name="n", model=[0.0], min_clients=2, num_rounds=2, train_script="client.py")
+root = os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/tmp/autofl-n")
+recipe._job.simulator_run(root, n_clients=N)
+"""
+
+
+@sealed
+@pytest.mark.parametrize("n_clients", ['"3"', "-2", "0", "True", "10**30"])
+def test_odd_n_clients_never_become_the_admitted_client_count(tmp_path, private_cache, n_clients):
+    job = _job(tmp_path / "job", N_CLIENTS.replace("=N", "=" + n_clients))
+    config = api.import_job(job, dry_run=True)
+    value = config["fixed_budget"]["num_clients"]["value"]
+    if n_clients == "10**30":  # what NVFLARE was asked for, as written
+        assert value == 10**30
+    else:
+        assert value is None or config["admission_errors"], (value, config["admission_errors"])
+
+
+LOSS_MAX = """from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+recipe = NumpyFedAvgRecipe(name="l", model=[0.0], min_clients=2, num_rounds=3, train_script="client.py",
+                           key_metric="val_loss")
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+@sealed
+def test_a_recorded_max_on_val_loss_is_still_the_direction_refusal(tmp_path, private_cache):
+    job = _job(tmp_path / "job", LOSS_MAX)
+    config = api.import_job(job, dry_run=True)
+    codes = [e["code"] for e in config["admission_errors"]]
+    assert "AUTOFL_METRIC_DIRECTION_CONFLICT" in codes, config["admission_errors"]
