@@ -412,3 +412,15 @@ def test_a_recorded_max_on_val_loss_is_still_the_direction_refusal(tmp_path, pri
     config = api.import_job(job, dry_run=True)
     codes = [e["code"] for e in config["admission_errors"]]
     assert "AUTOFL_METRIC_DIRECTION_CONFLICT" in codes, config["admission_errors"]
+
+
+@sealed
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: a variable read only when another holds one exact value (MODE == 'fast') is never read by "
+    "running with numbers, so rounds it decides are admitted pinned",
+)
+def test_rounds_read_only_when_another_variable_holds_one_value_are_refused(tmp_path, private_cache):
+    source = CONDITIONAL_ENV.replace('if os.environ.get("USE_ENV_ROUNDS"):', 'if os.environ.get("MODE") == "fast":')
+    config = api.import_job(_job(tmp_path / "job", source), dry_run=True)
+    assert config["admission_errors"], _fixed(config)
