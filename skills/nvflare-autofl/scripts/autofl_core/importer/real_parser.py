@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .argparse_flow import Flag, Parser, fromfile_tokens
+from .argparse_flow import MAX_NARGS, Flag, Parser, fromfile_tokens
 
 _TYPES = {"int": int, "float": float, "bool": bool}  # any other type keeps the text
 _KNOWN_ONLY = {"parse_known_args", "parse_known_intermixed_args"}
@@ -120,6 +120,8 @@ def _declaration(flag: Flag, lookup: bool) -> dict[str, Any]:
         return {**kwargs, "action": _Exits, "nargs": 0, "default": argparse.SUPPRESS}
     if lookup:
         return {**kwargs, "action": _ACTIONS["store"], "nargs": "?", "const": _NO_VALUE, "type": str}
+    if isinstance(flag.nargs, int) and flag.nargs > MAX_NARGS:  # argparse would build strings nargs long
+        raise ValueError(f"nargs {flag.nargs} is more than {MAX_NARGS} values")
     action = flag.action if flag.action in _ACTIONS else ("store_const" if flag.nargs == 0 else "store")
     kwargs["action"] = _ACTIONS[action]
     if action in ("append", "extend", "count") or flag.positional:  # what argparse builds on or may hand back

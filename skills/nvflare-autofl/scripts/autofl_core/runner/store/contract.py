@@ -157,7 +157,24 @@ def read(path: Path) -> dict:
         raise CampaignError(
             f"{path} lacks {', '.join(missing)}; restore autofl.yaml (the runner wrote it at initialize)"
         )
+    _check_flag_records(path, config["argparse"].get("flags"))
     return config
+
+
+def _check_flag_records(path: Path, records) -> None:
+    """Every reader of job.py's options relies on the shape of `argparse.flags`: refuse a damaged one here."""
+    from ...importer.argparse_flow import record_problem
+
+    if records is None:
+        return
+    if not isinstance(records, list):
+        raise CampaignError(f"{path}: argparse.flags must be a list; restore autofl.yaml (the runner wrote it)")
+    for index, record in enumerate(records):
+        problem = record_problem(record)
+        if problem:
+            raise CampaignError(
+                f"{path}: argparse.flags[{index}] {problem}; restore autofl.yaml (the runner wrote it at initialize)"
+            )
 
 
 def budget_args(config: dict) -> list[str]:

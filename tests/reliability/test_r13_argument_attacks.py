@@ -1,0 +1,133 @@
+"""Attacks on the real argparse parser that `--base-args` and a candidate's run arguments go through.
+
+The promises under attack: nothing printed by argparse, no traceback or SystemExit reaching the user (one line,
+a documented exit code), nothing changed on disk on a refusal, and a candidate never moving the fixed budget,
+whatever a hostile candidate writes, whatever odd option a job.py declares, and whatever a hand-edited
+autofl.yaml records in `argparse.flags`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from autofl_core.importer import api, real_parser, runner_view
+from autofl_core.importer.argparse_flow import Flag, Parser
+from autofl_core.runner import runargs
+from autofl_core.runner.outcome import CampaignError
+from runner_support import initialized_standin, run_cli, run_inproc, standin_workspace, tree_digest
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory) -> Path:
+    """One initialized stand-in campaign; each test works on a copy."""
+    return initialized_standin(tmp_path_factory.mktemp("r13"))
+
+
+def copy_of(campaign: Path, tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    shutil.copytree(campaign, workspace, symlinks=True)
+    return workspace
+
+
+def edit_flags(workspace: Path, edit) -> None:
+    """Hand-edit autofl.yaml's `argparse.flags` as a user (or a careless tool) would."""
+    path = workspace / "autofl.yaml"
+    config = yaml.safe_load(path.read_text())
+    edit(config["argparse"]["flags"])
+    path.write_text(yaml.safe_dump(config))
+
+
+# --- a hand-edited autofl.yaml: odd flag records are one line, never a traceback ----------------------------------
+
+ODD_RECORDS = {
+    "non-string option": lambda flags: flags[3].update(option_strings=[5]),
+    "option strings missing": lambda flags: flags[3].pop("option_strings"),
+    "option strings a string": lambda flags: flags[3].update(option_strings="--lr"),
+    "dest null": lambda flags: flags[3].update(dest=None),
+    "dest missing": lambda flags: flags[3].pop("dest"),
+    "takes_value missing": lambda flags: flags[3].pop("takes_value"),
+    "record a string": lambda flags: flags.__setitem__(3, "--lr"),
+    "record null": lambda flags: flags.__setitem__(3, None),
+}
+
+
+@pytest.mark.parametrize("edit", list(ODD_RECORDS.values()), ids=list(ODD_RECORDS))
+def test_an_odd_flag_record_in_autofl_yaml_is_one_line_and_changes_nothing(campaign, tmp_path, edit):
+    workspace = copy_of(campaign, tmp_path)
+    edit_flags(workspace, edit)
+    before = tree_digest(workspace)
+    done = run_inproc(workspace, "prepare", "--name", "c1", "--hypothesis", "h", "--run-args", "--lr 0.2")
+    assert done.code == 2, done
+    assert "argparse.flags" in done.stderr and "restore autofl.yaml" in done.stderr, done.stderr
+    assert "\n" not in done.stderr
+    assert tree_digest(workspace) == before
+
+
+def test_an_odd_flag_record_reaches_the_cli_user_as_one_line_without_a_traceback(campaign, tmp_path):
+    workspace = copy_of(campaign, tmp_path)
+    edit_flags(workspace, ODD_RECORDS["non-string option"])
+    done = run_cli(workspace, "prepare", "--name", "c1", "--hypothesis", "h", "--run-args", "--lr 0.2", timeout=120)
+    assert done.code == 2 and done.envelope is None
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_huge_nargs_in_autofl_yaml_is_a_refusal_of_the_run_args_not_a_memory_error(campaign, tmp_path):
+    workspace = copy_of(campaign, tmp_path)
+    edit_flags(workspace, lambda flags: flags[3].update(nargs=10**9))
+    before = tree_digest(workspace)
+    done = run_inproc(workspace, "prepare", "--name", "c1", "--hypothesis", "h", "--run-args", "--lr 0.2")
+    assert (done.code, done.stderr) == (
+        2,
+        "run args rejected by job.py's parser: unrecognized arguments: --lr 0.2; fix --run-args",
+    )
+    assert tree_digest(workspace) == before
+
+
+def test_a_positional_recorded_without_option_strings_parses(campaign, tmp_path):
+    """The dry run records a positional as argparse holds it: no option strings, its dest naming it."""
+    record = {"option_strings": [], "dest": "workdir", "action": "store", "nargs": "?", "takes_value": True}
+    config = {"argparse": {"flags": [record, {"option_strings": ["--lr"], "dest": "lr", "takes_value": True}]}}
+    assert runner_view.parse_job_args(config, ["here", "--lr", "0.2"]) == ({"workdir": "here", "--lr": "0.2"}, [])
+    assert runner_view.canonical_option(config, "--lr=1") == ("--lr", "1", None)
+    workspace = copy_of(campaign, tmp_path)
+    edit_flags(workspace, lambda flags: flags.append(record))
+    done = run_inproc(workspace, "prepare", "--name", "c1", "--hypothesis", "h", "--run-args", "--lr 0.2")
+    assert done.code == 0, done.stderr
+
+
+# --- nargs no argparse could build a pattern for ----------------------------------------------------------------
+
+
+def test_a_huge_nargs_in_a_config_record_is_a_refusal_not_a_memory_error():
+    config = {"argparse": {"flags": [{"option_strings": ["--tags"], "dest": "tags", "takes_value": True, "nargs": 10**9}]}}
+    started = time.monotonic()
+    values, errors = runner_view.parse_job_args(config, ["--tags", "a"])
+    assert errors and values == {}
+    assert runner_view.canonical_option(config, "--tags=a") == ("--tags", "a", None)
+    assert time.monotonic() - started < 5
+
+
+def test_a_huge_nargs_in_job_py_is_read_without_a_memory_error(tmp_path):
+    workspace = standin_workspace(tmp_path)
+    job = workspace / "job.py"
+    job.write_text(
+        job.read_text().replace(
+            '    parser.add_argument("--use_bonus"',
+            '    parser.add_argument("--tags", nargs=10**9)\n    parser.add_argument("--use_bonus"',
+        )
+    )
+    started = time.monotonic()
+    config = api.import_job(job, base_args=["--tags", "a"])
+    assert time.monotonic() - started < 10
+    assert any("--tags" in e for e in config["argparse"]["base_args_errors"]), config["argparse"]
+    assert {k: config["fixed_budget"][k]["value"] for k in api.FIELDS} == {
+        "num_clients": 2,
+        "min_clients": 2,
+        "num_rounds": 3,
+    }
