@@ -8,16 +8,13 @@ autofl.yaml records in `argparse.flags`.
 
 from __future__ import annotations
 
-import argparse
-import shlex
 import shutil
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from autofl_core.importer import api, real_parser, runner_view
-from autofl_core.importer.argparse_flow import Flag, Parser
+from autofl_core.importer import api, dryrun, runner_view
 from autofl_core.runner import runargs
 from autofl_core.runner.outcome import CampaignError
 from runner_support import initialized_standin, run_cli, run_inproc, standin_workspace, tree_digest
@@ -105,7 +102,9 @@ def test_a_positional_recorded_without_option_strings_parses(campaign, tmp_path)
 
 
 def test_a_huge_nargs_in_a_config_record_is_a_refusal_not_a_memory_error():
-    config = {"argparse": {"flags": [{"option_strings": ["--tags"], "dest": "tags", "takes_value": True, "nargs": 10**9}]}}
+    config = {
+        "argparse": {"flags": [{"option_strings": ["--tags"], "dest": "tags", "takes_value": True, "nargs": 10**9}]}
+    }
     started = time.monotonic()
     values, errors = runner_view.parse_job_args(config, ["--tags", "a"])
     assert errors and values == {}
@@ -131,3 +130,37 @@ def test_a_huge_nargs_in_job_py_is_read_without_a_memory_error(tmp_path):
         "min_clients": 2,
         "num_rounds": 3,
     }
+
+
+POSITIONAL_JOB = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("workdir", nargs="?", default=".")
+parser.add_argument("--n_clients", type=int, default=2)
+parser.add_argument("--num_rounds", type=int, default=3)
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args()
+recipe = NumpyFedAvgRecipe(
+    name="x", model=[0.0], min_clients=args.n_clients, num_rounds=args.num_rounds, train_script="client.py",
+    train_args=f"--lr {args.lr}",
+)
+recipe.execute(SimEnv(num_clients=args.n_clients))
+"""
+
+
+@pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+def test_a_job_with_a_positional_parses_run_args_after_its_dry_run_records(tmp_path):
+    """The dry run records argparse's own actions: a positional's option strings are empty."""
+    (tmp_path / "client.py").write_text("print('trains')\n")
+    (tmp_path / "job.py").write_text(POSITIONAL_JOB)
+    config = api.import_job(tmp_path / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert [f["option_strings"] for f in config["argparse"]["flags"]][0] == []
+    assert api.parse_job_args(config, ["--lr", "0.2"]) == ({"--lr": 0.2}, [])
+    assert api.canonical_option(config, "--num_r=4") == ("--num_rounds", "4", None)
+    assert runner_view.fixed_budget_args(config) == ["--n_clients", "2", "--num_rounds", "3"]
+    with pytest.raises(CampaignError, match="fixed-budget option --num_rounds"):
+        runargs.candidate_args(config, "--num_r=4")
