@@ -164,3 +164,51 @@ def test_a_job_with_a_positional_parses_run_args_after_its_dry_run_records(tmp_p
     assert runner_view.fixed_budget_args(config) == ["--n_clients", "2", "--num_rounds", "3"]
     with pytest.raises(CampaignError, match="fixed-budget option --num_rounds"):
         runargs.candidate_args(config, "--num_r=4")
+
+
+# --- a value job.py's parser reads as an option -----------------------------------------------------------------
+
+OPTIONAL_VALUES = (
+    '    parser.add_argument("--opt", nargs="?", const="c", default="d")\n'
+    '    parser.add_argument("--tags", nargs="*", default=[])\n'
+    '    parser.add_argument("--use_bonus"'
+)
+
+
+@pytest.fixture(scope="module")
+def optional_values_config(tmp_path_factory) -> dict:
+    """The stand-in job with two options whose value is optional (`nargs='?'`, `nargs='*'`), read statically."""
+    workspace = standin_workspace(tmp_path_factory.mktemp("optional"))
+    job = workspace / "job.py"
+    job.write_text(job.read_text().replace('    parser.add_argument("--use_bonus"', OPTIONAL_VALUES))
+    config = api.import_job(job)
+    assert config["admission_errors"] == [] and runner_view.fixed_budget_args(config) == [
+        "--n_clients",
+        "2",
+        "--num_rounds",
+        "3",
+    ]
+    return config
+
+
+@pytest.mark.parametrize(
+    ("run_args", "moved"),
+    [
+        ("--opt=-r5", "--num_rounds"),  # passed on as `--opt -r5`: --opt takes no value, -r5 sets the rounds
+        ("--opt=--num_rounds=5", "--num_rounds"),
+        ("--tags=-r5", "--num_rounds"),
+        ("--tags --n_clients=3", "--n_clients"),  # the token after --tags is its value for the run-args check
+        ("--lr 0.2 --tags --name=x", "--name"),  # the runner-owned name
+    ],
+)
+def test_a_value_the_job_reads_as_an_option_never_moves_the_budget(optional_values_config, run_args, moved):
+    with pytest.raises(CampaignError, match=f"sets {moved}"):
+        runargs.candidate_args(optional_values_config, run_args)
+
+
+def test_optional_values_that_are_values_are_still_accepted(optional_values_config):
+    assert runargs.candidate_args(optional_values_config, "--opt=x --tags=-1 --lr 0.2") == [
+        ("--opt", "x"),
+        ("--tags", "-1"),
+        ("--lr", "0.2"),
+    ]

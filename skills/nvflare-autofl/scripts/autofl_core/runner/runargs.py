@@ -60,10 +60,24 @@ def parse_run_args(config: dict, tokens: list[str], *, reserved: set[str], budge
         index += 1
     pairs = list(parsed.items())
     refuse_fromfile(config, flatten(pairs), "run arg")  # `--tag=@x` is passed on as `--tag @x`: expanded too
-    _, errors = importer.parse_job_args(config, flatten(pairs))
+    parsed, errors = importer.parse_job_args(config, flatten(pairs))
     if errors:
         raise CampaignError(f"run args rejected by job.py's parser: {errors[0]}; fix --run-args")
+    stray = _set_beyond(config, parsed, pairs)
+    if stray:
+        raise CampaignError(
+            f"run args {shlex.join(flatten(pairs))!r}: job.py's parser reads a value that starts with '-' as an "
+            f"option and sets {stray[0]}; give each option a value that is not an option"
+        )
     return pairs
+
+
+def _set_beyond(config: dict, parsed: dict, pairs: list[Arg]) -> list[str]:
+    """Options job.py's parser sets from `pairs` that the pairs do not name: a value passed on as its own token
+    that the parser reads as an option (`--opt=-r5` for an optional-valued --opt is `--opt -r5`: -r5 is -r 5)."""
+    named = {flag for flag, _ in pairs}
+    untouched, _ = importer.parse_job_args(config, [])  # positionals argparse sets on every command line
+    return [key for key, value in parsed.items() if key not in named and untouched.get(key, parsed) != value]
 
 
 def refuse_fromfile(config: dict, tokens: list[str], what: str) -> None:
