@@ -32,12 +32,16 @@ def copy_of(campaign: Path, tmp_path: Path) -> Path:
     return workspace
 
 
-def edit_flags(workspace: Path, edit) -> None:
-    """Hand-edit autofl.yaml's `argparse.flags` as a user (or a careless tool) would."""
+def edit_config(workspace: Path, edit) -> None:
+    """Hand-edit autofl.yaml as a user (or a careless tool) would."""
     path = workspace / "autofl.yaml"
     config = yaml.safe_load(path.read_text())
-    edit(config["argparse"]["flags"])
+    edit(config)
     path.write_text(yaml.safe_dump(config))
+
+
+def edit_flags(workspace: Path, edit) -> None:
+    edit_config(workspace, lambda config: edit(config["argparse"]["flags"]))
 
 
 # --- a hand-edited autofl.yaml: odd flag records are one line, never a traceback ----------------------------------
@@ -52,16 +56,29 @@ ODD_RECORDS = {
     "record a string": lambda flags: flags.__setitem__(3, "--lr"),
     "record null": lambda flags: flags.__setitem__(3, None),
 }
+ODD_SECTIONS = {
+    "flags a mapping": lambda config: config["argparse"].update(flags={"--lr": {}}),
+    "fromfile a number": lambda config: config["argparse"].update(fromfile_prefix_chars=5),
+    "budget flag a list": lambda config: config["fixed_budget"]["num_rounds"].update(flag=["--num_rounds"]),
+    "budget depends_on a number": lambda config: config["fixed_budget"]["num_rounds"].update(depends_on=5),
+    "budget entry a string": lambda config: config["fixed_budget"].update(num_rounds="3"),
+    "comparison args a list": lambda config: config["fixed_budget"].update(comparison_args=["--lr"]),
+    "mutable args a string": lambda config: config.setdefault("schema", {}).update(mutable_args="lr"),
+}
+ODD_EDITS = {
+    **{name: lambda config, edit=edit: edit(config["argparse"]["flags"]) for name, edit in ODD_RECORDS.items()},
+    **ODD_SECTIONS,
+}
 
 
-@pytest.mark.parametrize("edit", list(ODD_RECORDS.values()), ids=list(ODD_RECORDS))
-def test_an_odd_flag_record_in_autofl_yaml_is_one_line_and_changes_nothing(campaign, tmp_path, edit):
+@pytest.mark.parametrize("edit", list(ODD_EDITS.values()), ids=list(ODD_EDITS))
+def test_an_odd_record_in_autofl_yaml_is_one_line_and_changes_nothing(campaign, tmp_path, edit):
     workspace = copy_of(campaign, tmp_path)
-    edit_flags(workspace, edit)
+    edit_config(workspace, edit)
     before = tree_digest(workspace)
     done = run_inproc(workspace, "prepare", "--name", "c1", "--hypothesis", "h", "--run-args", "--lr 0.2")
     assert done.code == 2, done
-    assert "argparse.flags" in done.stderr and "restore autofl.yaml" in done.stderr, done.stderr
+    assert "autofl.yaml: " in done.stderr and "restore autofl.yaml" in done.stderr, done.stderr
     assert "\n" not in done.stderr
     assert tree_digest(workspace) == before
 

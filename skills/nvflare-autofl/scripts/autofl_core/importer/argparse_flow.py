@@ -74,6 +74,14 @@ class Flag:
 def record_problem(record: Any) -> str | None:
     """What makes a config's flag record (`argparse.flags[]`) unusable, or None: the fields every reader relies on
     (a positional the dry run recorded has no option strings)."""
+    problem = _flag_problem(record)
+    if problem is None and not isinstance(record.get("takes_value"), bool):
+        return "takes_value must be true or false"
+    return problem
+
+
+def _flag_problem(record: Any) -> str | None:
+    """What keeps a flag record from becoming a `Flag` (the parser needs no more), or None."""
     if not isinstance(record, dict):
         return "is not a mapping"
     options = record.get("option_strings")
@@ -81,8 +89,6 @@ def record_problem(record: Any) -> str | None:
         return "option_strings must be a list of option names"
     if not isinstance(record.get("dest"), str):
         return "dest must be a name"
-    if not isinstance(record.get("takes_value"), bool):
-        return "takes_value must be true or false"
     return None
 
 
@@ -109,7 +115,7 @@ def parser_from_config(section: dict) -> Parser:
     parser.fromfile_prefix_chars = section.get("fromfile_prefix_chars", DEFAULT_FROMFILE)
     records = section.get("flags")
     parser.flags = (
-        [flag_from_record(r) for r in records if record_problem(r) is None] if isinstance(records, list) else []
+        [flag_from_record(r) for r in records if _flag_problem(r) is None] if isinstance(records, list) else []
     )
     return parser
 
