@@ -8,7 +8,10 @@ autofl.yaml records in `argparse.flags`.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +27,9 @@ from runner_support import initialized_standin, run_cli, run_inproc, standin_wor
 def campaign(tmp_path_factory) -> Path:
     """One initialized stand-in campaign; each test works on a copy."""
     return initialized_standin(tmp_path_factory.mktemp("r13"))
+
+
+LOCK = (".nvflare/autofl/campaign.lock",)  # the runner's lock records who held it last
 
 
 def copy_of(campaign: Path, tmp_path: Path) -> Path:
@@ -229,3 +235,34 @@ def test_optional_values_that_are_values_are_still_accepted(optional_values_conf
         ("--tags", "-1"),
         ("--lr", "0.2"),
     ]
+
+
+# --- a value that is exactly `--` -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("given", [["--run-args=--"], ["--run-args", "--"]], ids=["attached", "separate"])
+def test_run_args_that_are_only_the_separator_are_one_line(campaign, tmp_path, given):
+    """argparse drops a value that is exactly `--` (the option's value becomes a list): never a traceback."""
+    workspace = copy_of(campaign, tmp_path)
+    before = tree_digest(workspace, skip=LOCK)
+    done = run_cli(workspace, "prepare", "--name", "c1", "--hypothesis", "h", *given, timeout=120)
+    assert (done.code, done.stderr) == (
+        2,
+        "Auto-FL prepare failed: run arg '--' is not an option; candidates set options such as --lr 0.1\n",
+    )
+    assert tree_digest(workspace, skip=LOCK) == before
+
+
+def test_base_args_that_are_only_the_separator_are_one_line(tmp_path):
+    workspace = standin_workspace(tmp_path)
+    importer = Path(runargs.__file__).resolve().parents[2] / "job_importer.py"
+    done = subprocess.run(
+        [sys.executable, str(importer), str(workspace / "job.py"), "--base-args=--"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "AUTOFL_IMPORT_DRY_RUN": "0"},
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("job_importer: not admissible: AUTOFL_INVALID_BASE_ARGS: --base-args: ")
+    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
