@@ -266,3 +266,45 @@ def test_base_args_that_are_only_the_separator_are_one_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr.startswith("job_importer: not admissible: AUTOFL_INVALID_BASE_ARGS: --base-args: ")
     assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+# --- an option whose arity the reading cannot see, beside a positional the budget depends on ----------------------
+
+CUSTOM_ACTION_JOB = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+
+class Toggle(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, True)
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("num_rounds", type=int, nargs="?", default=3)
+parser.add_argument("--n_clients", type=int, default=2)
+parser.add_argument("--lr", type=float, default=0.1)
+parser.add_argument("--fast", action=Toggle)
+args = parser.parse_args()
+recipe = NumpyFedAvgRecipe(
+    name="x", model=[0.0], min_clients=args.n_clients, num_rounds=args.num_rounds, train_script="client.py",
+    train_args=f"--lr {args.lr}",
+)
+recipe.execute(SimEnv(num_clients=args.n_clients))
+"""
+
+
+def test_a_custom_action_s_value_never_reaches_a_positional_the_budget_depends_on(tmp_path):
+    """`--fast 5` with a zero-arity custom action gives job.py `num_rounds 5`; the static reading cannot see the
+    arity (the dry run's re-import at evaluate can), so a value for such an option is refused."""
+    (tmp_path / "client.py").write_text("print('trains')\n")
+    (tmp_path / "job.py").write_text(CUSTOM_ACTION_JOB)
+    config = api.import_job(tmp_path / "job.py")
+    assert config["admission_errors"] == [] and config["fixed_budget"]["num_rounds"]["flag"] == "num_rounds"
+    with pytest.raises(CampaignError, match="--fast uses a custom argparse action"):
+        runargs.candidate_args(config, "--fast=5")
+    assert runargs.candidate_args(config, "--lr 0.2") == [("--lr", "0.2")]

@@ -33,6 +33,7 @@ def parse_run_args(config: dict, tokens: list[str], *, reserved: set[str], budge
     flags = importer.cli_flags(config)
     takes_value = flags["takes_value"]
     bounds = _bounds(config)
+    unseen = _arity_unseen(config, budget)
     parsed: dict[str, str | None] = {}
     index = 0
     while index < len(tokens):
@@ -54,6 +55,12 @@ def parse_run_args(config: dict, tokens: list[str], *, reserved: set[str], budge
             raise CampaignError(f"run arg {canonical} is a switch and takes no value; write {canonical} alone")
         else:
             value = None
+        if value is not None and canonical in unseen:
+            raise CampaignError(
+                f"run arg {canonical} uses a custom argparse action whose arity the import cannot read, and the fixed "
+                f"budget depends on the positional {unseen[canonical]}: its value could become that positional; "
+                f"leave {canonical} out of the run args"
+            )
         _check_bounds(canonical, value, bounds)
         parsed.pop(canonical, None)
         parsed[canonical] = value
@@ -70,6 +77,17 @@ def parse_run_args(config: dict, tokens: list[str], *, reserved: set[str], budge
             f"option and sets {stray[0]}; give each option a value that is not an option"
         )
     return pairs
+
+
+def _arity_unseen(config: dict, budget: set[str]) -> dict[str, str]:
+    """{option: positional} when the budget depends on a positional (never pinned by name): the options with a
+    custom argparse action, whose number of values the static reading cannot know, so a value given to one could
+    reach job.py as that positional."""
+    positional = sorted(option for option in budget if not option.startswith("-"))
+    if not positional:
+        return {}
+    records = (config.get("argparse") or {}).get("flags") or []
+    return {o: positional[0] for r in records if r.get("action") == "custom" for o in r["option_strings"]}
 
 
 def _set_beyond(config: dict, parsed: dict, pairs: list[Arg]) -> list[str]:
