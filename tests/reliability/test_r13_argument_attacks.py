@@ -308,3 +308,36 @@ def test_a_custom_action_s_value_never_reaches_a_positional_the_budget_depends_o
     with pytest.raises(CampaignError, match="--fast uses a custom argparse action"):
         runargs.candidate_args(config, "--fast=5")
     assert runargs.candidate_args(config, "--lr 0.2") == [("--lr", "0.2")]
+
+
+SHARED_DEST_JOB = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--num_rounds", type=int, default=3)
+parser.add_argument("--rounds", dest="num_rounds", type=int, default=3)
+parser.add_argument("--n_clients", type=int, default=2)
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args()
+recipe = NumpyFedAvgRecipe(
+    name="x", model=[0.0], min_clients=args.n_clients, num_rounds=args.num_rounds, train_script="client.py",
+    train_args=f"--lr {args.lr}",
+)
+recipe.execute(SimEnv(num_clients=args.n_clients))
+"""
+
+
+def test_an_option_sharing_the_dest_of_a_budget_option_is_a_budget_option_too(tmp_path):
+    """The budget reads `--rounds` (the last option declared for the dest); `--num_rounds 5` after the pin
+    `--rounds 3` writes the same attribute, so it would run 5 rounds."""
+    (tmp_path / "client.py").write_text("print('trains')\n")
+    (tmp_path / "job.py").write_text(SHARED_DEST_JOB)
+    config = api.import_job(tmp_path / "job.py")
+    assert config["fixed_budget"]["num_rounds"]["flag"] == "--rounds"
+    assert runner_view.fixed_budget_args(config) == ["--n_clients", "2", "--rounds", "3"]
+    assert "--num_rounds" in runner_view.fixed_budget_options(config)
+    for given in ("--num_rounds 5", "--num_r=5"):
+        with pytest.raises(CampaignError, match="fixed-budget option --num_rounds"):
+            runargs.candidate_args(config, given)

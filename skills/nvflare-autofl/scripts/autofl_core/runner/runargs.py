@@ -73,8 +73,8 @@ def parse_run_args(config: dict, tokens: list[str], *, reserved: set[str], budge
     stray = _set_beyond(config, parsed, pairs)
     if stray:
         raise CampaignError(
-            f"run args {shlex.join(flatten(pairs))!r}: job.py's parser reads a value that starts with '-' as an "
-            f"option and sets {stray[0]}; give each option a value that is not an option"
+            f"run args {shlex.join(flatten(pairs))!r}: job.py's parser sets {stray[0]} from them, which they do not "
+            "name (it reads a value that starts with '-' as an option); give each option a value that is not one"
         )
     return pairs
 
