@@ -341,3 +341,20 @@ def test_an_option_sharing_the_dest_of_a_budget_option_is_a_budget_option_too(tm
     for given in ("--num_rounds 5", "--num_r=5"):
         with pytest.raises(CampaignError, match="fixed-budget option --num_rounds"):
             runargs.candidate_args(config, given)
+
+
+FROMFILE_LIST_JOB = SHARED_DEST_JOB.replace(
+    "argparse.ArgumentParser()", 'argparse.ArgumentParser(fromfile_prefix_chars="@")'
+).replace("parser.parse_args()", 'parser.parse_args(["@extra.txt"])')
+
+
+def test_a_fixed_list_that_reads_a_file_of_arguments_leaves_the_budget_unread(tmp_path):
+    """job.py parses `["@extra.txt"]`: argparse would read the file (here `--num_rounds 7`), the reading never
+    does, so the defaults (3 rounds) are not what the job runs: the budget is unresolved, not 3."""
+    (tmp_path / "client.py").write_text("print('trains')\n")
+    (tmp_path / "extra.txt").write_text("--num_rounds\n7\n")
+    (tmp_path / "job.py").write_text(FROMFILE_LIST_JOB)
+    config = api.import_job(tmp_path / "job.py")
+    assert config["fixed_budget"]["num_rounds"]["value"] is None
+    assert "reads arguments from a file" in config["fixed_budget"]["num_rounds"]["reason"]
+    assert config["admission_errors"]
