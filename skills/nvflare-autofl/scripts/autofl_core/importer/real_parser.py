@@ -6,7 +6,8 @@ with job.py's `allow_abbrev` and `fromfile_prefix_chars`. Every argparse rule (a
 abbreviations, negative numbers, nargs, choices, types) is argparse's own. The parser never prints, never exits
 and never reads a file: an error, `--help`/`--version` or a token it would read as a file of arguments is a
 refusal naming the argument. A required option or positional left out is not refused (the runner parses a
-part of the command line); job.py's own parser would refuse it at run time.
+part of the command line); job.py's own parser would refuse it at run time. A declaration argparse refuses, or
+one with more than `MAX_NARGS` values (argparse would build strings that long), is left out of the parser.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ A candidate's run args are canonical long options of job.py (`--lr 0.1`, `--lr=0
 alias, an abbreviation, a positional, a fixed-budget option or the runner-owned `--name`; values must parse
 with the job's own option types and choices, and stay inside `mutable_args` bounds of mutation_schema.yaml
 (when the schema declares `mutable_args`, only those options may change); a token the job's parser would read
-as a file of more arguments (`fromfile_prefix_chars`, e.g. `@extra.py`) is refused first. Pure. Usage::
+as a file of more arguments (`fromfile_prefix_chars`, e.g. `@extra.py`) is refused first. Passed on as separate
+tokens (`--opt -r5`), the pairs must make job.py's parser set exactly the options they name (a value it reads as
+an option is refused), and a value for a custom-action option is refused when the budget depends on a positional.
+Pure. Usage::
 
     own = parse_run_args(config, ["--lr=0.1"], reserved={"--name"}, budget={"--num_rounds", ...})
     own = candidate_args(config, "--lr 0.1")                # the same, reserved/budget options from the contract
