@@ -185,3 +185,20 @@ def test_examples_that_record_with_stand_ins_keep_their_recorded_verdict(name, t
     assert module in record["stubbed"] and record["nvflare_class"] == nvflare_class
     assert record["family"] == entry["family"]
     assert verdict(config) == entry["dry_run"], config["admission_errors"][:1]
+
+
+@pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+def test_a_controller_that_keeps_its_rounds_under_another_name_records_the_rounds_nvflare_loads(tmp_path):
+    """feature-election: `FeatureElectionController` keeps `num_rounds` as `fl_rounds`, so NVFLARE's export writes
+    no `num_rounds` and the exported job is loaded with the constructor's default; the record holds that value, so
+    the run is a training job whose budget comes from the record."""
+    from autofl_core.importer import recorded
+
+    entry = SOURCES["feature-election"]
+    shutil.copytree(CORPUS / "feature-election", tmp_path / "job")
+    record = dryrun.dry_run(tmp_path / "job" / "job.py", entry.get("args", []))
+    assert record.status == "recorded" and recorded.family(record) == "training"
+    assert recorded.budget(record)["num_rounds"] == {"value": 5, "source": "dry run: the exported job's num_rounds"}
+    config = api.import_job(tmp_path / "job" / "job.py", dry_run=True, base_args=entry.get("args", []))
+    assert config["admission_errors"] == []
+    assert config["fixed_budget"]["num_rounds"]["source"] == "dry run: the exported job's num_rounds"

@@ -344,7 +344,7 @@ def test_a_fedjob_workspace_computed_at_run_time_is_recorded_and_the_options_tha
     ("name", "module", "source"),
     [
         ("subclass_module", "sft_recipe.py", "dry run: the exported job's num_rounds"),
-        ("collab_module", "fedavg_server.py", "dry run: the recipe's server num_rounds"),
+        ("collab_module", "fedavg_server.py", "dry run: the exported job's num_rounds"),  # its effective value
     ],
 )
 def test_a_budget_decided_in_the_job_s_own_module_is_pinned_by_the_run(job, name, module, source):
@@ -448,7 +448,7 @@ from nvflare.job_config.script_runner import ScriptRunner
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--n_clients", type=int, default=3)
-parser.add_argument("--num_rounds", type=int, default=4)  # NVFLARE exports no value equal to FedAvg's default 5
+parser.add_argument("--num_rounds", type=int, default=4)  # FedAvg's default 5: see ..._default_rounds_records_them
 args = parser.parse_args()
 job = FedJob(name="loop", min_clients=args.n_clients)
 job.to_server(FedAvg(num_clients=args.n_clients, num_rounds=args.num_rounds))
@@ -684,3 +684,94 @@ def test_a_job_that_exports_its_job_first_is_recorded_where_it_runs(tmp_path, af
     assert record["entry"] == entry
     assert record["nvflare_class"] == "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
     assert record["budget"] == {"num_rounds": 4, "min_clients": 2, "num_clients": num_clients}
+
+
+BUILT_IN_A_RECURSIVE_HELPER = """import argparse
+import os
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+
+def build(args, depth):
+    if depth:
+        return build(args, depth - 1)  # the reading gives up on a recursive call: it sees no recipe at all
+    recipe = NumpyFedAvgRecipe(
+        name="helper", model=[0.0], min_clients=args.n_clients, num_rounds=ROUNDS, train_script="client.py"
+    )
+    recipe.execute(SimEnv(num_clients=args.n_clients))
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=3)
+parser.add_argument("--num_rounds", type=int, default=4)
+build(parser.parse_args(), 2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("rounds", "admitted"),
+    [("args.num_rounds", True), ('int(os.environ.get("ROUNDS", "4"))', False)],
+    ids=["options", "environment"],
+)
+def test_a_recorded_job_the_reading_cannot_follow_is_admitted_pinned_unless_the_environment_moves_it(
+    tmp_path, rounds, admitted
+):
+    """Everything is built inside a helper the static reading gives up on (it refuses, seeing no recipe); the run
+    is the source: its budget is admitted with the options that move it, and a budget an environment variable
+    moves (found by one run with the variables job.py read changed) is refused, naming the variable."""
+    (tmp_path / "job.py").write_text(BUILT_IN_A_RECURSIVE_HELPER.replace("ROUNDS,", f"{rounds},"), encoding="utf-8")
+    shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "client.py")
+    static = api.import_job(tmp_path / "job.py")
+    assert static["admission_errors"] and static["job"]["nvflare_class"] is None, "precondition: nothing read"
+    config = api.import_job(tmp_path / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    if admitted:
+        assert config["admission_errors"] == []
+        assert budget(config) == {
+            "num_clients": (3, ["--n_clients"]),
+            "min_clients": (3, ["--n_clients"]),
+            "num_rounds": (4, ["--num_rounds"]),
+        }
+        assert config["job"]["nvflare_class"] == "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
+        assert config["trust"]["train_script"] == "client.py"
+    else:
+        assert config["fixed_budget"]["num_rounds"]["value"] is None
+        assert any("environment variable ROUNDS" in e["message"] for e in config["admission_errors"])
+
+
+def test_a_fedjob_controller_given_nvflare_s_default_rounds_records_them(tmp_path):
+    """`FedAvg(num_rounds=5)` equals FedAvg's default, which NVFLARE's export leaves out: the boot exports the
+    controller's effective value, so the record holds 5 rounds."""
+    (tmp_path / "job.py").write_text(FEDJOB_LOOP.replace("default=4", "default=5"), encoding="utf-8")
+    shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "client.py")
+    record = dryrun.dry_run(tmp_path / "job.py", [])
+    assert record.status == "recorded"
+    config = api.import_job(tmp_path / "job.py", dry_run=True)
+    assert config["admission_errors"] == []
+    assert budget(config)["num_rounds"] == (5, ["--num_rounds"]), (budget(config), config["fixed_budget"])
+    assert config["fixed_budget"]["num_rounds"]["source"] == "dry run: the exported job's num_rounds"
+
+
+FEDJOB_N_CLIENTS = """import argparse
+import os
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=3)
+args = parser.parse_args()
+recipe = NumpyFedAvgRecipe(name="n", model=[0.0], min_clients=args.n_clients, num_rounds=2, train_script="client.py")
+root = os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/tmp/autofl-n")
+recipe._job.simulator_run(root, n_clients=args.n_clients)  # NVFLARE passes on 0 clients: it names no site
+"""
+
+
+def test_a_fedjob_simulation_given_n_clients_records_that_many_clients(tmp_path):
+    (tmp_path / "job.py").write_text(FEDJOB_N_CLIENTS, encoding="utf-8")
+    shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "client.py")
+    record = dryrun.dry_run(tmp_path / "job.py", [])
+    assert record.status == "recorded" and record.n_clients == 3 and record.clients == (), record
+    config = api.import_job(tmp_path / "job.py", dry_run=True)
+    assert config["admission_errors"] == []
+    assert budget(config)["num_clients"] == (3, ["--n_clients"])

@@ -1,11 +1,14 @@
 """What a dry-run record says, and which options a perturbation tries (pure: hand-written records, no NVFLARE)."""
 
+import dataclasses
+
+import pytest
 from autofl_core.importer import dryrun_config, moves, recorded
 
 FEDAVG = "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
 
 
-def record(**extra) -> dict:
+def record(**extra) -> recorded.DryRunRecord:
     server = {
         "workflows": [
             {"path": "nvflare.app_common.workflows.fedavg.FedAvg", "args": {"num_rounds": 5, "num_clients": 3}}
@@ -21,7 +24,9 @@ def record(**extra) -> dict:
         "configs": {"j/app/config/config_fed_server.json": server, "j/meta.json": {"min_clients": 1}},
     }
     base.update(extra)
-    return base
+    parsed = recorded.parse(base)
+    assert parsed.status == base["status"], parsed.reason
+    return parsed
 
 
 def values(found: dict) -> dict:
@@ -69,7 +74,7 @@ def test_a_raise_names_the_job_line_and_the_nvflare_line():
         "where": {"file": "job.py", "line": 12, "text": "recipe = R()"},
         "nvflare": {"file": "nvflare/recipe/fedavg.py", "line": 356},
     }
-    reason = recorded.raise_reason(raised)
+    reason = recorded.raise_reason(recorded.parse(raised))
     assert "job.py line 12 (recipe = R())" in reason and "nvflare/recipe/fedavg.py line 356" in reason
 
 
@@ -169,7 +174,9 @@ def test_run_args_the_perturbation_tried_need_no_run():
 def test_what_a_candidate_run_changes_is_named():
     assert dryrun_config.changes(record(), record()) == []
     assert dryrun_config.changes(record(), record(clients=["a"])) == ["num_clients 4 -> 1"]
-    raised = {"status": "raised", "exception": "KeyError", "message": "'x'", "where": {"line": 3, "text": "t"}}
+    raised = recorded.parse(
+        {"status": "raised", "exception": "KeyError", "message": "'x'", "where": {"line": 3, "text": "t"}}
+    )
     assert "no longer reaches NVFLARE" in dryrun_config.changes(record(), raised)[0]
 
 
@@ -179,7 +186,7 @@ def test_an_option_whose_perturbed_value_shows_up_in_what_nvflare_builds_reaches
     extra = {"--lr": ["--lr", "0.0137"], "--n_clients": ["--n_clients", "7"], "--fast": ["--fast"]}
     assert moves.reaching(baseline, after, extra) == ["--lr"]  # 7 is nowhere; a flag has no value to match
     assert moves.reaching(baseline, record(recipe_attrs={"train_args": "--lr 0.01370"}), extra) == []
-    assert moves.reaching(baseline, {"status": "raised"}, extra) == []
+    assert moves.reaching(baseline, recorded.parse({"status": "raised"}), extra) == []
 
 
 def test_a_recorded_training_run_is_the_source_of_a_config_the_reading_admits():
@@ -218,3 +225,224 @@ def test_the_train_script_is_read_as_nvflare_exports_it_and_made_relative_to_the
     assert recorded.train_script(absolute) == "client.py"
     outside = record(recipe_attrs={"train_script": "/elsewhere/client.py"}, job_dir="/w/job")
     assert recorded.train_script(outside) == "/elsewhere/client.py", "left absolute: the trust contract refuses it"
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        ({"status": "recorded", "entry": "export_job", "configs": {}}, "recorded"),
+        (
+            {"status": "raised", "exception": "KeyError", "message": "x", "where": {"file": "job.py", "line": 3}},
+            "raised",
+        ),
+        ({"status": "exited", "code": 2, "parser_error": "job.py: error: bad"}, "exited"),
+        ({"status": "no_run", "recipe": None}, "no_run"),
+        ({"status": "sandbox_failed", "reason": "the dry run wrote no record"}, "sandbox_failed"),
+        ({"status": "timeout", "reason": "the dry runs took over 60 s"}, "timeout"),
+    ],
+)
+def test_each_status_the_boot_or_the_sandbox_writes_parses_to_a_typed_record(raw, status):
+    parsed = recorded.parse(raw)
+    assert parsed.status == status and isinstance(parsed, recorded.DryRunRecord)
+    assert dataclasses.is_dataclass(parsed)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        parsed.status = "recorded"  # type: ignore[misc]
+    assert dryrun_config.summary(parsed)["status"] == status
+    if status == "raised":
+        assert parsed.where == recorded.Where("job.py", 3, "")
+    if status == "exited":
+        assert parsed.code == 2 and "job.py: error: bad" in recorded.exit_reason(parsed)
+
+
+@pytest.mark.parametrize(
+    ("raw", "what"),
+    [
+        ([1, 2], "not a JSON object"),
+        ({}, "unknown status None"),
+        ({"status": "kept"}, "unknown status 'kept'"),
+        ({"status": "recorded"}, "names no entry point"),
+        ({"status": "recorded", "entry": "simulator_run", "clients": "site-1,site-2"}, "clients is str"),
+        ({"status": "recorded", "entry": "deploy", "env": ["PocEnv"]}, "env is list"),
+        (
+            {"status": "recorded", "entry": "deploy", "parsers": [{"actions": [{"dest": "x"}]}]},
+            "without dest or action",
+        ),
+        ({"status": "raised", "where": {"line": "12"}}, "line is str"),
+        ({"status": "exited", "code": True}, "code is bool"),
+    ],
+)
+def test_a_malformed_or_partial_record_is_a_record_whose_status_says_so(raw, what):
+    parsed = recorded.parse(raw)
+    assert parsed.status == "malformed" and what in parsed.reason, parsed.reason
+    summary = dryrun_config.summary(parsed)
+    assert summary == {"status": "malformed", "stubbed": [], "reason": parsed.reason}
+    config = {
+        "admission_errors": [],
+        "argparse": {"flags": []},
+        "import": {"support": {"status": "supported", "reason": "r"}, "would_raise": []},
+        "objective": {"requested_metric": None, "job_key_metric": "accuracy"},
+        "unresolved": [],
+    }
+    out = dryrun_config.apply(config, parsed, {}, lambda _s: {})  # nothing reads a missing key later
+    assert out["import"]["dry_run"]["status"] == "malformed"
+    assert dryrun_config.changes(record(), parsed) == ["job.py no longer reaches NVFLARE with them (malformed)"]
+
+
+def test_the_cache_stores_the_boot_s_json_and_gives_back_the_same_record(tmp_path, monkeypatch):
+    from autofl_core.importer import dryrun
+
+    monkeypatch.setattr(dryrun.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(dryrun, "_MEMO", {})
+    raw = {
+        "status": "recorded",
+        "entry": "simulator_run",
+        "clients": ["site-1", "site-2"],
+        "recipe": [FEDAVG],
+        "recipe_attrs": {"num_rounds": 3, "min_clients": 2},
+        "parsers": [{"allow_abbrev": False, "actions": ACTIONS}],
+        "env_read": ["DATA_DIR"],
+        "root_variable": "/tmp/x/simulator",
+        "seconds": 0.4,
+    }
+    dryrun._store("k" * 64, raw)
+    monkeypatch.setattr(dryrun, "_MEMO", {})  # read back from the file, not the memo
+    again = dryrun._cached("k" * 64)
+    assert again == raw
+    assert recorded.parse(again) == recorded.parse(raw)
+    assert recorded.parse(again).parsers[0].actions[0].name == "--n_clients"
+    assert recorded.parse(again).env_read == ("DATA_DIR",)
+
+
+def test_a_fedjob_simulation_given_n_clients_records_that_many_clients():
+    ran = record(clients=[], n_clients=3, recipe=None, configs={})
+    assert recorded.budget(ran)["num_clients"] == {
+        "value": 3,
+        "source": "dry run: the n_clients simulator_run was given",
+    }
+    named = record(clients=["a", "b"], n_clients=None)
+    assert recorded.budget(named)["num_clients"]["value"] == 2
+
+
+def test_an_environment_variable_that_moves_the_budget_is_found_by_one_run():
+    baseline = record(env_read=["DATA_DIR", "NVFLARE_SIMULATOR_WORKSPACE_ROOT", "ROUNDS"])
+    asked = []
+
+    def run_env(env):
+        asked.append(env)
+        rounds = int(env.get("ROUNDS", 5))
+        server = {
+            "workflows": [{"path": "x.FedAvg", "args": {"num_rounds": rounds, "num_clients": 3}}],
+            "components": [{"path": "x.IntimeModelSelector", "args": {"key_metric": "auc"}}],
+        }
+        return record(configs={"j/app/config/config_fed_server.json": server})
+
+    moved = moves.moving_env(baseline, run_env, ("NVFLARE_SIMULATOR_WORKSPACE_ROOT",))
+    assert moved == {"num_rounds": ["DATA_DIR", "ROUNDS"]}
+    assert len(asked) == 1 and "NVFLARE_SIMULATOR_WORKSPACE_ROOT" not in asked[0]
+    assert len(set(asked[0].values())) == 2, "each variable gets its own value"
+    assert moves.moving_env(record(), run_env) == {}, "a job that reads no variable needs no run"
+    stopped = moves.moving_env(baseline, lambda env: recorded.parse({"status": "raised"}))
+    assert stopped["num_rounds"] and stopped["objective"], "a run the environment stops pins nothing"
+
+
+HELPER_JOB = """import argparse
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+def build(make):
+    return make()
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=2)
+parser.add_argument("--rounds", type=int, default=4)
+args = parser.parse_args()
+build(lambda: NumpyFedAvgRecipe(name="h", model=[0.0], min_clients=args.n_clients, num_rounds=args.rounds,
+                                train_script="client.py").execute(SimEnv(num_clients=args.n_clients)))
+"""
+
+
+def helper_record(**extra) -> recorded.DryRunRecord:
+    actions = [
+        {"option_strings": ["--n_clients"], "dest": "n_clients", "action": "_StoreAction", "type": "int", "value": 2},
+        {"option_strings": ["--rounds"], "dest": "rounds", "action": "_StoreAction", "type": "int", "value": 4},
+    ]
+    fields = {
+        "clients": ["site-1", "site-2"],
+        "recipe_attrs": {"num_rounds": 4, "min_clients": 2, "train_script": "client.py", "key_metric": "auc"},
+        "configs": {},
+        "parsers": [{"actions": actions}],
+    }
+    return record(**{**fields, **extra})
+
+
+def test_a_recorded_job_the_reading_cannot_follow_at_all_is_admitted_with_its_budget_pinned():
+    from autofl_core.importer import api
+
+    static = api.import_source(HELPER_JOB)
+    assert static["admission_errors"], "precondition: the reading cannot follow a recipe built in a lambda"
+    assert static["argparse"]["flags"], "precondition: it does see the options"
+    moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"], "num_rounds": ["--rounds"]}
+    out = dryrun_config.apply(static, helper_record(), moved, lambda script: {"train_script": script})
+    assert out["admission_errors"] == []
+    assert {k: (v["value"], v["depends_on"]) for k, v in out["fixed_budget"].items() if k in recorded.FIELDS} == {
+        "num_clients": (2, ["--n_clients"]),
+        "min_clients": (2, ["--n_clients"]),
+        "num_rounds": (4, ["--rounds"]),
+    }
+    assert out["job"]["nvflare_class"] == FEDAVG and out["trust"] == {"train_script": "client.py"}
+    assert out["objective"]["job_key_metric"] == "auc", "the recorded key metric"
+
+
+def test_a_recorded_budget_an_environment_variable_moves_is_refused_naming_it():
+    from autofl_core.importer import api
+
+    static = api.import_source(HELPER_JOB)
+    moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"]}
+    env_moved = {"num_rounds": ["ROUNDS"]}
+    out = dryrun_config.apply(
+        static, helper_record(env_read=["ROUNDS"]), moved, lambda s: {"train_script": s}, env_moved=env_moved
+    )
+    assert out["admission_errors"], "one run cannot pin a budget the environment decides"
+    assert out["fixed_budget"]["num_rounds"]["value"] is None
+    assert "environment variable ROUNDS" in out["admission_errors"][0]["message"]
+
+
+def test_a_recorded_max_is_nvflare_s_implicit_default_unless_the_reading_saw_it_written():
+    """A recipe holds `key_metric_mode="max"` whether job.py wrote it or not: a lower-is-better key metric with a
+    max the reading never saw written is the direction conflict, as if read statically."""
+    from autofl_core.importer import api
+
+    static = api.import_source(HELPER_JOB)
+    ran = helper_record(
+        recipe_attrs={"num_rounds": 4, "min_clients": 2, "key_metric": "loss", "key_metric_mode": "max"}
+    )
+    moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"], "num_rounds": ["--rounds"]}
+    out = dryrun_config.apply(static, ran, moved, lambda s: {"train_script": s})
+    assert out["objective"]["mode_contract_source"] == "core_default"
+    assert [e["code"] for e in out["admission_errors"]] == ["AUTOFL_METRIC_DIRECTION_CONFLICT"]
+    written = (
+        "from nvflare.app_common.np.recipes import NumpyFedAvgRecipe\nfrom nvflare.recipe import SimEnv\n"
+        "r = NumpyFedAvgRecipe(name='n', model=[0.0], min_clients=2, num_rounds=4, train_script='client.py', "
+        "key_metric='loss', key_metric_mode='max')\nr.execute(SimEnv(num_clients=2))\n"
+    )
+    readable = api.import_source(written)
+    assert readable["admission_errors"] == [], "precondition: an explicit max the reading sees is no conflict"
+    out = dryrun_config.apply(readable, ran, {}, lambda s: {"train_script": s})
+    assert out["admission_errors"] == [] and out["objective"]["mode"] == "max"
+
+
+def test_a_fedjob_folder_under_each_session_s_own_root_is_the_same_folder():
+    """A cached baseline names the sandbox root of the session that made it; a perturbed run of another session
+    names its own: the same folder under the root variable is no change (an option moving it would be pinned)."""
+    one = record(
+        recipe=None, workspace="/tmp/autofl-dryrun-a/simulator/job", root_variable="/tmp/autofl-dryrun-a/simulator"
+    )
+    two = record(
+        recipe=None, workspace="/tmp/autofl-dryrun-b/simulator/job", root_variable="/tmp/autofl-dryrun-b/simulator"
+    )
+    assert moves.signature(one)["workspace"] == "$NVFLARE_SIMULATOR_WORKSPACE_ROOT/job"
+    assert dryrun_config.changes(one, two) == []
+    elsewhere = record(recipe=None, workspace="/tmp/elsewhere/job", root_variable="/tmp/autofl-dryrun-b/simulator")
+    assert dryrun_config.changes(one, elsewhere) == [
+        "workspace $NVFLARE_SIMULATOR_WORKSPACE_ROOT/job -> /tmp/elsewhere/job"
+    ]

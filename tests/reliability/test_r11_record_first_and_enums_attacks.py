@@ -481,7 +481,11 @@ def test_a_record_s_train_script_outside_the_job_folder_never_enters_the_trust_c
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text("x = 1\n")
     (tmp_path / "client.py").write_text("x = 1\n")
-    found = recorded.train_script({"job_dir": job_dir, "recipe_attrs": {"train_script": script}})
+    found = recorded.train_script(
+        recorded.parse(
+            {"status": "recorded", "entry": "export_job", "job_dir": job_dir, "recipe_attrs": {"train_script": script}}
+        )
+    )
     workspace = Workspace(folder)
     rel, _tree, _notes = api._script_tree("job.py", found, workspace.read_file)
     trust = api.trust_section("job.py", api.ast.Module([], []), rel, None, workspace.exists, [])

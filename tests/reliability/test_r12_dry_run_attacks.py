@@ -113,9 +113,9 @@ def test_a_simulation_after_an_export_records_the_recipe_it_runs_not_the_exporte
     """job.py exports a small recipe, then runs a second recipe's FedJob: the budget is the one that runs."""
     path = write_job(tmp_path / "two_recipes", EXPORT_ONE_RUN_ANOTHER)
     record = dryrun.dry_run(path, [])
-    assert record["status"] == "recorded" and record["entry"] == "simulator_run"
-    assert record["recipe_attrs"]["name"] == "big"
-    assert record["recipe_attrs"]["min_clients"] == 3
+    assert record.status == "recorded" and record.entry == "simulator_run"
+    assert record.recipe_attrs["name"] == "big"
+    assert record.recipe_attrs["min_clients"] == 3
     config = api.import_job(path, dry_run=True)
     assert config["fixed_budget"]["min_clients"]["value"] != 2 or config["admission_errors"]
 
@@ -130,9 +130,9 @@ raise ValueError("the job's own check")
 def test_a_job_folder_under_a_directory_named_nvflare_is_not_nvflare_s_code(tmp_path):
     path = write_job(tmp_path / "nvflare" / "myjob", RAISES_IN_ITS_OWN_CODE)
     record = dryrun.dry_run(path, [])
-    assert record["status"] == "raised"
-    assert record["where"]["line"] == 3
-    assert record["nvflare"] is None, record["nvflare"]
+    assert record.status == "raised"
+    assert record.where.line == 3
+    assert record.nvflare is None, record.nvflare
 
 
 # --- a job that ships its own `nvflare` ----------------------------------------------------------------------------
@@ -200,8 +200,8 @@ def test_a_job_module_named_like_argparse_is_still_the_job_to_the_caller_test(tm
     path = write_job(tmp_path / "hooked", CALLS_THE_HOOK)
     (path.parent / "hooks_argparse.py").write_text(HOOK)
     record = dryrun.dry_run(path, [])
-    assert record["status"] == "exited", record
-    assert record["code"] == 4, "the job's own module saw a stand-in as present"
+    assert record.status == "exited", record
+    assert record.code == 4, "the job's own module saw a stand-in as present"
 
 
 # --- a candidate's run arguments that need the rerun with NVFLARE's optional modules -----------------------------
@@ -234,6 +234,6 @@ def test_a_candidate_whose_run_needs_the_rerun_still_shows_its_budget_change(tmp
     assert config["fixed_budget"]["num_rounds"]["value"] == 5
     assert "--track" in runner_view.fixed_budget_options(config)
     candidate = dryrun.dry_run(path, ["--track"])
-    assert "mlflow" in candidate["stubbed"]
+    assert "mlflow" in candidate.stubbed
     changes = dryrun_config.changes(dryrun.dry_run(path, []), candidate)
     assert changes == ["num_rounds 5 -> 40"], changes

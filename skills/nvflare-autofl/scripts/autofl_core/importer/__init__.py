@@ -4,10 +4,13 @@ The static part never imports nvflare and never executes job.py (everything is r
 trial sandbox can seal, `import_job(..., dry_run=True)` also runs job.py there up to NVFLARE's entry point:
 - `dryrun` - the shell: run `dryrun_boot.py` in the sandbox, cache records by the hash of the job's files and args;
 - `dryrun_boot` - run by path inside the sandbox: intercepts NVFLARE's entry points, records what was built;
-- `recorded` - what a record says: class, family, budget, key metric, train script, the line a raise came from;
-- `moves` - which options move the budget or the objective, and which reach the job, found by perturbed runs;
-- `dryrun_config` - folds a record into the config: a recorded training run is its source, the static reading
-  fills what the run left empty (and stands where nothing was recorded);
+- `recorded` - the typed record (`DryRunRecord`, parsed once from the boot's JSON) and what it says: class,
+  family, budget, key metric, train script, the line a raise came from;
+- `moves` - which options (and environment variables) move the budget or the objective, and which options reach
+  the job, found by perturbed runs;
+- `dryrun_config` - folds a record into the config: a recorded training run is its source whatever the static
+  reading followed; the reading keeps what no run records and the refusals no run settles (and stands where
+  nothing was recorded);
 - `api` - the public API: `import_job` (reads files) and `import_source` (pure), assembling the config;
 - `runner_view` - the light part the runner uses on every action: job options, the arguments pinning the budget;
 - `files` - the only I/O: bounded, workspace-confined reads of job.py, the train script and the schema;

@@ -502,15 +502,17 @@ def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
 
 def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_args: list[str]) -> dict:
     """Run job.py's dry run (and, once recorded, the perturbed runs) in `session`; fold them into `config`."""
-    from . import dryrun_config, moves
+    from . import dryrun, dryrun_config, moves
 
     args = [*config["argparse"]["base_args"], *config["argparse"]["schema_args"]]
     if config["argparse"]["base_args_errors"]:
         return config  # the job's own parser would reject the arguments: nothing to run
     record = session.run(args)
-    moved, reached = {}, []
-    if record is not None and record.get("status") == "recorded":
+    recorded_run = record is not None and record.status == "recorded"
+    moved, reached, env_moved = {}, [], {}
+    if recorded_run:
         moved = moves.moving_options(record, args, session.run_many, reached)
+        env_moved = moves.moving_env(record, lambda env: session.run(args, env=env), dryrun.FIXED_ENV)
 
     def trust_for(script: str | None) -> dict:
         tree = _parse(config_source, path.name)[0] or ast.Module([], [])
@@ -519,19 +521,19 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
         return trust_section(path.name, tree, rel, script_tree, workspace.exists, schema["preferred_targets"])
 
     config_source = workspace.read_file(path.name) or ""
-    config = dryrun_config.apply(config, record, moved, trust_for)
+    config = dryrun_config.apply(config, record, moved, trust_for, env_moved=env_moved)
     config["cli_flags"] = ap.cli_flags_from(config["argparse"]["flags"], config["argparse"]["allow_abbrev"])
-    if record is not None and record.get("status") == "recorded":
+    if recorded_run:
         config["import"]["dry_run"]["tried_options"] = moves.tried_options(record)
         config["import"]["dry_run"]["args"] = list(args)
-    if run_args and record is not None and record.get("status") == "recorded":
+    if run_args and recorded_run:
         changes = []
         if not moves.covered(record, run_args):  # options the perturbed runs did not try: run them
             changes = dryrun_config.changes(record, session.run(args + run_args))
         config["import"]["dry_run"]["run_args_changes"] = changes
     pinned = _pinned_flags(config["fixed_budget"])
     config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
-    if record is not None and record.get("parsers"):
+    if record is not None and record.parsers:
         _unseen_options(config, config_source, path.name, workspace.read_file, set(reached) - pinned)
     config["summary"] = display.summary(
         config["objective"],

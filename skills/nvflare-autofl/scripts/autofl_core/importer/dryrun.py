@@ -1,14 +1,16 @@
 """Run job.py's dry run (`dryrun_boot.py`) inside the trial sandbox and cache the record by the job's files and args.
 
-    record = dry_run(job_path, base_args, overlay=None)   # None where the sandbox cannot seal (then: static only)
+    record = dry_run(job_path, base_args, overlay=None)   # a recorded.DryRunRecord; None where it cannot seal
     with Session(job_path, overlay=draft) as session:     # several runs of one job: one sandbox, forked children
         baseline, perturbed = session.run(args), session.run(args + more)
+        changed_env = session.run(args, env={"ROUNDS": "7"})  # environment variables set for that run only
 
 The run is sealed like a trial: user, mount, PID and network namespaces, the job's folder seen through an overlay
 (a candidate's draft staged over it; the default campaign folders `.nvflare` and `autofl_runs` hidden), every write
 private, and everything ended when the boot script returns.
-Records are cached in memory and in a private folder of the temp directory (0700, owner-checked), keyed by the
-SHA-256 of the boot script, the interpreter, the job folder's small text files (plus the overlay) and the args;
+Records are cached as the boot's JSON (parsed by `recorded.parse` on every read) in memory and in a private
+folder of the temp directory (0700, owner-checked), keyed by the SHA-256 of the boot script, the interpreter, the
+job folder's small text files (plus the overlay), the args and the environment variables set for the run;
 a folder whose text files the key cannot all cover (too many, too large, too deep, or behind a symlink) is never
 cached, and the cache is never read where this host cannot seal a run.
 """
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from ..common import bounded, trees
 from ..trial import childenv, seal
+from .recorded import NOT_RUN, DryRunRecord, parse
 
 BOOT = Path(__file__).resolve().parent / "dryrun_boot.py"
 TIMEOUT_SECONDS = 60.0
@@ -36,6 +39,7 @@ MAX_CACHED = 512  # records kept in the cache folder (the oldest go first)
 HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".cfg", ".toml", ".txt", ".sh")
 MAX_HASHED_FILES, MAX_HASHED_BYTES, MAX_DEPTH = 400, 1 << 20, 4
 SKIPPED_FOLDERS = {"__pycache__", ".git", ".autofl", "autofl_runs", "node_modules", ".venv", "venv"}
+FIXED_ENV = (childenv.SIMULATOR_ROOT_VAR,)  # environment variables a trial sets itself: never perturbed
 HIDDEN = (".nvflare", "autofl_runs")  # the job folder's entries a dry run cannot see (so they are not in its key)
 _MEMO: dict[str, dict] = {}
 
@@ -184,27 +188,29 @@ class Session:
         key = job_digest(self.job.parent, self.overlay, [str(a) for a in args], self.python)
         return key is not None and available(self.python) and _cached(key) is not None
 
-    def run(self, args: list[str], use_cache: bool = True) -> dict | None:
-        """The record of `python job.py ARGS`, or None where this host cannot seal a dry run."""
-        return self.run_many([args], use_cache)[0]
+    def run(self, args: list[str], use_cache: bool = True, env: dict[str, str] | None = None) -> DryRunRecord | None:
+        """The record of `python job.py ARGS` (with `env` set), or None where this host cannot seal a dry run."""
+        return self.run_many([args], use_cache, env)[0]
 
-    def run_many(self, batch: list[list[str]], use_cache: bool = True) -> list[dict | None]:
-        """Records of several runs (those not cached run side by side in the sandbox); None where it cannot seal."""
+    def run_many(
+        self, batch: list[list[str]], use_cache: bool = True, env: dict[str, str] | None = None
+    ) -> list[DryRunRecord | None]:
+        """Records of several runs (those not cached run side by side in the sandbox), each with the environment
+        variables `env` set; None where it cannot seal."""
         batch = [[str(a) for a in args] for args in batch]
+        env = {str(k): str(v) for k, v in (env or {}).items()}
         if not available(self.python):  # a record found in the cache never stands in for a run this host cannot make
             return [None for _ in batch]
-        keys = [job_digest(self.job.parent, self.overlay, args, self.python) for args in batch]
-        records: list[dict | None] = [_cached(key) if use_cache and key else None for key in keys]
-        missing = [i for i, record in enumerate(records) if record is None]
-        if not missing:
-            return records
-        if self.proc is None and not self.start():
-            return records
-        for index, record in zip(missing, self._ask([batch[i] for i in missing]), strict=True):
-            records[index] = record
-            if keys[index] and record.get("status") not in ("sandbox_failed", "timeout"):
-                _store(keys[index], record)
-        return records
+        keyed = [[*args, *(f"\0env:{k}={v}" for k, v in sorted(env.items()))] for args in batch]
+        keys = [job_digest(self.job.parent, self.overlay, args, self.python) for args in keyed]
+        raw: list[dict | None] = [_cached(key) if use_cache and key else None for key in keys]
+        missing = [i for i, found in enumerate(raw) if found is None]
+        if missing and (self.proc is not None or self.start()):
+            for index, found in zip(missing, self._ask([batch[i] for i in missing], env), strict=True):
+                raw[index] = found
+                if keys[index] and parse(found).status not in NOT_RUN:
+                    _store(keys[index], found)
+        return [None if found is None else parse(found) for found in raw]
 
     def start(self) -> bool:
         """Start the sandboxed boot process now (it imports NVFLARE while the caller goes on); False when the
@@ -239,13 +245,14 @@ class Session:
         self.deadline = time.monotonic() + TIMEOUT_SECONDS
         return True
 
-    def _ask(self, batch: list[list[str]]) -> list[dict]:
+    def _ask(self, batch: list[list[str]], env: dict[str, str]) -> list[dict]:
         outs = []
         for _ in batch:
             self.count += 1
             outs.append(self.trial_dir / "out" / f"record-{self.count}.json")
         started = time.monotonic()
-        request = {"runs": [{"out": str(out), "args": args} for out, args in zip(outs, batch, strict=True)]}
+        runs = [{"out": str(out), "args": args, "env": env} for out, args in zip(outs, batch, strict=True)]
+        request = {"runs": runs}
         try:
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
@@ -263,18 +270,19 @@ class Session:
         return [self._record(out, seconds) for out in outs]
 
     def _record(self, out: Path, seconds: float) -> dict:
+        """The boot's JSON of one run (a status saying why when there is none), with the session's facts added."""
         try:
             with open(out, "rb") as handle:
                 data = handle.read(MAX_RECORD_BYTES + 1)
             if len(data) > MAX_RECORD_BYTES:
                 return {"status": "sandbox_failed", "reason": f"the dry run's record is over {MAX_RECORD_BYTES} bytes"}
-            record = json.loads(data.decode("utf-8"))
+            written = json.loads(data.decode("utf-8"))
         except (OSError, ValueError):
             return {"status": "sandbox_failed", "reason": "the dry run wrote no record"}
-        record.pop("imported", None)
-        record["seconds"] = seconds
-        record["root_variable"] = self.env[childenv.SIMULATOR_ROOT_VAR]
-        return record
+        if not isinstance(written, dict):
+            return {"status": "malformed", "reason": "the dry run's record is not a JSON object"}
+        written.pop("imported", None)  # the JSON before `recorded.parse`: the session's own facts join it
+        return {**written, "seconds": seconds, "root_variable": self.env[childenv.SIMULATOR_ROOT_VAR]}
 
     def close(self) -> None:
         """End the sandbox (its init ends every process in it) and remove its folder."""
@@ -301,7 +309,7 @@ def dry_run(
     overlay: dict[str, bytes] | None = None,
     python: str | None = None,
     use_cache: bool = True,
-) -> dict | None:
+) -> DryRunRecord | None:
     """The dry-run record of `python job.py ARGS` (see dryrun_boot.py), or None where it cannot be sealed."""
     with Session(job_path, overlay=overlay, python=python) as session:
         return session.run(base_args, use_cache)

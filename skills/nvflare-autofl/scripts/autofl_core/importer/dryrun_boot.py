@@ -2,8 +2,8 @@
 
 Usage (inside the trial sandbox, cwd = the job's folder):
     python -I dryrun_boot.py OUT.json JOB.py [ARG ...]
-    python -I dryrun_boot.py --serve JOB.py      # stdin: {"runs": [{"out": PATH, "args": [...]}]} lines;
-                                                  # stdout: "done" each
+    python -I dryrun_boot.py --serve JOB.py      # stdin: {"runs": [{"out": PATH, "args": [...], "env": {...}}]}
+                                                  # lines (env: variables set for that run); stdout: "done" each
 
 Each run is a child forked after NVFLARE is imported and patched, so the perturbed runs cost little.
 
@@ -18,6 +18,9 @@ imports or looks for while job.py runs (mlflow, wandb), only on a second run mad
 A stand-in object is an object to NVFLARE (truthy, without NVFLARE's Job API hooks) and absent to job.py (false:
 no GPU); stand-in classes accept each other's instances (a torch_geometric model is a torch.nn.Module).
 An export does not end the run: job.py may run the job next; the export is the record where nothing after it is.
+The exported configs hold each component's effective `num_rounds`, `key_metric` and `negate_key_metric`
+(NVFLARE's export leaves out a value equal to the constructor's default, and one the component keeps under another
+attribute name, which the exported job then loads with the default), and the record names the environment variables job.py's own code read (`env_read`).
 OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. Standard library and nvflare only;
 nothing here trains, and nothing is written outside the temp folder.
 """
@@ -36,7 +39,16 @@ import traceback
 import types
 
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
-STATE: dict = {"recipe": None, "recipe_call": None, "parsers": [], "stubbed": [], "absent": [], "built": []}
+STATE: dict = {
+    "recipe": None,
+    "recipe_call": None,
+    "parsers": [],
+    "stubbed": [],
+    "absent": [],
+    "built": [],
+    "env_read": [],
+}
+EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
 MAX_FILE = 1 << 20
 FRAMEWORKS = {  # imported by NVFLARE's own framework recipes; stand-ins when absent
     "torch",
@@ -287,7 +299,15 @@ def _install() -> None:
 
     def simulator_run(self, workspace, clients=None, n_clients=None, threads=None, gpu=None, log_config=None):
         names = [c for c in str(clients or "").split(",") if c]
+        n_clients = n_clients or STATE.get("n_clients")  # FedJob passes 0 when job.py named no site, only a count
         _record("simulator_run", self, workspace=str(workspace), clients=names, n_clients=n_clients, env=_env())
+
+    fedjob_run = FedJob.simulator_run
+
+    def noting_n_clients(self, *args, **kwargs):  # FedJob.simulator_run(workspace, n_clients=None, ...)
+        given = kwargs.get("n_clients", args[1] if len(args) > 1 else None)
+        STATE["n_clients"] = given if type(given) is int else None
+        return fedjob_run(self, *args, **kwargs)
 
     def export_job(self, job_root):
         self._set_all_apps()
@@ -296,7 +316,25 @@ def _install() -> None:
     folder = os.path.dirname(nvflare.__file__)
     STATE["nvflare_dirs"] = tuple(sorted({folder + os.sep, os.path.realpath(folder) + os.sep}))
     FedJobConfig.simulator_run = simulator_run
+    FedJob.simulator_run = noting_n_clients
     FedJob.export_job = export_job
+    exported_args = FedJobConfig._get_args
+
+    def effective_args(self, component, custom_dir):
+        args = exported_args(self, component, custom_dir)
+        own, parameters = getattr(component, "__dict__", None) or {}, _init_parameters(component)
+        for name in EFFECTIVE_ARGS:
+            if name in args or name not in parameters:
+                continue
+            if name in own or "_" + name in own:
+                value = own.get(name, own.get("_" + name))
+            else:  # kept under another name: the exported job is loaded with the constructor's default
+                value = parameters[name].default
+            if type(value) in (int, str, bool):
+                args[name] = value
+        return args
+
+    FedJobConfig._get_args = effective_args
 
     def deployer(name):
         def deploy(self, job):
@@ -331,6 +369,39 @@ def _install() -> None:
             return _original(self, *args, **kwargs)
 
         setattr(Recipe, method, noting)
+
+
+def _init_parameters(component) -> dict:
+    try:
+        from nvflare.fuel.utils.class_utils import get_component_init_parameters
+
+        return dict(get_component_init_parameters(component))
+    except Exception:  # noqa: BLE001  (the export's own call raises the same way, and says so)
+        return {}
+
+
+def _record_env_reads() -> None:
+    """Note every environment variable job.py (or a module beside it) reads: `os.environ[...]`, `.get`, `getenv`."""
+    original = os._Environ.__getitem__
+    skipped = (os.__file__, __file__)
+
+    def getitem(self, key):
+        frame = sys._getframe(1)
+        while frame is not None and (
+            frame.f_code.co_filename in skipped or "_collections_abc" in frame.f_code.co_filename
+        ):
+            frame = frame.f_back
+        if (
+            frame is not None
+            and STATE.get("in_job")
+            and os.path.dirname(frame.f_code.co_filename) == os.path.dirname(STATE["job"])
+        ):
+            name = key.decode(errors="replace") if isinstance(key, bytes) else str(key)
+            if name not in STATE["env_read"]:
+                STATE["env_read"].append(name)
+        return original(self, key)
+
+    os._Environ.__getitem__ = getitem
 
 
 def _env() -> dict | None:
@@ -422,8 +493,9 @@ def _consume_export_flags() -> None:
         spec._RECIPE_EXPORT, spec._RECIPE_EXPORT_DIR = spec._consume_recipe_args()
 
 
-def _run_once(out: str, job: str, args: list[str], before: set) -> None:
-    """Run job.py once with `args` (in a forked child) and write its record to `out`."""
+def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> None:
+    """Run job.py once with `args` and `env` (in a forked child) and write its record to `out`."""
+    os.environ.update(env)
     sys.argv = [job, *args]
     STATE["parser_error"] = None
     _consume_export_flags()
@@ -452,6 +524,7 @@ def _run_once(out: str, job: str, args: list[str], before: set) -> None:
         record = STATE["exported"]
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
     record["stubbed"] = sorted(STATE["stubbed"])
+    record["env_read"] = sorted(STATE["env_read"])
     if STATE["absent"]:
         record["absent"] = sorted(STATE["absent"])
     record["imported"] = _imported(before)
@@ -459,7 +532,7 @@ def _run_once(out: str, job: str, args: list[str], before: set) -> None:
         json.dump(record, handle, sort_keys=True, default=repr)
 
 
-def _fork(out: str, job: str, args: list[str]) -> int:
+def _fork(out: str, job: str, args: list[str], env: dict) -> int:
     """Start one run in a child forked from this process (NVFLARE already imported and patched); its pid."""
     pid = os.fork()
     if pid == 0:
@@ -468,15 +541,15 @@ def _fork(out: str, job: str, args: list[str]) -> int:
             os.dup2(quiet, fd)
         try:
             before = set(sys.modules)
-            if _first_run(out, job, args, before):
+            if _first_run(out, job, args, before, env):
                 STATE["optional"] = True
-                _run_once(out, job, args, before)
+                _run_once(out, job, args, before, env)
         finally:
             os._exit(0)
     return pid
 
 
-def _first_run(out: str, job: str, args: list[str], before: set) -> bool:
+def _first_run(out: str, job: str, args: list[str], before: set, env: dict) -> bool:
     """Run job.py once in a grandchild with only the usual stand-ins; True when it did not record a job and
     NVFLARE's own code asked for a module this interpreter lacks (then the caller runs it again with those
     modules stood in, as on a machine where they are installed). A run that records is never rerun, so its
@@ -484,7 +557,7 @@ def _first_run(out: str, job: str, args: list[str], before: set) -> bool:
     pid = os.fork()
     if pid == 0:
         try:
-            _run_once(out, job, args, before)
+            _run_once(out, job, args, before, env)
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
@@ -509,7 +582,8 @@ def _runs(requests: list[dict], job: str) -> None:
     for request in requests:
         if len(running) >= PARALLEL:
             os.waitpid(running.pop(0), 0)
-        running.append(_fork(request["out"], job, [str(a) for a in request["args"]]))
+        env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
+        running.append(_fork(request["out"], job, [str(a) for a in request["args"]], env))
     for pid in running:
         os.waitpid(pid, 0)
     for request in requests:
@@ -534,9 +608,10 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, os.path.dirname(job))
     sys.meta_path.append(_InertFinder())
     _record_parsers()
+    _record_env_reads()
     _install()
     if not serve:
-        os.waitpid(_fork(argv[0], job, argv[2:]), 0)
+        os.waitpid(_fork(argv[0], job, argv[2:], {}), 0)
         return 0
     for line in sys.stdin:
         _runs(json.loads(line)["runs"], job)

@@ -1,16 +1,19 @@
-"""Fold a dry-run record into the static import's config (pure): the record decides where reading could not.
+"""Fold a dry-run record into the static import's config (pure): a recorded training run is the config's source.
 
+One rule, whatever the static reading managed to follow:
 - No record (no namespaces here): the static config stands; `import.dry_run.status` says why.
-- A recorded training run (the static import admits): the record is the source (`record_first`): job, budget,
-  key metric and trust are what NVFLARE was asked to build, with the options the perturbed runs found to move
-  them in `depends_on`; the reading only fills a field the run left without a value (`import.dry_run.corrected`
-  names where the two disagreed).
-- The static import refuses for a reason a run settles (a client list built at run time, a value held by an
-  object, computed values, a class picked at run time, a FedJob's simulator folder): the job, budget, objective
-  and that folder come from the record.
-  Refusals that no single run can settle stay: input errors, non-training families, and budgets that read the
-  environment, files, random numbers or the clock.
-- The run raised before anything ran: the refusal names the job.py line from the traceback.
+- The run recorded a training job (`fold`): the job, the budget (with `depends_on`: the options, and the
+  environment variables, the perturbed runs showed to move each field), the key metric and its mode, the trust
+  contract (from the recorded train script), a FedJob's simulator folder and the parser's options are what NVFLARE
+  was asked to build and what the real parser held. The static reading keeps only what no run records: the job.py
+  line of each option, refusal lines, the objective's schema contract (requested metric, bridges, schema mode),
+  data-shaping classes, noise sources, `recipe_args` as written (informational), a budget field the run left
+  without a value, and the refusals no single run can settle (`held`): budgets that read the environment, files,
+  random numbers or the clock, the job's own `nvflare`, non-training families, input errors (`--base-args`, the
+  schema) and metric-direction conflicts. A budget field an environment variable moves is unresolved (refused).
+- The run recorded a non-training job: refused, naming the class and its family.
+- The run raised before anything ran and the static reading refuses for a reason a run could have settled: the
+  refusal names the job.py line from the traceback.
 """
 
 from __future__ import annotations
@@ -19,14 +22,17 @@ from collections.abc import Callable
 
 from . import moves, recorded
 from .admission import UNISOLATED_WORKSPACE, UNSUPPORTED, admission_errors
+from .objective import DEFAULT_KEY_METRIC
+from .recorded import DryRunRecord
 
-SETTLED_BY_RUNNING = {  # a recorded run names the job, its budget and the folder its simulation writes to
-    "AUTOFL_UNSUPPORTED_JOB",
+SETTLED_BY_RUNNING = {  # a recorded run names the job, its budget, its key metric and its simulator folder
+    UNSUPPORTED,
     "AUTOFL_EMPTY_FIXED_BUDGET",
     "AUTOFL_UNRESOLVED_SAFETY_FIELD",
+    "AUTOFL_METRIC_NOT_DECLARED",  # recomputed against the recorded key metric
     UNISOLATED_WORKSPACE,
+    "AUTOFL_RECIPE_WOULD_RAISE",  # a recorded run got past NVFLARE's own checks
 }
-SETTLED_TOO = {"AUTOFL_RECIPE_WOULD_RAISE"}  # a recorded run got past NVFLARE's own checks
 UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
     "environment variable",
     "host environment",
@@ -38,35 +44,38 @@ UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one 
 NOT_TRAINING = ("statistics", "psi", "evaluation", "inference", "nested")
 
 
-def summary(record: dict | None, why: str = "") -> dict:
+def summary(record: DryRunRecord | None, why: str = "") -> dict:
     if record is None:
         return {"status": "unavailable", "reason": why or "this host cannot seal a dry run (no namespaces)"}
-    out = {"status": record.get("status"), "stubbed": record.get("stubbed") or []}
-    if record.get("status") == "recorded":
+    out = {"status": record.status, "stubbed": list(record.stubbed)}
+    if record.status == "recorded":
         out.update(
-            entry=record.get("entry"),
+            entry=record.entry,
             nvflare_class=recorded.recipe_class(record),
             family=recorded.family(record),
             budget={k: v.get("value") for k, v in recorded.budget(record).items()},
         )
-    elif record.get("status") == "raised":
+    elif record.status == "raised":
         out["reason"] = recorded.raise_reason(record)
-    elif record.get("status") == "exited":
+    elif record.status == "exited":
         out["reason"] = recorded.exit_reason(record)
-    elif record.get("reason"):
-        out["reason"] = record["reason"]
+    elif record.reason:
+        out["reason"] = record.reason
     return out
 
 
-def _settled_by_running(config: dict) -> bool:
-    errors = config["admission_errors"]
-    codes = {e["code"] for e in errors}
-    if not codes or not codes <= SETTLED_BY_RUNNING | SETTLED_TOO:
-        return False
-    texts = " ".join(e["message"] for e in errors) + " ".join(u.get("reason", "") for u in config["unresolved"])
+def held(config: dict) -> bool:
+    """True when the static reading refuses for a reason no single run settles (see the module docstring)."""
     if (config.get("job") or {}).get("family") in NOT_TRAINING:
-        return False
-    return not any(mark in texts for mark in UNPINNABLE)
+        return True
+    errors = config["admission_errors"]
+    if any(e["code"] not in SETTLED_BY_RUNNING for e in errors):
+        return True
+    notes = [
+        u.get("reason", "") for u in config["unresolved"] if u["field"].startswith(("fixed_budget.", "objective."))
+    ]
+    texts = " ".join([*(e["message"] for e in errors), *notes])
+    return any(mark in texts for mark in UNPINNABLE)
 
 
 def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
@@ -101,16 +110,15 @@ def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
     }
 
 
-def _option_values(record: dict) -> dict:
-    parsers = record.get("parsers") or []
-    return {moves.option_name(a): a["value"] for a in (parsers[0]["actions"] if parsers else []) if a["option_strings"]}
+def _option_values(record: DryRunRecord) -> dict:
+    return {a.name: a.value for a in recorded.options(record) if a.option_strings}
 
 
 def _objective_moves(moved: dict) -> list[str]:
     return list(dict.fromkeys(moved.get("objective", [])))
 
 
-def pinned_too(config: dict, record: dict, moved: dict) -> None:
+def pinned_too(config: dict, moved: dict) -> None:
     """Add the options a run showed to move a field (or the objective) to that field's `depends_on`."""
     budget = config.get("fixed_budget") or {}
     extra = _objective_moves(moved)
@@ -125,7 +133,7 @@ def pinned_too(config: dict, record: dict, moved: dict) -> None:
                 entry["confidence"] = "pinned"
 
 
-def contradictions(config: dict, record: dict) -> list[str]:
+def contradictions(config: dict, record: DryRunRecord) -> list[str]:
     """Budget fields whose static value differs from what NVFLARE was asked to run."""
     ran = recorded.budget(record)
     found = []
@@ -139,107 +147,143 @@ def contradictions(config: dict, record: dict) -> list[str]:
     return found
 
 
-def _recorded_budget(record: dict, moved: dict) -> dict:
-    values = _option_values(record)
-    extra = _objective_moves(moved)
-    ran = recorded.budget(record)
-    return {
-        field: _budget_entry(ran[field], list(dict.fromkeys([*moved.get(field, []), *extra])), values)
-        for field in recorded.FIELDS
-    }
+def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved: dict) -> dict:
+    """The budget as the run recorded it; a field the run left without a value keeps the reading's value, and a
+    field an environment variable moves is unresolved (one run cannot pin it)."""
+    values, extra = _option_values(record), _objective_moves(moved)
+    ran, static = recorded.budget(record), config.get("fixed_budget") or {}
+    budget = {}
+    for field in recorded.FIELDS:
+        entry = _budget_entry(ran[field], list(dict.fromkeys([*moved.get(field, []), *extra])), values)
+        read = dict(static.get(field) or {})
+        if entry["confidence"] == "unresolved" and read.get("confidence") not in (None, "unresolved"):
+            entry = read
+            entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *moved.get(field, []), *extra]))
+        names = [*env_moved.get(field, []), *env_moved.get("objective", [])]
+        if names and entry["confidence"] != "not_applicable":
+            entry = {**entry, "value": None, "confidence": "unresolved", "flag": None}
+            entry["reason"] = (
+                f"running job.py with the environment variable {names[0]} changed asks NVFLARE for another "
+                f"{field}: one run cannot pin a budget that reads the environment; pass it as an option instead"
+            )
+        budget[field] = entry
+    budget["comparison_args"] = static.get("comparison_args", {})
+    return budget
 
 
-def rebuild(config: dict, record: dict, moved: dict, trust_for: Callable[[str | None], dict]) -> None:
-    """Replace the job, budget and objective of a statically refused job by what its dry run recorded."""
-    name = recorded.recipe_class(record)
-    chain = record.get("recipe") or []
-    call = record.get("call") or {}
-    env = record.get("env") or {}
+def _objective(config: dict, record: DryRunRecord) -> None:
+    """The job's key metric and its mode as recorded; the schema's contract (requested metric, bridges, schema
+    mode) is the reading's. A direction the reading found a custom model selector to decide stays unresolved."""
+    metric, mode = recorded.key_metric(record)
+    objective = config["objective"]
+    if metric is None:  # NVFLARE was given none: the reading's default for the class, else NVFLARE's
+        metric, source = objective.get("job_key_metric") or DEFAULT_KEY_METRIC, "core_default"
+    else:
+        source = "dry_run"
+    if mode == "max" and not (objective.get("job_key_metric_mode") == "max" and _explicit_mode(objective)):
+        mode = None  # a recipe holds NVFLARE's default "max" too: explicit only where the reading saw it written
+    custom = objective.get("mode_contract_source") == "unresolved" and objective.get("job_key_metric") == metric
+    objective.update(job_key_metric=metric, job_key_metric_mode=mode or "max", job_key_metric_source=source)
+    requested = objective.get("requested_metric") or metric
+    if requested == metric and not custom:
+        objective.update(
+            metric=metric,
+            mode=mode or "max",
+            mode_contract_source="key_metric_mode" if mode else "core_default",
+            metric_extraction_order=objective.get("metric_extraction_order") or [metric],
+        )
+
+
+def _explicit_mode(objective: dict) -> bool:
+    return objective.get("mode_contract_source") not in (None, "core_default", "unresolved", "undeclared")
+
+
+def fold(
+    config: dict, record: DryRunRecord, moved: dict, env_moved: dict, trust_for: Callable[[str | None], dict]
+) -> None:
+    """Make a recorded training run the config's source (see the module docstring)."""
+    found = contradictions(config, record)
+    metric, _mode = recorded.key_metric(record)
+    read = config["objective"].get("job_key_metric")
+    if metric is not None and read not in (None, metric):
+        found.append(f"key metric: job.py reads as {read}, but running it asks NVFLARE for {metric}")
+    chain, call = record.recipe, record.call
+    line = call.line if call else None
     pattern = "recipe" if chain else "fedjob"
+    env_name = record.env.name if record.env else None
     config["job"].update(
         {
             "class": (chain[0].rpartition(".")[2] if chain else "FedJob"),
             "family": recorded.family(record),
-            "nvflare_class": name,
-            "env": {"class": env.get("class") or "FedJob.simulator_run", "args": {}},
-            "line": call.get("line"),
+            "nvflare_class": recorded.recipe_class(record),
+            "env": {"class": env_name or "FedJob.simulator_run", "args": {}},
+            "line": line,
             "pattern": pattern,
-            "run_call": record.get("recipe_call") or record.get("entry"),
+            "run_call": record.recipe_call or record.entry,
         }
     )
-    config["environment"]["discovered"] = {"args": {}, "name": env.get("class")}
-    if pattern == "fedjob" and record.get("entry") == "simulator_run":
-        root = record.get("root_variable") or "\0"
-        workspace = record.get("workspace") or ""
+    config["environment"]["discovered"] = {"args": {}, "name": env_name}
+    workspace = recorded.fedjob_workspace(record)
+    if workspace is not None:
+        root = record.root_variable or "\0"
+        inside = workspace == root or workspace.startswith(root + "/")
         config["environment"]["simulator_workspace"] = {
             "confidence": "high",
-            "line": call.get("line"),
-            "reads_root_variable": workspace == root or workspace.startswith(root + "/"),
-            "value": None if workspace.startswith(root) else workspace,
+            "line": line,
+            "reads_root_variable": inside,
+            "value": None if inside else workspace,
         }
-    budget = _recorded_budget(record, moved)
-    budget["comparison_args"] = (config.get("fixed_budget") or {}).get("comparison_args", {})
-    config["fixed_budget"] = budget
-    metric, mode = recorded.key_metric(record)
-    objective = config["objective"]
-    if objective.get("job_key_metric") is None:
-        requested = objective.get("requested_metric") or metric
-        objective.update(
-            job_key_metric=metric,
-            job_key_metric_mode=mode or "max",
-            job_key_metric_source="dry_run",
-            metric=requested,
-            mode=mode or "max",
-            mode_contract_source="key_metric_mode" if mode else "core_default",
-            metric_extraction_order=[requested] if requested else [],
-        )
-    config["trust"] = trust_for(recorded.train_script(record))
-    config["recipe_args"] = {}
+    config["fixed_budget"] = _recorded_budget(config, record, moved, env_moved)
+    _objective(config, record)
+    script = recorded.train_script(record)
+    if script is not None:  # the run names no client script: the reading's trust stands
+        config["trust"] = trust_for(script)
     config["unresolved"] = [
         u for u in config["unresolved"] if not u["field"].startswith(("fixed_budget.", "objective."))
     ]
+    config["unresolved"] += [
+        {"field": f"fixed_budget.{k}", "reason": v.get("reason", "")}
+        for k, v in config["fixed_budget"].items()
+        if k in recorded.FIELDS and v.get("confidence") == "unresolved"
+    ]
     config["import"]["support"] = {
         "status": "supported",
-        "reason": f"recorded by a dry run: {pattern} {config['job']['class']} at job.py line {call.get('line')}",
+        "reason": f"recorded by a dry run: {pattern} {config['job']['class']} at job.py line {line}",
     }
     config["import"]["would_raise"] = []
-
-
-def record_first(config: dict, record: dict, moved: dict, trust_for: Callable[[str | None], dict]) -> None:
-    """A recorded training run is the config's source: the job, budget, key metric and trust are what NVFLARE was
-    asked to build. The static reading only fills a budget field the run left without a value, and keeps what
-    no run records (the recipe's arguments as written, notes for the human, the objective's schema contract)."""
-    static_budget = {field: dict((config.get("fixed_budget") or {}).get(field) or {}) for field in recorded.FIELDS}
-    found = contradictions(config, record)
-    recipe_args, notes = config["recipe_args"], list(config["unresolved"])
-    would_raise, trust = config["import"]["would_raise"], config["trust"]
-    metric, _mode = recorded.key_metric(record)
-    read = config["objective"].get("job_key_metric")
-    if metric is not None and read not in (None, metric):  # the run's key metric replaces the reading's (rebuild)
-        found.append(f"key metric: job.py reads as {read}, but running it asks NVFLARE for {metric}")
-        config["objective"]["job_key_metric"] = None
-    rebuild(config, record, moved, trust_for)
-    for field in recorded.FIELDS:  # a value the run did not record: the reading's stands, pinned by both
-        entry = config["fixed_budget"][field]
-        if entry["confidence"] == "unresolved" and static_budget[field].get("confidence") not in (None, "unresolved"):
-            config["fixed_budget"][field] = static_budget[field]
-    pinned_too(config, record, moved)
-    config["recipe_args"], config["unresolved"] = recipe_args, notes
-    config["import"]["would_raise"] = would_raise
-    if recorded.train_script(record) is None:  # the run names no client script: the reading's trust stands
-        config["trust"] = trust
+    if env_moved.get("objective"):
+        config["import"]["support"] = {
+            "status": "unsupported",
+            "reason": f"running job.py with the environment variable {env_moved['objective'][0]} changed builds "
+            "another job (class, key metric or simulator folder): one run cannot pin it; pass it as an option",
+        }
     if found:
         config["import"]["dry_run"]["corrected"] = found
 
 
-def _environment(record: dict) -> bool:
+def _not_training(config: dict, record: DryRunRecord, family: str) -> None:
+    chain = record.recipe or ("a FedJob",)
+    config["job"].update(family=family, nvflare_class=recorded.recipe_class(record))
+    what = (
+        "a nested application whose rounds Auto-FL cannot budget"
+        if family == "nested"
+        else "which trains no model; Auto-FL tunes training jobs only"
+    )
+    line = record.call.line if record.call else None
+    config["import"]["support"] = {
+        "status": "unsupported",
+        "reason": f"running job.py builds {chain[0].rpartition('.')[2]} (line {line}), of the {family} family, {what}",
+    }
+
+
+def _environment(record: DryRunRecord) -> bool:
     """True when the run raised because this interpreter lacks a module (not something job.py decides)."""
-    if record.get("exception") in ("ModuleNotFoundError", "ImportError"):
+    if record.exception in ("ModuleNotFoundError", "ImportError"):
         return True
-    return "is not installed" in str(record.get("message"))  # NVFLARE's optional_import checks
+    return "is not installed" in record.message  # NVFLARE's optional_import checks
 
 
-def refuse_with_line(config: dict, record: dict) -> None:
+def refuse_with_line(config: dict, record: DryRunRecord) -> None:
     """The refusal also names the job.py line the run's raise came from, and what to change."""
     support = config["import"]["support"]
     ran = recorded.raise_reason(record)
@@ -249,12 +293,12 @@ def refuse_with_line(config: dict, record: dict) -> None:
         support["reason"] = f"{support['reason']} (and {ran})"
 
 
-def changes(baseline: dict, candidate: dict | None) -> list[str]:
+def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]:
     """What a candidate's run (its run arguments on top of the base ones) changes against the baseline's run."""
     if candidate is None:
         return []
-    if candidate.get("status") != "recorded":
-        why = recorded.raise_reason(candidate) if candidate.get("status") == "raised" else candidate.get("status")
+    if candidate.status != "recorded":
+        why = recorded.raise_reason(candidate) if candidate.status == "raised" else candidate.status
         return [f"job.py no longer reaches NVFLARE with them ({why})"]
     before, after = moves.signature(baseline), moves.signature(candidate)
     found = [
@@ -281,81 +325,68 @@ ACTION_NAMES = {
 NO_VALUE = {"store_true", "store_false", "store_const", "count", "append_const", "boolean_optional", "version"}
 
 
-def real_parser(config: dict, record: dict) -> None:
+def real_parser(config: dict, record: DryRunRecord) -> None:
     """The parser's facts are the real argparse parser's: its settings and every option with its default and
     parsed value; the reading only adds the job.py line an option is declared on (for refusals to name)."""
-    parsers = record.get("parsers") or []
-    if not parsers:
+    if not record.parsers:
         return
-    real, section = parsers[0], config["argparse"]
-    section["allow_abbrev"] = bool(real.get("allow_abbrev", True))
-    section["fromfile_prefix_chars"] = real.get("fromfile_prefix_chars")
+    real, section = record.parsers[0], config["argparse"]
+    section["allow_abbrev"] = real.allow_abbrev
+    section["fromfile_prefix_chars"] = real.fromfile_prefix_chars
     lines = {f["dest"]: f.get("line") for f in section["flags"]}
     section["flags"] = [
-        {**_flag(a), "line": lines.get(a["dest"])}
-        for a in real["actions"]
-        if ACTION_NAMES.get(a["action"]) != "version"
+        {**_flag(a), "line": lines.get(a.dest)} for a in real.actions if ACTION_NAMES.get(a.action) != "version"
     ]
     section["parsed"] = True
 
 
-def _flag(action: dict) -> dict:
-    name = ACTION_NAMES.get(action["action"], "store")
+def _flag(action: recorded.Action) -> dict:
+    name = ACTION_NAMES.get(action.action, "store")
     flag = {
-        "option_strings": list(action["option_strings"]),
-        "dest": action["dest"],
+        "option_strings": list(action.option_strings),
+        "dest": action.dest,
         "action": name,
-        "type": action["type"],
-        "default": action["default"],
+        "type": action.type,
+        "default": action.default,
         "default_confidence": "high",
-        "required": action["required"],
+        "required": action.required,
         "takes_value": name not in NO_VALUE,
-        "positional": not action["option_strings"],
+        "positional": not action.option_strings,
         "line": None,
-        "value": action["value"],
+        "value": action.value,
     }
-    if action["choices"] is not None:
-        flag["choices"] = action["choices"]
-    if action["nargs"] not in (None, 0):
-        flag["nargs"] = action["nargs"]
+    if action.choices is not None:
+        flag["choices"] = action.choices
+    if action.nargs not in (None, 0):
+        flag["nargs"] = action.nargs
     return flag
 
 
 def apply(
-    config: dict, record: dict | None, moved: dict, trust_for: Callable[[str | None], dict], why: str = ""
+    config: dict,
+    record: DryRunRecord | None,
+    moved: dict,
+    trust_for: Callable[[str | None], dict],
+    why: str = "",
+    env_moved: dict | None = None,
 ) -> dict:
     """The config with the dry run folded in (see the module docstring); admission is recomputed."""
     config["import"]["dry_run"] = summary(record, why)
     if record is None:
         return config
-    if record.get("parsers"):
-        real_parser(config, record)
+    real_parser(config, record)
     metric = config["objective"].get("requested_metric")
-    status, stubbed = record.get("status"), record.get("stubbed") or []
-    if not config["admission_errors"]:
-        if status == "recorded" and recorded.family(record) == "training":
-            record_first(config, record, moved, trust_for)
-        elif status == "recorded":
-            pinned_too(config, record, moved)
-    elif status == "recorded" and _settled_by_running(config):
-        family = recorded.family(record)
-        if family == "training":
-            rebuild(config, record, moved, trust_for)
-        elif family in NOT_TRAINING:
-            chain = record.get("recipe") or ["a FedJob"]
-            config["job"].update(family=family, nvflare_class=recorded.recipe_class(record))
-            what = (
-                "a nested application whose rounds Auto-FL cannot budget"
-                if family == "nested"
-                else "which trains no model; Auto-FL tunes training jobs only"
-            )
-            config["import"]["support"] = {
-                "status": "unsupported",
-                "reason": f"running job.py builds {chain[0].rpartition('.')[2]} (line "
-                f"{(record.get('call') or {}).get('line')}), of the {family} family, {what}",
-            }
-    elif status == "raised" and not stubbed and not _environment(record) and _settled_by_running(config):
-        refuse_with_line(config, record)
+    family = recorded.family(record) if record.status == "recorded" else None
+    settles = not held(config)  # the static reading refuses for nothing a run cannot settle
+    if family == "training" and settles:
+        fold(config, record, moved, env_moved or {}, trust_for)
+    elif family in NOT_TRAINING and settles:
+        _not_training(config, record, family)
+    elif record.status == "recorded":
+        pinned_too(config, moved)
+    elif record.status == "raised" and config["admission_errors"] and settles:
+        if not record.stubbed and not _environment(record):  # a raise in job.py or NVFLARE, not a missing module
+            refuse_with_line(config, record)
     config["admission_errors"] = admission_errors(config, metric)
     if config["import"]["support"]["status"] != "supported" and not any(
         e["code"] == UNSUPPORTED for e in config["admission_errors"]
@@ -367,11 +398,11 @@ def apply(
     return config
 
 
-def unsettled_reason(record: dict) -> str | None:
+def unsettled_reason(record: DryRunRecord) -> str | None:
     """Why the run settled nothing, for a refusal to name: job.py exited (its parser refused the arguments), something
     it or NVFLARE imports cannot be imported here, or it raised. None for a recorded run."""
-    if record.get("status") == "exited":
+    if record.status == "exited":
         return recorded.exit_reason(record)
-    if record.get("status") == "raised":
+    if record.status == "raised":
         return recorded.environment_reason(record) if _environment(record) else recorded.raise_reason(record)
     return None

@@ -4,7 +4,8 @@ Option classification by dry run lives here and only here. One run perturbs ever
 (ints and floats to distinct values, flags flipped, choices changed); a budget field that takes one perturbed
 option's value depends on that option. A field that changes to a value no option was given (computed), or a run
 that raises or runs another class (or writes a FedJob's simulation elsewhere), is settled by one run per
-candidate option (at most MAX_SINGLE_RUNS, run side by side).
+candidate option (at most MAX_SINGLE_RUNS, run side by side). The environment variables job.py read are
+perturbed the same way in one more run (`moving_env`): a field they move is one no single run can pin.
 """
 
 from __future__ import annotations
@@ -14,61 +15,66 @@ import re
 from collections.abc import Callable
 
 from . import recorded
+from .recorded import Action, DryRunRecord
 
 INT_PROBES = (7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83)
 MAX_SINGLE_RUNS = 12
-Runner = Callable[[list[list[str]]], list[dict | None]]
+Runner = Callable[[list[list[str]]], list[DryRunRecord | None]]
+EnvRunner = Callable[[dict[str, str]], DryRunRecord | None]
 
 
 RUN_KEYS = ("class", "metric", "mode", "workspace")  # what runs besides the budget; an option moving one is pinned
 
 
-def signature(record: dict) -> dict:
+def signature(record: DryRunRecord) -> dict:
     """What a candidate may not change: the budget values, the class that runs, the key metric and its mode, and
     the folder a FedJob's own `simulator_run` writes to (a sealed trial maps that one path)."""
     values = {k: v.get("value") for k, v in recorded.budget(record).items()}
     metric, mode = recorded.key_metric(record)
     return {
         "budget": values,
-        "class": (record.get("recipe") or [None])[0],
+        "class": record.recipe[0] if record.recipe else None,
         "metric": metric,
         "mode": mode,
-        "workspace": recorded.fedjob_workspace(record),
+        "workspace": _under_root(record),
     }
 
 
-def option_name(action: dict) -> str:
-    strings = action["option_strings"]
-    return next((s for s in strings if s.startswith("--")), strings[0])
+def _under_root(record: DryRunRecord) -> str | None:
+    """A FedJob's simulator folder, with the sandbox's root folder (a session's own, so a cached record may name
+    another session's) written as the variable that names it."""
+    workspace, root = recorded.fedjob_workspace(record), record.root_variable
+    if workspace is not None and root and (workspace == root or workspace.startswith(root + "/")):
+        return "$NVFLARE_SIMULATOR_WORKSPACE_ROOT" + workspace[len(root) :]
+    return workspace
 
 
-def candidates(record: dict) -> list[dict]:
+def candidates(record: DryRunRecord) -> list[Action]:
     """The main parser's optional arguments a perturbation can change."""
-    parsers = record.get("parsers") or []
     out = []
-    for action in parsers[0]["actions"] if parsers else []:
-        kind, value = action["action"], action["value"]
-        if not action["option_strings"] or action["nargs"] not in (None, "?", 0):  # 0: a flag; lists are left out
+    for action in recorded.options(record):
+        kind, value = action.action, action.value
+        if not action.option_strings or action.nargs not in (None, "?", 0):  # 0: a flag; lists are left out
             continue
         if kind in ("_StoreTrueAction", "_StoreFalseAction", "BooleanOptionalAction") and isinstance(value, bool):
             out.append(action)
-        elif kind == "_StoreAction" and (action["choices"] or action["type"] in ("int", "float", "str", None)):
+        elif kind == "_StoreAction" and (action.choices or action.type in ("int", "float", "str", None)):
             out.append(action)
     return out
 
 
-def _perturbation(action: dict, taken: set) -> list[str]:
-    name, kind, value = option_name(action), action["action"], action["value"]
+def _perturbation(action: Action, taken: set) -> list[str]:
+    name, kind, value = action.name, action.action, action.value
     if kind == "BooleanOptionalAction":
         return [name if not value else "--no-" + name[2:]]
     if kind in ("_StoreTrueAction", "_StoreFalseAction"):
-        return [name] if value == action["default"] else []
-    if action["choices"]:
-        other = [c for c in action["choices"] if c != value]
+        return [name] if value == action.default else []
+    if action.choices:
+        other = [c for c in action.choices if c != value]
         return [name, str(other[0])] if other else []
-    if action["type"] in ("str", None):
+    if action.type in ("str", None):
         return [name, "autofl-probe"] if isinstance(value, str) or value is None else []
-    if action["type"] == "int":
+    if action.type == "int":
         probe = next(p for p in INT_PROBES if p not in taken and p != value)
         taken.add(probe)
         return [name, str(probe)]
@@ -77,15 +83,15 @@ def _perturbation(action: dict, taken: set) -> list[str]:
     return [name, repr(probe)]
 
 
-def _built(record: dict) -> str:
+def _built(record: DryRunRecord) -> str:
     """What NVFLARE was asked to build, as text: the recipe's attributes and the exported configs."""
-    return json.dumps([record.get("recipe_attrs"), record.get("configs")], sort_keys=True, default=str)
+    return json.dumps([record.recipe_attrs, record.configs], sort_keys=True, default=str)
 
 
-def reaching(baseline: dict, after: dict | None, extra: dict[str, list[str]]) -> list[str]:
+def reaching(baseline: DryRunRecord, after: DryRunRecord | None, extra: dict[str, list[str]]) -> list[str]:
     """Options whose perturbed value shows up in what the perturbed run built (its train arguments, a component's
     arguments) and not in the baseline's: the job reads them. Flags without a value are not matched."""
-    if not after or after.get("status") != "recorded":
+    if after is None or after.status != "recorded":
         return []
     before, now = _built(baseline), _built(after)
     found = []
@@ -99,7 +105,7 @@ def reaching(baseline: dict, after: dict | None, extra: dict[str, list[str]]) ->
 
 
 def moving_options(
-    baseline: dict, base_args: list[str], run_many: Runner, reached: list[str] | None = None
+    baseline: DryRunRecord, base_args: list[str], run_many: Runner, reached: list[str] | None = None
 ) -> dict[str, list[str]]:
     """`{field or "objective": [options that move it]}` for every field some option moves; `run_many` runs a batch
     of argument lists (side by side) and returns their records. `reached`, when given, gets the options whose
@@ -109,14 +115,14 @@ def moving_options(
         return {}
     before = signature(baseline)
     taken = {v for v in before["budget"].values() if v is not None}
-    extra = {option_name(a): _perturbation(a, taken) for a in cands}
+    extra = {a.name: _perturbation(a, taken) for a in cands}
     extra = {k: v for k, v in extra.items() if v}
     after_record = run_many([base_args + [t for tokens in extra.values() for t in tokens]])[0]
     if reached is not None:
         reached.extend(reaching(baseline, after_record, extra))
     moved: dict[str, list[str]] = {}
     unknown: set[str] = set()
-    if not after_record or after_record.get("status") != "recorded":
+    if after_record is None or after_record.status != "recorded":
         unknown = {"*"}
     else:
         after = signature(after_record)
@@ -133,7 +139,7 @@ def moving_options(
     if unknown:
         singles = list(extra.items())[:MAX_SINGLE_RUNS]
         for (name, _tokens), single in zip(singles, run_many([base_args + t for _, t in singles]), strict=True):
-            if not single or single.get("status") != "recorded":
+            if single is None or single.status != "recorded":
                 moved.setdefault("objective", []).append(name)  # it stops the job: keep it fixed
                 continue
             now = signature(single)
@@ -145,12 +151,34 @@ def moving_options(
     return moved
 
 
-def tried_options(record: dict) -> list[str]:
+def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """`{field or "objective": [environment variables that move it]}`: one run with every variable job.py read
+    (but `fixed`, which the trial sets itself) set to a distinct number; a run that no longer records moves
+    everything (the environment decides whether job.py reaches NVFLARE at all)."""
+    names = [name for name in baseline.env_read if name not in fixed]
+    if not names:
+        return {}
+    before = signature(baseline)
+    taken = {v for v in before["budget"].values() if v is not None}
+    probes = [p for p in INT_PROBES if p not in taken]
+    after = run_env({name: str(probe) for name, probe in zip(names, probes, strict=False)})
+    if after is None:
+        return {}
+    if after.status != "recorded":
+        return {field: list(names) for field in (*recorded.FIELDS, "objective")}
+    now = signature(after)
+    moved = {field: list(names) for field in recorded.FIELDS if now["budget"][field] != before["budget"][field]}
+    if any(now[k] != before[k] for k in RUN_KEYS):
+        moved["objective"] = list(names)
+    return moved
+
+
+def tried_options(record: DryRunRecord) -> list[str]:
     """Every option string of the options the perturbed runs tried (see `candidates`), sorted."""
-    return sorted({s for action in candidates(record) for s in action["option_strings"]})
+    return sorted({s for action in candidates(record) for s in action.option_strings})
 
 
-def covered(record: dict, run_args: list[str]) -> bool:
+def covered(record: DryRunRecord, run_args: list[str]) -> bool:
     """True when every option `run_args` sets is one the perturbed runs tried (spelled as the parser spells it):
     each one alone was shown not to move the budget unless it is pinned, so no further run is needed."""
     return covered_by(tried_options(record), run_args)

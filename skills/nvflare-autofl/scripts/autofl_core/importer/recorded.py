@@ -1,15 +1,200 @@
-"""What a dry-run record says (pure): the class that ran, its family, the budget, the key metric, the refusal line.
+"""What a dry-run record says (pure): the typed record, and the class, family, budget, key metric, refusal line.
 
 A record is what `dryrun_boot.py` wrote: the recipe's class chain, the exported job's JSON configs, the clients
-`simulator_run` was given, the env, the parsers' actions, or the job.py line a raise came from.
+`simulator_run` was given, the env, the parsers' actions, the environment variables job.py read, or the job.py
+line a raise came from. `parse` reads that JSON once into a `DryRunRecord`; a malformed or partial one becomes a
+record whose status is `malformed`, so nothing later reads a missing key.
 """
 
 from __future__ import annotations
 
 import posixpath
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
 
 from . import recipes
+
+Status = Literal["recorded", "raised", "exited", "no_run", "sandbox_failed", "timeout", "malformed"]
+STATUSES: tuple[str, ...] = get_args(Status)
+NOT_RUN: tuple[str, ...] = ("sandbox_failed", "timeout", "malformed")  # no run was made: never cached
+
+
+@dataclass(frozen=True)
+class Where:
+    """A source line: job.py (or a module beside it), or NVFLARE's own file."""
+
+    file: str
+    line: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Action:
+    """One action of a parser job.py built, as argparse held it after parsing."""
+
+    option_strings: tuple[str, ...]
+    dest: str
+    action: str
+    type: str | None
+    default: Any
+    choices: list | None
+    required: bool
+    nargs: Any
+    value: Any
+
+    @property
+    def name(self) -> str:
+        """The option's long spelling (its first spelling when it has none)."""
+        return next((s for s in self.option_strings if s.startswith("--")), self.option_strings[0])
+
+
+@dataclass(frozen=True)
+class Parser:
+    """A parser job.py built and parsed with."""
+
+    allow_abbrev: bool
+    fromfile_prefix_chars: str | None
+    actions: tuple[Action, ...]
+
+
+@dataclass(frozen=True)
+class Env:
+    """The environment a recipe ran in (SimEnv, PocEnv, ...), with its plain attributes."""
+
+    name: str | None
+    attrs: dict
+
+
+@dataclass(frozen=True)
+class DryRunRecord:
+    """One run of job.py up to NVFLARE's entry point (`status` says how it ended)."""
+
+    status: Status
+    reason: str = ""  # why no run was made (sandbox_failed, timeout, malformed)
+    entry: str | None = None  # simulator_run, export_job, deploy
+    call: Where | None = None
+    recipe: tuple[str, ...] = ()  # the recipe's class chain, most derived first
+    recipe_call: str | None = None
+    recipe_attrs: dict = field(default_factory=dict)
+    configs: dict = field(default_factory=dict)  # the exported job's JSON files by relative path
+    job_dir: str = ""
+    workspace: str | None = None
+    clients: tuple[str, ...] = ()
+    n_clients: int | None = None
+    env: Env | None = None
+    parsers: tuple[Parser, ...] = ()
+    stubbed: tuple[str, ...] = ()
+    env_read: tuple[str, ...] = ()  # environment variables job.py's own code read
+    code: int | None = None
+    parser_error: str | None = None
+    exception: str = ""
+    message: str = ""
+    where: Where | None = None
+    nvflare: Where | None = None
+    root_variable: str = ""
+
+
+class _Malformed(Exception):
+    pass
+
+
+def _typed(data: dict, key: str, kinds: tuple) -> Any:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise _Malformed(f"{key} is {type(value).__name__}")
+    return value
+
+
+def _strings(data: dict, key: str) -> tuple[str, ...]:
+    items = _typed(data, key, (list,)) or []
+    if not all(isinstance(item, str) for item in items):
+        raise _Malformed(f"{key} holds a non-string")
+    return tuple(items)
+
+
+def _where(data: dict, key: str) -> Where | None:
+    raw = _typed(data, key, (dict,))
+    if not raw:
+        return None
+    line = _typed(raw, "line", (int,))
+    return Where(str(raw.get("file", "job.py")), line, str(raw.get("text") or ""))
+
+
+def _action(raw: Any) -> Action:
+    if not isinstance(raw, dict) or not isinstance(raw.get("dest"), str) or not isinstance(raw.get("action"), str):
+        raise _Malformed("a parser action without dest or action")
+    strings = _strings(raw, "option_strings")
+    choices = _typed(raw, "choices", (list,))
+    return Action(
+        strings,
+        raw["dest"],
+        raw["action"],
+        _typed(raw, "type", (str,)),
+        raw.get("default"),
+        list(choices) if choices is not None else None,
+        bool(raw.get("required", False)),
+        raw.get("nargs"),
+        raw.get("value"),
+    )
+
+
+def _parser(raw: Any) -> Parser:
+    if not isinstance(raw, dict):
+        raise _Malformed("a parser is not an object")
+    return Parser(
+        bool(raw.get("allow_abbrev", True)),
+        _typed(raw, "fromfile_prefix_chars", (str,)),
+        tuple(_action(a) for a in _typed(raw, "actions", (list,)) or []),
+    )
+
+
+def parse(data: Any) -> DryRunRecord:
+    """The typed record of the boot's JSON (or of a cached copy); `malformed` naming what is wrong otherwise."""
+    try:
+        if not isinstance(data, dict):
+            raise _Malformed("it is not a JSON object")
+        status = data.get("status")
+        if status not in STATUSES:
+            raise _Malformed(f"unknown status {status!r}")
+        env = _typed(data, "env", (dict,))
+        configs = _typed(data, "configs", (dict,)) or {}
+        if status == "recorded" and not isinstance(data.get("entry"), str):
+            raise _Malformed("a recorded run names no entry point")
+        return DryRunRecord(
+            status=status,
+            reason=str(data.get("reason") or ""),
+            entry=_typed(data, "entry", (str,)),
+            call=_where(data, "call"),
+            recipe=_strings(data, "recipe"),
+            recipe_call=_typed(data, "recipe_call", (str,)),
+            recipe_attrs=_typed(data, "recipe_attrs", (dict,)) or {},
+            configs={k: v for k, v in configs.items() if isinstance(v, dict)},
+            job_dir=_typed(data, "job_dir", (str,)) or "",
+            workspace=_typed(data, "workspace", (str,)),
+            clients=_strings(data, "clients"),
+            n_clients=_typed(data, "n_clients", (int,)),
+            env=Env(_typed(env, "class", (str,)), _typed(env, "attrs", (dict,)) or {}) if env else None,
+            parsers=tuple(_parser(p) for p in _typed(data, "parsers", (list,)) or []),
+            stubbed=_strings(data, "stubbed"),
+            env_read=_strings(data, "env_read"),
+            code=_typed(data, "code", (int,)),
+            parser_error=_typed(data, "parser_error", (str,)),
+            exception=str(data.get("exception") or ""),
+            message=str(data.get("message") or ""),
+            where=_where(data, "where"),
+            nvflare=_where(data, "nvflare"),
+            root_variable=_typed(data, "root_variable", (str,)) or "",
+        )
+    except _Malformed as what:
+        return DryRunRecord("malformed", reason=f"the dry run's record is malformed ({what}); run it again")
+
+
+def options(record: DryRunRecord) -> tuple[Action, ...]:
+    """The actions of the first parser job.py parsed with (its main parser), or none."""
+    return record.parsers[0].actions if record.parsers else ()
+
 
 FIELDS = ("num_clients", "min_clients", "num_rounds")
 SCRIPT_KEYS = ("script", "task_script_path")  # a ScriptRunner's script, as NVFLARE versions export it
@@ -23,41 +208,46 @@ NON_TRAINING_WORKFLOWS = {  # server workflows of jobs that train nothing (FedJo
 NESTED_MARKS = ("flower", "edge", "ccwf")
 
 
-def recipe_class(record: dict) -> str | None:
+def recipe_class(record: DryRunRecord) -> str | None:
     """The NVFLARE recipe class the job ran (the first of its class chain the recipe table knows)."""
     known = recipes.table()["classes"]
-    for name in record.get("recipe") or []:
+    for name in record.recipe:
         if name in known and known[name].get("kind") == "recipe":
             return name
     return None
 
 
-def family(record: dict) -> str | None:
+def family(record: DryRunRecord) -> str | None:
     """training / statistics / psi / evaluation / inference / nested, or None when unknown."""
     name = recipe_class(record)
     if name is not None:
         return recipes.table()["classes"][name].get("family")
-    workflows = [w.get("path", "") for w in _workflows(record)]
+    workflows = [str(w.get("path", "")) for w in _workflows(record)]
     if any(mark in path.lower() for path in workflows for mark in NESTED_MARKS):
         return "nested"
     kinds = {NON_TRAINING_WORKFLOWS.get(path.rpartition(".")[2]) for path in workflows}
     if workflows and None not in kinds:
         return sorted(k for k in kinds if k)[0]
-    if record.get("recipe"):
+    if record.recipe:
         return "training"  # a recipe NVFLARE does not ship: training, its budget passed explicitly
     return "training" if _values(record, "num_rounds") else None
 
 
-def _configs(record: dict, part: str) -> list[dict]:
-    return [c for name, c in sorted((record.get("configs") or {}).items()) if part in name and isinstance(c, dict)]
+def _configs(record: DryRunRecord, part: str) -> list[dict]:
+    return [c for name, c in sorted(record.configs.items()) if part in name]
 
 
-def _workflows(record: dict) -> list[dict]:
-    return [w for c in _configs(record, "config_fed_server") for w in c.get("workflows") or [] if isinstance(w, dict)]
+def _listed(config: dict, key: str) -> list[dict]:
+    items = config.get(key)
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def _workflows(record: DryRunRecord) -> list[dict]:
+    return [w for c in _configs(record, "config_fed_server") for w in _listed(c, "workflows")]
 
 
 def _args_of(items: list[dict]) -> list[dict]:
-    return [i.get("args") for i in items if isinstance(i, dict) and isinstance(i.get("args"), dict)]
+    return [i["args"] for i in items if isinstance(i.get("args"), dict)]
 
 
 def _found(node: Any, key: str, out: list) -> None:
@@ -72,12 +262,12 @@ def _found(node: Any, key: str, out: list) -> None:
             _found(value, key, out)
 
 
-def _values(record: dict, key: str) -> list[int]:
+def _values(record: DryRunRecord, key: str) -> list[int]:
     """Every integer `key` argument of the server workflows, else of any component of the exported job."""
     found: list[int] = []
     _found(_args_of(_workflows(record)), key, found)
     if not found:
-        _found(list((record.get("configs") or {}).values()), key, found)
+        _found(list(record.configs.values()), key, found)
     return sorted(set(found))
 
 
@@ -87,9 +277,9 @@ def _entry(value: Any, source: str) -> dict:
     return {"value": None, "source": source, "reason": f"the dry run recorded {value!r}, not a positive integer"}
 
 
-def budget(record: dict) -> dict[str, dict]:
+def budget(record: DryRunRecord) -> dict[str, dict]:
     """`{field: {value, source[, reason]}}` for the three budget fields, as NVFLARE was asked to run them."""
-    attrs = record.get("recipe_attrs") or {}
+    attrs = record.recipe_attrs
     out = {}
     rounds = _values(record, "num_rounds")
     if len(rounds) == 1:
@@ -113,49 +303,56 @@ def budget(record: dict) -> dict[str, dict]:
         out["min_clients"] = _entry(attrs["min_clients"], "dry run: the recipe's min_clients")
     else:
         out["min_clients"] = _entry(meta.get("min_clients"), "dry run: the job's meta.json min_clients")
-    env = record.get("env") or {}
-    if record.get("entry") == "simulator_run":
-        out["num_clients"] = _entry(len(record.get("clients") or []), "dry run: the sites simulator_run was given")
-    elif env.get("class") == "PocEnv":
-        out["num_clients"] = _entry((env.get("attrs") or {}).get("num_clients"), "dry run: PocEnv num_clients")
+    env = record.env or Env(None, {})
+    if record.entry == "simulator_run" and not record.clients and record.n_clients is not None:
+        out["num_clients"] = _entry(record.n_clients, "dry run: the n_clients simulator_run was given")
+    elif record.entry == "simulator_run":
+        out["num_clients"] = _entry(len(record.clients), "dry run: the sites simulator_run was given")
+    elif env.name == "PocEnv":
+        out["num_clients"] = _entry(env.attrs.get("num_clients"), "dry run: PocEnv num_clients")
     else:
         out["num_clients"] = {"value": None, "source": "dry run", "not_applicable": True}
     return out
 
 
-def fedjob_workspace(record: dict) -> str | None:
+def fedjob_workspace(record: DryRunRecord) -> str | None:
     """The folder a FedJob's own `simulator_run(...)` was told to write to (None for SimEnv runs and exports)."""
-    if record.get("entry") != "simulator_run" or (record.get("env") or {}).get("class"):
+    if record.entry != "simulator_run" or (record.env is not None and record.env.name):
         return None
-    return record.get("workspace")
+    return record.workspace
 
 
-def key_metric(record: dict) -> tuple[str | None, str | None]:
+def key_metric(record: DryRunRecord) -> tuple[str | None, str | None]:
     """(key metric, mode) the job asked NVFLARE to select models by; mode None when the job leaves it implicit."""
-    attrs = record.get("recipe_attrs") or {}
+    attrs = record.recipe_attrs
     metric = attrs.get("key_metric") if isinstance(attrs.get("key_metric"), str) else None
-    if metric is None:
-        for config in _configs(record, "config_fed_server"):
-            for args in _args_of(config.get("components") or []):
-                if isinstance(args.get("key_metric"), str):
-                    metric = args["key_metric"]
-                    break
     mode = attrs.get("key_metric_mode") if attrs.get("key_metric_mode") in ("min", "max") else None
+    if metric is None:
+        selectors = [
+            args
+            for config in _configs(record, "config_fed_server")
+            for args in _args_of(_listed(config, "components"))
+            if isinstance(args.get("key_metric"), str)
+        ]
+        if selectors:  # a model selector's key metric; negate_key_metric=True selects the lowest (False: implicit)
+            metric = selectors[0]["key_metric"]
+            mode = mode or ("min" if selectors[0].get("negate_key_metric") is True else None)
     return metric, mode
 
 
-def train_script(record: dict) -> str | None:
+def train_script(record: DryRunRecord) -> str | None:
     """The client training script the job sends (the recipe's train_script, or a ScriptRunner's script), relative
     to job.py's folder when the job named it by an absolute path inside that folder."""
-    attrs = record.get("recipe_attrs") or {}
+    attrs = record.recipe_attrs
     script = attrs["train_script"] if isinstance(attrs.get("train_script"), str) else None
     for config in [] if script is not None else _configs(record, "config_fed_client"):
-        for item in (config.get("executors") or []) + (config.get("components") or []):
-            args = (item.get("executor") or item).get("args") if isinstance(item, dict) else None
+        for item in _listed(config, "executors") + _listed(config, "components"):
+            inner = item.get("executor") if isinstance(item.get("executor"), dict) else item
+            args = inner.get("args")
             found = [args[k] for k in SCRIPT_KEYS if isinstance(args, dict) and isinstance(args.get(k), str)]
             if found and script is None:
                 script = found[0].split()[-1] if " " in found[0] else found[0]
-    folder = str(record.get("job_dir") or "").rstrip("/")
+    folder = record.job_dir.rstrip("/")
     if script is not None and folder and posixpath.isabs(script):
         inside = posixpath.normpath(script)
         return inside[len(folder) + 1 :] if inside.startswith(folder + "/") else script
@@ -171,34 +368,33 @@ def quoted(value: Any) -> str:
     return text if len(text) <= MAX_QUOTED else text[: MAX_QUOTED - 3] + "..."
 
 
-def _at(where: dict) -> str:
-    return f"{quoted(where.get('file', 'job.py'))} line {where.get('line')} ({quoted(where.get('text'))})"
+def _at(where: Where) -> str:
+    return f"{quoted(where.file)} line {where.line} ({quoted(where.text)})"
 
 
-def raise_reason(record: dict, fix: str = "pass values in --base-args that get past it, or change that line") -> str:
+def raise_reason(
+    record: DryRunRecord, fix: str = "pass values in --base-args that get past it, or change that line"
+) -> str:
     """Why the dry run ended in a raise before anything ran, naming the job.py line and what to change."""
-    where = record.get("where") or {}
-    inside = record.get("nvflare") or {}
-    what = f"{quoted(record.get('exception'))}: {quoted(record.get('message'))}"
-    line = _at(where) if where else "job.py"
-    if inside:
-        return f"running job.py raises at {line}, in NVFLARE's {quoted(inside['file'])} line {inside['line']}: {what}; {fix}"
+    what = f"{quoted(record.exception)}: {quoted(record.message)}"
+    line = _at(record.where) if record.where else "job.py"
+    if record.nvflare:
+        inside = f"NVFLARE's {quoted(record.nvflare.file)} line {record.nvflare.line}"
+        return f"running job.py raises at {line}, in {inside}: {what}; {fix}"
     return f"running job.py raises at {line}: {what}; {fix}"
 
 
-def environment_reason(record: dict) -> str:
+def environment_reason(record: DryRunRecord) -> str:
     """Why a run that stopped on a module this interpreter lacks could not record the job, and what to do."""
     return raise_reason(
         record, "this interpreter cannot import it: install what is missing, or import where it is installed"
     )
 
 
-def exit_reason(record: dict) -> str:
+def exit_reason(record: DryRunRecord) -> str:
     """Why job.py exited before reaching NVFLARE (argparse's own message when its parser refused the arguments)."""
-    where = record.get("where") or {}
-    line = f" at {_at(where)}" if where else ""
-    why = record.get("parser_error")
-    if why:
-        why = quoted(why)
-        return f"running job.py exits with code {record.get('code')}{line}: {why}; pass what it needs in --base-args"
-    return f"running job.py exits with code {record.get('code')}{line} before NVFLARE runs; check its arguments"
+    line = f" at {_at(record.where)}" if record.where else ""
+    if record.parser_error:
+        why = quoted(record.parser_error)
+        return f"running job.py exits with code {record.code}{line}: {why}; pass what it needs in --base-args"
+    return f"running job.py exits with code {record.code}{line} before NVFLARE runs; check its arguments"
