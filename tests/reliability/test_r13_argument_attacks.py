@@ -358,3 +358,16 @@ def test_a_fixed_list_that_reads_a_file_of_arguments_leaves_the_budget_unread(tm
     assert config["fixed_budget"]["num_rounds"]["value"] is None
     assert "reads arguments from a file" in config["fixed_budget"]["num_rounds"]["reason"]
     assert config["admission_errors"]
+
+
+def test_options_sharing_a_dest_outside_the_budget_are_accepted_under_either_name(tmp_path):
+    (tmp_path / "client.py").write_text("print('trains')\n")
+    job = SHARED_DEST_JOB.replace(
+        'parser.add_argument("--lr", type=float, default=0.1)',
+        'parser.add_argument("--lr", type=float, default=0.1)\n'
+        'parser.add_argument("--learning_rate", dest="lr", type=float, default=0.1)',
+    )
+    (tmp_path / "job.py").write_text(job)
+    config = api.import_job(tmp_path / "job.py")
+    assert runargs.candidate_args(config, "--lr 0.2") == [("--lr", "0.2")]
+    assert runargs.candidate_args(config, "--learning_rate 0.2") == [("--learning_rate", "0.2")]

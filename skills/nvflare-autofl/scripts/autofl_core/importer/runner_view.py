@@ -108,8 +108,20 @@ def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, 
 
 
 def parse_job_args(config: dict, argv: Sequence[str], known_only: bool = False) -> tuple[dict, list[str]]:
-    """Parse `argv` with job.py's parser rebuilt for argparse: ({canonical flag: value}, errors)."""
+    """Parse `argv` with job.py's parser rebuilt for argparse: ({canonical flag: value}, errors). Options sharing
+    a dest report under one name: the last declared one's (see `option_keys`)."""
     parser = _parser_from_config(config)
     parsed = real_parser.parse(parser, [str(a) for a in argv], "parse_known_args" if known_only else "parse_args")
-    by_dest = {f.dest: f.canonical for f in parser.flags}
+    by_dest = _by_dest(parser)
     return {by_dest.get(dest, dest): value for dest, value in parsed.values.items()}, parsed.errors
+
+
+def option_keys(config: dict) -> dict[str, str]:
+    """{option string: the name `parse_job_args` reports its value under}."""
+    parser = _parser_from_config(config)
+    by_dest = _by_dest(parser)
+    return {option: by_dest[flag.dest] for flag in parser.flags for option in flag.option_strings}
+
+
+def _by_dest(parser: ap.Parser) -> dict[str, str]:
+    return {f.dest: f.canonical for f in parser.flags}

@@ -96,7 +96,8 @@ def _arity_unseen(config: dict, budget: set[str]) -> dict[str, str]:
 def _set_beyond(config: dict, parsed: dict, pairs: list[Arg]) -> list[str]:
     """Options job.py's parser sets from `pairs` that the pairs do not name: a value passed on as its own token
     that the parser reads as an option (`--opt=-r5` for an optional-valued --opt is `--opt -r5`: -r5 is -r 5)."""
-    named = {flag for flag, _ in pairs}
+    keys = importer.option_keys(config)
+    named = {keys.get(flag, flag) for flag, _ in pairs}
     untouched, _ = importer.parse_job_args(config, [])  # positionals argparse sets on every command line
     return [key for key, value in parsed.items() if key not in named and untouched.get(key, parsed) != value]
 
