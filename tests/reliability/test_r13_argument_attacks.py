@@ -371,3 +371,15 @@ def test_options_sharing_a_dest_outside_the_budget_are_accepted_under_either_nam
     config = api.import_job(tmp_path / "job.py")
     assert runargs.candidate_args(config, "--lr 0.2") == [("--lr", "0.2")]
     assert runargs.candidate_args(config, "--learning_rate 0.2") == [("--learning_rate", "0.2")]
+
+
+@pytest.mark.parametrize(
+    "base_args",
+    [["--x\n--num_rounds", "5"], ["--n\nx"], ["--n_clients", "2", "--bogus\r"], ["--name\x1b[2J"]],
+    ids=["unrecognized", "ambiguous", "carriage-return", "escape"],
+)
+def test_a_refusal_quoting_a_token_with_control_characters_stays_one_line(tmp_path, base_args):
+    config = api.import_job(standin_workspace(tmp_path) / "job.py", base_args=base_args)
+    messages = [e["message"] for e in config["admission_errors"]] + config["argparse"]["base_args_errors"]
+    assert messages
+    assert all(m.isprintable() for m in messages), messages

@@ -170,10 +170,15 @@ def _run(real: _JobParser, argv: Sequence[str], method: str) -> Parsed:
             errors = [f"job.py's parser fails on these arguments: {exc}"]
     if extras and method not in _KNOWN_ONLY:
         errors = [f"unrecognized arguments: {' '.join(extras)}"]
+    errors = [_printable(error) for error in errors]  # a token may hold a newline or an escape: one line
     left = {id(t) for t in extras or ()}
     accepted = None if extras is None else [id(t) not in left for t in tokens]
     values = {flag.dest: getattr(namespace, flag.dest, None) for flag in real.given}
     return Parsed(values, errors, accepted, list(real.given))
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def select(parser: Parser, token: str) -> tuple[Flag | None, str | None, str | None]:
