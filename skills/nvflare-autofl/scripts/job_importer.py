@@ -82,6 +82,7 @@ ARGUMENT_STRING_OPTIONS = ("--base-args",)
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     options = build_parser().parse_args(cli.attach_values(argv, ARGUMENT_STRING_OPTIONS))
+    cli.restore_dashes(options, ARGUMENT_STRING_OPTIONS)
     if options.metric is not None and not options.metric.strip():
         sys.stderr.write("job_importer: --metric is empty; omit it to use the job's key metric\n")
         return EXIT_REJECTED

@@ -227,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = join_argument_strings(sys.argv[1:] if argv is None else argv)
-    options = build_parser().parse_args(args)
+    options = cli.restore_dashes(build_parser().parse_args(args), ARGUMENT_STRING_OPTIONS)
     _install_signal_handlers()
     try:
         code, envelope = lifecycle.run(options.action, options)

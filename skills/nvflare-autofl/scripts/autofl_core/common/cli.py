@@ -49,6 +49,16 @@ def attach_values(argv: Sequence[str], options: Collection[str]) -> list[str]:
     return out
 
 
+def restore_dashes(options: argparse.Namespace, names: Collection[str]) -> argparse.Namespace:
+    """argparse drops a value that is exactly `--` (`--run-args=--` parses as `[]`): put the text back, so the
+    argument-string `names` are always strings and a `--` reaches the check that names it."""
+    for name in names:
+        attr = name.lstrip("-").replace("-", "_")
+        if isinstance(getattr(options, attr, None), list):
+            setattr(options, attr, "--")
+    return options
+
+
 def write_stdout(text: str) -> bool:
     """Write `text` to stdout and flush; False when the reader already closed the pipe."""
     try:

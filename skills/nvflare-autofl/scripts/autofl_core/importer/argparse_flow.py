@@ -20,6 +20,7 @@ UNKNOWN_FROMFILE = "!\"#$%&'()*+,:;<=>?@[\\]^`{|}"
 DEFAULT_FROMFILE = "@"  # a config imported before the importer recorded the setting: the conventional prefix
 NO_VALUE_ACTIONS = set("store_true store_false store_const append_const count boolean_optional help version".split())
 _TYPE_NAMES = {"int", "float", "str", "bool"}
+MAX_NARGS = 4096  # argparse builds strings and patterns nargs long: a larger count is a declaration refused
 
 
 @dataclass
@@ -37,7 +38,7 @@ class Flag:
 
     @property
     def positional(self) -> bool:
-        return not self.option_strings[0].startswith("-")
+        return not self.option_strings or not self.option_strings[0].startswith("-")
 
     @property
     def takes_value(self) -> bool:
@@ -46,7 +47,7 @@ class Flag:
     @property
     def canonical(self) -> str:
         longs = [o for o in self.option_strings if o.startswith("--")]
-        return longs[0] if longs else self.option_strings[0]
+        return longs[0] if longs else (self.option_strings or [self.dest])[0]
 
     def to_dict(self) -> dict:
         record = {
@@ -70,6 +71,27 @@ class Flag:
         return record
 
 
+def record_problem(record: Any) -> str | None:
+    """What makes a config's flag record (`argparse.flags[]`) unusable, or None: the fields every reader relies on
+    (a positional the dry run recorded has no option strings)."""
+    problem = _flag_problem(record)
+    if problem is None and not isinstance(record.get("takes_value"), bool):
+        return "takes_value must be true or false"
+    return problem
+
+
+def _flag_problem(record: Any) -> str | None:
+    """What keeps a flag record from becoming a `Flag` (the parser needs no more), or None."""
+    if not isinstance(record, dict):
+        return "is not a mapping"
+    options = record.get("option_strings")
+    if not isinstance(options, list) or not all(isinstance(option, str) for option in options):
+        return "option_strings must be a list of option names"
+    if not isinstance(record.get("dest"), str):
+        return "dest must be a name"
+    return None
+
+
 def flag_from_record(record: dict) -> Flag:
     """A Flag from its config record (`argparse.flags[]`), default as known."""
     known = record.get("default_confidence") != UNRESOLVED
@@ -91,7 +113,10 @@ def parser_from_config(section: dict) -> Parser:
     """The parser a config's `argparse` section records (no fromfile setting recorded: the conventional `@`)."""
     parser = Parser(0, allow_abbrev=section.get("allow_abbrev", True))
     parser.fromfile_prefix_chars = section.get("fromfile_prefix_chars", DEFAULT_FROMFILE)
-    parser.flags = [flag_from_record(record) for record in section.get("flags") or []]
+    records = section.get("flags")
+    parser.flags = (
+        [flag_from_record(r) for r in records if _flag_problem(r) is None] if isinstance(records, list) else []
+    )
     return parser
 
 

@@ -6,7 +6,8 @@ with job.py's `allow_abbrev` and `fromfile_prefix_chars`. Every argparse rule (a
 abbreviations, negative numbers, nargs, choices, types) is argparse's own. The parser never prints, never exits
 and never reads a file: an error, `--help`/`--version` or a token it would read as a file of arguments is a
 refusal naming the argument. A required option or positional left out is not refused (the runner parses a
-part of the command line); job.py's own parser would refuse it at run time.
+part of the command line); job.py's own parser would refuse it at run time. A declaration argparse refuses, or
+one with more than `MAX_NARGS` values (argparse would build strings that long), is left out of the parser.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .argparse_flow import Flag, Parser, fromfile_tokens
+from .argparse_flow import MAX_NARGS, Flag, Parser, fromfile_tokens
 
 _TYPES = {"int": int, "float": float, "bool": bool}  # any other type keeps the text
 _KNOWN_ONLY = {"parse_known_args", "parse_known_intermixed_args"}
@@ -120,6 +121,8 @@ def _declaration(flag: Flag, lookup: bool) -> dict[str, Any]:
         return {**kwargs, "action": _Exits, "nargs": 0, "default": argparse.SUPPRESS}
     if lookup:
         return {**kwargs, "action": _ACTIONS["store"], "nargs": "?", "const": _NO_VALUE, "type": str}
+    if isinstance(flag.nargs, int) and flag.nargs > MAX_NARGS:  # argparse would build strings nargs long
+        raise ValueError(f"nargs {flag.nargs} is more than {MAX_NARGS} values")
     action = flag.action if flag.action in _ACTIONS else ("store_const" if flag.nargs == 0 else "store")
     kwargs["action"] = _ACTIONS[action]
     if action in ("append", "extend", "count") or flag.positional:  # what argparse builds on or may hand back
@@ -167,10 +170,15 @@ def _run(real: _JobParser, argv: Sequence[str], method: str) -> Parsed:
             errors = [f"job.py's parser fails on these arguments: {exc}"]
     if extras and method not in _KNOWN_ONLY:
         errors = [f"unrecognized arguments: {' '.join(extras)}"]
+    errors = [_printable(error) for error in errors]  # a token may hold a newline or an escape: one line
     left = {id(t) for t in extras or ()}
     accepted = None if extras is None else [id(t) not in left for t in tokens]
     values = {flag.dest: getattr(namespace, flag.dest, None) for flag in real.given}
     return Parsed(values, errors, accepted, list(real.given))
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def select(parser: Parser, token: str) -> tuple[Flag | None, str | None, str | None]:

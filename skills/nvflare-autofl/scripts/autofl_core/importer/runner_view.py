@@ -32,12 +32,25 @@ def _format_value(value: Any) -> str:
 
 
 def fixed_budget_options(config: dict) -> list[str]:
-    """Every job option the fixed budget depends on (canonical spelling), in budget order.
+    """Every job option the fixed budget depends on (canonical spelling, in budget order), then every other option
+    that writes the same attribute (a `dest` shared with one of them: the later one on the command line wins).
 
     A candidate's run arguments may set none of them. Most are pinned on the command line by
     `fixed_budget_args`; a switch pinned in its off state (a store_true option left out) has no argument
     to pin it, so the runner must also reject a mention of any option listed here.
     """
+    options = _depended_options(config)
+    records = [r for r in (config.get("argparse") or {}).get("flags") or [] if isinstance(r, dict)]
+    dests = {r.get("dest") for r in records if set(r.get("option_strings") or []) & set(options)}
+    for record in records:
+        names = record.get("option_strings") or []
+        if record.get("dest") in dests and names and not set(names) & set(options):
+            options.append(ap.Flag(list(names), str(record.get("dest"))).canonical)
+    return options
+
+
+def _depended_options(config: dict) -> list[str]:
+    """The options the fixed budget's entries name (their `flag` and `depends_on`), in budget order."""
     budget = config.get("fixed_budget") or {}
     options: list[str] = []
     entries = [budget.get(f) or {} for f in FIELDS] + list((budget.get("comparison_args") or {}).values())
@@ -52,7 +65,7 @@ def fixed_budget_args(config: dict) -> list[str]:
     """Command-line arguments that pin the fixed budget and every option it depends on, each flag exactly once."""
     flags = {o: f for f in (config.get("argparse") or {}).get("flags", []) for o in f["option_strings"]}
     out: list[str] = []
-    for flag in fixed_budget_options(config):
+    for flag in _depended_options(config):
         record = flags.get(flag)
         if record is not None and record.get("value") is not None and not record.get("positional"):
             out += _pin(flag, record)  # a positional cannot be pinned by name: --base-args carries it
@@ -95,8 +108,20 @@ def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, 
 
 
 def parse_job_args(config: dict, argv: Sequence[str], known_only: bool = False) -> tuple[dict, list[str]]:
-    """Parse `argv` with job.py's parser rebuilt for argparse: ({canonical flag: value}, errors)."""
+    """Parse `argv` with job.py's parser rebuilt for argparse: ({canonical flag: value}, errors). Options sharing
+    a dest report under one name: the last declared one's (see `option_keys`)."""
     parser = _parser_from_config(config)
     parsed = real_parser.parse(parser, [str(a) for a in argv], "parse_known_args" if known_only else "parse_args")
-    by_dest = {f.dest: f.canonical for f in parser.flags}
+    by_dest = _by_dest(parser)
     return {by_dest.get(dest, dest): value for dest, value in parsed.values.items()}, parsed.errors
+
+
+def option_keys(config: dict) -> dict[str, str]:
+    """{option string: the name `parse_job_args` reports its value under}."""
+    parser = _parser_from_config(config)
+    by_dest = _by_dest(parser)
+    return {option: by_dest[flag.dest] for flag in parser.flags for option in flag.option_strings}
+
+
+def _by_dest(parser: ap.Parser) -> dict[str, str]:
+    return {f.dest: f.canonical for f in parser.flags}

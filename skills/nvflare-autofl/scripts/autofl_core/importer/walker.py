@@ -560,6 +560,8 @@ def parser_method(
     explicit = args[0] if args else kwargs.get("args")
     if isinstance(explicit, Val) and explicit.resolved and isinstance(explicit.value, (list, tuple)):
         base_args = [str(a) for a in explicit.value]  # job.py parses a fixed list, not the command line
+        if ap.fromfile_tokens(parser.fromfile_prefix_chars, base_args):
+            return unresolved(node, f"job.py's {method}() reads arguments from a file (fromfile_prefix_chars)")
     parsed = real_parser.parse(parser, base_args, method)
     if not ap.fromfile_tokens(parser.fromfile_prefix_chars, base_args):  # admission names those itself
         out.base_args_errors.extend(e for e in parsed.errors if e not in out.base_args_errors)

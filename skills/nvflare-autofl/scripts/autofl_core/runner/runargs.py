@@ -4,7 +4,10 @@ A candidate's run args are canonical long options of job.py (`--lr 0.1`, `--lr=0
 alias, an abbreviation, a positional, a fixed-budget option or the runner-owned `--name`; values must parse
 with the job's own option types and choices, and stay inside `mutable_args` bounds of mutation_schema.yaml
 (when the schema declares `mutable_args`, only those options may change); a token the job's parser would read
-as a file of more arguments (`fromfile_prefix_chars`, e.g. `@extra.py`) is refused first. Pure. Usage::
+as a file of more arguments (`fromfile_prefix_chars`, e.g. `@extra.py`) is refused first. Passed on as separate
+tokens (`--opt -r5`), the pairs must make job.py's parser set exactly the options they name (a value it reads as
+an option is refused), and a value for a custom-action option is refused when the budget depends on a positional.
+Pure. Usage::
 
     own = parse_run_args(config, ["--lr=0.1"], reserved={"--name"}, budget={"--num_rounds", ...})
     own = candidate_args(config, "--lr 0.1")                # the same, reserved/budget options from the contract
@@ -33,6 +36,7 @@ def parse_run_args(config: dict, tokens: list[str], *, reserved: set[str], budge
     flags = importer.cli_flags(config)
     takes_value = flags["takes_value"]
     bounds = _bounds(config)
+    unseen = _arity_unseen(config, budget)
     parsed: dict[str, str | None] = {}
     index = 0
     while index < len(tokens):
@@ -54,16 +58,48 @@ def parse_run_args(config: dict, tokens: list[str], *, reserved: set[str], budge
             raise CampaignError(f"run arg {canonical} is a switch and takes no value; write {canonical} alone")
         else:
             value = None
+        if value is not None and canonical in unseen:
+            raise CampaignError(
+                f"run arg {canonical} uses a custom argparse action whose arity the import cannot read, and the fixed "
+                f"budget depends on the positional {unseen[canonical]}: its value could become that positional; "
+                f"leave {canonical} out of the run args"
+            )
         _check_bounds(canonical, value, bounds)
         parsed.pop(canonical, None)
         parsed[canonical] = value
         index += 1
     pairs = list(parsed.items())
     refuse_fromfile(config, flatten(pairs), "run arg")  # `--tag=@x` is passed on as `--tag @x`: expanded too
-    _, errors = importer.parse_job_args(config, flatten(pairs))
+    parsed, errors = importer.parse_job_args(config, flatten(pairs))
     if errors:
         raise CampaignError(f"run args rejected by job.py's parser: {errors[0]}; fix --run-args")
+    stray = _set_beyond(config, parsed, pairs)
+    if stray:
+        raise CampaignError(
+            f"run args {shlex.join(flatten(pairs))!r}: job.py's parser sets {stray[0]} from them, which they do not "
+            "name (it reads a value that starts with '-' as an option); give each option a value that is not one"
+        )
     return pairs
+
+
+def _arity_unseen(config: dict, budget: set[str]) -> dict[str, str]:
+    """{option: positional} when the budget depends on a positional (never pinned by name): the options with a
+    custom argparse action, whose number of values the static reading cannot know, so a value given to one could
+    reach job.py as that positional."""
+    positional = sorted(option for option in budget if not option.startswith("-"))
+    if not positional:
+        return {}
+    records = (config.get("argparse") or {}).get("flags") or []
+    return {o: positional[0] for r in records if r.get("action") == "custom" for o in r["option_strings"]}
+
+
+def _set_beyond(config: dict, parsed: dict, pairs: list[Arg]) -> list[str]:
+    """Options job.py's parser sets from `pairs` that the pairs do not name: a value passed on as its own token
+    that the parser reads as an option (`--opt=-r5` for an optional-valued --opt is `--opt -r5`: -r5 is -r 5)."""
+    keys = importer.option_keys(config)
+    named = {keys.get(flag, flag) for flag, _ in pairs}
+    untouched, _ = importer.parse_job_args(config, [])  # positionals argparse sets on every command line
+    return [key for key, value in parsed.items() if key not in named and untouched.get(key, parsed) != value]
 
 
 def refuse_fromfile(config: dict, tokens: list[str], what: str) -> None:

@@ -157,7 +157,47 @@ def read(path: Path) -> dict:
         raise CampaignError(
             f"{path} lacks {', '.join(missing)}; restore autofl.yaml (the runner wrote it at initialize)"
         )
+    problem = _argument_records_problem(config)
+    if problem:
+        raise CampaignError(f"{path}: {problem}; restore autofl.yaml (the runner wrote it at initialize)")
     return config
+
+
+def _argument_records_problem(config: dict) -> str | None:
+    """What in job.py's recorded options, the fixed budget's options or the schema's bounds a reader would trip on
+    (every run argument goes through them), or None."""
+    from ...importer.argparse_flow import record_problem
+
+    section, budget = config["argparse"], config["fixed_budget"]
+    records = section.get("flags")
+    if records is not None and not isinstance(records, list):
+        return "argparse.flags must be a list"
+    for index, record in enumerate(records or []):
+        problem = record_problem(record)
+        if problem:
+            return f"argparse.flags[{index}] {problem}"
+    if not isinstance(section.get("fromfile_prefix_chars"), (str, type(None))):
+        return "argparse.fromfile_prefix_chars must be text or null"
+    comparison = budget.get("comparison_args")
+    if not isinstance(comparison, (dict, type(None))):
+        return "fixed_budget.comparison_args must be a mapping"
+    entries = {**{name: budget.get(name) for name in BUDGET_FIELDS}, **(comparison or {})}
+    for name, entry in entries.items():
+        depends = (entry or {}).get("depends_on") if isinstance(entry, dict) else None
+        if not isinstance(entry, (dict, type(None))) or not _options(entry and entry.get("flag"), depends):
+            return f"fixed_budget's {name} must be a mapping whose flag and depends_on name options"
+    mutable = (config.get("schema") or {}).get("mutable_args") if isinstance(config.get("schema"), dict) else {}
+    if not isinstance(mutable, (dict, type(None))) or not all(
+        isinstance(r, (dict, type(None))) for r in (mutable or {}).values()
+    ):
+        return "schema.mutable_args must map each option to its bounds"
+    return None
+
+
+def _options(flag, depends) -> bool:
+    return isinstance(flag, (str, type(None))) and (
+        depends is None or (isinstance(depends, list) and all(isinstance(d, str) for d in depends))
+    )
 
 
 def budget_args(config: dict) -> list[str]:
