@@ -446,3 +446,18 @@ def test_a_fedjob_folder_under_each_session_s_own_root_is_the_same_folder():
     assert dryrun_config.changes(one, elsewhere) == [
         "workspace $NVFLARE_SIMULATOR_WORKSPACE_ROOT/job -> /tmp/elsewhere/job"
     ]
+
+
+def test_the_real_parser_s_actions_keep_their_const_and_a_custom_action_its_arity():
+    """An optional value's const reaches the config (the runner's parser reads a bare `--level` as it), and an
+    action class argparse does not ship stays `custom` with the arity the run recorded."""
+    action = {"dest": "level", "type": "int", "default": 1, "choices": None, "required": False, "value": 1}
+    actions = [
+        {**action, "option_strings": ["--level"], "action": "_StoreAction", "nargs": "?", "const": 9},
+        {**action, "option_strings": ["--fast"], "dest": "fast", "action": "Toggle", "nargs": 0, "const": None},
+    ]
+    config = {"argparse": {"flags": [], "allow_abbrev": True}}
+    dryrun_config.real_parser(config, record(parsers=[{"actions": actions}]))
+    level, fast = config["argparse"]["flags"]
+    assert (level["action"], level["nargs"], level["const"], level["takes_value"]) == ("store", "?", 9, True)
+    assert (fast["action"], fast["nargs"], fast["takes_value"]) == ("custom", 0, False) and "const" not in fast

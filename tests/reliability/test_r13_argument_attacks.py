@@ -310,6 +310,23 @@ def test_a_custom_action_s_value_never_reaches_a_positional_the_budget_depends_o
     assert runargs.candidate_args(config, "--lr 0.2") == [("--lr", "0.2")]
 
 
+@pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+def test_a_custom_action_recorded_by_the_dry_run_keeps_its_arity(tmp_path):
+    """The real parser knows `--fast` takes no value: the config keeps it a `custom` action of arity 0 (it was
+    read as a `store` that takes a value), so `--fast 5`, which job.py reads as the positional `num_rounds 5`, is
+    refused before it trains."""
+    (tmp_path / "client.py").write_text("print('trains')\n")
+    (tmp_path / "job.py").write_text(CUSTOM_ACTION_JOB)
+    config = api.import_job(tmp_path / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded" and config["admission_errors"] == []
+    fast = next(f for f in config["argparse"]["flags"] if f["dest"] == "fast")
+    assert (fast["action"], fast["takes_value"], fast["nargs"]) == ("custom", False, 0)
+    for given in ("--fast=5", "--fast 5"):
+        with pytest.raises(CampaignError):
+            runargs.candidate_args(config, given)
+    assert runargs.candidate_args(config, "--fast --lr 0.2") == [("--fast", None), ("--lr", "0.2")]
+
+
 SHARED_DEST_JOB = """import argparse
 
 from nvflare.app_common.np.recipes import NumpyFedAvgRecipe

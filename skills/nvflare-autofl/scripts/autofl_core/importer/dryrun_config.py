@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from . import moves, recorded
 from .admission import UNISOLATED_WORKSPACE, UNSUPPORTED, admission_errors
+from .argparse_flow import NO_VALUE_ACTIONS
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord
 
@@ -322,7 +323,6 @@ ACTION_NAMES = {
     "BooleanOptionalAction": "boolean_optional",
     "_VersionAction": "version",
 }
-NO_VALUE = {"store_true", "store_false", "store_const", "count", "append_const", "boolean_optional", "version"}
 
 
 def real_parser(config: dict, record: DryRunRecord) -> None:
@@ -341,7 +341,9 @@ def real_parser(config: dict, record: DryRunRecord) -> None:
 
 
 def _flag(action: recorded.Action) -> dict:
-    name = ACTION_NAMES.get(action.action, "store")
+    """A config flag record of a real parser's action; an action class argparse does not ship is `custom`, its
+    arity the one the run recorded."""
+    name = ACTION_NAMES.get(action.action, "custom")
     flag = {
         "option_strings": list(action.option_strings),
         "dest": action.dest,
@@ -350,15 +352,17 @@ def _flag(action: recorded.Action) -> dict:
         "default": action.default,
         "default_confidence": "high",
         "required": action.required,
-        "takes_value": name not in NO_VALUE,
+        "takes_value": name not in NO_VALUE_ACTIONS and action.nargs != 0,
         "positional": not action.option_strings,
         "line": None,
         "value": action.value,
     }
     if action.choices is not None:
         flag["choices"] = action.choices
-    if action.nargs not in (None, 0):
+    if action.nargs not in (None, 0) or (name == "custom" and action.nargs == 0):
         flag["nargs"] = action.nargs
+    if action.const is not None:
+        flag["const"] = action.const
     return flag
 
 

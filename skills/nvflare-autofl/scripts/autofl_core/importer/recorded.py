@@ -41,6 +41,7 @@ class Action:
     required: bool
     nargs: Any
     value: Any
+    const: Any = None
 
     @property
     def name(self) -> str:
@@ -137,6 +138,7 @@ def _action(raw: Any) -> Action:
         bool(raw.get("required", False)),
         raw.get("nargs"),
         raw.get("value"),
+        raw.get("const"),
     )
 
 
