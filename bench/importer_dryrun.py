@@ -7,7 +7,8 @@ Times the import with a dry run in-process on runnable jobs: the project's examp
 record (the sandbox starts, imports NVFLARE, runs job.py and the perturbed runs), wall time and CPU seconds (this
 process plus the sandboxed processes: on a shared machine the CPU figure is the stable one); *warm*: the records
 come from the on-disk cache in a fresh process state (memo cleared). A run that raised or exited is not kept on
-disk (the next command runs it again: the user may have fixed what it raised on), so its warm figure is a cold one.
+disk (the next command runs it again: the user may have fixed what it raised on), so its warm figure is a cold one,
+judged by the cold bar.
 Examples run with the arguments SOURCES.json gives them. Median of 3 cold and 10 warm runs (1 and 3 with
 --quick). Prints a table and PASS/FAIL; exit 1 on a missed bar (never with --quick). Skips (exit 0) where the host
 cannot seal a dry run.
@@ -105,10 +106,11 @@ def main(argv: list[str] | None = None) -> int:
                 warms.append(timed(lambda job=job, args=args: api.import_job(job, base_args=args, dry_run=True)))
             config = api.import_job(job, base_args=args, dry_run=True)
             cold, warm = statistics.median(colds), statistics.median(warms)
-            ok = cold <= COLD_BAR and warm <= WARM_BAR
-            misses += not ok
             status = (config["import"].get("dry_run") or {}).get("status", "not run (no nvflare import)")
-            verdict = "ok" if ok else "MISS"
+            run_again = status in ("raised", "exited")  # not kept on disk: every command runs it cold
+            ok = cold <= COLD_BAR and warm <= (COLD_BAR if run_again else WARM_BAR)
+            misses += not ok
+            verdict = ("ok" if ok else "MISS") + (" (run again each command: the cold bar)" if run_again else "")
             cpu = statistics.median(cpus)
             print(f"{name:<40} {cold:>6.2f}s {cpu:>5.2f}s {warm:>6.3f}s  {status}; {verdict}")
         dryrun._cache_dir = original

@@ -134,6 +134,42 @@ def test_a_recorded_run_is_kept_and_served_without_a_run(tmp_path, private_cache
         assert session.run([]).status == "recorded" and session.count == 0
 
 
+DATA_OPTION = """import argparse
+import os
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--data_root", default=".")
+parser.add_argument("--num_rounds", type=int, default=3)
+args = parser.parse_args()
+if not os.path.isfile(os.path.join(args.data_root, "job.py")):
+    raise FileNotFoundError("Missing prepared data files")
+recipe = NumpyFedAvgRecipe(name="d", model=[0.0], min_clients=2, num_rounds=args.num_rounds, train_script="client.py")
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+@sealed
+def test_the_perturbed_runs_of_a_recorded_job_are_kept_even_when_they_raise(tmp_path, private_cache, monkeypatch):
+    """The job's own run records; perturbing `--data_root` makes it raise. That raise answers for the perturbed
+    values (the job's own run is what a fix outside the folder changes), so the next command imports from the
+    cache folder without starting the sandbox (P5's warm import)."""
+    job = _job(tmp_path / "job", DATA_OPTION)
+    config = api.import_job(job, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded" and config["admission_errors"] == []
+    kept = [json.loads(p.read_text())["status"] for p in dryrun._cache_dir().glob("*.json")]
+    assert "raised" in kept and "recorded" in kept
+    dryrun._MEMO.clear()  # the next command
+
+    def no_boot(self):
+        raise AssertionError("the sandbox started for a warm import")
+
+    monkeypatch.setattr(dryrun.Session, "start", no_boot)
+    assert api.import_job(job, dry_run=True)["fixed_budget"] == config["fixed_budget"]
+
+
 def test_a_raised_record_left_in_the_cache_folder_by_an_older_version_is_run_again(tmp_path, private_cache):
     job = _job(tmp_path / "job", "import nvflare\n")
     key = dryrun.job_digest(job.parent, None, [], "python")

@@ -511,8 +511,9 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
     recorded_run = record is not None and record.status == "recorded"
     moved, reached, env_moved = {}, [], {}
     if recorded_run:
-        moved = moves.moving_options(record, args, session.run_many, reached)
-        env_moved = moves.moving_env(record, lambda env: session.run(args, env=env), dryrun.FIXED_ENV)
+        keep = dryrun.PERTURBED_STORED
+        moved = moves.moving_options(record, args, lambda batch: session.run_many(batch, keep=keep), reached)
+        env_moved = moves.moving_env(record, lambda env: session.run(args, env=env, keep=keep), dryrun.FIXED_ENV)
 
     def trust_for(script: str | None) -> dict:
         tree = _parse(config_source, path.name)[0] or ast.Module([], [])

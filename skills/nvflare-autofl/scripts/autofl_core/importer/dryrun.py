@@ -45,6 +45,7 @@ SKIPPED_FOLDERS = {"__pycache__", ".git", ".autofl", "autofl_runs", "node_module
 FIXED_ENV = (childenv.SIMULATOR_ROOT_VAR,)  # environment variables a trial sets itself: never perturbed
 HIDDEN = (".nvflare", "autofl_runs")  # the job folder's entries a dry run cannot see (so they are not in its key)
 STORED = ("recorded",)  # the cache folder keeps runs that reached NVFLARE (a raise may be on a file elsewhere)
+PERTURBED_STORED = ("recorded", "raised", "exited")  # a perturbed run of a recorded job: its raise is the values'
 _MEMO: dict[str, dict] = {}  # this process's records (a raise or an exit too: the same answer within one command)
 
 
@@ -137,9 +138,9 @@ def _cache_dir() -> Path | None:
     return folder
 
 
-def _cached(key: str) -> dict | None:
+def _cached(key: str, keep: tuple[str, ...] = STORED) -> dict | None:
     """The record kept for `key`: this process's own, else the cache folder's when it parses to a status the folder
-    keeps (`STORED`; anything else there is run again and replaced)."""
+    keeps (`keep`; anything else there is run again and replaced)."""
     if key in _MEMO:
         return _MEMO[key]
     folder = _cache_dir()
@@ -150,20 +151,20 @@ def _cached(key: str) -> dict | None:
         record = None if path.is_symlink() else bounded.read_json(path, MAX_RECORD_BYTES)
     except bounded.BoundedReadError:
         return None
-    if record is None or parse(record).status not in STORED:
+    if record is None or parse(record).status not in keep:
         return None
     _MEMO[key] = record
     return record
 
 
-def _store(key: str, record: dict) -> None:
-    """Keep a run's record for this process; in the cache folder too when its status is one of `STORED`."""
+def _store(key: str, record: dict, keep: tuple[str, ...] = STORED) -> None:
+    """Keep a run's record for this process; in the cache folder too when its status is one of `keep`."""
     status = parse(record).status
     if status in NOT_RUN:
         return
     _MEMO[key] = record
     folder = _cache_dir()
-    if folder is None or status not in STORED:
+    if folder is None or status not in keep:
         return
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
     try:
@@ -210,28 +211,39 @@ class Session:
         key = job_digest(self.job.parent, self.overlay, [str(a) for a in args], self.python)
         return key is not None and available(self.python) and _cached(key) is not None
 
-    def run(self, args: list[str], use_cache: bool = True, env: dict[str, str] | None = None) -> DryRunRecord | None:
+    def run(
+        self,
+        args: list[str],
+        use_cache: bool = True,
+        env: dict[str, str] | None = None,
+        keep: tuple[str, ...] = STORED,
+    ) -> DryRunRecord | None:
         """The record of `python job.py ARGS` (with `env` set), or None where this host cannot seal a dry run."""
-        return self.run_many([args], use_cache, env)[0]
+        return self.run_many([args], use_cache, env, keep)[0]
 
     def run_many(
-        self, batch: list[list[str]], use_cache: bool = True, env: dict[str, str] | None = None
+        self,
+        batch: list[list[str]],
+        use_cache: bool = True,
+        env: dict[str, str] | None = None,
+        keep: tuple[str, ...] = STORED,
     ) -> list[DryRunRecord | None]:
         """Records of several runs (those not cached run side by side in the sandbox), each with the environment
-        variables `env` set; None where it cannot seal."""
+        variables `env` set; None where it cannot seal. `keep`: the statuses the cache folder keeps (the perturbed
+        runs of a recorded job keep a raise too: it answers for the values, and the job's own run is kept)."""
         batch = [[str(a) for a in args] for args in batch]
         env = {str(k): str(v) for k, v in (env or {}).items()}
         if not available(self.python):  # a record found in the cache never stands in for a run this host cannot make
             return [None for _ in batch]
         keyed = [[*args, *(f"\0env:{k}={v}" for k, v in sorted(env.items()))] for args in batch]
         keys = [job_digest(self.job.parent, self.overlay, args, self.python) for args in keyed]
-        raw: list[dict | None] = [_cached(key) if use_cache and key else None for key in keys]
+        raw: list[dict | None] = [_cached(key, keep) if use_cache and key else None for key in keys]
         missing = [i for i, found in enumerate(raw) if found is None]
         if missing and (self.proc is not None or self.start()):
             for index, found in zip(missing, self._ask([batch[i] for i in missing], env), strict=True):
                 raw[index] = found
                 if keys[index]:
-                    _store(keys[index], found)
+                    _store(keys[index], found, keep)
         return [None if found is None else parse(found) for found in raw]
 
     def start(self) -> bool:
