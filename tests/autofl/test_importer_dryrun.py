@@ -214,9 +214,11 @@ def test_options_only_the_real_parser_knows_are_read_from_it(job):
 
 def test_export_flags_are_consumed_for_the_job_as_nvflare_does(job):
     """`python job.py --export` exports (NVFLARE strips the flag before job.py's parser sees it): a candidate run
-    argument `--export` turns the simulation into an export, and the dry run names the change."""
+    argument `--export` turns the simulation into an export, and the dry run names the change (an export trains
+    nothing and names no clients)."""
     config = api.import_job(job("picked_from_table"), dry_run=True, run_args=["--export"])
-    assert config["import"]["dry_run"]["run_args_changes"] == ["num_clients 3 -> None"]
+    changes = config["import"]["dry_run"]["run_args_changes"]
+    assert changes == ["num_clients 3 -> None", "entry simulator_run -> export_job"]
 
 
 def write_job(folder: Path, source: str) -> Path:

@@ -461,3 +461,31 @@ def test_the_real_parser_s_actions_keep_their_const_and_a_custom_action_its_arit
     level, fast = config["argparse"]["flags"]
     assert (level["action"], level["nargs"], level["const"], level["takes_value"]) == ("store", "?", 9, True)
     assert (fast["action"], fast["nargs"], fast["takes_value"]) == ("custom", 0, False) and "const" not in fast
+
+
+def test_an_option_that_makes_job_py_only_export_is_kept_fixed():
+    """`--fast` here makes job.py export the job and return (it trains nothing): the entry point the run reached
+    changes, so the option is kept fixed like one that changes the class that runs."""
+    baseline = record(parsers=[{"actions": ACTIONS}])
+
+    def run_many(batch):
+        return [record(entry="export_job" if "--fast" in args else "simulator_run") for args in batch]
+
+    assert moves.moving_options(baseline, [], run_many)["objective"] == ["--fast"]
+    assert "entry simulator_run -> export_job" in dryrun_config.changes(baseline, record(entry="export_job"))
+
+
+def test_options_past_the_single_runs_are_kept_fixed_when_the_all_perturbed_run_raises():
+    """Past MAX_SINGLE_RUNS an option was never run alone, so it was never shown not to move the budget."""
+    many = [{**ACTIONS[1], "option_strings": [f"--o{i}"], "dest": f"o{i}"} for i in range(moves.MAX_SINGLE_RUNS + 2)]
+    baseline = record(parsers=[{"actions": many}])
+    seen = []
+
+    def run_many(batch):
+        seen.extend(batch)
+        raised = {"status": "raised", "exception": "ValueError", "message": "all at once"}
+        return [recorded.parse(raised) if len(batch) == 1 and len(args) > 2 else record() for args in batch]
+
+    moved = moves.moving_options(baseline, [], run_many)
+    assert moved["objective"] == [f"--o{moves.MAX_SINGLE_RUNS}", f"--o{moves.MAX_SINGLE_RUNS + 1}"]
+    assert len(seen) == 1 + moves.MAX_SINGLE_RUNS

@@ -4,7 +4,8 @@ Option classification by dry run lives here and only here. One run perturbs ever
 (ints and floats to distinct values, flags flipped, choices changed); a budget field that takes one perturbed
 option's value depends on that option. A field that changes to a value no option was given (computed), or a run
 that raises or runs another class (or writes a FedJob's simulation elsewhere), is settled by one run per
-candidate option (at most MAX_SINGLE_RUNS, run side by side). The environment variables job.py read are
+candidate option (at most MAX_SINGLE_RUNS, run side by side; an option past them is kept fixed, as one that moves
+the objective). The environment variables job.py read are
 perturbed the same way in one more run (`moving_env`): a field they move is one no single run can pin.
 """
 
@@ -19,22 +20,30 @@ from . import recorded
 from .recorded import Action, DryRunRecord
 
 INT_PROBES = (7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83)
-MAX_SINGLE_RUNS = 12
+MAX_SINGLE_RUNS = 32  # past it (when the all-perturbed run did not settle), an option is kept fixed
 MAX_ENV_RUNS = 3  # runs with the environment changed (each sets what the one before newly read)
 Runner = Callable[[list[list[str]]], list[DryRunRecord | None]]
 EnvRunner = Callable[[dict[str, str]], DryRunRecord | None]
 
 
-RUN_KEYS = ("class", "metric", "mode", "workspace")  # what runs besides the budget; an option moving one is pinned
+RUN_KEYS = (
+    "entry",
+    "class",
+    "metric",
+    "mode",
+    "workspace",
+)  # what runs besides the budget: an option moving one is pinned
 
 
 def signature(record: DryRunRecord) -> dict:
-    """What a candidate may not change: the budget values, the class that runs, the key metric and its mode, and
-    the folder a FedJob's own `simulator_run` writes to (a sealed trial maps that one path)."""
+    """What a candidate may not change: the budget values, how job.py reaches NVFLARE (a simulation, a deployment, or
+    only an export that trains nothing), the class that runs, the key metric and its mode, and the folder a FedJob's
+    own `simulator_run` writes to (a sealed trial maps that one path)."""
     values = {k: v.get("value") for k, v in recorded.budget(record).items()}
     metric, mode = recorded.key_metric(record)
     return {
         "budget": values,
+        "entry": record.entry,
         "class": record.recipe[0] if record.recipe else None,
         "metric": metric,
         "mode": mode,
@@ -140,6 +149,8 @@ def moving_options(
             unknown.add("objective")
     if unknown:
         singles = list(extra.items())[:MAX_SINGLE_RUNS]
+        for name in list(extra)[MAX_SINGLE_RUNS:]:  # never run alone: not shown harmless, so kept fixed
+            moved.setdefault("objective", []).append(name)
         for (name, _tokens), single in zip(singles, run_many([base_args + t for _, t in singles]), strict=True):
             if single is None or single.status != "recorded":
                 moved.setdefault("objective", []).append(name)  # it stops the job: keep it fixed
