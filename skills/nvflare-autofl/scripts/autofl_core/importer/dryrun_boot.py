@@ -291,11 +291,17 @@ def _recipe_attrs(recipe) -> dict:
 
 
 def _install() -> None:
-    """Replace NVFLARE's entry points and argparse's parse methods with recording ones."""
+    """Replace NVFLARE's entry points with recording ones: the FedJob API's, the deploying envs' and the recipes'."""
+    _install_fedjob()
+    _install_envs()
+    _install_recipe()
+
+
+def _install_fedjob() -> None:
+    """FedJob's simulation and export record the job; its exported components carry their effective arguments."""
     import nvflare
     from nvflare.job_config.api import FedJob
     from nvflare.job_config.fed_job_config import FedJobConfig
-    from nvflare.recipe.spec import Recipe
 
     def simulator_run(self, workspace, clients=None, n_clients=None, threads=None, gpu=None, log_config=None):
         names = [c for c in str(clients or "").split(",") if c]
@@ -336,6 +342,10 @@ def _install() -> None:
 
     FedJobConfig._get_args = effective_args
 
+
+def _install_envs() -> None:
+    """A POC or production env's deploy records the job it was given instead of deploying it."""
+
     def deployer(name):
         def deploy(self, job):
             job._set_all_apps()
@@ -349,6 +359,11 @@ def _install() -> None:
         except (ImportError, AttributeError):
             continue
         cls.deploy = deployer(name)
+
+
+def _install_recipe() -> None:
+    """Recipes note that they were built, and which one was executed, run or exported first."""
+    from nvflare.recipe.spec import Recipe
 
     built = Recipe.__init__
 
