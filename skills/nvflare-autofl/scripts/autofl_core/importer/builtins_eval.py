@@ -12,7 +12,6 @@ import ast
 from typing import Any
 
 from .argparse_flow import Namespace, namespace_attribute
-from .evaluate import ENV_READERS
 from .values import (
     ENV_PREFIX,
     HIGH,
@@ -29,6 +28,7 @@ from .values import (
     weakest,
 )
 
+ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}
 BUILTIN_NAMES = set(
     "abs all any bool dict enumerate float getattr hasattr int isinstance len list max min open print range repr "
     "reversed round set sorted str sum tuple type vars zip Exception KeyError RuntimeError SystemExit ValueError".split()

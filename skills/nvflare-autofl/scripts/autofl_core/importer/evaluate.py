@@ -3,7 +3,7 @@
 Confidence: `high` = a literal scalar or an argparse default/override, `medium` = a simple
 expression over resolved values (arithmetic, f-string, containers), `unresolved` = anything dynamic
 (builtins and comprehensions included: they name their line). Nothing is ever executed; every operation is size-bounded.
-Names, attributes and calls are delegated to a context object (see `walker.Walker`).
+Names, attributes and calls are left to the subclass (`walker.Walker`), which knows the bindings.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import operator
 import re
 from typing import Any
 
+from .builtins_eval import ENV_READERS, env_read
 from .values import (
     HIGH,
     MAX_ITEMS,
@@ -28,8 +29,6 @@ from .values import (
     unresolved,
     weakest,
 )
-
-ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}
 
 
 def _singleton(value: Any) -> bool:
@@ -93,10 +92,8 @@ def is_data(obj: Any) -> bool:
 
 
 class ExpressionEvaluator:
-    """Evaluate expression nodes; `ctx` provides lookup(name), attribute(base, attr, node), call(node)."""
-
-    def __init__(self, ctx: Any):
-        self.ctx = ctx
+    """Evaluate expression nodes; a subclass provides `_ev_Name(node)`, `_ev_Call(node)` and
+    `attribute(base, attr, node)`."""
 
     def ev(self, node: ast.AST) -> Any:
         method = getattr(self, "_ev_" + type(node).__name__, None)
@@ -109,14 +106,8 @@ class ExpressionEvaluator:
             return unresolved(node, "unsupported literal")
         return Val(node.value, HIGH)
 
-    def _ev_Name(self, node: ast.Name) -> Any:
-        return self.ctx.lookup(node.id, node)
-
     def _ev_Attribute(self, node: ast.Attribute) -> Any:
-        return self.ctx.attribute(self.ev(node.value), node.attr, node)
-
-    def _ev_Call(self, node: ast.Call) -> Any:
-        return self.ctx.call(node)
+        return self.attribute(self.ev(node.value), node.attr, node)
 
     def _ev_UnaryOp(self, node: ast.UnaryOp) -> Val:
         operand = self.ev(node.operand)
@@ -283,7 +274,7 @@ class ExpressionEvaluator:
         if isinstance(base, Bag):
             return self._subscript_bag(node, base, index)
         if isinstance(base, ClassRef) and base.qualname == "os.environ":
-            return self.ctx.env_read(index, node)
+            return env_read(index, node, [index])
         if not (is_data(base) and is_data(index) and base.resolved and index.resolved):
             return unresolved(node, cause(base, index) or "subscript is not resolved", merge_flags(base, index))
         try:

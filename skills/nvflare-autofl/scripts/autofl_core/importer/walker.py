@@ -18,7 +18,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from . import real_parser
-from .builtins_eval import BUILTIN_NAMES, call_builtin, call_data_method, call_qualified, env_read
+from .builtins_eval import BUILTIN_NAMES, call_builtin, call_data_method, call_qualified
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .forks import merge_value, walk_both
@@ -34,7 +34,7 @@ class _Budget(Exception):
     pass
 
 
-class Walker:
+class Walker(ExpressionEvaluator):
     """Usage: `Walker(base_args).run(tree)` -> WalkResult."""
 
     def __init__(self, base_args: list[str], job_name: str = "job.py"):
@@ -48,7 +48,6 @@ class Walker:
         self.control: tuple[str, ...] = ()
         self.early: list[list[tuple[Any, int]]] = []  # per function walked: (value, line) returned inside a fork
         self.steps = 0
-        self.evaluator = ExpressionEvaluator(self)
 
     def run(self, tree: ast.Module) -> WalkResult:
         try:
@@ -98,17 +97,14 @@ class Walker:
         confidence = MEDIUM if value.confidence == HIGH else value.confidence
         return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
 
-    def env_read(self, name: Any, node: ast.AST) -> Val:
-        return env_read(name, node, [name])
-
-    # ---- context protocol used by ExpressionEvaluator -------------------------------------------
-    def lookup(self, name: str, node: ast.AST) -> Any:
+    # ---- what ExpressionEvaluator leaves to the walker ------------------------------------------
+    def _ev_Name(self, node: ast.Name) -> Any:
         for scope in self.scopes:
-            if name in scope:
-                return scope[name]
-        if name in BUILTIN_NAMES:
-            return Builtin(name)
-        return unresolved(node, f"name '{name}' is not defined statically")
+            if node.id in scope:
+                return scope[node.id]
+        if node.id in BUILTIN_NAMES:
+            return Builtin(node.id)
+        return unresolved(node, f"name '{node.id}' is not defined statically")
 
     def attribute(self, base: Any, attr: str, node: ast.Attribute) -> Any:
         if isinstance(base, ap.Namespace):
@@ -127,7 +123,7 @@ class Walker:
             return unresolved(node, base.reason, base.flags)
         return unresolved(node, f"attribute '{attr}' of a run-time value")
 
-    def call(self, node: ast.Call) -> Any:
+    def _ev_Call(self, node: ast.Call) -> Any:
         args, kwargs, unpacked = self._arguments(node)
         if isinstance(node.func, ast.Attribute):
             base = self.ev(node.func.value)
@@ -139,9 +135,6 @@ class Walker:
         return self._dispatch(callee, args, kwargs, unpacked, node)
 
     # ---- calls ----------------------------------------------------------------------------------
-    def ev(self, node: ast.AST) -> Any:
-        return self.evaluator.ev(node)
-
     def _arguments(self, node: ast.Call) -> tuple[list, dict, bool]:
         args, kwargs, unpacked = [], {}, False
         for arg in node.args:
