@@ -40,15 +40,10 @@ def _merge_frames(left: dict, right: dict, line: int) -> dict:
     return merged
 
 
-def _state(walker) -> list[dict]:
-    """Everything a branch can rebind: every live frame and every parsed namespace."""
-    return walker.live_frames() + [ns.values for ns in walker.out.namespaces]
-
-
 def walk_both(walker, left: list, right: list, note: BranchNote) -> None:
     """Walk `left` and `right` with `walker` (the `walker.Walker`) from the same starting bindings; continue with
     the merged bindings."""
-    state = _state(walker)
+    state = walker.bindings()
     snapshots = [dict(d) for d in state]
     first_obj, first_call = len(walker.out.objects), len(walker.out.calls)
     outcomes: list[tuple[list[dict], PathEnd | None]] = []

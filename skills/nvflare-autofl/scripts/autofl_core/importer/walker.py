@@ -61,21 +61,11 @@ class Walker(ExpressionEvaluator):
             self.out.problems.append("job.py nests too deeply to follow statically")
         return self.out
 
-    def tick(self) -> None:
-        self.steps += 1
-        if self.steps > MAX_STEPS:
-            raise _Budget()
-
-    def live_frames(self) -> list[dict]:
-        """Every frame a statement can still reach: the current scopes and those of the callers."""
-        seen: set[int] = set()
-        frames = []
-        for scopes in [self.scopes, *self.saved]:
-            for frame in scopes:
-                if id(frame) not in seen:
-                    seen.add(id(frame))
-                    frames.append(frame)
-        return frames
+    def bindings(self) -> list[dict]:
+        """Everything a statement can still rebind: each frame of the current scopes and of the callers' (once),
+        and every parsed namespace."""
+        frames = {id(frame): frame for scopes in [self.scopes, *self.saved] for frame in scopes}
+        return [*frames.values(), *(ns.values for ns in self.out.namespaces)]
 
     @contextmanager
     def controlled_by(self, flags: tuple[str, ...]):
@@ -208,10 +198,10 @@ class Walker(ExpressionEvaluator):
     def _changed(self, old: Any, what: str, node: ast.AST, inputs: list) -> Val:
         """A container changed in place: every live reference to it (names, namespaces, objects' arguments,
         containers holding it) becomes unresolved, naming the line; returns that value."""
-        flags = tuple(dict.fromkeys(merge_flags(old, *inputs) + tuple(self.control)))
-        stale = unresolved(node, f"{what} changes a container in place, which is not followed statically", flags)
+        why = f"{what} changes a container in place, which is not followed statically"
+        stale = self.with_control(unresolved(node, why, merge_flags(old, *inputs)))
         held = old.value if isinstance(old, Val) else old
-        for frame in self.live_frames() + [ns.values for ns in self.out.namespaces]:
+        for frame in self.bindings():
             for name, current in list(frame.items()):
                 if _holds(current, held):
                     frame[name] = stale
@@ -241,7 +231,9 @@ class Walker(ExpressionEvaluator):
             self.saved.pop()
             self.stack.pop()
             early = self.early.pop()
-        return _with_early_returns(result, early)
+        for value, line in early:  # a side of an unresolved condition returned before the end (see forks)
+            result = merge_value(value, result, line)
+        return result
 
     def _bind(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> dict:
         spec = func.node.args
@@ -268,7 +260,9 @@ class Walker(ExpressionEvaluator):
     # ---- statements -----------------------------------------------------------------------------
     def walk_block(self, body: list[ast.stmt]) -> None:
         for stmt in body:
-            self.tick()
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                raise _Budget()
             handler = getattr(self, "_st_" + type(stmt).__name__, None)
             if handler is not None:
                 handler(stmt)
@@ -297,15 +291,16 @@ class Walker(ExpressionEvaluator):
             self.out.class_parsers.append((stmt.name, stmt.lineno))
         self.scopes[0][stmt.name] = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
 
-    def _st_Global(self, stmt: ast.Global) -> None:
+    def _st_Global(self, stmt: ast.Global | ast.Nonlocal) -> None:
+        """Names bound from now on in the module's frame (`global`) or the enclosing function's (`nonlocal`)."""
         targets = self.redirect.setdefault(id(self.scopes[0]), {})
         for name in stmt.names:
-            targets[name] = self.scopes[-1]
+            if isinstance(stmt, ast.Global):
+                targets[name] = self.scopes[-1]
+            else:
+                targets[name] = next((f for f in self.scopes[1:-1] if name in f), self.scopes[0])
 
-    def _st_Nonlocal(self, stmt: ast.Nonlocal) -> None:
-        targets = self.redirect.setdefault(id(self.scopes[0]), {})
-        for name in stmt.names:
-            targets[name] = next((f for f in self.scopes[1:-1] if name in f), self.scopes[0])
+    _st_Nonlocal = _st_Global
 
     def _st_Delete(self, stmt: ast.Delete) -> None:
         for target in stmt.targets:
@@ -338,9 +333,9 @@ class Walker(ExpressionEvaluator):
             self.bind(stmt.target, self.ev(stmt.value))
 
     def _st_AugAssign(self, stmt: ast.AugAssign) -> None:
-        if isinstance(stmt.target, (ast.Name, ast.Subscript, ast.Attribute)):
-            load = _as_load(stmt.target)
-            self.bind(stmt.target, self.ev(ast.BinOp(load, stmt.op, stmt.value, lineno=stmt.lineno, col_offset=0)))
+        """`x += 1`, `cfg["n"] *= 2`, `args.r -= 1`: the target evaluated as an expression (its context is not
+        read), then rebound."""
+        self.bind(stmt.target, self.ev(ast.BinOp(stmt.target, stmt.op, stmt.value, lineno=stmt.lineno, col_offset=0)))
 
     def _frame_for(self, name: str) -> dict:
         return self.redirect.get(id(self.scopes[0]), {}).get(name, self.scopes[0])
@@ -379,17 +374,14 @@ class Walker(ExpressionEvaluator):
             with self.controlled_by(test.flags):
                 self.walk_block(stmt.body if test.value else stmt.orelse)
         else:
-            self._fork(stmt.body, stmt.orelse, note)
-
-    def _fork(self, left: list[ast.stmt], right: list[ast.stmt], note: BranchNote) -> None:
-        walk_both(self, left, right, note)
+            walk_both(self, stmt.body, stmt.orelse, note)
 
     def _loop(self, target: ast.AST | None, body: list[ast.stmt], orelse: list[ast.stmt], why: str = "") -> None:
         if target is not None:
             self.bind(target, unresolved(target, f"loop variable{why}"))
         note = BranchNote(body[0].lineno if body else 0, "loop body", False, kind="loop")
         self.out.branches.append(note)
-        self._fork(body, [], note)
+        walk_both(self, body, [], note)
         self.walk_block(orelse)
 
     def _st_For(self, stmt: ast.For) -> None:
@@ -455,14 +447,14 @@ def _holds(value: Any, held: Any, depth: int = 0) -> bool:
     if value is held:
         return True
     if isinstance(value, Val):
-        return _holds(value.value, held, depth + 1) if isinstance(value.value, (list, tuple, dict, set)) else False
-    if isinstance(value, Bag):
-        return any(_holds(item, held, depth + 1) for item in value.items)
-    if isinstance(value, (list, tuple, set)):
-        return any(_holds(item, held, depth + 1) for item in value)
-    if isinstance(value, dict):
-        return any(_holds(item, held, depth + 1) for item in value.values())
-    return False
+        inner = [value.value]
+    elif isinstance(value, Bag):
+        inner = value.items
+    elif isinstance(value, (list, tuple, set, dict)):
+        inner = value.values() if isinstance(value, dict) else value
+    else:
+        return False
+    return any(_holds(item, held, depth + 1) for item in inner)
 
 
 def _set_per_site(recipe: Obj, config: Any, node: ast.Call) -> Val:
@@ -487,25 +479,6 @@ def configured_sites(recipe: Obj, node: ast.Call) -> Any:
         return Val(list(config.value), config.confidence, source_text(node), config.flags)
     why = cause(config) or "it is not a dict the importer can read"
     return unresolved(node, f"the sites of {recipe.name}.configured_sites() are not known statically: {why}")
-
-
-def _with_early_returns(result: Any, early: list[tuple[Any, int]]) -> Any:
-    """A function's result when one side of an unresolved condition returned before its end (see forks)."""
-    if not early:
-        return result
-    for value, line in early:
-        result = merge_value(value, result, line)
-    return result
-
-
-def _as_load(target: ast.expr) -> ast.expr:
-    """The expression that reads an assignment target (for `x += 1`, `cfg["n"] *= 2`, `args.r -= 1`)."""
-    node = ast.Name(target.id, ast.Load()) if isinstance(target, ast.Name) else None
-    if isinstance(target, ast.Subscript):
-        node = ast.Subscript(target.value, target.slice, ast.Load())
-    elif isinstance(target, ast.Attribute):
-        node = ast.Attribute(target.value, target.attr, ast.Load())
-    return ast.copy_location(node, target)
 
 
 def _uses_argparse(stmt: ast.ClassDef) -> bool:
