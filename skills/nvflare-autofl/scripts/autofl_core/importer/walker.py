@@ -354,14 +354,10 @@ class Walker(ExpressionEvaluator):
                 base.values[target.attr] = value if isinstance(value, Val) else unresolved(target, "not a data value")
 
     def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
-        items: list | None = None
-        if isinstance(value, Bag):
-            items = value.items
-        elif isinstance(value, Val) and value.resolved and isinstance(value.value, (list, tuple)):
-            items = [Val(v, value.confidence, value.expr, value.flags) for v in value.value]
+        items = _elements(value)
         starred = any(isinstance(e, ast.Starred) for e in target.elts)
+        ok = items is not None and not starred and len(items) == len(target.elts)
         for index, element in enumerate(target.elts):
-            ok = items is not None and not starred and len(items) == len(target.elts)
             item = items[index] if ok else unresolved(element, "cannot unpack statically")
             self.bind(element.value if isinstance(element, ast.Starred) else element, item)
 
@@ -490,15 +486,20 @@ def _uses_argparse(stmt: ast.ClassDef) -> bool:
     return False
 
 
+def _elements(value: Any) -> list | None:
+    """The items of a known sequence: a Bag's, or a resolved list's or tuple's (each with the sequence's confidence,
+    expression and flags); None for anything else."""
+    if isinstance(value, Bag):
+        return list(value.items)
+    if isinstance(value, Val) and value.resolved and isinstance(value.value, (list, tuple)):
+        return [Val(item, value.confidence, value.expr, value.flags) for item in value.value]
+    return None
+
+
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
-    """The items of a short, statically known sequence whose loop body never breaks or continues; else None."""
-    if isinstance(iterable, Bag) and iterable.keys is None:
-        values = list(iterable.items)
-    elif isinstance(iterable, Val) and iterable.resolved and isinstance(iterable.value, (list, tuple)):
-        values = [Val(item, iterable.confidence, iterable.expr, iterable.flags) for item in iterable.value]
-    else:
-        return None
-    if len(values) > MAX_UNROLL:
+    """The items of a short, statically known sequence (not a dict) whose loop body never breaks or continues."""
+    values = None if isinstance(iterable, Bag) and iterable.keys is not None else _elements(iterable)
+    if values is None or len(values) > MAX_UNROLL:
         return None
     if any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt)):
         return None
