@@ -23,6 +23,7 @@ from .values import (
     ModuleRef,
     Val,
     cause,
+    known,
     merge_flags,
     unresolved,
     weakest,
@@ -45,12 +46,12 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
     if name == "vars" and len(args) == 1 and isinstance(args[0], Namespace):  # cfg = vars(parser.parse_args())
         return Bag(list(args[0].values.values()), list(args[0].values))
     values = list(kwargs.values())
-    if name == "dict" and not args and all(isinstance(v, Val) and v.resolved for v in values):  # a dict literal
+    if name == "dict" and not args and all(map(known, values)):  # a dict literal
         confidence = weakest(MEDIUM, *(v.confidence for v in values))
         return Val({k: v.value for k, v in kwargs.items()}, confidence, "", merge_flags(*values))
     if name == "open":
         return unresolved(node, f"open() at line {node.lineno} reads a file at run time", merge_flags(*args))
-    if name == "range" and not kwargs and all(isinstance(a, Val) and a.resolved and type(a.value) is int for a in args):
+    if name == "range" and not kwargs and all(known(a) and type(a.value) is int for a in args):
         try:
             span = range(*(a.value for a in args))
             too_long = len(span) > MAX_ITEMS
@@ -67,7 +68,7 @@ def _getattr(args: list[Any], node: ast.Call) -> Any:
     if len(args) < 2:
         return unresolved(node, "getattr() needs an object and a name")
     target, attr = args[0], args[1]
-    literal = isinstance(attr, Val) and attr.resolved and isinstance(attr.value, str)
+    literal = known(attr, str)
     if isinstance(target, Namespace) and literal:
         return namespace_attribute(target, attr.value)
     if isinstance(target, (ModuleRef, ClassRef)):
@@ -90,8 +91,7 @@ def call_qualified(ref: ClassRef, args: list[Any], node: ast.Call) -> Val | None
 
 def env_read(name: Any, node: ast.AST, args: list) -> Val:
     """An environment variable read at run time: unresolved, tagged `env:NAME` so consumers can tell which."""
-    known = isinstance(name, Val) and name.resolved and isinstance(name.value, str)
-    label = name.value if known else "?"
+    label = name.value if known(name, str) else "?"
     reason = f"it reads the environment variable {label} at run time (line {node.lineno})"
     return unresolved(node, reason, merge_flags(*args) + (ENV_PREFIX + label,))
 

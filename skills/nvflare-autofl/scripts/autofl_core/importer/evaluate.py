@@ -24,6 +24,7 @@ from .values import (
     Val,
     cause,
     deep_size,
+    known,
     merge_flags,
     source_text,
     unresolved,
@@ -87,10 +88,6 @@ def wide_format(spec: str) -> bool:
     return any(len(n) > 4 for n in re.findall(r"\d+", spec)) or re.search(r"\{[^{}]*\{", spec) is not None
 
 
-def is_data(obj: Any) -> bool:
-    return isinstance(obj, Val)
-
-
 class ExpressionEvaluator:
     """Evaluate expression nodes; a subclass provides `_ev_Name(node)`, `_ev_Call(node)` and
     `attribute(base, attr, node)`."""
@@ -111,7 +108,7 @@ class ExpressionEvaluator:
 
     def _ev_UnaryOp(self, node: ast.UnaryOp) -> Val:
         operand = self.ev(node.operand)
-        if not is_data(operand) or not operand.resolved:
+        if not known(operand):
             return unresolved(node, cause(operand) or "operand is not resolved", merge_flags(operand))
         ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
         try:
@@ -125,7 +122,7 @@ class ExpressionEvaluator:
     def _ev_BinOp(self, node: ast.BinOp) -> Val:
         left, right = self.ev(node.left), self.ev(node.right)
         flags = merge_flags(left, right)
-        if not (is_data(left) and is_data(right) and left.resolved and right.resolved):
+        if not (known(left) and known(right)):
             return unresolved(node, cause(left, right) or "operand is not resolved", flags)
         try:
             value = safe_binop(node.op, left.value, right.value)
@@ -136,7 +133,7 @@ class ExpressionEvaluator:
     def _ev_BoolOp(self, node: ast.BoolOp) -> Val:
         vals = [self.ev(v) for v in node.values]
         flags = merge_flags(*vals)
-        if not all(is_data(v) and v.resolved for v in vals):
+        if not all(map(known, vals)):
             return unresolved(node, cause(*vals) or "operand is not resolved", flags)
         result = vals[0].value
         for val in vals[1:]:
@@ -148,7 +145,7 @@ class ExpressionEvaluator:
     def _ev_Compare(self, node: ast.Compare) -> Val:
         items = [self.ev(node.left)] + [self.ev(c) for c in node.comparators]
         flags = merge_flags(*items)
-        if not all(is_data(v) and v.resolved for v in items):
+        if not all(map(known, items)):
             return unresolved(node, cause(*items) or "comparison operand is not resolved", flags)
         try:
             result = all(_CMPOPS[type(op)](items[i].value, items[i + 1].value) for i, op in enumerate(node.ops))
@@ -158,10 +155,10 @@ class ExpressionEvaluator:
 
     def _ev_IfExp(self, node: ast.IfExp) -> Any:
         test = self.ev(node.test)
-        if not is_data(test) or not test.resolved:
+        if not known(test):
             return unresolved(node, cause(test) or "condition is not resolved", merge_flags(test))
         chosen = self.ev(node.body if test.value else node.orelse)
-        if is_data(chosen) and chosen.resolved:
+        if known(chosen):
             flags = merge_flags(test, chosen)
             return Val(chosen.value, weakest(chosen.confidence, MEDIUM), source_text(node), flags)
         return chosen
@@ -176,15 +173,15 @@ class ExpressionEvaluator:
                 traced.append((parts[-1], ()))
                 continue
             val = self.ev(part.value)
-            if not is_data(val) or not val.resolved:
+            if not known(val):
                 return unresolved(node, cause(val) or "f-string field is not resolved", merge_flags(val, *vals))
             vals.append(val)
-            spec = self._format_spec(part)
-            if spec is None or wide_format(spec):
+            spec = self.ev(part.format_spec) if part.format_spec is not None else Val("", HIGH)
+            if not known(spec) or wide_format(spec.value):
                 return unresolved(node, "format spec is not resolved", merge_flags(*vals))
             try:
                 conv = {115: str, 114: repr, 97: ascii}.get(part.conversion)
-                parts.append(format(conv(val.value) if conv else val.value, spec))
+                parts.append(format(conv(val.value) if conv else val.value, spec.value))
             except (TypeError, ValueError):
                 return unresolved(node, "invalid format", merge_flags(*vals))
             traced.append((parts[-1], val.flags))
@@ -194,21 +191,15 @@ class ExpressionEvaluator:
         confidence = weakest(MEDIUM, *(v.confidence for v in vals))
         return Val(text, confidence, source_text(node), merge_flags(*vals), parts=tuple(traced))
 
-    def _format_spec(self, part: ast.FormattedValue) -> str | None:
-        if part.format_spec is None:
-            return ""
-        spec = self.ev(part.format_spec)
-        return spec.value if is_data(spec) and spec.resolved else None
-
     def _sequence(self, node: ast.AST, elements: list[ast.AST], build) -> Any:
         if len(elements) > MAX_ITEMS:
             return unresolved(node, "container too large")
         items = [self.ev(e) for e in elements]
         if any(isinstance(e, ast.Starred) for e in elements):
             return unresolved(node, "starred items are not evaluated")
-        if not all(is_data(i) for i in items):
+        if not all(isinstance(i, Val) for i in items):
             return Bag(items)
-        if not all(i.resolved for i in items):
+        if not all(map(known, items)):
             return unresolved(node, cause(*items) or "an item is not resolved", merge_flags(*items))
         conf = weakest(MEDIUM, *(i.confidence for i in items))
         try:
@@ -240,25 +231,21 @@ class ExpressionEvaluator:
 
     _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
 
-    def _ev_List(self, node: ast.List) -> Any:
-        return self._sequence(node, node.elts, list)
+    def _ev_List(self, node: ast.List | ast.Tuple | ast.Set) -> Any:
+        return self._sequence(node, node.elts, {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)])
 
-    def _ev_Tuple(self, node: ast.Tuple) -> Any:
-        return self._sequence(node, node.elts, tuple)
-
-    def _ev_Set(self, node: ast.Set) -> Any:
-        return self._sequence(node, node.elts, set)
+    _ev_Tuple = _ev_Set = _ev_List
 
     def _ev_Dict(self, node: ast.Dict) -> Any:
         if any(k is None for k in node.keys):
             return unresolved(node, "dict unpacking is not evaluated")
         keys = self._sequence(node, node.keys, list)
         values = [self.ev(v) for v in node.values]
-        if not is_data(keys) or not keys.resolved:
+        if not known(keys):
             return unresolved(node, "a dict key is not resolved")
-        if not all(is_data(v) for v in values):
+        if not all(isinstance(v, Val) for v in values):
             return Bag(values, keys.value, key_flags=keys.flags, key_confidence=keys.confidence)
-        if not all(v.resolved for v in values):
+        if not all(map(known, values)):
             return unresolved(node, cause(*values) or "a dict value is not resolved", merge_flags(*values))
         try:
             value = dict(zip(keys.value, (v.value for v in values), strict=True))
@@ -275,7 +262,7 @@ class ExpressionEvaluator:
             return self._subscript_bag(node, base, index)
         if isinstance(base, ClassRef) and base.qualname == "os.environ":
             return env_read(index, node, [index])
-        if not (is_data(base) and is_data(index) and base.resolved and index.resolved):
+        if not (known(base) and known(index)):
             return unresolved(node, cause(base, index) or "subscript is not resolved", merge_flags(base, index))
         try:
             value = base.value[index.value]
@@ -286,7 +273,7 @@ class ExpressionEvaluator:
 
     def _ev_Slice(self, node: ast.Slice) -> Val:
         parts = [self.ev(p) if p is not None else Val(None, HIGH) for p in (node.lower, node.upper, node.step)]
-        if not all(is_data(p) and p.resolved for p in parts):
+        if not all(map(known, parts)):
             return unresolved(node, "slice is not resolved", merge_flags(*parts))
         return Val(slice(*(p.value for p in parts)), MEDIUM, "", merge_flags(*parts))
 
@@ -294,7 +281,7 @@ class ExpressionEvaluator:
         classes = tuple(i.name for i in bag.items if isinstance(i, ClassRef))
         if classes:  # a class picked from a table is dynamic construction, even with a known key
             return ClassRef("<dynamic>", "<dynamic>", dynamic=True, candidates=classes)
-        if is_data(index) and index.resolved:
+        if known(index):
             try:
                 position = bag.keys.index(index.value) if bag.keys is not None else index.value
                 return bag.items[position]

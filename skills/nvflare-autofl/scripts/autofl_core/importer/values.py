@@ -72,6 +72,11 @@ class Bag:
     key_confidence: str = HIGH
 
 
+def known(val: Any, kind: type | tuple[type, ...] = object) -> bool:
+    """True when `val` is a data value the importer determined (and its value is a `kind`)."""
+    return isinstance(val, Val) and val.resolved and isinstance(val.value, kind)
+
+
 def deep_size(value: Any, cap: int = MAX_STR) -> int:
     """Characters plus items of `value`, counting shared references each time; stops early above `cap`."""
     total, stack = 0, [value]
