@@ -59,9 +59,13 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
             too_long = True
         if not too_long:  # `for i in range(n_clients): job.to(..., f"site-{i}")`
             return Val(list(span), MEDIUM, "", merge_flags(*args))
-    missing = cause(*args, *kwargs.values())  # an input read at run time is named first
-    why = missing or f"{name}() at line {node.lineno} is not evaluated statically"
-    return unresolved(node, why, merge_flags(*args, *kwargs.values()))
+    return not_evaluated(node, f"{name}()", [*args, *kwargs.values()])
+
+
+def not_evaluated(node: ast.AST, call: str, inputs: list) -> Val:
+    """Unresolved: names the first of `inputs` read at run time, else `call` and its line; keeps their flags."""
+    why = cause(*inputs) or f"{call} at line {node.lineno} is not evaluated statically"
+    return unresolved(node, why, merge_flags(*inputs))
 
 
 def _getattr(args: list[Any], node: ast.Call) -> Any:
@@ -83,9 +87,7 @@ def call_qualified(ref: ClassRef, args: list[Any], node: ast.Call) -> Val | None
     if ref.qualname in ENV_READERS:
         return env_read(args[0] if args else None, node, args)
     if ref.qualname.startswith("os.path."):
-        missing = cause(*args)  # an input read at run time is named first
-        shown = f"{ref.qualname}() at line {node.lineno} is not evaluated statically"
-        return unresolved(node, missing or shown, merge_flags(*args))
+        return not_evaluated(node, f"{ref.qualname}()", args)
     return None
 
 
@@ -99,6 +101,4 @@ def env_read(name: Any, node: ast.AST, args: list) -> Val:
 def call_data_method(base: Val, method: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Val:
     """A method of a data value (`"-".join(...)`, `cfg.get("rounds", 2)`): not evaluated statically, so the
     result is unresolved naming the line (a dry run reads the real value); flags such as `env:` carry over."""
-    flags = merge_flags(base, *args, *kwargs.values())
-    missing = cause(base, *args, *kwargs.values())  # an input read at run time is named first
-    return unresolved(node, missing or f".{method}() at line {node.lineno} is not evaluated statically", flags)
+    return not_evaluated(node, f".{method}()", [base, *args, *kwargs.values()])

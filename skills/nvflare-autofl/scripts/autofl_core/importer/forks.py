@@ -12,20 +12,14 @@ from typing import Any
 
 from .events import BranchNote, PathEnd
 from .surface import touches_surface
-from .values import UNRESOLVED, Val, merge_flags
-
-
-def _same(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    if isinstance(a, Val) and isinstance(b, Val):
-        return a.confidence == b.confidence and a.confidence != UNRESOLVED and a.value == b.value
-    return False
+from .values import UNRESOLVED, Val, known, merge_flags
 
 
 def merge_value(a: Any, b: Any, line: int) -> Any:
+    """What a name holds after both sides: its value when the same on both (the same object, or equal data of the
+    same confidence), else unresolved naming the condition."""
     flags = merge_flags(*(v for v in (a, b) if isinstance(v, Val)))
-    if _same(a, b):
+    if a is b or (known(a) and known(b) and a.confidence == b.confidence and a.value == b.value):
         return Val(a.value, a.confidence, a.expr, flags, a.reason, a.parts) if isinstance(a, Val) else a
     return Val(None, UNRESOLVED, "", flags, f"depends on the condition at line {line}")
 

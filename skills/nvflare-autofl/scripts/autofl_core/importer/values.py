@@ -115,12 +115,8 @@ def source_text(node: ast.AST | None, limit: int = 200) -> str:
 
 
 def merge_flags(*vals: Any) -> tuple[str, ...]:
-    seen: list[str] = []
-    for val in vals:
-        for flag in getattr(val, "flags", ()):
-            if flag not in seen:
-                seen.append(flag)
-    return tuple(seen)
+    """The flags of all `vals`, each once, in order."""
+    return tuple(dict.fromkeys(flag for val in vals for flag in getattr(val, "flags", ())))
 
 
 def option_flags(flags: tuple[str, ...] | list[str]) -> list[str]:
