@@ -12,15 +12,14 @@ from .inputs import describe_call
 from .values import ClassRef
 
 
+@dataclass(eq=False)
 class PathEnd(Exception):
     """Raised through the walk when the walked path ends early: a `return` (`value` is the function's result) or a
     `raise` (`raised`: this path ends without a result)."""
 
-    def __init__(self, value: Any, raised: bool = False, note: RaiseNote | None = None):
-        super().__init__()
-        self.value = value
-        self.raised = raised
-        self.note = note  # a `raise`: where, what, and the job options of the conditions that led there
+    value: Any
+    raised: bool = False
+    note: RaiseNote | None = None  # a `raise`: where, what, and the job options of the conditions that led there
 
 
 @dataclass(frozen=True)

@@ -372,36 +372,31 @@ class Walker(ExpressionEvaluator):
         else:
             walk_both(self, stmt.body, stmt.orelse, note)
 
-    def _loop(self, target: ast.AST | None, body: list[ast.stmt], orelse: list[ast.stmt], why: str = "") -> None:
-        if target is not None:
-            self.bind(target, unresolved(target, f"loop variable{why}"))
-        note = BranchNote(body[0].lineno if body else 0, "loop body", False, kind="loop")
-        self.out.branches.append(note)
-        walk_both(self, body, [], note)
-        self.walk_block(orelse)
-
-    def _st_For(self, stmt: ast.For) -> None:
-        iterable = self.ev(stmt.iter)
-        items = _unrollable(iterable, stmt.body)
-        if items is None:
+    def _st_For(self, stmt: ast.For | ast.AsyncFor | ast.While) -> None:
+        """A `for` over a short known sequence is walked item by item, like Python would; any other loop once, as
+        one side of a fork, its variable unresolved. Building or running a recipe/job/env in a loop fails closed."""
+        over = not isinstance(stmt, ast.While)  # a `for`: over a sequence
+        iterable = self.ev(stmt.iter) if over else None
+        items = _unrollable(iterable, stmt.body) if over else None
+        if over and items is None:
             why = cause(iterable) or "a sequence that is not known statically, too long, or left with break/continue"
-            self._loop(stmt.target, stmt.body, stmt.orelse, f" of a loop over {source_text(stmt.iter)}: {why}")
-            return
-        # Walked item by item like Python would; building or running a recipe/job/env here still fails closed.
+            self.bind(
+                stmt.target, unresolved(stmt.target, f"loop variable of a loop over {source_text(stmt.iter)}: {why}")
+            )
         note = BranchNote(stmt.body[0].lineno, "loop body", False, kind="loop")
         self.out.branches.append(note)
-        first_obj, first_call = len(self.out.objects), len(self.out.calls)
-        with self.controlled_by(getattr(iterable, "flags", ())):  # how often the body runs depends on them
-            for item in items:
-                self.bind(stmt.target, item)
-                self.walk_block(stmt.body)
-        note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
+        if items is None:
+            walk_both(self, stmt.body, [], note)
+        else:
+            first_obj, first_call = len(self.out.objects), len(self.out.calls)
+            with self.controlled_by(getattr(iterable, "flags", ())):  # how often the body runs depends on them
+                for item in items:
+                    self.bind(stmt.target, item)
+                    self.walk_block(stmt.body)
+            note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
         self.walk_block(stmt.orelse)
 
-    _st_AsyncFor = _st_For
-
-    def _st_While(self, stmt: ast.While) -> None:
-        self._loop(None, stmt.body, stmt.orelse)
+    _st_AsyncFor = _st_While = _st_For
 
     def _st_With(self, stmt: ast.With) -> None:
         for item in stmt.items:
