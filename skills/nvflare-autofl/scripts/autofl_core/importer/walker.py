@@ -42,8 +42,7 @@ class Walker(ExpressionEvaluator):
         self.out = WalkResult()
         file_val = Val(job_name, MEDIUM, "__file__")  # workspace-relative stand-in for the script path
         self.scopes: list[dict] = [{"__name__": Val("__main__", HIGH), "__file__": file_val}]
-        self.stack: list[FuncRef] = []
-        self.saved: list[list[dict]] = []  # scopes of the callers of the function being walked
+        self.stack: list[tuple[FuncRef, list[dict]]] = []  # each function being walked, with its caller's scopes
         self.redirect: dict[int, dict[str, dict]] = {}  # id(frame) -> {name: frame} for `global`/`nonlocal`
         self.control: tuple[str, ...] = ()
         self.early: list[list[tuple[Any, int]]] = []  # per function walked: (value, line) returned inside a fork
@@ -64,7 +63,7 @@ class Walker(ExpressionEvaluator):
     def bindings(self) -> list[dict]:
         """Everything a statement can still rebind: each frame of the current scopes and of the callers' (once),
         and every parsed namespace."""
-        frames = {id(frame): frame for scopes in [self.scopes, *self.saved] for frame in scopes}
+        frames = {id(frame): frame for scopes in [self.scopes, *(s for _, s in self.stack)] for frame in scopes}
         return [*frames.values(), *(ns.values for ns in self.out.namespaces)]
 
     @contextmanager
@@ -211,12 +210,10 @@ class Walker(ExpressionEvaluator):
         return stale
 
     def _invoke(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> Any:
-        if len(self.stack) >= MAX_DEPTH or func in self.stack:
+        if len(self.stack) >= MAX_DEPTH or any(f is func for f, _ in self.stack):
             return unresolved(node, f"call of {func.node.name}() is too deep or recursive")
         frame = self._bind(func, args, kwargs, node)
-        self.stack.append(func)
-        saved = self.scopes
-        self.saved.append(saved)
+        self.stack.append((func, self.scopes))
         self.scopes = [frame, *func.closure]
         self.early.append([])
         try:
@@ -227,9 +224,7 @@ class Walker(ExpressionEvaluator):
                 raise
             result = ret.value
         finally:
-            self.scopes = saved
-            self.saved.pop()
-            self.stack.pop()
+            self.scopes = self.stack.pop()[1]
             early = self.early.pop()
         for value, line in early:  # a side of an unresolved condition returned before the end (see forks)
             result = merge_value(value, result, line)
