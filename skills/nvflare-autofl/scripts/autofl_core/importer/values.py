@@ -100,13 +100,11 @@ def weakest(*confidences: str) -> str:
     return min(confidences, key=lambda c: _RANK[c]) if confidences else HIGH
 
 
-def unresolved(node: ast.AST | None, reason: str, flags: tuple[str, ...] = ()) -> Val:
+def unresolved(node: ast.AST, reason: str, flags: tuple[str, ...] = ()) -> Val:
     return Val(None, UNRESOLVED, source_text(node), flags, reason)
 
 
-def source_text(node: ast.AST | None, limit: int = 200) -> str:
-    if node is None:
-        return ""
+def source_text(node: ast.AST, limit: int = 200) -> str:
     try:
         text = ast.unparse(node)
     except (ValueError, TypeError, AttributeError, RecursionError):

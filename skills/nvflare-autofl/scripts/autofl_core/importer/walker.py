@@ -78,9 +78,7 @@ class Walker(ExpressionEvaluator):
 
     def with_control(self, value: Any) -> Any:
         """`value` plus the options that decided the current block (an option's own value becomes medium)."""
-        if not isinstance(value, Val):
-            return value
-        extra = tuple(f for f in self.control if f not in value.flags)
+        extra = tuple(f for f in self.control if f not in value.flags) if isinstance(value, Val) else ()
         if not extra:
             return value
         confidence = MEDIUM if value.confidence == HIGH else value.confidence
@@ -305,12 +303,9 @@ class Walker(ExpressionEvaluator):
                 self._frame_for(target.id).pop(target.id, None)
 
     def _st_Import(self, stmt: ast.Import) -> None:
-        for alias in stmt.names:
-            if alias.asname:
-                self.scopes[0][alias.asname] = ModuleRef(alias.name)
-            else:
-                head = alias.name.split(".")[0]
-                self.scopes[0][head] = ModuleRef(head)
+        for alias in stmt.names:  # `import a.b` binds the package `a`; `import a.b as c` binds `a.b` to `c`
+            name = alias.asname or alias.name.split(".")[0]
+            self.scopes[0][name] = ModuleRef(alias.name if alias.asname else name)
 
     def _st_ImportFrom(self, stmt: ast.ImportFrom) -> None:
         prefix = "." * stmt.level + (f"{stmt.module}." if stmt.module else "")
@@ -418,6 +413,7 @@ class Walker(ExpressionEvaluator):
     _st_TryStar = _st_Try
 
 
+PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
 SET_PER_SITE_CONFIG = "set_per_site_config"
 MUTATORS = {
     list: {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"},
@@ -494,9 +490,6 @@ def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
     if any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt)):
         return None
     return values
-
-
-PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
 
 
 def parser_method(
