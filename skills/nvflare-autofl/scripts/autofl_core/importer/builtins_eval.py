@@ -12,6 +12,7 @@ import ast
 from typing import Any
 
 from .argparse_flow import Namespace, namespace_attribute
+from .inputs import ENV_READERS
 from .values import (
     ENV_PREFIX,
     HIGH,
@@ -29,7 +30,6 @@ from .values import (
     weakest,
 )
 
-ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}
 BUILTIN_NAMES = set(
     "abs all any bool dict enumerate float getattr hasattr int isinstance len list max min open print range repr "
     "reversed round set sorted str sum tuple type vars zip Exception KeyError RuntimeError SystemExit ValueError".split()

@@ -13,7 +13,8 @@ import operator
 import re
 from typing import Any
 
-from .builtins_eval import ENV_READERS, env_read
+from .builtins_eval import env_read
+from .inputs import ENV_READERS
 from .values import (
     HIGH,
     MAX_ITEMS,
