@@ -9,6 +9,7 @@ reads are tagged `env:NAME`.
 from __future__ import annotations
 
 import ast
+from contextlib import suppress
 from typing import Any
 
 from .argparse_flow import Namespace, namespace_attribute
@@ -52,13 +53,10 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
     if name == "open":
         return unresolved(node, f"open() at line {node.lineno} reads a file at run time", merge_flags(*args))
     if name == "range" and not kwargs and all(known(a) and type(a.value) is int for a in args):
-        try:
+        with suppress(TypeError, ValueError, OverflowError):  # no bounds, too many, a zero step, or past a C size
             span = range(*(a.value for a in args))
-            too_long = len(span) > MAX_ITEMS
-        except (TypeError, ValueError, OverflowError):  # no bounds, too many, a zero step, or past a C size
-            too_long = True
-        if not too_long:  # `for i in range(n_clients): job.to(..., f"site-{i}")`
-            return Val(list(span), MEDIUM, "", merge_flags(*args))
+            if len(span) <= MAX_ITEMS:  # `for i in range(n_clients): job.to(..., f"site-{i}")`
+                return Val(list(span), MEDIUM, "", merge_flags(*args))
     return not_evaluated(node, f"{name}()", [*args, *kwargs.values()])
 
 

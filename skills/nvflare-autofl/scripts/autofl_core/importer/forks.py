@@ -25,13 +25,12 @@ def merge_value(a: Any, b: Any, line: int) -> Any:
 
 
 def _merge_frames(left: dict, right: dict, line: int) -> dict:
-    merged = {}
-    for name in dict.fromkeys([*left, *right]):
-        if name in left and name in right:
-            merged[name] = merge_value(left[name], right[name], line)
-        else:
-            merged[name] = Val(None, UNRESOLVED, "", (), f"bound only on one side of the condition at line {line}")
-    return merged
+    return {
+        name: merge_value(left[name], right[name], line)
+        if name in left and name in right
+        else Val(None, UNRESOLVED, "", (), f"bound only on one side of the condition at line {line}")
+        for name in dict.fromkeys([*left, *right])
+    }
 
 
 def walk_both(walker, left: list, right: list, note: BranchNote) -> None:

@@ -464,12 +464,9 @@ def configured_sites(recipe: Obj, node: ast.Call) -> Any:
 
 
 def _uses_argparse(stmt: ast.ClassDef) -> bool:
-    for node in ast.walk(stmt):
-        if isinstance(node, ast.Call):
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if name == "ArgumentParser" or name in PARSE_METHODS:
-                return True
-    return False
+    """True when the class calls `ArgumentParser` or a parse method (by attribute or by name)."""
+    called = (getattr(n.func, "attr", getattr(n.func, "id", "")) for n in ast.walk(stmt) if isinstance(n, ast.Call))
+    return any(name in ("ArgumentParser", *PARSE_METHODS) for name in called)
 
 
 def _elements(value: Any) -> list | None:
