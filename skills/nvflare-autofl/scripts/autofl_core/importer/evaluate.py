@@ -64,10 +64,9 @@ _CMPOPS = {
 
 
 def safe_binop(op: ast.operator, left: Any, right: Any) -> Any:
-    """Apply `op` with bounds on result size; raises ValueError when it would be too big."""
-    func = _BINOPS.get(type(op))
-    if func is None:
-        raise ValueError("unsupported operator")
+    """Apply `op` with bounds on result size; raises ValueError when it would be too big (KeyError: an operator
+    not evaluated, such as `@` or `<<`)."""
+    func = _BINOPS[type(op)]
     if isinstance(op, ast.Mult) and (isinstance(left, int) or isinstance(right, int)):
         seq, times = (left, right) if isinstance(right, int) else (right, left)
         if isinstance(seq, (str, list, tuple)) and deep_size(seq) * max(times, 0) > MAX_STR:
@@ -127,7 +126,7 @@ class ExpressionEvaluator:
             return unresolved(node, cause(left, right) or "operand is not resolved", flags)
         try:
             value = safe_binop(node.op, left.value, right.value)
-        except (ArithmeticError, TypeError, ValueError):
+        except (ArithmeticError, TypeError, ValueError, KeyError):
             return unresolved(node, "expression cannot be evaluated safely", flags)
         return Val(value, weakest(left.confidence, right.confidence, MEDIUM), source_text(node), flags)
 

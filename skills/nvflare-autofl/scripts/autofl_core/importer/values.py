@@ -151,13 +151,8 @@ def to_jsonable(value: Any) -> Any:
 def describe(val: Any) -> dict:
     """The `{value, confidence}` record of a constructor argument (plus `expr` when not a literal)."""
     if isinstance(val, Val):
-        record = {"value": to_jsonable(val.value) if val.resolved else None, "confidence": val.confidence}
-        if val.expr:
-            record["expr"] = val.expr
-        if option_flags(val.flags):
-            record["flags"] = option_flags(val.flags)
-        if not val.resolved and val.reason:
-            record["reason"] = val.reason
-        return record
+        value = to_jsonable(val.value) if val.resolved else None
+        extra = {"expr": val.expr, "flags": option_flags(val.flags), "reason": "" if val.resolved else val.reason}
+        return {"value": value, "confidence": val.confidence, **{k: v for k, v in extra.items() if v}}
     label = getattr(val, "label", None) or type(val).__name__
     return {"value": None, "confidence": UNRESOLVED, "expr": label, "reason": "an object, not a data value"}

@@ -123,12 +123,8 @@ class Walker(ExpressionEvaluator):
 
     # ---- calls ----------------------------------------------------------------------------------
     def _arguments(self, node: ast.Call) -> tuple[list, dict, bool]:
-        args, kwargs, unpacked = [], {}, False
-        for arg in node.args:
-            if isinstance(arg, ast.Starred):
-                unpacked = True
-                continue
-            args.append(self.ev(arg))
+        args = [self.ev(arg) for arg in node.args if not isinstance(arg, ast.Starred)]
+        kwargs, unpacked = {}, len(args) < len(node.args)  # `*rest` and `**other` are not followed
         for kw in node.keywords:
             value = self.ev(kw.value)
             if kw.arg is not None:
