@@ -164,13 +164,11 @@ class ExpressionEvaluator:
         return chosen
 
     def _ev_JoinedStr(self, node: ast.JoinedStr) -> Val:
-        parts: list[str] = []
         vals: list[Val] = []
-        traced: list[tuple[str, tuple]] = []
+        traced: list[tuple[str, tuple]] = []  # (text, flags) of each part
         for part in node.values:
             if isinstance(part, ast.Constant):
-                parts.append(str(part.value))
-                traced.append((parts[-1], ()))
+                traced.append((str(part.value), ()))
                 continue
             val = self.ev(part.value)
             if not known(val):
@@ -181,11 +179,10 @@ class ExpressionEvaluator:
                 return unresolved(node, "format spec is not resolved", merge_flags(*vals))
             try:
                 conv = {115: str, 114: repr, 97: ascii}.get(part.conversion)
-                parts.append(format(conv(val.value) if conv else val.value, spec.value))
+                traced.append((format(conv(val.value) if conv else val.value, spec.value), val.flags))
             except (TypeError, ValueError):
                 return unresolved(node, "invalid format", merge_flags(*vals))
-            traced.append((parts[-1], val.flags))
-        text = "".join(parts)
+        text = "".join(text for text, _ in traced)
         if len(text) > MAX_STR:
             return unresolved(node, "string too large")
         confidence = weakest(MEDIUM, *(v.confidence for v in vals))

@@ -124,7 +124,7 @@ class Walker(ExpressionEvaluator):
     # ---- calls ----------------------------------------------------------------------------------
     def _arguments(self, node: ast.Call) -> tuple[list, dict, bool]:
         args = [self.ev(arg) for arg in node.args if not isinstance(arg, ast.Starred)]
-        kwargs, unpacked = {}, len(args) < len(node.args)  # `*rest` and `**other` are not followed
+        kwargs, unpacked = {}, len(args) < len(node.args)  # a `*rest` argument is not followed
         for kw in node.keywords:
             value = self.ev(kw.value)
             if kw.arg is not None:
