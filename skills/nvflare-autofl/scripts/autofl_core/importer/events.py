@@ -53,7 +53,6 @@ class Obj:
     unpacked: bool = False
     control: tuple[str, ...] = ()  # job options of the resolved conditions/loops under which it was built
     per_site: Any = None  # the config given to set_per_site_config(recipe, ...) / recipe.set_per_site_config(...)
-    per_site_line: int | None = None
 
     @property
     def name(self) -> str:

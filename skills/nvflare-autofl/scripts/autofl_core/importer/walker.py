@@ -151,7 +151,7 @@ class Walker(ExpressionEvaluator):
             if callee.name == "ArgumentParser":
                 return self._new_parser(kwargs, node)
             if callee.name == SET_PER_SITE_CONFIG and args and isinstance(args[0], Obj):
-                return _set_per_site(args[0], args[1] if len(args) > 1 else kwargs.get("config"), node)
+                return _set_per_site(args[0], args[1] if len(args) > 1 else kwargs.get("config"))
         if not isinstance(callee, ClassRef):
             callee = ClassRef("<dynamic>", "<dynamic>", dynamic=True)
         obj = Obj(callee, args, kwargs, node.lineno, unpacked, self.control)
@@ -171,7 +171,7 @@ class Walker(ExpressionEvaluator):
         if isinstance(base, Obj):
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
             if method == SET_PER_SITE_CONFIG:
-                return _set_per_site(base, args[0] if args else kwargs.get("config"), node)
+                return _set_per_site(base, args[0] if args else kwargs.get("config"))
             if method == "configured_sites" and not args and not kwargs:
                 return configured_sites(base, node)
             return unresolved(node, f"result of {base.name}.{method}() at run time")
@@ -435,9 +435,9 @@ def _holds(value: Any, held: Any, depth: int = 0) -> bool:
     return any(_holds(item, held, depth + 1) for item in inner)
 
 
-def _set_per_site(recipe: Obj, config: Any, node: ast.Call) -> Val:
+def _set_per_site(recipe: Obj, config: Any) -> Val:
     """`set_per_site_config(recipe, config)` or `recipe.set_per_site_config(config)`: remember the sites."""
-    recipe.per_site, recipe.per_site_line = config, node.lineno
+    recipe.per_site = config
     return Val(None, HIGH)
 
 
