@@ -77,10 +77,10 @@ def known(val: Any, kind: type | tuple[type, ...] = object) -> bool:
     return isinstance(val, Val) and val.resolved and isinstance(val.value, kind)
 
 
-def deep_size(value: Any, cap: int = MAX_STR) -> int:
-    """Characters plus items of `value`, counting shared references each time; stops early above `cap`."""
+def deep_size(value: Any) -> int:
+    """Characters plus items of `value`, counting shared references each time; stops early above MAX_STR."""
     total, stack = 0, [value]
-    while stack and total <= cap:
+    while stack and total <= MAX_STR:
         item = stack.pop()
         if isinstance(item, str):
             total += len(item)
