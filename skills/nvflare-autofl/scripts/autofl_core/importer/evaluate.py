@@ -88,6 +88,12 @@ def wide_format(spec: str) -> bool:
     return any(len(n) > 4 for n in re.findall(r"\d+", spec)) or re.search(r"\{[^{}]*\{", spec) is not None
 
 
+def _computed(node: ast.AST, value: Any, inputs: list[Val], **extra: Any) -> Val:
+    """A value computed from resolved `inputs`: medium at best, its expression, their flags."""
+    confidence = weakest(MEDIUM, *(v.confidence for v in inputs))
+    return Val(value, confidence, source_text(node), merge_flags(*inputs), **extra)
+
+
 class ExpressionEvaluator:
     """Evaluate expression nodes; a subclass provides `_ev_Name(node)`, `_ev_Call(node)` and
     `attribute(base, attr, node)`."""
@@ -128,7 +134,7 @@ class ExpressionEvaluator:
             value = safe_binop(node.op, left.value, right.value)
         except (ArithmeticError, TypeError, ValueError, KeyError):
             return unresolved(node, "expression cannot be evaluated safely", flags)
-        return Val(value, weakest(left.confidence, right.confidence, MEDIUM), source_text(node), flags)
+        return _computed(node, value, [left, right])
 
     def _ev_BoolOp(self, node: ast.BoolOp) -> Val:
         vals = [self.ev(v) for v in node.values]
@@ -140,7 +146,7 @@ class ExpressionEvaluator:
             if (isinstance(node.op, ast.And) and not result) or (isinstance(node.op, ast.Or) and result):
                 break
             result = val.value
-        return Val(result, weakest(MEDIUM, *(v.confidence for v in vals)), source_text(node), flags)
+        return _computed(node, result, vals)
 
     def _ev_Compare(self, node: ast.Compare) -> Val:
         items = [self.ev(node.left)] + [self.ev(c) for c in node.comparators]
@@ -151,17 +157,14 @@ class ExpressionEvaluator:
             result = all(_CMPOPS[type(op)](items[i].value, items[i + 1].value) for i, op in enumerate(node.ops))
         except (TypeError, KeyError):
             return unresolved(node, "comparison cannot be evaluated", flags)
-        return Val(result, weakest(MEDIUM, *(v.confidence for v in items)), source_text(node), flags)
+        return _computed(node, result, items)
 
     def _ev_IfExp(self, node: ast.IfExp) -> Any:
         test = self.ev(node.test)
         if not known(test):
             return unresolved(node, cause(test) or "condition is not resolved", merge_flags(test))
         chosen = self.ev(node.body if test.value else node.orelse)
-        if known(chosen):
-            flags = merge_flags(test, chosen)
-            return Val(chosen.value, weakest(chosen.confidence, MEDIUM), source_text(node), flags)
-        return chosen
+        return _computed(node, chosen.value, [test, chosen]) if known(chosen) else chosen
 
     def _ev_JoinedStr(self, node: ast.JoinedStr) -> Val:
         vals: list[Val] = []
@@ -185,8 +188,7 @@ class ExpressionEvaluator:
         text = "".join(text for text, _ in traced)
         if len(text) > MAX_STR:
             return unresolved(node, "string too large")
-        confidence = weakest(MEDIUM, *(v.confidence for v in vals))
-        return Val(text, confidence, source_text(node), merge_flags(*vals), parts=tuple(traced))
+        return _computed(node, text, vals, parts=tuple(traced))
 
     def _sequence(self, node: ast.AST, elements: list[ast.AST], build) -> Any:
         if len(elements) > MAX_ITEMS:
@@ -198,14 +200,13 @@ class ExpressionEvaluator:
             return Bag(items)
         if not all(map(known, items)):
             return unresolved(node, cause(*items) or "an item is not resolved", merge_flags(*items))
-        conf = weakest(MEDIUM, *(i.confidence for i in items))
         try:
             value = build([i.value for i in items])
         except TypeError:
             return unresolved(node, "unhashable item")
         if deep_size(value) > MAX_STR:
             return unresolved(node, "container too large")
-        return Val(value, conf, source_text(node), merge_flags(*items))
+        return _computed(node, value, items)
 
     def _ev_ListComp(self, node: Any) -> Val:
         """Not evaluated: unresolved naming the line (or the run-time input its first iterable or an environment
@@ -250,8 +251,7 @@ class ExpressionEvaluator:
             return unresolved(node, "unhashable key")
         if deep_size(value) > MAX_STR:
             return unresolved(node, "dict too large")
-        conf = weakest(MEDIUM, keys.confidence, *(v.confidence for v in values))
-        return Val(value, conf, source_text(node), merge_flags(keys, *values))
+        return _computed(node, value, [keys, *values])
 
     def _ev_Subscript(self, node: ast.Subscript) -> Any:
         base, index = self.ev(node.value), self.ev(node.slice)
@@ -265,8 +265,7 @@ class ExpressionEvaluator:
             value = base.value[index.value]
         except (KeyError, IndexError, TypeError, ValueError):
             return unresolved(node, "subscript cannot be evaluated", merge_flags(base, index))
-        confidence = weakest(MEDIUM, base.confidence, index.confidence)
-        return Val(value, confidence, source_text(node), merge_flags(base, index))
+        return _computed(node, value, [base, index])
 
     def _ev_Slice(self, node: ast.Slice) -> Val:
         parts = [self.ev(p) if p is not None else Val(None, HIGH) for p in (node.lower, node.upper, node.step)]
