@@ -94,9 +94,3 @@ def env_read(name: Any, node: ast.AST, args: list) -> Val:
     label = name.value if known(name, str) else "?"
     reason = f"it reads the environment variable {label} at run time (line {node.lineno})"
     return unresolved(node, reason, merge_flags(*args) + (ENV_PREFIX + label,))
-
-
-def call_data_method(base: Val, method: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Val:
-    """A method of a data value (`"-".join(...)`, `cfg.get("rounds", 2)`): not evaluated statically, so the
-    result is unresolved naming the line (a dry run reads the real value); flags such as `env:` carry over."""
-    return not_evaluated(node, f".{method}()", [base, *args, *kwargs.values()])

@@ -18,7 +18,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from . import real_parser
-from .builtins_eval import BUILTIN_NAMES, call_builtin, call_data_method, call_qualified
+from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_evaluated
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .forks import merge_value, walk_both
@@ -177,8 +177,8 @@ class Walker(ExpressionEvaluator):
             return unresolved(node, f"result of {base.name}.{method}() at run time")
         if isinstance(base, Val) and base.resolved and method in MUTATORS.get(type(base.value), ()):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
-        if isinstance(base, Val):
-            return call_data_method(base, method, args, kwargs, node)
+        if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
+            return not_evaluated(node, f".{method}()", [base, *args, *kwargs.values()])
         return unresolved(node, f".{method}() on a run-time value")
 
     def _set_item(self, target: ast.Subscript, value: Any) -> None:
@@ -331,21 +331,18 @@ class Walker(ExpressionEvaluator):
         if isinstance(target, ast.Name):
             self._frame_for(target.id)[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            self._unpack(target, value)
+            items = _elements(value)
+            starred = any(isinstance(e, ast.Starred) for e in target.elts)
+            ok = items is not None and not starred and len(items) == len(target.elts)
+            for index, element in enumerate(target.elts):
+                item = items[index] if ok else unresolved(element, "cannot unpack statically")
+                self.bind(element.value if isinstance(element, ast.Starred) else element, item)
         elif isinstance(target, ast.Subscript):
             self._set_item(target, value)
         elif isinstance(target, ast.Attribute):
             base = self.ev(target.value)
             if isinstance(base, ap.Namespace):
                 base.values[target.attr] = value if isinstance(value, Val) else unresolved(target, "not a data value")
-
-    def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
-        items = _elements(value)
-        starred = any(isinstance(e, ast.Starred) for e in target.elts)
-        ok = items is not None and not starred and len(items) == len(target.elts)
-        for index, element in enumerate(target.elts):
-            item = items[index] if ok else unresolved(element, "cannot unpack statically")
-            self.bind(element.value if isinstance(element, ast.Starred) else element, item)
 
     def _st_If(self, stmt: ast.If) -> None:
         test = self.ev(stmt.test)
