@@ -98,14 +98,10 @@ class Walker(ExpressionEvaluator):
             return ap.namespace_attribute(base, attr)
         if isinstance(base, (ModuleRef, ClassRef)):
             return ClassRef(attr, f"{base.qualname}.{attr}", dynamic=getattr(base, "dynamic", False))
-        if isinstance(base, Obj) and base.cls.qualname.startswith("<local>."):
-            return unresolved(
-                node,
-                f"attribute '{attr}' of an instance of class {base.name} (line {base.line}); "
-                "the importer does not follow classes",
-            )
         if isinstance(base, Obj):
-            return unresolved(node, f"attribute '{attr}' of {base.name}(...): {base.origin}")
+            local = f"an instance of class {base.name} (line {base.line}); the importer does not follow classes"
+            of = local if base.cls.qualname.startswith("<local>.") else f"{base.name}(...): {base.origin}"
+            return unresolved(node, f"attribute '{attr}' of {of}")
         if isinstance(base, Val) and not base.resolved and base.reason:
             return unresolved(node, base.reason, base.flags)
         return unresolved(node, f"attribute '{attr}' of a run-time value")
@@ -149,7 +145,11 @@ class Walker(ExpressionEvaluator):
             if known is not None:
                 return known
             if callee.name == "ArgumentParser":
-                return self._new_parser(kwargs, node)
+                abbrev = kwargs.get("allow_abbrev")
+                parser = ap.Parser(node.lineno, allow_abbrev=not (isinstance(abbrev, Val) and abbrev.value is False))
+                parser.fromfile_prefix_chars = ap.fromfile_prefix(kwargs.get("fromfile_prefix_chars"))
+                self.out.parsers.append(parser)
+                return parser
             if callee.name == SET_PER_SITE_CONFIG and args and isinstance(args[0], Obj):
                 return _set_per_site(args[0], args[1] if len(args) > 1 else kwargs.get("config"))
         if not isinstance(callee, ClassRef):
@@ -157,13 +157,6 @@ class Walker(ExpressionEvaluator):
         obj = Obj(callee, args, kwargs, node.lineno, unpacked, self.control)
         self.out.objects.append(obj)
         return obj
-
-    def _new_parser(self, kwargs: dict, node: ast.Call) -> ap.Parser:
-        abbrev = kwargs.get("allow_abbrev")
-        parser = ap.Parser(node.lineno, allow_abbrev=not (isinstance(abbrev, Val) and abbrev.value is False))
-        parser.fromfile_prefix_chars = ap.fromfile_prefix(kwargs.get("fromfile_prefix_chars"))
-        self.out.parsers.append(parser)
-        return parser
 
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
@@ -309,14 +302,13 @@ class Walker(ExpressionEvaluator):
             if alias.name != "*":
                 self.scopes[0][alias.asname or alias.name] = ClassRef(alias.name, prefix + alias.name)
 
-    def _st_Assign(self, stmt: ast.Assign) -> None:
-        value = self.ev(stmt.value)
-        for target in stmt.targets:
-            self.bind(target, value)
+    def _st_Assign(self, stmt: ast.Assign | ast.AnnAssign) -> None:
+        if stmt.value is not None:  # `x: int` alone binds nothing
+            value = self.ev(stmt.value)
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                self.bind(target, value)
 
-    def _st_AnnAssign(self, stmt: ast.AnnAssign) -> None:
-        if stmt.value is not None:
-            self.bind(stmt.target, self.ev(stmt.value))
+    _st_AnnAssign = _st_Assign
 
     def _st_AugAssign(self, stmt: ast.AugAssign) -> None:
         """`x += 1`, `cfg["n"] *= 2`, `args.r -= 1`: the target evaluated as an expression (its context is not
