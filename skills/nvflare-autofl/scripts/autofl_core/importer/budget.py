@@ -15,11 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from . import recipes
+from .surface import ALL_SITES
 from .values import HIGH, MEDIUM, PINNED, UNRESOLVED, Val, merge_flags, option_flags, to_jsonable, weakest
 
 FIELDS = ("num_clients", "min_clients", "num_rounds")
 NOT_APPLICABLE = "not_applicable"
-ALL_SITES = "@ALL"  # nvflare.apis.job_def.ALL_SITES: job.to_clients(obj)
 
 
 def _positive_int(val: Val) -> bool:
@@ -29,15 +29,7 @@ def _positive_int(val: Val) -> bool:
 def _entry(val: Any, source: str, control: tuple[str, ...] = ()) -> dict:
     """The budget record of one value; `control` = options of the branches that built or ran its owner."""
     if not isinstance(val, Val):
-        reason = getattr(val, "origin", "") or "an object, not a number"
-        return {
-            "value": None,
-            "confidence": UNRESOLVED,
-            "flag": None,
-            "source": source,
-            "reason": reason,
-            "depends_on": [],
-        }
+        return _missing(getattr(val, "origin", "") or "an object, not a number", source)
     own = option_flags(val.flags)
     depends_on = list(dict.fromkeys([*own, *option_flags(control)]))
     ok = _positive_int(val)
@@ -63,54 +55,38 @@ def _confidence(val: Val, own: list[str], depends_on: list[str]) -> str:
     return PINNED if depends_on else val.confidence
 
 
-def _default(value: Any, source: str, cls: Any, name: str, how: str = "default") -> dict:
-    what = "recipe" if recipes.is_known_recipe(cls) else name
-    return {
-        "value": value,
-        "confidence": MEDIUM,
-        "flag": None,
-        "source": source,
-        "depends_on": [],
-        "note": f"{what} {how}, nvflare {recipes.nvflare_version()}",
-    }
-
-
-def _missing(reason: str, source: str) -> dict:
+def _missing(reason: str, source: str | None) -> dict:
     return {"value": None, "confidence": UNRESOLVED, "flag": None, "source": source, "reason": reason, "depends_on": []}
 
 
 def _not_applicable(reason: str) -> dict:
-    return {
-        "value": None,
-        "confidence": NOT_APPLICABLE,
-        "flag": None,
-        "source": None,
-        "reason": reason,
-        "depends_on": [],
-    }
+    return {**_missing(reason, None), "confidence": NOT_APPLICABLE}
 
 
 def _from_defaults(obj: Any, param: str, source: str) -> dict:
     """An omitted constructor argument, from the installed NVFLARE's signature of `obj`'s class (a subclass the job
     defines without its own `__init__` has its NVFLARE base's). A class of the job's own code is not read: refused
     with the line (the dry run records what it builds)."""
-    if obj.cls.qualname.startswith(recipes.LOCAL_PREFIX) and recipes.default_of(obj.cls, param).status == "unknown":
+    name, default, version = obj.name, recipes.default_of(obj.cls, param), recipes.nvflare_version()
+    if obj.cls.qualname.startswith(recipes.LOCAL_PREFIX) and default.status == "unknown":
         return _missing(
-            f"{obj.name} (built at job.py line {obj.line}) is the job's own class and its {param} is decided in its "
+            f"{name} (built at job.py line {obj.line}) is the job's own class and its {param} is decided in its "
             f"code, which the static reading does not follow; pass {param}= where job.py builds it, or import where "
             "the dry run can run job.py",
             source,
         )
-    return _nvflare_default(obj.cls, obj.name, param, source)
-
-
-def _nvflare_default(cls: Any, name: str, param: str, source: str) -> dict:
-    """An omitted constructor argument of the NVFLARE class `cls`, from the installed NVFLARE's signature."""
-    default = recipes.default_of(cls, param)
-    version = recipes.nvflare_version()
     if default.status in ("value", "fixed") and isinstance(default.value, int) and default.value > 0:
         how = "default" if default.status == "value" else "fixed value"
-        return _default(default.value, f"{name} {how}", cls, name, how)
+        what = "recipe" if recipes.is_known_recipe(obj.cls) else name
+        note = f"{what} {how}, nvflare {version}"
+        return {
+            "value": default.value,
+            "confidence": MEDIUM,
+            "flag": None,
+            "source": f"{name} {how}",
+            "depends_on": [],
+            "note": note,
+        }
     reasons = {
         "value": f"{name}'s default {param} is {default.value!r} in nvflare {version} (decided inside the recipe); "
         f"pass {param}= explicitly",
