@@ -26,7 +26,7 @@ def _positive_int(val: Val) -> bool:
     return val.resolved and isinstance(val.value, int) and not isinstance(val.value, bool) and val.value > 0
 
 
-def _entry(val: Any, source: str, control: tuple[str, ...] = ()) -> dict:
+def _entry(val: Any, source: str, control: tuple[str, ...]) -> dict:
     """The budget record of one value; `control` = options of the branches that built or ran its owner."""
     if not isinstance(val, Val):
         return _missing(getattr(val, "origin", "") or "an object, not a number", source)
@@ -99,11 +99,10 @@ def _from_defaults(obj: Any, param: str, source: str) -> dict:
     return _missing(reasons.get(default.status, f"{name} gets no {param}=; pass it explicitly"), source)
 
 
-def _field(obj: Any, param: str, control: tuple[str, ...], alias: str | None = None) -> dict:
+def _field(obj: Any, param: str, control: tuple[str, ...]) -> dict:
     """`param` of a recipe/controller: its keyword, an argument object the table names, or its class's default."""
-    keyword = alias or param
-    if keyword in obj.kwargs:
-        return _entry(obj.kwargs[keyword], f"{obj.name}({keyword}=...)", control)
+    if param in obj.kwargs:
+        return _entry(obj.kwargs[param], f"{obj.name}({param}=...)", control)
     nested = recipes.budget_source(obj.cls, param)
     if nested is not None:
         holder = obj.kwargs.get(nested["object"])
@@ -116,7 +115,7 @@ def _field(obj: Any, param: str, control: tuple[str, ...], alias: str | None = N
         inner = _field(holder, nested["param"], control + holder.control)
         inner["source"] = f"{obj.name}({nested['object']}={inner['source']})"
         return inner
-    return _from_defaults(obj, keyword, f"{obj.name}({keyword}=...)")
+    return _from_defaults(obj, param, f"{obj.name}({param}=...)")
 
 
 def recipe_budget(surface: Any) -> dict:
@@ -152,7 +151,7 @@ def _env_clients(surface: Any) -> dict:
     return entry
 
 
-def _count(val: Any, source: str, control: tuple[str, ...] = ()) -> dict:
+def _count(val: Any, source: str, control: tuple[str, ...]) -> dict:
     if isinstance(val, Val) and val.resolved and isinstance(val.value, (list, tuple)):
         return _entry(Val(len(val.value), val.confidence, val.expr, val.flags), source, control)
     why = val.reason if isinstance(val, Val) and val.reason else getattr(val, "origin", "")
@@ -161,30 +160,25 @@ def _count(val: Any, source: str, control: tuple[str, ...] = ()) -> dict:
 
 def fedjob_budget(surface: Any) -> dict:
     job = surface.target
-    controllers = [
-        c for c in surface.components if "num_rounds" in c.kwargs or c.name in ("FedAvg", "ScatterAndGather")
-    ]
+    names = ("FedAvg", "ScatterAndGather")
+    controller = next((c for c in surface.components if "num_rounds" in c.kwargs or c.name in names), None)
     control = job.control + surface.run_control
     budget = {}
     if "num_rounds" in job.kwargs:
-        budget["num_rounds"] = _entry(job.kwargs["num_rounds"], f"{job.name}(num_rounds=...)", control)
-    elif controllers:
-        budget["num_rounds"] = _field(controllers[0], "num_rounds", control + controllers[0].control)
+        budget["num_rounds"] = _field(job, "num_rounds", control)
+    elif controller is not None:
+        budget["num_rounds"] = _field(controller, "num_rounds", control + controller.control)
     else:
         budget["num_rounds"] = _missing("no controller with num_rounds= is attached to the FedJob", "FedJob")
-    if controllers and "num_clients" in controllers[0].kwargs:
-        budget["min_clients"] = _entry(
-            controllers[0].kwargs["num_clients"],
-            f"{controllers[0].name}(num_clients=...)",
-            control + controllers[0].control,
-        )
+    if controller is not None and "num_clients" in controller.kwargs:
+        budget["min_clients"] = _field(controller, "num_clients", control + controller.control)
     else:
         budget["min_clients"] = _field(job, "min_clients", control)
-    budget["num_clients"] = _run_clients(surface, job, control)
+    budget["num_clients"] = _run_clients(surface, control)
     return budget
 
 
-def _run_clients(surface: Any, job: Any, control: tuple[str, ...]) -> dict:
+def _run_clients(surface: Any, control: tuple[str, ...]) -> dict:
     """Simulated clients of `FedJob.simulator_run`, by NVFLARE 2.9's rules: `clients=` replaces the sites named
     with `to()`; `n_clients=` is required after `to_clients()` and rejected when `to()` named the sites."""
     kwargs = surface.run_kwargs
