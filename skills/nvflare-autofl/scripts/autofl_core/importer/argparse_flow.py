@@ -106,13 +106,9 @@ def flag_from_record(record: dict) -> Flag:
 
 def parser_from_config(section: dict) -> Parser:
     """The parser a config's `argparse` section records (no fromfile setting recorded: the conventional `@`)."""
-    parser = Parser(0, allow_abbrev=section.get("allow_abbrev", True))
-    parser.fromfile_prefix_chars = section.get("fromfile_prefix_chars", DEFAULT_FROMFILE)
     records = section.get("flags")
-    parser.flags = (
-        [flag_from_record(r) for r in records if _flag_problem(r) is None] if isinstance(records, list) else []
-    )
-    return parser
+    flags = [flag_from_record(r) for r in records if _flag_problem(r) is None] if isinstance(records, list) else []
+    return Parser(0, section.get("allow_abbrev", True), flags, section.get("fromfile_prefix_chars", DEFAULT_FROMFILE))
 
 
 @dataclass(eq=False)

@@ -125,26 +125,22 @@ def _is_none(val: Any) -> bool:
     return isinstance(val, Val) and val.resolved and val.value is None
 
 
-def _settings(surface: Any) -> dict:
-    """Where the key-metric settings live: recipe kwargs, or FedJob + its selector/controller components."""
-    target = surface.target
-    found = {"owner": target.name, "kwargs": dict(target.kwargs), "selector": None}
+def _settings(surface: Any) -> tuple[dict, Any]:
+    """Where the key-metric settings live: (recipe kwargs, or FedJob + its controllers' stop_cond; the selector)."""
+    kwargs, selector = dict(surface.target.kwargs), None
     if surface.pattern == "fedjob":
         for comp in surface.components:
             if "stop_cond" in comp.kwargs:
-                found["kwargs"]["stop_cond"] = comp.kwargs["stop_cond"]
+                kwargs["stop_cond"] = comp.kwargs["stop_cond"]
             if "Selector" in comp.name:
-                found["selector"] = comp
-    selector = found["kwargs"].get("model_selector")
-    if selector is not None and not _is_none(selector):
-        found["selector"] = selector
-    return found
+                selector = comp
+    given = kwargs.get("model_selector")
+    return kwargs, (given if given is not None and not _is_none(given) else selector)
 
 
 def job_key_metric(surface: Any) -> dict:
     """The job's own key metric and direction: {metric, mode, metric_source, mode_source, reasons}."""
-    settings = _settings(surface)
-    kwargs, owner, selector = settings["kwargs"], settings["owner"], settings["selector"]
+    (kwargs, selector), owner = _settings(surface), surface.target.name
     reasons: dict[str, str] = {}
     metric, metric_source = _default_key_metric(surface), "core_default"
     if "key_metric" in kwargs:
