@@ -121,8 +121,9 @@ def _text(val: Any) -> str | None:
     return val.value if isinstance(val, Val) and val.resolved and isinstance(val.value, str) else None
 
 
-def _is_none(val: Any) -> bool:
-    return isinstance(val, Val) and val.resolved and val.value is None
+def _given(val: Any) -> bool:
+    """Passed, and not as an explicit None."""
+    return val is not None and not (isinstance(val, Val) and val.resolved and val.value is None)
 
 
 def _settings(surface: Any) -> tuple[dict, Any]:
@@ -135,7 +136,7 @@ def _settings(surface: Any) -> tuple[dict, Any]:
             if "Selector" in comp.name:
                 selector = comp
     given = kwargs.get("model_selector")
-    return kwargs, (given if given is not None and not _is_none(given) else selector)
+    return kwargs, (given if _given(given) else selector)
 
 
 def job_key_metric(surface: Any) -> dict:
@@ -184,7 +185,7 @@ def _direction(kwargs: dict, metric: str | None, reasons: dict) -> tuple[str | N
     explicit = kwargs.get("key_metric_mode")
     stop = kwargs.get("stop_cond")
     stop_mode = None
-    if stop is not None and not _is_none(stop):
+    if _given(stop):
         text = _text(stop)
         if text is None:
             reasons["mode"] = "stop_cond is not resolved statically, so its direction is unknown"
@@ -192,7 +193,7 @@ def _direction(kwargs: dict, metric: str | None, reasons: dict) -> tuple[str | N
         parsed = parse_stop_cond(text)
         if parsed is not None and parsed[0] == metric:
             stop_mode = parsed[1]
-    if explicit is not None and not _is_none(explicit):
+    if _given(explicit):
         mode = _text(explicit)
         if mode not in ("min", "max"):
             reasons["mode"] = "key_metric_mode is not a literal 'min' or 'max'"
