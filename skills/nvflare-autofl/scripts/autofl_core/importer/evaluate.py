@@ -141,11 +141,8 @@ class ExpressionEvaluator:
         flags = merge_flags(*vals)
         if not all(map(known, vals)):
             return unresolved(node, cause(*vals) or "operand is not resolved", flags)
-        result = vals[0].value
-        for val in vals[1:]:
-            if (isinstance(node.op, ast.And) and not result) or (isinstance(node.op, ast.Or) and result):
-                break
-            result = val.value
+        stop = isinstance(node.op, ast.Or)  # `or` stops at the first true operand, `and` at the first false one
+        result = next((v.value for v in vals[:-1] if bool(v.value) is stop), vals[-1].value)
         return _computed(node, result, vals)
 
     def _ev_Compare(self, node: ast.Compare) -> Val:

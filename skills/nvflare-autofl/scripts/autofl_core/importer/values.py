@@ -84,13 +84,9 @@ def deep_size(value: Any) -> int:
         item = stack.pop()
         if isinstance(item, str):
             total += len(item)
-        elif isinstance(item, dict):
+        elif isinstance(item, (dict, list, tuple, set, frozenset)):
             total += len(item)
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple, set, frozenset)):
-            total += len(item)
-            stack.extend(item)
+            stack.extend([*item, *item.values()] if isinstance(item, dict) else item)
         else:
             total += 1
     return total

@@ -467,11 +467,8 @@ def _elements(value: Any) -> list | None:
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
     """The items of a short, statically known sequence (not a dict) whose loop body never breaks or continues."""
     values = None if isinstance(iterable, Bag) and iterable.keys is not None else _elements(iterable)
-    if values is None or len(values) > MAX_UNROLL:
-        return None
-    if any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt)):
-        return None
-    return values
+    leaves = any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt))
+    return None if values is None or len(values) > MAX_UNROLL or leaves else values
 
 
 def parser_method(
