@@ -277,10 +277,8 @@ class Walker(ExpressionEvaluator):
         """Names bound from now on in the module's frame (`global`) or the enclosing function's (`nonlocal`)."""
         targets = self.redirect.setdefault(id(self.scopes[0]), {})
         for name in stmt.names:
-            if isinstance(stmt, ast.Global):
-                targets[name] = self.scopes[-1]
-            else:
-                targets[name] = next((f for f in self.scopes[1:-1] if name in f), self.scopes[0])
+            enclosing = (f for f in self.scopes[1:-1] if name in f)  # `nonlocal`: the nearest that binds the name
+            targets[name] = self.scopes[-1] if isinstance(stmt, ast.Global) else next(enclosing, self.scopes[0])
 
     _st_Nonlocal = _st_Global
 
