@@ -67,15 +67,9 @@ def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], 
     listed = _listed(folder, frozenset(HIDDEN))
     if listed is None:
         return None
-    digest = hashlib.sha256()
-    digest.update(BOOT.read_bytes())
-    digest.update(json.dumps([python, args, str(Path(folder).absolute())]).encode())  # a record holds its paths
-    files = dict(listed)
-    for rel, data in (overlay or {}).items():
-        files[rel] = hashlib.sha256(data).hexdigest()
-    for rel in sorted(files):
-        digest.update(f"{rel}\0{files[rel]}\0".encode())
-    return digest.hexdigest()
+    files = dict(listed) | {rel: hashlib.sha256(data).hexdigest() for rel, data in (overlay or {}).items()}
+    head = json.dumps([python, args, str(Path(folder).absolute())]).encode()  # a record holds its paths
+    return _digest(BOOT.read_bytes() + head, sorted(files.items()))
 
 
 def folder_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str | None:
@@ -83,10 +77,12 @@ def folder_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str | Non
     (folder-relative POSIX paths of files or folders, e.g. a campaign's own files); None when the walk cannot
     cover them all."""
     listed = _listed(folder, skip)
-    if listed is None:
-        return None
-    digest = hashlib.sha256()
-    for rel, sha in listed:
+    return None if listed is None else _digest(b"", listed)
+
+
+def _digest(head: bytes, files: list[tuple[str, str]]) -> str:
+    digest = hashlib.sha256(head)
+    for rel, sha in files:
         digest.update(f"{rel}\0{sha}\0".encode())
     return digest.hexdigest()
 

@@ -1,7 +1,6 @@
 """Run job.py up to the point where NVFLARE would start training, and record what it built (run with `python -I`).
 
 Usage (inside the trial sandbox, cwd = the job's folder):
-    python -I dryrun_boot.py OUT.json JOB.py [ARG ...]
     python -I dryrun_boot.py --serve JOB.py      # stdin: {"runs": [{"out": PATH, "args": [...], "env": {...}}]}
                                                   # lines (env: variables set for that run); stdout: "done" each
 
@@ -246,21 +245,15 @@ def _read_configs(folder: str) -> dict:
     return found
 
 
-def _mro(obj) -> list[str]:
-    return [f"{c.__module__}.{c.__qualname__}" for c in type(obj).__mro__ if c is not object]
-
-
 def _record(kind: str, fed_job_config, final: bool = True, **extra) -> None:
     """Export the job config into a private temp folder, keep its JSON, and stop the run; an export (`final`
     False) is kept in STATE["exported"] (the first one) and the run goes on: job.py may run the job next."""
-    job = STATE["job"]
-    configs = {}
+    job, configs, recipe = STATE["job"], {}, STATE["recipe"]
     if fed_job_config is not None:
         with tempfile.TemporaryDirectory(prefix="autofl-dryrun-") as folder:
             fed_job_config.generate_job_config(folder)
             configs = _read_configs(folder)
-    recipe = STATE["recipe"]
-    if fed_job_config is not None:  # the recipe built around the FedJob that runs (job.py may run `recipe._job`)
+        # the recipe built around the FedJob that runs (job.py may run `recipe._job`)
         owner = next(
             (r for r in STATE["built"] if getattr(getattr(r, "_job", None), "job", None) is fed_job_config), None
         )
@@ -270,7 +263,7 @@ def _record(kind: str, fed_job_config, final: bool = True, **extra) -> None:
         "status": "recorded",
         "entry": kind,
         "call": _job_frame(job),
-        "recipe": _mro(recipe) if recipe is not None else None,
+        "recipe": None if recipe is None else [f"{c.__module__}.{c.__qualname__}" for c in type(recipe).__mro__[:-1]],
         "recipe_call": STATE["recipe_call"],
         "recipe_attrs": _recipe_attrs(recipe),
         "configs": configs,
@@ -317,7 +310,7 @@ def _install_fedjob() -> None:
 
     def export_job(self, job_root):
         self._set_all_apps()
-        _record("export_job", self.job, final=False, export_root=str(job_root), env=_env())
+        _record("export_job", self.job, final=False, env=_env())
 
     folder = os.path.dirname(nvflare.__file__)
     STATE["nvflare_dirs"] = tuple(sorted({folder + os.sep, os.path.realpath(folder) + os.sep}))
@@ -423,7 +416,7 @@ def _env() -> dict | None:
     env = STATE.get("env_object")
     if env is None:
         return None
-    return {"class": type(env).__name__, "mro": _mro(env), "attrs": _recipe_attrs(env)}
+    return {"class": type(env).__name__, "attrs": _recipe_attrs(env)}
 
 
 def _record_parsers() -> None:
@@ -461,12 +454,11 @@ def _parser_record(parser: argparse.ArgumentParser, values: dict) -> dict:
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
             continue
-        kind = type(action).__name__
         actions.append(
             {
                 "option_strings": list(action.option_strings),
                 "dest": action.dest,
-                "action": kind,
+                "action": type(action).__name__,
                 "type": getattr(action.type, "__name__", None) if action.type else None,
                 "default": _plain(action.default),
                 "choices": _plain(list(action.choices)) if action.choices is not None else None,
@@ -477,7 +469,6 @@ def _parser_record(parser: argparse.ArgumentParser, values: dict) -> dict:
             }
         )
     return {
-        "prog": parser.prog,
         "allow_abbrev": parser.allow_abbrev,
         "fromfile_prefix_chars": parser.fromfile_prefix_chars,
         "actions": actions,
@@ -518,7 +509,7 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     STATE["in_job"] = True
     try:
         runpy.run_path(job, run_name="__main__")
-        record = {"status": "no_run", "recipe": _mro(STATE["recipe"]) if STATE["recipe"] is not None else None}
+        record = {"status": "no_run"}
     except Stop:
         record = STATE["record"]
     except SystemExit as stop:
@@ -533,7 +524,6 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
             "message": str(error)[:500],
             "where": _job_frame(job, error.__traceback__),
             "nvflare": _nvflare_frame(error.__traceback__),
-            "recipe": _mro(STATE["recipe"]) if STATE["recipe"] is not None else None,
         }
     if record["status"] != "recorded" and "exported" in STATE:  # job.py exported, then ended or failed: the export
         record = STATE["exported"]
@@ -597,8 +587,7 @@ def _runs(requests: list[dict], job: str) -> None:
     for request in requests:
         if len(running) >= PARALLEL:
             os.waitpid(running.pop(0), 0)
-        env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
-        running.append(_fork(request["out"], job, [str(a) for a in request["args"]], env))
+        running.append(_fork(request["out"], job, request["args"], request["env"]))
     for pid in running:
         os.waitpid(pid, 0)
     for request in requests:
@@ -615,9 +604,7 @@ def _runs(requests: list[dict], job: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`OUT JOB ARGS...` runs once; `--serve JOB` reads `{"runs": [{"out", "args"}, ...]}` lines on stdin and
-    answers `done` to each."""
-    serve = argv[0] == "--serve"
+    """`--serve JOB` reads `{"runs": [{"out", "args", "env"}, ...]}` lines on stdin and answers `done` to each."""
     job = os.path.abspath(argv[1])
     STATE["job"] = job
     sys.path.insert(0, os.path.dirname(job))
@@ -625,9 +612,6 @@ def main(argv: list[str]) -> int:
     _record_parsers()
     _record_env_reads()
     _install()
-    if not serve:
-        os.waitpid(_fork(argv[0], job, argv[2:], {}), 0)
-        return 0
     for line in sys.stdin:
         _runs(json.loads(line)["runs"], job)
         sys.stdout.write("done\n")

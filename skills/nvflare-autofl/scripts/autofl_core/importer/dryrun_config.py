@@ -81,38 +81,18 @@ def held(config: dict) -> bool:
 
 def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
     """One `fixed_budget` field, shaped like the static reading's, from what the run recorded."""
-    if entry.get("not_applicable"):
-        return {
-            "value": None,
-            "confidence": "not_applicable",
-            "flag": None,
-            "source": entry["source"],
-            "depends_on": [],
-            "reason": "the deployment decides the clients (no simulation)",
-        }
     value = entry.get("value")
-    if value is None:
-        return {
-            "value": None,
-            "confidence": "unresolved",
-            "flag": None,
-            "source": entry["source"],
-            "depends_on": list(moved),
-            "reason": entry.get("reason") or "the dry run recorded no value",
-        }
     own = [name for name in moved if option_values.get(name) == value]
-    confidence = "high" if len(moved) == 1 and own == moved else ("pinned" if moved else "medium")
-    return {
-        "value": value,
-        "confidence": confidence,
-        "flag": own[0] if len(own) == 1 else None,
-        "source": entry["source"],
-        "depends_on": list(moved),
-    }
-
-
-def _option_values(record: DryRunRecord) -> dict:
-    return {a.name: a.value for a in recorded.options(record) if a.option_strings}
+    out = {"value": value, "confidence": "", "flag": None, "source": entry["source"], "depends_on": list(moved)}
+    if entry.get("not_applicable"):
+        out.update(confidence="not_applicable", depends_on=[])
+        out["reason"] = "the deployment decides the clients (no simulation)"
+    elif value is None:
+        out.update(confidence="unresolved", reason=entry.get("reason") or "the dry run recorded no value")
+    else:
+        confidence = "high" if len(moved) == 1 and own == moved else ("pinned" if moved else "medium")
+        out.update(confidence=confidence, flag=own[0] if len(own) == 1 else None)
+    return out
 
 
 def _objective_moves(moved: dict) -> list[str]:
@@ -151,7 +131,8 @@ def contradictions(config: dict, record: DryRunRecord) -> list[str]:
 def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved: dict) -> dict:
     """The budget as the run recorded it; a field the run left without a value keeps the reading's value, and a
     field an environment variable moves is unresolved (one run cannot pin it)."""
-    values, extra = _option_values(record), _objective_moves(moved)
+    values = {a.name: a.value for a in recorded.options(record) if a.option_strings}
+    extra = _objective_moves(moved)
     ran, static = recorded.budget(record), config.get("fixed_budget") or {}
     budget = {}
     for field in recorded.FIELDS:
@@ -181,7 +162,8 @@ def _objective(config: dict, record: DryRunRecord) -> None:
         metric, source = objective.get("job_key_metric") or DEFAULT_KEY_METRIC, "core_default"
     else:
         source = "dry_run"
-    if mode == "max" and not (objective.get("job_key_metric_mode") == "max" and _explicit_mode(objective)):
+    explicit = objective.get("mode_contract_source") not in (None, "core_default", "unresolved", "undeclared")
+    if mode == "max" and not (objective.get("job_key_metric_mode") == "max" and explicit):
         mode = None  # a recipe holds NVFLARE's default "max" too: explicit only where the reading saw it written
     custom = objective.get("mode_contract_source") == "unresolved" and objective.get("job_key_metric") == metric
     objective.update(job_key_metric=metric, job_key_metric_mode=mode or "max", job_key_metric_source=source)
@@ -193,10 +175,6 @@ def _objective(config: dict, record: DryRunRecord) -> None:
             mode_contract_source="key_metric_mode" if mode else "core_default",
             metric_extraction_order=objective.get("metric_extraction_order") or [metric],
         )
-
-
-def _explicit_mode(objective: dict) -> bool:
-    return objective.get("mode_contract_source") not in (None, "core_default", "unresolved", "undeclared")
 
 
 def fold(
