@@ -208,21 +208,13 @@ class Session:
         return key is not None and available(self.python) and _cached(key) is not None
 
     def run(
-        self,
-        args: list[str],
-        use_cache: bool = True,
-        env: dict[str, str] | None = None,
-        keep: tuple[str, ...] = STORED,
+        self, args: list[str], env: dict[str, str] | None = None, keep: tuple[str, ...] = STORED
     ) -> DryRunRecord | None:
         """The record of `python job.py ARGS` (with `env` set), or None where this host cannot seal a dry run."""
-        return self.run_many([args], use_cache, env, keep)[0]
+        return self.run_many([args], env, keep)[0]
 
     def run_many(
-        self,
-        batch: list[list[str]],
-        use_cache: bool = True,
-        env: dict[str, str] | None = None,
-        keep: tuple[str, ...] = STORED,
+        self, batch: list[list[str]], env: dict[str, str] | None = None, keep: tuple[str, ...] = STORED
     ) -> list[DryRunRecord | None]:
         """Records of several runs (those not cached run side by side in the sandbox), each with the environment
         variables `env` set; None where it cannot seal. `keep`: the statuses the cache folder keeps (the perturbed
@@ -233,7 +225,7 @@ class Session:
             return [None for _ in batch]
         keyed = [[*args, *(f"\0env:{k}={v}" for k, v in sorted(env.items()))] for args in batch]
         keys = [job_digest(self.job.parent, self.overlay, args, self.python) for args in keyed]
-        raw: list[dict | None] = [_cached(key, keep) if use_cache and key else None for key in keys]
+        raw: list[dict | None] = [_cached(key, keep) if key else None for key in keys]
         missing = [i for i, found in enumerate(raw) if found is None]
         if missing and (self.proc is not None or self.start()):
             for index, found in zip(missing, self._ask([batch[i] for i in missing], env), strict=True):
@@ -276,15 +268,12 @@ class Session:
         return True
 
     def _ask(self, batch: list[list[str]], env: dict[str, str]) -> list[dict]:
-        outs = []
-        for _ in batch:
-            self.count += 1
-            outs.append(self.trial_dir / "out" / f"record-{self.count}.json")
+        outs = [self.trial_dir / "out" / f"record-{self.count + i}.json" for i in range(1, len(batch) + 1)]
+        self.count += len(batch)
         started = time.monotonic()
         runs = [{"out": str(out), "args": args, "env": env} for out, args in zip(outs, batch, strict=True)]
-        request = {"runs": runs}
         try:
-            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.write((json.dumps({"runs": runs}) + "\n").encode())
             self.proc.stdin.flush()
         except OSError as error:
             return [{"status": "sandbox_failed", "reason": f"the dry run could not start: {error}"} for _ in batch]
@@ -338,8 +327,7 @@ def dry_run(
     *,
     overlay: dict[str, bytes] | None = None,
     python: str | None = None,
-    use_cache: bool = True,
 ) -> DryRunRecord | None:
     """The dry-run record of `python job.py ARGS` (see dryrun_boot.py), or None where it cannot be sealed."""
     with Session(job_path, overlay=overlay, python=python) as session:
-        return session.run(base_args, use_cache)
+        return session.run(base_args)

@@ -182,16 +182,18 @@ IMPORT_MACHINERY = os.path.dirname(importlib.__file__) + os.sep  # importlib.imp
 def _asker() -> str | None:
     """Who runs the import being resolved: "job" (a file in the job's folder), "nvflare" (NVFLARE's package), or
     None (another library, or this script)."""
-    folder = os.path.dirname(STATE["job"])
-    frame = sys._getframe(2)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not name.startswith(("<frozen", IMPORT_MACHINERY)) and name != __file__:
-            if os.path.dirname(name) == folder:
-                return "job"
-            return "nvflare" if _in_nvflare(name) else None
+    name = _caller(lambda name: name.startswith(("<frozen", IMPORT_MACHINERY)))
+    if os.path.dirname(name) == os.path.dirname(STATE["job"]):
+        return "job"
+    return "nvflare" if _in_nvflare(name) else None
+
+
+def _caller(skipped) -> str:
+    """The file of the innermost frame on the stack outside this script and the files `skipped` names ("" if none)."""
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename == __file__ or skipped(frame.f_code.co_filename)):
         frame = frame.f_back
-    return None
+    return "" if frame is None else frame.f_code.co_filename
 
 
 def _in_nvflare(filename: str) -> bool:
@@ -338,20 +340,17 @@ def _install_fedjob() -> None:
 
 def _install_envs() -> None:
     """A POC or production env's deploy records the job it was given instead of deploying it."""
-
-    def deployer(name):
-        def deploy(self, job):
-            job._set_all_apps()
-            _record("deploy", job.job, env={"class": name, "attrs": _recipe_attrs(self)})
-
-        return deploy
-
     for module, name in (("nvflare.recipe.poc_env", "PocEnv"), ("nvflare.recipe.prod_env", "ProdEnv")):
         try:
             cls = getattr(__import__(module, fromlist=[name]), name)
         except (ImportError, AttributeError):
             continue
-        cls.deploy = deployer(name)
+
+        def deploy(self, job, _name=name):
+            job._set_all_apps()
+            _record("deploy", job.job, env={"class": _name, "attrs": _recipe_attrs(self)})
+
+        cls.deploy = deploy
 
 
 def _install_recipe() -> None:
@@ -391,19 +390,10 @@ def _init_parameters(component) -> dict:
 def _record_env_reads() -> None:
     """Note every environment variable job.py (or a module beside it) reads: `os.environ[...]`, `.get`, `getenv`."""
     original = os._Environ.__getitem__
-    skipped = (os.__file__, __file__)
 
     def getitem(self, key):
-        frame = sys._getframe(1)
-        while frame is not None and (
-            frame.f_code.co_filename in skipped or "_collections_abc" in frame.f_code.co_filename
-        ):
-            frame = frame.f_back
-        if (
-            frame is not None
-            and STATE.get("in_job")
-            and os.path.dirname(frame.f_code.co_filename) == os.path.dirname(STATE["job"])
-        ):
+        caller = _caller(lambda name: name == os.__file__ or "_collections_abc" in name)
+        if STATE.get("in_job") and os.path.dirname(caller) == os.path.dirname(STATE["job"]):
             name = key.decode(errors="replace") if isinstance(key, bytes) else str(key)
             if name not in STATE["env_read"]:
                 STATE["env_read"].append(name)
@@ -440,13 +430,7 @@ def _record_parsers() -> None:
 def _called_from_nvflare() -> bool:
     """True when the caller of the function that asks (an argparse parse, a stand-in's `__bool__` or attribute) is
     NVFLARE's own code, not job.py, its modules or another library."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if name not in (argparse.__file__, __file__):  # these files exactly: a job's `hooks_argparse.py` asks too
-            return _in_nvflare(name)
-        frame = frame.f_back
-    return False
+    return _in_nvflare(_caller(lambda name: name == argparse.__file__))  # exactly: a job's `hooks_argparse.py` asks too
 
 
 def _parser_record(parser: argparse.ArgumentParser, values: dict) -> dict:
