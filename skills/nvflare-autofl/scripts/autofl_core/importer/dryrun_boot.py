@@ -285,13 +285,6 @@ def _recipe_attrs(recipe) -> dict:
     return {k: _plain(v, 1) for k, v in sorted(vars(recipe).items()) if not k.startswith("_")}
 
 
-def _install() -> None:
-    """Replace NVFLARE's entry points with recording ones: the FedJob API's, the deploying envs' and the recipes'."""
-    _install_fedjob()
-    _install_envs()
-    _install_recipe()
-
-
 def _install_fedjob() -> None:
     """FedJob's simulation and export record the job; its exported components carry their effective arguments."""
     import nvflare
@@ -371,8 +364,7 @@ def _install_recipe() -> None:
         def noting(self, *args, _original=original, _method=method, **kwargs):
             if STATE["recipe"] is None or STATE["recipe_call"] == "export":  # a run after an export is the call
                 STATE["recipe"], STATE["recipe_call"] = self, _method
-                env = kwargs.get("env", args[0] if args and _method != "export" else None)
-                STATE["env_object"] = env
+                STATE["env_object"] = kwargs.get("env", args[0] if args and _method != "export" else None)
             return _original(self, *args, **kwargs)
 
         setattr(Recipe, method, noting)
@@ -514,7 +506,7 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
     record["stubbed"] = sorted(STATE["stubbed"])
     record["env_read"] = sorted(STATE["env_read"])
-    if STATE["absent"]:
+    if STATE["absent"] and record["status"] != "recorded":  # asks `_first_run` for a rerun with them stood in
         record["absent"] = sorted(STATE["absent"])
     record["imported"] = _imported(before)
     with open(out, "w", encoding="utf-8") as handle:
@@ -552,16 +544,9 @@ def _first_run(out: str, job: str, args: list[str], before: set, env: dict) -> b
     os.waitpid(pid, 0)
     try:
         with open(out, encoding="utf-8") as handle:
-            record = json.load(handle)
+            return bool(json.load(handle).get("absent"))
     except (OSError, ValueError):
         return False
-    absent = record.pop("absent", [])
-    if absent and record.get("status") != "recorded":
-        return True
-    if absent:
-        with open(out, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, sort_keys=True, default=repr)
-    return False
 
 
 def _runs(requests: list[dict], job: str) -> None:
@@ -595,7 +580,9 @@ def main(argv: list[str]) -> int:
     sys.meta_path.append(_InertFinder())
     _record_parsers()
     _record_env_reads()
-    _install()
+    _install_fedjob()  # NVFLARE's entry points record instead: the FedJob API's, the deploying envs', the recipes'
+    _install_envs()
+    _install_recipe()
     for line in sys.stdin:
         _runs(json.loads(line)["runs"], job)
         sys.stdout.write("done\n")
