@@ -170,11 +170,7 @@ def _store(key: str, record: dict, keep: tuple[str, ...] = STORED) -> None:
     except OSError:
         Path(tmp).unlink(missing_ok=True)
         return
-    _prune(folder)
-
-
-def _prune(folder: Path) -> None:
-    try:
+    try:  # the newest MAX_CACHED records stay
         entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
         for stale in entries[: max(0, len(entries) - MAX_CACHED)]:
             stale.unlink(missing_ok=True)

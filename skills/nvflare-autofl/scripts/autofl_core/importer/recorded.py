@@ -126,15 +126,13 @@ def _where(data: dict, key: str) -> Where | None:
 def _action(raw: Any) -> Action:
     if not isinstance(raw, dict) or not isinstance(raw.get("dest"), str) or not isinstance(raw.get("action"), str):
         raise _Malformed("a parser action without dest or action")
-    strings = _strings(raw, "option_strings")
-    choices = _typed(raw, "choices", (list,))
     return Action(
-        strings,
+        _strings(raw, "option_strings"),
         raw["dest"],
         raw["action"],
         _typed(raw, "type", (str,)),
         raw.get("default"),
-        list(choices) if choices is not None else None,
+        _typed(raw, "choices", (list,)),
         bool(raw.get("required", False)),
         raw.get("nargs"),
         raw.get("value"),
@@ -229,7 +227,7 @@ def family(record: DryRunRecord) -> str | None:
         return "nested"
     kinds = {NON_TRAINING_WORKFLOWS.get(path.rpartition(".")[2]) for path in workflows}
     if workflows and None not in kinds:
-        return sorted(k for k in kinds if k)[0]
+        return min(kinds)
     if record.recipe:
         return "training"  # a recipe NVFLARE does not ship: training, its budget passed explicitly
     return "training" if _values(record, "num_rounds") else None
