@@ -426,24 +426,22 @@ def _called_from_nvflare() -> bool:
 
 
 def _parser_record(parser: argparse.ArgumentParser, values: dict) -> dict:
-    actions = []
-    for action in parser._actions:
-        if isinstance(action, argparse._HelpAction):
-            continue
-        actions.append(
-            {
-                "option_strings": list(action.option_strings),
-                "dest": action.dest,
-                "action": type(action).__name__,
-                "type": getattr(action.type, "__name__", None) if action.type else None,
-                "default": _plain(action.default),
-                "choices": _plain(list(action.choices)) if action.choices is not None else None,
-                "required": bool(action.required),
-                "nargs": _plain(action.nargs),
-                "const": _plain(action.const),
-                "value": _plain(values.get(action.dest)),
-            }
-        )
+    actions = [
+        {
+            "option_strings": list(action.option_strings),
+            "dest": action.dest,
+            "action": type(action).__name__,
+            "type": getattr(action.type, "__name__", None) if action.type else None,
+            "default": _plain(action.default),
+            "choices": _plain(list(action.choices)) if action.choices is not None else None,
+            "required": bool(action.required),
+            "nargs": _plain(action.nargs),
+            "const": _plain(action.const),
+            "value": _plain(values.get(action.dest)),
+        }
+        for action in parser._actions
+        if not isinstance(action, argparse._HelpAction)
+    ]
     return {
         "allow_abbrev": parser.allow_abbrev,
         "fromfile_prefix_chars": parser.fromfile_prefix_chars,

@@ -257,9 +257,8 @@ def _not_training(config: dict, record: DryRunRecord, family: str) -> None:
 
 def _environment(record: DryRunRecord) -> bool:
     """True when the run raised because this interpreter lacks a module (not something job.py decides)."""
-    if record.exception in ("ModuleNotFoundError", "ImportError"):
-        return True
-    return "is not installed" in record.message  # NVFLARE's optional_import checks
+    # "is not installed": NVFLARE's optional_import checks
+    return record.exception in ("ModuleNotFoundError", "ImportError") or "is not installed" in record.message
 
 
 def refuse_with_line(config: dict, record: DryRunRecord) -> None:
