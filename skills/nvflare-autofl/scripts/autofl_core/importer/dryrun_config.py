@@ -384,6 +384,7 @@ def unsettled_reason(record: DryRunRecord) -> str | None:
     it or NVFLARE imports cannot be imported here, or it raised. None for a recorded run."""
     if record.status == "exited":
         return recorded.exit_reason(record)
-    if record.status == "raised":
-        return recorded.environment_reason(record) if _environment(record) else recorded.raise_reason(record)
+    if record.status == "raised":  # a module this interpreter lacks: what to do differs
+        fix = "this interpreter cannot import it: install what is missing, or import where it is installed"
+        return recorded.raise_reason(record, fix) if _environment(record) else recorded.raise_reason(record)
     return None

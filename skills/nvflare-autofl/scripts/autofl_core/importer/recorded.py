@@ -376,13 +376,6 @@ def raise_reason(
     return f"running job.py raises at {line}: {what}; {fix}"
 
 
-def environment_reason(record: DryRunRecord) -> str:
-    """Why a run that stopped on a module this interpreter lacks could not record the job, and what to do."""
-    return raise_reason(
-        record, "this interpreter cannot import it: install what is missing, or import where it is installed"
-    )
-
-
 def exit_reason(record: DryRunRecord) -> str:
     """Why job.py exited before reaching NVFLARE (argparse's own message when its parser refused the arguments)."""
     line = f" at {_at(record.where)}" if record.where else ""
