@@ -42,10 +42,10 @@ STATE: dict = {
     "recipe": None,
     "recipe_call": None,
     "parsers": [],
-    "stubbed": [],
-    "absent": [],
+    "stubbed": set(),
+    "absent": set(),
     "built": [],
-    "env_read": [],
+    "env_read": set(),
 }
 EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
 MAX_FILE = 1 << 20
@@ -161,11 +161,9 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             if asker != "nvflare" or not STATE.get("in_job"):
                 return None  # a library's optional import, or NVFLARE's own before job.py runs: the real ImportError
             if not STATE.get("optional"):  # NVFLARE asks for it during the run: noted, stood in only on a rerun
-                if top not in STATE["absent"]:
-                    STATE["absent"].append(top)
+                STATE["absent"].add(top)
                 return None
-        if top not in STATE["stubbed"]:
-            STATE["stubbed"].append(top)
+        STATE["stubbed"].add(top)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec):
@@ -387,8 +385,7 @@ def _record_env_reads() -> None:
         caller = _caller(lambda name: name == os.__file__ or "_collections_abc" in name)
         if STATE.get("in_job") and os.path.dirname(caller) == os.path.dirname(STATE["job"]):
             name = key.decode(errors="replace") if isinstance(key, bytes) else str(key)
-            if name not in STATE["env_read"]:
-                STATE["env_read"].append(name)
+            STATE["env_read"].add(name)
         return original(self, key)
 
     os._Environ.__getitem__ = getitem
