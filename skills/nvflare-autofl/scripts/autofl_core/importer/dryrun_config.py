@@ -95,19 +95,19 @@ def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
     return out
 
 
-def _objective_moves(moved: dict) -> list[str]:
-    return list(dict.fromkeys(moved.get("objective", [])))
+def _movers(moved: dict, field: str) -> list[str]:
+    """The options a run showed to move `field` or the objective (which pins every field), each once."""
+    return list(dict.fromkeys([*moved.get(field, []), *moved.get("objective", [])]))
 
 
 def pinned_too(config: dict, moved: dict) -> None:
     """Add the options a run showed to move a field (or the objective) to that field's `depends_on`."""
     budget = config.get("fixed_budget") or {}
-    extra = _objective_moves(moved)
     for field in recorded.FIELDS:
         entry = budget.get(field)
         if not entry or entry.get("confidence") == "not_applicable":
             continue
-        found = [name for name in [*moved.get(field, []), *extra] if name not in entry.get("depends_on", [])]
+        found = [name for name in _movers(moved, field) if name not in entry.get("depends_on", [])]
         if found:
             entry["depends_on"] = [*entry.get("depends_on", []), *found]
             if entry.get("confidence") == "high" and len(entry["depends_on"]) > 1:
@@ -132,15 +132,14 @@ def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved:
     """The budget as the run recorded it; a field the run left without a value keeps the reading's value, and a
     field an environment variable moves is unresolved (one run cannot pin it)."""
     values = {a.name: a.value for a in recorded.options(record) if a.option_strings}
-    extra = _objective_moves(moved)
     ran, static = recorded.budget(record), config.get("fixed_budget") or {}
     budget = {}
     for field in recorded.FIELDS:
-        entry = _budget_entry(ran[field], list(dict.fromkeys([*moved.get(field, []), *extra])), values)
+        entry = _budget_entry(ran[field], _movers(moved, field), values)
         read = dict(static.get(field) or {})
         if entry["confidence"] == "unresolved" and read.get("confidence") not in (None, "unresolved"):
             entry = read
-            entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *moved.get(field, []), *extra]))
+            entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *_movers(moved, field)]))
         names = [*env_moved.get(field, []), *env_moved.get("objective", [])]
         if names and entry["confidence"] != "not_applicable":
             entry = {**entry, "value": None, "confidence": "unresolved", "flag": None}
