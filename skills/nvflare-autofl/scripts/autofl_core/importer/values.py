@@ -109,8 +109,8 @@ def source_text(node: ast.AST, limit: int = 200) -> str:
 
 
 def merge_flags(*vals: Any) -> tuple[str, ...]:
-    """The flags of all `vals`, each once, in order."""
-    return tuple(dict.fromkeys(flag for val in vals for flag in getattr(val, "flags", ())))
+    """The flags of all data values among `vals`, each once, in order (a parser's `flags` are its options)."""
+    return tuple(dict.fromkeys(flag for val in vals if isinstance(val, Val) for flag in val.flags))
 
 
 def option_flags(flags: tuple[str, ...] | list[str]) -> list[str]:
