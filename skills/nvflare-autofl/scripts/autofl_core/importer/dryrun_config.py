@@ -8,9 +8,10 @@ One rule, whatever the static reading managed to follow:
   was asked to build and what the real parser held. The static reading keeps only what no run records: the job.py
   line of each option, refusal lines, the objective's schema contract (requested metric, bridges, schema mode),
   data-shaping classes, noise sources, `recipe_args` as written (informational), a budget field the run left
-  without a value, and the refusals no single run can settle (`held`): budgets that read the environment, files,
-  random numbers or the clock, the job's own `nvflare`, non-training families, input errors (`--base-args`, the
-  schema) and metric-direction conflicts. A budget field an environment variable moves is unresolved (refused).
+  without a value, and the refusals no single run can settle: input errors (`--base-args`, the schema) and
+  metric-direction conflicts stay beside what the run recorded; a budget that reads the environment, files, random
+  numbers or the clock, the job's own `nvflare` or a non-training family keeps the static config whole (`held`).
+  A budget field an environment variable moves is unresolved (refused).
 - The run recorded a non-training job: refused, naming the class and its family.
 - The run raised before anything ran and the static reading refuses for a reason a run could have settled: the
   refusal names the job.py line from the traceback.
@@ -69,13 +70,17 @@ def held(config: dict) -> bool:
     """True when the static reading refuses for a reason no single run settles (see the module docstring)."""
     if (config.get("job") or {}).get("family") in NOT_TRAINING:
         return True
-    errors = config["admission_errors"]
-    if any(e["code"] not in SETTLED_BY_RUNNING for e in errors):
+    if any(e["code"] not in SETTLED_BY_RUNNING for e in config["admission_errors"]):
         return True
+    return _unpinnable(config)
+
+
+def _unpinnable(config: dict) -> bool:
+    """True when a static refusal or a budget/objective note names an input one run cannot pin (`UNPINNABLE`)."""
     notes = [
         u.get("reason", "") for u in config["unresolved"] if u["field"].startswith(("fixed_budget.", "objective."))
     ]
-    texts = " ".join([*(e["message"] for e in errors), *notes])
+    texts = " ".join([*(e["message"] for e in config["admission_errors"]), *notes])
     return any(mark in texts for mark in UNPINNABLE)
 
 
@@ -358,8 +363,9 @@ def apply(
     metric = config["objective"].get("requested_metric")
     family = recorded.family(record) if record.status == "recorded" else None
     settles = not held(config)  # the static reading refuses for nothing a run cannot settle
-    if family == "training" and settles:
-        fold(config, record, moved, env_moved or {}, trust_for)
+    kept = [e for e in config["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
+    if family == "training" and (settles or not (_unpinnable(config) or config["job"].get("family") in NOT_TRAINING)):
+        fold(config, record, moved, env_moved or {}, trust_for)  # what the run settles goes; `kept` stays below
     elif family in NOT_TRAINING and settles:
         _not_training(config, record, family)
     elif record.status == "recorded":
@@ -368,6 +374,7 @@ def apply(
         if not record.stubbed and not _environment(record):  # a raise in job.py or NVFLARE, not a missing module
             refuse_with_line(config, record)
     config["admission_errors"] = admission_errors(config, metric)
+    config["admission_errors"] += [e for e in kept if e not in config["admission_errors"]]
     if config["import"]["support"]["status"] != "supported" and not any(
         e["code"] == UNSUPPORTED for e in config["admission_errors"]
     ):
