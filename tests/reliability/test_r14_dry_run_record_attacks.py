@@ -386,7 +386,7 @@ def test_a_job_reading_path_home_ld_preload_and_300_knobs_is_admitted_and_writes
 
 
 def test_the_variables_that_locate_the_machine_are_never_perturbed_and_gpu_visibility_is():
-    names = ["PATH", "HOME", "TMPDIR", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"]
+    names = ["PATH", "HOME", "LANG", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"]
     run_env, asked = _rounds_run(lambda env: (5, names))
     moves.moving_env(recorded.parse(_raw(env_read=names)), run_env, dryrun.FIXED_ENV)
     assert sorted(asked[0]) == ["CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"], asked

@@ -42,9 +42,12 @@ HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".cfg", ".toml", ".txt", ".s
 MAX_HASHED_FILES, MAX_HASHED_BYTES, MAX_DEPTH = 400, 1 << 20, 4
 MAX_STATED_FILES = 4000  # other files (data): keyed by size and modification time, never read
 SKIPPED_FOLDERS = {"__pycache__", ".git", ".autofl", "autofl_runs", "node_modules", ".venv", "venv"}
+# A dry run is given what a trial gets that the runner's environment lacks: a private temp folder (TMPDIR, TEMP,
+# TMP) and the first attempt's number. Each trial's temp folder is another, so those are perturbed like any knob.
+TEMP_NAMES = ("TMPDIR", "TEMP", "TMP")
 # Never perturbed: what a trial sets itself, and what locates the machine's interpreter, files and network (a
 # trial copies those from the runner's environment; a number there breaks the run, not the budget).
-FIXED_ENV = (childenv.SIMULATOR_ROOT_VAR, *sorted(childenv.LOCATING_NAMES))
+FIXED_ENV = (childenv.SIMULATOR_ROOT_VAR, *sorted(childenv.LOCATING_NAMES.difference(TEMP_NAMES)))
 HIDDEN = (".nvflare", "autofl_runs")  # the job folder's entries a dry run cannot see (so they are not in its key)
 STORED = ("recorded",)  # the cache folder keeps runs that reached NVFLARE (a raise may be on a file elsewhere)
 PERTURBED_STORED = ("recorded", "raised", "exited")  # a perturbed run of a recorded job: its raise is the values'
@@ -57,8 +60,11 @@ def available(python: str | None = None) -> bool:
     return seal.can_seal(seal.probe(python, _env(Path(tempfile.gettempdir()))))
 
 
-def _env(root: Path) -> dict[str, str]:
-    return childenv.build_child_env(os.environ, passthrough=(), simulator_root=root / "simulator", token="dryrun")
+def _env(root: Path, temp_dir: Path | None = None) -> dict[str, str]:
+    env = childenv.build_child_env(
+        os.environ, passthrough=(), simulator_root=root / "simulator", token="dryrun", temp_dir=temp_dir
+    )
+    return env | ({childenv.ATTEMPT_VAR: "1"} if temp_dir is not None else {})
 
 
 def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], python: str) -> str | None:
@@ -70,7 +76,7 @@ def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], 
     if listed is None:
         return None
     files = dict(listed) | {rel: hashlib.sha256(data).hexdigest() for rel, data in (overlay or {}).items()}
-    head = json.dumps([python, args, str(Path(folder).absolute())]).encode()  # a record holds its paths
+    head = json.dumps([python, args, str(Path(folder).absolute()), FIXED_ENV]).encode()  # a record holds its paths
     return _digest(BOOT.read_bytes() + head, sorted(files.items()))
 
 
@@ -241,8 +247,8 @@ class Session:
             return False
         self.trial_dir = Path(tempfile.mkdtemp(prefix="autofl-dryrun-"))
         out = self.trial_dir / "out"
-        out.mkdir()
-        self.env = _env(self.trial_dir)
+        (out / "tmp").mkdir(parents=True)  # the private temp folder a trial gets (inside the writable folder)
+        self.env = _env(self.trial_dir, out / "tmp")
         plan = seal.write_plan(
             self.trial_dir,
             workspace=self.job.parent,

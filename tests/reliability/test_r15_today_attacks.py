@@ -1,0 +1,164 @@
+"""Attacks on three importer changes: locating variables left alone by the environment run, a static refusal no run
+settles folded beside the run's record, and `merge_flags` reading data values' flags only.
+
+The promises under attack: a job is admitted only with its training budget (num_clients, min_clients, num_rounds)
+and objective pinned, and what the import's dry run records is what a trial runs (the dry run sees what a trial's
+environment holds that the runner's does not: a private temp folder, the attempt number); a budget that a trial's
+run still changes is caught by the run-time check of what ran; a refusal no run settles is never lost or turned
+into an admission; an option that moves a budget value is named in its `depends_on`, so a candidate changing it is
+refused. Never a traceback; every refusal is one line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from autofl_core.importer import api, dryrun, moves, recorded
+from autofl_core.trial.execute import CRASH, TrialSpec, run_trial
+
+REPO = Path(__file__).resolve().parents[2]
+CLIENT = REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "client.py"
+EXAMPLE = REPO / "examples" / "hello-numpy"
+sealed = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+
+
+@pytest.fixture()
+def private_cache(tmp_path, monkeypatch):
+    """A cache folder and memo of this test's own."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(dryrun, "_MEMO", {})
+    return tmp_path / "tmp"
+
+
+def _job(folder: Path, source: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "job.py").write_text(source, encoding="utf-8")
+    shutil.copy(CLIENT, folder / "client.py")
+    return folder / "job.py"
+
+
+def _fixed(config: dict) -> dict:
+    return {k: config["fixed_budget"][k]["value"] for k in api.FIELDS}
+
+
+def _one_line_each(config: dict) -> None:
+    for error in config["admission_errors"]:
+        assert error["message"] and "\n" not in error["message"] and "Traceback" not in error["message"], error
+
+
+# --- 1. the dry run's environment is a trial's: private temp folder, attempt number --------------------------------
+
+ROUNDS_JOB = """import os
+import tempfile
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+{line}
+recipe = NumpyFedAvgRecipe(name="t", model=[0.0], min_clients=2, num_rounds=rounds, train_script="client.py")
+recipe.execute(SimEnv(num_clients=2))
+"""
+# Each line gives 4 rounds in every trial (a trial always has a private TMPDIR ending in /out/tmp and its attempt
+# number), 2 where the runner's environment is what the run sees. The static reading leaves each unresolved (a run
+# settles it), so the dry run's record is the admitted budget.
+TRIAL_ONLY = {
+    "temp folder is set": 'rounds = 4 if "TMPDIR" in os.environ else 2',
+    "temp folder by tempfile": 'rounds = 4 if tempfile.gettempdir().endswith("/out/tmp") else 2',
+    "temp folder from a copy": 'rounds = 4 if os.environ.copy().get("TMP") else 2',
+    "attempt from a copy": 'rounds = 4 if os.environ.copy().get("AUTOFL_TRIAL_ATTEMPT") else 2',
+}
+
+
+@sealed
+@pytest.mark.parametrize("case", list(TRIAL_ONLY), ids=lambda c: c.replace(" ", "-"))
+def test_a_budget_read_from_what_only_a_trial_s_environment_holds_is_admitted_as_a_trial_runs_it(
+    tmp_path, private_cache, monkeypatch, case
+):
+    """Before: the dry run saw the runner's environment (no TMPDIR here, no attempt number) and admitted 2 rounds
+    for a job every trial runs with 4."""
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        monkeypatch.delenv(name, raising=False)
+    config = api.import_job(_job(tmp_path / "job", ROUNDS_JOB.format(line=TRIAL_ONLY[case])), dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert _fixed(config) == {"num_rounds": 4, "min_clients": 2, "num_clients": 2}
+
+
+def _record(**extra) -> recorded.DryRunRecord:
+    raw = {
+        "status": "recorded",
+        "entry": "recipe.execute",
+        "recipe": ["nvflare.app_common.np.recipes.NumpyFedAvgRecipe"],
+        "budget": {
+            "num_rounds": {"value": 5, "source": "recipe.num_rounds"},
+            "min_clients": {"value": 2, "source": "recipe.min_clients"},
+            "num_clients": {"value": 2, "source": "SimEnv.num_clients"},
+        },
+    }
+    return recorded.parse({**raw, **extra})
+
+
+def test_each_trial_s_own_temp_folder_is_perturbed_and_the_machine_s_locating_variables_are_not():
+    """A trial's TMPDIR is another folder every trial: a budget that reads its value is not pinned by one run."""
+    names = ["PATH", "HOME", "PYTHONPATH", "TMPDIR", "TEMP", "TMP", "CUDA_VISIBLE_DEVICES"]
+    asked = []
+
+    def run_env(env):
+        asked.append(sorted(env))
+        return _record(env_read=names)
+
+    moves.moving_env(_record(env_read=names), run_env, dryrun.FIXED_ENV)
+    assert asked[0] == ["CUDA_VISIBLE_DEVICES", "TEMP", "TMP", "TMPDIR"], asked
+
+
+# A job can always tell its dry run from a trial (the simulator folder's path names the dry run): the budget it then
+# runs is caught by the run-time check of what ran, the last line of defence.
+TELLS_THE_DRY_RUN = """    args = define_parser()
+    if "autofl-dryrun-" not in os.environ.copy().get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", ""):
+        args.num_rounds = 5
+"""
+
+
+@sealed
+@pytest.mark.integration
+def test_rounds_a_job_runs_only_outside_its_dry_run_are_caught_by_the_check_of_what_ran(tmp_path, private_cache):
+    workspace = tmp_path / "ws"
+    shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns("autofl_runs", ".nvflare", "__pycache__"))
+    job = workspace / "job.py"
+    text = job.read_text(encoding="utf-8")
+    assert text.count("    args = define_parser()\n") == 1
+    job.write_text("import os\n" + text.replace("    args = define_parser()\n", TELLS_THE_DRY_RUN), encoding="utf-8")
+    config = api.import_job(job, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert _fixed(config) == {"num_rounds": 3, "min_clients": 2, "num_clients": 2}  # what the dry run saw
+    short = Path(tempfile.mkdtemp(prefix="r15-", dir="/tmp"))
+    try:
+        result = run_trial(
+            TrialSpec(
+                python=sys.executable,
+                job_path=job,
+                workspace=workspace,
+                run_dir=tmp_path / "run",
+                trial_name="tells",
+                metric_order=["accuracy"],
+                budget_args=["--num_rounds", "3", "--n_clients", "2"],
+                num_rounds=3,
+                num_clients=2,
+                min_clients=2,
+                stage_files={},
+                temp_parent=short,
+                timeout=240.0,
+                parent_env={k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")},
+            )
+        )
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+    assert result.outcome == CRASH, (result.outcome, result.failure_reason)
+    assert result.failure_reason.startswith("budget violated: 5 rounds ran, the fixed budget is 3"), result
