@@ -35,7 +35,7 @@ from .runner_view import (  # noqa: F401  (re-exported public API)
     fixed_budget_options,
     parse_job_args,
 )
-from .schema import SCHEMA_FILE, parse_schema_text, schema_section
+from .schema import SCHEMA_FILE, budget_mismatches, parse_schema_text, schema_section
 from .search import suggested
 from .surface import Surface, analyze, job_section, simulator_workspace
 from .trust import safe_relative, train_script_of, trust_section
@@ -133,21 +133,6 @@ def _budget_section(surface: Surface, argparse_section: dict, schema: dict) -> d
     if budget:
         budget["comparison_args"] = extra
     return budget
-
-
-def _schema_mismatches(budget: dict, schema: dict) -> list[str]:
-    """Schema budget values job.py does not end up using (e.g. no matching option to set them)."""
-    wanted = schema["comparison_budget_args"]["default_candidate_budget"]
-    problems = []
-    for key, name in (("n_clients", "num_clients"), ("num_rounds", "num_rounds")):
-        entry = budget.get(name) or {}
-        if key in wanted and entry.get("confidence") != "not_applicable" and entry.get("value") != wanted[key]:
-            problems.append(
-                f"mutation_schema.yaml fixes {key}: {wanted[key]} but job.py uses {name}="
-                f"{entry.get('value')} and has no --{key} option to set it; add that option to job.py "
-                "or change the schema"
-            )
-    return problems
 
 
 def _schema_unapplied(schema: dict, flags: list[dict]) -> list[dict]:
@@ -335,7 +320,7 @@ def _assemble(job: _Job) -> dict:
     recipe_args = {k: describe(v) for k, v in sorted(surface.target.kwargs.items())} if supported else {}
     budget = _budget_section(surface, args_section, schema)
     raised = would_raise(surface, budget)
-    schema["budget_mismatches"] = _schema_mismatches(budget, schema) if supported else []
+    schema["budget_mismatches"] = budget_mismatches(budget, schema, args_section["flags"]) if supported else []
     trust = trust_section(
         job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists, schema["preferred_targets"]
     )

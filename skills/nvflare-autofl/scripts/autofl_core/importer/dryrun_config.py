@@ -22,13 +22,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import moves, recorded
-from .admission import UNISOLATED_WORKSPACE, UNSUPPORTED, admission_errors
+from .admission import SCHEMA_BUDGET_MISMATCH, UNISOLATED_WORKSPACE, UNSUPPORTED, admission_errors
 from .argparse_flow import NO_VALUE_ACTIONS
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord
+from .schema import budget_mismatches
 
 SETTLED_BY_RUNNING = {  # a recorded run names the job, its budget, its key metric and its simulator folder
     UNSUPPORTED,
+    SCHEMA_BUDGET_MISMATCH,  # recomputed against the recorded budget
     "AUTOFL_EMPTY_FIXED_BUDGET",
     "AUTOFL_UNRESOLVED_SAFETY_FIELD",
     "AUTOFL_METRIC_NOT_DECLARED",  # recomputed against the recorded key metric
@@ -217,6 +219,9 @@ def fold(
             "value": None if inside else workspace,
         }
     config["fixed_budget"] = _recorded_budget(config, record, moved, env_moved)
+    config["schema"]["budget_mismatches"] = budget_mismatches(
+        config["fixed_budget"], config["schema"], config["argparse"]["flags"]
+    )
     _objective(config, record)
     script = recorded.train_script(record)
     if script is not None:  # the run names no client script: the reading's trust stands
