@@ -342,8 +342,45 @@ class Walker(ExpressionEvaluator):
         if resolved:
             with self.controlled_by(test.flags):
                 self.walk_block(stmt.body if test.value else stmt.orelse)
+            self._skipped(stmt.orelse if test.value else stmt.body, test.flags)
         else:
             walk_both(self, stmt.body, stmt.orelse, note)
+
+    def _skipped(self, block: list[ast.stmt], flags: tuple[str, ...]) -> None:
+        """What the branch not taken would change depends on the options that decided it: every name it binds, and
+        every object, container or namespace it sets an item or attribute on or calls a method of."""
+        if not flags:
+            return
+        for node in (n for stmt in block for n in ast.walk(stmt)):
+            if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(
+                node.ctx, (ast.Store, ast.Del)
+            ):
+                self._decided_by(node, flags)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                self._decided_by(node.func.value, flags)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+                if node.func.id in ("setattr", "delattr"):
+                    self._decided_by(node.args[0], flags)
+
+    def _decided_by(self, node: ast.expr, flags: tuple[str, ...]) -> None:
+        """Add `flags` to the value bound to the name `node` starts from (a namespace's one option when `node` is
+        `args.<option>`, all of them otherwise)."""
+        attr = node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) else None
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Starred)):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        frame = next((scope for scope in self.scopes if isinstance(node, ast.Name) and node.id in scope), None)
+        if frame is None:
+            return
+        value = frame[node.id]
+        if isinstance(value, ap.Namespace):
+            for key in [attr] if attr in value.values else list(value.values):
+                value.values[key] = _with_flags(value.values[key], flags)
+        elif isinstance(value, Bag):
+            value.key_flags = tuple(dict.fromkeys((*value.key_flags, *flags)))
+            for item in value.items:
+                _with_flags(item, flags)
+        else:
+            frame[node.id] = _with_flags(value, flags)
 
     def _st_For(self, stmt: ast.For | ast.AsyncFor | ast.While) -> None:
         """A `for` over a short known sequence is walked item by item, like Python would; any other loop once, as
@@ -394,6 +431,19 @@ class Walker(ExpressionEvaluator):
             self.walk_block(stmt.finalbody)
 
     _st_TryStar = _st_Try
+
+
+def _with_flags(value: Any, flags: tuple[str, ...]) -> Any:
+    """`value` depending on `flags` too: a data value (an option's own value becomes medium), or an object (its
+    `control`, changed in place); anything else as it is."""
+    if isinstance(value, Obj):
+        value.control = tuple(dict.fromkeys((*value.control, *flags)))
+        return value
+    extra = tuple(f for f in flags if f not in value.flags) if isinstance(value, Val) else ()
+    if not extra:
+        return value
+    confidence = MEDIUM if value.confidence == HIGH else value.confidence
+    return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
 
 
 PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
