@@ -396,6 +396,7 @@ class Walker(ExpressionEvaluator):
         note = BranchNote(stmt.body[0].lineno, "loop body", False, kind="loop")
         self.out.branches.append(note)
         if items is None:
+            self._each_pass(stmt)
             walk_both(self, stmt.body, [], note)
         else:
             first_obj, first_call = len(self.out.objects), len(self.out.calls)
@@ -407,6 +408,21 @@ class Walker(ExpressionEvaluator):
         self.walk_block(stmt.orelse)
 
     _st_AsyncFor = _st_While = _st_For
+
+    def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While) -> None:
+        """A loop walked once stands for any of its passes: a name its body rebinds holds no value known statically
+        when a pass starts (a counter, the site a pass sends to)."""
+        stored = {
+            n.id
+            for part in stmt.body
+            for n in ast.walk(part)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        for name in sorted(stored):
+            frame = next((scope for scope in self.scopes if name in scope), None)
+            if frame is not None and isinstance(frame[name], Val):
+                why = f"it changes with each pass of the loop at line {stmt.lineno}"
+                frame[name] = unresolved(stmt, why, frame[name].flags)
 
     def _st_With(self, stmt: ast.With) -> None:
         for item in stmt.items:
