@@ -396,3 +396,46 @@ def test_sites_sent_to_in_a_loop_walked_once_are_never_admitted_with_one_pass_s_
     assert entry["value"] is None and entry["confidence"] == "unresolved", entry
     assert any("num_clients" in e["message"] for e in config["admission_errors"]), config["admission_errors"]
     _one_line_each(config)
+
+
+DRYRUN_FIXTURES = REPO / "tests" / "fixtures" / "jobs" / "dryrun"
+
+
+@sealed
+def test_a_schema_budget_the_import_could_not_pass_says_so_and_base_args_settle_it(tmp_path, private_cache):
+    """The parser lives in a class the reading does not follow, so the schema's --num_rounds 5 was never passed:
+    the refusal says to pass it (before: it claimed job.py ignores the option, or that it had none)."""
+    job = _with_schema(
+        tmp_path,
+        DRYRUN_FIXTURES / "class_parser",
+        "comparison_budget_args:\n  default_candidate_budget:\n    num_rounds: 5\n",
+    )
+    config = api.import_job(job, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert [e["code"] for e in config["admission_errors"]] == ["AUTOFL_SCHEMA_BUDGET_MISMATCH"]
+    assert "could not pass --num_rounds 5" in config["admission_errors"][0]["message"], config["admission_errors"]
+    _one_line_each(config)
+    passed = api.import_job(job, dry_run=True, base_args=["--num_rounds", "5"])
+    assert passed["admission_errors"] == [], passed["admission_errors"]
+    assert passed["fixed_budget"]["num_rounds"]["value"] == 5
+
+
+@sealed
+@pytest.mark.parametrize(
+    "schema, code",
+    [
+        ("objective:\n  mode: min\n", "AUTOFL_METRIC_DIRECTION_CONFLICT"),
+        ("objective:\n  requested_metric: loss\n", "AUTOFL_UNRESOLVED_SAFETY_FIELD"),  # loss, with no direction
+    ],
+    ids=["schema-mode", "schema-metric"],
+)
+def test_the_schema_s_objective_holds_for_a_job_only_a_run_can_read(tmp_path, private_cache, schema, code):
+    """The recipe class comes from a table (the reading cannot follow it), the run records NumpyFedAvgRecipe ranking
+    by accuracy, max. Before: the reading's empty objective dropped the schema's objective section, so the job was
+    admitted ranking by max accuracy though the schema says min (or asks for another metric)."""
+    job = _with_schema(tmp_path, DRYRUN_FIXTURES / "picked_from_table", schema)
+    config = api.import_job(job, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert code in [e["code"] for e in config["admission_errors"]], config["admission_errors"]
+    assert config["objective"]["metric"] == ("accuracy" if "mode" in schema else "loss"), config["objective"]
+    _one_line_each(config)

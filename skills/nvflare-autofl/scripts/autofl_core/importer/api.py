@@ -315,12 +315,16 @@ def _assemble(job: _Job) -> dict:
     script_rel, script_tree, notes = _script_tree(
         job.name, train_script_of(surface) if supported else None, job.read_file
     )
-    objective = build_objective(surface, job.metric, schema, script_rel) if supported else _empty_objective(job.metric)
+    objective = (
+        build_objective(surface, job.metric, schema, script_rel) if supported else _empty_objective(job.metric, schema)
+    )
     reasons = objective.pop("_reasons", {})
     recipe_args = {k: describe(v) for k, v in sorted(surface.target.kwargs.items())} if supported else {}
     budget = _budget_section(surface, args_section, schema)
     raised = would_raise(surface, budget)
-    schema["budget_mismatches"] = budget_mismatches(budget, schema, args_section["flags"]) if supported else []
+    schema["budget_mismatches"] = (
+        budget_mismatches(budget, schema, args_section["flags"], args_section["schema_args"]) if supported else []
+    )
     trust = trust_section(
         job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists, schema["preferred_targets"]
     )
@@ -368,20 +372,24 @@ def _pinned_flags(budget: dict) -> set[str]:
     return set(fixed_budget_options({"fixed_budget": budget}))
 
 
-def _empty_objective(metric: str | None) -> dict:
+def _empty_objective(metric: str | None, schema: dict) -> dict:
+    """The objective of a job the reading cannot follow: the schema's contract (requested metric, extraction order,
+    mode) and nothing of the job's own, so a dry run's record is held to the schema like a reading's."""
+    sobj = schema.get("objective") or {}
+    requested = metric or sobj.get("requested_metric") or None
     return {
         "bridged": False,
         "job_key_metric": None,
         "job_key_metric_mode": None,
         "job_key_metric_source": None,
-        "metric": metric,
-        "metric_extraction_order": [metric] if metric else [],
+        "metric": requested,
+        "metric_extraction_order": list(sobj.get("metric_extraction_order") or ([requested] if requested else [])),
         "metric_invariants": {},
-        "metric_source": "auto",
+        "metric_source": sobj.get("metric_source") or "auto",
         "mode": None,
         "mode_contract_source": "unresolved",
-        "requested_metric": metric,
-        "schema_mode": None,
+        "requested_metric": requested,
+        "schema_mode": sobj.get("mode") if sobj.get("mode") in ("min", "max") else None,
     }
 
 

@@ -220,7 +220,7 @@ def fold(
         }
     config["fixed_budget"] = _recorded_budget(config, record, moved, env_moved)
     config["schema"]["budget_mismatches"] = budget_mismatches(
-        config["fixed_budget"], config["schema"], config["argparse"]["flags"]
+        config["fixed_budget"], config["schema"], config["argparse"]["flags"], config["argparse"]["schema_args"]
     )
     _objective(config, record)
     script = recorded.train_script(record)

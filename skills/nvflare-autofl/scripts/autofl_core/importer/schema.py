@@ -183,22 +183,23 @@ def schema_section(data: Any, errors: list[str], present: bool) -> dict:
     }
 
 
-def budget_mismatches(budget: dict, schema: dict, flags: list[dict]) -> list[str]:
+def budget_mismatches(budget: dict, schema: dict, flags: list[dict], given: list[str]) -> list[str]:
     """Schema budget values job.py does not end up using (`budget`: a config's `fixed_budget`; `flags`: its
-    `argparse.flags`): it has no option to set them, or running it with that option set asks NVFLARE for another."""
+    `argparse.flags`; `given`: the schema's arguments the import passed, `argparse.schema_args`): it has no option to
+    set them, the import could not pass it, or running it with that option set asks NVFLARE for another."""
     wanted = schema["comparison_budget_args"]["default_candidate_budget"]
-    options = {f.get("dest") for f in flags if not f.get("positional")}
+    options = {f.get("dest"): f.get("option_strings") or [] for f in flags if not f.get("positional")}
     problems = []
     for key, name in (("n_clients", "num_clients"), ("num_rounds", "num_rounds")):
         entry = budget.get(name) or {}
-        if key in wanted and entry.get("confidence") != "not_applicable" and entry.get("value") != wanted[key]:
-            uses = f"mutation_schema.yaml fixes {key}: {wanted[key]} but job.py uses {name}={entry.get('value')}"
-            if key in options:
-                problems.append(
-                    f"{uses} with --{key} {wanted[key]} given; make --{key} decide {name} in job.py or change the schema"
-                )
-            else:
-                problems.append(
-                    f"{uses} and has no --{key} option to set it; add that option to job.py or change the schema"
-                )
+        if key not in wanted or entry.get("confidence") == "not_applicable" or entry.get("value") == wanted[key]:
+            continue
+        uses = f"mutation_schema.yaml fixes {key}: {wanted[key]} but job.py uses {name}={entry.get('value')}"
+        if key not in options:
+            fix = f"has no --{key} option to set it; add that option to job.py or change the schema"
+        elif set(options[key]) & set(given):
+            fix = f"ignores --{key} {wanted[key]}; make that option decide {name} in job.py or change the schema"
+        else:
+            fix = f"the import could not pass --{key} {wanted[key]} to it; pass it in --base-args or change the schema"
+        problems.append(f"{uses} and {fix}")
     return problems
