@@ -70,8 +70,8 @@ recipe.execute(SimEnv(num_clients=2))
 TRIAL_ONLY = {
     "temp folder is set": 'rounds = 4 if "TMPDIR" in os.environ else 2',
     "temp folder by tempfile": 'rounds = 4 if tempfile.gettempdir().endswith("/out/tmp") else 2',
-    "temp folder from a copy": 'rounds = 4 if os.environ.copy().get("TMP") else 2',
-    "attempt from a copy": 'rounds = 4 if os.environ.copy().get("AUTOFL_TRIAL_ATTEMPT") else 2',
+    "temp folder by name": 'rounds = 4 if "TMP" in os.environ else 2',
+    "attempt is set": 'rounds = 4 if "AUTOFL_TRIAL_ATTEMPT" in os.environ else 2',
 }
 
 
@@ -117,10 +117,10 @@ def test_each_trial_s_own_temp_folder_is_perturbed_and_the_machine_s_locating_va
     assert asked[0] == ["CUDA_VISIBLE_DEVICES", "TEMP", "TMP", "TMPDIR"], asked
 
 
-# A job can always tell its dry run from a trial (the simulator folder's path names the dry run): the budget it then
+# A job can always tell its dry run from a trial (its temp folder's path names the dry run): the budget it then
 # runs is caught by the run-time check of what ran, the last line of defence.
 TELLS_THE_DRY_RUN = """    args = define_parser()
-    if "autofl-dryrun-" not in os.environ.copy().get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", ""):
+    if "autofl-dryrun-" not in tempfile.gettempdir():
         args.num_rounds = 5
 """
 
@@ -133,7 +133,9 @@ def test_rounds_a_job_runs_only_outside_its_dry_run_are_caught_by_the_check_of_w
     job = workspace / "job.py"
     text = job.read_text(encoding="utf-8")
     assert text.count("    args = define_parser()\n") == 1
-    job.write_text("import os\n" + text.replace("    args = define_parser()\n", TELLS_THE_DRY_RUN), encoding="utf-8")
+    job.write_text(
+        "import tempfile\n" + text.replace("    args = define_parser()\n", TELLS_THE_DRY_RUN), encoding="utf-8"
+    )
     config = api.import_job(job, dry_run=True)
     assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
     assert config["admission_errors"] == [], config["admission_errors"]
@@ -439,3 +441,45 @@ def test_the_schema_s_objective_holds_for_a_job_only_a_run_can_read(tmp_path, pr
     assert code in [e["code"] for e in config["admission_errors"]], config["admission_errors"]
     assert config["objective"]["metric"] == ("accuracy" if "mode" in schema else "loss"), config["objective"]
     _one_line_each(config)
+
+
+# --- a budget read through a copy of the environment --------------------------------------------------------------
+
+# MY_ROUNDS stands for a variable a campaign passes to its trials (`simulator_env_passthrough`): the dry run never
+# has it, so only a refusal keeps the budget from being what the dry run saw with it unset.
+COPIED_ENV = {
+    "copy": 'rounds = int(os.environ.copy().get("MY_ROUNDS", "3"))',
+    "items": 'rounds = int(dict(os.environ.items()).get("MY_ROUNDS", "3"))',
+}
+
+
+@sealed
+@pytest.mark.parametrize("case", list(COPIED_ENV))
+def test_a_budget_read_from_a_copy_of_the_environment_is_refused_naming_it(tmp_path, private_cache, monkeypatch, case):
+    """Before: `os.environ.copy().get(...)` read as 'the result of copy.get()', a value one run settles, so the
+    dry run (without the variable) admitted 3 rounds whatever the trials' environment holds."""
+    monkeypatch.delenv("MY_ROUNDS", raising=False)
+    config = api.import_job(_job(tmp_path / "job", ROUNDS_JOB.format(line=COPIED_ENV[case])), dry_run=True)
+    messages = [e["message"] for e in config["admission_errors"]]
+    assert any("num_rounds" in m and "environment" in m for m in messages), (messages, _fixed(config))
+    _one_line_each(config)
+
+
+WHOLE_ENV = {
+    "dict": 'rounds = int(dict(os.environ).get("MY_ROUNDS", "3"))',
+    "unpacked": 'rounds = int({**os.environ}.get("MY_ROUNDS", "3"))',
+}
+
+
+@sealed
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: a budget read through dict(os.environ) or {**os.environ} reads as a value one run settles; the dry "
+    "run (which never has the campaign's passthrough variables) admits what it saw with the variable unset; a trial "
+    "given the variable runs another budget (caught after only when it runs more rounds or other clients)",
+)
+@pytest.mark.parametrize("case", list(WHOLE_ENV))
+def test_a_budget_read_from_the_whole_environment_is_refused_naming_it(tmp_path, private_cache, monkeypatch, case):
+    monkeypatch.delenv("MY_ROUNDS", raising=False)
+    config = api.import_job(_job(tmp_path / "job", ROUNDS_JOB.format(line=WHOLE_ENV[case])), dry_run=True)
+    assert config["admission_errors"], _fixed(config)

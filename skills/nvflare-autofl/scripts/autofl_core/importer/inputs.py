@@ -57,7 +57,7 @@ def call_kind(qualname: str) -> str:
     """files | environment | randomness | time | call, from a callable's dotted name."""
     parts = [p for p in qualname.split(".") if p]
     root = parts[0] if parts else ""
-    if qualname in _ENV_CALLS:
+    if qualname in _ENV_CALLS or qualname.startswith("os.environ."):  # a copy, its items: the environment too
         return "environment"
     if qualname in _FILE_CALLS or root in _FILE_MODULES or (parts and parts[-1].startswith(("read_", "load"))):
         return "files"

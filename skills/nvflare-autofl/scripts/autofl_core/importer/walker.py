@@ -22,6 +22,7 @@ from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_eval
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .forks import merge_value, walk_both
+from .inputs import call_kind
 from .surface import touches_surface
 from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, merge_flags, source_text, unresolved
 
@@ -167,6 +168,8 @@ class Walker(ExpressionEvaluator):
                 return _set_per_site(base, args[0] if args else kwargs.get("config"))
             if method == "configured_sites" and not args and not kwargs:
                 return configured_sites(base, node)
+            if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
+                return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
             return unresolved(node, f"result of {base.name}.{method}() at run time")
         if isinstance(base, Val) and base.resolved and method in MUTATORS.get(type(base.value), ()):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
