@@ -371,7 +371,7 @@ recipe.execute(SimEnv(num_clients=2))
 def test_a_job_reading_path_home_ld_preload_and_300_knobs_is_admitted_and_writes_nothing_outside(
     tmp_path, private_cache
 ):
-    """The variables that locate the machine (PATH, HOME, TMPDIR, PYTHONPATH) are never set to numbers, so its
+    """The variables that locate the machine (PATH, HOME, PYTHONPATH) are never set to numbers, so its
     `subprocess.run(["true"])` still runs; LD_PRELOAD and 300 knobs as numbers change nothing; nothing is written
     outside the sandbox."""
     job = _job(tmp_path / "job", HOSTILE_ENV)

@@ -7,7 +7,8 @@
 
 The run is sealed like a trial: user, mount, PID and network namespaces, the job's folder seen through an overlay
 (a candidate's draft staged over it; the default campaign folders `.nvflare` and `autofl_runs` hidden), every write
-private, and everything ended when the boot script returns.
+private, a private temp folder (TMPDIR/TEMP/TMP) and the first attempt's number as a trial gets them, and
+everything ended when the boot script returns.
 Records are cached as the boot's JSON (parsed by `recorded.parse` on every read) in memory and, for a run that
 reached NVFLARE, in a private folder of the temp directory (0700, owner-checked), keyed by the SHA-256 of the boot
 script, the interpreter, the job folder's files (text files by content, others by size and modification time;

@@ -11,7 +11,8 @@ One rule, whatever the static reading managed to follow:
   without a value, and the refusals no single run can settle: input errors (`--base-args`, the schema) and
   metric-direction conflicts stay beside what the run recorded; a budget that reads the environment, files, random
   numbers or the clock, the job's own `nvflare` or a non-training family keeps the static config whole (`held`).
-  A budget field an environment variable moves is unresolved (refused).
+  A budget field an environment variable moves is unresolved (refused). The schema's budget is checked against
+  the recorded budget (`schema.budget_mismatches`).
 - The run recorded a non-training job: refused, naming the class and its family.
 - The run raised before anything ran and the static reading refuses for a reason a run could have settled: the
   refusal names the job.py line from the traceback.
