@@ -64,12 +64,12 @@ from nvflare.recipe import SimEnv
 recipe = NumpyFedAvgRecipe(name="t", model=[0.0], min_clients=2, num_rounds=rounds, train_script="client.py")
 recipe.execute(SimEnv(num_clients=2))
 """
-# Each line gives 4 rounds in every trial (a trial always has a private TMPDIR ending in /out/tmp and its attempt
-# number), 2 where the runner's environment is what the run sees. The static reading leaves each unresolved (a run
+# Each line gives 4 rounds in every trial (a trial always has a private TMPDIR in a folder named autofl-..., and its
+# attempt number), 2 where the runner's environment is what the run sees. The static reading leaves each unresolved (a run
 # settles it), so the dry run's record is the admitted budget.
 TRIAL_ONLY = {
     "temp folder is set": 'rounds = 4 if "TMPDIR" in os.environ else 2',
-    "temp folder by tempfile": 'rounds = 4 if tempfile.gettempdir().endswith("/out/tmp") else 2',
+    "temp folder by tempfile": 'rounds = 4 if "autofl-" in tempfile.gettempdir() else 2',
     "temp folder by name": 'rounds = 4 if "TMP" in os.environ else 2',
     "attempt is set": 'rounds = 4 if "AUTOFL_TRIAL_ATTEMPT" in os.environ else 2',
 }
@@ -483,3 +483,29 @@ def test_a_budget_read_from_the_whole_environment_is_refused_naming_it(tmp_path,
     monkeypatch.delenv("MY_ROUNDS", raising=False)
     config = api.import_job(_job(tmp_path / "job", ROUNDS_JOB.format(line=WHOLE_ENV[case])), dry_run=True)
     assert config["admission_errors"], _fixed(config)
+
+
+WRITES_TEMP = """import os
+import tempfile
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+with tempfile.NamedTemporaryFile("w", delete=False) as handle:
+    handle.write("x" * 4096)
+rounds = 3 if os.path.getsize(handle.name) == 4096 else 9
+recipe = NumpyFedAvgRecipe(name="w", model=[0.0], min_clients=2, num_rounds=rounds, train_script="client.py")
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+@sealed
+def test_a_job_writing_to_its_private_temp_folder_runs_and_leaves_nothing(tmp_path, private_cache):
+    """The dry run's temp folder is a trial's, but on the sandbox's vanishing layer: writes work and stay nowhere."""
+    config = api.import_job(_job(tmp_path / "job", WRITES_TEMP), dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert config["fixed_budget"]["num_rounds"]["value"] == 3
+    assert sorted(p.name for p in private_cache.iterdir() if not p.name.startswith("autofl-dryrun-")) == []
+    assert [p.name for p in private_cache.iterdir() if p.name.startswith("autofl-dryrun-") and p.is_dir()] == [
+        f"autofl-dryrun-{os.getuid()}"
+    ]  # the cache folder alone: the session's folder (and its temp folder) is gone

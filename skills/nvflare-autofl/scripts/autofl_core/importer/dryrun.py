@@ -248,8 +248,9 @@ class Session:
             return False
         self.trial_dir = Path(tempfile.mkdtemp(prefix="autofl-dryrun-"))
         out = self.trial_dir / "out"
-        (out / "tmp").mkdir(parents=True)  # the private temp folder a trial gets (inside the writable folder)
-        self.env = _env(self.trial_dir, out / "tmp")
+        out.mkdir()
+        (self.trial_dir / "tmp").mkdir()  # a trial's private temp folder; in the sandbox its writes vanish (tmpfs)
+        self.env = _env(self.trial_dir, self.trial_dir / "tmp")
         plan = seal.write_plan(
             self.trial_dir,
             workspace=self.job.parent,
