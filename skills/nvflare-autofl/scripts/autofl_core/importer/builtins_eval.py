@@ -62,8 +62,18 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
 
 def not_evaluated(node: ast.AST, call: str, inputs: list) -> Val:
     """Unresolved: names the first of `inputs` read at run time, else `call` and its line; keeps their flags."""
-    why = cause(*inputs) or f"{call} at line {node.lineno} is not evaluated statically"
+    why = (
+        cause(*inputs) or whole_environment(inputs, node) or f"{call} at line {node.lineno} is not evaluated statically"
+    )
     return unresolved(node, why, merge_flags(*inputs))
+
+
+def whole_environment(inputs: list, node: ast.AST) -> str:
+    """Why a value made from `os.environ` itself (`dict(os.environ)`, `{**os.environ}`, a loop over it) is not
+    known: it reads the host environment ("" when no input is `os.environ`)."""
+    if any(isinstance(v, ClassRef) and v.qualname == "os.environ" for v in inputs):
+        return f"it comes from os.environ at line {node.lineno}, which reads the host environment at run time"
+    return ""
 
 
 def _getattr(args: list[Any], node: ast.Call) -> Any:

@@ -13,7 +13,7 @@ import operator
 import re
 from typing import Any
 
-from .builtins_eval import env_read
+from .builtins_eval import env_read, whole_environment
 from .inputs import ENV_READERS
 from .values import (
     HIGH,
@@ -221,7 +221,7 @@ class ExpressionEvaluator:
                 isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id not in bound
             ):
                 read.append(self.ev(sub))
-        why = f"a comprehension at line {node.lineno} is not evaluated statically"
+        why = whole_environment(named, node) or f"a comprehension at line {node.lineno} is not evaluated statically"
         return unresolved(node, cause(*named) or why, merge_flags(*named, *read))
 
     _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
@@ -233,7 +233,8 @@ class ExpressionEvaluator:
 
     def _ev_Dict(self, node: ast.Dict) -> Any:
         if any(k is None for k in node.keys):
-            return unresolved(node, "dict unpacking is not evaluated")
+            unpacked = [self.ev(v) for k, v in zip(node.keys, node.values, strict=True) if k is None]
+            return unresolved(node, whole_environment(unpacked, node) or "dict unpacking is not evaluated")
         keys = self._sequence(node, node.keys, list)
         values = [self.ev(v) for v in node.values]
         if not known(keys):

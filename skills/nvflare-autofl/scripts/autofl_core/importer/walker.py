@@ -18,7 +18,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from . import real_parser
-from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_evaluated
+from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_evaluated, whole_environment
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .forks import merge_value, walk_both
@@ -399,8 +399,10 @@ class Walker(ExpressionEvaluator):
         note = BranchNote(stmt.body[0].lineno, "loop body", False, kind="loop")
         self.out.branches.append(note)
         if items is None:
-            self._each_pass(stmt)
+            self._each_pass(stmt, f"it changes with each pass of the loop at line {stmt.lineno}")
             walk_both(self, stmt.body, [], note)
+            if over and whole_environment([iterable], stmt):  # a loop over os.environ: what it binds reads it
+                self._each_pass(stmt, whole_environment([iterable], stmt))
         else:
             first_obj, first_call = len(self.out.objects), len(self.out.calls)
             with self.controlled_by(getattr(iterable, "flags", ())):  # how often the body runs depends on them
@@ -412,9 +414,9 @@ class Walker(ExpressionEvaluator):
 
     _st_AsyncFor = _st_While = _st_For
 
-    def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While) -> None:
+    def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While, why: str) -> None:
         """A loop walked once stands for any of its passes: a name its body rebinds holds no value known statically
-        when a pass starts (a counter, the site a pass sends to)."""
+        when a pass starts (a counter, the site a pass sends to); `why` says so."""
         stored = {
             n.id
             for part in stmt.body
@@ -424,7 +426,6 @@ class Walker(ExpressionEvaluator):
         for name in sorted(stored):
             frame = next((scope for scope in self.scopes if name in scope), None)
             if frame is not None and isinstance(frame[name], Val):
-                why = f"it changes with each pass of the loop at line {stmt.lineno}"
                 frame[name] = unresolved(stmt, why, frame[name].flags)
 
     def _st_With(self, stmt: ast.With) -> None:
