@@ -20,7 +20,9 @@ An export does not end the run: job.py may run the job next; the export is the r
 The exported configs hold each component's effective `num_rounds`, `key_metric` and `negate_key_metric`
 (NVFLARE's export leaves out a value equal to the constructor's default, and one the component keeps under another
 attribute name, which the exported job then loads with the default), and the record names the environment variables job.py's own code read (`env_read`).
-OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. Standard library and nvflare only;
+OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. A SIGINT ends a run with no record (the
+boot keeps no KeyboardInterrupt); one job.py's own handler turns into a raise is `sandbox_failed`, never `raised`.
+Standard library and nvflare only;
 nothing here trains, and nothing is written outside the temp folder.
 """
 
@@ -32,6 +34,7 @@ import importlib.machinery
 import json
 import os
 import runpy
+import signal
 import sys
 import tempfile
 import traceback
@@ -483,6 +486,10 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
         record = {"status": "no_run"}
     except Stop:
         record = STATE["record"]
+    except KeyboardInterrupt:  # a SIGINT job.py turned into a raise: an interrupted run, never the job's failure
+        with open(out, "w", encoding="utf-8") as handle:
+            json.dump({"status": "sandbox_failed", "reason": "the dry run was interrupted"}, handle)
+        return
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
         record = {"status": "exited", "code": code, "where": _job_frame(job, stop.__traceback__)}
@@ -569,6 +576,7 @@ def _runs(requests: list[dict], job: str) -> None:
 
 def main(argv: list[str]) -> int:
     """`--serve JOB` reads `{"runs": [{"out", "args", "env"}, ...]}` lines on stdin and answers `done` to each."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a SIGINT ends a run (no record, never a "raised" one)
     job = os.path.abspath(argv[1])
     STATE["job"] = job
     sys.path.insert(0, os.path.dirname(job))
