@@ -211,3 +211,16 @@ def test_a_sigint_inside_the_sandbox_is_never_a_raise_of_job_py(tmp_path):
     assert "Traceback" not in err
     assert code in (0, 2), (code, err)
     _assert_nothing_left(job, tmp_path)
+
+
+def test_a_killed_importer_leaves_no_sandbox_running(tmp_path):
+    """SIGKILL cannot be handled: the sandbox sees its requests' pipe close and ends itself and every run."""
+    job, _flag = _job(tmp_path)
+    proc = _launch(_importer(job), tmp_path)
+    _wait_for_the_run(job, proc)
+    proc.kill()
+    proc.communicate(timeout=15)
+    deadline = time.monotonic() + STOPPED_WITHIN
+    while _boot_processes(job, launcher=True) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _boot_processes(job, launcher=True) == {}, "the sandbox outlived the killed importer"

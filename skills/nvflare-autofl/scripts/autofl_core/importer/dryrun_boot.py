@@ -34,6 +34,7 @@ import importlib.machinery
 import json
 import os
 import runpy
+import select
 import signal
 import sys
 import tempfile
@@ -551,16 +552,24 @@ def _first_run(out: str, job: str, args: list[str], before: set, env: dict) -> b
         return False
 
 
+def _wait(pid: int) -> None:
+    """Wait for a run; end the boot (and with it the sandbox) as soon as the requests' pipe closes: the caller
+    is gone (killed, interrupted) and nobody will read this run's record."""
+    while not os.waitpid(pid, os.WNOHANG)[0]:
+        if select.select([sys.stdin], [], [], 0.2)[0]:  # readable while a request is served: end of file
+            os.killpg(0, signal.SIGKILL)  # every run and the boot (a PID namespace's init then ends the rest)
+
+
 def _runs(requests: list[dict], job: str) -> None:
     """Run every request in its own child, at most PARALLEL at a time; then import here what they imported
     (NVFLARE's recipe modules, framework stand-ins), so later children start with it."""
     running: list[int] = []
     for request in requests:
         if len(running) >= PARALLEL:
-            os.waitpid(running.pop(0), 0)
+            _wait(running.pop(0))
         running.append(_fork(request["out"], job, request["args"], request["env"]))
     for pid in running:
-        os.waitpid(pid, 0)
+        _wait(pid)
     for request in requests:
         try:
             with open(request["out"], encoding="utf-8") as handle:
