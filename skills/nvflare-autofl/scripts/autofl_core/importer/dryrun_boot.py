@@ -555,9 +555,17 @@ def _first_run(out: str, job: str, args: list[str], before: set, env: dict) -> b
 def _wait(pid: int) -> None:
     """Wait for a run; end the boot (and with it the sandbox) as soon as the requests' pipe closes: the caller
     is gone (killed, interrupted) and nobody will read this run's record."""
-    while not os.waitpid(pid, os.WNOHANG)[0]:
-        if select.select([sys.stdin], [], [], 0.2)[0]:  # readable while a request is served: end of file
-            os.killpg(0, signal.SIGKILL)  # every run and the boot (a PID namespace's init then ends the rest)
+    try:
+        ended = [os.pidfd_open(pid)]  # readable when the run ends: no polling delay
+    except (AttributeError, OSError):  # an older kernel or Python: look every 50 ms
+        ended = []
+    try:
+        while not os.waitpid(pid, os.WNOHANG)[0]:
+            if sys.stdin in select.select([sys.stdin, *ended], [], [], None if ended else 0.05)[0]:
+                os.killpg(0, signal.SIGKILL)  # at end of file: every run and the boot (the init ends the rest)
+    finally:
+        for fd in ended:
+            os.close(fd)
 
 
 def _runs(requests: list[dict], job: str) -> None:
