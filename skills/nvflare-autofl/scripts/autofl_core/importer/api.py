@@ -346,7 +346,6 @@ def _assemble(job: _Job) -> dict:
     env = job_block["env"] or {}
     config = {
         "argparse": args_section,
-        "cli_flags": ap.cli_flags_from(args_section["flags"], args_section["allow_abbrev"]),
         "data_shaping": shaping,
         "environment": {
             "discovered": {"args": env.get("args", {}), "name": env.get("class")},
@@ -365,16 +364,10 @@ def _assemble(job: _Job) -> dict:
         "schema": schema,
         "search_space": {"suggested": space},
         "source_sha256": hashlib.sha256(job.source.encode("utf-8", "surrogatepass")).hexdigest(),
-        "summary": display.summary(
-            objective,
-            budget,
-            editable=list(trust["allowed_edit_paths"]),
-            unresolved=[u["field"] for u in unresolved],
-            allowed=[s["flag"] for s in space],
-        ),
         "trust": trust,
         "unresolved": unresolved,
     }
+    config["cli_flags"], config["summary"] = cli_flags(config), display.summary(config)
     config["admission_errors"] = admission_errors(config, job.metric)
     return config
 
@@ -427,7 +420,8 @@ def import_job(
     if overlay:
         source = workspace.read_file(path.name) or source
         schema_text = workspace.read_file(SCHEMA_FILE) if workspace.exists(SCHEMA_FILE) else schema_text
-    if not dry_run or not _uses_nvflare(source, workspace.read_file):
+
+    def static() -> dict:
         return import_source(
             source,
             job_name=path.name,
@@ -437,21 +431,15 @@ def import_job(
             read_file=workspace.read_file,
             exists=workspace.exists,
         )
+
+    if not dry_run or not _uses_nvflare(source, workspace.read_file):
+        return static()
     from . import dryrun
 
     with dryrun.Session(path, overlay=overlay, python=python) as session:
         if not session.cached(list(base_args)):
             session.start()  # NVFLARE's import in the sandbox overlaps the static reading
-        config = import_source(
-            source,
-            job_name=path.name,
-            metric=metric,
-            base_args=base_args,
-            schema_text=schema_text,
-            read_file=workspace.read_file,
-            exists=workspace.exists,
-        )
-        return _with_dry_run(config, path, workspace, session, [str(a) for a in run_args or ()])
+        return _with_dry_run(static(), path, workspace, session, [str(a) for a in run_args or ()])
 
 
 def _unseen_options(config: dict, source: str, job_name: str, read_file: Callable, reached: set[str]) -> None:
@@ -523,7 +511,7 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
 
     config_source = workspace.read_file(path.name) or ""
     config = dryrun_config.apply(config, record, moved, trust_for, env_moved=env_moved)
-    config["cli_flags"] = ap.cli_flags_from(config["argparse"]["flags"], config["argparse"]["allow_abbrev"])
+    config["cli_flags"] = cli_flags(config)
     if recorded_run:
         config["import"]["dry_run"]["tried_options"] = moves.tried_options(record)
         config["import"]["dry_run"]["args"] = list(args)
@@ -536,11 +524,5 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
     config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
     if record is not None and record.parsers:
         _unseen_options(config, config_source, path.name, workspace.read_file, set(reached) - pinned)
-    config["summary"] = display.summary(
-        config["objective"],
-        config["fixed_budget"],
-        editable=list(config["trust"]["allowed_edit_paths"]),
-        unresolved=[u["field"] for u in config["unresolved"]],
-        allowed=[s["flag"] for s in config["search_space"]["suggested"]],
-    )
+    config["summary"] = display.summary(config)
     return config
