@@ -119,19 +119,23 @@ def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], c
     }
 
 
+def _comparison_keys(schema: dict) -> list[str]:
+    """The schema's comparison arguments the runner pins as job options (not its own settings, not the budget's
+    n_clients and num_rounds, which fixed_budget covers)."""
+    budget = schema["comparison_budget_args"]
+    keys = {*budget["default_candidate_budget"], *budget["fixed_within_campaign"]}
+    return sorted(keys - RUNNER_SETTINGS - {"n_clients", "num_rounds"})
+
+
 def _budget_section(surface: Surface, argparse_section: dict, schema: dict) -> dict:
     budget = fixed_budget(surface)
     by_dest = {f["dest"]: f for f in argparse_section["flags"]}
-    pinned = dict(schema["comparison_budget_args"]["default_candidate_budget"])
-    pinned.update({k: None for k in schema["comparison_budget_args"]["fixed_within_campaign"] if k not in pinned})
-    extra = {}
-    for key in sorted(pinned):
-        flag = by_dest.get(key)
-        if key in RUNNER_SETTINGS or flag is None or flag["positional"] or key in ("n_clients", "num_rounds"):
-            continue
-        extra[key] = {"flag": ap.Flag(flag["option_strings"], key).canonical, "value": flag["value"]}
     if budget:
-        budget["comparison_args"] = extra
+        budget["comparison_args"] = {
+            key: {"flag": ap.Flag(by_dest[key]["option_strings"], key).canonical, "value": by_dest[key]["value"]}
+            for key in _comparison_keys(schema)
+            if key in by_dest and not by_dest[key]["positional"]
+        }
     return budget
 
 
@@ -153,15 +157,14 @@ def _schema_mismatches(budget: dict, schema: dict) -> list[str]:
 def _schema_unapplied(schema: dict, flags: list[dict]) -> list[dict]:
     """Schema arguments job.py has no option for: recorded for the human, never silently dropped."""
     dests = {f["dest"] for f in flags if not f["positional"]}
-    budget = schema["comparison_budget_args"]
     notes = [
         {
             "field": f"schema.comparison_budget_args.{key}",
             "reason": f"job.py has no --{key} option, so the runner cannot pin it; candidates are compared "
             "with whatever job.py and its train script use",
         }
-        for key in sorted({*budget["default_candidate_budget"], *budget["fixed_within_campaign"]})
-        if key not in dests and key not in RUNNER_SETTINGS and key not in ("n_clients", "num_rounds")
+        for key in _comparison_keys(schema)
+        if key not in dests
     ]
     notes += [
         {
@@ -221,9 +224,8 @@ def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ScriptPar
     walk = Walker([], script_rel).run(tree)
     if walk.problems or not walk.parsers or any(p.problems for p in walk.parsers):
         return ScriptParser(known=False)
-    if walk.namespaces:
-        return ScriptParser(True, walk.namespaces[0].parser, walk.namespaces[0].known_only)
-    return ScriptParser(True, walk.parsers[0], False)
+    parser, namespace = _main_parser(walk)
+    return ScriptParser(True, parser, namespace is not None and namespace.known_only)
 
 
 def _tunable(space: list[dict], reached: set[str], schema: dict) -> tuple[list[dict], list[dict]]:
