@@ -7,6 +7,7 @@ Every message says exactly what to change.
 from __future__ import annotations
 
 from . import argparse_flow as ap
+from .budget import FIELDS
 from .objective import is_lower_better_name
 
 UNSUPPORTED = "AUTOFL_UNSUPPORTED_JOB"
@@ -24,7 +25,6 @@ WORKSPACE_FIX = (
     'job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path")), or run the '
     "job as a recipe with SimEnv"
 )
-BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
 
 
 def _error(code: str, message: str) -> dict:
@@ -70,12 +70,12 @@ def _class_parser_hint(config: dict) -> str:
 
 def _budget_errors(config: dict) -> list[dict]:
     budget = config.get("fixed_budget") or {}
-    entries = [budget.get(f) or {} for f in BUDGET_FIELDS]
+    entries = [budget.get(f) or {} for f in FIELDS]
     hint = _class_parser_hint(config)
     if not any(e.get("value") is not None for e in entries):
         if hint:
             return [_error(EMPTY_BUDGET, f"no fixed training budget could be read: {hint}")]
-        why = next((f"{f}: {e['reason']}" for f, e in zip(BUDGET_FIELDS, entries, strict=True) if e.get("reason")), "")
+        why = next((f"{f}: {e['reason']}" for f, e in zip(FIELDS, entries, strict=True) if e.get("reason")), "")
         return [
             _error(
                 EMPTY_BUDGET,
@@ -85,7 +85,7 @@ def _budget_errors(config: dict) -> list[dict]:
             )
         ]
     errors = []
-    for field, entry in zip(BUDGET_FIELDS, entries, strict=True):
+    for field, entry in zip(FIELDS, entries, strict=True):
         if entry.get("confidence") == "unresolved":
             errors.append(
                 _error(

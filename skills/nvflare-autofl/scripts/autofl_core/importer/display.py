@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .budget import FIELDS
+
 MAX_ITEMS = 16  # a list of numbers longer than this is shortened (a model's initial weights, say)
 MAX_CHARS = 500  # a string longer than this is shortened
 SHOWN_ITEMS = 3  # items kept before "... (N items: types)"
 VALUE_KEYS = ("value", "default")  # where the config holds literals taken from the job's source
-BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
 DIRECTION = {"max": "higher is better", "min": "lower is better"}
 
 
@@ -36,7 +37,7 @@ def summary(config: dict) -> dict:
             },
             "fixed_budget": {
                 field: {key: (budget.get(field) or {}).get(key) for key in ("value", "confidence", "source")}
-                for field in BUDGET_FIELDS
+                for field in FIELDS
                 if field in budget
             },
             "editable": list(config["trust"]["allowed_edit_paths"]),

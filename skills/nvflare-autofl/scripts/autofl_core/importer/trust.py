@@ -57,37 +57,30 @@ def _module_files(module: str, base: str) -> list[str]:
     return [path + ".py", posixpath.join(path, "__init__.py")]
 
 
+def _package_files(module: str, base: str) -> list[str]:
+    """The files of `module` and of each package above it (`a`, `a.b`, `a.b.c`)."""
+    parts = module.split(".")
+    return [path for i in range(len(parts)) for path in _module_files(".".join(parts[: i + 1]), base)]
+
+
 def imported_candidates(tree: ast.Module, file_rel: str) -> list[str]:
     """Workspace-relative files that could satisfy the imports of `file_rel` (first match per module)."""
     base = posixpath.dirname(file_rel)
-    groups: list[list[str]] = []
+    paths: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                parts = alias.name.split(".")
-                groups += [_module_files(".".join(parts[: i + 1]), base) for i in range(len(parts))]
+            paths += [path for alias in node.names for path in _package_files(alias.name, base)]
         elif isinstance(node, ast.ImportFrom):
             origin = base
             for _ in range(max(node.level - 1, 0)):
                 origin = posixpath.dirname(origin)
             if node.module:
-                parts = node.module.split(".")
-                groups += [_module_files(".".join(parts[: i + 1]), origin) for i in range(len(parts))]
+                paths += _package_files(node.module, origin)
             prefix = node.module or ""
             for alias in node.names:
                 if alias.name != "*":
-                    groups.append(_module_files(f"{prefix}.{alias.name}".strip("."), origin))
-    return _flatten(groups)
-
-
-def _flatten(groups: list[list[str]]) -> list[str]:
-    out: list[str] = []
-    for group in groups:
-        for path in group:
-            norm = safe_relative(path)
-            if norm and norm not in out:
-                out.append(norm)
-    return out
+                    paths += _module_files(f"{prefix}.{alias.name}".strip("."), origin)
+    return list(dict.fromkeys(norm for norm in map(safe_relative, paths) if norm))
 
 
 def trust_section(
