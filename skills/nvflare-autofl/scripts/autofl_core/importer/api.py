@@ -87,15 +87,6 @@ def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -
     return args, conflicts
 
 
-def _walk(tree: ast.Module, base_args: list[str], schema: dict, job_name: str) -> tuple[Any, list[str], list[str]]:
-    walk = Walker(base_args, job_name).run(tree)
-    budget = schema["comparison_budget_args"]["default_candidate_budget"]
-    extra, conflicts = _schema_args(_main_parser(walk)[0], budget, base_args)
-    if extra:
-        walk = Walker(base_args + extra, job_name).run(tree)
-    return walk, extra, conflicts
-
-
 def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], conflicts: list[str]) -> dict:
     parser, namespace = _main_parser(walk)
     flags = []
@@ -228,21 +219,6 @@ def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ScriptPar
     return ScriptParser(True, parser, namespace is not None and namespace.known_only)
 
 
-def _tunable(space: list[dict], reached: set[str], schema: dict) -> tuple[list[dict], list[dict]]:
-    """Suggested options that reach the job, and notes for schema-declared ones that do not."""
-    kept = [s for s in space if s["flag"] in reached]
-    notes = [
-        {
-            "field": f"schema.mutable_args.{s['dest']}",
-            "reason": f"job.py parses {s['flag']} but its value never reaches the job (not used, or forwarded to "
-            "a client script that does not accept it), so tuning it changes nothing",
-        }
-        for s in space
-        if s["flag"] not in reached and s["dest"] in schema["mutable_args"]
-    ]
-    return kept, notes
-
-
 @dataclass
 class _Job:
     """Everything known about one import while the config is assembled."""
@@ -287,7 +263,11 @@ def import_source(
     if job.tree is None:
         job.walk, job.surface = Walker(job.base_args).out, Surface(reason=syntax_error)
     else:
-        job.walk, job.schema_args, job.conflicts = _walk(job.tree, job.base_args, job.schema, job_name)
+        job.walk = Walker(job.base_args, job_name).run(job.tree)
+        budget = job.schema["comparison_budget_args"]["default_candidate_budget"]
+        job.schema_args, job.conflicts = _schema_args(_main_parser(job.walk)[0], budget, job.base_args)
+        if job.schema_args:  # walked again with the schema's budget arguments the runner adds
+            job.walk = Walker(job.base_args + job.schema_args, job_name).run(job.tree)
         _mark_job_classes(job.walk, job.exists)
         job.surface = analyze(job.walk)
     shadow = next((rel for rel in ("nvflare.py", "nvflare/__init__.py") if job.exists(rel)), None)
@@ -312,11 +292,21 @@ def _mark_job_classes(walk: Any, exists: Callable[[str], bool]) -> None:
 def _space_and_shaping(
     job: _Job, budget: dict, schema: dict, args_section: dict, script_rel: str | None, script_tree: Any
 ) -> tuple[list[dict], list, dict]:
-    """(suggested search space, notes on options that reach nothing, data-shaping classes): an option classed as
-    data shaping (fixed or unclassified) is never suggested."""
+    """(suggested search space, notes on schema-declared options that reach nothing, data-shaping classes): an
+    option that does not reach the job, or is classed as data shaping (fixed or unclassified), is never suggested."""
     parser = _main_parser(job.walk)[0]
     space = suggested(parser.flags if parser else [], _pinned_flags(budget), schema["mutable_args"])
-    space, unused = _tunable(space, reaching_options(job.walk, _script_parser(script_rel, script_tree)), schema)
+    reached = reaching_options(job.walk, _script_parser(script_rel, script_tree))
+    unused = [
+        {
+            "field": f"schema.mutable_args.{s['dest']}",
+            "reason": f"job.py parses {s['flag']} but its value never reaches the job (not used, or forwarded to "
+            "a client script that does not accept it), so tuning it changes nothing",
+        }
+        for s in space
+        if s["flag"] not in reached and s["dest"] in schema["mutable_args"]
+    ]
+    space = [s for s in space if s["flag"] in reached]
     shaping = data_shaping.classify(args_section["flags"], job.tree, script_tree, forwarded_options(job.walk))
     for entry in space:  # mutation_schema.yaml's mutable_args are the user's word on a flow the importer cannot read
         if entry["dest"] in schema["mutable_args"]:
