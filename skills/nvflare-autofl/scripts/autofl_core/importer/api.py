@@ -38,7 +38,7 @@ from .runner_view import (  # noqa: F401  (re-exported public API)
 from .schema import SCHEMA_FILE, parse_schema_text, schema_section
 from .search import suggested
 from .surface import Surface, analyze, job_section, simulator_workspace
-from .trust import safe_relative, train_script_of, trust_section
+from .trust import module_files, safe_relative, train_script_of, trust_section
 from .values import UNRESOLVED, describe, to_jsonable
 from .walker import Walker
 
@@ -284,8 +284,7 @@ def _mark_job_classes(walk: Any, exists: Callable[[str], bool]) -> None:
         module = cls.qualname.rpartition(".")[0].lstrip(".")
         if not module or cls.qualname.startswith(("nvflare.", recipes.LOCAL_PREFIX)):
             continue
-        stem = module.replace(".", "/")
-        if exists(f"{stem}.py") or exists(f"{stem}/__init__.py"):
+        if any(exists(path) for path in module_files(module, "")):
             cls.qualname = recipes.LOCAL_PREFIX + cls.qualname.lstrip(".")
 
 
@@ -450,8 +449,8 @@ def _unseen_options(config: dict, source: str, job_name: str, read_file: Callabl
     for kind in ("fixed", "unclassified"):
         shaping[kind] = {**shaping.get(kind, {}), **found[kind]}
     script = _script_parser(script_rel, script_tree)
-    accepted = {f.dest for f in script.parser.flags} if script.known and script.parser is not None else None
-    tunable = [f for f in flags if f.canonical in reached and (not script.known or (accepted and f.dest in accepted))]
+    accepted = {f.dest for f in script.parser.flags} if script.parser is not None else set()
+    tunable = [f for f in flags if f.canonical in reached and (not script.known or f.dest in accepted)]
     blocked = {*shaping["fixed"], *shaping["unclassified"], *_pinned_flags(config["fixed_budget"])}
     known = {s["flag"] for s in config["search_space"]["suggested"]}
     config["search_space"]["suggested"] += [

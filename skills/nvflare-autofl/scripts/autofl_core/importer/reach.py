@@ -46,11 +46,7 @@ def reaching_options(walk: Any, script: ScriptParser) -> set[str]:
 
 def forwarded_options(walk: Any) -> set[str]:
     """Canonical job options whose values job.py writes into an argument string for the client script."""
-    found: set[str] = set()
-    for obj in walk.objects:
-        for key, value in obj.kwargs.items():
-            if key in FORWARDED_KWARGS:
-                found.update(_flags_of([value]))
+    found = _flags_of([value for obj in walk.objects for key, value in obj.kwargs.items() if key in FORWARDED_KWARGS])
     return {flag for flag in found if not flag.startswith("env:")}
 
 
@@ -66,9 +62,8 @@ def _flags_of(values: list) -> set[str]:
 
 def _forwarded(value: Any, script: ScriptParser) -> set[str]:
     """Options of an argument string that the client script accepts."""
-    if not isinstance(value, Val) or not value.resolved or not isinstance(value.value, str):
-        return _flags_of([value])
-    if not script.known or not value.parts or re.search(r"['\"\\\\]", value.value):
+    readable = isinstance(value, Val) and value.resolved and isinstance(value.value, str) and value.parts
+    if not readable or not script.known or re.search(r"['\"\\\\]", value.value):
         return _flags_of([value])  # cannot tell which part goes where: assume every option reaches the script
     if script.parser is None:
         return set()  # the script has no argparse: it never reads what it is given

@@ -52,7 +52,8 @@ def train_script_of(surface: Any) -> str | None:
     return None
 
 
-def _module_files(module: str, base: str) -> list[str]:
+def module_files(module: str, base: str) -> list[str]:
+    """The files a module `a.b` of the folder `base` may be: `base/a/b.py` or the package `base/a/b/__init__.py`."""
     path = posixpath.join(base, *module.split("."))
     return [path + ".py", posixpath.join(path, "__init__.py")]
 
@@ -60,7 +61,7 @@ def _module_files(module: str, base: str) -> list[str]:
 def _package_files(module: str, base: str) -> list[str]:
     """The files of `module` and of each package above it (`a`, `a.b`, `a.b.c`)."""
     parts = module.split(".")
-    return [path for i in range(len(parts)) for path in _module_files(".".join(parts[: i + 1]), base)]
+    return [path for i in range(len(parts)) for path in module_files(".".join(parts[: i + 1]), base)]
 
 
 def imported_candidates(tree: ast.Module, file_rel: str) -> list[str]:
@@ -79,7 +80,7 @@ def imported_candidates(tree: ast.Module, file_rel: str) -> list[str]:
             prefix = node.module or ""
             for alias in node.names:
                 if alias.name != "*":
-                    paths += _module_files(f"{prefix}.{alias.name}".strip("."), origin)
+                    paths += module_files(f"{prefix}.{alias.name}".strip("."), origin)
     return list(dict.fromkeys(norm for norm in map(safe_relative, paths) if norm))
 
 
