@@ -32,13 +32,14 @@ def _error(code: str, message: str) -> dict:
 
 
 def _input_errors(config: dict) -> list[dict]:
+    schema, args = config.get("schema", {}), config.get("argparse", {})
     errors = [
         _error(INVALID_SCHEMA, f"mutation_schema.yaml: {e}; fix the schema file or remove it")
-        for e in config.get("schema", {}).get("errors", [])
+        for e in schema.get("errors", [])
     ]
     errors += [
         _error(INVALID_BASE_ARGS, f"--base-args: {e}; job.py's parser would reject it, fix --base-args")
-        for e in config.get("argparse", {}).get("base_args_errors", [])
+        for e in args.get("base_args_errors", [])
     ]
     errors += [
         _error(
@@ -46,12 +47,10 @@ def _input_errors(config: dict) -> list[dict]:
             f"--base-args: {token!r} starts with {token[0]!r}, which job.py's parser reads as a file of more "
             "arguments (fromfile_prefix_chars); write those arguments out in --base-args",
         )
-        for token in ap.fromfile_arguments(
-            config.get("argparse") or {}, config.get("argparse", {}).get("base_args", [])
-        )
+        for token in ap.fromfile_arguments(args, args.get("base_args", []))
     ]
-    errors += [_error(BUDGET_CONFLICT, c) for c in config.get("argparse", {}).get("budget_conflicts", [])]
-    errors += [_error(SCHEMA_BUDGET_MISMATCH, m) for m in config.get("schema", {}).get("budget_mismatches", [])]
+    errors += [_error(BUDGET_CONFLICT, c) for c in args.get("budget_conflicts", [])]
+    errors += [_error(SCHEMA_BUDGET_MISMATCH, m) for m in schema.get("budget_mismatches", [])]
     return errors
 
 
