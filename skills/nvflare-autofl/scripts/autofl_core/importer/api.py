@@ -35,7 +35,7 @@ from .runner_view import (  # noqa: F401  (re-exported public API)
     fixed_budget_options,
     parse_job_args,
 )
-from .schema import SCHEMA_FILE, parse_schema_text, schema_section
+from .schema import RUNNER_SETTINGS, SCHEMA_FILE, parse_schema_text, schema_section
 from .search import suggested
 from .surface import Surface, analyze, job_section, simulator_workspace
 from .trust import module_files, safe_relative, train_script_of, trust_section
@@ -43,7 +43,6 @@ from .values import UNRESOLVED, describe, to_jsonable
 from .walker import Walker
 
 IMPORTER_VERSION = "1.0"
-RUNNER_SETTINGS = {"run_timeout_seconds", "simulator_no_progress_timeout_seconds"}
 
 
 def _parse(source: str, job_name: str) -> tuple[ast.Module | None, str]:

@@ -28,7 +28,8 @@ POSITIVE_INT_BUDGET = {
     "max_model_params",
     "final_eval_clients",
 }
-POSITIVE_NUMBER_BUDGET = {"run_timeout_seconds", "simulator_no_progress_timeout_seconds", "alpha"}
+RUNNER_SETTINGS = {"run_timeout_seconds", "simulator_no_progress_timeout_seconds"}  # the runner's, not job options
+POSITIVE_NUMBER_BUDGET = RUNNER_SETTINGS | {"alpha"}
 BUDGET_TYPES = {"seed": int, "model_arch": str, "aggregator": str, "cross_site_eval": bool}
 BUDGET_KEYS = POSITIVE_INT_BUDGET | POSITIVE_NUMBER_BUDGET | set(BUDGET_TYPES)
 
