@@ -432,7 +432,7 @@ def import_job(
         return _with_dry_run(static(), path, workspace, session, [str(a) for a in run_args or ()])
 
 
-def _unseen_options(config: dict, source: str, job_name: str, read_file: Callable, reached: set[str]) -> None:
+def _unseen_options(config: dict, tree: Any, job_name: str, read_file: Callable, reached: set[str]) -> None:
     """Options only the real parser has (the reading never saw them): classified for data shaping like the others
     (by name, by the data calls job.py or the client script passes them to), and suggested for tuning when the
     perturbed run showed them reaching what NVFLARE builds and the client script, where it is readable, defines
@@ -443,7 +443,7 @@ def _unseen_options(config: dict, source: str, job_name: str, read_file: Callabl
     flags = [ap.flag_from_record(f) for f in unseen]
     script_rel, script_tree, _notes = _script_tree(job_name, config["trust"].get("train_script"), read_file)
     forwarded = {f.canonical for f in flags if f.canonical in reached}
-    found = data_shaping.classify(unseen, _parse(source, job_name)[0], script_tree, forwarded)
+    found = data_shaping.classify(unseen, tree, script_tree, forwarded)
     shaping = config["data_shaping"]
     for kind in ("fixed", "unclassified"):
         shaping[kind] = {**shaping.get(kind, {}), **found[kind]}
@@ -493,13 +493,13 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
         moved = moves.moving_options(record, args, lambda batch: session.run_many(batch, keep=keep), reached)
         env_moved = moves.moving_env(record, lambda env: session.run(args, env=env, keep=keep), dryrun.FIXED_ENV)
 
-    def trust_for(script: str | None) -> dict:
-        tree = _parse(config_source, path.name)[0] or ast.Module([], [])
-        rel, script_tree, _notes = _script_tree(path.name, script, workspace.read_file)
-        schema = config["schema"]
-        return trust_section(path.name, tree, rel, script_tree, workspace.exists, schema["preferred_targets"])
+    tree = _parse(workspace.read_file(path.name) or "", path.name)[0]
 
-    config_source = workspace.read_file(path.name) or ""
+    def trust_for(script: str | None) -> dict:
+        rel, script_tree, _notes = _script_tree(path.name, script, workspace.read_file)
+        job_tree, targets = tree or ast.Module([], []), config["schema"]["preferred_targets"]
+        return trust_section(path.name, job_tree, rel, script_tree, workspace.exists, targets)
+
     config = dryrun_config.apply(config, record, moved, trust_for, env_moved=env_moved)
     config["cli_flags"] = cli_flags(config)
     if recorded_run:
@@ -513,6 +513,6 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
     pinned = _pinned_flags(config["fixed_budget"])
     config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
     if record is not None and record.parsers:
-        _unseen_options(config, config_source, path.name, workspace.read_file, set(reached) - pinned)
+        _unseen_options(config, tree, path.name, workspace.read_file, set(reached) - pinned)
     config["summary"] = display.summary(config)
     return config
