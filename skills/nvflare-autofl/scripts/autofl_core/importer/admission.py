@@ -83,18 +83,16 @@ def _budget_errors(config: dict) -> list[dict]:
                 "recipe and SimEnv",
             )
         ]
-    errors = []
-    for field, entry in zip(FIELDS, entries, strict=True):
-        if entry.get("confidence") == "unresolved":
-            errors.append(
-                _error(
-                    UNRESOLVED_SAFETY,
-                    f"fixed_budget.{field} is unresolved ({entry.get('reason')}); "
-                    f"set {field} from a literal or an argparse default in job.py, or pass its "
-                    "option in --base-args",
-                )
-            )
-    return errors
+    return [
+        _error(
+            UNRESOLVED_SAFETY,
+            f"fixed_budget.{field} is unresolved ({entry.get('reason')}); "
+            f"set {field} from a literal or an argparse default in job.py, or pass its "
+            "option in --base-args",
+        )
+        for field, entry in zip(FIELDS, entries, strict=True)
+        if entry.get("confidence") == "unresolved"
+    ]
 
 
 def _objective_errors(config: dict, requested: str | None) -> list[dict]:

@@ -96,12 +96,9 @@ def trust_section(
     edit = [job_rel]
     if script_rel and exists(script_rel):
         edit.append(script_rel)
-    modules: list[str] = []
     sources = [(job_rel, job_tree)] + ([(script_rel, script_tree)] if script_rel and script_tree else [])
-    for file_rel, tree in sources:
-        for candidate in imported_candidates(tree, file_rel):
-            if candidate not in edit and candidate not in modules and exists(candidate):
-                modules.append(candidate)
+    found = dict.fromkeys(path for file_rel, tree in sources for path in imported_candidates(tree, file_rel))
+    modules = [path for path in found if path not in edit and exists(path)]
     targets = [t for t in (safe_relative(p) for p in preferred) if t and exists(t)]
     return {
         "allowed_create_patterns": list(CREATE_PATTERNS),
