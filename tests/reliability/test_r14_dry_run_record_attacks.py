@@ -368,26 +368,47 @@ recipe.execute(SimEnv(num_clients=2))
 
 
 @sealed
-def test_a_job_reading_path_home_ld_preload_and_300_knobs_is_refused_in_one_line_and_writes_nothing_outside(
+def test_a_job_reading_path_home_ld_preload_and_300_knobs_is_admitted_and_writes_nothing_outside(
     tmp_path, private_cache
 ):
-    """PATH set to a number makes its `subprocess.run(["true"])` raise: the run that no longer records refuses,
-    naming the environment (an over-refusal left as is: see decisions.md); HOME, TMPDIR, LD_PRELOAD, PYTHONPATH
-    as numbers change nothing, and nothing is written outside the sandbox."""
+    """The variables that locate the machine (PATH, HOME, TMPDIR, PYTHONPATH) are never set to numbers, so its
+    `subprocess.run(["true"])` still runs; LD_PRELOAD and 300 knobs as numbers change nothing; nothing is written
+    outside the sandbox."""
     job = _job(tmp_path / "job", HOSTILE_ENV)
     before = sorted(p.name for p in job.parent.iterdir())
     config = api.import_job(job, dry_run=True)
     assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
-    errors = config["admission_errors"]
-    assert len(errors) == 1 and "environment variable" in errors[0]["message"], errors
-    assert "\n" not in errors[0]["message"]
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert _fixed(config) == {"num_rounds": 3, "min_clients": 2, "num_clients": 2}
     assert sorted(p.name for p in job.parent.iterdir()) == before
     assert not (tmp_path / "written-by-job").exists() and not Path("written-by-job").exists()
     assert not Path("7").exists()
-    without_subprocess = _job(tmp_path / "quiet", HOSTILE_ENV.replace('subprocess.run(["true"], check=False)', ""))
-    quiet = api.import_job(without_subprocess, dry_run=True)
-    assert quiet["admission_errors"] == [], quiet["admission_errors"]
-    assert _fixed(quiet) == {"num_rounds": 3, "min_clients": 2, "num_clients": 2}
+
+
+def test_the_variables_that_locate_the_machine_are_never_perturbed_and_gpu_visibility_is():
+    names = ["PATH", "HOME", "TMPDIR", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"]
+    run_env, asked = _rounds_run(lambda env: (5, names))
+    moves.moving_env(recorded.parse(_raw(env_read=names)), run_env, dryrun.FIXED_ENV)
+    assert sorted(asked[0]) == ["CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"], asked
+
+
+GPU_CLIENTS = """import os
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "0,1").split(",")
+recipe = NumpyFedAvgRecipe(name="g", model=[0.0], min_clients=2, num_rounds=3, train_script="client.py")
+recipe.execute(SimEnv(num_clients=len(gpus)))
+"""
+
+
+@sealed
+def test_clients_counted_from_the_visible_gpus_are_refused_naming_the_variable(tmp_path, private_cache, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    config = api.import_job(_job(tmp_path / "job", GPU_CLIENTS), dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert any("CUDA_VISIBLE_DEVICES" in e["message"] for e in config["admission_errors"]), _fixed(config)
 
 
 CONDITIONAL_ENV = """import os

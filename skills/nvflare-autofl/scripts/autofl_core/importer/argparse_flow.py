@@ -62,13 +62,8 @@ class Flag:
             "positional": self.positional,
             "line": self.line,
         }
-        if self.choices is not None:
-            record["choices"] = to_jsonable(self.choices)
-        if self.nargs is not None:
-            record["nargs"] = self.nargs
-        if self.const is not None:
-            record["const"] = to_jsonable(self.const)
-        return record
+        optional = {"choices": to_jsonable(self.choices), "nargs": self.nargs, "const": to_jsonable(self.const)}
+        return record | {key: value for key, value in optional.items() if getattr(self, key) is not None}
 
 
 def record_problem(record: Any) -> str | None:
@@ -111,13 +106,9 @@ def flag_from_record(record: dict) -> Flag:
 
 def parser_from_config(section: dict) -> Parser:
     """The parser a config's `argparse` section records (no fromfile setting recorded: the conventional `@`)."""
-    parser = Parser(0, allow_abbrev=section.get("allow_abbrev", True))
-    parser.fromfile_prefix_chars = section.get("fromfile_prefix_chars", DEFAULT_FROMFILE)
     records = section.get("flags")
-    parser.flags = (
-        [flag_from_record(r) for r in records if _flag_problem(r) is None] if isinstance(records, list) else []
-    )
-    return parser
+    flags = [flag_from_record(r) for r in records if _flag_problem(r) is None] if isinstance(records, list) else []
+    return Parser(0, section.get("allow_abbrev", True), flags, section.get("fromfile_prefix_chars", DEFAULT_FROMFILE))
 
 
 @dataclass(eq=False)
@@ -139,14 +130,6 @@ class Namespace:
     label: str = "argparse.Namespace"
 
 
-def _dest_of(options: list[str], dest: Val | None) -> str:
-    if dest is not None and dest.resolved and isinstance(dest.value, str):
-        return dest.value
-    longs = [o for o in options if o.startswith("--")]
-    chosen = longs[0] if longs else options[0]
-    return chosen.lstrip("-").replace("-", "_")
-
-
 def _action_name(action: Any) -> str:
     if action is None:
         return "store"
@@ -164,13 +147,6 @@ def _type_name(kind: Any) -> str | None:
         return kind.name
     name = getattr(kind, "name", None) or getattr(kind, "label", None)
     return f"custom:{name}" if name else "custom"
-
-
-def _implicit_default(action: str, default: Val | None) -> Val:
-    if default is not None:
-        return default
-    implicit = {"store_true": False, "store_false": True}.get(action)
-    return Val(implicit, HIGH)
 
 
 def _typed_default(flag_type: str | None, default: Val) -> Val:
@@ -194,25 +170,26 @@ def add_argument(parser: Parser, args: list[Any], kwargs: dict[str, Any], line: 
     if action == "boolean_optional":
         options = options + [f"--no-{o[2:]}" for o in options if o.startswith("--")]
     flag_type = _type_name(kwargs.get("type"))
-    default = _typed_default(flag_type, _implicit_default(action, _data(kwargs.get("default"))))
-    choices = _data(kwargs.get("choices"))
+    default = _data(kwargs.get("default")) or Val({"store_true": False, "store_false": True}.get(action), HIGH)
     flag = Flag(
         option_strings=options,
-        dest=_dest_of(options, _data(kwargs.get("dest"))),
+        dest="",
         action=action,
         type=flag_type,
-        default=default,
-        choices=_choices(choices),
+        default=_typed_default(flag_type, default),
+        choices=_choices(kwargs.get("choices")),
         required=bool(_literal(kwargs.get("required"), False)),
         nargs=_literal(kwargs.get("nargs"), None),
         const=_literal(kwargs.get("const"), None),
         line=line,
     )
+    dest = _literal(kwargs.get("dest"), None)  # else argparse's: the first long option (or the first), as a name
+    flag.dest = dest if isinstance(dest, str) else flag.canonical.lstrip("-").replace("-", "_")
     parser.flags.append(flag)
 
 
-def _choices(choices: Val | None) -> list | None:
-    if choices is None or not choices.resolved or not isinstance(choices.value, (list, tuple, set, range)):
+def _choices(choices: Any) -> list | None:
+    if not (isinstance(choices, Val) and choices.resolved and isinstance(choices.value, (list, tuple, set, range))):
         return None
     return sorted(choices.value, key=repr) if isinstance(choices.value, set) else list(choices.value)
 
@@ -228,10 +205,7 @@ def _literal(value: Any, fallback: Any) -> Any:
 
 
 def find_flag(parser: Parser, dest: str) -> Flag | None:
-    for flag in parser.flags:
-        if flag.dest == dest:
-            return flag
-    return None
+    return next((flag for flag in parser.flags if flag.dest == dest), None)
 
 
 def build_namespace(parser: Parser, overrides: dict[str, Any], known_only: bool) -> Namespace:
@@ -290,22 +264,17 @@ def fromfile_tokens(chars: str | None, tokens: list[str]) -> list[str]:
 
 def cli_flags_from(flags: list[dict], allow_abbrev: bool = True) -> dict:
     """Runner view of the job's options: long flags, alias groups, the --name flag, which take a value."""
-    groups, long_flags, takes_value = [], [], {}
+    groups, takes_value = [], {}
     for flag in flags:
-        options = [o for o in flag["option_strings"] if o.startswith("-")]
-        if not options:
-            continue
-        longs = [o for o in options if o.startswith("--")]
-        group = longs + [o for o in options if not o.startswith("--")]
-        groups.append(group)
-        long_flags.extend(longs)
-        for option in group:
-            takes_value[option] = bool(flag["takes_value"])
-    name_flag = "--name" if "--name" in long_flags else None
+        group = sorted((o for o in flag["option_strings"] if o.startswith("-")), key=lambda o: not o.startswith("--"))
+        if group:  # long options first
+            groups.append(group)
+            takes_value.update(dict.fromkeys(group, bool(flag["takes_value"])))
+    long_flags = [option for group in groups for option in group if option.startswith("--")]
     return {
         "allow_abbrev": allow_abbrev,
         "groups": groups,
         "long_flags": long_flags,
-        "name_flag": name_flag,
+        "name_flag": "--name" if "--name" in long_flags else None,
         "takes_value": takes_value,
     }

@@ -15,29 +15,21 @@ from __future__ import annotations
 from typing import Any
 
 from . import recipes
+from .surface import ALL_SITES
 from .values import HIGH, MEDIUM, PINNED, UNRESOLVED, Val, merge_flags, option_flags, to_jsonable, weakest
 
 FIELDS = ("num_clients", "min_clients", "num_rounds")
 NOT_APPLICABLE = "not_applicable"
-ALL_SITES = "@ALL"  # nvflare.apis.job_def.ALL_SITES: job.to_clients(obj)
 
 
 def _positive_int(val: Val) -> bool:
     return val.resolved and isinstance(val.value, int) and not isinstance(val.value, bool) and val.value > 0
 
 
-def _entry(val: Any, source: str, control: tuple[str, ...] = ()) -> dict:
+def _entry(val: Any, source: str, control: tuple[str, ...]) -> dict:
     """The budget record of one value; `control` = options of the branches that built or ran its owner."""
     if not isinstance(val, Val):
-        reason = getattr(val, "origin", "") or "an object, not a number"
-        return {
-            "value": None,
-            "confidence": UNRESOLVED,
-            "flag": None,
-            "source": source,
-            "reason": reason,
-            "depends_on": [],
-        }
+        return _missing(getattr(val, "origin", "") or "an object, not a number", source)
     own = option_flags(val.flags)
     depends_on = list(dict.fromkeys([*own, *option_flags(control)]))
     ok = _positive_int(val)
@@ -63,54 +55,38 @@ def _confidence(val: Val, own: list[str], depends_on: list[str]) -> str:
     return PINNED if depends_on else val.confidence
 
 
-def _default(value: Any, source: str, cls: Any, name: str, how: str = "default") -> dict:
-    what = "recipe" if recipes.is_known_recipe(cls) else name
-    return {
-        "value": value,
-        "confidence": MEDIUM,
-        "flag": None,
-        "source": source,
-        "depends_on": [],
-        "note": f"{what} {how}, nvflare {recipes.nvflare_version()}",
-    }
-
-
-def _missing(reason: str, source: str) -> dict:
+def _missing(reason: str, source: str | None) -> dict:
     return {"value": None, "confidence": UNRESOLVED, "flag": None, "source": source, "reason": reason, "depends_on": []}
 
 
 def _not_applicable(reason: str) -> dict:
-    return {
-        "value": None,
-        "confidence": NOT_APPLICABLE,
-        "flag": None,
-        "source": None,
-        "reason": reason,
-        "depends_on": [],
-    }
+    return {**_missing(reason, None), "confidence": NOT_APPLICABLE}
 
 
 def _from_defaults(obj: Any, param: str, source: str) -> dict:
     """An omitted constructor argument, from the installed NVFLARE's signature of `obj`'s class (a subclass the job
     defines without its own `__init__` has its NVFLARE base's). A class of the job's own code is not read: refused
     with the line (the dry run records what it builds)."""
-    if obj.cls.qualname.startswith(recipes.LOCAL_PREFIX) and recipes.default_of(obj.cls, param).status == "unknown":
+    name, default, version = obj.name, recipes.default_of(obj.cls, param), recipes.nvflare_version()
+    if obj.cls.qualname.startswith(recipes.LOCAL_PREFIX) and default.status == "unknown":
         return _missing(
-            f"{obj.name} (built at job.py line {obj.line}) is the job's own class and its {param} is decided in its "
+            f"{name} (built at job.py line {obj.line}) is the job's own class and its {param} is decided in its "
             f"code, which the static reading does not follow; pass {param}= where job.py builds it, or import where "
             "the dry run can run job.py",
             source,
         )
-    return _nvflare_default(obj.cls, obj.name, param, source)
-
-
-def _nvflare_default(cls: Any, name: str, param: str, source: str) -> dict:
-    """An omitted constructor argument of the NVFLARE class `cls`, from the installed NVFLARE's signature."""
-    default = recipes.default_of(cls, param)
-    version = recipes.nvflare_version()
     if default.status in ("value", "fixed") and isinstance(default.value, int) and default.value > 0:
         how = "default" if default.status == "value" else "fixed value"
-        return _default(default.value, f"{name} {how}", cls, name, how)
+        what = "recipe" if recipes.is_known_recipe(obj.cls) else name
+        note = f"{what} {how}, nvflare {version}"
+        return {
+            "value": default.value,
+            "confidence": MEDIUM,
+            "flag": None,
+            "source": f"{name} {how}",
+            "depends_on": [],
+            "note": note,
+        }
     reasons = {
         "value": f"{name}'s default {param} is {default.value!r} in nvflare {version} (decided inside the recipe); "
         f"pass {param}= explicitly",
@@ -123,11 +99,10 @@ def _nvflare_default(cls: Any, name: str, param: str, source: str) -> dict:
     return _missing(reasons.get(default.status, f"{name} gets no {param}=; pass it explicitly"), source)
 
 
-def _field(obj: Any, param: str, control: tuple[str, ...], alias: str | None = None) -> dict:
+def _field(obj: Any, param: str, control: tuple[str, ...]) -> dict:
     """`param` of a recipe/controller: its keyword, an argument object the table names, or its class's default."""
-    keyword = alias or param
-    if keyword in obj.kwargs:
-        return _entry(obj.kwargs[keyword], f"{obj.name}({keyword}=...)", control)
+    if param in obj.kwargs:
+        return _entry(obj.kwargs[param], f"{obj.name}({param}=...)", control)
     nested = recipes.budget_source(obj.cls, param)
     if nested is not None:
         holder = obj.kwargs.get(nested["object"])
@@ -140,7 +115,7 @@ def _field(obj: Any, param: str, control: tuple[str, ...], alias: str | None = N
         inner = _field(holder, nested["param"], control + holder.control)
         inner["source"] = f"{obj.name}({nested['object']}={inner['source']})"
         return inner
-    return _from_defaults(obj, keyword, f"{obj.name}({keyword}=...)")
+    return _from_defaults(obj, param, f"{obj.name}({param}=...)")
 
 
 def recipe_budget(surface: Any) -> dict:
@@ -176,7 +151,7 @@ def _env_clients(surface: Any) -> dict:
     return entry
 
 
-def _count(val: Any, source: str, control: tuple[str, ...] = ()) -> dict:
+def _count(val: Any, source: str, control: tuple[str, ...]) -> dict:
     if isinstance(val, Val) and val.resolved and isinstance(val.value, (list, tuple)):
         return _entry(Val(len(val.value), val.confidence, val.expr, val.flags), source, control)
     why = val.reason if isinstance(val, Val) and val.reason else getattr(val, "origin", "")
@@ -185,30 +160,25 @@ def _count(val: Any, source: str, control: tuple[str, ...] = ()) -> dict:
 
 def fedjob_budget(surface: Any) -> dict:
     job = surface.target
-    controllers = [
-        c for c in surface.components if "num_rounds" in c.kwargs or c.name in ("FedAvg", "ScatterAndGather")
-    ]
+    names = ("FedAvg", "ScatterAndGather")
+    controller = next((c for c in surface.components if "num_rounds" in c.kwargs or c.name in names), None)
     control = job.control + surface.run_control
     budget = {}
     if "num_rounds" in job.kwargs:
-        budget["num_rounds"] = _entry(job.kwargs["num_rounds"], f"{job.name}(num_rounds=...)", control)
-    elif controllers:
-        budget["num_rounds"] = _field(controllers[0], "num_rounds", control + controllers[0].control)
+        budget["num_rounds"] = _field(job, "num_rounds", control)
+    elif controller is not None:
+        budget["num_rounds"] = _field(controller, "num_rounds", control + controller.control)
     else:
         budget["num_rounds"] = _missing("no controller with num_rounds= is attached to the FedJob", "FedJob")
-    if controllers and "num_clients" in controllers[0].kwargs:
-        budget["min_clients"] = _entry(
-            controllers[0].kwargs["num_clients"],
-            f"{controllers[0].name}(num_clients=...)",
-            control + controllers[0].control,
-        )
+    if controller is not None and "num_clients" in controller.kwargs:
+        budget["min_clients"] = _field(controller, "num_clients", control + controller.control)
     else:
         budget["min_clients"] = _field(job, "min_clients", control)
-    budget["num_clients"] = _run_clients(surface, job, control)
+    budget["num_clients"] = _run_clients(surface, control)
     return budget
 
 
-def _run_clients(surface: Any, job: Any, control: tuple[str, ...]) -> dict:
+def _run_clients(surface: Any, control: tuple[str, ...]) -> dict:
     """Simulated clients of `FedJob.simulator_run`, by NVFLARE 2.9's rules: `clients=` replaces the sites named
     with `to()`; `n_clients=` is required after `to_clients()` and rejected when `to()` named the sites."""
     kwargs = surface.run_kwargs

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
 
 SHAPING_NAME_RE = re.compile(
     r"(^|_)(alpha|dirichlet\w*|partition\w*|split\w*|val|valid|validation|holdout|hold_out|test_size|test_ratio|"
@@ -34,8 +33,8 @@ SHAPING_CALL_RE = re.compile(
 DYNAMIC_READS = ("vars", "getattr")
 
 
-def classify(flags: list[Any], job_tree: ast.Module | None, script_tree: ast.Module | None, forwarded: set[str]):
-    """{"fixed": {flag: reason}, "unclassified": {flag: reason}} over job.py's argparse `flags` (records with
+def classify(flags: list[dict], job_tree: ast.Module | None, script_tree: ast.Module | None, forwarded: set[str]):
+    """{"fixed": {flag: reason}, "unclassified": {flag: reason}} over job.py's argparse `flags` (config records:
     `option_strings`, `dest`); `forwarded`: the canonical flags job.py passes on to the client script."""
     fixed: dict[str, str] = {}
     unclassified: dict[str, str] = {}
@@ -43,8 +42,8 @@ def classify(flags: list[Any], job_tree: ast.Module | None, script_tree: ast.Mod
     script_uses = _call_uses(script_tree) if script_tree is not None else {}
     script_dynamic = _dynamic_read(script_tree) if script_tree is not None else None
     for flag in flags:
-        longs = [option for option in _options(flag) if option.startswith("--")]
-        dest = _dest(flag)
+        longs = [option for option in flag.get("option_strings") or [] if option.startswith("--")]
+        dest = flag.get("dest")
         if not longs or not dest:
             continue
         canonical = longs[0]
@@ -91,11 +90,3 @@ def _call_name(func: ast.expr) -> str | None:
     if isinstance(func, ast.Attribute):
         return func.attr
     return None
-
-
-def _options(flag: Any) -> list[str]:
-    return list(flag.get("option_strings") if isinstance(flag, dict) else getattr(flag, "option_strings", []) or [])
-
-
-def _dest(flag: Any) -> str | None:
-    return flag.get("dest") if isinstance(flag, dict) else getattr(flag, "dest", None)

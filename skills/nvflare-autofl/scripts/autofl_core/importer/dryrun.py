@@ -42,7 +42,9 @@ HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".cfg", ".toml", ".txt", ".s
 MAX_HASHED_FILES, MAX_HASHED_BYTES, MAX_DEPTH = 400, 1 << 20, 4
 MAX_STATED_FILES = 4000  # other files (data): keyed by size and modification time, never read
 SKIPPED_FOLDERS = {"__pycache__", ".git", ".autofl", "autofl_runs", "node_modules", ".venv", "venv"}
-FIXED_ENV = (childenv.SIMULATOR_ROOT_VAR,)  # environment variables a trial sets itself: never perturbed
+# Never perturbed: what a trial sets itself, and what locates the machine's interpreter, files and network (a
+# trial copies those from the runner's environment; a number there breaks the run, not the budget).
+FIXED_ENV = (childenv.SIMULATOR_ROOT_VAR, *sorted(childenv.LOCATING_NAMES))
 HIDDEN = (".nvflare", "autofl_runs")  # the job folder's entries a dry run cannot see (so they are not in its key)
 STORED = ("recorded",)  # the cache folder keeps runs that reached NVFLARE (a raise may be on a file elsewhere)
 PERTURBED_STORED = ("recorded", "raised", "exited")  # a perturbed run of a recorded job: its raise is the values'

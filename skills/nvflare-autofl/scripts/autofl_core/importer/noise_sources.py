@@ -19,6 +19,7 @@ Usage::
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
 MODEL_KEYWORDS = ("model", "initial_model")
 MODEL_SUFFIXES = ("Net", "Network", "Model", "CNN", "MLP")
@@ -50,32 +51,12 @@ def scan(files: dict[str, str]) -> list[dict]:
 def _scan_file(path: str, tree: ast.AST) -> list[dict]:
     seeds = _seed_lines(tree)
     models = _model_builds(tree) if _random_init_framework(tree) else set()
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            if id(node) in models and not _seeded_before(seeds, "torch", node.lineno):
-                found.append(
-                    _finding(
-                        path,
-                        node,
-                        f"the model is built (`{ast.unparse(node)[:60]}`) before any seed is set: its initial "
-                        "weights differ per run",
-                        f"call `torch.manual_seed(0)` (or the framework's seed) before line {node.lineno}",
-                    )
-                )
-            found += _call_findings(path, node, seeds)
-        elif isinstance(node, ast.Assign) and _dotted(node.targets[0]).endswith("cudnn.benchmark"):
-            if isinstance(node.value, ast.Constant) and node.value.value is True:
-                found.append(
-                    _finding(
-                        path,
-                        node,
-                        "cuDNN picks its fastest (nondeterministic) kernels (`cudnn.benchmark = True`)",
-                        "set `torch.backends.cudnn.benchmark = False` (and `torch.backends.cudnn.deterministic = True`)",
-                    )
-                )
-    unique = {(item["line"], item["cause"]): item for item in found}
-    return [unique[key] for key in sorted(unique)]
+    found = {
+        (node.lineno, cause): {"file": path, "line": node.lineno, "cause": cause, "fix": fix}
+        for node in ast.walk(tree)
+        for cause, fix in _risks(node, seeds, models)
+    }
+    return [found[key] for key in sorted(found)]
 
 
 def _random_init_framework(tree: ast.AST) -> bool:
@@ -112,58 +93,49 @@ def _model_builds(tree: ast.AST) -> set[int]:
     return built
 
 
-def _call_findings(path: str, node: ast.Call, seeds: dict[str, int]) -> list[dict]:
+def _risks(node: ast.AST, seeds: dict[str, int], models: set[int]) -> Iterator[tuple[str, str]]:
+    """(cause, smallest fix) for each way `node` lets reruns differ."""
+    if isinstance(node, ast.Assign) and _dotted(node.targets[0]).endswith("cudnn.benchmark") and _true(node.value):
+        yield (
+            "cuDNN picks its fastest (nondeterministic) kernels (`cudnn.benchmark = True`)",
+            "set `torch.backends.cudnn.benchmark = False` (and `torch.backends.cudnn.deterministic = True`)",
+        )
+    if not isinstance(node, ast.Call):
+        return
+    if id(node) in models and not seeds.get("torch", node.lineno) < node.lineno:
+        yield (
+            f"the model is built (`{ast.unparse(node)[:60]}`) before any seed is set: its initial "
+            "weights differ per run",
+            f"call `torch.manual_seed(0)` (or the framework's seed) before line {node.lineno}",
+        )
     name = _dotted(node.func)
     last = name.rsplit(".", 1)[-1]
     keywords = {k.arg: k.value for k in node.keywords if k.arg}
-    found = []
     if last == "DataLoader":
         if _true(keywords.get("shuffle")) and "generator" not in keywords and "torch" not in seeds:
-            found.append(
-                _finding(
-                    path,
-                    node,
-                    "`DataLoader(shuffle=True)` without a seeded generator: the batch order differs per run",
-                    "pass `generator=torch.Generator().manual_seed(0)` (or call `torch.manual_seed(0)` first)",
-                )
+            yield (
+                "`DataLoader(shuffle=True)` without a seeded generator: the batch order differs per run",
+                "pass `generator=torch.Generator().manual_seed(0)` (or call `torch.manual_seed(0)` first)",
             )
-        workers = keywords.get("num_workers")
-        if _positive(workers) and "worker_init_fn" not in keywords:
-            found.append(
-                _finding(
-                    path,
-                    node,
-                    "`DataLoader(num_workers>0)` without `worker_init_fn`: worker processes draw their own random "
-                    "state",
-                    "pass `worker_init_fn=` seeding numpy and random per worker, and a seeded `generator=`",
-                )
+        if _positive(keywords.get("num_workers")) and "worker_init_fn" not in keywords:
+            yield (
+                "`DataLoader(num_workers>0)` without `worker_init_fn`: worker processes draw their own random state",
+                "pass `worker_init_fn=` seeding numpy and random per worker, and a seeded `generator=`",
             )
     if name in ("random.shuffle", "random.sample", "random.choice") and "random" not in seeds:
-        found.append(_finding(path, node, f"`{name}` with an unseeded generator", "call `random.seed(0)` first"))
+        yield f"`{name}` with an unseeded generator", "call `random.seed(0)` first"
     if name in ("np.random.shuffle", "numpy.random.shuffle", "np.random.permutation", "numpy.random.permutation"):
         if "numpy" not in seeds:
-            found.append(
-                _finding(
-                    path,
-                    node,
-                    f"`{name}` with numpy's unseeded global generator",
-                    "use `np.random.default_rng(0)` (or call `np.random.seed(0)` first)",
-                )
+            yield (
+                f"`{name}` with numpy's unseeded global generator",
+                "use `np.random.default_rng(0)` (or call `np.random.seed(0)` first)",
             )
     if last == "default_rng" and not node.args and "seed" not in keywords:
-        found.append(_finding(path, node, "`default_rng()` without a seed", "pass a seed: `np.random.default_rng(0)`"))
+        yield "`default_rng()` without a seed", "pass a seed: `np.random.default_rng(0)`"
     if last == "train_test_split" and "random_state" not in keywords:
-        found.append(
-            _finding(
-                path,
-                node,
-                "`train_test_split` without `random_state`: the split differs per run",
-                "pass `random_state=0`",
-            )
-        )
+        yield "`train_test_split` without `random_state`: the split differs per run", "pass `random_state=0`"
     if last == "sample" and "frac" in keywords and "random_state" not in keywords:
-        found.append(_finding(path, node, "`.sample(frac=...)` without `random_state`", "pass `random_state=0`"))
-    return found
+        yield "`.sample(frac=...)` without `random_state`", "pass `random_state=0`"
 
 
 def _seed_lines(tree: ast.AST) -> dict[str, int]:
@@ -186,10 +158,6 @@ def _seed_lines(tree: ast.AST) -> dict[str, int]:
     return seeds
 
 
-def _seeded_before(seeds: dict[str, int], family: str, line: int) -> bool:
-    return family in seeds and seeds[family] < line
-
-
 def _dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
@@ -206,10 +174,6 @@ def _true(node: ast.AST | None) -> bool:
 
 def _positive(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, int) and node.value > 0
-
-
-def _finding(path: str, node: ast.AST, cause: str, fix: str) -> dict:
-    return {"file": path, "line": node.lineno, "cause": cause, "fix": fix}
 
 
 def sentence(found: list[dict]) -> str:

@@ -75,9 +75,14 @@ _STOP_MODES = {">=": "max", ">": "max", "<=": "min", "<": "min"}
 SELECTOR_NAMES = ("IntimeModelSelector",)
 
 
+def _tokens(metric: str) -> list[str]:
+    """The words of a metric name: `val_top1Error` -> ["val", "top", "1error"] (split at digits after letters)."""
+    return [t for t in re.split(r"[^a-z0-9]+|(?<=[a-z])(?=[0-9])", metric.lower()) if t]
+
+
 def is_lower_better_name(metric: str) -> bool:
     """True for names that are obviously lower-is-better (loss, val_mse, top1_error, ...)."""
-    tokens = [t for t in re.split(r"[^a-z0-9]+|(?<=[a-z])(?=[0-9])", metric.lower()) if t]
+    tokens = _tokens(metric)
     if tokens and tokens[0] in ("neg", "negative", "minus"):
         return False
     return any(t in LOWER_IS_BETTER or t.endswith("loss") for t in tokens)
@@ -85,8 +90,7 @@ def is_lower_better_name(metric: str) -> bool:
 
 def is_higher_better_name(metric: str) -> bool:
     """True for names that are obviously higher-is-better (accuracy, val_auc, f1_score, ...), never a loss."""
-    tokens = [t for t in re.split(r"[^a-z0-9]+|(?<=[a-z])(?=[0-9])", metric.lower()) if t]
-    return not is_lower_better_name(metric) and any(t in HIGHER_IS_BETTER for t in tokens)
+    return not is_lower_better_name(metric) and any(t in HIGHER_IS_BETTER for t in _tokens(metric))
 
 
 def direction_warning(metric: str | None, mode: str | None) -> str | None:
@@ -95,7 +99,7 @@ def direction_warning(metric: str | None, mode: str | None) -> str | None:
         return None
     if mode == "min" and is_higher_better_name(metric):
         return f"warning: --mode min treats lower '{metric}' as better, but the name looks higher-is-better; use --mode max unless lower really is better"
-    if mode == "max" and is_lower_better_name(metric) and not is_higher_better_name(metric):
+    if mode == "max" and is_lower_better_name(metric):
         return f"warning: --mode max treats higher '{metric}' as better, but the name looks lower-is-better; use --mode min unless higher really is better"
     return None
 
@@ -117,38 +121,35 @@ def _text(val: Any) -> str | None:
     return val.value if isinstance(val, Val) and val.resolved and isinstance(val.value, str) else None
 
 
-def _is_none(val: Any) -> bool:
-    return isinstance(val, Val) and val.resolved and val.value is None
+def _given(val: Any) -> bool:
+    """Passed, and not as an explicit None."""
+    return val is not None and not (isinstance(val, Val) and val.resolved and val.value is None)
 
 
-def _settings(surface: Any) -> dict:
-    """Where the key-metric settings live: recipe kwargs, or FedJob + its selector/controller components."""
-    target = surface.target
-    found = {"owner": target.name, "kwargs": dict(target.kwargs), "selector": None}
+def _settings(surface: Any) -> tuple[dict, Any]:
+    """Where the key-metric settings live: (recipe kwargs, or FedJob + its controllers' stop_cond; the selector)."""
+    kwargs, selector = dict(surface.target.kwargs), None
     if surface.pattern == "fedjob":
         for comp in surface.components:
             if "stop_cond" in comp.kwargs:
-                found["kwargs"]["stop_cond"] = comp.kwargs["stop_cond"]
+                kwargs["stop_cond"] = comp.kwargs["stop_cond"]
             if "Selector" in comp.name:
-                found["selector"] = comp
-    selector = found["kwargs"].get("model_selector")
-    if selector is not None and not _is_none(selector):
-        found["selector"] = selector
-    return found
+                selector = comp
+    given = kwargs.get("model_selector")
+    return kwargs, (given if _given(given) else selector)
 
 
 def job_key_metric(surface: Any) -> dict:
     """The job's own key metric and direction: {metric, mode, metric_source, mode_source, reasons}."""
-    settings = _settings(surface)
-    kwargs, owner, selector = settings["kwargs"], settings["owner"], settings["selector"]
+    (kwargs, selector), owner = _settings(surface), surface.target.name
     reasons: dict[str, str] = {}
     metric, metric_source = _default_key_metric(surface), "core_default"
     if "key_metric" in kwargs:
         metric, metric_source = _text(kwargs["key_metric"]), f"{owner}(key_metric=...)"
         if metric is None:
             reasons["job_key_metric"] = "key_metric is not a literal string or argparse value"
-    selector_mode = None
-    if selector is not None and getattr(selector, "name", "") in SELECTOR_NAMES:
+    selector_mode, known_selector = None, getattr(selector, "name", "") in SELECTOR_NAMES
+    if known_selector:
         if "key_metric" in selector.kwargs:
             metric, metric_source = _text(selector.kwargs["key_metric"]), f"{selector.name}(key_metric=...)"
         elif "key_metric" not in kwargs:
@@ -157,7 +158,7 @@ def job_key_metric(surface: Any) -> dict:
         if isinstance(negate, Val) and negate.resolved:
             selector_mode = "min" if negate.value is True else "max"
     mode, mode_source = _direction(kwargs, metric, reasons)
-    if selector is not None and getattr(selector, "name", "") not in SELECTOR_NAMES:
+    if selector is not None and not known_selector:
         mode, mode_source = None, "unresolved"
         reasons["mode"] = "a custom model_selector decides what 'best' means; its direction cannot be read statically"
     elif selector_mode is not None and mode_source == "core_default":
@@ -184,15 +185,15 @@ def _direction(kwargs: dict, metric: str | None, reasons: dict) -> tuple[str | N
     explicit = kwargs.get("key_metric_mode")
     stop = kwargs.get("stop_cond")
     stop_mode = None
-    if stop is not None and not _is_none(stop):
+    if _given(stop):
         text = _text(stop)
-        parsed = parse_stop_cond(text) if text is not None else None
         if text is None:
             reasons["mode"] = "stop_cond is not resolved statically, so its direction is unknown"
             return None, "unresolved"
+        parsed = parse_stop_cond(text)
         if parsed is not None and parsed[0] == metric:
             stop_mode = parsed[1]
-    if explicit is not None and not _is_none(explicit):
+    if _given(explicit):
         mode = _text(explicit)
         if mode not in ("min", "max"):
             reasons["mode"] = "key_metric_mode is not a literal 'min' or 'max'"
@@ -206,28 +207,18 @@ def _direction(kwargs: dict, metric: str | None, reasons: dict) -> tuple[str | N
     return "max", "core_default"
 
 
-def _schema_objective(schema: dict | None) -> dict:
-    return dict((schema or {}).get("objective") or {})
-
-
-def bridged_metrics(schema: dict | None) -> list[str]:
-    return list((schema or {}).get("bridged_metrics") or [])
-
-
 def build_objective(surface: Any, requested: str | None, schema: dict | None, train_script: str | None) -> dict:
     """The `objective` block; `schema` is the normalized `schema` section (`_reasons` is popped by the caller)."""
     job = job_key_metric(surface)
-    sobj = _schema_objective(schema)
+    sobj = (schema or {}).get("objective") or {}
     requested = requested or sobj.get("requested_metric") or None
     metric = requested or job["metric"]
-    bridged = metric is not None and metric != job["metric"] and metric in bridged_metrics(schema)
+    bridged = metric is not None and metric != job["metric"] and metric in ((schema or {}).get("bridged_metrics") or [])
     schema_mode = sobj.get("mode") if sobj.get("mode") in ("min", "max") else None
     if metric is not None and metric == job["metric"]:
         mode, mode_source = job["mode"], job["mode_source"]
-    elif bridged and schema_mode:
-        mode, mode_source = schema_mode, "mutation_schema"
     elif bridged:
-        mode, mode_source = "max", "core_default"
+        mode, mode_source = (schema_mode, "mutation_schema") if schema_mode else ("max", "core_default")
     else:
         mode, mode_source = None, "undeclared"
     order = sobj.get("metric_extraction_order") or ([metric] if metric else [])

@@ -48,49 +48,47 @@ class Default:
     detail: str = ""
 
 
-def _matches(cls: Any) -> tuple[list[tuple[str, dict]], bool]:
-    """((table qualname, entry) pairs the class may be, whether a local subclass redefines __init__)."""
+def _matches(cls: Any) -> tuple[dict[str, dict], bool]:
+    """({table qualname: entry} the class may be, whether a local subclass redefines __init__)."""
     if cls is None or getattr(cls, "dynamic", False):
-        return [], False
+        return {}, False
     classes = table()["classes"]
     if cls.qualname.startswith(LOCAL_PREFIX) or (cls.bases and cls.qualname not in classes):
         for base in cls.bases:  # a class of the job's own (job.py, or a module beside it with its bases read)
             found, own_init = _matches(base)
             if found:
                 return found, own_init or cls.defines_init
-        return [], False
+        return {}, False
     if cls.qualname in classes:
-        return [(cls.qualname, classes[cls.qualname])], False
-    same_name = [(q, e) for q, e in classes.items() if e["name"] == cls.name]
+        return {cls.qualname: classes[cls.qualname]}, False
+    same_name = {q: e for q, e in classes.items() if e["name"] == cls.name}
     module = cls.qualname.rpartition(".")[0]
-    under = [(q, e) for q, e in same_name if module.startswith("nvflare") and q.startswith(module + ".")]
+    under = {q: e for q, e in same_name.items() if module.startswith("nvflare") and q.startswith(module + ".")}
     return under or same_name, False
 
 
-def _entries(cls: Any) -> tuple[list[dict], bool]:
-    found, own_init = _matches(cls)
-    return [entry for _, entry in found], own_init
+def _recipes(cls: Any) -> dict[str, dict]:
+    """The recipe classes (not controllers or other components) the class may be."""
+    return {q: e for q, e in _matches(cls)[0].items() if e["kind"] == "recipe"}
 
 
 def nvflare_class(cls: Any) -> str | None:
     """The NVFLARE class a job's class resolves to (its module path), when exactly one matches."""
-    found = [q for q, e in _matches(cls)[0] if e["kind"] == "recipe"]
+    found = list(_recipes(cls))
     return found[0] if len(found) == 1 else None
 
 
 def is_known_recipe(cls: Any) -> bool:
-    return any(e["kind"] == "recipe" for e in _entries(cls)[0])
+    return bool(_recipes(cls))
 
 
 def family_of(cls: Any) -> tuple[str, str] | None:
-    recipes = [e for e in _entries(cls)[0] if e["kind"] == "recipe"]
-    if not recipes:
-        return None
-    return recipes[0]["family"], recipes[0].get("reason", "")
+    entry = next(iter(_recipes(cls).values()), None)
+    return None if entry is None else (entry["family"], entry.get("reason", ""))
 
 
 def budget_source(cls: Any, field: str) -> dict | None:
-    for entry in _entries(cls)[0]:
+    for entry in _matches(cls)[0].values():
         if field in entry.get("budget", {}):
             return entry["budget"][field]
     return None
@@ -109,19 +107,19 @@ def _default_in(entry: dict, param: str) -> Default:
 
 
 def default_of(cls: Any, param: str) -> Default:
-    entries, own_init = _entries(cls)
+    entries, own_init = _matches(cls)
     if not entries or own_init:
         return Default("unknown")
-    found = [_default_in(entry, param) for entry in entries]
+    found = [_default_in(entry, param) for entry in entries.values()]
     return found[0] if all(d == found[0] for d in found) else Default("ambiguous")
 
 
 def site_requirement(cls: Any) -> dict | None:
     """`{file, line, raises}` when the recipe raises at export/execute unless set_per_site_config() named its sites."""
-    return next((e["requires_sites"] for e in _entries(cls)[0] if e.get("requires_sites")), None)
+    return next((e["requires_sites"] for e in _matches(cls)[0].values() if e.get("requires_sites")), None)
 
 
 def guards(cls: Any) -> list[dict]:
     """The recipe's `if <budget parameter> <op> <int>: raise` checks (`{param, op, value, file, line, raises}`)."""
-    entries, own_init = _entries(cls)
-    return [] if own_init or not entries else list(entries[0].get("guards") or [])
+    entries, own_init = _matches(cls)
+    return [] if own_init or not entries else list(next(iter(entries.values())).get("guards") or [])

@@ -88,49 +88,40 @@ def _unsupported_class(obj: Any) -> str | None:
 
 
 def _run_calls(walk: Any) -> list:
-    runs = []
-    for call in walk.calls:
-        target = call.target
-        if call.method in RECIPE_RUNS and (is_recipe(target) or target.cls.dynamic):
-            runs.append(call)
-        elif call.method in FEDJOB_RUNS and (is_fedjob(target) or target.cls.dynamic):
-            runs.append(call)
-    return runs
-
-
-def _fail(reason: str, **extra: Any) -> Surface:
-    return Surface(status="unsupported", reason=reason, **extra)
+    """The calls that run a recipe or a FedJob (or an object of a class chosen at run time)."""
+    runs = {**dict.fromkeys(RECIPE_RUNS, is_recipe), **dict.fromkeys(FEDJOB_RUNS, is_fedjob)}
+    return [c for c in walk.calls if c.method in runs and (runs[c.method](c.target) or c.target.cls.dynamic)]
 
 
 def analyze(walk: Any) -> Surface:
     """Decide the supported surface of a walked job.py (pure over the walk result)."""
     if walk.problems:
-        return _fail(walk.problems[0] + "; simplify job.py so the recipe is built in straight-line code")
+        return Surface(reason=walk.problems[0] + "; simplify job.py so the recipe is built in straight-line code")
     ambiguous = [b for b in walk.branches if not b.resolved and b.touched_surface]
     if ambiguous:
         b = ambiguous[0]
         if b.kind == "loop":
-            return _fail(
-                f"a recipe/job/env is built or run inside a loop (line {b.line}); build and run exactly "
+            return Surface(
+                reason=f"a recipe/job/env is built or run inside a loop (line {b.line}); build and run exactly "
                 "one, outside loops, so every trial runs the same job"
             )
-        return _fail(
-            f"which recipe/job runs depends on a condition the importer cannot resolve (line {b.line}: {b.test}); "
-            "make it depend only on parsed arguments or literals, or pass the choice in --base-args"
+        return Surface(
+            reason=f"which recipe/job runs depends on a condition the importer cannot resolve (line {b.line}: "
+            f"{b.test}); make it depend only on parsed arguments or literals, or pass the choice in --base-args"
         )
     runs = _run_calls(walk)
     dynamic = [c for c in runs if c.target.cls.dynamic]
     if dynamic:
-        return _fail(
-            f"dynamic construction: the object run at line {dynamic[0].line} is built from a class chosen at run "
-            "time (getattr/dict lookup); construct the recipe by its class name, e.g. FedAvgRecipe(...), in job.py"
+        return Surface(
+            reason=f"dynamic construction: the object run at line {dynamic[0].line} is built from a class chosen at "
+            "run time (getattr/dict lookup); construct the recipe by its class name, e.g. FedAvgRecipe(...), in job.py"
         )
     if not runs:
         return _no_run_reason(walk)
     targets = list(dict.fromkeys(c.target for c in runs))
     if len(targets) > 1:
         names = ", ".join(t.name for t in targets)
-        return _fail(f"job.py runs several recipes/jobs ({names}); keep one so a trial has one objective")
+        return Surface(reason=f"job.py runs several recipes/jobs ({names}); keep one so a trial has one objective")
     return _describe_target(targets[0], runs, walk)
 
 
@@ -139,20 +130,20 @@ def _no_run_reason(walk: Any) -> Surface:
     if built:
         verdict = _unsupported_class(built[0])
         if verdict:
-            return _fail(verdict + "; Auto-FL needs a training job", target=built[0])
-        return _fail(
-            f"{built[0].name} is built at line {built[0].line} but never run; call recipe.execute(env) "
+            return Surface(reason=verdict + "; Auto-FL needs a training job", target=built[0])
+        return Surface(
+            reason=f"{built[0].name} is built at line {built[0].line} but never run; call recipe.execute(env) "
             "(or job.simulator_run(...)) in job.py"
         )
     if walk.ended_by is not None:
-        return _fail(raise_reason(walk.ended_by))
+        return Surface(reason=raise_reason(walk.ended_by))
     if walk.raises:
-        return _fail(
-            f"job.py reaches `raise` at line {walk.raises[0]} before any recipe or FedJob runs (with the "
+        return Surface(
+            reason=f"job.py reaches `raise` at line {walk.raises[0]} before any recipe or FedJob runs (with the "
             "arguments given); check the values passed in --base-args"
         )
-    return _fail(
-        "no recognizable NVFLARE recipe or FedJob: Auto-FL needs a job.py that builds a *Recipe and runs it "
+    return Surface(
+        reason="no recognizable NVFLARE recipe or FedJob: Auto-FL needs a job.py that builds a *Recipe and runs it "
         "with recipe.execute(SimEnv(...)), or a FedJob run with simulator_run(...)"
     )
 
@@ -173,17 +164,16 @@ def raise_reason(note: Any) -> str:
 def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
     verdict = _unsupported_class(target)
     if verdict:
-        return _fail(verdict + "; Auto-FL needs a training job", target=target)
+        return Surface(reason=verdict + "; Auto-FL needs a training job", target=target)
     nested = [v for v in target.kwargs.values() if hasattr(v, "cls") and (is_recipe(v) or is_fedjob(v))]
     if nested:
-        return _fail(f"{target.name} nests another application ({nested[0].name}); Auto-FL cannot budget it")
-    last = runs[-1]
+        return Surface(reason=f"{target.name} nests another application ({nested[0].name}); Auto-FL cannot budget it")
     executes = [c for c in runs if c.method in ("execute", "run", "simulator_run")]
-    chosen = executes[-1] if executes else last
-    surface = Surface(status="supported", target=target, run_call=chosen.method, run_line=chosen.line)
-    surface.run_kwargs = dict(chosen.kwargs)
-    surface.run_args = list(chosen.args)
-    surface.run_control = chosen.control
+    chosen = executes[-1] if executes else runs[-1]
+    surface = Surface(
+        "supported", target=target, run_call=chosen.method, run_line=chosen.line, run_control=chosen.control
+    )
+    surface.run_kwargs, surface.run_args = dict(chosen.kwargs), list(chosen.args)
     if is_recipe(target):
         surface.pattern = "recipe"
         surface.env = _env_of(chosen)
@@ -193,28 +183,21 @@ def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
         surface.site_targets = _site_targets(target, walk)
         component_names = [c.name for c in surface.components]
         if any(n in STATS_COMPONENTS for n in component_names):
-            return _fail(f"FedJob at line {target.line} is {STATS_ONLY_HINT}; Auto-FL needs a training job")
+            return Surface(reason=f"FedJob at line {target.line} is {STATS_ONLY_HINT}; Auto-FL needs a training job")
         trains = any("num_rounds" in c.kwargs for c in surface.components) or "num_rounds" in target.kwargs
         if not trains and any(n in EVAL_COMPONENTS for n in component_names):
-            return _fail(f"FedJob at line {target.line} is {EVAL_ONLY_HINT}; Auto-FL needs a training job")
+            return Surface(reason=f"FedJob at line {target.line} is {EVAL_ONLY_HINT}; Auto-FL needs a training job")
     return surface
 
 
 def _env_of(call: Any) -> Any:
-    candidates = list(call.args) + [call.kwargs.get("env")]
-    for value in candidates:
-        if value is not None and hasattr(value, "cls") and is_env(value):
-            return value
-    return None
+    return next((v for v in [*call.args, call.kwargs.get("env")] if hasattr(v, "cls") and is_env(v)), None)
 
 
 def _components(job: Any, walk: Any) -> list:
     """Objects attached to a FedJob with job.to(...)/to_server(...)/to_clients(...)."""
-    found = []
-    for call in walk.calls:
-        if call.target is job and call.method.startswith("to") and call.args and hasattr(call.args[0], "cls"):
-            found.append(call.args[0])
-    return found
+    calls = [c for c in walk.calls if c.target is job and c.method.startswith("to") and c.args]
+    return [c.args[0] for c in calls if hasattr(c.args[0], "cls")]
 
 
 def _site_targets(job: Any, walk: Any) -> list:

@@ -27,7 +27,7 @@ TOKEN_VAR = "AUTOFL_TRIAL_TOKEN"
 ATTEMPT_VAR = "AUTOFL_TRIAL_ATTEMPT"  # 1, or 2 for the run again after an infrastructure stall
 INVALID_PASSTHROUGH = "AUTOFL_INVALID_ENV_PASSTHROUGH"
 
-ALLOWED_NAMES = frozenset(
+LOCATING_NAMES = frozenset(
     {
         "PATH",
         "PYTHONPATH",
@@ -55,16 +55,18 @@ ALLOWED_NAMES = frozenset(
         "SSL_CERT_DIR",
         "REQUESTS_CA_BUNDLE",
         "CURL_CA_BUNDLE",
-        "OMP_NUM_THREADS",
-        "MKL_NUM_THREADS",
-        "OPENBLAS_NUM_THREADS",
-        "NUMEXPR_NUM_THREADS",
-        "NUMEXPR_MAX_THREADS",
-        "CUDA_VISIBLE_DEVICES",
-        "NVIDIA_VISIBLE_DEVICES",
         "LD_LIBRARY_PATH",
     }
-)
+)  # where the interpreter, libraries, files, locale and network are: the machine's, never a job's knob
+ALLOWED_NAMES = LOCATING_NAMES | {
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "NUMEXPR_MAX_THREADS",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+}
 RUNNER_SET = frozenset({SIMULATOR_ROOT_VAR, TOKEN_VAR, "PYTHONUNBUFFERED"})
 PASSTHROUGH_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
