@@ -288,11 +288,11 @@ def _mark_job_classes(walk: Any, exists: Callable[[str], bool]) -> None:
 
 
 def _space_and_shaping(
-    job: _Job, budget: dict, schema: dict, args_section: dict, script_rel: str | None, script_tree: Any
+    job: _Job, budget: dict, args_section: dict, script_rel: str | None, script_tree: Any
 ) -> tuple[list[dict], list, dict]:
     """(suggested search space, notes on schema-declared options that reach nothing, data-shaping classes): an
     option that does not reach the job, or is classed as data shaping (fixed or unclassified), is never suggested."""
-    parser = _main_parser(job.walk)[0]
+    schema, parser = job.schema, _main_parser(job.walk)[0]
     space = suggested(parser.flags if parser else [], _pinned_flags(budget), schema["mutable_args"])
     reached = reaching_options(job.walk, _script_parser(script_rel, script_tree))
     unused = [
@@ -330,7 +330,7 @@ def _assemble(job: _Job) -> dict:
         job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists, schema["preferred_targets"]
     )
     notes += _schema_unapplied(schema, args_section["flags"])
-    space, unused, shaping = _space_and_shaping(job, budget, schema, args_section, script_rel, script_tree)
+    space, unused, shaping = _space_and_shaping(job, budget, args_section, script_rel, script_tree)
     unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes + unused if supported else [])
     job_block = job_section(surface, job.name)
     env = job_block["env"] or {}
