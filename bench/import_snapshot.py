@@ -6,7 +6,8 @@ Usage:
 Writes one JSON file per corpus job (see evals/import_corpus.py) holding the static config and, unless
 --static-only, the dry-run config, with the fields that differ between two runs of the same code dropped
 (timings, cache locations) and the checkout's path replaced by `<repo>`. --compare OLD_DIR then names every job whose snapshot differs from OLD_DIR's, with the
-first differing path. Exit 0 when nothing differs (or nothing is compared), 1 otherwise.
+first differing path. Compare snapshots taken from checkouts whose paths have the same length: a reason that
+quotes a path is cut to a fixed length before `<repo>` replaces the checkout's path. Exit 0 when nothing differs (or nothing is compared), 1 otherwise.
 """
 
 from __future__ import annotations

@@ -72,12 +72,17 @@ def test_a_training_example_the_dry_run_refuses_is_refused_for_its_recorded_reas
 
 @pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
 def test_qwen3_vl_is_refused_only_for_its_key_metric_direction(tmp_path):
-    """qwen3-vl ranks by `loss` with NVFLARE's implicit max: the job itself is wrong, and that alone refuses it. The
-    same job saying `key_metric_mode="min"` is admitted by the dry run, with its recorded budget and metric."""
+    """qwen3-vl ranks by `loss` with NVFLARE's implicit max: the job itself is wrong, and that alone refuses it (the
+    client count only a run can read is the run's). The same job saying `key_metric_mode="min"` is admitted by the dry run, with its recorded budget and metric."""
     shutil.copytree(CORPUS / "qwen3-vl", tmp_path / "job")
     job_py = tmp_path / "job" / "job.py"
     source = job_py.read_text(encoding="utf-8")
     assert source.count('key_metric="loss",') == 1
+    as_is = api.import_job(job_py, dry_run=True)
+    assert [e["code"] for e in as_is["admission_errors"]] == ["AUTOFL_METRIC_DIRECTION_CONFLICT"], as_is[
+        "admission_errors"
+    ]
+    assert as_is["fixed_budget"]["num_clients"]["value"] == 3, "the run's client count, not the reading's doubt"
     job_py.write_text(source.replace('key_metric="loss",', 'key_metric="loss", key_metric_mode="min",'))
     config = api.import_job(job_py, dry_run=True)
     assert config["admission_errors"] == [] and config["import"]["dry_run"]["status"] == "recorded"

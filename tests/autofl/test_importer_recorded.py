@@ -489,3 +489,11 @@ def test_options_past_the_single_runs_are_kept_fixed_when_the_all_perturbed_run_
     moved = moves.moving_options(baseline, [], run_many)
     assert moved["objective"] == [f"--o{moves.MAX_SINGLE_RUNS}", f"--o{moves.MAX_SINGLE_RUNS + 1}"]
     assert len(seen) == 1 + moves.MAX_SINGLE_RUNS
+
+
+def test_an_option_that_moves_a_field_and_the_objective_is_named_once_in_its_depends_on():
+    config = {"fixed_budget": {"num_rounds": {"value": 3, "confidence": "high", "depends_on": ["--num_rounds"]}}}
+    dryrun_config.pinned_too(config, {"num_rounds": ["--mode"], "objective": ["--mode", "--metric"]})
+    entry = config["fixed_budget"]["num_rounds"]
+    assert entry["depends_on"] == ["--num_rounds", "--mode", "--metric"]
+    assert entry["confidence"] == "pinned"

@@ -101,3 +101,21 @@ def test_loop_that_only_attaches_components_is_fine():
     assert config["import"]["support"]["status"] == "supported"
     assert config["trust"]["train_script"] == "client.py"
     assert config["fixed_budget"]["num_clients"]["value"] == 2 and config["admission_errors"] == []
+
+
+@pytest.mark.parametrize("use", ['text = f"{p}"', "text = str(p)", "text = repr(p) + str(len(p.prog))"])
+def test_a_parser_used_as_a_value_is_no_crash(use):
+    source = f"""import argparse
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+p = argparse.ArgumentParser()
+p.add_argument("--num_rounds", type=int, default=3)
+{use}
+args = p.parse_args()
+recipe = NumpyFedAvgRecipe(name="x", model=[0.0], min_clients=2, num_rounds=args.num_rounds, train_script="c.py")
+recipe.execute(SimEnv(num_clients=2))
+"""
+    config = api.import_source(source)
+    assert config["admission_errors"] == []
+    assert config["fixed_budget"]["num_rounds"]["value"] == 3

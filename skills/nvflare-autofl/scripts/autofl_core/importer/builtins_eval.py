@@ -9,10 +9,11 @@ reads are tagged `env:NAME`.
 from __future__ import annotations
 
 import ast
+from contextlib import suppress
 from typing import Any
 
 from .argparse_flow import Namespace, namespace_attribute
-from .evaluate import ENV_READERS
+from .inputs import ENV_READERS
 from .values import (
     ENV_PREFIX,
     HIGH,
@@ -24,6 +25,7 @@ from .values import (
     ModuleRef,
     Val,
     cause,
+    known,
     merge_flags,
     unresolved,
     weakest,
@@ -45,29 +47,30 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
     if name == "vars" and len(args) == 1 and isinstance(args[0], Namespace):  # cfg = vars(parser.parse_args())
         return Bag(list(args[0].values.values()), list(args[0].values))
     values = list(kwargs.values())
-    if name == "dict" and not args and all(isinstance(v, Val) and v.resolved for v in values):  # a dict literal
+    if name == "dict" and not args and all(map(known, values)):  # a dict literal
         confidence = weakest(MEDIUM, *(v.confidence for v in values))
         return Val({k: v.value for k, v in kwargs.items()}, confidence, "", merge_flags(*values))
     if name == "open":
         return unresolved(node, f"open() at line {node.lineno} reads a file at run time", merge_flags(*args))
-    if name == "range" and not kwargs and all(isinstance(a, Val) and a.resolved and type(a.value) is int for a in args):
-        try:
+    if name == "range" and not kwargs and all(known(a) and type(a.value) is int for a in args):
+        with suppress(TypeError, ValueError, OverflowError):  # no bounds, too many, a zero step, or past a C size
             span = range(*(a.value for a in args))
-            too_long = len(span) > MAX_ITEMS
-        except (TypeError, ValueError, OverflowError):  # no bounds, too many, a zero step, or past a C size
-            too_long = True
-        if not too_long:  # `for i in range(n_clients): job.to(..., f"site-{i}")`
-            return Val(list(span), MEDIUM, "", merge_flags(*args))
-    missing = cause(*args, *kwargs.values())  # an input read at run time is named first
-    why = missing or f"{name}() at line {node.lineno} is not evaluated statically"
-    return unresolved(node, why, merge_flags(*args, *kwargs.values()))
+            if len(span) <= MAX_ITEMS:  # `for i in range(n_clients): job.to(..., f"site-{i}")`
+                return Val(list(span), MEDIUM, "", merge_flags(*args))
+    return not_evaluated(node, f"{name}()", [*args, *kwargs.values()])
+
+
+def not_evaluated(node: ast.AST, call: str, inputs: list) -> Val:
+    """Unresolved: names the first of `inputs` read at run time, else `call` and its line; keeps their flags."""
+    why = cause(*inputs) or f"{call} at line {node.lineno} is not evaluated statically"
+    return unresolved(node, why, merge_flags(*inputs))
 
 
 def _getattr(args: list[Any], node: ast.Call) -> Any:
     if len(args) < 2:
         return unresolved(node, "getattr() needs an object and a name")
     target, attr = args[0], args[1]
-    literal = isinstance(attr, Val) and attr.resolved and isinstance(attr.value, str)
+    literal = known(attr, str)
     if isinstance(target, Namespace) and literal:
         return namespace_attribute(target, attr.value)
     if isinstance(target, (ModuleRef, ClassRef)):
@@ -82,23 +85,12 @@ def call_qualified(ref: ClassRef, args: list[Any], node: ast.Call) -> Val | None
     if ref.qualname in ENV_READERS:
         return env_read(args[0] if args else None, node, args)
     if ref.qualname.startswith("os.path."):
-        missing = cause(*args)  # an input read at run time is named first
-        shown = f"{ref.qualname}() at line {node.lineno} is not evaluated statically"
-        return unresolved(node, missing or shown, merge_flags(*args))
+        return not_evaluated(node, f"{ref.qualname}()", args)
     return None
 
 
 def env_read(name: Any, node: ast.AST, args: list) -> Val:
     """An environment variable read at run time: unresolved, tagged `env:NAME` so consumers can tell which."""
-    known = isinstance(name, Val) and name.resolved and isinstance(name.value, str)
-    label = name.value if known else "?"
+    label = name.value if known(name, str) else "?"
     reason = f"it reads the environment variable {label} at run time (line {node.lineno})"
     return unresolved(node, reason, merge_flags(*args) + (ENV_PREFIX + label,))
-
-
-def call_data_method(base: Val, method: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Val:
-    """A method of a data value (`"-".join(...)`, `cfg.get("rounds", 2)`): not evaluated statically, so the
-    result is unresolved naming the line (a dry run reads the real value); flags such as `env:` carry over."""
-    flags = merge_flags(base, *args, *kwargs.values())
-    missing = cause(base, *args, *kwargs.values())  # an input read at run time is named first
-    return unresolved(node, missing or f".{method}() at line {node.lineno} is not evaluated statically", flags)

@@ -69,15 +69,9 @@ def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], 
     listed = _listed(folder, frozenset(HIDDEN))
     if listed is None:
         return None
-    digest = hashlib.sha256()
-    digest.update(BOOT.read_bytes())
-    digest.update(json.dumps([python, args, str(Path(folder).absolute())]).encode())  # a record holds its paths
-    files = dict(listed)
-    for rel, data in (overlay or {}).items():
-        files[rel] = hashlib.sha256(data).hexdigest()
-    for rel in sorted(files):
-        digest.update(f"{rel}\0{files[rel]}\0".encode())
-    return digest.hexdigest()
+    files = dict(listed) | {rel: hashlib.sha256(data).hexdigest() for rel, data in (overlay or {}).items()}
+    head = json.dumps([python, args, str(Path(folder).absolute())]).encode()  # a record holds its paths
+    return _digest(BOOT.read_bytes() + head, sorted(files.items()))
 
 
 def folder_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str | None:
@@ -85,10 +79,12 @@ def folder_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str | Non
     (folder-relative POSIX paths of files or folders, e.g. a campaign's own files); None when the walk cannot
     cover them all."""
     listed = _listed(folder, skip)
-    if listed is None:
-        return None
-    digest = hashlib.sha256()
-    for rel, sha in listed:
+    return None if listed is None else _digest(b"", listed)
+
+
+def _digest(head: bytes, files: list[tuple[str, str]]) -> str:
+    digest = hashlib.sha256(head)
+    for rel, sha in files:
         digest.update(f"{rel}\0{sha}\0".encode())
     return digest.hexdigest()
 
@@ -176,11 +172,7 @@ def _store(key: str, record: dict, keep: tuple[str, ...] = STORED) -> None:
     except OSError:
         Path(tmp).unlink(missing_ok=True)
         return
-    _prune(folder)
-
-
-def _prune(folder: Path) -> None:
-    try:
+    try:  # the newest MAX_CACHED records stay
         entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
         for stale in entries[: max(0, len(entries) - MAX_CACHED)]:
             stale.unlink(missing_ok=True)
@@ -214,21 +206,13 @@ class Session:
         return key is not None and available(self.python) and _cached(key) is not None
 
     def run(
-        self,
-        args: list[str],
-        use_cache: bool = True,
-        env: dict[str, str] | None = None,
-        keep: tuple[str, ...] = STORED,
+        self, args: list[str], env: dict[str, str] | None = None, keep: tuple[str, ...] = STORED
     ) -> DryRunRecord | None:
         """The record of `python job.py ARGS` (with `env` set), or None where this host cannot seal a dry run."""
-        return self.run_many([args], use_cache, env, keep)[0]
+        return self.run_many([args], env, keep)[0]
 
     def run_many(
-        self,
-        batch: list[list[str]],
-        use_cache: bool = True,
-        env: dict[str, str] | None = None,
-        keep: tuple[str, ...] = STORED,
+        self, batch: list[list[str]], env: dict[str, str] | None = None, keep: tuple[str, ...] = STORED
     ) -> list[DryRunRecord | None]:
         """Records of several runs (those not cached run side by side in the sandbox), each with the environment
         variables `env` set; None where it cannot seal. `keep`: the statuses the cache folder keeps (the perturbed
@@ -239,7 +223,7 @@ class Session:
             return [None for _ in batch]
         keyed = [[*args, *(f"\0env:{k}={v}" for k, v in sorted(env.items()))] for args in batch]
         keys = [job_digest(self.job.parent, self.overlay, args, self.python) for args in keyed]
-        raw: list[dict | None] = [_cached(key, keep) if use_cache and key else None for key in keys]
+        raw: list[dict | None] = [_cached(key, keep) if key else None for key in keys]
         missing = [i for i, found in enumerate(raw) if found is None]
         if missing and (self.proc is not None or self.start()):
             for index, found in zip(missing, self._ask([batch[i] for i in missing], env), strict=True):
@@ -282,15 +266,12 @@ class Session:
         return True
 
     def _ask(self, batch: list[list[str]], env: dict[str, str]) -> list[dict]:
-        outs = []
-        for _ in batch:
-            self.count += 1
-            outs.append(self.trial_dir / "out" / f"record-{self.count}.json")
+        outs = [self.trial_dir / "out" / f"record-{self.count + i}.json" for i in range(1, len(batch) + 1)]
+        self.count += len(batch)
         started = time.monotonic()
         runs = [{"out": str(out), "args": args, "env": env} for out, args in zip(outs, batch, strict=True)]
-        request = {"runs": runs}
         try:
-            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.write((json.dumps({"runs": runs}) + "\n").encode())
             self.proc.stdin.flush()
         except OSError as error:
             return [{"status": "sandbox_failed", "reason": f"the dry run could not start: {error}"} for _ in batch]
@@ -344,8 +325,7 @@ def dry_run(
     *,
     overlay: dict[str, bytes] | None = None,
     python: str | None = None,
-    use_cache: bool = True,
 ) -> DryRunRecord | None:
     """The dry-run record of `python job.py ARGS` (see dryrun_boot.py), or None where it cannot be sealed."""
     with Session(job_path, overlay=overlay, python=python) as session:
-        return session.run(base_args, use_cache)
+        return session.run(base_args)

@@ -1,7 +1,6 @@
 """Run job.py up to the point where NVFLARE would start training, and record what it built (run with `python -I`).
 
 Usage (inside the trial sandbox, cwd = the job's folder):
-    python -I dryrun_boot.py OUT.json JOB.py [ARG ...]
     python -I dryrun_boot.py --serve JOB.py      # stdin: {"runs": [{"out": PATH, "args": [...], "env": {...}}]}
                                                   # lines (env: variables set for that run); stdout: "done" each
 
@@ -43,10 +42,10 @@ STATE: dict = {
     "recipe": None,
     "recipe_call": None,
     "parsers": [],
-    "stubbed": [],
-    "absent": [],
+    "stubbed": set(),
+    "absent": set(),
     "built": [],
-    "env_read": [],
+    "env_read": set(),
 }
 EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
 MAX_FILE = 1 << 20
@@ -162,11 +161,9 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             if asker != "nvflare" or not STATE.get("in_job"):
                 return None  # a library's optional import, or NVFLARE's own before job.py runs: the real ImportError
             if not STATE.get("optional"):  # NVFLARE asks for it during the run: noted, stood in only on a rerun
-                if top not in STATE["absent"]:
-                    STATE["absent"].append(top)
+                STATE["absent"].add(top)
                 return None
-        if top not in STATE["stubbed"]:
-            STATE["stubbed"].append(top)
+        STATE["stubbed"].add(top)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec):
@@ -183,16 +180,18 @@ IMPORT_MACHINERY = os.path.dirname(importlib.__file__) + os.sep  # importlib.imp
 def _asker() -> str | None:
     """Who runs the import being resolved: "job" (a file in the job's folder), "nvflare" (NVFLARE's package), or
     None (another library, or this script)."""
-    folder = os.path.dirname(STATE["job"])
-    frame = sys._getframe(2)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not name.startswith(("<frozen", IMPORT_MACHINERY)) and name != __file__:
-            if os.path.dirname(name) == folder:
-                return "job"
-            return "nvflare" if _in_nvflare(name) else None
+    name = _caller(lambda name: name.startswith(("<frozen", IMPORT_MACHINERY)))
+    if os.path.dirname(name) == os.path.dirname(STATE["job"]):
+        return "job"
+    return "nvflare" if _in_nvflare(name) else None
+
+
+def _caller(skipped) -> str:
+    """The file of the innermost frame on the stack outside this script and the files `skipped` names ("" if none)."""
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename == __file__ or skipped(frame.f_code.co_filename)):
         frame = frame.f_back
-    return None
+    return "" if frame is None else frame.f_code.co_filename
 
 
 def _in_nvflare(filename: str) -> bool:
@@ -246,21 +245,15 @@ def _read_configs(folder: str) -> dict:
     return found
 
 
-def _mro(obj) -> list[str]:
-    return [f"{c.__module__}.{c.__qualname__}" for c in type(obj).__mro__ if c is not object]
-
-
 def _record(kind: str, fed_job_config, final: bool = True, **extra) -> None:
     """Export the job config into a private temp folder, keep its JSON, and stop the run; an export (`final`
     False) is kept in STATE["exported"] (the first one) and the run goes on: job.py may run the job next."""
-    job = STATE["job"]
-    configs = {}
+    job, configs, recipe = STATE["job"], {}, STATE["recipe"]
     if fed_job_config is not None:
         with tempfile.TemporaryDirectory(prefix="autofl-dryrun-") as folder:
             fed_job_config.generate_job_config(folder)
             configs = _read_configs(folder)
-    recipe = STATE["recipe"]
-    if fed_job_config is not None:  # the recipe built around the FedJob that runs (job.py may run `recipe._job`)
+        # the recipe built around the FedJob that runs (job.py may run `recipe._job`)
         owner = next(
             (r for r in STATE["built"] if getattr(getattr(r, "_job", None), "job", None) is fed_job_config), None
         )
@@ -270,7 +263,7 @@ def _record(kind: str, fed_job_config, final: bool = True, **extra) -> None:
         "status": "recorded",
         "entry": kind,
         "call": _job_frame(job),
-        "recipe": _mro(recipe) if recipe is not None else None,
+        "recipe": None if recipe is None else [f"{c.__module__}.{c.__qualname__}" for c in type(recipe).__mro__[:-1]],
         "recipe_call": STATE["recipe_call"],
         "recipe_attrs": _recipe_attrs(recipe),
         "configs": configs,
@@ -288,13 +281,6 @@ def _recipe_attrs(recipe) -> dict:
     if recipe is None:
         return {}
     return {k: _plain(v, 1) for k, v in sorted(vars(recipe).items()) if not k.startswith("_")}
-
-
-def _install() -> None:
-    """Replace NVFLARE's entry points with recording ones: the FedJob API's, the deploying envs' and the recipes'."""
-    _install_fedjob()
-    _install_envs()
-    _install_recipe()
 
 
 def _install_fedjob() -> None:
@@ -317,7 +303,7 @@ def _install_fedjob() -> None:
 
     def export_job(self, job_root):
         self._set_all_apps()
-        _record("export_job", self.job, final=False, export_root=str(job_root), env=_env())
+        _record("export_job", self.job, final=False, env=_env())
 
     folder = os.path.dirname(nvflare.__file__)
     STATE["nvflare_dirs"] = tuple(sorted({folder + os.sep, os.path.realpath(folder) + os.sep}))
@@ -345,20 +331,17 @@ def _install_fedjob() -> None:
 
 def _install_envs() -> None:
     """A POC or production env's deploy records the job it was given instead of deploying it."""
-
-    def deployer(name):
-        def deploy(self, job):
-            job._set_all_apps()
-            _record("deploy", job.job, env={"class": name, "attrs": _recipe_attrs(self)})
-
-        return deploy
-
     for module, name in (("nvflare.recipe.poc_env", "PocEnv"), ("nvflare.recipe.prod_env", "ProdEnv")):
         try:
             cls = getattr(__import__(module, fromlist=[name]), name)
         except (ImportError, AttributeError):
             continue
-        cls.deploy = deployer(name)
+
+        def deploy(self, job, _name=name):
+            job._set_all_apps()
+            _record("deploy", job.job, env={"class": _name, "attrs": _recipe_attrs(self)})
+
+        cls.deploy = deploy
 
 
 def _install_recipe() -> None:
@@ -379,8 +362,7 @@ def _install_recipe() -> None:
         def noting(self, *args, _original=original, _method=method, **kwargs):
             if STATE["recipe"] is None or STATE["recipe_call"] == "export":  # a run after an export is the call
                 STATE["recipe"], STATE["recipe_call"] = self, _method
-                env = kwargs.get("env", args[0] if args and _method != "export" else None)
-                STATE["env_object"] = env
+                STATE["env_object"] = kwargs.get("env", args[0] if args and _method != "export" else None)
             return _original(self, *args, **kwargs)
 
         setattr(Recipe, method, noting)
@@ -398,22 +380,12 @@ def _init_parameters(component) -> dict:
 def _record_env_reads() -> None:
     """Note every environment variable job.py (or a module beside it) reads: `os.environ[...]`, `.get`, `getenv`."""
     original = os._Environ.__getitem__
-    skipped = (os.__file__, __file__)
 
     def getitem(self, key):
-        frame = sys._getframe(1)
-        while frame is not None and (
-            frame.f_code.co_filename in skipped or "_collections_abc" in frame.f_code.co_filename
-        ):
-            frame = frame.f_back
-        if (
-            frame is not None
-            and STATE.get("in_job")
-            and os.path.dirname(frame.f_code.co_filename) == os.path.dirname(STATE["job"])
-        ):
+        caller = _caller(lambda name: name == os.__file__ or "_collections_abc" in name)
+        if STATE.get("in_job") and os.path.dirname(caller) == os.path.dirname(STATE["job"]):
             name = key.decode(errors="replace") if isinstance(key, bytes) else str(key)
-            if name not in STATE["env_read"]:
-                STATE["env_read"].append(name)
+            STATE["env_read"].add(name)
         return original(self, key)
 
     os._Environ.__getitem__ = getitem
@@ -423,7 +395,7 @@ def _env() -> dict | None:
     env = STATE.get("env_object")
     if env is None:
         return None
-    return {"class": type(env).__name__, "mro": _mro(env), "attrs": _recipe_attrs(env)}
+    return {"class": type(env).__name__, "attrs": _recipe_attrs(env)}
 
 
 def _record_parsers() -> None:
@@ -447,37 +419,27 @@ def _record_parsers() -> None:
 def _called_from_nvflare() -> bool:
     """True when the caller of the function that asks (an argparse parse, a stand-in's `__bool__` or attribute) is
     NVFLARE's own code, not job.py, its modules or another library."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if name not in (argparse.__file__, __file__):  # these files exactly: a job's `hooks_argparse.py` asks too
-            return _in_nvflare(name)
-        frame = frame.f_back
-    return False
+    return _in_nvflare(_caller(lambda name: name == argparse.__file__))  # exactly: a job's `hooks_argparse.py` asks too
 
 
 def _parser_record(parser: argparse.ArgumentParser, values: dict) -> dict:
-    actions = []
-    for action in parser._actions:
-        if isinstance(action, argparse._HelpAction):
-            continue
-        kind = type(action).__name__
-        actions.append(
-            {
-                "option_strings": list(action.option_strings),
-                "dest": action.dest,
-                "action": kind,
-                "type": getattr(action.type, "__name__", None) if action.type else None,
-                "default": _plain(action.default),
-                "choices": _plain(list(action.choices)) if action.choices is not None else None,
-                "required": bool(action.required),
-                "nargs": _plain(action.nargs),
-                "const": _plain(action.const),
-                "value": _plain(values.get(action.dest)),
-            }
-        )
+    actions = [
+        {
+            "option_strings": list(action.option_strings),
+            "dest": action.dest,
+            "action": type(action).__name__,
+            "type": getattr(action.type, "__name__", None) if action.type else None,
+            "default": _plain(action.default),
+            "choices": _plain(list(action.choices)) if action.choices is not None else None,
+            "required": bool(action.required),
+            "nargs": _plain(action.nargs),
+            "const": _plain(action.const),
+            "value": _plain(values.get(action.dest)),
+        }
+        for action in parser._actions
+        if not isinstance(action, argparse._HelpAction)
+    ]
     return {
-        "prog": parser.prog,
         "allow_abbrev": parser.allow_abbrev,
         "fromfile_prefix_chars": parser.fromfile_prefix_chars,
         "actions": actions,
@@ -518,7 +480,7 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     STATE["in_job"] = True
     try:
         runpy.run_path(job, run_name="__main__")
-        record = {"status": "no_run", "recipe": _mro(STATE["recipe"]) if STATE["recipe"] is not None else None}
+        record = {"status": "no_run"}
     except Stop:
         record = STATE["record"]
     except SystemExit as stop:
@@ -533,14 +495,13 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
             "message": str(error)[:500],
             "where": _job_frame(job, error.__traceback__),
             "nvflare": _nvflare_frame(error.__traceback__),
-            "recipe": _mro(STATE["recipe"]) if STATE["recipe"] is not None else None,
         }
     if record["status"] != "recorded" and "exported" in STATE:  # job.py exported, then ended or failed: the export
         record = STATE["exported"]
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
     record["stubbed"] = sorted(STATE["stubbed"])
     record["env_read"] = sorted(STATE["env_read"])
-    if STATE["absent"]:
+    if STATE["absent"] and record["status"] != "recorded":  # asks `_first_run` for a rerun with them stood in
         record["absent"] = sorted(STATE["absent"])
     record["imported"] = _imported(before)
     with open(out, "w", encoding="utf-8") as handle:
@@ -578,16 +539,9 @@ def _first_run(out: str, job: str, args: list[str], before: set, env: dict) -> b
     os.waitpid(pid, 0)
     try:
         with open(out, encoding="utf-8") as handle:
-            record = json.load(handle)
+            return bool(json.load(handle).get("absent"))
     except (OSError, ValueError):
         return False
-    absent = record.pop("absent", [])
-    if absent and record.get("status") != "recorded":
-        return True
-    if absent:
-        with open(out, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, sort_keys=True, default=repr)
-    return False
 
 
 def _runs(requests: list[dict], job: str) -> None:
@@ -597,8 +551,7 @@ def _runs(requests: list[dict], job: str) -> None:
     for request in requests:
         if len(running) >= PARALLEL:
             os.waitpid(running.pop(0), 0)
-        env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
-        running.append(_fork(request["out"], job, [str(a) for a in request["args"]], env))
+        running.append(_fork(request["out"], job, request["args"], request["env"]))
     for pid in running:
         os.waitpid(pid, 0)
     for request in requests:
@@ -615,19 +568,16 @@ def _runs(requests: list[dict], job: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`OUT JOB ARGS...` runs once; `--serve JOB` reads `{"runs": [{"out", "args"}, ...]}` lines on stdin and
-    answers `done` to each."""
-    serve = argv[0] == "--serve"
+    """`--serve JOB` reads `{"runs": [{"out", "args", "env"}, ...]}` lines on stdin and answers `done` to each."""
     job = os.path.abspath(argv[1])
     STATE["job"] = job
     sys.path.insert(0, os.path.dirname(job))
     sys.meta_path.append(_InertFinder())
     _record_parsers()
     _record_env_reads()
-    _install()
-    if not serve:
-        os.waitpid(_fork(argv[0], job, argv[2:], {}), 0)
-        return 0
+    _install_fedjob()  # NVFLARE's entry points record instead: the FedJob API's, the deploying envs', the recipes'
+    _install_envs()
+    _install_recipe()
     for line in sys.stdin:
         _runs(json.loads(line)["runs"], job)
         sys.stdout.write("done\n")

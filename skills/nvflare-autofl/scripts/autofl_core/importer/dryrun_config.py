@@ -8,9 +8,10 @@ One rule, whatever the static reading managed to follow:
   was asked to build and what the real parser held. The static reading keeps only what no run records: the job.py
   line of each option, refusal lines, the objective's schema contract (requested metric, bridges, schema mode),
   data-shaping classes, noise sources, `recipe_args` as written (informational), a budget field the run left
-  without a value, and the refusals no single run can settle (`held`): budgets that read the environment, files,
-  random numbers or the clock, the job's own `nvflare`, non-training families, input errors (`--base-args`, the
-  schema) and metric-direction conflicts. A budget field an environment variable moves is unresolved (refused).
+  without a value, and the refusals no single run can settle: input errors (`--base-args`, the schema) and
+  metric-direction conflicts stay beside what the run recorded; a budget that reads the environment, files, random
+  numbers or the clock, the job's own `nvflare` or a non-training family keeps the static config whole (`held`).
+  A budget field an environment variable moves is unresolved (refused).
 - The run recorded a non-training job: refused, naming the class and its family.
 - The run raised before anything ran and the static reading refuses for a reason a run could have settled: the
   refusal names the job.py line from the traceback.
@@ -69,65 +70,49 @@ def held(config: dict) -> bool:
     """True when the static reading refuses for a reason no single run settles (see the module docstring)."""
     if (config.get("job") or {}).get("family") in NOT_TRAINING:
         return True
-    errors = config["admission_errors"]
-    if any(e["code"] not in SETTLED_BY_RUNNING for e in errors):
+    if any(e["code"] not in SETTLED_BY_RUNNING for e in config["admission_errors"]):
         return True
+    return _unpinnable(config)
+
+
+def _unpinnable(config: dict) -> bool:
+    """True when a static refusal or a budget/objective note names an input one run cannot pin (`UNPINNABLE`)."""
     notes = [
         u.get("reason", "") for u in config["unresolved"] if u["field"].startswith(("fixed_budget.", "objective."))
     ]
-    texts = " ".join([*(e["message"] for e in errors), *notes])
+    texts = " ".join([*(e["message"] for e in config["admission_errors"]), *notes])
     return any(mark in texts for mark in UNPINNABLE)
 
 
 def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
     """One `fixed_budget` field, shaped like the static reading's, from what the run recorded."""
-    if entry.get("not_applicable"):
-        return {
-            "value": None,
-            "confidence": "not_applicable",
-            "flag": None,
-            "source": entry["source"],
-            "depends_on": [],
-            "reason": "the deployment decides the clients (no simulation)",
-        }
     value = entry.get("value")
-    if value is None:
-        return {
-            "value": None,
-            "confidence": "unresolved",
-            "flag": None,
-            "source": entry["source"],
-            "depends_on": list(moved),
-            "reason": entry.get("reason") or "the dry run recorded no value",
-        }
     own = [name for name in moved if option_values.get(name) == value]
-    confidence = "high" if len(moved) == 1 and own == moved else ("pinned" if moved else "medium")
-    return {
-        "value": value,
-        "confidence": confidence,
-        "flag": own[0] if len(own) == 1 else None,
-        "source": entry["source"],
-        "depends_on": list(moved),
-    }
+    out = {"value": value, "confidence": "", "flag": None, "source": entry["source"], "depends_on": list(moved)}
+    if entry.get("not_applicable"):
+        out.update(confidence="not_applicable", depends_on=[])
+        out["reason"] = "the deployment decides the clients (no simulation)"
+    elif value is None:
+        out.update(confidence="unresolved", reason=entry.get("reason") or "the dry run recorded no value")
+    else:
+        confidence = "high" if len(moved) == 1 and own == moved else ("pinned" if moved else "medium")
+        out.update(confidence=confidence, flag=own[0] if len(own) == 1 else None)
+    return out
 
 
-def _option_values(record: DryRunRecord) -> dict:
-    return {a.name: a.value for a in recorded.options(record) if a.option_strings}
-
-
-def _objective_moves(moved: dict) -> list[str]:
-    return list(dict.fromkeys(moved.get("objective", [])))
+def _movers(moved: dict, field: str) -> list[str]:
+    """The options a run showed to move `field` or the objective (which pins every field), each once."""
+    return list(dict.fromkeys([*moved.get(field, []), *moved.get("objective", [])]))
 
 
 def pinned_too(config: dict, moved: dict) -> None:
     """Add the options a run showed to move a field (or the objective) to that field's `depends_on`."""
     budget = config.get("fixed_budget") or {}
-    extra = _objective_moves(moved)
     for field in recorded.FIELDS:
         entry = budget.get(field)
         if not entry or entry.get("confidence") == "not_applicable":
             continue
-        found = [name for name in [*moved.get(field, []), *extra] if name not in entry.get("depends_on", [])]
+        found = [name for name in _movers(moved, field) if name not in entry.get("depends_on", [])]
         if found:
             entry["depends_on"] = [*entry.get("depends_on", []), *found]
             if entry.get("confidence") == "high" and len(entry["depends_on"]) > 1:
@@ -151,15 +136,15 @@ def contradictions(config: dict, record: DryRunRecord) -> list[str]:
 def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved: dict) -> dict:
     """The budget as the run recorded it; a field the run left without a value keeps the reading's value, and a
     field an environment variable moves is unresolved (one run cannot pin it)."""
-    values, extra = _option_values(record), _objective_moves(moved)
+    values = {a.name: a.value for a in recorded.options(record) if a.option_strings}
     ran, static = recorded.budget(record), config.get("fixed_budget") or {}
     budget = {}
     for field in recorded.FIELDS:
-        entry = _budget_entry(ran[field], list(dict.fromkeys([*moved.get(field, []), *extra])), values)
+        entry = _budget_entry(ran[field], _movers(moved, field), values)
         read = dict(static.get(field) or {})
         if entry["confidence"] == "unresolved" and read.get("confidence") not in (None, "unresolved"):
             entry = read
-            entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *moved.get(field, []), *extra]))
+            entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *_movers(moved, field)]))
         names = [*env_moved.get(field, []), *env_moved.get("objective", [])]
         if names and entry["confidence"] != "not_applicable":
             entry = {**entry, "value": None, "confidence": "unresolved", "flag": None}
@@ -181,7 +166,8 @@ def _objective(config: dict, record: DryRunRecord) -> None:
         metric, source = objective.get("job_key_metric") or DEFAULT_KEY_METRIC, "core_default"
     else:
         source = "dry_run"
-    if mode == "max" and not (objective.get("job_key_metric_mode") == "max" and _explicit_mode(objective)):
+    explicit = objective.get("mode_contract_source") not in (None, "core_default", "unresolved", "undeclared")
+    if mode == "max" and not (objective.get("job_key_metric_mode") == "max" and explicit):
         mode = None  # a recipe holds NVFLARE's default "max" too: explicit only where the reading saw it written
     custom = objective.get("mode_contract_source") == "unresolved" and objective.get("job_key_metric") == metric
     objective.update(job_key_metric=metric, job_key_metric_mode=mode or "max", job_key_metric_source=source)
@@ -193,10 +179,6 @@ def _objective(config: dict, record: DryRunRecord) -> None:
             mode_contract_source="key_metric_mode" if mode else "core_default",
             metric_extraction_order=objective.get("metric_extraction_order") or [metric],
         )
-
-
-def _explicit_mode(objective: dict) -> bool:
-    return objective.get("mode_contract_source") not in (None, "core_default", "unresolved", "undeclared")
 
 
 def fold(
@@ -279,9 +261,8 @@ def _not_training(config: dict, record: DryRunRecord, family: str) -> None:
 
 def _environment(record: DryRunRecord) -> bool:
     """True when the run raised because this interpreter lacks a module (not something job.py decides)."""
-    if record.exception in ("ModuleNotFoundError", "ImportError"):
-        return True
-    return "is not installed" in record.message  # NVFLARE's optional_import checks
+    # "is not installed": NVFLARE's optional_import checks
+    return record.exception in ("ModuleNotFoundError", "ImportError") or "is not installed" in record.message
 
 
 def refuse_with_line(config: dict, record: DryRunRecord) -> None:
@@ -382,8 +363,9 @@ def apply(
     metric = config["objective"].get("requested_metric")
     family = recorded.family(record) if record.status == "recorded" else None
     settles = not held(config)  # the static reading refuses for nothing a run cannot settle
-    if family == "training" and settles:
-        fold(config, record, moved, env_moved or {}, trust_for)
+    kept = [e for e in config["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
+    if family == "training" and (settles or not (_unpinnable(config) or config["job"].get("family") in NOT_TRAINING)):
+        fold(config, record, moved, env_moved or {}, trust_for)  # what the run settles goes; `kept` stays below
     elif family in NOT_TRAINING and settles:
         _not_training(config, record, family)
     elif record.status == "recorded":
@@ -392,6 +374,7 @@ def apply(
         if not record.stubbed and not _environment(record):  # a raise in job.py or NVFLARE, not a missing module
             refuse_with_line(config, record)
     config["admission_errors"] = admission_errors(config, metric)
+    config["admission_errors"] += [e for e in kept if e not in config["admission_errors"]]
     if config["import"]["support"]["status"] != "supported" and not any(
         e["code"] == UNSUPPORTED for e in config["admission_errors"]
     ):
@@ -407,6 +390,7 @@ def unsettled_reason(record: DryRunRecord) -> str | None:
     it or NVFLARE imports cannot be imported here, or it raised. None for a recorded run."""
     if record.status == "exited":
         return recorded.exit_reason(record)
-    if record.status == "raised":
-        return recorded.environment_reason(record) if _environment(record) else recorded.raise_reason(record)
+    if record.status == "raised":  # a module this interpreter lacks: what to do differs
+        fix = "this interpreter cannot import it: install what is missing, or import where it is installed"
+        return recorded.raise_reason(record, fix) if _environment(record) else recorded.raise_reason(record)
     return None

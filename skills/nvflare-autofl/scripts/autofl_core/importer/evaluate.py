@@ -3,7 +3,7 @@
 Confidence: `high` = a literal scalar or an argparse default/override, `medium` = a simple
 expression over resolved values (arithmetic, f-string, containers), `unresolved` = anything dynamic
 (builtins and comprehensions included: they name their line). Nothing is ever executed; every operation is size-bounded.
-Names, attributes and calls are delegated to a context object (see `walker.Walker`).
+Names, attributes and calls are left to the subclass (`walker.Walker`), which knows the bindings.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import operator
 import re
 from typing import Any
 
+from .builtins_eval import env_read
+from .inputs import ENV_READERS
 from .values import (
     HIGH,
     MAX_ITEMS,
@@ -23,13 +25,12 @@ from .values import (
     Val,
     cause,
     deep_size,
+    known,
     merge_flags,
     source_text,
     unresolved,
     weakest,
 )
-
-ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}
 
 
 def _singleton(value: Any) -> bool:
@@ -63,10 +64,9 @@ _CMPOPS = {
 
 
 def safe_binop(op: ast.operator, left: Any, right: Any) -> Any:
-    """Apply `op` with bounds on result size; raises ValueError when it would be too big."""
-    func = _BINOPS.get(type(op))
-    if func is None:
-        raise ValueError("unsupported operator")
+    """Apply `op` with bounds on result size; raises ValueError when it would be too big (KeyError: an operator
+    not evaluated, such as `@` or `<<`)."""
+    func = _BINOPS[type(op)]
     if isinstance(op, ast.Mult) and (isinstance(left, int) or isinstance(right, int)):
         seq, times = (left, right) if isinstance(right, int) else (right, left)
         if isinstance(seq, (str, list, tuple)) and deep_size(seq) * max(times, 0) > MAX_STR:
@@ -88,15 +88,15 @@ def wide_format(spec: str) -> bool:
     return any(len(n) > 4 for n in re.findall(r"\d+", spec)) or re.search(r"\{[^{}]*\{", spec) is not None
 
 
-def is_data(obj: Any) -> bool:
-    return isinstance(obj, Val)
+def _computed(node: ast.AST, value: Any, inputs: list[Val], **extra: Any) -> Val:
+    """A value computed from resolved `inputs`: medium at best, its expression, their flags."""
+    confidence = weakest(MEDIUM, *(v.confidence for v in inputs))
+    return Val(value, confidence, source_text(node), merge_flags(*inputs), **extra)
 
 
 class ExpressionEvaluator:
-    """Evaluate expression nodes; `ctx` provides lookup(name), attribute(base, attr, node), call(node)."""
-
-    def __init__(self, ctx: Any):
-        self.ctx = ctx
+    """Evaluate expression nodes; a subclass provides `_ev_Name(node)`, `_ev_Call(node)` and
+    `attribute(base, attr, node)`."""
 
     def ev(self, node: ast.AST) -> Any:
         method = getattr(self, "_ev_" + type(node).__name__, None)
@@ -109,18 +109,12 @@ class ExpressionEvaluator:
             return unresolved(node, "unsupported literal")
         return Val(node.value, HIGH)
 
-    def _ev_Name(self, node: ast.Name) -> Any:
-        return self.ctx.lookup(node.id, node)
-
     def _ev_Attribute(self, node: ast.Attribute) -> Any:
-        return self.ctx.attribute(self.ev(node.value), node.attr, node)
-
-    def _ev_Call(self, node: ast.Call) -> Any:
-        return self.ctx.call(node)
+        return self.attribute(self.ev(node.value), node.attr, node)
 
     def _ev_UnaryOp(self, node: ast.UnaryOp) -> Val:
         operand = self.ev(node.operand)
-        if not is_data(operand) or not operand.resolved:
+        if not known(operand):
             return unresolved(node, cause(operand) or "operand is not resolved", merge_flags(operand))
         ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
         try:
@@ -134,80 +128,64 @@ class ExpressionEvaluator:
     def _ev_BinOp(self, node: ast.BinOp) -> Val:
         left, right = self.ev(node.left), self.ev(node.right)
         flags = merge_flags(left, right)
-        if not (is_data(left) and is_data(right) and left.resolved and right.resolved):
+        if not (known(left) and known(right)):
             return unresolved(node, cause(left, right) or "operand is not resolved", flags)
         try:
             value = safe_binop(node.op, left.value, right.value)
-        except (ArithmeticError, TypeError, ValueError):
+        except (ArithmeticError, TypeError, ValueError, KeyError):
             return unresolved(node, "expression cannot be evaluated safely", flags)
-        return Val(value, weakest(left.confidence, right.confidence, MEDIUM), source_text(node), flags)
+        return _computed(node, value, [left, right])
 
     def _ev_BoolOp(self, node: ast.BoolOp) -> Val:
         vals = [self.ev(v) for v in node.values]
         flags = merge_flags(*vals)
-        if not all(is_data(v) and v.resolved for v in vals):
+        if not all(map(known, vals)):
             return unresolved(node, cause(*vals) or "operand is not resolved", flags)
-        result = vals[0].value
-        for val in vals[1:]:
-            if (isinstance(node.op, ast.And) and not result) or (isinstance(node.op, ast.Or) and result):
-                break
-            result = val.value
-        return Val(result, weakest(MEDIUM, *(v.confidence for v in vals)), source_text(node), flags)
+        stop = isinstance(node.op, ast.Or)  # `or` stops at the first true operand, `and` at the first false one
+        result = next((v.value for v in vals[:-1] if bool(v.value) is stop), vals[-1].value)
+        return _computed(node, result, vals)
 
     def _ev_Compare(self, node: ast.Compare) -> Val:
         items = [self.ev(node.left)] + [self.ev(c) for c in node.comparators]
         flags = merge_flags(*items)
-        if not all(is_data(v) and v.resolved for v in items):
+        if not all(map(known, items)):
             return unresolved(node, cause(*items) or "comparison operand is not resolved", flags)
         try:
             result = all(_CMPOPS[type(op)](items[i].value, items[i + 1].value) for i, op in enumerate(node.ops))
         except (TypeError, KeyError):
             return unresolved(node, "comparison cannot be evaluated", flags)
-        return Val(result, weakest(MEDIUM, *(v.confidence for v in items)), source_text(node), flags)
+        return _computed(node, result, items)
 
     def _ev_IfExp(self, node: ast.IfExp) -> Any:
         test = self.ev(node.test)
-        if not is_data(test) or not test.resolved:
+        if not known(test):
             return unresolved(node, cause(test) or "condition is not resolved", merge_flags(test))
         chosen = self.ev(node.body if test.value else node.orelse)
-        if is_data(chosen) and chosen.resolved:
-            flags = merge_flags(test, chosen)
-            return Val(chosen.value, weakest(chosen.confidence, MEDIUM), source_text(node), flags)
-        return chosen
+        return _computed(node, chosen.value, [test, chosen]) if known(chosen) else chosen
 
     def _ev_JoinedStr(self, node: ast.JoinedStr) -> Val:
-        parts: list[str] = []
         vals: list[Val] = []
-        traced: list[tuple[str, tuple]] = []
+        traced: list[tuple[str, tuple]] = []  # (text, flags) of each part
         for part in node.values:
             if isinstance(part, ast.Constant):
-                parts.append(str(part.value))
-                traced.append((parts[-1], ()))
+                traced.append((str(part.value), ()))
                 continue
             val = self.ev(part.value)
-            if not is_data(val) or not val.resolved:
+            if not known(val):
                 return unresolved(node, cause(val) or "f-string field is not resolved", merge_flags(val, *vals))
             vals.append(val)
-            spec = self._format_spec(part)
-            if spec is None or wide_format(spec):
+            spec = self.ev(part.format_spec) if part.format_spec is not None else Val("", HIGH)
+            if not known(spec) or wide_format(spec.value):
                 return unresolved(node, "format spec is not resolved", merge_flags(*vals))
             try:
                 conv = {115: str, 114: repr, 97: ascii}.get(part.conversion)
-                parts.append(format(conv(val.value) if conv else val.value, spec))
+                traced.append((format(conv(val.value) if conv else val.value, spec.value), val.flags))
             except (TypeError, ValueError):
                 return unresolved(node, "invalid format", merge_flags(*vals))
-            traced.append((parts[-1], val.flags))
-        text = "".join(parts)
+        text = "".join(text for text, _ in traced)
         if len(text) > MAX_STR:
             return unresolved(node, "string too large")
-        confidence = weakest(MEDIUM, *(v.confidence for v in vals))
-        return Val(text, confidence, source_text(node), merge_flags(*vals), parts=tuple(traced))
-
-    def _format_spec(self, part: ast.FormattedValue) -> str | None:
-        if part.format_spec is None:
-            return ""
-        spec = self.ev(part.format_spec)
-        return spec.value if is_data(spec) and spec.resolved else None
+        return _computed(node, text, vals, parts=tuple(traced))
 
     def _sequence(self, node: ast.AST, elements: list[ast.AST], build) -> Any:
         if len(elements) > MAX_ITEMS:
@@ -215,18 +193,17 @@ class ExpressionEvaluator:
         items = [self.ev(e) for e in elements]
         if any(isinstance(e, ast.Starred) for e in elements):
             return unresolved(node, "starred items are not evaluated")
-        if not all(is_data(i) for i in items):
+        if not all(isinstance(i, Val) for i in items):
             return Bag(items)
-        if not all(i.resolved for i in items):
+        if not all(map(known, items)):
             return unresolved(node, cause(*items) or "an item is not resolved", merge_flags(*items))
-        conf = weakest(MEDIUM, *(i.confidence for i in items))
         try:
             value = build([i.value for i in items])
         except TypeError:
             return unresolved(node, "unhashable item")
         if deep_size(value) > MAX_STR:
             return unresolved(node, "container too large")
-        return Val(value, conf, source_text(node), merge_flags(*items))
+        return _computed(node, value, items)
 
     def _ev_ListComp(self, node: Any) -> Val:
         """Not evaluated: unresolved naming the line (or the run-time input its first iterable or an environment
@@ -249,25 +226,21 @@ class ExpressionEvaluator:
 
     _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
 
-    def _ev_List(self, node: ast.List) -> Any:
-        return self._sequence(node, node.elts, list)
+    def _ev_List(self, node: ast.List | ast.Tuple | ast.Set) -> Any:
+        return self._sequence(node, node.elts, {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)])
 
-    def _ev_Tuple(self, node: ast.Tuple) -> Any:
-        return self._sequence(node, node.elts, tuple)
-
-    def _ev_Set(self, node: ast.Set) -> Any:
-        return self._sequence(node, node.elts, set)
+    _ev_Tuple = _ev_Set = _ev_List
 
     def _ev_Dict(self, node: ast.Dict) -> Any:
         if any(k is None for k in node.keys):
             return unresolved(node, "dict unpacking is not evaluated")
         keys = self._sequence(node, node.keys, list)
         values = [self.ev(v) for v in node.values]
-        if not is_data(keys) or not keys.resolved:
+        if not known(keys):
             return unresolved(node, "a dict key is not resolved")
-        if not all(is_data(v) for v in values):
+        if not all(isinstance(v, Val) for v in values):
             return Bag(values, keys.value, key_flags=keys.flags, key_confidence=keys.confidence)
-        if not all(v.resolved for v in values):
+        if not all(map(known, values)):
             return unresolved(node, cause(*values) or "a dict value is not resolved", merge_flags(*values))
         try:
             value = dict(zip(keys.value, (v.value for v in values), strict=True))
@@ -275,27 +248,25 @@ class ExpressionEvaluator:
             return unresolved(node, "unhashable key")
         if deep_size(value) > MAX_STR:
             return unresolved(node, "dict too large")
-        conf = weakest(MEDIUM, keys.confidence, *(v.confidence for v in values))
-        return Val(value, conf, source_text(node), merge_flags(keys, *values))
+        return _computed(node, value, [keys, *values])
 
     def _ev_Subscript(self, node: ast.Subscript) -> Any:
         base, index = self.ev(node.value), self.ev(node.slice)
         if isinstance(base, Bag):
             return self._subscript_bag(node, base, index)
         if isinstance(base, ClassRef) and base.qualname == "os.environ":
-            return self.ctx.env_read(index, node)
-        if not (is_data(base) and is_data(index) and base.resolved and index.resolved):
+            return env_read(index, node, [index])
+        if not (known(base) and known(index)):
             return unresolved(node, cause(base, index) or "subscript is not resolved", merge_flags(base, index))
         try:
             value = base.value[index.value]
         except (KeyError, IndexError, TypeError, ValueError):
             return unresolved(node, "subscript cannot be evaluated", merge_flags(base, index))
-        confidence = weakest(MEDIUM, base.confidence, index.confidence)
-        return Val(value, confidence, source_text(node), merge_flags(base, index))
+        return _computed(node, value, [base, index])
 
     def _ev_Slice(self, node: ast.Slice) -> Val:
         parts = [self.ev(p) if p is not None else Val(None, HIGH) for p in (node.lower, node.upper, node.step)]
-        if not all(is_data(p) and p.resolved for p in parts):
+        if not all(map(known, parts)):
             return unresolved(node, "slice is not resolved", merge_flags(*parts))
         return Val(slice(*(p.value for p in parts)), MEDIUM, "", merge_flags(*parts))
 
@@ -303,7 +274,7 @@ class ExpressionEvaluator:
         classes = tuple(i.name for i in bag.items if isinstance(i, ClassRef))
         if classes:  # a class picked from a table is dynamic construction, even with a known key
             return ClassRef("<dynamic>", "<dynamic>", dynamic=True, candidates=classes)
-        if is_data(index) and index.resolved:
+        if known(index):
             try:
                 position = bag.keys.index(index.value) if bag.keys is not None else index.value
                 return bag.items[position]

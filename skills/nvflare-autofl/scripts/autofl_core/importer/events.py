@@ -12,15 +12,14 @@ from .inputs import describe_call
 from .values import ClassRef
 
 
+@dataclass(eq=False)
 class PathEnd(Exception):
     """Raised through the walk when the walked path ends early: a `return` (`value` is the function's result) or a
     `raise` (`raised`: this path ends without a result)."""
 
-    def __init__(self, value: Any, raised: bool = False, note: RaiseNote | None = None):
-        super().__init__()
-        self.value = value
-        self.raised = raised
-        self.note = note  # a `raise`: where, what, and the job options of the conditions that led there
+    value: Any
+    raised: bool = False
+    note: RaiseNote | None = None  # a `raise`: where, what, and the job options of the conditions that led there
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,6 @@ class Obj:
     unpacked: bool = False
     control: tuple[str, ...] = ()  # job options of the resolved conditions/loops under which it was built
     per_site: Any = None  # the config given to set_per_site_config(recipe, ...) / recipe.set_per_site_config(...)
-    per_site_line: int | None = None
 
     @property
     def name(self) -> str:

@@ -12,43 +12,31 @@ from typing import Any
 
 from .events import BranchNote, PathEnd
 from .surface import touches_surface
-from .values import UNRESOLVED, Val, merge_flags
-
-
-def _same(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    if isinstance(a, Val) and isinstance(b, Val):
-        return a.confidence == b.confidence and a.confidence != UNRESOLVED and a.value == b.value
-    return False
+from .values import UNRESOLVED, Val, known, merge_flags
 
 
 def merge_value(a: Any, b: Any, line: int) -> Any:
+    """What a name holds after both sides: its value when the same on both (the same object, or equal data of the
+    same confidence), else unresolved naming the condition."""
     flags = merge_flags(*(v for v in (a, b) if isinstance(v, Val)))
-    if _same(a, b):
+    if a is b or (known(a) and known(b) and a.confidence == b.confidence and a.value == b.value):
         return Val(a.value, a.confidence, a.expr, flags, a.reason, a.parts) if isinstance(a, Val) else a
     return Val(None, UNRESOLVED, "", flags, f"depends on the condition at line {line}")
 
 
 def _merge_frames(left: dict, right: dict, line: int) -> dict:
-    merged = {}
-    for name in dict.fromkeys([*left, *right]):
-        if name in left and name in right:
-            merged[name] = merge_value(left[name], right[name], line)
-        else:
-            merged[name] = Val(None, UNRESOLVED, "", (), f"bound only on one side of the condition at line {line}")
-    return merged
-
-
-def _state(walker) -> list[dict]:
-    """Everything a branch can rebind: every live frame and every parsed namespace."""
-    return walker.live_frames() + [ns.values for ns in walker.out.namespaces]
+    return {
+        name: merge_value(left[name], right[name], line)
+        if name in left and name in right
+        else Val(None, UNRESOLVED, "", (), f"bound only on one side of the condition at line {line}")
+        for name in dict.fromkeys([*left, *right])
+    }
 
 
 def walk_both(walker, left: list, right: list, note: BranchNote) -> None:
     """Walk `left` and `right` with `walker` (the `walker.Walker`) from the same starting bindings; continue with
     the merged bindings."""
-    state = _state(walker)
+    state = walker.bindings()
     snapshots = [dict(d) for d in state]
     first_obj, first_call = len(walker.out.objects), len(walker.out.calls)
     outcomes: list[tuple[list[dict], PathEnd | None]] = []

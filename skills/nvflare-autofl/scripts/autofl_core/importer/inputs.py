@@ -42,16 +42,8 @@ _FILE_CALLS = {
 }
 _RANDOM_MODULES = {"random", "secrets", "uuid"}
 _TIME_MODULES = {"time", "datetime"}
-_ENV_CALLS = {
-    "os.getenv",
-    "os.environ.get",
-    "os.environ.setdefault",
-    "os.environ",
-    "os.cpu_count",
-    "socket.gethostname",
-    "platform.node",
-    "getpass.getuser",
-}
+ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}  # their result is an environment variable
+_ENV_CALLS = ENV_READERS | {"os.environ", "os.cpu_count", "socket.gethostname", "platform.node", "getpass.getuser"}
 DESCRIPTIONS = {
     "files": "which reads files at run time",
     "environment": "which reads the host environment at run time",

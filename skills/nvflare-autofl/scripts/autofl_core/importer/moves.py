@@ -51,6 +51,12 @@ def signature(record: DryRunRecord) -> dict:
     }
 
 
+def differs(before: dict, now: dict) -> list[str]:
+    """The budget fields whose value differs between two signatures, and "objective" when what runs does."""
+    fields = [field for field, value in now["budget"].items() if value != before["budget"].get(field)]
+    return fields + ["objective"] * any(now[k] != before[k] for k in RUN_KEYS)
+
+
 def _under_root(record: DryRunRecord) -> str | None:
     """A FedJob's simulator folder, with the sandbox's root folder (a session's own, so a cached record may name
     another session's) written as the variable that names it."""
@@ -137,16 +143,13 @@ def moving_options(
         unknown = {"*"}
     else:
         after = signature(after_record)
-        for field, value in after["budget"].items():
-            if value == before["budget"].get(field):
-                continue
+        for field in differs(before, after):
+            value = after["budget"].get(field)
             given = [name for name, tokens in extra.items() if len(tokens) == 2 and tokens[1] == str(value)]
-            if given:
+            if given and field != "objective":
                 moved[field] = given
             else:
                 unknown.add(field)
-        if any(after[k] != before[k] for k in RUN_KEYS):
-            unknown.add("objective")
     if unknown:
         singles = list(extra.items())[:MAX_SINGLE_RUNS]
         for name in list(extra)[MAX_SINGLE_RUNS:]:  # never run alone: not shown harmless, so kept fixed
@@ -155,12 +158,9 @@ def moving_options(
             if single is None or single.status != "recorded":
                 moved.setdefault("objective", []).append(name)  # it stops the job: keep it fixed
                 continue
-            now = signature(single)
-            for field, value in now["budget"].items():
-                if value != before["budget"].get(field) and name not in moved.get(field, []):
+            for field in differs(before, signature(single)):
+                if name not in moved.get(field, []):
                     moved.setdefault(field, []).append(name)
-            if any(now[k] != before[k] for k in RUN_KEYS):
-                moved.setdefault("objective", []).append(name)
     return moved
 
 
@@ -182,15 +182,12 @@ def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...
         if after is None:
             return {}
         if after.status != "recorded":
-            return {field: list(env) for field in (*recorded.FIELDS, "objective")}
-        now = signature(after)
-        moved = {field: list(env) for field in recorded.FIELDS if now["budget"][field] != before["budget"][field]}
-        if any(now[k] != before[k] for k in RUN_KEYS):
-            moved["objective"] = list(env)
+            break
+        moved = {field: list(env) for field in differs(before, signature(after))}
         names = [name for name in after.env_read if _settable(name, fixed) and name not in env]
         if moved or not names:
             return moved
-    return {field: list(env) for field in (*recorded.FIELDS, "objective")}  # still reading new ones: pin nothing
+    return {field: list(env) for field in (*recorded.FIELDS, "objective")}  # no longer records, or still reading
 
 
 def _settable(name: str, fixed: tuple[str, ...]) -> bool:
@@ -211,8 +208,5 @@ def covered(record: DryRunRecord, run_args: list[str]) -> bool:
 
 def covered_by(tried: list[str], run_args: list[str]) -> bool:
     """`covered` over a stored list of tried option strings (`import.dry_run.tried_options` of a config)."""
-    tried_set = set(tried)
-    options = [token.split("=", 1)[0] for token in run_args if token.startswith("-") and len(token) > 1]
-    return all(option in tried_set for option in options) and not any(
-        not token.startswith("-") and index == 0 for index, token in enumerate(run_args)
-    )
+    options = {token.split("=", 1)[0] for token in run_args if token.startswith("-") and len(token) > 1}
+    return options <= set(tried) and (not run_args or run_args[0].startswith("-"))

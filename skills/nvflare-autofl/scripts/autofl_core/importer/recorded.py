@@ -126,15 +126,13 @@ def _where(data: dict, key: str) -> Where | None:
 def _action(raw: Any) -> Action:
     if not isinstance(raw, dict) or not isinstance(raw.get("dest"), str) or not isinstance(raw.get("action"), str):
         raise _Malformed("a parser action without dest or action")
-    strings = _strings(raw, "option_strings")
-    choices = _typed(raw, "choices", (list,))
     return Action(
-        strings,
+        _strings(raw, "option_strings"),
         raw["dest"],
         raw["action"],
         _typed(raw, "type", (str,)),
         raw.get("default"),
-        list(choices) if choices is not None else None,
+        _typed(raw, "choices", (list,)),
         bool(raw.get("required", False)),
         raw.get("nargs"),
         raw.get("value"),
@@ -229,7 +227,7 @@ def family(record: DryRunRecord) -> str | None:
         return "nested"
     kinds = {NON_TRAINING_WORKFLOWS.get(path.rpartition(".")[2]) for path in workflows}
     if workflows and None not in kinds:
-        return sorted(k for k in kinds if k)[0]
+        return min(kinds)
     if record.recipe:
         return "training"  # a recipe NVFLARE does not ship: training, its budget passed explicitly
     return "training" if _values(record, "num_rounds") else None
@@ -252,25 +250,21 @@ def _args_of(items: list[dict]) -> list[dict]:
     return [i["args"] for i in items if isinstance(i.get("args"), dict)]
 
 
-def _found(node: Any, key: str, out: list) -> None:
+def _found(node: Any, key: str) -> list[int]:
+    """Every integer `key` value in a JSON tree, sorted and distinct."""
     if isinstance(node, dict):
-        for name, value in node.items():
-            if name == key and isinstance(value, int) and not isinstance(value, bool):
-                out.append(value)
-            else:
-                _found(value, key, out)
-    elif isinstance(node, list):
-        for value in node:
-            _found(value, key, out)
+        items = [
+            [v] if k == key and isinstance(v, int) and not isinstance(v, bool) else _found(v, key)
+            for k, v in node.items()
+        ]
+    else:
+        items = [_found(value, key) for value in node] if isinstance(node, list) else []
+    return sorted({value for found in items for value in found})
 
 
 def _values(record: DryRunRecord, key: str) -> list[int]:
     """Every integer `key` argument of the server workflows, else of any component of the exported job."""
-    found: list[int] = []
-    _found(_args_of(_workflows(record)), key, found)
-    if not found:
-        _found(list(record.configs.values()), key, found)
-    return sorted(set(found))
+    return _found(_args_of(_workflows(record)), key) or _found(list(record.configs.values()), key)
 
 
 def _entry(value: Any, source: str) -> dict:
@@ -292,12 +286,8 @@ def budget(record: DryRunRecord) -> dict[str, dict]:
         out["num_rounds"] = _entry(attrs["server"].get("num_rounds"), "dry run: the recipe's server num_rounds")
     else:
         out["num_rounds"] = _entry(attrs.get("num_rounds"), "dry run: the recipe's num_rounds")
-    wanted: list[int] = []
-    for key in ("min_clients", "num_clients"):  # ScatterAndGather/Cyclic say min_clients, FedAvg num_clients
-        if not wanted:
-            found: list[int] = []
-            _found(_args_of(_workflows(record)), key, found)
-            wanted = sorted(set(found))
+    workflows = _args_of(_workflows(record))  # ScatterAndGather/Cyclic say min_clients, FedAvg num_clients
+    wanted = _found(workflows, "min_clients") or _found(workflows, "num_clients")
     meta = next(iter(_configs(record, "meta.json")), {})
     if len(wanted) == 1:
         out["min_clients"] = _entry(wanted[0], "dry run: the server workflow's minimum clients")
@@ -384,13 +374,6 @@ def raise_reason(
         inside = f"NVFLARE's {quoted(record.nvflare.file)} line {record.nvflare.line}"
         return f"running job.py raises at {line}, in {inside}: {what}; {fix}"
     return f"running job.py raises at {line}: {what}; {fix}"
-
-
-def environment_reason(record: DryRunRecord) -> str:
-    """Why a run that stopped on a module this interpreter lacks could not record the job, and what to do."""
-    return raise_reason(
-        record, "this interpreter cannot import it: install what is missing, or import where it is installed"
-    )
 
 
 def exit_reason(record: DryRunRecord) -> str:

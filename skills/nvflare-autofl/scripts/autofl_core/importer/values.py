@@ -72,20 +72,21 @@ class Bag:
     key_confidence: str = HIGH
 
 
-def deep_size(value: Any, cap: int = MAX_STR) -> int:
-    """Characters plus items of `value`, counting shared references each time; stops early above `cap`."""
+def known(val: Any, kind: type | tuple[type, ...] = object) -> bool:
+    """True when `val` is a data value the importer determined (and its value is a `kind`)."""
+    return isinstance(val, Val) and val.resolved and isinstance(val.value, kind)
+
+
+def deep_size(value: Any) -> int:
+    """Characters plus items of `value`, counting shared references each time; stops early above MAX_STR."""
     total, stack = 0, [value]
-    while stack and total <= cap:
+    while stack and total <= MAX_STR:
         item = stack.pop()
         if isinstance(item, str):
             total += len(item)
-        elif isinstance(item, dict):
+        elif isinstance(item, (dict, list, tuple, set, frozenset)):
             total += len(item)
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple, set, frozenset)):
-            total += len(item)
-            stack.extend(item)
+            stack.extend([*item, *item.values()] if isinstance(item, dict) else item)
         else:
             total += 1
     return total
@@ -95,13 +96,11 @@ def weakest(*confidences: str) -> str:
     return min(confidences, key=lambda c: _RANK[c]) if confidences else HIGH
 
 
-def unresolved(node: ast.AST | None, reason: str, flags: tuple[str, ...] = ()) -> Val:
+def unresolved(node: ast.AST, reason: str, flags: tuple[str, ...] = ()) -> Val:
     return Val(None, UNRESOLVED, source_text(node), flags, reason)
 
 
-def source_text(node: ast.AST | None, limit: int = 200) -> str:
-    if node is None:
-        return ""
+def source_text(node: ast.AST, limit: int = 200) -> str:
     try:
         text = ast.unparse(node)
     except (ValueError, TypeError, AttributeError, RecursionError):
@@ -110,12 +109,8 @@ def source_text(node: ast.AST | None, limit: int = 200) -> str:
 
 
 def merge_flags(*vals: Any) -> tuple[str, ...]:
-    seen: list[str] = []
-    for val in vals:
-        for flag in getattr(val, "flags", ()):
-            if flag not in seen:
-                seen.append(flag)
-    return tuple(seen)
+    """The flags of all data values among `vals`, each once, in order (a parser's `flags` are its options)."""
+    return tuple(dict.fromkeys(flag for val in vals if isinstance(val, Val) for flag in val.flags))
 
 
 def option_flags(flags: tuple[str, ...] | list[str]) -> list[str]:
@@ -152,13 +147,8 @@ def to_jsonable(value: Any) -> Any:
 def describe(val: Any) -> dict:
     """The `{value, confidence}` record of a constructor argument (plus `expr` when not a literal)."""
     if isinstance(val, Val):
-        record = {"value": to_jsonable(val.value) if val.resolved else None, "confidence": val.confidence}
-        if val.expr:
-            record["expr"] = val.expr
-        if option_flags(val.flags):
-            record["flags"] = option_flags(val.flags)
-        if not val.resolved and val.reason:
-            record["reason"] = val.reason
-        return record
+        value = to_jsonable(val.value) if val.resolved else None
+        extra = {"expr": val.expr, "flags": option_flags(val.flags), "reason": "" if val.resolved else val.reason}
+        return {"value": value, "confidence": val.confidence, **{k: v for k, v in extra.items() if v}}
     label = getattr(val, "label", None) or type(val).__name__
     return {"value": None, "confidence": UNRESOLVED, "expr": label, "reason": "an object, not a data value"}

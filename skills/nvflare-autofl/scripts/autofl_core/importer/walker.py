@@ -18,7 +18,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from . import real_parser
-from .builtins_eval import BUILTIN_NAMES, call_builtin, call_data_method, call_qualified, env_read
+from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_evaluated
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .forks import merge_value, walk_both
@@ -34,7 +34,7 @@ class _Budget(Exception):
     pass
 
 
-class Walker:
+class Walker(ExpressionEvaluator):
     """Usage: `Walker(base_args).run(tree)` -> WalkResult."""
 
     def __init__(self, base_args: list[str], job_name: str = "job.py"):
@@ -42,13 +42,11 @@ class Walker:
         self.out = WalkResult()
         file_val = Val(job_name, MEDIUM, "__file__")  # workspace-relative stand-in for the script path
         self.scopes: list[dict] = [{"__name__": Val("__main__", HIGH), "__file__": file_val}]
-        self.stack: list[FuncRef] = []
-        self.saved: list[list[dict]] = []  # scopes of the callers of the function being walked
+        self.stack: list[tuple[FuncRef, list[dict]]] = []  # each function being walked, with its caller's scopes
         self.redirect: dict[int, dict[str, dict]] = {}  # id(frame) -> {name: frame} for `global`/`nonlocal`
         self.control: tuple[str, ...] = ()
         self.early: list[list[tuple[Any, int]]] = []  # per function walked: (value, line) returned inside a fork
         self.steps = 0
-        self.evaluator = ExpressionEvaluator(self)
 
     def run(self, tree: ast.Module) -> WalkResult:
         try:
@@ -62,21 +60,11 @@ class Walker:
             self.out.problems.append("job.py nests too deeply to follow statically")
         return self.out
 
-    def tick(self) -> None:
-        self.steps += 1
-        if self.steps > MAX_STEPS:
-            raise _Budget()
-
-    def live_frames(self) -> list[dict]:
-        """Every frame a statement can still reach: the current scopes and those of the callers."""
-        seen: set[int] = set()
-        frames = []
-        for scopes in [self.scopes, *self.saved]:
-            for frame in scopes:
-                if id(frame) not in seen:
-                    seen.add(id(frame))
-                    frames.append(frame)
-        return frames
+    def bindings(self) -> list[dict]:
+        """Everything a statement can still rebind: each frame of the current scopes and of the callers' (once),
+        and every parsed namespace."""
+        frames = {id(frame): frame for scopes in [self.scopes, *(s for _, s in self.stack)] for frame in scopes}
+        return [*frames.values(), *(ns.values for ns in self.out.namespaces)]
 
     @contextmanager
     def controlled_by(self, flags: tuple[str, ...]):
@@ -90,44 +78,35 @@ class Walker:
 
     def with_control(self, value: Any) -> Any:
         """`value` plus the options that decided the current block (an option's own value becomes medium)."""
-        if not isinstance(value, Val):
-            return value
-        extra = tuple(f for f in self.control if f not in value.flags)
+        extra = tuple(f for f in self.control if f not in value.flags) if isinstance(value, Val) else ()
         if not extra:
             return value
         confidence = MEDIUM if value.confidence == HIGH else value.confidence
         return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
 
-    def env_read(self, name: Any, node: ast.AST) -> Val:
-        return env_read(name, node, [name])
-
-    # ---- context protocol used by ExpressionEvaluator -------------------------------------------
-    def lookup(self, name: str, node: ast.AST) -> Any:
+    # ---- what ExpressionEvaluator leaves to the walker ------------------------------------------
+    def _ev_Name(self, node: ast.Name) -> Any:
         for scope in self.scopes:
-            if name in scope:
-                return scope[name]
-        if name in BUILTIN_NAMES:
-            return Builtin(name)
-        return unresolved(node, f"name '{name}' is not defined statically")
+            if node.id in scope:
+                return scope[node.id]
+        if node.id in BUILTIN_NAMES:
+            return Builtin(node.id)
+        return unresolved(node, f"name '{node.id}' is not defined statically")
 
     def attribute(self, base: Any, attr: str, node: ast.Attribute) -> Any:
         if isinstance(base, ap.Namespace):
             return ap.namespace_attribute(base, attr)
         if isinstance(base, (ModuleRef, ClassRef)):
             return ClassRef(attr, f"{base.qualname}.{attr}", dynamic=getattr(base, "dynamic", False))
-        if isinstance(base, Obj) and base.cls.qualname.startswith("<local>."):
-            return unresolved(
-                node,
-                f"attribute '{attr}' of an instance of class {base.name} (line {base.line}); "
-                "the importer does not follow classes",
-            )
         if isinstance(base, Obj):
-            return unresolved(node, f"attribute '{attr}' of {base.name}(...): {base.origin}")
+            local = f"an instance of class {base.name} (line {base.line}); the importer does not follow classes"
+            of = local if base.cls.qualname.startswith("<local>.") else f"{base.name}(...): {base.origin}"
+            return unresolved(node, f"attribute '{attr}' of {of}")
         if isinstance(base, Val) and not base.resolved and base.reason:
             return unresolved(node, base.reason, base.flags)
         return unresolved(node, f"attribute '{attr}' of a run-time value")
 
-    def call(self, node: ast.Call) -> Any:
+    def _ev_Call(self, node: ast.Call) -> Any:
         args, kwargs, unpacked = self._arguments(node)
         if isinstance(node.func, ast.Attribute):
             base = self.ev(node.func.value)
@@ -139,16 +118,9 @@ class Walker:
         return self._dispatch(callee, args, kwargs, unpacked, node)
 
     # ---- calls ----------------------------------------------------------------------------------
-    def ev(self, node: ast.AST) -> Any:
-        return self.evaluator.ev(node)
-
     def _arguments(self, node: ast.Call) -> tuple[list, dict, bool]:
-        args, kwargs, unpacked = [], {}, False
-        for arg in node.args:
-            if isinstance(arg, ast.Starred):
-                unpacked = True
-                continue
-            args.append(self.ev(arg))
+        args = [self.ev(arg) for arg in node.args if not isinstance(arg, ast.Starred)]
+        kwargs, unpacked = {}, len(args) < len(node.args)  # a `*rest` argument is not followed
         for kw in node.keywords:
             value = self.ev(kw.value)
             if kw.arg is not None:
@@ -173,21 +145,18 @@ class Walker:
             if known is not None:
                 return known
             if callee.name == "ArgumentParser":
-                return self._new_parser(kwargs, node)
+                abbrev = kwargs.get("allow_abbrev")
+                parser = ap.Parser(node.lineno, allow_abbrev=not (isinstance(abbrev, Val) and abbrev.value is False))
+                parser.fromfile_prefix_chars = ap.fromfile_prefix(kwargs.get("fromfile_prefix_chars"))
+                self.out.parsers.append(parser)
+                return parser
             if callee.name == SET_PER_SITE_CONFIG and args and isinstance(args[0], Obj):
-                return _set_per_site(args[0], args[1] if len(args) > 1 else kwargs.get("config"), node)
+                return _set_per_site(args[0], args[1] if len(args) > 1 else kwargs.get("config"))
         if not isinstance(callee, ClassRef):
             callee = ClassRef("<dynamic>", "<dynamic>", dynamic=True)
         obj = Obj(callee, args, kwargs, node.lineno, unpacked, self.control)
         self.out.objects.append(obj)
         return obj
-
-    def _new_parser(self, kwargs: dict, node: ast.Call) -> ap.Parser:
-        abbrev = kwargs.get("allow_abbrev")
-        parser = ap.Parser(node.lineno, allow_abbrev=not (isinstance(abbrev, Val) and abbrev.value is False))
-        parser.fromfile_prefix_chars = ap.fromfile_prefix(kwargs.get("fromfile_prefix_chars"))
-        self.out.parsers.append(parser)
-        return parser
 
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
@@ -195,14 +164,14 @@ class Walker:
         if isinstance(base, Obj):
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
             if method == SET_PER_SITE_CONFIG:
-                return _set_per_site(base, args[0] if args else kwargs.get("config"), node)
+                return _set_per_site(base, args[0] if args else kwargs.get("config"))
             if method == "configured_sites" and not args and not kwargs:
                 return configured_sites(base, node)
             return unresolved(node, f"result of {base.name}.{method}() at run time")
         if isinstance(base, Val) and base.resolved and method in MUTATORS.get(type(base.value), ()):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
-        if isinstance(base, Val):
-            return call_data_method(base, method, args, kwargs, node)
+        if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
+            return not_evaluated(node, f".{method}()", [base, *args, *kwargs.values()])
         return unresolved(node, f".{method}() on a run-time value")
 
     def _set_item(self, target: ast.Subscript, value: Any) -> None:
@@ -215,10 +184,10 @@ class Walker:
     def _changed(self, old: Any, what: str, node: ast.AST, inputs: list) -> Val:
         """A container changed in place: every live reference to it (names, namespaces, objects' arguments,
         containers holding it) becomes unresolved, naming the line; returns that value."""
-        flags = tuple(dict.fromkeys(merge_flags(old, *inputs) + tuple(self.control)))
-        stale = unresolved(node, f"{what} changes a container in place, which is not followed statically", flags)
+        why = f"{what} changes a container in place, which is not followed statically"
+        stale = self.with_control(unresolved(node, why, merge_flags(old, *inputs)))
         held = old.value if isinstance(old, Val) else old
-        for frame in self.live_frames() + [ns.values for ns in self.out.namespaces]:
+        for frame in self.bindings():
             for name, current in list(frame.items()):
                 if _holds(current, held):
                     frame[name] = stale
@@ -228,12 +197,10 @@ class Walker:
         return stale
 
     def _invoke(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> Any:
-        if len(self.stack) >= MAX_DEPTH or func in self.stack:
+        if len(self.stack) >= MAX_DEPTH or any(f is func for f, _ in self.stack):
             return unresolved(node, f"call of {func.node.name}() is too deep or recursive")
         frame = self._bind(func, args, kwargs, node)
-        self.stack.append(func)
-        saved = self.scopes
-        self.saved.append(saved)
+        self.stack.append((func, self.scopes))
         self.scopes = [frame, *func.closure]
         self.early.append([])
         try:
@@ -244,11 +211,11 @@ class Walker:
                 raise
             result = ret.value
         finally:
-            self.scopes = saved
-            self.saved.pop()
-            self.stack.pop()
+            self.scopes = self.stack.pop()[1]
             early = self.early.pop()
-        return _with_early_returns(result, early)
+        for value, line in early:  # a side of an unresolved condition returned before the end (see forks)
+            result = merge_value(value, result, line)
+        return result
 
     def _bind(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> dict:
         spec = func.node.args
@@ -275,7 +242,9 @@ class Walker:
     # ---- statements -----------------------------------------------------------------------------
     def walk_block(self, body: list[ast.stmt]) -> None:
         for stmt in body:
-            self.tick()
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                raise _Budget()
             handler = getattr(self, "_st_" + type(stmt).__name__, None)
             if handler is not None:
                 handler(stmt)
@@ -304,15 +273,14 @@ class Walker:
             self.out.class_parsers.append((stmt.name, stmt.lineno))
         self.scopes[0][stmt.name] = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
 
-    def _st_Global(self, stmt: ast.Global) -> None:
+    def _st_Global(self, stmt: ast.Global | ast.Nonlocal) -> None:
+        """Names bound from now on in the module's frame (`global`) or the enclosing function's (`nonlocal`)."""
         targets = self.redirect.setdefault(id(self.scopes[0]), {})
         for name in stmt.names:
-            targets[name] = self.scopes[-1]
+            enclosing = (f for f in self.scopes[1:-1] if name in f)  # `nonlocal`: the nearest that binds the name
+            targets[name] = self.scopes[-1] if isinstance(stmt, ast.Global) else next(enclosing, self.scopes[0])
 
-    def _st_Nonlocal(self, stmt: ast.Nonlocal) -> None:
-        targets = self.redirect.setdefault(id(self.scopes[0]), {})
-        for name in stmt.names:
-            targets[name] = next((f for f in self.scopes[1:-1] if name in f), self.scopes[0])
+    _st_Nonlocal = _st_Global
 
     def _st_Delete(self, stmt: ast.Delete) -> None:
         for target in stmt.targets:
@@ -322,12 +290,9 @@ class Walker:
                 self._frame_for(target.id).pop(target.id, None)
 
     def _st_Import(self, stmt: ast.Import) -> None:
-        for alias in stmt.names:
-            if alias.asname:
-                self.scopes[0][alias.asname] = ModuleRef(alias.name)
-            else:
-                head = alias.name.split(".")[0]
-                self.scopes[0][head] = ModuleRef(head)
+        for alias in stmt.names:  # `import a.b` binds the package `a`; `import a.b as c` binds `a.b` to `c`
+            name = alias.asname or alias.name.split(".")[0]
+            self.scopes[0][name] = ModuleRef(alias.name if alias.asname else name)
 
     def _st_ImportFrom(self, stmt: ast.ImportFrom) -> None:
         prefix = "." * stmt.level + (f"{stmt.module}." if stmt.module else "")
@@ -335,19 +300,18 @@ class Walker:
             if alias.name != "*":
                 self.scopes[0][alias.asname or alias.name] = ClassRef(alias.name, prefix + alias.name)
 
-    def _st_Assign(self, stmt: ast.Assign) -> None:
-        value = self.ev(stmt.value)
-        for target in stmt.targets:
-            self.bind(target, value)
+    def _st_Assign(self, stmt: ast.Assign | ast.AnnAssign) -> None:
+        if stmt.value is not None:  # `x: int` alone binds nothing
+            value = self.ev(stmt.value)
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                self.bind(target, value)
 
-    def _st_AnnAssign(self, stmt: ast.AnnAssign) -> None:
-        if stmt.value is not None:
-            self.bind(stmt.target, self.ev(stmt.value))
+    _st_AnnAssign = _st_Assign
 
     def _st_AugAssign(self, stmt: ast.AugAssign) -> None:
-        if isinstance(stmt.target, (ast.Name, ast.Subscript, ast.Attribute)):
-            load = _as_load(stmt.target)
-            self.bind(stmt.target, self.ev(ast.BinOp(load, stmt.op, stmt.value, lineno=stmt.lineno, col_offset=0)))
+        """`x += 1`, `cfg["n"] *= 2`, `args.r -= 1`: the target evaluated as an expression (its context is not
+        read), then rebound."""
+        self.bind(stmt.target, self.ev(ast.BinOp(stmt.target, stmt.op, stmt.value, lineno=stmt.lineno, col_offset=0)))
 
     def _frame_for(self, name: str) -> dict:
         return self.redirect.get(id(self.scopes[0]), {}).get(name, self.scopes[0])
@@ -357,25 +321,18 @@ class Walker:
         if isinstance(target, ast.Name):
             self._frame_for(target.id)[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            self._unpack(target, value)
+            items = _elements(value)
+            starred = any(isinstance(e, ast.Starred) for e in target.elts)
+            ok = items is not None and not starred and len(items) == len(target.elts)
+            for index, element in enumerate(target.elts):
+                item = items[index] if ok else unresolved(element, "cannot unpack statically")
+                self.bind(element.value if isinstance(element, ast.Starred) else element, item)
         elif isinstance(target, ast.Subscript):
             self._set_item(target, value)
         elif isinstance(target, ast.Attribute):
             base = self.ev(target.value)
             if isinstance(base, ap.Namespace):
                 base.values[target.attr] = value if isinstance(value, Val) else unresolved(target, "not a data value")
-
-    def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
-        items: list | None = None
-        if isinstance(value, Bag):
-            items = value.items
-        elif isinstance(value, Val) and value.resolved and isinstance(value.value, (list, tuple)):
-            items = [Val(v, value.confidence, value.expr, value.flags) for v in value.value]
-        starred = any(isinstance(e, ast.Starred) for e in target.elts)
-        for index, element in enumerate(target.elts):
-            ok = items is not None and not starred and len(items) == len(target.elts)
-            item = items[index] if ok else unresolved(element, "cannot unpack statically")
-            self.bind(element.value if isinstance(element, ast.Starred) else element, item)
 
     def _st_If(self, stmt: ast.If) -> None:
         test = self.ev(stmt.test)
@@ -386,41 +343,33 @@ class Walker:
             with self.controlled_by(test.flags):
                 self.walk_block(stmt.body if test.value else stmt.orelse)
         else:
-            self._fork(stmt.body, stmt.orelse, note)
+            walk_both(self, stmt.body, stmt.orelse, note)
 
-    def _fork(self, left: list[ast.stmt], right: list[ast.stmt], note: BranchNote) -> None:
-        walk_both(self, left, right, note)
-
-    def _loop(self, target: ast.AST | None, body: list[ast.stmt], orelse: list[ast.stmt], why: str = "") -> None:
-        if target is not None:
-            self.bind(target, unresolved(target, f"loop variable{why}"))
-        note = BranchNote(body[0].lineno if body else 0, "loop body", False, kind="loop")
-        self.out.branches.append(note)
-        self._fork(body, [], note)
-        self.walk_block(orelse)
-
-    def _st_For(self, stmt: ast.For) -> None:
-        iterable = self.ev(stmt.iter)
-        items = _unrollable(iterable, stmt.body)
-        if items is None:
+    def _st_For(self, stmt: ast.For | ast.AsyncFor | ast.While) -> None:
+        """A `for` over a short known sequence is walked item by item, like Python would; any other loop once, as
+        one side of a fork, its variable unresolved. Building or running a recipe/job/env in a loop fails closed."""
+        over = not isinstance(stmt, ast.While)  # a `for`: over a sequence
+        iterable = self.ev(stmt.iter) if over else None
+        items = _unrollable(iterable, stmt.body) if over else None
+        if over and items is None:
             why = cause(iterable) or "a sequence that is not known statically, too long, or left with break/continue"
-            self._loop(stmt.target, stmt.body, stmt.orelse, f" of a loop over {source_text(stmt.iter)}: {why}")
-            return
-        # Walked item by item like Python would; building or running a recipe/job/env here still fails closed.
+            self.bind(
+                stmt.target, unresolved(stmt.target, f"loop variable of a loop over {source_text(stmt.iter)}: {why}")
+            )
         note = BranchNote(stmt.body[0].lineno, "loop body", False, kind="loop")
         self.out.branches.append(note)
-        first_obj, first_call = len(self.out.objects), len(self.out.calls)
-        with self.controlled_by(getattr(iterable, "flags", ())):  # how often the body runs depends on them
-            for item in items:
-                self.bind(stmt.target, item)
-                self.walk_block(stmt.body)
-        note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
+        if items is None:
+            walk_both(self, stmt.body, [], note)
+        else:
+            first_obj, first_call = len(self.out.objects), len(self.out.calls)
+            with self.controlled_by(getattr(iterable, "flags", ())):  # how often the body runs depends on them
+                for item in items:
+                    self.bind(stmt.target, item)
+                    self.walk_block(stmt.body)
+            note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
         self.walk_block(stmt.orelse)
 
-    _st_AsyncFor = _st_For
-
-    def _st_While(self, stmt: ast.While) -> None:
-        self._loop(None, stmt.body, stmt.orelse)
+    _st_AsyncFor = _st_While = _st_For
 
     def _st_With(self, stmt: ast.With) -> None:
         for item in stmt.items:
@@ -447,6 +396,7 @@ class Walker:
     _st_TryStar = _st_Try
 
 
+PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
 SET_PER_SITE_CONFIG = "set_per_site_config"
 MUTATORS = {
     list: {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"},
@@ -462,19 +412,19 @@ def _holds(value: Any, held: Any, depth: int = 0) -> bool:
     if value is held:
         return True
     if isinstance(value, Val):
-        return _holds(value.value, held, depth + 1) if isinstance(value.value, (list, tuple, dict, set)) else False
-    if isinstance(value, Bag):
-        return any(_holds(item, held, depth + 1) for item in value.items)
-    if isinstance(value, (list, tuple, set)):
-        return any(_holds(item, held, depth + 1) for item in value)
-    if isinstance(value, dict):
-        return any(_holds(item, held, depth + 1) for item in value.values())
-    return False
+        inner = [value.value]
+    elif isinstance(value, Bag):
+        inner = value.items
+    elif isinstance(value, (list, tuple, set, dict)):
+        inner = value.values() if isinstance(value, dict) else value
+    else:
+        return False
+    return any(_holds(item, held, depth + 1) for item in inner)
 
 
-def _set_per_site(recipe: Obj, config: Any, node: ast.Call) -> Val:
+def _set_per_site(recipe: Obj, config: Any) -> Val:
     """`set_per_site_config(recipe, config)` or `recipe.set_per_site_config(config)`: remember the sites."""
-    recipe.per_site, recipe.per_site_line = config, node.lineno
+    recipe.per_site = config
     return Val(None, HIGH)
 
 
@@ -496,50 +446,27 @@ def configured_sites(recipe: Obj, node: ast.Call) -> Any:
     return unresolved(node, f"the sites of {recipe.name}.configured_sites() are not known statically: {why}")
 
 
-def _with_early_returns(result: Any, early: list[tuple[Any, int]]) -> Any:
-    """A function's result when one side of an unresolved condition returned before its end (see forks)."""
-    if not early:
-        return result
-    for value, line in early:
-        result = merge_value(value, result, line)
-    return result
-
-
-def _as_load(target: ast.expr) -> ast.expr:
-    """The expression that reads an assignment target (for `x += 1`, `cfg["n"] *= 2`, `args.r -= 1`)."""
-    node = ast.Name(target.id, ast.Load()) if isinstance(target, ast.Name) else None
-    if isinstance(target, ast.Subscript):
-        node = ast.Subscript(target.value, target.slice, ast.Load())
-    elif isinstance(target, ast.Attribute):
-        node = ast.Attribute(target.value, target.attr, ast.Load())
-    return ast.copy_location(node, target)
-
-
 def _uses_argparse(stmt: ast.ClassDef) -> bool:
-    for node in ast.walk(stmt):
-        if isinstance(node, ast.Call):
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if name == "ArgumentParser" or name in PARSE_METHODS:
-                return True
-    return False
+    """True when the class calls `ArgumentParser` or a parse method (by attribute or by name)."""
+    called = (getattr(n.func, "attr", getattr(n.func, "id", "")) for n in ast.walk(stmt) if isinstance(n, ast.Call))
+    return any(name in ("ArgumentParser", *PARSE_METHODS) for name in called)
+
+
+def _elements(value: Any) -> list | None:
+    """The items of a known sequence: a Bag's, or a resolved list's or tuple's (each with the sequence's confidence,
+    expression and flags); None for anything else."""
+    if isinstance(value, Bag):
+        return list(value.items)
+    if isinstance(value, Val) and value.resolved and isinstance(value.value, (list, tuple)):
+        return [Val(item, value.confidence, value.expr, value.flags) for item in value.value]
+    return None
 
 
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
-    """The items of a short, statically known sequence whose loop body never breaks or continues; else None."""
-    if isinstance(iterable, Bag) and iterable.keys is None:
-        values = list(iterable.items)
-    elif isinstance(iterable, Val) and iterable.resolved and isinstance(iterable.value, (list, tuple)):
-        values = [Val(item, iterable.confidence, iterable.expr, iterable.flags) for item in iterable.value]
-    else:
-        return None
-    if len(values) > MAX_UNROLL:
-        return None
-    if any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt)):
-        return None
-    return values
-
-
-PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
+    """The items of a short, statically known sequence (not a dict) whose loop body never breaks or continues."""
+    values = None if isinstance(iterable, Bag) and iterable.keys is not None else _elements(iterable)
+    leaves = any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt))
+    return None if values is None or len(values) > MAX_UNROLL or leaves else values
 
 
 def parser_method(
