@@ -21,6 +21,19 @@ BUDGET_CONFLICT = "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
 SCHEMA_BUDGET_MISMATCH = "AUTOFL_SCHEMA_BUDGET_MISMATCH"
 UNISOLATED_WORKSPACE = "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"
 WOULD_RAISE = "AUTOFL_RECIPE_WOULD_RAISE"
+SETTLED_BY_RUNNING = {  # a recorded run names the job, its budget, its key metric and its simulator folder
+    UNSUPPORTED,
+    EMPTY_BUDGET,
+    UNRESOLVED_SAFETY,
+    NOT_DECLARED,  # recomputed against the recorded key metric
+    UNISOLATED_WORKSPACE,
+    WOULD_RAISE,  # a recorded run got past NVFLARE's own checks
+}
+READ_BY_RUNNING = (EMPTY_BUDGET, UNRESOLVED_SAFETY)  # what a recorded run reads where the static reading cannot
+DRY_RUN_HINT = (
+    "; a dry run may settle this: add --dry-run (it runs job.py sealed up to NVFLARE and records what it builds; "
+    "initialize does this wherever the host can seal a run)"
+)
 WORKSPACE_FIX = (
     'job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path")), or run the '
     "job as a recipe with SimEnv"
@@ -201,3 +214,8 @@ def admission_errors(config: dict, requested_metric: str | None = None) -> list[
         + _budget_errors(config)
         + _objective_errors(config, requested_metric)
     )
+
+
+def with_dry_run_hint(errors: list[dict]) -> list[dict]:
+    """`errors` of a static reading, each budget or objective field it could not read ending with `DRY_RUN_HINT`."""
+    return [{**e, "message": e["message"] + DRY_RUN_HINT} if e["code"] in READ_BY_RUNNING else e for e in errors]
