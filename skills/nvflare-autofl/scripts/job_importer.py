@@ -46,7 +46,7 @@ def _load_private_package(name: str):
 
 _load_private_package("autofl_core")
 from autofl_core.common import cli  # noqa: E402
-from autofl_core.importer import api, display  # noqa: E402
+from autofl_core.importer import admission, api, display  # noqa: E402
 from autofl_core.importer.files import JobImportError  # noqa: E402
 
 EXIT_OK, EXIT_REJECTED = cli.EXIT_OK, cli.EXIT_INVALID
@@ -102,6 +102,8 @@ def _import(argv: list[str]) -> int:
         return EXIT_REJECTED
     try:
         config = api.import_job(options.job, metric=options.metric, base_args=base_args, dry_run=options.dry_run)
+        if not options.dry_run:
+            config["admission_errors"] = admission.with_dry_run_hint(config["admission_errors"])
         text = render(config, options.format)
     except JobImportError as exc:
         sys.stderr.write(f"job_importer: {exc}\n")
