@@ -28,11 +28,13 @@ pytestmark = [sealed, pytest.mark.timeout(60)]
 STARTED_WITHIN = 25.0  # NVFLARE's import in the sandbox on a loaded 2-core machine
 STOPPED_WITHIN = 3.0  # the demand: the command ends within a couple of seconds of the signal
 JOB = """import os
+import signal
 import time
 
 from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
 from nvflare.recipe import SimEnv
 
+{handler}
 if os.path.exists({flag!r}):  # the slow run: a long preparation before the recipe is built
     time.sleep(60)
 recipe = NumpyFedAvgRecipe(
@@ -42,11 +44,12 @@ recipe.execute(SimEnv(clients=["site-1", "site-2"]))
 """
 
 
-def _job(tmp_path: Path) -> tuple[Path, Path]:
-    """A job.py that sleeps while `flag` (outside its folder, so not in the cache key) exists; (job, flag)."""
+def _job(tmp_path: Path, handler: str = "") -> tuple[Path, Path]:
+    """A job.py that sleeps while `flag` (outside its folder, so not in the cache key) exists, after running the
+    line `handler`; (job, flag)."""
     folder, flag = tmp_path / "job", tmp_path / "slow.flag"
     folder.mkdir()
-    (folder / "job.py").write_text(JOB.format(flag=str(flag)), encoding="utf-8")
+    (folder / "job.py").write_text(JOB.format(flag=str(flag), handler=handler), encoding="utf-8")
     (folder / "client.py").write_bytes(CLIENT.read_bytes())
     flag.write_text("sleep\n", encoding="utf-8")
     return folder / "job.py", flag
@@ -196,10 +199,14 @@ def test_ctrl_c_stops_the_runners_initialize_during_its_dry_run(tmp_path):
     assert sorted(p.name for p in job.parent.iterdir()) == before  # nothing initialized
 
 
-def test_a_sigint_inside_the_sandbox_is_never_a_raise_of_job_py(tmp_path):
-    """The run itself interrupted (as by a Ctrl-C that reached it): the import goes on without a record, never
-    refusing the job for a KeyboardInterrupt at the line it was sleeping on, and caches nothing."""
-    job, _flag = _job(tmp_path)
+@pytest.mark.parametrize(
+    "handler", ["", "signal.signal(signal.SIGINT, signal.default_int_handler)"], ids=["default", "job_raises"]
+)
+def test_a_sigint_inside_the_sandbox_is_never_a_raise_of_job_py(tmp_path, handler):
+    """The run itself interrupted (as by a Ctrl-C that reached it), also where job.py turns SIGINT into a
+    KeyboardInterrupt: the import goes on without a record, never refusing the job for a KeyboardInterrupt at the
+    line it was sleeping on, and caches nothing."""
+    job, _flag = _job(tmp_path, handler)
     proc = _launch(_importer(job), tmp_path)
     run = _wait_for_the_run(job, proc)
     os.kill(run, signal.SIGINT)
