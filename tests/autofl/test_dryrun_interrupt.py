@@ -183,17 +183,20 @@ def test_sigterm_to_the_importer_alone_ends_its_sandbox(tmp_path):
     _assert_nothing_left(job, tmp_path)
 
 
-def test_ctrl_c_stops_the_runners_initialize_during_its_dry_run(tmp_path):
+@pytest.mark.parametrize(
+    ("sig", "group", "code"), [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143)], ids=["ctrl_c", "sigterm"]
+)
+def test_an_interrupt_stops_the_runners_initialize_during_its_dry_run(tmp_path, sig, group, code):
     job, _flag = _job(tmp_path)
     before = sorted(p.name for p in job.parent.iterdir())
     proc = _launch([str(SCRIPTS / "run_job_campaign.py"), "initialize", str(job)], tmp_path)
     _wait_for_the_run(job, proc)
     sent = time.monotonic()
-    os.killpg(proc.pid, signal.SIGINT)
-    code, seconds, out, err = _stopped(proc, sent)
-    assert code == 130, (code, err)  # the runner's documented exit code for SIGINT
+    (os.killpg if group else os.kill)(proc.pid, sig)
+    exit_code, seconds, out, err = _stopped(proc, sent)
+    assert exit_code == code, (exit_code, err)  # the runner's documented exit codes
     assert seconds < STOPPED_WITHIN, f"took {seconds:.1f} s to stop"
-    assert "interrupted by SIGINT" in _one_line(err)
+    assert f"interrupted by {sig.name}" in _one_line(err)
     assert out == ""
     _assert_nothing_left(job, tmp_path)
     assert sorted(p.name for p in job.parent.iterdir()) == before  # nothing initialized
