@@ -22,6 +22,7 @@ The exported configs hold each component's effective `num_rounds`, `key_metric` 
 attribute name, which the exported job then loads with the default), and the record names the environment variables job.py's own code read (`env_read`).
 OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. A SIGINT ends a run with no record (the
 boot keeps no KeyboardInterrupt); one job.py's own handler turns into a raise is `sandbox_failed`, never `raised`.
+When the requests' pipe closes while runs are under way (the caller was killed), the boot kills its process group.
 Standard library and nvflare only;
 nothing here trains, and nothing is written outside the temp folder.
 """
