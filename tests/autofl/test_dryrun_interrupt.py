@@ -146,19 +146,26 @@ def _one_line(err: str) -> str:
     return lines[0]
 
 
-def test_ctrl_c_stops_the_importers_dry_run_and_the_next_import_runs_it_again(tmp_path):
+def _interrupt_the_importer(tmp_path: Path, send, code: int, name: str):
+    """Start the importer's dry run of a slow job, `send(proc)` once job.py runs; it stops at once with `code`,
+    one line naming `name`, nothing on stdout and nothing left. Returns (job, flag)."""
     job, flag = _job(tmp_path)
     proc = _launch(_importer(job), tmp_path)
     _wait_for_the_run(job, proc)
     sent = time.monotonic()
-    os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
-    code, seconds, out, err = _stopped(proc, sent)
-    assert code == 130, (code, err)
+    send(proc)
+    got, seconds, out, err = _stopped(proc, sent)
+    assert got == code, (got, err)
     assert seconds < STOPPED_WITHIN, f"took {seconds:.1f} s to stop"
-    assert "interrupted by SIGINT" in _one_line(err)
+    assert f"interrupted by {name}" in _one_line(err)
     assert out == ""
     _assert_nothing_left(job, tmp_path)
+    return job, flag
 
+
+def test_ctrl_c_stops_the_importers_dry_run_and_the_next_import_runs_it_again(tmp_path):
+    ctrl_c = lambda proc: os.killpg(proc.pid, signal.SIGINT)  # noqa: E731  (what the terminal does on Ctrl-C)
+    job, flag = _interrupt_the_importer(tmp_path, ctrl_c, 130, "SIGINT")
     flag.unlink()  # the same files and args: a cached record would answer at once, a new run records the job
     again = subprocess.run(
         [sys.executable, *_importer(job)], env=_env(tmp_path), capture_output=True, timeout=40, check=False
@@ -170,17 +177,8 @@ def test_ctrl_c_stops_the_importers_dry_run_and_the_next_import_runs_it_again(tm
 
 
 def test_sigterm_to_the_importer_alone_ends_its_sandbox(tmp_path):
-    job, _flag = _job(tmp_path)
-    proc = _launch(_importer(job), tmp_path)
-    _wait_for_the_run(job, proc)
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGTERM)  # the importer only: the sandbox is in a session of its own
-    code, seconds, out, err = _stopped(proc, sent)
-    assert code == 143, (code, err)
-    assert seconds < STOPPED_WITHIN, f"took {seconds:.1f} s to stop"
-    assert "interrupted by SIGTERM" in _one_line(err)
-    assert out == ""
-    _assert_nothing_left(job, tmp_path)
+    # the importer only: the sandbox is in a session of its own
+    _interrupt_the_importer(tmp_path, lambda proc: proc.send_signal(signal.SIGTERM), 143, "SIGTERM")
 
 
 @pytest.mark.parametrize(
