@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from autofl_core.importer import api
+from autofl_core.importer import admission, api, dryrun
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "skills" / "nvflare-autofl" / "scripts" / "job_importer.py"
@@ -63,6 +63,30 @@ def test_not_admissible_exits_two_with_config_and_one_line(python_exe):
     as_yaml = run_cli(python_exe, str(FIXTURES / "loss_no_mode" / "job.py"), "--format", "yaml")
     assert_one_line_error(as_yaml, "AUTOFL_METRIC_DIRECTION_CONFLICT")
     assert yaml.safe_load(as_yaml.stdout)["admission_errors"] == json.loads(proc.stdout)["admission_errors"]
+
+
+def test_a_static_refusal_a_run_could_settle_points_to_the_dry_run(python_exe):
+    """sklearn-svm fills its client list in place: the static reading cannot count it, and says a dry run may."""
+    job = REPO / "tests" / "fixtures" / "nvflare_examples" / "sklearn-svm" / "job.py"
+    proc = run_cli(python_exe, str(job))
+    assert_one_line_error(proc, "AUTOFL_UNRESOLVED_SAFETY_FIELD")
+    assert proc.stderr.rstrip().endswith(admission.DRY_RUN_HINT), proc.stderr
+    errors = json.loads(proc.stdout)["admission_errors"]
+    assert errors and all(e["message"].endswith(admission.DRY_RUN_HINT) for e in errors)
+    assert api.import_job(job)["admission_errors"][0]["message"] + admission.DRY_RUN_HINT == errors[0]["message"]
+
+
+@pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+def test_the_dry_run_the_hint_points_to_admits_the_job_without_a_hint(python_exe):
+    job = REPO / "tests" / "fixtures" / "nvflare_examples" / "sklearn-svm" / "job.py"
+    proc = run_cli(python_exe, str(job), "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["fixed_budget"]["num_clients"]["value"] == 3
+
+
+def test_a_refusal_no_run_settles_gets_no_dry_run_hint(python_exe):
+    proc = run_cli(python_exe, str(FIXTURES / "loss_no_mode" / "job.py"))
+    assert "--dry-run" not in proc.stderr and "--dry-run" not in proc.stdout
 
 
 def test_requested_metric_not_declared(python_exe):

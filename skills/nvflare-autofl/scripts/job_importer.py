@@ -14,7 +14,8 @@ it nothing is run. Where the host cannot seal a dry run, the static reading stan
 Prints the imported config plus `admission_errors` ([{code, message}]) on stdout. `--format yaml` is the view for
 a human: long literal values are shortened there (`[0.0] x 210`); `--format json` is the complete data.
 Exit codes: 0 admissible; 2 not admissible, or the job/arguments could not be read (one line on stderr);
-141, quietly, when the reader of stdout went away.
+129/130/131/143 interrupted by SIGHUP/SIGINT/SIGQUIT/SIGTERM (one line; a dry run under way is ended and nothing
+of it is cached); 141, quietly, when the reader of stdout went away.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _load_private_package(name: str):
 
 _load_private_package("autofl_core")
 from autofl_core.common import cli  # noqa: E402
-from autofl_core.importer import api, display  # noqa: E402
+from autofl_core.importer import admission, api, display  # noqa: E402
 from autofl_core.importer.files import JobImportError  # noqa: E402
 
 EXIT_OK, EXIT_REJECTED = cli.EXIT_OK, cli.EXIT_INVALID
@@ -80,7 +81,15 @@ ARGUMENT_STRING_OPTIONS = ("--base-args",)
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    cli.install_interrupt_handlers()  # a dry run under way is ended on the way out, never left running
+    try:
+        return _import(sys.argv[1:] if argv is None else argv)
+    except cli.Interrupted as stop:
+        sys.stderr.write(f"job_importer: interrupted by {stop.signal_name}; nothing was imported or cached\n")
+        return stop.exit_code
+
+
+def _import(argv: list[str]) -> int:
     options = build_parser().parse_args(cli.attach_values(argv, ARGUMENT_STRING_OPTIONS))
     cli.restore_dashes(options, ARGUMENT_STRING_OPTIONS)
     if options.metric is not None and not options.metric.strip():
@@ -93,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_REJECTED
     try:
         config = api.import_job(options.job, metric=options.metric, base_args=base_args, dry_run=options.dry_run)
+        if not options.dry_run:
+            config["admission_errors"] = admission.with_dry_run_hint(config["admission_errors"])
         text = render(config, options.format)
     except JobImportError as exc:
         sys.stderr.write(f"job_importer: {exc}\n")

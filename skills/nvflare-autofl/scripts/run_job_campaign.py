@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import signal
 import sys
 from pathlib import Path
 
@@ -57,10 +56,6 @@ from autofl_core.common import cli  # noqa: E402
 from autofl_core.runner import lifecycle  # noqa: E402
 from autofl_core.runner.outcome import (  # noqa: E402
     EXIT_INVALID,
-    EXIT_SIGHUP,
-    EXIT_SIGINT,
-    EXIT_SIGQUIT,
-    EXIT_SIGTERM,
     CampaignError,
     Interrupted,
 )
@@ -228,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = join_argument_strings(sys.argv[1:] if argv is None else argv)
     options = cli.restore_dashes(build_parser().parse_args(args), ARGUMENT_STRING_OPTIONS)
-    _install_signal_handlers()
+    cli.install_interrupt_handlers()  # SIGTERM, SIGINT, SIGHUP, SIGQUIT unwind the action alike
     try:
         code, envelope = lifecycle.run(options.action, options)
     except CampaignError as error:
@@ -254,24 +249,6 @@ def main(argv: list[str] | None = None) -> int:
 def join_argument_strings(argv: list[str]) -> list[str]:
     """`--base-args "--num_rounds=5"` -> `--base-args=--num_rounds=5`: argparse would read the value as an option."""
     return cli.attach_values(argv, ARGUMENT_STRING_OPTIONS)
-
-
-def _install_signal_handlers() -> None:
-    """SIGTERM, SIGINT, SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\\) all unwind the action the same way."""
-    codes = {
-        signal.SIGTERM: EXIT_SIGTERM,
-        signal.SIGINT: EXIT_SIGINT,
-        signal.SIGHUP: EXIT_SIGHUP,
-        signal.SIGQUIT: EXIT_SIGQUIT,
-    }
-
-    def handler(signum, _frame):
-        for sig in codes:  # a second signal must not interrupt the cleanup
-            signal.signal(sig, signal.SIG_IGN)
-        raise Interrupted(signal.Signals(signum).name, codes[signum])
-
-    for sig in codes:
-        signal.signal(sig, handler)
 
 
 def _positive_int(text: str) -> int:

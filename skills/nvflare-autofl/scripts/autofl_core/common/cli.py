@@ -2,6 +2,8 @@
 
 `write_stdout` is how a CLI delivers its one document: when the reader has closed the pipe (`| head -0`, a
 cancelled tool call) the CLI exits EXIT_STDOUT_CLOSED quietly, like any Unix tool, instead of a traceback.
+`install_interrupt_handlers()` turns SIGTERM, SIGINT, SIGHUP and SIGQUIT into `Interrupted` (exit 128 + the signal's
+number), so `with` blocks end their child processes on the way out and the CLI says so in one line.
 `attach_values(argv, ("--base-args",))` lets an option that holds a job's argument string take a value that
 starts with "-" (`--base-args "--num_rounds=5"`, `--base-args -r5`), which argparse would otherwise refuse.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Collection, Sequence
 
@@ -17,6 +20,36 @@ EXIT_OK = 0
 EXIT_UNSCORED = 1
 EXIT_INVALID = 2
 EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
+EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGQUIT, EXIT_SIGTERM = 129, 130, 131, 143  # 128 + the signal: the shell convention
+INTERRUPT_CODES = {
+    signal.SIGTERM: EXIT_SIGTERM,
+    signal.SIGINT: EXIT_SIGINT,
+    signal.SIGHUP: EXIT_SIGHUP,
+    signal.SIGQUIT: EXIT_SIGQUIT,
+}
+
+
+class Interrupted(BaseException):
+    """SIGTERM, SIGINT, SIGHUP or SIGQUIT arrived: unwind (ending child processes, restoring files) and exit
+    128 + the signal number (`exit_code`)."""
+
+    def __init__(self, signal_name: str, exit_code: int):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+        self.exit_code = exit_code
+
+
+def install_interrupt_handlers() -> None:
+    """SIGTERM, SIGINT, SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\\) all raise `Interrupted`; the first one
+    ignores the rest, so a second Ctrl-C cannot cut the cleanup short."""
+
+    def handler(signum, _frame):
+        for sig in INTERRUPT_CODES:
+            signal.signal(sig, signal.SIG_IGN)
+        raise Interrupted(signal.Signals(signum).name, INTERRUPT_CODES[signum])
+
+    for sig in INTERRUPT_CODES:
+        signal.signal(sig, handler)
 
 
 class OneLineParser(argparse.ArgumentParser):

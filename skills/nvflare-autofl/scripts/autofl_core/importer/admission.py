@@ -7,6 +7,7 @@ Every message says exactly what to change.
 from __future__ import annotations
 
 from . import argparse_flow as ap
+from .budget import FIELDS
 from .objective import is_lower_better_name
 
 UNSUPPORTED = "AUTOFL_UNSUPPORTED_JOB"
@@ -20,11 +21,24 @@ BUDGET_CONFLICT = "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
 SCHEMA_BUDGET_MISMATCH = "AUTOFL_SCHEMA_BUDGET_MISMATCH"
 UNISOLATED_WORKSPACE = "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"
 WOULD_RAISE = "AUTOFL_RECIPE_WOULD_RAISE"
+SETTLED_BY_RUNNING = {  # a recorded run names the job, its budget, its key metric and its simulator folder
+    UNSUPPORTED,
+    EMPTY_BUDGET,
+    UNRESOLVED_SAFETY,
+    NOT_DECLARED,  # recomputed against the recorded key metric
+    UNISOLATED_WORKSPACE,
+    WOULD_RAISE,  # a recorded run got past NVFLARE's own checks
+    SCHEMA_BUDGET_MISMATCH,  # recomputed against the recorded budget
+}
+READ_BY_RUNNING = (EMPTY_BUDGET, UNRESOLVED_SAFETY)  # what a recorded run reads where the static reading cannot
+DRY_RUN_HINT = (
+    "; a dry run may settle this: add --dry-run (it runs job.py sealed up to NVFLARE and records what it builds; "
+    "initialize does this wherever the host can seal a run)"
+)
 WORKSPACE_FIX = (
     'job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path")), or run the '
     "job as a recipe with SimEnv"
 )
-BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
 
 
 def _error(code: str, message: str) -> dict:
@@ -32,13 +46,14 @@ def _error(code: str, message: str) -> dict:
 
 
 def _input_errors(config: dict) -> list[dict]:
+    schema, args = config.get("schema", {}), config.get("argparse", {})
     errors = [
         _error(INVALID_SCHEMA, f"mutation_schema.yaml: {e}; fix the schema file or remove it")
-        for e in config.get("schema", {}).get("errors", [])
+        for e in schema.get("errors", [])
     ]
     errors += [
         _error(INVALID_BASE_ARGS, f"--base-args: {e}; job.py's parser would reject it, fix --base-args")
-        for e in config.get("argparse", {}).get("base_args_errors", [])
+        for e in args.get("base_args_errors", [])
     ]
     errors += [
         _error(
@@ -46,12 +61,10 @@ def _input_errors(config: dict) -> list[dict]:
             f"--base-args: {token!r} starts with {token[0]!r}, which job.py's parser reads as a file of more "
             "arguments (fromfile_prefix_chars); write those arguments out in --base-args",
         )
-        for token in ap.fromfile_arguments(
-            config.get("argparse") or {}, config.get("argparse", {}).get("base_args", [])
-        )
+        for token in ap.fromfile_arguments(args, args.get("base_args", []))
     ]
-    errors += [_error(BUDGET_CONFLICT, c) for c in config.get("argparse", {}).get("budget_conflicts", [])]
-    errors += [_error(SCHEMA_BUDGET_MISMATCH, m) for m in config.get("schema", {}).get("budget_mismatches", [])]
+    errors += [_error(BUDGET_CONFLICT, c) for c in args.get("budget_conflicts", [])]
+    errors += [_error(SCHEMA_BUDGET_MISMATCH, m) for m in schema.get("budget_mismatches", [])]
     return errors
 
 
@@ -70,12 +83,12 @@ def _class_parser_hint(config: dict) -> str:
 
 def _budget_errors(config: dict) -> list[dict]:
     budget = config.get("fixed_budget") or {}
-    entries = [budget.get(f) or {} for f in BUDGET_FIELDS]
+    entries = [budget.get(f) or {} for f in FIELDS]
     hint = _class_parser_hint(config)
     if not any(e.get("value") is not None for e in entries):
         if hint:
             return [_error(EMPTY_BUDGET, f"no fixed training budget could be read: {hint}")]
-        why = next((f"{f}: {e['reason']}" for f, e in zip(BUDGET_FIELDS, entries, strict=True) if e.get("reason")), "")
+        why = next((f"{f}: {e['reason']}" for f, e in zip(FIELDS, entries, strict=True) if e.get("reason")), "")
         return [
             _error(
                 EMPTY_BUDGET,
@@ -84,18 +97,16 @@ def _budget_errors(config: dict) -> list[dict]:
                 "recipe and SimEnv",
             )
         ]
-    errors = []
-    for field, entry in zip(BUDGET_FIELDS, entries, strict=True):
-        if entry.get("confidence") == "unresolved":
-            errors.append(
-                _error(
-                    UNRESOLVED_SAFETY,
-                    f"fixed_budget.{field} is unresolved ({entry.get('reason')}); "
-                    f"set {field} from a literal or an argparse default in job.py, or pass its "
-                    "option in --base-args",
-                )
-            )
-    return errors
+    return [
+        _error(
+            UNRESOLVED_SAFETY,
+            f"fixed_budget.{field} is unresolved ({entry.get('reason')}); "
+            f"set {field} from a literal or an argparse default in job.py, or pass its "
+            "option in --base-args",
+        )
+        for field, entry in zip(FIELDS, entries, strict=True)
+        if entry.get("confidence") == "unresolved"
+    ]
 
 
 def _objective_errors(config: dict, requested: str | None) -> list[dict]:
@@ -204,3 +215,8 @@ def admission_errors(config: dict, requested_metric: str | None = None) -> list[
         + _budget_errors(config)
         + _objective_errors(config, requested_metric)
     )
+
+
+def with_dry_run_hint(errors: list[dict]) -> list[dict]:
+    """`errors` of a static reading, each budget or objective field it could not read ending with `DRY_RUN_HINT`."""
+    return [{**e, "message": e["message"] + DRY_RUN_HINT} if e["code"] in READ_BY_RUNNING else e for e in errors]

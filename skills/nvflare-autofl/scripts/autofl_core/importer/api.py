@@ -35,15 +35,14 @@ from .runner_view import (  # noqa: F401  (re-exported public API)
     fixed_budget_options,
     parse_job_args,
 )
-from .schema import SCHEMA_FILE, budget_mismatches, parse_schema_text, schema_section
+from .schema import RUNNER_SETTINGS, SCHEMA_FILE, budget_mismatches, parse_schema_text, schema_section
 from .search import suggested
 from .surface import Surface, analyze, job_section, simulator_workspace
-from .trust import safe_relative, train_script_of, trust_section
+from .trust import module_files, safe_relative, train_script_of, trust_section
 from .values import UNRESOLVED, describe, to_jsonable
 from .walker import Walker
 
 IMPORTER_VERSION = "1.0"
-RUNNER_SETTINGS = {"run_timeout_seconds", "simulator_no_progress_timeout_seconds"}
 
 
 def _parse(source: str, job_name: str) -> tuple[ast.Module | None, str]:
@@ -87,15 +86,6 @@ def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -
     return args, conflicts
 
 
-def _walk(tree: ast.Module, base_args: list[str], schema: dict, job_name: str) -> tuple[Any, list[str], list[str]]:
-    walk = Walker(base_args, job_name).run(tree)
-    budget = schema["comparison_budget_args"]["default_candidate_budget"]
-    extra, conflicts = _schema_args(_main_parser(walk)[0], budget, base_args)
-    if extra:
-        walk = Walker(base_args + extra, job_name).run(tree)
-    return walk, extra, conflicts
-
-
 def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], conflicts: list[str]) -> dict:
     parser, namespace = _main_parser(walk)
     flags = []
@@ -119,34 +109,37 @@ def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], c
     }
 
 
+def _comparison_keys(schema: dict) -> list[str]:
+    """The schema's comparison arguments the runner pins as job options (not its own settings, not the budget's
+    n_clients and num_rounds, which fixed_budget covers)."""
+    budget = schema["comparison_budget_args"]
+    keys = {*budget["default_candidate_budget"], *budget["fixed_within_campaign"]}
+    return sorted(keys - RUNNER_SETTINGS - {"n_clients", "num_rounds"})
+
+
 def _budget_section(surface: Surface, argparse_section: dict, schema: dict) -> dict:
     budget = fixed_budget(surface)
     by_dest = {f["dest"]: f for f in argparse_section["flags"]}
-    pinned = dict(schema["comparison_budget_args"]["default_candidate_budget"])
-    pinned.update({k: None for k in schema["comparison_budget_args"]["fixed_within_campaign"] if k not in pinned})
-    extra = {}
-    for key in sorted(pinned):
-        flag = by_dest.get(key)
-        if key in RUNNER_SETTINGS or flag is None or flag["positional"] or key in ("n_clients", "num_rounds"):
-            continue
-        extra[key] = {"flag": ap.Flag(flag["option_strings"], key).canonical, "value": flag["value"]}
     if budget:
-        budget["comparison_args"] = extra
+        budget["comparison_args"] = {
+            key: {"flag": ap.Flag(by_dest[key]["option_strings"], key).canonical, "value": by_dest[key]["value"]}
+            for key in _comparison_keys(schema)
+            if key in by_dest and not by_dest[key]["positional"]
+        }
     return budget
 
 
 def _schema_unapplied(schema: dict, flags: list[dict]) -> list[dict]:
     """Schema arguments job.py has no option for: recorded for the human, never silently dropped."""
     dests = {f["dest"] for f in flags if not f["positional"]}
-    budget = schema["comparison_budget_args"]
     notes = [
         {
             "field": f"schema.comparison_budget_args.{key}",
             "reason": f"job.py has no --{key} option, so the runner cannot pin it; candidates are compared "
             "with whatever job.py and its train script use",
         }
-        for key in sorted({*budget["default_candidate_budget"], *budget["fixed_within_campaign"]})
-        if key not in dests and key not in RUNNER_SETTINGS and key not in ("n_clients", "num_rounds")
+        for key in _comparison_keys(schema)
+        if key not in dests
     ]
     notes += [
         {
@@ -206,24 +199,8 @@ def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ScriptPar
     walk = Walker([], script_rel).run(tree)
     if walk.problems or not walk.parsers or any(p.problems for p in walk.parsers):
         return ScriptParser(known=False)
-    if walk.namespaces:
-        return ScriptParser(True, walk.namespaces[0].parser, walk.namespaces[0].known_only)
-    return ScriptParser(True, walk.parsers[0], False)
-
-
-def _tunable(space: list[dict], reached: set[str], schema: dict) -> tuple[list[dict], list[dict]]:
-    """Suggested options that reach the job, and notes for schema-declared ones that do not."""
-    kept = [s for s in space if s["flag"] in reached]
-    notes = [
-        {
-            "field": f"schema.mutable_args.{s['dest']}",
-            "reason": f"job.py parses {s['flag']} but its value never reaches the job (not used, or forwarded to "
-            "a client script that does not accept it), so tuning it changes nothing",
-        }
-        for s in space
-        if s["flag"] not in reached and s["dest"] in schema["mutable_args"]
-    ]
-    return kept, notes
+    parser, namespace = _main_parser(walk)
+    return ScriptParser(True, parser, namespace is not None and namespace.known_only)
 
 
 @dataclass
@@ -270,7 +247,11 @@ def import_source(
     if job.tree is None:
         job.walk, job.surface = Walker(job.base_args).out, Surface(reason=syntax_error)
     else:
-        job.walk, job.schema_args, job.conflicts = _walk(job.tree, job.base_args, job.schema, job_name)
+        job.walk = Walker(job.base_args, job_name).run(job.tree)
+        budget = job.schema["comparison_budget_args"]["default_candidate_budget"]
+        job.schema_args, job.conflicts = _schema_args(_main_parser(job.walk)[0], budget, job.base_args)
+        if job.schema_args:  # walked again with the schema's budget arguments the runner adds
+            job.walk = Walker(job.base_args + job.schema_args, job_name).run(job.tree)
         _mark_job_classes(job.walk, job.exists)
         job.surface = analyze(job.walk)
     shadow = next((rel for rel in ("nvflare.py", "nvflare/__init__.py") if job.exists(rel)), None)
@@ -287,19 +268,28 @@ def _mark_job_classes(walk: Any, exists: Callable[[str], bool]) -> None:
         module = cls.qualname.rpartition(".")[0].lstrip(".")
         if not module or cls.qualname.startswith(("nvflare.", recipes.LOCAL_PREFIX)):
             continue
-        stem = module.replace(".", "/")
-        if exists(f"{stem}.py") or exists(f"{stem}/__init__.py"):
+        if any(exists(path) for path in module_files(module, "")):
             cls.qualname = recipes.LOCAL_PREFIX + cls.qualname.lstrip(".")
 
 
 def _space_and_shaping(
-    job: _Job, budget: dict, schema: dict, args_section: dict, script_rel: str | None, script_tree: Any
+    job: _Job, budget: dict, args_section: dict, script_rel: str | None, script_tree: Any
 ) -> tuple[list[dict], list, dict]:
-    """(suggested search space, notes on options that reach nothing, data-shaping classes): an option classed as
-    data shaping (fixed or unclassified) is never suggested."""
-    parser = _main_parser(job.walk)[0]
+    """(suggested search space, notes on schema-declared options that reach nothing, data-shaping classes): an
+    option that does not reach the job, or is classed as data shaping (fixed or unclassified), is never suggested."""
+    schema, parser = job.schema, _main_parser(job.walk)[0]
     space = suggested(parser.flags if parser else [], _pinned_flags(budget), schema["mutable_args"])
-    space, unused = _tunable(space, reaching_options(job.walk, _script_parser(script_rel, script_tree)), schema)
+    reached = reaching_options(job.walk, _script_parser(script_rel, script_tree))
+    unused = [
+        {
+            "field": f"schema.mutable_args.{s['dest']}",
+            "reason": f"job.py parses {s['flag']} but its value never reaches the job (not used, or forwarded to "
+            "a client script that does not accept it), so tuning it changes nothing",
+        }
+        for s in space
+        if s["flag"] not in reached and s["dest"] in schema["mutable_args"]
+    ]
+    space = [s for s in space if s["flag"] in reached]
     shaping = data_shaping.classify(args_section["flags"], job.tree, script_tree, forwarded_options(job.walk))
     for entry in space:  # mutation_schema.yaml's mutable_args are the user's word on a flow the importer cannot read
         if entry["dest"] in schema["mutable_args"]:
@@ -329,13 +319,12 @@ def _assemble(job: _Job) -> dict:
         job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists, schema["preferred_targets"]
     )
     notes += _schema_unapplied(schema, args_section["flags"])
-    space, unused, shaping = _space_and_shaping(job, budget, schema, args_section, script_rel, script_tree)
+    space, unused, shaping = _space_and_shaping(job, budget, args_section, script_rel, script_tree)
     unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes + unused if supported else [])
     job_block = job_section(surface, job.name)
     env = job_block["env"] or {}
     config = {
         "argparse": args_section,
-        "cli_flags": ap.cli_flags_from(args_section["flags"], args_section["allow_abbrev"]),
         "data_shaping": shaping,
         "environment": {
             "discovered": {"args": env.get("args", {}), "name": env.get("class")},
@@ -354,16 +343,10 @@ def _assemble(job: _Job) -> dict:
         "schema": schema,
         "search_space": {"suggested": space},
         "source_sha256": hashlib.sha256(job.source.encode("utf-8", "surrogatepass")).hexdigest(),
-        "summary": display.summary(
-            objective,
-            budget,
-            editable=list(trust["allowed_edit_paths"]),
-            unresolved=[u["field"] for u in unresolved],
-            allowed=[s["flag"] for s in space],
-        ),
         "trust": trust,
         "unresolved": unresolved,
     }
+    config["cli_flags"], config["summary"] = cli_flags(config), display.summary(config)
     config["admission_errors"] = admission_errors(config, job.metric)
     return config
 
@@ -420,7 +403,8 @@ def import_job(
     if overlay:
         source = workspace.read_file(path.name) or source
         schema_text = workspace.read_file(SCHEMA_FILE) if workspace.exists(SCHEMA_FILE) else schema_text
-    if not dry_run or not _uses_nvflare(source, workspace.read_file):
+
+    def static() -> dict:
         return import_source(
             source,
             job_name=path.name,
@@ -430,24 +414,18 @@ def import_job(
             read_file=workspace.read_file,
             exists=workspace.exists,
         )
+
+    if not dry_run or not _uses_nvflare(source, workspace.read_file):
+        return static()
     from . import dryrun
 
     with dryrun.Session(path, overlay=overlay, python=python) as session:
         if not session.cached(list(base_args)):
             session.start()  # NVFLARE's import in the sandbox overlaps the static reading
-        config = import_source(
-            source,
-            job_name=path.name,
-            metric=metric,
-            base_args=base_args,
-            schema_text=schema_text,
-            read_file=workspace.read_file,
-            exists=workspace.exists,
-        )
-        return _with_dry_run(config, path, workspace, session, [str(a) for a in run_args or ()])
+        return _with_dry_run(static(), path, workspace, session, [str(a) for a in run_args or ()])
 
 
-def _unseen_options(config: dict, source: str, job_name: str, read_file: Callable, reached: set[str]) -> None:
+def _unseen_options(config: dict, tree: Any, job_name: str, read_file: Callable, reached: set[str]) -> None:
     """Options only the real parser has (the reading never saw them): classified for data shaping like the others
     (by name, by the data calls job.py or the client script passes them to), and suggested for tuning when the
     perturbed run showed them reaching what NVFLARE builds and the client script, where it is readable, defines
@@ -458,13 +436,13 @@ def _unseen_options(config: dict, source: str, job_name: str, read_file: Callabl
     flags = [ap.flag_from_record(f) for f in unseen]
     script_rel, script_tree, _notes = _script_tree(job_name, config["trust"].get("train_script"), read_file)
     forwarded = {f.canonical for f in flags if f.canonical in reached}
-    found = data_shaping.classify(unseen, _parse(source, job_name)[0], script_tree, forwarded)
+    found = data_shaping.classify(unseen, tree, script_tree, forwarded)
     shaping = config["data_shaping"]
     for kind in ("fixed", "unclassified"):
         shaping[kind] = {**shaping.get(kind, {}), **found[kind]}
     script = _script_parser(script_rel, script_tree)
-    accepted = {f.dest for f in script.parser.flags} if script.known and script.parser is not None else None
-    tunable = [f for f in flags if f.canonical in reached and (not script.known or (accepted and f.dest in accepted))]
+    accepted = {f.dest for f in script.parser.flags} if script.parser is not None else set()
+    tunable = [f for f in flags if f.canonical in reached and (not script.known or f.dest in accepted)]
     blocked = {*shaping["fixed"], *shaping["unclassified"], *_pinned_flags(config["fixed_budget"])}
     known = {s["flag"] for s in config["search_space"]["suggested"]}
     config["search_space"]["suggested"] += [
@@ -508,15 +486,15 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
         moved = moves.moving_options(record, args, lambda batch: session.run_many(batch, keep=keep), reached)
         env_moved = moves.moving_env(record, lambda env: session.run(args, env=env, keep=keep), dryrun.FIXED_ENV)
 
-    def trust_for(script: str | None) -> dict:
-        tree = _parse(config_source, path.name)[0] or ast.Module([], [])
-        rel, script_tree, _notes = _script_tree(path.name, script, workspace.read_file)
-        schema = config["schema"]
-        return trust_section(path.name, tree, rel, script_tree, workspace.exists, schema["preferred_targets"])
+    tree = _parse(workspace.read_file(path.name) or "", path.name)[0]
 
-    config_source = workspace.read_file(path.name) or ""
+    def trust_for(script: str | None) -> dict:
+        rel, script_tree, _notes = _script_tree(path.name, script, workspace.read_file)
+        job_tree, targets = tree or ast.Module([], []), config["schema"]["preferred_targets"]
+        return trust_section(path.name, job_tree, rel, script_tree, workspace.exists, targets)
+
     config = dryrun_config.apply(config, record, moved, trust_for, env_moved=env_moved)
-    config["cli_flags"] = ap.cli_flags_from(config["argparse"]["flags"], config["argparse"]["allow_abbrev"])
+    config["cli_flags"] = cli_flags(config)
     if recorded_run:
         config["import"]["dry_run"]["tried_options"] = moves.tried_options(record)
         config["import"]["dry_run"]["args"] = list(args)
@@ -528,12 +506,6 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
     pinned = _pinned_flags(config["fixed_budget"])
     config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
     if record is not None and record.parsers:
-        _unseen_options(config, config_source, path.name, workspace.read_file, set(reached) - pinned)
-    config["summary"] = display.summary(
-        config["objective"],
-        config["fixed_budget"],
-        editable=list(config["trust"]["allowed_edit_paths"]),
-        unresolved=[u["field"] for u in config["unresolved"]],
-        allowed=[s["flag"] for s in config["search_space"]["suggested"]],
-    )
+        _unseen_options(config, tree, path.name, workspace.read_file, set(reached) - pinned)
+    config["summary"] = display.summary(config)
     return config

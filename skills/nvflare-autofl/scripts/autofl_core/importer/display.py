@@ -7,7 +7,7 @@ long string, a long mapping) are summarized for display only (`[0.0] x 210`, `[1
 type, length and first items); the config's data (JSON, autofl.yaml) always keeps the full value. Pure.
 Usage::
 
-    config["summary"] = summary(objective, budget, editable=[...], unresolved=[...], allowed=[...])
+    config["summary"] = summary(config)   # from its objective, fixed_budget, trust, unresolved, search_space
     view = elide(config)   # a copy for `job_importer.py --format yaml`; `config` is unchanged
 """
 
@@ -15,16 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from .budget import FIELDS
+
 MAX_ITEMS = 16  # a list of numbers longer than this is shortened (a model's initial weights, say)
 MAX_CHARS = 500  # a string longer than this is shortened
 SHOWN_ITEMS = 3  # items kept before "... (N items: types)"
 VALUE_KEYS = ("value", "default")  # where the config holds literals taken from the job's source
-BUDGET_FIELDS = ("num_clients", "min_clients", "num_rounds")
 DIRECTION = {"max": "higher is better", "min": "lower is better"}
 
 
-def summary(objective: dict, budget: dict, *, editable: list, unresolved: list, allowed: list) -> dict:
+def summary(config: dict) -> dict:
     """The `summary` block of an imported config (values elided for display)."""
+    objective, budget = config["objective"], config["fixed_budget"]
     return elide(
         {
             "objective": {
@@ -34,17 +36,13 @@ def summary(objective: dict, budget: dict, *, editable: list, unresolved: list, 
                 "source": objective.get("mode_contract_source"),
             },
             "fixed_budget": {
-                field: {
-                    "value": (budget.get(field) or {}).get("value"),
-                    "confidence": (budget.get(field) or {}).get("confidence"),
-                    "source": (budget.get(field) or {}).get("source"),
-                }
-                for field in BUDGET_FIELDS
+                field: {key: (budget.get(field) or {}).get(key) for key in ("value", "confidence", "source")}
+                for field in FIELDS
                 if field in budget
             },
-            "editable": list(editable),
-            "unresolved": list(unresolved),
-            "allowed": list(allowed),
+            "editable": list(config["trust"]["allowed_edit_paths"]),
+            "unresolved": [u["field"] for u in config["unresolved"]],
+            "allowed": [s["flag"] for s in config["search_space"]["suggested"]],
         }
     )
 

@@ -205,8 +205,8 @@ class Session:
     def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, *_exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *_exc) -> None:
+        self.close(at_once=exc_type is not None)  # an interrupt (or an error) never waits for job.py
 
     def cached(self, args: list[str]) -> bool:
         key = job_digest(self.job.parent, self.overlay, [str(a) for a in args], self.python)
@@ -309,11 +309,12 @@ class Session:
         written.pop("imported", None)  # the JSON before `recorded.parse`: the session's own facts join it
         return {**written, "seconds": seconds, "root_variable": self.env[childenv.SIMULATOR_ROOT_VAR]}
 
-    def close(self) -> None:
-        """End the sandbox (its init ends every process in it) and remove its folder."""
+    def close(self, at_once: bool = False) -> None:
+        """End the sandbox (its init ends every process in it) and remove its folder; `at_once` kills it without
+        letting a run under way finish (an interrupt: its record is never read nor cached)."""
         if self.proc is not None:
             try:
-                if not self.count:  # started early but never asked: no need to wait for its NVFLARE import
+                if at_once or not self.count:  # never asked: no need to wait for its NVFLARE import either
                     raise subprocess.TimeoutExpired(self.proc.args, 0)
                 self.proc.stdin.close()
                 self.proc.wait(timeout=5)

@@ -20,7 +20,10 @@ An export does not end the run: job.py may run the job next; the export is the r
 The exported configs hold each component's effective `num_rounds`, `key_metric` and `negate_key_metric`
 (NVFLARE's export leaves out a value equal to the constructor's default, and one the component keeps under another
 attribute name, which the exported job then loads with the default), and the record names the environment variables job.py's own code read (`env_read`).
-OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. Standard library and nvflare only;
+OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. A SIGINT ends a run with no record (the
+boot keeps no KeyboardInterrupt); one job.py's own handler turns into a raise is `sandbox_failed`, never `raised`.
+When the requests' pipe closes while runs are under way (the caller was killed), the boot kills its process group.
+Standard library and nvflare only;
 nothing here trains, and nothing is written outside the temp folder.
 """
 
@@ -32,6 +35,8 @@ import importlib.machinery
 import json
 import os
 import runpy
+import select
+import signal
 import sys
 import tempfile
 import traceback
@@ -483,6 +488,10 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
         record = {"status": "no_run"}
     except Stop:
         record = STATE["record"]
+    except KeyboardInterrupt:  # a SIGINT job.py turned into a raise: an interrupted run, never the job's failure
+        with open(out, "w", encoding="utf-8") as handle:
+            json.dump({"status": "sandbox_failed", "reason": "the dry run was interrupted"}, handle)
+        return
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
         record = {"status": "exited", "code": code, "where": _job_frame(job, stop.__traceback__)}
@@ -544,16 +553,32 @@ def _first_run(out: str, job: str, args: list[str], before: set, env: dict) -> b
         return False
 
 
+def _wait(pid: int) -> None:
+    """Wait for a run; end the boot (and with it the sandbox) as soon as the requests' pipe closes: the caller
+    is gone (killed, interrupted) and nobody will read this run's record."""
+    try:
+        ended = [os.pidfd_open(pid)]  # readable when the run ends: no polling delay
+    except (AttributeError, OSError):  # an older kernel or Python: look every 50 ms
+        ended = []
+    try:
+        while not os.waitpid(pid, os.WNOHANG)[0]:
+            if sys.stdin in select.select([sys.stdin, *ended], [], [], None if ended else 0.05)[0]:
+                os.killpg(0, signal.SIGKILL)  # at end of file: every run and the boot (the init ends the rest)
+    finally:
+        for fd in ended:
+            os.close(fd)
+
+
 def _runs(requests: list[dict], job: str) -> None:
     """Run every request in its own child, at most PARALLEL at a time; then import here what they imported
     (NVFLARE's recipe modules, framework stand-ins), so later children start with it."""
     running: list[int] = []
     for request in requests:
         if len(running) >= PARALLEL:
-            os.waitpid(running.pop(0), 0)
+            _wait(running.pop(0))
         running.append(_fork(request["out"], job, request["args"], request["env"]))
     for pid in running:
-        os.waitpid(pid, 0)
+        _wait(pid)
     for request in requests:
         try:
             with open(request["out"], encoding="utf-8") as handle:
@@ -569,6 +594,7 @@ def _runs(requests: list[dict], job: str) -> None:
 
 def main(argv: list[str]) -> int:
     """`--serve JOB` reads `{"runs": [{"out", "args", "env"}, ...]}` lines on stdin and answers `done` to each."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a SIGINT ends a run (no record, never a "raised" one)
     job = os.path.abspath(argv[1])
     STATE["job"] = job
     sys.path.insert(0, os.path.dirname(job))

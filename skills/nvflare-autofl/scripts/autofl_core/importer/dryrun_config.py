@@ -23,21 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import moves, recorded
-from .admission import SCHEMA_BUDGET_MISMATCH, UNISOLATED_WORKSPACE, UNSUPPORTED, admission_errors
+from .admission import SETTLED_BY_RUNNING, UNSUPPORTED, admission_errors
 from .argparse_flow import NO_VALUE_ACTIONS
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord
 from .schema import budget_mismatches
 
-SETTLED_BY_RUNNING = {  # a recorded run names the job, its budget, its key metric and its simulator folder
-    UNSUPPORTED,
-    SCHEMA_BUDGET_MISMATCH,  # recomputed against the recorded budget
-    "AUTOFL_EMPTY_FIXED_BUDGET",
-    "AUTOFL_UNRESOLVED_SAFETY_FIELD",
-    "AUTOFL_METRIC_NOT_DECLARED",  # recomputed against the recorded key metric
-    UNISOLATED_WORKSPACE,
-    "AUTOFL_RECIPE_WOULD_RAISE",  # a recorded run got past NVFLARE's own checks
-}
 UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
     "environment variable",
     "host environment",

@@ -34,27 +34,23 @@ def reaching_options(walk: Any, script: ScriptParser) -> set[str]:
     """Canonical job options whose values reach the job (see the module docstring)."""
     reached: set[str] = set()
     for obj in walk.objects:
-        reached.update(obj.control)
+        reached.update(option_flags(obj.control))
         reached.update(_flags_of(obj.args))
         for key, value in obj.kwargs.items():
             reached.update(_forwarded(value, script) if key in FORWARDED_KWARGS else _flags_of([value]))
     for call in walk.calls:
-        reached.update(call.control)
+        reached.update(option_flags(call.control))
         reached.update(_flags_of([*call.args, *call.kwargs.values()]))
-    return {flag for flag in reached if not flag.startswith("env:")}
+    return reached
 
 
 def forwarded_options(walk: Any) -> set[str]:
     """Canonical job options whose values job.py writes into an argument string for the client script."""
-    found: set[str] = set()
-    for obj in walk.objects:
-        for key, value in obj.kwargs.items():
-            if key in FORWARDED_KWARGS:
-                found.update(_flags_of([value]))
-    return {flag for flag in found if not flag.startswith("env:")}
+    return _flags_of([value for obj in walk.objects for key, value in obj.kwargs.items() if key in FORWARDED_KWARGS])
 
 
 def _flags_of(values: list) -> set[str]:
+    """The job options the values were computed from (environment tags left out, as `option_flags` does)."""
     found: set[str] = set()
     for value in values:
         if isinstance(value, Val):
@@ -66,9 +62,8 @@ def _flags_of(values: list) -> set[str]:
 
 def _forwarded(value: Any, script: ScriptParser) -> set[str]:
     """Options of an argument string that the client script accepts."""
-    if not isinstance(value, Val) or not value.resolved or not isinstance(value.value, str):
-        return _flags_of([value])
-    if not script.known or not value.parts or re.search(r"['\"\\\\]", value.value):
+    readable = isinstance(value, Val) and value.resolved and isinstance(value.value, str) and value.parts
+    if not readable or not script.known or re.search(r"['\"\\\\]", value.value):
         return _flags_of([value])  # cannot tell which part goes where: assume every option reaches the script
     if script.parser is None:
         return set()  # the script has no argparse: it never reads what it is given

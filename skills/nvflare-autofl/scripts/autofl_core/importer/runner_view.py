@@ -52,13 +52,9 @@ def fixed_budget_options(config: dict) -> list[str]:
 def _depended_options(config: dict) -> list[str]:
     """The options the fixed budget's entries name (their `flag` and `depends_on`), in budget order."""
     budget = config.get("fixed_budget") or {}
-    options: list[str] = []
     entries = [budget.get(f) or {} for f in FIELDS] + list((budget.get("comparison_args") or {}).values())
-    for entry in entries:
-        for flag in [entry.get("flag"), *(entry.get("depends_on") or [])]:
-            if flag and flag not in options:
-                options.append(flag)
-    return options
+    flags = (flag for entry in entries for flag in [entry.get("flag"), *(entry.get("depends_on") or [])])
+    return list(dict.fromkeys(flag for flag in flags if flag))
 
 
 def fixed_budget_args(config: dict) -> list[str]:

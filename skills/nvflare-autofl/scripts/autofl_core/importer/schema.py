@@ -10,8 +10,9 @@ Format (all sections optional):
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+from ..common.bounded import is_finite, is_integer
 
 SCHEMA_FILE = "mutation_schema.yaml"
 TOP_KEYS = {"objective", "mutable_args", "comparison_budget_args", "preferred_targets"}
@@ -27,13 +28,10 @@ POSITIVE_INT_BUDGET = {
     "max_model_params",
     "final_eval_clients",
 }
-POSITIVE_NUMBER_BUDGET = {"run_timeout_seconds", "simulator_no_progress_timeout_seconds", "alpha"}
+RUNNER_SETTINGS = {"run_timeout_seconds", "simulator_no_progress_timeout_seconds"}  # the runner's, not job options
+POSITIVE_NUMBER_BUDGET = RUNNER_SETTINGS | {"alpha"}
 BUDGET_TYPES = {"seed": int, "model_arch": str, "aggregator": str, "cross_site_eval": bool}
 BUDGET_KEYS = POSITIVE_INT_BUDGET | POSITIVE_NUMBER_BUDGET | set(BUDGET_TYPES)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _unknown(section: str, data: dict, allowed: set) -> list[str]:
@@ -65,9 +63,9 @@ def _mutable_arg(name: str, spec: Any) -> list[str]:
     if kind not in ARG_TYPES:
         return errors + [f"{where}.type must be one of int, float, bool, str"]
     for bound in ("min", "max"):
-        if bound in spec and (kind not in ("int", "float") or not _is_number(spec[bound])):
+        if bound in spec and (kind not in ("int", "float") or not is_finite(spec[bound])):
             errors.append(f"{where}.{bound} must be a finite number on an int/float argument")
-    if _is_number(spec.get("min")) and _is_number(spec.get("max")) and spec["min"] > spec["max"]:
+    if is_finite(spec.get("min")) and is_finite(spec.get("max")) and spec["min"] > spec["max"]:
         errors.append(f"{where}: min is greater than max")
     if "choices" in spec:
         choices = spec["choices"]
@@ -79,7 +77,7 @@ def _mutable_arg(name: str, spec: Any) -> list[str]:
 
 def _matches(kind: str, value: Any) -> bool:
     if kind in ("int", "float"):
-        return _is_number(value) and (kind == "float" or isinstance(value, int))
+        return is_finite(value) and (kind == "float" or isinstance(value, int))
     return isinstance(value, ARG_TYPES[kind])
 
 
@@ -92,9 +90,9 @@ def _budget(data: Any) -> list[str]:
         return errors + ["comparison_budget_args.default_candidate_budget must be a mapping"]
     errors += _unknown("default_candidate_budget", budget, BUDGET_KEYS)
     for key, value in budget.items():
-        if key in POSITIVE_INT_BUDGET and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+        if key in POSITIVE_INT_BUDGET and not (is_integer(value) and value > 0):
             errors.append(f"default_candidate_budget.{key} must be a positive integer")
-        elif key in POSITIVE_NUMBER_BUDGET and not (_is_number(value) and value > 0):
+        elif key in POSITIVE_NUMBER_BUDGET and not (is_finite(value) and value > 0):
             errors.append(f"default_candidate_budget.{key} must be a positive number")
         elif key in BUDGET_TYPES and not _matches(BUDGET_TYPES[key].__name__, value):
             errors.append(f"default_candidate_budget.{key} must be a {BUDGET_TYPES[key].__name__}")

@@ -64,20 +64,16 @@ def suggested(flags: list, blocked: set[str], mutable_args: dict) -> list[dict]:
     """`search_space.suggested`: [{flag, dest, default, type, choices?, min?, max?}] in definition order."""
     out = []
     for flag in flags:
-        kind = _kind(flag)
+        kind, bounds = _kind(flag), mutable_args.get(flag.dest) or {}
         if not _tunable(flag, kind, blocked, flag.dest in mutable_args):
             continue
         item = {
             "default": to_jsonable(flag.default.value) if flag.default.resolved else None,
             "dest": flag.dest,
             "flag": flag.canonical,
-            "type": kind or (mutable_args.get(flag.dest) or {}).get("type"),
+            "type": kind or bounds.get("type"),
         }
         if flag.choices is not None:
             item["choices"] = to_jsonable(flag.choices)
-        bounds = mutable_args.get(flag.dest) or {}
-        for key in ("min", "max", "choices"):
-            if key in bounds:
-                item[key] = bounds[key]
-        out.append(item)
+        out.append(item | {key: bounds[key] for key in ("min", "max", "choices") if key in bounds})
     return out

@@ -52,42 +52,36 @@ def train_script_of(surface: Any) -> str | None:
     return None
 
 
-def _module_files(module: str, base: str) -> list[str]:
+def module_files(module: str, base: str) -> list[str]:
+    """The files a module `a.b` of the folder `base` may be: `base/a/b.py` or the package `base/a/b/__init__.py`."""
     path = posixpath.join(base, *module.split("."))
     return [path + ".py", posixpath.join(path, "__init__.py")]
+
+
+def _package_files(module: str, base: str) -> list[str]:
+    """The files of `module` and of each package above it (`a`, `a.b`, `a.b.c`)."""
+    parts = module.split(".")
+    return [path for i in range(len(parts)) for path in module_files(".".join(parts[: i + 1]), base)]
 
 
 def imported_candidates(tree: ast.Module, file_rel: str) -> list[str]:
     """Workspace-relative files that could satisfy the imports of `file_rel` (first match per module)."""
     base = posixpath.dirname(file_rel)
-    groups: list[list[str]] = []
+    paths: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                parts = alias.name.split(".")
-                groups += [_module_files(".".join(parts[: i + 1]), base) for i in range(len(parts))]
+            paths += [path for alias in node.names for path in _package_files(alias.name, base)]
         elif isinstance(node, ast.ImportFrom):
             origin = base
             for _ in range(max(node.level - 1, 0)):
                 origin = posixpath.dirname(origin)
             if node.module:
-                parts = node.module.split(".")
-                groups += [_module_files(".".join(parts[: i + 1]), origin) for i in range(len(parts))]
+                paths += _package_files(node.module, origin)
             prefix = node.module or ""
             for alias in node.names:
                 if alias.name != "*":
-                    groups.append(_module_files(f"{prefix}.{alias.name}".strip("."), origin))
-    return _flatten(groups)
-
-
-def _flatten(groups: list[list[str]]) -> list[str]:
-    out: list[str] = []
-    for group in groups:
-        for path in group:
-            norm = safe_relative(path)
-            if norm and norm not in out:
-                out.append(norm)
-    return out
+                    paths += module_files(f"{prefix}.{alias.name}".strip("."), origin)
+    return list(dict.fromkeys(norm for norm in map(safe_relative, paths) if norm))
 
 
 def trust_section(
@@ -102,12 +96,9 @@ def trust_section(
     edit = [job_rel]
     if script_rel and exists(script_rel):
         edit.append(script_rel)
-    modules: list[str] = []
     sources = [(job_rel, job_tree)] + ([(script_rel, script_tree)] if script_rel and script_tree else [])
-    for file_rel, tree in sources:
-        for candidate in imported_candidates(tree, file_rel):
-            if candidate not in edit and candidate not in modules and exists(candidate):
-                modules.append(candidate)
+    found = dict.fromkeys(path for file_rel, tree in sources for path in imported_candidates(tree, file_rel))
+    modules = [path for path in found if path not in edit and exists(path)]
     targets = [t for t in (safe_relative(p) for p in preferred) if t and exists(t)]
     return {
         "allowed_create_patterns": list(CREATE_PATTERNS),

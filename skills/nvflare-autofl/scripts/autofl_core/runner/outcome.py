@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..common.cli import EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGQUIT, EXIT_SIGTERM, Interrupted  # noqa: F401  (shared)
+
 EXIT_OK = 0
 EXIT_UNSCORED = 1
 EXIT_INVALID = 2
 EXIT_SANDBOX = 75
-EXIT_SIGHUP = 129
-EXIT_SIGINT = 130
-EXIT_SIGQUIT = 131
-EXIT_SIGTERM = 143
 
 
 class CampaignError(Exception):
@@ -25,16 +23,6 @@ class CampaignError(Exception):
 
     def __init__(self, message: str, exit_code: int = EXIT_INVALID):
         super().__init__(" ".join(str(message).split()))
-        self.exit_code = exit_code
-
-
-class Interrupted(BaseException):
-    """SIGTERM, SIGINT, SIGHUP or SIGQUIT arrived: unwind (ending the trial tree, restoring the workspace) and exit
-    128 + the signal number."""
-
-    def __init__(self, signal_name: str, exit_code: int):
-        super().__init__(signal_name)
-        self.signal_name = signal_name
         self.exit_code = exit_code
 
 
