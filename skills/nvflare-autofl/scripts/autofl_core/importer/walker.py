@@ -7,7 +7,9 @@ with its evaluated arguments, and method calls on objects are recorded as `Metho
 
 Data flow includes control flow: inside a branch taken because of a job option (`if args.fast:`), or a loop
 unrolled over a sequence that depends on one, every value bound, object built and method called also depends
-on that option (`self.control`), so the budget knows every input that decides it.
+on that option (`self.control`); so does what the branch not taken would bind or change. A loop walked once
+stands for any pass: the names its body rebinds are unresolved when it starts. So the budget knows every input
+that decides it.
 """
 
 from __future__ import annotations
