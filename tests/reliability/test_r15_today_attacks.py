@@ -494,3 +494,28 @@ def test_a_job_writing_to_its_private_temp_folder_runs_and_leaves_nothing(tmp_pa
     assert [p.name for p in private_cache.iterdir() if p.name.startswith("autofl-dryrun-") and p.is_dir()] == [
         f"autofl-dryrun-{os.getuid()}"
     ]  # the cache folder alone: the session's folder (and its temp folder) is gone
+
+
+@sealed
+@pytest.mark.parametrize(
+    "schema",
+    [
+        "objective: 5\n",
+        "objective:\n  mode: 7\n  requested_metric: [1]\n  metric_extraction_order: 5\n",
+        ":::\n",
+        "comparison_budget_args:\n  default_candidate_budget:\n    num_rounds: abc\n",
+    ],
+    ids=["objective-number", "objective-fields", "not-yaml", "budget-text"],
+)
+def test_a_broken_schema_beside_a_job_only_a_run_can_read_stays_a_refusal_without_a_traceback(
+    tmp_path, private_cache, schema
+):
+    """The reading refuses the job (a recipe class from a table) and the schema; the run settles the job, folds in,
+    and the schema's refusal alone stays, one line each."""
+    job = _with_schema(tmp_path, DRYRUN_FIXTURES / "picked_from_table", schema)
+    config = api.import_job(job, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    codes = {e["code"] for e in config["admission_errors"]}
+    assert codes == {"AUTOFL_INVALID_MUTATION_SCHEMA"}, config["admission_errors"]
+    assert _fixed(config) == {"num_rounds": 4, "min_clients": 3, "num_clients": 3}
+    _one_line_each(config)
