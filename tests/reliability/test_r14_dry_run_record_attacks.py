@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,15 +20,6 @@ from autofl_core.importer import api, dryrun, moves, recorded
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "client.py"
 sealed = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
-
-
-@pytest.fixture()
-def private_cache(tmp_path, monkeypatch):
-    """A cache folder and memo of this test's own."""
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    monkeypatch.setattr(dryrun, "_MEMO", {})
-    return tmp_path / "tmp"
 
 
 def _job(folder: Path, source: str) -> Path:

@@ -27,15 +27,6 @@ EXAMPLE = REPO / "examples" / "hello-numpy"
 sealed = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
 
 
-@pytest.fixture()
-def private_cache(tmp_path, monkeypatch):
-    """A cache folder and memo of this test's own."""
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    monkeypatch.setattr(dryrun, "_MEMO", {})
-    return tmp_path / "tmp"
-
-
 def _job(folder: Path, source: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "job.py").write_text(source, encoding="utf-8")
