@@ -21,6 +21,7 @@ import atexit
 import errno
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -54,12 +55,7 @@ def probe(python: str, env: dict[str, str]) -> dict:
         proc = _PENDING.pop(python, None)
         try:
             proc = proc or _launch_probe(python, env)
-            try:
-                out, _err = proc.communicate(timeout=PROBE_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                raise
+            out = _collect(proc)
             document = bounded.parse_json(out.decode("utf-8", "replace") or "{}")
         except (OSError, subprocess.SubprocessError, ValueError) as error:
             document = {"protections": {}, "missing": [], "error": str(error)}
@@ -69,15 +65,38 @@ def probe(python: str, env: dict[str, str]) -> dict:
     return _PROBES[python]
 
 
+def _collect(proc: subprocess.Popen) -> bytes:
+    """The probe's stdout once it exits; its whole process group is ended when it runs past PROBE_TIMEOUT or the
+    caller stops while waiting (an interrupt turned into an exception: `common.cli.install_interrupt_handlers`)."""
+    try:
+        out, _err = proc.communicate(timeout=PROBE_TIMEOUT)
+    except BaseException:
+        _end_probe(proc)
+        raise
+    return out
+
+
 @atexit.register
 def _end_pending() -> None:
     """A probe nobody collected (the action stopped early) does not outlive the runner."""
     for proc in _PENDING.values():
-        proc.kill()
-        proc.wait()
+        _end_probe(proc)
+
+
+def _end_probe(proc: subprocess.Popen) -> None:
+    """SIGKILL the probe's process group (the probe and what it forked: its namespace's init ends the rest)."""
+    if proc.returncode is None:  # not reaped yet: the group id is still the probe's own
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 def _launch_probe(python: str, env: dict[str, str]) -> subprocess.Popen:
+    """Start the probe in a session of its own, so its whole group can be ended with it (`_end_probe`)."""
     return subprocess.Popen(
         [python, "-I", str(LAUNCHER), "--probe"],
         cwd=tempfile.gettempdir(),
@@ -85,6 +104,7 @@ def _launch_probe(python: str, env: dict[str, str]) -> subprocess.Popen:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
 
 
