@@ -1,0 +1,160 @@
+"""What a stopped caller leaves of a dry run: its private folder, its sandbox probe.
+
+The sweep of dry-run folders removes only the importer's own folders whose recorded owner is gone (real
+processes: a pid that ended, this live process), never a symlink's target, a folder without a record, or the
+record cache. The sandbox probe runs in a session of its own and is ended, with everything it forked, when the
+importer is stopped by SIGTERM while it waits for the probe.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from autofl_core.importer import dryrun_folder
+from autofl_core.trial import processes
+
+pytestmark = pytest.mark.timeout(60)
+REPO = Path(__file__).resolve().parents[2]
+IMPORTER = REPO / "skills" / "nvflare-autofl" / "scripts" / "job_importer.py"
+
+
+def _dead_pid() -> int:
+    """The pid of a process that ran and was reaped."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def _folder(root: Path, suffix: str, owner: str | None) -> Path:
+    folder = root / f"{dryrun_folder.PREFIX}{suffix}"
+    folder.mkdir(mode=0o700)
+    (folder / "out").mkdir()
+    (folder / "out" / "record-1.json").write_text("{}", encoding="utf-8")
+    if owner is not None:
+        (folder / dryrun_folder.OWNER).write_text(owner, encoding="ascii")
+    return folder
+
+
+def test_a_folder_whose_owner_ended_is_removed_and_a_live_ones_is_kept(tmp_path):
+    _state, started = processes.state_and_start(os.getpid())
+    dead = _folder(tmp_path, "dead0000", f"{_dead_pid()} 1\n")
+    live = _folder(tmp_path, "live0000", f"{os.getpid()} {started}\n")
+    assert dryrun_folder.sweep(tmp_path) == [dead.name]
+    assert not dead.exists() and (live / "out" / "record-1.json").is_file()
+
+
+def test_a_live_pid_that_started_at_another_time_is_not_the_owner(tmp_path):
+    _state, started = processes.state_and_start(os.getpid())
+    reused = _folder(tmp_path, "reused00", f"{os.getpid()} {started + 1}\n")  # the pid, used again since
+    assert dryrun_folder.sweep(tmp_path) == [reused.name]
+
+
+def test_what_the_sweep_leaves_alone(tmp_path):
+    """No record (a folder being made), an unreadable record, a record that is a symlink, another name (the cache
+    folder, a user's), and a symlink to a dead owner's folder: neither the link nor its target is touched."""
+    dead = f"{_dead_pid()} 1\n"
+    kept = [
+        _folder(tmp_path, "nofile00", None),
+        _folder(tmp_path, "garbage0", "the owner\n"),
+        _folder(tmp_path.parent, "outside0", dead),  # a link's target
+    ]
+    linked_record = _folder(tmp_path, "linkrec0", None)
+    (linked_record / dryrun_folder.OWNER).symlink_to(kept[2] / dryrun_folder.OWNER)
+    link = tmp_path / f"{dryrun_folder.PREFIX}link0000"
+    link.symlink_to(kept[2], target_is_directory=True)
+    for name in (f"autofl-dryrun-{os.getuid()}", "autofl-dryrun-run-toolongname", "mine"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / dryrun_folder.OWNER).write_text(dead, encoding="ascii")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert dryrun_folder.sweep(tmp_path) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert link.is_symlink() and all((folder / "out" / "record-1.json").is_file() for folder in kept)
+
+
+def test_make_sweeps_first_and_records_this_process(tmp_path):
+    dead = _folder(tmp_path, "dead0000", f"{_dead_pid()} 1\n")
+    made = dryrun_folder.make(tmp_path)
+    assert not dead.exists()
+    assert dryrun_folder.NAME.fullmatch(made.name) and made.stat().st_mode & 0o777 == 0o700
+    assert dryrun_folder.sweep(tmp_path) == [] and made.is_dir()  # this process is alive: its folder stays
+
+
+SLOW_PROBE = """import os
+import time
+
+os.fork()  # the real probe forks too (the namespaces' init): both must end
+time.sleep(60)
+"""
+DRIVER = """import importlib.util
+import sys
+from pathlib import Path
+
+spec = importlib.util.spec_from_file_location("job_importer", sys.argv[1])
+importer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(importer)
+from autofl_core.trial import seal
+
+seal.LAUNCHER = Path(sys.argv[2])  # the probe command: `python -I SLOW_PROBE --probe`
+sys.exit(importer.main([sys.argv[3], "--dry-run"]))
+"""
+JOB = """from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+recipe = NumpyFedAvgRecipe(name="j", model=[0.0], min_clients=2, num_rounds=3, train_script="client.py")
+recipe.execute(SimEnv(clients=["site-1", "site-2"]))
+"""
+
+
+def _probes(script: Path) -> list[int]:
+    """Live processes running `script` (not zombies)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        state, _start = processes.state_and_start(int(entry.name))
+        if str(script).encode() in argv and state not in (None, "Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def test_sigterm_to_the_importer_during_the_sandbox_probe_ends_the_probe_and_what_it_forked(tmp_path):
+    probe, driver = tmp_path / "slow_probe.py", tmp_path / "driver.py"
+    probe.write_text(SLOW_PROBE, encoding="utf-8")
+    driver.write_text(DRIVER, encoding="utf-8")
+    (tmp_path / "job").mkdir()
+    (tmp_path / "job" / "job.py").write_text(JOB, encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), str(IMPORTER), str(probe), str(tmp_path / "job" / "job.py")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # the importer alone gets the signal, as `kill PID` sends it
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(_probes(probe)) < 2:  # the probe and its fork
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=15)
+        assert proc.returncode == 143, err
+        assert "interrupted by SIGTERM" in err.decode() and "Traceback" not in err.decode()
+        gone_by = time.monotonic() + 2.0
+        while _probes(probe) and time.monotonic() < gone_by:
+            time.sleep(0.05)
+        assert _probes(probe) == [], "the sandbox probe outlived the stopped importer"
+    finally:
+        proc.kill()
+        proc.wait()
+        for pid in _probes(probe):
+            os.kill(pid, signal.SIGKILL)
