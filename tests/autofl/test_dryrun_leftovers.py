@@ -112,7 +112,7 @@ recipe.execute(SimEnv(clients=["site-1", "site-2"]))
 
 
 def _probes(script: Path) -> list[int]:
-    """Live processes running `script` (not zombies)."""
+    """Live processes running `python -I script` (not zombies)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -122,7 +122,7 @@ def _probes(script: Path) -> list[int]:
         except OSError:
             continue
         state, _start = processes.state_and_start(int(entry.name))
-        if str(script).encode() in argv and state not in (None, "Z", "X"):
+        if argv[2:3] == [str(script).encode()] and state not in (None, "Z", "X"):
             found.append(int(entry.name))
     return found
 
@@ -158,3 +158,35 @@ def test_sigterm_to_the_importer_during_the_sandbox_probe_ends_the_probe_and_wha
         proc.wait()
         for pid in _probes(probe):
             os.kill(pid, signal.SIGKILL)
+
+
+HELD = """import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, sys.argv[1])
+from autofl_core.common import cli
+
+cli.install_interrupt_handlers()
+try:
+    with cli.interrupts_held():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)
+        print("the block finished", flush=True)
+    print("after the block", flush=True)
+except cli.Interrupted as stop:
+    print(f"interrupted by {stop.signal_name}", flush=True)
+    sys.exit(stop.exit_code)
+"""
+
+
+def test_an_interrupt_inside_a_held_block_is_raised_when_the_block_ends(tmp_path):
+    """What lets a child started in the block (the probe) be registered for cleanup before anything unwinds."""
+    script = tmp_path / "held.py"
+    script.write_text(HELD, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script), str(IMPORTER.parent)], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 143, done.stderr
+    assert done.stdout.splitlines() == ["the block finished", "interrupted by SIGTERM"]
