@@ -1,11 +1,12 @@
 """A dry run's private folder in the temp directory: made with its owner's record, swept once the owner is gone.
 
 A dry run works in a folder `autofl-dryrun-run-XXXXXXXX` (0700) of the temp directory that holds `owner`: the pid of
-the process that made it and that process's start time (clock ticks since boot), so a pid used again by another
-process is not taken for the owner. The session removes its folder when it closes; a caller killed by SIGKILL
+the process that made it, that process's start time (clock ticks since boot), so a pid used again by another
+process is not taken for the owner, and its PID namespace (a pid means nothing in another one: a container
+sharing the temp directory). The session removes its folder when it closes; a caller killed by SIGKILL
 cannot, so `make` first sweeps the temp directory (once per process): a folder is removed only when its name is
 one `make` gives, it is a real folder (never a symlink, never followed) of this user, its `owner` record is a
-regular file that reads as one, and that owner is gone (no such process, a zombie, or another process holding the
+regular file that reads as one made in this PID namespace, and that owner is gone (no such process, a zombie, or another process holding the
 pid). A folder still being made (no record yet), one of a live run, or anything else is left alone. Usage::
 
     folder = make(Path(tempfile.gettempdir()))   # the folders of dead owners are removed first
@@ -41,7 +42,7 @@ def make(temp_root: Path) -> Path:
     folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=temp_root))
     _state, started = processes.state_and_start(os.getpid())
     partial = folder / f"{OWNER}.tmp"
-    partial.write_text(f"{os.getpid()} {started if started is not None else '-'}\n", encoding="ascii")
+    partial.write_text(f"{os.getpid()} {'-' if started is None else started} {_pid_namespace()}\n", encoding="ascii")
     os.replace(partial, folder / OWNER)  # whole or absent: a sweep never reads half a record
     return folder
 
@@ -64,7 +65,8 @@ def sweep(temp_root: Path) -> list[str]:
 
 
 def _owner(folder: Path) -> tuple[int, int | None] | None:
-    """(pid, start time or None) from the owner record of `folder`, a real folder of this user; None otherwise."""
+    """(pid, start time or None) from the owner record of `folder`, a real folder of this user, when the record was
+    made in this PID namespace; None otherwise."""
     try:
         fd = os.open(folder, _DIR_FLAGS)
     except OSError:  # gone, a symlink (O_NOFOLLOW), not a folder
@@ -84,10 +86,18 @@ def _owner(folder: Path) -> tuple[int, int | None] | None:
         return None
     finally:
         os.close(fd)
-    match = re.fullmatch(rb"([1-9][0-9]{0,9}) ([0-9]{1,20}|-)\n", text)
-    if match is None:
+    match = re.fullmatch(rb"([1-9][0-9]{0,9}) ([0-9]{1,20}|-) ([0-9]{1,20}|-)\n", text)
+    if match is None or match[3].decode() != _pid_namespace():
         return None
     return int(match[1]), None if match[2] == b"-" else int(match[2])
+
+
+def _pid_namespace() -> str:
+    """This process's PID namespace (the inode number of /proc/self/ns/pid), "-" where it cannot be read."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "-"
 
 
 def _alive(pid: int, started: int | None) -> bool:
