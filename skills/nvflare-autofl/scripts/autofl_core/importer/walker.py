@@ -47,7 +47,7 @@ class Walker(ExpressionEvaluator):
         self.stack: list[tuple[FuncRef, list[dict]]] = []  # each function being walked, with its caller's scopes
         self.redirect: dict[int, dict[str, dict]] = {}  # id(frame) -> {name: frame} for `global`/`nonlocal`
         self.control: tuple[str, ...] = ()
-        self.early: list[int | None] = []  # per function walked: the line of an unresolved condition a side returned in
+        self.early: list[tuple | None] = []  # per function walked: (line, flags) of a side of a condition that returned
         self.steps = 0
 
     def run(self, tree: ast.Module) -> WalkResult:
@@ -218,7 +218,10 @@ class Walker(ExpressionEvaluator):
             self.scopes = self.stack.pop()[1]
             early = self.early.pop()
         if early is not None:  # a side of an unresolved condition returned before the end
-            return unresolved(node, f"depends on the condition at line {early}", merge_flags(result))
+            line, flags = early
+            return unresolved(
+                node, f"depends on the condition at line {line}", tuple(dict.fromkeys((*flags, *merge_flags(result))))
+            )
         return result
 
     def _bind(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> dict:
@@ -373,11 +376,13 @@ class Walker(ExpressionEvaluator):
                 base = self.ev(node.value)
                 if isinstance(base, ap.Namespace):
                     base.values[node.attr] = unresolved(node, why, flags)
-        if any(end is not None and not end.raised for end in ends) and self.early:
-            self.early[-1] = note.line
-        if all(end is not None for end in ends):
-            raised = all(end.raised for end in ends)
-            raise next(e for e in ends if e.raised) if raised else PathEnd(unresolved(sides[0][0], why, flags))
+        returned = [end for end in ends if end is not None and not end.raised]
+        ended = all(end is not None for end in ends)  # no side goes on: the path ends here
+        if len(returned) > (1 if ended else 0) and self.early:  # the function's result depends on the condition
+            line, kept = self.early[-1] or (note.line, ())
+            self.early[-1] = (line, merge_flags(*(end.value for end in returned)) + kept)
+        if ended:
+            raise returned[0] if returned else next(end for end in ends if end is not None)
 
     def _skipped(self, block: list[ast.stmt], flags: tuple[str, ...]) -> None:
         """What the branch not taken would change depends on the options that decided it: every name it binds, and
