@@ -358,6 +358,7 @@ class Walker(ExpressionEvaluator):
         the other for what they build and run; every name or namespace option they bind is then unresolved (`why`),
         and a side that returns makes the function's result unresolved. When every side ends, the path ends."""
         first_obj, first_call = len(self.out.objects), len(self.out.calls)
+        before = [(frame, dict(frame)) for frame in self.bindings()]
         ends: list[PathEnd | None] = []
         for body in sides:
             try:
@@ -367,9 +368,15 @@ class Walker(ExpressionEvaluator):
                 ends.append(end)
         note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
         flags = merge_flags(test)
+        for frame, held in before:  # what a side rebound through a call (`global`, `nonlocal`, `args.x = ...`)
+            for name in {*held, *frame}:
+                if name not in frame or name not in held or frame[name] is not held[name]:
+                    frame[name] = unresolved(ast.Name(name), why, flags)
         for node in (n for body in sides for stmt in body for n in ast.walk(stmt)):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 self._frame_for(node.id)[node.id] = unresolved(node, why, flags)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):  # a side's own definition
+                self._frame_for(node.name)[node.name] = unresolved(ast.Name(node.name), why, flags)
             elif (
                 isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name)
             ):
@@ -447,9 +454,67 @@ class Walker(ExpressionEvaluator):
                     self.bind(stmt.target, item)
                     self.walk_block(stmt.body)
             note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
-        self.walk_block(stmt.orelse)
+        if not over:  # a `while` test runs before each pass: what its `:=` binds changes with them
+            self._unsettled([stmt.test], f"it changes with each pass of the loop at line {stmt.lineno}", ())
+        breaks = any(isinstance(node, ast.Break) for part in stmt.body for node in ast.walk(part))
+        if breaks and stmt.orelse:  # `else:` runs only when no `break` left the loop
+            why = f"the loop at line {stmt.lineno} may leave by break, skipping its else clause"
+            orelse = BranchNote(stmt.orelse[0].lineno, "loop else", False)
+            self.out.branches.append(orelse)
+            self._undecided([stmt.orelse, []], orelse, iterable, why)
+        else:
+            self.walk_block(stmt.orelse)
 
     _st_AsyncFor = _st_While = _st_For
+
+    def _st_Match(self, stmt: ast.Match) -> None:
+        """A `match` is never resolved statically: every case (and no case) is a side of an unresolved condition,
+        and the names its patterns capture or its guards bind with `:=` depend on it too."""
+        subject = self.ev(stmt.subject)
+        why = f"depends on the match at line {stmt.lineno}"
+        note = BranchNote(stmt.lineno, f"match {source_text(stmt.subject)}", False)
+        self.out.branches.append(note)
+        flags = merge_flags(subject)
+        for case in stmt.cases:
+            for node in ast.walk(case.pattern):
+                for name in (getattr(node, "name", None), getattr(node, "rest", None)):
+                    if isinstance(name, str):
+                        self._frame_for(name)[name] = unresolved(ast.Name(name), why, flags)
+        self._unsettled([case.guard for case in stmt.cases if case.guard is not None], why, flags)
+        last = stmt.cases[-1]
+        catch_all = isinstance(last.pattern, ast.MatchAs) and last.pattern.pattern is None and last.guard is None
+        self._undecided([case.body for case in stmt.cases] + ([] if catch_all else [[]]), note, subject, why)
+
+    # ---- `:=` ---------------------------------------------------------------------------------
+    def _ev_NamedExpr(self, node: ast.NamedExpr) -> Any:
+        value = self.ev(node.value)
+        self.bind(node.target, value)
+        return value
+
+    def _ev_BoolOp(self, node: ast.BoolOp) -> Any:
+        value = super()._ev_BoolOp(node)  # every operand is read; a `:=` after the first may not run
+        self._unsettled(node.values[1:], f"`and`/`or` at line {node.lineno} may stop before it", merge_flags(value))
+        return value
+
+    def _ev_IfExp(self, node: ast.IfExp) -> Any:
+        value = super()._ev_IfExp(node)
+        self._unsettled([node.body, node.orelse], f"depends on the condition at line {node.lineno}", merge_flags(value))
+        return value
+
+    def _ev_ListComp(self, node: Any) -> Any:
+        value = super()._ev_ListComp(node)
+        self._unsettled(
+            [node], f"a comprehension at line {node.lineno} is not evaluated statically", merge_flags(value)
+        )
+        return value
+
+    _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
+
+    def _unsettled(self, parts: list, why: str, flags: tuple[str, ...]) -> None:
+        """Every name a `:=` inside `parts` binds (parts that may run never, or many times) is unresolved (`why`)."""
+        for node in (n for part in parts for n in ast.walk(part)):
+            if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                self._frame_for(node.target.id)[node.target.id] = unresolved(node.target, why, flags)
 
     def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While, why: str) -> None:
         """A loop walked once stands for any of its passes: a name its body rebinds holds no value known statically
