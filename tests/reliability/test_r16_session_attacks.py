@@ -1,0 +1,607 @@
+"""Attacks on three changes of this session: the sweep of dead dry-run folders, the probe started in its own session
+with interrupts held while a child starts, and the static reading of conditions it cannot resolve.
+
+The promises under attack: the sweep removes only a folder the importer made whose owner is gone, never anything
+a symlink reaches, a live run's folder, another user's folder or the record cache; an interrupt is raised exactly
+once, after the child started in a held block is registered for its cleanup; the static importer admits a budget
+only when it is the one `python job.py` runs (a condition it cannot resolve leaves what it may change unresolved).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from autofl_core.common import cli, trees
+from autofl_core.importer import api, dryrun, dryrun_folder
+from autofl_core.trial import processes
+
+pytestmark = pytest.mark.timeout(120)
+REPO = Path(__file__).resolve().parents[2]
+CLIENT = REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "client.py"
+NAMESPACE = dryrun_folder._pid_namespace()
+sealed = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+
+
+# --- 1. the sweep of dry-run folders -----------------------------------------------------------------------------
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def _record(pid: int, started: int | None = None) -> str:
+    return f"{pid} {'-' if started is None else started} {NAMESPACE}\n"
+
+
+def _run_folder(root: Path, suffix: str = "deadbeef", owner: str | None = None) -> Path:
+    """A folder as a dry run killed by SIGKILL leaves it (owner gone unless `owner` says otherwise)."""
+    folder = root / f"{dryrun_folder.PREFIX}{suffix}"
+    folder.mkdir(mode=0o700)
+    (folder / dryrun_folder.OWNER).write_text(owner or _record(_dead_pid()), encoding="ascii")
+    return folder
+
+
+def _precious(root: Path) -> Path:
+    """A folder of files nobody may remove, outside the temp directory."""
+    keep = root / "precious"
+    (keep / "deep").mkdir(parents=True)
+    (keep / "data.txt").write_text("keep me", encoding="utf-8")
+    (keep / "deep" / "more.txt").write_text("keep me too", encoding="utf-8")
+    # A dead owner's record, so a sweep that followed a link to here would take it for a leftover.
+    (keep / dryrun_folder.OWNER).write_text(_record(_dead_pid()), encoding="ascii")
+    return keep
+
+
+def _intact(keep: Path) -> bool:
+    return (keep / "data.txt").read_text() == "keep me" and (keep / "deep" / "more.txt").read_text() == "keep me too"
+
+
+def test_a_dead_owners_folder_is_removed_and_a_live_runs_folder_is_kept(tmp_path):
+    """The control for every attack below: the sweep does remove what it should."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    dead = _run_folder(temp, "dead0000")
+    _state, started = processes.state_and_start(os.getpid())
+    live = _run_folder(temp, "live0000", _record(os.getpid(), started))
+    assert dryrun_folder.sweep(temp) == [dead.name]
+    assert not dead.exists() and (live / dryrun_folder.OWNER).is_file()
+
+
+def test_a_symlink_named_like_a_run_folder_is_never_followed(tmp_path):
+    temp, keep = tmp_path / "tmp", _precious(tmp_path)
+    temp.mkdir()
+    link = temp / f"{dryrun_folder.PREFIX}linkedto"
+    link.symlink_to(keep, target_is_directory=True)
+    assert dryrun_folder.sweep(temp) == []
+    assert link.is_symlink() and _intact(keep)
+
+
+def test_symlinks_inside_a_removed_folder_are_removed_not_followed(tmp_path):
+    temp, keep = tmp_path / "tmp", _precious(tmp_path)
+    temp.mkdir()
+    dead = _run_folder(temp)
+    (dead / "out" / "nested").mkdir(parents=True)
+    (dead / "to-folder").symlink_to(keep, target_is_directory=True)
+    (dead / "out" / "nested" / "to-file").symlink_to(keep / "data.txt")
+    (dead / "out" / "to-deep").symlink_to(keep / "deep", target_is_directory=True)
+    os.chmod(dead / "out" / "nested", 0o500)  # a folder left without write permission is emptied too
+    assert dryrun_folder.sweep(temp) == [dead.name]
+    assert not dead.exists() and _intact(keep)
+
+
+def test_a_folder_swapped_for_a_symlink_after_its_check_is_not_followed(tmp_path, monkeypatch):
+    """The race: the folder is checked (a dead owner), then replaced by a symlink to precious data before the
+    removal starts."""
+    temp, keep = tmp_path / "tmp", _precious(tmp_path)
+    temp.mkdir()
+    dead = _run_folder(temp)
+    checked = dryrun_folder._owner
+
+    def check_then_swap(folder):
+        owner = checked(folder)
+        os.rename(folder, tmp_path / "moved-away")
+        Path(folder).symlink_to(keep, target_is_directory=True)
+        return owner
+
+    monkeypatch.setattr(dryrun_folder, "_owner", check_then_swap)
+    dryrun_folder.sweep(temp)
+    assert _intact(keep)
+    assert not dead.is_symlink()  # the link itself may go; what it points at stays
+
+
+def test_a_folder_of_another_user_is_kept(tmp_path):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    other = _run_folder(temp)
+    os.chown(other, 65534, 65534)  # nobody
+    assert dryrun_folder.sweep(temp) == []
+    assert (other / dryrun_folder.OWNER).is_file()
+
+
+def test_an_owner_record_that_is_a_symlink_a_fifo_or_huge_keeps_its_folder(tmp_path):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    elsewhere = tmp_path / "record"
+    elsewhere.write_text(_record(_dead_pid()), encoding="ascii")
+    linked = temp / f"{dryrun_folder.PREFIX}symlink0"
+    linked.mkdir()
+    (linked / dryrun_folder.OWNER).symlink_to(elsewhere)
+    fifo = temp / f"{dryrun_folder.PREFIX}fifo0000"
+    fifo.mkdir()
+    os.mkfifo(fifo / dryrun_folder.OWNER)  # a blocking read here would hang every importer
+    huge = _run_folder(temp, "huge0000")
+    with open(huge / dryrun_folder.OWNER, "a", encoding="ascii") as handle:
+        handle.write("0" * 5_000_000)
+    started = time.monotonic()
+    assert dryrun_folder.sweep(temp) == []
+    assert time.monotonic() - started < 5
+    assert linked.is_dir() and fifo.is_dir() and huge.is_dir()
+
+
+def test_a_forged_dead_owner_removes_only_the_folder_itself_never_what_it_links_to(tmp_path):
+    """Anyone who can write a record can have the folder removed (it is theirs); what the folder reaches through
+    links (hard or symbolic) outside it stays."""
+    temp, keep = tmp_path / "tmp", _precious(tmp_path)
+    temp.mkdir()
+    forged = _run_folder(temp, "forged00")
+    os.link(keep / "data.txt", forged / "hardlink.txt")
+    (forged / "sym").symlink_to(keep, target_is_directory=True)
+    assert dryrun_folder.sweep(temp) == [forged.name]
+    assert _intact(keep) and (keep / "data.txt").stat().st_nlink == 1
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        f"autofl-dryrun-{os.getuid()}",  # the record cache
+        "autofl-dryrun-run-abcdefg",  # 7
+        "autofl-dryrun-run-abcdefghi",  # 9
+        "autofl-dryrun-run-ABCDEFGH",
+        "autofl-dryrun-run-abcdefgh.bak",
+        "xautofl-dryrun-run-abcdefgh",
+        "autofl-dryrun-run-abc-efgh",
+        "autofl-dryrun-run-abcdefg\n",
+        "autofl-trial-run-abcdefgh",
+    ],
+    ids=repr,
+)
+def test_names_that_nearly_match_and_the_record_cache_are_kept(tmp_path, name):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    folder = temp / name
+    folder.mkdir(mode=0o700)
+    (folder / dryrun_folder.OWNER).write_text(_record(_dead_pid()), encoding="ascii")
+    (folder / "x.json").write_text("{}", encoding="utf-8")
+    assert dryrun_folder.sweep(temp) == []
+    assert (folder / "x.json").is_file()
+
+
+SWEEP_IN_TMPDIR = """
+import sys, tempfile
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from autofl_core.importer import dryrun_folder
+folder = dryrun_folder.make(Path(tempfile.gettempdir()))
+print(folder)
+"""
+
+
+def test_tmpdir_is_where_the_folder_is_made_and_swept(tmp_path):
+    temp = tmp_path / "tmpdir"
+    temp.mkdir()
+    dead = _run_folder(temp)
+    env = {**os.environ, "TMPDIR": str(temp)}
+    scripts = str(REPO / "skills" / "nvflare-autofl" / "scripts")
+    done = subprocess.run(
+        [sys.executable, "-c", SWEEP_IN_TMPDIR, scripts], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    made = Path(done.stdout.strip())
+    assert made.parent == temp and not dead.exists()
+    assert trees.remove_tree(made)
+
+
+def test_an_unusable_tmpdir_falls_back_and_is_left_untouched(tmp_path):
+    """TMPDIR names a file (as root nothing is unwritable by mode): Python's temp folder falls back to the next
+    usable one, where the folder is made; the file is not touched."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("keep", encoding="utf-8")
+    env = {**os.environ, "TMPDIR": str(blocker)}
+    scripts = str(REPO / "skills" / "nvflare-autofl" / "scripts")
+    done = subprocess.run(
+        [sys.executable, "-c", SWEEP_IN_TMPDIR, scripts], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    made = Path(done.stdout.strip())
+    try:
+        assert made.is_dir() and not made.is_relative_to(blocker) and blocker.read_text() == "keep"
+    finally:
+        trees.remove_tree(made)
+
+
+# --- 2. held interrupts, the probe, the sandbox started in its own session ------------------------------------------
+
+
+@pytest.fixture()
+def handlers():
+    """The CLIs' interrupt handlers for this test; the previous ones restored after it."""
+    saved = {sig: signal.getsignal(sig) for sig in cli.INTERRUPT_CODES}
+    cli.install_interrupt_handlers()
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+    cli._HOLD.update(depth=0, pending=None)
+
+
+def test_a_nested_held_block_raises_once_when_the_outermost_ends(handlers):
+    events = []
+    with pytest.raises(cli.Interrupted) as raised:
+        with cli.interrupts_held():
+            with cli.interrupts_held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                os.kill(os.getpid(), signal.SIGINT)  # ignored: the first one is being handled
+                events.append("inner body done")
+            events.append("inner ended without raising")
+        events.append("never")
+    assert events == ["inner body done", "inner ended without raising"]
+    assert raised.value.exit_code == cli.EXIT_SIGTERM
+    assert cli._HOLD == {"depth": 0, "pending": None}  # nothing left to raise a second time
+
+
+def test_an_interrupt_held_while_the_block_fails_is_still_raised(handlers):
+    with pytest.raises(cli.Interrupted) as raised:
+        with cli.interrupts_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            raise ValueError("the block failed")
+    assert raised.value.exit_code == cli.EXIT_SIGINT
+    assert isinstance(raised.value.__context__, ValueError)
+    assert cli._HOLD == {"depth": 0, "pending": None}
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    for pid in _members(pgid):
+        state, _ = processes.state_and_start(pid)
+        if state not in (None, "Z", "X"):
+            return True
+    return False
+
+
+def _members(pgid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                data = Path(f"/proc/{entry}/stat").read_bytes()
+            except OSError:
+                continue
+            fields = data[data.rfind(b")") + 2 :].split()
+            if len(fields) > 2 and int(fields[2]) == pgid:
+                found.append(int(entry))
+    return found
+
+
+@sealed
+def test_an_interrupt_as_the_sandbox_starts_never_leaves_it_running(tmp_path, private_cache, handlers, monkeypatch):
+    """SIGTERM lands just as `Popen` returns the dry run's sandbox, before the session holds it: the sandbox
+    (its own session: nothing else would end it) must still be ended by the unwinding."""
+    job = tmp_path / "job" / "job.py"
+    job.parent.mkdir()
+    job.write_text("import time\ntime.sleep(60)\n", encoding="utf-8")
+    real_popen, started = subprocess.Popen, []
+
+    def popen_then_sigterm(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        if "--serve" in args[0]:
+            started.append(proc.pid)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return proc
+
+    dryrun.available()  # the probe runs first, unpatched
+    monkeypatch.setattr(dryrun.subprocess, "Popen", popen_then_sigterm)
+    with pytest.raises(cli.Interrupted):
+        dryrun.dry_run(job, [])
+    assert started, "the sandbox never started"
+    deadline = time.monotonic() + 5
+    while _group_alive(started[0]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = _group_alive(started[0])
+    if alive:
+        os.killpg(started[0], signal.SIGKILL)
+    assert not alive, "the dry run's sandbox outlived the interrupt"
+    assert not list(private_cache.glob(f"{dryrun_folder.PREFIX}*"))
+
+
+# --- 3. the static reading of conditions it cannot resolve ----------------------------------------------------------
+
+HEAD = """import argparse
+import random
+import sys
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+rounds = 2
+"""
+TAIL = """
+recipe = NumpyFedAvgRecipe(name="t", model=[0.0], min_clients=2, num_rounds=rounds, train_script="client.py")
+recipe.execute(SimEnv(num_clients=2))
+"""
+PARSED = """parser = argparse.ArgumentParser()
+parser.add_argument("--num_rounds", type=int, default=2)
+args = parser.parse_args()
+"""
+# `random.random()` is in [0, 1): `> 2` is never true, `< 2` always; the static reading resolves neither.
+CONDITIONS = {
+    "global rebound by a function a side calls": """
+        def bump():
+            global rounds
+            rounds = 9
+        if random.random() > 2:
+            bump()
+        """,
+    "nonlocal rebound by a function a side calls": """
+        def outer():
+            r = 2
+            def bump():
+                nonlocal r
+                r = 9
+            if random.random() > 2:
+                bump()
+            return r
+        rounds = outer()
+        """,
+    "option set by a function a side calls": PARSED
+    + """
+        def bump():
+            args.num_rounds = 9
+        if random.random() > 2:
+            bump()
+        rounds = args.num_rounds
+        """,
+    "function defined in both sides": """
+        if random.random() < 2:
+            def pick():
+                return 9
+        else:
+            def pick():
+                return 2
+        rounds = pick()
+        """,
+    "function redefined in a side": """
+        def pick():
+            return 2
+        if random.random() > 2:
+            def pick():
+                return 9
+        rounds = pick()
+        """,
+    "class redefined in a side": """
+        class Plan:
+            rounds = 2
+        if random.random() < 2:
+            class Plan:
+                rounds = 9
+        rounds = Plan.rounds
+        """,
+    "for else skipped by a break": """
+        for step in ["a", "b"]:
+            if step == "b":
+                break
+        else:
+            rounds = 9
+        """,
+    "while else skipped by a break": """
+        n = 0
+        while n < 3:
+            n += 1
+            if n == 2:
+                break
+        else:
+            rounds = 9
+        """,
+    "match on a literal": """
+        match "a":
+            case "a":
+                rounds = 9
+        """,
+    "match capture": """
+        match 9:
+            case 1:
+                pass
+            case rounds:
+                pass
+        """,
+    "match guard with walrus": """
+        match 1:
+            case 1 if (rounds := 9):
+                pass
+        """,
+    "walrus in a statement": "print(rounds := 9)\n",
+    "walrus first in a test": """
+        if (rounds := 9) and random.random() > 2:
+            pass
+        """,
+    "walrus after or": """
+        if random.random() > 2 or (rounds := 9):
+            pass
+        """,
+    "walrus in a conditional expression": "x = 1 if random.random() > 2 else (rounds := 9)\n",
+    "walrus in a comprehension": "[rounds := 9 for _ in range(1)]\n",
+    "walrus in a while test": """
+        while (rounds := 9) < 0:
+            pass
+        """,
+    "item set in a side": """
+        cfg = {"rounds": 2}
+        if random.random() < 2:
+            cfg["rounds"] = 9
+        rounds = cfg["rounds"]
+        """,
+    "option set in a side": PARSED
+    + """
+        if random.random() < 2:
+            args.num_rounds = 9
+        rounds = args.num_rounds
+        """,
+    "return in one side": """
+        def pick():
+            if random.random() < 2:
+                return 9
+            return 2
+        rounds = pick()
+        """,
+    "try inside a side": """
+        if random.random() < 2:
+            try:
+                rounds = int("x")
+            except ValueError:
+                rounds = 9
+        """,
+    "container changed by a function a side calls": """
+        plan = [2]
+        def bump():
+            plan.insert(0, 9)
+        if random.random() < 2:
+            bump()
+        rounds = plan[0]
+        """,
+}
+DYNAMIC = {  # holes left: ways to rebind that the static reading does not see at all
+    "setattr on the namespace": PARSED
+    + """
+        if random.random() < 2:
+            setattr(args, "num_rounds", 9)
+        rounds = args.num_rounds
+        """,
+    "vars of the namespace": PARSED
+    + """
+        if random.random() < 2:
+            vars(args)["num_rounds"] = 9
+        rounds = args.num_rounds
+        """,
+    "__dict__ of the namespace": PARSED
+    + """
+        if random.random() < 2:
+            args.__dict__["num_rounds"] = 9
+        rounds = args.num_rounds
+        """,
+    "globals()": """
+        if random.random() < 2:
+            globals()["rounds"] = 9
+        """,
+    "exec": """
+        if random.random() < 2:
+            exec("rounds = 9")
+        """,
+    "a function's defaults": """
+        def pick(r=2):
+            return r
+        if random.random() < 2:
+            pick.__defaults__ = (9,)
+        rounds = pick()
+        """,
+}
+
+RECORDER = r"""
+import json, runpy, sys, types
+
+class Recipe:
+    def __init__(self, *args, **kwargs):
+        seen.update(num_rounds=kwargs.get("num_rounds"), min_clients=kwargs.get("min_clients"))
+    def execute(self, env):
+        seen["num_clients"] = env.num_clients
+        print(json.dumps(seen))
+        sys.exit(0)
+
+class SimEnv:
+    def __init__(self, num_clients=None, **kwargs):
+        self.num_clients = num_clients
+
+seen = {}
+for name in ("nvflare", "nvflare.app_common", "nvflare.app_common.np", "nvflare.app_common.np.recipes", "nvflare.recipe"):
+    sys.modules[name] = types.ModuleType(name)
+sys.modules["nvflare.app_common.np.recipes"].NumpyFedAvgRecipe = Recipe
+sys.modules["nvflare.recipe"].SimEnv = SimEnv
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def _job_with(tmp_path: Path, body: str) -> Path:
+    folder = tmp_path / "job"
+    folder.mkdir()
+    source = (PARSED if body.startswith(PARSED) else "") + textwrap.dedent(body.removeprefix(PARSED))
+    (folder / "job.py").write_text(HEAD + source + TAIL, encoding="utf-8")
+    (folder / "client.py").write_bytes(CLIENT.read_bytes())
+    return folder / "job.py"
+
+
+def _real_budget(job: Path) -> dict:
+    """The budget `python job.py` runs: NVFLARE's recipe and SimEnv replaced by recorders."""
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", RECORDER, str(job)], cwd=job.parent, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _assert_refused_or_real(job: Path) -> None:
+    config = api.import_job(job)
+    real = _real_budget(job)
+    if config["admission_errors"]:
+        assert all("\n" not in e["message"] for e in config["admission_errors"])
+        return
+    admitted = {k: config["fixed_budget"][k]["value"] for k in api.FIELDS}
+    assert admitted == real, f"admitted {admitted}, but job.py runs {real}"
+
+
+@pytest.mark.parametrize("case", list(CONDITIONS), ids=lambda c: c.replace(" ", "-"))
+def test_a_static_budget_is_admitted_only_as_job_py_runs_it(tmp_path, case):
+    """Before: a rebinding through a call, a `def`/`class` in a side, a loop's `else:` a `break` skips, `match` and
+    `:=` were read as if they always (or never) ran, and a budget job.py does not run was admitted."""
+    _assert_refused_or_real(_job_with(tmp_path, CONDITIONS[case]))
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            case,
+            marks=pytest.mark.xfail(strict=True, reason=f"hole: {case} rebinds a budget value the walk never sees"),
+        )
+        for case in DYNAMIC
+    ],
+    ids=lambda c: c.replace(" ", "-"),
+)
+def test_a_budget_rebound_by_reflection_is_never_admitted_as_unchanged(tmp_path, case):
+    _assert_refused_or_real(_job_with(tmp_path, DYNAMIC[case]))
+
+
+def test_the_fixed_reading_still_admits_what_job_py_runs(tmp_path):
+    """Not everything becomes a refusal: a `:=` that surely runs, and a loop's else with no break, are read."""
+    job = _job_with(
+        tmp_path,
+        """
+        for step in ["a", "b"]:
+            pass
+        else:
+            print(rounds := 7)
+        """,
+    )
+    config = api.import_job(job)
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert config["fixed_budget"]["num_rounds"]["value"] == _real_budget(job)["num_rounds"] == 7
