@@ -96,6 +96,8 @@ class Walker(ExpressionEvaluator):
         return unresolved(node, f"name '{node.id}' is not defined statically")
 
     def attribute(self, base: Any, attr: str, node: ast.Attribute) -> Any:
+        if isinstance(base, ap.Namespace) and attr == "__dict__":  # what vars(args) gives
+            return call_builtin(Builtin("vars"), [base], {}, node)
         if isinstance(base, ap.Namespace):
             return ap.namespace_attribute(base, attr)
         if isinstance(base, (ModuleRef, ClassRef)):
@@ -109,6 +111,9 @@ class Walker(ExpressionEvaluator):
         return unresolved(node, f"attribute '{attr}' of a run-time value")
 
     def _ev_Call(self, node: ast.Call) -> Any:
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name in REFLECTION and not any(name in scope for scope in self.scopes):
+            return self._reflection(name, node)
         args, kwargs, unpacked = self._arguments(node)
         if isinstance(node.func, ast.Attribute):
             base = self.ev(node.func.value)
@@ -160,6 +165,34 @@ class Walker(ExpressionEvaluator):
         self.out.objects.append(obj)
         return obj
 
+    def _reflection(self, name: str, node: ast.Call) -> Any:
+        """`setattr`/`delattr` on a parsed namespace rebind (or unbind) its option, on anything else every binding
+        of that object becomes unresolved; code built or bindings reached at run time (`exec`, `eval`, `globals()`,
+        `locals()`) are not followed: the walk reports a problem."""
+        args, kwargs, _unpacked = self._arguments(node)
+        if name in ("setattr", "delattr") and len(args) >= 2 and not kwargs:
+            target, attr = args[0], args[1]
+            value = (
+                args[2] if name == "setattr" and len(args) > 2 else unresolved(node, f"deleted at line {node.lineno}")
+            )
+            if isinstance(target, ap.Namespace):
+                known = isinstance(attr, Val) and attr.resolved and isinstance(attr.value, str)
+                for key in [attr.value] if known else list(target.values):
+                    changed = (
+                        value
+                        if known and isinstance(value, Val)
+                        else unresolved(node, f"{name}() at line {node.lineno}")
+                    )
+                    target.values[key] = self.with_control(changed)
+            else:
+                self._changed(target, f"{name}() at line {node.lineno}", node, [attr, value])
+            return Val(None, HIGH)
+        self.out.problems.append(
+            f"job.py calls {name}() at line {node.lineno}, which reaches bindings or runs code the importer does not "
+            "follow statically"
+        )
+        return unresolved(node, f"{name}() at line {node.lineno} is not followed statically")
+
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
             return parser_method(base, method, args, kwargs, node, self.base_args, self.out)
@@ -172,6 +205,8 @@ class Walker(ExpressionEvaluator):
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
             return unresolved(node, f"result of {base.name}.{method}() at run time")
+        if isinstance(base, Bag) and method in MUTATORS[dict] | MUTATORS[list]:
+            return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val) and base.resolved and method in MUTATORS.get(type(base.value), ()):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
@@ -195,6 +230,10 @@ class Walker(ExpressionEvaluator):
             for name, current in list(frame.items()):
                 if _holds(current, held):
                     frame[name] = stale
+        for namespace in self.out.namespaces:  # vars(args) / args.__dict__ is the namespace itself
+            if isinstance(held, Bag) and held.keys == list(namespace.values):
+                if all(a is b for a, b in zip(held.items, namespace.values.values(), strict=True)):
+                    namespace.values.update(dict.fromkeys(namespace.values, stale))
         for obj in self.out.objects:  # an object keeps a reference to what it was given
             obj.args = [stale if _holds(a, held) else a for a in obj.args]
             obj.kwargs = {k: stale if _holds(v, held) else v for k, v in obj.kwargs.items()}
@@ -340,6 +379,8 @@ class Walker(ExpressionEvaluator):
             base = self.ev(target.value)
             if isinstance(base, ap.Namespace):
                 base.values[target.attr] = value if isinstance(value, Val) else unresolved(target, "not a data value")
+            elif isinstance(base, FuncRef):  # `f.__defaults__ = (9,)`: what the function returns is not known
+                self._changed(base, f"the attribute set at line {target.lineno}", target, [value])
 
     def _st_If(self, stmt: ast.If) -> None:
         test = self.ev(stmt.test)
@@ -568,6 +609,7 @@ def _with_flags(value: Any, flags: tuple[str, ...]) -> Any:
     return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
 
 
+REFLECTION = ("setattr", "delattr", "exec", "eval", "globals", "locals")
 PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
 SET_PER_SITE_CONFIG = "set_per_site_config"
 MUTATORS = {
