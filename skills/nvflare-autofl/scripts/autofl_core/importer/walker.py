@@ -1,8 +1,11 @@
 """Abstract walk of a job.py module: follow the code path `python job.py` would take, without running it.
 
 Statements are visited in order starting at module level; calls to functions defined in job.py are
-entered (bounded depth), `if` statements whose condition resolves take one branch, unresolved ones are
-walked on both sides and merged. External classes are never imported: constructing one yields an `Obj`
+entered (bounded depth), `if` statements whose condition resolves take one branch, unresolved ones (and every
+`match`, and a loop's `else:` a `break` may skip) are walked side by side, after which whatever a side rebound,
+directly or through a call, is unresolved. A `:=` binds where it surely runs and is unresolved where it may not;
+`setattr`/`delattr` and writes through `vars(args)` reach the namespace; `exec`, `eval`, `globals()` and `locals()`
+are not followed (a problem). External classes are never imported: constructing one yields an `Obj`
 with its evaluated arguments, and method calls on objects are recorded as `MethodCall` events.
 
 Data flow includes control flow: inside a branch taken because of a job option (`if args.fast:`), or a loop
@@ -396,8 +399,10 @@ class Walker(ExpressionEvaluator):
 
     def _undecided(self, sides: list[list[ast.stmt]], note: BranchNote, test: Any, why: str) -> None:
         """The sides of a condition the reading cannot resolve (a loop's body and the empty side), walked one after
-        the other for what they build and run; every name or namespace option they bind is then unresolved (`why`),
-        and a side that returns makes the function's result unresolved. When every side ends, the path ends."""
+        the other for what they build and run; every name or namespace option they bind (in their own code, or
+        through a call: `global`, `nonlocal`, an option set by a function) and every function or class they define
+        is then unresolved (`why`), and a side that returns makes the function's result unresolved. When every side
+        ends, the path ends."""
         first_obj, first_call = len(self.out.objects), len(self.out.calls)
         before = [(frame, dict(frame)) for frame in self.bindings()]
         ends: list[PathEnd | None] = []
