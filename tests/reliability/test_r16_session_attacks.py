@@ -578,6 +578,33 @@ CONDITIONS = {
             except ValueError:
                 rounds = 9
         """,
+    "import that fails, caught": """
+        try:
+            import no_such_module_xyz
+        except ImportError:
+            rounds = 9
+        """,
+    "try body stopped part way": """
+        try:
+            import no_such_module_xyz
+            rounds = 9
+        except ImportError:
+            pass
+        """,
+    "else of a try whose body fails": """
+        try:
+            import no_such_module_xyz
+        except ImportError:
+            pass
+        else:
+            rounds = 9
+        """,
+    "with suppress stopping part way": """
+        import contextlib
+        with contextlib.suppress(ImportError):
+            import no_such_module_xyz
+            rounds = 9
+        """,
     "container changed by a function a side calls": """
         plan = [2]
         def bump():
@@ -627,6 +654,12 @@ DYNAMIC = {  # ways to rebind that the static reading did not see at all
     + """
         name = "num_" + sys.platform[:0] + "rounds"
         setattr(args, name, 9)
+        rounds = args.num_rounds
+        """,
+    "__setattr__ of the namespace": PARSED
+    + """
+        if random.random() < 2:
+            args.__setattr__("num_rounds", 9)
         rounds = args.num_rounds
         """,
     "globals()": """
@@ -713,6 +746,24 @@ def test_a_budget_rebound_by_reflection_is_never_admitted_as_unchanged(tmp_path,
     _assert_refused_or_real(_job_with(tmp_path, DYNAMIC[case]))
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: object.__setattr__(args, ...) rebinds an option the walk never sees (the dry run's fixture "
+    "hidden_rounds relies on it; a trial's run-time check of what ran is the backstop)",
+)
+def test_an_option_set_through_object_setattr_is_never_admitted_as_unchanged(tmp_path):
+    _assert_refused_or_real(
+        _job_with(
+            tmp_path,
+            PARSED
+            + """
+        object.__setattr__(args, "num_rounds", 9)
+        rounds = args.num_rounds
+        """,
+        )
+    )
+
+
 def test_the_fixed_reading_still_admits_what_job_py_runs(tmp_path):
     """Not everything becomes a refusal: a `:=` that surely runs, and a loop's else with no break, are read."""
     job = _job_with(
@@ -722,6 +773,10 @@ def test_the_fixed_reading_still_admits_what_job_py_runs(tmp_path):
             pass
         else:
             print(rounds := 7)
+        try:
+            min_sites = 2
+        except ValueError:
+            raise
         """,
     )
     config = api.import_job(job)

@@ -169,36 +169,37 @@ class Walker(ExpressionEvaluator):
         return obj
 
     def _reflection(self, name: str, node: ast.Call) -> Any:
-        """`setattr`/`delattr` on a parsed namespace rebind (or unbind) its option, on anything else every binding
-        of that object becomes unresolved; code built or bindings reached at run time (`exec`, `eval`, `globals()`,
-        `locals()`) are not followed: the walk reports a problem."""
+        """`setattr`/`delattr` (`_set_attribute`); code built or bindings reached at run time (`exec`, `eval`,
+        `globals()`, `locals()`) are not followed: the walk reports a problem."""
         args, kwargs, _unpacked = self._arguments(node)
         if name in ("setattr", "delattr") and len(args) >= 2 and not kwargs:
-            target, attr = args[0], args[1]
-            value = (
-                args[2] if name == "setattr" and len(args) > 2 else unresolved(node, f"deleted at line {node.lineno}")
-            )
-            if isinstance(target, ap.Namespace):
-                known = isinstance(attr, Val) and attr.resolved and isinstance(attr.value, str)
-                for key in [attr.value] if known else list(target.values):
-                    changed = (
-                        value
-                        if known and isinstance(value, Val)
-                        else unresolved(node, f"{name}() at line {node.lineno}")
-                    )
-                    target.values[key] = self.with_control(changed)
-            else:
-                self._changed(target, f"{name}() at line {node.lineno}", node, [attr, value])
-            return Val(None, HIGH)
+            return self._set_attribute(name, args, node)
         self.out.problems.append(
             f"job.py calls {name}() at line {node.lineno}, which reaches bindings or runs code the importer does not "
             "follow statically"
         )
         return unresolved(node, f"{name}() at line {node.lineno} is not followed statically")
 
+    def _set_attribute(self, name: str, args: list, node: ast.Call) -> Val:
+        """`setattr(target, attr, value)` / `delattr(target, attr)`: on a parsed namespace its option is rebound
+        (unbound), every option when `attr` is not known; on anything else every binding of `target` is
+        unresolved."""
+        target, attr = args[0], args[1]
+        deleted = unresolved(node, f"{name}() at line {node.lineno}")
+        value = args[2] if name == "setattr" and len(args) > 2 else deleted
+        if isinstance(target, ap.Namespace):
+            known = isinstance(attr, Val) and attr.resolved and isinstance(attr.value, str)
+            for key in [attr.value] if known else list(target.values):
+                target.values[key] = self.with_control(value if known and isinstance(value, Val) else deleted)
+        else:
+            self._changed(target, f"{name}() at line {node.lineno}", node, [attr, value])
+        return Val(None, HIGH)
+
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
             return parser_method(base, method, args, kwargs, node, self.base_args, self.out)
+        if isinstance(base, ap.Namespace) and method in ("__setattr__", "__delattr__") and len(args) >= 1:
+            return self._set_attribute(method.strip("_"), [base, *args], node)
         if isinstance(base, Obj):
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
             if method == SET_PER_SITE_CONFIG:
@@ -577,15 +578,23 @@ class Walker(ExpressionEvaluator):
                 frame[name] = unresolved(stmt, why, frame[name].flags)
 
     def _st_With(self, stmt: ast.With) -> None:
+        """A `with suppress(...)` block may stop part way without an error: what it binds is unresolved."""
+        suppressing = False
         for item in stmt.items:
             value = self.ev(item.context_expr)
+            suppressing |= isinstance(value, Obj) and value.cls.name == "suppress"
             if item.optional_vars is not None:
                 self.bind(item.optional_vars, value)
         self.walk_block(stmt.body)
+        if suppressing:
+            self._may_stop(stmt.body, f"the block of the `with` at line {stmt.lineno} may stop part way")
 
     _st_AsyncWith = _st_With
 
     def _st_Try(self, stmt: ast.Try) -> None:
+        """Whether the body raises at run time (an import, a file, a conversion) is not known statically: where a
+        handler can go on, what the body binds (it may stop part way), the `else:` and each handler are sides of an
+        unresolved condition. A handler that always ends the path (`raise`, `sys.exit()`) changes nothing after."""
         try:
             try:
                 self.walk_block(stmt.body)
@@ -594,11 +603,43 @@ class Walker(ExpressionEvaluator):
                     raise
                 self.walk_block(stmt.handlers[0].body)  # a `raise` inside `try` may be caught: its handler runs
             else:
-                self.walk_block(stmt.orelse)
+                going_on = [handler for handler in stmt.handlers if not _ends(handler.body)]
+                if not going_on:
+                    self.walk_block(stmt.orelse)
+                    return
+                why = f"depends on whether the try at line {stmt.lineno} raises"
+                self._may_stop(stmt.body, why)
+                for handler in going_on:
+                    if handler.name:
+                        self._frame_for(handler.name)[handler.name] = unresolved(ast.Name(handler.name), why)
+                note = BranchNote(stmt.lineno, "try", False)
+                self.out.branches.append(note)
+                self._undecided([stmt.orelse, *(handler.body for handler in going_on)], note, None, why)
         finally:
             self.walk_block(stmt.finalbody)
 
+    def _may_stop(self, body: list[ast.stmt], why: str) -> None:
+        """What a block that may stop part way binds (names, namespace options) is unresolved (`why`)."""
+        for node in (n for stmt in body for n in ast.walk(stmt)):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self._frame_for(node.id)[node.id] = unresolved(node, why)
+            elif (
+                isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name)
+            ):
+                base = self.ev(node.value)
+                if isinstance(base, ap.Namespace):
+                    base.values[node.attr] = unresolved(node, why)
+
     _st_TryStar = _st_Try
+
+
+def _ends(body: list[ast.stmt]) -> bool:
+    """True when a block surely ends the path: its last statement raises or exits."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.Raise):
+        return True
+    call = last.value if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) else None
+    return call is not None and source_text(call.func) in ("sys.exit", "exit", "quit", "os._exit")
 
 
 def _with_flags(value: Any, flags: tuple[str, ...]) -> Any:
