@@ -704,11 +704,11 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def _job_with(tmp_path: Path, body: str) -> Path:
+def _job_with(tmp_path: Path, body: str, tail: str = TAIL) -> Path:
     folder = tmp_path / "job"
     folder.mkdir()
     source = (PARSED if body.startswith(PARSED) else "") + textwrap.dedent(body.removeprefix(PARSED))
-    (folder / "job.py").write_text(HEAD + source + TAIL, encoding="utf-8")
+    (folder / "job.py").write_text(HEAD + source + tail, encoding="utf-8")
     (folder / "client.py").write_bytes(CLIENT.read_bytes())
     return folder / "job.py"
 
@@ -762,6 +762,18 @@ def test_an_option_set_through_object_setattr_is_never_admitted_as_unchanged(tmp
         """,
         )
     )
+
+
+@pytest.mark.parametrize("attribute", ["num_clients = 5", "clients = ['a', 'b', 'c']"])
+def test_an_attribute_set_on_the_env_after_it_is_built_is_never_admitted_unchanged(tmp_path, attribute):
+    """SimEnv reads `num_clients`/`clients` when it runs the job. Before: the reading kept the constructor's 2."""
+    tail = TAIL.replace(
+        "recipe.execute(SimEnv(num_clients=2))", f"env = SimEnv(num_clients=2)\nenv.{attribute}\nrecipe.execute(env)"
+    )
+    job = _job_with(tmp_path, "", tail)
+    config = api.import_job(job)
+    assert config["fixed_budget"]["num_clients"]["value"] is None, config["fixed_budget"]["num_clients"]
+    assert config["admission_errors"], "admitted a client count the run does not use"
 
 
 def test_the_fixed_reading_still_admits_what_job_py_runs(tmp_path):

@@ -383,6 +383,13 @@ class Walker(ExpressionEvaluator):
             base = self.ev(target.value)
             if isinstance(base, ap.Namespace):
                 base.values[target.attr] = value if isinstance(value, Val) else unresolved(target, "not a data value")
+            elif isinstance(base, Obj):  # `env.num_clients = 5`: NVFLARE reads the attribute when it runs
+                why = (
+                    f"{base.name}.{target.attr} is set again at line {target.lineno}, which is not followed statically"
+                )
+                stale = self.with_control(unresolved(target, why, merge_flags(value)))
+                base.args = [stale for _ in base.args]  # one attribute may stand for another (clients, num_clients)
+                base.kwargs = {**dict.fromkeys(base.kwargs, stale), target.attr: stale}
             elif isinstance(base, FuncRef):  # `f.__defaults__ = (9,)`: what the function returns is not known
                 self._changed(base, f"the attribute set at line {target.lineno}", target, [value])
 
