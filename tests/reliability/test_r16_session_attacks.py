@@ -605,6 +605,18 @@ CONDITIONS = {
             import no_such_module_xyz
             rounds = 9
         """,
+    "option deleted in a side": PARSED
+    + """
+        if random.random() < 2:
+            del args.num_rounds
+        rounds = getattr(args, "num_rounds", 9)
+        """,
+    "item deleted in a side": """
+        cfg = {"rounds": 2}
+        if random.random() < 2:
+            del cfg["rounds"]
+        rounds = cfg.get("rounds", 9)
+        """,
     "container changed by a function a side calls": """
         plan = [2]
         def bump():

@@ -338,6 +338,8 @@ class Walker(ExpressionEvaluator):
                 self._set_item(target, None)
             elif isinstance(target, ast.Name):
                 self._frame_for(target.id).pop(target.id, None)
+            elif isinstance(target, ast.Attribute):  # `del args.num_rounds`: a later getattr(..., default) differs
+                self.bind(target, unresolved(target, f"deleted at line {target.lineno}"))
 
     def _st_Import(self, stmt: ast.Import) -> None:
         for alias in stmt.names:  # `import a.b` binds the package `a`; `import a.b as c` binds `a.b` to `c`
