@@ -838,3 +838,31 @@ def test_a_budget_chosen_by_a_failed_import_is_admitted_as_job_py_runs_it(tmp_pa
     if config["admission_errors"]:
         return
     assert {k: config["fixed_budget"][k]["value"] for k in api.FIELDS} == _real_budget(job)
+
+
+def test_an_interrupt_as_a_timed_out_probe_is_ended_never_leaves_it_running(tmp_path, handlers, monkeypatch):
+    """The probe timed out (not reaped) and is being ended when SIGTERM lands, after it left the pending list and
+    before its group was killed: the interrupt must wait until the probe is ended."""
+    slow = tmp_path / "slow_probe.py"
+    slow.write_text(SLOW_PROBE, encoding="utf-8")
+    monkeypatch.setattr(seal, "LAUNCHER", slow)
+    monkeypatch.setattr(seal, "_PROBES", {})
+    monkeypatch.setattr(seal, "_PENDING", {})
+    monkeypatch.setattr(seal, "PROBE_TIMEOUT", 0.5)
+    real_end, started = seal._end_probe, []
+
+    def signal_then_end(proc):
+        started.append(proc.pid)
+        os.kill(os.getpid(), signal.SIGTERM)
+        real_end(proc)
+
+    monkeypatch.setattr(seal, "_end_probe", signal_then_end)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    try:
+        with pytest.raises(cli.Interrupted):
+            seal.probe(sys.executable, env)
+    finally:
+        survivors = _probes(slow)
+        for pid in survivors:
+            os.kill(pid, signal.SIGKILL)
+    assert started and survivors == [], "the probe outlived the interrupt"
