@@ -416,29 +416,29 @@ class Walker(ExpressionEvaluator):
         first_obj, first_call = len(self.out.objects), len(self.out.calls)
         before = [(frame, dict(frame)) for frame in self.bindings()]
         ends: list[PathEnd | None] = []
+        bound: dict[str, tuple[ast.expr, tuple]] = {}  # each target either side binds, with the inputs of its values
         for body in sides:
             try:
                 self.walk_block(body)
                 ends.append(None)
             except PathEnd as end:
                 ends.append(end)
+            for target in _targets(body):
+                key = ast.dump(target)
+                bound[key] = (target, bound.get(key, (target, ()))[1] + merge_flags(self.ev(target)))
         note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
         flags = merge_flags(test)
         for frame, held in before:  # what a side rebound through a call (`global`, `nonlocal`, `args.x = ...`)
             for name in {*held, *frame}:
                 if name not in frame or name not in held or frame[name] is not held[name]:
-                    frame[name] = unresolved(ast.Name(name), why, flags)
-        for node in (n for body in sides for stmt in body for n in ast.walk(stmt)):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self._frame_for(node.id)[node.id] = unresolved(node, why, flags)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):  # a side's own definition
-                self._frame_for(node.name)[node.name] = unresolved(ast.Name(node.name), why, flags)
-            elif (
-                isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name)
-            ):
-                base = self.ev(node.value)
-                if isinstance(base, ap.Namespace):
-                    base.values[node.attr] = unresolved(node, why, flags)
+                    inputs = merge_flags(frame.get(name), held.get(name))
+                    frame[name] = unresolved(ast.Name(name), why, tuple(dict.fromkeys((*flags, *inputs))))
+        for target, inputs in bound.values():
+            value = unresolved(target, why, tuple(dict.fromkeys((*flags, *inputs))))
+            if isinstance(target, ast.Name):
+                self._frame_for(target.id)[target.id] = value
+            elif isinstance(base := self.ev(target.value), ap.Namespace):
+                base.values[target.attr] = value
         returned = [end for end in ends if end is not None and not end.raised]
         ended = all(end is not None for end in ends)  # no side goes on: the path ends here
         if len(returned) > (1 if ended else 0) and self.early:  # the function's result depends on the condition
@@ -543,6 +543,7 @@ class Walker(ExpressionEvaluator):
 
     # ---- `:=` ---------------------------------------------------------------------------------
     def _ev_NamedExpr(self, node: ast.NamedExpr) -> Any:
+        """`(name := value)` binds as an assignment does and gives the value."""
         value = self.ev(node.value)
         self.bind(node.target, value)
         return value
@@ -558,10 +559,10 @@ class Walker(ExpressionEvaluator):
         return value
 
     def _ev_ListComp(self, node: Any) -> Any:
+        """Not evaluated (see `ExpressionEvaluator`); a `:=` inside binds its name in the enclosing scope, which is
+        then unresolved naming the line."""
         value = super()._ev_ListComp(node)
-        self._unsettled(
-            [node], f"a comprehension at line {node.lineno} is not evaluated statically", merge_flags(value)
-        )
+        self._unsettled([node], f"bound by := in a comprehension at line {node.lineno}", merge_flags(value))
         return value
 
     _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
@@ -629,15 +630,12 @@ class Walker(ExpressionEvaluator):
 
     def _may_stop(self, body: list[ast.stmt], why: str) -> None:
         """What a block that may stop part way binds (names, namespace options) is unresolved (`why`)."""
-        for node in (n for stmt in body for n in ast.walk(stmt)):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self._frame_for(node.id)[node.id] = unresolved(node, why)
-            elif (
-                isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name)
-            ):
-                base = self.ev(node.value)
-                if isinstance(base, ap.Namespace):
-                    base.values[node.attr] = unresolved(node, why)
+        for target in _targets(body):
+            value = unresolved(target, why, merge_flags(self.ev(target)))
+            if isinstance(target, ast.Name):
+                self._frame_for(target.id)[target.id] = value
+            elif isinstance(base := self.ev(target.value), ap.Namespace):
+                base.values[target.attr] = value
 
     _st_TryStar = _st_Try
 
@@ -649,6 +647,24 @@ def _ends(body: list[ast.stmt]) -> bool:
         return True
     call = last.value if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) else None
     return call is not None and source_text(call.func) in ("sys.exit", "exit", "quit", "os._exit")
+
+
+def _targets(body: list[ast.stmt]) -> list[ast.expr]:
+    """The names and `name.attr` targets `body` binds in its own scope: assignments, loop and `with` targets, `:=`
+    (inside comprehensions too), and the functions and classes it defines (not what their bodies bind)."""
+    found, todo = [], list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append(ast.Name(node.name, ast.Store(), lineno=node.lineno, col_offset=node.col_offset))
+        elif isinstance(node, ast.comprehension):  # its loop variable is the comprehension's own
+            todo.extend([node.iter, *node.ifs])
+        elif not isinstance(node, ast.Lambda):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+                if isinstance(node, ast.Name) or isinstance(node.value, ast.Name):
+                    found.append(node)
+            todo.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _with_flags(value: Any, flags: tuple[str, ...]) -> Any:
