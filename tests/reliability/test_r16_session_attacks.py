@@ -758,6 +758,56 @@ def test_a_budget_rebound_by_reflection_is_never_admitted_as_unchanged(tmp_path,
     _assert_refused_or_real(_job_with(tmp_path, DYNAMIC[case]))
 
 
+BUMP = textwrap.dedent(
+    """
+    def bump(*_args):
+        global rounds
+        rounds = 9
+        return 1
+    """
+)
+EFFECTS = {  # code that runs (or may not) where the walk did not look: a call there rebinds the budget
+    "while test": BUMP + "while not bump():\n    pass\n",
+    "parameter default": BUMP + "def f(r=bump()):\n    pass\n",
+    "decorator": BUMP + "@bump\ndef f():\n    pass\n",
+    "decorator's result": "def nine(fn):\n    return lambda: 9\n@nine\ndef pick():\n    return 2\nrounds = pick()\n",
+    "class body": BUMP + "class Plan:\n    x = bump()\n",
+    "operand or skips": BUMP + "x = random.random() < 2 or bump()\n",
+    "conditional expression": BUMP + "x = bump() if random.random() < 2 else 0\n",
+    "assert": "assert (rounds := 9)\n",
+}
+LEFT = {  # the same, where the walk still does not look
+    "lambda": BUMP + "f = lambda: bump()\nf()\n",
+    "comprehension": BUMP + "xs = [bump(i) for i in range(1)]\n",
+}
+
+
+@pytest.mark.parametrize("case", list(EFFECTS), ids=lambda c: c.replace(" ", "-"))
+def test_code_run_outside_the_walked_path_never_hides_a_rebinding(tmp_path, case):
+    """Before: a `while` test, a default, a decorator, a class body, `assert` were never walked, and every operand
+    of `or` and neither branch of an unknown conditional expression were: a budget job.py does not run was
+    admitted."""
+    _assert_refused_or_real(_job_with(tmp_path, EFFECTS[case]))
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            case,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason=f"hole: a call inside a {case} is not walked, and what it rebinds is admitted unchanged",
+            ),
+        )
+        for case in LEFT
+    ],
+    ids=lambda c: c.replace(" ", "-"),
+)
+def test_a_call_inside_a_lambda_or_comprehension_never_hides_a_rebinding(tmp_path, case):
+    _assert_refused_or_real(_job_with(tmp_path, LEFT[case]))
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="hole: object.__setattr__(args, ...) rebinds an option the walk never sees (the dry run's fixture "

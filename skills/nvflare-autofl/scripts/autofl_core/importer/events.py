@@ -36,6 +36,7 @@ class RaiseNote:
 class FuncRef:
     node: ast.FunctionDef | ast.AsyncFunctionDef
     closure: list[dict]
+    defaults: dict[int, Any] = field(default_factory=dict)  # id(default's node) -> its value when `def` ran
 
     @property
     def label(self) -> str:

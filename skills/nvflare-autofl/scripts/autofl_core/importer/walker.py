@@ -5,7 +5,9 @@ entered (bounded depth), `if` statements whose condition resolves take one branc
 `match`, and a loop's `else:` a `break` may skip) are walked side by side, after which whatever a side rebound,
 directly or through a call, is unresolved. A `:=` binds where it surely runs and is unresolved where it may not;
 `setattr`/`delattr` and writes through `vars(args)` reach the namespace; `exec`, `eval`, `globals()` and `locals()`
-are not followed (a problem). External classes are never imported: constructing one yields an `Obj`
+are not followed (a problem). What runs off the straight path is walked too: a `while` test, parameter defaults and
+job-local decorators when `def` runs, a class body, an `assert`; what an operand after the first of `and`/`or` or
+a branch of an unknown conditional expression changes is unresolved. External classes are never imported: constructing one yields an `Obj`
 with its evaluated arguments, and method calls on objects are recorded as `MethodCall` events.
 
 Data flow includes control flow: inside a branch taken because of a job option (`if args.fast:`), or a loop
@@ -28,7 +30,21 @@ from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
 from .surface import touches_surface
-from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, merge_flags, source_text, unresolved
+from .values import (
+    HIGH,
+    MEDIUM,
+    Bag,
+    Builtin,
+    ClassRef,
+    ModuleRef,
+    Val,
+    cause,
+    known,
+    merge_flags,
+    source_text,
+    unresolved,
+    weakest,
+)
 
 MAX_DEPTH = 12
 MAX_STEPS = 50_000
@@ -278,9 +294,9 @@ class Walker(ExpressionEvaluator):
             elif param.arg in kwargs:
                 frame[param.arg] = kwargs[param.arg]
             else:
-                frame[param.arg] = self.ev(default) if default is not None else unresolved(node, "missing argument")
+                frame[param.arg] = self._default(func, default, node)
         for param, default in zip(spec.kwonlyargs, spec.kw_defaults, strict=True):
-            fallback = self.ev(default) if default is not None else unresolved(node, "missing argument")
+            fallback = self._default(func, default, node)
             frame[param.arg] = kwargs.get(param.arg, fallback)
         if spec.vararg:
             frame[spec.vararg.arg] = Bag(list(args[len(params) :]))
@@ -288,6 +304,12 @@ class Walker(ExpressionEvaluator):
             extra = {k: v for k, v in kwargs.items() if k not in frame}
             frame[spec.kwarg.arg] = Bag(list(extra.values()), list(extra))
         return frame
+
+    def _default(self, func: FuncRef, default: ast.expr | None, node: ast.Call) -> Any:
+        """A parameter's default: its value when `def` ran."""
+        if default is None:
+            return unresolved(node, "missing argument")
+        return func.defaults[id(default)] if id(default) in func.defaults else self.ev(default)
 
     # ---- statements -----------------------------------------------------------------------------
     def walk_block(self, body: list[ast.stmt]) -> None:
@@ -312,7 +334,16 @@ class Walker(ExpressionEvaluator):
         raise PathEnd(unresolved(stmt, "raised an exception"), raised=True, note=note)
 
     def _st_FunctionDef(self, stmt: ast.FunctionDef) -> None:
-        self.scopes[0][stmt.name] = FuncRef(stmt, list(self.scopes))
+        """`def` evaluates the defaults once, then applies the decorators: a job-local one is followed (what it
+        returns is the name's value), any other is taken to give the function back."""
+        spec = stmt.args
+        defaults = {id(d): self.ev(d) for d in [*spec.defaults, *spec.kw_defaults] if d is not None}
+        value: Any = FuncRef(stmt, list(self.scopes), defaults)
+        for decorator in reversed(stmt.decorator_list):
+            callee = self.ev(decorator)
+            if isinstance(callee, FuncRef):
+                value = self._invoke(callee, [value], {}, ast.Call(decorator, [], [], lineno=stmt.lineno, col_offset=0))
+        self.scopes[0][stmt.name] = value
 
     _st_AsyncFunctionDef = _st_FunctionDef
 
@@ -321,6 +352,12 @@ class Walker(ExpressionEvaluator):
         init = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in stmt.body)
         if _uses_argparse(stmt):
             self.out.class_parsers.append((stmt.name, stmt.lineno))
+        saved = self.scopes
+        self.scopes = [{}, *saved]  # the class body runs now, in a namespace of its own (its methods stay there)
+        try:
+            self.walk_block(stmt.body)
+        finally:
+            self.scopes = saved
         self.scopes[0][stmt.name] = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
 
     def _st_Global(self, stmt: ast.Global | ast.Nonlocal) -> None:
@@ -331,6 +368,9 @@ class Walker(ExpressionEvaluator):
             targets[name] = self.scopes[-1] if isinstance(stmt, ast.Global) else next(enclosing, self.scopes[0])
 
     _st_Nonlocal = _st_Global
+
+    def _st_Assert(self, stmt: ast.Assert) -> None:
+        self.ev(stmt.test)  # a `:=` or a call in it runs (trials never run Python with -O)
 
     def _st_Delete(self, stmt: ast.Delete) -> None:
         for target in stmt.targets:
@@ -414,7 +454,7 @@ class Walker(ExpressionEvaluator):
         is then unresolved (`why`), and a side that returns makes the function's result unresolved. When every side
         ends, the path ends."""
         first_obj, first_call = len(self.out.objects), len(self.out.calls)
-        before = [(frame, dict(frame)) for frame in self.bindings()]
+        before = self._held()
         ends: list[PathEnd | None] = []
         bound: dict[str, tuple[ast.expr, tuple]] = {}  # each target either side binds, with the inputs of its values
         for body in sides:
@@ -428,11 +468,7 @@ class Walker(ExpressionEvaluator):
                 bound[key] = (target, bound.get(key, (target, ()))[1] + merge_flags(self.ev(target)))
         note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
         flags = merge_flags(test)
-        for frame, held in before:  # what a side rebound through a call (`global`, `nonlocal`, `args.x = ...`)
-            for name in {*held, *frame}:
-                if name not in frame or name not in held or frame[name] is not held[name]:
-                    inputs = merge_flags(frame.get(name), held.get(name))
-                    frame[name] = unresolved(ast.Name(name), why, tuple(dict.fromkeys((*flags, *inputs))))
+        self._unsettle_rebound(before, why, flags)  # what a side rebound through a call (`global`, `args.x = ...`)
         for target, inputs in bound.values():
             value = unresolved(target, why, tuple(dict.fromkeys((*flags, *inputs))))
             if isinstance(target, ast.Name):
@@ -446,6 +482,18 @@ class Walker(ExpressionEvaluator):
             self.early[-1] = (line, merge_flags(*(end.value for end in returned)) + kept)
         if ended:
             raise returned[0] if returned else next(end for end in ends if end is not None)
+
+    def _held(self) -> list[tuple[dict, dict]]:
+        """A copy of every binding a statement can change (see `bindings`), for `_unsettle_rebound`."""
+        return [(frame, dict(frame)) for frame in self.bindings()]
+
+    def _unsettle_rebound(self, before: list[tuple[dict, dict]], why: str, flags: tuple[str, ...]) -> None:
+        """Every binding new, gone or changed since `before` (code that may or may not have run) is unresolved."""
+        for frame, held in before:
+            for name in {*held, *frame}:
+                if name not in frame or name not in held or frame[name] is not held[name]:
+                    inputs = merge_flags(frame.get(name), held.get(name))
+                    frame[name] = unresolved(ast.Name(name), why, tuple(dict.fromkeys((*flags, *inputs))))
 
     def _skipped(self, block: list[ast.stmt], flags: tuple[str, ...]) -> None:
         """What the branch not taken would change depends on the options that decided it: every name it binds, and
@@ -496,10 +544,13 @@ class Walker(ExpressionEvaluator):
             )
         note = BranchNote(stmt.body[0].lineno, "loop body", False, kind="loop")
         self.out.branches.append(note)
+        again = [] if over else [ast.Expr(stmt.test, lineno=stmt.lineno, col_offset=0)]  # a `while` test runs again
+        if not over:
+            self.ev(stmt.test)  # before the first pass, always
         if items is None:
             self._each_pass(stmt, f"it changes with each pass of the loop at line {stmt.lineno}")
             self._undecided(
-                [stmt.body, []], note, iterable, f"it changes with each pass of the loop at line {stmt.lineno}"
+                [stmt.body + again, []], note, iterable, f"it changes with each pass of the loop at line {stmt.lineno}"
             )
             if over and whole_environment([iterable], stmt):  # a loop over os.environ: what it binds reads it
                 self._each_pass(stmt, whole_environment([iterable], stmt))
@@ -549,14 +600,33 @@ class Walker(ExpressionEvaluator):
         return value
 
     def _ev_BoolOp(self, node: ast.BoolOp) -> Any:
-        value = super()._ev_BoolOp(node)  # every operand is read; a `:=` after the first may not run
-        self._unsettled(node.values[1:], f"`and`/`or` at line {node.lineno} may stop before it", merge_flags(value))
+        """Every operand is read; what an operand after the first binds or runs (`:=`, a call of job.py's own
+        function) may not happen: unresolved."""
+        maybe = any(isinstance(n, (ast.Call, ast.NamedExpr)) for part in node.values[1:] for n in ast.walk(part))
+        before = self._held() if maybe else []
+        value = super()._ev_BoolOp(node)
+        why = f"`and`/`or` at line {node.lineno} may stop before it"
+        self._unsettle_rebound(before, why, merge_flags(value))
+        self._unsettled(node.values[1:], why, merge_flags(value))
         return value
 
     def _ev_IfExp(self, node: ast.IfExp) -> Any:
-        value = super()._ev_IfExp(node)
-        self._unsettled([node.body, node.orelse], f"depends on the condition at line {node.lineno}", merge_flags(value))
-        return value
+        """`a if test else b`: the branch a known test picks; for another test both branches are walked for what
+        they run, and what they bind or change is unresolved."""
+        test = self.ev(node.test)
+        if known(test):
+            chosen = self.ev(node.body if test.value else node.orelse)
+            if not known(chosen):
+                return chosen
+            confidence = weakest(MEDIUM, test.confidence, chosen.confidence)
+            return Val(chosen.value, confidence, source_text(node), merge_flags(test, chosen))
+        why, flags = f"depends on the condition at line {node.lineno}", merge_flags(test)
+        before = self._held()
+        self.ev(node.body)
+        self.ev(node.orelse)
+        self._unsettle_rebound(before, why, flags)
+        self._unsettled([node.body, node.orelse], why, flags)
+        return unresolved(node, cause(test) or "condition is not resolved", flags)
 
     def _ev_ListComp(self, node: Any) -> Any:
         """Not evaluated (see `ExpressionEvaluator`); a `:=` inside binds its name in the enclosing scope, which is
