@@ -6,8 +6,8 @@ entered (bounded depth), `if` statements whose condition resolves take one branc
 directly or through a call, is unresolved. A `:=` binds where it surely runs and is unresolved where it may not;
 `setattr`/`delattr` and writes through `vars(args)` reach the namespace; `exec`, `eval`, `globals()` and `locals()`
 are not followed (a problem). What runs off the straight path is walked too: a `while` test, parameter defaults and
-job-local decorators when `def` runs, a class body, an `assert`; what an operand after the first of `and`/`or` or
-a branch of an unknown conditional expression changes is unresolved. External classes are never imported: constructing one yields an `Obj`
+job-local decorators when `def` runs, a class body, an `assert`; what an operand after the first of `and`/`or`, a
+branch of an unknown conditional expression or a comprehension's calls change is unresolved. External classes are never imported: constructing one yields an `Obj`
 with its evaluated arguments, and method calls on objects are recorded as `MethodCall` events.
 
 Data flow includes control flow: inside a branch taken because of a job option (`if args.fast:`), or a loop
@@ -630,8 +630,23 @@ class Walker(ExpressionEvaluator):
 
     def _ev_ListComp(self, node: Any) -> Any:
         """Not evaluated (see `ExpressionEvaluator`); a `:=` inside binds its name in the enclosing scope, which is
-        then unresolved naming the line."""
+        then unresolved naming the line. A comprehension that calls something is walked once, its variables
+        unresolved, for what the calls run (what they rebind is unresolved)."""
         value = super()._ev_ListComp(node)
+        if any(isinstance(n, ast.Call) for n in ast.walk(node)):
+            why = f"a comprehension at line {node.lineno} runs it any number of times"
+            before = self._held()
+            own = {n.id for c in node.generators for n in ast.walk(c.target) if isinstance(n, ast.Name)}
+            saved = self.scopes
+            self.scopes = [{name: unresolved(ast.Name(name), why) for name in own}, *saved]
+            try:
+                for part in [*(g.iter for g in node.generators[1:]), *(c for g in node.generators for c in g.ifs)]:
+                    self.ev(part)
+                for part in (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,):
+                    self.ev(part)
+            finally:
+                self.scopes = saved
+            self._unsettle_rebound(before, why, merge_flags(value))
         self._unsettled([node], f"bound by := in a comprehension at line {node.lineno}", merge_flags(value))
         return value
 
