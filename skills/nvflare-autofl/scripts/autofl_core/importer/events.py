@@ -32,6 +32,9 @@ class RaiseNote:
     control: tuple[str, ...] = ()
 
 
+LAMBDA = "<lambda>"  # the name of the function a lambda is walked as
+
+
 @dataclass(eq=False)
 class FuncRef:
     node: ast.FunctionDef | ast.AsyncFunctionDef
@@ -40,7 +43,7 @@ class FuncRef:
 
     @property
     def label(self) -> str:
-        return f"function {self.node.name}"
+        return "" if self.node.name == LAMBDA else f"function {self.node.name}"  # a lambda has no name to show
 
 
 @dataclass(eq=False)

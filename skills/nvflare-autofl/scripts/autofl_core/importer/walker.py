@@ -7,7 +7,8 @@ directly or through a call, is unresolved. A `:=` binds where it surely runs and
 `setattr`/`delattr` and writes through `vars(args)` reach the namespace; `exec`, `eval`, `globals()` and `locals()`
 are not followed (a problem). What runs off the straight path is walked too: a `while` test, parameter defaults and
 job-local decorators when `def` runs, a class body, an `assert`; what an operand after the first of `and`/`or`, a
-branch of an unknown conditional expression or a comprehension's calls change is unresolved. External classes are never imported: constructing one yields an `Obj`
+branch of an unknown conditional expression or a comprehension's calls change is unresolved; a lambda is followed
+like a function. External classes are never imported: constructing one yields an `Obj`
 with its evaluated arguments, and method calls on objects are recorded as `MethodCall` events.
 
 Data flow includes control flow: inside a branch taken because of a job option (`if args.fast:`), or a loop
@@ -27,7 +28,7 @@ from . import argparse_flow as ap
 from . import real_parser
 from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_evaluated, whole_environment
 from .evaluate import ExpressionEvaluator
-from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
+from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
 from .surface import touches_surface
 from .values import (
@@ -627,6 +628,14 @@ class Walker(ExpressionEvaluator):
         self._unsettle_rebound(before, why, flags)
         self._unsettled([node.body, node.orelse], why, flags)
         return unresolved(node, cause(test) or "condition is not resolved", flags)
+
+    def _ev_Lambda(self, node: ast.Lambda) -> FuncRef:
+        """A lambda is a function of one `return` (its defaults evaluated now), followed when called."""
+        body = [ast.Return(node.body, lineno=node.lineno, col_offset=node.col_offset)]
+        func = ast.FunctionDef(LAMBDA, node.args, body, [], lineno=node.lineno, col_offset=node.col_offset)
+        spec = node.args
+        defaults = {id(d): self.ev(d) for d in [*spec.defaults, *spec.kw_defaults] if d is not None}
+        return FuncRef(func, list(self.scopes), defaults)
 
     def _ev_ListComp(self, node: Any) -> Any:
         """Not evaluated (see `ExpressionEvaluator`); a `:=` inside binds its name in the enclosing scope, which is
