@@ -599,6 +599,14 @@ CONDITIONS = {
         else:
             rounds = 9
         """,
+    "second handler catches": """
+        try:
+            raise ValueError("x")
+        except KeyError:
+            pass
+        except ValueError:
+            rounds = 9
+        """,
     "with suppress stopping part way": """
         import contextlib
         with contextlib.suppress(ImportError):

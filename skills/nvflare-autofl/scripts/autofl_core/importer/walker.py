@@ -705,7 +705,13 @@ class Walker(ExpressionEvaluator):
             except PathEnd as end:
                 if not (end.raised and stmt.handlers):
                     raise
-                self.walk_block(stmt.handlers[0].body)  # a `raise` inside `try` may be caught: its handler runs
+                if len(stmt.handlers) == 1:
+                    self.walk_block(stmt.handlers[0].body)  # a `raise` inside `try` may be caught: its handler runs
+                else:  # which handler catches it is not read statically
+                    note = BranchNote(stmt.lineno, "try", False)
+                    self.out.branches.append(note)
+                    why = f"depends on which handler of the try at line {stmt.lineno} catches"
+                    self._undecided([handler.body for handler in stmt.handlers], note, None, why)
             else:
                 going_on = [handler for handler in stmt.handlers if not _ends(handler.body)]
                 if not going_on:
