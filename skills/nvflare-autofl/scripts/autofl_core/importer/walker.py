@@ -262,7 +262,9 @@ class Walker(ExpressionEvaluator):
 
     def _invoke(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> Any:
         if len(self.stack) >= MAX_DEPTH or any(f is func for f, _ in self.stack):
-            return unresolved(node, f"call of {func.node.name}() is too deep or recursive")
+            why = f"call of {func.node.name}() is too deep or recursive"
+            self._reaches(func, why)
+            return unresolved(node, why)
         frame = self._bind(func, args, kwargs, node)
         self.stack.append((func, self.scopes))
         self.scopes = [frame, *func.closure]
@@ -283,6 +285,34 @@ class Walker(ExpressionEvaluator):
                 node, f"depends on the condition at line {line}", tuple(dict.fromkeys((*flags, *merge_flags(result))))
             )
         return result
+
+    def _reaches(self, func: FuncRef, why: str) -> None:
+        """A call not followed may change what the function reaches outside itself: every outer name it declares
+        `global`/`nonlocal`, or sets an item, an attribute or a method on, is unresolved (`why`)."""
+        declared = {
+            n for node in ast.walk(func.node) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names
+        }
+        touched = set(declared)
+        for node in ast.walk(func.node):
+            if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                touched.add(node)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                touched.add(node.func.value)
+        for item in touched:
+            while isinstance(item, (ast.Attribute, ast.Subscript, ast.Call)):
+                item = item.func if isinstance(item, ast.Call) else item.value
+            name = item if isinstance(item, str) else getattr(item, "id", None)
+            for frame in func.closure:
+                if name in frame:
+                    value = frame[name]
+                    if isinstance(value, ap.Namespace):
+                        value.values.update(dict.fromkeys(value.values, unresolved(ast.Name(name), why)))
+                    elif not isinstance(value, (FuncRef, ModuleRef, ClassRef, Obj, ap.Parser)):
+                        frame[name] = unresolved(ast.Name(name), why)
+                    break
+            else:
+                if name in declared:  # a global the module has not bound yet
+                    func.closure[-1][name] = unresolved(ast.Name(name), why)
 
     def _bind(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> dict:
         spec = func.node.args
