@@ -786,6 +786,9 @@ EFFECTS = {  # code that runs (or may not) where the walk did not look: a call t
     "comprehension": BUMP + "xs = [bump(i) for i in range(1)]\n",
     "dict comprehension filter": BUMP + "xs = {i: i for i in range(1) if bump(i)}\n",
     "lambda": BUMP + "f = lambda: bump()\nf()\n",
+    "function given to a thread": BUMP + "import threading\nt = threading.Thread(target=bump)\nt.start()\nt.join()\n",
+    "function given to map": BUMP + "xs = list(map(bump, [1]))\n",
+    "class of job.py built": "class Plan:\n    def __init__(self):\n        global rounds\n        rounds = 9\nplan = Plan()\n",
     "recursive call": "def f(n):\n    global rounds\n    if n == 1:\n        rounds = 9\n        return\n    f(n + 1)\nf(0)\n",
     "recursive call setting an option": PARSED
     + "def f(n):\n    if n == 1:\n        args.num_rounds = 9\n        return\n    f(n + 1)\nf(0)\nrounds = args.num_rounds\n",

@@ -68,6 +68,7 @@ class Walker(ExpressionEvaluator):
         self.redirect: dict[int, dict[str, dict]] = {}  # id(frame) -> {name: frame} for `global`/`nonlocal`
         self.control: tuple[str, ...] = ()
         self.early: list[tuple | None] = []  # per function walked: (line, flags) of a side of a condition that returned
+        self.methods: dict[int, list[FuncRef]] = {}  # id(ClassRef of a class of job.py) -> its methods
         self.steps = 0
 
     def run(self, tree: ast.Module) -> WalkResult:
@@ -165,6 +166,9 @@ class Walker(ExpressionEvaluator):
     def _dispatch(self, callee: Any, args: list, kwargs: dict, unpacked: bool, node: ast.Call) -> Any:
         if isinstance(callee, FuncRef):
             return self._invoke(callee, args, kwargs, node)
+        self._handed_over([*args, *kwargs.values()], node)
+        for method in self.methods.get(id(callee), ()):  # a class of job.py: its methods are not followed
+            self._reaches(method, f"{callee.name}() at line {node.lineno} runs code of job.py not followed statically")
         if isinstance(callee, Builtin):
             return call_builtin(callee, args, kwargs, node)
         if isinstance(callee, ClassRef) and not callee.dynamic:
@@ -218,6 +222,7 @@ class Walker(ExpressionEvaluator):
         if isinstance(base, ap.Namespace) and method in ("__setattr__", "__delattr__") and len(args) >= 1:
             return self._set_attribute(method.strip("_"), [base, *args], node)
         if isinstance(base, Obj):
+            self._handed_over([*args, *kwargs.values()], node)
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
             if method == SET_PER_SITE_CONFIG:
                 return _set_per_site(base, args[0] if args else kwargs.get("config"))
@@ -286,9 +291,16 @@ class Walker(ExpressionEvaluator):
             )
         return result
 
+    def _handed_over(self, values: list, node: ast.Call) -> None:
+        """Job.py's functions given to a call that is not followed (a thread, `map`, a callback) may run: what they
+        reach is unresolved."""
+        for value in values:
+            if isinstance(value, FuncRef):
+                self._reaches(value, f"{value.node.name}() is handed to a call at line {node.lineno} not followed")
+
     def _reaches(self, func: FuncRef, why: str) -> None:
         """A call not followed may change what the function reaches outside itself: every outer name it declares
-        `global`/`nonlocal`, or sets an item, an attribute or a method on, is unresolved (`why`)."""
+        `global`/`nonlocal`, sets an item or attribute on, or calls a mutating method of, is unresolved (`why`)."""
         declared = {
             n for node in ast.walk(func.node) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names
         }
@@ -297,7 +309,8 @@ class Walker(ExpressionEvaluator):
             if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 touched.add(node)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                touched.add(node.func.value)
+                if node.func.attr in set().union(*MUTATORS.values()):
+                    touched.add(node.func.value)
         for item in touched:
             while isinstance(item, (ast.Attribute, ast.Subscript, ast.Call)):
                 item = item.func if isinstance(item, ast.Call) else item.value
@@ -383,13 +396,15 @@ class Walker(ExpressionEvaluator):
         init = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in stmt.body)
         if _uses_argparse(stmt):
             self.out.class_parsers.append((stmt.name, stmt.lineno))
-        saved = self.scopes
-        self.scopes = [{}, *saved]  # the class body runs now, in a namespace of its own (its methods stay there)
+        saved, own = self.scopes, {}
+        self.scopes = [own, *saved]  # the class body runs now, in a namespace of its own (its methods stay there)
         try:
             self.walk_block(stmt.body)
         finally:
             self.scopes = saved
-        self.scopes[0][stmt.name] = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
+        cls = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
+        self.methods[id(cls)] = [value for value in own.values() if isinstance(value, FuncRef)]
+        self.scopes[0][stmt.name] = cls
 
     def _st_Global(self, stmt: ast.Global | ast.Nonlocal) -> None:
         """Names bound from now on in the module's frame (`global`) or the enclosing function's (`nonlocal`)."""
