@@ -625,6 +625,16 @@ CONDITIONS = {
             del cfg["rounds"]
         rounds = cfg.get("rounds", 9)
         """,
+    "with a job's class suppressing": """
+        class Quiet:
+            def __enter__(self):
+                return self
+            def __exit__(self, *exc):
+                return True
+        with Quiet():
+            import no_such_module_xyz
+            rounds = 9
+        """,
     "container changed by a function a side calls": """
         plan = [2]
         def bump():

@@ -727,11 +727,15 @@ class Walker(ExpressionEvaluator):
                 frame[name] = unresolved(stmt, why, frame[name].flags)
 
     def _st_With(self, stmt: ast.With) -> None:
-        """A `with suppress(...)` block may stop part way without an error: what it binds is unresolved."""
+        """A `with suppress(...)` block (or one of a job.py class with `__exit__`) may stop part way without an
+        error: what it binds is unresolved."""
         suppressing = False
         for item in stmt.items:
             value = self.ev(item.context_expr)
-            suppressing |= isinstance(value, Obj) and value.cls.name == "suppress"
+            suppressing |= isinstance(value, Obj) and (
+                value.cls.name == "suppress"  # contextlib's, or a class of job.py whose __exit__ may return True
+                or any(method.node.name == "__exit__" for method in self.methods.get(id(value.cls), ()))
+            )
             if item.optional_vars is not None:
                 self.bind(item.optional_vars, value)
         self.walk_block(stmt.body)
