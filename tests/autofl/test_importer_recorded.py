@@ -356,8 +356,11 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--n_clients", type=int, default=2)
 parser.add_argument("--rounds", type=int, default=4)
 args = parser.parse_args()
-build(lambda: NumpyFedAvgRecipe(name="h", model=[0.0], min_clients=args.n_clients, num_rounds=args.rounds,
-                                train_script="client.py").execute(SimEnv(num_clients=args.n_clients)))
+runs = [
+    NumpyFedAvgRecipe(name="h", model=[0.0], min_clients=args.n_clients, num_rounds=args.rounds,
+                      train_script="client.py").execute(SimEnv(num_clients=args.n_clients))
+    for _ in range(1)
+]
 """
 
 
@@ -379,7 +382,7 @@ def test_a_recorded_job_the_reading_cannot_follow_at_all_is_admitted_with_its_bu
     from autofl_core.importer import api
 
     static = api.import_source(HELPER_JOB)
-    assert static["admission_errors"], "precondition: the reading cannot follow a recipe built in a lambda"
+    assert static["admission_errors"], "precondition: the reading refuses a recipe run in a comprehension"
     assert static["argparse"]["flags"], "precondition: it does see the options"
     moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"], "num_rounds": ["--rounds"]}
     out = dryrun_config.apply(static, helper_record(), moved, lambda script: {"train_script": script})

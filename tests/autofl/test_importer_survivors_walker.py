@@ -200,6 +200,15 @@ def test_a_walrus_binds_its_name_as_python_does():
     }
 
 
+def test_a_recipe_run_inside_a_comprehension_is_refused_as_in_a_loop():
+    """A comprehension may run its element any number of times (none: `range(0)`): like a loop, never admitted."""
+    source = (
+        HEAD + "runs = [FedAvgRecipe(min_clients=2, num_rounds=3).execute(SimEnv(num_clients=2)) for _ in range(0)]\n"
+    )
+    errors = api.import_source(source)["admission_errors"]
+    assert errors and "inside a loop (line" in errors[0]["message"], errors
+
+
 def test_a_side_that_returns_early_still_decides_the_result():
     """A function that returns 5 when X is set and 2 otherwise has no static result (a bug found while writing
     these tests: the early return was dropped and the function read as 2, high confidence)."""

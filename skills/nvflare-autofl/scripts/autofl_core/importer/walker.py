@@ -689,7 +689,9 @@ class Walker(ExpressionEvaluator):
         value = super()._ev_ListComp(node)
         if any(isinstance(n, ast.Call) for n in ast.walk(node)):
             why = f"a comprehension at line {node.lineno} runs it any number of times"
-            before = self._held()
+            before, note = self._held(), BranchNote(node.lineno, "comprehension", False, kind="loop")
+            first_obj, first_call = len(self.out.objects), len(self.out.calls)
+            self.out.branches.append(note)  # a recipe/job/env built or run in it runs any number of times
             own = {n.id for c in node.generators for n in ast.walk(c.target) if isinstance(n, ast.Name)}
             saved = self.scopes
             self.scopes = [{name: unresolved(ast.Name(name), why) for name in own}, *saved]
@@ -700,6 +702,7 @@ class Walker(ExpressionEvaluator):
                     self.ev(part)
             finally:
                 self.scopes = saved
+            note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
             self._unsettle_rebound(before, why, merge_flags(value))
         self._unsettled([node], f"bound by := in a comprehension at line {node.lineno}", merge_flags(value))
         return value
