@@ -152,3 +152,20 @@ def describe(val: Any) -> dict:
         return {"value": value, "confidence": val.confidence, **{k: v for k, v in extra.items() if v}}
     label = getattr(val, "label", None) or type(val).__name__
     return {"value": None, "confidence": UNRESOLVED, "expr": label, "reason": "an object, not a data value"}
+
+
+def holds(value: Any, held: Any, depth: int = 0) -> bool:
+    """True when `value` is the container `held` or holds it (bounded depth)."""
+    if depth > 8:
+        return False
+    if value is held:
+        return True
+    if isinstance(value, Val):
+        inner = [value.value]
+    elif isinstance(value, Bag):
+        inner = value.items
+    elif isinstance(value, (list, tuple, set, dict)):
+        inner = value.values() if isinstance(value, dict) else value
+    else:
+        return False
+    return any(holds(item, held, depth + 1) for item in inner)

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import argparse_flow as ap
-from . import real_parser
+from . import events, real_parser
 from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_evaluated, whole_environment
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
@@ -27,6 +27,7 @@ from .forks import merge_value, walk_both
 from .inputs import call_kind
 from .surface import touches_surface
 from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, merge_flags, source_text, unresolved
+from .values import holds as _holds
 
 MAX_DEPTH = 12
 MAX_STEPS = 50_000
@@ -81,11 +82,7 @@ class Walker(ExpressionEvaluator):
 
     def with_control(self, value: Any) -> Any:
         """`value` plus the options that decided the current block (an option's own value becomes medium)."""
-        extra = tuple(f for f in self.control if f not in value.flags) if isinstance(value, Val) else ()
-        if not extra:
-            return value
-        confidence = MEDIUM if value.confidence == HIGH else value.confidence
-        return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
+        return _with_flags(value, self.control) if isinstance(value, Val) else value
 
     # ---- what ExpressionEvaluator leaves to the walker ------------------------------------------
     def _ev_Name(self, node: ast.Name) -> Any:
@@ -153,8 +150,8 @@ class Walker(ExpressionEvaluator):
                 parser.fromfile_prefix_chars = ap.fromfile_prefix(kwargs.get("fromfile_prefix_chars"))
                 self.out.parsers.append(parser)
                 return parser
-            if callee.name == SET_PER_SITE_CONFIG and args and isinstance(args[0], Obj):
-                return _set_per_site(args[0], args[1] if len(args) > 1 else kwargs.get("config"))
+            if callee.name == events.SET_PER_SITE_CONFIG and args and isinstance(args[0], Obj):
+                return events.set_per_site(args[0], args[1] if len(args) > 1 else kwargs.get("config"))
         if not isinstance(callee, ClassRef):
             callee = ClassRef("<dynamic>", "<dynamic>", dynamic=True)
         obj = Obj(callee, args, kwargs, node.lineno, unpacked, self.control)
@@ -163,13 +160,13 @@ class Walker(ExpressionEvaluator):
 
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
-            return parser_method(base, method, args, kwargs, node, self.base_args, self.out)
+            return real_parser.parser_method(base, method, args, kwargs, node, self.base_args, self.out)
         if isinstance(base, Obj):
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
-            if method == SET_PER_SITE_CONFIG:
-                return _set_per_site(base, args[0] if args else kwargs.get("config"))
+            if method == events.SET_PER_SITE_CONFIG:
+                return events.set_per_site(base, args[0] if args else kwargs.get("config"))
             if method == "configured_sites" and not args and not kwargs:
-                return configured_sites(base, node)
+                return events.configured_sites(base, node)
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
             return unresolved(node, f"result of {base.name}.{method}() at run time")
@@ -274,7 +271,7 @@ class Walker(ExpressionEvaluator):
     def _st_ClassDef(self, stmt: ast.ClassDef) -> None:
         bases = tuple(b for b in (self.ev(base) for base in stmt.bases) if isinstance(b, ClassRef))
         init = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in stmt.body)
-        if _uses_argparse(stmt):
+        if ap.uses_argparse(stmt):
             self.out.class_parsers.append((stmt.name, stmt.lineno))
         self.scopes[0][stmt.name] = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
 
@@ -468,60 +465,11 @@ def _with_flags(value: Any, flags: tuple[str, ...]) -> Any:
     return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
 
 
-PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
-SET_PER_SITE_CONFIG = "set_per_site_config"
 MUTATORS = {
     list: {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"},
     dict: {"update", "pop", "setdefault", "clear", "popitem"},
     set: {"add", "update", "discard", "remove", "pop", "clear"},
 }
-
-
-def _holds(value: Any, held: Any, depth: int = 0) -> bool:
-    """True when `value` is the container `held` or holds it (bounded depth)."""
-    if depth > 8:
-        return False
-    if value is held:
-        return True
-    if isinstance(value, Val):
-        inner = [value.value]
-    elif isinstance(value, Bag):
-        inner = value.items
-    elif isinstance(value, (list, tuple, set, dict)):
-        inner = value.values() if isinstance(value, dict) else value
-    else:
-        return False
-    return any(_holds(item, held, depth + 1) for item in inner)
-
-
-def _set_per_site(recipe: Obj, config: Any) -> Val:
-    """`set_per_site_config(recipe, config)` or `recipe.set_per_site_config(config)`: remember the sites."""
-    recipe.per_site = config
-    return Val(None, HIGH)
-
-
-def configured_sites(recipe: Obj, node: ast.Call) -> Any:
-    """`recipe.configured_sites()`: the keys of its per-site config (NVFLARE 2.9, recipe/spec.py), in order."""
-    config = recipe.per_site if recipe.per_site is not None else recipe.kwargs.get("per_site_config")
-    if config is None:  # NVFLARE returns [] before set_per_site_config(): no client would run
-        return unresolved(
-            node,
-            f"{recipe.name}.configured_sites() is empty: job.py never calls set_per_site_config(...) on the "
-            f"{recipe.name} built at line {recipe.line}; call set_per_site_config(recipe, {{site: {{...}}, ...}}) "
-            "with one entry per site",
-        )
-    if isinstance(config, Bag) and config.keys is not None:
-        return Val(list(config.keys), config.key_confidence, source_text(node), config.key_flags)
-    if isinstance(config, Val) and config.resolved and isinstance(config.value, dict):
-        return Val(list(config.value), config.confidence, source_text(node), config.flags)
-    why = cause(config) or "it is not a dict the importer can read"
-    return unresolved(node, f"the sites of {recipe.name}.configured_sites() are not known statically: {why}")
-
-
-def _uses_argparse(stmt: ast.ClassDef) -> bool:
-    """True when the class calls `ArgumentParser` or a parse method (by attribute or by name)."""
-    called = (getattr(n.func, "attr", getattr(n.func, "id", "")) for n in ast.walk(stmt) if isinstance(n, ast.Call))
-    return any(name in ("ArgumentParser", *PARSE_METHODS) for name in called)
 
 
 def _elements(value: Any) -> list | None:
@@ -539,33 +487,3 @@ def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
     values = None if isinstance(iterable, Bag) and iterable.keys is not None else _elements(iterable)
     leaves = any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt))
     return None if values is None or len(values) > MAX_UNROLL or leaves else values
-
-
-def parser_method(
-    parser: ap.Parser, method: str, args: list, kwargs: dict, node: ast.Call, base_args: list[str], out: Any
-) -> Any:
-    """Evaluate `parser.<method>(...)`: record arguments, or return the namespace parse_args() yields."""
-    if method == "add_argument":
-        ap.add_argument(parser, args, kwargs, node.lineno)
-        return Val(None, HIGH)
-    if method in ("add_argument_group", "add_mutually_exclusive_group"):
-        return parser
-    if method == "set_defaults":
-        parser.set_defaults.update({k: v for k, v in kwargs.items() if isinstance(v, Val)})
-        return Val(None, HIGH)
-    if method not in PARSE_METHODS:
-        return unresolved(node, f"ArgumentParser.{method}() is not evaluated")
-    known_only = "known" in method
-    explicit = args[0] if args else kwargs.get("args")
-    if isinstance(explicit, Val) and explicit.resolved and isinstance(explicit.value, (list, tuple)):
-        base_args = [str(a) for a in explicit.value]  # job.py parses a fixed list, not the command line
-        if ap.fromfile_tokens(parser.fromfile_prefix_chars, base_args):
-            return unresolved(node, f"job.py's {method}() reads arguments from a file (fromfile_prefix_chars)")
-    parsed = real_parser.parse(parser, base_args, method)
-    if not ap.fromfile_tokens(parser.fromfile_prefix_chars, base_args):  # admission names those itself
-        out.base_args_errors.extend(e for e in parsed.errors if e not in out.base_args_errors)
-    namespace = ap.build_namespace(parser, parsed.values, known_only)
-    out.namespaces.append(namespace)
-    if known_only:
-        return Bag([namespace, unresolved(node, "unknown command-line arguments")])
-    return namespace
