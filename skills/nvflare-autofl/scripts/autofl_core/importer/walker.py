@@ -231,9 +231,11 @@ class Walker(ExpressionEvaluator):
                 frame[param.arg] = kwargs[param.arg]
             else:
                 frame[param.arg] = self.ev(default) if default is not None else unresolved(node, "missing argument")
-        for param, default in zip(spec.kwonlyargs, spec.kw_defaults, strict=True):
-            fallback = self.ev(default) if default is not None else unresolved(node, "missing argument")
-            frame[param.arg] = kwargs.get(param.arg, fallback)
+        for param, default in zip(spec.kwonlyargs, spec.kw_defaults, strict=True):  # a default only when not passed
+            if param.arg in kwargs:
+                frame[param.arg] = kwargs[param.arg]
+            else:
+                frame[param.arg] = self.ev(default) if default is not None else unresolved(node, "missing argument")
         if spec.vararg:
             frame[spec.vararg.arg] = Bag(list(args[len(params) :]))
         if spec.kwarg:
@@ -473,8 +475,10 @@ MUTATORS = {
 
 
 def _elements(value: Any) -> list | None:
-    """The items of a known sequence: a Bag's, or a resolved list's or tuple's (each with the sequence's confidence,
-    expression and flags); None for anything else."""
+    """The items of a known sequence: a Bag's (a keyed Bag's keys, as iterating a dict yields), or a resolved list's
+    or tuple's (each with the sequence's confidence, expression and flags); None for anything else."""
+    if isinstance(value, Bag) and value.keys is not None:
+        return [Val(key, value.key_confidence, flags=value.key_flags) for key in value.keys]
     if isinstance(value, Bag):
         return list(value.items)
     if isinstance(value, Val) and value.resolved and isinstance(value.value, (list, tuple)):
