@@ -777,3 +777,52 @@ def test_a_fedjob_simulation_given_n_clients_records_that_many_clients(tmp_path)
     config = api.import_job(tmp_path / "job.py", dry_run=True)
     assert config["admission_errors"] == []
     assert budget(config)["num_clients"] == (3, ["--n_clients"])
+
+
+ALIAS_AFTER_EARLY_PARSE = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+
+def build(depth):
+    if depth > 0:
+        return build(depth - 1)  # with HIDDEN, the reading gives up here: it sees no parser at all
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n_clients", type=int, default=2)
+    parser.add_argument("--num_rounds", type=int, default=3)
+    parser.add_argument("--lr", type=float, default=0.1)
+    early, _ = parser.parse_known_args()
+    parser.add_argument("-r", type=int, dest="num_rounds", default=3)
+    args = parser.parse_args()
+    recipe = NumpyFedAvgRecipe(
+        name="alias",
+        model=[0.0, 0.0],
+        min_clients=args.n_clients,
+        num_rounds=early.num_rounds,
+        train_script="client.py",
+        train_args=f"--lr {args.lr} --num_rounds {args.num_rounds}",
+    )
+    recipe.execute(SimEnv(num_clients=args.n_clients))
+
+
+build(DEPTH)
+"""
+ALIAS_CLIENT = (
+    "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--lr', type=float)\n"
+    "parser.add_argument('--num_rounds', type=int)\nparser.parse_args()\n"
+)
+
+
+@pytest.mark.parametrize("depth", [0, 2], ids=["read", "hidden"])
+def test_an_option_sharing_the_budget_option_s_dest_is_never_suggested_after_a_run(tmp_path, depth):
+    """`-r` writes num_rounds, which --num_rounds pins (the runner refuses it): the run shows its value reaching the
+    client script, yet it is not offered for tuning, whether the reading saw the parser or only the run did."""
+    (tmp_path / "job.py").write_text(ALIAS_AFTER_EARLY_PARSE.replace("DEPTH", str(depth)), encoding="utf-8")
+    (tmp_path / "client.py").write_text(ALIAS_CLIENT, encoding="utf-8")
+    config = api.import_job(tmp_path / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    assert config["admission_errors"] == []
+    assert config["fixed_budget"]["num_rounds"]["depends_on"] == ["--num_rounds"]
+    assert "-r" in api.fixed_budget_options(config)  # the runner refuses a candidate that sets it
+    assert [s["flag"] for s in config["search_space"]["suggested"]] == ["--lr"]
