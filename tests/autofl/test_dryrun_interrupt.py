@@ -232,3 +232,31 @@ def test_a_killed_importer_leaves_no_sandbox_running(tmp_path):
     while _boot_processes(job, launcher=True) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _boot_processes(job, launcher=True) == {}, "the sandbox outlived the killed importer"
+
+
+def _session_folders(tmp_path: Path) -> list[Path]:
+    """The dry-run sessions' folders in the commands' temp folder (the record cache's folder left out)."""
+    temp = tmp_path / "tmp"
+    cache = temp / f"autofl-dryrun-{os.getuid()}"
+    return sorted(p for p in temp.iterdir() if p.name.startswith("autofl-dryrun-") and p != cache)
+
+
+def test_the_folder_of_a_killed_importers_dry_run_is_removed_by_the_next_dry_run(tmp_path):
+    """SIGKILL leaves the session's folder behind (nothing of the importer runs); the next dry run sees its owner
+    gone, removes it, and runs."""
+    job, flag = _job(tmp_path)
+    proc = _launch(_importer(job), tmp_path)
+    _wait_for_the_run(job, proc)
+    left = _session_folders(tmp_path)
+    assert len(left) == 1, left
+    proc.kill()
+    proc.communicate(timeout=15)
+    assert _session_folders(tmp_path) == left  # what the killed importer could not remove
+    flag.unlink()
+    again = subprocess.run(
+        [sys.executable, *_importer(job)], env=_env(tmp_path), capture_output=True, timeout=40, check=False
+    )
+    assert again.returncode == 0, again.stderr.decode()
+    assert json.loads(again.stdout)["import"]["dry_run"]["status"] == "recorded"
+    assert not left[0].exists(), "the killed importer's folder outlived the next dry run"
+    assert _session_folders(tmp_path) == []

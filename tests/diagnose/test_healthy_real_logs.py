@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from autofl_core.trial import childenv, processes  # the runner's whole-tree cleanup, reused for the simulation
 from module_loader import load_by_path
 from nvfdiag.model import Line
 from nvfdiag.untrusted.injection import scan_lines
@@ -121,36 +123,88 @@ STALLED_AFTER = 90.0  # seconds without a new line of output: NVFLARE's simulato
 RUN_WITHIN = 280.0
 
 
-def _run_example(python_exe: str, out: Path) -> str:
-    """Run the NumPy example into `out` (stdout in job_stdout.txt): "ok", or "stalled" when its output stopped
-    growing for STALLED_AFTER seconds (the process group is then killed). Fails on an exit code other than 0."""
+def _run_example(
+    python_exe: str, out: Path, *, command: tuple[str, ...] = ("job.py",), stalled_after: float = STALLED_AFTER
+) -> str:
+    """Run the NumPy example (`command` in its folder) into `out` (stdout in job_stdout.txt): "ok", or "stalled"
+    when its output stopped growing for `stalled_after` seconds. Fails on an exit code other than 0, and when a
+    process of the run outlives it: the whole tree is ended however the run ends (the simulator starts each client
+    in a session of its own, out of reach of its process group), found by a token in its environment as the
+    runner ends a trial's tree (`trial/processes.terminate_tree`)."""
+    token = (childenv.TOKEN_VAR, secrets.token_hex(16))
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "NVFLARE"))}
     env["NVFLARE_SIMULATOR_WORKSPACE_ROOT"] = str(out / "ws")
+    env[token[0]] = token[1]  # every process the run starts inherits it (NVFLARE copies os.environ to its clients)
     log = out / "job_stdout.txt"
     with open(log, "wb") as stdout:
         process = subprocess.Popen(
-            [python_exe, "job.py"],
+            [python_exe, *command],
             cwd=EXAMPLE,
             env=env,
             stdout=stdout,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        started = last_change = time.monotonic()
-        size = 0
         try:
-            while process.poll() is None and time.monotonic() - started < RUN_WITHIN:
-                time.sleep(1.0)
-                if log.stat().st_size != size:
-                    size, last_change = log.stat().st_size, time.monotonic()
-                elif time.monotonic() - last_change > STALLED_AFTER:
-                    return "stalled"
-            assert process.poll() == 0, log.read_text(errors="replace")[-2000:]
-            return "ok"
+            outcome = _watch(process, log, stalled_after)
         finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            survivors = processes.terminate_tree(process.pid if process.poll() is None else None, token)
+            process.wait()
+    assert survivors == [], f"processes of the simulation outlived it: {survivors}"
+    return outcome
+
+
+def _watch(process: subprocess.Popen, log: Path, stalled_after: float) -> str:
+    """Wait for the run: "ok" once it exited 0, "stalled" once its output stopped growing for `stalled_after` s."""
+    started = last_change = time.monotonic()
+    size = 0
+    while process.poll() is None and time.monotonic() - started < RUN_WITHIN:
+        time.sleep(1.0)
+        if log.stat().st_size != size:
+            size, last_change = log.stat().st_size, time.monotonic()
+        elif time.monotonic() - last_change > stalled_after:
+            return "stalled"
+    assert process.poll() == 0, log.read_text(errors="replace")[-2000:]
+    return "ok"
+
+
+STALLING = """import os
+import subprocess
+import sys
+import time
+
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", sys.argv[1]], preexec_fn=os.setsid)
+print("client started", flush=True)
+time.sleep(60)  # silent from here on: a stall
+"""
+
+
+def _carrying(marker: str) -> list[int]:
+    """Live processes whose argv holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
+        except OSError:
+            continue
+        if marker.encode() in argv and processes.state_and_start(int(entry.name))[0] not in (None, "Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.timeout(30)
+def test_a_stalled_runs_cleanup_ends_a_client_in_a_session_of_its_own(python_exe, tmp_path):
+    """What the simulator does (a client started with setsid) and then a stall: the cleanup ends the client too."""
+    script = tmp_path / "stalling_job.py"
+    script.write_text(STALLING, encoding="utf-8")
+    marker = str(tmp_path / "client-marker")
+    try:
+        assert _run_example(python_exe, tmp_path, command=(str(script), marker), stalled_after=2.0) == "stalled"
+        assert "client started" in (tmp_path / "job_stdout.txt").read_text()  # it stalled after starting its client
+        assert _carrying(marker) == [], "the client outlived the stalled run's cleanup"
+    finally:
+        for pid in _carrying(marker):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.integration

@@ -3,7 +3,8 @@
 `write_stdout` is how a CLI delivers its one document: when the reader has closed the pipe (`| head -0`, a
 cancelled tool call) the CLI exits EXIT_STDOUT_CLOSED quietly, like any Unix tool, instead of a traceback.
 `install_interrupt_handlers()` turns SIGTERM, SIGINT, SIGHUP and SIGQUIT into `Interrupted` (exit 128 + the signal's
-number), so `with` blocks end their child processes on the way out and the CLI says so in one line.
+number), so `with` blocks end their child processes on the way out and the CLI says so in one line; inside
+`with interrupts_held():` (a child being started and registered for cleanup) one is raised when the block ends.
 `attach_values(argv, ("--base-args",))` lets an option that holds a job's argument string take a value that
 starts with "-" (`--base-args "--num_rounds=5"`, `--base-args -r5`), which argparse would otherwise refuse.
 """
@@ -11,6 +12,7 @@ starts with "-" (`--base-args "--num_rounds=5"`, `--base-args -r5`), which argpa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -39,17 +41,39 @@ class Interrupted(BaseException):
         self.exit_code = exit_code
 
 
+_HOLD: dict = {"depth": 0, "pending": None}  # open `interrupts_held` blocks, the interrupt they hold
+
+
 def install_interrupt_handlers() -> None:
-    """SIGTERM, SIGINT, SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\\) all raise `Interrupted`; the first one
-    ignores the rest, so a second Ctrl-C cannot cut the cleanup short."""
+    """SIGTERM, SIGINT, SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\\) all raise `Interrupted` (at the end of an
+    `interrupts_held` block when one is open); the first one ignores the rest, so a second Ctrl-C cannot cut the
+    cleanup short."""
 
     def handler(signum, _frame):
         for sig in INTERRUPT_CODES:
             signal.signal(sig, signal.SIG_IGN)
-        raise Interrupted(signal.Signals(signum).name, INTERRUPT_CODES[signum])
+        stop = Interrupted(signal.Signals(signum).name, INTERRUPT_CODES[signum])
+        if _HOLD["depth"]:
+            _HOLD["pending"] = stop
+            return
+        raise stop
 
     for sig in INTERRUPT_CODES:
         signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def interrupts_held():
+    """Hold an interrupt that arrives inside the block and raise it as the block ends (after an error of the block
+    too): a child process started inside is registered for its cleanup before anything unwinds."""
+    _HOLD["depth"] += 1
+    try:
+        yield
+    finally:
+        _HOLD["depth"] -= 1
+        if not _HOLD["depth"] and _HOLD["pending"] is not None:
+            stop, _HOLD["pending"] = _HOLD["pending"], None
+            raise stop
 
 
 class OneLineParser(argparse.ArgumentParser):

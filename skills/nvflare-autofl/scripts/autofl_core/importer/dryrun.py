@@ -8,7 +8,8 @@
 The run is sealed like a trial: user, mount, PID and network namespaces, the job's folder seen through an overlay
 (a candidate's draft staged over it; the default campaign folders `.nvflare` and `autofl_runs` hidden), every write
 private, a private temp folder (TMPDIR/TEMP/TMP) and the first attempt's number as a trial gets them, and
-everything ended when the boot script returns.
+everything ended when the boot script returns. The session's folder (`dryrun_folder`) records its owner: one a
+caller killed by SIGKILL left behind is removed by the next session that starts.
 Records are cached as the boot's JSON (parsed by `recorded.parse` on every read) in memory and, for a run that
 reached NVFLARE, in a private folder of the temp directory (0700, owner-checked), keyed by the SHA-256 of the boot
 script, the interpreter, the job folder's files (text files by content, others by size and modification time;
@@ -33,6 +34,7 @@ from pathlib import Path
 
 from ..common import bounded, trees
 from ..trial import childenv, seal
+from . import dryrun_folder
 from .recorded import NOT_RUN, DryRunRecord, parse
 
 BOOT = Path(__file__).resolve().parent / "dryrun_boot.py"
@@ -246,7 +248,7 @@ class Session:
             return True
         if not available(self.python):
             return False
-        self.trial_dir = Path(tempfile.mkdtemp(prefix="autofl-dryrun-"))
+        self.trial_dir = dryrun_folder.make(Path(tempfile.gettempdir()))  # a killed caller's folder goes here
         out = self.trial_dir / "out"
         out.mkdir()
         (self.trial_dir / "tmp").mkdir()  # a trial's private temp folder; in the sandbox its writes vanish (tmpfs)

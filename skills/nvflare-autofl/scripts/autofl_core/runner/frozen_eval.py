@@ -119,6 +119,27 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
     if found is None:
         return result
     started = time.monotonic()
+    unmeasured = _unmeasured(campaign, result)
+    if unmeasured is not None:
+        return unmeasured
+    run_dir = campaign.paths.run_dir(name)
+    result = dataclasses.replace(result, reported_score=result.score)
+    try:
+        model, sites = _model_and_sites(campaign, found, run_dir)
+    except _Unmeasurable as why:
+        return result.crashed(str(why))
+    evaluation = _evaluate(campaign, found, model, sites, token=token, temp_parent=temp_parent, sealed=sealed)
+    record = _write_record(campaign, run_dir, evaluation, model, result.reported_score, started)
+    return _scored(campaign, result, evaluation, record, run_dir)
+
+
+class _Unmeasurable(Exception):
+    """Why a successful trial's model cannot be measured (the trial is then a crash naming it)."""
+
+
+def _unmeasured(campaign, result):
+    """The result of a trial nothing is measured for: one that changed a frozen file in the live job (a crash, the
+    files restored), a pruned one (its `evaluation` says why) or one that did not succeed; None otherwise."""
     changed = frozen.changed_live(campaign.paths, campaign.config)
     if changed:
         frozen.restore_live(campaign.paths, campaign.config, changed)
@@ -129,30 +150,40 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
         return dataclasses.replace(result, evaluation={"score": None, "model": None, "not_measured": NO_FINAL_MODEL})
     if result.outcome != SUCCESS:
         return result
-    from ..trial import evaluator as evaluator_mod  # only trials need the evaluator's process code
+    return None
+
+
+def _model_and_sites(campaign, found: dict, run_dir):
+    """The global model the trial's result holds and the sites that took part, held to the measured baseline's
+    (the model file it was found at, its sites); raises `_Unmeasurable` naming what is missing or differs."""
     from ..trial import global_model
 
-    run_dir = campaign.paths.run_dir(name)
-    result = dataclasses.replace(result, reported_score=result.score)
     baseline = _baseline_evaluation(campaign)  # None while the baseline itself is measured
     if baseline is None and _baseline_rows(campaign):
-        return result.crashed(_unreadable_baseline(campaign, "the sites and the model file"))
+        raise _Unmeasurable(_unreadable_baseline(campaign, "the sites and the model file"))
     pinned = (baseline or {}).get("model_file")  # a candidate may not swap the file (or format) the evaluator reads
     try:
         model = global_model.find_global_model(run_dir / "simulation", found.get("model") or pinned)
     except global_model.ModelNotFound as error:
         where = "" if found.get("model") or not pinned else " (the file the baseline's model was found at)"
-        return result.crashed(f"frozen evaluation: {error}{where}")
+        raise _Unmeasurable(f"frozen evaluation: {error}{where}") from None
     sites = global_model.participating_sites(run_dir / "simulation")
     expected = _sites_of(baseline)
     if expected is not None and sites != expected:
-        return result.crashed(
+        raise _Unmeasurable(
             f"frozen evaluation: the result holds the site folders {', '.join(sites) or 'none'}, but the sites that "
             f"took part in the baseline were {', '.join(expected)}; the evaluator scores those sites, so a trial may "
             "not remove, add or rename site folders",
         )
+    return model, sites
+
+
+def _evaluate(campaign, found: dict, model, sites: list[str], *, token: str, temp_parent, sealed: bool):
+    """Run the frozen evaluator (the runner's copies of its files) on `model` for each of `sites`."""
+    from ..trial import evaluator as evaluator_mod  # only trials need the evaluator's process code
+
     settings = campaign.settings
-    evaluation = evaluator_mod.evaluate_model(
+    return evaluator_mod.evaluate_model(
         evaluator_mod.EvaluatorRun(
             python=settings.python,
             script=found["script"],
@@ -169,14 +200,27 @@ def measure(campaign, result, *, name: str, token: str, temp_parent, sealed: boo
             workspace=campaign.paths.workspace,
         )
     )
+
+
+def _write_record(campaign, run_dir, evaluation, model, reported: float | None, started: float) -> dict:
+    """Write the trial's `evaluation.json` (the per-site answers, the model and where later trials must persist
+    it, the reported score, the step's seconds since `started`); the record written."""
+    from ..trial import global_model
+
     record = dict(
         evaluation.to_dict(),
         model=campaign.paths.rel(model.path),
         model_file=global_model.relative_model(run_dir / "simulation", model.path),  # what later trials must persist
-        reported_score=result.reported_score,
+        reported_score=reported,
         measure_seconds=round(time.monotonic() - started, 3),  # the whole step: hashes, model, evaluator processes
     )
     atomic.write_json(run_dir / EVALUATION_FILE, record)
+    return record
+
+
+def _scored(campaign, result, evaluation, record: dict, run_dir):
+    """The trial's result with the measured score (a crash naming the evaluator's failure); a divergence from the
+    reported value is added to its summary and to `evaluation.json`."""
     summary = {
         "score": evaluation.score,
         "reported_score": result.reported_score,

@@ -373,6 +373,13 @@ class _Stat(NamedTuple):
     started: int | None
 
 
+def state_and_start(pid: int) -> tuple[str | None, int | None]:
+    """The state letter (`Z`: a zombie) and the start time (clock ticks since boot) of `pid`; (None, None) when
+    it cannot be read (gone)."""
+    info = _stat(pid)
+    return info.state, info.started
+
+
 def _stat(pid: int) -> _Stat:
     """State, process group and start time (clock ticks since boot) from /proc/<pid>/stat."""
     data = _read_proc(f"/proc/{pid}/stat", STAT_READ_LIMIT)

@@ -21,12 +21,13 @@ import atexit
 import errno
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from ..common import bounded
+from ..common import bounded, cli
 
 LAUNCHER = Path(__file__).resolve().parent / "sandbox.py"
 PLAN, STATUS, LIMITS = "sandbox-plan.json", "sandbox-status.json", "sandbox-limits.json"
@@ -43,49 +44,71 @@ def start_probe(python: str, env: dict[str, str]) -> None:
     `probe` collects it."""
     if python not in _PROBES and python not in _PENDING:
         try:
-            _PENDING[python] = _launch_probe(python, env)
+            _launch_probe(python, env)
         except OSError:
             pass  # probe() tries again and records the error
 
 
 def probe(python: str, env: dict[str, str]) -> dict:
-    """What the sandbox can set up on this host with `python` (cached per interpreter for this process)."""
+    """What the sandbox can set up on this host with `python` (cached per interpreter for this process). However
+    the wait for it ends (an answer, the timeout, an interrupt), the probe's whole process group is ended."""
     if python not in _PROBES:
-        proc = _PENDING.pop(python, None)
         try:
-            proc = proc or _launch_probe(python, env)
-            try:
-                out, _err = proc.communicate(timeout=PROBE_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                raise
-            document = bounded.parse_json(out.decode("utf-8", "replace") or "{}")
-        except (OSError, subprocess.SubprocessError, ValueError) as error:
-            document = {"protections": {}, "missing": [], "error": str(error)}
-        if not isinstance(document, dict) or not isinstance(document.get("protections"), dict):
-            document = {"protections": {}, "missing": [], "error": "the sandbox probe printed no status"}
+            document = _probe_document(python, env)
+        finally:
+            proc = _PENDING.pop(python, None)
+            if proc is not None:
+                _end_probe(proc)
         _PROBES[python] = document
     return _PROBES[python]
+
+
+def _probe_document(python: str, env: dict[str, str]) -> dict:
+    try:
+        proc = _PENDING.get(python) or _launch_probe(python, env)
+        out, _err = proc.communicate(timeout=PROBE_TIMEOUT)
+        document = bounded.parse_json(out.decode("utf-8", "replace") or "{}")
+    except (OSError, subprocess.SubprocessError, ValueError) as error:
+        document = {"protections": {}, "missing": [], "error": str(error)}
+    if not isinstance(document, dict) or not isinstance(document.get("protections"), dict):
+        document = {"protections": {}, "missing": [], "error": "the sandbox probe printed no status"}
+    return document
 
 
 @atexit.register
 def _end_pending() -> None:
     """A probe nobody collected (the action stopped early) does not outlive the runner."""
     for proc in _PENDING.values():
-        proc.kill()
-        proc.wait()
+        _end_probe(proc)
+
+
+def _end_probe(proc: subprocess.Popen) -> None:
+    """SIGKILL the probe's process group (the probe and what it forked: its namespace's init ends the rest) unless
+    it was collected already, and reap it."""
+    if proc.returncode is None:  # not reaped yet: the group id is still the probe's own
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 def _launch_probe(python: str, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [python, "-I", str(LAUNCHER), "--probe"],
-        cwd=tempfile.gettempdir(),
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+    """Start the probe in a session of its own (its whole group can be ended with it, `_end_probe`), registered in
+    `_PENDING` before an interrupt can unwind past it."""
+    with cli.interrupts_held():
+        _PENDING[python] = subprocess.Popen(
+            [python, "-I", str(LAUNCHER), "--probe"],
+            cwd=tempfile.gettempdir(),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    return _PENDING[python]
 
 
 def can_seal(document: dict) -> bool:
