@@ -181,7 +181,7 @@ def test_the_import_graph_sees_relative_absolute_and_function_level_imports():
     assert "autofl_core.campaign.vocabulary" in graph["autofl_core.campaign.guard"]
     assert "autofl_core.campaign.plot" in graph["autofl_core.runner.report.build"]  # imported inside a function
     assert "autofl_core.campaign.ledger" in graph["autofl_core.campaign.plot_worker"]  # absolute, by path
-    assert "autofl_core.importer.walker" not in graph["autofl_core.importer.forks"]
+    assert "autofl_core.importer.walker" not in graph["autofl_core.importer.events"]
 
 
 def test_no_import_cycle_in_autofl_core():

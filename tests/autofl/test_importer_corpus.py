@@ -157,15 +157,15 @@ def test_an_example_pointed_at_its_placeholder_data_records_and_raises_without_i
 
 @pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
 def test_a_refusal_names_the_line_the_reading_cannot_pin_and_the_run_s_raise(tmp_path):
-    """hello-huggingface without its prepared data: the reading cannot tell whether its data check raises (line 57)
-    and the run raises on the missing files, so nothing pins the budget: refused, naming the job.py line and the
-    run's raise. With the data its arguments point to, the same job is admitted (the placeholder-data test)."""
+    """hello-huggingface without its prepared data: the reading cannot pin its client list (a comprehension at
+    line 92) and the run raises on the missing files, so nothing pins the budget: refused, naming the job.py line and
+    the run's raise. With the data its arguments point to, the same job is admitted (the placeholder-data test)."""
     shutil.copytree(CORPUS / "hello-huggingface", tmp_path / "job")
     shutil.rmtree(tmp_path / "job" / "data")
     config = api.import_job(tmp_path / "job" / "job.py", dry_run=True, base_args=SOURCES["hello-huggingface"]["args"])
     assert config["import"]["dry_run"]["status"] == "raised"
     first = config["admission_errors"][0]["message"]
-    assert "depends on the condition at line 57" in first
+    assert "a comprehension at line 92 is not evaluated statically" in first
     assert "running job.py raises at job.py line 65" in first and "Missing prepared data files" in first
 
 

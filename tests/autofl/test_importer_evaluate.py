@@ -99,8 +99,10 @@ def test_argparse_value_is_high_and_carries_its_flag():
     assert (derived.value, derived.confidence, derived.flags) == (10, MEDIUM, ("--num_rounds",))
 
 
-def test_unresolved_if_merges_to_unresolved_value():
+def test_what_an_unresolved_condition_binds_is_unresolved():
+    """Even a value both paths agree on: the reading does not merge the sides of a condition it cannot resolve."""
     prelude = "import os\nx = 1\nif os.environ.get('A'):\n    x = 2\ny = 5\nif os.environ.get('B'):\n    y = 5\n"
     assert evaluate("x", prelude).confidence == UNRESOLVED
     assert "line 3" in evaluate("x", prelude).reason
-    assert evaluate("y", prelude).value == 5
+    y = evaluate("y", prelude)
+    assert (y.confidence, y.reason, y.flags) == (UNRESOLVED, "depends on the condition at line 6", ("env:B",))

@@ -16,7 +16,6 @@ trial sandbox can seal, `import_job(..., dry_run=True)` also runs job.py there u
 - `runner_view` - the light part the runner uses on every action: job options, the arguments pinning the budget;
 - `files` - the only I/O: bounded, workspace-confined reads of job.py, the train script and the schema;
 - `walker` - the abstract walk of job.py along the path `python job.py` would take;
-- `forks` - both sides of an unresolved condition, merged;
 - `events` - what the walker records (objects, method calls, branches) and how a walked path ends;
 - `evaluate` - static evaluation of literal expressions (arithmetic, f-strings, containers); comprehensions are
   unresolved naming the line (so is a container changed in place: `walker`);

@@ -23,7 +23,6 @@ from . import events, real_parser
 from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_evaluated, whole_environment
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
-from .forks import merge_value, walk_both
 from .inputs import call_kind
 from .surface import touches_surface
 from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, merge_flags, source_text, unresolved
@@ -49,7 +48,7 @@ class Walker(ExpressionEvaluator):
         self.stack: list[tuple[FuncRef, list[dict]]] = []  # each function being walked, with its caller's scopes
         self.redirect: dict[int, dict[str, dict]] = {}  # id(frame) -> {name: frame} for `global`/`nonlocal`
         self.control: tuple[str, ...] = ()
-        self.early: list[list[tuple[Any, int]]] = []  # per function walked: (value, line) returned inside a fork
+        self.early: list[tuple | None] = []  # per function walked: (line, flags) of a side of a condition that returned
         self.steps = 0
 
     def run(self, tree: ast.Module) -> WalkResult:
@@ -204,7 +203,7 @@ class Walker(ExpressionEvaluator):
         frame = self._bind(func, args, kwargs, node)
         self.stack.append((func, self.scopes))
         self.scopes = [frame, *func.closure]
-        self.early.append([])
+        self.early.append(None)
         try:
             self.walk_block(func.node.body)
             result = self.with_control(Val(None, HIGH))
@@ -215,8 +214,11 @@ class Walker(ExpressionEvaluator):
         finally:
             self.scopes = self.stack.pop()[1]
             early = self.early.pop()
-        for value, line in early:  # a side of an unresolved condition returned before the end (see forks)
-            result = merge_value(value, result, line)
+        if early is not None:  # a side of an unresolved condition returned before the end
+            line, flags = early
+            return unresolved(
+                node, f"depends on the condition at line {line}", tuple(dict.fromkeys((*flags, *merge_flags(result))))
+            )
         return result
 
     def _bind(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> dict:
@@ -348,7 +350,38 @@ class Walker(ExpressionEvaluator):
                 self.walk_block(stmt.body if test.value else stmt.orelse)
             self._skipped(stmt.orelse if test.value else stmt.body, test.flags)
         else:
-            walk_both(self, stmt.body, stmt.orelse, note)
+            self._undecided([stmt.body, stmt.orelse], note, test, f"depends on the condition at line {stmt.lineno}")
+
+    def _undecided(self, sides: list[list[ast.stmt]], note: BranchNote, test: Any, why: str) -> None:
+        """The sides of a condition the reading cannot resolve (a loop's body and the empty side), walked one after
+        the other for what they build and run; every name or namespace option they bind is then unresolved (`why`),
+        and a side that returns makes the function's result unresolved. When every side ends, the path ends."""
+        first_obj, first_call = len(self.out.objects), len(self.out.calls)
+        ends: list[PathEnd | None] = []
+        for body in sides:
+            try:
+                self.walk_block(body)
+                ends.append(None)
+            except PathEnd as end:
+                ends.append(end)
+        note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
+        flags = merge_flags(test)
+        for node in (n for body in sides for stmt in body for n in ast.walk(stmt)):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self._frame_for(node.id)[node.id] = unresolved(node, why, flags)
+            elif (
+                isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name)
+            ):
+                base = self.ev(node.value)
+                if isinstance(base, ap.Namespace):
+                    base.values[node.attr] = unresolved(node, why, flags)
+        returned = [end for end in ends if end is not None and not end.raised]
+        ended = all(end is not None for end in ends)  # no side goes on: the path ends here
+        if len(returned) > (1 if ended else 0) and self.early:  # the function's result depends on the condition
+            line, kept = self.early[-1] or (note.line, ())
+            self.early[-1] = (line, merge_flags(*(end.value for end in returned)) + kept)
+        if ended:
+            raise returned[0] if returned else next(end for end in ends if end is not None)
 
     def _skipped(self, block: list[ast.stmt], flags: tuple[str, ...]) -> None:
         """What the branch not taken would change depends on the options that decided it: every name it binds, and
@@ -401,7 +434,9 @@ class Walker(ExpressionEvaluator):
         self.out.branches.append(note)
         if items is None:
             self._each_pass(stmt, f"it changes with each pass of the loop at line {stmt.lineno}")
-            walk_both(self, stmt.body, [], note)
+            self._undecided(
+                [stmt.body, []], note, iterable, f"it changes with each pass of the loop at line {stmt.lineno}"
+            )
             if over and whole_environment([iterable], stmt):  # a loop over os.environ: what it binds reads it
                 self._each_pass(stmt, whole_environment([iterable], stmt))
         else:
