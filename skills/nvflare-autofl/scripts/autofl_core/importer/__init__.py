@@ -17,11 +17,12 @@ trial sandbox can seal, `import_job(..., dry_run=True)` also runs job.py there u
 - `files` - the only I/O: bounded, workspace-confined reads of job.py, the train script and the schema;
 - `walker` - the abstract walk of job.py along the path `python job.py` would take;
 - `events` - what the walker records (objects, method calls, branches) and how a walked path ends;
-- `evaluate` - static evaluation of literal expressions (arithmetic, f-strings, containers); comprehensions are
-  unresolved naming the line (so is a container changed in place: `walker`);
+- `evaluate` - static evaluation of literal expressions (arithmetic, f-strings, containers) and of a call's
+  arguments; comprehensions are unresolved naming the line (so is a container changed in place: `walker`);
 - `builtins_eval` - builtins, environment reads and `os.path.*`: recognised, never computed (unresolved naming
   the line), except the argparse namespace readers;
-- `values` - value types: data values with a confidence, references to non-data things;
+- `values` - value types: data values with a confidence, references to non-data things, the items of a known
+  sequence and which container holds which;
 - `inputs` - the run-time input behind a value that cannot be known statically;
 - `argparse_flow` - argparse seen statically: parsers, options, the namespace `parse_args()` returns;
 - `real_parser` - job.py's options rebuilt as a real argparse parser: `--base-args` and run arguments parsed by it

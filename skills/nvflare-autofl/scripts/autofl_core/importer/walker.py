@@ -19,14 +19,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import argparse_flow as ap
-from . import events, real_parser
+from . import events, real_parser, values
 from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_evaluated, whole_environment
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
 from .surface import touches_surface
 from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, merge_flags, source_text, unresolved
-from .values import holds as _holds
 
 MAX_DEPTH = 12
 MAX_STEPS = 50_000
@@ -106,7 +105,7 @@ class Walker(ExpressionEvaluator):
         return unresolved(node, f"attribute '{attr}' of a run-time value")
 
     def _ev_Call(self, node: ast.Call) -> Any:
-        args, kwargs, unpacked = self._arguments(node)
+        args, kwargs, unpacked = self.call_arguments(node)
         if isinstance(node.func, ast.Attribute):
             base = self.ev(node.func.value)
             if isinstance(base, (ap.Parser, Obj, Val, Bag, ap.Namespace)):
@@ -117,23 +116,6 @@ class Walker(ExpressionEvaluator):
         return self._dispatch(callee, args, kwargs, unpacked, node)
 
     # ---- calls ----------------------------------------------------------------------------------
-    def _arguments(self, node: ast.Call) -> tuple[list, dict, bool]:
-        args = [self.ev(arg) for arg in node.args if not isinstance(arg, ast.Starred)]
-        kwargs, unpacked = {}, len(args) < len(node.args)  # a `*rest` argument is not followed
-        for kw in node.keywords:
-            value = self.ev(kw.value)
-            if kw.arg is not None:
-                kwargs[kw.arg] = value
-            elif isinstance(value, Val) and value.resolved and isinstance(value.value, dict):
-                kwargs.update(
-                    {str(k): Val(v, value.confidence, value.expr, value.flags) for k, v in value.value.items()}
-                )
-            elif isinstance(value, Bag) and value.keys is not None:
-                kwargs.update({str(k): v for k, v in zip(value.keys, value.items, strict=True)})
-            else:
-                unpacked = True
-        return args, kwargs, unpacked
-
     def _dispatch(self, callee: Any, args: list, kwargs: dict, unpacked: bool, node: ast.Call) -> Any:
         if isinstance(callee, FuncRef):
             return self._invoke(callee, args, kwargs, node)
@@ -169,7 +151,7 @@ class Walker(ExpressionEvaluator):
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
             return unresolved(node, f"result of {base.name}.{method}() at run time")
-        if isinstance(base, Val) and base.resolved and method in MUTATORS.get(type(base.value), ()):
+        if isinstance(base, Val) and base.resolved and method in values.MUTATORS.get(type(base.value), ()):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
             return not_evaluated(node, f".{method}()", [base, *args, *kwargs.values()])
@@ -190,11 +172,11 @@ class Walker(ExpressionEvaluator):
         held = old.value if isinstance(old, Val) else old
         for frame in self.bindings():
             for name, current in list(frame.items()):
-                if _holds(current, held):
+                if values.holds(current, held):
                     frame[name] = stale
         for obj in self.out.objects:  # an object keeps a reference to what it was given
-            obj.args = [stale if _holds(a, held) else a for a in obj.args]
-            obj.kwargs = {k: stale if _holds(v, held) else v for k, v in obj.kwargs.items()}
+            obj.args = [stale if values.holds(a, held) else a for a in obj.args]
+            obj.kwargs = {k: stale if values.holds(v, held) else v for k, v in obj.kwargs.items()}
         return stale
 
     def _invoke(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> Any:
@@ -327,7 +309,7 @@ class Walker(ExpressionEvaluator):
         if isinstance(target, ast.Name):
             self._frame_for(target.id)[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            items = _elements(value)
+            items = values.elements(value)
             starred = any(isinstance(e, ast.Starred) for e in target.elts)
             ok = items is not None and not starred and len(items) == len(target.elts)
             for index, element in enumerate(target.elts):
@@ -502,27 +484,8 @@ def _with_flags(value: Any, flags: tuple[str, ...]) -> Any:
     return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
 
 
-MUTATORS = {
-    list: {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"},
-    dict: {"update", "pop", "setdefault", "clear", "popitem"},
-    set: {"add", "update", "discard", "remove", "pop", "clear"},
-}
-
-
-def _elements(value: Any) -> list | None:
-    """The items of a known sequence: a Bag's (a keyed Bag's keys, as iterating a dict yields), or a resolved list's
-    or tuple's (each with the sequence's confidence, expression and flags); None for anything else."""
-    if isinstance(value, Bag) and value.keys is not None:
-        return [Val(key, value.key_confidence, flags=value.key_flags) for key in value.keys]
-    if isinstance(value, Bag):
-        return list(value.items)
-    if isinstance(value, Val) and value.resolved and isinstance(value.value, (list, tuple)):
-        return [Val(item, value.confidence, value.expr, value.flags) for item in value.value]
-    return None
-
-
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
     """The items of a short, statically known sequence (not a dict) whose loop body never breaks or continues."""
-    values = None if isinstance(iterable, Bag) and iterable.keys is not None else _elements(iterable)
+    items = None if isinstance(iterable, Bag) and iterable.keys is not None else values.elements(iterable)
     leaves = any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt))
-    return None if values is None or len(values) > MAX_UNROLL or leaves else values
+    return None if items is None or len(items) > MAX_UNROLL or leaves else items
