@@ -169,6 +169,37 @@ def test_what_either_side_of_an_unresolved_condition_binds_is_unresolved():
         }
 
 
+def test_what_a_side_binds_keeps_the_options_it_came_from():
+    """Unresolved after the condition, but still depending on every option either side read (so an option that
+    reaches the job only through one side is not reported as unused)."""
+    prelude = "if os.environ.get('X'):\n    v = args.n\nelse:\n    v = args.fast\n"
+    assert v_of(prelude, "v")["flags"] == ["--n", "--fast"]
+
+
+def test_a_walrus_in_a_side_binds_the_name_and_a_nested_function_does_not():
+    walrus = "v = 3\nif os.environ.get('X'):\n    [(v := 9) for _ in [1]]\n"
+    assert v_of(walrus, "v")["confidence"] == "unresolved"
+    nested = "v = 3\nif os.environ.get('X'):\n    def f():\n        v = 9\n"
+    assert v_of(nested, "v") == {"value": 3, "confidence": "high"}
+    comprehension = "v = 3\nif os.environ.get('X'):\n    w = [v for v in [1]]\n"
+    assert v_of(comprehension, "v") == {"value": 3, "confidence": "high"}
+
+
+def test_a_walrus_binds_its_name_as_python_does():
+    assert v_of("v = 3\nprint(v := args.n + 1)\n", "v") == {
+        "value": 3,
+        "confidence": "medium",
+        "expr": "args.n + 1",
+        "flags": ["--n"],
+    }
+    assert v_of("v = 3\nw = [(v := 9) for _ in [1]]\n", "v") == {
+        "value": None,
+        "confidence": "unresolved",
+        "expr": "v",
+        "reason": f"bound by := in a comprehension at line {LINE + 1}",
+    }
+
+
 def test_a_side_that_returns_early_still_decides_the_result():
     """A function that returns 5 when X is set and 2 otherwise has no static result (a bug found while writing
     these tests: the early return was dropped and the function read as 2, high confidence)."""

@@ -19,58 +19,14 @@ if TYPE_CHECKING:
     from ..campaign.ledger import LedgerRow
 
 DEFAULT_KEY_METRIC = "accuracy"
-LOWER_IS_BETTER = {
-    "loss",
-    "error",
-    "err",
-    "mse",
-    "mae",
-    "rmse",
-    "msle",
-    "rmsle",
-    "mape",
-    "smape",
-    "nll",
-    "perplexity",
-    "ppl",
-    "wer",
-    "cer",
-    "ter",
-    "bce",
-    "ce",
-    "crossentropy",
-    "logloss",
-    "kl",
-    "divergence",
-    "regret",
-    "latency",
-    "fid",
-}
-HIGHER_IS_BETTER = {
-    "accuracy",
-    "acc",
-    "auc",
-    "auroc",
-    "auprc",
-    "roc",
-    "f1",
-    "precision",
-    "recall",
-    "dice",
-    "iou",
-    "miou",
-    "map",
-    "bleu",
-    "rouge",
-    "r2",
-    "ndcg",
-    "sensitivity",
-    "specificity",
-    "top1",
-    "top5",
-    "psnr",
-    "ssim",
-}
+LOWER_IS_BETTER = frozenset(
+    "loss error err mse mae rmse msle rmsle mape smape nll perplexity ppl wer cer ter bce ce crossentropy "
+    "logloss kl divergence regret latency fid".split()
+)
+HIGHER_IS_BETTER = frozenset(
+    "accuracy acc auc auroc auprc roc f1 precision recall dice iou miou map bleu rouge r2 ndcg "
+    "sensitivity specificity top1 top5 psnr ssim".split()
+)
 _STOP_MODES = {">=": "max", ">": "max", "<=": "min", "<": "min"}
 SELECTOR_NAMES = ("IntimeModelSelector",)
 

@@ -104,6 +104,22 @@ class Walker(ExpressionEvaluator):
             return unresolved(node, base.reason, base.flags)
         return unresolved(node, f"attribute '{attr}' of a run-time value")
 
+    def _ev_NamedExpr(self, node: ast.NamedExpr) -> Any:
+        """`(name := value)` binds as an assignment does and gives the value."""
+        value = self.ev(node.value)
+        self.bind(node.target, value)
+        return value
+
+    def _ev_ListComp(self, node: Any) -> Val:
+        """Not evaluated (see `ExpressionEvaluator`); a `:=` inside binds its name in the enclosing scope, which is
+        then unresolved naming the line."""
+        value = super()._ev_ListComp(node)
+        for target in (n.target for n in ast.walk(node) if isinstance(n, ast.NamedExpr)):
+            self.bind(target, unresolved(target, f"bound by := in a comprehension at line {node.lineno}"))
+        return value
+
+    _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
+
     def _ev_Call(self, node: ast.Call) -> Any:
         args, kwargs, unpacked = self.call_arguments(node)
         if isinstance(node.func, ast.Attribute):
@@ -340,23 +356,23 @@ class Walker(ExpressionEvaluator):
         and a side that returns makes the function's result unresolved. When every side ends, the path ends."""
         first_obj, first_call = len(self.out.objects), len(self.out.calls)
         ends: list[PathEnd | None] = []
+        bound: dict[str, tuple[ast.expr, tuple]] = {}  # each target either side binds, with the inputs of its values
         for body in sides:
             try:
                 self.walk_block(body)
                 ends.append(None)
             except PathEnd as end:
                 ends.append(end)
+            for target in _targets(body):
+                key = ast.dump(target)
+                bound[key] = (target, bound.get(key, (target, ()))[1] + merge_flags(self.ev(target)))
         note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
-        flags = merge_flags(test)
-        for node in (n for body in sides for stmt in body for n in ast.walk(stmt)):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self._frame_for(node.id)[node.id] = unresolved(node, why, flags)
-            elif (
-                isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name)
-            ):
-                base = self.ev(node.value)
-                if isinstance(base, ap.Namespace):
-                    base.values[node.attr] = unresolved(node, why, flags)
+        for target, inputs in bound.values():
+            value = unresolved(target, why, tuple(dict.fromkeys((*merge_flags(test), *inputs))))
+            if isinstance(target, ast.Name):
+                self._frame_for(target.id)[target.id] = value
+            elif isinstance(base := self.ev(target.value), ap.Namespace):
+                base.values[target.attr] = value
         returned = [end for end in ends if end is not None and not end.raised]
         ended = all(end is not None for end in ends)  # no side goes on: the path ends here
         if len(returned) > (1 if ended else 0) and self.early:  # the function's result depends on the condition
@@ -469,6 +485,24 @@ class Walker(ExpressionEvaluator):
             self.walk_block(stmt.finalbody)
 
     _st_TryStar = _st_Try
+
+
+def _targets(body: list[ast.stmt]) -> list[ast.expr]:
+    """The names and `name.attr` targets `body` binds in its own scope: assignments, loop and `with` targets, `:=`
+    (inside comprehensions too), and the functions and classes it defines (not what their bodies bind)."""
+    found, todo = [], list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append(ast.Name(node.name, ast.Store(), lineno=node.lineno, col_offset=node.col_offset))
+        elif isinstance(node, ast.comprehension):  # its loop variable is the comprehension's own
+            todo.extend([node.iter, *node.ifs])
+        elif not isinstance(node, ast.Lambda):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+                if isinstance(node, ast.Name) or isinstance(node.value, ast.Name):
+                    found.append(node)
+            todo.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _with_flags(value: Any, flags: tuple[str, ...]) -> Any:
