@@ -17,6 +17,7 @@ trial sandbox can seal, `import_job(..., dry_run=True)` also runs job.py there u
 - `files` - the only I/O: bounded, workspace-confined reads of job.py, the train script and the schema;
 - `walker` - the abstract walk of job.py along the path `python job.py` would take;
 - `events` - what the walker records (objects, method calls, branches) and how a walked path ends;
+- `targets` - what a block binds or changes, read from its AST alone;
 - `evaluate` - static evaluation of literal expressions (arithmetic, f-strings, containers) and of a call's
   arguments; comprehensions are unresolved naming the line (so is a container changed in place: `walker`);
 - `builtins_eval` - builtins, environment reads and `os.path.*`: recognised, never computed (unresolved naming

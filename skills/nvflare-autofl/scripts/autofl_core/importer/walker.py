@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import argparse_flow as ap
-from . import events, real_parser, values
+from . import events, real_parser, targets, values
 from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_evaluated, whole_environment
 from .evaluate import ExpressionEvaluator
 from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
@@ -363,7 +363,7 @@ class Walker(ExpressionEvaluator):
                 ends.append(None)
             except PathEnd as end:
                 ends.append(end)
-            for target in _targets(body):
+            for target in targets.bound(body):
                 key = ast.dump(target)
                 bound[key] = (target, bound.get(key, (target, ()))[1] + merge_flags(self.ev(target)))
         note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
@@ -386,16 +386,8 @@ class Walker(ExpressionEvaluator):
         every object, container or namespace it sets an item or attribute on or calls a method of."""
         if not flags:
             return
-        for node in (n for stmt in block for n in ast.walk(stmt)):
-            if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(
-                node.ctx, (ast.Store, ast.Del)
-            ):
-                self._decided_by(node, flags)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                self._decided_by(node.func.value, flags)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
-                if node.func.id in ("setattr", "delattr"):
-                    self._decided_by(node.args[0], flags)
+        for node in targets.changed(block):
+            self._decided_by(node, flags)
 
     def _decided_by(self, node: ast.expr, flags: tuple[str, ...]) -> None:
         """Add `flags` to the value bound to the name `node` starts from (a namespace's one option when `node` is
@@ -451,13 +443,7 @@ class Walker(ExpressionEvaluator):
     def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While, why: str) -> None:
         """A loop walked once stands for any of its passes: a name its body rebinds holds no value known statically
         when a pass starts (a counter, the site a pass sends to); `why` says so."""
-        stored = {
-            n.id
-            for part in stmt.body
-            for n in ast.walk(part)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        }
-        for name in sorted(stored):
+        for name in targets.stored_names(stmt.body):
             frame = next((scope for scope in self.scopes if name in scope), None)
             if frame is not None and isinstance(frame[name], Val):
                 frame[name] = unresolved(stmt, why, frame[name].flags)
@@ -485,24 +471,6 @@ class Walker(ExpressionEvaluator):
             self.walk_block(stmt.finalbody)
 
     _st_TryStar = _st_Try
-
-
-def _targets(body: list[ast.stmt]) -> list[ast.expr]:
-    """The names and `name.attr` targets `body` binds in its own scope: assignments, loop and `with` targets, `:=`
-    (inside comprehensions too), and the functions and classes it defines (not what their bodies bind)."""
-    found, todo = [], list(body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.append(ast.Name(node.name, ast.Store(), lineno=node.lineno, col_offset=node.col_offset))
-        elif isinstance(node, ast.comprehension):  # its loop variable is the comprehension's own
-            todo.extend([node.iter, *node.ifs])
-        elif not isinstance(node, ast.Lambda):
-            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
-                if isinstance(node, ast.Name) or isinstance(node.value, ast.Name):
-                    found.append(node)
-            todo.extend(ast.iter_child_nodes(node))
-    return found
 
 
 def _with_flags(value: Any, flags: tuple[str, ...]) -> Any:
