@@ -33,14 +33,18 @@ class RaiseNote:
     control: tuple[str, ...] = ()
 
 
+LAMBDA = "<lambda>"  # the name of the function a lambda is walked as
+
+
 @dataclass(eq=False)
 class FuncRef:
     node: ast.FunctionDef | ast.AsyncFunctionDef
     closure: list[dict]
+    defaults: dict[int, Any] = field(default_factory=dict)  # id(default's node) -> its value when `def` ran
 
     @property
     def label(self) -> str:
-        return f"function {self.node.name}"
+        return "" if self.node.name == LAMBDA else f"function {self.node.name}"  # a lambda has no name to show
 
 
 @dataclass(eq=False)

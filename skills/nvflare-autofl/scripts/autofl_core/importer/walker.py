@@ -1,8 +1,14 @@
 """Abstract walk of a job.py module: follow the code path `python job.py` would take, without running it.
 
 Statements are visited in order starting at module level; calls to functions defined in job.py are
-entered (bounded depth), `if` statements whose condition resolves take one branch, unresolved ones are
-walked on both sides and merged. External classes are never imported: constructing one yields an `Obj`
+entered (bounded depth), `if` statements whose condition resolves take one branch, unresolved ones (and every
+`match`, and a loop's `else:` a `break` may skip) are walked side by side, after which whatever a side rebound,
+directly or through a call, is unresolved. A `:=` binds where it surely runs and is unresolved where it may not;
+`setattr`/`delattr` and writes through `vars(args)` reach the namespace; `exec`, `eval`, `globals()` and `locals()`
+are not followed (a problem). What runs off the straight path is walked too: a `while` test, parameter defaults and
+job-local decorators when `def` runs, a class body, an `assert`; what an operand after the first of `and`/`or`, a
+branch of an unknown conditional expression or a comprehension's calls change is unresolved; a lambda is followed
+like a function. External classes are never imported: constructing one yields an `Obj`
 with its evaluated arguments, and method calls on objects are recorded as `MethodCall` events.
 
 Data flow includes control flow: inside a branch taken because of a job option (`if args.fast:`), or a loop
@@ -22,10 +28,24 @@ from . import argparse_flow as ap
 from . import events, real_parser, targets, values
 from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_evaluated, whole_environment
 from .evaluate import ExpressionEvaluator
-from .events import BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
+from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
 from .surface import touches_surface
-from .values import HIGH, MEDIUM, Bag, Builtin, ClassRef, ModuleRef, Val, cause, merge_flags, source_text, unresolved
+from .values import (
+    HIGH,
+    MEDIUM,
+    Bag,
+    Builtin,
+    ClassRef,
+    ModuleRef,
+    Val,
+    cause,
+    known,
+    merge_flags,
+    source_text,
+    unresolved,
+    weakest,
+)
 
 MAX_DEPTH = 12
 MAX_STEPS = 50_000
@@ -48,6 +68,7 @@ class Walker(ExpressionEvaluator):
         self.redirect: dict[int, dict[str, dict]] = {}  # id(frame) -> {name: frame} for `global`/`nonlocal`
         self.control: tuple[str, ...] = ()
         self.early: list[tuple | None] = []  # per function walked: (line, flags) of a side of a condition that returned
+        self.methods: dict[int, list[FuncRef]] = {}  # id(ClassRef of a class of job.py) -> its methods
         self.steps = 0
 
     def run(self, tree: ast.Module) -> WalkResult:
@@ -92,6 +113,8 @@ class Walker(ExpressionEvaluator):
         return unresolved(node, f"name '{node.id}' is not defined statically")
 
     def attribute(self, base: Any, attr: str, node: ast.Attribute) -> Any:
+        if isinstance(base, ap.Namespace) and attr == "__dict__":  # what vars(args) gives
+            return call_builtin(Builtin("vars"), [base], {}, node)
         if isinstance(base, ap.Namespace):
             return ap.namespace_attribute(base, attr)
         if isinstance(base, (ModuleRef, ClassRef)):
@@ -104,23 +127,10 @@ class Walker(ExpressionEvaluator):
             return unresolved(node, base.reason, base.flags)
         return unresolved(node, f"attribute '{attr}' of a run-time value")
 
-    def _ev_NamedExpr(self, node: ast.NamedExpr) -> Any:
-        """`(name := value)` binds as an assignment does and gives the value."""
-        value = self.ev(node.value)
-        self.bind(node.target, value)
-        return value
-
-    def _ev_ListComp(self, node: Any) -> Val:
-        """Not evaluated (see `ExpressionEvaluator`); a `:=` inside binds its name in the enclosing scope, which is
-        then unresolved naming the line."""
-        value = super()._ev_ListComp(node)
-        for target in (n.target for n in ast.walk(node) if isinstance(n, ast.NamedExpr)):
-            self.bind(target, unresolved(target, f"bound by := in a comprehension at line {node.lineno}"))
-        return value
-
-    _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
-
     def _ev_Call(self, node: ast.Call) -> Any:
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name in REFLECTION and not any(name in scope for scope in self.scopes):
+            return self._reflection(name, node)
         args, kwargs, unpacked = self.call_arguments(node)
         if isinstance(node.func, ast.Attribute):
             base = self.ev(node.func.value)
@@ -135,6 +145,9 @@ class Walker(ExpressionEvaluator):
     def _dispatch(self, callee: Any, args: list, kwargs: dict, unpacked: bool, node: ast.Call) -> Any:
         if isinstance(callee, FuncRef):
             return self._invoke(callee, args, kwargs, node)
+        self._handed_over([*args, *kwargs.values()], node)
+        for method in self.methods.get(id(callee), ()):  # a class of job.py: its methods are not followed
+            self._reaches(method, f"{callee.name}() at line {node.lineno} runs code of job.py not followed statically")
         if isinstance(callee, Builtin):
             return call_builtin(callee, args, kwargs, node)
         if isinstance(callee, ClassRef) and not callee.dynamic:
@@ -155,10 +168,40 @@ class Walker(ExpressionEvaluator):
         self.out.objects.append(obj)
         return obj
 
+    def _reflection(self, name: str, node: ast.Call) -> Any:
+        """`setattr`/`delattr` (`_set_attribute`); code built or bindings reached at run time (`exec`, `eval`,
+        `globals()`, `locals()`) are not followed: the walk reports a problem."""
+        args, kwargs, _unpacked = self.call_arguments(node)
+        if name in ("setattr", "delattr") and len(args) >= 2 and not kwargs:
+            return self._set_attribute(name, args, node)
+        self.out.problems.append(
+            f"job.py calls {name}() at line {node.lineno}, which reaches bindings or runs code the importer does not "
+            "follow statically"
+        )
+        return unresolved(node, f"{name}() at line {node.lineno} is not followed statically")
+
+    def _set_attribute(self, name: str, args: list, node: ast.Call) -> Val:
+        """`setattr(target, attr, value)` / `delattr(target, attr)`: on a parsed namespace its option is rebound
+        (unbound), every option when `attr` is not known; on anything else every binding of `target` is
+        unresolved."""
+        target, attr = args[0], args[1]
+        deleted = unresolved(node, f"{name}() at line {node.lineno}")
+        value = args[2] if name == "setattr" and len(args) > 2 else deleted
+        if isinstance(target, ap.Namespace):
+            known = isinstance(attr, Val) and attr.resolved and isinstance(attr.value, str)
+            for key in [attr.value] if known else list(target.values):
+                target.values[key] = self.with_control(value if known and isinstance(value, Val) else deleted)
+        else:
+            self._changed(target, f"{name}() at line {node.lineno}", node, [attr, value])
+        return Val(None, HIGH)
+
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
             return real_parser.parser_method(base, method, args, kwargs, node, self.base_args, self.out)
+        if isinstance(base, ap.Namespace) and method in ("__setattr__", "__delattr__") and len(args) >= 1:
+            return self._set_attribute(method.strip("_"), [base, *args], node)
         if isinstance(base, Obj):
+            self._handed_over([*args, *kwargs.values()], node)
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
             if method == events.SET_PER_SITE_CONFIG:
                 return events.set_per_site(base, args[0] if args else kwargs.get("config"))
@@ -167,6 +210,8 @@ class Walker(ExpressionEvaluator):
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
             return unresolved(node, f"result of {base.name}.{method}() at run time")
+        if isinstance(base, Bag) and method in values.MUTATORS[dict] | values.MUTATORS[list]:
+            return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val) and base.resolved and method in values.MUTATORS.get(type(base.value), ()):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
@@ -190,6 +235,10 @@ class Walker(ExpressionEvaluator):
             for name, current in list(frame.items()):
                 if values.holds(current, held):
                     frame[name] = stale
+        for namespace in self.out.namespaces:  # vars(args) / args.__dict__ is the namespace itself
+            if isinstance(held, Bag) and held.keys == list(namespace.values):
+                if all(a is b for a, b in zip(held.items, namespace.values.values(), strict=True)):
+                    namespace.values.update(dict.fromkeys(namespace.values, stale))
         for obj in self.out.objects:  # an object keeps a reference to what it was given
             obj.args = [stale if values.holds(a, held) else a for a in obj.args]
             obj.kwargs = {k: stale if values.holds(v, held) else v for k, v in obj.kwargs.items()}
@@ -197,7 +246,9 @@ class Walker(ExpressionEvaluator):
 
     def _invoke(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> Any:
         if len(self.stack) >= MAX_DEPTH or any(f is func for f, _ in self.stack):
-            return unresolved(node, f"call of {func.node.name}() is too deep or recursive")
+            why = f"call of {func.node.name}() is too deep or recursive"
+            self._reaches(func, why)
+            return unresolved(node, why)
         frame = self._bind(func, args, kwargs, node)
         self.stack.append((func, self.scopes))
         self.scopes = [frame, *func.closure]
@@ -219,6 +270,42 @@ class Walker(ExpressionEvaluator):
             )
         return result
 
+    def _handed_over(self, values: list, node: ast.Call) -> None:
+        """Job.py's functions given to a call that is not followed (a thread, `map`, a callback) may run: what they
+        reach is unresolved."""
+        for value in values:
+            if isinstance(value, FuncRef):
+                self._reaches(value, f"{value.node.name}() is handed to a call at line {node.lineno} not followed")
+
+    def _reaches(self, func: FuncRef, why: str) -> None:
+        """A call not followed may change what the function reaches outside itself: every outer name it declares
+        `global`/`nonlocal`, sets an item or attribute on, or calls a mutating method of, is unresolved (`why`)."""
+        declared = {
+            n for node in ast.walk(func.node) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names
+        }
+        touched = set(declared)
+        for node in ast.walk(func.node):
+            if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                touched.add(node)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in set().union(*values.MUTATORS.values()):
+                    touched.add(node.func.value)
+        for item in touched:
+            while isinstance(item, (ast.Attribute, ast.Subscript, ast.Call)):
+                item = item.func if isinstance(item, ast.Call) else item.value
+            name = item if isinstance(item, str) else getattr(item, "id", None)
+            for frame in func.closure:
+                if name in frame:
+                    value = frame[name]
+                    if isinstance(value, ap.Namespace):
+                        value.values.update(dict.fromkeys(value.values, unresolved(ast.Name(name), why)))
+                    elif not isinstance(value, (FuncRef, ModuleRef, ClassRef, Obj, ap.Parser)):
+                        frame[name] = unresolved(ast.Name(name), why)
+                    break
+            else:
+                if name in declared:  # a global the module has not bound yet
+                    func.closure[-1][name] = unresolved(ast.Name(name), why)
+
     def _bind(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> dict:
         spec = func.node.args
         params = spec.posonlyargs + spec.args
@@ -230,18 +317,21 @@ class Walker(ExpressionEvaluator):
             elif param.arg in kwargs:
                 frame[param.arg] = kwargs[param.arg]
             else:
-                frame[param.arg] = self.ev(default) if default is not None else unresolved(node, "missing argument")
+                frame[param.arg] = self._default(func, default, node)
         for param, default in zip(spec.kwonlyargs, spec.kw_defaults, strict=True):  # a default only when not passed
-            if param.arg in kwargs:
-                frame[param.arg] = kwargs[param.arg]
-            else:
-                frame[param.arg] = self.ev(default) if default is not None else unresolved(node, "missing argument")
+            frame[param.arg] = kwargs[param.arg] if param.arg in kwargs else self._default(func, default, node)
         if spec.vararg:
             frame[spec.vararg.arg] = Bag(list(args[len(params) :]))
         if spec.kwarg:
             extra = {k: v for k, v in kwargs.items() if k not in frame}
             frame[spec.kwarg.arg] = Bag(list(extra.values()), list(extra))
         return frame
+
+    def _default(self, func: FuncRef, default: ast.expr | None, node: ast.Call) -> Any:
+        """A parameter's default: its value when `def` ran."""
+        if default is None:
+            return unresolved(node, "missing argument")
+        return func.defaults[id(default)] if id(default) in func.defaults else self.ev(default)
 
     # ---- statements -----------------------------------------------------------------------------
     def walk_block(self, body: list[ast.stmt]) -> None:
@@ -266,7 +356,16 @@ class Walker(ExpressionEvaluator):
         raise PathEnd(unresolved(stmt, "raised an exception"), raised=True, note=note)
 
     def _st_FunctionDef(self, stmt: ast.FunctionDef) -> None:
-        self.scopes[0][stmt.name] = FuncRef(stmt, list(self.scopes))
+        """`def` evaluates the defaults once, then applies the decorators: a job-local one is followed (what it
+        returns is the name's value), any other is taken to give the function back."""
+        spec = stmt.args
+        defaults = {id(d): self.ev(d) for d in [*spec.defaults, *spec.kw_defaults] if d is not None}
+        value: Any = FuncRef(stmt, list(self.scopes), defaults)
+        for decorator in reversed(stmt.decorator_list):
+            callee = self.ev(decorator)
+            if isinstance(callee, FuncRef):
+                value = self._invoke(callee, [value], {}, ast.Call(decorator, [], [], lineno=stmt.lineno, col_offset=0))
+        self.scopes[0][stmt.name] = value
 
     _st_AsyncFunctionDef = _st_FunctionDef
 
@@ -275,7 +374,15 @@ class Walker(ExpressionEvaluator):
         init = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in stmt.body)
         if ap.uses_argparse(stmt):
             self.out.class_parsers.append((stmt.name, stmt.lineno))
-        self.scopes[0][stmt.name] = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
+        saved, own = self.scopes, {}
+        self.scopes = [own, *saved]  # the class body runs now, in a namespace of its own (its methods stay there)
+        try:
+            self.walk_block(stmt.body)
+        finally:
+            self.scopes = saved
+        cls = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
+        self.methods[id(cls)] = [value for value in own.values() if isinstance(value, FuncRef)]
+        self.scopes[0][stmt.name] = cls
 
     def _st_Global(self, stmt: ast.Global | ast.Nonlocal) -> None:
         """Names bound from now on in the module's frame (`global`) or the enclosing function's (`nonlocal`)."""
@@ -286,12 +393,17 @@ class Walker(ExpressionEvaluator):
 
     _st_Nonlocal = _st_Global
 
+    def _st_Assert(self, stmt: ast.Assert) -> None:
+        self.ev(stmt.test)  # a `:=` or a call in it runs (trials never run Python with -O)
+
     def _st_Delete(self, stmt: ast.Delete) -> None:
         for target in stmt.targets:
             if isinstance(target, ast.Subscript):
                 self._set_item(target, None)
             elif isinstance(target, ast.Name):
                 self._frame_for(target.id).pop(target.id, None)
+            elif isinstance(target, ast.Attribute):  # `del args.num_rounds`: a later getattr(..., default) differs
+                self.bind(target, unresolved(target, f"deleted at line {target.lineno}"))
 
     def _st_Import(self, stmt: ast.Import) -> None:
         for alias in stmt.names:  # `import a.b` binds the package `a`; `import a.b as c` binds `a.b` to `c`
@@ -337,6 +449,15 @@ class Walker(ExpressionEvaluator):
             base = self.ev(target.value)
             if isinstance(base, ap.Namespace):
                 base.values[target.attr] = value if isinstance(value, Val) else unresolved(target, "not a data value")
+            elif isinstance(base, Obj):  # `env.num_clients = 5`: NVFLARE reads the attribute when it runs
+                why = (
+                    f"{base.name}.{target.attr} is set again at line {target.lineno}, which is not followed statically"
+                )
+                stale = self.with_control(unresolved(target, why, merge_flags(value)))
+                base.args = [stale for _ in base.args]  # one attribute may stand for another (clients, num_clients)
+                base.kwargs = {**dict.fromkeys(base.kwargs, stale), target.attr: stale}
+            elif isinstance(base, FuncRef):  # `f.__defaults__ = (9,)`: what the function returns is not known
+                self._changed(base, f"the attribute set at line {target.lineno}", target, [value])
 
     def _st_If(self, stmt: ast.If) -> None:
         test = self.ev(stmt.test)
@@ -352,9 +473,12 @@ class Walker(ExpressionEvaluator):
 
     def _undecided(self, sides: list[list[ast.stmt]], note: BranchNote, test: Any, why: str) -> None:
         """The sides of a condition the reading cannot resolve (a loop's body and the empty side), walked one after
-        the other for what they build and run; every name or namespace option they bind is then unresolved (`why`),
-        and a side that returns makes the function's result unresolved. When every side ends, the path ends."""
+        the other for what they build and run; every name or namespace option they bind (in their own code, or
+        through a call: `global`, `nonlocal`, an option set by a function) and every function or class they define
+        is then unresolved (`why`), and a side that returns makes the function's result unresolved. When every side
+        ends, the path ends."""
         first_obj, first_call = len(self.out.objects), len(self.out.calls)
+        before = self._held()
         ends: list[PathEnd | None] = []
         bound: dict[str, tuple[ast.expr, tuple]] = {}  # each target either side binds, with the inputs of its values
         for body in sides:
@@ -367,8 +491,10 @@ class Walker(ExpressionEvaluator):
                 key = ast.dump(target)
                 bound[key] = (target, bound.get(key, (target, ()))[1] + merge_flags(self.ev(target)))
         note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
+        flags = merge_flags(test)
+        self._unsettle_rebound(before, why, flags)  # what a side rebound through a call (`global`, `args.x = ...`)
         for target, inputs in bound.values():
-            value = unresolved(target, why, tuple(dict.fromkeys((*merge_flags(test), *inputs))))
+            value = unresolved(target, why, tuple(dict.fromkeys((*flags, *inputs))))
             if isinstance(target, ast.Name):
                 self._frame_for(target.id)[target.id] = value
             elif isinstance(base := self.ev(target.value), ap.Namespace):
@@ -380,6 +506,18 @@ class Walker(ExpressionEvaluator):
             self.early[-1] = (line, merge_flags(*(end.value for end in returned)) + kept)
         if ended:
             raise returned[0] if returned else next(end for end in ends if end is not None)
+
+    def _held(self) -> list[tuple[dict, dict]]:
+        """A copy of every binding a statement can change (see `bindings`), for `_unsettle_rebound`."""
+        return [(frame, dict(frame)) for frame in self.bindings()]
+
+    def _unsettle_rebound(self, before: list[tuple[dict, dict]], why: str, flags: tuple[str, ...]) -> None:
+        """Every binding new, gone or changed since `before` (code that may or may not have run) is unresolved."""
+        for frame, held in before:
+            for name in {*held, *frame}:
+                if name not in frame or name not in held or frame[name] is not held[name]:
+                    inputs = merge_flags(frame.get(name), held.get(name))
+                    frame[name] = unresolved(ast.Name(name), why, tuple(dict.fromkeys((*flags, *inputs))))
 
     def _skipped(self, block: list[ast.stmt], flags: tuple[str, ...]) -> None:
         """What the branch not taken would change depends on the options that decided it: every name it binds, and
@@ -422,10 +560,13 @@ class Walker(ExpressionEvaluator):
             )
         note = BranchNote(stmt.body[0].lineno, "loop body", False, kind="loop")
         self.out.branches.append(note)
+        again = [] if over else [ast.Expr(stmt.test, lineno=stmt.lineno, col_offset=0)]  # a `while` test runs again
+        if not over:
+            self.ev(stmt.test)  # before the first pass, always
         if items is None:
             self._each_pass(stmt, f"it changes with each pass of the loop at line {stmt.lineno}")
             self._undecided(
-                [stmt.body, []], note, iterable, f"it changes with each pass of the loop at line {stmt.lineno}"
+                [stmt.body + again, []], note, iterable, f"it changes with each pass of the loop at line {stmt.lineno}"
             )
             if over and whole_environment([iterable], stmt):  # a loop over os.environ: what it binds reads it
                 self._each_pass(stmt, whole_environment([iterable], stmt))
@@ -436,9 +577,110 @@ class Walker(ExpressionEvaluator):
                     self.bind(stmt.target, item)
                     self.walk_block(stmt.body)
             note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
-        self.walk_block(stmt.orelse)
+        if not over:  # a `while` test runs before each pass: what its `:=` binds changes with them
+            self._unsettled([stmt.test], f"it changes with each pass of the loop at line {stmt.lineno}", ())
+        breaks = any(isinstance(node, ast.Break) for part in stmt.body for node in ast.walk(part))
+        if breaks and stmt.orelse:  # `else:` runs only when no `break` left the loop
+            why = f"the loop at line {stmt.lineno} may leave by break, skipping its else clause"
+            orelse = BranchNote(stmt.orelse[0].lineno, "loop else", False)
+            self.out.branches.append(orelse)
+            self._undecided([stmt.orelse, []], orelse, iterable, why)
+        else:
+            self.walk_block(stmt.orelse)
 
     _st_AsyncFor = _st_While = _st_For
+
+    def _st_Match(self, stmt: ast.Match) -> None:
+        """A `match` is never resolved statically: every case (and no case) is a side of an unresolved condition,
+        and the names its patterns capture or its guards bind with `:=` depend on it too."""
+        subject = self.ev(stmt.subject)
+        why = f"depends on the match at line {stmt.lineno}"
+        note = BranchNote(stmt.lineno, f"match {source_text(stmt.subject)}", False)
+        self.out.branches.append(note)
+        flags = merge_flags(subject)
+        for case in stmt.cases:
+            for node in ast.walk(case.pattern):
+                for name in (getattr(node, "name", None), getattr(node, "rest", None)):
+                    if isinstance(name, str):
+                        self._frame_for(name)[name] = unresolved(ast.Name(name), why, flags)
+        self._unsettled([case.guard for case in stmt.cases if case.guard is not None], why, flags)
+        last = stmt.cases[-1]
+        catch_all = isinstance(last.pattern, ast.MatchAs) and last.pattern.pattern is None and last.guard is None
+        self._undecided([case.body for case in stmt.cases] + ([] if catch_all else [[]]), note, subject, why)
+
+    # ---- `:=` ---------------------------------------------------------------------------------
+    def _ev_NamedExpr(self, node: ast.NamedExpr) -> Any:
+        """`(name := value)` binds as an assignment does and gives the value."""
+        value = self.ev(node.value)
+        self.bind(node.target, value)
+        return value
+
+    def _ev_BoolOp(self, node: ast.BoolOp) -> Any:
+        """Every operand is read; what an operand after the first binds or runs (`:=`, a call of job.py's own
+        function) may not happen: unresolved."""
+        maybe = any(isinstance(n, (ast.Call, ast.NamedExpr)) for part in node.values[1:] for n in ast.walk(part))
+        before = self._held() if maybe else []
+        value = super()._ev_BoolOp(node)
+        why = f"`and`/`or` at line {node.lineno} may stop before it"
+        self._unsettle_rebound(before, why, merge_flags(value))
+        self._unsettled(node.values[1:], why, merge_flags(value))
+        return value
+
+    def _ev_IfExp(self, node: ast.IfExp) -> Any:
+        """`a if test else b`: the branch a known test picks; for another test both branches are walked for what
+        they run, and what they bind or change is unresolved."""
+        test = self.ev(node.test)
+        if known(test):
+            chosen = self.ev(node.body if test.value else node.orelse)
+            if not known(chosen):
+                return chosen
+            confidence = weakest(MEDIUM, test.confidence, chosen.confidence)
+            return Val(chosen.value, confidence, source_text(node), merge_flags(test, chosen))
+        why, flags = f"depends on the condition at line {node.lineno}", merge_flags(test)
+        before = self._held()
+        self.ev(node.body)
+        self.ev(node.orelse)
+        self._unsettle_rebound(before, why, flags)
+        self._unsettled([node.body, node.orelse], why, flags)
+        return unresolved(node, cause(test) or "condition is not resolved", flags)
+
+    def _ev_Lambda(self, node: ast.Lambda) -> FuncRef:
+        """A lambda is a function of one `return` (its defaults evaluated now), followed when called."""
+        body = [ast.Return(node.body, lineno=node.lineno, col_offset=node.col_offset)]
+        func = ast.FunctionDef(LAMBDA, node.args, body, [], lineno=node.lineno, col_offset=node.col_offset)
+        spec = node.args
+        defaults = {id(d): self.ev(d) for d in [*spec.defaults, *spec.kw_defaults] if d is not None}
+        return FuncRef(func, list(self.scopes), defaults)
+
+    def _ev_ListComp(self, node: Any) -> Any:
+        """Not evaluated (see `ExpressionEvaluator`); a `:=` inside binds its name in the enclosing scope, which is
+        then unresolved naming the line. A comprehension that calls something is walked once, its variables
+        unresolved, for what the calls run (what they rebind is unresolved)."""
+        value = super()._ev_ListComp(node)
+        if any(isinstance(n, ast.Call) for n in ast.walk(node)):
+            why = f"a comprehension at line {node.lineno} runs it any number of times"
+            before = self._held()
+            own = {n.id for c in node.generators for n in ast.walk(c.target) if isinstance(n, ast.Name)}
+            saved = self.scopes
+            self.scopes = [{name: unresolved(ast.Name(name), why) for name in own}, *saved]
+            try:
+                for part in [*(g.iter for g in node.generators[1:]), *(c for g in node.generators for c in g.ifs)]:
+                    self.ev(part)
+                for part in (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,):
+                    self.ev(part)
+            finally:
+                self.scopes = saved
+            self._unsettle_rebound(before, why, merge_flags(value))
+        self._unsettled([node], f"bound by := in a comprehension at line {node.lineno}", merge_flags(value))
+        return value
+
+    _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
+
+    def _unsettled(self, parts: list, why: str, flags: tuple[str, ...]) -> None:
+        """Every name a `:=` inside `parts` binds (parts that may run never, or many times) is unresolved (`why`)."""
+        for node in (n for part in parts for n in ast.walk(part)):
+            if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                self._frame_for(node.target.id)[node.target.id] = unresolved(node.target, why, flags)
 
     def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While, why: str) -> None:
         """A loop walked once stands for any of its passes: a name its body rebinds holds no value known statically
@@ -449,28 +691,75 @@ class Walker(ExpressionEvaluator):
                 frame[name] = unresolved(stmt, why, frame[name].flags)
 
     def _st_With(self, stmt: ast.With) -> None:
+        """A `with suppress(...)` block (or one of a job.py class with `__exit__`) may stop part way without an
+        error: what it binds is unresolved."""
+        suppressing = False
         for item in stmt.items:
             value = self.ev(item.context_expr)
+            suppressing |= isinstance(value, Obj) and (
+                value.cls.name == "suppress"  # contextlib's, or a class of job.py whose __exit__ may return True
+                or any(method.node.name == "__exit__" for method in self.methods.get(id(value.cls), ()))
+            )
             if item.optional_vars is not None:
                 self.bind(item.optional_vars, value)
         self.walk_block(stmt.body)
+        if suppressing:
+            self._may_stop(stmt.body, f"the block of the `with` at line {stmt.lineno} may stop part way")
 
     _st_AsyncWith = _st_With
 
     def _st_Try(self, stmt: ast.Try) -> None:
+        """Whether the body raises at run time (an import, a file, a conversion) is not known statically: where a
+        handler can go on, what the body binds (it may stop part way), the `else:` and each handler are sides of an
+        unresolved condition. A handler that always ends the path (`raise`, `sys.exit()`) changes nothing after."""
         try:
             try:
                 self.walk_block(stmt.body)
             except PathEnd as end:
                 if not (end.raised and stmt.handlers):
                     raise
-                self.walk_block(stmt.handlers[0].body)  # a `raise` inside `try` may be caught: its handler runs
+                if len(stmt.handlers) == 1:
+                    self.walk_block(stmt.handlers[0].body)  # a `raise` inside `try` may be caught: its handler runs
+                else:  # which handler catches it is not read statically
+                    note = BranchNote(stmt.lineno, "try", False)
+                    self.out.branches.append(note)
+                    why = f"depends on which handler of the try at line {stmt.lineno} catches"
+                    self._undecided([handler.body for handler in stmt.handlers], note, None, why)
             else:
-                self.walk_block(stmt.orelse)
+                going_on = [handler for handler in stmt.handlers if not _ends(handler.body)]
+                if not going_on:
+                    self.walk_block(stmt.orelse)
+                    return
+                why = f"depends on whether the try at line {stmt.lineno} raises"
+                self._may_stop(stmt.body, why)
+                for handler in going_on:
+                    if handler.name:
+                        self._frame_for(handler.name)[handler.name] = unresolved(ast.Name(handler.name), why)
+                note = BranchNote(stmt.lineno, "try", False)
+                self.out.branches.append(note)
+                self._undecided([stmt.orelse, *(handler.body for handler in going_on)], note, None, why)
         finally:
             self.walk_block(stmt.finalbody)
 
+    def _may_stop(self, body: list[ast.stmt], why: str) -> None:
+        """What a block that may stop part way binds (names, namespace options) is unresolved (`why`)."""
+        for target in targets.bound(body):
+            value = unresolved(target, why, merge_flags(self.ev(target)))
+            if isinstance(target, ast.Name):
+                self._frame_for(target.id)[target.id] = value
+            elif isinstance(base := self.ev(target.value), ap.Namespace):
+                base.values[target.attr] = value
+
     _st_TryStar = _st_Try
+
+
+def _ends(body: list[ast.stmt]) -> bool:
+    """True when a block surely ends the path: its last statement raises or exits."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.Raise):
+        return True
+    call = last.value if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) else None
+    return call is not None and source_text(call.func) in ("sys.exit", "exit", "quit", "os._exit")
 
 
 def _with_flags(value: Any, flags: tuple[str, ...]) -> Any:
@@ -484,6 +773,9 @@ def _with_flags(value: Any, flags: tuple[str, ...]) -> Any:
         return value
     confidence = MEDIUM if value.confidence == HIGH else value.confidence
     return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
+
+
+REFLECTION = ("setattr", "delattr", "exec", "eval", "globals", "locals")
 
 
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:

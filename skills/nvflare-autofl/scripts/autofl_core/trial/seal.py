@@ -56,9 +56,10 @@ def probe(python: str, env: dict[str, str]) -> dict:
         try:
             document = _probe_document(python, env)
         finally:
-            proc = _PENDING.pop(python, None)
-            if proc is not None:
-                _end_probe(proc)
+            with cli.interrupts_held():  # an interrupt now waits until the probe left the list is ended
+                proc = _PENDING.pop(python, None)
+                if proc is not None:
+                    _end_probe(proc)
         _PROBES[python] = document
     return _PROBES[python]
 
