@@ -865,9 +865,9 @@ recipe.execute(SimEnv(num_clients=args.n_clients))
 @pytest.mark.parametrize(
     ("tune", "objective", "refused_for"),
     [
-        ('setattr(namespace, "met" + "ric", "accuracy")', ("accuracy", "max"), None),
-        ('setattr(namespace, "mo" + "de", "min")', ("val_loss", "min"), None),
-        ('setattr(namespace, "met" + "ric", "train_loss")', ("train_loss", "max"), "train_loss"),
+        ('object.__setattr__(namespace, "met" + "ric", "accuracy")', ("accuracy", "max"), None),
+        ('object.__setattr__(namespace, "mo" + "de", "min")', ("val_loss", "min"), None),
+        ('object.__setattr__(namespace, "met" + "ric", "train_loss")', ("train_loss", "max"), "train_loss"),
         ("pass", ("val_loss", "max"), "val_loss"),
     ],
     ids=["another-metric", "explicit-min", "another-lower-is-better-metric", "as-read"],
