@@ -81,7 +81,7 @@ STATUS_WORD_EXCEPTIONS = {
     ("run_job_campaign.py", "replicate"): (1, "the name of the CLI action"),
     ("autofl_core/runner/lifecycle.py", "replicate"): (2, "the action name and its module name"),
     ("autofl_core/runner/flag_scope.py", "replicate"): (1, "the action name in the table of the options it takes"),
-    ("autofl_core/importer/walker.py", "discard"): (1, "the set.discard method the importer follows"),
+    ("autofl_core/importer/values.py", "discard"): (1, "the set.discard method the importer follows"),
     ("autofl_core/campaign/guard.py", "literature"): (1, "the plateau recommendation value of the state schema"),
     ("autofl_core/campaign/plot.py", "literature"): (1, "the plot data's key of the literature markers"),
     ("autofl_core/runner/report/build.py", "baseline"): (1, "a field name of autofl_report.json"),

@@ -320,3 +320,42 @@ def test_fromfile_prefix_chars_are_recorded_and_at_file_base_args_refused(tmp_pa
     refused = api.import_job(job, base_args=["--workspace", "@more.txt"])
     codes = [e["code"] for e in refused["admission_errors"] if "fromfile_prefix_chars" in e["message"]]
     assert codes == ([] if chars is None else ["AUTOFL_INVALID_BASE_ARGS"])
+
+
+ALIAS_AFTER_EARLY_PARSE = """import argparse
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=2)
+parser.add_argument("--num_rounds", type=int, default=3)
+parser.add_argument("--lr", type=float, default=0.1)
+early, _ = parser.parse_known_args()
+parser.add_argument("-r", type=int, dest="num_rounds", default=3)
+args = parser.parse_args()
+recipe = NumpyFedAvgRecipe(
+    name="alias",
+    model=[0.0, 0.0],
+    min_clients=args.n_clients,
+    num_rounds=early.num_rounds,
+    train_script="client.py",
+    train_args=f"--lr {args.lr} --warmup {args.num_rounds}",
+)
+recipe.execute(SimEnv(num_clients=args.n_clients))
+"""
+ALIAS_CLIENT = (
+    "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--lr', type=float)\n"
+    "parser.add_argument('--warmup', type=int)\nparser.parse_args()\n"
+)
+
+
+def test_an_option_sharing_the_budget_option_s_dest_is_never_suggested():
+    """`-r` writes num_rounds, which --num_rounds pins: the runner refuses it, so it is not offered for tuning even
+    where its value reaches the job."""
+    files = {"client.py": ALIAS_CLIENT}
+    config = api.import_source(ALIAS_AFTER_EARLY_PARSE, read_file=files.get)
+    assert config["admission_errors"] == []
+    assert config["fixed_budget"]["num_rounds"]["flag"] == "--num_rounds"
+    assert "-r" in api.fixed_budget_options(config)  # the runner refuses a candidate that sets it
+    assert [s["flag"] for s in config["search_space"]["suggested"]] == ["--lr"]
+    assert config["summary"]["allowed"] == ["--lr"]

@@ -777,3 +777,116 @@ def test_a_fedjob_simulation_given_n_clients_records_that_many_clients(tmp_path)
     config = api.import_job(tmp_path / "job.py", dry_run=True)
     assert config["admission_errors"] == []
     assert budget(config)["num_clients"] == (3, ["--n_clients"])
+
+
+ALIAS_AFTER_EARLY_PARSE = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+
+def build(depth):
+    if depth > 0:
+        return build(depth - 1)  # with HIDDEN, the reading gives up here: it sees no parser at all
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n_clients", type=int, default=2)
+    parser.add_argument("--num_rounds", type=int, default=3)
+    parser.add_argument("--lr", type=float, default=0.1)
+    early, _ = parser.parse_known_args()
+    parser.add_argument("-r", type=int, dest="num_rounds", default=3)
+    args = parser.parse_args()
+    recipe = NumpyFedAvgRecipe(
+        name="alias",
+        model=[0.0, 0.0],
+        min_clients=args.n_clients,
+        num_rounds=early.num_rounds,
+        train_script="client.py",
+        train_args=f"--lr {args.lr} --num_rounds {args.num_rounds}",
+    )
+    recipe.execute(SimEnv(num_clients=args.n_clients))
+
+
+build(DEPTH)
+"""
+ALIAS_CLIENT = (
+    "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--lr', type=float)\n"
+    "parser.add_argument('--num_rounds', type=int)\nparser.parse_args()\n"
+)
+
+
+@pytest.mark.parametrize("depth", [0, 2], ids=["read", "hidden"])
+def test_an_option_sharing_the_budget_option_s_dest_is_never_suggested_after_a_run(tmp_path, depth):
+    """`-r` writes num_rounds, which --num_rounds pins (the runner refuses it): the run shows its value reaching the
+    client script, yet it is not offered for tuning, whether the reading saw the parser or only the run did."""
+    (tmp_path / "job.py").write_text(ALIAS_AFTER_EARLY_PARSE.replace("DEPTH", str(depth)), encoding="utf-8")
+    (tmp_path / "client.py").write_text(ALIAS_CLIENT, encoding="utf-8")
+    config = api.import_job(tmp_path / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    assert config["admission_errors"] == []
+    assert config["fixed_budget"]["num_rounds"]["depends_on"] == ["--num_rounds"]
+    assert "-r" in api.fixed_budget_options(config)  # the runner refuses a candidate that sets it
+    assert [s["flag"] for s in config["search_space"]["suggested"]] == ["--lr"]
+
+
+METRIC_SET_AT_RUN_TIME = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+
+def define_parser():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n_clients", type=int, default=2)
+    parser.add_argument("--num_rounds", type=int, default=3)
+    parser.add_argument("--metric", default="val_loss")
+    parser.add_argument("--mode", default=None)
+    return parser.parse_args()
+
+
+def tune(namespace):
+    TUNE  # a hidden setattr: only a run sees it
+
+
+args = define_parser()
+tune(args)
+recipe = NumpyFedAvgRecipe(
+    name="direction",
+    model=[0.0, 0.0],
+    min_clients=args.n_clients,
+    num_rounds=args.num_rounds,
+    train_script="client.py",
+    key_metric=args.metric,
+    key_metric_mode=args.mode,
+)
+recipe.execute(SimEnv(num_clients=args.n_clients))
+"""
+
+
+@pytest.mark.parametrize(
+    ("tune", "objective", "refused_for"),
+    [
+        ('object.__setattr__(namespace, "met" + "ric", "accuracy")', ("accuracy", "max"), None),
+        ('object.__setattr__(namespace, "mo" + "de", "min")', ("val_loss", "min"), None),
+        ('object.__setattr__(namespace, "met" + "ric", "train_loss")', ("train_loss", "max"), "train_loss"),
+        ("pass", ("val_loss", "max"), "val_loss"),
+    ],
+    ids=["another-metric", "explicit-min", "another-lower-is-better-metric", "as-read"],
+)
+def test_a_direction_conflict_is_judged_on_the_metric_the_run_recorded(tmp_path, tune, objective, refused_for):
+    """The reading sees `val_loss` with NVFLARE's implicit max (a direction conflict); the run may record another key
+    metric or an explicit mode. The fold judges what the run recorded: admitted when that has no conflict, refused
+    naming the recorded metric (never the one the run no longer uses) when it has."""
+    (tmp_path / "job.py").write_text(METRIC_SET_AT_RUN_TIME.replace("TUNE", tune), encoding="utf-8")
+    shutil.copy(JOBS / "hidden_rounds" / "client.py", tmp_path / "client.py")
+    static = api.import_job(tmp_path / "job.py")
+    assert [e["code"] for e in static["admission_errors"]] == ["AUTOFL_METRIC_DIRECTION_CONFLICT"], "precondition"
+    assert "'val_loss'" in static["admission_errors"][0]["message"]
+    config = api.import_job(tmp_path / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    assert (config["objective"]["metric"], config["objective"]["mode"]) == objective
+    if refused_for is None:
+        assert config["admission_errors"] == []
+    else:
+        errors = config["admission_errors"]
+        assert [e["code"] for e in errors] == ["AUTOFL_METRIC_DIRECTION_CONFLICT"], errors
+        assert errors[0]["message"].startswith(f"'{refused_for}' looks lower-is-better")

@@ -446,3 +446,29 @@ def test_objects_holding_a_changed_container_see_it_as_unresolved():
     assert args["v"]["confidence"] == args["w"]["confidence"] == "unresolved"
     assert args["v"]["reason"] == args["w"]["reason"] == reason
     assert args["min_clients"] == {"value": 2, "confidence": "high"}
+
+
+def test_a_keyword_only_default_is_evaluated_only_when_the_call_does_not_pass_it():
+    """A default that builds a recipe is not a second recipe when the call passes its own."""
+    define = (
+        "def run(*, recipe=FedAvgRecipe(min_clients=2, num_rounds=9)):\n    recipe.execute(SimEnv(num_clients=2))\n"
+    )
+    passed = HEAD + define + "run(recipe=FedAvgRecipe(min_clients=2, num_rounds=3))\n"
+    walk = Walker([]).run(ast.parse(passed))  # the default is built once, when `def` runs; the call builds no other
+    assert [o.kwargs["num_rounds"].value for o in walk.objects if o.name == "FedAvgRecipe"] == [9, 3]
+    config = api.import_source(passed)
+    assert config["import"]["support"]["status"] == "supported", config["import"]["support"]
+    assert config["fixed_budget"]["num_rounds"]["value"] == 3
+    defaulted = api.import_source(HEAD + define + "run()\n")
+    assert defaulted["fixed_budget"]["num_rounds"]["value"] == 9
+
+
+def test_unpacking_a_dict_binds_its_keys_never_its_values():
+    """Python unpacks a dict's keys: `a, b = {"x": SimEnv, "y": FedAvgRecipe}` binds "x" and "y"."""
+    prelude = "a, b = {'x': SimEnv, 'y': FedAvgRecipe}\nc, d = vars(args)\n"
+    assert v_of(prelude, "a") == {"value": "x", "confidence": "medium"}
+    assert v_of(prelude, "b") == {"value": "y", "confidence": "medium"}
+    assert v_of(prelude, "[c, d]")["value"] == ["n", "fast"]
+    keyed = "first, second = {args.n: SimEnv, 'y': FedAvgRecipe}\n"
+    assert v_of(keyed, "first") == {"value": 2, "confidence": "medium", "flags": ["--n"]}
+    assert v_of("first, second = {'x': SimEnv}\n", "first") == unresolved("first", "cannot unpack statically")

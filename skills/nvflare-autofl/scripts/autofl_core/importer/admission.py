@@ -30,6 +30,9 @@ SETTLED_BY_RUNNING = {  # a recorded run names the job, its budget, its key metr
     WOULD_RAISE,  # a recorded run got past NVFLARE's own checks
     SCHEMA_BUDGET_MISMATCH,  # recomputed against the recorded budget
 }
+JUDGED_ON_THE_RECORD = {  # no run settles it before a fold; once folded, admission judges the recorded key metric
+    DIRECTION_CONFLICT,
+}
 READ_BY_RUNNING = (EMPTY_BUDGET, UNRESOLVED_SAFETY)  # what a recorded run reads where the static reading cannot
 DRY_RUN_HINT = (
     "; a dry run may settle this: add --dry-run (it runs job.py sealed up to NVFLARE and records what it builds; "

@@ -25,7 +25,7 @@ from . import data_shaping, display, real_parser, recipes
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
 from .budget import FIELDS, fixed_budget
 from .files import Overlay, Workspace, load_job
-from .objective import build_objective
+from .objective import build_objective, empty_objective
 from .reach import ScriptParser, forwarded_options, reaching_options
 from .recipe_raises import would_raise
 from .runner_view import (  # noqa: F401  (re-exported public API)
@@ -35,7 +35,15 @@ from .runner_view import (  # noqa: F401  (re-exported public API)
     fixed_budget_options,
     parse_job_args,
 )
-from .schema import RUNNER_SETTINGS, SCHEMA_FILE, budget_mismatches, parse_schema_text, schema_section
+from .schema import (
+    RUNNER_SETTINGS,
+    SCHEMA_FILE,
+    budget_mismatches,
+    comparison_keys,
+    parse_schema_text,
+    schema_section,
+    schema_unapplied,
+)
 from .search import suggested
 from .surface import Surface, analyze, job_section, simulator_workspace
 from .trust import module_files, safe_relative, train_script_of, trust_section
@@ -109,47 +117,16 @@ def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], c
     }
 
 
-def _comparison_keys(schema: dict) -> list[str]:
-    """The schema's comparison arguments the runner pins as job options (not its own settings, not the budget's
-    n_clients and num_rounds, which fixed_budget covers)."""
-    budget = schema["comparison_budget_args"]
-    keys = {*budget["default_candidate_budget"], *budget["fixed_within_campaign"]}
-    return sorted(keys - RUNNER_SETTINGS - {"n_clients", "num_rounds"})
-
-
 def _budget_section(surface: Surface, argparse_section: dict, schema: dict) -> dict:
     budget = fixed_budget(surface)
     by_dest = {f["dest"]: f for f in argparse_section["flags"]}
     if budget:
         budget["comparison_args"] = {
             key: {"flag": ap.Flag(by_dest[key]["option_strings"], key).canonical, "value": by_dest[key]["value"]}
-            for key in _comparison_keys(schema)
+            for key in comparison_keys(schema)
             if key in by_dest and not by_dest[key]["positional"]
         }
     return budget
-
-
-def _schema_unapplied(schema: dict, flags: list[dict]) -> list[dict]:
-    """Schema arguments job.py has no option for: recorded for the human, never silently dropped."""
-    dests = {f["dest"] for f in flags if not f["positional"]}
-    notes = [
-        {
-            "field": f"schema.comparison_budget_args.{key}",
-            "reason": f"job.py has no --{key} option, so the runner cannot pin it; candidates are compared "
-            "with whatever job.py and its train script use",
-        }
-        for key in _comparison_keys(schema)
-        if key not in dests
-    ]
-    notes += [
-        {
-            "field": f"schema.mutable_args.{key}",
-            "reason": f"job.py has no --{key} option, so a candidate cannot set it as a run argument",
-        }
-        for key in sorted(schema["mutable_args"])
-        if key not in dests
-    ]
-    return notes
 
 
 def _unresolved(recipe_args: dict, budget: dict, reasons: dict, argparse_section: dict, notes: list) -> list[dict]:
@@ -278,7 +255,8 @@ def _space_and_shaping(
     """(suggested search space, notes on schema-declared options that reach nothing, data-shaping classes): an
     option that does not reach the job, or is classed as data shaping (fixed or unclassified), is never suggested."""
     schema, parser = job.schema, _main_parser(job.walk)[0]
-    space = suggested(parser.flags if parser else [], _pinned_flags(budget), schema["mutable_args"])
+    pinned = _pinned_flags({"fixed_budget": budget, "argparse": args_section})
+    space = suggested(parser.flags if parser else [], pinned, schema["mutable_args"])
     reached = reaching_options(job.walk, _script_parser(script_rel, script_tree))
     unused = [
         {
@@ -306,7 +284,7 @@ def _assemble(job: _Job) -> dict:
         job.name, train_script_of(surface) if supported else None, job.read_file
     )
     objective = (
-        build_objective(surface, job.metric, schema, script_rel) if supported else _empty_objective(job.metric, schema)
+        build_objective(surface, job.metric, schema, script_rel) if supported else empty_objective(job.metric, schema)
     )
     reasons = objective.pop("_reasons", {})
     recipe_args = {k: describe(v) for k, v in sorted(surface.target.kwargs.items())} if supported else {}
@@ -318,7 +296,7 @@ def _assemble(job: _Job) -> dict:
     trust = trust_section(
         job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists, schema["preferred_targets"]
     )
-    notes += _schema_unapplied(schema, args_section["flags"])
+    notes += schema_unapplied(schema, args_section["flags"])
     space, unused, shaping = _space_and_shaping(job, budget, args_section, script_rel, script_tree)
     unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes + unused if supported else [])
     job_block = job_section(surface, job.name)
@@ -351,29 +329,9 @@ def _assemble(job: _Job) -> dict:
     return config
 
 
-def _pinned_flags(budget: dict) -> set[str]:
-    return set(fixed_budget_options({"fixed_budget": budget}))
-
-
-def _empty_objective(metric: str | None, schema: dict) -> dict:
-    """The objective of a job the reading cannot follow: the schema's contract (requested metric, extraction order,
-    mode) and nothing of the job's own, so a dry run's record is held to the schema like a reading's."""
-    sobj = schema.get("objective") or {}
-    requested = metric or sobj.get("requested_metric") or None
-    return {
-        "bridged": False,
-        "job_key_metric": None,
-        "job_key_metric_mode": None,
-        "job_key_metric_source": None,
-        "metric": requested,
-        "metric_extraction_order": list(sobj.get("metric_extraction_order") or ([requested] if requested else [])),
-        "metric_invariants": {},
-        "metric_source": sobj.get("metric_source") or "auto",
-        "mode": None,
-        "mode_contract_source": "unresolved",
-        "requested_metric": requested,
-        "schema_mode": sobj.get("mode") if sobj.get("mode") in ("min", "max") else None,
-    }
+def _pinned_flags(config: dict) -> set[str]:
+    """The options a candidate may not set: every option the budget depends on and every option sharing its `dest`."""
+    return set(fixed_budget_options(config))
 
 
 def import_job(
@@ -443,7 +401,7 @@ def _unseen_options(config: dict, tree: Any, job_name: str, read_file: Callable,
     script = _script_parser(script_rel, script_tree)
     accepted = {f.dest for f in script.parser.flags} if script.parser is not None else set()
     tunable = [f for f in flags if f.canonical in reached and (not script.known or f.dest in accepted)]
-    blocked = {*shaping["fixed"], *shaping["unclassified"], *_pinned_flags(config["fixed_budget"])}
+    blocked = {*shaping["fixed"], *shaping["unclassified"], *_pinned_flags(config)}
     known = {s["flag"] for s in config["search_space"]["suggested"]}
     config["search_space"]["suggested"] += [
         s for s in suggested(tunable, blocked, config["schema"]["mutable_args"]) if s["flag"] not in known
@@ -503,7 +461,7 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
         if not moves.covered(record, run_args):  # options the perturbed runs did not try: run them
             changes = dryrun_config.changes(record, session.run(args + run_args))
         config["import"]["dry_run"]["run_args_changes"] = changes
-    pinned = _pinned_flags(config["fixed_budget"])
+    pinned = _pinned_flags(config)
     config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
     if record is not None and record.parsers:
         _unseen_options(config, tree, path.name, workspace.read_file, set(reached) - pinned)

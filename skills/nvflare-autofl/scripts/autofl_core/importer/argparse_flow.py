@@ -9,6 +9,7 @@ Whatever name the namespace is bound to (or returned through) is followed by dat
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -278,3 +279,12 @@ def cli_flags_from(flags: list[dict], allow_abbrev: bool = True) -> dict:
         "name_flag": "--name" if "--name" in long_flags else None,
         "takes_value": takes_value,
     }
+
+
+PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
+
+
+def uses_argparse(stmt: ast.ClassDef) -> bool:
+    """True when the class calls `ArgumentParser` or a parse method (by attribute or by name)."""
+    called = (getattr(n.func, "attr", getattr(n.func, "id", "")) for n in ast.walk(stmt) if isinstance(n, ast.Call))
+    return any(name in ("ArgumentParser", *PARSE_METHODS) for name in called)

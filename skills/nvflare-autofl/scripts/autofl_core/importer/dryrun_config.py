@@ -8,9 +8,10 @@ One rule, whatever the static reading managed to follow:
   was asked to build and what the real parser held. The static reading keeps only what no run records: the job.py
   line of each option, refusal lines, the objective's schema contract (requested metric, bridges, schema mode),
   data-shaping classes, noise sources, `recipe_args` as written (informational), a budget field the run left
-  without a value, and the refusals no single run can settle: input errors (`--base-args`, the schema) and
-  metric-direction conflicts stay beside what the run recorded; a budget that reads the environment, files, random
-  numbers or the clock, the job's own `nvflare` or a non-training family keeps the static config whole (`held`).
+  without a value, and the refusals no single run can settle: input errors (`--base-args`, the schema) stay beside
+  what the run recorded; a metric-direction conflict is judged again on the key metric and mode the run recorded
+  (the reading's own is dropped); a budget that reads the environment, files, random numbers or the clock, the
+  job's own `nvflare` or a non-training family keeps the static config whole (`held`).
   A budget field an environment variable moves is unresolved (refused). The schema's budget is checked against
   the recorded budget (`schema.budget_mismatches`).
 - The run recorded a non-training job: refused, naming the class and its family.
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import moves, recorded
-from .admission import SETTLED_BY_RUNNING, UNSUPPORTED, admission_errors
+from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, UNSUPPORTED, admission_errors
 from .argparse_flow import NO_VALUE_ACTIONS
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord
@@ -363,6 +364,7 @@ def apply(
     kept = [e for e in config["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
     if family == "training" and (settles or not (_unpinnable(config) or config["job"].get("family") in NOT_TRAINING)):
         fold(config, record, moved, env_moved or {}, trust_for)  # what the run settles goes; `kept` stays below
+        kept = [e for e in kept if e["code"] not in JUDGED_ON_THE_RECORD]  # judged below on the recorded metric
     elif family in NOT_TRAINING and settles:
         _not_training(config, record, family)
     elif record.status == "recorded":

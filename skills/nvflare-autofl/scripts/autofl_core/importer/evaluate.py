@@ -282,3 +282,22 @@ class ExpressionEvaluator:
             except (ValueError, IndexError, TypeError):
                 return unresolved(node, "subscript cannot be evaluated")
         return unresolved(node, "subscript is not resolved")
+
+    def call_arguments(self, node: ast.Call) -> tuple[list, dict, bool]:
+        """(positional values, keyword values, whether some argument is not followed): `*rest` is not, `**d` is
+        when `d` is a resolved dict or a Bag with known keys."""
+        args = [self.ev(arg) for arg in node.args if not isinstance(arg, ast.Starred)]
+        kwargs, unpacked = {}, len(args) < len(node.args)  # a `*rest` argument is not followed
+        for kw in node.keywords:
+            value = self.ev(kw.value)
+            if kw.arg is not None:
+                kwargs[kw.arg] = value
+            elif isinstance(value, Val) and value.resolved and isinstance(value.value, dict):
+                kwargs.update(
+                    {str(k): Val(v, value.confidence, value.expr, value.flags) for k, v in value.value.items()}
+                )
+            elif isinstance(value, Bag) and value.keys is not None:
+                kwargs.update({str(k): v for k, v in zip(value.keys, value.items, strict=True)})
+            else:
+                unpacked = True
+        return args, kwargs, unpacked

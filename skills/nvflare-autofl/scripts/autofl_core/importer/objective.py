@@ -209,3 +209,24 @@ def _invariants(surface: Any, metric: Any, mode: Any, source: str, script: str |
         "scale_units_direction": f"{metric}: {mode} ({better}; from {source}); same scale and units every trial",
         "timing": "the global model at the end of the fixed num_rounds (final checkpoint preferred over best)",
     }
+
+
+def empty_objective(metric: str | None, schema: dict) -> dict:
+    """The objective of a job the reading cannot follow: the schema's contract (requested metric, extraction order,
+    mode) and nothing of the job's own, so a dry run's record is held to the schema like a reading's."""
+    sobj = schema.get("objective") or {}
+    requested = metric or sobj.get("requested_metric") or None
+    return {
+        "bridged": False,
+        "job_key_metric": None,
+        "job_key_metric_mode": None,
+        "job_key_metric_source": None,
+        "metric": requested,
+        "metric_extraction_order": list(sobj.get("metric_extraction_order") or ([requested] if requested else [])),
+        "metric_invariants": {},
+        "metric_source": sobj.get("metric_source") or "auto",
+        "mode": None,
+        "mode_contract_source": "unresolved",
+        "requested_metric": requested,
+        "schema_mode": sobj.get("mode") if sobj.get("mode") in ("min", "max") else None,
+    }

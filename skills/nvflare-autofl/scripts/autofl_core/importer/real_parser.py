@@ -8,16 +8,19 @@ and never reads a file: an error, `--help`/`--version` or a token it would read 
 refusal naming the argument. A required option or positional left out is not refused (the runner parses a
 part of the command line); job.py's own parser would refuse it at run time. A declaration argparse refuses, or
 one with more than `MAX_NARGS` values (argparse would build strings that long), is left out of the parser.
+`parser_method` is the walker's view of a parser's methods: declarations recorded, `parse_args()` run by it.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .argparse_flow import MAX_NARGS, Flag, Parser, fromfile_tokens
+from .argparse_flow import MAX_NARGS, PARSE_METHODS, Flag, Parser, add_argument, build_namespace, fromfile_tokens
+from .values import HIGH, Bag, Val, unresolved
 
 _TYPES = {"int": int, "float": float, "bool": bool}  # any other type keeps the text
 _KNOWN_ONLY = {"parse_known_args", "parse_known_intermixed_args"}
@@ -190,3 +193,33 @@ def select(parser: Parser, token: str) -> tuple[Flag | None, str | None, str | N
         return None, None, parsed.errors[0] if parsed.errors else f"unrecognized argument {token}"
     inline = parsed.values[parsed.given[0].dest]
     return parsed.given[0], (None if inline is _NO_VALUE else inline), None
+
+
+def parser_method(
+    parser: Parser, method: str, args: list, kwargs: dict, node: ast.Call, base_args: list[str], out: Any
+) -> Any:
+    """Evaluate `parser.<method>(...)`: record arguments, or return the namespace parse_args() yields."""
+    if method == "add_argument":
+        add_argument(parser, args, kwargs, node.lineno)
+        return Val(None, HIGH)
+    if method in ("add_argument_group", "add_mutually_exclusive_group"):
+        return parser
+    if method == "set_defaults":
+        parser.set_defaults.update({k: v for k, v in kwargs.items() if isinstance(v, Val)})
+        return Val(None, HIGH)
+    if method not in PARSE_METHODS:
+        return unresolved(node, f"ArgumentParser.{method}() is not evaluated")
+    known_only = "known" in method
+    explicit = args[0] if args else kwargs.get("args")
+    if isinstance(explicit, Val) and explicit.resolved and isinstance(explicit.value, (list, tuple)):
+        base_args = [str(a) for a in explicit.value]  # job.py parses a fixed list, not the command line
+        if fromfile_tokens(parser.fromfile_prefix_chars, base_args):
+            return unresolved(node, f"job.py's {method}() reads arguments from a file (fromfile_prefix_chars)")
+    parsed = parse(parser, base_args, method)
+    if not fromfile_tokens(parser.fromfile_prefix_chars, base_args):  # admission names those itself
+        out.base_args_errors.extend(e for e in parsed.errors if e not in out.base_args_errors)
+    namespace = build_namespace(parser, parsed.values, known_only)
+    out.namespaces.append(namespace)
+    if known_only:
+        return Bag([namespace, unresolved(node, "unknown command-line arguments")])
+    return namespace

@@ -201,3 +201,34 @@ def budget_mismatches(budget: dict, schema: dict, flags: list[dict], given: list
             fix = f"the import could not pass --{key} {wanted[key]} to it; pass it in --base-args or change the schema"
         problems.append(f"{uses} and {fix}")
     return problems
+
+
+def comparison_keys(schema: dict) -> list[str]:
+    """The schema's comparison arguments the runner pins as job options (not its own settings, not the budget's
+    n_clients and num_rounds, which fixed_budget covers)."""
+    budget = schema["comparison_budget_args"]
+    keys = {*budget["default_candidate_budget"], *budget["fixed_within_campaign"]}
+    return sorted(keys - RUNNER_SETTINGS - {"n_clients", "num_rounds"})
+
+
+def schema_unapplied(schema: dict, flags: list[dict]) -> list[dict]:
+    """Schema arguments job.py has no option for: recorded for the human, never silently dropped."""
+    dests = {f["dest"] for f in flags if not f["positional"]}
+    notes = [
+        {
+            "field": f"schema.comparison_budget_args.{key}",
+            "reason": f"job.py has no --{key} option, so the runner cannot pin it; candidates are compared "
+            "with whatever job.py and its train script use",
+        }
+        for key in comparison_keys(schema)
+        if key not in dests
+    ]
+    notes += [
+        {
+            "field": f"schema.mutable_args.{key}",
+            "reason": f"job.py has no --{key} option, so a candidate cannot set it as a run argument",
+        }
+        for key in sorted(schema["mutable_args"])
+        if key not in dests
+    ]
+    return notes

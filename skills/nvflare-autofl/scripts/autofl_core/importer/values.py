@@ -152,3 +152,39 @@ def describe(val: Any) -> dict:
         return {"value": value, "confidence": val.confidence, **{k: v for k, v in extra.items() if v}}
     label = getattr(val, "label", None) or type(val).__name__
     return {"value": None, "confidence": UNRESOLVED, "expr": label, "reason": "an object, not a data value"}
+
+
+def holds(value: Any, held: Any, depth: int = 0) -> bool:
+    """True when `value` is the container `held` or holds it (bounded depth)."""
+    if depth > 8:
+        return False
+    if value is held:
+        return True
+    if isinstance(value, Val):
+        inner = [value.value]
+    elif isinstance(value, Bag):
+        inner = value.items
+    elif isinstance(value, (list, tuple, set, dict)):
+        inner = value.values() if isinstance(value, dict) else value
+    else:
+        return False
+    return any(holds(item, held, depth + 1) for item in inner)
+
+
+MUTATORS = {  # the methods that change a list, dict or set in place
+    list: {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"},
+    dict: {"update", "pop", "setdefault", "clear", "popitem"},
+    set: {"add", "update", "discard", "remove", "pop", "clear"},
+}
+
+
+def elements(value: Any) -> list | None:
+    """The items of a known sequence: a Bag's (a keyed Bag's keys, as iterating a dict yields), or a resolved list's
+    or tuple's (each with the sequence's confidence, expression and flags); None for anything else."""
+    if isinstance(value, Bag) and value.keys is not None:
+        return [Val(key, value.key_confidence, flags=value.key_flags) for key in value.keys]
+    if isinstance(value, Bag):
+        return list(value.items)
+    if isinstance(value, Val) and value.resolved and isinstance(value.value, (list, tuple)):
+        return [Val(item, value.confidence, value.expr, value.flags) for item in value.value]
+    return None

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import argparse_flow as ap
-from . import real_parser
+from . import events, real_parser, targets, values
 from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_evaluated, whole_environment
 from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
@@ -101,11 +101,7 @@ class Walker(ExpressionEvaluator):
 
     def with_control(self, value: Any) -> Any:
         """`value` plus the options that decided the current block (an option's own value becomes medium)."""
-        extra = tuple(f for f in self.control if f not in value.flags) if isinstance(value, Val) else ()
-        if not extra:
-            return value
-        confidence = MEDIUM if value.confidence == HIGH else value.confidence
-        return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
+        return _with_flags(value, self.control) if isinstance(value, Val) else value
 
     # ---- what ExpressionEvaluator leaves to the walker ------------------------------------------
     def _ev_Name(self, node: ast.Name) -> Any:
@@ -135,7 +131,7 @@ class Walker(ExpressionEvaluator):
         name = node.func.id if isinstance(node.func, ast.Name) else None
         if name in REFLECTION and not any(name in scope for scope in self.scopes):
             return self._reflection(name, node)
-        args, kwargs, unpacked = self._arguments(node)
+        args, kwargs, unpacked = self.call_arguments(node)
         if isinstance(node.func, ast.Attribute):
             base = self.ev(node.func.value)
             if isinstance(base, (ap.Parser, Obj, Val, Bag, ap.Namespace)):
@@ -146,23 +142,6 @@ class Walker(ExpressionEvaluator):
         return self._dispatch(callee, args, kwargs, unpacked, node)
 
     # ---- calls ----------------------------------------------------------------------------------
-    def _arguments(self, node: ast.Call) -> tuple[list, dict, bool]:
-        args = [self.ev(arg) for arg in node.args if not isinstance(arg, ast.Starred)]
-        kwargs, unpacked = {}, len(args) < len(node.args)  # a `*rest` argument is not followed
-        for kw in node.keywords:
-            value = self.ev(kw.value)
-            if kw.arg is not None:
-                kwargs[kw.arg] = value
-            elif isinstance(value, Val) and value.resolved and isinstance(value.value, dict):
-                kwargs.update(
-                    {str(k): Val(v, value.confidence, value.expr, value.flags) for k, v in value.value.items()}
-                )
-            elif isinstance(value, Bag) and value.keys is not None:
-                kwargs.update({str(k): v for k, v in zip(value.keys, value.items, strict=True)})
-            else:
-                unpacked = True
-        return args, kwargs, unpacked
-
     def _dispatch(self, callee: Any, args: list, kwargs: dict, unpacked: bool, node: ast.Call) -> Any:
         if isinstance(callee, FuncRef):
             return self._invoke(callee, args, kwargs, node)
@@ -181,8 +160,8 @@ class Walker(ExpressionEvaluator):
                 parser.fromfile_prefix_chars = ap.fromfile_prefix(kwargs.get("fromfile_prefix_chars"))
                 self.out.parsers.append(parser)
                 return parser
-            if callee.name == SET_PER_SITE_CONFIG and args and isinstance(args[0], Obj):
-                return _set_per_site(args[0], args[1] if len(args) > 1 else kwargs.get("config"))
+            if callee.name == events.SET_PER_SITE_CONFIG and args and isinstance(args[0], Obj):
+                return events.set_per_site(args[0], args[1] if len(args) > 1 else kwargs.get("config"))
         if not isinstance(callee, ClassRef):
             callee = ClassRef("<dynamic>", "<dynamic>", dynamic=True)
         obj = Obj(callee, args, kwargs, node.lineno, unpacked, self.control)
@@ -192,7 +171,7 @@ class Walker(ExpressionEvaluator):
     def _reflection(self, name: str, node: ast.Call) -> Any:
         """`setattr`/`delattr` (`_set_attribute`); code built or bindings reached at run time (`exec`, `eval`,
         `globals()`, `locals()`) are not followed: the walk reports a problem."""
-        args, kwargs, _unpacked = self._arguments(node)
+        args, kwargs, _unpacked = self.call_arguments(node)
         if name in ("setattr", "delattr") and len(args) >= 2 and not kwargs:
             return self._set_attribute(name, args, node)
         self.out.problems.append(
@@ -218,22 +197,22 @@ class Walker(ExpressionEvaluator):
 
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
-            return parser_method(base, method, args, kwargs, node, self.base_args, self.out)
+            return real_parser.parser_method(base, method, args, kwargs, node, self.base_args, self.out)
         if isinstance(base, ap.Namespace) and method in ("__setattr__", "__delattr__") and len(args) >= 1:
             return self._set_attribute(method.strip("_"), [base, *args], node)
         if isinstance(base, Obj):
             self._handed_over([*args, *kwargs.values()], node)
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
-            if method == SET_PER_SITE_CONFIG:
-                return _set_per_site(base, args[0] if args else kwargs.get("config"))
+            if method == events.SET_PER_SITE_CONFIG:
+                return events.set_per_site(base, args[0] if args else kwargs.get("config"))
             if method == "configured_sites" and not args and not kwargs:
-                return configured_sites(base, node)
+                return events.configured_sites(base, node)
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
             return unresolved(node, f"result of {base.name}.{method}() at run time")
-        if isinstance(base, Bag) and method in MUTATORS[dict] | MUTATORS[list]:
+        if isinstance(base, Bag) and method in values.MUTATORS[dict] | values.MUTATORS[list]:
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
-        if isinstance(base, Val) and base.resolved and method in MUTATORS.get(type(base.value), ()):
+        if isinstance(base, Val) and base.resolved and method in values.MUTATORS.get(type(base.value), ()):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
             return not_evaluated(node, f".{method}()", [base, *args, *kwargs.values()])
@@ -254,15 +233,15 @@ class Walker(ExpressionEvaluator):
         held = old.value if isinstance(old, Val) else old
         for frame in self.bindings():
             for name, current in list(frame.items()):
-                if _holds(current, held):
+                if values.holds(current, held):
                     frame[name] = stale
         for namespace in self.out.namespaces:  # vars(args) / args.__dict__ is the namespace itself
             if isinstance(held, Bag) and held.keys == list(namespace.values):
                 if all(a is b for a, b in zip(held.items, namespace.values.values(), strict=True)):
                     namespace.values.update(dict.fromkeys(namespace.values, stale))
         for obj in self.out.objects:  # an object keeps a reference to what it was given
-            obj.args = [stale if _holds(a, held) else a for a in obj.args]
-            obj.kwargs = {k: stale if _holds(v, held) else v for k, v in obj.kwargs.items()}
+            obj.args = [stale if values.holds(a, held) else a for a in obj.args]
+            obj.kwargs = {k: stale if values.holds(v, held) else v for k, v in obj.kwargs.items()}
         return stale
 
     def _invoke(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> Any:
@@ -309,7 +288,7 @@ class Walker(ExpressionEvaluator):
             if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 touched.add(node)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr in set().union(*MUTATORS.values()):
+                if node.func.attr in set().union(*values.MUTATORS.values()):
                     touched.add(node.func.value)
         for item in touched:
             while isinstance(item, (ast.Attribute, ast.Subscript, ast.Call)):
@@ -339,9 +318,8 @@ class Walker(ExpressionEvaluator):
                 frame[param.arg] = kwargs[param.arg]
             else:
                 frame[param.arg] = self._default(func, default, node)
-        for param, default in zip(spec.kwonlyargs, spec.kw_defaults, strict=True):
-            fallback = self._default(func, default, node)
-            frame[param.arg] = kwargs.get(param.arg, fallback)
+        for param, default in zip(spec.kwonlyargs, spec.kw_defaults, strict=True):  # a default only when not passed
+            frame[param.arg] = kwargs[param.arg] if param.arg in kwargs else self._default(func, default, node)
         if spec.vararg:
             frame[spec.vararg.arg] = Bag(list(args[len(params) :]))
         if spec.kwarg:
@@ -394,7 +372,7 @@ class Walker(ExpressionEvaluator):
     def _st_ClassDef(self, stmt: ast.ClassDef) -> None:
         bases = tuple(b for b in (self.ev(base) for base in stmt.bases) if isinstance(b, ClassRef))
         init = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in stmt.body)
-        if _uses_argparse(stmt):
+        if ap.uses_argparse(stmt):
             self.out.class_parsers.append((stmt.name, stmt.lineno))
         saved, own = self.scopes, {}
         self.scopes = [own, *saved]  # the class body runs now, in a namespace of its own (its methods stay there)
@@ -459,7 +437,7 @@ class Walker(ExpressionEvaluator):
         if isinstance(target, ast.Name):
             self._frame_for(target.id)[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            items = _elements(value)
+            items = values.elements(value)
             starred = any(isinstance(e, ast.Starred) for e in target.elts)
             ok = items is not None and not starred and len(items) == len(target.elts)
             for index, element in enumerate(target.elts):
@@ -509,7 +487,7 @@ class Walker(ExpressionEvaluator):
                 ends.append(None)
             except PathEnd as end:
                 ends.append(end)
-            for target in _targets(body):
+            for target in targets.bound(body):
                 key = ast.dump(target)
                 bound[key] = (target, bound.get(key, (target, ()))[1] + merge_flags(self.ev(target)))
         note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
@@ -546,16 +524,8 @@ class Walker(ExpressionEvaluator):
         every object, container or namespace it sets an item or attribute on or calls a method of."""
         if not flags:
             return
-        for node in (n for stmt in block for n in ast.walk(stmt)):
-            if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(
-                node.ctx, (ast.Store, ast.Del)
-            ):
-                self._decided_by(node, flags)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                self._decided_by(node.func.value, flags)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
-                if node.func.id in ("setattr", "delattr"):
-                    self._decided_by(node.args[0], flags)
+        for node in targets.changed(block):
+            self._decided_by(node, flags)
 
     def _decided_by(self, node: ast.expr, flags: tuple[str, ...]) -> None:
         """Add `flags` to the value bound to the name `node` starts from (a namespace's one option when `node` is
@@ -718,13 +688,7 @@ class Walker(ExpressionEvaluator):
     def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While, why: str) -> None:
         """A loop walked once stands for any of its passes: a name its body rebinds holds no value known statically
         when a pass starts (a counter, the site a pass sends to); `why` says so."""
-        stored = {
-            n.id
-            for part in stmt.body
-            for n in ast.walk(part)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        }
-        for name in sorted(stored):
+        for name in targets.stored_names(stmt.body):
             frame = next((scope for scope in self.scopes if name in scope), None)
             if frame is not None and isinstance(frame[name], Val):
                 frame[name] = unresolved(stmt, why, frame[name].flags)
@@ -782,7 +746,7 @@ class Walker(ExpressionEvaluator):
 
     def _may_stop(self, body: list[ast.stmt], why: str) -> None:
         """What a block that may stop part way binds (names, namespace options) is unresolved (`why`)."""
-        for target in _targets(body):
+        for target in targets.bound(body):
             value = unresolved(target, why, merge_flags(self.ev(target)))
             if isinstance(target, ast.Name):
                 self._frame_for(target.id)[target.id] = value
@@ -801,24 +765,6 @@ def _ends(body: list[ast.stmt]) -> bool:
     return call is not None and source_text(call.func) in ("sys.exit", "exit", "quit", "os._exit")
 
 
-def _targets(body: list[ast.stmt]) -> list[ast.expr]:
-    """The names and `name.attr` targets `body` binds in its own scope: assignments, loop and `with` targets, `:=`
-    (inside comprehensions too), and the functions and classes it defines (not what their bodies bind)."""
-    found, todo = [], list(body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.append(ast.Name(node.name, ast.Store(), lineno=node.lineno, col_offset=node.col_offset))
-        elif isinstance(node, ast.comprehension):  # its loop variable is the comprehension's own
-            todo.extend([node.iter, *node.ifs])
-        elif not isinstance(node, ast.Lambda):
-            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
-                if isinstance(node, ast.Name) or isinstance(node.value, ast.Name):
-                    found.append(node)
-            todo.extend(ast.iter_child_nodes(node))
-    return found
-
-
 def _with_flags(value: Any, flags: tuple[str, ...]) -> Any:
     """`value` depending on `flags` too: a data value (an option's own value becomes medium), or an object (its
     `control`, changed in place); anything else as it is."""
@@ -833,104 +779,10 @@ def _with_flags(value: Any, flags: tuple[str, ...]) -> Any:
 
 
 REFLECTION = ("setattr", "delattr", "exec", "eval", "globals", "locals")
-PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
-SET_PER_SITE_CONFIG = "set_per_site_config"
-MUTATORS = {
-    list: {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"},
-    dict: {"update", "pop", "setdefault", "clear", "popitem"},
-    set: {"add", "update", "discard", "remove", "pop", "clear"},
-}
-
-
-def _holds(value: Any, held: Any, depth: int = 0) -> bool:
-    """True when `value` is the container `held` or holds it (bounded depth)."""
-    if depth > 8:
-        return False
-    if value is held:
-        return True
-    if isinstance(value, Val):
-        inner = [value.value]
-    elif isinstance(value, Bag):
-        inner = value.items
-    elif isinstance(value, (list, tuple, set, dict)):
-        inner = value.values() if isinstance(value, dict) else value
-    else:
-        return False
-    return any(_holds(item, held, depth + 1) for item in inner)
-
-
-def _set_per_site(recipe: Obj, config: Any) -> Val:
-    """`set_per_site_config(recipe, config)` or `recipe.set_per_site_config(config)`: remember the sites."""
-    recipe.per_site = config
-    return Val(None, HIGH)
-
-
-def configured_sites(recipe: Obj, node: ast.Call) -> Any:
-    """`recipe.configured_sites()`: the keys of its per-site config (NVFLARE 2.9, recipe/spec.py), in order."""
-    config = recipe.per_site if recipe.per_site is not None else recipe.kwargs.get("per_site_config")
-    if config is None:  # NVFLARE returns [] before set_per_site_config(): no client would run
-        return unresolved(
-            node,
-            f"{recipe.name}.configured_sites() is empty: job.py never calls set_per_site_config(...) on the "
-            f"{recipe.name} built at line {recipe.line}; call set_per_site_config(recipe, {{site: {{...}}, ...}}) "
-            "with one entry per site",
-        )
-    if isinstance(config, Bag) and config.keys is not None:
-        return Val(list(config.keys), config.key_confidence, source_text(node), config.key_flags)
-    if isinstance(config, Val) and config.resolved and isinstance(config.value, dict):
-        return Val(list(config.value), config.confidence, source_text(node), config.flags)
-    why = cause(config) or "it is not a dict the importer can read"
-    return unresolved(node, f"the sites of {recipe.name}.configured_sites() are not known statically: {why}")
-
-
-def _uses_argparse(stmt: ast.ClassDef) -> bool:
-    """True when the class calls `ArgumentParser` or a parse method (by attribute or by name)."""
-    called = (getattr(n.func, "attr", getattr(n.func, "id", "")) for n in ast.walk(stmt) if isinstance(n, ast.Call))
-    return any(name in ("ArgumentParser", *PARSE_METHODS) for name in called)
-
-
-def _elements(value: Any) -> list | None:
-    """The items of a known sequence: a Bag's, or a resolved list's or tuple's (each with the sequence's confidence,
-    expression and flags); None for anything else."""
-    if isinstance(value, Bag):
-        return list(value.items)
-    if isinstance(value, Val) and value.resolved and isinstance(value.value, (list, tuple)):
-        return [Val(item, value.confidence, value.expr, value.flags) for item in value.value]
-    return None
 
 
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
     """The items of a short, statically known sequence (not a dict) whose loop body never breaks or continues."""
-    values = None if isinstance(iterable, Bag) and iterable.keys is not None else _elements(iterable)
+    items = None if isinstance(iterable, Bag) and iterable.keys is not None else values.elements(iterable)
     leaves = any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt))
-    return None if values is None or len(values) > MAX_UNROLL or leaves else values
-
-
-def parser_method(
-    parser: ap.Parser, method: str, args: list, kwargs: dict, node: ast.Call, base_args: list[str], out: Any
-) -> Any:
-    """Evaluate `parser.<method>(...)`: record arguments, or return the namespace parse_args() yields."""
-    if method == "add_argument":
-        ap.add_argument(parser, args, kwargs, node.lineno)
-        return Val(None, HIGH)
-    if method in ("add_argument_group", "add_mutually_exclusive_group"):
-        return parser
-    if method == "set_defaults":
-        parser.set_defaults.update({k: v for k, v in kwargs.items() if isinstance(v, Val)})
-        return Val(None, HIGH)
-    if method not in PARSE_METHODS:
-        return unresolved(node, f"ArgumentParser.{method}() is not evaluated")
-    known_only = "known" in method
-    explicit = args[0] if args else kwargs.get("args")
-    if isinstance(explicit, Val) and explicit.resolved and isinstance(explicit.value, (list, tuple)):
-        base_args = [str(a) for a in explicit.value]  # job.py parses a fixed list, not the command line
-        if ap.fromfile_tokens(parser.fromfile_prefix_chars, base_args):
-            return unresolved(node, f"job.py's {method}() reads arguments from a file (fromfile_prefix_chars)")
-    parsed = real_parser.parse(parser, base_args, method)
-    if not ap.fromfile_tokens(parser.fromfile_prefix_chars, base_args):  # admission names those itself
-        out.base_args_errors.extend(e for e in parsed.errors if e not in out.base_args_errors)
-    namespace = ap.build_namespace(parser, parsed.values, known_only)
-    out.namespaces.append(namespace)
-    if known_only:
-        return Bag([namespace, unresolved(node, "unknown command-line arguments")])
-    return namespace
+    return None if items is None or len(items) > MAX_UNROLL or leaves else items

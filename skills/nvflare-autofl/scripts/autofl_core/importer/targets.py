@@ -1,0 +1,44 @@
+"""What a block of job.py binds or changes, read from its AST alone (the walker decides what that means for values)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+
+def bound(body: list[ast.stmt]) -> list[ast.expr]:
+    """The names and `name.attr` targets `body` binds in its own scope: assignments, loop and `with` targets, `:=`
+    (inside comprehensions too), and the functions and classes it defines (not what their bodies bind)."""
+    found, todo = [], list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append(ast.Name(node.name, ast.Store(), lineno=node.lineno, col_offset=node.col_offset))
+        elif isinstance(node, ast.comprehension):  # its loop variable is the comprehension's own
+            todo.extend([node.iter, *node.ifs])
+        elif not isinstance(node, ast.Lambda):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+                if isinstance(node, ast.Name) or isinstance(node.value, ast.Name):
+                    found.append(node)
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def changed(block: list[ast.stmt]) -> Iterator[ast.expr]:
+    """Every expression `block` binds, deletes or sets an item or attribute on, every object it calls a method of, and
+    the first argument of every `setattr`/`delattr` it calls, in walk order."""
+    for node in (n for stmt in block for n in ast.walk(stmt)):
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            yield node
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            yield node.func.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+            if node.func.id in ("setattr", "delattr"):
+                yield node.args[0]
+
+
+def stored_names(body: list[ast.stmt]) -> list[str]:
+    """The names `body` assigns anywhere inside it (nested functions and comprehensions included), sorted."""
+    return sorted(
+        {n.id for part in body for n in ast.walk(part) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    )
