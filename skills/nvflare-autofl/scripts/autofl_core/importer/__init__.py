@@ -16,6 +16,8 @@ trial sandbox can seal, `import_job(..., dry_run=True)` also runs job.py there u
 - `runner_view` - the light part the runner uses on every action: job options, the arguments pinning the budget;
 - `files` - the only I/O: bounded, workspace-confined reads of job.py, the train script and the schema;
 - `walker` - the abstract walk of job.py along the path `python job.py` would take;
+- `uncertain` - what code that may run or not (both sides of an unresolved condition, a loop walked once, a `match`,
+  a `try` stopped part way, the branch not taken, a comprehension, `:=`) leaves unresolved: a part of the walker;
 - `events` - what the walker records (objects, method calls, branches) and how a walked path ends;
 - `targets` - what a block binds or changes, read from its AST alone;
 - `evaluate` - static evaluation of literal expressions (arithmetic, f-strings, containers) and of a call's

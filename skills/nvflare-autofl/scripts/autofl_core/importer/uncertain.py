@@ -1,0 +1,324 @@
+"""What code that may run or not (or run many times) leaves unresolved: both sides of a condition the reading cannot
+resolve, a loop walked once, a `match`, a `try` or `with` block that may stop part way, the branch not taken, the
+operands and branches an expression may skip, a comprehension, a `:=`, and what job.py's functions reach when they
+run off the walked path. `UncertainPaths` is a part of `walker.Walker`, which provides `walk_block`, `ev`, `bind`,
+the scopes and the walk's record.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from . import argparse_flow as ap
+from . import targets, values
+from .events import BranchNote, FuncRef, Obj, PathEnd
+from .surface import touches_surface
+from .values import (
+    HIGH,
+    MEDIUM,
+    Bag,
+    ClassRef,
+    ModuleRef,
+    Val,
+    cause,
+    known,
+    merge_flags,
+    source_text,
+    unresolved,
+    weakest,
+)
+
+
+class UncertainPaths:
+    """The walker's reading of code that may or may not run (mixed into `walker.Walker`)."""
+
+    def _handed_over(self, values: list, node: ast.Call) -> None:
+        """Job.py's functions given to a call that is not followed (a thread, `map`, a callback) may run: what they
+        reach is unresolved."""
+        for value in values:
+            if isinstance(value, FuncRef):
+                self._reaches(value, f"{value.node.name}() is handed to a call at line {node.lineno} not followed")
+
+    def _reaches(self, func: FuncRef, why: str) -> None:
+        """A call not followed may change what the function reaches outside itself: every outer name it declares
+        `global`/`nonlocal`, sets an item or attribute on, or calls a mutating method of, is unresolved (`why`)."""
+        declared = {
+            n for node in ast.walk(func.node) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names
+        }
+        touched = set(declared)
+        for node in ast.walk(func.node):
+            if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                touched.add(node)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in set().union(*values.MUTATORS.values()):
+                    touched.add(node.func.value)
+        for item in touched:
+            while isinstance(item, (ast.Attribute, ast.Subscript, ast.Call)):
+                item = item.func if isinstance(item, ast.Call) else item.value
+            name = item if isinstance(item, str) else getattr(item, "id", None)
+            for frame in func.closure:
+                if name in frame:
+                    value = frame[name]
+                    if isinstance(value, ap.Namespace):
+                        value.values.update(dict.fromkeys(value.values, unresolved(ast.Name(name), why)))
+                    elif not isinstance(value, (FuncRef, ModuleRef, ClassRef, Obj, ap.Parser)):
+                        frame[name] = unresolved(ast.Name(name), why)
+                    break
+            else:
+                if name in declared:  # a global the module has not bound yet
+                    func.closure[-1][name] = unresolved(ast.Name(name), why)
+
+    def _undecided(self, sides: list[list[ast.stmt]], note: BranchNote, test: Any, why: str) -> None:
+        """The sides of a condition the reading cannot resolve (a loop's body and the empty side), walked one after
+        the other for what they build and run; every name or namespace option they bind (in their own code, or
+        through a call: `global`, `nonlocal`, an option set by a function) and every function or class they define
+        is then unresolved (`why`), and a side that returns makes the function's result unresolved. When every side
+        ends, the path ends."""
+        first_obj, first_call = len(self.out.objects), len(self.out.calls)
+        before = self._held()
+        ends: list[PathEnd | None] = []
+        bound: dict[str, tuple[ast.expr, tuple]] = {}  # each target either side binds, with the inputs of its values
+        for body in sides:
+            try:
+                self.walk_block(body)
+                ends.append(None)
+            except PathEnd as end:
+                ends.append(end)
+            for target in targets.bound(body):
+                key = ast.dump(target)
+                bound[key] = (target, bound.get(key, (target, ()))[1] + merge_flags(self.ev(target)))
+        note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
+        flags = merge_flags(test)
+        self._unsettle_rebound(before, why, flags)  # what a side rebound through a call (`global`, `args.x = ...`)
+        for target, inputs in bound.values():
+            value = unresolved(target, why, tuple(dict.fromkeys((*flags, *inputs))))
+            if isinstance(target, ast.Name):
+                self._frame_for(target.id)[target.id] = value
+            elif isinstance(base := self.ev(target.value), ap.Namespace):
+                base.values[target.attr] = value
+        returned = [end for end in ends if end is not None and not end.raised]
+        ended = all(end is not None for end in ends)  # no side goes on: the path ends here
+        if len(returned) > (1 if ended else 0) and self.early:  # the function's result depends on the condition
+            line, kept = self.early[-1] or (note.line, ())
+            self.early[-1] = (line, merge_flags(*(end.value for end in returned)) + kept)
+        if ended:
+            raise returned[0] if returned else next(end for end in ends if end is not None)
+
+    def _held(self) -> list[tuple[dict, dict]]:
+        """A copy of every binding a statement can change (see `bindings`), for `_unsettle_rebound`."""
+        return [(frame, dict(frame)) for frame in self.bindings()]
+
+    def _unsettle_rebound(self, before: list[tuple[dict, dict]], why: str, flags: tuple[str, ...]) -> None:
+        """Every binding new, gone or changed since `before` (code that may or may not have run) is unresolved."""
+        for frame, held in before:
+            for name in {*held, *frame}:
+                if name not in frame or name not in held or frame[name] is not held[name]:
+                    inputs = merge_flags(frame.get(name), held.get(name))
+                    frame[name] = unresolved(ast.Name(name), why, tuple(dict.fromkeys((*flags, *inputs))))
+
+    def _skipped(self, block: list[ast.stmt], flags: tuple[str, ...]) -> None:
+        """What the branch not taken would change depends on the options that decided it: every name it binds, and
+        every object, container or namespace it sets an item or attribute on or calls a method of."""
+        if not flags:
+            return
+        for node in targets.changed(block):
+            self._decided_by(node, flags)
+
+    def _decided_by(self, node: ast.expr, flags: tuple[str, ...]) -> None:
+        """Add `flags` to the value bound to the name `node` starts from (a namespace's one option when `node` is
+        `args.<option>`, all of them otherwise)."""
+        attr = node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) else None
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Starred)):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        frame = next((scope for scope in self.scopes if isinstance(node, ast.Name) and node.id in scope), None)
+        if frame is None:
+            return
+        value = frame[node.id]
+        if isinstance(value, ap.Namespace):
+            for key in [attr] if attr in value.values else list(value.values):
+                value.values[key] = with_flags(value.values[key], flags)
+        elif isinstance(value, Bag):
+            value.key_flags = tuple(dict.fromkeys((*value.key_flags, *flags)))
+            for item in value.items:
+                with_flags(item, flags)
+        else:
+            frame[node.id] = with_flags(value, flags)
+
+    def _st_Match(self, stmt: ast.Match) -> None:
+        """A `match` is never resolved statically: every case (and no case) is a side of an unresolved condition,
+        and the names its patterns capture or its guards bind with `:=` depend on it too."""
+        subject = self.ev(stmt.subject)
+        why = f"depends on the match at line {stmt.lineno}"
+        note = BranchNote(stmt.lineno, f"match {source_text(stmt.subject)}", False)
+        self.out.branches.append(note)
+        flags = merge_flags(subject)
+        for case in stmt.cases:
+            for node in ast.walk(case.pattern):
+                for name in (getattr(node, "name", None), getattr(node, "rest", None)):
+                    if isinstance(name, str):
+                        self._frame_for(name)[name] = unresolved(ast.Name(name), why, flags)
+        self._unsettled([case.guard for case in stmt.cases if case.guard is not None], why, flags)
+        last = stmt.cases[-1]
+        catch_all = isinstance(last.pattern, ast.MatchAs) and last.pattern.pattern is None and last.guard is None
+        self._undecided([case.body for case in stmt.cases] + ([] if catch_all else [[]]), note, subject, why)
+
+    def _ev_NamedExpr(self, node: ast.NamedExpr) -> Any:
+        """`(name := value)` binds as an assignment does and gives the value."""
+        value = self.ev(node.value)
+        self.bind(node.target, value)
+        return value
+
+    def _ev_BoolOp(self, node: ast.BoolOp) -> Any:
+        """Every operand is read; what an operand after the first binds or runs (`:=`, a call of job.py's own
+        function) may not happen: unresolved."""
+        maybe = any(isinstance(n, (ast.Call, ast.NamedExpr)) for part in node.values[1:] for n in ast.walk(part))
+        before = self._held() if maybe else []
+        value = super()._ev_BoolOp(node)
+        why = f"`and`/`or` at line {node.lineno} may stop before it"
+        self._unsettle_rebound(before, why, merge_flags(value))
+        self._unsettled(node.values[1:], why, merge_flags(value))
+        return value
+
+    def _ev_IfExp(self, node: ast.IfExp) -> Any:
+        """`a if test else b`: the branch a known test picks; for another test both branches are walked for what
+        they run, and what they bind or change is unresolved."""
+        test = self.ev(node.test)
+        if known(test):
+            chosen = self.ev(node.body if test.value else node.orelse)
+            if not known(chosen):
+                return chosen
+            confidence = weakest(MEDIUM, test.confidence, chosen.confidence)
+            return Val(chosen.value, confidence, source_text(node), merge_flags(test, chosen))
+        why, flags = f"depends on the condition at line {node.lineno}", merge_flags(test)
+        before = self._held()
+        self.ev(node.body)
+        self.ev(node.orelse)
+        self._unsettle_rebound(before, why, flags)
+        self._unsettled([node.body, node.orelse], why, flags)
+        return unresolved(node, cause(test) or "condition is not resolved", flags)
+
+    def _ev_ListComp(self, node: Any) -> Any:
+        """Not evaluated (see `ExpressionEvaluator`); a `:=` inside binds its name in the enclosing scope, which is
+        then unresolved naming the line. A comprehension that calls something is walked once, its variables
+        unresolved, for what the calls run (what they rebind is unresolved)."""
+        value = super()._ev_ListComp(node)
+        if any(isinstance(n, ast.Call) for n in ast.walk(node)):
+            why = f"a comprehension at line {node.lineno} runs it any number of times"
+            before, note = self._held(), BranchNote(node.lineno, "comprehension", False, kind="loop")
+            first_obj, first_call = len(self.out.objects), len(self.out.calls)
+            self.out.branches.append(note)  # a recipe/job/env built or run in it runs any number of times
+            own = {n.id for c in node.generators for n in ast.walk(c.target) if isinstance(n, ast.Name)}
+            saved = self.scopes
+            self.scopes = [{name: unresolved(ast.Name(name), why) for name in own}, *saved]
+            try:
+                for part in [*(g.iter for g in node.generators[1:]), *(c for g in node.generators for c in g.ifs)]:
+                    self.ev(part)
+                for part in (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,):
+                    self.ev(part)
+            finally:
+                self.scopes = saved
+            note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
+            self._unsettle_rebound(before, why, merge_flags(value))
+        self._unsettled([node], f"bound by := in a comprehension at line {node.lineno}", merge_flags(value))
+        return value
+
+    _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
+
+    def _unsettled(self, parts: list, why: str, flags: tuple[str, ...]) -> None:
+        """Every name a `:=` inside `parts` binds (parts that may run never, or many times) is unresolved (`why`)."""
+        for node in (n for part in parts for n in ast.walk(part)):
+            if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                self._frame_for(node.target.id)[node.target.id] = unresolved(node.target, why, flags)
+
+    def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While, why: str) -> None:
+        """A loop walked once stands for any of its passes: a name its body rebinds holds no value known statically
+        when a pass starts (a counter, the site a pass sends to); `why` says so."""
+        for name in targets.stored_names(stmt.body):
+            frame = next((scope for scope in self.scopes if name in scope), None)
+            if frame is not None and isinstance(frame[name], Val):
+                frame[name] = unresolved(stmt, why, frame[name].flags)
+
+    def _st_With(self, stmt: ast.With) -> None:
+        """A `with suppress(...)` block (or one of a job.py class with `__exit__`) may stop part way without an
+        error: what it binds is unresolved."""
+        suppressing = False
+        for item in stmt.items:
+            value = self.ev(item.context_expr)
+            suppressing |= isinstance(value, Obj) and (
+                value.cls.name == "suppress"  # contextlib's, or a class of job.py whose __exit__ may return True
+                or any(method.node.name == "__exit__" for method in self.methods.get(id(value.cls), ()))
+            )
+            if item.optional_vars is not None:
+                self.bind(item.optional_vars, value)
+        self.walk_block(stmt.body)
+        if suppressing:
+            self._may_stop(stmt.body, f"the block of the `with` at line {stmt.lineno} may stop part way")
+
+    _st_AsyncWith = _st_With
+
+    def _st_Try(self, stmt: ast.Try) -> None:
+        """Whether the body raises at run time (an import, a file, a conversion) is not known statically: where a
+        handler can go on, what the body binds (it may stop part way), the `else:` and each handler are sides of an
+        unresolved condition. A handler that always ends the path (`raise`, `sys.exit()`) changes nothing after."""
+        try:
+            try:
+                self.walk_block(stmt.body)
+            except PathEnd as end:
+                if not (end.raised and stmt.handlers):
+                    raise
+                if len(stmt.handlers) == 1:
+                    self.walk_block(stmt.handlers[0].body)  # a `raise` inside `try` may be caught: its handler runs
+                else:  # which handler catches it is not read statically
+                    note = BranchNote(stmt.lineno, "try", False)
+                    self.out.branches.append(note)
+                    why = f"depends on which handler of the try at line {stmt.lineno} catches"
+                    self._undecided([handler.body for handler in stmt.handlers], note, None, why)
+            else:
+                going_on = [handler for handler in stmt.handlers if not _ends(handler.body)]
+                if not going_on:
+                    self.walk_block(stmt.orelse)
+                    return
+                why = f"depends on whether the try at line {stmt.lineno} raises"
+                self._may_stop(stmt.body, why)
+                for handler in going_on:
+                    if handler.name:
+                        self._frame_for(handler.name)[handler.name] = unresolved(ast.Name(handler.name), why)
+                note = BranchNote(stmt.lineno, "try", False)
+                self.out.branches.append(note)
+                self._undecided([stmt.orelse, *(handler.body for handler in going_on)], note, None, why)
+        finally:
+            self.walk_block(stmt.finalbody)
+
+    def _may_stop(self, body: list[ast.stmt], why: str) -> None:
+        """What a block that may stop part way binds (names, namespace options) is unresolved (`why`)."""
+        for target in targets.bound(body):
+            value = unresolved(target, why, merge_flags(self.ev(target)))
+            if isinstance(target, ast.Name):
+                self._frame_for(target.id)[target.id] = value
+            elif isinstance(base := self.ev(target.value), ap.Namespace):
+                base.values[target.attr] = value
+
+    _st_TryStar = _st_Try
+
+
+def _ends(body: list[ast.stmt]) -> bool:
+    """True when a block surely ends the path: its last statement raises or exits."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.Raise):
+        return True
+    call = last.value if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) else None
+    return call is not None and source_text(call.func) in ("sys.exit", "exit", "quit", "os._exit")
+
+
+def with_flags(value: Any, flags: tuple[str, ...]) -> Any:
+    """`value` depending on `flags` too: a data value (an option's own value becomes medium), or an object (its
+    `control`, changed in place); anything else as it is."""
+    if isinstance(value, Obj):
+        value.control = tuple(dict.fromkeys((*value.control, *flags)))
+        return value
+    extra = tuple(f for f in flags if f not in value.flags) if isinstance(value, Val) else ()
+    if not extra:
+        return value
+    confidence = MEDIUM if value.confidence == HIGH else value.confidence
+    return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
