@@ -12,6 +12,7 @@ a candidate for removal. Exit 0 always (a measurement, no bar).
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 from unittest import mock
@@ -19,26 +20,36 @@ from unittest import mock
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "evals"))
 import import_corpus  # noqa: E402
-from autofl_core.importer import walker  # noqa: E402  (import_corpus puts the scripts folder on sys.path)
-from autofl_core.importer.values import unresolved  # noqa: E402
+from autofl_core.importer.values import unresolved  # noqa: E402  (import_corpus puts the scripts folder on sys.path)
 
 
 def _off(node, *_):
     return unresolved(node, "switched off")
 
 
-FEATURES = {  # name: (what it does, the patches that switch it off)
-    "calls": ("enter job.py's own functions", {"Walker._invoke": lambda self, func, a, k, node: _off(node)}),
-    "compare": ("comparisons (if tests on options)", {"Walker._ev_Compare": lambda self, node: _off(node)}),
-    "boolop": ("and/or", {"Walker._ev_BoolOp": lambda self, node: _off(node)}),
-    "binop": ("arithmetic", {"Walker._ev_BinOp": lambda self, node: _off(node)}),
-    "fstring": ("f-strings", {"Walker._ev_JoinedStr": lambda self, node: _off(node)}),
-    "ifexp": ("a if c else b", {"Walker._ev_IfExp": lambda self, node: _off(node)}),
-    "unroll": ("loops over short known sequences, item by item", {"_unrollable": lambda iterable, body: None}),
-    "unpack": ("tuple unpacking of known sequences", {"_elements": lambda value: None}),
-    "augassign": ("x += 1", {"Walker._st_AugAssign": lambda self, st: self.bind(st.target, _off(st))}),
-    "per_site": ("configured_sites() from set_per_site_config", {"configured_sites": lambda recipe, node: _off(node)}),
+FEATURES = {  # name: (what it does, {importer module path of what is replaced: the replacement})
+    "calls": ("enter job.py's own functions", {"walker.Walker._invoke": lambda self, func, a, k, node: _off(node)}),
+    "compare": ("comparisons (if tests on options)", {"walker.Walker._ev_Compare": lambda self, node: _off(node)}),
+    "boolop": ("and/or", {"walker.Walker._ev_BoolOp": lambda self, node: _off(node)}),
+    "binop": ("arithmetic", {"walker.Walker._ev_BinOp": lambda self, node: _off(node)}),
+    "fstring": ("f-strings", {"walker.Walker._ev_JoinedStr": lambda self, node: _off(node)}),
+    "ifexp": ("a if c else b", {"walker.Walker._ev_IfExp": lambda self, node: _off(node)}),
+    "unroll": ("loops over short known sequences, item by item", {"walker._unrollable": lambda iterable, body: None}),
+    "augassign": ("x += 1", {"walker.Walker._st_AugAssign": lambda self, st: self.bind(st.target, _off(st))}),
+    "per_site": (
+        "configured_sites() from set_per_site_config",
+        {"events.configured_sites": lambda r, node: _off(node)},
+    ),
 }
+
+
+def target(path: str) -> tuple[object, str]:
+    """(owner, attribute) of an importer module path such as `walker.Walker._invoke`."""
+    module, *owners, attr = path.split(".")
+    owner = importlib.import_module(f"autofl_core.importer.{module}")
+    for name in owners:
+        owner = getattr(owner, name)
+    return owner, attr
 
 
 def admitted() -> set[str]:
@@ -51,11 +62,7 @@ def admitted() -> set[str]:
 
 
 def _patches(spec: dict) -> list:
-    out = []
-    for path, replacement in spec.items():
-        owner, _, attr = path.rpartition(".")
-        out.append(mock.patch.object(getattr(walker, owner) if owner else walker, attr, replacement))
-    return out
+    return [mock.patch.object(*target(path), replacement) for path, replacement in spec.items()]
 
 
 def main(argv: list[str] | None = None) -> int:
