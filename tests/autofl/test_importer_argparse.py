@@ -359,25 +359,3 @@ def test_an_option_sharing_the_budget_option_s_dest_is_never_suggested():
     assert "-r" in api.fixed_budget_options(config)  # the runner refuses a candidate that sets it
     assert [s["flag"] for s in config["search_space"]["suggested"]] == ["--lr"]
     assert config["summary"]["allowed"] == ["--lr"]
-
-
-SHARED_DEST = """import argparse
-from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe
-from nvflare.recipe import SimEnv
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--num_rounds", type=int, default=3)
-parser.add_argument("--rounds", type=int, dest="num_rounds")
-args = parser.parse_args()
-FedAvgRecipe(min_clients=2, num_rounds=args.num_rounds, train_script="client.py").execute(SimEnv(num_clients=2))
-"""
-
-
-def test_options_sharing_a_dest_keep_the_first_option_s_default_as_argparse_does():
-    """argparse sets a shared destination's default from the first option that has one; the later option without a
-    default does not make it None. The value depends on both options."""
-    config = api.import_source(SHARED_DEST)
-    assert config["admission_errors"] == [], config["admission_errors"]
-    rounds = config["fixed_budget"]["num_rounds"]
-    assert rounds["value"] == 3 and set(rounds["depends_on"]) >= {"--num_rounds", "--rounds"}, rounds
-    assert {"--num_rounds", "--rounds"} <= set(api.fixed_budget_options(config))

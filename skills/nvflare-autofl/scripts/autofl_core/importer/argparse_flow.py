@@ -227,9 +227,6 @@ def build_namespace(parser: Parser, overrides: dict[str, Any], known_only: bool)
             values[flag.dest] = Val(
                 None, UNRESOLVED, flags=(source,), reason=f"{source} is required on the command line"
             )
-        elif flag.dest in values:  # argparse keeps the default of the first option with this dest
-            first = values[flag.dest]
-            values[flag.dest] = Val(first.value, first.confidence, first.expr, (*first.flags, source), first.reason)
         else:
             d = flag.default
             conf = weakest(d.confidence, MEDIUM) if custom and isinstance(d.value, str) else d.confidence
