@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import live_processes
 import pytest
 from autofl_core.importer import dryrun_folder
 from autofl_core.trial import processes
@@ -121,20 +122,7 @@ recipe.execute(SimEnv(clients=["site-1", "site-2"]))
 """
 
 
-def _probes(script: Path) -> list[int]:
-    """Live processes running `python -I script` (not zombies)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        state, _start = processes.state_and_start(int(entry.name))
-        if argv[2:3] == [str(script).encode()] and state not in (None, "Z", "X"):
-            found.append(int(entry.name))
-    return found
+_probes = live_processes.running
 
 
 def test_sigterm_to_the_importer_during_the_sandbox_probe_ends_the_probe_and_what_it_forked(tmp_path):

@@ -18,6 +18,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import live_processes
 import pytest
 from autofl_core.common import cli, trees
 from autofl_core.importer import api, dryrun, dryrun_folder
@@ -374,20 +375,7 @@ time.sleep(60)
 """
 
 
-def _probes(script: Path) -> list[int]:
-    """Live processes running `python -I script`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        state, _start = processes.state_and_start(int(entry.name))
-        if argv[2:3] == [str(script).encode()] and state not in (None, "Z", "X"):
-            found.append(int(entry.name))
-    return found
+_probes = live_processes.running
 
 
 @pytest.mark.parametrize(
