@@ -88,7 +88,7 @@ def wide_format(spec: str) -> bool:
     return any(len(n) > 4 for n in re.findall(r"\d+", spec)) or re.search(r"\{[^{}]*\{", spec) is not None
 
 
-def _computed(node: ast.AST, value: Any, inputs: list[Val], **extra: Any) -> Val:
+def computed(node: ast.AST, value: Any, inputs: list[Val], **extra: Any) -> Val:
     """A value computed from resolved `inputs`: medium at best, its expression, their flags."""
     confidence = weakest(MEDIUM, *(v.confidence for v in inputs))
     return Val(value, confidence, source_text(node), merge_flags(*inputs), **extra)
@@ -134,7 +134,7 @@ class ExpressionEvaluator:
             value = safe_binop(node.op, left.value, right.value)
         except (ArithmeticError, TypeError, ValueError, KeyError):
             return unresolved(node, "expression cannot be evaluated safely", flags)
-        return _computed(node, value, [left, right])
+        return computed(node, value, [left, right])
 
     def _ev_BoolOp(self, node: ast.BoolOp) -> Val:
         vals = [self.ev(v) for v in node.values]
@@ -143,7 +143,7 @@ class ExpressionEvaluator:
             return unresolved(node, cause(*vals) or "operand is not resolved", flags)
         stop = isinstance(node.op, ast.Or)  # `or` stops at the first true operand, `and` at the first false one
         result = next((v.value for v in vals[:-1] if bool(v.value) is stop), vals[-1].value)
-        return _computed(node, result, vals)
+        return computed(node, result, vals)
 
     def _ev_Compare(self, node: ast.Compare) -> Val:
         items = [self.ev(node.left)] + [self.ev(c) for c in node.comparators]
@@ -154,14 +154,7 @@ class ExpressionEvaluator:
             result = all(_CMPOPS[type(op)](items[i].value, items[i + 1].value) for i, op in enumerate(node.ops))
         except (TypeError, KeyError):
             return unresolved(node, "comparison cannot be evaluated", flags)
-        return _computed(node, result, items)
-
-    def _ev_IfExp(self, node: ast.IfExp) -> Any:
-        test = self.ev(node.test)
-        if not known(test):
-            return unresolved(node, cause(test) or "condition is not resolved", merge_flags(test))
-        chosen = self.ev(node.body if test.value else node.orelse)
-        return _computed(node, chosen.value, [test, chosen]) if known(chosen) else chosen
+        return computed(node, result, items)
 
     def _ev_JoinedStr(self, node: ast.JoinedStr) -> Val:
         vals: list[Val] = []
@@ -185,7 +178,7 @@ class ExpressionEvaluator:
         text = "".join(text for text, _ in traced)
         if len(text) > MAX_STR:
             return unresolved(node, "string too large")
-        return _computed(node, text, vals, parts=tuple(traced))
+        return computed(node, text, vals, parts=tuple(traced))
 
     def _sequence(self, node: ast.AST, elements: list[ast.AST], build) -> Any:
         if len(elements) > MAX_ITEMS:
@@ -203,7 +196,7 @@ class ExpressionEvaluator:
             return unresolved(node, "unhashable item")
         if deep_size(value) > MAX_STR:
             return unresolved(node, "container too large")
-        return _computed(node, value, items)
+        return computed(node, value, items)
 
     def _ev_ListComp(self, node: Any) -> Val:
         """Not evaluated: unresolved naming the line (or the run-time input its first iterable or an environment
@@ -249,7 +242,7 @@ class ExpressionEvaluator:
             return unresolved(node, "unhashable key")
         if deep_size(value) > MAX_STR:
             return unresolved(node, "dict too large")
-        return _computed(node, value, [keys, *values])
+        return computed(node, value, [keys, *values])
 
     def _ev_Subscript(self, node: ast.Subscript) -> Any:
         base, index = self.ev(node.value), self.ev(node.slice)
@@ -263,7 +256,7 @@ class ExpressionEvaluator:
             value = base.value[index.value]
         except (KeyError, IndexError, TypeError, ValueError):
             return unresolved(node, "subscript cannot be evaluated", merge_flags(base, index))
-        return _computed(node, value, [base, index])
+        return computed(node, value, [base, index])
 
     def _ev_Slice(self, node: ast.Slice) -> Val:
         parts = [self.ev(p) if p is not None else Val(None, HIGH) for p in (node.lower, node.upper, node.step)]

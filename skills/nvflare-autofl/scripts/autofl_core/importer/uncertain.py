@@ -12,6 +12,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from . import targets, values
+from .evaluate import computed
 from .events import BranchNote, FuncRef, Obj, PathEnd
 from .surface import touches_surface
 from .values import (
@@ -26,7 +27,6 @@ from .values import (
     merge_flags,
     source_text,
     unresolved,
-    weakest,
 )
 
 
@@ -92,11 +92,7 @@ class UncertainPaths:
         flags = merge_flags(test)
         self._unsettle_rebound(before, why, flags)  # what a side rebound through a call (`global`, `args.x = ...`)
         for target, inputs in bound.values():
-            value = unresolved(target, why, tuple(dict.fromkeys((*flags, *inputs))))
-            if isinstance(target, ast.Name):
-                self._frame_for(target.id)[target.id] = value
-            elif isinstance(base := self.ev(target.value), ap.Namespace):
-                base.values[target.attr] = value
+            self._rebind(target, unresolved(target, why, tuple(dict.fromkeys((*flags, *inputs)))))
         returned = [end for end in ends if end is not None and not end.raised]
         ended = all(end is not None for end in ends)  # no side goes on: the path ends here
         if len(returned) > (1 if ended else 0) and self.early:  # the function's result depends on the condition
@@ -186,10 +182,7 @@ class UncertainPaths:
         test = self.ev(node.test)
         if known(test):
             chosen = self.ev(node.body if test.value else node.orelse)
-            if not known(chosen):
-                return chosen
-            confidence = weakest(MEDIUM, test.confidence, chosen.confidence)
-            return Val(chosen.value, confidence, source_text(node), merge_flags(test, chosen))
+            return computed(node, chosen.value, [test, chosen]) if known(chosen) else chosen
         why, flags = f"depends on the condition at line {node.lineno}", merge_flags(test)
         before = self._held()
         self.ev(node.body)
@@ -293,11 +286,14 @@ class UncertainPaths:
     def _may_stop(self, body: list[ast.stmt], why: str) -> None:
         """What a block that may stop part way binds (names, namespace options) is unresolved (`why`)."""
         for target in targets.bound(body):
-            value = unresolved(target, why, merge_flags(self.ev(target)))
-            if isinstance(target, ast.Name):
-                self._frame_for(target.id)[target.id] = value
-            elif isinstance(base := self.ev(target.value), ap.Namespace):
-                base.values[target.attr] = value
+            self._rebind(target, unresolved(target, why, merge_flags(self.ev(target))))
+
+    def _rebind(self, target: ast.expr, value: Val) -> None:
+        """Bind a name, or a namespace option (`args.x`), that `targets.bound` found to `value`."""
+        if isinstance(target, ast.Name):
+            self._frame_for(target.id)[target.id] = value
+        elif isinstance(base := self.ev(target.value), ap.Namespace):
+            base.values[target.attr] = value
 
     _st_TryStar = _st_Try
 
