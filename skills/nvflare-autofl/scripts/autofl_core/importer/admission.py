@@ -6,9 +6,9 @@ Every message says exactly what to change.
 
 from __future__ import annotations
 
-from . import argparse_flow as ap
 from .budget import FIELDS
 from .objective import is_lower_better_name
+from .runner_view import fromfile_arguments
 
 UNSUPPORTED = "AUTOFL_UNSUPPORTED_JOB"
 EMPTY_BUDGET = "AUTOFL_EMPTY_FIXED_BUDGET"
@@ -64,7 +64,7 @@ def _input_errors(config: dict) -> list[dict]:
             f"--base-args: {token!r} starts with {token[0]!r}, which job.py's parser reads as a file of more "
             "arguments (fromfile_prefix_chars); write those arguments out in --base-args",
         )
-        for token in ap.fromfile_arguments(args, args.get("base_args", []))
+        for token in fromfile_arguments(config, args.get("base_args", []))
     ]
     errors += [_error(BUDGET_CONFLICT, c) for c in args.get("budget_conflicts", [])]
     errors += [_error(SCHEMA_BUDGET_MISMATCH, m) for m in schema.get("budget_mismatches", [])]

@@ -255,7 +255,7 @@ def _space_and_shaping(
     """(suggested search space, notes on schema-declared options that reach nothing, data-shaping classes): an
     option that does not reach the job, or is classed as data shaping (fixed or unclassified), is never suggested."""
     schema, parser = job.schema, _main_parser(job.walk)[0]
-    pinned = _pinned_flags({"fixed_budget": budget, "argparse": args_section})
+    pinned = set(fixed_budget_options({"fixed_budget": budget, "argparse": args_section}))
     space = suggested(parser.flags if parser else [], pinned, schema["mutable_args"])
     reached = reaching_options(job.walk, _script_parser(script_rel, script_tree))
     unused = [
@@ -329,11 +329,6 @@ def _assemble(job: _Job) -> dict:
     return config
 
 
-def _pinned_flags(config: dict) -> set[str]:
-    """The options a candidate may not set: every option the budget depends on and every option sharing its `dest`."""
-    return set(fixed_budget_options(config))
-
-
 def import_job(
     job_path: str | os.PathLike,
     *,
@@ -401,7 +396,7 @@ def _unseen_options(config: dict, tree: Any, job_name: str, read_file: Callable,
     script = _script_parser(script_rel, script_tree)
     accepted = {f.dest for f in script.parser.flags} if script.parser is not None else set()
     tunable = [f for f in flags if f.canonical in reached and (not script.known or f.dest in accepted)]
-    blocked = {*shaping["fixed"], *shaping["unclassified"], *_pinned_flags(config)}
+    blocked = {*shaping["fixed"], *shaping["unclassified"], *fixed_budget_options(config)}
     known = {s["flag"] for s in config["search_space"]["suggested"]}
     config["search_space"]["suggested"] += [
         s for s in suggested(tunable, blocked, config["schema"]["mutable_args"]) if s["flag"] not in known
@@ -461,7 +456,7 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
         if not moves.covered(record, run_args):  # options the perturbed runs did not try: run them
             changes = dryrun_config.changes(record, session.run(args + run_args))
         config["import"]["dry_run"]["run_args_changes"] = changes
-    pinned = _pinned_flags(config)
+    pinned = set(fixed_budget_options(config))
     config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
     if record is not None and record.parsers:
         _unseen_options(config, tree, path.name, workspace.read_file, set(reached) - pinned)

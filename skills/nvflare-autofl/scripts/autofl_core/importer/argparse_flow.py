@@ -105,8 +105,9 @@ def flag_from_record(record: dict) -> Flag:
     )
 
 
-def parser_from_config(section: dict) -> Parser:
+def parser_from_config(config: dict) -> Parser:
     """The parser a config's `argparse` section records (no fromfile setting recorded: the conventional `@`)."""
+    section = config.get("argparse") or {}
     records = section.get("flags")
     flags = [flag_from_record(r) for r in records if _flag_problem(r) is None] if isinstance(records, list) else []
     return Parser(0, section.get("allow_abbrev", True), flags, section.get("fromfile_prefix_chars", DEFAULT_FROMFILE))
@@ -249,13 +250,6 @@ def fromfile_prefix(chars: Any) -> str | None:
     if isinstance(chars, Val) and chars.resolved and (chars.value is None or isinstance(chars.value, str)):
         return chars.value or None
     return UNKNOWN_FROMFILE
-
-
-def fromfile_arguments(section: dict, tokens: list[str]) -> list[str]:
-    """The tokens job.py's parser would replace by the lines of a file (argparse `fromfile_prefix_chars`): such a
-    file could carry any option, a fixed-budget one included, past every check of the command line."""
-    chars = section.get("fromfile_prefix_chars", DEFAULT_FROMFILE) if isinstance(section, dict) else None
-    return fromfile_tokens(chars, tokens)
 
 
 def fromfile_tokens(chars: str | None, tokens: list[str]) -> list[str]:

@@ -21,8 +21,11 @@ def cli_flags(config: dict) -> dict:
 
 
 def fromfile_arguments(config: dict, tokens: list[str]) -> list[str]:
-    """Tokens job.py's parser would expand from a file (`fromfile_prefix_chars`); see argparse_flow."""
-    return ap.fromfile_arguments(config.get("argparse") or {}, list(tokens))
+    """The tokens job.py's parser would replace by the lines of a file (argparse `fromfile_prefix_chars`): such a
+    file could carry any option, a fixed-budget one included, past every check of the command line."""
+    section = config.get("argparse") or {}
+    chars = section.get("fromfile_prefix_chars", ap.DEFAULT_FROMFILE) if isinstance(section, dict) else None
+    return ap.fromfile_tokens(chars, list(tokens))
 
 
 def _format_value(value: Any) -> str:
@@ -86,10 +89,6 @@ def _pin(flag: str, record: dict) -> list[str]:
     return []
 
 
-def _parser_from_config(config: dict) -> ap.Parser:
-    return ap.parser_from_config(config.get("argparse") or {})
-
-
 def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, str | None]:
     """Map one command-line token to job.py's canonical option, as argparse matches it (aliases, `=`, prefixes).
 
@@ -97,7 +96,7 @@ def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, 
     no option or is ambiguous. Use it to spot budget flags hidden behind `-r`, `--num_r` or
     `--num_rounds=5`.
     """
-    flag, inline, reason = real_parser.select(_parser_from_config(config), token)
+    flag, inline, reason = real_parser.select(ap.parser_from_config(config), token)
     if flag is None:
         return None, None, reason
     return flag.canonical, inline, None
@@ -106,7 +105,7 @@ def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, 
 def parse_job_args(config: dict, argv: Sequence[str], known_only: bool = False) -> tuple[dict, list[str]]:
     """Parse `argv` with job.py's parser rebuilt for argparse: ({canonical flag: value}, errors). Options sharing
     a dest report under one name: the last declared one's (see `option_keys`)."""
-    parser = _parser_from_config(config)
+    parser = ap.parser_from_config(config)
     parsed = real_parser.parse(parser, [str(a) for a in argv], "parse_known_args" if known_only else "parse_args")
     by_dest = _by_dest(parser)
     return {by_dest.get(dest, dest): value for dest, value in parsed.values.items()}, parsed.errors
@@ -114,7 +113,7 @@ def parse_job_args(config: dict, argv: Sequence[str], known_only: bool = False) 
 
 def option_keys(config: dict) -> dict[str, str]:
     """{option string: the name `parse_job_args` reports its value under}."""
-    parser = _parser_from_config(config)
+    parser = ap.parser_from_config(config)
     by_dest = _by_dest(parser)
     return {option: by_dest[flag.dest] for flag in parser.flags for option in flag.option_strings}
 
