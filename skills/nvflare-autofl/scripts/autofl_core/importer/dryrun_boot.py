@@ -54,30 +54,10 @@ STATE: dict = {
 }
 EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
 MAX_FILE = 1 << 20
-FRAMEWORKS = {  # imported by NVFLARE's own framework recipes; stand-ins when absent
-    "torch",
-    "torchvision",
-    "tensorflow",
-    "keras",
-    "sklearn",
-    "joblib",
-    "xgboost",
-    "lightning",
-    "pytorch_lightning",
-    "transformers",
-    "peft",
-    "datasets",
-    "monai",
-    "jax",
-    "flax",
-    "optax",
-    "pandas",
-    "tenseal",
-    "opacus",
-    "safetensors",
-    "tensorboard",
-    "tensorboardX",
-}
+FRAMEWORKS = set(  # imported by NVFLARE's own framework recipes; stand-ins when absent
+    "torch torchvision tensorflow keras sklearn joblib xgboost lightning pytorch_lightning transformers peft "
+    "datasets monai jax flax optax pandas tenseal opacus safetensors tensorboard tensorboardX".split()
+)
 
 
 class Stop(BaseException):

@@ -6,40 +6,14 @@ what it depends on ("... comes from numpy.random.randint(...) at line 12, which 
 
 from __future__ import annotations
 
-_FILE_MODULES = {
-    "glob",
-    "json",
-    "csv",
-    "pickle",
-    "yaml",
-    "pandas",
-    "pd",
-    "shutil",
-    "pathlib",
-    "io",
-    "h5py",
-    "toml",
-    "tomllib",
-    "configparser",
-    "sqlite3",
-    "joblib",
-    "datasets",
-}
-_FILE_CALLS = {
-    "os.listdir",
-    "os.scandir",
-    "os.walk",
-    "os.stat",
-    "os.path.exists",
-    "os.path.isfile",
-    "os.path.isdir",
-    "os.path.getsize",
-    "numpy.load",
-    "numpy.loadtxt",
-    "numpy.genfromtxt",
-    "torch.load",
-    "open",
-}
+_FILE_MODULES = set(
+    "glob json csv pickle yaml pandas pd shutil pathlib io h5py toml tomllib configparser sqlite3 joblib "
+    "datasets".split()
+)
+_FILE_CALLS = set(
+    "os.listdir os.scandir os.walk os.stat os.path.exists os.path.isfile os.path.isdir os.path.getsize "
+    "numpy.load numpy.loadtxt numpy.genfromtxt torch.load open".split()
+)
 _RANDOM_MODULES = {"random", "secrets", "uuid"}
 _TIME_MODULES = {"time", "datetime"}
 ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}  # their result is an environment variable

@@ -24,15 +24,7 @@ MAX_SINGLE_RUNS = 32  # past it (when the all-perturbed run did not settle), an 
 MAX_ENV_RUNS = 3  # runs with the environment changed (each sets what the one before newly read)
 Runner = Callable[[list[list[str]]], list[DryRunRecord | None]]
 EnvRunner = Callable[[dict[str, str]], DryRunRecord | None]
-
-
-RUN_KEYS = (
-    "entry",
-    "class",
-    "metric",
-    "mode",
-    "workspace",
-)  # what runs besides the budget: an option moving one is pinned
+RUN_KEYS = ("entry", "class", "metric", "mode", "workspace")  # what runs besides the budget: pinned when moved
 
 
 def signature(record: DryRunRecord) -> dict:

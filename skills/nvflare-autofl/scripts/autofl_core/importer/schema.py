@@ -18,16 +18,10 @@ SCHEMA_FILE = "mutation_schema.yaml"
 TOP_KEYS = {"objective", "mutable_args", "comparison_budget_args", "preferred_targets"}
 OBJECTIVE_KEYS = {"requested_metric", "optimization_metric", "metric_extraction_order", "metric_source", "mode"}
 ARG_TYPES = {"int": int, "float": (int, float), "bool": bool, "str": str}
-POSITIVE_INT_BUDGET = {
-    "n_clients",
-    "num_rounds",
-    "aggregation_epochs",
-    "local_train_steps",
-    "batch_size",
-    "eval_batch_size",
-    "max_model_params",
-    "final_eval_clients",
-}
+POSITIVE_INT_BUDGET = set(
+    "n_clients num_rounds aggregation_epochs local_train_steps batch_size eval_batch_size max_model_params "
+    "final_eval_clients".split()
+)
 RUNNER_SETTINGS = {"run_timeout_seconds", "simulator_no_progress_timeout_seconds"}  # the runner's, not job options
 POSITIVE_NUMBER_BUDGET = RUNNER_SETTINGS | {"alpha"}
 BUDGET_TYPES = {"seed": int, "model_arch": str, "aggregator": str, "cross_site_eval": bool}

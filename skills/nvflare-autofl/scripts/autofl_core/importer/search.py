@@ -11,26 +11,10 @@ from typing import Any
 
 from .values import to_jsonable
 
-PLUMBING = {
-    "name",
-    "job_name",
-    "seed",
-    "port",
-    "gpu",
-    "gpus",
-    "device",
-    "threads",
-    "num_threads",
-    "log_config",
-    "export",
-    "export_dir",
-    "help",
-    "version",
-    "verbose",
-    "debug",
-    "quiet",
-    "dry_run",
-}
+PLUMBING = set(
+    "name job_name seed port gpu gpus device threads num_threads log_config export export_dir help version "
+    "verbose debug quiet dry_run".split()
+)
 PATHLIKE = ("path", "dir", "file", "workspace", "root", "output", "ckpt", "checkpoint")
 
 

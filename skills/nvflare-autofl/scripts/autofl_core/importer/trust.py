@@ -15,17 +15,7 @@ from typing import Any
 from .values import Val
 
 CREATE_PATTERNS = ["**/*.py"]
-RESERVED_PARTS = {
-    ".git",
-    ".nvflare",
-    ".tox",
-    ".venv",
-    "venv",
-    "__pycache__",
-    "autofl_runs",
-    "node_modules",
-    "site-packages",
-}
+RESERVED_PARTS = set(".git .nvflare .tox .venv venv __pycache__ autofl_runs node_modules site-packages".split())
 
 
 def safe_relative(path: str) -> str | None:
