@@ -12,19 +12,14 @@ NVFLARE's entry points are replaced before job.py runs: `FedJobConfig.simulator_
 to the recipe built around it). At an entry point the job is exported into a private temp folder, its JSON configs
 are read, and the run stops (but see exports below). `argparse` parsers record their actions when they parse.
 Top-level modules that are not installed (torch on a machine without it) are replaced by inert stand-ins, named
-in the record: those job.py imports and the frameworks NVFLARE's recipes import, always; those NVFLARE's own code
-imports or looks for while job.py runs (mlflow, wandb), only on a second run made when the first did not record.
-A stand-in object is an object to NVFLARE (truthy, without NVFLARE's Job API hooks) and absent to job.py (false:
-no GPU); stand-in classes accept each other's instances (a torch_geometric model is a torch.nn.Module).
+in the record (`_InertFinder` says which, `_inert_class` how they behave).
 An export does not end the run: job.py may run the job next; the export is the record where nothing after it is.
 The exported configs hold each component's effective `num_rounds`, `key_metric` and `negate_key_metric`
 (NVFLARE's export leaves out a value equal to the constructor's default, and one the component keeps under another
 attribute name, which the exported job then loads with the default), and the record names the environment variables job.py's own code read (`env_read`).
 OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. A SIGINT ends a run with no record (the
 boot keeps no KeyboardInterrupt); one job.py's own handler turns into a raise is `sandbox_failed`, never `raised`.
-When the requests' pipe closes while runs are under way (the caller was killed), the boot kills its process group.
-Standard library and nvflare only;
-nothing here trains, and nothing is written outside the temp folder.
+Standard library and nvflare only; nothing here trains, and nothing is written outside the temp folder.
 """
 
 from __future__ import annotations
