@@ -1,6 +1,6 @@
 """Run job.py's dry run (`dryrun_boot.py`) inside the trial sandbox and cache the record by the job's files and args.
 
-    record = dry_run(job_path, base_args, overlay=None)   # a recorded.DryRunRecord; None where it cannot seal
+    record = dry_run(job_path, base_args)                 # a recorded.DryRunRecord; None where it cannot seal
     with Session(job_path, overlay=draft) as session:     # several runs of one job: one sandbox, forked children
         baseline, perturbed = session.run(args), session.run(args + more)
         changed_env = session.run(args, env={"ROUNDS": "7"})  # environment variables set for that run only
@@ -330,13 +330,7 @@ class Session:
             self.trial_dir = None
 
 
-def dry_run(
-    job_path: Path,
-    base_args: list[str],
-    *,
-    overlay: dict[str, bytes] | None = None,
-    python: str | None = None,
-) -> DryRunRecord | None:
+def dry_run(job_path: Path, base_args: list[str], *, python: str | None = None) -> DryRunRecord | None:
     """The dry-run record of `python job.py ARGS` (see dryrun_boot.py), or None where it cannot be sealed."""
-    with Session(job_path, overlay=overlay, python=python) as session:
+    with Session(job_path, python=python) as session:
         return session.run(base_args)

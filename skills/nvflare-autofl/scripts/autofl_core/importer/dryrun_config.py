@@ -41,9 +41,9 @@ UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one 
 NOT_TRAINING = ("statistics", "psi", "evaluation", "inference", "nested")
 
 
-def summary(record: DryRunRecord | None, why: str = "") -> dict:
+def summary(record: DryRunRecord | None) -> dict:
     if record is None:
-        return {"status": "unavailable", "reason": why or "this host cannot seal a dry run (no namespaces)"}
+        return {"status": "unavailable", "reason": "this host cannot seal a dry run (no namespaces)"}
     out = {"status": record.status, "stubbed": list(record.stubbed)}
     if record.status == "recorded":
         out.update(
@@ -350,11 +350,10 @@ def apply(
     record: DryRunRecord | None,
     moved: dict,
     trust_for: Callable[[str | None], dict],
-    why: str = "",
     env_moved: dict | None = None,
 ) -> dict:
     """The config with the dry run folded in (see the module docstring); admission is recomputed."""
-    config["import"]["dry_run"] = summary(record, why)
+    config["import"]["dry_run"] = summary(record)
     if record is None:
         return config
     real_parser(config, record)
