@@ -176,8 +176,7 @@ def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ScriptPar
     walk = Walker([], script_rel).run(tree)
     if walk.problems or not walk.parsers or any(p.problems for p in walk.parsers):
         return ScriptParser(known=False)
-    parser, namespace = _main_parser(walk)
-    return ScriptParser(True, parser, namespace is not None and namespace.known_only)
+    return ScriptParser(True, _main_parser(walk)[0])
 
 
 @dataclass

@@ -128,7 +128,6 @@ class Parser:
 class Namespace:
     parser: Parser
     values: dict[str, Val]
-    known_only: bool
     label: str = "argparse.Namespace"
 
 
@@ -210,7 +209,7 @@ def find_flag(parser: Parser, dest: str) -> Flag | None:
     return next((flag for flag in parser.flags if flag.dest == dest), None)
 
 
-def build_namespace(parser: Parser, overrides: dict[str, Any], known_only: bool) -> Namespace:
+def build_namespace(parser: Parser, overrides: dict[str, Any]) -> Namespace:
     """The namespace `parse_args()` returns: defaults, then set_defaults, then `--base-args` overrides."""
     values: dict[str, Val] = {}
     for flag in parser.flags:
@@ -234,7 +233,7 @@ def build_namespace(parser: Parser, overrides: dict[str, Any], known_only: bool)
             values[flag.dest] = Val(d.value, conf, d.expr, (source, *d.flags), d.reason)  # keeps env:NAME tags
     for dest, val in parser.set_defaults.items():
         values.setdefault(dest, val)
-    return Namespace(parser, values, known_only)
+    return Namespace(parser, values)
 
 
 def namespace_attribute(namespace: Namespace, attr: str) -> Val:

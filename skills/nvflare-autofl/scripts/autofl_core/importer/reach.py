@@ -27,7 +27,6 @@ class ScriptParser:
 
     known: bool
     parser: Any = None
-    known_only: bool = False
 
 
 def reaching_options(walk: Any, script: ScriptParser) -> set[str]:

@@ -218,7 +218,7 @@ def parser_method(
     parsed = parse(parser, base_args, method)
     if not fromfile_tokens(parser.fromfile_prefix_chars, base_args):  # admission names those itself
         out.base_args_errors.extend(e for e in parsed.errors if e not in out.base_args_errors)
-    namespace = build_namespace(parser, parsed.values, known_only)
+    namespace = build_namespace(parser, parsed.values)
     out.namespaces.append(namespace)
     if known_only:
         return Bag([namespace, unresolved(node, "unknown command-line arguments")])
