@@ -154,7 +154,7 @@ def test_parse_known_args_keeps_what_it_knows_like_argparse():
 
 
 def test_positionals_and_extras_map_back_to_their_tokens():
-    parser = Parser(1, flags=[Flag(["data"], "data"), Flag(["--lr"], "lr", type="float")])
+    parser = Parser(flags=[Flag(["data"], "data"), Flag(["--lr"], "lr", type="float")])
     parsed = real_parser.parse(parser, ["/d", "--lr", "1", "--x", "5", "5"], "parse_known_args")
     assert parsed.values == {"data": "/d", "lr": 1.0}
     assert parsed.accepted == [True, True, True, False, False, False]
@@ -166,7 +166,7 @@ def test_the_parser_never_prints_exits_or_reads_a_file(tmp_path, monkeypatch, ca
     (tmp_path / "more.txt").write_text("--lr\n9\n")
     monkeypatch.chdir(tmp_path)
     flags = [Flag(["-h", "--help"], "help", action="help"), Flag(["--lr"], "lr", type="float")]
-    parser = Parser(1, flags=flags, fromfile_prefix_chars="@")
+    parser = Parser(flags=flags, fromfile_prefix_chars="@")
     assert real_parser.parse(parser, ["--help"]).errors == ["argument -h/--help: would exit instead of running the job"]
     assert real_parser.parse(parser, ["--lr", "@more.txt"]).errors == [
         "'@more.txt' would be read as a file of more arguments (fromfile_prefix_chars)"
@@ -176,7 +176,7 @@ def test_the_parser_never_prints_exits_or_reads_a_file(tmp_path, monkeypatch, ca
 
 
 def test_a_declaration_argparse_refuses_is_left_out():
-    parser = Parser(1, flags=[Flag(["--n"], "n", nargs=0), Flag(["--k"], "k", action="store", const=1)])
+    parser = Parser(flags=[Flag(["--n"], "n", nargs=0), Flag(["--k"], "k", action="store", const=1)])
     _, refused = real_parser.build(parser)
     assert refused == [
         "--n: nargs for store actions must be != 0; if you have nothing to store, actions such as store true or "
@@ -211,7 +211,7 @@ def test_a_default_argparse_could_not_convert_never_refuses_other_options():
         Flag(["--tag"], "tag", action="append", default=Val(["a"], HIGH)),
         Flag(["--lr"], "lr", type="float"),
     ]
-    parsed = real_parser.parse(Parser(1, flags=flags), ["--lr", "1", "--tag", "b"])
+    parsed = real_parser.parse(Parser(flags=flags), ["--lr", "1", "--tag", "b"])
     assert (parsed.values, parsed.errors) == ({"lr": 1.0, "tag": ["a", "b"]}, [])
 
 

@@ -19,7 +19,7 @@ HEAD = (
 
 
 def parser_of(*flags: Flag, allow_abbrev: bool = True) -> Parser:
-    return Parser(1, allow_abbrev=allow_abbrev, flags=list(flags))
+    return Parser(allow_abbrev=allow_abbrev, flags=list(flags))
 
 
 def apply_overrides(parser: Parser, argv: list[str], known_only: bool) -> tuple[dict, list[str]]:

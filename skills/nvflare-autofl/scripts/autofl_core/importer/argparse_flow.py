@@ -110,12 +110,11 @@ def parser_from_config(config: dict) -> Parser:
     section = config.get("argparse") or {}
     records = section.get("flags")
     flags = [flag_from_record(r) for r in records if _flag_problem(r) is None] if isinstance(records, list) else []
-    return Parser(0, section.get("allow_abbrev", True), flags, section.get("fromfile_prefix_chars", DEFAULT_FROMFILE))
+    return Parser(section.get("allow_abbrev", True), flags, section.get("fromfile_prefix_chars", DEFAULT_FROMFILE))
 
 
 @dataclass(eq=False)
 class Parser:
-    line: int
     allow_abbrev: bool = True
     flags: list[Flag] = field(default_factory=list)
     fromfile_prefix_chars: str | None = None  # argparse reads `@file` arguments from a file when set

@@ -155,7 +155,7 @@ class Walker(UncertainPaths, ExpressionEvaluator):
                 return known
             if callee.name == "ArgumentParser":
                 abbrev = kwargs.get("allow_abbrev")
-                parser = ap.Parser(node.lineno, allow_abbrev=not (isinstance(abbrev, Val) and abbrev.value is False))
+                parser = ap.Parser(allow_abbrev=not (isinstance(abbrev, Val) and abbrev.value is False))
                 parser.fromfile_prefix_chars = ap.fromfile_prefix(kwargs.get("fromfile_prefix_chars"))
                 self.out.parsers.append(parser)
                 return parser
