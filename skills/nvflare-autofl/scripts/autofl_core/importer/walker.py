@@ -209,9 +209,8 @@ class Walker(UncertainPaths, ExpressionEvaluator):
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
             return unresolved(node, f"result of {base.name}.{method}() at run time")
-        if isinstance(base, Bag) and method in values.MUTATORS[dict] | values.MUTATORS[list]:
-            return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
-        if isinstance(base, Val) and base.resolved and method in values.MUTATORS.get(type(base.value), ()):
+        mutated = isinstance(base, Bag) and method in values.MUTATORS[dict] | values.MUTATORS[list]
+        if mutated or (isinstance(base, Val) and base.resolved and method in values.MUTATORS.get(type(base.value), ())):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
             return not_evaluated(node, f".{method}()", [base, *args, *kwargs.values()])
@@ -450,11 +449,10 @@ class Walker(UncertainPaths, ExpressionEvaluator):
         again = [] if over else [ast.Expr(stmt.test, lineno=stmt.lineno, col_offset=0)]  # a `while` test runs again
         if not over:
             self.ev(stmt.test)  # before the first pass, always
+        each = f"it changes with each pass of the loop at line {stmt.lineno}"
         if items is None:
-            self._each_pass(stmt, f"it changes with each pass of the loop at line {stmt.lineno}")
-            self._undecided(
-                [stmt.body + again, []], note, iterable, f"it changes with each pass of the loop at line {stmt.lineno}"
-            )
+            self._each_pass(stmt, each)
+            self._undecided([stmt.body + again, []], note, iterable, each)
             if over and whole_environment([iterable], stmt):  # a loop over os.environ: what it binds reads it
                 self._each_pass(stmt, whole_environment([iterable], stmt))
         else:
@@ -465,7 +463,7 @@ class Walker(UncertainPaths, ExpressionEvaluator):
                     self.walk_block(stmt.body)
             note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
         if not over:  # a `while` test runs before each pass: what its `:=` binds changes with them
-            self._unsettled([stmt.test], f"it changes with each pass of the loop at line {stmt.lineno}", ())
+            self._unsettled([stmt.test], each, ())
         breaks = any(isinstance(node, ast.Break) for part in stmt.body for node in ast.walk(part))
         if breaks and stmt.orelse:  # `else:` runs only when no `break` left the loop
             why = f"the loop at line {stmt.lineno} may leave by break, skipping its else clause"
@@ -477,7 +475,6 @@ class Walker(UncertainPaths, ExpressionEvaluator):
 
     _st_AsyncFor = _st_While = _st_For
 
-    # ---- `:=` ---------------------------------------------------------------------------------
     def _ev_Lambda(self, node: ast.Lambda) -> FuncRef:
         """A lambda is a function of one `return` (its defaults evaluated now), followed when called."""
         body = [ast.Return(node.body, lineno=node.lineno, col_offset=node.col_offset)]
