@@ -11,11 +11,8 @@ private, a private temp folder (TMPDIR/TEMP/TMP) and the first attempt's number 
 everything ended when the boot script returns. The session's folder (`dryrun_folder`) records its owner: one a
 caller killed by SIGKILL left behind is removed by the next session that starts.
 Records are cached as the boot's JSON (parsed by `recorded.parse` on every read) in memory and, for a run that
-reached NVFLARE, in a private folder of the temp directory (0700, owner-checked), keyed by the SHA-256 of the boot
-script, the interpreter, the job folder's files (text files by content, others by size and modification time;
-plus the overlay), the args and the environment variables set for the run; a folder whose files the key cannot
-all cover (too many, too large, too deep, not regular, or behind a symlink) is never cached, and the cache is
-never read where this host cannot seal a run.
+reached NVFLARE, in a private folder of the temp directory (0700, owner-checked), keyed by `job_digest` (the
+environment variables set for the run count as args); the cache is never read where this host cannot seal a run.
 """
 
 from __future__ import annotations
@@ -72,7 +69,7 @@ def _env(root: Path, temp_dir: Path | None = None) -> dict[str, str]:
 
 def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], python: str) -> str | None:
     """SHA-256 over what decides the dry run: boot script, interpreter, args, the folder's path (a record names
-    it: `job_dir`, a FedJob's workspace) and the files of the folder that the run can see (`_listed`; the
+    it: `job_dir`, a FedJob's workspace) and the files the run can see, the overlay's over the folder's (`_listed`; the
     campaign's `.nvflare` folder and its runs are hidden from it); None when the walk cannot cover every such file
     (then the run is never cached)."""
     listed = _listed(folder, frozenset(HIDDEN))
