@@ -166,9 +166,10 @@ def test_a_value_that_lands_in_the_budget_names_its_option_and_a_computed_one_is
 
 def test_run_args_the_perturbation_tried_need_no_run():
     baseline = record(parsers=[{"actions": ACTIONS}])
-    assert moves.covered(baseline, ["--lr", "0.5", "--fast"])
-    assert not moves.covered(baseline, ["--l", "0.5"])  # an abbreviation: run it
-    assert not moves.covered(baseline, ["--ids", "1", "2"])  # never perturbed
+    tried = moves.tried_options(baseline)
+    assert moves.covered_by(tried, ["--lr", "0.5", "--fast"])
+    assert not moves.covered_by(tried, ["--l", "0.5"])  # an abbreviation: run it
+    assert not moves.covered_by(tried, ["--ids", "1", "2"])  # never perturbed
 
 
 def test_what_a_candidate_run_changes_is_named():

@@ -448,13 +448,11 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
     config = dryrun_config.apply(config, record, moved, trust_for, env_moved=env_moved)
     config["cli_flags"] = cli_flags(config)
     if recorded_run:
-        config["import"]["dry_run"]["tried_options"] = moves.tried_options(record)
-        config["import"]["dry_run"]["args"] = list(args)
-    if run_args and recorded_run:
-        changes = []
-        if not moves.covered(record, run_args):  # options the perturbed runs did not try: run them
-            changes = dryrun_config.changes(record, session.run(args + run_args))
-        config["import"]["dry_run"]["run_args_changes"] = changes
+        dry = config["import"]["dry_run"]
+        dry["tried_options"], dry["args"] = moves.tried_options(record), list(args)
+        if run_args:  # options the perturbed runs did not try are run
+            covered = moves.covered_by(dry["tried_options"], run_args)
+            dry["run_args_changes"] = [] if covered else dryrun_config.changes(record, session.run(args + run_args))
     pinned = set(fixed_budget_options(config))
     config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
     if record is not None and record.parsers:

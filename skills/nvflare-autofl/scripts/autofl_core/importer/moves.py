@@ -192,13 +192,9 @@ def tried_options(record: DryRunRecord) -> list[str]:
     return sorted({s for action in candidates(record) for s in action.option_strings})
 
 
-def covered(record: DryRunRecord, run_args: list[str]) -> bool:
-    """True when every option `run_args` sets is one the perturbed runs tried (spelled as the parser spells it):
-    each one alone was shown not to move the budget unless it is pinned, so no further run is needed."""
-    return covered_by(tried_options(record), run_args)
-
-
 def covered_by(tried: list[str], run_args: list[str]) -> bool:
-    """`covered` over a stored list of tried option strings (`import.dry_run.tried_options` of a config)."""
+    """True when every option `run_args` sets is one the perturbed runs tried (`tried`, spelled as the parser spells
+    it: `tried_options`, stored as a config's `import.dry_run.tried_options`): each one alone was shown not to move
+    the budget unless it is pinned, so no further run is needed."""
     options = {token.split("=", 1)[0] for token in run_args if token.startswith("-") and len(token) > 1}
     return options <= set(tried) and (not run_args or run_args[0].startswith("-"))
