@@ -255,24 +255,6 @@ def fromfile_tokens(chars: str | None, tokens: list[str]) -> list[str]:
     return [token for token in tokens if chars and token and token[0] in chars]
 
 
-def cli_flags_from(flags: list[dict], allow_abbrev: bool = True) -> dict:
-    """Runner view of the job's options: long flags, alias groups, the --name flag, which take a value."""
-    groups, takes_value = [], {}
-    for flag in flags:
-        group = sorted((o for o in flag["option_strings"] if o.startswith("-")), key=lambda o: not o.startswith("--"))
-        if group:  # long options first
-            groups.append(group)
-            takes_value.update(dict.fromkeys(group, bool(flag["takes_value"])))
-    long_flags = [option for group in groups for option in group if option.startswith("--")]
-    return {
-        "allow_abbrev": allow_abbrev,
-        "groups": groups,
-        "long_flags": long_flags,
-        "name_flag": "--name" if "--name" in long_flags else None,
-        "takes_value": takes_value,
-    }
-
-
 PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
 
 

@@ -15,9 +15,22 @@ from .budget import FIELDS
 
 
 def cli_flags(config: dict) -> dict:
-    """The runner's view of job.py's options (see argparse_flow.cli_flags_from)."""
+    """The runner's view of job.py's options: long flags, alias groups, the --name flag, which take a value."""
     section = config.get("argparse") or {}
-    return ap.cli_flags_from(section.get("flags") or [], section.get("allow_abbrev", True))
+    groups, takes_value = [], {}
+    for flag in section.get("flags") or []:
+        group = sorted((o for o in flag["option_strings"] if o.startswith("-")), key=lambda o: not o.startswith("--"))
+        if group:  # long options first
+            groups.append(group)
+            takes_value.update(dict.fromkeys(group, bool(flag["takes_value"])))
+    long_flags = [option for group in groups for option in group if option.startswith("--")]
+    return {
+        "allow_abbrev": section.get("allow_abbrev", True),
+        "groups": groups,
+        "long_flags": long_flags,
+        "name_flag": "--name" if "--name" in long_flags else None,
+        "takes_value": takes_value,
+    }
 
 
 def fromfile_arguments(config: dict, tokens: list[str]) -> list[str]:
