@@ -3,7 +3,7 @@
 import dataclasses
 
 import pytest
-from autofl_core.importer import dryrun_config, moves, recorded
+from autofl_core.importer import budget, dryrun_config, moves, recorded
 
 FEDAVG = "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
 
@@ -388,7 +388,7 @@ def test_a_recorded_job_the_reading_cannot_follow_at_all_is_admitted_with_its_bu
     moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"], "num_rounds": ["--rounds"]}
     out = dryrun_config.apply(static, helper_record(), moved, lambda script: {"train_script": script})
     assert out["admission_errors"] == []
-    assert {k: (v["value"], v["depends_on"]) for k, v in out["fixed_budget"].items() if k in recorded.FIELDS} == {
+    assert {k: (v["value"], v["depends_on"]) for k, v in out["fixed_budget"].items() if k in budget.FIELDS} == {
         "num_clients": (2, ["--n_clients"]),
         "min_clients": (2, ["--n_clients"]),
         "num_rounds": (4, ["--rounds"]),

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from . import moves, recorded
 from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, UNSUPPORTED, admission_errors
 from .argparse_flow import NO_VALUE_ACTIONS
+from .budget import FIELDS
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord
 from .schema import budget_mismatches
@@ -103,7 +104,7 @@ def _movers(moved: dict, field: str) -> list[str]:
 def pinned_too(config: dict, moved: dict) -> None:
     """Add the options a run showed to move a field (or the objective) to that field's `depends_on`."""
     budget = config.get("fixed_budget") or {}
-    for field in recorded.FIELDS:
+    for field in FIELDS:
         entry = budget.get(field)
         if not entry or entry.get("confidence") == "not_applicable":
             continue
@@ -118,7 +119,7 @@ def contradictions(config: dict, record: DryRunRecord) -> list[str]:
     """Budget fields whose static value differs from what NVFLARE was asked to run."""
     ran = recorded.budget(record)
     found = []
-    for field in recorded.FIELDS:
+    for field in FIELDS:
         entry = (config.get("fixed_budget") or {}).get(field) or {}
         value, actual = entry.get("value"), (ran.get(field) or {}).get("value")
         if entry.get("confidence") in ("not_applicable", "unresolved") or value is None or actual is None:
@@ -134,7 +135,7 @@ def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved:
     values = {a.name: a.value for a in recorded.options(record) if a.option_strings}
     ran, static = recorded.budget(record), config.get("fixed_budget") or {}
     budget = {}
-    for field in recorded.FIELDS:
+    for field in FIELDS:
         entry = _budget_entry(ran[field], _movers(moved, field), values)
         read = dict(static.get(field) or {})
         if entry["confidence"] == "unresolved" and read.get("confidence") not in (None, "unresolved"):
@@ -225,7 +226,7 @@ def fold(
     config["unresolved"] += [
         {"field": f"fixed_budget.{k}", "reason": v.get("reason", "")}
         for k, v in config["fixed_budget"].items()
-        if k in recorded.FIELDS and v.get("confidence") == "unresolved"
+        if k in FIELDS and v.get("confidence") == "unresolved"
     ]
     config["import"]["support"] = {
         "status": "supported",
@@ -283,7 +284,7 @@ def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]
     before, after = moves.signature(baseline), moves.signature(candidate)
     found = [
         f"{field} {before['budget'][field]} -> {after['budget'][field]}"
-        for field in recorded.FIELDS
+        for field in FIELDS
         if before["budget"].get(field) != after["budget"].get(field)
     ]
     found += [f"{key} {before[key]} -> {after[key]}" for key in moves.RUN_KEYS if before[key] != after[key]]

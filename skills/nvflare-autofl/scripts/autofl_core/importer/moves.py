@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 
 from . import recorded
+from .budget import FIELDS
 from .recorded import Action, DryRunRecord
 
 INT_PROBES = (7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83)
@@ -179,7 +180,7 @@ def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...
         names = [name for name in after.env_read if _settable(name, fixed) and name not in env]
         if moved or not names:
             return moved
-    return {field: list(env) for field in (*recorded.FIELDS, "objective")}  # no longer records, or still reading
+    return {field: list(env) for field in (*FIELDS, "objective")}  # no longer records, or still reading
 
 
 def _settable(name: str, fixed: tuple[str, ...]) -> bool:

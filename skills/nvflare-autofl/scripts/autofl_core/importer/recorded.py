@@ -196,7 +196,6 @@ def options(record: DryRunRecord) -> tuple[Action, ...]:
     return record.parsers[0].actions if record.parsers else ()
 
 
-FIELDS = ("num_clients", "min_clients", "num_rounds")
 SCRIPT_KEYS = ("script", "task_script_path")  # a ScriptRunner's script, as NVFLARE versions export it
 NON_TRAINING_WORKFLOWS = {  # server workflows of jobs that train nothing (FedJob without a recipe)
     "StatisticsController": "statistics",
