@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from . import moves, recorded
 from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, UNSUPPORTED, admission_errors
-from .argparse_flow import NO_VALUE_ACTIONS
+from .argparse_flow import NO_VALUE_ACTIONS, first_by_dest
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord
 from .schema import budget_mismatches
@@ -131,15 +131,19 @@ def contradictions(config: dict, record: DryRunRecord) -> list[str]:
 def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved: dict) -> dict:
     """The budget as the run recorded it; a field the run left without a value keeps the reading's value, and a
     field an environment variable moves is unresolved (one run cannot pin it)."""
-    values = {a.name: a.value for a in recorded.options(record) if a.option_strings}
+    options = [a for a in recorded.options(record) if a.option_strings]
+    values = {a.name: a.value for a in options}
+    first = first_by_dest((a.name, a.dest) for a in options)
+    named = {a.name: first[a.dest] for a in options}  # a shared dest is named by its first option, as statically
     ran, static = recorded.budget(record), config.get("fixed_budget") or {}
     budget = {}
     for field in recorded.FIELDS:
-        entry = _budget_entry(ran[field], _movers(moved, field), values)
+        movers = list(dict.fromkeys(named.get(name, name) for name in _movers(moved, field)))
+        entry = _budget_entry(ran[field], movers, values)
         read = dict(static.get(field) or {})
         if entry["confidence"] == "unresolved" and read.get("confidence") not in (None, "unresolved"):
             entry = read
-            entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *_movers(moved, field)]))
+            entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *movers]))
         names = [*env_moved.get(field, []), *env_moved.get("objective", [])]
         if names and entry["confidence"] != "not_applicable":
             entry = {**entry, "value": None, "confidence": "unresolved", "flag": None}
