@@ -38,6 +38,8 @@ def test_a_try_guards_its_body_when_a_handler_catches_an_import_error(handler, c
 
 
 def test_only_the_body_of_a_catching_try_or_suppress_is_guarded():
+    """Not a handler's own lines, nor `else`/`finally`, nor the body of a try whose only handler re-raises (job.py
+    stops on this host either way)."""
     source = textwrap.dedent(
         """
         import a
@@ -58,6 +60,11 @@ def test_only_the_body_of_a_catching_try_or_suppress_is_guarded():
                 import h
             except Exception:
                 pass
+        try:
+            import i
+        except ImportError:
+            print("job.py needs i")
+            raise
         """
     )
     tree = ast.parse(source)

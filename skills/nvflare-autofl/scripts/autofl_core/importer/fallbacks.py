@@ -3,9 +3,9 @@
 The dry run makes an inert stand-in for a module this interpreter lacks (`dryrun_boot._InertFinder`) and notes the
 lines of job.py (and of the modules beside it) on the stack at that import (`record.stood_in_at`). Where one of
 those lines lies in the body of a `try` with a handler that catches the ImportError (`except ImportError`,
-`ModuleNotFoundError`, `Exception`, `BaseException`, a bare `except`, or a tuple holding one), or in a
-`with suppress(...)` of one, `python job.py` on this host runs the handler where the dry run ran the body: the
-record is not what job.py does here, and the import is refused naming that line.
+`ModuleNotFoundError`, `Exception`, `BaseException`, a bare `except`, or a tuple holding one) that does not end
+in `raise`, or in a `with suppress(...)` of one, `python job.py` on this host runs the handler where the dry run
+ran the body: the record is not what job.py does here, and the import is refused naming that line.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _parse(text: str | None) -> ast.Module | None:
 def guarded(tree: ast.Module, line: int) -> bool:
     """True when `line` lies in the body of a `try` (or `with suppress(...)`) that would catch an ImportError."""
     for node in ast.walk(tree):
-        if isinstance(node, TRY_NODES) and any(_catches(h.type) for h in node.handlers):
+        if isinstance(node, TRY_NODES) and any(_falls_back(h) for h in node.handlers):
             body = node.body
         elif isinstance(node, (ast.With, ast.AsyncWith)) and any(_suppresses(i.context_expr) for i in node.items):
             body = node.body
@@ -59,6 +59,11 @@ def guarded(tree: ast.Module, line: int) -> bool:
         if any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for stmt in body):
             return True
     return False
+
+
+def _falls_back(handler: ast.ExceptHandler) -> bool:
+    """True for a handler that catches an ImportError and goes on (one ending in `raise` stops job.py either way)."""
+    return _catches(handler.type) and not isinstance(handler.body[-1], ast.Raise)
 
 
 def _catches(kind: ast.expr | None) -> bool:
