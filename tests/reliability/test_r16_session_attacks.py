@@ -22,12 +22,12 @@ import live_processes
 import pytest
 from autofl_core.common import cli, trees
 from autofl_core.importer import api, dryrun, dryrun_folder
-from autofl_core.trial import processes, seal
+from autofl_core.trial import owned_folders, processes, seal
 
 pytestmark = pytest.mark.timeout(120)
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "client.py"
-NAMESPACE = dryrun_folder._pid_namespace()
+NAMESPACE = owned_folders.pid_namespace()
 sealed = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
 
 
@@ -106,7 +106,7 @@ def test_a_folder_swapped_for_a_symlink_after_its_check_is_not_followed(tmp_path
     temp, keep = tmp_path / "tmp", _precious(tmp_path)
     temp.mkdir()
     dead = _run_folder(temp)
-    checked = dryrun_folder._owner
+    checked = owned_folders._owner
 
     def check_then_swap(folder):
         owner = checked(folder)
@@ -114,7 +114,7 @@ def test_a_folder_swapped_for_a_symlink_after_its_check_is_not_followed(tmp_path
         Path(folder).symlink_to(keep, target_is_directory=True)
         return owner
 
-    monkeypatch.setattr(dryrun_folder, "_owner", check_then_swap)
+    monkeypatch.setattr(owned_folders, "_owner", check_then_swap)
     dryrun_folder.sweep(temp)
     assert _intact(keep)
     assert not dead.is_symlink()  # the link itself may go; what it points at stays
@@ -326,11 +326,6 @@ def test_an_interrupt_as_the_sandbox_starts_never_leaves_it_running(tmp_path, pr
     assert not list(private_cache.glob(f"{dryrun_folder.PREFIX}*"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the probe's scratch folder (autofl-probe-*, made by sandbox.py's TemporaryDirectory) is left in the "
-    "temp directory when an interrupt ends the probe's group by SIGKILL, and no sweep removes it",
-)
 def test_a_probe_ended_by_an_interrupt_leaves_nothing_in_the_temp_folder(tmp_path):
     """What an interrupt does to a probe under way (`seal._end_probe`: SIGKILL to its group), once its scratch
     folder exists."""
