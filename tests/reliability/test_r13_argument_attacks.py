@@ -396,6 +396,26 @@ def test_options_sharing_a_dest_with_different_defaults_get_the_first_declared_d
         runargs.candidate_args(config, "--rounds 5")
 
 
+def test_the_schema_bounds_of_a_shared_dest_hold_for_every_option_writing_it(tmp_path):
+    """mutation_schema.yaml names dests; `--lr` and `--learning_rate` both write `lr`, so both are mutable within
+    the same bounds (neither refused as "not in mutable_args", neither escaping the max)."""
+    (tmp_path / "client.py").write_text("print('trains')\n")
+    job = SHARED_DEST_JOB.replace(
+        'parser.add_argument("--lr", type=float, default=0.1)',
+        'parser.add_argument("--lr", type=float, default=0.1)\n'
+        'parser.add_argument("--learning_rate", dest="lr", type=float, default=0.1)',
+    )
+    assert "--learning_rate" in job
+    (tmp_path / "job.py").write_text(job)
+    (tmp_path / "mutation_schema.yaml").write_text("mutable_args:\n  lr: {type: float, min: 0.01, max: 0.3}\n")
+    config = api.import_job(tmp_path / "job.py")
+    assert config["admission_errors"] == [], config["admission_errors"]
+    for option in ("--lr", "--learning_rate"):
+        assert [tuple(arg) for arg in runargs.candidate_args(config, f"{option} 0.2")] == [(option, "0.2")]
+        with pytest.raises(CampaignError, match="above mutation_schema.yaml max 0.3"):
+            runargs.candidate_args(config, f"{option} 0.5")
+
+
 FROMFILE_LIST_JOB = SHARED_DEST_JOB.replace(
     "argparse.ArgumentParser()", 'argparse.ArgumentParser(fromfile_prefix_chars="@")'
 ).replace("parser.parse_args()", 'parser.parse_args(["@extra.txt"])')
