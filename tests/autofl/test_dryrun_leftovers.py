@@ -1,8 +1,9 @@
 """What a stopped caller leaves of a dry run: its private folder, its sandbox probe.
 
 The sweep of dry-run folders removes only the importer's own folders whose recorded owner is gone (real
-processes: a pid that ended, this live process), never a symlink's target, a folder without a record, or the
-record cache. The sandbox probe runs in a session of its own and is ended, with everything it forked, when the
+processes: a pid that ended, this live process) or that lost their maker before the record (once old), never a
+symlink's target, a fresh folder without a record, or the record cache; the sandbox probe's folders follow the
+same rule. The sandbox probe runs in a session of its own and is ended, with everything it forked, when the
 importer is stopped by SIGTERM while it waits for the probe.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 import live_processes
 import pytest
 from autofl_core.importer import dryrun_folder
-from autofl_core.trial import processes
+from autofl_core.trial import owned_folders, processes, seal
 
 pytestmark = pytest.mark.timeout(60)
 REPO = Path(__file__).resolve().parents[2]
@@ -86,6 +87,52 @@ def test_what_the_sweep_leaves_alone(tmp_path):
     assert dryrun_folder.sweep(tmp_path) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert link.is_symlink() and all((folder / "out" / "record-1.json").is_file() for folder in kept)
+
+
+def test_a_folder_its_maker_left_without_a_record_is_removed_once_old(tmp_path):
+    """A maker killed between making its folder and renaming the record into it leaves a folder no owner names:
+    removed once it has not changed for UNRECORDED_SECONDS (also with the half-written `owner.tmp`); a fresh one
+    (being made right now) and another user's are kept."""
+    fresh = _folder(tmp_path, "fresh000", None)
+    old, half, other = (_folder(tmp_path, suffix, None) for suffix in ("old00000", "half0000", "other000"))
+    (half / "owner.tmp").write_text("12", encoding="ascii")
+    os.chown(other, 65534, 65534)  # nobody
+    then = time.time() - owned_folders.UNRECORDED_SECONDS - 60
+    for folder in (old, half, other):
+        os.utime(folder, (then, then))
+    assert sorted(dryrun_folder.sweep(tmp_path)) == sorted([old.name, half.name])
+    assert (fresh / "out" / "record-1.json").is_file() and (other / "out" / "record-1.json").is_file()
+
+
+PROBE_MAKER = """import os, signal, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from autofl_core.trial import owned_folders, seal
+print(owned_folders.make(Path(sys.argv[2]), seal.PROBE_PREFIX), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # killed before it could remove its probe's folder
+"""
+
+
+def test_a_probe_folder_whose_maker_was_killed_is_swept_by_the_next_probe(tmp_path, monkeypatch):
+    """The probe's scratch folder is the runner's, by the dry-run folders' rule: the next probe started (in another
+    process) removes a killed runner's folder, and ending a probe removes its own."""
+    scripts = str(REPO / "skills" / "nvflare-autofl" / "scripts")
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE_MAKER, scripts, str(tmp_path)], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    left = Path(done.stdout.strip())
+    assert left.parent == tmp_path and left.name.startswith(seal.PROBE_PREFIX) and left.is_dir()
+    monkeypatch.setattr(seal, "_PENDING", {})
+    monkeypatch.setattr(seal, "_SCRATCH", {})
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": str(tmp_path), "HOME": str(tmp_path)}
+    proc = seal._launch_probe(sys.executable, env)
+    try:
+        assert not left.exists()
+        assert [p.name.startswith(seal.PROBE_PREFIX) for p in tmp_path.iterdir()] == [True]  # its own
+    finally:
+        seal._end_probe(proc)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_make_sweeps_first_and_records_this_process(tmp_path):

@@ -359,3 +359,30 @@ def test_an_option_sharing_the_budget_option_s_dest_is_never_suggested():
     assert "-r" in api.fixed_budget_options(config)  # the runner refuses a candidate that sets it
     assert [s["flag"] for s in config["search_space"]["suggested"]] == ["--lr"]
     assert config["summary"]["allowed"] == ["--lr"]
+
+
+SHARED_DEST_REQUIRED = """import argparse
+from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--num_rounds", type=int, default=3)
+parser.add_argument("--rounds", type=int, dest="num_rounds", required=REQUIRED)
+args = parser.parse_args()
+FedAvgRecipe(min_clients=2, num_rounds=args.num_rounds, train_script="client.py").execute(SimEnv(num_clients=2))
+"""
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_a_shared_dest_is_the_first_option_s_unless_a_later_one_is_required(required):
+    """argparse gives the dest the first declared option's default (3, not the later option's None); a later
+    option sharing it that is required and not given makes job.py exit, so the budget is unread."""
+    config = api.import_source(SHARED_DEST_REQUIRED.replace("REQUIRED", str(required)))
+    rounds = config["fixed_budget"]["num_rounds"]
+    if required:
+        assert rounds["value"] is None and "--rounds is required" in rounds["reason"], rounds
+        assert config["admission_errors"]
+    else:
+        assert (rounds["value"], rounds["flag"]) == (3, "--num_rounds"), rounds
+        assert config["admission_errors"] == [], config["admission_errors"]
+        assert {"--num_rounds", "--rounds"} <= set(api.fixed_budget_options(config))

@@ -346,18 +346,74 @@ recipe.execute(SimEnv(num_clients=args.n_clients))
 """
 
 
+def _job_parses(job: Path, argv: list[str]):
+    """The namespace job.py's own parser (its code up to `parse_args()`, run as written) makes of `argv`."""
+    scope: dict = {}
+    exec(job.read_text().split("args = parser.parse_args()")[0], scope)
+    return scope["parser"].parse_args(argv)
+
+
 def test_an_option_sharing_the_dest_of_a_budget_option_is_a_budget_option_too(tmp_path):
-    """The budget reads `--rounds` (the last option declared for the dest); `--num_rounds 5` after the pin
-    `--rounds 3` writes the same attribute, so it would run 5 rounds."""
+    """`--num_rounds` and `--rounds` write one attribute: the budget names the first declared (whose default
+    argparse gives it) and pins it; every option sharing the dest is refused under any spelling (`--rounds 5`
+    after the pin would run 5 rounds), and the pinned arguments give job.py the default budget."""
     (tmp_path / "client.py").write_text("print('trains')\n")
     (tmp_path / "job.py").write_text(SHARED_DEST_JOB)
     config = api.import_job(tmp_path / "job.py")
-    assert config["fixed_budget"]["num_rounds"]["flag"] == "--rounds"
-    assert runner_view.fixed_budget_args(config) == ["--n_clients", "2", "--rounds", "3"]
-    assert "--num_rounds" in runner_view.fixed_budget_options(config)
-    for given in ("--num_rounds 5", "--num_r=5"):
-        with pytest.raises(CampaignError, match="fixed-budget option --num_rounds"):
+    assert config["fixed_budget"]["num_rounds"]["flag"] == "--num_rounds"
+    pinned = runner_view.fixed_budget_args(config)
+    assert pinned == ["--n_clients", "2", "--num_rounds", "3"]
+    assert {"--num_rounds", "--rounds"} <= set(runner_view.fixed_budget_options(config))
+    for given in ("--num_rounds 5", "--num_r=5", "--rounds 5", "--rounds=5", "--ro 5"):
+        with pytest.raises(CampaignError, match="fixed-budget option --(num_)?rounds"):
             runargs.candidate_args(config, given)
+    assert _job_parses(tmp_path / "job.py", pinned).num_rounds == 3
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["static", "dry-run"])
+def test_options_sharing_a_dest_with_different_defaults_get_the_first_declared_default(tmp_path, dry_run):
+    """argparse gives a shared dest the default of the first option declared for it (3 here, not `--rounds`'
+    5): the static reading and the dry run both read 3, name `--num_rounds`, and pin what job.py runs."""
+    if dry_run and not dryrun.available():
+        pytest.skip("this host cannot seal a dry run (no namespaces)")
+    (tmp_path / "client.py").write_text("print('trains')\n")
+    job = SHARED_DEST_JOB.replace(
+        '"--rounds", dest="num_rounds", type=int, default=3', '"--rounds", dest="num_rounds", type=int, default=5'
+    )
+    assert "default=5" in job
+    (tmp_path / "job.py").write_text(job)
+    assert _job_parses(tmp_path / "job.py", []).num_rounds == 3
+    config = api.import_job(tmp_path / "job.py", dry_run=dry_run)
+    assert config["admission_errors"] == [], config["admission_errors"]
+    if dry_run:
+        assert config["import"]["dry_run"]["status"] == "recorded"
+    rounds = config["fixed_budget"]["num_rounds"]
+    assert (rounds["value"], rounds["flag"]) == (3, "--num_rounds"), rounds
+    pinned = runner_view.fixed_budget_args(config)
+    assert _job_parses(tmp_path / "job.py", pinned).num_rounds == 3
+    assert {"--num_rounds", "--rounds"} <= set(runner_view.fixed_budget_options(config))
+    with pytest.raises(CampaignError, match="fixed-budget option --rounds"):
+        runargs.candidate_args(config, "--rounds 5")
+
+
+def test_the_schema_bounds_of_a_shared_dest_hold_for_every_option_writing_it(tmp_path):
+    """mutation_schema.yaml names dests; `--lr` and `--learning_rate` both write `lr`, so both are mutable within
+    the same bounds (neither refused as "not in mutable_args", neither escaping the max)."""
+    (tmp_path / "client.py").write_text("print('trains')\n")
+    job = SHARED_DEST_JOB.replace(
+        'parser.add_argument("--lr", type=float, default=0.1)',
+        'parser.add_argument("--lr", type=float, default=0.1)\n'
+        'parser.add_argument("--learning_rate", dest="lr", type=float, default=0.1)',
+    )
+    assert "--learning_rate" in job
+    (tmp_path / "job.py").write_text(job)
+    (tmp_path / "mutation_schema.yaml").write_text("mutable_args:\n  lr: {type: float, min: 0.01, max: 0.3}\n")
+    config = api.import_job(tmp_path / "job.py")
+    assert config["admission_errors"] == [], config["admission_errors"]
+    for option in ("--lr", "--learning_rate"):
+        assert [tuple(arg) for arg in runargs.candidate_args(config, f"{option} 0.2")] == [(option, "0.2")]
+        with pytest.raises(CampaignError, match="above mutation_schema.yaml max 0.3"):
+            runargs.candidate_args(config, f"{option} 0.5")
 
 
 FROMFILE_LIST_JOB = SHARED_DEST_JOB.replace(

@@ -46,12 +46,13 @@ _HOLD: dict = {"depth": 0, "pending": None}  # open `interrupts_held` blocks, th
 
 def install_interrupt_handlers() -> None:
     """SIGTERM, SIGINT, SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\\) all raise `Interrupted` (at the end of an
-    `interrupts_held` block when one is open); the first one ignores the rest, so a second Ctrl-C cannot cut the
-    cleanup short."""
+    `interrupts_held` block when one is open); after the first one the rest do nothing, so a second Ctrl-C cannot
+    cut the cleanup short. They are caught by a handler that does nothing rather than set to SIG_IGN: an ignored
+    signal stays ignored in every child started afterwards, a caught one is reset to its default at exec."""
 
     def handler(signum, _frame):
         for sig in INTERRUPT_CODES:
-            signal.signal(sig, signal.SIG_IGN)
+            signal.signal(sig, _after_the_first)
         stop = Interrupted(signal.Signals(signum).name, INTERRUPT_CODES[signum])
         if _HOLD["depth"]:
             _HOLD["pending"] = stop
@@ -60,6 +61,10 @@ def install_interrupt_handlers() -> None:
 
     for sig in INTERRUPT_CODES:
         signal.signal(sig, handler)
+
+
+def _after_the_first(_signum, _frame) -> None:
+    """An interrupt after the first: the cleanup the first one started goes on."""
 
 
 @contextlib.contextmanager

@@ -425,13 +425,14 @@ def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
 
 def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_args: list[str]) -> dict:
     """Run job.py's dry run (and, once recorded, the perturbed runs) in `session`; fold them into `config`."""
-    from . import dryrun, dryrun_config, moves
+    from . import dryrun, dryrun_config, fallbacks, moves
 
     args = [*config["argparse"]["base_args"], *config["argparse"]["schema_args"]]
     if config["argparse"]["base_args_errors"]:
         return config  # the job's own parser would reject the arguments: nothing to run
     record = session.run(args)
-    recorded_run = record is not None and record.status == "recorded"
+    fallback = fallbacks.refusal(record, workspace.read_file) if record is not None else None
+    recorded_run = record is not None and record.status == "recorded" and fallback is None
     moved, reached, env_moved = {}, [], {}
     if recorded_run:
         keep = dryrun.PERTURBED_STORED
@@ -445,7 +446,7 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
         job_tree, targets = tree or ast.Module([], []), config["schema"]["preferred_targets"]
         return trust_section(path.name, job_tree, rel, script_tree, workspace.exists, targets)
 
-    config = dryrun_config.apply(config, record, moved, trust_for, env_moved=env_moved)
+    config = dryrun_config.apply(config, record, moved, trust_for, env_moved=env_moved, fallback=fallback)
     config["cli_flags"] = cli_flags(config)
     if recorded_run:
         dry = config["import"]["dry_run"]

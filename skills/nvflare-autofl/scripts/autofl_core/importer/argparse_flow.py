@@ -10,6 +10,7 @@ Whatever name the namespace is bound to (or returned through) is followed by dat
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -204,15 +205,42 @@ def _literal(value: Any, fallback: Any) -> Any:
     return value.value if isinstance(value, Val) and value.resolved else fallback
 
 
+def first_by_dest(named: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """{dest: name} from (option name, dest) pairs in declaration order: a dest several options share is named by
+    the first one declared, the option whose default argparse gives it."""
+    out: dict[str, str] = {}
+    for name, dest in named:
+        out.setdefault(dest, name)
+    return out
+
+
 def find_flag(parser: Parser, dest: str) -> Flag | None:
     return next((flag for flag in parser.flags if flag.dest == dest), None)
 
 
+def _required(flag: Flag) -> bool:
+    return flag.required or (flag.positional and flag.nargs not in ("?", "*"))
+
+
+def _missing(flag: Flag) -> Val:
+    source = flag.canonical
+    return Val(None, UNRESOLVED, flags=(source,), reason=f"{source} is required on the command line")
+
+
 def build_namespace(parser: Parser, overrides: dict[str, Any]) -> Namespace:
-    """The namespace `parse_args()` returns: defaults, then set_defaults, then `--base-args` overrides."""
+    """The namespace `parse_args()` returns: defaults, then set_defaults, then `--base-args` overrides.
+
+    A `dest` several options share is the first declared option's, as argparse makes it: its default, and its
+    name as the one option the value depends on (the others writing that dest are pinned beside it by
+    `runner_view.fixed_budget_options`); a later sharing option that is required and not given leaves it unread.
+    """
     values: dict[str, Val] = {}
     for flag in parser.flags:
         if flag.action in ("help", "version"):
+            continue
+        if flag.dest in values:
+            if _required(flag) and flag.dest not in overrides:
+                values[flag.dest] = _missing(flag)
             continue
         source = flag.canonical
         custom = (flag.type or "").startswith("custom")
@@ -222,10 +250,8 @@ def build_namespace(parser: Parser, overrides: dict[str, Any]) -> Namespace:
         elif flag.dest in parser.set_defaults:
             base = parser.set_defaults[flag.dest]
             values[flag.dest] = Val(base.value, base.confidence, base.expr, (source, *base.flags), base.reason)
-        elif flag.required or (flag.positional and flag.nargs not in ("?", "*")):
-            values[flag.dest] = Val(
-                None, UNRESOLVED, flags=(source,), reason=f"{source} is required on the command line"
-            )
+        elif _required(flag):
+            values[flag.dest] = _missing(flag)
         else:
             d = flag.default
             conf = weakest(d.confidence, MEDIUM) if custom and isinstance(d.value, str) else d.confidence

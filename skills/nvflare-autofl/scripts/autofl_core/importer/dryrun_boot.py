@@ -12,7 +12,8 @@ NVFLARE's entry points are replaced before job.py runs: `FedJobConfig.simulator_
 to the recipe built around it). At an entry point the job is exported into a private temp folder, its JSON configs
 are read, and the run stops (but see exports below). `argparse` parsers record their actions when they parse.
 Top-level modules that are not installed (torch on a machine without it) are replaced by inert stand-ins, named
-in the record (`_InertFinder` says which, `_inert_class` how they behave).
+in the record (`_InertFinder` says which, `_inert_class` how they behave), with the job's lines that imported them
+(`stood_in_at`).
 An export does not end the run: job.py may run the job next; the export is the record where nothing after it is.
 The exported configs hold each component's effective `num_rounds`, `key_metric` and `negate_key_metric`
 (NVFLARE's export leaves out a value equal to the constructor's default, and one the component keeps under another
@@ -43,12 +44,14 @@ STATE: dict = {
     "recipe_call": None,
     "parsers": [],
     "stubbed": set(),
+    "stood_in_at": [],
     "absent": set(),
     "built": [],
     "env_read": set(),
 }
 EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
 MAX_FILE = 1 << 20
+MAX_STOOD_IN_AT = 64  # job lines noted importing a stand-in (the importer reads each for a `try` around it)
 FRAMEWORKS = set(  # imported by NVFLARE's own framework recipes; stand-ins when absent
     "torch torchvision tensorflow keras sklearn joblib xgboost lightning pytorch_lightning transformers peft "
     "datasets monai jax flax optax pandas tenseal opacus safetensors tensorboard tensorboardX".split()
@@ -144,6 +147,8 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 STATE["absent"].add(top)
                 return None
         STATE["stubbed"].add(top)
+        if asker == "job":
+            _note_importers(top)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec):
@@ -152,6 +157,18 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module):
         module.__path__ = []
         module.__file__ = f"<stand-in for the absent module {module.__name__}>"  # not a namespace package
+
+
+def _note_importers(module: str) -> None:
+    """Note every line of job.py (or a module beside it) on the stack importing `module`'s stand-in: a `try` there
+    whose handler catches the ImportError `python job.py` gets on this host would run instead (the importer reads
+    those lines, `importer/fallbacks.py`)."""
+    folder = os.path.dirname(STATE["job"])
+    for frame in traceback.extract_stack():
+        if os.path.dirname(frame.filename) == folder and frame.filename != __file__:
+            if len(STATE["stood_in_at"]) < MAX_STOOD_IN_AT:
+                where = {"module": module, "file": os.path.relpath(frame.filename, folder), "line": frame.lineno}
+                STATE["stood_in_at"].append(where)
 
 
 IMPORT_MACHINERY = os.path.dirname(importlib.__file__) + os.sep  # importlib.import_module, importlib.util.find_spec
@@ -484,6 +501,7 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
         record = STATE["exported"]
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
     record["stubbed"] = sorted(STATE["stubbed"])
+    record["stood_in_at"] = STATE["stood_in_at"]
     record["env_read"] = sorted(STATE["env_read"])
     if STATE["absent"] and record["status"] != "recorded":  # asks `_first_run` for a rerun with them stood in
         record["absent"] = sorted(STATE["absent"])

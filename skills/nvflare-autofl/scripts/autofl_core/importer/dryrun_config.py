@@ -17,6 +17,8 @@ One rule, whatever the static reading managed to follow:
 - The run recorded a non-training job: refused, naming the class and its family.
 - The run raised before anything ran and the static reading refuses for a reason a run could have settled: the
   refusal names the job.py line from the traceback.
+- The run stood in for a module job.py imports where a handler would catch its ImportError (`fallbacks`): it is
+  not what `python job.py` does on this host, settles nothing, and the import is refused naming that line.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Callable
 
 from . import moves, recorded
 from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, UNSUPPORTED, admission_errors
-from .argparse_flow import NO_VALUE_ACTIONS
+from .argparse_flow import NO_VALUE_ACTIONS, first_by_dest
 from .budget import FIELDS
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord
@@ -132,15 +134,19 @@ def contradictions(config: dict, record: DryRunRecord) -> list[str]:
 def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved: dict) -> dict:
     """The budget as the run recorded it; a field the run left without a value keeps the reading's value, and a
     field an environment variable moves is unresolved (one run cannot pin it)."""
-    values = {a.name: a.value for a in recorded.options(record) if a.option_strings}
+    options = [a for a in recorded.options(record) if a.option_strings]
+    values = {a.name: a.value for a in options}
+    first = first_by_dest((a.name, a.dest) for a in options)
+    named = {a.name: first[a.dest] for a in options}  # a shared dest is named by its first option, as statically
     ran, static = recorded.budget(record), config.get("fixed_budget") or {}
     budget = {}
     for field in FIELDS:
-        entry = _budget_entry(ran[field], _movers(moved, field), values)
+        movers = list(dict.fromkeys(named.get(name, name) for name in _movers(moved, field)))
+        entry = _budget_entry(ran[field], movers, values)
         read = dict(static.get(field) or {})
         if entry["confidence"] == "unresolved" and read.get("confidence") not in (None, "unresolved"):
             entry = read
-            entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *_movers(moved, field)]))
+            entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *movers]))
         names = [*env_moved.get(field, []), *env_moved.get("objective", [])]
         if names and entry["confidence"] != "not_applicable":
             entry = {**entry, "value": None, "confidence": "unresolved", "flag": None}
@@ -352,14 +358,19 @@ def apply(
     moved: dict,
     trust_for: Callable[[str | None], dict],
     env_moved: dict | None = None,
+    fallback: str | None = None,
 ) -> dict:
-    """The config with the dry run folded in (see the module docstring); admission is recomputed."""
+    """The config with the dry run folded in (see the module docstring); admission is recomputed. `fallback`: why
+    the run is not what `python job.py` does on this host (`fallbacks.refusal`): it settles nothing and refuses."""
     config["import"]["dry_run"] = summary(record)
     if record is None:
         return config
-    real_parser(config, record)
+    if fallback is None:
+        real_parser(config, record)
+    else:
+        config["import"]["support"] = {"status": "unsupported", "reason": fallback}
     metric = config["objective"].get("requested_metric")
-    family = recorded.family(record) if record.status == "recorded" else None
+    family = recorded.family(record) if record.status == "recorded" and fallback is None else None
     settles = not held(config)  # the static reading refuses for nothing a run cannot settle
     kept = [e for e in config["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
     if family == "training" and (settles or not (_unpinnable(config) or config["job"].get("family") in NOT_TRAINING)):
@@ -367,9 +378,9 @@ def apply(
         kept = [e for e in kept if e["code"] not in JUDGED_ON_THE_RECORD]  # judged below on the recorded metric
     elif family in NOT_TRAINING and settles:
         _not_training(config, record, family)
-    elif record.status == "recorded":
+    elif record.status == "recorded" and fallback is None:
         pinned_too(config, moved)
-    elif record.status == "raised" and config["admission_errors"] and settles:
+    elif record.status == "raised" and config["admission_errors"] and settles and fallback is None:
         if not record.stubbed and not _environment(record):  # a raise in job.py or NVFLARE, not a missing module
             refuse_with_line(config, record)
     config["admission_errors"] = admission_errors(config, metric)

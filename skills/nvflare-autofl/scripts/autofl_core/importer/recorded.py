@@ -29,6 +29,15 @@ class Where:
 
 
 @dataclass(frozen=True)
+class StoodIn:
+    """A line of job.py (or a module beside it) on the stack when the run made a stand-in for a module it lacks."""
+
+    module: str
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
 class Action:
     """One action of a parser job.py built, as argparse held it after parsing."""
 
@@ -85,6 +94,7 @@ class DryRunRecord:
     env: Env | None = None
     parsers: tuple[Parser, ...] = ()
     stubbed: tuple[str, ...] = ()
+    stood_in_at: tuple[StoodIn, ...] = ()
     env_read: tuple[str, ...] = ()  # environment variables job.py's own code read
     code: int | None = None
     parser_error: str | None = None
@@ -121,6 +131,15 @@ def _where(data: dict, key: str) -> Where | None:
         return None
     line = _typed(raw, "line", (int,))
     return Where(str(raw.get("file", "job.py")), line, str(raw.get("text") or ""))
+
+
+def _stood_in(raw: Any) -> StoodIn:
+    if not isinstance(raw, dict):
+        raise _Malformed("a stand-in's line is not an object")
+    module, file, line = _typed(raw, "module", (str,)), _typed(raw, "file", (str,)), _typed(raw, "line", (int,))
+    if module is None or file is None or line is None:
+        raise _Malformed("a stand-in's line without module, file or line")
+    return StoodIn(module, file, line)
 
 
 def _action(raw: Any) -> Action:
@@ -178,6 +197,7 @@ def parse(data: Any) -> DryRunRecord:
             env=Env(_typed(env, "class", (str,)), _typed(env, "attrs", (dict,)) or {}) if env else None,
             parsers=tuple(_parser(p) for p in _typed(data, "parsers", (list,)) or []),
             stubbed=_strings(data, "stubbed"),
+            stood_in_at=tuple(_stood_in(s) for s in _typed(data, "stood_in_at", (list,)) or []),
             env_read=_strings(data, "env_read"),
             code=_typed(data, "code", (int,)),
             parser_error=_typed(data, "parser_error", (str,)),

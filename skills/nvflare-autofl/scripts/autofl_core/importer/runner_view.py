@@ -49,7 +49,8 @@ def _format_value(value: Any) -> str:
 
 def fixed_budget_options(config: dict) -> list[str]:
     """Every job option the fixed budget depends on (canonical spelling, in budget order), then every other option
-    that writes the same attribute (a `dest` shared with one of them: the later one on the command line wins).
+    that writes the same attribute (a `dest` shared with one of them: the later one on the command line wins;
+    the budget names the first declared one, whose default job.py gets, see `argparse_flow.build_namespace`).
 
     A candidate's run arguments may set none of them. Most are pinned on the command line by
     `fixed_budget_args`; a switch pinned in its off state (a store_true option left out) has no argument
@@ -117,7 +118,7 @@ def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, 
 
 def parse_job_args(config: dict, argv: Sequence[str], known_only: bool = False) -> tuple[dict, list[str]]:
     """Parse `argv` with job.py's parser rebuilt for argparse: ({canonical flag: value}, errors). Options sharing
-    a dest report under one name: the last declared one's (see `option_keys`)."""
+    a dest report under one name: the first declared one's, as the budget names it (see `option_keys`)."""
     parser = ap.parser_from_config(config)
     parsed = real_parser.parse(parser, [str(a) for a in argv], "parse_known_args" if known_only else "parse_args")
     by_dest = _by_dest(parser)
@@ -132,4 +133,4 @@ def option_keys(config: dict) -> dict[str, str]:
 
 
 def _by_dest(parser: ap.Parser) -> dict[str, str]:
-    return {f.dest: f.canonical for f in parser.flags}
+    return ap.first_by_dest((f.canonical, f.dest) for f in parser.flags)

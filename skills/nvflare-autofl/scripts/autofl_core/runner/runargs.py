@@ -196,10 +196,12 @@ def _canonical(config: dict, token: str) -> tuple[str, str | None]:
 
 
 def _bounds(config: dict) -> dict:
-    """mutation_schema.yaml `mutable_args` keyed by job.py's canonical option (schema keys are dests)."""
+    """mutation_schema.yaml `mutable_args` keyed by job.py's canonical options (schema keys are dests: every option
+    writing a dest gets its rule)."""
     mutable = (config.get("schema") or {}).get("mutable_args") or {}
-    by_dest = {record["dest"]: flag for flag, record in contract.long_options(config)}
-    return {by_dest[dest]: rule for dest, rule in mutable.items() if dest in by_dest}
+    return {
+        flag: mutable[record["dest"]] for flag, record in contract.long_options(config) if record["dest"] in mutable
+    }
 
 
 def _check_bounds(flag: str, value: str | None, bounds: dict) -> None:

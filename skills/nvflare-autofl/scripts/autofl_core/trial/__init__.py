@@ -6,6 +6,8 @@ Knows nothing of the campaign (no ledger, no manifests); the runner's `campaign_
 - `childenv` - the allowlisted child environment and the trial token;
 - `sandbox` - the trial's first program: user, mount, PID (+ network) namespaces, the sealed view (run by path);
 - `seal` - the runner's side of the sandbox: probe, plan (staged files, hidden folders, mapped paths), status;
+- `owned_folders` - private temp folders carrying their owner's record (the probe's, the dry run's), swept once the
+  owner is gone;
 - `what_ran` - rounds and clients a trial ran, from NVFLARE's artifacts, checked against the fixed budget;
 - `rounds` - the metric per round and each site's value per round, from NVFLARE's round records;
 - `export` - export a job folder through the recipe's own `--export --export-dir`, run like a trial (poc/prod);

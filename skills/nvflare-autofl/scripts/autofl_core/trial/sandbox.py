@@ -26,7 +26,7 @@ fails stops the trial before the command runs (exit 126). Standard library only;
 
 Usage:
     python -I sandbox.py --plan PLAN.json -- python job.py ...
-    python -I sandbox.py --probe          # prints the status JSON of a dry run; exit 0 when fully sealed
+    python -I sandbox.py --probe [SCRATCH] # prints the status JSON of a dry run; exit 0 when fully sealed
 
 Plan keys: status_file, cwd, network ("isolated" | "allowed"), required [protection names],
 view {workspace, stage, upper, work, hide[]}, ephemeral [{path, scratch}], writable [paths], map [{path, upper, work}],
@@ -671,41 +671,44 @@ def run(plan: dict, command: list[str]) -> None:
     _exit_like(int(reported) if reported.isdigit() else status)
 
 
-def probe() -> dict:
-    """Try every protection on a scratch view without running anything; the status document."""
-    with tempfile.TemporaryDirectory(prefix="autofl-probe-") as scratch:
-        folders = {name: os.path.join(scratch, name) for name in ("stage", "upper", "work", "workspace", "sim", "tmp")}
-        for folder in folders.values():
-            os.mkdir(folder)
-        plan = {
-            "status_file": os.path.join(scratch, "status.json"),
-            "cwd": folders["workspace"],
-            "writable": [folders["sim"]],
-            "ephemeral": [{"path": tempfile.gettempdir(), "scratch": folders["tmp"]}],
-            "view": {key: folders[key] for key in ("stage", "upper", "work", "workspace")},
-        }
-        pid = os.fork()
-        if pid == 0:
-            try:
-                run(plan, [])
-            finally:
-                os._exit(EXIT_NOT_RUN)
-        os.waitpid(pid, 0)
+def probe(scratch: str | None = None) -> dict:
+    """Try every protection on a scratch view without running anything; the status document. The view is laid in
+    `scratch` (a folder the caller made and removes) or in a temporary folder of its own."""
+    if scratch is None:
+        with tempfile.TemporaryDirectory(prefix="autofl-probe-") as folder:
+            return probe(folder)
+    folders = {name: os.path.join(scratch, name) for name in ("stage", "upper", "work", "workspace", "sim", "tmp")}
+    for folder in folders.values():
+        os.mkdir(folder)
+    plan = {
+        "status_file": os.path.join(scratch, "status.json"),
+        "cwd": folders["workspace"],
+        "writable": [folders["sim"]],
+        "ephemeral": [{"path": tempfile.gettempdir(), "scratch": folders["tmp"]}],
+        "view": {key: folders[key] for key in ("stage", "upper", "work", "workspace")},
+    }
+    pid = os.fork()
+    if pid == 0:
         try:
-            with open(plan["status_file"], encoding="utf-8") as handle:
-                return json.load(handle)
-        except (OSError, ValueError) as error:
-            reason = f"unavailable: the probe failed ({error})"
-            return {"protections": dict.fromkeys(PROTECTIONS, reason), "missing": list(PROTECTIONS)}
+            run(plan, [])
+        finally:
+            os._exit(EXIT_NOT_RUN)
+    os.waitpid(pid, 0)
+    try:
+        with open(plan["status_file"], encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as error:
+        reason = f"unavailable: the probe failed ({error})"
+        return {"protections": dict.fromkeys(PROTECTIONS, reason), "missing": list(PROTECTIONS)}
 
 
 def main(argv: list[str]) -> int:
-    if argv == ["--probe"]:
-        document = probe()
+    if argv[:1] == ["--probe"] and len(argv) <= 2:
+        document = probe(*argv[1:])
         print(json.dumps(document, sort_keys=True))
         return 0 if not document["missing"] else 1
     if len(argv) < 3 or argv[0] != "--plan" or argv[2] != "--":
-        sys.stderr.write("usage: sandbox.py --plan PLAN.json -- COMMAND [ARGS...] | --probe\n")
+        sys.stderr.write("usage: sandbox.py --plan PLAN.json -- COMMAND [ARGS...] | --probe [SCRATCH]\n")
         return 2
     try:
         with open(argv[1], encoding="utf-8") as handle:

@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..common import bounded, cli
+from ..common import bounded, cli, trees
+from . import owned_folders
 
 LAUNCHER = Path(__file__).resolve().parent / "sandbox.py"
 PLAN, STATUS, LIMITS = "sandbox-plan.json", "sandbox-status.json", "sandbox-limits.json"
@@ -35,8 +36,10 @@ PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 NO_STATUS = "unavailable: the sandbox launcher wrote no status"
 SEALED_NEEDS = ("user_namespace", "mount_namespace", "workspace_view", "read_only_host")
 PROBE_TIMEOUT = 30.0
+PROBE_PREFIX = "autofl-probe-"  # a probe's scratch folder (trial/owned_folders.py: swept once its maker is gone)
 _PROBES: dict[str, dict] = {}
 _PENDING: dict[str, subprocess.Popen] = {}  # probes started early (start_probe), not yet collected
+_SCRATCH: dict[int, Path] = {}  # a probe's pid -> its scratch folder, removed when the probe is ended
 
 
 def start_probe(python: str, env: dict[str, str]) -> None:
@@ -85,7 +88,7 @@ def _end_pending() -> None:
 
 def _end_probe(proc: subprocess.Popen) -> None:
     """SIGKILL the probe's process group (the probe and what it forked: its namespace's init ends the rest) unless
-    it was collected already, and reap it."""
+    it was collected already, reap it, and remove its scratch folder."""
     if proc.returncode is None:  # not reaped yet: the group id is still the probe's own
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -94,22 +97,39 @@ def _end_probe(proc: subprocess.Popen) -> None:
     proc.wait()
     if proc.stdout is not None:
         proc.stdout.close()
+    scratch = _SCRATCH.pop(proc.pid, None)
+    if scratch is not None:
+        trees.remove_tree(scratch)
 
 
 def _launch_probe(python: str, env: dict[str, str]) -> subprocess.Popen:
-    """Start the probe in a session of its own (its whole group can be ended with it, `_end_probe`), registered in
-    `_PENDING` before an interrupt can unwind past it."""
+    """Start the probe in a session of its own (its whole group can be ended with it, `_end_probe`) on a scratch
+    folder this process owns (in the probe's temp directory), both registered before an interrupt can unwind past
+    them."""
     with cli.interrupts_held():
-        _PENDING[python] = subprocess.Popen(
-            [python, "-I", str(LAUNCHER), "--probe"],
-            cwd=tempfile.gettempdir(),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    return _PENDING[python]
+        scratch = owned_folders.make(_temp_root(env), PROBE_PREFIX)
+        try:
+            proc = subprocess.Popen(
+                [python, "-I", str(LAUNCHER), "--probe", str(scratch)],
+                cwd=tempfile.gettempdir(),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except BaseException:
+            trees.remove_tree(scratch)
+            raise
+        _PENDING[python], _SCRATCH[proc.pid] = proc, scratch
+    return proc
+
+
+def _temp_root(env: dict[str, str]) -> Path:
+    """The probe's temp directory: the first of TMPDIR, TEMP and TMP in its environment that is a folder, else
+    this process's."""
+    named = (env.get(name) for name in ("TMPDIR", "TEMP", "TMP"))
+    return next((Path(path) for path in named if path and os.path.isdir(path)), Path(tempfile.gettempdir()))
 
 
 def can_seal(document: dict) -> bool:
