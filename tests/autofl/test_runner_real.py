@@ -25,7 +25,9 @@ from module_loader import load_by_path
 from runner_support import REPO, RUNNER, WITHOUT_NAMESPACES, ledger_rows, manifest, run_cli, source_dir, tree_digest
 from runner_support import _check as check_schema
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# The demo fixture runs a whole campaign (about ten real simulations): 2-3 minutes alone, over 300 s on a two-core
+# machine at load 18-20 (fresh-clone CI beside bench/background_load.py and four other jobs, 2026-12-06).
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1200)]
 DEMO = REPO / "examples" / "demo.py"
 SOURCES_ONLY = (
     ".nvflare",
@@ -45,7 +47,7 @@ def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     env = {key: value for key, value in os.environ.items() if key != "AUTOFL_PLOT_RENDERER"}  # as a user runs it
     done = subprocess.run(
-        [sys.executable, str(DEMO), "--output", str(out)], capture_output=True, text=True, timeout=600, env=env
+        [sys.executable, str(DEMO), "--output", str(out)], capture_output=True, text=True, timeout=1080, env=env
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return out, done.stdout
