@@ -334,6 +334,25 @@ def test_a_download_whose_job_definition_is_not_the_runners_never_scores(tmp_pat
     assert evaluation["score"] is None and why in evaluation["failure"]
 
 
+def test_a_candidate_whose_evaluation_job_is_not_the_runners_is_a_crash_without_a_score(tmp_path, monkeypatch):
+    workspace = awaiting_baseline(tmp_path)
+    RunningSystem(monkeypatch, accuracy=0.5)
+    assert run_inproc(workspace, "submit", "--baseline", "--evaluation", *APPROVED).code == 0
+    assert run_inproc(workspace, "prepare", "--name", "c", "--hypothesis", "h", "--run-args", "--lr 0.2").code == 0
+    done = run_inproc(workspace, "evaluate")
+    assert done.code == 0 and done.envelope["next_action"] == "submit_candidate", done.stderr
+    planted_download(workspace / "autofl_runs" / "c" / "download" / "job-7", [0.25, 0.75])
+    awaiting_record(workspace, "c", job_id="job-7", download="autofl_runs/c/download/job-7")
+    RunningSystem(monkeypatch, accuracy=0.99, tamper=_one_byte)
+    done = run_inproc(workspace, "submit", "--evaluation", *APPROVED)
+    assert done.code == 1 and done.envelope["candidate_status"] == "crash", done.stderr
+    row = ledger_rows(workspace)[-1]
+    assert row["name"] == "c" and row["status"] == "crash" and row["score"] in (None, "")
+    assert "app/custom/evaluate_model.py differs" in row["failure_reason"]
+    evaluation = json.loads((workspace / "autofl_runs" / "c" / "evaluation.json").read_text())
+    assert evaluation["score"] is None and "evaluate_model.py differs" in evaluation["failure"]
+
+
 # --- forged answers ---------------------------------------------------------------------------------------------
 
 
