@@ -44,7 +44,7 @@ def check(download: Path, spec: eval_job.EvalJobSpec) -> None:
         if rel not in found:
             _differs(f"it lacks {rel}")
         if rel in eval_job.CONFIG_FILES:
-            if _canonical(_parse(found[rel], rel)) != _canonical(json.loads(data)):
+            if _canonical(_parse(found[rel], rel)) != _canonical(_parse(data, rel)):
                 _differs(f"its {rel} is another configuration")
         elif found[rel] != data:
             _differs(f"its {rel} differs")
