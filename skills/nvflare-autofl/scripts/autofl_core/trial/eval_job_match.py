@@ -31,7 +31,7 @@ DEFINITION = "job"
 SIGNATURE_FILES = frozenset({".__nvfl_sig.json", ".__nvfl_submitter.crt"})  # nvflare.lighter.tool_consts
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_ENTRIES = 10_000
-NOT_SCORED = "its answers are not scored; submit --evaluation builds and submits the runner's own job"
+NOT_SCORED = "its answers are not scored (only the job submit --evaluation builds and submits counts)"
 
 
 def check(download: Path, spec: eval_job.EvalJobSpec) -> None:
