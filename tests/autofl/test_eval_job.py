@@ -5,6 +5,7 @@ configuration is what NVFLARE's own FedJob API exports for the same evaluation-o
 NVFLARE's simulator and its answers are read back, and how each site's answer becomes the measured score.
 """
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -15,12 +16,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from autofl_core.runner import frozen_submit
-from autofl_core.trial import eval_job, evaluator, global_model
+from autofl_core.trial import eval_job, eval_job_match, evaluator, global_model
 from runner_support import REPO, run_inproc, standin_workspace
 
 EVALUATOR = Path(__file__).resolve().parent / "standin_evaluator"
 HELLO = REPO / "examples" / "hello-numpy"
 CUSTOM = "app/custom"
+REAL = REPO / "tests" / "fixtures" / "eval_job_download"  # one real `nvflare job download` (its README)
 
 
 def download_with_model(root: Path, weights) -> Path:
@@ -124,6 +126,55 @@ def test_the_materialized_configuration_is_what_nvflares_fedjob_exports(tmp_path
     exported = tmp_path / "api" / "autofl_ab_lr_eval"
     for rel in ("meta.json", "app/config/config_fed_server.json", "app/config/config_fed_client.json"):
         assert json.loads((built / rel).read_text()) == json.loads((exported / rel).read_text()), rel
+
+
+def real_download(tmp_path) -> tuple[Path, eval_job.EvalJobSpec]:
+    """A copy of the recorded download with the runner's current client script, and the spec of its sources."""
+    download = shutil.copytree(REAL / "3db72ca1-990a-409d-a1c0-2c66d1e07e2d", tmp_path / "download")
+    definition = eval_job_match.definition_root(download)
+    shutil.copy(eval_job.WRAPPER_SOURCE, definition / CUSTOM / eval_job.WRAPPER)  # the runner's own file, as now
+    files = {"evaluate.py": (REAL / "frozen" / "evaluate.py").read_bytes()}
+    return download, spec(tmp_path, files=files, model=REAL / "server.npy", name="any_name", min_clients=5)
+
+
+def test_a_real_download_of_the_runners_evaluation_job_is_what_the_runner_builds(tmp_path):
+    """NVFLARE's own layout (configuration laid out anew, signature files, a temporary folder name) matches; the
+    name, site count and timeout are the job's own (here autofl_ca19eb511f2d_baseline_eval, 2 sites, 900 s)."""
+    download, job_spec = real_download(tmp_path)
+    eval_job_match.check(download, job_spec)
+    digest = frozen_submit._sha256(REAL / "server.npy")
+    answers = eval_job.read_answers(download)
+    assert sorted(answers) == ["site-1", "site-2"]
+    assert all(answer["autofl_model_sha256"] == digest for answer in answers.values())
+
+
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({"files": {"evaluate.py": (REAL / "frozen" / "evaluate.py").read_bytes() + b"#"}}, "evaluate.py differs"),
+        (
+            {"files": {"evaluate.py": (REAL / "frozen" / "evaluate.py").read_bytes(), "x.py": b""}},
+            "lacks app/custom/x.py",
+        ),
+        ({"model": HELLO / "evaluate.py", "model_format": "numpy"}, "autofl_model.npy differs"),
+        ({"script": "other.py", "files": {"other.py": b""}}, "holds app/custom/evaluate.py"),
+    ],
+)
+def test_a_real_download_is_not_the_job_the_runner_builds_from_other_sources(tmp_path, change, why):
+    download, job_spec = real_download(tmp_path)
+    with pytest.raises(eval_job.EvalJobError, match=why):
+        eval_job_match.check(download, dataclasses.replace(job_spec, **change))
+
+
+def test_a_download_without_its_job_definition_is_refused(tmp_path):
+    download, job_spec = real_download(tmp_path)
+    shutil.rmtree(download / "job")
+    with pytest.raises(eval_job.EvalJobError, match="holds no job definition"):
+        eval_job_match.check(download, job_spec)
+    (download / "job" / "a").mkdir(parents=True)
+    (download / "job" / "b").mkdir()
+    with pytest.raises(eval_job.EvalJobError, match="holds no job definition"):
+        eval_job_match.check(download, job_spec)
 
 
 @pytest.mark.slow

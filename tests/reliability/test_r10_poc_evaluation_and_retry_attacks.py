@@ -9,6 +9,7 @@ the runner hands NVFLARE, not NVFLARE (tests/poc/test_poc_frozen.py runs a real 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -177,13 +178,9 @@ class ForgedEvaluationSystem:
         monkeypatch.setattr(flare_cli, "FlareCli", Cli)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a job id hand-written into external/<run>.json's evaluation_submission is waited on, downloaded "
-    "and scored as if the runner had built that job; its answers need only the shipped model's sha256 (the "
-    "downloaded job definition is not compared with the runner's evaluation_job folder)",
-)
 def test_an_evaluation_job_the_runner_did_not_build_never_scores(tmp_path, monkeypatch):
+    """A job id written by hand into evaluation_submission: its download holds no job definition of the runner's
+    evaluation job, so its answers (which need only the shipped model's sha256) never become a score."""
     workspace = poc_workspace(tmp_path)
     download = planted_download(workspace / "autofl_runs" / "baseline" / "download" / "job-1", [0.5, 0.5])
     awaiting_record(workspace, "baseline", download="autofl_runs/baseline/download/job-1")
@@ -202,10 +199,158 @@ def test_an_evaluation_job_the_runner_did_not_build_never_scores(tmp_path, monke
     from autofl_core.runner import frozen_submit
 
     ForgedEvaluationSystem(monkeypatch, frozen_submit._sha256(download / "workspace" / "models" / "server.npy"))
-    run_inproc(workspace, "submit", "--baseline", "--evaluation", *APPROVED)
+    done = run_inproc(workspace, "submit", "--baseline", "--evaluation", *APPROVED)
+    assert done.code == 1 and "holds no job definition" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
     assert [row["score"] for row in ledger_rows(workspace) if row["score"] not in (None, "")] == []
-    evaluation = workspace / "autofl_runs" / "baseline" / "evaluation.json"
-    assert not evaluation.exists() or json.loads(evaluation.read_text())["score"] is None
+    evaluation = json.loads((workspace / "autofl_runs" / "baseline" / "evaluation.json").read_text())
+    assert evaluation["score"] is None and "holds no job definition" in evaluation["failure"]
+    assert json.loads(record.read_text())["evaluation_submission"]["state"] == "failed"  # the next one is built
+
+
+class RunningSystem:
+    """A FLARE system that runs what it is handed: `submit` keeps the job folder, and `download` gives it back as
+    NVFLARE 2.9 does (`<job id>/job/<temporary folder>/` with the JSON configuration laid out anew and signature
+    files in every folder, `<job id>/workspace/cross_site_val/cross_val_results.json` with each site's answer on
+    the model the job carries). `tamper(definition)` edits the definition before it is handed back."""
+
+    def __init__(self, monkeypatch, accuracy: float, tamper=None):
+        from autofl_core.runner import preflight
+        from autofl_core.trial import flare_cli, job_meta
+
+        monkeypatch.setattr(preflight, "check", lambda *a, **k: ["site-1", "site-2"])
+        self.jobs: dict[str, Path] = {}
+        system = self
+
+        class Cli:
+            def __init__(self, *args, **kwargs):
+                pass
+
+            def submit(self, folder):
+                job_id = f"job-{len(system.jobs) + 1}"
+                system.jobs[job_id] = Path(folder)
+                return job_id
+
+            def jobs_named(self, name):
+                return []
+
+            def wait(self, job_id, seconds):
+                return flare_cli.Waited(finished=True, status=job_meta.COMPLETED, meta=None)
+
+            def download(self, job_id, destination):
+                folder = Path(destination) / job_id
+                shutil.rmtree(folder, ignore_errors=True)
+                definition = folder / "job" / "tmpk2x9q1ab"
+                shutil.copytree(system.jobs[job_id], definition)
+                for path in [definition, *definition.rglob("*")]:
+                    if path.is_dir():
+                        (path / ".__nvfl_sig.json").write_text('{"meta.json": "c2lnbmF0dXJl"}')
+                        (path / ".__nvfl_submitter.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+                    elif path.suffix == ".json":
+                        path.write_text(json.dumps(json.loads(path.read_text()), indent=2))
+                model = definition / "app" / "custom" / "autofl_model.npy"
+                answer = {
+                    "autofl_stdout": json.dumps({"accuracy": accuracy, "n": 100}),
+                    "autofl_exit": 0,
+                    "autofl_model_sha256": hashlib.sha256(model.read_bytes()).hexdigest(),
+                }
+                if tamper:
+                    tamper(definition)
+                results = folder / "workspace" / "cross_site_val" / "cross_val_results.json"
+                results.parent.mkdir(parents=True)
+                results.write_text(json.dumps({site: {"SRV_server": answer} for site in ("site-1", "site-2")}))
+                return folder
+
+        monkeypatch.setattr(flare_cli, "FlareCli", Cli)
+
+
+def awaiting_baseline(tmp_path: Path) -> Path:
+    workspace = poc_workspace(tmp_path)
+    planted_download(workspace / "autofl_runs" / "baseline" / "download" / "job-1", [0.5, 0.5])
+    awaiting_record(workspace, "baseline", download="autofl_runs/baseline/download/job-1")
+    return workspace
+
+
+def test_the_evaluation_job_the_runner_built_and_nvflare_ran_scores(tmp_path, monkeypatch):
+    workspace = awaiting_baseline(tmp_path)
+    RunningSystem(monkeypatch, accuracy=0.625)
+    done = run_inproc(workspace, "submit", "--baseline", "--evaluation", *APPROVED)
+    assert done.code == 0, done.stderr
+    [row] = ledger_rows(workspace)
+    assert row["status"] == "baseline" and float(row["score"]) == 0.625
+    assert row["metric_source"] == "measured:frozen_evaluator"
+
+
+def _one_byte(definition: Path) -> None:
+    script = definition / "app" / "custom" / "evaluate_model.py"
+    data = bytearray(script.read_bytes())
+    data[-2] ^= 0x01
+    script.write_bytes(bytes(data))
+
+
+def _helper_shadowed(definition: Path) -> None:
+    (definition / "app" / "custom" / "sitecustomize.py").write_text("import builtins\n")
+
+
+def _client_script_swapped(definition: Path) -> None:
+    client = definition / "app" / "config" / "config_fed_client.json"
+    document = json.loads(client.read_text())
+    document["executors"][0]["executor"]["args"]["task_script_path"] = "evaluate_model.py"
+    client.write_text(json.dumps(document))
+
+
+def _model_swapped(definition: Path) -> None:
+    np.save(definition / "app" / "custom" / "autofl_model.npy", np.asarray([0.5, 0.25]))
+
+
+def _linked_helper(definition: Path) -> None:
+    helper = definition / "app" / "custom" / "evalhelpers.py"
+    outside = definition.parent.parent / "evalhelpers.py"  # the same bytes, outside the definition
+    outside.write_bytes(helper.read_bytes())
+    helper.unlink()
+    helper.symlink_to(outside)
+
+
+TAMPERS = {
+    "one byte of the evaluator": (_one_byte, "app/custom/evaluate_model.py differs"),
+    "an extra module": (_helper_shadowed, "holds app/custom/sitecustomize.py"),
+    "another client script": (_client_script_swapped, "config_fed_client.json is another configuration"),
+    "another model": (_model_swapped, "app/custom/autofl_model.npy differs"),
+    "a linked helper": (_linked_helper, "app/custom/evalhelpers.py is not a regular file"),
+}
+
+
+@pytest.mark.parametrize("edit", TAMPERS)
+def test_a_download_whose_job_definition_is_not_the_runners_never_scores(tmp_path, monkeypatch, edit):
+    tamper, why = TAMPERS[edit]
+    workspace = awaiting_baseline(tmp_path)
+    RunningSystem(monkeypatch, accuracy=0.99, tamper=tamper)
+    done = run_inproc(workspace, "submit", "--baseline", "--evaluation", *APPROVED)
+    assert done.code == 1 and why in done.stderr and "not the evaluation job the runner builds" in done.stderr, (
+        done.stderr
+    )
+    assert ledger_rows(workspace) == []
+    evaluation = json.loads((workspace / "autofl_runs" / "baseline" / "evaluation.json").read_text())
+    assert evaluation["score"] is None and why in evaluation["failure"]
+
+
+def test_a_candidate_whose_evaluation_job_is_not_the_runners_is_a_crash_without_a_score(tmp_path, monkeypatch):
+    workspace = awaiting_baseline(tmp_path)
+    RunningSystem(monkeypatch, accuracy=0.5)
+    assert run_inproc(workspace, "submit", "--baseline", "--evaluation", *APPROVED).code == 0
+    assert run_inproc(workspace, "prepare", "--name", "c", "--hypothesis", "h", "--run-args", "--lr 0.2").code == 0
+    done = run_inproc(workspace, "evaluate")
+    assert done.code == 0 and done.envelope["next_action"] == "submit_candidate", done.stderr
+    planted_download(workspace / "autofl_runs" / "c" / "download" / "job-7", [0.25, 0.75])
+    awaiting_record(workspace, "c", job_id="job-7", download="autofl_runs/c/download/job-7")
+    RunningSystem(monkeypatch, accuracy=0.99, tamper=_one_byte)
+    done = run_inproc(workspace, "submit", "--evaluation", *APPROVED)
+    assert done.code == 1 and done.envelope["candidate_status"] == "crash", done.stderr
+    row = ledger_rows(workspace)[-1]
+    assert row["name"] == "c" and row["status"] == "crash" and row["score"] in (None, "")
+    assert "app/custom/evaluate_model.py differs" in row["failure_reason"]
+    evaluation = json.loads((workspace / "autofl_runs" / "c" / "evaluation.json").read_text())
+    assert evaluation["score"] is None and "evaluate_model.py differs" in evaluation["failure"]
 
 
 # --- forged answers ---------------------------------------------------------------------------------------------

@@ -88,22 +88,37 @@ def job_for(
     """(the evaluation job folder, the model it carries) for run `name`, built from its downloaded training job."""
     from ..trial import eval_job
 
-    section = frozen.section(campaign.config)
     model = job_model(campaign, name, download)
-    spec = eval_job.EvalJobSpec(
+    spec = _spec(campaign, model, job_name=job_name, min_clients=min_clients)
+    try:
+        folder = eval_job.materialize(spec, campaign.paths.run_dir(name) / JOB_FOLDER)
+    except eval_job.EvalJobError as error:
+        raise CampaignError(f"frozen evaluation of {name}: {error}; nothing was submitted. {NOT_MEASURABLE}") from None
+    return folder, model
+
+
+def check_ran(campaign, evaluation_download: Path, model: global_model.GlobalModel) -> None:
+    """EvalJobError unless the downloaded evaluation job is the one `job_for` builds for `model` now, from the
+    runner's frozen copies (the job's name, site count and timeout as its definition declares them)."""
+    from ..trial import eval_job_match
+
+    spec = _spec(campaign, model, job_name="autofl_eval", min_clients=1)  # both replaced by the definition's
+    eval_job_match.check(evaluation_download, spec)
+
+
+def _spec(campaign, model: global_model.GlobalModel, *, job_name: str, min_clients: int):
+    """The evaluation job of `model` with the runner's frozen copies (`trial/eval_job.EvalJobSpec`)."""
+    from ..trial import eval_job
+
+    return eval_job.EvalJobSpec(
         name=job_name,
-        script=section["script"],
+        script=frozen.section(campaign.config)["script"],
         files=frozen.copies(campaign.paths, campaign.config),
         model=model.path,
         model_format=model.format,
         min_clients=min_clients,
         timeout=int(campaign.settings.timeout),
     )
-    try:
-        folder = eval_job.materialize(spec, campaign.paths.run_dir(name) / JOB_FOLDER)
-    except eval_job.EvalJobError as error:
-        raise CampaignError(f"frozen evaluation of {name}: {error}; nothing was submitted. {NOT_MEASURABLE}") from None
-    return folder, model
 
 
 def job_model(campaign, name: str, download: Path) -> global_model.GlobalModel:
@@ -144,22 +159,10 @@ def measured(
     score = None if failure else evaluator.combine(results)
     if score is None and not failure:
         failure = "the frozen evaluator evaluated no sample"
-    record = {
-        "score": score,
-        "metric": metric,
-        "model": campaign.paths.rel(model.path),
-        "model_format": model.format,
-        "model_sha256": digest,
-        "model_file": None,
-        "sites": [
-            {"site": r.site, "value": r.value, "n": r.n, "metrics": r.metrics, "failure": r.failure} for r in results
-        ],
-        "failure": failure,
-        "evaluation_job": job,
-        "measured_at": "sites (poc/prod evaluation job)",
-    }
-    path = campaign.paths.run_dir(name) / frozen_eval.EVALUATION_FILE
-    atomic.write_json(path, record)
+    sites_found = [
+        {"site": r.site, "value": r.value, "n": r.n, "metrics": r.metrics, "failure": r.failure} for r in results
+    ]
+    path = _write_record(campaign, name, score, failure, model=model, digest=digest, sites=sites_found, job=job)
     return {
         "score": score,
         "failure": failure,
@@ -167,10 +170,36 @@ def measured(
         "evaluation": {
             "score": score,
             "sites": {r.site: {"value": r.value, "n": r.n} for r in results if not r.failure},
-            "model": record["model"],
+            "model": campaign.paths.rel(model.path),
             "evaluation_job_id": job.get("job_id"),
         },
     }
+
+
+def unmeasured(campaign, name: str, failure: str, *, model: global_model.GlobalModel | None, job: dict) -> None:
+    """Write run `name`'s evaluation.json when its evaluation job's answers are not read (the job did not complete,
+    left no answers, or is not the job the runner builds): no score, and the reason."""
+    digest = _sha256(Path(model.path)) if model is not None else None
+    _write_record(campaign, name, None, failure, model=model, digest=digest, sites=[], job=job)
+
+
+def _write_record(campaign, name: str, score, failure: str, *, model, digest, sites: list, job: dict) -> Path:
+    """Write run `name`'s evaluation.json of its evaluation job; its path."""
+    record = {
+        "score": score,
+        "metric": campaign.settings.metric,
+        "model": campaign.paths.rel(model.path) if model is not None else None,
+        "model_format": model.format if model is not None else None,
+        "model_sha256": digest,
+        "model_file": None,
+        "sites": sites,
+        "failure": failure,
+        "evaluation_job": job,
+        "measured_at": "sites (poc/prod evaluation job)",
+    }
+    path = campaign.paths.run_dir(name) / frozen_eval.EVALUATION_FILE
+    atomic.write_json(path, record)
+    return path
 
 
 def finish_record(campaign, name: str, reported: float | None, divergence: dict | None) -> None:

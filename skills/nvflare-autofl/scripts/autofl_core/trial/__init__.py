@@ -23,5 +23,6 @@ Knows nothing of the campaign (no ledger, no manifests); the runner's `campaign_
 - `global_model` - the final global model the server persisted in a simulation result, and the sites that took part;
 - `evaluator` - the frozen evaluator run on that model once per site, sealed like a trial; the n-weighted score;
 - `eval_job` - the evaluation job of a model for a real FLARE system (poc/prod) and the per-site answers it leaves
-  (its client script, `job_files/autofl_site_eval.py`, is a file of the job, never imported here).
+  (its client script, `job_files/autofl_site_eval.py`, is a file of the job, never imported here);
+- `eval_job_match` - whether a downloaded job's definition is the evaluation job the runner builds (else no score).
 """

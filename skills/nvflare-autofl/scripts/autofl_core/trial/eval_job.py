@@ -33,6 +33,12 @@ WRAPPER = "autofl_site_eval.py"
 WRAPPER_SOURCE = Path(__file__).resolve().parent / "job_files" / WRAPPER
 MODEL_FILES = {"numpy": "autofl_model.npy"}  # the formats NVFLARE ships a file model locator for without torch
 RESULTS = ("cross_site_val", "cross_val_results.json")
+META, SERVER_CONFIG, CLIENT_CONFIG = (
+    "meta.json",
+    f"{APP}/config/config_fed_server.json",
+    f"{APP}/config/config_fed_client.json",
+)
+CONFIG_FILES = (META, SERVER_CONFIG, CLIENT_CONFIG)  # the job's configuration: JSON documents
 SERVER_MODEL = "SRV_server"  # GlobalModelEval's name of the NPModelLocator's "server" model in the results
 SAFE_PATH = re.compile(r"[A-Za-z0-9._/-]+")
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # one folder name: the job folder is written there
@@ -80,11 +86,11 @@ def job_files(spec: EvalJobSpec) -> dict[str, bytes]:
         files[f"{custom}/{rel}"] = data
     files[f"{custom}/{WRAPPER}"] = WRAPPER_SOURCE.read_bytes()
     files[f"{custom}/{model_name}"] = Path(spec.model).read_bytes()
-    files["meta.json"] = _json(
+    files[META] = _json(
         {"name": spec.name, "resource_spec": {}, "min_clients": spec.min_clients, "deploy_map": {APP: ["@ALL"]}}
     )
-    files[f"{APP}/config/config_fed_server.json"] = _json(_server_config(model_name, spec.timeout))
-    files[f"{APP}/config/config_fed_client.json"] = _json(_client_config(spec, model_name))
+    files[SERVER_CONFIG] = _json(_server_config(model_name, spec.timeout))
+    files[CLIENT_CONFIG] = _json(_client_config(spec, model_name))
     return files
 
 

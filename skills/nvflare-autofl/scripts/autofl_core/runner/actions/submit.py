@@ -308,24 +308,12 @@ def _record_evaluation(campaign, options, now, record, target, step, training, f
     job = {"job_id": step.submission.get("job_id"), "job_status": waited.status}
     meta = job_meta.read_job_meta(folder)
     job["duration_seconds"] = meta.duration_seconds if meta else None
-    found = reason = None
-    if waited.status != job_meta.COMPLETED:
-        reason = f"frozen evaluation: evaluation job {job['job_id']} ended {waited.status or 'without a status'}"
-    else:
-        try:
-            answers = eval_job.read_answers(folder)
-        except eval_job.EvalJobError as error:
-            reason = f"frozen evaluation: {error}"
-        else:
-            if model is None:  # a repeat after the runner was killed: the model the job was built from
-                model = frozen_submit.job_model(campaign, target.name, download)
-            found = frozen_submit.measured(campaign, target.name, answers, model, sites=sites, job=job)
-            reason = found["failure"] or None
+    found, reason = _measure(campaign, target, folder, waited, model, sites, download, job)
     if target.manifest is None and reason:
         step.save(state=FAILED, failure_reason=reason)
         raise CampaignError(
             f"the baseline's {reason}; nothing was recorded. Find out why (the evaluation job's download is in "
-            f"{campaign.paths.rel(folder)}), fix the sites, then submit --evaluation --baseline again",
+            f"{campaign.paths.rel(folder)}), fix what it names, then submit --evaluation --baseline again",
             exit_code=EXIT_UNSCORED,
         )
     given = _record_options(options, target, download, training["job_id"], failure_reason=reason)
@@ -335,6 +323,28 @@ def _record_evaluation(campaign, options, now, record, target, step, training, f
     _mark_training_recorded(campaign, target)
     result.extras["evaluation_job"] = dict(job, download=campaign.paths.rel(folder))
     return result
+
+
+def _measure(campaign, target, folder, waited, model, sites, download, job) -> tuple[dict | None, str | None]:
+    """(the measured score or None, the reason there is none): the answers count only from a completed job whose
+    definition is the evaluation job the runner builds; evaluation.json says why when none was read."""
+    found = reason = None
+    if waited.status != job_meta.COMPLETED:
+        reason = f"frozen evaluation: evaluation job {job['job_id']} ended {waited.status or 'without a status'}"
+    else:
+        if model is None:  # a repeat after the runner was killed: the model the job was built from
+            model = frozen_submit.job_model(campaign, target.name, download)
+        try:
+            frozen_submit.check_ran(campaign, folder, model)
+            answers = eval_job.read_answers(folder)
+        except eval_job.EvalJobError as error:
+            reason = f"frozen evaluation: {error}"
+        else:
+            found = frozen_submit.measured(campaign, target.name, answers, model, sites=sites, job=job)
+            reason = found["failure"] or None
+    if found is None:
+        frozen_submit.unmeasured(campaign, target.name, reason, model=model, job=job)
+    return found, reason
 
 
 def _mark_training_recorded(campaign, target) -> None:
