@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from autofl_core.importer import api, dryrun
+from autofl_core.runner import runargs
+from autofl_core.runner.outcome import CampaignError
 from autofl_core.runner.store import contract
 
 REPO = Path(__file__).resolve().parents[2]
@@ -210,6 +212,23 @@ def test_options_only_the_real_parser_knows_are_read_from_it(job):
     assert api.fixed_budget_args(config) == ["--n_clients", "2", "--num_rounds", "3"]
     assert api.canonical_option(config, "-r5") == ("--num_rounds", "5", None)
     assert api.parse_job_args(config, ["--lr", "0.5"]) == ({"--lr": 0.5}, [])
+
+
+def test_a_comparison_argument_only_the_real_parser_knows_is_pinned(job):
+    """mutation_schema.yaml fixes `lr` within the campaign; only the real parser sees `--lr` (parsed inside a
+    class): it is pinned at the parsed value, never suggested or accepted from a candidate, and no note claims job.py
+    lacks it."""
+    path = job("class_parser")
+    (path.parent / "mutation_schema.yaml").write_text("comparison_budget_args:\n  fixed_within_campaign: [lr]\n")
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert config["fixed_budget"]["comparison_args"] == {"lr": {"flag": "--lr", "value": 0.1}}
+    assert api.fixed_budget_args(config) == ["--n_clients", "2", "--num_rounds", "3", "--lr", "0.1"]
+    assert "--lr" in api.fixed_budget_options(config)
+    assert [s["flag"] for s in config["search_space"]["suggested"]] == []
+    assert not [u for u in config["unresolved"] if u["field"] == "schema.comparison_budget_args.lr"]
+    with pytest.raises(CampaignError, match="fixed-budget option --lr"):
+        runargs.candidate_args(config, "--lr 0.2")
 
 
 def test_export_flags_are_consumed_for_the_job_as_nvflare_does(job):

@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 from autofl_core.importer import budget, dryrun_config, moves, recorded
+from autofl_core.importer.schema import schema_section
 
 FEDAVG = "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
 
@@ -460,7 +461,11 @@ def test_the_real_parser_s_actions_keep_their_const_and_a_custom_action_its_arit
         {**action, "option_strings": ["--level"], "action": "_StoreAction", "nargs": "?", "const": 9},
         {**action, "option_strings": ["--fast"], "dest": "fast", "action": "Toggle", "nargs": 0, "const": None},
     ]
-    config = {"argparse": {"flags": [], "allow_abbrev": True}}
+    config = {
+        "argparse": {"flags": [], "allow_abbrev": True},
+        "schema": schema_section(None, [], False),
+        "unresolved": [],
+    }
     dryrun_config.real_parser(config, record(parsers=[{"actions": actions}]))
     level, fast = config["argparse"]["flags"]
     assert (level["action"], level["nargs"], level["const"], level["takes_value"]) == ("store", "?", 9, True)

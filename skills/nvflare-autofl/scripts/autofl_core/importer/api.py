@@ -39,7 +39,7 @@ from .schema import (
     RUNNER_SETTINGS,
     SCHEMA_FILE,
     budget_mismatches,
-    comparison_keys,
+    comparison_args,
     parse_schema_text,
     schema_section,
     schema_unapplied,
@@ -119,13 +119,8 @@ def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], c
 
 def _budget_section(surface: Surface, argparse_section: dict, schema: dict) -> dict:
     budget = fixed_budget(surface)
-    by_dest = {f["dest"]: f for f in argparse_section["flags"]}
     if budget:
-        budget["comparison_args"] = {
-            key: {"flag": ap.Flag(by_dest[key]["option_strings"], key).canonical, "value": by_dest[key]["value"]}
-            for key in comparison_keys(schema)
-            if key in by_dest and not by_dest[key]["positional"]
-        }
+        budget["comparison_args"] = comparison_args(schema, argparse_section["flags"])
     return budget
 
 

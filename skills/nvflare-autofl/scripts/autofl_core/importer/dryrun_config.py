@@ -31,7 +31,7 @@ from .argparse_flow import NO_VALUE_ACTIONS, first_by_dest
 from .budget import FIELDS
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord
-from .schema import budget_mismatches
+from .schema import budget_mismatches, comparison_args, schema_unapplied
 
 UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
     "environment variable",
@@ -155,7 +155,7 @@ def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved:
                 f"{field}: one run cannot pin a budget that reads the environment; pass it as an option instead"
             )
         budget[field] = entry
-    budget["comparison_args"] = static.get("comparison_args", {})
+    budget["comparison_args"] = comparison_args(config["schema"], config["argparse"]["flags"])
     return budget
 
 
@@ -313,17 +313,24 @@ ACTION_NAMES = {
 
 def real_parser(config: dict, record: DryRunRecord) -> None:
     """The parser's facts are the real argparse parser's: its settings and every option with its default and
-    parsed value; the reading only adds the job.py line an option is declared on (for refusals to name)."""
+    parsed value; the reading only adds the job.py line an option is declared on (for refusals to name). The
+    schema's comparison arguments and its notes on options job.py lacks are read again from the real parser."""
     if not record.parsers:
         return
-    real, section = record.parsers[0], config["argparse"]
+    real, section, schema = record.parsers[0], config["argparse"], config["schema"]
     section["allow_abbrev"] = real.allow_abbrev
     section["fromfile_prefix_chars"] = real.fromfile_prefix_chars
     lines = {f["dest"]: f.get("line") for f in section["flags"]}
+    read = schema_unapplied(schema, section["flags"])
     section["flags"] = [
         {**_flag(a), "line": lines.get(a.dest)} for a in real.actions if ACTION_NAMES.get(a.action) != "version"
     ]
     section["parsed"] = True
+    config["unresolved"] = [u for u in config["unresolved"] if u not in read] + schema_unapplied(
+        schema, section["flags"]
+    )
+    if config.get("fixed_budget"):
+        config["fixed_budget"]["comparison_args"] = comparison_args(schema, section["flags"])
 
 
 def _flag(action: recorded.Action) -> dict:

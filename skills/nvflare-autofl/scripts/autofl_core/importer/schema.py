@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..common.bounded import is_finite, is_integer
+from .argparse_flow import Flag
 
 SCHEMA_FILE = "mutation_schema.yaml"
 TOP_KEYS = {"objective", "mutable_args", "comparison_budget_args", "preferred_targets"}
@@ -203,6 +204,21 @@ def comparison_keys(schema: dict) -> list[str]:
     budget = schema["comparison_budget_args"]
     keys = {*budget["default_candidate_budget"], *budget["fixed_within_campaign"]}
     return sorted(keys - RUNNER_SETTINGS - {"n_clients", "num_rounds"})
+
+
+def comparison_args(schema: dict, flags: list[dict]) -> dict[str, dict]:
+    """{key: {flag, value}} for each comparison key job.py has an option for, from the parser's flag records (the
+    static reading's, or the real parser's after a dry run): a dest several options share is named by the first
+    one declared, the option whose default argparse gives it."""
+    first: dict[str, dict] = {}
+    for record in flags:
+        if not record["positional"] and record["option_strings"]:
+            first.setdefault(record["dest"], record)
+    return {
+        key: {"flag": Flag(list(first[key]["option_strings"]), key).canonical, "value": first[key]["value"]}
+        for key in comparison_keys(schema)
+        if key in first
+    }
 
 
 def schema_unapplied(schema: dict, flags: list[dict]) -> list[dict]:
