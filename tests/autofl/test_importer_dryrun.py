@@ -231,6 +231,25 @@ def test_a_comparison_argument_only_the_real_parser_knows_is_pinned(job):
         runargs.candidate_args(config, "--lr 0.2")
 
 
+def test_a_schema_value_for_an_option_only_the_real_parser_knows_is_named_as_not_passed(job):
+    """The schema's default_candidate_budget asks for seed 7; the import passes schema values through the options
+    the static reading saw, and `--seed` is parsed inside a class: the run keeps job.py's 0, pinned, and a note says
+    so and what to do."""
+    path = job("class_parser")
+    source = path.read_text()
+    line = '        parser.add_argument("--lr", type=float, default=0.1)\n'
+    assert line in source
+    path.write_text(source.replace(line, line + '        parser.add_argument("--seed", type=int, default=0)\n'))
+    (path.parent / "mutation_schema.yaml").write_text(
+        "comparison_budget_args:\n  default_candidate_budget:\n    seed: 7\n"
+    )
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert config["fixed_budget"]["comparison_args"] == {"seed": {"flag": "--seed", "value": 0}}
+    notes = [u["reason"] for u in config["unresolved"] if u["field"] == "schema.comparison_budget_args.seed"]
+    assert len(notes) == 1 and "did not pass it" in notes[0] and "--base-args" in notes[0], config["unresolved"]
+
+
 def test_export_flags_are_consumed_for_the_job_as_nvflare_does(job):
     """`python job.py --export` exports (NVFLARE strips the flag before job.py's parser sees it): a candidate run
     argument `--export` turns the simulation into an export, and the dry run names the change (an export trains

@@ -31,7 +31,7 @@ from .argparse_flow import NO_VALUE_ACTIONS, first_by_dest
 from .budget import FIELDS
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord
-from .schema import budget_mismatches, comparison_args, schema_unapplied
+from .schema import budget_mismatches, comparison_args, comparison_keys, schema_unapplied
 
 UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
     "environment variable",
@@ -329,8 +329,25 @@ def real_parser(config: dict, record: DryRunRecord) -> None:
     config["unresolved"] = [u for u in config["unresolved"] if u not in read] + schema_unapplied(
         schema, section["flags"]
     )
+    config["unresolved"] += _schema_args_unpassed(schema, set(lines), section["flags"])
     if config.get("fixed_budget"):
         config["fixed_budget"]["comparison_args"] = comparison_args(schema, section["flags"])
+
+
+def _schema_args_unpassed(schema: dict, read: set[str], flags: list[dict]) -> list[dict]:
+    """Notes on the schema's default_candidate_budget values for options only the real parser has: the import
+    turns them into job arguments from the static reading's options, so they were not passed."""
+    wanted = schema["comparison_budget_args"]["default_candidate_budget"]
+    real = {f["dest"] for f in flags if not f["positional"]}
+    return [
+        {
+            "field": f"schema.comparison_budget_args.{key}",
+            "reason": f"mutation_schema.yaml sets {key}: {wanted[key]!r}, but only running job.py shows its option, "
+            f"so the import did not pass it and trials run job.py's default; pass it in --base-args",
+        }
+        for key in comparison_keys(schema)
+        if key in wanted and key in real and key not in read
+    ]
 
 
 def _flag(action: recorded.Action) -> dict:
