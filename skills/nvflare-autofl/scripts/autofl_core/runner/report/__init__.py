@@ -1,6 +1,7 @@
 """autofl_report.md and autofl_report.json (imports nothing).
 
 - `build` - gather the campaign's facts into the report document and write both files;
+- `run_records` - what the runs' own records say: budget verification, the latest trial, the wall time;
 - `facts` - pure facts from the ledger: improvements, discards, literature and family outcomes, trajectory;
 - `curves` - the runs whose metric per round the plot shows (from their round records), in words too;
 - `warning_rules` - what should make a reviewer doubt the selected result (pure);

@@ -21,16 +21,13 @@ from pathlib import Path
 from ...campaign import compare, gains, prune
 from ...campaign import vocabulary as v
 from ...campaign.ledger import LedgerRow
-from ...common import atomic, bounded, faults
+from ...common import atomic, faults
 from .. import noise, pointers
 from .. import state as state_mod
-from ..outcome import CampaignError
-from ..store import external
 from ..store.contract import BUDGET_FIELDS
-from . import curves, facts, markdown, score_provenance, warning_rules
+from . import curves, facts, markdown, run_records, score_provenance, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
-_STAMP = "%Y-%m-%dT%H:%M:%SZ"  # UTC time stamps as the campaign records them
 
 
 @dataclass(frozen=True)
@@ -226,17 +223,19 @@ def _evidence(campaign, state: dict, context: Context, judged: _Standing) -> war
 
 
 def _compute(campaign, state: dict, rows: list[LedgerRow]) -> dict:
-    return dict(facts.compute_spent(rows), **_wall_time(campaign, state), batches=facts.batches(campaign.manifests()))
+    return dict(
+        facts.compute_spent(rows), **run_records.wall_time(campaign, state), batches=facts.batches(campaign.manifests())
+    )
 
 
 def _isolation(campaign, rows: list[LedgerRow]) -> dict:
     """How the latest runner trial could reach the network, and its sandbox record."""
-    latest_trial = _latest_trial(rows, campaign)
+    latest_trial = run_records.latest_trial(rows, campaign)
     sandbox = latest_trial.get("sandbox")
     return {
         "network": {
             "allow_network": bool(campaign.settings.allow_network),
-            "latest_trial": _trial_network(latest_trial),
+            "latest_trial": run_records.trial_network(latest_trial),
         },
         "sandbox": {"latest_trial": sandbox if isinstance(sandbox, dict) else None},
     }
@@ -245,7 +244,7 @@ def _isolation(campaign, rows: list[LedgerRow]) -> dict:
 def _boards(campaign, judged: _Standing) -> dict:
     """The leaderboard, the failures and the abandoned candidates; the cap and setting changes on record."""
     rows = judged.rows
-    budgets = _budgets(campaign, rows)
+    budgets = run_records.budgets(campaign, rows)
     return {
         "leaderboard": _with_sites(
             [_entry(row, budgets) for row in rows if row.status != v.LITERATURE],
@@ -318,7 +317,7 @@ def write(outputs: Outputs, data: dict) -> None:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime(_STAMP)
+    return datetime.now(timezone.utc).strftime(run_records.STAMP)
 
 
 def _provenance(state: dict, context: Context) -> dict:
@@ -409,76 +408,6 @@ def _noise_section(rows: list[LedgerRow], estimate: dict | None, band: float | N
             "seed" in (item["notes"] or "") and "identical" not in (item["notes"] or "") for item in replicates
         ),
     }
-
-
-def _trial_network(trial: dict) -> str | None:
-    """How the latest trial could reach the network, from its trial.json's `network_isolation`: `isolated`,
-    `allowed` (null there: isolation was not requested) or `unavailable: <why>`; None when the runner ran no trial,
-    as in poc/prod."""
-    value = trial.get("network_isolation", "")
-    if value is None:
-        return "allowed"
-    return value if isinstance(value, str) and value else None
-
-
-def _latest_trial(rows: list[LedgerRow], campaign) -> dict:
-    """The trial.json of the latest runner trial ({} without one, as in poc/prod, or when it cannot be read)."""
-    for row in reversed(rows):
-        if row.artifacts and _is_runner_trial(run := campaign.paths.resolve(row.artifacts), campaign):
-            return bounded.read_json_or_none(run / "trial.json") or {}
-    return {}
-
-
-def _is_runner_trial(run: Path, campaign) -> bool:
-    return run.parent == campaign.paths.output_root  # not an external run
-
-
-def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:
-    """Per scored row, whether its fixed budget was verified from what ran: the manifest's `result.budget` for
-    candidates, the external-run record for an external baseline, trial.json for the runner's baseline and
-    replicate trials."""
-    recorded = {m.candidate_id: m.result.budget for m in campaign.manifests()}
-    found = {}
-    for row in rows:
-        if row.score is None:
-            continue
-        budget = recorded.get(row.name) if row.candidate_manifest else None
-        if budget is None and row.status == v.BASELINE:  # an external baseline (record --baseline, submit)
-            try:
-                budget = (external.read(campaign.paths, row.name) or {}).get("budget")
-            except CampaignError:  # the report is read-only: a damaged record reads as no evidence
-                pass
-        if budget is None and not row.candidate_manifest and row.artifacts:
-            run = campaign.paths.resolve(row.artifacts)
-            if _is_runner_trial(run, campaign):
-                budget = (bounded.read_json_or_none(run / "trial.json") or {}).get("budget")
-        found[row.name] = budget.get("status") if isinstance(budget, dict) else v.BUDGET_UNVERIFIED
-    return found
-
-
-def _wall_time(campaign, state: dict) -> dict:
-    """From the campaign's creation to its latest stamp: the state is stamped when each action's step finished
-    (trials ended and decided), so the last action's own run time is inside; manifests and campaign.json carry
-    action start times, which only matter for a state file older than them."""
-    stamps = [campaign.meta.get("updated_at"), state.get("updated_at")]
-    stamps += [m.updated_at for m in campaign.manifests()]
-    start = _parse(campaign.meta.get("created_at"))
-    ends = [stamp for stamp in (_parse(s) for s in stamps) if stamp is not None]
-    if start is None or not ends:
-        return {"started_at": campaign.meta.get("created_at"), "last_activity_at": None, "wall_time_seconds": None}
-    end = max(ends)
-    return {
-        "started_at": campaign.meta["created_at"],
-        "last_activity_at": end.strftime(_STAMP),
-        "wall_time_seconds": max((end - start).total_seconds(), 0.0),
-    }
-
-
-def _parse(stamp) -> datetime | None:
-    try:
-        return datetime.strptime(str(stamp), _STAMP).replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
 
 
 def _entry(row: LedgerRow, budgets: dict[str, str | None]) -> dict:
