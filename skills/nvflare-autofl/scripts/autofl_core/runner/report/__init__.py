@@ -7,5 +7,6 @@
 - `warning_rules` - what should make a reviewer doubt the selected result (pure);
 - `score_provenance` - where the score comes from; measured vs job-reported per trial, metric divergences;
 - `markdown` - the human report from the document;
+- `safe_text` - recorded strings as markdown that cannot change the report's structure;
 - `gate` - the final report's shell: lock, refusal rules, output checks (the `report` action, campaign_report.py).
 """
