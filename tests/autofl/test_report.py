@@ -575,15 +575,15 @@ def test_a_state_file_that_disagrees_with_the_ledger_is_a_warning_and_is_left_al
 
 
 def test_network_line_says_what_the_trials_could_reach():
-    from autofl_core.runner.report import build as report
     from autofl_core.runner.report import markdown as report_markdown
+    from autofl_core.runner.report import run_records
 
-    assert report._trial_network({}) is None  # no trial ran (poc/prod), or its trial.json is unreadable
-    assert report._trial_network({"network_isolation": "unavailable: unshare failed (EPERM)"}) == (
+    assert run_records.trial_network({}) is None  # no trial ran (poc/prod), or its trial.json is unreadable
+    assert run_records.trial_network({"network_isolation": "unavailable: unshare failed (EPERM)"}) == (
         "unavailable: unshare failed (EPERM)"
     )
-    assert report._trial_network({"network_isolation": None}) == "allowed"
-    assert report._trial_network({"network_isolation": 3}) is None
+    assert run_records.trial_network({"network_isolation": None}) == "allowed"
+    assert run_records.trial_network({"network_isolation": 3}) is None
     line = report_markdown._network_line
     assert line({"allow_network": False, "latest_trial": None}) == []
     assert line({"allow_network": False, "latest_trial": "isolated"}) == ["- Trial network: isolated (loopback only)"]

@@ -247,7 +247,7 @@ def test_a_round_waiting_for_a_site_names_it_in_the_note_and_the_reason():
 
 
 def test_the_progress_line_of_a_quiet_trial_says_what_it_waits_for(tmp_path):
-    from autofl_core.trial import execute
+    from autofl_core.trial import execute, monitor
 
     stream = io.StringIO()
     spec = execute.TrialSpec(
@@ -260,13 +260,13 @@ def test_the_progress_line_of_a_quiet_trial_says_what_it_waits_for(tmp_path):
         num_rounds=3,
         progress_stream=stream,
     )
-    monitor = execute._Monitor(spec, tmp_path, started=0.0)
+    hooks = monitor.Monitor(spec, tmp_path, started=0.0)
     for line in ("Round 1 started.", SAMPLED.format(["site-1", "site-2"]), ARRIVED.format("site-1", 1, 2)):
-        monitor.on_line(line)
-    monitor.watchdog._last_progress = 0.0  # as if these lines came at the start
+        hooks.on_line(line)
+    hooks.watchdog._last_progress = 0.0  # as if these lines came at the start
     for now in (10.0, 31.0, 33.0, 35.0, 61.0):
-        monitor.tick(now)
-    monitor.close()  # the lines are written by the printer's own thread
+        hooks.tick(now)
+    hooks.close()  # the lines are written by the printer's own thread
     notes = [line for line in stream.getvalue().splitlines() if "no progress for" in line]
     assert [note.split("| no progress for ")[1].split("s ")[0] for note in notes] == ["31", "61"], notes
     assert all("waiting for site-2's result" in note for note in notes)

@@ -76,6 +76,7 @@ ARGUMENT_STRING_OPTIONS = ("--base-args", "--run-args", "--score")  # values may
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The one parser of every action: ACTION JOB, then the options grouped below, in the order --help lists them."""
     parser = cli.OneLineParser(
         prog="run_job_campaign",
         description=__doc__.splitlines()[0],
@@ -84,6 +85,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("action", choices=ACTIONS, help="lifecycle action")
     parser.add_argument("job", help="path to an existing NVFLARE job.py")
+    for add_options in (
+        _campaign_options,
+        _guard_options,
+        _trial_options,
+        _evaluator_options,
+        _candidate_options,
+        _record_options,
+        _submit_options,
+        _count_and_confirm_options,
+    ):
+        add_options(parser)
+    return parser
+
+
+def _campaign_options(parser: argparse.ArgumentParser) -> None:
+    """The objective, where trials run, the candidate cap and the campaign's file paths."""
     add = parser.add_argument
     add("--metric", help="objective metric (default: the job's key metric)")
     add("--env", choices=("sim", "poc", "prod"), help="where trials run (default sim)")
@@ -99,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("--output-root", "autofl_runs"),
     ):
         add(flag, metavar="PATH", help=f"default {default}")
+
+
+def _guard_options(parser: argparse.ArgumentParser) -> None:
+    """The guard's thresholds (each also an environment variable) and the stop files."""
     for flag, name, note in (
         ("--plateau-threshold", "plateau_threshold", ">=1"),
         ("--plateau-min-delta", "plateau_min_delta", ">=0"),
@@ -108,14 +129,21 @@ def build_parser() -> argparse.ArgumentParser:
         ("--noise-sigmas", "noise_sigmas", "0 = off; keep needs a gain above X stdev of the best"),
     ):
         variable, default = guard_inputs.THRESHOLDS[name][:2]
-        add(flag, dest=name, type=_threshold(name), metavar="N", help=f"env {variable}, default {default}; {note}")
-    add(
+        parser.add_argument(
+            flag, dest=name, type=_threshold(name), metavar="N", help=f"env {variable}, default {default}; {note}"
+        )
+    parser.add_argument(
         "--stop-file",
         action="append",
         dest="stop_files",
         metavar="PATH",
         help="repeatable; default STOP_AUTOFL and .nvflare/autofl/STOP",
     )
+
+
+def _trial_options(parser: argparse.ArgumentParser) -> None:
+    """How every trial runs: the job's base arguments, timeouts, per-trial limits, interpreter and network."""
+    add = parser.add_argument
     add("--base-args", metavar="ARGS", help='job arguments for the baseline and every candidate, e.g. "--lr 0.1"')
     add("--timeout", type=float, metavar="SECONDS", help="total trial timeout (default 900)")
     add(
@@ -137,6 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="let trials reach the network (default: each trial runs in its own network namespace, loopback only)",
     )
+
+
+def _evaluator_options(parser: argparse.ArgumentParser) -> None:
+    """initialize's frozen evaluator and fixed options, and pruning of trailing candidates."""
+    add = parser.add_argument
     add(
         "--evaluator",
         metavar="FILE",
@@ -162,6 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop a candidate whose per-round metric trails the best's for 2 rounds after half the budget "
         "(recorded as a discard; never the baseline or replicates; default off)",
     )
+
+
+def _candidate_options(parser: argparse.ArgumentParser) -> None:
+    """prepare's candidate, evaluate's manifests, batch and run args, status's best defaults."""
+    add = parser.add_argument
     add("--name", help="prepare: candidate name (also its id); record --literature: row name")
     add("--hypothesis", help="prepare: what changes and why; record --literature: sources and decision")
     add("--family", help="algorithm family (prepare, record --literature)")
@@ -186,6 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="evaluate (batch), replicate: trials at a time (default: one per visible GPU, else 2 per CPU core; <= the batch)",
     )
     add("--run-args", metavar="ARGS", help='evaluate: candidate run args, canonical long options, e.g. "--lr 0.1"')
+
+
+def _record_options(parser: argparse.ArgumentParser) -> None:
+    """record's external run or literature event, and the user's approval of a cap change."""
+    add = parser.add_argument
     add("--score", type=float, help="record: the external run's score")
     add("--artifacts", metavar="DIR", help="record: downloaded result folder to extract the metric from")
     add("--job-id", help="record: the external job id")
@@ -197,6 +240,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the user approved raising the cap (or going uncapped)",
     )
+
+
+def _submit_options(parser: argparse.ArgumentParser) -> None:
+    """poc/prod: the startup kit, the user's authorization and the evaluation job."""
+    add = parser.add_argument
     add("--startup-kit", metavar="KIT", help="initialize (preflight), submit: the admin startup kit folder (poc/prod)")
     add("--kit-id", metavar="ID", help="initialize (preflight), submit: a registered startup-kit id (poc/prod)")
     add(
@@ -210,6 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="submit: the frozen evaluator's evaluation job of the downloaded run (poc/prod with --evaluator)",
     )
+
+
+def _count_and_confirm_options(parser: argparse.ArgumentParser) -> None:
+    """suggest's and replicate's counts, report's confirmation of an interrupted campaign."""
+    add = parser.add_argument
     add("--limit", type=int, help="suggest: how many seeds (default 10)")
     add("--count", type=int, metavar="K", help="replicate: reruns of the best configuration (1..10, default 3)")
     add(
@@ -217,7 +270,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="report: the user says the unfinished campaign was stopped (checked: no runner or trial alive)",
     )
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -187,14 +187,44 @@ def fold(
     config: dict, record: DryRunRecord, moved: dict, env_moved: dict, trust_for: Callable[[str | None], dict]
 ) -> None:
     """Make a recorded training run the config's source (see the module docstring)."""
+    found = _corrections(config, record)  # read before the record replaces the reading
+    _recorded_job(config, record)
+    config["fixed_budget"] = _recorded_budget(config, record, moved, env_moved)
+    config["schema"]["budget_mismatches"] = budget_mismatches(
+        config["fixed_budget"], config["schema"], config["argparse"]["flags"], config["argparse"]["schema_args"]
+    )
+    _objective(config, record)
+    script = recorded.train_script(record)
+    if script is not None:  # the run names no client script: the reading's trust stands
+        config["trust"] = trust_for(script)
+    _unresolved_budget(config)
+    _recorded_support(config, record, env_moved)
+    if found:
+        config["import"]["dry_run"]["corrected"] = found
+
+
+def _corrections(config: dict, record: DryRunRecord) -> list[str]:
+    """Where the static reading differs from the run: budget fields, then the key metric."""
     found = contradictions(config, record)
     metric, _mode = recorded.key_metric(record)
     read = config["objective"].get("job_key_metric")
     if metric is not None and read not in (None, metric):
         found.append(f"key metric: job.py reads as {read}, but running it asks NVFLARE for {metric}")
-    chain, call = record.recipe, record.call
-    line = call.line if call else None
-    pattern = "recipe" if chain else "fedjob"
+    return found
+
+
+def _pattern(record: DryRunRecord) -> str:
+    return "recipe" if record.recipe else "fedjob"
+
+
+def _call_line(record: DryRunRecord) -> int | None:
+    """The job.py line of the call that built the job (None when the run recorded none)."""
+    return record.call.line if record.call else None
+
+
+def _recorded_job(config: dict, record: DryRunRecord) -> None:
+    """The job, its environment and a FedJob's simulator folder as the run built them."""
+    chain, line = record.recipe, _call_line(record)
     env_name = record.env.name if record.env else None
     config["job"].update(
         {
@@ -203,7 +233,7 @@ def fold(
             "nvflare_class": recorded.recipe_class(record),
             "env": {"class": env_name or "FedJob.simulator_run", "args": {}},
             "line": line,
-            "pattern": pattern,
+            "pattern": _pattern(record),
             "run_call": record.recipe_call or record.entry,
         }
     )
@@ -218,14 +248,10 @@ def fold(
             "reads_root_variable": inside,
             "value": None if inside else workspace,
         }
-    config["fixed_budget"] = _recorded_budget(config, record, moved, env_moved)
-    config["schema"]["budget_mismatches"] = budget_mismatches(
-        config["fixed_budget"], config["schema"], config["argparse"]["flags"], config["argparse"]["schema_args"]
-    )
-    _objective(config, record)
-    script = recorded.train_script(record)
-    if script is not None:  # the run names no client script: the reading's trust stands
-        config["trust"] = trust_for(script)
+
+
+def _unresolved_budget(config: dict) -> None:
+    """The reading's budget and objective notes give way to the recorded budget's unresolved fields."""
     config["unresolved"] = [
         u for u in config["unresolved"] if not u["field"].startswith(("fixed_budget.", "objective."))
     ]
@@ -234,10 +260,12 @@ def fold(
         for k, v in config["fixed_budget"].items()
         if k in FIELDS and v.get("confidence") == "unresolved"
     ]
-    config["import"]["support"] = {
-        "status": "supported",
-        "reason": f"recorded by a dry run: {pattern} {config['job']['class']} at job.py line {line}",
-    }
+
+
+def _recorded_support(config: dict, record: DryRunRecord, env_moved: dict) -> None:
+    """Supported, as recorded; unsupported when an environment variable builds another job."""
+    where = f"{_pattern(record)} {config['job']['class']} at job.py line {_call_line(record)}"
+    config["import"]["support"] = {"status": "supported", "reason": f"recorded by a dry run: {where}"}
     config["import"]["would_raise"] = []
     if env_moved.get("objective"):
         config["import"]["support"] = {
@@ -245,8 +273,6 @@ def fold(
             "reason": f"running job.py with the environment variable {env_moved['objective'][0]} changed builds "
             "another job (class, key metric or simulator folder): one run cannot pin it; pass it as an option",
         }
-    if found:
-        config["import"]["dry_run"]["corrected"] = found
 
 
 def _not_training(config: dict, record: DryRunRecord, family: str) -> None:
@@ -257,7 +283,7 @@ def _not_training(config: dict, record: DryRunRecord, family: str) -> None:
         if family == "nested"
         else "which trains no model; Auto-FL tunes training jobs only"
     )
-    line = record.call.line if record.call else None
+    line = _call_line(record)
     config["import"]["support"] = {
         "status": "unsupported",
         "reason": f"running job.py builds {chain[0].rpartition('.')[2]} (line {line}), of the {family} family, {what}",

@@ -15,6 +15,7 @@ Knows nothing of the campaign (no ledger, no manifests); the runner's `campaign_
 - `job_meta` - a submitted job's id, status and duration from NVFLARE's job metadata (poc/prod);
 - `processes` - the child's process tree: new session, streamed output, whole-tree termination;
 - `watchdog` - total timeout, stall and no-progress watchdogs, and the simulator log watcher;
+- `monitor` - the hooks that watch a running trial: watchdog, live progress, printed result paths, pruning;
 - `folders` - sub-folders of the simulator root, listed again only when a folder changed;
 - `progress` - the live progress line on stderr (round k/N, elapsed, last metric);
 - `resultdir` - find the simulator result folder in the trial root and copy it out;

@@ -155,49 +155,58 @@ def write_plan(
 
     `stage_files` None: a contained trial in the live workspace. Otherwise a sealed one: the files are staged,
     `hide` folders of the workspace are invisible, `writable` folders (the one that holds the simulator root and
-    the private temp folder: a FedJob removes its simulator root, which a mount point could not be) stay writable, and each of `literal_paths` (a simulator workspace a job writes to whatever
-    NVFLARE_SIMULATOR_WORKSPACE_ROOT says) is mapped: its nearest existing folder gets an overlay whose upper
-    layer is in the trial folder (`literal_root` says where the job's results land). `limits` (memory, disk,
-    processes; see common/trial_limits.py) are enforced by the launcher on the trial's writable folders (`writable`, the upper
-    layers) and temp mounts; `read_breach` reads what it found crossed. `discard_writes` False leaves
-    the temp folder and HOME read-only like the rest of the host (instead of discarding what is written there).
+    the private temp folder: a FedJob removes its simulator root, which a mount point could not be) stay writable,
+    and each of `literal_paths` (a simulator workspace a job writes to whatever NVFLARE_SIMULATOR_WORKSPACE_ROOT
+    says) is mapped: its nearest existing folder gets an overlay whose upper layer is in the trial folder
+    (`literal_root` says where the job's results land). `limits` (memory, disk, processes; see
+    common/trial_limits.py) are enforced by the launcher on the trial's writable folders (`writable`, the upper
+    layers) and temp mounts; `read_breach` reads what it found crossed. `discard_writes` False leaves the temp
+    folder and HOME read-only like the rest of the host (instead of discarding what is written there).
     """
     trial_dir = Path(trial_dir)
+    sealed = stage_files is not None
     plan: dict = {"status_file": str(trial_dir / STATUS), "cwd": str(workspace), "network": network}
     if limits:
-        disk = [{"path": str(path), "label": "the simulator workspace and TMPDIR"} for path in writable]
-        if stage_files is not None:
-            disk.append({"path": str(trial_dir / "upper"), "label": "the job's folder"})
-            disk += [
-                {"path": str(trial_dir / f"mapped-{index}" / "upper"), "label": target}
-                for index, target in enumerate(literal_paths)
-            ]
-        plan["limits"] = {
-            **limits,
-            "reason_file": str(trial_dir / LIMITS),
-            "cgroup": trial_dir.name,
-            "disk_paths": disk,
-        }
-    if stage_files is not None:
+        plan["limits"] = _limits_entry(trial_dir, limits, writable, sealed=sealed, literal_paths=literal_paths)
+    if sealed:
         stage(trial_dir / "stage", stage_files)
         for name in ("upper", "work"):
             (trial_dir / name).mkdir()
-        plan.update(
-            required=list(SEALED_NEEDS),
-            view={
-                "workspace": str(workspace),
-                "stage": str(trial_dir / "stage"),
-                "upper": str(trial_dir / "upper"),
-                "work": str(trial_dir / "work"),
-                "hide": [str(path) for path in hide],
-            },
-            ephemeral=_ephemeral_entries(trial_dir, home) if discard_writes else [],
-            writable=[str(path) for path in writable],
-            map=[_map_entry(trial_dir, index, target) for index, target in enumerate(literal_paths)],
-        )
+        plan.update(_sealed_entries(trial_dir, workspace, writable, home, hide, literal_paths, discard_writes))
     path = trial_dir / PLAN
     path.write_text(json.dumps(plan, sort_keys=True), encoding="utf-8")
     return path
+
+
+def _limits_entry(trial_dir: Path, limits: dict, writable: list[Path], *, sealed: bool, literal_paths) -> dict:
+    """The plan's `limits`: the caller's, the file the launcher says a breach in, the trial's cgroup name and the
+    folders whose disk use counts (the writable ones; a sealed trial's upper layers too)."""
+    disk = [{"path": str(path), "label": "the simulator workspace and TMPDIR"} for path in writable]
+    if sealed:
+        disk.append({"path": str(trial_dir / "upper"), "label": "the job's folder"})
+        disk += [
+            {"path": str(trial_dir / f"mapped-{index}" / "upper"), "label": target}
+            for index, target in enumerate(literal_paths)
+        ]
+    return {**limits, "reason_file": str(trial_dir / LIMITS), "cgroup": trial_dir.name, "disk_paths": disk}
+
+
+def _sealed_entries(trial_dir: Path, workspace, writable, home, hide, literal_paths, discard_writes) -> dict:
+    """A sealed trial's view of the workspace (stage, overlay, hidden folders), what stays writable, what is
+    discarded and the mapped literal simulator paths."""
+    return {
+        "required": list(SEALED_NEEDS),
+        "view": {
+            "workspace": str(workspace),
+            "stage": str(trial_dir / "stage"),
+            "upper": str(trial_dir / "upper"),
+            "work": str(trial_dir / "work"),
+            "hide": [str(path) for path in hide],
+        },
+        "ephemeral": _ephemeral_entries(trial_dir, home) if discard_writes else [],
+        "writable": [str(path) for path in writable],
+        "map": [_map_entry(trial_dir, index, target) for index, target in enumerate(literal_paths)],
+    }
 
 
 def literal_root(trial_dir: Path, literal_paths: list[str]) -> Path | None:

@@ -424,23 +424,12 @@ def analyse(
     suspicious, flagged = scan_suspicious(lines, index)
     scanned = scan_signals(lines, catalog, flagged, index)
     blocks = find_tracebacks(lines, flagged, index)
-    status = job_status if sites.valid_job_status(job_status) else None
-    status = status or (evidence.job_status if sites.valid_job_status(evidence.job_status) else None)
-    user_job_id = sites.valid_job_id(job_id)
-    if not user_job_id:
-        job_id = evidence.job_id if sites.valid_job_id(evidence.job_id) else None
+    status, job_id, user_job_id = _job_identity(evidence, job_id, job_status)
     detected, reason = decide_mode(
         mode, evidence.mode_hints, scanned.find_mode_hints, job_id_given=user_job_id, weak=catalog.weak_mode_reasons
     )
     raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged, index)
-    scanned_hits = raiser.drop_shadowed_hits(scanned.hits, raised, lines, catalog)
-    hits = _merge(
-        _merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits
-    )
-    hits = _merge(hits, _exit_hits(lines, catalog, index))
-    hits = _third_party(hits, catalog, blocks, lines)
-    hits = dissent.contest(hits, lines, blocks, catalog)
-    hits, static = _split_static(hits, lines, evidence)
+    hits, static = _all_hits(evidence, catalog, scanned, raised, blocks, status, index)
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged, status)
     an = Analysis(
         evidence,
@@ -464,16 +453,58 @@ def analyse(
     an.primary = an.ranked[0] if an.ranked else None
     _apply_visibility(an, index)
     _failure_facts(an, index)
+    _run_facts(an, index)
+    _missing_tracebacks(an, hits)
+    an.confidence = _confidence(an)
+    return an
+
+
+def _job_identity(
+    evidence: Evidence, job_id: str | None, job_status: str | None
+) -> tuple[str | None, str | None, bool]:
+    """The job status and id to report (the user's when valid, else the evidence's) and whether the user's id is
+    valid (it decides the mode)."""
+    status = job_status if sites.valid_job_status(job_status) else None
+    status = status or (evidence.job_status if sites.valid_job_status(evidence.job_status) else None)
+    user_job_id = sites.valid_job_id(job_id)
+    if not user_job_id:
+        job_id = evidence.job_id if sites.valid_job_id(evidence.job_id) else None
+    return status, job_id, user_job_id
+
+
+def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, status, index) -> tuple[dict, dict]:
+    """Every row's hits (scanned signals a raiser does not shadow, structured conditions, raisers', exits'), loose
+    on third-party tracebacks and contested where the evidence disagrees; split from the static-only rows."""
+    lines = evidence.lines
+    scanned_hits = raiser.drop_shadowed_hits(scanned.hits, raised, lines, catalog)
+    hits = _merge(
+        _merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits
+    )
+    hits = _merge(hits, _exit_hits(lines, catalog, index))
+    hits = _third_party(hits, catalog, blocks, lines)
+    hits = dissent.contest(hits, lines, blocks, catalog)
+    return _split_static(hits, lines, evidence)
+
+
+def _run_facts(an: Analysis, index: TextIndex) -> None:
+    """What the evidence says about the run besides the failure: a workspace to add, a job status it prints, how
+    it was started, a name under nvflare. the release lacks."""
+    lines = an.evidence.lines
     an.workspace_to_add = _workspace_to_add(an)
-    an.status_in_logs = None if status else _status_in_logs(lines, index, flagged)
+    an.status_in_logs = None if an.job_status else _status_in_logs(lines, index, an.flagged)
     an.launcher = _launcher(index) if an.mode == "simulation" else None
     if an.primary is not None:
         strong = [h.index for h in an.primary.hits if h.strength == "strong" and h.index is not None]
-        an.missing_nvflare = releases.missing_nvflare_name(strong, lines, blocks)
-    has_user_tb = any(b.user_frame or b.third_party is not None for b in blocks)  # a third-party one is not missing
+        an.missing_nvflare = releases.missing_nvflare_name(strong, lines, an.tracebacks)
+
+
+def _missing_tracebacks(an: Analysis, hits: dict[str, list[Hit]]) -> None:
+    """A user-code failure (hit or job status) whose traceback the evidence lacks, by mode: simulation or
+    production (a client's own error line counts as its evidence)."""
+    status = an.job_status
+    # a traceback that ends in third-party code is not missing either
+    has_user_tb = any(b.user_frame or b.third_party is not None for b in an.tracebacks)
     failed = bool(hits.get(USER_CODE_ID)) or (status is not None and "EXCEPTION" in status)
     has_user_tb = has_user_tb or _site_own_error(an)
     an.sim_traceback_missing = an.mode == "simulation" and failed and not has_user_tb
     an.site_traceback_missing = an.mode == "production" and failed and not has_user_tb
-    an.confidence = _confidence(an)
-    return an

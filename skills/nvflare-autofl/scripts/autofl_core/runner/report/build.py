@@ -21,16 +21,13 @@ from pathlib import Path
 from ...campaign import compare, gains, prune
 from ...campaign import vocabulary as v
 from ...campaign.ledger import LedgerRow
-from ...common import atomic, bounded, faults
+from ...common import atomic, faults
 from .. import noise, pointers
 from .. import state as state_mod
-from ..outcome import CampaignError
-from ..store import external
 from ..store.contract import BUDGET_FIELDS
-from . import curves, facts, markdown, score_provenance, warning_rules
+from . import curves, facts, markdown, run_records, score_provenance, warning_rules
 
 SCHEMA = "nvflare.autofl.report.v1"
-_STAMP = "%Y-%m-%dT%H:%M:%SZ"  # UTC time stamps as the campaign records them
 
 
 @dataclass(frozen=True)
@@ -82,12 +79,49 @@ def plot_options(campaign, state: dict) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class _Standing:
+    """The ledger judged once for the whole report: the walk over its rows, the baseline and the best, the noise
+    band and the headline verdict of the best."""
+
+    rows: list[LedgerRow]
+    walk: facts.Walk
+    measured: dict | None  # the noise estimate the band comes from (noise.latest_measured)
+    band: float | None
+    known: dict  # noise.facts: the metric's resolution and whether replicates vary
+    best: LedgerRow | None
+    baseline: LedgerRow | None
+    observed: dict | None  # facts.best_observed: a better discard, shown and never selected
+    helped: dict  # facts.what_helped
+    verdict: str | None  # the headline's noise verdict of the best (None: no best, or the best is the baseline)
+
+
 def build(
     campaign, state: dict, *, plot_available: bool, context: Context | None = None, outputs: Outputs | None = None
 ) -> dict:
+    """The campaign's facts as one JSON-ready dict (schema `SCHEMA`), its keys in the order the JSON shows them."""
     context = context or Context()
-    paths, settings, config = campaign.paths, campaign.settings, campaign.config
-    outputs = outputs or outputs_of(paths)
+    outputs = outputs or outputs_of(campaign.paths)
+    judged = _standing(campaign, state)
+    return {
+        "schema_version": SCHEMA,
+        "generated_at": _now(),
+        "provenance": _provenance(state, context),
+        **_setup(campaign, judged.rows),
+        **_outcome(campaign, state, judged),
+        **_history(judged, campaign.settings.exploration_batch_size),
+        "noise": _noise(campaign, judged),
+        "warnings": warning_rules.collect(_evidence(campaign, state, context, judged)),
+        "compute": _compute(campaign, context.stored_state or state, judged.rows),
+        **_isolation(campaign, judged.rows),
+        **_boards(campaign, judged),
+        "artifacts": _artifacts(campaign.paths, outputs, plot_available),
+        **_curves(campaign, judged.rows, outputs, plot_available),
+    }
+
+
+def _standing(campaign, state: dict) -> _Standing:
+    settings = campaign.settings
     rows = campaign.rows()
     walk = facts.walk_rows(rows, settings.mode)
     measured = noise.latest_measured(campaign)
@@ -96,36 +130,38 @@ def build(
     judge = {"metric": settings.metric, "resolution": known["metric_resolution"]}
     best = rows[walk.best] if walk.best is not None else None
     baseline = rows[walk.baseline] if walk.baseline is not None else None
-    observed = facts.best_observed(rows, walk)
     helped = facts.what_helped(walk, band, **judge)
     verdict = (
         None if best is None or best is baseline else _headline_verdict(state, helped, best, baseline, band, judge)
     )
-    selected = _selected(campaign, state, rows, walk, best, baseline, observed, verdict)
-    budgets = _budgets(campaign, rows)
-    evidence = warning_rules.Evidence(
+    return _Standing(
         rows=rows,
+        walk=walk,
+        measured=measured,
+        band=band,
+        known=known,
         best=best,
         baseline=baseline,
-        best_run_args=campaign.best_run_args(),
-        metric=settings.metric,
-        missing_columns=tuple(context.missing_columns),
-        fresh_state=state,
-        stored_state=context.stored_state if context.stored_state_read else state,
-        meta=campaign.meta,
-        manifest_status={m.candidate_id: m.status for m in campaign.manifests()},
-        best_observed=observed,
-        gain_verdict=verdict,
-        band=band,
+        observed=facts.best_observed(rows, walk),
+        helped=helped,
+        verdict=verdict,
     )
+
+
+def _setup(campaign, rows: list[LedgerRow]) -> dict:
+    """What the campaign optimises and with which fixed budget."""
+    paths, config = campaign.paths, campaign.config
     return {
-        "schema_version": SCHEMA,
-        "generated_at": _now(),
-        "provenance": _provenance(state, context),
-        "objective": _objective(settings, config),
+        "objective": _objective(campaign.settings, config),
         "score": score_provenance.section(campaign, rows),
         "config": paths.rel(paths.autofl_yaml),
         "fixed_budget": {key: (config.get("fixed_budget") or {}).get(key, {}).get("value") for key in BUDGET_FIELDS},
+    }
+
+
+def _outcome(campaign, state: dict, judged: _Standing) -> dict:
+    """Where the campaign stands: its candidate budget and state, the selected best and how to rerun it."""
+    return {
         "candidate_budget": {
             "cap": state["candidate_cap"],
             "attempts": state["candidate_attempts"],
@@ -135,54 +171,109 @@ def build(
             **{key: state[key] for key in ("decision", "reason", "next_action", "final_response_allowed", "plateau")},
             "pending_at_stop": _pending_at_stop(campaign, state),
         },
-        "selected": selected,
-        "best_observed": observed,
-        "baseline": _score_of(baseline),
-        "best": _score_of(best),
+        "selected": _selected(campaign, state, judged),
+        "best_observed": judged.observed,
+        "baseline": _score_of(judged.baseline),
+        "best": _score_of(judged.best),
         "improvement": state["improvement"],
-        "best_command": _best_command(campaign, best),
+        "best_command": _best_command(campaign, judged.best),
         "best_lives": pointers.best_lives(campaign),
-        "what_helped": helped,
+    }
+
+
+def _history(judged: _Standing, batch_size) -> dict:
+    """What the walk over the ledger found: what helped and what did not, literature, families, trajectory."""
+    rows, walk = judged.rows, judged.walk
+    return {
+        "what_helped": judged.helped,
         "what_did_not_help": facts.what_did_not_help(rows, walk),
-        "literature": facts.literature_outcomes(rows, walk, batch_size=settings.exploration_batch_size),
+        "literature": facts.literature_outcomes(rows, walk, batch_size=batch_size),
         "families": facts.families(rows, walk),
         "trajectory": facts.trajectory(rows, walk),
-        "noise": dict(
-            _noise_section(rows, measured, band),
-            metric_resolution=known["metric_resolution"],  # what the section says when nothing is measured
-            resolution_source=known["resolution_source"],
-            replicates_vary=known["replicates"],
-            sources=noise.sources(campaign),
-        ),
-        "warnings": warning_rules.collect(evidence),
-        "compute": dict(
-            facts.compute_spent(rows),
-            **_wall_time(campaign, context.stored_state or state),
-            batches=facts.batches(campaign.manifests()),
-        ),
+    }
+
+
+def _noise(campaign, judged: _Standing) -> dict:
+    known = judged.known
+    return dict(
+        _noise_section(judged.rows, judged.measured, judged.band),
+        metric_resolution=known["metric_resolution"],  # what the section says when nothing is measured
+        resolution_source=known["resolution_source"],
+        replicates_vary=known["replicates"],
+        sources=noise.sources(campaign),
+    )
+
+
+def _evidence(campaign, state: dict, context: Context, judged: _Standing) -> warning_rules.Evidence:
+    return warning_rules.Evidence(
+        rows=judged.rows,
+        best=judged.best,
+        baseline=judged.baseline,
+        best_run_args=campaign.best_run_args(),
+        metric=campaign.settings.metric,
+        missing_columns=tuple(context.missing_columns),
+        fresh_state=state,
+        stored_state=context.stored_state if context.stored_state_read else state,
+        meta=campaign.meta,
+        manifest_status={m.candidate_id: m.status for m in campaign.manifests()},
+        best_observed=judged.observed,
+        gain_verdict=judged.verdict,
+        band=judged.band,
+    )
+
+
+def _compute(campaign, state: dict, rows: list[LedgerRow]) -> dict:
+    return dict(
+        facts.compute_spent(rows), **run_records.wall_time(campaign, state), batches=facts.batches(campaign.manifests())
+    )
+
+
+def _isolation(campaign, rows: list[LedgerRow]) -> dict:
+    """How the latest runner trial could reach the network, and its sandbox record."""
+    latest_trial = run_records.latest_trial(rows, campaign)
+    sandbox = latest_trial.get("sandbox")
+    return {
         "network": {
-            "allow_network": bool(settings.allow_network),
-            "latest_trial": _trial_network(latest_trial := _latest_trial(rows, campaign)),
+            "allow_network": bool(campaign.settings.allow_network),
+            "latest_trial": run_records.trial_network(latest_trial),
         },
-        "sandbox": {"latest_trial": sandbox if isinstance(sandbox := latest_trial.get("sandbox"), dict) else None},
+        "sandbox": {"latest_trial": sandbox if isinstance(sandbox, dict) else None},
+    }
+
+
+def _boards(campaign, judged: _Standing) -> dict:
+    """The leaderboard, the failures and the abandoned candidates; the cap and setting changes on record."""
+    rows = judged.rows
+    budgets = run_records.budgets(campaign, rows)
+    return {
         "leaderboard": _with_sites(
             [_entry(row, budgets) for row in rows if row.status != v.LITERATURE],
-            {v.BASELINE: baseline, "best": best},
+            {v.BASELINE: judged.baseline, "best": judged.best},
             campaign,
         ),
         "failures": [_entry(row, budgets) for row in rows if row.status in v.FAILURES],
         "abandoned": sorted(m.candidate_id for m in campaign.manifests() if m.status == v.ABANDONED),
         "cap_changes": list(campaign.meta.get("cap_changes") or []),
         "setting_changes": list(campaign.meta.get("setting_changes") or []),
-        "artifacts": dict(
-            {key: str(value) for key, value in paths.envelope_paths().items()},
-            report=str(outputs.report),
-            report_json=str(outputs.report_json),
-            # the picture, or the text summary written instead (never a path to a picture that is not there)
-            progress=str(outputs.progress if plot_available else outputs.progress.with_suffix(".txt")),
-        ),
-        "curves": (round_curves := curves.read_curves(campaign, rows)),
-        "curves_summary": curves.describe(round_curves, settings.mode),
+    }
+
+
+def _artifacts(paths, outputs: Outputs, plot_available: bool) -> dict:
+    return dict(
+        {key: str(value) for key, value in paths.envelope_paths().items()},
+        report=str(outputs.report),
+        report_json=str(outputs.report_json),
+        # the picture, or the text summary written instead (never a path to a picture that is not there)
+        progress=str(outputs.progress if plot_available else outputs.progress.with_suffix(".txt")),
+    )
+
+
+def _curves(campaign, rows: list[LedgerRow], outputs: Outputs, plot_available: bool) -> dict:
+    """The round curves, their summary and where the progress plot is, relative to the report."""
+    round_curves = curves.read_curves(campaign, rows)
+    return {
+        "curves": round_curves,
+        "curves_summary": curves.describe(round_curves, campaign.settings.mode),
         "progress_plot_available": plot_available,
         "progress_plot": os.path.relpath(outputs.progress, outputs.report.parent) if plot_available else None,
     }
@@ -226,7 +317,7 @@ def write(outputs: Outputs, data: dict) -> None:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime(_STAMP)
+    return datetime.now(timezone.utc).strftime(run_records.STAMP)
 
 
 def _provenance(state: dict, context: Context) -> dict:
@@ -265,7 +356,8 @@ def _headline_verdict(state, helped, best, baseline, band, judge) -> str | None:
     return own["noise"] if own and own["noise"] in (gains.WITHIN, gains.UNVERIFIED) else total
 
 
-def _selected(campaign, state, rows, walk, best, baseline, observed, verdict) -> dict | None:
+def _selected(campaign, state: dict, judged: _Standing) -> dict | None:
+    best, baseline, observed = judged.best, judged.baseline, judged.observed
     if best is None:
         return None
     manifest = campaign.manifest_of(best.name) if best.status == v.KEEP else None
@@ -286,14 +378,14 @@ def _selected(campaign, state, rows, walk, best, baseline, observed, verdict) ->
         "baseline_name": baseline.name if baseline else None,
         "baseline_score": baseline.score if baseline else None,
         "delta": state["improvement"],
-        "noise": verdict,
+        "noise": judged.verdict,
         "family": best.algorithm_family or (manifest.algorithm_family if manifest else None) or None,
         "kind": best.candidate_kind or (v.BASELINE if best.status == v.BASELINE else None),
         "hypothesis": (manifest.hypothesis if manifest else None)
         or (None if best.status == v.BASELINE else best.diff_summary),
         "literature_event_id": best.literature_event_id or None,
         "why": why,
-        "lineage": facts.lineage(rows, walk.best),
+        "lineage": facts.lineage(judged.rows, judged.walk.best),
         "baseline_command": baseline.run_command if baseline else None,
         "best_run_command": best.run_command or None,
         "effective_run_args": campaign.best_run_args(),
@@ -316,76 +408,6 @@ def _noise_section(rows: list[LedgerRow], estimate: dict | None, band: float | N
             "seed" in (item["notes"] or "") and "identical" not in (item["notes"] or "") for item in replicates
         ),
     }
-
-
-def _trial_network(trial: dict) -> str | None:
-    """How the latest trial could reach the network, from its trial.json's `network_isolation`: `isolated`,
-    `allowed` (null there: isolation was not requested) or `unavailable: <why>`; None when the runner ran no trial,
-    as in poc/prod."""
-    value = trial.get("network_isolation", "")
-    if value is None:
-        return "allowed"
-    return value if isinstance(value, str) and value else None
-
-
-def _latest_trial(rows: list[LedgerRow], campaign) -> dict:
-    """The trial.json of the latest runner trial ({} without one, as in poc/prod, or when it cannot be read)."""
-    for row in reversed(rows):
-        if row.artifacts and _is_runner_trial(run := campaign.paths.resolve(row.artifacts), campaign):
-            return bounded.read_json_or_none(run / "trial.json") or {}
-    return {}
-
-
-def _is_runner_trial(run: Path, campaign) -> bool:
-    return run.parent == campaign.paths.output_root  # not an external run
-
-
-def _budgets(campaign, rows: list[LedgerRow]) -> dict[str, str | None]:
-    """Per scored row, whether its fixed budget was verified from what ran: the manifest's `result.budget` for
-    candidates, the external-run record for an external baseline, trial.json for the runner's baseline and
-    replicate trials."""
-    recorded = {m.candidate_id: m.result.budget for m in campaign.manifests()}
-    found = {}
-    for row in rows:
-        if row.score is None:
-            continue
-        budget = recorded.get(row.name) if row.candidate_manifest else None
-        if budget is None and row.status == v.BASELINE:  # an external baseline (record --baseline, submit)
-            try:
-                budget = (external.read(campaign.paths, row.name) or {}).get("budget")
-            except CampaignError:  # the report is read-only: a damaged record reads as no evidence
-                pass
-        if budget is None and not row.candidate_manifest and row.artifacts:
-            run = campaign.paths.resolve(row.artifacts)
-            if _is_runner_trial(run, campaign):
-                budget = (bounded.read_json_or_none(run / "trial.json") or {}).get("budget")
-        found[row.name] = budget.get("status") if isinstance(budget, dict) else v.BUDGET_UNVERIFIED
-    return found
-
-
-def _wall_time(campaign, state: dict) -> dict:
-    """From the campaign's creation to its latest stamp: the state is stamped when each action's step finished
-    (trials ended and decided), so the last action's own run time is inside; manifests and campaign.json carry
-    action start times, which only matter for a state file older than them."""
-    stamps = [campaign.meta.get("updated_at"), state.get("updated_at")]
-    stamps += [m.updated_at for m in campaign.manifests()]
-    start = _parse(campaign.meta.get("created_at"))
-    ends = [stamp for stamp in (_parse(s) for s in stamps) if stamp is not None]
-    if start is None or not ends:
-        return {"started_at": campaign.meta.get("created_at"), "last_activity_at": None, "wall_time_seconds": None}
-    end = max(ends)
-    return {
-        "started_at": campaign.meta["created_at"],
-        "last_activity_at": end.strftime(_STAMP),
-        "wall_time_seconds": max((end - start).total_seconds(), 0.0),
-    }
-
-
-def _parse(stamp) -> datetime | None:
-    try:
-        return datetime.strptime(str(stamp), _STAMP).replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
 
 
 def _entry(row: LedgerRow, budgets: dict[str, str | None]) -> dict:

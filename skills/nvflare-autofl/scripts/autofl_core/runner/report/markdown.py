@@ -5,13 +5,11 @@ it has nothing, so agents and tools can rely on the shape): summary, score (wher
 and why, what helped, what did not help, literature outcomes, families, trajectory, noise, warnings, compute and
 time, leaderboard, failures and friction, cap and setting changes, artifacts. Every recorded string (names,
 hypotheses, reasons, paths, commands, settings: anything that came from the ledger, a manifest, campaign.json or a
-trial) goes through `recorded`, so none can change the report's structure. Usage: `text = render(data)`.
+trial) goes through `safe_text.recorded`, so none can change the report's structure. Usage: `text = render(data)`.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from urllib.parse import quote
 
 from ...campaign import vocabulary as v
@@ -20,11 +18,10 @@ from ...campaign.gains import BEYOND as BEYOND_NOISE
 from ...campaign.gains import IDENTICAL_RERUNS
 from ...common import trial_limits
 from .facts import GROUP_FAMILY, GROUP_LITERATURE, GROUP_UNCLASSIFIED
+from .safe_text import cell, code, joined, recorded
 
 BUDGET_WORDS = {v.BUDGET_VERIFIED: "budget verified", v.BUDGET_VIOLATED: "violated", v.BUDGET_UNVERIFIED: "unverified"}
 MAX_LEADERBOARD = 200  # rows shown in the markdown leaderboard (the JSON has them all)
-_MARKDOWN_ESCAPES = re.compile(r"[\\`<>|]|!(?=\[)|(?<=\])\(")
-_BACKTICK_RUN = re.compile(r"`+")
 SECTIONS = (  # the `## ` headings after the summary, in order
     "Score",
     "Selected candidate and why",
@@ -60,47 +57,6 @@ def _gain(value) -> str:
     return "-" if value is None else f"{value:+.6f}"
 
 
-def recorded(value, style: str = "text") -> str:
-    """A recorded string as markdown that cannot change the report's structure: control and line-break
-    characters become spaces, invisible format characters (bidirectional overrides, zero-width marks) are
-    dropped, and then per `style`:
-    - "text": inline markdown with `\\`, backticks, `<`, `>`, `|` and the `!` / `(` of images and links escaped;
-    - "code": an inline code span, its fence longer than any backtick run inside;
-    - "block": the one line of a fenced code block (only cleaned), and "fence": that block's fence (at least
-      three backticks, longer than any backtick run in `value`).
-    """
-    text = "".join(_clean_char(char) for char in str(value))
-    if style == "block":
-        return text
-    longest = max((len(run) for run in _BACKTICK_RUN.findall(text)), default=0)
-    if style == "fence":
-        return "`" * max(3, longest + 1)
-    if style == "code":
-        fence = "`" * (longest + 1)
-        pad = " " if text.startswith("`") or text.endswith("`") else ""
-        return f"{fence}{pad}{text}{pad}{fence}"
-    return _MARKDOWN_ESCAPES.sub(lambda match: "\\" + match.group(0), text)
-
-
-def _clean_char(char: str) -> str:
-    category = unicodedata.category(char)
-    if category in ("Cc", "Zl", "Zp"):
-        return " "
-    return "" if category in ("Cf", "Co", "Cs") else char
-
-
-def _code(value) -> str:
-    return recorded(value, "code")
-
-
-def _cell(text) -> str:
-    return recorded(text) if text not in (None, "") else "-"
-
-
-def _join(values, style: str = "text") -> str:
-    return ", ".join(recorded(value, style) for value in values)
-
-
 def _summary(data: dict) -> list[str]:
     objective, budget, cap, state = data["objective"], data["fixed_budget"], data["candidate_budget"], data["state"]
     direction = "higher is better" if objective["mode"] == "max" else "lower is better"
@@ -108,26 +64,26 @@ def _summary(data: dict) -> list[str]:
     lines = []
     if provenance["interim"]:
         lines += [
-            f"> Interim report: the campaign is still running (next action {_code(state['next_action'])}); it is "
+            f"> Interim report: the campaign is still running (next action {code(state['next_action'])}); it is "
             "not a final answer.",
             "",
         ]
     elif provenance["confirm_interrupted"]:
         lines += [
             "> Report of an interrupted campaign: the user confirmed it was stopped while the state still "
-            f"said {_code(state['next_action'])} ({recorded(state['reason'])}); no runner or trial process was alive.",
+            f"said {code(state['next_action'])} ({recorded(state['reason'])}); no runner or trial process was alive.",
             "",
         ]
     return lines + [
-        f"- Objective: {_code(objective['metric'])} ({recorded(objective['mode'])}, {direction}; direction from "
-        f"{recorded(objective['mode_contract_source'])}), environment {_code(objective['env'])}",
+        f"- Objective: {code(objective['metric'])} ({recorded(objective['mode'])}, {direction}; direction from "
+        f"{recorded(objective['mode_contract_source'])}), environment {code(objective['env'])}",
         f"- Requested metric: {recorded(objective['requested_metric'] or '(job key metric)')}; metric source "
-        f"{recorded(objective['metric_source'])}; extraction order {_join(objective['metric_extraction_order'])}",
+        f"{recorded(objective['metric_source'])}; extraction order {joined(objective['metric_extraction_order'])}",
         f"- Fixed budget: {recorded(budget['num_clients'])} clients (min {recorded(budget['min_clients'])}), "
         f"{recorded(budget['num_rounds'])} rounds",
-        f"- Candidate budget: {_candidate_budget(cap)}; config {_code(data['config'])}",
+        f"- Candidate budget: {_candidate_budget(cap)}; config {code(data['config'])}",
         f"- State: {recorded(state['decision'])} ({recorded(state['reason'])}); next action "
-        f"{_code(state['next_action'])}",
+        f"{code(state['next_action'])}",
         _plateau_line(state["plateau"]),
         *_pending_line(state.get("pending_at_stop")),
         "",
@@ -174,7 +130,7 @@ def _pending_line(pending: dict | None) -> list[str]:
     if not pending:
         return []
     return [
-        f"- Pending at the stop: {recorded(pending['text'])} (next action would have been {_code(pending['next_action'])})"
+        f"- Pending at the stop: {recorded(pending['text'])} (next action would have been {code(pending['next_action'])})"
     ]
 
 
@@ -202,16 +158,16 @@ def _selected(data: dict) -> list[str]:
     if chosen["hypothesis"]:
         lines.append(f"- Hypothesis (as recorded): {recorded(chosen['hypothesis'])}")
     lineage = chosen["lineage"]
-    chain = " <- ".join(_code(name) for name in lineage["chain"])
-    partial = f" (partial: {_join(lineage['missing'])} not in the ledger)" if lineage["partial"] else ""
-    lines.append(f"- Lineage: {chain}{partial}; files changed along it: {_join(lineage['changed_files']) or 'none'}")
+    chain = " <- ".join(code(name) for name in lineage["chain"])
+    partial = f" (partial: {joined(lineage['missing'])} not in the ledger)" if lineage["partial"] else ""
+    lines.append(f"- Lineage: {chain}{partial}; files changed along it: {joined(lineage['changed_files']) or 'none'}")
     if chosen["effective_run_args"]:
-        lines.append(f"- Effective run args: {_code(' '.join(chosen['effective_run_args']))}")
+        lines.append(f"- Effective run args: {code(' '.join(chosen['effective_run_args']))}")
     if data["best_observed"]:
         seen = data["best_observed"]
         reason = f"; {recorded(seen['reason'])}" if seen["reason"] else ""
         lines.append(
-            f"- Best observed (not selected): discard {_code(seen['name'])} {_score(seen['score'])} "
+            f"- Best observed (not selected): discard {code(seen['name'])} {_score(seen['score'])} "
             f"({_gain(seen['gain_over_best'])} over the best){reason}"
         )
     lines.append("")
@@ -243,7 +199,7 @@ def _curves(data: dict) -> list[str]:
 
 def _baseline_vs_best(data: dict) -> str:
     chosen = data["selected"]
-    name = _code(chosen["name"])
+    name = code(chosen["name"])
     if chosen["baseline_score"] is None:
         return f"Best {name}: {_score(chosen['score'])} (no scored baseline)."
     if chosen["name"] == chosen["baseline_name"]:
@@ -251,7 +207,7 @@ def _baseline_vs_best(data: dict) -> str:
     verdict = f", {recorded(chosen['noise'])}" if chosen["noise"] else ""
     own = next((i for i in data["what_helped"]["improvements"] if i["name"] == chosen["name"]), None)
     if own and chosen["noise"] and chosen["noise"] == own["noise"] and chosen["noise"] != BEYOND_NOISE:
-        verdict = f"; its own step over {_code(own['previous_name'])} is {recorded(own['noise'])}"
+        verdict = f"; its own step over {code(own['previous_name'])} is {recorded(own['noise'])}"
     return (
         f"Baseline {_score(chosen['baseline_score'])}; best {name} {_score(chosen['score'])}; "
         f"improvement {_gain(chosen['delta'])} (direction-adjusted{verdict})."
@@ -272,8 +228,8 @@ def _helped(data: dict) -> list[str]:
         verdict = f", {recorded(item['noise'])}" if item["noise"] else ""
         label = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
         lines.append(
-            f"- {label.capitalize()} improvement: {_code(item['name'])} {_score(item['previous'])} -> "
-            f"{_score(item['score'])} ({_gain(item['gain'])} over {_code(item['previous_name'])}{verdict})"
+            f"- {label.capitalize()} improvement: {code(item['name'])} {_score(item['previous'])} -> "
+            f"{_score(item['score'])} ({_gain(item['gain'])} over {code(item['previous_name'])}{verdict})"
         )
     others = len(helped["improvements"]) - len({helped["first"], helped["final"], helped["largest"]})
     if others > 0:
@@ -292,13 +248,13 @@ def _not_helped(data: dict) -> list[str]:
         )
         reason = f"; {recorded(rep['reason'])}" if rep["reason"] else ""
         lines.append(
-            f"- {label}: {group['count']} discard(s); closest {_code(rep['name'])} {_score(rep['score'])} "
+            f"- {label}: {group['count']} discard(s); closest {code(rep['name'])} {_score(rep['score'])} "
             f"({_gain(rep['gain'])} vs the best of its time{reason})"
         )
     for crash in failed["crashes"]:
         more = f" and {crash['count'] - len(crash['names'])} more" if crash["count"] > len(crash["names"]) else ""
         lines.append(
-            f"- crashed {crash['count']}x ({_join(crash['names'], 'code')}{more}): {recorded(crash['reason'])}"
+            f"- crashed {crash['count']}x ({joined(crash['names'], 'code')}{more}): {recorded(crash['reason'])}"
         )
     return lines or ["No discards or crashes."]
 
@@ -311,12 +267,12 @@ def _literature(data: dict) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for event in data["literature"]:
-        candidates = _join(event["candidates"]) or "-"
+        candidates = joined(event["candidates"]) or "-"
         if event["required"]:
             candidates += f" ({event['scored']} scored of {event['required']} required)"
         lines.append(
-            f"| {_cell(event['event_id'] or '(unlabelled)')} | {_cell(event['outcome'])} | {candidates} | "
-            f"{_cell(event['family'])} | {_cell(event['hypothesis'])} |"
+            f"| {cell(event['event_id'] or '(unlabelled)')} | {cell(event['outcome'])} | {candidates} | "
+            f"{cell(event['family'])} | {cell(event['hypothesis'])} |"
         )
     return lines + [
         "",
@@ -349,7 +305,7 @@ def _trajectory(data: dict) -> list[str]:
     for point in path["points"]:
         gain = f" ({_gain(point['gain'])})" if point["gain"] is not None else ""
         lines.append(
-            f"- row {point['row'] + 1} {_code(point['name'])}: {_score(point['score'])}{gain} [{_join(point['marks'])}]"
+            f"- row {point['row'] + 1} {code(point['name'])}: {_score(point['score'])}{gain} [{joined(point['marks'])}]"
         )
     return lines
 
@@ -386,7 +342,7 @@ def _noise(data: dict) -> list[str]:
         else "the keep rule is off (`--noise-sigmas`)"
     )
     return [
-        f"- {estimate['replicates']} replicate(s) of {_code(estimate['of'])} ({how}) plus its own run: mean "
+        f"- {estimate['replicates']} replicate(s) of {code(estimate['of'])} ({how}) plus its own run: mean "
         f"{_score(estimate['mean'])}, stdev {_score(estimate['stdev'])}, range {_score(estimate['min'])} .. "
         f"{_score(estimate['max'])}",
         f"- Noise band: best +- {_score(section['band'])}; gains inside it are marked `within noise`; {rule}",
@@ -395,7 +351,7 @@ def _noise(data: dict) -> list[str]:
 
 
 def _warnings(data: dict) -> list[str]:
-    return [f"- {_code(w['code'])}: {recorded(w['message'])}" for w in data["warnings"]] or ["- none"]
+    return [f"- {code(w['code'])}: {recorded(w['message'])}" for w in data["warnings"]] or ["- none"]
 
 
 def _compute(data: dict) -> list[str]:
@@ -428,7 +384,7 @@ def _network_line(network: dict) -> list[str]:
         return []
     if latest == "isolated":
         return ["- Trial network: isolated (loopback only)"]
-    return [f"- Trial network: not isolated; the latest trial recorded {_code(latest)}"]
+    return [f"- Trial network: not isolated; the latest trial recorded {code(latest)}"]
 
 
 def _sandbox_line(sandbox: dict | None) -> list[str]:
@@ -446,7 +402,7 @@ def _sandbox_line(sandbox: dict | None) -> list[str]:
 def _noise_sources(section: dict) -> list[str]:
     """Where the job's source lets reruns differ, each with its file:line and the smallest fix."""
     return [
-        f"- Reruns can differ: {_code(str(item['file']) + ':' + str(item['line']))} {recorded(item['cause'])}; "
+        f"- Reruns can differ: {code(str(item['file']) + ':' + str(item['line']))} {recorded(item['cause'])}; "
         "smallest fix: "
         f"{recorded(item['fix'])}"
         for item in section.get("sources") or []
@@ -481,9 +437,9 @@ def _leaderboard(data: dict) -> list[str]:
     board = data["leaderboard"]
     for entry in board[:MAX_LEADERBOARD]:
         lines.append(
-            f"| {_cell(entry['status'])} | {_cell(entry['name'])} | {_cell(entry['score_text'])} "
-            f"| {BUDGET_WORDS.get(entry['budget'], '-')} | {_cell(entry['changed_files'])} "
-            f"| {_cell(entry['manifest'])} | {_cell(entry['artifacts'])} | {_cell(entry['notes'])} |"
+            f"| {cell(entry['status'])} | {cell(entry['name'])} | {cell(entry['score_text'])} "
+            f"| {BUDGET_WORDS.get(entry['budget'], '-')} | {cell(entry['changed_files'])} "
+            f"| {cell(entry['manifest'])} | {cell(entry['artifacts'])} | {cell(entry['notes'])} |"
         )
     if len(board) > MAX_LEADERBOARD:
         lines += ["", f"{len(board) - MAX_LEADERBOARD} more row(s) in autofl_report.json and results.tsv."]
@@ -492,13 +448,13 @@ def _leaderboard(data: dict) -> list[str]:
         lines += ["", "Each site's value in the final round:", ""]
     for entry in sites:
         values = ", ".join(f"{recorded(site)} {_score(value)}" for site, value in entry["sites"].items())
-        lines.append(f"- {recorded(entry['role'])} {_code(entry['name'])}: {values or 'no per-site round records'}")
+        lines.append(f"- {recorded(entry['role'])} {code(entry['name'])}: {values or 'no per-site round records'}")
     return lines
 
 
 def _friction(data: dict) -> list[str]:
-    friction = [f"- {recorded(e['status'])} {_code(e['name'])}: {recorded(e['notes'])}" for e in data["failures"]]
-    friction += [f"- abandoned draft {_code(name)} (not counted)" for name in data["abandoned"]]
+    friction = [f"- {recorded(e['status'])} {code(e['name'])}: {recorded(e['notes'])}" for e in data["failures"]]
+    friction += [f"- abandoned draft {code(name)} (not counted)" for name in data["abandoned"]]
     return friction or ["- none"]
 
 
@@ -517,7 +473,7 @@ def _changes(data: dict) -> list[str]:
 
 
 def _artifacts(data: dict) -> list[str]:
-    return [f"- {recorded(key)}: {_code(value)}" for key, value in sorted(data["artifacts"].items())]
+    return [f"- {recorded(key)}: {code(value)}" for key, value in sorted(data["artifacts"].items())]
 
 
 _BODIES = (  # one per `SECTIONS` heading, in its order; a body of None leaves the section out
