@@ -1,6 +1,7 @@
 """Test-wide setup: make the skills' private packages importable and expose common paths."""
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -27,6 +28,20 @@ os.environ["AUTOFL_PLOT_RENDERER"] = "text"
 def matplotlib_plot(monkeypatch):
     """Draw progress.png with matplotlib (the default renderer) in this test and its subprocesses."""
     monkeypatch.delenv("AUTOFL_PLOT_RENDERER")
+
+
+@pytest.fixture
+def interrupt_handlers():
+    """The CLIs' interrupt handlers (SIGTERM, SIGINT, SIGHUP, SIGQUIT raise `Interrupted`) for this test; the
+    previous ones restored after it."""
+    from autofl_core.common import cli
+
+    saved = {sig: signal.getsignal(sig) for sig in cli.INTERRUPT_CODES}
+    cli.install_interrupt_handlers()
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+    cli._HOLD.update(depth=0, pending=None)
 
 
 # Parallel runs (`make test`: pytest-xdist, `-n WORKERS`). Tests that share an expensive module or session

@@ -18,17 +18,7 @@ CHILD_REPORTS_IGNORED = (
 )
 
 
-@pytest.fixture
-def handlers():
-    saved = {sig: signal.getsignal(sig) for sig in cli.INTERRUPT_CODES}
-    cli.install_interrupt_handlers()
-    yield
-    for sig, handler in saved.items():
-        signal.signal(sig, handler)
-    cli._HOLD.update(depth=0, pending=None)
-
-
-def test_the_first_interrupt_raises_and_a_second_does_nothing(handlers):
+def test_the_first_interrupt_raises_and_a_second_does_nothing(interrupt_handlers):
     with pytest.raises(cli.Interrupted) as raised:
         os.kill(os.getpid(), signal.SIGTERM)
     assert raised.value.exit_code == cli.EXIT_SIGTERM
@@ -36,7 +26,7 @@ def test_the_first_interrupt_raises_and_a_second_does_nothing(handlers):
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def test_a_child_started_after_the_first_interrupt_does_not_inherit_ignored_signals(handlers):
+def test_a_child_started_after_the_first_interrupt_does_not_inherit_ignored_signals(interrupt_handlers):
     with pytest.raises(cli.Interrupted):
         os.kill(os.getpid(), signal.SIGHUP)
     out = subprocess.run(

@@ -233,18 +233,7 @@ def test_an_unusable_tmpdir_falls_back_and_is_left_untouched(tmp_path):
 # --- 2. held interrupts, the probe, the sandbox started in its own session ------------------------------------------
 
 
-@pytest.fixture()
-def handlers():
-    """The CLIs' interrupt handlers for this test; the previous ones restored after it."""
-    saved = {sig: signal.getsignal(sig) for sig in cli.INTERRUPT_CODES}
-    cli.install_interrupt_handlers()
-    yield
-    for sig, handler in saved.items():
-        signal.signal(sig, handler)
-    cli._HOLD.update(depth=0, pending=None)
-
-
-def test_a_nested_held_block_raises_once_when_the_outermost_ends(handlers):
+def test_a_nested_held_block_raises_once_when_the_outermost_ends(interrupt_handlers):
     events = []
     with pytest.raises(cli.Interrupted) as raised:
         with cli.interrupts_held():
@@ -259,7 +248,7 @@ def test_a_nested_held_block_raises_once_when_the_outermost_ends(handlers):
     assert cli._HOLD == {"depth": 0, "pending": None}  # nothing left to raise a second time
 
 
-def test_an_interrupt_held_while_the_block_fails_is_still_raised(handlers):
+def test_an_interrupt_held_while_the_block_fails_is_still_raised(interrupt_handlers):
     with pytest.raises(cli.Interrupted) as raised:
         with cli.interrupts_held():
             os.kill(os.getpid(), signal.SIGINT)
@@ -296,7 +285,9 @@ def _members(pgid: int) -> list[int]:
 
 
 @sealed
-def test_an_interrupt_as_the_sandbox_starts_never_leaves_it_running(tmp_path, private_cache, handlers, monkeypatch):
+def test_an_interrupt_as_the_sandbox_starts_never_leaves_it_running(
+    tmp_path, private_cache, interrupt_handlers, monkeypatch
+):
     """SIGTERM lands just as `Popen` returns the dry run's sandbox, before the session holds it: the sandbox
     (its own session: nothing else would end it) must still be ended by the unwinding."""
     job = tmp_path / "job" / "job.py"
@@ -881,7 +872,7 @@ def test_a_budget_chosen_by_a_failed_import_is_admitted_as_job_py_runs_it(tmp_pa
     assert all("\n" not in m for m in messages)
 
 
-def test_an_interrupt_as_a_timed_out_probe_is_ended_never_leaves_it_running(tmp_path, handlers, monkeypatch):
+def test_an_interrupt_as_a_timed_out_probe_is_ended_never_leaves_it_running(tmp_path, interrupt_handlers, monkeypatch):
     """The probe timed out (not reaped) and is being ended when SIGTERM lands, after it left the pending list and
     before its group was killed: the interrupt must wait until the probe is ended."""
     slow = tmp_path / "slow_probe.py"
