@@ -298,6 +298,34 @@ def test_budget_schema_pins_a_switch_by_its_action(action, wanted, args):
     assert config["fixed_budget"]["comparison_args"]["cross_site_eval"]["value"] is (wanted == "true")
 
 
+@pytest.mark.parametrize(
+    ("action", "wanted", "args"),
+    [
+        ("action='count', default=0", "0", []),
+        ("action='count', default=0", "2", ["--seed", "--seed"]),
+        ("action='count', default=1", "3", ["--seed", "--seed"]),
+        ("action='store_const', const=5", "5", ["--seed"]),
+        ("action='store_const', const=5, default=0", "0", []),
+    ],
+)
+def test_budget_schema_pins_a_counting_or_constant_option_as_argparse_reads_it(action, wanted, args):
+    job = JOB.replace("'--cache', action='store_true'", f"'--seed', {action}")
+    schema = f"comparison_budget_args:\n  default_candidate_budget:\n    seed: {wanted}\n"
+    config = api.import_source(job, schema_text=schema)
+    assert config["argparse"]["schema_args"] == args
+    assert config["argparse"]["budget_conflicts"] == []
+
+
+@pytest.mark.parametrize("action", ["action='count', default=2", "action='store_const', const=5, default=0"])
+def test_a_schema_value_no_command_line_gives_a_switch_is_a_conflict(action):
+    job = JOB.replace("'--cache', action='store_true'", f"'--seed', {action}")
+    config = api.import_source(job, schema_text="comparison_budget_args:\n  default_candidate_budget:\n    seed: 1\n")
+    assert config["argparse"]["schema_args"] == []
+    message = config["argparse"]["budget_conflicts"][0]
+    assert "fixes seed: 1" in message and "cannot be set to it" in message
+    assert any(e["message"] == message for e in config["admission_errors"])
+
+
 def test_base_args_against_the_schema_budget_is_a_conflict():
     schema = "comparison_budget_args:\n  default_candidate_budget:\n    num_rounds: 5\n"
     config = imported(schema, base_args=["--num_rounds", "7"])

@@ -85,13 +85,30 @@ def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -
                 f"--base-args sets {flag.canonical} {given[key]!r} but mutation_schema.yaml fixes "
                 f"{key}: {value!r}; drop it from --base-args"
             )
-        if flag.takes_value:
-            args += [flag.canonical, str(value)]
-        elif flag.action == "boolean_optional":
-            args.append(flag.canonical if value else "--no-" + flag.canonical[2:])
-        elif (flag.action == "store_true") == bool(value):
-            args.append(flag.canonical)
+        switch = _switch_args(flag, value)
+        if switch is None:
+            conflicts.append(
+                f"mutation_schema.yaml fixes {key}: {value!r}, but job.py's {flag.canonical} ({flag.action}) cannot be "
+                "set to it on the command line; change the schema or the option"
+            )
+        args += switch or []
     return args, conflicts
+
+
+def _switch_args(flag: ap.Flag, value: Any) -> list[str] | None:
+    """The arguments that make `flag` parse as `value`, or None when no command line does."""
+    if flag.takes_value:
+        return [flag.canonical, str(value)]
+    if flag.action == "boolean_optional":
+        return [flag.canonical if value else "--no-" + flag.canonical[2:]]
+    if flag.action in ("store_true", "store_false"):
+        return [flag.canonical] if (flag.action == "store_true") == bool(value) else []
+    default = flag.default.value if flag.default.resolved else None
+    if flag.action == "count" and type(value) is int and type(default or 0) is int and value >= (default or 0):
+        return [flag.canonical] * (value - (default or 0))  # each occurrence adds one to the default
+    if flag.action == "store_const":
+        return [flag.canonical] if value == flag.const else ([] if value == default else None)
+    return None
 
 
 def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], conflicts: list[str]) -> dict:
