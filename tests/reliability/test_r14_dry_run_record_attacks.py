@@ -499,11 +499,6 @@ job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/tmp/autof
 
 
 @sealed
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a controller keeping num_rounds behind a property is recorded with the constructor's default "
-    "(5, what the exported job loads) and admitted, though job.py passed 4 and the property raises or is no int",
-)
 @pytest.mark.parametrize("getter", ["raise RuntimeError('no rounds')", "return '4'", "return 4.5", "return None"])
 def test_a_controller_whose_num_rounds_raises_or_is_no_int_never_admits_another_round_count(
     tmp_path, private_cache, getter
@@ -512,3 +507,16 @@ def test_a_controller_whose_num_rounds_raises_or_is_no_int_never_admits_another_
     config = api.import_job(job, dry_run=True)
     rounds = config["fixed_budget"]["num_rounds"]["value"]
     assert config["admission_errors"] or rounds == 4, (rounds, config["import"]["dry_run"])
+    assert any("Odd.num_rounds" in e["message"] for e in config["admission_errors"]), config["admission_errors"]
+
+
+@sealed
+def test_a_controller_whose_num_rounds_getter_reads_its_own_attribute_records_what_the_export_runs(
+    tmp_path, private_cache
+):
+    """A well-behaved getter (it returns what the setter kept): NVFLARE's export leaves the argument out, so the
+    exported job builds Odd() with the constructor's 5 rounds, and 5 is what the run records and pins."""
+    job = _job(tmp_path / "job", ODD_CONTROLLER.replace("GETTER", "return self._kept"))
+    config = api.import_job(job, dry_run=True)
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert config["fixed_budget"]["num_rounds"]["value"] == 5

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import importlib.abc
 import importlib.machinery
+import inspect
 import json
 import os
 import runpy
@@ -48,6 +49,7 @@ STATE: dict = {
     "absent": set(),
     "built": [],
     "env_read": set(),
+    "unreadable": [],
 }
 EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
 MAX_FILE = 1 << 20
@@ -319,11 +321,30 @@ def _install_fedjob() -> None:
                 value = own.get(name, own.get("_" + name))
             else:  # kept under another name: the exported job is loaded with the constructor's default
                 value = parameters[name].default
+                _note_unreadable(component, name, value)
             if type(value) in (int, str, bool):
                 args[name] = value
         return args
 
     FedJobConfig._get_args = effective_args
+
+
+def _note_unreadable(component, name: str, default) -> None:
+    """Note an argument kept under another name whose attribute, read as the workflow reads it when it runs,
+    raises or is not of its default's type: the exported value says nothing of what would run (`unreadable`)."""
+    if default is None or default is inspect.Parameter.empty:
+        return
+    try:
+        value = getattr(component, name)
+    except AttributeError:  # no attribute of that name: the workflow reads its rounds under its own name
+        return
+    except Exception as error:
+        problem = f"raises {type(error).__name__}"
+    else:
+        if type(value) is type(default):
+            return
+        problem = f"is {type(value).__name__} {repr(value)[:40]}, not {type(default).__name__}"
+    STATE["unreadable"].append(f"{name}: {type(component).__name__}.{name} {problem}")
 
 
 def _install_envs() -> None:
@@ -503,6 +524,7 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     record["stubbed"] = sorted(STATE["stubbed"])
     record["stood_in_at"] = STATE["stood_in_at"]
     record["env_read"] = sorted(STATE["env_read"])
+    record["unreadable"] = STATE["unreadable"][:16]
     if STATE["absent"] and record["status"] != "recorded":  # asks `_first_run` for a rerun with them stood in
         record["absent"] = sorted(STATE["absent"])
     record["imported"] = _imported(before)

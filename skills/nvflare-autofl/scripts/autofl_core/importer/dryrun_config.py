@@ -132,8 +132,9 @@ def contradictions(config: dict, record: DryRunRecord) -> list[str]:
 
 
 def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved: dict) -> dict:
-    """The budget as the run recorded it; a field the run left without a value keeps the reading's value, and a
-    field an environment variable moves is unresolved (one run cannot pin it)."""
+    """The budget as the run recorded it; a field the run left without a value keeps the reading's value (unless
+    the run showed no value can be pinned, `unpinnable`), and a field an environment variable moves is unresolved
+    (one run cannot pin it)."""
     options = [a for a in recorded.options(record) if a.option_strings]
     values = {a.name: a.value for a in options}
     first = first_by_dest((a.name, a.dest) for a in options)
@@ -144,7 +145,8 @@ def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved:
         movers = list(dict.fromkeys(named.get(name, name) for name in _movers(moved, field)))
         entry = _budget_entry(ran[field], movers, values)
         read = dict(static.get(field) or {})
-        if entry["confidence"] == "unresolved" and read.get("confidence") not in (None, "unresolved"):
+        known = read.get("confidence") not in (None, "unresolved") and not ran[field].get("unpinnable")
+        if entry["confidence"] == "unresolved" and known:  # the run left no value: the reading's stands
             entry = read
             entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *movers]))
         names = [*env_moved.get(field, []), *env_moved.get("objective", [])]

@@ -96,6 +96,7 @@ class DryRunRecord:
     stubbed: tuple[str, ...] = ()
     stood_in_at: tuple[StoodIn, ...] = ()
     env_read: tuple[str, ...] = ()  # environment variables job.py's own code read
+    unreadable: tuple[str, ...] = ()  # "name: Class.name raises ...": exported arguments saying nothing of the run
     code: int | None = None
     parser_error: str | None = None
     exception: str = ""
@@ -199,6 +200,7 @@ def parse(data: Any) -> DryRunRecord:
             stubbed=_strings(data, "stubbed"),
             stood_in_at=tuple(_stood_in(s) for s in _typed(data, "stood_in_at", (list,)) or []),
             env_read=_strings(data, "env_read"),
+            unreadable=_strings(data, "unreadable"),
             code=_typed(data, "code", (int,)),
             parser_error=_typed(data, "parser_error", (str,)),
             exception=str(data.get("exception") or ""),
@@ -305,6 +307,10 @@ def budget(record: DryRunRecord) -> dict[str, dict]:
         out["num_rounds"] = _entry(attrs["server"].get("num_rounds"), "dry run: the recipe's server num_rounds")
     else:
         out["num_rounds"] = _entry(attrs.get("num_rounds"), "dry run: the recipe's num_rounds")
+    unreadable = [u.partition(": ")[2] for u in record.unreadable if u.startswith("num_rounds: ")]
+    if unreadable:  # the workflow reads its rounds through a getter that fails: no count the run would use
+        reason = f"{unreadable[0]} when read, so the job runs no known number of rounds; keep num_rounds an int"
+        out["num_rounds"] = {"value": None, "source": "dry run", "reason": reason, "unpinnable": True}
     workflows = _args_of(_workflows(record))  # ScatterAndGather/Cyclic say min_clients, FedAvg num_clients
     wanted = _found(workflows, "min_clients") or _found(workflows, "num_clients")
     meta = next(iter(_configs(record, "meta.json")), {})
