@@ -19,6 +19,7 @@ from ..read import sites
 from ..textindex import TextIndex
 from ..untrusted.injection import scan_suspicious
 from . import datapaths, dissent, downstream, exits, raiser, releases
+from .attribution import dependent_sites, mentioned_sites
 from .catalog import Catalog
 from .mode import AMBIGUOUS, decide_mode
 from .refine import Candidate, Demoted, rank_candidates
@@ -36,8 +37,6 @@ MARKER_WINDOW = 50
 MAX_MARKERS_CHECKED = 200
 SUPPORTING = "supporting evidence (terminal status, a server-side echo or a static source finding)"
 STATIC_ONLY = f"only {SUPPORTING}"  # the reason of a row only static source findings support: not a candidate
-_PEER = re.compile(r"\bpeer=([A-Za-z0-9][A-Za-z0-9._-]{0,63})")
-_SITE_TOKEN = re.compile(r"\b(site-\d{1,6})\b")
 
 
 @dataclass
@@ -287,25 +286,6 @@ def _merge(a: dict[str, list[Hit]], b: dict[str, list[Hit]]) -> dict[str, list[H
 
 def _known_sites(an: Analysis) -> set[str]:
     return an.supplied_sites | set(an.evidence.site_status)
-
-
-def mentioned_sites(text: str, known: set[str]) -> set[str]:
-    """Client sites a line names: peer=..., site-N tokens, or any known site label appearing as a word."""
-    found = set(_PEER.findall(text)) | {m.rstrip(".,;:") for m in _SITE_TOKEN.findall(text)}
-    for name in known:
-        if not sites.is_server(name) and re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text):
-            found.add(name)
-    return {name for name in found if sites.valid_site(name) and not sites.is_server(name)}
-
-
-def dependent_sites(texts: list[str], hit_sites: list[str | None], known: set[str]) -> tuple[set[str], bool]:
-    """Sites a symptom depends on, and whether it is a server-side view that names no site."""
-    named: set[str] = set()
-    for text in texts:
-        named |= mentioned_sites(text[:4096], known)
-    named |= {site for site in hit_sites if not sites.is_server(site) and sites.valid_site(site)}
-    server_only = not named and all(sites.is_server(site) for site in hit_sites)
-    return named, server_only
 
 
 def _apply_visibility(an: Analysis, index: TextIndex) -> None:
