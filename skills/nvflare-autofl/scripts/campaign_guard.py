@@ -23,7 +23,6 @@ import importlib.util
 import json
 import os
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # read-only tool: not even __pycache__ files
@@ -45,7 +44,7 @@ def _load_private_package(name: str):
 
 _load_private_package("autofl_core")
 from autofl_core.campaign import compare, guard, guard_inputs, ledger  # noqa: E402
-from autofl_core.common import cli  # noqa: E402
+from autofl_core.common import cli, stamps  # noqa: E402
 from autofl_core.importer.objective import direction_warning, ledger_metric  # noqa: E402
 
 EXIT_OK, EXIT_INVALID = cli.EXIT_OK, cli.EXIT_INVALID
@@ -121,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         pending_manifests=args.pending_manifests,
         noise_facts=guard_inputs.stored_noise_facts(folder),
     )
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = stamps.now_text()
     state = guard.with_runner_fields(state, results=str(results), mode=mode, updated_at=now)
     text = render_text(state) if args.format == "text" else json.dumps(state, indent=2, sort_keys=True) + "\n"
     return EXIT_OK if cli.write_stdout(text) else cli.EXIT_STDOUT_CLOSED

@@ -24,7 +24,6 @@ import importlib.util
 import json
 import os
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # read-only tool: not even __pycache__ files
@@ -45,7 +44,7 @@ def _load_private_package(name: str):
 
 
 _load_private_package("autofl_core")
-from autofl_core.common import cli  # noqa: E402
+from autofl_core.common import cli, stamps  # noqa: E402
 from autofl_core.runner import pointers  # noqa: E402
 from autofl_core.runner.outcome import CampaignError  # noqa: E402
 from autofl_core.runner.report import build as report  # noqa: E402
@@ -79,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         job = job_path(Path(args.campaign))
         outputs = chosen_outputs(job, args)
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = stamps.now_text()
         done = report_gate.produce(
             job,
             outputs=outputs,

@@ -15,10 +15,10 @@ import importlib
 import os
 import stat
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 
 from ..campaign import vocabulary as v
+from ..common import stamps
 from . import flag_scope, frozen_eval, frozen_submit, job_defaults, pointers, pruning, ready, recovery, refresh
 from . import settings as settings_mod
 from . import state as state_mod
@@ -45,10 +45,6 @@ ACTIONS = {
 READ_ONLY_ACTIONS = ("report",)  # own lock and refusal rules; no recovery, no state write
 
 
-def now_text() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def run(action: str, options) -> tuple[int, dict]:
     flag_scope.check(action, options)
     given = settings_mod.requested_settings(options)
@@ -59,21 +55,21 @@ def run(action: str, options) -> tuple[int, dict]:
             raise CampaignError(f"no Auto-FL campaign in {probe.workspace}: run initialize first")
         return _new_campaign(options, given)
     if action in READ_ONLY_ACTIONS:
-        return _module(action).run(options, given, now_text())
+        return _module(action).run(options, given, stamps.now_text())
     with workspace_lock(probe.lock):
         campaign = Campaign.open(options.job)
         module = ACTIONS[action]
         step = _module(module).run if module else _status
         if action == "submit":  # submit records through record's own path (actions never import each other)
             step = functools.partial(_module("submit").run, record=_module("record").run)
-        return _shell(campaign, action, step, options, given, now_text())
+        return _shell(campaign, action, step, options, given, stamps.now_text())
 
 
 def _new_campaign(options, given: dict) -> tuple[int, dict]:
     """initialize of a new workspace: admission in memory (a rejection writes nothing), then under the lock the
     campaign files, then the first step through the shell."""
     initialize = _module("initialize")
-    now = now_text()
+    now = stamps.now_text()
     campaign, files = initialize.admit(options, given, now)
     with workspace_lock(campaign.paths.lock):
         initialize.create(campaign, files)
@@ -109,7 +105,7 @@ def _shell(campaign, action: str, step, options, given: dict, now: str) -> tuple
             }
             metadata.write(campaign.paths, campaign.meta)
             result.extras["settings_changed"] = merged.changed
-        state = refresh.refresh(campaign, now_text(), ledger_changed=result.ledger_changed)
+        state = refresh.refresh(campaign, stamps.now_text(), ledger_changed=result.ledger_changed)
     finally:
         refresh.stop_plot_worker(campaign)
     if action == "status" or state["final_response_allowed"]:  # where the best lives, when the user asks

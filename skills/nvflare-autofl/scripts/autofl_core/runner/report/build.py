@@ -15,13 +15,12 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from ...campaign import compare, gains, prune
 from ...campaign import vocabulary as v
 from ...campaign.ledger import LedgerRow
-from ...common import atomic, faults
+from ...common import atomic, faults, stamps
 from .. import noise, pointers
 from .. import state as state_mod
 from ..store.contract import BUDGET_FIELDS
@@ -105,7 +104,7 @@ def build(
     judged = _standing(campaign, state)
     return {
         "schema_version": SCHEMA,
-        "generated_at": _now(),
+        "generated_at": stamps.now_text(),
         "provenance": _provenance(state, context),
         **_setup(campaign, judged.rows),
         **_outcome(campaign, state, judged),
@@ -281,7 +280,7 @@ def _curves(campaign, rows: list[LedgerRow], outputs: Outputs, plot_available: b
 
 def _pending_at_stop(campaign, state: dict) -> dict | None:
     """What was pending when a stop file stopped the campaign: the next action without the stop, in words."""
-    unstopped = state_mod.pending_at_stop(campaign, state, _now())
+    unstopped = state_mod.pending_at_stop(campaign, state, stamps.now_text())
     if unstopped is None:
         return None
     return {"next_action": unstopped["next_action"], "reason": unstopped["reason"], "text": pending_text(unstopped)}
@@ -314,10 +313,6 @@ def write(outputs: Outputs, data: dict) -> None:
     atomic.write_json(outputs.report_json, data)
     faults.checkpoint("refresh:report_json_written")
     atomic.write_text(outputs.report, markdown.render(data))
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime(run_records.STAMP)
 
 
 def _provenance(state: dict, context: Context) -> dict:

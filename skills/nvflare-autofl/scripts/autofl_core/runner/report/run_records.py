@@ -4,16 +4,13 @@ as no evidence)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
 
 from ...campaign import vocabulary as v
 from ...campaign.ledger import LedgerRow
-from ...common import bounded
+from ...common import bounded, stamps
 from ..outcome import CampaignError
 from ..store import external
-
-STAMP = "%Y-%m-%dT%H:%M:%SZ"  # UTC time stamps as the campaign records them
 
 
 def trial_network(trial: dict) -> str | None:
@@ -65,22 +62,15 @@ def wall_time(campaign, state: dict) -> dict:
     """From the campaign's creation to its latest stamp: the state is stamped when each action's step finished
     (trials ended and decided), so the last action's own run time is inside; manifests and campaign.json carry
     action start times, which only matter for a state file older than them."""
-    stamps = [campaign.meta.get("updated_at"), state.get("updated_at")]
-    stamps += [m.updated_at for m in campaign.manifests()]
-    start = _parse(campaign.meta.get("created_at"))
-    ends = [stamp for stamp in (_parse(s) for s in stamps) if stamp is not None]
+    found = [campaign.meta.get("updated_at"), state.get("updated_at")]
+    found += [m.updated_at for m in campaign.manifests()]
+    start = stamps.parse(campaign.meta.get("created_at"))
+    ends = [stamp for stamp in (stamps.parse(s) for s in found) if stamp is not None]
     if start is None or not ends:
         return {"started_at": campaign.meta.get("created_at"), "last_activity_at": None, "wall_time_seconds": None}
     end = max(ends)
     return {
         "started_at": campaign.meta["created_at"],
-        "last_activity_at": end.strftime(STAMP),
+        "last_activity_at": stamps.text_of(end),
         "wall_time_seconds": max((end - start).total_seconds(), 0.0),
     }
-
-
-def _parse(stamp) -> datetime | None:
-    try:
-        return datetime.strptime(str(stamp), STAMP).replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
