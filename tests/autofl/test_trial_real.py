@@ -12,8 +12,9 @@ import time
 import numpy as np
 import pytest
 from autofl_core.campaign import ledger
-from autofl_core.trial.execute import TrialSpec, run_trial
+from autofl_core.trial.execute import TrialSpec
 from autofl_core.trial.processes import find_token_processes
+from runner_support import run_trial_settled
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -73,7 +74,7 @@ def assert_clean(result, temp_parent):
 def test_hello_numpy_success_scores_from_metrics_summary(repo_root, python_exe, tmp_path, short_tmp):
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     stream = io.StringIO()
-    result = run_trial(spec(python_exe, workspace, short_tmp, "baseline", "accuracy", progress_stream=stream))
+    result = run_trial_settled(spec(python_exe, workspace, short_tmp, "baseline", "accuracy", progress_stream=stream))
     assert result.outcome == "success", result.failure_reason
     assert (result.metric_name, result.metric_source) == ("accuracy", "structured:metrics_summary.json")
     assert result.metric_artifact == SUMMARY.format("baseline")
@@ -94,7 +95,9 @@ def test_hello_numpy_success_scores_from_metrics_summary(repo_root, python_exe, 
 
 def test_numpy_loss_success_lower_is_better(repo_root, python_exe, tmp_path, short_tmp):
     workspace = copy_example(repo_root, tmp_path, "numpy-loss")
-    result = run_trial(spec(python_exe, workspace, short_tmp, "baseline", "loss", mode="min", run_args=["--lr", "0.1"]))
+    result = run_trial_settled(
+        spec(python_exe, workspace, short_tmp, "baseline", "loss", mode="min", run_args=["--lr", "0.1"])
+    )
     assert result.outcome == "success", result.failure_reason
     assert (result.metric_name, result.metric_source) == ("loss", "structured:metrics_summary.json")
     assert result.score == final_aggregated(workspace, "baseline", "loss")
@@ -171,7 +174,7 @@ def test_client_crash_is_a_crash_and_secrets_never_reach_the_client(
     )
     client.write_text(text)
     monkeypatch.setenv("AUTOFL_TEST_SECRET_TOKEN", "do-not-leak-42")
-    result = run_trial(spec(python_exe, workspace, short_tmp, "broken", "accuracy"))
+    result = run_trial_settled(spec(python_exe, workspace, short_tmp, "broken", "accuracy"))
     assert result.outcome == "crash"
     assert result.failure_reason.startswith(f"exit_code={result.exit_code}") and result.exit_code != 0
     assert result.score is None
@@ -201,7 +204,7 @@ def test_site_hanging_after_first_round_trips_the_partial_aggregation_watchdog_a
         )
     )
     # 30 s without progress: on a loaded machine site-1's own round may take longer than 8 s between markers
-    result = run_trial(spec(python_exe, workspace, short_tmp, "hang", "accuracy", no_progress_timeout=30.0))
+    result = run_trial_settled(spec(python_exe, workspace, short_tmp, "hang", "accuracy", no_progress_timeout=30.0))
     assert result.outcome == "crash"
     # site-1 finished round 1, so the server logged `Aggregated 1/2 results` and then nothing advanced; the
     # reason names the site the round waits for (NVFLARE's `Sampled clients` minus the `peer=` that arrived)
@@ -221,7 +224,7 @@ def test_total_timeout_kills_a_running_simulation(repo_root, python_exe, tmp_pat
     # 200 rounds run for minutes, so the 20 s timeout strikes mid-run even when a loaded machine (a parallel
     # suite) takes 10 s or more to start the simulation (7 s with 3 rounds was too short there)
     rounds = {"budget_args": ["--num_rounds", "200", "--n_clients", "2"], "num_rounds": 200}
-    result = run_trial(spec(python_exe, workspace, short_tmp, "slow", "accuracy", timeout=20.0, **rounds))
+    result = run_trial_settled(spec(python_exe, workspace, short_tmp, "slow", "accuracy", timeout=20.0, **rounds))
     assert result.outcome == "crash" and result.score is None
     assert result.failure_reason == result.watchdog == "timeout: trial exceeded the 20s total timeout"
     assert result.termination_seconds is not None and result.termination_seconds < 10.0
@@ -256,7 +259,7 @@ def test_no_metric_is_a_crash_and_detached_grandchildren_are_gone(repo_root, pyt
     )
     assert "quality=" in text and "setsid" in text
     client.write_text(text)
-    result = run_trial(spec(python_exe, workspace, short_tmp, "nometric", "accuracy"))
+    result = run_trial_settled(spec(python_exe, workspace, short_tmp, "nometric", "accuracy"))
     assert result.outcome == "crash" and result.exit_code == 0 and result.score is None
     assert result.failure_reason.startswith(
         "matching metric not found; metrics=[accuracy]; searched=[simulation/server/simulate_job/metrics/"
@@ -290,7 +293,7 @@ def test_sandbox_socket_denial_of_a_real_simulation_is_an_infrastructure_retry(
     shim.mkdir()
     (shim / "sitecustomize.py").write_text(SOCKET_DENIAL_SHIM)
     parent = {"PATH": os.environ["PATH"], "PYTHONPATH": str(shim)}
-    result = run_trial(spec(python_exe, workspace, short_tmp, "sandboxed", "accuracy", parent_env=parent))
+    result = run_trial_settled(spec(python_exe, workspace, short_tmp, "sandboxed", "accuracy", parent_env=parent))
     assert result.outcome == "infrastructure_retry", result.failure_reason
     assert result.failure_reason.startswith("simulation denied by the host sandbox: socket permission failure")
     assert result.score is None and result.exit_code != 0
@@ -305,7 +308,9 @@ def test_hello_numpy_under_limits_it_fits_in_scores_as_without_them(repo_root, p
 
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     capped = TrialLimits(memory=2 * GIB, disk=2 * GIB, processes=1024)
-    result = run_trial(spec(python_exe, workspace, short_tmp, "capped", "accuracy", limits=capped, stage_files={}))
+    result = run_trial_settled(
+        spec(python_exe, workspace, short_tmp, "capped", "accuracy", limits=capped, stage_files={})
+    )
     assert result.outcome == "success", result.failure_reason
     assert result.score == pytest.approx(accuracy_replay(workspace / "client.py")(0.05, 5), rel=1e-9)  # as uncapped
     held = result.sandbox["limits"]
@@ -319,7 +324,9 @@ def test_hello_numpy_over_its_memory_limit_is_a_crash_naming_the_limit(repo_root
 
     workspace = copy_example(repo_root, tmp_path, "hello-numpy")
     tight = TrialLimits(memory=64 * MIB)
-    result = run_trial(spec(python_exe, workspace, short_tmp, "tight", "accuracy", limits=tight, stage_files={}))
+    result = run_trial_settled(
+        spec(python_exe, workspace, short_tmp, "tight", "accuracy", limits=tight, stage_files={})
+    )
     assert result.outcome == "crash" and result.score is None
     assert result.failure_reason.startswith("memory limit 64 MiB exceeded by "), result.failure_reason
     assert_clean(result, short_tmp)

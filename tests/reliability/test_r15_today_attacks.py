@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 from autofl_core.importer import api, dryrun, moves, recorded
-from autofl_core.trial.execute import CRASH, TrialSpec, run_trial
+from autofl_core.trial.execute import CRASH, TrialSpec
+from runner_support import run_trial_settled
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "client.py"
@@ -133,7 +134,7 @@ def test_rounds_a_job_runs_only_outside_its_dry_run_are_caught_by_the_check_of_w
     assert _fixed(config) == {"num_rounds": 3, "min_clients": 2, "num_clients": 2}  # what the dry run saw
     short = Path(tempfile.mkdtemp(prefix="r15-", dir="/tmp"))
     try:
-        result = run_trial(
+        result = run_trial_settled(
             TrialSpec(
                 python=sys.executable,
                 job_path=job,
