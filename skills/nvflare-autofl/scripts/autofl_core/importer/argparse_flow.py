@@ -1,10 +1,7 @@
 """argparse seen statically: parsers, their add_argument calls, and the namespace parse_args() returns.
 
-The walker creates a `Parser` for every `ArgumentParser(...)`, records each `add_argument` as a `Flag`,
-and turns `parse_args()` / `parse_known_args()` into a `Namespace` whose values are the defaults with
-the `--base-args` overrides applied (parsed by the real argparse: `real_parser`, called from the walker).
-Whatever name the namespace is bound to (or returned through) is followed by data flow, so
-`args = define_parser()` works.
+The walker makes a `Parser` of every `ArgumentParser(...)`, a `Flag` of each `add_argument`, and a `Namespace`
+of `parse_args()`: the defaults with the `--base-args` overrides (parsed by the real argparse, `real_parser`).
 """
 
 from __future__ import annotations
@@ -214,10 +211,6 @@ def first_by_dest(named: Iterable[tuple[str, str]]) -> dict[str, str]:
     return out
 
 
-def find_flag(parser: Parser, dest: str) -> Flag | None:
-    return next((flag for flag in parser.flags if flag.dest == dest), None)
-
-
 def _required(flag: Flag) -> bool:
     return flag.required or (flag.positional and flag.nargs not in ("?", "*"))
 
@@ -228,12 +221,9 @@ def _missing(flag: Flag) -> Val:
 
 
 def build_namespace(parser: Parser, overrides: dict[str, Any]) -> Namespace:
-    """The namespace `parse_args()` returns: defaults, then set_defaults, then `--base-args` overrides.
-
-    A `dest` several options share is the first declared option's, as argparse makes it: its default, and its
-    name as the one option the value depends on (the others writing that dest are pinned beside it by
-    `runner_view.fixed_budget_options`); a later sharing option that is required and not given leaves it unread.
-    """
+    """The namespace `parse_args()` returns: defaults, then set_defaults, then `--base-args` overrides. A `dest`
+    several options share is the first declared option's (its default and name); a later sharing option that is
+    required and not given leaves it unread."""
     values: dict[str, Val] = {}
     for flag in parser.flags:
         if flag.action in ("help", "version"):
