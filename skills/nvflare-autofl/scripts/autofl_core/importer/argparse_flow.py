@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, to_jsonable, weakest
+from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, known, to_jsonable, weakest
 
 # A parser's fromfile_prefix_chars the importer cannot read (not a literal): every punctuation mark a prefix could
 # plausibly be, except those that start ordinary values ("-0.1", "./data", "~/data", "_x").
@@ -131,7 +131,7 @@ class Namespace:
 def _action_name(action: Any) -> str:
     if action is None:
         return "store"
-    if isinstance(action, Val) and action.resolved and isinstance(action.value, str):
+    if known(action, str):
         return action.value
     if isinstance(action, ClassRef) and action.name == "BooleanOptionalAction":
         return "boolean_optional"
@@ -160,7 +160,7 @@ def _typed_default(flag_type: str | None, default: Val) -> Val:
 
 def add_argument(parser: Parser, args: list[Any], kwargs: dict[str, Any], line: int) -> None:
     """Record one `add_argument` call; option strings that are not literal strings are a parser problem."""
-    options = [a.value for a in args if isinstance(a, Val) and a.resolved and isinstance(a.value, str)]
+    options = [a.value for a in args if known(a, str)]
     if not options or len(options) != len(args):
         parser.problems.append(f"line {line}: add_argument with non-literal option strings")
         return
@@ -187,7 +187,7 @@ def add_argument(parser: Parser, args: list[Any], kwargs: dict[str, Any], line: 
 
 
 def _choices(choices: Any) -> list | None:
-    if not (isinstance(choices, Val) and choices.resolved and isinstance(choices.value, (list, tuple, set, range))):
+    if not known(choices, (list, tuple, set, range)):
         return None
     return sorted(choices.value, key=repr) if isinstance(choices.value, set) else list(choices.value)
 
@@ -261,7 +261,7 @@ def fromfile_prefix(chars: Any) -> str | None:
     """The `fromfile_prefix_chars=` of an ArgumentParser call as the importer records it (None when absent)."""
     if chars is None:
         return None
-    if isinstance(chars, Val) and chars.resolved and (chars.value is None or isinstance(chars.value, str)):
+    if known(chars, (str, type(None))):
         return chars.value or None
     return UNKNOWN_FROMFILE
 

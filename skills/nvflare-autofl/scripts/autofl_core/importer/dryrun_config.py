@@ -319,9 +319,8 @@ ACTION_NAMES = {  # argparse's action class names (as a dry run records them), b
 
 
 def real_parser(config: dict, record: DryRunRecord) -> None:
-    """The parser's facts are the real argparse parser's: its settings and every option with its default and
-    parsed value; the reading only adds the job.py line an option is declared on (for refusals to name). The
-    schema's comparison arguments and its notes on options job.py lacks are read again from the real parser."""
+    """The parser's facts (its settings, every option's default and parsed value) are the real parser's, with the
+    job.py line of each option the reading saw; the schema's comparison arguments and notes are read again."""
     if not record.parsers:
         return
     real, section, schema = record.parsers[0], config["argparse"], config["schema"]

@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from . import recipes
-from .values import Val
+from .values import Val, known
 
 if TYPE_CHECKING:
     from ..campaign.ledger import LedgerRow
@@ -74,7 +74,7 @@ def parse_stop_cond(text: str) -> tuple[str, str] | None:
 
 
 def _text(val: Any) -> str | None:
-    return val.value if isinstance(val, Val) and val.resolved and isinstance(val.value, str) else None
+    return val.value if known(val, str) else None
 
 
 def _given(val: Any) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .argparse_flow import MAX_NARGS, PARSE_METHODS, Flag, Parser, add_argument, build_namespace, fromfile_tokens
-from .values import HIGH, Bag, Val, unresolved
+from .values import HIGH, Bag, Val, known, unresolved
 
 _TYPES = {"int": int, "float": float, "bool": bool}  # any other type keeps the text
 _KNOWN_ONLY = {"parse_known_args", "parse_known_intermixed_args"}
@@ -208,7 +208,7 @@ def parser_method(
         return unresolved(node, f"ArgumentParser.{method}() is not evaluated")
     known_only = "known" in method
     explicit = args[0] if args else kwargs.get("args")
-    if isinstance(explicit, Val) and explicit.resolved and isinstance(explicit.value, (list, tuple)):
+    if known(explicit, (list, tuple)):
         base_args = [str(a) for a in explicit.value]  # job.py parses a fixed list, not the command line
         if fromfile_tokens(parser.fromfile_prefix_chars, base_args):
             return unresolved(node, f"job.py's {method}() reads arguments from a file (fromfile_prefix_chars)")
