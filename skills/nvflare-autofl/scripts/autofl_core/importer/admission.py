@@ -173,11 +173,7 @@ def _objective_errors(config: dict, requested: str | None) -> list[dict]:
 
 def literal_workspace(config: dict) -> str | None:
     """The resolved path a FedJob's `simulator_run()` writes to while ignoring NVFLARE_SIMULATOR_WORKSPACE_ROOT
-    (NVFLARE 2.9 honours the variable only in SimEnv); None when the job reads the variable or it is unknown.
-
-    Such a job is admissible: a sealed trial maps that path onto its private simulator root. Where trials cannot
-    be sealed the runner refuses it with `unisolated_message`.
-    """
+    (None when the job reads the variable or it is unknown): a sealed trial maps it onto its private root."""
     workspace = (config.get("environment") or {}).get("simulator_workspace") or {}
     value = workspace.get("value")
     if workspace.get("reads_root_variable") or not isinstance(value, str) or not value.strip():

@@ -23,7 +23,7 @@ from typing import Any
 from . import argparse_flow as ap
 from . import data_shaping, display, real_parser, recipes
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
-from .budget import FIELDS, fixed_budget
+from .budget import FIELDS, fixed_budget, unresolved_notes  # noqa: F401  (FIELDS re-exported)
 from .files import Overlay, Workspace, load_job
 from .objective import build_objective, empty_objective
 from .reach import ScriptParser, forwarded_options, reaching_options
@@ -77,7 +77,7 @@ def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -
     given = real_parser.parse(parser, base_args, "parse_known_args").values
     args, conflicts = [], []
     for key, value in sorted(budget.items()):
-        flag = ap.find_flag(parser, key)
+        flag = next((f for f in parser.flags if f.dest == key), None)
         if key in RUNNER_SETTINGS or flag is None or flag.positional:
             continue
         if key in given and given[key] != value:
@@ -134,24 +134,13 @@ def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], c
     }
 
 
-def _budget_section(surface: Surface, argparse_section: dict, schema: dict) -> dict:
-    budget = fixed_budget(surface)
-    if budget:
-        budget["comparison_args"] = comparison_args(schema, argparse_section["flags"])
-    return budget
-
-
 def _unresolved(recipe_args: dict, budget: dict, reasons: dict, argparse_section: dict, notes: list) -> list[dict]:
     items = [
         {"field": f"recipe_args.{k}", "reason": v.get("reason", "dynamic value")}
         for k, v in recipe_args.items()
         if v["confidence"] == UNRESOLVED
     ]
-    items += [
-        {"field": f"fixed_budget.{k}", "reason": budget[k].get("reason", "")}
-        for k in FIELDS
-        if k in budget and budget[k]["confidence"] == UNRESOLVED
-    ]
+    items += unresolved_notes(budget)
     items += [{"field": f"objective.{k}", "reason": v} for k, v in sorted(reasons.items())]
     items += [{"field": "argparse", "reason": p} for p in argparse_section["problems"]]
     return items + notes
@@ -299,7 +288,9 @@ def _assemble(job: _Job) -> dict:
     )
     reasons = objective.pop("_reasons", {})
     recipe_args = {k: describe(v) for k, v in sorted(surface.target.kwargs.items())} if supported else {}
-    budget = _budget_section(surface, args_section, schema)
+    budget = fixed_budget(surface)
+    if budget:
+        budget["comparison_args"] = comparison_args(schema, args_section["flags"])
     raised = would_raise(surface, budget)
     schema["budget_mismatches"] = (
         budget_mismatches(budget, schema, args_section["flags"], args_section["schema_args"]) if supported else []
@@ -353,12 +344,10 @@ def import_job(
 ) -> dict:
     """Import an existing job.py (reads it, its train script's imports and mutation_schema.yaml).
 
-    `overlay` ({workspace-relative path: bytes}) shows those files instead of the workspace's: a candidate's
-    draft is imported without being written into the live job. `dry_run`: also run job.py (with `python`) in
-    the trial sandbox up to NVFLARE's entry point and fold what it built into the config (dryrun_config.py);
-    where the sandbox cannot seal, the static import stands. `run_args` (with `dry_run`): a candidate's run
-    arguments, run once more on top of the base arguments; `import.dry_run.run_args_changes` lists what they
-    change in the budget or objective. Raises files.JobImportError when job.py (or an
+    `overlay` ({workspace-relative path: bytes}) shows those files instead of the workspace's (a candidate's
+    draft). `dry_run`: also run job.py (with `python`) in the trial sandbox up to NVFLARE's entry point and fold
+    what it built into the config (dryrun_config.py); `run_args`: a candidate's run arguments, run once more on
+    top of the base ones (`import.dry_run.run_args_changes`). Raises files.JobImportError when job.py (or an
     explicit schema) cannot be read.
     """
     path, source, schema_text = load_job(job_path, schema_path)
@@ -390,10 +379,9 @@ def import_job(
 
 
 def _unseen_options(config: dict, tree: Any, job_name: str, read_file: Callable, reached: set[str]) -> None:
-    """Options only the real parser has (the reading never saw them): classified for data shaping like the others
-    (by name, by the data calls job.py or the client script passes them to), and suggested for tuning when the
-    perturbed run showed them reaching what NVFLARE builds and the client script, where it is readable, defines
-    them (an option it does not define is ignored or makes it exit)."""
+    """Options only the real parser has: classified for data shaping like the others, and suggested for tuning
+    when the perturbed run showed them reaching what NVFLARE builds and the client script, where readable, defines
+    them."""
     unseen = [f for f in config["argparse"]["flags"] if f.get("line") is None and not f["positional"]]
     if not unseen:
         return

@@ -1,10 +1,7 @@
 """argparse seen statically: parsers, their add_argument calls, and the namespace parse_args() returns.
 
-The walker creates a `Parser` for every `ArgumentParser(...)`, records each `add_argument` as a `Flag`,
-and turns `parse_args()` / `parse_known_args()` into a `Namespace` whose values are the defaults with
-the `--base-args` overrides applied (parsed by the real argparse: `real_parser`, called from the walker).
-Whatever name the namespace is bound to (or returned through) is followed by data flow, so
-`args = define_parser()` works.
+The walker makes a `Parser` of every `ArgumentParser(...)`, a `Flag` of each `add_argument`, and a `Namespace`
+of `parse_args()`: the defaults with the `--base-args` overrides (parsed by the real argparse, `real_parser`).
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, to_jsonable, weakest
+from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, known, to_jsonable, weakest
 
 # A parser's fromfile_prefix_chars the importer cannot read (not a literal): every punctuation mark a prefix could
 # plausibly be, except those that start ordinary values ("-0.1", "./data", "~/data", "_x").
@@ -134,7 +131,7 @@ class Namespace:
 def _action_name(action: Any) -> str:
     if action is None:
         return "store"
-    if isinstance(action, Val) and action.resolved and isinstance(action.value, str):
+    if known(action, str):
         return action.value
     if isinstance(action, ClassRef) and action.name == "BooleanOptionalAction":
         return "boolean_optional"
@@ -163,7 +160,7 @@ def _typed_default(flag_type: str | None, default: Val) -> Val:
 
 def add_argument(parser: Parser, args: list[Any], kwargs: dict[str, Any], line: int) -> None:
     """Record one `add_argument` call; option strings that are not literal strings are a parser problem."""
-    options = [a.value for a in args if isinstance(a, Val) and a.resolved and isinstance(a.value, str)]
+    options = [a.value for a in args if known(a, str)]
     if not options or len(options) != len(args):
         parser.problems.append(f"line {line}: add_argument with non-literal option strings")
         return
@@ -190,7 +187,7 @@ def add_argument(parser: Parser, args: list[Any], kwargs: dict[str, Any], line: 
 
 
 def _choices(choices: Any) -> list | None:
-    if not (isinstance(choices, Val) and choices.resolved and isinstance(choices.value, (list, tuple, set, range))):
+    if not known(choices, (list, tuple, set, range)):
         return None
     return sorted(choices.value, key=repr) if isinstance(choices.value, set) else list(choices.value)
 
@@ -214,10 +211,6 @@ def first_by_dest(named: Iterable[tuple[str, str]]) -> dict[str, str]:
     return out
 
 
-def find_flag(parser: Parser, dest: str) -> Flag | None:
-    return next((flag for flag in parser.flags if flag.dest == dest), None)
-
-
 def _required(flag: Flag) -> bool:
     return flag.required or (flag.positional and flag.nargs not in ("?", "*"))
 
@@ -228,12 +221,9 @@ def _missing(flag: Flag) -> Val:
 
 
 def build_namespace(parser: Parser, overrides: dict[str, Any]) -> Namespace:
-    """The namespace `parse_args()` returns: defaults, then set_defaults, then `--base-args` overrides.
-
-    A `dest` several options share is the first declared option's, as argparse makes it: its default, and its
-    name as the one option the value depends on (the others writing that dest are pinned beside it by
-    `runner_view.fixed_budget_options`); a later sharing option that is required and not given leaves it unread.
-    """
+    """The namespace `parse_args()` returns: defaults, then set_defaults, then `--base-args` overrides. A `dest`
+    several options share is the first declared option's (its default and name); a later sharing option that is
+    required and not given leaves it unread."""
     values: dict[str, Val] = {}
     for flag in parser.flags:
         if flag.action in ("help", "version"):
@@ -271,7 +261,7 @@ def fromfile_prefix(chars: Any) -> str | None:
     """The `fromfile_prefix_chars=` of an ArgumentParser call as the importer records it (None when absent)."""
     if chars is None:
         return None
-    if isinstance(chars, Val) and chars.resolved and (chars.value is None or isinstance(chars.value, str)):
+    if known(chars, (str, type(None))):
         return chars.value or None
     return UNKNOWN_FROMFILE
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import recipes
 from .surface import ALL_SITES
-from .values import HIGH, MEDIUM, PINNED, UNRESOLVED, Val, merge_flags, option_flags, to_jsonable, weakest
+from .values import HIGH, MEDIUM, PINNED, UNRESOLVED, Val, known, merge_flags, option_flags, to_jsonable, weakest
 
 FIELDS = ("num_clients", "min_clients", "num_rounds")
 NOT_APPLICABLE = "not_applicable"
@@ -152,7 +152,7 @@ def _env_clients(surface: Any) -> dict:
 
 
 def _count(val: Any, source: str, control: tuple[str, ...]) -> dict:
-    if isinstance(val, Val) and val.resolved and isinstance(val.value, (list, tuple)):
+    if known(val, (list, tuple)):
         return _entry(Val(len(val.value), val.confidence, val.expr, val.flags), source, control)
     why = val.reason if isinstance(val, Val) and val.reason else getattr(val, "origin", "")
     return _missing(f"client list is not resolved: {why}" if why else "client list is not resolved", source)
@@ -190,7 +190,7 @@ def _run_clients(surface: Any, control: tuple[str, ...]) -> dict:
             return _missing("NVFLARE rejects n_clients= together with clients=; pass only one", "simulator_run(...)")
         return _count(kwargs["clients"], "simulator_run(clients=[...])", control)
     targets = surface.site_targets
-    unknown = [t for t in targets if not (isinstance(t, Val) and t.resolved and isinstance(t.value, str))]
+    unknown = [t for t in targets if not known(t, str)]
     if unknown:
         why = getattr(unknown[0], "reason", "") or getattr(unknown[0], "origin", "")
         return _missing(
@@ -217,6 +217,15 @@ def _run_clients(surface: Any, control: tuple[str, ...]) -> dict:
         )
     sites = Val(len(names), weakest(HIGH, *(t.confidence for t in targets)), "", merge_flags(*targets))
     return _entry(sites, "FedJob.to(..., site) targets", control)
+
+
+def unresolved_notes(budget: dict) -> list[dict]:
+    """The config's `unresolved` notes of the budget fields without a value."""
+    return [
+        {"field": f"fixed_budget.{k}", "reason": budget[k].get("reason", "")}
+        for k in FIELDS
+        if k in budget and budget[k].get("confidence") == UNRESOLVED
+    ]
 
 
 def fixed_budget(surface: Any) -> dict:

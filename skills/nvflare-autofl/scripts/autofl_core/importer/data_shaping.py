@@ -1,13 +1,9 @@
 """Options that shape the data, the validation split or the metric: fixed like the budget, never tuned. Pure (AST).
 
-A job option is *fixed* when
-- its name says it decides the data (`--alpha`/`--dirichlet_alpha`, `--val_ratio`, `--split`, `--num_samples`,
-  `--iid`, `--dataset`, ...: `SHAPING_NAME_RE`), or
-- its value reaches a call that builds the data, the split or the metric (`SHAPING_CALL_RE`: `partition(...)`,
-  `random_split`, `train_test_split`, `Subset`, `load_data`, `accuracy(...)`, ...) in job.py, or in the client
-  script that job.py forwards it to (`train_args=f"--alpha {args.alpha}"`: the script's option of the same name).
-An option forwarded to a client script the importer cannot read, or read there only dynamically (`vars(args)`,
-`getattr(args, ...)`), is *unclassified*: never suggested either. Usage::
+A job option is *fixed* when its name says it decides the data (`SHAPING_NAME_RE`: `--alpha`, `--val_ratio`,
+`--iid`, ...), or its value reaches a call that builds the data, the split or the metric (`SHAPING_CALL_RE`) in
+job.py or in the client script job.py forwards it to. An option forwarded to a client script the importer cannot
+read, or reads only dynamically (`vars(args)`), is *unclassified*: never suggested either. Usage::
 
     found = classify(flags, job_tree, script_tree, forwarded={"--alpha", "--lr"})
     found["fixed"]          # {"--alpha": "client.py passes it to dirichlet_partition(...)"}

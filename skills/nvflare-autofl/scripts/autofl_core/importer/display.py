@@ -1,14 +1,8 @@
-"""What a human is shown of an imported config: the `summary` block and the shortened YAML view.
+"""What a human is shown of an imported config: the `summary` block and the shortened YAML view (pure).
 
-The summary holds what the user must agree to before a campaign: the objective (metric, direction, where the
-direction comes from), the fixed budget (each field's value, confidence and source), then the files a candidate
-may edit, what could not be resolved and the tunable options. Long literal values (a 210-element model list, a
-long string, a long mapping) are summarized for display only (`[0.0] x 210`, `[1, 2, 3, '... (210 items: int)']`,
-type, length and first items); the config's data (JSON, autofl.yaml) always keeps the full value. Pure.
-Usage::
-
-    config["summary"] = summary(config)   # from its objective, fixed_budget, trust, unresolved, search_space
-    view = elide(config)   # a copy for `job_importer.py --format yaml`; `config` is unchanged
+`summary(config)` holds what the user must agree to before a campaign: the objective, the fixed budget, the files
+a candidate may edit, what could not be resolved and the tunable options. `elide(config)` is a display copy with
+long literal values shortened (`[0.0] x 210`); the config's data (JSON, autofl.yaml) keeps the full value.
 """
 
 from __future__ import annotations
@@ -48,12 +42,10 @@ def summary(config: dict) -> dict:
 
 
 def elide(value: Any, *, literal: bool = False) -> Any:
-    """A display copy of `value` with long literal data shortened: lists of numbers (also nested, such as a
-    matrix) longer than MAX_ITEMS anywhere; under a `value` or `default` key (a literal taken from the job's
-    source) any list or mapping of plain data (strings, numbers, nested lists and mappings of them) longer than
-    MAX_ITEMS; and strings longer than MAX_CHARS. A shortened list keeps its first items and says how many there
-    are and of which types; a mapping keeps its first keys. The structure of the config (its mappings, its lists
-    of options, files and records) is kept as it is. The input is not changed."""
+    """A display copy of `value` with long literal data shortened: lists of numbers (also nested) longer than
+    MAX_ITEMS anywhere; under a `value` or `default` key (a literal from the job's source) any list or mapping of
+    plain data longer than MAX_ITEMS; and strings longer than MAX_CHARS. A shortened list keeps its first items and
+    says how many there are and of which types; a mapping keeps its first keys. The input is not changed."""
     if isinstance(value, dict):
         if literal and len(value) > MAX_ITEMS and all(_plain(item) for item in value.values()):
             keys = ", ".join(repr(key) for key in list(value)[:SHOWN_ITEMS])

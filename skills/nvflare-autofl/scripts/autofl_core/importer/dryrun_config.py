@@ -1,24 +1,19 @@
 """Fold a dry-run record into the static import's config (pure): a recorded training run is the config's source.
 
-One rule, whatever the static reading managed to follow:
 - No record (no namespaces here): the static config stands; `import.dry_run.status` says why.
-- The run recorded a training job (`fold`): the job, the budget (with `depends_on`: the options, and the
-  environment variables, the perturbed runs showed to move each field), the key metric and its mode, the trust
-  contract (from the recorded train script), a FedJob's simulator folder and the parser's options are what NVFLARE
-  was asked to build and what the real parser held. The static reading keeps only what no run records: the job.py
-  line of each option, refusal lines, the objective's schema contract (requested metric, bridges, schema mode),
-  data-shaping classes, noise sources, `recipe_args` as written (informational), a budget field the run left
-  without a value, and the refusals no single run can settle: input errors (`--base-args`, the schema) stay beside
-  what the run recorded; a metric-direction conflict is judged again on the key metric and mode the run recorded
-  (the reading's own is dropped); a budget that reads the environment, files, random numbers or the clock, the
-  job's own `nvflare` or a non-training family keeps the static config whole (`held`).
-  A budget field an environment variable moves is unresolved (refused). The schema's budget is checked against
-  the recorded budget (`schema.budget_mismatches`).
-- The run recorded a non-training job: refused, naming the class and its family.
-- The run raised before anything ran and the static reading refuses for a reason a run could have settled: the
-  refusal names the job.py line from the traceback.
-- The run stood in for a module job.py imports where a handler would catch its ImportError (`fallbacks`): it is
-  not what `python job.py` does on this host, settles nothing, and the import is refused naming that line.
+- A recorded training run (`fold`): the job, the budget (`depends_on`: the options and environment variables the
+  perturbed runs showed to move each field), the key metric and mode, the trust contract, a FedJob's simulator
+  folder and the parser's options are what the run recorded. The static reading keeps what no run records (option
+  lines, refusal lines, the schema's contract, data shaping, noise sources, `recipe_args`, a budget field the run
+  left without a value) and input errors; a metric-direction conflict is judged again on the recorded key metric.
+  A refusal no single run settles (`held`: a budget reading the environment, files, random numbers or the clock,
+  the job's own `nvflare`, a non-training family) keeps the static config whole. A budget field an environment
+  variable moves is unresolved.
+- A recorded non-training job: refused, naming the class and its family.
+- A raise before anything ran, where the static reading refuses for a reason a run could settle: the refusal
+  names the job.py line from the traceback.
+- A stand-in for a module job.py imports where a handler would catch its ImportError (`fallbacks`): not what
+  `python job.py` does on this host; the import is refused naming that line.
 """
 
 from __future__ import annotations
@@ -26,12 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import moves, recorded
-from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, UNSUPPORTED, admission_errors
+from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, admission_errors
 from .argparse_flow import NO_VALUE_ACTIONS, first_by_dest
-from .budget import FIELDS
+from .budget import FIELDS, unresolved_notes
 from .objective import DEFAULT_KEY_METRIC
+from .real_parser import argparse_class
 from .recorded import DryRunRecord
 from .schema import budget_mismatches, comparison_args, comparison_keys, schema_unapplied
+from .surface import FAMILY_LABELS
 
 UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
     "environment variable",
@@ -41,7 +38,7 @@ UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one 
     "reads the clock",
     "is imported instead of NVFLARE",  # the job's own nvflare: a run in the boot would not show what it does
 )
-NOT_TRAINING = ("statistics", "psi", "evaluation", "inference", "nested")
+NOT_TRAINING = tuple(FAMILY_LABELS)  # the families of jobs that train nothing
 
 
 def summary(record: DryRunRecord | None) -> dict:
@@ -117,8 +114,8 @@ def pinned_too(config: dict, moved: dict) -> None:
                 entry["confidence"] = "pinned"
 
 
-def contradictions(config: dict, record: DryRunRecord) -> list[str]:
-    """Budget fields whose static value differs from what NVFLARE was asked to run."""
+def _corrections(config: dict, record: DryRunRecord) -> list[str]:
+    """Where the static reading differs from the run: budget fields, then the key metric."""
     ran = recorded.budget(record)
     found = []
     for field in FIELDS:
@@ -128,6 +125,10 @@ def contradictions(config: dict, record: DryRunRecord) -> list[str]:
             continue
         if value != actual:
             found.append(f"{field}: job.py reads as {value}, but running it asks NVFLARE for {actual}")
+    metric, _mode = recorded.key_metric(record)
+    read = config["objective"].get("job_key_metric")
+    if metric is not None and read not in (None, metric):
+        found.append(f"key metric: job.py reads as {read}, but running it asks NVFLARE for {metric}")
     return found
 
 
@@ -205,16 +206,6 @@ def fold(
         config["import"]["dry_run"]["corrected"] = found
 
 
-def _corrections(config: dict, record: DryRunRecord) -> list[str]:
-    """Where the static reading differs from the run: budget fields, then the key metric."""
-    found = contradictions(config, record)
-    metric, _mode = recorded.key_metric(record)
-    read = config["objective"].get("job_key_metric")
-    if metric is not None and read not in (None, metric):
-        found.append(f"key metric: job.py reads as {read}, but running it asks NVFLARE for {metric}")
-    return found
-
-
 def _pattern(record: DryRunRecord) -> str:
     return "recipe" if record.recipe else "fedjob"
 
@@ -257,11 +248,7 @@ def _unresolved_budget(config: dict) -> None:
     config["unresolved"] = [
         u for u in config["unresolved"] if not u["field"].startswith(("fixed_budget.", "objective."))
     ]
-    config["unresolved"] += [
-        {"field": f"fixed_budget.{k}", "reason": v.get("reason", "")}
-        for k, v in config["fixed_budget"].items()
-        if k in FIELDS and v.get("confidence") == "unresolved"
-    ]
+    config["unresolved"] += unresolved_notes(config["fixed_budget"])
 
 
 def _recorded_support(config: dict, record: DryRunRecord, env_moved: dict) -> None:
@@ -325,24 +312,15 @@ def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]
     return found
 
 
-ACTION_NAMES = {
-    "_StoreAction": "store",
-    "_StoreTrueAction": "store_true",
-    "_StoreFalseAction": "store_false",
-    "_StoreConstAction": "store_const",
-    "_CountAction": "count",
-    "_AppendAction": "append",
-    "_AppendConstAction": "append_const",
-    "_ExtendAction": "extend",
-    "BooleanOptionalAction": "boolean_optional",
-    "_VersionAction": "version",
+ACTION_NAMES = {  # argparse's action class names (as a dry run records them), by the `action=` each stands for
+    argparse_class(name).__name__: name
+    for name in "store store_true store_false store_const count append append_const extend boolean_optional version".split()
 }
 
 
 def real_parser(config: dict, record: DryRunRecord) -> None:
-    """The parser's facts are the real argparse parser's: its settings and every option with its default and
-    parsed value; the reading only adds the job.py line an option is declared on (for refusals to name). The
-    schema's comparison arguments and its notes on options job.py lacks are read again from the real parser."""
+    """The parser's facts (its settings, every option's default and parsed value) are the real parser's, with the
+    job.py line of each option the reading saw; the schema's comparison arguments and notes are read again."""
     if not record.parsers:
         return
     real, section, schema = record.parsers[0], config["argparse"], config["schema"]
@@ -425,7 +403,7 @@ def apply(
     family = recorded.family(record) if record.status == "recorded" and fallback is None else None
     settles = not held(config)  # the static reading refuses for nothing a run cannot settle
     kept = [e for e in config["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
-    if family == "training" and (settles or not (_unpinnable(config) or config["job"].get("family") in NOT_TRAINING)):
+    if family == "training" and not (_unpinnable(config) or config["job"].get("family") in NOT_TRAINING):
         fold(config, record, moved, env_moved or {}, trust_for)  # what the run settles goes; `kept` stays below
         kept = [e for e in kept if e["code"] not in JUDGED_ON_THE_RECORD]  # judged below on the recorded metric
     elif family in NOT_TRAINING and settles:
@@ -437,10 +415,6 @@ def apply(
             refuse_with_line(config, record)
     config["admission_errors"] = admission_errors(config, metric)
     config["admission_errors"] += [e for e in kept if e not in config["admission_errors"]]
-    if config["import"]["support"]["status"] != "supported" and not any(
-        e["code"] == UNSUPPORTED for e in config["admission_errors"]
-    ):
-        config["admission_errors"].insert(0, {"code": UNSUPPORTED, "message": config["import"]["support"]["reason"]})
     errors, why_not_run = config["admission_errors"], unsettled_reason(record)
     if errors and why_not_run and "running job.py" not in errors[0]["message"]:  # a refusal the run left says why
         errors[0]["message"] += f" (and {why_not_run})"

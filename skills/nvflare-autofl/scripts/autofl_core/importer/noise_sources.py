@@ -1,16 +1,8 @@
-"""Why reruns of a job may differ, read from its source: where randomness enters without a seed.
+"""Why reruns of a job may differ, read from its source (pure, AST): where randomness enters without a seed.
 
-Pure, read from the AST (nothing is imported or run). Each finding names the file and line, the cause and the
-smallest change that would make reruns comparable:
-- a model built (a call named like `...Net`/`...Model`, passed as `model=`/`initial_model=`, or assigned to
-  `model`) before any seed is set, in a file that uses a framework with random initial weights (torch,
-  TensorFlow/Keras, JAX, NVFLARE's PyTorch/TensorFlow recipes): its initial weights differ per run;
-- a shuffle without a seed: `DataLoader(shuffle=True)` without `generator=` in a file that seeds nothing,
-  `random.shuffle`/`np.random.shuffle`/`np.random.permutation` in a file that never seeds that generator,
-  `np.random.default_rng()` without a seed, `train_test_split(...)`/`.sample(frac=...)` without `random_state=`;
-- a nondeterministic loader or kernel choice: `DataLoader(num_workers>0)` without `worker_init_fn`,
-  `torch.backends.cudnn.benchmark = True`.
-Usage::
+Each finding names the file and line, the cause and the smallest change that would make reruns comparable: a model
+built before any seed is set in a file using a framework with random initial weights, a shuffle or split without
+a seed, a nondeterministic loader or cuDNN kernel choice (`_risks`). Usage::
 
     found = scan({"job.py": source_text, "client.py": other_text})
     # [{"file": "job.py", "line": 42, "cause": "...", "fix": "..."}, ...] in file and line order
@@ -24,12 +16,11 @@ from collections.abc import Iterator
 MODEL_KEYWORDS = ("model", "initial_model")
 MODEL_SUFFIXES = ("Net", "Network", "Model", "CNN", "MLP")
 FRAMEWORKS = {"torch", "tensorflow", "keras", "jax", "flax", "lightning", "pytorch_lightning"}
-SEED_CALLS = {  # the last name of a call that seeds -> the generators it seeds
+SEED_CALLS = {  # the last name of a call that seeds -> the generators it seeds (`seed`: by its receiver)
     "manual_seed": {"torch"},
     "seed_everything": {"torch", "numpy", "random"},
     "set_seed": {"torch", "numpy", "random"},
     "set_random_seed": {"torch", "numpy", "random"},
-    "seed": {"numpy", "random"},  # random.seed, np.random.seed (refined by the receiver below)
 }
 MAX_FINDINGS = 20
 
@@ -60,8 +51,7 @@ def _scan_file(path: str, tree: ast.AST) -> list[dict]:
 
 
 def _random_init_framework(tree: ast.AST) -> bool:
-    """The file imports a framework whose layers start from random weights (torch, TensorFlow/Keras, JAX, or
-    NVFLARE's PyTorch/TensorFlow recipes)."""
+    """The file imports a framework whose layers start from random weights (FRAMEWORKS, NVFLARE's pt/tf recipes)."""
     for node in ast.walk(tree):
         names = []
         if isinstance(node, ast.Import):
@@ -76,8 +66,7 @@ def _random_init_framework(tree: ast.AST) -> bool:
 
 
 def _model_builds(tree: ast.AST) -> set[int]:
-    """Calls that build a model: named like one (`...Net`, `...Network`, `...Model`, `CNN`, `MLP`), passed as
-    `model=`/`initial_model=`, or assigned to a variable called `model`/`net`."""
+    """Calls that build a model: named like one (MODEL_SUFFIXES), passed as `model=`, or assigned to `model`/`net`."""
     built: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):

@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from . import recipes
-from .values import Val
+from .values import Val, known
 
 if TYPE_CHECKING:
     from ..campaign.ledger import LedgerRow
@@ -74,7 +74,7 @@ def parse_stop_cond(text: str) -> tuple[str, str] | None:
 
 
 def _text(val: Any) -> str | None:
-    return val.value if isinstance(val, Val) and val.resolved and isinstance(val.value, str) else None
+    return val.value if known(val, str) else None
 
 
 def _given(val: Any) -> bool:
@@ -170,28 +170,35 @@ def build_objective(surface: Any, requested: str | None, schema: dict | None, tr
     requested = requested or sobj.get("requested_metric") or None
     metric = requested or job["metric"]
     bridged = metric is not None and metric != job["metric"] and metric in ((schema or {}).get("bridged_metrics") or [])
-    schema_mode = sobj.get("mode") if sobj.get("mode") in ("min", "max") else None
+    contract = _schema_contract(sobj, requested, metric)
     if metric is not None and metric == job["metric"]:
         mode, mode_source = job["mode"], job["mode_source"]
     elif bridged:
+        schema_mode = contract["schema_mode"]
         mode, mode_source = (schema_mode, "mutation_schema") if schema_mode else ("max", "core_default")
     else:
         mode, mode_source = None, "undeclared"
-    order = sobj.get("metric_extraction_order") or ([metric] if metric else [])
     return {
+        **contract,
         "bridged": bool(bridged),
         "job_key_metric": job["metric"],
         "job_key_metric_mode": job["mode"],
         "job_key_metric_source": job["metric_source"],
-        "metric": metric,
-        "metric_extraction_order": list(order),
         "metric_invariants": _invariants(surface, metric, mode, mode_source, train_script, bridged),
-        "metric_source": sobj.get("metric_source") or "auto",
         "mode": mode,
         "mode_contract_source": mode_source,
-        "requested_metric": requested,
-        "schema_mode": schema_mode,
         "_reasons": job["reasons"],
+    }
+
+
+def _schema_contract(sobj: dict, requested: str | None, metric: str | None) -> dict:
+    """The objective's keys the schema's `objective` section decides, for `metric`."""
+    return {
+        "metric": metric,
+        "metric_extraction_order": list(sobj.get("metric_extraction_order") or ([metric] if metric else [])),
+        "metric_source": sobj.get("metric_source") or "auto",
+        "requested_metric": requested,
+        "schema_mode": sobj.get("mode") if sobj.get("mode") in ("min", "max") else None,
     }
 
 
@@ -217,16 +224,12 @@ def empty_objective(metric: str | None, schema: dict) -> dict:
     sobj = schema.get("objective") or {}
     requested = metric or sobj.get("requested_metric") or None
     return {
+        **_schema_contract(sobj, requested, requested),
         "bridged": False,
         "job_key_metric": None,
         "job_key_metric_mode": None,
         "job_key_metric_source": None,
-        "metric": requested,
-        "metric_extraction_order": list(sobj.get("metric_extraction_order") or ([requested] if requested else [])),
         "metric_invariants": {},
-        "metric_source": sobj.get("metric_source") or "auto",
         "mode": None,
         "mode_contract_source": "unresolved",
-        "requested_metric": requested,
-        "schema_mode": sobj.get("mode") if sobj.get("mode") in ("min", "max") else None,
     }

@@ -1,14 +1,11 @@
 """job.py's options rebuilt as a real `argparse.ArgumentParser`, and command lines parsed with it.
 
-The option table (`argparse_flow.Flag`s, read from job.py or from a config's `argparse.flags`) becomes a parser
-declared the same way (actions, nargs, const, choices, defaults, builtin types; a custom type keeps the text),
-with job.py's `allow_abbrev` and `fromfile_prefix_chars`. Every argparse rule (aliases, `-r5`, `--x=1`,
-abbreviations, negative numbers, nargs, choices, types) is argparse's own. The parser never prints, never exits
-and never reads a file: an error, `--help`/`--version` or a token it would read as a file of arguments is a
-refusal naming the argument. A required option or positional left out is not refused (the runner parses a
-part of the command line); job.py's own parser would refuse it at run time. A declaration argparse refuses, or
-one with more than `MAX_NARGS` values (argparse would build strings that long), is left out of the parser.
-`parser_method` is the walker's view of a parser's methods: declarations recorded, `parse_args()` run by it.
+The option table (`argparse_flow.Flag`s, from job.py or a config's `argparse.flags`) becomes a parser declared the
+same way (a custom type keeps the text), with job.py's `allow_abbrev` and `fromfile_prefix_chars`, so every
+argparse rule (aliases, `-r5`, `--x=1`, abbreviations, nargs, choices, types) is argparse's own. The parser never
+prints, exits or reads a file: an error, `--help`/`--version` or a token it would read as a file of arguments is a
+refusal naming the argument. A required option left out is not refused (the runner parses part of a command
+line). `parser_method` is the walker's view of a parser's methods: declarations recorded, `parse_args()` run.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .argparse_flow import MAX_NARGS, PARSE_METHODS, Flag, Parser, add_argument, build_namespace, fromfile_tokens
-from .values import HIGH, Bag, Val, unresolved
+from .values import HIGH, Bag, Val, known, unresolved
 
 _TYPES = {"int": int, "float": float, "bool": bool}  # any other type keeps the text
 _KNOWN_ONLY = {"parse_known_args", "parse_known_intermixed_args"}
@@ -42,11 +39,16 @@ class _Exits(argparse.Action):
         raise argparse.ArgumentError(self, "would exit instead of running the job")
 
 
+def argparse_class(name: str) -> type:
+    """argparse's own action class for an `action=` name (`boolean_optional`: BooleanOptionalAction)."""
+    if name == "boolean_optional":
+        return argparse.BooleanOptionalAction
+    return type(argparse.ArgumentParser(add_help=False).add_argument("--x", action=name))
+
+
 def _recording(name: str) -> type:
     """argparse's action class for `name`, noting on the parser each flag it sets to a value not its default."""
-    base = argparse.BooleanOptionalAction
-    if name != "boolean_optional":
-        base = type(argparse.ArgumentParser(add_help=False).add_argument("--x", action=name))
+    base = argparse_class(name)
 
     def __call__(self, parser, namespace, values, option_string=None):
         if values is not self.default:
@@ -85,11 +87,9 @@ class Parsed:
 
 
 def build(parser: Parser, lookup: bool = False) -> tuple[_JobParser, list[str]]:
-    """A real parser declared like `parser`, and the declarations argparse refuses (left out of it).
-
-    `lookup` declares every option as a plain one taking an optional value: parsing one token then says which
-    option it selects and the value written into it (`-r5`, `--rounds=4`), nothing more.
-    """
+    """A real parser declared like `parser`, and the declarations argparse refuses (left out of it). `lookup`
+    declares every option as one taking an optional value: parsing one token then says which option it selects
+    and the value written into it (`-r5`, `--rounds=4`)."""
     real = _JobParser(
         add_help=False,
         allow_abbrev=parser.allow_abbrev,
@@ -147,11 +147,8 @@ def _default(flag: Flag) -> Any:
 
 
 def parse(parser: Parser, argv: Sequence[str], method: str = "parse_args") -> Parsed:
-    """Parse `argv` with `parser` rebuilt for argparse, by argparse's `method` (parse_args, parse_known_args...).
-
-    Like argparse, the first error stops parsing (the values set before it are kept); unrecognized arguments
-    are an error unless the method is a `known` one.
-    """
+    """Parse `argv` with `parser` rebuilt for argparse, by argparse's `method` (parse_args, parse_known_args...):
+    the first error stops parsing; unrecognized arguments are an error unless the method is a `known` one."""
     return _run(build(parser)[0], argv, method)
 
 
@@ -211,7 +208,7 @@ def parser_method(
         return unresolved(node, f"ArgumentParser.{method}() is not evaluated")
     known_only = "known" in method
     explicit = args[0] if args else kwargs.get("args")
-    if isinstance(explicit, Val) and explicit.resolved and isinstance(explicit.value, (list, tuple)):
+    if known(explicit, (list, tuple)):
         base_args = [str(a) for a in explicit.value]  # job.py parses a fixed list, not the command line
         if fromfile_tokens(parser.fromfile_prefix_chars, base_args):
             return unresolved(node, f"job.py's {method}() reads arguments from a file (fromfile_prefix_chars)")

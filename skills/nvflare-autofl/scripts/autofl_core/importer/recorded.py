@@ -1,8 +1,6 @@
 """What a dry-run record says (pure): the typed record, and the class, family, budget, key metric, refusal line.
 
-A record is what `dryrun_boot.py` wrote: the recipe's class chain, the exported job's JSON configs, the clients
-`simulator_run` was given, the env, the parsers' actions, the environment variables job.py read, or the job.py
-line a raise came from. `parse` reads that JSON once into a `DryRunRecord`; a malformed or partial one becomes a
+`parse` reads the JSON `dryrun_boot.py` wrote once into a `DryRunRecord`; a malformed or partial one becomes a
 record whose status is `malformed`, so nothing later reads a missing key.
 """
 
@@ -13,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from . import recipes
+from .surface import EVAL_COMPONENTS, STATS_COMPONENTS
 
 Status = Literal["recorded", "raised", "exited", "no_run", "sandbox_failed", "timeout", "malformed"]
 STATUSES: tuple[str, ...] = get_args(Status)
@@ -220,11 +219,9 @@ def options(record: DryRunRecord) -> tuple[Action, ...]:
 
 SCRIPT_KEYS = ("script", "task_script_path")  # a ScriptRunner's script, as NVFLARE versions export it
 NON_TRAINING_WORKFLOWS = {  # server workflows of jobs that train nothing (FedJob without a recipe)
-    "StatisticsController": "statistics",
+    **dict.fromkeys(STATS_COMPONENTS, "statistics"),
+    **dict.fromkeys(EVAL_COMPONENTS, "evaluation"),
     "DhPSIController": "psi",
-    "CrossSiteModelEval": "evaluation",
-    "CrossSiteEval": "evaluation",
-    "GlobalModelEval": "evaluation",
 }
 NESTED_MARKS = ("flower", "edge", "ccwf")
 
@@ -249,9 +246,8 @@ def family(record: DryRunRecord) -> str | None:
     kinds = {NON_TRAINING_WORKFLOWS.get(path.rpartition(".")[2]) for path in workflows}
     if workflows and None not in kinds:
         return min(kinds)
-    if record.recipe:
-        return "training"  # a recipe NVFLARE does not ship: training, its budget passed explicitly
-    return "training" if _values(record, "num_rounds") else None
+    # a recipe NVFLARE does not ship is training, its budget passed explicitly
+    return "training" if record.recipe or _values(record, "num_rounds") else None
 
 
 def _configs(record: DryRunRecord, part: str) -> list[dict]:

@@ -49,13 +49,8 @@ def _format_value(value: Any) -> str:
 
 def fixed_budget_options(config: dict) -> list[str]:
     """Every job option the fixed budget depends on (canonical spelling, in budget order), then every other option
-    that writes the same attribute (a `dest` shared with one of them: the later one on the command line wins;
-    the budget names the first declared one, whose default job.py gets, see `argparse_flow.build_namespace`).
-
-    A candidate's run arguments may set none of them. Most are pinned on the command line by
-    `fixed_budget_args`; a switch pinned in its off state (a store_true option left out) has no argument
-    to pin it, so the runner must also reject a mention of any option listed here.
-    """
+    writing the same `dest` as one of them. A candidate's run arguments may set none of them: `fixed_budget_args`
+    pins most, but a switch pinned off has no argument to pin it, so the runner rejects any mention of these."""
     options = _depended_options(config)
     records = [r for r in (config.get("argparse") or {}).get("flags") or [] if isinstance(r, dict)]
     dests = {r.get("dest") for r in records if set(r.get("option_strings") or []) & set(options)}
@@ -104,12 +99,8 @@ def _pin(flag: str, record: dict) -> list[str]:
 
 
 def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, str | None]:
-    """Map one command-line token to job.py's canonical option, as argparse matches it (aliases, `=`, prefixes).
-
-    Returns (canonical long option, inline value, None) or (None, None, reason) when the token selects
-    no option or is ambiguous. Use it to spot budget flags hidden behind `-r`, `--num_r` or
-    `--num_rounds=5`.
-    """
+    """(canonical option, inline value, None) for one command-line token as argparse matches it (aliases, `=`,
+    prefixes: `-r`, `--num_r`, `--num_rounds=5`), or (None, None, reason) when it selects none or is ambiguous."""
     flag, inline, reason = real_parser.select(ap.parser_from_config(config), token)
     if flag is None:
         return None, None, reason

@@ -207,9 +207,8 @@ def comparison_keys(schema: dict) -> list[str]:
 
 
 def comparison_args(schema: dict, flags: list[dict]) -> dict[str, dict]:
-    """{key: {flag, value}} for each comparison key job.py has an option for, from the parser's flag records (the
-    static reading's, or the real parser's after a dry run): a dest several options share is named by the first
-    one declared, the option whose default argparse gives it."""
+    """{key: {flag, value}} for each comparison key job.py has an option for, from a config's flag records (a dest
+    several options share is named by the first one declared, the option whose default argparse gives it)."""
     first: dict[str, dict] = {}
     for record in flags:
         if not record["positional"] and record["option_strings"]:

@@ -37,9 +37,7 @@ def _tunable(flag: Any, kind: str | None, blocked: set[str], declared: bool) -> 
         return False
     if declared:
         return True
-    if flag.dest in PLUMBING:
-        return False
-    if any(part in flag.dest.lower() for part in PATHLIKE):
+    if flag.dest in PLUMBING or any(part in flag.dest.lower() for part in PATHLIKE):
         return False
     return kind in ("int", "float", "bool") or (kind == "str" and flag.choices is not None)
 

@@ -223,11 +223,8 @@ def _decided_by(target: Any, control: tuple[str, ...]) -> Any:
 
 
 def simulator_workspace(surface: Surface) -> dict | None:
-    """Where `FedJob.simulator_run(workspace)` writes, and whether it reads NVFLARE_SIMULATOR_WORKSPACE_ROOT.
-
-    In NVFLARE 2.9 only SimEnv honours that variable, so a FedJob run is isolated per trial only when job.py
-    passes the variable's value (possibly with a fallback, or through an argparse default) to simulator_run.
-    """
+    """Where `FedJob.simulator_run(workspace)` writes, and whether it reads NVFLARE_SIMULATOR_WORKSPACE_ROOT (in
+    NVFLARE 2.9 only SimEnv honours it, so job.py must pass its value to simulator_run)."""
     if surface.pattern != "fedjob" or surface.run_call != "simulator_run":
         return None
     value = surface.run_kwargs.get("workspace", surface.run_args[0] if surface.run_args else None)

@@ -12,7 +12,7 @@ import posixpath
 from collections.abc import Callable
 from typing import Any
 
-from .values import Val
+from .values import known
 
 CREATE_PATTERNS = ["**/*.py"]
 RESERVED_PARTS = set(".git .nvflare .tox .venv venv __pycache__ autofl_runs node_modules site-packages".split())
@@ -30,14 +30,11 @@ def safe_relative(path: str) -> str | None:
 
 
 def train_script_of(surface: Any) -> str | None:
-    """The script the clients run: recipe `train_script=` or a FedJob ScriptRunner `script=`."""
-    target = surface.target
-    if target is None:
-        return None
-    candidates = [target.kwargs.get("train_script")]
+    """The script the clients of a supported surface run: recipe `train_script=` or a ScriptRunner's `script=`."""
+    candidates = [surface.target.kwargs.get("train_script")]
     candidates += [c.kwargs.get("script") for c in getattr(surface, "components", [])]
     for val in candidates:
-        if isinstance(val, Val) and val.resolved and isinstance(val.value, str):
+        if known(val, str):
             return val.value
     return None
 
