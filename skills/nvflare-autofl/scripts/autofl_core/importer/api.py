@@ -1,6 +1,7 @@
-"""Public API of the static job importer (never imports nvflare, never executes job.py).
+"""Public API of the job importer: a static reading (never imports nvflare), settled by a sealed dry run of job.py
+only when asked (`dry_run=True`).
 
-import_job(job_path, metric=None, base_args=(), schema_path=None) -> config   (reads files)
+import_job(job_path, metric=None, base_args=(), schema_path=None, dry_run=False) -> config   (reads files)
 import_source(source, job_name="job.py", ...) -> config                        (pure core)
 admission_errors(config, requested_metric) -> [{code, message}]
 cli_flags(config) -> {long_flags, groups, name_flag, takes_value, allow_abbrev}
