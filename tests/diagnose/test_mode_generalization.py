@@ -1,0 +1,165 @@
+"""The runtime mode on shapes the rules were not written from (catalog `mode_hints`, match/mode.py).
+
+Each shape is a fact of how NVFLARE 2.x prints things in one mode, taken from its source and from public reports,
+written here in the shape users post it (a command echo, a console line, a traceback frame, a path): the simulator's
+CLI, classes and workspace; POC and provisioned startup kits, their scripts, workspaces and default ports; the admin
+console; the job CLI; the job processes only a deployed participant runs. A line that both modes print, or an
+address on localhost at a random port (the simulator's), says nothing: the mode stays ambiguous.
+"""
+
+from __future__ import annotations
+
+import pytest
+from nvfdiag.match import catalog as cat
+from nvfdiag.model import Evidence, Line, Source
+from nvfdiag.pipeline import diagnose
+from nvfdiag.read.evidence import collect_evidence
+from report_schema import validated
+
+CATALOG = cat.load_catalog()
+LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}
+ERROR = ["RuntimeError: the training loop stopped: loss is nan"]
+
+
+def report(texts):
+    lines = [Line("evidence.txt", None, i + 1, text) for i, text in enumerate(texts)]
+    evidence = Evidence(sources=[Source("evidence.txt", "log", None, "complete", 100)], lines=lines)
+    return validated(diagnose(evidence, CATALOG))
+
+
+SIMULATION = {
+    "the simulator command echoed": ["$ nvflare simulator -w /tmp/ws -n 2 -t 2 jobs/fedavg"],
+    "the 2.2/2.3 CLI wrapping a simulator failure": [
+        "unable to handle command: simulator due to: 'run_status', please check syntax",
+        "usage: nvflare simulator [-h] [-w WORKSPACE] [-n N_CLIENTS] [-c CLIENTS] [-t THREADS] job_folder",
+    ],
+    "simulator classes other than the runner": [
+        "2024-03-02 09:11:40,120 - SimulatorClientAppRunner - ERROR - [identity=site-2]: run failed",
+    ],
+    "the simulator's task worker": [
+        "2023-05-04 12:00:01,500 - ClientTaskWorker - INFO - ClientTaskWorker started to run"
+    ],
+    "the simulator runner's messages under a custom format": [
+        "INFO:root:Simulate Run client: site-1 on GPU group: None",
+        "INFO:root:Start the clients run simulation.",
+    ],
+    "a traceback through the simulator package": [
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/lib/python3.10/site-packages/nvflare/private/fed/app/simulator/simulator_worker.py",'
+        " line 241, in <module>",
+    ],
+    "SimEnv's default workspace": [
+        "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/nvflare/simulation/cifar10/site-1/stats.json'",
+    ],
+    "a FedJob run through the simulator": [
+        "Traceback (most recent call last):",
+        '  File "/work/fl/fedavg_script_runner.py", line 61, in <module>',
+        '    job.simulator_run("/tmp/nvflare/jobs/workdir", gpu="0")',
+    ],
+    "python job.py echoed": ["(venv) alice@gpu01:~/fl$ python3 job.py --n_clients 2"],
+}
+
+PRODUCTION = {
+    "nvflare poc commands": ["$ nvflare poc prepare -n 2", "$ nvflare poc start"],
+    "the 2.2 poc flags": ["$ nvflare poc --start"],
+    "a startup-kit script run": ["$ bash ./poc/site-1/startup/start.sh"],
+    "the admin console script": ["user@host:~/kits/admin@nvidia.com$ ./startup/fl_admin.sh"],
+    "a provisioned workspace path": [
+        '  File "/home/bob/workspace/project_a/prod_00/site-1/transfer/custom/trainer.py", line 12, in train',
+    ],
+    "the POC workspace": ["ERROR: cannot read /tmp/nvflare/poc/example_project/prod_00/server/local/resources.json"],
+    "a job container's workspace": ["PermissionError: [Errno 13] Permission denied: '/var/tmp/nvflare/workspace/logs'"],
+    "sub_start.sh giving up": ["System is in trouble and unable to start the task!!!!!"],
+    "a client waiting for its service provider": ["Waiting for SP...."],
+    "an admin command completing": ["Done [47820 usecs] 2022-03-02 03:28:30.386956"],
+    "check_status output": ["Engine status: stopped", "Registered clients: 2"],
+    "2.0 admin commands": ["> upload_app hello-pt", "> set_run_number 1", "> deploy_app hello-pt all"],
+    "the admin login": ["Trying to login, please wait ...", "Login successful."],
+    "the job CLI": ["$ nvflare job submit -j jobs/hello-pt"],
+    "the system CLI": ["$ nvflare system status"],
+    "a recipe run in POC": ["    env = PocEnv(num_clients=2)"],
+    "a connector to a remote server": [
+        "2024-08-20 18:10:01,351 - CoreCell - INFO - site-a: created backbone external connector to grpc://fl.example.org:443",
+    ],
+    "the default FL port of POC and provisioning": ["Connector [CH00001 ACTIVE grpc://localhost:8002] is starting"],
+    "a deployed job process": [
+        '  File "/usr/local/lib/python3.8/dist-packages/nvflare/private/fed/app/client/worker_process.py", line 130,'
+        " in main",
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIMULATION))
+def test_simulation_shapes_say_simulation(name):
+    found = report(SIMULATION[name] + ERROR)
+    assert found["runtime_mode"] == "simulation", found["mode_reason"]
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCTION))
+def test_production_shapes_say_production(name):
+    found = report(PRODUCTION[name] + ERROR)
+    assert found["runtime_mode"] == "production", found["mode_reason"]
+
+
+NEITHER = {
+    "a local address at a random port (the simulator's own server)": [
+        "2024-05-02 10:00:00,000 - CoreCell - INFO - server: created backbone internal listener for tcp://localhost:45231",
+    ],
+    "lines both modes print": [
+        "2024-05-02 10:00:00,000 - ClientRunner - INFO - [identity=site-1]: got task from server",
+        "2024-05-02 10:00:01,000 - FederatedClient - INFO - Wait for engine to be created.",
+    ],
+    "the job-folder CLI, used for both modes": ["$ nvflare job create -j /tmp/job -w fedavg_pt"],
+    "a web address": ["Downloading https://download.pytorch.org:443/whl/cpu/torch-2.1.0.whl"],
+    "a file named like a startup script outside a startup folder": ["./run_all.sh: line 3: start.sh: not found"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEITHER))
+def test_lines_both_modes_print_stay_ambiguous(name):
+    found = report(NEITHER[name] + ERROR)
+    assert found["runtime_mode"] == "ambiguous", found["mode_reason"]
+    assert "MODE_AMBIGUOUS" in found["findings"]
+
+
+def test_a_numbered_run_in_the_job_context_outweighs_a_job_py_frame():
+    """A run number in `[identity=..., run=N]` is a 2.0/2.1 deployed job (the simulator's run is simulate_job)."""
+    frame = ['  File "/home/alice/fl/job.py", line 40, in <module>']
+    found = report(
+        ["2022-02-01 10:00:00,000 - ClientRunner - INFO - [identity=site-1, run=3]: got task"] + frame + ERROR
+    )
+    assert found["runtime_mode"] == "production", found["mode_reason"]
+
+
+def test_a_python_job_py_echo_is_outweighed_by_a_poc_command():
+    found = report(SIMULATION["python job.py echoed"] + PRODUCTION["nvflare poc commands"] + ERROR)
+    assert found["runtime_mode"] == "production", found["mode_reason"]
+
+
+def test_a_simulator_command_and_a_poc_command_conflict():
+    found = report(SIMULATION["the simulator command echoed"] + PRODUCTION["nvflare poc commands"] + ERROR)
+    assert found["runtime_mode"] == "ambiguous" and "conflicting" in found["mode_reason"]
+
+
+def _real_lines(root) -> list[str]:
+    evidence = collect_evidence([str(root)], job_id=None, **LIMITS)
+    return [line.text for line in evidence.lines]
+
+
+def _hinted(texts: list[str], mode: str) -> list[str]:
+    found = []
+    for hint in CATALOG.mode_hints[mode]:
+        found += [f"{hint.reason}: {t[:120]}" for t in texts if hint.may_match(t.lower()) and hint.regex.search(t)]
+    return found
+
+
+@pytest.mark.parametrize("folder", ["healthy", "import-error", "user-code-exception", "relative-data-path"])
+def test_real_simulation_logs_hold_no_production_hint(repo_root, folder):
+    texts = _real_lines(repo_root / "evals/diagnose/files/real" / folder)
+    assert texts and not _hinted(texts, "production")
+
+
+@pytest.mark.parametrize("folder", ["poc-deploy-map-2.5", "poc-kill9-2.5", "poc-no-server-2.5", "poc-wrong-kit-2.5"])
+def test_real_poc_logs_hold_no_simulation_hint(repo_root, folder):
+    texts = _real_lines(repo_root / "evals/realworld/files/real" / folder)
+    assert texts and not _hinted(texts, "simulation")
