@@ -57,6 +57,9 @@ SIMULATION = {
         '    job.simulator_run("/tmp/nvflare/jobs/workdir", gpu="0")',
     ],
     "python job.py echoed": ["(venv) alice@gpu01:~/fl$ python3 job.py --n_clients 2"],
+    "SimEnv's note on where its logs are": [
+        "Note, get_status returns nothing here. The simulation logs can be found at /data/sim_ws/hello-pt",
+    ],
 }
 
 PRODUCTION = {
@@ -82,6 +85,11 @@ PRODUCTION = {
         "2024-08-20 18:10:01,351 - CoreCell - INFO - site-a: created backbone external connector to grpc://fl.example.org:443",
     ],
     "the default FL port of POC and provisioning": ["Connector [CH00001 ACTIVE grpc://localhost:8002] is starting"],
+    "a job id in a message": ["Job: 6f1d2e3c-0a4b-4c5d-8e9f-0123456789ab status is FINISHED:EXECUTION_EXCEPTION"],
+    "a job id in a reply": ["{'job_id': 'f0a29fe6-e299-4a7a-a1f1-68de498ed08e', 'status': 'FINISHED:ABORTED'}"],
+    "a deployed job's app folder": [
+        '  File "/opt/ws/site-2/6f1d2e3c-0a4b-4c5d-8e9f-0123456789ab/app_site-2/custom/train.py", line 9, in fit',
+    ],
     "a deployed job process": [
         '  File "/usr/local/lib/python3.8/dist-packages/nvflare/private/fed/app/client/worker_process.py", line 130,'
         " in main",
@@ -112,6 +120,9 @@ NEITHER = {
     "the job-folder CLI, used for both modes": ["$ nvflare job create -j /tmp/job -w fedavg_pt"],
     "a web address": ["Downloading https://download.pytorch.org:443/whl/cpu/torch-2.1.0.whl"],
     "a file named like a startup script outside a startup folder": ["./run_all.sh: line 3: start.sh: not found"],
+    "a token that is a UUID": [
+        "ClientManager - INFO - Client: New client site-1@ joined. Sent token: 0bfb62c9-b623-4f61-ad43-444514009a17."
+    ],
 }
 
 
@@ -163,3 +174,21 @@ def test_real_simulation_logs_hold_no_production_hint(repo_root, folder):
 def test_real_poc_logs_hold_no_simulation_hint(repo_root, folder):
     texts = _real_lines(repo_root / "evals/realworld/files/real" / folder)
     assert texts and not _hinted(texts, "simulation")
+
+
+def test_a_server_named_at_the_default_fl_port_is_production():
+    line = "Communicator - ERROR - Could not connect to server: fl-server.hospital.org:8002 Setting flag for stopping"
+    assert report([line] + ERROR)["runtime_mode"] == "production"
+    assert report(["epoch 3 step:8002 loss 0.31"] + ERROR)["runtime_mode"] == "ambiguous"
+
+
+def test_a_dataset_download_failing_its_certificate_is_no_deployment():
+    """torchvision and friends fetch data through urllib: an expired site certificate there says nothing of FLARE."""
+    line = (
+        "urllib.error.URLError: <urlopen error [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
+        "certificate has expired (_ssl.c:1129)>"
+    )
+    found = report([line])
+    assert found["runtime_mode"] == "ambiguous", found["mode_reason"]
+    grpc = "ssl_transport_security.cc:1495] Handshake failed with fatal error SSL_ERROR_SSL: certificate verify failed"
+    assert report([grpc])["runtime_mode"] == "production"
