@@ -56,6 +56,7 @@ SIMULATION = {
         '  File "/work/fl/fedavg_script_runner.py", line 61, in <module>',
         '    job.simulator_run("/tmp/nvflare/jobs/workdir", gpu="0")',
     ],
+    "an example's simulator script": ["$ ./run_simulator.sh cifar10_fedavg 1.0 8 8"],
     "python job.py echoed": ["(venv) alice@gpu01:~/fl$ python3 job.py --n_clients 2"],
     "SimEnv's note on where its logs are": [
         "Note, get_status returns nothing here. The simulation logs can be found at /data/sim_ws/hello-pt",
@@ -66,6 +67,7 @@ PRODUCTION = {
     "nvflare poc commands": ["$ nvflare poc prepare -n 2", "$ nvflare poc start"],
     "the 2.2 poc flags": ["$ nvflare poc --start"],
     "a startup-kit script run": ["$ bash ./poc/site-1/startup/start.sh"],
+    "an example's POC and submit scripts": ["$ ./start_fl_poc.sh", "$ bash submit_job.sh brats_fedavg"],
     "the admin console script": ["user@host:~/kits/admin@nvidia.com$ ./startup/fl_admin.sh"],
     "a provisioned workspace path": [
         '  File "/home/bob/workspace/project_a/prod_00/site-1/transfer/custom/trainer.py", line 12, in train',
@@ -77,6 +79,9 @@ PRODUCTION = {
     "an admin command completing": ["Done [47820 usecs] 2022-03-02 03:28:30.386956"],
     "check_status output": ["Engine status: stopped", "Registered clients: 2"],
     "2.0 admin commands": ["> upload_app hello-pt", "> set_run_number 1", "> deploy_app hello-pt all"],
+    "the admin console losing its server": [
+        "Failed to communicate with Admin Server flare.example.org on 8003: [Errno 111] Connection refused",
+    ],
     "the admin login": ["Trying to login, please wait ...", "Login successful."],
     "the job CLI": ["$ nvflare job submit -j jobs/hello-pt"],
     "the system CLI": ["$ nvflare system status"],
@@ -120,6 +125,9 @@ NEITHER = {
     "the job-folder CLI, used for both modes": ["$ nvflare job create -j /tmp/job -w fedavg_pt"],
     "a web address": ["Downloading https://download.pytorch.org:443/whl/cpu/torch-2.1.0.whl"],
     "a file named like a startup script outside a startup folder": ["./run_all.sh: line 3: start.sh: not found"],
+    "the simulator's own admin server starting": [
+        "2022-11-13 05:22:02,460 - nvflare.fuel.hci.server.hci - INFO - Starting Admin Server localhost on Port 35391",
+    ],
     "a token that is a UUID": [
         "ClientManager - INFO - Client: New client site-1@ joined. Sent token: 0bfb62c9-b623-4f61-ad43-444514009a17."
     ],
