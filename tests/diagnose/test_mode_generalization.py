@@ -83,6 +83,10 @@ PRODUCTION = {
         "Failed to communicate with Admin Server flare.example.org on 8003: [Errno 111] Connection refused",
     ],
     "the admin login": ["Trying to login, please wait ...", "Login successful."],
+    "the provisioning CLI": ["$ nvflare dashboard --start", "$ nvflare preflight_check -p /opt/kits/site-1"],
+    "POC's default project": [
+        "2023-04-02 10:00:00,000 - ClientRunner - INFO - [identity=site-1, peer=example_project]: got task 'train'",
+    ],
     "the job CLI": ["$ nvflare job submit -j jobs/hello-pt"],
     "the system CLI": ["$ nvflare system status"],
     "a recipe run in POC": ["    env = PocEnv(num_clients=2)"],
