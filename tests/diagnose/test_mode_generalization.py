@@ -87,6 +87,12 @@ PRODUCTION = {
     "POC's default project": [
         "2023-04-02 10:00:00,000 - ClientRunner - INFO - [identity=site-1, peer=example_project]: got task 'train'",
     ],
+    "the kit's root certificate": [
+        "FileNotFoundError: [Errno 2] No such file or directory: 'kits/site-1/startup/rootCA.pem'"
+    ],
+    "a 2.0 job's run folder": [
+        '  File "/home/ana/poc/site-1/run_2/app_site-1/custom/np_trainer.py", line 30, in execute'
+    ],
     "the job CLI": ["$ nvflare job submit -j jobs/hello-pt"],
     "the system CLI": ["$ nvflare system status"],
     "a recipe run in POC": ["    env = PocEnv(num_clients=2)"],
@@ -157,6 +163,13 @@ def test_a_numbered_run_in_the_job_context_outweighs_a_job_py_frame():
 def test_a_python_job_py_echo_is_outweighed_by_a_poc_command():
     found = report(SIMULATION["python job.py echoed"] + PRODUCTION["nvflare poc commands"] + ERROR)
     assert found["runtime_mode"] == "production", found["mode_reason"]
+
+
+def test_a_simulation_in_a_container_stays_a_simulation():
+    """Docker is where a process runs, not which mode: a simulator command inside it decides."""
+    found = report(["$ docker run --rm -v $PWD:/ws nvflare/nvflare:2.2.1 nvflare simulator -n 2 /ws/job"] + ERROR)
+    assert found["runtime_mode"] == "simulation", found["mode_reason"]
+    assert report(["$ docker compose up -d"] + ERROR)["runtime_mode"] == "production"
 
 
 def test_a_simulator_command_and_a_poc_command_conflict():
