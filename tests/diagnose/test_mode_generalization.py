@@ -172,6 +172,18 @@ def test_a_simulation_in_a_container_stays_a_simulation():
     assert report(["$ docker compose up -d"] + ERROR)["runtime_mode"] == "production"
 
 
+def test_a_grpc_peer_out_of_reach_in_a_simulator_log_stays_a_simulation():
+    """The 2.2/2.3 simulator's clients reach its server over gRPC on localhost: an unreachable peer is no deployment."""
+    sim = [
+        "2022-11-13 05:22:02,470 - SimulatorServer - INFO - starting insecure server at localhost:56057",
+        "grpc._channel._InactiveRpcError: <_InactiveRpcError of RPC that terminated with:",
+        "\tstatus = StatusCode.UNAVAILABLE",
+    ]
+    found = report(sim + ERROR)
+    assert found["runtime_mode"] == "simulation", found["mode_reason"]
+    assert report(sim[1:] + ERROR)["runtime_mode"] == "production"  # alone it still says a deployed system
+
+
 def test_a_simulator_command_and_a_poc_command_conflict():
     found = report(SIMULATION["the simulator command echoed"] + PRODUCTION["nvflare poc commands"] + ERROR)
     assert found["runtime_mode"] == "ambiguous" and "conflicting" in found["mode_reason"]
