@@ -93,6 +93,11 @@ PRODUCTION = {
     "a 2.0 job's run folder": [
         '  File "/home/ana/poc/site-1/run_2/app_site-1/custom/np_trainer.py", line 30, in execute'
     ],
+    "a provisioning traceback": [
+        '  File "/usr/lib/python3/site-packages/nvflare/lighter/provision.py", line 140, in main',
+        "ModuleNotFoundError: No module named 'nvflare.lighter.impl.he'",
+    ],
+    "a builder a project file names": ["No module named 'nvflare.lighter.impl.custom_builder'"],
     "the job CLI": ["$ nvflare job submit -j jobs/hello-pt"],
     "the system CLI": ["$ nvflare system status"],
     "a recipe run in POC": ["    env = PocEnv(num_clients=2)"],
@@ -182,6 +187,15 @@ def test_a_grpc_peer_out_of_reach_in_a_simulator_log_stays_a_simulation():
     found = report(sim + ERROR)
     assert found["runtime_mode"] == "simulation", found["mode_reason"]
     assert report(sim[1:] + ERROR)["runtime_mode"] == "production"  # alone it still says a deployed system
+
+
+def test_advice_naming_the_other_mode_is_no_production_evidence():
+    """The HE recipe refusing SimEnv names the provisioner's builder and the envs to use instead: a simulation."""
+    line = (
+        "ValueError: FedAvgRecipeWithHE does not support SimEnv. Use provisioned startup kits with "
+        "nvflare.lighter.impl.he.HEBuilder and run with ProdEnv or PocEnv."
+    )
+    assert report([line])["runtime_mode"] != "production"
 
 
 def test_a_simulator_command_and_a_poc_command_conflict():
