@@ -73,10 +73,8 @@ PRODUCTION = {
         '  File "/home/bob/workspace/project_a/prod_00/site-1/transfer/custom/trainer.py", line 12, in train',
     ],
     "the POC workspace": ["ERROR: cannot read /tmp/nvflare/poc/example_project/prod_00/server/local/resources.json"],
-    "a kit started in the cloud": [
-        "ubuntu@ip-172-31-1-187:~$ ls -l /var/tmp/cloud/",
-        "$ ./startup/start.sh --cloud aws",
-    ],
+    "a kit started in the cloud": ["ubuntu@ip-172-31-1-187:~$ ls -l /var/tmp/cloud/"],
+    "a kit started in the cloud, by its script": ["$ start.sh --cloud aws"],
     "a job container's workspace": ["PermissionError: [Errno 13] Permission denied: '/var/tmp/nvflare/workspace/logs'"],
     "sub_start.sh giving up": ["System is in trouble and unable to start the task!!!!!"],
     "a client waiting for its service provider": ["Waiting for SP...."],
