@@ -84,6 +84,8 @@ PRODUCTION = {
     "the admin console losing its server": [
         "Failed to communicate with Admin Server flare.example.org on 8003: [Errno 111] Connection refused",
     ],
+    "the admin prompt for a user": ["User Name: admin"],
+    "POC's default admin user": ["kits/admin@nvidia.com/transfer/hello-pt: no meta.json"],
     "the admin login": ["Trying to login, please wait ...", "Login successful."],
     "the provisioning CLI": ["$ nvflare dashboard --start", "$ nvflare preflight_check -p /opt/kits/site-1"],
     "POC's default project": [
