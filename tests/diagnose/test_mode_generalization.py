@@ -111,9 +111,6 @@ PRODUCTION = {
     "the default FL port of POC and provisioning": ["Connector [CH00001 ACTIVE grpc://localhost:8002] is starting"],
     "a job id in a message": ["Job: 6f1d2e3c-0a4b-4c5d-8e9f-0123456789ab status is FINISHED:EXECUTION_EXCEPTION"],
     "a job id in a reply": ["{'job_id': 'f0a29fe6-e299-4a7a-a1f1-68de498ed08e', 'status': 'FINISHED:ABORTED'}"],
-    "a deployed job's app folder": [
-        '  File "/opt/ws/site-2/6f1d2e3c-0a4b-4c5d-8e9f-0123456789ab/app_site-2/custom/train.py", line 9, in fit',
-    ],
     "a deployed job process": [
         '  File "/usr/local/lib/python3.8/dist-packages/nvflare/private/fed/app/client/worker_process.py", line 130,'
         " in main",
