@@ -111,6 +111,10 @@ PRODUCTION = {
     "the default FL port of POC and provisioning": ["Connector [CH00001 ACTIVE grpc://localhost:8002] is starting"],
     "a job id in a message": ["Job: 6f1d2e3c-0a4b-4c5d-8e9f-0123456789ab status is FINISHED:EXECUTION_EXCEPTION"],
     "a job id in a reply": ["{'job_id': 'f0a29fe6-e299-4a7a-a1f1-68de498ed08e', 'status': 'FINISHED:ABORTED'}"],
+    "the 2.5+ job executor and launcher": [
+        "2025-03-01 10:00:00,000 - JobExecutor - INFO - start job 6f1d2e3c on site-1",
+        "2025-03-01 10:00:00,100 - ClientProcessJobLauncher - INFO - Launch the job in process",
+    ],
     "a deployed job process": [
         '  File "/usr/local/lib/python3.8/dist-packages/nvflare/private/fed/app/client/worker_process.py", line 130,'
         " in main",
