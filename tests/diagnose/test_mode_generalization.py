@@ -115,6 +115,10 @@ PRODUCTION = {
         "2025-03-01 10:00:00,000 - JobExecutor - INFO - start job 6f1d2e3c on site-1",
         "2025-03-01 10:00:00,100 - ClientProcessJobLauncher - INFO - Launch the job in process",
     ],
+    "the 2.1-2.3 admin API": [
+        '  File "/opt/venv/lib/python3.8/site-packages/nvflare/fuel/hci/client/fl_admin_api.py", line 210'
+    ],
+    "a pod restarting": ["Warning  BackOff  2m (x12 over 5m)  kubelet  Back-off restarting failed container fl-client"],
     "a deployed job process": [
         '  File "/usr/local/lib/python3.8/dist-packages/nvflare/private/fed/app/client/worker_process.py", line 130,'
         " in main",
