@@ -199,7 +199,8 @@ def test_a_grpc_peer_out_of_reach_in_a_simulator_log_stays_a_simulation():
 
 
 def test_advice_naming_the_other_mode_is_no_production_evidence():
-    """The HE recipe refusing SimEnv names the provisioner's builder and the envs to use instead: a simulation."""
+    """The HE recipe refusing SimEnv names the envs to use instead: advice, not a deployment (it also names SimEnv and
+    startup kits, so the mode is simulation or, with both named, ambiguous)."""
     line = (
         "ValueError: FedAvgRecipeWithHE does not support SimEnv. Use provisioned startup kits with "
         "nvflare.lighter.impl.he.HEBuilder and run with ProdEnv or PocEnv."
