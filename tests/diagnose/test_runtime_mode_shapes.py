@@ -87,7 +87,13 @@ def test_an_exported_job_folder_does_not_outweigh_deployed_evidence():
     assert decide_mode("auto", both, {})[0] == "ambiguous"
     weak = CATALOG.weak_mode_reasons
     assert weak == frozenset(
-        {"traceback from running job.py", "numbered run (run=N): a deployed system's job numbering"}
+        {
+            "traceback from running job.py",
+            "command line running job.py",
+            "numbered run (run=N): a deployed system's job numbering",
+            "Docker deployment in the evidence",
+            "gRPC connection error between participants (deployed system)",
+        }
     )
     text = {"simulation": ["traceback from running job.py"], "production": ["FLARE admin console session"]}
     assert decide_mode("auto", [], text, weak=weak) == (

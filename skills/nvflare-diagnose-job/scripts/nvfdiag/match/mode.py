@@ -1,10 +1,10 @@
 """Decide the runtime mode of the diagnosis: simulation, production (POC included) or ambiguous.
 
 Usage: `decide_mode(requested, structural_hints, text_hints, job_id_given, weak=...)` -> (mode, reason). Pure.
-Weak hints say little on their own (a traceback frame in a file named job.py: job.py also submits to POC and
-production; an exported job folder: it is what gets submitted; Docker, Kubernetes or journal line prefixes: a
-simulation can run in a container too): when the two sides conflict and only one of them has hints that are not
-weak, that side wins. Ambiguous only when the evidence holds nothing either way, or strong
+Weak hints say little on their own (a traceback frame in or a command line running a file named job.py: job.py
+also submits to POC and production; an exported job folder: it is what gets submitted; Docker commands and Docker,
+Kubernetes or journal line prefixes: a simulation can run in a container too): when the two sides conflict and only
+one of them has hints that are not weak, that side wins. Ambiguous only when the evidence holds nothing either way, or strong
 hints of both modes.
 """
 
