@@ -207,12 +207,17 @@ except ImportError:
     "body, beside, where, module",
     [
         (ASKS, {}, "job.py line 8", "no_such_module_xyz"),
-        (IMPORT_MODULE, {}, "job.py line 8", "no_such_module_xyz"),
-        (
+        (IMPORT_MODULE, {}, "job.py line 9", "no_such_module_xyz"),
+        pytest.param(
             "from lib import compat\nrounds = compat.ROUNDS\n",
             {"lib/__init__.py": "", "lib/compat.py": SUBPACKAGE},
             "lib/compat.py line 2",
             "tenseal",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="hole: dryrun_boot notes the importing lines only of files beside job.py, so a framework a "
+                "module in a subfolder of the job imports inside a catching try is stood in unnoted and admitted",
+            ),
         ),
     ],
     ids=["find-spec-asks", "import-module-in-try", "framework-in-a-subpackage"],
@@ -305,6 +310,7 @@ parser.add_argument("--lr", type=float, default=0.1)
 parser.add_argument("--fast", dest="lr", action="store_const", const=10.0)
 parser.add_argument("--local_train_steps", action="count", default=0)
 parser.add_argument("--cross_site_eval", action="store_const", const=1, default=0)
+parser.add_argument("--aggregation_epochs", action="store_true")
 args = parser.parse_args()
 recipe = NumpyFedAvgRecipe(
     name="x", model=[0.0], min_clients=2, num_rounds=args.num_rounds, train_script="client.py",
@@ -348,12 +354,24 @@ def test_a_schema_count_too_large_for_a_command_line_is_one_conflict_not_a_hang(
     assert any("--local_train_steps" in c and "1000000000" in c for c in config["argparse"]["budget_conflicts"])
 
 
-def test_a_schema_value_is_passed_only_by_a_switch_that_sets_that_very_value(tmp_path):
-    """`--cross_site_eval` stores the int 1: the schema's `cross_site_eval: true` is not what it sets (job.py would
-    get 1, not True), so it is a conflict, never `--cross_site_eval`."""
-    config = _switch_job(tmp_path, "comparison_budget_args:\n  default_candidate_budget: {cross_site_eval: true}\n")
-    assert "--cross_site_eval" not in config["argparse"]["schema_args"], config["argparse"]
-    assert any("--cross_site_eval" in c for c in config["argparse"]["budget_conflicts"])
+@pytest.mark.parametrize(
+    "value, flag",
+    [("{cross_site_eval: true}", "--cross_site_eval"), ("{aggregation_epochs: 3}", "--aggregation_epochs")],
+    ids=["const-1-for-true", "store-true-for-3"],
+)
+def test_a_schema_value_is_passed_only_by_a_switch_that_sets_that_very_value(tmp_path, value, flag):
+    """`--cross_site_eval` stores the int 1, `--aggregation_epochs` stores True: the schema's `true` and `3` are not
+    what they set (Python's `True == 1` and `bool(3)` aside), so each is a conflict, never the switch."""
+    config = _switch_job(tmp_path, f"comparison_budget_args:\n  default_candidate_budget: {value}\n")
+    assert flag not in config["argparse"]["schema_args"], config["argparse"]
+    assert any(flag in c for c in config["argparse"]["budget_conflicts"]), config["argparse"]
+
+
+def test_a_schema_value_a_switch_does_set_is_passed_as_that_switch(tmp_path):
+    """The control: a count of 3 over a default of 0 is three occurrences of the count option."""
+    config = _switch_job(tmp_path, "comparison_budget_args:\n  default_candidate_budget: {local_train_steps: 3}\n")
+    assert config["admission_errors"] == [] and config["argparse"]["budget_conflicts"] == [], config["argparse"]
+    assert config["argparse"]["schema_args"] == ["--local_train_steps"] * 3
 
 
 # --- 5. interrupts after the first --------------------------------------------------------------------------------

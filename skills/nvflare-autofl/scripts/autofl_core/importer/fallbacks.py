@@ -5,7 +5,11 @@ lines of job.py (and of the modules beside it) on the stack at that import (`rec
 those lines lies in the body of a `try` with a handler that catches the ImportError (`except ImportError`,
 `ModuleNotFoundError`, `Exception`, `BaseException`, a bare `except`, or a tuple holding one) that does not end
 in `raise`, or in a `with suppress(...)` of one, `python job.py` on this host runs the handler where the dry run
-ran the body: the record is not what job.py does here, and the import is refused naming that line.
+ran the body: the record is not what job.py does here, and the import is refused naming that line. A name the
+file binds (`MISSING = (ImportError, OSError)`, `from contextlib import suppress as quiet`) stands for what it is
+bound to; one bound to what the reading cannot follow (a call's result) is taken to catch. A line that asks
+whether the module is installed (`importlib.util.find_spec`, `pkgutil.find_loader`) got "yes" from the stand-in
+where this interpreter says "no": refused the same way.
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ from collections.abc import Callable
 from .recorded import DryRunRecord, StoodIn
 
 CATCHING = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+PROBES = frozenset({"find_spec", "find_loader"})  # the calls that ask whether a module is installed
 TRY_NODES = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
 
 
 def refusal(record: DryRunRecord, read_file: Callable[[str], str | None]) -> str | None:
     """The one-line reason to refuse (naming the file, line and module), or None when no stand-in was imported
-    where a handler would catch the ImportError."""
+    where a handler would catch the ImportError, nor asked for by a line checking whether it is installed."""
     trees: dict[str, ast.Module | None] = {}
     for site in record.stood_in_at:
         if site.file not in trees:
@@ -29,6 +34,8 @@ def refusal(record: DryRunRecord, read_file: Callable[[str], str | None]) -> str
         tree = trees[site.file]
         if tree is not None and guarded(tree, site.line):
             return _reason(site)
+        if tree is not None and asks(tree, site.line):
+            return _asked(site)
     return None
 
 
@@ -37,6 +44,22 @@ def _reason(site: StoodIn) -> str:
         f"{site.file} line {site.line} imports {site.module} inside a try whose handler catches the ImportError this "
         f"interpreter raises ({site.module} is not installed), but the dry run stood in for it and ran the try's body "
         f"instead: install {site.module} where the import runs, or remove the fallback from {site.file}"
+    )
+
+
+def _asked(site: StoodIn) -> str:
+    return (
+        f"{site.file} line {site.line} asks whether {site.module} is installed, which it is not on this interpreter, "
+        f"but the dry run's stand-in answered that it is and ran what job.py runs then: install {site.module} where "
+        f"the import runs, or remove the check from {site.file}"
+    )
+
+
+def asks(tree: ast.Module, line: int) -> bool:
+    """True when `line` holds a call asking whether a module is installed (`importlib.util.find_spec(...)`)."""
+    return any(
+        isinstance(node, ast.Call) and _name(node.func) in PROBES and node.lineno <= line <= (node.end_lineno or line)
+        for node in ast.walk(tree)
     )
 
 
@@ -49,10 +72,13 @@ def _parse(text: str | None) -> ast.Module | None:
 
 def guarded(tree: ast.Module, line: int) -> bool:
     """True when `line` lies in the body of a `try` (or `with suppress(...)`) that would catch an ImportError."""
+    names = _bindings(tree)
     for node in ast.walk(tree):
-        if isinstance(node, TRY_NODES) and any(_falls_back(h) for h in node.handlers):
+        if isinstance(node, TRY_NODES) and any(_falls_back(h, names) for h in node.handlers):
             body = node.body
-        elif isinstance(node, (ast.With, ast.AsyncWith)) and any(_suppresses(i.context_expr) for i in node.items):
+        elif isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            _suppresses(i.context_expr, names) for i in node.items
+        ):
             body = node.body
         else:
             continue
@@ -61,23 +87,63 @@ def guarded(tree: ast.Module, line: int) -> bool:
     return False
 
 
-def _falls_back(handler: ast.ExceptHandler) -> bool:
+def _bindings(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """{name: the expressions the file binds it to}: assignments, and `from m import x as name` (bound to `x`)."""
+    names: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            pairs = [(target, node.value) for target in node.targets]
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            pairs = [(node.target, node.value)]
+        elif isinstance(node, ast.ImportFrom):
+            pairs = [(ast.Name(alias.asname), ast.Name(alias.name)) for alias in node.names if alias.asname]
+        else:
+            continue
+        for target, value in pairs:
+            if isinstance(target, ast.Name):
+                names.setdefault(target.id, []).append(value)
+    return names
+
+
+def _falls_back(handler: ast.ExceptHandler, names: dict) -> bool:
     """True for a handler that catches an ImportError and goes on (one ending in `raise` stops job.py either way)."""
-    return _catches(handler.type) and not isinstance(handler.body[-1], ast.Raise)
+    return _catches(handler.type, names) and not isinstance(handler.body[-1], ast.Raise)
 
 
-def _catches(kind: ast.expr | None) -> bool:
-    """True for a handler type that catches an ImportError: none (bare), one of CATCHING, or a tuple holding one."""
+def _catches(kind: ast.expr | None, names: dict, seen: frozenset = frozenset()) -> bool:
+    """True for a handler type that catches an ImportError: none (bare), one of CATCHING, a tuple holding one, or
+    a name the file binds to one of those (or to what the reading cannot follow)."""
     if kind is None:
         return True
+    if isinstance(kind, ast.Starred):
+        return _catches(kind.value, names, seen)
     if isinstance(kind, ast.Tuple):
-        return any(_catches(element) for element in kind.elts)
+        return any(_catches(element, names, seen) for element in kind.elts)
+    if isinstance(kind, ast.Name) and kind.id in names and kind.id not in seen:
+        return any(_catches_bound(value, names, seen | {kind.id}) for value in names[kind.id])
     return _name(kind) in CATCHING
 
 
-def _suppresses(expr: ast.expr) -> bool:
-    """True for `suppress(...)` / `contextlib.suppress(...)` given a type that catches an ImportError."""
-    return isinstance(expr, ast.Call) and _name(expr.func) == "suppress" and any(_catches(a) for a in expr.args)
+def _catches_bound(value: ast.expr, names: dict, seen: frozenset) -> bool:
+    if isinstance(value, (ast.Name, ast.Attribute, ast.Tuple, ast.Starred)):
+        return _catches(value, names, seen)
+    return not isinstance(value, ast.Constant)  # a call's result, a subscript: what it holds is not read
+
+
+def _suppresses(expr: ast.expr, names: dict) -> bool:
+    """True for `suppress(...)` / `contextlib.suppress(...)` (or a name bound to it) given a type that catches an
+    ImportError."""
+    return (
+        isinstance(expr, ast.Call)
+        and _is_suppress(expr.func, names, frozenset())
+        and any(_catches(a, names) for a in expr.args)
+    )
+
+
+def _is_suppress(func: ast.expr, names: dict, seen: frozenset) -> bool:
+    if isinstance(func, ast.Name) and func.id in names and func.id not in seen:
+        return any(_is_suppress(value, names, seen | {func.id}) for value in names[func.id])
+    return _name(func) == "suppress"
 
 
 def _name(expr: ast.expr) -> str | None:
