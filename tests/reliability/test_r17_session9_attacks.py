@@ -208,16 +208,11 @@ except ImportError:
     [
         (ASKS, {}, "job.py line 8", "no_such_module_xyz"),
         (IMPORT_MODULE, {}, "job.py line 9", "no_such_module_xyz"),
-        pytest.param(
+        (
             "from lib import compat\nrounds = compat.ROUNDS\n",
             {"lib/__init__.py": "", "lib/compat.py": SUBPACKAGE},
             "lib/compat.py line 2",
             "tenseal",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="hole: dryrun_boot notes the importing lines only of files beside job.py, so a framework a "
-                "module in a subfolder of the job imports inside a catching try is stood in unnoted and admitted",
-            ),
         ),
     ],
     ids=["find-spec-asks", "import-module-in-try", "framework-in-a-subpackage"],

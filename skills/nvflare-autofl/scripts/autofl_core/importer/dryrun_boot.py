@@ -149,7 +149,7 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 STATE["absent"].add(top)
                 return None
         STATE["stubbed"].add(top)
-        if asker == "job":
+        if asker in ("job", "job folder"):
             _note_importers(top)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
@@ -162,12 +162,12 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def _note_importers(module: str) -> None:
-    """Note every line of job.py (or a module beside it) on the stack importing `module`'s stand-in: a `try` there
-    whose handler catches the ImportError `python job.py` gets on this host would run instead (the importer reads
-    those lines, `importer/fallbacks.py`)."""
+    """Note every line of the job's own files (job.py, the modules in its folder and below) on the stack importing
+    `module`'s stand-in: a `try` there whose handler catches the ImportError `python job.py` gets on this host would
+    run instead (the importer reads those lines, `importer/fallbacks.py`)."""
     folder = os.path.dirname(STATE["job"])
     for frame in traceback.extract_stack():
-        if os.path.dirname(frame.filename) == folder and frame.filename != __file__:
+        if _in_job_folder(frame.filename) and frame.filename != __file__:
             if len(STATE["stood_in_at"]) < MAX_STOOD_IN_AT:
                 where = {"module": module, "file": os.path.relpath(frame.filename, folder), "line": frame.lineno}
                 STATE["stood_in_at"].append(where)
@@ -177,12 +177,21 @@ IMPORT_MACHINERY = os.path.dirname(importlib.__file__) + os.sep  # importlib.imp
 
 
 def _asker() -> str | None:
-    """Who runs the import being resolved: "job" (a file in the job's folder), "nvflare" (NVFLARE's package), or
-    None (another library, or this script)."""
+    """Who runs the import being resolved: "job" (a file in the job's folder), "job folder" (one of the job's own
+    files in a folder below it), "nvflare" (NVFLARE's package), or None (another library, or this script)."""
     name = _caller(lambda name: name.startswith(("<frozen", IMPORT_MACHINERY)))
     if os.path.dirname(name) == os.path.dirname(STATE["job"]):
         return "job"
+    if _in_job_folder(name):
+        return "job folder"
     return "nvflare" if _in_nvflare(name) else None
+
+
+def _in_job_folder(filename: str) -> bool:
+    """True for one of the job's own files: below job.py's folder, outside a folder of installed packages."""
+    folder = os.path.dirname(STATE["job"]) + os.sep
+    inside = filename[len(folder) :].split(os.sep)
+    return filename.startswith(folder) and not {"site-packages", "dist-packages"} & set(inside)
 
 
 def _caller(skipped) -> str:
