@@ -7,7 +7,7 @@ those lines lies in the body of a `try` with a handler that catches the ImportEr
 in `raise`, or in a `with suppress(...)` of one, `python job.py` on this host runs the handler where the dry run
 ran the body: the record is not what job.py does here, and the import is refused naming that line. A name the
 file binds (`MISSING = (ImportError, OSError)`, `from contextlib import suppress as quiet`) stands for what it is
-bound to; one bound to what the reading cannot follow (a call's result) is taken to catch. A line that asks
+bound to; a handler type the reading cannot follow (a call's result) is taken to catch. A line that asks
 whether the module is installed (`importlib.util.find_spec`, `pkgutil.find_loader`) got "yes" from the stand-in
 where this interpreter says "no": refused the same way.
 """
@@ -111,8 +111,8 @@ def _falls_back(handler: ast.ExceptHandler, names: dict) -> bool:
 
 
 def _catches(kind: ast.expr | None, names: dict, seen: frozenset = frozenset()) -> bool:
-    """True for a handler type that catches an ImportError: none (bare), one of CATCHING, a tuple holding one, or
-    a name the file binds to one of those (or to what the reading cannot follow)."""
+    """True for a handler type that catches an ImportError: none (bare), one of CATCHING, a tuple holding one, a
+    name the file binds to one of those, or an expression the reading does not follow (a call, a subscript)."""
     if kind is None:
         return True
     if isinstance(kind, ast.Starred):
@@ -120,14 +120,10 @@ def _catches(kind: ast.expr | None, names: dict, seen: frozenset = frozenset()) 
     if isinstance(kind, ast.Tuple):
         return any(_catches(element, names, seen) for element in kind.elts)
     if isinstance(kind, ast.Name) and kind.id in names and kind.id not in seen:
-        return any(_catches_bound(value, names, seen | {kind.id}) for value in names[kind.id])
-    return _name(kind) in CATCHING
-
-
-def _catches_bound(value: ast.expr, names: dict, seen: frozenset) -> bool:
-    if isinstance(value, (ast.Name, ast.Attribute, ast.Tuple, ast.Starred)):
-        return _catches(value, names, seen)
-    return not isinstance(value, ast.Constant)  # a call's result, a subscript: what it holds is not read
+        return any(_catches(value, names, seen | {kind.id}) for value in names[kind.id])
+    if isinstance(kind, (ast.Name, ast.Attribute)):
+        return _name(kind) in CATCHING
+    return not isinstance(kind, ast.Constant)
 
 
 def _suppresses(expr: ast.expr, names: dict) -> bool:
