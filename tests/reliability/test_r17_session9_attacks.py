@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from autofl_core.common import cli
-from autofl_core.importer import api, dryrun, dryrun_folder, fallbacks
+from autofl_core.importer import api, dryrun, dryrun_folder, fallbacks, runner_view
 from autofl_core.runner import runargs
 from autofl_core.runner.outcome import CampaignError
 from autofl_core.trial import eval_job, eval_job_match, owned_folders, processes
@@ -310,6 +310,8 @@ parser.add_argument("--fast", dest="lr", action="store_const", const=10.0)
 parser.add_argument("--local_train_steps", action="count", default=0)
 parser.add_argument("--cross_site_eval", action="store_const", const=1, default=0)
 parser.add_argument("--aggregation_epochs", action="store_true")
+parser.add_argument("--quick", dest="batch_size", action="store_const", const=1)
+parser.add_argument("--batch_size", type=int, default=5)
 args = parser.parse_args()
 recipe = NumpyFedAvgRecipe(
     name="x", model=[0.0], min_clients=2, num_rounds=args.num_rounds, train_script="client.py",
@@ -371,6 +373,28 @@ def test_a_schema_value_a_switch_does_set_is_passed_as_that_switch(tmp_path):
     config = _switch_job(tmp_path, "comparison_budget_args:\n  default_candidate_budget: {local_train_steps: 3}\n")
     assert config["admission_errors"] == [] and config["argparse"]["budget_conflicts"] == [], config["argparse"]
     assert config["argparse"]["schema_args"] == ["--local_train_steps"] * 3
+
+
+@pytest.mark.parametrize(
+    "budget, key, value, pinned",
+    [
+        ("{local_train_steps: 3}", "local_train_steps", 3, ["--local_train_steps"] * 3),
+        ("{batch_size: 1}", "batch_size", 1, ["--quick"]),
+    ],
+    ids=["count", "store-const-first-of-its-dest"],
+)
+def test_a_schema_value_set_by_a_switch_is_pinned_on_every_trials_command_line(tmp_path, budget, key, value, pinned):
+    """The import reads job.py with the schema's value passed as switches (three `--local_train_steps`, `--quick`
+    storing 1 in `batch_size`) and records it as the comparison value; the runner's pinned arguments must carry
+    the same switches, or every trial runs job.py's default (0, None) under a budget that says otherwise."""
+    config = _switch_job(tmp_path, f"comparison_budget_args:\n  default_candidate_budget: {budget}\n")
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert config["fixed_budget"]["comparison_args"][key]["value"] == value
+    args = runner_view.fixed_budget_args(config)
+    assert [arg for arg in args if arg in pinned] == pinned, args
+    scope: dict = {}
+    exec(SWITCH_JOB.split("args = parser.parse_args()")[0], scope)
+    assert getattr(scope["parser"].parse_args(args), key) == value
 
 
 # --- 5. interrupts after the first --------------------------------------------------------------------------------

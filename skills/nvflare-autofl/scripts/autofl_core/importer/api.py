@@ -51,7 +51,6 @@ from .values import UNRESOLVED, describe, to_jsonable
 from .walker import Walker
 
 IMPORTER_VERSION = "1.0"
-MAX_COUNT = 1000  # occurrences of a count option a schema value may stand for (each is a command-line token)
 
 
 def _parse(source: str, job_name: str) -> tuple[ast.Module | None, str]:
@@ -97,28 +96,11 @@ def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -
 
 
 def _switch_args(flag: ap.Flag, value: Any) -> list[str] | None:
-    """The arguments that make `flag` parse as `value` (of its type: True is not 1), or None when no command line
-    does (a count of more than MAX_COUNT occurrences included)."""
+    """The arguments that make `flag` parse as `value`, or None when no command line does."""
     if flag.takes_value:
         return [flag.canonical, str(value)]
-    if flag.action in ("boolean_optional", "store_true", "store_false") and type(value) is not bool:
-        return None
-    if flag.action == "boolean_optional":
-        return [flag.canonical if value else "--no-" + flag.canonical[2:]]
-    if flag.action in ("store_true", "store_false"):
-        return [flag.canonical] if (flag.action == "store_true") == value else []
     default = flag.default.value if flag.default.resolved else None
-    if flag.action == "count" and type(value) is int and type(default or 0) is int:
-        added = value - (default or 0)  # each occurrence adds one to the default
-        return [flag.canonical] * added if 0 <= added <= MAX_COUNT else None
-    if flag.action == "store_const":
-        return [flag.canonical] if _same(value, flag.const) else ([] if _same(value, default) else None)
-    return None
-
-
-def _same(left: Any, right: Any) -> bool:
-    """Equal and both bools or neither (`True == 1` in Python, not in job.py's arguments)."""
-    return left == right and (type(left) is bool) == (type(right) is bool)
+    return ap.switch_tokens(flag.action, flag.canonical, value, const=flag.const, default=default)
 
 
 def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], conflicts: list[str]) -> dict:
