@@ -5,8 +5,8 @@ of a shared dest, the schema's values turned into switches, and the interrupt ha
 The promises under attack: a sweep removes only a folder of this user whose owner is surely gone and never fails
 the run that sweeps; a dry run is admitted only when it ran what `python job.py` runs on this host; a download
 scores only when it is the runner's evaluation job; a candidate never moves an option past the schema's bounds,
-whatever spelling it uses; a schema value is passed only as the command line job.py parses as that value; and one
-interrupt is raised however the later ones arrive.
+whatever spelling it uses; a schema value is passed, and pinned on every trial, only as the command line job.py
+parses as that value; and one interrupt is raised however the later ones arrive.
 """
 
 from __future__ import annotations
