@@ -198,6 +198,15 @@ try:
 except ImportError:
     pass
 """
+AFTER_MANY = """import importlib
+for index in range(80):
+    importlib.import_module(f"absent_module_{index}")
+try:
+    import no_such_module_xyz
+    rounds = 9
+except ImportError:
+    pass
+"""
 SUBPACKAGE = """try:
     import tenseal
     ROUNDS = 9
@@ -212,6 +221,7 @@ except ImportError:
     [
         (ASKS, {}, "job.py line 8", "no_such_module_xyz"),
         (IMPORT_MODULE, {}, "job.py line 9", "no_such_module_xyz"),
+        (AFTER_MANY, {}, "job.py line 11", "no_such_module_xyz"),
         (
             "from lib import compat\nrounds = compat.ROUNDS\n",
             {"lib/__init__.py": "", "lib/compat.py": SUBPACKAGE},
@@ -219,14 +229,14 @@ except ImportError:
             "tenseal",
         ),
     ],
-    ids=["find-spec-asks", "import-module-in-try", "framework-in-a-subpackage"],
+    ids=["find-spec-asks", "import-module-in-try", "after-80-stand-ins", "framework-in-a-subpackage"],
 )
 def test_a_dry_run_that_answered_installed_where_this_host_says_absent_is_refused(
     tmp_path, body, beside, where, module
 ):
     """On this host job.py runs 2 rounds (the module is absent); the dry run's stand-in made it run 9. However
-    job.py asks (a `find_spec`, `import_module` in a try, a module of its own in a subfolder falling back), the
-    record is not what runs: refused, naming the line."""
+    job.py asks (a `find_spec`, `import_module` in a try, a fallback after 80 other stand-ins, a module of its own
+    in a subfolder falling back), the record is not what runs: refused, naming the line."""
     (tmp_path / "client.py").write_text("print('trains')\n", encoding="utf-8")
     for name, text in beside.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -46,6 +46,7 @@ STATE: dict = {
     "parsers": [],
     "stubbed": set(),
     "stood_in_at": [],
+    "stood_in_lines": set(),  # (file, line) of each entry of stood_in_at
     "absent": set(),
     "built": [],
     "env_read": set(),
@@ -53,7 +54,7 @@ STATE: dict = {
 }
 EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
 MAX_FILE = 1 << 20
-MAX_STOOD_IN_AT = 64  # job lines noted importing a stand-in (the importer reads each for a `try` around it)
+MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
 FRAMEWORKS = set(  # imported by NVFLARE's own framework recipes; stand-ins when absent
     "torch torchvision tensorflow keras sklearn joblib xgboost lightning pytorch_lightning transformers peft "
     "datasets monai jax flax optax pandas tenseal opacus safetensors tensorboard tensorboardX".split()
@@ -165,12 +166,13 @@ def _note_importers(module: str) -> None:
     """Note every line of the job's own files (job.py, the modules in its folder and below) on the stack importing
     `module`'s stand-in: a `try` there whose handler catches the ImportError `python job.py` gets on this host would
     run instead (the importer reads those lines, `importer/fallbacks.py`)."""
-    folder = os.path.dirname(STATE["job"])
+    folder, noted = os.path.dirname(STATE["job"]), STATE["stood_in_lines"]
     for frame in traceback.extract_stack():
-        if _in_job_folder(frame.filename) and frame.filename != __file__:
-            if len(STATE["stood_in_at"]) < MAX_STOOD_IN_AT:
-                where = {"module": module, "file": os.path.relpath(frame.filename, folder), "line": frame.lineno}
-                STATE["stood_in_at"].append(where)
+        line = (os.path.relpath(frame.filename, folder), frame.lineno)
+        if _in_job_folder(frame.filename) and frame.filename != __file__ and line not in noted:
+            if len(noted) < MAX_STOOD_IN_AT:  # each line once: a loop importing many stand-ins fills no list
+                noted.add(line)
+                STATE["stood_in_at"].append({"module": module, "file": line[0], "line": line[1]})
 
 
 IMPORT_MACHINERY = os.path.dirname(importlib.__file__) + os.sep  # importlib.import_module, importlib.util.find_spec

@@ -27,14 +27,15 @@ TRY_NODES = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is no
 def refusal(record: DryRunRecord, read_file: Callable[[str], str | None]) -> str | None:
     """The one-line reason to refuse (naming the file, line and module), or None when no stand-in was imported
     where a handler would catch the ImportError, nor asked for by a line checking whether it is installed."""
-    trees: dict[str, ast.Module | None] = {}
+    spans: dict[str, tuple[list, list]] = {}  # per file: the guarded bodies' lines, the asking calls' lines
     for site in record.stood_in_at:
-        if site.file not in trees:
-            trees[site.file] = _parse(read_file(site.file))
-        tree = trees[site.file]
-        if tree is not None and guarded(tree, site.line):
+        if site.file not in spans:
+            tree = _parse(read_file(site.file))
+            spans[site.file] = ([], []) if tree is None else (guarded_spans(tree), _asking_spans(tree))
+        bodies, asking = spans[site.file]
+        if any(start <= site.line <= end for start, end in bodies):
             return _reason(site)
-        if tree is not None and asks(tree, site.line):
+        if any(start <= site.line <= end for start, end in asking):
             return _asked(site)
     return None
 
@@ -57,10 +58,15 @@ def _asked(site: StoodIn) -> str:
 
 def asks(tree: ast.Module, line: int) -> bool:
     """True when `line` holds a call asking whether a module is installed (`importlib.util.find_spec(...)`)."""
-    return any(
-        isinstance(node, ast.Call) and _name(node.func) in PROBES and node.lineno <= line <= (node.end_lineno or line)
+    return any(start <= line <= end for start, end in _asking_spans(tree))
+
+
+def _asking_spans(tree: ast.Module) -> list[tuple[int, int]]:
+    return [
+        (node.lineno, node.end_lineno or node.lineno)
         for node in ast.walk(tree)
-    )
+        if isinstance(node, ast.Call) and _name(node.func) in PROBES
+    ]
 
 
 def _parse(text: str | None) -> ast.Module | None:
@@ -72,7 +78,13 @@ def _parse(text: str | None) -> ast.Module | None:
 
 def guarded(tree: ast.Module, line: int) -> bool:
     """True when `line` lies in the body of a `try` (or `with suppress(...)`) that would catch an ImportError."""
-    names = _bindings(tree)
+    return any(start <= line <= end for start, end in guarded_spans(tree))
+
+
+def guarded_spans(tree: ast.Module) -> list[tuple[int, int]]:
+    """The (first, last) lines of each statement in the body of a `try` (or `with suppress(...)`) that would catch
+    an ImportError."""
+    names, spans = _bindings(tree), []
     for node in ast.walk(tree):
         if isinstance(node, TRY_NODES) and any(_falls_back(h, names) for h in node.handlers):
             body = node.body
@@ -82,9 +94,8 @@ def guarded(tree: ast.Module, line: int) -> bool:
             body = node.body
         else:
             continue
-        if any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for stmt in body):
-            return True
-    return False
+        spans += [(stmt.lineno, stmt.end_lineno or stmt.lineno) for stmt in body]
+    return spans
 
 
 def _bindings(tree: ast.Module) -> dict[str, list[ast.expr]]:
