@@ -1,7 +1,8 @@
 """A dry run that stood in for a module job.py imports inside a `try` that would catch its ImportError (pure).
 
 The dry run makes an inert stand-in for a module this interpreter lacks (`dryrun_boot._InertFinder`) and notes the
-lines of job.py (and of the modules beside it) on the stack at that import (`record.stood_in_at`). Where one of
+lines of job.py (and of the job's own modules, in its folder and below) on the stack at that import, each line
+once (`record.stood_in_at`). Where one of
 those lines lies in the body of a `try` with a handler that catches the ImportError (`except ImportError`,
 `ModuleNotFoundError`, `Exception`, `BaseException`, a bare `except`, or a tuple holding one) that does not end
 in `raise`, or in a `with suppress(...)` of one, `python job.py` on this host runs the handler where the dry run
@@ -62,6 +63,7 @@ def asks(tree: ast.Module, line: int) -> bool:
 
 
 def _asking_spans(tree: ast.Module) -> list[tuple[int, int]]:
+    """The (first, last) lines of each call asking whether a module is installed."""
     return [
         (node.lineno, node.end_lineno or node.lineno)
         for node in ast.walk(tree)
