@@ -295,6 +295,25 @@ def test_a_download_changed_in_any_way_that_runs_other_code_is_not_scored(tmp_pa
         eval_job_match.check(download, job_spec)
 
 
+def test_a_folder_of_the_download_that_cannot_be_listed_is_not_scored(tmp_path, monkeypatch):
+    """A folder the runner cannot list (a non-root runner and a folder without read permission; simulated here,
+    as root lists everything) could hold any file: it is a difference, never an empty folder."""
+    download, job_spec = real_download(tmp_path)
+    hidden = eval_job_match.definition_root(download) / "app" / "hidden"
+    hidden.mkdir()
+    (hidden / "x.py").write_text("print('runs')\n")
+    listing = os.scandir
+
+    def unlistable(path="."):
+        if os.fspath(path) == os.fspath(hidden):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return listing(path)
+
+    monkeypatch.setattr(os, "scandir", unlistable)
+    with pytest.raises(eval_job.EvalJobError, match="cannot be listed"):
+        eval_job_match.check(download, job_spec)
+
+
 def test_a_download_whose_configuration_is_laid_out_anew_still_scores(tmp_path):
     """Key order and layout are NVFLARE's to choose: the same documents re-ordered and re-indented match."""
     download, job_spec = real_download(tmp_path)
