@@ -100,16 +100,8 @@ def _switch_args(flag: ap.Flag, value: Any) -> list[str] | None:
     """The arguments that make `flag` parse as `value`, or None when no command line does."""
     if flag.takes_value:
         return [flag.canonical, str(value)]
-    if flag.action == "boolean_optional":
-        return [flag.canonical if value else "--no-" + flag.canonical[2:]]
-    if flag.action in ("store_true", "store_false"):
-        return [flag.canonical] if (flag.action == "store_true") == bool(value) else []
     default = flag.default.value if flag.default.resolved else None
-    if flag.action == "count" and type(value) is int and type(default or 0) is int and value >= (default or 0):
-        return [flag.canonical] * (value - (default or 0))  # each occurrence adds one to the default
-    if flag.action == "store_const":
-        return [flag.canonical] if value == flag.const else ([] if value == default else None)
-    return None
+    return ap.switch_tokens(flag.action, flag.canonical, value, const=flag.const, default=default)
 
 
 def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], conflicts: list[str]) -> dict:

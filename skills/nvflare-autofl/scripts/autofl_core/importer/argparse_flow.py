@@ -211,6 +211,31 @@ def first_by_dest(named: Iterable[tuple[str, str]]) -> dict[str, str]:
     return out
 
 
+MAX_COUNT = 1000  # occurrences of a count option that may stand for a value (each is a command-line token)
+
+
+def switch_tokens(action: str, option: str, value: Any, *, const: Any = None, default: Any = None) -> list[str] | None:
+    """The occurrences of `option`, an option taking no value, that make job.py's parser set `value` (of its kind:
+    True is not 1), or None when none does (a count of more than MAX_COUNT occurrences included)."""
+    if action in ("boolean_optional", "store_true", "store_false") and type(value) is not bool:
+        return None
+    if action == "boolean_optional":
+        return [option if value else "--no-" + option[2:]]
+    if action in ("store_true", "store_false"):
+        return [option] if (action == "store_true") == value else []
+    if action == "count" and type(value) is int and type(default or 0) is int:
+        added = value - (default or 0)  # each occurrence adds one to the default
+        return [option] * added if 0 <= added <= MAX_COUNT else None
+    if action == "store_const":
+        return [option] if _same(value, const) else ([] if _same(value, default) else None)
+    return None
+
+
+def _same(left: Any, right: Any) -> bool:
+    """Equal and both bools or neither (`True == 1` in Python, not in job.py's arguments)."""
+    return left == right and (type(left) is bool) == (type(right) is bool)
+
+
 def _required(flag: Flag) -> bool:
     return flag.required or (flag.positional and flag.nargs not in ("?", "*"))
 

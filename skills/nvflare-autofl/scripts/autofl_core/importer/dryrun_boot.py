@@ -46,6 +46,7 @@ STATE: dict = {
     "parsers": [],
     "stubbed": set(),
     "stood_in_at": [],
+    "stood_in_lines": set(),  # (file, line) of each entry of stood_in_at
     "absent": set(),
     "built": [],
     "env_read": set(),
@@ -53,7 +54,7 @@ STATE: dict = {
 }
 EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
 MAX_FILE = 1 << 20
-MAX_STOOD_IN_AT = 64  # job lines noted importing a stand-in (the importer reads each for a `try` around it)
+MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
 FRAMEWORKS = set(  # imported by NVFLARE's own framework recipes; stand-ins when absent
     "torch torchvision tensorflow keras sklearn joblib xgboost lightning pytorch_lightning transformers peft "
     "datasets monai jax flax optax pandas tenseal opacus safetensors tensorboard tensorboardX".split()
@@ -149,7 +150,7 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 STATE["absent"].add(top)
                 return None
         STATE["stubbed"].add(top)
-        if asker == "job":
+        if asker in ("job", "job folder"):
             _note_importers(top)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
@@ -162,27 +163,37 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def _note_importers(module: str) -> None:
-    """Note every line of job.py (or a module beside it) on the stack importing `module`'s stand-in: a `try` there
-    whose handler catches the ImportError `python job.py` gets on this host would run instead (the importer reads
-    those lines, `importer/fallbacks.py`)."""
-    folder = os.path.dirname(STATE["job"])
+    """Note every line of the job's own files (job.py, the modules in its folder and below) on the stack importing
+    `module`'s stand-in: a `try` there whose handler catches the ImportError `python job.py` gets on this host would
+    run instead (the importer reads those lines, `importer/fallbacks.py`)."""
+    folder, noted = os.path.dirname(STATE["job"]), STATE["stood_in_lines"]
     for frame in traceback.extract_stack():
-        if os.path.dirname(frame.filename) == folder and frame.filename != __file__:
-            if len(STATE["stood_in_at"]) < MAX_STOOD_IN_AT:
-                where = {"module": module, "file": os.path.relpath(frame.filename, folder), "line": frame.lineno}
-                STATE["stood_in_at"].append(where)
+        line = (os.path.relpath(frame.filename, folder), frame.lineno)
+        if _in_job_folder(frame.filename) and frame.filename != __file__ and line not in noted:
+            if len(noted) < MAX_STOOD_IN_AT:  # each line once: a loop importing many stand-ins fills no list
+                noted.add(line)
+                STATE["stood_in_at"].append({"module": module, "file": line[0], "line": line[1]})
 
 
 IMPORT_MACHINERY = os.path.dirname(importlib.__file__) + os.sep  # importlib.import_module, importlib.util.find_spec
 
 
 def _asker() -> str | None:
-    """Who runs the import being resolved: "job" (a file in the job's folder), "nvflare" (NVFLARE's package), or
-    None (another library, or this script)."""
+    """Who runs the import being resolved: "job" (a file in the job's folder), "job folder" (one of the job's own
+    files in a folder below it), "nvflare" (NVFLARE's package), or None (another library, or this script)."""
     name = _caller(lambda name: name.startswith(("<frozen", IMPORT_MACHINERY)))
     if os.path.dirname(name) == os.path.dirname(STATE["job"]):
         return "job"
+    if _in_job_folder(name):
+        return "job folder"
     return "nvflare" if _in_nvflare(name) else None
+
+
+def _in_job_folder(filename: str) -> bool:
+    """True for one of the job's own files: below job.py's folder, outside a folder of installed packages."""
+    folder = os.path.dirname(STATE["job"]) + os.sep
+    inside = filename[len(folder) :].split(os.sep)
+    return filename.startswith(folder) and not {"site-packages", "dist-packages"} & set(inside)
 
 
 def _caller(skipped) -> str:

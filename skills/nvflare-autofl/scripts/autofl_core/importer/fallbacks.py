@@ -1,11 +1,16 @@
 """A dry run that stood in for a module job.py imports inside a `try` that would catch its ImportError (pure).
 
 The dry run makes an inert stand-in for a module this interpreter lacks (`dryrun_boot._InertFinder`) and notes the
-lines of job.py (and of the modules beside it) on the stack at that import (`record.stood_in_at`). Where one of
+lines of job.py (and of the job's own modules, in its folder and below) on the stack at that import, each line
+once (`record.stood_in_at`). Where one of
 those lines lies in the body of a `try` with a handler that catches the ImportError (`except ImportError`,
 `ModuleNotFoundError`, `Exception`, `BaseException`, a bare `except`, or a tuple holding one) that does not end
 in `raise`, or in a `with suppress(...)` of one, `python job.py` on this host runs the handler where the dry run
-ran the body: the record is not what job.py does here, and the import is refused naming that line.
+ran the body: the record is not what job.py does here, and the import is refused naming that line. A name the
+file binds (`MISSING = (ImportError, OSError)`, `from contextlib import suppress as quiet`) stands for what it is
+bound to; a handler type the reading cannot follow (a call's result) is taken to catch. A line that asks
+whether the module is installed (`importlib.util.find_spec`, `pkgutil.find_loader`) got "yes" from the stand-in
+where this interpreter says "no": refused the same way.
 """
 
 from __future__ import annotations
@@ -16,19 +21,23 @@ from collections.abc import Callable
 from .recorded import DryRunRecord, StoodIn
 
 CATCHING = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+PROBES = frozenset({"find_spec", "find_loader"})  # the calls that ask whether a module is installed
 TRY_NODES = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
 
 
 def refusal(record: DryRunRecord, read_file: Callable[[str], str | None]) -> str | None:
     """The one-line reason to refuse (naming the file, line and module), or None when no stand-in was imported
-    where a handler would catch the ImportError."""
-    trees: dict[str, ast.Module | None] = {}
+    where a handler would catch the ImportError, nor asked for by a line checking whether it is installed."""
+    spans: dict[str, tuple[list, list]] = {}  # per file: the guarded bodies' lines, the asking calls' lines
     for site in record.stood_in_at:
-        if site.file not in trees:
-            trees[site.file] = _parse(read_file(site.file))
-        tree = trees[site.file]
-        if tree is not None and guarded(tree, site.line):
+        if site.file not in spans:
+            tree = _parse(read_file(site.file))
+            spans[site.file] = ([], []) if tree is None else (guarded_spans(tree), _asking_spans(tree))
+        bodies, asking = spans[site.file]
+        if any(start <= site.line <= end for start, end in bodies):
             return _reason(site)
+        if any(start <= site.line <= end for start, end in asking):
+            return _asked(site)
     return None
 
 
@@ -40,6 +49,28 @@ def _reason(site: StoodIn) -> str:
     )
 
 
+def _asked(site: StoodIn) -> str:
+    return (
+        f"{site.file} line {site.line} asks whether {site.module} is installed, which it is not on this interpreter, "
+        f"but the dry run's stand-in answered that it is and ran what job.py runs then: install {site.module} where "
+        f"the import runs, or remove the check from {site.file}"
+    )
+
+
+def asks(tree: ast.Module, line: int) -> bool:
+    """True when `line` holds a call asking whether a module is installed (`importlib.util.find_spec(...)`)."""
+    return any(start <= line <= end for start, end in _asking_spans(tree))
+
+
+def _asking_spans(tree: ast.Module) -> list[tuple[int, int]]:
+    """The (first, last) lines of each call asking whether a module is installed."""
+    return [
+        (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and _name(node.func) in PROBES
+    ]
+
+
 def _parse(text: str | None) -> ast.Module | None:
     try:
         return ast.parse(text) if text else None
@@ -49,35 +80,79 @@ def _parse(text: str | None) -> ast.Module | None:
 
 def guarded(tree: ast.Module, line: int) -> bool:
     """True when `line` lies in the body of a `try` (or `with suppress(...)`) that would catch an ImportError."""
+    return any(start <= line <= end for start, end in guarded_spans(tree))
+
+
+def guarded_spans(tree: ast.Module) -> list[tuple[int, int]]:
+    """The (first, last) lines of each statement in the body of a `try` (or `with suppress(...)`) that would catch
+    an ImportError."""
+    names, spans = _bindings(tree), []
     for node in ast.walk(tree):
-        if isinstance(node, TRY_NODES) and any(_falls_back(h) for h in node.handlers):
+        if isinstance(node, TRY_NODES) and any(_falls_back(h, names) for h in node.handlers):
             body = node.body
-        elif isinstance(node, (ast.With, ast.AsyncWith)) and any(_suppresses(i.context_expr) for i in node.items):
+        elif isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            _suppresses(i.context_expr, names) for i in node.items
+        ):
             body = node.body
         else:
             continue
-        if any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for stmt in body):
-            return True
-    return False
+        spans += [(stmt.lineno, stmt.end_lineno or stmt.lineno) for stmt in body]
+    return spans
 
 
-def _falls_back(handler: ast.ExceptHandler) -> bool:
+def _bindings(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """{name: the expressions the file binds it to}: assignments, and `from m import x as name` (bound to `x`)."""
+    names: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            pairs = [(target, node.value) for target in node.targets]
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            pairs = [(node.target, node.value)]
+        elif isinstance(node, ast.ImportFrom):
+            pairs = [(ast.Name(alias.asname), ast.Name(alias.name)) for alias in node.names if alias.asname]
+        else:
+            continue
+        for target, value in pairs:
+            if isinstance(target, ast.Name):
+                names.setdefault(target.id, []).append(value)
+    return names
+
+
+def _falls_back(handler: ast.ExceptHandler, names: dict) -> bool:
     """True for a handler that catches an ImportError and goes on (one ending in `raise` stops job.py either way)."""
-    return _catches(handler.type) and not isinstance(handler.body[-1], ast.Raise)
+    return _catches(handler.type, names) and not isinstance(handler.body[-1], ast.Raise)
 
 
-def _catches(kind: ast.expr | None) -> bool:
-    """True for a handler type that catches an ImportError: none (bare), one of CATCHING, or a tuple holding one."""
+def _catches(kind: ast.expr | None, names: dict, seen: frozenset = frozenset()) -> bool:
+    """True for a handler type that catches an ImportError: none (bare), one of CATCHING, a tuple holding one, a
+    name the file binds to one of those, or an expression the reading does not follow (a call, a subscript)."""
     if kind is None:
         return True
+    if isinstance(kind, ast.Starred):
+        return _catches(kind.value, names, seen)
     if isinstance(kind, ast.Tuple):
-        return any(_catches(element) for element in kind.elts)
-    return _name(kind) in CATCHING
+        return any(_catches(element, names, seen) for element in kind.elts)
+    if isinstance(kind, ast.Name) and kind.id in names and kind.id not in seen:
+        return any(_catches(value, names, seen | {kind.id}) for value in names[kind.id])
+    if isinstance(kind, (ast.Name, ast.Attribute)):
+        return _name(kind) in CATCHING
+    return not isinstance(kind, ast.Constant)
 
 
-def _suppresses(expr: ast.expr) -> bool:
-    """True for `suppress(...)` / `contextlib.suppress(...)` given a type that catches an ImportError."""
-    return isinstance(expr, ast.Call) and _name(expr.func) == "suppress" and any(_catches(a) for a in expr.args)
+def _suppresses(expr: ast.expr, names: dict) -> bool:
+    """True for `suppress(...)` / `contextlib.suppress(...)` (or a name bound to it) given a type that catches an
+    ImportError."""
+    return (
+        isinstance(expr, ast.Call)
+        and _is_suppress(expr.func, names, frozenset())
+        and any(_catches(a, names) for a in expr.args)
+    )
+
+
+def _is_suppress(func: ast.expr, names: dict, seen: frozenset) -> bool:
+    if isinstance(func, ast.Name) and func.id in names and func.id not in seen:
+        return any(_is_suppress(value, names, seen | {func.id}) for value in names[func.id])
+    return _name(func) == "suppress"
 
 
 def _name(expr: ast.expr) -> str | None:

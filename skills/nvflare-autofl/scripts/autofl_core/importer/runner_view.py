@@ -91,11 +91,8 @@ def _pin(flag: str, record: dict) -> list[str]:
         if isinstance(value, list):
             return [flag, *(_format_value(item) for item in value)]
         return [flag, _format_value(value)]
-    if record["action"] == "boolean_optional":
-        return [flag if value else "--no-" + flag[2:]]
-    if record["action"] in ("store_true", "store_false") and value == (record["action"] == "store_true"):
-        return [flag]
-    return []
+    switch = ap.switch_tokens(record["action"], flag, value, const=record.get("const"), default=record.get("default"))
+    return switch or []
 
 
 def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, str | None]:

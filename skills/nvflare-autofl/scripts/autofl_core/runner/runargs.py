@@ -3,8 +3,9 @@
 A candidate's run args are canonical long options of job.py (`--lr 0.1`, `--lr=0.1`, `--use_amp`), never an
 alias, an abbreviation, a positional, a fixed-budget option or the runner-owned `--name`; values must parse
 with the job's own option types and choices, and stay inside `mutable_args` bounds of mutation_schema.yaml
-(when the schema declares `mutable_args`, only those options may change); a token the job's parser would read
-as a file of more arguments (`fromfile_prefix_chars`, e.g. `@extra.py`) is refused first. Passed on as separate
+(when the schema declares `mutable_args`, only those options may change; a switch is held to them by the value
+job.py's parser writes for it); a token the job's parser would read as a file of more arguments
+(`fromfile_prefix_chars`, e.g. `@extra.py`) is refused first. Passed on as separate
 tokens (`--opt -r5`), the pairs must make job.py's parser set exactly the options they name (a value it reads as
 an option is refused), and a value for a custom-action option is refused when the budget depends on a positional.
 Pure. Usage::
@@ -79,6 +80,10 @@ def parse_run_args(config: dict, tokens: list[str], *, reserved: set[str], budge
             f"run args {shlex.join(flatten(pairs))!r}: job.py's parser sets {stray[0]} from them, which they do not "
             "name (it reads a value that starts with '-' as an option); give each option a value that is not one"
         )
+    keys = importer.option_keys(config)
+    for flag, value in pairs:
+        if value is None and bounds.get(flag):  # a switch: its bounds hold for the value the parser writes
+            _check_bounds(flag, str(parsed.get(keys.get(flag, flag))), bounds)
     return pairs
 
 
@@ -205,15 +210,19 @@ def _bounds(config: dict) -> dict:
 
 
 def _check_bounds(flag: str, value: str | None, bounds: dict) -> None:
+    """Refuse `flag` outside mutable_args, or its value outside the rule's choices and min/max (a switch, value
+    None, is checked once job.py's parser has said what it writes)."""
     if not bounds:
         return
     if flag not in bounds:
         allowed = ", ".join(sorted(bounds)) or "none"
         raise CampaignError(f"run arg {flag} is not in mutation_schema.yaml mutable_args (allowed: {allowed})")
     rule = bounds[flag] or {}
+    if value is None:
+        return
     if "choices" in rule and value not in [str(choice) for choice in rule["choices"]]:
         raise CampaignError(f"run arg {flag} {value} is not one of mutation_schema.yaml choices {rule['choices']}")
-    if value is None or not ({"min", "max"} & set(rule)):
+    if not ({"min", "max"} & set(rule)):
         return
     try:
         number = float(value)

@@ -82,9 +82,10 @@ def _declared(root: Path) -> dict:
 
 def _files(root: Path, expected: dict[str, bytes]) -> dict[str, bytes]:
     """{path below root: bytes} of every file but NVFLARE's signature files; EvalJobError for a link, a file the
-    runner's job does not hold, one larger than the runner's, or a tree too large to be the runner's job."""
+    runner's job does not hold, one larger than the runner's, a folder that cannot be listed (it could hold any
+    file), or a tree too large to be the runner's job."""
     found, entries = {}, 0
-    for folder, dirs, names in os.walk(root):
+    for folder, dirs, names in os.walk(root, onerror=_unlisted):
         entries += len(dirs) + len(names)
         if entries > MAX_ENTRIES:
             _differs(f"it holds more than {MAX_ENTRIES} entries")
@@ -100,6 +101,10 @@ def _files(root: Path, expected: dict[str, bytes]) -> dict[str, bytes]:
             limit = MAX_CONFIG_BYTES if rel in eval_job.CONFIG_FILES else len(expected[rel])
             found[rel] = _read(Path(folder, name), limit, rel)
     return found
+
+
+def _unlisted(error: OSError) -> NoReturn:
+    _differs(f"a folder of it cannot be listed ({error.strerror or error})")
 
 
 def _read(path: Path, limit: int, rel: str) -> bytes:

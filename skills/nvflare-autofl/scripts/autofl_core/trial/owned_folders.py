@@ -113,14 +113,14 @@ def pid_namespace() -> str:
 
 
 def _alive(pid: int, started: int | None) -> bool:
-    """True unless process `pid` (started at `started`) is surely gone: no such process, a zombie, or a process
-    that started at another time (the pid was used again). A pid held by another user's process counts as alive;
-    the pid of `_GONE` is none."""
+    """True unless process `pid` (started at `started`) is surely gone: no such process (a pid beyond what the
+    kernel hands out included), a zombie, or a process that started at another time (the pid was used again). A pid
+    held by another user's process counts as alive; the pid of `_GONE` is none."""
     if pid < 1:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
         return True
