@@ -88,6 +88,7 @@ class Row:
     depends_on_sites: bool = False
     transient_on_completion: bool = False  # recovered from when the job still finished FINISHED:COMPLETED
     job_code_only: bool = False  # means the job's own code or data: a hit in a third-party traceback is loose
+    nvflare_connections_only: bool = False  # means NVFLARE's connections: a hit on the job's own call is loose
     follow_up: dict = field(default_factory=dict)
     next_action_cases: tuple[actions.ActionCase, ...] = ()
 
@@ -228,6 +229,7 @@ def _parse_row(item: dict, templates: dict) -> Row:
         depends_on_sites=bool(item.get("depends_on_sites")),
         transient_on_completion=bool(item.get("transient_on_completion")),
         job_code_only=bool(item.get("job_code_only")),
+        nvflare_connections_only=bool(item.get("nvflare_connections_only")),
         follow_up=_parse_follow_up(item, templates, where),
         next_action_cases=actions.parse_cases(item, where, CatalogError),
     )

@@ -179,6 +179,26 @@ def _third_party(hits: dict[str, list[Hit]], catalog: Catalog, blocks: list[Trac
     return out
 
 
+def _job_own_calls(hits: dict[str, list[Hit]], catalog: Catalog, blocks: list[Traceback], lines) -> dict:
+    """Hits of rows that mean NVFLARE's own connections (nvflare_connections_only) on a traceback the job's code
+    raised with no NVFLARE frame below it are loose: the job's own download or connection failed, not NVFLARE's."""
+    own = [b for b in blocks if b.job_own_call]
+    if not own:
+        return hits
+    out = {}
+    for row_id, row_hits in hits.items():
+        if not catalog.row(row_id).nvflare_connections_only:
+            out[row_id] = row_hits
+            continue
+        out[row_id] = [
+            replace(h, loose=True, basis=f"{h.basis}; raised in the job's own call, with no NVFLARE frame below it")
+            if h.index is not None and block_containing(own, h.index, lines[h.index].source) is not None
+            else h
+            for h in row_hits
+        ]
+    return out
+
+
 def _split_static(hits: dict[str, list[Hit]], lines, evidence: Evidence) -> tuple[dict, dict]:
     """Hits per row, minus the rows that only findings of a static source inspection support (returned apart):
     a static hint may support a pattern the runtime evidence shows, never add one."""
@@ -462,6 +482,7 @@ def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, sta
     )
     hits = _merge(hits, _exit_hits(lines, catalog, index))
     hits = _third_party(hits, catalog, blocks, lines)
+    hits = _job_own_calls(hits, catalog, blocks, lines)
     hits = dissent.contest(hits, lines, blocks, catalog)
     return _split_static(hits, lines, evidence)
 

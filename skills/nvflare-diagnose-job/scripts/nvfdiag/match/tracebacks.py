@@ -54,6 +54,15 @@ class Traceback:
         return user[-1] if user else None
 
     @property
+    def job_own_call(self) -> bool:
+        """True when the job's code raised the exception or called the code that did, with no NVFLARE frame below
+        the job's deepest frame (a download, a data loader): the job's own I/O, not NVFLARE's."""
+        if self.launcher_echo or self.end is None:
+            return False
+        user = [i for i, frame in enumerate(self.frames) if is_user_file(frame[0])]
+        return bool(user) and not any(is_nvflare_file(frame[0]) for frame in self.frames[user[-1] + 1 :])
+
+    @property
     def third_party(self) -> str | None:
         """The package of the deepest frame when the traceback ends in third-party code (not the job's, not
         NVFLARE's) and has no frame in the job's code: its own kind, neither user code nor a missing traceback.
