@@ -71,3 +71,17 @@ def test_guard_cli_one_line_for_deep_state(tmp_path, python_exe, repo_root):
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "not valid JSON" in done.stderr
+
+
+DEEP_PYTHON = "x = " + "-" * 200_000 + "1\n"  # the parser gives up with MemoryError, not SyntaxError
+
+
+def test_python_nested_too_deeply_is_a_file_that_does_not_parse_for_every_reader_of_job_files():
+    from autofl_core.importer import evaluator_imports, noise_sources
+    from autofl_core.runner import job_defaults
+
+    assert noise_sources.scan({"deep.py": DEEP_PYTHON, "ok.py": "import random\nrandom.shuffle(x)\n"}) != []
+    with pytest.raises(job_defaults.JobDefaultsError, match="job.py does not parse"):
+        job_defaults.rewrite(DEEP_PYTHON.encode(), ["--lr", "0.1"])
+    with pytest.raises(ValueError, match="evaluate.py does not parse"):
+        evaluator_imports.local_imports("evaluate.py", {"evaluate.py": DEEP_PYTHON}.get)

@@ -25,7 +25,7 @@ from . import argparse_flow as ap
 from . import data_shaping, display, real_parser, recipes
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
 from .budget import FIELDS, fixed_budget, unresolved_notes  # noqa: F401  (FIELDS re-exported)
-from .files import Overlay, Workspace, load_job
+from .files import UNPARSABLE, Overlay, Workspace, load_job
 from .objective import build_objective, empty_objective
 from .reach import ScriptParser, forwarded_options, reaching_options
 from .recipe_raises import would_raise
@@ -60,7 +60,7 @@ def _parse(source: str, job_name: str) -> tuple[ast.Module | None, str]:
     except SyntaxError as exc:
         where = f" at line {exc.lineno}" if exc.lineno else ""
         return None, f"{job_name} has a syntax error{where}: {exc.msg}; fix it (python -m py_compile {job_name})"
-    except (ValueError, RecursionError, MemoryError) as exc:
+    except UNPARSABLE as exc:  # after SyntaxError: what is left is nesting or NUL bytes
         detail = str(exc) or "expressions nested too deeply"
         return None, f"{job_name} cannot be parsed ({detail}); simplify the file"
 
@@ -150,7 +150,7 @@ def _script_tree(job_name: str, script: str | None, read_file: Callable) -> tupl
         return rel, None, [{"field": "trust.train_script", "reason": f"{rel} is missing or unreadable"}]
     try:
         return rel, ast.parse(text), []
-    except (SyntaxError, ValueError, RecursionError):
+    except UNPARSABLE:
         return rel, None, [{"field": "trust.train_script", "reason": f"{rel} does not parse; its imports are unknown"}]
 
 
@@ -402,7 +402,7 @@ def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
     def imports(text: str | None) -> set[str]:
         try:
             tree = ast.parse(text or "")
-        except (SyntaxError, ValueError, RecursionError):
+        except UNPARSABLE:
             return set()
         names = set()
         for node in ast.walk(tree):

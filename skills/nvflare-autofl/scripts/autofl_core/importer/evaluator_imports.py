@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from .files import UNPARSABLE
 from .trust import imported_candidates
 
 MAX_MODULES = 256
@@ -28,7 +29,7 @@ def local_imports(script: str, read: Callable[[str], str | None]) -> list[str]:
             continue
         try:
             tree = ast.parse(text, filename=rel)
-        except (SyntaxError, ValueError) as error:
+        except UNPARSABLE as error:
             raise ValueError(f"{rel} does not parse ({error.__class__.__name__}: {error})") from None
         for candidate in imported_candidates(tree, rel):
             if candidate in seen or candidate == script or read(candidate) is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from .files import UNPARSABLE
 from .recorded import DryRunRecord, StoodIn
 
 CATCHING = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -74,7 +75,7 @@ def _asking_spans(tree: ast.Module) -> list[tuple[int, int]]:
 def _parse(text: str | None) -> ast.Module | None:
     try:
         return ast.parse(text) if text else None
-    except (SyntaxError, ValueError, RecursionError):
+    except UNPARSABLE:
         return None
 
 

@@ -9,6 +9,8 @@ from .schema import SCHEMA_FILE
 from .trust import safe_relative
 
 MAX_SOURCE_BYTES = 2 * 1024 * 1024
+# What ast.parse raises for a text Python cannot read: bad syntax, NUL bytes, nesting too deep for its parser.
+UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
 
 
 class JobImportError(Exception):

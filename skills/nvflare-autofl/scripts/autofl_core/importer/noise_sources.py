@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from .files import UNPARSABLE
+
 MODEL_KEYWORDS = ("model", "initial_model")
 MODEL_SUFFIXES = ("Net", "Network", "Model", "CNN", "MLP")
 FRAMEWORKS = {"torch", "tensorflow", "keras", "jax", "flax", "lightning", "pytorch_lightning"}
@@ -33,7 +35,7 @@ def scan(files: dict[str, str]) -> list[dict]:
             continue
         try:
             tree = ast.parse(files[path])
-        except (SyntaxError, ValueError):
+        except UNPARSABLE:
             continue
         found += _scan_file(path, tree)
     return found[:MAX_FINDINGS]

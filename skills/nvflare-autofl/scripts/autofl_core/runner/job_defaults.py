@@ -19,6 +19,7 @@ import os
 import stat
 
 from ..common import atomic
+from ..importer.files import UNPARSABLE
 from .outcome import CampaignError
 
 MAX_JOB_BYTES = 4 * 1024 * 1024
@@ -54,8 +55,8 @@ def rewrite(source: bytes, run_args: list[str]) -> tuple[bytes, dict[str, str]]:
     """job.py's source with each run arg as its option's default, and {option: default literal} written."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError) as error:
-        raise JobDefaultsError(f"job.py does not parse ({error})") from None
+    except UNPARSABLE as error:
+        raise JobDefaultsError(f"job.py does not parse ({error or 'nested too deeply'})") from None
     calls = _add_argument_calls(tree)
     edits, written = [], {}
     for option, value in pairs(run_args):
