@@ -172,3 +172,29 @@ def test_a_trial_metrics_file_is_read_by_the_bounded_reader(tmp_path):
     assert bounded.parse_json(b'{"a": 1}') == {"a": 1}
     with pytest.raises(bounded.BoundedReadError, match="not valid JSON"):
         bounded.parse_json(b"\xff")
+
+
+def test_a_read_that_may_not_pass_a_link_refuses_one_in_the_call_that_opens_it(tmp_path):
+    target = tmp_path / "secret.txt"
+    target.write_text("not the runner's")
+    link = tmp_path / "model.npy"
+    link.symlink_to(target)
+    assert bounded.read_regular(link, 100) == b"not the runner's"  # the default reads through a link
+    with pytest.raises(bounded.BoundedReadError, match="is a link"):
+        bounded.read_regular(link, 100, through_link=False)
+    assert bounded.read_regular(target, 100, through_link=False) == b"not the runner's"
+    assert bounded.read_regular(tmp_path / "absent", 100, through_link=False) is None
+
+
+def test_a_link_swapped_into_a_download_after_its_check_is_never_read(tmp_path, monkeypatch):
+    """eval_job_match checks a file with lstat, then reads it: a link put there between the two is refused."""
+    from autofl_core.trial import eval_job, eval_job_match
+
+    regular = tmp_path / "regular"
+    regular.write_text("x")
+    link = tmp_path / "client.py"
+    link.symlink_to(tmp_path / "regular")
+    real_lstat = os.lstat
+    monkeypatch.setattr(os, "lstat", lambda path: real_lstat(regular) if str(path) == str(link) else real_lstat(path))
+    with pytest.raises(eval_job.EvalJobError, match="client.py differs"):
+        eval_job_match._read(link, 100, "client.py")

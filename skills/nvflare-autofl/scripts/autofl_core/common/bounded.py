@@ -21,6 +21,7 @@ same rule to the JSON a trial leaves (NVFLARE's metrics files, the sandbox's sta
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -33,15 +34,19 @@ class BoundedReadError(ValueError):
     """The path exists but cannot be read as a bounded regular file; str() is a short phrase."""
 
 
-def read_regular(path: str | os.PathLike, limit: int) -> bytes | None:
-    """The bytes of the regular file at `path` (None when it does not exist); at most `limit` bytes."""
+def read_regular(path: str | os.PathLike, limit: int, *, through_link: bool = True) -> bytes | None:
+    """The bytes of the regular file at `path` (None when it does not exist); at most `limit` bytes. With
+    `through_link=False` a link as the last part of `path` is refused in the same call that opens it."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if through_link else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, flags)
     except (FileNotFoundError, NotADirectoryError):  # a file component in the path: it does not exist either
         return None
     except IsADirectoryError:
         raise BoundedReadError("is a directory") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not through_link:
+            raise BoundedReadError("is a link") from None
         raise BoundedReadError(f"cannot be read ({exc.strerror or exc})") from None
     try:
         info = os.fstat(fd)
