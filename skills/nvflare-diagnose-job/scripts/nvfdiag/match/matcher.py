@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..model import Evidence
 from ..read import sites
 from ..textindex import TextIndex
 from ..untrusted.injection import scan_suspicious
-from . import datapaths, dissent, downstream, exits, raiser, releases
+from . import datapaths, dissent, downstream, exits, foreign_tracebacks, raiser, releases
 from .attribution import dependent_sites, mentioned_sites
 from .catalog import Catalog
 from .mode import AMBIGUOUS, decide_mode
@@ -157,46 +157,6 @@ def _exit_hits(lines, catalog: Catalog, index) -> dict[str, list[Hit]]:
         return {}
     found = exits.find_exits(lines, index)
     return {EXIT_ID: [Hit(EXIT_ID, e.index, "strong", basis=exits.basis(e)) for e in found]} if found else {}
-
-
-def _third_party(hits: dict[str, list[Hit]], catalog: Catalog, blocks: list[Traceback], lines) -> dict:
-    """Hits of rows that mean the job's own code or data (job_code_only) on a traceback that ends in third-party
-    code with no job frame are loose: the path or value came from the library or NVFLARE, not from the job."""
-    foreign = [b for b in blocks if b.third_party is not None]
-    if not foreign:
-        return hits
-    out = {}
-    for row_id, row_hits in hits.items():
-        if not catalog.row(row_id).job_code_only:
-            out[row_id] = row_hits
-            continue
-        out[row_id] = [
-            replace(h, loose=True, basis=f"{h.basis}; raised in third-party code with no frame of the job's code")
-            if h.index is not None and block_containing(foreign, h.index, lines[h.index].source) is not None
-            else h
-            for h in row_hits
-        ]
-    return out
-
-
-def _job_own_calls(hits: dict[str, list[Hit]], catalog: Catalog, blocks: list[Traceback], lines) -> dict:
-    """Hits of rows that mean NVFLARE's own connections (nvflare_connections_only) on a traceback the job's code
-    raised with no NVFLARE frame below it are loose: the job's own download or connection failed, not NVFLARE's."""
-    own = [b for b in blocks if b.job_own_call]
-    if not own:
-        return hits
-    out = {}
-    for row_id, row_hits in hits.items():
-        if not catalog.row(row_id).nvflare_connections_only:
-            out[row_id] = row_hits
-            continue
-        out[row_id] = [
-            replace(h, loose=True, basis=f"{h.basis}; raised in the job's own call, with no NVFLARE frame below it")
-            if h.index is not None and block_containing(own, h.index, lines[h.index].source) is not None
-            else h
-            for h in row_hits
-        ]
-    return out
 
 
 def _split_static(hits: dict[str, list[Hit]], lines, evidence: Evidence) -> tuple[dict, dict]:
@@ -481,8 +441,7 @@ def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, sta
         _merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits
     )
     hits = _merge(hits, _exit_hits(lines, catalog, index))
-    hits = _third_party(hits, catalog, blocks, lines)
-    hits = _job_own_calls(hits, catalog, blocks, lines)
+    hits = foreign_tracebacks.loosen(hits, catalog, blocks, lines)
     hits = dissent.contest(hits, lines, blocks, catalog)
     return _split_static(hits, lines, evidence)
 
