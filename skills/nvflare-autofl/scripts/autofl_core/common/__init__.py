@@ -6,5 +6,6 @@
 - `schema_check` - a small JSON Schema checker (the subset the published schemas use) for the settings file;
 - `faults` - test-only fault injection at named lifecycle points (`AUTOFL_FAULT_AT`);
 - `trial_limits` - per-trial memory, disk and process limits: sizes, machine defaults, the reason of a breach;
-- `cli` - exit codes, the one-line-error argparse, stdout delivery of a CLI's document.
+- `cli` - exit codes, the one-line-error argparse, stdout delivery of a CLI's document;
+- `stamps` - the campaign's UTC time stamps: written, read, now.
 """

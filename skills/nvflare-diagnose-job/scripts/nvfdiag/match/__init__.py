@@ -14,6 +14,7 @@ rounds      rounds that completed before a failure (round banners, metrics)
 datapaths   an absolute path is not the cause when the same root works (ABSOLUTE_DATA_PATH vs DATA_PATH_NOT_FOUND)
 downstream  NVFLARE's server-side reactions to a client's failure are consequences, not causes
 attribution  which site a signal belongs to (its label, else the site its text or traceback names)
+foreign_tracebacks  hits a traceback's frames say do not carry their row's meaning are loose (catalog flags)
 exits       process exits read once as numbers with their encodings (-9, 128+9, 256-9, SIGKILL, Killed, OOMKilled)
 dissent     evidence that disagrees with itself: a message's exception class against the row its message points at
 releases    a class or module under nvflare. that the release which ran the job lacks (a job for another release)
