@@ -56,7 +56,7 @@ STATE: dict = {
 EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
 MAX_FILE = 1 << 20
 OS_FILES = (os.__file__, os.getenv.__code__.co_filename)  # the second is "<frozen os>" where os is frozen
-MAX_COMPARED = 8  # strings noted per environment variable (`_Noted`)
+MAX_COMPARED = 8  # strings noted per variable (`_Noted`): more than moves.MAX_ENV_RUNS tries, so one past it refuses
 MAX_STOOD_IN_AT = 64  # job lines noted importing a stand-in (the importer reads each for a `try` around it)
 FRAMEWORKS = set(  # imported by NVFLARE's own framework recipes; stand-ins when absent
     "torch torchvision tensorflow keras sklearn joblib xgboost lightning pytorch_lightning transformers peft "

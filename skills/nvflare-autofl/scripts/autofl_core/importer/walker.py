@@ -183,8 +183,8 @@ class Walker(UncertainPaths, ExpressionEvaluator):
         return obj
 
     def _not_followed(self, name: str, node: ast.Call) -> Val:
-        """Code built or bindings reached at run time (`exec`, `eval`, `globals()`, `locals()`, a `setattr` whose
-        object or name is not spelled out) are not followed: the walk reports a problem."""
+        """Code built or bindings reached at run time (`exec`, `eval`, `globals()`, `locals()`, a `setattr` given
+        fewer than two arguments, keywords or `*` arguments) are not followed: the walk reports a problem."""
         self.out.problems.append(
             f"job.py calls {name}() at line {node.lineno}, which reaches bindings or runs code the importer does not "
             "follow statically"
