@@ -870,6 +870,7 @@ METRIC_SET_AT_RUN_TIME = """import argparse
 
 from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
 from nvflare.recipe import SimEnv
+from tuning import tune  # a helper of another module: only a run sees what it sets
 
 
 def define_parser():
@@ -879,10 +880,6 @@ def define_parser():
     parser.add_argument("--metric", default="val_loss")
     parser.add_argument("--mode", default=None)
     return parser.parse_args()
-
-
-def tune(namespace):
-    TUNE  # a hidden setattr: only a run sees it
 
 
 args = define_parser()
@@ -914,7 +911,8 @@ def test_a_direction_conflict_is_judged_on_the_metric_the_run_recorded(tmp_path,
     """The reading sees `val_loss` with NVFLARE's implicit max (a direction conflict); the run may record another key
     metric or an explicit mode. The fold judges what the run recorded: admitted when that has no conflict, refused
     naming the recorded metric (never the one the run no longer uses) when it has."""
-    (tmp_path / "job.py").write_text(METRIC_SET_AT_RUN_TIME.replace("TUNE", tune), encoding="utf-8")
+    (tmp_path / "job.py").write_text(METRIC_SET_AT_RUN_TIME, encoding="utf-8")
+    (tmp_path / "tuning.py").write_text(f"def tune(namespace):\n    {tune}\n", encoding="utf-8")
     shutil.copy(JOBS / "hidden_rounds" / "client.py", tmp_path / "client.py")
     static = api.import_job(tmp_path / "job.py")
     assert [e["code"] for e in static["admission_errors"]] == ["AUTOFL_METRIC_DIRECTION_CONFLICT"], "precondition"

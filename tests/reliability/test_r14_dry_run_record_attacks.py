@@ -332,6 +332,43 @@ def test_variables_that_keep_appearing_pin_nothing_after_the_last_environment_ru
     assert len(asked) == moves.MAX_ENV_RUNS and moved["num_rounds"] and moved["objective"]
 
 
+def _level_runs(deciding: str | None):
+    """Runs of a job comparing LEVEL with four strings; `deciding` (when LEVEL holds it) gives 9 rounds."""
+    asked = []
+
+    def run_env(env):
+        asked.append(dict(env))
+        compared = sorted(f"LEVEL={text}" for text in ("debug", "info", "warning", "error"))  # as the boot writes
+        return _with_rounds(9 if env.get("LEVEL") == deciding else 5, env_read=["LEVEL"], env_compared=compared)
+
+    return run_env, asked
+
+
+@pytest.mark.parametrize("deciding", ["debug", "error"])
+def test_each_string_a_variable_was_compared_with_is_set_in_a_further_run(deciding):
+    run_env, asked = _level_runs(deciding)
+    moved = moves.moving_env(recorded.parse(_raw(env_read=["LEVEL"])), run_env)
+    assert moved == {"num_rounds": ["LEVEL"]}, moved
+    assert asked[0] == {"LEVEL": "7"} and asked[-1] == {"LEVEL": deciding}
+    assert [env["LEVEL"] for env in asked[1:]] == sorted(("debug", "info", "warning", "error"))[: len(asked) - 1]
+
+
+def test_strings_that_move_nothing_pin_the_budget_after_one_run_each():
+    run_env, asked = _level_runs(None)
+    assert moves.moving_env(recorded.parse(_raw(env_read=["LEVEL"])), run_env) == {}
+    assert len(asked) == 5 <= moves.MAX_ENV_RUNS
+
+
+def test_strings_past_the_last_environment_run_pin_nothing():
+    def run_env(env):
+        asked.append(dict(env))
+        return _with_rounds(5, env_read=["LEVEL"], env_compared=[f"LEVEL=s{i}" for i in range(8)])
+
+    asked = []
+    moved = moves.moving_env(recorded.parse(_raw(env_read=["LEVEL"])), run_env)
+    assert len(asked) == moves.MAX_ENV_RUNS and moved["num_rounds"] and moved["objective"]
+
+
 def test_a_name_no_environment_can_hold_is_not_set():
     run_env, asked = _rounds_run(lambda env: (5, ["A=B", "", "OK"]))
     assert moves.moving_env(recorded.parse(_raw(env_read=["A=B", "", "OK"])), run_env) == {}
@@ -461,16 +498,60 @@ def test_a_recorded_max_on_val_loss_is_still_the_direction_refusal(tmp_path, pri
     assert "AUTOFL_METRIC_DIRECTION_CONFLICT" in codes, config["admission_errors"]
 
 
+ONE_VALUE = {  # the test that reads ROUNDS only when MODE holds one string
+    "==": 'if os.environ.get("MODE") == "fast":',
+    "lower()": 'if os.environ.get("MODE", "").lower() == "fast":',
+    "in a tuple": 'if os.environ.get("MODE") in ("quick", "fast"):',
+    "!=": 'if os.environ.get("MODE") != "fast":\n    pass\nelse:',
+    "startswith": 'if os.getenv("MODE", "slow").strip().startswith("fa"):',
+    "a word of a list": 'if "fast" in os.environ.get("MODE", "").split(","):',
+}
+
+
 @sealed
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a variable read only when another holds one exact value (MODE == 'fast') is never read by "
-    "running with numbers, so rounds it decides are admitted pinned",
-)
-def test_rounds_read_only_when_another_variable_holds_one_value_are_refused(tmp_path, private_cache):
-    source = CONDITIONAL_ENV.replace('if os.environ.get("USE_ENV_ROUNDS"):', 'if os.environ.get("MODE") == "fast":')
+@pytest.mark.parametrize("test", list(ONE_VALUE), ids=lambda t: t.replace(" ", "-"))
+def test_rounds_read_only_when_another_variable_holds_one_value_are_refused(tmp_path, private_cache, test):
+    """Before: the environment runs set every variable to a number, MODE never held "fast", ROUNDS was never read,
+    and the 3 rounds were admitted pinned though a user with MODE=fast and ROUNDS set runs others."""
+    source = CONDITIONAL_ENV.replace('if os.environ.get("USE_ENV_ROUNDS"):', ONE_VALUE[test])
     config = api.import_job(_job(tmp_path / "job", source), dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
     assert config["admission_errors"], _fixed(config)
+    said = " ".join(e["message"] for e in config["admission_errors"])
+    assert "environment variable MODE" in said or "environment variable ROUNDS" in said, said
+
+
+ROUNDS_FROM_SETTINGS = """from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+from settings import rounds
+
+recipe = NumpyFedAvgRecipe(name="s", model=[0.0], min_clients=2, num_rounds=rounds, train_script="client.py")
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+@sealed
+def test_rounds_read_by_getenv_in_a_module_beside_job_py_are_refused(tmp_path, private_cache):
+    """`os.getenv` runs in the frozen `os` module ("<frozen os>", not os.__file__). Before: the boot took that frame
+    for the reader, the read was never noted, and the one run's 3 rounds were admitted pinned."""
+    job = _job(tmp_path / "job", ROUNDS_FROM_SETTINGS)
+    (job.parent / "settings.py").write_text('import os\n\nrounds = int(os.getenv("ROUNDS", "3"))\n', encoding="utf-8")
+    config = api.import_job(job, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    said = " ".join(e["message"] for e in config["admission_errors"])
+    assert "environment variable ROUNDS changed" in said, (_fixed(config), said)
+
+
+@sealed
+def test_a_variable_compared_with_a_string_that_decides_no_budget_keeps_the_job_admitted(tmp_path, private_cache):
+    """The further run with MODE=fast changes nothing NVFLARE is asked for: the 3 rounds stay admitted."""
+    source = CONDITIONAL_ENV.replace(
+        'if os.environ.get("USE_ENV_ROUNDS"):\n    rounds = int(os.environ.get("ROUNDS", "3"))',
+        'if os.environ.get("MODE") == "fast":\n    print("fast")',
+    )
+    config = api.import_job(_job(tmp_path / "job", source), dry_run=True)
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert config["fixed_budget"]["num_rounds"]["value"] == 3
 
 
 ODD_CONTROLLER = """import os

@@ -176,7 +176,7 @@ def _with_schema(tmp_path: Path, source: Path | str, schema: str) -> Path:
 @sealed
 def test_a_schema_budget_the_run_does_not_use_is_refused_after_the_fold(tmp_path, private_cache):
     """The schema fixes 5 rounds and passes --num_rounds 5, which the reading follows; the run asks NVFLARE for 7
-    (a helper sets the attribute by a computed name). Before: the mismatch was only checked against the reading,
+    (a helper of another module sets the attribute). Before: the mismatch was only checked against the reading,
     and the job was admitted with 7 rounds though the schema fixes 5."""
     job = _with_schema(
         tmp_path, HIDDEN_ROUNDS, "comparison_budget_args:\n  default_candidate_budget:\n    num_rounds: 5\n"

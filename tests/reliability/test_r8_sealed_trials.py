@@ -144,6 +144,7 @@ def _tuned(self, num_clients=2, workspace_root=None):
 
 standin_flare.SimEnv.__init__ = _tuned
 """
+SET_ROUNDS = "def tune(args):\n    args.num_rounds = 12\n"
 IMPORT_TUNING = lambda text: text.replace(  # noqa: E731
     "from standin_flare import NumpyFedAvgRecipe, SimEnv\n",
     "import tuning  # noqa: F401\nfrom standin_flare import NumpyFedAvgRecipe, SimEnv\n",
@@ -163,7 +164,13 @@ SimEnv.__init__ = _four_sites
 """
 BUDGET_ATTACKS = {  # case: (job.py edit, new files, what the run-time check must say, must it reach that check)
     "setattr": (after_parse('setattr(args, "num_rounds", 12)'), {}, ROUNDS, False),  # the reading follows it
-    "object.__setattr__": (after_parse('object.__setattr__(args, "num_rounds", 12)'), {}, ROUNDS, True),
+    "object.__setattr__": (after_parse('object.__setattr__(args, "num_rounds", 12)'), {}, ROUNDS, False),
+    "module sets the option": (
+        after_parse("import tuning; tuning.tune(args)"),
+        {"tuning.py": SET_ROUNDS},
+        ROUNDS,
+        True,
+    ),
     "vars": (after_parse('vars(args)["num_rounds"] = 12'), {}, ROUNDS, False),
     "sys.argv": (
         lambda text: text.replace("import argparse\n", "import argparse\nimport sys\n").replace(
@@ -440,7 +447,8 @@ def real_campaign(tmp_path_factory):
 def test_real_nvflare_budget_changed_at_run_time_is_a_crash(namespaces, real_campaign, tmp_path):
     workspace = tmp_path / "ws"
     shutil.copytree(real_campaign[0], workspace)
-    prepare(workspace, "more-rounds", job=after_parse('object.__setattr__(args, "num_rounds", 5)'))  # read by runs only
+    tune = "def tune(args):\n    args.num_rounds = 5\n"  # another module's code: read by runs only
+    prepare(workspace, "more-rounds", files={"tuning.py": tune}, job=after_parse("import tuning; tuning.tune(args)"))
     # the import's dry run sees the budget NVFLARE is asked for and refuses the candidate before it trains ...
     refused = run_cli(workspace, "evaluate", "--run-args", "--lr 0.1")
     assert refused.code == 2 and "changes the fixed budget (num_rounds 3 -> 5)" in refused.stderr, refused.stderr

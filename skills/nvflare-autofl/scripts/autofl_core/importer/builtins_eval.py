@@ -33,7 +33,7 @@ from .values import (
 
 BUILTIN_NAMES = set(
     "abs all any bool dict enumerate float getattr hasattr int isinstance len list max min open print range repr "
-    "reversed round set sorted str sum tuple type vars zip Exception KeyError RuntimeError SystemExit ValueError".split()
+    "reversed round set setattr delattr sorted str sum tuple type vars zip Exception KeyError RuntimeError SystemExit ValueError".split()
 )
 
 

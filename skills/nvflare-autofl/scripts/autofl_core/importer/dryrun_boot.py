@@ -17,7 +17,8 @@ in the record (`_InertFinder` says which, `_inert_class` how they behave), with 
 An export does not end the run: job.py may run the job next; the export is the record where nothing after it is.
 The exported configs hold each component's effective `num_rounds`, `key_metric` and `negate_key_metric`
 (NVFLARE's export leaves out a value equal to the constructor's default, and one the component keeps under another
-attribute name, which the exported job then loads with the default), and the record names the environment variables job.py's own code read (`env_read`).
+attribute name, which the exported job then loads with the default), and the record names the environment variables job.py's own code read (`env_read`)
+and the strings that code compared their values with (`env_compared`, see `_Noted`).
 OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. A SIGINT ends a run with no record (the
 boot keeps no KeyboardInterrupt); one job.py's own handler turns into a raise is `sandbox_failed`, never `raised`.
 Standard library and nvflare only; nothing here trains, and nothing is written outside the temp folder.
@@ -50,11 +51,14 @@ STATE: dict = {
     "absent": set(),
     "built": [],
     "env_read": set(),
+    "env_compared": {},
     "unreadable": [],
 }
 EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
 MAX_FILE = 1 << 20
 MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
+OS_FILES = (os.__file__, os.getenv.__code__.co_filename)  # the second is "<frozen os>" where os is frozen
+MAX_COMPARED = 8  # strings noted per variable (`_Noted`): more than moves.MAX_ENV_RUNS tries, so one past it refuses
 FRAMEWORKS = set(  # imported by NVFLARE's own framework recipes; stand-ins when absent
     "torch torchvision tensorflow keras sklearn joblib xgboost lightning pytorch_lightning transformers peft "
     "datasets monai jax flax optax pandas tenseal opacus safetensors tensorboard tensorboardX".split()
@@ -407,17 +411,77 @@ def _init_parameters(component) -> dict:
 
 
 def _record_env_reads() -> None:
-    """Note every environment variable job.py (or a module beside it) reads: `os.environ[...]`, `.get`, `getenv`."""
+    """Note every environment variable job.py (or a module beside it) reads: `os.environ[...]`, `.get`, `getenv`;
+    the value it gets is a `_Noted` string."""
     original = os._Environ.__getitem__
 
     def getitem(self, key):
-        caller = _caller(lambda name: name == os.__file__ or "_collections_abc" in name)
-        if STATE.get("in_job") and os.path.dirname(caller) == os.path.dirname(STATE["job"]):
-            name = key.decode(errors="replace") if isinstance(key, bytes) else str(key)
+        job = STATE.get("in_job") and _from_job(lambda name: name in OS_FILES or "_collections_abc" in name)
+        name = key.decode(errors="replace") if isinstance(key, bytes) else str(key)
+        if job:
             STATE["env_read"].add(name)
-        return original(self, key)
+        value = original(self, key)
+        return _Noted(value, name) if job and type(value) is str else value
 
     os._Environ.__getitem__ = getitem
+
+
+def _from_job(skipped) -> bool:
+    """True when the innermost frame outside this script and `skipped` files is job.py's or a module's beside it."""
+    return os.path.dirname(_caller(skipped)) == os.path.dirname(STATE["job"])
+
+
+class _Noted(str):
+    """An environment variable's value as job.py gets it: the strings job.py's code compares it with (`==`, `!=`,
+    `in`, `startswith`, `endswith`, also after `lower()`, `strip()`, `split()` and the like) are noted in
+    `env_compared`, so a further run can set the variable to one of them (`moves.moving_env`)."""
+
+    __hash__ = str.__hash__
+
+    def __new__(cls, value: str, variable: str = ""):
+        noted = super().__new__(cls, value)
+        noted.variable = variable
+        return noted
+
+    def _note(self, *others) -> None:
+        if not STATE.get("in_job") or not _from_job(lambda name: False):
+            return
+        kept = STATE["env_compared"].setdefault(self.variable, [])
+        for other in others:
+            if isinstance(other, str) and str(other) not in kept and len(kept) < MAX_COMPARED:
+                kept.append(str(other))
+
+    def __eq__(self, other):
+        self._note(other)
+        return str.__eq__(self, other)
+
+    def __ne__(self, other):
+        self._note(other)
+        return str.__ne__(self, other)
+
+    def __contains__(self, part):
+        self._note(part)
+        return str.__contains__(self, part)
+
+    def startswith(self, affix, *bounds):
+        self._note(*(affix if isinstance(affix, tuple) else (affix,)))
+        return str.startswith(self, affix, *bounds)
+
+    def endswith(self, affix, *bounds):
+        self._note(*(affix if isinstance(affix, tuple) else (affix,)))
+        return str.endswith(self, affix, *bounds)
+
+    def split(self, *args, **kwargs):
+        return [_Noted(part, self.variable) for part in str.split(self, *args, **kwargs)]
+
+
+def _keeps_noting(method):
+    """`method` of str giving a `_Noted` of the same variable (`lower()`, `strip()`, ...)."""
+    return lambda self, *args: _Noted(method(self, *args), self.variable)
+
+
+for _name in ("lower", "upper", "casefold", "strip", "lstrip", "rstrip", "title", "capitalize", "removeprefix"):
+    setattr(_Noted, _name, _keeps_noting(getattr(str, _name)))
 
 
 def _env() -> dict | None:
@@ -535,6 +599,7 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     record["stubbed"] = sorted(STATE["stubbed"])
     record["stood_in_at"] = STATE["stood_in_at"]
     record["env_read"] = sorted(STATE["env_read"])
+    record["env_compared"] = sorted(f"{name}={value}" for name, kept in STATE["env_compared"].items() for value in kept)
     record["unreadable"] = STATE["unreadable"][:16]
     if STATE["absent"] and record["status"] != "recorded":  # asks `_first_run` for a rerun with them stood in
         record["absent"] = sorted(STATE["absent"])

@@ -6,7 +6,8 @@ option's value depends on that option. A field that changes to a value no option
 that raises or runs another class (or writes a FedJob's simulation elsewhere), is settled by one run per
 candidate option (at most MAX_SINGLE_RUNS, run side by side; an option past them is kept fixed, as one that moves
 the objective). The environment variables job.py read are
-perturbed the same way in one more run (`moving_env`): a field they move is one no single run can pin.
+perturbed the same way in one more run (`moving_env`), and set to the strings job.py compared them with in the next:
+a field they move is one no single run can pin.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .recorded import Action, DryRunRecord
 
 INT_PROBES = (7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83)
 MAX_SINGLE_RUNS = 32  # past it (when the all-perturbed run did not settle), an option is kept fixed
-MAX_ENV_RUNS = 3  # runs with the environment changed (each sets what the one before newly read)
+MAX_ENV_RUNS = 5  # runs with the environment changed (each sets what the one before newly read or compared)
 Runner = Callable[[list[list[str]]], list[DryRunRecord | None]]
 EnvRunner = Callable[[dict[str, str]], DryRunRecord | None]
 RUN_KEYS = ("entry", "class", "metric", "mode", "workspace")  # what runs besides the budget: pinned when moved
@@ -159,9 +160,10 @@ def moving_options(
 
 def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...] = ()) -> dict[str, list[str]]:
     """`{field or "objective": [environment variables that move it]}`: a run with every variable job.py read (but
-    `fixed`, which the trial sets itself) set to a distinct number, then, while that run reads variables the ones
-    before did not (a variable read only when another is set), one more with those set too (at most MAX_ENV_RUNS);
-    a run that no longer records moves everything (the environment decides whether job.py reaches NVFLARE)."""
+    `fixed`, which the trial sets itself) set to a distinct number, then, while a run reads variables the ones
+    before did not (a variable read only when another is set) or compared a variable's value with a string no run
+    set it to (`MODE == "fast"`, noted by the boot), one more with those set too (at most MAX_ENV_RUNS); a run that
+    no longer records, or a last one still finding more, moves everything."""
     names = [name for name in baseline.env_read if _settable(name, fixed)]
     if not names:
         return {}
@@ -169,8 +171,12 @@ def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...
     taken = {v for v in before["budget"].values() if v is not None}
     probes = (p for p in itertools.chain(INT_PROBES, itertools.count(INT_PROBES[-1] + 1)) if p not in taken)
     env: dict[str, str] = {}
+    tried: set[tuple[str, str]] = set()
+    strings = _compared(baseline, fixed, tried)
     for _ in range(MAX_ENV_RUNS):
         env.update({name: str(next(probes)) for name in names if name not in env})
+        env.update(strings)
+        tried.update(strings.items())
         after = run_env(dict(env))
         if after is None:
             return {}
@@ -178,9 +184,20 @@ def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...
             break
         moved = {field: list(env) for field in differs(before, signature(after))}
         names = [name for name in after.env_read if _settable(name, fixed) and name not in env]
-        if moved or not names:
+        strings = _compared(after, fixed, tried)
+        if moved or not (names or strings):
             return moved
-    return {field: list(env) for field in (*FIELDS, "objective")}  # no longer records, or still reading
+    return {field: list(env) for field in (*FIELDS, "objective")}  # no longer records, or still finding more
+
+
+def _compared(record: DryRunRecord, fixed: tuple[str, ...], tried: set[tuple[str, str]]) -> dict[str, str]:
+    """For each variable whose value the run compared with strings no run set it to, the first such string."""
+    out: dict[str, str] = {}
+    for item in record.env_compared:
+        name, _, text = item.partition("=")
+        if _settable(name, fixed) and name not in out and (name, text) not in tried and "\0" not in text:
+            out[name] = text
+    return out
 
 
 def _settable(name: str, fixed: tuple[str, ...]) -> bool:

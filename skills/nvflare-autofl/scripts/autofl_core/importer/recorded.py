@@ -95,6 +95,7 @@ class DryRunRecord:
     stubbed: tuple[str, ...] = ()
     stood_in_at: tuple[StoodIn, ...] = ()
     env_read: tuple[str, ...] = ()  # environment variables job.py's own code read
+    env_compared: tuple[str, ...] = ()  # "NAME=text": a string job.py's code compared that variable's value with
     unreadable: tuple[str, ...] = ()  # "name: Class.name raises ...": exported arguments saying nothing of the run
     code: int | None = None
     parser_error: str | None = None
@@ -199,6 +200,7 @@ def parse(data: Any) -> DryRunRecord:
             stubbed=_strings(data, "stubbed"),
             stood_in_at=tuple(_stood_in(s) for s in _typed(data, "stood_in_at", (list,)) or []),
             env_read=_strings(data, "env_read"),
+            env_compared=_strings(data, "env_compared"),
             unreadable=_strings(data, "unreadable"),
             code=_typed(data, "code", (int,)),
             parser_error=_typed(data, "parser_error", (str,)),

@@ -26,14 +26,17 @@ def bound(body: list[ast.stmt]) -> list[ast.expr]:
 
 def changed(block: list[ast.stmt]) -> Iterator[ast.expr]:
     """Every expression `block` binds, deletes or sets an item or attribute on, every object it calls a method of, and
-    the first argument of every `setattr`/`delattr` it calls, in walk order."""
+    the first argument of every `setattr`/`delattr` and dunder method (`object.__setattr__`) it calls, in walk
+    order."""
     for node in (n for stmt in block for n in ast.walk(stmt)):
         if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
             yield node
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            yield node.func.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
-            if node.func.id in ("setattr", "delattr"):
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                yield func.value
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if node.args and (name in ("setattr", "delattr") or (name.startswith("__") and name.endswith("__"))):
                 yield node.args[0]
 
 

@@ -4,7 +4,8 @@ Statements are visited in order starting at module level; calls to functions def
 entered (bounded depth), `if` statements whose condition resolves take one branch, unresolved ones (and every
 `match`, and a loop's `else:` a `break` may skip) are walked side by side, after which whatever a side rebound,
 directly or through a call, is unresolved. A `:=` binds where it surely runs and is unresolved where it may not;
-`setattr`/`delattr` and writes through `vars(args)` reach the namespace; `exec`, `eval`, `globals()` and `locals()`
+`setattr`/`delattr` in every spelling (`object.__setattr__(args, ...)`, an alias) and writes through `vars(args)`
+reach the namespace, any other dunder method run on it unsettles it; `exec`, `eval`, `globals()` and `locals()`
 are not followed (a problem). What runs off the straight path is walked too: a `while` test, parameter defaults and
 job-local decorators when `def` runs, a class body, an `assert`; what an operand after the first of `and`/`or`, a
 branch of an unknown conditional expression or a comprehension's calls change is unresolved; a lambda is followed
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import ast
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from . import argparse_flow as ap
@@ -112,6 +114,9 @@ class Walker(UncertainPaths, ExpressionEvaluator):
         return unresolved(node, f"name '{node.id}' is not defined statically")
 
     def attribute(self, base: Any, attr: str, node: ast.Attribute) -> Any:
+        setter = self._setter(base, attr, node.value) if attr in SETTERS else None
+        if setter is not None:
+            return setter
         if isinstance(base, ap.Namespace) and attr == "__dict__":  # what vars(args) gives
             return call_builtin(Builtin("vars"), [base], {}, node)
         if isinstance(base, ap.Namespace):
@@ -129,13 +134,17 @@ class Walker(UncertainPaths, ExpressionEvaluator):
     def _ev_Call(self, node: ast.Call) -> Any:
         name = node.func.id if isinstance(node.func, ast.Name) else None
         if name in REFLECTION and not any(name in scope for scope in self.scopes):
-            return self._reflection(name, node)
+            self.call_arguments(node)  # what the arguments run, runs
+            return self._not_followed(name, node)
         args, kwargs, unpacked = self.call_arguments(node)
         if isinstance(node.func, ast.Attribute):
-            base = self.ev(node.func.value)
-            if isinstance(base, (ap.Parser, Obj, Val, Bag, ap.Namespace)):
-                return self._method(base, node.func.attr, args, kwargs, node)
-            callee = self.attribute(base, node.func.attr, node.func)
+            base, attr = self.ev(node.func.value), node.func.attr
+            setter = self._setter(base, attr, node.func.value) if attr in SETTERS else None
+            if setter is None and _dunder(attr) and attr not in READERS:
+                self._namespace_reached(base if isinstance(base, ap.Namespace) else args[:1], attr, node)
+            if setter is None and isinstance(base, (ap.Parser, Obj, Val, Bag, ap.Namespace)):
+                return self._method(base, attr, args, kwargs, node)
+            callee = setter or self.attribute(base, attr, node.func)
         else:
             callee = self.ev(node.func)
         return self._dispatch(callee, args, kwargs, unpacked, node)
@@ -144,6 +153,12 @@ class Walker(UncertainPaths, ExpressionEvaluator):
     def _dispatch(self, callee: Any, args: list, kwargs: dict, unpacked: bool, node: ast.Call) -> Any:
         if isinstance(callee, FuncRef):
             return self._invoke(callee, args, kwargs, node)
+        if isinstance(callee, BoundSetter):
+            callee, args = Builtin(callee.name), [callee.target, *args]
+        if isinstance(callee, Builtin) and callee.name in SETTERS.values():
+            if len(args) >= 2 and not kwargs and not unpacked:
+                return self._set_attribute(callee.name, args, node)
+            return self._not_followed(callee.name, node)
         self._handed_over([*args, *kwargs.values()], node)
         for method in self.methods.get(id(callee), ()):  # a class of job.py: its methods are not followed
             self._reaches(method, f"{callee.name}() at line {node.lineno} runs code of job.py not followed statically")
@@ -167,17 +182,34 @@ class Walker(UncertainPaths, ExpressionEvaluator):
         self.out.objects.append(obj)
         return obj
 
-    def _reflection(self, name: str, node: ast.Call) -> Any:
-        """`setattr`/`delattr` (`_set_attribute`); code built or bindings reached at run time (`exec`, `eval`,
-        `globals()`, `locals()`) are not followed: the walk reports a problem."""
-        args, kwargs, _unpacked = self.call_arguments(node)
-        if name in ("setattr", "delattr") and len(args) >= 2 and not kwargs:
-            return self._set_attribute(name, args, node)
+    def _not_followed(self, name: str, node: ast.Call) -> Val:
+        """Code built or bindings reached at run time (`exec`, `eval`, `globals()`, `locals()`, a `setattr` given
+        fewer than two arguments, keywords or `*` arguments) are not followed: the walk reports a problem."""
         self.out.problems.append(
             f"job.py calls {name}() at line {node.lineno}, which reaches bindings or runs code the importer does not "
             "follow statically"
         )
         return unresolved(node, f"{name}() at line {node.lineno} is not followed statically")
+
+    def _setter(self, base: Any, attr: str, owner: ast.expr) -> Any:
+        """What `<owner>.__setattr__` / `.__delattr__` is: bound to a namespace (`args.__setattr__`,
+        `super(C, args).__setattr__`), another object's own method (None: a method call), or unbound, taking the
+        object first like `setattr` (`object.__setattr__`, `type(args).__setattr__`, `argparse.Namespace...`)."""
+        if isinstance(base, ap.Namespace):
+            return BoundSetter(SETTERS[attr], base)
+        if isinstance(base, Obj):
+            held = [a for a in base.args if isinstance(a, ap.Namespace)]
+            is_super = isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super"
+            return BoundSetter(SETTERS[attr], held[-1]) if is_super and held else None
+        return Builtin(SETTERS[attr])
+
+    def _namespace_reached(self, reached: Any, attr: str, node: ast.Call) -> None:
+        """Any other dunder method run on a namespace (`args.__init__(...)`, `argparse.Namespace.__init__(args, ...)`)
+        may rebind any option: every option is unresolved."""
+        for namespace in reached if isinstance(reached, list) else [reached]:
+            if isinstance(namespace, ap.Namespace):
+                why = f"{attr}() at line {node.lineno} reaches the namespace, which is not followed statically"
+                namespace.values.update(dict.fromkeys(namespace.values, self.with_control(unresolved(node, why))))
 
     def _set_attribute(self, name: str, args: list, node: ast.Call) -> Val:
         """`setattr(target, attr, value)` / `delattr(target, attr)`: on a parsed namespace its option is rebound
@@ -197,8 +229,6 @@ class Walker(UncertainPaths, ExpressionEvaluator):
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
             return real_parser.parser_method(base, method, args, kwargs, node, self.base_args, self.out)
-        if isinstance(base, ap.Namespace) and method in ("__setattr__", "__delattr__") and len(args) >= 1:
-            return self._set_attribute(method.strip("_"), [base, *args], node)
         if isinstance(base, Obj):
             self._handed_over([*args, *kwargs.values()], node)
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
@@ -209,8 +239,12 @@ class Walker(UncertainPaths, ExpressionEvaluator):
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
             return unresolved(node, f"result of {base.name}.{method}() at run time")
-        mutated = isinstance(base, Bag) and method in values.MUTATORS[dict] | values.MUTATORS[list]
-        if mutated or (isinstance(base, Val) and base.resolved and method in values.MUTATORS.get(type(base.value), ())):
+        dunder = _dunder(method) and method not in READERS  # `cfg.__setitem__(...)`, `vars(args).__ior__(...)`
+        mutated = isinstance(base, Bag) and (dunder or method in values.MUTATORS[dict] | values.MUTATORS[list])
+        held = base.value if isinstance(base, Val) and base.resolved else None
+        if mutated or (
+            isinstance(held, (list, dict, set)) and (dunder or method in values.MUTATORS.get(type(held), ()))
+        ):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
             return not_evaluated(node, f".{method}()", [base, *args, *kwargs.values()])
@@ -388,7 +422,9 @@ class Walker(UncertainPaths, ExpressionEvaluator):
 
     def _st_AugAssign(self, stmt: ast.AugAssign) -> None:
         """`x += 1`, `cfg["n"] *= 2`, `args.r -= 1`: the target evaluated as an expression (its context is not
-        read), then rebound."""
+        read), then rebound; a Bag (`opts = vars(args); opts |= {...}`) changes in place."""
+        if isinstance(stmt.target, ast.Name) and isinstance(held := self.ev(stmt.target), Bag):
+            self._changed(held, f"the augmented assignment at line {stmt.lineno}", stmt, [])
         self.bind(stmt.target, self.ev(ast.BinOp(stmt.target, stmt.op, stmt.value, lineno=stmt.lineno, col_offset=0)))
 
     def _frame_for(self, name: str) -> dict:
@@ -409,7 +445,9 @@ class Walker(UncertainPaths, ExpressionEvaluator):
             self._set_item(target, value)
         elif isinstance(target, ast.Attribute):
             base = self.ev(target.value)
-            if isinstance(base, ap.Namespace):
+            if isinstance(base, ap.Namespace) and target.attr == "__dict__":  # every option replaced
+                self._namespace_reached(base, "the __dict__ set", ast.Call(target, [], [], lineno=target.lineno))
+            elif isinstance(base, ap.Namespace):
                 base.values[target.attr] = value if isinstance(value, Val) else unresolved(target, "not a data value")
             elif isinstance(base, Obj):  # `env.num_clients = 5`: NVFLARE reads the attribute when it runs
                 why = (
@@ -484,7 +522,24 @@ class Walker(UncertainPaths, ExpressionEvaluator):
         return FuncRef(func, list(self.scopes), defaults)
 
 
-REFLECTION = ("setattr", "delattr", "exec", "eval", "globals", "locals")
+REFLECTION = ("exec", "eval", "globals", "locals")
+SETTERS = {"__setattr__": "setattr", "__delattr__": "delattr"}  # the dunder spelling of each attribute setter
+READERS = set(  # the dunder methods that change nothing
+    "__getattribute__ __getattr__ __getitem__ __contains__ __len__ __iter__ __reversed__ __eq__ __ne__ __lt__ __le__ "
+    "__gt__ __ge__ __hash__ __bool__ __repr__ __str__ __format__ __sizeof__ __dir__ __copy__ __getstate__".split()
+)
+
+
+@dataclass(frozen=True)
+class BoundSetter:
+    """`args.__setattr__` (or `__delattr__`, `name`): `setattr` with the namespace `target` given first."""
+
+    name: str
+    target: Any
+
+
+def _dunder(attr: str) -> bool:
+    return len(attr) > 4 and attr.startswith("__") and attr.endswith("__")
 
 
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
