@@ -95,6 +95,12 @@ def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
     return out
 
 
+def _variables(names: list[str]) -> str:
+    """`variable A` or `variables A, B` (each once, in the order found)."""
+    names = list(dict.fromkeys(names))
+    return f"variable{'s' if len(names) > 1 else ''} {', '.join(names)}"
+
+
 def _movers(moved: dict, field: str) -> list[str]:
     """The options a run showed to move `field` or the objective (which pins every field), each once."""
     return list(dict.fromkeys([*moved.get(field, []), *moved.get("objective", [])]))
@@ -154,7 +160,7 @@ def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved:
         if names and entry["confidence"] != "not_applicable":
             entry = {**entry, "value": None, "confidence": "unresolved", "flag": None}
             entry["reason"] = (
-                f"running job.py with the environment variable {names[0]} changed asks NVFLARE for another "
+                f"running job.py with the environment {_variables(names)} changed asks NVFLARE for another "
                 f"{field}: one run cannot pin a budget that reads the environment; pass it as an option instead"
             )
         budget[field] = entry
@@ -259,7 +265,7 @@ def _recorded_support(config: dict, record: DryRunRecord, env_moved: dict) -> No
     if env_moved.get("objective"):
         config["import"]["support"] = {
             "status": "unsupported",
-            "reason": f"running job.py with the environment variable {env_moved['objective'][0]} changed builds "
+            "reason": f"running job.py with the environment {_variables(env_moved['objective'])} changed builds "
             "another job (class, key metric or simulator folder): one run cannot pin it; pass it as an option",
         }
 
