@@ -25,10 +25,10 @@ own line.
 The real-world set (evals/realworld/cases.json, see evals/realworld_set.py) runs the same way and prints its own
 table and `real-world: N of M passed (...)` line; a miss there fails the run too.
 
-The blind set (evals/blind/{dev,sealed,sealed2}, see evals/blind_set.py): real failure reports the rules were not
-written from, in three halves. Each half prints `blind NAME: R of N right (...), W wrong at high confidence, ...`, how
-far it is from the bars (>= 90 % right, none wrong at high confidence), and fails the run only when it falls below
-the floor recorded when it was first scored (a regression).
+The blind set (evals/blind/{dev,sealed,sealed2,sealed3}, see evals/blind_set.py): real failure reports the rules
+were not written from, in four halves. Each half prints `blind NAME: R of N right (...), W wrong at high confidence,
+...`, how far it is from the bars (>= 90 % right, none wrong at high confidence), and fails the run only when it falls
+below the floor recorded when it was first scored (a regression).
 
 Then the NVFLARE message coverage figures (evals/message_coverage.py): the share of the installed NVFLARE's
 error-message templates the reviewed mapping files (goal: all), and the share of generated job.py tracebacks (and

@@ -1,7 +1,7 @@
 """The blind set's scoring (evals/blind_set.py): labels, acceptable rows, confident mistakes, floors.
 
-The halves (dev, sealed, sealed2) are real failure reports rebuilt as evidence; these tests run the real script on
-them in process, check that no report sits in two halves, and check the judging rules on reports built here.
+The halves (dev, sealed, sealed2, sealed3) are real failure reports rebuilt as evidence; these tests run the real
+script on them in process, check that no report sits in two halves, and check the judging rules on reports built here.
 """
 
 from __future__ import annotations
