@@ -4,23 +4,12 @@ Usage (inside the trial sandbox, cwd = the job's folder):
     python -I dryrun_boot.py --serve JOB.py      # stdin: {"runs": [{"out": PATH, "args": [...], "env": {...}}]}
                                                   # lines (env: variables set for that run); stdout: "done" each
 
-Each run is a child forked after NVFLARE is imported and patched, so the perturbed runs cost little.
-
-NVFLARE's entry points are replaced before job.py runs: `FedJobConfig.simulator_run` (every simulation, from
-`SimEnv` or `FedJob.simulator_run`), `FedJob.export_job`, `PocEnv.deploy` and `ProdEnv.deploy`. `Recipe.execute`,
-`run` and `export` only note which recipe is running (a FedJob exported or run through `recipe._job` is matched
-to the recipe built around it). At an entry point the job is exported into a private temp folder, its JSON configs
-are read, and the run stops (but see exports below). `argparse` parsers record their actions when they parse.
-Top-level modules that are not installed (torch on a machine without it) are replaced by inert stand-ins, named
-in the record (`_InertFinder` says which, `_inert_class` how they behave), with the job's lines that imported them
-(`stood_in_at`).
-An export does not end the run: job.py may run the job next; the export is the record where nothing after it is.
-The exported configs hold each component's effective `num_rounds`, `key_metric` and `negate_key_metric`
-(NVFLARE's export leaves out a value equal to the constructor's default, and one the component keeps under another
-attribute name, which the exported job then loads with the default), and the record names the environment variables job.py's own code read (`env_read`)
-and the strings that code compared their values with (`env_compared`, see `_Noted`).
-OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. A SIGINT ends a run with no record (the
-boot keeps no KeyboardInterrupt); one job.py's own handler turns into a raise is `sandbox_failed`, never `raised`.
+Each run is a child forked after NVFLARE is imported and patched. NVFLARE's entry points (`FedJobConfig.simulator_run`,
+`FedJob.export_job`, `PocEnv.deploy`, `ProdEnv.deploy`) export the job into a private temp folder, keep its JSON
+configs (with each component's effective `num_rounds`, `key_metric`, `negate_key_metric`) and stop the run; an
+export is kept and the run goes on. Recipes note which one runs; parsers record their actions; absent top-level
+modules become inert stand-ins (`_InertFinder`); environment reads and comparisons are noted (`_Noted`).
+OUT.json gets one record: `{status: recorded|raised|exited|no_run|sandbox_failed, ...}`.
 Standard library and nvflare only; nothing here trains, and nothing is written outside the temp folder.
 """
 
@@ -75,20 +64,12 @@ class _Inert(types.ModuleType):
     __path__: list = []
 
     def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = _inert_class(f"{self.__name__}.{name}")
-        setattr(self, name, value)
-        return value
+        return _inert_attribute(self, self.__name__, name)
 
 
 class _InertMeta(type):
     def __getattr__(cls, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = _inert_class(f"{cls.__qualname__}.{name}")
-        type.__setattr__(cls, name, value)  # the same class each time: `tf.keras.Model` in job.py and NVFLARE
-        return value
+        return _inert_attribute(cls, cls.__qualname__, name)
 
     def __call__(cls, *args, **kwargs):
         return type.__call__(cls)
@@ -104,6 +85,15 @@ class _InertMeta(type):
 
     def __subclasscheck__(cls, sub):
         return _stand_in(cls) and _stand_in(sub) or type.__subclasscheck__(cls, sub)
+
+
+def _inert_attribute(owner, prefix: str, name: str) -> type:
+    """An inert class for `owner.name`, kept on `owner`: the same class each time (`tf.keras.Model`)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    value = _inert_class(f"{prefix}.{name}")
+    setattr(owner, name, value)
+    return value
 
 
 def _stand_in(cls) -> bool:
@@ -220,9 +210,11 @@ def _job_frame(job: str, tb=None) -> dict | None:
     own = [f for f in frames if f.filename == job]
     beside = [f for f in frames if os.path.dirname(f.filename) == folder and f.filename != __file__]
     frame = (own or beside or [None])[-1]
-    if frame is None:
-        return None
-    return {"file": os.path.relpath(frame.filename, folder), "line": frame.lineno, "text": (frame.line or "").strip()}
+    return None if frame is None else _frame(frame, os.path.relpath(frame.filename, folder))
+
+
+def _frame(frame: traceback.FrameSummary, file: str) -> dict:
+    return {"file": file, "line": frame.lineno, "text": (frame.line or "").strip()}
 
 
 def _plain(value, depth=0):
@@ -706,10 +698,8 @@ def _nvflare_frame(tb) -> dict | None:
     frames = [f for f in traceback.extract_tb(tb) if _in_nvflare(f.filename)]
     if not frames:
         return None
-    frame = frames[-1]
-    root = next(d for d in STATE["nvflare_dirs"] if frame.filename.startswith(d))
-    rel = "nvflare" + os.sep + frame.filename[len(root) :]
-    return {"file": rel, "line": frame.lineno, "text": (frame.line or "").strip()}
+    root = next(d for d in STATE["nvflare_dirs"] if frames[-1].filename.startswith(d))
+    return _frame(frames[-1], "nvflare" + os.sep + frames[-1].filename[len(root) :])
 
 
 if __name__ == "__main__":

@@ -1,9 +1,5 @@
-"""Safe static evaluation of Python expressions into `Val(value, confidence)`.
-
-Confidence: `high` = a literal scalar or an argparse default/override, `medium` = a simple
-expression over resolved values (arithmetic, f-string, containers), `unresolved` = anything dynamic
-(builtins and comprehensions included: they name their line). Nothing is ever executed; every operation is size-bounded.
-Names, attributes and calls are left to the subclass (`walker.Walker`), which knows the bindings.
+"""Safe static evaluation of Python expressions into `Val(value, confidence)`: nothing is executed, every
+operation is size-bounded. Names, attributes and calls are left to the subclass (`walker.Walker`).
 """
 
 from __future__ import annotations

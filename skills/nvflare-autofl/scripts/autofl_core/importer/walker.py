@@ -1,22 +1,13 @@
 """Abstract walk of a job.py module: follow the code path `python job.py` would take, without running it.
 
-Statements are visited in order starting at module level; calls to functions defined in job.py are
-entered (bounded depth), `if` statements whose condition resolves take one branch, unresolved ones (and every
-`match`, and a loop's `else:` a `break` may skip) are walked side by side, after which whatever a side rebound,
-directly or through a call, is unresolved. A `:=` binds where it surely runs and is unresolved where it may not;
-`setattr`/`delattr` in every spelling (`object.__setattr__(args, ...)`, an alias) and writes through `vars(args)`
-reach the namespace, any other dunder method run on it unsettles it; `exec`, `eval`, `globals()` and `locals()`
-are not followed (a problem). What runs off the straight path is walked too: a `while` test, parameter defaults and
-job-local decorators when `def` runs, a class body, an `assert`; what an operand after the first of `and`/`or`, a
-branch of an unknown conditional expression or a comprehension's calls change is unresolved; a lambda is followed
-like a function. External classes are never imported: constructing one yields an `Obj`
-with its evaluated arguments, and method calls on objects are recorded as `MethodCall` events.
-
-Data flow includes control flow: inside a branch taken because of a job option (`if args.fast:`), or a loop
-unrolled over a sequence that depends on one, every value bound, object built and method called also depends
-on that option (`self.control`); so does what the branch not taken would bind or change. A loop walked once
-stands for any pass: the names its body rebinds are unresolved when it starts. So the budget knows every input
-that decides it.
+Statements are visited in order from module level; calls to job.py's own functions (and lambdas) are entered
+(bounded depth); an `if` whose condition resolves takes one branch; what may or may not run is left to
+`uncertain.UncertainPaths`. External classes are never imported: constructing one yields an `Obj` with its
+evaluated arguments, and method calls on objects are recorded as `MethodCall` events. Writes to the parsed
+namespace in any spelling (`setattr`, `object.__setattr__`, `vars(args)`) are followed; `exec`, `eval`,
+`globals()` and `locals()` are not (a problem). Inside a block decided by a job option (`if args.fast:`, a loop
+unrolled over a sequence that depends on one) every value bound, object built and method called also depends on
+that option (`self.control`), so the budget knows every input that decides it.
 """
 
 from __future__ import annotations
@@ -354,9 +345,7 @@ class Walker(UncertainPaths, ExpressionEvaluator):
     def _st_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         """`def` evaluates the defaults once, then applies the decorators: a job-local one is followed (what it
         returns is the name's value), any other is taken to give the function back."""
-        spec = stmt.args
-        defaults = {id(d): self.ev(d) for d in [*spec.defaults, *spec.kw_defaults] if d is not None}
-        value: Any = FuncRef(stmt, list(self.scopes), defaults)
+        value: Any = self._function(stmt)
         for decorator in reversed(stmt.decorator_list):
             callee = self.ev(decorator)
             if isinstance(callee, FuncRef):
@@ -516,10 +505,14 @@ class Walker(UncertainPaths, ExpressionEvaluator):
     def _ev_Lambda(self, node: ast.Lambda) -> FuncRef:
         """A lambda is a function of one `return` (its defaults evaluated now), followed when called."""
         body = [ast.Return(node.body, lineno=node.lineno, col_offset=node.col_offset)]
-        func = ast.FunctionDef(LAMBDA, node.args, body, [], lineno=node.lineno, col_offset=node.col_offset)
+        return self._function(
+            ast.FunctionDef(LAMBDA, node.args, body, [], lineno=node.lineno, col_offset=node.col_offset)
+        )
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> FuncRef:
+        """The function `def` (or `lambda`) makes: its defaults evaluated now, its closure the current scopes."""
         spec = node.args
-        defaults = {id(d): self.ev(d) for d in [*spec.defaults, *spec.kw_defaults] if d is not None}
-        return FuncRef(func, list(self.scopes), defaults)
+        return FuncRef(node, list(self.scopes), {id(d): self.ev(d) for d in [*spec.defaults, *spec.kw_defaults] if d})
 
 
 REFLECTION = ("exec", "eval", "globals", "locals")
