@@ -123,10 +123,9 @@ def _inert_class(name: str) -> type:
 
 
 class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Last on sys.meta_path: a module no other finder found becomes an inert stand-in when job.py (or a module
-    beside it) imports it or when it is a framework NVFLARE's recipes import. One that NVFLARE's own code imports
-    or looks for while job.py runs (mlflow for `add_experiment_tracking`, a receiver's import) is noted in
-    STATE["absent"] and stood in only on the rerun a run that did not record gets (STATE["optional"])."""
+    """Last on sys.meta_path: a module no other finder found becomes an inert stand-in when the job's files or
+    NVFLARE's recipes (a framework) import it; one NVFLARE asks for while job.py runs is noted in STATE["absent"]
+    and stood in only on a rerun (STATE["optional"])."""
 
     def find_spec(self, fullname, path=None, target=None):
         top = fullname.partition(".")[0]
@@ -157,9 +156,8 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def _note_importers(module: str) -> None:
-    """Note every line of the job's own files (job.py, the modules in its folder and below) on the stack importing
-    `module`'s stand-in: a `try` there whose handler catches the ImportError `python job.py` gets on this host would
-    run instead (the importer reads those lines, `importer/fallbacks.py`)."""
+    """Note every line of the job's own files on the stack importing `module`'s stand-in (read by
+    `importer/fallbacks.py`)."""
     folder, noted = os.path.dirname(STATE["job"]), STATE["stood_in_lines"]
     for frame in traceback.extract_stack():
         line = (os.path.relpath(frame.filename, folder), frame.lineno)
@@ -424,8 +422,7 @@ def _from_job(skipped) -> bool:
 
 
 class _Noted(str):
-    """An environment variable's value as job.py gets it: the strings job.py's code compares it with (`==`, `!=`,
-    `in`, `startswith`, `endswith`, also after `lower()`, `strip()`, `split()` and the like) are noted in
+    """An environment variable's value as job.py gets it: the strings job.py's code compares it with are noted in
     `env_compared`, so a further run can set the variable to one of them (`moves.moving_env`)."""
 
     __hash__ = str.__hash__
@@ -619,9 +616,7 @@ def _fork(out: str, job: str, args: list[str], env: dict) -> int:
 
 def _first_run(out: str, job: str, args: list[str], before: set, env: dict) -> bool:
     """Run job.py once in a grandchild with only the usual stand-ins; True when it did not record a job and
-    NVFLARE's own code asked for a module this interpreter lacks (then the caller runs it again with those
-    modules stood in, as on a machine where they are installed). A run that records is never rerun, so its
-    record does not depend on NVFLARE's optional modules."""
+    NVFLARE's own code asked for a module this interpreter lacks (the caller then runs it again with those stood in)."""
     pid = os.fork()
     if pid == 0:
         try:

@@ -109,9 +109,8 @@ def reaching(baseline: DryRunRecord, after: DryRunRecord | None, extra: dict[str
 def moving_options(
     baseline: DryRunRecord, base_args: list[str], run_many: Runner, reached: list[str] | None = None
 ) -> dict[str, list[str]]:
-    """`{field or "objective": [options that move it]}` for every field some option moves; `run_many` runs a batch
-    of argument lists (side by side) and returns their records. `reached`, when given, gets the options whose
-    value the all-perturbed run shows reaching what NVFLARE builds (`reaching`)."""
+    """`{field or "objective": [options that move it]}`; `run_many` runs a batch of argument lists. `reached`, when
+    given, gets the options the all-perturbed run shows reaching what NVFLARE builds (`reaching`)."""
     cands = candidates(baseline)
     if not cands:
         return {}

@@ -25,9 +25,8 @@ def bound(body: list[ast.stmt]) -> list[ast.expr]:
 
 
 def changed(block: list[ast.stmt]) -> Iterator[ast.expr]:
-    """Every expression `block` binds, deletes or sets an item or attribute on, every object it calls a method of, and
-    the first argument of every `setattr`/`delattr` and dunder method (`object.__setattr__`) it calls, in walk
-    order."""
+    """Every expression `block` binds, deletes, sets an item or attribute on or calls a method of, and the first
+    argument of every `setattr`/`delattr` and dunder method it calls, in walk order."""
     for node in (n for stmt in block for n in ast.walk(stmt)):
         if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
             yield node

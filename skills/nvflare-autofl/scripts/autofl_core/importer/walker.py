@@ -183,9 +183,8 @@ class Walker(UncertainPaths, ExpressionEvaluator):
         return unresolved(node, f"{name}() at line {node.lineno} is not followed statically")
 
     def _setter(self, base: Any, attr: str, owner: ast.expr) -> Any:
-        """What `<owner>.__setattr__` / `.__delattr__` is: bound to a namespace (`args.__setattr__`,
-        `super(C, args).__setattr__`), another object's own method (None: a method call), or unbound, taking the
-        object first like `setattr` (`object.__setattr__`, `type(args).__setattr__`, `argparse.Namespace...`)."""
+        """What `<owner>.__setattr__` / `.__delattr__` is: bound to a namespace, another object's own method (None),
+        or unbound, taking the object first like `setattr` (`object.__setattr__`)."""
         if isinstance(base, ap.Namespace):
             return BoundSetter(SETTERS[attr], base)
         if isinstance(base, Obj):
@@ -203,9 +202,8 @@ class Walker(UncertainPaths, ExpressionEvaluator):
                 namespace.values.update(dict.fromkeys(namespace.values, self.with_control(unresolved(node, why))))
 
     def _set_attribute(self, name: str, args: list, node: ast.Call) -> Val:
-        """`setattr(target, attr, value)` / `delattr(target, attr)`: on a parsed namespace its option is rebound
-        (unbound), every option when `attr` is not known; on anything else every binding of `target` is
-        unresolved."""
+        """`setattr(target, attr, value)` / `delattr(target, attr)`: on a namespace its option (every option when
+        `attr` is not known) is rebound; on anything else every binding of `target` is unresolved."""
         target, attr = args[0], args[1]
         deleted = unresolved(node, f"{name}() at line {node.lineno}")
         value = args[2] if name == "setattr" and len(args) > 2 else deleted
