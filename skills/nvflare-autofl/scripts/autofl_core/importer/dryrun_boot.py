@@ -35,8 +35,7 @@ STATE: dict = {
     "recipe_call": None,
     "parsers": [],
     "stubbed": set(),
-    "stood_in_at": [],
-    "stood_in_lines": set(),  # (file, line) of each entry of stood_in_at
+    "stood_in_at": {},  # (file, line) -> {module, file, line}
     "absent": set(),
     "built": [],
     "env_read": set(),
@@ -158,13 +157,12 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def _note_importers(module: str) -> None:
     """Note every line of the job's own files on the stack importing `module`'s stand-in (read by
     `importer/fallbacks.py`)."""
-    folder, noted = os.path.dirname(STATE["job"]), STATE["stood_in_lines"]
+    folder, noted = os.path.dirname(STATE["job"]), STATE["stood_in_at"]
     for frame in traceback.extract_stack():
         line = (os.path.relpath(frame.filename, folder), frame.lineno)
         if _in_job_folder(frame.filename) and frame.filename != __file__ and line not in noted:
             if len(noted) < MAX_STOOD_IN_AT:  # each line once: a loop importing many stand-ins fills no list
-                noted.add(line)
-                STATE["stood_in_at"].append({"module": module, "file": line[0], "line": line[1]})
+                noted[line] = {"module": module, "file": line[0], "line": line[1]}
 
 
 IMPORT_MACHINERY = os.path.dirname(importlib.__file__) + os.sep  # importlib.import_module, importlib.util.find_spec
@@ -586,7 +584,7 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
         record = STATE["exported"]
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
     record["stubbed"] = sorted(STATE["stubbed"])
-    record["stood_in_at"] = STATE["stood_in_at"]
+    record["stood_in_at"] = list(STATE["stood_in_at"].values())
     record["env_read"] = sorted(STATE["env_read"])
     record["env_compared"] = sorted(f"{name}={value}" for name, kept in STATE["env_compared"].items() for value in kept)
     record["unreadable"] = STATE["unreadable"][:16]

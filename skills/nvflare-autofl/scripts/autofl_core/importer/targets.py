@@ -35,8 +35,13 @@ def changed(block: list[ast.stmt]) -> Iterator[ast.expr]:
             if isinstance(func, ast.Attribute):
                 yield func.value
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if node.args and (name in ("setattr", "delattr") or (name.startswith("__") and name.endswith("__"))):
+            if node.args and (name in ("setattr", "delattr") or dunder(name)):
                 yield node.args[0]
+
+
+def dunder(name: str) -> bool:
+    """True for a dunder name (`__setattr__`)."""
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
 def stored_names(body: list[ast.stmt]) -> list[str]:

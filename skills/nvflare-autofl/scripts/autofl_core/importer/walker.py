@@ -24,6 +24,7 @@ from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
 from .surface import touches_surface
+from .targets import dunder
 from .uncertain import UncertainPaths, with_flags
 from .values import (
     HIGH,
@@ -131,7 +132,7 @@ class Walker(UncertainPaths, ExpressionEvaluator):
         if isinstance(node.func, ast.Attribute):
             base, attr = self.ev(node.func.value), node.func.attr
             setter = self._setter(base, attr, node.func.value) if attr in SETTERS else None
-            if setter is None and _dunder(attr) and attr not in READERS:
+            if setter is None and dunder(attr) and attr not in READERS:
                 self._namespace_reached(base if isinstance(base, ap.Namespace) else args[:1], attr, node)
             if setter is None and isinstance(base, (ap.Parser, Obj, Val, Bag, ap.Namespace)):
                 return self._method(base, attr, args, kwargs, node)
@@ -228,11 +229,11 @@ class Walker(UncertainPaths, ExpressionEvaluator):
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
             return unresolved(node, f"result of {base.name}.{method}() at run time")
-        dunder = _dunder(method) and method not in READERS  # `cfg.__setitem__(...)`, `vars(args).__ior__(...)`
-        mutated = isinstance(base, Bag) and (dunder or method in values.MUTATORS[dict] | values.MUTATORS[list])
+        changer = dunder(method) and method not in READERS  # `cfg.__setitem__(...)`, `vars(args).__ior__(...)`
+        mutated = isinstance(base, Bag) and (changer or method in values.MUTATORS[dict] | values.MUTATORS[list])
         held = base.value if isinstance(base, Val) and base.resolved else None
         if mutated or (
-            isinstance(held, (list, dict, set)) and (dunder or method in values.MUTATORS.get(type(held), ()))
+            isinstance(held, (list, dict, set)) and (changer or method in values.MUTATORS.get(type(held), ()))
         ):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
@@ -527,10 +528,6 @@ class BoundSetter:
 
     name: str
     target: Any
-
-
-def _dunder(attr: str) -> bool:
-    return len(attr) > 4 and attr.startswith("__") and attr.endswith("__")
 
 
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
