@@ -1,9 +1,8 @@
 """Calls the static reading recognises without evaluating them: builtins, the environment readers, `os.path.*`.
 
-No builtin is computed but `range()` of known ints (the sites a FedJob adds in a loop): `len()`, `int()`, ... give
-an unresolved value naming the line and keeping the options of their arguments; a dry run reads the real value. Only the calls that read argparse's namespace
-(`vars(args)`, `getattr(args, "name")`) and `dict(key=value, ...)`, a dict literal, are followed; environment
-reads are tagged `env:NAME`.
+No builtin is computed but `range()` of known ints and `dict(key=value)`; the namespace readers (`vars(args)`,
+`getattr(args, "name")`) are followed; anything else is unresolved naming the line; environment reads are tagged
+`env:NAME`.
 """
 
 from __future__ import annotations

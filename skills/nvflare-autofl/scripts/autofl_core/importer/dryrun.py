@@ -5,14 +5,9 @@
         baseline, perturbed = session.run(args), session.run(args + more)
         changed_env = session.run(args, env={"ROUNDS": "7"})  # environment variables set for that run only
 
-The run is sealed like a trial: user, mount, PID and network namespaces, the job's folder seen through an overlay
-(a candidate's draft staged over it; the default campaign folders `.nvflare` and `autofl_runs` hidden), every write
-private, a private temp folder (TMPDIR/TEMP/TMP) and the first attempt's number as a trial gets them, and
-everything ended when the boot script returns. The session's folder (`dryrun_folder`) records its owner: one a
-caller killed by SIGKILL left behind is removed by the next session that starts.
-Records are cached as the boot's JSON (parsed by `recorded.parse` on every read) in memory and, for a run that
-reached NVFLARE, in a private folder of the temp directory (0700, owner-checked), keyed by `job_digest` (the
-environment variables set for the run count as args); the cache is never read where this host cannot seal a run.
+The run is sealed like a trial (namespaces, the job's folder seen through an overlay with the campaign folders
+hidden, private writes and temp folder). Records are cached in memory and, for a run that reached NVFLARE, in a
+private folder of the temp directory keyed by `job_digest`; the cache is never read where this host cannot seal.
 """
 
 from __future__ import annotations
@@ -42,11 +37,8 @@ HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".cfg", ".toml", ".txt", ".s
 MAX_HASHED_FILES, MAX_HASHED_BYTES, MAX_DEPTH = 400, 1 << 20, 4
 MAX_STATED_FILES = 4000  # other files (data): keyed by size and modification time, never read
 SKIPPED_FOLDERS = {"__pycache__", ".git", ".autofl", "autofl_runs", "node_modules", ".venv", "venv"}
-# A dry run is given what a trial gets that the runner's environment lacks: a private temp folder (TMPDIR, TEMP,
-# TMP) and the first attempt's number. Each trial's temp folder is another, so those are perturbed like any knob.
 TEMP_NAMES = ("TMPDIR", "TEMP", "TMP")
-# Never perturbed: what a trial sets itself, and what locates the machine's interpreter, files and network (a
-# trial copies those from the runner's environment; a number there breaks the run, not the budget).
+# Never perturbed: what a trial sets itself, and what locates the machine's interpreter, files and network.
 FIXED_ENV = (childenv.SIMULATOR_ROOT_VAR, *sorted(childenv.LOCATING_NAMES.difference(TEMP_NAMES)))
 HIDDEN = (".nvflare", "autofl_runs")  # the job folder's entries a dry run cannot see (so they are not in its key)
 STORED = ("recorded",)  # the cache folder keeps runs that reached NVFLARE (a raise may be on a file elsewhere)
@@ -68,10 +60,8 @@ def _env(root: Path, temp_dir: Path | None = None) -> dict[str, str]:
 
 
 def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], python: str) -> str | None:
-    """SHA-256 over what decides the dry run: boot script, interpreter, args, the folder's path (a record names
-    it: `job_dir`, a FedJob's workspace) and the files the run can see, the overlay's over the folder's (`_listed`; the
-    campaign's `.nvflare` folder and its runs are hidden from it); None when the walk cannot cover every such file
-    (then the run is never cached)."""
+    """SHA-256 over what decides the dry run: boot script, interpreter, args, the folder's path and the files the run
+    can see (the overlay's over the folder's); None when the walk cannot cover every such file."""
     listed = _listed(folder, frozenset(HIDDEN))
     if listed is None:
         return None
@@ -81,9 +71,8 @@ def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], 
 
 
 def folder_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str | None:
-    """SHA-256 of the folder's files as a dry run's key reads them (`_listed`), leaving out `skip`
-    (folder-relative POSIX paths of files or folders, e.g. a campaign's own files); None when the walk cannot
-    cover them all."""
+    """SHA-256 of the folder's files as a dry run's key reads them, leaving out `skip` (folder-relative POSIX paths);
+    None when the walk cannot cover them all."""
     listed = _listed(folder, skip)
     return None if listed is None else _digest(b"", listed)
 
@@ -96,10 +85,8 @@ def _digest(head: bytes, files: list[tuple[str, str]]) -> str:
 
 
 def _listed(folder: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, str]] | None:
-    """(relative path, fingerprint) of every file a run could import or read: the SHA-256 of a text file (a
-    `HASHED_SUFFIXES` name), the size and modification time of any other (a data file: stat only, never read).
-    None when some file is out of the walk's reach: past a file count or the text size limit, deeper than the
-    walk, unreadable, or behind a symlink (its target can change with nothing here changing)."""
+    """(relative path, fingerprint) of every file a run could import or read: the SHA-256 of a text file, the size
+    and modification time of any other. None when some file is past a limit, unreadable, or behind a symlink."""
     found, hashed, stated = [], 0, 0
     for root, dirs, names in os.walk(folder):
         here = Path(root).relative_to(folder)
@@ -187,10 +174,8 @@ def _store(key: str, record: dict, keep: tuple[str, ...] = STORED) -> None:
 
 
 class Session:
-    """One sandboxed boot process for one job (and overlay): each `run(args)` is a child forked inside it.
-
-    Records are cached; the sandbox is started on the first run that misses the cache. Use as a context manager.
-    """
+    """One sandboxed boot process for one job (and overlay), started on the first run that misses the cache: each
+    `run(args)` is a child forked inside it. Use as a context manager."""
 
     def __init__(self, job_path: Path, *, overlay: dict[str, bytes] | None = None, python: str | None = None):
         self.job = Path(job_path).absolute()
@@ -220,9 +205,8 @@ class Session:
     def run_many(
         self, batch: list[list[str]], env: dict[str, str] | None = None, keep: tuple[str, ...] = STORED
     ) -> list[DryRunRecord | None]:
-        """Records of several runs (those not cached run side by side in the sandbox), each with the environment
-        variables `env` set; None where it cannot seal. `keep`: the statuses the cache folder keeps (the perturbed
-        runs of a recorded job keep a raise too: it answers for the values, and the job's own run is kept)."""
+        """Records of several runs (those not cached run side by side), each with `env` set; None where it cannot
+        seal. `keep`: the statuses the cache folder keeps."""
         batch = [[str(a) for a in args] for args in batch]
         env = {str(k): str(v) for k, v in (env or {}).items()}
         if not available(self.python):  # a record found in the cache never stands in for a run this host cannot make

@@ -4,23 +4,12 @@ Usage (inside the trial sandbox, cwd = the job's folder):
     python -I dryrun_boot.py --serve JOB.py      # stdin: {"runs": [{"out": PATH, "args": [...], "env": {...}}]}
                                                   # lines (env: variables set for that run); stdout: "done" each
 
-Each run is a child forked after NVFLARE is imported and patched, so the perturbed runs cost little.
-
-NVFLARE's entry points are replaced before job.py runs: `FedJobConfig.simulator_run` (every simulation, from
-`SimEnv` or `FedJob.simulator_run`), `FedJob.export_job`, `PocEnv.deploy` and `ProdEnv.deploy`. `Recipe.execute`,
-`run` and `export` only note which recipe is running (a FedJob exported or run through `recipe._job` is matched
-to the recipe built around it). At an entry point the job is exported into a private temp folder, its JSON configs
-are read, and the run stops (but see exports below). `argparse` parsers record their actions when they parse.
-Top-level modules that are not installed (torch on a machine without it) are replaced by inert stand-ins, named
-in the record (`_InertFinder` says which, `_inert_class` how they behave), with the job's lines that imported them
-(`stood_in_at`).
-An export does not end the run: job.py may run the job next; the export is the record where nothing after it is.
-The exported configs hold each component's effective `num_rounds`, `key_metric` and `negate_key_metric`
-(NVFLARE's export leaves out a value equal to the constructor's default, and one the component keeps under another
-attribute name, which the exported job then loads with the default), and the record names the environment variables job.py's own code read (`env_read`)
-and the strings that code compared their values with (`env_compared`, see `_Noted`).
-OUT.json gets one record: `{status: recorded|raised|exited|no_run, ...}`. A SIGINT ends a run with no record (the
-boot keeps no KeyboardInterrupt); one job.py's own handler turns into a raise is `sandbox_failed`, never `raised`.
+Each run is a child forked after NVFLARE is imported and patched. NVFLARE's entry points (`FedJobConfig.simulator_run`,
+`FedJob.export_job`, `PocEnv.deploy`, `ProdEnv.deploy`) export the job into a private temp folder, keep its JSON
+configs (with each component's effective `num_rounds`, `key_metric`, `negate_key_metric`) and stop the run; an
+export is kept and the run goes on. Recipes note which one runs; parsers record their actions; absent top-level
+modules become inert stand-ins (`_InertFinder`); environment reads and comparisons are noted (`_Noted`).
+OUT.json gets one record: `{status: recorded|raised|exited|no_run|sandbox_failed, ...}`.
 Standard library and nvflare only; nothing here trains, and nothing is written outside the temp folder.
 """
 
@@ -46,8 +35,7 @@ STATE: dict = {
     "recipe_call": None,
     "parsers": [],
     "stubbed": set(),
-    "stood_in_at": [],
-    "stood_in_lines": set(),  # (file, line) of each entry of stood_in_at
+    "stood_in_at": {},  # (file, line) -> {module, file, line}
     "absent": set(),
     "built": [],
     "env_read": set(),
@@ -75,20 +63,12 @@ class _Inert(types.ModuleType):
     __path__: list = []
 
     def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = _inert_class(f"{self.__name__}.{name}")
-        setattr(self, name, value)
-        return value
+        return _inert_attribute(self, self.__name__, name)
 
 
 class _InertMeta(type):
     def __getattr__(cls, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = _inert_class(f"{cls.__qualname__}.{name}")
-        type.__setattr__(cls, name, value)  # the same class each time: `tf.keras.Model` in job.py and NVFLARE
-        return value
+        return _inert_attribute(cls, cls.__qualname__, name)
 
     def __call__(cls, *args, **kwargs):
         return type.__call__(cls)
@@ -104,6 +84,15 @@ class _InertMeta(type):
 
     def __subclasscheck__(cls, sub):
         return _stand_in(cls) and _stand_in(sub) or type.__subclasscheck__(cls, sub)
+
+
+def _inert_attribute(owner, prefix: str, name: str) -> type:
+    """An inert class for `owner.name`, kept on `owner`: the same class each time (`tf.keras.Model`)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    value = _inert_class(f"{prefix}.{name}")
+    setattr(owner, name, value)
+    return value
 
 
 def _stand_in(cls) -> bool:
@@ -133,10 +122,9 @@ def _inert_class(name: str) -> type:
 
 
 class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Last on sys.meta_path: a module no other finder found becomes an inert stand-in when job.py (or a module
-    beside it) imports it or when it is a framework NVFLARE's recipes import. One that NVFLARE's own code imports
-    or looks for while job.py runs (mlflow for `add_experiment_tracking`, a receiver's import) is noted in
-    STATE["absent"] and stood in only on the rerun a run that did not record gets (STATE["optional"])."""
+    """Last on sys.meta_path: a module no other finder found becomes an inert stand-in when the job's files or
+    NVFLARE's recipes (a framework) import it; one NVFLARE asks for while job.py runs is noted in STATE["absent"]
+    and stood in only on a rerun (STATE["optional"])."""
 
     def find_spec(self, fullname, path=None, target=None):
         top = fullname.partition(".")[0]
@@ -167,16 +155,14 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def _note_importers(module: str) -> None:
-    """Note every line of the job's own files (job.py, the modules in its folder and below) on the stack importing
-    `module`'s stand-in: a `try` there whose handler catches the ImportError `python job.py` gets on this host would
-    run instead (the importer reads those lines, `importer/fallbacks.py`)."""
-    folder, noted = os.path.dirname(STATE["job"]), STATE["stood_in_lines"]
+    """Note every line of the job's own files on the stack importing `module`'s stand-in (read by
+    `importer/fallbacks.py`)."""
+    folder, noted = os.path.dirname(STATE["job"]), STATE["stood_in_at"]
     for frame in traceback.extract_stack():
         line = (os.path.relpath(frame.filename, folder), frame.lineno)
         if _in_job_folder(frame.filename) and frame.filename != __file__ and line not in noted:
             if len(noted) < MAX_STOOD_IN_AT:  # each line once: a loop importing many stand-ins fills no list
-                noted.add(line)
-                STATE["stood_in_at"].append({"module": module, "file": line[0], "line": line[1]})
+                noted[line] = {"module": module, "file": line[0], "line": line[1]}
 
 
 IMPORT_MACHINERY = os.path.dirname(importlib.__file__) + os.sep  # importlib.import_module, importlib.util.find_spec
@@ -220,9 +206,11 @@ def _job_frame(job: str, tb=None) -> dict | None:
     own = [f for f in frames if f.filename == job]
     beside = [f for f in frames if os.path.dirname(f.filename) == folder and f.filename != __file__]
     frame = (own or beside or [None])[-1]
-    if frame is None:
-        return None
-    return {"file": os.path.relpath(frame.filename, folder), "line": frame.lineno, "text": (frame.line or "").strip()}
+    return None if frame is None else _frame(frame, os.path.relpath(frame.filename, folder))
+
+
+def _frame(frame: traceback.FrameSummary, file: str) -> dict:
+    return {"file": file, "line": frame.lineno, "text": (frame.line or "").strip()}
 
 
 def _plain(value, depth=0):
@@ -432,8 +420,7 @@ def _from_job(skipped) -> bool:
 
 
 class _Noted(str):
-    """An environment variable's value as job.py gets it: the strings job.py's code compares it with (`==`, `!=`,
-    `in`, `startswith`, `endswith`, also after `lower()`, `strip()`, `split()` and the like) are noted in
+    """An environment variable's value as job.py gets it: the strings job.py's code compares it with are noted in
     `env_compared`, so a further run can set the variable to one of them (`moves.moving_env`)."""
 
     __hash__ = str.__hash__
@@ -597,7 +584,7 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
         record = STATE["exported"]
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
     record["stubbed"] = sorted(STATE["stubbed"])
-    record["stood_in_at"] = STATE["stood_in_at"]
+    record["stood_in_at"] = list(STATE["stood_in_at"].values())
     record["env_read"] = sorted(STATE["env_read"])
     record["env_compared"] = sorted(f"{name}={value}" for name, kept in STATE["env_compared"].items() for value in kept)
     record["unreadable"] = STATE["unreadable"][:16]
@@ -627,9 +614,7 @@ def _fork(out: str, job: str, args: list[str], env: dict) -> int:
 
 def _first_run(out: str, job: str, args: list[str], before: set, env: dict) -> bool:
     """Run job.py once in a grandchild with only the usual stand-ins; True when it did not record a job and
-    NVFLARE's own code asked for a module this interpreter lacks (then the caller runs it again with those
-    modules stood in, as on a machine where they are installed). A run that records is never rerun, so its
-    record does not depend on NVFLARE's optional modules."""
+    NVFLARE's own code asked for a module this interpreter lacks (the caller then runs it again with those stood in)."""
     pid = os.fork()
     if pid == 0:
         try:
@@ -706,10 +691,8 @@ def _nvflare_frame(tb) -> dict | None:
     frames = [f for f in traceback.extract_tb(tb) if _in_nvflare(f.filename)]
     if not frames:
         return None
-    frame = frames[-1]
-    root = next(d for d in STATE["nvflare_dirs"] if frame.filename.startswith(d))
-    rel = "nvflare" + os.sep + frame.filename[len(root) :]
-    return {"file": rel, "line": frame.lineno, "text": (frame.line or "").strip()}
+    root = next(d for d in STATE["nvflare_dirs"] if frames[-1].filename.startswith(d))
+    return _frame(frames[-1], "nvflare" + os.sep + frames[-1].filename[len(root) :])
 
 
 if __name__ == "__main__":

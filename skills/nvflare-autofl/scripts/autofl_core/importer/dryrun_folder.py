@@ -1,8 +1,5 @@
 """A dry run's private folder in the temp directory (`autofl-dryrun-run-XXXXXXXX`): made with its owner's record,
-swept once the owner is gone, by the rule of `trial/owned_folders.py` (the sandbox probe's folders follow it too).
-Usage::
-
-    folder = make(Path(tempfile.gettempdir()))   # the folders of dead owners are removed first
+swept once the owner is gone, by the rule of `trial/owned_folders.py`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Safe static evaluation of Python expressions into `Val(value, confidence)`.
-
-Confidence: `high` = a literal scalar or an argparse default/override, `medium` = a simple
-expression over resolved values (arithmetic, f-string, containers), `unresolved` = anything dynamic
-(builtins and comprehensions included: they name their line). Nothing is ever executed; every operation is size-bounded.
-Names, attributes and calls are left to the subclass (`walker.Walker`), which knows the bindings.
+"""Safe static evaluation of Python expressions into `Val(value, confidence)`: nothing is executed, every
+operation is size-bounded. Names, attributes and calls are left to the subclass (`walker.Walker`).
 """
 
 from __future__ import annotations
@@ -199,9 +195,8 @@ class ExpressionEvaluator:
         return computed(node, value, items)
 
     def _ev_ListComp(self, node: Any) -> Val:
-        """Not evaluated: unresolved naming the line (or the run-time input its first iterable or an environment
-        read inside it names), keeping the options and `env:` tags of what it reads from outside (a dry run reads
-        the real value)."""
+        """Not evaluated: unresolved naming the line (or the run-time input it reads), keeping the flags of what it
+        reads from outside."""
         comps = [n for n in ast.walk(node) if isinstance(n, ast.comprehension)]
         bound = {n.id for c in comps for n in ast.walk(c.target) if isinstance(n, ast.Name)}
         named, read = [self.ev(node.generators[0].iter)], []

@@ -1,8 +1,5 @@
-"""The job-local modules a frozen evaluator imports, found statically and transitively. Pure (AST only).
-
-A `data.py` the evaluator loads its validation set from is frozen with it, and so is every job-local module
-`data.py` imports in turn. Modules are resolved like `trust.imported_candidates` (beside the importing file,
-packages as `pkg/__init__.py`); a file that does not parse stops the walk with a ValueError naming it. Usage::
+"""The job-local modules a frozen evaluator imports, found statically and transitively (pure, AST only), resolved
+like `trust.imported_candidates`; a file that does not parse stops the walk with a ValueError naming it. Usage::
 
     files = local_imports("evaluate.py", read)   # read(rel) -> source text, or None when no such file
 """

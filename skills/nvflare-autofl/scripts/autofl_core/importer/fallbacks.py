@@ -1,16 +1,11 @@
 """A dry run that stood in for a module job.py imports inside a `try` that would catch its ImportError (pure).
 
-The dry run makes an inert stand-in for a module this interpreter lacks (`dryrun_boot._InertFinder`) and notes the
-lines of job.py (and of the job's own modules, in its folder and below) on the stack at that import, each line
-once (`record.stood_in_at`). Where one of
-those lines lies in the body of a `try` with a handler that catches the ImportError (`except ImportError`,
-`ModuleNotFoundError`, `Exception`, `BaseException`, a bare `except`, or a tuple holding one) that does not end
-in `raise`, or in a `with suppress(...)` of one, `python job.py` on this host runs the handler where the dry run
-ran the body: the record is not what job.py does here, and the import is refused naming that line. A name the
-file binds (`MISSING = (ImportError, OSError)`, `from contextlib import suppress as quiet`) stands for what it is
-bound to; a handler type the reading cannot follow (a call's result) is taken to catch. A line that asks
-whether the module is installed (`importlib.util.find_spec`, `pkgutil.find_loader`) got "yes" from the stand-in
-where this interpreter says "no": refused the same way.
+The dry run notes each line of the job's own files on the stack where a stand-in for an absent module was
+imported (`record.stood_in_at`). Where such a line lies in the body of a `try` whose handler catches the ImportError
+and goes on (or of a `with suppress(...)` of it), or asks whether the module is installed (`find_spec`,
+`find_loader`), `python job.py` on this host runs other code than the dry run did: the import is refused naming
+that line. A name the file binds stands for what it is bound to; a handler type the reading cannot follow is taken
+to catch.
 """
 
 from __future__ import annotations
@@ -58,11 +53,6 @@ def _asked(site: StoodIn) -> str:
     )
 
 
-def asks(tree: ast.Module, line: int) -> bool:
-    """True when `line` holds a call asking whether a module is installed (`importlib.util.find_spec(...)`)."""
-    return any(start <= line <= end for start, end in _asking_spans(tree))
-
-
 def _asking_spans(tree: ast.Module) -> list[tuple[int, int]]:
     """The (first, last) lines of each call asking whether a module is installed."""
     return [
@@ -89,15 +79,12 @@ def guarded_spans(tree: ast.Module) -> list[tuple[int, int]]:
     an ImportError."""
     names, spans = _bindings(tree), []
     for node in ast.walk(tree):
-        if isinstance(node, TRY_NODES) and any(_falls_back(h, names) for h in node.handlers):
-            body = node.body
-        elif isinstance(node, (ast.With, ast.AsyncWith)) and any(
+        trying = isinstance(node, TRY_NODES) and any(_falls_back(h, names) for h in node.handlers)
+        with_ = isinstance(node, (ast.With, ast.AsyncWith)) and any(
             _suppresses(i.context_expr, names) for i in node.items
-        ):
-            body = node.body
-        else:
-            continue
-        spans += [(stmt.lineno, stmt.end_lineno or stmt.lineno) for stmt in body]
+        )
+        if trying or with_:
+            spans += [(stmt.lineno, stmt.end_lineno or stmt.lineno) for stmt in node.body]
     return spans
 
 
@@ -143,11 +130,8 @@ def _catches(kind: ast.expr | None, names: dict, seen: frozenset = frozenset()) 
 def _suppresses(expr: ast.expr, names: dict) -> bool:
     """True for `suppress(...)` / `contextlib.suppress(...)` (or a name bound to it) given a type that catches an
     ImportError."""
-    return (
-        isinstance(expr, ast.Call)
-        and _is_suppress(expr.func, names, frozenset())
-        and any(_catches(a, names) for a in expr.args)
-    )
+    call = isinstance(expr, ast.Call) and _is_suppress(expr.func, names, frozenset())
+    return call and any(_catches(a, names) for a in expr.args)
 
 
 def _is_suppress(func: ast.expr, names: dict, seen: frozenset) -> bool:

@@ -1,8 +1,5 @@
-"""Name the run-time input behind a value the importer cannot determine: files, environment, randomness, time.
-
-`call_kind("numpy.random.randint")` -> "randomness"; used in unresolved reasons so a refused budget field says
-what it depends on ("... comes from numpy.random.randint(...) at line 12, which draws random numbers").
-"""
+"""Name the run-time input behind a value the importer cannot determine: files, environment, randomness, time
+(`call_kind("numpy.random.randint")` -> "randomness")."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""Which job options move the budget or the objective, found by running: perturb them and watch the record.
-
-Option classification by dry run lives here and only here. One run perturbs every candidate option at once
-(ints and floats to distinct values, flags flipped, choices changed); a budget field that takes one perturbed
-option's value depends on that option. A field that changes to a value no option was given (computed), or a run
-that raises or runs another class (or writes a FedJob's simulation elsewhere), is settled by one run per
-candidate option (at most MAX_SINGLE_RUNS, run side by side; an option past them is kept fixed, as one that moves
-the objective). The environment variables job.py read are
-perturbed the same way in one more run (`moving_env`), and set to the strings job.py compared them with in the next:
-a field they move is one no single run can pin.
+"""Which job options (and environment variables) move the budget or the objective, found by running: perturb them
+and watch the record. One run perturbs every candidate option at once; a field that takes one option's value
+depends on it; anything else is settled by one run per option (at most MAX_SINGLE_RUNS; an option past them is kept
+fixed). Option classification by dry run lives here and only here.
 """
 
 from __future__ import annotations
@@ -30,9 +24,8 @@ RUN_KEYS = ("entry", "class", "metric", "mode", "workspace")  # what runs beside
 
 
 def signature(record: DryRunRecord) -> dict:
-    """What a candidate may not change: the budget values, how job.py reaches NVFLARE (a simulation, a deployment, or
-    only an export that trains nothing), the class that runs, the key metric and its mode, and the folder a FedJob's
-    own `simulator_run` writes to (a sealed trial maps that one path)."""
+    """What a candidate may not change: the budget values, the entry point, the class that runs, the key metric and
+    its mode, and a FedJob's simulator folder."""
     values = {k: v.get("value") for k, v in recorded.budget(record).items()}
     metric, mode = recorded.key_metric(record)
     return {
@@ -52,8 +45,7 @@ def differs(before: dict, now: dict) -> list[str]:
 
 
 def _under_root(record: DryRunRecord) -> str | None:
-    """A FedJob's simulator folder, with the sandbox's root folder (a session's own, so a cached record may name
-    another session's) written as the variable that names it."""
+    """A FedJob's simulator folder, with the sandbox's root folder written as the variable that names it."""
     workspace, root = recorded.fedjob_workspace(record), record.root_variable
     if workspace is not None and root and (workspace == root or workspace.startswith(root + "/")):
         return "$NVFLARE_SIMULATOR_WORKSPACE_ROOT" + workspace[len(root) :]
@@ -100,8 +92,7 @@ def _built(record: DryRunRecord) -> str:
 
 
 def reaching(baseline: DryRunRecord, after: DryRunRecord | None, extra: dict[str, list[str]]) -> list[str]:
-    """Options whose perturbed value shows up in what the perturbed run built (its train arguments, a component's
-    arguments) and not in the baseline's: the job reads them. Flags without a value are not matched."""
+    """Options whose perturbed value shows up in what the perturbed run built and not in the baseline's."""
     if after is None or after.status != "recorded":
         return []
     before, now = _built(baseline), _built(after)
@@ -118,9 +109,8 @@ def reaching(baseline: DryRunRecord, after: DryRunRecord | None, extra: dict[str
 def moving_options(
     baseline: DryRunRecord, base_args: list[str], run_many: Runner, reached: list[str] | None = None
 ) -> dict[str, list[str]]:
-    """`{field or "objective": [options that move it]}` for every field some option moves; `run_many` runs a batch
-    of argument lists (side by side) and returns their records. `reached`, when given, gets the options whose
-    value the all-perturbed run shows reaching what NVFLARE builds (`reaching`)."""
+    """`{field or "objective": [options that move it]}`; `run_many` runs a batch of argument lists. `reached`, when
+    given, gets the options the all-perturbed run shows reaching what NVFLARE builds (`reaching`)."""
     cands = candidates(baseline)
     if not cands:
         return {}
@@ -159,11 +149,10 @@ def moving_options(
 
 
 def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...] = ()) -> dict[str, list[str]]:
-    """`{field or "objective": [environment variables that move it]}`: a run with every variable job.py read (but
-    `fixed`, which the trial sets itself) set to a distinct number, then, while a run reads variables the ones
-    before did not (a variable read only when another is set) or compared a variable's value with a string no run
-    set it to (`MODE == "fast"`, noted by the boot), one more with those set too (at most MAX_ENV_RUNS); a run that
-    no longer records, or a last one still finding more, moves everything."""
+    """`{field or "objective": [environment variables that move it]}`: every variable job.py read (but `fixed`) set
+    to a distinct number, then, while a run reads new variables or compares one with a string not yet tried, one
+    more run with those set too (at most MAX_ENV_RUNS); a run that no longer records, or a last one still finding
+    more, moves everything."""
     names = [name for name in baseline.env_read if _settable(name, fixed)]
     if not names:
         return {}
@@ -211,8 +200,7 @@ def tried_options(record: DryRunRecord) -> list[str]:
 
 
 def covered_by(tried: list[str], run_args: list[str]) -> bool:
-    """True when every option `run_args` sets is one the perturbed runs tried (`tried`, spelled as the parser spells
-    it: `tried_options`, stored as a config's `import.dry_run.tried_options`): each one alone was shown not to move
-    the budget unless it is pinned, so no further run is needed."""
+    """True when every option `run_args` sets is one the perturbed runs tried (`tried_options`): no further run is
+    needed."""
     options = {token.split("=", 1)[0] for token in run_args if token.startswith("-") and len(token) > 1}
     return options <= set(tried) and (not run_args or run_args[0].startswith("-"))

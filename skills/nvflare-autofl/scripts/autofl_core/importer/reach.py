@@ -1,11 +1,8 @@
 """Which job options actually reach the job: the ones a candidate can tune to any effect.
 
-An option reaches the job when its value (or a branch it decides) flows into something job.py builds or calls:
-a recipe, env, FedJob component, method call or external function. An argument string forwarded to the client
-script (`train_args=f"--lr {args.lr}"`, ScriptRunner `script_args=`, ...) counts only for the parts the script's
-own argparse accepts: an option it does not define is ignored (parse_known_args) or makes it exit (parse_args).
-Parsed-but-unused options, and options only printed, do not reach the job. When the script's parser cannot be
-read, forwarded options are assumed to reach it (never hide a real option).
+An option reaches the job when its value (or a branch it decides) flows into something job.py builds or calls.
+An argument string forwarded to the client script (`train_args=f"--lr {args.lr}"`) counts only for the parts
+the script's own argparse accepts; when that parser cannot be read, every forwarded option is taken to reach it.
 """
 
 from __future__ import annotations

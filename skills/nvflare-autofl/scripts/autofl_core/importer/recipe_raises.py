@@ -1,9 +1,7 @@
-"""NVFLARE recipe code that raises for some arguments, checked before a campaign starts (statically).
+"""NVFLARE recipe code that raises for some arguments, checked before a campaign starts (statically, pure).
 
-From the recipe table (`recipes.site_requirement`, `recipes.guards`, read from the installed NVFLARE by
-shared/nvflare_recipes.py): an XGBoost recipe raises at export/execute unless `set_per_site_config()` named its
-sites; FedCERecipe raises when `min_clients < 2`. A job that would raise is refused with the NVFLARE line and
-what to change in job.py, instead of crashing its baseline. Pure. Usage::
+From the recipe table (`recipes.site_requirement`, `recipes.guards`): a job whose recipe would raise is refused
+with the NVFLARE line and what to change in job.py. Usage::
 
     reasons = would_raise(surface, budget)   # [] when nothing in the table would raise with these arguments
 """

@@ -1,15 +1,8 @@
 """NVFLARE's recipe classes as the importer knows them: family and constructor defaults, read from a table.
 
 `nvflare_recipes.json` (next to this file) is rendered by `make sync` from the installed NVFLARE's source
-(shared/nvflare_recipes.py), so the skill stays self-contained and nvflare is never imported.
-
-    family_of(cls)            -> ("training" | "statistics" | ..., reason) or None for a class NVFLARE does not ship
-    nvflare_class(cls)        -> "nvflare.app_opt.pt.recipes.fedavg.FedAvgRecipe" (when exactly one class matches)
-    default_of(cls, "num_rounds") -> Default(status, value, detail)
-    budget_source(cls, field) -> {"object": "server", "param": "num_rounds"} for budgets held by an argument object
-A class is found by its import path (`nvflare.app_opt.pt.recipes.FedAvgRecipe` matches the class defined under
-that package), else by name; a local subclass (`class MyRecipe(FedAvgRecipe)`) inherits its base's family, and
-its base's defaults unless it defines its own `__init__`.
+(shared/nvflare_recipes.py), so nvflare is never imported. A class is found by its import path, else by name; a
+local subclass inherits its base's family, and its base's defaults unless it defines its own `__init__`.
 """
 
 from __future__ import annotations
@@ -36,12 +29,8 @@ def nvflare_version() -> str:
 
 @dataclass(frozen=True)
 class Default:
-    """What NVFLARE uses for an omitted constructor argument.
-
-    status: value (literal default) | fixed (the class hard-codes it) | required | computed (an expression) |
-    absent (no such argument) | ambiguous (same-named classes disagree) | unknown (class not in the table, or a
-    local subclass with its own __init__).
-    """
+    """What NVFLARE uses for an omitted constructor argument: status value | fixed | required | computed | absent |
+    ambiguous (same-named classes disagree) | unknown (not in the table, or a local subclass with its own __init__)."""
 
     status: str
     value: Any = None

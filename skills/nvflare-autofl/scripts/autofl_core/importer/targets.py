@@ -25,9 +25,8 @@ def bound(body: list[ast.stmt]) -> list[ast.expr]:
 
 
 def changed(block: list[ast.stmt]) -> Iterator[ast.expr]:
-    """Every expression `block` binds, deletes or sets an item or attribute on, every object it calls a method of, and
-    the first argument of every `setattr`/`delattr` and dunder method (`object.__setattr__`) it calls, in walk
-    order."""
+    """Every expression `block` binds, deletes, sets an item or attribute on or calls a method of, and the first
+    argument of every `setattr`/`delattr` and dunder method it calls, in walk order."""
     for node in (n for stmt in block for n in ast.walk(stmt)):
         if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
             yield node
@@ -36,8 +35,13 @@ def changed(block: list[ast.stmt]) -> Iterator[ast.expr]:
             if isinstance(func, ast.Attribute):
                 yield func.value
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if node.args and (name in ("setattr", "delattr") or (name.startswith("__") and name.endswith("__"))):
+            if node.args and (name in ("setattr", "delattr") or dunder(name)):
                 yield node.args[0]
+
+
+def dunder(name: str) -> bool:
+    """True for a dunder name (`__setattr__`)."""
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
 def stored_names(body: list[ast.stmt]) -> list[str]:

@@ -1,8 +1,6 @@
-"""What code that may run or not (or run many times) leaves unresolved: both sides of a condition the reading cannot
-resolve, a loop walked once, a `match`, a `try` or `with` block that may stop part way, the branch not taken, the
-operands and branches an expression may skip, a comprehension, a `:=`, and what job.py's functions reach when they
-run off the walked path. `UncertainPaths` is a part of `walker.Walker`, which provides `walk_block`, `ev`, `bind`,
-the scopes and the walk's record.
+"""What code that may run or not (or run many times) leaves unresolved: unresolved conditions, loops walked once,
+`match`, `try`, suppressing `with`, skipped branches and operands, comprehensions, `:=`, and what job.py's functions
+reach off the walked path. A part of `walker.Walker`, which provides `walk_block`, `ev`, `bind` and the scopes.
 """
 
 from __future__ import annotations
@@ -70,11 +68,9 @@ class UncertainPaths:
                     func.closure[-1][name] = unresolved(ast.Name(name), why)
 
     def _undecided(self, sides: list[list[ast.stmt]], note: BranchNote, test: Any, why: str) -> None:
-        """The sides of a condition the reading cannot resolve (a loop's body and the empty side), walked one after
-        the other for what they build and run; every name or namespace option they bind (in their own code, or
-        through a call: `global`, `nonlocal`, an option set by a function) and every function or class they define
-        is then unresolved (`why`), and a side that returns makes the function's result unresolved. When every side
-        ends, the path ends."""
+        """The sides of a condition the reading cannot resolve, walked one after the other for what they build and
+        run; whatever they bind (directly or through a call) is then unresolved (`why`), and a side that returns makes
+        the function's result unresolved. When every side ends, the path ends."""
         first_obj, first_call = len(self.out.objects), len(self.out.calls)
         before = self._held()
         ends: list[PathEnd | None] = []
@@ -192,9 +188,8 @@ class UncertainPaths:
         return unresolved(node, cause(test) or "condition is not resolved", flags)
 
     def _ev_ListComp(self, node: Any) -> Any:
-        """Not evaluated (see `ExpressionEvaluator`); a `:=` inside binds its name in the enclosing scope, which is
-        then unresolved naming the line. A comprehension that calls something is walked once, its variables
-        unresolved, for what the calls run (what they rebind is unresolved)."""
+        """Not evaluated; what a `:=` inside binds is unresolved. One that calls something is walked once, its
+        variables unresolved, for what the calls run (what they rebind is unresolved)."""
         value = super()._ev_ListComp(node)
         if any(isinstance(n, ast.Call) for n in ast.walk(node)):
             why = f"a comprehension at line {node.lineno} runs it any number of times"
@@ -251,9 +246,8 @@ class UncertainPaths:
     _st_AsyncWith = _st_With
 
     def _st_Try(self, stmt: ast.Try) -> None:
-        """Whether the body raises at run time (an import, a file, a conversion) is not known statically: where a
-        handler can go on, what the body binds (it may stop part way), the `else:` and each handler are sides of an
-        unresolved condition. A handler that always ends the path (`raise`, `sys.exit()`) changes nothing after."""
+        """Whether the body raises is not known statically: where a handler can go on, what the body binds is
+        unresolved and the `else:` and each handler are sides of an unresolved condition."""
         try:
             try:
                 self.walk_block(stmt.body)

@@ -1,10 +1,6 @@
-"""Value types of the static importer: data values with a confidence, and references to non-data things.
-
-`Val(value, confidence)` is data (confidence high / medium / unresolved); ModuleRef, ClassRef,
-Builtin and Bag stand for modules, callables, builtins and containers of non-data items.
-
-`Val.flags` are the inputs a value depends on, by data flow or by the branch that computed it: job options
-(`--n_clients`) and, as `env:NAME`, environment variables read at run time (those values are unresolved).
+"""Value types of the static importer: `Val(value, confidence)` is data (high / medium / unresolved), with
+`flags`, the job options and `env:NAME` variables it depends on; ModuleRef, ClassRef, Builtin and Bag stand for
+modules, callables, builtins and containers of non-data items.
 """
 
 from __future__ import annotations

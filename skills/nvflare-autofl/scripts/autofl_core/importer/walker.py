@@ -1,22 +1,13 @@
 """Abstract walk of a job.py module: follow the code path `python job.py` would take, without running it.
 
-Statements are visited in order starting at module level; calls to functions defined in job.py are
-entered (bounded depth), `if` statements whose condition resolves take one branch, unresolved ones (and every
-`match`, and a loop's `else:` a `break` may skip) are walked side by side, after which whatever a side rebound,
-directly or through a call, is unresolved. A `:=` binds where it surely runs and is unresolved where it may not;
-`setattr`/`delattr` in every spelling (`object.__setattr__(args, ...)`, an alias) and writes through `vars(args)`
-reach the namespace, any other dunder method run on it unsettles it; `exec`, `eval`, `globals()` and `locals()`
-are not followed (a problem). What runs off the straight path is walked too: a `while` test, parameter defaults and
-job-local decorators when `def` runs, a class body, an `assert`; what an operand after the first of `and`/`or`, a
-branch of an unknown conditional expression or a comprehension's calls change is unresolved; a lambda is followed
-like a function. External classes are never imported: constructing one yields an `Obj`
-with its evaluated arguments, and method calls on objects are recorded as `MethodCall` events.
-
-Data flow includes control flow: inside a branch taken because of a job option (`if args.fast:`), or a loop
-unrolled over a sequence that depends on one, every value bound, object built and method called also depends
-on that option (`self.control`); so does what the branch not taken would bind or change. A loop walked once
-stands for any pass: the names its body rebinds are unresolved when it starts. So the budget knows every input
-that decides it.
+Statements are visited in order from module level; calls to job.py's own functions (and lambdas) are entered
+(bounded depth); an `if` whose condition resolves takes one branch; what may or may not run is left to
+`uncertain.UncertainPaths`. External classes are never imported: constructing one yields an `Obj` with its
+evaluated arguments, and method calls on objects are recorded as `MethodCall` events. Writes to the parsed
+namespace in any spelling (`setattr`, `object.__setattr__`, `vars(args)`) are followed; `exec`, `eval`,
+`globals()` and `locals()` are not (a problem). Inside a block decided by a job option (`if args.fast:`, a loop
+unrolled over a sequence that depends on one) every value bound, object built and method called also depends on
+that option (`self.control`), so the budget knows every input that decides it.
 """
 
 from __future__ import annotations
@@ -33,6 +24,7 @@ from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
 from .surface import touches_surface
+from .targets import dunder
 from .uncertain import UncertainPaths, with_flags
 from .values import (
     HIGH,
@@ -140,7 +132,7 @@ class Walker(UncertainPaths, ExpressionEvaluator):
         if isinstance(node.func, ast.Attribute):
             base, attr = self.ev(node.func.value), node.func.attr
             setter = self._setter(base, attr, node.func.value) if attr in SETTERS else None
-            if setter is None and _dunder(attr) and attr not in READERS:
+            if setter is None and dunder(attr) and attr not in READERS:
                 self._namespace_reached(base if isinstance(base, ap.Namespace) else args[:1], attr, node)
             if setter is None and isinstance(base, (ap.Parser, Obj, Val, Bag, ap.Namespace)):
                 return self._method(base, attr, args, kwargs, node)
@@ -192,9 +184,8 @@ class Walker(UncertainPaths, ExpressionEvaluator):
         return unresolved(node, f"{name}() at line {node.lineno} is not followed statically")
 
     def _setter(self, base: Any, attr: str, owner: ast.expr) -> Any:
-        """What `<owner>.__setattr__` / `.__delattr__` is: bound to a namespace (`args.__setattr__`,
-        `super(C, args).__setattr__`), another object's own method (None: a method call), or unbound, taking the
-        object first like `setattr` (`object.__setattr__`, `type(args).__setattr__`, `argparse.Namespace...`)."""
+        """What `<owner>.__setattr__` / `.__delattr__` is: bound to a namespace, another object's own method (None),
+        or unbound, taking the object first like `setattr` (`object.__setattr__`)."""
         if isinstance(base, ap.Namespace):
             return BoundSetter(SETTERS[attr], base)
         if isinstance(base, Obj):
@@ -212,9 +203,8 @@ class Walker(UncertainPaths, ExpressionEvaluator):
                 namespace.values.update(dict.fromkeys(namespace.values, self.with_control(unresolved(node, why))))
 
     def _set_attribute(self, name: str, args: list, node: ast.Call) -> Val:
-        """`setattr(target, attr, value)` / `delattr(target, attr)`: on a parsed namespace its option is rebound
-        (unbound), every option when `attr` is not known; on anything else every binding of `target` is
-        unresolved."""
+        """`setattr(target, attr, value)` / `delattr(target, attr)`: on a namespace its option (every option when
+        `attr` is not known) is rebound; on anything else every binding of `target` is unresolved."""
         target, attr = args[0], args[1]
         deleted = unresolved(node, f"{name}() at line {node.lineno}")
         value = args[2] if name == "setattr" and len(args) > 2 else deleted
@@ -239,11 +229,11 @@ class Walker(UncertainPaths, ExpressionEvaluator):
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
             return unresolved(node, f"result of {base.name}.{method}() at run time")
-        dunder = _dunder(method) and method not in READERS  # `cfg.__setitem__(...)`, `vars(args).__ior__(...)`
-        mutated = isinstance(base, Bag) and (dunder or method in values.MUTATORS[dict] | values.MUTATORS[list])
+        changer = dunder(method) and method not in READERS  # `cfg.__setitem__(...)`, `vars(args).__ior__(...)`
+        mutated = isinstance(base, Bag) and (changer or method in values.MUTATORS[dict] | values.MUTATORS[list])
         held = base.value if isinstance(base, Val) and base.resolved else None
         if mutated or (
-            isinstance(held, (list, dict, set)) and (dunder or method in values.MUTATORS.get(type(held), ()))
+            isinstance(held, (list, dict, set)) and (changer or method in values.MUTATORS.get(type(held), ()))
         ):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
@@ -354,9 +344,7 @@ class Walker(UncertainPaths, ExpressionEvaluator):
     def _st_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         """`def` evaluates the defaults once, then applies the decorators: a job-local one is followed (what it
         returns is the name's value), any other is taken to give the function back."""
-        spec = stmt.args
-        defaults = {id(d): self.ev(d) for d in [*spec.defaults, *spec.kw_defaults] if d is not None}
-        value: Any = FuncRef(stmt, list(self.scopes), defaults)
+        value: Any = self._function(stmt)
         for decorator in reversed(stmt.decorator_list):
             callee = self.ev(decorator)
             if isinstance(callee, FuncRef):
@@ -516,10 +504,14 @@ class Walker(UncertainPaths, ExpressionEvaluator):
     def _ev_Lambda(self, node: ast.Lambda) -> FuncRef:
         """A lambda is a function of one `return` (its defaults evaluated now), followed when called."""
         body = [ast.Return(node.body, lineno=node.lineno, col_offset=node.col_offset)]
-        func = ast.FunctionDef(LAMBDA, node.args, body, [], lineno=node.lineno, col_offset=node.col_offset)
+        return self._function(
+            ast.FunctionDef(LAMBDA, node.args, body, [], lineno=node.lineno, col_offset=node.col_offset)
+        )
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> FuncRef:
+        """The function `def` (or `lambda`) makes: its defaults evaluated now, its closure the current scopes."""
         spec = node.args
-        defaults = {id(d): self.ev(d) for d in [*spec.defaults, *spec.kw_defaults] if d is not None}
-        return FuncRef(func, list(self.scopes), defaults)
+        return FuncRef(node, list(self.scopes), {id(d): self.ev(d) for d in [*spec.defaults, *spec.kw_defaults] if d})
 
 
 REFLECTION = ("exec", "eval", "globals", "locals")
@@ -536,10 +528,6 @@ class BoundSetter:
 
     name: str
     target: Any
-
-
-def _dunder(attr: str) -> bool:
-    return len(attr) > 4 and attr.startswith("__") and attr.endswith("__")
 
 
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
