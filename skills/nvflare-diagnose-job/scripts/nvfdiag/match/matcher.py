@@ -25,7 +25,7 @@ from .mode import AMBIGUOUS, decide_mode
 from .refine import Candidate, Demoted, rank_candidates
 from .rounds import Rounds, rounds_before
 from .scan import MARKER, Hit, scan_signals
-from .tracebacks import Traceback, block_containing, find_tracebacks
+from .tracebacks import Traceback, block_containing, find_tracebacks, job_own_calls
 from .usercalls import UserCall
 
 READ_WHOLE_OR_PART = ("complete", "truncated", "partial")
@@ -181,8 +181,9 @@ def _third_party(hits: dict[str, list[Hit]], catalog: Catalog, blocks: list[Trac
 
 def _job_own_calls(hits: dict[str, list[Hit]], catalog: Catalog, blocks: list[Traceback], lines) -> dict:
     """Hits of rows that mean NVFLARE's own connections (nvflare_connections_only) on a traceback the job's code
-    raised with no NVFLARE frame below it are loose: the job's own download or connection failed, not NVFLARE's."""
-    own = [b for b in blocks if b.job_own_call]
+    raised with no NVFLARE frame below it (in the whole chained failure) are loose: the job's own download or
+    connection failed, not NVFLARE's."""
+    own = job_own_calls(blocks, lines)
     if not own:
         return hits
     out = {}

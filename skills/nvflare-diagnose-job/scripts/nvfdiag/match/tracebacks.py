@@ -21,6 +21,14 @@ _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Exit
 # NVFLARE also raises exceptions without such a suffix (JobNotFound, ComponentNotAuthorized, SessionClosed).
 _CAMEL_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)(?::\s|$)")
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/lib/python", "\\lib\\python", "<frozen", "<string>")
+# Library files the markers miss: the standard library under lib64 (Fedora, RHEL) or in a Windows install's `Lib`
+# folder, and the Cython sources of a compiled extension (grpc's `src/python/grpcio/grpc/_cython/...pyx.pxi`).
+_LIBRARY_PATH = re.compile(r"[\\/]lib64[\\/]python\d|^[A-Za-z]:\\(?:[^\\]+\\)*Lib\\|\.(?:pyx|pxi|pxd)$")
+# The sentences Python prints between the tracebacks of one chained failure (the cause first).
+_CHAIN = re.compile(
+    r"^(During handling of the above exception, another exception occurred|"
+    r"The above exception was the direct cause of the following exception):?$"
+)
 # NVFLARE's own modules, also from a source checkout (`pip install -e`): nvflare/<one of its top-level packages>/.
 _NVFLARE_PATH = re.compile(
     r"[\\/]nvflare[\\/](?:(?:apis|app_common|app_opt|client|collab|dashboard|edge|fuel|fuel_opt|job_config|lighter"
@@ -63,6 +71,11 @@ class Traceback:
         return bool(user) and not any(is_nvflare_file(frame[0]) for frame in self.frames[user[-1] + 1 :])
 
     @property
+    def nvflare_frame(self) -> bool:
+        """True when a frame of the block is in NVFLARE's own modules."""
+        return any(is_nvflare_file(frame[0]) for frame in self.frames)
+
+    @property
     def third_party(self) -> str | None:
         """The package of the deepest frame when the traceback ends in third-party code (not the job's, not
         NVFLARE's) and has no frame in the job's code: its own kind, neither user code nor a missing traceback.
@@ -78,7 +91,9 @@ class Traceback:
 
 def is_user_file(path: str) -> bool:
     """User code, unless it lives in site-packages, the standard library, a frozen/eval module or NVFLARE itself."""
-    return not any(marker in path for marker in _LIBRARY_MARKERS) and not is_nvflare_file(path)
+    if any(marker in path for marker in _LIBRARY_MARKERS) or _LIBRARY_PATH.search(path):
+        return False
+    return not is_nvflare_file(path)
 
 
 def is_nvflare_file(path: str) -> bool:
@@ -167,3 +182,46 @@ def block_containing(blocks: list[Traceback], index: int, source: str) -> Traceb
         if block.source == source and block.start <= index <= end:
             return block
     return None
+
+
+def job_own_calls(blocks: list[Traceback], lines: list[Line]) -> list[Traceback]:
+    """The blocks that are the job's own call failing (Traceback.job_own_call), taken per chained failure: every
+    block of a chain whose last (outermost) block is the job's own call and none of whose blocks has an NVFLARE
+    frame (a download's urllib3 -> requests -> job chain); none of a chain with an NVFLARE frame (NVFLARE's failure
+    that the job's code caught and raised again)."""
+    own: list[Traceback] = []
+    for chain in _chains(blocks, lines):
+        if chain[-1].job_own_call and not any(block.nvflare_frame for block in chain):
+            own.extend(chain)
+    return own
+
+
+def _chains(blocks: list[Traceback], lines: list[Line]) -> list[list[Traceback]]:
+    """Blocks grouped by chained failure: a block joins the previous one when only blank lines, the previous
+    block's message lines and at least one of Python's chain sentences lie between them."""
+    chains: list[list[Traceback]] = []
+    for block in blocks:
+        if chains and _chained(chains[-1][-1], block, lines):
+            chains[-1].append(block)
+        else:
+            chains.append([block])
+    return chains
+
+
+def _chained(previous: Traceback, block: Traceback, lines: list[Line]) -> bool:
+    if previous.end is None or (previous.source, previous.site) != (block.source, block.site):
+        return False
+    between = range(previous.end + 1, block.start)
+    if len(between) > MAX_DETAIL_LINES + 4:
+        return False
+    sentences = 0
+    for index in between:
+        line = lines[index]
+        text = line.text[:4096].strip()
+        if (line.source, line.site) != (block.source, block.site):
+            return False
+        if _CHAIN.match(text):
+            sentences += 1
+        elif text and index not in previous.detail:
+            return False
+    return sentences > 0

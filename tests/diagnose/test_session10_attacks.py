@@ -1,0 +1,184 @@
+"""Attacks on session 10's diagnose rules: the runtime-mode hints (catalog `mode_hints`) and the startup-kit and
+trust rows being loose on a TLS failure the job's own code met (catalog `nvflare_connections_only`,
+`tracebacks.job_own_calls`).
+
+Promises guarded: NVFLARE's own TLS failure stays the kit's whatever the platform's file layout (a Windows or lib64
+standard library, grpc's compiled frames) and whoever catches it; a download's chained traceback (urllib3 ->
+requests -> the job's call) is the job's code, not the kit; a line that a simulation's own libraries print is no
+hint of a deployed system.
+"""
+
+from __future__ import annotations
+
+import pytest
+from nvfdiag.match import catalog as cat
+from nvfdiag.model import Evidence, Line, Source
+from nvfdiag.pipeline import diagnose
+from report_schema import validated
+
+CATALOG = cat.load_catalog()
+DEPLOYED = (
+    "2026-01-01 10:00:05,000 - ClientRunner - ERROR - [identity=site-1, "
+    "run=8c4f6a38-0f9b-4b1e-9a43-3f2a1e5d8b11] - Exception in task execution"
+)
+TB = "Traceback (most recent call last):"
+CLIENT = '  File "/opt/site-1/8c4f6a38/app_site-1/custom/client.py", line 41, in main'
+EXPIRED = (
+    "ssl.SSLCertVerificationError: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
+    "certificate has expired (_ssl.c:1007)"
+)
+DURING = "During handling of the above exception, another exception occurred:"
+CAUSE = "The above exception was the direct cause of the following exception:"
+POOL = (
+    "HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with url: "
+    "/bert-base-uncased/resolve/main/config.json (Caused by SSLError(SSLCertVerificationError(1, "
+    "'[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: certificate has expired (_ssl.c:1007)')))"
+)
+
+
+def report(texts):
+    lines = [Line("evidence.txt", None, i + 1, text) for i, text in enumerate(texts)]
+    evidence = Evidence(sources=[Source("evidence.txt", "log", None, "complete", 100)], lines=lines)
+    return validated(diagnose(evidence, CATALOG))
+
+
+def nvflare_handshake(site_packages: str, stdlib: str, sep: str = "/") -> list[str]:
+    """NVFLARE's gRPC driver failing the TLS handshake in the standard library's ssl module."""
+    driver = sep.join([site_packages, "nvflare", "fuel", "f3", "drivers", "grpc_driver.py"])
+    return [
+        f'  File "{driver}", line 210, in connect',
+        "    self.conn.connect()",
+        f'  File "{stdlib}{sep}ssl.py", line 1342, in do_handshake',
+        "    self._sslobj.do_handshake()",
+    ]
+
+
+LINUX = nvflare_handshake("/usr/local/lib/python3.10/dist-packages", "/usr/lib/python3.10")
+
+
+def kit_verdict(frames):
+    done = report([DEPLOYED, TB, *frames, EXPIRED])
+    return done["matched_pattern"], done["confidence"]
+
+
+# -- NVFLARE's own TLS failures stay the kit's ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "frames",
+    [
+        nvflare_handshake(
+            r"C:\Users\bob\miniconda3\envs\fl\Lib\site-packages", r"C:\Users\bob\miniconda3\envs\fl\Lib", "\\"
+        ),
+        nvflare_handshake(r"C:\Program Files\Python311\Lib\site-packages", r"C:\Program Files\Python311\Lib", "\\"),
+        nvflare_handshake("/home/u/.venv/lib64/python3.9/site-packages", "/usr/lib64/python3.9"),
+    ],
+    ids=["windows-conda", "windows-python.org", "fedora-lib64"],
+)
+def test_nvflare_tls_failure_through_another_standard_library_layout_stays_the_kit(frames):
+    """The standard library of Windows (`...\\Lib\\ssl.py`) or Fedora/RHEL (`/usr/lib64/python3.9/ssl.py`) is not
+    the job's code: the handshake below NVFLARE's driver is NVFLARE's, as it is with `/usr/lib/python3.10`."""
+    assert kit_verdict(frames) == kit_verdict(LINUX)
+    assert kit_verdict(frames)[0] == "STARTUP_KIT_EXPIRED"
+
+
+def test_nvflare_tls_failure_through_grpc_compiled_frames_stays_the_kit():
+    """NVFLARE's aio gRPC driver fails in grpc's Cython code, whose frames name a relative `.pyx.pxi` source."""
+    frames = [
+        '  File "/usr/local/lib/python3.10/dist-packages/nvflare/fuel/f3/drivers/aio_grpc_driver.py", line 380, '
+        "in _start_connection",
+        "    await stub.Stream(self._gen())",
+        '  File "src/python/grpcio/grpc/_cython/_cygrpc/aio/call.pyx.pxi", line 155, '
+        "in grpc._cython.cygrpc._AioCall._raise_for_status",
+    ]
+    assert kit_verdict(frames) == kit_verdict(LINUX)
+
+
+def test_nvflare_failure_the_job_caught_and_raised_again_stays_the_kit():
+    """The inner traceback is NVFLARE's handshake; the job's client script caught it and raised its own error with
+    the same words: one chained failure, with NVFLARE frames below the job's call."""
+    outer = [TB, CLIENT, '    raise RuntimeError(f"FL client could not start: {e}") from e']
+    done = report(
+        [
+            DEPLOYED,
+            TB,
+            *LINUX,
+            "ssl.SSLError: handshake failed",
+            "",
+            CAUSE,
+            "",
+            *outer,
+            "RuntimeError: FL client could not start: certificate has expired",
+        ]
+    )
+    assert done["matched_pattern"] == "STARTUP_KIT_EXPIRED", (done["matched_pattern"], done["other_candidates"])
+
+
+@pytest.mark.parametrize(
+    "frames",
+    [
+        [  # the FLARE API session opened from job.py
+            '  File "/home/alice/fl/job.py", line 30, in main',
+            "    sess = new_secure_session('admin@nvidia.com', startup_kit)",
+            '  File "/usr/local/lib/python3.10/dist-packages/nvflare/fuel/flare_api/flare_api.py", line 80, in __init__',
+            "    self.api = AdminAPI(",
+            *LINUX[2:],
+        ],
+        [  # the nvflare CLI's console script
+            '  File "/usr/local/bin/nvflare", line 8, in <module>',
+            "    sys.exit(main())",
+            '  File "/usr/local/lib/python3.10/dist-packages/nvflare/cli.py", line 190, in main',
+            "    handler(prog_args)",
+            *LINUX,
+        ],
+    ],
+    ids=["flare-api-from-job.py", "nvflare-cli"],
+)
+def test_nvflare_frames_below_a_user_or_console_frame_keep_the_kit(frames):
+    assert kit_verdict(frames)[0] == "STARTUP_KIT_EXPIRED"
+
+
+# -- the job's own download stays the job's ---------------------------------------------------------------------
+
+
+def test_a_chained_download_failure_is_the_job_code_not_the_kit():
+    """urllib3's handshake, requests' retry and the job's call print three tracebacks joined by Python's chain
+    sentences: the first two hold no frame of the job, yet they are the same download."""
+    chain = [
+        TB,
+        '  File "/usr/local/lib/python3.10/dist-packages/urllib3/connectionpool.py", line 703, in urlopen',
+        "    httplib_response = self._make_request(",
+        '  File "/usr/lib/python3.10/ssl.py", line 1342, in do_handshake',
+        "    self._sslobj.do_handshake()",
+        EXPIRED,
+        "",
+        DURING,
+        "",
+        TB,
+        '  File "/usr/local/lib/python3.10/dist-packages/requests/adapters.py", line 486, in send',
+        "    resp = conn.urlopen(",
+        '  File "/usr/local/lib/python3.10/dist-packages/urllib3/util/retry.py", line 592, in increment',
+        "    raise MaxRetryError(_pool, url, error or ResponseError(cause))",
+        "urllib3.exceptions.MaxRetryError: " + POOL,
+        "",
+        DURING,
+        "",
+        TB,
+        CLIENT,
+        '    model = AutoModel.from_pretrained("bert-base-uncased")',
+        '  File "/usr/local/lib/python3.10/dist-packages/requests/adapters.py", line 517, in send',
+        "    raise SSLError(e, request=request)",
+        "requests.exceptions.SSLError: " + POOL,
+    ]
+    done = report([DEPLOYED, *chain])
+    assert done["runtime_mode"] == "production"
+    assert done["matched_pattern"] == "USER_CODE_EXCEPTION", (done["matched_pattern"], done["confidence"])
+    assert "STARTUP_KIT_EXPIRED" in [c["pattern"] for c in done["other_candidates"]]
+
+
+def test_a_traceback_after_an_unrelated_one_is_not_its_chain():
+    """Two failures one after the other (no chain sentence between them): NVFLARE's handshake stays the kit's even
+    when the job's own download fails right after it."""
+    download = [TB, CLIENT, "    urllib.request.urlopen(url)", "urllib.error.URLError: <urlopen error timed out>"]
+    done = report([DEPLOYED, TB, *LINUX, EXPIRED, *download])
+    assert done["matched_pattern"] == "STARTUP_KIT_EXPIRED"
