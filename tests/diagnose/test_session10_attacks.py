@@ -10,6 +10,8 @@ hint of a deployed system.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from nvfdiag.match import catalog as cat
 from nvfdiag.model import Evidence, Line, Source
@@ -182,3 +184,75 @@ def test_a_traceback_after_an_unrelated_one_is_not_its_chain():
     download = [TB, CLIENT, "    urllib.request.urlopen(url)", "urllib.error.URLError: <urlopen error timed out>"]
     done = report([DEPLOYED, TB, *LINUX, EXPIRED, *download])
     assert done["matched_pattern"] == "STARTUP_KIT_EXPIRED"
+
+
+# -- the runtime mode: what a simulation's own libraries print is no hint of a deployed system ------------------
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SIMULATION = (FIXTURES / "healthy_real" / "job_stdout.txt").read_text().splitlines()  # a real 2.9 simulation
+SIM_CLIENT = '  File "/tmp/nvflare/simulation/bert/site-1/simulate_job/app_site-1/custom/client.py", line 20, in main'
+VERIFY = "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local issuer certificate"
+
+
+def in_simulation(failure):
+    """The failure printed amid the real simulation's output."""
+    return report(SIMULATION[:60] + failure + SIMULATION[60:])
+
+
+def download(client_frame, error):
+    return [
+        TB,
+        client_frame,
+        '    model = AutoModel.from_pretrained("bert-base-uncased")',
+        '  File "/usr/local/lib/python3.10/dist-packages/huggingface_hub/utils/_http.py", line 93, in send',
+        "    return super().send(request, *args, **kwargs)",
+        error,
+    ]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "requests.exceptions.SSLError: " + POOL.replace("certificate has expired", "unable to get local issuer"),
+        f"httpx.ConnectError: {VERIFY} (_ssl.c:1000)",
+        "ssl.SSLError: [SSL: TLSV1_ALERT_PROTOCOL_VERSION] tlsv1 alert protocol version (_ssl.c:1007)",
+    ],
+    ids=["requests", "httpx", "tls-alert"],
+)
+def test_a_model_download_failing_tls_in_a_simulation_keeps_the_simulation(error):
+    """The client script's model download failed its certificate (a proxy, a stale CA bundle): the job's own call,
+    not a link between participants, so the simulator's own lines decide the mode."""
+    done = in_simulation(download(SIM_CLIENT, error))
+    assert done["runtime_mode"] == "simulation", done["mode_reason"]
+    assert done["matched_pattern"] == "USER_CODE_EXCEPTION"
+
+
+def test_a_model_hub_warning_about_a_certificate_outside_a_traceback_is_no_deployment_hint():
+    """huggingface_hub's retry warning names the web host at port 443 it could not verify."""
+    warning = (
+        f"'(MaxRetryError(\"{POOL}\"), '(Request ID: 4f1c)')' thrown while requesting HEAD https://huggingface.co/x"
+    )
+    done = in_simulation([warning, "RuntimeError: the training loop stopped: loss is nan"])
+    assert done["runtime_mode"] == "simulation", done["mode_reason"]
+
+
+def test_a_certificate_failure_of_nvflare_or_its_overseer_is_still_a_deployment_hint():
+    """The limits of the two rules above: NVFLARE's own handshake in a traceback, and the 2.1-2.3 overseer reached
+    through requests at its HTTPS port 8443, say a deployed system."""
+    overseer = EXPIRED.replace(
+        "ssl.SSLCertVerificationError",
+        "requests.exceptions.SSLError: HTTPSConnectionPool(host='overseer.example.com', port=8443)",
+    )
+    for lines in ([TB, *LINUX, EXPIRED], [overseer]):
+        done = report(lines + ["RuntimeError: the training loop stopped: loss is nan"])
+        assert done["runtime_mode"] == "production", (lines[-1], done["mode_reason"])
+
+
+def test_huggingface_hub_login_output_is_no_admin_console():
+    """`huggingface_hub.login(token=...)` prints `Login successful` (0.20); NVFLARE's admin client does not."""
+    login = ["Your token has been saved to /root/.cache/huggingface/token", "Login successful"]
+    assert (
+        in_simulation(login + ["RuntimeError: the training loop stopped: loss is nan"])["runtime_mode"] == "simulation"
+    )
+    alone = report(login + [TB, '  File "/home/a/fl/client.py", line 3, in <module>', "RuntimeError: loss is nan"])
+    assert alone["runtime_mode"] != "production", alone["mode_reason"]

@@ -49,6 +49,8 @@ class ModeHint:
     reason: str
     keywords: tuple[str, ...] = ()
     weak: bool = False  # says little on its own: outweighed by a hint of the other mode (mode.py)
+    # a fact of NVFLARE's own connections: not read on a traceback that is the job's own call (a download)
+    nvflare_connections_only: bool = False
 
     def may_match(self, lowered: str) -> bool:
         return not self.keywords or any(word in lowered for word in self.keywords)
@@ -258,6 +260,7 @@ def parse_catalog(document: object) -> Catalog:
                 str(e.get("reason")),
                 _keywords(e.get("keywords"), f"mode hint {mode}"),
                 bool(e.get("weak")),
+                bool(e.get("nvflare_connections_only")),
             )
             for e in entries
         )

@@ -426,8 +426,13 @@ def analyse(
     scanned = scan_signals(lines, catalog, flagged, index)
     blocks = find_tracebacks(lines, flagged, index)
     status, job_id, user_job_id = _job_identity(evidence, job_id, job_status)
+    own_lines = frozenset(i for b in job_own_calls(blocks, lines) for i in [*range(b.start, b.end + 1), *b.detail])
     detected, reason = decide_mode(
-        mode, evidence.mode_hints, scanned.find_mode_hints, job_id_given=user_job_id, weak=catalog.weak_mode_reasons
+        mode,
+        evidence.mode_hints,
+        functools.partial(scanned.find_mode_hints, own_calls=own_lines),
+        job_id_given=user_job_id,
+        weak=catalog.weak_mode_reasons,
     )
     raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged, index)
     hits, static = _all_hits(evidence, catalog, scanned, raised, blocks, status, index)
