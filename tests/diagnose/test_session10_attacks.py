@@ -256,3 +256,21 @@ def test_huggingface_hub_login_output_is_no_admin_console():
     )
     alone = report(login + [TB, '  File "/home/a/fl/client.py", line 3, in <module>', "RuntimeError: loss is nan"])
     assert alone["runtime_mode"] != "production", alone["mode_reason"]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["$ kubectl logs job/hello-numpy-sim -n ml"],
+        [
+            "Warning  BackOff  10s (x3 over 40s)  kubelet  Back-off restarting failed container sim in pod hello-numpy-sim"
+        ],
+    ],
+    ids=["kubectl-logs", "pod-back-off"],
+)
+def test_a_simulation_run_as_a_kubernetes_pod_stays_a_simulation(extra):
+    """python job.py runs as a Kubernetes Job on a GPU cluster as it runs in Docker: the platform is weak evidence,
+    the simulator's own lines decide (alone, the platform still says production)."""
+    error = [TB, '  File "/workspace/fl/client.py", line 3, in <module>', "RuntimeError: loss is nan"]
+    assert in_simulation(extra + error)["runtime_mode"] == "simulation"
+    assert report(extra + error)["runtime_mode"] == "production"
