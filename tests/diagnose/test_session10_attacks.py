@@ -274,3 +274,15 @@ def test_a_simulation_run_as_a_kubernetes_pod_stays_a_simulation(extra):
     error = [TB, '  File "/workspace/fl/client.py", line 3, in <module>', "RuntimeError: loss is nan"]
     assert in_simulation(extra + error)["runtime_mode"] == "simulation"
     assert report(extra + error)["runtime_mode"] == "production"
+
+
+def test_nvflare_tls_failure_through_grpc_installed_with_pip_target_stays_the_kit():
+    """A library installed outside site-packages (pip install --target /app/deps) reads as the job's code; below
+    NVFLARE's driver, nothing else explains the failure, so the kit stays the answer at the same confidence."""
+    frames = [
+        '  File "/app/deps/nvflare/fuel/f3/drivers/grpc_driver.py", line 210, in connect',
+        "    self.conn.connect()",
+        '  File "/app/deps/grpc/_channel.py", line 1030, in __call__',
+        "    return _end_unary_response_blocking(state, call, False, None)",
+    ]
+    assert kit_verdict(frames) == kit_verdict(LINUX)
