@@ -65,15 +65,7 @@ class Traceback:
     def job_own_call(self) -> bool:
         """True when the job's code raised the exception or called the code that did, with no NVFLARE frame below
         the job's deepest frame (a download, a data loader): the job's own I/O, not NVFLARE's."""
-        if self.launcher_echo or self.end is None:
-            return False
-        user = [i for i, frame in enumerate(self.frames) if is_user_file(frame[0])]
-        return bool(user) and not any(is_nvflare_file(frame[0]) for frame in self.frames[user[-1] + 1 :])
-
-    @property
-    def nvflare_frame(self) -> bool:
-        """True when a frame of the block is in NVFLARE's own modules."""
-        return any(is_nvflare_file(frame[0]) for frame in self.frames)
+        return not self.launcher_echo and self.end is not None and _job_own_stack(self.frames)
 
     @property
     def third_party(self) -> str | None:
@@ -185,15 +177,23 @@ def block_containing(blocks: list[Traceback], index: int, source: str) -> Traceb
 
 
 def job_own_calls(blocks: list[Traceback], lines: list[Line]) -> list[Traceback]:
-    """The blocks that are the job's own call failing (Traceback.job_own_call), taken per chained failure: every
-    block of a chain whose last (outermost) block is the job's own call and none of whose blocks has an NVFLARE
-    frame (a download's urllib3 -> requests -> job chain); none of a chain with an NVFLARE frame (NVFLARE's failure
-    that the job's code caught and raised again)."""
+    """The blocks that are the job's own call failing, taken per chained failure: the chain's frames read as one
+    stack, outermost block first (each earlier block goes on from where the next one caught it), must pass
+    Traceback.job_own_call's test. A download's urllib3 -> requests -> job chain is the job's; NVFLARE's
+    handshake that the job's code caught and raised again is not; the job's download that NVFLARE's executor
+    wrapped is."""
     own: list[Traceback] = []
     for chain in _chains(blocks, lines):
-        if chain[-1].job_own_call and not any(block.nvflare_frame for block in chain):
+        ended = all(block.end is not None and not block.launcher_echo for block in chain)
+        if ended and _job_own_stack([frame for block in reversed(chain) for frame in block.frames]):
             own.extend(chain)
     return own
+
+
+def _job_own_stack(frames: list[tuple[str, int, str]]) -> bool:
+    """A frame of the job's code, and no NVFLARE frame below the deepest one."""
+    user = [i for i, frame in enumerate(frames) if is_user_file(frame[0])]
+    return bool(user) and not any(is_nvflare_file(frame[0]) for frame in frames[user[-1] + 1 :])
 
 
 def _chains(blocks: list[Traceback], lines: list[Line]) -> list[list[Traceback]]:
