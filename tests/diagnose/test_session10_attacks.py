@@ -186,10 +186,13 @@ RUNNER = [
 ]
 
 
-@pytest.mark.parametrize("above", [[], RUNNER], ids=["script", "in-process-runner"])
+CHECKOUT = [line.replace("/usr/local/lib/python3.10/dist-packages/", "/home/bob/NVFlare/") for line in RUNNER]
+
+
+@pytest.mark.parametrize("above", [[], RUNNER, CHECKOUT], ids=["script", "in-process-runner", "nvflare-checkout"])
 def test_a_chained_download_under_nvflare_s_script_runner_is_the_job_code(above):
-    """NVFLARE's in-process runner (task_script_runner) is above the client script's frame: not below it, so the
-    download chain stays the job's."""
+    """NVFLARE's in-process runner (task_script_runner, installed or from a source checkout) is above the client
+    script's frame: not below it, so the download chain stays the job's."""
     inner = [TB, '  File "/usr/local/lib/python3.10/dist-packages/urllib3/connectionpool.py", line 703, in urlopen']
     outer = [TB, *above, CLIENT, '    hf_hub_download("bert-base-uncased", "config.json")']
     outer += ['  File "/usr/local/lib/python3.10/dist-packages/requests/adapters.py", line 517, in send']
@@ -309,12 +312,9 @@ def test_a_simulation_run_as_a_kubernetes_pod_stays_a_simulation(extra):
     assert report(extra + error)["runtime_mode"] == "production"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a library installed outside site-packages (pip install --target /app/deps, a PEX) reads as the job's "
-    "code: below NVFLARE's driver it makes NVFLARE's handshake the job's own call (USER_CODE_EXCEPTION at high)",
-)
 def test_nvflare_tls_failure_through_grpc_installed_with_pip_target_stays_the_kit():
+    """A library installed outside site-packages (pip install --target /app/deps) sits in the folder NVFLARE is
+    installed in: a library there, not the job's code."""
     frames = [
         '  File "/app/deps/nvflare/fuel/f3/drivers/grpc_driver.py", line 210, in connect',
         "    self.conn.connect()",

@@ -88,6 +88,14 @@ def is_user_file(path: str) -> bool:
     return not is_nvflare_file(path)
 
 
+def _install_root(path: str) -> str:
+    """The folder holding the nvflare package of an NVFLARE file; '' when it is less than two folders deep (`/`,
+    `/app/`, `C:\\`), where the job's own files may live too."""
+    root = path[: _NVFLARE_PATH.search(path).start() + 1]
+    folders = [part for part in re.split(r"[\\/]", root) if part and not part.endswith(":")]
+    return root if len(folders) >= 2 else ""
+
+
 def is_nvflare_file(path: str) -> bool:
     """A module of the nvflare package (installed or a source checkout)."""
     return bool(_NVFLARE_PATH.search(path))
@@ -191,8 +199,10 @@ def job_own_calls(blocks: list[Traceback], lines: list[Line]) -> list[Traceback]
 
 
 def _job_own_stack(frames: list[tuple[str, int, str]]) -> bool:
-    """A frame of the job's code, and no NVFLARE frame below the deepest one."""
-    user = [i for i, frame in enumerate(frames) if is_user_file(frame[0])]
+    """A frame of the job's code, and no NVFLARE frame below the deepest one. A file in the folder NVFLARE is
+    installed in (pip install --target /app/deps: /app/deps/grpc/...) is a library there, not the job's code."""
+    roots = {_install_root(path) for path, _, _ in frames if is_nvflare_file(path)} - {""}
+    user = [i for i, frame in enumerate(frames) if is_user_file(frame[0]) and not frame[0].startswith(tuple(roots))]
     return bool(user) and not any(is_nvflare_file(frame[0]) for frame in frames[user[-1] + 1 :])
 
 
