@@ -322,3 +322,18 @@ def test_nvflare_tls_failure_through_grpc_installed_with_pip_target_stays_the_ki
         "    return _end_unary_response_blocking(state, call, False, None)",
     ]
     assert kit_verdict(frames) == kit_verdict(LINUX)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "curl: (60) SSL certificate problem: certificate has expired",
+        "  Issued certificate has expired.",
+        "fatal: unable to access 'https://github.com/org/fl-data.git/': SSL certificate problem: certificate has expired",
+    ],
+    ids=["curl", "wget", "git"],
+)
+def test_a_command_line_download_failing_its_certificate_is_no_deployment_hint(line):
+    """A data-preparation step fetching with curl, wget or git prints these in a simulation's output too."""
+    done = in_simulation([line, "RuntimeError: the training loop stopped: loss is nan"])
+    assert done["runtime_mode"] == "simulation", done["mode_reason"]
