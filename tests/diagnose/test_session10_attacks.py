@@ -337,3 +337,21 @@ def test_a_command_line_download_failing_its_certificate_is_no_deployment_hint(l
     """A data-preparation step fetching with curl, wget or git prints these in a simulation's output too."""
     done = in_simulation([line, "RuntimeError: the training loop stopped: loss is nan"])
     assert done["runtime_mode"] == "simulation", done["mode_reason"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "curl: (60) SSL certificate problem: certificate has expired",
+        "urllib.error.URLError: <urlopen error [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
+        "certificate has expired (_ssl.c:1007)>",
+    ],
+    ids=["curl", "urllib"],
+)
+def test_a_failed_data_download_then_the_missing_data_is_the_data_path_not_the_kit(line):
+    """A site's data step fetched its data with curl or urllib and failed its certificate, then the client script
+    found no data: the web download's line is not NVFLARE's connection, so the kit row does not win at high."""
+    missing = "FileNotFoundError: [Errno 2] No such file or directory: '/data/site-1/train.csv'"
+    done = report([DEPLOYED, line, TB, CLIENT, "    df = pd.read_csv(args.data)", missing])
+    assert done["matched_pattern"] == "DATA_PATH_NOT_FOUND", (done["matched_pattern"], done["confidence"])
+    assert "STARTUP_KIT_EXPIRED" in [c["pattern"] for c in done["other_candidates"]]

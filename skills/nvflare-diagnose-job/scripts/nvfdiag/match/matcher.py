@@ -180,24 +180,31 @@ def _third_party(hits: dict[str, list[Hit]], catalog: Catalog, blocks: list[Trac
 
 
 def _job_own_calls(hits: dict[str, list[Hit]], catalog: Catalog, blocks: list[Traceback], lines) -> dict:
-    """Hits of rows that mean NVFLARE's own connections (nvflare_connections_only) on a traceback the job's code
-    raised with no NVFLARE frame below it (in the whole chained failure) are loose: the job's own download or
-    connection failed, not NVFLARE's."""
+    """Hits of rows that mean NVFLARE's own connections (nvflare_connections_only) are loose on a traceback the job's
+    code raised with no NVFLARE frame below it (in the whole chained failure) and on a web download's line (the
+    catalog's web_downloads): the job's own download or connection failed, not NVFLARE's."""
     own = job_own_calls(blocks, lines)
-    if not own:
-        return hits
+    web = catalog.web_downloads
     out = {}
     for row_id, row_hits in hits.items():
         if not catalog.row(row_id).nvflare_connections_only:
             out[row_id] = row_hits
             continue
-        out[row_id] = [
-            replace(h, loose=True, basis=f"{h.basis}; raised in the job's own call, with no NVFLARE frame below it")
-            if h.index is not None and block_containing(own, h.index, lines[h.index].source) is not None
-            else h
-            for h in row_hits
-        ]
+        out[row_id] = [_own_call_hit(h, own, web, lines) for h in row_hits]
     return out
+
+
+def _own_call_hit(hit: Hit, own: list[Traceback], web, lines) -> Hit:
+    if hit.index is None:
+        return hit
+    line = lines[hit.index]
+    if block_containing(own, hit.index, line.source) is not None:
+        return replace(
+            hit, loose=True, basis=f"{hit.basis}; raised in the job's own call, with no NVFLARE frame below it"
+        )
+    if web is not None and web.search(line.text[:4096]):
+        return replace(hit, loose=True, basis=f"{hit.basis}; on a web download's line, not NVFLARE's connection")
+    return hit
 
 
 def _split_static(hits: dict[str, list[Hit]], lines, evidence: Evidence) -> tuple[dict, dict]:
