@@ -92,6 +92,7 @@ def test_an_exported_job_folder_does_not_outweigh_deployed_evidence():
             "command line running job.py",
             "numbered run (run=N): a deployed system's job numbering",
             "Docker deployment in the evidence",
+            "deployment platform (Kubernetes/Helm) in the evidence",
             "gRPC connection error between participants (deployed system)",
         }
     )

@@ -49,6 +49,8 @@ class ModeHint:
     reason: str
     keywords: tuple[str, ...] = ()
     weak: bool = False  # says little on its own: outweighed by a hint of the other mode (mode.py)
+    # a fact of NVFLARE's own connections: not read on a traceback that is the job's own call (a download)
+    nvflare_connections_only: bool = False
 
     def may_match(self, lowered: str) -> bool:
         return not self.keywords or any(word in lowered for word in self.keywords)
@@ -110,6 +112,8 @@ class Catalog:
     fallback_cases: tuple[actions.ActionCase, ...] = ()  # the fallback's wording per runtime mode
     user_calls: tuple[usercalls.UserCall, ...] = ()  # NVFLARE's internal names -> the user's job.py call
     release_mismatch: str = ""  # said first when a name under nvflare. is missing (a job for another release)
+    # lines of a web download (urllib, a host at port 443, curl, wget, git): never NVFLARE's own connection
+    web_downloads: re.Pattern | None = None
 
     def row(self, pattern_id: str) -> Row:
         return next(r for r in self.rows if r.id == pattern_id)
@@ -258,6 +262,7 @@ def parse_catalog(document: object) -> Catalog:
                 str(e.get("reason")),
                 _keywords(e.get("keywords"), f"mode hint {mode}"),
                 bool(e.get("weak")),
+                bool(e.get("nvflare_connections_only")),
             )
             for e in entries
         )
@@ -269,7 +274,15 @@ def parse_catalog(document: object) -> Catalog:
         fallback_cases=actions.parse_cases(document["fallback"], "fallback", CatalogError),
         user_calls=usercalls.parse_user_calls(document, CatalogError),
         release_mismatch=_release_mismatch(document),
+        web_downloads=_web_downloads(document),
     )
+
+
+def _web_downloads(document: dict) -> re.Pattern | None:
+    """The optional `web_downloads.regex` (see the catalog's comment)."""
+    if document.get("web_downloads") is None:
+        return None
+    return _compile(_need(document, "web_downloads", dict, "the catalog").get("regex"), "web_downloads")
 
 
 def _release_mismatch(document: dict) -> str:

@@ -25,7 +25,7 @@ from .mode import AMBIGUOUS, decide_mode
 from .refine import Candidate, Demoted, rank_candidates
 from .rounds import Rounds, rounds_before
 from .scan import MARKER, Hit, scan_signals
-from .tracebacks import Traceback, block_containing, find_tracebacks
+from .tracebacks import Traceback, block_containing, find_tracebacks, job_own_calls
 from .usercalls import UserCall
 
 READ_WHOLE_OR_PART = ("complete", "truncated", "partial")
@@ -385,11 +385,17 @@ def analyse(
     scanned = scan_signals(lines, catalog, flagged, index)
     blocks = find_tracebacks(lines, flagged, index)
     status, job_id, user_job_id = _job_identity(evidence, job_id, job_status)
+    own = job_own_calls(blocks, lines)
+    own_lines = frozenset(i for b in own for i in [*range(b.start, b.end + 1), *b.detail])
     detected, reason = decide_mode(
-        mode, evidence.mode_hints, scanned.find_mode_hints, job_id_given=user_job_id, weak=catalog.weak_mode_reasons
+        mode,
+        evidence.mode_hints,
+        functools.partial(scanned.find_mode_hints, own_calls=own_lines),
+        job_id_given=user_job_id,
+        weak=catalog.weak_mode_reasons,
     )
     raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged, index)
-    hits, static = _all_hits(evidence, catalog, scanned, raised, blocks, status, index)
+    hits, static = _all_hits(evidence, catalog, scanned, raised, blocks, own, status, index)
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged, status)
     an = Analysis(
         evidence,
@@ -432,7 +438,7 @@ def _job_identity(
     return status, job_id, user_job_id
 
 
-def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, status, index) -> tuple[dict, dict]:
+def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, own, status, index) -> tuple[dict, dict]:
     """Every row's hits (scanned signals a raiser does not shadow, structured conditions, raisers', exits'), loose
     on third-party tracebacks and contested where the evidence disagrees; split from the static-only rows."""
     lines = evidence.lines
@@ -441,7 +447,7 @@ def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, sta
         _merge(scanned_hits, _structured_hits(catalog, blocks, status, raised.not_user_evidence)), raised.hits
     )
     hits = _merge(hits, _exit_hits(lines, catalog, index))
-    hits = foreign_tracebacks.loosen(hits, catalog, blocks, lines)
+    hits = foreign_tracebacks.loosen(hits, catalog, blocks, own, lines)
     hits = dissent.contest(hits, lines, blocks, catalog)
     return _split_static(hits, lines, evidence)
 

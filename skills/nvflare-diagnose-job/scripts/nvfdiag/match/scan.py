@@ -44,7 +44,8 @@ class Hit:
 class ScanResult:
     hits: dict[str, list[Hit]] = field(default_factory=dict)
     markers: list[tuple[int, str]] = field(default_factory=list)
-    find_mode_hints: Callable[[], dict[str, list[str]]] = dict  # {mode: [reasons]}, looked for when called
+    # {mode: [reasons]}, looked for when called (optional keyword own_calls: see _mode_hints)
+    find_mode_hints: Callable[..., dict[str, list[str]]] = field(default=lambda **_: {})
 
     @property
     def mode_hints(self) -> dict[str, list[str]]:
@@ -177,15 +178,31 @@ def _markers(lines: list[Line], index: TextIndex, skip) -> list[tuple[int, str]]
     return out
 
 
-def _mode_hints(lines: list[Line], catalog: Catalog, index: TextIndex, skip) -> dict[str, list[str]]:
-    """Each mode hint once: the first non-skipped line holding one of its keywords where its regex matches."""
+def _mode_hints(
+    lines: list[Line], catalog: Catalog, index: TextIndex, skip, own_calls: frozenset[int] = frozenset()
+) -> dict[str, list[str]]:
+    """Each mode hint once: the first non-skipped line holding one of its keywords where its regex matches.
+    The hints of NVFLARE's own connections (nvflare_connections_only) do not read `own_calls` (the lines of
+    tracebacks that are the job's own call) nor a web download's line (the catalog's web_downloads)."""
     out: dict[str, list[str]] = {}
     for mode, entries in catalog.mode_hints.items():
         for hint in entries:
-            found = _first_match(lines, index, hint, skip)
+            if hint.nvflare_connections_only:
+                found = _first_connection_match(lines, index, hint, set(skip) | own_calls, catalog.web_downloads)
+            else:
+                found = _first_match(lines, index, hint, skip)
             if found is not None:
                 out.setdefault(mode, []).append((found, hint.reason))
     return {mode: [reason for _, reason in sorted(pairs)] for mode, pairs in out.items()}
+
+
+def _first_connection_match(lines: list[Line], index: TextIndex, hint, unread: set[int], web) -> int | None:
+    """_first_match, passing over the lines of a web download (`web`, a regex, or None)."""
+    while (found := _first_match(lines, index, hint, unread)) is not None:
+        if web is None or not web.search(lines[found].text[:MAX_SCAN_CHARS]):
+            return found
+        unread.add(found)
+    return None
 
 
 def _first_match(lines: list[Line], index: TextIndex, hint, skip) -> int | None:

@@ -21,6 +21,14 @@ _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Exit
 # NVFLARE also raises exceptions without such a suffix (JobNotFound, ComponentNotAuthorized, SessionClosed).
 _CAMEL_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)(?::\s|$)")
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/lib/python", "\\lib\\python", "<frozen", "<string>")
+# Library files the markers miss: the standard library under lib64 (Fedora, RHEL) or in a Windows install's `Lib`
+# folder, and the Cython sources of a compiled extension (grpc's `src/python/grpcio/grpc/_cython/...pyx.pxi`).
+_LIBRARY_PATH = re.compile(r"[\\/]lib64[\\/]python\d|^[A-Za-z]:\\(?:[^\\]+\\)*Lib\\|\.(?:pyx|pxi|pxd)$")
+# The sentences Python prints between the tracebacks of one chained failure (the cause first).
+_CHAIN = re.compile(
+    r"^(During handling of the above exception, another exception occurred|"
+    r"The above exception was the direct cause of the following exception):?$"
+)
 # NVFLARE's own modules, also from a source checkout (`pip install -e`): nvflare/<one of its top-level packages>/.
 _NVFLARE_PATH = re.compile(
     r"[\\/]nvflare[\\/](?:(?:apis|app_common|app_opt|client|collab|dashboard|edge|fuel|fuel_opt|job_config|lighter"
@@ -54,15 +62,6 @@ class Traceback:
         return user[-1] if user else None
 
     @property
-    def job_own_call(self) -> bool:
-        """True when the job's code raised the exception or called the code that did, with no NVFLARE frame below
-        the job's deepest frame (a download, a data loader): the job's own I/O, not NVFLARE's."""
-        if self.launcher_echo or self.end is None:
-            return False
-        user = [i for i, frame in enumerate(self.frames) if is_user_file(frame[0])]
-        return bool(user) and not any(is_nvflare_file(frame[0]) for frame in self.frames[user[-1] + 1 :])
-
-    @property
     def third_party(self) -> str | None:
         """The package of the deepest frame when the traceback ends in third-party code (not the job's, not
         NVFLARE's) and has no frame in the job's code: its own kind, neither user code nor a missing traceback.
@@ -78,7 +77,17 @@ class Traceback:
 
 def is_user_file(path: str) -> bool:
     """User code, unless it lives in site-packages, the standard library, a frozen/eval module or NVFLARE itself."""
-    return not any(marker in path for marker in _LIBRARY_MARKERS) and not is_nvflare_file(path)
+    if any(marker in path for marker in _LIBRARY_MARKERS) or _LIBRARY_PATH.search(path):
+        return False
+    return not is_nvflare_file(path)
+
+
+def _install_root(path: str) -> str:
+    """The folder holding the nvflare package of an NVFLARE file; '' when it is less than two folders deep (`/`,
+    `/app/`, `C:\\`), where the job's own files may live too."""
+    root = path[: _NVFLARE_PATH.search(path).start() + 1]
+    folders = [part for part in re.split(r"[\\/]", root) if part and not part.endswith(":")]
+    return root if len(folders) >= 2 else ""
 
 
 def is_nvflare_file(path: str) -> bool:
@@ -167,3 +176,57 @@ def block_containing(blocks: list[Traceback], index: int, source: str) -> Traceb
         if block.source == source and block.start <= index <= end:
             return block
     return None
+
+
+def job_own_calls(blocks: list[Traceback], lines: list[Line]) -> list[Traceback]:
+    """The blocks that are the job's own call failing, taken per chained failure: the chain's frames read as one
+    stack, outermost block first (each earlier block goes on from where the next one caught it), must pass
+    _job_own_stack's test (the job's code raised the exception or called the code that did, no NVFLARE frame
+    below the job's deepest frame). A download's urllib3 -> requests -> job chain is the job's; NVFLARE's
+    handshake that the job's code caught and raised again is not; the job's download that NVFLARE's executor
+    wrapped is."""
+    own: list[Traceback] = []
+    for chain in _chains(blocks, lines):
+        ended = all(block.end is not None and not block.launcher_echo for block in chain)
+        if ended and _job_own_stack([frame for block in reversed(chain) for frame in block.frames]):
+            own.extend(chain)
+    return own
+
+
+def _job_own_stack(frames: list[tuple[str, int, str]]) -> bool:
+    """A frame of the job's code, and no NVFLARE frame below the deepest one. A file in the folder NVFLARE is
+    installed in (pip install --target /app/deps: /app/deps/grpc/...) is a library there, not the job's code."""
+    roots = {_install_root(path) for path, _, _ in frames if is_nvflare_file(path)} - {""}
+    user = [i for i, frame in enumerate(frames) if is_user_file(frame[0]) and not frame[0].startswith(tuple(roots))]
+    return bool(user) and not any(is_nvflare_file(frame[0]) for frame in frames[user[-1] + 1 :])
+
+
+def _chains(blocks: list[Traceback], lines: list[Line]) -> list[list[Traceback]]:
+    """Blocks grouped by chained failure: a block joins the previous one when only blank lines, the previous
+    block's message lines and at least one of Python's chain sentences lie between them."""
+    chains: list[list[Traceback]] = []
+    for block in blocks:
+        if chains and _chained(chains[-1][-1], block, lines):
+            chains[-1].append(block)
+        else:
+            chains.append([block])
+    return chains
+
+
+def _chained(previous: Traceback, block: Traceback, lines: list[Line]) -> bool:
+    if previous.end is None or (previous.source, previous.site) != (block.source, block.site):
+        return False
+    between = range(previous.end + 1, block.start)
+    if len(between) > MAX_DETAIL_LINES + 4:
+        return False
+    sentences = 0
+    for index in between:
+        line = lines[index]
+        text = line.text[:4096].strip()
+        if (line.source, line.site) != (block.source, block.site):
+            return False
+        if _CHAIN.match(text):
+            sentences += 1
+        elif text and index not in previous.detail:
+            return False
+    return sentences > 0
