@@ -1,7 +1,9 @@
-"""Test support: the live processes running a given Python script (read from /proc)."""
+"""Test support: the live processes running a given Python script (read from /proc), and a pid that ran and ended."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from autofl_core.trial import processes
@@ -21,3 +23,10 @@ def running(script: Path) -> list[int]:
         if argv[2:3] == [str(script).encode()] and state not in (None, "Z", "X"):
             found.append(int(entry.name))
     return found
+
+
+def dead_pid() -> int:
+    """The pid of a process that ran and was reaped."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid

@@ -29,13 +29,6 @@ IMPORTER = REPO / "skills" / "nvflare-autofl" / "scripts" / "job_importer.py"
 NAMESPACE = os.stat("/proc/self/ns/pid").st_ino
 
 
-def _dead_pid() -> int:
-    """The pid of a process that ran and was reaped."""
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
-
-
 def _record(pid: int, started: int | None, namespace: int = NAMESPACE) -> str:
     return f"{pid} {'-' if started is None else started} {namespace}\n"
 
@@ -52,7 +45,7 @@ def _folder(root: Path, suffix: str, owner: str | None) -> Path:
 
 def test_a_folder_whose_owner_ended_is_removed_and_a_live_ones_is_kept(tmp_path):
     _state, started = processes.state_and_start(os.getpid())
-    dead = _folder(tmp_path, "dead0000", _record(_dead_pid(), 1))
+    dead = _folder(tmp_path, "dead0000", _record(live_processes.dead_pid(), 1))
     live = _folder(tmp_path, "live0000", _record(os.getpid(), started))
     assert dryrun_folder.sweep(tmp_path) == [dead.name]
     assert not dead.exists() and (live / "out" / "record-1.json").is_file()
@@ -68,11 +61,11 @@ def test_what_the_sweep_leaves_alone(tmp_path):
     """No record (a folder being made), an unreadable record, a record made in another PID namespace (a container
     sharing the temp folder), a record that is a symlink, another name (the cache folder, a user's), and a symlink
     to a dead owner's folder: neither the link nor its target is touched."""
-    dead = _record(_dead_pid(), 1)
+    dead = _record(live_processes.dead_pid(), 1)
     kept = [
         _folder(tmp_path, "nofile00", None),
         _folder(tmp_path, "garbage0", "the owner\n"),
-        _folder(tmp_path, "otherns0", _record(_dead_pid(), 1, NAMESPACE + 1)),
+        _folder(tmp_path, "otherns0", _record(live_processes.dead_pid(), 1, NAMESPACE + 1)),
     ]
     target = _folder(tmp_path.parent, "outside0", dead)  # a dead owner's folder outside, reached only by links
     kept.append(target)
@@ -136,7 +129,7 @@ def test_a_probe_folder_whose_maker_was_killed_is_swept_by_the_next_probe(tmp_pa
 
 
 def test_make_sweeps_first_and_records_this_process(tmp_path):
-    dead = _folder(tmp_path, "dead0000", _record(_dead_pid(), 1))
+    dead = _folder(tmp_path, "dead0000", _record(live_processes.dead_pid(), 1))
     made = dryrun_folder.make(tmp_path)
     assert not dead.exists()
     assert dryrun_folder.NAME.fullmatch(made.name) and made.stat().st_mode & 0o777 == 0o700

@@ -34,12 +34,6 @@ sealed = pytest.mark.skipif(not dryrun.available(), reason="this host cannot sea
 # --- 1. the sweep of dry-run folders -----------------------------------------------------------------------------
 
 
-def _dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
-
-
 def _record(pid: int, started: int | None = None) -> str:
     return f"{pid} {'-' if started is None else started} {NAMESPACE}\n"
 
@@ -48,7 +42,7 @@ def _run_folder(root: Path, suffix: str = "deadbeef", owner: str | None = None) 
     """A folder as a dry run killed by SIGKILL leaves it (owner gone unless `owner` says otherwise)."""
     folder = root / f"{dryrun_folder.PREFIX}{suffix}"
     folder.mkdir(mode=0o700)
-    (folder / dryrun_folder.OWNER).write_text(owner or _record(_dead_pid()), encoding="ascii")
+    (folder / dryrun_folder.OWNER).write_text(owner or _record(live_processes.dead_pid()), encoding="ascii")
     return folder
 
 
@@ -59,7 +53,7 @@ def _precious(root: Path) -> Path:
     (keep / "data.txt").write_text("keep me", encoding="utf-8")
     (keep / "deep" / "more.txt").write_text("keep me too", encoding="utf-8")
     # A dead owner's record, so a sweep that followed a link to here would take it for a leftover.
-    (keep / dryrun_folder.OWNER).write_text(_record(_dead_pid()), encoding="ascii")
+    (keep / dryrun_folder.OWNER).write_text(_record(live_processes.dead_pid()), encoding="ascii")
     return keep
 
 
@@ -133,7 +127,7 @@ def test_an_owner_record_that_is_a_symlink_a_fifo_or_huge_keeps_its_folder(tmp_p
     temp = tmp_path / "tmp"
     temp.mkdir()
     elsewhere = tmp_path / "record"
-    elsewhere.write_text(_record(_dead_pid()), encoding="ascii")
+    elsewhere.write_text(_record(live_processes.dead_pid()), encoding="ascii")
     linked = temp / f"{dryrun_folder.PREFIX}symlink0"
     linked.mkdir()
     (linked / dryrun_folder.OWNER).symlink_to(elsewhere)
@@ -181,7 +175,7 @@ def test_names_that_nearly_match_and_the_record_cache_are_kept(tmp_path, name):
     temp.mkdir()
     folder = temp / name
     folder.mkdir(mode=0o700)
-    (folder / dryrun_folder.OWNER).write_text(_record(_dead_pid()), encoding="ascii")
+    (folder / dryrun_folder.OWNER).write_text(_record(live_processes.dead_pid()), encoding="ascii")
     (folder / "x.json").write_text("{}", encoding="utf-8")
     assert dryrun_folder.sweep(temp) == []
     assert (folder / "x.json").is_file()

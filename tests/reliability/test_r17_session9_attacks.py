@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import live_processes
 import pytest
 from autofl_core.common import cli
 from autofl_core.importer import api, dryrun, dryrun_folder, fallbacks, runner_view
@@ -36,12 +37,6 @@ sealed = pytest.mark.skipif(not dryrun.available(), reason="this host cannot sea
 
 
 # --- 1. the sweep of owned folders --------------------------------------------------------------------------------
-
-
-def _dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
 
 
 def _folder(root: Path, suffix: str, record: str | None) -> Path:
@@ -66,7 +61,7 @@ def test_a_record_naming_a_pid_no_process_can_have_never_fails_the_run_that_swee
 def test_a_file_or_a_folder_where_the_other_is_expected_is_left_alone(tmp_path):
     """A regular file named like an owned folder, and an owned folder whose `owner` entry is a folder holding a
     dead owner's record: nothing is removed."""
-    dead = f"{_dead_pid()} - {NAMESPACE}\n"
+    dead = f"{live_processes.dead_pid()} - {NAMESPACE}\n"
     named_file = tmp_path / f"{dryrun_folder.PREFIX}file0000"
     named_file.write_text(dead, encoding="ascii")
     odd = _folder(tmp_path, "recdir00", None)
@@ -93,7 +88,7 @@ def test_two_sweepers_racing_over_the_same_dead_folders_both_finish_and_keep_the
     """Two runs start at once and sweep the same dead owners' trees: neither raises, the live owner's folder is
     untouched, and nothing is left that a later sweep could not take (a dead folder left half removed still has
     its dead owner's record, or has lost it and is taken once old)."""
-    dead = [_folder(tmp_path, f"dead{index:04d}", f"{_dead_pid()} - {NAMESPACE}\n") for index in range(6)]
+    dead = [_folder(tmp_path, f"dead{index:04d}", f"{live_processes.dead_pid()} - {NAMESPACE}\n") for index in range(6)]
     for folder in dead:
         for depth in range(3):
             nested = folder.joinpath(*[f"d{level}" for level in range(depth + 1)])
