@@ -18,7 +18,7 @@ from pathlib import Path
 
 import live_processes
 import pytest
-from autofl_core.importer import dryrun_folder
+from autofl_core.importer import dryrun
 from autofl_core.trial import owned_folders, processes, seal
 
 pytestmark = pytest.mark.timeout(60)
@@ -34,12 +34,12 @@ def _record(pid: int, started: int | None, namespace: int = NAMESPACE) -> str:
 
 
 def _folder(root: Path, suffix: str, owner: str | None) -> Path:
-    folder = root / f"{dryrun_folder.PREFIX}{suffix}"
+    folder = root / f"{dryrun.FOLDER_PREFIX}{suffix}"
     folder.mkdir(mode=0o700)
     (folder / "out").mkdir()
     (folder / "out" / "record-1.json").write_text("{}", encoding="utf-8")
     if owner is not None:
-        (folder / dryrun_folder.OWNER).write_text(owner, encoding="ascii")
+        (folder / owned_folders.OWNER).write_text(owner, encoding="ascii")
     return folder
 
 
@@ -47,14 +47,14 @@ def test_a_folder_whose_owner_ended_is_removed_and_a_live_ones_is_kept(tmp_path)
     _state, started = processes.state_and_start(os.getpid())
     dead = _folder(tmp_path, "dead0000", _record(live_processes.dead_pid(), 1))
     live = _folder(tmp_path, "live0000", _record(os.getpid(), started))
-    assert dryrun_folder.sweep(tmp_path) == [dead.name]
+    assert owned_folders.sweep(tmp_path, dryrun.FOLDER_PREFIX) == [dead.name]
     assert not dead.exists() and (live / "out" / "record-1.json").is_file()
 
 
 def test_a_live_pid_that_started_at_another_time_is_not_the_owner(tmp_path):
     _state, started = processes.state_and_start(os.getpid())
     reused = _folder(tmp_path, "reused00", _record(os.getpid(), started + 1))  # the pid, used again since
-    assert dryrun_folder.sweep(tmp_path) == [reused.name]
+    assert owned_folders.sweep(tmp_path, dryrun.FOLDER_PREFIX) == [reused.name]
 
 
 def test_what_the_sweep_leaves_alone(tmp_path):
@@ -70,14 +70,14 @@ def test_what_the_sweep_leaves_alone(tmp_path):
     target = _folder(tmp_path.parent, "outside0", dead)  # a dead owner's folder outside, reached only by links
     kept.append(target)
     linked_record = _folder(tmp_path, "linkrec0", None)
-    (linked_record / dryrun_folder.OWNER).symlink_to(target / dryrun_folder.OWNER)
-    link = tmp_path / f"{dryrun_folder.PREFIX}link0000"
+    (linked_record / owned_folders.OWNER).symlink_to(target / owned_folders.OWNER)
+    link = tmp_path / f"{dryrun.FOLDER_PREFIX}link0000"
     link.symlink_to(target, target_is_directory=True)
     for name in (f"autofl-dryrun-{os.getuid()}", "autofl-dryrun-run-toolongname", "mine"):
         (tmp_path / name).mkdir()
-        (tmp_path / name / dryrun_folder.OWNER).write_text(dead, encoding="ascii")
+        (tmp_path / name / owned_folders.OWNER).write_text(dead, encoding="ascii")
     before = sorted(p.name for p in tmp_path.iterdir())
-    assert dryrun_folder.sweep(tmp_path) == []
+    assert owned_folders.sweep(tmp_path, dryrun.FOLDER_PREFIX) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert link.is_symlink() and all((folder / "out" / "record-1.json").is_file() for folder in kept)
 
@@ -93,7 +93,7 @@ def test_a_folder_its_maker_left_without_a_record_is_removed_once_old(tmp_path):
     then = time.time() - owned_folders.UNRECORDED_SECONDS - 60
     for folder in (old, half, other):
         os.utime(folder, (then, then))
-    assert sorted(dryrun_folder.sweep(tmp_path)) == sorted([old.name, half.name])
+    assert sorted(owned_folders.sweep(tmp_path, dryrun.FOLDER_PREFIX)) == sorted([old.name, half.name])
     assert (fresh / "out" / "record-1.json").is_file() and (other / "out" / "record-1.json").is_file()
 
 
@@ -130,10 +130,12 @@ def test_a_probe_folder_whose_maker_was_killed_is_swept_by_the_next_probe(tmp_pa
 
 def test_make_sweeps_first_and_records_this_process(tmp_path):
     dead = _folder(tmp_path, "dead0000", _record(live_processes.dead_pid(), 1))
-    made = dryrun_folder.make(tmp_path)
+    made = owned_folders.make(tmp_path, dryrun.FOLDER_PREFIX)
     assert not dead.exists()
-    assert dryrun_folder.NAME.fullmatch(made.name) and made.stat().st_mode & 0o777 == 0o700
-    assert dryrun_folder.sweep(tmp_path) == [] and made.is_dir()  # this process is alive: its folder stays
+    assert owned_folders.pattern(dryrun.FOLDER_PREFIX).fullmatch(made.name) and made.stat().st_mode & 0o777 == 0o700
+    assert (
+        owned_folders.sweep(tmp_path, dryrun.FOLDER_PREFIX) == [] and made.is_dir()
+    )  # this process is alive: its folder stays
 
 
 SLOW_PROBE = """import os

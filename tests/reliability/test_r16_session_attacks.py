@@ -21,7 +21,7 @@ from pathlib import Path
 import live_processes
 import pytest
 from autofl_core.common import cli, trees
-from autofl_core.importer import api, dryrun, dryrun_folder
+from autofl_core.importer import api, dryrun
 from autofl_core.trial import owned_folders, processes, seal
 
 pytestmark = pytest.mark.timeout(120)
@@ -40,9 +40,9 @@ def _record(pid: int, started: int | None = None) -> str:
 
 def _run_folder(root: Path, suffix: str = "deadbeef", owner: str | None = None) -> Path:
     """A folder as a dry run killed by SIGKILL leaves it (owner gone unless `owner` says otherwise)."""
-    folder = root / f"{dryrun_folder.PREFIX}{suffix}"
+    folder = root / f"{dryrun.FOLDER_PREFIX}{suffix}"
     folder.mkdir(mode=0o700)
-    (folder / dryrun_folder.OWNER).write_text(owner or _record(live_processes.dead_pid()), encoding="ascii")
+    (folder / owned_folders.OWNER).write_text(owner or _record(live_processes.dead_pid()), encoding="ascii")
     return folder
 
 
@@ -53,7 +53,7 @@ def _precious(root: Path) -> Path:
     (keep / "data.txt").write_text("keep me", encoding="utf-8")
     (keep / "deep" / "more.txt").write_text("keep me too", encoding="utf-8")
     # A dead owner's record, so a sweep that followed a link to here would take it for a leftover.
-    (keep / dryrun_folder.OWNER).write_text(_record(live_processes.dead_pid()), encoding="ascii")
+    (keep / owned_folders.OWNER).write_text(_record(live_processes.dead_pid()), encoding="ascii")
     return keep
 
 
@@ -68,16 +68,16 @@ def test_a_dead_owners_folder_is_removed_and_a_live_runs_folder_is_kept(tmp_path
     dead = _run_folder(temp, "dead0000")
     _state, started = processes.state_and_start(os.getpid())
     live = _run_folder(temp, "live0000", _record(os.getpid(), started))
-    assert dryrun_folder.sweep(temp) == [dead.name]
-    assert not dead.exists() and (live / dryrun_folder.OWNER).is_file()
+    assert owned_folders.sweep(temp, dryrun.FOLDER_PREFIX) == [dead.name]
+    assert not dead.exists() and (live / owned_folders.OWNER).is_file()
 
 
 def test_a_symlink_named_like_a_run_folder_is_never_followed(tmp_path):
     temp, keep = tmp_path / "tmp", _precious(tmp_path)
     temp.mkdir()
-    link = temp / f"{dryrun_folder.PREFIX}linkedto"
+    link = temp / f"{dryrun.FOLDER_PREFIX}linkedto"
     link.symlink_to(keep, target_is_directory=True)
-    assert dryrun_folder.sweep(temp) == []
+    assert owned_folders.sweep(temp, dryrun.FOLDER_PREFIX) == []
     assert link.is_symlink() and _intact(keep)
 
 
@@ -90,7 +90,7 @@ def test_symlinks_inside_a_removed_folder_are_removed_not_followed(tmp_path):
     (dead / "out" / "nested" / "to-file").symlink_to(keep / "data.txt")
     (dead / "out" / "to-deep").symlink_to(keep / "deep", target_is_directory=True)
     os.chmod(dead / "out" / "nested", 0o500)  # a folder left without write permission is emptied too
-    assert dryrun_folder.sweep(temp) == [dead.name]
+    assert owned_folders.sweep(temp, dryrun.FOLDER_PREFIX) == [dead.name]
     assert not dead.exists() and _intact(keep)
 
 
@@ -109,7 +109,7 @@ def test_a_folder_swapped_for_a_symlink_after_its_check_is_not_followed(tmp_path
         return owner
 
     monkeypatch.setattr(owned_folders, "_owner", check_then_swap)
-    dryrun_folder.sweep(temp)
+    owned_folders.sweep(temp, dryrun.FOLDER_PREFIX)
     assert _intact(keep)
     assert not dead.is_symlink()  # the link itself may go; what it points at stays
 
@@ -119,8 +119,8 @@ def test_a_folder_of_another_user_is_kept(tmp_path):
     temp.mkdir()
     other = _run_folder(temp)
     os.chown(other, 65534, 65534)  # nobody
-    assert dryrun_folder.sweep(temp) == []
-    assert (other / dryrun_folder.OWNER).is_file()
+    assert owned_folders.sweep(temp, dryrun.FOLDER_PREFIX) == []
+    assert (other / owned_folders.OWNER).is_file()
 
 
 def test_an_owner_record_that_is_a_symlink_a_fifo_or_huge_keeps_its_folder(tmp_path):
@@ -128,17 +128,17 @@ def test_an_owner_record_that_is_a_symlink_a_fifo_or_huge_keeps_its_folder(tmp_p
     temp.mkdir()
     elsewhere = tmp_path / "record"
     elsewhere.write_text(_record(live_processes.dead_pid()), encoding="ascii")
-    linked = temp / f"{dryrun_folder.PREFIX}symlink0"
+    linked = temp / f"{dryrun.FOLDER_PREFIX}symlink0"
     linked.mkdir()
-    (linked / dryrun_folder.OWNER).symlink_to(elsewhere)
-    fifo = temp / f"{dryrun_folder.PREFIX}fifo0000"
+    (linked / owned_folders.OWNER).symlink_to(elsewhere)
+    fifo = temp / f"{dryrun.FOLDER_PREFIX}fifo0000"
     fifo.mkdir()
-    os.mkfifo(fifo / dryrun_folder.OWNER)  # a blocking read here would hang every importer
+    os.mkfifo(fifo / owned_folders.OWNER)  # a blocking read here would hang every importer
     huge = _run_folder(temp, "huge0000")
-    with open(huge / dryrun_folder.OWNER, "a", encoding="ascii") as handle:
+    with open(huge / owned_folders.OWNER, "a", encoding="ascii") as handle:
         handle.write("0" * 5_000_000)
     started = time.monotonic()
-    assert dryrun_folder.sweep(temp) == []
+    assert owned_folders.sweep(temp, dryrun.FOLDER_PREFIX) == []
     assert time.monotonic() - started < 5
     assert linked.is_dir() and fifo.is_dir() and huge.is_dir()
 
@@ -151,7 +151,7 @@ def test_a_forged_dead_owner_removes_only_the_folder_itself_never_what_it_links_
     forged = _run_folder(temp, "forged00")
     os.link(keep / "data.txt", forged / "hardlink.txt")
     (forged / "sym").symlink_to(keep, target_is_directory=True)
-    assert dryrun_folder.sweep(temp) == [forged.name]
+    assert owned_folders.sweep(temp, dryrun.FOLDER_PREFIX) == [forged.name]
     assert _intact(keep) and (keep / "data.txt").stat().st_nlink == 1
 
 
@@ -175,9 +175,9 @@ def test_names_that_nearly_match_and_the_record_cache_are_kept(tmp_path, name):
     temp.mkdir()
     folder = temp / name
     folder.mkdir(mode=0o700)
-    (folder / dryrun_folder.OWNER).write_text(_record(live_processes.dead_pid()), encoding="ascii")
+    (folder / owned_folders.OWNER).write_text(_record(live_processes.dead_pid()), encoding="ascii")
     (folder / "x.json").write_text("{}", encoding="utf-8")
-    assert dryrun_folder.sweep(temp) == []
+    assert owned_folders.sweep(temp, dryrun.FOLDER_PREFIX) == []
     assert (folder / "x.json").is_file()
 
 
@@ -185,8 +185,9 @@ SWEEP_IN_TMPDIR = """
 import sys, tempfile
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from autofl_core.importer import dryrun_folder
-folder = dryrun_folder.make(Path(tempfile.gettempdir()))
+from autofl_core.importer import dryrun
+from autofl_core.trial import owned_folders
+folder = owned_folders.make(Path(tempfile.gettempdir()), dryrun.FOLDER_PREFIX)
 print(folder)
 """
 
@@ -308,7 +309,7 @@ def test_an_interrupt_as_the_sandbox_starts_never_leaves_it_running(
     if alive:
         os.killpg(started[0], signal.SIGKILL)
     assert not alive, "the dry run's sandbox outlived the interrupt"
-    assert not list(private_cache.glob(f"{dryrun_folder.PREFIX}*"))
+    assert not list(private_cache.glob(f"{dryrun.FOLDER_PREFIX}*"))
 
 
 def test_a_probe_ended_by_an_interrupt_leaves_nothing_in_the_temp_folder(tmp_path):

@@ -23,7 +23,7 @@ from pathlib import Path
 import live_processes
 import pytest
 from autofl_core.common import cli
-from autofl_core.importer import api, dryrun, dryrun_folder, fallbacks, runner_view
+from autofl_core.importer import api, dryrun, fallbacks, runner_view
 from autofl_core.runner import runargs
 from autofl_core.runner.outcome import CampaignError
 from autofl_core.trial import eval_job, eval_job_match, owned_folders, processes
@@ -40,11 +40,11 @@ sealed = pytest.mark.skipif(not dryrun.available(), reason="this host cannot sea
 
 
 def _folder(root: Path, suffix: str, record: str | None) -> Path:
-    folder = root / f"{dryrun_folder.PREFIX}{suffix}"
+    folder = root / f"{dryrun.FOLDER_PREFIX}{suffix}"
     folder.mkdir(mode=0o700)
     (folder / "out.json").write_text("{}", encoding="utf-8")
     if record is not None:
-        (folder / dryrun_folder.OWNER).write_text(record, encoding="ascii")
+        (folder / owned_folders.OWNER).write_text(record, encoding="ascii")
     return folder
 
 
@@ -53,7 +53,7 @@ def test_a_record_naming_a_pid_no_process_can_have_never_fails_the_run_that_swee
     """A record's pid beyond what the kernel hands out (a lie, or damage) names no process: its folder is a dead
     owner's, and the sweep (run first by every dry run's `make`) goes on instead of raising OverflowError."""
     dead = _folder(tmp_path, "toobig00", f"{pid} - {NAMESPACE}\n")
-    assert dryrun_folder.sweep(tmp_path) == [dead.name]
+    assert owned_folders.sweep(tmp_path, dryrun.FOLDER_PREFIX) == [dead.name]
     made = owned_folders.make(tmp_path, "autofl-r17-")
     assert (made / owned_folders.OWNER).is_file()
 
@@ -62,14 +62,14 @@ def test_a_file_or_a_folder_where_the_other_is_expected_is_left_alone(tmp_path):
     """A regular file named like an owned folder, and an owned folder whose `owner` entry is a folder holding a
     dead owner's record: nothing is removed."""
     dead = f"{live_processes.dead_pid()} - {NAMESPACE}\n"
-    named_file = tmp_path / f"{dryrun_folder.PREFIX}file0000"
+    named_file = tmp_path / f"{dryrun.FOLDER_PREFIX}file0000"
     named_file.write_text(dead, encoding="ascii")
     odd = _folder(tmp_path, "recdir00", None)
-    (odd / dryrun_folder.OWNER).mkdir()
-    (odd / dryrun_folder.OWNER / dryrun_folder.OWNER).write_text(dead, encoding="ascii")
+    (odd / owned_folders.OWNER).mkdir()
+    (odd / owned_folders.OWNER / owned_folders.OWNER).write_text(dead, encoding="ascii")
     past = time.time() - owned_folders.UNRECORDED_SECONDS - 60
     os.utime(odd, (past, past))  # old, but it has an `owner` entry: not a folder its maker left unrecorded
-    assert dryrun_folder.sweep(tmp_path) == []
+    assert owned_folders.sweep(tmp_path, dryrun.FOLDER_PREFIX) == []
     assert named_file.read_text() == dead and (odd / "out.json").is_file()
 
 
@@ -77,10 +77,11 @@ RACING_SWEEP = """
 import sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from autofl_core.importer import dryrun_folder
+from autofl_core.importer import dryrun
+from autofl_core.trial import owned_folders
 while time.time() < float(sys.argv[3]):
     pass
-print(len(dryrun_folder.sweep(Path(sys.argv[2]))))
+print(len(owned_folders.sweep(Path(sys.argv[2]), dryrun.FOLDER_PREFIX)))
 """
 
 
@@ -109,11 +110,11 @@ def test_two_sweepers_racing_over_the_same_dead_folders_both_finish_and_keep_the
     ]
     outputs = [racer.communicate(timeout=120) for racer in racers]
     assert [racer.returncode for racer in racers] == [0, 0], [err for _out, err in outputs]
-    assert (live / "out.json").is_file() and (live / dryrun_folder.OWNER).is_file()
+    assert (live / "out.json").is_file() and (live / owned_folders.OWNER).is_file()
     past = time.time() - owned_folders.UNRECORDED_SECONDS - 60
     for folder in (folder for folder in dead if folder.exists()):
         os.utime(folder, (past, past))
-    dryrun_folder.sweep(tmp_path)
+    owned_folders.sweep(tmp_path, dryrun.FOLDER_PREFIX)
     assert not any(folder.exists() for folder in dead)
 
 

@@ -25,8 +25,7 @@ import time
 from pathlib import Path
 
 from ..common import bounded, trees
-from ..trial import childenv, seal
-from . import dryrun_folder
+from ..trial import childenv, owned_folders, seal
 from .recorded import NOT_RUN, DryRunRecord, parse
 
 BOOT = Path(__file__).resolve().parent / "dryrun_boot.py"
@@ -41,6 +40,7 @@ TEMP_NAMES = ("TMPDIR", "TEMP", "TMP")
 # Never perturbed: what a trial sets itself, and what locates the machine's interpreter, files and network.
 FIXED_ENV = (childenv.SIMULATOR_ROOT_VAR, *sorted(childenv.LOCATING_NAMES.difference(TEMP_NAMES)))
 HIDDEN = (".nvflare", "autofl_runs")  # the job folder's entries a dry run cannot see (so they are not in its key)
+FOLDER_PREFIX = "autofl-dryrun-run-"  # a run's private folder (trial/owned_folders.py: swept once its maker is gone)
 STORED = ("recorded",)  # the cache folder keeps runs that reached NVFLARE (a raise may be on a file elsewhere)
 PERTURBED_STORED = ("recorded", "raised", "exited")  # a perturbed run of a recorded job: its raise is the values'
 _MEMO: dict[str, dict] = {}  # this process's records (a raise or an exit too: the same answer within one command)
@@ -229,7 +229,8 @@ class Session:
             return True
         if not available(self.python):
             return False
-        self.trial_dir = dryrun_folder.make(Path(tempfile.gettempdir()))  # a killed caller's folder goes here
+        # a killed caller's folder goes here
+        self.trial_dir = owned_folders.make(Path(tempfile.gettempdir()), FOLDER_PREFIX)
         out = self.trial_dir / "out"
         out.mkdir()
         (self.trial_dir / "tmp").mkdir()  # a trial's private temp folder; in the sandbox its writes vanish (tmpfs)

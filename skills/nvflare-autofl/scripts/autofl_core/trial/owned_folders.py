@@ -10,7 +10,7 @@ either its `owner` record is a regular file that reads as one made in this PID n
 such process, a zombie, or another process holding the pid), or it has no `owner` entry at all and was last changed
 more than UNRECORDED_SECONDS ago (its maker was killed between making it and renaming the record into it, which
 takes microseconds). A folder of a live owner, one still being made, or anything else is left alone. Used for the
-dry run's folders (`importer/dryrun_folder.py`) and the sandbox probe's scratch folders (`seal.py`). Usage::
+dry run's folders (`importer/dryrun.py`) and the sandbox probe's scratch folders (`seal.py`). Usage::
 
     folder = make(Path(tempfile.gettempdir()), "autofl-probe-")   # the folders of dead owners are removed first
 """
