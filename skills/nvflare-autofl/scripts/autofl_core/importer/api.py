@@ -25,7 +25,7 @@ from . import argparse_flow as ap
 from . import data_shaping, display, real_parser, recipes
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
 from .budget import FIELDS, fixed_budget, unresolved_notes  # noqa: F401  (FIELDS re-exported)
-from .files import UNPARSABLE, Overlay, Workspace, load_job
+from .files import UNPARSABLE, Overlay, Workspace, load_job, parsed
 from .objective import build_objective, empty_objective
 from .reach import ScriptParser, forwarded_options, reaching_options
 from .recipe_raises import would_raise
@@ -148,10 +148,10 @@ def _script_tree(job_name: str, script: str | None, read_file: Callable) -> tupl
     text = read_file(rel)
     if text is None:
         return rel, None, [{"field": "trust.train_script", "reason": f"{rel} is missing or unreadable"}]
-    try:
-        return rel, ast.parse(text), []
-    except UNPARSABLE:
+    tree = parsed(text)
+    if tree is None:
         return rel, None, [{"field": "trust.train_script", "reason": f"{rel} does not parse; its imports are unknown"}]
+    return rel, tree, []
 
 
 def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ScriptParser:
@@ -400,12 +400,8 @@ def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
     at NVFLARE's entry points (a job that trains by other means would train in it)."""
 
     def imports(text: str | None) -> set[str]:
-        try:
-            tree = ast.parse(text or "")
-        except UNPARSABLE:
-            return set()
         names = set()
-        for node in ast.walk(tree):
+        for node in ast.walk(parsed(text) or ast.Module([], [])):
             if isinstance(node, ast.Import):
                 names.update(a.name.split(".")[0] for a in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:

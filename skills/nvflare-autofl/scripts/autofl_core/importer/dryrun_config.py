@@ -6,7 +6,7 @@
   folder and the parser's options are what the run recorded. The static reading keeps what no run records (option
   lines, refusal lines, the schema's contract, data shaping, noise sources, `recipe_args`, a budget field the run
   left without a value) and input errors; a metric-direction conflict is judged again on the recorded key metric.
-  A refusal no single run settles (`held`: a budget reading the environment, files, random numbers or the clock,
+  A refusal no single run settles (a budget reading the environment, files, random numbers or the clock,
   the job's own `nvflare`, a non-training family) keeps the static config whole. A budget field an environment
   variable moves is unresolved.
 - A recorded non-training job: refused, naming the class and its family.
@@ -25,7 +25,7 @@ from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, admission_error
 from .argparse_flow import NO_VALUE_ACTIONS, first_by_dest
 from .budget import FIELDS, unresolved_notes
 from .objective import DEFAULT_KEY_METRIC
-from .real_parser import argparse_class
+from .real_parser import ACTION_NAMES
 from .recorded import DryRunRecord
 from .schema import budget_mismatches, comparison_args, comparison_keys, schema_unapplied
 from .surface import FAMILY_LABELS
@@ -59,15 +59,6 @@ def summary(record: DryRunRecord | None) -> dict:
     elif record.reason:
         out["reason"] = record.reason
     return out
-
-
-def held(config: dict) -> bool:
-    """True when the static reading refuses for a reason no single run settles (see the module docstring)."""
-    if (config.get("job") or {}).get("family") in NOT_TRAINING:
-        return True
-    if any(e["code"] not in SETTLED_BY_RUNNING for e in config["admission_errors"]):
-        return True
-    return _unpinnable(config)
 
 
 def _unpinnable(config: dict) -> bool:
@@ -318,12 +309,6 @@ def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]
     return found
 
 
-ACTION_NAMES = {  # argparse's action class names (as a dry run records them), by the `action=` each stands for
-    argparse_class(name).__name__: name
-    for name in "store store_true store_false store_const count append append_const extend boolean_optional version".split()
-}
-
-
 def real_parser(config: dict, record: DryRunRecord) -> None:
     """The parser's facts (its settings, every option's default and parsed value) are the real parser's, with the
     job.py line of each option the reading saw; the schema's comparison arguments and notes are read again."""
@@ -407,9 +392,10 @@ def apply(
         config["import"]["support"] = {"status": "unsupported", "reason": fallback}
     metric = config["objective"].get("requested_metric")
     family = recorded.family(record) if record.status == "recorded" and fallback is None else None
-    settles = not held(config)  # the static reading refuses for nothing a run cannot settle
     kept = [e for e in config["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
-    if family == "training" and not (_unpinnable(config) or config["job"].get("family") in NOT_TRAINING):
+    held = _unpinnable(config) or config["job"].get("family") in NOT_TRAINING  # no single run settles these
+    settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
+    if family == "training" and not held:
         fold(config, record, moved, env_moved or {}, trust_for)  # what the run settles goes; `kept` stays below
         kept = [e for e in kept if e["code"] not in JUDGED_ON_THE_RECORD]  # judged below on the recorded metric
     elif family in NOT_TRAINING and settles:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from .files import UNPARSABLE
+from .files import parsed
 from .recorded import DryRunRecord, StoodIn
 
 CATCHING = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -27,7 +27,7 @@ def refusal(record: DryRunRecord, read_file: Callable[[str], str | None]) -> str
     spans: dict[str, tuple[list, list]] = {}  # per file: the guarded bodies' lines, the asking calls' lines
     for site in record.stood_in_at:
         if site.file not in spans:
-            tree = _parse(read_file(site.file))
+            tree = parsed(read_file(site.file))
             spans[site.file] = ([], []) if tree is None else (guarded_spans(tree), _asking_spans(tree))
         bodies, asking = spans[site.file]
         if any(start <= site.line <= end for start, end in bodies):
@@ -60,13 +60,6 @@ def _asking_spans(tree: ast.Module) -> list[tuple[int, int]]:
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and _name(node.func) in PROBES
     ]
-
-
-def _parse(text: str | None) -> ast.Module | None:
-    try:
-        return ast.parse(text) if text else None
-    except UNPARSABLE:
-        return None
 
 
 def guarded(tree: ast.Module, line: int) -> bool:

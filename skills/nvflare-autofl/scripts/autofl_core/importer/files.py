@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 from pathlib import Path
 
@@ -11,6 +12,14 @@ from .trust import safe_relative
 MAX_SOURCE_BYTES = 2 * 1024 * 1024
 # What ast.parse raises for a text Python cannot read: bad syntax, NUL bytes, nesting too deep for its parser.
 UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
+def parsed(text: str | None) -> ast.Module | None:
+    """The module `text` holds, or None when there is no text or Python cannot parse it (`UNPARSABLE`)."""
+    try:
+        return None if text is None else ast.parse(text)
+    except UNPARSABLE:
+        return None
 
 
 class JobImportError(Exception):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from .files import UNPARSABLE
+from .files import parsed
 
 MODEL_KEYWORDS = ("model", "initial_model")
 MODEL_SUFFIXES = ("Net", "Network", "Model", "CNN", "MLP")
@@ -31,13 +31,9 @@ def scan(files: dict[str, str]) -> list[dict]:
     """Findings in every parsable Python file of `files` (path -> text), in path and line order."""
     found: list[dict] = []
     for path in sorted(files):
-        if not path.endswith(".py"):
-            continue
-        try:
-            tree = ast.parse(files[path])
-        except UNPARSABLE:
-            continue
-        found += _scan_file(path, tree)
+        tree = parsed(files[path]) if path.endswith(".py") else None
+        if tree is not None:
+            found += _scan_file(path, tree)
     return found[:MAX_FINDINGS]
 
 

@@ -62,6 +62,9 @@ _ACTIONS = {
     name: _recording(name)
     for name in "store store_const store_true store_false append append_const count extend boolean_optional".split()
 }
+ACTION_NAMES = {  # argparse's action class names (as a dry run records them), by the `action=` each stands for
+    argparse_class(name).__name__: name for name in (*_ACTIONS, "version")
+}
 
 
 class _JobParser(argparse.ArgumentParser):
