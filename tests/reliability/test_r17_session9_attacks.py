@@ -11,7 +11,6 @@ parses as that value; and one interrupt is raised however the later ones arrive.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import signal
@@ -23,7 +22,7 @@ from pathlib import Path
 import live_processes
 import pytest
 from autofl_core.common import cli
-from autofl_core.importer import api, dryrun, fallbacks, runner_view
+from autofl_core.importer import api, dryrun, fallbacks, recorded, runner_view
 from autofl_core.runner import runargs
 from autofl_core.runner.outcome import CampaignError
 from autofl_core.trial import eval_job, eval_job_match, owned_folders, processes
@@ -150,9 +149,7 @@ def test_two_sweepers_racing_over_the_same_dead_folders_both_finish_and_keep_the
 )
 def test_a_catching_handler_spelled_through_a_name_guards_its_body(source):
     """The handler catches the ImportError however job.py names the exception or `suppress`."""
-    tree = ast.parse(source)
-    line = next(n for n, text in enumerate(source.splitlines(), 1) if text.strip() == "import x")
-    assert fallbacks.guarded(tree, line)
+    assert "job.py line" in _fallback_refusal(source)
 
 
 @pytest.mark.parametrize(
@@ -166,9 +163,14 @@ def test_a_catching_handler_spelled_through_a_name_guards_its_body(source):
 )
 def test_a_handler_that_cannot_catch_the_import_error_guards_nothing(source):
     """The control: names bound to other exceptions or other context managers do not make a fallback."""
-    tree = ast.parse(source)
+    assert _fallback_refusal(source) is None
+
+
+def _fallback_refusal(source: str) -> str | None:
+    """The refusal of a run that stood in for `x` at job.py's `import x` line."""
     line = next(n for n, text in enumerate(source.splitlines(), 1) if text.strip() == "import x")
-    assert not fallbacks.guarded(tree, line)
+    record = recorded.DryRunRecord("recorded", stood_in_at=(recorded.StoodIn("x", "job.py", line),))
+    return fallbacks.refusal(record, lambda rel: source if rel == "job.py" else None)
 
 
 JOB = """import argparse

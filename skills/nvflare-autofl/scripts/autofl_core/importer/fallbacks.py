@@ -62,11 +62,6 @@ def _asking_spans(tree: ast.Module) -> list[tuple[int, int]]:
     ]
 
 
-def guarded(tree: ast.Module, line: int) -> bool:
-    """True when `line` lies in the body of a `try` (or `with suppress(...)`) that would catch an ImportError."""
-    return any(start <= line <= end for start, end in guarded_spans(tree))
-
-
 def guarded_spans(tree: ast.Module) -> list[tuple[int, int]]:
     """The (first, last) lines of each statement in the body of a `try` (or `with suppress(...)`) that would catch
     an ImportError."""
