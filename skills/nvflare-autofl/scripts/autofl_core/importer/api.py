@@ -428,7 +428,7 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
         moved = moves.moving_options(record, args, lambda batch: session.run_many(batch, keep=keep), reached)
         env_moved = moves.moving_env(record, lambda env: session.run(args, env=env, keep=keep), dryrun.FIXED_ENV)
 
-    tree = _parse(workspace.read_file(path.name) or "", path.name)[0]
+    tree = parsed(workspace.read_file(path.name) or "")
 
     def trust_for(script: str | None) -> dict:
         rel, script_tree, _notes = _script_tree(path.name, script, workspace.read_file)
