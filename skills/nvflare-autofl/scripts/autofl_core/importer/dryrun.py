@@ -260,7 +260,6 @@ class Session:
     def _ask(self, batch: list[list[str]], env: dict[str, str]) -> list[dict]:
         outs = [self.trial_dir / "out" / f"record-{self.count + i}.json" for i in range(1, len(batch) + 1)]
         self.count += len(batch)
-        started = time.monotonic()
         runs = [{"out": str(out), "args": args, "env": env} for out, args in zip(outs, batch, strict=True)]
         try:
             self.proc.stdin.write((json.dumps({"runs": runs}) + "\n").encode())
@@ -275,10 +274,9 @@ class Session:
             code = self.proc.poll()
             self.close()
             return [{"status": "sandbox_failed", "reason": f"the dry run ended early (exit {code})"} for _ in batch]
-        seconds = round(time.monotonic() - started, 3)
-        return [self._record(out, seconds) for out in outs]
+        return [self._record(out) for out in outs]
 
-    def _record(self, out: Path, seconds: float) -> dict:
+    def _record(self, out: Path) -> dict:
         """The boot's JSON of one run (a status saying why when there is none), with the session's facts added."""
         try:
             with open(out, "rb") as handle:
@@ -291,7 +289,7 @@ class Session:
         if not isinstance(written, dict):
             return {"status": "malformed", "reason": "the dry run's record is not a JSON object"}
         written.pop("imported", None)  # the JSON before `recorded.parse`: the session's own facts join it
-        return {**written, "seconds": seconds, "root_variable": self.env[childenv.SIMULATOR_ROOT_VAR]}
+        return {**written, "root_variable": self.env[childenv.SIMULATOR_ROOT_VAR]}
 
     def close(self, at_once: bool = False) -> None:
         """End the sandbox (its init ends every process in it) and remove its folder; `at_once` kills it without
