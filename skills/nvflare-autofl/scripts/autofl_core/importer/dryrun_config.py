@@ -393,7 +393,7 @@ def apply(
     metric = config["objective"].get("requested_metric")
     family = recorded.family(record) if record.status == "recorded" and fallback is None else None
     kept = [e for e in config["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
-    held = _unpinnable(config) or config["job"].get("family") in NOT_TRAINING  # no single run settles these
+    held = _unpinnable(config) or (config.get("job") or {}).get("family") in NOT_TRAINING  # no single run settles these
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
     if family == "training" and not held:
         fold(config, record, moved, env_moved or {}, trust_for)  # what the run settles goes; `kept` stays below
