@@ -1,20 +1,25 @@
 """A dry run that stood in for a module job.py imports where a handler would catch its ImportError is refused.
 
 `python job.py` on this host takes the handler; the dry run's stand-in (dryrun_boot._InertFinder) ran the try's
-body. `fallbacks.guarded` says which lines a catching `try` (or `suppress`) covers; the dry-run tests show the
-refusal naming the line, and that a module absent outside such a try still records and is admitted.
+body. `refusal_at` says which lines a catching `try` (or `suppress`) covers (a stand-in imported there is refused);
+the dry-run tests show the refusal naming the line, and that a module absent outside such a try still records and is admitted.
 """
 
 from __future__ import annotations
 
-import ast
 import textwrap
 from pathlib import Path
 
 import pytest
-from autofl_core.importer import api, dryrun, fallbacks
+from autofl_core.importer import api, dryrun, fallbacks, recorded
 
 sealed = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+
+
+def refusal_at(source: str, line: int) -> str | None:
+    """The refusal of a run that stood in for `x` imported at `line` of job.py (`source`)."""
+    record = recorded.DryRunRecord("recorded", stood_in_at=(recorded.StoodIn("x", "job.py", line),))
+    return fallbacks.refusal(record, lambda rel: source if rel == "job.py" else None)
 
 
 @pytest.mark.parametrize(
@@ -33,8 +38,7 @@ sealed = pytest.mark.skipif(not dryrun.available(), reason="this host cannot sea
 )
 def test_a_try_guards_its_body_when_a_handler_catches_an_import_error(handler, caught):
     source = f"try:\n    import x\n    y = 1\n{handler}\n    pass\n"
-    tree = ast.parse(source)
-    assert [fallbacks.guarded(tree, line) for line in (2, 3, 5)] == [caught, caught, False]
+    assert [refusal_at(source, line) is not None for line in (2, 3, 5)] == [caught, caught, False]
 
 
 def test_only_the_body_of_a_catching_try_or_suppress_is_guarded():
@@ -67,9 +71,8 @@ def test_only_the_body_of_a_catching_try_or_suppress_is_guarded():
             raise
         """
     )
-    tree = ast.parse(source)
     lines = {line.strip(): n for n, line in enumerate(source.splitlines(), 1) if line.strip().startswith("import")}
-    guarded = {name for name, line in lines.items() if fallbacks.guarded(tree, line)}
+    guarded = {name for name, line in lines.items() if refusal_at(source, line) is not None}
     assert guarded == {"import e", "import h"}
 
 

@@ -22,11 +22,12 @@ from pathlib import Path
 import live_processes
 import pytest
 from autofl_core.common import cli
-from autofl_core.importer import api, dryrun, fallbacks, recorded, runner_view
+from autofl_core.importer import api, dryrun, runner_view
 from autofl_core.runner import runargs
 from autofl_core.runner.outcome import CampaignError
 from autofl_core.trial import eval_job, eval_job_match, owned_folders, processes
 from test_eval_job import CUSTOM, real_download
+from test_importer_fallbacks import refusal_at
 
 pytestmark = pytest.mark.timeout(600)
 REPO = Path(__file__).resolve().parents[2]
@@ -168,9 +169,7 @@ def test_a_handler_that_cannot_catch_the_import_error_guards_nothing(source):
 
 def _fallback_refusal(source: str) -> str | None:
     """The refusal of a run that stood in for `x` at job.py's `import x` line."""
-    line = next(n for n, text in enumerate(source.splitlines(), 1) if text.strip() == "import x")
-    record = recorded.DryRunRecord("recorded", stood_in_at=(recorded.StoodIn("x", "job.py", line),))
-    return fallbacks.refusal(record, lambda rel: source if rel == "job.py" else None)
+    return refusal_at(source, next(n for n, text in enumerate(source.splitlines(), 1) if text.strip() == "import x"))
 
 
 JOB = """import argparse
