@@ -4,11 +4,13 @@ Usage:
     python evals/blind/sealedrun/make_cases.py [--case NAME ...] [--timeout-scale X]
 
 Each case copies `jobs/<case>/` (with `jobs/common_job.py` as job.py when the case has none) to a temporary folder
-and runs `python job.py --name <case> --workspace <sim root> ...` with the sanitized environment, process-group
-kill and path placeholders of evals/make_real_fixtures.py. It keeps what a user would hand over: `stdout.txt` and,
-from the SimEnv workspace, log.txt and error_log.txt of the server and each site (no startup kits, models or code),
-written under `files/<case>/`. A run that outlives its budget is killed and kept as it stood (a case whose `expect`
-is "timeout" is one the user stopped). Exit 0 when every case ended as expected, 1 otherwise.
+and runs `python job.py --name <case> --workspace <sim root> ...` with the sanitized environment and the path
+placeholders of evals/make_real_fixtures.py. Afterwards job.py and every process naming the temporary folder are
+killed (the simulator starts its workers in sessions of their own). It keeps what a user would hand over, as far as
+the case's `keep` names it: `stdout.txt` and, from the SimEnv workspace, log.txt and error_log.txt of the server and
+each site (no startup kits, models or code), written under `files/<case>/`. A run that outlives its budget is killed
+and kept as it stood (a case whose `expect` is "timeout" is one the user stopped). Exit 0 when every case ended as
+expected, 1 otherwise.
 """
 
 from __future__ import annotations
