@@ -1,7 +1,8 @@
 """The blind set's scoring (evals/blind_set.py): labels, acceptable rows, confident mistakes, floors.
 
-The halves (dev, sealed, sealed2, sealed3) are real failure reports rebuilt as evidence; these tests run the real
-script on them in process, check that no report sits in two halves, and check the judging rules on reports built here.
+The halves (dev, sealed, sealed2, sealed3) are real failure reports rebuilt as evidence, sealedrun holds real failing
+NVFLARE runs; these tests run the real script on them in process, check that no report sits in two halves, that each
+case says where it comes from and names files that exist, and check the judging rules on reports built here.
 """
 
 from __future__ import annotations
@@ -78,6 +79,17 @@ def test_every_half_has_a_floor_and_no_report_is_in_two_halves():
             seen[case["source"]] = name
     realworld = json.loads((REPO / "evals" / "realworld" / "cases.json").read_text(encoding="utf-8"))["cases"]
     assert not {case.get("source") for case in realworld} & set(seen)
+
+
+def test_every_case_says_where_it_comes_from_and_its_files_exist():
+    for name in blind_set.HALVES:
+        for case in blind_set.load_half(name):
+            assert case["provenance"] in ("reconstruction", "real-run"), (name, case["id"])
+            is_url = case["source"].startswith("https://")
+            assert is_url == (case["provenance"] == "reconstruction"), (name, case["id"], case["source"])
+            assert case["release"] and case["reason"] and case["expected"]["matched_pattern"], (name, case["id"])
+            for file in case["files"]:
+                assert (Path(case["files_root"]) / file).exists(), (name, case["id"], file)
 
 
 def test_every_half_holds_its_recorded_floor():

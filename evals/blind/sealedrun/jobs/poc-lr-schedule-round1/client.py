@@ -1,0 +1,48 @@
+"""Client that takes one learning rate per round from --lr_schedule (the job passes only one)."""
+
+import argparse
+
+import numpy as np
+import nvflare.client as flare
+from nvflare.app_common.abstract.fl_model import FLModel
+
+NUM_FEATURES = 8
+TRUE_W = np.linspace(-1.0, 1.0, NUM_FEATURES + 1)
+
+
+def site_data(site_name, n=400, features=NUM_FEATURES):
+    rng = np.random.default_rng(sum(ord(c) for c in site_name))
+    x = np.hstack([rng.normal(size=(n, features)), np.ones((n, 1))])
+    y = (x[:, :NUM_FEATURES] @ TRUE_W[:NUM_FEATURES] + rng.normal(scale=0.5, size=n) > 0).astype(float)
+    return x, y
+
+
+def train(w, x, y, lr=0.05, steps=5):
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(x @ w)))
+        w = w - lr * x.T @ (p - y) / len(y)
+    return w
+
+
+def accuracy(w, x, y):
+    return float(np.mean(((x @ w) > 0).astype(float) == y))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr_schedule", type=str, default="0.1,0.05,0.01", help="one learning rate per round")
+    args = parser.parse_args()
+    lrs = [float(v) for v in args.lr_schedule.split(",")]
+    flare.init()
+    site = flare.get_site_name()
+    x, y = site_data(site)
+    while flare.is_running():
+        model = flare.receive()
+        w = np.asarray(model.params["numpy_key"], dtype=float)
+        acc = accuracy(w, x, y)
+        w = train(w, x, y, lr=lrs[model.current_round])
+        flare.send(FLModel(params={"numpy_key": w}, metrics={"accuracy": acc}, meta={"NUM_STEPS_CURRENT_ROUND": 5}))
+
+
+if __name__ == "__main__":
+    main()
