@@ -21,6 +21,7 @@ from ..untrusted.injection import scan_suspicious
 from . import datapaths, dissent, downstream, exits, foreign_tracebacks, raiser, releases
 from .attribution import dependent_sites, mentioned_sites
 from .catalog import Catalog
+from .jobframes import job_frame, named_scripts
 from .mode import AMBIGUOUS, decide_mode
 from .refine import Candidate, Demoted, rank_candidates
 from .rounds import Rounds, rounds_before
@@ -74,6 +75,7 @@ class Analysis:
     status_in_logs: str | None = None  # a terminal job status the evidence itself prints (not flagged)
     launcher: str | None = None  # how the run was started when the evidence shows it ("nvflare simulator")
     missing_nvflare: str | None = None  # a name under nvflare. the release that ran the job lacks (releases.py)
+    scripts: frozenset[str] = frozenset()  # file names of the scripts the evidence names as run (jobframes.py)
 
     @property
     def facts(self) -> frozenset[str]:
@@ -303,6 +305,8 @@ def _confidence(an: Analysis) -> str:
     primary = an.primary
     if primary is None or primary.row.id == PARTIAL_ID or not primary.strong:
         return "low"
+    if all(h.foreign for h in primary.hits if h.strength == "strong"):
+        return "low"  # e.g. the kit row on a web download's certificate line: not NVFLARE's connection
     runner_up = next((c for c in an.ranked if c is not primary and c.strong), None)
     if runner_up is not None and runner_up.row.priority == primary.row.priority:
         return "low"
@@ -318,7 +322,37 @@ def _confidence(an: Analysis) -> str:
         level = "medium"  # e.g. a kill with neither cleanup nor OOM evidence: the row's own `unexplained` variant
     if _only_other_sites(an, primary):
         level = "medium"  # the direct evidence is another site's view (the server echoing a client's failure)
+    if _job_code_unsure(an, primary):
+        level = "medium"  # a row about the job's code with no frame the evidence shows is the job's
+    if _lone_words(an, primary):
+        level = "medium"  # one regex hit on one bare line: nothing corroborates it
     return level
+
+
+def _job_code_unsure(an: Analysis, primary: Candidate) -> bool:
+    """The row needs the job's code (the job's exception, its data path) and no strong hit lies in a traceback
+    with a frame surely of the job's code (jobframes.py)."""
+    if primary.row.id != USER_CODE_ID and not primary.row.job_code_only:
+        return False
+    lines = an.evidence.lines
+    for hit in primary.hits:
+        if hit.strength != "strong" or hit.index is None:
+            continue
+        block = block_containing(an.tracebacks, hit.index, lines[hit.index].source)
+        if block is not None and job_frame(block, an.scripts) is not None:
+            return False
+    return True
+
+
+def _lone_words(an: Analysis, primary: Candidate) -> bool:
+    """Every strong hit is a catalog regex on the words of one line, no other line or fact supports the row, and
+    that line is not the end of a traceback."""
+    strong = [h for h in primary.hits if h.strength == "strong"]
+    at = {h.index for h in primary.hits}
+    if not all(h.words for h in strong) or len(at) != 1 or None in at:
+        return False
+    index = next(iter(at))
+    return block_containing(an.tracebacks, index, an.evidence.lines[index].source) is None
 
 
 def _default_variant_only(an: Analysis, primary: Candidate) -> bool:
@@ -415,6 +449,7 @@ def analyse(
         kit=kit,
         poc_root=poc_root,
     )
+    an.scripts = named_scripts(line.text for line in lines)
     _refine(an, hits, static, raised.code_lines, index)
     an.primary = an.ranked[0] if an.ranked else None
     _apply_visibility(an, index)

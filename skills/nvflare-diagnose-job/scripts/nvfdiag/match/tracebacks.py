@@ -22,8 +22,12 @@ _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Exit
 _CAMEL_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)(?::\s|$)")
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/lib/python", "\\lib\\python", "<frozen", "<string>")
 # Library files the markers miss: the standard library under lib64 (Fedora, RHEL) or in a Windows install's `Lib`
-# folder, and the Cython sources of a compiled extension (grpc's `src/python/grpcio/grpc/_cython/...pyx.pxi`).
-_LIBRARY_PATH = re.compile(r"[\\/]lib64[\\/]python\d|^[A-Za-z]:\\(?:[^\\]+\\)*Lib\\|\.(?:pyx|pxi|pxd)$")
+# folder, the Cython sources of a compiled extension (grpc's `src/python/grpcio/grpc/_cython/...pyx.pxi`), and a
+# module inside an archive or a PEX's wheel cache (app.pyz/..., deps.zip/..., ~/.pex/installed_wheels/...).
+_LIBRARY_PATH = re.compile(
+    r"[\\/]lib64[\\/]python\d|^[A-Za-z]:\\(?:[^\\]+\\)*Lib\\|\.(?:pyx|pxi|pxd)$"
+    r"|\.(?:pex|pyz|zip|egg|whl)[\\/]|[\\/]\.pex[\\/]"
+)
 # The sentences Python prints between the tracebacks of one chained failure (the cause first).
 _CHAIN = re.compile(
     r"^(During handling of the above exception, another exception occurred|"
