@@ -96,6 +96,17 @@ def test_job_frame_is_the_deepest_frame_in_the_jobs_own_files():
     assert job_frame(find_tracebacks(other)[0], frozenset({"run.py"}))[0] == "/srv/a/run.py"
 
 
+@pytest.mark.parametrize("key", ["pex", "zipapp"])
+def test_a_module_inside_an_archive_is_third_party_code_named_by_its_package(key):
+    """A PEX or a zipapp holds libraries: a traceback ending there with no job frame is third-party code (not a
+    missing traceback, not the job's code)."""
+    lines = [Line("a", None, i, t) for i, t in enumerate(traceback([LIBRARIES_OUTSIDE_SITE_PACKAGES[key]], VALUE))]
+    block = find_tracebacks(lines)[0]
+    assert (block.user_frame, block.third_party) == (None, "pandas")
+    done = run([t.text for t in lines] + ["job status: FINISHED:EXECUTION_EXCEPTION"])
+    assert "CLIENT_TRACEBACK_MISSING" not in done["findings"]
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -205,3 +216,26 @@ def test_a_job_id_a_tracker_prints_as_key_value_is_no_nvflare_job():
     """`job_id=<uuid>` unquoted is not a shape NVFLARE prints (its `{job_id=}` quotes the value)."""
     done = run([f"wandb: run tracker job_id={UUID} (offline)", "RuntimeError: the training loop stopped"], mode="auto")
     assert done["runtime_mode"] == "ambiguous", done["mode_reason"]
+
+
+# -- evidence of another run in the same bundle -----------------------------------------------------------------------
+
+RUN_A = "8c4f6a38-0f9b-4b1e-9a43-3f2a1e5d8b11"
+RUN_B = "5f0c6a2e-8d1b-4c3a-9e7f-2b4d6a8c0e13"
+EARLIER_RUN_OOM = [
+    f"2026-01-01 10:00:05,000 - ClientRunner - ERROR - [identity=site-1, run={RUN_B}] - Exception in task execution",
+    TB,
+    f'  File "/ws/site-1/{RUN_B}/app_site-1/custom/client.py", line 41, in main',
+    "    x = torch.ones(10**12, device='cuda')",
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    f"2026-01-02 11:00:05,000 - ClientRunner - INFO - [identity=site-1, run={RUN_A}] - finished task train",
+]
+
+
+def test_a_failure_of_another_run_in_the_bundle_is_not_a_confident_diagnosis_of_this_job():
+    lines = [Line("site-1/log.txt", "site-1", i + 1, t) for i, t in enumerate(EARLIER_RUN_OOM)]
+    evidence = Evidence(sources=[Source("site-1/log.txt", "log", "site-1", "complete", 100)], lines=lines)
+    this_job = validated(diagnose(evidence, CATALOG, job_id=RUN_A))
+    that_job = validated(diagnose(evidence, CATALOG, job_id=RUN_B))
+    assert (this_job["matched_pattern"], this_job["confidence"]) == ("CUDA_OOM", "medium")
+    assert (that_job["matched_pattern"], that_job["confidence"]) == ("CUDA_OOM", "high")

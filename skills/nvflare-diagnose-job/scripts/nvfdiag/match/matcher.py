@@ -18,10 +18,10 @@ from ..model import Evidence
 from ..read import sites
 from ..textindex import TextIndex
 from ..untrusted.injection import scan_suspicious
-from . import datapaths, dissent, downstream, exits, foreign_tracebacks, raiser, releases
+from . import calibration, datapaths, dissent, downstream, exits, foreign_tracebacks, raiser, releases
 from .attribution import dependent_sites, mentioned_sites
 from .catalog import Catalog
-from .jobframes import job_frame, named_scripts
+from .jobframes import named_scripts
 from .mode import AMBIGUOUS, decide_mode
 from .refine import Candidate, Demoted, rank_candidates
 from .rounds import Rounds, rounds_before
@@ -32,7 +32,7 @@ from .usercalls import UserCall
 READ_WHOLE_OR_PART = ("complete", "truncated", "partial")
 INVISIBLE = ("missing", "permission_denied", "unavailable", "not_streamed")
 PARTIAL_ID = "PARTIAL_LOG_VISIBILITY"
-USER_CODE_ID = "USER_CODE_EXCEPTION"
+USER_CODE_ID = calibration.USER_CODE_ID
 EXIT_ID = "PROCESS_EXIT_NEG9"
 MARKER_WINDOW = 50
 MAX_MARKERS_CHECKED = 200
@@ -322,37 +322,9 @@ def _confidence(an: Analysis) -> str:
         level = "medium"  # e.g. a kill with neither cleanup nor OOM evidence: the row's own `unexplained` variant
     if _only_other_sites(an, primary):
         level = "medium"  # the direct evidence is another site's view (the server echoing a client's failure)
-    if _job_code_unsure(an, primary):
-        level = "medium"  # a row about the job's code with no frame the evidence shows is the job's
-    if _lone_words(an, primary):
-        level = "medium"  # one regex hit on one bare line: nothing corroborates it
+    if calibration.uncorroborated(an.evidence.lines, an.tracebacks, primary, an.scripts, an.job_id):
+        level = "medium"  # see calibration.py: unsure job code, one bare regex line, another run's evidence
     return level
-
-
-def _job_code_unsure(an: Analysis, primary: Candidate) -> bool:
-    """The row needs the job's code (the job's exception, its data path) and no strong hit lies in a traceback
-    with a frame surely of the job's code (jobframes.py)."""
-    if primary.row.id != USER_CODE_ID and not primary.row.job_code_only:
-        return False
-    lines = an.evidence.lines
-    for hit in primary.hits:
-        if hit.strength != "strong" or hit.index is None:
-            continue
-        block = block_containing(an.tracebacks, hit.index, lines[hit.index].source)
-        if block is not None and job_frame(block, an.scripts) is not None:
-            return False
-    return True
-
-
-def _lone_words(an: Analysis, primary: Candidate) -> bool:
-    """Every strong hit is a catalog regex on the words of one line, no other line or fact supports the row, and
-    that line is not the end of a traceback."""
-    strong = [h for h in primary.hits if h.strength == "strong"]
-    at = {h.index for h in primary.hits}
-    if not all(h.words for h in strong) or len(at) != 1 or None in at:
-        return False
-    index = next(iter(at))
-    return block_containing(an.tracebacks, index, an.evidence.lines[index].source) is None
 
 
 def _default_variant_only(an: Analysis, primary: Candidate) -> bool:
