@@ -1,6 +1,6 @@
 """Which traceback frames are surely the job's own code. Pure.
 
-Usage: `scripts = named_scripts(texts)` once per evidence; `job_frame(block, scripts)` -> the deepest frame of
+Usage: `scripts = scripts_in(lines, index)` once per evidence (or `named_scripts(texts)`); `job_frame(block, scripts)` -> the deepest frame of
 `block` that is surely the job's, or None. tracebacks.is_user_file says a frame is not a known library (not
 site-packages, the standard library or NVFLARE); that is not enough to call it the job's: a library on PYTHONPATH,
 in a PEX, a zipapp, a conda env's own folder, a `pip install --target` folder or an editable install reads the
@@ -34,6 +34,14 @@ def named_scripts(texts) -> frozenset[str]:
         if ".py" in text:
             names.update(m.group(1) for pattern in (_COMMAND, _ARGUMENT) for m in pattern.finditer(text))
     return frozenset(names)
+
+
+def scripts_in(lines, index) -> frozenset[str]:
+    """named_scripts of the lines that can name one: those holding `.py` and `python` or `script` (a
+    textindex.TextIndex of the same lines finds them, so the other lines are not read again)."""
+    named = set(index.lines_with("python")) | set(index.lines_with("script"))
+    numbers = sorted(named.intersection(index.lines_with(".py")))
+    return named_scripts(lines[number].text for number in numbers)
 
 
 def is_job_file(path: str, scripts: frozenset[str]) -> bool:

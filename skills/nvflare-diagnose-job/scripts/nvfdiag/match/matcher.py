@@ -21,7 +21,7 @@ from ..untrusted.injection import scan_suspicious
 from . import calibration, datapaths, dissent, downstream, exits, foreign_tracebacks, raiser, releases
 from .attribution import dependent_sites, mentioned_sites
 from .catalog import Catalog
-from .jobframes import named_scripts
+from .jobframes import scripts_in
 from .mode import AMBIGUOUS, decide_mode
 from .refine import Candidate, Demoted, rank_candidates
 from .rounds import Rounds, rounds_before
@@ -322,7 +322,7 @@ def _confidence(an: Analysis) -> str:
         level = "medium"  # e.g. a kill with neither cleanup nor OOM evidence: the row's own `unexplained` variant
     if _only_other_sites(an, primary):
         level = "medium"  # the direct evidence is another site's view (the server echoing a client's failure)
-    if calibration.uncorroborated(an.evidence.lines, an.tracebacks, primary, an.scripts, an.job_id):
+    if calibration.uncorroborated(an, primary):
         level = "medium"  # see calibration.py: unsure job code, one bare regex line, another run's evidence
     return level
 
@@ -421,7 +421,7 @@ def analyse(
         kit=kit,
         poc_root=poc_root,
     )
-    an.scripts = named_scripts(line.text for line in lines)
+    an.scripts = scripts_in(lines, index)
     _refine(an, hits, static, raised.code_lines, index)
     an.primary = an.ranked[0] if an.ranked else None
     _apply_visibility(an, index)
