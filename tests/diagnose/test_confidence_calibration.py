@@ -86,6 +86,14 @@ def test_a_script_the_evidence_names_is_the_job():
     assert (unnamed["matched_pattern"], unnamed["confidence"]) == ("USER_CODE_EXCEPTION", "medium")
 
 
+def test_the_report_points_at_the_jobs_call_into_such_a_library():
+    """The detail names the job's own frame (client.py:12), not the PYTHONPATH library's."""
+    done = run(traceback([f"{SIM_CUSTOM}/client.py", LIBRARIES_OUTSIDE_SITE_PACKAGES["pythonpath"]], VALUE))
+    assert "ValueError in client.py:12 (load)" in done["likely_cause"], done["likely_cause"]
+    alone = run(traceback([LIBRARIES_OUTSIDE_SITE_PACKAGES["pythonpath"]], VALUE))
+    assert "ValueError in readers.py:12 (load)" in alone["likely_cause"], alone["likely_cause"]
+
+
 def test_job_frame_is_the_deepest_frame_in_the_jobs_own_files():
     texts = traceback([f"{SIM_CUSTOM}/client.py", f"{SIM_CUSTOM}/net.py", "/opt/mylibs/torch/nn/module.py"], VALUE)
     lines = [Line("a", None, i, t) for i, t in enumerate(texts)]
