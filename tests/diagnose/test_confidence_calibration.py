@@ -9,8 +9,9 @@ Promises guarded:
 - one catalog regex hit on one bare line (no traceback, no second line, no NVFLARE message template) is at most
   medium, whatever the row.
 
-The shapes come from real reports (NVFLARE issues #149, #2447, #3169: tracebacks through the app's custom folder,
-a source checkout of NVFLARE, a Flower app's site-packages); the paths and messages here are written for the test.
+The layouts are NVFLARE's own (the simulator's simulate_job/app_<site>/custom, a POC site's <job id>/app_<site>/custom);
+the download failures' shapes come from public reports (kubeflow/trainer#2970, PathologyDataScience/BCSS#13); the
+paths and messages here are written for the test.
 """
 
 from __future__ import annotations
