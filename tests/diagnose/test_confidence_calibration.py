@@ -7,7 +7,8 @@ Promises guarded:
 - a certificate failure on a web download's line (curl, wget, urllib) or in the job's own download is not NVFLARE's
   connection: alone it makes the startup-kit row at most low;
 - one catalog regex hit on one bare line (no traceback, no second line, no NVFLARE message template) is at most
-  medium, whatever the row.
+  medium, whatever the row; so is a known job whose evidence is all another run's;
+- a UUID job id hints a running system only in the shapes NVFLARE prints it (`job_id=<uuid>` is a tracker's).
 
 The layouts are NVFLARE's own (the simulator's simulate_job/app_<site>/custom, a POC site's <job id>/app_<site>/custom);
 the download failures' shapes come from public reports (kubeflow/trainer#2970, PathologyDataScience/BCSS#13); the
