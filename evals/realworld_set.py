@@ -9,6 +9,7 @@ case file. Each case of evals/realworld/cases.json carries, besides the eval_che
                  real wordings and shapes, the values made up)
     release      the NVFLARE release the evidence comes from ("2.5.2", "2.4", ...)
     reason       one line: why the expected row is the right answer (the catalog rule that gives it)
+    source       optional: the https URL of the public report a reconstruction takes its facts from
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "evals" / "realworld" / "cases.json"
 FILES = REPO / "evals" / "realworld" / "files"
 PROVENANCES = ("real", "wrapped", "reconstruction")
-OWN_KEYS = ("provenance", "release", "reason")
+OWN_KEYS = ("provenance", "release", "reason", "source")
 MIN_CASES = 30
 
 
@@ -38,6 +39,9 @@ def case_problems(case: dict) -> list[str]:
     reason = case.get("reason")
     if not isinstance(reason, str) or not reason.strip() or "\n" in reason:
         problems.append("reason must be one non-empty line")
+    source = case.get("source")
+    if source is not None and not (isinstance(source, str) and source.startswith("https://") and " " not in source):
+        problems.append("source must be the https URL of the public report")
     if "matched_pattern" not in case.get("expected", {}):
         problems.append("expected must name the row (matched_pattern)")
     for name in case.get("files", []):

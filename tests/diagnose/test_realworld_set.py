@@ -75,6 +75,16 @@ def test_a_case_without_reason_or_with_an_unknown_provenance_is_a_problem():
     assert any("provenance" in p for p in problems) and any("reason" in p for p in problems)
 
 
+def test_a_source_that_is_not_an_https_url_is_a_problem():
+    case = next(case for case in REALWORLD.load_cases()[0] if case["id"] == "rw-rec-pasted-requests-cert")
+    assert case["expected"]["confidence"] == "low"
+    raw = {"id": "x", "prompt": "p", "files": [], "expected": {"matched_pattern": "UNKNOWN"}}
+    raw |= {"provenance": "reconstruction", "release": "2.5", "reason": "r"}
+    assert not any("source" in p for p in REALWORLD.case_problems(raw | {"source": "https://github.com/o/r/issues/1"}))
+    for bad in ("http://example.org/report", "see issue 12", 12):
+        assert any("source" in p for p in REALWORLD.case_problems(raw | {"source": bad})), bad
+
+
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
 def test_realworld_case_in_process(case, capsys, monkeypatch):
     monkeypatch.chdir(REPO)

@@ -357,11 +357,6 @@ def test_a_failed_data_download_then_the_missing_data_is_the_data_path_not_the_k
     assert "STARTUP_KIT_EXPIRED" in [c["pattern"] for c in done["other_candidates"]]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a UUID the client script prints after `job id` (its own tracker's id) reads as a job submitted to a "
-    "running system: strong against the simulator's own lines, so the mode comes out ambiguous",
-)
 def test_the_client_script_printing_its_own_tracker_job_id_keeps_the_simulation():
     tracker = "experiment tracker: job_id=0b7e4c7a-5d0e-4b55-9a0c-2f4f8e0e9d41 (offline)"
     done = in_simulation([tracker, "RuntimeError: the training loop stopped: loss is nan"])

@@ -5,6 +5,8 @@ catalog     load and validate the rendered catalog (references/failure_patterns.
 messages    NVFLARE's own error messages (references/nvflare_messages.json) and finding them in text
 scan        one pass over the lines: catalog signal hits, text mode hints, status markers
 tracebacks  Python tracebacks and whether they pass through user code
+jobframes   which frames are surely the job's own code (its app custom folder, job.py, a script the evidence names)
+calibration  evidence too thin for high: unsure job code, one bare regex line, another run's evidence
 raiser      who raised it decides: the raising frame, the caller chain, NVFLARE's messages, wrappers
 refine      hits -> ranked candidates: the catalog's refinement rules and the precedence
 mode        simulation, production (POC included) or ambiguous

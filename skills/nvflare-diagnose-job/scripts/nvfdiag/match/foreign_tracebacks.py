@@ -5,7 +5,8 @@ confidence at most medium); the catalog flags the rows. Pure.
   the job's code: the library or NVFLARE chose the path or value.
 - `nvflare_connections_only` rows (NVFLARE's TLS, its startup kits) on the job's own failing call (`own`:
   tracebacks.job_own_calls, chains read as one stack) or on a web download's line (the catalog's
-  `web_downloads`): the job's own download or connection failed, not NVFLARE's.
+  `web_downloads`): the job's own download or connection failed, not NVFLARE's. These hits also carry
+  `foreign` (the reason): a row only they support is at most low (matcher._confidence).
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ def _loose_in(hit: Hit, blocks: list[Traceback], lines, why: str) -> Hit:
 
 def _not_nvflares_connection(hit: Hit, own: list[Traceback], web, lines) -> Hit:
     loosened = _loose_in(hit, own, lines, OWN_CALL)
-    if loosened is not hit or hit.index is None or web is None:
-        return loosened
+    if loosened is not hit:
+        return replace(loosened, foreign=OWN_CALL)
+    if hit.index is None or web is None:
+        return hit
     if web.search(lines[hit.index].text[:MAX_LINE]):
-        return replace(hit, loose=True, basis=f"{hit.basis}; {WEB_DOWNLOAD}")
+        return replace(hit, loose=True, basis=f"{hit.basis}; {WEB_DOWNLOAD}", foreign=WEB_DOWNLOAD)
     return hit

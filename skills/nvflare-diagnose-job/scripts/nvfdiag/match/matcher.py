@@ -18,9 +18,10 @@ from ..model import Evidence
 from ..read import sites
 from ..textindex import TextIndex
 from ..untrusted.injection import scan_suspicious
-from . import datapaths, dissent, downstream, exits, foreign_tracebacks, raiser, releases
+from . import calibration, datapaths, dissent, downstream, exits, foreign_tracebacks, raiser, releases
 from .attribution import dependent_sites, mentioned_sites
 from .catalog import Catalog
+from .jobframes import scripts_in
 from .mode import AMBIGUOUS, decide_mode
 from .refine import Candidate, Demoted, rank_candidates
 from .rounds import Rounds, rounds_before
@@ -31,7 +32,7 @@ from .usercalls import UserCall
 READ_WHOLE_OR_PART = ("complete", "truncated", "partial")
 INVISIBLE = ("missing", "permission_denied", "unavailable", "not_streamed")
 PARTIAL_ID = "PARTIAL_LOG_VISIBILITY"
-USER_CODE_ID = "USER_CODE_EXCEPTION"
+USER_CODE_ID = calibration.USER_CODE_ID
 EXIT_ID = "PROCESS_EXIT_NEG9"
 MARKER_WINDOW = 50
 MAX_MARKERS_CHECKED = 200
@@ -74,6 +75,7 @@ class Analysis:
     status_in_logs: str | None = None  # a terminal job status the evidence itself prints (not flagged)
     launcher: str | None = None  # how the run was started when the evidence shows it ("nvflare simulator")
     missing_nvflare: str | None = None  # a name under nvflare. the release that ran the job lacks (releases.py)
+    scripts: frozenset[str] = frozenset()  # file names of the scripts the evidence names as run (jobframes.py)
 
     @property
     def facts(self) -> frozenset[str]:
@@ -303,6 +305,8 @@ def _confidence(an: Analysis) -> str:
     primary = an.primary
     if primary is None or primary.row.id == PARTIAL_ID or not primary.strong:
         return "low"
+    if all(h.foreign for h in primary.hits if h.strength == "strong"):
+        return "low"  # e.g. the kit row on a web download's certificate line: not NVFLARE's connection
     runner_up = next((c for c in an.ranked if c is not primary and c.strong), None)
     if runner_up is not None and runner_up.row.priority == primary.row.priority:
         return "low"
@@ -318,6 +322,8 @@ def _confidence(an: Analysis) -> str:
         level = "medium"  # e.g. a kill with neither cleanup nor OOM evidence: the row's own `unexplained` variant
     if _only_other_sites(an, primary):
         level = "medium"  # the direct evidence is another site's view (the server echoing a client's failure)
+    if calibration.uncorroborated(an, primary):
+        level = "medium"  # see calibration.py: unsure job code, one bare regex line, another run's evidence
     return level
 
 
@@ -415,6 +421,7 @@ def analyse(
         kit=kit,
         poc_root=poc_root,
     )
+    an.scripts = scripts_in(lines, index)
     _refine(an, hits, static, raised.code_lines, index)
     an.primary = an.ranked[0] if an.ranked else None
     _apply_visibility(an, index)

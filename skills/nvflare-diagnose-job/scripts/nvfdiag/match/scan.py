@@ -38,6 +38,10 @@ class Hit:
     wrapper: str = field(default="", compare=False)
     # contested: another source on the same line points at another row (dissent.py): what it is and where it points
     contested: str = field(default="", compare=False)
+    # words: a catalog signal's regex matched the line's words (not a message template, a traceback condition or an
+    # exit); foreign: why the line is not what the row means (a web download's or the job's own connection)
+    words: bool = field(default=False, compare=False)
+    foreign: str = field(default="", compare=False)
 
 
 @dataclass
@@ -94,7 +98,7 @@ def scan_signals(
                 strength[row_id][number] = (sig.strength, sig.after_partner, rule_basis(row_id, sig), sig.loose)
     for row_id, numbers in strength.items():
         if numbers:
-            result.hits[row_id] = [Hit(row_id, n, *numbers[n]) for n in sorted(numbers)[:MAX_HITS_PER_ROW]]
+            result.hits[row_id] = [Hit(row_id, n, *numbers[n], words=True) for n in sorted(numbers)[:MAX_HITS_PER_ROW]]
     result.markers = _markers(lines, index, skip)
     result.find_mode_hints = functools.partial(_mode_hints, lines, catalog, index, skip)
     return result

@@ -22,8 +22,12 @@ _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Exit
 _CAMEL_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)(?::\s|$)")
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/lib/python", "\\lib\\python", "<frozen", "<string>")
 # Library files the markers miss: the standard library under lib64 (Fedora, RHEL) or in a Windows install's `Lib`
-# folder, and the Cython sources of a compiled extension (grpc's `src/python/grpcio/grpc/_cython/...pyx.pxi`).
-_LIBRARY_PATH = re.compile(r"[\\/]lib64[\\/]python\d|^[A-Za-z]:\\(?:[^\\]+\\)*Lib\\|\.(?:pyx|pxi|pxd)$")
+# folder, the Cython sources of a compiled extension (grpc's `src/python/grpcio/grpc/_cython/...pyx.pxi`), and a
+# module inside an archive or a PEX's wheel cache (app.pyz/..., deps.zip/..., ~/.pex/installed_wheels/...).
+_ARCHIVE = re.compile(r"\.(?:pex|pyz|zip|egg|whl)[\\/]|[\\/]\.pex[\\/]")
+_LIBRARY_PATH = re.compile(
+    r"[\\/]lib64[\\/]python\d|^[A-Za-z]:\\(?:[^\\]+\\)*Lib\\|\.(?:pyx|pxi|pxd)$|" + _ARCHIVE.pattern
+)
 # The sentences Python prints between the tracebacks of one chained failure (the cause first).
 _CHAIN = re.compile(
     r"^(During handling of the above exception, another exception occurred|"
@@ -35,7 +39,7 @@ _NVFLARE_PATH = re.compile(
     r"|metrics|private|recipe|security|tool|utils|widgets)[\\/]|cli(?:_exception)?\.py$)"
 )
 # The launcher's own summary of a failed simulation is not user code, even though job.py is on its stack.
-_PACKAGE = re.compile(r"(?:site|dist)-packages[\\/]([A-Za-z_][\w]{0,40})[\\/]")
+_PACKAGE = re.compile(r"(?:(?:site|dist)-packages|\.(?:pex|pyz|zip|egg|whl))[\\/]([A-Za-z_][\w]{0,40})[\\/]")
 _LAUNCHER_ECHO = re.compile(r"Simulation failed with return code")
 MAX_BLOCK_LINES = 400
 MAX_DETAIL_LINES = 6
@@ -69,10 +73,10 @@ class Traceback:
         if self.launcher_echo or self.end is None or not self.frames or self.user_frame is not None:
             return None
         path = self.frames[-1][0]
-        if is_nvflare_file(path) or not any(marker in path for marker in _LIBRARY_MARKERS[:4]):
+        if is_nvflare_file(path) or not (any(m in path for m in _LIBRARY_MARKERS[:4]) or _ARCHIVE.search(path)):
             return None
-        found = _PACKAGE.search(path)
-        return found.group(1) if found else ""
+        found = _PACKAGE.findall(path)  # the innermost: a PEX keeps its wheels under ~/.pex/installed_wheels/
+        return found[-1] if found else ""
 
 
 def is_user_file(path: str) -> bool:

@@ -15,6 +15,7 @@ from .. import logline
 from ..match import actions, raiser, rounds
 from ..match.attribution import failing_sites, hit_site
 from ..match.dissent import SECOND_OPINION
+from ..match.jobframes import job_frame
 from ..match.matcher import STATIC_ONLY, SUPPORTING
 from ..match.refine import TRANSIENT_ON_COMPLETION
 from ..match.scan import MARKER, MAX_HITS_PER_ROW
@@ -203,7 +204,8 @@ def _other_candidates(an) -> list[dict]:
 
 
 def _traceback_detail(an) -> str:
-    """`ExcType in file.py:line (function)` for the primary's traceback through user code, if identifiable."""
+    """`ExcType in file.py:line (function)` for the primary's traceback through user code, if identifiable: the
+    deepest frame surely of the job's code (jobframes.py), else the deepest frame that is not a known library."""
     for hit in an.primary.hits if an.primary else []:
         if hit.index is None:
             continue
@@ -214,7 +216,7 @@ def _traceback_detail(an) -> str:
             return f"{exc} raised in third-party code{package}, with no frame of the job's code in the traceback"
         if block is None or not block.user_frame:
             continue
-        path, number, func = block.user_frame
+        path, number, func = job_frame(block, an.scripts) or block.user_frame
         name = re.split(r"[\\/]", path)[-1]
         parts = [p for p in (block.exc_type, name, func) if p and _IDENT.match(p)]
         module = raiser.raised_in(block)

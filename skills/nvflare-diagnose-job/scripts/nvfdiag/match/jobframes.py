@@ -1,0 +1,57 @@
+"""Which traceback frames are surely the job's own code. Pure.
+
+Usage: `scripts = scripts_in(lines, index)` once per evidence (or `named_scripts(texts)`); `job_frame(block, scripts)` -> the deepest frame of
+`block` that is surely the job's, or None. tracebacks.is_user_file says a frame is not a known library (not
+site-packages, the standard library or NVFLARE); that is not enough to call it the job's: a library on PYTHONPATH,
+in a PEX, a zipapp, a conda env's own folder, a `pip install --target` folder or an editable install reads the
+same. A frame is surely the job's where the evidence shows it:
+- NVFLARE's layout for the job's code: an app's `custom` folder or an `app_<site>` run folder (the simulator's
+  simulate_job, a POC or production site's <job id> folder), or job.py;
+- a Python file the evidence names as the script run: a `python x.py` command line, or a `script=` /
+  `train_script=` argument (ScriptRunner, the recipes).
+Everything else is unsure, and a row that needs the job's code on it stays below high (matcher._confidence).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .tracebacks import Traceback, is_user_file
+
+_JOB_LAYOUT = re.compile(r"[\\/](?:custom|app_[\w.@-]{1,64}|simulate_job)[\\/]|(?:^|[\\/])job\.py$")
+_SEP = re.compile(r"[\\/]")
+# `python3 -u path/x.py`, `python x.py` (options before the file), `script="x.py"`, `train_script='src/x.py'`
+_COMMAND = re.compile(r"(?:^|[\s$#>])python[\d.]*(?:\s+-[A-Za-z]+)*\s+(?:\S*[\\/])?([\w.-]{1,80}\.py)\b")
+_ARGUMENT = re.compile(r"\b(?:train_)?script\s*=\s*[\"'](?:[^\"']*[\\/])?([\w.-]{1,80}\.py)[\"']")
+MAX_LINE = 4096  # characters of a line read for script names
+
+
+def named_scripts(texts) -> frozenset[str]:
+    """File names of the Python scripts the evidence names as run (command lines, script arguments)."""
+    names = set()
+    for text in texts:
+        text = text[:MAX_LINE]
+        if ".py" in text:
+            names.update(m.group(1) for pattern in (_COMMAND, _ARGUMENT) for m in pattern.finditer(text))
+    return frozenset(names)
+
+
+def scripts_in(lines, index) -> frozenset[str]:
+    """named_scripts of the lines that can name one: those holding `.py` and `python` or `script` (a
+    textindex.TextIndex of the same lines finds them, so the other lines are not read again)."""
+    named = set(index.lines_with("python")) | set(index.lines_with("script"))
+    numbers = sorted(named.intersection(index.lines_with(".py")))
+    return named_scripts(lines[number].text for number in numbers)
+
+
+def is_job_file(path: str, scripts: frozenset[str]) -> bool:
+    """A file surely of the job's code: not a library, and in NVFLARE's job layout or a named script."""
+    if not is_user_file(path):
+        return False
+    return bool(_JOB_LAYOUT.search(path)) or _SEP.split(path)[-1] in scripts
+
+
+def job_frame(block: Traceback, scripts: frozenset[str]) -> tuple[str, int, str] | None:
+    """The deepest frame of `block` in a file surely of the job's code, or None."""
+    own = [frame for frame in block.frames if is_job_file(frame[0], scripts)]
+    return own[-1] if own else None
