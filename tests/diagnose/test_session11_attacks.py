@@ -2,7 +2,7 @@
 
 Promises guarded:
 - a correct diagnosis of the job's own exception stays high on real NVFLARE output: 2.9 SimEnv runs (in-process,
-  an external process, a script in a package folder, a module the script imports, the `nvflare simulator` CLI on
+  an external process whose output NVFLARE echoes as INFO records, a script in a package folder, a module the script imports, the `nvflare simulator` CLI on
   an exported job with a workspace of any name), a real POC run, Windows paths and the 2.0-2.8 run layouts;
 - a library is not the job's code because a folder on its path is named `custom` or `app_<x>`: only an app's
   `custom` folder is NVFLARE's layout for the job's code;
@@ -23,6 +23,7 @@ from nvfdiag.match import catalog as cat
 from nvfdiag.model import Evidence, Line, Source
 from nvfdiag.pipeline import diagnose
 from nvfdiag.read import evidence as ev
+from nvfdiag.read import prefixes
 from report_schema import validated
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,14 +83,24 @@ def test_real_2_9_simulations_of_a_raise_in_the_client_are_a_high_user_code_exce
     assert (*verdict(done), done["runtime_mode"]) == ("USER_CODE_EXCEPTION", "high", "simulation")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the simulator's concise console writes 2.9's echo of an external script as `<time> - INFO - <line>`, "
-    "with no logger name to tell it from NVFLARE's own records: the traceback is not read",
-)
 def test_the_external_process_console_of_a_real_2_9_simulation_is_a_high_user_code_exception():
+    """The concise console writes the echo as `<time> - INFO - <line>`, with no logger name."""
     done = from_files([REAL / "simenv_external_process_console.txt"])
-    assert verdict(done) == ("USER_CODE_EXCEPTION", "high")
+    assert (*verdict(done), done["runtime_mode"]) == ("USER_CODE_EXCEPTION", "high", "simulation")
+
+
+ECHO_2_9 = "2026-12-06 21:16:17,258 - ExternalProcessBackend - INFO - "
+CONCISE = "2026-12-06 21:16:17,258 - INFO - "
+
+
+@pytest.mark.parametrize("prefix", [ECHO_2_9, CONCISE], ids=["log.txt", "concise-console"])
+def test_only_the_traceback_lines_of_2_9s_external_process_echo_are_peeled(prefix):
+    """ExternalProcessBackend also logs its own INFO records: those stay records, the script's traceback is read."""
+    script = [TB, '  File "/ws/site-1/simulate_job/app_site-1/custom/client.py", line 60, in main', "    main()", VALUE]
+    own = ["launching external trainer (launch 1)", "trainer readiness confirmed from site-1.simulate_job.trainer_1"]
+    texts = [prefix + text for text in own + script]
+    peeler = prefixes.detect(texts)
+    assert [peeler.peel(text)[0] for text in texts] == texts[: len(own)] + script
 
 
 def test_a_real_poc_run_of_a_raise_in_the_client_is_a_high_user_code_exception():
