@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..match.tracebacks import exception_name
+from ..pylines import is_traceback_line
 
 SAMPLE = 200  # non-blank lines looked at to decide which wrappers a source carries
 QUICK = 20  # of which the first ones must already show a wrapper before all are looked at
@@ -49,7 +49,6 @@ _FLOWER = re.compile(r"\[([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*)@([A-Za-z0-9][A-Za-z0-9.
 # SubprocessLauncher, 2.9's ExternalProcessBackend (launch_external_process=True; utils/process_utils.py).
 _CONCISE_ECHO = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{1,6} - INFO - ")
 _CONCISE_TRACEBACK = " - INFO - Traceback (most recent call last):"
-_TRACEBACK_STARTS = ("Traceback (most recent call last):", "During handling of", "The above exception was")
 _ECHO_LOGGERS = ("SubprocessLauncher - INFO - ", "ExternalProcessBackend - INFO - ")
 _ECHO = re.compile(
     r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{1,6} - (?:[\w.]{1,200}\.)?(?:SubprocessLauncher|(ExternalProcessBackend)) - INFO - "
@@ -179,14 +178,9 @@ def _peel_echo(text: str) -> str:
         own_records = match is not None and match.group(1) is not None  # ExternalProcessBackend's own INFO too
     else:
         match, own_records = _CONCISE_ECHO.match(text), True
-    if match is None or (own_records and not _traceback_line(text[match.end() :])):
+    if match is None or (own_records and not is_traceback_line(text[match.end() :])):
         return text
     return text[match.end() :]
-
-
-def _traceback_line(text: str) -> bool:
-    """A line of a traceback: its start, an indented frame or code line, a chaining sentence, the exception line."""
-    return text[:1].isspace() or text.startswith(_TRACEBACK_STARTS) or exception_name(text) is not None
 
 
 def detect(texts: list[str]) -> Peeler:
