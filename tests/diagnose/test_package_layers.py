@@ -17,7 +17,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "skills" / "nvflare-diagnose-job" / "scripts" / "nvfdiag"
-SHARED = ("model", "textindex", "regexfacts", "logline")
+SHARED = ("model", "textindex", "regexfacts", "logline", "pylines")
 LAYERS = {"shared": 0, "read": 1, "untrusted": 2, "match": 3, "report": 4, "pipeline": 5}
 MAP_LINE = re.compile(r"^([a-z_]+/?)\s{2,}\S")
 

@@ -12,4 +12,5 @@ model        the records passed between stages: Source, Line, Evidence
 textindex    all lines as one text, line shapes: finds the few lines worth a detailed look (untrusted, match)
 regexfacts   literal text a regex cannot match without: a cheap test before the regex (untrusted, match)
 logline      the NVFLARE log-line prefix rule: level, timestamp, message, record or continuation
+pylines      the lines Python prints for a traceback: its start, the exception line, chaining sentences
 """

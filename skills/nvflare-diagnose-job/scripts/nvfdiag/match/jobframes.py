@@ -5,8 +5,10 @@ Usage: `scripts = scripts_in(lines, index)` once per evidence (or `named_scripts
 site-packages, the standard library or NVFLARE); that is not enough to call it the job's: a library on PYTHONPATH,
 in a PEX, a zipapp, a conda env's own folder, a `pip install --target` folder or an editable install reads the
 same. A frame is surely the job's where the evidence shows it:
-- NVFLARE's layout for the job's code: an app's `custom` folder or an `app_<site>` run folder (the simulator's
-  simulate_job, a POC or production site's <job id> folder), or job.py;
+- NVFLARE's layout for the job's code: the `custom` folder of an app (`app/custom` of a job folder, `app_<site>/custom`
+  of a run: the simulator's simulate_job, a POC or production site's <job id> folder, 2.0-2.3's run_<n>), or job.py.
+  A folder named `custom` or `app_<x>` alone is not: a library can live under either (`/opt/custom/libs/...`,
+  `/srv/app_deps/...`, a venv's `src/<project>/custom/`);
 - a Python file the evidence names as the script run: a `python x.py` command line, or a `script=` /
   `train_script=` argument (ScriptRunner, the recipes).
 Everything else is unsure, and a row that needs the job's code on it stays below high (matcher._confidence).
@@ -18,7 +20,7 @@ import re
 
 from .tracebacks import Traceback, is_user_file
 
-_JOB_LAYOUT = re.compile(r"[\\/](?:custom|app_[\w.@-]{1,64}|simulate_job)[\\/]|(?:^|[\\/])job\.py$")
+_JOB_LAYOUT = re.compile(r"[\\/]app(?:_[\w.@-]{1,64})?[\\/]custom[\\/]|(?:^|[\\/])job\.py$")
 _SEP = re.compile(r"[\\/]")
 # `python3 -u path/x.py`, `python x.py` (options before the file), `script="x.py"`, `train_script='src/x.py'`
 _COMMAND = re.compile(r"(?:^|[\s$#>])python[\d.]*(?:\s+-[A-Za-z]+)*\s+(?:\S*[\\/])?([\w.-]{1,80}\.py)\b")

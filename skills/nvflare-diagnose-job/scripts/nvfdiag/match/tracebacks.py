@@ -13,13 +13,10 @@ from dataclasses import dataclass, field
 
 from ..logline import timestamp
 from ..model import Line
+from ..pylines import CHAIN, START_TEXT, exception_name
 
-_START_TEXT = "Traceback (most recent call last):"
-_START = re.compile(re.escape(_START_TEXT))
+_START = re.compile(re.escape(START_TEXT))
 _FRAME = re.compile(r'^\s*File "([^"]{1,1024})", line (\d+), in (\S{1,200})')
-_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning))\b(?::|$)")
-# NVFLARE also raises exceptions without such a suffix (JobNotFound, ComponentNotAuthorized, SessionClosed).
-_CAMEL_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)(?::\s|$)")
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/lib/python", "\\lib\\python", "<frozen", "<string>")
 # Library files the markers miss: the standard library under lib64 (Fedora, RHEL) or in a Windows install's `Lib`
 # folder, the Cython sources of a compiled extension (grpc's `src/python/grpcio/grpc/_cython/...pyx.pxi`), and a
@@ -27,11 +24,6 @@ _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/lib/python", "\\lib\\pyt
 _ARCHIVE = re.compile(r"\.(?:pex|pyz|zip|egg|whl)[\\/]|[\\/]\.pex[\\/]")
 _LIBRARY_PATH = re.compile(
     r"[\\/]lib64[\\/]python\d|^[A-Za-z]:\\(?:[^\\]+\\)*Lib\\|\.(?:pyx|pxi|pxd)$|" + _ARCHIVE.pattern
-)
-# The sentences Python prints between the tracebacks of one chained failure (the cause first).
-_CHAIN = re.compile(
-    r"^(During handling of the above exception, another exception occurred|"
-    r"The above exception was the direct cause of the following exception):?$"
 )
 # NVFLARE's own modules, also from a source checkout (`pip install -e`): nvflare/<one of its top-level packages>/.
 _NVFLARE_PATH = re.compile(
@@ -99,19 +91,13 @@ def is_nvflare_file(path: str) -> bool:
     return bool(_NVFLARE_PATH.search(path))
 
 
-def exception_name(text: str) -> str | None:
-    """The exception class named at the start of an exception line, or None."""
-    match = _EXCEPTION.match(text) or _CAMEL_EXCEPTION.match(text)
-    return match.group(1) if match else None
-
-
 def find_tracebacks(lines: list[Line], skip: set[int] | frozenset = frozenset(), text_index=None) -> list[Traceback]:
     """All traceback blocks, in line order; skipped (suspicious) lines never start or extend a block.
     `text_index`, a textindex.TextIndex of the same lines, limits the walk to the lines a block can reach, and
     to the lines of a source with an open block (or that may start one)."""
     blocks: list[Traceback] = []
     open_blocks: dict[tuple[str, str | None], Traceback] = {}  # per source and site: a compose log interleaves sites
-    starts = None if text_index is None else text_index.lines_with_text(_START_TEXT)
+    starts = None if text_index is None else text_index.lines_with_text(START_TEXT)
     may_start = None if starts is None else set(starts)
     for index, line in _reachable(lines, starts):
         key = (line.source, line.site)
@@ -229,7 +215,7 @@ def _chained(previous: Traceback, block: Traceback, lines: list[Line]) -> bool:
         text = line.text[:4096].strip()
         if (line.source, line.site) != (block.source, block.site):
             return False
-        if _CHAIN.match(text):
+        if CHAIN.match(text):
             sentences += 1
         elif text and index not in previous.detail:
             return False

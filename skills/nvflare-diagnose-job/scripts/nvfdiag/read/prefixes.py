@@ -17,8 +17,12 @@ Evidence arrives wrapped. What is peeled, outermost first:
   (no spaces, no `/`: it cannot hold a sentence, so no directive is ever peeled out of sight) and a separator;
 - NVFLARE's subprocess prefix (Flower, XGBoost: ProcessManager writes `[FLWR-CA@site-1] ` before each line its
   subprocess prints), on any line that has it;
-- NVFLARE 2.4-2.8's echo of an external training script (SubprocessLauncher logs each line the script prints as
-  `<time> - SubprocessLauncher - INFO - <line>`): the line itself is the script's output, a traceback included.
+- NVFLARE's echo of an external training script (2.4-2.8's SubprocessLauncher and 2.9's ExternalProcessBackend log
+  each line the script prints as `<time> - <logger> - INFO - <line>`): the line itself is the script's output, a
+  traceback included. ExternalProcessBackend also logs its own INFO records (`launching external trainer`), so
+  of its records only the lines of a traceback are peeled (its start, indented lines, the exception line). The
+  simulator's concise console (`<time> - INFO - <line>`, no logger name) shows the same echo: in a source where an
+  INFO record starts a traceback, the INFO records that are lines of a traceback are peeled.
 A line keeps its text after the prefix exactly (indentation included), so a wrapped traceback reads like an
 unwrapped one. Labels name a site only when the prefix says one (`@site-1`, a compose service `site-1-1`, a
 container `site-1`); the caller validates them.
@@ -28,6 +32,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from ..pylines import is_traceback_line
 
 SAMPLE = 200  # non-blank lines looked at to decide which wrappers a source carries
 QUICK = 20  # of which the first ones must already show a wrapper before all are looked at
@@ -39,9 +45,14 @@ MAX_PREFIX = 64
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]{0,256}(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _FLOWER = re.compile(r"\[([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*)@([A-Za-z0-9][A-Za-z0-9._-]{0,63})\] ")
-# NVFLARE 2.4-2.8's SubprocessLauncher logs each line its external training script prints as an INFO record.
-_ECHO_LOGGER = "SubprocessLauncher - INFO - "
-_ECHO = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{1,6} - (?:[\w.]{1,200}\.)?SubprocessLauncher - INFO - ")
+# The loggers that log each line an external training script prints as an INFO record: NVFLARE 2.4-2.8's
+# SubprocessLauncher, 2.9's ExternalProcessBackend (launch_external_process=True; utils/process_utils.py).
+_CONCISE_ECHO = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{1,6} - INFO - ")
+_CONCISE_TRACEBACK = " - INFO - Traceback (most recent call last):"
+_ECHO_LOGGERS = ("SubprocessLauncher - INFO - ", "ExternalProcessBackend - INFO - ")
+_ECHO = re.compile(
+    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{1,6} - (?:[\w.]{1,200}\.)?(?:SubprocessLauncher|(ExternalProcessBackend)) - INFO - "
+)
 _SITE_TOKEN = re.compile(r"(?<![A-Za-z0-9])(site-\d{1,6})(?![A-Za-z0-9])")
 _REPLICA = re.compile(r"[-_.]\d{1,4}$")
 _POD_HASH = re.compile(r"-[bcdfghjklmnpqrstvwxz2456789]{6,10}-[bcdfghjklmnpqrstvwxz2456789]{5}$|-\d{1,4}$")
@@ -148,14 +159,28 @@ class Peeler:
             match = _FLOWER.match(text)
             if match:
                 text, site = text[match.end() :], match.group(2)
-        if self.echo and _ECHO_LOGGER in text[:300]:
-            match = _ECHO.match(text)
-            if match:
-                text = text[match.end() :]
+        if self.echo:
+            text = _peel_echo(text)
         return text, site
 
 
 NONE = Peeler()
+
+
+def _has_echo(text: str) -> bool:
+    return any(logger in text for logger in _ECHO_LOGGERS)
+
+
+def _peel_echo(text: str) -> str:
+    """The line an external script printed, without NVFLARE's echo prefix; other lines unchanged."""
+    if _has_echo(text[:300]):
+        match = _ECHO.match(text)
+        own_records = match is not None and match.group(1) is not None  # ExternalProcessBackend's own INFO too
+    else:
+        match, own_records = _CONCISE_ECHO.match(text), True
+    if match is None or (own_records and not is_traceback_line(text[match.end() :])):
+        return text
+    return text[match.end() :]
 
 
 def detect(texts: list[str]) -> Peeler:
@@ -175,7 +200,7 @@ def detect(texts: list[str]) -> Peeler:
         layers.append(wrapper)
         sample = [_strip(wrapper, text) for text in sample]
     literal = _common_literal(sample)
-    echo = _ECHO_LOGGER in joined
+    echo = _has_echo(joined) or _CONCISE_TRACEBACK in joined
     if not (ansi or flower or layers or literal or echo):
         return NONE
     kinds = tuple(w.kind for w in layers) + (("consistent prefix",) if literal else ())
