@@ -28,11 +28,11 @@ HALVES = ("dev", "sealed", "sealed2", "sealed3", "sealedrun")
 # is from them (bar_misses) and fails only when a half falls below its recorded floor (floor_misses).
 MIN_RIGHT_SHARE = 0.9
 MAX_WRONG_HIGH = 0
-# The figures measured when each sealed half was first scored (2026-12-05; sealed3 2026-12-06; docs/decisions.md):
+# The figures measured when each sealed half was first scored (2026-12-05; sealed3 and sealedrun 2026-12-06;
+# sealed3's wrong-at-high case went right with the confidence calibration of session 11; docs/decisions.md):
 # (right, wrong at high confidence) per half. A change that gets fewer right or more wrong at high confidence is a
 # regression.
-# sealedrun's (0, 99) is a placeholder that no score can miss: the coordinator sets it after scoring the half once.
-FLOORS = {"dev": (15, 0), "sealed": (15, 0), "sealed2": (17, 0), "sealed3": (15, 1), "sealedrun": (0, 99)}
+FLOORS = {"dev": (15, 0), "sealed": (15, 0), "sealed2": (17, 0), "sealed3": (15, 0), "sealedrun": (17, 0)}
 
 
 @dataclass(frozen=True)
