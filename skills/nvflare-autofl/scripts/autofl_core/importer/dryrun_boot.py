@@ -358,9 +358,9 @@ def _install_envs() -> None:
         except (ImportError, AttributeError):
             continue
 
-        def deploy(self, job, _name=name):
+        def deploy(self, job):
             job._set_all_apps()
-            _record("deploy", job.job, env={"class": _name, "attrs": _recipe_attrs(self)})
+            _record("deploy", job.job, env=_env_record(self))
 
         cls.deploy = deploy
 
@@ -473,9 +473,14 @@ for _name in ("lower", "upper", "casefold", "strip", "lstrip", "rstrip", "title"
 
 def _env() -> dict | None:
     env = STATE.get("env_object")
-    if env is None:
-        return None
-    return {"class": type(env).__name__, "attrs": _recipe_attrs(env)}
+    return None if env is None else _env_record(env)
+
+
+def _env_record(env) -> dict:
+    """An env named by the nearest NVFLARE class in its MRO (a job's `class FastSim(SimEnv)` is a SimEnv, its own
+    `class PocEnv(SimEnv)` too), with its plain attributes."""
+    named = next((c for c in type(env).__mro__ if c.__module__.startswith("nvflare.")), type(env))
+    return {"class": named.__name__, "attrs": _recipe_attrs(env)}
 
 
 def _record_parsers() -> None:
