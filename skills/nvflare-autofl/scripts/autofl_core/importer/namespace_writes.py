@@ -7,12 +7,13 @@ run on the namespace, and calls that reach bindings (`exec`, `eval`, `globals()`
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from . import argparse_flow as ap
 from .events import Obj
-from .values import HIGH, Builtin, Val, unresolved
+from .values import HIGH, Bag, Builtin, ClassRef, Val, unresolved
 
 
 class NamespaceWrites:
@@ -44,6 +45,23 @@ class NamespaceWrites:
                 why = f"{attr}() at line {node.lineno} reaches the namespace, which is not followed statically"
                 namespace.values.update(dict.fromkeys(namespace.values, self.with_control(unresolved(node, why))))
 
+    def _given_away(self, code: Any, given: list, node: ast.Call) -> None:
+        """The namespace, a container or an object given to `code` the walk does not follow and cannot show harmless
+        (`tuning.tune(args)`, a class or method of job.py, another library): it may rebind what they hold, so every
+        option, item or argument of each is unresolved, naming the call's line."""
+        if _harmless(code):
+            return
+        why = f"given to {_callee(node)}() at line {node.lineno}, which is not followed statically and may change it"
+        for value in given:
+            for held in _held(value):
+                if isinstance(held, ap.Namespace):
+                    held.values.update(dict.fromkeys(held.values, self.with_control(unresolved(node, why))))
+                elif isinstance(held, Obj):
+                    stale = self.with_control(unresolved(node, f"{held.name}(...) is {why}"))
+                    held.args, held.kwargs = [stale for _ in held.args], dict.fromkeys(held.kwargs, stale)
+                else:
+                    self._changed(held, why, node, [])
+
     def _set_attribute(self, name: str, args: list, node: ast.Call) -> Val:
         """`setattr(target, attr, value)` / `delattr(target, attr)`: on a namespace its option (every option when
         `attr` is not known) is rebound; on anything else every binding of `target` is unresolved."""
@@ -57,6 +75,45 @@ class NamespaceWrites:
         else:
             self._changed(target, f"{name}() at line {node.lineno}", node, [attr, value])
         return Val(None, HIGH)
+
+
+CALLING_BACK = set(  # modules of the standard library whose functions write attributes or items, or run code given
+    "builtins operator functools copyreg ctypes gc inspect types threading multiprocessing concurrent asyncio sched "
+    "atexit runpy importlib code codeop pdb bdb trace".split()
+)
+
+
+def _harmless(code: Any) -> bool:
+    """True for code that never rebinds what it is given: Python's builtins (evaluated by the walk), NVFLARE's and
+    the standard library's functions and classes (but `CALLING_BACK`), and the methods of their objects."""
+    if isinstance(code, Obj):
+        code = code.cls
+    if isinstance(code, Builtin):
+        return True
+    if not isinstance(code, ClassRef) or code.dynamic:
+        return False
+    top = code.qualname.partition(".")[0]
+    return top == "nvflare" or (top in sys.stdlib_module_names and top not in CALLING_BACK)
+
+
+def _held(value: Any, depth: int = 0) -> list:
+    """`value` when a call could change what it holds (a namespace, an object, a container), and the namespaces,
+    objects and containers inside it (bounded depth)."""
+    if depth > 8:
+        return []
+    inner = value.items if isinstance(value, Bag) else value.value if isinstance(value, Val) else None
+    if isinstance(value, (ap.Namespace, Obj)):
+        return [value]
+    if isinstance(inner, dict):
+        inner = list(inner.values())
+    if not isinstance(inner, (list, tuple, set)) or (isinstance(value, Val) and not value.resolved):
+        return []
+    mutable = isinstance(value, Bag) or isinstance(value.value, (list, dict, set))
+    return [value] * mutable + [h for item in inner for h in _held(item, depth + 1)]
+
+
+def _callee(node: ast.Call) -> str:
+    return ast.unparse(node.func)[:60]
 
 
 SETTERS = {"__setattr__": "setattr", "__delattr__": "delattr"}  # the dunder spelling of each attribute setter
