@@ -13,7 +13,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from .events import Obj
-from .values import HIGH, Bag, Builtin, ClassRef, Val, unresolved
+from .values import HIGH, MUTATORS, Bag, Builtin, ClassRef, Val, unresolved
 
 
 class NamespaceWrites:
@@ -49,7 +49,8 @@ class NamespaceWrites:
         """The namespace, a container or an object given to `code` the walk does not follow and cannot show harmless
         (`tuning.tune(args)`, a class or method of job.py, another library): it may rebind what they hold, so every
         option, item or argument of each is unresolved, naming the call's line."""
-        if _harmless(code):
+        cls = code.cls if isinstance(code, Obj) else code
+        if _harmless(code) or (id(cls) in self.methods and not _may_write(self.methods[id(cls)])):
             return
         why = f"given to {_callee(node)}() at line {node.lineno}, which is not followed statically and may change it"
         for value in given:
@@ -94,6 +95,41 @@ def _harmless(code: Any) -> bool:
         return False
     top = code.qualname.partition(".")[0]
     return top == "nvflare" or (top in sys.stdlib_module_names and top not in CALLING_BACK)
+
+
+def _may_write(methods: list) -> bool:
+    """True when a method of a class of job.py may change what it was given: it sets or deletes an attribute or item
+    other than its own `self.name`, or hands a parameter (or `self.name`) to a call or calls a mutating method of one."""
+    for method in methods:
+        spec = method.node.args
+        params = [a.arg for a in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs, spec.vararg, spec.kwarg) if a]
+        own = params[0] if params else None
+        for node in ast.walk(method.node):
+            if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                if not (isinstance(node.value, ast.Name) and node.value.id == own and isinstance(node, ast.Attribute)):
+                    return True
+            elif isinstance(node, ast.Call):
+                given = [a.value if isinstance(a, ast.Starred) else a for a in (*node.args, *node.keywords)]
+                given = [g.value if isinstance(g, ast.keyword) else g for g in given]
+                changer = isinstance(node.func, ast.Attribute) and node.func.attr in set().union(*MUTATORS.values())
+                if any(_holder(g, params, own) for g in given) or (changer and _parameter(node.func.value, params)):
+                    return True
+    return False
+
+
+def _parameter(node: ast.expr, params: list) -> bool:
+    """`node` is a parameter of the method (`self` too), or an attribute or item of one (`self.args`, `a.__dict__`)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in params
+
+
+def _holder(node: ast.expr, params: list, own: str | None) -> bool:
+    """`node` is what a parameter holds itself, not a value read off it: the parameter, `self.name`, `a.__dict__`."""
+    own_attribute = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == own
+    if own_attribute or (isinstance(node, ast.Attribute) and node.attr == "__dict__"):
+        return _parameter(node.value, params)
+    return isinstance(node, ast.Name) and node.id in params
 
 
 def _held(value: Any, depth: int = 0) -> list:
