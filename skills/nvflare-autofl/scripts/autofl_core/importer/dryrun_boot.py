@@ -16,6 +16,7 @@ Standard library and nvflare only; nothing here trains, and nothing is written o
 from __future__ import annotations
 
 import argparse
+import dis
 import importlib.abc
 import importlib.machinery
 import inspect
@@ -491,8 +492,6 @@ def _keys_at(frame, variable: str) -> list[str]:
 
 def _loads(code, offset: int) -> list[tuple[str, object]]:
     """What the instructions inside the expression of the instruction at `offset` load: constants, names, attributes."""
-    import dis
-
     instructions = list(dis.get_instructions(code))
     at = next((i.positions for i in instructions if i.offset == offset), None)
     if at is None or None in (at.lineno, at.end_lineno):

@@ -1,7 +1,8 @@
 """Writes the walk cannot see as assignments: `setattr`/`delattr` in every spelling (`object.__setattr__(args, ...)`,
 `type(args).__setattr__`, `super(...).__setattr__`, a bound `args.__setattr__`, aliases of each), other dunder code
-run on the namespace, and calls that reach bindings (`exec`, `eval`, `globals()`). `NamespaceWrites` is a part of
-`walker.Walker`, which provides `with_control`, `_changed` and the walk's record.
+run on the namespace, calls that reach bindings (`exec`, `eval`, `globals()`), and the namespace (or a container or
+object) given to code the walk does not follow (`tuning.tune(args)`). `NamespaceWrites` is a part of
+`walker.Walker`, which provides `with_control`, `_changed`, `methods` and the walk's record.
 """
 
 from __future__ import annotations
