@@ -59,8 +59,9 @@ class NamespaceWrites:
                 if isinstance(held, ap.Namespace):
                     held.values.update(dict.fromkeys(held.values, self.with_control(unresolved(node, why))))
                 elif isinstance(held, Obj):
-                    stale = self.with_control(unresolved(node, f"{held.name}(...) is {why}"))
-                    held.args, held.kwargs = [stale for _ in held.args], dict.fromkeys(held.kwargs, stale)
+                    if not _standard(held.cls):  # a str, path or logger the standard library made holds no budget
+                        stale = self.with_control(unresolved(node, f"{held.name}(...) is {why}"))
+                        held.args, held.kwargs = [stale for _ in held.args], dict.fromkeys(held.kwargs, stale)
                 else:
                     self._changed(held, why, node, [])
 
@@ -94,8 +95,12 @@ def _harmless(code: Any) -> bool:
         return True
     if not isinstance(code, ClassRef) or code.dynamic:
         return False
-    top = code.qualname.partition(".")[0]
-    return top == "nvflare" or (top in sys.stdlib_module_names and top not in CALLING_BACK)
+    return code.qualname.startswith("nvflare.") or (_standard(code) and code.qualname.split(".")[0] not in CALLING_BACK)
+
+
+def _standard(cls: ClassRef) -> bool:
+    """A function or class of the standard library."""
+    return not cls.dynamic and cls.qualname.split(".")[0] in sys.stdlib_module_names
 
 
 def _may_write(methods: list) -> bool:

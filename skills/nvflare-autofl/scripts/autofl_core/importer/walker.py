@@ -178,8 +178,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
             return real_parser.parser_method(base, method, args, kwargs, node, self.base_args, self.out)
-        if (isinstance(base, Obj) and method not in RECIPE_RUNS) or (isinstance(base, Val) and not base.resolved):
-            self._given_away(base, [*args, *kwargs.values()], node)  # a run's env: judged with the recipe's class
+        if isinstance(base, Obj) and method not in RECIPE_RUNS:  # a run's env: judged with the recipe's class
+            self._given_away(base, [*args, *kwargs.values()], node)
         if isinstance(base, Obj):
             self._handed_over([*args, *kwargs.values()], node)
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
