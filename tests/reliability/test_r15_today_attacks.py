@@ -175,13 +175,14 @@ def _with_schema(tmp_path: Path, source: Path | str, schema: str) -> Path:
 
 @sealed
 def test_a_schema_budget_the_run_does_not_use_is_refused_after_the_fold(tmp_path, private_cache):
-    """The schema fixes 5 rounds and passes --num_rounds 5, which the reading follows; the run asks NVFLARE for 7
-    (a helper of another module sets the attribute). Before: the mismatch was only checked against the reading,
-    and the job was admitted with 7 rounds though the schema fixes 5."""
+    """The schema fixes 5 rounds and passes --num_rounds 5; the run asks NVFLARE for 7 (a helper of another module
+    sets the attribute; the reading refuses the namespace given to it). Before: the mismatch was only checked
+    against the reading, and the job was admitted with 7 rounds though the schema fixes 5."""
     job = _with_schema(
         tmp_path, HIDDEN_ROUNDS, "comparison_budget_args:\n  default_candidate_budget:\n    num_rounds: 5\n"
     )
-    assert api.import_job(job)["admission_errors"] == [], "precondition: the reading sees the schema's 5 rounds"
+    static = api.import_job(job)["fixed_budget"]["num_rounds"]
+    assert "given to tune() at line 21" in static["reason"], "precondition: the reading does not follow tune()"
     config = api.import_job(job, dry_run=True)
     assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
     assert config["fixed_budget"]["num_rounds"]["value"] == 7

@@ -165,11 +165,11 @@ SimEnv.__init__ = _four_sites
 BUDGET_ATTACKS = {  # case: (job.py edit, new files, what the run-time check must say, must it reach that check)
     "setattr": (after_parse('setattr(args, "num_rounds", 12)'), {}, ROUNDS, False),  # the reading follows it
     "object.__setattr__": (after_parse('object.__setattr__(args, "num_rounds", 12)'), {}, ROUNDS, False),
-    "module sets the option": (
+    "module sets the option": (  # the reading refuses the namespace given to code it does not follow
         after_parse("import tuning; tuning.tune(args)"),
         {"tuning.py": SET_ROUNDS},
         ROUNDS,
-        True,
+        False,
     ),
     "vars": (after_parse('vars(args)["num_rounds"] = 12'), {}, ROUNDS, False),
     "sys.argv": (
@@ -447,8 +447,9 @@ def real_campaign(tmp_path_factory):
 def test_real_nvflare_budget_changed_at_run_time_is_a_crash(namespaces, real_campaign, tmp_path):
     workspace = tmp_path / "ws"
     shutil.copytree(real_campaign[0], workspace)
-    tune = "def tune(args):\n    args.num_rounds = 5\n"  # another module's code: read by runs only
-    prepare(workspace, "more-rounds", files={"tuning.py": tune}, job=after_parse("import tuning; tuning.tune(args)"))
+    tune = 'import sys\n\nsys.argv += ["--num_rounds", "5"]\n'  # another module's code, run on import: runs see it
+    edit = lambda text: text.replace("import argparse\n", "import argparse\n\nimport tuning  # noqa: F401\n")  # noqa: E731
+    prepare(workspace, "more-rounds", files={"tuning.py": tune}, job=edit)
     # the import's dry run sees the budget NVFLARE is asked for and refuses the candidate before it trains ...
     refused = run_cli(workspace, "evaluate", "--run-args", "--lr 0.1")
     assert refused.code == 2 and "changes the fixed budget (num_rounds 3 -> 5)" in refused.stderr, refused.stderr

@@ -16,6 +16,7 @@ Standard library and nvflare only; nothing here trains, and nothing is written o
 from __future__ import annotations
 
 import argparse
+import dis
 import importlib.abc
 import importlib.machinery
 import inspect
@@ -46,6 +47,8 @@ EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported e
 MAX_FILE = 1 << 20
 MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
 OS_FILES = (os.__file__, os.getenv.__code__.co_filename)  # the second is "<frozen os>" where os is frozen
+UNSEEN = "\0"  # noted for a variable hashed where the lookup shows no string: `moves.moving_env` refuses it
+LOADS_AT: dict = {}  # (code, offset) -> what the expression of a lookup by hash loads (`_loads`)
 MAX_COMPARED = 8  # strings noted per variable (`_Noted`): more than moves.MAX_ENV_RUNS tries, so one past it refuses
 FRAMEWORKS = set(  # imported by NVFLARE's own framework recipes; stand-ins when absent
     "torch torchvision tensorflow keras sklearn joblib xgboost lightning pytorch_lightning transformers peft "
@@ -358,9 +361,9 @@ def _install_envs() -> None:
         except (ImportError, AttributeError):
             continue
 
-        def deploy(self, job, _name=name):
+        def deploy(self, job):
             job._set_all_apps()
-            _record("deploy", job.job, env={"class": _name, "attrs": _recipe_attrs(self)})
+            _record("deploy", job.job, env=_env_record(self))
 
         cls.deploy = deploy
 
@@ -423,8 +426,6 @@ class _Noted(str):
     """An environment variable's value as job.py gets it: the strings job.py's code compares it with are noted in
     `env_compared`, so a further run can set the variable to one of them (`moves.moving_env`)."""
 
-    __hash__ = str.__hash__
-
     def __new__(cls, value: str, variable: str = ""):
         noted = super().__new__(cls, value)
         noted.variable = variable
@@ -437,6 +438,11 @@ class _Noted(str):
         for other in others:
             if isinstance(other, str) and str(other) not in kept and len(kept) < MAX_COMPARED:
                 kept.append(str(other))
+
+    def __hash__(self):  # a dict or set lookup compares the members only on a hash match: note them all
+        if STATE.get("in_job") and _from_job(lambda name: False):
+            self._note(*(_keys_at(sys._getframe(1), self.variable) or [UNSEEN]))
+        return str.__hash__(self)
 
     def __eq__(self, other):
         self._note(other)
@@ -462,6 +468,48 @@ class _Noted(str):
         return [_Noted(part, self.variable) for part in str.split(self, *args, **kwargs)]
 
 
+def _keys_at(frame, variable: str) -> list[str]:
+    """The strings a lookup by hash at `frame`'s instruction may match: the string constants of the expression it
+    runs (`x in {"fast"}`, `{"fast": 2}[x]`) and the string keys of the dicts, sets and sequences its names and their
+    attributes hold (`ROUNDS.get(x)`, `x in Modes.quick`), but the variable's own name; [] when it shows none."""
+    site = (frame.f_code, frame.f_lasti)
+    if site not in LOADS_AT:
+        LOADS_AT[site] = _loads(*site)
+    found, held = [], None
+    for kind, value in LOADS_AT[site]:
+        if kind == "const":
+            held = value
+        elif kind == "name":
+            held = frame.f_locals.get(value, frame.f_globals.get(value))
+        else:  # an attribute of what was loaded before it, as stored (no property or __getattr__ runs)
+            held = inspect.getattr_static(held, value, None) if held is not None else None
+        items = (
+            [held] if isinstance(held, str) else held if isinstance(held, (dict, set, frozenset, tuple, list)) else ()
+        )
+        found += [item for item in list(items)[:64] if isinstance(item, str) and item != variable]
+    return found
+
+
+def _loads(code, offset: int) -> list[tuple[str, object]]:
+    """What the instructions inside the expression of the instruction at `offset` load: constants, names, attributes."""
+    instructions = list(dis.get_instructions(code))
+    at = next((i.positions for i in instructions if i.offset == offset), None)
+    if at is None or None in (at.lineno, at.end_lineno):
+        return []
+    start, end = (at.lineno, at.col_offset or 0), (at.end_lineno, at.end_col_offset or 1 << 30)
+    kinds = {"LOAD_CONST": "const", "LOAD_ATTR": "attr", "LOAD_METHOD": "attr"}
+    out = []
+    for i in instructions:
+        where = i.positions
+        if where is None or None in (where.lineno, where.end_lineno):
+            continue
+        if start <= (where.lineno, where.col_offset or 0) and (where.end_lineno, where.end_col_offset or 0) <= end:
+            kind = kinds.get(i.opname, "name" if i.opname.startswith("LOAD_") and isinstance(i.argval, str) else None)
+            if kind is not None:
+                out.append((kind, i.argval))
+    return out
+
+
 def _keeps_noting(method):
     """`method` of str giving a `_Noted` of the same variable (`lower()`, `strip()`, ...)."""
     return lambda self, *args: _Noted(method(self, *args), self.variable)
@@ -473,9 +521,14 @@ for _name in ("lower", "upper", "casefold", "strip", "lstrip", "rstrip", "title"
 
 def _env() -> dict | None:
     env = STATE.get("env_object")
-    if env is None:
-        return None
-    return {"class": type(env).__name__, "attrs": _recipe_attrs(env)}
+    return None if env is None else _env_record(env)
+
+
+def _env_record(env) -> dict:
+    """An env named by the nearest NVFLARE class in its MRO (a job's `class FastSim(SimEnv)` is a SimEnv, its own
+    `class PocEnv(SimEnv)` too), with its plain attributes."""
+    named = next((c for c in type(env).__mro__ if c.__module__.startswith("nvflare.")), type(env))
+    return {"class": named.__name__, "attrs": _recipe_attrs(env)}
 
 
 def _record_parsers() -> None:

@@ -152,7 +152,7 @@ def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...
     """`{field or "objective": [environment variables that move it]}`: every variable job.py read (but `fixed`) set
     to a distinct number, then, while a run reads new variables or compares one with a string not yet tried, one
     more run with those set too (at most MAX_ENV_RUNS); a run that no longer records, or a last one still finding
-    more, moves everything."""
+    more, or one that looked a value up by hash where it showed no string (`_unseen`), moves everything."""
     names = [name for name in baseline.env_read if _settable(name, fixed)]
     if not names:
         return {}
@@ -174,8 +174,12 @@ def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...
         moved = {field: list(env) for field in differs(before, signature(after))}
         names = [name for name in after.env_read if _settable(name, fixed) and name not in env]
         strings = _compared(after, fixed, tried)
-        if moved or not (names or strings):
+        if moved:
             return moved
+        if _unseen(after, fixed):  # a lookup by hash whose strings the run could not see: no run can try them
+            break
+        if not (names or strings):
+            return {}
     return {field: list(env) for field in (*FIELDS, "objective")}  # no longer records, or still finding more
 
 
@@ -187,6 +191,13 @@ def _compared(record: DryRunRecord, fixed: tuple[str, ...], tried: set[tuple[str
         if _settable(name, fixed) and name not in out and (name, text) not in tried and "\0" not in text:
             out[name] = text
     return out
+
+
+def _unseen(record: DryRunRecord, fixed: tuple[str, ...]) -> bool:
+    """True when the run looked a variable's value up by hash where it could see no string to try (`"NAME=\\0"`)."""
+    return any(
+        _settable(name, fixed) and text == "\0" for name, _, text in (i.partition("=") for i in record.env_compared)
+    )
 
 
 def _settable(name: str, fixed: tuple[str, ...]) -> bool:

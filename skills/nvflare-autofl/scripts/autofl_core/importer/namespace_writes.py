@@ -1,18 +1,20 @@
 """Writes the walk cannot see as assignments: `setattr`/`delattr` in every spelling (`object.__setattr__(args, ...)`,
 `type(args).__setattr__`, `super(...).__setattr__`, a bound `args.__setattr__`, aliases of each), other dunder code
-run on the namespace, and calls that reach bindings (`exec`, `eval`, `globals()`). `NamespaceWrites` is a part of
-`walker.Walker`, which provides `with_control`, `_changed` and the walk's record.
+run on the namespace, calls that reach bindings (`exec`, `eval`, `globals()`), and the namespace (or a container or
+object) given to code the walk does not follow (`tuning.tune(args)`). `NamespaceWrites` is a part of
+`walker.Walker`, which provides `with_control`, `_changed`, `methods` and the walk's record.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from . import argparse_flow as ap
 from .events import Obj
-from .values import HIGH, Builtin, Val, unresolved
+from .values import HIGH, MUTATORS, Bag, Builtin, ClassRef, Val, unresolved
 
 
 class NamespaceWrites:
@@ -44,6 +46,25 @@ class NamespaceWrites:
                 why = f"{attr}() at line {node.lineno} reaches the namespace, which is not followed statically"
                 namespace.values.update(dict.fromkeys(namespace.values, self.with_control(unresolved(node, why))))
 
+    def _given_away(self, code: Any, given: list, node: ast.Call) -> None:
+        """The namespace, a container or an object given to `code` the walk does not follow and cannot show harmless
+        (`tuning.tune(args)`, a class or method of job.py, another library): it may rebind what they hold, so every
+        option, item or argument of each is unresolved, naming the call's line."""
+        cls = code.cls if isinstance(code, Obj) else code
+        if _harmless(code) or (id(cls) in self.methods and not _may_write(self.methods[id(cls)])):
+            return
+        why = f"given to {_callee(node)}() at line {node.lineno}, which is not followed statically and may change it"
+        for value in given:
+            for held in _held(value):
+                if isinstance(held, ap.Namespace):
+                    held.values.update(dict.fromkeys(held.values, self.with_control(unresolved(node, why))))
+                elif isinstance(held, Obj):
+                    if not _standard(held.cls):  # a str, path or logger the standard library made holds no budget
+                        stale = self.with_control(unresolved(node, f"{held.name}(...) is {why}"))
+                        held.args, held.kwargs = [stale for _ in held.args], dict.fromkeys(held.kwargs, stale)
+                else:
+                    self._changed(held, why, node, [])
+
     def _set_attribute(self, name: str, args: list, node: ast.Call) -> Val:
         """`setattr(target, attr, value)` / `delattr(target, attr)`: on a namespace its option (every option when
         `attr` is not known) is rebound; on anything else every binding of `target` is unresolved."""
@@ -57,6 +78,84 @@ class NamespaceWrites:
         else:
             self._changed(target, f"{name}() at line {node.lineno}", node, [attr, value])
         return Val(None, HIGH)
+
+
+CALLING_BACK = set(  # modules of the standard library whose functions write attributes or items, or run code given
+    "builtins operator functools copyreg ctypes gc inspect types threading multiprocessing concurrent asyncio sched "
+    "atexit runpy importlib code codeop pdb bdb trace".split()
+)
+
+
+def _harmless(code: Any) -> bool:
+    """True for code that never rebinds what it is given: Python's builtins (evaluated by the walk), NVFLARE's and
+    the standard library's functions and classes (but `CALLING_BACK`), and the methods of their objects."""
+    if isinstance(code, Obj):
+        code = code.cls
+    if isinstance(code, Builtin):
+        return True
+    if not isinstance(code, ClassRef) or code.dynamic:
+        return False
+    return code.qualname.startswith("nvflare.") or (_standard(code) and code.qualname.split(".")[0] not in CALLING_BACK)
+
+
+def _standard(cls: ClassRef) -> bool:
+    """A function or class of the standard library."""
+    return not cls.dynamic and cls.qualname.split(".")[0] in sys.stdlib_module_names
+
+
+def _may_write(methods: list) -> bool:
+    """True when a method of a class of job.py may change what it was given: it sets or deletes an attribute or item
+    other than its own `self.name`, or hands a parameter (or `self.name`) to a call or calls a mutating method of one."""
+    for method in methods:
+        spec = method.node.args
+        params = [a.arg for a in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs, spec.vararg, spec.kwarg) if a]
+        own = params[0] if params else None
+        for node in ast.walk(method.node):
+            if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                if not (isinstance(node.value, ast.Name) and node.value.id == own and isinstance(node, ast.Attribute)):
+                    return True
+            elif isinstance(node, ast.Call):
+                given = [a.value if isinstance(a, ast.Starred) else a for a in (*node.args, *node.keywords)]
+                given = [g.value if isinstance(g, ast.keyword) else g for g in given]
+                changer = isinstance(node.func, ast.Attribute) and node.func.attr in set().union(*MUTATORS.values())
+                if any(_holder(g, params, own) for g in given) or (changer and _parameter(node.func.value, params)):
+                    return True
+    return False
+
+
+def _parameter(node: ast.expr, params: list) -> bool:
+    """`node` is a parameter of the method (`self` too), or an attribute or item of one (`self.args`, `a.__dict__`)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in params
+
+
+def _holder(node: ast.expr, params: list, own: str | None) -> bool:
+    """`node` is what a parameter holds itself, not a value read off it: the parameter, `self.name`, `a.__dict__`."""
+    own_attribute = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == own
+    if own_attribute or (isinstance(node, ast.Attribute) and node.attr == "__dict__"):
+        return _parameter(node.value, params)
+    return isinstance(node, ast.Name) and node.id in params
+
+
+def _held(value: Any, depth: int = 0) -> list:
+    """`value` when a call could change what it holds (a namespace, an object, a container), and the namespaces,
+    objects and containers inside it (bounded depth)."""
+    if depth > 8:
+        return []
+    inner = value.items if isinstance(value, Bag) else value.value if isinstance(value, Val) else None
+    if isinstance(value, (ap.Namespace, Obj)):
+        return [value]
+    if isinstance(inner, dict):
+        inner = list(inner.values())
+    if not isinstance(inner, (list, tuple, set)) or (isinstance(value, Val) and not value.resolved):
+        return []
+    mutable = isinstance(value, Bag) or isinstance(value.value, (list, dict, set))
+    return [value] * mutable + [h for item in inner for h in _held(item, depth + 1)]
+
+
+def _callee(node: ast.Call) -> str:
+    return ast.unparse(node.func)[:60]
 
 
 SETTERS = {"__setattr__": "setattr", "__delattr__": "delattr"}  # the dunder spelling of each attribute setter

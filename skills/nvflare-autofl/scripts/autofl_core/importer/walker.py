@@ -23,7 +23,7 @@ from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
 from .namespace_writes import READERS, SETTERS, BoundSetter, NamespaceWrites
-from .surface import touches_surface
+from .surface import RECIPE_RUNS, touches_surface
 from .targets import dunder
 from .uncertain import UncertainPaths, with_flags
 from .values import (
@@ -152,6 +152,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
                 return self._set_attribute(callee.name, args, node)
             return self._not_followed(callee.name, node)
         self._handed_over([*args, *kwargs.values()], node)
+        self._given_away(callee, [*args, *kwargs.values()], node)
         for method in self.methods.get(id(callee), ()):  # a class of job.py: its methods are not followed
             self._reaches(method, f"{callee.name}() at line {node.lineno} runs code of job.py not followed statically")
         if isinstance(callee, Builtin):
@@ -177,6 +178,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
             return real_parser.parser_method(base, method, args, kwargs, node, self.base_args, self.out)
+        if isinstance(base, Obj) and method not in RECIPE_RUNS:  # a run's env: judged with the recipe's class
+            self._given_away(base, [*args, *kwargs.values()], node)
         if isinstance(base, Obj):
             self._handed_over([*args, *kwargs.values()], node)
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
