@@ -180,6 +180,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             return real_parser.parser_method(base, method, args, kwargs, node, self.base_args, self.out)
         if isinstance(base, Obj) and method not in RECIPE_RUNS:  # a run's env: judged with the recipe's class
             self._given_away(base, [*args, *kwargs.values()], node)
+            if method in set().union(*values.MUTATORS.values()):
+                self._written_through(base, node)
         if isinstance(base, Obj):
             self._handed_over([*args, *kwargs.values()], node)
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
@@ -204,6 +206,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
     def _set_item(self, target: ast.Subscript, value: Any) -> None:
         """`container[key] = value` (`del container[key]` when value is None) on a container the walk holds."""
         base, key = self.ev(target.value), self.ev(target.slice)
+        self._written_through(base, target)
         if isinstance(base, Bag) or (isinstance(base, Val) and base.resolved and isinstance(base.value, (list, dict))):
             what = "the item set" if value is not None else "the item deleted"
             self._changed(base, f"{what} at line {target.lineno}", target, [key, value])
