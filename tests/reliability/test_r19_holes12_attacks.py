@@ -52,6 +52,15 @@ WRITES = {  # case: the lines after the parse; job.py runs 9 rounds
     "a copy written then assigned back": "import copy\nc = copy.copy(args)\nc.num_rounds = 9\nargs = c\n",
     "dataclasses.replace": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Cfg:\n    num_rounds: int\n\n\n"
     "cfg = dataclasses.replace(Cfg(args.num_rounds), num_rounds=9)\nargs.num_rounds = cfg.num_rounds\n",
+    "heapq.heappush on a list holding the rounds": "import heapq\nplan = [args.num_rounds]\nheapq.heappush(plan, 9)\n"
+    "heapq.heappop(plan)\nargs.num_rounds = plan[0]\n",
+    "random.shuffle of a list holding the rounds": "import random as rnd\nplan = [9] * 99 + [args.num_rounds]\n"
+    "while plan[-1] != 9:\n    rnd.shuffle(plan)\nargs.num_rounds = plan[-1]\n",
+    "bisect.insort": "import bisect\nplan = [args.num_rounds]\nbisect.insort(plan, 1)\nargs.num_rounds = plan[0] + 8\n",
+    "unittest.mock's patch": "from unittest import mock\nmock.patch.object(args, 'num_rounds', 9).start()\n",
+    "a tuning function stored on a class of job.py": "import tuning\n\n\nclass Plan:\n"
+    "    apply = staticmethod(tuning.tune)\n\n\nPlan().apply(args)\n",
+    "parse_args into the namespace": "parser.parse_args(['--num_rounds', '9'], namespace=args)\n",
 }
 
 
@@ -65,3 +74,102 @@ def test_code_not_followed_that_changes_the_rounds_is_never_admitted_with_the_ro
     assert rounds in (None, 9), (rounds, config["admission_errors"])
     if rounds is None:
         assert config["admission_errors"], _fixed(config)
+
+
+# --- 2. safe jobs that log, print or save their options: admitted with their budget ------------------------------
+
+TRACKER = """config = {}
+
+
+def init(project=None, config=None):
+    return None
+
+
+def log_params(params):
+    print(sorted(params))
+"""
+SAFE = {  # case: the lines after the parse; job.py runs the 2 rounds parsed
+    "logging the args": "import logging\nlogging.basicConfig()\nlogging.getLogger(__name__).info('args: %s', args)\n",
+    "print of vars": "print(vars(args))\n",
+    "json.dump of vars": "import json\nimport os\nimport tempfile\n"
+    "with open(os.path.join(tempfile.gettempdir(), 'r19_options.json'), 'w') as f:\n    json.dump(vars(args), f)\n",
+    "pprint": "import pprint\npprint.pprint(vars(args))\n",
+    "a dataclass built from args": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Cfg:\n    num_rounds: int\n\n\n"
+    "cfg = Cfg(**vars(args))\nprint(cfg)\n",
+    "sorted keys of vars": "for key in sorted(vars(args), key=lambda k: k.lower()):\n    print(key, getattr(args, key))\n",
+    "a copy of vars given to a tracker": "import tracker\ntracker.init(project='p', config=dict(vars(args)))\n",
+    "a dict of options given to a tracker": "import tracker\ntracker.log_params({'rounds': args.num_rounds})\n",
+    "a logger's dict update": "import collections\nseen = collections.OrderedDict()\nseen.update(a=1)\n",
+}
+
+
+@pytest.mark.parametrize("case", list(SAFE), ids=lambda c: c.replace(" ", "-"))
+def test_a_job_that_logs_or_saves_its_options_keeps_its_budget(tmp_path, case):
+    job = _job_with(tmp_path, PARSED + SAFE[case] + "rounds = args.num_rounds\n")
+    (job.parent / "tracker.py").write_text(TRACKER, encoding="utf-8")
+    assert _real_budget(job)["num_rounds"] == 2
+    config = api.import_job(job)
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert _fixed(config) == {"num_clients": 2, "min_clients": 2, "num_rounds": 2}
+
+
+# --- 3. environment values hashed where the boot may not look ---------------------------------------------------
+
+MODES = """CHOICES = {"fast", "quick"}
+
+
+def rounds_for(mode):
+    return {"fast": 2}.get(mode, 3)
+"""
+HASHED = {  # case: job.py's lines that run 2 rounds when MODE is "fast" (3 otherwise)
+    "a set imported from a module": 'from modes import CHOICES\nif os.environ.get("MODE", "x") in CHOICES:\n'
+    "    rounds = 2",
+    "casefold then a set": 'if os.environ.get("MODE", "").casefold() in {"fast"}:\n    rounds = 2',
+    "lower then a dict": 'rounds = {"fast": 2}.get(os.environ.get("MODE", "").strip().lower(), 3)',
+    "hash()": 'if hash(os.environ.get("MODE")) == hash("fast"):\n    rounds = 2',
+    "a Counter": 'import collections\nif collections.Counter({"fast": 1})[os.environ.get("MODE")]:\n    rounds = 2',
+    "an enum by value": 'import enum\n\n\nclass Mode(enum.Enum):\n    FAST = "fast"\n    FULL = "full"\n\n\n'
+    'if Mode(os.environ.get("MODE", "full")) is Mode.FAST:\n    rounds = 2',
+    "a dict in another module": 'from modes import rounds_for\nrounds = rounds_for(os.environ.get("MODE"))',
+    "a mapping pattern": 'match {"mode": os.environ.get("MODE")}:\n    case {"mode": "fast"}:\n        rounds = 2',
+}
+
+
+@sealed
+@pytest.mark.parametrize("case", list(HASHED), ids=lambda c: c.replace(" ", "-"))
+def test_rounds_picked_by_a_hashed_environment_value_are_never_admitted_as_one_run_saw(tmp_path, private_cache, case):
+    job = _job(tmp_path / "job", HASHED_ENV.replace("PICK", HASHED[case]), {"modes.py": MODES})
+    config = api.import_job(job, dry_run=True)
+    said = " ".join(e["message"] for e in config["admission_errors"])
+    assert said and re.search(r"\bMODE\b", said), (_fixed(config), config["import"]["dry_run"])
+
+
+@sealed
+def test_the_dry_run_names_an_env_class_made_by_type_by_the_nvflare_env_it_is(tmp_path, private_cache):
+    source = HASHED_ENV.replace("PICK", 'Fast = type("Fast", (SimEnv,), {})').replace("SimEnv(num_", "Fast(num_")
+    config = api.import_job(_job(tmp_path / "job", source), dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert config["job"]["env"]["class"] == "SimEnv", config["job"]["env"]
+
+
+LIVE = {  # the live namespace handed to a tracking library (a stand-in module): it may write, the reading cannot tell
+    "vars given to a tracker's update": "import tracker\ntracker.config.update(vars(args))\n",
+    "the namespace given as a tracker's config": "import tracker\ntracker.init(project='p', config=args)\n",
+}
+
+
+@sealed
+@pytest.mark.parametrize("case", list(LIVE), ids=lambda c: c.replace(" ", "-"))
+def test_the_live_namespace_given_to_a_tracker_is_refused_statically_and_admitted_by_the_dry_run(
+    tmp_path, private_cache, case
+):
+    """The static reading cannot show that another library leaves the namespace alone: it refuses naming the line;
+    the dry run records what runs and admits the 2 rounds."""
+    job = _job_with(tmp_path, PARSED + LIVE[case] + "rounds = args.num_rounds\n")
+    (job.parent / "tracker.py").write_text(TRACKER, encoding="utf-8")
+    said = " ".join(e["message"] for e in api.import_job(job)["admission_errors"])
+    line = next(n for n, text in enumerate(job.read_text().splitlines(), 1) if text.startswith("tracker."))
+    assert f"at line {line}, which is not followed statically and may change it" in said, said
+    config = api.import_job(job, dry_run=True)
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert _fixed(config) == {"num_clients": 2, "min_clients": 2, "num_rounds": 2}

@@ -51,7 +51,8 @@ class NamespaceWrites:
         (`tuning.tune(args)`, a class or method of job.py, another library): it may rebind what they hold, so every
         option, item or argument of each is unresolved, naming the call's line."""
         cls = code.cls if isinstance(code, Obj) else code
-        if (_harmless(code) or self._reads_only(cls)) and not any(self._may_call_back(g) for g in given):
+        harmless = _harmless(code) and not _writes_arguments(code, node)
+        if (harmless or self._reads_only(cls)) and not any(self._may_call_back(g) for g in given):
             return
         why = f"given to {_callee(node)}() at line {node.lineno}, which is not followed statically and may change it"
         self._stale(given, node, why)
@@ -65,7 +66,7 @@ class NamespaceWrites:
 
     def _reads_only(self, cls: Any) -> bool:
         """A class of job.py none of whose methods, nor its bases' (all classes of job.py), may write."""
-        if id(cls) not in self.methods or _may_write(self.methods[id(cls)]):
+        if id(cls) not in self.methods or id(cls) in self.opaque or _may_write(self.methods[id(cls)]):
             return False
         return all(self._reads_only(base) for base in cls.bases)
 
@@ -108,8 +109,15 @@ class NamespaceWrites:
 
 CALLING_BACK = set(  # modules of the standard library whose functions write attributes or items, or run code given
     "builtins operator functools copyreg ctypes gc inspect types threading multiprocessing concurrent asyncio sched "
-    "atexit runpy importlib code codeop pdb bdb trace".split()
+    "atexit runpy importlib code codeop pdb bdb trace heapq unittest".split()
 )
+WRITERS = {"shuffle", "insort", "insort_left", "insort_right"}  # standard functions and methods writing a list given
+
+
+def _writes_arguments(code: Any, node: ast.Call) -> bool:
+    """The standard library's function or method called writes the list it is given (`random.shuffle(plan)`)."""
+    name = code.qualname if isinstance(code, ClassRef) else _callee(node)
+    return name.rsplit(".", 1)[-1] in WRITERS
 
 
 def _harmless(code: Any) -> bool:
@@ -139,7 +147,12 @@ def _may_write(methods: list, method: bool = True) -> bool:
         own = params[0] if params and method else None
         for node in ast.walk(func.node):
             if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                if not (own and isinstance(node.value, ast.Name) and node.value.id == own and isinstance(node, ast.Attribute)):
+                if not (
+                    own
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == own
+                    and isinstance(node, ast.Attribute)
+                ):
                     return True
             elif isinstance(node, ast.Call):
                 given = [a.value if isinstance(a, ast.Starred) else a for a in (*node.args, *node.keywords)]

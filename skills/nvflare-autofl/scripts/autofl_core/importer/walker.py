@@ -62,6 +62,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         self.control: tuple[str, ...] = ()
         self.early: list[tuple | None] = []  # per function walked: (line, flags) of a side of a condition that returned
         self.methods: dict[int, list[FuncRef]] = {}  # id(ClassRef of a class of job.py) -> its methods
+        self.opaque: set[int] = set()  # id(ClassRef) of classes of job.py binding code other than their own functions
         self.steps = 0
 
     def run(self, tree: ast.Module) -> WalkResult:
@@ -177,6 +178,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
+            if method in ap.PARSE_METHODS:  # parsing into a namespace job.py holds rebinds its options
+                self._namespace_reached(args[1:2] or [kwargs.get("namespace")], method, node)
             return real_parser.parser_method(base, method, args, kwargs, node, self.base_args, self.out)
         if isinstance(base, Obj) and method not in RECIPE_RUNS:  # a run's env: judged with the recipe's class
             self._given_away(base, [*args, *kwargs.values()], node)
@@ -330,6 +333,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             self.scopes = saved
         cls = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
         self.methods[id(cls)] = [value for value in own.values() if isinstance(value, FuncRef)]
+        if any(not isinstance(v, (FuncRef, Val)) or not v.resolved for v in own.values() if not isinstance(v, FuncRef)):
+            self.opaque.add(id(cls))
         self.scopes[0][stmt.name] = cls
 
     def _st_Global(self, stmt: ast.Global | ast.Nonlocal) -> None:
