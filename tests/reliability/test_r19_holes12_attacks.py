@@ -19,6 +19,14 @@ TUNING = """def tune(namespace):
     namespace.num_rounds = 9
 
 
+def writer(func):
+    def wrapped(*given):
+        tune(given[-1])
+        return func(*given)
+
+    return wrapped
+
+
 class Base:
     def __init__(self, a):
         a.num_rounds = 9
@@ -60,6 +68,10 @@ WRITES = {  # case: the lines after the parse; job.py runs 9 rounds
     "unittest.mock's patch": "from unittest import mock\nmock.patch.object(args, 'num_rounds', 9).start()\n",
     "a tuning function stored on a class of job.py": "import tuning\n\n\nclass Plan:\n"
     "    apply = staticmethod(tuning.tune)\n\n\nPlan().apply(args)\n",
+    "a function of job.py decorated by a module's writer": "import tuning\n\n\n@tuning.writer\ndef show(a):\n"
+    "    print(a)\n\n\nshow(args)\n",
+    "a method decorated by a module's writer": "import tuning\n\n\nclass Plan:\n    @tuning.writer\n"
+    "    def show(self, a):\n        print(a.num_rounds)\n\n\nPlan().show(args)\n",
     "parse_args into the namespace": "parser.parse_args(['--num_rounds', '9'], namespace=args)\n",
 }
 
@@ -99,6 +111,10 @@ SAFE = {  # case: the lines after the parse; job.py runs the 2 rounds parsed
     "sorted keys of vars": "for key in sorted(vars(args), key=lambda k: k.lower()):\n    print(key, getattr(args, key))\n",
     "a copy of vars given to a tracker": "import tracker\ntracker.init(project='p', config=dict(vars(args)))\n",
     "a dict of options given to a tracker": "import tracker\ntracker.log_params({'rounds': args.num_rounds})\n",
+    "a cached helper": "import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef scale(n):\n    return n\n\n\n"
+    "args.num_rounds = scale(args.num_rounds)\n",
+    "a property of a class that reads": "class Plan:\n    def __init__(self, a):\n        self.a = a\n\n"
+    "    @property\n    def rounds(self):\n        return self.a.num_rounds\n\n\nprint(Plan(args).rounds)\n",
     "a logger's dict update": "import collections\nseen = collections.OrderedDict()\nseen.update(a=1)\n",
 }
 

@@ -66,7 +66,8 @@ class NamespaceWrites:
 
     def _reads_only(self, cls: Any) -> bool:
         """A class of job.py none of whose methods, nor its bases' (all classes of job.py), may write."""
-        if id(cls) not in self.methods or id(cls) in self.opaque or _may_write(self.methods[id(cls)]):
+        methods = self.methods.get(id(cls))
+        if methods is None or id(cls) in self.opaque or _may_write(methods) or any(m.wrappers for m in methods):
             return False
         return all(self._reads_only(base) for base in cls.bases)
 
@@ -130,6 +131,16 @@ def _harmless(code: Any) -> bool:
     if not isinstance(code, ClassRef) or code.dynamic:
         return False
     return code.qualname.startswith("nvflare.") or (_standard(code) and code.qualname.split(".")[0] not in CALLING_BACK)
+
+
+def known_wrapper(decorator: Any) -> bool:
+    """A decorator that gives back a function calling the one it wraps with what it is given: Python's builtins
+    (`staticmethod`, `property`), the standard library's (`functools.lru_cache(...)`, `dataclasses.dataclass`) and
+    NVFLARE's."""
+    cls = decorator.cls if isinstance(decorator, Obj) else decorator
+    if isinstance(cls, Builtin):
+        return True
+    return isinstance(cls, ClassRef) and (_standard(cls) or cls.qualname.startswith("nvflare."))
 
 
 def _standard(cls: ClassRef) -> bool:
