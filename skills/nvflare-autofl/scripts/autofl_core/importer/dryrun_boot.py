@@ -47,6 +47,7 @@ EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported e
 MAX_FILE = 1 << 20
 MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
 OS_FILES = (os.__file__, os.getenv.__code__.co_filename)  # the second is "<frozen os>" where os is frozen
+UNPACKS = ("DICT_UPDATE", "DICT_MERGE", "SET_UPDATE", "LIST_EXTEND")  # `{**x}`, `{*x}`, `[*x]` inside a literal
 UNSEEN = "\0"  # noted for a variable hashed where the lookup shows no string: `moves.moving_env` refuses it
 LOADS_AT: dict = {}  # (code, offset) -> what the expression of a lookup by hash loads (`_loads`)
 MAX_COMPARED = 8  # strings noted per variable (`_Noted`): more than moves.MAX_ENV_RUNS tries, so one past it refuses
@@ -471,12 +472,17 @@ class _Noted(str):
 def _keys_at(frame, variable: str) -> list[str]:
     """The strings a lookup by hash at `frame`'s instruction may match: the string constants of the expression it
     runs (`x in {"fast"}`, `{"fast": 2}[x]`) and the string keys of the dicts, sets and sequences its names and their
-    attributes hold (`ROUNDS.get(x)`, `x in Modes.quick`), but the variable's own name; [] when it shows none."""
+    attributes hold (`ROUNDS.get(x)`, `x in Modes.quick`) and the attribute names of the classes they are
+    (`getattr(Plans, x)`), but the variable's own name; [] when it shows none, UNSEEN among them when the
+    expression unpacks a container into another (`{**table}`: keys it does not show)."""
     site = (frame.f_code, frame.f_lasti)
     if site not in LOADS_AT:
         LOADS_AT[site] = _loads(*site)
     found, held = [], None
     for kind, value in LOADS_AT[site]:
+        if kind == "unseen":
+            found.append(UNSEEN)
+            continue
         if kind == "const":
             held = value
         elif kind == "name":
@@ -486,25 +492,32 @@ def _keys_at(frame, variable: str) -> list[str]:
         items = (
             [held] if isinstance(held, str) else held if isinstance(held, (dict, set, frozenset, tuple, list)) else ()
         )
+        if isinstance(held, type):  # a class's own attributes, as stored (no __getattr__ runs)
+            items = [name for name in vars(held) if not name.startswith("__")]
         found += [item for item in list(items)[:64] if isinstance(item, str) and item != variable]
     return found
 
 
 def _loads(code, offset: int) -> list[tuple[str, object]]:
-    """What the instructions inside the expression of the instruction at `offset` load: constants, names, attributes."""
+    """What the instructions inside the expression of the instruction at `offset` load: constants, names, attributes,
+    and "unseen" for a container a call made unpacked into another (`{**dict(fast=2)}`)."""
     instructions = list(dis.get_instructions(code))
     at = next((i.positions for i in instructions if i.offset == offset), None)
     if at is None or None in (at.lineno, at.end_lineno):
         return []
     start, end = (at.lineno, at.col_offset or 0), (at.end_lineno, at.end_col_offset or 1 << 30)
     kinds = {"LOAD_CONST": "const", "LOAD_ATTR": "attr", "LOAD_METHOD": "attr"}
-    out = []
+    out, made = [], False  # made: the instruction before is a call
     for i in instructions:
+        made, after_call = i.opname.startswith("CALL"), made
+        if i.opname in UNPACKS and after_call:
+            i = i._replace(opname="UNSEEN")
         where = i.positions
         if where is None or None in (where.lineno, where.end_lineno):
             continue
         if start <= (where.lineno, where.col_offset or 0) and (where.end_lineno, where.end_col_offset or 0) <= end:
-            kind = kinds.get(i.opname, "name" if i.opname.startswith("LOAD_") and isinstance(i.argval, str) else None)
+            kind = "unseen" if i.opname == "UNSEEN" else kinds.get(i.opname)
+            kind = kind or ("name" if i.opname.startswith("LOAD_") and isinstance(i.argval, str) else None)
             if kind is not None:
                 out.append((kind, i.argval))
     return out

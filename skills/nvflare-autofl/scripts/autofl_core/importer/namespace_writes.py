@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import argparse_flow as ap
-from .events import Obj
+from .events import FuncRef, Obj
 from .values import HIGH, MUTATORS, Bag, Builtin, ClassRef, Val, unresolved
 
 
@@ -51,9 +51,37 @@ class NamespaceWrites:
         (`tuning.tune(args)`, a class or method of job.py, another library): it may rebind what they hold, so every
         option, item or argument of each is unresolved, naming the call's line."""
         cls = code.cls if isinstance(code, Obj) else code
-        if _harmless(code) or (id(cls) in self.methods and not _may_write(self.methods[id(cls)])):
+        harmless = _harmless(code) and not _writes_arguments(code, node)
+        if (harmless or self._reads_only(cls)) and not any(self._may_call_back(g) for g in given):
             return
         why = f"given to {_callee(node)}() at line {node.lineno}, which is not followed statically and may change it"
+        self._stale(given, node, why)
+
+    def _written_through(self, obj: Any, node: ast.AST) -> None:
+        """An item set or a mutating method called on an object of the standard library (`ChainMap(vars(args))`)
+        may write what the object was given: each of its arguments is changed, naming the line."""
+        if isinstance(obj, Obj) and isinstance(obj.cls, ClassRef) and _standard(obj.cls):
+            why = f"written through {obj.name}(...) at line {node.lineno}, which is not followed statically"
+            self._stale([*obj.args, *obj.kwargs.values()], node, why)
+
+    def _reads_only(self, cls: Any) -> bool:
+        """A class of job.py none of whose methods, nor its bases' (all classes of job.py), may write."""
+        methods = self.methods.get(id(cls))
+        if methods is None or id(cls) in self.opaque or _may_write(methods) or any(m.wrappers for m in methods):
+            return False
+        return all(self._reads_only(base) for base in cls.bases)
+
+    def _may_call_back(self, value: Any) -> bool:
+        """A callable given to code that may call it with what it was given: `setattr`/`delattr`, a function of
+        job.py that may write its parameters or what it reaches, or code that is neither harmless nor read-only."""
+        if isinstance(value, Builtin):
+            return value.name in SETTERS.values()
+        if isinstance(value, FuncRef):
+            return _may_write([value], method=False)
+        return isinstance(value, ClassRef) and not (_harmless(value) or self._reads_only(value))
+
+    def _stale(self, given: list, node: ast.AST, why: str) -> None:
+        """Every option, item or constructor argument of what `given` holds is unresolved (`why`)."""
         for value in given:
             for held in _held(value):
                 if isinstance(held, ap.Namespace):
@@ -82,8 +110,15 @@ class NamespaceWrites:
 
 CALLING_BACK = set(  # modules of the standard library whose functions write attributes or items, or run code given
     "builtins operator functools copyreg ctypes gc inspect types threading multiprocessing concurrent asyncio sched "
-    "atexit runpy importlib code codeop pdb bdb trace".split()
+    "atexit runpy importlib code codeop pdb bdb trace heapq unittest".split()
 )
+WRITERS = {"shuffle", "insort", "insort_left", "insort_right"}  # standard functions and methods writing a list given
+
+
+def _writes_arguments(code: Any, node: ast.Call) -> bool:
+    """The standard library's function or method called writes the list it is given (`random.shuffle(plan)`)."""
+    name = code.qualname if isinstance(code, ClassRef) else _callee(node)
+    return name.rsplit(".", 1)[-1] in WRITERS
 
 
 def _harmless(code: Any) -> bool:
@@ -98,21 +133,37 @@ def _harmless(code: Any) -> bool:
     return code.qualname.startswith("nvflare.") or (_standard(code) and code.qualname.split(".")[0] not in CALLING_BACK)
 
 
+def known_wrapper(decorator: Any) -> bool:
+    """A decorator that gives back a function calling the one it wraps with what it is given: Python's builtins
+    (`staticmethod`, `property`), the standard library's (`functools.lru_cache(...)`, `dataclasses.dataclass`) and
+    NVFLARE's."""
+    cls = decorator.cls if isinstance(decorator, Obj) else decorator
+    if isinstance(cls, Builtin):
+        return True
+    return isinstance(cls, ClassRef) and (_standard(cls) or cls.qualname.startswith("nvflare."))
+
+
 def _standard(cls: ClassRef) -> bool:
     """A function or class of the standard library."""
     return not cls.dynamic and cls.qualname.split(".")[0] in sys.stdlib_module_names
 
 
-def _may_write(methods: list) -> bool:
-    """True when a method of a class of job.py may change what it was given: it sets or deletes an attribute or item
-    other than its own `self.name`, or hands a parameter (or `self.name`) to a call or calls a mutating method of one."""
-    for method in methods:
-        spec = method.node.args
+def _may_write(methods: list, method: bool = True) -> bool:
+    """True when a method of a class of job.py (a function of job.py when not `method`) may change what it was
+    given: it sets or deletes an attribute or item (other than a method's own `self.name`), or hands a parameter (or
+    `self.name`) to a call or calls a mutating method of one."""
+    for func in methods:
+        spec = func.node.args
         params = [a.arg for a in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs, spec.vararg, spec.kwarg) if a]
-        own = params[0] if params else None
-        for node in ast.walk(method.node):
+        own = params[0] if params and method else None
+        for node in ast.walk(func.node):
             if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                if not (isinstance(node.value, ast.Name) and node.value.id == own and isinstance(node, ast.Attribute)):
+                if not (
+                    own
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == own
+                    and isinstance(node, ast.Attribute)
+                ):
                     return True
             elif isinstance(node, ast.Call):
                 given = [a.value if isinstance(a, ast.Starred) else a for a in (*node.args, *node.keywords)]

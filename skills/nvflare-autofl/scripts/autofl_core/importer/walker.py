@@ -22,7 +22,7 @@ from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_eval
 from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
-from .namespace_writes import READERS, SETTERS, BoundSetter, NamespaceWrites
+from .namespace_writes import READERS, SETTERS, BoundSetter, NamespaceWrites, known_wrapper
 from .surface import RECIPE_RUNS, touches_surface
 from .targets import dunder
 from .uncertain import UncertainPaths, with_flags
@@ -62,6 +62,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         self.control: tuple[str, ...] = ()
         self.early: list[tuple | None] = []  # per function walked: (line, flags) of a side of a condition that returned
         self.methods: dict[int, list[FuncRef]] = {}  # id(ClassRef of a class of job.py) -> its methods
+        self.opaque: set[int] = set()  # id(ClassRef) of classes of job.py binding code other than their own functions
         self.steps = 0
 
     def run(self, tree: ast.Module) -> WalkResult:
@@ -144,6 +145,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
     # ---- calls ----------------------------------------------------------------------------------
     def _dispatch(self, callee: Any, args: list, kwargs: dict, unpacked: bool, node: ast.Call) -> Any:
         if isinstance(callee, FuncRef):
+            for wrapper in callee.wrappers:  # the decorator's code runs first, given what the function is
+                self._given_away(wrapper, [*args, *kwargs.values()], node)
             return self._invoke(callee, args, kwargs, node)
         if isinstance(callee, BoundSetter):
             callee, args = Builtin(callee.name), [callee.target, *args]
@@ -177,9 +180,13 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
+            if method in ap.PARSE_METHODS:  # parsing into a namespace job.py holds rebinds its options
+                self._namespace_reached(args[1:2] or [kwargs.get("namespace")], method, node)
             return real_parser.parser_method(base, method, args, kwargs, node, self.base_args, self.out)
         if isinstance(base, Obj) and method not in RECIPE_RUNS:  # a run's env: judged with the recipe's class
             self._given_away(base, [*args, *kwargs.values()], node)
+            if method in set().union(*values.MUTATORS.values()):
+                self._written_through(base, node)
         if isinstance(base, Obj):
             self._handed_over([*args, *kwargs.values()], node)
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
@@ -204,6 +211,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
     def _set_item(self, target: ast.Subscript, value: Any) -> None:
         """`container[key] = value` (`del container[key]` when value is None) on a container the walk holds."""
         base, key = self.ev(target.value), self.ev(target.slice)
+        self._written_through(base, target)
         if isinstance(base, Bag) or (isinstance(base, Val) and base.resolved and isinstance(base.value, (list, dict))):
             what = "the item set" if value is not None else "the item deleted"
             self._changed(base, f"{what} at line {target.lineno}", target, [key, value])
@@ -304,12 +312,15 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 
     def _st_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         """`def` evaluates the defaults once, then applies the decorators: a job-local one is followed (what it
-        returns is the name's value), any other is taken to give the function back."""
+        returns is the name's value), any other is taken to give the function back; one of code not shown harmless
+        (a module of the job, another library) is kept on the function, and each call gives it the arguments."""
         value: Any = self._function(stmt)
         for decorator in reversed(stmt.decorator_list):
             callee = self.ev(decorator)
             if isinstance(callee, FuncRef):
                 value = self._invoke(callee, [value], {}, ast.Call(decorator, [], [], lineno=stmt.lineno, col_offset=0))
+            elif isinstance(value, FuncRef) and not (known_wrapper(callee) or _descriptor(decorator, callee)):
+                value.wrappers.append(callee)
         self.scopes[0][stmt.name] = value
 
     _st_AsyncFunctionDef = _st_FunctionDef
@@ -327,6 +338,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             self.scopes = saved
         cls = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
         self.methods[id(cls)] = [value for value in own.values() if isinstance(value, FuncRef)]
+        if any(not isinstance(v, (FuncRef, Val)) or not v.resolved for v in own.values() if not isinstance(v, FuncRef)):
+            self.opaque.add(id(cls))
         self.scopes[0][stmt.name] = cls
 
     def _st_Global(self, stmt: ast.Global | ast.Nonlocal) -> None:
@@ -483,3 +496,14 @@ def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
     items = None if isinstance(iterable, Bag) and iterable.keys is not None else values.elements(iterable)
     leaves = any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt))
     return None if items is None or len(items) > MAX_UNROLL or leaves else items
+
+
+DESCRIPTORS = {"property", "staticmethod", "classmethod"}  # builtins decorating a method, and a property's parts
+PROPERTY_PARTS = {"setter", "getter", "deleter"}
+
+
+def _descriptor(decorator: ast.expr, callee: Any) -> bool:
+    """`@property`, `@staticmethod`, `@classmethod` (not rebound by job.py) or `@<name>.setter`: the method itself."""
+    if isinstance(decorator, ast.Name):
+        return decorator.id in DESCRIPTORS and not isinstance(callee, (FuncRef, ClassRef, Obj))
+    return isinstance(decorator, ast.Attribute) and decorator.attr in PROPERTY_PARTS
