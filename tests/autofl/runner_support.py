@@ -14,6 +14,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,3 +205,55 @@ def run_trial_settled(trial_spec):
     if watchdog.infrastructure_stall(result.failure_reason):
         result = run_trial(trial_spec)
     return result
+
+
+def run_job_settled(command: list[str], cwd: Path, env: dict, timeout: float = 600.0) -> tuple[int, str]:
+    """A job run bare (no runner) under the runner's rule for NVFLARE's own stall: a run whose output shows it
+    (`watchdog.INFRASTRUCTURE_STALLS`; the simulator then waits forever) is ended and run once more. Returns
+    (exit code, output); a run over `timeout` seconds fails with its output. Every process of a run is ended
+    (the simulator and its workers start sessions of their own, so they are found by a token in their env)."""
+    from autofl_core.trial import watchdog
+
+    code, output = _run_job_watched(command, cwd, env, timeout, watchdog.INFRASTRUCTURE_STALLS)
+    if code is None:
+        code, output = _run_job_watched(command, cwd, env, timeout, watchdog.INFRASTRUCTURE_STALLS)
+    assert code is not None, f"the bare job stalled twice (NVFLARE's own stall):\n{output[-3000:]}"
+    return code, output
+
+
+def _run_job_watched(command, cwd, env, timeout, stall) -> tuple[int | None, str]:
+    """One run of the job: (exit code, output), or (None, output) once its output shows `stall`."""
+    from autofl_core.trial import childenv, processes
+
+    token = (childenv.TOKEN_VAR, uuid.uuid4().hex)
+    lines: list[str] = []
+    with subprocess.Popen(
+        command,
+        cwd=cwd,
+        env={**env, token[0]: token[1]},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    ) as process:
+        reader = threading.Thread(target=_collect, args=(process.stdout, lines), daemon=True)
+        reader.start()
+        deadline, seen = time.monotonic() + timeout, 0
+        try:
+            while process.poll() is None:
+                new = lines[seen:]
+                seen += len(new)
+                if any(stall.search(line) for line in new):
+                    return None, "".join(lines)
+                assert time.monotonic() < deadline, f"the bare job ran over {timeout:.0f} s:\n{''.join(lines)[-3000:]}"
+                time.sleep(0.5)
+        finally:
+            processes.terminate_tree(process.pid, token)
+            reader.join(timeout=10)
+    return process.returncode, "".join(lines)
+
+
+def _collect(stream, lines: list[str]) -> None:
+    for line in stream:
+        lines.append(line)
