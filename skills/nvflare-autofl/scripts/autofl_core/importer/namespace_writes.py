@@ -222,3 +222,14 @@ class BoundSetter:
 
     name: str
     target: Any
+
+
+DESCRIPTORS = {"property", "staticmethod", "classmethod"}  # builtins decorating a method, and a property's parts
+PROPERTY_PARTS = {"setter", "getter", "deleter"}
+
+
+def descriptor(decorator: ast.expr, callee: Any) -> bool:
+    """`@property`, `@staticmethod`, `@classmethod` (not rebound by job.py) or `@<name>.setter`: the method itself."""
+    if isinstance(decorator, ast.Name):
+        return decorator.id in DESCRIPTORS and not isinstance(callee, (FuncRef, ClassRef, Obj))
+    return isinstance(decorator, ast.Attribute) and decorator.attr in PROPERTY_PARTS

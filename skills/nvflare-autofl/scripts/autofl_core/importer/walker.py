@@ -22,7 +22,7 @@ from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_eval
 from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
-from .namespace_writes import READERS, SETTERS, BoundSetter, NamespaceWrites, known_wrapper
+from .namespace_writes import READERS, SETTERS, BoundSetter, NamespaceWrites, descriptor, known_wrapper
 from .surface import RECIPE_RUNS, touches_surface
 from .targets import dunder
 from .uncertain import UncertainPaths, with_flags
@@ -319,7 +319,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             callee = self.ev(decorator)
             if isinstance(callee, FuncRef):
                 value = self._invoke(callee, [value], {}, ast.Call(decorator, [], [], lineno=stmt.lineno, col_offset=0))
-            elif isinstance(value, FuncRef) and not (known_wrapper(callee) or _descriptor(decorator, callee)):
+            elif isinstance(value, FuncRef) and not (known_wrapper(callee) or descriptor(decorator, callee)):
                 value.wrappers.append(callee)
         self.scopes[0][stmt.name] = value
 
@@ -496,14 +496,3 @@ def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
     items = None if isinstance(iterable, Bag) and iterable.keys is not None else values.elements(iterable)
     leaves = any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt))
     return None if items is None or len(items) > MAX_UNROLL or leaves else items
-
-
-DESCRIPTORS = {"property", "staticmethod", "classmethod"}  # builtins decorating a method, and a property's parts
-PROPERTY_PARTS = {"setter", "getter", "deleter"}
-
-
-def _descriptor(decorator: ast.expr, callee: Any) -> bool:
-    """`@property`, `@staticmethod`, `@classmethod` (not rebound by job.py) or `@<name>.setter`: the method itself."""
-    if isinstance(decorator, ast.Name):
-        return decorator.id in DESCRIPTORS and not isinstance(callee, (FuncRef, ClassRef, Obj))
-    return isinstance(decorator, ast.Attribute) and decorator.attr in PROPERTY_PARTS
