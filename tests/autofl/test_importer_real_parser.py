@@ -154,7 +154,7 @@ def test_parse_known_args_keeps_what_it_knows_like_argparse():
 
 
 def test_positionals_and_extras_map_back_to_their_tokens():
-    parser = Parser(flags=[Flag(["data"], "data"), Flag(["--lr"], "lr", type="float")])
+    parser = Parser(flags=[Flag([], "data"), Flag(["--lr"], "lr", type="float")])
     parsed = real_parser.parse(parser, ["/d", "--lr", "1", "--x", "5", "5"], "parse_known_args")
     assert parsed.values == {"data": "/d", "lr": 1.0}
     assert parsed.accepted == [True, True, True, False, False, False]

@@ -86,7 +86,7 @@ def test_leftover_values_and_missing_values_are_errors():
 
 
 def test_positionals_are_filled_in_order():
-    parser = parser_of(Flag(["data"], "data"), Flag(["rounds"], "rounds", type="int"), Flag(["--lr"], "lr"))
+    parser = parser_of(Flag([], "data"), Flag([], "rounds", type="int"), Flag(["--lr"], "lr"))
     assert apply_overrides(parser, ["/d", "--lr", "1", "4"], False) == ({"data": "/d", "lr": "1", "rounds": 4}, [])
     assert apply_overrides(parser, ["/d", "x"], False) == ({"data": "/d"}, ["argument rounds: invalid int value: 'x'"])
     assert apply_overrides(parser, ["/d", "4", "extra"], False) == (

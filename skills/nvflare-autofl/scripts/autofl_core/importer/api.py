@@ -18,7 +18,7 @@ import hashlib
 import os
 import posixpath
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import argparse_flow as ap
@@ -83,13 +83,13 @@ def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -
             continue
         if key in given and given[key] != value:
             conflicts.append(
-                f"--base-args sets {flag.canonical} {given[key]!r} but mutation_schema.yaml fixes "
+                f"--base-args sets {flag.name} {given[key]!r} but mutation_schema.yaml fixes "
                 f"{key}: {value!r}; drop it from --base-args"
             )
         switch = _switch_args(flag, value)
         if switch is None:
             conflicts.append(
-                f"mutation_schema.yaml fixes {key}: {value!r}, but job.py's {flag.canonical} ({flag.action}) cannot be "
+                f"mutation_schema.yaml fixes {key}: {value!r}, but job.py's {flag.name} ({flag.action}) cannot be "
                 "set to it on the command line; change the schema or the option"
             )
         args += switch or []
@@ -99,19 +99,19 @@ def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -
 def _switch_args(flag: ap.Flag, value: Any) -> list[str] | None:
     """The arguments that make `flag` parse as `value`, or None when no command line does."""
     if flag.takes_value:
-        return [flag.canonical, str(value)]
-    default = flag.default.value if flag.default.resolved else None
-    return ap.switch_tokens(flag.action, flag.canonical, value, const=flag.const, default=default)
+        return [flag.name, str(value)]
+    return ap.switch_tokens(flag.action, flag.name, value, const=flag.const, default=_known(flag.default))
+
+
+def _known(value: Any) -> Any:
+    """A Val's value as plain data when resolved, else None."""
+    return to_jsonable(value.value) if value is not None and value.resolved else None
 
 
 def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], conflicts: list[str]) -> dict:
     parser, namespace = _main_parser(walk)
-    flags = []
-    for flag in parser.flags if parser else []:
-        record = flag.to_dict()
-        value = namespace.values.get(flag.dest) if namespace else None
-        record["value"] = to_jsonable(value.value) if value is not None and value.resolved else None
-        flags.append(record)
+    values = namespace.values if namespace else {}
+    flags = [replace(flag, value=_known(values.get(flag.dest))).to_dict() for flag in parser.flags] if parser else []
     problems = [p for prs in walk.parsers for p in prs.problems]
     return {
         "allow_abbrev": parser.allow_abbrev if parser else True,
@@ -378,16 +378,16 @@ def _unseen_options(config: dict, tree: Any, job_name: str, read_file: Callable,
     unseen = [f for f in config["argparse"]["flags"] if f.get("line") is None and not f["positional"]]
     if not unseen:
         return
-    flags = [ap.flag_from_record(f) for f in unseen]
+    flags = [ap.Flag.from_dict(f) for f in unseen]
     script_rel, script_tree, _notes = _script_tree(job_name, config["trust"].get("train_script"), read_file)
-    forwarded = {f.canonical for f in flags if f.canonical in reached}
+    forwarded = {f.name for f in flags if f.name in reached}
     found = data_shaping.classify(unseen, tree, script_tree, forwarded)
     shaping = config["data_shaping"]
     for kind in ("fixed", "unclassified"):
         shaping[kind] = {**shaping.get(kind, {}), **found[kind]}
     script = _script_parser(script_rel, script_tree)
     accepted = {f.dest for f in script.parser.flags} if script.parser is not None else set()
-    tunable = [f for f in flags if f.canonical in reached and (not script.known or f.dest in accepted)]
+    tunable = [f for f in flags if f.name in reached and (not script.known or f.dest in accepted)]
     blocked = {*shaping["fixed"], *shaping["unclassified"], *fixed_budget_options(config)}
     known = {s["flag"] for s in config["search_space"]["suggested"]}
     config["search_space"]["suggested"] += [

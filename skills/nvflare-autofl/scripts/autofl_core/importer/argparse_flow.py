@@ -6,6 +6,7 @@ of `parse_args()`: the defaults with the `--base-args` overrides (parsed by the 
 
 from __future__ import annotations
 
+import argparse
 import ast
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,13 +18,28 @@ from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, known, to_
 # plausibly be, except those that start ordinary values ("-0.1", "./data", "~/data", "_x").
 UNKNOWN_FROMFILE = "!\"#$%&'()*+,:;<=>?@[\\]^`{|}"
 DEFAULT_FROMFILE = "@"  # a config imported before the importer recorded the setting: the conventional prefix
-NO_VALUE_ACTIONS = set("store_true store_false store_const append_const count boolean_optional help version".split())
 _TYPE_NAMES = {"int", "float", "str", "bool"}
 MAX_NARGS = 4096  # argparse builds strings and patterns nargs long: a larger count is a declaration refused
 
 
+def _argparse_actions() -> dict[str, argparse.Action]:
+    """argparse's own action of each `action=` name (`boolean_optional`: BooleanOptionalAction)."""
+    probe = argparse.ArgumentParser(add_help=False)
+    probe.register("action", "boolean_optional", argparse.BooleanOptionalAction)
+    names = "store store_const store_true store_false append append_const count extend boolean_optional help version"
+    return {name: probe.add_argument(f"--{name}", action=name) for name in names.split()}
+
+
+ACTIONS = _argparse_actions()  # any other action is `custom`
+ACTION_NAMES = {type(action).__name__: name for name, action in ACTIONS.items()}  # by argparse's class name
+NO_VALUE_ACTIONS = {name for name, action in ACTIONS.items() if action.nargs == 0}
+
+
 @dataclass
 class Flag:
+    """One option of job.py's parser, read statically or recorded by a dry run; a positional has no option
+    strings (as in argparse). `value`: what job.py's parse gave it, when known."""
+
     option_strings: list[str]
     dest: str
     action: str = "store"
@@ -33,23 +49,27 @@ class Flag:
     required: bool = False
     nargs: Any = None
     const: Any = None
-    line: int = 0
+    line: int | None = None
+    value: Any = None
 
     @property
     def positional(self) -> bool:
-        return not self.option_strings or not self.option_strings[0].startswith("-")
+        return not self.option_strings
 
     @property
     def takes_value(self) -> bool:
-        return self.action not in NO_VALUE_ACTIONS
+        return self.action not in NO_VALUE_ACTIONS and self.nargs != 0
 
     @property
-    def canonical(self) -> str:
-        longs = [o for o in self.option_strings if o.startswith("--")]
-        return longs[0] if longs else (self.option_strings or [self.dest])[0]
+    def name(self) -> str:
+        """The option's first long spelling, else its first spelling (a positional's: its dest)."""
+        return next((o for o in self.option_strings if o.startswith("--")), (self.option_strings or [self.dest])[0])
 
     def to_dict(self) -> dict:
-        record = {
+        """The config's flag record (`argparse.flags[]`): nargs only where the action does not imply it."""
+        optional = {"choices": self.choices, "const": self.const}
+        optional["nargs"] = None if self.nargs == 0 and self.action in NO_VALUE_ACTIONS else self.nargs
+        return {
             "option_strings": list(self.option_strings),
             "dest": self.dest,
             "action": self.action,
@@ -60,22 +80,26 @@ class Flag:
             "takes_value": self.takes_value,
             "positional": self.positional,
             "line": self.line,
-        }
-        optional = {"choices": to_jsonable(self.choices), "nargs": self.nargs, "const": to_jsonable(self.const)}
-        return record | {key: value for key, value in optional.items() if getattr(self, key) is not None}
+            "value": self.value,
+        } | {key: to_jsonable(value) for key, value in optional.items() if value is not None}
+
+    @classmethod
+    def from_dict(cls, record: dict) -> Flag:
+        """A Flag from its config record (`argparse.flags[]`, checked by `record_problem`)."""
+        known = record.get("default_confidence") != UNRESOLVED
+        default = Val(record.get("default") if known else None, HIGH if known else UNRESOLVED)
+        keys = ("action", "type", "choices", "required", "nargs", "const", "line", "value")
+        options = [] if record.get("positional") else list(record["option_strings"])  # a positional by its dest
+        return cls(options, record["dest"], default=default, **_present(record, keys))
 
 
-def record_problem(record: Any) -> str | None:
+def _present(record: dict, keys: tuple[str, ...]) -> dict:
+    return {key: record[key] for key in keys if record.get(key) is not None}
+
+
+def record_problem(record: Any, parsing: bool = False) -> str | None:
     """What makes a config's flag record (`argparse.flags[]`) unusable, or None: the fields every reader relies on
-    (a positional the dry run recorded has no option strings)."""
-    problem = _flag_problem(record)
-    if problem is None and not isinstance(record.get("takes_value"), bool):
-        return "takes_value must be true or false"
-    return problem
-
-
-def _flag_problem(record: Any) -> str | None:
-    """What keeps a flag record from becoming a `Flag` (the parser needs no more), or None."""
+    (`parsing`: only those the rebuilt parser needs)."""
     if not isinstance(record, dict):
         return "is not a mapping"
     options = record.get("option_strings")
@@ -83,31 +107,20 @@ def _flag_problem(record: Any) -> str | None:
         return "option_strings must be a list of option names"
     if not isinstance(record.get("dest"), str):
         return "dest must be a name"
+    if not parsing and not isinstance(record.get("takes_value"), bool):
+        return "takes_value must be true or false"
     return None
-
-
-def flag_from_record(record: dict) -> Flag:
-    """A Flag from its config record (`argparse.flags[]`), default as known."""
-    known = record.get("default_confidence") != UNRESOLVED
-    return Flag(
-        list(record["option_strings"]),
-        record["dest"],
-        record.get("action", "store"),
-        record.get("type"),
-        Val(record.get("default") if known else None, HIGH if known else UNRESOLVED),
-        record.get("choices"),
-        bool(record.get("required")),
-        record.get("nargs"),
-        record.get("const"),
-        line=record.get("line") or 0,
-    )
 
 
 def parser_from_config(config: dict) -> Parser:
     """The parser a config's `argparse` section records (no fromfile setting recorded: the conventional `@`)."""
     section = config.get("argparse") or {}
     records = section.get("flags")
-    flags = [flag_from_record(r) for r in records if _flag_problem(r) is None] if isinstance(records, list) else []
+    flags = (
+        [Flag.from_dict(r) for r in records if record_problem(r, parsing=True) is None]
+        if isinstance(records, list)
+        else []
+    )
     return Parser(section.get("allow_abbrev", True), flags, section.get("fromfile_prefix_chars", DEFAULT_FROMFILE))
 
 
@@ -169,9 +182,10 @@ def add_argument(parser: Parser, args: list[Any], kwargs: dict[str, Any], line: 
         options = options + [f"--no-{o[2:]}" for o in options if o.startswith("--")]
     flag_type = _type_name(kwargs.get("type"))
     default = _data(kwargs.get("default")) or Val({"store_true": False, "store_false": True}.get(action), HIGH)
+    positional = not options[0].startswith("-")  # argparse keeps its one name as the dest, verbatim
     flag = Flag(
-        option_strings=options,
-        dest="",
+        option_strings=[] if positional else options,
+        dest=options[0] if positional else "",
         action=action,
         type=flag_type,
         default=_typed_default(flag_type, default),
@@ -182,7 +196,7 @@ def add_argument(parser: Parser, args: list[Any], kwargs: dict[str, Any], line: 
         line=line,
     )
     dest = _literal(kwargs.get("dest"), None)  # else argparse's: the first long option (or the first), as a name
-    flag.dest = dest if isinstance(dest, str) else flag.canonical.lstrip("-").replace("-", "_")
+    flag.dest = dest if isinstance(dest, str) else flag.dest or flag.name.lstrip("-").replace("-", "_")
     parser.flags.append(flag)
 
 
@@ -241,7 +255,7 @@ def _required(flag: Flag) -> bool:
 
 
 def _missing(flag: Flag) -> Val:
-    source = flag.canonical
+    source = flag.name
     return Val(None, UNRESOLVED, flags=(source,), reason=f"{source} is required on the command line")
 
 
@@ -257,7 +271,7 @@ def build_namespace(parser: Parser, overrides: dict[str, Any]) -> Namespace:
             if _required(flag) and flag.dest not in overrides:
                 values[flag.dest] = _missing(flag)
             continue
-        source = flag.canonical
+        source = flag.name
         custom = (flag.type or "").startswith("custom")
         if flag.dest in overrides:
             value = overrides[flag.dest]

@@ -22,10 +22,9 @@ from collections.abc import Callable
 
 from . import moves, recorded
 from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, admission_errors
-from .argparse_flow import NO_VALUE_ACTIONS, first_by_dest
+from .argparse_flow import first_by_dest
 from .budget import FIELDS, unresolved_notes
 from .objective import DEFAULT_KEY_METRIC
-from .real_parser import ACTION_NAMES
 from .recorded import DryRunRecord
 from .schema import budget_mismatches, comparison_args, comparison_keys, schema_unapplied
 from .surface import FAMILY_LABELS
@@ -319,9 +318,7 @@ def real_parser(config: dict, record: DryRunRecord) -> None:
     section["fromfile_prefix_chars"] = real.fromfile_prefix_chars
     lines = {f["dest"]: f.get("line") for f in section["flags"]}
     read = schema_unapplied(schema, section["flags"])
-    section["flags"] = [
-        {**_flag(a), "line": lines.get(a.dest)} for a in real.actions if ACTION_NAMES.get(a.action) != "version"
-    ]
+    section["flags"] = [{**a.to_dict(), "line": lines.get(a.dest)} for a in real.actions if a.action != "version"]
     section["parsed"] = True
     config["unresolved"] = [u for u in config["unresolved"] if u not in read] + schema_unapplied(
         schema, section["flags"]
@@ -345,32 +342,6 @@ def _schema_args_unpassed(schema: dict, read: set[str], flags: list[dict]) -> li
         for key in comparison_keys(schema)
         if key in wanted and key in real and key not in read
     ]
-
-
-def _flag(action: recorded.Action) -> dict:
-    """A config flag record of a real parser's action; an action class argparse does not ship is `custom`, its
-    arity the one the run recorded."""
-    name = ACTION_NAMES.get(action.action, "custom")
-    flag = {
-        "option_strings": list(action.option_strings),
-        "dest": action.dest,
-        "action": name,
-        "type": action.type,
-        "default": action.default,
-        "default_confidence": "high",
-        "required": action.required,
-        "takes_value": name not in NO_VALUE_ACTIONS and action.nargs != 0,
-        "positional": not action.option_strings,
-        "line": None,
-        "value": action.value,
-    }
-    if action.choices is not None:
-        flag["choices"] = action.choices
-    if action.nargs not in (None, 0) or (name == "custom" and action.nargs == 0):
-        flag["nargs"] = action.nargs
-    if action.const is not None:
-        flag["const"] = action.const
-    return flag
 
 
 def apply(

@@ -12,8 +12,9 @@ import re
 from collections.abc import Callable
 
 from . import recorded
+from .argparse_flow import Flag
 from .budget import FIELDS
-from .recorded import Action, DryRunRecord
+from .recorded import DryRunRecord
 
 INT_PROBES = (7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83)
 MAX_SINGLE_RUNS = 32  # past it (when the all-perturbed run did not settle), an option is kept fixed
@@ -52,26 +53,26 @@ def _under_root(record: DryRunRecord) -> str | None:
     return workspace
 
 
-def candidates(record: DryRunRecord) -> list[Action]:
+def candidates(record: DryRunRecord) -> list[Flag]:
     """The main parser's optional arguments a perturbation can change."""
     out = []
     for action in recorded.options(record):
         kind, value = action.action, action.value
         if not action.option_strings or action.nargs not in (None, "?", 0):  # 0: a flag; lists are left out
             continue
-        if kind in ("_StoreTrueAction", "_StoreFalseAction", "BooleanOptionalAction") and isinstance(value, bool):
+        if kind in ("store_true", "store_false", "boolean_optional") and isinstance(value, bool):
             out.append(action)
-        elif kind == "_StoreAction" and (action.choices or action.type in ("int", "float", "str", None)):
+        elif kind == "store" and (action.choices or action.type in ("int", "float", "str", None)):
             out.append(action)
     return out
 
 
-def _perturbation(action: Action, taken: set) -> list[str]:
+def _perturbation(action: Flag, taken: set) -> list[str]:
     name, kind, value = action.name, action.action, action.value
-    if kind == "BooleanOptionalAction":
+    if kind == "boolean_optional":
         return [name if not value else "--no-" + name[2:]]
-    if kind in ("_StoreTrueAction", "_StoreFalseAction"):
-        return [name] if value == action.default else []
+    if kind in ("store_true", "store_false"):
+        return [name] if value == action.default.value else []
     if action.choices:
         other = [c for c in action.choices if c != value]
         return [name, str(other[0])] if other else []

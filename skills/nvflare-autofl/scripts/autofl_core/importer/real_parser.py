@@ -16,7 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .argparse_flow import MAX_NARGS, PARSE_METHODS, Flag, Parser, add_argument, build_namespace, fromfile_tokens
+from .argparse_flow import (
+    ACTIONS,
+    MAX_NARGS,
+    PARSE_METHODS,
+    Flag,
+    Parser,
+    add_argument,
+    build_namespace,
+    fromfile_tokens,
+)
 from .values import HIGH, Bag, Val, known, unresolved
 
 _TYPES = {"int": int, "float": float, "bool": bool}  # any other type keeps the text
@@ -39,16 +48,9 @@ class _Exits(argparse.Action):
         raise argparse.ArgumentError(self, "would exit instead of running the job")
 
 
-def argparse_class(name: str) -> type:
-    """argparse's own action class for an `action=` name (`boolean_optional`: BooleanOptionalAction)."""
-    if name == "boolean_optional":
-        return argparse.BooleanOptionalAction
-    return type(argparse.ArgumentParser(add_help=False).add_argument("--x", action=name))
-
-
 def _recording(name: str) -> type:
     """argparse's action class for `name`, noting on the parser each flag it sets to a value not its default."""
-    base = argparse_class(name)
+    base = type(ACTIONS[name])
 
     def __call__(self, parser, namespace, values, option_string=None):
         if values is not self.default:
@@ -58,13 +60,7 @@ def _recording(name: str) -> type:
     return type(f"Recorded{base.__name__}", (base,), {"__call__": __call__})
 
 
-_ACTIONS = {
-    name: _recording(name)
-    for name in "store store_const store_true store_false append append_const count extend boolean_optional".split()
-}
-ACTION_NAMES = {  # argparse's action class names (as a dry run records them), by the `action=` each stands for
-    argparse_class(name).__name__: name for name in (*_ACTIONS, "version")
-}
+_ACTIONS = {name: _recording(name) for name in ACTIONS if name not in ("help", "version")}
 
 
 class _JobParser(argparse.ArgumentParser):
@@ -106,7 +102,7 @@ def build(parser: Parser, lookup: bool = False) -> tuple[_JobParser, list[str]]:
         try:
             action = real.add_argument(*_names(flag, lookup), **_declaration(flag, lookup))
         except (ValueError, TypeError, argparse.ArgumentError) as exc:
-            refused.append(f"{flag.canonical}: {exc}")
+            refused.append(f"{flag.name}: {exc}")
             continue
         action.required = False  # the runner parses part of a command line; the budget reports what is missing
         action.flag = flag

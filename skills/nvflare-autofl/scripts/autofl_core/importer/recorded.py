@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from . import recipes
+from .argparse_flow import ACTION_NAMES, Flag
 from .surface import EVAL_COMPONENTS, STATS_COMPONENTS
+from .values import HIGH, Val
 
 Status = Literal["recorded", "raised", "exited", "no_run", "sandbox_failed", "timeout", "malformed"]
 STATUSES: tuple[str, ...] = get_args(Status)
@@ -37,33 +39,12 @@ class StoodIn:
 
 
 @dataclass(frozen=True)
-class Action:
-    """One action of a parser job.py built, as argparse held it after parsing."""
-
-    option_strings: tuple[str, ...]
-    dest: str
-    action: str
-    type: str | None
-    default: Any
-    choices: list | None
-    required: bool
-    nargs: Any
-    value: Any
-    const: Any = None
-
-    @property
-    def name(self) -> str:
-        """The option's long spelling (its first spelling when it has none)."""
-        return next((s for s in self.option_strings if s.startswith("--")), self.option_strings[0])
-
-
-@dataclass(frozen=True)
 class Parser:
     """A parser job.py built and parsed with."""
 
     allow_abbrev: bool
     fromfile_prefix_chars: str | None
-    actions: tuple[Action, ...]
+    actions: tuple[Flag, ...]  # each recorded action's name by `argparse_flow.ACTION_NAMES`, else custom
 
 
 @dataclass(frozen=True)
@@ -143,20 +124,20 @@ def _stood_in(raw: Any) -> StoodIn:
     return StoodIn(module, file, line)
 
 
-def _action(raw: Any) -> Action:
+def _action(raw: Any) -> Flag:
     if not isinstance(raw, dict) or not isinstance(raw.get("dest"), str) or not isinstance(raw.get("action"), str):
         raise _Malformed("a parser action without dest or action")
-    return Action(
-        _strings(raw, "option_strings"),
+    return Flag(
+        list(_strings(raw, "option_strings")),
         raw["dest"],
-        raw["action"],
+        ACTION_NAMES.get(raw["action"], "custom"),
         _typed(raw, "type", (str,)),
-        raw.get("default"),
+        Val(raw.get("default"), HIGH),
         _typed(raw, "choices", (list,)),
         bool(raw.get("required", False)),
         raw.get("nargs"),
-        raw.get("value"),
         raw.get("const"),
+        value=raw.get("value"),
     )
 
 
@@ -214,7 +195,7 @@ def parse(data: Any) -> DryRunRecord:
         return DryRunRecord("malformed", reason=f"the dry run's record is malformed ({what}); run it again")
 
 
-def options(record: DryRunRecord) -> tuple[Action, ...]:
+def options(record: DryRunRecord) -> tuple[Flag, ...]:
     """The actions of the first parser job.py parsed with (its main parser), or none."""
     return record.parsers[0].actions if record.parsers else ()
 

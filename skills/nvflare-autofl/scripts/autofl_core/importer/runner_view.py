@@ -18,11 +18,11 @@ def cli_flags(config: dict) -> dict:
     """The runner's view of job.py's options: long flags, alias groups, the --name flag, which take a value."""
     section = config.get("argparse") or {}
     groups, takes_value = [], {}
-    for flag in section.get("flags") or []:
-        group = sorted((o for o in flag["option_strings"] if o.startswith("-")), key=lambda o: not o.startswith("--"))
+    for flag in ap.parser_from_config(config).flags:
+        group = sorted((o for o in flag.option_strings if o.startswith("-")), key=lambda o: not o.startswith("--"))
         if group:  # long options first
             groups.append(group)
-            takes_value.update(dict.fromkeys(group, bool(flag["takes_value"])))
+            takes_value.update(dict.fromkeys(group, flag.takes_value))
     long_flags = [option for group in groups for option in group if option.startswith("--")]
     return {
         "allow_abbrev": section.get("allow_abbrev", True),
@@ -51,14 +51,12 @@ def fixed_budget_options(config: dict) -> list[str]:
     """Every job option the fixed budget depends on (canonical spelling, in budget order), then every other option
     writing the same `dest` as one of them. A candidate's run arguments may set none of them: `fixed_budget_args`
     pins most, but a switch pinned off has no argument to pin it, so the runner rejects any mention of these."""
-    options = _depended_options(config)
-    records = [r for r in (config.get("argparse") or {}).get("flags") or [] if isinstance(r, dict)]
-    dests = {r.get("dest") for r in records if set(r.get("option_strings") or []) & set(options)}
-    for record in records:
-        names = record.get("option_strings") or []
-        if record.get("dest") in dests and names and not set(names) & set(options):
-            options.append(ap.Flag(list(names), str(record.get("dest"))).canonical)
-    return options
+    options, flags = _depended_options(config), ap.parser_from_config(config).flags
+    dests = {flag.dest for flag in flags if set(flag.option_strings) & set(options)}
+    sharing = [
+        f.name for f in flags if f.dest in dests and f.option_strings and not set(f.option_strings) & set(options)
+    ]
+    return list(dict.fromkeys(options + sharing))
 
 
 def _depended_options(config: dict) -> list[str]:
@@ -70,29 +68,24 @@ def _depended_options(config: dict) -> list[str]:
 
 
 def fixed_budget_args(config: dict) -> list[str]:
-    """Command-line arguments that pin the fixed budget and every option it depends on, each flag exactly once."""
-    flags = {o: f for f in (config.get("argparse") or {}).get("flags", []) for o in f["option_strings"]}
-    out: list[str] = []
-    for flag in _depended_options(config):
-        record = flags.get(flag)
-        if record is not None and record.get("value") is not None and not record.get("positional"):
-            out += _pin(flag, record)  # a positional cannot be pinned by name: --base-args carries it
-    return out
+    """Command-line arguments that pin the fixed budget and every option it depends on, each flag exactly once (a
+    positional cannot be pinned by name: --base-args carries it)."""
+    flags = {option: flag for flag in ap.parser_from_config(config).flags for option in flag.option_strings}
+    pinned = [(option, flags.get(option)) for option in _depended_options(config)]
+    return [
+        token for option, flag in pinned if flag is not None and flag.value is not None for token in _pin(option, flag)
+    ]
 
 
-def _pin(flag: str, record: dict) -> list[str]:
-    value = record["value"]
-    if record["takes_value"]:
-        if isinstance(value, list) and record["action"] == "append":
-            default = record.get("default")  # argparse appends to the default list: pin only what comes after it
-            if isinstance(default, list) and value[: len(default)] == default:
-                value = value[len(default) :]
-            return [token for item in value for token in (flag, _format_value(item))]
-        if isinstance(value, list):
-            return [flag, *(_format_value(item) for item in value)]
-        return [flag, _format_value(value)]
-    switch = ap.switch_tokens(record["action"], flag, value, const=record.get("const"), default=record.get("default"))
-    return switch or []
+def _pin(option: str, flag: ap.Flag) -> list[str]:
+    value, default = flag.value, flag.default.value
+    if not flag.takes_value:
+        return ap.switch_tokens(flag.action, option, value, const=flag.const, default=default) or []
+    if isinstance(value, list) and flag.action == "append":
+        if isinstance(default, list) and value[: len(default)] == default:  # argparse appends to the default list
+            value = value[len(default) :]
+        return [token for item in value for token in (option, _format_value(item))]
+    return [option, *(_format_value(item) for item in (value if isinstance(value, list) else [value]))]
 
 
 def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, str | None]:
@@ -101,7 +94,7 @@ def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, 
     flag, inline, reason = real_parser.select(ap.parser_from_config(config), token)
     if flag is None:
         return None, None, reason
-    return flag.canonical, inline, None
+    return flag.name, inline, None
 
 
 def parse_job_args(config: dict, argv: Sequence[str], known_only: bool = False) -> tuple[dict, list[str]]:
@@ -121,4 +114,4 @@ def option_keys(config: dict) -> dict[str, str]:
 
 
 def _by_dest(parser: ap.Parser) -> dict[str, str]:
-    return ap.first_by_dest((f.canonical, f.dest) for f in parser.flags)
+    return ap.first_by_dest((f.name, f.dest) for f in parser.flags)

@@ -214,7 +214,7 @@ def comparison_args(schema: dict, flags: list[dict]) -> dict[str, dict]:
         if not record["positional"] and record["option_strings"]:
             first.setdefault(record["dest"], record)
     return {
-        key: {"flag": Flag(list(first[key]["option_strings"]), key).canonical, "value": first[key]["value"]}
+        key: {"flag": Flag(list(first[key]["option_strings"]), key).name, "value": first[key]["value"]}
         for key in comparison_keys(schema)
         if key in first
     }

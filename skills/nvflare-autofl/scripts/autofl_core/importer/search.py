@@ -52,7 +52,7 @@ def suggested(flags: list, blocked: set[str], mutable_args: dict) -> list[dict]:
         item = {
             "default": to_jsonable(flag.default.value) if flag.default.resolved else None,
             "dest": flag.dest,
-            "flag": flag.canonical,
+            "flag": flag.name,
             "type": kind or bounds.get("type"),
         }
         if flag.choices is not None:
