@@ -86,7 +86,7 @@ def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -
                 f"--base-args sets {flag.name} {given[key]!r} but mutation_schema.yaml fixes "
                 f"{key}: {value!r}; drop it from --base-args"
             )
-        switch = _switch_args(flag, value)
+        switch = ap.arguments(flag, value)
         if switch is None:
             conflicts.append(
                 f"mutation_schema.yaml fixes {key}: {value!r}, but job.py's {flag.name} ({flag.action}) cannot be "
@@ -94,13 +94,6 @@ def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -
             )
         args += switch or []
     return args, conflicts
-
-
-def _switch_args(flag: ap.Flag, value: Any) -> list[str] | None:
-    """The arguments that make `flag` parse as `value`, or None when no command line does."""
-    if flag.takes_value:
-        return [flag.name, str(value)]
-    return ap.switch_tokens(flag.action, flag.name, value, const=flag.const, default=_known(flag.default))
 
 
 def _known(value: Any) -> Any:

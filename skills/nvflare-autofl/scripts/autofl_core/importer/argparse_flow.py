@@ -228,21 +228,33 @@ def first_by_dest(named: Iterable[tuple[str, str]]) -> dict[str, str]:
 MAX_COUNT = 1000  # occurrences of a count option that may stand for a value (each is a command-line token)
 
 
-def switch_tokens(action: str, option: str, value: Any, *, const: Any = None, default: Any = None) -> list[str] | None:
-    """The occurrences of `option`, an option taking no value, that make job.py's parser set `value` (of its kind:
-    True is not 1), or None when none does (a count of more than MAX_COUNT occurrences included)."""
-    if action in ("boolean_optional", "store_true", "store_false") and type(value) is not bool:
+def arguments(flag: Flag, value: Any, option: str | None = None) -> list[str] | None:
+    """The command-line tokens, `option` (the flag's name by default) spelled, that make job.py's parser set `flag`
+    to `value`, or None when none do: a switch's value of its kind (True is not 1), a count of at most MAX_COUNT
+    occurrences; an `append` option's value after the default list it extends."""
+    option, default = option or flag.name, flag.default.value if flag.default.resolved else None
+    if flag.takes_value:
+        if flag.action == "append" and isinstance(value, list):
+            if isinstance(default, list) and value[: len(default)] == default:
+                value = value[len(default) :]
+            return [token for item in value for token in (option, _text(item))]
+        return [option, *(_text(item) for item in (value if isinstance(value, list) else [value]))]
+    if flag.action in ("boolean_optional", "store_true", "store_false") and type(value) is not bool:
         return None
-    if action == "boolean_optional":
+    if flag.action == "boolean_optional":
         return [option if value else "--no-" + option[2:]]
-    if action in ("store_true", "store_false"):
-        return [option] if (action == "store_true") == value else []
-    if action == "count" and type(value) is int and type(default or 0) is int:
+    if flag.action in ("store_true", "store_false"):
+        return [option] if (flag.action == "store_true") == value else []
+    if flag.action == "count" and type(value) is int and type(default or 0) is int:
         added = value - (default or 0)  # each occurrence adds one to the default
         return [option] * added if 0 <= added <= MAX_COUNT else None
-    if action == "store_const":
-        return [option] if _same(value, const) else ([] if _same(value, default) else None)
+    if flag.action == "store_const":
+        return [option] if _same(value, flag.const) else ([] if _same(value, default) else None)
     return None
+
+
+def _text(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def _same(left: Any, right: Any) -> bool:

@@ -7,7 +7,6 @@ Every argparse rule is argparse's own: job.py's parser is rebuilt from `config["
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from . import argparse_flow as ap
 from . import real_parser
@@ -41,12 +40,6 @@ def fromfile_arguments(config: dict, tokens: list[str]) -> list[str]:
     return ap.fromfile_tokens(chars, list(tokens))
 
 
-def _format_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def fixed_budget_options(config: dict) -> list[str]:
     """Every job option the fixed budget depends on (canonical spelling, in budget order), then every other option
     writing the same `dest` as one of them. A candidate's run arguments may set none of them: `fixed_budget_args`
@@ -73,19 +66,11 @@ def fixed_budget_args(config: dict) -> list[str]:
     flags = {option: flag for flag in ap.parser_from_config(config).flags for option in flag.option_strings}
     pinned = [(option, flags.get(option)) for option in _depended_options(config)]
     return [
-        token for option, flag in pinned if flag is not None and flag.value is not None for token in _pin(option, flag)
+        token
+        for option, flag in pinned
+        if flag is not None and flag.value is not None
+        for token in ap.arguments(flag, flag.value, option) or []
     ]
-
-
-def _pin(option: str, flag: ap.Flag) -> list[str]:
-    value, default = flag.value, flag.default.value
-    if not flag.takes_value:
-        return ap.switch_tokens(flag.action, option, value, const=flag.const, default=default) or []
-    if isinstance(value, list) and flag.action == "append":
-        if isinstance(default, list) and value[: len(default)] == default:  # argparse appends to the default list
-            value = value[len(default) :]
-        return [token for item in value for token in (option, _format_value(item))]
-    return [option, *(_format_value(item) for item in (value if isinstance(value, list) else [value]))]
 
 
 def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, str | None]:
