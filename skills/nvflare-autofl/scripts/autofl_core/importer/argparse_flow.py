@@ -90,11 +90,9 @@ class Flag:
         default = Val(record.get("default") if known else None, HIGH if known else UNRESOLVED)
         keys = ("action", "type", "choices", "required", "nargs", "const", "line", "value")
         options = [] if record.get("positional") else list(record["option_strings"])  # a positional by its dest
-        return cls(options, record["dest"], default=default, **_present(record, keys))
-
-
-def _present(record: dict, keys: tuple[str, ...]) -> dict:
-    return {key: record[key] for key in keys if record.get(key) is not None}
+        return cls(
+            options, record["dest"], default=default, **{k: record[k] for k in keys if record.get(k) is not None}
+        )
 
 
 def record_problem(record: Any, parsing: bool = False) -> str | None:
@@ -146,9 +144,7 @@ def _action_name(action: Any) -> str:
         return "store"
     if known(action, str):
         return action.value
-    if isinstance(action, ClassRef) and action.name == "BooleanOptionalAction":
-        return "boolean_optional"
-    return "custom"
+    return ACTION_NAMES.get(action.name, "custom") if isinstance(action, ClassRef) else "custom"
 
 
 def _type_name(kind: Any) -> str | None:

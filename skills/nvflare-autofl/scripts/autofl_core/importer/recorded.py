@@ -13,7 +13,6 @@ from typing import Any, Literal, get_args
 from . import recipes
 from .argparse_flow import ACTION_NAMES, Flag
 from .surface import EVAL_COMPONENTS, STATS_COMPONENTS
-from .values import HIGH, Val
 
 Status = Literal["recorded", "raised", "exited", "no_run", "sandbox_failed", "timeout", "malformed"]
 STATUSES: tuple[str, ...] = get_args(Status)
@@ -127,18 +126,9 @@ def _stood_in(raw: Any) -> StoodIn:
 def _action(raw: Any) -> Flag:
     if not isinstance(raw, dict) or not isinstance(raw.get("dest"), str) or not isinstance(raw.get("action"), str):
         raise _Malformed("a parser action without dest or action")
-    return Flag(
-        list(_strings(raw, "option_strings")),
-        raw["dest"],
-        ACTION_NAMES.get(raw["action"], "custom"),
-        _typed(raw, "type", (str,)),
-        Val(raw.get("default"), HIGH),
-        _typed(raw, "choices", (list,)),
-        bool(raw.get("required", False)),
-        raw.get("nargs"),
-        raw.get("const"),
-        value=raw.get("value"),
-    )
+    typed = {"type": _typed(raw, "type", (str,)), "choices": _typed(raw, "choices", (list,))}
+    action = ACTION_NAMES.get(raw["action"], "custom")
+    return Flag.from_dict({**raw, **typed, "option_strings": _strings(raw, "option_strings"), "action": action})
 
 
 def _parser(raw: Any) -> Parser:

@@ -24,10 +24,10 @@ def _kind(flag: Any) -> str | None:
     if flag.type in ("int", "float", "str", "bool"):
         return flag.type
     value = flag.default.value if flag.default.resolved else None
-    for name, py in (("bool", bool), ("int", int), ("float", float), ("str", str)):
-        if isinstance(value, py):
-            return name
-    return None
+    return next(
+        (name for name, py in (("bool", bool), ("int", int), ("float", float), ("str", str)) if isinstance(value, py)),
+        None,
+    )
 
 
 def _tunable(flag: Any, kind: str | None, blocked: set[str], declared: bool) -> bool:
