@@ -27,7 +27,7 @@ from .admission import admission_errors  # noqa: F401  (re-exported public API)
 from .budget import FIELDS, fixed_budget, unresolved_notes  # noqa: F401  (FIELDS re-exported)
 from .files import UNPARSABLE, Overlay, Workspace, load_job, parsed
 from .objective import build_objective, empty_objective
-from .reach import ScriptParser, forwarded_options, reaching_options
+from .reach import forwarded_options, reaching_options
 from .recipe_raises import would_raise
 from .runner_view import (  # noqa: F401  (re-exported public API)
     canonical_option,
@@ -147,23 +147,24 @@ def _script_tree(job_name: str, script: str | None, read_file: Callable) -> tupl
     return rel, tree, []
 
 
-def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ScriptParser:
-    """The client script's argparse (walked like job.py, with no arguments), or `known=False` when unreadable."""
+def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ap.Parser | None:
+    """The client script's argparse (walked like job.py, with no arguments; one without options when it has none),
+    or None when unreadable."""
     if script_rel is None or tree is None:
-        return ScriptParser(known=False)
+        return None
     names = {
         n.attr if isinstance(n, ast.Attribute) else n.id
         for n in ast.walk(tree)
         if isinstance(n, (ast.Name, ast.Attribute))
     }
     if "argv" in names:
-        return ScriptParser(known=False)  # reads sys.argv itself
+        return None  # reads sys.argv itself
     if "ArgumentParser" not in names:
-        return ScriptParser(known=True)
+        return ap.Parser()
     walk = Walker([], script_rel).run(tree)
     if walk.problems or not walk.parsers or any(p.problems for p in walk.parsers):
-        return ScriptParser(known=False)
-    return ScriptParser(True, _main_parser(walk)[0])
+        return None
+    return _main_parser(walk)[0]
 
 
 @dataclass
@@ -379,8 +380,7 @@ def _unseen_options(config: dict, tree: Any, job_name: str, read_file: Callable,
     for kind in ("fixed", "unclassified"):
         shaping[kind] = {**shaping.get(kind, {}), **found[kind]}
     script = _script_parser(script_rel, script_tree)
-    accepted = {f.dest for f in script.parser.flags} if script.parser is not None else set()
-    tunable = [f for f in flags if f.name in reached and (not script.known or f.dest in accepted)]
+    tunable = [f for f in flags if f.name in reached and (script is None or f.dest in {s.dest for s in script.flags})]
     blocked = {*shaping["fixed"], *shaping["unclassified"], *fixed_budget_options(config)}
     known = {s["flag"] for s in config["search_space"]["suggested"]}
     config["search_space"]["suggested"] += [

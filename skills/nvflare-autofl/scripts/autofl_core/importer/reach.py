@@ -8,9 +8,9 @@ the script's own argparse accepts; when that parser cannot be read, every forwar
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from .argparse_flow import Parser
 from .real_parser import parse
 from .values import Bag, Val, option_flags
 
@@ -18,16 +18,9 @@ FORWARDED_KWARGS = ("train_args", "script_args", "task_args", "eval_args")
 _TOKEN = re.compile(r"\S+")
 
 
-@dataclass
-class ScriptParser:
-    """The client script's argparse as far as it is known: parser None = the script reads no arguments."""
-
-    known: bool
-    parser: Any = None
-
-
-def reaching_options(walk: Any, script: ScriptParser) -> set[str]:
-    """Canonical job options whose values reach the job (see the module docstring)."""
+def reaching_options(walk: Any, script: Parser | None) -> set[str]:
+    """Canonical job options whose values reach the job (see the module docstring); `script`: the client script's
+    parser (one without options when it reads no arguments), None when it cannot be read."""
     reached: set[str] = set()
     for obj in walk.objects:
         reached.update(option_flags(obj.control))
@@ -56,16 +49,13 @@ def _flags_of(values: list) -> set[str]:
     return found
 
 
-def _forwarded(value: Any, script: ScriptParser) -> set[str]:
+def _forwarded(value: Any, script: Parser | None) -> set[str]:
     """Options of an argument string that the client script accepts."""
     readable = isinstance(value, Val) and value.resolved and isinstance(value.value, str) and value.parts
-    if not readable or not script.known or re.search(r"['\"\\\\]", value.value):
+    if not readable or script is None or re.search(r"['\"\\\\]", value.value):
         return _flags_of([value])  # cannot tell which part goes where: assume every option reaches the script
-    if script.parser is None:
-        return set()  # the script has no argparse: it never reads what it is given
     spans = _token_flags(value)
-    tokens = [text for text, _ in spans]
-    accepted = parse(script.parser, tokens, "parse_known_args").accepted
+    accepted = parse(script, [text for text, _ in spans], "parse_known_args").accepted
     if accepted is None:  # the script's parser refuses the string: a candidate's value may be the one it takes
         return _flags_of([value])
     return {flag for (_, flags), used in zip(spans, accepted, strict=True) if used for flag in flags}

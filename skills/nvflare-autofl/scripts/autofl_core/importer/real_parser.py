@@ -128,7 +128,8 @@ def _declaration(flag: Flag, lookup: bool) -> dict[str, Any]:
     action = flag.action if flag.action in _ACTIONS else ("store_const" if flag.nargs == 0 else "store")
     kwargs["action"] = _ACTIONS[action]
     if action in ("append", "extend", "count") or flag.positional:  # what argparse builds on or may hand back
-        kwargs["default"] = _default(flag)
+        default = flag.default.value if flag.default.resolved else None
+        kwargs["default"] = argparse.SUPPRESS if default == argparse.SUPPRESS else default  # argparse's own object
     if action in ("store", "append", "extend"):
         kwargs["type"] = _TYPES.get(flag.type or "str", str)
         kwargs.update({k: v for k, v in (("nargs", flag.nargs), ("choices", flag.choices)) if v is not None})
@@ -137,12 +138,6 @@ def _declaration(flag: Flag, lookup: bool) -> dict[str, Any]:
     elif action in ("store_const", "append_const"):
         kwargs["const"] = flag.const
     return kwargs
-
-
-def _default(flag: Flag) -> Any:
-    if not flag.default.resolved:
-        return None
-    return argparse.SUPPRESS if flag.default.value == argparse.SUPPRESS else flag.default.value
 
 
 def parse(parser: Parser, argv: Sequence[str], method: str = "parse_args") -> Parsed:
