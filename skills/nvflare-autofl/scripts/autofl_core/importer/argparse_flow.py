@@ -212,12 +212,12 @@ def _literal(value: Any, fallback: Any) -> Any:
     return value.value if isinstance(value, Val) and value.resolved else fallback
 
 
-def first_by_dest(named: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """{dest: name} from (option name, dest) pairs in declaration order: a dest several options share is named by
-    the first one declared, the option whose default argparse gives it."""
+def first_by_dest(flags: Iterable[Flag]) -> dict[str, str]:
+    """{dest: option name} in declaration order: a dest several options share is named by the first one declared,
+    the option whose default argparse gives it."""
     out: dict[str, str] = {}
-    for name, dest in named:
-        out.setdefault(dest, name)
+    for flag in flags:
+        out.setdefault(flag.dest, flag.name)
     return out
 
 

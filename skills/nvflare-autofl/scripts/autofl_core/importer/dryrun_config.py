@@ -134,7 +134,7 @@ def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved:
     (one run cannot pin it)."""
     options = [a for a in recorded.options(record) if a.option_strings]
     values = {a.name: a.value for a in options}
-    first = first_by_dest((a.name, a.dest) for a in options)
+    first = first_by_dest(options)
     named = {a.name: first[a.dest] for a in options}  # a shared dest is named by its first option, as statically
     ran, static = recorded.budget(record), config.get("fixed_budget") or {}
     budget = {}

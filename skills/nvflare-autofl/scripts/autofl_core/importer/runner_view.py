@@ -15,16 +15,15 @@ from .budget import FIELDS
 
 def cli_flags(config: dict) -> dict:
     """The runner's view of job.py's options: long flags, alias groups, the --name flag, which take a value."""
-    section = config.get("argparse") or {}
-    groups, takes_value = [], {}
-    for flag in ap.parser_from_config(config).flags:
+    parser, groups, takes_value = ap.parser_from_config(config), [], {}
+    for flag in parser.flags:
         group = sorted((o for o in flag.option_strings if o.startswith("-")), key=lambda o: not o.startswith("--"))
         if group:  # long options first
             groups.append(group)
             takes_value.update(dict.fromkeys(group, flag.takes_value))
     long_flags = [option for group in groups for option in group if option.startswith("--")]
     return {
-        "allow_abbrev": section.get("allow_abbrev", True),
+        "allow_abbrev": parser.allow_abbrev,
         "groups": groups,
         "long_flags": long_flags,
         "name_flag": "--name" if "--name" in long_flags else None,
@@ -87,16 +86,12 @@ def parse_job_args(config: dict, argv: Sequence[str], known_only: bool = False) 
     a dest report under one name: the first declared one's, as the budget names it (see `option_keys`)."""
     parser = ap.parser_from_config(config)
     parsed = real_parser.parse(parser, [str(a) for a in argv], "parse_known_args" if known_only else "parse_args")
-    by_dest = _by_dest(parser)
+    by_dest = ap.first_by_dest(parser.flags)
     return {by_dest.get(dest, dest): value for dest, value in parsed.values.items()}, parsed.errors
 
 
 def option_keys(config: dict) -> dict[str, str]:
     """{option string: the name `parse_job_args` reports its value under}."""
-    parser = ap.parser_from_config(config)
-    by_dest = _by_dest(parser)
-    return {option: by_dest[flag.dest] for flag in parser.flags for option in flag.option_strings}
-
-
-def _by_dest(parser: ap.Parser) -> dict[str, str]:
-    return ap.first_by_dest((f.name, f.dest) for f in parser.flags)
+    flags = ap.parser_from_config(config).flags
+    by_dest = ap.first_by_dest(flags)
+    return {option: by_dest[flag.dest] for flag in flags for option in flag.option_strings}
