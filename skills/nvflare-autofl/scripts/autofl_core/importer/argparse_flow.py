@@ -1,6 +1,7 @@
-"""argparse seen statically: parsers, their add_argument calls, and the namespace parse_args() returns.
+"""job.py's options: the one option record (`Flag`, and its config form `argparse.flags[]`), argparse's own action
+table, and argparse seen statically: parsers, their add_argument calls, and the namespace parse_args() returns.
 
-The walker makes a `Parser` of every `ArgumentParser(...)`, a `Flag` of each `add_argument`, and a `Namespace`
+A dry run's recorded parser actions are Flags too (`recorded`). The walker makes a `Parser` of every `ArgumentParser(...)`, a `Flag` of each `add_argument`, and a `Namespace`
 of `parse_args()`: the defaults with the `--base-args` overrides (parsed by the real argparse, `real_parser`).
 """
 
@@ -18,7 +19,7 @@ from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, known, to_
 # plausibly be, except those that start ordinary values ("-0.1", "./data", "~/data", "_x").
 UNKNOWN_FROMFILE = "!\"#$%&'()*+,:;<=>?@[\\]^`{|}"
 DEFAULT_FROMFILE = "@"  # a config imported before the importer recorded the setting: the conventional prefix
-_TYPE_NAMES = {"int", "float", "str", "bool"}
+TYPES = {"bool": bool, "int": int, "float": float, "str": str}  # the builtin `type=`s (bool first: True is an int)
 MAX_NARGS = 4096  # argparse builds strings and patterns nargs long: a larger count is a declaration refused
 
 
@@ -150,7 +151,7 @@ def _action_name(action: Any) -> str:
 def _type_name(kind: Any) -> str | None:
     if kind is None:
         return None
-    if isinstance(kind, Builtin) and kind.name in _TYPE_NAMES:
+    if isinstance(kind, Builtin) and kind.name in TYPES:
         return kind.name
     name = getattr(kind, "name", None) or getattr(kind, "label", None)
     return f"custom:{name}" if name else "custom"
@@ -160,8 +161,7 @@ def _typed_default(flag_type: str | None, default: Val) -> Val:
     """argparse converts string defaults with `type`; mirror that for the builtin types."""
     if default.resolved and isinstance(default.value, str) and flag_type in ("int", "float"):
         try:
-            value = int(default.value) if flag_type == "int" else float(default.value)
-            return Val(value, default.confidence, default.expr, default.flags)
+            return Val(TYPES[flag_type](default.value), default.confidence, default.expr, default.flags)
         except ValueError:
             return default
     return default

@@ -20,6 +20,7 @@ from .argparse_flow import (
     ACTIONS,
     MAX_NARGS,
     PARSE_METHODS,
+    TYPES,
     Flag,
     Parser,
     add_argument,
@@ -28,7 +29,6 @@ from .argparse_flow import (
 )
 from .values import HIGH, Bag, Val, known, unresolved
 
-_TYPES = {"int": int, "float": float, "bool": bool}  # any other type keeps the text
 _KNOWN_ONLY = {"parse_known_args", "parse_known_intermixed_args"}
 _NO_VALUE = object()  # the const of every option in a lookup parser: the token carried no value
 
@@ -131,7 +131,7 @@ def _declaration(flag: Flag, lookup: bool) -> dict[str, Any]:
         default = flag.default.value if flag.default.resolved else None
         kwargs["default"] = argparse.SUPPRESS if default == argparse.SUPPRESS else default  # argparse's own object
     if action in ("store", "append", "extend"):
-        kwargs["type"] = _TYPES.get(flag.type or "str", str)
+        kwargs["type"] = TYPES.get(flag.type or "str", str)  # any other type keeps the text
         kwargs.update({k: v for k, v in (("nargs", flag.nargs), ("choices", flag.choices)) if v is not None})
         if flag.nargs == "?" or flag.const is not None:
             kwargs["const"] = flag.const

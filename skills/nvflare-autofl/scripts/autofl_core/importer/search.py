@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .argparse_flow import TYPES
 from .values import to_jsonable
 
 PLUMBING = set(
@@ -21,13 +22,10 @@ PATHLIKE = ("path", "dir", "file", "workspace", "root", "output", "ckpt", "check
 def _kind(flag: Any) -> str | None:
     if flag.action in ("store_true", "store_false", "boolean_optional"):
         return "bool"
-    if flag.type in ("int", "float", "str", "bool"):
+    if flag.type in TYPES:
         return flag.type
     value = flag.default.value if flag.default.resolved else None
-    return next(
-        (name for name, py in (("bool", bool), ("int", int), ("float", float), ("str", str)) if isinstance(value, py)),
-        None,
-    )
+    return next((name for name, py in TYPES.items() if isinstance(value, py)), None)
 
 
 def _tunable(flag: Any, kind: str | None, blocked: set[str], declared: bool) -> bool:
