@@ -1,0 +1,111 @@
+"""One option record: the static reading and the dry run's parser record write the same `argparse.flags[]` dict,
+and one rule turns an option's value into command-line arguments."""
+
+import argparse
+
+import pytest
+from autofl_core.importer import api, dryrun_boot, dryrun_config, recorded
+from autofl_core.importer import argparse_flow as ap
+from autofl_core.importer.schema import schema_section
+from autofl_core.importer.values import HIGH, Val
+
+SOURCE = """\
+import argparse
+
+
+class Zero(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, True)
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("data", nargs="?", default="d")
+parser.add_argument("-r", "--rounds", type=int, default=3)
+parser.add_argument("--fast", action="store_true")
+parser.add_argument("--mode", choices=["a", "b"], default="a")
+parser.add_argument("--level", type=int, nargs="?", const=9, default=1)
+parser.add_argument("--zero", action=Zero, nargs=0)
+args = parser.parse_args()
+"""
+
+
+def _real_parser() -> argparse.ArgumentParser:
+    namespace: dict = {}
+    exec(SOURCE.replace("args = parser.parse_args()\n", ""), namespace)
+    return namespace["parser"]
+
+
+def _recorded_flags() -> list[dict]:
+    parser = _real_parser()
+    raw = dryrun_boot._parser_record(parser, vars(parser.parse_args([])))
+    run = recorded.parse({"status": "recorded", "entry": "simulator_run", "parsers": [raw]})
+    config = {"argparse": {"flags": [], "allow_abbrev": True}, "schema": schema_section(None, [], False)}
+    config["unresolved"] = []
+    dryrun_config.real_parser(config, run)
+    return config["argparse"]["flags"]
+
+
+def _without_line(flags: list[dict]) -> list[dict]:
+    return [{key: value for key, value in flag.items() if key != "line"} for flag in flags]
+
+
+def test_the_static_reading_and_the_dry_run_write_the_same_flag_records():
+    static, ran = api.import_source(SOURCE)["argparse"]["flags"], _recorded_flags()
+    assert ran[2].pop("const") is True  # argparse's own const of a store_true: only the run sees it
+    assert _without_line(static) == _without_line(ran)
+    by_dest = {flag["dest"]: flag for flag in static}
+    assert by_dest["data"]["option_strings"] == [] and by_dest["data"]["positional"] is True
+    assert (by_dest["zero"]["action"], by_dest["zero"]["nargs"], by_dest["zero"]["takes_value"]) == ("custom", 0, False)
+    assert "nargs" not in by_dest["fast"] and by_dest["fast"]["takes_value"] is False
+    assert by_dest["level"]["const"] == 9 and by_dest["rounds"]["value"] == 3
+
+
+def test_a_flag_record_reads_back_as_the_same_record():
+    for record in [*api.import_source(SOURCE)["argparse"]["flags"], *_recorded_flags()]:
+        assert ap.Flag.from_dict(record).to_dict() == record
+
+
+def test_the_runner_sees_a_custom_action_of_no_values_as_a_switch():
+    config = api.import_source(SOURCE)
+    takes_value = api.cli_flags(config)["takes_value"]
+    assert takes_value["--zero"] is False and takes_value["--rounds"] is True and "data" not in takes_value
+
+
+def test_an_action_table_entry_per_argparse_action():
+    assert ap.ACTION_NAMES["_StoreTrueAction"] == "store_true"
+    assert ap.ACTION_NAMES["BooleanOptionalAction"] == "boolean_optional"
+    assert ap.NO_VALUE_ACTIONS == {
+        "store_const",
+        "store_true",
+        "store_false",
+        "append_const",
+        "count",
+        "boolean_optional",
+        "help",
+        "version",
+    }
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "tokens"),
+    [
+        (ap.Flag(["--ids"], "ids", type="int", nargs="+"), [1, 2], ["--ids", "1", "2"]),
+        (ap.Flag(["--tag"], "tag", action="append", default=Val(["a"], HIGH)), ["a", "b"], ["--tag", "b"]),
+        (ap.Flag(["--on"], "on", type="str"), True, ["--on", "true"]),
+        (ap.Flag(["--fast"], "fast", action="store_true"), True, ["--fast"]),
+        (ap.Flag(["--fast"], "fast", action="store_true"), False, []),
+        (ap.Flag(["--fast"], "fast", action="store_true"), 1, None),
+        (ap.Flag(["--early"], "early", action="boolean_optional"), False, ["--no-early"]),
+        (ap.Flag(["-v", "--verbose"], "verbose", action="count", default=Val(1, HIGH)), 3, ["--verbose"] * 2),
+        (ap.Flag(["--m"], "m", action="store_const", const="x", default=Val("y", HIGH)), "z", None),
+    ],
+)
+def test_one_rule_turns_a_value_into_arguments(flag, value, tokens):
+    assert ap.arguments(flag, value) == tokens
+
+
+def test_the_schema_s_budget_value_is_spelled_as_the_runner_pins_it():
+    source = SOURCE.replace("args = parser", 'parser.add_argument("--cross_site_eval", type=str)\nargs = parser')
+    schema = "comparison_budget_args:\n  default_candidate_budget:\n    cross_site_eval: true\n"
+    config = api.import_source(source, schema_text=schema)
+    assert config["argparse"]["schema_args"] == ["--cross_site_eval", "true"]
