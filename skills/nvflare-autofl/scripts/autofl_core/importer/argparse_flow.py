@@ -114,12 +114,8 @@ def record_problem(record: Any, parsing: bool = False) -> str | None:
 def parser_from_config(config: dict) -> Parser:
     """The parser a config's `argparse` section records (no fromfile setting recorded: the conventional `@`)."""
     section = config.get("argparse") or {}
-    records = section.get("flags")
-    flags = (
-        [Flag.from_dict(r) for r in records if record_problem(r, parsing=True) is None]
-        if isinstance(records, list)
-        else []
-    )
+    records = section["flags"] if isinstance(section.get("flags"), list) else []
+    flags = [Flag.from_dict(r) for r in records if record_problem(r, parsing=True) is None]
     return Parser(section.get("allow_abbrev", True), flags, section.get("fromfile_prefix_chars", DEFAULT_FROMFILE))
 
 
