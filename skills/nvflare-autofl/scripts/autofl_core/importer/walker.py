@@ -58,7 +58,6 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         file_val = Val(job_name, MEDIUM, "__file__")  # workspace-relative stand-in for the script path
         self.scopes: list[dict] = [{"__name__": Val("__main__", HIGH), "__file__": file_val}]
         self.stack: list[tuple[FuncRef, list[dict]]] = []  # each function being walked, with its caller's scopes
-        self.redirect: dict[int, dict[str, dict]] = {}  # id(frame) -> {name: frame} for `global`/`nonlocal`
         self.control: tuple[str, ...] = ()
         self.early: list[tuple | None] = []  # per function walked: (line, flags) of a side of a condition that returned
         self.methods: dict[int, list[FuncRef]] = {}  # id(ClassRef of a class of job.py) -> its methods
@@ -66,6 +65,12 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         self.steps = 0
 
     def run(self, tree: ast.Module) -> WalkResult:
+        refused = min((n for n in ast.walk(tree) if type(n) in REFUSED), key=lambda n: n.lineno, default=None)
+        if refused is not None:
+            self.out.problems.append(
+                f"job.py uses {REFUSED[type(refused)]} at line {refused.lineno}, which the static reading does not "
+                "follow"
+            )
         try:
             self.walk_block(tree.body)
         except PathEnd as end:
@@ -342,15 +347,6 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             self.opaque.add(id(cls))
         self.scopes[0][stmt.name] = cls
 
-    def _st_Global(self, stmt: ast.Global | ast.Nonlocal) -> None:
-        """Names bound from now on in the module's frame (`global`) or the enclosing function's (`nonlocal`)."""
-        targets = self.redirect.setdefault(id(self.scopes[0]), {})
-        for name in stmt.names:
-            enclosing = (f for f in self.scopes[1:-1] if name in f)  # `nonlocal`: the nearest that binds the name
-            targets[name] = self.scopes[-1] if isinstance(stmt, ast.Global) else next(enclosing, self.scopes[0])
-
-    _st_Nonlocal = _st_Global
-
     def _st_Assert(self, stmt: ast.Assert) -> None:
         self.ev(stmt.test)  # a `:=` or a call in it runs (trials never run Python with -O)
 
@@ -359,7 +355,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             if isinstance(target, ast.Subscript):
                 self._set_item(target, None)
             elif isinstance(target, ast.Name):
-                self._frame_for(target.id).pop(target.id, None)
+                self.scopes[0].pop(target.id, None)
             elif isinstance(target, ast.Attribute):  # `del args.num_rounds`: a later getattr(..., default) differs
                 self.bind(target, unresolved(target, f"deleted at line {target.lineno}"))
 
@@ -389,13 +385,10 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             self._changed(held, f"the augmented assignment at line {stmt.lineno}", stmt, [])
         self.bind(stmt.target, self.ev(ast.BinOp(stmt.target, stmt.op, stmt.value, lineno=stmt.lineno, col_offset=0)))
 
-    def _frame_for(self, name: str) -> dict:
-        return self.redirect.get(id(self.scopes[0]), {}).get(name, self.scopes[0])
-
     def bind(self, target: ast.AST, value: Any) -> None:
         value = self.with_control(value)
         if isinstance(target, ast.Name):
-            self._frame_for(target.id)[target.id] = value
+            self.scopes[0][target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = values.elements(value)
             starred = any(isinstance(e, ast.Starred) for e in target.elts)
@@ -462,8 +455,6 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
                     self.bind(stmt.target, item)
                     self.walk_block(stmt.body)
             note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
-        if not over:  # a `while` test runs before each pass: what its `:=` binds changes with them
-            self._unsettled([stmt.test], each, ())
         breaks = any(isinstance(node, ast.Break) for part in stmt.body for node in ast.walk(part))
         if breaks and stmt.orelse:  # `else:` runs only when no `break` left the loop
             why = f"the loop at line {stmt.lineno} may leave by break, skipping its else clause"
@@ -489,6 +480,12 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 
 
 REFLECTION = ("exec", "eval", "globals", "locals")
+REFUSED = {  # what the static reading refuses wherever it appears (a dry run follows it)
+    ast.Global: "`global`",
+    ast.Nonlocal: "`nonlocal`",
+    ast.Match: "`match`",
+    ast.NamedExpr: "`:=`",
+}
 
 
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
