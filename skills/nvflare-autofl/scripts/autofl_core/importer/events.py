@@ -41,7 +41,6 @@ class FuncRef:
     node: ast.FunctionDef | ast.AsyncFunctionDef
     closure: list[dict]
     defaults: dict[int, Any] = field(default_factory=dict)  # id(default's node) -> its value when `def` ran
-    wrappers: list = field(default_factory=list)  # decorators of code not followed: each call runs them too
 
     @property
     def label(self) -> str:

@@ -22,7 +22,7 @@ from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_eval
 from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
-from .namespace_writes import READERS, SETTERS, BoundSetter, NamespaceWrites, descriptor, known_wrapper
+from .namespace_writes import NamespaceWrites, known_wrapper
 from .surface import RECIPE_RUNS, touches_surface
 from .targets import dunder
 from .uncertain import UncertainPaths, with_flags
@@ -61,7 +61,6 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         self.control: tuple[str, ...] = ()
         self.early: list[tuple | None] = []  # per function walked: (line, flags) of a side of a condition that returned
         self.methods: dict[int, list[FuncRef]] = {}  # id(ClassRef of a class of job.py) -> its methods
-        self.opaque: set[int] = set()  # id(ClassRef) of classes of job.py binding code other than their own functions
         self.steps = 0
 
     def run(self, tree: ast.Module) -> WalkResult:
@@ -112,9 +111,6 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         return unresolved(node, f"name '{node.id}' is not defined statically")
 
     def attribute(self, base: Any, attr: str, node: ast.Attribute) -> Any:
-        setter = self._setter(base, attr, node.value) if attr in SETTERS else None
-        if setter is not None:
-            return setter
         if isinstance(base, ap.Namespace) and attr == "__dict__":  # what vars(args) gives
             return call_builtin(Builtin("vars"), [base], {}, node)
         if isinstance(base, ap.Namespace):
@@ -137,12 +133,13 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         args, kwargs, unpacked = self.call_arguments(node)
         if isinstance(node.func, ast.Attribute):
             base, attr = self.ev(node.func.value), node.func.attr
-            setter = self._setter(base, attr, node.func.value) if attr in SETTERS else None
-            if setter is None and dunder(attr) and attr not in READERS:
-                self._namespace_reached(base if isinstance(base, ap.Namespace) else args[:1], attr, node)
-            if setter is None and isinstance(base, (ap.Parser, Obj, Val, Bag, ap.Namespace)):
+            if dunder(attr):  # `object.__setattr__(args, ...)`, `args.__init__(...)`: code run on what it is given
+                self._stale(
+                    [base, *args, *kwargs.values()], node, f"given to {source_text(node.func)}() at line {node.lineno}"
+                )
+            if isinstance(base, (ap.Parser, Obj, Val, Bag, ap.Namespace)):
                 return self._method(base, attr, args, kwargs, node)
-            callee = setter or self.attribute(base, attr, node.func)
+            callee = self.attribute(base, attr, node.func)
         else:
             callee = self.ev(node.func)
         return self._dispatch(callee, args, kwargs, unpacked, node)
@@ -150,15 +147,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
     # ---- calls ----------------------------------------------------------------------------------
     def _dispatch(self, callee: Any, args: list, kwargs: dict, unpacked: bool, node: ast.Call) -> Any:
         if isinstance(callee, FuncRef):
-            for wrapper in callee.wrappers:  # the decorator's code runs first, given what the function is
-                self._given_away(wrapper, [*args, *kwargs.values()], node)
             return self._invoke(callee, args, kwargs, node)
-        if isinstance(callee, BoundSetter):
-            callee, args = Builtin(callee.name), [callee.target, *args]
-        if isinstance(callee, Builtin) and callee.name in SETTERS.values():
-            if len(args) >= 2 and not kwargs and not unpacked:
-                return self._set_attribute(callee.name, args, node)
-            return self._not_followed(callee.name, node)
         self._handed_over([*args, *kwargs.values()], node)
         self._given_away(callee, [*args, *kwargs.values()], node)
         for method in self.methods.get(id(callee), ()):  # a class of job.py: its methods are not followed
@@ -186,7 +175,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
             if method in ap.PARSE_METHODS:  # parsing into a namespace job.py holds rebinds its options
-                self._namespace_reached(args[1:2] or [kwargs.get("namespace")], method, node)
+                self._stale(args[1:2] or [kwargs.get("namespace")], node, f"{method}() at line {node.lineno}")
             return real_parser.parser_method(base, method, args, kwargs, node, self.base_args, self.out)
         if isinstance(base, Obj) and method not in RECIPE_RUNS:  # a run's env: judged with the recipe's class
             self._given_away(base, [*args, *kwargs.values()], node)
@@ -202,12 +191,9 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
             return unresolved(node, f"result of {base.name}.{method}() at run time")
-        changer = dunder(method) and method not in READERS  # `cfg.__setitem__(...)`, `vars(args).__ior__(...)`
-        mutated = isinstance(base, Bag) and (changer or method in values.MUTATORS[dict] | values.MUTATORS[list])
+        mutated = isinstance(base, Bag) and method in values.MUTATORS[dict] | values.MUTATORS[list]
         held = base.value if isinstance(base, Val) and base.resolved else None
-        if mutated or (
-            isinstance(held, (list, dict, set)) and (changer or method in values.MUTATORS.get(type(held), ()))
-        ):
+        if mutated or (isinstance(held, (list, dict, set)) and method in values.MUTATORS.get(type(held), ())):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
             return not_evaluated(node, f".{method}()", [base, *args, *kwargs.values()])
@@ -317,15 +303,17 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 
     def _st_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         """`def` evaluates the defaults once, then applies the decorators: a job-local one is followed (what it
-        returns is the name's value), any other is taken to give the function back; one of code not shown harmless
-        (a module of the job, another library) is kept on the function, and each call gives it the arguments."""
+        returns is the name's value); a builtin, the standard library's or NVFLARE's is taken to give the function
+        back; any other is not followed: the name is unresolved, and what the function reaches may change."""
         value: Any = self._function(stmt)
         for decorator in reversed(stmt.decorator_list):
             callee = self.ev(decorator)
             if isinstance(callee, FuncRef):
                 value = self._invoke(callee, [value], {}, ast.Call(decorator, [], [], lineno=stmt.lineno, col_offset=0))
-            elif isinstance(value, FuncRef) and not (known_wrapper(callee) or descriptor(decorator, callee)):
-                value.wrappers.append(callee)
+            elif not known_wrapper(callee):
+                self._handed_over([value], ast.Call(decorator, [], [], lineno=stmt.lineno, col_offset=0))
+                why = f"decorated by {source_text(decorator)} at line {stmt.lineno}, which is not followed statically"
+                value = unresolved(decorator, why)
         self.scopes[0][stmt.name] = value
 
     _st_AsyncFunctionDef = _st_FunctionDef
@@ -342,9 +330,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         finally:
             self.scopes = saved
         cls = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
-        self.methods[id(cls)] = [value for value in own.values() if isinstance(value, FuncRef)]
-        if any(not isinstance(v, (FuncRef, Val)) or not v.resolved for v in own.values() if not isinstance(v, FuncRef)):
-            self.opaque.add(id(cls))
+        defs = [n for n in stmt.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        self.methods[id(cls)] = [FuncRef(n, list(self.scopes)) for n in defs]  # decorated or not
         self.scopes[0][stmt.name] = cls
 
     def _st_Assert(self, stmt: ast.Assert) -> None:
@@ -401,7 +388,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         elif isinstance(target, ast.Attribute):
             base = self.ev(target.value)
             if isinstance(base, ap.Namespace) and target.attr == "__dict__":  # every option replaced
-                self._namespace_reached(base, "the __dict__ set", ast.Call(target, [], [], lineno=target.lineno))
+                self._stale([base], target, f"the __dict__ set at line {target.lineno}")
             elif isinstance(base, ap.Namespace):
                 base.values[target.attr] = value if isinstance(value, Val) else unresolved(target, "not a data value")
             elif isinstance(base, Obj):  # `env.num_clients = 5`: NVFLARE reads the attribute when it runs
