@@ -113,6 +113,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
     def attribute(self, base: Any, attr: str, node: ast.Attribute) -> Any:
         if isinstance(base, ap.Namespace) and attr == "__dict__":  # what vars(args) gives
             return call_builtin(Builtin("vars"), [base], {}, node)
+        if isinstance(base, ap.Namespace) and dunder(attr):  # `put = args.__setattr__`: whoever calls it may rebind
+            self._stale([base], node, f"{source_text(node)} at line {node.lineno}")
         if isinstance(base, ap.Namespace):
             return ap.namespace_attribute(base, attr)
         if isinstance(base, (ModuleRef, ClassRef)):
