@@ -188,11 +188,9 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
             if method == events.SET_PER_SITE_CONFIG:
                 return events.set_per_site(base, args[0] if args else kwargs.get("config"))
-            if method == "configured_sites" and not args and not kwargs:
-                return events.configured_sites(base, node)
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
-            return unresolved(node, f"result of {base.name}.{method}() at run time")
+            return unresolved(node, f"result of {base.name}.{method}() at line {node.lineno}, known only when it runs")
         mutated = isinstance(base, Bag) and method in values.MUTATORS[dict] | values.MUTATORS[list]
         held = base.value if isinstance(base, Val) and base.resolved else None
         if mutated or (isinstance(held, (list, dict, set)) and method in values.MUTATORS.get(type(held), ())):
