@@ -3,11 +3,13 @@
 Statements are visited in order from module level; calls to job.py's own functions (and lambdas) are entered
 (bounded depth); an `if` whose condition resolves takes one branch; what may or may not run is left to
 `uncertain.UncertainPaths`. External classes are never imported: constructing one yields an `Obj` with its
-evaluated arguments, and method calls on objects are recorded as `MethodCall` events. Writes to the parsed
-namespace in any spelling (`setattr`, `object.__setattr__`, `vars(args)`) are followed; `exec`, `eval`,
-`globals()` and `locals()` are not (a problem). Inside a block decided by a job option (`if args.fast:`, a loop
-unrolled over a sequence that depends on one) every value bound, object built and method called also depends on
-that option (`self.control`), so the budget knows every input that decides it.
+evaluated arguments, and method calls on objects are recorded as `MethodCall` events. Assignments to the parsed
+namespace and writes through `vars(args)` are followed; the namespace given to code not followed (`setattr`, a
+dunder method, a class of job.py) leaves its options unresolved (`namespace_writes`). `global`, `nonlocal`,
+`match`, `:=`, `exec`, `eval`, `globals()` and `locals()` are not followed (a problem: the reading refuses).
+Inside a block decided by a job option (`if args.fast:`, a loop unrolled over a sequence that depends on one)
+every value bound, object built and method called also depends on that option (`self.control`), so the budget
+knows every input that decides it.
 """
 
 from __future__ import annotations
