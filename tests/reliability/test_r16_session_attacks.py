@@ -676,6 +676,18 @@ DYNAMIC = {  # ways to rebind that the static reading did not see at all
             pick.__defaults__ = (9,)
         rounds = pick()
         """,
+    "a function's defaults by setattr": """
+        def pick(r=2):
+            return r
+        setattr(pick, "__defaults__", (9,))
+        rounds = pick()
+        """,
+    "a function's defaults by object.__setattr__": """
+        def pick(r=2):
+            return r
+        object.__setattr__(pick, "__defaults__", (9,))
+        rounds = pick()
+        """,
 }
 
 RECORDER = r"""

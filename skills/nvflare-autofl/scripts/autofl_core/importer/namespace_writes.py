@@ -105,12 +105,12 @@ def _nvflare(cls: Any) -> bool:
 
 
 def _held(value: Any, depth: int = 0) -> list:
-    """`value` when a call could change what it holds (a namespace, an object, a container), and the namespaces,
-    objects and containers inside it (bounded depth)."""
+    """`value` when a call could change what it holds (a namespace, an object, a function's defaults, a container),
+    and the namespaces, objects and containers inside it (bounded depth)."""
     if depth > 8:
         return []
     inner = value.items if isinstance(value, Bag) else value.value if isinstance(value, Val) else None
-    if isinstance(value, (ap.Namespace, Obj)):
+    if isinstance(value, (ap.Namespace, Obj, FuncRef)):
         return [value]
     if isinstance(inner, dict):
         inner = list(inner.values())
