@@ -37,7 +37,7 @@ class NamespaceWrites:
         among `given` may call back: every option, item or argument it holds is unresolved, naming the call."""
         if _harmless(code) and not any(_may_call_back(g) for g in given):
             return
-        self._stale(given, node, f"given to {_callee(node)}() at line {node.lineno}")
+        self._stale(given, node, given_to(node))
 
     def _written_through(self, obj: Any, node: ast.AST) -> None:
         """An item set or a mutating method called on an object of the standard library (`ChainMap(vars(args))`)
@@ -120,5 +120,6 @@ def _held(value: Any, depth: int = 0) -> list:
     return [value] * mutable + [h for item in inner for h in _held(item, depth + 1)]
 
 
-def _callee(node: ast.Call) -> str:
-    return ast.unparse(node.func)[:60]
+def given_to(node: ast.Call) -> str:
+    """`given to <callee>() at line N`: what a call not followed is given may change."""
+    return f"given to {ast.unparse(node.func)[:60]}() at line {node.lineno}"

@@ -24,7 +24,7 @@ from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_eval
 from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
-from .namespace_writes import NamespaceWrites, known_wrapper
+from .namespace_writes import NamespaceWrites, given_to, known_wrapper
 from .surface import RECIPE_RUNS, touches_surface
 from .targets import dunder
 from .uncertain import UncertainPaths, with_flags
@@ -138,9 +138,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         if isinstance(node.func, ast.Attribute):
             base, attr = self.ev(node.func.value), node.func.attr
             if dunder(attr):  # `object.__setattr__(args, ...)`, `args.__init__(...)`: code run on what it is given
-                self._stale(
-                    [base, *args, *kwargs.values()], node, f"given to {source_text(node.func)}() at line {node.lineno}"
-                )
+                self._stale([base, *args, *kwargs.values()], node, given_to(node))
             if isinstance(base, (ap.Parser, Obj, Val, Bag, ap.Namespace)):
                 return self._method(base, attr, args, kwargs, node)
             callee = self.attribute(base, attr, node.func)
