@@ -80,7 +80,7 @@ class UncertainPaths:
                 bound[key] = (target, bound.get(key, (target, ()))[1] + merge_flags(self.ev(target)))
         note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
         flags = merge_flags(test)
-        self._unsettle_rebound(before, why, flags)  # what a side rebound through a call (`global`, `args.x = ...`)
+        self._unsettle_rebound(before, why, flags)  # what a side rebound through a call (`args.x = ...`)
         for target, inputs in bound.values():
             self._rebind(target, unresolved(target, why, tuple(dict.fromkeys((*flags, *inputs)))))
         returned = [end for end in ends if end is not None and not end.raised]

@@ -335,7 +335,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         self.scopes[0][stmt.name] = cls
 
     def _st_Assert(self, stmt: ast.Assert) -> None:
-        self.ev(stmt.test)  # a `:=` or a call in it runs (trials never run Python with -O)
+        self.ev(stmt.test)  # a call in it runs (trials never run Python with -O)
 
     def _st_Delete(self, stmt: ast.Delete) -> None:
         for target in stmt.targets:
