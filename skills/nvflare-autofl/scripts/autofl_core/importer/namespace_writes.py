@@ -56,9 +56,9 @@ class NamespaceWrites:
                     held.values.update({k: self._unsettled(v, node, why) for k, v in held.values.items()})
                 elif isinstance(held, Obj):
                     if not _standard(held.cls):  # a str, path or logger the standard library made holds no budget
-                        why = f"{held.name}(...) is {why}"
-                        held.args = [self._unsettled(v, node, why) for v in held.args]
-                        held.kwargs = {k: self._unsettled(v, node, why) for k, v in held.kwargs.items()}
+                        said = f"{held.name}(...) is {why}"
+                        held.args = [self._unsettled(v, node, said) for v in held.args]
+                        held.kwargs = {k: self._unsettled(v, node, said) for k, v in held.kwargs.items()}
                 else:
                     self._changed(held, why, node, [])
 
