@@ -36,10 +36,6 @@ FEATURES = {  # name: (what it does, {importer module path of what is replaced: 
     "ifexp": ("a if c else b", {"walker.Walker._ev_IfExp": lambda self, node: _off(node)}),
     "unroll": ("loops over short known sequences, item by item", {"walker._unrollable": lambda iterable, body: None}),
     "augassign": ("x += 1", {"walker.Walker._st_AugAssign": lambda self, st: self.bind(st.target, _off(st))}),
-    "per_site": (
-        "configured_sites() from set_per_site_config",
-        {"events.configured_sites": lambda r, node: _off(node)},
-    ),
 }
 
 

@@ -109,14 +109,6 @@ def test_recipe_built_in_a_branch_depends_on_the_branch_option():
     assert budget(config, "num_rounds")["confidence"] == "pinned"
 
 
-def test_a_global_rebound_in_a_function_is_followed():
-    entry = budget(
-        run("N = 1\ndef configure():\n    global N\n    N = args.n_clients\nconfigure()\n", clients="num_clients=N"),
-        "num_clients",
-    )
-    assert (entry["value"], entry["depends_on"]) == (3, ["--n_clients"])
-
-
 @pytest.mark.parametrize(
     ("body", "clients", "what"),
     [

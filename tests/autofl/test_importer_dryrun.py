@@ -464,6 +464,56 @@ recipe.execute(SimEnv(clients=names))
 """
 
 
+REBOUND_BY_GLOBAL = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=3)
+parser.add_argument("--num_rounds", type=int, default=5)
+args = parser.parse_args()
+rounds = 1
+def configure():
+    global rounds
+    rounds = args.num_rounds
+configure()
+recipe = NumpyFedAvgRecipe(name="global", model=[0.0], min_clients=args.n_clients, num_rounds=rounds, train_script="client.py")
+recipe.execute(SimEnv(num_clients=args.n_clients))
+"""
+
+
+BOUND_BY_WALRUS = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=3)
+parser.add_argument("--num_rounds", type=int, default=5)
+args = parser.parse_args()
+rounds = 1
+print(rounds := args.num_rounds)
+recipe = NumpyFedAvgRecipe(name="walrus", model=[0.0], min_clients=args.n_clients, num_rounds=rounds, train_script="client.py")
+recipe.execute(SimEnv(num_clients=args.n_clients))
+"""
+
+
+CONFIGURED_SITES = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=3)
+parser.add_argument("--num_rounds", type=int, default=5)
+args = parser.parse_args()
+recipe = NumpyFedAvgRecipe(name="sites", model=[0.0], min_clients=args.n_clients, num_rounds=args.num_rounds, train_script="client.py")
+recipe.set_per_site_config({f"site-{i + 1}": {} for i in range(args.n_clients)})
+recipe.execute(SimEnv(clients=recipe.configured_sites()))
+"""
+
+
 BUILT_BY_BUILTINS = """import argparse
 
 from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
@@ -512,8 +562,21 @@ job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/tmp/autof
         (READ_THROUGH_METHODS, ".join() at line 10 is not evaluated statically", 5),
         # containers changed in place (a list appended to in a loop, a dict item set): refused naming the change
         (FILLED_IN_A_LOOP, ".append() at line 12 changes a container in place", 5),
+        # `global` and `:=` anywhere in job.py: refused naming the first line that uses one
+        (REBOUND_BY_GLOBAL, "job.py uses `global` at line 12, which the static reading does not follow", 5),
+        (BOUND_BY_WALRUS, "job.py uses `:=` at line 11, which the static reading does not follow", 5),
+        # a recipe's configured sites: refused naming the line of the call
+        (CONFIGURED_SITES, "result of NumpyFedAvgRecipe.configured_sites() at line 12", 5),
     ],
-    ids=["builtins-and-comprehensions", "fedjob-loop", "data-methods", "filled-in-a-loop"],
+    ids=[
+        "builtins-and-comprehensions",
+        "fedjob-loop",
+        "data-methods",
+        "filled-in-a-loop",
+        "global",
+        "walrus",
+        "configured-sites",
+    ],
 )
 def test_a_budget_the_reading_does_not_follow_is_pinned_by_the_run(tmp_path, source, static_refusal, rounds):
     """The static reading refuses, naming the line; the run records the sites and rounds NVFLARE was given, and

@@ -30,36 +30,31 @@ def budget(source: str, files: dict | None = None) -> dict:
 # --- client lists from configured_sites() -----------------------------------------------------------
 
 
-def test_configured_sites_of_a_comprehension_is_refused_statically_naming_the_line():
-    """A per-site config built by a comprehension is not read statically: the sites are refused naming the line
-    (the dry run records them: test_importer_dryrun.py::test_a_budget_the_reading_does_not_follow_is_pinned_by_the_run
-    [builtins-and-comprehensions])."""
-    source = XGB + (
-        "set_per_site_config(recipe, {f'site-{i}': {'data_loader': object()} for i in ['a', 'b']})\n"
-        "recipe.execute(SimEnv(clients=recipe.configured_sites()))\n"
-    )
-    config = api.import_source(source)
+@pytest.mark.parametrize(
+    "per_site",
+    [
+        "set_per_site_config(recipe, {f'site-{i}': {'data_loader': object()} for i in ['a', 'b']})\n",
+        "recipe.set_per_site_config({'site-a': {'data_loader': 1}, 'site-b': {'data_loader': 2}})\n",
+    ],
+    ids=["comprehension", "literal-method-form"],
+)
+def test_configured_sites_are_refused_statically_naming_the_line(per_site):
+    """`recipe.configured_sites()` is not read statically, whatever the per-site config: the sites are refused
+    naming the line of the call (the dry run records them:
+    test_importer_dryrun.py::test_a_budget_the_reading_does_not_follow_is_pinned_by_the_run[configured-sites])."""
+    config = api.import_source(XGB + per_site + "recipe.execute(SimEnv(clients=recipe.configured_sites()))\n")
     entry = config["fixed_budget"]["num_clients"]
     assert entry["confidence"] == "unresolved"
-    assert "a comprehension at line 8 is not evaluated statically" in entry["reason"]
-    assert any("line 8" in e["message"] for e in config["admission_errors"])
-
-
-def test_configured_sites_of_a_literal_dict_and_the_method_form():
-    source = XGB + (
-        "recipe.set_per_site_config({'site-a': {'data_loader': 1}, 'site-b': {'data_loader': 2}})\n"
-        "recipe.execute(SimEnv(clients=recipe.configured_sites()))\n"
-    )
-    entry = budget(source)["num_clients"]
-    assert entry["value"] == 2 and entry["confidence"] in ("high", "medium")
+    assert "result of XGBHorizontalRecipe.configured_sites() at line 9" in entry["reason"]
+    assert any("line 9" in e["message"] for e in config["admission_errors"])
 
 
 def test_configured_sites_without_a_per_site_config_names_the_fix():
     config = api.import_source(XGB + "recipe.execute(SimEnv(clients=recipe.configured_sites()))\n")
-    reason = config["fixed_budget"]["num_clients"]["reason"]
-    assert "configured_sites() is empty" in reason and "built at line 7" in reason
-    codes = [e["code"] for e in config["admission_errors"]]
-    assert codes[0] == "AUTOFL_RECIPE_WOULD_RAISE", "NVFLARE itself would raise at execution"
+    assert config["fixed_budget"]["num_clients"]["confidence"] == "unresolved"
+    first = config["admission_errors"][0]
+    assert first["code"] == "AUTOFL_RECIPE_WOULD_RAISE", "NVFLARE itself would raise at execution"
+    assert "never calls set_per_site_config() on the XGBHorizontalRecipe built at line 7" in first["message"]
 
 
 # --- NVFLARE recipe code that raises for some arguments ----------------------------------------------

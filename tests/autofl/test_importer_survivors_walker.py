@@ -176,28 +176,32 @@ def test_what_a_side_binds_keeps_the_options_it_came_from():
     assert v_of(prelude, "v")["flags"] == ["--n", "--fast"]
 
 
-def test_a_walrus_in_a_side_binds_the_name_and_a_nested_function_does_not():
-    walrus = "v = 3\nif os.environ.get('X'):\n    [(v := 9) for _ in [1]]\n"
-    assert v_of(walrus, "v")["confidence"] == "unresolved"
+def test_a_nested_function_or_a_comprehension_in_a_side_binds_no_outer_name():
     nested = "v = 3\nif os.environ.get('X'):\n    def f():\n        v = 9\n"
     assert v_of(nested, "v") == {"value": 3, "confidence": "high"}
     comprehension = "v = 3\nif os.environ.get('X'):\n    w = [v for v in [1]]\n"
     assert v_of(comprehension, "v") == {"value": 3, "confidence": "high"}
 
 
-def test_a_walrus_binds_its_name_as_python_does():
-    assert v_of("v = 3\nprint(v := args.n + 1)\n", "v") == {
-        "value": 3,
-        "confidence": "medium",
-        "expr": "args.n + 1",
-        "flags": ["--n"],
-    }
-    assert v_of("v = 3\nw = [(v := 9) for _ in [1]]\n", "v") == {
-        "value": None,
-        "confidence": "unresolved",
-        "expr": "v",
-        "reason": f"bound by := in a comprehension at line {LINE + 1}",
-    }
+@pytest.mark.parametrize(
+    ("body", "used", "line"),
+    [
+        ("print(v := args.n + 1)\n", "`:=`", 0),
+        ("def f():\n    global v\n    v = 9\n", "`global`", 1),
+        ("def f():\n    v = 1\n    def g():\n        nonlocal v\n        v = 9\n", "`nonlocal`", 3),
+        ("match args.n:\n    case 1:\n        v = 9\n", "`match`", 0),
+    ],
+)
+def test_a_construct_the_static_reading_does_not_follow_refuses_the_job_naming_its_line(body, used, line):
+    """`:=`, `global`, `nonlocal` and `match` rebind names where a walk would have to model Python's scopes and
+    patterns: the static reading refuses the job, naming the first line that uses one (a dry run follows it; see
+    test_importer_dryrun's `global` and `walrus` cases)."""
+    errors = config_of(body)["admission_errors"]
+    assert (
+        errors
+        and f"job.py uses {used} at line {LINE + line}, which the static reading does not follow"
+        in (errors[0]["message"])
+    ), errors
 
 
 def test_a_recipe_run_inside_a_comprehension_is_refused_as_in_a_loop():

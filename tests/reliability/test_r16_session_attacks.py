@@ -676,6 +676,18 @@ DYNAMIC = {  # ways to rebind that the static reading did not see at all
             pick.__defaults__ = (9,)
         rounds = pick()
         """,
+    "a function's defaults by setattr": """
+        def pick(r=2):
+            return r
+        setattr(pick, "__defaults__", (9,))
+        rounds = pick()
+        """,
+    "a function's defaults by object.__setattr__": """
+        def pick(r=2):
+            return r
+        object.__setattr__(pick, "__defaults__", (9,))
+        rounds = pick()
+        """,
 }
 
 RECORDER = r"""
@@ -808,12 +820,33 @@ SETTER_SPELLINGS = {  # every spelling of the attribute setter reaching the name
 }
 
 
-@pytest.mark.parametrize("case", list(SETTER_SPELLINGS), ids=lambda c: c.replace(" ", "-"))
-def test_every_spelling_of_setattr_on_the_namespace_is_read_as_setattr(tmp_path, case):
-    """Before: only `setattr(args, ...)` and `args.__setattr__(...)` were read; the unbound setter of any class (and
-    an alias of either) rebound the option unseen, and 2 rounds were admitted though job.py runs 9."""
+def _setter_job(tmp_path: Path, case: str) -> tuple[Path, list[int]]:
+    """The job with `case`'s setter, and the lines of the setter's statements (where it is taken, and called)."""
     job = _job_with(tmp_path, PARSED + SETTER_SPELLINGS[case] + "\nrounds = args.num_rounds\n")
+    lines = job.read_text().splitlines()
+    return job, [lines.index(statement) + 1 for statement in SETTER_SPELLINGS[case].splitlines()]
+
+
+@pytest.mark.parametrize("case", list(SETTER_SPELLINGS), ids=lambda c: c.replace(" ", "-"))
+def test_every_spelling_of_setattr_on_the_namespace_is_refused_statically_naming_the_line(tmp_path, case):
+    """Before: only `setattr(args, ...)` and `args.__setattr__(...)` were read; the unbound setter of any class (and
+    an alias of either) rebound the option unseen, and 2 rounds were admitted though job.py runs 9. The static
+    reading follows no setter: the namespace given to one (or whose setter is taken) leaves every option
+    unresolved, naming the line."""
+    job, lines = _setter_job(tmp_path, case)
+    assert _real_budget(job)["num_rounds"] == 9
     config = api.import_job(job)
+    assert config["fixed_budget"]["num_rounds"]["value"] is None
+    messages = [e["message"] for e in config["admission_errors"]]
+    assert messages and any(f"at line {line}," in messages[0] for line in lines), messages
+
+
+@sealed
+@pytest.mark.parametrize("case", list(SETTER_SPELLINGS), ids=lambda c: c.replace(" ", "-"))
+def test_every_spelling_of_setattr_on_the_namespace_is_read_by_the_dry_run(tmp_path, private_cache, case):
+    """What the static reading refuses above, the dry run reads as job.py runs it: 9 rounds."""
+    job, _lines = _setter_job(tmp_path, case)
+    config = api.import_job(job, dry_run=True)
     assert config["admission_errors"] == [], config["admission_errors"]
     assert config["fixed_budget"]["num_rounds"]["value"] == _real_budget(job)["num_rounds"] == 9
 
@@ -850,14 +883,15 @@ def test_an_attribute_set_on_the_env_after_it_is_built_is_never_admitted_unchang
 
 
 def test_the_fixed_reading_still_admits_what_job_py_runs(tmp_path):
-    """Not everything becomes a refusal: a `:=` that surely runs, and a loop's else with no break, are read."""
+    """Not everything becomes a refusal: a loop's else with no break, and a try whose handler raises, are read
+    (a `:=` is refused statically and read by the dry run: test_importer_dryrun's `walrus` case)."""
     job = _job_with(
         tmp_path,
         """
         for step in ["a", "b"]:
             pass
         else:
-            print(rounds := 7)
+            rounds = 7
         try:
             min_sites = 2
         except ValueError:

@@ -200,8 +200,6 @@ KEPT = {  # code given the namespace or the recipe that cannot change either: th
     "NVFLARE's tracking": "from nvflare.recipe.utils import add_experiment_tracking\n",
     "a path's method given its json": "import json\nimport pathlib\n"
     'pathlib.Path("/nonexistent/options.json").write_text(json.dumps(vars(args)))\n',
-    "a class of job.py that only reads it": "class Plan:\n    def __init__(self, a):\n        self.rounds = a.num_rounds\n"
-    "\n\nplan = Plan(args)\n",
 }
 
 

@@ -110,13 +110,10 @@ SAFE = {  # case: the lines after the parse; job.py runs the 2 rounds parsed
     "pprint": "import pprint\npprint.pprint(vars(args))\n",
     "a dataclass built from args": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Cfg:\n    num_rounds: int\n\n\n"
     "cfg = Cfg(**vars(args))\nprint(cfg)\n",
-    "sorted keys of vars": "for key in sorted(vars(args), key=lambda k: k.lower()):\n    print(key, getattr(args, key))\n",
     "a copy of vars given to a tracker": "import tracker\ntracker.init(project='p', config=dict(vars(args)))\n",
     "a dict of options given to a tracker": "import tracker\ntracker.log_params({'rounds': args.num_rounds})\n",
     "a cached helper": "import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef scale(n):\n    return n\n\n\n"
     "args.num_rounds = scale(args.num_rounds)\n",
-    "a property of a class that reads": "class Plan:\n    def __init__(self, a):\n        self.a = a\n\n"
-    "    @property\n    def rounds(self):\n        return self.a.num_rounds\n\n\nprint(Plan(args).rounds)\n",
     "a standard OrderedDict updated": "import collections\nseen = collections.OrderedDict()\nseen.update(a=1)\n",
 }
 
@@ -128,6 +125,52 @@ def test_a_job_that_logs_or_saves_its_options_keeps_its_budget(tmp_path, case):
     (job.parent / "tracker.py").write_text(TRACKER, encoding="utf-8")
     assert _real_budget(job)["num_rounds"] == 2
     config = api.import_job(job)
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert _fixed(config) == {"num_clients": 2, "min_clients": 2, "num_rounds": 2}
+
+
+READ_BY_CODE_OF_JOB_PY = {  # case: (the lines after the parse, the line that gives the options away); 2 rounds run
+    "a class of job.py that only reads it": (
+        "class Plan:\n    def __init__(self, a):\n        self.rounds = a.num_rounds\n\n\nplan = Plan(args)\n",
+        "plan = Plan(args)",
+    ),
+    "sorted keys of vars": (
+        "for key in sorted(vars(args), key=lambda k: k.lower()):\n    print(key, getattr(args, key))\n",
+        "for key in sorted(vars(args), key=lambda k: k.lower()):",
+    ),
+    "a property of a class that reads": (
+        "class Plan:\n    def __init__(self, a):\n        self.a = a\n\n"
+        "    @property\n    def rounds(self):\n        return self.a.num_rounds\n\n\nprint(Plan(args).rounds)\n",
+        "print(Plan(args).rounds)",
+    ),
+}
+
+
+def _read_by_code_of_job_py(tmp_path, case: str):
+    body, gives = READ_BY_CODE_OF_JOB_PY[case]
+    job = _job_with(tmp_path, PARSED + body + "rounds = args.num_rounds\n")
+    assert _real_budget(job)["num_rounds"] == 2
+    return job, job.read_text().splitlines().index(gives) + 1
+
+
+@pytest.mark.parametrize("case", list(READ_BY_CODE_OF_JOB_PY), ids=lambda c: c.replace(" ", "-"))
+def test_options_given_to_code_of_job_py_are_refused_statically_naming_the_line(tmp_path, case):
+    """A class or a function (a lambda) of job.py given the options is not followed, however harmless its code:
+    the static reading refuses the budget, naming the line that gives the options away (a dry run reads it)."""
+    job, line = _read_by_code_of_job_py(tmp_path, case)
+    config = api.import_job(job)
+    assert config["fixed_budget"]["num_rounds"]["value"] is None, _fixed(config)
+    said = " ".join(e["message"] for e in config["admission_errors"])
+    assert f"at line {line}, which is not followed statically and may change it" in said, said
+
+
+@sealed
+@pytest.mark.parametrize("case", list(READ_BY_CODE_OF_JOB_PY), ids=lambda c: c.replace(" ", "-"))
+def test_options_given_to_code_of_job_py_that_only_reads_them_are_admitted_by_the_dry_run(
+    tmp_path, private_cache, case
+):
+    job, _line = _read_by_code_of_job_py(tmp_path, case)
+    config = api.import_job(job, dry_run=True)
     assert config["admission_errors"] == [], config["admission_errors"]
     assert _fixed(config) == {"num_clients": 2, "min_clients": 2, "num_rounds": 2}
 

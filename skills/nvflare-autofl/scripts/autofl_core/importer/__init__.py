@@ -13,7 +13,7 @@ trial sandbox can seal, `import_job(..., dry_run=True)` also runs job.py there u
 - `files` - the only I/O: bounded, workspace-confined reads of job.py, the train script and the schema;
 - `walker` - the abstract walk of job.py along the path `python job.py` would take;
 - `uncertain` - what code that may run or not leaves unresolved: a part of the walker;
-- `namespace_writes` - setattr in every spelling and other code writing the namespace: a part of the walker;
+- `namespace_writes` - what code not followed is given (the namespace too) is left unresolved: a part of the walker;
 - `events` - what the walker records (objects, method calls, branches) and how a walked path ends;
 - `targets` - what a block binds or changes, read from its AST alone;
 - `evaluate` - static evaluation of literal expressions (arithmetic, f-strings, containers) and call arguments;

@@ -1,6 +1,6 @@
 """What the walker records: functions, constructed objects, method calls and the branches it met; and `PathEnd`,
 how a walked path ends early (a `return` or a `raise`). A recipe's per-site config is kept on its `Obj`
-(`set_per_site`) and read back by `configured_sites`."""
+(`set_per_site`), for `recipe_raises` to tell whether NVFLARE would raise for want of one."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from .inputs import describe_call
-from .values import HIGH, Bag, ClassRef, Val, cause, source_text, unresolved
+from .values import HIGH, ClassRef, Val
 
 
 @dataclass(eq=False)
@@ -41,7 +41,6 @@ class FuncRef:
     node: ast.FunctionDef | ast.AsyncFunctionDef
     closure: list[dict]
     defaults: dict[int, Any] = field(default_factory=dict)  # id(default's node) -> its value when `def` ran
-    wrappers: list = field(default_factory=list)  # decorators of code not followed: each call runs them too
 
     @property
     def label(self) -> str:
@@ -114,21 +113,3 @@ def set_per_site(recipe: Obj, config: Any) -> Val:
     """`set_per_site_config(recipe, config)` or `recipe.set_per_site_config(config)`: remember the sites."""
     recipe.per_site = config
     return Val(None, HIGH)
-
-
-def configured_sites(recipe: Obj, node: ast.Call) -> Any:
-    """`recipe.configured_sites()`: the keys of its per-site config (NVFLARE 2.9, recipe/spec.py), in order."""
-    config = recipe.per_site if recipe.per_site is not None else recipe.kwargs.get("per_site_config")
-    if config is None:  # NVFLARE returns [] before set_per_site_config(): no client would run
-        return unresolved(
-            node,
-            f"{recipe.name}.configured_sites() is empty: job.py never calls set_per_site_config(...) on the "
-            f"{recipe.name} built at line {recipe.line}; call set_per_site_config(recipe, {{site: {{...}}, ...}}) "
-            "with one entry per site",
-        )
-    if isinstance(config, Bag) and config.keys is not None:
-        return Val(list(config.keys), config.key_confidence, source_text(node), config.key_flags)
-    if isinstance(config, Val) and config.resolved and isinstance(config.value, dict):
-        return Val(list(config.value), config.confidence, source_text(node), config.flags)
-    why = cause(config) or "it is not a dict the importer can read"
-    return unresolved(node, f"the sites of {recipe.name}.configured_sites() are not known statically: {why}")

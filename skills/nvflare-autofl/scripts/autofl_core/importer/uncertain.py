@@ -1,6 +1,6 @@
 """What code that may run or not (or run many times) leaves unresolved: unresolved conditions, loops walked once,
-`match`, `try`, suppressing `with`, skipped branches and operands, comprehensions, `:=`, and what job.py's functions
-reach off the walked path. A part of `walker.Walker`, which provides `walk_block`, `ev`, `bind` and the scopes.
+`try`, suppressing `with`, skipped branches and operands, comprehensions, and what job.py's functions reach off the
+walked path. A part of `walker.Walker`, which provides `walk_block`, `ev`, `bind` and the scopes.
 """
 
 from __future__ import annotations
@@ -39,12 +39,9 @@ class UncertainPaths:
                 self._reaches(value, f"{value.node.name}() is handed to a call at line {node.lineno} not followed")
 
     def _reaches(self, func: FuncRef, why: str) -> None:
-        """A call not followed may change what the function reaches outside itself: every outer name it declares
-        `global`/`nonlocal`, sets an item or attribute on, or calls a mutating method of, is unresolved (`why`)."""
-        declared = {
-            n for node in ast.walk(func.node) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names
-        }
-        touched = set(declared)
+        """A call not followed may change what the function reaches outside itself: every outer name it sets an item
+        or attribute on, or calls a mutating method of, is unresolved (`why`)."""
+        touched = set()
         for node in ast.walk(func.node):
             if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 touched.add(node)
@@ -54,7 +51,7 @@ class UncertainPaths:
         for item in touched:
             while isinstance(item, (ast.Attribute, ast.Subscript, ast.Call)):
                 item = item.func if isinstance(item, ast.Call) else item.value
-            name = item if isinstance(item, str) else getattr(item, "id", None)
+            name = getattr(item, "id", None)
             for frame in func.closure:
                 if name in frame:
                     value = frame[name]
@@ -63,9 +60,6 @@ class UncertainPaths:
                     elif not isinstance(value, (FuncRef, ModuleRef, ClassRef, Obj, ap.Parser)):
                         frame[name] = unresolved(ast.Name(name), why)
                     break
-            else:
-                if name in declared:  # a global the module has not bound yet
-                    func.closure[-1][name] = unresolved(ast.Name(name), why)
 
     def _undecided(self, sides: list[list[ast.stmt]], note: BranchNote, test: Any, why: str) -> None:
         """The sides of a condition the reading cannot resolve, walked one after the other for what they build and
@@ -86,7 +80,7 @@ class UncertainPaths:
                 bound[key] = (target, bound.get(key, (target, ()))[1] + merge_flags(self.ev(target)))
         note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
         flags = merge_flags(test)
-        self._unsettle_rebound(before, why, flags)  # what a side rebound through a call (`global`, `args.x = ...`)
+        self._unsettle_rebound(before, why, flags)  # what a side rebound through a call (`args.x = ...`)
         for target, inputs in bound.values():
             self._rebind(target, unresolved(target, why, tuple(dict.fromkeys((*flags, *inputs)))))
         returned = [end for end in ends if end is not None and not end.raised]
@@ -137,39 +131,14 @@ class UncertainPaths:
         else:
             frame[node.id] = with_flags(value, flags)
 
-    def _st_Match(self, stmt: ast.Match) -> None:
-        """A `match` is never resolved statically: every case (and no case) is a side of an unresolved condition,
-        and the names its patterns capture or its guards bind with `:=` depend on it too."""
-        subject = self.ev(stmt.subject)
-        why = f"depends on the match at line {stmt.lineno}"
-        note = BranchNote(stmt.lineno, f"match {source_text(stmt.subject)}", False)
-        self.out.branches.append(note)
-        flags = merge_flags(subject)
-        for case in stmt.cases:
-            for node in ast.walk(case.pattern):
-                for name in (getattr(node, "name", None), getattr(node, "rest", None)):
-                    if isinstance(name, str):
-                        self._frame_for(name)[name] = unresolved(ast.Name(name), why, flags)
-        self._unsettled([case.guard for case in stmt.cases if case.guard is not None], why, flags)
-        last = stmt.cases[-1]
-        catch_all = isinstance(last.pattern, ast.MatchAs) and last.pattern.pattern is None and last.guard is None
-        self._undecided([case.body for case in stmt.cases] + ([] if catch_all else [[]]), note, subject, why)
-
-    def _ev_NamedExpr(self, node: ast.NamedExpr) -> Any:
-        """`(name := value)` binds as an assignment does and gives the value."""
-        value = self.ev(node.value)
-        self.bind(node.target, value)
-        return value
-
     def _ev_BoolOp(self, node: ast.BoolOp) -> Any:
-        """Every operand is read; what an operand after the first binds or runs (`:=`, a call of job.py's own
-        function) may not happen: unresolved."""
-        maybe = any(isinstance(n, (ast.Call, ast.NamedExpr)) for part in node.values[1:] for n in ast.walk(part))
+        """Every operand is read; what an operand after the first runs (a call of job.py's own function) may not
+        happen: what it rebinds is unresolved."""
+        maybe = any(isinstance(n, ast.Call) for part in node.values[1:] for n in ast.walk(part))
         before = self._held() if maybe else []
         value = super()._ev_BoolOp(node)
         why = f"`and`/`or` at line {node.lineno} may stop before it"
         self._unsettle_rebound(before, why, merge_flags(value))
-        self._unsettled(node.values[1:], why, merge_flags(value))
         return value
 
     def _ev_IfExp(self, node: ast.IfExp) -> Any:
@@ -184,12 +153,11 @@ class UncertainPaths:
         self.ev(node.body)
         self.ev(node.orelse)
         self._unsettle_rebound(before, why, flags)
-        self._unsettled([node.body, node.orelse], why, flags)
         return unresolved(node, cause(test) or "condition is not resolved", flags)
 
     def _ev_ListComp(self, node: Any) -> Any:
-        """Not evaluated; what a `:=` inside binds is unresolved. One that calls something is walked once, its
-        variables unresolved, for what the calls run (what they rebind is unresolved)."""
+        """Not evaluated. One that calls something is walked once, its variables unresolved, for what the calls run
+        (what they rebind is unresolved)."""
         value = super()._ev_ListComp(node)
         if any(isinstance(n, ast.Call) for n in ast.walk(node)):
             why = f"a comprehension at line {node.lineno} runs it any number of times"
@@ -208,16 +176,9 @@ class UncertainPaths:
                 self.scopes = saved
             note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
             self._unsettle_rebound(before, why, merge_flags(value))
-        self._unsettled([node], f"bound by := in a comprehension at line {node.lineno}", merge_flags(value))
         return value
 
     _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
-
-    def _unsettled(self, parts: list, why: str, flags: tuple[str, ...]) -> None:
-        """Every name a `:=` inside `parts` binds (parts that may run never, or many times) is unresolved (`why`)."""
-        for node in (n for part in parts for n in ast.walk(part)):
-            if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-                self._frame_for(node.target.id)[node.target.id] = unresolved(node.target, why, flags)
 
     def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While, why: str) -> None:
         """A loop walked once stands for any of its passes: a name its body rebinds holds no value known statically
@@ -270,7 +231,7 @@ class UncertainPaths:
                 self._may_stop(stmt.body, why)
                 for handler in going_on:
                     if handler.name:
-                        self._frame_for(handler.name)[handler.name] = unresolved(ast.Name(handler.name), why)
+                        self.scopes[0][handler.name] = unresolved(ast.Name(handler.name), why)
                 note = BranchNote(stmt.lineno, "try", False)
                 self.out.branches.append(note)
                 self._undecided([stmt.orelse, *(handler.body for handler in going_on)], note, None, why)
@@ -285,7 +246,7 @@ class UncertainPaths:
     def _rebind(self, target: ast.expr, value: Val) -> None:
         """Bind a name, or a namespace option (`args.x`), that `targets.bound` found to `value`."""
         if isinstance(target, ast.Name):
-            self._frame_for(target.id)[target.id] = value
+            self.scopes[0][target.id] = value
         elif isinstance(base := self.ev(target.value), ap.Namespace):
             base.values[target.attr] = value
 

@@ -3,11 +3,13 @@
 Statements are visited in order from module level; calls to job.py's own functions (and lambdas) are entered
 (bounded depth); an `if` whose condition resolves takes one branch; what may or may not run is left to
 `uncertain.UncertainPaths`. External classes are never imported: constructing one yields an `Obj` with its
-evaluated arguments, and method calls on objects are recorded as `MethodCall` events. Writes to the parsed
-namespace in any spelling (`setattr`, `object.__setattr__`, `vars(args)`) are followed; `exec`, `eval`,
-`globals()` and `locals()` are not (a problem). Inside a block decided by a job option (`if args.fast:`, a loop
-unrolled over a sequence that depends on one) every value bound, object built and method called also depends on
-that option (`self.control`), so the budget knows every input that decides it.
+evaluated arguments, and method calls on objects are recorded as `MethodCall` events. Assignments to the parsed
+namespace and writes through `vars(args)` are followed; the namespace given to code not followed (`setattr`, a
+dunder method, a class of job.py) leaves its options unresolved (`namespace_writes`). `global`, `nonlocal`,
+`match`, `:=`, `exec`, `eval`, `globals()` and `locals()` are not followed (a problem: the reading refuses).
+Inside a block decided by a job option (`if args.fast:`, a loop unrolled over a sequence that depends on one)
+every value bound, object built and method called also depends on that option (`self.control`), so the budget
+knows every input that decides it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_eval
 from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
-from .namespace_writes import READERS, SETTERS, BoundSetter, NamespaceWrites, descriptor, known_wrapper
+from .namespace_writes import NamespaceWrites, given_to, known_wrapper
 from .surface import RECIPE_RUNS, touches_surface
 from .targets import dunder
 from .uncertain import UncertainPaths, with_flags
@@ -58,14 +60,18 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         file_val = Val(job_name, MEDIUM, "__file__")  # workspace-relative stand-in for the script path
         self.scopes: list[dict] = [{"__name__": Val("__main__", HIGH), "__file__": file_val}]
         self.stack: list[tuple[FuncRef, list[dict]]] = []  # each function being walked, with its caller's scopes
-        self.redirect: dict[int, dict[str, dict]] = {}  # id(frame) -> {name: frame} for `global`/`nonlocal`
         self.control: tuple[str, ...] = ()
         self.early: list[tuple | None] = []  # per function walked: (line, flags) of a side of a condition that returned
         self.methods: dict[int, list[FuncRef]] = {}  # id(ClassRef of a class of job.py) -> its methods
-        self.opaque: set[int] = set()  # id(ClassRef) of classes of job.py binding code other than their own functions
         self.steps = 0
 
     def run(self, tree: ast.Module) -> WalkResult:
+        refused = min((n for n in ast.walk(tree) if type(n) in REFUSED), key=lambda n: n.lineno, default=None)
+        if refused is not None:
+            self.out.problems.append(
+                f"job.py uses {REFUSED[type(refused)]} at line {refused.lineno}, which the static reading does not "
+                "follow"
+            )
         try:
             self.walk_block(tree.body)
         except PathEnd as end:
@@ -107,11 +113,10 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         return unresolved(node, f"name '{node.id}' is not defined statically")
 
     def attribute(self, base: Any, attr: str, node: ast.Attribute) -> Any:
-        setter = self._setter(base, attr, node.value) if attr in SETTERS else None
-        if setter is not None:
-            return setter
         if isinstance(base, ap.Namespace) and attr == "__dict__":  # what vars(args) gives
             return call_builtin(Builtin("vars"), [base], {}, node)
+        if isinstance(base, ap.Namespace) and dunder(attr):  # `put = args.__setattr__`: whoever calls it may rebind
+            self._stale([base], node, f"{source_text(node)} at line {node.lineno}")
         if isinstance(base, ap.Namespace):
             return ap.namespace_attribute(base, attr)
         if isinstance(base, (ModuleRef, ClassRef)):
@@ -132,12 +137,11 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         args, kwargs, unpacked = self.call_arguments(node)
         if isinstance(node.func, ast.Attribute):
             base, attr = self.ev(node.func.value), node.func.attr
-            setter = self._setter(base, attr, node.func.value) if attr in SETTERS else None
-            if setter is None and dunder(attr) and attr not in READERS:
-                self._namespace_reached(base if isinstance(base, ap.Namespace) else args[:1], attr, node)
-            if setter is None and isinstance(base, (ap.Parser, Obj, Val, Bag, ap.Namespace)):
+            if dunder(attr):  # `object.__setattr__(args, ...)`, `args.__init__(...)`: code run on what it is given
+                self._stale([base, *args, *kwargs.values()], node, given_to(node))
+            if isinstance(base, (ap.Parser, Obj, Val, Bag, ap.Namespace)):
                 return self._method(base, attr, args, kwargs, node)
-            callee = setter or self.attribute(base, attr, node.func)
+            callee = self.attribute(base, attr, node.func)
         else:
             callee = self.ev(node.func)
         return self._dispatch(callee, args, kwargs, unpacked, node)
@@ -145,15 +149,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
     # ---- calls ----------------------------------------------------------------------------------
     def _dispatch(self, callee: Any, args: list, kwargs: dict, unpacked: bool, node: ast.Call) -> Any:
         if isinstance(callee, FuncRef):
-            for wrapper in callee.wrappers:  # the decorator's code runs first, given what the function is
-                self._given_away(wrapper, [*args, *kwargs.values()], node)
             return self._invoke(callee, args, kwargs, node)
-        if isinstance(callee, BoundSetter):
-            callee, args = Builtin(callee.name), [callee.target, *args]
-        if isinstance(callee, Builtin) and callee.name in SETTERS.values():
-            if len(args) >= 2 and not kwargs and not unpacked:
-                return self._set_attribute(callee.name, args, node)
-            return self._not_followed(callee.name, node)
         self._handed_over([*args, *kwargs.values()], node)
         self._given_away(callee, [*args, *kwargs.values()], node)
         for method in self.methods.get(id(callee), ()):  # a class of job.py: its methods are not followed
@@ -181,7 +177,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
     def _method(self, base: Any, method: str, args: list, kwargs: dict, node: ast.Call) -> Any:
         if isinstance(base, ap.Parser):
             if method in ap.PARSE_METHODS:  # parsing into a namespace job.py holds rebinds its options
-                self._namespace_reached(args[1:2] or [kwargs.get("namespace")], method, node)
+                self._stale(args[1:2] or [kwargs.get("namespace")], node, f"{method}() at line {node.lineno}")
             return real_parser.parser_method(base, method, args, kwargs, node, self.base_args, self.out)
         if isinstance(base, Obj) and method not in RECIPE_RUNS:  # a run's env: judged with the recipe's class
             self._given_away(base, [*args, *kwargs.values()], node)
@@ -192,17 +188,12 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
             if method == events.SET_PER_SITE_CONFIG:
                 return events.set_per_site(base, args[0] if args else kwargs.get("config"))
-            if method == "configured_sites" and not args and not kwargs:
-                return events.configured_sites(base, node)
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
-            return unresolved(node, f"result of {base.name}.{method}() at run time")
-        changer = dunder(method) and method not in READERS  # `cfg.__setitem__(...)`, `vars(args).__ior__(...)`
-        mutated = isinstance(base, Bag) and (changer or method in values.MUTATORS[dict] | values.MUTATORS[list])
+            return unresolved(node, f"result of {base.name}.{method}() at line {node.lineno}, known only when it runs")
+        mutated = isinstance(base, Bag) and method in values.MUTATORS[dict] | values.MUTATORS[list]
         held = base.value if isinstance(base, Val) and base.resolved else None
-        if mutated or (
-            isinstance(held, (list, dict, set)) and (changer or method in values.MUTATORS.get(type(held), ()))
-        ):
+        if mutated or (isinstance(held, (list, dict, set)) and method in values.MUTATORS.get(type(held), ())):
             return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
             return not_evaluated(node, f".{method}()", [base, *args, *kwargs.values()])
@@ -312,15 +303,17 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 
     def _st_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         """`def` evaluates the defaults once, then applies the decorators: a job-local one is followed (what it
-        returns is the name's value), any other is taken to give the function back; one of code not shown harmless
-        (a module of the job, another library) is kept on the function, and each call gives it the arguments."""
+        returns is the name's value); a builtin, the standard library's or NVFLARE's is taken to give the function
+        back; any other is not followed: the name is unresolved, and what the function reaches may change."""
         value: Any = self._function(stmt)
         for decorator in reversed(stmt.decorator_list):
             callee = self.ev(decorator)
             if isinstance(callee, FuncRef):
                 value = self._invoke(callee, [value], {}, ast.Call(decorator, [], [], lineno=stmt.lineno, col_offset=0))
-            elif isinstance(value, FuncRef) and not (known_wrapper(callee) or descriptor(decorator, callee)):
-                value.wrappers.append(callee)
+            elif not known_wrapper(callee):
+                self._handed_over([value], ast.Call(decorator, [], [], lineno=stmt.lineno, col_offset=0))
+                why = f"decorated by {source_text(decorator)} at line {stmt.lineno}, which is not followed statically"
+                value = unresolved(decorator, why)
         self.scopes[0][stmt.name] = value
 
     _st_AsyncFunctionDef = _st_FunctionDef
@@ -337,29 +330,19 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         finally:
             self.scopes = saved
         cls = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
-        self.methods[id(cls)] = [value for value in own.values() if isinstance(value, FuncRef)]
-        if any(not isinstance(v, (FuncRef, Val)) or not v.resolved for v in own.values() if not isinstance(v, FuncRef)):
-            self.opaque.add(id(cls))
+        defs = [n for n in stmt.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        self.methods[id(cls)] = [FuncRef(n, list(self.scopes)) for n in defs]  # decorated or not
         self.scopes[0][stmt.name] = cls
 
-    def _st_Global(self, stmt: ast.Global | ast.Nonlocal) -> None:
-        """Names bound from now on in the module's frame (`global`) or the enclosing function's (`nonlocal`)."""
-        targets = self.redirect.setdefault(id(self.scopes[0]), {})
-        for name in stmt.names:
-            enclosing = (f for f in self.scopes[1:-1] if name in f)  # `nonlocal`: the nearest that binds the name
-            targets[name] = self.scopes[-1] if isinstance(stmt, ast.Global) else next(enclosing, self.scopes[0])
-
-    _st_Nonlocal = _st_Global
-
     def _st_Assert(self, stmt: ast.Assert) -> None:
-        self.ev(stmt.test)  # a `:=` or a call in it runs (trials never run Python with -O)
+        self.ev(stmt.test)  # a call in it runs (trials never run Python with -O)
 
     def _st_Delete(self, stmt: ast.Delete) -> None:
         for target in stmt.targets:
             if isinstance(target, ast.Subscript):
                 self._set_item(target, None)
             elif isinstance(target, ast.Name):
-                self._frame_for(target.id).pop(target.id, None)
+                self.scopes[0].pop(target.id, None)
             elif isinstance(target, ast.Attribute):  # `del args.num_rounds`: a later getattr(..., default) differs
                 self.bind(target, unresolved(target, f"deleted at line {target.lineno}"))
 
@@ -389,13 +372,10 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             self._changed(held, f"the augmented assignment at line {stmt.lineno}", stmt, [])
         self.bind(stmt.target, self.ev(ast.BinOp(stmt.target, stmt.op, stmt.value, lineno=stmt.lineno, col_offset=0)))
 
-    def _frame_for(self, name: str) -> dict:
-        return self.redirect.get(id(self.scopes[0]), {}).get(name, self.scopes[0])
-
     def bind(self, target: ast.AST, value: Any) -> None:
         value = self.with_control(value)
         if isinstance(target, ast.Name):
-            self._frame_for(target.id)[target.id] = value
+            self.scopes[0][target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = values.elements(value)
             starred = any(isinstance(e, ast.Starred) for e in target.elts)
@@ -408,7 +388,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         elif isinstance(target, ast.Attribute):
             base = self.ev(target.value)
             if isinstance(base, ap.Namespace) and target.attr == "__dict__":  # every option replaced
-                self._namespace_reached(base, "the __dict__ set", ast.Call(target, [], [], lineno=target.lineno))
+                self._stale([base], target, f"the __dict__ set at line {target.lineno}")
             elif isinstance(base, ap.Namespace):
                 base.values[target.attr] = value if isinstance(value, Val) else unresolved(target, "not a data value")
             elif isinstance(base, Obj):  # `env.num_clients = 5`: NVFLARE reads the attribute when it runs
@@ -462,8 +442,6 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
                     self.bind(stmt.target, item)
                     self.walk_block(stmt.body)
             note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
-        if not over:  # a `while` test runs before each pass: what its `:=` binds changes with them
-            self._unsettled([stmt.test], each, ())
         breaks = any(isinstance(node, ast.Break) for part in stmt.body for node in ast.walk(part))
         if breaks and stmt.orelse:  # `else:` runs only when no `break` left the loop
             why = f"the loop at line {stmt.lineno} may leave by break, skipping its else clause"
@@ -489,6 +467,12 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 
 
 REFLECTION = ("exec", "eval", "globals", "locals")
+REFUSED = {  # what the static reading refuses wherever it appears (a dry run follows it)
+    ast.Global: "`global`",
+    ast.Nonlocal: "`nonlocal`",
+    ast.Match: "`match`",
+    ast.NamedExpr: "`:=`",
+}
 
 
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
