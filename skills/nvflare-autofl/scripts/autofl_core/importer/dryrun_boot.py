@@ -598,13 +598,8 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
         if STATE["parser_error"]:
             record["parser_error"] = STATE["parser_error"]
     except BaseException as error:  # job.py raised: name its line
-        record = {
-            "status": "raised",
-            "exception": type(error).__name__,
-            "message": str(error)[:500],
-            "where": _job_frame(job, error.__traceback__),
-            "nvflare": _nvflare_frame(error.__traceback__),
-        }
+        record = {"status": "raised", "exception": type(error).__name__, "message": str(error)[:500]}
+        record.update(where=_job_frame(job, error.__traceback__), nvflare=_nvflare_frame(error.__traceback__))
     if record["status"] != "recorded" and "exported" in STATE:  # job.py exported, then ended or failed: the export
         record = STATE["exported"]
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
