@@ -347,7 +347,8 @@ def _note_unreadable(component, name: str, default) -> None:
 
 
 def _install_recipes() -> None:
-    """A POC or production env's deploy records the job it was given instead of deploying it; recipes note that
+    """A POC or production env's deploy records the job it was given instead of deploying it; a SimEnv writes no
+    policy file into the workspace the runs share (one would read another's half-written file); recipes note that
     they were built, and which one was executed, run or exported first."""
 
     def deploy(self, job):
@@ -362,6 +363,10 @@ def _install_recipes() -> None:
     for module, name in (("nvflare.recipe.poc_env", "PocEnv"), ("nvflare.recipe.prod_env", "ProdEnv")):
         with contextlib.suppress(ImportError, AttributeError):
             getattr(__import__(module, fromlist=[name]), name).deploy = deploy
+    with contextlib.suppress(ImportError):
+        from nvflare.recipe.sim_env import SimEnv
+
+        SimEnv._ensure_default_component_policy = staticmethod(lambda workspace: None)
     from nvflare.recipe.spec import Recipe
 
     _before(Recipe, "__init__", lambda self, *args, **kwargs: STATE["built"].append(self))
