@@ -451,18 +451,7 @@ def _keeps_noting(method):
 
 for _name in ("__eq__", "__ne__", "__contains__", "startswith", "endswith"):
     setattr(_Noted, _name, _comparing(getattr(str, _name)))
-for _name in (
-    "lower",
-    "upper",
-    "casefold",
-    "strip",
-    "lstrip",
-    "rstrip",
-    "title",
-    "capitalize",
-    "removeprefix",
-    "split",
-):
+for _name in "lower upper casefold strip lstrip rstrip title capitalize removeprefix split".split():
     setattr(_Noted, _name, _keeps_noting(getattr(str, _name)))
 
 
