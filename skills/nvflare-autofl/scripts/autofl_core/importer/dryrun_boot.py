@@ -16,7 +16,9 @@ Standard library and nvflare only; nothing here trains, and nothing is written o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dis
+import functools
 import importlib.abc
 import importlib.machinery
 import inspect
@@ -31,25 +33,16 @@ import traceback
 import types
 
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
-STATE: dict = {
-    "recipe": None,
-    "recipe_call": None,
-    "parsers": [],
-    "stubbed": set(),
-    "stood_in_at": {},  # (file, line) -> {module, file, line}
-    "absent": set(),
-    "built": [],
-    "env_read": set(),
-    "env_compared": {},
-    "unreadable": [],
-}
+STATE: dict = {"recipe": None, "recipe_call": None, "parsers": [], "stubbed": set(), "absent": set(), "built": []}
+STATE.update(stood_in_at={}, env_read=set(), env_compared={}, unreadable=[])  # stood_in_at: (file, line) -> site
 EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
 MAX_FILE = 1 << 20
 MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
 OS_FILES = (os.__file__, os.getenv.__code__.co_filename)  # the second is "<frozen os>" where os is frozen
 UNPACKS = ("DICT_UPDATE", "DICT_MERGE", "SET_UPDATE", "LIST_EXTEND")  # `{**x}`, `{*x}`, `[*x]` inside a literal
+CONTAINERS = (dict, set, frozenset, tuple, list)  # whose string members a lookup by hash may match
 UNSEEN = "\0"  # noted for a variable hashed where the lookup shows no string: `moves.moving_env` refuses it
-LOADS_AT: dict = {}  # (code, offset) -> what the expression of a lookup by hash loads (`_loads`)
+LOADS = {"LOAD_CONST": "const", "LOAD_ATTR": "attr", "LOAD_METHOD": "attr"}  # other LOAD_s of a name: "name"
 MAX_COMPARED = 8  # strings noted per variable (`_Noted`): more than moves.MAX_ENV_RUNS tries, so one past it refuses
 FRAMEWORKS = set(  # imported by NVFLARE's own framework recipes; stand-ins when absent
     "torch torchvision tensorflow keras sklearn joblib xgboost lightning pytorch_lightning transformers peft "
@@ -63,8 +56,6 @@ class Stop(BaseException):
 
 class _Inert(types.ModuleType):
     """A module that is not installed: every attribute is an inert class, so imports and class bodies pass."""
-
-    __path__: list = []
 
     def __getattr__(self, name):
         return _inert_attribute(self, self.__name__, name)
@@ -80,8 +71,7 @@ class _InertMeta(type):
     def __getitem__(cls, item):
         return cls
 
-    def __or__(cls, other):
-        return cls
+    __or__ = __getitem__
 
     def __instancecheck__(cls, obj):  # stand-ins among themselves: GraphSAGE() is a torch.nn.Module
         return _stand_in(cls) and _stand_in(type(obj)) or type.__instancecheck__(cls, obj)
@@ -105,9 +95,6 @@ def _stand_in(cls) -> bool:
 
 
 def _inert_class(name: str) -> type:
-    def method(self, *args, **kwargs):
-        return _inert_class(name + "()")()
-
     def attribute(self, attr):
         if _called_from_nvflare():  # NVFLARE's probes (`getattr(obj, "add_to_fed_job", None)`) find nothing
             raise AttributeError(attr)
@@ -117,7 +104,7 @@ def _inert_class(name: str) -> type:
         "__qualname__": name,
         "__init__": lambda self, *a, **k: None,
         "__getattr__": attribute,
-        "__call__": method,
+        "__call__": lambda self, *args, **kwargs: _inert_class(name + "()")(),
         "__iter__": lambda self: iter(()),
         "__bool__": lambda self: _called_from_nvflare(),  # an object to NVFLARE (`if not obj`), absent to the job
         "_stand_in": True,
@@ -213,6 +200,14 @@ def _job_frame(job: str, tb=None) -> dict | None:
     return None if frame is None else _frame(frame, os.path.relpath(frame.filename, folder))
 
 
+def _nvflare_frame(tb) -> dict | None:
+    frames = [f for f in traceback.extract_tb(tb) if _in_nvflare(f.filename)]
+    if not frames:
+        return None
+    root = next(d for d in STATE["nvflare_dirs"] if frames[-1].filename.startswith(d))
+    return _frame(frames[-1], "nvflare" + os.sep + frames[-1].filename[len(root) :])
+
+
 def _frame(frame: traceback.FrameSummary, file: str) -> dict:
     return {"file": file, "line": frame.lineno, "text": (frame.line or "").strip()}
 
@@ -239,21 +234,17 @@ def _read_configs(folder: str) -> dict:
     """Every JSON file of an exported job, by path relative to the job folder."""
     found = {}
     for root, _dirs, files in os.walk(folder):
-        for name in files:
-            if name.endswith(".json"):
-                path = os.path.join(root, name)
-                if os.path.getsize(path) <= MAX_FILE:
-                    with open(path, encoding="utf-8") as handle:
-                        try:
-                            found[os.path.relpath(path, folder)] = json.load(handle)
-                        except ValueError:
-                            pass
+        for path in [os.path.join(root, name) for name in files if name.endswith(".json")]:
+            if os.path.getsize(path) <= MAX_FILE:
+                with open(path, encoding="utf-8") as handle, contextlib.suppress(ValueError):
+                    found[os.path.relpath(path, folder)] = json.load(handle)
     return found
 
 
-def _record(kind: str, fed_job_config, final: bool = True, **extra) -> None:
+def _record(kind: str, fed_job_config, final: bool = True, env=None, **extra) -> None:
     """Export the job config into a private temp folder, keep its JSON, and stop the run; an export (`final`
-    False) is kept in STATE["exported"] (the first one) and the run goes on: job.py may run the job next."""
+    False) is kept in STATE["exported"] (the first one) and the run goes on: job.py may run the job next. `env`:
+    the env deploying it (else the one a recipe was given)."""
     job, configs, recipe = STATE["job"], {}, STATE["recipe"]
     if fed_job_config is not None:
         with tempfile.TemporaryDirectory(prefix="autofl-dryrun-") as folder:
@@ -274,6 +265,7 @@ def _record(kind: str, fed_job_config, final: bool = True, **extra) -> None:
         "recipe_attrs": _recipe_attrs(recipe),
         "configs": configs,
         "job_dir": os.path.dirname(job),
+        "env": _env_record(STATE.get("env_object") if env is None else env),
         **extra,
     }
     if not final:
@@ -292,35 +284,32 @@ def _recipe_attrs(recipe) -> dict:
 def _install_fedjob() -> None:
     """FedJob's simulation and export record the job; its exported components carry their effective arguments."""
     import nvflare
+    from nvflare.fuel.utils.class_utils import get_component_init_parameters
     from nvflare.job_config.api import FedJob
     from nvflare.job_config.fed_job_config import FedJobConfig
 
     def simulator_run(self, workspace, clients=None, n_clients=None, threads=None, gpu=None, log_config=None):
         names = [c for c in str(clients or "").split(",") if c]
         n_clients = n_clients or STATE.get("n_clients")  # FedJob passes 0 when job.py named no site, only a count
-        _record("simulator_run", self, workspace=str(workspace), clients=names, n_clients=n_clients, env=_env())
+        _record("simulator_run", self, workspace=str(workspace), clients=names, n_clients=n_clients)
 
-    fedjob_run = FedJob.simulator_run
-
-    def noting_n_clients(self, *args, **kwargs):  # FedJob.simulator_run(workspace, n_clients=None, ...)
+    def note_n_clients(self, *args, **kwargs):  # FedJob.simulator_run(workspace, n_clients=None, ...)
         given = kwargs.get("n_clients", args[1] if len(args) > 1 else None)
         STATE["n_clients"] = given if type(given) is int else None
-        return fedjob_run(self, *args, **kwargs)
 
     def export_job(self, job_root):
         self._set_all_apps()
-        _record("export_job", self.job, final=False, env=_env())
+        _record("export_job", self.job, final=False)
 
-    folder = os.path.dirname(nvflare.__file__)
-    STATE["nvflare_dirs"] = tuple(sorted({folder + os.sep, os.path.realpath(folder) + os.sep}))
-    FedJobConfig.simulator_run = simulator_run
-    FedJob.simulator_run = noting_n_clients
-    FedJob.export_job = export_job
     exported_args = FedJobConfig._get_args
 
     def effective_args(self, component, custom_dir):
         args = exported_args(self, component, custom_dir)
-        own, parameters = getattr(component, "__dict__", None) or {}, _init_parameters(component)
+        own = getattr(component, "__dict__", None) or {}
+        try:
+            parameters = dict(get_component_init_parameters(component))
+        except Exception:  # noqa: BLE001  (the export's own call raises the same way, and says so)
+            parameters = {}
         for name in EFFECTIVE_ARGS:
             if name in args or name not in parameters:
                 continue
@@ -333,7 +322,10 @@ def _install_fedjob() -> None:
                 args[name] = value
         return args
 
-    FedJobConfig._get_args = effective_args
+    folder = os.path.dirname(nvflare.__file__)
+    STATE["nvflare_dirs"] = tuple(sorted({folder + os.sep, os.path.realpath(folder) + os.sep}))
+    FedJobConfig.simulator_run, FedJob.export_job, FedJobConfig._get_args = simulator_run, export_job, effective_args
+    _before(FedJob, "simulator_run", note_n_clients)
 
 
 def _note_unreadable(component, name: str, default) -> None:
@@ -354,52 +346,43 @@ def _note_unreadable(component, name: str, default) -> None:
     STATE["unreadable"].append(f"{name}: {type(component).__name__}.{name} {problem}")
 
 
-def _install_envs() -> None:
-    """A POC or production env's deploy records the job it was given instead of deploying it."""
+def _install_recipes() -> None:
+    """A POC or production env's deploy records the job it was given instead of deploying it; a SimEnv writes no
+    policy file into the workspace the runs share (one would read another's half-written file); recipes note that
+    they were built, and which one was executed, run or exported first."""
+
+    def deploy(self, job):
+        job._set_all_apps()
+        _record("deploy", job.job, env=self)
+
+    def note_call(method, self, *args, **kwargs):
+        if STATE["recipe"] is None or STATE["recipe_call"] == "export":  # a run after an export is the call
+            STATE["recipe"], STATE["recipe_call"] = self, method
+            STATE["env_object"] = kwargs.get("env", args[0] if args and method != "export" else None)
+
     for module, name in (("nvflare.recipe.poc_env", "PocEnv"), ("nvflare.recipe.prod_env", "ProdEnv")):
-        try:
-            cls = getattr(__import__(module, fromlist=[name]), name)
-        except (ImportError, AttributeError):
-            continue
+        with contextlib.suppress(ImportError, AttributeError):
+            getattr(__import__(module, fromlist=[name]), name).deploy = deploy
+    with contextlib.suppress(ImportError):
+        from nvflare.recipe.sim_env import SimEnv
 
-        def deploy(self, job):
-            job._set_all_apps()
-            _record("deploy", job.job, env=_env_record(self))
-
-        cls.deploy = deploy
-
-
-def _install_recipe() -> None:
-    """Recipes note that they were built, and which one was executed, run or exported first."""
+        SimEnv._ensure_default_component_policy = staticmethod(lambda workspace: None)
     from nvflare.recipe.spec import Recipe
 
-    built = Recipe.__init__
-
-    def noting_built(self, *args, **kwargs):
-        STATE["built"].append(self)
-        return built(self, *args, **kwargs)
-
-    Recipe.__init__ = noting_built
-
+    _before(Recipe, "__init__", lambda self, *args, **kwargs: STATE["built"].append(self))
     for method in ("execute", "run", "export"):
-        original = getattr(Recipe, method)
-
-        def noting(self, *args, _original=original, _method=method, **kwargs):
-            if STATE["recipe"] is None or STATE["recipe_call"] == "export":  # a run after an export is the call
-                STATE["recipe"], STATE["recipe_call"] = self, _method
-                STATE["env_object"] = kwargs.get("env", args[0] if args and _method != "export" else None)
-            return _original(self, *args, **kwargs)
-
-        setattr(Recipe, method, noting)
+        _before(Recipe, method, functools.partial(note_call, method))
 
 
-def _init_parameters(component) -> dict:
-    try:
-        from nvflare.fuel.utils.class_utils import get_component_init_parameters
+def _before(cls, name: str, note) -> None:
+    """`cls.name` calls `note(self, *args, **kwargs)` first, then runs as it did."""
+    original = getattr(cls, name)
 
-        return dict(get_component_init_parameters(component))
-    except Exception:  # noqa: BLE001  (the export's own call raises the same way, and says so)
-        return {}
+    def noting(self, *args, **kwargs):
+        note(self, *args, **kwargs)
+        return original(self, *args, **kwargs)
+
+    setattr(cls, name, noting)
 
 
 def _record_env_reads() -> None:
@@ -445,28 +428,31 @@ class _Noted(str):
             self._note(*(_keys_at(sys._getframe(1), self.variable) or [UNSEEN]))
         return str.__hash__(self)
 
-    def __eq__(self, other):
-        self._note(other)
-        return str.__eq__(self, other)
 
-    def __ne__(self, other):
-        self._note(other)
-        return str.__ne__(self, other)
+def _comparing(method):
+    """`method` of str noting the string job.py compares the value with (each of `startswith`'s tuple)."""
 
-    def __contains__(self, part):
-        self._note(part)
-        return str.__contains__(self, part)
+    def compare(self, other, *bounds):
+        self._note(*(other if isinstance(other, tuple) and method in (str.startswith, str.endswith) else (other,)))
+        return method(self, other, *bounds)
 
-    def startswith(self, affix, *bounds):
-        self._note(*(affix if isinstance(affix, tuple) else (affix,)))
-        return str.startswith(self, affix, *bounds)
+    return compare
 
-    def endswith(self, affix, *bounds):
-        self._note(*(affix if isinstance(affix, tuple) else (affix,)))
-        return str.endswith(self, affix, *bounds)
 
-    def split(self, *args, **kwargs):
-        return [_Noted(part, self.variable) for part in str.split(self, *args, **kwargs)]
+def _keeps_noting(method):
+    """`method` of str giving `_Noted` strings of the same variable (`lower()`, `strip()`, `split()`, ...)."""
+
+    def kept(self, *args, **kwargs):
+        value = method(self, *args, **kwargs)
+        return [_Noted(v, self.variable) for v in value] if type(value) is list else _Noted(value, self.variable)
+
+    return kept
+
+
+for _name in ("__eq__", "__ne__", "__contains__", "startswith", "endswith"):
+    setattr(_Noted, _name, _comparing(getattr(str, _name)))
+for _name in "lower upper casefold strip lstrip rstrip title capitalize removeprefix split".split():
+    setattr(_Noted, _name, _keeps_noting(getattr(str, _name)))
 
 
 def _keys_at(frame, variable: str) -> list[str]:
@@ -475,11 +461,8 @@ def _keys_at(frame, variable: str) -> list[str]:
     attributes hold (`ROUNDS.get(x)`, `x in Modes.quick`) and the attribute names of the classes they are
     (`getattr(Plans, x)`), but the variable's own name; [] when it shows none, UNSEEN among them when the
     expression unpacks a container into another (`{**table}`: keys it does not show)."""
-    site = (frame.f_code, frame.f_lasti)
-    if site not in LOADS_AT:
-        LOADS_AT[site] = _loads(*site)
     found, held = [], None
-    for kind, value in LOADS_AT[site]:
+    for kind, value in _loads(frame.f_code, frame.f_lasti):
         if kind == "unseen":
             found.append(UNSEEN)
             continue
@@ -489,15 +472,14 @@ def _keys_at(frame, variable: str) -> list[str]:
             held = frame.f_locals.get(value, frame.f_globals.get(value))
         else:  # an attribute of what was loaded before it, as stored (no property or __getattr__ runs)
             held = inspect.getattr_static(held, value, None) if held is not None else None
-        items = (
-            [held] if isinstance(held, str) else held if isinstance(held, (dict, set, frozenset, tuple, list)) else ()
-        )
-        if isinstance(held, type):  # a class's own attributes, as stored (no __getattr__ runs)
-            items = [name for name in vars(held) if not name.startswith("__")]
+        # a class's own attributes, as stored (no __getattr__ runs)
+        members = [name for name in vars(held) if not name.startswith("__")] if isinstance(held, type) else held
+        items = [members] if isinstance(members, str) else members if isinstance(members, CONTAINERS) else ()
         found += [item for item in list(items)[:64] if isinstance(item, str) and item != variable]
     return found
 
 
+@functools.cache
 def _loads(code, offset: int) -> list[tuple[str, object]]:
     """What the instructions inside the expression of the instruction at `offset` load: constants, names, attributes,
     and "unseen" for a container a call made unpacked into another (`{**dict(fast=2)}`)."""
@@ -506,40 +488,25 @@ def _loads(code, offset: int) -> list[tuple[str, object]]:
     if at is None or None in (at.lineno, at.end_lineno):
         return []
     start, end = (at.lineno, at.col_offset or 0), (at.end_lineno, at.end_col_offset or 1 << 30)
-    kinds = {"LOAD_CONST": "const", "LOAD_ATTR": "attr", "LOAD_METHOD": "attr"}
-    out, made = [], False  # made: the instruction before is a call
+    out, after_call = [], False
     for i in instructions:
-        made, after_call = i.opname.startswith("CALL"), made
-        if i.opname in UNPACKS and after_call:
-            i = i._replace(opname="UNSEEN")
+        unseen, after_call = i.opname in UNPACKS and after_call, i.opname.startswith("CALL")
         where = i.positions
         if where is None or None in (where.lineno, where.end_lineno):
             continue
         if start <= (where.lineno, where.col_offset or 0) and (where.end_lineno, where.end_col_offset or 0) <= end:
-            kind = "unseen" if i.opname == "UNSEEN" else kinds.get(i.opname)
+            kind = "unseen" if unseen else LOADS.get(i.opname)
             kind = kind or ("name" if i.opname.startswith("LOAD_") and isinstance(i.argval, str) else None)
             if kind is not None:
                 out.append((kind, i.argval))
     return out
 
 
-def _keeps_noting(method):
-    """`method` of str giving a `_Noted` of the same variable (`lower()`, `strip()`, ...)."""
-    return lambda self, *args: _Noted(method(self, *args), self.variable)
-
-
-for _name in ("lower", "upper", "casefold", "strip", "lstrip", "rstrip", "title", "capitalize", "removeprefix"):
-    setattr(_Noted, _name, _keeps_noting(getattr(str, _name)))
-
-
-def _env() -> dict | None:
-    env = STATE.get("env_object")
-    return None if env is None else _env_record(env)
-
-
-def _env_record(env) -> dict:
+def _env_record(env) -> dict | None:
     """An env named by the nearest NVFLARE class in its MRO (a job's `class FastSim(SimEnv)` is a SimEnv, its own
-    `class PocEnv(SimEnv)` too), with its plain attributes."""
+    `class PocEnv(SimEnv)` too), with its plain attributes; None for no env."""
+    if env is None:
+        return None
     named = next((c for c in type(env).__mro__ if c.__module__.startswith("nvflare.")), type(env))
     return {"class": named.__name__, "attrs": _recipe_attrs(env)}
 
@@ -569,26 +536,18 @@ def _called_from_nvflare() -> bool:
 
 
 def _parser_record(parser: argparse.ArgumentParser, values: dict) -> dict:
-    actions = [
-        {
-            "option_strings": list(action.option_strings),
-            "dest": action.dest,
-            "action": type(action).__name__,
-            "type": getattr(action.type, "__name__", None) if action.type else None,
-            "default": _plain(action.default),
-            "choices": _plain(list(action.choices)) if action.choices is not None else None,
-            "required": bool(action.required),
-            "nargs": _plain(action.nargs),
-            "const": _plain(action.const),
-            "value": _plain(values.get(action.dest)),
-        }
-        for action in parser._actions
-        if not isinstance(action, argparse._HelpAction)
-    ]
+    actions = [_action_record(a, values) for a in parser._actions if not isinstance(a, argparse._HelpAction)]
+    return dict(allow_abbrev=parser.allow_abbrev, fromfile_prefix_chars=parser.fromfile_prefix_chars, actions=actions)
+
+
+def _action_record(action: argparse.Action, values: dict) -> dict:
     return {
-        "allow_abbrev": parser.allow_abbrev,
-        "fromfile_prefix_chars": parser.fromfile_prefix_chars,
-        "actions": actions,
+        **{field: _plain(getattr(action, field)) for field in ("option_strings", "dest", "default", "nargs", "const")},
+        "action": type(action).__name__,
+        "type": getattr(action.type, "__name__", None) if action.type else None,
+        "choices": _plain(list(action.choices)) if action.choices is not None else None,
+        "required": bool(action.required),
+        "value": _plain(values.get(action.dest)),
     }
 
 
@@ -607,10 +566,7 @@ def _imported(before: set) -> list[str]:
 def _consume_export_flags() -> None:
     """NVFLARE strips `--export`/`--export-dir` from sys.argv when nvflare.recipe.spec is imported, which here
     happened before job.py's arguments were set: do it again for them, as `python job.py ARGS` would."""
-    try:
-        from nvflare.recipe import spec
-    except ImportError:
-        return
+    spec = sys.modules["nvflare.recipe.spec"]  # imported by `_install_recipes`
     if hasattr(spec, "_CONSUMED") and hasattr(spec, "_consume_recipe_args"):
         spec._CONSUMED = False
         spec._RECIPE_EXPORT, spec._RECIPE_EXPORT_DIR = spec._consume_recipe_args()
@@ -622,7 +578,6 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     sys.argv = [job, *args]
     STATE["parser_error"] = None
     _consume_export_flags()
-    record: dict
     STATE["in_job"] = True
     try:
         runpy.run_path(job, run_name="__main__")
@@ -630,22 +585,15 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     except Stop:
         record = STATE["record"]
     except KeyboardInterrupt:  # a SIGINT job.py turned into a raise: an interrupted run, never the job's failure
-        with open(out, "w", encoding="utf-8") as handle:
-            json.dump({"status": "sandbox_failed", "reason": "the dry run was interrupted"}, handle)
-        return
+        return _write(out, {"status": "sandbox_failed", "reason": "the dry run was interrupted"})
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
         record = {"status": "exited", "code": code, "where": _job_frame(job, stop.__traceback__)}
-        if STATE.get("parser_error"):
+        if STATE["parser_error"]:
             record["parser_error"] = STATE["parser_error"]
     except BaseException as error:  # job.py raised: name its line
-        record = {
-            "status": "raised",
-            "exception": type(error).__name__,
-            "message": str(error)[:500],
-            "where": _job_frame(job, error.__traceback__),
-            "nvflare": _nvflare_frame(error.__traceback__),
-        }
+        record = {"status": "raised", "exception": type(error).__name__, "message": str(error)[:500]}
+        record.update(where=_job_frame(job, error.__traceback__), nvflare=_nvflare_frame(error.__traceback__))
     if record["status"] != "recorded" and "exported" in STATE:  # job.py exported, then ended or failed: the export
         record = STATE["exported"]
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
@@ -654,45 +602,53 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     record["env_read"] = sorted(STATE["env_read"])
     record["env_compared"] = sorted(f"{name}={value}" for name, kept in STATE["env_compared"].items() for value in kept)
     record["unreadable"] = STATE["unreadable"][:16]
-    if STATE["absent"] and record["status"] != "recorded":  # asks `_first_run` for a rerun with them stood in
+    if STATE["absent"] and record["status"] != "recorded":  # asks for a rerun with them stood in (`_fork`)
         record["absent"] = sorted(STATE["absent"])
     record["imported"] = _imported(before)
-    with open(out, "w", encoding="utf-8") as handle:
+    _write(out, record)
+
+
+def _write(path: str, record: dict) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
         json.dump(record, handle, sort_keys=True, default=repr)
 
 
+def _read(path: str) -> dict:
+    """The record a run wrote at `path` ({} when it wrote none)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return {}
+
+
 def _fork(out: str, job: str, args: list[str], env: dict) -> int:
-    """Start one run in a child forked from this process (NVFLARE already imported and patched); its pid."""
-    pid = os.fork()
-    if pid == 0:
+    """Start one run in a child forked from this process (NVFLARE already imported and patched); its pid. The run
+    goes first in a grandchild with only the usual stand-ins; when it did not record a job and NVFLARE's own code
+    asked for a module this interpreter lacks, the child runs it again with those stood in."""
+
+    def run() -> None:
         quiet = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # job.py never reads the request pipe nor writes into the answers
             os.dup2(quiet, fd)
-        try:
-            before = set(sys.modules)
-            if _first_run(out, job, args, before, env):
-                STATE["optional"] = True
-                _run_once(out, job, args, before, env)
-        finally:
-            os._exit(0)
-    return pid
+        before = set(sys.modules)
+        os.waitpid(_child(lambda: _run_once(out, job, args, before, env)), 0)
+        if _read(out).get("absent"):
+            STATE["optional"] = True
+            _run_once(out, job, args, before, env)
+
+    return _child(run)
 
 
-def _first_run(out: str, job: str, args: list[str], before: set, env: dict) -> bool:
-    """Run job.py once in a grandchild with only the usual stand-ins; True when it did not record a job and
-    NVFLARE's own code asked for a module this interpreter lacks (the caller then runs it again with those stood in)."""
+def _child(run) -> int:
+    """The pid of a child forked to call `run()` and end."""
     pid = os.fork()
     if pid == 0:
         try:
-            _run_once(out, job, args, before, env)
+            run()
         finally:
             os._exit(0)
-    os.waitpid(pid, 0)
-    try:
-        with open(out, encoding="utf-8") as handle:
-            return bool(json.load(handle).get("absent"))
-    except (OSError, ValueError):
-        return False
+    return pid
 
 
 def _wait(pid: int) -> None:
@@ -721,17 +677,9 @@ def _runs(requests: list[dict], job: str) -> None:
         running.append(_fork(request["out"], job, request["args"], request["env"]))
     for pid in running:
         _wait(pid)
-    for request in requests:
-        try:
-            with open(request["out"], encoding="utf-8") as handle:
-                names = json.load(handle).get("imported") or []
-        except (OSError, ValueError):
-            continue
-        for name in names:
-            try:
-                __import__(name)
-            except BaseException:  # noqa: BLE001  (a preload is only an optimization)
-                pass
+    for name in [name for request in requests for name in _read(request["out"]).get("imported") or []]:
+        with contextlib.suppress(BaseException):  # a preload is only an optimization
+            __import__(name)
 
 
 def main(argv: list[str]) -> int:
@@ -744,21 +692,12 @@ def main(argv: list[str]) -> int:
     _record_parsers()
     _record_env_reads()
     _install_fedjob()  # NVFLARE's entry points record instead: the FedJob API's, the deploying envs', the recipes'
-    _install_envs()
-    _install_recipe()
+    _install_recipes()
     for line in sys.stdin:
         _runs(json.loads(line)["runs"], job)
         sys.stdout.write("done\n")
         sys.stdout.flush()
     os._exit(0)  # nothing to clean up: the sandbox's init ends the rest, and interpreter teardown costs ~0.5 s
-
-
-def _nvflare_frame(tb) -> dict | None:
-    frames = [f for f in traceback.extract_tb(tb) if _in_nvflare(f.filename)]
-    if not frames:
-        return None
-    root = next(d for d in STATE["nvflare_dirs"] if frames[-1].filename.startswith(d))
-    return _frame(frames[-1], "nvflare" + os.sep + frames[-1].filename[len(root) :])
 
 
 if __name__ == "__main__":

@@ -14,11 +14,19 @@ import ast
 from collections.abc import Callable
 
 from .files import parsed
-from .recorded import DryRunRecord, StoodIn
+from .recorded import DryRunRecord
 
 CATCHING = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 PROBES = frozenset({"find_spec", "find_loader"})  # the calls that ask whether a module is installed
 TRY_NODES = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
+REASONS = (  # a stand-in imported in a guarded body; one a line asked for
+    "{file} line {line} imports {module} inside a try whose handler catches the ImportError this interpreter raises "
+    "({module} is not installed), but the dry run stood in for it and ran the try's body instead: install {module} "
+    "where the import runs, or remove the fallback from {file}",
+    "{file} line {line} asks whether {module} is installed, which it is not on this interpreter, but the dry run's "
+    "stand-in answered that it is and ran what job.py runs then: install {module} where the import runs, or remove "
+    "the check from {file}",
+)
 
 
 def refusal(record: DryRunRecord, read_file: Callable[[str], str | None]) -> str | None:
@@ -29,37 +37,19 @@ def refusal(record: DryRunRecord, read_file: Callable[[str], str | None]) -> str
         if site.file not in spans:
             tree = parsed(read_file(site.file))
             spans[site.file] = ([], []) if tree is None else (guarded_spans(tree), _asking_spans(tree))
-        bodies, asking = spans[site.file]
-        if any(start <= site.line <= end for start, end in bodies):
-            return _reason(site)
-        if any(start <= site.line <= end for start, end in asking):
-            return _asked(site)
+        for reason, lines in zip(REASONS, spans[site.file], strict=True):
+            if any(start <= site.line <= end for start, end in lines):
+                return reason.format(file=site.file, line=site.line, module=site.module)
     return None
-
-
-def _reason(site: StoodIn) -> str:
-    return (
-        f"{site.file} line {site.line} imports {site.module} inside a try whose handler catches the ImportError this "
-        f"interpreter raises ({site.module} is not installed), but the dry run stood in for it and ran the try's body "
-        f"instead: install {site.module} where the import runs, or remove the fallback from {site.file}"
-    )
-
-
-def _asked(site: StoodIn) -> str:
-    return (
-        f"{site.file} line {site.line} asks whether {site.module} is installed, which it is not on this interpreter, "
-        f"but the dry run's stand-in answered that it is and ran what job.py runs then: install {site.module} where "
-        f"the import runs, or remove the check from {site.file}"
-    )
 
 
 def _asking_spans(tree: ast.Module) -> list[tuple[int, int]]:
     """The (first, last) lines of each call asking whether a module is installed."""
-    return [
-        (node.lineno, node.end_lineno or node.lineno)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and _name(node.func) in PROBES
-    ]
+    return [_lines(node) for node in ast.walk(tree) if isinstance(node, ast.Call) and _name(node.func) in PROBES]
+
+
+def _lines(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.end_lineno or node.lineno
 
 
 def guarded_spans(tree: ast.Module) -> list[tuple[int, int]]:
@@ -72,7 +62,7 @@ def guarded_spans(tree: ast.Module) -> list[tuple[int, int]]:
             _suppresses(i.context_expr, names) for i in node.items
         )
         if trying or with_:
-            spans += [(stmt.lineno, stmt.end_lineno or stmt.lineno) for stmt in node.body]
+            spans += [_lines(stmt) for stmt in node.body]
     return spans
 
 
