@@ -137,6 +137,7 @@ class Reading:
     facts: dict  # its objective's `_reasons`: objective field -> why it is unresolved
     tree: ast.Module | None = None  # job.py's
     notes: list[dict] = field(default_factory=list)  # the client script's, then the schema's options reaching nothing
+    script: tuple[str | None, Any] = (None, None)  # the client script trust reads: its path and tree
 
 
 def derive(reading: Reading) -> dict:
@@ -361,7 +362,7 @@ def _assemble(job: _Job) -> Reading:
         "source_sha256": hashlib.sha256(job.source.encode("utf-8", "surrogatepass")).hexdigest(),
         "trust": trust,
     }
-    return Reading(facts, job.tree, notes + unused if supported else [])
+    return Reading(facts, job.tree, notes + unused if supported else [], (script_rel, script_tree))
 
 
 def import_job(
@@ -411,7 +412,7 @@ def import_job(
         return _with_dry_run(static(), path, workspace, session, [str(a) for a in run_args or ()])
 
 
-def _unseen_options(config: dict, tree: Any, job_name: str, read_file: Callable, reached: set[str]) -> None:
+def _unseen_options(config: dict, reading: Reading, reached: set[str]) -> None:
     """Options only the real parser has: classified for data shaping like the others, and suggested for tuning
     when the perturbed run showed them reaching what NVFLARE builds and the client script, where readable, defines
     them."""
@@ -419,9 +420,9 @@ def _unseen_options(config: dict, tree: Any, job_name: str, read_file: Callable,
     if not unseen:
         return
     flags = [ap.flag_from_record(f) for f in unseen]
-    script_rel, script_tree, _notes = _script_tree(job_name, config["trust"].get("train_script"), read_file)
+    script_rel, script_tree = reading.script
     forwarded = {f.canonical for f in flags if f.canonical in reached}
-    found = data_shaping.classify(unseen, tree, script_tree, forwarded)
+    found = data_shaping.classify(unseen, reading.tree, script_tree, forwarded)
     shaping = config["data_shaping"]
     for kind in ("fixed", "unclassified"):
         shaping[kind] = {**shaping.get(kind, {}), **found[kind]}
@@ -471,6 +472,7 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
 
     def trust_for(script: str | None) -> dict:
         rel, script_tree, _notes = _script_tree(path.name, script, workspace.read_file)
+        reading.script = (rel, script_tree)
         job_tree, targets = reading.tree or ast.Module([], []), reading.facts["schema"]["preferred_targets"]
         return trust_section(path.name, job_tree, rel, script_tree, workspace.exists, targets)
 
@@ -482,7 +484,7 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
                 covered = moves.covered_by(dry["tried_options"], run_args)
                 dry["run_args_changes"] = [] if covered else dryrun_config.changes(record, session.run(args + run_args))
         if record.parsers:
-            _unseen_options(facts, reading.tree, path.name, workspace.read_file, set(reached))
+            _unseen_options(facts, reading, set(reached))
 
     return fold_run(reading, record, moved, trust_for, env_moved, fallback, then)
 

@@ -331,23 +331,20 @@ def budget(record: DryRunRecord) -> dict[str, dict]:
 
 @dataclass(frozen=True)
 class Ran:
-    """What a recorded run asked NVFLARE to run, each fact read once from its record."""
+    """What a recorded run asked NVFLARE to run, each fact read once from its record (`ran`)."""
 
     budget: dict[str, dict]  # `budget`
+    values: dict  # {field: value} of the budget
     metric: str | None  # `key_metric`
     mode: str | None
     recipe_class: str | None
     family: str | None
 
-    @property
-    def values(self) -> dict:
-        """`{field: value}` of the budget."""
-        return {k: v.get("value") for k, v in self.budget.items()}
-
 
 def ran(record: DryRunRecord) -> Ran:
-    """The facts of a recorded run (see `Ran`)."""
-    return Ran(budget(record), *key_metric(record), recipe_class(record), family(record))
+    found = budget(record)
+    values = {k: v.get("value") for k, v in found.items()}
+    return Ran(found, values, *key_metric(record), recipe_class(record), family(record))
 
 
 def fedjob_workspace(record: DryRunRecord) -> str | None:
