@@ -505,3 +505,24 @@ def test_an_option_that_moves_a_field_and_the_objective_is_named_once_in_its_dep
     entry = config["fixed_budget"]["num_rounds"]
     assert entry["depends_on"] == ["--num_rounds", "--mode", "--metric"]
     assert entry["confidence"] == "pinned"
+
+
+@pytest.mark.parametrize("value", [12, ["a", "b"], {"k": "v"}, True, "text\nwith\x00control"])
+def test_the_job_s_own_words_of_any_json_type_are_read_as_text_not_refused(value):
+    """A record comes from job.py's process: an exception's name or message (or a reason) of another JSON type is
+    that value's text, and the record keeps its status; a reason quoting it stays one printable line."""
+    raw = {"status": "raised", "exception": value, "message": value, "reason": value}
+    parsed = recorded.parse(raw)
+    assert parsed.status == "raised"
+    assert parsed.exception == parsed.message == parsed.reason == str(value)
+    reason = recorded.raise_reason(parsed)
+    assert reason.isprintable() and "\n" not in reason
+    assert recorded.parse({"status": "raised"}).message == "", "a missing message is empty text"
+
+
+def test_every_field_of_a_record_is_read_by_its_annotation():
+    """`parse` reads each field by its annotation: a field whose annotation has no reader would fail every run."""
+    missing = [f.name for f in dataclasses.fields(recorded.DryRunRecord)[1:] if f.type not in recorded.READERS]
+    assert missing == []
+    full = recorded.parse({"status": "recorded", "entry": "simulator_run", "env": {"class": "SimEnv"}, "code": 0})
+    assert (full.entry, full.env, full.code) == ("simulator_run", recorded.Env("SimEnv", {}), 0)

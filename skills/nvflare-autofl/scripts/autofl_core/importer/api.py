@@ -2,7 +2,7 @@
 only when asked (`dry_run=True`).
 
 import_job(job_path, metric=None, base_args=(), schema_path=None, dry_run=False) -> config   (reads files)
-import_source(source, job_name="job.py", ...) -> config                        (pure core)
+import_source(source, job_name="job.py", ...) -> config                        (pure core: derive(read_source(...)))
 admission_errors(config, requested_metric) -> [{code, message}]
 cli_flags(config) -> {long_flags, groups, name_flag, takes_value, allow_abbrev}
 fixed_budget_args(config) -> ["--n_clients", "2", "--num_rounds", "3"]

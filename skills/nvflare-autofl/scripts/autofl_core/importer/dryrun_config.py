@@ -1,4 +1,5 @@
-"""Fold a dry-run record into the static import's config (pure): a recorded training run is the config's source.
+"""Fold a dry-run record into a static reading's facts (pure; `api.fold_run` derives the config from them once):
+a recorded training run is the config's source.
 
 - No record (no namespaces here): the static config stands; `import.dry_run.status` says why.
 - A recorded training run (`fold`): the job, the budget (`depends_on`: the options and environment variables the
