@@ -1,10 +1,11 @@
 """What a dry-run record says, and which options a perturbation tries (pure: hand-written records, no NVFLARE)."""
 
 import dataclasses
+import json
+import os
 
 import pytest
 from autofl_core.importer import budget, dryrun_config, moves, recorded
-from autofl_core.importer.schema import schema_section
 
 FEDAVG = "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
 
@@ -202,7 +203,7 @@ def test_a_recorded_training_run_is_the_source_of_a_config_the_reading_admits():
     config = api.import_source(source)
     assert config["admission_errors"] == [] and config["fixed_budget"]["num_rounds"]["value"] == 2
     ran = record(recipe=[FEDAVG], recipe_attrs={"key_metric": "loss", "key_metric_mode": "min"})
-    out = dryrun_config.apply(config, ran, {}, lambda _script: config["trust"])
+    out = api.fold_run(api.read_source(source), ran, {}, lambda _script: config["trust"])
     assert out["admission_errors"] == []
     rounds = out["fixed_budget"]["num_rounds"]
     assert (rounds["value"], rounds["source"]) == (5, "dry run: the exported job's num_rounds")
@@ -278,14 +279,9 @@ def test_a_malformed_or_partial_record_is_a_record_whose_status_says_so(raw, wha
     assert parsed.status == "malformed" and what in parsed.reason, parsed.reason
     summary = dryrun_config.summary(parsed)
     assert summary == {"status": "malformed", "stubbed": [], "reason": parsed.reason}
-    config = {
-        "admission_errors": [],
-        "argparse": {"flags": []},
-        "import": {"support": {"status": "supported", "reason": "r"}, "would_raise": []},
-        "objective": {"requested_metric": None, "job_key_metric": "accuracy"},
-        "unresolved": [],
-    }
-    out = dryrun_config.apply(config, parsed, {}, lambda _s: {})  # nothing reads a missing key later
+    from autofl_core.importer import api
+
+    out = api.fold_run(api.read_source(HELPER_JOB), parsed, {}, lambda _s: {})  # nothing reads a missing key later
     assert out["import"]["dry_run"]["status"] == "malformed"
     assert dryrun_config.changes(record(), parsed) == ["job.py no longer reaches NVFLARE with them (malformed)"]
 
@@ -306,13 +302,13 @@ def test_the_cache_stores_the_boot_s_json_and_gives_back_the_same_record(tmp_pat
         "root_variable": "/tmp/x/simulator",
         "seconds": 0.4,
     }
-    dryrun._store("k" * 64, raw)
+    assert dryrun._store("k" * 64, raw) == recorded.parse(raw)
     monkeypatch.setattr(dryrun, "_MEMO", {})  # read back from the file, not the memo
+    assert json.loads((tmp_path / f"autofl-dryrun-{os.getuid()}" / f"{'k' * 64}.json").read_text()) == raw
     again = dryrun._cached("k" * 64)
-    assert again == raw
-    assert recorded.parse(again) == recorded.parse(raw)
-    assert recorded.parse(again).parsers[0].actions[0].name == "--n_clients"
-    assert recorded.parse(again).env_read == ("DATA_DIR",)
+    assert again == recorded.parse(raw)
+    assert again.parsers[0].actions[0].name == "--n_clients"
+    assert again.env_read == ("DATA_DIR",)
 
 
 def test_a_fedjob_simulation_given_n_clients_records_that_many_clients():
@@ -380,6 +376,11 @@ def helper_record(**extra) -> recorded.DryRunRecord:
     return record(**{**fields, **extra})
 
 
+def trust_of(script: str | None) -> dict:
+    """A stand-in for the import's trust reading of the client script the run names."""
+    return {"train_script": script, "allowed_edit_paths": [script]}
+
+
 def test_a_recorded_job_the_reading_cannot_follow_at_all_is_admitted_with_its_budget_pinned():
     from autofl_core.importer import api
 
@@ -387,25 +388,28 @@ def test_a_recorded_job_the_reading_cannot_follow_at_all_is_admitted_with_its_bu
     assert static["admission_errors"], "precondition: the reading refuses a recipe run in a comprehension"
     assert static["argparse"]["flags"], "precondition: it does see the options"
     moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"], "num_rounds": ["--rounds"]}
-    out = dryrun_config.apply(static, helper_record(), moved, lambda script: {"train_script": script})
+    out = api.fold_run(api.read_source(HELPER_JOB), helper_record(), moved, trust_of)
     assert out["admission_errors"] == []
     assert {k: (v["value"], v["depends_on"]) for k, v in out["fixed_budget"].items() if k in budget.FIELDS} == {
         "num_clients": (2, ["--n_clients"]),
         "min_clients": (2, ["--n_clients"]),
         "num_rounds": (4, ["--rounds"]),
     }
-    assert out["job"]["nvflare_class"] == FEDAVG and out["trust"] == {"train_script": "client.py"}
+    assert out["job"]["nvflare_class"] == FEDAVG and out["trust"] == trust_of("client.py")
     assert out["objective"]["job_key_metric"] == "auc", "the recorded key metric"
 
 
 def test_a_recorded_budget_an_environment_variable_moves_is_refused_naming_it():
     from autofl_core.importer import api
 
-    static = api.import_source(HELPER_JOB)
     moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"]}
     env_moved = {"num_rounds": ["ROUNDS"]}
-    out = dryrun_config.apply(
-        static, helper_record(env_read=["ROUNDS"]), moved, lambda s: {"train_script": s}, env_moved=env_moved
+    out = api.fold_run(
+        api.read_source(HELPER_JOB),
+        helper_record(env_read=["ROUNDS"]),
+        moved,
+        trust_of,
+        env_moved=env_moved,
     )
     assert out["admission_errors"], "one run cannot pin a budget the environment decides"
     assert out["fixed_budget"]["num_rounds"]["value"] is None
@@ -417,12 +421,11 @@ def test_a_recorded_max_is_nvflare_s_implicit_default_unless_the_reading_saw_it_
     max the reading never saw written is the direction conflict, as if read statically."""
     from autofl_core.importer import api
 
-    static = api.import_source(HELPER_JOB)
     ran = helper_record(
         recipe_attrs={"num_rounds": 4, "min_clients": 2, "key_metric": "loss", "key_metric_mode": "max"}
     )
     moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"], "num_rounds": ["--rounds"]}
-    out = dryrun_config.apply(static, ran, moved, lambda s: {"train_script": s})
+    out = api.fold_run(api.read_source(HELPER_JOB), ran, moved, trust_of)
     assert out["objective"]["mode_contract_source"] == "core_default"
     assert [e["code"] for e in out["admission_errors"]] == ["AUTOFL_METRIC_DIRECTION_CONFLICT"]
     written = (
@@ -432,7 +435,7 @@ def test_a_recorded_max_is_nvflare_s_implicit_default_unless_the_reading_saw_it_
     )
     readable = api.import_source(written)
     assert readable["admission_errors"] == [], "precondition: an explicit max the reading sees is no conflict"
-    out = dryrun_config.apply(readable, ran, {}, lambda s: {"train_script": s})
+    out = api.fold_run(api.read_source(written), ran, {}, trust_of)
     assert out["admission_errors"] == [] and out["objective"]["mode"] == "max"
 
 
@@ -461,11 +464,7 @@ def test_the_real_parser_s_actions_keep_their_const_and_a_custom_action_its_arit
         {**action, "option_strings": ["--level"], "action": "_StoreAction", "nargs": "?", "const": 9},
         {**action, "option_strings": ["--fast"], "dest": "fast", "action": "Toggle", "nargs": 0, "const": None},
     ]
-    config = {
-        "argparse": {"flags": [], "allow_abbrev": True},
-        "schema": schema_section(None, [], False),
-        "unresolved": [],
-    }
+    config = {"argparse": {"flags": [], "allow_abbrev": True}}
     dryrun_config.real_parser(config, record(parsers=[{"actions": actions}]))
     level, fast = config["argparse"]["flags"]
     assert (level["action"], level["nargs"], level["const"], level["takes_value"]) == ("store", "?", 9, True)
@@ -506,3 +505,24 @@ def test_an_option_that_moves_a_field_and_the_objective_is_named_once_in_its_dep
     entry = config["fixed_budget"]["num_rounds"]
     assert entry["depends_on"] == ["--num_rounds", "--mode", "--metric"]
     assert entry["confidence"] == "pinned"
+
+
+@pytest.mark.parametrize("value", [12, ["a", "b"], {"k": "v"}, True, "text\nwith\x00control"])
+def test_the_job_s_own_words_of_any_json_type_are_read_as_text_not_refused(value):
+    """A record comes from job.py's process: an exception's name or message (or a reason) of another JSON type is
+    that value's text, and the record keeps its status; a reason quoting it stays one printable line."""
+    raw = {"status": "raised", "exception": value, "message": value, "reason": value}
+    parsed = recorded.parse(raw)
+    assert parsed.status == "raised"
+    assert parsed.exception == parsed.message == parsed.reason == str(value)
+    reason = recorded.raise_reason(parsed)
+    assert reason.isprintable() and "\n" not in reason
+    assert recorded.parse({"status": "raised"}).message == "", "a missing message is empty text"
+
+
+def test_every_field_of_a_record_is_read_by_its_annotation():
+    """`parse` reads each field by its annotation: a field whose annotation has no reader would fail every run."""
+    missing = [f.name for f in dataclasses.fields(recorded.DryRunRecord)[1:] if f.type not in recorded.READERS]
+    assert missing == []
+    full = recorded.parse({"status": "recorded", "entry": "simulator_run", "env": {"class": "SimEnv"}, "code": 0})
+    assert (full.entry, full.env, full.code) == ("simulator_run", recorded.Env("SimEnv", {}), 0)

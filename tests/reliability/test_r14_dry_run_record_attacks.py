@@ -245,7 +245,7 @@ def test_a_malformed_record_planted_in_the_cache_is_run_again_not_served(name, p
     key = "f" * 64
     (dryrun._cache_dir() / f"{key}.json").write_text(json.dumps(raw))
     assert dryrun._cached(key) is None
-    assert dryrun._store(key, raw) is None and key not in dryrun._MEMO  # a malformed one is not kept either
+    assert dryrun._store(key, raw).status == "malformed" and key not in dryrun._MEMO  # a malformed one: not kept
     assert json.loads((dryrun._cache_dir() / f"{key}.json").read_text()) == raw  # and not rewritten
 
 

@@ -2,7 +2,7 @@
 only when asked (`dry_run=True`).
 
 import_job(job_path, metric=None, base_args=(), schema_path=None, dry_run=False) -> config   (reads files)
-import_source(source, job_name="job.py", ...) -> config                        (pure core)
+import_source(source, job_name="job.py", ...) -> config                        (pure core: derive(read_source(...)))
 admission_errors(config, requested_metric) -> [{code, message}]
 cli_flags(config) -> {long_flags, groups, name_flag, takes_value, allow_abbrev}
 fixed_budget_args(config) -> ["--n_clients", "2", "--num_rounds", "3"]
@@ -14,6 +14,7 @@ parse_job_args(config, argv, known_only=False) -> ({canonical option: value}, er
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import os
 import posixpath
@@ -41,6 +42,7 @@ from .schema import (
     SCHEMA_FILE,
     budget_mismatches,
     comparison_args,
+    comparison_keys,
     parse_schema_text,
     schema_section,
     schema_unapplied,
@@ -120,16 +122,60 @@ def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], c
     }
 
 
-def _unresolved(recipe_args: dict, budget: dict, reasons: dict, argparse_section: dict, notes: list) -> list[dict]:
+@dataclass
+class Reading:
+    """A static reading: the config's facts (no field derived from another) and the notes only the reading makes.
+    A dry run folds its record into `facts` before `derive` makes the config."""
+
+    facts: dict  # its objective's `_reasons`: objective field -> why it is unresolved
+    tree: ast.Module | None = None  # job.py's
+    notes: list[dict] = field(default_factory=list)  # the client script's, then the schema's options reaching nothing
+    script: tuple[str | None, Any] = (None, None)  # the client script trust reads: its path and tree
+
+
+def derive(reading: Reading) -> dict:
+    """The config of a reading's facts: the budget's comparison arguments and schema mismatches, the unresolved
+    notes, the runner's flags, the summary and the admission errors."""
+    config = copy.deepcopy(reading.facts)
+    budget, schema, section = config["fixed_budget"], config["schema"], config["argparse"]
+    flags = section["flags"]
+    schema["budget_mismatches"] = budget_mismatches(budget, schema, flags, section["schema_args"]) if budget else []
+    if budget:
+        budget["comparison_args"] = comparison_args(schema, flags)
+    pinned = set(fixed_budget_options(config))
+    config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
     items = [
         {"field": f"recipe_args.{k}", "reason": v.get("reason", "dynamic value")}
-        for k, v in recipe_args.items()
+        for k, v in config["recipe_args"].items()
         if v["confidence"] == UNRESOLVED
     ]
     items += unresolved_notes(budget)
+    reasons = config["objective"].pop("_reasons", {})
     items += [{"field": f"objective.{k}", "reason": v} for k, v in sorted(reasons.items())]
-    items += [{"field": "argparse", "reason": p} for p in argparse_section["problems"]]
-    return items + notes
+    items += [{"field": "argparse", "reason": p} for p in section["problems"]]
+    items += reading.notes
+    if budget:  # a job whose budget is read (the static reading supports it, or a run recorded it)
+        items += [*schema_unapplied(schema, flags), *_schema_args_unpassed(schema, flags)]
+    config["unresolved"] = items
+    config["cli_flags"], config["summary"] = cli_flags(config), display.summary(config)
+    config["admission_errors"] = admission_errors(config)
+    return config
+
+
+def _schema_args_unpassed(schema: dict, flags: list[dict]) -> list[dict]:
+    """Notes on the schema's default_candidate_budget values for options only the real parser has (no job.py line):
+    the import turns them into job arguments from the static reading's options, so they were not passed."""
+    wanted = schema["comparison_budget_args"]["default_candidate_budget"]
+    read = {f["dest"] for f in flags if f.get("line") is not None}
+    return [
+        {
+            "field": f"schema.comparison_budget_args.{key}",
+            "reason": f"mutation_schema.yaml sets {key}: {wanted[key]!r}, but only running job.py shows its option, "
+            f"so the import did not pass it and trials run job.py's default; pass it in --base-args",
+        }
+        for key in comparison_keys(schema)
+        if key in wanted and key not in read and any(f["dest"] == key and not f["positional"] for f in flags)
+    ]
 
 
 def _script_tree(job_name: str, script: str | None, read_file: Callable) -> tuple[str | None, Any, list]:
@@ -185,7 +231,12 @@ class _Job:
     conflicts: list[str] = field(default_factory=list)
 
 
-def import_source(
+def import_source(source: str, **options: Any) -> dict:
+    """Import job.py source text into a campaign config (pure; see `read_source` for the options)."""
+    return derive(read_source(source, **options))
+
+
+def read_source(
     source: str,
     *,
     job_name: str = "job.py",
@@ -194,8 +245,8 @@ def import_source(
     schema_text: str | None = None,
     read_file: Callable[[str], str | None] | None = None,
     exists: Callable[[str], bool] | None = None,
-) -> dict:
-    """Import job.py source text into a campaign config (pure; files via the two callbacks)."""
+) -> Reading:
+    """The static reading of job.py source text (pure; files via the two callbacks)."""
     read_file = read_file or (lambda _rel: None)
     schema_data, schema_errors = parse_schema_text(schema_text) if schema_text is not None else (None, [])
     job = _Job(
@@ -240,7 +291,8 @@ def _space_and_shaping(
     job: _Job, budget: dict, args_section: dict, script_rel: str | None, script_tree: Any
 ) -> tuple[list[dict], list, dict]:
     """(suggested search space, notes on schema-declared options that reach nothing, data-shaping classes): an
-    option that does not reach the job, or is classed as data shaping (fixed or unclassified), is never suggested."""
+    option the budget depends on, that does not reach the job, or is classed as data shaping (fixed or
+    unclassified), is never suggested."""
     schema, parser = job.schema, _main_parser(job.walk)[0]
     pinned = set(fixed_budget_options({"fixed_budget": budget, "argparse": args_section}))
     space = suggested(parser.flags if parser else [], pinned, schema["mutable_args"])
@@ -263,7 +315,7 @@ def _space_and_shaping(
     return space, unused, shaping
 
 
-def _assemble(job: _Job) -> dict:
+def _assemble(job: _Job) -> Reading:
     surface, schema = job.surface, job.schema
     supported = surface.status == "supported"
     args_section = _argparse_section(job.walk, job.base_args, job.schema_args, job.conflicts)
@@ -273,24 +325,16 @@ def _assemble(job: _Job) -> dict:
     objective = (
         build_objective(surface, job.metric, schema, script_rel) if supported else empty_objective(job.metric, schema)
     )
-    reasons = objective.pop("_reasons", {})
-    recipe_args = {k: describe(v) for k, v in sorted(surface.target.kwargs.items())} if supported else {}
     budget = fixed_budget(surface)
-    if budget:
+    if budget:  # the budget's options (`derive` reads them again from the flags a dry run replaces)
         budget["comparison_args"] = comparison_args(schema, args_section["flags"])
-    raised = would_raise(surface, budget)
-    schema["budget_mismatches"] = (
-        budget_mismatches(budget, schema, args_section["flags"], args_section["schema_args"]) if supported else []
-    )
     trust = trust_section(
         job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists, schema["preferred_targets"]
     )
-    notes += schema_unapplied(schema, args_section["flags"])
     space, unused, shaping = _space_and_shaping(job, budget, args_section, script_rel, script_tree)
-    unresolved = _unresolved(recipe_args, budget, reasons, args_section, notes + unused if supported else [])
     job_block = job_section(surface, job.name)
     env = job_block["env"] or {}
-    config = {
+    facts = {
         "argparse": args_section,
         "data_shaping": shaping,
         "environment": {
@@ -301,21 +345,18 @@ def _assemble(job: _Job) -> dict:
         "fixed_budget": budget,
         "import": {
             "support": {"reason": surface.reason or f"recognized {surface.pattern} pattern", "status": surface.status},
-            "would_raise": raised,
+            "would_raise": would_raise(surface, budget),
         },
         "importer_version": IMPORTER_VERSION,
         "job": job_block,
         "objective": objective,
-        "recipe_args": recipe_args,
+        "recipe_args": {k: describe(v) for k, v in sorted(surface.target.kwargs.items())} if supported else {},
         "schema": schema,
         "search_space": {"suggested": space},
         "source_sha256": hashlib.sha256(job.source.encode("utf-8", "surrogatepass")).hexdigest(),
         "trust": trust,
-        "unresolved": unresolved,
     }
-    config["cli_flags"], config["summary"] = cli_flags(config), display.summary(config)
-    config["admission_errors"] = admission_errors(config, job.metric)
-    return config
+    return Reading(facts, job.tree, notes + unused if supported else [], (script_rel, script_tree))
 
 
 def import_job(
@@ -344,8 +385,8 @@ def import_job(
         source = workspace.read_file(path.name) or source
         schema_text = workspace.read_file(SCHEMA_FILE) if workspace.exists(SCHEMA_FILE) else schema_text
 
-    def static() -> dict:
-        return import_source(
+    def static() -> Reading:
+        return read_source(
             source,
             job_name=path.name,
             metric=metric,
@@ -356,7 +397,7 @@ def import_job(
         )
 
     if not dry_run or not _uses_nvflare(source, workspace.read_file):
-        return static()
+        return derive(static())
     from . import dryrun
 
     with dryrun.Session(path, overlay=overlay, python=python) as session:
@@ -365,7 +406,7 @@ def import_job(
         return _with_dry_run(static(), path, workspace, session, [str(a) for a in run_args or ()])
 
 
-def _unseen_options(config: dict, tree: Any, job_name: str, read_file: Callable, reached: set[str]) -> None:
+def _unseen_options(config: dict, reading: Reading, reached: set[str]) -> None:
     """Options only the real parser has: classified for data shaping like the others, and suggested for tuning
     when the perturbed run showed them reaching what NVFLARE builds and the client script, where readable, defines
     them."""
@@ -373,15 +414,15 @@ def _unseen_options(config: dict, tree: Any, job_name: str, read_file: Callable,
     if not unseen:
         return
     flags = [ap.Flag.from_dict(f) for f in unseen]
-    script_rel, script_tree, _notes = _script_tree(job_name, config["trust"].get("train_script"), read_file)
+    script_rel, script_tree = reading.script
     forwarded = {f.name for f in flags if f.name in reached}
-    found = data_shaping.classify(unseen, tree, script_tree, forwarded)
+    found = data_shaping.classify(unseen, reading.tree, script_tree, forwarded)
     shaping = config["data_shaping"]
     for kind in ("fixed", "unclassified"):
         shaping[kind] = {**shaping.get(kind, {}), **found[kind]}
     script = _script_parser(script_rel, script_tree)
     tunable = [f for f in flags if f.name in reached and (script is None or f.dest in {s.dest for s in script.flags})]
-    blocked = {*shaping["fixed"], *shaping["unclassified"], *fixed_budget_options(config)}
+    blocked = {*shaping["fixed"], *shaping["unclassified"]}  # `derive` drops the options the budget depends on
     known = {s["flag"] for s in config["search_space"]["suggested"]}
     config["search_space"]["suggested"] += [
         s for s in suggested(tunable, blocked, config["schema"]["mutable_args"]) if s["flag"] not in known
@@ -405,13 +446,14 @@ def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
     return "nvflare" in own or any("nvflare" in imports(read_file(f"{name}.py")) for name in sorted(own))
 
 
-def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_args: list[str]) -> dict:
-    """Run job.py's dry run (and, once recorded, the perturbed runs) in `session`; fold them into `config`."""
+def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run_args: list[str]) -> dict:
+    """Run job.py's dry run (and, once recorded, the perturbed runs) in `session`; fold them into the reading."""
     from . import dryrun, dryrun_config, fallbacks, moves
 
-    args = [*config["argparse"]["base_args"], *config["argparse"]["schema_args"]]
-    if config["argparse"]["base_args_errors"]:
-        return config  # the job's own parser would reject the arguments: nothing to run
+    section = reading.facts["argparse"]
+    args = [*section["base_args"], *section["schema_args"]]
+    if section["base_args_errors"]:
+        return derive(reading)  # the job's own parser would reject the arguments: nothing to run
     record = session.run(args)
     fallback = fallbacks.refusal(record, workspace.read_file) if record is not None else None
     recorded_run = record is not None and record.status == "recorded" and fallback is None
@@ -421,24 +463,42 @@ def _with_dry_run(config: dict, path: Any, workspace: Any, session: Any, run_arg
         moved = moves.moving_options(record, args, lambda batch: session.run_many(batch, keep=keep), reached)
         env_moved = moves.moving_env(record, lambda env: session.run(args, env=env, keep=keep), dryrun.FIXED_ENV)
 
-    tree = parsed(workspace.read_file(path.name) or "")
-
     def trust_for(script: str | None) -> dict:
         rel, script_tree, _notes = _script_tree(path.name, script, workspace.read_file)
-        job_tree, targets = tree or ast.Module([], []), config["schema"]["preferred_targets"]
+        reading.script = (rel, script_tree)
+        job_tree, targets = reading.tree or ast.Module([], []), reading.facts["schema"]["preferred_targets"]
         return trust_section(path.name, job_tree, rel, script_tree, workspace.exists, targets)
 
-    config = dryrun_config.apply(config, record, moved, trust_for, env_moved=env_moved, fallback=fallback)
-    config["cli_flags"] = cli_flags(config)
-    if recorded_run:
-        dry = config["import"]["dry_run"]
-        dry["tried_options"], dry["args"] = moves.tried_options(record), list(args)
-        if run_args:  # options the perturbed runs did not try are run
-            covered = moves.covered_by(dry["tried_options"], run_args)
-            dry["run_args_changes"] = [] if covered else dryrun_config.changes(record, session.run(args + run_args))
-    pinned = set(fixed_budget_options(config))
-    config["search_space"]["suggested"] = [s for s in config["search_space"]["suggested"] if s["flag"] not in pinned]
-    if record is not None and record.parsers:
-        _unseen_options(config, tree, path.name, workspace.read_file, set(reached) - pinned)
-    config["summary"] = display.summary(config)
-    return config
+    def then(facts: dict) -> None:
+        if recorded_run:
+            dry = facts["import"]["dry_run"]
+            dry["tried_options"], dry["args"] = moves.tried_options(record), list(args)
+            if run_args:  # options the perturbed runs did not try are run
+                covered = moves.covered_by(dry["tried_options"], run_args)
+                dry["run_args_changes"] = [] if covered else dryrun_config.changes(record, session.run(args + run_args))
+        if record.parsers:
+            _unseen_options(facts, reading, set(reached))
+
+    return fold_run(reading, record, moved, trust_for, env_moved, fallback, then)
+
+
+def fold_run(
+    reading: Reading,
+    record: Any,
+    moved: dict,
+    trust_for: Callable[[str | None], dict],
+    env_moved: dict | None = None,
+    fallback: str | None = None,
+    then: Callable[[dict], None] | None = None,
+) -> dict:
+    """The config of the reading with a dry run's record folded into its facts (dryrun_config.py); `then` changes
+    the folded facts once more before the config is derived from them."""
+    from . import dryrun_config
+
+    static = derive(reading)
+    kept = dryrun_config.apply(reading.facts, static, record, moved, trust_for, env_moved or {}, fallback)
+    if kept is None:
+        return static
+    if then is not None:
+        then(reading.facts)
+    return dryrun_config.settle(derive(reading), kept, record)

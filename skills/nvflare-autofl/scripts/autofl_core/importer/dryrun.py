@@ -43,7 +43,7 @@ HIDDEN = (".nvflare", "autofl_runs")  # the job folder's entries a dry run canno
 FOLDER_PREFIX = "autofl-dryrun-run-"  # a run's private folder (trial/owned_folders.py: swept once its maker is gone)
 STORED = ("recorded",)  # the cache folder keeps runs that reached NVFLARE (a raise may be on a file elsewhere)
 PERTURBED_STORED = ("recorded", "raised", "exited")  # a perturbed run of a recorded job: its raise is the values'
-_MEMO: dict[str, dict] = {}  # this process's records (a raise or an exit too: the same answer within one command)
+_MEMO: dict[str, DryRunRecord] = {}  # this process's records (a raise or an exit too: one answer within a command)
 
 
 def available(python: str | None = None) -> bool:
@@ -129,7 +129,7 @@ def _cache_dir() -> Path | None:
     return folder
 
 
-def _cached(key: str, keep: tuple[str, ...] = STORED) -> dict | None:
+def _cached(key: str, keep: tuple[str, ...] = STORED) -> DryRunRecord | None:
     """The record kept for `key`: this process's own, else the cache folder's when it parses to a status the folder
     keeps (`keep`; anything else there is run again and replaced)."""
     if key in _MEMO:
@@ -139,38 +139,41 @@ def _cached(key: str, keep: tuple[str, ...] = STORED) -> dict | None:
         return None
     path = folder / f"{key}.json"
     try:
-        record = None if path.is_symlink() else bounded.read_json(path, MAX_RECORD_BYTES)
+        raw = None if path.is_symlink() else bounded.read_json(path, MAX_RECORD_BYTES)
     except bounded.BoundedReadError:
         return None
-    if record is None or parse(record).status not in keep:
+    record = None if raw is None else parse(raw)
+    if record is None or record.status not in keep:
         return None
     _MEMO[key] = record
     return record
 
 
-def _store(key: str, record: dict, keep: tuple[str, ...] = STORED) -> None:
-    """Keep a run's record for this process; in the cache folder too when its status is one of `keep`."""
-    status = parse(record).status
-    if status in NOT_RUN:
-        return
+def _store(key: str | None, raw: dict, keep: tuple[str, ...] = STORED) -> DryRunRecord:
+    """The record of a run's JSON, kept for this process under `key` (and its JSON in the cache folder when its
+    status is one of `keep`)."""
+    record = parse(raw)
+    if key is None or record.status in NOT_RUN:
+        return record
     _MEMO[key] = record
     folder = _cache_dir()
-    if folder is None or status not in keep:
-        return
+    if folder is None or record.status not in keep:
+        return record
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, sort_keys=True)
+            json.dump(raw, handle, sort_keys=True)
         os.replace(tmp, folder / f"{key}.json")
     except OSError:
         Path(tmp).unlink(missing_ok=True)
-        return
+        return record
     try:  # the newest MAX_CACHED records stay
         entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
         for stale in entries[: max(0, len(entries) - MAX_CACHED)]:
             stale.unlink(missing_ok=True)
     except OSError:
         pass
+    return record
 
 
 class Session:
@@ -213,14 +216,12 @@ class Session:
             return [None for _ in batch]
         keyed = [[*args, *(f"\0env:{k}={v}" for k, v in sorted(env.items()))] for args in batch]
         keys = [job_digest(self.job.parent, self.overlay, args, self.python) for args in keyed]
-        raw: list[dict | None] = [_cached(key, keep) if key else None for key in keys]
-        missing = [i for i, found in enumerate(raw) if found is None]
+        records = [_cached(key, keep) if key else None for key in keys]
+        missing = [i for i, found in enumerate(records) if found is None]
         if missing and (self.proc is not None or self.start()):
-            for index, found in zip(missing, self._ask([batch[i] for i in missing], env), strict=True):
-                raw[index] = found
-                if keys[index]:
-                    _store(keys[index], found, keep)
-        return [None if found is None else parse(found) for found in raw]
+            for index, raw in zip(missing, self._ask([batch[i] for i in missing], env), strict=True):
+                records[index] = _store(keys[index], raw, keep)
+        return records
 
     def start(self) -> bool:
         """Start the sandboxed boot process now (it imports NVFLARE while the caller goes on); False when the

@@ -1,4 +1,5 @@
-"""Fold a dry-run record into the static import's config (pure): a recorded training run is the config's source.
+"""Fold a dry-run record into a static reading's facts (pure; `api.fold_run` derives the config from them once):
+a recorded training run is the config's source.
 
 - No record (no namespaces here): the static config stands; `import.dry_run.status` says why.
 - A recorded training run (`fold`): the job, the budget (`depends_on`: the options and environment variables the
@@ -21,12 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import moves, recorded
-from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, admission_errors
+from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING
 from .argparse_flow import first_by_dest
-from .budget import FIELDS, unresolved_notes
+from .budget import FIELDS
 from .objective import DEFAULT_KEY_METRIC
-from .recorded import DryRunRecord
-from .schema import budget_mismatches, comparison_args, comparison_keys, schema_unapplied
+from .recorded import DryRunRecord, Ran
 from .surface import FAMILY_LABELS
 
 UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
@@ -40,17 +40,13 @@ UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one 
 NOT_TRAINING = tuple(FAMILY_LABELS)  # the families of jobs that train nothing
 
 
-def summary(record: DryRunRecord | None) -> dict:
+def summary(record: DryRunRecord | None, ran: Ran | None = None) -> dict:
+    """The config's `import.dry_run`: how the run ended, and for a recorded one (`ran`) what it asked NVFLARE for."""
     if record is None:
         return {"status": "unavailable", "reason": "this host cannot seal a dry run (no namespaces)"}
     out = {"status": record.status, "stubbed": list(record.stubbed)}
-    if record.status == "recorded":
-        out.update(
-            entry=record.entry,
-            nvflare_class=recorded.recipe_class(record),
-            family=recorded.family(record),
-            budget={k: v.get("value") for k, v in recorded.budget(record).items()},
-        )
+    if ran is not None:
+        out.update(entry=record.entry, nvflare_class=ran.recipe_class, family=ran.family, budget=ran.values)
     elif record.status == "raised":
         out["reason"] = recorded.raise_reason(record)
     elif record.status == "exited":
@@ -110,25 +106,23 @@ def pinned_too(config: dict, moved: dict) -> None:
                 entry["confidence"] = "pinned"
 
 
-def _corrections(config: dict, record: DryRunRecord) -> list[str]:
+def _corrections(config: dict, ran: Ran) -> list[str]:
     """Where the static reading differs from the run: budget fields, then the key metric."""
-    ran = recorded.budget(record)
     found = []
     for field in FIELDS:
         entry = (config.get("fixed_budget") or {}).get(field) or {}
-        value, actual = entry.get("value"), (ran.get(field) or {}).get("value")
+        value, actual = entry.get("value"), ran.values.get(field)
         if entry.get("confidence") in ("not_applicable", "unresolved") or value is None or actual is None:
             continue
         if value != actual:
             found.append(f"{field}: job.py reads as {value}, but running it asks NVFLARE for {actual}")
-    metric, _mode = recorded.key_metric(record)
     read = config["objective"].get("job_key_metric")
-    if metric is not None and read not in (None, metric):
-        found.append(f"key metric: job.py reads as {read}, but running it asks NVFLARE for {metric}")
+    if ran.metric is not None and read not in (None, ran.metric):
+        found.append(f"key metric: job.py reads as {read}, but running it asks NVFLARE for {ran.metric}")
     return found
 
 
-def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved: dict) -> dict:
+def _recorded_budget(config: dict, record: DryRunRecord, ran: Ran, moved: dict, env_moved: dict) -> dict:
     """The budget as the run recorded it; a field the run left without a value keeps the reading's value (unless
     the run showed no value can be pinned, `unpinnable`), and a field an environment variable moves is unresolved
     (one run cannot pin it)."""
@@ -136,13 +130,13 @@ def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved:
     values = {a.name: a.value for a in options}
     first = first_by_dest(options)
     named = {a.name: first[a.dest] for a in options}  # a shared dest is named by its first option, as statically
-    ran, static = recorded.budget(record), config.get("fixed_budget") or {}
+    static = config.get("fixed_budget") or {}
     budget = {}
     for field in FIELDS:
         movers = list(dict.fromkeys(named.get(name, name) for name in _movers(moved, field)))
-        entry = _budget_entry(ran[field], movers, values)
+        entry = _budget_entry(ran.budget[field], movers, values)
         read = dict(static.get(field) or {})
-        known = read.get("confidence") not in (None, "unresolved") and not ran[field].get("unpinnable")
+        known = read.get("confidence") not in (None, "unresolved") and not ran.budget[field].get("unpinnable")
         if entry["confidence"] == "unresolved" and known:  # the run left no value: the reading's stands
             entry = read
             entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *movers]))
@@ -154,15 +148,13 @@ def _recorded_budget(config: dict, record: DryRunRecord, moved: dict, env_moved:
                 f"{field}: one run cannot pin a budget that reads the environment; pass it as an option instead"
             )
         budget[field] = entry
-    budget["comparison_args"] = comparison_args(config["schema"], config["argparse"]["flags"])
     return budget
 
 
-def _objective(config: dict, record: DryRunRecord) -> None:
+def _objective(config: dict, ran: Ran) -> None:
     """The job's key metric and its mode as recorded; the schema's contract (requested metric, bridges, schema
     mode) is the reading's. A direction the reading found a custom model selector to decide stays unresolved."""
-    metric, mode = recorded.key_metric(record)
-    objective = config["objective"]
+    metric, mode, objective = ran.metric, ran.mode, config["objective"]
     if metric is None:  # NVFLARE was given none: the reading's default for the class, else NVFLARE's
         metric, source = objective.get("job_key_metric") or DEFAULT_KEY_METRIC, "core_default"
     else:
@@ -171,6 +163,7 @@ def _objective(config: dict, record: DryRunRecord) -> None:
     if mode == "max" and not (objective.get("job_key_metric_mode") == "max" and explicit):
         mode = None  # a recipe holds NVFLARE's default "max" too: explicit only where the reading saw it written
     custom = objective.get("mode_contract_source") == "unresolved" and objective.get("job_key_metric") == metric
+    objective.pop("_reasons", None)  # the reading's notes on what the run recorded
     objective.update(job_key_metric=metric, job_key_metric_mode=mode or "max", job_key_metric_source=source)
     requested = objective.get("requested_metric") or metric
     if requested == metric and not custom:
@@ -183,20 +176,21 @@ def _objective(config: dict, record: DryRunRecord) -> None:
 
 
 def fold(
-    config: dict, record: DryRunRecord, moved: dict, env_moved: dict, trust_for: Callable[[str | None], dict]
+    config: dict,
+    record: DryRunRecord,
+    ran: Ran,
+    moved: dict,
+    env_moved: dict,
+    trust_for: Callable[[str | None], dict],
 ) -> None:
-    """Make a recorded training run the config's source (see the module docstring)."""
-    found = _corrections(config, record)  # read before the record replaces the reading
-    _recorded_job(config, record)
-    config["fixed_budget"] = _recorded_budget(config, record, moved, env_moved)
-    config["schema"]["budget_mismatches"] = budget_mismatches(
-        config["fixed_budget"], config["schema"], config["argparse"]["flags"], config["argparse"]["schema_args"]
-    )
-    _objective(config, record)
+    """Make a recorded training run the source of a reading's facts (see the module docstring)."""
+    found = _corrections(config, ran)  # read before the record replaces the reading
+    _recorded_job(config, record, ran)
+    config["fixed_budget"] = _recorded_budget(config, record, ran, moved, env_moved)
+    _objective(config, ran)
     script = recorded.train_script(record)
     if script is not None:  # the run names no client script: the reading's trust stands
         config["trust"] = trust_for(script)
-    _unresolved_budget(config)
     _recorded_support(config, record, env_moved)
     if found:
         config["import"]["dry_run"]["corrected"] = found
@@ -211,15 +205,15 @@ def _call_line(record: DryRunRecord) -> int | None:
     return record.call.line if record.call else None
 
 
-def _recorded_job(config: dict, record: DryRunRecord) -> None:
+def _recorded_job(config: dict, record: DryRunRecord, ran: Ran) -> None:
     """The job, its environment and a FedJob's simulator folder as the run built them."""
     chain, line = record.recipe, _call_line(record)
     env_name = record.env.name if record.env else None
     config["job"].update(
         {
             "class": (chain[0].rpartition(".")[2] if chain else "FedJob"),
-            "family": recorded.family(record),
-            "nvflare_class": recorded.recipe_class(record),
+            "family": ran.family,
+            "nvflare_class": ran.recipe_class,
             "env": {"class": env_name or "FedJob.simulator_run", "args": {}},
             "line": line,
             "pattern": _pattern(record),
@@ -239,14 +233,6 @@ def _recorded_job(config: dict, record: DryRunRecord) -> None:
         }
 
 
-def _unresolved_budget(config: dict) -> None:
-    """The reading's budget and objective notes give way to the recorded budget's unresolved fields."""
-    config["unresolved"] = [
-        u for u in config["unresolved"] if not u["field"].startswith(("fixed_budget.", "objective."))
-    ]
-    config["unresolved"] += unresolved_notes(config["fixed_budget"])
-
-
 def _recorded_support(config: dict, record: DryRunRecord, env_moved: dict) -> None:
     """Supported, as recorded; unsupported when an environment variable builds another job."""
     where = f"{_pattern(record)} {config['job']['class']} at job.py line {_call_line(record)}"
@@ -260,9 +246,9 @@ def _recorded_support(config: dict, record: DryRunRecord, env_moved: dict) -> No
         }
 
 
-def _not_training(config: dict, record: DryRunRecord, family: str) -> None:
-    chain = record.recipe or ("a FedJob",)
-    config["job"].update(family=family, nvflare_class=recorded.recipe_class(record))
+def _not_training(config: dict, record: DryRunRecord, ran: Ran) -> None:
+    chain, family = record.recipe or ("a FedJob",), ran.family
+    config["job"].update(family=family, nvflare_class=ran.recipe_class)
     what = (
         "a nested application whose rounds Auto-FL cannot budget"
         if family == "nested"
@@ -310,73 +296,57 @@ def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]
 
 def real_parser(config: dict, record: DryRunRecord) -> None:
     """The parser's facts (its settings, every option's default and parsed value) are the real parser's, with the
-    job.py line of each option the reading saw; the schema's comparison arguments and notes are read again."""
+    job.py line of each option the reading saw."""
     if not record.parsers:
         return
-    real, section, schema = record.parsers[0], config["argparse"], config["schema"]
+    real, section = record.parsers[0], config["argparse"]
     section["allow_abbrev"] = real.allow_abbrev
     section["fromfile_prefix_chars"] = real.fromfile_prefix_chars
     lines = {f["dest"]: f.get("line") for f in section["flags"]}
-    read = schema_unapplied(schema, section["flags"])
     section["flags"] = [{**a.to_dict(), "line": lines.get(a.dest)} for a in real.actions if a.action != "version"]
     section["parsed"] = True
-    config["unresolved"] = [u for u in config["unresolved"] if u not in read] + schema_unapplied(
-        schema, section["flags"]
-    )
-    config["unresolved"] += _schema_args_unpassed(schema, set(lines), section["flags"])
-    if config.get("fixed_budget"):
-        config["fixed_budget"]["comparison_args"] = comparison_args(schema, section["flags"])
-
-
-def _schema_args_unpassed(schema: dict, read: set[str], flags: list[dict]) -> list[dict]:
-    """Notes on the schema's default_candidate_budget values for options only the real parser has: the import
-    turns them into job arguments from the static reading's options, so they were not passed."""
-    wanted = schema["comparison_budget_args"]["default_candidate_budget"]
-    real = {f["dest"] for f in flags if not f["positional"]}
-    return [
-        {
-            "field": f"schema.comparison_budget_args.{key}",
-            "reason": f"mutation_schema.yaml sets {key}: {wanted[key]!r}, but only running job.py shows its option, "
-            f"so the import did not pass it and trials run job.py's default; pass it in --base-args",
-        }
-        for key in comparison_keys(schema)
-        if key in wanted and key in real and key not in read
-    ]
 
 
 def apply(
     config: dict,
+    static: dict,
     record: DryRunRecord | None,
     moved: dict,
     trust_for: Callable[[str | None], dict],
-    env_moved: dict | None = None,
+    env_moved: dict,
     fallback: str | None = None,
-) -> dict:
-    """The config with the dry run folded in (see the module docstring); admission is recomputed. `fallback`: why
+) -> list[dict] | None:
+    """Fold the run into a reading's facts (`config`; `static`: the reading's config), see the module docstring;
+    the static refusals the run leaves standing, or None when there is no record (`static` stands). `fallback`: why
     the run is not what `python job.py` does on this host (`fallbacks.refusal`): it settles nothing and refuses."""
-    config["import"]["dry_run"] = summary(record)
+    ran = recorded.ran(record) if record is not None and record.status == "recorded" else None
+    config["import"]["dry_run"] = static["import"]["dry_run"] = summary(record, ran)
     if record is None:
-        return config
+        return None
     if fallback is None:
         real_parser(config, record)
     else:
         config["import"]["support"] = {"status": "unsupported", "reason": fallback}
-    metric = config["objective"].get("requested_metric")
-    family = recorded.family(record) if record.status == "recorded" and fallback is None else None
-    kept = [e for e in config["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
-    held = _unpinnable(config) or (config.get("job") or {}).get("family") in NOT_TRAINING  # no single run settles these
+    family = ran.family if ran is not None and fallback is None else None
+    kept = [e for e in static["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
+    held = _unpinnable(static) or config["job"].get("family") in NOT_TRAINING  # no single run settles these
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
     if family == "training" and not held:
-        fold(config, record, moved, env_moved or {}, trust_for)  # what the run settles goes; `kept` stays below
-        kept = [e for e in kept if e["code"] not in JUDGED_ON_THE_RECORD]  # judged below on the recorded metric
-    elif family in NOT_TRAINING and settles:
-        _not_training(config, record, family)
+        fold(config, record, ran, moved, env_moved, trust_for)  # what the run settles goes; `kept` stays below
+        return [e for e in kept if e["code"] not in JUDGED_ON_THE_RECORD]  # judged on the recorded metric
+    if family in NOT_TRAINING and settles:
+        _not_training(config, record, ran)
     elif record.status == "recorded" and fallback is None:
         pinned_too(config, moved)
-    elif record.status == "raised" and config["admission_errors"] and settles and fallback is None:
+    elif record.status == "raised" and static["admission_errors"] and settles and fallback is None:
         if not record.stubbed and not _environment(record):  # a raise in job.py or NVFLARE, not a missing module
             refuse_with_line(config, record)
-    config["admission_errors"] = admission_errors(config, metric)
+    return kept
+
+
+def settle(config: dict, kept: list[dict], record: DryRunRecord) -> dict:
+    """The folded config's admission errors with the static refusals the run left (`kept`); the first names why the
+    run settled nothing."""
     config["admission_errors"] += [e for e in kept if e not in config["admission_errors"]]
     errors, why_not_run = config["admission_errors"], unsettled_reason(record)
     if errors and why_not_run and "running job.py" not in errors[0]["message"]:  # a refusal the run left says why

@@ -27,14 +27,13 @@ RUN_KEYS = ("entry", "class", "metric", "mode", "workspace")  # what runs beside
 def signature(record: DryRunRecord) -> dict:
     """What a candidate may not change: the budget values, the entry point, the class that runs, the key metric and
     its mode, and a FedJob's simulator folder."""
-    values = {k: v.get("value") for k, v in recorded.budget(record).items()}
-    metric, mode = recorded.key_metric(record)
+    ran = recorded.ran(record)
     return {
-        "budget": values,
+        "budget": ran.values,
         "entry": record.entry,
         "class": record.recipe[0] if record.recipe else None,
-        "metric": metric,
-        "mode": mode,
+        "metric": ran.metric,
+        "mode": ran.mode,
         "workspace": _under_root(record),
     }
 

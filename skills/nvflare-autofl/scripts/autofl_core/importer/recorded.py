@@ -7,7 +7,8 @@ record whose status is `malformed`, so nothing later reads a missing key.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
 from . import recipes
@@ -54,18 +55,21 @@ class Env:
     attrs: dict
 
 
+Text = str  # the job's own words (an exception's message): any JSON value is read as its text
+
+
 @dataclass(frozen=True)
 class DryRunRecord:
     """One run of job.py up to NVFLARE's entry point (`status` says how it ended)."""
 
     status: Status
-    reason: str = ""  # why no run was made (sandbox_failed, timeout, malformed)
+    reason: Text = ""  # why no run was made (sandbox_failed, timeout, malformed)
     entry: str | None = None  # simulator_run, export_job, deploy
     call: Where | None = None
     recipe: tuple[str, ...] = ()  # the recipe's class chain, most derived first
     recipe_call: str | None = None
     recipe_attrs: dict = field(default_factory=dict)
-    configs: dict = field(default_factory=dict)  # the exported job's JSON files by relative path
+    configs: dict[str, dict] = field(default_factory=dict)  # the exported job's JSON files by relative path
     job_dir: str = ""
     workspace: str | None = None
     clients: tuple[str, ...] = ()
@@ -79,8 +83,8 @@ class DryRunRecord:
     unreadable: tuple[str, ...] = ()  # "name: Class.name raises ...": exported arguments saying nothing of the run
     code: int | None = None
     parser_error: str | None = None
-    exception: str = ""
-    message: str = ""
+    exception: Text = ""
+    message: Text = ""
     where: Where | None = None
     nvflare: Where | None = None
     root_variable: str = ""
@@ -141,46 +145,41 @@ def _parser(raw: Any) -> Parser:
     )
 
 
+def _env(data: dict, key: str) -> Env | None:
+    env = _typed(data, key, (dict,))
+    return Env(_typed(env, "class", (str,)), _typed(env, "attrs", (dict,)) or {}) if env else None
+
+
+READERS: dict[str, Callable[[dict, str], Any]] = {  # a record field's annotation -> how its JSON value is read
+    "Text": lambda data, key: str(data.get(key) or ""),
+    "str": lambda data, key: _typed(data, key, (str,)) or "",
+    "str | None": lambda data, key: _typed(data, key, (str,)),
+    "int | None": lambda data, key: _typed(data, key, (int,)),
+    "dict": lambda data, key: _typed(data, key, (dict,)) or {},
+    "dict[str, dict]": lambda data, key: {
+        k: v for k, v in (_typed(data, key, (dict,)) or {}).items() if isinstance(v, dict)
+    },
+    "tuple[str, ...]": _strings,
+    "Where | None": _where,
+    "Env | None": _env,
+    "tuple[Parser, ...]": lambda data, key: tuple(_parser(p) for p in _typed(data, key, (list,)) or []),
+    "tuple[StoodIn, ...]": lambda data, key: tuple(_stood_in(s) for s in _typed(data, key, (list,)) or []),
+}
+
+
 def parse(data: Any) -> DryRunRecord:
-    """The typed record of the boot's JSON (or of a cached copy); `malformed` naming what is wrong otherwise."""
+    """The typed record of the boot's JSON (or of a cached copy), each field read by its annotation (`READERS`);
+    `malformed` naming what is wrong otherwise."""
     try:
         if not isinstance(data, dict):
             raise _Malformed("it is not a JSON object")
         status = data.get("status")
         if status not in STATUSES:
             raise _Malformed(f"unknown status {status!r}")
-        env = _typed(data, "env", (dict,))
-        configs = _typed(data, "configs", (dict,)) or {}
         if status == "recorded" and not isinstance(data.get("entry"), str):
             raise _Malformed("a recorded run names no entry point")
-        return DryRunRecord(
-            status=status,
-            reason=str(data.get("reason") or ""),
-            entry=_typed(data, "entry", (str,)),
-            call=_where(data, "call"),
-            recipe=_strings(data, "recipe"),
-            recipe_call=_typed(data, "recipe_call", (str,)),
-            recipe_attrs=_typed(data, "recipe_attrs", (dict,)) or {},
-            configs={k: v for k, v in configs.items() if isinstance(v, dict)},
-            job_dir=_typed(data, "job_dir", (str,)) or "",
-            workspace=_typed(data, "workspace", (str,)),
-            clients=_strings(data, "clients"),
-            n_clients=_typed(data, "n_clients", (int,)),
-            env=Env(_typed(env, "class", (str,)), _typed(env, "attrs", (dict,)) or {}) if env else None,
-            parsers=tuple(_parser(p) for p in _typed(data, "parsers", (list,)) or []),
-            stubbed=_strings(data, "stubbed"),
-            stood_in_at=tuple(_stood_in(s) for s in _typed(data, "stood_in_at", (list,)) or []),
-            env_read=_strings(data, "env_read"),
-            env_compared=_strings(data, "env_compared"),
-            unreadable=_strings(data, "unreadable"),
-            code=_typed(data, "code", (int,)),
-            parser_error=_typed(data, "parser_error", (str,)),
-            exception=str(data.get("exception") or ""),
-            message=str(data.get("message") or ""),
-            where=_where(data, "where"),
-            nvflare=_where(data, "nvflare"),
-            root_variable=_typed(data, "root_variable", (str,)) or "",
-        )
+        read = {f.name: READERS[f.type](data, f.name) for f in fields(DryRunRecord) if f.name != "status"}
+        return DryRunRecord(status, **read)
     except _Malformed as what:
         return DryRunRecord("malformed", reason=f"the dry run's record is malformed ({what}); run it again")
 
@@ -299,6 +298,24 @@ def budget(record: DryRunRecord) -> dict[str, dict]:
     else:
         out["num_clients"] = {"value": None, "source": "dry run", "not_applicable": True}
     return out
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a recorded run asked NVFLARE to run, each fact read once from its record (`ran`)."""
+
+    budget: dict[str, dict]  # `budget`
+    values: dict  # {field: value} of the budget
+    metric: str | None  # `key_metric`
+    mode: str | None
+    recipe_class: str | None
+    family: str | None
+
+
+def ran(record: DryRunRecord) -> Ran:
+    found = budget(record)
+    values = {k: v.get("value") for k, v in found.items()}
+    return Ran(found, values, *key_metric(record), recipe_class(record), family(record))
 
 
 def fedjob_workspace(record: DryRunRecord) -> str | None:
