@@ -78,15 +78,7 @@ def _from_defaults(obj: Any, param: str, source: str) -> dict:
     if default.status in ("value", "fixed") and isinstance(default.value, int) and default.value > 0:
         how = "default" if default.status == "value" else "fixed value"
         what = "recipe" if recipes.is_known_recipe(obj.cls) else name
-        note = f"{what} {how}, nvflare {version}"
-        return {
-            "value": default.value,
-            "confidence": MEDIUM,
-            "flag": None,
-            "source": f"{name} {how}",
-            "depends_on": [],
-            "note": note,
-        }
+        return {**_entry(Val(default.value, MEDIUM), f"{name} {how}", ()), "note": f"{what} {how}, nvflare {version}"}
     reasons = {
         "value": f"{name}'s default {param} is {default.value!r} in nvflare {version} (decided inside the recipe); "
         f"pass {param}= explicitly",

@@ -50,17 +50,10 @@ def _scan_file(path: str, tree: ast.AST) -> list[dict]:
 
 def _random_init_framework(tree: ast.AST) -> bool:
     """The file imports a framework whose layers start from random weights (FRAMEWORKS, NVFLARE's pt/tf recipes)."""
-    for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] in FRAMEWORKS or (parts[0] == "nvflare" and {"pt", "tf"} & set(parts)):
-                return True
-    return False
+    names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    names += [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
+    paths = [name.split(".") for name in names]
+    return any(parts[0] in FRAMEWORKS or (parts[0] == "nvflare" and {"pt", "tf"} & set(parts)) for parts in paths)
 
 
 def _model_builds(tree: ast.AST) -> set[int]:
