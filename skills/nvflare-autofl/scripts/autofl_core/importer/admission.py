@@ -170,28 +170,17 @@ def unisolated_message(config: dict, why: str = "") -> str:
     )
 
 
-def _isolation_errors(config: dict) -> list[dict]:
-    """A FedJob whose simulator workspace is neither the root variable nor a path a sealed trial can map."""
-    workspace = (config.get("environment") or {}).get("simulator_workspace")
-    if not workspace or workspace.get("reads_root_variable") or literal_workspace(config):
-        return []
-    return [_error(UNISOLATED_WORKSPACE, unisolated_message(config))]
-
-
 def admission_errors(config: dict, requested_metric: str | None = None) -> list[dict]:
     """All reasons this config may not start a campaign (empty list = admissible)."""
     errors = _input_errors(config)
     support = (config.get("import") or {}).get("support") or {}
     if support.get("status") != "supported":
         return [_error(UNSUPPORTED, f"job.py is not supported: {support.get('reason')}")] + errors
-    raises = [_error(WOULD_RAISE, reason) for reason in (config.get("import") or {}).get("would_raise") or []]
-    return (
-        errors
-        + raises
-        + _isolation_errors(config)
-        + _budget_errors(config)
-        + _objective_errors(config, requested_metric)
-    )
+    errors += [_error(WOULD_RAISE, reason) for reason in (config.get("import") or {}).get("would_raise") or []]
+    workspace = (config.get("environment") or {}).get("simulator_workspace")  # neither the variable nor mappable
+    if workspace and not workspace.get("reads_root_variable") and not literal_workspace(config):
+        errors.append(_error(UNISOLATED_WORKSPACE, unisolated_message(config)))
+    return errors + _budget_errors(config) + _objective_errors(config, requested_metric)
 
 
 def with_dry_run_hint(errors: list[dict]) -> list[dict]:
