@@ -38,10 +38,6 @@ DRY_RUN_HINT = (
     "; a dry run may settle this: add --dry-run (it runs job.py sealed up to NVFLARE and records what it builds; "
     "initialize does this wherever the host can seal a run)"
 )
-WORKSPACE_FIX = (
-    'job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path")), or run the '
-    "job as a recipe with SimEnv"
-)
 
 
 def _error(code: str, message: str) -> dict:
@@ -166,7 +162,9 @@ def unisolated_message(config: dict, why: str = "") -> str:
     return (
         f"FedJob.simulator_run() at line {workspace.get('line')} writes {where} and "
         "ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT (in NVFLARE 2.9 only SimEnv honours it), so trials "
-        f"cannot be isolated{why}; read the variable: {WORKSPACE_FIX}"
+        f"cannot be isolated{why}; read the variable: "
+        'job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path")), or run the job as a '
+        "recipe with SimEnv"
     )
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from .budget import FIELDS
+from .objective import DIRECTION
 
 MAX_ITEMS = 16  # a list of numbers longer than this is shortened (a model's initial weights, say)
 MAX_CHARS = 500  # a string longer than this is shortened
 SHOWN_ITEMS = 3  # items kept before "... (N items: types)"
 VALUE_KEYS = ("value", "default")  # where the config holds literals taken from the job's source
-DIRECTION = {"max": "higher is better", "min": "lower is better"}
 
 
 def summary(config: dict) -> dict:

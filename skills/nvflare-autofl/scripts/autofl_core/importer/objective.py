@@ -27,6 +27,7 @@ HIGHER_IS_BETTER = frozenset(
     "accuracy acc auc auroc auprc roc f1 precision recall dice iou miou map bleu rouge r2 ndcg "
     "sensitivity specificity top1 top5 psnr ssim".split()
 )
+DIRECTION = {"max": "higher is better", "min": "lower is better"}  # what each mode means, in words
 _STOP_MODES = {">=": "max", ">": "max", "<=": "min", "<": "min"}
 SELECTOR_NAMES = ("IntimeModelSelector",)
 
@@ -218,7 +219,7 @@ def _block(contract: dict, job: dict, bridged: bool, invariants: dict, mode: str
 def _invariants(surface: Any, metric: Any, mode: Any, source: str, script: str | None, bridged: bool) -> dict:
     owner = surface.target.name
     where = script or "the client code"
-    better = {"max": "higher is better", "min": "lower is better"}.get(mode, "direction unresolved")
+    better = DIRECTION.get(mode, "direction unresolved")
     definition = f"'{metric}' as reported by {where} to NVFLARE"
     if bridged:
         definition += " (bridged by mutation_schema.yaml, not the job's key metric)"

@@ -50,6 +50,8 @@ def _objective(data: Any) -> list[str]:
 
 
 def _mutable_arg(name: str, spec: Any) -> list[str]:
+    if not isinstance(name, str) or not name:
+        return [f"mutable_args: argument name {name!r} must be a non-empty string"]
     where = f"mutable_args.{name}"
     if not isinstance(spec, dict):
         return [f"{where} must be a mapping with a type"]
@@ -125,11 +127,7 @@ def validate_schema(data: Any) -> list[str]:
     if not isinstance(mutable, dict):
         errors.append("mutable_args must be a mapping of argument name to bounds")
         mutable = {}
-    for name, spec in mutable.items():
-        if not isinstance(name, str) or not name:
-            errors.append(f"mutable_args: argument name {name!r} must be a non-empty string")
-            continue
-        errors += _mutable_arg(name, spec)
+    errors += [error for name, spec in mutable.items() for error in _mutable_arg(name, spec)]
     if "comparison_budget_args" in data:
         errors += _budget(data["comparison_budget_args"], mutable)
     if "preferred_targets" in data:

@@ -203,9 +203,7 @@ def _components(job: Any, walk: Any) -> list:
 def _site_targets(job: Any, walk: Any) -> list:
     """Client targets the FedJob deploys to: `to(obj, "site-1")` values, ALL_SITES for `to_clients(obj)`."""
     found = []
-    for call in walk.calls:
-        if call.target is not job:
-            continue
+    for call in (c for c in walk.calls if c.target is job):
         if call.method == "to_clients":
             found.append(Val(ALL_SITES, HIGH, flags=call.control))
         elif call.method == "to":
