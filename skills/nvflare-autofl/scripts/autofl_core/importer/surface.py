@@ -97,9 +97,8 @@ def analyze(walk: Any) -> Surface:
     """Decide the supported surface of a walked job.py (pure over the walk result)."""
     if walk.problems:
         return Surface(reason=walk.problems[0] + "; simplify job.py so the recipe is built in straight-line code")
-    ambiguous = [b for b in walk.branches if not b.resolved and b.touched_surface]
-    if ambiguous:
-        b = ambiguous[0]
+    b = next((b for b in walk.branches if not b.resolved and b.touched_surface), None)  # the first ambiguous one
+    if b is not None:
         if b.kind == "loop":
             return Surface(
                 reason=f"a recipe/job/env is built or run inside a loop (line {b.line}); build and run exactly "
