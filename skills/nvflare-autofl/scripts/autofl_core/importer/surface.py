@@ -71,10 +71,12 @@ def touches_surface(objects: list, calls: list) -> bool:
     return built or any(c.method in RECIPE_RUNS + FEDJOB_RUNS for c in calls)
 
 
-def _unsupported_class(obj: Any) -> str | None:
-    """Why a recipe or job class trains nothing (by the recipe table, else by its name), or None."""
+def _not_training(obj: Any) -> Surface | None:
+    """The refusal of a recipe or job class that trains nothing (by the recipe table, else by its name), or None."""
     kind, reason = recipes.family_of(obj.cls) or _family_by_name(obj.name)
-    return None if kind == "training" else f"{obj.name} is {FAMILY_LABELS[kind]}: {reason}"
+    if kind == "training":
+        return None
+    return Surface(reason=f"{obj.name} is {FAMILY_LABELS[kind]}: {reason}{NEEDS_TRAINING}", target=obj)
 
 
 def _family_by_name(name: str) -> tuple[str, str]:
@@ -127,9 +129,8 @@ def analyze(walk: Any) -> Surface:
 def _no_run_reason(walk: Any) -> Surface:
     built = [o for o in walk.objects if is_recipe(o) or is_fedjob(o)]
     if built:
-        verdict = _unsupported_class(built[0])
-        if verdict:
-            return Surface(reason=verdict + NEEDS_TRAINING, target=built[0])
+        if refused := _not_training(built[0]):
+            return refused
         return Surface(
             reason=f"{built[0].name} is built at line {built[0].line} but never run; call recipe.execute(env) "
             "(or job.simulator_run(...)) in job.py"
@@ -161,9 +162,8 @@ def raise_reason(note: Any) -> str:
 
 
 def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
-    verdict = _unsupported_class(target)
-    if verdict:
-        return Surface(reason=verdict + NEEDS_TRAINING, target=target)
+    if refused := _not_training(target):
+        return refused
     nested = [v for v in target.kwargs.values() if hasattr(v, "cls") and (is_recipe(v) or is_fedjob(v))]
     if nested:
         return Surface(reason=f"{target.name} nests another application ({nested[0].name}); Auto-FL cannot budget it")
