@@ -38,10 +38,6 @@ DRY_RUN_HINT = (
     "; a dry run may settle this: add --dry-run (it runs job.py sealed up to NVFLARE and records what it builds; "
     "initialize does this wherever the host can seal a run)"
 )
-WORKSPACE_FIX = (
-    'job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path")), or run the '
-    "job as a recipe with SimEnv"
-)
 
 
 def _error(code: str, message: str) -> dict:
@@ -91,22 +87,15 @@ def _budget_errors(config: dict) -> list[dict]:
     if not any(e.get("value") is not None for e in entries):
         if hint:
             return [_error(EMPTY_BUDGET, f"no fixed training budget could be read: {hint}")]
-        why = next((f"{f}: {e['reason']}" for f, e in zip(FIELDS, entries, strict=True) if e.get("reason")), "")
-        return [
-            _error(
-                EMPTY_BUDGET,
-                "no fixed training budget (num_clients, min_clients, num_rounds) could be read "
-                f"from job.py{f' ({why})' if why else ''}; pass them as literals or argparse values to the "
-                "recipe and SimEnv",
-            )
-        ]
-    return [
-        _error(
-            UNRESOLVED_SAFETY,
-            f"fixed_budget.{field} is unresolved ({entry.get('reason')}); "
-            f"set {field} from a literal or an argparse default in job.py, or pass its "
-            "option in --base-args",
+        why = next((f" ({f}: {e['reason']})" for f, e in zip(FIELDS, entries, strict=True) if e.get("reason")), "")
+        message = (
+            f"no fixed training budget (num_clients, min_clients, num_rounds) could be read from job.py{why}; pass "
+            "them as literals or argparse values to the recipe and SimEnv"
         )
+        return [_error(EMPTY_BUDGET, message)]
+    fix = "set {0} from a literal or an argparse default in job.py, or pass its option in --base-args"
+    return [
+        _error(UNRESOLVED_SAFETY, f"fixed_budget.{field} is unresolved ({entry.get('reason')}); {fix.format(field)}")
         for field, entry in zip(FIELDS, entries, strict=True)
         if entry.get("confidence") == "unresolved"
     ]
@@ -117,57 +106,42 @@ def _objective_errors(config: dict, requested: str | None) -> list[dict]:
     owner = (config.get("job") or {}).get("class") or "the recipe"
     key = obj.get("job_key_metric")
     if key is None:
-        return [
-            _error(
-                UNRESOLVED_SAFETY,
-                f'the job key metric is unresolved; pass key_metric="..." as a literal to {owner}(...) in job.py',
-            )
-        ]
+        fix = f'pass key_metric="..." as a literal to {owner}(...) in job.py'
+        return [_error(UNRESOLVED_SAFETY, f"the job key metric is unresolved; {fix}")]
     requested = requested or obj.get("requested_metric")
     bridges = (config.get("schema") or {}).get("bridged_metrics") or []
     if requested and requested != key and requested not in bridges:
-        return [
-            _error(
-                NOT_DECLARED,
-                f"requested metric '{requested}' is not the job key metric '{key}' and "
-                f"mutation_schema.yaml does not bridge it; use --metric {key}, or declare "
-                f"objective.requested_metric: {requested} (with its mode) in mutation_schema.yaml",
-            )
-        ]
+        message = (
+            f"requested metric '{requested}' is not the job key metric '{key}' and mutation_schema.yaml does not "
+            f"bridge it; use --metric {key}, or declare objective.requested_metric: {requested} (with its mode) in "
+            "mutation_schema.yaml"
+        )
+        return [_error(NOT_DECLARED, message)]
     metric, mode, source = obj.get("metric"), obj.get("mode"), obj.get("mode_contract_source")
     if mode is None:
-        notes = [u["reason"] for u in config.get("unresolved") or [] if u.get("field") == "objective.mode"]
-        reason = notes[0] if notes else "its direction cannot be read statically"
-        return [
-            _error(
-                UNRESOLVED_SAFETY,
-                f"the direction of '{metric}' is unresolved ({reason}); set "
-                f'key_metric_mode="min" or "max" explicitly in {owner}(...)',
-            )
-        ]
+        notes = (u["reason"] for u in config.get("unresolved") or [] if u.get("field") == "objective.mode")
+        reason = next(notes, "its direction cannot be read statically")
+        fix = f'set key_metric_mode="min" or "max" explicitly in {owner}(...)'
+        return [_error(UNRESOLVED_SAFETY, f"the direction of '{metric}' is unresolved ({reason}); {fix}")]
     errors = []
     if metric == key and obj.get("schema_mode") and obj["schema_mode"] != mode:
-        errors.append(
-            _error(
-                DIRECTION_CONFLICT,
-                f"mutation_schema.yaml objective.mode={obj['schema_mode']} would "
-                f"override job.py's direction for its key metric '{key}' ({mode} from {source}); remove "
-                "objective.mode from the schema or change key_metric_mode in job.py",
-            )
+        message = (
+            f"mutation_schema.yaml objective.mode={obj['schema_mode']} would override job.py's direction for its key "
+            f"metric '{key}' ({mode} from {source}); remove objective.mode from the schema or change key_metric_mode "
+            "in job.py"
         )
+        errors.append(_error(DIRECTION_CONFLICT, message))
     if mode == "max" and source == "core_default" and is_lower_better_name(metric or ""):
         where = (
             f'key_metric_mode="min" in {owner}(...) in job.py'
             if metric == key
             else "objective.mode: min in mutation_schema.yaml"
         )
-        errors.append(
-            _error(
-                DIRECTION_CONFLICT,
-                f"'{metric}' looks lower-is-better but would use NVFLARE's implicit "
-                f"max default; set {where} (or an explicit max if higher really is better)",
-            )
+        message = (
+            f"'{metric}' looks lower-is-better but would use NVFLARE's implicit max default; set {where} (or an "
+            "explicit max if higher really is better)"
         )
+        errors.append(_error(DIRECTION_CONFLICT, message))
     return errors
 
 
@@ -188,16 +162,10 @@ def unisolated_message(config: dict, why: str = "") -> str:
     return (
         f"FedJob.simulator_run() at line {workspace.get('line')} writes {where} and "
         "ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT (in NVFLARE 2.9 only SimEnv honours it), so trials "
-        f"cannot be isolated{why}; read the variable: {WORKSPACE_FIX}"
+        f"cannot be isolated{why}; read the variable: "
+        'job.simulator_run(os.environ.get("NVFLARE_SIMULATOR_WORKSPACE_ROOT", "/some/path")), or run the job as a '
+        "recipe with SimEnv"
     )
-
-
-def _isolation_errors(config: dict) -> list[dict]:
-    """A FedJob whose simulator workspace is neither the root variable nor a path a sealed trial can map."""
-    workspace = (config.get("environment") or {}).get("simulator_workspace")
-    if not workspace or workspace.get("reads_root_variable") or literal_workspace(config):
-        return []
-    return [_error(UNISOLATED_WORKSPACE, unisolated_message(config))]
 
 
 def admission_errors(config: dict, requested_metric: str | None = None) -> list[dict]:
@@ -206,14 +174,11 @@ def admission_errors(config: dict, requested_metric: str | None = None) -> list[
     support = (config.get("import") or {}).get("support") or {}
     if support.get("status") != "supported":
         return [_error(UNSUPPORTED, f"job.py is not supported: {support.get('reason')}")] + errors
-    raises = [_error(WOULD_RAISE, reason) for reason in (config.get("import") or {}).get("would_raise") or []]
-    return (
-        errors
-        + raises
-        + _isolation_errors(config)
-        + _budget_errors(config)
-        + _objective_errors(config, requested_metric)
-    )
+    errors += [_error(WOULD_RAISE, reason) for reason in (config.get("import") or {}).get("would_raise") or []]
+    workspace = (config.get("environment") or {}).get("simulator_workspace")  # neither the variable nor mappable
+    if workspace and not workspace.get("reads_root_variable") and not literal_workspace(config):
+        errors.append(_error(UNISOLATED_WORKSPACE, unisolated_message(config)))
+    return errors + _budget_errors(config) + _objective_errors(config, requested_metric)
 
 
 def with_dry_run_hint(errors: list[dict]) -> list[dict]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..common.bounded import is_integer
 from . import recipes
 from .surface import ALL_SITES
 from .values import HIGH, MEDIUM, PINNED, UNRESOLVED, Val, known, merge_flags, option_flags, to_jsonable, weakest
@@ -22,17 +23,13 @@ FIELDS = ("num_clients", "min_clients", "num_rounds")
 NOT_APPLICABLE = "not_applicable"
 
 
-def _positive_int(val: Val) -> bool:
-    return val.resolved and isinstance(val.value, int) and not isinstance(val.value, bool) and val.value > 0
-
-
 def _entry(val: Any, source: str, control: tuple[str, ...]) -> dict:
     """The budget record of one value; `control` = options of the branches that built or ran its owner."""
     if not isinstance(val, Val):
         return _missing(getattr(val, "origin", "") or "an object, not a number", source)
     own = option_flags(val.flags)
     depends_on = list(dict.fromkeys([*own, *option_flags(control)]))
-    ok = _positive_int(val)
+    ok = val.resolved and is_integer(val.value) and val.value > 0
     entry = {
         "value": to_jsonable(val.value) if ok else None,
         "confidence": _confidence(val, own, depends_on) if ok else UNRESOLVED,
@@ -78,15 +75,7 @@ def _from_defaults(obj: Any, param: str, source: str) -> dict:
     if default.status in ("value", "fixed") and isinstance(default.value, int) and default.value > 0:
         how = "default" if default.status == "value" else "fixed value"
         what = "recipe" if recipes.is_known_recipe(obj.cls) else name
-        note = f"{what} {how}, nvflare {version}"
-        return {
-            "value": default.value,
-            "confidence": MEDIUM,
-            "flag": None,
-            "source": f"{name} {how}",
-            "depends_on": [],
-            "note": note,
-        }
+        return {**_entry(Val(default.value, MEDIUM), f"{name} {how}", ()), "note": f"{what} {how}, nvflare {version}"}
     reasons = {
         "value": f"{name}'s default {param} is {default.value!r} in nvflare {version} (decided inside the recipe); "
         f"pass {param}= explicitly",

@@ -34,9 +34,8 @@ def classify(flags: list[dict], job_tree: ast.Module | None, script_tree: ast.Mo
     `option_strings`, `dest`); `forwarded`: the canonical flags job.py passes on to the client script."""
     fixed: dict[str, str] = {}
     unclassified: dict[str, str] = {}
-    job_uses = _call_uses(job_tree) if job_tree is not None else {}
-    script_uses = _call_uses(script_tree) if script_tree is not None else {}
-    script_dynamic = _dynamic_read(script_tree) if script_tree is not None else None
+    job_uses, script_uses = _call_uses(job_tree), _call_uses(script_tree)
+    script_dynamic = _dynamic_read(script_tree)
     for flag in flags:
         longs = [option for option in flag.get("option_strings") or [] if option.startswith("--")]
         dest = flag.get("dest")
@@ -58,13 +57,15 @@ def classify(flags: list[dict], job_tree: ast.Module | None, script_tree: ast.Mo
     return {"fixed": fixed, "unclassified": unclassified}
 
 
-def _call_uses(tree: ast.Module) -> dict[str, str]:
+def _calls(tree: ast.Module | None) -> list[ast.Call]:
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)] if tree is not None else []
+
+
+def _call_uses(tree: ast.Module | None) -> dict[str, str]:
     """{attribute name: the data-shaping call it reaches} for every `<name>.<attr>` read inside such a call."""
     uses: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        name = _call_name(node.func)
+    for node in _calls(tree):
+        name = getattr(node.func, "attr", getattr(node.func, "id", None))  # `f(...)` or `x.f(...)`
         if not name or not SHAPING_CALL_RE.search(name):
             continue
         for inner in ast.walk(node):
@@ -73,16 +74,7 @@ def _call_uses(tree: ast.Module) -> dict[str, str]:
     return uses
 
 
-def _dynamic_read(tree: ast.Module) -> str | None:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_READS:
-            return f"{node.func.id}(args)"
-    return None
-
-
-def _call_name(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
+def _dynamic_read(tree: ast.Module | None) -> str | None:
+    """`vars(args)` or `getattr(args)` when the file reads its arguments by a computed name, else None."""
+    found = (node.func.id for node in _calls(tree) if getattr(node.func, "id", None) in DYNAMIC_READS)
+    return next((f"{name}(args)" for name in found), None)

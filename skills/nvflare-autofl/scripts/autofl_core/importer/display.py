@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from .budget import FIELDS
+from .objective import DIRECTION
 
 MAX_ITEMS = 16  # a list of numbers longer than this is shortened (a model's initial weights, say)
 MAX_CHARS = 500  # a string longer than this is shortened
 SHOWN_ITEMS = 3  # items kept before "... (N items: types)"
 VALUE_KEYS = ("value", "default")  # where the config holds literals taken from the job's source
-DIRECTION = {"max": "higher is better", "min": "lower is better"}
 
 
 def summary(config: dict) -> dict:
@@ -86,10 +86,7 @@ def _types(items) -> str:
 
 def _shorten(items: list) -> str | list:
     if all(type(item) is type(items[0]) and item == items[0] for item in items):
-        return f"[{_short(items[0])}] x {len(items)}"
+        first = elide(items[0])  # a shortened inner list is shown as it is, any other item by its repr
+        shown = first if isinstance(first, str) and isinstance(items[0], (list, tuple)) else repr(first)
+        return f"[{shown}] x {len(items)}"
     return [elide(item) for item in items[:SHOWN_ITEMS]] + [f"... ({len(items)} items: {_types(items)})"]
-
-
-def _short(item: Any) -> str:
-    shown = elide(item)
-    return shown if isinstance(shown, str) and isinstance(item, (list, tuple)) else repr(shown)

@@ -50,17 +50,10 @@ def _scan_file(path: str, tree: ast.AST) -> list[dict]:
 
 def _random_init_framework(tree: ast.AST) -> bool:
     """The file imports a framework whose layers start from random weights (FRAMEWORKS, NVFLARE's pt/tf recipes)."""
-    for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] in FRAMEWORKS or (parts[0] == "nvflare" and {"pt", "tf"} & set(parts)):
-                return True
-    return False
+    names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    names += [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
+    paths = [name.split(".") for name in names]
+    return any(parts[0] in FRAMEWORKS or (parts[0] == "nvflare" and {"pt", "tf"} & set(parts)) for parts in paths)
 
 
 def _model_builds(tree: ast.AST) -> set[int]:
@@ -129,20 +122,17 @@ def _seed_lines(tree: ast.AST) -> dict[str, int]:
     """Generator family -> the first line that seeds it in this file."""
     seeds: dict[str, int] = {}
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        name = _dotted(node.func)
-        last = name.rsplit(".", 1)[-1]
-        families = set(SEED_CALLS.get(last, ()))
-        if last == "seed":
-            families = (
-                {"numpy"} if "np." in name or "numpy." in name else {"random"} if name == "random.seed" else set()
-            )
-        if last == "manual_seed" and not name.startswith("torch"):
-            families = set()  # a Generator().manual_seed(...) seeds that generator only
-        for family in families:
+        for family in _seeded(_dotted(node.func)) if isinstance(node, ast.Call) else ():
             seeds[family] = min(seeds.get(family, node.lineno), node.lineno)
     return seeds
+
+
+def _seeded(name: str) -> set[str]:
+    """The generator families a call named `name` seeds (a `Generator().manual_seed(...)` seeds that one only)."""
+    last = name.rsplit(".", 1)[-1]
+    if last == "seed":
+        return {"numpy"} if "np." in name or "numpy." in name else {"random"} if name == "random.seed" else set()
+    return set() if last == "manual_seed" and not name.startswith("torch") else SEED_CALLS.get(last, set())
 
 
 def _dotted(node: ast.AST) -> str:

@@ -27,6 +27,7 @@ HIGHER_IS_BETTER = frozenset(
     "accuracy acc auc auroc auprc roc f1 precision recall dice iou miou map bleu rouge r2 ndcg "
     "sensitivity specificity top1 top5 psnr ssim".split()
 )
+DIRECTION = {"max": "higher is better", "min": "lower is better"}  # what each mode means, in words
 _STOP_MODES = {">=": "max", ">": "max", "<=": "min", "<": "min"}
 SELECTOR_NAMES = ("IntimeModelSelector",)
 
@@ -166,11 +167,9 @@ def _direction(kwargs: dict, metric: str | None, reasons: dict) -> tuple[str | N
 def build_objective(surface: Any, requested: str | None, schema: dict | None, train_script: str | None) -> dict:
     """The `objective` block; `schema` is the normalized `schema` section (`_reasons` is popped by the caller)."""
     job = job_key_metric(surface)
-    sobj = (schema or {}).get("objective") or {}
-    requested = requested or sobj.get("requested_metric") or None
-    metric = requested or job["metric"]
+    contract = _schema_contract(schema, requested, job["metric"])
+    metric = contract["metric"]
     bridged = metric is not None and metric != job["metric"] and metric in ((schema or {}).get("bridged_metrics") or [])
-    contract = _schema_contract(sobj, requested, metric)
     if metric is not None and metric == job["metric"]:
         mode, mode_source = job["mode"], job["mode_source"]
     elif bridged:
@@ -178,21 +177,23 @@ def build_objective(surface: Any, requested: str | None, schema: dict | None, tr
         mode, mode_source = (schema_mode, "mutation_schema") if schema_mode else ("max", "core_default")
     else:
         mode, mode_source = None, "undeclared"
-    return {
-        **contract,
-        "bridged": bool(bridged),
-        "job_key_metric": job["metric"],
-        "job_key_metric_mode": job["mode"],
-        "job_key_metric_source": job["metric_source"],
-        "metric_invariants": _invariants(surface, metric, mode, mode_source, train_script, bridged),
-        "mode": mode,
-        "mode_contract_source": mode_source,
-        "_reasons": job["reasons"],
-    }
+    invariants = _invariants(surface, metric, mode, mode_source, train_script, bridged)
+    return {**_block(contract, job, bool(bridged), invariants, mode, mode_source), "_reasons": job["reasons"]}
 
 
-def _schema_contract(sobj: dict, requested: str | None, metric: str | None) -> dict:
-    """The objective's keys the schema's `objective` section decides, for `metric`."""
+def empty_objective(metric: str | None, schema: dict) -> dict:
+    """The objective of a job the reading cannot follow: the schema's contract (requested metric, extraction order,
+    mode) and nothing of the job's own, so a dry run's record is held to the schema like a reading's."""
+    unknown = {"metric": None, "mode": None, "metric_source": None}
+    return _block(_schema_contract(schema, metric, None), unknown, False, {}, None, "unresolved")
+
+
+def _schema_contract(schema: dict | None, requested: str | None, job_metric: str | None) -> dict:
+    """The objective's keys the schema's `objective` section decides: the requested metric (the caller's, else the
+    schema's), else the job's."""
+    sobj = (schema or {}).get("objective") or {}
+    requested = requested or sobj.get("requested_metric") or None
+    metric = requested or job_metric
     return {
         "metric": metric,
         "metric_extraction_order": list(sobj.get("metric_extraction_order") or ([metric] if metric else [])),
@@ -202,10 +203,23 @@ def _schema_contract(sobj: dict, requested: str | None, metric: str | None) -> d
     }
 
 
+def _block(contract: dict, job: dict, bridged: bool, invariants: dict, mode: str | None, source: str) -> dict:
+    return {
+        **contract,
+        "bridged": bridged,
+        "job_key_metric": job["metric"],
+        "job_key_metric_mode": job["mode"],
+        "job_key_metric_source": job["metric_source"],
+        "metric_invariants": invariants,
+        "mode": mode,
+        "mode_contract_source": source,
+    }
+
+
 def _invariants(surface: Any, metric: Any, mode: Any, source: str, script: str | None, bridged: bool) -> dict:
     owner = surface.target.name
     where = script or "the client code"
-    better = {"max": "higher is better", "min": "lower is better"}.get(mode, "direction unresolved")
+    better = DIRECTION.get(mode, "direction unresolved")
     definition = f"'{metric}' as reported by {where} to NVFLARE"
     if bridged:
         definition += " (bridged by mutation_schema.yaml, not the job's key metric)"
@@ -215,21 +229,4 @@ def _invariants(surface: Any, metric: Any, mode: Any, source: str, script: str |
         "evaluation_data": f"the validation data and split {where} evaluates on; must not change between candidates",
         "scale_units_direction": f"{metric}: {mode} ({better}; from {source}); same scale and units every trial",
         "timing": "the global model at the end of the fixed num_rounds (final checkpoint preferred over best)",
-    }
-
-
-def empty_objective(metric: str | None, schema: dict) -> dict:
-    """The objective of a job the reading cannot follow: the schema's contract (requested metric, extraction order,
-    mode) and nothing of the job's own, so a dry run's record is held to the schema like a reading's."""
-    sobj = schema.get("objective") or {}
-    requested = metric or sobj.get("requested_metric") or None
-    return {
-        **_schema_contract(sobj, requested, requested),
-        "bridged": False,
-        "job_key_metric": None,
-        "job_key_metric_mode": None,
-        "job_key_metric_source": None,
-        "metric_invariants": {},
-        "mode": None,
-        "mode_contract_source": "unresolved",
     }

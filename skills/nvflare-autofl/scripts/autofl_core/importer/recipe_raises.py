@@ -8,19 +8,12 @@ with the NVFLARE line and what to change in job.py. Usage::
 
 from __future__ import annotations
 
-import operator
+from operator import eq, ge, gt, le, lt, ne
 from typing import Any
 
 from . import recipes
 
-OPERATORS = {
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
+OPERATORS = {"<": lt, "<=": le, ">": gt, ">=": ge, "==": eq, "!=": ne}
 
 
 def would_raise(surface: Any, budget: dict) -> list[str]:

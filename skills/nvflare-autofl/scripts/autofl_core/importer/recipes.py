@@ -19,8 +19,7 @@ LOCAL_PREFIX = "<local>."
 
 @lru_cache(maxsize=1)
 def table() -> dict:
-    with open(TABLE_FILE, encoding="utf-8") as handle:
-        return json.load(handle)
+    return json.loads(TABLE_FILE.read_text(encoding="utf-8"))
 
 
 def nvflare_version() -> str:

@@ -50,6 +50,8 @@ def _objective(data: Any) -> list[str]:
 
 
 def _mutable_arg(name: str, spec: Any) -> list[str]:
+    if not isinstance(name, str) or not name:
+        return [f"mutable_args: argument name {name!r} must be a non-empty string"]
     where = f"mutable_args.{name}"
     if not isinstance(spec, dict):
         return [f"{where} must be a mapping with a type"]
@@ -76,13 +78,14 @@ def _matches(kind: str, value: Any) -> bool:
     return isinstance(value, ARG_TYPES[kind])
 
 
-def _budget(data: Any) -> list[str]:
+def _budget(data: Any, mutable: dict) -> list[str]:
     if not isinstance(data, dict):
         return ["comparison_budget_args must be a mapping"]
     errors = _unknown("comparison_budget_args", data, {"default_candidate_budget", "fixed_within_campaign"})
-    budget = data.get("default_candidate_budget", {})
+    budget, fixed = data.get("default_candidate_budget", {}), data.get("fixed_within_campaign", [])
     if not isinstance(budget, dict):
-        return errors + ["comparison_budget_args.default_candidate_budget must be a mapping"]
+        errors.append("comparison_budget_args.default_candidate_budget must be a mapping")
+        return errors + _overlap(mutable, fixed, {})
     errors += _unknown("default_candidate_budget", budget, BUDGET_KEYS)
     for key, value in budget.items():
         if key in POSITIVE_INT_BUDGET and not (is_integer(value) and value > 0):
@@ -91,10 +94,17 @@ def _budget(data: Any) -> list[str]:
             errors.append(f"default_candidate_budget.{key} must be a positive number")
         elif key in BUDGET_TYPES and not _matches(BUDGET_TYPES[key].__name__, value):
             errors.append(f"default_candidate_budget.{key} must be a {BUDGET_TYPES[key].__name__}")
-    fixed = data.get("fixed_within_campaign", [])
     if not (isinstance(fixed, list) and all(isinstance(f, str) and f for f in fixed)):
         errors.append("comparison_budget_args.fixed_within_campaign must be a list of argument names")
-    return errors
+    return errors + _overlap(mutable, fixed, budget)
+
+
+def _overlap(mutable: dict, fixed: Any, budget: dict) -> list[str]:
+    """The arguments both mutable and fixed (by fixed_within_campaign or default_candidate_budget)."""
+    pinned = {f for f in fixed if isinstance(f, str)} if isinstance(fixed, list) else set()
+    both = ", ".join(sorted(set(mutable) & (pinned | set(budget))))
+    fixed_too = "are both mutable_args and fixed_within_campaign or default_candidate_budget"
+    return [f"argument(s) {both} {fixed_too}; a candidate cannot change a fixed argument"] if both else []
 
 
 def _targets(data: Any) -> list[str]:
@@ -117,24 +127,9 @@ def validate_schema(data: Any) -> list[str]:
     if not isinstance(mutable, dict):
         errors.append("mutable_args must be a mapping of argument name to bounds")
         mutable = {}
-    for name, spec in mutable.items():
-        if not isinstance(name, str) or not name:
-            errors.append(f"mutable_args: argument name {name!r} must be a non-empty string")
-            continue
-        errors += _mutable_arg(name, spec)
+    errors += [error for name, spec in mutable.items() for error in _mutable_arg(name, spec)]
     if "comparison_budget_args" in data:
-        errors += _budget(data["comparison_budget_args"])
-        section = data["comparison_budget_args"] if isinstance(data["comparison_budget_args"], dict) else {}
-        fixed = section.get("fixed_within_campaign") if isinstance(section.get("fixed_within_campaign"), list) else []
-        budget = (
-            section.get("default_candidate_budget") if isinstance(section.get("default_candidate_budget"), dict) else {}
-        )
-        both = sorted(set(mutable) & ({f for f in fixed if isinstance(f, str)} | set(budget)))
-        if both:
-            errors.append(
-                f"argument(s) {', '.join(both)} are both mutable_args and fixed_within_campaign or "
-                "default_candidate_budget; a candidate cannot change a fixed argument"
-            )
+        errors += _budget(data["comparison_budget_args"], mutable)
     if "preferred_targets" in data:
         errors += _targets(data["preferred_targets"])
     return errors
@@ -223,21 +218,15 @@ def comparison_args(schema: dict, flags: list[dict]) -> dict[str, dict]:
 def schema_unapplied(schema: dict, flags: list[dict]) -> list[dict]:
     """Schema arguments job.py has no option for: recorded for the human, never silently dropped."""
     dests = {f["dest"] for f in flags if not f["positional"]}
-    notes = [
-        {
-            "field": f"schema.comparison_budget_args.{key}",
-            "reason": f"job.py has no --{key} option, so the runner cannot pin it; candidates are compared "
-            "with whatever job.py and its train script use",
-        }
-        for key in comparison_keys(schema)
+    why = {
+        "comparison_budget_args": "the runner cannot pin it; candidates are compared with whatever job.py and its "
+        "train script use",
+        "mutable_args": "a candidate cannot set it as a run argument",
+    }
+    keys = {"comparison_budget_args": comparison_keys(schema), "mutable_args": sorted(schema["mutable_args"])}
+    return [
+        {"field": f"schema.{section}.{key}", "reason": f"job.py has no --{key} option, so {why[section]}"}
+        for section in why
+        for key in keys[section]
         if key not in dests
     ]
-    notes += [
-        {
-            "field": f"schema.mutable_args.{key}",
-            "reason": f"job.py has no --{key} option, so a candidate cannot set it as a run argument",
-        }
-        for key in sorted(schema["mutable_args"])
-        if key not in dests
-    ]
-    return notes

@@ -17,20 +17,19 @@ from .values import ENV_PREFIX, HIGH, Val, describe, merge_flags
 ENV_CLASSES = ("SimEnv", "PocEnv", "ProdEnv")
 RECIPE_RUNS = ("execute", "run", "export")
 FEDJOB_RUNS = ("simulator_run", "export_job")
-EVAL_ONLY_HINT = "evaluation-only"
-STATS_ONLY_HINT = "statistics-only"
 NESTED_CLASSES = {  # job classes (not recipes: those are classified in the recipe table)
     "FlowerJob": "it runs a nested Flower application",
     "CCWFJob": "it runs a client-controlled workflow application",
     "EdgeJob": "it runs a nested edge application",
 }
 FAMILY_LABELS = {
-    "statistics": STATS_ONLY_HINT,
+    "statistics": "statistics-only",
     "psi": "private set intersection (PSI)",
-    "evaluation": EVAL_ONLY_HINT,
+    "evaluation": "evaluation-only",
     "inference": "inference-only",
     "nested": "a nested unsupported application",
 }
+NEEDS_TRAINING = "; Auto-FL needs a training job"
 ALL_SITES, SERVER_SITE = "@ALL", "server"  # NVFLARE's names (nvflare.apis.job_def)
 WORKSPACE_ROOT_VARIABLE = "NVFLARE_SIMULATOR_WORKSPACE_ROOT"  # nvflare.recipe.sim_env
 EVAL_COMPONENTS = ("CrossSiteModelEval", "CrossSiteEval", "GlobalModelEval")
@@ -72,19 +71,22 @@ def touches_surface(objects: list, calls: list) -> bool:
     return built or any(c.method in RECIPE_RUNS + FEDJOB_RUNS for c in calls)
 
 
-def _unsupported_class(obj: Any) -> str | None:
-    name = obj.name
-    family = recipes.family_of(obj.cls)
-    if family is not None:
-        kind, reason = family
-        return None if kind == "training" else f"{name} is {FAMILY_LABELS[kind]}: {reason}"
+def _not_training(obj: Any) -> Surface | None:
+    """The refusal of a recipe or job class that trains nothing (by the recipe table, else by its name), or None."""
+    kind, reason = recipes.family_of(obj.cls) or _family_by_name(obj.name)
+    if kind == "training":
+        return None
+    return Surface(reason=f"{obj.name} is {FAMILY_LABELS[kind]}: {reason}{NEEDS_TRAINING}", target=obj)
+
+
+def _family_by_name(name: str) -> tuple[str, str]:
     if name in NESTED_CLASSES:
-        return f"{name} is a nested unsupported application: {NESTED_CLASSES[name]}"
+        return "nested", NESTED_CLASSES[name]
     if "Eval" in name:
-        return f"{name} is {EVAL_ONLY_HINT}: it trains nothing, so there is no objective to improve"
+        return "evaluation", "it trains nothing, so there is no objective to improve"
     if "Stats" in name:
-        return f"{name} is {STATS_ONLY_HINT}: it computes federated statistics, not a trained model"
-    return None
+        return "statistics", "it computes federated statistics, not a trained model"
+    return "training", ""
 
 
 def _run_calls(walk: Any) -> list:
@@ -97,9 +99,8 @@ def analyze(walk: Any) -> Surface:
     """Decide the supported surface of a walked job.py (pure over the walk result)."""
     if walk.problems:
         return Surface(reason=walk.problems[0] + "; simplify job.py so the recipe is built in straight-line code")
-    ambiguous = [b for b in walk.branches if not b.resolved and b.touched_surface]
-    if ambiguous:
-        b = ambiguous[0]
+    b = next((b for b in walk.branches if not b.resolved and b.touched_surface), None)  # the first ambiguous one
+    if b is not None:
         if b.kind == "loop":
             return Surface(
                 reason=f"a recipe/job/env is built or run inside a loop (line {b.line}); build and run exactly "
@@ -128,9 +129,8 @@ def analyze(walk: Any) -> Surface:
 def _no_run_reason(walk: Any) -> Surface:
     built = [o for o in walk.objects if is_recipe(o) or is_fedjob(o)]
     if built:
-        verdict = _unsupported_class(built[0])
-        if verdict:
-            return Surface(reason=verdict + "; Auto-FL needs a training job", target=built[0])
+        if refused := _not_training(built[0]):
+            return refused
         return Surface(
             reason=f"{built[0].name} is built at line {built[0].line} but never run; call recipe.execute(env) "
             "(or job.simulator_run(...)) in job.py"
@@ -162,9 +162,8 @@ def raise_reason(note: Any) -> str:
 
 
 def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
-    verdict = _unsupported_class(target)
-    if verdict:
-        return Surface(reason=verdict + "; Auto-FL needs a training job", target=target)
+    if refused := _not_training(target):
+        return refused
     nested = [v for v in target.kwargs.values() if hasattr(v, "cls") and (is_recipe(v) or is_fedjob(v))]
     if nested:
         return Surface(reason=f"{target.name} nests another application ({nested[0].name}); Auto-FL cannot budget it")
@@ -181,12 +180,12 @@ def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
         surface.pattern = "fedjob"
         surface.components = _components(target, walk)
         surface.site_targets = _site_targets(target, walk)
-        component_names = [c.name for c in surface.components]
-        if any(n in STATS_COMPONENTS for n in component_names):
-            return Surface(reason=f"FedJob at line {target.line} is {STATS_ONLY_HINT}; Auto-FL needs a training job")
+        names = [c.name for c in surface.components]
         trains = any("num_rounds" in c.kwargs for c in surface.components) or "num_rounds" in target.kwargs
-        if not trains and any(n in EVAL_COMPONENTS for n in component_names):
-            return Surface(reason=f"FedJob at line {target.line} is {EVAL_ONLY_HINT}; Auto-FL needs a training job")
+        stats, evals = any(n in STATS_COMPONENTS for n in names), any(n in EVAL_COMPONENTS for n in names)
+        if stats or (evals and not trains):
+            kind = FAMILY_LABELS["statistics" if stats else "evaluation"]
+            return Surface(reason=f"FedJob at line {target.line} is {kind}{NEEDS_TRAINING}")
     return surface
 
 
@@ -203,9 +202,7 @@ def _components(job: Any, walk: Any) -> list:
 def _site_targets(job: Any, walk: Any) -> list:
     """Client targets the FedJob deploys to: `to(obj, "site-1")` values, ALL_SITES for `to_clients(obj)`."""
     found = []
-    for call in walk.calls:
-        if call.target is not job:
-            continue
+    for call in (c for c in walk.calls if c.target is job):
         if call.method == "to_clients":
             found.append(Val(ALL_SITES, HIGH, flags=call.control))
         elif call.method == "to":

@@ -33,10 +33,7 @@ def train_script_of(surface: Any) -> str | None:
     """The script the clients of a supported surface run: recipe `train_script=` or a ScriptRunner's `script=`."""
     candidates = [surface.target.kwargs.get("train_script")]
     candidates += [c.kwargs.get("script") for c in getattr(surface, "components", [])]
-    for val in candidates:
-        if known(val, str):
-            return val.value
-    return None
+    return next((val.value for val in candidates if known(val, str)), None)
 
 
 def module_files(module: str, base: str) -> list[str]:
