@@ -84,6 +84,39 @@ def test_the_dry_run_the_hint_points_to_admits_the_job_without_a_hint(python_exe
     assert json.loads(proc.stdout)["fixed_budget"]["num_clients"]["value"] == 3
 
 
+def _job_with_global(tmp_path: Path) -> Path:
+    """The bundled hello-numpy job with a helper using `global` (never called): beyond the static reading."""
+    shutil.copytree(HELLO.parent, tmp_path / "job")
+    job = tmp_path / "job" / "job.py"
+    source = job.read_text()
+    job.write_text(
+        source.replace(
+            "NUM_FEATURES = 8\n", "NUM_FEATURES = 8\nCOUNT = 0\n\n\ndef bump():\n    global COUNT\n    COUNT += 1\n", 1
+        )
+    )
+    return job
+
+
+def test_a_job_the_static_reading_gives_up_on_is_refused_with_the_dry_run_hint(python_exe, tmp_path):
+    proc = run_cli(python_exe, str(_job_with_global(tmp_path)))
+    assert_one_line_error(proc, "AUTOFL_UNSUPPORTED_JOB")
+    assert "`global` at line" in proc.stderr
+    assert proc.stderr.rstrip().endswith(admission.DRY_RUN_HINT), proc.stderr
+
+
+@pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+def test_the_dry_run_admits_the_job_the_static_reading_gave_up_on(python_exe, tmp_path):
+    proc = run_cli(python_exe, str(_job_with_global(tmp_path)), "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["fixed_budget"]["num_rounds"]["value"] == 3
+
+
+def test_a_job_that_trains_nothing_is_refused_without_the_dry_run_hint(python_exe):
+    proc = run_cli(python_exe, str(REPO / "tests" / "fixtures" / "nvflare_examples" / "fedstats-df" / "job.py"))
+    assert_one_line_error(proc, "AUTOFL_UNSUPPORTED_JOB")
+    assert "--dry-run" not in proc.stderr and "--dry-run" not in proc.stdout
+
+
 def test_a_refusal_no_run_settles_gets_no_dry_run_hint(python_exe):
     proc = run_cli(python_exe, str(FIXTURES / "loss_no_mode" / "job.py"))
     assert "--dry-run" not in proc.stderr and "--dry-run" not in proc.stdout

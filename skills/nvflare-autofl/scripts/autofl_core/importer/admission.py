@@ -9,6 +9,7 @@ from __future__ import annotations
 from .budget import FIELDS
 from .objective import is_lower_better_name
 from .runner_view import fromfile_arguments
+from .surface import STATIC_LIMIT
 
 UNSUPPORTED = "AUTOFL_UNSUPPORTED_JOB"
 EMPTY_BUDGET = "AUTOFL_EMPTY_FIXED_BUDGET"
@@ -182,5 +183,12 @@ def admission_errors(config: dict, requested_metric: str | None = None) -> list[
 
 
 def with_dry_run_hint(errors: list[dict]) -> list[dict]:
-    """`errors` of a static reading, each budget or objective field it could not read ending with `DRY_RUN_HINT`."""
-    return [{**e, "message": e["message"] + DRY_RUN_HINT} if e["code"] in READ_BY_RUNNING else e for e in errors]
+    """`errors` of a static reading, each budget or objective field it could not read, and a job.py it gave up
+    walking, ending with `DRY_RUN_HINT`."""
+    return [{**e, "message": e["message"] + DRY_RUN_HINT} if _read_by_running(e) else e for e in errors]
+
+
+def _read_by_running(error: dict) -> bool:
+    return error["code"] in READ_BY_RUNNING or (
+        error["code"] == UNSUPPORTED and error["message"].endswith(STATIC_LIMIT)
+    )

@@ -36,6 +36,9 @@ EVAL_COMPONENTS = ("CrossSiteModelEval", "CrossSiteEval", "GlobalModelEval")
 STATS_COMPONENTS = ("StatisticsController",)
 
 
+STATIC_LIMIT = "; simplify job.py so the recipe is built in straight-line code"  # ends a reason the walk gave up on
+
+
 @dataclass
 class Surface:
     status: str = "unsupported"
@@ -98,7 +101,7 @@ def _run_calls(walk: Any) -> list:
 def analyze(walk: Any) -> Surface:
     """Decide the supported surface of a walked job.py (pure over the walk result)."""
     if walk.problems:
-        return Surface(reason=walk.problems[0] + "; simplify job.py so the recipe is built in straight-line code")
+        return Surface(reason=walk.problems[0] + STATIC_LIMIT)
     b = next((b for b in walk.branches if not b.resolved and b.touched_surface), None)  # the first ambiguous one
     if b is not None:
         if b.kind == "loop":
