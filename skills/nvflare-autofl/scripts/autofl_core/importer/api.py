@@ -67,10 +67,11 @@ def _parse(source: str, job_name: str) -> tuple[ast.Module | None, str]:
         return None, f"{job_name} cannot be parsed ({detail}); simplify the file"
 
 
-def _main_parser(walk: Any) -> tuple[ap.Parser | None, ap.Namespace | None]:
+def _main_parser(walk: Any) -> ap.Parser | None:
+    """The parser job.py parses with (its first namespace's), else the first it builds."""
     if walk.namespaces:
-        return walk.namespaces[0].parser, walk.namespaces[0]
-    return (walk.parsers[0] if walk.parsers else None), None
+        return walk.namespaces[0].parser
+    return walk.parsers[0] if walk.parsers else None
 
 
 def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -> tuple[list[str], list[str]]:
@@ -104,7 +105,7 @@ def _known(value: Any) -> Any:
 
 
 def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], conflicts: list[str]) -> dict:
-    parser, namespace = _main_parser(walk)
+    parser, namespace = _main_parser(walk), (walk.namespaces or [None])[0]
     values = namespace.values if namespace else {}
     flags = [replace(flag, value=_known(values.get(flag.dest))).to_dict() for flag in parser.flags] if parser else []
     problems = [p for prs in walk.parsers for p in prs.problems]
@@ -210,25 +211,7 @@ def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ap.Parser
     walk = Walker([], script_rel).run(tree)
     if walk.problems or not walk.parsers or any(p.problems for p in walk.parsers):
         return None
-    return _main_parser(walk)[0]
-
-
-@dataclass
-class _Job:
-    """Everything known about one import while the config is assembled."""
-
-    source: str
-    name: str
-    metric: str | None
-    base_args: list[str]
-    schema: dict
-    read_file: Callable[[str], str | None]
-    exists: Callable[[str], bool]
-    tree: ast.Module | None = None
-    walk: Any = None
-    surface: Surface = field(default_factory=Surface)
-    schema_args: list[str] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)
+    return _main_parser(walk)
 
 
 def import_source(source: str, **options: Any) -> dict:
@@ -248,91 +231,24 @@ def read_source(
 ) -> Reading:
     """The static reading of job.py source text (pure; files via the two callbacks)."""
     read_file = read_file or (lambda _rel: None)
+    exists = exists or (lambda rel: read_file(rel) is not None)
     schema_data, schema_errors = parse_schema_text(schema_text) if schema_text is not None else (None, [])
-    job = _Job(
-        source,
-        job_name,
-        metric,
-        [str(a) for a in base_args],
-        schema_section(schema_data, schema_errors, schema_text is not None),
-        read_file,
-        exists or (lambda rel: read_file(rel) is not None),
-    )
-    job.tree, syntax_error = _parse(source, job_name)
-    if job.tree is None:
-        job.walk, job.surface = Walker(job.base_args).out, Surface(reason=syntax_error)
-    else:
-        job.walk = Walker(job.base_args, job_name).run(job.tree)
-        budget = job.schema["comparison_budget_args"]["default_candidate_budget"]
-        job.schema_args, job.conflicts = _schema_args(_main_parser(job.walk)[0], budget, job.base_args)
-        if job.schema_args:  # walked again with the schema's budget arguments the runner adds
-            job.walk = Walker(job.base_args + job.schema_args, job_name).run(job.tree)
-        _mark_job_classes(job.walk, job.exists)
-        job.surface = analyze(job.walk)
-    shadow = next((rel for rel in ("nvflare.py", "nvflare/__init__.py") if job.exists(rel)), None)
-    if shadow is not None:  # `python job.py` imports the job's own nvflare, not NVFLARE's
-        job.surface = Surface(reason=f"{shadow} beside {job_name} is imported instead of NVFLARE; rename it")
-    return _assemble(job)
-
-
-def _mark_job_classes(walk: Any, exists: Callable[[str], bool]) -> None:
-    """A class imported from a module beside job.py is the job's own: never matched to an NVFLARE class by name
-    (its defaults are unknown to the static reading; the dry run records what it builds)."""
-    for obj in walk.objects:
-        cls = obj.cls
-        module = cls.qualname.rpartition(".")[0].lstrip(".")
-        if not module or cls.qualname.startswith(("nvflare.", recipes.LOCAL_PREFIX)):
-            continue
-        if any(exists(path) for path in module_files(module, "")):
-            cls.qualname = recipes.LOCAL_PREFIX + cls.qualname.lstrip(".")
-
-
-def _space_and_shaping(
-    job: _Job, budget: dict, args_section: dict, script_rel: str | None, script_tree: Any
-) -> tuple[list[dict], list, dict]:
-    """(suggested search space, notes on schema-declared options that reach nothing, data-shaping classes): an
-    option the budget depends on, that does not reach the job, or is classed as data shaping (fixed or
-    unclassified), is never suggested."""
-    schema, parser = job.schema, _main_parser(job.walk)[0]
-    pinned = set(fixed_budget_options({"fixed_budget": budget, "argparse": args_section}))
-    space = suggested(parser.flags if parser else [], pinned, schema["mutable_args"])
-    reached = reaching_options(job.walk, _script_parser(script_rel, script_tree))
-    unused = [
-        {
-            "field": f"schema.mutable_args.{s['dest']}",
-            "reason": f"job.py parses {s['flag']} but its value never reaches the job (not used, or forwarded to "
-            "a client script that does not accept it), so tuning it changes nothing",
-        }
-        for s in space
-        if s["flag"] not in reached and s["dest"] in schema["mutable_args"]
-    ]
-    space = [s for s in space if s["flag"] in reached]
-    shaping = data_shaping.classify(args_section["flags"], job.tree, script_tree, forwarded_options(job.walk))
-    for entry in space:  # mutation_schema.yaml's mutable_args are the user's word on a flow the importer cannot read
-        if entry["dest"] in schema["mutable_args"]:
-            shaping["unclassified"].pop(entry["flag"], None)
-    space = [s for s in space if s["flag"] not in shaping["fixed"] and s["flag"] not in shaping["unclassified"]]
-    return space, unused, shaping
-
-
-def _assemble(job: _Job) -> Reading:
-    surface, schema = job.surface, job.schema
+    schema = schema_section(schema_data, schema_errors, schema_text is not None)
+    args = [str(a) for a in base_args]
+    tree, walk, surface, schema_args, conflicts = _walk(source, job_name, args, schema, exists)
     supported = surface.status == "supported"
-    args_section = _argparse_section(job.walk, job.base_args, job.schema_args, job.conflicts)
-    script_rel, script_tree, notes = _script_tree(
-        job.name, train_script_of(surface) if supported else None, job.read_file
-    )
-    objective = (
-        build_objective(surface, job.metric, schema, script_rel) if supported else empty_objective(job.metric, schema)
-    )
+    args_section = _argparse_section(walk, args, schema_args, conflicts)
+    script_rel, script_tree, notes = _script_tree(job_name, train_script_of(surface) if supported else None, read_file)
+    script = (script_rel, script_tree)
+    objective = build_objective(surface, metric, schema, script_rel) if supported else empty_objective(metric, schema)
     budget = fixed_budget(surface)
     if budget:  # the budget's options (`derive` reads them again from the flags a dry run replaces)
         budget["comparison_args"] = comparison_args(schema, args_section["flags"])
     trust = trust_section(
-        job.name, job.tree or ast.Module([], []), script_rel, script_tree, job.exists, schema["preferred_targets"]
+        job_name, tree or ast.Module([], []), script_rel, script_tree, exists, schema["preferred_targets"]
     )
-    space, unused, shaping = _space_and_shaping(job, budget, args_section, script_rel, script_tree)
-    job_block = job_section(surface, job.name)
+    space, unused, shaping = _space_and_shaping(walk, tree, schema, budget, args_section, script)
+    job_block = job_section(surface, job_name)
     env = job_block["env"] or {}
     facts = {
         "argparse": args_section,
@@ -353,10 +269,72 @@ def _assemble(job: _Job) -> Reading:
         "recipe_args": {k: describe(v) for k, v in sorted(surface.target.kwargs.items())} if supported else {},
         "schema": schema,
         "search_space": {"suggested": space},
-        "source_sha256": hashlib.sha256(job.source.encode("utf-8", "surrogatepass")).hexdigest(),
+        "source_sha256": hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(),
         "trust": trust,
     }
-    return Reading(facts, job.tree, notes + unused if supported else [], (script_rel, script_tree))
+    return Reading(facts, tree, notes + unused if supported else [], script)
+
+
+def _walk(
+    source: str, job_name: str, base_args: list[str], schema: dict, exists: Callable[[str], bool]
+) -> tuple[ast.Module | None, Any, Surface, list[str], list[str]]:
+    """(job.py's tree, its walk, its surface, the schema's budget arguments, their conflicts with base_args)."""
+    tree, syntax_error = _parse(source, job_name)
+    schema_args, conflicts = [], []
+    if tree is None:
+        walk, surface = Walker(base_args).out, Surface(reason=syntax_error)
+    else:
+        walk = Walker(base_args, job_name).run(tree)
+        budget = schema["comparison_budget_args"]["default_candidate_budget"]
+        schema_args, conflicts = _schema_args(_main_parser(walk), budget, base_args)
+        if schema_args:  # walked again with the schema's budget arguments the runner adds
+            walk = Walker(base_args + schema_args, job_name).run(tree)
+        _mark_job_classes(walk, exists)
+        surface = analyze(walk)
+    shadow = next((rel for rel in ("nvflare.py", "nvflare/__init__.py") if exists(rel)), None)
+    if shadow is not None:  # `python job.py` imports the job's own nvflare, not NVFLARE's
+        surface = Surface(reason=f"{shadow} beside {job_name} is imported instead of NVFLARE; rename it")
+    return tree, walk, surface, schema_args, conflicts
+
+
+def _mark_job_classes(walk: Any, exists: Callable[[str], bool]) -> None:
+    """A class imported from a module beside job.py is the job's own: never matched to an NVFLARE class by name
+    (its defaults are unknown to the static reading; the dry run records what it builds)."""
+    for obj in walk.objects:
+        cls = obj.cls
+        module = cls.qualname.rpartition(".")[0].lstrip(".")
+        if not module or cls.qualname.startswith(("nvflare.", recipes.LOCAL_PREFIX)):
+            continue
+        if any(exists(path) for path in module_files(module, "")):
+            cls.qualname = recipes.LOCAL_PREFIX + cls.qualname.lstrip(".")
+
+
+def _space_and_shaping(
+    walk: Any, tree: ast.Module | None, schema: dict, budget: dict, args_section: dict, script: tuple
+) -> tuple[list[dict], list, dict]:
+    """(suggested search space, notes on schema-declared options that reach nothing, data-shaping classes): an
+    option the budget depends on, that does not reach the job, or is classed as data shaping (fixed or
+    unclassified), is never suggested."""
+    parser, (script_rel, script_tree) = _main_parser(walk), script
+    pinned = set(fixed_budget_options({"fixed_budget": budget, "argparse": args_section}))
+    space = suggested(parser.flags if parser else [], pinned, schema["mutable_args"])
+    reached = reaching_options(walk, _script_parser(script_rel, script_tree))
+    unused = [
+        {
+            "field": f"schema.mutable_args.{s['dest']}",
+            "reason": f"job.py parses {s['flag']} but its value never reaches the job (not used, or forwarded to "
+            "a client script that does not accept it), so tuning it changes nothing",
+        }
+        for s in space
+        if s["flag"] not in reached and s["dest"] in schema["mutable_args"]
+    ]
+    space = [s for s in space if s["flag"] in reached]
+    shaping = data_shaping.classify(args_section["flags"], tree, script_tree, forwarded_options(walk))
+    for entry in space:  # mutation_schema.yaml's mutable_args are the user's word on a flow the importer cannot read
+        if entry["dest"] in schema["mutable_args"]:
+            shaping["unclassified"].pop(entry["flag"], None)
+    space = [s for s in space if s["flag"] not in shaping["fixed"] and s["flag"] not in shaping["unclassified"]]
+    return space, unused, shaping
 
 
 def import_job(

@@ -191,23 +191,14 @@ def fold(
     script = recorded.train_script(record)
     if script is not None:  # the run names no client script: the reading's trust stands
         config["trust"] = trust_for(script)
-    _recorded_support(config, record, env_moved)
+    _recorded_support(config, env_moved)
     if found:
         config["import"]["dry_run"]["corrected"] = found
 
 
-def _pattern(record: DryRunRecord) -> str:
-    return "recipe" if record.recipe else "fedjob"
-
-
-def _call_line(record: DryRunRecord) -> int | None:
-    """The job.py line of the call that built the job (None when the run recorded none)."""
-    return record.call.line if record.call else None
-
-
 def _recorded_job(config: dict, record: DryRunRecord, ran: Ran) -> None:
     """The job, its environment and a FedJob's simulator folder as the run built them."""
-    chain, line = record.recipe, _call_line(record)
+    chain, line = record.recipe, record.call.line if record.call else None
     env_name = record.env.name if record.env else None
     config["job"].update(
         {
@@ -216,7 +207,7 @@ def _recorded_job(config: dict, record: DryRunRecord, ran: Ran) -> None:
             "nvflare_class": ran.recipe_class,
             "env": {"class": env_name or "FedJob.simulator_run", "args": {}},
             "line": line,
-            "pattern": _pattern(record),
+            "pattern": "recipe" if chain else "fedjob",
             "run_call": record.recipe_call or record.entry,
         }
     )
@@ -233,9 +224,10 @@ def _recorded_job(config: dict, record: DryRunRecord, ran: Ran) -> None:
         }
 
 
-def _recorded_support(config: dict, record: DryRunRecord, env_moved: dict) -> None:
+def _recorded_support(config: dict, env_moved: dict) -> None:
     """Supported, as recorded; unsupported when an environment variable builds another job."""
-    where = f"{_pattern(record)} {config['job']['class']} at job.py line {_call_line(record)}"
+    job = config["job"]
+    where = f"{job['pattern']} {job['class']} at job.py line {job['line']}"
     config["import"]["support"] = {"status": "supported", "reason": f"recorded by a dry run: {where}"}
     config["import"]["would_raise"] = []
     if env_moved.get("objective"):
@@ -254,7 +246,7 @@ def _not_training(config: dict, record: DryRunRecord, ran: Ran) -> None:
         if family == "nested"
         else "which trains no model; Auto-FL tunes training jobs only"
     )
-    line = _call_line(record)
+    line = record.call.line if record.call else None
     config["import"]["support"] = {
         "status": "unsupported",
         "reason": f"running job.py builds {chain[0].rpartition('.')[2]} (line {line}), of the {family} family, {what}",
@@ -265,16 +257,6 @@ def _environment(record: DryRunRecord) -> bool:
     """True when the run raised because this interpreter lacks a module (not something job.py decides)."""
     # "is not installed": NVFLARE's optional_import checks
     return record.exception in ("ModuleNotFoundError", "ImportError") or "is not installed" in record.message
-
-
-def refuse_with_line(config: dict, record: DryRunRecord) -> None:
-    """The refusal also names the job.py line the run's raise came from, and what to change."""
-    support = config["import"]["support"]
-    ran = recorded.raise_reason(record)
-    if support["status"] == "supported":
-        config["import"]["support"] = {"status": "unsupported", "reason": ran}
-    else:
-        support["reason"] = f"{support['reason']} (and {ran})"
 
 
 def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]:
@@ -331,6 +313,7 @@ def apply(
     kept = [e for e in static["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
     held = _unpinnable(static) or config["job"].get("family") in NOT_TRAINING  # no single run settles these
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
+    raised_here = record.status == "raised" and not record.stubbed and not _environment(record)  # in job.py or NVFLARE
     if family == "training" and not held:
         fold(config, record, ran, moved, env_moved, trust_for)  # what the run settles goes; `kept` stays below
         return [e for e in kept if e["code"] not in JUDGED_ON_THE_RECORD]  # judged on the recorded metric
@@ -338,9 +321,12 @@ def apply(
         _not_training(config, record, ran)
     elif record.status == "recorded" and fallback is None:
         pinned_too(config, moved)
-    elif record.status == "raised" and static["admission_errors"] and settles and fallback is None:
-        if not record.stubbed and not _environment(record):  # a raise in job.py or NVFLARE, not a missing module
-            refuse_with_line(config, record)
+    elif raised_here and static["admission_errors"] and settles and fallback is None:  # the refusal names its line
+        support, why = config["import"]["support"], recorded.raise_reason(record)
+        if support["status"] == "supported":
+            config["import"]["support"] = {"status": "unsupported", "reason": why}
+        else:
+            support["reason"] = f"{support['reason']} (and {why})"
     return kept
 
 
