@@ -332,20 +332,17 @@ def apply(
 
 def settle(config: dict, kept: list[dict], record: DryRunRecord) -> dict:
     """The folded config's admission errors with the static refusals the run left (`kept`); the first names why the
-    run settled nothing."""
+    run settled nothing: job.py exited (its parser refused the arguments), something it or NVFLARE imports cannot
+    be imported here, or it raised."""
     config["admission_errors"] += [e for e in kept if e not in config["admission_errors"]]
-    errors, why_not_run = config["admission_errors"], unsettled_reason(record)
-    if errors and why_not_run and "running job.py" not in errors[0]["message"]:  # a refusal the run left says why
-        errors[0]["message"] += f" (and {why_not_run})"
-    return config
-
-
-def unsettled_reason(record: DryRunRecord) -> str | None:
-    """Why the run settled nothing, for a refusal to name: job.py exited (its parser refused the arguments), something
-    it or NVFLARE imports cannot be imported here, or it raised. None for a recorded run."""
+    errors = config["admission_errors"]
     if record.status == "exited":
-        return recorded.exit_reason(record)
-    if record.status == "raised":  # a module this interpreter lacks: what to do differs
+        why = recorded.exit_reason(record)
+    elif record.status == "raised":  # a module this interpreter lacks: what to do differs
         fix = "this interpreter cannot import it: install what is missing, or import where it is installed"
-        return recorded.raise_reason(record, fix) if _environment(record) else recorded.raise_reason(record)
-    return None
+        why = recorded.raise_reason(record, fix) if _environment(record) else recorded.raise_reason(record)
+    else:
+        return config
+    if errors and "running job.py" not in errors[0]["message"]:  # a refusal the run left says why
+        errors[0]["message"] += f" (and {why})"
+    return config
