@@ -259,8 +259,7 @@ def _required(flag: Flag) -> bool:
 
 
 def _missing(flag: Flag) -> Val:
-    source = flag.name
-    return Val(None, UNRESOLVED, flags=(source,), reason=f"{source} is required on the command line")
+    return Val(None, UNRESOLVED, flags=(flag.name,), reason=f"{flag.name} is required on the command line")
 
 
 def build_namespace(parser: Parser, overrides: dict[str, Any]) -> Namespace:
