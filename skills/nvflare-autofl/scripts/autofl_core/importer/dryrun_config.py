@@ -191,7 +191,16 @@ def fold(
     script = recorded.train_script(record)
     if script is not None:  # the run names no client script: the reading's trust stands
         config["trust"] = trust_for(script)
-    _recorded_support(config, env_moved)
+    job, names = config["job"], env_moved.get("objective")
+    where = f"{job['pattern']} {job['class']} at job.py line {job['line']}"
+    support = {"status": "supported", "reason": f"recorded by a dry run: {where}"}
+    if names:  # an environment variable builds another job
+        support = {
+            "status": "unsupported",
+            "reason": f"running job.py with the environment {_variables(names)} changed builds another job (class, "
+            "key metric or simulator folder): one run cannot pin it; pass it as an option",
+        }
+    config["import"].update(support=support, would_raise=[])
     if found:
         config["import"]["dry_run"]["corrected"] = found
 
@@ -221,20 +230,6 @@ def _recorded_job(config: dict, record: DryRunRecord, ran: Ran) -> None:
             "line": line,
             "reads_root_variable": inside,
             "value": None if inside else workspace,
-        }
-
-
-def _recorded_support(config: dict, env_moved: dict) -> None:
-    """Supported, as recorded; unsupported when an environment variable builds another job."""
-    job = config["job"]
-    where = f"{job['pattern']} {job['class']} at job.py line {job['line']}"
-    config["import"]["support"] = {"status": "supported", "reason": f"recorded by a dry run: {where}"}
-    config["import"]["would_raise"] = []
-    if env_moved.get("objective"):
-        config["import"]["support"] = {
-            "status": "unsupported",
-            "reason": f"running job.py with the environment {_variables(env_moved['objective'])} changed builds "
-            "another job (class, key metric or simulator folder): one run cannot pin it; pass it as an option",
         }
 
 
