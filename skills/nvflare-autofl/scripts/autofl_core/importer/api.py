@@ -454,8 +454,7 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
             if run_args:  # options the perturbed runs did not try are run
                 covered = moves.covered_by(dry["tried_options"], run_args)
                 dry["run_args_changes"] = [] if covered else dryrun_config.changes(record, session.run(args + run_args))
-        if record.parsers:
-            _unseen_options(facts, reading, set(reached))
+        _unseen_options(facts, reading, set(reached))  # options only the real parser has (none without one)
 
     return fold_run(reading, record, moved, trust_for, env_moved, fallback, then)
 
