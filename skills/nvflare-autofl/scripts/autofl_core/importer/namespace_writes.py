@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from . import argparse_flow as ap
-from .events import FuncRef, Obj
+from .events import FuncRef, MethodCall, Obj
 from .values import Bag, Builtin, ClassRef, Val, merge_flags, unresolved
 
 WRITING_BUILTINS = {"setattr", "delattr"}
@@ -35,7 +35,7 @@ class NamespaceWrites:
     def _given_away(self, code: Any, given: list, node: ast.Call) -> None:
         """What `code` is given, when the walk does not follow `code` and cannot show it harmless, or a callable
         among `given` may call back: every option, item or argument it holds is unresolved, naming the call."""
-        if _harmless(code) and not any(_may_call_back(g) for g in given):
+        if _harmless(code) and not any(_may_call_back(g) for g in given) and not _opens(code, given):
             return
         self._stale(given, node, given_to(node))
 
@@ -59,6 +59,8 @@ class NamespaceWrites:
                         said = f"{held.name}(...) is {why}"
                         held.args = [self._unsettled(v, node, said) for v in held.args]
                         held.kwargs = {k: self._unsettled(v, node, said) for k, v in held.kwargs.items()}
+                        unseen = [self._unsettled(None, node, said)] * 2  # it may send anything to any site
+                        self.out.calls.append(MethodCall(held, "to", unseen, {}, node.lineno, self.control))
                 else:
                     self._changed(held, why, node, [])
 
@@ -75,6 +77,11 @@ def _harmless(code: Any) -> bool:
     if isinstance(code, Builtin):
         return code.name not in WRITING_BUILTINS
     return _standard(code) and code.qualname.split(".")[0] not in CALLING_BACK or _nvflare(code)
+
+
+def _opens(code: Any, given: list) -> bool:
+    """`vars(env)`, `getattr(job, "to")`: an object's attributes or methods handed out to code not followed."""
+    return isinstance(code, Builtin) and code.name in ("vars", "getattr") and any(isinstance(g, Obj) for g in given)
 
 
 def _may_call_back(value: Any) -> bool:
