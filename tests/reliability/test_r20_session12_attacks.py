@@ -74,7 +74,43 @@ def test_code_not_followed_that_only_reads_keeps_the_budget(tmp_path, case):
     assert _fixed(config) == {"num_clients": 2, "min_clients": 2, "num_rounds": 2}
 
 
-# --- 2. an env's attributes written through a dict, a comprehension or a copy -------------------------------------
+# --- 2. the parser changed before it parses -------------------------------------------------------------------
+
+ADD = "action = parser.add_argument('--num_rounds', type=int, default=2)"
+PARSER_CHANGES = {  # case: the lines after `parser = argparse.ArgumentParser()` that make its parse give 9 rounds
+    "set_defaults by a sort key": f"{ADD}\nsorted([1], key=lambda x: parser.set_defaults(num_rounds=9))",
+    "set_defaults by a method of job.py": f"{ADD}\n\n\nclass Plan:\n    def __init__(self):\n"
+    "        parser.set_defaults(num_rounds=9)\n\n\nPlan()",
+    "set_defaults kept and called": f"{ADD}\nput = parser.set_defaults\nput(num_rounds=9)",
+    "set_defaults by getattr": f"{ADD}\ngetattr(parser, 'set_defaults')(num_rounds=9)",
+    "set_defaults in a comprehension": f"{ADD}\n[p.set_defaults(num_rounds=9) for p in [parser]]",
+    "the last action's default": f"{ADD}\nparser._actions[-1].default = 9",
+    "the action add_argument returns": f"{ADD}\naction.default = 9",
+    "setattr of the action": f"{ADD}\nsetattr(action, 'default', 9)",
+    "an action class registered": "import argparse as ap\n\n\nclass Nine(ap.Action):\n"
+    "    def __call__(self, parser, namespace, values, option_string=None):\n"
+    "        setattr(namespace, self.dest, 9)\n\n\nparser.register('action', None, Nine)\n"
+    "parser.add_argument('--num_rounds', type=int, default=2)\nsys.argv += ['--num_rounds', '2']",
+}
+
+
+@pytest.mark.parametrize("case", list(PARSER_CHANGES), ids=lambda c: c.replace(" ", "-"))
+def test_a_parser_changed_where_the_reading_does_not_look_parses_no_known_budget(tmp_path, case):
+    """Before: each was admitted with the 2 rounds of the default the reading saw (`add_argument` gave None)."""
+    body = (
+        "parser = argparse.ArgumentParser()\n"
+        + PARSER_CHANGES[case]
+        + "\nargs = parser.parse_args()\nrounds = args.num_rounds\n"
+    )
+    job = _job_with(tmp_path, body)
+    assert _real_budget(job)["num_rounds"] == 9
+    config = api.import_job(job)
+    assert config["fixed_budget"]["num_rounds"]["value"] is None, _fixed(config)
+    said = " ".join(e["message"] for e in config["admission_errors"])
+    assert "fixed_budget.num_rounds is unresolved" in said and "at line 1" in said, said
+
+
+# --- 3. an env's attributes written through a dict, a comprehension or a copy -------------------------------------
 
 ENV_TAIL = """
 recipe = NumpyFedAvgRecipe(name="t", model=[0.0], min_clients=2, num_rounds=rounds, train_script="client.py")
@@ -104,7 +140,7 @@ def test_an_env_written_where_the_reading_does_not_look_is_never_admitted_with_i
     assert "fixed_budget.num_clients is unresolved" in said and "line 1" in said, said
 
 
-# --- 3. a FedJob's sites and controllers -------------------------------------------------------------------------
+# --- 4. a FedJob's sites and controllers -------------------------------------------------------------------------
 
 FEDJOB = (
     "import os\nfrom nvflare.job_config.api import FedJob\nfrom nvflare.app_common.workflows.fedavg import FedAvg\n"

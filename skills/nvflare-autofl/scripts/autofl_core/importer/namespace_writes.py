@@ -52,7 +52,9 @@ class NamespaceWrites:
         why = f"{what}, which is not followed statically and may change it"
         for value in given:
             for held in _held(value):
-                if isinstance(held, ap.Namespace):
+                if isinstance(held, ap.Parser):
+                    held.changed = f"its parser is {why}"
+                elif isinstance(held, ap.Namespace):
                     held.values.update({k: self._unsettled(v, node, why) for k, v in held.values.items()})
                 elif isinstance(held, Obj):
                     if not _standard(held.cls):  # a str, path or logger the standard library made holds no budget
@@ -81,7 +83,8 @@ def _harmless(code: Any) -> bool:
 
 def _opens(code: Any, given: list) -> bool:
     """`vars(env)`, `getattr(job, "to")`: an object's attributes or methods handed out to code not followed."""
-    return isinstance(code, Builtin) and code.name in ("vars", "getattr") and any(isinstance(g, Obj) for g in given)
+    opened = any(isinstance(g, (Obj, ap.Parser)) for g in given)
+    return isinstance(code, Builtin) and code.name in ("vars", "getattr") and opened
 
 
 def _may_call_back(value: Any) -> bool:
@@ -117,7 +120,7 @@ def _held(value: Any, depth: int = 0) -> list:
     if depth > 8:
         return []
     inner = value.items if isinstance(value, Bag) else value.value if isinstance(value, Val) else None
-    if isinstance(value, (ap.Namespace, Obj, FuncRef)):
+    if isinstance(value, (ap.Namespace, ap.Parser, Obj, FuncRef)):
         return [value]
     if isinstance(inner, dict):
         inner = list(inner.values())

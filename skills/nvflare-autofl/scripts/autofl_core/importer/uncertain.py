@@ -301,6 +301,8 @@ def _only_read(use: tuple[ast.Name, ast.AST | None], value: Any) -> bool:
     """True when the use cannot change `value`: a function called by name, an option of the namespace that is not
     a container read as `args.name`, a container of plain items iterated or read by a builtin that only reads."""
     name, around = use
+    if isinstance(value, ap.Parser):
+        return False
     if isinstance(value, FuncRef):
         return isinstance(around, ast.Call) and around.func is name
     if isinstance(value, ap.Namespace):

@@ -119,7 +119,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             self._stale([base], node, f"{source_text(node)} at line {node.lineno}")
         if isinstance(base, ap.Namespace):
             return ap.namespace_attribute(base, attr)
-        if isinstance(base, Obj) and (dunder(attr) or attr in BOUND):  # `env.__dict__`, `send = job.to`: not seen
+        if isinstance(base, ap.Parser) and attr not in real_parser.READ_ONLY or _opened(base, attr):
             self._stale([base], node, f"{source_text(node)} at line {node.lineno}")
         if _mutator_of(base, attr):  # `update = vars(args).update`: whoever calls it changes the container
             self._changed(base, f"{source_text(node)} read at line {node.lineno}", node, [])
@@ -402,6 +402,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
                 stale = self.with_control(unresolved(target, why, merge_flags(value)))
                 base.args = [stale for _ in base.args]  # one attribute may stand for another (clients, num_clients)
                 base.kwargs = {**dict.fromkeys(base.kwargs, stale), target.attr: stale}
+            elif isinstance(base, ap.Parser):  # `action.default = 9` (add_argument gives the parser)
+                self._stale([base], target, f"the attribute set at line {target.lineno}")
             elif isinstance(base, FuncRef):  # `f.__defaults__ = (9,)`: what the function returns is not known
                 self._changed(base, f"the attribute set at line {target.lineno}", target, [value])
 
@@ -478,6 +480,11 @@ REFUSED = {  # what the static reading refuses wherever it appears (a dry run fo
     ast.Match: "`match`",
     ast.NamedExpr: "`:=`",
 }
+
+
+def _opened(base: Any, attr: str) -> bool:
+    """`env.__dict__`, `send = job.to`: an object's attributes or a method the reading interprets, handed out."""
+    return isinstance(base, Obj) and (dunder(attr) or attr in BOUND)
 
 
 def _mutator_of(base: Any, attr: str) -> bool:
