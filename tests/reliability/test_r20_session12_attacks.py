@@ -8,10 +8,10 @@ never admitted as the value the reading saw; a job that only reads its options k
 from __future__ import annotations
 
 import pytest
-from autofl_core.importer import api, recorded
+from autofl_core.importer import admission, api, recorded
 from test_importer_recorded import record
 from test_r16_session_attacks import PARSED, _job_with
-from test_r18_importer_holes import _fixed, _real_budget
+from test_r18_importer_holes import _fixed, _job, _real_budget, sealed
 
 # --- 1. code of job.py that a call not followed runs, reaching the options through another name or function ------
 
@@ -187,3 +187,37 @@ def test_a_dry_run_of_two_workflows_with_the_same_rounds_is_not_one_round_count(
     server = {"workflows": [fedavg, fedavg]}
     found = recorded.budget(record(configs={"j/app/config/config_fed_server.json": server}))
     assert found["num_rounds"]["value"] is None and "several num_rounds [3, 3]" in found["num_rounds"]["reason"]
+
+
+# --- 5. a job that trains more than once: the dry run stops at the first run, so the fold keeps the refusal -------
+
+RECIPE = """from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+recipe = NumpyFedAvgRecipe(name="h", model=[0.0], min_clients=2, num_rounds=3, train_script="client.py")
+"""
+SEVERAL_RUNS = {  # case: the lines after the recipe; each trains twice, with 2 clients first
+    "two executes": "recipe.execute(SimEnv(num_clients=2))\nrecipe.execute(SimEnv(num_clients=5))\n",
+    "an execute per item of a list": "for n in [2, 5]:\n    recipe.execute(SimEnv(num_clients=n))\n",
+    "a second recipe run after the first": "other = NumpyFedAvgRecipe(name='o', model=[0.0], min_clients=2, "
+    "num_rounds=9, train_script='client.py')\nrecipe.execute(SimEnv(num_clients=2))\nother.execute(SimEnv(num_clients=2))\n",
+}
+
+
+@pytest.mark.parametrize("case", list(SEVERAL_RUNS), ids=lambda c: c.replace(" ", "-"))
+def test_a_job_that_trains_twice_is_refused_statically(tmp_path, case):
+    """Before: two executes were admitted with the last run's 5 clients; the loop and the second recipe were
+    refused as unsupported, which a dry run settles (it then admitted the first run's budget)."""
+    config = api.import_job(_job(tmp_path / "job", RECIPE + SEVERAL_RUNS[case]))
+    assert [e["code"] for e in config["admission_errors"]] == [admission.SEVERAL_RUNS], config["admission_errors"]
+
+
+@sealed
+def test_the_dry_run_of_a_job_that_trains_twice_keeps_the_static_refusal(tmp_path, private_cache):
+    """The run stops at the first `execute` and records 2 clients, 3 rounds. Before: a second recipe's 9 rounds
+    after it were never seen and the job was admitted with the first run's budget."""
+    config = api.import_job(
+        _job(tmp_path / "job", RECIPE + SEVERAL_RUNS["a second recipe run after the first"]), dry_run=True
+    )
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert [e["code"] for e in config["admission_errors"]] == [admission.SEVERAL_RUNS], config["admission_errors"]

@@ -344,7 +344,11 @@ def _assemble(job: _Job) -> Reading:
         },
         "fixed_budget": budget,
         "import": {
-            "support": {"reason": surface.reason or f"recognized {surface.pattern} pattern", "status": surface.status},
+            "support": {
+                "reason": surface.reason or f"recognized {surface.pattern} pattern",
+                "status": surface.status,
+                **({"several_runs": True} if surface.several_runs else {}),
+            },
             "would_raise": would_raise(surface, budget),
         },
         "importer_version": IMPORTER_VERSION,

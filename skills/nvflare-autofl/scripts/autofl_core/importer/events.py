@@ -88,7 +88,7 @@ class BranchNote:
     line: int
     test: str
     resolved: bool
-    touched_surface: bool = False
+    touched_surface: str = ""  # "runs" when a recipe/job is run in it, "built" when one is only built or given
     kind: str = "if"
 
 

@@ -17,6 +17,7 @@ from .values import ENV_PREFIX, HIGH, Val, describe, merge_flags
 ENV_CLASSES = ("SimEnv", "PocEnv", "ProdEnv")
 RECIPE_RUNS = ("execute", "run", "export")
 FEDJOB_RUNS = ("simulator_run", "export_job")
+TRAINING_RUNS = ("execute", "run", "simulator_run")
 EVAL_ONLY_HINT = "evaluation-only"
 STATS_ONLY_HINT = "statistics-only"
 NESTED_CLASSES = {  # job classes (not recipes: those are classified in the recipe table)
@@ -51,6 +52,7 @@ class Surface:
     run_args: list = field(default_factory=list)
     site_targets: list = field(default_factory=list)  # FedJob client targets of to()/to_clients(), in call order
     run_control: tuple = ()  # job options of the branches under which the run call was made
+    several_runs: bool = False  # job.py trains more than once: a dry run, which stops at the first, cannot settle it
 
 
 def is_recipe(obj: Any) -> bool:
@@ -66,10 +68,15 @@ def is_env(obj: Any) -> bool:
     return obj.name in ENV_CLASSES
 
 
-def touches_surface(objects: list, calls: list) -> bool:
-    """True when these events build or run a recipe/job/env (used to flag ambiguous branches)."""
+def touches_surface(objects: list, calls: list, once: bool = False) -> str:
+    """What these events do to a recipe or job (flags ambiguous branches): "runs" when they may train one more than
+    once (`once`: they are every pass's, or the one pass's), "built" when they build, export, give or train one
+    once, else ""."""
+    trains = [c for c in calls if c.method in TRAINING_RUNS]
+    if len(trains) > 1 or (trains and not once):
+        return "runs"
     built = any(is_recipe(o) or is_fedjob(o) or is_env(o) for o in objects)
-    return built or any(c.method in RECIPE_RUNS + FEDJOB_RUNS for c in calls)
+    return "built" if built or trains or any(c.method in RECIPE_RUNS + FEDJOB_RUNS for c in calls) else ""
 
 
 def _unsupported_class(obj: Any) -> str | None:
@@ -100,10 +107,11 @@ def analyze(walk: Any) -> Surface:
     ambiguous = [b for b in walk.branches if not b.resolved and b.touched_surface]
     if ambiguous:
         b = ambiguous[0]
-        if b.kind == "loop":
+        if b.kind == "loop":  # a run in it may run any number of times: a dry run sees the first
             return Surface(
                 reason=f"a recipe/job/env is built or run inside a loop (line {b.line}); build and run exactly "
-                "one, outside loops, so every trial runs the same job"
+                "one, outside loops, so every trial runs the same job",
+                several_runs=b.touched_surface == "runs",
             )
         return Surface(
             reason=f"which recipe/job runs depends on a condition the importer cannot resolve (line {b.line}: "
@@ -121,7 +129,13 @@ def analyze(walk: Any) -> Surface:
     targets = list(dict.fromkeys(c.target for c in runs))
     if len(targets) > 1:
         names = ", ".join(t.name for t in targets)
-        return Surface(reason=f"job.py runs several recipes/jobs ({names}); keep one so a trial has one objective")
+        why = f"job.py runs several recipes/jobs ({names}); keep one so a trial has one objective"
+        return Surface(reason=why, several_runs=True)
+    trains = [c for c in runs if c.method in TRAINING_RUNS]
+    if len(trains) > 1:  # each run trains: the budget is not one run's
+        lines = ", ".join(str(c.line) for c in trains)
+        why = f"job.py runs {targets[0].name} {len(trains)} times (lines {lines}); run it once so a trial trains once"
+        return Surface(reason=why, several_runs=True)
     return _describe_target(targets[0], runs, walk)
 
 
@@ -168,7 +182,7 @@ def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
     nested = [v for v in target.kwargs.values() if hasattr(v, "cls") and (is_recipe(v) or is_fedjob(v))]
     if nested:
         return Surface(reason=f"{target.name} nests another application ({nested[0].name}); Auto-FL cannot budget it")
-    executes = [c for c in runs if c.method in ("execute", "run", "simulator_run")]
+    executes = [c for c in runs if c.method in TRAINING_RUNS]
     chosen = executes[-1] if executes else runs[-1]
     surface = Surface(
         "supported", target=target, run_call=chosen.method, run_line=chosen.line, run_control=chosen.control

@@ -20,6 +20,7 @@ from .values import (
     ClassRef,
     Val,
     cause,
+    elements,
     known,
     merge_flags,
     source_text,
@@ -165,7 +166,9 @@ class UncertainPaths:
     def _ev_ListComp(self, node: Any) -> Any:
         """Not evaluated. One that calls something is walked once, its variables unresolved, for what the calls run
         (what they rebind is unresolved)."""
-        value = super()._ev_ListComp(node)
+        first = self.ev(node.generators[0].iter)
+        value = super()._ev_ListComp(node, first)
+        once = len(node.generators) == 1 and len(elements(first) or "many") <= 1  # its body runs at most once
         if any(isinstance(n, ast.Call) for n in ast.walk(node)):
             why = f"a comprehension at line {node.lineno} runs it any number of times"
             before, note = self._held(), BranchNote(node.lineno, "comprehension", False, kind="loop")
@@ -181,7 +184,7 @@ class UncertainPaths:
                     self.ev(part)
             finally:
                 self.scopes = saved
-            note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
+            note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:], once)
             self._unsettle_rebound(before, why, merge_flags(value))
             body = ast.FunctionDef(
                 "<comprehension>", ast.arguments([], [], None, [], [], None, []), [ast.Expr(node)], []

@@ -447,7 +447,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
                 for item in items:
                     self.bind(stmt.target, item)
                     self.walk_block(stmt.body)
-            note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
+            note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:], True)
         breaks = any(isinstance(node, ast.Break) for part in stmt.body for node in ast.walk(part))
         if breaks and stmt.orelse:  # `else:` runs only when no `break` left the loop
             why = f"the loop at line {stmt.lineno} may leave by break, skipping its else clause"
