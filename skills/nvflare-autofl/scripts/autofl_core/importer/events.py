@@ -107,6 +107,7 @@ class WalkResult:
 
 
 SET_PER_SITE_CONFIG = "set_per_site_config"
+UNSEEN_RUN = "<a run not followed>"  # the method of a call event: code the walk does not follow may run the object
 
 
 def set_per_site(recipe: Obj, config: Any) -> Val:

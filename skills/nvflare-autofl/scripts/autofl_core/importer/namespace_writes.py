@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from . import argparse_flow as ap
-from .events import FuncRef, MethodCall, Obj
+from .events import UNSEEN_RUN, FuncRef, MethodCall, Obj
 from .values import Bag, Builtin, ClassRef, Val, merge_flags, unresolved
 
 WRITING_BUILTINS = {"setattr", "delattr"}
@@ -47,8 +47,9 @@ class NamespaceWrites:
                 [*obj.args, *obj.kwargs.values()], node, f"written through {obj.name}(...) at line {node.lineno}"
             )
 
-    def _stale(self, given: list, node: ast.AST, what: str) -> None:
-        """Every option, item or constructor argument of what `given` holds is unresolved: `what` may change it."""
+    def _stale(self, given: list, node: ast.AST, what: str, runs: bool = True) -> None:
+        """Every option, item or constructor argument of what `given` holds is unresolved: `what` may change it,
+        send it anything, and (`runs`) run it."""
         why = f"{what}, which is not followed statically and may change it"
         for value in given:
             for held in _held(value):
@@ -63,6 +64,8 @@ class NamespaceWrites:
                         held.kwargs = {k: self._unsettled(v, node, said) for k, v in held.kwargs.items()}
                         unseen = [self._unsettled(None, node, said)] * 2  # it may send anything to any site
                         self.out.calls.append(MethodCall(held, "to", unseen, {}, node.lineno, self.control))
+                        if runs:
+                            self.out.calls.append(MethodCall(held, UNSEEN_RUN, [], {}, node.lineno, self.control))
                 else:
                     self._changed(held, why, node, [])
 

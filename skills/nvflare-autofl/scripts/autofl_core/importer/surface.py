@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import recipes
+from .events import UNSEEN_RUN
 from .values import ENV_PREFIX, HIGH, Val, describe, merge_flags
 
 ENV_CLASSES = ("SimEnv", "PocEnv", "ProdEnv")
@@ -139,8 +140,22 @@ def analyze(walk: Any) -> Surface:
     return _describe_target(targets[0], runs, walk)
 
 
+def _run_unseen(walk: Any) -> Surface | None:
+    """A recipe or job given to code the reading does not follow, which may run it: a dry run sees its first run
+    only."""
+    unseen = [c for c in walk.calls if c.method == UNSEEN_RUN and (is_recipe(c.target) or is_fedjob(c.target))]
+    if not unseen:
+        return None
+    name, line = unseen[0].target.name, unseen[0].line
+    why = f"{name} is given at line {line} to code the reading does not follow, which may run it any number of times"
+    return Surface(reason=why + "; run it once in job.py's own code", several_runs=True)
+
+
 def _no_run_reason(walk: Any) -> Surface:
     built = [o for o in walk.objects if is_recipe(o) or is_fedjob(o)]
+    unseen = _run_unseen(walk) if built else None
+    if unseen is not None:
+        return unseen
     if built:
         verdict = _unsupported_class(built[0])
         if verdict:
@@ -182,6 +197,9 @@ def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
     nested = [v for v in target.kwargs.values() if hasattr(v, "cls") and (is_recipe(v) or is_fedjob(v))]
     if nested:
         return Surface(reason=f"{target.name} nests another application ({nested[0].name}); Auto-FL cannot budget it")
+    unseen = _run_unseen(walk)
+    if unseen is not None:
+        return unseen
     executes = [c for c in runs if c.method in TRAINING_RUNS]
     chosen = executes[-1] if executes else runs[-1]
     surface = Surface(

@@ -25,7 +25,7 @@ from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
 from .namespace_writes import NamespaceWrites, given_to, known_wrapper
-from .surface import FEDJOB_RUNS, RECIPE_RUNS, touches_surface
+from .surface import FEDJOB_RUNS, RECIPE_RUNS, TRAINING_RUNS, touches_surface
 from .targets import dunder
 from .uncertain import UncertainPaths, with_flags
 from .values import (
@@ -120,7 +120,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         if isinstance(base, ap.Namespace):
             return ap.namespace_attribute(base, attr)
         if isinstance(base, ap.Parser) and attr not in real_parser.READ_ONLY or _opened(base, attr):
-            self._stale([base], node, f"{source_text(node)} at line {node.lineno}")
+            runs = dunder(attr) or attr not in BOUND or attr in TRAINING_RUNS  # `job.to` sends, it does not run
+            self._stale([base], node, f"{source_text(node)} at line {node.lineno}", runs)
         if _mutator_of(base, attr):  # `update = vars(args).update`: whoever calls it changes the container
             self._changed(base, f"{source_text(node)} read at line {node.lineno}", node, [])
         if isinstance(base, (ModuleRef, ClassRef)):
