@@ -103,7 +103,7 @@ def test_a_recipe_built_in_a_loop_is_refused_with_the_loop_line(loop, line):
 def test_loop_notes_record_kind_and_line():
     walk = Walker([]).run(ast.parse("import os\nwhile os.environ['A']:\n    x = 1\nfor i in [1]:\n    y = i\n"))
     notes = [(b.line, b.test, b.resolved, b.kind, b.touched_surface) for b in walk.branches]
-    assert notes == [(3, "loop body", False, "loop", False), (5, "loop body", False, "loop", False)]
+    assert notes == [(3, "loop body", False, "loop", ""), (5, "loop body", False, "loop", "")]
 
 
 def test_unpacking():

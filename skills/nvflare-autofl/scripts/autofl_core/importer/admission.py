@@ -22,6 +22,7 @@ BUDGET_CONFLICT = "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
 SCHEMA_BUDGET_MISMATCH = "AUTOFL_SCHEMA_BUDGET_MISMATCH"
 UNISOLATED_WORKSPACE = "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"
 WOULD_RAISE = "AUTOFL_RECIPE_WOULD_RAISE"
+SEVERAL_RUNS = "AUTOFL_SEVERAL_RUNS"  # not settled by a dry run: it stops at the first run
 SETTLED_BY_RUNNING = {  # a recorded run names the job, its budget, its key metric and its simulator folder
     UNSUPPORTED,
     EMPTY_BUDGET,
@@ -174,7 +175,8 @@ def admission_errors(config: dict, requested_metric: str | None = None) -> list[
     errors = _input_errors(config)
     support = (config.get("import") or {}).get("support") or {}
     if support.get("status") != "supported":
-        return [_error(UNSUPPORTED, f"job.py is not supported: {support.get('reason')}")] + errors
+        code = SEVERAL_RUNS if support.get("several_runs") else UNSUPPORTED
+        return [_error(code, f"job.py is not supported: {support.get('reason')}")] + errors
     errors += [_error(WOULD_RAISE, reason) for reason in (config.get("import") or {}).get("would_raise") or []]
     workspace = (config.get("environment") or {}).get("simulator_workspace")  # neither the variable nor mappable
     if workspace and not workspace.get("reads_root_variable") and not literal_workspace(config):

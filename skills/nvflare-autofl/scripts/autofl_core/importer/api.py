@@ -260,7 +260,11 @@ def read_source(
         },
         "fixed_budget": budget,
         "import": {
-            "support": {"reason": surface.reason or f"recognized {surface.pattern} pattern", "status": surface.status},
+            "support": {
+                "reason": surface.reason or f"recognized {surface.pattern} pattern",
+                "status": surface.status,
+                **({"several_runs": True} if surface.several_runs else {}),
+            },
             "would_raise": would_raise(surface, budget),
         },
         "importer_version": IMPORTER_VERSION,

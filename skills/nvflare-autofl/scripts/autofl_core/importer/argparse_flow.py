@@ -127,6 +127,7 @@ class Parser:
     set_defaults: dict[str, Val] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     label: str = "ArgumentParser"
+    changed: str = ""  # why code the reading does not follow may have changed its options (the parse is unknown)
 
 
 @dataclass(eq=False)

@@ -123,6 +123,10 @@ def recipe_budget(surface: Any) -> dict:
 
 def _env_clients(surface: Any) -> dict:
     env = surface.env
+    given = [*surface.run_args, *surface.run_kwargs.values()][:1]
+    if env is None and given and surface.run_call in ("execute", "run"):  # `execute(make_env())`: clients unknown
+        why = getattr(given[0], "reason", None) or getattr(given[0], "origin", None) or "not an env the reading knows"
+        return _missing(f"the env given to {surface.run_call}() at line {surface.run_line}: {why}", "env")
     if env is None:
         return _not_applicable(f"no simulation env: job.py calls {surface.run_call}(); clients come from deployment")
     if env.name == "ProdEnv":
@@ -150,10 +154,15 @@ def _count(val: Any, source: str, control: tuple[str, ...]) -> dict:
 def fedjob_budget(surface: Any) -> dict:
     job = surface.target
     names = ("FedAvg", "ScatterAndGather")
-    controller = next((c for c in surface.components if "num_rounds" in c.kwargs or c.name in names), None)
+    controllers = [c for c in surface.components if "num_rounds" in c.kwargs or c.name in names]
+    controller = controllers[0] if controllers else None
     control = job.control + surface.run_control
     budget = {}
-    if "num_rounds" in job.kwargs:
+    if len(controllers) > 1:  # NVFLARE runs the server's workflows one after the other
+        lines = ", ".join(str(c.line) for c in controllers)
+        why = f"{len(controllers)} controllers (lines {lines}) run one after the other: the rounds add up; send one"
+        budget["num_rounds"] = _missing(why, "FedJob")
+    elif "num_rounds" in job.kwargs:
         budget["num_rounds"] = _field(job, "num_rounds", control)
     elif controller is not None:
         budget["num_rounds"] = _field(controller, "num_rounds", control + controller.control)

@@ -194,12 +194,12 @@ class ExpressionEvaluator:
             return unresolved(node, "container too large")
         return computed(node, value, items)
 
-    def _ev_ListComp(self, node: Any) -> Val:
+    def _ev_ListComp(self, node: Any, first: Any = None) -> Val:
         """Not evaluated: unresolved naming the line (or the run-time input it reads), keeping the flags of what it
-        reads from outside."""
+        reads from outside. `first`: the first sequence it iterates, when the caller evaluated it."""
         comps = [n for n in ast.walk(node) if isinstance(n, ast.comprehension)]
         bound = {n.id for c in comps for n in ast.walk(c.target) if isinstance(n, ast.Name)}
-        named, read = [self.ev(node.generators[0].iter)], []
+        named, read = [self.ev(node.generators[0].iter) if first is None else first], []
         for sub in ast.walk(node):
             if (isinstance(sub, ast.Subscript) and source_text(sub.value) == "os.environ") or (
                 isinstance(sub, ast.Call) and source_text(sub.func) in ENV_READERS

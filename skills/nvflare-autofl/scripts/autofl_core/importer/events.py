@@ -88,7 +88,7 @@ class BranchNote:
     line: int
     test: str
     resolved: bool
-    touched_surface: bool = False
+    touched_surface: str = ""  # "runs" when a recipe/job is run in it, "built" when one is only built or given
     kind: str = "if"
 
 
@@ -107,6 +107,7 @@ class WalkResult:
 
 
 SET_PER_SITE_CONFIG = "set_per_site_config"
+UNSEEN_RUN = "<a run not followed>"  # the method of a call event: code the walk does not follow may run the object
 
 
 def set_per_site(recipe: Obj, config: Any) -> Val:

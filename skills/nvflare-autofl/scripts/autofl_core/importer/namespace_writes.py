@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from . import argparse_flow as ap
-from .events import FuncRef, Obj
+from .events import UNSEEN_RUN, FuncRef, MethodCall, Obj
 from .values import Bag, Builtin, ClassRef, Val, merge_flags, unresolved
 
 WRITING_BUILTINS = {"setattr", "delattr"}
@@ -35,7 +35,7 @@ class NamespaceWrites:
     def _given_away(self, code: Any, given: list, node: ast.Call) -> None:
         """What `code` is given, when the walk does not follow `code` and cannot show it harmless, or a callable
         among `given` may call back: every option, item or argument it holds is unresolved, naming the call."""
-        if _harmless(code) and not any(_may_call_back(g) for g in given):
+        if _harmless(code) and not any(_may_call_back(g) for g in given) and not _opens(code, given):
             return
         self._stale(given, node, given_to(node))
 
@@ -47,18 +47,25 @@ class NamespaceWrites:
                 [*obj.args, *obj.kwargs.values()], node, f"written through {obj.name}(...) at line {node.lineno}"
             )
 
-    def _stale(self, given: list, node: ast.AST, what: str) -> None:
-        """Every option, item or constructor argument of what `given` holds is unresolved: `what` may change it."""
+    def _stale(self, given: list, node: ast.AST, what: str, runs: bool = True) -> None:
+        """Every option, item or constructor argument of what `given` holds is unresolved: `what` may change it,
+        send it anything, and (`runs`) run it."""
         why = f"{what}, which is not followed statically and may change it"
         for value in given:
             for held in _held(value):
-                if isinstance(held, ap.Namespace):
+                if isinstance(held, ap.Parser):
+                    held.changed = f"its parser is {why}"
+                elif isinstance(held, ap.Namespace):
                     held.values.update({k: self._unsettled(v, node, why) for k, v in held.values.items()})
                 elif isinstance(held, Obj):
                     if not _standard(held.cls):  # a str, path or logger the standard library made holds no budget
                         said = f"{held.name}(...) is {why}"
                         held.args = [self._unsettled(v, node, said) for v in held.args]
                         held.kwargs = {k: self._unsettled(v, node, said) for k, v in held.kwargs.items()}
+                        unseen = [self._unsettled(None, node, said)] * 2  # it may send anything to any site
+                        self.out.calls.append(MethodCall(held, "to", unseen, {}, node.lineno, self.control))
+                        if runs:
+                            self.out.calls.append(MethodCall(held, UNSEEN_RUN, [], {}, node.lineno, self.control))
                 else:
                     self._changed(held, why, node, [])
 
@@ -75,6 +82,12 @@ def _harmless(code: Any) -> bool:
     if isinstance(code, Builtin):
         return code.name not in WRITING_BUILTINS
     return _standard(code) and code.qualname.split(".")[0] not in CALLING_BACK or _nvflare(code)
+
+
+def _opens(code: Any, given: list) -> bool:
+    """`vars(env)`, `getattr(job, "to")`: an object's attributes or methods handed out to code not followed."""
+    opened = any(isinstance(g, (Obj, ap.Parser)) for g in given)
+    return isinstance(code, Builtin) and code.name in ("vars", "getattr") and opened
 
 
 def _may_call_back(value: Any) -> bool:
@@ -110,7 +123,7 @@ def _held(value: Any, depth: int = 0) -> list:
     if depth > 8:
         return []
     inner = value.items if isinstance(value, Bag) else value.value if isinstance(value, Val) else None
-    if isinstance(value, (ap.Namespace, Obj, FuncRef)):
+    if isinstance(value, (ap.Namespace, ap.Parser, Obj, FuncRef)):
         return [value]
     if isinstance(inner, dict):
         inner = list(inner.values())

@@ -27,7 +27,7 @@ from .argparse_flow import (
     build_namespace,
     fromfile_tokens,
 )
-from .values import HIGH, Bag, Val, known, unresolved
+from .values import HIGH, Bag, Val, known, merge_flags, unresolved
 
 _KNOWN_ONLY = {"parse_known_args", "parse_known_intermixed_args"}
 _NO_VALUE = object()  # the const of every option in a lookup parser: the token carried no value
@@ -186,19 +186,25 @@ def select(parser: Parser, token: str) -> tuple[Flag | None, str | None, str | N
     return parsed.given[0], (None if inline is _NO_VALUE else inline), None
 
 
+READING_METHODS = {"print_help", "print_usage", "format_help", "format_usage", "get_default", "error", "exit"}
+READ_ONLY = READING_METHODS | {"prog", "usage", "description", "epilog", "add_help", "allow_abbrev", "exit_on_error"}
+
+
 def parser_method(
     parser: Parser, method: str, args: list, kwargs: dict, node: ast.Call, base_args: list[str], out: Any
 ) -> Any:
     """Evaluate `parser.<method>(...)`: record arguments, or return the namespace parse_args() yields."""
-    if method == "add_argument":
+    if method == "add_argument":  # the action it returns: what writes through it writes the parser
         add_argument(parser, args, kwargs, node.lineno)
-        return Val(None, HIGH)
+        return parser
     if method in ("add_argument_group", "add_mutually_exclusive_group"):
         return parser
     if method == "set_defaults":
         parser.set_defaults.update({k: v for k, v in kwargs.items() if isinstance(v, Val)})
         return Val(None, HIGH)
     if method not in PARSE_METHODS:
+        if method not in READING_METHODS:  # `register(...)`, `_add_action(...)`: the parse is not known
+            parser.changed = f"ArgumentParser.{method}() at line {node.lineno}, which is not followed statically"
         return unresolved(node, f"ArgumentParser.{method}() is not evaluated")
     known_only = "known" in method
     explicit = args[0] if args else kwargs.get("args")
@@ -210,6 +216,8 @@ def parser_method(
     if not fromfile_tokens(parser.fromfile_prefix_chars, base_args):  # admission names those itself
         out.base_args_errors.extend(e for e in parsed.errors if e not in out.base_args_errors)
     namespace = build_namespace(parser, parsed.values)
+    if parser.changed:
+        namespace.values = {k: unresolved(node, parser.changed, merge_flags(v)) for k, v in namespace.values.items()}
     out.namespaces.append(namespace)
     if known_only:
         return Bag([namespace, unresolved(node, "unknown command-line arguments")])

@@ -267,6 +267,9 @@ def budget(record: DryRunRecord) -> dict[str, dict]:
     attrs = record.recipe_attrs
     out = {}
     rounds = _values(record, "num_rounds")
+    for server in _configs(record, "config_fed_server"):  # its workflows run one after the other, each its rounds
+        each = [w["num_rounds"] for w in _args_of(_listed(server, "workflows")) if "num_rounds" in w]
+        rounds = each if len(each) > 1 else rounds
     if len(rounds) == 1:
         out["num_rounds"] = _entry(rounds[0], "dry run: the exported job's num_rounds")
     elif rounds:

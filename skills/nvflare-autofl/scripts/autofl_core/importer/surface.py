@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import recipes
+from .events import UNSEEN_RUN
 from .values import ENV_PREFIX, HIGH, Val, describe, merge_flags
 
 ENV_CLASSES = ("SimEnv", "PocEnv", "ProdEnv")
 RECIPE_RUNS = ("execute", "run", "export")
 FEDJOB_RUNS = ("simulator_run", "export_job")
+TRAINING_RUNS = ("execute", "run", "simulator_run")
 NESTED_CLASSES = {  # job classes (not recipes: those are classified in the recipe table)
     "FlowerJob": "it runs a nested Flower application",
     "CCWFJob": "it runs a client-controlled workflow application",
@@ -53,6 +55,7 @@ class Surface:
     run_args: list = field(default_factory=list)
     site_targets: list = field(default_factory=list)  # FedJob client targets of to()/to_clients(), in call order
     run_control: tuple = ()  # job options of the branches under which the run call was made
+    several_runs: bool = False  # job.py trains more than once: a dry run, which stops at the first, cannot settle it
 
 
 def is_recipe(obj: Any) -> bool:
@@ -68,10 +71,15 @@ def is_env(obj: Any) -> bool:
     return obj.name in ENV_CLASSES
 
 
-def touches_surface(objects: list, calls: list) -> bool:
-    """True when these events build or run a recipe/job/env (used to flag ambiguous branches)."""
+def touches_surface(objects: list, calls: list, once: bool = False) -> str:
+    """What these events do to a recipe or job (flags ambiguous branches): "runs" when they may train one more than
+    once (`once`: they are every pass's, or the one pass's), "built" when they build, export, give or train one
+    once, else ""."""
+    trains = [c for c in calls if c.method in TRAINING_RUNS]
+    if len(trains) > 1 or (trains and not once):
+        return "runs"
     built = any(is_recipe(o) or is_fedjob(o) or is_env(o) for o in objects)
-    return built or any(c.method in RECIPE_RUNS + FEDJOB_RUNS for c in calls)
+    return "built" if built or trains or any(c.method in RECIPE_RUNS + FEDJOB_RUNS for c in calls) else ""
 
 
 def _not_training(obj: Any) -> Surface | None:
@@ -104,10 +112,11 @@ def analyze(walk: Any) -> Surface:
         return Surface(reason=walk.problems[0] + STATIC_LIMIT)
     b = next((b for b in walk.branches if not b.resolved and b.touched_surface), None)  # the first ambiguous one
     if b is not None:
-        if b.kind == "loop":
+        if b.kind == "loop":  # a run in it may run any number of times: a dry run sees the first
             return Surface(
                 reason=f"a recipe/job/env is built or run inside a loop (line {b.line}); build and run exactly "
-                "one, outside loops, so every trial runs the same job"
+                "one, outside loops, so every trial runs the same job",
+                several_runs=b.touched_surface == "runs",
             )
         return Surface(
             reason=f"which recipe/job runs depends on a condition the importer cannot resolve (line {b.line}: "
@@ -125,12 +134,32 @@ def analyze(walk: Any) -> Surface:
     targets = list(dict.fromkeys(c.target for c in runs))
     if len(targets) > 1:
         names = ", ".join(t.name for t in targets)
-        return Surface(reason=f"job.py runs several recipes/jobs ({names}); keep one so a trial has one objective")
+        why = f"job.py runs several recipes/jobs ({names}); keep one so a trial has one objective"
+        return Surface(reason=why, several_runs=True)
+    trains = [c for c in runs if c.method in TRAINING_RUNS]
+    if len(trains) > 1:  # each run trains: the budget is not one run's
+        lines = ", ".join(str(c.line) for c in trains)
+        why = f"job.py runs {targets[0].name} {len(trains)} times (lines {lines}); run it once so a trial trains once"
+        return Surface(reason=why, several_runs=True)
     return _describe_target(targets[0], runs, walk)
+
+
+def _run_unseen(walk: Any) -> Surface | None:
+    """A recipe or job given to code the reading does not follow, which may run it: a dry run sees its first run
+    only."""
+    unseen = [c for c in walk.calls if c.method == UNSEEN_RUN and (is_recipe(c.target) or is_fedjob(c.target))]
+    if not unseen:
+        return None
+    name, line = unseen[0].target.name, unseen[0].line
+    why = f"{name} is given at line {line} to code the reading does not follow, which may run it any number of times"
+    return Surface(reason=why + "; run it once in job.py's own code", several_runs=True)
 
 
 def _no_run_reason(walk: Any) -> Surface:
     built = [o for o in walk.objects if is_recipe(o) or is_fedjob(o)]
+    unseen = _run_unseen(walk) if built else None
+    if unseen is not None:
+        return unseen
     if built:
         if refused := _not_training(built[0]):
             return refused
@@ -170,7 +199,10 @@ def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
     nested = [v for v in target.kwargs.values() if hasattr(v, "cls") and (is_recipe(v) or is_fedjob(v))]
     if nested:
         return Surface(reason=f"{target.name} nests another application ({nested[0].name}); Auto-FL cannot budget it")
-    executes = [c for c in runs if c.method in ("execute", "run", "simulator_run")]
+    unseen = _run_unseen(walk)
+    if unseen is not None:
+        return unseen
+    executes = [c for c in runs if c.method in TRAINING_RUNS]
     chosen = executes[-1] if executes else runs[-1]
     surface = Surface(
         "supported", target=target, run_call=chosen.method, run_line=chosen.line, run_control=chosen.control

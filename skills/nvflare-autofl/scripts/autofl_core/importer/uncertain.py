@@ -9,7 +9,7 @@ import ast
 from typing import Any
 
 from . import argparse_flow as ap
-from . import targets, values
+from . import targets
 from .evaluate import computed
 from .events import BranchNote, FuncRef, Obj, PathEnd
 from .surface import touches_surface
@@ -18,14 +18,16 @@ from .values import (
     MEDIUM,
     Bag,
     ClassRef,
-    ModuleRef,
     Val,
     cause,
+    elements,
     known,
     merge_flags,
     source_text,
     unresolved,
 )
+
+READING_BUILTINS = set("len list tuple set sorted str print enumerate zip range min max sum any all".split())
 
 
 class UncertainPaths:
@@ -36,30 +38,36 @@ class UncertainPaths:
         reach is unresolved."""
         for value in values:
             if isinstance(value, FuncRef):
-                self._reaches(value, f"{value.node.name}() is handed to a call at line {node.lineno} not followed")
+                self._reaches(value, node, f"{value.node.name}() given to a call at line {node.lineno}")
 
-    def _reaches(self, func: FuncRef, why: str) -> None:
-        """A call not followed may change what the function reaches outside itself: every outer name it sets an item
-        or attribute on, or calls a mutating method of, is unresolved (`why`)."""
-        touched = set()
-        for node in ast.walk(func.node):
-            if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                touched.add(node)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr in set().union(*values.MUTATORS.values()):
-                    touched.add(node.func.value)
-        for item in touched:
-            while isinstance(item, (ast.Attribute, ast.Subscript, ast.Call)):
-                item = item.func if isinstance(item, ast.Call) else item.value
-            name = getattr(item, "id", None)
-            for frame in func.closure:
-                if name in frame:
-                    value = frame[name]
-                    if isinstance(value, ap.Namespace):
-                        value.values.update(dict.fromkeys(value.values, unresolved(ast.Name(name), why)))
-                    elif not isinstance(value, (FuncRef, ModuleRef, ClassRef, Obj, ap.Parser)):
-                        frame[name] = unresolved(ast.Name(name), why)
-                    break
+    def _reaches(self, func: FuncRef, node: ast.AST, what: str) -> None:
+        """A call not followed may run the function, and through it every function and class of job.py it names:
+        whatever any of them reads from outside itself that a call could change (a namespace, a container, an
+        object) is unresolved, naming `what`; an option only read as `args.name` (not a container) stays."""
+        seen, todo = set(), [func]
+        while todo:
+            current = todo.pop()
+            if id(current.node) in seen:
+                continue
+            seen.add(id(current.node))
+            for name, uses in _outer_uses(current.node).items():
+                frame = next((scope for scope in current.closure if name in scope), None)
+                if frame is None:
+                    continue
+                value = frame[name]
+                todo += self._functions_in(value)
+                if not all(_only_read(use, value) for use in uses):
+                    self._stale([value], node, what)
+
+    def _functions_in(self, value: Any, depth: int = 0) -> list[FuncRef]:
+        """The functions of job.py that `value` can run: itself, a class's or an object's methods, a Bag's items'."""
+        if isinstance(value, FuncRef):
+            return [value]
+        if isinstance(value, (ClassRef, Obj)):
+            return list(self.methods.get(id(value.cls if isinstance(value, Obj) else value), ()))
+        if isinstance(value, Bag) and depth < 8:
+            return [f for item in value.items for f in self._functions_in(item, depth + 1)]
+        return []
 
     def _undecided(self, sides: list[list[ast.stmt]], note: BranchNote, test: Any, why: str) -> None:
         """The sides of a condition the reading cannot resolve, walked one after the other for what they build and
@@ -158,7 +166,9 @@ class UncertainPaths:
     def _ev_ListComp(self, node: Any) -> Any:
         """Not evaluated. One that calls something is walked once, its variables unresolved, for what the calls run
         (what they rebind is unresolved)."""
-        value = super()._ev_ListComp(node)
+        first = self.ev(node.generators[0].iter)
+        value = super()._ev_ListComp(node, first)
+        once = len(node.generators) == 1 and len(elements(first) or "many") <= 1  # its body runs at most once
         if any(isinstance(n, ast.Call) for n in ast.walk(node)):
             why = f"a comprehension at line {node.lineno} runs it any number of times"
             before, note = self._held(), BranchNote(node.lineno, "comprehension", False, kind="loop")
@@ -174,8 +184,12 @@ class UncertainPaths:
                     self.ev(part)
             finally:
                 self.scopes = saved
-            note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
+            note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:], once)
             self._unsettle_rebound(before, why, merge_flags(value))
+            body = ast.FunctionDef(
+                "<comprehension>", ast.arguments([], [], None, [], [], None, []), [ast.Expr(node)], []
+            )
+            self._reaches(FuncRef(body, list(self.scopes)), node, f"a comprehension at line {node.lineno}")
         return value
 
     _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
@@ -273,3 +287,39 @@ def with_flags(value: Any, flags: tuple[str, ...]) -> Any:
         return value
     confidence = MEDIUM if value.confidence == HIGH else value.confidence
     return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
+
+
+def _outer_uses(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[tuple[ast.Name, ast.AST | None]]]:
+    """Each name a function loads, with each use and the node around it (its parameters' names included: a
+    parameter that shadows an outer name makes the reading coarser, never wrong)."""
+    parents = {id(child): parent for parent in ast.walk(func) for child in ast.iter_child_nodes(parent)}
+    uses: dict[str, list[tuple[ast.Name, ast.AST | None]]] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            uses.setdefault(node.id, []).append((node, parents.get(id(node))))
+    return uses
+
+
+def _only_read(use: tuple[ast.Name, ast.AST | None], value: Any) -> bool:
+    """True when the use cannot change `value`: a function called by name, an option of the namespace that is not
+    a container read as `args.name`, a container of plain items iterated or read by a builtin that only reads."""
+    name, around = use
+    if isinstance(value, ap.Parser):
+        return False
+    if isinstance(value, FuncRef):
+        return isinstance(around, ast.Call) and around.func is name
+    if isinstance(value, ap.Namespace):
+        if not isinstance(around, ast.Attribute) or not isinstance(around.ctx, ast.Load) or targets.dunder(around.attr):
+            return False
+        option = value.values.get(around.attr)
+        return isinstance(option, Val) and not isinstance(option.value, (list, dict, set))
+    if isinstance(value, Val) and isinstance(value.value, (list, dict, set)):
+        iterated = isinstance(around, (ast.comprehension, ast.For)) and around.iter is name
+        read = isinstance(around, ast.Call) and isinstance(around.func, ast.Name) and around.func.id in READING_BUILTINS
+        return _flat(value.value) and (iterated or read)
+    return not isinstance(value, (Bag, Obj))
+
+
+def _flat(held: list | dict | set) -> bool:
+    """A container whose items cannot change: iterating it or reading it hands out nothing to write."""
+    return isinstance(held, dict) or not any(isinstance(item, (list, dict, set)) for item in held)

@@ -25,7 +25,7 @@ from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import call_kind
 from .namespace_writes import NamespaceWrites, given_to, known_wrapper
-from .surface import RECIPE_RUNS, touches_surface
+from .surface import FEDJOB_RUNS, RECIPE_RUNS, TRAINING_RUNS, touches_surface
 from .targets import dunder
 from .uncertain import UncertainPaths, with_flags
 from .values import (
@@ -119,6 +119,11 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             self._stale([base], node, f"{source_text(node)} at line {node.lineno}")
         if isinstance(base, ap.Namespace):
             return ap.namespace_attribute(base, attr)
+        if isinstance(base, ap.Parser) and attr not in real_parser.READ_ONLY or _opened(base, attr):
+            runs = dunder(attr) or attr not in BOUND or attr in TRAINING_RUNS  # `job.to` sends, it does not run
+            self._stale([base], node, f"{source_text(node)} at line {node.lineno}", runs)
+        if _mutator_of(base, attr):  # `update = vars(args).update`: whoever calls it changes the container
+            self._changed(base, f"{source_text(node)} read at line {node.lineno}", node, [])
         if isinstance(base, (ModuleRef, ClassRef)):
             return ClassRef(attr, f"{base.qualname}.{attr}", dynamic=getattr(base, "dynamic", False))
         if isinstance(base, Obj):
@@ -153,7 +158,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         self._handed_over([*args, *kwargs.values()], node)
         self._given_away(callee, [*args, *kwargs.values()], node)
         for method in self.methods.get(id(callee), ()):  # a class of job.py: its methods are not followed
-            self._reaches(method, f"{callee.name}() at line {node.lineno} runs code of job.py not followed statically")
+            self._reaches(method, node, f"code of job.py run by {callee.name}() at line {node.lineno}")
         if isinstance(callee, Builtin):
             return call_builtin(callee, args, kwargs, node)
         if isinstance(callee, ClassRef) and not callee.dynamic:
@@ -229,7 +234,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
     def _invoke(self, func: FuncRef, args: list, kwargs: dict, node: ast.Call) -> Any:
         if len(self.stack) >= MAX_DEPTH or any(f is func for f, _ in self.stack):
             why = f"call of {func.node.name}() is too deep or recursive"
-            self._reaches(func, why)
+            self._reaches(func, node, f"the {why} at line {node.lineno}")
             return unresolved(node, why)
         frame = self._bind(func, args, kwargs, node)
         self.stack.append((func, self.scopes))
@@ -398,6 +403,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
                 stale = self.with_control(unresolved(target, why, merge_flags(value)))
                 base.args = [stale for _ in base.args]  # one attribute may stand for another (clients, num_clients)
                 base.kwargs = {**dict.fromkeys(base.kwargs, stale), target.attr: stale}
+            elif isinstance(base, ap.Parser):  # `action.default = 9` (add_argument gives the parser)
+                self._stale([base], target, f"the attribute set at line {target.lineno}")
             elif isinstance(base, FuncRef):  # `f.__defaults__ = (9,)`: what the function returns is not known
                 self._changed(base, f"the attribute set at line {target.lineno}", target, [value])
 
@@ -441,7 +448,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
                 for item in items:
                     self.bind(stmt.target, item)
                     self.walk_block(stmt.body)
-            note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
+            note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:], True)
         breaks = any(isinstance(node, ast.Break) for part in stmt.body for node in ast.walk(part))
         if breaks and stmt.orelse:  # `else:` runs only when no `break` left the loop
             why = f"the loop at line {stmt.lineno} may leave by break, skipping its else clause"
@@ -467,12 +474,25 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 
 
 REFLECTION = ("exec", "eval", "globals", "locals")
+BOUND = {"to", "to_server", "to_clients", events.SET_PER_SITE_CONFIG, *RECIPE_RUNS, *FEDJOB_RUNS}  # read, not called
 REFUSED = {  # what the static reading refuses wherever it appears (a dry run follows it)
     ast.Global: "`global`",
     ast.Nonlocal: "`nonlocal`",
     ast.Match: "`match`",
     ast.NamedExpr: "`:=`",
 }
+
+
+def _opened(base: Any, attr: str) -> bool:
+    """`env.__dict__`, `send = job.to`: an object's attributes or a method the reading interprets, handed out."""
+    return isinstance(base, Obj) and (dunder(attr) or attr in BOUND)
+
+
+def _mutator_of(base: Any, attr: str) -> bool:
+    """True when `attr` of `base` is a method that changes it in place (`vars(args).update`, `sites.append`)."""
+    held = base.value if isinstance(base, Val) and base.resolved else base
+    kinds = (dict, list) if isinstance(held, Bag) else (type(held),)
+    return any(attr in values.MUTATORS.get(kind, ()) for kind in kinds)
 
 
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
