@@ -10,8 +10,10 @@ from typing import Any
 
 from . import argparse_flow as ap
 from . import targets, values
+from .builtins_eval import whole_environment
 from .evaluate import computed
 from .events import BranchNote, FuncRef, Obj, PathEnd
+from .inputs import ENV_READERS
 from .surface import touches_surface
 from .values import (
     HIGH,
@@ -136,10 +138,13 @@ class UncertainPaths:
         happen: what it rebinds is unresolved."""
         maybe = any(isinstance(n, ast.Call) for part in node.values[1:] for n in ast.walk(part))
         before = self._held() if maybe else []
-        value = super()._ev_BoolOp(node)
-        why = f"`and`/`or` at line {node.lineno} may stop before it"
-        self._unsettle_rebound(before, why, merge_flags(value))
-        return value
+        vals = [self.ev(v) for v in node.values]
+        flags = merge_flags(*vals)
+        self._unsettle_rebound(before, f"`and`/`or` at line {node.lineno} may stop before it", flags)
+        if not all(map(known, vals)):
+            return unresolved(node, cause(*vals) or "operand is not resolved", flags)
+        stop = isinstance(node.op, ast.Or)  # `or` stops at the first true operand, `and` at the first false one
+        return computed(node, next((v.value for v in vals[:-1] if bool(v.value) is stop), vals[-1].value), vals)
 
     def _ev_IfExp(self, node: ast.IfExp) -> Any:
         """`a if test else b`: the branch a known test picks; for another test both branches are walked for what
@@ -155,10 +160,24 @@ class UncertainPaths:
         self._unsettle_rebound(before, why, flags)
         return unresolved(node, cause(test) or "condition is not resolved", flags)
 
-    def _ev_ListComp(self, node: Any) -> Any:
-        """Not evaluated. One that calls something is walked once, its variables unresolved, for what the calls run
-        (what they rebind is unresolved)."""
-        value = super()._ev_ListComp(node)
+    def _ev_ListComp(self, node: Any) -> Val:
+        """Not evaluated: unresolved naming the line (or the run-time input it reads), keeping the flags of what it
+        reads from outside. One that calls something is walked once, its variables unresolved, for what the calls
+        run (what they rebind is unresolved)."""
+        comps = [n for n in ast.walk(node) if isinstance(n, ast.comprehension)]
+        bound = {n.id for c in comps for n in ast.walk(c.target) if isinstance(n, ast.Name)}
+        named, read = [self.ev(node.generators[0].iter)], []
+        for sub in ast.walk(node):
+            if (isinstance(sub, ast.Subscript) and source_text(sub.value) == "os.environ") or (
+                isinstance(sub, ast.Call) and source_text(sub.func) in ENV_READERS
+            ):
+                named.append(self.ev(sub))
+            elif (isinstance(sub, ast.Name) and sub.id not in bound) or (
+                isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id not in bound
+            ):
+                read.append(self.ev(sub))
+        why = whole_environment(named, node) or f"a comprehension at line {node.lineno} is not evaluated statically"
+        value = unresolved(node, cause(*named) or why, merge_flags(*named, *read))
         if any(isinstance(n, ast.Call) for n in ast.walk(node)):
             why = f"a comprehension at line {node.lineno} runs it any number of times"
             before, note = self._held(), BranchNote(node.lineno, "comprehension", False, kind="loop")
