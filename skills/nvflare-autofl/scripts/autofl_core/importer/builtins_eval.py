@@ -1,4 +1,5 @@
-"""Calls the static reading recognises without evaluating them: builtins, the environment readers, `os.path.*`.
+"""Calls the static reading recognises without evaluating them: builtins, and what the walker gives the environment
+readers (`env_read`) and `os.path.*` (`not_evaluated`).
 
 No builtin is computed but `range()` of known ints and `dict(key=value)`; the namespace readers (`vars(args)`,
 `getattr(args, "name")`) are followed; anything else is unresolved naming the line; environment reads are tagged
@@ -12,7 +13,6 @@ from contextlib import suppress
 from typing import Any
 
 from .argparse_flow import Namespace, namespace_attribute
-from .inputs import ENV_READERS
 from .values import (
     ENV_PREFIX,
     HIGH,
@@ -87,16 +87,6 @@ def _getattr(args: list[Any], node: ast.Call) -> Any:
         name = attr.value if literal else "<dynamic>"
         return ClassRef(name, f"{target.qualname}.{name}", dynamic=True)
     return unresolved(node, "getattr() on a run-time object")
-
-
-def call_qualified(ref: ClassRef, args: list[Any], node: ast.Call) -> Val | None:
-    """The environment readers (`os.getenv`, `os.environ.get`), and `os.path.*` (not evaluated: unresolved naming
-    the line, keeping its inputs' flags, so a path under the workspace root variable stays tagged); None otherwise."""
-    if ref.qualname in ENV_READERS:
-        return env_read(args[0] if args else None, node, args)
-    if ref.qualname.startswith("os.path."):
-        return not_evaluated(node, f"{ref.qualname}()", args)
-    return None
 
 
 def env_read(name: Any, node: ast.AST, args: list) -> Val:

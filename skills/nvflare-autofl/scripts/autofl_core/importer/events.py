@@ -1,6 +1,5 @@
 """What the walker records: functions, constructed objects, method calls and the branches it met; and `PathEnd`,
-how a walked path ends early (a `return` or a `raise`). A recipe's per-site config is kept on its `Obj`
-(`set_per_site`), for `recipe_raises` to tell whether NVFLARE would raise for want of one."""
+how a walked path ends early (a `return` or a `raise`)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from .inputs import describe_call
-from .values import HIGH, ClassRef, Val
+from .values import ClassRef
 
 
 @dataclass(eq=False)
@@ -104,12 +103,3 @@ class WalkResult:
     raises: list[int] = field(default_factory=list)  # lines of `raise` statements the walk reached
     ended_by: RaiseNote | None = None  # the `raise` that ended the walk (it propagated out of job.py)
     class_parsers: list[tuple[str, int]] = field(default_factory=list)  # (class, line) of classes that use argparse
-
-
-SET_PER_SITE_CONFIG = "set_per_site_config"
-
-
-def set_per_site(recipe: Obj, config: Any) -> Val:
-    """`set_per_site_config(recipe, config)` or `recipe.set_per_site_config(config)`: remember the sites."""
-    recipe.per_site = config
-    return Val(None, HIGH)

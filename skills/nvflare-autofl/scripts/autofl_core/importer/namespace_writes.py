@@ -1,7 +1,7 @@
 """Writes the walk cannot see as assignments, read by one coarse rule: the namespace (or a container or object)
 given to code the walk does not follow and cannot show harmless (`setattr` in any spelling, a dunder method, a
 class or function of job.py, another library's code) may be rebound by it, so everything it holds is unresolved,
-naming the call and its line. Calls that reach bindings (`exec`, `eval`, `globals()`) are a problem.
+naming the call and its line.
 `NamespaceWrites` is a part of `walker.Walker`, which provides `with_control`, `_changed` and the walk's record.
 """
 
@@ -23,15 +23,6 @@ CALLING_BACK = set(  # modules of the standard library whose functions write wha
 
 
 class NamespaceWrites:
-    def _not_followed(self, name: str, node: ast.Call) -> Val:
-        """Code built or bindings reached at run time (`exec`, `eval`, `globals()`, `locals()`) are not followed:
-        the walk reports a problem."""
-        self.out.problems.append(
-            f"job.py calls {name}() at line {node.lineno}, which reaches bindings or runs code the importer does not "
-            "follow statically"
-        )
-        return unresolved(node, f"{name}() at line {node.lineno} is not followed statically")
-
     def _given_away(self, code: Any, given: list, node: ast.Call) -> None:
         """What `code` is given, when the walk does not follow `code` and cannot show it harmless, or a callable
         among `given` may call back: every option, item or argument it holds is unresolved, naming the call."""
