@@ -327,7 +327,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 
     def _st_ClassDef(self, stmt: ast.ClassDef) -> None:
         bases = tuple(b for b in (self.ev(base) for base in stmt.bases) if isinstance(b, ClassRef))
-        init = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in stmt.body)
+        defs = [n for n in stmt.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        init = any(n.name == "__init__" for n in defs)
         if ap.uses_argparse(stmt):
             self.out.class_parsers.append((stmt.name, stmt.lineno))
         saved, own = self.scopes, {}
@@ -337,7 +338,6 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         finally:
             self.scopes = saved
         cls = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
-        defs = [n for n in stmt.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         self.methods[id(cls)] = [FuncRef(n, list(self.scopes)) for n in defs]  # decorated or not
         self.scopes[0][stmt.name] = cls
 
