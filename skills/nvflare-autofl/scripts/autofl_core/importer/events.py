@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import argparse_flow as ap
-from .inputs import describe_call
+from .inputs import DESCRIPTIONS, call_kind
 from .values import ClassRef
 
 
@@ -68,8 +68,10 @@ class Obj:
 
     @property
     def origin(self) -> str:
-        """What this object stands for when a data value was expected (names the run-time input)."""
-        return f"it comes from {describe_call(self.cls.qualname, self.line)}"
+        """What this object stands for when a data value was expected: `it comes from numpy.random.randint(...) at
+        line 12, which draws random numbers` (names the run-time input)."""
+        shown = self.cls.qualname.lstrip(".") or "a dynamic call"
+        return f"it comes from {shown}(...) at line {self.line}, {DESCRIPTIONS[call_kind(self.cls.qualname)]}"
 
 
 @dataclass

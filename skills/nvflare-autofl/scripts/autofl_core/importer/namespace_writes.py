@@ -61,11 +61,10 @@ class NamespaceWrites:
 def _harmless(code: Any) -> bool:
     """True for code that never rebinds what it is given: Python's builtins but `setattr`/`delattr`, NVFLARE's and
     the standard library's functions and classes (but `CALLING_BACK`), and the methods of their objects."""
-    if isinstance(code, Obj):
-        code = code.cls
-    if isinstance(code, Builtin):
-        return code.name not in WRITING_BUILTINS
-    return _standard(code) and code.qualname.split(".")[0] not in CALLING_BACK or _nvflare(code)
+    cls = code.cls if isinstance(code, Obj) else code
+    if isinstance(cls, Builtin):
+        return cls.name not in WRITING_BUILTINS
+    return known_wrapper(cls) and cls.qualname.split(".")[0] not in CALLING_BACK
 
 
 def _may_call_back(value: Any) -> bool:
@@ -80,19 +79,13 @@ def known_wrapper(code: Any) -> bool:
     """Python's builtins, and the standard library's and NVFLARE's functions and classes: a decorator of these gives
     back a function calling the one it wraps (`staticmethod`, `functools.lru_cache(...)`)."""
     cls = code.cls if isinstance(code, Obj) else code
-    if isinstance(cls, Builtin):
-        return True
-    return _standard(cls) or _nvflare(cls)
+    nvflare = isinstance(cls, ClassRef) and not cls.dynamic and cls.qualname.startswith("nvflare.")
+    return isinstance(cls, Builtin) or _standard(cls) or nvflare
 
 
 def _standard(cls: Any) -> bool:
     """A function or class of the standard library."""
     return isinstance(cls, ClassRef) and not cls.dynamic and cls.qualname.split(".")[0] in sys.stdlib_module_names
-
-
-def _nvflare(cls: Any) -> bool:
-    """A function or class of NVFLARE."""
-    return isinstance(cls, ClassRef) and not cls.dynamic and cls.qualname.startswith("nvflare.")
 
 
 def _held(value: Any, depth: int = 0) -> list:
