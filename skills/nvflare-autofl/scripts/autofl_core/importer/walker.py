@@ -425,10 +425,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         one side of a fork, its variable unresolved. Building or running a recipe/job/env in a loop fails closed."""
         over = not isinstance(stmt, ast.While)  # a `for`: over a sequence
         iterable = self.ev(stmt.iter) if over else None
-        leaves = {type(n) for part in stmt.body for n in ast.walk(part)} & {ast.Break, ast.Continue}
-        items = None if isinstance(iterable, Bag) and iterable.keys is not None else values.elements(iterable)
-        if leaves or len(items or ()) > MAX_UNROLL:  # unrolled: a short known sequence (not a dict), never left
-            items = None
+        items = _unrollable(iterable, stmt.body) if over else None
         if over and items is None:
             why = cause(iterable) or "a sequence that is not known statically, too long, or left with break/continue"
             self.bind(
@@ -452,7 +449,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
                     self.bind(stmt.target, item)
                     self.walk_block(stmt.body)
             note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
-        if ast.Break in leaves and stmt.orelse:  # `else:` runs only when no `break` left the loop
+        breaks = any(isinstance(node, ast.Break) for part in stmt.body for node in ast.walk(part))
+        if breaks and stmt.orelse:  # `else:` runs only when no `break` left the loop
             why = f"the loop at line {stmt.lineno} may leave by break, skipping its else clause"
             orelse = BranchNote(stmt.orelse[0].lineno, "loop else", False)
             self.out.branches.append(orelse)
@@ -483,3 +481,10 @@ REFUSED = {  # what the static reading refuses wherever it appears (a dry run fo
     ast.Match: "`match`",
     ast.NamedExpr: "`:=`",
 }
+
+
+def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
+    """The items of a short, statically known sequence (not a dict) whose loop body never breaks or continues."""
+    items = None if isinstance(iterable, Bag) and iterable.keys is not None else values.elements(iterable)
+    leaves = any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt))
+    return None if items is None or len(items) > MAX_UNROLL or leaves else items
