@@ -1,4 +1,5 @@
-"""Calls the static reading recognises without evaluating them: builtins, the environment readers, `os.path.*`.
+"""Calls the static reading recognises without evaluating them: builtins, and what the walker gives the environment
+readers (`env_read`) and `os.path.*` (`not_evaluated`).
 
 No builtin is computed but `range()` of known ints and `dict(key=value)`; the namespace readers (`vars(args)`,
 `getattr(args, "name")`) are followed; anything else is unresolved naming the line; environment reads are tagged
@@ -12,7 +13,6 @@ from contextlib import suppress
 from typing import Any
 
 from .argparse_flow import Namespace, namespace_attribute
-from .inputs import ENV_READERS
 from .values import (
     ENV_PREFIX,
     HIGH,
@@ -42,8 +42,16 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
     name = func.name
     if name == "print":
         return Val(None, HIGH)
-    if name == "getattr":
-        return _getattr(args, node)
+    if name == "getattr":  # `getattr(args, "name")` reads the namespace; of a module or class, it is a callable
+        if len(args) < 2:
+            return unresolved(node, "getattr() needs an object and a name")
+        literal = known(args[1], str)
+        if isinstance(args[0], Namespace) and literal:
+            return namespace_attribute(args[0], args[1].value)
+        if isinstance(args[0], (ModuleRef, ClassRef)):
+            attr = args[1].value if literal else "<dynamic>"
+            return ClassRef(attr, f"{args[0].qualname}.{attr}", dynamic=True)
+        return unresolved(node, "getattr() on a run-time object")
     if name == "vars" and len(args) == 1 and isinstance(args[0], Namespace):  # cfg = vars(parser.parse_args())
         return Bag(list(args[0].values.values()), list(args[0].values))
     values = list(kwargs.values())
@@ -74,29 +82,6 @@ def whole_environment(inputs: list, node: ast.AST) -> str:
     if any(isinstance(v, ClassRef) and v.qualname == "os.environ" for v in inputs):
         return f"it comes from os.environ at line {node.lineno}, which reads the host environment at run time"
     return ""
-
-
-def _getattr(args: list[Any], node: ast.Call) -> Any:
-    if len(args) < 2:
-        return unresolved(node, "getattr() needs an object and a name")
-    target, attr = args[0], args[1]
-    literal = known(attr, str)
-    if isinstance(target, Namespace) and literal:
-        return namespace_attribute(target, attr.value)
-    if isinstance(target, (ModuleRef, ClassRef)):
-        name = attr.value if literal else "<dynamic>"
-        return ClassRef(name, f"{target.qualname}.{name}", dynamic=True)
-    return unresolved(node, "getattr() on a run-time object")
-
-
-def call_qualified(ref: ClassRef, args: list[Any], node: ast.Call) -> Val | None:
-    """The environment readers (`os.getenv`, `os.environ.get`), and `os.path.*` (not evaluated: unresolved naming
-    the line, keeping its inputs' flags, so a path under the workspace root variable stays tagged); None otherwise."""
-    if ref.qualname in ENV_READERS:
-        return env_read(args[0] if args else None, node, args)
-    if ref.qualname.startswith("os.path."):
-        return not_evaluated(node, f"{ref.qualname}()", args)
-    return None
 
 
 def env_read(name: Any, node: ast.AST, args: list) -> Val:

@@ -1,5 +1,6 @@
 """Safe static evaluation of Python expressions into `Val(value, confidence)`: nothing is executed, every
-operation is size-bounded. Names, attributes and calls are left to the subclass (`walker.Walker`).
+operation is size-bounded. Names, attributes, calls, `and`/`or` and comprehensions are left to the subclass
+(`walker.Walker`, with `uncertain.UncertainPaths`).
 """
 
 from __future__ import annotations
@@ -7,10 +8,10 @@ from __future__ import annotations
 import ast
 import operator
 import re
+from contextlib import suppress
 from typing import Any
 
 from .builtins_eval import env_read, whole_environment
-from .inputs import ENV_READERS
 from .values import (
     HIGH,
     MAX_ITEMS,
@@ -91,8 +92,8 @@ def computed(node: ast.AST, value: Any, inputs: list[Val], **extra: Any) -> Val:
 
 
 class ExpressionEvaluator:
-    """Evaluate expression nodes; a subclass provides `_ev_Name(node)`, `_ev_Call(node)` and
-    `attribute(base, attr, node)`."""
+    """Evaluate expression nodes; a subclass provides `_ev_Name(node)`, `_ev_Call(node)`, `_ev_BoolOp(node)`, the
+    comprehensions' `_ev_ListComp(node)` and `attribute(base, attr, node)`."""
 
     def ev(self, node: ast.AST) -> Any:
         method = getattr(self, "_ev_" + type(node).__name__, None)
@@ -126,31 +127,19 @@ class ExpressionEvaluator:
         flags = merge_flags(left, right)
         if not (known(left) and known(right)):
             return unresolved(node, cause(left, right) or "operand is not resolved", flags)
-        try:
-            value = safe_binop(node.op, left.value, right.value)
-        except (ArithmeticError, TypeError, ValueError, KeyError):
-            return unresolved(node, "expression cannot be evaluated safely", flags)
-        return computed(node, value, [left, right])
-
-    def _ev_BoolOp(self, node: ast.BoolOp) -> Val:
-        vals = [self.ev(v) for v in node.values]
-        flags = merge_flags(*vals)
-        if not all(map(known, vals)):
-            return unresolved(node, cause(*vals) or "operand is not resolved", flags)
-        stop = isinstance(node.op, ast.Or)  # `or` stops at the first true operand, `and` at the first false one
-        result = next((v.value for v in vals[:-1] if bool(v.value) is stop), vals[-1].value)
-        return computed(node, result, vals)
+        with suppress(ArithmeticError, TypeError, ValueError, KeyError):
+            return computed(node, safe_binop(node.op, left.value, right.value), [left, right])
+        return unresolved(node, "expression cannot be evaluated safely", flags)
 
     def _ev_Compare(self, node: ast.Compare) -> Val:
         items = [self.ev(node.left)] + [self.ev(c) for c in node.comparators]
         flags = merge_flags(*items)
         if not all(map(known, items)):
             return unresolved(node, cause(*items) or "comparison operand is not resolved", flags)
-        try:
+        with suppress(TypeError, KeyError):
             result = all(_CMPOPS[type(op)](items[i].value, items[i + 1].value) for i, op in enumerate(node.ops))
-        except (TypeError, KeyError):
-            return unresolved(node, "comparison cannot be evaluated", flags)
-        return computed(node, result, items)
+            return computed(node, result, items)
+        return unresolved(node, "comparison cannot be evaluated", flags)
 
     def _ev_JoinedStr(self, node: ast.JoinedStr) -> Val:
         vals: list[Val] = []
@@ -194,26 +183,6 @@ class ExpressionEvaluator:
             return unresolved(node, "container too large")
         return computed(node, value, items)
 
-    def _ev_ListComp(self, node: Any, first: Any = None) -> Val:
-        """Not evaluated: unresolved naming the line (or the run-time input it reads), keeping the flags of what it
-        reads from outside. `first`: the first sequence it iterates, when the caller evaluated it."""
-        comps = [n for n in ast.walk(node) if isinstance(n, ast.comprehension)]
-        bound = {n.id for c in comps for n in ast.walk(c.target) if isinstance(n, ast.Name)}
-        named, read = [self.ev(node.generators[0].iter) if first is None else first], []
-        for sub in ast.walk(node):
-            if (isinstance(sub, ast.Subscript) and source_text(sub.value) == "os.environ") or (
-                isinstance(sub, ast.Call) and source_text(sub.func) in ENV_READERS
-            ):
-                named.append(self.ev(sub))
-            elif (isinstance(sub, ast.Name) and sub.id not in bound) or (
-                isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id not in bound
-            ):
-                read.append(self.ev(sub))
-        why = whole_environment(named, node) or f"a comprehension at line {node.lineno} is not evaluated statically"
-        return unresolved(node, cause(*named) or why, merge_flags(*named, *read))
-
-    _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
-
     def _ev_List(self, node: ast.List | ast.Tuple | ast.Set) -> Any:
         return self._sequence(node, node.elts, {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)])
 
@@ -241,35 +210,28 @@ class ExpressionEvaluator:
 
     def _ev_Subscript(self, node: ast.Subscript) -> Any:
         base, index = self.ev(node.value), self.ev(node.slice)
-        if isinstance(base, Bag):
-            return self._subscript_bag(node, base, index)
+        if isinstance(base, Bag):  # a class picked from a table is dynamic construction, even with a known key
+            classes = tuple(i.name for i in base.items if isinstance(i, ClassRef))
+            if classes:
+                return ClassRef("<dynamic>", "<dynamic>", dynamic=True, candidates=classes)
+            if not known(index):
+                return unresolved(node, "subscript is not resolved")
+            with suppress(ValueError, IndexError, TypeError):
+                return base.items[base.keys.index(index.value) if base.keys is not None else index.value]
+            return unresolved(node, "subscript cannot be evaluated")
         if isinstance(base, ClassRef) and base.qualname == "os.environ":
             return env_read(index, node, [index])
         if not (known(base) and known(index)):
             return unresolved(node, cause(base, index) or "subscript is not resolved", merge_flags(base, index))
-        try:
-            value = base.value[index.value]
-        except (KeyError, IndexError, TypeError, ValueError):
-            return unresolved(node, "subscript cannot be evaluated", merge_flags(base, index))
-        return computed(node, value, [base, index])
+        with suppress(KeyError, IndexError, TypeError, ValueError):
+            return computed(node, base.value[index.value], [base, index])
+        return unresolved(node, "subscript cannot be evaluated", merge_flags(base, index))
 
     def _ev_Slice(self, node: ast.Slice) -> Val:
         parts = [self.ev(p) if p is not None else Val(None, HIGH) for p in (node.lower, node.upper, node.step)]
         if not all(map(known, parts)):
             return unresolved(node, "slice is not resolved", merge_flags(*parts))
         return Val(slice(*(p.value for p in parts)), MEDIUM, "", merge_flags(*parts))
-
-    def _subscript_bag(self, node: ast.Subscript, bag: Bag, index: Any) -> Any:
-        classes = tuple(i.name for i in bag.items if isinstance(i, ClassRef))
-        if classes:  # a class picked from a table is dynamic construction, even with a known key
-            return ClassRef("<dynamic>", "<dynamic>", dynamic=True, candidates=classes)
-        if known(index):
-            try:
-                position = bag.keys.index(index.value) if bag.keys is not None else index.value
-                return bag.items[position]
-            except (ValueError, IndexError, TypeError):
-                return unresolved(node, "subscript cannot be evaluated")
-        return unresolved(node, "subscript is not resolved")
 
     def call_arguments(self, node: ast.Call) -> tuple[list, dict, bool]:
         """(positional values, keyword values, whether some argument is not followed): `*rest` is not, `**d` is

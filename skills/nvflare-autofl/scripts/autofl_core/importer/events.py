@@ -1,6 +1,5 @@
 """What the walker records: functions, constructed objects, method calls and the branches it met; and `PathEnd`,
-how a walked path ends early (a `return` or a `raise`). A recipe's per-site config is kept on its `Obj`
-(`set_per_site`), for `recipe_raises` to tell whether NVFLARE would raise for want of one."""
+how a walked path ends early (a `return` or a `raise`)."""
 
 from __future__ import annotations
 
@@ -9,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import argparse_flow as ap
-from .inputs import describe_call
-from .values import HIGH, ClassRef, Val
+from .inputs import DESCRIPTIONS, call_kind
+from .values import ClassRef
 
 
 @dataclass(eq=False)
@@ -69,8 +68,10 @@ class Obj:
 
     @property
     def origin(self) -> str:
-        """What this object stands for when a data value was expected (names the run-time input)."""
-        return f"it comes from {describe_call(self.cls.qualname, self.line)}"
+        """What this object stands for when a data value was expected: `it comes from numpy.random.randint(...) at
+        line 12, which draws random numbers` (names the run-time input)."""
+        shown = self.cls.qualname.lstrip(".") or "a dynamic call"
+        return f"it comes from {shown}(...) at line {self.line}, {DESCRIPTIONS[call_kind(self.cls.qualname)]}"
 
 
 @dataclass
@@ -106,11 +107,4 @@ class WalkResult:
     class_parsers: list[tuple[str, int]] = field(default_factory=list)  # (class, line) of classes that use argparse
 
 
-SET_PER_SITE_CONFIG = "set_per_site_config"
 UNSEEN_RUN = "<a run not followed>"  # the method of a call event: code the walk does not follow may run the object
-
-
-def set_per_site(recipe: Obj, config: Any) -> Val:
-    """`set_per_site_config(recipe, config)` or `recipe.set_per_site_config(config)`: remember the sites."""
-    recipe.per_site = config
-    return Val(None, HIGH)

@@ -37,9 +37,3 @@ def call_kind(qualname: str) -> str:
     if root in _TIME_MODULES:
         return "time"
     return "call"
-
-
-def describe_call(qualname: str, line: int) -> str:
-    """`numpy.random.randint(...) at line 12, which draws random numbers`."""
-    shown = qualname.lstrip(".") or "a dynamic call"
-    return f"{shown}(...) at line {line}, {DESCRIPTIONS[call_kind(qualname)]}"

@@ -1,7 +1,7 @@
 """Writes the walk cannot see as assignments, read by one coarse rule: the namespace (or a container or object)
 given to code the walk does not follow and cannot show harmless (`setattr` in any spelling, a dunder method, a
 class or function of job.py, another library's code) may be rebound by it, so everything it holds is unresolved,
-naming the call and its line. Calls that reach bindings (`exec`, `eval`, `globals()`) are a problem.
+naming the call and its line.
 `NamespaceWrites` is a part of `walker.Walker`, which provides `with_control`, `_changed` and the walk's record.
 """
 
@@ -23,15 +23,6 @@ CALLING_BACK = set(  # modules of the standard library whose functions write wha
 
 
 class NamespaceWrites:
-    def _not_followed(self, name: str, node: ast.Call) -> Val:
-        """Code built or bindings reached at run time (`exec`, `eval`, `globals()`, `locals()`) are not followed:
-        the walk reports a problem."""
-        self.out.problems.append(
-            f"job.py calls {name}() at line {node.lineno}, which reaches bindings or runs code the importer does not "
-            "follow statically"
-        )
-        return unresolved(node, f"{name}() at line {node.lineno} is not followed statically")
-
     def _given_away(self, code: Any, given: list, node: ast.Call) -> None:
         """What `code` is given, when the walk does not follow `code` and cannot show it harmless, or a callable
         among `given` may call back: every option, item or argument it holds is unresolved, naming the call."""
@@ -77,11 +68,10 @@ class NamespaceWrites:
 def _harmless(code: Any) -> bool:
     """True for code that never rebinds what it is given: Python's builtins but `setattr`/`delattr`, NVFLARE's and
     the standard library's functions and classes (but `CALLING_BACK`), and the methods of their objects."""
-    if isinstance(code, Obj):
-        code = code.cls
-    if isinstance(code, Builtin):
-        return code.name not in WRITING_BUILTINS
-    return _standard(code) and code.qualname.split(".")[0] not in CALLING_BACK or _nvflare(code)
+    cls = code.cls if isinstance(code, Obj) else code
+    if isinstance(cls, Builtin):
+        return cls.name not in WRITING_BUILTINS
+    return known_wrapper(cls) and cls.qualname.split(".")[0] not in CALLING_BACK
 
 
 def _opens(code: Any, given: list) -> bool:
@@ -102,19 +92,13 @@ def known_wrapper(code: Any) -> bool:
     """Python's builtins, and the standard library's and NVFLARE's functions and classes: a decorator of these gives
     back a function calling the one it wraps (`staticmethod`, `functools.lru_cache(...)`)."""
     cls = code.cls if isinstance(code, Obj) else code
-    if isinstance(cls, Builtin):
-        return True
-    return _standard(cls) or _nvflare(cls)
+    nvflare = isinstance(cls, ClassRef) and not cls.dynamic and cls.qualname.startswith("nvflare.")
+    return isinstance(cls, Builtin) or _standard(cls) or nvflare
 
 
 def _standard(cls: Any) -> bool:
     """A function or class of the standard library."""
     return isinstance(cls, ClassRef) and not cls.dynamic and cls.qualname.split(".")[0] in sys.stdlib_module_names
-
-
-def _nvflare(cls: Any) -> bool:
-    """A function or class of NVFLARE."""
-    return isinstance(cls, ClassRef) and not cls.dynamic and cls.qualname.startswith("nvflare.")
 
 
 def _held(value: Any, depth: int = 0) -> list:

@@ -42,10 +42,3 @@ def changed(block: list[ast.stmt]) -> Iterator[ast.expr]:
 def dunder(name: str) -> bool:
     """True for a dunder name (`__setattr__`)."""
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
-
-
-def stored_names(body: list[ast.stmt]) -> list[str]:
-    """The names `body` assigns anywhere inside it (nested functions and comprehensions included), sorted."""
-    return sorted(
-        {n.id for part in body for n in ast.walk(part) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    )

@@ -10,8 +10,10 @@ from typing import Any
 
 from . import argparse_flow as ap
 from . import targets
+from .builtins_eval import whole_environment
 from .evaluate import computed
 from .events import BranchNote, FuncRef, Obj, PathEnd
+from .inputs import ENV_READERS
 from .surface import touches_surface
 from .values import (
     HIGH,
@@ -112,42 +114,38 @@ class UncertainPaths:
                     frame[name] = unresolved(ast.Name(name), why, tuple(dict.fromkeys((*flags, *inputs))))
 
     def _skipped(self, block: list[ast.stmt], flags: tuple[str, ...]) -> None:
-        """What the branch not taken would change depends on the options that decided it: every name it binds, and
-        every object, container or namespace it sets an item or attribute on or calls a method of."""
-        if not flags:
-            return
-        for node in targets.changed(block):
-            self._decided_by(node, flags)
-
-    def _decided_by(self, node: ast.expr, flags: tuple[str, ...]) -> None:
-        """Add `flags` to the value bound to the name `node` starts from (a namespace's one option when `node` is
-        `args.<option>`, all of them otherwise)."""
-        attr = node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) else None
-        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Starred)):
-            node = node.func if isinstance(node, ast.Call) else node.value
-        frame = next((scope for scope in self.scopes if isinstance(node, ast.Name) and node.id in scope), None)
-        if frame is None:
-            return
-        value = frame[node.id]
-        if isinstance(value, ap.Namespace):
-            for key in [attr] if attr in value.values else list(value.values):
-                value.values[key] = with_flags(value.values[key], flags)
-        elif isinstance(value, Bag):
-            value.key_flags = tuple(dict.fromkeys((*value.key_flags, *flags)))
-            for item in value.items:
-                with_flags(item, flags)
-        else:
-            frame[node.id] = with_flags(value, flags)
+        """What the branch not taken would change depends on the options that decided it: `flags` are added to the
+        value bound to the name each thing it changes starts from (every name it binds, and every object, container
+        or namespace it sets an item or attribute on or calls a method of; of a namespace, the one option when the
+        thing is `args.<option>`, all of them otherwise)."""
+        for node in targets.changed(block) if flags else ():
+            attr = node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) else None
+            while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Starred)):
+                node = node.func if isinstance(node, ast.Call) else node.value
+            frame = next((scope for scope in self.scopes if isinstance(node, ast.Name) and node.id in scope), None)
+            value = frame[node.id] if frame is not None else None
+            if isinstance(value, ap.Namespace):
+                for key in [attr] if attr in value.values else list(value.values):
+                    value.values[key] = with_flags(value.values[key], flags)
+            elif isinstance(value, Bag):
+                value.key_flags = tuple(dict.fromkeys((*value.key_flags, *flags)))
+                for item in value.items:
+                    with_flags(item, flags)
+            elif frame is not None:
+                frame[node.id] = with_flags(value, flags)
 
     def _ev_BoolOp(self, node: ast.BoolOp) -> Any:
         """Every operand is read; what an operand after the first runs (a call of job.py's own function) may not
         happen: what it rebinds is unresolved."""
         maybe = any(isinstance(n, ast.Call) for part in node.values[1:] for n in ast.walk(part))
         before = self._held() if maybe else []
-        value = super()._ev_BoolOp(node)
-        why = f"`and`/`or` at line {node.lineno} may stop before it"
-        self._unsettle_rebound(before, why, merge_flags(value))
-        return value
+        vals = [self.ev(v) for v in node.values]
+        flags = merge_flags(*vals)
+        self._unsettle_rebound(before, f"`and`/`or` at line {node.lineno} may stop before it", flags)
+        if not all(map(known, vals)):
+            return unresolved(node, cause(*vals) or "operand is not resolved", flags)
+        stop = isinstance(node.op, ast.Or)  # `or` stops at the first true operand, `and` at the first false one
+        return computed(node, next((v.value for v in vals[:-1] if bool(v.value) is stop), vals[-1].value), vals)
 
     def _ev_IfExp(self, node: ast.IfExp) -> Any:
         """`a if test else b`: the branch a known test picks; for another test both branches are walked for what
@@ -163,11 +161,25 @@ class UncertainPaths:
         self._unsettle_rebound(before, why, flags)
         return unresolved(node, cause(test) or "condition is not resolved", flags)
 
-    def _ev_ListComp(self, node: Any) -> Any:
-        """Not evaluated. One that calls something is walked once, its variables unresolved, for what the calls run
-        (what they rebind is unresolved)."""
+    def _ev_ListComp(self, node: Any) -> Val:
+        """Not evaluated: unresolved naming the line (or the run-time input it reads), keeping the flags of what it
+        reads from outside. One that calls something is walked once, its variables unresolved, for what the calls
+        run (what they rebind is unresolved)."""
+        comps = [n for n in ast.walk(node) if isinstance(n, ast.comprehension)]
+        bound = {n.id for c in comps for n in ast.walk(c.target) if isinstance(n, ast.Name)}
         first = self.ev(node.generators[0].iter)
-        value = super()._ev_ListComp(node, first)
+        named, read = [first], []
+        for sub in ast.walk(node):
+            if (isinstance(sub, ast.Subscript) and source_text(sub.value) == "os.environ") or (
+                isinstance(sub, ast.Call) and source_text(sub.func) in ENV_READERS
+            ):
+                named.append(self.ev(sub))
+            elif (isinstance(sub, ast.Name) and sub.id not in bound) or (
+                isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id not in bound
+            ):
+                read.append(self.ev(sub))
+        why = whole_environment(named, node) or f"a comprehension at line {node.lineno} is not evaluated statically"
+        value = unresolved(node, cause(*named) or why, merge_flags(*named, *read))
         once = len(node.generators) == 1 and len(elements(first) or "many") <= 1  # its body runs at most once
         if any(isinstance(n, ast.Call) for n in ast.walk(node)):
             why = f"a comprehension at line {node.lineno} runs it any number of times"
@@ -197,7 +209,8 @@ class UncertainPaths:
     def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While, why: str) -> None:
         """A loop walked once stands for any of its passes: a name its body rebinds holds no value known statically
         when a pass starts (a counter, the site a pass sends to); `why` says so."""
-        for name in targets.stored_names(stmt.body):
+        body = [n for part in stmt.body for n in ast.walk(part)]  # nested functions and comprehensions too
+        for name in sorted({n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}):
             frame = next((scope for scope in self.scopes if name in scope), None)
             if frame is not None and isinstance(frame[name], Val):
                 frame[name] = unresolved(stmt, why, frame[name].flags)
@@ -229,26 +242,23 @@ class UncertainPaths:
             except PathEnd as end:
                 if not (end.raised and stmt.handlers):
                     raise
-                if len(stmt.handlers) == 1:
-                    self.walk_block(stmt.handlers[0].body)  # a `raise` inside `try` may be caught: its handler runs
-                else:  # which handler catches it is not read statically
-                    note = BranchNote(stmt.lineno, "try", False)
-                    self.out.branches.append(note)
-                    why = f"depends on which handler of the try at line {stmt.lineno} catches"
-                    self._undecided([handler.body for handler in stmt.handlers], note, None, why)
+                sides = [handler.body for handler in stmt.handlers]  # a `raise` inside `try` may be caught
+                why = f"depends on which handler of the try at line {stmt.lineno} catches"  # not read statically
             else:
                 going_on = [handler for handler in stmt.handlers if not _ends(handler.body)]
-                if not going_on:
-                    self.walk_block(stmt.orelse)
-                    return
+                sides = [stmt.orelse, *(handler.body for handler in going_on)] if going_on else []
                 why = f"depends on whether the try at line {stmt.lineno} raises"
-                self._may_stop(stmt.body, why)
+                if going_on:  # a handler goes on: the body may have stopped part way
+                    self._may_stop(stmt.body, why)
                 for handler in going_on:
                     if handler.name:
                         self.scopes[0][handler.name] = unresolved(ast.Name(handler.name), why)
+            if len(sides) <= 1:  # one handler, or no handler going on after the body: it runs
+                self.walk_block(sides[0] if sides else stmt.orelse)
+            else:
                 note = BranchNote(stmt.lineno, "try", False)
                 self.out.branches.append(note)
-                self._undecided([stmt.orelse, *(handler.body for handler in going_on)], note, None, why)
+                self._undecided(sides, note, None, why)
         finally:
             self.walk_block(stmt.finalbody)
 

@@ -19,11 +19,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import argparse_flow as ap
-from . import events, real_parser, values
-from .builtins_eval import BUILTIN_NAMES, call_builtin, call_qualified, not_evaluated, whole_environment
+from . import real_parser, values
+from .builtins_eval import BUILTIN_NAMES, call_builtin, env_read, not_evaluated, whole_environment
 from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
-from .inputs import call_kind
+from .inputs import ENV_READERS, call_kind
 from .namespace_writes import NamespaceWrites, given_to, known_wrapper
 from .surface import FEDJOB_RUNS, RECIPE_RUNS, TRAINING_RUNS, touches_surface
 from .targets import dunder
@@ -113,11 +113,11 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         return unresolved(node, f"name '{node.id}' is not defined statically")
 
     def attribute(self, base: Any, attr: str, node: ast.Attribute) -> Any:
-        if isinstance(base, ap.Namespace) and attr == "__dict__":  # what vars(args) gives
-            return call_builtin(Builtin("vars"), [base], {}, node)
-        if isinstance(base, ap.Namespace) and dunder(attr):  # `put = args.__setattr__`: whoever calls it may rebind
-            self._stale([base], node, f"{source_text(node)} at line {node.lineno}")
         if isinstance(base, ap.Namespace):
+            if attr == "__dict__":  # what vars(args) gives
+                return call_builtin(Builtin("vars"), [base], {}, node)
+            if dunder(attr):  # `put = args.__setattr__`: whoever calls it may rebind
+                self._stale([base], node, f"{source_text(node)} at line {node.lineno}")
             return ap.namespace_attribute(base, attr)
         if isinstance(base, ap.Parser) and attr not in real_parser.READ_ONLY or _opened(base, attr):
             runs = dunder(attr) or attr not in BOUND or attr in TRAINING_RUNS  # `job.to` sends, it does not run
@@ -136,9 +136,13 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 
     def _ev_Call(self, node: ast.Call) -> Any:
         name = node.func.id if isinstance(node.func, ast.Name) else None
-        if name in REFLECTION and not any(name in scope for scope in self.scopes):
+        if name in REFLECTION and not any(name in scope for scope in self.scopes):  # code or bindings at run time
             self.call_arguments(node)  # what the arguments run, runs
-            return self._not_followed(name, node)
+            self.out.problems.append(
+                f"job.py calls {name}() at line {node.lineno}, which reaches bindings or runs code the importer does "
+                "not follow statically"
+            )
+            return unresolved(node, f"{name}() at line {node.lineno} is not followed statically")
         args, kwargs, unpacked = self.call_arguments(node)
         if isinstance(node.func, ast.Attribute):
             base, attr = self.ev(node.func.value), node.func.attr
@@ -162,17 +166,19 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         if isinstance(callee, Builtin):
             return call_builtin(callee, args, kwargs, node)
         if isinstance(callee, ClassRef) and not callee.dynamic:
-            known = call_qualified(callee, args, node)
-            if known is not None:
-                return known
+            if callee.qualname in ENV_READERS:  # `os.getenv(...)`: the environment variable, tagged `env:NAME`
+                return env_read(args[0] if args else None, node, args)
+            if callee.qualname.startswith("os.path."):  # keeping its inputs' flags: a path under the workspace root
+                return not_evaluated(node, f"{callee.qualname}()", args)
             if callee.name == "ArgumentParser":
                 abbrev = kwargs.get("allow_abbrev")
                 parser = ap.Parser(allow_abbrev=not (isinstance(abbrev, Val) and abbrev.value is False))
                 parser.fromfile_prefix_chars = ap.fromfile_prefix(kwargs.get("fromfile_prefix_chars"))
                 self.out.parsers.append(parser)
                 return parser
-            if callee.name == events.SET_PER_SITE_CONFIG and args and isinstance(args[0], Obj):
-                return events.set_per_site(args[0], args[1] if len(args) > 1 else kwargs.get("config"))
+            if callee.name == PER_SITE and args and isinstance(args[0], Obj):  # set_per_site_config(recipe, config)
+                args[0].per_site = args[1] if len(args) > 1 else kwargs.get("config")
+                return Val(None, HIGH)
         if not isinstance(callee, ClassRef):
             callee = ClassRef("<dynamic>", "<dynamic>", dynamic=True)
         obj = Obj(callee, args, kwargs, node.lineno, unpacked, self.control)
@@ -191,8 +197,9 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         if isinstance(base, Obj):
             self._handed_over([*args, *kwargs.values()], node)
             self.out.calls.append(MethodCall(base, method, args, kwargs, node.lineno, self.control))
-            if method == events.SET_PER_SITE_CONFIG:
-                return events.set_per_site(base, args[0] if args else kwargs.get("config"))
+            if method == PER_SITE:
+                base.per_site = args[0] if args else kwargs.get("config")
+                return Val(None, HIGH)
             if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
             return unresolved(node, f"result of {base.name}.{method}() at line {node.lineno}, known only when it runs")
@@ -312,11 +319,11 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         back; any other is not followed: the name is unresolved, and what the function reaches may change."""
         value: Any = self._function(stmt)
         for decorator in reversed(stmt.decorator_list):
-            callee = self.ev(decorator)
+            callee, call = self.ev(decorator), ast.Call(decorator, [], [], lineno=stmt.lineno, col_offset=0)
             if isinstance(callee, FuncRef):
-                value = self._invoke(callee, [value], {}, ast.Call(decorator, [], [], lineno=stmt.lineno, col_offset=0))
+                value = self._invoke(callee, [value], {}, call)
             elif not known_wrapper(callee):
-                self._handed_over([value], ast.Call(decorator, [], [], lineno=stmt.lineno, col_offset=0))
+                self._handed_over([value], call)
                 why = f"decorated by {source_text(decorator)} at line {stmt.lineno}, which is not followed statically"
                 value = unresolved(decorator, why)
         self.scopes[0][stmt.name] = value
@@ -325,7 +332,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 
     def _st_ClassDef(self, stmt: ast.ClassDef) -> None:
         bases = tuple(b for b in (self.ev(base) for base in stmt.bases) if isinstance(b, ClassRef))
-        init = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in stmt.body)
+        defs = [n for n in stmt.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        init = any(n.name == "__init__" for n in defs)
         if ap.uses_argparse(stmt):
             self.out.class_parsers.append((stmt.name, stmt.lineno))
         saved, own = self.scopes, {}
@@ -335,7 +343,6 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         finally:
             self.scopes = saved
         cls = ClassRef(stmt.name, f"<local>.{stmt.name}", bases=bases, defines_init=init)
-        defs = [n for n in stmt.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         self.methods[id(cls)] = [FuncRef(n, list(self.scopes)) for n in defs]  # decorated or not
         self.scopes[0][stmt.name] = cls
 
@@ -474,7 +481,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 
 
 REFLECTION = ("exec", "eval", "globals", "locals")
-BOUND = {"to", "to_server", "to_clients", events.SET_PER_SITE_CONFIG, *RECIPE_RUNS, *FEDJOB_RUNS}  # read, not called
+PER_SITE = "set_per_site_config"  # the recipe's per-site config is kept on its Obj, for `recipe_raises`
+BOUND = {"to", "to_server", "to_clients", PER_SITE, *RECIPE_RUNS, *FEDJOB_RUNS}  # read, not called
 REFUSED = {  # what the static reading refuses wherever it appears (a dry run follows it)
     ast.Global: "`global`",
     ast.Nonlocal: "`nonlocal`",
