@@ -78,7 +78,9 @@ ADMISSION_CODES = {
     "AUTOFL_BUDGET_ARGUMENT_CONFLICT",
     "AUTOFL_SCHEMA_BUDGET_MISMATCH",
     "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED",
+    "AUTOFL_SEVERAL_RUNS",
 }
+UNSUPPORTED_CODES = {"AUTOFL_UNSUPPORTED_JOB", "AUTOFL_SEVERAL_RUNS"}
 VALUE_CONFIDENCE = {"high", "medium", "unresolved"}
 BUDGET_CONFIDENCE = VALUE_CONFIDENCE | {"pinned", "not_applicable"}
 
@@ -101,7 +103,8 @@ def test_top_level_and_section_keys(imported):
     assert set(config) == TOP
     for section, keys in SECTIONS.items():
         assert set(config[section]) == keys, section
-    assert set(config["import"]["support"]) == {"status", "reason"}
+    assert set(config["import"]["support"]) - {"several_runs"} == {"status", "reason"}  # several_runs: only when true
+    assert config["import"]["support"].get("several_runs", True) is True
     assert config["job"]["env"] is None or set(config["job"]["env"]) == {"class", "args"}  # None: export-only
     assert set(config["environment"]["discovered"]) == {"name", "args"}
 
@@ -142,7 +145,8 @@ def test_admission_and_support_agree(imported):
     assert set(codes) <= ADMISSION_CODES
     support = config["import"]["support"]
     assert support["status"] in ("supported", "unsupported") and support["reason"]
-    assert (support["status"] == "unsupported") == ("AUTOFL_UNSUPPORTED_JOB" in codes)
+    assert (support["status"] == "unsupported") == bool(UNSUPPORTED_CODES & set(codes))
+    assert ("AUTOFL_SEVERAL_RUNS" in codes) == support.get("several_runs", False)
     assert api.admission_errors(config, config["objective"]["requested_metric"]) == config["admission_errors"]
 
 
