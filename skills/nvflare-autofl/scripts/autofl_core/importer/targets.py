@@ -42,3 +42,19 @@ def changed(block: list[ast.stmt]) -> Iterator[ast.expr]:
 def dunder(name: str) -> bool:
     """True for a dunder name (`__setattr__`)."""
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+REFUSED = {  # what the static reading refuses wherever it appears (a dry run follows it)
+    ast.Global: "`global`",
+    ast.Nonlocal: "`nonlocal`",
+    ast.Match: "`match`",
+    ast.NamedExpr: "`:=`",
+}
+
+
+def unfollowed(tree: ast.AST) -> str | None:
+    """Why the static reading refuses `tree`: the first line using a construct it does not follow, or None."""
+    first = min((n for n in ast.walk(tree) if type(n) in REFUSED), key=lambda n: n.lineno, default=None)
+    if first is None:
+        return None
+    return f"job.py uses {REFUSED[type(first)]} at line {first.lineno}, which the static reading does not follow"

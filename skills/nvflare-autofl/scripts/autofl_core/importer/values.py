@@ -184,3 +184,10 @@ def elements(value: Any) -> list | None:
     if isinstance(value, Val) and value.resolved and isinstance(value.value, (list, tuple)):
         return [Val(item, value.confidence, value.expr, value.flags) for item in value.value]
     return None
+
+
+def mutator_of(base: Any, attr: str) -> bool:
+    """True when `attr` of `base` is a method that changes it in place (`vars(args).update`, `sites.append`)."""
+    held = base.value if isinstance(base, Val) and base.resolved else base
+    kinds = (dict, list) if isinstance(held, Bag) else (type(held),)
+    return any(attr in MUTATORS.get(kind, ()) for kind in kinds)

@@ -26,7 +26,7 @@ from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, Raise
 from .inputs import ENV_READERS, call_kind
 from .namespace_writes import NamespaceWrites, given_to, known_wrapper
 from .surface import FEDJOB_RUNS, RECIPE_RUNS, TRAINING_RUNS, touches_surface
-from .targets import dunder
+from .targets import dunder, unfollowed
 from .uncertain import UncertainPaths, with_flags
 from .values import (
     HIGH,
@@ -66,12 +66,9 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         self.steps = 0
 
     def run(self, tree: ast.Module) -> WalkResult:
-        refused = min((n for n in ast.walk(tree) if type(n) in REFUSED), key=lambda n: n.lineno, default=None)
-        if refused is not None:
-            self.out.problems.append(
-                f"job.py uses {REFUSED[type(refused)]} at line {refused.lineno}, which the static reading does not "
-                "follow"
-            )
+        refused = unfollowed(tree)
+        if refused:
+            self.out.problems.append(refused)
         try:
             self.walk_block(tree.body)
         except PathEnd as end:
@@ -122,7 +119,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         if isinstance(base, ap.Parser) and attr not in real_parser.READ_ONLY or _opened(base, attr):
             runs = dunder(attr) or attr not in BOUND or attr in TRAINING_RUNS  # `job.to` sends, it does not run
             self._stale([base], node, f"{source_text(node)} at line {node.lineno}", runs)
-        if _mutator_of(base, attr):  # `update = vars(args).update`: whoever calls it changes the container
+        if values.mutator_of(base, attr):  # `update = vars(args).update`: whoever calls it changes the container
             self._changed(base, f"{source_text(node)} read at line {node.lineno}", node, [])
         if isinstance(base, (ModuleRef, ClassRef)):
             return ClassRef(attr, f"{base.qualname}.{attr}", dynamic=getattr(base, "dynamic", False))
@@ -483,24 +480,11 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 REFLECTION = ("exec", "eval", "globals", "locals")
 PER_SITE = "set_per_site_config"  # the recipe's per-site config is kept on its Obj, for `recipe_raises`
 BOUND = {"to", "to_server", "to_clients", PER_SITE, *RECIPE_RUNS, *FEDJOB_RUNS}  # read, not called
-REFUSED = {  # what the static reading refuses wherever it appears (a dry run follows it)
-    ast.Global: "`global`",
-    ast.Nonlocal: "`nonlocal`",
-    ast.Match: "`match`",
-    ast.NamedExpr: "`:=`",
-}
 
 
 def _opened(base: Any, attr: str) -> bool:
     """`env.__dict__`, `send = job.to`: an object's attributes or a method the reading interprets, handed out."""
     return isinstance(base, Obj) and (dunder(attr) or attr in BOUND)
-
-
-def _mutator_of(base: Any, attr: str) -> bool:
-    """True when `attr` of `base` is a method that changes it in place (`vars(args).update`, `sites.append`)."""
-    held = base.value if isinstance(base, Val) and base.resolved else base
-    kinds = (dict, list) if isinstance(held, Bag) else (type(held),)
-    return any(attr in values.MUTATORS.get(kind, ()) for kind in kinds)
 
 
 def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
