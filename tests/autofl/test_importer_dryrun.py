@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from autofl_core.importer import api, dryrun
+from autofl_core.importer import api, dryrun, recorded
 from autofl_core.runner import runargs
 from autofl_core.runner.outcome import CampaignError
 from autofl_core.runner.store import contract
@@ -991,3 +991,34 @@ def test_a_direction_conflict_is_judged_on_the_metric_the_run_recorded(tmp_path,
         errors = config["admission_errors"]
         assert [e["code"] for e in errors] == ["AUTOFL_METRIC_DIRECTION_CONFLICT"], errors
         assert errors[0]["message"].startswith(f"'{refused_for}' looks lower-is-better")
+
+
+SWITCHES = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=2)
+parser.add_argument("--fast", action="store_true")
+parser.add_argument("--slow", action="store_false")
+parser.add_argument("--level", action="store_const", const=5)
+parser.add_argument("-v", "--verbose", action="count")
+parser.add_argument("--early", action=argparse.BooleanOptionalAction, default=True)
+args = parser.parse_args()
+recipe = NumpyFedAvgRecipe(name="s", model=[0.0], min_clients=args.n_clients, num_rounds=2, train_script="client.py")
+recipe.execute(SimEnv(num_clients=args.n_clients))
+"""
+
+
+def test_the_static_reading_records_a_switch_as_the_run_s_parser_does(tmp_path):
+    """argparse gives store_true/store_false their const and default itself: the static Flag of every switch kind
+    is the one the dry run records (its line aside, which the run does not know)."""
+    (tmp_path / "job.py").write_text(SWITCHES, encoding="utf-8")
+    shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "client.py")
+    static = {f["dest"]: f for f in api.import_job(tmp_path / "job.py")["argparse"]["flags"]}
+    record = dryrun.dry_run(tmp_path / "job.py", [])
+    assert record.status == "recorded", record
+    for flag in recorded.options(record):
+        assert static[flag.dest] == {**flag.to_dict(), "line": static[flag.dest]["line"]}, flag.dest
+    assert static["fast"]["const"] is True and static["slow"]["const"] is False

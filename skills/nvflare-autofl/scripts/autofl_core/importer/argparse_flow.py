@@ -34,6 +34,7 @@ def _argparse_actions() -> dict[str, argparse.Action]:
 ACTIONS = _argparse_actions()  # any other action is `custom`
 ACTION_NAMES = {type(action).__name__: name for name, action in ACTIONS.items()}  # by argparse's class name
 NO_VALUE_ACTIONS = {name for name, action in ACTIONS.items() if action.nargs == 0}
+IMPLIED = ("store_true", "store_false")  # the actions whose const and default argparse sets itself
 
 
 @dataclass
@@ -174,7 +175,8 @@ def add_argument(parser: Parser, args: list[Any], kwargs: dict[str, Any], line: 
     if action == "boolean_optional":
         options = options + [f"--no-{o[2:]}" for o in options if o.startswith("--")]
     flag_type = _type_name(kwargs.get("type"))
-    default = _data(kwargs.get("default")) or Val({"store_true": False, "store_false": True}.get(action), HIGH)
+    implied = ACTIONS[action] if action in IMPLIED else None  # a switch's implied const and default
+    default = _data(kwargs.get("default")) or Val(implied.default if implied else None, HIGH)
     positional = not options[0].startswith("-")  # argparse keeps its one name as the dest, verbatim
     flag = Flag(
         option_strings=[] if positional else options,
@@ -185,7 +187,7 @@ def add_argument(parser: Parser, args: list[Any], kwargs: dict[str, Any], line: 
         choices=_choices(kwargs.get("choices")),
         required=bool(_literal(kwargs.get("required"), False)),
         nargs=_literal(kwargs.get("nargs"), None),
-        const=_literal(kwargs.get("const"), None),
+        const=_literal(kwargs.get("const"), implied.const if implied else None),
         line=line,
     )
     dest = _literal(kwargs.get("dest"), None)  # else argparse's: the first long option (or the first), as a name
