@@ -93,6 +93,16 @@ def test_run_args_may_never_touch_the_budget(run):
     assert info.value.code == "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
 
 
+def test_a_single_dash_option_written_with_its_value_is_read_as_argparse_reads_it():
+    """`-lr=-0.1` (the importer's spelling of a value starting with `-`) sets -lr, as argparse reads it."""
+    groups = [["--num_rounds"], ["-lr"], ["-l"]]
+    argv = build(budget=["--num_rounds", "3", "-lr=-0.1"], base=["-lr", "-0.1", "-l", "2"], groups=groups)
+    assert argv[2:5] == ["--num_rounds", "3", "-lr=-0.1"] and argv[5:7] == ["-l", "2"]
+    with pytest.raises(TrialError) as info:
+        build(budget=["--num_rounds", "3", "-lr=-0.1"], run=["-lr=0.5"], groups=groups)
+    assert info.value.code == "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
+
+
 def test_ambiguous_abbreviation_is_rejected_not_guessed():
     with pytest.raises(TrialError) as info:
         build(run=["--num", "3"])  # --num_rounds or --num_workers

@@ -109,3 +109,88 @@ def test_the_schema_s_budget_value_is_spelled_as_the_runner_pins_it():
     schema = "comparison_budget_args:\n  default_candidate_budget:\n    cross_site_eval: true\n"
     config = api.import_source(source, schema_text=schema)
     assert config["argparse"]["schema_args"] == ["--cross_site_eval", "true"]
+
+
+def test_a_schema_value_starting_with_a_dash_reaches_the_job_s_parse():
+    source = SOURCE.replace("args = parser", 'parser.add_argument("--model_arch", default="")\nargs = parser')
+    schema = "comparison_budget_args:\n  default_candidate_budget:\n    model_arch: -x\n"
+    section = api.import_source(source, schema_text=schema)["argparse"]
+    assert section["schema_args"] == ["--model_arch=-x"]
+    assert section["base_args_errors"] == [] and section["budget_conflicts"] == []
+    assert {flag["dest"]: flag["value"] for flag in section["flags"]}["model_arch"] == "-x"
+
+
+DASHED = """\
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--name")
+parser.add_argument("-n", dest="short")
+parser.add_argument("-lr", type=float)
+parser.add_argument("--rate", type=float)
+parser.add_argument("--rounds", type=int)
+parser.add_argument("--opt", nargs="?", const="c")
+parser.add_argument("--one", nargs=1)
+parser.add_argument("--ids", nargs="+")
+parser.add_argument("--pair", nargs=2, type=int)
+parser.add_argument("--tag", action="append")
+parser.add_argument("--ext", action="extend", nargs="+")
+args = parser.parse_args()
+"""
+
+
+def _dashed_parser() -> argparse.ArgumentParser:
+    """The job's own parser, raising argparse.ArgumentError instead of exiting."""
+    namespace: dict = {}
+    exec(
+        DASHED.replace("ArgumentParser()", "ArgumentParser(exit_on_error=False)").replace("args = p", "# p"), namespace
+    )
+    return namespace["parser"]
+
+
+def _reads_back(tokens: list[str], dest: str, value) -> bool:
+    """True when the job's parser, given `tokens`, sets `dest` to `value` and leaves no token over."""
+    try:
+        parsed, left = _dashed_parser().parse_known_args(tokens)
+    except argparse.ArgumentError:
+        return False
+    return getattr(parsed, dest) == value and not left
+
+
+@pytest.mark.parametrize(
+    ("dest", "value"),
+    [
+        ("name", "-x"),
+        ("name", "-foo"),
+        ("name", "-0.1"),
+        ("name", "-"),
+        ("name", "-a=b"),
+        ("name", "plain"),
+        ("short", "-x"),
+        ("short", "-0.1"),
+        ("lr", -0.1),
+        ("rate", -0.1),
+        ("rate", -1e-05),
+        ("rounds", -3),
+        ("opt", "-x"),
+        ("one", ["-x"]),
+        ("ids", ["-x"]),
+        ("ids", ["-1", "-2.5", "a"]),
+        ("pair", [-1, 2]),
+        ("tag", ["-x", "y", "-z"]),
+        ("ext", ["-x"]),
+    ],
+)
+def test_a_value_starting_with_a_dash_is_spelled_so_the_job_s_parser_reads_it_back(dest, value):
+    """The tokens `arguments` gives, parsed by the job's own argparse parser, set the option to the value."""
+    flags = {f["dest"]: ap.Flag.from_dict(f) for f in api.import_source(DASHED)["argparse"]["flags"]}
+    tokens = ap.arguments(flags[dest], value)
+    assert tokens is not None and _reads_back(tokens, dest, value), tokens
+
+
+@pytest.mark.parametrize(("dest", "value"), [("ids", ["-x", "y"]), ("ids", ["1", "-x"]), ("pair", ["-1", "-x"])])
+def test_several_values_argparse_would_read_as_options_are_not_spelled(dest, value):
+    """Several values cannot go into one token: a text that is an option to argparse there is refused (None)."""
+    flags = {f["dest"]: ap.Flag.from_dict(f) for f in api.import_source(DASHED)["argparse"]["flags"]}
+    assert ap.arguments(flags[dest], value) is None
+    assert not _reads_back([flags[dest].name, *map(str, value)], dest, value)  # the plain spelling fails

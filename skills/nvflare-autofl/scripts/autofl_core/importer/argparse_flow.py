@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -221,6 +222,7 @@ def first_by_dest(flags: Iterable[Flag]) -> dict[str, str]:
 
 
 MAX_COUNT = 1000  # occurrences of a count option that may stand for a value (each is a command-line token)
+NEGATIVE = re.compile(r"-\d+|-\d*\.\d+")  # a text argparse reads as a value, not an option (no option looks like it)
 
 
 def arguments(flag: Flag, value: Any, option: str | None = None) -> list[str] | None:
@@ -232,8 +234,9 @@ def arguments(flag: Flag, value: Any, option: str | None = None) -> list[str] | 
         if flag.action == "append" and isinstance(value, list):
             if isinstance(default, list) and value[: len(default)] == default:
                 value = value[len(default) :]
-            return [token for item in value for token in (option, _text(item))]
-        return [option, *(_text(item) for item in (value if isinstance(value, list) else [value]))]
+            uses = [_use(option, item) for item in value]
+            return None if None in uses else [token for use in uses for token in use]
+        return _use(option, value)
     if flag.action in ("boolean_optional", "store_true", "store_false") and type(value) is not bool:
         return None
     if flag.action == "boolean_optional":
@@ -246,6 +249,18 @@ def arguments(flag: Flag, value: Any, option: str | None = None) -> list[str] | 
     if flag.action == "store_const":
         return [option] if _same(value, flag.const) else ([] if _same(value, default) else None)
     return None
+
+
+def _use(option: str, value: Any) -> list[str] | None:
+    """One use of a value-taking option giving it `value` (a list: one text per value). A text starting with `-`,
+    which argparse would take for an option, is written into the token: `--opt=-x`, `-n-x` (argparse's form of a
+    one-letter option). Several values cannot be written so: None unless each such text is a negative number."""
+    texts = [_text(item) for item in (value if isinstance(value, list) else [value])]
+    if not any(text.startswith("-") for text in texts):
+        return [option, *texts]
+    if len(texts) == 1:
+        return [option + texts[0] if len(option) == 2 else f"{option}={texts[0]}"]
+    return [option, *texts] if all(NEGATIVE.fullmatch(t) for t in texts if t.startswith("-")) else None
 
 
 def _text(value: Any) -> str:

@@ -106,13 +106,13 @@ class OptionTable:
         return None
 
     def _match_short(self, args: list[str], index: int) -> OptionRef | None:
-        """`-r 3`, `-r3` or `-r=3` for a declared single-dash option (longest declared match wins)."""
+        """`-r 3`, `-r3`, `-r=3` or `-lr=3` for a declared single-dash option (longest declared match wins)."""
         token = args[index]
         for flag, group in self._shorts:
             if token == flag:
                 return self._with_next_value(args, index, group, flag)
-            if token.startswith(flag) and len(flag) == 2 and group not in self.switch_groups:
-                attached = token[2:]
+            attached = token[len(flag) :] if token.startswith(flag) and group not in self.switch_groups else ""
+            if attached and (len(flag) == 2 or attached.startswith("=")):
                 value = attached[1:] if attached.startswith("=") else attached
                 return OptionRef(group, flag, value, index, index + 1)
         return None
