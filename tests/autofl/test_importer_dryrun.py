@@ -125,6 +125,24 @@ def test_records_are_cached_by_the_job_files_and_args(job, monkeypatch):
     assert dryrun.job_digest(path.parent, None, [], "python") != before
 
 
+def test_a_job_with_a_schema_is_imported_again_from_the_cache(job, monkeypatch):
+    """The run's arguments are the base ones plus the schema's budget arguments: the cache is looked up with them,
+    so the second import starts no sandbox."""
+    path = job("computed_budget")
+    (path.parent / "mutation_schema.yaml").write_text(
+        "comparison_budget_args:\n  default_candidate_budget:\n    n_clients: 3\n", encoding="utf-8"
+    )
+    first = api.import_job(path, dry_run=True)
+    assert first["argparse"]["schema_args"] == ["--n_clients", "3"] and first["admission_errors"] == []
+    assert first["import"]["dry_run"]["status"] == "recorded" and budget(first)["num_clients"][0] == 3
+
+    def started(*_args, **_kwargs):
+        raise AssertionError("a cached import started a dry run")
+
+    monkeypatch.setattr(dryrun.Session, "start", started)
+    assert api.import_job(path, dry_run=True) == first
+
+
 def test_the_campaign_files_a_dry_run_cannot_see_leave_its_cache_key_alone(job):
     """Every runner action rewrites files under .nvflare/; a source-edit candidate's dry run must still hit."""
     path = job("picked_from_table")

@@ -382,9 +382,7 @@ def import_job(
         return derive(static())
     from . import dryrun
 
-    with dryrun.Session(path, overlay=overlay, python=python) as session:
-        if not session.cached(list(base_args)):
-            session.start()  # NVFLARE's import in the sandbox overlaps the static reading
+    with dryrun.Session(path, overlay=overlay, python=python) as session:  # it starts on a run the cache misses
         return _with_dry_run(static(), path, workspace, session, [str(a) for a in run_args or ()])
 
 

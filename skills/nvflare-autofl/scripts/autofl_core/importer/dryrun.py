@@ -195,10 +195,6 @@ class Session:
     def __exit__(self, exc_type, *_exc) -> None:
         self.close(at_once=exc_type is not None)  # an interrupt (or an error) never waits for job.py
 
-    def cached(self, args: list[str]) -> bool:
-        key = job_digest(self.job.parent, self.overlay, [str(a) for a in args], self.python)
-        return key is not None and available(self.python) and _cached(key) is not None
-
     def run(
         self, args: list[str], env: dict[str, str] | None = None, keep: tuple[str, ...] = STORED
     ) -> DryRunRecord | None:
@@ -224,8 +220,8 @@ class Session:
         return records
 
     def start(self) -> bool:
-        """Start the sandboxed boot process now (it imports NVFLARE while the caller goes on); False when the
-        host cannot seal it."""
+        """Start the sandboxed boot process (on the first run the cache misses); False when the host cannot seal
+        it."""
         if self.proc is not None:
             return True
         if not available(self.python):
