@@ -134,6 +134,7 @@ parser.add_argument("--one", nargs=1)
 parser.add_argument("--ids", nargs="+")
 parser.add_argument("--pair", nargs=2, type=int)
 parser.add_argument("--tag", action="append")
+parser.add_argument("--pairs", action="append", nargs=2)
 parser.add_argument("--ext", action="extend", nargs="+")
 args = parser.parse_args()
 """
@@ -178,6 +179,7 @@ def _reads_back(tokens: list[str], dest: str, value) -> bool:
         ("ids", ["-1", "-2.5", "a"]),
         ("pair", [-1, 2]),
         ("tag", ["-x", "y", "-z"]),
+        ("pairs", [["-1", "a"], ["b", "c"]]),
         ("ext", ["-x"]),
     ],
 )
