@@ -25,23 +25,16 @@ RUN_KEYS = ("entry", "class", "metric", "mode", "workspace")  # what runs beside
 
 
 def signature(record: DryRunRecord) -> dict:
-    """What a candidate may not change: the budget values, the entry point, the class that runs, the key metric and
-    its mode, and a FedJob's simulator folder."""
+    """What a candidate may not change: the budget values (`FIELDS`), then what runs (`RUN_KEYS`): the entry point,
+    the class that runs, the key metric and its mode, and a FedJob's simulator folder."""
     ran = recorded.ran(record)
-    return {
-        "budget": ran.values,
-        "entry": record.entry,
-        "class": record.recipe[0] if record.recipe else None,
-        "metric": ran.metric,
-        "mode": ran.mode,
-        "workspace": _under_root(record),
-    }
+    runs = (record.entry, record.recipe[0] if record.recipe else None, ran.metric, ran.mode, _under_root(record))
+    return {**{field: ran.values[field] for field in FIELDS}, **dict(zip(RUN_KEYS, runs, strict=True))}
 
 
 def differs(before: dict, now: dict) -> list[str]:
     """The budget fields whose value differs between two signatures, and "objective" when what runs does."""
-    fields = [field for field, value in now["budget"].items() if value != before["budget"].get(field)]
-    return fields + ["objective"] * any(now[k] != before[k] for k in RUN_KEYS)
+    return [f for f in FIELDS if now[f] != before[f]] + ["objective"] * any(now[k] != before[k] for k in RUN_KEYS)
 
 
 def _under_root(record: DryRunRecord) -> str | None:
@@ -115,7 +108,7 @@ def moving_options(
     if not cands:
         return {}
     before = signature(baseline)
-    taken = {v for v in before["budget"].values() if v is not None}
+    taken = {before[field] for field in FIELDS if before[field] is not None}
     extra = {a.name: _perturbation(a, taken) for a in cands}
     extra = {k: v for k, v in extra.items() if v}
     after_record = run_many([base_args + [t for tokens in extra.values() for t in tokens]])[0]
@@ -128,7 +121,7 @@ def moving_options(
     else:
         after = signature(after_record)
         for field in differs(before, after):
-            value = after["budget"].get(field)
+            value = after.get(field)
             given = [name for name, tokens in extra.items() if len(tokens) == 2 and tokens[1] == str(value)]
             if given and field != "objective":
                 moved[field] = given
@@ -157,7 +150,7 @@ def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...
     if not names:
         return {}
     before = signature(baseline)
-    taken = {v for v in before["budget"].values() if v is not None}
+    taken = {before[field] for field in FIELDS if before[field] is not None}
     probes = (p for p in itertools.chain(INT_PROBES, itertools.count(INT_PROBES[-1] + 1)) if p not in taken)
     env: dict[str, str] = {}
     tried: set[tuple[str, str]] = set()
