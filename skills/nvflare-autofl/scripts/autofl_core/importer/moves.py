@@ -45,26 +45,21 @@ def _under_root(record: DryRunRecord) -> str | None:
     return workspace
 
 
-def candidates(record: DryRunRecord) -> list[Flag]:
-    """The main parser's optional arguments a perturbation can change."""
-    out = []
-    for action in recorded.options(record):
-        kind, value = action.action, action.value
-        if not action.option_strings or action.nargs not in (None, "?", 0):  # 0: a flag; lists are left out
-            continue
-        if kind in ("store_true", "store_false", "boolean_optional") and isinstance(value, bool):
-            out.append(action)
-        elif kind == "store" and (action.choices or action.type in ("int", "float", "str", None)):
-            out.append(action)
-    return out
-
-
 def _perturbation(action: Flag, taken: set) -> list[str]:
+    """The tokens that set one option of the main parser to another value (an int or float to one not in `taken`, a
+    switch flipped, a choice changed, a string replaced), or none when a perturbation cannot change it (a
+    positional, a list, a custom type, a switch the base arguments already set)."""
     name, kind, value = action.name, action.action, action.value
+    if not action.option_strings or action.nargs not in (None, "?", 0):  # 0: a flag; lists are left out
+        return []
+    if kind in ("store_true", "store_false", "boolean_optional") and not isinstance(value, bool):
+        return []
     if kind == "boolean_optional":
         return [name if not value else "--no-" + name[2:]]
     if kind in ("store_true", "store_false"):
         return [name] if value == action.default.value else []
+    if kind != "store":
+        return []
     if action.choices:
         other = [c for c in action.choices if c != value]
         return [name, str(other[0])] if other else []
@@ -74,9 +69,17 @@ def _perturbation(action: Flag, taken: set) -> list[str]:
         probe = next(p for p in INT_PROBES if p not in taken and p != value)
         taken.add(probe)
         return [name, str(probe)]
+    if action.type != "float":
+        return []
     probe = round(0.0137 + 0.001 * len(taken), 6)
     taken.add(probe)
     return [name, repr(probe)]
+
+
+def _perturbations(record: DryRunRecord, taken: set) -> dict[str, list[str]]:
+    """{option name: its perturbation} for every option of the main parser a perturbation can change."""
+    found = {action.name: _perturbation(action, taken) for action in recorded.options(record)}
+    return {name: tokens for name, tokens in found.items() if tokens}
 
 
 def _built(record: DryRunRecord) -> str:
@@ -104,13 +107,10 @@ def moving_options(
 ) -> dict[str, list[str]]:
     """`{field or "objective": [options that move it]}`; `run_many` runs a batch of argument lists. `reached`, when
     given, gets the options the all-perturbed run shows reaching what NVFLARE builds (`reaching`)."""
-    cands = candidates(baseline)
-    if not cands:
-        return {}
     before = signature(baseline)
-    taken = {before[field] for field in FIELDS if before[field] is not None}
-    extra = {a.name: _perturbation(a, taken) for a in cands}
-    extra = {k: v for k, v in extra.items() if v}
+    extra = _perturbations(baseline, {before[field] for field in FIELDS if before[field] is not None})
+    if not extra:
+        return {}
     after_record = run_many([base_args + [t for tokens in extra.values() for t in tokens]])[0]
     if reached is not None:
         reached.extend(reaching(baseline, after_record, extra))
@@ -199,8 +199,9 @@ def _settable(name: str, fixed: tuple[str, ...]) -> bool:
 
 
 def tried_options(record: DryRunRecord) -> list[str]:
-    """Every option string of the options the perturbed runs tried (see `candidates`), sorted."""
-    return sorted({s for action in candidates(record) for s in action.option_strings})
+    """Every option string of the options the perturbed runs tried (`_perturbations`), sorted."""
+    tried = _perturbations(record, set())
+    return sorted({s for action in recorded.options(record) if action.name in tried for s in action.option_strings})
 
 
 def covered_by(tried: list[str], run_args: list[str]) -> bool:
