@@ -269,7 +269,7 @@ def test_each_status_the_boot_or_the_sandbox_writes_parses_to_a_typed_record(raw
     if status == "raised":
         assert parsed.where == recorded.Where("job.py", 3, "")
     if status == "exited":
-        assert parsed.code == 2 and "job.py: error: bad" in recorded.exit_reason(parsed)
+        assert parsed.code == 2 and "job.py: error: bad" in recorded.stop_reason(parsed)
 
 
 @pytest.mark.parametrize(

@@ -385,11 +385,9 @@ def _unseen_options(config: dict, reading: Reading) -> None:
         return
     flags = [ap.Flag.from_dict(f) for f in unseen]
     (script_rel, script_tree), reached = reading.script, reading.reached
-    forwarded = {f.name for f in flags if f.name in reached}
-    found = data_shaping.classify(unseen, reading.tree, script_tree, forwarded)
     shaping = config["data_shaping"]
-    for kind in ("fixed", "unclassified"):
-        shaping[kind] = {**shaping.get(kind, {}), **found[kind]}
+    for kind, found in data_shaping.classify(unseen, reading.tree, script_tree, set(reached)).items():
+        shaping[kind].update(found)  # `reached` is looked up for the unseen options only
     script = _script_parser(script_rel, script_tree)
     tunable = [f for f in flags if f.name in reached and (script is None or f.dest in {s.dest for s in script.flags})]
     blocked = {*shaping["fixed"], *shaping["unclassified"]}  # `derive` drops the options the budget depends on

@@ -38,6 +38,7 @@ UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one 
     "is imported instead of NVFLARE",  # the job's own nvflare: a run in the boot would not show what it does
 )
 NOT_TRAINING = tuple(FAMILY_LABELS)  # the families of jobs that train nothing
+TrustFor = Callable[[str | None], dict]  # the trust contract of the client script a run names
 
 
 def summary(record: DryRunRecord | None, ran: Ran | None = None) -> dict:
@@ -171,14 +172,7 @@ def _objective(config: dict, ran: Ran) -> None:
         )
 
 
-def fold(
-    config: dict,
-    record: DryRunRecord,
-    ran: Ran,
-    moved: dict,
-    env_moved: dict,
-    trust_for: Callable[[str | None], dict],
-) -> None:
+def fold(config: dict, record: DryRunRecord, ran: Ran, moved: dict, env_moved: dict, trust_for: TrustFor) -> None:
     """Make a recorded training run the source of a reading's facts (see the module docstring)."""
     found = _corrections(config, ran)  # read before the record replaces the reading
     _recorded_job(config, record, ran)
@@ -273,7 +267,7 @@ def apply(
     static: dict,
     record: DryRunRecord | None,
     moved: dict,
-    trust_for: Callable[[str | None], dict],
+    trust_for: TrustFor,
     env_moved: dict,
     fallback: str | None = None,
 ) -> list[dict] | None:

@@ -398,14 +398,12 @@ def raise_reason(record: DryRunRecord) -> str:
 
 
 def stop_reason(record: DryRunRecord) -> str:
-    """Why job.py raised or exited before reaching NVFLARE, else why no run was made ("" when the record says none)."""
+    """Why job.py raised or exited before reaching NVFLARE (argparse's own message when its parser refused the
+    arguments), else why no run was made ("" when the record says none)."""
     if record.status == "raised":
         return raise_reason(record)
-    return exit_reason(record) if record.status == "exited" else record.reason
-
-
-def exit_reason(record: DryRunRecord) -> str:
-    """Why job.py exited before reaching NVFLARE (argparse's own message when its parser refused the arguments)."""
+    if record.status != "exited":
+        return record.reason
     line = f" at {_at(record.where)}" if record.where else ""
     if record.parser_error:
         why = quoted(record.parser_error)
