@@ -87,33 +87,27 @@ def _digest(head: bytes, files: list[tuple[str, str]]) -> str:
 def _listed(folder: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, str]] | None:
     """(relative path, fingerprint) of every file a run could import or read: the SHA-256 of a text file, the size
     and modification time of any other. None when some file is past a limit, unreadable, or behind a symlink."""
-    found, hashed, stated = [], 0, 0
+    found, counts, limits = [], {True: 0, False: 0}, {True: MAX_HASHED_FILES, False: MAX_STATED_FILES}
     for root, dirs, names in os.walk(folder):
         here = Path(root).relative_to(folder)
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS and (here / d).as_posix() not in skip)
         if any((Path(root) / d).is_symlink() for d in dirs) or (dirs and len(here.parts) >= MAX_DEPTH):
             return None
         for name in sorted(names):
-            path = Path(root) / name
-            if (here / name).as_posix() in skip:
+            rel, text, path = (here / name).as_posix(), name.endswith(HASHED_SUFFIXES), Path(root) / name
+            if rel in skip:
                 continue
+            counts[text] += 1  # text files are hashed, any other (data) is keyed by size and modification time
             try:
                 info = path.lstat()
                 if not stat.S_ISREG(info.st_mode):  # a symlink, or a FIFO a read would block on
                     return None
-                if not name.endswith(HASHED_SUFFIXES):
-                    stated += 1
-                    if stated > MAX_STATED_FILES:
-                        return None
-                    found.append((str(path.relative_to(folder)), f"stat:{info.st_size}:{info.st_mtime_ns}"))
-                    continue
-                hashed += 1
-                if info.st_size > MAX_HASHED_BYTES or hashed > MAX_HASHED_FILES:
+                if counts[text] > limits[text] or (text and info.st_size > MAX_HASHED_BYTES):
                     return None
-                data = path.read_bytes()
+                mark = hashlib.sha256(path.read_bytes()).hexdigest() if text else None
             except OSError:
                 return None
-            found.append((str(path.relative_to(folder)), hashlib.sha256(data).hexdigest()))
+            found.append((rel, mark or f"stat:{info.st_size}:{info.st_mtime_ns}"))
     return found
 
 
