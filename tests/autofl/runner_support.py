@@ -41,6 +41,14 @@ class Done:
     pid: int | None = None  # the runner's process id (run_cli only)
 
 
+def dry_run(job: Path, args: list[str], python: str | None = None):
+    """The dry-run record of `python job.py ARGS` in a session of its own (None where this host cannot seal one)."""
+    from autofl_core.importer import dryrun
+
+    with dryrun.Session(job, python=python) as session:
+        return session.run(args)
+
+
 def standin_workspace(tmp_path: Path, name: str = "ws") -> Path:
     workspace = tmp_path / name
     shutil.copytree(STANDIN, workspace, ignore=shutil.ignore_patterns("__pycache__"))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from autofl_core.importer import dryrun, recorded
+from runner_support import dry_run
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "client.py"
@@ -34,6 +35,6 @@ recipe.execute(env)
 def test_a_half_written_simulator_policy_file_does_not_fail_the_run(tmp_path):
     (tmp_path / "job.py").write_text(JOB, encoding="utf-8")
     shutil.copy(CLIENT, tmp_path / "client.py")
-    record = dryrun.dry_run(tmp_path / "job.py", [])
+    record = dry_run(tmp_path / "job.py", [])
     assert (record.status, record.exception, record.message) == ("recorded", "", "")
     assert recorded.budget(record)["num_rounds"]["value"] == 3

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from autofl_core.importer import api, dryrun
+from runner_support import dry_run
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "fixtures" / "nvflare_examples"
@@ -201,7 +202,7 @@ def test_a_controller_that_keeps_its_rounds_under_another_name_records_the_round
 
     entry = SOURCES["feature-election"]
     shutil.copytree(CORPUS / "feature-election", tmp_path / "job")
-    record = dryrun.dry_run(tmp_path / "job" / "job.py", entry.get("args", []))
+    record = dry_run(tmp_path / "job" / "job.py", entry.get("args", []))
     assert record.status == "recorded" and recorded.family(record) == "training"
     assert recorded.budget(record)["num_rounds"] == {"value": 5, "source": "dry run: the exported job's num_rounds"}
     config = api.import_job(tmp_path / "job" / "job.py", dry_run=True, base_args=entry.get("args", []))

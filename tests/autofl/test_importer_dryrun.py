@@ -16,6 +16,7 @@ from autofl_core.importer import api, dryrun, recorded
 from autofl_core.runner import runargs
 from autofl_core.runner.outcome import CampaignError
 from autofl_core.runner.store import contract
+from runner_support import dry_run
 
 REPO = Path(__file__).resolve().parents[2]
 JOBS = REPO / "tests" / "fixtures" / "jobs" / "dryrun"
@@ -869,7 +870,7 @@ def test_a_fedjob_controller_given_nvflare_s_default_rounds_records_them(tmp_pat
     controller's effective value, so the record holds 5 rounds."""
     (tmp_path / "job.py").write_text(FEDJOB_LOOP.replace("default=4", "default=5"), encoding="utf-8")
     shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "client.py")
-    record = dryrun.dry_run(tmp_path / "job.py", [])
+    record = dry_run(tmp_path / "job.py", [])
     assert record.status == "recorded"
     config = api.import_job(tmp_path / "job.py", dry_run=True)
     assert config["admission_errors"] == []
@@ -894,7 +895,7 @@ recipe._job.simulator_run(root, n_clients=args.n_clients)  # NVFLARE passes on 0
 def test_a_fedjob_simulation_given_n_clients_records_that_many_clients(tmp_path):
     (tmp_path / "job.py").write_text(FEDJOB_N_CLIENTS, encoding="utf-8")
     shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "client.py")
-    record = dryrun.dry_run(tmp_path / "job.py", [])
+    record = dry_run(tmp_path / "job.py", [])
     assert record.status == "recorded" and record.n_clients == 3 and record.clients == (), record
     config = api.import_job(tmp_path / "job.py", dry_run=True)
     assert config["admission_errors"] == []

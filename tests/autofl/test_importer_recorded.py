@@ -174,6 +174,21 @@ def test_run_args_the_perturbation_tried_need_no_run():
     assert not moves.covered_by(tried, ["--ids", "1", "2"])  # never perturbed
 
 
+def test_an_option_no_perturbation_changes_is_not_counted_as_tried():
+    """A switch the base arguments already set, a lone choice and a string option holding a number are never
+    perturbed, so an argument-only candidate setting one gets a dry run of its own."""
+    store = {"action": "_StoreAction", "nargs": None}
+    actions = [
+        {"option_strings": ["--fast"], "dest": "fast", "action": "_StoreTrueAction", "default": False, "value": True},
+        {**store, "option_strings": ["--algo"], "dest": "algo", "choices": ["a"], "default": "a", "value": "a"},
+        {**store, "option_strings": ["--rounds"], "dest": "rounds", "type": "str", "default": 5, "value": 5},
+        {**store, "option_strings": ["--lr"], "dest": "lr", "type": "float", "default": 0.1, "value": 0.1},
+    ]
+    tried = moves.tried_options(record(parsers=[{"actions": actions}]))
+    assert tried == ["--lr"]
+    assert not moves.covered_by(tried, ["--rounds", "50"])
+
+
 def test_what_a_candidate_run_changes_is_named():
     assert dryrun_config.changes(record(), record()) == []
     assert dryrun_config.changes(record(), record(clients=["a"])) == ["num_clients 4 -> 1"]
@@ -254,7 +269,7 @@ def test_each_status_the_boot_or_the_sandbox_writes_parses_to_a_typed_record(raw
     if status == "raised":
         assert parsed.where == recorded.Where("job.py", 3, "")
     if status == "exited":
-        assert parsed.code == 2 and "job.py: error: bad" in recorded.exit_reason(parsed)
+        assert parsed.code == 2 and "job.py: error: bad" in recorded.stop_reason(parsed)
 
 
 @pytest.mark.parametrize(

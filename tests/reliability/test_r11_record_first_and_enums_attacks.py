@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from runner_support import REPO, run_cli, run_inproc, source_dir, standin_workspace, tree_digest
+from runner_support import REPO, dry_run, run_cli, run_inproc, source_dir, standin_workspace, tree_digest
 
 # --- the dry run's cache: a record is served only for the files that made it ------------------------------------
 
@@ -123,7 +123,7 @@ def test_a_record_planted_in_the_cache_is_not_served_where_this_host_cannot_seal
     forged = {"status": "recorded", "recipe_attrs": {"num_rounds": 3, "train_script": "job.py"}}
     cache = dryrun._cache_dir()
     (cache / f"{key}.json").write_text(json.dumps(forged))
-    assert dryrun.dry_run(job, [], python="python") is None
+    assert dry_run(job, [], python="python") is None
 
 
 @pytest.mark.parametrize("planted", ["oversized", "symlink", "not an object"])

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from autofl_core.importer import api, dryrun, dryrun_config, runner_view
+from runner_support import dry_run
 
 SIMPLE_TAIL = """
 from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
@@ -112,7 +113,7 @@ big._job.simulator_run("/tmp/autofl-attack-ws", n_clients=3)
 def test_a_simulation_after_an_export_records_the_recipe_it_runs_not_the_exported_one(tmp_path):
     """job.py exports a small recipe, then runs a second recipe's FedJob: the budget is the one that runs."""
     path = write_job(tmp_path / "two_recipes", EXPORT_ONE_RUN_ANOTHER)
-    record = dryrun.dry_run(path, [])
+    record = dry_run(path, [])
     assert record.status == "recorded" and record.entry == "simulator_run"
     assert record.recipe_attrs["name"] == "big"
     assert record.recipe_attrs["min_clients"] == 3
@@ -129,7 +130,7 @@ raise ValueError("the job's own check")
 @needs_sandbox
 def test_a_job_folder_under_a_directory_named_nvflare_is_not_nvflare_s_code(tmp_path):
     path = write_job(tmp_path / "nvflare" / "myjob", RAISES_IN_ITS_OWN_CODE)
-    record = dryrun.dry_run(path, [])
+    record = dry_run(path, [])
     assert record.status == "raised"
     assert record.where.line == 3
     assert record.nvflare is None, record.nvflare
@@ -199,7 +200,7 @@ def test_a_job_module_named_like_argparse_is_still_the_job_to_the_caller_test(tm
         pytest.skip("torch is installed here: no stand-in to ask")
     path = write_job(tmp_path / "hooked", CALLS_THE_HOOK)
     (path.parent / "hooks_argparse.py").write_text(HOOK)
-    record = dryrun.dry_run(path, [])
+    record = dry_run(path, [])
     assert record.status == "exited", record
     assert record.code == 4, "the job's own module saw a stand-in as present"
 
@@ -233,7 +234,7 @@ def test_a_candidate_whose_run_needs_the_rerun_still_shows_its_budget_change(tmp
     config = api.import_job(path, dry_run=True, run_args=["--track"])
     assert config["fixed_budget"]["num_rounds"]["value"] == 5
     assert "--track" in runner_view.fixed_budget_options(config)
-    candidate = dryrun.dry_run(path, ["--track"])
+    candidate = dry_run(path, ["--track"])
     assert "mlflow" in candidate.stubbed
-    changes = dryrun_config.changes(dryrun.dry_run(path, []), candidate)
+    changes = dryrun_config.changes(dry_run(path, []), candidate)
     assert changes == ["num_rounds 5 -> 40"], changes

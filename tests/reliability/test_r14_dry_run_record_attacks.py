@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from autofl_core.importer import api, dryrun, moves, recorded
+from runner_support import dry_run
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "client.py"
@@ -94,12 +95,12 @@ recipe.execute(SimEnv(num_clients=2))
 @sealed
 def test_preparing_the_data_after_a_refusal_is_seen_by_the_next_import(tmp_path, private_cache):
     job = _job(tmp_path / "job", NEEDS_DATA)
-    assert dryrun.dry_run(job, []).status == "raised"
+    assert dry_run(job, []).status == "raised"
     (job.parent / "data").mkdir()
     (job.parent / "data" / "train.npy").write_bytes(b"\x93NUMPY")
-    assert dryrun.dry_run(job, []).status == "recorded"
+    assert dry_run(job, []).status == "recorded"
     shutil.rmtree(job.parent / "data")  # deleting the data again is not served the stale "recorded"
-    assert dryrun.dry_run(job, []).status == "raised"
+    assert dry_run(job, []).status == "raised"
 
 
 @sealed
@@ -118,7 +119,7 @@ def test_a_raised_run_is_never_kept_in_the_cache_folder_and_runs_again_next_comm
 @sealed
 def test_a_recorded_run_is_kept_and_served_without_a_run(tmp_path, private_cache):
     job = _job(tmp_path / "job", NEEDS_DATA.replace("if not", "if False and not"))
-    assert dryrun.dry_run(job, []).status == "recorded"
+    assert dry_run(job, []).status == "recorded"
     assert len(list(dryrun._cache_dir().glob("*.json"))) == 1
     dryrun._MEMO.clear()
     with dryrun.Session(job) as session:

@@ -23,6 +23,7 @@ import pytest
 from autofl_core.common import cli, trees
 from autofl_core.importer import api, dryrun
 from autofl_core.trial import owned_folders, processes, seal
+from runner_support import dry_run
 
 pytestmark = pytest.mark.timeout(120)
 REPO = Path(__file__).resolve().parents[2]
@@ -300,7 +301,7 @@ def test_an_interrupt_as_the_sandbox_starts_never_leaves_it_running(
     dryrun.available()  # the probe runs first, unpatched
     monkeypatch.setattr(dryrun.subprocess, "Popen", popen_then_sigterm)
     with pytest.raises(cli.Interrupted):
-        dryrun.dry_run(job, [])
+        dry_run(job, [])
     assert started, "the sandbox never started"
     deadline = time.monotonic() + 5
     while _group_alive(started[0]) and time.monotonic() < deadline:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import hashlib
 import os
 import posixpath
@@ -99,15 +100,11 @@ def _schema_args(parser: ap.Parser | None, budget: dict, base_args: list[str]) -
     return args, conflicts
 
 
-def _known(value: Any) -> Any:
-    """A Val's value as plain data when resolved, else None."""
-    return to_jsonable(value.value) if value is not None and value.resolved else None
-
-
 def _argparse_section(walk: Any, base_args: list[str], schema_args: list[str], conflicts: list[str]) -> dict:
     parser, namespace = _main_parser(walk), (walk.namespaces or [None])[0]
     values = namespace.values if namespace else {}
-    flags = [replace(flag, value=_known(values.get(flag.dest))).to_dict() for flag in parser.flags] if parser else []
+    known = {dest: to_jsonable(v.value) for dest, v in values.items() if v.resolved}
+    flags = [replace(flag, value=known.get(flag.dest)).to_dict() for flag in parser.flags] if parser else []
     problems = [p for prs in walk.parsers for p in prs.problems]
     return {
         "allow_abbrev": parser.allow_abbrev if parser else True,
@@ -132,12 +129,14 @@ class Reading:
     tree: ast.Module | None = None  # job.py's
     notes: list[dict] = field(default_factory=list)  # the client script's, then the schema's options reaching nothing
     script: tuple[str | None, Any] = (None, None)  # the client script trust reads: its path and tree
+    reached: list[str] = field(default_factory=list)  # options a perturbed dry run showed reaching what NVFLARE builds
 
 
 def derive(reading: Reading) -> dict:
     """The config of a reading's facts: the budget's comparison arguments and schema mismatches, the unresolved
     notes, the runner's flags, the summary and the admission errors."""
     config = copy.deepcopy(reading.facts)
+    _unseen_options(config, reading)
     budget, schema, section = config["fixed_budget"], config["schema"], config["argparse"]
     flags = section["flags"]
     schema["budget_mismatches"] = budget_mismatches(budget, schema, flags, section["schema_args"]) if budget else []
@@ -241,9 +240,7 @@ def read_source(
     script_rel, script_tree, notes = _script_tree(job_name, train_script_of(surface) if supported else None, read_file)
     script = (script_rel, script_tree)
     objective = build_objective(surface, metric, schema, script_rel) if supported else empty_objective(metric, schema)
-    budget = fixed_budget(surface)
-    if budget:  # the budget's options (`derive` reads them again from the flags a dry run replaces)
-        budget["comparison_args"] = comparison_args(schema, args_section["flags"])
+    budget = fixed_budget(surface)  # `derive` adds the comparison arguments, read from the flags a dry run replaces
     trust = trust_section(
         job_name, tree or ast.Module([], []), script_rel, script_tree, exists, schema["preferred_targets"]
     )
@@ -367,17 +364,8 @@ def import_job(
         source = workspace.read_file(path.name) or source
         schema_text = workspace.read_file(SCHEMA_FILE) if workspace.exists(SCHEMA_FILE) else schema_text
 
-    def static() -> Reading:
-        return read_source(
-            source,
-            job_name=path.name,
-            metric=metric,
-            base_args=base_args,
-            schema_text=schema_text,
-            read_file=workspace.read_file,
-            exists=workspace.exists,
-        )
-
+    options = {"job_name": path.name, "metric": metric, "base_args": base_args, "schema_text": schema_text}
+    static = functools.partial(read_source, source, read_file=workspace.read_file, exists=workspace.exists, **options)
     if not dry_run or not _uses_nvflare(source, workspace.read_file):
         return derive(static())
     from . import dryrun
@@ -386,7 +374,7 @@ def import_job(
         return _with_dry_run(static(), path, workspace, session, [str(a) for a in run_args or ()])
 
 
-def _unseen_options(config: dict, reading: Reading, reached: set[str]) -> None:
+def _unseen_options(config: dict, reading: Reading) -> None:
     """Options only the real parser has: classified for data shaping like the others, and suggested for tuning
     when the perturbed run showed them reaching what NVFLARE builds and the client script, where readable, defines
     them."""
@@ -394,12 +382,10 @@ def _unseen_options(config: dict, reading: Reading, reached: set[str]) -> None:
     if not unseen:
         return
     flags = [ap.Flag.from_dict(f) for f in unseen]
-    script_rel, script_tree = reading.script
-    forwarded = {f.name for f in flags if f.name in reached}
-    found = data_shaping.classify(unseen, reading.tree, script_tree, forwarded)
+    (script_rel, script_tree), reached = reading.script, reading.reached
     shaping = config["data_shaping"]
-    for kind in ("fixed", "unclassified"):
-        shaping[kind] = {**shaping.get(kind, {}), **found[kind]}
+    for kind, found in data_shaping.classify(unseen, reading.tree, script_tree, set(reached)).items():
+        shaping[kind].update(found)  # `reached` is looked up for the unseen options only
     script = _script_parser(script_rel, script_tree)
     tunable = [f for f in flags if f.name in reached and (script is None or f.dest in {s.dest for s in script.flags})]
     blocked = {*shaping["fixed"], *shaping["unclassified"]}  # `derive` drops the options the budget depends on
@@ -437,10 +423,10 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
     record = session.run(args)
     fallback = fallbacks.refusal(record, workspace.read_file) if record is not None else None
     recorded_run = record is not None and record.status == "recorded" and fallback is None
-    moved, reached, env_moved = {}, [], {}
+    moved, env_moved = {}, {}
     if recorded_run:
         keep = dryrun.PERTURBED_STORED
-        moved = moves.moving_options(record, args, lambda batch: session.run_many(batch, keep=keep), reached)
+        moved = moves.moving_options(record, args, lambda batch: session.run_many(batch, keep=keep), reading.reached)
         env_moved = moves.moving_env(record, lambda env: session.run(args, env=env, keep=keep), dryrun.FIXED_ENV)
 
     def trust_for(script: str | None) -> dict:
@@ -449,16 +435,14 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
         job_tree, targets = reading.tree or ast.Module([], []), reading.facts["schema"]["preferred_targets"]
         return trust_section(path.name, job_tree, rel, script_tree, workspace.exists, targets)
 
-    def then(facts: dict) -> None:
-        if recorded_run:
-            dry = facts["import"]["dry_run"]
-            dry["tried_options"], dry["args"] = moves.tried_options(record), list(args)
-            if run_args:  # options the perturbed runs did not try are run
-                covered = moves.covered_by(dry["tried_options"], run_args)
-                dry["run_args_changes"] = [] if covered else dryrun_config.changes(record, session.run(args + run_args))
-        _unseen_options(facts, reading, set(reached))  # options only the real parser has (none without one)
-
-    return fold_run(reading, record, moved, trust_for, env_moved, fallback, then)
+    config = fold_run(reading, record, moved, trust_for, env_moved, fallback)
+    if recorded_run:
+        dry = config["import"]["dry_run"]
+        dry["tried_options"], dry["args"] = moves.tried_options(record), list(args)
+        if run_args:  # options the perturbed runs did not try are run
+            covered = moves.covered_by(dry["tried_options"], run_args)
+            dry["run_args_changes"] = [] if covered else dryrun_config.changes(record, session.run(args + run_args))
+    return config
 
 
 def fold_run(
@@ -468,16 +452,12 @@ def fold_run(
     trust_for: Callable[[str | None], dict],
     env_moved: dict | None = None,
     fallback: str | None = None,
-    then: Callable[[dict], None] | None = None,
 ) -> dict:
-    """The config of the reading with a dry run's record folded into its facts (dryrun_config.py); `then` changes
-    the folded facts once more before the config is derived from them."""
+    """The config of the reading with a dry run's record folded into its facts (dryrun_config.py)."""
     from . import dryrun_config
 
     static = derive(reading)
     kept = dryrun_config.apply(reading.facts, static, record, moved, trust_for, env_moved or {}, fallback)
     if kept is None:
         return static
-    if then is not None:
-        then(reading.facts)
     return dryrun_config.settle(derive(reading), kept, record)

@@ -1,8 +1,7 @@
 """Run job.py's dry run (`dryrun_boot.py`) inside the trial sandbox and cache the record by the job's files and args.
 
-    record = dry_run(job_path, base_args)                 # a recorded.DryRunRecord; None where it cannot seal
-    with Session(job_path, overlay=draft) as session:     # several runs of one job: one sandbox, forked children
-        baseline, perturbed = session.run(args), session.run(args + more)
+    with Session(job_path, overlay=draft) as session:     # one sandbox, forked children, for several runs of one job
+        baseline, perturbed = session.run(args), session.run(args + more)  # recorded.DryRunRecords (None: no seal)
         changed_env = session.run(args, env={"ROUNDS": "7"})  # environment variables set for that run only
 
 The run is sealed like a trial (namespaces, the job's folder seen through an overlay with the campaign folders
@@ -12,6 +11,7 @@ private folder of the temp directory keyed by `job_digest`; the cache is never r
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..common import bounded, trees
+from ..common import atomic, bounded, trees
 from ..trial import childenv, owned_folders, seal
 from .recorded import NOT_RUN, DryRunRecord, parse
 
@@ -87,33 +87,27 @@ def _digest(head: bytes, files: list[tuple[str, str]]) -> str:
 def _listed(folder: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, str]] | None:
     """(relative path, fingerprint) of every file a run could import or read: the SHA-256 of a text file, the size
     and modification time of any other. None when some file is past a limit, unreadable, or behind a symlink."""
-    found, hashed, stated = [], 0, 0
+    found, counts, limits = [], {True: 0, False: 0}, {True: MAX_HASHED_FILES, False: MAX_STATED_FILES}
     for root, dirs, names in os.walk(folder):
         here = Path(root).relative_to(folder)
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS and (here / d).as_posix() not in skip)
         if any((Path(root) / d).is_symlink() for d in dirs) or (dirs and len(here.parts) >= MAX_DEPTH):
             return None
         for name in sorted(names):
-            path = Path(root) / name
-            if (here / name).as_posix() in skip:
+            rel, text, path = (here / name).as_posix(), name.endswith(HASHED_SUFFIXES), Path(root) / name
+            if rel in skip:
                 continue
+            counts[text] += 1  # text files are hashed, any other (data) is keyed by size and modification time
             try:
                 info = path.lstat()
                 if not stat.S_ISREG(info.st_mode):  # a symlink, or a FIFO a read would block on
                     return None
-                if not name.endswith(HASHED_SUFFIXES):
-                    stated += 1
-                    if stated > MAX_STATED_FILES:
-                        return None
-                    found.append((str(path.relative_to(folder)), f"stat:{info.st_size}:{info.st_mtime_ns}"))
-                    continue
-                hashed += 1
-                if info.st_size > MAX_HASHED_BYTES or hashed > MAX_HASHED_FILES:
+                if counts[text] > limits[text] or (text and info.st_size > MAX_HASHED_BYTES):
                     return None
-                data = path.read_bytes()
+                mark = hashlib.sha256(path.read_bytes()).hexdigest() if text else None
             except OSError:
                 return None
-            found.append((str(path.relative_to(folder)), hashlib.sha256(data).hexdigest()))
+            found.append((rel, mark or f"stat:{info.st_size}:{info.st_mtime_ns}"))
     return found
 
 
@@ -159,20 +153,14 @@ def _store(key: str | None, raw: dict, keep: tuple[str, ...] = STORED) -> DryRun
     folder = _cache_dir()
     if folder is None or record.status not in keep:
         return record
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(raw, handle, sort_keys=True)
-        os.replace(tmp, folder / f"{key}.json")
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
+        atomic.write_json(folder / f"{key}.json", raw)
+    except (OSError, ValueError):  # ValueError: a value JSON cannot hold (NaN)
         return record
-    try:  # the newest MAX_CACHED records stay
+    with contextlib.suppress(OSError):  # the newest MAX_CACHED records stay
         entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
         for stale in entries[: max(0, len(entries) - MAX_CACHED)]:
             stale.unlink(missing_ok=True)
-    except OSError:
-        pass
     return record
 
 
@@ -305,9 +293,3 @@ class Session:
         if self.trial_dir is not None:
             trees.remove_tree(self.trial_dir)
             self.trial_dir = None
-
-
-def dry_run(job_path: Path, base_args: list[str], *, python: str | None = None) -> DryRunRecord | None:
-    """The dry-run record of `python job.py ARGS` (see dryrun_boot.py), or None where it cannot be sealed."""
-    with Session(job_path, python=python) as session:
-        return session.run(base_args)

@@ -38,6 +38,7 @@ UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one 
     "is imported instead of NVFLARE",  # the job's own nvflare: a run in the boot would not show what it does
 )
 NOT_TRAINING = tuple(FAMILY_LABELS)  # the families of jobs that train nothing
+TrustFor = Callable[[str | None], dict]  # the trust contract of the client script a run names
 
 
 def summary(record: DryRunRecord | None, ran: Ran | None = None) -> dict:
@@ -47,12 +48,8 @@ def summary(record: DryRunRecord | None, ran: Ran | None = None) -> dict:
     out = {"status": record.status, "stubbed": list(record.stubbed)}
     if ran is not None:
         out.update(entry=record.entry, nvflare_class=ran.recipe_class, family=ran.family, budget=ran.values)
-    elif record.status == "raised":
-        out["reason"] = recorded.raise_reason(record)
-    elif record.status == "exited":
-        out["reason"] = recorded.exit_reason(record)
-    elif record.reason:
-        out["reason"] = record.reason
+    elif why := recorded.stop_reason(record):
+        out["reason"] = why
     return out
 
 
@@ -175,14 +172,7 @@ def _objective(config: dict, ran: Ran) -> None:
         )
 
 
-def fold(
-    config: dict,
-    record: DryRunRecord,
-    ran: Ran,
-    moved: dict,
-    env_moved: dict,
-    trust_for: Callable[[str | None], dict],
-) -> None:
+def fold(config: dict, record: DryRunRecord, ran: Ran, moved: dict, env_moved: dict, trust_for: TrustFor) -> None:
     """Make a recorded training run the source of a reading's facts (see the module docstring)."""
     found = _corrections(config, ran)  # read before the record replaces the reading
     _recorded_job(config, record, ran)
@@ -248,12 +238,6 @@ def _not_training(config: dict, record: DryRunRecord, ran: Ran) -> None:
     }
 
 
-def _environment(record: DryRunRecord) -> bool:
-    """True when the run raised because this interpreter lacks a module (not something job.py decides)."""
-    # "is not installed": NVFLARE's optional_import checks
-    return record.exception in ("ModuleNotFoundError", "ImportError") or "is not installed" in record.message
-
-
 def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]:
     """What a candidate's run (its run arguments on top of the base ones) changes against the baseline's run."""
     if candidate is None:
@@ -262,13 +246,7 @@ def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]
         why = recorded.raise_reason(candidate) if candidate.status == "raised" else candidate.status
         return [f"job.py no longer reaches NVFLARE with them ({why})"]
     before, after = moves.signature(baseline), moves.signature(candidate)
-    found = [
-        f"{field} {before['budget'][field]} -> {after['budget'][field]}"
-        for field in FIELDS
-        if before["budget"].get(field) != after["budget"].get(field)
-    ]
-    found += [f"{key} {before[key]} -> {after[key]}" for key in moves.RUN_KEYS if before[key] != after[key]]
-    return found
+    return [f"{key} {before[key]} -> {after[key]}" for key in (*FIELDS, *moves.RUN_KEYS) if before[key] != after[key]]
 
 
 def real_parser(config: dict, record: DryRunRecord) -> None:
@@ -289,7 +267,7 @@ def apply(
     static: dict,
     record: DryRunRecord | None,
     moved: dict,
-    trust_for: Callable[[str | None], dict],
+    trust_for: TrustFor,
     env_moved: dict,
     fallback: str | None = None,
 ) -> list[dict] | None:
@@ -308,7 +286,9 @@ def apply(
     kept = [e for e in static["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
     held = _unpinnable(static) or config["job"].get("family") in NOT_TRAINING  # no single run settles these
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
-    raised_here = record.status == "raised" and not record.stubbed and not _environment(record)  # in job.py or NVFLARE
+    raised_here = (
+        record.status == "raised" and not record.stubbed and not recorded.lacks_module(record)
+    )  # in job.py or NVFLARE
     if family == "training" and not held:
         fold(config, record, ran, moved, env_moved, trust_for)  # what the run settles goes; `kept` stays below
         return [e for e in kept if e["code"] not in JUDGED_ON_THE_RECORD]  # judged on the recorded metric
@@ -331,13 +311,6 @@ def settle(config: dict, kept: list[dict], record: DryRunRecord) -> dict:
     be imported here, or it raised."""
     config["admission_errors"] += [e for e in kept if e not in config["admission_errors"]]
     errors = config["admission_errors"]
-    if record.status == "exited":
-        why = recorded.exit_reason(record)
-    elif record.status == "raised":  # a module this interpreter lacks: what to do differs
-        fix = "this interpreter cannot import it: install what is missing, or import where it is installed"
-        why = recorded.raise_reason(record, fix) if _environment(record) else recorded.raise_reason(record)
-    else:
-        return config
-    if errors and "running job.py" not in errors[0]["message"]:  # a refusal the run left says why
-        errors[0]["message"] += f" (and {why})"
+    if record.status in ("raised", "exited") and errors and "running job.py" not in errors[0]["message"]:
+        errors[0]["message"] += f" (and {recorded.stop_reason(record)})"  # a refusal the run left says why
     return config

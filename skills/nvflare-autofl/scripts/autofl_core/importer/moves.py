@@ -25,23 +25,16 @@ RUN_KEYS = ("entry", "class", "metric", "mode", "workspace")  # what runs beside
 
 
 def signature(record: DryRunRecord) -> dict:
-    """What a candidate may not change: the budget values, the entry point, the class that runs, the key metric and
-    its mode, and a FedJob's simulator folder."""
+    """What a candidate may not change: the budget values (`FIELDS`), then what runs (`RUN_KEYS`): the entry point,
+    the class that runs, the key metric and its mode, and a FedJob's simulator folder."""
     ran = recorded.ran(record)
-    return {
-        "budget": ran.values,
-        "entry": record.entry,
-        "class": record.recipe[0] if record.recipe else None,
-        "metric": ran.metric,
-        "mode": ran.mode,
-        "workspace": _under_root(record),
-    }
+    runs = (record.entry, record.recipe[0] if record.recipe else None, ran.metric, ran.mode, _under_root(record))
+    return {**{field: ran.values[field] for field in FIELDS}, **dict(zip(RUN_KEYS, runs, strict=True))}
 
 
 def differs(before: dict, now: dict) -> list[str]:
     """The budget fields whose value differs between two signatures, and "objective" when what runs does."""
-    fields = [field for field, value in now["budget"].items() if value != before["budget"].get(field)]
-    return fields + ["objective"] * any(now[k] != before[k] for k in RUN_KEYS)
+    return [f for f in FIELDS if now[f] != before[f]] + ["objective"] * any(now[k] != before[k] for k in RUN_KEYS)
 
 
 def _under_root(record: DryRunRecord) -> str | None:
@@ -52,26 +45,21 @@ def _under_root(record: DryRunRecord) -> str | None:
     return workspace
 
 
-def candidates(record: DryRunRecord) -> list[Flag]:
-    """The main parser's optional arguments a perturbation can change."""
-    out = []
-    for action in recorded.options(record):
-        kind, value = action.action, action.value
-        if not action.option_strings or action.nargs not in (None, "?", 0):  # 0: a flag; lists are left out
-            continue
-        if kind in ("store_true", "store_false", "boolean_optional") and isinstance(value, bool):
-            out.append(action)
-        elif kind == "store" and (action.choices or action.type in ("int", "float", "str", None)):
-            out.append(action)
-    return out
-
-
 def _perturbation(action: Flag, taken: set) -> list[str]:
+    """The tokens that set one option of the main parser to another value (an int or float to one not in `taken`, a
+    switch flipped, a choice changed, a string replaced), or none when a perturbation cannot change it (a
+    positional, a list, a custom type, a switch the base arguments already set)."""
     name, kind, value = action.name, action.action, action.value
+    if not action.option_strings or action.nargs not in (None, "?", 0):  # 0: a flag; lists are left out
+        return []
+    if kind in ("store_true", "store_false", "boolean_optional") and not isinstance(value, bool):
+        return []
     if kind == "boolean_optional":
         return [name if not value else "--no-" + name[2:]]
     if kind in ("store_true", "store_false"):
         return [name] if value == action.default.value else []
+    if kind != "store":
+        return []
     if action.choices:
         other = [c for c in action.choices if c != value]
         return [name, str(other[0])] if other else []
@@ -81,9 +69,17 @@ def _perturbation(action: Flag, taken: set) -> list[str]:
         probe = next(p for p in INT_PROBES if p not in taken and p != value)
         taken.add(probe)
         return [name, str(probe)]
+    if action.type != "float":
+        return []
     probe = round(0.0137 + 0.001 * len(taken), 6)
     taken.add(probe)
     return [name, repr(probe)]
+
+
+def _perturbations(record: DryRunRecord, taken: set) -> dict[str, list[str]]:
+    """{option name: its perturbation} for every option of the main parser a perturbation can change."""
+    found = {action.name: _perturbation(action, taken) for action in recorded.options(record)}
+    return {name: tokens for name, tokens in found.items() if tokens}
 
 
 def _built(record: DryRunRecord) -> str:
@@ -111,13 +107,10 @@ def moving_options(
 ) -> dict[str, list[str]]:
     """`{field or "objective": [options that move it]}`; `run_many` runs a batch of argument lists. `reached`, when
     given, gets the options the all-perturbed run shows reaching what NVFLARE builds (`reaching`)."""
-    cands = candidates(baseline)
-    if not cands:
-        return {}
     before = signature(baseline)
-    taken = {v for v in before["budget"].values() if v is not None}
-    extra = {a.name: _perturbation(a, taken) for a in cands}
-    extra = {k: v for k, v in extra.items() if v}
+    extra = _perturbations(baseline, {before[field] for field in FIELDS if before[field] is not None})
+    if not extra:
+        return {}
     after_record = run_many([base_args + [t for tokens in extra.values() for t in tokens]])[0]
     if reached is not None:
         reached.extend(reaching(baseline, after_record, extra))
@@ -128,7 +121,7 @@ def moving_options(
     else:
         after = signature(after_record)
         for field in differs(before, after):
-            value = after["budget"].get(field)
+            value = after.get(field)
             given = [name for name, tokens in extra.items() if len(tokens) == 2 and tokens[1] == str(value)]
             if given and field != "objective":
                 moved[field] = given
@@ -157,7 +150,7 @@ def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...
     if not names:
         return {}
     before = signature(baseline)
-    taken = {v for v in before["budget"].values() if v is not None}
+    taken = {before[field] for field in FIELDS if before[field] is not None}
     probes = (p for p in itertools.chain(INT_PROBES, itertools.count(INT_PROBES[-1] + 1)) if p not in taken)
     env: dict[str, str] = {}
     tried: set[tuple[str, str]] = set()
@@ -206,8 +199,9 @@ def _settable(name: str, fixed: tuple[str, ...]) -> bool:
 
 
 def tried_options(record: DryRunRecord) -> list[str]:
-    """Every option string of the options the perturbed runs tried (see `candidates`), sorted."""
-    return sorted({s for action in candidates(record) for s in action.option_strings})
+    """Every option string of the options the perturbed runs tried (`_perturbations`), sorted."""
+    tried = _perturbations(record, set())
+    return sorted({s for action in recorded.options(record) if action.name in tried for s in action.option_strings})
 
 
 def covered_by(tried: list[str], run_args: list[str]) -> bool:

@@ -378,20 +378,32 @@ def _at(where: Where) -> str:
     return f"{quoted(where.file)} line {where.line} ({quoted(where.text)})"
 
 
-def raise_reason(
-    record: DryRunRecord, fix: str = "pass values in --base-args that get past it, or change that line"
-) -> str:
-    """Why the dry run ended in a raise before anything ran, naming the job.py line and what to change."""
+INSTALL_FIX = "this interpreter cannot import it: install what is missing, or import where it is installed"
+
+
+def lacks_module(record: DryRunRecord) -> bool:
+    """True when the run raised because this interpreter lacks a module (not something job.py decides)."""
+    # "is not installed": NVFLARE's optional_import checks
+    return record.exception in ("ModuleNotFoundError", "ImportError") or "is not installed" in record.message
+
+
+def raise_reason(record: DryRunRecord) -> str:
+    """Why the dry run ended in a raise before anything ran, naming the job.py line (and NVFLARE's, when the raise
+    came from there) and what to change."""
     what = f"{quoted(record.exception)}: {quoted(record.message)}"
     line = _at(record.where) if record.where else "job.py"
-    if record.nvflare:
-        inside = f"NVFLARE's {quoted(record.nvflare.file)} line {record.nvflare.line}"
-        return f"running job.py raises at {line}, in {inside}: {what}; {fix}"
-    return f"running job.py raises at {line}: {what}; {fix}"
+    inside = f", in NVFLARE's {quoted(record.nvflare.file)} line {record.nvflare.line}" if record.nvflare else ""
+    fix = INSTALL_FIX if lacks_module(record) else "pass values in --base-args that get past it, or change that line"
+    return f"running job.py raises at {line}{inside}: {what}; {fix}"
 
 
-def exit_reason(record: DryRunRecord) -> str:
-    """Why job.py exited before reaching NVFLARE (argparse's own message when its parser refused the arguments)."""
+def stop_reason(record: DryRunRecord) -> str:
+    """Why job.py raised or exited before reaching NVFLARE (argparse's own message when its parser refused the
+    arguments), else why no run was made ("" when the record says none)."""
+    if record.status == "raised":
+        return raise_reason(record)
+    if record.status != "exited":
+        return record.reason
     line = f" at {_at(record.where)}" if record.where else ""
     if record.parser_error:
         why = quoted(record.parser_error)
