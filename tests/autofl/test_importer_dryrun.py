@@ -1036,7 +1036,7 @@ def test_the_static_reading_records_a_switch_as_the_run_s_parser_does(tmp_path):
     (tmp_path / "job.py").write_text(SWITCHES, encoding="utf-8")
     shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "client.py")
     static = {f["dest"]: f for f in api.import_job(tmp_path / "job.py")["argparse"]["flags"]}
-    record = dryrun.dry_run(tmp_path / "job.py", [])
+    record = dry_run(tmp_path / "job.py", [])
     assert record.status == "recorded", record
     for flag in recorded.options(record):
         assert static[flag.dest] == {**flag.to_dict(), "line": static[flag.dest]["line"]}, flag.dest
