@@ -7,6 +7,8 @@ a recorded training run is the config's source.
   folder and the parser's options are what the run recorded. The static reading keeps what no run records (option
   lines, refusal lines, the schema's contract, data shaping, noise sources, `recipe_args`, a budget field the run
   left without a value) and input errors; a metric-direction conflict is judged again on the recorded key metric.
+- Several runs (`AUTOFL_SEVERAL_RUNS`): a recorded run after which job.py ended normally settles the static
+  refusal; a run that saw job.py train twice refuses naming both lines; otherwise the refusal stays, saying why.
   A refusal no single run settles (a budget reading the environment, files, random numbers or the clock,
   the job's own `nvflare`, a non-training family) keeps the static config whole. A budget field an environment
   variable moves is unresolved.
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import moves, recorded
-from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING
+from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, SEVERAL_RUNS
 from .argparse_flow import first_by_dest
 from .budget import FIELDS
 from .objective import DEFAULT_KEY_METRIC
@@ -305,10 +307,16 @@ def apply(
     else:
         config["import"]["support"] = {"status": "unsupported", "reason": fallback}
     family = ran.family if ran is not None and fallback is None else None
-    kept = [e for e in static["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
-    held = _unpinnable(static) or config["job"].get("family") in NOT_TRAINING  # no single run settles these
+    # several runs: the config's support says it (a refusal the run does not settle stays there, with why)
+    kept = [e for e in static["admission_errors"] if e["code"] not in {*SETTLED_BY_RUNNING, SEVERAL_RUNS}]
+    several = static["import"]["support"].get("several_runs") and recorded.runs(record) != "once"
+    held = _unpinnable(static) or config["job"].get("family") in NOT_TRAINING or several  # no run settles these
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
     raised_here = record.status == "raised" and not record.stubbed and not _environment(record)  # in job.py or NVFLARE
+    if family == "training" and recorded.runs(record) == "twice":
+        config["import"]["support"] = {"status": "unsupported", "reason": recorded.runs_reason(record)}
+        config["import"]["support"]["several_runs"] = True
+        return kept
     if family == "training" and not held:
         fold(config, record, ran, moved, env_moved, trust_for)  # what the run settles goes; `kept` stays below
         return [e for e in kept if e["code"] not in JUDGED_ON_THE_RECORD]  # judged on the recorded metric
@@ -316,6 +324,8 @@ def apply(
         _not_training(config, record, ran)
     elif record.status == "recorded" and fallback is None:
         pinned_too(config, moved)
+        if several:  # the run went on in a way that does not show one run: say how
+            config["import"]["support"]["reason"] += f" ({recorded.runs_reason(record)})"
     elif raised_here and static["admission_errors"] and settles and fallback is None:  # the refusal names its line
         support, why = config["import"]["support"], recorded.raise_reason(record)
         if support["status"] == "supported":

@@ -21,12 +21,12 @@ MAX_SINGLE_RUNS = 32  # past it (when the all-perturbed run did not settle), an 
 MAX_ENV_RUNS = 5  # runs with the environment changed (each sets what the one before newly read or compared)
 Runner = Callable[[list[list[str]]], list[DryRunRecord | None]]
 EnvRunner = Callable[[dict[str, str]], DryRunRecord | None]
-RUN_KEYS = ("entry", "class", "metric", "mode", "workspace")  # what runs besides the budget: pinned when moved
+RUN_KEYS = ("entry", "class", "metric", "mode", "workspace", "runs")  # what runs besides the budget: pinned when moved
 
 
 def signature(record: DryRunRecord) -> dict:
     """What a candidate may not change: the budget values, the entry point, the class that runs, the key metric and
-    its mode, and a FedJob's simulator folder."""
+    its mode, a FedJob's simulator folder, and how many times job.py runs (`recorded.runs`)."""
     ran = recorded.ran(record)
     return {
         "budget": ran.values,
@@ -35,6 +35,7 @@ def signature(record: DryRunRecord) -> dict:
         "metric": ran.metric,
         "mode": ran.mode,
         "workspace": _under_root(record),
+        "runs": recorded.runs(record),
     }
 
 

@@ -56,6 +56,18 @@ class Env:
 
 
 Text = str  # the job's own words (an exception's message): any JSON value is read as its text
+How = Literal["ended", "again", "raised", "exited", "unfinished"]
+
+
+@dataclass(frozen=True)
+class After:
+    """How job.py went on after its recorded run: it `ended` (it ran once), ran `again` (at `where`), or `raised`,
+    `exited` with a non-zero code or was still running when its time was out (`unfinished`): a later run may have
+    been skipped, so one run is not shown. `what`: the exception, the exit code or the second entry point."""
+
+    how: How
+    where: Where | None = None
+    what: Text = ""
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,7 @@ class DryRunRecord:
     where: Where | None = None
     nvflare: Where | None = None
     root_variable: str = ""
+    after: After | None = None  # how job.py went on after its recorded run (None: not recorded)
 
 
 class _Malformed(Exception):
@@ -145,6 +158,15 @@ def _parser(raw: Any) -> Parser:
     )
 
 
+def _after(data: dict, key: str) -> After | None:
+    raw = _typed(data, key, (dict,))
+    if raw is None:
+        return None
+    if raw.get("how") not in get_args(How):
+        raise _Malformed(f"unknown after {raw.get('how')!r}")
+    return After(raw["how"], _where(raw, "where"), str(raw.get("what") or ""))
+
+
 def _env(data: dict, key: str) -> Env | None:
     env = _typed(data, key, (dict,))
     return Env(_typed(env, "class", (str,)), _typed(env, "attrs", (dict,)) or {}) if env else None
@@ -162,6 +184,7 @@ READERS: dict[str, Callable[[dict, str], Any]] = {  # a record field's annotatio
     "tuple[str, ...]": _strings,
     "Where | None": _where,
     "Env | None": _env,
+    "After | None": _after,
     "tuple[Parser, ...]": lambda data, key: tuple(_parser(p) for p in _typed(data, key, (list,)) or []),
     "tuple[StoodIn, ...]": lambda data, key: tuple(_stood_in(s) for s in _typed(data, key, (list,)) or []),
 }
@@ -397,3 +420,30 @@ def exit_reason(record: DryRunRecord) -> str:
         why = quoted(record.parser_error)
         return f"running job.py exits with code {record.code}{line}: {why}; pass what it needs in --base-args"
     return f"running job.py exits with code {record.code}{line} before NVFLARE runs; check its arguments"
+
+
+def runs(record: DryRunRecord) -> str:
+    """How many times job.py ran: "once" when it ended normally after its one recorded run, "twice" when it ran
+    again, "unknown" otherwise (no run recorded, or it raised, exited or ran on after it: a run may be skipped)."""
+    how = record.after.how if record.status == "recorded" and record.after is not None else None
+    return {"ended": "once", "again": "twice"}.get(how, "unknown")
+
+
+def runs_reason(record: DryRunRecord) -> str:
+    """Why the record does not show job.py trains once: it ran twice (both lines), or what ended it after its run."""
+    first = _at(record.call) if record.call else "job.py"
+    after = record.after
+    if after is None:
+        return (
+            f"the dry run of job.py did not go on after its run at {first}, so it cannot show that job.py trains once"
+        )
+    where = _at(after.where) if after.where else "job.py"
+    if after.how == "again":
+        return f"running job.py trains more than once: at {first} and again at {where}; run it once"
+    if after.how == "unfinished":
+        return f"running job.py after its run at {first} was {quoted(after.what)}, so it cannot show job.py trains once"
+    verb = "raises" if after.how == "raised" else "exits"
+    return (
+        f"running job.py {verb} at {where} ({quoted(after.what)}) after its run at {first} (the dry run's stand-in "
+        "result is no trained job's), so it cannot show job.py trains once; let job.py end without error after its run"
+    )
