@@ -194,13 +194,14 @@ def _in_nvflare(filename: str) -> bool:
     return bool(STATE.get("nvflare_dirs")) and filename.startswith(STATE["nvflare_dirs"])
 
 
-def _job_frame(job: str, tb=None) -> dict | None:
-    """The innermost frame inside job.py (or a module beside it) of the current stack or of `tb`."""
+def _job_frame(job: str, tb=None, inner: bool = False) -> dict | None:
+    """The innermost frame inside job.py (`inner`: inside job.py or a module beside it; else one beside it) of the
+    current stack or of `tb`."""
     folder = os.path.dirname(job)
     frames = traceback.extract_tb(tb) if tb is not None else traceback.extract_stack()
     own = [f for f in frames if f.filename == job]
     beside = [f for f in frames if os.path.dirname(f.filename) == folder and f.filename != __file__]
-    frame = (own or beside or [None])[-1]
+    frame = ((beside if inner else own) or beside or [None])[-1]
     return None if frame is None else _frame(frame, os.path.relpath(frame.filename, folder))
 
 
@@ -252,7 +253,7 @@ def _record(kind: str, fed_job_config, final: bool = True, env=None, **extra) ->
     deploying it (else the one a recipe was given)."""
     job, configs, recipe = STATE["job"], {}, STATE["recipe"]
     if final and "record" in STATE:
-        STATE["after"] = {"how": "again", "where": _job_frame(job), "what": kind}
+        STATE["after"] = {"how": "again", "where": _job_frame(job, inner=True), "first": STATE["first"], "what": kind}
         raise Stop
     if fed_job_config is not None:
         with tempfile.TemporaryDirectory(prefix="autofl-dryrun-") as folder:
@@ -279,7 +280,7 @@ def _record(kind: str, fed_job_config, final: bool = True, env=None, **extra) ->
     if not final:
         STATE.setdefault("exported", record)
         return
-    STATE["record"] = record
+    STATE["record"], STATE["first"] = record, _job_frame(job, inner=True)
     signal.signal(signal.SIGALRM, _out_of_time)
     signal.setitimer(signal.ITIMER_REAL, AFTER_RUN_SECONDS)
 

@@ -63,11 +63,13 @@ How = Literal["ended", "again", "raised", "exited", "unfinished"]
 class After:
     """How job.py went on after its recorded run: it `ended` (it ran once), ran `again` (at `where`), or `raised`,
     `exited` with a non-zero code or was still running when its time was out (`unfinished`): a later run may have
-    been skipped, so one run is not shown. `what`: the exception, the exit code or the second entry point."""
+    been skipped, so one run is not shown. `what`: the exception, the exit code or the second entry point; `first`:
+    the innermost line of job.py's own files at the first run (of a second one)."""
 
     how: How
     where: Where | None = None
     what: Text = ""
+    first: Where | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,7 @@ def _after(data: dict, key: str) -> After | None:
         return None
     if raw.get("how") not in get_args(How):
         raise _Malformed(f"unknown after {raw.get('how')!r}")
-    return After(raw["how"], _where(raw, "where"), str(raw.get("what") or ""))
+    return After(raw["how"], _where(raw, "where"), str(raw.get("what") or ""), _where(raw, "first"))
 
 
 def _env(data: dict, key: str) -> Env | None:
@@ -439,6 +441,7 @@ def runs_reason(record: DryRunRecord) -> str:
         )
     where = _at(after.where) if after.where else "job.py"
     if after.how == "again":
+        first = _at(after.first) if after.first else first
         return f"running job.py trains more than once: at {first} and again at {where}; run it once"
     if after.how == "unfinished":
         return f"running job.py after its run at {first} was {quoted(after.what)}, so it cannot show job.py trains once"
