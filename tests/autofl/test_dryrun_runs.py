@@ -162,3 +162,19 @@ def test_code_after_the_run_writes_nothing_outside_the_sandbox(tmp_path, private
     assert recorded.runs(record) == "once", record.after  # the writes ran, inside the sandbox
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "tmp" not in p.parts) == before
     assert not list((tmp_path / "tmp").rglob("after.txt"))
+
+
+def test_the_corpus_job_run_by_a_launcher_module_is_admitted_by_its_dry_run(tmp_path, private_cache):
+    """tests/fixtures/jobs/dryrun/helper_run: a launcher module beside job.py executes the recipe once, and job.py
+    prints the run's status and result."""
+    shutil.copytree(REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "helper_run", tmp_path / "job")
+    path = tmp_path / "job" / "job.py"
+    assert _codes(api.import_job(path)) == [admission.SEVERAL_RUNS], "precondition: the static reading refuses"
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == [], config["admission_errors"]
+    budget = {k: (config["fixed_budget"][k]["value"], config["fixed_budget"][k]["depends_on"]) for k in api.FIELDS}
+    assert budget == {
+        "num_clients": (2, ["--n_clients"]),
+        "min_clients": (2, ["--n_clients"]),
+        "num_rounds": (3, ["--num_rounds"]),
+    }
