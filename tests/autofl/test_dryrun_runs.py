@@ -178,3 +178,10 @@ def test_the_corpus_job_run_by_a_launcher_module_is_admitted_by_its_dry_run(tmp_
         "min_clients": (2, ["--n_clients"]),
         "num_rounds": (3, ["--num_rounds"]),
     }
+
+
+def test_code_after_the_run_that_never_ends_is_stopped_and_shows_no_single_run(tmp_path, private_cache):
+    path = _job(tmp_path / "job", "helpers.launch(recipe, ENV)\nwhile True:\n    pass")
+    record = dryrun.dry_run(path, [])
+    assert record.status == "recorded" and recorded.runs(record) == "unknown", record
+    assert record.after.how == "unfinished" and "10 s after its run" in recorded.runs_reason(record)
