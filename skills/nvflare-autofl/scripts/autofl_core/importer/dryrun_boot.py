@@ -618,8 +618,9 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     except BaseException as error:  # job.py raised: name its line
         ending = {"status": "raised", "exception": type(error).__name__, "message": str(error)[:500]}
         ending.update(where=_job_frame(job, error.__traceback__), nvflare=_nvflare_frame(error.__traceback__))
-    STATE["in_job"] = False
-    signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        STATE["in_job"] = False  # the time after the run is job.py's only
+        signal.setitimer(signal.ITIMER_REAL, 0)
     first = STATE.get("record") or STATE.get("exported")  # job.py ran (else exported), then went on: how
     record = ending if first is None else {**first, "after": _after(ending)}
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
