@@ -7,11 +7,11 @@ a recorded training run is the config's source.
   folder and the parser's options are what the run recorded. The static reading keeps what no run records (option
   lines, refusal lines, the schema's contract, data shaping, noise sources, `recipe_args`, a budget field the run
   left without a value) and input errors; a metric-direction conflict is judged again on the recorded key metric.
-- Several runs (`AUTOFL_SEVERAL_RUNS`): a recorded run after which job.py ended normally settles the static
-  refusal; a run that saw job.py train twice refuses naming both lines; otherwise the refusal stays, saying why.
   A refusal no single run settles (a budget reading the environment, files, random numbers or the clock,
   the job's own `nvflare`, a non-training family) keeps the static config whole. A budget field an environment
   variable moves is unresolved.
+- Several runs (`AUTOFL_SEVERAL_RUNS`): a recorded run after which job.py ended normally settles the static
+  refusal; a run that saw job.py train twice refuses naming both lines; otherwise the refusal stays, saying why.
 - A recorded non-training job: refused, naming the class and its family.
 - A raise before anything ran, where the static reading refuses for a reason a run could settle: the refusal
   names the job.py line from the traceback.

@@ -432,21 +432,14 @@ def runs(record: DryRunRecord) -> str:
 
 
 def runs_reason(record: DryRunRecord) -> str:
-    """Why the record does not show job.py trains once: it ran twice (both lines), or what ended it after its run."""
-    first = _at(record.call) if record.call else "job.py"
-    after = record.after
-    if after is None:
-        return (
-            f"the dry run of job.py did not go on after its run at {first}, so it cannot show that job.py trains once"
-        )
+    """Why the record does not show job.py trains once: it ran twice (both lines), or how it went on after its run."""
+    after, first = record.after or After("unfinished"), _at(record.call) if record.call else "job.py"
     where = _at(after.where) if after.where else "job.py"
     if after.how == "again":
         first = _at(after.first) if after.first else first
         return f"running job.py trains more than once: at {first} and again at {where}; run it once"
-    if after.how == "unfinished":
-        return f"running job.py after its run at {first} was {quoted(after.what)}, so it cannot show job.py trains once"
-    verb = "raises" if after.how == "raised" else "exits"
+    went = {"raised": f"raises at {where}", "exited": f"exits at {where}"}.get(after.how, "does not end")
     return (
-        f"running job.py {verb} at {where} ({quoted(after.what)}) after its run at {first} (the dry run's stand-in "
-        "result is no trained job's), so it cannot show job.py trains once; let job.py end without error after its run"
+        f"running job.py {went} ({quoted(after.what) or 'no end recorded'}) after its run at {first}, so it cannot "
+        "show job.py trains once (the dry run's result is no trained job's); let job.py end without error after its run"
     )
