@@ -195,8 +195,8 @@ def _in_nvflare(filename: str) -> bool:
 
 
 def _job_frame(job: str, tb=None, inner: bool = False) -> dict | None:
-    """The innermost frame inside job.py (`inner`: inside job.py or a module beside it; else one beside it) of the
-    current stack or of `tb`."""
+    """The innermost frame inside job.py, else inside a module beside it (`inner`: inside either), of the current
+    stack or of `tb`."""
     folder = os.path.dirname(job)
     frames = traceback.extract_tb(tb) if tb is not None else traceback.extract_stack()
     own = [f for f in frames if f.filename == job]
@@ -365,9 +365,8 @@ def _note_unreadable(component, name: str, default) -> None:
 
 def _install_recipes() -> None:
     """A POC or production env's deploy records the job it was given instead of deploying it (and asks no server
-    about it afterwards); a SimEnv writes no
-    policy file into the workspace the runs share (one would read another's half-written file); recipes note that
-    they were built, and which one was executed, run or exported first."""
+    about it afterwards); a SimEnv writes no policy file into the workspace the runs share (one would read another's
+    half-written file); recipes note that they were built, and which one was executed, run or exported first."""
 
     def deploy(self, job):
         job._set_all_apps()
