@@ -32,6 +32,7 @@ DRYRUN_FAMILIES = {
     "computed_budget": "training",
     "env_rounds": "training",
     "eval_from_table": "evaluation",
+    "helper_run": "training",
     "hidden_rounds": "training",
     "parent_parser": "training",
     "picked_from_table": "training",

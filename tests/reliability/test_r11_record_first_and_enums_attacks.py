@@ -385,11 +385,10 @@ def _recorder_state():
 if __name__ == "__main__":
     try:
         main()
-    except BaseException:
+    finally:  # after the run, whether the recorder stops job.py there or lets it go on
         state = _recorder_state()
         if state is not None and state.get("record"):
             _forge(state["record"], HONEST[0])
-        raise
 '''
 
 

@@ -194,7 +194,7 @@ def test_a_dry_run_of_two_workflows_with_the_same_rounds_is_not_one_round_count(
     assert found["num_rounds"]["value"] is None and "several num_rounds [3, 3]" in found["num_rounds"]["reason"]
 
 
-# --- 5. a job that trains more than once: the dry run stops at the first run, so the fold keeps the refusal -------
+# --- 5. a job that trains more than once: refused statically, and by a dry run that sees the second run ---------
 
 RECIPE = """from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
 from nvflare.recipe import SimEnv
@@ -223,9 +223,10 @@ def test_a_job_that_trains_twice_is_refused_statically(tmp_path, case):
 @sealed
 @pytest.mark.parametrize("case", ["a second recipe run after the first", "a lambda run by map"])
 def test_the_dry_run_of_a_job_that_trains_twice_keeps_the_static_refusal(tmp_path, private_cache, case):
-    """The run stops at the first `execute` and records 2 clients, 3 rounds. Before: what ran after it (a second
-    recipe's 9 rounds, a second run with 5 clients) was never seen, and the job was admitted with the first run's
-    budget."""
+    """The run records the first `execute` (2 clients, 3 rounds) and goes on: the second recipe's run is seen (the
+    refusal names both lines), the second run of the same job raises in NVFLARE (one run not shown: the refusal
+    stays). Before session 12: what ran after the first run was never seen, and the job was admitted with the first
+    run's budget."""
     config = api.import_job(_job(tmp_path / "job", RECIPE + SEVERAL_RUNS[case]), dry_run=True)
     assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
     assert [e["code"] for e in config["admission_errors"]] == [admission.SEVERAL_RUNS], config["admission_errors"]

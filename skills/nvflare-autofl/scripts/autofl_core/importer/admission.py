@@ -22,7 +22,7 @@ BUDGET_CONFLICT = "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
 SCHEMA_BUDGET_MISMATCH = "AUTOFL_SCHEMA_BUDGET_MISMATCH"
 UNISOLATED_WORKSPACE = "AUTOFL_SIMULATOR_WORKSPACE_NOT_ISOLATED"
 WOULD_RAISE = "AUTOFL_RECIPE_WOULD_RAISE"
-SEVERAL_RUNS = "AUTOFL_SEVERAL_RUNS"  # not settled by a dry run: it stops at the first run
+SEVERAL_RUNS = "AUTOFL_SEVERAL_RUNS"  # settled by a dry run that shows job.py ran once and ended (dryrun_config)
 SETTLED_BY_RUNNING = {  # a recorded run names the job, its budget, its key metric and its simulator folder
     UNSUPPORTED,
     EMPTY_BUDGET,

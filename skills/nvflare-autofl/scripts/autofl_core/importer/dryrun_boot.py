@@ -6,10 +6,11 @@ Usage (inside the trial sandbox, cwd = the job's folder):
 
 Each run is a child forked after NVFLARE is imported and patched. NVFLARE's entry points (`FedJobConfig.simulator_run`,
 `FedJob.export_job`, `PocEnv.deploy`, `ProdEnv.deploy`) export the job into a private temp folder, keep its JSON
-configs (with each component's effective `num_rounds`, `key_metric`, `negate_key_metric`) and stop the run; an
-export is kept and the run goes on. Recipes note which one runs; parsers record their actions; absent top-level
-modules become inert stand-ins (`_InertFinder`); environment reads and comparisons are noted (`_Noted`).
-OUT.json gets one record: `{status: recorded|raised|exited|no_run|sandbox_failed, ...}`.
+configs (with each component's effective `num_rounds`, `key_metric`, `negate_key_metric`) and return what the
+real call returns (`STAND_IN_JOB_ID`): job.py goes on as after a run that trained, and `after` says how it went on
+(a second run stops it). An export is kept and the run goes on. Recipes note which one runs; parsers record their
+actions; absent top-level modules become inert stand-ins (`_InertFinder`); environment reads and comparisons are
+noted (`_Noted`). OUT.json gets one record: `{status: recorded|raised|exited|no_run|sandbox_failed, ...}`.
 Standard library and nvflare only; nothing here trains, and nothing is written outside the temp folder.
 """
 
@@ -37,6 +38,8 @@ STATE: dict = {"recipe": None, "recipe_call": None, "parsers": [], "stubbed": se
 STATE.update(stood_in_at={}, env_read=set(), env_compared={}, unreadable=[])  # stood_in_at: (file, line) -> site
 EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
 MAX_FILE = 1 << 20
+AFTER_RUN_SECONDS = 10  # job.py's code after its run ends within this, else `after` is "unfinished"
+STAND_IN_JOB_ID = "autofl-dry-run"  # what a POC or production deploy returns in place of the job id it submits
 MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
 OS_FILES = (os.__file__, os.getenv.__code__.co_filename)  # the second is "<frozen os>" where os is frozen
 UNPACKS = ("DICT_UPDATE", "DICT_MERGE", "SET_UPDATE", "LIST_EXTEND")  # `{**x}`, `{*x}`, `[*x]` inside a literal
@@ -51,7 +54,8 @@ FRAMEWORKS = set(  # imported by NVFLARE's own framework recipes; stand-ins when
 
 
 class Stop(BaseException):
-    """Raised at an intercepted entry point: nothing after it runs (a BaseException passes `except Exception`)."""
+    """Raised at a second run, or when the time after the run is out (`STATE["after"]` says which): nothing after it
+    runs (a BaseException passes `except Exception`)."""
 
 
 class _Inert(types.ModuleType):
@@ -190,13 +194,14 @@ def _in_nvflare(filename: str) -> bool:
     return bool(STATE.get("nvflare_dirs")) and filename.startswith(STATE["nvflare_dirs"])
 
 
-def _job_frame(job: str, tb=None) -> dict | None:
-    """The innermost frame inside job.py (or a module beside it) of the current stack or of `tb`."""
+def _job_frame(job: str, tb=None, inner: bool = False) -> dict | None:
+    """The innermost frame inside job.py, else inside a module beside it (`inner`: inside either), of the current
+    stack or of `tb`."""
     folder = os.path.dirname(job)
     frames = traceback.extract_tb(tb) if tb is not None else traceback.extract_stack()
     own = [f for f in frames if f.filename == job]
     beside = [f for f in frames if os.path.dirname(f.filename) == folder and f.filename != __file__]
-    frame = (own or beside or [None])[-1]
+    frame = ((beside if inner else own) or beside or [None])[-1]
     return None if frame is None else _frame(frame, os.path.relpath(frame.filename, folder))
 
 
@@ -242,10 +247,14 @@ def _read_configs(folder: str) -> dict:
 
 
 def _record(kind: str, fed_job_config, final: bool = True, env=None, **extra) -> None:
-    """Export the job config into a private temp folder, keep its JSON, and stop the run; an export (`final`
-    False) is kept in STATE["exported"] (the first one) and the run goes on: job.py may run the job next. `env`:
-    the env deploying it (else the one a recipe was given)."""
+    """Export the job config into a private temp folder and keep its JSON: the first run's is the record, and job.py
+    goes on (for at most AFTER_RUN_SECONDS); a second run stops it (`after`: "again", at its line). An export
+    (`final` False) is kept in STATE["exported"] (the first one): job.py may run the job next. `env`: the env
+    deploying it (else the one a recipe was given)."""
     job, configs, recipe = STATE["job"], {}, STATE["recipe"]
+    if final and "record" in STATE:
+        STATE["after"] = {"how": "again", "where": _job_frame(job, inner=True), "first": STATE["first"], "what": kind}
+        raise Stop
     if fed_job_config is not None:
         with tempfile.TemporaryDirectory(prefix="autofl-dryrun-") as folder:
             fed_job_config.generate_job_config(folder)
@@ -271,8 +280,15 @@ def _record(kind: str, fed_job_config, final: bool = True, env=None, **extra) ->
     if not final:
         STATE.setdefault("exported", record)
         return
-    STATE["record"] = record
-    raise Stop
+    STATE["record"], STATE["first"] = record, _job_frame(job, inner=True)
+    signal.signal(signal.SIGALRM, _out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, AFTER_RUN_SECONDS)
+
+
+def _out_of_time(_signum, _frame) -> None:
+    if STATE.get("in_job"):
+        STATE["after"] = {"how": "unfinished", "what": f"still running {AFTER_RUN_SECONDS} s after its run"}
+        raise Stop
 
 
 def _recipe_attrs(recipe) -> dict:
@@ -292,6 +308,7 @@ def _install_fedjob() -> None:
         names = [c for c in str(clients or "").split(",") if c]
         n_clients = n_clients or STATE.get("n_clients")  # FedJob passes 0 when job.py named no site, only a count
         _record("simulator_run", self, workspace=str(workspace), clients=names, n_clients=n_clients)
+        return 0  # the simulator's return code of a run that succeeded
 
     def note_n_clients(self, *args, **kwargs):  # FedJob.simulator_run(workspace, n_clients=None, ...)
         given = kwargs.get("n_clients", args[1] if len(args) > 1 else None)
@@ -347,13 +364,17 @@ def _note_unreadable(component, name: str, default) -> None:
 
 
 def _install_recipes() -> None:
-    """A POC or production env's deploy records the job it was given instead of deploying it; a SimEnv writes no
-    policy file into the workspace the runs share (one would read another's half-written file); recipes note that
-    they were built, and which one was executed, run or exported first."""
+    """A POC or production env's deploy records the job it was given instead of deploying it (and asks no server
+    about it afterwards); a SimEnv writes no policy file into the workspace the runs share (one would read another's
+    half-written file); recipes note that they were built, and which one was executed, run or exported first."""
 
     def deploy(self, job):
         job._set_all_apps()
         _record("deploy", job.job, env=self)
+        return STAND_IN_JOB_ID
+
+    def unknown(self, *args, **kwargs):  # the job's status or result ("not available"), an abort, a stop: no server
+        return None
 
     def note_call(method, self, *args, **kwargs):
         if STATE["recipe"] is None or STATE["recipe_call"] == "export":  # a run after an export is the call
@@ -362,7 +383,9 @@ def _install_recipes() -> None:
 
     for module, name in (("nvflare.recipe.poc_env", "PocEnv"), ("nvflare.recipe.prod_env", "ProdEnv")):
         with contextlib.suppress(ImportError, AttributeError):
-            getattr(__import__(module, fromlist=[name]), name).deploy = deploy
+            env = getattr(__import__(module, fromlist=[name]), name)
+            env.deploy = deploy
+            env.get_job_status = env.get_job_result = env.abort_job = env.stop = unknown
     with contextlib.suppress(ImportError):
         from nvflare.recipe.sim_env import SimEnv
 
@@ -581,21 +604,24 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     STATE["in_job"] = True
     try:
         runpy.run_path(job, run_name="__main__")
-        record = {"status": "no_run"}
+        ending = {"status": "no_run"}
     except Stop:
-        record = STATE["record"]
+        ending = STATE["after"]
     except KeyboardInterrupt:  # a SIGINT job.py turned into a raise: an interrupted run, never the job's failure
         return _write(out, {"status": "sandbox_failed", "reason": "the dry run was interrupted"})
     except SystemExit as stop:
-        code = stop.code if isinstance(stop.code, int) else 1
-        record = {"status": "exited", "code": code, "where": _job_frame(job, stop.__traceback__)}
+        code = 0 if stop.code is None else stop.code if isinstance(stop.code, int) else 1
+        ending = {"status": "exited", "code": code, "where": _job_frame(job, stop.__traceback__)}
         if STATE["parser_error"]:
-            record["parser_error"] = STATE["parser_error"]
+            ending["parser_error"] = STATE["parser_error"]
     except BaseException as error:  # job.py raised: name its line
-        record = {"status": "raised", "exception": type(error).__name__, "message": str(error)[:500]}
-        record.update(where=_job_frame(job, error.__traceback__), nvflare=_nvflare_frame(error.__traceback__))
-    if record["status"] != "recorded" and "exported" in STATE:  # job.py exported, then ended or failed: the export
-        record = STATE["exported"]
+        ending = {"status": "raised", "exception": type(error).__name__, "message": str(error)[:500]}
+        ending.update(where=_job_frame(job, error.__traceback__), nvflare=_nvflare_frame(error.__traceback__))
+    finally:
+        STATE["in_job"] = False  # the time after the run is job.py's only
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    first = STATE.get("record") or STATE.get("exported")  # job.py ran (else exported), then went on: how
+    record = ending if first is None else {**first, "after": _after(ending)}
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
     record["stubbed"] = sorted(STATE["stubbed"])
     record["stood_in_at"] = list(STATE["stood_in_at"].values())
@@ -606,6 +632,17 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
         record["absent"] = sorted(STATE["absent"])
     record["imported"] = _imported(before)
     _write(out, record)
+
+
+def _after(ending: dict) -> dict:
+    """How job.py went on after its first run (or export), from how it ended: "ended" (it returned or exited with
+    code 0), "again" and "unfinished" (`Stop`), "raised" or "exited" (where, and what)."""
+    if "how" in ending:
+        return ending
+    if ending["status"] == "no_run" or (ending["status"] == "exited" and ending["code"] == 0):
+        return {"how": "ended"}
+    what = f"{ending['exception']}: {ending['message']}" if ending["status"] == "raised" else f"code {ending['code']}"
+    return {"how": ending["status"], "where": ending["where"], "what": what}
 
 
 def _write(path: str, record: dict) -> None:

@@ -10,6 +10,8 @@ a recorded training run is the config's source.
   A refusal no single run settles (a budget reading the environment, files, random numbers or the clock,
   the job's own `nvflare`, a non-training family) keeps the static config whole. A budget field an environment
   variable moves is unresolved.
+- Several runs (`AUTOFL_SEVERAL_RUNS`): a recorded run after which job.py ended normally settles the static
+  refusal; a run that saw job.py train twice refuses naming both lines; otherwise the refusal stays, saying why.
 - A recorded non-training job: refused, naming the class and its family.
 - A raise before anything ran, where the static reading refuses for a reason a run could settle: the refusal
   names the job.py line from the traceback.
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import moves, recorded
-from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING
+from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, SEVERAL_RUNS
 from .argparse_flow import first_by_dest
 from .budget import FIELDS
 from .objective import DEFAULT_KEY_METRIC
@@ -283,12 +285,16 @@ def apply(
     else:
         config["import"]["support"] = {"status": "unsupported", "reason": fallback}
     family = ran.family if ran is not None and fallback is None else None
-    kept = [e for e in static["admission_errors"] if e["code"] not in SETTLED_BY_RUNNING]
-    held = _unpinnable(static) or config["job"].get("family") in NOT_TRAINING  # no single run settles these
+    # several runs: the config's support says it (a refusal the run does not settle stays there, with why)
+    kept = [e for e in static["admission_errors"] if e["code"] not in {*SETTLED_BY_RUNNING, SEVERAL_RUNS}]
+    several = static["import"]["support"].get("several_runs") and recorded.runs(record) != "once"
+    held = _unpinnable(static) or config["job"].get("family") in NOT_TRAINING or several  # no run settles these
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
-    raised_here = (
-        record.status == "raised" and not record.stubbed and not recorded.lacks_module(record)
-    )  # in job.py or NVFLARE
+    raised_here = record.status == "raised" and not record.stubbed and not recorded.lacks_module(record)
+    if family == "training" and recorded.runs(record) == "twice":
+        config["import"]["support"] = {"status": "unsupported", "reason": recorded.runs_reason(record)}
+        config["import"]["support"]["several_runs"] = True
+        return kept
     if family == "training" and not held:
         fold(config, record, ran, moved, env_moved, trust_for)  # what the run settles goes; `kept` stays below
         return [e for e in kept if e["code"] not in JUDGED_ON_THE_RECORD]  # judged on the recorded metric
@@ -296,6 +302,8 @@ def apply(
         _not_training(config, record, ran)
     elif record.status == "recorded" and fallback is None:
         pinned_too(config, moved)
+        if several:  # the run went on in a way that does not show one run: say how
+            config["import"]["support"]["reason"] += f" ({recorded.runs_reason(record)})"
     elif raised_here and static["admission_errors"] and settles and fallback is None:  # the refusal names its line
         support, why = config["import"]["support"], recorded.raise_reason(record)
         if support["status"] == "supported":

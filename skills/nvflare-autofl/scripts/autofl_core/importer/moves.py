@@ -21,15 +21,19 @@ MAX_SINGLE_RUNS = 32  # past it (when the all-perturbed run did not settle), an 
 MAX_ENV_RUNS = 5  # runs with the environment changed (each sets what the one before newly read or compared)
 Runner = Callable[[list[list[str]]], list[DryRunRecord | None]]
 EnvRunner = Callable[[dict[str, str]], DryRunRecord | None]
-RUN_KEYS = ("entry", "class", "metric", "mode", "workspace")  # what runs besides the budget: pinned when moved
+RUN_KEYS = ("entry", "class", "metric", "mode", "workspace", "runs")  # what runs besides the budget: pinned when moved
 
 
 def signature(record: DryRunRecord) -> dict:
     """What a candidate may not change: the budget values (`FIELDS`), then what runs (`RUN_KEYS`): the entry point,
-    the class that runs, the key metric and its mode, and a FedJob's simulator folder."""
+    the class that runs, the key metric and its mode, a FedJob's simulator folder, and how many times job.py runs
+    (`recorded.runs`)."""
     ran = recorded.ran(record)
     runs = (record.entry, record.recipe[0] if record.recipe else None, ran.metric, ran.mode, _under_root(record))
-    return {**{field: ran.values[field] for field in FIELDS}, **dict(zip(RUN_KEYS, runs, strict=True))}
+    return {
+        **{field: ran.values[field] for field in FIELDS},
+        **dict(zip(RUN_KEYS, (*runs, recorded.runs(record)), strict=True)),
+    }
 
 
 def differs(before: dict, now: dict) -> list[str]:

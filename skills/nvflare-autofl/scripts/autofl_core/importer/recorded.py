@@ -56,6 +56,20 @@ class Env:
 
 
 Text = str  # the job's own words (an exception's message): any JSON value is read as its text
+How = Literal["ended", "again", "raised", "exited", "unfinished"]
+
+
+@dataclass(frozen=True)
+class After:
+    """How job.py went on after its recorded run: it `ended` (it ran once), ran `again` (at `where`), or `raised`,
+    `exited` with a non-zero code or was still running when its time was out (`unfinished`): a later run may have
+    been skipped, so one run is not shown. `what`: the exception, the exit code or the second entry point; `first`:
+    the innermost line of job.py's own files at the first run (of a second one)."""
+
+    how: How
+    where: Where | None = None
+    what: Text = ""
+    first: Where | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,7 @@ class DryRunRecord:
     where: Where | None = None
     nvflare: Where | None = None
     root_variable: str = ""
+    after: After | None = None  # how job.py went on after its recorded run (None: not recorded)
 
 
 class _Malformed(Exception):
@@ -145,6 +160,15 @@ def _parser(raw: Any) -> Parser:
     )
 
 
+def _after(data: dict, key: str) -> After | None:
+    raw = _typed(data, key, (dict,))
+    if raw is None:
+        return None
+    if raw.get("how") not in get_args(How):
+        raise _Malformed(f"unknown after {raw.get('how')!r}")
+    return After(raw["how"], _where(raw, "where"), str(raw.get("what") or ""), _where(raw, "first"))
+
+
 def _env(data: dict, key: str) -> Env | None:
     env = _typed(data, key, (dict,))
     return Env(_typed(env, "class", (str,)), _typed(env, "attrs", (dict,)) or {}) if env else None
@@ -162,6 +186,7 @@ READERS: dict[str, Callable[[dict, str], Any]] = {  # a record field's annotatio
     "tuple[str, ...]": _strings,
     "Where | None": _where,
     "Env | None": _env,
+    "After | None": _after,
     "tuple[Parser, ...]": lambda data, key: tuple(_parser(p) for p in _typed(data, key, (list,)) or []),
     "tuple[StoodIn, ...]": lambda data, key: tuple(_stood_in(s) for s in _typed(data, key, (list,)) or []),
 }
@@ -409,3 +434,24 @@ def stop_reason(record: DryRunRecord) -> str:
         why = quoted(record.parser_error)
         return f"running job.py exits with code {record.code}{line}: {why}; pass what it needs in --base-args"
     return f"running job.py exits with code {record.code}{line} before NVFLARE runs; check its arguments"
+
+
+def runs(record: DryRunRecord) -> str:
+    """How many times job.py ran: "once" when it ended normally after its one recorded run, "twice" when it ran
+    again, "unknown" otherwise (no run recorded, or it raised, exited or ran on after it: a run may be skipped)."""
+    how = record.after.how if record.status == "recorded" and record.after is not None else None
+    return {"ended": "once", "again": "twice"}.get(how, "unknown")
+
+
+def runs_reason(record: DryRunRecord) -> str:
+    """Why the record does not show job.py trains once: it ran twice (both lines), or how it went on after its run."""
+    after, first = record.after or After("unfinished"), _at(record.call) if record.call else "job.py"
+    where = _at(after.where) if after.where else "job.py"
+    if after.how == "again":
+        first = _at(after.first) if after.first else first
+        return f"running job.py trains more than once: at {first} and again at {where}; run it once"
+    went = {"raised": f"raises at {where}", "exited": f"exits at {where}"}.get(after.how, "does not end")
+    return (
+        f"running job.py {went} ({quoted(after.what) or 'no end recorded'}) after its run at {first}, so it cannot "
+        "show job.py trains once (the dry run's result is no trained job's); let job.py end without error after its run"
+    )

@@ -55,7 +55,7 @@ class Surface:
     run_args: list = field(default_factory=list)
     site_targets: list = field(default_factory=list)  # FedJob client targets of to()/to_clients(), in call order
     run_control: tuple = ()  # job options of the branches under which the run call was made
-    several_runs: bool = False  # job.py trains more than once: a dry run, which stops at the first, cannot settle it
+    several_runs: bool = False  # job.py may train more than once: only a dry run that sees it run once settles it
 
 
 def is_recipe(obj: Any) -> bool:
@@ -112,7 +112,7 @@ def analyze(walk: Any) -> Surface:
         return Surface(reason=walk.problems[0] + STATIC_LIMIT)
     b = next((b for b in walk.branches if not b.resolved and b.touched_surface), None)  # the first ambiguous one
     if b is not None:
-        if b.kind == "loop":  # a run in it may run any number of times: a dry run sees the first
+        if b.kind == "loop":  # a run in it may run any number of times
             return Surface(
                 reason=f"a recipe/job/env is built or run inside a loop (line {b.line}); build and run exactly "
                 "one, outside loops, so every trial runs the same job",
@@ -145,8 +145,7 @@ def analyze(walk: Any) -> Surface:
 
 
 def _run_unseen(walk: Any) -> Surface | None:
-    """A recipe or job given to code the reading does not follow, which may run it: a dry run sees its first run
-    only."""
+    """A recipe or job given to code the reading does not follow, which may run it (any number of times)."""
     unseen = [c for c in walk.calls if c.method == UNSEEN_RUN and (is_recipe(c.target) or is_fedjob(c.target))]
     if not unseen:
         return None
