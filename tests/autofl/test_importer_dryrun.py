@@ -991,3 +991,29 @@ def test_a_direction_conflict_is_judged_on_the_metric_the_run_recorded(tmp_path,
         errors = config["admission_errors"]
         assert [e["code"] for e in errors] == ["AUTOFL_METRIC_DIRECTION_CONFLICT"], errors
         assert errors[0]["message"].startswith(f"'{refused_for}' looks lower-is-better")
+
+
+FEDAVG_WORKFLOW = """\
+from nvflare.app_common.workflows.fedavg import FedAvg
+from nvflare.job_config.api import FedJob
+from nvflare.job_config.script_runner import ScriptRunner
+
+job = FedJob(name="demo")
+job.to_server(FedAvg(num_clients=SITES, num_rounds=2))
+for i in range(SITES):
+    job.to(ScriptRunner(script="client.py"), f"site-{i + 1}")
+job.simulator_run("/tmp/nvflare/demo")
+"""
+
+
+@pytest.mark.parametrize("sites", [3, 4])
+def test_a_workflow_s_client_count_equal_to_its_default_is_the_recorded_min_clients(tmp_path, sites):
+    """NVFLARE leaves an argument equal to its default out of the exported config (FedAvg's num_clients defaults
+    to 3): the run still records the count the workflow waits for, as the static reading does, not meta.json's."""
+    path = write_job(tmp_path / "fedavg", FEDAVG_WORKFLOW.replace("SITES", str(sites)))
+    static = api.import_job(path)
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    assert config["import"]["dry_run"]["budget"] == {"num_rounds": 2, "min_clients": sites, "num_clients": sites}
+    assert config["fixed_budget"]["min_clients"]["value"] == static["fixed_budget"]["min_clients"]["value"] == sites
+    assert "corrected" not in config["import"]["dry_run"]

@@ -6,9 +6,9 @@ Usage (inside the trial sandbox, cwd = the job's folder):
 
 Each run is a child forked after NVFLARE is imported and patched. NVFLARE's entry points (`FedJobConfig.simulator_run`,
 `FedJob.export_job`, `PocEnv.deploy`, `ProdEnv.deploy`) export the job into a private temp folder, keep its JSON
-configs (with each component's effective `num_rounds`, `key_metric`, `negate_key_metric`) and stop the run; an
-export is kept and the run goes on. Recipes note which one runs; parsers record their actions; absent top-level
-modules become inert stand-ins (`_InertFinder`); environment reads and comparisons are noted (`_Noted`).
+configs (with each component's `EFFECTIVE_ARGS`) and stop the run; an export is kept and the run goes on. Recipes
+note which one runs; parsers record their actions; absent top-level modules become inert stand-ins (`_InertFinder`);
+environment reads and comparisons are noted (`_Noted`).
 OUT.json gets one record: `{status: recorded|raised|exited|no_run|sandbox_failed, ...}`.
 Standard library and nvflare only; nothing here trains, and nothing is written outside the temp folder.
 """
@@ -35,7 +35,8 @@ import types
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
 STATE: dict = {"recipe": None, "recipe_call": None, "parsers": [], "stubbed": set(), "absent": set(), "built": []}
 STATE.update(stood_in_at={}, env_read=set(), env_compared={}, unreadable=[])  # stood_in_at: (file, line) -> site
-EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
+# exported even when equal to the default: the rounds, the selection metric, the clients a workflow waits for
+EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric", "min_clients", "num_clients")
 MAX_FILE = 1 << 20
 MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
 OS_FILES = (os.__file__, os.getenv.__code__.co_filename)  # the second is "<frozen os>" where os is frozen
