@@ -294,7 +294,7 @@ def _walk(
         if schema_args:  # walked again with the schema's budget arguments the runner adds
             walk = Walker(base_args + schema_args, job_name).run(tree)
         _mark_job_classes(walk, exists)
-        surface = analyze(walk)
+        surface = analyze(walk, tree)
     shadow = next((rel for rel in ("nvflare.py", "nvflare/__init__.py") if exists(rel)), None)
     if shadow is not None:  # `python job.py` imports the job's own nvflare, not NVFLARE's
         surface = Surface(reason=f"{shadow} beside {job_name} is imported instead of NVFLARE; rename it")
