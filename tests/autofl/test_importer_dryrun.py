@@ -5,6 +5,7 @@ cannot pin (a value held by an object, a while loop, a class picked from a table
 runs real dry runs (about 1-2 s cold under load); records are cached by the hash of the job's files and args.
 """
 
+import importlib.metadata
 import importlib.util
 import shutil
 import subprocess
@@ -1017,3 +1018,53 @@ def test_a_workflow_s_client_count_equal_to_its_default_is_the_recorded_min_clie
     assert config["import"]["dry_run"]["budget"] == {"num_rounds": 2, "min_clients": sites, "num_clients": sites}
     assert config["fixed_budget"]["min_clients"]["value"] == static["fixed_budget"]["min_clients"]["value"] == sites
     assert "corrected" not in config["import"]["dry_run"]
+
+
+OTHER_VERSION = """\
+import absent_helpers_h13
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+IMPORT
+
+
+def own(rounds):
+    return rounds
+
+
+recipe = NumpyFedAvgRecipe(name="d", min_clients=2, num_rounds=own(ROUNDS), model=[0.0], train_script="client.py"ARG)
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "rounds", "arg", "line", "lacks"),
+    [
+        ("from nvflare import FedAvg", "3", "", 5, "NVFLARE {v} has no nvflare.FedAvg"),
+        ("import nvflare.fox.api", "3", "", 5, "NVFLARE {v} has no nvflare.fox"),
+        ("", "3", ", initial_weights=[0.0]", 12, "NVFLARE {v} has no nvflare.app_common.np.recipes.fedavg.Numpy"),
+    ],
+)
+def test_a_job_written_for_another_nvflare_version_is_refused_even_with_stand_ins(
+    tmp_path, imports, rounds, arg, line, lacks
+):
+    """The static reading admits it, but running it raises on job.py's own line asking NVFLARE for a name it lacks
+    or passing an argument it does not take: refused naming the line, whatever was stood in (here a helper)."""
+    source = OTHER_VERSION.replace("IMPORT", imports).replace("ROUNDS", rounds).replace("ARG", arg)
+    path = write_job(tmp_path / "other", source)
+    assert api.import_job(path)["admission_errors"] == [], "precondition: the static reading admits it"
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "raised"
+    assert "absent_helpers_h13" in config["import"]["dry_run"]["stubbed"]
+    [error] = config["admission_errors"]
+    version = importlib.metadata.version("nvflare")
+    assert f"running job.py raises at job.py line {line} " in error["message"]
+    assert lacks.format(v=version) in error["message"] and "written for another NVFLARE version" in error["message"]
+    assert "install what is missing" not in error["message"]
+
+
+def test_a_type_error_in_job_py_s_own_code_refuses_nothing_the_reading_admits(tmp_path):
+    path = write_job(tmp_path / "own", OTHER_VERSION.replace("IMPORT", "").replace("ROUNDS", "3, 4").replace("ARG", ""))
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "raised" and "own() takes" in config["import"]["dry_run"]["reason"]
+    assert config["admission_errors"] == []

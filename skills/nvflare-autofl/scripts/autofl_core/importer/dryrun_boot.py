@@ -595,6 +595,7 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     except BaseException as error:  # job.py raised: name its line
         record = {"status": "raised", "exception": type(error).__name__, "message": str(error)[:500]}
         record.update(where=_job_frame(job, error.__traceback__), nvflare=_nvflare_frame(error.__traceback__))
+        record["callee"] = _nvflare_callee(error)
     if record["status"] != "recorded" and "exported" in STATE:  # job.py exported, then ended or failed: the export
         record = STATE["exported"]
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
@@ -607,6 +608,20 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
         record["absent"] = sorted(STATE["absent"])
     record["imported"] = _imported(before)
     _write(out, record)
+
+
+def _nvflare_callee(error: BaseException) -> str | None:
+    """The NVFLARE callable a TypeError names (`FedAvgRecipe.__init__() got ...`) when the job's own line called it:
+    the name is looked up where the raise happened (an argument that does not bind raises at the call)."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if not isinstance(error, TypeError) or tb is None or not _in_job_folder(tb.tb_frame.f_code.co_filename):
+        return None
+    name = str(error).partition("(")[0]
+    found = tb.tb_frame.f_locals.get(name.partition(".")[0], tb.tb_frame.f_globals.get(name.partition(".")[0]))
+    module = getattr(found, "__module__", None)
+    return f"{module}.{name}" if isinstance(module, str) and module.partition(".")[0] == "nvflare" else None
 
 
 def _write(path: str, record: dict) -> None:

@@ -15,13 +15,16 @@ a recorded training run is the config's source.
   names the job.py line from the traceback.
 - A stand-in for a module job.py imports where a handler would catch its ImportError (`fallbacks`): not what
   `python job.py` does on this host; the import is refused naming that line.
+- A raise on job.py's own line importing from NVFLARE what it lacks, or calling NVFLARE with arguments it does not
+  take (`other_version`): job.py was written for another NVFLARE version; refused naming the line, stand-ins or not.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-from . import moves, recorded
+from . import moves, recipes, recorded
 from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING
 from .argparse_flow import first_by_dest
 from .budget import FIELDS
@@ -251,7 +254,35 @@ def _not_training(config: dict, record: DryRunRecord, ran: Ran) -> None:
 def _environment(record: DryRunRecord) -> bool:
     """True when the run raised because this interpreter lacks a module (not something job.py decides)."""
     # "is not installed": NVFLARE's optional_import checks
-    return record.exception in ("ModuleNotFoundError", "ImportError") or "is not installed" in record.message
+    missing = record.exception in ("ModuleNotFoundError", "ImportError") or "is not installed" in record.message
+    return missing and other_version(record) is None
+
+
+NVFLARE_IMPORTS = (  # what an import from job.py's own line asks of NVFLARE that it lacks
+    re.compile(r"cannot import name '(\w+)' from '(nvflare(?:\.\w+)*)'"),
+    re.compile(r"No module named '(nvflare\.[\w.]+)'"),
+)
+BINDINGS = ("got an unexpected keyword argument", "positional argument", "got multiple values for argument")
+STOOD_IN_BINDING = "missing"  # `Recipe(*stand_in)` unpacks nothing: a missing argument may be a stand-in's doing
+
+
+def other_version(record: DryRunRecord) -> str | None:
+    """Why job.py, written for another NVFLARE version, is refused when its run raised on its own line asking NVFLARE
+    for a module or name it lacks (ImportError) or calling NVFLARE with arguments it does not take (TypeError);
+    neither is a stand-in's doing, so it holds whatever was stood in. None for any other run."""
+    version, lacks = recipes.nvflare_version(), None
+    if record.status != "raised" or record.where is None or record.nvflare is not None:
+        return None
+    if record.exception in ("ImportError", "ModuleNotFoundError") and "circular import" not in record.message:
+        found = [m.groups() for m in (p.search(record.message) for p in NVFLARE_IMPORTS) if m]
+        lacks = ".".join(reversed(found[0])) if found else None
+    elif record.exception == "TypeError" and record.callee and any(b in record.message for b in BINDINGS):
+        stood_in = record.stubbed and STOOD_IN_BINDING in record.message
+        lacks = None if stood_in else f"{record.callee}() taking these arguments"
+    if lacks is None:
+        return None
+    fix = f"NVFLARE {version} has no {lacks}: job.py was written for another NVFLARE version; use the {version} API"
+    return recorded.raise_reason(record, fix)
 
 
 def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]:
@@ -295,7 +326,7 @@ def apply(
 ) -> list[dict] | None:
     """Fold the run into a reading's facts (`config`; `static`: the reading's config), see the module docstring;
     the static refusals the run leaves standing, or None when there is no record (`static` stands). `fallback`: why
-    the run is not what `python job.py` does on this host (`fallbacks.refusal`): it settles nothing and refuses."""
+    the record alone refuses (`fallbacks.refusal`, `other_version`): the run settles nothing."""
     ran = recorded.ran(record) if record is not None and record.status == "recorded" else None
     config["import"]["dry_run"] = static["import"]["dry_run"] = summary(record, ran)
     if record is None:

@@ -87,6 +87,7 @@ class DryRunRecord:
     message: Text = ""
     where: Where | None = None
     nvflare: Where | None = None
+    callee: str | None = None  # the NVFLARE callable a TypeError raised at job.py's call of it names
     root_variable: str = ""
 
 
