@@ -268,3 +268,29 @@ def test_min_clients_is_the_count_the_server_workflow_waits_for(tmp_path, built,
     assert config["fixed_budget"]["min_clients"]["value"] == min_clients, config["fixed_budget"]["min_clients"]
     assert source in config["fixed_budget"]["min_clients"]["source"]
     assert config["admission_errors"] == []
+
+
+OUTSIDE_SCRIPT = """\
+import os
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+recipe = NumpyFedAvgRecipe(name="d", min_clients=2, num_rounds=3, model=[0.0], train_script=SCRIPT)
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+@pytest.mark.parametrize("script", ["'/home/someone/project/client.py'", "'../client.py'"])
+def test_a_train_script_outside_job_py_s_folder_is_refused_with_the_fix(tmp_path, script):
+    """A candidate may edit the train script and the frozen evaluation must know what runs: a script outside the
+    job's folder is neither, so the job is refused, naming the script and the fix."""
+    (tmp_path / "job").mkdir()
+    (tmp_path / "client.py").write_text("print('trains')\n", encoding="utf-8")
+    (tmp_path / "job" / "job.py").write_text(OUTSIDE_SCRIPT.replace("SCRIPT", script), encoding="utf-8")
+    config = api.import_job(tmp_path / "job" / "job.py")
+    [error] = config["admission_errors"]
+    assert error["code"] == "AUTOFL_UNSUPPORTED_JOB"
+    assert f"the train script {script} is not a file of job.py's folder" in error["message"]
+    assert "copy it beside job.py and name it by a relative path" in error["message"]
+    assert config["trust"]["train_script"] is None

@@ -1068,3 +1068,22 @@ def test_a_type_error_in_job_py_s_own_code_refuses_nothing_the_reading_admits(tm
     config = api.import_job(path, dry_run=True)
     assert config["import"]["dry_run"]["status"] == "raised" and "own() takes" in config["import"]["dry_run"]["reason"]
     assert config["admission_errors"] == []
+
+
+def test_a_train_script_the_run_records_outside_the_job_folder_is_refused(tmp_path):
+    """The static reading cannot evaluate `os.path.*`; the run records a script above job.py's folder, which no
+    candidate may edit: refused naming it, not admitted with no train script in the trust contract."""
+    source = READ_THROUGH_METHODS.replace(
+        'train_script="client.py"',
+        'train_script=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shared", "client.py")',
+    ).replace("import argparse\n", "import argparse\nimport os\n")
+    (tmp_path / "job").mkdir()
+    (tmp_path / "job" / "job.py").write_text(source, encoding="utf-8")
+    (tmp_path / "shared").mkdir()
+    shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "shared" / "client.py")
+    config = api.import_job(tmp_path / "job" / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    [error] = config["admission_errors"]
+    assert error["code"] == "AUTOFL_UNSUPPORTED_JOB"
+    assert f"the train script '{tmp_path}/job/../shared/client.py' is not a file of job.py's folder" in error["message"]
+    assert config["trust"]["allowed_edit_paths"] == ["job.py"]

@@ -49,7 +49,7 @@ from .schema import (
 )
 from .search import suggested
 from .surface import Surface, analyze, job_section, simulator_workspace
-from .trust import module_files, safe_relative, train_script_of, trust_section
+from .trust import module_files, outside_job, safe_relative, train_script_of, trust_section
 from .values import UNRESOLVED, describe, to_jsonable
 from .walker import Walker
 
@@ -238,7 +238,8 @@ def read_source(
     tree, walk, surface, schema_args, conflicts = _walk(source, job_name, args, schema, exists)
     supported = surface.status == "supported"
     args_section = _argparse_section(walk, args, schema_args, conflicts)
-    script_rel, script_tree, notes = _script_tree(job_name, train_script_of(surface) if supported else None, read_file)
+    named = train_script_of(surface) if supported else None
+    script_rel, script_tree, notes = _script_tree(job_name, named, read_file)
     script = (script_rel, script_tree)
     objective = build_objective(surface, metric, schema, script_rel) if supported else empty_objective(metric, schema)
     budget = fixed_budget(surface)
@@ -261,8 +262,8 @@ def read_source(
         "fixed_budget": budget,
         "import": {
             "support": {
-                "reason": surface.reason or f"recognized {surface.pattern} pattern",
-                "status": surface.status,
+                "reason": outside_job(named) or surface.reason or f"recognized {surface.pattern} pattern",
+                "status": "unsupported" if outside_job(named) else surface.status,
                 **({"several_runs": True} if surface.several_runs else {}),
             },
             "would_raise": would_raise(surface, budget),

@@ -31,6 +31,7 @@ from .budget import FIELDS
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord, Ran
 from .surface import FAMILY_LABELS
+from .trust import outside_job
 
 UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
     "environment variable",
@@ -197,6 +198,8 @@ def fold(
     job, names = config["job"], env_moved.get("objective")
     where = f"{job['pattern']} {job['class']} at job.py line {job['line']}"
     support = {"status": "supported", "reason": f"recorded by a dry run: {where}"}
+    if outside_job(script):
+        support = {"status": "unsupported", "reason": f"{outside_job(script)} (recorded by a dry run)"}
     if names:  # an environment variable builds another job
         support = {
             "status": "unsupported",

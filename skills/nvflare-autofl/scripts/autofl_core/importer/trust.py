@@ -29,6 +29,19 @@ def safe_relative(path: str) -> str | None:
     return norm
 
 
+def outside_job(script: str | None) -> str | None:
+    """Why the job is refused when the train script it names (relative to job.py's folder, or absolute) is no file
+    of job.py's folder a candidate may edit: the candidate could not change it and the frozen evaluation would not
+    know what the clients run. None when it is one, or when no script is named."""
+    if script is None or safe_relative(script) is not None:
+        return None
+    return (
+        f"the train script {script!r} is not a file of job.py's folder, so a candidate cannot edit it and the trust "
+        "contract cannot name what the clients run; copy it beside job.py and name it by a relative path "
+        '(train_script="client.py")'
+    )
+
+
 def train_script_of(surface: Any) -> str | None:
     """The script the clients of a supported surface run: recipe `train_script=` or a ScriptRunner's `script=`."""
     candidates = [surface.target.kwargs.get("train_script")]
