@@ -1087,3 +1087,29 @@ def test_a_train_script_the_run_records_outside_the_job_folder_is_refused(tmp_pa
     assert error["code"] == "AUTOFL_UNSUPPORTED_JOB"
     assert f"the train script '{tmp_path}/job/../shared/client.py' is not a file of job.py's folder" in error["message"]
     assert config["trust"]["allowed_edit_paths"] == ["job.py"]
+
+
+def test_a_stand_in_unpacks_into_as_many_values_and_is_a_path_that_does_not_exist(tmp_path):
+    """A stand-in for an absent helper module gets past unpacking (`a, b = helper()`, `a, *rest, b = ...`), a
+    subscript and `os.fspath` (`Path(x)`, `os.path.join(x, ...)`, naming no file), so the run reaches NVFLARE."""
+    path = write_job(
+        tmp_path / "unpack",
+        "import os\n"
+        "from pathlib import Path\n\n"
+        "from absent_splits_h13 import make_splits\n"
+        "from nvflare.app_common.np.recipes import NumpyFedAvgRecipe\n"
+        "from nvflare.recipe import SimEnv\n\n"
+        "sites = sorted({'site-a', 'site-b', 'site-c'})\n"
+        "train_parts, test_part = make_splits(len(sites))\n"
+        "first, *rest, last = make_splits(2)\n"
+        "data = Path(train_parts[0]) / 'x'\n"
+        "assert not os.path.exists(os.path.join(test_part, 'y')) and not data.exists()\n"
+        "recipe = NumpyFedAvgRecipe(name='d', min_clients=len(sites), num_rounds=3, model=[0.0],"
+        " train_script='client.py')\n"
+        "recipe.execute(SimEnv(clients=sites))\n",
+    )
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert config["import"]["dry_run"]["stubbed"] == ["absent_splits_h13"]
+    assert config["import"]["dry_run"]["budget"] == {"num_rounds": 3, "min_clients": 3, "num_clients": 3}
+    assert config["admission_errors"] == []
