@@ -281,16 +281,21 @@ recipe.execute(SimEnv(num_clients=2))
 """
 
 
-@pytest.mark.parametrize("script", ["'/home/someone/project/client.py'", "'../client.py'"])
-def test_a_train_script_outside_job_py_s_folder_is_refused_with_the_fix(tmp_path, script):
-    """A candidate may edit the train script and the frozen evaluation must know what runs: a script outside the
-    job's folder is neither, so the job is refused, naming the script and the fix."""
+def test_a_train_script_given_as_an_absolute_path_outside_job_py_s_folder_is_refused_with_the_fix(tmp_path):
+    """A candidate may edit the train script and the frozen evaluation must know what runs: an absolute path outside
+    the job's folder (the author's machine) is neither, so the job is refused, naming the script and the fix. A
+    relative path above the folder (NVFLARE's examples share `../client.py`) stays admitted, with no train script
+    in the trust contract."""
     (tmp_path / "job").mkdir()
     (tmp_path / "client.py").write_text("print('trains')\n", encoding="utf-8")
-    (tmp_path / "job" / "job.py").write_text(OUTSIDE_SCRIPT.replace("SCRIPT", script), encoding="utf-8")
-    config = api.import_job(tmp_path / "job" / "job.py")
-    [error] = config["admission_errors"]
-    assert error["code"] == "AUTOFL_UNSUPPORTED_JOB"
-    assert f"the train script {script} is not a file of job.py's folder" in error["message"]
-    assert "copy it beside job.py and name it by a relative path" in error["message"]
-    assert config["trust"]["train_script"] is None
+    for script, refused in (("'/home/someone/project/client.py'", True), ("'../client.py'", False)):
+        (tmp_path / "job" / "job.py").write_text(OUTSIDE_SCRIPT.replace("SCRIPT", script), encoding="utf-8")
+        config = api.import_job(tmp_path / "job" / "job.py")
+        assert config["trust"]["train_script"] is None
+        if not refused:
+            assert config["admission_errors"] == []
+            continue
+        [error] = config["admission_errors"]
+        assert error["code"] == "AUTOFL_UNSUPPORTED_JOB"
+        assert f"the train script {script} is an absolute path outside job.py's folder" in error["message"]
+        assert "copy it beside job.py and name it by a relative path" in error["message"]

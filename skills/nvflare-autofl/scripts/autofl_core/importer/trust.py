@@ -30,14 +30,15 @@ def safe_relative(path: str) -> str | None:
 
 
 def outside_job(script: str | None) -> str | None:
-    """Why the job is refused when the train script it names (relative to job.py's folder, or absolute) is no file
-    of job.py's folder a candidate may edit: the candidate could not change it and the frozen evaluation would not
-    know what the clients run. None when it is one, or when no script is named."""
-    if script is None or safe_relative(script) is not None:
+    """Why the job is refused when the train script it names is an absolute path outside job.py's folder (a run
+    records one inside the folder relative to it): no candidate may edit it and the trust contract cannot name what
+    the clients run. None otherwise; a relative path above the folder (`../client.py`, NVFLARE's examples sharing a
+    client script) is admitted with no train script in the trust contract."""
+    if script is None or not posixpath.isabs(script.replace("\\", "/")):
         return None
     return (
-        f"the train script {script!r} is not a file of job.py's folder, so a candidate cannot edit it and the trust "
-        "contract cannot name what the clients run; copy it beside job.py and name it by a relative path "
+        f"the train script {script!r} is an absolute path outside job.py's folder, so a candidate cannot edit it and "
+        "the trust contract cannot name what the clients run; copy it beside job.py and name it by a relative path "
         '(train_script="client.py")'
     )
 
