@@ -432,7 +432,6 @@ def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
 def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run_args: list[str]) -> dict:
     """Run job.py's dry run (and, once recorded, the perturbed runs) in `session`; fold them into the reading."""
     from . import dryrun, dryrun_config, fallbacks, moves
-    from .dryrun_config import other_version
 
     section = reading.facts["argparse"]
     args = [*section["base_args"], *section["schema_args"]]
@@ -440,7 +439,9 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
         return derive(reading)  # the job's own parser would reject the arguments: nothing to run
     record = session.run(args)
     # a refusal the record decides alone: a stand-in ran code `python job.py` would not, or another NVFLARE's API
-    fallback = None if record is None else fallbacks.refusal(record, workspace.read_file) or other_version(record)
+    other = dryrun_config.other_version_refusal
+    fallback = None if record is None else fallbacks.refusal(record, workspace.read_file)
+    fallback = fallback or (other(record, reading.facts["job"].get("family")) if record is not None else None)
     recorded_run = record is not None and record.status == "recorded" and fallback is None
     moved, reached, env_moved = {}, [], {}
     if recorded_run:

@@ -269,6 +269,12 @@ BINDINGS = ("got an unexpected keyword argument", "positional argument", "got mu
 STOOD_IN_BINDING = "missing"  # `Recipe(*stand_in)` unpacks nothing: a missing argument may be a stand-in's doing
 
 
+def other_version_refusal(record: DryRunRecord, family: str | None) -> str | None:
+    """`other_version` as a refusal of its own, for a job the reading does not already refuse by its family (a
+    non-training job stays refused for what it is, the raise added to its reason by `settle`)."""
+    return None if family in NOT_TRAINING else other_version(record)
+
+
 def other_version(record: DryRunRecord) -> str | None:
     """Why job.py, written for another NVFLARE version, is refused when its run raised on its own line asking NVFLARE
     for a module or name it lacks (ImportError) or calling NVFLARE with arguments it does not take (TypeError);
@@ -370,6 +376,7 @@ def settle(config: dict, kept: list[dict], record: DryRunRecord) -> dict:
     elif record.status == "raised":  # a module this interpreter lacks: what to do differs
         fix = "this interpreter cannot import it: install what is missing, or import where it is installed"
         why = recorded.raise_reason(record, fix) if _environment(record) else recorded.raise_reason(record)
+        why = other_version(record) or why
     else:
         return config
     if errors and "running job.py" not in errors[0]["message"]:  # a refusal the run left says why
