@@ -36,7 +36,9 @@ DRYRUN_FAMILIES = {
     "hidden_rounds": "training",
     "parent_parser": "training",
     "picked_from_table": "training",
+    "stand_in_unpack": "training",
     "subclass_module": "training",
+    "workflow_default_clients": "training",
 }
 IMPORTERS = (("static", False), ("dry run", True))
 

@@ -192,7 +192,7 @@ SITE_TARGETS = (1, "high", "FedJob.to(..., site) targets")
             + TO_SITE_1
             + "job.simulator_run('/tmp/w')\n",
             (5, "medium", "FedAvg default"),
-            (3, "high", "FedJob(min_clients=...)"),
+            (3, "medium", "FedAvg default"),  # the clients FedAvg waits for, not FedJob's meta.json min_clients
             SITE_TARGETS,
         ),
         (
@@ -206,7 +206,7 @@ SITE_TARGETS = (1, "high", "FedJob.to(..., site) targets")
             + TO_SITE_1
             + "job.simulator_run('/tmp/w', clients=['a', 'b'])\n",
             (3, "high", "FedAvg(num_rounds=...)"),
-            (1, "medium", "FedJob default"),
+            (3, "medium", "FedAvg default"),
             (2, "medium", "simulator_run(clients=[...])"),
         ),
         (
@@ -214,7 +214,7 @@ SITE_TARGETS = (1, "high", "FedJob.to(..., site) targets")
             + TO_SITE_1
             + "job.simulator_run('/tmp/w', clients=['a', 'b'], n_clients=2)\n",
             (3, "high", "FedAvg(num_rounds=...)"),
-            (1, "medium", "FedJob default"),
+            (3, "medium", "FedAvg default"),
             (None, "unresolved", "simulator_run(...)"),
         ),
     ],

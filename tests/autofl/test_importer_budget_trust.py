@@ -231,3 +231,71 @@ def test_schema_mutable_args_are_always_suggested_with_their_bounds():
     contradictory = schema.replace("  tag: {type: str}\n", "  num_rounds: {type: int}\n")
     [error] = api.import_source(source, schema_text=contradictory)["admission_errors"]
     assert error["code"] == "AUTOFL_INVALID_MUTATION_SCHEMA" and "num_rounds are both mutable_args" in error["message"]
+
+
+FEDJOB_WORKFLOW = """\
+import torch
+from nvflare.app_common.workflows.fedavg import FedAvg
+from nvflare.app_common.workflows.scatter_and_gather import ScatterAndGather
+from nvflare.app_opt.pt.job_config.fed_avg import FedAvgJob
+from nvflare.job_config.api import FedJob
+from nvflare.job_config.script_runner import ScriptRunner
+
+JOB
+for i in range(2):
+    job.to(ScriptRunner(script="client.py"), f"site-{i + 1}")
+job.simulator_run("/tmp/nvflare/demo")
+"""
+
+
+@pytest.mark.parametrize(
+    ("built", "min_clients", "source"),
+    [
+        ("job = FedAvgJob(name='d', n_clients=2, num_rounds=3, initial_model=torch.nn.Linear(2, 1))", 2, "n_clients"),
+        ("job = FedAvgJob(name='d', n_clients=2, min_clients=1, num_rounds=3, initial_model=None)", 2, "n_clients"),
+        ("job = FedJob(name='d')\njob.to_server(FedAvg(num_rounds=3))", 3, "FedAvg default"),
+        ("job = FedJob(name='d', min_clients=1)\njob.to_server(ScatterAndGather(min_clients=2, num_rounds=3))", 2, ""),
+        ("job = FedJob(name='d', min_clients=2)\njob.to_server(ScatterAndGather(num_rounds=3))", 1000, "default"),
+    ],
+)
+def test_min_clients_is_the_count_the_server_workflow_waits_for(tmp_path, built, min_clients, source):
+    """min_clients is what the server workflow waits for each round (as the dry run records it): FedAvgJob builds
+    FedAvg(num_clients=n_clients), a controller's own count or its class's default outranks the job's meta.json
+    min_clients."""
+    (tmp_path / "job.py").write_text(FEDJOB_WORKFLOW.replace("JOB", built), encoding="utf-8")
+    (tmp_path / "client.py").write_text("print('trains')\n", encoding="utf-8")
+    config = api.import_job(tmp_path / "job.py")
+    assert config["fixed_budget"]["min_clients"]["value"] == min_clients, config["fixed_budget"]["min_clients"]
+    assert source in config["fixed_budget"]["min_clients"]["source"]
+    assert config["admission_errors"] == []
+
+
+OUTSIDE_SCRIPT = """\
+import os
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+recipe = NumpyFedAvgRecipe(name="d", min_clients=2, num_rounds=3, model=[0.0], train_script=SCRIPT)
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+def test_a_train_script_given_as_an_absolute_path_outside_job_py_s_folder_is_refused_with_the_fix(tmp_path):
+    """A candidate may edit the train script and the frozen evaluation must know what runs: an absolute path outside
+    the job's folder (the author's machine) is neither, so the job is refused, naming the script and the fix. A
+    relative path above the folder (NVFLARE's examples share `../client.py`) stays admitted, with no train script
+    in the trust contract."""
+    (tmp_path / "job").mkdir()
+    (tmp_path / "client.py").write_text("print('trains')\n", encoding="utf-8")
+    for script, refused in (("'/home/someone/project/client.py'", True), ("'../client.py'", False)):
+        (tmp_path / "job" / "job.py").write_text(OUTSIDE_SCRIPT.replace("SCRIPT", script), encoding="utf-8")
+        config = api.import_job(tmp_path / "job" / "job.py")
+        assert config["trust"]["train_script"] is None
+        if not refused:
+            assert config["admission_errors"] == []
+            continue
+        [error] = config["admission_errors"]
+        assert error["code"] == "AUTOFL_UNSUPPORTED_JOB"
+        assert f"the train script {script} is an absolute path outside job.py's folder" in error["message"]
+        assert "copy it beside job.py and name it by a relative path" in error["message"]

@@ -116,21 +116,20 @@ def test_the_random_forest_s_budget_is_recorded_and_moved_by_its_options(tmp_pat
 @pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
 def test_a_recorded_run_is_the_budget_source_of_a_job_the_reading_admits(tmp_path):
     """NVFLARE's cross-site-evaluation FedJob script (its site loop over a literal list, which the reading
-    follows): the reading admits it with FedJob's default min_clients 1,
-    but the job asks NVFLARE's ScatterAndGather for every site; the record, not the reading, is the budget."""
+    follows): the record is the budget, and both readings' min_clients is what its ScatterAndGather waits for
+    every round (2), not FedJob's meta.json default 1."""
     shutil.copytree(CORPUS / "pt-fedjob-cse", tmp_path / "job")
     job_py = tmp_path / "job" / "job.py"  # the reading evaluates no range(): the copy lists the two sites
     job_py.write_text(job_py.read_text().replace("for i in range(n_clients):", "for i in [0, 1]:"))
     static = api.import_job(tmp_path / "job" / "job.py")
-    assert static["fixed_budget"]["min_clients"]["value"] == 1, "precondition: the reading's value differs"
+    assert static["fixed_budget"]["min_clients"]["value"] == 2
+    assert static["fixed_budget"]["min_clients"]["source"] == "ScatterAndGather(min_clients=...)"
     config = api.import_job(tmp_path / "job" / "job.py", dry_run=True)
     assert config["admission_errors"] == [] and config["import"]["dry_run"]["status"] == "recorded"
     assert config["fixed_budget"]["min_clients"]["value"] == 2
     assert config["fixed_budget"]["min_clients"]["source"].startswith("dry run")
     assert config["trust"] == static["trust"], "the script NVFLARE was given (task_script_path) is the one read"
-    assert config["import"]["dry_run"]["corrected"] == [
-        "min_clients: job.py reads as 1, but running it asks NVFLARE for 2"
-    ]
+    assert "corrected" not in config["import"]["dry_run"]
 
 
 PREPARED_DATA = sorted(n for n, e in SOURCES.items() if "--data_root" in e.get("args", []))

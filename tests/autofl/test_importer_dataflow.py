@@ -278,7 +278,7 @@ def test_fedjob_sites_added_in_a_loop_over_a_derived_list_are_refused_statically
         "p = argparse.ArgumentParser()\np.add_argument('--n_clients', type=int, default=3)\na = p.parse_args()\n"
         "def split_data(n):\n    return [f'site-{i + 1}' for i in range(n)]\n"
         "clients = [name for name in split_data(a.n_clients)]\n"
-        "job = FedJob(name='j', min_clients=len(clients))\njob.to_server(FedAvg(num_rounds=2))\n"
+        "job = FedJob(name='j')\njob.to_server(FedAvg(num_clients=len(clients), num_rounds=2))\n"
         "for site in clients:\n    job.to(ScriptRunner(script='client.py'), site)\n"
         "job.simulator_run(os.environ.get('NVFLARE_SIMULATOR_WORKSPACE_ROOT', '/tmp/w'))\n"
     )

@@ -5,6 +5,7 @@ cannot pin (a value held by an object, a while loop, a class picked from a table
 runs real dry runs (about 1-2 s cold under load); records are cached by the hash of the job's files and args.
 """
 
+import importlib.metadata
 import importlib.util
 import shutil
 import subprocess
@@ -343,9 +344,10 @@ def test_a_refusal_says_which_arguments_job_py_requires(tmp_path):
     assert given["admission_errors"] == [] and given["fixed_budget"]["num_rounds"]["value"] == 3
 
 
-def test_a_refusal_names_the_module_this_interpreter_lacks(tmp_path):
-    """A run that stops on an import NVFLARE cannot satisfy here says so in the refusal (a missing dependency is a
-    reason only when it is named), and never refuses a job the reading admits."""
+def test_a_name_nvflare_lacks_is_refused_as_another_version_s_api(tmp_path):
+    """A run that stops on job.py's import of a name NVFLARE does not have says so in the refusal, naming the line,
+    as another NVFLARE version's API (installing nothing helps; a module this interpreter lacks is told to install
+    it: test_importer_recorded.py::test_a_module_this_interpreter_lacks_is_told_to_install_not_another_version)."""
     path = write_job(
         tmp_path / "missing_module",
         "from nvflare.app_common.np.recipes.fedavg import NumpyFedAvgRecipe\n"
@@ -360,10 +362,10 @@ def test_a_refusal_names_the_module_this_interpreter_lacks(tmp_path):
     config = api.import_job(path, dry_run=True)
     assert config["import"]["dry_run"]["status"] == "raised"
     message = config["admission_errors"][0]["message"]
-    assert message.startswith(static["admission_errors"][0]["message"])
-    assert "running job.py raises at job.py line 3 (from nvflare.app_common.np.recipes import NoSuchRecipe)" in message
+    assert message.startswith("job.py is not supported: running job.py raises at job.py line 3 (from nvflare.app_")
     assert "ImportError: cannot import name 'NoSuchRecipe'" in message
-    assert "this interpreter cannot import it" in message
+    assert "has no nvflare.app_common.np.recipes.NoSuchRecipe: job.py was written for another NVFLARE" in message
+    assert "this interpreter cannot import it" not in message
 
 
 def test_a_fedjob_workspace_computed_at_run_time_is_recorded_and_the_options_that_move_it_pinned(tmp_path):
@@ -1041,3 +1043,124 @@ def test_the_static_reading_records_a_switch_as_the_run_s_parser_does(tmp_path):
     for flag in recorded.options(record):
         assert static[flag.dest] == {**flag.to_dict(), "line": static[flag.dest]["line"]}, flag.dest
     assert static["fast"]["const"] is True and static["slow"]["const"] is False
+
+
+FEDAVG_WORKFLOW = """\
+from nvflare.app_common.workflows.fedavg import FedAvg
+from nvflare.job_config.api import FedJob
+from nvflare.job_config.script_runner import ScriptRunner
+
+job = FedJob(name="demo")
+job.to_server(FedAvg(num_clients=SITES, num_rounds=2))
+for i in range(SITES):
+    job.to(ScriptRunner(script="client.py"), f"site-{i + 1}")
+job.simulator_run("/tmp/nvflare/demo")
+"""
+
+
+@pytest.mark.parametrize("sites", [3, 4])
+def test_a_workflow_s_client_count_equal_to_its_default_is_the_recorded_min_clients(tmp_path, sites):
+    """NVFLARE leaves an argument equal to its default out of the exported config (FedAvg's num_clients defaults
+    to 3): the run still records the count the workflow waits for, as the static reading does, not meta.json's."""
+    path = write_job(tmp_path / "fedavg", FEDAVG_WORKFLOW.replace("SITES", str(sites)))
+    static = api.import_job(path)
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    assert config["import"]["dry_run"]["budget"] == {"num_rounds": 2, "min_clients": sites, "num_clients": sites}
+    assert config["fixed_budget"]["min_clients"]["value"] == static["fixed_budget"]["min_clients"]["value"] == sites
+    assert "corrected" not in config["import"]["dry_run"]
+
+
+OTHER_VERSION = """\
+import absent_helpers_h13
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+IMPORT
+
+
+def own(rounds):
+    return rounds
+
+
+recipe = NumpyFedAvgRecipe(name="d", min_clients=2, num_rounds=own(ROUNDS), model=[0.0], train_script="client.py"ARG)
+recipe.execute(SimEnv(num_clients=2))
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "rounds", "arg", "line", "lacks"),
+    [
+        ("from nvflare import FedAvg", "3", "", 5, "NVFLARE {v} has no nvflare.FedAvg"),
+        ("import nvflare.fox.api", "3", "", 5, "NVFLARE {v} has no nvflare.fox"),
+        ("", "3", ", initial_weights=[0.0]", 12, "NVFLARE {v} has no nvflare.app_common.np.recipes.fedavg.Numpy"),
+    ],
+)
+def test_a_job_written_for_another_nvflare_version_is_refused_even_with_stand_ins(
+    tmp_path, imports, rounds, arg, line, lacks
+):
+    """The static reading admits it, but running it raises on job.py's own line asking NVFLARE for a name it lacks
+    or passing an argument it does not take: refused naming the line, whatever was stood in (here a helper)."""
+    source = OTHER_VERSION.replace("IMPORT", imports).replace("ROUNDS", rounds).replace("ARG", arg)
+    path = write_job(tmp_path / "other", source)
+    assert api.import_job(path)["admission_errors"] == [], "precondition: the static reading admits it"
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "raised"
+    assert "absent_helpers_h13" in config["import"]["dry_run"]["stubbed"]
+    [error] = config["admission_errors"]
+    version = importlib.metadata.version("nvflare")
+    assert f"running job.py raises at job.py line {line} " in error["message"]
+    assert lacks.format(v=version) in error["message"] and "written for another NVFLARE version" in error["message"]
+    assert "install what is missing" not in error["message"]
+
+
+def test_a_type_error_in_job_py_s_own_code_refuses_nothing_the_reading_admits(tmp_path):
+    path = write_job(tmp_path / "own", OTHER_VERSION.replace("IMPORT", "").replace("ROUNDS", "3, 4").replace("ARG", ""))
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "raised" and "own() takes" in config["import"]["dry_run"]["reason"]
+    assert config["admission_errors"] == []
+
+
+def test_a_train_script_the_run_records_outside_the_job_folder_is_refused(tmp_path):
+    """The static reading cannot evaluate `os.path.*`; the run records a script above job.py's folder, which no
+    candidate may edit: refused naming it, not admitted with no train script in the trust contract."""
+    source = READ_THROUGH_METHODS.replace(
+        'train_script="client.py"',
+        'train_script=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shared", "client.py")',
+    ).replace("import argparse\n", "import argparse\nimport os\n")
+    (tmp_path / "job").mkdir()
+    (tmp_path / "job" / "job.py").write_text(source, encoding="utf-8")
+    (tmp_path / "shared").mkdir()
+    shutil.copy(JOBS / "computed_budget" / "client.py", tmp_path / "shared" / "client.py")
+    config = api.import_job(tmp_path / "job" / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    [error] = config["admission_errors"]
+    assert error["code"] == "AUTOFL_UNSUPPORTED_JOB"
+    assert f"the train script '{tmp_path}/job/../shared/client.py' is an absolute path outside" in error["message"]
+    assert config["trust"]["allowed_edit_paths"] == ["job.py"]
+
+
+def test_a_stand_in_unpacks_into_as_many_values_and_is_a_path_that_does_not_exist(tmp_path):
+    """A stand-in for an absent helper module gets past unpacking (`a, b = helper()`, `a, *rest, b = ...`), a
+    subscript and `os.fspath` (`Path(x)`, `os.path.join(x, ...)`, naming no file), so the run reaches NVFLARE."""
+    path = write_job(
+        tmp_path / "unpack",
+        "import os\n"
+        "from pathlib import Path\n\n"
+        "from absent_splits_h13 import make_splits\n"
+        "from nvflare.app_common.np.recipes import NumpyFedAvgRecipe\n"
+        "from nvflare.recipe import SimEnv\n\n"
+        "sites = sorted({'site-a', 'site-b', 'site-c'})\n"
+        "train_parts, test_part = make_splits(len(sites))\n"
+        "first, *rest, last = make_splits(2)\n"
+        "data = Path(train_parts[0]) / 'x'\n"
+        "assert not os.path.exists(os.path.join(test_part, 'y')) and not data.exists()\n"
+        "recipe = NumpyFedAvgRecipe(name='d', min_clients=len(sites), num_rounds=3, model=[0.0],"
+        " train_script='client.py')\n"
+        "recipe.execute(SimEnv(clients=sites))\n",
+    )
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert config["import"]["dry_run"]["stubbed"] == ["absent_splits_h13"]
+    assert config["import"]["dry_run"]["budget"] == {"num_rounds": 3, "min_clients": 3, "num_clients": 3}
+    assert config["admission_errors"] == []

@@ -541,3 +541,49 @@ def test_every_field_of_a_record_is_read_by_its_annotation():
     assert missing == []
     full = recorded.parse({"status": "recorded", "entry": "simulator_run", "env": {"class": "SimEnv"}, "code": 0})
     assert (full.entry, full.env, full.code) == ("simulator_run", recorded.Env("SimEnv", {}), 0)
+
+
+def raised_at(exception: str, message: str, nvflare: dict | None = None) -> recorded.DryRunRecord:
+    where = {"file": "job.py", "line": 3, "text": "from x import y"}
+    return recorded.parse(
+        {
+            "status": "raised",
+            "exception": exception,
+            "message": message,
+            "where": where,
+            **({"nvflare": nvflare} if nvflare else {}),
+        }
+    )
+
+
+def test_a_module_this_interpreter_lacks_is_told_to_install_not_another_version():
+    """A module NVFLARE's own code imports and this interpreter lacks: install it. A name job.py's own line asks
+    of NVFLARE, which it does not have: another version's API, whatever is installed."""
+    lacking = raised_at("ModuleNotFoundError", "No module named 'torchvision'", {"file": "nvflare/a.py", "line": 9})
+    inside = raised_at("ImportError", "cannot import name 'B' from 'nvflare.c'", {"file": "nvflare/c.py", "line": 2})
+    other = raised_at("ImportError", "cannot import name 'FedAvg' from 'nvflare' (/site/nvflare/__init__.py)")
+    renamed = raised_at("ModuleNotFoundError", "No module named 'nvflare.fox'")
+    assert dryrun_config.other_version(lacking) is dryrun_config.other_version(inside) is None
+    assert "has no nvflare.FedAvg: job.py was written for another NVFLARE version" in dryrun_config.other_version(other)
+    assert "has no nvflare.fox: job.py was written" in dryrun_config.other_version(renamed)
+    for run, install in ((lacking, True), (other, False)):
+        config = {"admission_errors": [{"code": "X", "message": "fixed_budget.num_rounds is unresolved"}]}
+        message = dryrun_config.settle(config, [], run)["admission_errors"][0]["message"]
+        assert ("this interpreter cannot import it: install what is missing" in message) is install, message
+
+
+def test_a_type_error_is_another_version_s_only_for_an_nvflare_call_s_arguments():
+    def typed(message: str, callee: str | None, stubbed: tuple = ()) -> recorded.DryRunRecord:
+        where = {"file": "job.py", "line": 7, "text": "recipe = R("}
+        data = {"status": "raised", "exception": "TypeError", "message": message, "where": where, "callee": callee}
+        return recorded.parse({**data, "stubbed": list(stubbed)})
+
+    unexpected = "R.__init__() got an unexpected keyword argument 'initial_model'"
+    assert "has no nvflare.r.R.__init__() taking these arguments" in dryrun_config.other_version(
+        typed(unexpected, "nvflare.r.R.__init__", ("torch",))
+    )
+    assert dryrun_config.other_version(typed(unexpected, None)) is None  # the job's own callable
+    assert dryrun_config.other_version(typed("unsupported operand type(s)", "nvflare.r.R.__init__")) is None
+    missing = "R.__init__() missing 1 required positional argument: 'model'"
+    assert dryrun_config.other_version(typed(missing, "nvflare.r.R.__init__")) is not None
+    assert dryrun_config.other_version(typed(missing, "nvflare.r.R.__init__", ("helpers",))) is None  # `R(*stand_in)`

@@ -227,3 +227,35 @@ def test_fedjob_simulated_clients_follow_nvflare_rules(deploy, run, clients, fra
         assert fragment in entry["reason"]
         assert "fixed_budget.num_clients" in [u["field"] for u in config["unresolved"]]
         assert [e["code"] for e in config["admission_errors"]] == ["AUTOFL_UNRESOLVED_SAFETY_FIELD"]
+
+
+NEVER_CALLED = """\
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+
+def build(args):
+    return NumpyFedAvgRecipe(name="d", min_clients=2, num_rounds=3, model=[0.0], train_script="client.py")
+
+
+def launch(args):
+    recipe = build(args)
+    recipe.execute(SimEnv(num_clients=2))
+CALL
+"""
+
+
+@pytest.mark.parametrize("call", ["", "\nlaunch_later = None\n"])
+def test_a_function_that_runs_the_job_but_is_never_called_is_named(tmp_path, call):
+    """job.py only defines the function that runs the job (another module calls it): the refusal names it."""
+    (tmp_path / "job.py").write_text(NEVER_CALLED.replace("CALL", call), encoding="utf-8")
+    config = api.import_job(tmp_path / "job.py")
+    reason = config["import"]["support"]["reason"]
+    assert config["import"]["support"]["status"] == "unsupported"
+    assert reason.startswith("job.py defines launch() at line 9, which runs the job, but never calls it; call launch(")
+
+
+def test_a_function_job_py_calls_is_not_named_as_never_called(tmp_path):
+    (tmp_path / "job.py").write_text(NEVER_CALLED.replace("CALL", "\nif __name__ == '__main__':\n    launch(None)\n"))
+    config = api.import_job(tmp_path / "job.py")
+    assert config["import"]["support"]["status"] == "supported", config["import"]["support"]

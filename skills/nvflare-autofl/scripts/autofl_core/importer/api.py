@@ -50,7 +50,7 @@ from .schema import (
 )
 from .search import suggested
 from .surface import Surface, analyze, job_section, simulator_workspace
-from .trust import module_files, safe_relative, train_script_of, trust_section
+from .trust import module_files, outside_job, safe_relative, train_script_of, trust_section
 from .values import UNRESOLVED, describe, to_jsonable
 from .walker import Walker
 
@@ -237,7 +237,8 @@ def read_source(
     tree, walk, surface, schema_args, conflicts = _walk(source, job_name, args, schema, exists)
     supported = surface.status == "supported"
     args_section = _argparse_section(walk, args, schema_args, conflicts)
-    script_rel, script_tree, notes = _script_tree(job_name, train_script_of(surface) if supported else None, read_file)
+    named = train_script_of(surface) if supported else None
+    script_rel, script_tree, notes = _script_tree(job_name, named, read_file)
     script = (script_rel, script_tree)
     objective = build_objective(surface, metric, schema, script_rel) if supported else empty_objective(metric, schema)
     budget = fixed_budget(surface)  # `derive` adds the comparison arguments, read from the flags a dry run replaces
@@ -258,8 +259,8 @@ def read_source(
         "fixed_budget": budget,
         "import": {
             "support": {
-                "reason": surface.reason or f"recognized {surface.pattern} pattern",
-                "status": surface.status,
+                "reason": outside_job(named) or surface.reason or f"recognized {surface.pattern} pattern",
+                "status": "unsupported" if outside_job(named) else surface.status,
                 **({"several_runs": True} if surface.several_runs else {}),
             },
             "would_raise": would_raise(surface, budget),
@@ -291,7 +292,7 @@ def _walk(
         if schema_args:  # walked again with the schema's budget arguments the runner adds
             walk = Walker(base_args + schema_args, job_name).run(tree)
         _mark_job_classes(walk, exists)
-        surface = analyze(walk)
+        surface = analyze(walk, tree)
     shadow = next((rel for rel in ("nvflare.py", "nvflare/__init__.py") if exists(rel)), None)
     if shadow is not None:  # `python job.py` imports the job's own nvflare, not NVFLARE's
         surface = Surface(reason=f"{shadow} beside {job_name} is imported instead of NVFLARE; rename it")
@@ -421,7 +422,10 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
     if section["base_args_errors"]:
         return derive(reading)  # the job's own parser would reject the arguments: nothing to run
     record = session.run(args)
-    fallback = fallbacks.refusal(record, workspace.read_file) if record is not None else None
+    # a refusal the record decides alone: a stand-in ran code `python job.py` would not, or another NVFLARE's API
+    other = dryrun_config.other_version_refusal
+    fallback = None if record is None else fallbacks.refusal(record, workspace.read_file)
+    fallback = fallback or (other(record, reading.facts["job"].get("family")) if record is not None else None)
     recorded_run = record is not None and record.status == "recorded" and fallback is None
     moved, env_moved = {}, {}
     if recorded_run:

@@ -168,12 +168,26 @@ def fedjob_budget(surface: Any) -> dict:
         budget["num_rounds"] = _field(controller, "num_rounds", control + controller.control)
     else:
         budget["num_rounds"] = _missing("no controller with num_rounds= is attached to the FedJob", "FedJob")
-    if controller is not None and "num_clients" in controller.kwargs:
-        budget["min_clients"] = _field(controller, "num_clients", control + controller.control)
-    else:
-        budget["min_clients"] = _field(job, "min_clients", control)
+    budget["min_clients"] = _waited_for(job, controller, control)
     budget["num_clients"] = _run_clients(surface, control)
     return budget
+
+
+WORKFLOW_CLIENTS = ("min_clients", "num_clients")  # the clients a workflow waits for (ScatterAndGather, FedAvg)
+BUILT_WORKFLOW = "n_clients"  # FedAvgJob and SAGMLFlowJob build their workflow waiting for n_clients
+
+
+def _waited_for(job: Any, controller: Any, control: tuple[str, ...]) -> dict:
+    """min_clients: the clients the server workflow waits for each round, as the dry run records it: the
+    controller's min_clients= or num_clients= (else its class's default), the n_clients= of a job class that
+    builds its workflow, else the job's own min_clients (meta.json)."""
+    if controller is not None:
+        for param in WORKFLOW_CLIENTS:
+            if param in controller.kwargs or recipes.default_of(controller.cls, param).status == "value":
+                return _field(controller, param, control + controller.control)
+    if recipes.default_of(job.cls, BUILT_WORKFLOW).status == "required":
+        return _field(job, BUILT_WORKFLOW, control)
+    return _field(job, "min_clients", control)
 
 
 def _run_clients(surface: Any, control: tuple[str, ...]) -> dict:

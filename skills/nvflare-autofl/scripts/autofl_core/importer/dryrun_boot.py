@@ -6,8 +6,7 @@ Usage (inside the trial sandbox, cwd = the job's folder):
 
 Each run is a child forked after NVFLARE is imported and patched. NVFLARE's entry points (`FedJobConfig.simulator_run`,
 `FedJob.export_job`, `PocEnv.deploy`, `ProdEnv.deploy`) export the job into a private temp folder, keep its JSON
-configs (with each component's effective `num_rounds`, `key_metric`, `negate_key_metric`) and return what the
-real call returns (`STAND_IN_JOB_ID`): job.py goes on as after a run that trained, and `after` says how it went on
+configs (with each component's `EFFECTIVE_ARGS`) and return what the real call returns (`STAND_IN_JOB_ID`): job.py goes on as after a run that trained, and `after` says how it went on
 (a second run stops it). An export is kept and the run goes on. Recipes note which one runs; parsers record their
 actions; absent top-level modules become inert stand-ins (`_InertFinder`); environment reads and comparisons are
 noted (`_Noted`). OUT.json gets one record: `{status: recorded|raised|exited|no_run|sandbox_failed, ...}`.
@@ -36,7 +35,8 @@ import types
 PARALLEL = max(1, min(4, os.cpu_count() or 1))
 STATE: dict = {"recipe": None, "recipe_call": None, "parsers": [], "stubbed": set(), "absent": set(), "built": []}
 STATE.update(stood_in_at={}, env_read=set(), env_compared={}, unreadable=[])  # stood_in_at: (file, line) -> site
-EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric")  # exported even when equal to the default
+# exported even when equal to the default: the rounds, the selection metric, the clients a workflow waits for
+EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric", "min_clients", "num_clients")
 MAX_FILE = 1 << 20
 AFTER_RUN_SECONDS = 10  # job.py's code after its run ends within this, else `after` is "unfinished"
 STAND_IN_JOB_ID = "autofl-dry-run"  # what a POC or production deploy returns in place of the job id it submits
@@ -109,11 +109,27 @@ def _inert_class(name: str) -> type:
         "__init__": lambda self, *a, **k: None,
         "__getattr__": attribute,
         "__call__": lambda self, *args, **kwargs: _inert_class(name + "()")(),
-        "__iter__": lambda self: iter(()),
+        "__iter__": lambda self: iter([_inert_class(f"{name}[]")() for _ in range(_unpacked(sys._getframe(1)))]),
+        "__getitem__": lambda self, key: _inert_class(f"{name}[]")(),
+        "__fspath__": lambda self: f"/nonexistent/stand-in/{name}",  # `Path(x)`, `os.path.join(x, ...)`: no file
         "__bool__": lambda self: _called_from_nvflare(),  # an object to NVFLARE (`if not obj`), absent to the job
         "_stand_in": True,
     }
     return _InertMeta(name.rpartition(".")[2] or name, (), body)
+
+
+def _unpacked(frame) -> int:
+    """How many values the instruction iterating a stand-in unpacks: `a, b = x` two, `a, *r, b = x` the two named;
+    0 for any other iteration (a `for` loop over a stand-in runs no pass)."""
+    at = next((i for i in _instructions(frame.f_code) if i.offset == frame.f_lasti), None)
+    if at is not None and at.opname == "UNPACK_SEQUENCE":
+        return at.arg
+    return (at.arg & 0xFF) + (at.arg >> 8) if at is not None and at.opname == "UNPACK_EX" else 0
+
+
+@functools.cache
+def _instructions(code) -> tuple:
+    return tuple(dis.get_instructions(code))
 
 
 class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -617,6 +633,7 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     except BaseException as error:  # job.py raised: name its line
         ending = {"status": "raised", "exception": type(error).__name__, "message": str(error)[:500]}
         ending.update(where=_job_frame(job, error.__traceback__), nvflare=_nvflare_frame(error.__traceback__))
+        ending["callee"] = _nvflare_callee(error)
     finally:
         STATE["in_job"] = False  # the time after the run is job.py's only
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -643,6 +660,20 @@ def _after(ending: dict) -> dict:
         return {"how": "ended"}
     what = f"{ending['exception']}: {ending['message']}" if ending["status"] == "raised" else f"code {ending['code']}"
     return {"how": ending["status"], "where": ending["where"], "what": what}
+
+
+def _nvflare_callee(error: BaseException) -> str | None:
+    """The NVFLARE callable a TypeError names (`FedAvgRecipe.__init__() got ...`) when the job's own line called it:
+    the name is looked up where the raise happened (an argument that does not bind raises at the call)."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if not isinstance(error, TypeError) or tb is None or not _in_job_folder(tb.tb_frame.f_code.co_filename):
+        return None
+    name = str(error).partition("(")[0]
+    found = tb.tb_frame.f_locals.get(name.partition(".")[0], tb.tb_frame.f_globals.get(name.partition(".")[0]))
+    module = getattr(found, "__module__", None)
+    return f"{module}.{name}" if isinstance(module, str) and module.partition(".")[0] == "nvflare" else None
 
 
 def _write(path: str, record: dict) -> None:

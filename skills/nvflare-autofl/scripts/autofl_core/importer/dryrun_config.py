@@ -17,6 +17,8 @@ a recorded training run is the config's source.
   names the job.py line from the traceback.
 - A stand-in for a module job.py imports where a handler would catch its ImportError (`fallbacks`): not what
   `python job.py` does on this host; the import is refused naming that line.
+- A raise on job.py's own line importing from NVFLARE what it lacks, or calling NVFLARE with arguments it does not
+  take (`other_version`): job.py was written for another NVFLARE version; refused naming the line, stand-ins or not.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from .budget import FIELDS
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord, Ran
 from .surface import FAMILY_LABELS
+from .trust import outside_job
 
 UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
     "environment variable",
@@ -186,6 +189,8 @@ def fold(config: dict, record: DryRunRecord, ran: Ran, moved: dict, env_moved: d
     job, names = config["job"], env_moved.get("objective")
     where = f"{job['pattern']} {job['class']} at job.py line {job['line']}"
     support = {"status": "supported", "reason": f"recorded by a dry run: {where}"}
+    if outside_job(script):
+        support = {"status": "unsupported", "reason": f"{outside_job(script)} (recorded by a dry run)"}
     if names:  # an environment variable builds another job
         support = {
             "status": "unsupported",
@@ -240,6 +245,12 @@ def _not_training(config: dict, record: DryRunRecord, ran: Ran) -> None:
     }
 
 
+def other_version_refusal(record: DryRunRecord, family: str | None) -> str | None:
+    """`recorded.other_version` as a refusal of its own, for a job the reading does not already refuse by its family
+    (a non-training job stays refused for what it is, the raise added to its reason by `settle`)."""
+    return None if family in NOT_TRAINING else recorded.other_version(record)
+
+
 def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]:
     """What a candidate's run (its run arguments on top of the base ones) changes against the baseline's run."""
     if candidate is None:
@@ -275,7 +286,7 @@ def apply(
 ) -> list[dict] | None:
     """Fold the run into a reading's facts (`config`; `static`: the reading's config), see the module docstring;
     the static refusals the run leaves standing, or None when there is no record (`static` stands). `fallback`: why
-    the run is not what `python job.py` does on this host (`fallbacks.refusal`): it settles nothing and refuses."""
+    the record alone refuses (`fallbacks.refusal`, `other_version`): the run settles nothing."""
     ran = recorded.ran(record) if record is not None and record.status == "recorded" else None
     config["import"]["dry_run"] = static["import"]["dry_run"] = summary(record, ran)
     if record is None:

@@ -7,6 +7,7 @@ record whose status is `malformed`, so nothing later reads a missing key.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
@@ -101,6 +102,7 @@ class DryRunRecord:
     message: Text = ""
     where: Where | None = None
     nvflare: Where | None = None
+    callee: str | None = None  # the NVFLARE callable a TypeError raised at job.py's call of it names
     root_variable: str = ""
     after: After | None = None  # how job.py went on after its recorded run (None: not recorded)
 
@@ -406,10 +408,38 @@ def _at(where: Where) -> str:
 INSTALL_FIX = "this interpreter cannot import it: install what is missing, or import where it is installed"
 
 
+NVFLARE_IMPORTS = (  # what an import from job.py's own line asks of NVFLARE that it lacks
+    re.compile(r"cannot import name '(\w+)' from '(nvflare(?:\.\w+)*)'"),
+    re.compile(r"No module named '(nvflare\.[\w.]+)'"),
+)
+BINDINGS = ("got an unexpected keyword argument", "positional argument", "got multiple values for argument")
+STOOD_IN_BINDING = "missing"  # `Recipe(*stand_in)` unpacks nothing: a missing argument may be a stand-in's doing
+
+
+def _version_lacks(record: DryRunRecord) -> str | None:
+    """What NVFLARE lacks when job.py's run raised on its own line asking it for a module or name (ImportError) or
+    calling it with arguments it does not take (TypeError): neither is a stand-in's doing. None for any other run."""
+    if record.status != "raised" or record.where is None or record.nvflare is not None:
+        return None
+    if record.exception in ("ImportError", "ModuleNotFoundError") and "circular import" not in record.message:
+        found = [m.groups() for m in (p.search(record.message) for p in NVFLARE_IMPORTS) if m]
+        return ".".join(reversed(found[0])) if found else None
+    if record.exception == "TypeError" and record.callee and any(b in record.message for b in BINDINGS):
+        stood_in = record.stubbed and STOOD_IN_BINDING in record.message
+        return None if stood_in else f"{record.callee}() taking these arguments"
+    return None
+
+
+def other_version(record: DryRunRecord) -> str | None:
+    """Why job.py, written for another NVFLARE version, is refused (`_version_lacks`), else None."""
+    return raise_reason(record) if _version_lacks(record) else None
+
+
 def lacks_module(record: DryRunRecord) -> bool:
     """True when the run raised because this interpreter lacks a module (not something job.py decides)."""
     # "is not installed": NVFLARE's optional_import checks
-    return record.exception in ("ModuleNotFoundError", "ImportError") or "is not installed" in record.message
+    missing = record.exception in ("ModuleNotFoundError", "ImportError") or "is not installed" in record.message
+    return missing and _version_lacks(record) is None
 
 
 def raise_reason(record: DryRunRecord) -> str:
@@ -418,7 +448,13 @@ def raise_reason(record: DryRunRecord) -> str:
     what = f"{quoted(record.exception)}: {quoted(record.message)}"
     line = _at(record.where) if record.where else "job.py"
     inside = f", in NVFLARE's {quoted(record.nvflare.file)} line {record.nvflare.line}" if record.nvflare else ""
-    fix = INSTALL_FIX if lacks_module(record) else "pass values in --base-args that get past it, or change that line"
+    lacks, version = _version_lacks(record), recipes.nvflare_version()
+    if lacks:
+        fix = f"NVFLARE {version} has no {lacks}: job.py was written for another NVFLARE version; use the {version} API"
+    else:
+        fix = (
+            INSTALL_FIX if lacks_module(record) else "pass values in --base-args that get past it, or change that line"
+        )
     return f"running job.py raises at {line}{inside}: {what}; {fix}"
 
 

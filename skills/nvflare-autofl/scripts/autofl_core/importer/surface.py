@@ -8,6 +8,7 @@ NVFLARE recipe table (`recipes.py`), by class, so a non-training recipe stays re
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,8 +107,8 @@ def _run_calls(walk: Any) -> list:
     return [c for c in walk.calls if c.method in runs and (runs[c.method](c.target) or c.target.cls.dynamic)]
 
 
-def analyze(walk: Any) -> Surface:
-    """Decide the supported surface of a walked job.py (pure over the walk result)."""
+def analyze(walk: Any, tree: ast.Module | None = None) -> Surface:
+    """Decide the supported surface of a walked job.py (pure over the walk result and job.py's `tree`)."""
     if walk.problems:
         return Surface(reason=walk.problems[0] + STATIC_LIMIT)
     b = next((b for b in walk.branches if not b.resolved and b.touched_surface), None)  # the first ambiguous one
@@ -130,7 +131,7 @@ def analyze(walk: Any) -> Surface:
             "run time (getattr/dict lookup); construct the recipe by its class name, e.g. FedAvgRecipe(...), in job.py"
         )
     if not runs:
-        return _no_run_reason(walk)
+        return _no_run_reason(walk, tree)
     targets = list(dict.fromkeys(c.target for c in runs))
     if len(targets) > 1:
         names = ", ".join(t.name for t in targets)
@@ -154,7 +155,7 @@ def _run_unseen(walk: Any) -> Surface | None:
     return Surface(reason=why + "; run it once in job.py's own code", several_runs=True)
 
 
-def _no_run_reason(walk: Any) -> Surface:
+def _no_run_reason(walk: Any, tree: ast.Module | None) -> Surface:
     built = [o for o in walk.objects if is_recipe(o) or is_fedjob(o)]
     unseen = _run_unseen(walk) if built else None
     if unseen is not None:
@@ -173,10 +174,35 @@ def _no_run_reason(walk: Any) -> Surface:
             reason=f"job.py reaches `raise` at line {walk.raises[0]} before any recipe or FedJob runs (with the "
             "arguments given); check the values passed in --base-args"
         )
+    uncalled = _uncalled_runner(tree) if tree is not None else None
+    if uncalled is not None:
+        return Surface(
+            reason=f"job.py defines {uncalled.name}() at line {uncalled.lineno}, which runs the job, but "
+            f'never calls it; call {uncalled.name}(...) in job.py (under `if __name__ == "__main__":`) with the '
+            "arguments it needs"
+        )
     return Surface(
         reason="no recognizable NVFLARE recipe or FedJob: Auto-FL needs a job.py that builds a *Recipe and runs it "
         "with recipe.execute(SimEnv(...)), or a FedJob run with simulator_run(...)"
     )
+
+
+def _uncalled_runner(tree: ast.Module) -> ast.FunctionDef | None:
+    """The first top-level function of job.py that runs a recipe or job (job.py builds a *Recipe or *Job) and that
+    job.py never names anywhere else (so nothing calls it), or None."""
+    if not any(_called_name(n.func).endswith(("Recipe", "Job")) for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        return None
+    named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    for function in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in named):
+        if any(
+            _called_name(n.func) in (*RECIPE_RUNS, *FEDJOB_RUNS) for n in ast.walk(function) if isinstance(n, ast.Call)
+        ):
+            return function
+    return None
+
+
+def _called_name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def raise_reason(note: Any) -> str:

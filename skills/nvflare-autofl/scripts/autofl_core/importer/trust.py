@@ -29,6 +29,20 @@ def safe_relative(path: str) -> str | None:
     return norm
 
 
+def outside_job(script: str | None) -> str | None:
+    """Why the job is refused when the train script it names is an absolute path outside job.py's folder (a run
+    records one inside the folder relative to it): no candidate may edit it and the trust contract cannot name what
+    the clients run. None otherwise; a relative path above the folder (`../client.py`, NVFLARE's examples sharing a
+    client script) is admitted with no train script in the trust contract."""
+    if script is None or not posixpath.isabs(script.replace("\\", "/")):
+        return None
+    return (
+        f"the train script {script!r} is an absolute path outside job.py's folder, so a candidate cannot edit it and "
+        "the trust contract cannot name what the clients run; copy it beside job.py and name it by a relative path "
+        '(train_script="client.py")'
+    )
+
+
 def train_script_of(surface: Any) -> str | None:
     """The script the clients of a supported surface run: recipe `train_script=` or a ScriptRunner's `script=`."""
     candidates = [surface.target.kwargs.get("train_script")]
