@@ -563,9 +563,9 @@ def test_a_module_this_interpreter_lacks_is_told_to_install_not_another_version(
     inside = raised_at("ImportError", "cannot import name 'B' from 'nvflare.c'", {"file": "nvflare/c.py", "line": 2})
     other = raised_at("ImportError", "cannot import name 'FedAvg' from 'nvflare' (/site/nvflare/__init__.py)")
     renamed = raised_at("ModuleNotFoundError", "No module named 'nvflare.fox'")
-    assert dryrun_config.other_version(lacking) is dryrun_config.other_version(inside) is None
-    assert "has no nvflare.FedAvg: job.py was written for another NVFLARE version" in dryrun_config.other_version(other)
-    assert "has no nvflare.fox: job.py was written" in dryrun_config.other_version(renamed)
+    assert recorded.other_version(lacking) is recorded.other_version(inside) is None
+    assert "has no nvflare.FedAvg: job.py was written for another NVFLARE version" in recorded.other_version(other)
+    assert "has no nvflare.fox: job.py was written" in recorded.other_version(renamed)
     for run, install in ((lacking, True), (other, False)):
         config = {"admission_errors": [{"code": "X", "message": "fixed_budget.num_rounds is unresolved"}]}
         message = dryrun_config.settle(config, [], run)["admission_errors"][0]["message"]
@@ -579,11 +579,11 @@ def test_a_type_error_is_another_version_s_only_for_an_nvflare_call_s_arguments(
         return recorded.parse({**data, "stubbed": list(stubbed)})
 
     unexpected = "R.__init__() got an unexpected keyword argument 'initial_model'"
-    assert "has no nvflare.r.R.__init__() taking these arguments" in dryrun_config.other_version(
+    assert "has no nvflare.r.R.__init__() taking these arguments" in recorded.other_version(
         typed(unexpected, "nvflare.r.R.__init__", ("torch",))
     )
-    assert dryrun_config.other_version(typed(unexpected, None)) is None  # the job's own callable
-    assert dryrun_config.other_version(typed("unsupported operand type(s)", "nvflare.r.R.__init__")) is None
+    assert recorded.other_version(typed(unexpected, None)) is None  # the job's own callable
+    assert recorded.other_version(typed("unsupported operand type(s)", "nvflare.r.R.__init__")) is None
     missing = "R.__init__() missing 1 required positional argument: 'model'"
-    assert dryrun_config.other_version(typed(missing, "nvflare.r.R.__init__")) is not None
-    assert dryrun_config.other_version(typed(missing, "nvflare.r.R.__init__", ("helpers",))) is None  # `R(*stand_in)`
+    assert recorded.other_version(typed(missing, "nvflare.r.R.__init__")) is not None
+    assert recorded.other_version(typed(missing, "nvflare.r.R.__init__", ("helpers",))) is None  # `R(*stand_in)`
