@@ -52,10 +52,11 @@ def interrupt_handlers():
 # because xdist 3.8's own `xdist_group` marks do nothing under pytest 9 (they rename `item._nodeid`, which
 # pytest 9 no longer reads). Every test that uses one of the fixtures must fall in one of its groups: a worker
 # checks.
-SERIAL_GROUPS = {  # the first matching prefix wins
+SERIAL_GROUPS: dict[str, str | None] = {  # the first matching prefix wins (None: no group)
     "tests/poc/test_poc_autofl.py": "poc-a",
     "tests/poc/test_poc_submit.py": "poc-a",  # Auto-FL's POC tests on one system, the diagnose ones on the other
     "tests/poc/test_poc_diagnose.py::test_readme_poc_block_runs_as_written": "poc-a",
+    "tests/poc/test_prod_shaped.py": None,  # its own provisioned system: no POC system, free to run beside both
     "tests/poc/": "poc-b",
     "tests/autofl/test_runner_real.py::test_demo_": "demo-campaign",
     "tests/autofl/test_runner_real.py::test_poc_mode_records_real_downloaded_results": "demo-campaign",
@@ -64,19 +65,32 @@ SERIAL_GROUPS = {  # the first matching prefix wins
     # module fixtures worth building once: a real NVFLARE baseline, every release's templates diagnosed (~25 s)
     "tests/reliability/test_r8_sealed_trials.py::test_real_nvflare_": "r8-real-campaign",
     "tests/diagnose/test_nvflare_messages.py::test_coverage_": "message-coverage",
+    # module fixtures that run real dry runs or simulations (~25 s each alone): split over the workers, each worker
+    # built its own copy (CI, 2026-12-07: two builds of each in the slowest 80)
+    "tests/autofl/test_runner_dryrun_real.py": "dryrun-real-campaign",
+    "tests/reliability/test_r11_record_first_and_enums_attacks.py::test_a_draft_that_": "r11-computed-campaign",
+    "tests/diagnose/test_nvflare_messages.py::test_every_template_of_": "message-extraction",
+    "tests/diagnose/test_nvflare_messages.py::test_extraction_covers_": "message-extraction",
 }
 SHARED_FIXTURE_GROUPS = {
     "poc_system": {"poc-a", "poc-b"},
     "demo": {"demo-campaign"},
     "real_campaign": {"r8-real-campaign"},
     "coverage": {"message-coverage"},
+    "computed_campaign": {"r11-computed-campaign"},
+    "extracted": {"message-extraction"},
 }
 # The slowest files start first (after the groups, which xdist starts first as its largest work units), so
 # the long real simulations do not form the tail of the run. Measured with --durations (issue 19).
 START_FIRST = (
     "tests/poc/",
     "tests/autofl/test_runner_real.py",
+    "tests/autofl/test_prune_bench_smoke.py",
+    "tests/autofl/test_frozen_real.py",
+    "tests/autofl/test_prune_real.py",
+    "tests/autofl/test_continuous_campaigns.py",
     "tests/reliability/test_r4_concurrency.py",
+    "tests/autofl/test_runner_real_interface.py",
     "tests/autofl/test_trial_real.py",
     "tests/autofl/test_skill_commands.py",
     "tests/diagnose/test_healthy_real_logs.py",
