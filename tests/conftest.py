@@ -1,6 +1,7 @@
 """Test-wide setup: make the skills' private packages importable and expose common paths."""
 
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -65,10 +66,10 @@ SERIAL_GROUPS: dict[str, str | None] = {  # the first matching prefix wins (None
     # module fixtures worth building once: a real NVFLARE baseline, every release's templates diagnosed (~25 s)
     "tests/reliability/test_r8_sealed_trials.py::test_real_nvflare_": "r8-real-campaign",
     "tests/diagnose/test_nvflare_messages.py::test_coverage_": "message-coverage",
-    # module fixtures that run real dry runs or simulations (~25 s each alone): split over the workers, each worker
-    # built its own copy (CI, 2026-12-07: two builds of each in the slowest 80)
-    "tests/autofl/test_runner_dryrun_real.py": "dryrun-real-campaign",
-    "tests/reliability/test_r11_record_first_and_enums_attacks.py::test_a_draft_that_": "r11-computed-campaign",
+    # fixtures that run real dry runs and simulations (~25 s each alone): split over the workers, each worker built
+    # its own copy (CI, 2026-12-07: two builds of each in the slowest 80); one real campaign for two files
+    "tests/autofl/test_runner_dryrun_real.py": "computed-budget-campaign",
+    "tests/reliability/test_r11_record_first_and_enums_attacks.py::test_a_draft_that_": "computed-budget-campaign",
     "tests/diagnose/test_nvflare_messages.py::test_every_template_of_": "message-extraction",
     "tests/diagnose/test_nvflare_messages.py::test_extraction_covers_": "message-extraction",
 }
@@ -77,7 +78,7 @@ SHARED_FIXTURE_GROUPS = {
     "demo": {"demo-campaign"},
     "real_campaign": {"r8-real-campaign"},
     "coverage": {"message-coverage"},
-    "computed_campaign": {"r11-computed-campaign"},
+    "computed_budget_campaign": {"computed-budget-campaign"},
     "extracted": {"message-extraction"},
 }
 # The slowest files start first (after the groups, which xdist starts first as its largest work units), so
@@ -142,3 +143,23 @@ def repo_root() -> Path:
 def python_exe() -> str:
     """The interpreter that has nvflare installed (the project venv when present)."""
     return str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
+
+
+@pytest.fixture(scope="session")
+def computed_budget_campaign(tmp_path_factory) -> Path:
+    """hello-numpy under the computed-budget job (a budget only a dry run can read), initialized once: a real dry
+    run and baseline (~25 s). Its users (serial group `computed-budget-campaign`) work on copies."""
+    autofl_tests = str(REPO / "tests" / "autofl")
+    if autofl_tests not in sys.path:
+        sys.path.insert(0, autofl_tests)
+    from runner_support import run_inproc
+
+    workspace = tmp_path_factory.mktemp("computed-budget") / "ws"
+    shutil.copytree(REPO / "examples" / "hello-numpy", workspace)
+    job = (REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "job.py").read_text()
+    job = job.replace('    with open("touched.txt", "w", encoding="utf-8") as handle:', "    if False:")
+    job = job.replace("model=[0.0, 0.0, 0.0],", "model=[0.0] * 9,")  # the example client trains 8 features + bias
+    (workspace / "job.py").write_text(job)
+    done = run_inproc(workspace, "initialize", "--max-candidates", "4")
+    assert done.code == 0, done.stderr
+    return workspace
