@@ -1,6 +1,7 @@
 """Test-wide setup: make the skills' private packages importable and expose common paths."""
 
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -52,10 +53,11 @@ def interrupt_handlers():
 # because xdist 3.8's own `xdist_group` marks do nothing under pytest 9 (they rename `item._nodeid`, which
 # pytest 9 no longer reads). Every test that uses one of the fixtures must fall in one of its groups: a worker
 # checks.
-SERIAL_GROUPS = {  # the first matching prefix wins
+SERIAL_GROUPS: dict[str, str | None] = {  # the first matching prefix wins (None: no group)
     "tests/poc/test_poc_autofl.py": "poc-a",
     "tests/poc/test_poc_submit.py": "poc-a",  # Auto-FL's POC tests on one system, the diagnose ones on the other
     "tests/poc/test_poc_diagnose.py::test_readme_poc_block_runs_as_written": "poc-a",
+    "tests/poc/test_prod_shaped.py": None,  # its own provisioned system: no POC system, free to run beside both
     "tests/poc/": "poc-b",
     "tests/autofl/test_runner_real.py::test_demo_": "demo-campaign",
     "tests/autofl/test_runner_real.py::test_poc_mode_records_real_downloaded_results": "demo-campaign",
@@ -64,19 +66,32 @@ SERIAL_GROUPS = {  # the first matching prefix wins
     # module fixtures worth building once: a real NVFLARE baseline, every release's templates diagnosed (~25 s)
     "tests/reliability/test_r8_sealed_trials.py::test_real_nvflare_": "r8-real-campaign",
     "tests/diagnose/test_nvflare_messages.py::test_coverage_": "message-coverage",
+    # fixtures that run real dry runs and simulations (~25 s each alone): split over the workers, each worker built
+    # its own copy (CI, 2026-12-07: two builds of each in the slowest 80); one real campaign for two files
+    "tests/autofl/test_runner_dryrun_real.py": "computed-budget-campaign",
+    "tests/reliability/test_r11_record_first_and_enums_attacks.py::test_a_draft_that_": "computed-budget-campaign",
+    "tests/diagnose/test_nvflare_messages.py::test_every_template_of_": "message-extraction",
+    "tests/diagnose/test_nvflare_messages.py::test_extraction_covers_": "message-extraction",
 }
 SHARED_FIXTURE_GROUPS = {
     "poc_system": {"poc-a", "poc-b"},
     "demo": {"demo-campaign"},
     "real_campaign": {"r8-real-campaign"},
     "coverage": {"message-coverage"},
+    "computed_budget_campaign": {"computed-budget-campaign"},
+    "extracted": {"message-extraction"},
 }
 # The slowest files start first (after the groups, which xdist starts first as its largest work units), so
 # the long real simulations do not form the tail of the run. Measured with --durations (issue 19).
 START_FIRST = (
     "tests/poc/",
     "tests/autofl/test_runner_real.py",
+    "tests/autofl/test_prune_bench_smoke.py",
+    "tests/autofl/test_frozen_real.py",
+    "tests/autofl/test_prune_real.py",
+    "tests/autofl/test_continuous_campaigns.py",
     "tests/reliability/test_r4_concurrency.py",
+    "tests/autofl/test_runner_real_interface.py",
     "tests/autofl/test_trial_real.py",
     "tests/autofl/test_skill_commands.py",
     "tests/diagnose/test_healthy_real_logs.py",
@@ -128,3 +143,23 @@ def repo_root() -> Path:
 def python_exe() -> str:
     """The interpreter that has nvflare installed (the project venv when present)."""
     return str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
+
+
+@pytest.fixture(scope="session")
+def computed_budget_campaign(tmp_path_factory) -> Path:
+    """hello-numpy under the computed-budget job (a budget only a dry run can read), initialized once: a real dry
+    run and baseline (~25 s). Its users (serial group `computed-budget-campaign`) work on copies."""
+    autofl_tests = str(REPO / "tests" / "autofl")
+    if autofl_tests not in sys.path:
+        sys.path.insert(0, autofl_tests)
+    from runner_support import run_inproc
+
+    workspace = tmp_path_factory.mktemp("computed-budget") / "ws"
+    shutil.copytree(REPO / "examples" / "hello-numpy", workspace)
+    job = (REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "job.py").read_text()
+    job = job.replace('    with open("touched.txt", "w", encoding="utf-8") as handle:', "    if False:")
+    job = job.replace("model=[0.0, 0.0, 0.0],", "model=[0.0] * 9,")  # the example client trains 8 features + bias
+    (workspace / "job.py").write_text(job)
+    done = run_inproc(workspace, "initialize", "--max-candidates", "4")
+    assert done.code == 0, done.stderr
+    return workspace

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 from autofl_core.importer import dryrun
-from runner_support import REPO, run_inproc, source_dir
+from runner_support import run_inproc, source_dir
 
 pytestmark = [
     pytest.mark.integration,
@@ -14,33 +14,24 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def campaign(tmp_path_factory):
-    workspace = tmp_path_factory.mktemp("dryrun") / "ws"
-    shutil.copytree(REPO / "examples" / "hello-numpy", workspace)
-    job = (REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "job.py").read_text()
-    job = job.replace('    with open("touched.txt", "w", encoding="utf-8") as handle:', "    if False:")
-    job = job.replace("model=[0.0, 0.0, 0.0],", "model=[0.0] * 9,")  # the example client trains 8 features + bias
-    (workspace / "job.py").write_text(job)
-    done = run_inproc(workspace, "initialize", "--max-candidates", "4")
-    assert done.code == 0, done.stderr
-    return workspace
-
-
-def test_a_job_only_a_dry_run_can_budget_starts_and_pins_what_moves_its_budget(campaign):
+def test_a_job_only_a_dry_run_can_budget_starts_and_pins_what_moves_its_budget(computed_budget_campaign, tmp_path):
     import yaml
 
-    config = yaml.safe_load((campaign / "autofl.yaml").read_text())
+    workspace = tmp_path / "ws"
+    shutil.copytree(computed_budget_campaign, workspace, symlinks=True)
+    config = yaml.safe_load((workspace / "autofl.yaml").read_text())
     assert config["import"]["dry_run"]["status"] == "recorded"
     assert config["fixed_budget"]["num_rounds"]["value"] == 4
     assert config["fixed_budget"]["num_rounds"]["depends_on"] == ["--epochs"]
-    done = run_inproc(campaign, "prepare", "--name", "more-epochs", "--hypothesis", "h", "--run-args", "--epochs 5")
+    done = run_inproc(workspace, "prepare", "--name", "more-epochs", "--hypothesis", "h", "--run-args", "--epochs 5")
     assert done.code == 2 and "--epochs" in done.stderr
 
 
-def test_a_candidate_edit_that_moves_the_computed_budget_is_refused_before_it_trains(campaign, tmp_path):
+def test_a_candidate_edit_that_moves_the_computed_budget_is_refused_before_it_trains(
+    computed_budget_campaign, tmp_path
+):
     workspace = tmp_path / "ws"
-    shutil.copytree(campaign, workspace, symlinks=True)
+    shutil.copytree(computed_budget_campaign, workspace, symlinks=True)
     assert run_inproc(workspace, "prepare", "--name", "draft", "--hypothesis", "h").code == 0
     job = source_dir(workspace, "draft") / "job.py"
     job.write_text(job.read_text().replace("args.epochs * 2", "args.epochs * 3"))
@@ -58,11 +49,13 @@ def _no_dry_run(monkeypatch):
     monkeypatch.setattr(dryrun.Session, "run_many", refuse)
 
 
-def test_an_argument_only_candidate_the_perturbed_runs_cleared_needs_no_dry_run(campaign, tmp_path, monkeypatch):
+def test_an_argument_only_candidate_the_perturbed_runs_cleared_needs_no_dry_run(
+    computed_budget_campaign, tmp_path, monkeypatch
+):
     import yaml
 
     workspace = tmp_path / "ws"
-    shutil.copytree(campaign, workspace, symlinks=True)
+    shutil.copytree(computed_budget_campaign, workspace, symlinks=True)
     config = yaml.safe_load((workspace / "autofl.yaml").read_text())
     assert "--lr" in config["import"]["dry_run"]["tried_options"] and config["import"]["dry_run"]["folder_sha256"]
     assert (
@@ -76,9 +69,11 @@ def test_an_argument_only_candidate_the_perturbed_runs_cleared_needs_no_dry_run(
     assert list((workspace / "autofl_runs").glob("*lower-lr*")), "the candidate's trial ran"
 
 
-def test_a_run_arg_known_to_move_the_budget_is_still_refused_before_its_trial(campaign, tmp_path, monkeypatch):
+def test_a_run_arg_known_to_move_the_budget_is_still_refused_before_its_trial(
+    computed_budget_campaign, tmp_path, monkeypatch
+):
     workspace = tmp_path / "ws"
-    shutil.copytree(campaign, workspace, symlinks=True)
+    shutil.copytree(computed_budget_campaign, workspace, symlinks=True)
     assert (
         run_inproc(workspace, "prepare", "--name", "epochs", "--hypothesis", "h", "--run-args", "--lr 0.05").code == 0
     )

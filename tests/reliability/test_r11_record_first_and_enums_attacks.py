@@ -290,20 +290,6 @@ def _dryrun_available() -> bool:
 needs_dry_run = pytest.mark.skipif(not _dryrun_available(), reason="this host cannot seal a dry run (no namespaces)")
 
 
-@pytest.fixture(scope="module")
-def computed_campaign(tmp_path_factory):
-    """hello-numpy under the computed-budget job (a budget only a dry run can read): the record is the source."""
-    workspace = tmp_path_factory.mktemp("r11-dryrun") / "ws"
-    shutil.copytree(REPO / "examples" / "hello-numpy", workspace)
-    job = (REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "job.py").read_text()
-    job = job.replace('    with open("touched.txt", "w", encoding="utf-8") as handle:', "    if False:")
-    job = job.replace("model=[0.0, 0.0, 0.0],", "model=[0.0] * 9,")
-    (workspace / "job.py").write_text(job)
-    done = run_inproc(workspace, "initialize", "--max-candidates", "4")
-    assert done.code == 0, done.stderr
-    return workspace
-
-
 def _two_faced_draft(campaign: Path, tmp_path: Path, plan_line: str, argument: str) -> tuple[Path, object]:
     """A draft whose job.py asks NVFLARE for the imported budget while it is recorded, and for another one when
     it trains; evaluated."""
@@ -324,9 +310,9 @@ def _trial_budget(workspace: Path) -> dict:
 @pytest.mark.integration
 @pytest.mark.slow
 @needs_dry_run
-def test_a_draft_that_trains_more_rounds_than_its_dry_run_recorded_is_caught_after(computed_campaign, tmp_path):
+def test_a_draft_that_trains_more_rounds_than_its_dry_run_recorded_is_caught_after(computed_budget_campaign, tmp_path):
     workspace, done = _two_faced_draft(
-        computed_campaign,
+        computed_budget_campaign,
         tmp_path,
         "        self.rounds = self.rounds if _recording() else self.rounds + 2",
         ("num_rounds=plan.rounds,", "num_rounds=plan.rounds,"),
@@ -341,9 +327,9 @@ def test_a_draft_that_trains_more_rounds_than_its_dry_run_recorded_is_caught_aft
 @pytest.mark.integration
 @pytest.mark.slow
 @needs_dry_run
-def test_a_draft_that_lowers_min_clients_only_when_it_trains_is_refused_or_caught(computed_campaign, tmp_path):
+def test_a_draft_that_lowers_min_clients_only_when_it_trains_is_refused_or_caught(computed_budget_campaign, tmp_path):
     workspace, done = _two_faced_draft(
-        computed_campaign,
+        computed_budget_campaign,
         tmp_path,
         "        self.least = args.n_clients if _recording() else 1",
         ("min_clients=args.n_clients,", "min_clients=plan.least,"),
@@ -395,12 +381,14 @@ if __name__ == "__main__":
 @pytest.mark.integration
 @pytest.mark.slow
 @needs_dry_run
-def test_a_draft_that_rewrites_its_own_record_widens_no_trust_and_its_rounds_are_caught(computed_campaign, tmp_path):
+def test_a_draft_that_rewrites_its_own_record_widens_no_trust_and_its_rounds_are_caught(
+    computed_budget_campaign, tmp_path
+):
     """job.py finds the recorder's state through the call stack and rewrites the record after NVFLARE's entry point:
     the rounds the imported job would ask for (so the perturbed runs agree) where it asks for 1.5 times as many, and
     `evaluate.py` as its train script."""
     workspace = tmp_path / "ws"
-    shutil.copytree(computed_campaign, workspace, symlinks=True)
+    shutil.copytree(computed_budget_campaign, workspace, symlinks=True)
     trust_before = (workspace / "autofl.yaml").read_text().split("trust:")[1]
     assert run_inproc(workspace, "prepare", "--name", "forger", "--hypothesis", "h").code == 0
     job = source_dir(workspace, "forger") / "job.py"
