@@ -16,6 +16,7 @@ Standard library and nvflare only; nothing here trains, and nothing is written o
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import dis
 import functools
@@ -29,6 +30,8 @@ import select
 import signal
 import sys
 import tempfile
+import threading
+import time
 import traceback
 import types
 
@@ -297,7 +300,8 @@ def _record(kind: str, fed_job_config, final: bool = True, env=None, **extra) ->
         STATE.setdefault("exported", record)
         return
     STATE["record"], STATE["first"] = record, _job_frame(job, inner=True)
-    signal.signal(signal.SIGALRM, _out_of_time)
+    if threading.current_thread() is threading.main_thread():  # only the main thread may set a handler
+        signal.signal(signal.SIGALRM, _out_of_time)
     signal.setitimer(signal.ITIMER_REAL, AFTER_RUN_SECONDS)
 
 
@@ -619,7 +623,12 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     _consume_export_flags()
     STATE["in_job"] = True
     try:
-        runpy.run_path(job, run_name="__main__")
+        try:
+            runpy.run_path(job, run_name="__main__")
+        except SystemExit:
+            _exit_as_python()
+            raise
+        _exit_as_python()
         ending = {"status": "no_run"}
     except Stop:
         ending = STATE["after"]
@@ -651,11 +660,23 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     _write(out, record)
 
 
+def _exit_as_python() -> None:
+    """What Python runs after job.py's main code returns or exits: it joins job.py's non-daemon threads (for at most
+    AFTER_RUN_SECONDS, else `after` is "unfinished"), then calls its atexit handlers; a run in either is seen."""
+    deadline = time.monotonic() + AFTER_RUN_SECONDS
+    while alive := [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]:
+        if time.monotonic() >= deadline:
+            STATE.setdefault("after", {"how": "unfinished", "what": f"a thread still running {AFTER_RUN_SECONDS} s"})
+            break
+        alive[0].join(deadline - time.monotonic())
+    atexit._run_exitfuncs()  # a raise in a handler is printed, as at Python's exit
+
+
 def _after(ending: dict) -> dict:
-    """How job.py went on after its first run (or export), from how it ended: "ended" (it returned or exited with
-    code 0), "again" and "unfinished" (`Stop`), "raised" or "exited" (where, and what)."""
-    if "how" in ending:
-        return ending
+    """How job.py went on after its first run (or export): "again" or "unfinished" when a stop said so (also one
+    job.py caught), else from how it ended: "ended" (it returned or exited with code 0), "raised" or "exited"."""
+    if STATE.get("after"):
+        return STATE["after"]
     if ending["status"] == "no_run" or (ending["status"] == "exited" and ending["code"] == 0):
         return {"how": "ended"}
     what = f"{ending['exception']}: {ending['message']}" if ending["status"] == "raised" else f"code {ending['code']}"
@@ -753,6 +774,7 @@ def _runs(requests: list[dict], job: str) -> None:
 def main(argv: list[str]) -> int:
     """`--serve JOB` reads `{"runs": [{"out", "args", "env"}, ...]}` lines on stdin and answers `done` to each."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # a SIGINT ends a run (no record, never a "raised" one)
+    signal.signal(signal.SIGALRM, _out_of_time)  # also for a run a thread of job.py makes (`_record`)
     job = os.path.abspath(argv[1])
     STATE["job"] = job
     sys.path.insert(0, os.path.dirname(job))

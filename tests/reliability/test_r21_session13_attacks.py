@@ -1,0 +1,115 @@
+"""Attacks on session 13's importer changes (issue 33): the dry run going on after job.py's first run (h13run),
+another NVFLARE version's API (h13usf), and pinned values and run arguments in `=` and combined spellings (h13fix).
+
+The promises under attack: the number of runs a dry run admits is the number `python job.py` runs (a second run
+through any way job.py goes on is seen, never read as "once"); a candidate's run arguments never change a budget
+option in any spelling argparse accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from autofl_core.importer import admission, api, dryrun, recorded
+from autofl_core.trial.argv import TrialError, build_trial_argv
+from runner_support import dry_run
+from test_dryrun_runs import _codes, _job
+
+needs_sandbox = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+
+# --- 1. a second run the boot's stop at a run does not see ------------------------------------------------------
+
+SECOND_RUNS = {  # case: job.py's code after the recipe is built; `python job.py` runs the recipe twice
+    "an atexit handler running the recipe again after job.py returns": (
+        "import atexit\natexit.register(helpers.launch, recipe, ENV)\nhelpers.launch(recipe, ENV)"
+    ),
+    "a thread running the recipe again after job.py's main code returns": (
+        "import threading\nimport time\n\n\ndef later():\n    time.sleep(0.3)\n    helpers.launch(recipe, ENV)\n\n\n"
+        "threading.Thread(target=later).start()\nhelpers.launch(recipe, ENV)"
+    ),
+    "a thread running the recipe twice": (
+        "import threading\n\n\ndef twice():\n    helpers.launch(recipe, ENV)\n    helpers.launch(recipe, ENV)\n\n\n"
+        "threading.Thread(target=twice).start()"
+    ),
+    "job.py catching whatever its second run raises": (
+        "helpers.launch(recipe, ENV)\ntry:\n    helpers.launch(recipe, ENV)\nexcept BaseException:\n    pass"
+    ),
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("case", list(SECOND_RUNS), ids=lambda c: c.replace(" ", "-"))
+def test_a_second_run_however_job_py_goes_on_is_never_read_as_one(tmp_path, private_cache, case):
+    """Before: the record said job.py ended after one run (the forked run ended before atexit handlers and
+    non-daemon threads ran; a caught stop at the second run read as a normal end), and the import was admitted."""
+    path = _job(tmp_path / "job", SECOND_RUNS[case])
+    record = dry_run(path, [])
+    assert record.status == "recorded" and recorded.runs(record) != "once", record.after
+    config = api.import_job(path, dry_run=True)
+    assert _codes(config) == [admission.SEVERAL_RUNS], config["admission_errors"]
+
+
+@needs_sandbox
+def test_a_second_fedjob_run_after_the_recipe_s_is_seen(tmp_path, private_cache):
+    after = (
+        "helpers.launch(recipe, ENV)\nfrom nvflare.app_common.workflows.fedavg import FedAvg\n"
+        "from nvflare.job_config.api import FedJob\njob = FedJob(name='second')\n"
+        "job.to_server(FedAvg(num_clients=2, num_rounds=7))\njob.simulator_run('/tmp/second', n_clients=2)"
+    )
+    record = dry_run(_job(tmp_path / "job", after), [])
+    assert (record.after.how, recorded.runs(record)) == ("again", "twice"), record.after
+
+
+@needs_sandbox
+def test_an_atexit_handler_that_only_prints_keeps_the_single_run(tmp_path, private_cache):
+    after = "import atexit\natexit.register(print, 'bye')\nhelpers.launch(recipe, ENV)"
+    record = dry_run(_job(tmp_path / "job", after), [])
+    assert recorded.runs(record) == "once", record.after
+
+
+# --- 5. run arguments setting a budget option in a spelling argparse accepts ---------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-r", "--num_rounds", type=int, default=2)
+    parser.add_argument("-num_clients", type=int, default=2)
+    parser.add_argument("-v", action="store_true")
+    parser.add_argument("--lr", type=float, default=0.1)
+    return parser
+
+
+GROUPS = [["--num_rounds", "-r"], ["-num_clients"], ["-v"], ["--lr"]]
+BUDGET = ["--num_rounds", "3", "-num_clients", "2"]
+SPELLINGS = {  # run arguments argparse reads as a budget option
+    "a switch combined with the budget's short option and its value": ["-vr5"],
+    "a switch combined with the budget's short option, the value apart": ["-vr", "5"],
+    "an abbreviated single-dash long option": ["-num", "7"],
+    "an abbreviated single-dash long option, longer prefix": ["-num_c", "7"],
+}
+
+
+@pytest.mark.parametrize("case", list(SPELLINGS), ids=lambda c: c.replace(" ", "-"))
+def test_run_args_reaching_a_budget_option_in_any_argparse_spelling_are_rejected(case):
+    """Before: `-vr5` (argparse reads `-v -r 5`) and `-num 7` (a prefix of the single-dash `-num_clients`) passed the
+    check and changed the budget the campaign compares under."""
+    argv = BUDGET + SPELLINGS[case]
+    parsed = vars(_parser().parse_args(argv))
+    assert (parsed["num_rounds"], parsed["num_clients"]) != (3, 2), "precondition: argparse reads a budget change"
+    with pytest.raises(TrialError) as info:
+        build_trial_argv(
+            "py", "job.py", budget_args=BUDGET, base_args=[], flag_groups=GROUPS, name_flag=None, trial_name=None,
+            workspace="/w", run_args=SPELLINGS[case], switch_flags=["-v"],
+        )  # fmt: skip
+    assert info.value.code in ("AUTOFL_BUDGET_ARGUMENT_CONFLICT", "AUTOFL_INVALID_TRIAL_REQUEST"), info.value
+
+
+def test_a_switch_and_other_options_in_their_own_tokens_pass():
+    run = ["-v", "--lr", "0.2", "--lr=-0.1"]
+    argv = build_trial_argv(
+        "py", "job.py", budget_args=BUDGET, base_args=[], flag_groups=GROUPS, name_flag=None, trial_name=None,
+        workspace="/w", run_args=run, switch_flags=["-v"],
+    )  # fmt: skip
+    assert argv == ["py", "job.py", *BUDGET, *run]
+    assert vars(_parser().parse_args(argv[2:]))["num_rounds"] == 3
