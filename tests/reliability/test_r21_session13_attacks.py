@@ -32,6 +32,13 @@ SECOND_RUNS = {  # case: job.py's code after the recipe is built; `python job.py
         "import threading\n\n\ndef twice():\n    helpers.launch(recipe, ENV)\n    helpers.launch(recipe, ENV)\n\n\n"
         "threading.Thread(target=twice).start()"
     ),
+    "a forked child running the recipe again": (
+        "import os\nhelpers.launch(recipe, ENV)\nif os.fork() == 0:\n    helpers.launch(recipe, ENV)\nelse:\n"
+        "    os.wait()"
+    ),
+    "a process started after the run (a second training it may run is not seen)": (
+        "import subprocess\nimport sys\nhelpers.launch(recipe, ENV)\nsubprocess.run([sys.executable, '-c', 'print(2)'])"
+    ),
     "job.py catching whatever its second run raises": (
         "helpers.launch(recipe, ENV)\ntry:\n    helpers.launch(recipe, ENV)\nexcept BaseException:\n    pass"
     ),

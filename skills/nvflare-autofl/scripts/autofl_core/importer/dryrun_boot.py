@@ -43,6 +43,7 @@ EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric", "min_clients"
 MAX_FILE = 1 << 20
 AFTER_RUN_SECONDS = 10  # job.py's code after its run ends within this, else `after` is "unfinished"
 STAND_IN_JOB_ID = "autofl-dry-run"  # what a POC or production deploy returns in place of the job id it submits
+PROCESS_EVENTS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen"}
 MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
 OS_FILES = (os.__file__, os.getenv.__code__.co_filename)  # the second is "<frozen os>" where os is frozen
 UNPACKS = ("DICT_UPDATE", "DICT_MERGE", "SET_UPDATE", "LIST_EXTEND")  # `{**x}`, `{*x}`, `[*x]` inside a literal
@@ -303,6 +304,14 @@ def _record(kind: str, fed_job_config, final: bool = True, env=None, **extra) ->
     if threading.current_thread() is threading.main_thread():  # only the main thread may set a handler
         signal.signal(signal.SIGALRM, _out_of_time)
     signal.setitimer(signal.ITIMER_REAL, AFTER_RUN_SECONDS)
+
+
+def _no_process_after_the_run(event: str, _args) -> None:
+    """An audit hook: job.py starting a process after its run stops it (`after` "spawned"): what the process runs
+    (another training) is not seen. A child job.py forks before its run writes no record (its parent does)."""
+    if event in PROCESS_EVENTS and STATE.get("in_job") and "record" in STATE:
+        STATE["after"] = {"how": "spawned", "where": _job_frame(STATE["job"], inner=True), "what": event}
+        raise Stop
 
 
 def _out_of_time(_signum, _frame) -> None:
@@ -698,6 +707,8 @@ def _nvflare_callee(error: BaseException) -> str | None:
 
 
 def _write(path: str, record: dict) -> None:
+    if STATE.get("forked"):  # a process job.py forked: its parent writes the run's record
+        return
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(record, handle, sort_keys=True, default=repr)
 
@@ -775,6 +786,8 @@ def main(argv: list[str]) -> int:
     """`--serve JOB` reads `{"runs": [{"out", "args", "env"}, ...]}` lines on stdin and answers `done` to each."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # a SIGINT ends a run (no record, never a "raised" one)
     signal.signal(signal.SIGALRM, _out_of_time)  # also for a run a thread of job.py makes (`_record`)
+    sys.addaudithook(_no_process_after_the_run)
+    os.register_at_fork(after_in_child=lambda: STATE.get("in_job") and STATE.update(forked=True))
     job = os.path.abspath(argv[1])
     STATE["job"] = job
     sys.path.insert(0, os.path.dirname(job))
