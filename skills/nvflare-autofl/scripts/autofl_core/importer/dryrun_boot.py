@@ -113,7 +113,7 @@ def _inert_class(name: str) -> type:
         "__init__": lambda self, *a, **k: None,
         "__getattr__": attribute,
         "__call__": lambda self, *args, **kwargs: _inert_class(name + "()")(),
-        "__iter__": lambda self: iter([_inert_class(f"{name}[]")() for _ in range(_unpacked(sys._getframe(1)))]),
+        "__iter__": lambda self: iter([_inert_class(f"{name}[]")() for _ in range(_unpacked(sys._getframe(1), name))]),
         "__getitem__": lambda self, key: _inert_class(f"{name}[]")(),
         "__fspath__": lambda self: f"/nonexistent/stand-in/{name}",  # `Path(x)`, `os.path.join(x, ...)`: no file
         "__bool__": lambda self: _called_from_nvflare(),  # an object to NVFLARE (`if not obj`), absent to the job
@@ -122,10 +122,13 @@ def _inert_class(name: str) -> type:
     return _InertMeta(name.rpartition(".")[2] or name, (), body)
 
 
-def _unpacked(frame) -> int:
+def _unpacked(frame, name: str) -> int:
     """How many values the instruction iterating a stand-in unpacks: `a, b = x` two, `a, *r, b = x` the two named;
-    0 for any other iteration (a `for` loop over a stand-in runs no pass)."""
+    0 for another iteration but a loop's (`f(*x)`). A loop or comprehension over a stand-in raises: the passes the
+    module's values would make are not known (a pass may set the budget)."""
     at = next((i for i in _instructions(frame.f_code) if i.offset == frame.f_lasti), None)
+    if at is not None and at.opname == "GET_ITER":
+        raise TypeError(f"{name} is not installed here, and job.py loops over it: its passes are not known")
     if at is not None and at.opname == "UNPACK_SEQUENCE":
         return at.arg
     return (at.arg & 0xFF) + (at.arg >> 8) if at is not None and at.opname == "UNPACK_EX" else 0
