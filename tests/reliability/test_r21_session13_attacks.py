@@ -205,3 +205,18 @@ def test_rounds_a_stand_in_decides_are_never_admitted_as_recorded(tmp_path, priv
     assert config["fixed_budget"]["num_rounds"]["value"] is None, config["fixed_budget"]["num_rounds"]
     said = " ".join(e["message"] for e in config["admission_errors"])
     assert "fixed_budget.num_rounds is unresolved" in said and "cfglib" in said, said
+
+
+@needs_sandbox
+def test_a_loop_over_a_framework_s_devices_keeps_the_admission(tmp_path, private_cache):
+    """As NVFLARE's tf-fedjob-algos: device set-up looping over TensorFlow's GPUs, stood in where it is absent."""
+    gpus = (
+        "import tensorflow as tf\n\nfor gpu in tf.config.experimental.list_physical_devices('GPU'):\n"
+        "    tf.config.experimental.set_memory_growth(gpu, True)\nrecipe.execute(ENV)"
+    )
+    path = _job(tmp_path / "job", gpus)
+    record = dry_run(path, [])
+    assert "tensorflow" in record.stubbed, "precondition: TensorFlow is stood in"
+    config = api.import_job(path, dry_run=True)
+    assert config["admission_errors"] == [], config["admission_errors"]
+    assert config["fixed_budget"]["num_rounds"]["value"] == 3

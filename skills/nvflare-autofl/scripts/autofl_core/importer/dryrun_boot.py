@@ -124,10 +124,11 @@ def _inert_class(name: str) -> type:
 
 def _unpacked(frame, name: str) -> int:
     """How many values the instruction iterating a stand-in unpacks: `a, b = x` two, `a, *r, b = x` the two named;
-    0 for another iteration but a loop's (`f(*x)`). A loop or comprehension over a stand-in raises: the passes the
-    module's values would make are not known (a pass may set the budget)."""
+    0 for another iteration (`f(*x)`), and for a loop over a framework's value (`for gpu in tf.config...`: device
+    set-up). A loop or comprehension over another stand-in raises: the passes the module's values would make (a
+    config library's settings) are not known, and a pass may set the budget."""
     at = next((i for i in _instructions(frame.f_code) if i.offset == frame.f_lasti), None)
-    if at is not None and at.opname == "GET_ITER":
+    if at is not None and at.opname == "GET_ITER" and name.partition(".")[0] not in FRAMEWORKS:
         raise TypeError(f"{name} is not installed here, and job.py loops over it: its passes are not known")
     if at is not None and at.opname == "UNPACK_SEQUENCE":
         return at.arg
