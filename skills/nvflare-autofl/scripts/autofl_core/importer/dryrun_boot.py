@@ -16,6 +16,7 @@ Standard library and nvflare only; nothing here trains, and nothing is written o
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import dis
 import functools
@@ -29,6 +30,8 @@ import select
 import signal
 import sys
 import tempfile
+import threading
+import time
 import traceback
 import types
 
@@ -40,6 +43,7 @@ EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric", "min_clients"
 MAX_FILE = 1 << 20
 AFTER_RUN_SECONDS = 10  # job.py's code after its run ends within this, else `after` is "unfinished"
 STAND_IN_JOB_ID = "autofl-dry-run"  # what a POC or production deploy returns in place of the job id it submits
+PROCESS_EVENTS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen"}
 MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
 OS_FILES = (os.__file__, os.getenv.__code__.co_filename)  # the second is "<frozen os>" where os is frozen
 UNPACKS = ("DICT_UPDATE", "DICT_MERGE", "SET_UPDATE", "LIST_EXTEND")  # `{**x}`, `{*x}`, `[*x]` inside a literal
@@ -109,7 +113,7 @@ def _inert_class(name: str) -> type:
         "__init__": lambda self, *a, **k: None,
         "__getattr__": attribute,
         "__call__": lambda self, *args, **kwargs: _inert_class(name + "()")(),
-        "__iter__": lambda self: iter([_inert_class(f"{name}[]")() for _ in range(_unpacked(sys._getframe(1)))]),
+        "__iter__": lambda self: iter([_inert_class(f"{name}[]")() for _ in range(_unpacked(sys._getframe(1), name))]),
         "__getitem__": lambda self, key: _inert_class(f"{name}[]")(),
         "__fspath__": lambda self: f"/nonexistent/stand-in/{name}",  # `Path(x)`, `os.path.join(x, ...)`: no file
         "__bool__": lambda self: _called_from_nvflare(),  # an object to NVFLARE (`if not obj`), absent to the job
@@ -118,10 +122,14 @@ def _inert_class(name: str) -> type:
     return _InertMeta(name.rpartition(".")[2] or name, (), body)
 
 
-def _unpacked(frame) -> int:
+def _unpacked(frame, name: str) -> int:
     """How many values the instruction iterating a stand-in unpacks: `a, b = x` two, `a, *r, b = x` the two named;
-    0 for any other iteration (a `for` loop over a stand-in runs no pass)."""
+    0 for another iteration (`f(*x)`), and for a loop over a framework's value (`for gpu in tf.config...`: device
+    set-up). A loop or comprehension over another stand-in raises: the passes the module's values would make (a
+    config library's settings) are not known, and a pass may set the budget."""
     at = next((i for i in _instructions(frame.f_code) if i.offset == frame.f_lasti), None)
+    if at is not None and at.opname == "GET_ITER" and name.partition(".")[0] not in FRAMEWORKS:
+        raise TypeError(f"{name} is not installed here, and job.py loops over it: its passes are not known")
     if at is not None and at.opname == "UNPACK_SEQUENCE":
         return at.arg
     return (at.arg & 0xFF) + (at.arg >> 8) if at is not None and at.opname == "UNPACK_EX" else 0
@@ -297,8 +305,17 @@ def _record(kind: str, fed_job_config, final: bool = True, env=None, **extra) ->
         STATE.setdefault("exported", record)
         return
     STATE["record"], STATE["first"] = record, _job_frame(job, inner=True)
-    signal.signal(signal.SIGALRM, _out_of_time)
+    if threading.current_thread() is threading.main_thread():  # only the main thread may set a handler
+        signal.signal(signal.SIGALRM, _out_of_time)
     signal.setitimer(signal.ITIMER_REAL, AFTER_RUN_SECONDS)
+
+
+def _no_process_after_the_run(event: str, _args) -> None:
+    """An audit hook: job.py starting a process after its run stops it (`after` "spawned"): what the process runs
+    (another training) is not seen. A child job.py forks before its run writes no record (its parent does)."""
+    if event in PROCESS_EVENTS and STATE.get("in_job") and "record" in STATE:
+        STATE["after"] = {"how": "spawned", "where": _job_frame(STATE["job"], inner=True), "what": event}
+        raise Stop
 
 
 def _out_of_time(_signum, _frame) -> None:
@@ -619,7 +636,12 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     _consume_export_flags()
     STATE["in_job"] = True
     try:
-        runpy.run_path(job, run_name="__main__")
+        try:
+            runpy.run_path(job, run_name="__main__")
+        except SystemExit:
+            _exit_as_python()
+            raise
+        _exit_as_python()
         ending = {"status": "no_run"}
     except Stop:
         ending = STATE["after"]
@@ -651,11 +673,23 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     _write(out, record)
 
 
+def _exit_as_python() -> None:
+    """What Python runs after job.py's main code returns or exits: it joins job.py's non-daemon threads (for at most
+    AFTER_RUN_SECONDS, else `after` is "unfinished"), then calls its atexit handlers; a run in either is seen."""
+    deadline = time.monotonic() + AFTER_RUN_SECONDS
+    while alive := [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]:
+        if time.monotonic() >= deadline:
+            STATE.setdefault("after", {"how": "unfinished", "what": f"a thread still running {AFTER_RUN_SECONDS} s"})
+            break
+        alive[0].join(deadline - time.monotonic())
+    atexit._run_exitfuncs()  # a raise in a handler is printed, as at Python's exit
+
+
 def _after(ending: dict) -> dict:
-    """How job.py went on after its first run (or export), from how it ended: "ended" (it returned or exited with
-    code 0), "again" and "unfinished" (`Stop`), "raised" or "exited" (where, and what)."""
-    if "how" in ending:
-        return ending
+    """How job.py went on after its first run (or export): "again" or "unfinished" when a stop said so (also one
+    job.py caught), else from how it ended: "ended" (it returned or exited with code 0), "raised" or "exited"."""
+    if STATE.get("after"):
+        return STATE["after"]
     if ending["status"] == "no_run" or (ending["status"] == "exited" and ending["code"] == 0):
         return {"how": "ended"}
     what = f"{ending['exception']}: {ending['message']}" if ending["status"] == "raised" else f"code {ending['code']}"
@@ -677,6 +711,8 @@ def _nvflare_callee(error: BaseException) -> str | None:
 
 
 def _write(path: str, record: dict) -> None:
+    if STATE.get("forked"):  # a process job.py forked: its parent writes the run's record
+        return
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(record, handle, sort_keys=True, default=repr)
 
@@ -753,6 +789,9 @@ def _runs(requests: list[dict], job: str) -> None:
 def main(argv: list[str]) -> int:
     """`--serve JOB` reads `{"runs": [{"out", "args", "env"}, ...]}` lines on stdin and answers `done` to each."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # a SIGINT ends a run (no record, never a "raised" one)
+    signal.signal(signal.SIGALRM, _out_of_time)  # also for a run a thread of job.py makes (`_record`)
+    sys.addaudithook(_no_process_after_the_run)
+    os.register_at_fork(after_in_child=lambda: STATE.get("in_job") and STATE.update(forked=True))
     job = os.path.abspath(argv[1])
     STATE["job"] = job
     sys.path.insert(0, os.path.dirname(job))

@@ -57,14 +57,14 @@ class Env:
 
 
 Text = str  # the job's own words (an exception's message): any JSON value is read as its text
-How = Literal["ended", "again", "raised", "exited", "unfinished"]
+How = Literal["ended", "again", "raised", "exited", "unfinished", "spawned"]
 
 
 @dataclass(frozen=True)
 class After:
     """How job.py went on after its recorded run: it `ended` (it ran once), ran `again` (at `where`), or `raised`,
-    `exited` with a non-zero code or was still running when its time was out (`unfinished`): a later run may have
-    been skipped, so one run is not shown. `what`: the exception, the exit code or the second entry point; `first`:
+    `exited` with a non-zero code, was still running when its time was out (`unfinished`), or started a process
+    (`spawned`, at `where`): a later run may have been skipped or not seen, so one run is not shown. `what`: the exception, the exit code or the second entry point; `first`:
     the innermost line of job.py's own files at the first run (of a second one)."""
 
     how: How
@@ -486,7 +486,8 @@ def runs_reason(record: DryRunRecord) -> str:
     if after.how == "again":
         first = _at(after.first) if after.first else first
         return f"running job.py trains more than once: at {first} and again at {where}; run it once"
-    went = {"raised": f"raises at {where}", "exited": f"exits at {where}"}.get(after.how, "does not end")
+    went = {"raised": f"raises at {where}", "exited": f"exits at {where}", "spawned": f"starts a process at {where}"}
+    went = went.get(after.how, "does not end")
     return (
         f"running job.py {went} ({quoted(after.what) or 'no end recorded'}) after its run at {first}, so it cannot "
         "show job.py trains once (the dry run's result is no trained job's); let job.py end without error after its run"

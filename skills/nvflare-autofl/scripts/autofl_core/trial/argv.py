@@ -106,16 +106,31 @@ class OptionTable:
         return None
 
     def _match_short(self, args: list[str], index: int) -> OptionRef | None:
-        """`-r 3`, `-r3`, `-r=3` or `-lr=3` for a declared single-dash option (longest declared match wins)."""
+        """`-r 3`, `-r3`, `-r=3` or `-lr=3` for a declared single-dash option (longest declared match wins), else a
+        unique prefix of a single-dash long option (`-num 3` for `-num_rounds`). A one-letter switch with more letters
+        (`-vr3`, which argparse reads as `-v -r3`) is rejected: it may hide any option."""
         token = args[index]
         for flag, group in self._shorts:
             if token == flag:
                 return self._with_next_value(args, index, group, flag)
+            if token.startswith(flag) and group in self.switch_groups and len(flag) == 2 and token[2] != "=":
+                rest = "-" + token[2:]
+                raise TrialError(INVALID, f"option {token!r} combines single-letter options; write {flag} {rest}")
             attached = token[len(flag) :] if token.startswith(flag) and group not in self.switch_groups else ""
             if attached and (len(flag) == 2 or attached.startswith("=")):
                 value = attached[1:] if attached.startswith("=") else attached
                 return OptionRef(group, flag, value, index, index + 1)
-        return None
+        prefix, eq, value = token.partition("=")
+        matches = sorted({(flag, group) for flag, group in self._shorts if len(flag) > 2 and flag.startswith(prefix)})
+        if len(matches) > 1:
+            names = ", ".join(flag for flag, _ in matches)
+            raise TrialError(INVALID, f"option {prefix!r} is an ambiguous abbreviation of {names}; spell it out")
+        if not matches:
+            return None
+        flag, group = matches[0]
+        return (
+            OptionRef(group, flag, value, index, index + 1) if eq else self._with_next_value(args, index, group, flag)
+        )
 
     def _with_next_value(self, args: list[str], index: int, group: int, flag: str) -> OptionRef:
         nxt = index + 1
