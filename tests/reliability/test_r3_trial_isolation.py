@@ -54,12 +54,14 @@ def test_detached_grandchild_is_gone_after_the_trial(ws, tmp_path):
     candidate_code(
         ws,
         "probe-fork",
-        "import subprocess\n"
-        f"p = subprocess.Popen(['setsid', 'sh', '-c', 'exec -a {marker} sleep 300'], stdin=subprocess.DEVNULL, "
-        "stdout=subprocess.DEVNULL)\n" + emit("p.pid"),
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen(['setsid', sys.executable, '-c', 'import time; time.sleep(300)', '{marker}'], "
+        "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "time.sleep(0.5)\n" + emit("{'pid': p.pid, 'alive': p.poll() is None}"),
     )
     assert run_cli(ws, "evaluate").code == 0
-    assert isinstance(emitted(ws, "probe-fork"), int)  # it did start
+    started = emitted(ws, "probe-fork")
+    assert isinstance(started["pid"], int) and started["alive"] is True  # it started and was running
     states = []
     for entry in os.listdir("/proc"):
         try:
