@@ -149,16 +149,25 @@ def test_every_process_of_a_trial_ends_with_its_first_one(sealable, trial):
     workspace, trial_dir = trial
     marker = f"autofl-daemon-{os.getpid()}-{time.monotonic_ns()}"
     program = f"""
-        import os
+        import os, sys, time
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
-                os.execve("/bin/sh", ["sh", "-c", "exec -a {marker} sleep 30"], {{}})
+                os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(30)", "{marker}"], {{}})
             os._exit(0)
-        print("parent done")
+        time.sleep(0.5)
+
+        def named(pid):
+            try:
+                return b"{marker}" in open(f"/proc/{{pid}}/cmdline", "rb").read()
+            except OSError:
+                return False
+
+        seen = any(named(p) for p in os.listdir("/proc") if p.isdigit())
+        print("parent done", "daemon running" if seen else "daemon missing")
     """
     done, _status = run_sealed(workspace, trial_dir, program, stage={"job.py": b"x = 1\n"})
-    assert done.returncode == 0 and "parent done" in done.stdout, done.stderr
+    assert done.returncode == 0 and "parent done daemon running" in done.stdout, (done.stdout, done.stderr)
     deadline = time.monotonic() + 10  # killed as the namespace ended; a loaded kernel may take a moment to reap
 
     def survivors():
