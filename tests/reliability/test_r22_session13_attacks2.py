@@ -150,3 +150,16 @@ def test_every_spelling_argparse_reads_as_a_budget_option_is_refused(case):
     assert parsed["num_rounds"] != 3, "precondition: argparse reads a budget change"
     with pytest.raises(TrialError):
         _build(BUDGET_SPELLINGS[case])
+
+
+def test_a_budget_switch_combined_with_another_switch_is_refused():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-g", action="store_true")
+    parser.add_argument("-v", action="store_true")
+    assert vars(parser.parse_args(["-vg"]))["g"], "precondition: argparse reads the budget's switch"
+    with pytest.raises(TrialError) as info:
+        build_trial_argv(
+            "py", "job.py", budget_args=["-g"], base_args=[], flag_groups=[["-g"], ["-v"]], name_flag=None,
+            trial_name=None, workspace="/w", run_args=["-vg"], switch_flags=["-g", "-v"],
+        )  # fmt: skip
+    assert info.value.code == "AUTOFL_BUDGET_ARGUMENT_CONFLICT", info.value
