@@ -54,6 +54,18 @@ SECOND_RUNS = {  # case: job.py's code after the recipe is built; `python job.py
         "import weakref\n\n\nclass Box:\n    pass\n\n\nBOX = Box()\n"
         "weakref.finalize(BOX, helpers.launch, recipe, ENV)\nhelpers.launch(recipe, ENV)"
     ),
+    "a daemon thread running the recipe again while main sleeps": (
+        "import threading\nimport time\nhelpers.launch(recipe, ENV)\n"
+        "threading.Thread(target=helpers.launch, args=(recipe, ENV), daemon=True).start()\ntime.sleep(1)"
+    ),
+    "os.execv of job.py itself after the run": (
+        "import os\nimport sys\nhelpers.launch(recipe, ENV)\nif not os.environ.get('AGAIN'):\n"
+        "    os.environ['AGAIN'] = '1'\n    os.execv(sys.executable, [sys.executable, 'job.py'])"
+    ),
+    "a process pool running the recipe before job.py's own run": (
+        "from concurrent.futures import ProcessPoolExecutor\n\n\ndef train():\n    helpers.launch(recipe, ENV)\n\n\n"
+        "with ProcessPoolExecutor(1) as pool:\n    pool.submit(train).exception()\nhelpers.launch(recipe, ENV)"
+    ),
     "sys.excepthook running the recipe again after a raise": (
         "import sys\nsys.excepthook = lambda *info: helpers.launch(recipe, ENV)\nhelpers.launch(recipe, ENV)\n"
         "raise RuntimeError('after the run')"
@@ -79,6 +91,7 @@ RUNS_ONCE = {  # case: job.py's code after the recipe is built; `python job.py` 
         "from concurrent.futures import ThreadPoolExecutor\nPOOL = ThreadPoolExecutor(2)\n"
         "helpers.launch(recipe, ENV)\nPOOL.submit(print, 'done')"
     ),
+    "os._exit(0) right after the run": "import os\nhelpers.launch(recipe, ENV)\nos._exit(0)",
     "a daemon thread printing while main ends": (
         "import threading\nimport time\nhelpers.launch(recipe, ENV)\n"
         "threading.Thread(target=lambda: time.sleep(30), daemon=True).start()"
@@ -163,3 +176,36 @@ def test_a_budget_switch_combined_with_another_switch_is_refused():
             trial_name=None, workspace="/w", run_args=["-vg"], switch_flags=["-g", "-v"],
         )  # fmt: skip
     assert info.value.code == "AUTOFL_BUDGET_ARGUMENT_CONFLICT", info.value
+
+
+# --- 4. nothing left behind: a process job.py starts, a file it writes ---------------------------------------------
+
+
+@needs_sandbox
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_detached_process_job_py_starts_does_not_outlive_the_dry_run(tmp_path, private_cache, when):
+    from live_processes import running
+
+    lingering = tmp_path / "lingering.py"
+    lingering.write_text("import time\ntime.sleep(60)\n", encoding="utf-8")
+    start = f"import subprocess\nsubprocess.Popen([sys.executable, '-I', {str(lingering)!r}], start_new_session=True)\n"
+    run = "helpers.launch(recipe, ENV)\n"
+    after = "import sys\n" + (start + run if when == "before" else run + start)
+    path = _job(tmp_path / "job", after)
+    record = dry_run(path, [])
+    assert record.status == "recorded", record
+    assert running(lingering) == [], "a process job.py started is still alive after the dry run"
+
+
+@needs_sandbox
+def test_a_file_job_py_writes_outside_the_sandbox_is_not_there_after_the_dry_run(tmp_path, private_cache):
+    outside = tmp_path / "outside" / "written.txt"
+    outside.parent.mkdir()
+    after = f"open({str(outside)!r}, 'w').write('x')\nhelpers.launch(recipe, ENV)"
+    path = _job(tmp_path / "job", after)
+    dry_run(path, [])
+    assert not outside.exists() and sorted(p.name for p in path.parent.iterdir()) == [
+        "client.py",
+        "helpers.py",
+        "job.py",
+    ]

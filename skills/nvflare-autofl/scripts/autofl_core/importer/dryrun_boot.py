@@ -67,6 +67,11 @@ class Stop(BaseException):
     runs (a BaseException passes `except Exception`)."""
 
 
+class _Exited(SystemExit):
+    """job.py's main thread called `os._exit` (`_exit_now`): its run ends as an exit, and nothing Python runs at exit
+    runs."""
+
+
 class _Inert(types.ModuleType):
     """A module that is not installed: every attribute is an inert class, so imports and class bodies pass."""
 
@@ -333,6 +338,14 @@ def _audited_fork_exec(fork_exec, *args):
     through it alone (no `os` or `subprocess` event)."""
     sys.audit("_posixsubprocess.fork_exec")
     return fork_exec(*args)
+
+
+def _exit_now(real_exit, code: int) -> None:
+    """`os._exit` as job.py's main thread sees it: its run ends as an exit with `code` and is recorded; the real one
+    in another thread, a process job.py forked, and outside job.py's run."""
+    if STATE.get("in_job") and not STATE.get("forked") and threading.current_thread() is threading.main_thread():
+        raise _Exited(code)
+    real_exit(code)
 
 
 def _out_of_time(_signum, _frame) -> None:
@@ -655,6 +668,8 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     try:
         try:
             runpy.run_path(job, run_name="__main__")
+        except _Exited:
+            raise
         except SystemExit:
             _exit_as_python()
             raise
@@ -826,6 +841,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGALRM, _out_of_time)  # also for a run a thread of job.py makes (`_record`)
     sys.addaudithook(_no_process_after_the_run)
     _posixsubprocess.fork_exec = functools.partial(_audited_fork_exec, _posixsubprocess.fork_exec)
+    os._exit = functools.partial(_exit_now, os._exit)
     os.register_at_fork(after_in_child=lambda: STATE.get("in_job") and STATE.update(forked=True))
     job = os.path.abspath(argv[1])
     STATE["job"] = job
