@@ -33,6 +33,10 @@ SECOND_RUNS = {  # case: job.py's code after the recipe is built; `python job.py
         "import os\npid = os.fork()\nif pid == 0:\n    helpers.launch(recipe, ENV)\n    os._exit(0)\n"
         "os.waitpid(pid, 0)\nhelpers.launch(recipe, ENV)"
     ),
+    "a child forked before the run running the recipe later, not waited for": (
+        "import os\nimport time\nif os.fork() == 0:\n    time.sleep(1)\n    helpers.launch(recipe, ENV)\n"
+        "    os._exit(0)\nhelpers.launch(recipe, ENV)"
+    ),
     "job.py replacing atexit's runner and registering a second run": (
         "import atexit\natexit._run_exitfuncs = lambda: None\natexit.register(helpers.launch, recipe, ENV)\n"
         "helpers.launch(recipe, ENV)"

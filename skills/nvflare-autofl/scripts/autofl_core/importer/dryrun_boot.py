@@ -692,6 +692,7 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
         STATE["in_job"] = False  # the time after the run is job.py's only
         signal.setitimer(signal.ITIMER_REAL, 0)
     first = STATE.get("record") or STATE.get("exported")  # job.py ran (else exported), then went on: how
+    _wait_forked()
     if (forked := _forked_run(out)) and first is not None:
         STATE["after"] = {**forked, "first": STATE.get("first")}
     record = ending if first is None else {**first, "after": _after(ending)}
@@ -705,6 +706,27 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
         record["absent"] = sorted(STATE["absent"])
     record["imported"] = _imported(before)
     _write(out, record)
+
+
+def _noted_fork(real_fork) -> int:
+    """`os.fork` noting the children job.py forks during its run (`_wait_forked`)."""
+    pid = real_fork()
+    if pid and STATE.get("in_job"):
+        STATE.setdefault("children", []).append(pid)
+    return pid
+
+
+def _wait_forked() -> None:
+    """Wait for the processes job.py forked during its run (a copy of job.py may run the job later) for at most
+    AFTER_RUN_SECONDS; one still running then makes `after` "unfinished"."""
+    deadline = time.monotonic() + AFTER_RUN_SECONDS
+    for pid in STATE.pop("children", []):
+        with contextlib.suppress(ChildProcessError):  # job.py waited for it
+            while not os.waitpid(pid, os.WNOHANG)[0]:
+                if time.monotonic() >= deadline:
+                    STATE.setdefault("after", {"how": "unfinished", "what": "a process job.py forked still runs"})
+                    break
+                time.sleep(0.02)
 
 
 def _forked_run(out: str) -> dict:
@@ -842,6 +864,7 @@ def main(argv: list[str]) -> int:
     sys.addaudithook(_no_process_after_the_run)
     _posixsubprocess.fork_exec = functools.partial(_audited_fork_exec, _posixsubprocess.fork_exec)
     os._exit = functools.partial(_exit_now, os._exit)
+    os.fork = functools.partial(_noted_fork, os.fork)
     os.register_at_fork(after_in_child=lambda: STATE.get("in_job") and STATE.update(forked=True))
     job = os.path.abspath(argv[1])
     STATE["job"] = job
