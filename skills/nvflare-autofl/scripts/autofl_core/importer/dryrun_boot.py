@@ -15,6 +15,7 @@ Standard library and nvflare only; nothing here trains, and nothing is written o
 
 from __future__ import annotations
 
+import _posixsubprocess
 import argparse
 import atexit
 import contextlib
@@ -44,6 +45,10 @@ MAX_FILE = 1 << 20
 AFTER_RUN_SECONDS = 10  # job.py's code after its run ends within this, else `after` is "unfinished"
 STAND_IN_JOB_ID = "autofl-dry-run"  # what a POC or production deploy returns in place of the job id it submits
 PROCESS_EVENTS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen"}
+PROCESS_EVENTS.add("_posixsubprocess.fork_exec")  # multiprocessing's spawn and forkserver (`_audited_fork_exec`)
+FORKED_RUN = ".forked-run"  # beside OUT.json: a process job.py forked ran the job (`_record`), read by its parent
+# what Python runs after the main code, kept before job.py may replace them (`_exit_as_python`)
+AT_EXIT = (atexit._run_exitfuncs, threading.enumerate, threading._threading_atexits, threading.Thread.daemon.fget)
 MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
 OS_FILES = (os.__file__, os.getenv.__code__.co_filename)  # the second is "<frozen os>" where os is frozen
 UNPACKS = ("DICT_UPDATE", "DICT_MERGE", "SET_UPDATE", "LIST_EXTEND")  # `{**x}`, `{*x}`, `[*x]` inside a literal
@@ -60,6 +65,11 @@ FRAMEWORKS = set(  # imported by NVFLARE's own framework recipes; stand-ins when
 class Stop(BaseException):
     """Raised at a second run, or when the time after the run is out (`STATE["after"]` says which): nothing after it
     runs (a BaseException passes `except Exception`)."""
+
+
+class _Exited(SystemExit):
+    """job.py's main thread called `os._exit` (`_exit_now`): its run ends as an exit, and nothing Python runs at exit
+    runs."""
 
 
 class _Inert(types.ModuleType):
@@ -276,6 +286,11 @@ def _record(kind: str, fed_job_config, final: bool = True, env=None, **extra) ->
     (`final` False) is kept in STATE["exported"] (the first one): job.py may run the job next. `env`: the env
     deploying it (else the one a recipe was given)."""
     job, configs, recipe = STATE["job"], {}, STATE["recipe"]
+    if final and STATE.get("forked"):  # a child job.py forked: its parent's record says it ran the job
+        STATE["after"] = {"how": "again", "where": _job_frame(job, inner=True), "what": kind}
+        with open(STATE["out"] + FORKED_RUN, "w", encoding="utf-8") as note:
+            json.dump(STATE["after"], note)
+        raise Stop
     if final and "record" in STATE:
         STATE["after"] = {"how": "again", "where": _job_frame(job, inner=True), "first": STATE["first"], "what": kind}
         raise Stop
@@ -316,6 +331,21 @@ def _no_process_after_the_run(event: str, _args) -> None:
     if event in PROCESS_EVENTS and STATE.get("in_job") and "record" in STATE:
         STATE["after"] = {"how": "spawned", "where": _job_frame(STATE["job"], inner=True), "what": event}
         raise Stop
+
+
+def _audited_fork_exec(fork_exec, *args):
+    """`_posixsubprocess.fork_exec` with an audit event: multiprocessing's spawn and forkserver start a process
+    through it alone (no `os` or `subprocess` event)."""
+    sys.audit("_posixsubprocess.fork_exec")
+    return fork_exec(*args)
+
+
+def _exit_now(real_exit, code: int) -> None:
+    """`os._exit` as job.py's main thread sees it: its run ends as an exit with `code` and is recorded; the real one
+    in another thread, a process job.py forked, and outside job.py's run."""
+    if STATE.get("in_job") and not STATE.get("forked") and threading.current_thread() is threading.main_thread():
+        raise _Exited(code)
+    real_exit(code)
 
 
 def _out_of_time(_signum, _frame) -> None:
@@ -632,12 +662,14 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     """Run job.py once with `args` and `env` (in a forked child) and write its record to `out`."""
     os.environ.update(env)
     sys.argv = [job, *args]
-    STATE["parser_error"] = None
+    STATE["parser_error"], STATE["out"] = None, out
     _consume_export_flags()
     STATE["in_job"] = True
     try:
         try:
             runpy.run_path(job, run_name="__main__")
+        except _Exited:
+            raise
         except SystemExit:
             _exit_as_python()
             raise
@@ -660,6 +692,9 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
         STATE["in_job"] = False  # the time after the run is job.py's only
         signal.setitimer(signal.ITIMER_REAL, 0)
     first = STATE.get("record") or STATE.get("exported")  # job.py ran (else exported), then went on: how
+    _wait_forked()
+    if (forked := _forked_run(out)) and first is not None:
+        STATE["after"] = {**forked, "first": STATE.get("first")}
     record = ending if first is None else {**first, "after": _after(ending)}
     record["parsers"] = [_parser_record(p, values) for p, values in STATE["parsers"]]
     record["stubbed"] = sorted(STATE["stubbed"])
@@ -673,16 +708,52 @@ def _run_once(out: str, job: str, args: list[str], before: set, env: dict) -> No
     _write(out, record)
 
 
-def _exit_as_python() -> None:
-    """What Python runs after job.py's main code returns or exits: it joins job.py's non-daemon threads (for at most
-    AFTER_RUN_SECONDS, else `after` is "unfinished"), then calls its atexit handlers; a run in either is seen."""
+def _noted_fork(real_fork) -> int:
+    """`os.fork` noting the children job.py forks during its run (`_wait_forked`)."""
+    pid = real_fork()
+    if pid and STATE.get("in_job"):
+        STATE.setdefault("children", []).append(pid)
+    return pid
+
+
+def _wait_forked() -> None:
+    """Wait for the processes job.py forked during its run (a copy of job.py may run the job later) for at most
+    AFTER_RUN_SECONDS; one still running then makes `after` "unfinished"."""
     deadline = time.monotonic() + AFTER_RUN_SECONDS
-    while alive := [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]:
+    for pid in STATE.pop("children", []):
+        with contextlib.suppress(ChildProcessError):  # job.py waited for it
+            while not os.waitpid(pid, os.WNOHANG)[0]:
+                if time.monotonic() >= deadline:
+                    STATE.setdefault("after", {"how": "unfinished", "what": "a process job.py forked still runs"})
+                    break
+                time.sleep(0.02)
+
+
+def _forked_run(out: str) -> dict:
+    """How a child job.py forked ran the job (its note beside `out`, removed here); {} when none did, and in the
+    child itself (its parent reads the note)."""
+    if STATE.get("forked"):
+        return {}
+    forked = _read(out + FORKED_RUN)
+    with contextlib.suppress(OSError):
+        os.remove(out + FORKED_RUN)
+    return forked
+
+
+def _exit_as_python() -> None:
+    """What Python runs after job.py's main code returns or exits: threading's exit calls (a thread pool's), then it
+    joins job.py's non-daemon threads (for at most AFTER_RUN_SECONDS, else `after` is "unfinished"), then calls its
+    atexit handlers; a run in any is seen, and through what job.py may have replaced (`AT_EXIT`)."""
+    run_exitfuncs, enumerate_threads, thread_exits, daemon = AT_EXIT
+    for call in reversed(thread_exits):  # a thread pool's: its idle workers end
+        call()
+    deadline = time.monotonic() + AFTER_RUN_SECONDS
+    while alive := [t for t in enumerate_threads() if t is not threading.current_thread() and not daemon(t)]:
         if time.monotonic() >= deadline:
             STATE.setdefault("after", {"how": "unfinished", "what": f"a thread still running {AFTER_RUN_SECONDS} s"})
             break
         alive[0].join(deadline - time.monotonic())
-    atexit._run_exitfuncs()  # a raise in a handler is printed, as at Python's exit
+    run_exitfuncs()  # a raise in a handler is printed, as at Python's exit
 
 
 def _after(ending: dict) -> dict:
@@ -791,6 +862,9 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # a SIGINT ends a run (no record, never a "raised" one)
     signal.signal(signal.SIGALRM, _out_of_time)  # also for a run a thread of job.py makes (`_record`)
     sys.addaudithook(_no_process_after_the_run)
+    _posixsubprocess.fork_exec = functools.partial(_audited_fork_exec, _posixsubprocess.fork_exec)
+    os._exit = functools.partial(_exit_now, os._exit)
+    os.fork = functools.partial(_noted_fork, os.fork)
     os.register_at_fork(after_in_child=lambda: STATE.get("in_job") and STATE.update(forked=True))
     job = os.path.abspath(argv[1])
     STATE["job"] = job

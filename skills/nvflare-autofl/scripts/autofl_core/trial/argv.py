@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 CONFLICT = "AUTOFL_BUDGET_ARGUMENT_CONFLICT"
@@ -44,13 +44,15 @@ class TrialError(ValueError):
 
 @dataclass(frozen=True)
 class OptionRef:
-    """One option mention in an argv list: flag group, resolved option string, value, token span."""
+    """One option mention in an argv list: flag group, resolved option string, value, token span, and the groups of
+    one-letter switches combined before it in its token (`-vx5`: `-v`'s)."""
 
     group: int
     flag: str
     value: str | None
     start: int
     stop: int
+    switches: tuple[int, ...] = ()
 
     def setting(self) -> tuple[bool, str | None]:
         """What the mention sets: (negated `--no-x` form?, value); equal settings are duplicates."""
@@ -108,14 +110,13 @@ class OptionTable:
     def _match_short(self, args: list[str], index: int) -> OptionRef | None:
         """`-r 3`, `-r3`, `-r=3` or `-lr=3` for a declared single-dash option (longest declared match wins), else a
         unique prefix of a single-dash long option (`-num 3` for `-num_rounds`). A one-letter switch with more letters
-        (`-vr3`, which argparse reads as `-v -r3`) is rejected: it may hide any option."""
+        is read as argparse reads it (`_combined`)."""
         token = args[index]
         for flag, group in self._shorts:
             if token == flag:
                 return self._with_next_value(args, index, group, flag)
             if token.startswith(flag) and group in self.switch_groups and len(flag) == 2 and token[2] != "=":
-                rest = "-" + token[2:]
-                raise TrialError(INVALID, f"option {token!r} combines single-letter options; write {flag} {rest}")
+                return self._combined(args, index)
             attached = token[len(flag) :] if token.startswith(flag) and group not in self.switch_groups else ""
             if attached and (len(flag) == 2 or attached.startswith("=")):
                 value = attached[1:] if attached.startswith("=") else attached
@@ -131,6 +132,23 @@ class OptionTable:
         return (
             OptionRef(group, flag, value, index, index + 1) if eq else self._with_next_value(args, index, group, flag)
         )
+
+    def _combined(self, args: list[str], index: int) -> OptionRef:
+        """`-vx5` as argparse reads it: one-letter switches (`-v`), then the last switch or an option taking the rest
+        of the token (else the next one) as its value (`-x 5`). A letter no declared one-letter option has is
+        rejected: the token may hide any option."""
+        token, switches = args[index], []
+        singles = {flag: group for flag, group in self._shorts if len(flag) == 2}
+        for at in range(1, len(token)):
+            group = singles.get("-" + token[at])
+            if group is None:
+                raise TrialError(INVALID, f"option {token!r} combines single-letter options; write them apart")
+            if group not in self.switch_groups and at + 1 < len(token):
+                return OptionRef(group, "-" + token[at], token[at + 1 :], index, index + 1, tuple(switches))
+            if group not in self.switch_groups:
+                return replace(self._with_next_value(args, index, group, "-" + token[at]), switches=tuple(switches))
+            switches.append(group)
+        return OptionRef(switches[-1], "-" + token[-1], None, index, index + 1, tuple(switches[:-1]))
 
     def _with_next_value(self, args: list[str], index: int, group: int, flag: str) -> OptionRef:
         nxt = index + 1
@@ -218,6 +236,7 @@ def _filter_base_args(
             kept.append(base_args[index])
             index += 1
             continue
+        _check_switches(ref, table, budget, reserved)
         _check_reserved(ref, table, reserved, where="base args")
         fixed = budget.get(ref.group)
         if fixed is not None and fixed.setting() != ref.setting():
@@ -245,6 +264,7 @@ def _reject_budget_mentions(
         if ref is None:
             index += 1
             continue
+        _check_switches(ref, table, budget, reserved)
         _check_reserved(ref, table, reserved, where="run args")
         if ref.group in budget:
             raise TrialError(
@@ -253,6 +273,12 @@ def _reject_budget_mentions(
                 f"({' '.join(args[ref.start : ref.stop])!r}); the comparison budget cannot change within a campaign",
             )
         index = ref.stop
+
+
+def _check_switches(ref: OptionRef, table: OptionTable, budget: dict[int, OptionRef], reserved: set[int]) -> None:
+    """A budget or runner-owned switch combined with other letters in one token (`-gv`) is rejected."""
+    for group in set(ref.switches) & (set(budget) | reserved):
+        raise TrialError(CONFLICT, f"args combine the fixed option {table.name(group)} with others; remove it")
 
 
 def _check_reserved(ref: OptionRef, table: OptionTable, reserved: set[int], *, where: str) -> None:
