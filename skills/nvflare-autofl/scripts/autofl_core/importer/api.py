@@ -423,9 +423,10 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
         return derive(reading)  # the job's own parser would reject the arguments: nothing to run
     record = session.run(args)
     # a refusal the record decides alone: a stand-in ran code `python job.py` would not, or another NVFLARE's API
-    other = dryrun_config.other_version_refusal
-    fallback = None if record is None else fallbacks.refusal(record, workspace.read_file)
-    fallback = fallback or (other(record, reading.facts["job"].get("family")) if record is not None else None)
+    fallback = None
+    if record is not None:
+        family = reading.facts["job"].get("family")
+        fallback = fallbacks.refusal(record, workspace.read_file) or dryrun_config.other_version_refusal(record, family)
     recorded_run = record is not None and record.status == "recorded" and fallback is None
     moved, env_moved = {}, {}
     if recorded_run:

@@ -18,7 +18,7 @@ a recorded training run is the config's source.
 - A stand-in for a module job.py imports where a handler would catch its ImportError (`fallbacks`): not what
   `python job.py` does on this host; the import is refused naming that line.
 - A raise on job.py's own line importing from NVFLARE what it lacks, or calling NVFLARE with arguments it does not
-  take (`other_version`): job.py was written for another NVFLARE version; refused naming the line, stand-ins or not.
+  take (`recorded.other_version`): job.py was written for another NVFLARE version; refused naming the line, stand-ins or not.
 """
 
 from __future__ import annotations
@@ -286,7 +286,7 @@ def apply(
 ) -> list[dict] | None:
     """Fold the run into a reading's facts (`config`; `static`: the reading's config), see the module docstring;
     the static refusals the run leaves standing, or None when there is no record (`static` stands). `fallback`: why
-    the record alone refuses (`fallbacks.refusal`, `other_version`): the run settles nothing."""
+    the record alone refuses (`fallbacks.refusal`, `other_version_refusal`): the run settles nothing."""
     ran = recorded.ran(record) if record is not None and record.status == "recorded" else None
     config["import"]["dry_run"] = static["import"]["dry_run"] = summary(record, ran)
     if record is None:
