@@ -38,6 +38,7 @@ class Signal:
     after_partner: bool = False  # counts only after a partner row's hit (requires_any rows; see refine.py)
     loose: bool = False  # matches words, not a specific message: a diagnosis it supports is at most medium
     number: int = 0  # the signal's position in its row (match_basis names it)
+    generic: bool = False  # words many libraries print (errno texts, exception classes), not NVFLARE's own text
 
     def may_match(self, lowered: str) -> bool:
         return not self.keywords or any(word in lowered for word in self.keywords)
@@ -176,6 +177,7 @@ def _parse_signals(item: dict, where: str) -> tuple[Signal, ...]:
                 bool(sig.get("after_partner")),
                 bool(sig.get("loose")),
                 i,
+                bool(sig.get("generic")),
             )
         )
     if any(sig.after_partner for sig in signals) and not item.get("requires_any"):

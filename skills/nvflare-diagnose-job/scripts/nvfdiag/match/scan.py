@@ -42,6 +42,8 @@ class Hit:
     # exit); foreign: why the line is not what the row means (a web download's or the job's own connection)
     words: bool = field(default=False, compare=False)
     foreign: str = field(default="", compare=False)
+    # generic: the signal's words are ones many libraries print (the catalog's `generic`), not NVFLARE's own text
+    generic: bool = field(default=False, compare=False)
 
 
 @dataclass
@@ -92,13 +94,28 @@ def scan_signals(
                 if matched >= MAX_HITS_PER_ROW:
                     break
     strength: dict[str, dict[int, tuple[str, bool]]] = {row_id: {} for row_id in found}
-    for row_id, sig in checks:  # the first matching signal of a row (catalog order) gives the hit its strength
+    generic: dict[str, set[int]] = {row_id: set() for row_id in found}  # lines only generic signals match
+    # the first matching signal of a row (catalog order) gives the hit its strength; the hit is generic when no
+    # signal of the row that is not generic matches the line
+    for row_id, sig in checks:
         for number in found[row_id]:
-            if number not in strength[row_id] and _signal_matches(lines[number].text, sig, number in noisy_set):
+            first = number not in strength[row_id]
+            if not (first or (number in generic[row_id] and not sig.generic)):
+                continue
+            if not _signal_matches(lines[number].text, sig, number in noisy_set):
+                continue
+            if first:
                 strength[row_id][number] = (sig.strength, sig.after_partner, rule_basis(row_id, sig), sig.loose)
+            if sig.generic and first:
+                generic[row_id].add(number)
+            elif not sig.generic:
+                generic[row_id].discard(number)
     for row_id, numbers in strength.items():
         if numbers:
-            result.hits[row_id] = [Hit(row_id, n, *numbers[n], words=True) for n in sorted(numbers)[:MAX_HITS_PER_ROW]]
+            result.hits[row_id] = [
+                Hit(row_id, n, *numbers[n], words=True, generic=n in generic[row_id])
+                for n in sorted(numbers)[:MAX_HITS_PER_ROW]
+            ]
     result.markers = _markers(lines, index, skip)
     result.find_mode_hints = functools.partial(_mode_hints, lines, catalog, index, skip)
     return result
