@@ -8,8 +8,8 @@ Promises guarded:
 - several consecutive records pasted into one file, all dated outside the span of the other files' records, are
   another run's excerpt (capped like one pasted record); a file whose records overlap the others' span is not;
 - a `python x.py` line makes x.py the job's script only where it shows this job's run: a command line the user ran
-  (a prompt, or the line is the command), NVFLARE's launch line for the script, `script=` / `train_script=`; not
-  prose, docs or another tool's log mentioning the command;
+  (a prompt, or the line is the command), the script setting of NVFLARE's launcher (`"script": "python3 -u
+  custom/x.py"`), `script=` / `train_script=`; not prose, docs or another tool's log mentioning the command;
 - the job-id shapes NVFLARE 2.4-2.8 print (`run (<id>)`, `job (<id>)`, `with ID: <id>`, `(ID: <id>)`) hint a
   running system and name the record's run, like 2.9's.
 
@@ -243,15 +243,12 @@ def test_a_line_merely_mentioning_python_x_py_names_no_script(text):
         ("(fl) user@host:~/fl$ python train.py", "train.py"),
         ("python train.py --epochs 2", "train.py"),
         (">>> !python train.py", "train.py"),
-        (
-            "2026-12-06 21:15:03,120 - SubprocessLauncher - INFO - Launch the command: python3 -u custom/train.py "
-            "--epochs 2",
-            "train.py",
-        ),
-        ("2026-12-06 21:15:03,120 - SubprocessLauncher - INFO - Launching python3 -u custom/train.py", "train.py"),
+        ("CUDA_VISIBLE_DEVICES=0 /opt/venv/bin/python3 custom/train.py", "train.py"),
+        ("+ cd /work/fl && python train.py --epochs 2", "train.py"),
+        ('"args": {"script": "python3 -u custom/train.py --epochs 2", "launch_once": true}', "train.py"),
         ('recipe = FedAvgRecipe(train_script="src/train.py")', "train.py"),
     ],
-    ids=["prompt", "shell-prompt", "bare-command", "notebook", "launcher", "launcher-old", "train-script"],
+    ids=["prompt", "shell-prompt", "bare-command", "notebook", "env-and-path", "shell-trace", "launcher", "train-script"],
 )
 def test_a_command_the_user_ran_or_nvflare_launched_names_the_script(text, expected):
     assert named_scripts([text]) == {expected}

@@ -4,14 +4,15 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
 `high`, or "" when it can (matcher._confidence caps the level at medium on a reason). The reasons:
 - the row needs the job's code (the job's exception, its data path) and no strong hit lies in a traceback with a
   frame surely of the job's code (jobframes.py): a library outside site-packages reads like the job's code;
-- every strong hit is a catalog regex on the words of one bare line (not a log record, not the end of a
-  traceback), and no other line or fact supports the row (a second hit line, a failed job status): a line pasted
-  alone says too little on its own;
+- every strong hit is a catalog regex on the words of one line outside a traceback, the line is bare (not a log
+  record) or a record whose words are only ones many libraries print (the catalog's `generic` signals: an errno
+  text, a Python exception class, gRPC's status), and nothing else supports the row (a second hit line, a failed
+  job status, NVFLARE's own shutdown or peer-loss lines: `peer_left_lines`): one line says too little on its own;
 - the job being diagnosed is known and every strong hit lies in a record of another run (its `run=<id>` prefix, a
   job id in one of NVFLARE's shapes, the run folder of its file or of its traceback's paths): evidence of another
   job in the same bundle;
-- the primary rests on one record alone in its file (a pasted line) dated more than GAP outside the time span of
-  the records in the evidence's other files: a line of another run, whatever job is diagnosed.
+- every hit lies in one file whose dated lines all lie more than GAP before or after the span of the other files'
+  dated lines (a pasted record or excerpt): another run's lines, whatever job is diagnosed.
 """
 
 from __future__ import annotations
@@ -36,7 +37,16 @@ _RUN_FOLDER = re.compile(rf"[\\/]({_UUID})[\\/]", re.IGNORECASE)
 # NVFLARE's job-id shapes (`Job <id>`, `job_id='<id>'`, `"job_id": "<id>"`, `job=<id>`; the catalog's mode hint):
 # `job_id=<id>` unquoted is an experiment tracker's print.
 _JOB = re.compile(rf"\bjob(?:[ _]?id)?['\"]?\s*[=:]?\s*['\"]?(?<!id=)({_UUID})\b", re.IGNORECASE)
+# and in 2.4-2.9's other shapes: `run (<id>)`, `job (<id>)`, `Submitted job '<name>' with ID: <id>`
+_JOB_OTHER = re.compile(rf"\b(?:job|run) \(({_UUID})\)|\bjob '[^'\n]{{0,200}}' with ID: ({_UUID})\b", re.IGNORECASE)
 MAX_LINE = 4096
+EDGE = 50  # lines at each end of a file looked at for its first and last time
+# NVFLARE's own lines saying a participant shut down or a peer is gone (server, client, job runner; 2.4-2.9)
+_PEER_LEFT = re.compile(
+    r"\bFL server shutdown\.|\bshutting down server\b|\bClient shutdown\.\.\.|\bShutting down client\b|"
+    r"\bis deemed disconnected\b|\bis dead - set task\b|\bdead[- ]job\b|starting shutdown process"
+)
+_PEER_LEFT_NEEDLES = ("shutdown", "shutting down", "deemed disconnected", "is dead", "dead-job", "dead job")
 
 
 def uncorroborated(an, primary: Candidate) -> str:
@@ -47,48 +57,71 @@ def uncorroborated(an, primary: Candidate) -> str:
     needs_job_code = primary.row.id == USER_CODE_ID or primary.row.job_code_only
     if needs_job_code and not any(b is not None and job_frame(b, an.scripts) is not None for _, b in placed):
         return UNSURE_JOB_CODE
-    if _lone_line(lines, primary, placed, an.job_status):
+    if _lone_line(an, primary, placed):
         return LONE_LINE
     if job_id and placed and all(_other_run(_runs(lines, h.index, b), job_id) for h, b in placed):
         return OTHER_RUN
-    if _outside_the_logs(lines, primary, placed):
+    if len(an.evidence.sources) > 1 and _outside_the_logs(lines, primary):
         return OUT_OF_SPAN
     return ""
 
 
-def _outside_the_logs(lines, primary: Candidate, placed) -> bool:
-    """One hit line, a record outside any traceback, the only record of its file, and dated more than GAP before or
-    after every record of the other files."""
-    if len({h.index for h in primary.hits}) != 1 or len(placed) != len(primary.hits) or placed[0][1] is not None:
+def peer_left_lines(lines, index, flagged) -> tuple[int, ...]:
+    """Lines (not flagged) where NVFLARE says a participant shut down or a peer is gone (2.4-2.9's wordings),
+    found through the text index (index: textindex.TextIndex of the same lines)."""
+    numbers = sorted({n for needle in _PEER_LEFT_NEEDLES for n in index.lines_with(needle)} - set(flagged))
+    return tuple(n for n in numbers if _PEER_LEFT.search(lines[n].text[:MAX_LINE]))
+
+
+def _outside_the_logs(lines, primary: Candidate) -> bool:
+    """Every hit in one file whose dated lines lie more than GAP before or after the span of the other files'."""
+    at = {h.index for h in primary.hits}
+    if not at or None in at or len({lines[n].source for n in at}) != 1:
         return False
-    hit = lines[placed[0][0].index]
-    when = _when(hit.text)
-    if when is None:
+    source = lines[min(at)].source
+    spans = _spans(lines)
+    own = spans.pop(source, None)
+    if own is None or not spans:
         return False
-    others = []
-    for line in lines:
-        stamp = _when(line.text) if line is not hit and line.text[:1].isdigit() else None
-        if stamp is not None and line.source == hit.source:
-            return False  # a record among its own log's records, not a line pasted alone
-        if stamp is not None:
-            others.append(stamp)
-    return bool(others) and (when < min(others) - GAP or when > max(others) + GAP)
+    first, last = min(s[0] for s in spans.values()), max(s[1] for s in spans.values())
+    return own[1] < first - GAP or own[0] > last + GAP
+
+
+def _spans(lines) -> dict[str, tuple[datetime, datetime]]:
+    """Per file, the times of its first and last dated line (looked for among its first and last EDGE lines: logs
+    are in time order)."""
+    numbers: dict[str, list[int]] = {}
+    for number, line in enumerate(lines):
+        numbers.setdefault(line.source, []).append(number)
+    spans = {}
+    for source, own in numbers.items():
+        first = next((w for n in own[:EDGE] if (w := _when(lines[n].text)) is not None), None)
+        last = next((w for n in reversed(own[-EDGE:]) if (w := _when(lines[n].text)) is not None), None)
+        if first is not None and last is not None:
+            spans[source] = (min(first, last), max(first, last))
+    return spans
 
 
 def _when(text: str) -> datetime | None:
-    stamp = timestamp(text[:64])
+    stamp = timestamp(text[:64]) if text[:1].isdigit() else None
     try:
         return datetime.strptime(stamp[:19], "%Y-%m-%d %H:%M:%S") if stamp else None
     except ValueError:  # a date that does not exist (month 13)
         return None
 
 
-def _lone_line(lines, primary: Candidate, placed, job_status: str | None) -> bool:
-    at = {h.index for h in primary.hits}
+def _lone_line(an, primary: Candidate, placed) -> bool:
+    """One hit line outside a traceback, only catalog words on it, bare or a record of generic words only, and no
+    failed job status or NVFLARE shutdown line beside it."""
+    lines, at = an.evidence.lines, {h.index for h in primary.hits}
     if len(at) != 1 or None in at or not placed or not all(h.words for h, _ in placed) or placed[0][1] is not None:
         return False
-    failed = job_status is not None and any(word in job_status for word in ("EXCEPTION", "ABORT"))
-    return not failed and not is_record(lines[placed[0][0].index].text[:MAX_LINE])
+    status = an.job_status or an.status_in_logs or ""
+    if any(word in status for word in ("EXCEPTION", "ABORT")):
+        return False
+    if not is_record(lines[placed[0][0].index].text[:MAX_LINE]):
+        return True
+    return all(h.generic for h, _ in placed) and not an.peer_left
 
 
 def _other_run(runs: set[str], job_id: str) -> bool:
@@ -110,5 +143,6 @@ def _runs(lines, index: int, block: Traceback | None) -> set[str]:
         found = {m.group(1).lower() for path, _, _ in block.frames for m in _RUN_FOLDER.finditer(path)}
     else:
         found = set()
-    named = {m.group(1).lower() for text in texts for pattern in (_RUN, _JOB) for m in pattern.finditer(text)}
+    patterns = (_RUN, _JOB, _JOB_OTHER)
+    named = {(m.group(1) or m.group(m.lastindex)).lower() for text in texts for p in patterns for m in p.finditer(text)}
     return found | folders | named

@@ -9,8 +9,10 @@ same. A frame is surely the job's where the evidence shows it:
   of a run: the simulator's simulate_job, a POC or production site's <job id> folder, 2.0-2.3's run_<n>), or job.py.
   A folder named `custom` or `app_<x>` alone is not: a library can live under either (`/opt/custom/libs/...`,
   `/srv/app_deps/...`, a venv's `src/<project>/custom/`);
-- a Python file the evidence names as the script run: a `python x.py` command line, or a `script=` /
-  `train_script=` argument (ScriptRunner, the recipes).
+- a Python file the evidence names as the script run: a command line running `python x.py` (the line is the
+  command, or it follows a shell prompt), or a `script=` / `train_script=` argument (ScriptRunner, the recipes; a
+  launcher's `"script": "python3 -u custom/x.py"`). A line that only mentions the command (docs, prose, another
+  tool's log) names nothing.
 Everything else is unsure, and a row that needs the job's code on it stays below high (matcher._confidence).
 """
 
@@ -22,9 +24,20 @@ from .tracebacks import Traceback, is_user_file
 
 _JOB_LAYOUT = re.compile(r"[\\/]app(?:_[\w.@-]{1,64})?[\\/]custom[\\/]|(?:^|[\\/])job\.py$")
 _SEP = re.compile(r"[\\/]")
-# `python3 -u path/x.py`, `python x.py` (options before the file), `script="x.py"`, `train_script='src/x.py'`
-_COMMAND = re.compile(r"(?:^|[\s$#>])python[\d.]*(?:\s+-[A-Za-z]+)*\s+(?:\S*[\\/])?([\w.-]{1,80}\.py)\b")
-_ARGUMENT = re.compile(r"\b(?:train_)?script\s*=\s*[\"'](?:[^\"']*[\\/])?([\w.-]{1,80}\.py)[\"']")
+# A command line that runs a Python file: the line is the command (after environment assignments, or a `cd x &&`),
+# or it follows a shell prompt (`$ `, `user@host:~/fl$ `, `(venv) $ `, `PS C:\fl> `, `+ ` of a shell trace, a notebook's
+# `!`). A line mentioning the command in other words (docs, prose, another tool's log, a `#` comment) names nothing.
+_PYTHON_FILE = r"(?<![\w.-])python[\d.]*(?:\s+-[A-Za-z]+)*\s+(?:[^\s\\/]{0,200}[\\/]){0,20}([\w.-]{1,80}\.py)\b"
+_PROMPT = (
+    r"(?:\([\w.-]{1,64}\)\s*)?"
+    r"(?:[\w.-]{1,64}@[\w.-]{1,64}(?::\S{0,200})?\s?[$#]|(?:PS )?[A-Za-z]:\\\S{0,200}>|[$%>+]|(?:In \[\d{1,4}\]:\s*)?!)"
+)
+_LEAD = r"(?:[A-Z_][A-Z0-9_]{0,40}=\S{0,200}\s+){0,8}(?:\S{0,200}[\\/])?"
+_COMMAND = re.compile(rf"^\s*(?:{_PROMPT}\s*.{{0,400}}?|(?:.{{0,400}}?\s&&\s*)?{_LEAD}){_PYTHON_FILE}")
+# `script="x.py"`, `train_script='src/x.py'`, a launcher's `"script": "python3 -u custom/x.py --epochs 2"`
+_ARGUMENT = re.compile(
+    r"\b(?:train_)?script[\"']?\s*[=:]\s*[\"'](?:[^\"'\n]{0,200}?\s)?(?:[^\"'\s\\/]{0,200}[\\/]){0,20}([\w.-]{1,80}\.py)(?=[\"'\s])"
+)
 MAX_LINE = 4096  # characters of a line read for script names
 
 
@@ -34,7 +47,9 @@ def named_scripts(texts) -> frozenset[str]:
     for text in texts:
         text = text[:MAX_LINE]
         if ".py" in text:
-            names.update(m.group(1) for pattern in (_COMMAND, _ARGUMENT) for m in pattern.finditer(text))
+            names.update(m.group(1) for m in _ARGUMENT.finditer(text))
+            command = _COMMAND.match(text)
+            names.update([command.group(1)] if command else [])
     return frozenset(names)
 
 

@@ -76,6 +76,7 @@ class Analysis:
     launcher: str | None = None  # how the run was started when the evidence shows it ("nvflare simulator")
     missing_nvflare: str | None = None  # a name under nvflare. the release that ran the job lacks (releases.py)
     scripts: frozenset[str] = frozenset()  # file names of the scripts the evidence names as run (jobframes.py)
+    peer_left: tuple[int, ...] = ()  # lines where NVFLARE says a participant shut down or a peer is gone
 
     @property
     def facts(self) -> frozenset[str]:
@@ -461,11 +462,12 @@ def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, own
 
 def _run_facts(an: Analysis, index: TextIndex) -> None:
     """What the evidence says about the run besides the failure: a workspace to add, a job status it prints, how
-    it was started, a name under nvflare. the release lacks."""
+    it was started, NVFLARE's shutdown or peer-loss lines, a name under nvflare. the release lacks."""
     lines = an.evidence.lines
     an.workspace_to_add = _workspace_to_add(an)
     an.status_in_logs = None if an.job_status else _status_in_logs(lines, index, an.flagged)
     an.launcher = _launcher(index) if an.mode == "simulation" else None
+    an.peer_left = calibration.peer_left_lines(lines, index, an.flagged)
     if an.primary is not None:
         strong = [h.index for h in an.primary.hits if h.strength == "strong" and h.index is not None]
         an.missing_nvflare = releases.missing_nvflare_name(strong, lines, an.tracebacks)
