@@ -57,7 +57,9 @@ def record(level, logger, message, at="21:15:03,120", day="2026-12-06"):
 def healthy(count=4, day="2026-12-06"):
     """INFO records of this run's client (the run's own log around the error)."""
     return [
-        record("INFO", "ClientRunner", f"[identity=site-1, run={THIS_RUN}] - finished task train", f"21:15:0{i},000", day)
+        record(
+            "INFO", "ClientRunner", f"[identity=site-1, run={THIS_RUN}] - finished task train", f"21:15:0{i},000", day
+        )
         for i in range(count)
     ]
 
@@ -97,7 +99,9 @@ SPECIFIC_RECORDS = {
         "WARNING", "Communicator", "Failed to get_task from example_project server. Will try it again."
     ),
     "task-check": record(
-        "ERROR", "ClientRunner", f"[identity=site-1, run={THIS_RUN}] - failed task_check with server: COMMUNICATION_ERROR"
+        "ERROR",
+        "ClientRunner",
+        f"[identity=site-1, run={THIS_RUN}] - failed task_check with server: COMMUNICATION_ERROR",
     ),
     "stalled-stream": record("ERROR", "ByteStreamer", "TxTask(T12) ACK made no progress for 60.0 seconds"),
     "nvflare-words-and-a-generic-phrase": record(
@@ -248,7 +252,16 @@ def test_a_line_merely_mentioning_python_x_py_names_no_script(text):
         ('"args": {"script": "python3 -u custom/train.py --epochs 2", "launch_once": true}', "train.py"),
         ('recipe = FedAvgRecipe(train_script="src/train.py")', "train.py"),
     ],
-    ids=["prompt", "shell-prompt", "bare-command", "notebook", "env-and-path", "shell-trace", "launcher", "train-script"],
+    ids=[
+        "prompt",
+        "shell-prompt",
+        "bare-command",
+        "notebook",
+        "env-and-path",
+        "shell-trace",
+        "launcher",
+        "train-script",
+    ],
 )
 def test_a_command_the_user_ran_or_nvflare_launched_names_the_script(text, expected):
     assert named_scripts([text]) == {expected}

@@ -68,7 +68,8 @@ def uncorroborated(an, primary: Candidate) -> str:
 
 def peer_left_lines(lines, index, flagged) -> tuple[int, ...]:
     """Lines (not flagged) where NVFLARE says a participant shut down or a peer is gone (2.4-2.9's wordings),
-    found through the text index (index: textindex.TextIndex of the same lines)."""
+    found through the text index (index: textindex.TextIndex of the same lines). matcher.Analysis.peer_left
+    calls it when a rule asks."""
     numbers = sorted({n for needle in _PEER_LEFT_NEEDLES for n in index.lines_with(needle)} - set(flagged))
     return tuple(n for n in numbers if _PEER_LEFT.search(lines[n].text[:MAX_LINE]))
 
@@ -78,28 +79,29 @@ def _outside_the_logs(lines, primary: Candidate) -> bool:
     at = {h.index for h in primary.hits}
     if not at or None in at or len({lines[n].source for n in at}) != 1:
         return False
-    source = lines[min(at)].source
-    spans = _spans(lines)
-    own = spans.pop(source, None)
-    if own is None or not spans:
-        return False
-    first, last = min(s[0] for s in spans.values()), max(s[1] for s in spans.values())
-    return own[1] < first - GAP or own[0] > last + GAP
-
-
-def _spans(lines) -> dict[str, tuple[datetime, datetime]]:
-    """Per file, the times of its first and last dated line (looked for among its first and last EDGE lines: logs
-    are in time order)."""
     numbers: dict[str, list[int]] = {}
     for number, line in enumerate(lines):
         numbers.setdefault(line.source, []).append(number)
-    spans = {}
-    for source, own in numbers.items():
-        first = next((w for n in own[:EDGE] if (w := _when(lines[n].text)) is not None), None)
-        last = next((w for n in reversed(own[-EDGE:]) if (w := _when(lines[n].text)) is not None), None)
-        if first is not None and last is not None:
-            spans[source] = (min(first, last), max(first, last))
-    return spans
+    own = _span(lines, numbers.pop(lines[min(at)].source))
+    if own is None:
+        return False
+    others = []
+    for rows in numbers.values():
+        span = _span(lines, rows)
+        if span is not None and span[0] - GAP <= own[1] and own[0] <= span[1] + GAP:
+            return False  # a file of the same hours: no need to read the others
+        others += [span] if span is not None else []
+    if not others:
+        return False
+    return own[1] < min(s[0] for s in others) - GAP or own[0] > max(s[1] for s in others) + GAP
+
+
+def _span(lines, rows: list[int]) -> tuple[datetime, datetime] | None:
+    """The times of a file's first and last dated line (looked for among its first and last EDGE lines: logs are
+    in time order), or None."""
+    first = next((w for n in rows[:EDGE] if (w := _when(lines[n].text)) is not None), None)
+    last = next((w for n in reversed(rows[-EDGE:]) if (w := _when(lines[n].text)) is not None), None)
+    return (min(first, last), max(first, last)) if first is not None and last is not None else None
 
 
 def _when(text: str) -> datetime | None:
@@ -121,7 +123,7 @@ def _lone_line(an, primary: Candidate, placed) -> bool:
         return False
     if not is_record(lines[placed[0][0].index].text[:MAX_LINE]):
         return True
-    return all(h.generic for h, _ in placed) and not an.peer_left
+    return all(h.generic for h, _ in placed) and not an.peer_left()
 
 
 def _other_run(runs: set[str], job_id: str) -> bool:

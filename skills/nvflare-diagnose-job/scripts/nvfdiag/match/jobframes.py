@@ -1,10 +1,10 @@
 """Which traceback frames are surely the job's own code. Pure.
 
-Usage: `scripts = scripts_in(lines, index)` once per evidence (or `named_scripts(texts)`); `job_frame(block, scripts)` -> the deepest frame of
-`block` that is surely the job's, or None. tracebacks.is_user_file says a frame is not a known library (not
-site-packages, the standard library or NVFLARE); that is not enough to call it the job's: a library on PYTHONPATH,
-in a PEX, a zipapp, a conda env's own folder, a `pip install --target` folder or an editable install reads the
-same. A frame is surely the job's where the evidence shows it:
+Usage: `scripts = scripts_in(lines, index)` once per evidence (or `named_scripts(texts)`); `job_frame(block,
+scripts)` -> the deepest frame of `block` that is surely the job's, or None. tracebacks.is_user_file says a frame is
+not a known library (not site-packages, the standard library or NVFLARE); that is not enough to call it the job's:
+a library on PYTHONPATH, in a PEX, a zipapp, a conda env's own folder, a `pip install --target` folder or an
+editable install reads the same. A frame is surely the job's where the evidence shows it:
 - NVFLARE's layout for the job's code: the `custom` folder of an app (`app/custom` of a job folder, `app_<site>/custom`
   of a run: the simulator's simulate_job, a POC or production site's <job id> folder, 2.0-2.3's run_<n>), or job.py.
   A folder named `custom` or `app_<x>` alone is not: a library can live under either (`/opt/custom/libs/...`,
@@ -36,7 +36,8 @@ _LEAD = r"(?:[A-Z_][A-Z0-9_]{0,40}=\S{0,200}\s+){0,8}(?:\S{0,200}[\\/])?"
 _COMMAND = re.compile(rf"^\s*(?:{_PROMPT}\s*.{{0,400}}?|(?:.{{0,400}}?\s&&\s*)?{_LEAD}){_PYTHON_FILE}")
 # `script="x.py"`, `train_script='src/x.py'`, a launcher's `"script": "python3 -u custom/x.py --epochs 2"`
 _ARGUMENT = re.compile(
-    r"\b(?:train_)?script[\"']?\s*[=:]\s*[\"'](?:[^\"'\n]{0,200}?\s)?(?:[^\"'\s\\/]{0,200}[\\/]){0,20}([\w.-]{1,80}\.py)(?=[\"'\s])"
+    r"\b(?:train_)?script[\"']?\s*[=:]\s*[\"'](?:[^\"'\n]{0,200}?\s)?"
+    r"(?:[^\"'\s\\/]{0,200}[\\/]){0,20}([\w.-]{1,80}\.py)(?=[\"'\s])"
 )
 MAX_LINE = 4096  # characters of a line read for script names
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..model import Evidence
@@ -76,7 +77,8 @@ class Analysis:
     launcher: str | None = None  # how the run was started when the evidence shows it ("nvflare simulator")
     missing_nvflare: str | None = None  # a name under nvflare. the release that ran the job lacks (releases.py)
     scripts: frozenset[str] = frozenset()  # file names of the scripts the evidence names as run (jobframes.py)
-    peer_left: tuple[int, ...] = ()  # lines where NVFLARE says a participant shut down or a peer is gone
+    # lines where NVFLARE says a participant shut down or a peer is gone, looked for when called
+    peer_left: Callable[[], tuple[int, ...]] = field(default=lambda: ())
 
     @property
     def facts(self) -> frozenset[str]:
@@ -467,7 +469,7 @@ def _run_facts(an: Analysis, index: TextIndex) -> None:
     an.workspace_to_add = _workspace_to_add(an)
     an.status_in_logs = None if an.job_status else _status_in_logs(lines, index, an.flagged)
     an.launcher = _launcher(index) if an.mode == "simulation" else None
-    an.peer_left = calibration.peer_left_lines(lines, index, an.flagged)
+    an.peer_left = functools.partial(calibration.peer_left_lines, lines, index, an.flagged)
     if an.primary is not None:
         strong = [h.index for h in an.primary.hits if h.strength == "strong" and h.index is not None]
         an.missing_nvflare = releases.missing_nvflare_name(strong, lines, an.tracebacks)
