@@ -19,6 +19,10 @@ private/fed/client/client_executor.py, recipe/session_mgr.py); paths, times and 
 
 from __future__ import annotations
 
+import builtins
+import errno
+import os
+
 import pytest
 from nvfdiag.match import catalog as cat
 from nvfdiag.match.jobframes import named_scripts
@@ -156,23 +160,19 @@ def test_a_traceback_under_the_record_corroborates_the_generic_phrase():
 
 
 def test_catalog_generic_signals_are_the_ones_matching_os_and_python_words():
-    """Every PEER_GONE signal matching an OS errno text or a Python exception class name is `generic`; NVFLARE's own
-    return codes and messages are matched by signals that are not."""
+    """Every PEER_GONE signal matching the OS's words (each errno's text and name, as Python formats them) or a
+    Python exception class, or gRPC's status words, is `generic`; NVFLARE's own return codes and messages are
+    matched by signals that are not."""
     row = CATALOG.row(PEER)
-    os_words = [
-        "Connection refused",
-        "Connection reset by peer",
-        "ConnectionResetError",
-        "ConnectionRefusedError",
-        "BrokenPipeError",
-        "[Errno 110] Connection timed out",
-        "No route to host",
-        "StatusCode.DEADLINE_EXCEEDED",
-        "StatusCode.UNAVAILABLE",
-    ]
-    for words in os_words:
+    errnos = [f"[Errno {n}] {os.strerror(n)}" for n in errno.errorcode] + list(errno.errorcode.values())
+    classes = [name for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, OSError)]
+    grpc = ["StatusCode.DEADLINE_EXCEEDED", "StatusCode.UNAVAILABLE", "Deadline Exceeded", "grpc_status:14"]
+    matched = 0
+    for words in errnos + classes + grpc:
         matching = [sig for sig in row.signals if sig.regex.search(words)]
-        assert matching and all(sig.generic for sig in matching), words
+        assert all(sig.generic for sig in matching), words
+        matched += bool(matching)
+    assert matched >= 12  # the rule reads these words at all (refused, reset, broken pipe, timed out, ...)
     for words in ("TARGET_UNREACHABLE", "PEER_GONE", "failed task_check: COMMUNICATION_ERROR"):
         assert not any(sig.generic for sig in row.signals if sig.regex.search(words)), words
 
