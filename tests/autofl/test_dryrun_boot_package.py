@@ -35,7 +35,8 @@ if args.run:
     from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
     from nvflare.recipe import SimEnv
 
-    recipe = NumpyFedAvgRecipe(name="own", model=[0.0], min_clients=2, num_rounds=args.num_rounds, train_script="client.py")
+    recipe = NumpyFedAvgRecipe(name="own", model=[0.0], min_clients=2, num_rounds=args.num_rounds,
+                               train_script="client.py")
     recipe.execute(SimEnv(num_clients=2))
 """
 
