@@ -5,6 +5,8 @@
   shell loads actions;
 - the trial package stands alone (standard library, its own modules and the campaign-free utilities of common/
   only): the home of "run one child"; common/ itself imports only the standard library and its own modules;
+- the dry-run boot (importer/dryrun_boot/, run by path in the sandbox) imports only the standard library, nvflare
+  and its own modules;
 - one remover of folder trees (`common/trees.remove_tree`, iterative): no `shutil.rmtree` anywhere else;
 - one status vocabulary: no raw status string outside campaign/vocabulary.py (the reviewed exceptions below);
 - one reader of campaign JSON (`common/bounded.read_json`);
@@ -228,6 +230,20 @@ def test_the_trial_package_stands_alone():
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
                 outside = [n for n in names if n.split(".")[0] not in sys.stdlib_module_names]
+                assert not outside, f"{rel(path)} imports {outside}"
+
+
+def test_the_dry_run_boot_imports_only_the_standard_library_nvflare_and_its_own_modules():
+    """importer/dryrun_boot/ runs inside the sandbox as a program of its own: nothing of autofl_core."""
+    boot = sorted((CORE / "importer" / "dryrun_boot").glob("*.py"))
+    assert {path.stem for path in boot} >= {"__main__", "serve", "run", "stand_ins"}
+    for path in boot:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                assert node.level == 1, f"{rel(path)} imports from outside its package"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                outside = [n for n in names if n.split(".")[0] not in sys.stdlib_module_names | {"nvflare"}]
                 assert not outside, f"{rel(path)} imports {outside}"
 
 

@@ -22,6 +22,7 @@ from autofl_core.importer import dryrun
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "skills" / "nvflare-autofl" / "scripts"
 CLIENT = REPO / "tests" / "fixtures" / "jobs" / "dryrun" / "computed_budget" / "client.py"
+BOOT = f"{dryrun.BOOT.parent.name}/{dryrun.BOOT.name}".encode()  # the boot's program in a process's argv
 sealed = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
 pytestmark = [sealed, pytest.mark.timeout(60)]
 
@@ -92,8 +93,8 @@ def _boot_processes(job: Path, launcher: bool = False) -> dict[int, int]:
         except OSError:
             continue
         state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-        named = any(a.endswith(b"dryrun_boot.py") for a in argv)
-        boot = len(argv) > 2 and argv[2].endswith(b"dryrun_boot.py")  # `python -I dryrun_boot.py`, not its launcher
+        named = any(a.endswith(BOOT) for a in argv)
+        boot = len(argv) > 2 and argv[2].endswith(BOOT)  # `python -I dryrun_boot/__main__.py`, not its launcher
         if state != "Z" and (boot or launcher and named) and str(job).encode() in argv:
             found[int(entry.name)] = int(ppid)
     return found

@@ -1,6 +1,6 @@
 """A dry run that stood in for a module job.py imports where a handler would catch its ImportError is refused.
 
-`python job.py` on this host takes the handler; the dry run's stand-in (dryrun_boot._InertFinder) ran the try's
+`python job.py` on this host takes the handler; the dry run's stand-in (dryrun_boot/stand_ins._InertFinder) ran the try's
 body. `refusal_at` says which lines a catching `try` (or `suppress`) covers (a stand-in imported there is refused);
 the dry-run tests show the refusal naming the line, and that a module absent outside such a try still records and is admitted.
 """

@@ -4,8 +4,9 @@ and one rule turns an option's value into command-line arguments."""
 import argparse
 
 import pytest
-from autofl_core.importer import api, dryrun_boot, dryrun_config, recorded
+from autofl_core.importer import api, dryrun_config, recorded
 from autofl_core.importer import argparse_flow as ap
+from autofl_core.importer.dryrun_boot import parsers
 from autofl_core.importer.schema import schema_section
 from autofl_core.importer.values import HIGH, Val
 
@@ -37,7 +38,7 @@ def _real_parser() -> argparse.ArgumentParser:
 
 def _recorded_flags() -> list[dict]:
     parser = _real_parser()
-    raw = dryrun_boot._parser_record(parser, vars(parser.parse_args([])))
+    raw = parsers.parser_record(parser, vars(parser.parse_args([])))
     run = recorded.parse({"status": "recorded", "entry": "simulator_run", "parsers": [raw]})
     config = {"argparse": {"flags": [], "allow_abbrev": True}, "schema": schema_section(None, [], False)}
     config["unresolved"] = []

@@ -1,5 +1,6 @@
-"""Attacks on h13atk's fixes (issue 33): how the dry run follows job.py after its run (`dryrun_boot._exit_as_python`,
-the audit hook on processes, forked children) and the refusals of combined short flags in `trial/argv.py`.
+"""Attacks on h13atk's fixes (issue 33): how the dry run follows job.py after its run
+(`dryrun_boot/processes.exit_as_python`, the audit hook on processes, forked children) and the refusals of combined
+short flags in `trial/argv.py`.
 
 The promises under attack: the number of runs a dry run admits is the number `python job.py` runs; a job that runs
 once is not refused for what it does after its run; a run argument argparse does not read as a budget option is

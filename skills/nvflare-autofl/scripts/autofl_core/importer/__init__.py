@@ -2,9 +2,9 @@
 
 The static part never imports nvflare and never executes job.py (everything is read from the AST). Where the
 trial sandbox can seal, `import_job(..., dry_run=True)` also runs job.py there up to NVFLARE's entry point:
-- `dryrun` - the shell: run `dryrun_boot.py` in the sandbox, cache records by the hash of the job's files and args;
+- `dryrun` - the shell: run the `dryrun_boot/` package in the sandbox, cache records by the hash of the job's files and args;
 - `fallbacks` - refuses a run that stood in for a module job.py imports inside a `try` catching its ImportError;
-- `dryrun_boot` - run by path inside the sandbox: intercepts NVFLARE's entry points, records what was built;
+- `dryrun_boot/` - run by path inside the sandbox: intercepts NVFLARE's entry points, records what was built;
 - `recorded` - the typed record (`DryRunRecord`) and what it says: class, family, budget, key metric, script;
 - `moves` - which options and environment variables move the budget or the objective, found by perturbed runs;
 - `dryrun_config` - folds a record into the config: a recorded training run is its source;

@@ -1,4 +1,4 @@
-"""Run job.py's dry run (`dryrun_boot.py`) inside the trial sandbox and cache the record by the job's files and args.
+"""Run job.py's dry run (the `dryrun_boot` package) in the trial sandbox; cache the record by the job's files and args.
 
     with Session(job_path, overlay=draft) as session:     # one sandbox, forked children, for several runs of one job
         baseline, perturbed = session.run(args), session.run(args + more)  # recorded.DryRunRecords (None: no seal)
@@ -28,7 +28,7 @@ from ..common import atomic, bounded, trees
 from ..trial import childenv, owned_folders, seal
 from .recorded import NOT_RUN, DryRunRecord, parse
 
-BOOT = Path(__file__).resolve().parent / "dryrun_boot.py"
+BOOT = Path(__file__).resolve().parent / "dryrun_boot" / "__main__.py"  # run by path; its package is its folder
 TIMEOUT_SECONDS = 60.0
 MAX_RECORD_BYTES = 16 << 20
 MAX_CACHED = 512  # records kept in the cache folder (the oldest go first)
@@ -60,14 +60,20 @@ def _env(root: Path, temp_dir: Path | None = None) -> dict[str, str]:
 
 
 def job_digest(folder: Path, overlay: dict[str, bytes] | None, args: list[str], python: str) -> str | None:
-    """SHA-256 over what decides the dry run: boot script, interpreter, args, the folder's path and the files the run
-    can see (the overlay's over the folder's); None when the walk cannot cover every such file."""
+    """SHA-256 over what decides the dry run: every Python file of the boot package, interpreter, args, the folder's
+    path and the files the run can see (the overlay's over the folder's); None when the walk cannot cover them all."""
     listed = _listed(folder, frozenset(HIDDEN))
     if listed is None:
         return None
     files = dict(listed) | {rel: hashlib.sha256(data).hexdigest() for rel, data in (overlay or {}).items()}
     head = json.dumps([python, args, str(Path(folder).absolute()), FIXED_ENV]).encode()  # a record holds its paths
-    return _digest(BOOT.read_bytes() + head, sorted(files.items()))
+    return _digest(_boot_digest().encode() + head, sorted(files.items()))
+
+
+def _boot_digest() -> str:
+    """SHA-256 of the boot package: each of its Python files, by name and content."""
+    files = sorted(BOOT.parent.glob("*.py"))
+    return _digest(b"", [(path.name, hashlib.sha256(path.read_bytes()).hexdigest()) for path in files])
 
 
 def folder_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str | None:

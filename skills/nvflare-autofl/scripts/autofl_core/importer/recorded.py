@@ -1,7 +1,7 @@
 """What a dry-run record says (pure): the typed record, and the class, family, budget, key metric, refusal line.
 
-`parse` reads the JSON `dryrun_boot.py` wrote once into a `DryRunRecord`; a malformed or partial one becomes a
-record whose status is `malformed`, so nothing later reads a missing key.
+`parse` reads the JSON the dry-run boot (`dryrun_boot/run.py`) wrote once into a `DryRunRecord`; a malformed or
+partial one becomes a record whose status is `malformed`, so nothing later reads a missing key.
 """
 
 from __future__ import annotations
