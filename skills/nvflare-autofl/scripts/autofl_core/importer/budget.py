@@ -169,8 +169,27 @@ def fedjob_budget(surface: Any) -> dict:
     else:
         budget["num_rounds"] = _missing("no controller with num_rounds= is attached to the FedJob", "FedJob")
     budget["min_clients"] = _waited_for(job, controller, control)
+    if controller is not None and not recipes.keeps_nvflare_arguments(controller.cls):
+        for field in ("num_rounds", "min_clients"):
+            budget[field] = _not_nvflare(controller, field)
     budget["num_clients"] = _run_clients(surface, control)
     return budget
+
+
+def _not_nvflare(controller: Any, field: str) -> dict:
+    """A workflow that is not NVFLARE's (another package's class named like one, or the job's own with its own
+    `__init__`) decides in its code what its arguments mean: refused naming its line."""
+    cls = controller.cls
+    if cls.qualname.startswith(recipes.LOCAL_PREFIX):
+        where = cls.qualname.removeprefix(recipes.LOCAL_PREFIX)
+        whose = "the job's own class" + (f" ({where})" if where != cls.name else "")
+    else:
+        whose = f"{cls.qualname} of another package"
+    why = (
+        f"the workflow {controller.name} (built at job.py line {controller.line}) is {whose}, not NVFLARE's: its "
+        f"{field} is decided in its code, which only running job.py shows (a dry run, with its module installed)"
+    )
+    return _missing(why, f"{controller.name}(...)")
 
 
 WORKFLOW_CLIENTS = ("min_clients", "num_clients")  # the clients a workflow waits for (ScatterAndGather, FedAvg)

@@ -66,6 +66,18 @@ def nvflare_class(cls: Any) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+def keeps_nvflare_arguments(cls: Any) -> bool:
+    """True when NVFLARE's code takes the class's constructor arguments as given: a class imported from an
+    `nvflare` module, or a job's own subclass of a known NVFLARE class that keeps its base's `__init__` (never a
+    class of another package, whatever its name)."""
+    if cls is None or getattr(cls, "dynamic", False):
+        return False
+    if cls.qualname.partition(".")[0] == "nvflare":
+        return True
+    found, own_init = _matches(cls) if cls.qualname.startswith(LOCAL_PREFIX) else ({}, False)
+    return bool(found) and not own_init
+
+
 def is_known_recipe(cls: Any) -> bool:
     return bool(_recipes(cls))
 
