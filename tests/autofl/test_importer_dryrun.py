@@ -714,6 +714,28 @@ def test_stand_in_classes_accept_each_other_s_instances_and_nothing_else(tmp_pat
     assert record["budget"] == {"num_rounds": 6, "min_clients": 2, "num_clients": 2}
 
 
+def test_a_model_derived_from_an_absent_framework_gets_its_constructor_arguments(tmp_path):
+    """The job's own class derived from a stand-in runs its `__init__` with the arguments job.py passes (before:
+    with none, so `Net(8)` raised "missing 'width'" and the run settled nothing); a stand-in itself takes any."""
+    absent("torch")
+    path = write_job(
+        tmp_path / "args",
+        "import torch.nn as nn\n"
+        "from nvflare.app_opt.pt.recipes.fedavg import FedAvgRecipe\n"
+        "from nvflare.recipe import SimEnv\n\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self, width, *, depth=1):\n"
+        "        super().__init__()\n"
+        "        assert (width, depth) == (8, 3)\n"
+        "        self.fc = nn.Linear(width, 2, bias=False)\n\n\n"
+        "recipe = FedAvgRecipe(name='a', model=Net(8, depth=3), min_clients=3, num_rounds=2, train_script='client.py')\n"
+        "recipe.execute(SimEnv(num_clients=3))\n",
+    )
+    record = api.import_job(path, dry_run=True)["import"]["dry_run"]
+    assert record["status"] == "recorded", record
+    assert record["budget"] == {"num_rounds": 2, "min_clients": 3, "num_clients": 3}
+
+
 TRACKED = """import argparse
 
 from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
@@ -1112,6 +1134,28 @@ def test_a_job_written_for_another_nvflare_version_is_refused_even_with_stand_in
     assert f"running job.py raises at job.py line {line} " in error["message"]
     assert lacks.format(v=version) in error["message"] and "written for another NVFLARE version" in error["message"]
     assert "install what is missing" not in error["message"]
+
+
+def test_an_attribute_of_another_nvflare_version_is_refused_naming_it(tmp_path):
+    """`recipe.job` (NVFLARE 2.7/2.8's Recipe attribute; 2.9's recipes keep `_job`) raises AttributeError on job.py's
+    own line: refused as another version's API, naming the attribute, not as something to install."""
+    source = OTHER_VERSION.replace("IMPORT", "").replace("ROUNDS", "3").replace("ARG", "")
+    source = source.replace("recipe.execute(", "recipe.job.to_clients('run.sh')\nrecipe.execute(")
+    config = api.import_job(write_job(tmp_path / "attr", source), dry_run=True)
+    [error] = config["admission_errors"]
+    version = importlib.metadata.version("nvflare")
+    assert "running job.py raises at job.py line 13 " in error["message"]
+    assert f"NVFLARE {version} has no nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe.job" in error["message"]
+    assert "written for another NVFLARE version" in error["message"]
+
+
+def test_an_attribute_error_on_job_py_s_own_object_is_not_another_version(tmp_path):
+    source = OTHER_VERSION.replace("IMPORT", "").replace("ROUNDS", "3").replace("ARG", "")
+    source = source.replace("def own(rounds):", "def own(rounds):\n    own.cache.clear()")
+    config = api.import_job(write_job(tmp_path / "own", source), dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "raised", config["import"]["dry_run"]
+    assert "AttributeError" in config["import"]["dry_run"]["reason"]
+    assert "another NVFLARE version" not in config["import"]["dry_run"]["reason"]
 
 
 def test_a_type_error_in_job_py_s_own_code_refuses_nothing_the_reading_admits(tmp_path):

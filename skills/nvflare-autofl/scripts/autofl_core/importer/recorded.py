@@ -102,7 +102,7 @@ class DryRunRecord:
     message: Text = ""
     where: Where | None = None
     nvflare: Where | None = None
-    callee: str | None = None  # the NVFLARE callable a TypeError raised at job.py's call of it names
+    callee: str | None = None  # what of NVFLARE job.py's own line asked for: a callable (TypeError), an attribute
     root_variable: str = ""
     after: After | None = None  # how job.py went on after its recorded run (None: not recorded)
 
@@ -417,13 +417,16 @@ STOOD_IN_BINDING = "missing"  # `Recipe(*stand_in)` unpacks nothing: a missing a
 
 
 def _version_lacks(record: DryRunRecord) -> str | None:
-    """What NVFLARE lacks when job.py's run raised on its own line asking it for a module or name (ImportError) or
-    calling it with arguments it does not take (TypeError): neither is a stand-in's doing. None for any other run."""
+    """What NVFLARE lacks when job.py's run raised on its own line asking it for a module or name (ImportError), an
+    attribute of its object or module (AttributeError), or calling it with arguments it does not take (TypeError):
+    none is a stand-in's doing. None for any other run."""
     if record.status != "raised" or record.where is None or record.nvflare is not None:
         return None
     if record.exception in ("ImportError", "ModuleNotFoundError") and "circular import" not in record.message:
         found = [m.groups() for m in (p.search(record.message) for p in NVFLARE_IMPORTS) if m]
         return ".".join(reversed(found[0])) if found else None
+    if record.exception == "AttributeError" and record.callee:  # `recipe.job`: an attribute of another version
+        return record.callee
     if record.exception == "TypeError" and record.callee and any(b in record.message for b in BINDINGS):
         stood_in = record.stubbed and STOOD_IN_BINDING in record.message
         return None if stood_in else f"{record.callee}() taking these arguments"

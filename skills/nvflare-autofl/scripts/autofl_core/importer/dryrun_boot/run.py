@@ -12,6 +12,7 @@ import os
 import runpy
 import signal
 import sys
+import types
 
 from .frames import in_job_folder, job_frame, nvflare_frame
 from .parsers import parser_record
@@ -83,17 +84,35 @@ def _after(ending: dict) -> dict:
 
 
 def _nvflare_callee(error: BaseException) -> str | None:
-    """The NVFLARE callable a TypeError names (`FedAvgRecipe.__init__() got ...`) when the job's own line called it:
-    the name is looked up where the raise happened (an argument that does not bind raises at the call)."""
+    """What of NVFLARE's the job's own line asked for and did not get: the callable a TypeError names
+    (`FedAvgRecipe.__init__() got ...`, looked up where the raise happened: an argument that does not bind raises at
+    the call), or the public attribute an AttributeError names on an NVFLARE object or module (`recipe.job`)."""
     tb = error.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    if not isinstance(error, TypeError) or tb is None or not in_job_folder(tb.tb_frame.f_code.co_filename):
+    if tb is None or not in_job_folder(tb.tb_frame.f_code.co_filename):
+        return None
+    if isinstance(error, AttributeError):
+        return _nvflare_attribute(error)
+    if not isinstance(error, TypeError):
         return None
     name = str(error).partition("(")[0]
     found = tb.tb_frame.f_locals.get(name.partition(".")[0], tb.tb_frame.f_globals.get(name.partition(".")[0]))
     module = getattr(found, "__module__", None)
     return f"{module}.{name}" if isinstance(module, str) and module.partition(".")[0] == "nvflare" else None
+
+
+def _nvflare_attribute(error: AttributeError) -> str | None:
+    """`module.Class.attr` (or `module.attr`) for a public attribute NVFLARE's object or module lacks."""
+    owner, name = getattr(error, "obj", None), getattr(error, "name", None)
+    if owner is None or not isinstance(name, str) or name.startswith("_"):
+        return None
+    if isinstance(owner, types.ModuleType):
+        where = owner.__name__
+    else:
+        cls = owner if isinstance(owner, type) else type(owner)
+        where = f"{cls.__module__}.{cls.__qualname__}"
+    return f"{where}.{name}" if where.partition(".")[0] == "nvflare" else None
 
 
 def _imported(before: set) -> list[str]:

@@ -45,7 +45,7 @@ class _InertMeta(type):
         return _inert_attribute(cls, cls.__qualname__, name)
 
     def __call__(cls, *args, **kwargs):
-        return type.__call__(cls)
+        return type.__call__(cls, *args, **kwargs)  # a job's subclass runs its own __init__ with them
 
     def __getitem__(cls, item):
         return cls
