@@ -34,10 +34,11 @@ from .recorded import DryRunRecord, Ran
 from .surface import FAMILY_LABELS
 from .trust import outside_job
 
+READS_FILES = "reads files"
 UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
     "environment variable",
     "host environment",
-    "reads files",
+    READS_FILES,
     "random numbers",
     "reads the clock",
     "is imported instead of NVFLARE",  # the job's own nvflare: a run in the boot would not show what it does
@@ -58,13 +59,15 @@ def summary(record: DryRunRecord | None, ran: Ran | None = None) -> dict:
     return out
 
 
-def _unpinnable(config: dict) -> bool:
-    """True when a static refusal or a budget/objective note names an input one run cannot pin (`UNPINNABLE`)."""
+def _unpinnable(config: dict, record: DryRunRecord) -> bool:
+    """True when a static refusal or a budget/objective note names an input one run cannot pin (`UNPINNABLE`); files
+    are pinned when the run read none outside the job's folder (`recorded.reads_only_job_files`)."""
     notes = [
         u.get("reason", "") for u in config["unresolved"] if u["field"].startswith(("fixed_budget.", "objective."))
     ]
     texts = " ".join([*(e["message"] for e in config["admission_errors"]), *notes])
-    return any(mark in texts for mark in UNPINNABLE)
+    pinned = {READS_FILES} if recorded.reads_only_job_files(record) else set()
+    return any(mark in texts for mark in UNPINNABLE if mark not in pinned)
 
 
 def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
@@ -299,7 +302,7 @@ def apply(
     # several runs: the config's support says it (a refusal the run does not settle stays there, with why)
     kept = [e for e in static["admission_errors"] if e["code"] not in {*SETTLED_BY_RUNNING, SEVERAL_RUNS}]
     several = static["import"]["support"].get("several_runs") and recorded.runs(record) != "once"
-    held = _unpinnable(static) or config["job"].get("family") in NOT_TRAINING or several  # no run settles these
+    held = _unpinnable(static, record) or config["job"].get("family") in NOT_TRAINING or several  # no run settles these
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
     raised_here = record.status == "raised" and not record.stubbed and not recorded.lacks_module(record)
     if family == "training" and recorded.runs(record) == "twice":

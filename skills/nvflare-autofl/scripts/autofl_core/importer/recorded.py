@@ -95,6 +95,7 @@ class DryRunRecord:
     stood_in_at: tuple[StoodIn, ...] = ()
     env_read: tuple[str, ...] = ()  # environment variables job.py's own code read
     env_compared: tuple[str, ...] = ()  # "NAME=text": a string job.py's code compared that variable's value with
+    files_read: tuple[str, ...] = ()  # files and folders read before the run: relative inside the job's folder
     unreadable: tuple[str, ...] = ()  # "name: Class.name raises ...": exported arguments saying nothing of the run
     code: int | None = None
     parser_error: str | None = None
@@ -436,6 +437,12 @@ def _version_lacks(record: DryRunRecord) -> str | None:
 def other_version(record: DryRunRecord) -> str | None:
     """Why job.py, written for another NVFLARE version, is refused (`_version_lacks`), else None."""
     return raise_reason(record) if _version_lacks(record) else None
+
+
+def reads_only_job_files(record: DryRunRecord) -> bool:
+    """True when every file or folder the recorded run read before NVFLARE ran lies in the job's folder: the dry
+    run's cache key holds them and a candidate may not change them, so a value read from them is pinned."""
+    return record.status == "recorded" and not any(p.startswith("/") or p == "..." for p in record.files_read)
 
 
 def lacks_module(record: DryRunRecord) -> bool:

@@ -8,6 +8,7 @@ module here imports the rest of autofl_core.
 - `records` - the record of the job NVFLARE was asked to run: exported configs, recipe and env, JSON-safe values;
 - `parsers` - job.py's argparse parsers: their actions and the values each parse gave;
 - `env_reads` - the environment variables job.py reads and the strings it compares their values with;
+- `file_reads` - the files and folders job.py reads before its run, by path (inside its folder or not);
 - `stand_ins` - inert modules and classes for modules this interpreter lacks, and the finder that makes them;
 - `processes` - process control: signals, the audit hook, `os._exit`, forks, threads and atexit after the run;
 - `frames` - whose code runs (the boot's, job.py's, NVFLARE's), read from the stack, and the line a record names;

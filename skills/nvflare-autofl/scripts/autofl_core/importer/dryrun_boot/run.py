@@ -64,6 +64,7 @@ def run_once(out: str, job: str, args: list[str], before: set, env: dict) -> Non
     record["stubbed"] = sorted(STATE["stubbed"])
     record["stood_in_at"] = list(STATE["stood_in_at"].values())
     record["env_read"] = sorted(STATE["env_read"])
+    record["files_read"] = sorted(STATE["files_read"])
     record["env_compared"] = sorted(f"{name}={value}" for name, kept in STATE["env_compared"].items() for value in kept)
     record["unreadable"] = STATE["unreadable"][:16]
     if STATE["absent"] and record["status"] != "recorded":  # asks for a rerun with them stood in (`serve`)

@@ -18,6 +18,7 @@ import sys
 from . import processes, stand_ins
 from .entry_points import install_fedjob, install_recipes
 from .env_reads import record_env_reads
+from .file_reads import record_file_reads
 from .parsers import record_parsers
 from .run import read_record, run_once
 from .state import STATE
@@ -34,6 +35,7 @@ def main(argv: list[str]) -> int:
     stand_ins.install()
     record_parsers()
     record_env_reads()
+    record_file_reads()
     install_fedjob()  # NVFLARE's entry points record instead: the FedJob API's, the deploying envs', the recipes'
     install_recipes()
     for line in sys.stdin:
