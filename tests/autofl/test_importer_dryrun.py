@@ -1158,6 +1158,21 @@ def test_an_attribute_error_on_job_py_s_own_object_is_not_another_version(tmp_pa
     assert "another NVFLARE version" not in config["import"]["dry_run"]["reason"]
 
 
+@pytest.mark.parametrize("absent_package", [True, False])
+def test_a_job_that_reaches_no_run_names_the_package_stood_in(tmp_path, absent_package):
+    """A job that runs NVFLARE only through a package not installed here (a user's FedJob subclass) reaches no run
+    with it stood in: the refusal says so and what to do; with nothing stood in, nothing is added."""
+    imports = "from medsync_h14 import MedSyncFedJob\n" if absent_package else "MedSyncFedJob = dict\n"
+    source = "import nvflare\n" + imports + "job = MedSyncFedJob(n_clients=5, num_rounds=5)\nprint(job)\n"
+    config = api.import_job(write_job(tmp_path / "pkg", source), dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "no_run"
+    [error] = config["admission_errors"]
+    assert error["message"].startswith("job.py is not supported: no recognizable NVFLARE recipe or FedJob")
+    said = "(and running job.py reaches no NVFLARE run with medsync_h14 stood in (not installed here); install"
+    assert (said in error["message"]) is absent_package
+    assert ("(and " in error["message"]) is absent_package
+
+
 def test_a_type_error_in_job_py_s_own_code_refuses_nothing_the_reading_admits(tmp_path):
     path = write_job(tmp_path / "own", OTHER_VERSION.replace("IMPORT", "").replace("ROUNDS", "3, 4").replace("ARG", ""))
     config = api.import_job(path, dry_run=True)

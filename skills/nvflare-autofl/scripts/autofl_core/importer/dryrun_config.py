@@ -330,9 +330,10 @@ def apply(
 def settle(config: dict, kept: list[dict], record: DryRunRecord) -> dict:
     """The folded config's admission errors with the static refusals the run left (`kept`); the first names why the
     run settled nothing: job.py exited (its parser refused the arguments), something it or NVFLARE imports cannot
-    be imported here, or it raised."""
+    be imported here, it raised, or it reached no NVFLARE run with a package stood in."""
     config["admission_errors"] += [e for e in kept if e not in config["admission_errors"]]
     errors = config["admission_errors"]
-    if record.status in ("raised", "exited") and errors and "running job.py" not in errors[0]["message"]:
-        errors[0]["message"] += f" (and {recorded.stop_reason(record)})"  # a refusal the run left says why
+    why = recorded.stop_reason(record) if record.status in ("raised", "exited", "no_run") else ""
+    if why and errors and "running job.py" not in errors[0]["message"]:
+        errors[0]["message"] += f" (and {why})"  # a refusal the run left says why
     return config

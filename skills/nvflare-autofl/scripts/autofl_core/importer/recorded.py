@@ -473,6 +473,11 @@ def stop_reason(record: DryRunRecord) -> str:
     arguments), else why no run was made ("" when the record says none)."""
     if record.status == "raised":
         return raise_reason(record)
+    if record.status == "no_run" and record.stubbed:  # a package job.py runs NVFLARE through was stood in
+        return (
+            f"running job.py reaches no NVFLARE run with {', '.join(record.stubbed)} stood in (not installed here); "
+            "install what is missing, or import where it is installed"
+        )
     if record.status != "exited":
         return record.reason
     line = f" at {_at(record.where)}" if record.where else ""
