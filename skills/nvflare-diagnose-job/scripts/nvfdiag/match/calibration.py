@@ -12,7 +12,8 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
   job id in one of NVFLARE's shapes, the run folder of its file or of its traceback's paths): evidence of another
   job in the same bundle;
 - every hit lies in one file whose dated lines all lie more than GAP before or after the span of the other files'
-  dated lines (a pasted record or excerpt): another run's lines, whatever job is diagnosed.
+  dated lines (a pasted record or excerpt; a site's file is read against the same site's files only, a site's clock
+  may be a time zone away): another run's lines, whatever job is diagnosed.
 """
 
 from __future__ import annotations
@@ -37,8 +38,13 @@ _RUN_FOLDER = re.compile(rf"[\\/]({_UUID})[\\/]", re.IGNORECASE)
 # NVFLARE's job-id shapes (`Job <id>`, `job_id='<id>'`, `"job_id": "<id>"`, `job=<id>`; the catalog's mode hint):
 # `job_id=<id>` unquoted is an experiment tracker's print.
 _JOB = re.compile(rf"\bjob(?:[ _]?id)?['\"]?\s*[=:]?\s*['\"]?(?<!id=)({_UUID})\b", re.IGNORECASE)
-# and in 2.4-2.9's other shapes: `run (<id>)`, `job (<id>)`, `Submitted job '<name>' with ID: <id>`
-_JOB_OTHER = re.compile(rf"\b(?:job|run) \(({_UUID})\)|\bjob '[^'\n]{{0,200}}' with ID: ({_UUID})\b", re.IGNORECASE)
+# and in 2.4-2.9's other shapes (the catalog's second such mode hint): `run (<id>): `, `abort run (<id>)`, `job
+# (<id>)` before `:`, `;` or ` on clients`, `Submitted job '<name>' with ID: <id>`
+_JOB_OTHER = re.compile(
+    rf"\brun \(({_UUID})\):|\b(?:abort|delete) run \(({_UUID})\)|\bjob \(({_UUID})\)(?:[:;]| on clients)|"
+    rf"\bjob '[^'\n]{{0,200}}' with ID: ({_UUID})\b",
+    re.IGNORECASE,
+)
 MAX_LINE = 4096
 EDGE = 50  # lines at each end of a file looked at for its first and last time
 # NVFLARE's own lines saying a participant shut down or a peer is gone (server, client, job runner; 2.4-2.9)
@@ -67,21 +73,25 @@ def uncorroborated(an, primary: Candidate) -> str:
 
 
 def peer_left_lines(lines, index, flagged) -> tuple[int, ...]:
-    """Lines (not flagged) where NVFLARE says a participant shut down or a peer is gone (2.4-2.9's wordings),
+    """Log records (not flagged) where NVFLARE says a participant shut down or a peer is gone (2.4-2.9's wordings),
     found through the text index (index: textindex.TextIndex of the same lines). matcher.Analysis.peer_left
     calls it when a rule asks."""
     numbers = sorted({n for needle in _PEER_LEFT_NEEDLES for n in index.lines_with(needle)} - set(flagged))
-    return tuple(n for n in numbers if _PEER_LEFT.search(lines[n].text[:MAX_LINE]))
+    texts = ((n, lines[n].text[:MAX_LINE]) for n in numbers)
+    return tuple(n for n, text in texts if _PEER_LEFT.search(text) and is_record(text))
 
 
 def _outside_the_logs(lines, primary: Candidate) -> bool:
-    """Every hit in one file whose dated lines lie more than GAP before or after the span of the other files'."""
+    """Every hit in one file whose dated lines lie more than GAP before or after the span of the other files' (of
+    the same participant when the file is one's: sites log their own local time, a time zone apart)."""
     at = {h.index for h in primary.hits}
     if not at or None in at or len({lines[n].source for n in at}) != 1:
         return False
+    site = lines[min(at)].site
     numbers: dict[str, list[int]] = {}
     for number, line in enumerate(lines):
-        numbers.setdefault(line.source, []).append(number)
+        if site is None or line.site == site:  # a participant's clock (its time zone) is read against its own
+            numbers.setdefault(line.source, []).append(number)
     own = _span(lines, numbers.pop(lines[min(at)].source))
     if own is None:
         return False
