@@ -8,6 +8,8 @@ Holes found and fixed, each test failing on the commit before the fix (954f9b7):
   script; another tool's log record running `... && python x.py` and a markdown quote (`> ... python x.py`) did;
 - an experiment tracker's `started run (<uuid>)` in a simulation hinted a running system: only NVFLARE's shapes
   (`run (<id>): `, `abort run (<id>)`, `job (<id>)` before `:`, `;`, ` on clients`) do.
+- copies of one generic record (NVFLARE writes each ERROR record to log.txt, error_log.txt, log.json and the
+  console) counted as a second record and kept it high; so did a copy in another run's pasted excerpt.
 Left (strict xfail): a transient connection error at a client's start, then the run's ordinary `Client shutdown...`
 at its end, is high. The limits that hold are tested beside them. Message texts are NVFLARE 2.9's own
 (private/fed/client/client_engine.py, private/fed/server/server_engine.py, private/fed/client/client_executor.py).
@@ -15,6 +17,7 @@ at its end, is high. The limits that hold are tested beside them. Message texts 
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -58,6 +61,12 @@ def test_an_excerpt_from_another_day_filed_beside_the_sites_own_log_is_still_not
         "site-1/old_run.txt": site_records("2025-03-02", 9, OOM),
         "server/log.txt": server_records("2026-12-06", 21),
     }
+    assert verdict(run(files)) == ("CUDA_OOM", "medium")
+
+
+def test_a_sites_only_file_dated_days_from_the_servers_log_is_still_not_high():
+    """More than any time zone apart (UTC-12 to UTC+14): another run's lines."""
+    files = {"site-1/log.txt": site_records("2026-12-04", 9, OOM), "server/log.txt": server_records("2026-12-06", 21)}
     assert verdict(run(files)) == ("CUDA_OOM", "medium")
 
 
@@ -117,6 +126,40 @@ def test_a_real_peer_loss_in_nvflares_words_beside_generic_words_stays_high():
         ),
     ]
     assert verdict(run({"server/log.txt": lines})) == (PEER, "high")
+
+
+def json_copy(text: str) -> str:
+    """The record as NVFLARE's log.json holds it (jsonFormatter of 2.9's log_config.json)."""
+    stamp, name, level, words = text.split(" - ", 3)
+    return json.dumps(
+        {"asctime": stamp, "name": name, "fullName": f"nvflare.{name}", "levelname": level, "message": words}
+    )
+
+
+@pytest.mark.parametrize("copy", ["site-1/error_log.txt", "site-1/log.json", "console.txt"])
+def test_copies_of_one_generic_record_in_nvflares_other_log_files_are_one_record(copy):
+    generic = GENERIC_RECORDS["refused"]
+    files = {"site-1/log.txt": [*healthy(), generic], copy: [json_copy(generic) if copy.endswith(".json") else generic]}
+    assert verdict(run(files)) == (PEER, "medium")
+
+
+def test_a_second_generic_record_at_another_time_in_error_log_still_corroborates():
+    generic = GENERIC_RECORDS["refused"]
+    again = generic.replace("21:15:03,120", "21:15:33,120")
+    files = {"site-1/log.txt": [*healthy(), generic, again], "site-1/error_log.txt": [generic, again]}
+    assert verdict(run(files)) == (PEER, "high")
+
+
+def test_a_copy_of_the_generic_words_in_another_runs_pasted_excerpt_does_not_corroborate():
+    old = record(
+        "ERROR", "GrpcDriver", "Connection closed due to error: [Errno 111] Connection refused", day="2025-03-02"
+    )
+    files = {
+        "site-1/log.txt": [*healthy(), GENERIC_RECORDS["refused"]],
+        "server/log.txt": server_records("2026-12-06", 21),
+        "notes.txt": [old],
+    }
+    assert verdict(run(files)) == (PEER, "medium")
 
 
 @pytest.mark.xfail(
