@@ -150,6 +150,12 @@ def test_a_second_generic_record_at_another_time_in_error_log_still_corroborates
     assert verdict(run(files)) == (PEER, "high")
 
 
+def test_the_same_generic_record_on_two_sites_is_two_records():
+    generic = GENERIC_RECORDS["refused"]
+    files = {"site-1/log.txt": [*healthy(), generic], "site-2/log.txt": [generic.replace("site-1", "site-2")]}
+    assert verdict(run(files)) == (PEER, "high")
+
+
 def test_a_copy_of_the_generic_words_in_another_runs_pasted_excerpt_does_not_corroborate():
     old = record(
         "ERROR", "GrpcDriver", "Connection closed due to error: [Errno 111] Connection refused", day="2025-03-02"

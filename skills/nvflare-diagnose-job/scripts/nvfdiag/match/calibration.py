@@ -87,26 +87,32 @@ def _outside_the_logs(lines, primary: Candidate) -> bool:
     at = {h.index for h in primary.hits}
     if not at or None in at or len({lines[n].source for n in at}) != 1:
         return False
-    return _apart(lines, lines[min(at)].source)
+    return _apart(lines, _by_file(lines), lines[min(at)].source)
 
 
-def _apart(lines, source: str) -> bool:
+def _by_file(lines) -> dict[str, tuple[str | None, list[int]]]:
+    """Each file's site and line numbers."""
+    files: dict[str, tuple[str | None, list[int]]] = {}
+    for number, line in enumerate(lines):
+        files.setdefault(line.source, (line.site, []))[1].append(number)
+    return files
+
+
+def _apart(lines, files: dict[str, tuple[str | None, list[int]]], source: str) -> bool:
     """The file's dated lines lie more than GAP before or after the span of the other files' (more than GAP + ZONES
     from a file of another site: each site logs its own local time)."""
-    numbers: dict[str, list[int]] = {}
-    sites: dict[str, str | None] = {}
-    for number, line in enumerate(lines):
-        numbers.setdefault(line.source, []).append(number)
-        sites.setdefault(line.source, line.site)
-    own = _span(lines, numbers.pop(source))
+    site = files[source][0]
+    own = _span(lines, files[source][1])
     if own is None:
         return False
     earliest = latest = None
-    for other, rows in numbers.items():
+    for other, (other_site, rows) in files.items():
+        if other == source:
+            continue
         span = _span(lines, rows)
         if span is None:
             continue
-        zoned = sites[source] is not None and sites[other] is not None and sites[source] != sites[other]
+        zoned = site is not None and other_site is not None and site != other_site
         start, end = (
             span[0] - GAP - (ZONES if zoned else timedelta()),
             span[1] + GAP + (ZONES if zoned else timedelta()),
@@ -141,9 +147,11 @@ def _lone_line(an, primary: Candidate, placed) -> bool:
     if not at or None in at or not placed or not all(h.words and b is None for h, b in placed):
         return False
     if len({lines[n].source for n in at}) > 1:  # a copy in another run's excerpt supports nothing
-        at = {n for n in at if not _apart(lines, lines[n].source)} or at
+        files = _by_file(lines)
+        pasted = {source for source in {lines[n].source for n in at} if _apart(lines, files, source)}
+        at = {n for n in at if lines[n].source not in pasted} or at
     texts = [lines[n].text[:MAX_LINE] for n in sorted(at)]
-    if not _one_record(texts):
+    if len({lines[n].site for n in at} - {None}) > 1 or not _one_record(texts):  # two sites' records are two
         return False
     status = an.job_status or an.status_in_logs or ""
     if any(word in status for word in ("EXCEPTION", "ABORT")):
