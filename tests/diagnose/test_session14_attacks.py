@@ -168,6 +168,19 @@ def test_a_copy_of_the_generic_words_in_another_runs_pasted_excerpt_does_not_cor
     assert verdict(run(files)) == (PEER, "medium")
 
 
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("README.md", "If the job ends FINISHED:EXECUTION_EXCEPTION, check the site logs."),
+        ("console.txt", f"| {OTHER_RUN} | hello-pt | FINISHED:ABORTED | 2026-12-01 10:00:00 |"),
+    ],
+    ids=["status-in-prose", "another-jobs-status-row"],
+)
+def test_a_failed_status_in_prose_or_of_another_job_does_not_corroborate(name, text):
+    done = run({"site-1/log.txt": [*healthy(), GENERIC_RECORDS["refused"]], name: [text]}, job_id=THIS_RUN)
+    assert verdict(done) == (PEER, "medium")
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="hole: `Client shutdown...` ends every run, failed or not; a connection refused at the client's start "
