@@ -12,7 +12,8 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
   job id in one of NVFLARE's shapes, the run folder of its file or of its traceback's paths): evidence of another
   job in the same bundle;
 - every hit lies in one file whose dated lines all lie more than GAP before or after the span of the other files'
-  dated lines (a pasted record or excerpt): another run's lines, whatever job is diagnosed.
+  dated lines (a pasted record or excerpt; more than GAP + ZONES from another site's files, whose clock may be a
+  time zone away): another run's lines, whatever job is diagnosed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from ..logline import is_record, timestamp
+from ..logline import is_record, message, timestamp
 from .jobframes import job_frame
 from .refine import Candidate
 from .tracebacks import Traceback, block_containing
@@ -31,14 +32,20 @@ LONE_LINE = "one catalog regex hit on one line, nothing else supports it"
 OTHER_RUN = "the evidence is another run's"
 OUT_OF_SPAN = "the one record it rests on is dated outside the other logs' time span"
 GAP = timedelta(hours=1)
+ZONES = timedelta(hours=26)  # the widest difference of two local times (UTC-12 to UTC+14)
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _RUN = re.compile(rf"\brun[=:] ?({_UUID})\b", re.IGNORECASE)
 _RUN_FOLDER = re.compile(rf"[\\/]({_UUID})[\\/]", re.IGNORECASE)
 # NVFLARE's job-id shapes (`Job <id>`, `job_id='<id>'`, `"job_id": "<id>"`, `job=<id>`; the catalog's mode hint):
 # `job_id=<id>` unquoted is an experiment tracker's print.
 _JOB = re.compile(rf"\bjob(?:[ _]?id)?['\"]?\s*[=:]?\s*['\"]?(?<!id=)({_UUID})\b", re.IGNORECASE)
-# and in 2.4-2.9's other shapes: `run (<id>)`, `job (<id>)`, `Submitted job '<name>' with ID: <id>`
-_JOB_OTHER = re.compile(rf"\b(?:job|run) \(({_UUID})\)|\bjob '[^'\n]{{0,200}}' with ID: ({_UUID})\b", re.IGNORECASE)
+# and in 2.4-2.9's other shapes (the catalog's second such mode hint): `run (<id>): `, `abort run (<id>)`, `job
+# (<id>)` before `:`, `;` or ` on clients`, `Submitted job '<name>' with ID: <id>`
+_JOB_OTHER = re.compile(
+    rf"\brun \(({_UUID})\):|\b(?:abort|delete) run \(({_UUID})\)|\bjob \(({_UUID})\)(?:[:;]| on clients)|"
+    rf"\bjob '[^'\n]{{0,200}}' with ID: ({_UUID})\b",
+    re.IGNORECASE,
+)
 MAX_LINE = 4096
 EDGE = 50  # lines at each end of a file looked at for its first and last time
 # NVFLARE's own lines saying a participant shut down or a peer is gone (server, client, job runner; 2.4-2.9)
@@ -67,33 +74,53 @@ def uncorroborated(an, primary: Candidate) -> str:
 
 
 def peer_left_lines(lines, index, flagged) -> tuple[int, ...]:
-    """Lines (not flagged) where NVFLARE says a participant shut down or a peer is gone (2.4-2.9's wordings),
+    """Log records (not flagged) where NVFLARE says a participant shut down or a peer is gone (2.4-2.9's wordings),
     found through the text index (index: textindex.TextIndex of the same lines). matcher.Analysis.peer_left
     calls it when a rule asks."""
     numbers = sorted({n for needle in _PEER_LEFT_NEEDLES for n in index.lines_with(needle)} - set(flagged))
-    return tuple(n for n in numbers if _PEER_LEFT.search(lines[n].text[:MAX_LINE]))
+    texts = ((n, lines[n].text[:MAX_LINE]) for n in numbers)
+    return tuple(n for n, text in texts if _PEER_LEFT.search(text) and is_record(text))
 
 
 def _outside_the_logs(lines, primary: Candidate) -> bool:
-    """Every hit in one file whose dated lines lie more than GAP before or after the span of the other files'."""
+    """Every hit in one file, and the file _apart from the others."""
     at = {h.index for h in primary.hits}
     if not at or None in at or len({lines[n].source for n in at}) != 1:
         return False
-    numbers: dict[str, list[int]] = {}
+    return _apart(lines, _by_file(lines), lines[min(at)].source)
+
+
+def _by_file(lines) -> dict[str, tuple[str | None, list[int]]]:
+    """Each file's site and line numbers."""
+    files: dict[str, tuple[str | None, list[int]]] = {}
     for number, line in enumerate(lines):
-        numbers.setdefault(line.source, []).append(number)
-    own = _span(lines, numbers.pop(lines[min(at)].source))
+        files.setdefault(line.source, (line.site, []))[1].append(number)
+    return files
+
+
+def _apart(lines, files: dict[str, tuple[str | None, list[int]]], source: str) -> bool:
+    """The file's dated lines lie more than GAP before or after the span of the other files' (more than GAP + ZONES
+    from a file of another site: each site logs its own local time)."""
+    site = files[source][0]
+    own = _span(lines, files[source][1])
     if own is None:
         return False
-    others = []
-    for rows in numbers.values():
+    earliest = latest = None
+    for other, (other_site, rows) in files.items():
+        if other == source:
+            continue
         span = _span(lines, rows)
-        if span is not None and span[0] - GAP <= own[1] and own[0] <= span[1] + GAP:
+        if span is None:
+            continue
+        zoned = site is not None and other_site is not None and site != other_site
+        start, end = (
+            span[0] - GAP - (ZONES if zoned else timedelta()),
+            span[1] + GAP + (ZONES if zoned else timedelta()),
+        )
+        if start <= own[1] and own[0] <= end:
             return False  # a file of the same hours: no need to read the others
-        others += [span] if span is not None else []
-    if not others:
-        return False
-    return own[1] < min(s[0] for s in others) - GAP or own[0] > max(s[1] for s in others) + GAP
+        earliest, latest = min(start, earliest or start), max(end, latest or end)
+    return earliest is not None and (own[1] < earliest or own[0] > latest)
 
 
 def _span(lines, rows: list[int]) -> tuple[datetime, datetime] | None:
@@ -113,17 +140,37 @@ def _when(text: str) -> datetime | None:
 
 
 def _lone_line(an, primary: Candidate, placed) -> bool:
-    """One hit line outside a traceback, only catalog words on it, bare or a record of generic words only, and no
-    failed job status or NVFLARE shutdown line beside it."""
+    """One hit line outside a traceback (or copies of one record: NVFLARE writes each ERROR record to log.txt,
+    error_log.txt, log.json and the console; hits in another run's pasted file do not count), only catalog words on it, bare or a record of generic words only, and
+    no failed job status or NVFLARE shutdown line beside it."""
     lines, at = an.evidence.lines, {h.index for h in primary.hits}
-    if len(at) != 1 or None in at or not placed or not all(h.words for h, _ in placed) or placed[0][1] is not None:
+    if not at or None in at or not placed or not all(h.words and b is None for h, b in placed):
+        return False
+    if len({lines[n].source for n in at}) > 1:  # a copy in another run's excerpt supports nothing
+        files = _by_file(lines)
+        pasted = {source for source in {lines[n].source for n in at} if _apart(lines, files, source)}
+        at = {n for n in at if lines[n].source not in pasted} or at
+    texts = [lines[n].text[:MAX_LINE] for n in sorted(at)]
+    if len({lines[n].site for n in at} - {None}) > 1 or not _one_record(texts):  # two sites' records are two
         return False
     status = an.job_status or an.status_in_logs or ""
     if any(word in status for word in ("EXCEPTION", "ABORT")):
         return False
-    if not is_record(lines[placed[0][0].index].text[:MAX_LINE]):
+    if not any(is_record(text) for text in texts):
         return True
     return all(h.generic for h, _ in placed) and not an.peer_left()
+
+
+def _one_record(texts: list[str]) -> bool:
+    """The texts are one line, or copies of one log record: its time and message in every text (a JSON copy
+    holds them as values)."""
+    if len(texts) == 1:
+        return True
+    records = [text for text in texts if is_record(text)]
+    if not records or len({timestamp(text.lstrip()) for text in records}) != 1:
+        return len({text.strip() for text in texts}) == 1
+    stamp, words = timestamp(records[0].lstrip()) or "", message(records[0]).strip()
+    return bool(words) and all(words in text and stamp[:19] in text for text in texts)
 
 
 def _other_run(runs: set[str], job_id: str) -> bool:

@@ -27,13 +27,14 @@ _SEP = re.compile(r"[\\/]")
 # A command line that runs a Python file: the line is the command (after environment assignments, or a `cd x &&`),
 # or it follows a shell prompt (`$ `, `user@host:~/fl$ `, `(venv) $ `, `PS C:\fl> `, `+ ` of a shell trace, a notebook's
 # `!`). A line mentioning the command in other words (docs, prose, another tool's log, a `#` comment) names nothing.
-_PYTHON_FILE = r"(?<![\w.-])python[\d.]*(?:\s+-[A-Za-z]+)*\s+(?:[^\s\\/]{0,200}[\\/]){0,20}([\w.-]{1,80}\.py)\b"
+_PYTHON_FILE = r"(?<![\w.-])(?:python[\d.]*|py)(?:\.exe)?(?:\s+-[A-Za-z\d.]+)*\s+(?:[^\s\\/]{0,200}[\\/]){0,20}([\w.-]{1,80}\.py)\b"
 _PROMPT = (
     r"(?:\([\w.-]{1,64}\)\s*)?"
-    r"(?:[\w.-]{1,64}@[\w.-]{1,64}(?::\S{0,200})?\s?[$#]|(?:PS )?[A-Za-z]:\\\S{0,200}>|[$%>+]|(?:In \[\d{1,4}\]:\s*)?!)"
+    r"(?:[\w.-]{1,64}@[\w.-]{1,64}(?::\S{0,200})?\s?[$#]|(?:PS )?[A-Za-z]:\\[^>\n]{0,200}>|[$%+]|>>>|(?:In \[\d{1,4}\]:\s*)?!)"
 )
 _LEAD = r"(?:[A-Z_][A-Z0-9_]{0,40}=\S{0,200}\s+){0,8}(?:\S{0,200}[\\/])?"
-_COMMAND = re.compile(rf"^\s*(?:{_PROMPT}\s*.{{0,400}}?|(?:.{{0,400}}?\s&&\s*)?{_LEAD}){_PYTHON_FILE}")
+_CHAIN = r"(?:[\w./~-]{1,200}(?:\s+[^\s&]{1,200}){0,3}\s+&&\s*){0,3}"  # `cd x && `, `source venv/bin/activate && `
+_COMMAND = re.compile(rf"^\s*(?:{_PROMPT}\s*.{{0,400}}?|{_CHAIN}{_LEAD}){_PYTHON_FILE}")
 # `script="x.py"`, `train_script='src/x.py'`, a launcher's `"script": "python3 -u custom/x.py --epochs 2"`
 _ARGUMENT = re.compile(
     r"\b(?:train_)?script[\"']?\s*[=:]\s*[\"'](?:[^\"'\n]{0,200}?\s)?"
