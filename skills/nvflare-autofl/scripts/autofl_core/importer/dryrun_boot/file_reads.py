@@ -2,24 +2,30 @@
 
 An audit hook notes each file opened for reading and each folder listed while job.py runs and before its run is
 recorded, when the job's code (or a library it called, like `json` or `pandas`) reads it, not NVFLARE or the boot:
-by path relative to job.py's folder when inside it (the dry run's cache key holds those files), else absolute. Module code (`.py`, `.pyc`, extensions), the interpreter's and installed packages' folders, and `/proc`,
-`/sys`, `/dev` are not inputs of the job's own. At most MAX_READS paths; one more is noted as `...`.
+by path relative to job.py's folder when inside it (the dry run's cache key holds those files), else absolute. A
+file of the job's folder the job's code writes (or renames onto) is noted by its absolute path: what the run reads
+there is the run's own doing, not the key's. Module code the import machinery (or a traceback's source lines) reads,
+the interpreter's and installed packages' folders, and `/dev/null` are not inputs of the job's own. At most
+MAX_READS paths; one more is noted as `...`.
 """
 
 from __future__ import annotations
 
+import importlib
+import linecache
 import os
 import sys
 import sysconfig
+import tokenize
 
 from .frames import in_boot, in_job_folder, in_nvflare
 from .state import STATE
 
 MAX_READS = 64
-READ_EVENTS = ("open", "os.listdir", "os.scandir")
-WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT
+READ_EVENTS = ("open", "os.listdir", "os.scandir", "os.rename")
 CODE = (".py", ".pyc", ".pyo", ".so", ".pth", ".pyd")
-SYSTEM = ("/proc/", "/sys/", "/dev/")
+CODE_READERS = (os.path.dirname(importlib.__file__) + os.sep, linecache.__file__, tokenize.__file__)
+NOTHING = ("/dev/null",)
 
 
 def record_file_reads() -> None:
@@ -33,15 +39,13 @@ def record_file_reads() -> None:
 def _note_read(event: str, args: tuple) -> None:
     if event not in READ_EVENTS or not STATE.get("in_job") or "record" in STATE or not args:
         return
-    path = args[0]
-    if event == "open" and _writes(args):
-        return
+    path, writes = (args[1], True) if event == "os.rename" else (args[0], event == "open" and _writes(args))
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     if path is None and event != "open":
         path = "."  # `os.listdir()`: the current folder
     if isinstance(path, str) and _by_job():  # not a file descriptor
-        _note(os.path.realpath(path))
+        _note(os.path.realpath(path), writes, sys._getframe(1).f_code.co_filename)
 
 
 def _by_job() -> bool:
@@ -58,17 +62,24 @@ def _by_job() -> bool:
 
 
 def _writes(args: tuple) -> bool:
-    mode, flags = (args + (None, None))[1:3]
-    return any(c in mode for c in "wax+") if isinstance(mode, str) else isinstance(flags, int) and bool(flags & WRITES)
+    """True for an open that reads nothing the file held before: write-only, truncating, or creating it anew."""
+    flags = (args + (None, None))[2]
+    if not isinstance(flags, int):
+        return False
+    anew = flags & os.O_CREAT and flags & os.O_EXCL
+    return (flags & os.O_ACCMODE) == os.O_WRONLY or bool(flags & os.O_TRUNC or anew)
 
 
-def _note(path: str) -> None:
-    if path.endswith(CODE) or path.startswith(SYSTEM) or path.startswith(STATE["installed"]):
+def _note(path: str, writes: bool, reader: str) -> None:
+    code = path.endswith(CODE) and reader.startswith(CODE_READERS)  # an import, a traceback's source line
+    if code or path in NOTHING or path.startswith(STATE["installed"]):
         return
     folder = os.path.dirname(os.path.realpath(STATE["job"]))
     inside = path == folder or path.startswith(folder + os.sep)
+    if writes and not inside:  # a file elsewhere the job writes: read only when it is opened for reading too
+        return
     noted = STATE["files_read"]
     if len(noted) < MAX_READS:
-        noted.add(os.path.relpath(path, folder) if inside else path)
+        noted.add(os.path.relpath(path, folder) if inside and not writes else path)
     else:
         noted.add("...")
