@@ -214,6 +214,42 @@ def test_a_file_outside_read_through_an_nvflare_helper_is_an_input(tmp_path, pri
     assert _refused_for_files(api.import_job(_job(tmp_path / "job", reader), dry_run=True))
 
 
+@needs_sandbox
+@pytest.mark.parametrize(
+    "reader",
+    [
+        "import subprocess\nsites = json.loads(subprocess.check_output(['cat', PATH]))['sites']\n",
+        "r, w = os.pipe()\nif os.fork() == 0:\n    os.write(w, open(PATH, 'rb').read())\n    os._exit(0)\n"
+        "os.close(w)\nos.wait()\nsites = json.loads(os.read(r, 4096))['sites']\n",
+    ],
+    ids=["a program", "a forked child"],
+)
+def test_a_file_outside_read_by_another_process_is_not_pinned(tmp_path, private_cache, reader):
+    """Hole: a process the job's code starts reads what the audit hook never sees; the site list it passed back
+    was admitted as if only the job's own file had been read."""
+    outside = _sites_file(tmp_path / "shared" / "sites.json", ["site-1", "site-2"])
+    path = _job(tmp_path / "job", OWN_LIST + reader.replace("PATH", repr(str(outside))))
+    assert _refused_for_files(api.import_job(path, dry_run=True))
+
+
+@needs_sandbox
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: a budget from the job's own helper is 'an external call' to the static reading, which the run "
+    "settles whatever files it read (outside the job's folder here); only 'reads files' asks which files",
+)
+def test_a_file_outside_read_in_the_job_s_own_helper_is_not_pinned(tmp_path, private_cache):
+    outside = _sites_file(tmp_path / "shared" / "sites.json", ["site-1", "site-2"])
+    path = _job(tmp_path / "job", "import helpers\n\nsites = helpers.sites()\n")
+    helper = (
+        f"import json\n\n\ndef sites():\n    with open({str(outside)!r}) as f:\n        return json.load(f)['sites']\n"
+    )
+    (path.parent / "helpers.py").write_text(helper, encoding="utf-8")
+    config = api.import_job(path, dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded"
+    assert config["admission_errors"] != []
+
+
 # --- limits that hold -----------------------------------------------------------------------------------------------
 
 

@@ -4,9 +4,10 @@ An audit hook notes each file opened for reading and each folder listed while jo
 recorded, when the job's code (or a library it called, like `json` or `pandas`) reads it, not NVFLARE or the boot:
 by path relative to job.py's folder when inside it (the dry run's cache key holds those files), else absolute. A
 file of the job's folder the job's code writes (or renames onto) is noted by its absolute path: what the run reads
-there is the run's own doing, not the key's. Module code the import machinery (or a traceback's source lines) reads,
+there is the run's own doing, not the key's. A process the job's code starts (or forks) reads what the hook cannot
+see: noted as UNSEEN, as is any read past MAX_READS. Module code the import machinery (or a traceback's source lines) reads,
 the interpreter's and installed packages' folders, and `/dev/null` are not inputs of the job's own. At most
-MAX_READS paths; one more is noted as `...`.
+MAX_READS paths.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ import sysconfig
 import tokenize
 
 from .frames import in_boot, in_job_folder, in_nvflare
+from .processes import PROCESS_EVENTS
 from .state import STATE
 
 MAX_READS = 64
+UNSEEN = "..."  # reads the hook does not see: past MAX_READS, or a process's
 READ_EVENTS = ("open", "os.listdir", "os.scandir", "os.rename")
 CODE = (".py", ".pyc", ".pyo", ".so", ".pth", ".pyd")
 CODE_READERS = (os.path.dirname(importlib.__file__) + os.sep, linecache.__file__, tokenize.__file__)
@@ -37,7 +40,13 @@ def record_file_reads() -> None:
 
 
 def _note_read(event: str, args: tuple) -> None:
-    if event not in READ_EVENTS or not STATE.get("in_job") or "record" in STATE or not args:
+    if not STATE.get("in_job") or "record" in STATE:
+        return
+    if event in PROCESS_EVENTS:  # the boot's wrappers of `os.fork` and `fork_exec` raise it for the job's code
+        if _by_job(past_boot=True):
+            STATE["files_read"].add(UNSEEN)
+        return
+    if event not in READ_EVENTS or not args:
         return
     path, writes = (args[1], True) if event == "os.rename" else (args[0], event == "open" and _writes(args))
     if isinstance(path, bytes):
@@ -48,12 +57,13 @@ def _note_read(event: str, args: tuple) -> None:
         _note(os.path.realpath(path), writes, sys._getframe(1).f_code.co_filename)
 
 
-def _by_job() -> bool:
-    """True when, from the read outwards, the job's own code comes before NVFLARE's or the boot's."""
+def _by_job(past_boot: bool = False) -> bool:
+    """True when, from the read outwards, the job's own code comes before NVFLARE's or the boot's (`past_boot`: the
+    boot's frames are passed over)."""
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
-        if in_boot(name) or in_nvflare(name):
+        if in_nvflare(name) or (in_boot(name) and not past_boot):
             return False
         if in_job_folder(name):
             return True
@@ -82,4 +92,4 @@ def _note(path: str, writes: bool, reader: str) -> None:
     if len(noted) < MAX_READS:
         noted.add(os.path.relpath(path, folder) if inside and not writes else path)
     else:
-        noted.add("...")
+        noted.add(UNSEEN)
