@@ -69,6 +69,29 @@ def test_a_local_subclass_of_a_subclass_with_its_own_init_is_not_read_as_nvflare
     assert "not NVFLARE's" in _refused_rounds(api.import_job(_fedjob(tmp_path, imports)))
 
 
+DOUBLE = "def _double(self, num_clients, num_rounds):\n    Base.__init__(self, num_clients=num_clients, num_rounds=2 * num_rounds)\n\n\n"
+OWN_CONSTRUCTORS = {  # the job's own FedAvg over NVFLARE's, whose constructor is not NVFLARE's: 8 rounds run, not 4
+    "__init__ assigned": f"{NVFLARE_FEDAVG} as Base\n\n\n{DOUBLE}class FedAvg(Base):\n    __init__ = _double\n",
+    "__new__ returning NVFLARE's": f"{NVFLARE_FEDAVG} as Base\n\n\nclass FedAvg(Base):\n"
+    "    def __new__(cls, num_clients, num_rounds):\n        return Base(num_clients=num_clients, num_rounds=2 * num_rounds)\n",
+    "a mixin's __init__ first": "from other_mixins import Doubling\n"
+    f"{NVFLARE_FEDAVG} as Base\n\n\nclass FedAvg(Doubling, Base):\n    pass\n",
+    "a class decorator": f"from other_mixins import doubling\n{NVFLARE_FEDAVG} as Base\n\n\n@doubling\n"
+    "class FedAvg(Base):\n    pass\n",
+    "a metaclass": f"from other_mixins import Doubling\n{NVFLARE_FEDAVG} as Base\n\n\n"
+    "class FedAvg(Base, metaclass=Doubling):\n    pass\n",
+    "a base not read": f"{NVFLARE_FEDAVG} as Base\n\n\nclass FedAvg(Base.with_rounds_doubled(), Base):\n    pass\n",
+}
+
+
+@pytest.mark.parametrize("case", list(OWN_CONSTRUCTORS))
+def test_a_local_workflow_whose_constructor_is_not_nvflare_s_is_not_read_by_its_arguments(tmp_path, case):
+    """Hole: only a `def __init__` in the class body counted as the job's own constructor; each of these builds
+    the workflow otherwise and was admitted 2/2/4."""
+    message = _refused_rounds(api.import_job(_fedjob(tmp_path, OWN_CONSTRUCTORS[case])))
+    assert "not NVFLARE's" in message, message
+
+
 @pytest.mark.parametrize(
     "imports",
     [
