@@ -117,6 +117,30 @@ def test_an_aliased_nvflare_base_under_a_local_class_with_its_own_init_is_refuse
     assert "the job's own class" in _refused_rounds(api.import_job(_fedjob(tmp_path, imports)))
 
 
+STAND_IN_BASES = {  # `settingslib` is absent: its BaseSettings is a stand-in; installed, it sets `clients` from
+    # the arguments (or the environment), as pydantic's settings do
+    "a class default": "class S(BaseSettings):\n    clients: int = 3\n\n\nn = S(clients=2).clients\n",
+    "set before the base's __init__": "class S(BaseSettings):\n    def __init__(self, **kw):\n"
+    "        self.clients = 3\n        super().__init__(**kw)\n\n\nn = S(clients=2).clients\n",
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("case", list(STAND_IN_BASES))
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: a value the job's class derived from a stand-in holds before (or without) the stand-in's own "
+    "__init__ runs is recorded as the budget (3 clients), though the installed base sets it from the arguments (2)",
+)
+def test_a_count_a_stand_in_base_would_set_is_never_admitted_as_recorded(tmp_path, private_cache, case):
+    reader = (
+        "from settingslib import BaseSettings\n\n\n" + STAND_IN_BASES[case] + "sites = [f's{i}' for i in range(n)]\n"
+    )
+    config = api.import_job(_job(tmp_path / "job", reader), dry_run=True)
+    assert config["import"]["dry_run"]["stubbed"] == ["settingslib"]
+    assert config["admission_errors"] != [], _clients(config)
+
+
 # --- 2. a budget read from files: what the dry run pins -------------------------------------------------------------
 
 HEAD = """import json
