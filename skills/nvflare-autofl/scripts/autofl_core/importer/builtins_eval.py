@@ -13,7 +13,7 @@ from contextlib import suppress
 from typing import Any
 
 from .argparse_flow import Namespace, namespace_attribute
-from .inputs import DESCRIPTIONS
+from .inputs import DESCRIPTIONS, call_kind
 from .values import (
     ENV_PREFIX,
     HIGH,
@@ -71,10 +71,11 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
 
 
 def not_evaluated(node: ast.AST, call: str, inputs: list) -> Val:
-    """Unresolved: names the first of `inputs` read at run time, else `call` and its line; keeps their flags."""
-    why = (
-        cause(*inputs) or whole_environment(inputs, node) or f"{call} at line {node.lineno} is not evaluated statically"
-    )
+    """Unresolved: names the first of `inputs` read at run time, else `call` and its line, with the input a call of
+    files, the environment, randomness or the clock reads (`inputs.call_kind`); keeps their flags."""
+    kind = call_kind(call.removesuffix("()"))
+    what = f", {DESCRIPTIONS[kind]}" if kind != "call" else " is not evaluated statically"
+    why = cause(*inputs) or whole_environment(inputs, node) or f"{call} at line {node.lineno}{what}"
     return unresolved(node, why, merge_flags(*inputs))
 
 

@@ -1,20 +1,23 @@
 """The files and folders job.py's run reads before NVFLARE runs: inputs a budget may come from (`record_file_reads`).
 
-An audit hook notes each file opened for reading and each folder listed while job.py runs and before its run is
-recorded, when the job's code (or a library it called, like `json` or `pandas`) reads it, not NVFLARE or the boot:
-by path relative to job.py's folder when inside it (the dry run's cache key holds those files), else absolute. A
-file of the job's folder the job's code writes (or renames onto) is noted by its absolute path: what the run reads
-there is the run's own doing, not the key's. A process the job's code starts (or forks) reads what the hook cannot
-see: noted as UNSEEN, as is any read past MAX_READS. Module code the import machinery (or a traceback's source lines) reads,
-the interpreter's and installed packages' folders, and `/dev/null` are not inputs of the job's own. At most
-MAX_READS paths.
+An audit hook notes each file opened for reading, each folder listed and each path `os.path` or `pathlib` tests
+(exists, is a folder, its size: `TESTED`) while job.py runs and before its run is recorded, when the job's code (or
+a library it called, like `json` or `pandas`) reads it, not NVFLARE or the boot: by path relative to job.py's folder
+when inside it (the dry run's cache key holds those files), else absolute. A file of the job's folder the job's code
+writes (or renames onto) is noted by its absolute path: what the run reads there is the run's own doing, not the
+key's. A process the job's code starts (or forks) reads what the hook cannot see: noted as UNSEEN, as is any read
+past MAX_READS. Module code the import machinery (or a traceback's source lines) reads, the interpreter's and
+installed packages' folders, and `/dev/null` are not inputs of the job's own.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
 import linecache
 import os
+import pathlib
 import sys
 import sysconfig
 import tokenize
@@ -29,6 +32,8 @@ READ_EVENTS = ("open", "os.listdir", "os.scandir", "os.rename")
 CODE = (".py", ".pyc", ".pyo", ".so", ".pth", ".pyd")
 CODE_READERS = (os.path.dirname(importlib.__file__) + os.sep, linecache.__file__, tokenize.__file__)
 NOTHING = ("/dev/null",)
+TESTED = ("exists", "lexists", "isfile", "isdir", "islink", "getsize", "getmtime", "getctime", "getatime")
+TESTED_EVENT = "autofl.path_tested"  # raised by the wrappers of os.path's tests and of pathlib.Path.stat
 
 
 def record_file_reads() -> None:
@@ -37,6 +42,20 @@ def record_file_reads() -> None:
     installed = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
     STATE["installed"] = tuple(os.path.join(os.path.realpath(p), "") for p in installed if p)
     sys.addaudithook(_note_read)
+    for name in TESTED:
+        setattr(os.path, name, _audited(getattr(os.path, name)))
+    pathlib.Path.stat = _audited(pathlib.Path.stat)
+
+
+def _audited(test):
+    """`test` raising TESTED_EVENT with the path it is given (no audit event says a path was tested)."""
+
+    @functools.wraps(test)
+    def audited(path, *args, **kwargs):
+        sys.audit(TESTED_EVENT, path)
+        return test(path, *args, **kwargs)
+
+    return audited
 
 
 def _note_read(event: str, args: tuple) -> None:
@@ -46,21 +65,24 @@ def _note_read(event: str, args: tuple) -> None:
         if _by_job(past_boot=True):
             STATE["files_read"].add(UNSEEN)
         return
-    if event not in READ_EVENTS or not args:
+    if (event not in READ_EVENTS and event != TESTED_EVENT) or not args:
         return
     path, writes = (args[1], True) if event == "os.rename" else (args[0], event == "open" and _writes(args))
+    if isinstance(path, os.PathLike):  # a path object tested: its own __fspath__ may raise, as the test then will
+        with contextlib.suppress(Exception):
+            path = os.fspath(path)
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     if path is None and event != "open":
         path = "."  # `os.listdir()`: the current folder
-    if isinstance(path, str) and _by_job():  # not a file descriptor
+    if isinstance(path, str) and _by_job(depth=3 if event == TESTED_EVENT else 2):  # not a file descriptor
         _note(os.path.realpath(path), writes, sys._getframe(1).f_code.co_filename)
 
 
-def _by_job(past_boot: bool = False) -> bool:
-    """True when, from the read outwards, the job's own code comes before NVFLARE's or the boot's (`past_boot`: the
-    boot's frames are passed over)."""
-    frame = sys._getframe(2)
+def _by_job(past_boot: bool = False, depth: int = 2) -> bool:
+    """True when, from the read outwards (`depth` frames up: past a wrapper of TESTED), the job's own code comes
+    before NVFLARE's or the boot's (`past_boot`: the boot's frames are passed over)."""
+    frame = sys._getframe(depth)
     while frame is not None:
         name = frame.f_code.co_filename
         if in_nvflare(name) or (in_boot(name) and not past_boot):
