@@ -182,7 +182,7 @@ def test_an_option_changed_under_a_condition_the_importer_cannot_resolve_is_unre
     [
         ("int(os.environ.get('ROUNDS', '3'))", ["environment variable ROUNDS"]),
         ("int(os.environ['ROUNDS'])", ["environment variable ROUNDS"]),
-        ("len(open('rounds.txt').read())", ["open()", "reads a file"]),
+        ("len(open('rounds.txt').read())", ["open()", "reads files"]),
         ("json.load(open('cfg.json'))['rounds']", ["json.load", "reads files"]),
         ("len(os.listdir('/data'))", ["os.listdir", "reads files"]),
         ("random.randint(2, 5)", ["random.randint", "random numbers"]),

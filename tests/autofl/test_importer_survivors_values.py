@@ -402,7 +402,7 @@ def test_a_builtin_is_not_evaluated_and_names_the_line(call, flags):
 @pytest.mark.parametrize(
     ("expression", "expected"),
     [
-        ("open('a.txt').read()", unresolved("open('a.txt').read()", f"open() at line {LINE} reads a file at run time")),
+        ("open('a.txt').read()", unresolved("open('a.txt').read()", f"open() at line {LINE} reads files at run time")),
         (f"int({ENV})", unresolved(f"int({ENV})", READS)),
         ("dict(a=args.n, b='x')", {"value": {"a": 2, "b": "x"}, "confidence": "medium", "flags": ["--n"]}),
     ],

@@ -13,6 +13,7 @@ from contextlib import suppress
 from typing import Any
 
 from .argparse_flow import Namespace, namespace_attribute
+from .inputs import DESCRIPTIONS, call_kind
 from .values import (
     ENV_PREFIX,
     HIGH,
@@ -59,7 +60,8 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
         confidence = weakest(MEDIUM, *(v.confidence for v in values))
         return Val({k: v.value for k, v in kwargs.items()}, confidence, "", merge_flags(*values))
     if name == "open":
-        return unresolved(node, f"open() at line {node.lineno} reads a file at run time", merge_flags(*args))
+        reads = DESCRIPTIONS["files"].removeprefix("which ")  # the words dryrun_config.UNPINNABLE looks for
+        return unresolved(node, f"open() at line {node.lineno} {reads}", merge_flags(*args))
     if name == "range" and not kwargs and all(known(a) and type(a.value) is int for a in args):
         with suppress(TypeError, ValueError, OverflowError):  # no bounds, too many, a zero step, or past a C size
             span = range(*(a.value for a in args))
@@ -69,10 +71,11 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
 
 
 def not_evaluated(node: ast.AST, call: str, inputs: list) -> Val:
-    """Unresolved: names the first of `inputs` read at run time, else `call` and its line; keeps their flags."""
-    why = (
-        cause(*inputs) or whole_environment(inputs, node) or f"{call} at line {node.lineno} is not evaluated statically"
-    )
+    """Unresolved: names the first of `inputs` read at run time, else `call` and its line, with the input a call of
+    files, the environment, randomness or the clock reads (`inputs.call_kind`); keeps their flags."""
+    kind = call_kind(call.removesuffix("()"))
+    what = f", {DESCRIPTIONS[kind]}" if kind != "call" else " is not evaluated statically"
+    why = cause(*inputs) or whole_environment(inputs, node) or f"{call} at line {node.lineno}{what}"
     return unresolved(node, why, merge_flags(*inputs))
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..common import atomic, bounded, trees
 from ..trial import childenv, owned_folders, seal
-from .recorded import NOT_RUN, DryRunRecord, parse
+from .recorded import KEYLESS_FOLDERS, NOT_RUN, DryRunRecord, parse
 
 BOOT = Path(__file__).resolve().parent / "dryrun_boot" / "__main__.py"  # run by path; its package is its folder
 TIMEOUT_SECONDS = 60.0
@@ -35,7 +35,7 @@ MAX_CACHED = 512  # records kept in the cache folder (the oldest go first)
 HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".cfg", ".toml", ".txt", ".sh")
 MAX_HASHED_FILES, MAX_HASHED_BYTES, MAX_DEPTH = 400, 1 << 20, 4
 MAX_STATED_FILES = 4000  # other files (data): keyed by size and modification time, never read
-SKIPPED_FOLDERS = {"__pycache__", ".git", ".autofl", "autofl_runs", "node_modules", ".venv", "venv"}
+SKIPPED_FOLDERS = KEYLESS_FOLDERS  # never hashed: caches, version control, environments
 TEMP_NAMES = ("TMPDIR", "TEMP", "TMP")
 # Never perturbed: what a trial sets itself, and what locates the machine's interpreter, files and network.
 FIXED_ENV = (childenv.SIMULATOR_ROOT_VAR, *sorted(childenv.LOCATING_NAMES.difference(TEMP_NAMES)))

@@ -2,7 +2,7 @@
 
 `nvflare_recipes.json` (next to this file) is rendered by `make sync` from the installed NVFLARE's source
 (shared/nvflare_recipes.py), so nvflare is never imported. A class is found by its import path, else by name; a
-local subclass inherits its base's family, and its base's defaults unless it defines its own `__init__`.
+local subclass inherits its base's family, and its base's defaults unless it builds its instances otherwise (`walker._own_constructor`).
 """
 
 from __future__ import annotations
@@ -68,14 +68,14 @@ def nvflare_class(cls: Any) -> str | None:
 
 def keeps_nvflare_arguments(cls: Any) -> bool:
     """True when NVFLARE's code takes the class's constructor arguments as given: a class imported from an
-    `nvflare` module, or a job's own subclass of a known NVFLARE class that keeps its base's `__init__` (never a
-    class of another package, whatever its name)."""
+    `nvflare` module, or a job's own subclass building its instances as its bases do, each of which keeps them
+    (never a class of another package, whatever its name, nor one derived from it)."""
     if cls is None or getattr(cls, "dynamic", False):
         return False
     if cls.qualname.partition(".")[0] == "nvflare":
         return True
-    found, own_init = _matches(cls) if cls.qualname.startswith(LOCAL_PREFIX) else ({}, False)
-    return bool(found) and not own_init
+    local = cls.qualname.startswith(LOCAL_PREFIX) and not cls.defines_init and bool(_matches(cls)[0])
+    return local and all(keeps_nvflare_arguments(base) for base in cls.bases)  # a mixin's __init__ runs first
 
 
 def is_known_recipe(cls: Any) -> bool:

@@ -439,10 +439,20 @@ def other_version(record: DryRunRecord) -> str | None:
     return raise_reason(record) if _version_lacks(record) else None
 
 
+KEYLESS_FOLDERS = frozenset(  # the job folder's folders the dry run's cache key skips (`dryrun.job_digest`)
+    {"__pycache__", ".git", ".autofl", "autofl_runs", "node_modules", ".venv", "venv"}
+)
+
+
 def reads_only_job_files(record: DryRunRecord) -> bool:
-    """True when every file or folder the recorded run read before NVFLARE ran lies in the job's folder: the dry
-    run's cache key holds them and a candidate may not change them, so a value read from them is pinned."""
-    return record.status == "recorded" and not any(p.startswith("/") or p == "..." for p in record.files_read)
+    """True when every file or folder the recorded run read before NVFLARE ran lies in the job's folder, outside
+    the folders its cache key skips: the key holds them and a candidate may not change them, so a value read from
+    them is pinned."""
+
+    def pinned(path: str) -> bool:
+        return not path.startswith("/") and path != "..." and not KEYLESS_FOLDERS & set(path.split("/"))
+
+    return record.status == "recorded" and all(pinned(p) for p in record.files_read)
 
 
 def lacks_module(record: DryRunRecord) -> bool:
