@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from autofl_core.importer import admission, api, dryrun, recorded
+from autofl_core.importer import admission, api, dryrun, recorded, run_reasons
 from runner_support import dry_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,7 +81,7 @@ def test_a_recipe_run_once_by_a_helper_module_is_admitted_with_the_recorded_budg
 
 def test_the_record_says_job_py_ended_after_its_one_run(tmp_path, private_cache):
     record = dry_run(_job(tmp_path / "job", READ_AFTER["the run's status and result"]), [])
-    assert (record.status, record.after, recorded.runs(record)) == ("recorded", recorded.After("ended"), "once")
+    assert (record.status, record.after, run_reasons.runs(record)) == ("recorded", recorded.After("ended"), "once")
 
 
 def test_a_helper_that_runs_the_recipe_twice_is_refused_naming_both_lines(tmp_path, private_cache):
@@ -160,7 +160,7 @@ def test_code_after_the_run_writes_nothing_outside_the_sandbox(tmp_path, private
     path = _job(tmp_path / "job", after)
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "tmp" not in p.parts)
     record = dry_run(path, [])
-    assert recorded.runs(record) == "once", record.after  # the writes ran, inside the sandbox
+    assert run_reasons.runs(record) == "once", record.after  # the writes ran, inside the sandbox
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "tmp" not in p.parts) == before
     assert not list((tmp_path / "tmp").rglob("after.txt"))
 
@@ -184,5 +184,5 @@ def test_the_corpus_job_run_by_a_launcher_module_is_admitted_by_its_dry_run(tmp_
 def test_code_after_the_run_that_never_ends_is_stopped_and_shows_no_single_run(tmp_path, private_cache):
     path = _job(tmp_path / "job", "helpers.launch(recipe, ENV)\nwhile True:\n    pass")
     record = dry_run(path, [])
-    assert record.status == "recorded" and recorded.runs(record) == "unknown", record
-    assert record.after.how == "unfinished" and "10 s after its run" in recorded.runs_reason(record)
+    assert record.status == "recorded" and run_reasons.runs(record) == "unknown", record
+    assert record.after.how == "unfinished" and "10 s after its run" in run_reasons.runs_reason(record)

@@ -5,7 +5,7 @@ import json
 import os
 
 import pytest
-from autofl_core.importer import budget, dryrun_config, moves, recorded
+from autofl_core.importer import budget, dryrun_config, moves, recorded, run_reasons
 
 FEDAVG = "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
 
@@ -76,7 +76,7 @@ def test_a_raise_names_the_job_line_and_the_nvflare_line():
         "where": {"file": "job.py", "line": 12, "text": "recipe = R()"},
         "nvflare": {"file": "nvflare/recipe/fedavg.py", "line": 356},
     }
-    reason = recorded.raise_reason(recorded.parse(raised))
+    reason = run_reasons.raise_reason(recorded.parse(raised))
     assert "job.py line 12 (recipe = R())" in reason and "nvflare/recipe/fedavg.py line 356" in reason
 
 
@@ -269,7 +269,7 @@ def test_each_status_the_boot_or_the_sandbox_writes_parses_to_a_typed_record(raw
     if status == "raised":
         assert parsed.where == recorded.Where("job.py", 3, "")
     if status == "exited":
-        assert parsed.code == 2 and "job.py: error: bad" in recorded.stop_reason(parsed)
+        assert parsed.code == 2 and "job.py: error: bad" in run_reasons.stop_reason(parsed)
 
 
 @pytest.mark.parametrize(
@@ -530,7 +530,7 @@ def test_the_job_s_own_words_of_any_json_type_are_read_as_text_not_refused(value
     parsed = recorded.parse(raw)
     assert parsed.status == "raised"
     assert parsed.exception == parsed.message == parsed.reason == str(value)
-    reason = recorded.raise_reason(parsed)
+    reason = run_reasons.raise_reason(parsed)
     assert reason.isprintable() and "\n" not in reason
     assert recorded.parse({"status": "raised"}).message == "", "a missing message is empty text"
 
@@ -563,9 +563,9 @@ def test_a_module_this_interpreter_lacks_is_told_to_install_not_another_version(
     inside = raised_at("ImportError", "cannot import name 'B' from 'nvflare.c'", {"file": "nvflare/c.py", "line": 2})
     other = raised_at("ImportError", "cannot import name 'FedAvg' from 'nvflare' (/site/nvflare/__init__.py)")
     renamed = raised_at("ModuleNotFoundError", "No module named 'nvflare.fox'")
-    assert recorded.other_version(lacking) is recorded.other_version(inside) is None
-    assert "has no nvflare.FedAvg: job.py was written for another NVFLARE version" in recorded.other_version(other)
-    assert "has no nvflare.fox: job.py was written" in recorded.other_version(renamed)
+    assert run_reasons.other_version(lacking) is run_reasons.other_version(inside) is None
+    assert "has no nvflare.FedAvg: job.py was written for another NVFLARE version" in run_reasons.other_version(other)
+    assert "has no nvflare.fox: job.py was written" in run_reasons.other_version(renamed)
     for run, install in ((lacking, True), (other, False)):
         config = {"admission_errors": [{"code": "X", "message": "fixed_budget.num_rounds is unresolved"}]}
         message = dryrun_config.settle(config, [], run)["admission_errors"][0]["message"]
@@ -579,11 +579,11 @@ def test_a_type_error_is_another_version_s_only_for_an_nvflare_call_s_arguments(
         return recorded.parse({**data, "stubbed": list(stubbed)})
 
     unexpected = "R.__init__() got an unexpected keyword argument 'initial_model'"
-    assert "has no nvflare.r.R.__init__() taking these arguments" in recorded.other_version(
+    assert "has no nvflare.r.R.__init__() taking these arguments" in run_reasons.other_version(
         typed(unexpected, "nvflare.r.R.__init__", ("torch",))
     )
-    assert recorded.other_version(typed(unexpected, None)) is None  # the job's own callable
-    assert recorded.other_version(typed("unsupported operand type(s)", "nvflare.r.R.__init__")) is None
+    assert run_reasons.other_version(typed(unexpected, None)) is None  # the job's own callable
+    assert run_reasons.other_version(typed("unsupported operand type(s)", "nvflare.r.R.__init__")) is None
     missing = "R.__init__() missing 1 required positional argument: 'model'"
-    assert recorded.other_version(typed(missing, "nvflare.r.R.__init__")) is not None
-    assert recorded.other_version(typed(missing, "nvflare.r.R.__init__", ("helpers",))) is None  # `R(*stand_in)`
+    assert run_reasons.other_version(typed(missing, "nvflare.r.R.__init__")) is not None
+    assert run_reasons.other_version(typed(missing, "nvflare.r.R.__init__", ("helpers",))) is None  # `R(*stand_in)`

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from autofl_core.importer import admission, api, dryrun, recorded
+from autofl_core.importer import admission, api, dryrun, run_reasons
 from autofl_core.trial.argv import TrialError, build_trial_argv
 from runner_support import dry_run
 from test_dryrun_runs import _codes, _job
@@ -52,7 +52,7 @@ def test_a_second_run_however_job_py_goes_on_is_never_read_as_one(tmp_path, priv
     non-daemon threads ran; a caught stop at the second run read as a normal end), and the import was admitted."""
     path = _job(tmp_path / "job", SECOND_RUNS[case])
     record = dry_run(path, [])
-    assert record.status == "recorded" and recorded.runs(record) != "once", record.after
+    assert record.status == "recorded" and run_reasons.runs(record) != "once", record.after
     config = api.import_job(path, dry_run=True)
     assert _codes(config) == [admission.SEVERAL_RUNS], config["admission_errors"]
 
@@ -65,14 +65,14 @@ def test_a_second_fedjob_run_after_the_recipe_s_is_seen(tmp_path, private_cache)
         "job.to_server(FedAvg(num_clients=2, num_rounds=7))\njob.simulator_run('/tmp/second', n_clients=2)"
     )
     record = dry_run(_job(tmp_path / "job", after), [])
-    assert (record.after.how, recorded.runs(record)) == ("again", "twice"), record.after
+    assert (record.after.how, run_reasons.runs(record)) == ("again", "twice"), record.after
 
 
 @needs_sandbox
 def test_an_atexit_handler_that_only_prints_keeps_the_single_run(tmp_path, private_cache):
     after = "import atexit\natexit.register(print, 'bye')\nhelpers.launch(recipe, ENV)"
     record = dry_run(_job(tmp_path / "job", after), [])
-    assert recorded.runs(record) == "once", record.after
+    assert run_reasons.runs(record) == "once", record.after
 
 
 # --- 5. run arguments setting a budget option in a spelling argparse accepts ---------------------------------------

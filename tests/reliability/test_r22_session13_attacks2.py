@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from autofl_core.importer import admission, api, dryrun, recorded
+from autofl_core.importer import admission, api, dryrun, run_reasons
 from autofl_core.trial.argv import TrialError, build_trial_argv
 from runner_support import dry_run
 from test_dryrun_runs import _codes, _job
@@ -84,7 +84,7 @@ def test_a_second_run_after_h13atk_s_fixes_is_never_read_as_one(tmp_path, privat
     path = _job(tmp_path / "job", SECOND_RUNS[case])
     (path.parent / "again.py").write_text("import runpy\nrunpy.run_path('job.py', run_name='__main__')\n")
     record = dry_run(path, [])
-    assert record.status == "recorded" and recorded.runs(record) != "once", record.after
+    assert record.status == "recorded" and run_reasons.runs(record) != "once", record.after
     config = api.import_job(path, dry_run=True)
     assert _codes(config) == [admission.SEVERAL_RUNS], config["admission_errors"]
 
@@ -113,7 +113,7 @@ RUNS_ONCE = {  # case: job.py's code after the recipe is built; `python job.py` 
 @pytest.mark.parametrize("case", list(RUNS_ONCE), ids=lambda c: c.replace(" ", "-"))
 def test_a_job_that_runs_once_is_admitted_whatever_it_leaves_for_python_s_exit(tmp_path, private_cache, case):
     record = dry_run(_job(tmp_path / "job", RUNS_ONCE[case]), [])
-    assert recorded.runs(record) == "once", record.after
+    assert run_reasons.runs(record) == "once", record.after
 
 
 # --- 3. combined short flags: argparse's reading decides -----------------------------------------------------------

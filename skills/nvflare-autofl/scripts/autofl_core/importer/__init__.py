@@ -6,6 +6,7 @@ trial sandbox can seal, `import_job(..., dry_run=True)` also runs job.py there u
 - `fallbacks` - refuses a run that stood in for a module job.py imports inside a `try` catching its ImportError;
 - `dryrun_boot/` - run by path inside the sandbox: intercepts NVFLARE's entry points, records what was built;
 - `recorded` - the typed record (`DryRunRecord`) and what it says: class, family, budget, key metric, script;
+- `run_reasons` - why a run settled nothing, in words naming job.py's line and the fix; whether its file reads pin;
 - `moves` - which options and environment variables move the budget or the objective, found by perturbed runs;
 - `dryrun_config` - folds a record into the config: a recorded training run is its source;
 - `api` - the public API: `import_job` (reads files) and `import_source` (pure), assembling the config;

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from ..common import atomic, bounded, trees
 from ..trial import childenv, owned_folders, seal
-from .recorded import KEYLESS_FOLDERS, NOT_RUN, DryRunRecord, parse
+from .recorded import NOT_RUN, DryRunRecord, parse
+from .run_reasons import KEYLESS_FOLDERS
 
 BOOT = Path(__file__).resolve().parent / "dryrun_boot" / "__main__.py"  # run by path; its package is its folder
 TIMEOUT_SECONDS = 60.0

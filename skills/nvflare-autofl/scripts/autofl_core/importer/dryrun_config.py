@@ -18,14 +18,14 @@ a recorded training run is the config's source.
 - A stand-in for a module job.py imports where a handler would catch its ImportError (`fallbacks`): not what
   `python job.py` does on this host; the import is refused naming that line.
 - A raise on job.py's own line importing from NVFLARE what it lacks, or calling NVFLARE with arguments it does not
-  take (`recorded.other_version`): job.py was written for another NVFLARE version; refused naming the line, stand-ins or not.
+  take (`run_reasons.other_version`): job.py was written for another NVFLARE version; refused naming the line, stand-ins or not.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import moves, recorded
+from . import moves, recorded, run_reasons
 from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, SEVERAL_RUNS
 from .argparse_flow import first_by_dest
 from .budget import FIELDS
@@ -54,19 +54,19 @@ def summary(record: DryRunRecord | None, ran: Ran | None = None) -> dict:
     out = {"status": record.status, "stubbed": list(record.stubbed)}
     if ran is not None:
         out.update(entry=record.entry, nvflare_class=ran.recipe_class, family=ran.family, budget=ran.values)
-    elif why := recorded.stop_reason(record):
+    elif why := run_reasons.stop_reason(record):
         out["reason"] = why
     return out
 
 
 def _unpinnable(config: dict, record: DryRunRecord) -> bool:
     """True when a static refusal or a budget/objective note names an input one run cannot pin (`UNPINNABLE`); files
-    are pinned when the run read none outside the job's folder (`recorded.reads_only_job_files`)."""
+    are pinned when the run read none outside the job's folder (`run_reasons.reads_only_job_files`)."""
     notes = [
         u.get("reason", "") for u in config["unresolved"] if u["field"].startswith(("fixed_budget.", "objective."))
     ]
     texts = " ".join([*(e["message"] for e in config["admission_errors"]), *notes])
-    pinned = {READS_FILES} if recorded.reads_only_job_files(record) else set()
+    pinned = {READS_FILES} if run_reasons.reads_only_job_files(record) else set()
     return any(mark in texts for mark in UNPINNABLE if mark not in pinned)
 
 
@@ -249,9 +249,9 @@ def _not_training(config: dict, record: DryRunRecord, ran: Ran) -> None:
 
 
 def other_version_refusal(record: DryRunRecord, family: str | None) -> str | None:
-    """`recorded.other_version` as a refusal of its own, for a job the reading does not already refuse by its family
+    """`run_reasons.other_version` as a refusal of its own, for a job the reading does not already refuse by its family
     (a non-training job stays refused for what it is, the raise added to its reason by `settle`)."""
-    return None if family in NOT_TRAINING else recorded.other_version(record)
+    return None if family in NOT_TRAINING else run_reasons.other_version(record)
 
 
 def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]:
@@ -259,7 +259,7 @@ def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]
     if candidate is None:
         return []
     if candidate.status != "recorded":
-        why = recorded.raise_reason(candidate) if candidate.status == "raised" else candidate.status
+        why = run_reasons.raise_reason(candidate) if candidate.status == "raised" else candidate.status
         return [f"job.py no longer reaches NVFLARE with them ({why})"]
     before, after = moves.signature(baseline), moves.signature(candidate)
     return [f"{key} {before[key]} -> {after[key]}" for key in (*FIELDS, *moves.RUN_KEYS) if before[key] != after[key]]
@@ -301,12 +301,12 @@ def apply(
     family = ran.family if ran is not None and fallback is None else None
     # several runs: the config's support says it (a refusal the run does not settle stays there, with why)
     kept = [e for e in static["admission_errors"] if e["code"] not in {*SETTLED_BY_RUNNING, SEVERAL_RUNS}]
-    several = static["import"]["support"].get("several_runs") and recorded.runs(record) != "once"
+    several = static["import"]["support"].get("several_runs") and run_reasons.runs(record) != "once"
     held = _unpinnable(static, record) or config["job"].get("family") in NOT_TRAINING or several  # no run settles these
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
-    raised_here = record.status == "raised" and not record.stubbed and not recorded.lacks_module(record)
-    if family == "training" and recorded.runs(record) == "twice":
-        config["import"]["support"] = {"status": "unsupported", "reason": recorded.runs_reason(record)}
+    raised_here = record.status == "raised" and not record.stubbed and not run_reasons.lacks_module(record)
+    if family == "training" and run_reasons.runs(record) == "twice":
+        config["import"]["support"] = {"status": "unsupported", "reason": run_reasons.runs_reason(record)}
         config["import"]["support"]["several_runs"] = True
         return kept
     if family == "training" and not held:
@@ -317,9 +317,9 @@ def apply(
     elif record.status == "recorded" and fallback is None:
         pinned_too(config, moved)
         if several:  # the run went on in a way that does not show one run: say how
-            config["import"]["support"]["reason"] += f" ({recorded.runs_reason(record)})"
+            config["import"]["support"]["reason"] += f" ({run_reasons.runs_reason(record)})"
     elif raised_here and static["admission_errors"] and settles and fallback is None:  # the refusal names its line
-        support, why = config["import"]["support"], recorded.raise_reason(record)
+        support, why = config["import"]["support"], run_reasons.raise_reason(record)
         if support["status"] == "supported":
             config["import"]["support"] = {"status": "unsupported", "reason": why}
         else:
@@ -333,7 +333,7 @@ def settle(config: dict, kept: list[dict], record: DryRunRecord) -> dict:
     be imported here, it raised, or it reached no NVFLARE run with a package stood in."""
     config["admission_errors"] += [e for e in kept if e not in config["admission_errors"]]
     errors = config["admission_errors"]
-    why = recorded.stop_reason(record) if record.status in ("raised", "exited", "no_run") else ""
+    why = run_reasons.stop_reason(record) if record.status in ("raised", "exited", "no_run") else ""
     if why and errors and "running job.py" not in errors[0]["message"]:
         errors[0]["message"] += f" (and {why})"  # a refusal the run left says why
     return config

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Callable
 
-from . import recorded
+from . import recorded, run_reasons
 from .argparse_flow import Flag
 from .budget import FIELDS
 from .recorded import DryRunRecord
@@ -27,12 +27,12 @@ RUN_KEYS = ("entry", "class", "metric", "mode", "workspace", "runs")  # what run
 def signature(record: DryRunRecord) -> dict:
     """What a candidate may not change: the budget values (`FIELDS`), then what runs (`RUN_KEYS`): the entry point,
     the class that runs, the key metric and its mode, a FedJob's simulator folder, and how many times job.py runs
-    (`recorded.runs`)."""
+    (`run_reasons.runs`)."""
     ran = recorded.ran(record)
     runs = (record.entry, record.recipe[0] if record.recipe else None, ran.metric, ran.mode, _under_root(record))
     return {
         **{field: ran.values[field] for field in FIELDS},
-        **dict(zip(RUN_KEYS, (*runs, recorded.runs(record)), strict=True)),
+        **dict(zip(RUN_KEYS, (*runs, run_reasons.runs(record)), strict=True)),
     }
 
 

@@ -2,7 +2,8 @@
 
 `nvflare_recipes.json` (next to this file) is rendered by `make sync` from the installed NVFLARE's source
 (shared/nvflare_recipes.py), so nvflare is never imported. A class is found by its import path, else by name; a
-local subclass inherits its base's family, and its base's defaults unless it builds its instances otherwise (`walker._own_constructor`).
+local subclass inherits its base's family, and its base's defaults unless it builds its instances otherwise
+(`targets.own_constructor`).
 """
 
 from __future__ import annotations

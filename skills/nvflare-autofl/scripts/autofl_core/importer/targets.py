@@ -58,3 +58,15 @@ def unfollowed(tree: ast.AST) -> str | None:
     if first is None:
         return None
     return f"job.py uses {REFUSED[type(first)]} at line {first.lineno}, which the static reading does not follow"
+
+
+CONSTRUCTORS = ("__init__", "__new__")
+
+
+def own_constructor(stmt: ast.ClassDef, defs: list) -> bool:
+    """True when the class may build its instances otherwise than its bases do: it defines or assigns `__init__`
+    or `__new__`, or has a decorator, a metaclass or another class keyword."""
+    assigned = [t for n in stmt.body if isinstance(n, (ast.Assign, ast.AnnAssign)) for t in getattr(n, "targets", [])]
+    assigned += [n.target for n in stmt.body if isinstance(n, ast.AnnAssign)]
+    names = {n.name for n in defs} | {t.id for t in assigned if isinstance(t, ast.Name)}
+    return bool(names & set(CONSTRUCTORS) or stmt.decorator_list or stmt.keywords)

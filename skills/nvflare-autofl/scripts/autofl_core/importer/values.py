@@ -50,7 +50,7 @@ class ClassRef:
     dynamic: bool = False
     candidates: tuple[str, ...] = ()
     bases: tuple = ()  # local classes: the ClassRefs of their bases
-    defines_init: bool = False  # local classes: own constructor, or a base not read (walker._own_constructor)
+    defines_init: bool = False  # local classes: own constructor, or a base not read (targets.own_constructor)
 
 
 @dataclass(eq=False)

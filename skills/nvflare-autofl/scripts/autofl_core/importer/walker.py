@@ -26,7 +26,7 @@ from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, Raise
 from .inputs import ENV_READERS, call_kind
 from .namespace_writes import NamespaceWrites, given_to, known_wrapper
 from .surface import FEDJOB_RUNS, RECIPE_RUNS, TRAINING_RUNS, touches_surface
-from .targets import dunder, unfollowed
+from .targets import dunder, own_constructor, unfollowed
 from .uncertain import UncertainPaths, with_flags
 from .values import (
     HIGH,
@@ -330,7 +330,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
     def _st_ClassDef(self, stmt: ast.ClassDef) -> None:
         bases = tuple(b for b in (self.ev(base) for base in stmt.bases) if isinstance(b, ClassRef))
         defs = [n for n in stmt.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        init = _own_constructor(stmt, defs) or len(bases) != len(stmt.bases)
+        init = own_constructor(stmt, defs) or len(bases) != len(stmt.bases)
         if ap.uses_argparse(stmt):
             self.out.class_parsers.append((stmt.name, stmt.lineno))
         saved, own = self.scopes, {}
@@ -492,15 +492,3 @@ def _unrollable(iterable: Any, body: list[ast.stmt]) -> list | None:
     items = None if isinstance(iterable, Bag) and iterable.keys is not None else values.elements(iterable)
     leaves = any(isinstance(node, (ast.Break, ast.Continue)) for stmt in body for node in ast.walk(stmt))
     return None if items is None or len(items) > MAX_UNROLL or leaves else items
-
-
-CONSTRUCTORS = ("__init__", "__new__")
-
-
-def _own_constructor(stmt: ast.ClassDef, defs: list) -> bool:
-    """True when the class may build its instances otherwise than its bases do: it defines or assigns `__init__`
-    or `__new__`, or has a decorator, a metaclass or another class keyword."""
-    assigned = [t for n in stmt.body if isinstance(n, (ast.Assign, ast.AnnAssign)) for t in getattr(n, "targets", [])]
-    assigned += [n.target for n in stmt.body if isinstance(n, ast.AnnAssign)]
-    names = {n.name for n in defs} | {t.id for t in assigned if isinstance(t, ast.Name)}
-    return bool(names & set(CONSTRUCTORS) or stmt.decorator_list or stmt.keywords)

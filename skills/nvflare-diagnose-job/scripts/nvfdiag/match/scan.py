@@ -93,23 +93,7 @@ def scan_signals(
                 matched += 1
                 if matched >= MAX_HITS_PER_ROW:
                     break
-    strength: dict[str, dict[int, tuple[str, bool]]] = {row_id: {} for row_id in found}
-    generic: dict[str, set[int]] = {row_id: set() for row_id in found}  # lines only generic signals match
-    # the first matching signal of a row (catalog order) gives the hit its strength; the hit is generic when no
-    # signal of the row that is not generic matches the line
-    for row_id, sig in checks:
-        for number in found[row_id]:
-            first = number not in strength[row_id]
-            if not (first or (number in generic[row_id] and not sig.generic)):
-                continue
-            if not _signal_matches(lines[number].text, sig, number in noisy_set):
-                continue
-            if first:
-                strength[row_id][number] = (sig.strength, sig.after_partner, rule_basis(row_id, sig), sig.loose)
-            if sig.generic and first:
-                generic[row_id].add(number)
-            elif not sig.generic:
-                generic[row_id].discard(number)
+    strength, generic = _strengths(lines, checks, found, noisy_set)
     for row_id, numbers in strength.items():
         if numbers:
             result.hits[row_id] = [
@@ -119,6 +103,27 @@ def scan_signals(
     result.markers = _markers(lines, index, skip)
     result.find_mode_hints = functools.partial(_mode_hints, lines, catalog, index, skip)
     return result
+
+
+def _strengths(lines: list[Line], checks: list, found: dict[str, set[int]], noisy: set[int]) -> tuple[dict, dict]:
+    """Per row, each matched line's (strength, after_partner, basis, loose) from the first matching signal of the
+    row (catalog order), and the lines only generic signals match (no signal of the row that is not generic does)."""
+    strength: dict[str, dict[int, tuple]] = {row_id: {} for row_id in found}
+    generic: dict[str, set[int]] = {row_id: set() for row_id in found}
+    for row_id, sig in checks:
+        for number in found[row_id]:
+            first = number not in strength[row_id]
+            if not (first or (number in generic[row_id] and not sig.generic)):
+                continue
+            if not _signal_matches(lines[number].text, sig, number in noisy):
+                continue
+            if first:
+                strength[row_id][number] = (sig.strength, sig.after_partner, rule_basis(row_id, sig), sig.loose)
+            if sig.generic and first:
+                generic[row_id].add(number)
+            elif not sig.generic:
+                generic[row_id].discard(number)
+    return strength, generic
 
 
 def rule_basis(row_id: str, sig) -> str:
