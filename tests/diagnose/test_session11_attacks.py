@@ -136,11 +136,6 @@ def test_a_script_in_a_package_folder_the_evidence_names_is_the_job(named):
     assert verdict(done) == ("USER_CODE_EXCEPTION", "high")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the UUID job-id mode hint reads any line in NVFLARE's shapes: a print of the job's own code in the same "
-    "shape makes a simulation's mode ambiguous, and the diagnosis medium",
-)
 def test_a_job_id_the_client_prints_does_not_unsettle_a_real_simulation():
     lines = (REAL / "simenv_inprocess_console.txt").read_text(encoding="utf-8").splitlines()
     done = run({"console.txt": [f"Job {OTHER_RUN} started", *lines]}, mode="auto")

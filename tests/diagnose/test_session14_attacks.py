@@ -181,11 +181,6 @@ def test_a_failed_status_in_prose_or_of_another_job_does_not_corroborate(name, t
     assert verdict(done) == (PEER, "medium")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: `Client shutdown...` ends every run, failed or not; a connection refused at the client's start "
-    "(the server not up yet) followed by a whole healthy run and its ordinary shutdown reads as corroborated",
-)
 def test_a_transient_error_at_start_and_the_runs_ordinary_shutdown_is_not_high():
     start = record("ERROR", "GrpcDriver", GENERIC_RECORDS["refused"].split(" - ERROR - ")[1], at="21:14:59,000")
     end = record("INFO", "FederatedClient", CLIENT_SHUTDOWN, at="21:16:05,000")

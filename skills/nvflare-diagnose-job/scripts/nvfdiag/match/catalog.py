@@ -52,6 +52,13 @@ class ModeHint:
     weak: bool = False  # says little on its own: outweighed by a hint of the other mode (mode.py)
     # a fact of NVFLARE's own connections: not read on a traceback that is the job's own call (a download)
     nvflare_connections_only: bool = False
+    # text the job's own code can print in the same shape (an id): strong only on a record of NVFLARE's logger
+    printable: bool = False
+
+    @property
+    def printed_reason(self) -> str:
+        """The reason when the hint is read on other text (weak: the job may have printed it)."""
+        return f"{self.reason}, in text that is not a record of NVFLARE's logger"
 
     def may_match(self, lowered: str) -> bool:
         return not self.keywords or any(word in lowered for word in self.keywords)
@@ -128,7 +135,8 @@ class Catalog:
 
     @property
     def weak_mode_reasons(self) -> frozenset[str]:
-        return frozenset(hint.reason for hints in self.mode_hints.values() for hint in hints if hint.weak)
+        hints = [hint for entries in self.mode_hints.values() for hint in entries]
+        return frozenset(hint.reason for hint in hints if hint.weak) | {h.printed_reason for h in hints if h.printable}
 
 
 def load_catalog(path: str | Path = DEFAULT_PATH, messages_path: str | Path = nvflare_messages.DEFAULT_PATH) -> Catalog:
@@ -265,6 +273,7 @@ def parse_catalog(document: object) -> Catalog:
                 _keywords(e.get("keywords"), f"mode hint {mode}"),
                 bool(e.get("weak")),
                 bool(e.get("nvflare_connections_only")),
+                bool(e.get("printable")),
             )
             for e in entries
         )
