@@ -7,7 +7,6 @@ scan        one pass over the lines: catalog signal hits, text mode hints, statu
 tracebacks  Python tracebacks and whether they pass through user code
 jobframes   which frames are surely the job's own code (its app custom folder, job.py, a script the evidence names)
 calibration  evidence too thin for high: unsure job code, one bare line or one record of generic words, another run's
-runlines    NVFLARE's records of the run's course: a peer gone, work completed (not its ordinary shutdown lines)
 raiser      who raised it decides: the raising frame, the caller chain, NVFLARE's messages, wrappers
 refine      hits -> ranked candidates: the catalog's refinement rules and the precedence
 mode        simulation, production (POC included) or ambiguous

@@ -7,10 +7,10 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
 - every strong hit is a catalog regex on the words of one line outside a traceback, the line is bare (not a log
   record) or a record whose words are only ones many libraries print (the catalog's `generic` signals: an errno
   text, a Python exception class, gRPC's status), and nothing else supports the row (a second hit line, a failed
-  job status, NVFLARE's line that a peer is gone: runlines.py; not its ordinary shutdown lines, which end every
-  run): one line says too little on its own;
-- every strong hit is a record outside a traceback, and a record of the run's progress (runlines.py: a task or
-  round completed) follows the last of them in each of their files: the run went on past the error;
+  job status, NVFLARE's record that a peer is gone: the catalog's run_course peer_gone; not its ordinary shutdown
+  lines, which end every run): one line says too little on its own;
+- every strong hit is a record outside a traceback, and NVFLARE's record of completed work (the catalog's
+  run_course progress) follows the last of them in each of their files: the run went on past the error;
 - the job being diagnosed is known and every strong hit lies in a record of another run (its `run=<id>` prefix, a
   job id in one of NVFLARE's shapes, the run folder of its file or of its traceback's paths): evidence of another
   job in the same bundle;
@@ -71,6 +71,17 @@ def uncorroborated(an, primary: Candidate) -> str:
     if len(an.evidence.sources) > 1 and _outside_the_logs(lines, primary):
         return OUT_OF_SPAN
     return ""
+
+
+def course_lines(lines, index, flagged, wording) -> tuple[int, ...]:
+    """Log records (not flagged) in one of the catalog's run_course wordings (catalog.Wording, or None: none),
+    found through the text index (index: textindex.TextIndex of the same lines). matcher.Analysis.peer_gone and
+    .progress call it when a rule asks."""
+    if wording is None:
+        return ()
+    numbers = sorted({n for word in wording.keywords for n in index.lines_with(word)} - set(flagged))
+    texts = ((n, lines[n].text[:MAX_LINE]) for n in numbers)
+    return tuple(n for n, text in texts if wording.regex.search(text) and is_record(text))
 
 
 def _outside_the_logs(lines, primary: Candidate) -> bool:

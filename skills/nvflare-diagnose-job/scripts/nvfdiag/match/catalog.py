@@ -73,6 +73,14 @@ def _keywords(raw: object, where: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class Wording:
+    """Lines of one kind in NVFLARE's words: a regex and the lower-case keywords every match holds one of."""
+
+    regex: re.Pattern
+    keywords: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Variant:
     id: str
     regex: re.Pattern | None
@@ -122,6 +130,9 @@ class Catalog:
     release_mismatch: str = ""  # said first when a name under nvflare. is missing (a job for another release)
     # lines of a web download (urllib, a host at port 443, curl, wget, git): never NVFLARE's own connection
     web_downloads: re.Pattern | None = None
+    # NVFLARE's records that a peer is gone, and that work completed (the catalog's run_course; None: not given)
+    peer_gone: Wording | None = None
+    progress: Wording | None = None
 
     def row(self, pattern_id: str) -> Row:
         return next(r for r in self.rows if r.id == pattern_id)
@@ -286,7 +297,24 @@ def parse_catalog(document: object) -> Catalog:
         user_calls=usercalls.parse_user_calls(document, CatalogError),
         release_mismatch=_release_mismatch(document),
         web_downloads=_web_downloads(document),
+        **_run_course(document),
     )
+
+
+def _run_course(document: dict) -> dict[str, Wording]:
+    """The optional `run_course` wordings (see the catalog's comment), by name."""
+    if document.get("run_course") is None:
+        return {}
+    course = _need(document, "run_course", dict, "the catalog")
+    out = {}
+    for name in ("peer_gone", "progress"):
+        entry = _need(course, name, dict, "run_course")
+        where = f"run_course {name}"
+        keywords = _keywords(entry.get("keywords"), where)
+        if not keywords:
+            raise CatalogError(f"catalog: {where} needs keywords (its lines are found through them)")
+        out[name] = Wording(_compile(entry.get("regex"), where), keywords)
+    return out
 
 
 def _web_downloads(document: dict) -> re.Pattern | None:

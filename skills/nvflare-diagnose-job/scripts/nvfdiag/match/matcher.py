@@ -19,7 +19,7 @@ from ..model import Evidence
 from ..read import sites
 from ..textindex import TextIndex
 from ..untrusted.injection import scan_suspicious
-from . import calibration, datapaths, dissent, downstream, exits, foreign_tracebacks, raiser, releases, runlines
+from . import calibration, datapaths, dissent, downstream, exits, foreign_tracebacks, raiser, releases
 from .attribution import dependent_sites, mentioned_sites
 from .catalog import Catalog
 from .jobframes import scripts_in
@@ -77,7 +77,8 @@ class Analysis:
     launcher: str | None = None  # how the run was started when the evidence shows it ("nvflare simulator")
     missing_nvflare: str | None = None  # a name under nvflare. the release that ran the job lacks (releases.py)
     scripts: frozenset[str] = frozenset()  # file names of the scripts the evidence names as run (jobframes.py)
-    # records where NVFLARE says a peer is gone, and where it says work completed (runlines.py), looked for when called
+    # records where NVFLARE says a peer is gone, and where it says work completed (calibration.course_lines), looked
+    # for when called
     peer_gone: Callable[[], tuple[int, ...]] = field(default=lambda: ())
     progress: Callable[[], tuple[int, ...]] = field(default=lambda: ())
 
@@ -470,8 +471,9 @@ def _run_facts(an: Analysis, index: TextIndex) -> None:
     an.workspace_to_add = _workspace_to_add(an)
     an.status_in_logs = None if an.job_status else _status_in_logs(lines, index, an.flagged)
     an.launcher = _launcher(index) if an.mode == "simulation" else None
-    an.peer_gone = functools.partial(runlines.peer_gone_lines, lines, index, an.flagged)
-    an.progress = functools.partial(runlines.progress_lines, lines, index, an.flagged)
+    course = functools.partial(calibration.course_lines, lines, index, an.flagged)
+    an.peer_gone = functools.partial(course, an.catalog.peer_gone)
+    an.progress = functools.partial(course, an.catalog.progress)
     if an.primary is not None:
         strong = [h.index for h in an.primary.hits if h.strength == "strong" and h.index is not None]
         an.missing_nvflare = releases.missing_nvflare_name(strong, lines, an.tracebacks)
