@@ -8,7 +8,8 @@ Promises guarded:
   `custom` folder is NVFLARE's layout for the job's code;
 - another run's evidence is not a confident diagnosis of this job, whether its record names the run by `run=`, by a
   job id in NVFLARE's shapes or by the run folder of its file; a record pasted alone and dated outside the span of
-  the other logs is another run's line.
+  the other logs is another run's line;
+- a job id the job's own code prints in NVFLARE's shape does not unsettle a real simulation's mode (session 15).
 
 The real captures (tests/fixtures/diagnose_real_2.9/README.md) are runs of examples/hello-numpy with a `raise` added;
 the other paths and messages are written for the test.
