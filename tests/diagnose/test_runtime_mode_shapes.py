@@ -94,6 +94,10 @@ def test_an_exported_job_folder_does_not_outweigh_deployed_evidence():
             "Docker deployment in the evidence",
             "deployment platform (Kubernetes/Helm) in the evidence",
             "gRPC connection error between participants (deployed system)",
+            # printable hints read on text that is not a record of NVFLARE's logger (a job can print the same id)
+            "run id is a UUID (deployed job), in text that is not a record of NVFLARE's logger",
+            "job id that is a UUID (a job submitted to a running system), in text that is not a record of NVFLARE's "
+            "logger",
         }
     )
     text = {"simulation": ["traceback from running job.py"], "production": ["FLARE admin console session"]}

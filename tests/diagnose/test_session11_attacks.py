@@ -8,7 +8,8 @@ Promises guarded:
   `custom` folder is NVFLARE's layout for the job's code;
 - another run's evidence is not a confident diagnosis of this job, whether its record names the run by `run=`, by a
   job id in NVFLARE's shapes or by the run folder of its file; a record pasted alone and dated outside the span of
-  the other logs is another run's line.
+  the other logs is another run's line;
+- a job id the job's own code prints in NVFLARE's shape does not unsettle a real simulation's mode (session 15).
 
 The real captures (tests/fixtures/diagnose_real_2.9/README.md) are runs of examples/hello-numpy with a `raise` added;
 the other paths and messages are written for the test.
@@ -136,11 +137,6 @@ def test_a_script_in_a_package_folder_the_evidence_names_is_the_job(named):
     assert verdict(done) == ("USER_CODE_EXCEPTION", "high")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the UUID job-id mode hint reads any line in NVFLARE's shapes: a print of the job's own code in the same "
-    "shape makes a simulation's mode ambiguous, and the diagnosis medium",
-)
 def test_a_job_id_the_client_prints_does_not_unsettle_a_real_simulation():
     lines = (REAL / "simenv_inprocess_console.txt").read_text(encoding="utf-8").splitlines()
     done = run({"console.txt": [f"Job {OTHER_RUN} started", *lines]}, mode="auto")

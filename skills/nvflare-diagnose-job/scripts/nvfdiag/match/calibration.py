@@ -7,7 +7,10 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
 - every strong hit is a catalog regex on the words of one line outside a traceback, the line is bare (not a log
   record) or a record whose words are only ones many libraries print (the catalog's `generic` signals: an errno
   text, a Python exception class, gRPC's status), and nothing else supports the row (a second hit line, a failed
-  job status, NVFLARE's own shutdown or peer-loss lines: `peer_left_lines`): one line says too little on its own;
+  job status, NVFLARE's record that a peer is gone: the catalog's run_course peer_gone; not its ordinary shutdown
+  lines, which end every run): one line says too little on its own;
+- every strong hit is a record outside a traceback, and NVFLARE's record of completed work (the catalog's
+  run_course progress) follows the last of them in each of their files: the run went on past the error;
 - the job being diagnosed is known and every strong hit lies in a record of another run (its `run=<id>` prefix, a
   job id in one of NVFLARE's shapes, the run folder of its file or of its traceback's paths): evidence of another
   job in the same bundle;
@@ -31,6 +34,7 @@ UNSURE_JOB_CODE = "no frame the evidence shows is the job's own code"
 LONE_LINE = "one catalog regex hit on one line, nothing else supports it"
 OTHER_RUN = "the evidence is another run's"
 OUT_OF_SPAN = "the one record it rests on is dated outside the other logs' time span"
+WENT_ON = "the run went on past it: NVFLARE's records of completed work follow it"
 GAP = timedelta(hours=1)
 ZONES = timedelta(hours=26)  # the widest difference of two local times (UTC-12 to UTC+14)
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -48,12 +52,6 @@ _JOB_OTHER = re.compile(
 )
 MAX_LINE = 4096
 EDGE = 50  # lines at each end of a file looked at for its first and last time
-# NVFLARE's own lines saying a participant shut down or a peer is gone (server, client, job runner; 2.4-2.9)
-_PEER_LEFT = re.compile(
-    r"\bFL server shutdown\.|\bshutting down server\b|\bClient shutdown\.\.\.|\bShutting down client\b|"
-    r"\bis deemed disconnected\b|\bis dead - set task\b|\bdead[- ]job\b|starting shutdown process"
-)
-_PEER_LEFT_NEEDLES = ("shutdown", "shutting down", "deemed disconnected", "is dead", "dead-job", "dead job")
 
 
 def uncorroborated(an, primary: Candidate) -> str:
@@ -66,6 +64,8 @@ def uncorroborated(an, primary: Candidate) -> str:
         return UNSURE_JOB_CODE
     if _lone_line(an, primary, placed):
         return LONE_LINE
+    if _went_on(an, primary, placed):
+        return WENT_ON
     if job_id and placed and all(_other_run(_runs(lines, h.index, b), job_id) for h, b in placed):
         return OTHER_RUN
     if len(an.evidence.sources) > 1 and _outside_the_logs(lines, primary):
@@ -73,13 +73,15 @@ def uncorroborated(an, primary: Candidate) -> str:
     return ""
 
 
-def peer_left_lines(lines, index, flagged) -> tuple[int, ...]:
-    """Log records (not flagged) where NVFLARE says a participant shut down or a peer is gone (2.4-2.9's wordings),
-    found through the text index (index: textindex.TextIndex of the same lines). matcher.Analysis.peer_left
-    calls it when a rule asks."""
-    numbers = sorted({n for needle in _PEER_LEFT_NEEDLES for n in index.lines_with(needle)} - set(flagged))
+def course_lines(lines, index, flagged, wording) -> tuple[int, ...]:
+    """Log records (not flagged) in one of the catalog's run_course wordings (catalog.Wording, or None: none),
+    found through the text index (index: textindex.TextIndex of the same lines). matcher.Analysis.peer_gone and
+    .progress call it when a rule asks."""
+    if wording is None:
+        return ()
+    numbers = sorted({n for word in wording.keywords for n in index.lines_with(word)} - set(flagged))
     texts = ((n, lines[n].text[:MAX_LINE]) for n in numbers)
-    return tuple(n for n, text in texts if _PEER_LEFT.search(text) and is_record(text))
+    return tuple(n for n, text in texts if wording.regex.search(text) and is_record(text))
 
 
 def _outside_the_logs(lines, primary: Candidate) -> bool:
@@ -158,7 +160,21 @@ def _lone_line(an, primary: Candidate, placed) -> bool:
         return False
     if not any(is_record(text) for text in texts):
         return True
-    return all(h.generic for h, _ in placed) and not an.peer_left()
+    return all(h.generic for h, _ in placed) and not an.peer_gone()
+
+
+def _went_on(an, primary: Candidate, placed) -> bool:
+    """Every hit a record outside a traceback, and after the last hit of each of their files a progress record."""
+    lines, at = an.evidence.lines, {h.index for h in primary.hits}
+    if not at or None in at or not placed or any(b is not None for _, b in placed):
+        return False
+    last: dict[str, int] = {}
+    for n in sorted(at):
+        if not is_record(lines[n].text[:MAX_LINE]):
+            return False
+        last[lines[n].source] = n
+    progress = an.progress()
+    return all(any(p > n and lines[p].source == source for p in progress) for source, n in last.items())
 
 
 def _one_record(texts: list[str]) -> bool:

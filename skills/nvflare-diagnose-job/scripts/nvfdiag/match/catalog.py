@@ -52,6 +52,13 @@ class ModeHint:
     weak: bool = False  # says little on its own: outweighed by a hint of the other mode (mode.py)
     # a fact of NVFLARE's own connections: not read on a traceback that is the job's own call (a download)
     nvflare_connections_only: bool = False
+    # text the job's own code can print in the same shape (an id): strong only on a record of NVFLARE's logger
+    printable: bool = False
+
+    @property
+    def printed_reason(self) -> str:
+        """The reason when the hint is read on other text (weak: the job may have printed it)."""
+        return f"{self.reason}, in text that is not a record of NVFLARE's logger"
 
     def may_match(self, lowered: str) -> bool:
         return not self.keywords or any(word in lowered for word in self.keywords)
@@ -63,6 +70,14 @@ def _keywords(raw: object, where: str) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(w, str) and w and w == w.lower() for w in raw):
         raise CatalogError(f"catalog: {where} keywords must be a list of non-empty lower-case strings")
     return tuple(raw)
+
+
+@dataclass(frozen=True)
+class Wording:
+    """Lines of one kind in NVFLARE's words: a regex and the lower-case keywords every match holds one of."""
+
+    regex: re.Pattern
+    keywords: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -115,6 +130,9 @@ class Catalog:
     release_mismatch: str = ""  # said first when a name under nvflare. is missing (a job for another release)
     # lines of a web download (urllib, a host at port 443, curl, wget, git): never NVFLARE's own connection
     web_downloads: re.Pattern | None = None
+    # NVFLARE's records that a peer is gone, and that work completed (the catalog's run_course; None: not given)
+    peer_gone: Wording | None = None
+    progress: Wording | None = None
 
     def row(self, pattern_id: str) -> Row:
         return next(r for r in self.rows if r.id == pattern_id)
@@ -128,7 +146,8 @@ class Catalog:
 
     @property
     def weak_mode_reasons(self) -> frozenset[str]:
-        return frozenset(hint.reason for hints in self.mode_hints.values() for hint in hints if hint.weak)
+        hints = [hint for entries in self.mode_hints.values() for hint in entries]
+        return frozenset(hint.reason for hint in hints if hint.weak) | {h.printed_reason for h in hints if h.printable}
 
 
 def load_catalog(path: str | Path = DEFAULT_PATH, messages_path: str | Path = nvflare_messages.DEFAULT_PATH) -> Catalog:
@@ -265,6 +284,7 @@ def parse_catalog(document: object) -> Catalog:
                 _keywords(e.get("keywords"), f"mode hint {mode}"),
                 bool(e.get("weak")),
                 bool(e.get("nvflare_connections_only")),
+                bool(e.get("printable")),
             )
             for e in entries
         )
@@ -277,7 +297,24 @@ def parse_catalog(document: object) -> Catalog:
         user_calls=usercalls.parse_user_calls(document, CatalogError),
         release_mismatch=_release_mismatch(document),
         web_downloads=_web_downloads(document),
+        **_run_course(document),
     )
+
+
+def _run_course(document: dict) -> dict[str, Wording]:
+    """The optional `run_course` wordings (see the catalog's comment), by name."""
+    if document.get("run_course") is None:
+        return {}
+    course = _need(document, "run_course", dict, "the catalog")
+    out = {}
+    for name in ("peer_gone", "progress"):
+        entry = _need(course, name, dict, "run_course")
+        where = f"run_course {name}"
+        keywords = _keywords(entry.get("keywords"), where)
+        if not keywords:
+            raise CatalogError(f"catalog: {where} needs keywords (its lines are found through them)")
+        out[name] = Wording(_compile(entry.get("regex"), where), keywords)
+    return out
 
 
 def _web_downloads(document: dict) -> re.Pattern | None:

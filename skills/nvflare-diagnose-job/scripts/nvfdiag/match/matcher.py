@@ -77,8 +77,10 @@ class Analysis:
     launcher: str | None = None  # how the run was started when the evidence shows it ("nvflare simulator")
     missing_nvflare: str | None = None  # a name under nvflare. the release that ran the job lacks (releases.py)
     scripts: frozenset[str] = frozenset()  # file names of the scripts the evidence names as run (jobframes.py)
-    # lines where NVFLARE says a participant shut down or a peer is gone, looked for when called
-    peer_left: Callable[[], tuple[int, ...]] = field(default=lambda: ())
+    # records where NVFLARE says a peer is gone, and where it says work completed (calibration.course_lines), looked
+    # for when called
+    peer_gone: Callable[[], tuple[int, ...]] = field(default=lambda: ())
+    progress: Callable[[], tuple[int, ...]] = field(default=lambda: ())
 
     @property
     def facts(self) -> frozenset[str]:
@@ -464,12 +466,14 @@ def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, own
 
 def _run_facts(an: Analysis, index: TextIndex) -> None:
     """What the evidence says about the run besides the failure: a workspace to add, a job status it prints, how
-    it was started, NVFLARE's shutdown or peer-loss lines, a name under nvflare. the release lacks."""
+    it was started, NVFLARE's peer-loss and progress records, a name under nvflare. the release lacks."""
     lines = an.evidence.lines
     an.workspace_to_add = _workspace_to_add(an)
     an.status_in_logs = None if an.job_status else _status_in_logs(lines, index, an.flagged)
     an.launcher = _launcher(index) if an.mode == "simulation" else None
-    an.peer_left = functools.partial(calibration.peer_left_lines, lines, index, an.flagged)
+    course = functools.partial(calibration.course_lines, lines, index, an.flagged)
+    an.peer_gone = functools.partial(course, an.catalog.peer_gone)
+    an.progress = functools.partial(course, an.catalog.progress)
     if an.primary is not None:
         strong = [h.index for h in an.primary.hits if h.strength == "strong" and h.index is not None]
         an.missing_nvflare = releases.missing_nvflare_name(strong, lines, an.tracebacks)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import functools
 import heapq
+import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .. import logline
 from ..model import Line
+from ..read.prefixes import echoes_a_script
 from ..regexfacts import BOUNDARY, contains, required_literals
 from ..textindex import Subset, TextIndex
 from .catalog import Catalog
@@ -209,16 +211,22 @@ def _mode_hints(
 ) -> dict[str, list[str]]:
     """Each mode hint once: the first non-skipped line holding one of its keywords where its regex matches.
     The hints of NVFLARE's own connections (nvflare_connections_only) do not read `own_calls` (the lines of
-    tracebacks that are the job's own call) nor a web download's line (the catalog's web_downloads)."""
+    tracebacks that are the job's own call) nor a web download's line (the catalog's web_downloads). A printable
+    hint (an id the job's code can print in the same shape) found only on text that is not a record of NVFLARE's
+    logger (bare text, or a script's line NVFLARE echoes) gives its weak `printed_reason`."""
     out: dict[str, list[str]] = {}
     for mode, entries in catalog.mode_hints.items():
         for hint in entries:
+            reason = hint.reason
             if hint.nvflare_connections_only:
                 found = _first_connection_match(lines, index, hint, set(skip) | own_calls, catalog.web_downloads)
+            elif hint.printable:
+                found, logged = _first_logged_match(lines, index, hint, skip)
+                reason = reason if logged else hint.printed_reason
             else:
                 found = _first_match(lines, index, hint, skip)
             if found is not None:
-                out.setdefault(mode, []).append((found, hint.reason))
+                out.setdefault(mode, []).append((found, reason))
     return {mode: [reason for _, reason in sorted(pairs)] for mode, pairs in out.items()}
 
 
@@ -231,24 +239,47 @@ def _first_connection_match(lines: list[Line], index: TextIndex, hint, unread: s
     return None
 
 
+def _first_logged_match(lines: list[Line], index: TextIndex, hint, skip) -> tuple[int | None, bool]:
+    """The first matching line that is a record of NVFLARE's logger (not its echo of a script's output) and True;
+    else the first matching line (or None) and False."""
+    first = None
+    for number in _matches(lines, index, hint, skip):
+        text = lines[number].text[:MAX_SCAN_CHARS]
+        if logline.is_record(text) and not echoes_a_script(text):
+            return number, True
+        first = number if first is None else first
+    return first, False
+
+
 def _first_match(lines: list[Line], index: TextIndex, hint, skip) -> int | None:
     """The first line (not skipped) holding a keyword of `hint` where its regex matches, or None."""
+    return next(_matches(lines, index, hint, skip), None)
+
+
+def _matches(lines: list[Line], index: TextIndex, hint, skip) -> Iterator[int]:
+    """The lines (not skipped) holding a keyword of `hint` where its regex matches, in order."""
 
     def matches(number: int) -> bool:
         text = lines[number].text[:MAX_SCAN_CHARS]
         return number not in skip and hint.may_match(text.lower()) and bool(hint.regex.search(text))
 
     if not hint.keywords:
-        return next((n for n in range(len(lines)) if matches(n)), None)
+        yield from (n for n in range(len(lines)) if matches(n))
+        return
     fast = _literal_led(hint.regex)
     if fast is not None:  # let the regex engine skip ahead over the whole (lower-cased) text
+        seen = -1
         for match in fast.finditer(index.low):
             pos = match.start()
             if pos == 0 or not (index.low[pos - 1].isalnum() or index.low[pos - 1] == "_"):  # the \b left out
-                if matches(number := index.low_line_at(pos)):
-                    return number
-        return None
-    return next((n for n in heapq.merge(*(index.lines_with(word) for word in hint.keywords)) if matches(n)), None)
+                number = index.low_line_at(pos)
+                if number > seen:
+                    seen = number
+                    if matches(number):
+                        yield number
+        return
+    found = heapq.merge(*(index.lines_with(word) for word in hint.keywords))
+    yield from (n for n, _ in itertools.groupby(found) if matches(n))
 
 
 def _literal_led(regex: re.Pattern) -> re.Pattern | None:

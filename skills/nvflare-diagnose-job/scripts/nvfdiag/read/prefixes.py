@@ -167,6 +167,12 @@ class Peeler:
 NONE = Peeler()
 
 
+def echoes_a_script(text: str) -> bool:
+    """The line is a record of NVFLARE's echo of an external script (SubprocessLauncher, ExternalProcessBackend):
+    its message may be a line the script printed."""
+    return _ECHO.match(text) is not None
+
+
 def _has_echo(text: str) -> bool:
     return any(logger in text for logger in _ECHO_LOGGERS)
 
