@@ -299,13 +299,17 @@ def build_namespace(parser: Parser, overrides: dict[str, Any]) -> Namespace:
             values[flag.dest] = Val(value, MEDIUM if custom and isinstance(value, str) else HIGH, flags=(source,))
         elif flag.dest in parser.set_defaults:
             base = parser.set_defaults[flag.dest]
-            values[flag.dest] = Val(base.value, base.confidence, base.expr, (source, *base.flags), base.reason)
+            values[flag.dest] = Val(
+                base.value, base.confidence, base.expr, (source, *base.flags), base.reason, inputs=base.inputs
+            )
         elif _required(flag):
             values[flag.dest] = _missing(flag)
         else:
             d = flag.default
             conf = weakest(d.confidence, MEDIUM) if custom and isinstance(d.value, str) else d.confidence
-            values[flag.dest] = Val(d.value, conf, d.expr, (source, *d.flags), d.reason)  # keeps env:NAME tags
+            values[flag.dest] = Val(
+                d.value, conf, d.expr, (source, *d.flags), d.reason, inputs=d.inputs
+            )  # env:NAME tags too
     for dest, val in parser.set_defaults.items():
         values.setdefault(dest, val)
     return Namespace(parser, values)

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import argparse_flow as ap
-from .inputs import DESCRIPTIONS, call_kind
-from .values import ClassRef
+from .inputs import CALL, Input, call_kind, kinds
+from .values import ClassRef, inputs_of
 
 
 @dataclass(eq=False)
@@ -71,7 +71,14 @@ class Obj:
         """What this object stands for when a data value was expected: `it comes from numpy.random.randint(...) at
         line 12, which draws random numbers` (names the run-time input)."""
         shown = self.cls.qualname.lstrip(".") or "a dynamic call"
-        return f"it comes from {shown}(...) at line {self.line}, {DESCRIPTIONS[call_kind(self.cls.qualname)]}"
+        kind = call_kind(self.cls.qualname)
+        return f"it comes from {shown}(...) at line {self.line}, {kind.description if kind else CALL}"
+
+    @property
+    def inputs(self) -> frozenset[Input]:
+        """The run-time inputs of what it stands for as a value: the one its call reads (`origin` names it), and its
+        arguments'."""
+        return kinds(call_kind(self.cls.qualname)) | inputs_of(*self.args, *self.kwargs.values())
 
 
 @dataclass

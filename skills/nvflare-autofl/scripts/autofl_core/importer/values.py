@@ -1,6 +1,7 @@
 """Value types of the static importer: `Val(value, confidence)` is data (high / medium / unresolved), with
-`flags`, the job options and `env:NAME` variables it depends on; ModuleRef, ClassRef, Builtin and Bag stand for
-modules, callables, builtins and containers of non-data items.
+`flags`, the job options and `env:NAME` variables it depends on, and an unresolved value's `inputs`, the run-time
+inputs behind it (`inputs.Input`); ModuleRef, ClassRef, Builtin and Bag stand for modules, callables, builtins and
+containers of non-data items.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import ast
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from .inputs import NO_INPUTS, Input
 
 HIGH = "high"
 MEDIUM = "medium"
@@ -30,6 +33,7 @@ class Val:
     flags: tuple[str, ...] = ()
     reason: str = ""
     parts: tuple = ()  # f-strings only: ((text, flags), ...) so forwarded train_args can be traced per option
+    inputs: frozenset[Input] = NO_INPUTS  # unresolved only: the run-time inputs it rests on
 
     @property
     def resolved(self) -> bool:
@@ -92,8 +96,15 @@ def weakest(*confidences: str) -> str:
     return min(confidences, key=lambda c: _RANK[c]) if confidences else HIGH
 
 
-def unresolved(node: ast.AST, reason: str, flags: tuple[str, ...] = ()) -> Val:
-    return Val(None, UNRESOLVED, source_text(node), flags, reason)
+def unresolved(node: ast.AST, reason: str, flags: tuple[str, ...] = (), inputs: frozenset[Input] = NO_INPUTS) -> Val:
+    return Val(None, UNRESOLVED, source_text(node), flags, reason, inputs=inputs)
+
+
+def unresolved_from(node: ast.AST, why: str, *vals: Any, flags: tuple[str, ...] | None = None) -> Val:
+    """Unresolved because of `vals`: the first undetermined one's reason (else `why`), the run-time inputs of all
+    of them, and their flags (or `flags`)."""
+    flags = merge_flags(*vals) if flags is None else flags
+    return unresolved(node, cause(*vals) or why, flags, inputs_of(*vals))
 
 
 def source_text(node: ast.AST, limit: int = 200) -> str:
@@ -123,6 +134,12 @@ def cause(*vals: Any) -> str:
         elif val is not None and hasattr(val, "origin"):
             return val.origin
     return ""
+
+
+def inputs_of(*vals: Any) -> frozenset[Input]:
+    """The run-time inputs behind `vals` (an object stands for its call's; a determined value has none)."""
+    found = [v.inputs if isinstance(v, Val) else getattr(v, "inputs", NO_INPUTS) for v in vals]
+    return NO_INPUTS.union(*found)
 
 
 def to_jsonable(value: Any) -> Any:
