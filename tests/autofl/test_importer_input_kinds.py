@@ -99,6 +99,8 @@ KINDS = {
     "an environment variable": 'rounds = int(os.environ["ROUNDS"])\n',
     "the whole environment": "rounds = len(dict(os.environ))\n",
     "files": 'rounds = int(open("/srv/rounds.txt").read())\n',
+    "the clock deciding an expression": "rounds = 3 if time.time() % 2 else 5\n",
+    "a random draw looped over": "for rounds in random.sample([2, 3, 5], 1):\n    pass\n",
 }
 
 
@@ -124,23 +126,22 @@ def test_the_job_s_own_nvflare_keeps_the_refusal():
     assert not settled(out) and out["admission_errors"] == static["admission_errors"]
 
 
-# (3) a kind behind a refusal whose text names another cause
+# (3) a call reading an input, given an argument the reading cannot determine: the refusal names the argument
 HIDDEN = {
-    "randomness after an unfollowed call": "rounds = plan_for(args.n_clients) + random.randint(1, 3)\n",
-    "the clock as a call's second argument": "rounds = plan_for(args.n_clients, time.time())\n",
-    "an environment variable after an unfollowed call": 'rounds = plan_for(1) * int(os.getenv("R", "2"))\n',
-    "a random condition choosing the rounds": "if random.random() > 0.5:\n    rounds = 3\nelse:\n    rounds = 5\n",
-    "a condition on the clock in an expression": "rounds = 3 if time.time() % 2 else 5\n",
-    "a random draw looped over": "for rounds in random.sample([2, 3, 5], 1):\n    pass\n",
+    "a path tested for existence": "rounds = 9 if os.path.exists(plan_for(args.n_clients)) else 2\n",
+    "a file's size": "rounds = os.path.getsize(plan_for(args.n_clients))\n",
+    "a file tested in an f-string": "rounds = int(f\"{os.path.isfile(plan_for(args.n_clients)):d}\") + 2\n",
 }
 
 
 @pytest.mark.parametrize("case", sorted(HIDDEN))
-def test_a_run_time_input_behind_another_cause_keeps_the_refusal(case):
-    static, out = folded(HIDDEN[case])
+def test_a_call_reading_files_keeps_the_refusal_when_its_argument_is_the_named_cause(case):
+    static, out = folded(HIDDEN[case], ran(files_read=("/srv/sites",)))
     assert static["fixed_budget"]["num_rounds"]["confidence"] == "unresolved", "precondition: the reading refuses"
+    assert "reads files" not in messages(static), "precondition: the refusal names the argument, not the files"
     assert not settled(out)
     assert out["admission_errors"] == static["admission_errors"], "the static refusal stands whole"
+    assert settled(folded(HIDDEN[case], ran(files_read=("sites",)))[1]), "files inside the job's folder are pinned"
 
 
 def test_a_budget_an_unfollowed_call_alone_decides_is_settled_by_the_run():

@@ -74,11 +74,14 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
 
 def not_evaluated(node: ast.AST, call: str, inputs: list) -> Val:
     """Unresolved: names the first of `inputs` read at run time, else `call` and its line, with the input a call of
-    files, the environment, randomness or the clock reads (`inputs.call_kind`); keeps their flags."""
+    files, the environment, randomness or the clock reads (`inputs.call_kind`); keeps their flags. Its run-time
+    inputs are the named one's and the call's own."""
     kind = call_kind(call.removesuffix("()"))
     what = f", {kind.description}" if kind else " is not evaluated statically"
-    why = cause(*inputs) or whole_environment(inputs, node) or f"{call} at line {node.lineno}{what}"
-    return unresolved(node, why, merge_flags(*inputs), inputs_of(*inputs) | environment(inputs) | kinds(kind))
+    first = cause(*inputs)
+    why = first or whole_environment(inputs, node) or f"{call} at line {node.lineno}{what}"
+    found = inputs_of(*inputs) if first else environment(inputs)
+    return unresolved(node, why, merge_flags(*inputs), found | kinds(kind))  # the call's own input too
 
 
 def whole_environment(inputs: list, node: ast.AST) -> str:

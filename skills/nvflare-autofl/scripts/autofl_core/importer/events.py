@@ -9,7 +9,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from .inputs import CALL, Input, call_kind, kinds
-from .values import ClassRef, inputs_of
+from .values import ClassRef
 
 
 @dataclass(eq=False)
@@ -76,9 +76,8 @@ class Obj:
 
     @property
     def inputs(self) -> frozenset[Input]:
-        """The run-time inputs of what it stands for as a value: the one its call reads (`origin` names it), and its
-        arguments'."""
-        return kinds(call_kind(self.cls.qualname)) | inputs_of(*self.args, *self.kwargs.values())
+        """The run-time input its call reads, as `origin` names it."""
+        return kinds(call_kind(self.cls.qualname))
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from . import targets
-from .builtins_eval import whole_environment
+from .builtins_eval import environment, whole_environment
 from .evaluate import computed
 from .events import BranchNote, FuncRef, Obj, PathEnd
 from .inputs import ENV_READERS, NO_INPUTS
@@ -23,7 +23,6 @@ from .values import (
     ClassRef,
     Val,
     elements,
-    inputs_of,
     known,
     merge_flags,
     source_text,
@@ -91,10 +90,10 @@ class UncertainPaths:
                 key = ast.dump(target)
                 bound[key] = (target, bound.get(key, (target, ()))[1] + merge_flags(self.ev(target)))
         note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
-        flags, kinds = merge_flags(test), inputs_of(test)
-        self._unsettle_rebound(before, why, flags, kinds)  # what a side rebound through a call (`args.x = ...`)
+        flags = merge_flags(test)
+        self._unsettle_rebound(before, why, flags)  # what a side rebound through a call (`args.x = ...`)
         for target, inputs in bound.values():
-            self._rebind(target, unresolved(target, why, tuple(dict.fromkeys((*flags, *inputs))), kinds))
+            self._rebind(target, unresolved(target, why, tuple(dict.fromkeys((*flags, *inputs)))))
         returned = [end for end in ends if end is not None and not end.raised]
         ended = all(end is not None for end in ends)  # no side goes on: the path ends here
         if len(returned) > (1 if ended else 0) and self.early:  # the function's result depends on the condition
@@ -107,16 +106,13 @@ class UncertainPaths:
         """A copy of every binding a statement can change (see `bindings`), for `_unsettle_rebound`."""
         return [(frame, dict(frame)) for frame in self.bindings()]
 
-    def _unsettle_rebound(
-        self, before: list[tuple[dict, dict]], why: str, flags: tuple[str, ...], kinds: frozenset = NO_INPUTS
-    ) -> None:
-        """Every binding new, gone or changed since `before` (code that may or may not have run) is unresolved, resting
-        on the run-time inputs (`kinds`) of what decided whether it ran."""
+    def _unsettle_rebound(self, before: list[tuple[dict, dict]], why: str, flags: tuple[str, ...]) -> None:
+        """Every binding new, gone or changed since `before` (code that may or may not have run) is unresolved."""
         for frame, held in before:
             for name in {*held, *frame}:
                 if name not in frame or name not in held or frame[name] is not held[name]:
                     inputs = merge_flags(frame.get(name), held.get(name))
-                    frame[name] = unresolved(ast.Name(name), why, tuple(dict.fromkeys((*flags, *inputs))), kinds)
+                    frame[name] = unresolved(ast.Name(name), why, tuple(dict.fromkeys((*flags, *inputs))))
 
     def _skipped(self, block: list[ast.stmt], flags: tuple[str, ...]) -> None:
         """What the branch not taken would change depends on the options that decided it: `flags` are added to the
@@ -146,7 +142,7 @@ class UncertainPaths:
         before = self._held() if maybe else []
         vals = [self.ev(v) for v in node.values]
         flags = merge_flags(*vals)
-        self._unsettle_rebound(before, f"`and`/`or` at line {node.lineno} may stop before it", flags, inputs_of(*vals))
+        self._unsettle_rebound(before, f"`and`/`or` at line {node.lineno} may stop before it", flags)
         if not all(map(known, vals)):
             return unresolved_from(node, "operand is not resolved", *vals)
         stop = isinstance(node.op, ast.Or)  # `or` stops at the first true operand, `and` at the first false one
@@ -163,7 +159,7 @@ class UncertainPaths:
         before = self._held()
         self.ev(node.body)
         self.ev(node.orelse)
-        self._unsettle_rebound(before, why, flags, inputs_of(test))
+        self._unsettle_rebound(before, why, flags)
         return unresolved_from(node, "condition is not resolved", test)
 
     def _ev_ListComp(self, node: Any) -> Val:
@@ -184,7 +180,7 @@ class UncertainPaths:
             ):
                 read.append(self.ev(sub))
         why = whole_environment(named, node) or f"a comprehension at line {node.lineno} is not evaluated statically"
-        value = unresolved_from(node, why, *named, flags=merge_flags(*named, *read))
+        value = unresolved_from(node, why, *named, flags=merge_flags(*named, *read), kinds=environment(named))
         once = len(node.generators) == 1 and len(elements(first) or "many") <= 1  # its body runs at most once
         if any(isinstance(n, ast.Call) for n in ast.walk(node)):
             why = f"a comprehension at line {node.lineno} runs it any number of times"
@@ -202,7 +198,7 @@ class UncertainPaths:
             finally:
                 self.scopes = saved
             note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:], once)
-            self._unsettle_rebound(before, why, merge_flags(value), inputs_of(value))
+            self._unsettle_rebound(before, why, merge_flags(value))
             body = ast.FunctionDef(
                 "<comprehension>", ast.arguments([], [], None, [], [], None, []), [ast.Expr(node)], []
             )

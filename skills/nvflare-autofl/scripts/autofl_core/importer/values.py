@@ -100,11 +100,14 @@ def unresolved(node: ast.AST, reason: str, flags: tuple[str, ...] = (), inputs: 
     return Val(None, UNRESOLVED, source_text(node), flags, reason, inputs=inputs)
 
 
-def unresolved_from(node: ast.AST, why: str, *vals: Any, flags: tuple[str, ...] | None = None) -> Val:
-    """Unresolved because of `vals`: the first undetermined one's reason (else `why`), the run-time inputs of all
-    of them, and their flags (or `flags`)."""
+def unresolved_from(
+    node: ast.AST, why: str, *vals: Any, flags: tuple[str, ...] | None = None, kinds: frozenset[Input] = NO_INPUTS
+) -> Val:
+    """Unresolved because of `vals`: the first undetermined one's reason and run-time inputs (else `why` and
+    `kinds`), with the flags of all of them (or `flags`)."""
     flags = merge_flags(*vals) if flags is None else flags
-    return unresolved(node, cause(*vals) or why, flags, inputs_of(*vals))
+    first = _first_undetermined(vals)
+    return unresolved(node, cause(first) or why, flags, inputs_of(first) if first is not None else kinds)
 
 
 def source_text(node: ast.AST, limit: int = 200) -> str:
@@ -125,21 +128,22 @@ def option_flags(flags: tuple[str, ...] | list[str]) -> list[str]:
     return [f for f in flags if not f.startswith(ENV_PREFIX)]
 
 
+def _first_undetermined(vals: tuple) -> Any:
+    """The first value among `vals` that is no data: an unresolved value, or an object standing for a call's result."""
+    return next((v for v in vals if (not v.resolved if isinstance(v, Val) else hasattr(v, "origin"))), None)
+
+
 def cause(*vals: Any) -> str:
     """Why the first undetermined input among `vals` is undetermined, naming that input ("" if all are data)."""
-    for val in vals:
-        if isinstance(val, Val):
-            if not val.resolved:
-                return val.reason or "not resolved statically"
-        elif val is not None and hasattr(val, "origin"):
-            return val.origin
-    return ""
+    first = _first_undetermined(vals)
+    if isinstance(first, Val):
+        return first.reason or "not resolved statically"
+    return "" if first is None else first.origin
 
 
 def inputs_of(*vals: Any) -> frozenset[Input]:
-    """The run-time inputs behind `vals` (an object stands for its call's; a determined value has none)."""
-    found = [v.inputs if isinstance(v, Val) else getattr(v, "inputs", NO_INPUTS) for v in vals]
-    return NO_INPUTS.union(*found)
+    """The run-time inputs `cause` names: the first undetermined value's (an object's, its call's)."""
+    return getattr(_first_undetermined(vals), "inputs", NO_INPUTS)
 
 
 def to_jsonable(value: Any) -> Any:
