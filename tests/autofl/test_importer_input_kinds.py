@@ -130,7 +130,7 @@ def test_the_job_s_own_nvflare_keeps_the_refusal():
 HIDDEN = {
     "a path tested for existence": "rounds = 9 if os.path.exists(plan_for(args.n_clients)) else 2\n",
     "a file's size": "rounds = os.path.getsize(plan_for(args.n_clients))\n",
-    "a file tested in an f-string": "rounds = int(f\"{os.path.isfile(plan_for(args.n_clients)):d}\") + 2\n",
+    "a file tested in an f-string": 'rounds = int(f"{os.path.isfile(plan_for(args.n_clients)):d}") + 2\n',
 }
 
 

@@ -243,9 +243,7 @@ def read_source(
     script_rel, script_tree, notes = _script_tree(job_name, named, read_file)
     script = (script_rel, script_tree)
     objective = build_objective(surface, metric, schema, script_rel) if supported else empty_objective(metric, schema)
-    budget, inputs = fixed_budget(
-        surface
-    )  # `derive` adds the comparison arguments, read from the flags a dry run replaces
+    budget, inputs = fixed_budget(surface)  # `derive` adds the comparison arguments, from the flags a run replaces
     trust = trust_section(
         job_name, tree or ast.Module([], []), script_rel, script_tree, exists, schema["preferred_targets"]
     )
@@ -467,9 +465,8 @@ def fold_run(
     from . import dryrun_config
 
     static = derive(reading)
-    kept = dryrun_config.apply(
-        reading.facts, static, record, moved, trust_for, env_moved or {}, fallback, reading.inputs
-    )
+    run = (record, moved, trust_for, env_moved or {}, fallback, reading.inputs)
+    kept = dryrun_config.apply(reading.facts, static, *run)
     if kept is None:
         return static
     return dryrun_config.settle(derive(reading), kept, record)

@@ -61,9 +61,8 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
         confidence = weakest(MEDIUM, *(v.confidence for v in values))
         return Val({k: v.value for k, v in kwargs.items()}, confidence, "", merge_flags(*values))
     if name == "open":
-        files = Input.FILES
-        reads = files.description.removeprefix("which ")
-        return unresolved(node, f"open() at line {node.lineno} {reads}", merge_flags(*args), kinds(files))
+        reads = Input.FILES.value.removeprefix("which ")
+        return unresolved(node, f"open() at line {node.lineno} {reads}", merge_flags(*args), kinds(Input.FILES))
     if name == "range" and not kwargs and all(known(a) and type(a.value) is int for a in args):
         with suppress(TypeError, ValueError, OverflowError):  # no bounds, too many, a zero step, or past a C size
             span = range(*(a.value for a in args))
@@ -77,7 +76,7 @@ def not_evaluated(node: ast.AST, call: str, inputs: list) -> Val:
     files, the environment, randomness or the clock reads (`inputs.call_kind`); keeps their flags. Its run-time
     inputs are the named one's and the call's own."""
     kind = call_kind(call.removesuffix("()"))
-    what = f", {kind.description}" if kind else " is not evaluated statically"
+    what = f", {kind.value}" if kind else " is not evaluated statically"
     first = cause(*inputs)
     why = first or whole_environment(inputs, node) or f"{call} at line {node.lineno}{what}"
     found = inputs_of(*inputs) if first else environment(inputs)
@@ -88,7 +87,7 @@ def whole_environment(inputs: list, node: ast.AST) -> str:
     """Why a value made from `os.environ` itself (`dict(os.environ)`, `{**os.environ}`, a loop over it) is not
     known: it reads the host environment ("" when no input is `os.environ`)."""
     if environment(inputs):
-        return f"it comes from os.environ at line {node.lineno}, {Input.ENVIRONMENT.description}"
+        return f"it comes from os.environ at line {node.lineno}, {Input.ENVIRONMENT.value}"
     return ""
 
 

@@ -72,7 +72,7 @@ class Obj:
         line 12, which draws random numbers` (names the run-time input)."""
         shown = self.cls.qualname.lstrip(".") or "a dynamic call"
         kind = call_kind(self.cls.qualname)
-        return f"it comes from {shown}(...) at line {self.line}, {kind.description if kind else CALL}"
+        return f"it comes from {shown}(...) at line {self.line}, {kind.value if kind else CALL}"
 
     @property
     def inputs(self) -> frozenset[Input]:

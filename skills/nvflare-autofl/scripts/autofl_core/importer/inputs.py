@@ -21,17 +21,13 @@ _ENV_CALLS = ENV_READERS | {"os.environ", "os.cpu_count", "socket.gethostname", 
 
 
 class Input(Enum):
-    """A kind of run-time input; `description` is how a refusal names it."""
+    """A kind of run-time input; its value is how a refusal names it."""
 
     FILES = "which reads files at run time"
     ENVIRONMENT = "which reads the host environment at run time"
     RANDOMNESS = "which draws random numbers"
     TIME = "which reads the clock"
     OWN_NVFLARE = "which imports the job's own nvflare instead of NVFLARE"
-
-    @property
-    def description(self) -> str:
-        return self.value
 
 
 NO_INPUTS: frozenset[Input] = frozenset()

@@ -127,7 +127,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         if isinstance(base, Obj):
             local = f"an instance of class {base.name} (line {base.line}); the importer does not follow classes"
             of = local if base.cls.qualname.startswith("<local>.") else f"{base.name}(...): {base.origin}"
-            return unresolved(node, f"attribute '{attr}' of {of}", (), base.inputs)
+            return unresolved(node, f"attribute '{attr}' of {of}", (), base.inputs)  # the object's, as `origin` names
         if isinstance(base, Val) and not base.resolved and base.reason:
             return unresolved(node, base.reason, base.flags, base.inputs)
         return unresolved(node, f"attribute '{attr}' of a run-time value")
@@ -200,8 +200,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
                 return Val(None, HIGH)
             if call_kind(base.cls.qualname):  # an object of the environment, files, randomness or clock
                 return unresolved(node, f"result of {base.name}.{method}(): {base.origin}", (), base.inputs)
-            why = f"result of {base.name}.{method}() at line {node.lineno}, known only when it runs"
-            return unresolved(node, why, (), base.inputs)
+            return unresolved(node, f"result of {base.name}.{method}() at line {node.lineno}, known only when it runs")
         mutated = isinstance(base, Bag) and method in values.MUTATORS[dict] | values.MUTATORS[list]
         held = base.value if isinstance(base, Val) and base.resolved else None
         if mutated or (isinstance(held, (list, dict, set)) and method in values.MUTATORS.get(type(held), ())):
