@@ -697,19 +697,19 @@ def test_a_saved_config_is_readmitted_with_its_own_requested_metric():
 @pytest.mark.parametrize(
     ("qualname", "kind"),
     [
-        ("os.cpu_count", "environment"),
-        ("mylib.read_config", "files"),
-        ("mylib.loader.load_all", "files"),
-        ("numpy.random.normal", "randomness"),
-        ("torch.randn", "randomness"),
-        ("time.time", "time"),
-        ("mylib.build", "call"),
+        ("os.cpu_count", "ENVIRONMENT"),
+        ("mylib.read_config", "FILES"),
+        ("mylib.loader.load_all", "FILES"),
+        ("numpy.random.normal", "RANDOMNESS"),
+        ("torch.randn", "RANDOMNESS"),
+        ("time.time", "TIME"),
+        ("mylib.build", None),
     ],
 )
 def test_call_kinds(qualname, kind):
-    from autofl_core.importer.inputs import call_kind
+    from autofl_core.importer.inputs import Input, call_kind
 
-    assert call_kind(qualname) == kind
+    assert call_kind(qualname) == (Input[kind] if kind else None)
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ trial sandbox can seal, `import_job(..., dry_run=True)` also runs job.py there u
 - `evaluate` - static evaluation of literal expressions (arithmetic, f-strings, containers) and call arguments;
 - `builtins_eval` - builtins, environment reads and `os.path.*`: recognised, never computed;
 - `values` - value types: data values with a confidence, references to non-data things;
-- `inputs` - the run-time input behind a value that cannot be known statically;
+- `inputs` - the kinds of run-time input (`Input`) behind a value that cannot be known statically;
 - `argparse_flow` - the one option record (read or recorded), argparse seen statically, `parse_args()`'s namespace;
 - `real_parser` - job.py's options rebuilt as a real argparse parser, which parses every command line;
 - `surface` - what job.py runs (a recipe in an env, a FedJob), failing closed on the rest;

@@ -28,6 +28,7 @@ from . import data_shaping, display, real_parser, recipes
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
 from .budget import FIELDS, fixed_budget, unresolved_notes  # noqa: F401  (FIELDS re-exported)
 from .files import UNPARSABLE, Overlay, Workspace, load_job, parsed
+from .inputs import NO_INPUTS, Input, kinds
 from .objective import build_objective, empty_objective
 from .reach import forwarded_options, reaching_options
 from .recipe_raises import would_raise
@@ -130,6 +131,7 @@ class Reading:
     notes: list[dict] = field(default_factory=list)  # the client script's, then the schema's options reaching nothing
     script: tuple[str | None, Any] = (None, None)  # the client script trust reads: its path and tree
     reached: list[str] = field(default_factory=list)  # options a perturbed dry run showed reaching what NVFLARE builds
+    inputs: frozenset[Input] = NO_INPUTS  # the run-time inputs its refusal and unresolved budget fields rest on
 
 
 def derive(reading: Reading) -> dict:
@@ -241,7 +243,7 @@ def read_source(
     script_rel, script_tree, notes = _script_tree(job_name, named, read_file)
     script = (script_rel, script_tree)
     objective = build_objective(surface, metric, schema, script_rel) if supported else empty_objective(metric, schema)
-    budget = fixed_budget(surface)  # `derive` adds the comparison arguments, read from the flags a dry run replaces
+    budget, inputs = fixed_budget(surface)  # `derive` adds the comparison arguments, from the flags a run replaces
     trust = trust_section(
         job_name, tree or ast.Module([], []), script_rel, script_tree, exists, schema["preferred_targets"]
     )
@@ -274,7 +276,7 @@ def read_source(
         "source_sha256": hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(),
         "trust": trust,
     }
-    return Reading(facts, tree, notes + unused if supported else [], script)
+    return Reading(facts, tree, notes + unused if supported else [], script, inputs=inputs | surface.inputs)
 
 
 def _walk(
@@ -295,7 +297,8 @@ def _walk(
         surface = analyze(walk, tree)
     shadow = next((rel for rel in ("nvflare.py", "nvflare/__init__.py") if exists(rel)), None)
     if shadow is not None:  # `python job.py` imports the job's own nvflare, not NVFLARE's
-        surface = Surface(reason=f"{shadow} beside {job_name} is imported instead of NVFLARE; rename it")
+        why = f"{shadow} beside {job_name} is imported instead of NVFLARE; rename it"
+        surface = Surface(reason=why, inputs=kinds(Input.OWN_NVFLARE))
     return tree, walk, surface, schema_args, conflicts
 
 
@@ -462,7 +465,8 @@ def fold_run(
     from . import dryrun_config
 
     static = derive(reading)
-    kept = dryrun_config.apply(reading.facts, static, record, moved, trust_for, env_moved or {}, fallback)
+    run = (record, moved, trust_for, env_moved or {}, fallback, reading.inputs)
+    kept = dryrun_config.apply(reading.facts, static, *run)
     if kept is None:
         return static
     return dryrun_config.settle(derive(reading), kept, record)

@@ -11,7 +11,7 @@ import argparse
 import ast
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, known, to_jsonable, weakest
@@ -299,13 +299,13 @@ def build_namespace(parser: Parser, overrides: dict[str, Any]) -> Namespace:
             values[flag.dest] = Val(value, MEDIUM if custom and isinstance(value, str) else HIGH, flags=(source,))
         elif flag.dest in parser.set_defaults:
             base = parser.set_defaults[flag.dest]
-            values[flag.dest] = Val(base.value, base.confidence, base.expr, (source, *base.flags), base.reason)
+            values[flag.dest] = replace(base, flags=(source, *base.flags), parts=())
         elif _required(flag):
             values[flag.dest] = _missing(flag)
         else:
             d = flag.default
             conf = weakest(d.confidence, MEDIUM) if custom and isinstance(d.value, str) else d.confidence
-            values[flag.dest] = Val(d.value, conf, d.expr, (source, *d.flags), d.reason)  # keeps env:NAME tags
+            values[flag.dest] = replace(d, confidence=conf, flags=(source, *d.flags), parts=())  # keeps env:NAME tags
     for dest, val in parser.set_defaults.items():
         values.setdefault(dest, val)
     return Namespace(parser, values)

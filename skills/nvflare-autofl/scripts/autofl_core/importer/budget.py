@@ -16,17 +16,19 @@ from typing import Any
 
 from ..common.bounded import is_integer
 from . import recipes
+from .inputs import NO_INPUTS
 from .surface import ALL_SITES
 from .values import HIGH, MEDIUM, PINNED, UNRESOLVED, Val, known, merge_flags, option_flags, to_jsonable, weakest
 
 FIELDS = ("num_clients", "min_clients", "num_rounds")
 NOT_APPLICABLE = "not_applicable"
+_INPUTS = "inputs"  # an entry's run-time inputs while the budget is built: `fixed_budget` takes them out
 
 
 def _entry(val: Any, source: str, control: tuple[str, ...]) -> dict:
     """The budget record of one value; `control` = options of the branches that built or ran its owner."""
     if not isinstance(val, Val):
-        return _missing(getattr(val, "origin", "") or "an object, not a number", source)
+        return _missing(getattr(val, "origin", "") or "an object, not a number", source, val)
     own = option_flags(val.flags)
     depends_on = list(dict.fromkeys([*own, *option_flags(control)]))
     ok = val.resolved and is_integer(val.value) and val.value > 0
@@ -43,6 +45,7 @@ def _entry(val: Any, source: str, control: tuple[str, ...]) -> dict:
         entry["reason"] = val.reason or (
             f"value {val.value!r} is not a positive integer" if val.resolved else "not resolved statically"
         )
+        entry[_INPUTS] = val.inputs
     return entry
 
 
@@ -52,8 +55,10 @@ def _confidence(val: Val, own: list[str], depends_on: list[str]) -> str:
     return PINNED if depends_on else val.confidence
 
 
-def _missing(reason: str, source: str | None) -> dict:
-    return {"value": None, "confidence": UNRESOLVED, "flag": None, "source": source, "reason": reason, "depends_on": []}
+def _missing(reason: str, source: str | None, of: Any = None) -> dict:
+    """An unresolved field; `of`: the value `reason` names (its run-time inputs are the field's)."""
+    entry = {"value": None, "confidence": UNRESOLVED, "flag": None, "source": source, "reason": reason}
+    return {**entry, "depends_on": [], _INPUTS: getattr(of, "inputs", NO_INPUTS)}
 
 
 def _not_applicable(reason: str) -> dict:
@@ -126,7 +131,8 @@ def _env_clients(surface: Any) -> dict:
     given = [*surface.run_args, *surface.run_kwargs.values()][:1]
     if env is None and given and surface.run_call in ("execute", "run"):  # `execute(make_env())`: clients unknown
         why = getattr(given[0], "reason", None) or getattr(given[0], "origin", None) or "not an env the reading knows"
-        return _missing(f"the env given to {surface.run_call}() at line {surface.run_line}: {why}", "env")
+        where = f"the env given to {surface.run_call}() at line {surface.run_line}"
+        return _missing(f"{where}: {why}", "env", given[0])
     if env is None:
         return _not_applicable(f"no simulation env: job.py calls {surface.run_call}(); clients come from deployment")
     if env.name == "ProdEnv":
@@ -148,7 +154,8 @@ def _count(val: Any, source: str, control: tuple[str, ...]) -> dict:
     if known(val, (list, tuple)):
         return _entry(Val(len(val.value), val.confidence, val.expr, val.flags), source, control)
     why = val.reason if isinstance(val, Val) and val.reason else getattr(val, "origin", "")
-    return _missing(f"client list is not resolved: {why}" if why else "client list is not resolved", source)
+    why = f"client list is not resolved: {why}" if why else "client list is not resolved"
+    return _missing(why, source, val)
 
 
 def fedjob_budget(surface: Any) -> dict:
@@ -227,6 +234,7 @@ def _run_clients(surface: Any, control: tuple[str, ...]) -> dict:
         return _missing(
             "a site name given to job.to(...) is not resolved statically" + (f": {why}" if why else ""),
             "FedJob.to(..., site)",
+            unknown[0],
         )
     names = list(dict.fromkeys(t.value for t in targets))
     if not names:
@@ -259,9 +267,11 @@ def unresolved_notes(budget: dict) -> list[dict]:
     ]
 
 
-def fixed_budget(surface: Any) -> dict:
-    """The `fixed_budget` block for a supported surface (empty dict when unsupported)."""
+def fixed_budget(surface: Any) -> tuple[dict, frozenset]:
+    """The `fixed_budget` block for a supported surface (empty dict when unsupported), and the run-time inputs its
+    unresolved fields rest on."""
     if surface.status != "supported":
-        return {}
+        return {}, NO_INPUTS
     budget = recipe_budget(surface) if surface.pattern == "recipe" else fedjob_budget(surface)
-    return {field: budget[field] for field in FIELDS}
+    found = [budget[field].pop(_INPUTS, NO_INPUTS) for field in budget]
+    return {field: budget[field] for field in FIELDS}, NO_INPUTS.union(*found)

@@ -13,7 +13,7 @@ from contextlib import suppress
 from typing import Any
 
 from .argparse_flow import Namespace, namespace_attribute
-from .inputs import DESCRIPTIONS, call_kind
+from .inputs import NO_INPUTS, Input, call_kind, kinds
 from .values import (
     ENV_PREFIX,
     HIGH,
@@ -25,6 +25,7 @@ from .values import (
     ModuleRef,
     Val,
     cause,
+    inputs_of,
     known,
     merge_flags,
     unresolved,
@@ -60,8 +61,8 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
         confidence = weakest(MEDIUM, *(v.confidence for v in values))
         return Val({k: v.value for k, v in kwargs.items()}, confidence, "", merge_flags(*values))
     if name == "open":
-        reads = DESCRIPTIONS["files"].removeprefix("which ")  # the words dryrun_config.UNPINNABLE looks for
-        return unresolved(node, f"open() at line {node.lineno} {reads}", merge_flags(*args))
+        reads = Input.FILES.value.removeprefix("which ")
+        return unresolved(node, f"open() at line {node.lineno} {reads}", merge_flags(*args), kinds(Input.FILES))
     if name == "range" and not kwargs and all(known(a) and type(a.value) is int for a in args):
         with suppress(TypeError, ValueError, OverflowError):  # no bounds, too many, a zero step, or past a C size
             span = range(*(a.value for a in args))
@@ -72,23 +73,32 @@ def call_builtin(func: Builtin, args: list[Any], kwargs: dict[str, Any], node: a
 
 def not_evaluated(node: ast.AST, call: str, inputs: list) -> Val:
     """Unresolved: names the first of `inputs` read at run time, else `call` and its line, with the input a call of
-    files, the environment, randomness or the clock reads (`inputs.call_kind`); keeps their flags."""
+    files, the environment, randomness or the clock reads (`inputs.call_kind`); keeps their flags. Its run-time
+    inputs are the named one's and the call's own."""
     kind = call_kind(call.removesuffix("()"))
-    what = f", {DESCRIPTIONS[kind]}" if kind != "call" else " is not evaluated statically"
-    why = cause(*inputs) or whole_environment(inputs, node) or f"{call} at line {node.lineno}{what}"
-    return unresolved(node, why, merge_flags(*inputs))
+    what = f", {kind.value}" if kind else " is not evaluated statically"
+    first = cause(*inputs)
+    why = first or whole_environment(inputs, node) or f"{call} at line {node.lineno}{what}"
+    found = inputs_of(*inputs) if first else environment(inputs)
+    return unresolved(node, why, merge_flags(*inputs), found | kinds(kind))  # the call's own input too
 
 
 def whole_environment(inputs: list, node: ast.AST) -> str:
     """Why a value made from `os.environ` itself (`dict(os.environ)`, `{**os.environ}`, a loop over it) is not
     known: it reads the host environment ("" when no input is `os.environ`)."""
-    if any(isinstance(v, ClassRef) and v.qualname == "os.environ" for v in inputs):
-        return f"it comes from os.environ at line {node.lineno}, which reads the host environment at run time"
+    if environment(inputs):
+        return f"it comes from os.environ at line {node.lineno}, {Input.ENVIRONMENT.value}"
     return ""
+
+
+def environment(inputs: list) -> frozenset[Input]:
+    """The environment, when an input is `os.environ` itself."""
+    whole = any(isinstance(v, ClassRef) and v.qualname == "os.environ" for v in inputs)
+    return kinds(Input.ENVIRONMENT) if whole else NO_INPUTS
 
 
 def env_read(name: Any, node: ast.AST, args: list) -> Val:
     """An environment variable read at run time: unresolved, tagged `env:NAME` so consumers can tell which."""
     label = name.value if known(name, str) else "?"
     reason = f"it reads the environment variable {label} at run time (line {node.lineno})"
-    return unresolved(node, reason, merge_flags(*args) + (ENV_PREFIX + label,))
+    return unresolved(node, reason, merge_flags(*args) + (ENV_PREFIX + label,), kinds(Input.ENVIRONMENT))

@@ -29,20 +29,12 @@ from . import moves, recorded, run_reasons
 from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, SEVERAL_RUNS
 from .argparse_flow import first_by_dest
 from .budget import FIELDS
+from .inputs import NO_INPUTS, Input
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord, Ran
 from .surface import FAMILY_LABELS
 from .trust import outside_job
 
-READS_FILES = "reads files"
-UNPINNABLE = (  # inputs.DESCRIPTIONS and the environment-variable reasons: one run cannot pin these
-    "environment variable",
-    "host environment",
-    READS_FILES,
-    "random numbers",
-    "reads the clock",
-    "is imported instead of NVFLARE",  # the job's own nvflare: a run in the boot would not show what it does
-)
 NOT_TRAINING = tuple(FAMILY_LABELS)  # the families of jobs that train nothing
 TrustFor = Callable[[str | None], dict]  # the trust contract of the client script a run names
 
@@ -59,15 +51,12 @@ def summary(record: DryRunRecord | None, ran: Ran | None = None) -> dict:
     return out
 
 
-def _unpinnable(config: dict, record: DryRunRecord) -> bool:
-    """True when a static refusal or a budget/objective note names an input one run cannot pin (`UNPINNABLE`); files
-    are pinned when the run read none outside the job's folder (`run_reasons.reads_only_job_files`)."""
-    notes = [
-        u.get("reason", "") for u in config["unresolved"] if u["field"].startswith(("fixed_budget.", "objective."))
-    ]
-    texts = " ".join([*(e["message"] for e in config["admission_errors"]), *notes])
-    pinned = {READS_FILES} if run_reasons.reads_only_job_files(record) else set()
-    return any(mark in texts for mark in UNPINNABLE if mark not in pinned)
+def _unpinnable(inputs: frozenset[Input], record: DryRunRecord) -> bool:
+    """True when the static refusal or an unresolved budget field rests on a run-time input (`inputs`: the
+    reading's); files are pinned when the run read none outside the job's folder
+    (`run_reasons.reads_only_job_files`)."""
+    pinned = {Input.FILES} if run_reasons.reads_only_job_files(record) else set()
+    return bool(inputs - pinned)
 
 
 def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
@@ -286,10 +275,12 @@ def apply(
     trust_for: TrustFor,
     env_moved: dict,
     fallback: str | None = None,
+    inputs: frozenset[Input] = NO_INPUTS,
 ) -> list[dict] | None:
     """Fold the run into a reading's facts (`config`; `static`: the reading's config), see the module docstring;
     the static refusals the run leaves standing, or None when there is no record (`static` stands). `fallback`: why
-    the record alone refuses (`fallbacks.refusal`, `other_version_refusal`): the run settles nothing."""
+    the record alone refuses (`fallbacks.refusal`, `other_version_refusal`): the run settles nothing. `inputs`: the
+    run-time inputs the reading's refusal and unresolved budget fields rest on (`api.Reading.inputs`)."""
     ran = recorded.ran(record) if record is not None and record.status == "recorded" else None
     config["import"]["dry_run"] = static["import"]["dry_run"] = summary(record, ran)
     if record is None:
@@ -302,7 +293,7 @@ def apply(
     # several runs: the config's support says it (a refusal the run does not settle stays there, with why)
     kept = [e for e in static["admission_errors"] if e["code"] not in {*SETTLED_BY_RUNNING, SEVERAL_RUNS}]
     several = static["import"]["support"].get("several_runs") and run_reasons.runs(record) != "once"
-    held = _unpinnable(static, record) or config["job"].get("family") in NOT_TRAINING or several  # no run settles these
+    held = _unpinnable(inputs, record) or config["job"].get("family") in NOT_TRAINING or several  # no run settles these
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
     raised_here = record.status == "raised" and not record.stubbed and not run_reasons.lacks_module(record)
     if family == "training" and run_reasons.runs(record) == "twice":

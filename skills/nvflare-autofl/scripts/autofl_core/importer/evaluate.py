@@ -11,7 +11,7 @@ import re
 from contextlib import suppress
 from typing import Any
 
-from .builtins_eval import env_read, whole_environment
+from .builtins_eval import env_read, environment, whole_environment
 from .values import (
     HIGH,
     MAX_ITEMS,
@@ -20,12 +20,12 @@ from .values import (
     Bag,
     ClassRef,
     Val,
-    cause,
     deep_size,
     known,
     merge_flags,
     source_text,
     unresolved,
+    unresolved_from,
     weakest,
 )
 
@@ -112,7 +112,7 @@ class ExpressionEvaluator:
     def _ev_UnaryOp(self, node: ast.UnaryOp) -> Val:
         operand = self.ev(node.operand)
         if not known(operand):
-            return unresolved(node, cause(operand) or "operand is not resolved", merge_flags(operand))
+            return unresolved_from(node, "operand is not resolved", operand)
         ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
         try:
             value = ops[type(node.op)](operand.value)
@@ -126,7 +126,7 @@ class ExpressionEvaluator:
         left, right = self.ev(node.left), self.ev(node.right)
         flags = merge_flags(left, right)
         if not (known(left) and known(right)):
-            return unresolved(node, cause(left, right) or "operand is not resolved", flags)
+            return unresolved_from(node, "operand is not resolved", left, right)
         with suppress(ArithmeticError, TypeError, ValueError, KeyError):
             return computed(node, safe_binop(node.op, left.value, right.value), [left, right])
         return unresolved(node, "expression cannot be evaluated safely", flags)
@@ -135,7 +135,7 @@ class ExpressionEvaluator:
         items = [self.ev(node.left)] + [self.ev(c) for c in node.comparators]
         flags = merge_flags(*items)
         if not all(map(known, items)):
-            return unresolved(node, cause(*items) or "comparison operand is not resolved", flags)
+            return unresolved_from(node, "comparison operand is not resolved", *items)
         with suppress(TypeError, KeyError):
             result = all(_CMPOPS[type(op)](items[i].value, items[i + 1].value) for i, op in enumerate(node.ops))
             return computed(node, result, items)
@@ -150,7 +150,7 @@ class ExpressionEvaluator:
                 continue
             val = self.ev(part.value)
             if not known(val):
-                return unresolved(node, cause(val) or "f-string field is not resolved", merge_flags(val, *vals))
+                return unresolved_from(node, "f-string field is not resolved", val, flags=merge_flags(val, *vals))
             vals.append(val)
             spec = self.ev(part.format_spec) if part.format_spec is not None else Val("", HIGH)
             if not known(spec) or wide_format(spec.value):
@@ -174,7 +174,7 @@ class ExpressionEvaluator:
         if not all(isinstance(i, Val) for i in items):
             return Bag(items)
         if not all(map(known, items)):
-            return unresolved(node, cause(*items) or "an item is not resolved", merge_flags(*items))
+            return unresolved_from(node, "an item is not resolved", *items)
         try:
             value = build([i.value for i in items])
         except TypeError:
@@ -191,7 +191,9 @@ class ExpressionEvaluator:
     def _ev_Dict(self, node: ast.Dict) -> Any:
         if any(k is None for k in node.keys):
             unpacked = [self.ev(v) for k, v in zip(node.keys, node.values, strict=True) if k is None]
-            return unresolved(node, whole_environment(unpacked, node) or "dict unpacking is not evaluated")
+            return unresolved(
+                node, whole_environment(unpacked, node) or "dict unpacking is not evaluated", (), environment(unpacked)
+            )
         keys = self._sequence(node, node.keys, list)
         values = [self.ev(v) for v in node.values]
         if not known(keys):
@@ -199,7 +201,7 @@ class ExpressionEvaluator:
         if not all(isinstance(v, Val) for v in values):
             return Bag(values, keys.value, key_flags=keys.flags, key_confidence=keys.confidence)
         if not all(map(known, values)):
-            return unresolved(node, cause(*values) or "a dict value is not resolved", merge_flags(*values))
+            return unresolved_from(node, "a dict value is not resolved", *values)
         try:
             value = dict(zip(keys.value, (v.value for v in values), strict=True))
         except TypeError:
@@ -222,7 +224,7 @@ class ExpressionEvaluator:
         if isinstance(base, ClassRef) and base.qualname == "os.environ":
             return env_read(index, node, [index])
         if not (known(base) and known(index)):
-            return unresolved(node, cause(base, index) or "subscript is not resolved", merge_flags(base, index))
+            return unresolved_from(node, "subscript is not resolved", base, index)
         with suppress(KeyError, IndexError, TypeError, ValueError):
             return computed(node, base.value[index.value], [base, index])
         return unresolved(node, "subscript cannot be evaluated", merge_flags(base, index))

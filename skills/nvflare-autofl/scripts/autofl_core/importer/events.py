@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import argparse_flow as ap
-from .inputs import DESCRIPTIONS, call_kind
+from .inputs import CALL, Input, call_kind, kinds
 from .values import ClassRef
 
 
@@ -71,7 +71,13 @@ class Obj:
         """What this object stands for when a data value was expected: `it comes from numpy.random.randint(...) at
         line 12, which draws random numbers` (names the run-time input)."""
         shown = self.cls.qualname.lstrip(".") or "a dynamic call"
-        return f"it comes from {shown}(...) at line {self.line}, {DESCRIPTIONS[call_kind(self.cls.qualname)]}"
+        kind = call_kind(self.cls.qualname)
+        return f"it comes from {shown}(...) at line {self.line}, {kind.value if kind else CALL}"
+
+    @property
+    def inputs(self) -> frozenset[Input]:
+        """The run-time input its call reads, as `origin` names it."""
+        return kinds(call_kind(self.cls.qualname))
 
 
 @dataclass

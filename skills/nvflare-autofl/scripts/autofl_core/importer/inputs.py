@@ -1,7 +1,10 @@
-"""Name the run-time input behind a value the importer cannot determine: files, environment, randomness, time
-(`call_kind("numpy.random.randint")` -> "randomness")."""
+"""The run-time inputs behind a value the importer cannot determine, as typed kinds (`Input`): files, the
+environment, randomness, the clock, and the job's own `nvflare` (`call_kind("numpy.random.randint")` ->
+`Input.RANDOMNESS`). One dry run cannot pin a value resting on any of them (`dryrun_config` reads the kinds)."""
 
 from __future__ import annotations
+
+from enum import Enum
 
 _FILE_MODULES = set(
     "glob json csv pickle yaml pandas pd shutil pathlib io h5py toml tomllib configparser sqlite3 joblib "
@@ -15,25 +18,37 @@ _RANDOM_MODULES = {"random", "secrets", "uuid"}
 _TIME_MODULES = {"time", "datetime"}
 ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}  # their result is an environment variable
 _ENV_CALLS = ENV_READERS | {"os.environ", "os.cpu_count", "socket.gethostname", "platform.node", "getpass.getuser"}
-DESCRIPTIONS = {
-    "files": "which reads files at run time",
-    "environment": "which reads the host environment at run time",
-    "randomness": "which draws random numbers",
-    "time": "which reads the clock",
-    "call": "an external call the importer cannot evaluate",
-}
 
 
-def call_kind(qualname: str) -> str:
-    """files | environment | randomness | time | call, from a callable's dotted name."""
+class Input(Enum):
+    """A kind of run-time input; its value is how a refusal names it."""
+
+    FILES = "which reads files at run time"
+    ENVIRONMENT = "which reads the host environment at run time"
+    RANDOMNESS = "which draws random numbers"
+    TIME = "which reads the clock"
+    OWN_NVFLARE = "which imports the job's own nvflare instead of NVFLARE"
+
+
+NO_INPUTS: frozenset[Input] = frozenset()
+CALL = "an external call the importer cannot evaluate"  # a call of no known input kind
+
+
+def call_kind(qualname: str) -> Input | None:
+    """The input a callable reads, from its dotted name (None: a call of no known kind)."""
     parts = [p for p in qualname.split(".") if p]
     root = parts[0] if parts else ""
     if qualname in _ENV_CALLS or qualname.startswith("os.environ."):  # a copy, its items: the environment too
-        return "environment"
+        return Input.ENVIRONMENT
     if qualname in _FILE_CALLS or root in _FILE_MODULES or (parts and parts[-1].startswith(("read_", "load"))):
-        return "files"
+        return Input.FILES
     if root in _RANDOM_MODULES or "random" in parts[1:] or (parts and parts[-1].startswith("rand")):
-        return "randomness"
+        return Input.RANDOMNESS
     if root in _TIME_MODULES:
-        return "time"
-    return "call"
+        return Input.TIME
+    return None
+
+
+def kinds(*found: Input | None) -> frozenset[Input]:
+    """The kinds among `found` (None left out)."""
+    return frozenset(k for k in found if k is not None)

@@ -9,11 +9,12 @@ NVFLARE recipe table (`recipes.py`), by class, so a non-training recipe stays re
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import recipes
 from .events import UNSEEN_RUN
+from .inputs import NO_INPUTS, Input
 from .values import ENV_PREFIX, HIGH, Val, describe, merge_flags
 
 ENV_CLASSES = ("SimEnv", "PocEnv", "ProdEnv")
@@ -57,6 +58,7 @@ class Surface:
     site_targets: list = field(default_factory=list)  # FedJob client targets of to()/to_clients(), in call order
     run_control: tuple = ()  # job options of the branches under which the run call was made
     several_runs: bool = False  # job.py may train more than once: only a dry run that sees it run once settles it
+    inputs: frozenset[Input] = NO_INPUTS  # the run-time inputs the refusal rests on
 
 
 def is_recipe(obj: Any) -> bool:
@@ -276,7 +278,7 @@ def _decided_by(target: Any, control: tuple[str, ...]) -> Any:
     """A site name plus the options that decided whether (and how often) it was sent."""
     if not isinstance(target, Val) or not control:
         return target
-    return Val(target.value, target.confidence, target.expr, merge_flags(target, Val(flags=control)), target.reason)
+    return replace(target, flags=merge_flags(target, Val(flags=control)), parts=())
 
 
 def simulator_workspace(surface: Surface) -> dict | None:

@@ -6,14 +6,15 @@ walked path. A part of `walker.Walker`, which provides `walk_block`, `ev`, `bind
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Any
 
 from . import argparse_flow as ap
 from . import targets
-from .builtins_eval import whole_environment
+from .builtins_eval import environment, whole_environment
 from .evaluate import computed
 from .events import BranchNote, FuncRef, Obj, PathEnd
-from .inputs import ENV_READERS
+from .inputs import ENV_READERS, NO_INPUTS
 from .surface import touches_surface
 from .values import (
     HIGH,
@@ -21,12 +22,12 @@ from .values import (
     Bag,
     ClassRef,
     Val,
-    cause,
     elements,
     known,
     merge_flags,
     source_text,
     unresolved,
+    unresolved_from,
 )
 
 READING_BUILTINS = set("len list tuple set sorted str print enumerate zip range min max sum any all".split())
@@ -143,7 +144,7 @@ class UncertainPaths:
         flags = merge_flags(*vals)
         self._unsettle_rebound(before, f"`and`/`or` at line {node.lineno} may stop before it", flags)
         if not all(map(known, vals)):
-            return unresolved(node, cause(*vals) or "operand is not resolved", flags)
+            return unresolved_from(node, "operand is not resolved", *vals)
         stop = isinstance(node.op, ast.Or)  # `or` stops at the first true operand, `and` at the first false one
         return computed(node, next((v.value for v in vals[:-1] if bool(v.value) is stop), vals[-1].value), vals)
 
@@ -159,7 +160,7 @@ class UncertainPaths:
         self.ev(node.body)
         self.ev(node.orelse)
         self._unsettle_rebound(before, why, flags)
-        return unresolved(node, cause(test) or "condition is not resolved", flags)
+        return unresolved_from(node, "condition is not resolved", test)
 
     def _ev_ListComp(self, node: Any) -> Val:
         """Not evaluated: unresolved naming the line (or the run-time input it reads), keeping the flags of what it
@@ -179,7 +180,7 @@ class UncertainPaths:
             ):
                 read.append(self.ev(sub))
         why = whole_environment(named, node) or f"a comprehension at line {node.lineno} is not evaluated statically"
-        value = unresolved(node, cause(*named) or why, merge_flags(*named, *read))
+        value = unresolved_from(node, why, *named, flags=merge_flags(*named, *read), kinds=environment(named))
         once = len(node.generators) == 1 and len(elements(first) or "many") <= 1  # its body runs at most once
         if any(isinstance(n, ast.Call) for n in ast.walk(node)):
             why = f"a comprehension at line {node.lineno} runs it any number of times"
@@ -206,14 +207,14 @@ class UncertainPaths:
 
     _ev_SetComp = _ev_DictComp = _ev_GeneratorExp = _ev_ListComp
 
-    def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While, why: str) -> None:
+    def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While, why: str, kinds: frozenset = NO_INPUTS) -> None:
         """A loop walked once stands for any of its passes: a name its body rebinds holds no value known statically
         when a pass starts (a counter, the site a pass sends to); `why` says so."""
         body = [n for part in stmt.body for n in ast.walk(part)]  # nested functions and comprehensions too
         for name in sorted({n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}):
             frame = next((scope for scope in self.scopes if name in scope), None)
             if frame is not None and isinstance(frame[name], Val):
-                frame[name] = unresolved(stmt, why, frame[name].flags)
+                frame[name] = unresolved(stmt, why, frame[name].flags, kinds)
 
     def _st_With(self, stmt: ast.With) -> None:
         """A `with suppress(...)` block (or one of a job.py class with `__exit__`) may stop part way without an
@@ -296,7 +297,7 @@ def with_flags(value: Any, flags: tuple[str, ...]) -> Any:
     if not extra:
         return value
     confidence = MEDIUM if value.confidence == HIGH else value.confidence
-    return Val(value.value, confidence, value.expr, value.flags + extra, value.reason, value.parts)
+    return replace(value, confidence=confidence, flags=value.flags + extra)
 
 
 def _outer_uses(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[tuple[ast.Name, ast.AST | None]]]:

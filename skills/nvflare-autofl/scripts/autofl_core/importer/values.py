@@ -1,6 +1,7 @@
 """Value types of the static importer: `Val(value, confidence)` is data (high / medium / unresolved), with
-`flags`, the job options and `env:NAME` variables it depends on; ModuleRef, ClassRef, Builtin and Bag stand for
-modules, callables, builtins and containers of non-data items.
+`flags`, the job options and `env:NAME` variables it depends on, and an unresolved value's `inputs`, the run-time
+inputs behind it (`inputs.Input`); ModuleRef, ClassRef, Builtin and Bag stand for modules, callables, builtins and
+containers of non-data items.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import ast
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from .inputs import NO_INPUTS, Input
 
 HIGH = "high"
 MEDIUM = "medium"
@@ -30,6 +33,7 @@ class Val:
     flags: tuple[str, ...] = ()
     reason: str = ""
     parts: tuple = ()  # f-strings only: ((text, flags), ...) so forwarded train_args can be traced per option
+    inputs: frozenset[Input] = NO_INPUTS  # unresolved only: the run-time inputs it rests on
 
     @property
     def resolved(self) -> bool:
@@ -92,8 +96,18 @@ def weakest(*confidences: str) -> str:
     return min(confidences, key=lambda c: _RANK[c]) if confidences else HIGH
 
 
-def unresolved(node: ast.AST, reason: str, flags: tuple[str, ...] = ()) -> Val:
-    return Val(None, UNRESOLVED, source_text(node), flags, reason)
+def unresolved(node: ast.AST, reason: str, flags: tuple[str, ...] = (), inputs: frozenset[Input] = NO_INPUTS) -> Val:
+    return Val(None, UNRESOLVED, source_text(node), flags, reason, inputs=inputs)
+
+
+def unresolved_from(
+    node: ast.AST, why: str, *vals: Any, flags: tuple[str, ...] | None = None, kinds: frozenset[Input] = NO_INPUTS
+) -> Val:
+    """Unresolved because of `vals`: the first undetermined one's reason and run-time inputs (else `why` and
+    `kinds`), with the flags of all of them (or `flags`)."""
+    flags = merge_flags(*vals) if flags is None else flags
+    first = _first_undetermined(vals)
+    return unresolved(node, cause(first) or why, flags, inputs_of(first) if first is not None else kinds)
 
 
 def source_text(node: ast.AST, limit: int = 200) -> str:
@@ -114,15 +128,22 @@ def option_flags(flags: tuple[str, ...] | list[str]) -> list[str]:
     return [f for f in flags if not f.startswith(ENV_PREFIX)]
 
 
+def _first_undetermined(vals: tuple) -> Any:
+    """The first value among `vals` that is no data: an unresolved value, or an object standing for a call's result."""
+    return next((v for v in vals if (not v.resolved if isinstance(v, Val) else hasattr(v, "origin"))), None)
+
+
 def cause(*vals: Any) -> str:
     """Why the first undetermined input among `vals` is undetermined, naming that input ("" if all are data)."""
-    for val in vals:
-        if isinstance(val, Val):
-            if not val.resolved:
-                return val.reason or "not resolved statically"
-        elif val is not None and hasattr(val, "origin"):
-            return val.origin
-    return ""
+    first = _first_undetermined(vals)
+    if isinstance(first, Val):
+        return first.reason or "not resolved statically"
+    return "" if first is None else first.origin
+
+
+def inputs_of(*vals: Any) -> frozenset[Input]:
+    """The run-time inputs `cause` names: the first undetermined value's (an object's, its call's)."""
+    return getattr(_first_undetermined(vals), "inputs", NO_INPUTS)
 
 
 def to_jsonable(value: Any) -> Any:

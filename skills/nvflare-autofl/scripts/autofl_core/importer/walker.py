@@ -20,7 +20,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from . import real_parser, values
-from .builtins_eval import BUILTIN_NAMES, call_builtin, env_read, not_evaluated, whole_environment
+from .builtins_eval import BUILTIN_NAMES, call_builtin, env_read, environment, not_evaluated, whole_environment
 from .evaluate import ExpressionEvaluator
 from .events import LAMBDA, BranchNote, FuncRef, MethodCall, Obj, PathEnd, RaiseNote, WalkResult
 from .inputs import ENV_READERS, call_kind
@@ -37,6 +37,7 @@ from .values import (
     ModuleRef,
     Val,
     cause,
+    inputs_of,
     merge_flags,
     source_text,
     unresolved,
@@ -126,9 +127,9 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         if isinstance(base, Obj):
             local = f"an instance of class {base.name} (line {base.line}); the importer does not follow classes"
             of = local if base.cls.qualname.startswith("<local>.") else f"{base.name}(...): {base.origin}"
-            return unresolved(node, f"attribute '{attr}' of {of}")
+            return unresolved(node, f"attribute '{attr}' of {of}", (), base.inputs)  # the object's, as `origin` names
         if isinstance(base, Val) and not base.resolved and base.reason:
-            return unresolved(node, base.reason, base.flags)
+            return unresolved(node, base.reason, base.flags, base.inputs)
         return unresolved(node, f"attribute '{attr}' of a run-time value")
 
     def _ev_Call(self, node: ast.Call) -> Any:
@@ -197,8 +198,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             if method == PER_SITE:
                 base.per_site = args[0] if args else kwargs.get("config")
                 return Val(None, HIGH)
-            if call_kind(base.cls.qualname) != "call":  # an object of the environment, files, randomness or clock
-                return unresolved(node, f"result of {base.name}.{method}(): {base.origin}")
+            if call_kind(base.cls.qualname):  # an object of the environment, files, randomness or clock
+                return unresolved(node, f"result of {base.name}.{method}(): {base.origin}", (), base.inputs)
             return unresolved(node, f"result of {base.name}.{method}() at line {node.lineno}, known only when it runs")
         mutated = isinstance(base, Bag) and method in values.MUTATORS[dict] | values.MUTATORS[list]
         held = base.value if isinstance(base, Val) and base.resolved else None
@@ -432,9 +433,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         items = _unrollable(iterable, stmt.body) if over else None
         if over and items is None:
             why = cause(iterable) or "a sequence that is not known statically, too long, or left with break/continue"
-            self.bind(
-                stmt.target, unresolved(stmt.target, f"loop variable of a loop over {source_text(stmt.iter)}: {why}")
-            )
+            variable = f"loop variable of a loop over {source_text(stmt.iter)}: {why}"
+            self.bind(stmt.target, unresolved(stmt.target, variable, (), inputs_of(iterable)))
         note = BranchNote(stmt.body[0].lineno, "loop body", False, kind="loop")
         self.out.branches.append(note)
         again = [] if over else [ast.Expr(stmt.test, lineno=stmt.lineno, col_offset=0)]  # a `while` test runs again
@@ -445,7 +445,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             self._each_pass(stmt, each)
             self._undecided([stmt.body + again, []], note, iterable, each)
             if over and whole_environment([iterable], stmt):  # a loop over os.environ: what it binds reads it
-                self._each_pass(stmt, whole_environment([iterable], stmt))
+                self._each_pass(stmt, whole_environment([iterable], stmt), environment([iterable]))
         else:
             first_obj, first_call = len(self.out.objects), len(self.out.calls)
             with self.controlled_by(getattr(iterable, "flags", ())):  # how often the body runs depends on them
