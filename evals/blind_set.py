@@ -1,6 +1,6 @@
 """The blind set: real NVFLARE failure reports the diagnose rules were not written from (evals/blind/).
 
-Five halves with the same schema as evals/realworld/cases.json plus `source` (the public report's URL, or the job
+Six halves with the same schema as evals/realworld/cases.json plus `source` (the public report's URL, or the job
 of a real run) and optional `acceptable_patterns` (rows the catalog equally allows):
     dev      the half the rule changes could be checked against
     sealed   the half nobody changing rules read until the work was done; opened once, after those rules were merged
@@ -8,6 +8,7 @@ of a real run) and optional `acceptable_patterns` (rows the catalog equally allo
     sealed3  a third sealed half from yet other reports, labelled and committed before the script ever ran on it
     sealedrun real NVFLARE 2.9 failure runs (jobs run here, not reconstructions; `source` names the job, not a URL),
              labelled and committed before the script ever ran on them
+    sealedrun2 a second half of real NVFLARE 2.9 failure runs with other mistakes, labelled and committed the same way
 
 A case is right when the report's matched_pattern is the expected row or one of acceptable_patterns; wrong at
 high confidence when it is not right and the report says `high`. Usage: `results = score_half(name, run_case)`
@@ -23,7 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "evals" / "blind"
-HALVES = ("dev", "sealed", "sealed2", "sealed3", "sealedrun")
+HALVES = ("dev", "sealed", "sealed2", "sealed3", "sealedrun", "sealedrun2")
 # The bars of the sealed half: at least 90 % right, none wrong at high confidence. `make eval` prints how far a half
 # is from them (bar_misses) and fails only when a half falls below its recorded floor (floor_misses).
 MIN_RIGHT_SHARE = 0.9
@@ -32,7 +33,15 @@ MAX_WRONG_HIGH = 0
 # sealed3's wrong-at-high case went right with the confidence calibration of session 11; docs/decisions.md):
 # (right, wrong at high confidence) per half. A change that gets fewer right or more wrong at high confidence is a
 # regression.
-FLOORS = {"dev": (15, 0), "sealed": (15, 0), "sealed2": (17, 0), "sealed3": (15, 0), "sealedrun": (17, 0)}
+# sealedrun2 has not been scored yet: (0, 99) holds no figure; the coordinator sets it after scoring it once.
+FLOORS = {
+    "dev": (15, 0),
+    "sealed": (15, 0),
+    "sealed2": (17, 0),
+    "sealed3": (15, 0),
+    "sealedrun": (17, 0),
+    "sealedrun2": (0, 99),
+}
 
 
 @dataclass(frozen=True)

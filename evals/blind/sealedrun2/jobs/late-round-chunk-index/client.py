@@ -1,0 +1,52 @@
+"""Client that trains each round on the next chunk of its site data (the data is cut into three chunks)."""
+
+import argparse
+
+import numpy as np
+import nvflare.client as flare
+from nvflare.app_common.abstract.fl_model import FLModel
+
+NUM_FEATURES = 8
+TRUE_W = np.linspace(-1.0, 1.0, NUM_FEATURES + 1)
+N_CHUNKS = 3
+
+
+def site_data(site_name, n=600):
+    rng = np.random.default_rng(sum(ord(c) for c in site_name))
+    x = np.hstack([rng.normal(size=(n, NUM_FEATURES)), np.ones((n, 1))])
+    y = (x @ TRUE_W + rng.normal(scale=0.5, size=n) > 0).astype(float)
+    return x, y
+
+
+def train(w, x, y, lr=0.05, steps=5):
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(x @ w)))
+        w = w - lr * x.T @ (p - y) / len(y)
+    return w
+
+
+def accuracy(w, x, y):
+    return float(np.mean(((x @ w) > 0).astype(float) == y))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr", type=float, default=0.05)
+    args = parser.parse_args()
+    flare.init()
+    x, y = site_data(flare.get_site_name())
+    chunks = list(zip(np.array_split(x, N_CHUNKS), np.array_split(y, N_CHUNKS), strict=True))
+    while flare.is_running():
+        model = flare.receive()
+        w = np.asarray(model.params["numpy_key"], dtype=float)
+        xc, yc = chunks[model.current_round]
+        acc = accuracy(w, x, y)
+        w = train(w, xc, yc, lr=args.lr)
+        print(f"site {flare.get_site_name()} round {model.current_round}: accuracy {acc:.3f}")
+        flare.send(
+            FLModel(params={"numpy_key": w}, metrics={"accuracy": acc}, meta={"NUM_STEPS_CURRENT_ROUND": len(yc)})
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""NumPy FedAvg job whose two sites get their own batch size through per-site train_args."""
+
+import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+NUM_FEATURES = 8
+SITE_ARGS = {
+    "site-1": {"train_args": "--lr 0.05 --batch_size 64"},
+    "site-2": {"train_args": "--lr 0.05 --batch_size 0"},  # "0 = full batch", as in the old trainer
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--name", type=str, required=True)
+    parser.add_argument("--workspace", type=str, default="/tmp/nvflare/simulation")
+    args = parser.parse_args()
+    recipe = NumpyFedAvgRecipe(
+        name=args.name,
+        model=[0.0] * (NUM_FEATURES + 1),
+        min_clients=2,
+        num_rounds=3,
+        train_script="client.py",
+        key_metric="accuracy",
+    )
+    recipe.set_per_site_config(SITE_ARGS)
+    env = SimEnv(clients=list(SITE_ARGS), workspace_root=args.workspace)
+    run = recipe.execute(env)
+    print("Result can be found in :", run.get_result())
+    print("Job Status is:", run.get_status())
+
+
+if __name__ == "__main__":
+    main()
