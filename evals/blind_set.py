@@ -33,14 +33,15 @@ MAX_WRONG_HIGH = 0
 # sealed3's wrong-at-high case went right with the confidence calibration of session 11; docs/decisions.md):
 # (right, wrong at high confidence) per half. A change that gets fewer right or more wrong at high confidence is a
 # regression.
-# sealedrun2 has not been scored yet: (0, 99) holds no figure; the coordinator sets it after scoring it once.
+# sealedrun2 was scored once on 2026-12-07 (session 15) by the coordinator, who had not read it: 14 right, 1 wrong at
+# high confidence, the same on the code before and after that session's first rule changes.
 FLOORS = {
     "dev": (15, 0),
     "sealed": (15, 0),
     "sealed2": (17, 0),
     "sealed3": (15, 0),
     "sealedrun": (17, 0),
-    "sealedrun2": (0, 99),
+    "sealedrun2": (14, 1),
 }
 
 
