@@ -14,6 +14,7 @@ from .sealing import Seal
 
 
 def run(plan: dict, command: list[str]) -> None:
+    """Seal `plan` and run `command` in it; never returns (the command's status, 127, or 126: not run)."""
     seal = Seal(plan)
     seal.open_status()
     seal.disk_fds = watch_setup(seal) if seal.limits else []

@@ -11,6 +11,7 @@ from .protections import EXIT_NOT_RUN
 
 
 def main(argv: list[str]) -> int:
+    """The probe (0: fully sealed, 1: a protection missing), or one plan's run; 2: bad arguments, 126: bad plan."""
     if argv[:1] == ["--probe"] and len(argv) <= 2:
         document = probe(*argv[1:])
         print(json.dumps(document, sort_keys=True))
