@@ -4,7 +4,8 @@
 - actions are leaves: no module of runner/actions/ imports another action or the lifecycle shell, and only the
   shell loads actions;
 - the trial package stands alone (standard library, its own modules and the campaign-free utilities of common/
-  only): the home of "run one child"; common/ itself imports only the standard library and its own modules;
+  only): the home of "run one child"; its sandbox/ package (run by path) imports the standard library and its own
+  modules only, all at module level; common/ itself imports only the standard library and its own modules;
 - the dry-run boot (importer/dryrun_boot/, run by path in the sandbox) imports only the standard library, nvflare
   and its own modules;
 - one remover of folder trees (`common/trees.remove_tree`, iterative): no `shutil.rmtree` anywhere else;
@@ -227,6 +228,10 @@ def test_the_trial_package_stands_alone():
     assert {path.stem for path in launcher} >= {"__main__", "main", "sealing", "watcher", "syscalls"}
     for path in sorted((CORE / "trial").glob("*.py")) + launcher:
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        if path in launcher:  # every module is loaded before the first namespace or mount: no import comes later
+            late = [n.lineno for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+            late = [line for line in late if line not in {n.lineno for n in tree.body}]
+            assert not late, f"{rel(path)}:{late[0]} imports inside a function (after the seal is laid)"
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
                 common = node.level == 2 and node.module == "common" and path not in launcher
