@@ -1,4 +1,4 @@
-"""The trial sandbox (trial/sandbox.py, trial/seal.py) on this host: real namespaces and overlays, no NVFLARE.
+"""The trial sandbox (trial/sandbox/, trial/seal.py) on this host: real namespaces and overlays, no NVFLARE.
 
 Each test runs a small Python program as the trial's command and reads what it could see and do. CI runs on
 Linux with unprivileged user namespaces; a host without them fails these tests (never skips them) with the
