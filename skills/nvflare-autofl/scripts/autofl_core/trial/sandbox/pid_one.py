@@ -21,7 +21,8 @@ def exit_like(status: int) -> None:
     """Leave with the same exit code or signal as the waited-for child."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # these two take no handler, so have none to reset
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else EXIT_NOT_RUN)
 
