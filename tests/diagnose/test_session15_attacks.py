@@ -1,0 +1,147 @@
+"""Attacks on session 15's cap for progress after an error (calibration._went_on), in both directions.
+
+Promises guarded:
+- NVFLARE writes each ERROR record to log.txt and again to error_log.txt (which holds no INFO record): the copy in
+  error_log.txt does not hide the progress log.txt shows after the same record;
+- progress counts only as the erring participant's and run's: a record naming another participant (`identity=`)
+  or another run (`run=<id>`, or another run than the job being diagnosed) is not the erring one going on (the
+  simulator's console and a POC's combined console hold every participant's records in one file);
+- progress is NVFLARE's record: a line NVFLARE echoes from an external script (SubprocessLauncher,
+  ExternalProcessBackend) is the script's print; `aggregating 0 update(s)` is no work completed;
+- limits that hold: errors repeated every round and ending the file stay high; the same participant's progress
+  in a mixed file, and progress with no participant named (the concise console), still cap.
+
+Message texts are NVFLARE 2.9's own (private/fed/client/client_runner.py, app_common/workflows/
+scatter_and_gather.py, app_common/aggregators/dxo_aggregator.py, fuel/f3/drivers/grpc_driver.py; the record
+layout of fuel/utils/log_config.json: `<time> - <logger> - <LEVEL> - [<fl_ctx>] - <message>`, the fl_ctx part
+absent in the concise console); times, ids and paths are the test's.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_calibration_holes import OOM, OTHER_RUN, PEER, THIS_RUN, record, run, verdict
+
+SERVER_CTX = f"[identity=server, run={THIS_RUN}, wf=scatter_and_gather]"
+REFUSED = "Connection closed due to error: ConnectionRefusedError: [Errno 111] Connection refused"
+
+
+def ctx(site: str = "site-1", run_id: str = THIS_RUN) -> str:
+    return f"[identity={site}, run={run_id}, peer=server, peer_run={run_id}, task_name=train, task_id=51aa]"
+
+
+def oom(site: str = "site-1", at: str = "21:14:59,000") -> str:
+    """A participant's ERROR record naming it (no traceback under it)."""
+    return record("ERROR", "ClientRunner", f"{ctx(site)} - {OOM}", at=at)
+
+
+def refused(at: str) -> str:
+    return record("ERROR", "GrpcDriver", REFUSED, at=at)
+
+
+def client_round(site: str = "site-1", start: int = 10, run_id: str = THIS_RUN) -> list[str]:
+    """A participant's healthy round in NVFLARE 2.9's words, from second `start` of 21:15."""
+    words = ["got task assignment: name=train, id=51ab", "finished processing task", "task result sent to server"]
+    return [
+        record("INFO", "ClientRunner", f"{ctx(site, run_id)} - {w}", at=f"21:15:{start + i:02},000")
+        for i, w in enumerate(words)
+    ]
+
+
+# -- error_log.txt holds a copy of each ERROR record, and nothing after it ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "errors",
+    [[refused("21:14:58,000"), refused("21:14:59,000")], [oom()]],
+    ids=["refused-twice", "oom-record"],
+)
+def test_the_error_log_copy_does_not_hide_the_progress_after_the_record(errors):
+    done = run({"site-1/log.txt": [*errors, *client_round()], "site-1/error_log.txt": errors})
+    alone = run({"site-1/log.txt": [*errors, *client_round()]})
+    assert verdict(done) == verdict(alone)
+    assert done["confidence"] == "medium"
+
+
+def test_an_error_log_copy_of_errors_after_the_last_progress_stays_high():
+    errors = [refused("21:15:40,000"), refused("21:15:50,000")]
+    done = run({"site-1/log.txt": [*client_round(), *errors], "site-1/error_log.txt": errors})
+    assert verdict(done) == (PEER, "high")
+
+
+# -- progress of another participant or another run in the same file -------------------------------------------------
+
+
+def test_other_participants_progress_in_a_shared_console_does_not_cap_a_sites_failure():
+    """The simulator's console: site-1 fails, site-2 and the server go on (as in separate files, which stay high)."""
+    server = record("INFO", "ScatterAndGather", f"{SERVER_CTX} - Round 0 finished.", at="21:15:30,000")
+    console = [oom(), *client_round("site-2"), server]
+    assert verdict(run({"console.txt": console}, "simulation")) == ("CUDA_OOM", "high")
+    apart = run({"site-1/log.txt": [oom()], "site-2/log.txt": client_round("site-2")}, "simulation")
+    assert verdict(apart) == ("CUDA_OOM", "high")
+
+
+def test_the_same_participants_progress_in_a_shared_console_still_caps():
+    console = [oom(), *client_round("site-2"), *client_round("site-1", start=20)]
+    assert verdict(run({"console.txt": console}, "simulation")) == ("CUDA_OOM", "medium")
+
+
+def test_progress_naming_no_participant_still_caps_in_the_concise_console():
+    """The concise console drops the fl_ctx: whose progress it is cannot be told, so it counts (a limit)."""
+    concise = "2026-12-06 21:15:30,000 - INFO - Round 0 finished."
+    assert verdict(run({"console.txt": [oom(), concise]}, "simulation")) == ("CUDA_OOM", "medium")
+
+
+@pytest.mark.parametrize("job_id", [None, THIS_RUN], ids=["no-job-id", "job-id"])
+def test_a_later_runs_progress_in_the_same_log_does_not_cap(job_id):
+    """The site's log holds the failed run, then the next job (the user's re-run) going well."""
+    lines = [oom(), *client_round(run_id=OTHER_RUN)]
+    assert verdict(run({"site-1/log.txt": lines}, job_id=job_id)) == ("CUDA_OOM", "high")
+
+
+def test_another_runs_progress_does_not_cap_the_diagnosed_jobs_unnamed_errors():
+    lines = [refused("21:14:58,000"), refused("21:14:59,000"), *client_round(run_id=OTHER_RUN)]
+    assert verdict(run({"site-1/log.txt": lines}, job_id=THIS_RUN)) == (PEER, "high")
+    assert verdict(run({"site-1/log.txt": lines}, job_id=OTHER_RUN))[1] != "high"
+
+
+# -- progress words that are not NVFLARE's record of completed work -------------------------------------------------
+
+NOT_PROGRESS = {
+    "script-echo-2.4": record("INFO", "SubprocessLauncher", "Round 1 finished."),
+    "script-echo-full-name": record(
+        "INFO", "nvflare.app_common.launchers.subprocess_launcher.SubprocessLauncher", "finished processing task"
+    ),
+    "script-echo-2.9": record("INFO", "ExternalProcessBackend", "Round 1 finished."),
+    "zero-updates": record("INFO", "DXOAggregator", f"{SERVER_CTX} - aggregating 0 update(s) at round 1"),
+}
+
+
+@pytest.mark.parametrize("after", NOT_PROGRESS.values(), ids=NOT_PROGRESS)
+def test_words_that_are_no_completed_work_do_not_cap(after):
+    lines = [refused("21:14:58,000"), refused("21:14:59,000"), after.replace("21:15:03,120", "21:15:30,000")]
+    assert verdict(run({"server/log.txt": lines})) == (PEER, "high")
+
+
+def test_one_update_aggregated_is_completed_work():
+    after = record("INFO", "DXOAggregator", f"{SERVER_CTX} - aggregating 1 update(s) at round 1", at="21:15:30,000")
+    lines = [refused("21:14:58,000"), refused("21:14:59,000"), after]
+    assert verdict(run({"server/log.txt": lines})) == (PEER, "medium")
+
+
+# -- a failure repeated every round ---------------------------------------------------------------------------------
+
+
+def test_an_error_every_round_ending_the_log_stays_high():
+    lines = []
+    for second in (0, 20, 40):
+        lines += [oom(at=f"21:15:{second:02},000"), *client_round(start=second + 1)]
+    lines.append(oom(at="21:15:59,000"))
+    assert verdict(run({"site-1/log.txt": lines})) == ("CUDA_OOM", "high")
+
+
+def test_an_error_every_round_the_site_recovers_from_is_not_high():
+    lines = []
+    for second in (0, 20, 40):
+        lines += [oom(at=f"21:15:{second:02},000"), *client_round(start=second + 1)]
+    assert verdict(run({"site-1/log.txt": lines})) == ("CUDA_OOM", "medium")
