@@ -6,8 +6,9 @@ Promises guarded:
 - progress counts only as the erring participant's and run's: a record naming another participant (`identity=`)
   or another run (`run=<id>`, or another run than the job being diagnosed) is not the erring one going on (the
   simulator's console and a POC's combined console hold every participant's records in one file);
-- progress is NVFLARE's record: a line NVFLARE echoes from an external script (SubprocessLauncher,
-  ExternalProcessBackend) is the script's print; `aggregating 0 update(s)` is no work completed;
+- progress is NVFLARE's record of work completed: a line NVFLARE echoes from an external script (SubprocessLauncher,
+  ExternalProcessBackend) is the script's print; `aggregating 0 update(s)` and `task result sent to server` (sent
+  for an error reply too) are no work completed;
 - limits that hold: errors repeated every round and ending the file stay high; the same participant's progress
   in a mixed file, and progress with no participant named (the concise console), still cap.
 
@@ -121,6 +122,23 @@ NOT_PROGRESS = {
 def test_words_that_are_no_completed_work_do_not_cap(after):
     lines = [refused("21:14:58,000"), refused("21:14:59,000"), after.replace("21:15:03,120", "21:15:30,000")]
     assert verdict(run({"server/log.txt": lines})) == (PEER, "high")
+
+
+def test_the_error_reply_sent_after_a_failed_task_is_no_completed_work():
+    """ClientRunner sends the executor's error reply (EXECUTION_EXCEPTION) and logs `task result sent to server`
+    for it as for a result; the server then ends the run."""
+
+    def client(level, words, at):
+        return record(level, "ClientRunner", f"{ctx()} - {words}", at=at)
+
+    lines = [
+        client("INFO", "got task assignment: name=train, id=51aa", "21:15:00,000"),
+        client("ERROR", f"Processing error from executor train_exec: {OOM}", "21:15:01,000"),
+        client("INFO", "start to send task result to server", "21:15:02,000"),
+        client("INFO", "task result sent to server", "21:15:02,100"),
+        client("INFO", "server asked to end the run", "21:15:04,000"),
+    ]
+    assert verdict(run({"site-1/log.txt": lines})) == ("CUDA_OOM", "high")
 
 
 def test_one_update_aggregated_is_completed_work():
