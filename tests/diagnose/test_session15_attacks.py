@@ -10,10 +10,13 @@ Promises guarded:
   ExternalProcessBackend) is the script's print; `aggregating 0 update(s)` and `task result sent to server` (sent
   for an error reply too) are no work completed;
 - limits that hold: errors repeated every round and ending the file stay high; the same participant's progress
-  in a mixed file, and progress with no participant named (the concise console), still cap.
+  in a mixed file, and progress with no participant named (the concise console), still cap;
+- printed job ids: PocEnv's own records (NVFLARE's words) say production beside the recipe's printed `Submitted
+  job ... with ID:`; a record of NVFLARE's logger under a line wrapper (journal, kubectl, docker compose, ANSI
+  colours) keeps its run id a strong hint (the reader peels the wrapper first).
 
 Message texts are NVFLARE 2.9's own (private/fed/client/client_runner.py, app_common/workflows/
-scatter_and_gather.py, app_common/aggregators/dxo_aggregator.py, fuel/f3/drivers/grpc_driver.py; the record
+scatter_and_gather.py, app_common/aggregators/dxo_aggregator.py, fuel/f3/drivers/grpc_driver.py, recipe/poc_env.py; the record
 layout of fuel/utils/log_config.json: `<time> - <logger> - <LEVEL> - [<fl_ctx>] - <message>`, the fl_ctx part
 absent in the concise console); times, ids and paths are the test's.
 """
@@ -21,7 +24,14 @@ absent in the concise console); times, ids and paths are the test's.
 from __future__ import annotations
 
 import pytest
+from nvfdiag.match import catalog as cat
+from nvfdiag.pipeline import diagnose
+from nvfdiag.read.evidence import collect_evidence
+from report_schema import validated
 from test_calibration_holes import OOM, OTHER_RUN, PEER, THIS_RUN, record, run, verdict
+
+CATALOG = cat.load_catalog()
+LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}
 
 SERVER_CTX = f"[identity=server, run={THIS_RUN}, wf=scatter_and_gather]"
 REFUSED = "Connection closed due to error: ConnectionRefusedError: [Errno 111] Connection refused"
@@ -163,3 +173,43 @@ def test_an_error_every_round_the_site_recovers_from_is_not_high():
     for second in (0, 20, 40):
         lines += [oom(at=f"21:15:{second:02},000"), *client_round(start=second + 1)]
     assert verdict(run({"site-1/log.txt": lines})) == ("CUDA_OOM", "medium")
+
+
+# -- printed job ids: PocEnv's records, and NVFLARE's records under line wrappers -----------------------------------
+
+
+def test_pocenvs_own_records_beside_the_printed_job_id_say_production():
+    """The recipe's `Submitted job '<name>' with ID: <id>` is a print (weak); PocEnv's records are NVFLARE's."""
+    for starting in (
+        record("INFO", "PocEnv", "Preparing and starting fresh POC services...", at="21:15:00,000"),
+        "2026-12-06 21:15:09,000 - INFO - POC services started successfully",
+    ):
+        console = ["$ python job.py", starting, f"Submitted job 'hello-pt' with ID: {OTHER_RUN}", "RuntimeError: boom"]
+        done = run({"console.txt": console}, mode="auto")
+        assert done["runtime_mode"] == "production", done["mode_reason"]
+
+
+JOB_PY = [
+    "Traceback (most recent call last):",
+    '  File "/home/a/fl/job.py", line 40, in <module>',
+    "RuntimeError: boom",
+]
+ASSIGNED = record("INFO", "ClientRunner", f"{ctx(run_id=OTHER_RUN)} - got task assignment: name=train, id=51aa")
+WRAPPERS = {
+    "journal": "Dec 06 21:15:03 host1 python3[1234]: {}",
+    "kubectl-timestamps": "2026-12-06T21:15:03.123456789Z {}",
+    "docker-compose": "site-1-1  | {}",
+    "ansi-colour": "\x1b[36m{}\x1b[0m",
+}
+
+
+@pytest.mark.parametrize("wrapper", WRAPPERS.values(), ids=WRAPPERS)
+def test_nvflares_record_under_a_line_wrapper_keeps_its_run_id_a_strong_hint(tmp_path, wrapper):
+    """The reader peels the wrapper before the record check: a weak `job.py` frame does not outweigh the run id."""
+    path = tmp_path / "site.log"
+    path.write_text("".join(wrapper.format(text) + "\n" for text in [ASSIGNED] * 3 + JOB_PY), encoding="utf-8")
+    evidence = collect_evidence([str(path)], job_id=None, **LIMITS)
+    done = validated(diagnose(evidence, CATALOG))
+    assert done["runtime_mode"] == "production", done["mode_reason"]
+    assert "run id is a UUID (deployed job)" in done["mode_reason"]
+    assert "not a record of NVFLARE's logger" not in done["mode_reason"]
