@@ -9,6 +9,7 @@ Promises guarded:
 - progress is NVFLARE's record of work completed: a line NVFLARE echoes from an external script (SubprocessLauncher,
   ExternalProcessBackend) is the script's print; `aggregating 0 update(s)` and `task result sent to server` (sent
   for an error reply too) are no work completed;
+- an identical record of another site is no copy; NVFLARE's echo of a script's peer-loss words supports nothing;
 - limits that hold: errors repeated every round and ending the file stay high; the same participant's progress
   in a mixed file, and progress with no participant named (the concise console), still cap;
 - printed job ids: PocEnv's own records (NVFLARE's words) say production beside the recipe's printed `Submitted
@@ -16,9 +17,10 @@ Promises guarded:
   colours) keeps its run id a strong hint (the reader peels the wrapper first).
 
 Message texts are NVFLARE 2.9's own (private/fed/client/client_runner.py, app_common/workflows/
-scatter_and_gather.py, app_common/aggregators/dxo_aggregator.py, fuel/f3/drivers/grpc_driver.py, recipe/poc_env.py; the record
-layout of fuel/utils/log_config.json: `<time> - <logger> - <LEVEL> - [<fl_ctx>] - <message>`, the fl_ctx part
-absent in the concise console); times, ids and paths are the test's.
+scatter_and_gather.py, app_common/aggregators/dxo_aggregator.py, apis/impl/wf_comm_server.py,
+fuel/f3/drivers/grpc_driver.py, recipe/poc_env.py; the record layout of fuel/utils/log_config.json: `<time> -
+<logger> - <LEVEL> - [<fl_ctx>] - <message>`, the fl_ctx part absent in the concise console); times, ids and paths
+are the test's.
 """
 
 from __future__ import annotations
@@ -213,3 +215,18 @@ def test_nvflares_record_under_a_line_wrapper_keeps_its_run_id_a_strong_hint(tmp
     assert done["runtime_mode"] == "production", done["mode_reason"]
     assert "run id is a UUID (deployed job)" in done["mode_reason"]
     assert "not a record of NVFLARE's logger" not in done["mode_reason"]
+
+
+def test_another_sites_identical_record_is_no_copy_that_went_on():
+    """Two sites log the same words in the same millisecond: site-1 goes on, site-2's log ends with the error."""
+    errors = [refused("21:14:58,000"), refused("21:14:59,000")]
+    done = run({"site-1/log.txt": [*errors, *client_round()], "site-2/log.txt": errors})
+    assert verdict(done) == (PEER, "high")
+
+
+def test_nvflares_echo_of_a_scripts_peer_loss_words_supports_nothing():
+    """A script's print of `... is deemed disconnected` is not NVFLARE's record that a peer is gone."""
+    echo = record("INFO", "SubprocessLauncher", "Client site-2 is deemed disconnected!", at="21:15:30,000")
+    assert verdict(run({"server/log.txt": [refused("21:14:59,000"), echo]})) == (PEER, "medium")
+    own = record("ERROR", "WFCommServer", "Client site-2 is deemed disconnected!", at="21:15:30,000")
+    assert verdict(run({"server/log.txt": [refused("21:14:59,000"), own]})) == (PEER, "high")

@@ -169,7 +169,8 @@ def _lone_line(an, primary: Candidate, placed) -> bool:
 
 def _went_on(an, primary: Candidate, placed) -> bool:
     """Every hit a record outside a traceback, and after the last hit of each of their files (or after a copy of
-    that record in another file: error_log.txt holds no INFO record) a progress record of the same course."""
+    that record in another file of the same site or of none: error_log.txt holds no INFO record) a progress record
+    of the same course."""
     lines, at = an.evidence.lines, {h.index for h in primary.hits}
     if not at or None in at or not placed or any(b is not None for _, b in placed):
         return False
@@ -189,6 +190,7 @@ def _went_on(an, primary: Candidate, placed) -> bool:
         any(
             _went_on_after(lines, c, after.get(source, {}), job)
             for source, c in copies[_key(lines[n].text[:MAX_LINE])].items()
+            if None in (lines[c].site, lines[n].site) or lines[c].site == lines[n].site
         )
         for n in last.values()
     )
