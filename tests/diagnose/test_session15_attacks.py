@@ -12,7 +12,8 @@ Promises guarded:
 - an identical record of another site is no copy; NVFLARE's echo of a script's peer-loss words supports nothing;
 - limits that hold: errors repeated every round and ending the file stay high; the same participant's progress
   in a mixed file, and progress with no participant named (the concise console), still cap;
-- printed job ids: PocEnv's own records (NVFLARE's words) say production beside the recipe's printed `Submitted
+- printed job ids: a record of the root or __main__ logger (the job's own `logging`) is no record of NVFLARE's
+  logger; PocEnv's own records (NVFLARE's words) say production beside the recipe's printed `Submitted
   job ... with ID:`; a record of NVFLARE's logger under a line wrapper (journal, kubectl, docker compose, ANSI
   colours) keeps its run id a strong hint (the reader peels the wrapper first).
 
@@ -31,6 +32,7 @@ from nvfdiag.pipeline import diagnose
 from nvfdiag.read.evidence import collect_evidence
 from report_schema import validated
 from test_calibration_holes import OOM, OTHER_RUN, PEER, THIS_RUN, record, run, verdict
+from test_session15_lifecycle_and_job_ids import SIMULATION
 
 CATALOG = cat.load_catalog()
 LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}
@@ -230,3 +232,14 @@ def test_nvflares_echo_of_a_scripts_peer_loss_words_supports_nothing():
     assert verdict(run({"server/log.txt": [refused("21:14:59,000"), echo]})) == (PEER, "medium")
     own = record("ERROR", "WFCommServer", "Client site-2 is deemed disconnected!", at="21:15:30,000")
     assert verdict(run({"server/log.txt": [refused("21:14:59,000"), own]})) == (PEER, "high")
+
+
+@pytest.mark.parametrize("logger", ["root", "__main__"])
+def test_a_job_id_the_jobs_own_logger_writes_does_not_outweigh_a_simulations_hints(logger):
+    """NVFLARE's log config formats the job's `logging.info(...)` like its own records; NVFLARE never logs to
+    the root or __main__ logger."""
+    for words in (f"Job {OTHER_RUN} started", f"tracking run={OTHER_RUN}"):
+        done = run({"console.txt": [*SIMULATION, record("INFO", logger, words)]}, mode="auto")
+        assert done["runtime_mode"] == "simulation", done["mode_reason"]
+        alone = run({"console.txt": [record("INFO", logger, words), "RuntimeError: boom"]}, mode="auto")
+        assert alone["runtime_mode"] == "production", alone["mode_reason"]
