@@ -205,7 +205,7 @@ def _course(lines, index: int) -> tuple[str, frozenset[str]]:
     """The participant a record names (`identity=`, or "") and the runs it names."""
     text = lines[index].text[:MAX_LINE]
     who = _IDENTITY.search(text)
-    return (who.group(1) if who else ""), frozenset(_runs(lines, index, None))
+    return (who.group(1) if who else ""), frozenset(_folders(lines[index].source) | _named([text]))
 
 
 def _progress_by_course(lines, progress) -> dict[str, dict[tuple[str, frozenset[str]], int]]:
@@ -253,13 +253,20 @@ def _runs(lines, index: int, block: Traceback | None) -> set[str]:
     """Run ids the hit's record names: its own line and its file's run folder, or for a traceback also the record
     line before it and its frames' run folders."""
     texts = [lines[index].text[:MAX_LINE]]
-    folders = {m.group(1).lower() for m in _RUN_FOLDER.finditer("/" + lines[index].source)}
+    found = _folders(lines[index].source)
     if block is not None:
         if block.start > 0 and lines[block.start - 1].source == lines[index].source:
             texts.append(lines[block.start - 1].text[:MAX_LINE])
-        found = {m.group(1).lower() for path, _, _ in block.frames for m in _RUN_FOLDER.finditer(path)}
-    else:
-        found = set()
+        found |= {m.group(1).lower() for path, _, _ in block.frames for m in _RUN_FOLDER.finditer(path)}
+    return found | _named(texts)
+
+
+def _folders(source: str) -> set[str]:
+    """Run ids in the folders of a file's path."""
+    return {m.group(1).lower() for m in _RUN_FOLDER.finditer("/" + source)}
+
+
+def _named(texts: list[str]) -> set[str]:
+    """Run ids the texts name in NVFLARE's shapes (`run=<id>`, the job-id shapes)."""
     patterns = (_RUN, _JOB, _JOB_OTHER)
-    named = {(m.group(1) or m.group(m.lastindex)).lower() for text in texts for p in patterns for m in p.finditer(text)}
-    return found | folders | named
+    return {(m.group(1) or m.group(m.lastindex)).lower() for text in texts for p in patterns for m in p.finditer(text)}
