@@ -3,9 +3,10 @@
 Promises guarded:
 - NVFLARE writes each ERROR record to log.txt and again to error_log.txt (which holds no INFO record): the copy in
   error_log.txt does not hide the progress log.txt shows after the same record;
-- progress counts only as the erring participant's and run's: a record naming another participant (`identity=`)
-  or another run (`run=<id>`, or another run than the job being diagnosed) is not the erring one going on (the
-  simulator's console and a POC's combined console hold every participant's records in one file);
+- progress counts only as the erring participant's and run's: a record naming another participant (`identity=`,
+  unless its `peer=` is the erring one: the server accepting its contribution) or another run (`run=<id>`, or
+  another run than the job being diagnosed) is not the erring one going on (the simulator's console and a POC's
+  combined console hold every participant's records in one file);
 - progress is NVFLARE's record of work completed: a line NVFLARE echoes from an external script (SubprocessLauncher,
   ExternalProcessBackend) is the script's print; `aggregating 0 update(s)` and `task result sent to server` (sent
   for an error reply too) are no work completed;
@@ -243,3 +244,17 @@ def test_a_job_id_the_jobs_own_logger_writes_does_not_outweigh_a_simulations_hin
         assert done["runtime_mode"] == "simulation", done["mode_reason"]
         alone = run({"console.txt": [record("INFO", logger, words), "RuntimeError: boom"]}, mode="auto")
         assert alone["runtime_mode"] == "production", alone["mode_reason"]
+
+
+def test_the_servers_record_of_the_sites_accepted_contribution_caps_the_sites_error():
+    """The server accepts site-1's contribution after site-1's error: its fl_ctx names site-1 as the peer."""
+    accepted = record(
+        "INFO",
+        "ScatterAndGather",
+        f"[identity=server, run={THIS_RUN}, wf=scatter_and_gather, peer=site-1, peer_run={THIS_RUN}, task_name=train]"
+        " - Contribution from site-1 ACCEPTED by the aggregator at round 1.",
+        at="21:15:30,000",
+    )
+    assert verdict(run({"console.txt": [oom(), accepted]}, "simulation")) == ("CUDA_OOM", "medium")
+    other = accepted.replace("peer=site-1", "peer=site-2").replace("from site-1", "from site-2")
+    assert verdict(run({"console.txt": [oom(), other]}, "simulation")) == ("CUDA_OOM", "high")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from ..logline import is_record, message, timestamp
 from ..read.prefixes import echoes_a_script
@@ -53,7 +54,8 @@ _JOB_OTHER = re.compile(
     rf"\bjob '[^'\n]{{0,200}}' with ID: ({_UUID})\b",
     re.IGNORECASE,
 )
-_IDENTITY = re.compile(r"\[identity=([^,\]\s]{1,200})")
+# a participant named in a record's fl_ctx (`[identity=site-1, run=..., peer=server, ...]`)
+_PARTY = re.compile(r"[\[ ](identity|peer)=([^,\]\s]{1,200})")
 MAX_LINE = 4096
 EDGE = 50  # lines at each end of a file looked at for its first and last time
 
@@ -201,31 +203,44 @@ def _key(text: str) -> tuple:
     return timestamp(text.lstrip()), message(text).strip()
 
 
-def _course(lines, index: int) -> tuple[str, frozenset[str]]:
-    """The participant a record names (`identity=`, or "") and the runs it names."""
+class Course(NamedTuple):
+    """Whose course a record tells: the participant (`identity=`), its peer (`peer=`; "" when not named) and the
+    runs it names."""
+
+    who: str
+    peer: str
+    runs: frozenset[str]
+
+
+def _course(lines, index: int) -> Course:
+    """The participant, peer and runs a record names."""
     text = lines[index].text[:MAX_LINE]
-    who = _IDENTITY.search(text)
-    return (who.group(1) if who else ""), frozenset(_folders(lines[index].source) | _named([text]))
+    found: dict[str, str] = {}
+    for m in _PARTY.finditer(text):
+        found.setdefault(m.group(1), m.group(2))  # the fl_ctx's, before any in the message
+    runs = frozenset(_folders(lines[index].source) | _named([text]))
+    return Course(found.get("identity", ""), found.get("peer", ""), runs)
 
 
-def _progress_by_course(lines, progress) -> dict[str, dict[tuple[str, frozenset[str]], int]]:
-    """Per file, the last progress record of each course (participant and runs named)."""
-    out: dict[str, dict[tuple[str, frozenset[str]], int]] = {}
+def _progress_by_course(lines, progress) -> dict[str, dict[Course, int]]:
+    """Per file, the last progress record of each course."""
+    out: dict[str, dict[Course, int]] = {}
     for p in progress:
         out.setdefault(lines[p].source, {})[_course(lines, p)] = p
     return out
 
 
-def _went_on_after(lines, index: int, after: dict[tuple[str, frozenset[str]], int], job: set[str]) -> bool:
-    """A progress record of the file follows the record and names no other participant nor only other runs than
-    the record's (or, when the record names none, the job being diagnosed)."""
-    who, runs = _course(lines, index)
-    runs = runs or job
+def _went_on_after(lines, index: int, after: dict[Course, int], job: set[str]) -> bool:
+    """A progress record of the file follows the record, names the record's participant as its own or as its peer
+    (or names none of them), and not only other runs than the record's (or, when the record names none, the job
+    being diagnosed)."""
+    own = _course(lines, index)
+    runs = own.runs or job
     return any(
         p > index
-        and not (who and other_who and who != other_who)
-        and not (runs and other_runs and not runs & other_runs)
-        for (other_who, other_runs), p in after.items()
+        and not (own.who and other.who and own.who not in (other.who, other.peer))
+        and not (runs and other.runs and not runs & other.runs)
+        for other, p in after.items()
     )
 
 
