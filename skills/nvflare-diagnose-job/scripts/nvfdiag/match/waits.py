@@ -1,0 +1,57 @@
+"""A CLI envelope whose wait ran out is not a refused command; the scheduler's reason is the fact. Pure.
+
+Usage: `hits = drop_wait_hits(hits, evidence)`; `clause = scheduler_said(lines, flagged)`. `nvflare job wait`,
+`job monitor` and the `system` commands that wait answer `error_code: TIMEOUT` when the user's own bounded wait
+ends (nvflare/tool/cli_errors.py; job_cli.py raises it from the FLARE API's JobTimeout, `job ... did not finish
+within Ns`). The command was accepted and the job may still be queued or running, so such an envelope supports no
+row. What the server says about the job instead is the DefaultJobScheduler's `Try to schedule job <id>, get result:
+(<reason>)`: when the job never started, that reason is said in likely_cause.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..logline import message
+from ..read.structured import envelope_error_code
+from .scan import Hit
+
+WAIT_ENDED_CODES = frozenset({"TIMEOUT"})
+_SCHEDULE = re.compile(
+    r"Try to schedule job ([\w-]{1,64}), get result: \(([^()\n]{1,160}(?:\(\d{1,6}\)[^()\n]{0,80})*)\)"
+)
+MAX_REASONS = 2
+
+
+def wait_ended_lines(evidence) -> set[int]:
+    """Lines that carry a CLI envelope's TIMEOUT error (the envelope reader writes one line per error envelope)."""
+    envelopes = {s.path for s in evidence.sources if s.kind == "cli_envelope"}
+    return {
+        index
+        for index, line in enumerate(evidence.lines)
+        if line.source in envelopes and envelope_error_code(line.text) in WAIT_ENDED_CODES
+    }
+
+
+def drop_wait_hits(hits: dict[str, list[Hit]], evidence) -> dict[str, list[Hit]]:
+    """Every row's hits minus those on a wait that ran out; rows left without hits are dropped."""
+    ended = wait_ended_lines(evidence)
+    if not ended:
+        return hits
+    kept = {row_id: [h for h in row_hits if h.index not in ended] for row_id, row_hits in hits.items()}
+    return {row_id: row_hits for row_id, row_hits in kept.items() if row_hits}
+
+
+def scheduler_said(lines, flagged: set[int]) -> str:
+    """The scheduler's reasons for not starting a job, as a likely_cause clause ('' when it gave none)."""
+    reasons: list[str] = []
+    for index, line in enumerate(lines):
+        if index in flagged or "Try to schedule job" not in line.text[:4096]:
+            continue
+        found = _SCHEDULE.search(message(line.text[:4096]))
+        if found and found.group(2).strip() and found.group(2) not in reasons:
+            reasons.append(found.group(2))
+    if not reasons:
+        return ""
+    quoted = "; ".join(f"`{reason}`" for reason in reasons[:MAX_REASONS])
+    return f"the server's job scheduler did not start the job: {quoted}"
