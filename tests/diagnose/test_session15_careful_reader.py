@@ -103,10 +103,26 @@ def test_only_an_earlier_traceback_of_another_exception_in_the_same_script_is_ha
         + _tb(other_site, "ValueError: bad label")  # another site's process: says nothing about site-1's import
         + _tb(script, "ModuleNotFoundError: No module named 'seaborn'")  # the same exception again: a relaunch
     )
-    assert handled.handled_blocks(find_tracebacks(lines)) == []
+    assert handled.handled_blocks(find_tracebacks(lines), lines) == []
     lines = _lines(_tb(script, "ModuleNotFoundError: No module named 'seaborn'") + _tb(script, "ValueError: bad"))
-    blocks = find_tracebacks(lines)
-    assert [b.exc_type for b in handled.handled_blocks(blocks)] == ["ModuleNotFoundError"]
+    assert [b.exc_type for b in handled.handled_blocks(find_tracebacks(lines), lines)] == ["ModuleNotFoundError"]
+
+
+@pytest.mark.parametrize("raise_from", [" from error", ""])  # `direct cause` and `during handling` chains
+def test_an_import_error_raised_again_as_another_exception_is_not_handled(tmp_path, raise_from):
+    script = tmp_path / "client.py"
+    script.write_text(
+        "try:\n    import h15_missing_helper\nexcept ImportError as error:\n"
+        f"    raise RuntimeError('client.py needs h15_missing_helper'){raise_from}\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert "ModuleNotFoundError" in done.stderr and "RuntimeError" in done.stderr  # a real chained traceback
+    lines = _lines(done.stderr)
+    assert handled.handled_blocks(find_tracebacks(lines), lines) == []
+    log = tmp_path / "stdout.txt"
+    log.write_text(done.stderr)
+    report = from_files(log, mode="simulation")
+    assert all(c["reason"] != handled.REASON for c in report["other_candidates"])
 
 
 # --- 2. a program that cannot be started is not a missing data path ----------------------------------------------

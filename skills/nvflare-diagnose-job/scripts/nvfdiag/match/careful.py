@@ -49,5 +49,5 @@ def read_carefully(
     hits = waits.drop_wait_hits(hits, evidence)
     found = launches.failed_launches(blocks, lines)
     hits = launches.reread_hits(hits, lines, found, catalog.has)
-    hits, aside = handled.set_aside_hits(hits, lines, handled.handled_blocks(blocks))
+    hits, aside = handled.set_aside_hits(hits, lines, handled.handled_blocks(blocks, lines))
     return hits, CarefulReading(aside, found)

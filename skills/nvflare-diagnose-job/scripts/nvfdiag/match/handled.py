@@ -13,7 +13,7 @@ medium (matcher._confidence).
 from __future__ import annotations
 
 from .scan import Hit
-from .tracebacks import Traceback, is_user_file
+from .tracebacks import Traceback, chains, is_user_file
 
 REASON = "handled: the job's script went on after this traceback (a later traceback of the same script ended it)"
 
@@ -22,14 +22,17 @@ def _user_files(block: Traceback) -> set[str]:
     return {path for path, _, _ in block.frames if is_user_file(path)}
 
 
-def handled_blocks(blocks: list[Traceback]) -> list[Traceback]:
+def handled_blocks(blocks: list[Traceback], lines) -> list[Traceback]:
     """Ended user-code tracebacks followed, in the same source, by a traceback of another exception class raised
-    through one of the same script files."""
+    through one of the same script files. A traceback chained to it (`During handling of the above exception` or
+    `The above exception was the direct cause`) is the same failure going on, not the script going past it."""
+    chain_of = {id(block): number for number, chain in enumerate(chains(blocks, lines)) for block in chain}
     handled = []
     for number, block in enumerate(blocks):
         files = _user_files(block) if block.end is not None and block.user_frame else set()
         if files and any(
             later.source == block.source
+            and chain_of[id(later)] != chain_of[id(block)]
             and later.exc_type not in (None, block.exc_type)
             and later.user_frame is not None
             and files & _user_files(later)
@@ -40,7 +43,7 @@ def handled_blocks(blocks: list[Traceback]) -> list[Traceback]:
 
 
 def _span(block: Traceback) -> range:
-    return range(block.start, max(block.end, *block.detail, block.end) + 1)
+    return range(block.start, max([block.end, *block.detail]) + 1)
 
 
 def set_aside_hits(

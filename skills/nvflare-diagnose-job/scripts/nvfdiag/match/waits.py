@@ -17,9 +17,7 @@ from ..read.structured import envelope_error_code
 from .scan import Hit
 
 WAIT_ENDED_CODES = frozenset({"TIMEOUT"})
-_SCHEDULE = re.compile(
-    r"Try to schedule job ([\w-]{1,64}), get result: \(([^()\n]{1,160}(?:\(\d{1,6}\)[^()\n]{0,80})*)\)"
-)
+_SCHEDULE = re.compile(r"Try to schedule job ([\w-]{1,64}), get result: \(([\w .,:'<>=()/-]{1,160})\)\.?\s*$")
 MAX_REASONS = 2
 
 
