@@ -1,7 +1,7 @@
 """A FileNotFoundError raised while starting a program names a missing program, not a missing data path. Pure.
 
-Usage: `found = failed_launches(blocks, lines)`; `hits = reread_hits(hits, lines, found, catalog)`. When the
-innermost frame of a FileNotFoundError/PermissionError traceback is Python's process launcher (subprocess's
+Usage: `found = failed_launches(blocks, lines)`; `hits = reread_hits(hits, lines, found, catalog.has, index)`.
+When the innermost frame of a FileNotFoundError/PermissionError traceback is Python's process launcher (subprocess's
 `_execute_child`, an `os.exec*`/`os.spawn*`/`os.posix_spawn*` call), the file that was not found is the program to
 run. DATA_PATH_NOT_FOUND then loses the hits on that traceback and on the lines that repeat its exception (NVFLARE's
 `ClientAPIExecutor cannot start: ... FileNotFoundError: ...`). When NVFLARE's external-process backend made the
@@ -53,21 +53,19 @@ def failed_launches(blocks: list[Traceback], lines) -> list[Launch]:
     return found
 
 
-def _launch_lines(lines, launches: list[Launch]) -> set[int]:
-    """Lines of the launch tracebacks and the lines that quote their exception."""
-    quoted = {launch.exception_text for launch in launches if launch.exception_text}
+def _launch_lines(lines, launches: list[Launch], index) -> set[int]:
+    """Lines of the launch tracebacks and the lines that quote their exception (a TextIndex finds them)."""
     covered = {i for launch in launches for i in range(launch.block.start, launch.block.end + 1)}
-    for index, line in enumerate(lines):
-        if index not in covered and any(text in line.text[:8192] for text in quoted):
-            covered.add(index)
+    for text in {launch.exception_text for launch in launches if launch.exception_text}:
+        covered.update(n for n in index.lines_with_text(text) if text in lines[n].text[:8192])
     return covered
 
 
-def reread_hits(hits: dict[str, list[Hit]], lines, launches: list[Launch], has_row) -> dict[str, list[Hit]]:
+def reread_hits(hits: dict[str, list[Hit]], lines, launches: list[Launch], has_row, index) -> dict[str, list[Hit]]:
     """DATA_PATH_NOT_FOUND without the launch lines' hits; SIMULATION_CONFIG_ERROR on NVFLARE's launch tracebacks."""
     if not launches:
         return hits
-    covered = _launch_lines(lines, launches)
+    covered = _launch_lines(lines, launches, index)
     result = {row_id: list(row_hits) for row_id, row_hits in hits.items()}
     kept = [h for h in result.get(DATA_ID, []) if h.index is None or h.index not in covered]
     if kept:

@@ -467,7 +467,7 @@ def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, own
     hits = _merge(hits, _exit_hits(lines, catalog, index))
     hits = foreign_tracebacks.loosen(hits, catalog, blocks, own, lines)
     hits = dissent.contest(hits, lines, blocks, catalog)
-    hits, reading = careful.read_carefully(hits, evidence, blocks, catalog)
+    hits, reading = careful.read_carefully(hits, evidence, blocks, catalog, index)
     return (*_split_static(hits, lines, evidence), reading)
 
 
