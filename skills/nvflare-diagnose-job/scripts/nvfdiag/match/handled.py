@@ -25,21 +25,26 @@ def _user_files(block: Traceback) -> set[str]:
 def handled_blocks(blocks: list[Traceback], lines) -> list[Traceback]:
     """Ended user-code tracebacks followed, in the same source, by a traceback of another exception class raised
     through one of the same script files. A traceback chained to it (`During handling of the above exception` or
-    `The above exception was the direct cause`) is the same failure going on, not the script going past it."""
+    `The above exception was the direct cause`) is the same failure going on, not the script going past it.
+    One pass from the last block back: per (source, script file), the exception classes seen later and up to two
+    of their chains (enough to know whether one differs from a block's own)."""
     chain_of = {id(block): number for number, chain in enumerate(chains(blocks, lines)) for block in chain}
+    later: dict[tuple[str, str], dict[str, set[int]]] = {}
     handled = []
-    for number, block in enumerate(blocks):
-        files = _user_files(block) if block.end is not None and block.user_frame else set()
-        if files and any(
-            later.source == block.source
-            and chain_of[id(later)] != chain_of[id(block)]
-            and later.exc_type not in (None, block.exc_type)
-            and later.user_frame is not None
-            and files & _user_files(later)
-            for later in blocks[number + 1 :]
+    for block in reversed(blocks):
+        if block.user_frame is None or block.exc_type is None:
+            continue
+        mine = chain_of[id(block)]
+        keys = [(block.source, path) for path in _user_files(block)]
+        if block.end is not None and any(
+            exc != block.exc_type and seen - {mine} for key in keys for exc, seen in later.get(key, {}).items()
         ):
             handled.append(block)
-    return handled
+        for key in keys:
+            seen = later.setdefault(key, {}).setdefault(block.exc_type, set())
+            if len(seen) < 2:
+                seen.add(mine)
+    return handled[::-1]
 
 
 def _span(block: Traceback) -> range:
