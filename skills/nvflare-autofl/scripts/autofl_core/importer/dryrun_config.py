@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import moves, recorded, run_reasons
-from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, SEVERAL_RUNS
+from .admission import JUDGED_ON_THE_RECORD, READ_BY_RUNNING, SETTLED_BY_RUNNING, SEVERAL_RUNS
 from .argparse_flow import first_by_dest
 from .budget import FIELDS
 from .objective import DEFAULT_KEY_METRIC
@@ -68,6 +68,15 @@ def _unpinnable(config: dict, record: DryRunRecord) -> bool:
     texts = " ".join([*(e["message"] for e in config["admission_errors"]), *notes])
     pinned = {READS_FILES} if run_reasons.reads_only_job_files(record) else set()
     return any(mark in texts for mark in UNPINNABLE if mark not in pinned)
+
+
+def _read_elsewhere(config: dict, record: DryRunRecord) -> bool:
+    """True when the static reading leaves a budget or objective field to the run (an unresolved note, or a refusal
+    a run reads) and the recorded run read a file outside the job's folder (`run_reasons.reads_only_job_files`):
+    whatever code computed the field, one run cannot pin what such a file decides."""
+    left = any(u["field"].startswith(("fixed_budget.", "objective.")) for u in config["unresolved"])
+    left = left or any(e["code"] in READ_BY_RUNNING for e in config["admission_errors"])
+    return left and record.status == "recorded" and not run_reasons.reads_only_job_files(record)
 
 
 def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
@@ -302,7 +311,8 @@ def apply(
     # several runs: the config's support says it (a refusal the run does not settle stays there, with why)
     kept = [e for e in static["admission_errors"] if e["code"] not in {*SETTLED_BY_RUNNING, SEVERAL_RUNS}]
     several = static["import"]["support"].get("several_runs") and run_reasons.runs(record) != "once"
-    held = _unpinnable(static, record) or config["job"].get("family") in NOT_TRAINING or several  # no run settles these
+    held = _unpinnable(static, record) or _read_elsewhere(static, record)  # no run settles these
+    held = held or config["job"].get("family") in NOT_TRAINING or several
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
     raised_here = record.status == "raised" and not record.stubbed and not run_reasons.lacks_module(record)
     if family == "training" and run_reasons.runs(record) == "twice":
