@@ -174,12 +174,6 @@ STAND_IN_DECIDES = {  # case: lines after the parse; with the real `cfglib` inst
     "a comprehension over a stand-in": "rounds = 2 + len([r for r in cfglib.extra_rounds()])\n",
     "a stand-in's path tested for existence": "import os\n\nrounds = 9 if os.path.exists(cfglib.default_path()) else 2\n",
 }
-PATH_HOLE = pytest.mark.xfail(
-    strict=True,
-    reason="hole: a stand-in acts as a path that does not exist (`__fspath__`), so `os.path.exists` of it is False "
-    "and the branch it decides is recorded as the budget (2 rounds), admitted; with the module installed the path "
-    "may exist (9 rounds)",
-)
 
 
 def _deciding(folder, case: str):
@@ -193,7 +187,7 @@ def _deciding(folder, case: str):
 @needs_sandbox
 @pytest.mark.parametrize(
     "case",
-    [pytest.param(c, marks=PATH_HOLE) if "path" in c else c for c in STAND_IN_DECIDES],
+    list(STAND_IN_DECIDES),
     ids=lambda c: c.replace(" ", "-"),
 )
 def test_rounds_a_stand_in_decides_are_never_admitted_as_recorded(tmp_path, private_cache, case):
