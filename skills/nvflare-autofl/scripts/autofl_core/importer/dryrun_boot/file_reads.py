@@ -8,7 +8,7 @@ folder the job's code writes (or renames onto) and then reads is noted by its ab
 there is the run's own doing, not the key's; a write alone reads nothing. A process the job's code starts (or
 forks) reads what the hook cannot see: noted as UNSEEN, as is any read past MAX_READS. Module code the import
 system reads, lists or caches (or a traceback's source lines), the folders `os.makedirs` tests while it creates
-them, the interpreter's and installed packages' folders, and `/dev/null` are not inputs of the job's own. A path
+them, the interpreter's, installed packages' and the boot's folders, and `/dev/null` are not inputs of the job's own. A path
 a stand-in stands for (`stand_ins.PATHS`) the job's code reads or tests raises TypeError: what the installed module's
 path holds is not known.
 """
@@ -25,7 +25,7 @@ import sys
 import sysconfig
 import tokenize
 
-from .frames import in_boot, in_job_folder
+from .frames import BOOT_FOLDER, in_boot, in_job_folder
 from .processes import PROCESS_EVENTS
 from .stand_ins import PATHS
 from .state import STATE
@@ -45,7 +45,7 @@ TESTED_EVENT = "autofl.path_tested"  # raised by the wrappers of os.path's tests
 def record_file_reads() -> None:
     """Install the audit hook; `STATE["files_read"]` holds what it notes."""
     STATE["files_read"], STATE["written"] = set(), set()
-    installed = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
+    installed = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values(), BOOT_FOLDER}
     STATE["installed"] = tuple(os.path.join(os.path.realpath(p), "") for p in installed if p)
     sys.addaudithook(_note_read)
     for name in TESTED:
