@@ -74,10 +74,12 @@ def install_fedjob() -> None:
 
 
 def _rebuilt_count(component, args: dict, name: str, own: dict) -> None:
-    """A budget count (`COUNTS`) the component holds that its constructor takes no argument for is what the loaded
-    job's constructor sets from the exported `args` (an argument NVFLARE does not export, or one passed through
-    **kwargs, which it drops, takes its default): read from a copy built from them, else noted `unreadable`."""
-    if name not in COUNTS or type(own.get(name)) is not int:
+    """A budget count (`COUNTS`) a component of the job's own (not NVFLARE's, whose export is its design) holds that
+    its constructor takes no argument for is what the loaded job's constructor sets from the exported `args` (an
+    argument NVFLARE does not export, or one passed through **kwargs, which it drops, takes its default): read from
+    a copy built from them, else noted `unreadable`."""
+    nvflare_s = type(component).__module__.partition(".")[0] == "nvflare"
+    if nvflare_s or name not in COUNTS or type(own.get(name)) is not int:
         return
     try:
         value = getattr(type(component)(**args), name)
