@@ -8,9 +8,9 @@ folder the job's code writes (or renames onto) and then reads is noted by its ab
 there is the run's own doing, not the key's; a write alone reads nothing. A process the job's code starts (or
 forks) reads what the hook cannot see: noted as UNSEEN, as is any read past MAX_READS. Module code the import
 system reads, lists or caches (or a traceback's source lines), the folders `os.makedirs` tests while it creates
-them, the interpreter's, installed packages' and the boot's folders, and `/dev/null` are not inputs of the job's own. A path
-a stand-in stands for (`stand_ins.PATHS`) the job's code reads or tests raises TypeError: what the installed module's
-path holds is not known.
+them, the interpreter's, installed packages' and the boot's folders, and `/dev/null` are not inputs of the job's
+own. A path a stand-in stands for (`stand_ins.PATHS`) the job's code reads or tests raises TypeError: what the
+installed module's path holds is not known.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ LISTINGS = ("os.listdir", "os.scandir")
 NOTHING = ("/dev/null",)
 TESTED = ("exists", "lexists", "isfile", "isdir", "islink", "getsize", "getmtime", "getctime", "getatime")
 TESTED_EVENT = "autofl.path_tested"  # raised by the wrappers of os.path's tests and of pathlib.Path.stat
+_MAKEDIRS = os.makedirs.__code__  # the tests it makes decide only which folders it creates
 
 
 def record_file_reads() -> None:
@@ -93,9 +94,6 @@ def _note_read(event: str, args: tuple) -> None:
         path = os.path.realpath(path)
         if not _module_code(sys._getframe(1).f_code.co_filename, path, event in LISTINGS or writes):
             _note(path, writes)
-
-
-_MAKEDIRS = os.makedirs.__code__
 
 
 def _module_code(reader: str, path: str, lists_or_writes: bool) -> bool:
