@@ -79,6 +79,19 @@ def _read_elsewhere(config: dict, record: DryRunRecord) -> bool:
     return left and record.status == "recorded" and not run_reasons.reads_only_job_files(record)
 
 
+def _say_read_elsewhere(config: dict, record: DryRunRecord) -> None:
+    """Add to the reason of each budget field and objective fact the reading left unresolved what the run read
+    outside the job's folder."""
+    found = [p for p in record.files_read if p.startswith("/") or p == "..."]
+    what = "what a process it started read" if found[0] == "..." else run_reasons.quoted(found[0])
+    said = f"; the dry run read {what} outside the job's folder, which one run cannot pin"
+    unresolved = [e for e in (config.get("fixed_budget") or {}).values() if e.get("confidence") == "unresolved"]
+    for entry in unresolved:
+        entry["reason"] = entry.get("reason", "dynamic value") + said
+    reasons = config["objective"].get("_reasons") or {}
+    reasons.update({k: v + said for k, v in reasons.items()})
+
+
 def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
     """One `fixed_budget` field, shaped like the static reading's, from what the run recorded."""
     value = entry.get("value")
@@ -311,8 +324,8 @@ def apply(
     # several runs: the config's support says it (a refusal the run does not settle stays there, with why)
     kept = [e for e in static["admission_errors"] if e["code"] not in {*SETTLED_BY_RUNNING, SEVERAL_RUNS}]
     several = static["import"]["support"].get("several_runs") and run_reasons.runs(record) != "once"
-    held = _unpinnable(static, record) or _read_elsewhere(static, record)  # no run settles these
-    held = held or config["job"].get("family") in NOT_TRAINING or several
+    elsewhere = _read_elsewhere(static, record)
+    held = _unpinnable(static, record) or elsewhere or config["job"].get("family") in NOT_TRAINING or several
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
     raised_here = record.status == "raised" and not record.stubbed and not run_reasons.lacks_module(record)
     if family == "training" and run_reasons.runs(record) == "twice":
@@ -326,6 +339,8 @@ def apply(
         _not_training(config, record, ran)
     elif record.status == "recorded" and fallback is None:
         pinned_too(config, moved)
+        if elsewhere:
+            _say_read_elsewhere(config, record)
         if several:  # the run went on in a way that does not show one run: say how
             config["import"]["support"]["reason"] += f" ({run_reasons.runs_reason(record)})"
     elif raised_here and static["admission_errors"] and settles and fallback is None:  # the refusal names its line

@@ -9,8 +9,7 @@ there is the run's own doing, not the key's; a write alone reads nothing. A proc
 forks) reads what the hook cannot see: noted as UNSEEN, as is any read past MAX_READS. Module code the import
 system reads, lists or caches (or a traceback's source lines), the folders `os.makedirs` tests while it creates
 them, the interpreter's, installed packages' and the boot's folders, and `/dev/null` are not inputs of the job's
-own. A path a stand-in stands for (`stand_ins.PATHS`) the job's code reads or tests raises TypeError: what the
-installed module's path holds is not known.
+own.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ import tokenize
 
 from .frames import BOOT_FOLDER, in_boot, in_job_folder
 from .processes import PROCESS_EVENTS
-from .stand_ins import PATHS
 from .state import STATE
 
 MAX_READS = 64
@@ -86,11 +84,6 @@ def _note_read(event: str, args: tuple) -> None:
     if tested and sys._getframe(2).f_code is _MAKEDIRS:  # the folders it creates: a write
         return
     if isinstance(path, str) and _by_job(depth=3 if tested else 2):  # not a file descriptor
-        if path.startswith(PATHS):  # what the installed module's path holds decides what the job does next
-            what = path[len(PATHS) :].partition("/")[0]
-            raise TypeError(
-                f"{what} is not installed here, and job.py reads or tests it as a path: what is there is not known"
-            )
         path = os.path.realpath(path)
         if not _module_code(sys._getframe(1).f_code.co_filename, path, event in LISTINGS or writes):
             _note(path, writes)

@@ -29,7 +29,7 @@ FRAMEWORKS = set(  # imported by NVFLARE's own framework recipes; stand-ins when
 MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
 IMPORT_MACHINERY = os.path.dirname(importlib.__file__) + os.sep  # importlib.import_module, importlib.util.find_spec
 NAMED_IN = "__main__"  # the module a stand-in's classes name
-PATHS = "/nonexistent/stand-in/"  # a stand-in as a path (`__fspath__`): `file_reads` refuses the job's reads of it
+PATHS = "/nonexistent/stand-in/"  # a stand-in as a path (`__fspath__`): outside the job's folder, an input when read
 
 
 class _Inert(types.ModuleType):
