@@ -81,10 +81,14 @@ def _read_elsewhere(config: dict, record: DryRunRecord) -> bool:
 
 def _say_read_elsewhere(config: dict, record: DryRunRecord) -> None:
     """Add to the reason of each budget field and objective fact the reading left unresolved what the run read
-    outside the job's folder."""
-    found = [p for p in record.files_read if p.startswith("/") or p == "..."]
-    what = "what a process it started read" if found[0] == "..." else run_reasons.quoted(found[0])
-    said = f"; the dry run read {what} outside the job's folder, which one run cannot pin"
+    that its cache key does not hold (`run_reasons.unpinned_reads`)."""
+    found = run_reasons.unpinned_reads(record)[0]
+    what = (
+        "what it cannot see (a process it started, or past its reads noted)"
+        if found == "..."
+        else run_reasons.quoted(found)
+    )
+    said = f"; the dry run read {what}, which its cache key does not hold: one run cannot pin it"
     unresolved = [e for e in (config.get("fixed_budget") or {}).values() if e.get("confidence") == "unresolved"]
     for entry in unresolved:
         entry["reason"] = entry.get("reason", "dynamic value") + said

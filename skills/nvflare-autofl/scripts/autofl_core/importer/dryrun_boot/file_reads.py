@@ -8,8 +8,8 @@ folder the job's code writes (or renames onto) and then reads is noted by its ab
 there is the run's own doing, not the key's; a write alone reads nothing. A process the job's code starts (or
 forks) reads what the hook cannot see: noted as UNSEEN, as is any read past MAX_READS. Module code the import
 system reads, lists or caches (or a traceback's source lines), the folders `os.makedirs` tests while it creates
-them, the interpreter's, installed packages' and the boot's folders, and `/dev/null` are not inputs of the job's
-own.
+them, the interpreter's, installed packages' and the boot's folders, NVFLARE's own reads of its settings
+(`~/.nvflare`) and `/dev/null` are not inputs of the job's own.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import sys
 import sysconfig
 import tokenize
 
-from .frames import BOOT_FOLDER, in_boot, in_job_folder
+from .frames import BOOT_FOLDER, in_boot, in_job_folder, in_nvflare
 from .processes import PROCESS_EVENTS
 from .state import STATE
 
@@ -39,6 +39,7 @@ NOTHING = ("/dev/null",)
 TESTED = ("exists", "lexists", "isfile", "isdir", "islink", "getsize", "getmtime", "getctime", "getatime")
 TESTED_EVENT = "autofl.path_tested"  # raised by the wrappers of os.path's tests and of pathlib.Path.stat
 _MAKEDIRS = os.makedirs.__code__  # the tests it makes decide only which folders it creates
+NVFLARE_HOME = os.path.join(os.path.expanduser("~"), ".nvflare", "")  # NVFLARE's own settings (POC workspace...)
 
 
 def record_file_reads() -> None:
@@ -84,8 +85,9 @@ def _note_read(event: str, args: tuple) -> None:
     if tested and sys._getframe(2).f_code is _MAKEDIRS:  # the folders it creates: a write
         return
     if isinstance(path, str) and _by_job(depth=3 if tested else 2):  # not a file descriptor
-        path = os.path.realpath(path)
-        if not _module_code(sys._getframe(1).f_code.co_filename, path, event in LISTINGS or writes):
+        path, reader = os.path.realpath(path), sys._getframe(1).f_code.co_filename
+        settings = os.path.join(path, "").startswith(NVFLARE_HOME) and _through_nvflare(3 if tested else 2)
+        if not settings and not _module_code(reader, path, event in LISTINGS or writes):
             _note(path, writes)
 
 
@@ -107,6 +109,16 @@ def _by_job(past_boot: bool = False, depth: int = 2) -> bool:
         if in_boot(name) and not past_boot:
             return False
         if in_job_folder(name):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _through_nvflare(depth: int) -> bool:
+    """True when, from the read outwards, NVFLARE's code comes before the job's (NVFLARE reads for itself)."""
+    frame = sys._getframe(depth)
+    while frame is not None and not in_job_folder(frame.f_code.co_filename):
+        if in_nvflare(frame.f_code.co_filename):
             return True
         frame = frame.f_back
     return False
