@@ -46,8 +46,8 @@ HIDDEN = (".nvflare", "autofl_runs")  # the job folder's entries a dry run canno
 FOLDER_PREFIX = "autofl-dryrun-run-"  # a run's private folder (trial/owned_folders.py: swept once its maker is gone)
 STORED = ("recorded",)  # the cache folder keeps runs that reached NVFLARE (a raise may be on a file elsewhere)
 PERTURBED_STORED = ("recorded", "raised", "exited")  # a perturbed run of a recorded job: its raise is the values'
-_MEMO: dict[str, tuple[DryRunRecord, dict]] = {}  # this process's records and their read marks (a raise or an exit
-# too: one answer within a command)
+# this process's records and their read marks (a raise or an exit too: one answer within a command)
+_MEMO: dict[str, tuple[DryRunRecord, dict | None]] = {}
 
 
 def available(python: str | None = None) -> bool:
