@@ -151,6 +151,20 @@ def _read_marks(folder: Path, files_read: tuple[str, ...], overlay: dict[str, by
     return marks
 
 
+def _same_install(record: DryRunRecord) -> bool:
+    """True while NVFLARE's files the run saw (`record.installed`) have the size and time they had: a record of
+    another NVFLARE install is run again."""
+    for mark in record.installed:
+        size, mtime, path = mark.split(":", 2) if mark.count(":") >= 2 else ("", "", "")
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            return False
+        if f"{info.st_size}:{info.st_mtime_ns}" != f"{size}:{mtime}":
+            return False
+    return True
+
+
 def _cached(
     key: str, keep: tuple[str, ...] = STORED, folder: Path | None = None, overlay: dict[str, bytes] | None = None
 ) -> DryRunRecord | None:
@@ -170,7 +184,7 @@ def _cached(
     except bounded.BoundedReadError:
         return None
     record = None if raw is None else parse(raw)
-    if record is None or record.status not in keep:
+    if record is None or record.status not in keep or not _same_install(record):
         return None
     marks = raw.get(READ_MARKS)
     if folder is not None and (marks is None or _read_marks(folder, record.files_read, overlay) != marks):

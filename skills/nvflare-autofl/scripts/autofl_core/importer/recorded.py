@@ -106,6 +106,7 @@ class DryRunRecord:
     callee: str | None = None  # what of NVFLARE job.py's own line asked for: a callable (TypeError), an attribute
     root_variable: str = ""
     after: After | None = None  # how job.py went on after its recorded run (None: not recorded)
+    installed: tuple[str, ...] = ()  # "SIZE:MTIME_NS:PATH" of NVFLARE's package file and METADATA the run imported
 
 
 class _Malformed(Exception):

@@ -70,6 +70,7 @@ def run_once(out: str, job: str, args: list[str], before: set, env: dict) -> Non
     if STATE["absent"] and record["status"] != "recorded":  # asks for a rerun with them stood in (`serve`)
         record["absent"] = sorted(STATE["absent"])
     record["imported"] = _imported(before)
+    record["installed"] = STATE.get("nvflare_install") or []
     _write(out, record)
 
 

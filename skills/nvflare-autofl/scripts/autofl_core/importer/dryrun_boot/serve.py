@@ -38,11 +38,31 @@ def main(argv: list[str]) -> int:
     record_file_reads()
     install_fedjob()  # NVFLARE's entry points record instead: the FedJob API's, the deploying envs', the recipes'
     install_recipes()
+    STATE["nvflare_install"] = _nvflare_install()
     for line in sys.stdin:
         _runs(json.loads(line)["runs"], job)
         sys.stdout.write("done\n")
         sys.stdout.flush()
     os._exit(0)  # nothing to clean up: the sandbox's init ends the rest, and interpreter teardown costs ~0.5 s
+
+
+def _nvflare_install() -> list[str]:
+    """`SIZE:MTIME_NS:PATH` of NVFLARE's package file and of its installed METADATA: what another install of
+    NVFLARE changes (a kept record is served only while they hold)."""
+    import importlib.metadata
+
+    import nvflare
+
+    paths = [nvflare.__file__]
+    with contextlib.suppress(Exception):  # an install without metadata: its package file alone
+        files = importlib.metadata.distribution("nvflare").files or []
+        paths += [str(f.locate()) for f in files if f.name == "METADATA" and f.parent.name.endswith(".dist-info")]
+    marks = []
+    for path in paths:
+        with contextlib.suppress(OSError):
+            info = os.stat(path)
+            marks.append(f"{info.st_size}:{info.st_mtime_ns}:{os.path.abspath(path)}")
+    return marks
 
 
 def _runs(requests: list[dict], job: str) -> None:
