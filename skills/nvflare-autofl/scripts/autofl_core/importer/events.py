@@ -9,7 +9,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from .inputs import CALL, Input, call_kind, kinds
-from .values import ClassRef
+from .values import ClassRef, drawn
 
 
 @dataclass(eq=False)
@@ -76,8 +76,8 @@ class Obj:
 
     @property
     def inputs(self) -> frozenset[Input]:
-        """The run-time input its call reads, as `origin` names it."""
-        return kinds(call_kind(self.cls.qualname))
+        """The run-time input its call reads, as `origin` names it, and the draws and clock reads of its arguments."""
+        return kinds(call_kind(self.cls.qualname)) | drawn(*self.args, *self.kwargs.values())
 
 
 @dataclass

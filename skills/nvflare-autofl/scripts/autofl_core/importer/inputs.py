@@ -15,9 +15,12 @@ _FILE_CALLS = set(
     "numpy.load numpy.loadtxt numpy.genfromtxt torch.load open".split()
 )
 _RANDOM_MODULES = {"random", "secrets", "uuid"}
+_RANDOM_CALLS = {"os.urandom", "os.getrandom", "os.getpid", "hash", "id"}  # differ from one process to the next
 _TIME_MODULES = {"time", "datetime"}
 ENV_READERS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}  # their result is an environment variable
 _ENV_CALLS = ENV_READERS | {"os.environ", "os.cpu_count", "socket.gethostname", "platform.node", "getpass.getuser"}
+_HOST_CALLS = {"multiprocessing.cpu_count", "os.sched_getaffinity", "os.process_cpu_count", "torch.cuda.device_count"}
+_HOST_MODULES = {"subprocess", "psutil", "platform"}  # the host: its programs, hardware, name
 
 
 class Input(Enum):
@@ -31,6 +34,7 @@ class Input(Enum):
 
 
 NO_INPUTS: frozenset[Input] = frozenset()
+DRAWN = frozenset({Input.RANDOMNESS, Input.TIME})  # differ between two runs of one job on one machine
 CALL = "an external call the importer cannot evaluate"  # a call of no known input kind
 
 
@@ -40,9 +44,16 @@ def call_kind(qualname: str) -> Input | None:
     root = parts[0] if parts else ""
     if qualname in _ENV_CALLS or qualname.startswith("os.environ."):  # a copy, its items: the environment too
         return Input.ENVIRONMENT
+    if qualname in _HOST_CALLS or root in _HOST_MODULES:
+        return Input.ENVIRONMENT
     if qualname in _FILE_CALLS or root in _FILE_MODULES or (parts and parts[-1].startswith(("read_", "load"))):
         return Input.FILES
-    if root in _RANDOM_MODULES or "random" in parts[1:] or (parts and parts[-1].startswith("rand")):
+    if (
+        qualname in _RANDOM_CALLS
+        or root in _RANDOM_MODULES
+        or "random" in parts[1:]
+        or (parts and parts[-1].startswith("rand"))
+    ):
         return Input.RANDOMNESS
     if root in _TIME_MODULES:
         return Input.TIME

@@ -1,0 +1,210 @@
+"""Attacks on session 15's typed run-time input kinds (issue 33, h15kind): one dry run may settle a static refusal
+only when no budget field the reading left unresolved rests on an input one run cannot pin (`inputs.Input` on
+`api.Reading.inputs`, read by `dryrun_config._unpinnable`).
+
+The promise under attack: a budget made from a random draw, the clock, the host or a file outside the job's folder
+is never admitted with the value one dry run happened to record, whatever path carries the input to the budget
+(an operand beside an unfollowed call, a comprehension, a `try`, a branch not taken, a call's argument). The pure
+cases fold a hand-written record of 4 rounds into the reading; the sandbox case runs job.py for real.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from autofl_core.importer import api, dryrun, recorded
+
+needs_sandbox = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+FEDAVG = "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
+HEAD = """import argparse
+import os
+import random
+import time
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+from mylib import plan_for
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=2)
+args = parser.parse_args()
+"""
+RUN = """recipe = NumpyFedAvgRecipe(name="k", model=[0.0], min_clients=args.n_clients, num_rounds=rounds,
+                           train_script="client.py", key_metric="auc")
+recipe.execute(SimEnv(num_clients=args.n_clients))
+"""
+
+
+def _record(files_read: tuple[str, ...] = ()) -> recorded.DryRunRecord:
+    """A recorded training run asking NVFLARE for 4 rounds of 2 clients, after reading `files_read`."""
+    actions = [{"option_strings": ["--n_clients"], "dest": "n_clients", "action": "_StoreAction", "value": 2}]
+    attrs = {"num_rounds": 4, "min_clients": 2, "train_script": "client.py", "key_metric": "auc"}
+    raw = {"status": "recorded", "entry": "execute", "clients": ["site-1", "site-2"], "recipe": [FEDAVG]}
+    parsed = recorded.parse(
+        {**raw, "recipe_attrs": attrs, "configs": {}, "parsers": [{"actions": actions}], "files_read": list(files_read)}
+    )
+    assert parsed.status == "recorded", parsed.reason
+    return parsed
+
+
+def _folded(rounds: str, files_read: tuple[str, ...] = ()) -> tuple[dict, dict]:
+    """(the static config, the config with the record folded) of a job whose rounds are `rounds` (job.py lines)."""
+    source = HEAD + rounds + RUN
+    moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"]}
+    trust = {"train_script": "client.py", "allowed_edit_paths": ["client.py"]}
+    reading = api.read_source(source)
+    return api.import_source(source), api.fold_run(reading, _record(files_read), moved, lambda _s: trust)
+
+
+def _settled(out: dict) -> bool:
+    """True when the run settled the reading: admitted with the recorded rounds."""
+    return out["admission_errors"] == [] and out["fixed_budget"]["num_rounds"]["value"] == 4
+
+
+def _assert_held(rounds: str, files_read: tuple[str, ...] = ()) -> None:
+    static, out = _folded(rounds, files_read)
+    assert static["admission_errors"], "precondition: the reading refuses"
+    assert not _settled(out), "one dry run admitted a budget it cannot pin"
+    assert out["admission_errors"] == static["admission_errors"], "the static refusal stands whole"
+
+
+# --- 1. holes: an input one run cannot pin, carried to the budget by a path that dropped its kind on 4a08ddf/a52470d
+
+DROPPED = {
+    "an operand beside an unfollowed call": "rounds = plan_for(args.n_clients) + random.randint(1, 3)\n",
+    "min() of an unfollowed call and a draw": "rounds = min(plan_for(1), random.randint(1, 6))\n",
+    "the clock times an unfollowed call": "rounds = plan_for(1) * int(time.time())\n",
+    "a draw given to an unfollowed call": "rounds = plan_for(random.randint(2, 6))\n",
+    "a draw in a list comprehension": "rounds = [random.randint(2, 6) for _ in range(1)][0]\n",
+    "a sum over a generator of draws": "rounds = sum(random.randint(1, 2) for _ in range(3))\n",
+    "a draw in a dict comprehension": "rounds = {k: random.randint(2, 6) for k in 'r'}['r']\n",
+    "a draw in a try a handler may replace": (
+        "try:\n    rounds = random.randint(2, 6)\nexcept Exception:\n    rounds = 4\n"
+    ),
+    "a draw kept when an unresolved branch does not run": (
+        "rounds = random.randint(2, 6)\nif plan_for(1):\n    rounds = 4\n"
+    ),
+    "os.urandom": "rounds = os.urandom(1)[0] % 5 + 1\n",
+    "the process id": "rounds = os.getpid() % 5 + 1\n",
+    "hash() of a string (salted per process)": "rounds = hash('abc') % 5 + 1\n",
+    "id() of a new object": "rounds = id(object()) % 5 + 1\n",
+    "multiprocessing.cpu_count": "import multiprocessing\nrounds = multiprocessing.cpu_count()\n",
+    "the GPUs of the host": "import torch\nrounds = torch.cuda.device_count() + 1\n",
+    "a host program's output": "import subprocess\nrounds = int(subprocess.check_output(['nproc']))\n",
+}
+
+
+@pytest.mark.parametrize("case", list(DROPPED))
+def test_an_input_one_run_cannot_pin_keeps_the_refusal_whatever_carries_it(case):
+    _assert_held(DROPPED[case])
+
+
+# --- 2. limits checked that hold (each path keeps the kind) ---------------------------------------------------------
+
+KEPT = {
+    "a function returning a draw": "def pick():\n    return random.randint(2, 6)\nrounds = pick()\n",
+    "a dict holding a draw": 'cfg = {"r": random.randint(2, 6)}\nrounds = cfg["r"]\n',
+    "a list holding a draw": "vals = [random.randint(2, 6)]\nrounds = vals[0]\n",
+    "a draw bound inside a with": "with open('x') as f:\n    pass\nrounds = random.randint(2, 6)\n",
+    "a default argument drawn at def": "def f(r=random.randint(2, 6)):\n    return r\nrounds = f()\n",
+    "an f-string of a draw": 'rounds = int(f"{random.randint(2, 6)}")\n',
+    "a %-format of a draw": 'rounds = int("%d" % random.randint(2, 6))\n',
+    "os.environ[...]": 'rounds = int(os.environ["R"])\n',
+    "os.environ.get": 'rounds = int(os.environ.get("R", "4"))\n',
+    "os.getenv": 'rounds = int(os.getenv("R", "4"))\n',
+    "dict(os.environ)": 'rounds = int(dict(os.environ).get("R", "4"))\n',
+    "len(os.environ)": "rounds = len(os.environ)\n",
+    "sorted(glob(...))[:n]": "import glob\nrounds = len(sorted(glob.glob('/data/*'))[:5])\n",
+    "len(os.listdir(...))": "rounds = len(os.listdir('/data'))\n",
+    "time.time() % 3": "rounds = int(time.time() % 3) + 2\n",
+    "random.choice": "rounds = random.choice([2, 4, 6])\n",
+    "secrets": "import secrets\nrounds = secrets.randbelow(5) + 1\n",
+    "uuid": "import uuid\nrounds = uuid.uuid4().int % 5 + 1\n",
+    "numpy's generator": "import numpy as np\nrounds = int(np.random.default_rng().integers(2, 6))\n",
+    "random.Random()": "rng = random.Random()\nrounds = rng.randint(2, 6)\n",
+    "datetime.now()": "from datetime import datetime\nrounds = datetime.now().second % 5 + 1\n",
+    "a draw deciding a conditional expression": "rounds = 6 if random.random() > 0.5 else 4\n",
+    "a lambda returning a draw": "f = lambda: random.randint(2, 6)\nrounds = f()\n",
+    "a draw added in place": "rounds = 2\nrounds += random.randint(0, 3)\n",
+    "getattr(random, 'randint')": "rounds = getattr(random, 'randint')(2, 6)\n",
+    "a draw in a tuple unpacked": "rounds, other = random.randint(2, 6), 1\n",
+    "a resolved value plus a draw": "rounds = args.n_clients + random.randint(1, 3)\n",
+    "a file outside the job's folder": "import json\nrounds = json.load(open('/srv/r.json'))['r']\n",
+}
+
+
+@pytest.mark.parametrize("case", list(KEPT))
+def test_a_path_that_keeps_the_kind_keeps_the_refusal(case):
+    _assert_held(KEPT[case], files_read=("/srv/r.json",))
+
+
+SETTLES = {  # the same shapes with no input one run cannot pin: the run settles them (no job is lost)
+    "an unfollowed call plus a literal": "rounds = plan_for(args.n_clients) + 2\n",
+    "an unfollowed call in a comprehension": "rounds = [plan_for(i) for i in range(1)][0]\n",
+    "an unfollowed call in a try": "try:\n    rounds = plan_for(1)\nexcept Exception:\n    rounds = 4\n",
+    "a seeded generator's draw unused by the budget": "random.seed(0)\nrounds = plan_for(args.n_clients)\n",
+    "an unfollowed call given a literal": "rounds = plan_for(4)\n",
+    "a file of the job's folder in a comprehension": "rounds = [int(open('r.txt').read()) for _ in range(1)][0]\n",
+}
+
+
+@pytest.mark.parametrize("case", list(SETTLES))
+def test_the_same_shapes_without_such_an_input_are_settled_by_the_run(case):
+    static, out = _folded(SETTLES[case], files_read=("r.txt",))
+    assert static["admission_errors"], "precondition: the reading refuses"
+    assert _settled(out), out["admission_errors"]
+
+
+# --- 3. holes left (strict xfail) ------------------------------------------------------------------------------------
+
+LEFT = {
+    "an attribute of the job's own object": "class C:\n    pass\nc = C()\nc.r = random.randint(2, 6)\nrounds = c.r\n",
+    "a global a function sets": "rounds = 4\ndef setr():\n    global rounds\n    rounds = random.randint(2, 6)\nsetr()\n",
+    "a walrus": "rounds = (r := random.randint(2, 6))\n",
+    "a static method of the job's class": (
+        "class P:\n    @staticmethod\n    def r():\n        return random.randint(2, 6)\nrounds = P.r()\n"
+    ),
+    "random imported by importlib": "import importlib\nrounds = importlib.import_module('random').randint(2, 6)\n",
+    "a draw deciding an if statement": "rounds = 4\nif random.random() > 0.5:\n    rounds = 6\n",
+}
+
+
+@pytest.mark.parametrize("case", list(LEFT))
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: the reading refuses for a construct it does not follow (a class, `global`, `:=`, importlib) or a "
+    "condition, which carries no input kind; the run then settles a random budget with the value it drew",
+)
+def test_a_draw_behind_code_the_reading_does_not_follow_keeps_the_refusal(case):
+    _assert_held(LEFT[case])
+
+
+# --- 4. the same through a real dry run ------------------------------------------------------------------------------
+
+REAL = """import argparse
+import operator
+import random
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=2)
+args = parser.parse_args()
+rounds = operator.index(args.n_clients) + random.randint(1, 30)
+recipe = NumpyFedAvgRecipe(name="k", model=[0.0], min_clients=args.n_clients, num_rounds=rounds, train_script="client.py")
+recipe.execute(SimEnv(num_clients=args.n_clients))
+"""
+
+
+@needs_sandbox
+def test_a_run_drawing_its_rounds_beside_an_unfollowed_call_is_not_admitted(tmp_path: Path, private_cache):
+    """On a52470d the dry run recorded its draw (say 4) as the pinned number of rounds and admitted the job."""
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "client.py").write_text("print('trains')\n", encoding="utf-8")
+    (folder / "job.py").write_text(REAL, encoding="utf-8")
+    config = api.import_job(folder / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert config["fixed_budget"]["num_rounds"]["value"] is None
+    assert any("fixed_budget.num_rounds" in e["message"] for e in config["admission_errors"])
