@@ -99,6 +99,23 @@ def test_an_input_one_run_cannot_pin_keeps_the_refusal_whatever_carries_it(case)
     _assert_held(DROPPED[case])
 
 
+# the dry run's record of files read (an audit hook on opening and listing, wrappers of os.path's tests) does not see
+# these: the run read "nothing outside the job's folder", so files counted as pinned on a52470d
+UNSEEN_STATUS = {
+    "os.stat": "rounds = os.stat('/etc/hostname').st_size % 5 + 1\n",
+    "os.lstat": "rounds = os.lstat('/srv/data').st_size % 5 + 1\n",
+    "free disk space": "import shutil\nrounds = shutil.disk_usage('/').free % 5 + 1\n",
+    "os.statvfs": "rounds = os.statvfs('/').f_bavail % 5 + 1\n",
+    "os.access": "rounds = int(os.access('/srv/data', os.R_OK)) + 2\n",
+    "os.readlink": "rounds = len(os.readlink('/srv/current')) % 5 + 1\n",
+}
+
+
+@pytest.mark.parametrize("case", list(UNSEEN_STATUS))
+def test_the_status_of_a_file_the_run_does_not_record_keeps_the_refusal(case):
+    _assert_held(UNSEEN_STATUS[case], files_read=())
+
+
 # --- 2. limits checked that hold (each path keeps the kind) ---------------------------------------------------------
 
 KEPT = {
@@ -183,6 +200,7 @@ def test_a_draw_behind_code_the_reading_does_not_follow_keeps_the_refusal(case):
 
 REAL = """import argparse
 import operator
+import os
 import random
 
 from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
@@ -197,13 +215,17 @@ recipe.execute(SimEnv(num_clients=args.n_clients))
 """
 
 
+STAT = REAL.replace("operator.index(args.n_clients) + random.randint(1, 30)", "os.stat('/etc/hostname').st_size")
+
+
 @needs_sandbox
-def test_a_run_drawing_its_rounds_beside_an_unfollowed_call_is_not_admitted(tmp_path: Path, private_cache):
-    """On a52470d the dry run recorded its draw (say 4) as the pinned number of rounds and admitted the job."""
+@pytest.mark.parametrize("source", [REAL, STAT], ids=["a draw beside an unfollowed call", "the size of a host file"])
+def test_a_run_of_rounds_one_run_cannot_pin_is_not_admitted(tmp_path: Path, private_cache, source):
+    """On a52470d the dry run recorded its draw (or the file's size) as the number of rounds and admitted the job."""
     folder = tmp_path / "job"
     folder.mkdir()
     (folder / "client.py").write_text("print('trains')\n", encoding="utf-8")
-    (folder / "job.py").write_text(REAL, encoding="utf-8")
+    (folder / "job.py").write_text(source, encoding="utf-8")
     config = api.import_job(folder / "job.py", dry_run=True)
     assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
     assert config["fixed_budget"]["num_rounds"]["value"] is None
