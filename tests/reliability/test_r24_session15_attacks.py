@@ -116,6 +116,39 @@ def test_the_status_of_a_file_the_run_does_not_record_keeps_the_refusal(case):
     _assert_held(UNSEEN_STATUS[case], files_read=())
 
 
+OBJECTIVES = {  # (job.py lines before the recipe, the recipe's key-metric arguments)
+    "a key metric drawn at random": ('metric = random.choice(["auc", "accuracy"])\n', "key_metric=metric"),
+    "a key metric the clock picks": ('metric = "auc" if time.time() % 2 else "accuracy"\n', "key_metric=metric"),
+    "a direction drawn at random": ('mode = random.choice(["min", "max"])\n', 'key_metric="auc", key_metric_mode=mode'),
+    "a key metric beside an unfollowed call": (
+        'metric = plan_for(1) + random.choice(["", "_x"])\n',
+        "key_metric=metric",
+    ),
+}
+
+
+def _objective_folded(case: str) -> tuple[dict, dict]:
+    before, arguments = OBJECTIVES.get(case, ("metric = plan_for(1)\n", "key_metric=metric"))
+    source = HEAD + "rounds = 4\n" + before + RUN.replace('key_metric="auc"', arguments)
+    trust = {"train_script": "client.py", "allowed_edit_paths": ["client.py"]}
+    moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"]}
+    return api.import_source(source), api.fold_run(api.read_source(source), _record(), moved, lambda _s: trust)
+
+
+@pytest.mark.parametrize("case", list(OBJECTIVES))
+def test_an_objective_one_run_cannot_pin_keeps_the_refusal(case):
+    """On a52470d only the budget's inputs were read: the run's key metric (or direction) was admitted."""
+    static, out = _objective_folded(case)
+    assert static["admission_errors"], "precondition: the reading refuses"
+    assert out["admission_errors"] == static["admission_errors"], "the static refusal stands whole"
+
+
+def test_a_key_metric_an_unfollowed_call_alone_decides_is_settled_by_the_run():
+    static, out = _objective_folded("control")
+    assert static["admission_errors"], "precondition: the reading refuses"
+    assert out["admission_errors"] == [] and out["objective"]["job_key_metric"] == "auc"
+
+
 # --- 2. limits checked that hold (each path keeps the kind) ---------------------------------------------------------
 
 KEPT = {
