@@ -303,3 +303,30 @@ def test_a_budget_the_job_s_own_module_draws_is_not_admitted(tmp_path: Path, pri
     config = api.import_job(folder / "job.py", dry_run=True)
     assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
     assert config["fixed_budget"]["num_rounds"]["value"] is None
+
+
+# --- 5. for the coordinator: closed by h15xf (not merged here); remove the marker when it merges ----------------------
+
+TWEAKED = (
+    OWN_MODULE.replace("from plans import plan_for", "from plans import tweak")
+    .replace("recipe = NumpyFedAvgRecipe(", 'cfg = {"rounds": 4}\ntweak(cfg)\nrecipe = NumpyFedAvgRecipe(')
+    .replace("num_rounds=plan_for(args.n_clients)", 'num_rounds=cfg["rounds"]')
+)
+TWEAK = 'def tweak(cfg):\n    with open("/etc/hostname") as f:\n        cfg["rounds"] = len(f.read()) % 7 + 1\n'
+
+
+@needs_sandbox
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole on main, closed by h15xf (a budget left to the run is not pinned when the run read outside the "
+    "job's folder): the job's own helper fills the rounds from a host file and one dry run admits them",
+)
+def test_a_budget_the_job_s_helper_reads_from_a_host_file_is_not_admitted(tmp_path: Path, private_cache):
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "client.py").write_text("print('trains')\n", encoding="utf-8")
+    (folder / "plans.py").write_text(TWEAK, encoding="utf-8")
+    (folder / "job.py").write_text(TWEAKED, encoding="utf-8")
+    config = api.import_job(folder / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    assert config["fixed_budget"]["num_rounds"]["value"] is None
