@@ -75,6 +75,8 @@ DROPPED = {
     "min() of an unfollowed call and a draw": "rounds = min(plan_for(1), random.randint(1, 6))\n",
     "the clock times an unfollowed call": "rounds = plan_for(1) * int(time.time())\n",
     "a draw given to an unfollowed call": "rounds = plan_for(random.randint(2, 6))\n",
+    "a draw given to nested unfollowed calls": "rounds = plan_for(plan_for(random.randint(2, 6)))\n",
+    "a draw handed on through unfollowed calls": "x = random.randint(2, 6)\ny = plan_for(x)\nrounds = plan_for(y)\n",
     "a draw in a list comprehension": "rounds = [random.randint(2, 6) for _ in range(1)][0]\n",
     "a sum over a generator of draws": "rounds = sum(random.randint(1, 2) for _ in range(3))\n",
     "a draw in a dict comprehension": "rounds = {k: random.randint(2, 6) for k in 'r'}['r']\n",
@@ -147,6 +149,14 @@ def test_a_key_metric_an_unfollowed_call_alone_decides_is_settled_by_the_run():
     static, out = _objective_folded("control")
     assert static["admission_errors"], "precondition: the reading refuses"
     assert out["admission_errors"] == [] and out["objective"]["job_key_metric"] == "auc"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("call", ["fractions.Fraction", "plan_for"])
+def test_a_draw_shared_by_a_deep_chain_of_objects_is_found_without_walking_each_path(call):
+    """Each object takes the one before twice: the kinds are found visiting each object once (2**40 paths)."""
+    chain = "".join(f"x{i} = {call}(x{i - 1}, x{i - 1})\n" for i in range(1, 41))
+    _assert_held(f"import fractions\nx0 = random.randint(1, 3)\n{chain}rounds = int(x40)\n")
 
 
 # --- 2. limits checked that hold (each path keeps the kind) ---------------------------------------------------------

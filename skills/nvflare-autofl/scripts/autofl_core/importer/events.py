@@ -75,9 +75,14 @@ class Obj:
         return f"it comes from {shown}(...) at line {self.line}, {kind.value if kind else CALL}"
 
     @property
+    def call_inputs(self) -> frozenset[Input]:
+        """The run-time input its call reads, as `origin` names it."""
+        return kinds(call_kind(self.cls.qualname))
+
+    @property
     def inputs(self) -> frozenset[Input]:
-        """The run-time input its call reads, as `origin` names it, and the draws and clock reads of its arguments."""
-        return kinds(call_kind(self.cls.qualname)) | drawn(*self.args, *self.kwargs.values())
+        """Its call's input and the draws and clock reads of its arguments."""
+        return self.call_inputs | drawn(self)
 
 
 @dataclass

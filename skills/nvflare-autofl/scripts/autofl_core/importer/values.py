@@ -150,9 +150,21 @@ def inputs_of(*vals: Any) -> frozenset[Input]:
 
 
 def drawn(*vals: Any) -> frozenset[Input]:
-    """The random draws and clock reads behind any of `vals`: one run pins none of them, whichever input a refusal
-    names (the environment and files are left to the input named, which perturbed runs and the files read judge)."""
-    return NO_INPUTS.union(*(getattr(v, "inputs", NO_INPUTS) & DRAWN for v in vals))
+    """The random draws and clock reads behind any of `vals`, an object's through its arguments (each value visited
+    once): one run pins none of them, whichever input a refusal names (the environment and files are left to the
+    input named, which perturbed runs and the files read judge)."""
+    found, seen, todo = set(), set(), list(vals)
+    while todo:
+        val = todo.pop()
+        if id(val) in seen:
+            continue
+        seen.add(id(val))
+        if hasattr(val, "call_inputs"):  # an object standing for a call's result (`events.Obj`)
+            found |= val.call_inputs & DRAWN
+            todo += [*val.args, *val.kwargs.values()]
+        else:
+            found |= getattr(val, "inputs", NO_INPUTS) & DRAWN
+    return frozenset(found)
 
 
 def to_jsonable(value: Any) -> Any:
