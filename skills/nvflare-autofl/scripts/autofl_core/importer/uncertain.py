@@ -214,12 +214,13 @@ class UncertainPaths:
 
     def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While, why: str, kinds: frozenset = NO_INPUTS) -> None:
         """A loop walked once stands for any of its passes: a name its body rebinds holds no value known statically
-        when a pass starts (a counter, the site a pass sends to); `why` says so."""
+        when a pass starts (a counter, the site a pass sends to); `why` says so, with `kinds` and the draws and clock
+        reads of the value it held."""
         body = [n for part in stmt.body for n in ast.walk(part)]  # nested functions and comprehensions too
         for name in sorted({n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}):
             frame = next((scope for scope in self.scopes if name in scope), None)
             if frame is not None and isinstance(frame[name], Val):
-                frame[name] = unresolved(stmt, why, frame[name].flags, kinds)
+                frame[name] = unresolved(stmt, why, frame[name].flags, kinds | drawn(frame[name]))
 
     def _st_With(self, stmt: ast.With) -> None:
         """A `with suppress(...)` block (or one of a job.py class with `__exit__`) may stop part way without an

@@ -150,8 +150,8 @@ def inputs_of(*vals: Any) -> frozenset[Input]:
 
 
 def drawn(*vals: Any) -> frozenset[Input]:
-    """The random draws and clock reads behind any of `vals`, an object's through its arguments (each value visited
-    once): one run pins none of them, whichever input a refusal names (the environment and files are left to the
+    """The random draws and clock reads behind any of `vals`, an object's through its arguments and a container's
+    through its items (each value visited once): one run pins none of them, whichever input a refusal names (the environment and files are left to the
     input named, which perturbed runs and the files read judge)."""
     found, seen, todo = set(), set(), list(vals)
     while todo:
@@ -162,6 +162,8 @@ def drawn(*vals: Any) -> frozenset[Input]:
         if hasattr(val, "call_inputs"):  # an object standing for a call's result (`events.Obj`)
             found |= val.call_inputs & DRAWN
             todo += [*val.args, *val.kwargs.values()]
+        elif isinstance(val, Bag):
+            todo += val.items
         else:
             found |= getattr(val, "inputs", NO_INPUTS) & DRAWN
     return frozenset(found)
