@@ -151,8 +151,8 @@ def inputs_of(*vals: Any) -> frozenset[Input]:
 
 def drawn(*vals: Any) -> frozenset[Input]:
     """The random draws and clock reads behind any of `vals`, an object's through its arguments and a container's
-    through its items (each value visited once): one run pins none of them, whichever input a refusal names (the environment and files are left to the
-    input named, which perturbed runs and the files read judge)."""
+    through its items (each value visited once): one run pins none of them, whichever input a refusal names (the
+    environment and files are left to the input named, which perturbed runs and the files read judge)."""
     found, seen, todo = set(), set(), list(vals)
     while todo:
         val = todo.pop()
