@@ -4,7 +4,8 @@
 - actions are leaves: no module of runner/actions/ imports another action or the lifecycle shell, and only the
   shell loads actions;
 - the trial package stands alone (standard library, its own modules and the campaign-free utilities of common/
-  only): the home of "run one child"; common/ itself imports only the standard library and its own modules;
+  only): the home of "run one child"; its sandbox/ package (run by path) imports the standard library and its own
+  modules only, all at module level; common/ itself imports only the standard library and its own modules;
 - the dry-run boot (importer/dryrun_boot/, run by path in the sandbox) imports only the standard library, nvflare
   and its own modules;
 - one remover of folder trees (`common/trees.remove_tree`, iterative): no `shutil.rmtree` anywhere else;
@@ -95,7 +96,8 @@ JSON_PARSE_EXCEPTIONS = {
     "autofl_core/common/bounded.py": "the one reader (read_json, read_json_value, parse_json)",
     "autofl_core/campaign/plot_worker.py": "protocol lines on the worker's pipe",
     "autofl_core/runner/store/contract.py": "json.loads(json.dumps(config)): a plain copy before YAML, not a read",
-    "autofl_core/trial/sandbox.py": "its plan; it runs alone by path (standard library only), so no shared reader",
+    "autofl_core/trial/sandbox/main.py": "its plan; it runs alone by path (standard library only), so no shared reader",
+    "autofl_core/trial/sandbox/probe.py": "the probe's own status file, in the launcher run alone by path",
 }
 
 
@@ -220,13 +222,20 @@ def _loads_by_name(tree: ast.AST) -> bool:
 
 
 def test_the_trial_package_stands_alone():
-    """trial/ imports only the standard library, its own modules and common/; sandbox.py (run by path) no module."""
-    for path in sorted((CORE / "trial").glob("*.py")):
+    """trial/ imports only the standard library, its own modules and common/; the sandbox/ package (run by path)
+    only the standard library and its own modules."""
+    launcher = sorted((CORE / "trial" / "sandbox").glob("*.py"))
+    assert {path.stem for path in launcher} >= {"__main__", "main", "sealing", "watcher", "syscalls"}
+    for path in sorted((CORE / "trial").glob("*.py")) + launcher:
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        if path in launcher:  # every module is loaded before the first namespace or mount: no import comes later
+            late = [n.lineno for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+            late = [line for line in late if line not in {n.lineno for n in tree.body}]
+            assert not late, f"{rel(path)}:{late[0]} imports inside a function (after the seal is laid)"
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
-                common = node.level == 2 and node.module == "common"
-                assert (node.level == 1 or common) and path.name != "sandbox.py", f"{rel(path)} imports from outside"
+                common = node.level == 2 and node.module == "common" and path not in launcher
+                assert node.level == 1 or common, f"{rel(path)} imports from outside"
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
                 outside = [n for n in names if n.split(".")[0] not in sys.stdlib_module_names]
@@ -370,11 +379,12 @@ def test_each_package_init_imports_nothing_and_maps_its_folder(package):
 
 
 def test_sandbox_launcher_runs_alone_by_path(tmp_path, python_exe):
-    """The trial's first program is executed by path: copied alone and run isolated (-I), it still works."""
-    alone = tmp_path / "sandbox.py"
-    shutil.copy2(CORE / "trial" / "sandbox.py", alone)
+    """The trial's first program is executed by path: its package copied alone and run isolated (-I), it works."""
+    package = tmp_path / "alone" / "sandbox"
+    shutil.copytree(CORE / "trial" / "sandbox", package, ignore=shutil.ignore_patterns("__pycache__"))
+    alone = package / "__main__.py"
     done = subprocess.run([python_exe, "-I", str(alone)], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and done.stderr.startswith("usage: sandbox.py"), done.stderr
+    assert done.returncode == 2 and done.stderr.startswith("usage: sandbox/__main__.py"), done.stderr
     probe = subprocess.run([python_exe, "-I", str(alone), "--probe"], capture_output=True, text=True, timeout=60)
     assert set(json.loads(probe.stdout)) == {"protections", "missing"}, probe.stderr
 

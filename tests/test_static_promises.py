@@ -31,7 +31,7 @@ SHELL_CALLS = {("os", "system"), ("os", "popen"), ("subprocess", "getoutput"), (
 CODE_EXEC = {"eval", "exec"}
 # The one reviewed exception: the trial network-isolation launcher opens a datagram socket only to ioctl the
 # loopback interface up inside the new namespace; it never connects, sends or listens (checked below).
-NETWORK_EXEMPT = {"skills/nvflare-autofl/scripts/autofl_core/trial/sandbox.py": {"imports socket"}}
+NETWORK_EXEMPT = {"skills/nvflare-autofl/scripts/autofl_core/trial/sandbox/syscalls.py": {"imports socket"}}
 TRAFFIC_CALLS = {
     "connect",
     "connect_ex",

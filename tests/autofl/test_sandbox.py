@@ -1,4 +1,4 @@
-"""The trial sandbox (trial/sandbox.py, trial/seal.py) on this host: real namespaces and overlays, no NVFLARE.
+"""The trial sandbox (trial/sandbox/, trial/seal.py) on this host: real namespaces and overlays, no NVFLARE.
 
 Each test runs a small Python program as the trial's command and reads what it could see and do. CI runs on
 Linux with unprivileged user namespaces; a host without them fails these tests (never skips them) with the
@@ -211,6 +211,14 @@ def test_exit_codes_and_signals_of_the_command_are_the_launchers(sealable, trial
     (trial_dir / "tmp").mkdir()
     done, _ = run_sealed(workspace, trial_dir, "import os, signal; os.kill(os.getpid(), signal.SIGTERM)", stage={})
     assert done.returncode == -15
+
+
+def test_a_command_killed_by_sigkill_ends_the_launcher_by_sigkill_without_a_traceback(sealable, trial):
+    """What a limit breach or the kernel's OOM killer does: SIGKILL cannot be given a handler, so the launcher and
+    the namespace's init leave by it without trying to."""
+    workspace, trial_dir = trial
+    done, _ = run_sealed(workspace, trial_dir, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", stage={})
+    assert done.returncode == -9 and "Traceback" not in done.stderr, done.stderr
 
 
 def test_a_required_protection_that_fails_stops_the_trial_before_it_runs(sealable, trial):

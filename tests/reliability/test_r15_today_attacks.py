@@ -479,10 +479,14 @@ recipe.execute(SimEnv(num_clients=2))
 
 @sealed
 def test_a_job_writing_to_its_private_temp_folder_runs_and_leaves_nothing(tmp_path, private_cache):
-    """The dry run's temp folder is a trial's, but on the sandbox's vanishing layer: writes work and stay nowhere."""
+    """The dry run's temp folder is a trial's, but on the sandbox's vanishing layer: writes work (the run records
+    the 3 rounds the written file's size decides) and stay nowhere. The file is outside the job's folder, so the
+    rounds the static reading leaves to the run are not pinned by it."""
     config = api.import_job(_job(tmp_path / "job", WRITES_TEMP), dry_run=True)
     assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
-    assert config["fixed_budget"]["num_rounds"]["value"] == 3
+    assert config["import"]["dry_run"]["budget"]["num_rounds"] == 3
+    said = " ".join(e["message"] for e in config["admission_errors"])
+    assert "num_rounds is unresolved" in said and "which its cache key does not hold" in said, said
     assert sorted(p.name for p in private_cache.iterdir() if not p.name.startswith("autofl-dryrun-")) == []
     assert [p.name for p in private_cache.iterdir() if p.name.startswith("autofl-dryrun-") and p.is_dir()] == [
         f"autofl-dryrun-{os.getuid()}"

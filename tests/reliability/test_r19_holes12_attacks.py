@@ -205,7 +205,9 @@ HASHED = {  # case: job.py's lines that run 2 rounds when MODE is "fast" (3 othe
 UNHOOKED = pytest.mark.xfail(
     strict=True,
     reason="the comparison runs in C code of the container (str.__contains__, re) that calls no method of the value: "
-    "the boot sees no string to try and no lookup to refuse",
+    "the boot sees no string to try and no lookup to refuse. Not closed (h15xf): Python has no hook there, and "
+    "trying the job's own string constants as values would be a guess (a computed string or a pattern escapes "
+    "it) costing a run per variable and constant",
 )
 HASHED_CASES = [pytest.param(c, marks=UNHOOKED if c in ("in a string", "a regular expression") else ()) for c in HASHED]
 

@@ -149,20 +149,41 @@ job.simulator_run("/tmp/nvflare/wait")
 
 
 @needs_sandbox
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a count a workflow's constructor sets from an argument NVFLARE does not export (WaitFor's `wait`) "
-    "is in no exported argument, so the dry run admits meta.json's min_clients 1. Reading the attribute instead is "
-    "wrong where the value came through **kwargs, which NVFLARE's export drops (the loaded job runs the default).",
-)
 def test_a_workflow_count_set_by_its_own_constructor_is_not_admitted_as_another(tmp_path, private_cache):
-    """The workflow waits for 3 clients (WaitFor's `wait`, not an argument NVFLARE exports): an admitted
-    min_clients is 3, never meta.json's 1."""
+    """Hole: the workflow waits for 3 clients (WaitFor's `wait`, not an argument NVFLARE exports), and the dry run
+    admitted meta.json's min_clients 1. An admitted min_clients is 3, as a copy built from the exported arguments
+    holds it."""
     path = _job(tmp_path / "job", "")
     path.write_text(WAITING, encoding="utf-8")
     config = api.import_job(path, dry_run=True)
     admitted = config["admission_errors"] == []
     assert not admitted or config["fixed_budget"]["min_clients"]["value"] == 3, config["fixed_budget"]
+
+
+WAITING_THROUGH_KWARGS = {  # the live workflow waits for 2; NVFLARE's export drops `wait` (no attribute holds it)
+    "kwargs": WAITING.replace(  # the loaded job's constructor takes the default: it waits for 3
+        "def __init__(self, num_rounds=2, wait=3, **kwargs):\n",
+        'def __init__(self, num_rounds=2, **kwargs):\n        wait = kwargs.pop("wait", 3)\n',
+    ).replace("WaitFor(num_rounds=args.num_rounds)", "WaitFor(num_rounds=args.num_rounds, wait=2)"),
+    "a constructor that cannot be rebuilt": WAITING.replace(  # the loaded job's constructor lacks `wait`
+        "num_rounds=2, wait=3, **kwargs", "wait, num_rounds=2, **kwargs"
+    ).replace("WaitFor(num_rounds=args.num_rounds)", "WaitFor(2, num_rounds=args.num_rounds)"),
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("case", list(WAITING_THROUGH_KWARGS))
+def test_a_workflow_count_its_exported_arguments_do_not_give_is_never_the_live_one(tmp_path, private_cache, case):
+    """The live workflow waits for 2; the loaded job's (built from the exported arguments, `wait` dropped) waits
+    for 3, or cannot be built: 2 is never admitted."""
+    path = _job(tmp_path / "job", "")
+    path.write_text(WAITING_THROUGH_KWARGS[case], encoding="utf-8")
+    config = api.import_job(path, dry_run=True)
+    min_clients = config["fixed_budget"]["min_clients"]["value"]
+    if case == "kwargs":
+        assert config["admission_errors"] == [] and min_clients == 3, (config["admission_errors"], min_clients)
+    else:
+        assert config["admission_errors"] != [] and min_clients != 2, min_clients
 
 
 # --- 3. a stand-in for an absent module deciding the budget --------------------------------------------------------

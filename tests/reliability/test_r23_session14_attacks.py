@@ -127,12 +127,9 @@ STAND_IN_BASES = {  # `settingslib` is absent: its BaseSettings is a stand-in; i
 
 @needs_sandbox
 @pytest.mark.parametrize("case", list(STAND_IN_BASES))
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a value the job's class derived from a stand-in holds before (or without) the stand-in's own "
-    "__init__ runs is recorded as the budget (3 clients), though the installed base sets it from the arguments (2)",
-)
 def test_a_count_a_stand_in_base_would_set_is_never_admitted_as_recorded(tmp_path, private_cache, case):
+    """Hole: a value the job's class derived from a stand-in held before (or without) the stand-in's own __init__
+    was recorded as the budget (3 clients), though the installed base sets it from the arguments (2)."""
     reader = (
         "from settingslib import BaseSettings\n\n\n" + STAND_IN_BASES[case] + "sites = [f's{i}' for i in range(n)]\n"
     )
@@ -251,12 +248,9 @@ def test_a_site_list_in_a_folder_the_cache_key_skips_is_not_pinned(tmp_path, pri
 
 
 @needs_sandbox
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a data file (not a text suffix) is keyed by size and modification time only; a site list of the "
-    "same size with its time put back keeps the stale record",
-)
 def test_a_data_file_changed_in_place_with_its_time_kept_gives_another_record(tmp_path, private_cache):
+    """Hole: a data file (not a text suffix) was keyed by size and modification time only; a site list of the same
+    size with its time put back kept the stale record. The record keeps the hash of each data file its run read."""
     path = _job(tmp_path / "job", 'sites = Path("sites.csv").read_text().split()\n')
     listed = path.parent / "sites.csv"
     listed.write_text("aa\nbb\ncc\n", encoding="utf-8")
@@ -268,12 +262,9 @@ def test_a_data_file_changed_in_place_with_its_time_kept_gives_another_record(tm
 
 
 @needs_sandbox
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a read NVFLARE's code makes for the job (a helper job.py calls, here nvflare.lighter.utils."
-    "load_yaml) is not the job's, so a site list outside the job's folder read through it pins the budget",
-)
 def test_a_file_outside_read_through_an_nvflare_helper_is_an_input(tmp_path, private_cache):
+    """Hole: a read NVFLARE's code made for the job (a helper job.py calls, here nvflare.lighter.utils.load_yaml) was
+    not the job's, so a site list outside the job's folder read through it pinned the budget."""
     outside = _sites_file(tmp_path / "shared" / "sites.yml", ["site-1", "site-2"])
     reader = OWN_LIST + f'from nvflare.lighter.utils import load_yaml\nsites = load_yaml({str(outside)!r})["sites"]\n'
     assert _refused_for_files(api.import_job(_job(tmp_path / "job", reader), dry_run=True))
@@ -298,13 +289,9 @@ def test_a_file_outside_read_by_another_process_is_not_pinned(tmp_path, private_
 
 
 @needs_sandbox
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a budget from the job's own helper is 'an external call' to the static reading (a comprehension "
-    "is 'not evaluated statically'), which the run settles whatever files it read (outside the job's folder here); "
-    "only 'reads files' asks which files (refusing every such budget when the run read outside: 13 corpus jobs)",
-)
 def test_a_file_outside_read_in_the_job_s_own_helper_is_not_pinned(tmp_path, private_cache):
+    """Hole: a budget from the job's own helper is 'an external call' to the static reading, which the run settled
+    whatever files it read (outside the job's folder here)."""
     outside = _sites_file(tmp_path / "shared" / "sites.json", ["site-1", "site-2"])
     path = _job(tmp_path / "job", "import helpers\n\nsites = helpers.sites()\n")
     helper = (

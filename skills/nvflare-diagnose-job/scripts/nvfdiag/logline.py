@@ -1,8 +1,9 @@
 """The one rule for the NVFLARE log-line prefix: `<date> <time>[,ms] - <logger> - <LEVEL> - [<fl_ctx>] - <message>`.
 
-Usage: `level(text)` -> "ERROR" | ... | None; `timestamp(text)` -> sortable "YYYY-MM-DD HH:MM:SS,ffffff" | None;
-`message(text)` -> the text after the prefix (the whole text when there is none); `is_record(text)` -> whether
-the line is a log record of its own (it starts with a timestamp), not a continuation of the one before. Pure.
+Usage: `level(text)` -> "ERROR" | ... | None; `logger(text)` -> the logger name | None; `timestamp(text)` ->
+sortable "YYYY-MM-DD HH:MM:SS,ffffff" | None; `message(text)` -> the text after the prefix (the whole text when
+there is none); `is_record(text)` -> whether the line is a log record of its own (it starts with a timestamp),
+not a continuation of the one before. Pure.
 """
 
 from __future__ import annotations
@@ -26,12 +27,18 @@ _NOT_COMMON_QUIET_LINE = re.compile(
 _STAMP_SHAPE = re.compile(rb"(?m)^(?:[^\S\n]|[\x1c-\x1f])*0000-00-00[ T]00:00:00")
 
 _PREFIX = re.compile(
-    rf"^\s*{_STAMP}\s*-\s*(?:\S+\s+-\s+)?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s+-(?:\s+\[[^\]]*\]\s+-)?\s*"
+    rf"^\s*{_STAMP}\s*-\s*(?:(\S+)\s+-\s+)?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s+-(?:\s+\[[^\]]*\]\s+-)?\s*"
 )
 
 
 def level(text: str) -> str | None:
     """Log level of an NVFLARE-style log line, or None for tracebacks, stdout and other text."""
+    match = _PREFIX.match(text)
+    return match.group(5) if match else None
+
+
+def logger(text: str) -> str | None:
+    """The logger name of an NVFLARE-style log record (`root`, `ClientRunner`), or None (none written, or no record)."""
     match = _PREFIX.match(text)
     return match.group(4) if match else None
 

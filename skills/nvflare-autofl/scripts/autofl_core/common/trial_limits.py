@@ -2,7 +2,7 @@
 
 A trial gets three limits besides its timeouts: memory (resident anonymous memory summed over its processes),
 disk (what it writes to its writable folders and temp folders) and processes (processes and threads). The
-sandbox launcher enforces them (`sandbox.py`: a pids cgroup where the host lets it create one, a watcher in the
+sandbox launcher enforces them (`trial/sandbox/`: a pids cgroup where the host lets it create one, a watcher in the
 trial's PID 1 for the rest) and writes what it found to `limits.json`; this module turns that into the
 reason the runner records. Pure apart from reading /proc/meminfo, statvfs and threads-max (the runner's settings and the trial both use
 it, so it lives here: the trial machinery is not imported by actions that run no trial). Usage::

@@ -36,6 +36,8 @@ MAX_CACHED = 512  # records kept in the cache folder (the oldest go first)
 HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".cfg", ".toml", ".txt", ".sh")
 MAX_HASHED_FILES, MAX_HASHED_BYTES, MAX_DEPTH = 400, 1 << 20, 4
 MAX_STATED_FILES = 4000  # other files (data): keyed by size and modification time, never read
+MAX_READ_BYTES = 16 << 20  # a data file the run read is hashed up to this size (beyond it the record is not kept)
+READ_MARKS = "read_marks"  # the kept record's SHA-256 of each data file its run read (`_read_marks`)
 SKIPPED_FOLDERS = KEYLESS_FOLDERS  # never hashed: caches, version control, environments
 TEMP_NAMES = ("TMPDIR", "TEMP", "TMP")
 # Never perturbed: what a trial sets itself, and what locates the machine's interpreter, files and network.
@@ -44,7 +46,8 @@ HIDDEN = (".nvflare", "autofl_runs")  # the job folder's entries a dry run canno
 FOLDER_PREFIX = "autofl-dryrun-run-"  # a run's private folder (trial/owned_folders.py: swept once its maker is gone)
 STORED = ("recorded",)  # the cache folder keeps runs that reached NVFLARE (a raise may be on a file elsewhere)
 PERTURBED_STORED = ("recorded", "raised", "exited")  # a perturbed run of a recorded job: its raise is the values'
-_MEMO: dict[str, DryRunRecord] = {}  # this process's records (a raise or an exit too: one answer within a command)
+# this process's records and their read marks (a raise or an exit too: one answer within a command)
+_MEMO: dict[str, tuple[DryRunRecord, dict | None]] = {}
 
 
 def available(python: str | None = None) -> bool:
@@ -130,15 +133,38 @@ def _cache_dir() -> Path | None:
     return folder
 
 
-def _cached(key: str, keep: tuple[str, ...] = STORED) -> DryRunRecord | None:
+def _read_marks(folder: Path, files_read: tuple[str, ...], overlay: dict[str, bytes] | None) -> dict | None:
+    """SHA-256 of each file of the job's folder the run read whose content its key does not hold (a data file: the
+    key has its size and time only); None when one is over MAX_READ_BYTES, unreadable or not a regular file."""
+    marks = {}
+    for rel in files_read:
+        path = Path(folder) / rel
+        if rel.startswith("/") or rel in (overlay or {}) or rel.endswith(HASHED_SUFFIXES) or path.is_dir():
+            continue  # outside (refused, `run_reasons`), staged or text (hashed in the key), a listed folder
+        try:
+            info = path.lstat()
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_READ_BYTES:
+                return None
+            marks[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            marks[rel] = "absent"  # tested for and missing: the key's listing holds that
+    return marks
+
+
+def _cached(
+    key: str, keep: tuple[str, ...] = STORED, folder: Path | None = None, overlay: dict[str, bytes] | None = None
+) -> DryRunRecord | None:
     """The record kept for `key`: this process's own, else the cache folder's when it parses to a status the folder
-    keeps (`keep`; anything else there is run again and replaced)."""
+    keeps (`keep`; anything else there is run again and replaced); either only while the data files its run read in
+    `folder` hold what they held (`_read_marks`)."""
     if key in _MEMO:
-        return _MEMO[key]
-    folder = _cache_dir()
-    if folder is None:
+        record, marks = _MEMO[key]  # marks None: a file past the bound, one answer within the command
+        unmarked = folder is None or marks is None
+        return record if unmarked or _read_marks(folder, record.files_read, overlay) == marks else None
+    cache = _cache_dir()
+    if cache is None:
         return None
-    path = folder / f"{key}.json"
+    path = cache / f"{key}.json"
     try:
         raw = None if path.is_symlink() else bounded.read_json(path, MAX_RECORD_BYTES)
     except bounded.BoundedReadError:
@@ -146,26 +172,36 @@ def _cached(key: str, keep: tuple[str, ...] = STORED) -> DryRunRecord | None:
     record = None if raw is None else parse(raw)
     if record is None or record.status not in keep:
         return None
-    _MEMO[key] = record
+    marks = raw.get(READ_MARKS)
+    if folder is not None and (marks is None or _read_marks(folder, record.files_read, overlay) != marks):
+        return None
+    _MEMO[key] = (record, marks)
     return record
 
 
-def _store(key: str | None, raw: dict, keep: tuple[str, ...] = STORED) -> DryRunRecord:
+def _store(
+    key: str | None,
+    raw: dict,
+    keep: tuple[str, ...] = STORED,
+    folder: Path | None = None,
+    overlay: dict[str, bytes] | None = None,
+) -> DryRunRecord:
     """The record of a run's JSON, kept for this process under `key` (and its JSON in the cache folder when its
-    status is one of `keep`)."""
+    status is one of `keep` and the data files its run read in `folder` can be marked, `_read_marks`)."""
     record = parse(raw)
     if key is None or record.status in NOT_RUN:
         return record
-    _MEMO[key] = record
-    folder = _cache_dir()
-    if folder is None or record.status not in keep:
+    marks = _read_marks(folder, record.files_read, overlay) if folder is not None else {}
+    _MEMO[key] = (record, marks)
+    cache = _cache_dir()
+    if cache is None or record.status not in keep or marks is None:
         return record
     try:
-        atomic.write_json(folder / f"{key}.json", raw)
+        atomic.write_json(cache / f"{key}.json", {**raw, READ_MARKS: marks})
     except (OSError, ValueError):  # ValueError: a value JSON cannot hold (NaN)
         return record
     with contextlib.suppress(OSError):  # the newest MAX_CACHED records stay
-        entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
+        entries = sorted(cache.glob("*.json"), key=lambda p: p.stat().st_mtime)
         for stale in entries[: max(0, len(entries) - MAX_CACHED)]:
             stale.unlink(missing_ok=True)
     return record
@@ -207,11 +243,12 @@ class Session:
             return [None for _ in batch]
         keyed = [[*args, *(f"\0env:{k}={v}" for k, v in sorted(env.items()))] for args in batch]
         keys = [job_digest(self.job.parent, self.overlay, args, self.python) for args in keyed]
-        records = [_cached(key, keep) if key else None for key in keys]
+        folder = self.job.parent
+        records = [_cached(key, keep, folder, self.overlay) if key else None for key in keys]
         missing = [i for i, found in enumerate(records) if found is None]
         if missing and (self.proc is not None or self.start()):
             for index, raw in zip(missing, self._ask([batch[i] for i in missing], env), strict=True):
-                records[index] = _store(keys[index], raw, keep)
+                records[index] = _store(keys[index], raw, keep, folder, self.overlay)
         return records
 
     def start(self) -> bool:

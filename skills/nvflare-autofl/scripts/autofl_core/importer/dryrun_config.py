@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import moves, recorded, run_reasons
-from .admission import JUDGED_ON_THE_RECORD, SETTLED_BY_RUNNING, SEVERAL_RUNS
+from .admission import JUDGED_ON_THE_RECORD, READ_BY_RUNNING, SETTLED_BY_RUNNING, SEVERAL_RUNS
 from .argparse_flow import first_by_dest
 from .budget import FIELDS
 from .inputs import NO_INPUTS, Input
@@ -57,6 +57,32 @@ def _unpinnable(inputs: frozenset[Input], record: DryRunRecord) -> bool:
     (`run_reasons.reads_only_job_files`)."""
     pinned = {Input.FILES} if run_reasons.reads_only_job_files(record) else set()
     return bool(inputs - pinned)
+
+
+def _read_elsewhere(config: dict, record: DryRunRecord) -> bool:
+    """True when the static reading leaves a budget or objective field to the run (an unresolved note, or a refusal
+    a run reads) and the recorded run read a file outside the job's folder (`run_reasons.reads_only_job_files`):
+    whatever code computed the field, one run cannot pin what such a file decides."""
+    left = any(u["field"].startswith(("fixed_budget.", "objective.")) for u in config["unresolved"])
+    left = left or any(e["code"] in READ_BY_RUNNING for e in config["admission_errors"])
+    return left and record.status == "recorded" and not run_reasons.reads_only_job_files(record)
+
+
+def _say_read_elsewhere(config: dict, record: DryRunRecord) -> None:
+    """Add to the reason of each budget field and objective fact the reading left unresolved what the run read
+    that its cache key does not hold (`run_reasons.unpinned_reads`)."""
+    found = run_reasons.unpinned_reads(record)[0]
+    what = (
+        "what it cannot see (a process it started, or past its reads noted)"
+        if found == "..."
+        else run_reasons.quoted(found)
+    )
+    said = f"; the dry run read {what}, which its cache key does not hold: one run cannot pin it"
+    unresolved = [e for e in (config.get("fixed_budget") or {}).values() if e.get("confidence") == "unresolved"]
+    for entry in unresolved:
+        entry["reason"] = entry.get("reason", "dynamic value") + said
+    reasons = config["objective"].get("_reasons") or {}
+    reasons.update({k: v + said for k, v in reasons.items()})
 
 
 def _budget_entry(entry: dict, moved: list[str], option_values: dict) -> dict:
@@ -293,7 +319,8 @@ def apply(
     # several runs: the config's support says it (a refusal the run does not settle stays there, with why)
     kept = [e for e in static["admission_errors"] if e["code"] not in {*SETTLED_BY_RUNNING, SEVERAL_RUNS}]
     several = static["import"]["support"].get("several_runs") and run_reasons.runs(record) != "once"
-    held = _unpinnable(inputs, record) or config["job"].get("family") in NOT_TRAINING or several  # no run settles these
+    unpinnable, elsewhere = _unpinnable(inputs, record), _read_elsewhere(static, record)
+    held = unpinnable or elsewhere or config["job"].get("family") in NOT_TRAINING or several
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
     raised_here = record.status == "raised" and not record.stubbed and not run_reasons.lacks_module(record)
     if family == "training" and run_reasons.runs(record) == "twice":
@@ -307,6 +334,8 @@ def apply(
         _not_training(config, record, ran)
     elif record.status == "recorded" and fallback is None:
         pinned_too(config, moved)
+        if elsewhere and not unpinnable:  # an input the reading names is the reason; else the read it cannot key
+            _say_read_elsewhere(config, record)
         if several:  # the run went on in a way that does not show one run: say how
             config["import"]["support"]["reason"] += f" ({run_reasons.runs_reason(record)})"
     elif raised_here and static["admission_errors"] and settles and fallback is None:  # the refusal names its line

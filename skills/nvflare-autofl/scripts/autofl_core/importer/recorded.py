@@ -306,10 +306,7 @@ def budget(record: DryRunRecord) -> dict[str, dict]:
         out["num_rounds"] = _entry(attrs["server"].get("num_rounds"), "dry run: the recipe's server num_rounds")
     else:
         out["num_rounds"] = _entry(attrs.get("num_rounds"), "dry run: the recipe's num_rounds")
-    unreadable = [u.partition(": ")[2] for u in record.unreadable if u.startswith("num_rounds: ")]
-    if unreadable:  # the workflow reads its rounds through a getter that fails: no count the run would use
-        reason = f"{unreadable[0]} when read, so the job runs no known number of rounds; keep num_rounds an int"
-        out["num_rounds"] = {"value": None, "source": "dry run", "reason": reason, "unpinnable": True}
+    _unreadable(out, record, "num_rounds", ("num_rounds",))
     workflows = _args_of(_workflows(record))  # ScatterAndGather/Cyclic say min_clients, FedAvg num_clients
     wanted = _found(workflows, "min_clients") or _found(workflows, "num_clients")
     meta = next(iter(_configs(record, "meta.json")), {})
@@ -319,6 +316,7 @@ def budget(record: DryRunRecord) -> dict[str, dict]:
         out["min_clients"] = _entry(attrs["min_clients"], "dry run: the recipe's min_clients")
     else:
         out["min_clients"] = _entry(meta.get("min_clients"), "dry run: the job's meta.json min_clients")
+    _unreadable(out, record, "min_clients", ("min_clients", "num_clients"))
     env = record.env or Env(None, {})
     if record.entry == "simulator_run" and not record.clients and record.n_clients is not None:
         out["num_clients"] = _entry(record.n_clients, "dry run: the n_clients simulator_run was given")
@@ -329,6 +327,16 @@ def budget(record: DryRunRecord) -> dict[str, dict]:
     else:
         out["num_clients"] = {"value": None, "source": "dry run", "not_applicable": True}
     return out
+
+
+def _unreadable(out: dict, record: DryRunRecord, field: str, names: tuple[str, ...]) -> None:
+    """`field` unpinnable when the workflow holds one of `names` as no count the run would use: read through a
+    getter that fails, or a count its constructor sets that a copy built from the exported arguments cannot give."""
+    found = [u.partition(": ")[2] for u in record.unreadable if u.partition(": ")[0] in names]
+    if found:
+        what = {"num_rounds": "number of rounds", "min_clients": "minimum of clients"}[field]
+        reason = f"{found[0]}, so the job runs no known {what}; keep {field} an int"
+        out[field] = {"value": None, "source": "dry run", "reason": reason, "unpinnable": True}
 
 
 @dataclass(frozen=True)

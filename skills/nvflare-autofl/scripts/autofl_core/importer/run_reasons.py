@@ -61,15 +61,21 @@ KEYLESS_FOLDERS = frozenset(  # the job folder's folders the dry run's cache key
 )
 
 
-def reads_only_job_files(record: DryRunRecord) -> bool:
-    """True when every file or folder the recorded run read before NVFLARE ran lies in the job's folder, outside
-    the folders its cache key skips: the key holds them and a candidate may not change them, so a value read from
-    them is pinned."""
+def unpinned_reads(record: DryRunRecord) -> list[str]:
+    """The files and folders the run read before NVFLARE ran that its cache key does not hold: outside the job's
+    folder, in a folder the key skips, or unseen ("...")."""
 
     def pinned(path: str) -> bool:
         return not path.startswith("/") and path != "..." and not KEYLESS_FOLDERS & set(path.split("/"))
 
-    return record.status == "recorded" and all(pinned(p) for p in record.files_read)
+    return [p for p in record.files_read if not pinned(p)]
+
+
+def reads_only_job_files(record: DryRunRecord) -> bool:
+    """True when every file or folder the recorded run read before NVFLARE ran lies in the job's folder, outside
+    the folders its cache key skips: the key holds them and a candidate may not change them, so a value read from
+    them is pinned."""
+    return record.status == "recorded" and not unpinned_reads(record)
 
 
 def lacks_module(record: DryRunRecord) -> bool:

@@ -4,7 +4,8 @@ Knows nothing of the campaign (no ledger, no manifests); the runner's `campaign_
 - `execute` - `run_trial(TrialSpec) -> TrialResult`: the trial folder, supervision, classification;
 - `argv` - the trial's argv (budget once, injected --name, conflicts) and `TrialError`;
 - `childenv` - the allowlisted child environment and the trial token;
-- `sandbox` - the trial's first program: user, mount, PID (+ network) namespaces, the sealed view (run by path);
+- `sandbox/` - the trial's first program: user, mount, PID (+ network) namespaces, the sealed view (a package run
+  by path, `sandbox/__main__.py`);
 - `seal` - the runner's side of the sandbox: probe, plan (staged files, hidden folders, mapped paths), status;
 - `owned_folders` - private temp folders carrying their owner's record (the probe's, the dry run's), swept once the
   owner is gone;

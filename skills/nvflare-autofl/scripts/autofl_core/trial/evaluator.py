@@ -1,7 +1,7 @@
 """Run the frozen evaluator on a global model, once per site, sealed like a trial; the n-weighted score.
 
 Each site's run is `python -B -s EVALUATOR --model PATH --site NAME --format F` in the trial sandbox
-(`sandbox.py`): its own user, mount, PID and network namespaces, the host read-only, and a view that holds only
+(`sandbox/`): its own user, mount, PID and network namespaces, the host read-only, and a view that holds only
 the frozen files (the evaluator, the job-local modules it imports, its declared inputs) at their job-relative
 paths, so no candidate file can shadow a module it imports. The only writable folder is the run's temp folder
 (TMPDIR); the rest of the host, /tmp and HOME included, is read-only (writes to the view vanish with it). Sites

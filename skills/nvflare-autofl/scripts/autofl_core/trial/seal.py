@@ -1,12 +1,12 @@
 """The runner's side of the trial sandbox: probe what this host allows, write a trial's plan, read what held.
 
-`sandbox.py` (beside this module, run by path with `python -I`) is the trial's first program; this module
-decides what it is asked to do. A *sealed* trial runs on its own view of the job: the managed files as the
-trial must see them (the best source, or the best plus a candidate's edits) are staged in the trial folder and
-laid over the live workspace by an overlay, every write lands in a private upper folder, the runner's folders
-are hidden, writes to the temp folder and HOME are discarded, literal simulator paths and the trial's own
-folders are mapped to private folders, and the rest of the host is read-only. Without the namespaces and
-overlays that needs, the trial is only *contained* (user, PID, network namespaces as far as they work) and runs
+`sandbox/` (the package beside this module, `sandbox/__main__.py` run by path with `python -I`) is the trial's
+first program; this module decides what it is asked to do. A *sealed* trial runs on its own view of the job: the
+managed files as the trial must see them (the best source, or the best plus a candidate's edits) are staged in the
+trial folder and laid over the live workspace by an overlay, every write lands in a private upper folder, the
+runner's folders are hidden, writes to the temp folder and HOME are discarded, literal simulator paths and the
+trial's own folders are mapped to private folders, and the rest of the host is read-only. Without the namespaces
+and overlays that needs, the trial is only *contained* (user, PID, network namespaces as far as they work) and runs
 in the live workspace. Usage::
 
     if can_seal(probe(python, env)):                 # once per runner process and interpreter
@@ -30,7 +30,7 @@ from pathlib import Path
 from ..common import bounded, cli, trees
 from . import owned_folders
 
-LAUNCHER = Path(__file__).resolve().parent / "sandbox.py"
+LAUNCHER = Path(__file__).resolve().parent / "sandbox" / "__main__.py"
 PLAN, STATUS, LIMITS = "sandbox-plan.json", "sandbox-status.json", "sandbox-limits.json"
 PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 NO_STATUS = "unavailable: the sandbox launcher wrote no status"

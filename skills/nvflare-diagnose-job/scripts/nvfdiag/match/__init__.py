@@ -20,4 +20,8 @@ foreign_tracebacks  hits a traceback's frames say do not carry their row's meani
 exits       process exits read once as numbers with their encodings (-9, 128+9, 256-9, SIGKILL, Killed, OOMKilled)
 dissent     evidence that disagrees with itself: a message's exception class against the row its message points at
 releases    a class or module under nvflare. that the release which ran the job lacks (a job for another release)
+careful     what a careful reader sets aside before ranking (the three modules below)
+handled     a traceback the job's script caught and went past does not decide the row
+launches    a FileNotFoundError from Python's process launcher names a missing program, not a data path
+waits       a CLI envelope whose wait ran out (TIMEOUT) supports no row; the scheduler's reason is said
 """

@@ -10,7 +10,9 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
   job status, NVFLARE's record that a peer is gone: the catalog's run_course peer_gone; not its ordinary shutdown
   lines, which end every run): one line says too little on its own;
 - every strong hit is a record outside a traceback, and NVFLARE's record of completed work (the catalog's
-  run_course progress) follows the last of them in each of their files: the run went on past the error;
+  run_course progress; not its echo of a script's line) follows the last of them in each of their files, or a
+  copy of that record in another file (error_log.txt holds no INFO record), and names no other participant
+  (`identity=`) nor only other runs than the record (or the job being diagnosed): the run went on past the error;
 - the job being diagnosed is known and every strong hit lies in a record of another run (its `run=<id>` prefix, a
   job id in one of NVFLARE's shapes, the run folder of its file or of its traceback's paths): evidence of another
   job in the same bundle;
@@ -23,8 +25,10 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from ..logline import is_record, message, timestamp
+from ..read.prefixes import echoes_a_script
 from .jobframes import job_frame
 from .refine import Candidate
 from .tracebacks import Traceback, block_containing
@@ -50,6 +54,8 @@ _JOB_OTHER = re.compile(
     rf"\bjob '[^'\n]{{0,200}}' with ID: ({_UUID})\b",
     re.IGNORECASE,
 )
+# a participant named in a record's fl_ctx (`[identity=site-1, run=..., peer=server, ...]`)
+_PARTY = re.compile(r"[\[ ](identity|peer)=([^,\]\s]{1,200})")
 MAX_LINE = 4096
 EDGE = 50  # lines at each end of a file looked at for its first and last time
 
@@ -81,7 +87,7 @@ def course_lines(lines, index, flagged, wording) -> tuple[int, ...]:
         return ()
     numbers = sorted({n for word in wording.keywords for n in index.lines_with(word)} - set(flagged))
     texts = ((n, lines[n].text[:MAX_LINE]) for n in numbers)
-    return tuple(n for n, text in texts if wording.regex.search(text) and is_record(text))
+    return tuple(n for n, text in texts if wording.regex.search(text) and is_record(text) and not echoes_a_script(text))
 
 
 def _outside_the_logs(lines, primary: Candidate) -> bool:
@@ -164,17 +170,78 @@ def _lone_line(an, primary: Candidate, placed) -> bool:
 
 
 def _went_on(an, primary: Candidate, placed) -> bool:
-    """Every hit a record outside a traceback, and after the last hit of each of their files a progress record."""
+    """Every hit a record outside a traceback, and after the last hit of each of their files (or after a copy of
+    that record in another file of the same site or of none: error_log.txt holds no INFO record) a progress record
+    of the same course."""
     lines, at = an.evidence.lines, {h.index for h in primary.hits}
     if not at or None in at or not placed or any(b is not None for _, b in placed):
         return False
+    if not all(is_record(lines[n].text[:MAX_LINE]) for n in at):
+        return False
+    progress = an.progress()
+    if not progress:
+        return False
+    copies: dict[tuple, dict[str, int]] = {}  # a record's key -> its first copy in each file
     last: dict[str, int] = {}
     for n in sorted(at):
-        if not is_record(lines[n].text[:MAX_LINE]):
-            return False
+        copies.setdefault(_key(lines[n].text[:MAX_LINE]), {}).setdefault(lines[n].source, n)
         last[lines[n].source] = n
-    progress = an.progress()
-    return all(any(p > n and lines[p].source == source for p in progress) for source, n in last.items())
+    after = _progress_by_course(lines, progress)
+    job = {an.job_id.lower()} if an.job_id else set()
+    return all(
+        any(
+            _went_on_after(lines, c, after.get(source, {}), job)
+            for source, c in copies[_key(lines[n].text[:MAX_LINE])].items()
+            if None in (lines[c].site, lines[n].site) or lines[c].site == lines[n].site
+        )
+        for n in last.values()
+    )
+
+
+def _key(text: str) -> tuple:
+    """A record's time and message: the same in its copies (log.txt, error_log.txt, the console)."""
+    return timestamp(text.lstrip()), message(text).strip()
+
+
+class Course(NamedTuple):
+    """Whose course a record tells: the participant (`identity=`), its peer (`peer=`; "" when not named) and the
+    runs it names."""
+
+    who: str
+    peer: str
+    runs: frozenset[str]
+
+
+def _course(lines, index: int) -> Course:
+    """The participant, peer and runs a record names."""
+    text = lines[index].text[:MAX_LINE]
+    found: dict[str, str] = {}
+    for m in _PARTY.finditer(text):
+        found.setdefault(m.group(1), m.group(2))  # the fl_ctx's, before any in the message
+    runs = frozenset(_folders(lines[index].source) | _named([text]))
+    return Course(found.get("identity", ""), found.get("peer", ""), runs)
+
+
+def _progress_by_course(lines, progress) -> dict[str, dict[Course, int]]:
+    """Per file, the last progress record of each course."""
+    out: dict[str, dict[Course, int]] = {}
+    for p in progress:
+        out.setdefault(lines[p].source, {})[_course(lines, p)] = p
+    return out
+
+
+def _went_on_after(lines, index: int, after: dict[Course, int], job: set[str]) -> bool:
+    """A progress record of the file follows the record, names the record's participant as its own or as its peer
+    (or names none of them), and not only other runs than the record's (or, when the record names none, the job
+    being diagnosed)."""
+    own = _course(lines, index)
+    runs = own.runs or job
+    return any(
+        p > index
+        and not (own.who and other.who and own.who not in (other.who, other.peer))
+        and not (runs and other.runs and not runs & other.runs)
+        for other, p in after.items()
+    )
 
 
 def _one_record(texts: list[str]) -> bool:
@@ -201,13 +268,20 @@ def _runs(lines, index: int, block: Traceback | None) -> set[str]:
     """Run ids the hit's record names: its own line and its file's run folder, or for a traceback also the record
     line before it and its frames' run folders."""
     texts = [lines[index].text[:MAX_LINE]]
-    folders = {m.group(1).lower() for m in _RUN_FOLDER.finditer("/" + lines[index].source)}
+    found = _folders(lines[index].source)
     if block is not None:
         if block.start > 0 and lines[block.start - 1].source == lines[index].source:
             texts.append(lines[block.start - 1].text[:MAX_LINE])
-        found = {m.group(1).lower() for path, _, _ in block.frames for m in _RUN_FOLDER.finditer(path)}
-    else:
-        found = set()
+        found |= {m.group(1).lower() for path, _, _ in block.frames for m in _RUN_FOLDER.finditer(path)}
+    return found | _named(texts)
+
+
+def _folders(source: str) -> set[str]:
+    """Run ids in the folders of a file's path."""
+    return {m.group(1).lower() for m in _RUN_FOLDER.finditer("/" + source)}
+
+
+def _named(texts: list[str]) -> set[str]:
+    """Run ids the texts name in NVFLARE's shapes (`run=<id>`, the job-id shapes)."""
     patterns = (_RUN, _JOB, _JOB_OTHER)
-    named = {(m.group(1) or m.group(m.lastindex)).lower() for text in texts for p in patterns for m in p.finditer(text)}
-    return found | folders | named
+    return {(m.group(1) or m.group(m.lastindex)).lower() for text in texts for p in patterns for m in p.finditer(text)}

@@ -19,7 +19,7 @@ from ..model import Evidence
 from ..read import sites
 from ..textindex import TextIndex
 from ..untrusted.injection import scan_suspicious
-from . import calibration, datapaths, dissent, downstream, exits, foreign_tracebacks, raiser, releases
+from . import calibration, careful, datapaths, dissent, downstream, exits, foreign_tracebacks, raiser, releases
 from .attribution import dependent_sites, mentioned_sites
 from .catalog import Catalog
 from .jobframes import scripts_in
@@ -68,6 +68,7 @@ class Analysis:
     kit: str | None = None  # the startup-kit option --collect used (`--startup-kit=PATH` / `--kit-id=ID`), shell-quoted
     poc_root: str | None = None  # the POC project folder the startup kit lies in (holds <site>/poc_console.log)
     consequences: set[int] = field(default_factory=set)  # hit lines that are NVFLARE's reactions to a client failure
+    careful: careful.CarefulReading = field(default_factory=careful.CarefulReading)  # what a careful reader set aside
     rounds: Rounds | None = None  # rounds that completed before the primary's failure
     paths: datapaths.Paths | None = None  # missing absolute paths and the same-layout paths that worked
     user_call: UserCall | None = None  # the job.py call NVFLARE rejected, in the user's words
@@ -327,6 +328,8 @@ def _confidence(an: Analysis) -> str:
         level = "medium"  # e.g. a kill with neither cleanup nor OOM evidence: the row's own `unexplained` variant
     if _only_other_sites(an, primary):
         level = "medium"  # the direct evidence is another site's view (the server echoing a client's failure)
+    if an.careful.caps_confidence:
+        level = "medium"  # a handled traceback supported another row: the careful reading is not the only one
     if calibration.uncorroborated(an, primary):
         level = "medium"  # see calibration.py: unsure job code, one bare regex line, another run's evidence
     return level
@@ -406,8 +409,9 @@ def analyse(
         weak=catalog.weak_mode_reasons,
     )
     raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged, index)
-    hits, static = _all_hits(evidence, catalog, scanned, raised, blocks, own, status, index)
+    hits, static, reading = _all_hits(evidence, catalog, scanned, raised, blocks, own, status, index)
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged, status)
+    reading.demote(ranked, demoted, catalog)
     an = Analysis(
         evidence,
         catalog,
@@ -425,6 +429,7 @@ def analyse(
         script=script,
         kit=kit,
         poc_root=poc_root,
+        careful=reading,
     )
     an.scripts = scripts_in(lines, index)
     _refine(an, hits, static, raised.code_lines, index)
@@ -450,9 +455,10 @@ def _job_identity(
     return status, job_id, user_job_id
 
 
-def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, own, status, index) -> tuple[dict, dict]:
+def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, own, status, index) -> tuple:
     """Every row's hits (scanned signals a raiser does not shadow, structured conditions, raisers', exits'), loose
-    on third-party tracebacks and contested where the evidence disagrees; split from the static-only rows."""
+    on third-party tracebacks, contested where the evidence disagrees and read carefully (careful.py); split from
+    the static-only rows; and what the careful reading set aside."""
     lines = evidence.lines
     scanned_hits = raiser.drop_shadowed_hits(scanned.hits, raised, lines, catalog)
     hits = _merge(
@@ -461,7 +467,8 @@ def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, own
     hits = _merge(hits, _exit_hits(lines, catalog, index))
     hits = foreign_tracebacks.loosen(hits, catalog, blocks, own, lines)
     hits = dissent.contest(hits, lines, blocks, catalog)
-    return _split_static(hits, lines, evidence)
+    hits, reading = careful.read_carefully(hits, evidence, blocks, catalog, index)
+    return (*_split_static(hits, lines, evidence), reading)
 
 
 def _run_facts(an: Analysis, index: TextIndex) -> None:

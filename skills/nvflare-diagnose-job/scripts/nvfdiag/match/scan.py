@@ -24,6 +24,8 @@ MAX_SCAN_CHARS = 8192
 MAX_HITS_PER_ROW = 200
 FEW_LINES = 32  # below this many lines to try, _signal_matches looks at each itself
 MARKER = re.compile(r"\[(USER_CODE_EXCEPTION|FLARE)\]")
+# loggers only the job's own code logs to (NVFLARE's log config formats them like its own records)
+_JOB_LOGGERS = ("root", "__main__")
 
 
 @dataclass(frozen=True)
@@ -213,7 +215,8 @@ def _mode_hints(
     The hints of NVFLARE's own connections (nvflare_connections_only) do not read `own_calls` (the lines of
     tracebacks that are the job's own call) nor a web download's line (the catalog's web_downloads). A printable
     hint (an id the job's code can print in the same shape) found only on text that is not a record of NVFLARE's
-    logger (bare text, or a script's line NVFLARE echoes) gives its weak `printed_reason`."""
+    logger (bare text, a script's line NVFLARE echoes, a record of the root or __main__ logger) gives its weak
+    `printed_reason`."""
     out: dict[str, list[str]] = {}
     for mode, entries in catalog.mode_hints.items():
         for hint in entries:
@@ -240,12 +243,12 @@ def _first_connection_match(lines: list[Line], index: TextIndex, hint, unread: s
 
 
 def _first_logged_match(lines: list[Line], index: TextIndex, hint, skip) -> tuple[int | None, bool]:
-    """The first matching line that is a record of NVFLARE's logger (not its echo of a script's output) and True;
-    else the first matching line (or None) and False."""
+    """The first matching line that is a record of NVFLARE's logger (not its echo of a script's output, not the
+    root or __main__ logger's) and True; else the first matching line (or None) and False."""
     first = None
     for number in _matches(lines, index, hint, skip):
         text = lines[number].text[:MAX_SCAN_CHARS]
-        if logline.is_record(text) and not echoes_a_script(text):
+        if logline.is_record(text) and not echoes_a_script(text) and logline.logger(text) not in _JOB_LOGGERS:
             return number, True
         first = number if first is None else first
     return first, False

@@ -176,7 +176,7 @@ def job_own_calls(blocks: list[Traceback], lines: list[Line]) -> list[Traceback]
     handshake that the job's code caught and raised again is not; the job's download that NVFLARE's executor
     wrapped is."""
     own: list[Traceback] = []
-    for chain in _chains(blocks, lines):
+    for chain in chains(blocks, lines):
         ended = all(block.end is not None and not block.launcher_echo for block in chain)
         if ended and _job_own_stack([frame for block in reversed(chain) for frame in block.frames]):
             own.extend(chain)
@@ -191,7 +191,7 @@ def _job_own_stack(frames: list[tuple[str, int, str]]) -> bool:
     return bool(user) and not any(is_nvflare_file(frame[0]) for frame in frames[user[-1] + 1 :])
 
 
-def _chains(blocks: list[Traceback], lines: list[Line]) -> list[list[Traceback]]:
+def chains(blocks: list[Traceback], lines: list[Line]) -> list[list[Traceback]]:
     """Blocks grouped by chained failure: a block joins the previous one when only blank lines, the previous
     block's message lines and at least one of Python's chain sentences lie between them."""
     chains: list[list[Traceback]] = []

@@ -10,6 +10,7 @@ Site availability (`site_status`) and job status are taken only from what the ev
 from __future__ import annotations
 
 import json
+import re
 
 from ..model import SITE_STATUSES, Evidence, Line, Source
 from . import inspect_source
@@ -18,6 +19,8 @@ from .sites import nvflare_job_status, valid_job_id, valid_site
 
 MAX_FLAT_LINES = 200
 MAX_VALUE_CHARS = 300
+_ERROR_LINE = "nvflare CLI error "
+_ERROR_CODE = re.compile(r"nvflare CLI error ([A-Z][A-Z0-9_]{0,63}): ")
 _META_KEYS = ("job_id", "submit_time_iso", "job_deploy_detail", "duration", "job_name", "name")
 
 
@@ -66,6 +69,17 @@ def envelope_kind(envelope: dict, command: list[str] | None = None) -> str:
     return "other"
 
 
+def envelope_error_line(code: object, text: object) -> str:
+    """The evidence line an error envelope becomes: `nvflare CLI error <error_code>: <message>`."""
+    return f"{_ERROR_LINE}{code}: {text}"
+
+
+def envelope_error_code(text: str) -> str | None:
+    """The error_code of a line envelope_error_line wrote, or None."""
+    found = _ERROR_CODE.match(text)
+    return found.group(1) if found else None
+
+
 def note_job(ev: Evidence, job_id: object, status: object) -> None:
     """Record the job id / status the evidence states (first statement wins; invalid values ignored)."""
     if ev.job_id is None and valid_job_id(job_id):
@@ -88,7 +102,7 @@ def ingest_envelope(ev: Evidence, envelope: dict, source: str, *, bytes_read: in
     add_hint(ev, "production", f"nvflare CLI JSON envelope ({kind.replace('_', ' ')}) in {source}")
     if envelope.get("status") == "error":
         ev.sources.append(Source(source, "cli_envelope", None, "unavailable", bytes_read))
-        text = f"nvflare CLI error {envelope.get('error_code', 'UNKNOWN')}: {envelope.get('message', '')}"
+        text = envelope_error_line(envelope.get("error_code", "UNKNOWN"), envelope.get("message", ""))
         ev.lines.append(Line(source, None, 1, text[:MAX_VALUE_CHARS]))
         return
     data = envelope.get("data")

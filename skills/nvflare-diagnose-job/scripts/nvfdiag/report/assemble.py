@@ -259,6 +259,7 @@ def _likely_cause(an) -> str:
                 "is in the per-site logs it names"
             )
         text += _static_only_said(an)
+        text += "".join(f"; {clause}" for clause in an.careful.clauses(an.flagged))
         if an.job_status == sites.COMPLETED and not an.suspicious:
             text += (
                 "; the job finished with status FINISHED:COMPLETED: nothing in the evidence says it failed (a "
@@ -314,6 +315,7 @@ def _facts_said(an) -> list[str]:
             )
     if an.user_call is not None:
         said.append(an.user_call.meaning)
+    said.extend(an.careful.clauses(an.flagged))
     if an.consequences and any(h.strength == "strong" and h.index not in an.consequences for h in an.primary.hits):
         said.append(
             "NVFLARE's errors on the server after it (a result that is not a valid DXO, `Result from <site> is "

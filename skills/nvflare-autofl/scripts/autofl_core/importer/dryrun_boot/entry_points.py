@@ -1,7 +1,8 @@
 """NVFLARE's entry points, replaced so that they record the job they were given instead of running it.
 
 `install_fedjob`: `FedJobConfig.simulator_run` and `FedJob.export_job` record the job (`records.record_job`), and an
-exported component carries its effective arguments (`EFFECTIVE_ARGS`). `install_recipes`: a POC or production env's
+exported component carries its effective arguments (`EFFECTIVE_ARGS`; a count its constructor sets from no argument of
+that name, as a copy built from the exported arguments holds it). `install_recipes`: a POC or production env's
 deploy records the job and returns `STAND_IN_JOB_ID`; recipes note that they were built and which one ran.
 """
 
@@ -17,6 +18,7 @@ from .state import STATE
 
 # exported even when equal to the default: the rounds, the selection metric, the clients a workflow waits for
 EFFECTIVE_ARGS = ("num_rounds", "key_metric", "negate_key_metric", "min_clients", "num_clients")
+COUNTS = ("num_rounds", "min_clients", "num_clients")  # budget counts a workflow holds
 STAND_IN_JOB_ID = "autofl-dry-run"  # what a POC or production deploy returns in place of the job id it submits
 
 
@@ -51,7 +53,10 @@ def install_fedjob() -> None:
         except Exception:  # noqa: BLE001  (the export's own call raises the same way, and says so)
             parameters = {}
         for name in EFFECTIVE_ARGS:
-            if name in args or name not in parameters:
+            if name in args:
+                continue
+            if name not in parameters:  # a count its constructor sets, taking no argument of that name
+                _rebuilt_count(component, args, name, own)
                 continue
             if name in own or "_" + name in own:
                 value = own.get(name, own.get("_" + name))
@@ -66,6 +71,25 @@ def install_fedjob() -> None:
     STATE["nvflare_dirs"] = tuple(sorted({folder + os.sep, os.path.realpath(folder) + os.sep}))
     FedJobConfig.simulator_run, FedJob.export_job, FedJobConfig._get_args = simulator_run, export_job, effective_args
     _before(FedJob, "simulator_run", note_n_clients)
+
+
+def _rebuilt_count(component, args: dict, name: str, own: dict) -> None:
+    """A budget count (`COUNTS`) a component of the job's own (not NVFLARE's, whose export is its design) holds that
+    its constructor takes no argument for is what the loaded job's constructor sets from the exported `args` (an
+    argument NVFLARE does not export, or one passed through **kwargs, which it drops, takes its default): read from
+    a copy built from them, else noted `unreadable`."""
+    nvflare_s = type(component).__module__.partition(".")[0] == "nvflare"
+    if nvflare_s or name not in COUNTS or type(own.get(name)) is not int:
+        return
+    try:
+        value = getattr(type(component)(**args), name)
+    except Exception as error:  # noqa: BLE001  (the job's own constructor: any raise says the same)
+        value = error
+    if type(value) is int:
+        args[name] = value
+        return
+    problem = f"raises {type(value).__name__}" if isinstance(value, Exception) else f"holds {type(value).__name__}"
+    STATE["unreadable"].append(f"{name}: {type(component).__name__} built from its exported arguments {problem}")
 
 
 def _note_unreadable(component, name: str, default) -> None:
@@ -83,7 +107,7 @@ def _note_unreadable(component, name: str, default) -> None:
         if type(value) is type(default):
             return
         problem = f"is {type(value).__name__} {repr(value)[:40]}, not {type(default).__name__}"
-    STATE["unreadable"].append(f"{name}: {type(component).__name__}.{name} {problem}")
+    STATE["unreadable"].append(f"{name}: {type(component).__name__}.{name} {problem} when read")
 
 
 def install_recipes() -> None:

@@ -2,7 +2,9 @@
 
 A module no other finder found becomes an inert stand-in when the job's files or NVFLARE's framework recipes import
 it (`install` puts `_InertFinder` last on sys.meta_path). Every attribute of a stand-in is an inert class, so imports,
-class bodies and calls pass; NVFLARE's probes of a stand-in find nothing. A stand-in's classes say they belong to
+class bodies and calls pass; NVFLARE's probes of a stand-in find nothing. A class of the job's own derived from a
+stand-in refuses arguments to the stand-in's `__init__` (TypeError): what the installed base sets from them is not
+known. A stand-in's classes say they belong to
 `__main__` (`__main__.torch.nn.Module` in a record), the program that runs, as job.py's own classes do.
 """
 
@@ -27,6 +29,7 @@ FRAMEWORKS = set(  # imported by NVFLARE's own framework recipes; stand-ins when
 MAX_STOOD_IN_AT = 4096  # distinct job lines noted importing a stand-in (the importer reads each for a `try`)
 IMPORT_MACHINERY = os.path.dirname(importlib.__file__) + os.sep  # importlib.import_module, importlib.util.find_spec
 NAMED_IN = "__main__"  # the module a stand-in's classes name
+PATHS = "/nonexistent/stand-in/"  # a stand-in as a path (`__fspath__`): outside the job's folder, an input when read
 
 
 class _Inert(types.ModuleType):
@@ -81,17 +84,28 @@ def _inert_class(name: str) -> type:
 
     body = {
         "__qualname__": name,
-        "__init__": lambda self, *a, **k: None,
+        "__init__": _init,
         "__getattr__": attribute,
         "__call__": lambda self, *args, **kwargs: _inert_class(name + "()")(),
         "__iter__": lambda self: iter([_inert_class(f"{name}[]")() for _ in range(_unpacked(sys._getframe(1), name))]),
         "__getitem__": lambda self, key: _inert_class(f"{name}[]")(),
-        "__fspath__": lambda self: f"/nonexistent/stand-in/{name}",  # `Path(x)`, `os.path.join(x, ...)`: no file
+        "__fspath__": lambda self: f"{PATHS}{name}",  # `Path(x)`, `os.path.join(x, ...)`: no file
         "__bool__": lambda self: called_from_nvflare(),  # an object to NVFLARE (`if not obj`), absent to the job
         "_stand_in": True,
         "__module__": NAMED_IN,
     }
     return _InertMeta(name.rpartition(".")[2] or name, (), body)
+
+
+def _init(self, *args, **kwargs) -> None:
+    """A stand-in's instance takes any arguments, unless the job's code passes them to a class of its own derived
+    from a stand-in: what the installed base's `__init__` sets from them (a setting, a count) is not known."""
+    if (args or kwargs) and not _stand_in(type(self)) and in_job_folder(caller(lambda name: False)):
+        base = next(c for c in type(self).__mro__ if _stand_in(c)).__qualname__
+        raise TypeError(
+            f"{base} is not installed here, and job.py's class {type(self).__qualname__} passes it arguments: what "
+            "its __init__ sets from them is not known"
+        )
 
 
 def _unpacked(frame, name: str) -> int:
