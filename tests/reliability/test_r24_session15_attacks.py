@@ -347,7 +347,7 @@ def test_a_budget_the_job_s_own_module_draws_is_not_admitted(tmp_path: Path, pri
     assert config["fixed_budget"]["num_rounds"]["value"] is None
 
 
-# --- 5. for the coordinator: closed by h15xf (not merged here); remove the marker when it merges ----------------------
+# --- 5. closed by h15xf: a file outside the job's folder read by code the reading does not follow --------------------
 
 TWEAKED = (
     OWN_MODULE.replace("from plans import plan_for", "from plans import tweak")
@@ -358,12 +358,9 @@ TWEAK = 'def tweak(cfg):\n    with open("/etc/hostname") as f:\n        cfg["rou
 
 
 @needs_sandbox
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole on main, closed by h15xf (a budget left to the run is not pinned when the run read outside the "
-    "job's folder): the job's own helper fills the rounds from a host file and one dry run admits them",
-)
 def test_a_budget_the_job_s_helper_reads_from_a_host_file_is_not_admitted(tmp_path: Path, private_cache):
+    """Admitted on a52470d (no input kind reaches the reading); h15xf holds a budget left to a run that read outside
+    the job's folder."""
     folder = tmp_path / "job"
     folder.mkdir()
     (folder / "client.py").write_text("print('trains')\n", encoding="utf-8")
