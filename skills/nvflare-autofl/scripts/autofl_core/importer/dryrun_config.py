@@ -319,8 +319,8 @@ def apply(
     # several runs: the config's support says it (a refusal the run does not settle stays there, with why)
     kept = [e for e in static["admission_errors"] if e["code"] not in {*SETTLED_BY_RUNNING, SEVERAL_RUNS}]
     several = static["import"]["support"].get("several_runs") and run_reasons.runs(record) != "once"
-    unpinnable, elsewhere = _unpinnable(inputs, record), _read_elsewhere(static, record)
-    held = unpinnable or elsewhere or config["job"].get("family") in NOT_TRAINING or several
+    elsewhere = _read_elsewhere(static, record)
+    held = _unpinnable(inputs, record) or elsewhere or config["job"].get("family") in NOT_TRAINING or several
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
     raised_here = record.status == "raised" and not record.stubbed and not run_reasons.lacks_module(record)
     if family == "training" and run_reasons.runs(record) == "twice":
@@ -334,7 +334,7 @@ def apply(
         _not_training(config, record, ran)
     elif record.status == "recorded" and fallback is None:
         pinned_too(config, moved)
-        if elsewhere and not unpinnable:  # an input the reading names is the reason; else the read it cannot key
+        if elsewhere and not inputs - {Input.FILES}:  # not where randomness, the clock or the environment hold it
             _say_read_elsewhere(config, record)
         if several:  # the run went on in a way that does not show one run: say how
             config["import"]["support"]["reason"] += f" ({run_reasons.runs_reason(record)})"
