@@ -29,7 +29,7 @@ from .admission import admission_errors  # noqa: F401  (re-exported public API)
 from .budget import FIELDS, fixed_budget, unresolved_notes  # noqa: F401  (FIELDS re-exported)
 from .files import UNPARSABLE, Overlay, Workspace, load_job, parsed
 from .inputs import NO_INPUTS, Input, kinds
-from .objective import build_objective, empty_objective
+from .objective import build_objective, empty_objective, objective_inputs
 from .reach import forwarded_options, reaching_options
 from .recipe_raises import would_raise
 from .runner_view import (  # noqa: F401  (re-exported public API)
@@ -131,7 +131,7 @@ class Reading:
     notes: list[dict] = field(default_factory=list)  # the client script's, then the schema's options reaching nothing
     script: tuple[str | None, Any] = (None, None)  # the client script trust reads: its path and tree
     reached: list[str] = field(default_factory=list)  # options a perturbed dry run showed reaching what NVFLARE builds
-    inputs: frozenset[Input] = NO_INPUTS  # the run-time inputs its refusal and unresolved budget fields rest on
+    inputs: frozenset[Input] = NO_INPUTS  # the run-time inputs its refusal, unresolved budget and objective rest on
 
 
 def derive(reading: Reading) -> dict:
@@ -276,7 +276,8 @@ def read_source(
         "source_sha256": hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(),
         "trust": trust,
     }
-    return Reading(facts, tree, notes + unused if supported else [], script, inputs=inputs | surface.inputs)
+    inputs |= surface.inputs | (objective_inputs(surface) if supported else NO_INPUTS)
+    return Reading(facts, tree, notes + unused if supported else [], script, inputs=inputs)
 
 
 def _walk(

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, known, to_jsonable, weakest
+from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, drawn, known, to_jsonable, weakest
 
 # A parser's fromfile_prefix_chars the importer cannot read (not a literal): every punctuation mark a prefix could
 # plausibly be, except those that start ordinary values ("-0.1", "./data", "~/data", "_x").
@@ -205,7 +205,7 @@ def _choices(choices: Any) -> list | None:
 def _data(value: Any) -> Val | None:
     if value is None:
         return None
-    return value if isinstance(value, Val) else Val(None, UNRESOLVED, reason="not a data value")
+    return value if isinstance(value, Val) else Val(None, UNRESOLVED, reason="not a data value", inputs=drawn(value))
 
 
 def _literal(value: Any, fallback: Any) -> Any:

@@ -33,7 +33,7 @@ from .values import (
 )
 
 BUILTIN_NAMES = set(
-    "abs all any bool classmethod dict enumerate float getattr hasattr int isinstance len list max min open print "
+    "abs all any bool classmethod dict enumerate float getattr hash hasattr id int isinstance len list max min open print "
     "property range repr staticmethod "
     "reversed round set setattr delattr sorted str sum tuple type vars zip Exception KeyError RuntimeError SystemExit ValueError".split()
 )

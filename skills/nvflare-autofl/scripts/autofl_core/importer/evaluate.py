@@ -144,13 +144,16 @@ class ExpressionEvaluator:
     def _ev_JoinedStr(self, node: ast.JoinedStr) -> Val:
         vals: list[Val] = []
         traced: list[tuple[str, tuple]] = []  # (text, flags) of each part
-        for part in node.values:
+        for index, part in enumerate(node.values):
             if isinstance(part, ast.Constant):
                 traced.append((str(part.value), ()))
                 continue
             val = self.ev(part.value)
-            if not known(val):
-                return unresolved_from(node, "f-string field is not resolved", val, flags=merge_flags(val, *vals))
+            if not known(val):  # the fields after it are read for their draws and clock reads
+                rest = [self.ev(p.value) for p in node.values[index + 1 :] if isinstance(p, ast.FormattedValue)]
+                return unresolved_from(
+                    node, "f-string field is not resolved", val, *rest, flags=merge_flags(val, *vals)
+                )
             vals.append(val)
             spec = self.ev(part.format_spec) if part.format_spec is not None else Val("", HIGH)
             if not known(spec) or wide_format(spec.value):

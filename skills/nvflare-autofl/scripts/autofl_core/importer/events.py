@@ -9,7 +9,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from .inputs import CALL, Input, call_kind, kinds
-from .values import ClassRef
+from .values import ClassRef, drawn
 
 
 @dataclass(eq=False)
@@ -75,9 +75,14 @@ class Obj:
         return f"it comes from {shown}(...) at line {self.line}, {kind.value if kind else CALL}"
 
     @property
-    def inputs(self) -> frozenset[Input]:
+    def call_inputs(self) -> frozenset[Input]:
         """The run-time input its call reads, as `origin` names it."""
         return kinds(call_kind(self.cls.qualname))
+
+    @property
+    def inputs(self) -> frozenset[Input]:
+        """Its call's input and the draws and clock reads of its arguments."""
+        return self.call_inputs | drawn(self)
 
 
 @dataclass

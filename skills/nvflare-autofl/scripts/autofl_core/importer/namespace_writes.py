@@ -13,7 +13,7 @@ from typing import Any
 
 from . import argparse_flow as ap
 from .events import UNSEEN_RUN, FuncRef, MethodCall, Obj
-from .values import Bag, Builtin, ClassRef, Val, merge_flags, unresolved
+from .values import Bag, Builtin, ClassRef, Val, drawn, merge_flags, unresolved
 
 WRITING_BUILTINS = {"setattr", "delattr"}
 CALLING_BACK = set(  # modules of the standard library whose functions write what they are given, or run code given
@@ -61,8 +61,9 @@ class NamespaceWrites:
                     self._changed(held, why, node, [])
 
     def _unsettled(self, old: Any, node: ast.AST, why: str) -> Val:
-        """`old` made unresolved (`why`), still depending on what it was computed from."""
-        return self.with_control(unresolved(node, why, merge_flags(old)))
+        """`old` made unresolved (`why`), still depending on what it was computed from (its options, its draws and
+        clock reads)."""
+        return self.with_control(unresolved(node, why, merge_flags(old), drawn(old)))
 
 
 def _harmless(code: Any) -> bool:

@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from . import recipes
+from .inputs import NO_INPUTS, Input
 from .values import Val, known
 
 if TYPE_CHECKING:
@@ -136,6 +137,15 @@ def _default_key_metric(surface: Any) -> str:
         if default.status == "value" and isinstance(default.value, str) and default.value:
             return default.value
     return DEFAULT_KEY_METRIC
+
+
+def objective_inputs(surface: Any) -> frozenset[Input]:
+    """The run-time inputs behind the values that decide the job's key metric and its direction."""
+    kwargs, selector = _settings(surface)
+    chosen = getattr(selector, "kwargs", {})
+    deciding = [kwargs.get(k) for k in ("key_metric", "key_metric_mode", "stop_cond")]
+    deciding += [chosen.get("key_metric"), chosen.get("negate_key_metric")]
+    return NO_INPUTS.union(*(getattr(v, "inputs", NO_INPUTS) for v in deciding))
 
 
 def _direction(kwargs: dict, metric: str | None, reasons: dict) -> tuple[str | None, str]:

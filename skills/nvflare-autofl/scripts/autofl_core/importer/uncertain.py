@@ -22,6 +22,7 @@ from .values import (
     Bag,
     ClassRef,
     Val,
+    drawn,
     elements,
     known,
     merge_flags,
@@ -79,7 +80,11 @@ class UncertainPaths:
         first_obj, first_call = len(self.out.objects), len(self.out.calls)
         before = self._held()
         ends: list[PathEnd | None] = []
-        bound: dict[str, tuple[ast.expr, tuple]] = {}  # each target either side binds, with the inputs of its values
+        bound: dict[str, tuple[ast.expr, list]] = {}  # each target either side binds, with the values it gets
+        for body in sides:  # a name keeps its value when no side runs: that value is among them
+            for target in targets.bound(body):
+                if isinstance(target, ast.Name):
+                    bound.setdefault(ast.dump(target), (target, [self.ev(target)]))
         for body in sides:
             try:
                 self.walk_block(body)
@@ -88,12 +93,12 @@ class UncertainPaths:
                 ends.append(end)
             for target in targets.bound(body):
                 key = ast.dump(target)
-                bound[key] = (target, bound.get(key, (target, ()))[1] + merge_flags(self.ev(target)))
+                bound.setdefault(key, (target, []))[1].append(self.ev(target))
         note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:])
         flags = merge_flags(test)
         self._unsettle_rebound(before, why, flags)  # what a side rebound through a call (`args.x = ...`)
-        for target, inputs in bound.values():
-            self._rebind(target, unresolved(target, why, tuple(dict.fromkeys((*flags, *inputs)))))
+        for target, values in bound.values():
+            self._rebind(target, unresolved(target, why, merge_flags(test, *values), drawn(*values)))
         returned = [end for end in ends if end is not None and not end.raised]
         ended = all(end is not None for end in ends)  # no side goes on: the path ends here
         if len(returned) > (1 if ended else 0) and self.early:  # the function's result depends on the condition
@@ -111,8 +116,9 @@ class UncertainPaths:
         for frame, held in before:
             for name in {*held, *frame}:
                 if name not in frame or name not in held or frame[name] is not held[name]:
-                    inputs = merge_flags(frame.get(name), held.get(name))
-                    frame[name] = unresolved(ast.Name(name), why, tuple(dict.fromkeys((*flags, *inputs))))
+                    values = (frame.get(name), held.get(name))
+                    inputs = tuple(dict.fromkeys((*flags, *merge_flags(*values))))
+                    frame[name] = unresolved(ast.Name(name), why, inputs, drawn(*values))
 
     def _skipped(self, block: list[ast.stmt], flags: tuple[str, ...]) -> None:
         """What the branch not taken would change depends on the options that decided it: `flags` are added to the
@@ -165,7 +171,7 @@ class UncertainPaths:
     def _ev_ListComp(self, node: Any) -> Val:
         """Not evaluated: unresolved naming the line (or the run-time input it reads), keeping the flags of what it
         reads from outside. One that calls something is walked once, its variables unresolved, for what the calls
-        run (what they rebind is unresolved)."""
+        run (what they rebind is unresolved); the draws and clock reads of its parts are the value's too."""
         comps = [n for n in ast.walk(node) if isinstance(n, ast.comprehension)]
         bound = {n.id for c in comps for n in ast.walk(c.target) if isinstance(n, ast.Name)}
         first = self.ev(node.generators[0].iter)
@@ -190,11 +196,10 @@ class UncertainPaths:
             own = {n.id for c in node.generators for n in ast.walk(c.target) if isinstance(n, ast.Name)}
             saved = self.scopes
             self.scopes = [{name: unresolved(ast.Name(name), why) for name in own}, *saved]
+            elts = (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)
             try:
-                for part in [*(g.iter for g in node.generators[1:]), *(c for g in node.generators for c in g.ifs)]:
-                    self.ev(part)
-                for part in (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,):
-                    self.ev(part)
+                parts = [*(g.iter for g in node.generators[1:]), *(c for g in node.generators for c in g.ifs), *elts]
+                value = replace(value, inputs=value.inputs | drawn(*(self.ev(part) for part in parts)))
             finally:
                 self.scopes = saved
             note.touched_surface = touches_surface(self.out.objects[first_obj:], self.out.calls[first_call:], once)
@@ -209,12 +214,13 @@ class UncertainPaths:
 
     def _each_pass(self, stmt: ast.For | ast.AsyncFor | ast.While, why: str, kinds: frozenset = NO_INPUTS) -> None:
         """A loop walked once stands for any of its passes: a name its body rebinds holds no value known statically
-        when a pass starts (a counter, the site a pass sends to); `why` says so."""
+        when a pass starts (a counter, the site a pass sends to); `why` says so, with `kinds` and the draws and clock
+        reads of the value it held."""
         body = [n for part in stmt.body for n in ast.walk(part)]  # nested functions and comprehensions too
         for name in sorted({n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}):
             frame = next((scope for scope in self.scopes if name in scope), None)
             if frame is not None and isinstance(frame[name], Val):
-                frame[name] = unresolved(stmt, why, frame[name].flags, kinds)
+                frame[name] = unresolved(stmt, why, frame[name].flags, kinds | drawn(frame[name]))
 
     def _st_With(self, stmt: ast.With) -> None:
         """A `with suppress(...)` block (or one of a job.py class with `__exit__`) may stop part way without an
@@ -266,7 +272,8 @@ class UncertainPaths:
     def _may_stop(self, body: list[ast.stmt], why: str) -> None:
         """What a block that may stop part way binds (names, namespace options) is unresolved (`why`)."""
         for target in targets.bound(body):
-            self._rebind(target, unresolved(target, why, merge_flags(self.ev(target))))
+            value = self.ev(target)
+            self._rebind(target, unresolved(target, why, merge_flags(value), drawn(value)))
 
     def _rebind(self, target: ast.expr, value: Val) -> None:
         """Bind a name, or a namespace option (`args.x`), that `targets.bound` found to `value`."""

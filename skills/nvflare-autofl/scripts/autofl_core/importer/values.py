@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .inputs import NO_INPUTS, Input
+from .inputs import DRAWN, NO_INPUTS, Input
 
 HIGH = "high"
 MEDIUM = "medium"
@@ -107,7 +107,9 @@ def unresolved_from(
     `kinds`), with the flags of all of them (or `flags`)."""
     flags = merge_flags(*vals) if flags is None else flags
     first = _first_undetermined(vals)
-    return unresolved(node, cause(first) or why, flags, inputs_of(first) if first is not None else kinds)
+    return unresolved(
+        node, cause(first) or why, flags, (inputs_of(first) if first is not None else kinds) | drawn(*vals)
+    )
 
 
 def source_text(node: ast.AST, limit: int = 200) -> str:
@@ -142,8 +144,29 @@ def cause(*vals: Any) -> str:
 
 
 def inputs_of(*vals: Any) -> frozenset[Input]:
-    """The run-time inputs `cause` names: the first undetermined value's (an object's, its call's)."""
-    return getattr(_first_undetermined(vals), "inputs", NO_INPUTS)
+    """The run-time inputs `cause` names: the first undetermined value's (an object's, its call's), and every
+    draw or clock read among `vals` (`drawn`)."""
+    return getattr(_first_undetermined(vals), "inputs", NO_INPUTS) | drawn(*vals)
+
+
+def drawn(*vals: Any) -> frozenset[Input]:
+    """The random draws and clock reads behind any of `vals`, an object's through its arguments and a container's
+    through its items (each value visited once): one run pins none of them, whichever input a refusal names (the
+    environment and files are left to the input named, which perturbed runs and the files read judge)."""
+    found, seen, todo = set(), set(), list(vals)
+    while todo:
+        val = todo.pop()
+        if id(val) in seen:
+            continue
+        seen.add(id(val))
+        if hasattr(val, "call_inputs"):  # an object standing for a call's result (`events.Obj`)
+            found |= val.call_inputs & DRAWN
+            todo += [*val.args, *val.kwargs.values()]
+        elif isinstance(val, Bag):
+            todo += val.items
+        else:
+            found |= getattr(val, "inputs", NO_INPUTS) & DRAWN
+    return frozenset(found)
 
 
 def to_jsonable(value: Any) -> Any:

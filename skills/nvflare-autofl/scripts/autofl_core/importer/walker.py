@@ -37,6 +37,7 @@ from .values import (
     ModuleRef,
     Val,
     cause,
+    drawn,
     inputs_of,
     merge_flags,
     source_text,
@@ -198,9 +199,11 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             if method == PER_SITE:
                 base.per_site = args[0] if args else kwargs.get("config")
                 return Val(None, HIGH)
+            given = drawn(*args, *kwargs.values())  # the draws and clock reads it is given
             if call_kind(base.cls.qualname):  # an object of the environment, files, randomness or clock
-                return unresolved(node, f"result of {base.name}.{method}(): {base.origin}", (), base.inputs)
-            return unresolved(node, f"result of {base.name}.{method}() at line {node.lineno}, known only when it runs")
+                return unresolved(node, f"result of {base.name}.{method}(): {base.origin}", (), base.inputs | given)
+            why = f"result of {base.name}.{method}() at line {node.lineno}, known only when it runs"
+            return unresolved(node, why, (), drawn(base) | given)
         mutated = isinstance(base, Bag) and method in values.MUTATORS[dict] | values.MUTATORS[list]
         held = base.value if isinstance(base, Val) and base.resolved else None
         if mutated or (isinstance(held, (list, dict, set)) and method in values.MUTATORS.get(type(held), ())):
@@ -400,7 +403,8 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             if isinstance(base, ap.Namespace) and target.attr == "__dict__":  # every option replaced
                 self._stale([base], target, f"the __dict__ set at line {target.lineno}")
             elif isinstance(base, ap.Namespace):
-                base.values[target.attr] = value if isinstance(value, Val) else unresolved(target, "not a data value")
+                data = value if isinstance(value, Val) else unresolved(target, "not a data value", (), drawn(value))
+                base.values[target.attr] = data
             elif isinstance(base, Obj):  # `env.num_clients = 5`: NVFLARE reads the attribute when it runs
                 why = (
                     f"{base.name}.{target.attr} is set again at line {target.lineno}, which is not followed statically"
@@ -438,11 +442,10 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         note = BranchNote(stmt.body[0].lineno, "loop body", False, kind="loop")
         self.out.branches.append(note)
         again = [] if over else [ast.Expr(stmt.test, lineno=stmt.lineno, col_offset=0)]  # a `while` test runs again
-        if not over:
-            self.ev(stmt.test)  # before the first pass, always
+        passes = iterable if over else self.ev(stmt.test)  # a `while` test: before the first pass, always
         each = f"it changes with each pass of the loop at line {stmt.lineno}"
         if items is None:
-            self._each_pass(stmt, each)
+            self._each_pass(stmt, each, drawn(passes))  # a draw or the clock deciding how often it runs
             self._undecided([stmt.body + again, []], note, iterable, each)
             if over and whole_environment([iterable], stmt):  # a loop over os.environ: what it binds reads it
                 self._each_pass(stmt, whole_environment([iterable], stmt), environment([iterable]))
