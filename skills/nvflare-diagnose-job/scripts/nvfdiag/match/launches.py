@@ -3,8 +3,9 @@
 Usage: `found = failed_launches(blocks, lines)`; `hits = reread_hits(hits, lines, found, catalog.has, index)`.
 When the innermost frame of a FileNotFoundError/PermissionError traceback is Python's process launcher (subprocess's
 `_execute_child`, an `os.exec*`/`os.spawn*`/`os.posix_spawn*` call), the file that was not found is the program to
-run, unless the call the traceback shows names it as the working folder (`cwd=`). DATA_PATH_NOT_FOUND then loses the hits on that traceback and on the lines that repeat its exception (NVFLARE's
-`ClientAPIExecutor cannot start: ... FileNotFoundError: ...`). When NVFLARE's external-process backend made the
+run, unless the call the traceback shows names it as the working folder (`cwd=`). DATA_PATH_NOT_FOUND then loses
+the hits on that traceback and on the lines that repeat its exception (NVFLARE's `ClientAPIExecutor cannot start:
+... FileNotFoundError: ...`). When NVFLARE's external-process backend made the
 call, the program is the `command=` of the job's recipe or ScriptRunner: SIMULATION_CONFIG_ERROR (a generic reading,
 so at most medium); otherwise no row names it and the fact is said in likely_cause.
 """
