@@ -2,7 +2,7 @@
 ran out (handled.py, launches.py, waits.py). Pure.
 
 Usage: `hits, reading = read_carefully(hits, evidence, blocks, catalog, index)` before ranking; after ranking
-`reading.demote(ranked, demoted, catalog)`; `reading.caps_confidence` and `reading.clauses(flagged)` for the
+`reading.demote(ranked, demoted, catalog)`; `reading.caps_confidence(row_id)` and `reading.clauses(flagged)` for the
 report.
 """
 
@@ -22,10 +22,12 @@ class CarefulReading:
     launches: list[launches.Launch] = field(default_factory=list)
     scheduler: list[tuple[int, str]] = field(default_factory=list)  # (line, reason) the job scheduler gave
 
-    @property
-    def caps_confidence(self) -> bool:
-        """A handled traceback supported some row: the row the run's own failure supports is at most medium."""
-        return bool(self.aside)
+    aside_lead: str | None = None  # the row the handled tracebacks' hits would have decided
+
+    def caps_confidence(self, row_id: str) -> bool:
+        """The handled tracebacks would have decided a row other than `row_id` (the chosen one): the chosen row is
+        at most medium. When they point at the chosen row itself, setting them aside changed nothing."""
+        return bool(self.aside) and self.aside_lead != row_id
 
     def demote(self, ranked: list[Candidate], demoted: list[Demoted], catalog) -> None:
         """Rows only handled tracebacks supported, listed with handled.REASON."""
@@ -51,4 +53,18 @@ def read_carefully(
     found = launches.failed_launches(blocks, lines)
     hits = launches.reread_hits(hits, lines, found, catalog.has, index)
     hits, aside = handled.set_aside_hits(hits, lines, handled.handled_blocks(blocks, lines))
-    return hits, CarefulReading(aside, found, waits.scheduler_reasons(lines, index))
+    reading = CarefulReading(aside, found, waits.scheduler_reasons(lines, index), _lead(aside, catalog))
+    return hits, reading
+
+
+def _lead(aside: dict[str, list[Hit]], catalog) -> str | None:
+    """The row the set-aside hits support first: a strong hit before a weak one, then the catalog's priority."""
+    rows = [row_id for row_id in aside if catalog.has(row_id)]
+    if not rows:
+        return None
+
+    def rank(row_id: str) -> tuple[bool, int, str]:
+        strong = any(hit.strength == "strong" for hit in aside[row_id])
+        return (strong, catalog.row(row_id).priority, row_id)
+
+    return max(rows, key=rank)

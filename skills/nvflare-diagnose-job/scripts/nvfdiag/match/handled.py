@@ -12,10 +12,22 @@ medium (matcher._confidence).
 
 from __future__ import annotations
 
+import re
+
 from .scan import Hit
 from .tracebacks import Traceback, chains, is_user_file
 
 REASON = "handled: the job's script went on after this traceback (a later traceback of the same script ended it)"
+
+
+# The outermost frame of an exception no code caught, which ended a thread or a child process (Python prints it as
+# `Exception in thread ...` or `Process ...:`): the script going on after it is not the script handling it.
+_ENDED_WORKER = re.compile(r"(?:^|[\\/])(?:threading|multiprocessing[\\/]process)\.py$")
+
+
+def _ended_worker(block: Traceback) -> bool:
+    """The traceback of an uncaught exception that ended a thread or a child process of the script."""
+    return bool(block.frames) and bool(_ENDED_WORKER.search(block.frames[0][0]))
 
 
 def _user_files(block: Traceback) -> set[str]:
@@ -26,7 +38,8 @@ def handled_blocks(blocks: list[Traceback], lines) -> list[Traceback]:
     """Ended user-code tracebacks followed, in the same source, by a traceback of another exception class raised
     through one of the same script files. A traceback chained to it (`During handling of the above exception` or
     `The above exception was the direct cause`) is the same failure going on, not the script going past it.
-    One pass from the last block back: per (source, script file), the exception classes seen later and up to two
+    An uncaught exception that ended a thread or child process is never handled (nothing caught it; what the
+    script did next is often its consequence). One pass from the last block back: per (source, script file), the exception classes seen later and up to two
     of their chains (enough to know whether one differs from a block's own)."""
     chain_of = {id(block): number for number, chain in enumerate(chains(blocks, lines)) for block in chain}
     later: dict[tuple[str, str], dict[str, set[int]]] = {}
@@ -36,8 +49,10 @@ def handled_blocks(blocks: list[Traceback], lines) -> list[Traceback]:
             continue
         mine = chain_of[id(block)]
         keys = [(block.source, path) for path in _user_files(block)]
-        if block.end is not None and any(
-            exc != block.exc_type and seen - {mine} for key in keys for exc, seen in later.get(key, {}).items()
+        if (
+            block.end is not None
+            and not _ended_worker(block)
+            and any(exc != block.exc_type and seen - {mine} for key in keys for exc, seen in later.get(key, {}).items())
         ):
             handled.append(block)
         for key in keys:

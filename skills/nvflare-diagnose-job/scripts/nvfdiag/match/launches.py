@@ -3,8 +3,9 @@
 Usage: `found = failed_launches(blocks, lines)`; `hits = reread_hits(hits, lines, found, catalog.has, index)`.
 When the innermost frame of a FileNotFoundError/PermissionError traceback is Python's process launcher (subprocess's
 `_execute_child`, an `os.exec*`/`os.spawn*`/`os.posix_spawn*` call), the file that was not found is the program to
-run. DATA_PATH_NOT_FOUND then loses the hits on that traceback and on the lines that repeat its exception (NVFLARE's
-`ClientAPIExecutor cannot start: ... FileNotFoundError: ...`). When NVFLARE's external-process backend made the
+run, unless the call the traceback shows names it as the working folder (`cwd=`). DATA_PATH_NOT_FOUND then loses
+the hits on that traceback and on the lines that repeat its exception (NVFLARE's `ClientAPIExecutor cannot start:
+... FileNotFoundError: ...`). When NVFLARE's external-process backend made the
 call, the program is the `command=` of the job's recipe or ScriptRunner: SIMULATION_CONFIG_ERROR (a generic reading,
 so at most medium); otherwise no row names it and the fact is said in likely_cause.
 """
@@ -48,9 +49,20 @@ def failed_launches(blocks: list[Traceback], lines) -> list[Launch]:
         start = text.find(block.exc_type)
         exception_text = text[start:].strip()
         program = _PROGRAM.search(exception_text)
+        if program and _names_working_folder(block, lines, program.group(1)):
+            continue
         by_nvflare = any(is_nvflare_file(p) and _NVFLARE_LAUNCH.search(p + " " + f) for p, _, f in block.frames)
         found.append(Launch(block, exception_text, program.group(1) if program else None, by_nvflare))
     return found
+
+
+def _names_working_folder(block: Traceback, lines, name: str) -> bool:
+    """The call the traceback shows passes the missing name as `cwd=`: Python's launcher names the working folder
+    it could not enter the same way as a missing program, so the missing file is a folder, not the program."""
+    quoted = (f"cwd='{name}'", f'cwd="{name}"', f"cwd=r'{name}'", f'cwd=r"{name}"')
+    return any(
+        any(q in lines[i].text[:4096].replace(" ", "") for q in quoted) for i in range(block.start, block.end + 1)
+    )
 
 
 def _launch_lines(lines, launches: list[Launch], index) -> set[int]:

@@ -328,7 +328,7 @@ def _confidence(an: Analysis) -> str:
         level = "medium"  # e.g. a kill with neither cleanup nor OOM evidence: the row's own `unexplained` variant
     if _only_other_sites(an, primary):
         level = "medium"  # the direct evidence is another site's view (the server echoing a client's failure)
-    if an.careful.caps_confidence:
+    if an.careful.caps_confidence(primary.row.id):
         level = "medium"  # a handled traceback supported another row: the careful reading is not the only one
     if calibration.uncorroborated(an, primary):
         level = "medium"  # see calibration.py: unsure job code, one bare regex line, another run's evidence

@@ -17,7 +17,7 @@ from ..read.structured import envelope_error_code
 from .scan import Hit
 
 WAIT_ENDED_CODES = frozenset({"TIMEOUT"})
-_SCHEDULE = re.compile(r"Try to schedule job ([\w-]{1,64}), get result: \(([\w .,:'<>=()/-]{1,160})\)\.?\s*$")
+_SCHEDULE = re.compile(r"Try to schedule job ([\w-]{1,64}), get result: \(([\w .,:'<>=()/-]{0,160})\)\.?\s*$")
 MAX_REASONS = 2
 _NEEDLE = "Try to schedule job"
 
@@ -42,13 +42,20 @@ def drop_wait_hits(hits: dict[str, list[Hit]], evidence) -> dict[str, list[Hit]]
 
 
 def scheduler_reasons(lines, index) -> list[tuple[int, str]]:
-    """(line, reason) of each of the scheduler's `Try to schedule job` records (a TextIndex finds the lines)."""
-    found = []
-    for number in index.lines_with_text(_NEEDLE):
+    """(line, reason) of each of the scheduler's `Try to schedule job` records that refused a job it did not
+    schedule later: an empty result (`get result: ().`) is the scheduler starting the job, which voids the
+    reasons it gave that job before (a TextIndex finds the lines)."""
+    found: list[tuple[int, str, str]] = []
+    for number in sorted(index.lines_with_text(_NEEDLE)):
         match = _SCHEDULE.search(message(lines[number].text[:4096]))
-        if match:
-            found.append((number, match.group(2).strip()))
-    return found
+        if not match:
+            continue
+        job, reason = match.group(1), match.group(2).strip()
+        if reason:
+            found.append((number, job, reason))
+        else:
+            found = [record for record in found if record[1] != job]
+    return [(number, reason) for number, _, reason in found]
 
 
 def scheduler_said(reasons: list[tuple[int, str]], flagged: set[int]) -> str:
