@@ -24,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
-from make_real_fixtures import child_env, placeholders, scrub, write_case  # noqa: E402
+from make_real_fixtures import child_env, placeholders, write_case  # noqa: E402
 
 
 def _first_half():
@@ -38,7 +38,6 @@ def _first_half():
 first_half = _first_half()
 JOBS = HERE / "jobs"
 OUT = HERE / "files"
-KEEP = ("log.txt", "error_log.txt")
 JOB_PLACEHOLDER = "/home/user/fl-jobs"
 JOB_NAME = "fedavg-numpy"
 
@@ -92,25 +91,9 @@ def build(name: str, scale: float) -> str | None:
         if run.expect != ended:
             return f"{name}: expected {run.expect}, the run ended in {ended} (exit code {code})"
         pairs = [(str(tmp / "jobs"), JOB_PLACEHOLDER), *placeholders(str(sim_root), str(home))]
-        write_case(OUT, name, lambda staging: _write(staging, output, sim_root / JOB_NAME, run.keep, pairs))
+        write_case(OUT, name, lambda staging: first_half._write(staging, output, sim_root / JOB_NAME, run.keep, pairs))
     print(f"[{name}] {ended} (exit code {code})", file=sys.stderr)
     return None
-
-
-def _write(staging: Path, output: str, job_dir: Path, keep: tuple[str, ...], pairs: list[tuple[str, str]]) -> None:
-    if "stdout.txt" in keep:
-        (staging / "stdout.txt").write_text(scrub(output, pairs), encoding="utf-8")
-    if not job_dir.is_dir():
-        return
-    sites = sorted(p for p in job_dir.iterdir() if p.is_dir() and (p.name == "server" or p.name.startswith("site-")))
-    for site in sites:
-        for file in KEEP:
-            wanted = "*" in keep or f"{site.name}/{file}" in keep
-            if wanted and (site / file).is_file() and (site / file).stat().st_size:
-                target = staging / "workspace" / job_dir.name / site.name / file
-                target.parent.mkdir(parents=True, exist_ok=True)
-                text = (site / file).read_text(encoding="utf-8", errors="replace")
-                target.write_text(scrub(text, pairs), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
