@@ -25,7 +25,7 @@ from evidence_trees import JOB_UUID, build_simenv, log_line, write
 from nvfdiag.match import catalog as cat
 from nvfdiag.match import handled
 from nvfdiag.match.tracebacks import chains, find_tracebacks, is_user_file
-from nvfdiag.model import Evidence, Line, Source
+from nvfdiag.model import Line
 from nvfdiag.pipeline import diagnose
 from nvfdiag.read import evidence as ev
 from report_schema import validated
@@ -137,24 +137,24 @@ def test_the_timeout_envelope_beside_its_server_log_names_only_the_job_status_as
     assert {s["status"] for s in report["evidence_sources"]} == {"complete"}
 
 
-def test_a_failed_inspection_given_still_asks_for_an_inspection_that_works():
-    """A saved inspection that failed supplies no findings: the follow-up that runs one is not suppressed."""
-    from nvfdiag.report import advice
+IMPORT_FAILURE = (
+    "Traceback (most recent call last):\n"
+    '  File "/tmp/nvflare/simulation/job/site-1/simulate_job/app_site-1/custom/client.py", line 3, in <module>\n'
+    "    import torchvision\n"
+    "ModuleNotFoundError: No module named 'torchvision'\n"
+)
 
-    failed = Evidence(sources=[Source("inspect.json", "inspect_source", None, "complete", 10, note="AGENT_INSPECT_X")])
 
-    class Analysis:
-        evidence = failed
-        catalog = CATALOG
-        job_id = script = logs_dir = kit = poc_root = workspace_to_add = None
-
-    adv = advice._Advice(Analysis())
-    adv.run("inspect_source")
-    assert adv.commands and "inspect" in adv.commands[0]
-    failed.sources[-1].note = None  # a working inspection was given: it is not asked again
-    adv = advice._Advice(Analysis())
-    adv.run("inspect_source")
-    assert adv.commands == []
+@pytest.mark.parametrize("kind", ["inspect source", "failed inspect source"])
+def test_only_a_working_inspection_given_stops_the_follow_up_that_runs_one(tmp_path, kind):
+    """IMPORT_ERROR's follow-up runs `nvflare agent inspect source`; a saved inspection that failed supplies no
+    findings, so the follow-up stays."""
+    given = INPUTS[kind](tmp_path)
+    log = write(tmp_path / "stdout.txt", IMPORT_FAILURE)
+    report = report_of([*given, log], mode="simulation")
+    assert report["matched_pattern"] == "IMPORT_ERROR"
+    asked = any("agent inspect source" in command for command in report["follow_up_commands"])
+    assert asked == (kind == "failed inspect source")
 
 
 def test_a_command_collect_ran_that_failed_is_still_missing():
