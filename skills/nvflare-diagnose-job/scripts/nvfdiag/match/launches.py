@@ -33,7 +33,7 @@ _BAD_FOLDER_WINDOWS = "[WinError 267]"  # CreateProcess's ERROR_DIRECTORY: the w
 # The program a call shows as a literal (spaces removed): `executable='...'`, else the first argument of a
 # subprocess call, alone or first in a list or tuple.
 _EXECUTABLE = re.compile(r"""executable=[rRbB]?(['"])([^'"\\]{1,200})\1""")
-_FIRST_ARG = re.compile(r"""(?:Popen|run|call|check_call|check_output)\([\[(]?[rRbB]?(['"])([^'"\\]{1,200})\1""")
+_FIRST_ARG = re.compile(r"""\b(?:Popen|run|call|check_call|check_output)\([\[(]?[rRbB]?(['"])([^'"\\]{1,200})\1""")
 _SHELL = "/bin/sh"  # subprocess's program on POSIX with shell=True and no executable=
 BASIS = "a program the job's launch command names could not be started (Python's process launcher raised)"
 
