@@ -235,7 +235,8 @@ def test_cli_job_meta_download_error_and_system_envelopes(tmp_path):
     assert "job meta abc123: status=FINISHED:EXECUTION_EXCEPTION" in texts(ev, meta)
     assert "job download: missing artifacts: client_logs, metrics_summary" in texts(ev, download)
     assert texts(ev, error) == ["nvflare CLI error CONNECTION_FAILED: could not connect"]
-    assert by_path(ev)[str(error)].status == "unavailable"
+    # a saved error envelope was read whole (complete); its error code is its note and its line is evidence
+    assert (by_path(ev)[str(error)].status, by_path(ev)[str(error)].note) == ("complete", "CONNECTION_FAILED")
     assert "system status: client_status[0].status=no_jobs" in texts(ev, status)
     assert {s.kind for s in ev.sources} == {"cli_envelope"}
 

@@ -183,7 +183,7 @@ def test_committed_inspect_fixtures_are_scrubbed(name):
     assert json.loads(text)["data"]["capability"] == "source"
 
 
-def test_inspect_error_envelope_is_an_unavailable_inspect_source_not_production_evidence(tmp_path):
+def test_a_saved_inspect_error_envelope_is_a_read_failed_inspection_not_production_evidence(tmp_path):
     """What nvflare 2.9 prints for a path that does not exist (data is null; only error_code says what ran)."""
     saved = tmp_path / "inspect.json"
     saved.write_text(
@@ -201,6 +201,8 @@ def test_inspect_error_envelope_is_an_unavailable_inspect_source_not_production_
         )
     )
     report = diagnose([saved])
-    assert [(s["kind"], s["status"]) for s in report["evidence_sources"]] == [("inspect_source", "unavailable")]
+    # the saved file was read whole: it is no missing source; its failure is the inspection's, said by its line
+    assert [(s["kind"], s["status"]) for s in report["evidence_sources"]] == [("inspect_source", "complete")]
+    assert not any(str(saved) in sentence for sentence in report["missing_evidence"])
     assert report["runtime_mode"] == "ambiguous"  # an inspect error says nothing about production
     assert report["matched_pattern"] == "UNKNOWN"

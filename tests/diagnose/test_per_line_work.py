@@ -23,7 +23,8 @@ ordinary = test_scan_skipping.ordinary  # the fixture: about 1 MiB of healthy re
 EXTRA_READS = 0.03  # share of the DEBUG/INFO records that may be read again: picked by a keyword, an open gate or
 # the round-banner binary search (measured 2.4 % with a traceback on this text: 1.4 % the signal keywords of every
 # catalog family, e.g. "Set the client status ready" opens a config-change gate, 0.8 % the timestamp bisection of
-# match/rounds.py, a few lines per source; a loop over every line reads 100 %)
+# match/rounds.py, a few lines per source; a loop over every line reads 100 %). An error record without a
+# traceback adds at most a few: the rule whether work went on past it reads the records after it up to one answer.
 TRACEBACK = [
     "2026-11-30 10:00:01,000 - ClientRunner - ERROR - [identity=site-2, run=simulate_job] - task train failed",
     "Traceback (most recent call last):",
@@ -33,6 +34,12 @@ TRACEBACK = [
     "    return x @ self.w",
     "ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0",
 ]
+
+ERROR_RECORD = (
+    "2026-11-30 10:00:01,000 - ServerRunner - ERROR - [identity=server, run=simulate_job, wf=controller] - Aborting"
+    " current RUN due to FATAL_SYSTEM_ERROR received: Task train failed on site-2: ModuleNotFoundError: No module"
+    " named 'torchvision'"
+)
 
 
 class CountingLine:
@@ -92,6 +99,23 @@ def test_a_traceback_is_followed_without_a_walk_over_every_line(ordinary, monkey
     quiet = quiet_records(evidence.lines)
     again = [line for line in quiet if line.reads > 1]
     assert len(again) <= EXTRA_READS * len(quiet), f"{len(again)} of {len(quiet)} DEBUG/INFO records read again"
+
+
+def _read_again(lines) -> int:
+    return sum(line.reads > 1 for line in quiet_records(lines))
+
+
+def test_an_error_record_without_a_traceback_reads_no_more_ordinary_lines_again(ordinary):
+    """The rule that asks whether NVFLARE's records of completed work follow an error (calibration._went_on) reads
+    them in line order after the error, up to the first that answers: not every such record of the text."""
+    healthy = counted(ordinary, ordinary.lines)
+    pipeline.diagnose(healthy, load_catalog())
+    middle = len(ordinary.lines) // 2
+    error = dataclasses.replace(ordinary.lines[middle], text=ERROR_RECORD)
+    failing = counted(ordinary, [*ordinary.lines[:middle], error, *ordinary.lines[middle:]])
+    report = pipeline.diagnose(failing, load_catalog())
+    assert report["matched_pattern"] == "IMPORT_ERROR"
+    assert _read_again(failing.lines) <= _read_again(healthy.lines) + 5
 
 
 def test_prose_windows_are_checked_only_where_a_first_gate_word_is(monkeypatch):

@@ -131,9 +131,6 @@ def test_a_missing_working_folder_is_not_a_missing_program(tmp_path):
     assert report["matched_pattern"] == "DATA_PATH_NOT_FOUND"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="hole: a working folder passed as a variable (cwd=data_dir) is read as a program"
-)
 def test_a_missing_working_folder_in_a_variable_is_not_a_missing_program(tmp_path):
     log = run_script(
         tmp_path, "import subprocess\ndata_dir = '/h15atc/no/such/site-1/data'\nsubprocess.run(['ls'], cwd=data_dir)\n"

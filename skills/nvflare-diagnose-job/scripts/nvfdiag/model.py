@@ -43,7 +43,8 @@ class Source:
     truncated: bool = False
     size: int | None = None
     regions: list[tuple[int, int]] = field(default_factory=list)
-    note: str | None = None  # why a CLI result is unavailable (shown in missing_evidence, not a report field)
+    # the error a CLI result answered: its error code, or with --collect the collector's reason (not a report field)
+    note: str | None = None
 
     def as_dict(self) -> dict:
         return {

@@ -24,6 +24,7 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
@@ -79,15 +80,20 @@ def uncorroborated(an, primary: Candidate) -> str:
     return ""
 
 
-def course_lines(lines, index, flagged, wording) -> tuple[int, ...]:
+def course_lines(lines, index, flagged, wording, after: int = -1, source: str | None = None) -> Iterator[int]:
     """Log records (not flagged) in one of the catalog's run_course wordings (catalog.Wording, or None: none),
-    found through the text index (index: textindex.TextIndex of the same lines). matcher.Analysis.peer_gone and
-    .progress call it when a rule asks."""
+    found through the text index (index: textindex.TextIndex of the same lines), in line order after `after` and
+    only of the file `source` when given. Each candidate's text is read when the caller asks for the next record,
+    so a caller that stops at the first it wants reads no more. matcher.Analysis.peer_gone and .progress call it."""
     if wording is None:
-        return ()
-    numbers = sorted({n for word in wording.keywords for n in index.lines_with(word)} - set(flagged))
-    texts = ((n, lines[n].text[:MAX_LINE]) for n in numbers)
-    return tuple(n for n, text in texts if wording.regex.search(text) and is_record(text) and not echoes_a_script(text))
+        return
+    found = {n for word in wording.keywords for n in index.lines_with(word) if n > after}
+    for n in sorted(found - set(flagged)):
+        if source is not None and lines[n].source != source:
+            continue
+        text = lines[n].text[:MAX_LINE]
+        if wording.regex.search(text) and is_record(text) and not echoes_a_script(text):
+            yield n
 
 
 def _outside_the_logs(lines, primary: Candidate) -> bool:
@@ -166,7 +172,7 @@ def _lone_line(an, primary: Candidate, placed) -> bool:
         return False
     if not any(is_record(text) for text in texts):
         return True
-    return all(h.generic for h, _ in placed) and not an.peer_gone()
+    return all(h.generic for h, _ in placed) and next(an.peer_gone(), None) is None
 
 
 def _went_on(an, primary: Candidate, placed) -> bool:
@@ -178,19 +184,15 @@ def _went_on(an, primary: Candidate, placed) -> bool:
         return False
     if not all(is_record(lines[n].text[:MAX_LINE]) for n in at):
         return False
-    progress = an.progress()
-    if not progress:
-        return False
     copies: dict[tuple, dict[str, int]] = {}  # a record's key -> its first copy in each file
     last: dict[str, int] = {}
     for n in sorted(at):
         copies.setdefault(_key(lines[n].text[:MAX_LINE]), {}).setdefault(lines[n].source, n)
         last[lines[n].source] = n
-    after = _progress_by_course(lines, progress)
     job = {an.job_id.lower()} if an.job_id else set()
     return all(
         any(
-            _went_on_after(lines, c, after.get(source, {}), job)
+            _went_on_after(lines, c, an.progress(c, source), job)
             for source, c in copies[_key(lines[n].text[:MAX_LINE])].items()
             if None in (lines[c].site, lines[n].site) or lines[c].site == lines[n].site
         )
@@ -222,26 +224,19 @@ def _course(lines, index: int) -> Course:
     return Course(found.get("identity", ""), found.get("peer", ""), runs)
 
 
-def _progress_by_course(lines, progress) -> dict[str, dict[Course, int]]:
-    """Per file, the last progress record of each course."""
-    out: dict[str, dict[Course, int]] = {}
-    for p in progress:
-        out.setdefault(lines[p].source, {})[_course(lines, p)] = p
-    return out
-
-
-def _went_on_after(lines, index: int, after: dict[Course, int], job: set[str]) -> bool:
-    """A progress record of the file follows the record, names the record's participant as its own or as its peer
-    (or names none of them), and not only other runs than the record's (or, when the record names none, the job
-    being diagnosed)."""
+def _went_on_after(lines, index: int, after: Iterator[int], job: set[str]) -> bool:
+    """One of the file's progress records that follow the record (`after`, in line order; read up to the first
+    that answers) names the record's participant as its own or as its peer (or names none of them), and not only
+    other runs than the record's (or, when the record names none, the job being diagnosed)."""
     own = _course(lines, index)
     runs = own.runs or job
-    return any(
-        p > index
-        and not (own.who and other.who and own.who not in (other.who, other.peer))
-        and not (runs and other.runs and not runs & other.runs)
-        for other, p in after.items()
-    )
+    for p in after:
+        other = _course(lines, p)
+        if not (own.who and other.who and own.who not in (other.who, other.peer)) and not (
+            runs and other.runs and not runs & other.runs
+        ):
+            return True
+    return False
 
 
 def _one_record(texts: list[str]) -> bool:

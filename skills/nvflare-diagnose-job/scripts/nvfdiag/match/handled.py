@@ -13,6 +13,7 @@ medium (matcher._confidence).
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from .scan import Hit
 from .tracebacks import Traceback, chains, is_user_file
@@ -34,15 +35,36 @@ def _user_files(block: Traceback) -> set[str]:
     return {path for path, _, _ in block.frames if is_user_file(path)}
 
 
+class _Later:
+    """The (exception class, chain) pairs of the tracebacks seen later through one (source, script file), counted
+    per class and per chain so that one question costs O(1) whatever the number of classes."""
+
+    def __init__(self) -> None:
+        self.pairs: set[tuple[str, int]] = set()
+        self.per_class: Counter[str] = Counter()
+        self.per_chain: Counter[int] = Counter()
+
+    def add(self, exc_type: str, chain: int) -> None:
+        if (exc_type, chain) not in self.pairs:
+            self.pairs.add((exc_type, chain))
+            self.per_class[exc_type] += 1
+            self.per_chain[chain] += 1
+
+    def other_failure(self, exc_type: str, chain: int) -> bool:
+        """Some later traceback of another class in another chain: the pairs that share neither, by counting."""
+        both = (exc_type, chain) in self.pairs
+        return len(self.pairs) - self.per_class[exc_type] - self.per_chain[chain] + both > 0
+
+
 def handled_blocks(blocks: list[Traceback], lines) -> list[Traceback]:
     """Ended user-code tracebacks followed, in the same source, by a traceback of another exception class raised
     through one of the same script files. A traceback chained to it (`During handling of the above exception` or
     `The above exception was the direct cause`) is the same failure going on, not the script going past it.
     An uncaught exception that ended a thread or child process is never handled (nothing caught it; what the
-    script did next is often its consequence). One pass from the last block back: per (source, script file), the exception classes seen later and up to two
-    of their chains (enough to know whether one differs from a block's own)."""
+    script did next is often its consequence). One pass from the last block back, O(1) per block and script file
+    (`_Later`)."""
     chain_of = {id(block): number for number, chain in enumerate(chains(blocks, lines)) for block in chain}
-    later: dict[tuple[str, str], dict[str, set[int]]] = {}
+    later: dict[tuple[str, str], _Later] = {}
     handled = []
     for block in reversed(blocks):
         if block.user_frame is None or block.exc_type is None:
@@ -52,13 +74,11 @@ def handled_blocks(blocks: list[Traceback], lines) -> list[Traceback]:
         if (
             block.end is not None
             and not _ended_worker(block)
-            and any(exc != block.exc_type and seen - {mine} for key in keys for exc, seen in later.get(key, {}).items())
+            and any(key in later and later[key].other_failure(block.exc_type, mine) for key in keys)
         ):
             handled.append(block)
         for key in keys:
-            seen = later.setdefault(key, {}).setdefault(block.exc_type, set())
-            if len(seen) < 2:
-                seen.add(mine)
+            later.setdefault(key, _Later()).add(block.exc_type, mine)
     return handled[::-1]
 
 

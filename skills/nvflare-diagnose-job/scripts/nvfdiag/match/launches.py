@@ -3,7 +3,11 @@
 Usage: `found = failed_launches(blocks, lines)`; `hits = reread_hits(hits, lines, found, catalog.has, index)`.
 When the innermost frame of a FileNotFoundError/PermissionError traceback is Python's process launcher (subprocess's
 `_execute_child`, an `os.exec*`/`os.spawn*`/`os.posix_spawn*` call), the file that was not found is the program to
-run, unless the call the traceback shows names it as the working folder (`cwd=`). DATA_PATH_NOT_FOUND then loses
+run, unless it is the working folder. CPython's `_execute_child` names the file it failed on by one of two values:
+the `cwd=` it could not enter, or the program (`executable=`, else the first argument; `/bin/sh` with
+`shell=True`). So the missing name is the working folder when the call the traceback shows passes it as `cwd=`, or
+passes some `cwd=` and shows its program as another name; Windows says a bad working folder as
+`[WinError 267]` (CreateProcess's ERROR_DIRECTORY), with no name. DATA_PATH_NOT_FOUND then loses
 the hits on that traceback and on the lines that repeat its exception (NVFLARE's `ClientAPIExecutor cannot start:
 ... FileNotFoundError: ...`). When NVFLARE's external-process backend made the
 call, the program is the `command=` of the job's recipe or ScriptRunner: SIMULATION_CONFIG_ERROR (a generic reading,
@@ -25,6 +29,12 @@ _LAUNCHER = re.compile(r"^(?:_execute_child|exec[lv]p?e?|spawn[lv]p?e?|posix_spa
 _STDLIB_LAUNCHER_FILE = re.compile(r"(?:^|[\\/])(?:subprocess|os|multiprocessing[\\/]popen_\w+)\.py$")
 _NVFLARE_LAUNCH = re.compile(r"external_process|launcher|_launch")
 _PROGRAM = re.compile(r"(?:No such file or directory|Permission denied): '([\w./+-]{1,120})'")
+_BAD_FOLDER_WINDOWS = "[WinError 267]"  # CreateProcess's ERROR_DIRECTORY: the working folder is not a folder
+# The program a call shows as a literal (spaces removed): `executable='...'`, else the first argument of a
+# subprocess call, alone or first in a list or tuple.
+_EXECUTABLE = re.compile(r"""executable=[rRbB]?(['"])([^'"\\]{1,200})\1""")
+_FIRST_ARG = re.compile(r"""\b(?:Popen|run|call|check_call|check_output)\([\[(]?[rRbB]?(['"])([^'"\\]{1,200})\1""")
+_SHELL = "/bin/sh"  # subprocess's program on POSIX with shell=True and no executable=
 BASIS = "a program the job's launch command names could not be started (Python's process launcher raised)"
 
 
@@ -49,7 +59,7 @@ def failed_launches(blocks: list[Traceback], lines) -> list[Launch]:
         start = text.find(block.exc_type)
         exception_text = text[start:].strip()
         program = _PROGRAM.search(exception_text)
-        if program and _names_working_folder(block, lines, program.group(1)):
+        if _BAD_FOLDER_WINDOWS in exception_text or (program and _names_working_folder(block, lines, program.group(1))):
             continue
         by_nvflare = any(is_nvflare_file(p) and _NVFLARE_LAUNCH.search(p + " " + f) for p, _, f in block.frames)
         found.append(Launch(block, exception_text, program.group(1) if program else None, by_nvflare))
@@ -57,12 +67,31 @@ def failed_launches(blocks: list[Traceback], lines) -> list[Launch]:
 
 
 def _names_working_folder(block: Traceback, lines, name: str) -> bool:
-    """The call the traceback shows passes the missing name as `cwd=`: Python's launcher names the working folder
-    it could not enter the same way as a missing program, so the missing file is a folder, not the program."""
+    """A line of the traceback shows the call passing `cwd=`, and either that value is `name` or the program the
+    call shows is another name: CPython's launcher reports the missing file as the working folder or the program,
+    nothing else."""
     quoted = (f"cwd='{name}'", f'cwd="{name}"', f"cwd=r'{name}'", f'cwd=r"{name}"')
-    return any(
-        any(q in lines[i].text[:4096].replace(" ", "") for q in quoted) for i in range(block.start, block.end + 1)
-    )
+    for index in range(block.start, block.end + 1):
+        compact = lines[index].text[:4096].replace(" ", "")
+        if "cwd=" not in compact:
+            continue
+        program = _shown_program(compact)
+        if any(q in compact for q in quoted) or (program is not None and program != name):
+            return True
+    return False
+
+
+def _shown_program(compact: str) -> str | None:
+    """The program a call's line (spaces removed) shows as a literal, or None when it does not show it."""
+    executable = _EXECUTABLE.search(compact)
+    if executable:
+        return executable.group(2)
+    if "executable=" in compact:
+        return None
+    if "shell=True" in compact:
+        return _SHELL
+    first = _FIRST_ARG.search(compact)
+    return first.group(2) if first else None
 
 
 def _launch_lines(lines, launches: list[Launch], index) -> set[int]:

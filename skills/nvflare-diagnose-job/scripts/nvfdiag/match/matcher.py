@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..model import Evidence
@@ -79,9 +79,9 @@ class Analysis:
     missing_nvflare: str | None = None  # a name under nvflare. the release that ran the job lacks (releases.py)
     scripts: frozenset[str] = frozenset()  # file names of the scripts the evidence names as run (jobframes.py)
     # records where NVFLARE says a peer is gone, and where it says work completed (calibration.course_lines), looked
-    # for when called
-    peer_gone: Callable[[], tuple[int, ...]] = field(default=lambda: ())
-    progress: Callable[[], tuple[int, ...]] = field(default=lambda: ())
+    # for when called, in line order (progress: after a line, of one file)
+    peer_gone: Callable[[], Iterator[int]] = field(default=lambda: iter(()))
+    progress: Callable[[int, str], Iterator[int]] = field(default=lambda after, source: iter(()))
 
     @property
     def facts(self) -> frozenset[str]:
@@ -480,7 +480,7 @@ def _run_facts(an: Analysis, index: TextIndex) -> None:
     an.launcher = _launcher(index) if an.mode == "simulation" else None
     course = functools.partial(calibration.course_lines, lines, index, an.flagged)
     an.peer_gone = functools.partial(course, an.catalog.peer_gone)
-    an.progress = functools.partial(course, an.catalog.progress)
+    an.progress = lambda after, source: course(an.catalog.progress, after, source)
     if an.primary is not None:
         strong = [h.index for h in an.primary.hits if h.strength == "strong" and h.index is not None]
         an.missing_nvflare = releases.missing_nvflare_name(strong, lines, an.tracebacks)

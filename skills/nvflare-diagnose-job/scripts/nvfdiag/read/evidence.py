@@ -83,7 +83,7 @@ def evidence_from_envelopes(items: list[dict], *, job_id: str | None = None, max
         known = len(reader.ev.sources)
         if isinstance(envelope, dict):
             size = len(json.dumps(envelope, default=str))
-            structured.ingest_envelope(reader.ev, envelope, source, bytes_read=size, command=command)
+            structured.ingest_envelope(reader.ev, envelope, source, bytes_read=size, command=command, collected=True)
         elif error:
             reader.ev.sources.append(Source(source, "cli_envelope", None, "unavailable"))
             reader.ev.lines.append(Line(source, None, None, f"nvflare CLI failed: {str(error)[:300]}"))
@@ -246,7 +246,7 @@ class _Reader:
 
     def read_stdin(self, data: bytes | None, share: int | None) -> None:
         if data is None:
-            self.ev.sources.append(Source(STDIN_PATH, "log", None, "missing"))
+            self.ev.sources.append(Source(STDIN_PATH, "log", None, "complete", size=0))  # given, read, empty
             self.problems.append("stdin was empty")
             return
         if share is None:

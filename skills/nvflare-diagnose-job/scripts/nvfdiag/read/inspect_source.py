@@ -6,7 +6,8 @@ only the code, file and line are used: a finding's `value`/`name` can hold a sec
 `--redact off`) and is never copied. NVFLARE flags every string literal that starts with '/', '~' or a drive
 letter as ABSOLUTE_DATA_PATH (a lone "/" path separator too): when the value is shown and is not a path, the
 finding becomes an `inspect source note` that supports nothing; a redacted value is relayed as "check that line".
-A failed inspection is a source with status `unavailable`.
+A failed inspection's source is `complete` when it is a saved file (read whole) and `unavailable` when --collect
+ran it; either way its note is the error code and no finding comes from it.
 """
 
 from __future__ import annotations
@@ -36,14 +37,15 @@ def is_code(value: object) -> bool:
     return isinstance(value, str) and bool(_CODE.match(value))
 
 
-def ingest(ev: Evidence, envelope: dict, source: str, bytes_read: int) -> None:
-    """Add the inspection's source entry and its finding lines to `ev`."""
-    failed = envelope.get("status") == "error"
-    ev.sources.append(Source(source, "inspect_source", None, "unavailable" if failed else "complete", bytes_read))
-    if failed:
+def ingest(ev: Evidence, envelope: dict, source: str, bytes_read: int, failed_status: str = "unavailable") -> None:
+    """Add the inspection's source entry and its finding lines to `ev`; a failed inspection's source gets
+    `failed_status` and its error code as note."""
+    if envelope.get("status") == "error":
         code = envelope.get("error_code") if is_code(envelope.get("error_code")) else "ERROR"
+        ev.sources.append(Source(source, "inspect_source", None, failed_status, bytes_read, note=code))
         ev.lines.append(Line(source, None, None, f"nvflare agent inspect source failed: {code}"))
         return
+    ev.sources.append(Source(source, "inspect_source", None, "complete", bytes_read))
     data = envelope.get("data") if isinstance(envelope.get("data"), dict) else {}
     scan = data.get("scan") if isinstance(data.get("scan"), dict) else {}
     findings = scan.get("findings") if isinstance(scan.get("findings"), list) else []

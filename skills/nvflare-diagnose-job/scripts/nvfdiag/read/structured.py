@@ -21,6 +21,7 @@ MAX_FLAT_LINES = 200
 MAX_VALUE_CHARS = 300
 _ERROR_LINE = "nvflare CLI error "
 _ERROR_CODE = re.compile(r"nvflare CLI error ([A-Z][A-Z0-9_]{0,63}): ")
+_CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 _META_KEYS = ("job_id", "submit_time_iso", "job_deploy_detail", "duration", "job_name", "name")
 
 
@@ -93,15 +94,31 @@ def add_hint(ev: Evidence, mode: str, reason: str) -> None:
         ev.mode_hints.append((mode, reason))
 
 
-def ingest_envelope(ev: Evidence, envelope: dict, source: str, *, bytes_read: int, command=None) -> None:
-    """Add one CLI envelope's facts to `ev`."""
+def failed_status(collected: bool) -> str:
+    """The source status of an error envelope: a command --collect ran did not give its result (`unavailable`); a
+    saved envelope file was read whole (`complete`), and its error is evidence like any other line."""
+    return "unavailable" if collected else "complete"
+
+
+def error_note(envelope: dict) -> str | None:
+    """The error_code of an error envelope when it is an upper-case code, else None."""
+    code = envelope.get("error_code")
+    return code if isinstance(code, str) and _CODE.match(code) else None
+
+
+def ingest_envelope(
+    ev: Evidence, envelope: dict, source: str, *, bytes_read: int, command=None, collected: bool = False
+) -> None:
+    """Add one CLI envelope's facts to `ev`; `collected`: the envelope is the answer of a command --collect ran,
+    not a saved file."""
     kind = envelope_kind(envelope, command)
     if kind == "inspect_source":
-        inspect_source.ingest(ev, envelope, source, bytes_read)
+        inspect_source.ingest(ev, envelope, source, bytes_read, failed_status(collected))
         return
     add_hint(ev, "production", f"nvflare CLI JSON envelope ({kind.replace('_', ' ')}) in {source}")
     if envelope.get("status") == "error":
-        ev.sources.append(Source(source, "cli_envelope", None, "unavailable", bytes_read))
+        failed = Source(source, "cli_envelope", None, failed_status(collected), bytes_read, note=error_note(envelope))
+        ev.sources.append(failed)
         text = envelope_error_line(envelope.get("error_code", "UNKNOWN"), envelope.get("message", ""))
         ev.lines.append(Line(source, None, 1, text[:MAX_VALUE_CHARS]))
         return

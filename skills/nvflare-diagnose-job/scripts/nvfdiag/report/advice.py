@@ -86,8 +86,10 @@ class _Advice:
             self.optional.add(sentence)
 
     def run(self, name: str, site: str | None = None) -> None:
-        if name == "inspect_source" and any(s.kind == "inspect_source" for s in self.an.evidence.sources):
-            return  # its output was supplied already
+        if name == "inspect_source" and any(
+            s.kind == "inspect_source" and not s.note for s in self.an.evidence.sources
+        ):
+            return  # an inspection that did not fail was supplied already
         if name in self.templates:
             an = self.an
             command = _fill(
