@@ -1,6 +1,6 @@
 """The blind set: real NVFLARE failure reports the diagnose rules were not written from (evals/blind/).
 
-Six halves with the same schema as evals/realworld/cases.json plus `source` (the public report's URL, or the job
+Seven halves with the same schema as evals/realworld/cases.json plus `source` (the public report's URL, or the job
 of a real run) and optional `acceptable_patterns` (rows the catalog equally allows):
     dev      the half the rule changes could be checked against
     sealed   the half nobody changing rules read until the work was done; opened once, after those rules were merged
@@ -9,6 +9,7 @@ of a real run) and optional `acceptable_patterns` (rows the catalog equally allo
     sealedrun real NVFLARE 2.9 failure runs (jobs run here, not reconstructions; `source` names the job, not a URL),
              labelled and committed before the script ever ran on them
     sealedrun2 a second half of real NVFLARE 2.9 failure runs with other mistakes, labelled and committed the same way
+    sealedrun3 a third half of real NVFLARE 2.9 failure runs with yet other mistakes, labelled and committed the same way
 
 A case is right when the report's matched_pattern is the expected row or one of acceptable_patterns; wrong at
 high confidence when it is not right and the report says `high`. Usage: `results = score_half(name, run_case)`
@@ -24,7 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "evals" / "blind"
-HALVES = ("dev", "sealed", "sealed2", "sealed3", "sealedrun", "sealedrun2")
+HALVES = ("dev", "sealed", "sealed2", "sealed3", "sealedrun", "sealedrun2", "sealedrun3")
 # The bars of the sealed half: at least 90 % right, none wrong at high confidence. `make eval` prints how far a half
 # is from them (bar_misses) and fails only when a half falls below its recorded floor (floor_misses).
 MIN_RIGHT_SHARE = 0.9
@@ -36,6 +37,8 @@ MAX_WRONG_HIGH = 0
 # sealedrun2 was scored once on 2026-12-07 (session 15) by the coordinator, who had not read it: 14 right, 1 wrong at
 # high confidence, the same on the code before and after that session's first rule changes; its three misses were
 # then read and answered by general rules (h15dfx), after which it is 17 of 17 and no longer a blind figure.
+# sealedrun3 (built 2026-12-07, session 16) has not been scored: (0, 99) holds it in the set without a floor until
+# the coordinator scores it once and sets its floor to that figure.
 FLOORS = {
     "dev": (15, 0),
     "sealed": (15, 0),
@@ -43,6 +46,7 @@ FLOORS = {
     "sealed3": (15, 0),
     "sealedrun": (17, 0),
     "sealedrun2": (17, 0),
+    "sealedrun3": (0, 99),
 }
 
 
