@@ -37,8 +37,9 @@ MAX_WRONG_HIGH = 0
 # sealedrun2 was scored once on 2026-12-07 (session 15) by the coordinator, who had not read it: 14 right, 1 wrong at
 # high confidence, the same on the code before and after that session's first rule changes; its three misses were
 # then read and answered by general rules (h15dfx), after which it is 17 of 17 and no longer a blind figure.
-# sealedrun3 (built 2026-12-07, session 16) has not been scored: (0, 99) holds it in the set without a floor until
-# the coordinator scores it once and sets its floor to that figure.
+# sealedrun3 (built 2026-12-07, session 16) was scored once by the coordinator, who had not read it: 16 of 18 right,
+# 0 wrong at high confidence, mode 18 of 18; the same on the code of the session's start (95e6d25). Its floor is that
+# figure.
 FLOORS = {
     "dev": (15, 0),
     "sealed": (15, 0),
@@ -46,7 +47,7 @@ FLOORS = {
     "sealed3": (15, 0),
     "sealedrun": (17, 0),
     "sealedrun2": (17, 0),
-    "sealedrun3": (0, 99),
+    "sealedrun3": (16, 0),
 }
 
 
