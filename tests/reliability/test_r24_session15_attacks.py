@@ -1,6 +1,6 @@
 """Attacks on session 15's typed run-time input kinds (issue 33, h15kind): one dry run may settle a static refusal
 only when no budget field the reading left unresolved rests on an input one run cannot pin (`inputs.Input` on
-`api.Reading.inputs`, read by `dryrun_config._unpinnable`).
+`api.Reading.inputs`, read by `dryrun_config._unpinned`).
 
 The promise under attack: a budget made from a random draw, the clock, the host or a file outside the job's folder
 is never admitted with the value one dry run happened to record, whatever path carries the input to the budget

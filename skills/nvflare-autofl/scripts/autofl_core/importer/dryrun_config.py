@@ -29,7 +29,7 @@ from . import moves, recorded, run_reasons
 from .admission import JUDGED_ON_THE_RECORD, READ_BY_RUNNING, SETTLED_BY_RUNNING, SEVERAL_RUNS
 from .argparse_flow import first_by_dest
 from .budget import FIELDS
-from .inputs import NO_INPUTS, Input
+from .inputs import NO_INPUTS, Input, kinds
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord, Ran
 from .surface import FAMILY_LABELS
@@ -51,21 +51,21 @@ def summary(record: DryRunRecord | None, ran: Ran | None = None) -> dict:
     return out
 
 
-def _unpinnable(inputs: frozenset[Input], record: DryRunRecord) -> bool:
-    """True when the static refusal or an unresolved budget field rests on a run-time input (`inputs`: the
-    reading's); files are pinned when the run read none outside the job's folder
-    (`run_reasons.reads_only_job_files`)."""
-    pinned = {Input.FILES} if run_reasons.reads_only_job_files(record) else set()
-    return bool(inputs - pinned)
+def _left_to_run(static: dict) -> bool:
+    """True when the static reading leaves a budget or objective field to the run: an unresolved note (whatever its
+    words), or a refusal a run reads."""
+    left = any(u["field"].startswith(("fixed_budget.", "objective.")) for u in static["unresolved"])
+    return left or any(e["code"] in READ_BY_RUNNING for e in static["admission_errors"])
 
 
-def _read_elsewhere(config: dict, record: DryRunRecord) -> bool:
-    """True when the static reading leaves a budget or objective field to the run (an unresolved note, or a refusal
-    a run reads) and the recorded run read a file outside the job's folder (`run_reasons.reads_only_job_files`):
-    whatever code computed the field, one run cannot pin what such a file decides."""
-    left = any(u["field"].startswith(("fixed_budget.", "objective.")) for u in config["unresolved"])
-    left = left or any(e["code"] in READ_BY_RUNNING for e in config["admission_errors"])
-    return left and record.status == "recorded" and not run_reasons.reads_only_job_files(record)
+def _unpinned(inputs: frozenset[Input], left: bool, record: DryRunRecord) -> frozenset[Input]:
+    """The run-time inputs one run cannot pin, of those the static refusal and unresolved fields rest on (`inputs`):
+    all but files, and files unless a recorded run read none outside the job's folder
+    (`run_reasons.reads_only_job_files`). A recorded run that read elsewhere also holds a field the reading left to
+    it (`left`), whatever code computed the field; a run that recorded nothing pins no file and settles no field."""
+    on_files = Input.FILES in inputs or (left and record.status == "recorded")
+    files = on_files and not run_reasons.reads_only_job_files(record)
+    return (inputs - {Input.FILES}) | (kinds(Input.FILES) if files else NO_INPUTS)
 
 
 def _say_read_elsewhere(config: dict, record: DryRunRecord) -> None:
@@ -319,8 +319,9 @@ def apply(
     # several runs: the config's support says it (a refusal the run does not settle stays there, with why)
     kept = [e for e in static["admission_errors"] if e["code"] not in {*SETTLED_BY_RUNNING, SEVERAL_RUNS}]
     several = static["import"]["support"].get("several_runs") and run_reasons.runs(record) != "once"
-    elsewhere = _read_elsewhere(static, record)
-    held = _unpinnable(inputs, record) or elsewhere or config["job"].get("family") in NOT_TRAINING or several
+    left = _left_to_run(static)
+    unpinned = _unpinned(inputs, left, record)
+    held = bool(unpinned) or config["job"].get("family") in NOT_TRAINING or several
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
     raised_here = record.status == "raised" and not record.stubbed and not run_reasons.lacks_module(record)
     if family == "training" and run_reasons.runs(record) == "twice":
@@ -334,7 +335,7 @@ def apply(
         _not_training(config, record, ran)
     elif record.status == "recorded" and fallback is None:
         pinned_too(config, moved)
-        if elsewhere and not inputs - {Input.FILES}:  # not where randomness, the clock or the environment hold it
+        if left and unpinned == {Input.FILES}:  # not where randomness, the clock or the environment hold it
             _say_read_elsewhere(config, record)
         if several:  # the run went on in a way that does not show one run: say how
             config["import"]["support"]["reason"] += f" ({run_reasons.runs_reason(record)})"
