@@ -468,6 +468,4 @@ def fold_run(
     static = derive(reading)
     run = (record, moved, trust_for, env_moved or {}, fallback, reading.inputs)
     kept = dryrun_config.apply(reading.facts, static, *run)
-    if kept is None:
-        return static
-    return dryrun_config.settle(derive(reading), kept, record)
+    return static if kept is None else dryrun_config.settle(derive(reading), kept, record)

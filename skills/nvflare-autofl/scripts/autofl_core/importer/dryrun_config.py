@@ -37,6 +37,7 @@ from .trust import outside_job
 
 NOT_TRAINING = tuple(FAMILY_LABELS)  # the families of jobs that train nothing
 TrustFor = Callable[[str | None], dict]  # the trust contract of the client script a run names
+UNSEEN_READS = "what it cannot see (a process it started, or past its reads noted)"  # an unpinned read "..."
 
 
 def summary(record: DryRunRecord | None, ran: Ran | None = None) -> dict:
@@ -60,26 +61,23 @@ def _left_to_run(static: dict) -> bool:
 
 def _unpinned(inputs: frozenset[Input], left: bool, record: DryRunRecord) -> frozenset[Input]:
     """The run-time inputs one run cannot pin, of those the static refusal and unresolved fields rest on (`inputs`):
-    all but files, and files unless a recorded run read none outside the job's folder
-    (`run_reasons.reads_only_job_files`). A recorded run that read elsewhere also holds a field the reading left to
-    it (`left`), whatever code computed the field; a run that recorded nothing pins no file and settles no field."""
-    on_files = Input.FILES in inputs or (left and record.status == "recorded")
-    files = on_files and not run_reasons.reads_only_job_files(record)
-    return (inputs - {Input.FILES}) | (kinds(Input.FILES) if files else NO_INPUTS)
+    all but files, and files unless a recorded run read every file and folder it read before NVFLARE ran inside the
+    job's folder, outside the folders its cache key skips (`run_reasons.unpinned_reads`): the key holds those and a
+    candidate may not change them. A recorded run that read elsewhere also holds a field the reading left to it
+    (`left`), whatever code computed the field; a run that recorded nothing pins no file and settles no field."""
+    recorded_run = record.status == "recorded"
+    files = Input.FILES in inputs or (left and recorded_run)
+    pinned = recorded_run and not run_reasons.unpinned_reads(record)
+    return (inputs - {Input.FILES}) | (kinds(Input.FILES) if files and not pinned else NO_INPUTS)
 
 
 def _say_read_elsewhere(config: dict, record: DryRunRecord) -> None:
     """Add to the reason of each budget field and objective fact the reading left unresolved what the run read
     that its cache key does not hold (`run_reasons.unpinned_reads`)."""
     found = run_reasons.unpinned_reads(record)[0]
-    what = (
-        "what it cannot see (a process it started, or past its reads noted)"
-        if found == "..."
-        else run_reasons.quoted(found)
-    )
+    what = UNSEEN_READS if found == "..." else run_reasons.quoted(found)
     said = f"; the dry run read {what}, which its cache key does not hold: one run cannot pin it"
-    unresolved = [e for e in (config.get("fixed_budget") or {}).values() if e.get("confidence") == "unresolved"]
-    for entry in unresolved:
+    for entry in [e for e in (config.get("fixed_budget") or {}).values() if e.get("confidence") == "unresolved"]:
         entry["reason"] = entry.get("reason", "dynamic value") + said
     reasons = config["objective"].get("_reasons") or {}
     reasons.update({k: v + said for k, v in reasons.items()})

@@ -44,7 +44,6 @@ NVFLARE_HOME = os.path.join(os.path.expanduser("~"), ".nvflare", "")  # NVFLARE'
 
 def record_file_reads() -> None:
     """Install the audit hook; `STATE.files_read` holds what it notes."""
-    STATE.files_read, STATE.written = set(), set()
     installed = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values(), BOOT_FOLDER}
     STATE.installed_dirs = tuple(os.path.join(os.path.realpath(p), "") for p in installed if p)
     sys.addaudithook(_note_read)

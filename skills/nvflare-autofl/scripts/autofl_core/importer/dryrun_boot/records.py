@@ -95,9 +95,7 @@ def _read_configs(folder: str) -> dict:
 
 def _recipe_attrs(recipe) -> dict:
     """The public attributes of a recipe (or an env), JSON-safe; {} for none."""
-    if recipe is None:
-        return {}
-    return {k: plain(v, 1) for k, v in sorted(vars(recipe).items()) if not k.startswith("_")}
+    return {} if recipe is None else {k: plain(v, 1) for k, v in sorted(vars(recipe).items()) if not k.startswith("_")}
 
 
 def _env_record(env) -> dict | None:
