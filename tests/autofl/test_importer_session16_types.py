@@ -8,10 +8,12 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from autofl_core.importer import api, dryrun_config
+from autofl_core.importer import api, dryrun_config, moves, recorded
 from autofl_core.importer.dryrun_boot import state
 from autofl_core.importer.inputs import Input
 from autofl_core.importer.recorded import DryRunRecord
+from test_importer_recorded import ACTIONS
+from test_importer_recorded import record as run_record
 
 BOOT = Path(state.__file__).parent
 
@@ -102,3 +104,34 @@ def test_a_container_given_to_code_not_followed_is_unresolved_for_one_plain_reas
     rounds = api.import_job(tmp_path / "job.py")["fixed_budget"]["num_rounds"]
     assert rounds["value"] is None, rounds
     assert rounds["reason"] == "given to tracker.log() at line 11, which is not followed statically and may change it"
+
+
+def _run(clients: int, rounds: int = 5) -> DryRunRecord:
+    """A recorded run asking for `clients` sites and `rounds` rounds, parsed with `ACTIONS`."""
+    server = {"workflows": [{"path": "nvflare.app_common.workflows.fedavg.FedAvg", "args": {"num_rounds": rounds}}]}
+    sites = [f"site-{i}" for i in range(clients)]
+    return run_record(parsers=[{"actions": ACTIONS}], clients=sites, configs={"j/config_fed_server.json": server})
+
+
+def test_a_budget_field_a_run_with_the_same_arguments_moves_is_drawn_and_moved_by_no_option():
+    """The clients are drawn at random (every run asks for another count) and the rounds are 2 * --n_clients + 1:
+    the run made again with the baseline's arguments shows the draw, so no option is named for the clients, and
+    the single runs still name --n_clients for the rounds."""
+    baseline, draws = _run(4), iter(range(20, 200))
+
+    def run_many(batch):
+        counts = [int(args[args.index("--n_clients") + 1]) if "--n_clients" in args else 2 for args in batch]
+        return [_run(next(draws), 2 * n + 1) for n in counts]
+
+    moved = moves.moving_options(baseline, [], run_many, again=lambda: _run(next(draws)))
+    assert moved == {moves.DRAWN: ["num_clients"], "num_rounds": ["--n_clients"]}
+    moved = moves.moving_options(baseline, [], run_many)  # no run made again: every option moves the draw
+    assert set(moved["num_clients"]) > {"--n_clients"}
+
+
+def test_a_drawn_budget_field_is_unresolved_saying_why():
+    run = _run(4)
+    budget = dryrun_config._recorded_budget({}, run, recorded.ran(run), {moves.DRAWN: ["num_clients"]}, {})
+    assert budget["num_clients"]["value"] is None and budget["num_clients"]["confidence"] == "unresolved"
+    assert "twice with the same arguments asks NVFLARE for another num_clients" in budget["num_clients"]["reason"]
+    assert budget["num_rounds"]["value"] == 5
