@@ -135,3 +135,7 @@ def test_a_drawn_budget_field_is_unresolved_saying_why():
     assert budget["num_clients"]["value"] is None and budget["num_clients"]["confidence"] == "unresolved"
     assert "twice with the same arguments asks NVFLARE for another num_clients" in budget["num_clients"]["reason"]
     assert budget["num_rounds"]["value"] == 5
+    both = dryrun_config._recorded_budget(
+        {}, run, recorded.ran(run), {moves.DRAWN: ["num_clients"]}, {"num_clients": ["SEED"]}
+    )
+    assert both["num_clients"]["reason"] == budget["num_clients"]["reason"]  # the draw, whatever the environment

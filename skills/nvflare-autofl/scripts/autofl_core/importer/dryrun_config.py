@@ -162,12 +162,12 @@ def _recorded_budget(config: dict, record: DryRunRecord, ran: Ran, moved: dict, 
         drawn = field in moved.get(moves.DRAWN, [])
         if (names or drawn) and entry["confidence"] != "not_applicable":
             entry = {**entry, "value": None, "confidence": "unresolved", "flag": None}
-            entry["reason"] = (
-                f"running job.py with the environment {_variables(names)} changed asks NVFLARE for another "
+            entry["reason"] = (  # a draw moves the field whatever the environment holds
+                f"running job.py twice with the same arguments asks NVFLARE for another {field}: one run cannot pin "
+                "a budget drawn at random; set it from an option or a literal"
+                if drawn
+                else f"running job.py with the environment {_variables(names)} changed asks NVFLARE for another "
                 f"{field}: one run cannot pin a budget that reads the environment; pass it as an option instead"
-                if names
-                else f"running job.py twice with the same arguments asks NVFLARE for another {field}: one run cannot "
-                "pin a budget drawn at random; set it from an option or a literal"
             )
         budget[field] = entry
     return budget
