@@ -373,8 +373,8 @@ if __name__ == "__main__":
         main()
     finally:  # after the run, whether the recorder stops job.py there or lets it go on
         state = _recorder_state()
-        if state is not None and state.get("record"):
-            _forge(state["record"], HONEST[0])
+        if state is not None and getattr(state, "record", None):
+            _forge(state.record, HONEST[0])
 '''
 
 

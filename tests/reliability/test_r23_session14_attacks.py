@@ -1,6 +1,6 @@
 """Attacks on session 14's importer changes (issue 33): a FedJob workflow that is not NVFLARE's is not read by its
 arguments (`recipes.keeps_nvflare_arguments`), and a budget read from the job's own files is pinned by the dry run
-(`dryrun_boot/file_reads.py`, `run_reasons.reads_only_job_files`).
+(`dryrun_boot/file_reads.py`, `dryrun_config._unpinned`).
 
 The promises under attack: a workflow's arguments are read as NVFLARE's only when NVFLARE's code takes them; a
 budget the static reading calls "reads files at run time" is admitted only when every file the run read lies in the

@@ -152,9 +152,7 @@ def literal_workspace(config: dict) -> str | None:
     (None when the job reads the variable or it is unknown): a sealed trial maps it onto its private root."""
     workspace = (config.get("environment") or {}).get("simulator_workspace") or {}
     value = workspace.get("value")
-    if workspace.get("reads_root_variable") or not isinstance(value, str) or not value.strip():
-        return None
-    return value
+    return None if workspace.get("reads_root_variable") or not isinstance(value, str) or not value.strip() else value
 
 
 def unisolated_message(config: dict, why: str = "") -> str:

@@ -435,7 +435,9 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
     moved, env_moved = {}, {}
     if recorded_run:
         keep = dryrun.PERTURBED_STORED
-        moved = moves.moving_options(record, args, lambda batch: session.run_many(batch, keep=keep), reading.reached)
+        runs = functools.partial(session.run_many, keep=keep)
+        again = functools.partial(session.run, args, env={moves.AGAIN_VAR: "1"}, keep=keep)
+        moved = moves.moving_options(record, args, runs, reading.reached, again)
         env_moved = moves.moving_env(record, lambda env: session.run(args, env=env, keep=keep), dryrun.FIXED_ENV)
 
     def trust_for(script: str | None) -> dict:
@@ -468,6 +470,4 @@ def fold_run(
     static = derive(reading)
     run = (record, moved, trust_for, env_moved or {}, fallback, reading.inputs)
     kept = dryrun_config.apply(reading.facts, static, *run)
-    if kept is None:
-        return static
-    return dryrun_config.settle(derive(reading), kept, record)
+    return static if kept is None else dryrun_config.settle(derive(reading), kept, record)

@@ -321,9 +321,7 @@ def fromfile_prefix(chars: Any) -> str | None:
     """The `fromfile_prefix_chars=` of an ArgumentParser call as the importer records it (None when absent)."""
     if chars is None:
         return None
-    if known(chars, (str, type(None))):
-        return chars.value or None
-    return UNKNOWN_FROMFILE
+    return (chars.value or None) if known(chars, (str, type(None))) else UNKNOWN_FROMFILE
 
 
 def fromfile_tokens(chars: str | None, tokens: list[str]) -> list[str]:

@@ -86,9 +86,7 @@ def not_evaluated(node: ast.AST, call: str, inputs: list) -> Val:
 def whole_environment(inputs: list, node: ast.AST) -> str:
     """Why a value made from `os.environ` itself (`dict(os.environ)`, `{**os.environ}`, a loop over it) is not
     known: it reads the host environment ("" when no input is `os.environ`)."""
-    if environment(inputs):
-        return f"it comes from os.environ at line {node.lineno}, {Input.ENVIRONMENT.value}"
-    return ""
+    return f"it comes from os.environ at line {node.lineno}, {Input.ENVIRONMENT.value}" if environment(inputs) else ""
 
 
 def environment(inputs: list) -> frozenset[Input]:

@@ -128,9 +128,7 @@ def _cache_dir() -> Path | None:
         info = folder.lstat()
     except OSError:
         return None
-    if folder.is_symlink() or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        return None
-    return folder
+    return None if folder.is_symlink() or info.st_uid != os.getuid() or info.st_mode & 0o077 else folder
 
 
 def _read_marks(folder: Path, files_read: tuple[str, ...], overlay: dict[str, bytes] | None) -> dict | None:

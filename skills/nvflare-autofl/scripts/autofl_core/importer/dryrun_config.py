@@ -29,7 +29,7 @@ from . import moves, recorded, run_reasons
 from .admission import JUDGED_ON_THE_RECORD, READ_BY_RUNNING, SETTLED_BY_RUNNING, SEVERAL_RUNS
 from .argparse_flow import first_by_dest
 from .budget import FIELDS
-from .inputs import NO_INPUTS, Input
+from .inputs import NO_INPUTS, Input, kinds
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord, Ran
 from .surface import FAMILY_LABELS
@@ -37,6 +37,7 @@ from .trust import outside_job
 
 NOT_TRAINING = tuple(FAMILY_LABELS)  # the families of jobs that train nothing
 TrustFor = Callable[[str | None], dict]  # the trust contract of the client script a run names
+UNSEEN_READS = "what it cannot see (a process it started, or past its reads noted)"  # an unpinned read "..."
 
 
 def summary(record: DryRunRecord | None, ran: Ran | None = None) -> dict:
@@ -51,35 +52,32 @@ def summary(record: DryRunRecord | None, ran: Ran | None = None) -> dict:
     return out
 
 
-def _unpinnable(inputs: frozenset[Input], record: DryRunRecord) -> bool:
-    """True when the static refusal or an unresolved budget field rests on a run-time input (`inputs`: the
-    reading's); files are pinned when the run read none outside the job's folder
-    (`run_reasons.reads_only_job_files`)."""
-    pinned = {Input.FILES} if run_reasons.reads_only_job_files(record) else set()
-    return bool(inputs - pinned)
+def _left_to_run(static: dict) -> bool:
+    """True when the static reading leaves a budget or objective field to the run: an unresolved note (whatever its
+    words), or a refusal a run reads."""
+    left = any(u["field"].startswith(("fixed_budget.", "objective.")) for u in static["unresolved"])
+    return left or any(e["code"] in READ_BY_RUNNING for e in static["admission_errors"])
 
 
-def _read_elsewhere(config: dict, record: DryRunRecord) -> bool:
-    """True when the static reading leaves a budget or objective field to the run (an unresolved note, or a refusal
-    a run reads) and the recorded run read a file outside the job's folder (`run_reasons.reads_only_job_files`):
-    whatever code computed the field, one run cannot pin what such a file decides."""
-    left = any(u["field"].startswith(("fixed_budget.", "objective.")) for u in config["unresolved"])
-    left = left or any(e["code"] in READ_BY_RUNNING for e in config["admission_errors"])
-    return left and record.status == "recorded" and not run_reasons.reads_only_job_files(record)
+def _unpinned(inputs: frozenset[Input], left: bool, record: DryRunRecord) -> frozenset[Input]:
+    """The run-time inputs one run cannot pin, of those the static refusal and unresolved fields rest on (`inputs`):
+    all but files, and files unless a recorded run read every file and folder it read before NVFLARE ran inside the
+    job's folder, outside the folders its cache key skips (`run_reasons.unpinned_reads`): the key holds those and a
+    candidate may not change them. A recorded run that read elsewhere also holds a field the reading left to it
+    (`left`), whatever code computed the field; a run that recorded nothing pins no file and settles no field."""
+    recorded_run = record.status == "recorded"
+    files = Input.FILES in inputs or (left and recorded_run)
+    pinned = recorded_run and not run_reasons.unpinned_reads(record)
+    return (inputs - {Input.FILES}) | (kinds(Input.FILES) if files and not pinned else NO_INPUTS)
 
 
 def _say_read_elsewhere(config: dict, record: DryRunRecord) -> None:
     """Add to the reason of each budget field and objective fact the reading left unresolved what the run read
     that its cache key does not hold (`run_reasons.unpinned_reads`)."""
     found = run_reasons.unpinned_reads(record)[0]
-    what = (
-        "what it cannot see (a process it started, or past its reads noted)"
-        if found == "..."
-        else run_reasons.quoted(found)
-    )
+    what = UNSEEN_READS if found == "..." else run_reasons.quoted(found)
     said = f"; the dry run read {what}, which its cache key does not hold: one run cannot pin it"
-    unresolved = [e for e in (config.get("fixed_budget") or {}).values() if e.get("confidence") == "unresolved"]
-    for entry in unresolved:
+    for entry in [e for e in (config.get("fixed_budget") or {}).values() if e.get("confidence") == "unresolved"]:
         entry["reason"] = entry.get("reason", "dynamic value") + said
     reasons = config["objective"].get("_reasons") or {}
     reasons.update({k: v + said for k, v in reasons.items()})
@@ -161,10 +159,14 @@ def _recorded_budget(config: dict, record: DryRunRecord, ran: Ran, moved: dict, 
             entry = read
             entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *movers]))
         names = [*env_moved.get(field, []), *env_moved.get("objective", [])]
-        if names and entry["confidence"] != "not_applicable":
+        drawn = field in moved.get(moves.DRAWN, [])
+        if (names or drawn) and entry["confidence"] != "not_applicable":
             entry = {**entry, "value": None, "confidence": "unresolved", "flag": None}
-            entry["reason"] = (
-                f"running job.py with the environment {_variables(names)} changed asks NVFLARE for another "
+            entry["reason"] = (  # a draw moves the field whatever the environment holds
+                f"running job.py twice with the same arguments asks NVFLARE for another {field}: one run cannot pin "
+                "a budget drawn at random; set it from an option or a literal"
+                if drawn
+                else f"running job.py with the environment {_variables(names)} changed asks NVFLARE for another "
                 f"{field}: one run cannot pin a budget that reads the environment; pass it as an option instead"
             )
         budget[field] = entry
@@ -319,8 +321,9 @@ def apply(
     # several runs: the config's support says it (a refusal the run does not settle stays there, with why)
     kept = [e for e in static["admission_errors"] if e["code"] not in {*SETTLED_BY_RUNNING, SEVERAL_RUNS}]
     several = static["import"]["support"].get("several_runs") and run_reasons.runs(record) != "once"
-    elsewhere = _read_elsewhere(static, record)
-    held = _unpinnable(inputs, record) or elsewhere or config["job"].get("family") in NOT_TRAINING or several
+    left = _left_to_run(static)
+    unpinned = _unpinned(inputs, left, record)
+    held = bool(unpinned) or config["job"].get("family") in NOT_TRAINING or several
     settles = not (kept or held)  # the static reading refuses for nothing a run cannot settle
     raised_here = record.status == "raised" and not record.stubbed and not run_reasons.lacks_module(record)
     if family == "training" and run_reasons.runs(record) == "twice":
@@ -334,7 +337,7 @@ def apply(
         _not_training(config, record, ran)
     elif record.status == "recorded" and fallback is None:
         pinned_too(config, moved)
-        if elsewhere and not inputs - {Input.FILES}:  # not where randomness, the clock or the environment hold it
+        if left and unpinned == {Input.FILES}:  # not where randomness, the clock or the environment hold it
             _say_read_elsewhere(config, record)
         if several:  # the run went on in a way that does not show one run: say how
             config["import"]["support"]["reason"] += f" ({run_reasons.runs_reason(record)})"

@@ -182,9 +182,7 @@ class ExpressionEvaluator:
             value = build([i.value for i in items])
         except TypeError:
             return unresolved(node, "unhashable item")
-        if deep_size(value) > MAX_STR:
-            return unresolved(node, "container too large")
-        return computed(node, value, items)
+        return unresolved(node, "container too large") if deep_size(value) > MAX_STR else computed(node, value, items)
 
     def _ev_List(self, node: ast.List | ast.Tuple | ast.Set) -> Any:
         return self._sequence(node, node.elts, {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)])

@@ -62,9 +62,7 @@ def call_kind(qualname: str) -> Input | None:
         or (parts and parts[-1].startswith("rand"))
     ):
         return Input.RANDOMNESS
-    if root in _TIME_MODULES:
-        return Input.TIME
-    return None
+    return Input.TIME if root in _TIME_MODULES else None
 
 
 def kinds(*found: Input | None) -> frozenset[Input]:

@@ -22,6 +22,8 @@ MAX_ENV_RUNS = 5  # runs with the environment changed (each sets what the one be
 Runner = Callable[[list[list[str]]], list[DryRunRecord | None]]
 EnvRunner = Callable[[dict[str, str]], DryRunRecord | None]
 RUN_KEYS = ("entry", "class", "metric", "mode", "workspace", "runs")  # what runs besides the budget: pinned when moved
+DRAWN = "drawn"  # `moving_options`' key: the budget fields two runs with the same arguments asked for differently
+AGAIN_VAR = "AUTOFL_DRY_RUN_AGAIN"  # set for the run made again with the baseline's arguments (a key of its own)
 
 
 def signature(record: DryRunRecord) -> dict:
@@ -93,7 +95,7 @@ def _built(record: DryRunRecord) -> str:
 
 def reaching(baseline: DryRunRecord, after: DryRunRecord | None, extra: dict[str, list[str]]) -> list[str]:
     """Options whose perturbed value shows up in what the perturbed run built and not in the baseline's."""
-    if after is None or after.status != "recorded":
+    if not _recorded(after):
         return []
     before, now = _built(baseline), _built(after)
     found = []
@@ -107,10 +109,16 @@ def reaching(baseline: DryRunRecord, after: DryRunRecord | None, extra: dict[str
 
 
 def moving_options(
-    baseline: DryRunRecord, base_args: list[str], run_many: Runner, reached: list[str] | None = None
+    baseline: DryRunRecord,
+    base_args: list[str],
+    run_many: Runner,
+    reached: list[str] | None = None,
+    again: Callable[[], DryRunRecord | None] | None = None,
 ) -> dict[str, list[str]]:
     """`{field or "objective": [options that move it]}`; `run_many` runs a batch of argument lists. `reached`, when
-    given, gets the options the all-perturbed run shows reaching what NVFLARE builds (`reaching`)."""
+    given, gets the options the all-perturbed run shows reaching what NVFLARE builds (`reaching`). When the single
+    runs are needed, `again` runs the baseline's arguments once more: a budget field that run moves is drawn at
+    random, listed under DRAWN and attributed to no option."""
     before = signature(baseline)
     extra = _perturbations(baseline, {before[field] for field in FIELDS if before[field] is not None})
     if not extra:
@@ -120,7 +128,7 @@ def moving_options(
         reached.extend(reaching(baseline, after_record, extra))
     moved: dict[str, list[str]] = {}
     unknown: set[str] = set()
-    if after_record is None or after_record.status != "recorded":
+    if not _recorded(after_record):
         unknown = {"*"}
     else:
         after = signature(after_record)
@@ -132,15 +140,18 @@ def moving_options(
             else:
                 unknown.add(field)
     if unknown:
+        rerun = again() if again is not None else None
+        drawn = [f for f in differs(before, signature(rerun)) if f in FIELDS] if _recorded(rerun) else []
+        moved.update({DRAWN: drawn} if drawn else {})
         singles = list(extra.items())[:MAX_SINGLE_RUNS]
         for name in list(extra)[MAX_SINGLE_RUNS:]:  # never run alone: not shown harmless, so kept fixed
             moved.setdefault("objective", []).append(name)
         for (name, _tokens), single in zip(singles, run_many([base_args + t for _, t in singles]), strict=True):
-            if single is None or single.status != "recorded":
+            if not _recorded(single):
                 moved.setdefault("objective", []).append(name)  # it stops the job: keep it fixed
                 continue
             for field in differs(before, signature(single)):
-                if name not in moved.get(field, []):
+                if name not in moved.get(field, []) and field not in drawn:
                     moved.setdefault(field, []).append(name)
     return moved
 
@@ -178,6 +189,11 @@ def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...
         if not (names or strings):
             return {}
     return {field: list(env) for field in (*FIELDS, "objective")}  # no longer records, or still finding more
+
+
+def _recorded(record: DryRunRecord | None) -> bool:
+    """True for a run that reached NVFLARE's entry point."""
+    return record is not None and record.status == "recorded"
 
 
 def _compared(record: DryRunRecord, fixed: tuple[str, ...], tried: set[tuple[str, str]]) -> dict[str, str]:

@@ -140,9 +140,7 @@ def _dotted(node: ast.AST) -> str:
         return node.id
     if isinstance(node, ast.Attribute):
         return f"{_dotted(node.value)}.{node.attr}"
-    if isinstance(node, ast.Call):
-        return _dotted(node.func) + "()"
-    return ""
+    return _dotted(node.func) + "()" if isinstance(node, ast.Call) else ""
 
 
 def _true(node: ast.AST | None) -> bool:

@@ -70,9 +70,7 @@ def ledger_metric(rows: list[LedgerRow], fallback: str | None = "score") -> str 
 def parse_stop_cond(text: str) -> tuple[str, str] | None:
     """`"accuracy >= 0.9"` -> ("accuracy", "max"); None when not of NVFLARE's `<key> <op> <value>` form."""
     tokens = text.split(" ")
-    if len(tokens) != 3 or tokens[1] not in _STOP_MODES:
-        return None
-    return tokens[0], _STOP_MODES[tokens[1]]
+    return None if len(tokens) != 3 or tokens[1] not in _STOP_MODES else (tokens[0], _STOP_MODES[tokens[1]])
 
 
 def _text(val: Any) -> str | None:
@@ -169,9 +167,7 @@ def _direction(kwargs: dict, metric: str | None, reasons: dict) -> tuple[str | N
             reasons["mode"] = f"key_metric_mode={mode!r} conflicts with stop_cond {_text(stop)!r} (NVFLARE rejects it)"
             return None, "unresolved"
         return mode, "key_metric_mode"
-    if stop_mode is not None:
-        return stop_mode, "stop_cond"
-    return "max", "core_default"
+    return (stop_mode, "stop_cond") if stop_mode is not None else ("max", "core_default")
 
 
 def build_objective(surface: Any, requested: str | None, schema: dict | None, train_script: str | None) -> dict:

@@ -219,6 +219,4 @@ def parser_method(
     if parser.changed:
         namespace.values = {k: unresolved(node, parser.changed, merge_flags(v)) for k, v in namespace.values.items()}
     out.namespaces.append(namespace)
-    if known_only:
-        return Bag([namespace, unresolved(node, "unknown command-line arguments")])
-    return namespace
+    return Bag([namespace, unresolved(node, "unknown command-line arguments")]) if known_only else namespace

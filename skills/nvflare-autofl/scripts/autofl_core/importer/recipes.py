@@ -102,9 +102,7 @@ def _default_in(entry: dict, param: str) -> Default:
         return Default("value", entry["defaults"][param])
     if param in entry["required"]:
         return Default("required")
-    if param in entry["computed"]:
-        return Default("computed", detail=entry["computed"][param])
-    return Default("absent")
+    return Default("computed", detail=entry["computed"][param]) if param in entry["computed"] else Default("absent")
 
 
 def default_of(cls: Any, param: str) -> Default:

@@ -360,9 +360,7 @@ def ran(record: DryRunRecord) -> Ran:
 
 def fedjob_workspace(record: DryRunRecord) -> str | None:
     """The folder a FedJob's own `simulator_run(...)` was told to write to (None for SimEnv runs and exports)."""
-    if record.entry != "simulator_run" or (record.env is not None and record.env.name):
-        return None
-    return record.workspace
+    return None if record.entry != "simulator_run" or (record.env is not None and record.env.name) else record.workspace
 
 
 def key_metric(record: DryRunRecord) -> tuple[str | None, str | None]:

@@ -71,13 +71,6 @@ def unpinned_reads(record: DryRunRecord) -> list[str]:
     return [p for p in record.files_read if not pinned(p)]
 
 
-def reads_only_job_files(record: DryRunRecord) -> bool:
-    """True when every file or folder the recorded run read before NVFLARE ran lies in the job's folder, outside
-    the folders its cache key skips: the key holds them and a candidate may not change them, so a value read from
-    them is pinned."""
-    return record.status == "recorded" and not unpinned_reads(record)
-
-
 def lacks_module(record: DryRunRecord) -> bool:
     """True when the run raised because this interpreter lacks a module (not something job.py decides)."""
     # "is not installed": NVFLARE's optional_import checks

@@ -76,9 +76,7 @@ def canonical_option(config: dict, token: str) -> tuple[str | None, str | None, 
     """(canonical option, inline value, None) for one command-line token as argparse matches it (aliases, `=`,
     prefixes: `-r`, `--num_r`, `--num_rounds=5`), or (None, None, reason) when it selects none or is ambiguous."""
     flag, inline, reason = real_parser.select(ap.parser_from_config(config), token)
-    if flag is None:
-        return None, None, reason
-    return flag.name, inline, None
+    return (None, None, reason) if flag is None else (flag.name, inline, None)
 
 
 def parse_job_args(config: dict, argv: Sequence[str], known_only: bool = False) -> tuple[dict, list[str]]:

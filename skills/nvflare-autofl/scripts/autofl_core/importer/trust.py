@@ -24,9 +24,7 @@ def safe_relative(path: str) -> str | None:
         return None
     norm = posixpath.normpath(path.replace("\\", "/"))
     parts = norm.split("/")
-    if norm in (".", "") or ".." in parts or RESERVED_PARTS & set(parts):
-        return None
-    return norm
+    return None if norm in (".", "") or ".." in parts or RESERVED_PARTS & set(parts) else norm
 
 
 def outside_job(script: str | None) -> str | None:

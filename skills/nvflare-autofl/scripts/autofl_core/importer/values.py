@@ -179,9 +179,7 @@ def to_jsonable(value: Any) -> Any:
         return sorted((to_jsonable(v) for v in value), key=repr)
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, slice):
-        return repr(value)
-    return value
+    return repr(value) if isinstance(value, slice) else value
 
 
 def describe(val: Any) -> dict:

@@ -31,13 +31,13 @@ def install_fedjob() -> None:
 
     def simulator_run(self, workspace, clients=None, n_clients=None, threads=None, gpu=None, log_config=None):
         names = [c for c in str(clients or "").split(",") if c]
-        n_clients = n_clients or STATE.get("n_clients")  # FedJob passes 0 when job.py named no site, only a count
+        n_clients = n_clients or STATE.n_clients  # FedJob passes 0 when job.py named no site, only a count
         record_job("simulator_run", self, workspace=str(workspace), clients=names, n_clients=n_clients)
         return 0  # the simulator's return code of a run that succeeded
 
     def note_n_clients(self, *args, **kwargs):  # FedJob.simulator_run(workspace, n_clients=None, ...)
         given = kwargs.get("n_clients", args[1] if len(args) > 1 else None)
-        STATE["n_clients"] = given if type(given) is int else None
+        STATE.n_clients = given if type(given) is int else None
 
     def export_job(self, job_root):
         self._set_all_apps()
@@ -68,7 +68,7 @@ def install_fedjob() -> None:
         return args
 
     folder = os.path.dirname(nvflare.__file__)
-    STATE["nvflare_dirs"] = tuple(sorted({folder + os.sep, os.path.realpath(folder) + os.sep}))
+    STATE.nvflare_dirs = tuple(sorted({folder + os.sep, os.path.realpath(folder) + os.sep}))
     FedJobConfig.simulator_run, FedJob.export_job, FedJobConfig._get_args = simulator_run, export_job, effective_args
     _before(FedJob, "simulator_run", note_n_clients)
 
@@ -89,7 +89,7 @@ def _rebuilt_count(component, args: dict, name: str, own: dict) -> None:
         args[name] = value
         return
     problem = f"raises {type(value).__name__}" if isinstance(value, Exception) else f"holds {type(value).__name__}"
-    STATE["unreadable"].append(f"{name}: {type(component).__name__} built from its exported arguments {problem}")
+    STATE.unreadable.append(f"{name}: {type(component).__name__} built from its exported arguments {problem}")
 
 
 def _note_unreadable(component, name: str, default) -> None:
@@ -107,7 +107,7 @@ def _note_unreadable(component, name: str, default) -> None:
         if type(value) is type(default):
             return
         problem = f"is {type(value).__name__} {repr(value)[:40]}, not {type(default).__name__}"
-    STATE["unreadable"].append(f"{name}: {type(component).__name__}.{name} {problem} when read")
+    STATE.unreadable.append(f"{name}: {type(component).__name__}.{name} {problem} when read")
 
 
 def install_recipes() -> None:
@@ -124,9 +124,9 @@ def install_recipes() -> None:
         return None
 
     def note_call(method, self, *args, **kwargs):
-        if STATE["recipe"] is None or STATE["recipe_call"] == "export":  # a run after an export is the call
-            STATE["recipe"], STATE["recipe_call"] = self, method
-            STATE["env_object"] = kwargs.get("env", args[0] if args and method != "export" else None)
+        if STATE.recipe is None or STATE.recipe_call == "export":  # a run after an export is the call
+            STATE.recipe, STATE.recipe_call = self, method
+            STATE.env_object = kwargs.get("env", args[0] if args and method != "export" else None)
 
     for module, name in (("nvflare.recipe.poc_env", "PocEnv"), ("nvflare.recipe.prod_env", "ProdEnv")):
         with contextlib.suppress(ImportError, AttributeError):
@@ -139,7 +139,7 @@ def install_recipes() -> None:
         SimEnv._ensure_default_component_policy = staticmethod(lambda workspace: None)
     from nvflare.recipe.spec import Recipe
 
-    _before(Recipe, "__init__", lambda self, *args, **kwargs: STATE["built"].append(self))
+    _before(Recipe, "__init__", lambda self, *args, **kwargs: STATE.built.append(self))
     for method in ("execute", "run", "export"):
         _before(Recipe, method, functools.partial(note_call, method))
 

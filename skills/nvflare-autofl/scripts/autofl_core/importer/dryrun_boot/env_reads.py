@@ -30,10 +30,10 @@ def record_env_reads() -> None:
     original = os._Environ.__getitem__
 
     def getitem(self, key):
-        job = STATE.get("in_job") and from_job(lambda name: name in OS_FILES or "_collections_abc" in name)
+        job = STATE.in_job and from_job(lambda name: name in OS_FILES or "_collections_abc" in name)
         name = key.decode(errors="replace") if isinstance(key, bytes) else str(key)
         if job:
-            STATE["env_read"].add(name)
+            STATE.env_read.add(name)
         value = original(self, key)
         return _Noted(value, name) if job and type(value) is str else value
 
@@ -50,15 +50,15 @@ class _Noted(str):
         return noted
 
     def _note(self, *others) -> None:
-        if not STATE.get("in_job") or not from_job(lambda name: False):
+        if not STATE.in_job or not from_job(lambda name: False):
             return
-        kept = STATE["env_compared"].setdefault(self.variable, [])
+        kept = STATE.env_compared.setdefault(self.variable, [])
         for other in others:
             if isinstance(other, str) and str(other) not in kept and len(kept) < MAX_COMPARED:
                 kept.append(str(other))
 
     def __hash__(self):  # a dict or set lookup compares the members only on a hash match: note them all
-        if STATE.get("in_job") and from_job(lambda name: False):
+        if STATE.in_job and from_job(lambda name: False):
             self._note(*(_keys_at(sys._getframe(1), self.variable) or [UNSEEN]))
         return str.__hash__(self)
 

@@ -43,10 +43,9 @@ NVFLARE_HOME = os.path.join(os.path.expanduser("~"), ".nvflare", "")  # NVFLARE'
 
 
 def record_file_reads() -> None:
-    """Install the audit hook; `STATE["files_read"]` holds what it notes."""
-    STATE["files_read"], STATE["written"] = set(), set()
+    """Install the audit hook; `STATE.files_read` holds what it notes."""
     installed = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values(), BOOT_FOLDER}
-    STATE["installed"] = tuple(os.path.join(os.path.realpath(p), "") for p in installed if p)
+    STATE.installed_dirs = tuple(os.path.join(os.path.realpath(p), "") for p in installed if p)
     sys.addaudithook(_note_read)
     for name in TESTED:
         setattr(os.path, name, _audited(getattr(os.path, name)))
@@ -65,11 +64,11 @@ def _audited(test):
 
 
 def _note_read(event: str, args: tuple) -> None:
-    if not STATE.get("in_job") or "record" in STATE:
+    if not STATE.in_job or STATE.record is not None:
         return
     if event in PROCESS_EVENTS:  # the boot's wrappers of `os.fork` and `fork_exec` raise it for the job's code
         if _by_job(past_boot=True):
-            STATE["files_read"].add(UNSEEN)
+            STATE.files_read.add(UNSEEN)
         return
     if (event not in READ_EVENTS and event != TESTED_EVENT) or not args:
         return
@@ -134,15 +133,15 @@ def _writes(args: tuple) -> bool:
 
 
 def _note(path: str, writes: bool) -> None:
-    if path in NOTHING or path.startswith(STATE["installed"]):
+    if path in NOTHING or path.startswith(STATE.installed_dirs):
         return
-    folder = os.path.dirname(os.path.realpath(STATE["job"]))
+    folder = os.path.dirname(os.path.realpath(STATE.job))
     inside = path == folder or path.startswith(folder + os.sep)
     if writes:  # read only when it is opened for reading too; a job file written, when read after
-        STATE["written"].update([path] if inside else [])
+        STATE.written.update([path] if inside else [])
         return
-    noted = STATE["files_read"]
+    noted = STATE.files_read
     if len(noted) < MAX_READS:
-        noted.add(os.path.relpath(path, folder) if inside and path not in STATE["written"] else path)
+        noted.add(os.path.relpath(path, folder) if inside and path not in STATE.written else path)
     else:
         noted.add(UNSEEN)

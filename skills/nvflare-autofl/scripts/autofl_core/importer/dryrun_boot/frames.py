@@ -31,19 +31,19 @@ def caller(skipped) -> str:
 
 def in_nvflare(filename: str) -> bool:
     """True for a file of the installed nvflare package."""
-    return bool(STATE.get("nvflare_dirs")) and filename.startswith(STATE["nvflare_dirs"])
+    return filename.startswith(STATE.nvflare_dirs)
 
 
 def in_job_folder(filename: str) -> bool:
     """True for one of the job's own files: below job.py's folder, outside a folder of installed packages."""
-    folder = os.path.dirname(STATE["job"]) + os.sep
+    folder = os.path.dirname(STATE.job) + os.sep
     inside = filename[len(folder) :].split(os.sep)
     return filename.startswith(folder) and not {"site-packages", "dist-packages"} & set(inside)
 
 
 def from_job(skipped) -> bool:
     """True when the innermost frame outside the boot and `skipped` files is job.py's or a module's beside it."""
-    return os.path.dirname(caller(skipped)) == os.path.dirname(STATE["job"])
+    return os.path.dirname(caller(skipped)) == os.path.dirname(STATE.job)
 
 
 def called_from_nvflare() -> bool:
@@ -68,7 +68,7 @@ def nvflare_frame(tb) -> dict | None:
     frames = [f for f in traceback.extract_tb(tb) if in_nvflare(f.filename)]
     if not frames:
         return None
-    root = next(d for d in STATE["nvflare_dirs"] if frames[-1].filename.startswith(d))
+    root = next(d for d in STATE.nvflare_dirs if frames[-1].filename.startswith(d))
     return _frame(frames[-1], "nvflare" + os.sep + frames[-1].filename[len(root) :])
 
 

@@ -19,13 +19,13 @@ def record_parsers() -> None:
 
     def parse_known_args(self, args=None, namespace=None):
         result = original(self, args, namespace)
-        if self not in [p for p, _ in STATE["parsers"]] and not called_from_nvflare():
-            STATE["parsers"].append((self, vars(result[0]).copy()))
+        if self not in [p for p, _ in STATE.parsers] and not called_from_nvflare():
+            STATE.parsers.append((self, vars(result[0]).copy()))
         return result
 
     def error(self, message):
         if not called_from_nvflare():  # job.py's parser rejects its arguments: say why in the record
-            STATE["parser_error"] = f"{self.prog}: error: {message}"[:500]
+            STATE.parser_error = f"{self.prog}: error: {message}"[:500]
         return original_error(self, message)
 
     argparse.ArgumentParser.parse_known_args = parse_known_args

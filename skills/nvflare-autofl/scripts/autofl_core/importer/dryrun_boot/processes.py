@@ -42,14 +42,14 @@ def install() -> None:
     _posixsubprocess.fork_exec = functools.partial(_audited_fork_exec, _posixsubprocess.fork_exec)
     os._exit = functools.partial(_exit_now, os._exit)
     os.fork = functools.partial(_noted_fork, os.fork)
-    os.register_at_fork(after_in_child=lambda: STATE.get("in_job") and STATE.update(forked=True))
+    os.register_at_fork(after_in_child=lambda: STATE.in_job and setattr(STATE, "forked", True))
 
 
 def _no_process_after_the_run(event: str, _args) -> None:
     """An audit hook: job.py starting a process after its run stops it (`after` "spawned"): what the process runs
     (another training) is not seen. A child job.py forks before its run writes no record (its parent does)."""
-    if event in PROCESS_EVENTS and STATE.get("in_job") and "record" in STATE:
-        STATE["after"] = {"how": "spawned", "where": job_frame(STATE["job"], inner=True), "what": event}
+    if event in PROCESS_EVENTS and STATE.in_job and STATE.record is not None:
+        STATE.after = {"how": "spawned", "where": job_frame(STATE.job, inner=True), "what": event}
         raise Stop
 
 
@@ -63,23 +63,23 @@ def _audited_fork_exec(fork_exec, *args):
 def _exit_now(real_exit, code: int) -> None:
     """`os._exit` as job.py's main thread sees it: its run ends as an exit with `code` and is recorded; the real one
     in another thread, a process job.py forked, and outside job.py's run."""
-    if STATE.get("in_job") and not STATE.get("forked") and threading.current_thread() is threading.main_thread():
+    if STATE.in_job and not STATE.forked and threading.current_thread() is threading.main_thread():
         raise Exited(code)
     real_exit(code)
 
 
 def out_of_time(_signum, _frame) -> None:
     """The SIGALRM handler: the time after job.py's run is out, and a run under way stops (`after` "unfinished")."""
-    if STATE.get("in_job"):
-        STATE["after"] = {"how": "unfinished", "what": f"still running {AFTER_RUN_SECONDS} s after its run"}
+    if STATE.in_job:
+        STATE.after = {"how": "unfinished", "what": f"still running {AFTER_RUN_SECONDS} s after its run"}
         raise Stop
 
 
 def _noted_fork(real_fork) -> int:
     """`os.fork` noting the children job.py forks during its run (`wait_forked`)."""
     pid = real_fork()
-    if pid and STATE.get("in_job"):
-        STATE.setdefault("children", []).append(pid)
+    if pid and STATE.in_job:
+        STATE.children.append(pid)
     return pid
 
 
@@ -87,11 +87,12 @@ def wait_forked() -> None:
     """Wait for the processes job.py forked during its run (a copy of job.py may run the job later) for at most
     AFTER_RUN_SECONDS; one still running then makes `after` "unfinished"."""
     deadline = time.monotonic() + AFTER_RUN_SECONDS
-    for pid in STATE.pop("children", []):
+    children, STATE.children = STATE.children, []
+    for pid in children:
         with contextlib.suppress(ChildProcessError):  # job.py waited for it
             while not os.waitpid(pid, os.WNOHANG)[0]:
                 if time.monotonic() >= deadline:
-                    STATE.setdefault("after", {"how": "unfinished", "what": "a process job.py forked still runs"})
+                    STATE.after = STATE.after or {"how": "unfinished", "what": "a process job.py forked still runs"}
                     break
                 time.sleep(0.02)
 
@@ -106,7 +107,7 @@ def exit_as_python() -> None:
     deadline = time.monotonic() + AFTER_RUN_SECONDS
     while alive := [t for t in enumerate_threads() if t is not threading.current_thread() and not daemon(t)]:
         if time.monotonic() >= deadline:
-            STATE.setdefault("after", {"how": "unfinished", "what": f"a thread still running {AFTER_RUN_SECONDS} s"})
+            STATE.after = STATE.after or {"how": "unfinished", "what": f"a thread still running {AFTER_RUN_SECONDS} s"}
             break
         alive[0].join(deadline - time.monotonic())
     run_exitfuncs()  # a raise in a handler is printed, as at Python's exit

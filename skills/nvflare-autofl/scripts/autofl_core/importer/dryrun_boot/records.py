@@ -24,43 +24,41 @@ FORKED_RUN = ".forked-run"  # beside OUT.json: a process job.py forked ran the j
 def record_job(kind: str, fed_job_config, final: bool = True, env=None, **extra) -> None:
     """Export the job config into a private temp folder and keep its JSON: the first run's is the record, and job.py
     goes on (for at most AFTER_RUN_SECONDS); a second run stops it (`after`: "again", at its line). An export
-    (`final` False) is kept in STATE["exported"] (the first one): job.py may run the job next. `env`: the env
+    (`final` False) is kept in STATE.exported (the first one): job.py may run the job next. `env`: the env
     deploying it (else the one a recipe was given)."""
-    job, configs, recipe = STATE["job"], {}, STATE["recipe"]
-    if final and STATE.get("forked"):  # a child job.py forked: its parent's record says it ran the job
-        STATE["after"] = {"how": "again", "where": job_frame(job, inner=True), "what": kind}
-        with open(STATE["out"] + FORKED_RUN, "w", encoding="utf-8") as note:
-            json.dump(STATE["after"], note)
+    job, configs, recipe = STATE.job, {}, STATE.recipe
+    if final and STATE.forked:  # a child job.py forked: its parent's record says it ran the job
+        STATE.after = {"how": "again", "where": job_frame(job, inner=True), "what": kind}
+        with open(STATE.out + FORKED_RUN, "w", encoding="utf-8") as note:
+            json.dump(STATE.after, note)
         raise Stop
-    if final and "record" in STATE:
-        STATE["after"] = {"how": "again", "where": job_frame(job, inner=True), "first": STATE["first"], "what": kind}
+    if final and STATE.record is not None:
+        STATE.after = {"how": "again", "where": job_frame(job, inner=True), "first": STATE.first, "what": kind}
         raise Stop
     if fed_job_config is not None:
         with tempfile.TemporaryDirectory(prefix="autofl-dryrun-") as folder:
             fed_job_config.generate_job_config(folder)
             configs = _read_configs(folder)
         # the recipe built around the FedJob that runs (job.py may run `recipe._job`)
-        owner = next(
-            (r for r in STATE["built"] if getattr(getattr(r, "_job", None), "job", None) is fed_job_config), None
-        )
-        if owner is not None or STATE["recipe_call"] == "export":  # not one job.py only exported before
+        owner = next((r for r in STATE.built if getattr(getattr(r, "_job", None), "job", None) is fed_job_config), None)
+        if owner is not None or STATE.recipe_call == "export":  # not one job.py only exported before
             recipe = owner
     record = {
         "status": "recorded",
         "entry": kind,
         "call": job_frame(job),
         "recipe": None if recipe is None else [f"{c.__module__}.{c.__qualname__}" for c in type(recipe).__mro__[:-1]],
-        "recipe_call": STATE["recipe_call"],
+        "recipe_call": STATE.recipe_call,
         "recipe_attrs": _recipe_attrs(recipe),
         "configs": configs,
         "job_dir": os.path.dirname(job),
-        "env": _env_record(STATE.get("env_object") if env is None else env),
+        "env": _env_record(STATE.env_object if env is None else env),
         **extra,
     }
     if not final:
-        STATE.setdefault("exported", record)
+        STATE.exported = STATE.exported or record
         return
-    STATE["record"], STATE["first"] = record, job_frame(job, inner=True)
+    STATE.record, STATE.first = record, job_frame(job, inner=True)
     if threading.current_thread() is threading.main_thread():  # only the main thread may set a handler
         signal.signal(signal.SIGALRM, out_of_time)
     signal.setitimer(signal.ITIMER_REAL, AFTER_RUN_SECONDS)
@@ -97,9 +95,7 @@ def _read_configs(folder: str) -> dict:
 
 def _recipe_attrs(recipe) -> dict:
     """The public attributes of a recipe (or an env), JSON-safe; {} for none."""
-    if recipe is None:
-        return {}
-    return {k: plain(v, 1) for k, v in sorted(vars(recipe).items()) if not k.startswith("_")}
+    return {} if recipe is None else {k: plain(v, 1) for k, v in sorted(vars(recipe).items()) if not k.startswith("_")}
 
 
 def _env_record(env) -> dict | None:

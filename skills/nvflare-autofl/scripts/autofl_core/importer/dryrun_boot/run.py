@@ -26,9 +26,9 @@ def run_once(out: str, job: str, args: list[str], before: set, env: dict) -> Non
     """Run job.py once with `args` and `env` (in a forked child) and write its record to `out`."""
     os.environ.update(env)
     sys.argv = [job, *args]
-    STATE["parser_error"], STATE["out"] = None, out
+    STATE.parser_error, STATE.out = None, out
     _consume_export_flags()
-    STATE["in_job"] = True
+    STATE.in_job = True
     try:
         try:
             runpy.run_path(job, run_name="__main__")
@@ -40,45 +40,45 @@ def run_once(out: str, job: str, args: list[str], before: set, env: dict) -> Non
         exit_as_python()
         ending = {"status": "no_run"}
     except Stop:
-        ending = STATE["after"]
+        ending = STATE.after
     except KeyboardInterrupt:  # a SIGINT job.py turned into a raise: an interrupted run, never the job's failure
         return _write(out, {"status": "sandbox_failed", "reason": "the dry run was interrupted"})
     except SystemExit as stop:
         code = 0 if stop.code is None else stop.code if isinstance(stop.code, int) else 1
         ending = {"status": "exited", "code": code, "where": job_frame(job, stop.__traceback__)}
-        if STATE["parser_error"]:
-            ending["parser_error"] = STATE["parser_error"]
+        if STATE.parser_error:
+            ending["parser_error"] = STATE.parser_error
     except BaseException as error:  # job.py raised: name its line
         ending = {"status": "raised", "exception": type(error).__name__, "message": str(error)[:500]}
         ending.update(where=job_frame(job, error.__traceback__), nvflare=nvflare_frame(error.__traceback__))
         ending["callee"] = _nvflare_callee(error)
     finally:
-        STATE["in_job"] = False  # the time after the run is job.py's only
+        STATE.in_job = False  # the time after the run is job.py's only
         signal.setitimer(signal.ITIMER_REAL, 0)
-    first = STATE.get("record") or STATE.get("exported")  # job.py ran (else exported), then went on: how
+    first = STATE.record or STATE.exported  # job.py ran (else exported), then went on: how
     wait_forked()
     if (forked := _forked_run(out)) and first is not None:
-        STATE["after"] = {**forked, "first": STATE.get("first")}
+        STATE.after = {**forked, "first": STATE.first}
     record = ending if first is None else {**first, "after": _after(ending)}
-    record["parsers"] = [parser_record(p, values) for p, values in STATE["parsers"]]
-    record["stubbed"] = sorted(STATE["stubbed"])
-    record["stood_in_at"] = list(STATE["stood_in_at"].values())
-    record["env_read"] = sorted(STATE["env_read"])
-    record["files_read"] = sorted(STATE["files_read"])
-    record["env_compared"] = sorted(f"{name}={value}" for name, kept in STATE["env_compared"].items() for value in kept)
-    record["unreadable"] = STATE["unreadable"][:16]
-    if STATE["absent"] and record["status"] != "recorded":  # asks for a rerun with them stood in (`serve`)
-        record["absent"] = sorted(STATE["absent"])
+    record["parsers"] = [parser_record(p, values) for p, values in STATE.parsers]
+    record["stubbed"] = sorted(STATE.stubbed)
+    record["stood_in_at"] = list(STATE.stood_in_at.values())
+    record["env_read"] = sorted(STATE.env_read)
+    record["files_read"] = sorted(STATE.files_read)
+    record["env_compared"] = sorted(f"{name}={value}" for name, kept in STATE.env_compared.items() for value in kept)
+    record["unreadable"] = STATE.unreadable[:16]
+    if STATE.absent and record["status"] != "recorded":  # asks for a rerun with them stood in (`serve`)
+        record["absent"] = sorted(STATE.absent)
     record["imported"] = _imported(before)
-    record["installed"] = STATE.get("nvflare_install") or []
+    record["installed"] = STATE.nvflare_install
     _write(out, record)
 
 
 def _after(ending: dict) -> dict:
     """How job.py went on after its first run (or export): "again" or "unfinished" when a stop said so (also one
     job.py caught), else from how it ended: "ended" (it returned or exited with code 0), "raised" or "exited"."""
-    if STATE.get("after"):
-        return STATE["after"]
+    if STATE.after:
+        return STATE.after
     if ending["status"] == "no_run" or (ending["status"] == "exited" and ending["code"] == 0):
         return {"how": "ended"}
     what = f"{ending['exception']}: {ending['message']}" if ending["status"] == "raised" else f"code {ending['code']}"
@@ -119,7 +119,7 @@ def _nvflare_attribute(error: AttributeError) -> str | None:
 
 def _imported(before: set) -> list[str]:
     """Modules this run imported that live outside the job's folder (safe to import again in the parent)."""
-    folder = os.path.dirname(STATE["job"])
+    folder = os.path.dirname(STATE.job)
     names = []
     for name in sorted(set(sys.modules) - before):
         module = sys.modules.get(name)
@@ -141,7 +141,7 @@ def _consume_export_flags() -> None:
 def _forked_run(out: str) -> dict:
     """How a child job.py forked ran the job (its note beside `out`, removed here); {} when none did, and in the
     child itself (its parent reads the note)."""
-    if STATE.get("forked"):
+    if STATE.forked:
         return {}
     forked = read_record(out + FORKED_RUN)
     with contextlib.suppress(OSError):
@@ -151,7 +151,7 @@ def _forked_run(out: str) -> dict:
 
 def _write(path: str, record: dict) -> None:
     """Write a run's record to `path` (in a process job.py forked: nothing)."""
-    if STATE.get("forked"):  # a process job.py forked: its parent writes the run's record
+    if STATE.forked:  # a process job.py forked: its parent writes the run's record
         return
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(record, handle, sort_keys=True, default=repr)

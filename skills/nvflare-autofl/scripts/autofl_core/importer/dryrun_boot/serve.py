@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
     """`--serve JOB` reads `{"runs": [{"out", "args", "env"}, ...]}` lines on stdin and answers `done` to each."""
     processes.install()
     job = os.path.abspath(argv[1])
-    STATE["job"] = job
+    STATE.job = job
     sys.path.insert(0, os.path.dirname(job))
     stand_ins.install()
     record_parsers()
@@ -38,7 +38,7 @@ def main(argv: list[str]) -> int:
     record_file_reads()
     install_fedjob()  # NVFLARE's entry points record instead: the FedJob API's, the deploying envs', the recipes'
     install_recipes()
-    STATE["nvflare_install"] = _nvflare_install()
+    STATE.nvflare_install = _nvflare_install()
     for line in sys.stdin:
         _runs(json.loads(line)["runs"], job)
         sys.stdout.write("done\n")
@@ -92,7 +92,7 @@ def _fork(out: str, job: str, args: list[str], env: dict) -> int:
         before = set(sys.modules)
         os.waitpid(_child(lambda: run_once(out, job, args, before, env)), 0)
         if read_record(out).get("absent"):
-            STATE["optional"] = True
+            STATE.optional = True
             run_once(out, job, args, before, env)
 
     return _child(run)

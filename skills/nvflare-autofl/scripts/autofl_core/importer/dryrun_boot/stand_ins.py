@@ -128,8 +128,8 @@ def _instructions(code) -> tuple:
 
 class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Last on sys.meta_path: a module no other finder found becomes an inert stand-in when the job's files or
-    NVFLARE's recipes (a framework) import it; one NVFLARE asks for while job.py runs is noted in STATE["absent"]
-    and stood in only on a rerun (STATE["optional"])."""
+    NVFLARE's recipes (a framework) import it; one NVFLARE asks for while job.py runs is noted in STATE.absent
+    and stood in only on a rerun (STATE.optional)."""
 
     def find_spec(self, fullname, path=None, target=None):
         top = fullname.partition(".")[0]
@@ -141,12 +141,12 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None  # the job's own module: its real ImportError must show
         asker = _asker()
         if top not in FRAMEWORKS and asker != "job":
-            if asker != "nvflare" or not STATE.get("in_job"):
+            if asker != "nvflare" or not STATE.in_job:
                 return None  # a library's optional import, or NVFLARE's own before job.py runs: the real ImportError
-            if not STATE.get("optional"):  # NVFLARE asks for it during the run: noted, stood in only on a rerun
-                STATE["absent"].add(top)
+            if not STATE.optional:  # NVFLARE asks for it during the run: noted, stood in only on a rerun
+                STATE.absent.add(top)
                 return None
-        STATE["stubbed"].add(top)
+        STATE.stubbed.add(top)
         if asker in ("job", "job folder"):
             _note_importers(top)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
@@ -162,7 +162,7 @@ class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def _note_importers(module: str) -> None:
     """Note every line of the job's own files on the stack importing `module`'s stand-in (read by
     `importer/fallbacks.py`)."""
-    folder, noted = os.path.dirname(STATE["job"]), STATE["stood_in_at"]
+    folder, noted = os.path.dirname(STATE.job), STATE.stood_in_at
     for frame in traceback.extract_stack():
         line = (os.path.relpath(frame.filename, folder), frame.lineno)
         if in_job_folder(frame.filename) and not in_boot(frame.filename) and line not in noted:
@@ -174,7 +174,7 @@ def _asker() -> str | None:
     """Who runs the import being resolved: "job" (a file in the job's folder), "job folder" (one of the job's own
     files in a folder below it), "nvflare" (NVFLARE's package), or None (another library, or the boot)."""
     name = caller(lambda name: name.startswith(("<frozen", IMPORT_MACHINERY)))
-    if os.path.dirname(name) == os.path.dirname(STATE["job"]):
+    if os.path.dirname(name) == os.path.dirname(STATE.job):
         return "job"
     if in_job_folder(name):
         return "job folder"
