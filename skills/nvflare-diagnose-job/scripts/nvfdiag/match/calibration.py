@@ -13,6 +13,9 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
   run_course progress; not its echo of a script's line) follows the last of them in each of their files, or a
   copy of that record in another file (error_log.txt holds no INFO record), and names no other participant
   (`identity=`) nor only other runs than the record (or the job being diagnosed): the run went on past the error;
+- every strong hit is the error line of an nvflare CLI envelope (saved or collected): it says why that command
+  failed, not why the job did, unless the row is the command's refusal itself (NVFLARE_COMMAND_ERROR) and no
+  failed job status says a job ran;
 - the job being diagnosed is known and every strong hit lies in a record of another run (its `run=<id>` prefix, a
   job id in one of NVFLARE's shapes, the run folder of its file or of its traceback's paths): evidence of another
   job in the same bundle;
@@ -30,15 +33,18 @@ from typing import NamedTuple
 
 from ..logline import is_record, message, timestamp
 from ..read.prefixes import echoes_a_script
+from ..read.structured import command_errors
 from .jobframes import job_frame
 from .refine import Candidate
 from .tracebacks import Traceback, block_containing
 
 USER_CODE_ID = "USER_CODE_EXCEPTION"
+COMMAND_ERROR_ID = "NVFLARE_COMMAND_ERROR"
 UNSURE_JOB_CODE = "no frame the evidence shows is the job's own code"
 LONE_LINE = "one catalog regex hit on one line, nothing else supports it"
 OTHER_RUN = "the evidence is another run's"
 OUT_OF_SPAN = "the one record it rests on is dated outside the other logs' time span"
+COMMAND_ANSWER = "it rests on nvflare commands' own error answers: they say why a command failed, not why the job did"
 WENT_ON = "the run went on past it: NVFLARE's records of completed work follow it"
 GAP = timedelta(hours=1)
 ZONES = timedelta(hours=26)  # the widest difference of two local times (UTC-12 to UTC+14)
@@ -69,6 +75,8 @@ def uncorroborated(an, primary: Candidate) -> str:
     needs_job_code = primary.row.id == USER_CODE_ID or primary.row.job_code_only
     if needs_job_code and not any(b is not None and job_frame(b, an.scripts) is not None for _, b in placed):
         return UNSURE_JOB_CODE
+    if _command_answers_only(an, strong) and (primary.row.id != COMMAND_ERROR_ID or _failed_status(an)):
+        return COMMAND_ANSWER
     if _lone_line(an, primary, placed):
         return LONE_LINE
     if _went_on(an, primary, placed):
@@ -153,6 +161,18 @@ def _when(text: str) -> datetime | None:
         return None
 
 
+def _failed_status(an) -> bool:
+    """The job status the evidence or the user states is a failure (an exception or an abort)."""
+    status = an.job_status or an.status_in_logs or ""
+    return any(word in status for word in ("EXCEPTION", "ABORT"))
+
+
+def _command_answers_only(an, strong) -> bool:
+    """Every strong hit lies on the line an nvflare CLI error envelope became."""
+    at = {h.index for h in strong}
+    return bool(at) and None not in at and len(command_errors(an.evidence, at)) == len(at)
+
+
 def _lone_line(an, primary: Candidate, placed) -> bool:
     """One hit line outside a traceback (or copies of one record: NVFLARE writes each ERROR record to log.txt,
     error_log.txt, log.json and the console; hits in another run's pasted file do not count), only catalog words on it, bare or a record of generic words only, and
@@ -167,8 +187,7 @@ def _lone_line(an, primary: Candidate, placed) -> bool:
     texts = [lines[n].text[:MAX_LINE] for n in sorted(at)]
     if len({lines[n].site for n in at} - {None}) > 1 or not _one_record(texts):  # two sites' records are two
         return False
-    status = an.job_status or an.status_in_logs or ""
-    if any(word in status for word in ("EXCEPTION", "ABORT")):
+    if _failed_status(an):
         return False
     if not any(is_record(text) for text in texts):
         return True
