@@ -136,7 +136,6 @@ WRAPPER = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason="the working-folder rule reads every line of the traceback")
 def test_a_wrapper_call_with_cwd_does_not_make_a_missing_program_a_folder(tmp_path):
     """The job's own `call('train', cwd=work)` builds the program inside: its literal is not the program."""
     text = run_script(tmp_path, WRAPPER.format(work=str(tmp_path)))
@@ -146,7 +145,6 @@ def test_a_wrapper_call_with_cwd_does_not_make_a_missing_program_a_folder(tmp_pa
     assert report["matched_pattern"] != "DATA_PATH_NOT_FOUND"
 
 
-@pytest.mark.xfail(strict=True, reason="the working-folder rule reads every line of the traceback")
 def test_a_log_record_interleaved_in_the_traceback_does_not_make_a_program_a_folder(tmp_path):
     """Another thread's record lands between the traceback's lines; its words are not the failed call."""
     text = run_script(
@@ -159,6 +157,15 @@ def test_a_log_record_interleaved_in_the_traceback_does_not_make_a_program_a_fol
     report = report_of([write(tmp_path / "stdout.txt", "\n".join(lines) + "\n")], mode="simulation")
     assert PROGRAM_SAID in report["likely_cause"]
     assert report["matched_pattern"] != "DATA_PATH_NOT_FOUND"
+
+
+def test_a_program_built_from_a_literal_prefix_is_not_a_shown_program(tmp_path):
+    """`['/opt/bin/' + tool]` shows a literal that is only part of the program."""
+    code = (
+        f"import subprocess\ntool = 'train'\nsubprocess.run(['/h16atd/no/such/bin/' + tool], cwd={str(tmp_path)!r})\n"
+    )
+    report = report_of([write(tmp_path / "stdout.txt", run_script(tmp_path, code))], mode="simulation")
+    assert PROGRAM_SAID in report["likely_cause"]
 
 
 def test_a_missing_folder_passed_through_a_wrapper_is_still_a_folder(tmp_path):
