@@ -27,6 +27,7 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -88,20 +89,42 @@ def uncorroborated(an, primary: Candidate) -> str:
     return ""
 
 
-def course_lines(lines, index, flagged, wording, after: int = -1, source: str | None = None) -> Iterator[int]:
+class CourseRecords:
     """Log records (not flagged) in one of the catalog's run_course wordings (catalog.Wording, or None: none),
-    found through the text index (index: textindex.TextIndex of the same lines), in line order after `after` and
-    only of the file `source` when given. Each candidate's text is read when the caller asks for the next record,
-    so a caller that stops at the first it wants reads no more. matcher.Analysis.peer_gone and .progress call it."""
-    if wording is None:
-        return
-    found = {n for word in wording.keywords for n in index.lines_with(word) if n > after}
-    for n in sorted(found - set(flagged)):
-        if source is not None and lines[n].source != source:
-            continue
-        text = lines[n].text[:MAX_LINE]
-        if wording.regex.search(text) and is_record(text) and not echoes_a_script(text):
-            yield n
+    found through the text index (index: textindex.TextIndex of the same lines). Called as (after, source): the
+    records in line order after line `after`, only of the file `source` when given. The candidates are listed
+    once (per file), and each candidate's text is read once, when a caller first asks past it: a caller that stops
+    at the first record it wants reads no more. matcher.Analysis.peer_gone and .progress are two of them."""
+
+    def __init__(self, lines, index, flagged, wording) -> None:
+        self._lines, self._index, self._flagged, self._wording = lines, index, flagged, wording
+        self._files: dict[str | None, list[int]] | None = None
+        self._is_record: dict[int, bool] = {}
+
+    def __call__(self, after: int = -1, source: str | None = None) -> Iterator[int]:
+        if self._wording is None:
+            return
+        candidates = self._candidates().get(source, [])
+        for position in range(bisect_right(candidates, after), len(candidates)):
+            if self._record(candidates[position]):
+                yield candidates[position]
+
+    def _candidates(self) -> dict[str | None, list[int]]:
+        """The lines holding a keyword of the wording, in line order: all (key None) and per file."""
+        if self._files is None:
+            found = {n for word in self._wording.keywords for n in self._index.lines_with(word)}
+            ordered = sorted(found - set(self._flagged))
+            self._files = {None: ordered}
+            for n in ordered:
+                self._files.setdefault(self._lines[n].source, []).append(n)
+        return self._files
+
+    def _record(self, n: int) -> bool:
+        if n not in self._is_record:
+            text = self._lines[n].text[:MAX_LINE]
+            wanted = self._wording.regex.search(text) and is_record(text) and not echoes_a_script(text)
+            self._is_record[n] = bool(wanted)
+        return self._is_record[n]
 
 
 def _outside_the_logs(lines, primary: Candidate) -> bool:
@@ -209,9 +232,17 @@ def _went_on(an, primary: Candidate, placed) -> bool:
         copies.setdefault(_key(lines[n].text[:MAX_LINE]), {}).setdefault(lines[n].source, n)
         last[lines[n].source] = n
     job = {an.job_id.lower()} if an.job_id else set()
+    answers: dict[int, bool] = {}  # per copy: the files' last hits share their copies
+    courses: dict[int, Course] = {}  # per record read
+
+    def went_on(copy: int, source: str) -> bool:
+        if copy not in answers:
+            answers[copy] = _went_on_after(lines, copy, an.progress(copy, source), job, courses)
+        return answers[copy]
+
     return all(
         any(
-            _went_on_after(lines, c, an.progress(c, source), job)
+            went_on(c, source)
             for source, c in copies[_key(lines[n].text[:MAX_LINE])].items()
             if None in (lines[c].site, lines[n].site) or lines[c].site == lines[n].site
         )
@@ -243,14 +274,17 @@ def _course(lines, index: int) -> Course:
     return Course(found.get("identity", ""), found.get("peer", ""), runs)
 
 
-def _went_on_after(lines, index: int, after: Iterator[int], job: set[str]) -> bool:
+def _went_on_after(lines, index: int, after: Iterator[int], job: set[str], courses: dict[int, Course]) -> bool:
     """One of the file's progress records that follow the record (`after`, in line order; read up to the first
     that answers) names the record's participant as its own or as its peer (or names none of them), and not only
-    other runs than the record's (or, when the record names none, the job being diagnosed)."""
+    other runs than the record's (or, when the record names none, the job being diagnosed). `courses`: the
+    courses of the records read so far, kept across calls."""
     own = _course(lines, index)
     runs = own.runs or job
     for p in after:
-        other = _course(lines, p)
+        if p not in courses:
+            courses[p] = _course(lines, p)
+        other = courses[p]
         if not (own.who and other.who and own.who not in (other.who, other.peer)) and not (
             runs and other.runs and not runs & other.runs
         ):
