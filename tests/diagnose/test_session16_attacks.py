@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -236,3 +237,20 @@ def _work(tmp_path: Path, files: int, monkeypatch) -> int:
 def test_the_went_on_rule_work_grows_linearly_with_files_holding_copies_of_a_record(tmp_path, monkeypatch):
     small, large = _work(tmp_path, 20, monkeypatch), _work(tmp_path, 40, monkeypatch)
     assert large <= 2.5 * small, f"2x the files cost {large / small:.1f}x the work ({small} -> {large})"
+
+
+# --- an empty stdin is given and read, but holds nothing to name ----------------------------------------------------
+
+PER_SITE_DATA_PATH = REPO / "evals" / "diagnose" / "files" / "real" / "per-site-data-path"
+
+
+def test_an_empty_stdin_does_not_drop_the_given_stdout_from_the_follow_up(tmp_path):
+    """The follow-up that adds the SimEnv workspace re-runs diagnose on the files given; stdin that held text
+    cannot be given again, an empty one has nothing to give."""
+    shutil.copytree(PER_SITE_DATA_PATH / "workspace", tmp_path / "sim")
+    text = (PER_SITE_DATA_PATH / "stdout.txt").read_text(encoding="utf-8")
+    stdout = write(tmp_path / "job_stdout.txt", text.replace("/tmp/nvflare/simulation", str(tmp_path / "sim")))
+    found = ev.collect_evidence([str(stdout), "-"], job_id=None, stdin_text="", **LIMITS)
+    report = validated(diagnose(found, CATALOG, mode="auto", job_id=None))
+    adds = [c for c in report["follow_up_commands"] if str(tmp_path / "sim") in c]
+    assert adds and all(f"{stdout} {tmp_path / 'sim'}" in c for c in adds), adds
