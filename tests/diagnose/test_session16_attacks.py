@@ -3,10 +3,12 @@
 - A saved CLI error envelope is a `complete` source, so nothing about it asks for evidence any more; its error line
   says why an nvflare command failed, not why the job did. Envelopes alone (two CONNECTION_FAILED answers, or one
   beside a failed job status) carried PEER_GONE_OR_TIMEOUT or IMPORT_ERROR at high; a refused command beside a
-  failed job status carried NVFLARE_COMMAND_ERROR ("no job failure to chase") at high.
+  failed job status or a server log of a job carried NVFLARE_COMMAND_ERROR ("no job failure to chase") at high.
 - The working-folder rule read `cwd=` and a program literal on any line of the traceback: a wrapper of the job's
   own (`call("train", cwd=work)`) whose program is built inside it, or another thread's log record interleaved in
   the traceback, turned a missing program into a missing data folder.
+- An empty stdin became a `complete` source, and the follow-up that adds a SimEnv workspace then left out the given
+  files as if stdin that held text were among them.
 - The went-on rule built the set of every progress keyword line of the text for each copy of each hit record and
   asked again for every file's last hit: many files holding copies of one error record cost files^2 x lines
   (100 files of 28 KB: 53 s, 0.6 s before).
@@ -93,6 +95,14 @@ def test_a_refused_command_beside_a_failed_job_status_is_not_high():
     report = report_of([POC_NOT_PREPARED], job_status="FINISHED:ABORTED")
     assert report["matched_pattern"] == "NVFLARE_COMMAND_ERROR"
     assert report["confidence"] != "high"
+
+
+def test_a_refused_command_beside_a_server_log_of_a_job_is_not_high():
+    """The real refused `poc start` beside the real server log of a POC that ran and held a job back
+    (min_sites): the refusal does not explain the job the log shows."""
+    server_log = REPO / "tests" / "fixtures" / "diagnose_careful_reader_2.9" / "poc-min-clients-3" / "server_log.txt"
+    report = report_of([POC_NOT_PREPARED, server_log])
+    assert report["confidence"] != "high", (report["matched_pattern"], report["confidence"])
 
 
 def test_the_refused_poc_start_alone_stays_high():

@@ -14,8 +14,8 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
   copy of that record in another file (error_log.txt holds no INFO record), and names no other participant
   (`identity=`) nor only other runs than the record (or the job being diagnosed): the run went on past the error;
 - every strong hit is the error line of an nvflare CLI envelope (saved or collected): it says why that command
-  failed, not why the job did, unless the row is the command's refusal itself (NVFLARE_COMMAND_ERROR) and no
-  failed job status says a job ran;
+  failed, not why the job did, unless the row is the command's refusal itself (NVFLARE_COMMAND_ERROR) and nothing
+  else was given (every evidence line is such an answer, no failed job status): other evidence says a job ran;
 - the job being diagnosed is known and every strong hit lies in a record of another run (its `run=<id>` prefix, a
   job id in one of NVFLARE's shapes, the run folder of its file or of its traceback's paths): evidence of another
   job in the same bundle;
@@ -76,7 +76,7 @@ def uncorroborated(an, primary: Candidate) -> str:
     needs_job_code = primary.row.id == USER_CODE_ID or primary.row.job_code_only
     if needs_job_code and not any(b is not None and job_frame(b, an.scripts) is not None for _, b in placed):
         return UNSURE_JOB_CODE
-    if _command_answers_only(an, strong) and (primary.row.id != COMMAND_ERROR_ID or _failed_status(an)):
+    if _command_answers_only(an, strong) and not (primary.row.id == COMMAND_ERROR_ID and _nothing_but_refusals(an)):
         return COMMAND_ANSWER
     if _lone_line(an, primary, placed):
         return LONE_LINE
@@ -194,6 +194,16 @@ def _command_answers_only(an, strong) -> bool:
     """Every strong hit lies on the line an nvflare CLI error envelope became."""
     at = {h.index for h in strong}
     return bool(at) and None not in at and len(command_errors(an.evidence, at)) == len(at)
+
+
+def _nothing_but_refusals(an) -> bool:
+    """Every line of the evidence is an nvflare CLI error answer and no failed job status is stated: nothing
+    given says a job ran that the refusal leaves unexplained."""
+    lines = an.evidence.lines
+    answers = sum(s.kind == "cli_envelope" for s in an.evidence.sources)  # one line per error envelope
+    if _failed_status(an) or len(lines) > answers:
+        return False
+    return len(command_errors(an.evidence, range(len(lines)))) == len(lines)
 
 
 def _lone_line(an, primary: Candidate, placed) -> bool:
