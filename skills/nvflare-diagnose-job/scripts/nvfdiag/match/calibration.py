@@ -13,6 +13,9 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
   run_course progress; not its echo of a script's line) follows the last of them in each of their files, or a
   copy of that record in another file (error_log.txt holds no INFO record), and names no other participant
   (`identity=`) nor only other runs than the record (or the job being diagnosed): the run went on past the error;
+- every strong hit is the error line of an nvflare CLI envelope (saved or collected): it says why that command
+  failed, not why the job did, unless the row is the command's refusal itself (NVFLARE_COMMAND_ERROR) and nothing
+  else was given (every evidence line is such an answer, no failed job status): other evidence says a job ran;
 - the job being diagnosed is known and every strong hit lies in a record of another run (its `run=<id>` prefix, a
   job id in one of NVFLARE's shapes, the run folder of its file or of its traceback's paths): evidence of another
   job in the same bundle;
@@ -24,21 +27,25 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from ..logline import is_record, message, timestamp
 from ..read.prefixes import echoes_a_script
+from ..read.structured import command_errors
 from .jobframes import job_frame
 from .refine import Candidate
 from .tracebacks import Traceback, block_containing
 
 USER_CODE_ID = "USER_CODE_EXCEPTION"
+COMMAND_ERROR_ID = "NVFLARE_COMMAND_ERROR"
 UNSURE_JOB_CODE = "no frame the evidence shows is the job's own code"
 LONE_LINE = "one catalog regex hit on one line, nothing else supports it"
 OTHER_RUN = "the evidence is another run's"
 OUT_OF_SPAN = "the one record it rests on is dated outside the other logs' time span"
+COMMAND_ANSWER = "it rests on nvflare commands' own error answers: they say why a command failed, not why the job did"
 WENT_ON = "the run went on past it: NVFLARE's records of completed work follow it"
 GAP = timedelta(hours=1)
 ZONES = timedelta(hours=26)  # the widest difference of two local times (UTC-12 to UTC+14)
@@ -69,6 +76,8 @@ def uncorroborated(an, primary: Candidate) -> str:
     needs_job_code = primary.row.id == USER_CODE_ID or primary.row.job_code_only
     if needs_job_code and not any(b is not None and job_frame(b, an.scripts) is not None for _, b in placed):
         return UNSURE_JOB_CODE
+    if _command_answers_only(an, strong) and not (primary.row.id == COMMAND_ERROR_ID and _nothing_but_refusals(an)):
+        return COMMAND_ANSWER
     if _lone_line(an, primary, placed):
         return LONE_LINE
     if _went_on(an, primary, placed):
@@ -80,20 +89,42 @@ def uncorroborated(an, primary: Candidate) -> str:
     return ""
 
 
-def course_lines(lines, index, flagged, wording, after: int = -1, source: str | None = None) -> Iterator[int]:
+class CourseRecords:
     """Log records (not flagged) in one of the catalog's run_course wordings (catalog.Wording, or None: none),
-    found through the text index (index: textindex.TextIndex of the same lines), in line order after `after` and
-    only of the file `source` when given. Each candidate's text is read when the caller asks for the next record,
-    so a caller that stops at the first it wants reads no more. matcher.Analysis.peer_gone and .progress call it."""
-    if wording is None:
-        return
-    found = {n for word in wording.keywords for n in index.lines_with(word) if n > after}
-    for n in sorted(found - set(flagged)):
-        if source is not None and lines[n].source != source:
-            continue
-        text = lines[n].text[:MAX_LINE]
-        if wording.regex.search(text) and is_record(text) and not echoes_a_script(text):
-            yield n
+    found through the text index (index: textindex.TextIndex of the same lines). Called as (after, source): the
+    records in line order after line `after`, only of the file `source` when given. The candidates are listed
+    once (per file), and each candidate's text is read once, when a caller first asks past it: a caller that stops
+    at the first record it wants reads no more. matcher.Analysis.peer_gone and .progress are two of them."""
+
+    def __init__(self, lines, index, flagged, wording) -> None:
+        self._lines, self._index, self._flagged, self._wording = lines, index, flagged, wording
+        self._files: dict[str | None, list[int]] | None = None
+        self._is_record: dict[int, bool] = {}
+
+    def __call__(self, after: int = -1, source: str | None = None) -> Iterator[int]:
+        if self._wording is None:
+            return
+        candidates = self._candidates().get(source, [])
+        for position in range(bisect_right(candidates, after), len(candidates)):
+            if self._record(candidates[position]):
+                yield candidates[position]
+
+    def _candidates(self) -> dict[str | None, list[int]]:
+        """The lines holding a keyword of the wording, in line order: all (key None) and per file."""
+        if self._files is None:
+            found = {n for word in self._wording.keywords for n in self._index.lines_with(word)}
+            ordered = sorted(found - set(self._flagged))
+            self._files = {None: ordered}
+            for n in ordered:
+                self._files.setdefault(self._lines[n].source, []).append(n)
+        return self._files
+
+    def _record(self, n: int) -> bool:
+        if n not in self._is_record:
+            text = self._lines[n].text[:MAX_LINE]
+            wanted = self._wording.regex.search(text) and is_record(text) and not echoes_a_script(text)
+            self._is_record[n] = bool(wanted)
+        return self._is_record[n]
 
 
 def _outside_the_logs(lines, primary: Candidate) -> bool:
@@ -153,6 +184,28 @@ def _when(text: str) -> datetime | None:
         return None
 
 
+def _failed_status(an) -> bool:
+    """The job status the evidence or the user states is a failure (an exception or an abort)."""
+    status = an.job_status or an.status_in_logs or ""
+    return any(word in status for word in ("EXCEPTION", "ABORT"))
+
+
+def _command_answers_only(an, strong) -> bool:
+    """Every strong hit lies on the line an nvflare CLI error envelope became."""
+    at = {h.index for h in strong}
+    return bool(at) and None not in at and len(command_errors(an.evidence, at)) == len(at)
+
+
+def _nothing_but_refusals(an) -> bool:
+    """Every line of the evidence is an nvflare CLI error answer and no failed job status is stated: nothing
+    given says a job ran that the refusal leaves unexplained."""
+    lines = an.evidence.lines
+    answers = sum(s.kind == "cli_envelope" for s in an.evidence.sources)  # one line per error envelope
+    if _failed_status(an) or len(lines) > answers:
+        return False
+    return len(command_errors(an.evidence, range(len(lines)))) == len(lines)
+
+
 def _lone_line(an, primary: Candidate, placed) -> bool:
     """One hit line outside a traceback (or copies of one record: NVFLARE writes each ERROR record to log.txt,
     error_log.txt, log.json and the console; hits in another run's pasted file do not count), only catalog words on it, bare or a record of generic words only, and
@@ -167,8 +220,7 @@ def _lone_line(an, primary: Candidate, placed) -> bool:
     texts = [lines[n].text[:MAX_LINE] for n in sorted(at)]
     if len({lines[n].site for n in at} - {None}) > 1 or not _one_record(texts):  # two sites' records are two
         return False
-    status = an.job_status or an.status_in_logs or ""
-    if any(word in status for word in ("EXCEPTION", "ABORT")):
+    if _failed_status(an):
         return False
     if not any(is_record(text) for text in texts):
         return True
@@ -190,9 +242,17 @@ def _went_on(an, primary: Candidate, placed) -> bool:
         copies.setdefault(_key(lines[n].text[:MAX_LINE]), {}).setdefault(lines[n].source, n)
         last[lines[n].source] = n
     job = {an.job_id.lower()} if an.job_id else set()
+    answers: dict[int, bool] = {}  # per copy: the files' last hits share their copies
+    courses: dict[int, Course] = {}  # per record read
+
+    def went_on(copy: int, source: str) -> bool:
+        if copy not in answers:
+            answers[copy] = _went_on_after(lines, copy, an.progress(copy, source), job, courses)
+        return answers[copy]
+
     return all(
         any(
-            _went_on_after(lines, c, an.progress(c, source), job)
+            went_on(c, source)
             for source, c in copies[_key(lines[n].text[:MAX_LINE])].items()
             if None in (lines[c].site, lines[n].site) or lines[c].site == lines[n].site
         )
@@ -224,14 +284,17 @@ def _course(lines, index: int) -> Course:
     return Course(found.get("identity", ""), found.get("peer", ""), runs)
 
 
-def _went_on_after(lines, index: int, after: Iterator[int], job: set[str]) -> bool:
+def _went_on_after(lines, index: int, after: Iterator[int], job: set[str], courses: dict[int, Course]) -> bool:
     """One of the file's progress records that follow the record (`after`, in line order; read up to the first
     that answers) names the record's participant as its own or as its peer (or names none of them), and not only
-    other runs than the record's (or, when the record names none, the job being diagnosed)."""
+    other runs than the record's (or, when the record names none, the job being diagnosed). `courses`: the
+    courses of the records read so far, kept across calls."""
     own = _course(lines, index)
     runs = own.runs or job
     for p in after:
-        other = _course(lines, p)
+        if p not in courses:
+            courses[p] = _course(lines, p)
+        other = courses[p]
         if not (own.who and other.who and own.who not in (other.who, other.peer)) and not (
             runs and other.runs and not runs & other.runs
         ):

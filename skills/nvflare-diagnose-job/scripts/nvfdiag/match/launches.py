@@ -5,8 +5,9 @@ When the innermost frame of a FileNotFoundError/PermissionError traceback is Pyt
 `_execute_child`, an `os.exec*`/`os.spawn*`/`os.posix_spawn*` call), the file that was not found is the program to
 run, unless it is the working folder. CPython's `_execute_child` names the file it failed on by one of two values:
 the `cwd=` it could not enter, or the program (`executable=`, else the first argument; `/bin/sh` with
-`shell=True`). So the missing name is the working folder when the call the traceback shows passes it as `cwd=`, or
-passes some `cwd=` and shows its program as another name; Windows says a bad working folder as
+`shell=True`). So the missing name is the working folder when a frame's quoted source passes it as `cwd=`, or when
+the call into the launcher (the frame right above subprocess's own) passes some `cwd=` and shows its program as
+another whole literal; Windows says a bad working folder as
 `[WinError 267]` (CreateProcess's ERROR_DIRECTORY), with no name. DATA_PATH_NOT_FOUND then loses
 the hits on that traceback and on the lines that repeat its exception (NVFLARE's `ClientAPIExecutor cannot start:
 ... FileNotFoundError: ...`). When NVFLARE's external-process backend made the
@@ -31,9 +32,12 @@ _NVFLARE_LAUNCH = re.compile(r"external_process|launcher|_launch")
 _PROGRAM = re.compile(r"(?:No such file or directory|Permission denied): '([\w./+-]{1,120})'")
 _BAD_FOLDER_WINDOWS = "[WinError 267]"  # CreateProcess's ERROR_DIRECTORY: the working folder is not a folder
 # The program a call shows as a literal (spaces removed): `executable='...'`, else the first argument of a
-# subprocess call, alone or first in a list or tuple.
-_EXECUTABLE = re.compile(r"""executable=[rRbB]?(['"])([^'"\\]{1,200})\1""")
-_FIRST_ARG = re.compile(r"""\b(?:Popen|run|call|check_call|check_output)\([\[(]?[rRbB]?(['"])([^'"\\]{1,200})\1""")
+# subprocess call, alone or first in a list or tuple; a whole argument (`'/opt/bin/' + tool` shows no program).
+_EXECUTABLE = re.compile(r"""executable=[rRbB]?(['"])([^'"\\]{1,200})\1(?=[,)])""")
+_FIRST_ARG = re.compile(
+    r"""\b(?:Popen|run|call|check_call|check_output)\([\[(]?[rRbB]?(['"])([^'"\\]{1,200})\1(?=[,)\]])"""
+)
+MAX_QUOTED_LINES = 12  # a frame's quoted source: one line, or a few of a statement that spans lines
 _SHELL = "/bin/sh"  # subprocess's program on POSIX with shell=True and no executable=
 BASIS = "a program the job's launch command names could not be started (Python's process launcher raised)"
 
@@ -67,18 +71,37 @@ def failed_launches(blocks: list[Traceback], lines) -> list[Launch]:
 
 
 def _names_working_folder(block: Traceback, lines, name: str) -> bool:
-    """A line of the traceback shows the call passing `cwd=`, and either that value is `name` or the program the
-    call shows is another name: CPython's launcher reports the missing file as the working folder or the program,
-    nothing else."""
+    """A frame's quoted source passes the missing name as `cwd=`, or the call into the launcher (the quoted source
+    of the frame right above the launcher's own frames) passes some `cwd=` and shows its program as another name:
+    CPython's launcher reports the missing file as the working folder or the program, nothing else. A log record
+    of another thread or site interleaved in the traceback, and the calls of outer frames (a wrapper's own
+    arguments), are not that call."""
     quoted = (f"cwd='{name}'", f'cwd="{name}"', f"cwd=r'{name}'", f'cwd=r"{name}"')
-    for index in range(block.start, block.end + 1):
-        compact = lines[index].text[:4096].replace(" ", "")
-        if "cwd=" not in compact:
-            continue
-        program = _shown_program(compact)
-        if any(q in compact for q in quoted) or (program is not None and program != name):
-            return True
-    return False
+    code = [_quoted_source(block, lines, k) for k in range(len(block.frames))]
+    if any(q in text for text in code for q in quoted):
+        return True
+    caller = next((k for k in reversed(range(len(block.frames))) if not _is_launcher_file(block.frames[k][0])), None)
+    if caller is None or "cwd=" not in code[caller]:
+        return False
+    program = _shown_program(code[caller])
+    return program is not None and program != name
+
+
+def _is_launcher_file(path: str) -> bool:
+    return bool(_STDLIB_LAUNCHER_FILE.search(path))
+
+
+def _quoted_source(block: Traceback, lines, k: int) -> str:
+    """Frame k's quoted source (indented lines of its file and site up to the next frame line), spaces removed."""
+    first = block.frame_lines[k]
+    stop = block.frame_lines[k + 1] if k + 1 < len(block.frame_lines) else block.end
+    own = (lines[first].source, lines[first].site)
+    quoted = []
+    for index in range(first + 1, min(stop, first + 1 + MAX_QUOTED_LINES)):
+        line = lines[index]
+        if (line.source, line.site) == own and line.text[:1].isspace():
+            quoted.append(line.text[:4096].replace(" ", ""))
+    return "".join(text for text in quoted if text.strip("^~\t"))
 
 
 def _shown_program(compact: str) -> str | None:

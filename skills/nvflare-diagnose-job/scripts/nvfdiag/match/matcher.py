@@ -78,7 +78,7 @@ class Analysis:
     launcher: str | None = None  # how the run was started when the evidence shows it ("nvflare simulator")
     missing_nvflare: str | None = None  # a name under nvflare. the release that ran the job lacks (releases.py)
     scripts: frozenset[str] = frozenset()  # file names of the scripts the evidence names as run (jobframes.py)
-    # records where NVFLARE says a peer is gone, and where it says work completed (calibration.course_lines), looked
+    # records where NVFLARE says a peer is gone, and where it says work completed (calibration.CourseRecords), looked
     # for when called, in line order (progress: after a line, of one file)
     peer_gone: Callable[[], Iterator[int]] = field(default=lambda: iter(()))
     progress: Callable[[int, str], Iterator[int]] = field(default=lambda after, source: iter(()))
@@ -478,9 +478,8 @@ def _run_facts(an: Analysis, index: TextIndex) -> None:
     an.workspace_to_add = _workspace_to_add(an)
     an.status_in_logs = None if an.job_status else _status_in_logs(lines, index, an.flagged)
     an.launcher = _launcher(index) if an.mode == "simulation" else None
-    course = functools.partial(calibration.course_lines, lines, index, an.flagged)
-    an.peer_gone = functools.partial(course, an.catalog.peer_gone)
-    an.progress = lambda after, source: course(an.catalog.progress, after, source)
+    an.peer_gone = calibration.CourseRecords(lines, index, an.flagged, an.catalog.peer_gone)
+    an.progress = calibration.CourseRecords(lines, index, an.flagged, an.catalog.progress)
     if an.primary is not None:
         strong = [h.index for h in an.primary.hits if h.strength == "strong" and h.index is not None]
         an.missing_nvflare = releases.missing_nvflare_name(strong, lines, an.tracebacks)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from ..logline import message
-from ..read.structured import envelope_error_code
+from ..read.structured import command_errors
 from .scan import Hit
 
 WAIT_ENDED_CODES = frozenset({"TIMEOUT"})
@@ -24,12 +24,8 @@ _NEEDLE = "Try to schedule job"
 
 def wait_ended_lines(evidence) -> set[int]:
     """Lines that carry a CLI envelope's TIMEOUT error (the envelope reader writes one line per error envelope)."""
-    envelopes = {s.path for s in evidence.sources if s.kind == "cli_envelope"}
-    return {
-        index
-        for index, line in enumerate(evidence.lines)
-        if line.source in envelopes and envelope_error_code(line.text) in WAIT_ENDED_CODES
-    }
+    errors = command_errors(evidence, range(len(evidence.lines)))
+    return {index for index, code in errors.items() if code in WAIT_ENDED_CODES}
 
 
 def drop_wait_hits(hits: dict[str, list[Hit]], evidence) -> dict[str, list[Hit]]:

@@ -467,7 +467,7 @@ class _Deep:
 
 
 def _opened(item: EvidenceFile | None, stdin: bytes | None) -> bool:
-    """Whether the item is read at all: empty files found in a walk are only listed; empty stdin is missing."""
+    """Whether the item is read at all: empty files found in a walk and an empty stdin are only listed."""
     if item is None:
         return stdin is not None
     return item.size > 0 or item.explicit or item.exported_meta

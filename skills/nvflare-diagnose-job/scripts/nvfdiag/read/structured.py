@@ -81,6 +81,19 @@ def envelope_error_code(text: str) -> str | None:
     return found.group(1) if found else None
 
 
+def command_errors(ev: Evidence, indexes) -> dict[int, str]:
+    """Of the lines `indexes` of `ev`, those an nvflare CLI error envelope became (envelope_error_line, in a
+    cli_envelope source), with the envelope's error code."""
+    envelopes = {s.path for s in ev.sources if s.kind == "cli_envelope"}
+    found = {}
+    for index in indexes:
+        line = ev.lines[index]
+        code = envelope_error_code(line.text) if line.source in envelopes else None
+        if code is not None:
+            found[index] = code
+    return found
+
+
 def note_job(ev: Evidence, job_id: object, status: object) -> None:
     """Record the job id / status the evidence states (first statement wins; invalid values ignored)."""
     if ev.job_id is None and valid_job_id(job_id):

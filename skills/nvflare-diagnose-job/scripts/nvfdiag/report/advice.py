@@ -166,9 +166,12 @@ def _context_gaps(adv: _Advice) -> None:
 
 
 def _given_files(an) -> list[str]:
-    """The site-less evidence files read (the stdout the workspace is added to); [] when stdin is among them."""
-    paths = [s.path for s in an.evidence.sources if s.site is None and s.status in ("complete", "truncated", "partial")]
-    return [] if STDIN_PATH in paths else paths[:MAX_EVIDENCE_NAMED]
+    """The site-less evidence files read (the stdout the workspace is added to); [] when stdin that held text is
+    among them (it cannot be given again). An empty stdin holds nothing to give and is left out."""
+    read = [s for s in an.evidence.sources if s.site is None and s.status in ("complete", "truncated", "partial")]
+    if any(s.path == STDIN_PATH and s.bytes_read for s in read):
+        return []
+    return [s.path for s in read if s.path != STDIN_PATH][:MAX_EVIDENCE_NAMED]
 
 
 def _workspace_gap(adv: _Advice) -> None:
