@@ -445,13 +445,15 @@ def analyse(
 def _job_identity(
     evidence: Evidence, job_id: str | None, job_status: str | None
 ) -> tuple[str | None, str | None, bool]:
-    """The job status and id to report (the user's when valid, else the evidence's) and whether the user's id is
-    valid (it decides the mode)."""
+    """The job status and id to report (the user's when valid, else the evidence's; a status also from the job's
+    row of a `job list` answer) and whether the user's id is valid (it decides the mode)."""
     status = job_status if sites.valid_job_status(job_status) else None
     status = status or (evidence.job_status if sites.valid_job_status(evidence.job_status) else None)
     user_job_id = sites.valid_job_id(job_id)
     if not user_job_id:
         job_id = evidence.job_id if sites.valid_job_id(evidence.job_id) else None
+    listed = evidence.listed_status.get(job_id) if job_id else None
+    status = status or (listed if sites.valid_job_status(listed) else None)
     return status, job_id, user_job_id
 
 
