@@ -81,6 +81,7 @@ class Evidence:
     site_status: dict[str, str] = field(default_factory=dict)
     job_id: str | None = None
     job_status: str | None = None
+    listed_status: dict[str, str] = field(default_factory=dict)  # job id -> status, from a `job list` answer
     metrics: dict | None = None
     mode_hints: list[tuple[str, str]] = field(default_factory=list)
     not_read: list[str] = field(default_factory=list)

@@ -15,6 +15,7 @@ usercalls   the catalog's user_calls table: NVFLARE's internal names -> the job.
 rounds      rounds that completed before a failure (round banners, metrics)
 datapaths   an absolute path is not the cause when the same root works (ABSOLUTE_DATA_PATH vs DATA_PATH_NOT_FOUND)
 downstream  NVFLARE's server-side reactions to a client's failure are consequences, not causes
+ended       a client script that ended without sending and raised nothing (its whole console output shows it)
 attribution  which site a signal belongs to (its label, else the site its text or traceback names)
 foreign_tracebacks  hits a traceback's frames say do not carry their row's meaning are loose (catalog flags)
 exits       process exits read once as numbers with their encodings (-9, 128+9, 256-9, SIGKILL, Killed, OOMKilled)

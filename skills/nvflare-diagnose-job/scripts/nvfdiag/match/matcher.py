@@ -19,7 +19,7 @@ from ..model import Evidence
 from ..read import sites
 from ..textindex import TextIndex
 from ..untrusted.injection import scan_suspicious
-from . import calibration, careful, datapaths, dissent, downstream, exits, foreign_tracebacks, raiser, releases
+from . import calibration, careful, datapaths, dissent, downstream, ended, exits, foreign_tracebacks, raiser, releases
 from .attribution import dependent_sites, mentioned_sites
 from .catalog import Catalog
 from .jobframes import scripts_in
@@ -70,6 +70,7 @@ class Analysis:
     consequences: set[int] = field(default_factory=set)  # hit lines that are NVFLARE's reactions to a client failure
     careful: careful.CarefulReading = field(default_factory=careful.CarefulReading)  # what a careful reader set aside
     rounds: Rounds | None = None  # rounds that completed before the primary's failure
+    ended: ended.Ended | None = None  # a client script that ended without a result and raised nothing (ended.py)
     paths: datapaths.Paths | None = None  # missing absolute paths and the same-layout paths that worked
     user_call: UserCall | None = None  # the job.py call NVFLARE rejected, in the user's words
     workspace_to_add: str | None = None  # an existing SimEnv workspace the stdout names that was not given
@@ -185,6 +186,8 @@ def _refine(an: Analysis, hits, static: dict, code_lines: set[int], index) -> No
     lines = an.evidence.lines
     an.consequences = downstream.consequences(lines, hits, an.tracebacks)
     an.ranked = downstream.refine(an.ranked, an.demoted, an.consequences)
+    an.ended = ended.scripts_ended(lines, an.evidence.sources, an.tracebacks, index, an.flagged)
+    an.ranked = ended.refine(an.ranked, an.demoted, an.ended, an.consequences)
     an.paths = datapaths.same_root(lines, hits, an.flagged, code_lines, index)
     an.ranked = datapaths.refine(an.ranked, an.demoted, an.catalog, an.mode, an.paths)
     for row_id in sorted(static):
@@ -445,13 +448,15 @@ def analyse(
 def _job_identity(
     evidence: Evidence, job_id: str | None, job_status: str | None
 ) -> tuple[str | None, str | None, bool]:
-    """The job status and id to report (the user's when valid, else the evidence's) and whether the user's id is
-    valid (it decides the mode)."""
+    """The job status and id to report (the user's when valid, else the evidence's; a status also from the job's
+    row of a `job list` answer) and whether the user's id is valid (it decides the mode)."""
     status = job_status if sites.valid_job_status(job_status) else None
     status = status or (evidence.job_status if sites.valid_job_status(evidence.job_status) else None)
     user_job_id = sites.valid_job_id(job_id)
     if not user_job_id:
         job_id = evidence.job_id if sites.valid_job_id(evidence.job_id) else None
+    listed = evidence.listed_status.get(job_id) if job_id else None
+    status = status or (listed if sites.valid_job_status(listed) else None)
     return status, job_id, user_job_id
 
 
@@ -492,6 +497,6 @@ def _missing_tracebacks(an: Analysis, hits: dict[str, list[Hit]]) -> None:
     # a traceback that ends in third-party code is not missing either
     has_user_tb = any(b.user_frame or b.third_party is not None for b in an.tracebacks)
     failed = bool(hits.get(USER_CODE_ID)) or (status is not None and "EXCEPTION" in status)
-    has_user_tb = has_user_tb or _site_own_error(an)
+    has_user_tb = has_user_tb or _site_own_error(an) or an.ended is not None  # shown absent: ended.py
     an.sim_traceback_missing = an.mode == "simulation" and failed and not has_user_tb
     an.site_traceback_missing = an.mode == "production" and failed and not has_user_tb

@@ -9,6 +9,7 @@ middle          windows around errors in the unread middle of big logs
 jsontext        the one JSON parser for evidence and reference files; JSON-lines log records -> lines
 prefixes        peel line prefixes that are not NVFLARE's (docker, kubectl, journal, Flower, ANSI) (pure)
 structured      CLI envelopes, JSON evidence bundles and job meta -> Evidence
+cli_answers     what the job CLI's answers state: sites whose logs are absent, the job status (pure)
 inspect_source  `nvflare agent inspect source` output -> evidence lines
 metrics_files   metrics_summary.json / round_metrics.jsonl -> the report's metrics
 job_folder      structural check of an exported job folder

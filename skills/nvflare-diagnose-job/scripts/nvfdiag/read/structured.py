@@ -1,10 +1,11 @@
 """Parse structured evidence (nvflare CLI JSON envelopes, JSON evidence bundles, job meta) into `Evidence`.
 
 One implementation for saved envelope files and for `--collect` results. Envelope kinds are recognised by
-the command that produced them when known, else by the shape of `data`:
-job meta (`data.status`), job logs (`data.logs` site -> JSON-lines string, `data.sites`), job download
-(`data.artifacts`, `data.missing_artifacts`), job stats, system status/resources, agent inspect source.
-Site availability (`site_status`) and job status are taken only from what the evidence states.
+the command that produced them when known, else by an error code only one command gives, else by the shape of
+`data`: job meta (`data.status`), job logs (`data.logs` site -> JSON-lines string, `data.sites`), job download
+(`data.artifacts`, `data.missing_artifacts`), job list (a list of jobs with `job_id` and `status`), job stats, system
+status/resources, agent inspect source. Site availability (`site_status`) and job status are taken only from what
+the evidence states (cli_answers.py: the job CLI's answers that say a site's logs are absent or state a status).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import re
 
 from ..model import SITE_STATUSES, Evidence, Line, Source
-from . import inspect_source
+from . import cli_answers, inspect_source
 from .jsontext import text_to_lines
 from .sites import nvflare_job_status, valid_job_id, valid_site
 
@@ -43,7 +44,8 @@ def looks_like_job_meta(obj: object) -> bool:
 
 
 def envelope_kind(envelope: dict, command: list[str] | None = None) -> str:
-    """job_meta | job_logs | job_stats | job_download | system_status | system_resources | inspect_source | other."""
+    """job_meta | job_logs | job_stats | job_download | job_wait | job_list | system_status | system_resources |
+    inspect_source | other."""
     words = [word for word in (command or []) if not word.startswith("-")]
     for first, second in zip(words, words[1:], strict=False):
         if first in ("job", "system") and second in ("meta", "logs", "stats", "download", "status", "resources"):
@@ -52,7 +54,12 @@ def envelope_kind(envelope: dict, command: list[str] | None = None) -> str:
             return "inspect_source"
     if str(envelope.get("error_code") or "").startswith("AGENT_INSPECT"):
         return "inspect_source"
+    by_code = cli_answers.command_of_error(envelope.get("error_code"))
+    if by_code:
+        return by_code
     data = envelope.get("data")
+    if cli_answers.looks_like_job_list(data):
+        return "job_list"
     if not isinstance(data, dict):
         return "other"
     if data.get("capability") == "source":
@@ -134,20 +141,37 @@ def ingest_envelope(
         ev.sources.append(failed)
         text = envelope_error_line(envelope.get("error_code", "UNKNOWN"), envelope.get("message", ""))
         ev.lines.append(Line(source, None, 1, text[:MAX_VALUE_CHARS]))
+        _error_facts(ev, envelope, kind, command)
         return
     data = envelope.get("data")
     ev.sources.append(Source(source, "cli_envelope", None, "complete", bytes_read))
-    if not isinstance(data, dict):
+    if kind == "job_list":
+        for job_id, status in cli_answers.listed_statuses(data).items():
+            ev.listed_status.setdefault(job_id, status)
+        flatten_lines(ev, data, source, "job list")
+    elif not isinstance(data, dict):
         flatten_lines(ev, data, source, kind.replace("_", " "))
     elif kind == "job_logs" and isinstance(data.get("logs"), dict):
         _job_logs(ev, data, source)
     elif kind == "job_meta":
-        note_job(ev, data.get("job_id"), data.get("status"))
+        note_job(ev, data.get("job_id"), cli_answers.stated_status(data))
         flatten_lines(ev, data, source, f"job meta {data.get('job_id', '')}".strip())
     elif kind == "job_download":
         _job_download(ev, data, source)
     else:
         flatten_lines(ev, data, source, kind.replace("_", " "))
+
+
+def _error_facts(ev: Evidence, envelope: dict, kind: str, command) -> None:
+    """What an error answer still states: the job and status a failed wait carries in `data`, the site whose logs a
+    `job logs --site <site>` answer says are not available."""
+    if kind == "job_wait" and isinstance(envelope.get("data"), dict):
+        data = envelope["data"]
+        note_job(ev, data.get("job_id"), cli_answers.stated_status(data))
+    absent = cli_answers.absent_log(envelope, command) if kind == "job_logs" else None
+    if absent is not None:
+        site, reason = absent
+        ev.site_status.setdefault(site, reason_status(reason) if reason else "unavailable")
 
 
 def _job_logs(ev: Evidence, data: dict, source: str) -> None:

@@ -12,7 +12,7 @@ import json
 import re
 
 from .. import logline
-from ..match import actions, raiser, rounds
+from ..match import actions, ended, raiser, rounds
 from ..match.attribution import failing_sites, hit_site
 from ..match.dissent import SECOND_OPINION
 from ..match.jobframes import job_frame
@@ -260,6 +260,7 @@ def _likely_cause(an) -> str:
             )
         text += _static_only_said(an)
         text += "".join(f"; {clause}" for clause in an.careful.clauses(an.flagged))
+        text += f"; {ended.said(an.ended)}" if an.ended is not None else ""
         if an.job_status == sites.COMPLETED and not an.suspicious:
             text += (
                 "; the job finished with status FINISHED:COMPLETED: nothing in the evidence says it failed (a "

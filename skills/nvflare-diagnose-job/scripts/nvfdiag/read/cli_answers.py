@@ -1,0 +1,92 @@
+"""What the nvflare job CLI's own structured answers state about a job: its status and the sites whose logs it
+says are absent. Pure.
+
+Usage: `command_of_error(code)` -> the envelope kind an error code belongs to; `absent_log(envelope, command)` ->
+(site, reason) of a `LOG_NOT_FOUND` answer; `stated_status(data)` -> the job status a wait, monitor or meta answer
+carries; `listed_statuses(data)` -> {job id: status} of a `job list` answer.
+
+NVFLARE 2.9's job CLI (nvflare/tool/job/job_cli.py, cli_errors.py, private/fed/server/job_cmds.py) says a site's logs
+are absent in these answers only:
+- `job logs <id> --site <client>`: error envelope `LOG_NOT_FOUND`, message `Job logs are not available for site
+  '<site>'.`, the server's reason after ` — ` (`client log stream not available for this job`);
+- `job logs <id> --site all|server`: ok envelope, `data.unavailable` {site: reason} and `data.sites[site]`
+  {"available": false, "reason"} (`client log stream not available ...`, `server log not available for this job`);
+- `job download`: ok envelope, `data.missing_artifacts` holding `client_logs` when no site log came with the result.
+The job status is in `data.status` (job meta, and the ok answer of job wait / monitor), in `data.status` and
+`data.job_meta.status` of the error answers `JOB_FINISHED_EXCEPTION`, `JOB_FAILED`, `JOB_ABORTED`, `JOB_ABANDONED`
+of job wait / monitor, and per job in the list `job list` answers (`job_id`, `status`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .sites import nvflare_job_status, valid_job_id, valid_site
+
+# error codes only one command gives, and that command's envelope kind
+ERROR_COMMANDS = {
+    "LOG_NOT_FOUND": "job_logs",
+    "JOB_FINISHED_EXCEPTION": "job_wait",
+    "JOB_FAILED": "job_wait",
+    "JOB_ABORTED": "job_wait",
+    "JOB_ABANDONED": "job_wait",
+}
+LOG_ABSENT_CODE = "LOG_NOT_FOUND"
+_NOT_AVAILABLE = re.compile(r"^Job logs are not available for site '([^'\s]{1,64})'\.(?: \u2014 (.{0,300}))?$", re.S)
+MAX_LISTED = 1000
+
+
+def command_of_error(code: object) -> str | None:
+    return ERROR_COMMANDS.get(code) if isinstance(code, str) else None
+
+
+def absent_log(envelope: dict, command: list[str] | None = None) -> tuple[str, str] | None:
+    """(site, reason) of a `job logs --site <site>` answer that the site's logs are not available, else None. The
+    site is the one the command asked for when the command is known, else the one the message names; the reason
+    is the server's detail after the message ('' when it gave none)."""
+    if envelope.get("error_code") != LOG_ABSENT_CODE or not isinstance(envelope.get("message"), str):
+        return None
+    found = _NOT_AVAILABLE.match(envelope["message"].strip())
+    asked = _site_option(command or [])
+    site = asked or (found.group(1) if found else None)
+    if not valid_site(site):
+        return None
+    reason = found.group(2) if found and found.group(2) and (asked is None or asked == found.group(1)) else ""
+    return site, reason.strip()
+
+
+def _site_option(command: list[str]) -> str | None:
+    for index, word in enumerate(command):
+        if word == "--site" and index + 1 < len(command):
+            return command[index + 1]
+        if word.startswith("--site="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def stated_status(data: object) -> str | None:
+    """The job status an answer's data states: `status`, else `job_meta.status` (NVFLARE's own spelling only)."""
+    if not isinstance(data, dict):
+        return None
+    meta = data.get("job_meta") if isinstance(data.get("job_meta"), dict) else {}
+    for value in (data.get("status"), meta.get("status")):
+        if nvflare_job_status(value):
+            return value
+    return None
+
+
+def looks_like_job_list(data: object) -> bool:
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(isinstance(item, dict) and "job_id" in item and "status" in item for item in data[:MAX_LISTED])
+    )
+
+
+def listed_statuses(data: list) -> dict[str, str]:
+    """{job id: status} of the jobs a `job list` answer lists (invalid ids and statuses left out)."""
+    return {
+        item["job_id"]: item["status"]
+        for item in data[:MAX_LISTED]
+        if valid_job_id(item.get("job_id")) and nvflare_job_status(item.get("status"))
+    }
