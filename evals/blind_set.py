@@ -38,8 +38,9 @@ MAX_WRONG_HIGH = 0
 # high confidence, the same on the code before and after that session's first rule changes; its three misses were
 # then read and answered by general rules (h15dfx), after which it is 17 of 17 and no longer a blind figure.
 # sealedrun3 (built 2026-12-07, session 16) was scored once by the coordinator, who had not read it: 16 of 18 right,
-# 0 wrong at high confidence, mode 18 of 18; the same on the code of the session's start (95e6d25). Its floor is that
-# figure.
+# 0 wrong at high confidence, mode 18 of 18; the same on the code of the session's start (95e6d25). Its two misses (both
+# at low confidence) were then read and answered by general rules (h16dfy), after which it is 18 of 18 and no longer a
+# blind figure.
 FLOORS = {
     "dev": (15, 0),
     "sealed": (15, 0),
@@ -47,7 +48,7 @@ FLOORS = {
     "sealed3": (15, 0),
     "sealedrun": (17, 0),
     "sealedrun2": (17, 0),
-    "sealedrun3": (16, 0),
+    "sealedrun3": (18, 0),
 }
 
 

@@ -36,8 +36,6 @@ def _first_half():
 
 
 first_half = _first_half()
-JOBS = HERE / "jobs"
-OUT = HERE / "files"
 JOB_PLACEHOLDER = "/home/user/fl-jobs"
 JOB_NAME = "fedavg-numpy"
 
@@ -51,6 +49,15 @@ class Run:
     keep: tuple[str, ...] = ("stdout.txt",)
     timeout: float = 180.0
     expect: str = "fail"
+    simulator: bool = False  # the case folder is a job folder run with `nvflare simulator`, not a job.py
+
+
+@dataclass(frozen=True)
+class Half:
+    """A blind half's folder (its `jobs/` in, its `files/` out) and its cases."""
+
+    folder: Path
+    cases: dict[str, Run]
 
 
 CASES = {
@@ -73,36 +80,48 @@ CASES = {
 }
 
 
-def build(name: str, scale: float) -> str | None:
+def _argv(run: Run, job: Path, sim_root: Path) -> list[str]:
+    if run.simulator:
+        nvflare = str(Path(sys.executable).parent / "nvflare")
+        return [nvflare, "simulator", str(job), "-w", str(sim_root / JOB_NAME), "-n", "2", "-t", "2", *run.args]
+    return [sys.executable, "job.py", "--name", JOB_NAME, "--workspace", str(sim_root), *run.args]
+
+
+def build(half: Half, name: str, scale: float) -> str | None:
     """Run one case and swap its evidence folder in; an error message when the run did not end as expected."""
-    run = CASES[name]
-    with tempfile.TemporaryDirectory(prefix="nvf-sealedrun2-") as tmp_name:
+    run = half.cases[name]
+    with tempfile.TemporaryDirectory(prefix=f"nvf-{half.folder.name}-") as tmp_name:
         tmp = Path(tmp_name)
         job, sim_root, home = tmp / "jobs" / JOB_NAME, tmp / "sim", tmp / "home"
-        shutil.copytree(JOBS / name, job, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        if not (job / "job.py").exists():
-            shutil.copy(JOBS / "common_job.py", job / "job.py")
+        shutil.copytree(half.folder / "jobs" / name, job, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        if not run.simulator and not (job / "job.py").exists():
+            shutil.copy(half.folder / "jobs" / "common_job.py", job / "job.py")
         home.mkdir()
-        argv = [sys.executable, "job.py", "--name", JOB_NAME, "--workspace", str(sim_root), *run.args]
         print(f"[{name}] running ...", file=sys.stderr)
         env = child_env(str(sim_root), str(home))
-        code, output = first_half.run_bounded(argv, job, env, run.timeout * scale, tmp)
+        code, output = first_half.run_bounded(_argv(run, job, sim_root), job, env, run.timeout * scale, tmp)
         ended = "timeout" if code is None else ("success" if code == 0 else "fail")
         if run.expect != ended:
             return f"{name}: expected {run.expect}, the run ended in {ended} (exit code {code})"
         pairs = [(str(tmp / "jobs"), JOB_PLACEHOLDER), *placeholders(str(sim_root), str(home))]
-        write_case(OUT, name, lambda staging: first_half._write(staging, output, sim_root / JOB_NAME, run.keep, pairs))
+        keep = run.keep
+        write_case(
+            half.folder / "files",
+            name,
+            lambda staging: first_half._write(staging, output, sim_root / JOB_NAME, keep, pairs),
+        )
     print(f"[{name}] {ended} (exit code {code})", file=sys.stderr)
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--case", action="append", choices=sorted(CASES), help="case to rebuild (repeatable)")
+def main(argv: list[str] | None = None, half: Half | None = None, description: str = __doc__) -> int:
+    half = half or Half(HERE, CASES)
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    parser.add_argument("--case", action="append", choices=sorted(half.cases), help="case to rebuild (repeatable)")
     parser.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every budget (a busy machine)")
     args = parser.parse_args(argv)
-    OUT.mkdir(exist_ok=True)
-    errors = [msg for name in args.case or CASES if (msg := build(name, args.timeout_scale))]
+    (half.folder / "files").mkdir(exist_ok=True)
+    errors = [msg for name in args.case or half.cases if (msg := build(half, name, args.timeout_scale))]
     for msg in errors:
         print(f"error: {msg}", file=sys.stderr)
     return 1 if errors else 0
