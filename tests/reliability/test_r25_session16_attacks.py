@@ -1,0 +1,80 @@
+"""Attacks on session 16's drawn budget fields (issue 33, h16st): when one run cannot show which option moves a
+budget field, the baseline's arguments run once more (`moves.moving_options`' `again`), and a budget field that
+second run asks for differently is drawn: credited to no option, unresolved, refused.
+
+The promise under attack: a budget the job draws at random is never admitted with the value one dry run drew,
+whether or not the job has options to perturb, and whatever the draw reads. The job's own module draws (the static
+reading does not follow it), so only running shows the draw.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from autofl_core.importer import api, dryrun
+
+needs_sandbox = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
+JOB = """import argparse
+
+from nvflare.app_common.np.recipes import NumpyFedAvgRecipe
+from nvflare.recipe import SimEnv
+
+from plans import plan_for
+
+{clients}
+recipe = NumpyFedAvgRecipe(name="k", model=[0.0], min_clients=n, num_rounds=plan_for(n), train_script="client.py")
+recipe.execute(SimEnv(num_clients=n))
+"""
+OPTIONS = """parser = argparse.ArgumentParser()
+parser.add_argument("--n_clients", type=int, default=2)
+n = parser.parse_args().n_clients"""
+NO_OPTIONS = "n = 2"
+
+
+def _import(tmp_path: Path, plans: str, clients: str) -> dict:
+    """The config of a dry-run import of JOB whose own module `plans.py` is `plans`."""
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "client.py").write_text("print('trains')\n", encoding="utf-8")
+    (folder / "plans.py").write_text(plans, encoding="utf-8")
+    (folder / "job.py").write_text(JOB.format(clients=clients), encoding="utf-8")
+    config = api.import_job(folder / "job.py", dry_run=True)
+    assert config["import"]["dry_run"]["status"] == "recorded", config["import"]["dry_run"]
+    return config
+
+
+def _assert_refused(config: dict) -> None:
+    rounds = config["fixed_budget"]["num_rounds"]
+    assert rounds["value"] is None, rounds
+    assert rounds.get("depends_on", []) == [], "a drawn field is credited to an option"
+    assert any("fixed_budget.num_rounds" in e["message"] for e in config["admission_errors"])
+
+
+# --- 1. a job with no option to perturb: no perturbed run, so (on 4a015a0) no second run either ----------------------
+
+RANDOM_PLAN = "import random\n\n\ndef plan_for(n):\n    return n + random.randint(1, 10**9)\n"
+
+
+@needs_sandbox
+def test_a_drawn_budget_of_a_job_without_options_is_not_admitted(tmp_path: Path, private_cache):
+    """On 4a015a0 a job with no option admitted its drawn rounds (confidence medium): the run made again to find a
+    draw was made only beside the single-option runs, and a job without options makes none."""
+    _assert_refused(_import(tmp_path, RANDOM_PLAN, NO_OPTIONS))
+
+
+# --- 2. a draw every run one boot forks repeats: the boot's interpreter state is copied into each run ---------------
+
+FORK_SHARED = {  # the same in every child one process forks, another number in the trial's own interpreter
+    "the hash of a string": "def plan_for(n):\n    return n + hash('autofl') % 1000 + 1\n",
+    "an object's address": "def plan_for(n):\n    return n + id(object()) % 1000 + 1\n",
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("clients", [OPTIONS, NO_OPTIONS], ids=["options", "no options"])
+@pytest.mark.parametrize("case", list(FORK_SHARED))
+def test_a_draw_every_forked_run_repeats_is_not_admitted(tmp_path: Path, private_cache, case, clients):
+    """On 4a015a0 admitted, pinned and credited to --n_clients: every run is a child forked from one boot, which
+    shares its hash secret and heap layout, so the run made again draws the same."""
+    _assert_refused(_import(tmp_path, FORK_SHARED[case], clients))
