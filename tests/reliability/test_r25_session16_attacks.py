@@ -63,7 +63,21 @@ def test_a_drawn_budget_of_a_job_without_options_is_not_admitted(tmp_path: Path,
     _assert_refused(_import(tmp_path, RANDOM_PLAN, NO_OPTIONS))
 
 
-# --- 2. a draw every run one boot forks repeats: the boot's interpreter state is copied into each run ---------------
+# --- 2. a draw only the baseline's arguments make: the all-perturbed run takes another path ------------------------
+
+# at its default the job draws; any other client count gives its rounds, so the all-perturbed run shows
+# --n_clients's probe as the rounds and (on 4a015a0) no run was made again
+PATH_PLAN = "import random\n\n\ndef plan_for(n):\n    return random.randint(100, 10**9) if n == 2 else n\n"
+
+
+@needs_sandbox
+def test_a_draw_the_all_perturbed_run_does_not_make_is_not_admitted(tmp_path: Path, private_cache):
+    """On 4a015a0 admitted (its drawn rounds, pinned and credited to --n_clients): the rounds took --n_clients's
+    perturbed value, so no field was unexplained and the baseline's arguments were never run again."""
+    _assert_refused(_import(tmp_path, PATH_PLAN, OPTIONS))
+
+
+# --- 3. a draw every run one boot forks repeats: the boot's interpreter state is copied into each run ---------------
 
 FORK_SHARED = {  # the same in every child one process forks, another number in the trial's own interpreter
     "the hash of a string": "def plan_for(n):\n    return n + hash('autofl') % 1000 + 1\n",

@@ -116,23 +116,24 @@ def moving_options(
     again: Callable[[], DryRunRecord | None] | None = None,
 ) -> dict[str, list[str]]:
     """`{field or "objective": [options that move it]}`; `run_many` runs a batch of argument lists. `reached`, when
-    given, gets the options the all-perturbed run shows reaching what NVFLARE builds (`reaching`). When no second
-    run shows a draw (no option to perturb) or the single runs are needed, `again` runs the baseline's arguments
-    once more: a budget field that run moves is drawn at random, listed under DRAWN and attributed to no option."""
+    given, gets the options the all-perturbed run shows reaching what NVFLARE builds (`reaching`). `again` runs the
+    baseline's arguments once more: a budget field that run moves is drawn at random, listed under DRAWN and
+    attributed to no option (a perturbed run takes other paths: it cannot show a draw the baseline's make)."""
     before = signature(baseline)
+    moved: dict[str, list[str]] = _drawn(before, again)
+    drawn = moved.get(DRAWN, [])
     extra = _perturbations(baseline, {before[field] for field in FIELDS if before[field] is not None})
-    if not extra:  # the run made again is the only second run
-        return _drawn(before, again)
+    if not extra:
+        return moved
     after_record = run_many([base_args + [t for tokens in extra.values() for t in tokens]])[0]
     if reached is not None:
         reached.extend(reaching(baseline, after_record, extra))
-    moved: dict[str, list[str]] = {}
     unknown: set[str] = set()
     if not _recorded(after_record):
         unknown = {"*"}
     else:
         after = signature(after_record)
-        for field in differs(before, after):
+        for field in [f for f in differs(before, after) if f not in drawn]:
             value = after.get(field)
             given = [name for name, tokens in extra.items() if len(tokens) == 2 and tokens[1] == str(value)]
             if given and field != "objective":
@@ -140,8 +141,6 @@ def moving_options(
             else:
                 unknown.add(field)
     if unknown:
-        moved.update(_drawn(before, again))
-        drawn = moved.get(DRAWN, [])
         singles = list(extra.items())[:MAX_SINGLE_RUNS]
         for name in list(extra)[MAX_SINGLE_RUNS:]:  # never run alone: not shown harmless, so kept fixed
             moved.setdefault("objective", []).append(name)
