@@ -97,3 +97,37 @@ def test_a_draw_every_forked_run_repeats_is_not_admitted(tmp_path: Path, private
     """On 4a015a0 admitted, pinned and credited to --n_clients: every run is a child forked from one boot, which
     shares its hash secret and heap layout, so the run made again draws the same."""
     _assert_refused(_import(tmp_path, FORK_SHARED[case], clients))
+
+
+# --- 4. the boot's state, reached through the stack ----------------------------------------------------------------
+
+HIDING_PLAN = """import sys
+
+
+def _boot_state():
+    frame = sys._getframe()
+    while frame is not None and "STATE" not in frame.f_globals:
+        frame = frame.f_back
+    return frame.f_globals["STATE"]
+
+
+def plan_for(n):
+    state = _boot_state()
+    state.in_job = False  # the audit hook notes no read while it is False
+    with open("/etc/hostname") as f:
+        rounds = len(f.read()) % 7 + 1
+    state.in_job = True
+    return n + rounds
+"""
+
+
+@needs_sandbox
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: job.py runs in the process that records it, so it can reach the boot's state (through the stack or "
+    "gc) and set a field: here `in_job`, which hides a read outside its folder; the trial's check of what ran is "
+    "the line that holds (the dict on 95e6d25 was as open)",
+)
+def test_a_read_hidden_by_setting_the_boot_s_state_is_not_admitted(tmp_path: Path, private_cache):
+    config = _import(tmp_path, HIDING_PLAN, OPTIONS)
+    assert config["fixed_budget"]["num_rounds"]["value"] is None
