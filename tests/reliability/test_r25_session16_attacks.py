@@ -63,6 +63,20 @@ def test_a_drawn_budget_of_a_job_without_options_is_not_admitted(tmp_path: Path,
     _assert_refused(_import(tmp_path, RANDOM_PLAN, NO_OPTIONS))
 
 
+@needs_sandbox
+def test_a_job_without_options_that_draws_nothing_is_admitted_and_read_from_the_cache(
+    tmp_path: Path, private_cache, monkeypatch
+):
+    """The run made again costs a cold import one forked run; its record is kept, so a second import starts no boot."""
+    config = _import(tmp_path, "def plan_for(n):\n    return n + 3\n", NO_OPTIONS)
+    assert config["admission_errors"] == [] and config["fixed_budget"]["num_rounds"]["value"] == 5
+    started = []
+    monkeypatch.setattr(dryrun.Session, "start", lambda self: started.append(self) or False)
+    monkeypatch.setattr(dryrun, "_MEMO", {})  # a fresh process: only the cache folder holds the records
+    again = api.import_job(tmp_path / "job" / "job.py", dry_run=True)
+    assert started == [] and again["fixed_budget"] == config["fixed_budget"]
+
+
 # --- 2. a draw only the baseline's arguments make: the all-perturbed run takes another path ------------------------
 
 # at its default the job draws; any other client count gives its rounds, so the all-perturbed run shows
