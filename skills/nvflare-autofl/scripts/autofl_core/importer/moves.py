@@ -116,23 +116,24 @@ def moving_options(
     again: Callable[[], DryRunRecord | None] | None = None,
 ) -> dict[str, list[str]]:
     """`{field or "objective": [options that move it]}`; `run_many` runs a batch of argument lists. `reached`, when
-    given, gets the options the all-perturbed run shows reaching what NVFLARE builds (`reaching`). When the single
-    runs are needed, `again` runs the baseline's arguments once more: a budget field that run moves is drawn at
-    random, listed under DRAWN and attributed to no option."""
+    given, gets the options the all-perturbed run shows reaching what NVFLARE builds (`reaching`). `again` runs the
+    baseline's arguments once more: a budget field that run moves is drawn at random, listed under DRAWN and
+    attributed to no option (a perturbed run takes other paths: it cannot show a draw the baseline's make)."""
     before = signature(baseline)
+    moved: dict[str, list[str]] = _drawn(before, again)
+    drawn = moved.get(DRAWN, [])
     extra = _perturbations(baseline, {before[field] for field in FIELDS if before[field] is not None})
     if not extra:
-        return {}
+        return moved
     after_record = run_many([base_args + [t for tokens in extra.values() for t in tokens]])[0]
     if reached is not None:
         reached.extend(reaching(baseline, after_record, extra))
-    moved: dict[str, list[str]] = {}
     unknown: set[str] = set()
     if not _recorded(after_record):
         unknown = {"*"}
     else:
         after = signature(after_record)
-        for field in differs(before, after):
+        for field in [f for f in differs(before, after) if f not in drawn]:
             value = after.get(field)
             given = [name for name, tokens in extra.items() if len(tokens) == 2 and tokens[1] == str(value)]
             if given and field != "objective":
@@ -140,9 +141,6 @@ def moving_options(
             else:
                 unknown.add(field)
     if unknown:
-        rerun = again() if again is not None else None
-        drawn = [f for f in differs(before, signature(rerun)) if f in FIELDS] if _recorded(rerun) else []
-        moved.update({DRAWN: drawn} if drawn else {})
         singles = list(extra.items())[:MAX_SINGLE_RUNS]
         for name in list(extra)[MAX_SINGLE_RUNS:]:  # never run alone: not shown harmless, so kept fixed
             moved.setdefault("objective", []).append(name)
@@ -154,6 +152,14 @@ def moving_options(
                 if name not in moved.get(field, []) and field not in drawn:
                     moved.setdefault(field, []).append(name)
     return moved
+
+
+def _drawn(before: dict, again: Callable[[], DryRunRecord | None] | None) -> dict[str, list[str]]:
+    """`{DRAWN: [budget fields]}` the run `again` makes with the baseline's arguments asks for differently from the
+    baseline's signature `before`; {} when none does (or no such run is made)."""
+    rerun = again() if again is not None else None
+    drawn = [f for f in differs(before, signature(rerun)) if f in FIELDS] if _recorded(rerun) else []
+    return {DRAWN: drawn} if drawn else {}
 
 
 def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...] = ()) -> dict[str, list[str]]:
