@@ -58,7 +58,7 @@ class NamespaceWrites:
                         if runs:
                             self.out.calls.append(MethodCall(held, UNSEEN_RUN, [], {}, node.lineno, self.control))
                 else:
-                    self._changed(held, why, node, [])
+                    self._changed(held, what, node, [], why)
 
     def _unsettled(self, old: Any, node: ast.AST, why: str) -> Val:
         """`old` made unresolved (`why`), still depending on what it was computed from (its options, its draws and

@@ -122,7 +122,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             runs = dunder(attr) or attr not in BOUND or attr in TRAINING_RUNS  # `job.to` sends, it does not run
             self._stale([base], node, f"{source_text(node)} at line {node.lineno}", runs)
         if values.mutator_of(base, attr):  # `update = vars(args).update`: whoever calls it changes the container
-            self._changed(base, in_place(f"{source_text(node)} read at line {node.lineno}"), node, [])
+            self._changed(base, f"{source_text(node)} read at line {node.lineno}", node, [])
         if isinstance(base, (ModuleRef, ClassRef)):
             return ClassRef(attr, f"{base.qualname}.{attr}", dynamic=getattr(base, "dynamic", False))
         if isinstance(base, Obj):
@@ -207,7 +207,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         mutated = isinstance(base, Bag) and method in values.MUTATORS[dict] | values.MUTATORS[list]
         held = base.value if isinstance(base, Val) and base.resolved else None
         if mutated or (isinstance(held, (list, dict, set)) and method in values.MUTATORS.get(type(held), ())):
-            return self._changed(base, in_place(f".{method}() at line {node.lineno}"), node, [*args, *kwargs.values()])
+            return self._changed(base, f".{method}() at line {node.lineno}", node, [*args, *kwargs.values()])
         if isinstance(base, Val):  # `"-".join(...)`, `cfg.get("rounds", 2)`: a dry run reads the real value
             return not_evaluated(node, f".{method}()", [base, *args, *kwargs.values()])
         return unresolved(node, f".{method}() on a run-time value")
@@ -218,11 +218,12 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         self._written_through(base, target)
         if isinstance(base, Bag) or (isinstance(base, Val) and base.resolved and isinstance(base.value, (list, dict))):
             what = "the item set" if value is not None else "the item deleted"
-            self._changed(base, in_place(f"{what} at line {target.lineno}"), target, [key, value])
+            self._changed(base, f"{what} at line {target.lineno}", target, [key, value])
 
-    def _changed(self, old: Any, why: str, node: ast.AST, inputs: list) -> Val:
-        """A container changed in place (`why`: by what, `in_place`): every live reference to it (names, namespaces,
-        objects' arguments, containers holding it) becomes unresolved for that reason; returns that value."""
+    def _changed(self, old: Any, what: str, node: ast.AST, inputs: list, why: str = "") -> Val:
+        """A container changed in place by `what`: every live reference to it (names, namespaces, objects' arguments,
+        containers holding it) becomes unresolved, naming it (or for `why`); returns that value."""
+        why = why or f"{what} changes a container in place, which is not followed statically"
         stale = self.with_control(unresolved(node, why, merge_flags(old, *inputs)))
         held = old.value if isinstance(old, Val) else old
         for frame in self.bindings():
@@ -381,7 +382,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
         """`x += 1`, `cfg["n"] *= 2`, `args.r -= 1`: the target evaluated as an expression (its context is not
         read), then rebound; a Bag (`opts = vars(args); opts |= {...}`) changes in place."""
         if isinstance(stmt.target, ast.Name) and isinstance(held := self.ev(stmt.target), Bag):
-            self._changed(held, in_place(f"the augmented assignment at line {stmt.lineno}"), stmt, [])
+            self._changed(held, f"the augmented assignment at line {stmt.lineno}", stmt, [])
         self.bind(stmt.target, self.ev(ast.BinOp(stmt.target, stmt.op, stmt.value, lineno=stmt.lineno, col_offset=0)))
 
     def bind(self, target: ast.AST, value: Any) -> None:
@@ -414,7 +415,7 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
             elif isinstance(base, ap.Parser):  # `action.default = 9` (add_argument gives the parser)
                 self._stale([base], target, f"the attribute set at line {target.lineno}")
             elif isinstance(base, FuncRef):  # `f.__defaults__ = (9,)`: what the function returns is not known
-                self._changed(base, in_place(f"the attribute set at line {target.lineno}"), target, [value])
+                self._changed(base, f"the attribute set at line {target.lineno}", target, [value])
 
     def _st_If(self, stmt: ast.If) -> None:
         test = self.ev(stmt.test)
@@ -482,11 +483,6 @@ class Walker(NamespaceWrites, UncertainPaths, ExpressionEvaluator):
 REFLECTION = ("exec", "eval", "globals", "locals")
 PER_SITE = "set_per_site_config"  # the recipe's per-site config is kept on its Obj, for `recipe_raises`
 BOUND = {"to", "to_server", "to_clients", PER_SITE, *RECIPE_RUNS, *FEDJOB_RUNS}  # read, not called
-
-
-def in_place(what: str) -> str:
-    """The reason a container `what` changes in place is unresolved (`Walker._changed`)."""
-    return f"{what} changes a container in place, which is not followed statically"
 
 
 def _opened(base: Any, attr: str) -> bool:

@@ -401,7 +401,9 @@ def analyse(
     suspicious, flagged = scan_suspicious(lines, index)
     scanned = scan_signals(lines, catalog, flagged, index)
     blocks = find_tracebacks(lines, flagged, index)
-    status, job_id, user_job_id = _job_identity(evidence, job_id, job_status)
+    status, job_id, user_job_id = sites.job_identity(
+        job_id, job_status, evidence.job_id, evidence.job_status, evidence.listed_status
+    )
     own = job_own_calls(blocks, lines)
     own_lines = frozenset(i for b in own for i in [*range(b.start, b.end + 1), *b.detail])
     detected, reason = decide_mode(
@@ -443,21 +445,6 @@ def analyse(
     _missing_tracebacks(an, hits)
     an.confidence = _confidence(an)
     return an
-
-
-def _job_identity(
-    evidence: Evidence, job_id: str | None, job_status: str | None
-) -> tuple[str | None, str | None, bool]:
-    """The job status and id to report (the user's when valid, else the evidence's; a status also from the job's
-    row of a `job list` answer) and whether the user's id is valid (it decides the mode)."""
-    status = job_status if sites.valid_job_status(job_status) else None
-    status = status or (evidence.job_status if sites.valid_job_status(evidence.job_status) else None)
-    user_job_id = sites.valid_job_id(job_id)
-    if not user_job_id:
-        job_id = evidence.job_id if sites.valid_job_id(evidence.job_id) else None
-    listed = evidence.listed_status.get(job_id) if job_id else None
-    status = status or (listed if sites.valid_job_status(listed) else None)
-    return status, job_id, user_job_id
 
 
 def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, own, status, index) -> tuple:

@@ -1,6 +1,7 @@
 """Site names and identifiers: validation, which site labels are the server, and the sites and workspaces a line names.
 
 Usage: `valid_site(name)`, `valid_job_id(value)`, `valid_kit_id(value)`, `valid_job_status(value)`, `is_server(site)`;
+`job_identity(...)` -> the job status and id a report names;
 `site_in_text(text)` -> the site a line of stdout names (a SimEnv path, `Result from site-3 is bad`, `peer=site-3`);
 `logs_dir_named(text)` / `workspace_named(text)` -> the SimEnv job workspace a line names. Pure. The one place for
 these identifier rules (CLI options, readers, --collect and the report all use them); only names and paths that pass
@@ -90,3 +91,16 @@ def workspace_named(text: str) -> str | None:
         return named
     match = _WORKSPACE_PATH.search(text[:MAX_TEXT])
     return match.group(1) if match and safe_path(match.group(1)) else None
+
+
+def job_identity(
+    user_id: str | None, user_status: str | None, found_id: str | None, found_status: str | None, listed: dict
+) -> tuple[str | None, str | None, bool]:
+    """The job status and id to report (the user's when valid, else the evidence's; a status also from the job's
+    row of a `job list` answer, `listed`: id -> status) and whether the user's id is valid (it decides the mode)."""
+    status = user_status if valid_job_status(user_status) else None
+    status = status or (found_status if valid_job_status(found_status) else None)
+    user_given = valid_job_id(user_id)
+    job_id = user_id if user_given else (found_id if valid_job_id(found_id) else None)
+    listed_status = listed.get(job_id) if job_id else None
+    return status or (listed_status if valid_job_status(listed_status) else None), job_id, user_given
