@@ -2,7 +2,7 @@
 (`inputs.Input` on `api.Reading`), never by the words of a refusal (pure: hand-written records, no NVFLARE run)."""
 
 import pytest
-from autofl_core.importer import api, recorded
+from autofl_core.importer import api, moves, recorded
 
 FEDAVG = "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
 HEAD = """import argparse
@@ -47,7 +47,7 @@ def folded(rounds: str, record: recorded.DryRunRecord | None = None, exists=None
     options = {"exists": exists} if exists else {}
     source = HEAD + rounds + RUN
     static = api.import_source(source, **options)
-    moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"]}
+    moved = moves.Moved({"num_clients": ["--n_clients"], "min_clients": ["--n_clients"]})
     trust = {"train_script": "client.py", "allowed_edit_paths": ["client.py"]}
     out = api.fold_run(api.read_source(source, **options), record or ran(), moved, lambda _s: trust)
     return static, out

@@ -142,7 +142,7 @@ def test_the_perturbation_moves_every_option_to_a_distinct_value():
         seen.extend(batch)
         return [record(parsers=[{"actions": ACTIONS}]) for _ in batch]  # nothing moves
 
-    assert moves.moving_options(baseline, ["--x"], run_many) == {}
+    assert moves.moving_options(baseline, ["--x"], run_many) == moves.Moved()
     assert len(seen) == 1  # one run settles it when nothing moves
     args = seen[0]
     assert args[0] == "--x" and "--ids" not in args  # lists are not perturbed
@@ -162,8 +162,8 @@ def test_a_value_that_lands_in_the_budget_names_its_option_and_a_computed_one_is
         return out
 
     moved = moves.moving_options(baseline, [], run_many)
-    assert moved["num_clients"] == ["--n_clients"]
-    assert moved["objective"] == ["--fast"]  # it changes the class that runs: found by the single runs
+    assert moved.by["num_clients"] == ["--n_clients"]
+    assert moved.by["objective"] == ["--fast"]  # it changes the class that runs: found by the single runs
 
 
 def test_run_args_the_perturbation_tried_need_no_run():
@@ -218,7 +218,7 @@ def test_a_recorded_training_run_is_the_source_of_a_config_the_reading_admits():
     config = api.import_source(source)
     assert config["admission_errors"] == [] and config["fixed_budget"]["num_rounds"]["value"] == 2
     ran = record(recipe=[FEDAVG], recipe_attrs={"key_metric": "loss", "key_metric_mode": "min"})
-    out = api.fold_run(api.read_source(source), ran, {}, lambda _script: config["trust"])
+    out = api.fold_run(api.read_source(source), ran, moves.Moved(), lambda _script: config["trust"])
     assert out["admission_errors"] == []
     rounds = out["fixed_budget"]["num_rounds"]
     assert (rounds["value"], rounds["source"]) == (5, "dry run: the exported job's num_rounds")
@@ -296,7 +296,9 @@ def test_a_malformed_or_partial_record_is_a_record_whose_status_says_so(raw, wha
     assert summary == {"status": "malformed", "stubbed": [], "reason": parsed.reason}
     from autofl_core.importer import api
 
-    out = api.fold_run(api.read_source(HELPER_JOB), parsed, {}, lambda _s: {})  # nothing reads a missing key later
+    out = api.fold_run(
+        api.read_source(HELPER_JOB), parsed, moves.Moved(), lambda _s: {}
+    )  # nothing reads a missing key later
     assert out["import"]["dry_run"]["status"] == "malformed"
     assert dryrun_config.changes(record(), parsed) == ["job.py no longer reaches NVFLARE with them (malformed)"]
 
@@ -403,7 +405,7 @@ def test_a_recorded_job_the_reading_cannot_follow_at_all_is_admitted_with_its_bu
     static = api.import_source(HELPER_JOB)
     assert static["admission_errors"], "precondition: the reading refuses a recipe run in a comprehension"
     assert static["argparse"]["flags"], "precondition: it does see the options"
-    moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"], "num_rounds": ["--rounds"]}
+    moved = moves.Moved({"num_clients": ["--n_clients"], "min_clients": ["--n_clients"], "num_rounds": ["--rounds"]})
     out = api.fold_run(api.read_source(HELPER_JOB), helper_record(), moved, trust_of)
     assert out["admission_errors"] == []
     assert {k: (v["value"], v["depends_on"]) for k, v in out["fixed_budget"].items() if k in budget.FIELDS} == {
@@ -418,7 +420,7 @@ def test_a_recorded_job_the_reading_cannot_follow_at_all_is_admitted_with_its_bu
 def test_a_recorded_budget_an_environment_variable_moves_is_refused_naming_it():
     from autofl_core.importer import api
 
-    moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"]}
+    moved = moves.Moved({"num_clients": ["--n_clients"], "min_clients": ["--n_clients"]})
     env_moved = {"num_rounds": ["ROUNDS"]}
     out = api.fold_run(
         api.read_source(HELPER_JOB),
@@ -440,7 +442,7 @@ def test_a_recorded_max_is_nvflare_s_implicit_default_unless_the_reading_saw_it_
     ran = helper_record(
         recipe_attrs={"num_rounds": 4, "min_clients": 2, "key_metric": "loss", "key_metric_mode": "max"}
     )
-    moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"], "num_rounds": ["--rounds"]}
+    moved = moves.Moved({"num_clients": ["--n_clients"], "min_clients": ["--n_clients"], "num_rounds": ["--rounds"]})
     out = api.fold_run(api.read_source(HELPER_JOB), ran, moved, trust_of)
     assert out["objective"]["mode_contract_source"] == "core_default"
     assert [e["code"] for e in out["admission_errors"]] == ["AUTOFL_METRIC_DIRECTION_CONFLICT"]
@@ -451,7 +453,7 @@ def test_a_recorded_max_is_nvflare_s_implicit_default_unless_the_reading_saw_it_
     )
     readable = api.import_source(written)
     assert readable["admission_errors"] == [], "precondition: an explicit max the reading sees is no conflict"
-    out = api.fold_run(api.read_source(written), ran, {}, trust_of)
+    out = api.fold_run(api.read_source(written), ran, moves.Moved(), trust_of)
     assert out["admission_errors"] == [] and out["objective"]["mode"] == "max"
 
 
@@ -495,7 +497,7 @@ def test_an_option_that_makes_job_py_only_export_is_kept_fixed():
     def run_many(batch):
         return [record(entry="export_job" if "--fast" in args else "simulator_run") for args in batch]
 
-    assert moves.moving_options(baseline, [], run_many)["objective"] == ["--fast"]
+    assert moves.moving_options(baseline, [], run_many).by["objective"] == ["--fast"]
     assert "entry simulator_run -> export_job" in dryrun_config.changes(baseline, record(entry="export_job"))
 
 
@@ -511,13 +513,13 @@ def test_options_past_the_single_runs_are_kept_fixed_when_the_all_perturbed_run_
         return [recorded.parse(raised) if len(batch) == 1 and len(args) > 2 else record() for args in batch]
 
     moved = moves.moving_options(baseline, [], run_many)
-    assert moved["objective"] == [f"--o{moves.MAX_SINGLE_RUNS}", f"--o{moves.MAX_SINGLE_RUNS + 1}"]
+    assert moved.by["objective"] == [f"--o{moves.MAX_SINGLE_RUNS}", f"--o{moves.MAX_SINGLE_RUNS + 1}"]
     assert len(seen) == 1 + moves.MAX_SINGLE_RUNS
 
 
 def test_an_option_that_moves_a_field_and_the_objective_is_named_once_in_its_depends_on():
     config = {"fixed_budget": {"num_rounds": {"value": 3, "confidence": "high", "depends_on": ["--num_rounds"]}}}
-    dryrun_config.pinned_too(config, {"num_rounds": ["--mode"], "objective": ["--mode", "--metric"]})
+    dryrun_config.pinned_too(config, moves.Moved({"num_rounds": ["--mode"], "objective": ["--mode", "--metric"]}))
     entry = config["fixed_budget"]["num_rounds"]
     assert entry["depends_on"] == ["--num_rounds", "--mode", "--metric"]
     assert entry["confidence"] == "pinned"

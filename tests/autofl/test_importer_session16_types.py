@@ -124,18 +124,18 @@ def test_a_budget_field_a_run_with_the_same_arguments_moves_is_drawn_and_moved_b
         return [_run(next(draws), 2 * n + 1) for n in counts]
 
     moved = moves.moving_options(baseline, [], run_many, again=lambda: _run(next(draws)))
-    assert moved == {moves.DRAWN: ["num_clients"], "num_rounds": ["--n_clients"]}
+    assert moved == moves.Moved({"num_rounds": ["--n_clients"]}, drawn=("num_clients",))
     moved = moves.moving_options(baseline, [], run_many)  # no run made again: every option moves the draw
-    assert set(moved["num_clients"]) > {"--n_clients"}
+    assert set(moved.by["num_clients"]) > {"--n_clients"}
 
 
 def test_a_drawn_budget_field_is_unresolved_saying_why():
     run = _run(4)
-    budget = dryrun_config._recorded_budget({}, run, recorded.ran(run), {moves.DRAWN: ["num_clients"]}, {})
+    budget = dryrun_config._recorded_budget({}, run, recorded.ran(run), moves.Moved(drawn=("num_clients",)), {})
     assert budget["num_clients"]["value"] is None and budget["num_clients"]["confidence"] == "unresolved"
     assert "twice with the same arguments asks NVFLARE for another num_clients" in budget["num_clients"]["reason"]
     assert budget["num_rounds"]["value"] == 5
     both = dryrun_config._recorded_budget(
-        {}, run, recorded.ran(run), {moves.DRAWN: ["num_clients"]}, {"num_clients": ["SEED"]}
+        {}, run, recorded.ran(run), moves.Moved(drawn=("num_clients",)), {"num_clients": ["SEED"]}
     )
     assert both["num_clients"]["reason"] == budget["num_clients"]["reason"]  # the draw, whatever the environment

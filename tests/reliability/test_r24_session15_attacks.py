@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from autofl_core.importer import api, dryrun, recorded
+from autofl_core.importer import api, dryrun, moves, recorded
 
 needs_sandbox = pytest.mark.skipif(not dryrun.available(), reason="this host cannot seal a dry run (no namespaces)")
 FEDAVG = "nvflare.app_common.np.recipes.fedavg.NumpyFedAvgRecipe"
@@ -51,7 +51,7 @@ def _record(files_read: tuple[str, ...] = ()) -> recorded.DryRunRecord:
 def _folded(rounds: str, files_read: tuple[str, ...] = ()) -> tuple[dict, dict]:
     """(the static config, the config with the record folded) of a job whose rounds are `rounds` (job.py lines)."""
     source = HEAD + rounds + RUN
-    moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"]}
+    moved = moves.Moved({"num_clients": ["--n_clients"], "min_clients": ["--n_clients"]})
     trust = {"train_script": "client.py", "allowed_edit_paths": ["client.py"]}
     reading = api.read_source(source)
     return api.import_source(source), api.fold_run(reading, _record(files_read), moved, lambda _s: trust)
@@ -157,7 +157,7 @@ def _objective_folded(case: str) -> tuple[dict, dict]:
     before, arguments = OBJECTIVES.get(case, ("metric = plan_for(1)\n", "key_metric=metric"))
     source = HEAD + "rounds = 4\n" + before + RUN.replace('key_metric="auc"', arguments)
     trust = {"train_script": "client.py", "allowed_edit_paths": ["client.py"]}
-    moved = {"num_clients": ["--n_clients"], "min_clients": ["--n_clients"]}
+    moved = moves.Moved({"num_clients": ["--n_clients"], "min_clients": ["--n_clients"]})
     return api.import_source(source), api.fold_run(api.read_source(source), _record(), moved, lambda _s: trust)
 
 

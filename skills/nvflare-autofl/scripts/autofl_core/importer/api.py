@@ -21,7 +21,7 @@ import os
 import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import argparse_flow as ap
 from . import data_shaping, display, real_parser, recipes
@@ -54,6 +54,9 @@ from .surface import Surface, analyze, job_section, simulator_workspace
 from .trust import module_files, outside_job, safe_relative, train_script_of, trust_section
 from .values import UNRESOLVED, describe, to_jsonable
 from .walker import Walker
+
+if TYPE_CHECKING:
+    from .moves import Moved
 
 IMPORTER_VERSION = "1.0"
 
@@ -432,7 +435,7 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
         family = reading.facts["job"].get("family")
         fallback = fallbacks.refusal(record, workspace.read_file) or dryrun_config.other_version_refusal(record, family)
     recorded_run = record is not None and record.status == "recorded" and fallback is None
-    moved, env_moved = {}, {}
+    moved, env_moved = moves.Moved(), {}
     if recorded_run:
         keep = dryrun.PERTURBED_STORED
         runs = functools.partial(session.run_many, keep=keep)
@@ -459,7 +462,7 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
 def fold_run(
     reading: Reading,
     record: Any,
-    moved: dict,
+    moved: Moved,
     trust_for: Callable[[str | None], dict],
     env_moved: dict | None = None,
     fallback: str | None = None,

@@ -30,6 +30,7 @@ from .admission import JUDGED_ON_THE_RECORD, READ_BY_RUNNING, SETTLED_BY_RUNNING
 from .argparse_flow import first_by_dest
 from .budget import FIELDS
 from .inputs import NO_INPUTS, Input, kinds
+from .moves import Moved
 from .objective import DEFAULT_KEY_METRIC
 from .recorded import DryRunRecord, Ran
 from .surface import FAMILY_LABELS
@@ -105,19 +106,14 @@ def _variables(names: list[str]) -> str:
     return f"variable{'s' if len(names) > 1 else ''} {', '.join(names)}"
 
 
-def _movers(moved: dict, field: str) -> list[str]:
-    """The options a run showed to move `field` or the objective (which pins every field), each once."""
-    return list(dict.fromkeys([*moved.get(field, []), *moved.get("objective", [])]))
-
-
-def pinned_too(config: dict, moved: dict) -> None:
+def pinned_too(config: dict, moved: Moved) -> None:
     """Add the options a run showed to move a field (or the objective) to that field's `depends_on`."""
     budget = config.get("fixed_budget") or {}
     for field in FIELDS:
         entry = budget.get(field)
         if not entry or entry.get("confidence") == "not_applicable":
             continue
-        found = [name for name in _movers(moved, field) if name not in entry.get("depends_on", [])]
+        found = [name for name in moved.movers(field) if name not in entry.get("depends_on", [])]
         if found:
             entry["depends_on"] = [*entry.get("depends_on", []), *found]
             if entry.get("confidence") == "high" and len(entry["depends_on"]) > 1:
@@ -140,7 +136,7 @@ def _corrections(config: dict, ran: Ran) -> list[str]:
     return found
 
 
-def _recorded_budget(config: dict, record: DryRunRecord, ran: Ran, moved: dict, env_moved: dict) -> dict:
+def _recorded_budget(config: dict, record: DryRunRecord, ran: Ran, moved: Moved, env_moved: dict) -> dict:
     """The budget as the run recorded it; a field the run left without a value keeps the reading's value (unless
     the run showed no value can be pinned, `unpinnable`), and a field an environment variable moves is unresolved
     (one run cannot pin it)."""
@@ -151,7 +147,7 @@ def _recorded_budget(config: dict, record: DryRunRecord, ran: Ran, moved: dict, 
     static = config.get("fixed_budget") or {}
     budget = {}
     for field in FIELDS:
-        movers = list(dict.fromkeys(named.get(name, name) for name in _movers(moved, field)))
+        movers = list(dict.fromkeys(named.get(name, name) for name in moved.movers(field)))
         entry = _budget_entry(ran.budget[field], movers, values)
         read = dict(static.get(field) or {})
         known = read.get("confidence") not in (None, "unresolved") and not ran.budget[field].get("unpinnable")
@@ -159,7 +155,7 @@ def _recorded_budget(config: dict, record: DryRunRecord, ran: Ran, moved: dict, 
             entry = read
             entry["depends_on"] = list(dict.fromkeys([*entry.get("depends_on", []), *movers]))
         names = [*env_moved.get(field, []), *env_moved.get("objective", [])]
-        drawn = field in moved.get(moves.DRAWN, [])
+        drawn = field in moved.drawn
         if (names or drawn) and entry["confidence"] != "not_applicable":
             entry = {**entry, "value": None, "confidence": "unresolved", "flag": None}
             entry["reason"] = (  # a draw moves the field whatever the environment holds
@@ -197,7 +193,7 @@ def _objective(config: dict, ran: Ran) -> None:
         )
 
 
-def fold(config: dict, record: DryRunRecord, ran: Ran, moved: dict, env_moved: dict, trust_for: TrustFor) -> None:
+def fold(config: dict, record: DryRunRecord, ran: Ran, moved: Moved, env_moved: dict, trust_for: TrustFor) -> None:
     """Make a recorded training run the source of a reading's facts (see the module docstring)."""
     found = _corrections(config, ran)  # read before the record replaces the reading
     _recorded_job(config, record, ran)
@@ -299,7 +295,7 @@ def apply(
     config: dict,
     static: dict,
     record: DryRunRecord | None,
-    moved: dict,
+    moved: Moved,
     trust_for: TrustFor,
     env_moved: dict,
     fallback: str | None = None,

@@ -10,6 +10,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from . import recorded, run_reasons
 from .argparse_flow import Flag
@@ -22,8 +23,21 @@ MAX_ENV_RUNS = 5  # runs with the environment changed (each sets what the one be
 Runner = Callable[[list[list[str]]], list[DryRunRecord | None]]
 EnvRunner = Callable[[dict[str, str]], DryRunRecord | None]
 RUN_KEYS = ("entry", "class", "metric", "mode", "workspace", "runs")  # what runs besides the budget: pinned when moved
-DRAWN = "drawn"  # `moving_options`' key: the budget fields two runs with the same arguments asked for differently
 AGAIN_VAR = "AUTOFL_DRY_RUN_AGAIN"  # set for the run made again with the baseline's arguments (a key of its own)
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What the runs showed: the options that move each budget field or the objective (`by`: field or "objective"
+    -> options; the objective's pin every field), and the budget fields two runs with the same arguments asked for
+    differently (`drawn`: at random, moved by no option)."""
+
+    by: dict[str, list[str]] = field(default_factory=dict)
+    drawn: tuple[str, ...] = ()
+
+    def movers(self, name: str) -> list[str]:
+        """The options that move the budget field `name` or the objective, each once."""
+        return list(dict.fromkeys([*self.by.get(name, []), *self.by.get("objective", [])]))
 
 
 def signature(record: DryRunRecord) -> dict:
@@ -114,17 +128,17 @@ def moving_options(
     run_many: Runner,
     reached: list[str] | None = None,
     again: Callable[[], DryRunRecord | None] | None = None,
-) -> dict[str, list[str]]:
-    """`{field or "objective": [options that move it]}`; `run_many` runs a batch of argument lists. `reached`, when
+) -> Moved:
+    """The options that move each field or the objective (`Moved`); `run_many` runs a batch of argument lists. `reached`, when
     given, gets the options the all-perturbed run shows reaching what NVFLARE builds (`reaching`). `again` runs the
-    baseline's arguments once more: a budget field that run moves is drawn at random, listed under DRAWN and
+    baseline's arguments once more: a budget field that run moves is drawn at random (`Moved.drawn`) and
     attributed to no option (a perturbed run takes other paths: it cannot show a draw the baseline's make)."""
     before = signature(baseline)
-    moved: dict[str, list[str]] = _drawn(before, again)
-    drawn = moved.get(DRAWN, [])
+    drawn = _drawn(before, again)
+    moved: dict[str, list[str]] = {}
     extra = _perturbations(baseline, {before[field] for field in FIELDS if before[field] is not None})
     if not extra:
-        return moved
+        return Moved({}, drawn)
     after_record = run_many([base_args + [t for tokens in extra.values() for t in tokens]])[0]
     if reached is not None:
         reached.extend(reaching(baseline, after_record, extra))
@@ -151,15 +165,14 @@ def moving_options(
             for field in differs(before, signature(single)):
                 if name not in moved.get(field, []) and field not in drawn:
                     moved.setdefault(field, []).append(name)
-    return moved
+    return Moved(moved, drawn)
 
 
-def _drawn(before: dict, again: Callable[[], DryRunRecord | None] | None) -> dict[str, list[str]]:
-    """`{DRAWN: [budget fields]}` the run `again` makes with the baseline's arguments asks for differently from the
-    baseline's signature `before`; {} when none does (or no such run is made)."""
+def _drawn(before: dict, again: Callable[[], DryRunRecord | None] | None) -> tuple[str, ...]:
+    """The budget fields the run `again` makes with the baseline's arguments asks for differently from the
+    baseline's signature `before` (none when no such run is made)."""
     rerun = again() if again is not None else None
-    drawn = [f for f in differs(before, signature(rerun)) if f in FIELDS] if _recorded(rerun) else []
-    return {DRAWN: drawn} if drawn else {}
+    return tuple(f for f in differs(before, signature(rerun)) if f in FIELDS) if _recorded(rerun) else ()
 
 
 def moving_env(baseline: DryRunRecord, run_env: EnvRunner, fixed: tuple[str, ...] = ()) -> dict[str, list[str]]:
