@@ -1,6 +1,6 @@
 """The blind set: real NVFLARE failure reports the diagnose rules were not written from (evals/blind/).
 
-Seven halves with the same schema as evals/realworld/cases.json plus `source` (the public report's URL, or the job
+Eight halves with the same schema as evals/realworld/cases.json plus `source` (the public report's URL, or the job
 of a real run) and optional `acceptable_patterns` (rows the catalog equally allows):
     dev      the half the rule changes could be checked against
     sealed   the half nobody changing rules read until the work was done; opened once, after those rules were merged
@@ -10,6 +10,7 @@ of a real run) and optional `acceptable_patterns` (rows the catalog equally allo
              labelled and committed before the script ever ran on them
     sealedrun2 a second half of real NVFLARE 2.9 failure runs with other mistakes, labelled and committed the same way
     sealedrun3 a third half of real NVFLARE 2.9 failure runs with yet other mistakes, labelled and committed the same way
+    sealedrun4 a fourth half of real NVFLARE 2.9 failure runs (all in simulation), labelled and committed the same way
 
 A case is right when the report's matched_pattern is the expected row or one of acceptable_patterns; wrong at
 high confidence when it is not right and the report says `high`. Usage: `results = score_half(name, run_case)`
@@ -25,7 +26,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "evals" / "blind"
-HALVES = ("dev", "sealed", "sealed2", "sealed3", "sealedrun", "sealedrun2", "sealedrun3")
+HALVES = ("dev", "sealed", "sealed2", "sealed3", "sealedrun", "sealedrun2", "sealedrun3", "sealedrun4")
 # The bars of the sealed half: at least 90 % right, none wrong at high confidence. `make eval` prints how far a half
 # is from them (bar_misses) and fails only when a half falls below its recorded floor (floor_misses).
 MIN_RIGHT_SHARE = 0.9
@@ -41,6 +42,7 @@ MAX_WRONG_HIGH = 0
 # 0 wrong at high confidence, mode 18 of 18; the same on the code of the session's start (95e6d25). Its two misses (both
 # at low confidence) were then read and answered by general rules (h16dfy), after which it is 18 of 18 and no longer a
 # blind figure.
+# sealedrun4 (built 2026-12-07, session 17) is not scored yet: (0, 99) holds until the coordinator scores it once.
 FLOORS = {
     "dev": (15, 0),
     "sealed": (15, 0),
@@ -49,6 +51,7 @@ FLOORS = {
     "sealedrun": (17, 0),
     "sealedrun2": (17, 0),
     "sealedrun3": (18, 0),
+    "sealedrun4": (0, 99),
 }
 
 
