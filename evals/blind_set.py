@@ -42,7 +42,8 @@ MAX_WRONG_HIGH = 0
 # 0 wrong at high confidence, mode 18 of 18; the same on the code of the session's start (95e6d25). Its two misses (both
 # at low confidence) were then read and answered by general rules (h16dfy), after which it is 18 of 18 and no longer a
 # blind figure.
-# sealedrun4 (built 2026-12-07, session 17) is not scored yet: (0, 99) holds until the coordinator scores it once.
+# sealedrun4 (built 2026-12-07, session 17) was scored once by the coordinator, who had not read it, on the code of the
+# session's start (6275a8d): 18 of 18 right, 0 wrong at high confidence, mode 18 of 18 (every case is a simulation).
 FLOORS = {
     "dev": (15, 0),
     "sealed": (15, 0),
@@ -51,7 +52,7 @@ FLOORS = {
     "sealedrun": (17, 0),
     "sealedrun2": (17, 0),
     "sealedrun3": (18, 0),
-    "sealedrun4": (0, 99),
+    "sealedrun4": (18, 0),
 }
 
 
