@@ -1,8 +1,7 @@
 """Site names and identifiers: validation, which site labels are the server, and the sites and workspaces a line names.
 
-Usage: `valid_site(name)`, `valid_job_id(value)`, `nvflare_job_id(value)`, `valid_kit_id(value)`, `valid_job_status(value)`,
-`is_server(site)`;
-`job_identity(...)` -> the job status and id a report names;
+Usage: `valid_site(name)`, `valid_job_id(value)`, `nvflare_job_id(value)` (a UUID, as NVFLARE names a job),
+`valid_kit_id(value)`, `valid_job_status(value)`, `is_server(site)`; `job_identity(...)` -> the job status and id a report names;
 `site_in_text(text)` -> the site a line of stdout names (a SimEnv path, `Result from site-3 is bad`, `peer=site-3`);
 `logs_dir_named(text)` / `workspace_named(text)` -> the SimEnv job workspace a line names. Pure. The one place for
 these identifier rules (CLI options, readers, --collect and the report all use them); only names and paths that pass

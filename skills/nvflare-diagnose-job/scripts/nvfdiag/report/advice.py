@@ -1,10 +1,10 @@
 """missing_evidence and follow_up_commands: fixed sentences and catalog templates, never log text.
 
 Usage: `missing, commands = missing_and_follow_ups(analysis)`; `nothing_missing(analysis)`: no gap found. Templates
-are filled only with identifiers that passed read/sites.valid_job_id / valid_site, the per-site log folder the simulator named (validated by
-match/raiser.py), the command that runs this diagnose_job.py (`{diagnose}`, given by the script itself), the
-startup-kit option --collect used (appended to `nvflare ...` commands so they work when pasted) and the POC project
-folder that kit lies in (`{poc_root}`); anything else stays a <placeholder>.
+are filled only with identifiers that passed read/sites.valid_job_id / valid_site, the per-site log folder the
+simulator named (validated by match/raiser.py), the command that runs this diagnose_job.py (`{diagnose}`, given by
+the script itself), the startup-kit option --collect used (appended to `nvflare ...` commands so they work when
+pasted) and the POC project folder that kit lies in (`{poc_root}`); anything else stays a <placeholder>.
 What the CLI already answered is not asked again: no `job logs --site S` for a site a `job logs` answer in the
 evidence covered (its own log on the site's host instead), and no job command when the evidence shows no job was
 ever submitted (only answers of POC commands, no job id or status).

@@ -1,10 +1,10 @@
 """Assemble the report dict (schema nvflare.diagnose.report.v1) from an Analysis. Pure.
 
 Usage: `report = assemble(analysis, missing_evidence, follow_up_commands, nothing_missing=False)`
-(`nothing_missing`: report/advice.nothing_missing, which words the UNKNOWN next action for complete evidence). Lists are capped so a report stays
-far below 64 KiB; the `omitted` object says how many entries each capped list dropped. A fact seen in several
-places (the same exception line in stdout, log.txt, error_log.txt, log.json of two sites) is one signal with a
-`count` and the places it was `seen_in`.
+(`nothing_missing`: report/advice.nothing_missing, which words the UNKNOWN next action for complete evidence). Lists
+are capped so a report stays far below 64 KiB; the `omitted` object says how many entries each capped list dropped.
+A fact seen in several places (the same exception line in stdout, log.txt, error_log.txt, log.json of two sites) is
+one signal with a `count` and the places it was `seen_in`.
 """
 
 from __future__ import annotations
