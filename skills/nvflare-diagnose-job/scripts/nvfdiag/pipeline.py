@@ -33,4 +33,4 @@ def diagnose(
     if an.confidence == "high" and advice.needs_evidence(an):  # never sure while naming evidence it still needs
         an.confidence = "medium"
     missing, commands = advice.missing_and_follow_ups(an)
-    return assemble.assemble(an, missing, commands)
+    return assemble.assemble(an, missing, commands, nothing_missing=advice.nothing_missing(an))

@@ -20,6 +20,7 @@ FACTS = (
     "rounds_completed",  # match/rounds.py: earlier rounds completed before the failure
     "same_root",  # match/datapaths.py: other sites opened paths under the root the failing path uses
     "user_call",  # match/usercalls.py: NVFLARE's words translate to the job.py call the user wrote
+    "nothing_missing",  # the fallback's only: the evidence was read whole and the report finds no gap in it
 )
 # What a next_action may hold, and what fills it (nothing else ever enters a next_action):
 #   {where}   ` (argument `x`, at job.py:27 in main())` or ` (call `SimEnv(num_clients=...)`, used at job.py:24 in

@@ -140,9 +140,9 @@ class Catalog:
     def has(self, pattern_id: str) -> bool:
         return any(r.id == pattern_id for r in self.rows)
 
-    def fallback_for(self, mode: str) -> str:
-        """The next action when nothing matched, worded for the runtime mode."""
-        return actions.choose(self.fallback_next_action, self.fallback_cases, mode, frozenset())
+    def fallback_for(self, mode: str, facts: frozenset[str] = frozenset()) -> str:
+        """The next action when nothing matched, worded for the runtime mode and the facts (`nothing_missing`)."""
+        return actions.choose(self.fallback_next_action, self.fallback_cases, mode, facts)
 
     @property
     def weak_mode_reasons(self) -> frozenset[str]:

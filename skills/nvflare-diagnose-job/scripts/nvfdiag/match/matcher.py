@@ -76,6 +76,7 @@ class Analysis:
     workspace_to_add: str | None = None  # an existing SimEnv workspace the stdout names that was not given
     named_sites: set[str] = field(default_factory=set)  # sites whose own logs were given (file names, identity=)
     status_in_logs: str | None = None  # a terminal job status the evidence itself prints (not flagged)
+    job_ids_differ: tuple[str, ...] = ()  # the different job ids the evidence states when the user named none
     launcher: str | None = None  # how the run was started when the evidence shows it ("nvflare simulator")
     missing_nvflare: str | None = None  # a name under nvflare. the release that ran the job lacks (releases.py)
     scripts: frozenset[str] = frozenset()  # file names of the scripts the evidence names as run (jobframes.py)
@@ -401,8 +402,9 @@ def analyse(
     suspicious, flagged = scan_suspicious(lines, index)
     scanned = scan_signals(lines, catalog, flagged, index)
     blocks = find_tracebacks(lines, flagged, index)
+    found_id = None if evidence.other_job_ids else evidence.job_id  # two ids: none is picked (job_ids_differ)
     status, job_id, user_job_id = sites.job_identity(
-        job_id, job_status, evidence.job_id, evidence.job_status, evidence.listed_status
+        job_id, job_status, found_id, evidence.job_status, evidence.listed_status
     )
     own = job_own_calls(blocks, lines)
     own_lines = frozenset(i for b in own for i in [*range(b.start, b.end + 1), *b.detail])
@@ -435,6 +437,7 @@ def analyse(
         kit=kit,
         poc_root=poc_root,
         careful=reading,
+        job_ids_differ=() if user_job_id or not evidence.other_job_ids else (evidence.job_id, *evidence.other_job_ids),
     )
     an.scripts = scripts_in(lines, index)
     _refine(an, hits, static, raised.code_lines, index)

@@ -3,7 +3,9 @@ says are absent. Pure.
 
 Usage: `command_of_error(code)` -> the envelope kind an error code belongs to; `absent_log(envelope, command)` ->
 (site, reason) of a `LOG_NOT_FOUND` answer; `stated_status(data)` -> the job status a wait, monitor or meta answer
-carries; `listed_statuses(data)` -> {job id: status} of a `job list` answer.
+carries; `listed_statuses(data)` -> {job id: status} of a `job list` answer; `submitted_job(data)` /
+`waited_job(envelope)` -> the job id a `job submit` answer or a timed-out `job wait` printed; `concerns_no_job(data,
+command)` -> the answer is a POC command's (no job involved).
 
 NVFLARE 2.9's job CLI (nvflare/tool/job/job_cli.py, cli_errors.py, private/fed/server/job_cmds.py) says a site's logs
 are absent in these answers only:
@@ -15,13 +17,18 @@ are absent in these answers only:
 The job status is in `data.status` (job meta, and the ok answer of job wait / monitor), in `data.status` and
 `data.job_meta.status` of the error answers `JOB_FINISHED_EXCEPTION`, `JOB_FAILED`, `JOB_ABORTED`, `JOB_ABANDONED`
 of job wait / monitor, and per job in the list `job list` answers (`job_id`, `status`).
+The job id is also in the ok answer of `job submit` (`data` is `{"job_id": <id>}`, job_cli.submit_job) and in the
+message of a `job wait` that timed out (error `TIMEOUT`, `Operation timed out. — job <id> did not finish within
+<timeout>s`: cli_errors' TIMEOUT message and flare_api.wait_for_job's JobTimeout); taken only when it is a UUID, as
+NVFLARE names every submitted job. `poc start` and `poc prepare` answers (ok or error) hold the POC port preflight
+(`data.port_preflight`, poc_commands._build_poc_port_diagnostics): no job is involved in them.
 """
 
 from __future__ import annotations
 
 import re
 
-from .sites import nvflare_job_status, valid_job_id, valid_site
+from .sites import nvflare_job_id, nvflare_job_status, valid_job_id, valid_site
 
 # error codes only one command gives, and that command's envelope kind
 ERROR_COMMANDS = {
@@ -34,6 +41,9 @@ ERROR_COMMANDS = {
 LOG_ABSENT_CODE = "LOG_NOT_FOUND"
 _NOT_AVAILABLE = re.compile(r"^Job logs are not available for site '([^'\s]{1,64})'\.(?: \u2014 (.{0,300}))?$", re.S)
 MAX_LISTED = 1000
+_WAIT_TIMED_OUT = re.compile(
+    r"^Operation timed out\. \u2014 job ([0-9a-fA-F-]{36}) did not finish within \d{1,9}(?:\.\d{1,6})?s$"
+)
 
 
 def command_of_error(code: object) -> str | None:
@@ -90,3 +100,30 @@ def listed_statuses(data: list) -> dict[str, str]:
         for item in data[:MAX_LISTED]
         if valid_job_id(item.get("job_id")) and nvflare_job_status(item.get("status"))
     }
+
+
+def submitted_job(data: object) -> str | None:
+    """The job id of a `job submit` ok answer (`data` holds only `job_id`), when it is a UUID."""
+    if isinstance(data, dict) and set(data) == {"job_id"} and nvflare_job_id(data["job_id"]):
+        return data["job_id"]
+    return None
+
+
+def waited_job(envelope: dict) -> str | None:
+    """The job id a timed-out `job wait` names in its message, when the message has exactly NVFLARE's wording."""
+    message = envelope.get("message")
+    if envelope.get("error_code") != "TIMEOUT" or not isinstance(message, str):
+        return None
+    found = _WAIT_TIMED_OUT.match(message.strip())
+    return found.group(1) if found and nvflare_job_id(found.group(1)) else None
+
+
+def concerns_no_job(data: object, command: list[str] | None = None) -> bool:
+    """True for the answer of a POC command (`poc start`, `poc prepare`, ...): by the command when known, else by
+    the POC port preflight only `poc start` / `poc prepare` answers hold."""
+    words = [word for word in (command or []) if not word.startswith("-")]
+    if words and words[0].endswith("nvflare"):
+        words = words[1:]
+    if words:
+        return words[0] == "poc"
+    return isinstance(data, dict) and isinstance(data.get("port_preflight"), dict)

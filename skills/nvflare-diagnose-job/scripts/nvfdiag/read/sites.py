@@ -1,7 +1,7 @@
 """Site names and identifiers: validation, which site labels are the server, and the sites and workspaces a line names.
 
-Usage: `valid_site(name)`, `valid_job_id(value)`, `valid_kit_id(value)`, `valid_job_status(value)`, `is_server(site)`;
-`job_identity(...)` -> the job status and id a report names;
+Usage: `valid_site(name)`, `valid_job_id(value)`, `nvflare_job_id(value)` (a UUID, as NVFLARE names a job),
+`valid_kit_id(value)`, `valid_job_status(value)`, `is_server(site)`; `job_identity(...)` -> the job status and id a report names;
 `site_in_text(text)` -> the site a line of stdout names (a SimEnv path, `Result from site-3 is bad`, `peer=site-3`);
 `logs_dir_named(text)` / `workspace_named(text)` -> the SimEnv job workspace a line names. Pure. The one place for
 these identifier rules (CLI options, readers, --collect and the report all use them); only names and paths that pass
@@ -16,6 +16,8 @@ import re
 
 SITE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# NVFLARE's own job ids: str(uuid.uuid4()) (the job definition manager names every submitted job so)
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 JOB_STATUS_RE = re.compile(r"^[A-Za-z_]{1,40}(?::[A-Za-z_]{1,40})?$")
 KIT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")  # startup-kit ids may be admin user names
 SERVER_LABELS = ("server",)
@@ -38,6 +40,11 @@ def valid_site(name: object) -> bool:
 
 def valid_job_id(value: object) -> bool:
     return isinstance(value, str) and bool(JOB_ID_RE.match(value))
+
+
+def nvflare_job_id(value: object) -> bool:
+    """A job id as NVFLARE names a submitted job (a UUID)."""
+    return isinstance(value, str) and bool(UUID_RE.match(value))
 
 
 COMPLETED = "FINISHED:COMPLETED"  # the one final status of a job that did not fail

@@ -102,9 +102,12 @@ def command_errors(ev: Evidence, indexes) -> dict[int, str]:
 
 
 def note_job(ev: Evidence, job_id: object, status: object) -> None:
-    """Record the job id / status the evidence states (first statement wins; invalid values ignored)."""
+    """Record the job id / status the evidence states (first statement wins, a different id is kept in
+    `other_job_ids`; invalid values ignored)."""
     if ev.job_id is None and valid_job_id(job_id):
         ev.job_id = job_id
+    elif valid_job_id(job_id) and job_id != ev.job_id and job_id not in ev.other_job_ids:
+        ev.other_job_ids.append(job_id)
     if ev.job_status is None and nvflare_job_status(status):
         ev.job_status = status
 
@@ -136,6 +139,8 @@ def ingest_envelope(
         inspect_source.ingest(ev, envelope, source, bytes_read, failed_status(collected))
         return
     add_hint(ev, "production", f"nvflare CLI JSON envelope ({kind.replace('_', ' ')}) in {source}")
+    if cli_answers.concerns_no_job(envelope.get("data"), command):
+        ev.no_job_answers.add(source)
     if envelope.get("status") == "error":
         failed = Source(source, "cli_envelope", None, failed_status(collected), bytes_read, note=error_note(envelope))
         ev.sources.append(failed)
@@ -159,6 +164,7 @@ def ingest_envelope(
     elif kind == "job_download":
         _job_download(ev, data, source)
     else:
+        note_job(ev, cli_answers.submitted_job(data), None)
         flatten_lines(ev, data, source, kind.replace("_", " "))
 
 
@@ -168,10 +174,12 @@ def _error_facts(ev: Evidence, envelope: dict, kind: str, command) -> None:
     if kind == "job_wait" and isinstance(envelope.get("data"), dict):
         data = envelope["data"]
         note_job(ev, data.get("job_id"), cli_answers.stated_status(data))
+    note_job(ev, cli_answers.waited_job(envelope), None)
     absent = cli_answers.absent_log(envelope, command) if kind == "job_logs" else None
     if absent is not None:
         site, reason = absent
         ev.site_status.setdefault(site, reason_status(reason) if reason else "unavailable")
+        ev.logs_answered.add(site)
 
 
 def _job_logs(ev: Evidence, data: dict, source: str) -> None:
@@ -187,6 +195,7 @@ def _job_logs(ev: Evidence, data: dict, source: str) -> None:
         text = data["logs"].get(site)
         status = _cli_site_status(info, unavailable.get(site), isinstance(text, str))
         ev.site_status[site] = status
+        ev.logs_answered.add(site)  # asking `job logs --site <site>` again reads the same log store
         entry = f"{source}#{site}"
         if isinstance(text, str):
             ev.lines.extend(text_to_lines(text, entry, site))

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 
 from .credentials import in_kit_folder, is_credential, link_target_parts
 from .job_folder import looks_exported
-from .sites import valid_site
+from .sites import UUID_RE, valid_site
 
-UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 RUN_FOLDER_RE = re.compile(r"^run_\d{1,6}$")  # a deployed job's run folder in a participant workspace (NVFLARE 2.0-2.1)
 ERROR_LOG, METRICS, LOG, STRUCTURED, OTHER_TEXT = range(5)
 MAX_WALK_ENTRIES = 100_000

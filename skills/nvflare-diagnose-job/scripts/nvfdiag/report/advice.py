@@ -1,10 +1,13 @@
 """missing_evidence and follow_up_commands: fixed sentences and catalog templates, never log text.
 
-Usage: `missing, commands = missing_and_follow_ups(analysis)`. Templates are filled only with identifiers that
-passed read/sites.valid_job_id / valid_site, the per-site log folder the simulator named (validated by
-match/raiser.py), the command that runs this diagnose_job.py (`{diagnose}`, given by the script itself), the
-startup-kit option --collect used (appended to `nvflare ...` commands so they work when pasted) and the POC project
-folder that kit lies in (`{poc_root}`); anything else stays a <placeholder>.
+Usage: `missing, commands = missing_and_follow_ups(analysis)`; `nothing_missing(analysis)`: no gap found. Templates
+are filled only with identifiers that passed read/sites.valid_job_id / valid_site, the per-site log folder the
+simulator named (validated by match/raiser.py), the command that runs this diagnose_job.py (`{diagnose}`, given by
+the script itself), the startup-kit option --collect used (appended to `nvflare ...` commands so they work when
+pasted) and the POC project folder that kit lies in (`{poc_root}`); anything else stays a <placeholder>.
+What the CLI already answered is not asked again: no `job logs --site S` for a site a `job logs` answer in the
+evidence covered (its own log on the site's host instead), and no job command when the evidence shows no job was
+ever submitted (only answers of POC commands, no job id or status).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ LOGS_DIR_PLACEHOLDER = "<workspace root>/<job name>"
 POC_ROOT_PLACEHOLDER = "<POC workspace>/<project>/prod_00"
 EVIDENCE_PLACEHOLDER = "<job stdout file>"
 MAX_EVIDENCE_NAMED = 4
+MAX_IDS_NAMED = 3
 
 
 def _fill(
@@ -79,6 +83,7 @@ class _Advice:
         self.commands: list[str] = []
         self.collected = {source.path for source in an.evidence.sources if source.kind == "cli_envelope"}
         self.log_store_read = any(" job logs " in path and "--site all" in path for path in self.collected)
+        self.no_job = _no_job(an)
 
     def need(self, sentence: str, optional: bool = False) -> None:
         self.missing.append(sentence)
@@ -90,7 +95,10 @@ class _Advice:
             s.kind == "inspect_source" and not s.note for s in self.an.evidence.sources
         ):
             return  # an inspection that did not fail was supplied already
-        if name in self.templates:
+        if name == "site_logs" and site in self.an.evidence.logs_answered:
+            self.run("site_local_log", site)  # the CLI answered for this site already: its own log may hold more
+            return
+        if name in self.templates and not (self.no_job and "{job_id}" in self.templates[name]):
             an = self.an
             command = _fill(
                 self.templates[name],
@@ -111,6 +119,14 @@ class _Advice:
 
     def per_site(self, name: str) -> bool:
         return "{site}" in self.templates.get(name, "")
+
+
+def _no_job(an) -> bool:
+    """The evidence shows no job was submitted: every source is the answer of a command that concerns no job
+    (nvflare poc ...), and no job id or status is known."""
+    ev = an.evidence
+    known = an.job_id or an.job_status or an.status_in_logs or an.job_ids_differ or ev.listed_status
+    return not known and bool(ev.sources) and all(source.path in ev.no_job_answers for source in ev.sources)
 
 
 def _site_gaps(adv: _Advice) -> None:
@@ -155,11 +171,19 @@ def _context_gaps(adv: _Advice) -> None:
             "the runtime mode (simulation, or POC/production) plus one concrete evidence source: a job id, a "
             "log path, the simulation output path, or the startup-kit context"
         )
+    if an.job_ids_differ:
+        ids = ", ".join(an.job_ids_differ[:MAX_IDS_NAMED]) + (", ..." if len(an.job_ids_differ) > MAX_IDS_NAMED else "")
+        adv.need(
+            f"which job to diagnose: the evidence names {len(an.job_ids_differ)} different job ids ({ids}), so the "
+            "commands keep <job_id> rather than pick one; pass the one to diagnose with --job-id",
+            optional=True,  # which job, not evidence that decides the cause
+        )
     if (
         an.mode != "simulation"
         and an.job_status is None
         and an.status_in_logs is None  # a status the logs print is not asked for
         and (an.job_id or an.mode == "production")
+        and not adv.no_job  # no job was submitted: it has no status
     ):
         adv.need("the job status (terminal state of the job)", optional=True)  # context: it does not decide the cause
         adv.run("job_meta")
@@ -235,6 +259,13 @@ def _fallback(adv: _Advice) -> None:
     for mode in _modes(adv.an.mode):
         for name in ("all_logs", "job_meta") if mode == "production" else ("sim_stdout", "sim_workspace"):
             adv.run(name)
+    if adv.no_job:
+        adv.run("system_status")  # no job to ask about: whether the system the command needed is up
+
+
+def nothing_missing(an) -> bool:
+    """True when the report finds no gap in the evidence (nothing to collect beyond the generic fallback)."""
+    return not _gaps(an).missing
 
 
 def needs_evidence(an) -> bool:

@@ -1,9 +1,10 @@
 """Assemble the report dict (schema nvflare.diagnose.report.v1) from an Analysis. Pure.
 
-Usage: `report = assemble(analysis, missing_evidence, follow_up_commands)`. Lists are capped so a report stays
-far below 64 KiB; the `omitted` object says how many entries each capped list dropped. A fact seen in several
-places (the same exception line in stdout, log.txt, error_log.txt, log.json of two sites) is one signal with a
-`count` and the places it was `seen_in`.
+Usage: `report = assemble(analysis, missing_evidence, follow_up_commands, nothing_missing=False)`
+(`nothing_missing`: report/advice.nothing_missing, which words the UNKNOWN next action for complete evidence). Lists
+are capped so a report stays far below 64 KiB; the `omitted` object says how many entries each capped list dropped.
+A fact seen in several places (the same exception line in stdout, log.txt, error_log.txt, log.json of two sites) is
+one signal with a `count` and the places it was `seen_in`.
 """
 
 from __future__ import annotations
@@ -375,7 +376,7 @@ def _suspicious(an) -> list[dict]:
     return [{k: f[k] for k in ("source", "site", "line", "kind", "summary")} for f in keyed[:MAX_SUSPICIOUS]]
 
 
-def assemble(an, missing: list[str], commands: list[str]) -> dict:
+def assemble(an, missing: list[str], commands: list[str], *, nothing_missing: bool = False) -> dict:
     """The report dict; deterministic for the same analysis."""
     sources = an.evidence.sources
     signals, signals_omitted = _signals(an)
@@ -411,7 +412,7 @@ def assemble(an, missing: list[str], commands: list[str]) -> dict:
             "suspicious_content": _suspicious(an),
             "unverified_markers": markers[:MAX_MARKERS],
             "metrics": _metrics(an.evidence.metrics),
-            "next_action": _next_action(an),
+            "next_action": _next_action(an, nothing_missing and quality == "complete"),
             "missing_evidence": missing,
             "follow_up_commands": commands,
             "omitted": {
@@ -456,9 +457,10 @@ def _in_users_terms(an, text: str) -> str:
     return text
 
 
-def _next_action(an) -> str:
+def _next_action(an, complete: bool = False) -> str:
     """The matched row's next action for the runtime mode and the established facts (match/actions.py), its
-    placeholders filled only with validated identifiers, numbers and the catalog's own user_calls text."""
+    placeholders filled only with validated identifiers, numbers and the catalog's own user_calls text; with no
+    row, the fallback's (its `nothing_missing` wording when `complete`: read whole, no gap found)."""
     if an.primary is not None:
         lines, primary = an.evidence.lines, an.primary
         failing = failing_sites(lines, an.tracebacks, [h for h in primary.hits if h.strength == "strong"])
@@ -476,4 +478,5 @@ def _next_action(an) -> str:
         return _in_users_terms(an, text)
     if an.suspicious and an.catalog.has("SUSPICIOUS_LOG_CONTENT"):
         return _in_users_terms(an, an.catalog.row("SUSPICIOUS_LOG_CONTENT").next_action_for(an.mode))
-    return _in_users_terms(an, an.catalog.fallback_for(an.mode))
+    facts = frozenset({"nothing_missing"}) if complete else frozenset()
+    return _in_users_terms(an, an.catalog.fallback_for(an.mode, facts))
