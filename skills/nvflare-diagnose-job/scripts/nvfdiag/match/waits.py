@@ -20,6 +20,7 @@ WAIT_ENDED_CODES = frozenset({"TIMEOUT"})
 _SCHEDULE = re.compile(r"Try to schedule job ([\w-]{1,64}), get result: \(([\w .,:'<>=()/-]{0,160})\)\.?\s*$")
 MAX_REASONS = 2
 _NEEDLE = "Try to schedule job"
+STARTED = "scheduled"  # DefaultJobScheduler's result when it starts the job (job_scheduler.py)
 
 
 def wait_ended_lines(evidence) -> set[int]:
@@ -39,15 +40,16 @@ def drop_wait_hits(hits: dict[str, list[Hit]], evidence) -> dict[str, list[Hit]]
 
 def scheduler_reasons(lines, index) -> list[tuple[int, str]]:
     """(line, reason) of each of the scheduler's `Try to schedule job` records that refused a job it did not
-    schedule later: an empty result (`get result: ().`) is the scheduler starting the job, which voids the
-    reasons it gave that job before (a TextIndex finds the lines)."""
+    schedule later: `get result: (scheduled).` (NVFLARE 2.9's word for an empty result; older releases print
+    `()`) is the scheduler starting the job, which voids the reasons it gave that job before (a TextIndex finds the
+    lines)."""
     found: list[tuple[int, str, str]] = []
     for number in sorted(index.lines_with_text(_NEEDLE)):
         match = _SCHEDULE.search(message(lines[number].text[:4096]))
         if not match:
             continue
         job, reason = match.group(1), match.group(2).strip()
-        if reason:
+        if reason and reason != STARTED:
             found.append((number, job, reason))
         else:
             found = [record for record in found if record[1] != job]

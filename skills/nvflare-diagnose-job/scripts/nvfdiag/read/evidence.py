@@ -47,12 +47,27 @@ def collect_evidence(
     max_files: int,
     stdin_text: str | None = None,
 ) -> Evidence:
-    """Read the evidence behind `paths` (`-` means `stdin_text`) within the given bounds."""
+    """Read the evidence behind `paths` (`-` means `stdin_text`) within the given bounds. Without `job_id`, when the
+    evidence states one job and the folders hold it beside other jobs (`jobscope.stated_job`), it is read again as
+    with that job's id."""
     for name, value in (("max-bytes", max_bytes), ("max-total-bytes", max_total_bytes), ("max-files", max_files)):
         if not isinstance(value, int) or value <= 0:
             raise EvidenceError(f"--{name} must be a positive integer; got {value!r}")
     if not paths:
         raise EvidenceError(f"no evidence given: {_FIX}")
+    ev = _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text)
+    stated = None if job_id else jobscope.stated_job(ev)
+    if stated is None:
+        return ev
+    ev = _read_paths(paths, stated, max_bytes, max_total_bytes, max_files, stdin_text)
+    ev.not_read.append(
+        f"the folders given hold several jobs; the CLI answers name job {stated}, so only its folders and lines "
+        f"were read (as with --job-id {stated})"
+    )
+    return ev
+
+
+def _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text) -> Evidence:
     reader = _Reader(max_bytes, max_total_bytes, max_files)
     named = [p for p in paths if p != "-" and not _credential_path(p)]
     roots_real = [os.path.realpath(p) for p in named if os.path.isdir(p)]

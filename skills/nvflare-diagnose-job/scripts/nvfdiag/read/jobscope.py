@@ -6,13 +6,16 @@ participant's own `log.txt` / `error_log.txt`. With `--job-id`, the walk skips t
 marks these shared logs; `scope(lines, job_id)` then keeps, per source, the log records that name the job
 (its id appears in `run=...`, a path or a message) and the lines that continue them (tracebacks, multi-line
 messages), and drops records of other jobs and of the system. Usage: `kept = scope(lines_of_one_source, job_id)`.
+Without `--job-id`, `stated_job(evidence)` names the job the evidence's CLI answers or job meta state when the
+folders given hold that job's folder beside other jobs' folders: the evidence is then read again as with its id.
 """
 
 from __future__ import annotations
 
+import os
 import re
 
-from ..model import Line
+from ..model import Evidence, Line
 
 RECORD_START = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")  # a new log record (timestamp first)
 JOB_ID_LIKE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
@@ -47,3 +50,13 @@ def scope_shared_sources(lines: list[Line], shared: set[str], job_id: str) -> tu
     keep = {id(line) for source_lines in by_source.values() for line in scope(source_lines, job_id)}
     result = [line for line in lines if line.source not in shared or id(line) in keep]
     return result, len(lines) - len(result)
+
+
+def stated_job(ev: Evidence) -> str | None:
+    """The one job id `ev` states (CLI answers, job meta, bundle; a UUID, no second id stated) when a source lies in
+    that job's folder and another source in another job's folder; else None (nothing to tell apart)."""
+    job = ev.job_id
+    if not job or ev.other_job_ids or not JOB_ID_LIKE.fullmatch(job):
+        return None
+    folders = {part for s in ev.sources for part in s.path.split(os.sep) if JOB_ID_LIKE.fullmatch(part)}
+    return job if job in folders and len(folders) > 1 else None
