@@ -9,6 +9,8 @@ beside the workspace were diagnosed IMPORT_ERROR from another job, and every sta
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from nvfdiag.match import catalog as cat
@@ -106,3 +108,20 @@ def test_refusals_before_a_scheduled_record_are_not_said(tmp_path):
     assert "did not start the job" not in _report(REFUSALS / "job_wait.json", log)["likely_cause"]
     (tmp_path / "refused.txt").write_text("\n".join(refusals) + "\n")
     assert "did not start the job" in _report(REFUSALS / "job_wait.json", tmp_path / "refused.txt")["likely_cause"]
+
+
+# --- Python's other launcher path --------------------------------------------------------------------------------
+
+
+def test_a_program_not_found_through_posix_spawn_is_a_program(tmp_path):
+    """subprocess starts a program given by path with `close_fds=False` through `_posix_spawn` (CPython 3.8+): a real
+    run's traceback ends there, not in `_execute_child`; it was DATA_PATH_NOT_FOUND on 35a3133."""
+    script = tmp_path / "prepare.py"
+    script.write_text("import subprocess\nsubprocess.run(['/opt/h17/no-such-tool', '--version'], close_fds=False)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert "in _posix_spawn" in done.stderr, done.stderr[-600:]  # the real launcher path
+    log = tmp_path / "stdout.txt"
+    log.write_text(done.stderr)
+    report = _report(log)
+    assert report["matched_pattern"] != "DATA_PATH_NOT_FOUND"
+    assert "'/opt/h17/no-such-tool'" in report["likely_cause"]

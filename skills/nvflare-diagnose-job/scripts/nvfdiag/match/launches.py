@@ -2,7 +2,8 @@
 
 Usage: `found = failed_launches(blocks, lines)`; `hits = reread_hits(hits, lines, found, catalog.has, index)`.
 When the innermost frame of a FileNotFoundError/PermissionError traceback is Python's process launcher (subprocess's
-`_execute_child`, an `os.exec*`/`os.spawn*`/`os.posix_spawn*` call), the file that was not found is the program to
+`_execute_child`, or its `_posix_spawn` when a program is given by path and `close_fds=False`, an
+`os.exec*`/`os.spawn*`/`os.posix_spawn*` call), the file that was not found is the program to
 run, unless it is the working folder. CPython's `_execute_child` names the file it failed on by one of two values:
 the `cwd=` it could not enter, or the program (`executable=`, else the first argument; `/bin/sh` with
 `shell=True`). So the missing name is the working folder when a frame's quoted source passes it as `cwd=`, or when
@@ -26,7 +27,7 @@ from .tracebacks import Traceback, is_nvflare_file
 DATA_ID = "DATA_PATH_NOT_FOUND"
 COMMAND_ID = "SIMULATION_CONFIG_ERROR"
 _NOT_STARTED = ("FileNotFoundError", "PermissionError", "NotADirectoryError")
-_LAUNCHER = re.compile(r"^(?:_execute_child|exec[lv]p?e?|spawn[lv]p?e?|posix_spawnp?|_fork_exec)$")
+_LAUNCHER = re.compile(r"^(?:_execute_child|_posix_spawn|exec[lv]p?e?|spawn[lv]p?e?|posix_spawnp?|_fork_exec)$")
 _STDLIB_LAUNCHER_FILE = re.compile(r"(?:^|[\\/])(?:subprocess|os|multiprocessing[\\/]popen_\w+)\.py$")
 _NVFLARE_LAUNCH = re.compile(r"external_process|launcher|_launch")
 _PROGRAM = re.compile(r"(?:No such file or directory|Permission denied): '([\w./+-]{1,120})'")
