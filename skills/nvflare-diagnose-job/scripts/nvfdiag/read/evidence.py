@@ -49,17 +49,25 @@ def collect_evidence(
 ) -> Evidence:
     """Read the evidence behind `paths` (`-` means `stdin_text`) within the given bounds. Without `job_id`, when the
     evidence states one job and the folders hold it beside other jobs (`jobscope.stated_job`), it is read again as
-    with that job's id."""
+    with that job's id, within what the first reading left of --max-total-bytes / --max-files (the bounds hold for
+    the whole run); with nothing left, the first reading stands and says so."""
     for name, value in (("max-bytes", max_bytes), ("max-total-bytes", max_total_bytes), ("max-files", max_files)):
         if not isinstance(value, int) or value <= 0:
             raise EvidenceError(f"--{name} must be a positive integer; got {value!r}")
     if not paths:
         raise EvidenceError(f"no evidence given: {_FIX}")
-    ev = _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text)
+    ev, used, files = _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text)
     stated = None if job_id else jobscope.stated_job(ev)
     if stated is None:
         return ev
-    ev = _read_paths(paths, stated, max_bytes, max_total_bytes, max_files, stdin_text)
+    left_bytes, left_files = max_total_bytes - used, max_files - files
+    if left_bytes <= 0 or left_files <= 0:
+        ev.not_read.append(
+            f"the folders given hold several jobs and the CLI answers name job {stated}, but --max-total-bytes / "
+            f"--max-files were spent on the whole reading; pass --job-id {stated} to read only that job"
+        )
+        return ev
+    ev = _read_paths(paths, stated, max_bytes, left_bytes, left_files, stdin_text)[0]
     ev.not_read.append(
         f"the folders given hold several jobs; the CLI answers name job {stated}, so only its folders and lines "
         f"were read (as with --job-id {stated})"
@@ -67,7 +75,8 @@ def collect_evidence(
     return ev
 
 
-def _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text) -> Evidence:
+def _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text) -> tuple[Evidence, int, int]:
+    """The evidence behind `paths`, and the bytes and files that reading spent."""
     reader = _Reader(max_bytes, max_total_bytes, max_files)
     named = [p for p in paths if p != "-" and not _credential_path(p)]
     roots_real = [os.path.realpath(p) for p in named if os.path.isdir(p)]
@@ -81,7 +90,7 @@ def _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text
     _add_layout_sources(reader, layouts)
     ev = reader.finish()
     ev.named_workspaces = workspaces.named_workspaces(ev.lines, ev.sources, [os.path.realpath(p) for p in named])
-    return ev
+    return ev, reader.used, reader.files
 
 
 def evidence_from_envelopes(items: list[dict], *, job_id: str | None = None, max_bytes: int = 262144) -> Evidence:
@@ -422,7 +431,7 @@ class _Reader:
             self.metric_parts.append(part)
             self.ev.sources.append(Source(path, "metrics_summary", site, "complete", size))
         elif structured.looks_like_job_meta(obj):
-            structured.note_job(self.ev, obj.get("job_id"), obj.get("status"))
+            structured.note_job(self.ev, obj.get("job_id"), obj.get("status"), path)
             self.ev.sources.append(Source(path, "log", site, "complete", size))
             structured.flatten_lines(self.ev, obj, path, "job meta")
         elif explicit:

@@ -15,6 +15,7 @@ import re
 
 from ..model import SITE_STATUSES, Evidence, Line, Source
 from . import cli_answers, inspect_source
+from .jobscope import job_folders
 from .jsontext import text_to_lines
 from .sites import nvflare_job_status, valid_job_id, valid_site
 
@@ -101,13 +102,19 @@ def command_errors(ev: Evidence, indexes) -> dict[int, str]:
     return found
 
 
-def note_job(ev: Evidence, job_id: object, status: object) -> None:
+def note_job(ev: Evidence, job_id: object, status: object, source: str | None = None) -> None:
     """Record the job id / status the evidence states (first statement wins, a different id is kept in
-    `other_job_ids`; invalid values ignored)."""
+    `other_job_ids`, the sources that stated the recorded id in `job_id_from`; invalid values ignored). A file
+    inside a job's folder (named by its id) speaks only for that job: its statement about another job is ignored."""
+    folders = job_folders(source) if source else ()
+    if valid_job_id(job_id) and folders and job_id not in folders:
+        return
     if ev.job_id is None and valid_job_id(job_id):
         ev.job_id = job_id
     elif valid_job_id(job_id) and job_id != ev.job_id and job_id not in ev.other_job_ids:
         ev.other_job_ids.append(job_id)
+    if source and job_id == ev.job_id:
+        ev.job_id_from.append(source)
     if ev.job_status is None and nvflare_job_status(status):
         ev.job_status = status
 
@@ -146,7 +153,7 @@ def ingest_envelope(
         ev.sources.append(failed)
         text = envelope_error_line(envelope.get("error_code", "UNKNOWN"), envelope.get("message", ""))
         ev.lines.append(Line(source, None, 1, text[:MAX_VALUE_CHARS]))
-        _error_facts(ev, envelope, kind, command)
+        _error_facts(ev, envelope, kind, command, source)
         return
     data = envelope.get("data")
     ev.sources.append(Source(source, "cli_envelope", None, "complete", bytes_read))
@@ -159,22 +166,22 @@ def ingest_envelope(
     elif kind == "job_logs" and isinstance(data.get("logs"), dict):
         _job_logs(ev, data, source)
     elif kind == "job_meta":
-        note_job(ev, data.get("job_id"), cli_answers.stated_status(data))
+        note_job(ev, data.get("job_id"), cli_answers.stated_status(data), source)
         flatten_lines(ev, data, source, f"job meta {data.get('job_id', '')}".strip())
     elif kind == "job_download":
         _job_download(ev, data, source)
     else:
-        note_job(ev, cli_answers.submitted_job(data), None)
+        note_job(ev, cli_answers.submitted_job(data), None, source)
         flatten_lines(ev, data, source, kind.replace("_", " "))
 
 
-def _error_facts(ev: Evidence, envelope: dict, kind: str, command) -> None:
+def _error_facts(ev: Evidence, envelope: dict, kind: str, command, source: str) -> None:
     """What an error answer still states: the job and status a failed wait carries in `data`, the site whose logs a
     `job logs --site <site>` answer says are not available."""
     if kind == "job_wait" and isinstance(envelope.get("data"), dict):
         data = envelope["data"]
-        note_job(ev, data.get("job_id"), cli_answers.stated_status(data))
-    note_job(ev, cli_answers.waited_job(envelope), None)
+        note_job(ev, data.get("job_id"), cli_answers.stated_status(data), source)
+    note_job(ev, cli_answers.waited_job(envelope), None, source)
     absent = cli_answers.absent_log(envelope, command) if kind == "job_logs" else None
     if absent is not None:
         site, reason = absent
@@ -183,7 +190,7 @@ def _error_facts(ev: Evidence, envelope: dict, kind: str, command) -> None:
 
 
 def _job_logs(ev: Evidence, data: dict, source: str) -> None:
-    note_job(ev, data.get("job_id"), None)
+    note_job(ev, data.get("job_id"), None, source)
     sites = data.get("sites") if isinstance(data.get("sites"), dict) else {}
     unavailable = data.get("unavailable") if isinstance(data.get("unavailable"), dict) else {}
     names = sorted(set(data["logs"]) | set(sites) | set(unavailable))
@@ -234,7 +241,7 @@ def _source_status(site_status: str) -> str:
 
 
 def _job_download(ev: Evidence, data: dict, source: str) -> None:
-    note_job(ev, data.get("job_id"), None)
+    note_job(ev, data.get("job_id"), None, source)
     missing = data.get("missing_artifacts")
     if isinstance(missing, list) and missing:
         names = ", ".join(sorted(str(name) for name in missing))
@@ -247,7 +254,7 @@ def _job_download(ev: Evidence, data: dict, source: str) -> None:
 def ingest_bundle(ev: Evidence, bundle: dict, source: str, *, bytes_read: int) -> None:
     """Add a JSON evidence bundle {"job_id", "job_status", "logs": {site: {status, truncated, lines}}}."""
     add_hint(ev, "production", f"JSON evidence bundle {source}")
-    note_job(ev, bundle.get("job_id"), bundle.get("job_status"))
+    note_job(ev, bundle.get("job_id"), bundle.get("job_status"), source)
     ev.sources.append(Source(source, "json_bundle", None, "complete", bytes_read))
     for site in sorted(bundle["logs"], key=str):
         entry = bundle["logs"][site]
