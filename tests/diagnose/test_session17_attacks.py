@@ -123,3 +123,56 @@ def test_the_scoped_reading_uses_what_the_first_reading_left(monkeypatch):
     ev = _collect(*answers, POC / "workspace" / "prod_00", max_total_bytes=budget)
     assert any(SCOPED in note for note in ev.not_read), ev.not_read
     assert counted[0] <= budget + SLACK, counted[0]
+
+
+# --- a POC system that started is no sign that no job ran -----------------------------------------------------------
+
+
+def _poc_start_ok() -> dict:
+    """NVFLARE 2.9's `nvflare --format json poc start` ok answer (poc_commands: the result dict of a started
+    system plus _build_poc_port_diagnostics)."""
+    preflight = {
+        "checked": True,
+        "host": "127.0.0.1",
+        "scope": "loopback",
+        "ports": [8002, 8003],
+        "conflicts": [],
+        "message": "no loopback port conflicts found",
+        "note": "Preflight checks loopback port availability only; poc start may still fail if another local bind "
+        "address conflicts.",
+    }
+    data = {
+        "status": "running",
+        "server_url": "grpc://localhost:8002",
+        "server_address": "localhost:8002",
+        "admin_address": "localhost:8003",
+        "default_port": 8002,
+        "default_server_port": 8002,
+        "default_admin_port": 8003,
+        "wait": True,
+        "no_wait": False,
+        "ready_timeout": 30,
+        "ready": True,
+        "clients": ["site-1", "site-2"],
+        "console_logs": {"server": "/tmp/nvflare/poc/example_project/prod_00/server/poc_console.log"},
+        "port_conflict": False,
+        "port_preflight": preflight,
+        "warnings": [],
+    }
+    return {"schema_version": "1", "status": "ok", "exit_code": 0, "data": data}
+
+
+def test_a_started_poc_system_keeps_the_job_follow_ups_and_does_not_claim_nothing_is_missing(tmp_path):
+    """A running POC system (`ready: true`) is where jobs run: its answer does not show that none was submitted."""
+    answer = tmp_path / "poc_start.json"
+    answer.write_text(json.dumps(_poc_start_ok()), encoding="utf-8")
+    report = _report(answer)
+    assert any(" job meta " in command for command in report["follow_up_commands"]), report["follow_up_commands"]
+    assert any("job status" in sentence for sentence in report["missing_evidence"]), report["missing_evidence"]
+    assert "with no gap" not in report["next_action"], report["next_action"]
+
+
+def test_a_refused_poc_start_still_gets_no_job_command():
+    """Guard: the refusal (the real poc-not-prepared answer) keeps session 17's rule."""
+    report = _report(REPO / "evals" / "diagnose" / "files" / "real" / "poc-not-prepared" / "poc_start.json")
+    assert not any(" job " in command for command in report["follow_up_commands"]), report["follow_up_commands"]

@@ -146,8 +146,8 @@ def ingest_envelope(
         inspect_source.ingest(ev, envelope, source, bytes_read, failed_status(collected))
         return
     add_hint(ev, "production", f"nvflare CLI JSON envelope ({kind.replace('_', ' ')}) in {source}")
-    if cli_answers.concerns_no_job(envelope.get("data"), command):
-        ev.no_job_answers.add(source)
+    if envelope.get("status") == "error" and cli_answers.concerns_no_job(envelope.get("data"), command):
+        ev.no_job_answers.add(source)  # a refused POC command; a running POC system (ok answer) may have run jobs
     if envelope.get("status") == "error":
         failed = Source(source, "cli_envelope", None, failed_status(collected), bytes_read, note=error_note(envelope))
         ev.sources.append(failed)
