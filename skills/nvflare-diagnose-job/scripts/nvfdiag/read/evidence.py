@@ -48,31 +48,42 @@ def collect_evidence(
     stdin_text: str | None = None,
 ) -> Evidence:
     """Read the evidence behind `paths` (`-` means `stdin_text`) within the given bounds. Without `job_id`, when the
-    evidence states one job and the folders hold it beside other jobs (`jobscope.stated_job`), it is read again as
-    with that job's id, within what the first reading left of --max-total-bytes / --max-files (the bounds hold for
-    the whole run); with nothing left, the first reading stands and says so."""
+    given JSON files (CLI answers, job meta, bundle) state one job and the given folders hold it beside other jobs
+    (`_stated_job`), the evidence is read as with that job's id; what learning it read counts against the bounds."""
     for name, value in (("max-bytes", max_bytes), ("max-total-bytes", max_total_bytes), ("max-files", max_files)):
         if not isinstance(value, int) or value <= 0:
             raise EvidenceError(f"--{name} must be a positive integer; got {value!r}")
     if not paths:
         raise EvidenceError(f"no evidence given: {_FIX}")
-    ev, used, files = _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text)
-    stated = None if job_id else jobscope.stated_job(ev)
-    if stated is None:
-        return ev
-    left_bytes, left_files = max_total_bytes - used, max_files - files
-    if left_bytes <= 0 or left_files <= 0:
+    stated, used, opened = (None, 0, 0) if job_id else _stated_job(paths, max_bytes, max_total_bytes, max_files)
+    ev = _read_paths(paths, stated or job_id, max_bytes, max_total_bytes - used, max_files - opened, stdin_text)[0]
+    if stated:
         ev.not_read.append(
-            f"the folders given hold several jobs and the CLI answers name job {stated}, but --max-total-bytes / "
-            f"--max-files were spent on the whole reading; pass --job-id {stated} to read only that job"
+            f"the folders given hold several jobs; the CLI answers name job {stated}, so only its folders and lines "
+            f"were read (as with --job-id {stated})"
         )
-        return ev
-    ev = _read_paths(paths, stated, max_bytes, left_bytes, left_files, stdin_text)[0]
-    ev.not_read.append(
-        f"the folders given hold several jobs; the CLI answers name job {stated}, so only its folders and lines "
-        f"were read (as with --job-id {stated})"
-    )
     return ev
+
+
+PROBE_SHARE = 4  # learning the stated job reads the given JSON files within a quarter of the bounds
+
+
+def _stated_job(paths, max_bytes, max_total_bytes, max_files) -> tuple[str | None, int, int]:
+    """(job id or None, bytes read, files read): the job the given JSON files state when the given folders hold its
+    folder beside other jobs' folders (`jobscope.stated_job`). The folders are only listed; the JSON files are read
+    (within a quarter of the bounds) only when the folders hold several jobs."""
+    named = [p for p in paths if p != "-" and not _credential_path(p)]
+    folders = [p for p in named if os.path.isdir(p)]
+    roots_real = [os.path.realpath(p) for p in folders]
+    listed = [f.path for folder in folders for f in walk_tree(folder, roots_real, None).files]
+    answers = [p for p in named if os.path.isfile(p) and p.lower().endswith(".json")]
+    if not answers or len({job for path in listed for job in jobscope.job_folders(path)}) < 2:
+        return None, 0, 0
+    budget, files = max_total_bytes // PROBE_SHARE, max_files // PROBE_SHARE
+    if budget <= 0 or files <= 0:
+        return None, 0, 0
+    probe, used, opened = _read_paths(answers, None, max_bytes, budget, files, None)
+    return jobscope.stated_job(probe, [*listed, *answers]), used, opened
 
 
 def _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text) -> tuple[Evidence, int, int]:

@@ -6,14 +6,13 @@ participant's own `log.txt` / `error_log.txt`. With `--job-id`, the walk skips t
 marks these shared logs; `scope(lines, job_id)` then keeps, per source, the log records that name the job
 (its id appears in `run=...`, a path or a message) and the lines that continue them (tracebacks, multi-line
 messages), and drops records of other jobs and of the system. Usage: `kept = scope(lines_of_one_source, job_id)`.
-Without `--job-id`, `stated_job(evidence)` names the job the evidence's CLI answers or job meta state (from outside
+Without `--job-id`, `stated_job(evidence, paths)` names the job the evidence's CLI answers or job meta state (from outside
 every job's folder) when the folders given hold that job's folder beside other jobs' folders: the evidence is then
 read again as with its id. `job_folders(path)` -> the job ids of the folders a path lies in.
 """
 
 from __future__ import annotations
 
-import os
 import re
 
 from ..model import Evidence, Line
@@ -58,14 +57,14 @@ def job_folders(path: str) -> tuple[str, ...]:
     return tuple(part for part in re.split(r"[\\/]", path)[:-1] if JOB_ID_LIKE.fullmatch(part))
 
 
-def stated_job(ev: Evidence) -> str | None:
-    """The one job id `ev` states (CLI answers, job meta, bundle; a UUID, no second id stated) when a source lies in
-    that job's folder and another source in another job's folder; else None (nothing to tell apart). Only a
+def stated_job(ev: Evidence, paths: list[str]) -> str | None:
+    """The one job id `ev` states (CLI answers, job meta, bundle; a UUID, no second id stated) when one of `paths`
+    lies in that job's folder and another in another job's folder; else None (nothing to tell apart). Only a
     statement from outside every job's folder counts: a file a job wrote into its folder does not choose the job."""
     job = ev.job_id
     if not job or ev.other_job_ids or not JOB_ID_LIKE.fullmatch(job):
         return None
     if all(job_folders(source) for source in ev.job_id_from):
         return None
-    folders = {part for s in ev.sources for part in s.path.split(os.sep) if JOB_ID_LIKE.fullmatch(part)}
+    folders = {part for path in paths for part in job_folders(path)}
     return job if job in folders and len(folders) > 1 else None
