@@ -73,11 +73,13 @@ def _stated_job(paths, max_bytes, max_total_bytes, max_files) -> tuple[str | Non
     folder beside other jobs' folders (`jobscope.stated_job`). The folders are only listed; the JSON files are read
     (within a quarter of the bounds) only when the folders hold several jobs."""
     named = [p for p in paths if p != "-" and not _credential_path(p)]
+    answers = [p for p in named if os.path.isfile(p) and p.lower().endswith(".json")]
     folders = [p for p in named if os.path.isdir(p)]
+    if not answers or not folders:  # nothing to learn the job from, or nothing to scope: no listing
+        return None, 0, 0
     roots_real = [os.path.realpath(p) for p in folders]
     listed = [f.path for folder in folders for f in walk_tree(folder, roots_real, None).files]
-    answers = [p for p in named if os.path.isfile(p) and p.lower().endswith(".json")]
-    if not answers or len({job for path in listed for job in jobscope.job_folders(path)}) < 2:
+    if len({job for path in listed for job in jobscope.job_folders(path)}) < 2:
         return None, 0, 0
     budget, files = max_total_bytes // PROBE_SHARE, max_files // PROBE_SHARE
     if budget <= 0 or files <= 0:
