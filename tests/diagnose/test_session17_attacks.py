@@ -1,4 +1,5 @@
-"""Attacks on session 17's diagnose changes (h17atd); each hole's test failed on 71d81b3.
+"""Attacks on session 17's diagnose changes (h17atd); each hole's test failed on 71d81b3 (the tight-budget one
+on 28dcdc9, this branch's first bound fix).
 
 - A JSON file inside a job's folder of a POC workspace (the job's own code can write there) shaped like job meta
   chose the job the whole workspace was read as (`jobscope.stated_job`): written into the failing job's folder and
