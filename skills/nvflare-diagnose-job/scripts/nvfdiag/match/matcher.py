@@ -402,30 +402,27 @@ def analyse(
     suspicious, flagged = scan_suspicious(lines, index)
     scanned = scan_signals(lines, catalog, flagged, index)
     blocks = find_tracebacks(lines, flagged, index)
-    found_id = None if evidence.other_job_ids else evidence.job_id  # two ids: none is picked (job_ids_differ)
-    status, job_id, user_job_id = sites.job_identity(
-        job_id, job_status, found_id, evidence.job_status, evidence.listed_status
-    )
+    job = sites.job_identity(job_id, job_status, evidence)
     own = job_own_calls(blocks, lines)
     own_lines = frozenset(i for b in own for i in [*range(b.start, b.end + 1), *b.detail])
     detected, reason = decide_mode(
         mode,
         evidence.mode_hints,
         functools.partial(scanned.find_mode_hints, own_calls=own_lines),
-        job_id_given=user_job_id,
+        job_id_given=job.user_given,
         weak=catalog.weak_mode_reasons,
     )
     raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged, index)
-    hits, static, reading = _all_hits(evidence, catalog, scanned, raised, blocks, own, status, index)
-    ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged, status)
+    hits, static, reading = _all_hits(evidence, catalog, scanned, raised, blocks, own, job.status, index)
+    ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged, job.status)
     reading.demote(ranked, demoted, catalog)
     an = Analysis(
         evidence,
         catalog,
         detected,
         reason,
-        job_id,
-        status,
+        job.job_id,
+        job.status,
         suspicious,
         flagged,
         blocks,
@@ -437,7 +434,7 @@ def analyse(
         kit=kit,
         poc_root=poc_root,
         careful=reading,
-        job_ids_differ=() if user_job_id or not evidence.other_job_ids else (evidence.job_id, *evidence.other_job_ids),
+        job_ids_differ=job.ids_differ,
     )
     an.scripts = scripts_in(lines, index)
     _refine(an, hits, static, raised.code_lines, index)

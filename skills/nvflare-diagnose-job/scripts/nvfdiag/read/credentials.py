@@ -60,3 +60,17 @@ def link_target_parts(target: str, roots_real: Sequence[str]) -> list[tuple[str,
             name = os.path.basename(root.rstrip(os.sep))
             found.append((name, *rel) if name.lower() in _KIT_FOLDERS else rel)
     return found
+
+
+def name_parts(path: str) -> tuple[str, str]:
+    """(parent folder name, file name) of `path`: what `is_credential` judges."""
+    return os.path.basename(os.path.dirname(path)), os.path.basename(path)
+
+
+def given_credential(path: str) -> bool:
+    """A given path is credential material when its (or its link target's) name or parent folder says so, or
+    when it resolves into a startup kit folder."""
+    given, real = os.path.normpath(os.path.abspath(path)), os.path.realpath(path)
+    if any(is_credential(name_parts(candidate)) for candidate in (given, real)):
+        return True
+    return real != given and in_kit_folder(real)

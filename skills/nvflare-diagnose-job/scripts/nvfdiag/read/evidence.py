@@ -20,10 +20,10 @@ import os
 from dataclasses import dataclass
 
 from ..model import Evidence, Line, Source
-from . import job_folder, jobscope, jsontext, metrics_files, middle, prefixes, structured, workspaces
+from . import job_folder, jobscope, jsontext, metrics_files, middle, prefixes, structured, walk, workspaces
 from .bounded import Chunk, ReadFailure, chunk_from_bytes, chunk_parts, read_head_tail
 from .budget import plan_shares
-from .credentials import in_kit_folder, is_credential
+from .credentials import given_credential, is_credential, name_parts
 from .jsontext import numbered_to_lines
 from .walk import METRICS, OTHER_TEXT, STRUCTURED, EvidenceFile, file_site_label, read_order_key, walk_tree
 
@@ -72,7 +72,7 @@ def _stated_job(paths, max_bytes, max_total_bytes, max_files) -> tuple[str | Non
     """(job id or None, bytes read, files read): the job the given JSON files state when the given folders hold its
     folder beside other jobs' folders (`jobscope.stated_job`). The folders are only listed; the JSON files are read
     (within a quarter of the bounds) only when the folders hold several jobs."""
-    named = [p for p in paths if p != "-" and not _credential_path(p)]
+    named = [p for p in paths if p != "-" and not given_credential(p)]
     answers = [p for p in named if os.path.isfile(p) and p.lower().endswith(".json")]
     folders = [p for p in named if os.path.isdir(p)]
     if not answers or not folders:  # nothing to learn the job from, or nothing to scope: no listing
@@ -91,7 +91,7 @@ def _stated_job(paths, max_bytes, max_total_bytes, max_files) -> tuple[str | Non
 def _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text) -> tuple[Evidence, int, int]:
     """The evidence behind `paths`, and the bytes and files that reading spent."""
     reader = _Reader(max_bytes, max_total_bytes, max_files)
-    named = [p for p in paths if p != "-" and not _credential_path(p)]
+    named = [p for p in paths if p != "-" and not given_credential(p)]
     roots_real = [os.path.realpath(p) for p in named if os.path.isdir(p)]
     explicit, walked, layouts = [], [], []
     for path in paths:
@@ -136,25 +136,12 @@ def evidence_from_envelopes(items: list[dict], *, job_id: str | None = None, max
     return reader.finish()
 
 
-def _credential_path(path: str) -> bool:
-    """A given path is credential material when its (or its link target's) name or parent folder says so, or
-    when it resolves into a startup kit folder."""
-    given, real = os.path.normpath(os.path.abspath(path)), os.path.realpath(path)
-    if any(is_credential(_name_parts(candidate)) for candidate in (given, real)):
-        return True
-    return real != given and in_kit_folder(real)
-
-
-def _name_parts(path: str) -> tuple[str, str]:
-    return os.path.basename(os.path.dirname(path)), os.path.basename(path)
-
-
 def _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts) -> None:
     """Turn one given path into explicit files or a folder walk (no file content is touched)."""
     ev = reader.ev
-    if _credential_path(path):  # decided by name only, before any stat or open
+    if given_credential(path):  # decided by name only, before any stat or open
         reader.skip_credential(path, file_site_label(path, job_id))
-        if os.path.islink(path) and not is_credential(_name_parts(os.path.normpath(os.path.abspath(path)))):
+        if os.path.islink(path) and not is_credential(name_parts(os.path.normpath(os.path.abspath(path)))):
             ev.not_read.append(f"{path}: {LINKED_CREDENTIAL}")
         return
     if os.path.isdir(path):
@@ -246,9 +233,9 @@ class _Reader:
     def read_all(self, items: list[EvidenceFile | None], stdin_text: str | None) -> None:
         """Read `items` in order (None = stdin) with budget shares planned up front, then scan the middles."""
         stdin = stdin_text.encode("utf-8", errors="replace") if stdin_text and stdin_text.strip() else None
-        opened = [item for item in items if _opened(item, stdin)]
+        opened = [item for item in items if walk.is_opened(item, stdin)]
         shares = plan_shares(
-            [_size(item, stdin) for item in opened],
+            [walk.planned_size(item, stdin) for item in opened],
             max_bytes=self.max_bytes,
             budget=self.max_total,
             max_files=self.max_files,
@@ -262,7 +249,7 @@ class _Reader:
         self.read_middles()
 
     def read_file(self, file: EvidenceFile, share: int | None) -> None:
-        if not _opened(file, None):  # empty file found in a walk: listed, not opened
+        if not walk.is_opened(file, None):  # empty file found in a walk: listed, not opened
             self.ev.sources.append(Source(file.path, "log", file.site, "complete", size=0))
             return
         if share is None:
@@ -501,25 +488,6 @@ class _Deep:
     source: Source
     insert_at: int
     peeler: prefixes.Peeler | None = None  # the wrappers of its head and tail, peeled from its windows too
-
-
-def _opened(item: EvidenceFile | None, stdin: bytes | None) -> bool:
-    """Whether the item is read at all: empty files found in a walk and an empty stdin are only listed."""
-    if item is None:
-        return stdin is not None
-    return item.size > 0 or item.explicit or item.exported_meta
-
-
-def _size(item: EvidenceFile | None, stdin: bytes | None) -> int:
-    """Bytes the item holds, for planning (an explicit file is stat-ed; a failure shows up when it is read)."""
-    if item is None:
-        return len(stdin or b"")
-    if item.explicit:
-        try:
-            return os.stat(item.real).st_size
-        except OSError:
-            return 0
-    return item.size
 
 
 __all__ = ["EvidenceError", "collect_evidence", "evidence_from_envelopes"]

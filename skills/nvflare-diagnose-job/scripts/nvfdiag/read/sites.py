@@ -1,7 +1,7 @@
 """Site names and identifiers: validation, which site labels are the server, and the sites and workspaces a line names.
 
 Usage: `valid_site(name)`, `valid_job_id(value)`, `nvflare_job_id(value)` (a UUID, as NVFLARE names a job),
-`valid_kit_id(value)`, `valid_job_status(value)`, `is_server(site)`; `job_identity(...)` -> the job status and id a report names;
+`valid_kit_id(value)`, `valid_job_status(value)`, `is_server(site)`; `job_identity(user_id, user_status, evidence)` -> the job a report names (`JobIdentity`);
 `site_in_text(text)` -> the site a line of stdout names (a SimEnv path, `Result from site-3 is bad`, `peer=site-3`);
 `logs_dir_named(text)` / `workspace_named(text)` -> the SimEnv job workspace a line names. Pure. The one place for
 these identifier rules (CLI options, readers, --collect and the report all use them); only names and paths that pass
@@ -13,6 +13,7 @@ allowed (it belongs to admin user names, which are not sites).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 SITE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -100,14 +101,26 @@ def workspace_named(text: str) -> str | None:
     return match.group(1) if match and safe_path(match.group(1)) else None
 
 
-def job_identity(
-    user_id: str | None, user_status: str | None, found_id: str | None, found_status: str | None, listed: dict
-) -> tuple[str | None, str | None, bool]:
-    """The job status and id to report (the user's when valid, else the evidence's; a status also from the job's
-    row of a `job list` answer, `listed`: id -> status) and whether the user's id is valid (it decides the mode)."""
+@dataclass(frozen=True)
+class JobIdentity:
+    """The job a report names: its id and status, whether the user gave a valid id (it decides the mode), and the
+    ids the evidence states when it states two and the user gave none (`ids_differ`: none is picked)."""
+
+    job_id: str | None
+    status: str | None
+    user_given: bool
+    ids_differ: tuple[str, ...]
+
+
+def job_identity(user_id: str | None, user_status: str | None, evidence) -> JobIdentity:
+    """The job status and id to report: the user's when valid, else the evidence's (`Evidence`: its one stated id,
+    its status, and a status from the job's row of a `job list` answer)."""
     status = user_status if valid_job_status(user_status) else None
-    status = status or (found_status if valid_job_status(found_status) else None)
+    status = status or (evidence.job_status if valid_job_status(evidence.job_status) else None)
     user_given = valid_job_id(user_id)
+    found_id = None if evidence.other_job_ids else evidence.job_id  # two ids: none is picked
     job_id = user_id if user_given else (found_id if valid_job_id(found_id) else None)
-    listed_status = listed.get(job_id) if job_id else None
-    return status or (listed_status if valid_job_status(listed_status) else None), job_id, user_given
+    listed_status = evidence.listed_status.get(job_id) if job_id else None
+    status = status or (listed_status if valid_job_status(listed_status) else None)
+    differ = () if user_given or not evidence.other_job_ids else (evidence.job_id, *evidence.other_job_ids)
+    return JobIdentity(job_id, status, user_given, differ)

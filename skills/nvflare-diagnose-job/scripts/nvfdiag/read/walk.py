@@ -299,3 +299,22 @@ def _participant_folder(names: set[str]) -> bool:
 def _hint(hints: list[tuple[str, str]], mode: str, reason: str) -> None:
     if (mode, reason) not in hints:
         hints.append((mode, reason))
+
+
+def is_opened(item: EvidenceFile | None, stdin: bytes | None) -> bool:
+    """Whether the item is read at all: empty files found in a walk and an empty stdin are only listed."""
+    if item is None:
+        return stdin is not None
+    return item.size > 0 or item.explicit or item.exported_meta
+
+
+def planned_size(item: EvidenceFile | None, stdin: bytes | None) -> int:
+    """Bytes the item holds, for planning (an explicit file is stat-ed; a failure shows up when it is read)."""
+    if item is None:
+        return len(stdin or b"")
+    if item.explicit:
+        try:
+            return os.stat(item.real).st_size
+        except OSError:
+            return 0
+    return item.size
