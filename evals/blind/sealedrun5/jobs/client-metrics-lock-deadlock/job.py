@@ -16,7 +16,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--name", type=str, required=True)
     parser.add_argument("--workspace", type=str, default="/tmp/nvflare/simulation")
-    parser.add_argument("--n_clients", type=int, default=3)
+    parser.add_argument("--n_clients", type=int, default=2)
     parser.add_argument("--num_rounds", type=int, default=3)
     args = parser.parse_args()
     job = FedJob(name=args.name, min_clients=args.n_clients)
