@@ -44,7 +44,8 @@ MAX_WRONG_HIGH = 0
 # blind figure.
 # sealedrun4 (built 2026-12-07, session 17) was scored once by the coordinator, who had not read it, on the code of the
 # session's start (6275a8d): 18 of 18 right, 0 wrong at high confidence, mode 18 of 18 (every case is a simulation).
-# sealedrun5 (built 2026-12-07, session 18) is not yet scored: (0, 99) until the coordinator scores it once.
+# sealedrun5 (built 2026-12-07, session 18) was scored once by the coordinator, who had not read it, on the code of the
+# session's start (7a6f785): 18 of 18 right, 0 wrong at high confidence, mode 18 of 18 (every case is a simulation).
 FLOORS = {
     "dev": (15, 0),
     "sealed": (15, 0),
@@ -54,7 +55,7 @@ FLOORS = {
     "sealedrun2": (17, 0),
     "sealedrun3": (18, 0),
     "sealedrun4": (18, 0),
-    "sealedrun5": (0, 99),
+    "sealedrun5": (18, 0),
 }
 
 
