@@ -84,7 +84,7 @@ class Evidence:
     listed_status: dict[str, str] = field(default_factory=dict)  # job id -> status, from a `job list` answer
     other_job_ids: list[str] = field(default_factory=list)  # ids the evidence states beside a different `job_id`
     job_id_from: list[str] = field(default_factory=list)  # the sources that stated `job_id`
-    no_job_answers: set[str] = field(default_factory=set)  # refused commands that concern no job (nvflare poc ...)
+    no_job_answers: set[str] = field(default_factory=set)  # POC commands refused while no POC system was up
     logs_answered: set[str] = field(default_factory=set)  # sites a `job logs` answer covered (LOG_NOT_FOUND too)
     metrics: dict | None = None
     mode_hints: list[tuple[str, str]] = field(default_factory=list)

@@ -146,8 +146,13 @@ def ingest_envelope(
         inspect_source.ingest(ev, envelope, source, bytes_read, failed_status(collected))
         return
     add_hint(ev, "production", f"nvflare CLI JSON envelope ({kind.replace('_', ' ')}) in {source}")
-    if envelope.get("status") == "error" and cli_answers.concerns_no_job(envelope.get("data"), command):
-        ev.no_job_answers.add(source)  # a refused POC command; a running POC system (ok answer) may have run jobs
+    data = envelope.get("data")
+    if (
+        envelope.get("status") == "error"
+        and cli_answers.concerns_no_job(data, command)
+        and cli_answers.nothing_ran(data)
+    ):
+        ev.no_job_answers.add(source)  # refused while no POC system was up; a running one may have run jobs
     if envelope.get("status") == "error":
         failed = Source(source, "cli_envelope", None, failed_status(collected), bytes_read, note=error_note(envelope))
         ev.sources.append(failed)
@@ -155,7 +160,6 @@ def ingest_envelope(
         ev.lines.append(Line(source, None, 1, text[:MAX_VALUE_CHARS]))
         _error_facts(ev, envelope, kind, command, source)
         return
-    data = envelope.get("data")
     ev.sources.append(Source(source, "cli_envelope", None, "complete", bytes_read))
     if kind == "job_list":
         for job_id, status in cli_answers.listed_statuses(data).items():

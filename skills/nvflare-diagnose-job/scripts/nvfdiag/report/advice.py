@@ -7,7 +7,7 @@ the script itself), the startup-kit option --collect used (appended to `nvflare 
 pasted) and the POC project folder that kit lies in (`{poc_root}`); anything else stays a <placeholder>.
 What the CLI already answered is not asked again: no `job logs --site S` for a site a `job logs` answer in the
 evidence covered (its own log on the site's host instead), and no job command when the evidence shows no job was
-ever submitted (only refused POC commands, no job id or status).
+ever submitted (only POC commands refused while no POC system was up, no job id or status).
 """
 
 from __future__ import annotations
@@ -122,8 +122,8 @@ class _Advice:
 
 
 def _no_job(an) -> bool:
-    """The evidence shows no job was submitted: every source is the refusal of a command that concerns no job
-    (nvflare poc ...), and no job id or status is known."""
+    """The evidence shows no job was submitted: every source is a POC command refused while no POC system was up
+    (`Evidence.no_job_answers`), and no job id or status is known."""
     ev = an.evidence
     known = an.job_id or an.job_status or an.status_in_logs or an.job_ids_differ or ev.listed_status
     return not known and bool(ev.sources) and all(source.path in ev.no_job_answers for source in ev.sources)
