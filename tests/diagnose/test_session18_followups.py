@@ -64,3 +64,58 @@ def test_a_poc_start_in_an_unprepared_workspace_is_still_no_job():
     """Guard (real, no port configuration: the workspace was never prepared)."""
     report = report_of([REAL / "poc-not-prepared" / "poc_start.json"])
     assert job_commands(report) == [], report["follow_up_commands"]
+
+
+# --- 2. a `job logs --site all` answer that holds only the server --------------------------------------------------
+
+ENVELOPES = REAL / "poc" / "envelopes"
+IMPORT_ERROR = "657ad52f-967d-4487-af3e-b4c564993519"  # the job of ENVELOPES/import-error.*
+HELLO = "7b58b9a8-5b7f-4e89-899c-e669423796f3"  # the job of ENVELOPES/hello-numpy.*
+
+
+def test_a_server_only_all_sites_answer_is_not_followed_by_a_per_site_logs_command():
+    """Real import-error POC answer: `--site all` gave only the server's log (client logs not streamed); NVFLARE
+    answers `--site site-1` from the same store (job_cmds.get_job_log), so it is not asked; the site's own log is.
+    Failed before (`job logs <id> --site site-1` was suggested)."""
+    report = report_of([ENVELOPES / "import-error.logs.json"])
+    assert report["job_id"] == IMPORT_ERROR
+    assert not any("--site site-1" in c for c in report["follow_up_commands"]), report["follow_up_commands"]
+    assert any("site-1 host" in c and f"{IMPORT_ERROR}/log.txt" in c for c in report["follow_up_commands"])
+
+
+def test_an_all_sites_answer_of_another_job_does_not_stand_for_this_one():
+    """Guard: the user's job is not the one the saved `--site all` answer is about: its per-site command stays."""
+    other = "2bc24454-f48f-44ab-8373-dac843d4c488"
+    report = report_of([ENVELOPES / "import-error.logs.json"], job_id=other)
+    assert any(f"job logs {other} --site site-1" in c for c in report["follow_up_commands"]), report[
+        "follow_up_commands"
+    ]
+
+
+# --- 3. a saved `job logs --site all` / `job meta` answer is not asked for again -----------------------------------
+
+
+def test_saved_meta_and_all_logs_answers_are_not_asked_for_again():
+    """Real import-error POC answers (meta + logs). Failed before (both commands were repeated)."""
+    report = report_of([ENVELOPES / "import-error.meta.json", ENVELOPES / "import-error.logs.json"])
+    commands = report["follow_up_commands"]
+    assert not any(f"job meta {IMPORT_ERROR}" in c or "--site all" in c for c in commands), commands
+    assert commands
+
+
+def test_the_healthy_jobs_answers_get_a_replacement_follow_up_not_a_repeat():
+    """Real hello-numpy POC answers (FINISHED:COMPLETED, UNKNOWN at low confidence): the spec wants a follow-up, and
+    the one not yet given is a site's own log. Failed before (the two saved commands were repeated)."""
+    report = report_of([ENVELOPES / "hello-numpy.meta.json", ENVELOPES / "hello-numpy.logs.json"])
+    assert report["confidence"] != "high" and report["missing_evidence"]
+    commands = report["follow_up_commands"]
+    assert commands and not any(f"job meta {HELLO}" in c or "--site all" in c for c in commands), commands
+    assert any("host, read <site workspace>" in c and HELLO in c for c in commands), commands
+
+
+def test_only_the_answer_in_hand_is_dropped():
+    """Guard: with only the meta answer, `job logs --site all` is still asked; `job meta` is not."""
+    report = report_of([ENVELOPES / "import-error.meta.json"])
+    commands = report["follow_up_commands"]
+    assert any(f"job logs {IMPORT_ERROR} --site all" in c for c in commands), commands
+    assert not any(f"job meta {IMPORT_ERROR}" in c for c in commands), commands

@@ -86,6 +86,8 @@ class Evidence:
     job_id_from: list[str] = field(default_factory=list)  # the sources that stated `job_id`
     no_job_answers: set[str] = field(default_factory=set)  # POC commands refused while no POC system was up
     logs_answered: set[str] = field(default_factory=set)  # sites a `job logs` answer covered (LOG_NOT_FOUND too)
+    # (follow-up template, job id) whose answer the evidence holds: `job meta`, `job logs --site all` (read/structured)
+    answered: set[tuple[str, str]] = field(default_factory=set)
     metrics: dict | None = None
     mode_hints: list[tuple[str, str]] = field(default_factory=list)
     not_read: list[str] = field(default_factory=list)

@@ -24,6 +24,7 @@ MAX_VALUE_CHARS = 300
 _ERROR_LINE = "nvflare CLI error "
 _ERROR_CODE = re.compile(r"nvflare CLI error ([A-Z][A-Z0-9_]{0,63}): ")
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+ALL_TARGETS = ("all", "@all")  # a `job logs` answer for every site (job_cmds: the CLI's `all` and the protocol's @ALL)
 _META_KEYS = ("job_id", "submit_time_iso", "job_deploy_detail", "duration", "job_name", "name")
 
 
@@ -171,6 +172,7 @@ def ingest_envelope(
         _job_logs(ev, data, source)
     elif kind == "job_meta":
         note_job(ev, data.get("job_id"), cli_answers.stated_status(data), source)
+        note_answered(ev, "job_meta", data.get("job_id"), source)
         flatten_lines(ev, data, source, f"job meta {data.get('job_id', '')}".strip())
     elif kind == "job_download":
         _job_download(ev, data, source)
@@ -193,8 +195,18 @@ def _error_facts(ev: Evidence, envelope: dict, kind: str, command, source: str) 
         ev.logs_answered.add(site)
 
 
+def note_answered(ev: Evidence, template: str, job_id: object, source: str) -> None:
+    """Record that the evidence holds the answer of follow-up `template` for `job_id` (not for a file inside another
+    job's folder, whose statements about that job are ignored, as in note_job)."""
+    folders = job_folders(source)
+    if valid_job_id(job_id) and not (folders and job_id not in folders):
+        ev.answered.add((template, job_id))
+
+
 def _job_logs(ev: Evidence, data: dict, source: str) -> None:
     note_job(ev, data.get("job_id"), None, source)
+    if str(data.get("target", "")).lower() in ALL_TARGETS:
+        note_answered(ev, "all_logs", data.get("job_id"), source)  # every site's log the server's store holds
     sites = data.get("sites") if isinstance(data.get("sites"), dict) else {}
     unavailable = data.get("unavailable") if isinstance(data.get("unavailable"), dict) else {}
     names = sorted(set(data["logs"]) | set(sites) | set(unavailable))

@@ -6,7 +6,8 @@ simulator named (validated by match/raiser.py), the command that runs this diagn
 the script itself), the startup-kit option --collect used (appended to `nvflare ...` commands so they work when
 pasted) and the POC project folder that kit lies in (`{poc_root}`); anything else stays a <placeholder>.
 What the CLI already answered is not asked again: no `job logs --site S` for a site a `job logs` answer in the
-evidence covered (its own log on the site's host instead), and no job command when the evidence shows no job was
+evidence covered, nor for any site once a `job logs --site all` answer of the job is in it (NVFLARE answers `--site S`
+from the same store: job_cmds.get_job_log); the site's own log on its host instead; and no job command when the evidence shows no job was
 ever submitted (only POC commands refused while no POC system was up, no job id or status).
 """
 
@@ -82,7 +83,7 @@ class _Advice:
         self.optional: set[str] = set()  # sentences about evidence that would add detail, not decide the cause
         self.commands: list[str] = []
         self.collected = {source.path for source in an.evidence.sources if source.kind == "cli_envelope"}
-        self.log_store_read = any(" job logs " in path and "--site all" in path for path in self.collected)
+        self.log_store_read = ("all_logs", an.job_id) in an.evidence.answered  # every site's log the server holds
         self.no_job = _no_job(an)
 
     def need(self, sentence: str, optional: bool = False) -> None:
@@ -91,11 +92,13 @@ class _Advice:
             self.optional.add(sentence)
 
     def run(self, name: str, site: str | None = None) -> None:
+        if (name, self.an.job_id) in self.an.evidence.answered:
+            return  # its answer for this job is in the evidence (`job meta`, `job logs --site all`)
         if name == "inspect_source" and any(
             s.kind == "inspect_source" and not s.note for s in self.an.evidence.sources
         ):
             return  # an inspection that did not fail was supplied already
-        if name == "site_logs" and site in self.an.evidence.logs_answered:
+        if name == "site_logs" and (site in self.an.evidence.logs_answered or self.log_store_read):
             self.run("site_local_log", site)  # the CLI answered for this site already: its own log may hold more
             return
         if name in self.templates and not (self.no_job and "{job_id}" in self.templates[name]):
@@ -113,8 +116,6 @@ class _Advice:
             )
             if command in self.collected:
                 return  # --collect ran it already: its output is in this report
-            if name == "site_logs" and self.log_store_read and site not in self.an.evidence.site_status:
-                return  # the server's log store was asked for every site and has none of this one's logs
             self.commands.append(command)
 
     def per_site(self, name: str) -> bool:
@@ -259,8 +260,20 @@ def _fallback(adv: _Advice) -> None:
     for mode in _modes(adv.an.mode):
         for name in ("all_logs", "job_meta") if mode == "production" else ("sim_stdout", "sim_workspace"):
             adv.run(name)
+        if mode == "production" and not adv.commands:
+            _own_logs(adv)  # the server's answers are in hand: the sites' own logs are the evidence not yet given
     if adv.no_job:
         adv.run("system_status")  # no job to ask about: whether the system the command needed is up
+
+
+def _own_logs(adv: _Advice) -> None:
+    """The site's own log on its host, for each client the evidence names without any of its log lines (else for
+    a `<site>` to fill in)."""
+    an = adv.an
+    with_lines = {line.site for line in an.evidence.lines}
+    named = [s for s in an.evidence.site_status if not sites.is_server(s) and s not in with_lines]
+    for site in named or [None]:
+        adv.run("site_local_log", site)
 
 
 def nothing_missing(an) -> bool:
