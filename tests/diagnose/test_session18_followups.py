@@ -119,3 +119,35 @@ def test_only_the_answer_in_hand_is_dropped():
     commands = report["follow_up_commands"]
     assert any(f"job logs {IMPORT_ERROR} --site all" in c for c in commands), commands
     assert not any(f"job meta {IMPORT_ERROR}" in c for c in commands), commands
+
+
+# --- 4. the job status belongs to the job the report names -----------------------------------------------------------
+
+
+def test_the_status_is_the_named_jobs_not_the_first_stated():
+    """Real meta answers of two POC jobs (hello-numpy COMPLETED first, import-error EXECUTION_EXCEPTION), the user
+    names the second. Failed before (FINISHED:COMPLETED, the other job's, and UNKNOWN "nothing says it failed")."""
+    report = report_of([ENVELOPES / "hello-numpy.meta.json", ENVELOPES / "import-error.meta.json"], job_id=IMPORT_ERROR)
+    assert report["job_id"] == IMPORT_ERROR
+    assert report["job_status"] == "FINISHED:EXECUTION_EXCEPTION"
+    assert "FINISHED:COMPLETED" not in report["likely_cause"]
+
+
+def test_two_jobs_and_none_named_report_no_status():
+    """Two ids, none picked: neither job's status is the report's. Failed before (FINISHED:COMPLETED)."""
+    report = report_of([ENVELOPES / "hello-numpy.meta.json", ENVELOPES / "import-error.meta.json"])
+    assert report["job_id"] is None and report["job_status"] is None
+    assert any("different job ids" in s for s in report["missing_evidence"]), report["missing_evidence"]
+
+
+def test_a_named_job_with_no_status_stated_gets_none_from_another_job():
+    """The import-error job's logs (no status) beside the healthy job's meta: no status. Failed before."""
+    report = report_of([ENVELOPES / "hello-numpy.meta.json", ENVELOPES / "import-error.logs.json"], job_id=IMPORT_ERROR)
+    assert report["job_status"] is None
+    assert any("job status" in s for s in report["missing_evidence"]), report["missing_evidence"]
+
+
+def test_one_job_keeps_its_stated_status():
+    """Guard: the meta answer and the logs of one job."""
+    report = report_of([ENVELOPES / "import-error.meta.json", ENVELOPES / "import-error.logs.json"])
+    assert (report["job_id"], report["job_status"]) == (IMPORT_ERROR, "FINISHED:EXECUTION_EXCEPTION")

@@ -80,7 +80,9 @@ class Evidence:
     lines: list[Line] = field(default_factory=list)
     site_status: dict[str, str] = field(default_factory=dict)
     job_id: str | None = None
-    job_status: str | None = None
+    job_status: str | None = None  # the first status stated (of any job); the report's is read/sites.job_identity's
+    status_of: dict[str, str] = field(default_factory=dict)  # job id -> the first status stated with that id
+    status_sources: set[str] = field(default_factory=set)  # structured answers that stated a job status (meta, list)
     listed_status: dict[str, str] = field(default_factory=dict)  # job id -> status, from a `job list` answer
     other_job_ids: list[str] = field(default_factory=list)  # ids the evidence states beside a different `job_id`
     job_id_from: list[str] = field(default_factory=list)  # the sources that stated `job_id`

@@ -105,8 +105,9 @@ def command_errors(ev: Evidence, indexes) -> dict[int, str]:
 
 def note_job(ev: Evidence, job_id: object, status: object, source: str | None = None) -> None:
     """Record the job id / status the evidence states (first statement wins, a different id is kept in
-    `other_job_ids`, the sources that stated the recorded id in `job_id_from`; invalid values ignored). A file
-    inside a job's folder (named by its id) speaks only for that job: its statement about another job is ignored."""
+    `other_job_ids`, the sources that stated the recorded id in `job_id_from`; invalid values ignored); a status
+    stated with an id is also kept under it (`status_of`). A file inside a job's folder (named by its id) speaks only
+    for that job: its statement about another job is ignored."""
     folders = job_folders(source) if source else ()
     if valid_job_id(job_id) and folders and job_id not in folders:
         return
@@ -116,8 +117,14 @@ def note_job(ev: Evidence, job_id: object, status: object, source: str | None = 
         ev.other_job_ids.append(job_id)
     if source and job_id == ev.job_id:
         ev.job_id_from.append(source)
-    if ev.job_status is None and nvflare_job_status(status):
+    if not nvflare_job_status(status):
+        return
+    if source:
+        ev.status_sources.add(source)
+    if ev.job_status is None:
         ev.job_status = status
+    if valid_job_id(job_id):
+        ev.status_of.setdefault(job_id, status)
 
 
 def add_hint(ev: Evidence, mode: str, reason: str) -> None:
@@ -165,6 +172,7 @@ def ingest_envelope(
     if kind == "job_list":
         for job_id, status in cli_answers.listed_statuses(data).items():
             ev.listed_status.setdefault(job_id, status)
+            ev.status_sources.add(source)
         flatten_lines(ev, data, source, "job list")
     elif not isinstance(data, dict):
         flatten_lines(ev, data, source, kind.replace("_", " "))
