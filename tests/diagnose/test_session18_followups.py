@@ -151,3 +151,37 @@ def test_one_job_keeps_its_stated_status():
     """Guard: the meta answer and the logs of one job."""
     report = report_of([ENVELOPES / "import-error.meta.json", ENVELOPES / "import-error.logs.json"])
     assert (report["job_id"], report["job_status"]) == (IMPORT_ERROR, "FINISHED:EXECUTION_EXCEPTION")
+
+
+# --- 5. the healthy job's scheduler record ----------------------------------------------------------------------------
+
+POC_WORKSPACE = REAL / "poc" / "workspace" / "prod_00"
+
+
+def test_the_healthy_poc_job_is_not_said_to_be_unscheduled():
+    """Real hello-numpy POC run (meta, logs and the POC workspace, no --job-id): NVFLARE 2.9's scheduler writes
+    `get result: (scheduled).` when it starts a job. Said "did not start the job: `scheduled`" (and IMPORT_ERROR
+    from another job) before 35a3133 (session 17's coordinator); a guard here, as the brief's item 5 named it."""
+    report = report_of([ENVELOPES / "hello-numpy.meta.json", ENVELOPES / "hello-numpy.logs.json", POC_WORKSPACE])
+    assert (report["job_id"], report["job_status"]) == (HELLO, "FINISHED:COMPLETED")
+    assert "did not start the job" not in report["likely_cause"], report["likely_cause"]
+    assert report["matched_pattern"] == "UNKNOWN"
+
+
+# --- 6. the report says when other jobs were skipped -------------------------------------------------------------------
+
+
+def test_the_report_says_the_reading_kept_only_the_job_the_answers_name():
+    """Real hello-numpy answers beside the real POC workspace (six jobs): the reading is scoped to the answers' job,
+    and evidence_quality_note (a field of the published schema) says so. Failed before (only in `not_read`)."""
+    report = report_of([ENVELOPES / "hello-numpy.meta.json", ENVELOPES / "hello-numpy.logs.json", POC_WORKSPACE])
+    note = report["evidence_quality_note"]
+    assert "several jobs" in note and f"only job {HELLO}" in note and "--job-id" in note, note
+
+
+def test_a_reading_of_one_job_has_no_scoping_note():
+    """Guard: the answers alone, and the workspace with the user's --job-id (the user chose the job)."""
+    alone = report_of([ENVELOPES / "hello-numpy.meta.json", ENVELOPES / "hello-numpy.logs.json"])
+    chosen = report_of([POC_WORKSPACE], job_id=HELLO)
+    assert "several jobs" not in alone["evidence_quality_note"]
+    assert "several jobs" not in chosen["evidence_quality_note"]
