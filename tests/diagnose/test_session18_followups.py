@@ -185,3 +185,50 @@ def test_a_reading_of_one_job_has_no_scoping_note():
     chosen = report_of([POC_WORKSPACE], job_id=HELLO)
     assert "several jobs" not in alone["evidence_quality_note"]
     assert "several jobs" not in chosen["evidence_quality_note"]
+
+
+# --- 7. a file the job may have written states no job ------------------------------------------------------------------
+
+SIM = REAL / "user-code-exception"  # a real SimEnv run: site-1's code raised; stdout and the SimEnv workspace
+
+
+def _sim_copy(tmp_path, summaries: dict[str, str]):
+    """The real SimEnv workspace, copied, with JSON files the job's code wrote where it runs ({relative path: job id});
+    each is shaped as job meta saying the run completed."""
+    import json
+    import shutil
+
+    root = tmp_path / "workspace"
+    shutil.copytree(SIM / "workspace", root)
+    for relative, job_id in summaries.items():
+        path = root / "user-code-exception" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"job_id": job_id, "name": "summary", "status": "FINISHED:COMPLETED"}))
+    return root
+
+
+def test_a_summary_the_job_wrote_in_its_simenv_workspace_states_no_job_or_status(tmp_path):
+    """Failed before: the job's own file made the job id and FINISHED:COMPLETED the report's job status."""
+    root = _sim_copy(tmp_path, {"site-1/simulate_job/app_site-1/run_summary.json": HELLO})
+    plain = report_of([SIM / "stdout.txt", SIM / "workspace"])
+    report = report_of([SIM / "stdout.txt", root])
+    assert report["job_status"] is None and report["job_id"] is None, (report["job_id"], report["job_status"])
+    assert (report["matched_pattern"], report["confidence"]) == (plain["matched_pattern"], plain["confidence"])
+
+
+def test_two_job_written_ids_do_not_blank_the_users_job_id(tmp_path):
+    """Two such files with different ids beside a saved CLI answer of the user (a real `job meta` answer): the
+    answer's id is the report's. Failed before (two ids: job_id null, `<job_id>` in the commands)."""
+    root = _sim_copy(
+        tmp_path,
+        {"site-1/run_summary.json": HELLO, "site-2/simulate_job/summary.json": "2bc24454-f48f-44ab-8373-dac843d4c488"},
+    )
+    report = report_of([ENVELOPES / "import-error.meta.json", root])
+    assert report["job_id"] == IMPORT_ERROR, report["missing_evidence"]
+    assert not any("different job ids" in s for s in report["missing_evidence"])
+
+
+def test_a_saved_answer_the_user_names_still_states_the_job():
+    """Guard: a CLI answer given on the command line beside the SimEnv workspace still states its job and status."""
+    report = report_of([ENVELOPES / "import-error.meta.json", SIM / "workspace"])
+    assert (report["job_id"], report["job_status"]) == (IMPORT_ERROR, "FINISHED:EXECUTION_EXCEPTION")

@@ -100,6 +100,7 @@ def _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text
             explicit.append(None)
         else:
             _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts)
+    reader.ev.job_written = jobscope.job_written_files(explicit, walked, layouts)
     reader.read_all(explicit + sorted(walked, key=read_order_key), stdin_text)
     _add_layout_sources(reader, layouts)
     ev = reader.finish()

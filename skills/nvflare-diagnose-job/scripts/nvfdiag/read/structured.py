@@ -107,7 +107,10 @@ def note_job(ev: Evidence, job_id: object, status: object, source: str | None = 
     """Record the job id / status the evidence states (first statement wins, a different id is kept in
     `other_job_ids`, the sources that stated the recorded id in `job_id_from`; invalid values ignored); a status
     stated with an id is also kept under it (`status_of`). A file inside a job's folder (named by its id) speaks only
-    for that job: its statement about another job is ignored."""
+    for that job: its statement about another job is ignored; a file in a SimEnv workspace (`Evidence.job_written`)
+    states no job id or status at all."""
+    if source in ev.job_written:
+        return  # written where the job runs: the job's code may have written it (read/evidence.job_written_files)
     folders = job_folders(source) if source else ()
     if valid_job_id(job_id) and folders and job_id not in folders:
         return
@@ -207,7 +210,7 @@ def note_answered(ev: Evidence, template: str, job_id: object, source: str) -> N
     """Record that the evidence holds the answer of follow-up `template` for `job_id` (not for a file inside another
     job's folder, whose statements about that job are ignored, as in note_job)."""
     folders = job_folders(source)
-    if valid_job_id(job_id) and not (folders and job_id not in folders):
+    if valid_job_id(job_id) and not (folders and job_id not in folders) and source not in ev.job_written:
         ev.answered.add((template, job_id))
 
 
