@@ -74,13 +74,19 @@ HELLO = "7b58b9a8-5b7f-4e89-899c-e669423796f3"  # the job of ENVELOPES/hello-num
 
 
 def test_a_server_only_all_sites_answer_is_not_followed_by_a_per_site_logs_command():
-    """Real import-error POC answer: `--site all` gave only the server's log (client logs not streamed); NVFLARE
-    answers `--site site-1` from the same store (job_cmds.get_job_log), so it is not asked; the site's own log is.
-    Failed before (`job logs <id> --site site-1` was suggested)."""
-    report = report_of([ENVELOPES / "import-error.logs.json"])
+    """Real import-error POC answers (meta: FINISHED:EXECUTION_EXCEPTION; `--site all` gave only the server's log,
+    client logs not streamed): NVFLARE answers `--site site-1` from the same stores (job_cmds.get_job_log), so it
+    is not asked; the site's own log is. Failed before (`job logs <id> --site site-1` was suggested)."""
+    report = report_of([ENVELOPES / "import-error.meta.json", ENVELOPES / "import-error.logs.json"])
     assert report["job_id"] == IMPORT_ERROR
     assert not any("--site site-1" in c for c in report["follow_up_commands"]), report["follow_up_commands"]
     assert any("site-1 host" in c and f"{IMPORT_ERROR}/log.txt" in c for c in report["follow_up_commands"])
+
+
+def test_an_all_sites_answer_of_a_job_that_may_still_run_keeps_the_per_site_command():
+    """Guard: without an ended status, a log being streamed live may reach `--site site-1` and not the answer."""
+    report = report_of([ENVELOPES / "import-error.logs.json"])
+    assert any(f"job logs {IMPORT_ERROR} --site site-1" in c for c in report["follow_up_commands"])
 
 
 def test_an_all_sites_answer_of_another_job_does_not_stand_for_this_one():

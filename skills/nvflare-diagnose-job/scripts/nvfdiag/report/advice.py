@@ -6,8 +6,8 @@ simulator named (validated by match/raiser.py), the command that runs this diagn
 the script itself), the startup-kit option --collect used (appended to `nvflare ...` commands so they work when
 pasted) and the POC project folder that kit lies in (`{poc_root}`); anything else stays a <placeholder>.
 What the CLI already answered is not asked again: no `job logs --site S` for a site a `job logs` answer in the
-evidence covered, nor for any site once a `job logs --site all` answer of the job is in it (NVFLARE answers `--site S`
-from the same store: job_cmds.get_job_log); the site's own log on its host instead; and no job command when the evidence shows no job was
+evidence covered, nor for any site once a `job logs --site all` answer of the ended job is in it (NVFLARE answers
+`--site S` from the same stores: job_cmds.get_job_log); the site's own log on its host instead; and no job command when the evidence shows no job was
 ever submitted (only POC commands refused while no POC system was up, no job id or status).
 """
 
@@ -83,7 +83,7 @@ class _Advice:
         self.optional: set[str] = set()  # sentences about evidence that would add detail, not decide the cause
         self.commands: list[str] = []
         self.collected = {source.path for source in an.evidence.sources if source.kind == "cli_envelope"}
-        self.log_store_read = ("all_logs", an.job_id) in an.evidence.answered  # every site's log the server holds
+        self.log_store_read = _store_answered(an)
         self.no_job = _no_job(an)
 
     def need(self, sentence: str, optional: bool = False) -> None:
@@ -120,6 +120,14 @@ class _Advice:
 
     def per_site(self, name: str) -> bool:
         return "{site}" in self.templates.get(name, "")
+
+
+def _store_answered(an) -> bool:
+    """The evidence holds a `job logs --site all` answer of the report's job and the job has ended: the answer holds
+    every site's log the server stored (job_cmds.get_job_log reads `--site S` from the same stores). While the job
+    may run, `--site S` can still find a log being streamed that the answer did not list (a deploy map of @ALL)."""
+    ended = isinstance(an.job_status, str) and an.job_status.startswith("FINISHED:")
+    return ended and ("all_logs", an.job_id) in an.evidence.answered
 
 
 def _no_job(an) -> bool:
