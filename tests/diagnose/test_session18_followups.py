@@ -1,11 +1,19 @@
 """The diagnose script's known wrong or missing answers left by sessions 16-17 (session 18, h18dfix).
 
 Each test is built from real NVFLARE 2.9.0 answers (tests/fixtures/diagnose_session18_2.9, captured for these tests,
-and the real answers of tests/fixtures/*2.9 and evals/diagnose/files/real); the docstrings say which failed before.
+and the real answers of evals/diagnose/files/real); "Failed before" means on the product code of 7a6f785.
 
 1. A refused `poc start` is "no job" only when NVFLARE's port preflight shows no POC system was up (the server's
    ports free, or no port configuration: the workspace was never prepared); ports in use or a server not selected
    for startup may mean a running system that ran jobs.
+2. Once an ended job's `job logs --site all` answer is in hand, no `job logs --site S` (NVFLARE answers it from the
+   same stores); the site's own log instead.
+3. A saved `job meta` / `job logs --site all` answer is not asked for again; a report left without a command names
+   the sites' own logs.
+4. The job status is the job the report names (none when two jobs are named and none chosen).
+5. The healthy job's `get result: (scheduled).` is not a reason it did not start (guard; fixed in session 17).
+6. evidence_quality_note says when the reading kept only the job the CLI answers name.
+7. A JSON file in a SimEnv workspace (where the job's code runs) states no job id or status.
 """
 
 from __future__ import annotations
@@ -20,8 +28,6 @@ from report_schema import validated
 REPO = Path(__file__).resolve().parents[2]
 S18 = REPO / "tests" / "fixtures" / "diagnose_session18_2.9"
 REAL = REPO / "evals" / "diagnose" / "files" / "real"
-POC_MIN = REPO / "tests" / "fixtures" / "diagnose_careful_reader_2.9" / "poc-min-clients-3"
-POC_RAISES = REPO / "tests" / "fixtures" / "diagnose_session16_2.9" / "poc-site1-raises"
 LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}
 CATALOG = cat.load_catalog()
 
@@ -174,7 +180,7 @@ def test_the_healthy_poc_job_is_not_said_to_be_unscheduled():
     assert report["matched_pattern"] == "UNKNOWN"
 
 
-# --- 6. the report says when other jobs were skipped -------------------------------------------------------------------
+# --- 6. the report says when other jobs were skipped ----------------------------------------------------------------
 
 
 def test_the_report_says_the_reading_kept_only_the_job_the_answers_name():
@@ -193,7 +199,7 @@ def test_a_reading_of_one_job_has_no_scoping_note():
     assert "several jobs" not in chosen["evidence_quality_note"]
 
 
-# --- 7. a file the job may have written states no job ------------------------------------------------------------------
+# --- 7. a file the job may have written states no job ---------------------------------------------------------------
 
 SIM = REAL / "user-code-exception"  # a real SimEnv run: site-1's code raised; stdout and the SimEnv workspace
 

@@ -76,7 +76,7 @@ def job_written_files(explicit, walked, layouts) -> set[str]:
     """The files that lie where the job itself runs in a SimEnv workspace: found in a given folder with that layout,
     or named with a `simulate_job` folder in their path. The simulator runs every site's code there, and NVFLARE
     writes no JSON that states a job id or status there (its `simulate_job/meta.json` holds neither; the job is
-    `simulate_job`), so such a JSON file is read as text but states no job (a job's folder: read/jobscope)."""
+    `simulate_job`), so such a JSON file is read as text but states no job (in a job's folder: `job_folders`)."""
     roots = [os.path.join(root, "") for root, kind in layouts if kind == "sim_workspace"]
     found = {f.path for f in walked if any(f.path.startswith(root) for root in roots)}
     named = {f.path for f in explicit if f and "simulate_job" in os.path.normpath(f.path).split(os.sep)}

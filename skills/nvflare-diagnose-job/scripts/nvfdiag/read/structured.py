@@ -110,7 +110,7 @@ def note_job(ev: Evidence, job_id: object, status: object, source: str | None = 
     for that job: its statement about another job is ignored; a file in a SimEnv workspace (`Evidence.job_written`)
     states no job id or status at all."""
     if source in ev.job_written:
-        return  # written where the job runs: the job's code may have written it (read/evidence.job_written_files)
+        return  # written where the job runs: the job's code may have written it (read/jobscope.job_written_files)
     folders = job_folders(source) if source else ()
     if valid_job_id(job_id) and folders and job_id not in folders:
         return

@@ -5,10 +5,12 @@ are filled only with identifiers that passed read/sites.valid_job_id / valid_sit
 simulator named (validated by match/raiser.py), the command that runs this diagnose_job.py (`{diagnose}`, given by
 the script itself), the startup-kit option --collect used (appended to `nvflare ...` commands so they work when
 pasted) and the POC project folder that kit lies in (`{poc_root}`); anything else stays a <placeholder>.
-What the CLI already answered is not asked again: no `job logs --site S` for a site a `job logs` answer in the
-evidence covered, nor for any site once a `job logs --site all` answer of the ended job is in it (NVFLARE answers
-`--site S` from the same stores: job_cmds.get_job_log); the site's own log on its host instead; and no job command when the evidence shows no job was
-ever submitted (only POC commands refused while no POC system was up, no job id or status).
+What the CLI already answered is not asked again: no `job meta` / `job logs --site all` whose answer for the job is
+in the evidence (when nothing else is left, the sites' own logs are named instead); no `job logs --site S` for a site
+a `job logs` answer in the evidence covered, nor for any site once a `job logs --site all` answer of the ended job is
+in it (NVFLARE answers `--site S` from the same stores: job_cmds.get_job_log), the site's own log on its host
+instead; and no job command when the evidence shows no job was ever submitted (only POC commands refused while no POC
+system was up, no job id or status).
 """
 
 from __future__ import annotations
