@@ -80,14 +80,20 @@ class Evidence:
     lines: list[Line] = field(default_factory=list)
     site_status: dict[str, str] = field(default_factory=dict)
     job_id: str | None = None
-    job_status: str | None = None
+    job_status: str | None = None  # the first status stated (of any job); the report's is read/sites.job_identity's
+    status_of: dict[str, str] = field(default_factory=dict)  # job id -> the first status stated with that id
+    status_sources: set[str] = field(default_factory=set)  # structured answers that stated a job status (meta, list)
     listed_status: dict[str, str] = field(default_factory=dict)  # job id -> status, from a `job list` answer
     other_job_ids: list[str] = field(default_factory=list)  # ids the evidence states beside a different `job_id`
     job_id_from: list[str] = field(default_factory=list)  # the sources that stated `job_id`
-    no_job_answers: set[str] = field(default_factory=set)  # refused commands that concern no job (nvflare poc ...)
+    no_job_answers: set[str] = field(default_factory=set)  # POC commands refused while no POC system was up
     logs_answered: set[str] = field(default_factory=set)  # sites a `job logs` answer covered (LOG_NOT_FOUND too)
+    # (follow-up template, job id) whose answer the evidence holds: `job meta`, `job logs --site all` (read/structured)
+    answered: set[tuple[str, str]] = field(default_factory=set)
     metrics: dict | None = None
     mode_hints: list[tuple[str, str]] = field(default_factory=list)
     not_read: list[str] = field(default_factory=list)
+    job_written: set[str] = field(default_factory=set)  # files where the job runs (a SimEnv workspace): state no job
+    scoped_to: str | None = None  # the job the CLI answers name, when only its part of several jobs' folders was read
     # (line index, path): SimEnv workspaces site-less lines name that exist here and were not given (read/workspaces.py)
     named_workspaces: list[tuple[int, str]] = field(default_factory=list)

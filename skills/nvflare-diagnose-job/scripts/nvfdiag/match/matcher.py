@@ -468,7 +468,9 @@ def _run_facts(an: Analysis, index: TextIndex) -> None:
     it was started, NVFLARE's peer-loss and progress records, a name under nvflare. the release lacks."""
     lines = an.evidence.lines
     an.workspace_to_add = _workspace_to_add(an)
-    an.status_in_logs = None if an.job_status else _status_in_logs(lines, index, an.flagged)
+    # a status a structured answer stated is that job's (read/sites.job_identity), not a status the logs print
+    stated = {number for number, line in enumerate(lines) if line.source in an.evidence.status_sources}
+    an.status_in_logs = None if an.job_status else _status_in_logs(lines, index, an.flagged | stated)
     an.launcher = _launcher(index) if an.mode == "simulation" else None
     an.peer_gone = calibration.CourseRecords(lines, index, an.flagged, an.catalog.peer_gone)
     an.progress = calibration.CourseRecords(lines, index, an.flagged, an.catalog.progress)

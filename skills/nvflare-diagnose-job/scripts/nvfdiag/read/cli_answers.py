@@ -5,7 +5,8 @@ Usage: `command_of_error(code)` -> the envelope kind an error code belongs to; `
 (site, reason) of a `LOG_NOT_FOUND` answer; `stated_status(data)` -> the job status a wait, monitor or meta answer
 carries; `listed_statuses(data)` -> {job id: status} of a `job list` answer; `submitted_job(data)` /
 `waited_job(envelope)` -> the job id a `job submit` answer or a timed-out `job wait` printed; `concerns_no_job(data,
-command)` -> the answer is a POC command's (no job involved).
+command)` -> the answer is a POC command's (no job involved); `nothing_ran(data)` -> a refused POC command's preflight
+shows no POC system could have been running.
 
 NVFLARE 2.9's job CLI (nvflare/tool/job/job_cli.py, cli_errors.py, private/fed/server/job_cmds.py) says a site's logs
 are absent in these answers only:
@@ -21,7 +22,13 @@ The job id is also in the ok answer of `job submit` (`data` is `{"job_id": <id>}
 message of a `job wait` that timed out (error `TIMEOUT`, `Operation timed out. — job <id> did not finish within
 <timeout>s`: cli_errors' TIMEOUT message and flare_api.wait_for_job's JobTimeout); taken only when it is a UUID, as
 NVFLARE names every submitted job. `poc start` and `poc prepare` answers (ok or error) hold the POC port preflight
-(`data.port_preflight`, poc_commands._build_poc_port_diagnostics): no job is involved in them.
+(`data.port_preflight`, poc_commands._build_poc_port_diagnostics): no job is involved in them. The preflight checks
+the POC server's ports on the loopback before the command runs: `checked` with no `conflicts` (the ports are free),
+or not checked because the workspace has no server port configuration (`server port configuration is not
+available`: not prepared, so nothing was ever started from it), means no POC system was up. Ports in use
+(`port_conflict`, `conflicts`: a system may be running and may have run jobs) or a server not selected for startup
+(`-p site-1`: started beside a server that may already run) do not; neither does a refusal without a preflight
+(`poc prepare`'s `system is still running`).
 """
 
 from __future__ import annotations
@@ -116,6 +123,18 @@ def waited_job(envelope: dict) -> str | None:
         return None
     found = _WAIT_TIMED_OUT.match(message.strip())
     return found.group(1) if found and nvflare_job_id(found.group(1)) else None
+
+
+NOT_CONFIGURED = "server port configuration is not available"  # poc_commands: no project config to read ports from
+
+
+def nothing_ran(data: object) -> bool:
+    """True when a POC command's port preflight shows no POC system was up: the server's ports checked and free, or
+    no server port configuration to check (the workspace was never prepared)."""
+    preflight = data.get("port_preflight") if isinstance(data, dict) else None
+    if not isinstance(preflight, dict) or data.get("port_conflict") is not False or preflight.get("conflicts"):
+        return False
+    return preflight.get("checked") is True or preflight.get("message") == NOT_CONFIGURED
 
 
 def concerns_no_job(data: object, command: list[str] | None = None) -> bool:

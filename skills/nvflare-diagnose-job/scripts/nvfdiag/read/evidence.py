@@ -58,6 +58,7 @@ def collect_evidence(
     stated, used, opened = (None, 0, 0) if job_id else _stated_job(paths, max_bytes, max_total_bytes, max_files)
     ev = _read_paths(paths, stated or job_id, max_bytes, max_total_bytes - used, max_files - opened, stdin_text)[0]
     if stated:
+        ev.scoped_to = stated
         ev.not_read.append(
             f"the folders given hold several jobs; the CLI answers name job {stated}, so only its folders and lines "
             f"were read (as with --job-id {stated})"
@@ -99,6 +100,7 @@ def _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text
             explicit.append(None)
         else:
             _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts)
+    reader.ev.job_written = jobscope.job_written_files(explicit, walked, layouts)
     reader.read_all(explicit + sorted(walked, key=read_order_key), stdin_text)
     _add_layout_sources(reader, layouts)
     ev = reader.finish()

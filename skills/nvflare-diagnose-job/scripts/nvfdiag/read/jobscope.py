@@ -8,11 +8,13 @@ marks these shared logs; `scope(lines, job_id)` then keeps, per source, the log 
 messages), and drops records of other jobs and of the system. Usage: `kept = scope(lines_of_one_source, job_id)`.
 Without `--job-id`, `stated_job(evidence, paths)` names the job the evidence's CLI answers or job meta state (from outside
 every job's folder) when the folders given hold that job's folder beside other jobs' folders: the evidence is then
-read again as with its id. `job_folders(path)` -> the job ids of the folders a path lies in.
+read again as with its id. `job_folders(path)` -> the job ids of the folders a path lies in; `job_written_files(...)`
+-> the files in a SimEnv workspace, where the job runs (their JSON states no job id or status).
 """
 
 from __future__ import annotations
 
+import os
 import re
 
 from ..model import Evidence, Line
@@ -68,3 +70,14 @@ def stated_job(ev: Evidence, paths: list[str]) -> str | None:
         return None
     folders = {part for path in paths for part in job_folders(path)}
     return job if job in folders and len(folders) > 1 else None
+
+
+def job_written_files(explicit, walked, layouts) -> set[str]:
+    """The files that lie where the job itself runs in a SimEnv workspace: found in a given folder with that layout,
+    or named with a `simulate_job` folder in their path. The simulator runs every site's code there, and NVFLARE
+    writes no JSON that states a job id or status there (its `simulate_job/meta.json` holds neither; the job is
+    `simulate_job`), so such a JSON file is read as text but states no job (in a job's folder: `job_folders`)."""
+    roots = [os.path.join(root, "") for root, kind in layouts if kind == "sim_workspace"]
+    found = {f.path for f in walked if any(f.path.startswith(root) for root in roots)}
+    named = {f.path for f in explicit if f and "simulate_job" in os.path.normpath(f.path).split(os.sep)}
+    return found | named

@@ -114,13 +114,14 @@ class JobIdentity:
 
 def job_identity(user_id: str | None, user_status: str | None, evidence) -> JobIdentity:
     """The job status and id to report: the user's when valid, else the evidence's (`Evidence`: its one stated id,
-    its status, and a status from the job's row of a `job list` answer)."""
-    status = user_status if valid_job_status(user_status) else None
-    status = status or (evidence.job_status if valid_job_status(evidence.job_status) else None)
+    and a status only of the job the report names: the first stated when the evidence names no other job, else the
+    one stated with this job's id; then the job's row of a `job list` answer). Two ids and none given: no status."""
     user_given = valid_job_id(user_id)
     found_id = None if evidence.other_job_ids else evidence.job_id  # two ids: none is picked
     job_id = user_id if user_given else (found_id if valid_job_id(found_id) else None)
-    listed_status = evidence.listed_status.get(job_id) if job_id else None
-    status = status or (listed_status if valid_job_status(listed_status) else None)
+    named = {evidence.job_id, *evidence.other_job_ids} - {None}
+    stated = evidence.job_status if named <= {job_id} else evidence.status_of.get(job_id)
+    listed = evidence.listed_status.get(job_id) if job_id else None
+    status = next((value for value in (user_status, stated, listed) if valid_job_status(value)), None)
     differ = () if user_given or not evidence.other_job_ids else (evidence.job_id, *evidence.other_job_ids)
     return JobIdentity(job_id, status, user_given, differ)

@@ -24,6 +24,7 @@ MAX_VALUE_CHARS = 300
 _ERROR_LINE = "nvflare CLI error "
 _ERROR_CODE = re.compile(r"nvflare CLI error ([A-Z][A-Z0-9_]{0,63}): ")
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+ALL_TARGETS = ("all", "@all")  # a `job logs` answer for every site (job_cmds: the CLI's `all` and the protocol's @ALL)
 _META_KEYS = ("job_id", "submit_time_iso", "job_deploy_detail", "duration", "job_name", "name")
 
 
@@ -104,8 +105,12 @@ def command_errors(ev: Evidence, indexes) -> dict[int, str]:
 
 def note_job(ev: Evidence, job_id: object, status: object, source: str | None = None) -> None:
     """Record the job id / status the evidence states (first statement wins, a different id is kept in
-    `other_job_ids`, the sources that stated the recorded id in `job_id_from`; invalid values ignored). A file
-    inside a job's folder (named by its id) speaks only for that job: its statement about another job is ignored."""
+    `other_job_ids`, the sources that stated the recorded id in `job_id_from`; invalid values ignored); a status
+    stated with an id is also kept under it (`status_of`). A file inside a job's folder (named by its id) speaks only
+    for that job: its statement about another job is ignored; a file in a SimEnv workspace (`Evidence.job_written`)
+    states no job id or status at all."""
+    if source in ev.job_written:
+        return  # written where the job runs: the job's code may have written it (read/jobscope.job_written_files)
     folders = job_folders(source) if source else ()
     if valid_job_id(job_id) and folders and job_id not in folders:
         return
@@ -115,8 +120,14 @@ def note_job(ev: Evidence, job_id: object, status: object, source: str | None = 
         ev.other_job_ids.append(job_id)
     if source and job_id == ev.job_id:
         ev.job_id_from.append(source)
-    if ev.job_status is None and nvflare_job_status(status):
+    if not nvflare_job_status(status):
+        return
+    if source:
+        ev.status_sources.add(source)
+    if ev.job_status is None:
         ev.job_status = status
+    if valid_job_id(job_id):
+        ev.status_of.setdefault(job_id, status)
 
 
 def add_hint(ev: Evidence, mode: str, reason: str) -> None:
@@ -146,8 +157,13 @@ def ingest_envelope(
         inspect_source.ingest(ev, envelope, source, bytes_read, failed_status(collected))
         return
     add_hint(ev, "production", f"nvflare CLI JSON envelope ({kind.replace('_', ' ')}) in {source}")
-    if envelope.get("status") == "error" and cli_answers.concerns_no_job(envelope.get("data"), command):
-        ev.no_job_answers.add(source)  # a refused POC command; a running POC system (ok answer) may have run jobs
+    data = envelope.get("data")
+    if (
+        envelope.get("status") == "error"
+        and cli_answers.concerns_no_job(data, command)
+        and cli_answers.nothing_ran(data)
+    ):
+        ev.no_job_answers.add(source)  # refused while no POC system was up; a running one may have run jobs
     if envelope.get("status") == "error":
         failed = Source(source, "cli_envelope", None, failed_status(collected), bytes_read, note=error_note(envelope))
         ev.sources.append(failed)
@@ -155,11 +171,11 @@ def ingest_envelope(
         ev.lines.append(Line(source, None, 1, text[:MAX_VALUE_CHARS]))
         _error_facts(ev, envelope, kind, command, source)
         return
-    data = envelope.get("data")
     ev.sources.append(Source(source, "cli_envelope", None, "complete", bytes_read))
     if kind == "job_list":
         for job_id, status in cli_answers.listed_statuses(data).items():
             ev.listed_status.setdefault(job_id, status)
+            ev.status_sources.add(source)
         flatten_lines(ev, data, source, "job list")
     elif not isinstance(data, dict):
         flatten_lines(ev, data, source, kind.replace("_", " "))
@@ -167,6 +183,7 @@ def ingest_envelope(
         _job_logs(ev, data, source)
     elif kind == "job_meta":
         note_job(ev, data.get("job_id"), cli_answers.stated_status(data), source)
+        note_answered(ev, "job_meta", data.get("job_id"), source)
         flatten_lines(ev, data, source, f"job meta {data.get('job_id', '')}".strip())
     elif kind == "job_download":
         _job_download(ev, data, source)
@@ -189,8 +206,18 @@ def _error_facts(ev: Evidence, envelope: dict, kind: str, command, source: str) 
         ev.logs_answered.add(site)
 
 
+def note_answered(ev: Evidence, template: str, job_id: object, source: str) -> None:
+    """Record that the evidence holds the answer of follow-up `template` for `job_id` (not for a file inside another
+    job's folder, whose statements about that job are ignored, as in note_job)."""
+    folders = job_folders(source)
+    if valid_job_id(job_id) and not (folders and job_id not in folders) and source not in ev.job_written:
+        ev.answered.add((template, job_id))
+
+
 def _job_logs(ev: Evidence, data: dict, source: str) -> None:
     note_job(ev, data.get("job_id"), None, source)
+    if str(data.get("target", "")).lower() in ALL_TARGETS:
+        note_answered(ev, "all_logs", data.get("job_id"), source)  # every site's log the server's store holds
     sites = data.get("sites") if isinstance(data.get("sites"), dict) else {}
     unavailable = data.get("unavailable") if isinstance(data.get("unavailable"), dict) else {}
     names = sorted(set(data["logs"]) | set(sites) | set(unavailable))

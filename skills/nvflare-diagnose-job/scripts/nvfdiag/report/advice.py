@@ -5,9 +5,12 @@ are filled only with identifiers that passed read/sites.valid_job_id / valid_sit
 simulator named (validated by match/raiser.py), the command that runs this diagnose_job.py (`{diagnose}`, given by
 the script itself), the startup-kit option --collect used (appended to `nvflare ...` commands so they work when
 pasted) and the POC project folder that kit lies in (`{poc_root}`); anything else stays a <placeholder>.
-What the CLI already answered is not asked again: no `job logs --site S` for a site a `job logs` answer in the
-evidence covered (its own log on the site's host instead), and no job command when the evidence shows no job was
-ever submitted (only refused POC commands, no job id or status).
+What the CLI already answered is not asked again: no `job meta` / `job logs --site all` whose answer for the job is
+in the evidence (when nothing else is left, the sites' own logs are named instead); no `job logs --site S` for a site
+a `job logs` answer in the evidence covered, nor for any site once a `job logs --site all` answer of the ended job is
+in it (NVFLARE answers `--site S` from the same stores: job_cmds.get_job_log), the site's own log on its host
+instead; and no job command when the evidence shows no job was ever submitted (only POC commands refused while no POC
+system was up, no job id or status).
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ class _Advice:
         self.optional: set[str] = set()  # sentences about evidence that would add detail, not decide the cause
         self.commands: list[str] = []
         self.collected = {source.path for source in an.evidence.sources if source.kind == "cli_envelope"}
-        self.log_store_read = any(" job logs " in path and "--site all" in path for path in self.collected)
+        self.log_store_read = _store_answered(an)
         self.no_job = _no_job(an)
 
     def need(self, sentence: str, optional: bool = False) -> None:
@@ -91,11 +94,13 @@ class _Advice:
             self.optional.add(sentence)
 
     def run(self, name: str, site: str | None = None) -> None:
+        if (name, self.an.job_id) in self.an.evidence.answered:
+            return  # its answer for this job is in the evidence (`job meta`, `job logs --site all`)
         if name == "inspect_source" and any(
             s.kind == "inspect_source" and not s.note for s in self.an.evidence.sources
         ):
             return  # an inspection that did not fail was supplied already
-        if name == "site_logs" and site in self.an.evidence.logs_answered:
+        if name == "site_logs" and (site in self.an.evidence.logs_answered or self.log_store_read):
             self.run("site_local_log", site)  # the CLI answered for this site already: its own log may hold more
             return
         if name in self.templates and not (self.no_job and "{job_id}" in self.templates[name]):
@@ -113,17 +118,23 @@ class _Advice:
             )
             if command in self.collected:
                 return  # --collect ran it already: its output is in this report
-            if name == "site_logs" and self.log_store_read and site not in self.an.evidence.site_status:
-                return  # the server's log store was asked for every site and has none of this one's logs
             self.commands.append(command)
 
     def per_site(self, name: str) -> bool:
         return "{site}" in self.templates.get(name, "")
 
 
+def _store_answered(an) -> bool:
+    """The evidence holds a `job logs --site all` answer of the report's job and the job has ended: the answer holds
+    every site's log the server stored (job_cmds.get_job_log reads `--site S` from the same stores). While the job
+    may run, `--site S` can still find a log being streamed that the answer did not list (a deploy map of @ALL)."""
+    ended = isinstance(an.job_status, str) and an.job_status.startswith("FINISHED:")
+    return ended and ("all_logs", an.job_id) in an.evidence.answered
+
+
 def _no_job(an) -> bool:
-    """The evidence shows no job was submitted: every source is the refusal of a command that concerns no job
-    (nvflare poc ...), and no job id or status is known."""
+    """The evidence shows no job was submitted: every source is a POC command refused while no POC system was up
+    (`Evidence.no_job_answers`), and no job id or status is known."""
     ev = an.evidence
     known = an.job_id or an.job_status or an.status_in_logs or an.job_ids_differ or ev.listed_status
     return not known and bool(ev.sources) and all(source.path in ev.no_job_answers for source in ev.sources)
@@ -259,8 +270,20 @@ def _fallback(adv: _Advice) -> None:
     for mode in _modes(adv.an.mode):
         for name in ("all_logs", "job_meta") if mode == "production" else ("sim_stdout", "sim_workspace"):
             adv.run(name)
+        if mode == "production" and not adv.commands:
+            _own_logs(adv)  # the server's answers are in hand: the sites' own logs are the evidence not yet given
     if adv.no_job:
         adv.run("system_status")  # no job to ask about: whether the system the command needed is up
+
+
+def _own_logs(adv: _Advice) -> None:
+    """The site's own log on its host, for each client the evidence names without any of its log lines (else for
+    a `<site>` to fill in)."""
+    an = adv.an
+    with_lines = {line.site for line in an.evidence.lines}
+    named = [s for s in an.evidence.site_status if not sites.is_server(s) and s not in with_lines]
+    for site in named or [None]:
+        adv.run("site_local_log", site)
 
 
 def nothing_missing(an) -> bool:

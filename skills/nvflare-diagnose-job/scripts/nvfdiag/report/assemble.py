@@ -50,6 +50,10 @@ QUALITY_NOTES = {
     ),
     "insufficient": "nothing usable was read from the evidence given: see missing_evidence",
 }
+SCOPED_NOTE = (
+    "; the folders given hold several jobs, and only job {job}'s folders and its records in shared logs were read "
+    "(the job the CLI answers name, as with --job-id {job}); pass --job-id to read another"
+)
 _IDENT = re.compile(r"^[A-Za-z_<][\w.<>-]{0,80}$")
 _QUALITY_PROBLEMS = (
     "partial",
@@ -246,6 +250,13 @@ def _variant_cause_of(an, row, hits=None) -> str:
     return row.default_variant.cause if row.default_variant else ""
 
 
+def _quality_note(quality: str, scoped_to: str | None) -> str:
+    """What evidence_quality means here, and that other jobs were skipped when the reading was scoped to the
+    stated job (read/jobscope.stated_job; its id is a validated UUID)."""
+    scoped = SCOPED_NOTE.format(job=scoped_to) if scoped_to and sites.nvflare_job_id(scoped_to) else ""
+    return QUALITY_NOTES[quality] + scoped
+
+
 def _likely_cause(an) -> str:
     if an.primary is None:
         text = "No catalogued failure pattern matched the evidence"
@@ -401,7 +412,7 @@ def assemble(an, missing: list[str], commands: list[str], *, nothing_missing: bo
             "job_status": an.job_status,
             "evidence_sources": [s.as_dict() for s in sources[:MAX_SOURCES]],
             "evidence_quality": quality,
-            "evidence_quality_note": QUALITY_NOTES[quality],
+            "evidence_quality_note": _quality_note(quality, an.evidence.scoped_to),
             "matched_pattern": row.id if row else "UNKNOWN",
             "recovery_category": row.recovery_category if row else "UNKNOWN",
             "confidence": an.confidence,
