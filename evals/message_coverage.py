@@ -11,7 +11,8 @@ whether both goals hold. Standalone: `python evals/message_coverage.py [--verbos
    when the report's matched_pattern is the mapped row. Rows that apply to production only are diagnosed with
    mode production (a job.py that uses PocEnv or ProdEnv). Goal: at least 95 %.
 3. The same templates shown as a bare simulator ERROR log line (no traceback), the shape the issue measured
-   (90 % UNKNOWN before the mapping existed). Same goal.
+   (90 % UNKNOWN before the mapping existed). Same goal. A template NVFLARE only logs (an error-level log call)
+   or ends a run with (a panic's reason) has no traceback: both of its cases are ERROR records.
 4. The same figures per release line (every release users still run: the extractions committed under
    shared/catalog/nvflare_releases/ plus the installed NVFLARE), one line each. Same goals for every release.
 """
@@ -65,11 +66,14 @@ def sample_message(template: str) -> str:
 
 
 PANIC = "panic"  # the extractor's exc for a system/task panic's reason (never raised, so never in a traceback)
+LOG = "log"  # the extractor's exc for an error-level log call's message (logged, never raised)
 
 
 def log_line_text(message) -> str:
     """The message as the simulator logs a setup error (one ERROR line, no traceback); a panic's reason as the
-    component's own ERROR record."""
+    component's own ERROR record, a logged message as its bare ERROR record."""
+    if message.exc == LOG:
+        return f"2026-11-30 08:02:36,202 - ClientRunner - ERROR - {sample_message(message.template)}\n"
     if message.exc == PANIC:
         return (
             "2026-11-30 08:02:36,202 - PTFileModelPersistor - ERROR - [identity=simulator_server, run=simulate_job] - "
@@ -83,7 +87,13 @@ def log_line_text(message) -> str:
 
 def traceback_text(message) -> str:
     """A traceback as `python job.py` prints it when NVFLARE raises `message` (an extracted Message); for a panic
-    (not raised: no traceback) the record the server runner logs when it aborts the run for it."""
+    (not raised: no traceback) the record the server runner logs when it aborts the run for it; for a logged message
+    (no traceback either) the ERROR record a site's component writes, with the run context NVFLARE adds."""
+    if message.exc == LOG:
+        return (
+            "2026-11-30 08:02:36,202 - ClientRunner - ERROR - [identity=site-1, run=simulate_job, peer=simulator_server, "
+            f"peer_run=simulate_job, task_name=train, task_id=5d1c] - {sample_message(message.template)}\n"
+        )
     if message.exc == PANIC:
         return (
             "2026-11-30 08:02:36,203 - ServerRunner - ERROR - [identity=simulator_server, run=simulate_job] - "

@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import message_coverage  # noqa: E402
 
 PANIC = message_coverage.PANIC
+LOG = message_coverage.LOG
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,8 @@ class Dissent:
 
 
 def raise_sites(generator, root: Path) -> list:
-    """Every raise (and panic) with a recognisable message in the extractor's scope, not only the first of each
-    template."""
+    """Every raise (and panic, and error-level log call) with a recognisable message in the extractor's scope, not
+    only the first of each template."""
     found = []
     for rel, text in generator._sources(root):
         area = generator.area_of(rel)
@@ -114,7 +115,7 @@ def measure() -> Dissent:
     dissent = nvfdiag.match.dissent
     seen: dict[tuple[str, str], object] = {}
     for message in sites:
-        if message.exc != PANIC and message.template in groups:
+        if message.exc not in (PANIC, LOG) and message.template in groups:  # raise sites only
             seen.setdefault((message.template, message.exc), message)
     figures.pairs = len(seen)
     config_rows = ("CONFIG_FILE_VALIDATION_ERROR", "SIMULATION_CONFIG_ERROR", "internal", "wrapper")

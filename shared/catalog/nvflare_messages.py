@@ -14,10 +14,16 @@ Usage:
                                                          # an nvflare wheel file is read the same way
 
 The extraction walks NVFLARE's source with `ast` (nothing is imported or run) over the areas in SCOPE: recipes,
-job config, simulator, client API, config loading, provisioning and the admin CLI. Each `raise X(message)` whose
-message is a literal, an f-string, `%`/`.format()` formatting, a concatenation of those, or a local variable
-assigned one of those before the raise, becomes a template: literal text with `{}` for every value. Templates
-with fewer than four letters of literal text are not messages anyone can recognise and are left out.
+job config, simulator, client API, config loading, provisioning, the admin CLI, resources, persistors and two
+run-time modules (the client runner, the model controller). Each `raise X(message)` whose message is a literal, an
+f-string, `%`/`.format()` formatting, a concatenation of those, or a local variable assigned one of those before
+the raise, becomes a template: literal text with `{}` for every value. The same holds for the reason of a
+system/task panic and for the message of an error-level log call (`self.log_error(fl_ctx, msg)`, log_exception,
+log_critical; `logger.error(msg)`, exception, critical), and for a message a function of the same module returns
+when the site's message is that function's return value (`raise ConfigError(self.get_process_err_msg(...))`).
+Each template records its kind: `raise`, `panic` or `log` (a logged message is evidence that a site reported it,
+not that anything was raised; a text both raised and logged is a raise). Templates with fewer than four letters of
+literal text are not messages anyone can recognise and are left out.
 
 The reviewed mapping (`shared/catalog/nvflare_messages.yaml`) files every template under a catalog row id, under
 `internal` (an NVFLARE bug: the report says so and suggests a bug report) or under `wrapper` (NVFLARE echoing a
@@ -89,10 +95,22 @@ SCOPE = {
     "resources": ("app_common/resource_managers/*", "app_common/resource_consumers/*", "app_common/job_schedulers/*"),
     # model persistors end the job with system_panic when the configured model is not what they persist (2.0-2.9)
     "persistors": ("app_common/*persistor*.py", "app_common/*/*persistor*.py", "app_opt/*/*persistor*.py"),
+    # the two run-time modules real failing runs print from (a job's executor and controller misused): the client
+    # runner's errors about what an executor returned, the model controller's checks of what a workflow sends
+    "runners": (
+        "private/fed/client/client_runner.py",
+        "app_common/workflows/base_model_controller.py",
+        "app_common/workflows/model_controller.py",
+    ),
 }
 # Besides `raise X(message)`, NVFLARE ends a run with `self.system_panic(reason=message, fl_ctx=...)` (and
 # task_panic): the reason is the error message the log shows.
 PANICS = ("system_panic", "task_panic")
+RAISE, PANIC, LOG = "raise", "panic", "log"
+# Error-level log calls: FLComponent's (fl_ctx, msg) methods, and a logging.Logger's methods on a logger attribute.
+COMPONENT_LOG_ERRORS = ("log_error", "log_exception", "log_critical")
+LOGGER_ERRORS = ("error", "exception", "critical")
+LOGGER_NAMES = ("logger", "_logger", "log")
 _PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[sdrfigxXeEc]")
 _BRACES = re.compile(r"\{[^{}]*\}")
 
@@ -107,6 +125,7 @@ class Message:
     line: int
     func: str
     area: str
+    kind: str = "raise"  # raise, panic (a system/task panic's reason) or log (an error-level log call's message)
 
 
 def installed_root() -> Path:
@@ -205,23 +224,81 @@ def _panic_reason(node: ast.AST) -> ast.AST | None:
     return reason if reason is not None else (node.args[0] if node.args else None)
 
 
+def _logged_error(node: ast.AST) -> ast.AST | None:
+    """The message of an error-level log call: `self.log_error(fl_ctx, msg)` (and log_exception, log_critical), or
+    `logger.error(msg, *args)` (and exception, critical) on a name or attribute called logger/_logger/log; a
+    %-format with arguments becomes its template."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    func = node.func
+    if func.attr in COMPONENT_LOG_ERRORS:
+        message = next((k.value for k in node.keywords if k.arg == "msg"), None)
+        return message if message is not None else (node.args[1] if len(node.args) > 1 else None)
+    owner = func.value.id if isinstance(func.value, ast.Name) else getattr(func.value, "attr", None)
+    if func.attr in LOGGER_ERRORS and owner in LOGGER_NAMES and node.args:
+        first = node.args[0]
+        if len(node.args) > 1 and _is_str(first):
+            return ast.Constant(_PERCENT.sub("{}", first.value))
+        return first
+    return None
+
+
+def _returned_templates(tree: ast.AST) -> dict[str, list[str]]:
+    """Function name -> the message templates its `return` statements build (functions and methods of one module;
+    a name defined twice keeps both sets)."""
+    helpers: dict[str, list[str]] = {}
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(func):
+            if isinstance(node, ast.Return) and node.value is not None:
+                template = normalize(render(node.value, func))
+                if is_template(template) and template not in helpers.get(func.name, []):
+                    helpers.setdefault(func.name, []).append(template)
+    return helpers
+
+
+def _called_helper(message: ast.AST, scope: ast.AST | None, helpers: dict[str, list[str]]) -> list[str]:
+    """The templates of a same-module helper whose return value is the message: `raise X(self.err_msg(e))`, or a
+    local variable assigned that call before the site."""
+    if isinstance(message, ast.Name) and scope is not None:
+        message = _last_assignment(scope, message.id, message.lineno)
+    if not isinstance(message, ast.Call):
+        return []
+    func = message.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    return helpers.get(name, []) if name != "format" else []
+
+
+def _message_site(node: ast.AST) -> tuple[ast.AST, str, str] | None:
+    """(message expression, exception class or kind word, kind) of a raise, a panic or an error-level log call."""
+    if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+        return node.exc.args[0], _exc_name(node.exc), RAISE
+    if (reason := _panic_reason(node)) is not None:
+        return reason, PANIC, PANIC
+    if (logged := _logged_error(node)) is not None:
+        return logged, LOG, LOG
+    return None
+
+
 def messages_in(tree: ast.AST, rel: str, area: str) -> list[Message]:
-    """Every raise (and system/task panic) with a recognisable message in one module, in source order."""
+    """Every raise, system/task panic and error-level log call with a recognisable message in one module, in
+    source order; a message built by a helper of the same module counts at the site that uses it."""
     found = []
     functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    helpers = _returned_templates(tree)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            message, exc = node.exc.args[0], _exc_name(node.exc)
-        elif (reason := _panic_reason(node)) is not None:
-            message, exc = reason, "panic"
-        else:
+        site = _message_site(node)
+        if site is None:
             continue
+        message, exc, kind = site
         enclosing = [f for f in functions if f.lineno <= node.lineno <= (f.end_lineno or f.lineno)]
         scope = max(enclosing, key=lambda f: f.lineno) if enclosing else None
-        template = normalize(render(message, scope))
-        if is_template(template):
-            func = scope.name if scope is not None else "<module>"
-            found.append(Message(template, exc, rel, node.lineno, func, area))
+        func = scope.name if scope is not None else "<module>"
+        templates = [normalize(render(message, scope))] + _called_helper(message, scope, helpers)
+        for template in templates:
+            if is_template(template):
+                found.append(Message(template, exc, rel, node.lineno, func, area, kind))
     return sorted(found, key=lambda m: m.line)
 
 
@@ -235,7 +312,9 @@ def extract(root: Path) -> list[Message]:
             continue
         tree = ast.parse(text, filename=rel)
         for message in messages_in(tree, rel, area):
-            seen.setdefault(message.template, message)
+            first = seen.get(message.template)
+            if first is None or (first.kind == LOG and message.kind != LOG):  # a raise outranks a log of the same text
+                seen[message.template] = message
     return sorted(seen.values(), key=lambda m: (m.at, m.line, m.template))
 
 
@@ -404,6 +483,7 @@ AREA_DEFAULTS = {
     "admin_cli": "NVFLARE_COMMAND_ERROR",
     "resources": "CONFIG_FILE_VALIDATION_ERROR",
     "persistors": "CONFIG_FILE_VALIDATION_ERROR",
+    "runners": "wrapper",
 }
 
 
@@ -426,9 +506,10 @@ HEADER = """\
 #   wrapper     NVFLARE echoing a failure that happened elsewhere: never a cause by itself
 #   unreviewed  new in this NVFLARE release, with a `suggested` group; tests fail until it is moved
 # `at` is the module (inside the nvflare package) that first raises the template, in the newest release that raises
-# it; `in` lists the release lines whose source raises it (`releases` names the version extracted for each line:
-# the installed NVFLARE and the extractions committed under nvflare_releases/). `make sync` renders this file into
-# skills/nvflare-diagnose-job/references/nvflare_messages.json.
+# it; `kind` is there when it is not raised: `panic` (a system/task panic's reason) or `log` (only an error-level
+# log call prints it: a site reported it, nothing was raised); `in` lists the release lines whose source raises it
+# (`releases` names the version extracted for each line: the installed NVFLARE and the extractions committed under
+# nvflare_releases/). `make sync` renders this file into skills/nvflare-diagnose-job/references/nvflare_messages.json.
 """
 
 
@@ -466,6 +547,8 @@ def updated_groups(
         entry = {"t": message.template, "at": message.at}
         if releases_of is not None:
             entry["in"] = releases_of[message.template]
+        if message.kind != RAISE:
+            entry["kind"] = message.kind
         if group == UNREVIEWED:
             entry["suggested"] = old.get("suggested") or suggest(message)
         if old.get("note"):
