@@ -51,6 +51,7 @@ from .schema import (
 )
 from .search import suggested
 from .surface import Surface, analyze, job_section, simulator_workspace
+from .targets import last_name
 from .trust import module_files, outside_job, safe_relative, train_script_of, trust_section
 from .values import UNRESOLVED, describe, to_jsonable
 from .walker import Walker
@@ -203,11 +204,7 @@ def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ap.Parser
     or None when unreadable."""
     if script_rel is None or tree is None:
         return None
-    names = {
-        n.attr if isinstance(n, ast.Attribute) else n.id
-        for n in ast.walk(tree)
-        if isinstance(n, (ast.Name, ast.Attribute))
-    }
+    names = {last_name(n) for n in ast.walk(tree)}
     if "argv" in names:
         return None  # reads sys.argv itself
     if "ArgumentParser" not in names:

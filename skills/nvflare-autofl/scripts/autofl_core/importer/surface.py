@@ -15,6 +15,7 @@ from typing import Any
 from . import recipes
 from .events import UNSEEN_RUN
 from .inputs import NO_INPUTS, Input
+from .targets import last_name
 from .values import ENV_PREFIX, HIGH, Val, describe, merge_flags
 
 ENV_CLASSES = ("SimEnv", "PocEnv", "ProdEnv")
@@ -192,19 +193,15 @@ def _no_run_reason(walk: Any, tree: ast.Module | None) -> Surface:
 def _uncalled_runner(tree: ast.Module) -> ast.FunctionDef | None:
     """The first top-level function of job.py that runs a recipe or job (job.py builds a *Recipe or *Job) and that
     job.py never names anywhere else (so nothing calls it), or None."""
-    if not any(_called_name(n.func).endswith(("Recipe", "Job")) for n in ast.walk(tree) if isinstance(n, ast.Call)):
+    if not any(last_name(n.func).endswith(("Recipe", "Job")) for n in ast.walk(tree) if isinstance(n, ast.Call)):
         return None
     named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     for function in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in named):
         if any(
-            _called_name(n.func) in (*RECIPE_RUNS, *FEDJOB_RUNS) for n in ast.walk(function) if isinstance(n, ast.Call)
+            last_name(n.func) in (*RECIPE_RUNS, *FEDJOB_RUNS) for n in ast.walk(function) if isinstance(n, ast.Call)
         ):
             return function
     return None
-
-
-def _called_name(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def raise_reason(note: Any) -> str:
