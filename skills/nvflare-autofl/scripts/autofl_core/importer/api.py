@@ -44,7 +44,6 @@ from .schema import (
     SCHEMA_FILE,
     budget_mismatches,
     comparison_args,
-    comparison_keys,
     parse_schema_text,
     schema_section,
     schema_unapplied,
@@ -161,27 +160,11 @@ def derive(reading: Reading) -> dict:
     items += [{"field": "argparse", "reason": p} for p in section["problems"]]
     items += reading.notes
     if budget:  # a job whose budget is read (the static reading supports it, or a run recorded it)
-        items += [*schema_unapplied(schema, flags), *_schema_args_unpassed(schema, flags)]
+        items += schema_unapplied(schema, flags)
     config["unresolved"] = items
     config["cli_flags"], config["summary"] = cli_flags(config), display.summary(config)
     config["admission_errors"] = admission_errors(config)
     return config
-
-
-def _schema_args_unpassed(schema: dict, flags: list[dict]) -> list[dict]:
-    """Notes on the schema's default_candidate_budget values for options only the real parser has (no job.py line):
-    the import turns them into job arguments from the static reading's options, so they were not passed."""
-    wanted = schema["comparison_budget_args"]["default_candidate_budget"]
-    read = {f["dest"] for f in flags if f.get("line") is not None}
-    return [
-        {
-            "field": f"schema.comparison_budget_args.{key}",
-            "reason": f"mutation_schema.yaml sets {key}: {wanted[key]!r}, but only running job.py shows its option, "
-            f"so the import did not pass it and trials run job.py's default; pass it in --base-args",
-        }
-        for key in comparison_keys(schema)
-        if key in wanted and key not in read and any(f["dest"] == key and not f["positional"] for f in flags)
-    ]
 
 
 def _script_tree(job_name: str, script: str | None, read_file: Callable) -> tuple[str | None, Any, list]:
