@@ -145,7 +145,7 @@ def analyze(walk: Any, tree: ast.Module | None = None) -> Surface:
         lines = ", ".join(str(c.line) for c in trains)
         why = f"job.py runs {targets[0].name} {len(trains)} times (lines {lines}); run it once so a trial trains once"
         return Surface(reason=why, several_runs=True)
-    return _describe_target(targets[0], runs, walk)
+    return _describe_target(targets[0], runs, trains, walk)
 
 
 def _run_unseen(walk: Any) -> Surface | None:
@@ -217,7 +217,7 @@ def raise_reason(note: Any) -> str:
     return f"{where}, whatever the arguments; remove the raise or make job.py build and run its recipe"
 
 
-def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
+def _describe_target(target: Any, runs: list, trains: list, walk: Any) -> Surface:
     if refused := _not_training(target):
         return refused
     nested = [v for v in target.kwargs.values() if hasattr(v, "cls") and (is_recipe(v) or is_fedjob(v))]
@@ -226,8 +226,7 @@ def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
     unseen = _run_unseen(walk)
     if unseen is not None:
         return unseen
-    executes = [c for c in runs if c.method in TRAINING_RUNS]
-    chosen = executes[-1] if executes else runs[-1]
+    chosen = trains[-1] if trains else runs[-1]
     surface = Surface(
         "supported", target=target, run_call=chosen.method, run_line=chosen.line, run_control=chosen.control
     )
