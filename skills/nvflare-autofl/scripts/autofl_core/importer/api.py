@@ -402,7 +402,7 @@ def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
 
 def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run_args: list[str]) -> dict:
     """Run job.py's dry run (and, once recorded, the perturbed runs) in `session`; fold them into the reading."""
-    from . import dryrun, dryrun_config, fallbacks, moves
+    from . import dryrun, dryrun_config, fallbacks, moves, run_reasons
 
     section = reading.facts["argparse"]
     args = [*section["base_args"], *section["schema_args"]]
@@ -413,7 +413,7 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
     fallback = None
     if record is not None:
         family = reading.facts["job"].get("family")
-        fallback = fallbacks.refusal(record, workspace.read_file) or dryrun_config.other_version_refusal(record, family)
+        fallback = fallbacks.refusal(record, workspace.read_file) or run_reasons.other_version(record, family)
     recorded_run = record is not None and record.status == "recorded" and fallback is None
     moved, env_moved = moves.Moved(), {}
     if recorded_run:
