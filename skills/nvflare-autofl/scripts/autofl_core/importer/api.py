@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from . import argparse_flow as ap
 from . import data_shaping, display, real_parser, recipes
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
-from .budget import FIELDS, fixed_budget, unresolved_notes  # noqa: F401  (FIELDS re-exported)
+from .budget import FIELDS, fixed_budget  # noqa: F401  (FIELDS re-exported)
 from .files import UNPARSABLE, Overlay, Workspace, load_job, parsed
 from .inputs import NO_INPUTS, Input, kinds
 from .objective import build_objective, empty_objective, objective_inputs
@@ -154,7 +154,11 @@ def derive(reading: Reading) -> dict:
         for k, v in config["recipe_args"].items()
         if v["confidence"] == UNRESOLVED
     ]
-    items += unresolved_notes(budget)
+    items += [
+        {"field": f"fixed_budget.{k}", "reason": budget[k].get("reason", "")}
+        for k in FIELDS
+        if k in budget and budget[k].get("confidence") == UNRESOLVED
+    ]
     reasons = config["objective"].pop("_reasons", {})
     items += [{"field": f"objective.{k}", "reason": v} for k, v in sorted(reasons.items())]
     items += [{"field": "argparse", "reason": p} for p in section["problems"]]
