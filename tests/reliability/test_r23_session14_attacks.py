@@ -237,7 +237,7 @@ def test_a_budget_read_from_the_host_s_proc_files_is_not_pinned(tmp_path, privat
 @needs_sandbox
 @pytest.mark.parametrize("folder", [".git", "venv", "__pycache__"])
 def test_a_site_list_in_a_folder_the_cache_key_skips_is_not_pinned(tmp_path, private_cache, folder):
-    """Hole: a file under a folder the dry run's cache key skips (`dryrun.SKIPPED_FOLDERS`) was pinned; changing it
+    """Hole: a file under a folder the dry run's cache key skips (`run_reasons.KEYLESS_FOLDERS`) was pinned; changing it
     kept the first record (3 clients) while job.py runs with 4."""
     path = _job(tmp_path / "job", f'with open("{folder}/sites.json") as f:\n    sites = json.load(f)["sites"]\n')
     listed = _sites_file(path.parent / folder / "sites.json", ["site-1", "site-2", "site-3"])

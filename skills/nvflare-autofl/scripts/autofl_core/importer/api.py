@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from . import argparse_flow as ap
 from . import data_shaping, display, real_parser, recipes
 from .admission import admission_errors  # noqa: F401  (re-exported public API)
-from .budget import FIELDS, fixed_budget, unresolved_notes  # noqa: F401  (FIELDS re-exported)
+from .budget import FIELDS, fixed_budget  # noqa: F401  (FIELDS re-exported)
 from .files import UNPARSABLE, Overlay, Workspace, load_job, parsed
 from .inputs import NO_INPUTS, Input, kinds
 from .objective import build_objective, empty_objective, objective_inputs
@@ -44,13 +44,13 @@ from .schema import (
     SCHEMA_FILE,
     budget_mismatches,
     comparison_args,
-    comparison_keys,
     parse_schema_text,
     schema_section,
     schema_unapplied,
 )
 from .search import suggested
 from .surface import Surface, analyze, job_section, simulator_workspace
+from .targets import last_name
 from .trust import module_files, outside_job, safe_relative, train_script_of, trust_section
 from .values import UNRESOLVED, describe, to_jsonable
 from .walker import Walker
@@ -154,33 +154,21 @@ def derive(reading: Reading) -> dict:
         for k, v in config["recipe_args"].items()
         if v["confidence"] == UNRESOLVED
     ]
-    items += unresolved_notes(budget)
+    items += [
+        {"field": f"fixed_budget.{k}", "reason": budget[k].get("reason", "")}
+        for k in FIELDS
+        if k in budget and budget[k].get("confidence") == UNRESOLVED
+    ]
     reasons = config["objective"].pop("_reasons", {})
     items += [{"field": f"objective.{k}", "reason": v} for k, v in sorted(reasons.items())]
     items += [{"field": "argparse", "reason": p} for p in section["problems"]]
     items += reading.notes
     if budget:  # a job whose budget is read (the static reading supports it, or a run recorded it)
-        items += [*schema_unapplied(schema, flags), *_schema_args_unpassed(schema, flags)]
+        items += schema_unapplied(schema, flags)
     config["unresolved"] = items
     config["cli_flags"], config["summary"] = cli_flags(config), display.summary(config)
     config["admission_errors"] = admission_errors(config)
     return config
-
-
-def _schema_args_unpassed(schema: dict, flags: list[dict]) -> list[dict]:
-    """Notes on the schema's default_candidate_budget values for options only the real parser has (no job.py line):
-    the import turns them into job arguments from the static reading's options, so they were not passed."""
-    wanted = schema["comparison_budget_args"]["default_candidate_budget"]
-    read = {f["dest"] for f in flags if f.get("line") is not None}
-    return [
-        {
-            "field": f"schema.comparison_budget_args.{key}",
-            "reason": f"mutation_schema.yaml sets {key}: {wanted[key]!r}, but only running job.py shows its option, "
-            f"so the import did not pass it and trials run job.py's default; pass it in --base-args",
-        }
-        for key in comparison_keys(schema)
-        if key in wanted and key not in read and any(f["dest"] == key and not f["positional"] for f in flags)
-    ]
 
 
 def _script_tree(job_name: str, script: str | None, read_file: Callable) -> tuple[str | None, Any, list]:
@@ -203,11 +191,7 @@ def _script_parser(script_rel: str | None, tree: ast.Module | None) -> ap.Parser
     or None when unreadable."""
     if script_rel is None or tree is None:
         return None
-    names = {
-        n.attr if isinstance(n, ast.Attribute) else n.id
-        for n in ast.walk(tree)
-        if isinstance(n, (ast.Name, ast.Attribute))
-    }
+    names = {last_name(n) for n in ast.walk(tree)}
     if "argv" in names:
         return None  # reads sys.argv itself
     if "ArgumentParser" not in names:
@@ -422,7 +406,7 @@ def _uses_nvflare(source: str, read_file: Callable[[str], str | None]) -> bool:
 
 def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run_args: list[str]) -> dict:
     """Run job.py's dry run (and, once recorded, the perturbed runs) in `session`; fold them into the reading."""
-    from . import dryrun, dryrun_config, fallbacks, moves
+    from . import dryrun, dryrun_config, fallbacks, moves, run_reasons
 
     section = reading.facts["argparse"]
     args = [*section["base_args"], *section["schema_args"]]
@@ -433,7 +417,7 @@ def _with_dry_run(reading: Reading, path: Any, workspace: Any, session: Any, run
     fallback = None
     if record is not None:
         family = reading.facts["job"].get("family")
-        fallback = fallbacks.refusal(record, workspace.read_file) or dryrun_config.other_version_refusal(record, family)
+        fallback = fallbacks.refusal(record, workspace.read_file) or run_reasons.other_version(record, family)
     recorded_run = record is not None and record.status == "recorded" and fallback is None
     moved, env_moved = moves.Moved(), {}
     if recorded_run:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .targets import last_name
 from .values import HIGH, MEDIUM, UNRESOLVED, Builtin, ClassRef, Val, drawn, known, to_jsonable, weakest
 
 # A parser's fromfile_prefix_chars the importer cannot read (not a literal): every punctuation mark a prefix could
@@ -334,5 +335,5 @@ PARSE_METHODS = ("parse_args", "parse_known_args", "parse_intermixed_args", "par
 
 def uses_argparse(stmt: ast.ClassDef) -> bool:
     """True when the class calls `ArgumentParser` or a parse method (by attribute or by name)."""
-    called = (getattr(n.func, "attr", getattr(n.func, "id", "")) for n in ast.walk(stmt) if isinstance(n, ast.Call))
+    called = (last_name(n.func) for n in ast.walk(stmt) if isinstance(n, ast.Call))
     return any(name in ("ArgumentParser", *PARSE_METHODS) for name in called)

@@ -258,15 +258,6 @@ def _run_clients(surface: Any, control: tuple[str, ...]) -> dict:
     return _entry(sites, "FedJob.to(..., site) targets", control)
 
 
-def unresolved_notes(budget: dict) -> list[dict]:
-    """The config's `unresolved` notes of the budget fields without a value."""
-    return [
-        {"field": f"fixed_budget.{k}", "reason": budget[k].get("reason", "")}
-        for k in FIELDS
-        if k in budget and budget[k].get("confidence") == UNRESOLVED
-    ]
-
-
 def fixed_budget(surface: Any) -> tuple[dict, frozenset]:
     """The `fixed_budget` block for a supported surface (empty dict when unsupported), and the run-time inputs its
     unresolved fields rest on."""

@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 import re
 
+from .targets import last_name
+
 SHAPING_NAME_RE = re.compile(
     r"(^|_)(alpha|dirichlet\w*|partition\w*|split\w*|val|valid|validation|holdout|hold_out|test_size|test_ratio|"
     r"test_frac\w*|val_\w+|valid_\w+|validation_\w+|num_samples|n_samples|samples_per_\w+|subset\w*|iid|non_iid|"
@@ -65,7 +67,7 @@ def _call_uses(tree: ast.Module | None) -> dict[str, str]:
     """{attribute name: the data-shaping call it reaches} for every `<name>.<attr>` read inside such a call."""
     uses: dict[str, str] = {}
     for node in _calls(tree):
-        name = getattr(node.func, "attr", getattr(node.func, "id", None))  # `f(...)` or `x.f(...)`
+        name = last_name(node.func)  # `f(...)` or `x.f(...)`
         if not name or not SHAPING_CALL_RE.search(name):
             continue
         for inner in ast.walk(node):

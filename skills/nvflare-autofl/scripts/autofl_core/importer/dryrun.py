@@ -38,7 +38,6 @@ MAX_HASHED_FILES, MAX_HASHED_BYTES, MAX_DEPTH = 400, 1 << 20, 4
 MAX_STATED_FILES = 4000  # other files (data): keyed by size and modification time, never read
 MAX_READ_BYTES = 16 << 20  # a data file the run read is hashed up to this size (beyond it the record is not kept)
 READ_MARKS = "read_marks"  # the kept record's SHA-256 of each data file its run read (`_read_marks`)
-SKIPPED_FOLDERS = KEYLESS_FOLDERS  # never hashed: caches, version control, environments
 TEMP_NAMES = ("TMPDIR", "TEMP", "TMP")
 # Never perturbed: what a trial sets itself, and what locates the machine's interpreter, files and network.
 FIXED_ENV = (childenv.SIMULATOR_ROOT_VAR, *sorted(childenv.LOCATING_NAMES.difference(TEMP_NAMES)))
@@ -100,7 +99,7 @@ def _listed(folder: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str,
     found, counts, limits = [], {True: 0, False: 0}, {True: MAX_HASHED_FILES, False: MAX_STATED_FILES}
     for root, dirs, names in os.walk(folder):
         here = Path(root).relative_to(folder)
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS and (here / d).as_posix() not in skip)
+        dirs[:] = sorted(d for d in dirs if d not in KEYLESS_FOLDERS and (here / d).as_posix() not in skip)
         if any((Path(root) / d).is_symlink() for d in dirs) or (dirs and len(here.parts) >= MAX_DEPTH):
             return None
         for name in sorted(names):

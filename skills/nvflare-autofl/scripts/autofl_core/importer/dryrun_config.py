@@ -261,12 +261,6 @@ def _not_training(config: dict, record: DryRunRecord, ran: Ran) -> None:
     }
 
 
-def other_version_refusal(record: DryRunRecord, family: str | None) -> str | None:
-    """`run_reasons.other_version` as a refusal of its own, for a job the reading does not already refuse by its family
-    (a non-training job stays refused for what it is, the raise added to its reason by `settle`)."""
-    return None if family in NOT_TRAINING else run_reasons.other_version(record)
-
-
 def changes(baseline: DryRunRecord, candidate: DryRunRecord | None) -> list[str]:
     """What a candidate's run (its run arguments on top of the base ones) changes against the baseline's run."""
     if candidate is None:
@@ -303,7 +297,7 @@ def apply(
 ) -> list[dict] | None:
     """Fold the run into a reading's facts (`config`; `static`: the reading's config), see the module docstring;
     the static refusals the run leaves standing, or None when there is no record (`static` stands). `fallback`: why
-    the record alone refuses (`fallbacks.refusal`, `other_version_refusal`): the run settles nothing. `inputs`: the
+    the record alone refuses (`fallbacks.refusal`, `run_reasons.other_version`): the run settles nothing. `inputs`: the
     run-time inputs the reading's refusal and unresolved budget fields rest on (`api.Reading.inputs`)."""
     ran = recorded.ran(record) if record is not None and record.status == "recorded" else None
     config["import"]["dry_run"] = static["import"]["dry_run"] = summary(record, ran)

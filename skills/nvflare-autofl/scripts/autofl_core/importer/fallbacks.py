@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from .files import parsed
 from .recorded import DryRunRecord
+from .targets import last_name
 
 CATCHING = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 PROBES = frozenset({"find_spec", "find_loader"})  # the calls that ask whether a module is installed
@@ -45,7 +46,7 @@ def refusal(record: DryRunRecord, read_file: Callable[[str], str | None]) -> str
 
 def _asking_spans(tree: ast.Module) -> list[tuple[int, int]]:
     """The (first, last) lines of each call asking whether a module is installed."""
-    return [_lines(node) for node in ast.walk(tree) if isinstance(node, ast.Call) and _name(node.func) in PROBES]
+    return [_lines(node) for node in ast.walk(tree) if isinstance(node, ast.Call) and last_name(node.func) in PROBES]
 
 
 def _lines(node: ast.AST) -> tuple[int, int]:
@@ -101,7 +102,7 @@ def _catches(kind: ast.expr | None, names: dict, seen: frozenset = frozenset()) 
     if isinstance(kind, ast.Name) and kind.id in names and kind.id not in seen:
         return any(_catches(value, names, seen | {kind.id}) for value in names[kind.id])
     if isinstance(kind, (ast.Name, ast.Attribute)):
-        return _name(kind) in CATCHING
+        return last_name(kind) in CATCHING
     return not isinstance(kind, ast.Constant)
 
 
@@ -115,10 +116,4 @@ def _suppresses(expr: ast.expr, names: dict) -> bool:
 def _is_suppress(func: ast.expr, names: dict, seen: frozenset) -> bool:
     if isinstance(func, ast.Name) and func.id in names and func.id not in seen:
         return any(_is_suppress(value, names, seen | {func.id}) for value in names[func.id])
-    return _name(func) == "suppress"
-
-
-def _name(expr: ast.expr) -> str | None:
-    if isinstance(expr, ast.Name):
-        return expr.id
-    return expr.attr if isinstance(expr, ast.Attribute) else None
+    return last_name(func) == "suppress"

@@ -9,6 +9,7 @@ from typing import Any
 
 from . import recipes
 from .recorded import After, DryRunRecord, Where
+from .surface import FAMILY_LABELS
 
 MAX_QUOTED = 200  # characters of the job's own text (a source line, an exception message) a reason quotes
 
@@ -51,9 +52,11 @@ def _version_lacks(record: DryRunRecord) -> str | None:
     return None
 
 
-def other_version(record: DryRunRecord) -> str | None:
-    """Why job.py, written for another NVFLARE version, is refused (`_version_lacks`), else None."""
-    return raise_reason(record) if _version_lacks(record) else None
+def other_version(record: DryRunRecord, family: str | None = None) -> str | None:
+    """Why job.py, written for another NVFLARE version, is refused (`_version_lacks`), else None; None too for a job
+    the reading refuses by its `family` (a non-training job stays refused for what it is, the raise added to its
+    reason by `dryrun_config.settle`)."""
+    return raise_reason(record) if _version_lacks(record) and family not in FAMILY_LABELS else None
 
 
 KEYLESS_FOLDERS = frozenset(  # the job folder's folders the dry run's cache key skips (`dryrun.job_digest`)

@@ -216,17 +216,30 @@ def comparison_args(schema: dict, flags: list[dict]) -> dict[str, dict]:
 
 
 def schema_unapplied(schema: dict, flags: list[dict]) -> list[dict]:
-    """Schema arguments job.py has no option for: recorded for the human, never silently dropped."""
+    """Schema arguments job.py has no option for, then default_candidate_budget values for options only the real
+    parser has (no job.py line: the import turns the schema's values into job arguments from the static reading's
+    options, so it did not pass them): recorded for the human, never silently dropped."""
     dests = {f["dest"] for f in flags if not f["positional"]}
+    unread = dests - {f["dest"] for f in flags if f.get("line") is not None}
+    wanted = schema["comparison_budget_args"]["default_candidate_budget"]
     why = {
         "comparison_budget_args": "the runner cannot pin it; candidates are compared with whatever job.py and its "
         "train script use",
         "mutable_args": "a candidate cannot set it as a run argument",
     }
     keys = {"comparison_budget_args": comparison_keys(schema), "mutable_args": sorted(schema["mutable_args"])}
-    return [
+    unapplied = [
         {"field": f"schema.{section}.{key}", "reason": f"job.py has no --{key} option, so {why[section]}"}
         for section in why
         for key in keys[section]
         if key not in dests
+    ]
+    return unapplied + [
+        {
+            "field": f"schema.comparison_budget_args.{key}",
+            "reason": f"mutation_schema.yaml sets {key}: {wanted[key]!r}, but only running job.py shows its option, "
+            f"so the import did not pass it and trials run job.py's default; pass it in --base-args",
+        }
+        for key in keys["comparison_budget_args"]
+        if key in wanted and key in unread
     ]

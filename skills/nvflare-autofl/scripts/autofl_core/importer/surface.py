@@ -15,6 +15,7 @@ from typing import Any
 from . import recipes
 from .events import UNSEEN_RUN
 from .inputs import NO_INPUTS, Input
+from .targets import last_name
 from .values import ENV_PREFIX, HIGH, Val, describe, merge_flags
 
 ENV_CLASSES = ("SimEnv", "PocEnv", "ProdEnv")
@@ -144,7 +145,7 @@ def analyze(walk: Any, tree: ast.Module | None = None) -> Surface:
         lines = ", ".join(str(c.line) for c in trains)
         why = f"job.py runs {targets[0].name} {len(trains)} times (lines {lines}); run it once so a trial trains once"
         return Surface(reason=why, several_runs=True)
-    return _describe_target(targets[0], runs, walk)
+    return _describe_target(targets[0], runs, trains, walk)
 
 
 def _run_unseen(walk: Any) -> Surface | None:
@@ -192,19 +193,15 @@ def _no_run_reason(walk: Any, tree: ast.Module | None) -> Surface:
 def _uncalled_runner(tree: ast.Module) -> ast.FunctionDef | None:
     """The first top-level function of job.py that runs a recipe or job (job.py builds a *Recipe or *Job) and that
     job.py never names anywhere else (so nothing calls it), or None."""
-    if not any(_called_name(n.func).endswith(("Recipe", "Job")) for n in ast.walk(tree) if isinstance(n, ast.Call)):
+    if not any(last_name(n.func).endswith(("Recipe", "Job")) for n in ast.walk(tree) if isinstance(n, ast.Call)):
         return None
     named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     for function in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in named):
         if any(
-            _called_name(n.func) in (*RECIPE_RUNS, *FEDJOB_RUNS) for n in ast.walk(function) if isinstance(n, ast.Call)
+            last_name(n.func) in (*RECIPE_RUNS, *FEDJOB_RUNS) for n in ast.walk(function) if isinstance(n, ast.Call)
         ):
             return function
     return None
-
-
-def _called_name(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def raise_reason(note: Any) -> str:
@@ -220,7 +217,7 @@ def raise_reason(note: Any) -> str:
     return f"{where}, whatever the arguments; remove the raise or make job.py build and run its recipe"
 
 
-def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
+def _describe_target(target: Any, runs: list, trains: list, walk: Any) -> Surface:
     if refused := _not_training(target):
         return refused
     nested = [v for v in target.kwargs.values() if hasattr(v, "cls") and (is_recipe(v) or is_fedjob(v))]
@@ -229,8 +226,7 @@ def _describe_target(target: Any, runs: list, walk: Any) -> Surface:
     unseen = _run_unseen(walk)
     if unseen is not None:
         return unseen
-    executes = [c for c in runs if c.method in TRAINING_RUNS]
-    chosen = executes[-1] if executes else runs[-1]
+    chosen = trains[-1] if trains else runs[-1]
     surface = Surface(
         "supported", target=target, run_call=chosen.method, run_line=chosen.line, run_control=chosen.control
     )

@@ -34,9 +34,14 @@ def changed(block: list[ast.stmt]) -> Iterator[ast.expr]:
             func = node.func
             if isinstance(func, ast.Attribute):
                 yield func.value
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            name = last_name(func)
             if node.args and (name in ("setattr", "delattr") or dunder(name)):
                 yield node.args[0]
+
+
+def last_name(expr: ast.expr) -> str:
+    """The name an expression ends in: `f` of `f` and of `x.f` ("" for any other expression)."""
+    return expr.attr if isinstance(expr, ast.Attribute) else getattr(expr, "id", "")
 
 
 def dunder(name: str) -> bool:
