@@ -150,6 +150,10 @@ def test_demo_frozen_evaluation_shows_measured_and_reported_and_refuses_an_infla
     assert f"baseline:       measured {rows[0]['score']:.6f} | job-reported " in stdout
     assert "-> discard; metric_divergence (reported beats measured by " in stdout
     assert 'metrics={"accuracy": acc}' in (workspace / "client.py").read_text()
+    # it ran beside the main campaign (they share nothing): its baseline overlapped one of the main campaign's runs
+    frozen_start, frozen_end = run_window(workspace, "baseline")
+    main_runs = [run_window(out / "workspace", row["name"]) for row in ledger_rows(out / "workspace")]
+    assert any(start < frozen_end and frozen_start < end for start, end in main_runs), (frozen_start, main_runs)
 
 
 def test_demo_report_shows_real_round_curves_and_each_sites_final_value(demo):
