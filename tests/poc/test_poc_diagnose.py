@@ -70,7 +70,7 @@ def submitted(poc_system, tmp_path_factory):
         yield results
 
 
-DIAGNOSED: dict[tuple, Future] = {}  # (job id, evidence) -> the CLI's output: each diagnosis runs once per session
+DIAGNOSED: dict[tuple, Future] = {}  # (job id, evidence) -> its CLI run (stdout); each diagnosis runs once
 
 
 def diagnose(poc_system, job_id, *evidence):
