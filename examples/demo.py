@@ -14,10 +14,12 @@ Everything goes through the skills' scripts exactly as an agent would call them:
    spread (not counted; allowed after the cap);
 5. `report`: the final report (the state allows it now);
 6. run nvflare-diagnose-job's diagnose_job.py on the crashed candidate's run.log and simulation folder;
-7. frozen evaluation, a second small campaign in DIR/frozen_workspace: `initialize --evaluator evaluate.py
-   --max-candidates 1` (the runner measures every score itself with examples/hello-numpy/evaluate.py on the
-   global model the server persisted, per site, sealed), then a test candidate whose client reports its accuracy
-   plus 0.2: the runner measures the same model as the baseline's, so it is not kept, and says metric_divergence.
+7. frozen evaluation, a second small campaign in DIR/frozen_workspace, run beside steps 1-6 (it shares nothing
+   with them, and a simulation mostly waits on NVFLARE: side by side the two take about the time of the longer):
+   `initialize --evaluator evaluate.py --max-candidates 1` (the runner measures every score itself with
+   examples/hello-numpy/evaluate.py on the global model the server persisted, per site, sealed), then a test
+   candidate whose client reports its accuracy plus 0.2: the runner measures the same model as the baseline's, so
+   it is not kept, and says metric_divergence.
 Prints a short summary (baseline, the batch and its decisions, best, improvement and its noise verdict, best
 command, the crash and its diagnosis) and the absolute paths of ledger, state, plot, report and diagnosis.
 """
@@ -30,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,7 +58,7 @@ CRASH_EDIT = (
 
 def runner(job: Path, action: str, *args: str, ok=(0,)) -> dict:
     """Run one runner action like an agent would; return its JSON envelope."""
-    print(f"[demo] run_job_campaign.py {action} {' '.join(args)}", file=sys.stderr, flush=True)
+    print(f"[demo] {job.parent.name}: run_job_campaign.py {action} {' '.join(args)}", file=sys.stderr, flush=True)
     done = subprocess.run([sys.executable, str(RUNNER), action, str(job), *args], stdout=subprocess.PIPE, text=True)
     if done.returncode not in ok:
         sys.exit(f"demo failed: {action} exited {done.returncode} (see the message above)")
@@ -223,13 +226,15 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(workspace, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns("__pycache__"))
-    started = time.monotonic()
-    final, evaluated, crashed = campaign(workspace)
-    diagnosis = diagnose(workspace, out, crashed)
     frozen_workspace = out / "frozen_workspace"
     shutil.rmtree(frozen_workspace, ignore_errors=True)
     shutil.copytree(EXAMPLE, frozen_workspace, ignore=shutil.ignore_patterns("__pycache__"))
-    frozen = frozen_lines(*frozen_campaign(frozen_workspace))
+    started = time.monotonic()
+    with ThreadPoolExecutor(1) as beside:
+        frozen_run = beside.submit(frozen_campaign, frozen_workspace)
+        final, evaluated, crashed = campaign(workspace)
+        diagnosis = diagnose(workspace, out, crashed)
+        frozen = frozen_lines(*frozen_run.result())  # its failure (SystemExit) ends the demo here
     report = json.loads(Path(final["report"]).with_suffix(".json").read_text(encoding="utf-8"))
     print(summary(final, evaluated, report, crashed, diagnosis, out, time.monotonic() - started, frozen))
     return 0

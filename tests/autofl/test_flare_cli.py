@@ -66,6 +66,9 @@ def test_submit_download_and_the_outcomes_of_a_bounded_wait(standin, tmp_path):
     assert cli.submit(tmp_path / "job") == "j-1"
     done = cli.wait("j-1", 30)
     assert (done.finished, done.status, done.meta.duration_seconds) == (True, "FINISHED:COMPLETED", 12.5)
+    # bounded by the step's timeout, polled more often than NVFLARE's default 2 s
+    waited = json.loads(Path(standin.log).read_text())["args"][2:9]
+    assert " ".join(waited) == "job wait j-1 --timeout 30 --interval 0.5"
     assert cli.jobs_named("b") == ["j-2"]
     still = standin({"job wait": {"out": {"status": "error", "error_code": "TIMEOUT", "message": "t"}, "code": 3}})
     assert still.wait("j-1", 1).finished is False

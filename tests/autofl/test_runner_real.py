@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from module_loader import load_by_path
@@ -149,6 +150,10 @@ def test_demo_frozen_evaluation_shows_measured_and_reported_and_refuses_an_infla
     assert f"baseline:       measured {rows[0]['score']:.6f} | job-reported " in stdout
     assert "-> discard; metric_divergence (reported beats measured by " in stdout
     assert 'metrics={"accuracy": acc}' in (workspace / "client.py").read_text()
+    # it ran beside the main campaign (they share nothing): its baseline overlapped one of the main campaign's runs
+    frozen_start, frozen_end = run_window(workspace, "baseline")
+    main_runs = [run_window(out / "workspace", row["name"]) for row in ledger_rows(out / "workspace")]
+    assert any(start < frozen_end and frozen_start < end for start, end in main_runs), (frozen_start, main_runs)
 
 
 def test_demo_report_shows_real_round_curves_and_each_sites_final_value(demo):
@@ -409,45 +414,55 @@ def test_fedjob_campaign_isolated_and_an_aborted_run_is_a_crash(tmp_path):
     """FedJob in NVFLARE 2.9: simulator_run ignores NVFLARE_SIMULATOR_WORKSPACE_ROOT, so a literal path is mapped
     onto the trial's private simulator root by the sandbox (and refused where trials cannot be sealed); a job that
     reads the variable runs isolated anyway; its results sit directly in the root; a client failure aborts the run
-    while the job still exits 0, which must be a crash, never a score."""
-    literal = tmp_path / "literal"
-    shutil.copytree(REPO / "examples" / "fedjob-numpy", literal, ignore=shutil.ignore_patterns("__pycache__"))
-    target = tmp_path / "fedjob-literal-root"  # the job's own path; no trial may write there on the host
-    job = literal / "job.py"
-    job.write_text(
-        job.read_text().replace(
-            "job.simulator_run(os.environ.get(WORKSPACE_ROOT_VARIABLE, args.workspace))",
-            f"job.simulator_run({str(target)!r})",
-        )
-    )
-    refused = run_cli(literal, "initialize", prefix=WITHOUT_NAMESPACES)  # a host where trials cannot be sealed
-    assert refused.code == 2 and "cannot be isolated on this host" in refused.stderr, refused.stderr
-    assert "NVFLARE_SIMULATOR_WORKSPACE_ROOT" in refused.stderr and not (literal / ".nvflare").exists()
-    mapped = run_cli(literal, "initialize", "--max-candidates", "1")
-    assert mapped.code == 0 and mapped.envelope["sandbox"]["sealed"] is True, mapped.stderr
-    assert 0.4 < ledger_rows(literal)[0]["score"] <= 1.0
-    assert (literal / "autofl_runs" / "baseline" / "simulation" / "server").is_dir()
-    assert not target.exists()  # mapped inside the trial's mount namespace, never created on the host
+    while the job still exits 0, which must be a crash, never a score. The two campaigns (the literal root, the
+    aborted run) are independent and run side by side."""
 
-    workspace = tmp_path / "fedjob"
-    shutil.copytree(REPO / "examples" / "fedjob-numpy", workspace, ignore=shutil.ignore_patterns("__pycache__"))
-    init = run_cli(workspace, "initialize", "--max-candidates", "1")
-    assert init.code == 0, init.stderr
-    baseline = ledger_rows(workspace)[0]
-    assert 0.4 < baseline["score"] <= 1.0 and baseline["metric_source"].startswith("text:")
-    simulation = workspace / "autofl_runs" / "baseline" / "simulation"
-    assert (simulation / "server").is_dir() and (simulation / "site-1").is_dir()  # no job-name folder
-    assert run_cli(workspace, "prepare", "--name", "broken", "--hypothesis", "breaks the client").code == 0
-    client = source_dir(workspace, "broken") / "client.py"
-    client.write_text(
-        client.read_text().replace("    flare.init()\n", "    flare.init()\n    raise ValueError('bad client')\n")
-    )
-    crashed = run_cli(workspace, "evaluate")
-    assert crashed.code == 1 and crashed.envelope["candidate_status"] == "crash"
-    reason = ledger_rows(workspace)[-1]["failure_reason"]
-    assert reason.startswith("exit_code=0 but NVFLARE aborted the run: site-") and "ValueError: bad client" in reason
-    trial = json.loads((workspace / "autofl_runs" / "broken" / "trial.json").read_text())
-    assert trial["exit_code"] == 0 and trial["score"] is None
+    def literal_root():
+        literal = tmp_path / "literal"
+        shutil.copytree(REPO / "examples" / "fedjob-numpy", literal, ignore=shutil.ignore_patterns("__pycache__"))
+        target = tmp_path / "fedjob-literal-root"  # the job's own path; no trial may write there on the host
+        job = literal / "job.py"
+        job.write_text(
+            job.read_text().replace(
+                "job.simulator_run(os.environ.get(WORKSPACE_ROOT_VARIABLE, args.workspace))",
+                f"job.simulator_run({str(target)!r})",
+            )
+        )
+        refused = run_cli(literal, "initialize", prefix=WITHOUT_NAMESPACES)  # a host where trials cannot be sealed
+        assert refused.code == 2 and "cannot be isolated on this host" in refused.stderr, refused.stderr
+        assert "NVFLARE_SIMULATOR_WORKSPACE_ROOT" in refused.stderr and not (literal / ".nvflare").exists()
+        mapped = run_cli(literal, "initialize", "--max-candidates", "1")
+        assert mapped.code == 0 and mapped.envelope["sandbox"]["sealed"] is True, mapped.stderr
+        assert 0.4 < ledger_rows(literal)[0]["score"] <= 1.0
+        assert (literal / "autofl_runs" / "baseline" / "simulation" / "server").is_dir()
+        assert not target.exists()  # mapped inside the trial's mount namespace, never created on the host
+
+    def aborted_run():
+        workspace = tmp_path / "fedjob"
+        shutil.copytree(REPO / "examples" / "fedjob-numpy", workspace, ignore=shutil.ignore_patterns("__pycache__"))
+        init = run_cli(workspace, "initialize", "--max-candidates", "1")
+        assert init.code == 0, init.stderr
+        baseline = ledger_rows(workspace)[0]
+        assert 0.4 < baseline["score"] <= 1.0 and baseline["metric_source"].startswith("text:")
+        simulation = workspace / "autofl_runs" / "baseline" / "simulation"
+        assert (simulation / "server").is_dir() and (simulation / "site-1").is_dir()  # no job-name folder
+        assert run_cli(workspace, "prepare", "--name", "broken", "--hypothesis", "breaks the client").code == 0
+        client = source_dir(workspace, "broken") / "client.py"
+        client.write_text(
+            client.read_text().replace("    flare.init()\n", "    flare.init()\n    raise ValueError('bad client')\n")
+        )
+        crashed = run_cli(workspace, "evaluate")
+        assert crashed.code == 1 and crashed.envelope["candidate_status"] == "crash"
+        reason = ledger_rows(workspace)[-1]["failure_reason"]
+        assert (
+            reason.startswith("exit_code=0 but NVFLARE aborted the run: site-") and "ValueError: bad client" in reason
+        )
+        trial = json.loads((workspace / "autofl_runs" / "broken" / "trial.json").read_text())
+        assert trial["exit_code"] == 0 and trial["score"] is None
+
+    with ThreadPoolExecutor(2) as pool:
+        for half in [pool.submit(literal_root), pool.submit(aborted_run)]:
+            half.result()  # re-raises a failed assertion of either
 
 
 def test_demo_final_report_from_a_read_only_copy(demo, tmp_path, matplotlib_plot):
@@ -541,10 +556,11 @@ def test_noise_sigmas_discards_a_gain_inside_the_measured_spread_and_without_it_
     """Real seeded hello-numpy runs: the demo's best (feature-scaling at the default --lr, seed 0) and its
     replicates with seeds 1 and 2 measure the spread; a later candidate is compared with the best's mean (its own run
     and its replicates), not its single run. `--lr 0.5 --local_steps 3` on seed 0 beats that mean by less than 3
-    stdev: discarded with --noise-sigmas 3, kept without it. Two simulations."""
+    stdev: discarded with --noise-sigmas 3, kept without it. Two simulations, side by side (two copies of the
+    campaign; a simulation mostly waits on NVFLARE's fixed polls, so the pair takes about the time of one)."""
     out, _stdout = demo
-    verdicts = {}
-    for name, flags in (("on", ["--noise-sigmas", "3"]), ("off", [])):
+
+    def verdict(name, flags):
         workspace = tmp_path / name
         shutil.copytree(out / "workspace", workspace)
         assert run_cli(workspace, "initialize", "--max-candidates", "4", "--confirm-user-approved-cap-change").code == 0
@@ -554,7 +570,13 @@ def test_noise_sigmas_discards_a_gain_inside_the_measured_spread_and_without_it_
         )
         done = run_cli(workspace, "evaluate", "--run-args", "--lr 0.5 --local_steps 3", *flags)
         assert done.code == 0, done.stderr
-        verdicts[name] = (done.envelope, ledger_rows(workspace)[-1], done.envelope["noise"])
+        return done.envelope, ledger_rows(workspace)[-1], done.envelope["noise"]
+
+    with ThreadPoolExecutor(2) as pool:
+        runs = {
+            name: pool.submit(verdict, name, flags) for name, flags in (("on", ["--noise-sigmas", "3"]), ("off", []))
+        }
+        verdicts = {name: run.result() for name, run in runs.items()}  # re-raises a failed assertion of either
     rows = ledger_rows(out / "workspace")
     best = rows[2]["score"]
     mean = statistics.mean([best] + [r["score"] for r in rows if r["status"] == "replicate"])

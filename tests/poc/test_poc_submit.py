@@ -76,7 +76,7 @@ def test_a_campaign_runs_through_submit(poc_system, tmp_path):
     before = tree_digest(workspace, skip=LOCK)
     code, envelope, err = runner(workspace, "submit", "--baseline", "--startup-kit", kit, env=env)
     assert code == 2 and envelope is None and err.count("\n") == 1 and "--confirm-user-authorized" in err
-    assert tree_digest(workspace, skip=LOCK) == before and job_names(poc_system) == jobs_before
+    assert tree_digest(workspace, skip=LOCK) == before  # and no job: the job list at the end counts every job
 
     approve = ["--confirm-user-authorized", "--startup-kit", kit]
     code, envelope, err = runner(
@@ -117,7 +117,6 @@ def test_a_campaign_runs_through_submit(poc_system, tmp_path):
     code, envelope, err = runner(workspace, "submit", *approve, env=env)
     assert code == 0 and envelope["candidate_status"] == "discard", err
     assert envelope["submission"]["job_id"] == killed_id and envelope["submission"]["reused_job_id"] is True
-    assert sum(name.endswith("_lr-tiny") for name in job_names(poc_system)) == 1
 
     def broken(folder):
         client = folder / "client.py"
@@ -150,7 +149,10 @@ def test_a_campaign_runs_through_submit(poc_system, tmp_path):
     }
     assert report["compute"]["total_seconds"] > 0 and report["compute"]["rows_without_runtime"] == 0
     assert "nvflare job submit" in report["selected"]["rerun_command"]
+    # one `job list` after the start (each is a CLI start and an admin login, ~3 s): the refused submit added no
+    # job, the killed and repeated one added one
     new_jobs = [name for name in job_names(poc_system) if name not in jobs_before]
+    assert sum(name.endswith("_lr-tiny") for name in new_jobs) == 1
     assert len(new_jobs) == 4  # baseline, lr-x2, lr-tiny (once), broken
 
 

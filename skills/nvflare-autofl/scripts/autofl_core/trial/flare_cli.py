@@ -31,6 +31,9 @@ from . import childenv, job_meta
 MAX_OUTPUT_BYTES = 4 * 1024 * 1024
 STEP_TIMEOUT = 300.0  # a CLI step other than wait (connect, submit, download) that takes longer has hung
 WAIT_SLACK = 60.0  # the wait step's own bound beyond the --timeout it passes to `job wait`
+# `job wait`'s status poll (NVFLARE's default is 2 s: a finished job was seen up to 2 s late, 1 s on average, at
+# every wait); each poll is one small `get_job_meta` request on the open admin session
+WAIT_POLL_SECONDS = 0.5
 JOB_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 CLI_CODE = "import sys\nfrom nvflare.cli import main\nsys.argv[0] = 'nvflare'\nsys.exit(main())"
 
@@ -95,10 +98,13 @@ class FlareCli:
         ]
 
     def wait(self, job_id: str, timeout: float) -> Waited:
-        """`job wait` for at most `timeout` seconds: a finished job (any final status) or not yet."""
+        """`job wait` for at most `timeout` seconds, polling every WAIT_POLL_SECONDS: a finished job (any final
+        status) or not yet."""
         seconds = max(int(timeout), 1)
         code, envelope = self._run(
-            ["job", "wait", job_id, "--timeout", str(seconds)], timeout=seconds + WAIT_SLACK, step="job wait"
+            ["job", "wait", job_id, "--timeout", str(seconds), "--interval", str(WAIT_POLL_SECONDS)],
+            timeout=seconds + WAIT_SLACK,
+            step="job wait",
         )
         data = envelope.get("data") if isinstance(envelope.get("data"), dict) else {}
         if envelope.get("status") == "ok" or (code == 1 and data.get("status")):  # 1: finished, not completed
