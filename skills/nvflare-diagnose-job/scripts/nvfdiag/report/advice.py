@@ -9,7 +9,7 @@ What the CLI already answered is not asked again: no `job meta` / `job logs --si
 in the evidence (when nothing else is left, the sites' own logs are named instead); no `job logs --site S` for a site
 a `job logs` answer in the evidence covered, nor for any site once a `job logs --site all` answer of the ended job is
 in it (NVFLARE answers `--site S` from the same stores: job_cmds.get_job_log), the site's own log on its host
-instead; and no job command when the evidence shows no job was ever submitted (only POC commands refused while no POC
+instead (on a POC system, whose sites' logs all lie in its workspace, the command reading that workspace); and no job command when the evidence shows no job was ever submitted (only POC commands refused while no POC
 system was up, no job id or status).
 """
 
@@ -102,6 +102,9 @@ class _Advice:
             return  # an inspection that did not fail was supplied already
         if name == "site_logs" and (site in self.an.evidence.logs_answered or self.log_store_read):
             self.run("site_local_log", site)  # the CLI answered for this site already: its own log may hold more
+            return
+        if name == "site_local_log" and self.an.poc_root:
+            self.run("site_console")  # POC: every site's own log lies in the POC workspace this command reads
             return
         if name in self.templates and not (self.no_job and "{job_id}" in self.templates[name]):
             an = self.an
