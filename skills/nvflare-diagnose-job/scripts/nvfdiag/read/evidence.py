@@ -433,6 +433,8 @@ class _Reader:
             self.metric_parts.append(part)
             self.ev.sources.append(Source(path, "metrics_summary", site, "complete", size))
         elif structured.looks_like_job_meta(obj):
+            if not (explicit or jobscope.nvflare_meta(path)):
+                self.ev.job_written.add(path)  # written by code where the job runs, not NVFLARE's job meta
             structured.note_job(self.ev, obj.get("job_id"), obj.get("status"), path)
             self.ev.sources.append(Source(path, "log", site, "complete", size))
             structured.flatten_lines(self.ev, obj, path, "job meta")

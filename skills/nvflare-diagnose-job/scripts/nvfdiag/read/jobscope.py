@@ -9,7 +9,8 @@ messages), and drops records of other jobs and of the system. Usage: `kept = sco
 Without `--job-id`, `stated_job(evidence, paths)` names the job the evidence's CLI answers or job meta state (from outside
 every job's folder) when the folders given hold that job's folder beside other jobs' folders: the evidence is then
 read again as with its id. `job_folders(path)` -> the job ids of the folders a path lies in; `job_written_files(...)`
--> the files in a SimEnv workspace, where the job runs (their JSON states no job id or status).
+-> the files in a SimEnv workspace, where the job runs (their JSON states no job id or status);
+`nvflare_meta(path)` -> the file is NVFLARE's own job meta of a job's folder (`<job id>/meta.json`).
 """
 
 from __future__ import annotations
@@ -81,3 +82,12 @@ def job_written_files(explicit, walked, layouts) -> set[str]:
     found = {f.path for f in walked if any(f.path.startswith(root) for root in roots)}
     named = {f.path for f in explicit if f and "simulate_job" in os.path.normpath(f.path).split(os.sep)}
     return found | named
+
+
+def nvflare_meta(path: str) -> bool:
+    """True for `meta.json` directly in a folder named by a job id: where NVFLARE writes a job's meta (a site's run
+    folder: app_deployer; a job download). Found in a folder walk, a meta-shaped JSON file of any other name or place
+    is a file some code wrote: NVFLARE starts a site's processes, and so the job's code, in the site's workspace, so
+    a relative path the job writes lands beside the site's logs or in its run folder; such a file states no job."""
+    parts = re.split(r"[\\/]", path)
+    return len(parts) >= 2 and parts[-1] == "meta.json" and bool(JOB_ID_LIKE.fullmatch(parts[-2]))
