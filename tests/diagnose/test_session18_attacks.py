@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from nvfdiag.match import catalog as cat
 from nvfdiag.pipeline import diagnose
 from nvfdiag.read import evidence as ev
@@ -74,3 +77,69 @@ def test_nvflare_s_own_meta_of_a_job_folder_still_states_the_status(tmp_path):
     named = tmp_path / "saved_meta.json"
     named.write_text(json.dumps(SUMMARY))
     assert report_of([named, POC / "prod_00"], job_id=IMPORT_ERROR)["job_status"] == "FINISHED:COMPLETED"
+
+
+# --- 2. healthy real runs and NVFLARE's logged-only messages --------------------------------------------------------
+
+HEALTHY = REPO / "tests" / "fixtures" / "healthy_real"  # a real NVFLARE 2.9 SimEnv run that completed (README there)
+EXAMPLE = REPO / "examples" / "hello-numpy"
+
+
+@pytest.mark.integration
+def test_healthy_simenv_runs_get_no_finding_with_the_logged_messages(tmp_path):
+    """Two real hello-numpy SimEnv runs (2 clients x 4 rounds in process; 3 clients x 3 rounds with the client
+    script as a subprocess, launch_external_process=True) read with the mapping that now holds NVFLARE's
+    error-level log calls: no catalogued row, no suspicious content (about 40 s each)."""
+    runs = [
+        ("inproc", ["--n_clients", "2", "--num_rounds", "4"]),
+        ("external", ["--n_clients", "3", "--num_rounds", "3"]),
+    ]
+    for name, args in runs:
+        folder = tmp_path / name
+        shutil.copytree(EXAMPLE, folder)
+        if name == "external":
+            job = folder / "job.py"
+            job.write_text(
+                job.read_text().replace(
+                    'key_metric="accuracy",', 'key_metric="accuracy", launch_external_process=True,'
+                )
+            )
+        done = subprocess.run(
+            [sys.executable, "job.py", *args, "--seed", "3", "--workspace", str(folder / "ws")],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        (folder / "stdout.txt").write_text(done.stdout + done.stderr)
+        report = report_of([folder / "stdout.txt", folder / "ws" / "hello-numpy"])
+        assert (report["matched_pattern"], report["confidence"]) == ("UNKNOWN", "low"), (name, report["likely_cause"])
+        assert report["suspicious_content"] == [], name
+
+
+PERSISTOR_LINE = (
+    "{ts} - PTFileModelPersistor - ERROR - [identity=simulator_server, run=simulate_job, wf=cross_site_model_eval] - "
+    "error loading checkpoint from /tmp/ws/server/simulate_job/models/best_FL_global_model.pt"
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="NVFLARE logs `error loading checkpoint from {}` (app_opt/pt/file_model_persistor.get_model) and goes on "
+    "(returns None, no panic): one such record at the end of a healthy run decides CONFIG_FILE_VALIDATION_ERROR at "
+    "high. The rendered mapping does not carry a template's kind (log vs raise) to the matcher, and the went-on rule's "
+    "progress wording does not know 2.9's server records (`Aggregated 2/2 results`, `got result from client`); "
+    "either is a change beyond this session's time",
+)
+def test_a_logged_only_message_ending_a_healthy_run_is_not_high(tmp_path):
+    root = tmp_path / "healthy"
+    shutil.copytree(HEALTHY, root)
+    log = root / "server" / "log.txt"
+    last = [line for line in log.read_text().splitlines() if line[:4].isdigit()][-1]
+    log.write_text(log.read_text() + PERSISTOR_LINE.format(ts=last[:23]) + "\n")
+    plain = report_of([HEALTHY])
+    report = report_of([root])
+    assert plain["confidence"] != "high"
+    assert report["confidence"] != "high", (report["matched_pattern"], report["likely_cause"])
