@@ -10,7 +10,8 @@ Without `--job-id`, `stated_job(evidence, paths)` names the job the evidence's C
 every job's folder) when the folders given hold that job's folder beside other jobs' folders: the evidence is then
 read again as with its id. `job_folders(path)` -> the job ids of the folders a path lies in; `job_written_files(...)`
 -> the files in a SimEnv workspace, where the job runs (their JSON states no job id or status);
-`nvflare_meta(path)` -> the file is NVFLARE's own job meta of a job's folder (`<job id>/meta.json`).
+`nvflare_meta(path)` -> the file is NVFLARE's own job meta of a job's folder (`<job id>/meta.json`);
+`where_jobs_run(walked)` -> the walked files in a participant's workspace or a job's folder.
 """
 
 from __future__ import annotations
@@ -86,8 +87,34 @@ def job_written_files(explicit, walked, layouts) -> set[str]:
 
 def nvflare_meta(path: str) -> bool:
     """True for `meta.json` directly in a folder named by a job id: where NVFLARE writes a job's meta (a site's run
-    folder: app_deployer; a job download). Found in a folder walk, a meta-shaped JSON file of any other name or place
-    is a file some code wrote: NVFLARE starts a site's processes, and so the job's code, in the site's workspace, so
-    a relative path the job writes lands beside the site's logs or in its run folder; such a file states no job."""
+    folder: app_deployer; a job download)."""
     parts = re.split(r"[\\/]", path)
     return len(parts) >= 2 and parts[-1] == "meta.json" and bool(JOB_ID_LIKE.fullmatch(parts[-2]))
+
+
+def where_jobs_run(walked) -> set[str]:
+    """The walked files (walk.EvidenceFile: path, root) that lie, below their given folder or in it, in a folder
+    named by a job id or in a participant's workspace: a folder the walk shows holding `poc_console.log`, a file
+    under `local/` or `startup/`, or a folder named by a job id. NVFLARE starts a site's processes, and so the job's
+    code, in the site's workspace, and runs the job in its run folder: a relative path the job writes lands there,
+    so a job-meta-shaped file there other than NVFLARE's own (`nvflare_meta`) states no job."""
+    placed = []
+    for file in walked:
+        if file.root:
+            root = os.path.normpath(file.root)
+            relative = os.path.relpath(file.path, root).split(os.sep)
+            placed.append((file.path, [os.path.basename(root), *relative]))
+    participants = set()
+    for _, parts in placed:
+        for n, name in enumerate(parts[1:], 1):
+            mark = (name in ("local", "startup") and n < len(parts) - 1) or (
+                name == "poc_console.log" and n == len(parts) - 1
+            )
+            if mark or (JOB_ID_LIKE.fullmatch(name) and n < len(parts) - 1):
+                participants.add(tuple(parts[:n]))
+    return {
+        path
+        for path, parts in placed
+        if any(JOB_ID_LIKE.fullmatch(name) for name in parts[:-1])
+        or any(tuple(parts[:n]) in participants for n in range(1, len(parts)))
+    }
