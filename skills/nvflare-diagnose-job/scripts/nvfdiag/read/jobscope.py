@@ -102,19 +102,24 @@ def where_jobs_run(walked) -> set[str]:
     for file in walked:
         if file.root:
             root = os.path.normpath(file.root)
-            relative = os.path.relpath(file.path, root).split(os.sep)
-            placed.append((file.path, [os.path.basename(root), *relative]))
-    participants = set()
+            inside = file.path[len(file.root) :].lstrip(os.sep) if file.path.startswith(file.root) else None
+            relative = inside if inside else os.path.relpath(file.path, root)
+            placed.append((file.path, [os.path.basename(root), *relative.split(os.sep)]))
+    participants: set[str] = set()  # folders below the given one, as "/"-joined names from it
     for _, parts in placed:
-        for n, name in enumerate(parts[1:], 1):
-            mark = (name in ("local", "startup") and n < len(parts) - 1) or (
-                name == "poc_console.log" and n == len(parts) - 1
-            )
-            if mark or (JOB_ID_LIKE.fullmatch(name) and n < len(parts) - 1):
-                participants.add(tuple(parts[:n]))
-    return {
-        path
-        for path, parts in placed
-        if any(JOB_ID_LIKE.fullmatch(name) for name in parts[:-1])
-        or any(tuple(parts[:n]) in participants for n in range(1, len(parts)))
-    }
+        last = len(parts) - 1
+        for n in range(1, last + 1):
+            name = parts[n]
+            if (n < last and (name in ("local", "startup") or JOB_ID_LIKE.fullmatch(name))) or (
+                n == last and name == "poc_console.log"
+            ):
+                participants.add("/".join(parts[:n]))
+    found = set()
+    for path, parts in placed:
+        folder = ""
+        for n, name in enumerate(parts[:-1]):
+            folder = f"{folder}/{name}" if n else name
+            if folder in participants or JOB_ID_LIKE.fullmatch(name):
+                found.add(path)
+                break
+    return found
