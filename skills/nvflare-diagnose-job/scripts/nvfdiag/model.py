@@ -93,7 +93,7 @@ class Evidence:
     metrics: dict | None = None
     mode_hints: list[tuple[str, str]] = field(default_factory=list)
     not_read: list[str] = field(default_factory=list)
-    job_written: set[str] = field(default_factory=set)  # files where the job runs (a SimEnv workspace): state no job
+    job_written: set[str] = field(default_factory=set)  # files code may have written where the job runs: state no job
     scoped_to: str | None = None  # the job the CLI answers name, when only its part of several jobs' folders was read
     # (line index, path): SimEnv workspaces site-less lines name that exist here and were not given (read/workspaces.py)
     named_workspaces: list[tuple[int, str]] = field(default_factory=list)

@@ -101,6 +101,7 @@ def _read_paths(paths, job_id, max_bytes, max_total_bytes, max_files, stdin_text
         else:
             _plan_path(reader, path, roots_real, job_id, explicit, walked, layouts)
     reader.ev.job_written = jobscope.job_written_files(explicit, walked, layouts)
+    reader.where_jobs_run = jobscope.where_jobs_run(walked)
     reader.read_all(explicit + sorted(walked, key=read_order_key), stdin_text)
     _add_layout_sources(reader, layouts)
     ev = reader.finish()
@@ -220,6 +221,7 @@ class _Reader:
         self.deep: list[_Deep] = []
         self.shared: set[str] = set()  # participant logs of several jobs: scoped to job_id when finishing
         self.job_id: str | None = None
+        self.where_jobs_run: set[str] = set()  # walked files in a participant's workspace or a job's folder
 
     # --- budget and skip bookkeeping -------------------------------------------------------------
     def _skip(self, status: str, path: str, site: str | None, kind: str = "log") -> None:
@@ -433,6 +435,8 @@ class _Reader:
             self.metric_parts.append(part)
             self.ev.sources.append(Source(path, "metrics_summary", site, "complete", size))
         elif structured.looks_like_job_meta(obj):
+            if path in self.where_jobs_run and not jobscope.nvflare_meta(path):
+                self.ev.job_written.add(path)  # code where the job runs may have written it: not NVFLARE's job meta
             structured.note_job(self.ev, obj.get("job_id"), obj.get("status"), path)
             self.ev.sources.append(Source(path, "log", site, "complete", size))
             structured.flatten_lines(self.ev, obj, path, "job meta")

@@ -9,7 +9,9 @@ messages), and drops records of other jobs and of the system. Usage: `kept = sco
 Without `--job-id`, `stated_job(evidence, paths)` names the job the evidence's CLI answers or job meta state (from outside
 every job's folder) when the folders given hold that job's folder beside other jobs' folders: the evidence is then
 read again as with its id. `job_folders(path)` -> the job ids of the folders a path lies in; `job_written_files(...)`
--> the files in a SimEnv workspace, where the job runs (their JSON states no job id or status).
+-> the files in a SimEnv workspace, where the job runs (their JSON states no job id or status);
+`nvflare_meta(path)` -> the file is NVFLARE's own job meta of a job's folder (`<job id>/meta.json`);
+`where_jobs_run(walked)` -> the walked files in a participant's workspace or a job's folder.
 """
 
 from __future__ import annotations
@@ -81,3 +83,43 @@ def job_written_files(explicit, walked, layouts) -> set[str]:
     found = {f.path for f in walked if any(f.path.startswith(root) for root in roots)}
     named = {f.path for f in explicit if f and "simulate_job" in os.path.normpath(f.path).split(os.sep)}
     return found | named
+
+
+def nvflare_meta(path: str) -> bool:
+    """True for `meta.json` directly in a folder named by a job id: where NVFLARE writes a job's meta (a site's run
+    folder: app_deployer; a job download)."""
+    parts = re.split(r"[\\/]", path)
+    return len(parts) >= 2 and parts[-1] == "meta.json" and bool(JOB_ID_LIKE.fullmatch(parts[-2]))
+
+
+def where_jobs_run(walked) -> set[str]:
+    """The walked files (walk.EvidenceFile: path, root) that lie, below their given folder or in it, in a folder
+    named by a job id or in a participant's workspace: a folder the walk shows holding `poc_console.log`, a file
+    under `local/` or `startup/`, or a folder named by a job id. NVFLARE starts a site's processes, and so the job's
+    code, in the site's workspace, and runs the job in its run folder: a relative path the job writes lands there,
+    so a job-meta-shaped file there other than NVFLARE's own (`nvflare_meta`) states no job."""
+    placed = []
+    for file in walked:
+        if file.root:
+            root = os.path.normpath(file.root)
+            inside = file.path[len(file.root) :].lstrip(os.sep) if file.path.startswith(file.root) else None
+            relative = inside if inside else os.path.relpath(file.path, root)
+            placed.append((file.path, [os.path.basename(root), *relative.split(os.sep)]))
+    participants: set[str] = set()  # folders below the given one, as "/"-joined names from it
+    for _, parts in placed:
+        last = len(parts) - 1
+        for n in range(1, last + 1):
+            name = parts[n]
+            if (n < last and (name in ("local", "startup") or JOB_ID_LIKE.fullmatch(name))) or (
+                n == last and name == "poc_console.log"
+            ):
+                participants.add("/".join(parts[:n]))
+    found = set()
+    for path, parts in placed:
+        folder = ""
+        for n, name in enumerate(parts[:-1]):
+            folder = f"{folder}/{name}" if n else name
+            if folder in participants or JOB_ID_LIKE.fullmatch(name):
+                found.add(path)
+                break
+    return found

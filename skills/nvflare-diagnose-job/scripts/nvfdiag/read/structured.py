@@ -109,8 +109,10 @@ def note_job(ev: Evidence, job_id: object, status: object, source: str | None = 
     stated with an id is also kept under it (`status_of`). A file inside a job's folder (named by its id) speaks only
     for that job: its statement about another job is ignored; a file in a SimEnv workspace (`Evidence.job_written`)
     states no job id or status at all."""
-    if source in ev.job_written:
-        return  # written where the job runs: the job's code may have written it (read/jobscope.job_written_files)
+    if source in ev.job_written:  # written where the job runs: the job's code may have written it (read/jobscope)
+        if nvflare_job_status(status):
+            ev.status_sources.add(source)  # nor is its status one the logs print (match/matcher._status_in_logs)
+        return
     folders = job_folders(source) if source else ()
     if valid_job_id(job_id) and folders and job_id not in folders:
         return
