@@ -324,6 +324,10 @@ def test_only_the_simulators_own_connection_failures_are_infrastructure_stalls()
         "Failed to create connection to the child process in SimulatorClientRunner, timeout: 60.0": True,
         "Communication error with client site-2: ": False,  # EOFError: the worker process died
         "SimulatorClientRunner - ERROR - run_client_thread error: ValueError: bad shape": False,
+        # the same race seen from the client's thread (a real CI run under load, 2026-12-07, session 18)
+        "SimulatorClientRunner - ERROR - run_client_thread error: ConnectionResetError: [Errno 104] Connection reset "
+        "by peer": True,
+        "SimulatorClientRunner - ERROR - run_client_thread error: ConnectionResetError: job closed it": False,
     }
     for line, expected in stalls.items():
         watch = dog()

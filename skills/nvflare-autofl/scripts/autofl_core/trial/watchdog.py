@@ -55,9 +55,11 @@ STALL_MARKERS = (
     "Communication error with client ",
 )
 # The simulator's own connection to a site's worker failed (timed out as it started it, or reset by the peer: its
-# race under load). A worker that dies of the job's code ends its connection with EOF instead (an empty message).
+# race under load, logged by the client's thread or by its run_client_thread). A worker that dies of the job's code
+# ends its connection with EOF instead (an empty message), and any other run_client_thread error is the job's.
 INFRASTRUCTURE_STALLS = re.compile(
-    r"(?:Failed to create connection to the child process|Communication error with client \S+: \[Errno 104\])"
+    r"(?:Failed to create connection to the child process|Communication error with client \S+: \[Errno 104\]"
+    r"|SimulatorClientRunner - ERROR - run_client_thread error: ConnectionResetError: \[Errno 104\])"
 )
 MAX_STALL_TEXT = 200
 STALL_REASON = "simulator stall: server log shows "
