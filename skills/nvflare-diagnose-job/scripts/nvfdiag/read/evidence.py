@@ -221,7 +221,7 @@ class _Reader:
         self.deep: list[_Deep] = []
         self.shared: set[str] = set()  # participant logs of several jobs: scoped to job_id when finishing
         self.job_id: str | None = None
-        self.where_jobs_run: set[str] = set()  # walked files in a participant's workspace or a job's folder
+        self.where_jobs_run: set[str] = set()  # walked files where a job runs, NVFLARE's own job metas left out
 
     # --- budget and skip bookkeeping -------------------------------------------------------------
     def _skip(self, status: str, path: str, site: str | None, kind: str = "log") -> None:
@@ -435,7 +435,7 @@ class _Reader:
             self.metric_parts.append(part)
             self.ev.sources.append(Source(path, "metrics_summary", site, "complete", size))
         elif structured.looks_like_job_meta(obj):
-            if path in self.where_jobs_run and not jobscope.nvflare_meta(path):
+            if path in self.where_jobs_run:
                 self.ev.job_written.add(path)  # code where the job runs may have written it: not NVFLARE's job meta
             structured.note_job(self.ev, obj.get("job_id"), obj.get("status"), path)
             self.ev.sources.append(Source(path, "log", site, "complete", size))

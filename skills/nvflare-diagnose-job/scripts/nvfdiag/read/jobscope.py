@@ -11,7 +11,8 @@ every job's folder) when the folders given hold that job's folder beside other j
 read again as with its id. `job_folders(path)` -> the job ids of the folders a path lies in; `job_written_files(...)`
 -> the files in a SimEnv workspace, where the job runs (their JSON states no job id or status);
 `nvflare_meta(path)` -> the file is NVFLARE's own job meta of a job's folder (`<job id>/meta.json`);
-`where_jobs_run(walked)` -> the walked files in a participant's workspace or a job's folder.
+`where_jobs_run(walked)` -> the walked files in a participant's workspace or a job's folder, NVFLARE's own job metas
+left out (a job-meta-shaped file among them states no job).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def where_jobs_run(walked) -> set[str]:
     named by a job id or in a participant's workspace: a folder the walk shows holding `poc_console.log`, a file
     under `local/` or `startup/`, or a folder named by a job id. NVFLARE starts a site's processes, and so the job's
     code, in the site's workspace, and runs the job in its run folder: a relative path the job writes lands there,
-    so a job-meta-shaped file there other than NVFLARE's own (`nvflare_meta`) states no job."""
+    so a job-meta-shaped file there other than NVFLARE's own (`nvflare_meta`, left out of the answer) states no job."""
     placed = []
     for file in walked:
         if file.root:
@@ -122,4 +123,4 @@ def where_jobs_run(walked) -> set[str]:
             if folder in participants or JOB_ID_LIKE.fullmatch(name):
                 found.add(path)
                 break
-    return found
+    return {path for path in found if not nvflare_meta(path)}
