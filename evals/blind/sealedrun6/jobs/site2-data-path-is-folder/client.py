@@ -1,0 +1,38 @@
+"""Client that trains a logistic regression on the arrays of its --data_path (.npz with x and y)."""
+
+import argparse
+
+import numpy as np
+import nvflare.client as flare
+from nvflare.app_common.abstract.fl_model import FLModel
+
+
+def train(w, x, y, lr, steps=5):
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(x @ w)))
+        w = w - lr * x.T @ (p - y) / len(y)
+    return w
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data_path", type=str, required=True)
+    parser.add_argument("--lr", type=float, default=0.5)
+    args = parser.parse_args()
+    flare.init()
+    site = flare.get_site_name()
+    with np.load(args.data_path) as data:
+        x, y = data["x"], data["y"]
+    while flare.is_running():
+        model = flare.receive()
+        w = np.asarray(model.params["numpy_key"], dtype=float)
+        w = train(w, x, y, args.lr)
+        acc = float(np.mean(((x @ w) > 0).astype(float) == y))
+        print(f"site {site} round {model.current_round}: accuracy {acc:.3f}")
+        flare.send(
+            FLModel(params={"numpy_key": w}, metrics={"accuracy": acc}, meta={"NUM_STEPS_CURRENT_ROUND": len(y)})
+        )
+
+
+if __name__ == "__main__":
+    main()
