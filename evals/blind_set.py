@@ -26,7 +26,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "evals" / "blind"
-HALVES = ("dev", "sealed", "sealed2", "sealed3", "sealedrun", "sealedrun2", "sealedrun3", "sealedrun4", "sealedrun5")
+HALVES = (
+    "dev",
+    "sealed",
+    "sealed2",
+    "sealed3",
+    "sealedrun",
+    "sealedrun2",
+    "sealedrun3",
+    "sealedrun4",
+    "sealedrun5",
+    "sealedrun6",
+)
 # The bars of the sealed half: at least 90 % right, none wrong at high confidence. `make eval` prints how far a half
 # is from them (bar_misses) and fails only when a half falls below its recorded floor (floor_misses).
 MIN_RIGHT_SHARE = 0.9
@@ -46,6 +57,8 @@ MAX_WRONG_HIGH = 0
 # session's start (6275a8d): 18 of 18 right, 0 wrong at high confidence, mode 18 of 18 (every case is a simulation).
 # sealedrun5 (built 2026-12-07, session 18) was scored once by the coordinator, who had not read it, on the code of the
 # session's start (7a6f785): 18 of 18 right, 0 wrong at high confidence, mode 18 of 18 (every case is a simulation).
+# sealedrun6 (built 2026-12-07, session 19) is not scored yet: its floor (0, 99) holds nothing until the coordinator
+# scores it once and records the figure.
 FLOORS = {
     "dev": (15, 0),
     "sealed": (15, 0),
@@ -56,6 +69,7 @@ FLOORS = {
     "sealedrun3": (18, 0),
     "sealedrun4": (18, 0),
     "sealedrun5": (18, 0),
+    "sealedrun6": (0, 99),
 }
 
 

@@ -25,8 +25,8 @@ own line.
 The real-world set (evals/realworld/cases.json, see evals/realworld_set.py) runs the same way and prints its own
 table and `real-world: N of M passed (...)` line; a miss there fails the run too.
 
-The blind set (evals/blind/{dev,sealed,sealed2,sealed3,sealedrun,...,sealedrun5}, see
-evals/blind_set.py): real failure reports and real failing runs the rules were not written from, in nine halves. Each half prints `blind NAME: R of N right (...), W wrong at high confidence,
+The blind set (evals/blind/{dev,sealed,sealed2,sealed3,sealedrun,...,sealedrun6}, see
+evals/blind_set.py): real failure reports and real failing runs the rules were not written from, in ten halves. Each half prints `blind NAME: R of N right (...), W wrong at high confidence,
 ...`, how far it is from the bars (>= 90 % right, none wrong at high confidence), and fails the run only when it falls
 below the floor recorded when it was first scored (a regression).
 

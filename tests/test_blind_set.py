@@ -1,9 +1,9 @@
 """The blind set's scoring (evals/blind_set.py): labels, acceptable rows, confident mistakes, floors.
 
 The halves (dev, sealed, sealed2, sealed3) are real failure reports rebuilt as evidence, sealedrun, sealedrun2,
-sealedrun3, sealedrun4 and sealedrun5 hold real failing NVFLARE runs; these tests run the real script on them in
-process, check that no report sits in two halves, that each case says where it comes from and names files that exist,
-and check the judging rules on reports built here.
+sealedrun3, sealedrun4, sealedrun5 and sealedrun6 hold real failing NVFLARE runs; these tests run the real script on
+them in process, check that no report sits in two halves, that each case says where it comes from and names files
+that exist, and check the judging rules on reports built here.
 """
 
 from __future__ import annotations
