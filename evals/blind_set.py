@@ -57,8 +57,9 @@ MAX_WRONG_HIGH = 0
 # session's start (6275a8d): 18 of 18 right, 0 wrong at high confidence, mode 18 of 18 (every case is a simulation).
 # sealedrun5 (built 2026-12-07, session 18) was scored once by the coordinator, who had not read it, on the code of the
 # session's start (7a6f785): 18 of 18 right, 0 wrong at high confidence, mode 18 of 18 (every case is a simulation).
-# sealedrun6 (built 2026-12-07, session 19) is not scored yet: its floor (0, 99) holds nothing until the coordinator
-# scores it once and records the figure.
+# sealedrun6 (built 2026-12-07, session 19) was scored once by the coordinator, who had not read it, on the code of the
+# session's start (0abf831e, session 18's code with the half wired in): 15 of 18 right, 2 wrong at high confidence,
+# mode 18 of 18 (every case is a simulation). The first blind half since sealedrun2 with a wrong answer at high.
 FLOORS = {
     "dev": (15, 0),
     "sealed": (15, 0),
@@ -69,7 +70,7 @@ FLOORS = {
     "sealedrun3": (18, 0),
     "sealedrun4": (18, 0),
     "sealedrun5": (18, 0),
-    "sealedrun6": (0, 99),
+    "sealedrun6": (15, 2),
 }
 
 
