@@ -103,6 +103,17 @@ START_FIRST = (
 )
 
 
+def pytest_configure(config):
+    """Under xdist, the controller writes the rewritten test modules' bytecode once for every worker to read
+    (tests/assert_cache.py)."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    from assert_cache import write_rewritten
+
+    base = config.invocation_params.dir
+    write_rewritten(config, [base / arg.split("::")[0] for arg in config.args])
+
+
 def serial_group(nodeid: str) -> str | None:
     return next((group for prefix, group in SERIAL_GROUPS.items() if nodeid.startswith(prefix)), None)
 
