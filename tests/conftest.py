@@ -72,6 +72,8 @@ SERIAL_GROUPS: dict[str, str | None] = {  # the first matching prefix wins (None
     "tests/reliability/test_r11_record_first_and_enums_attacks.py::test_a_draft_that_": "computed-budget-campaign",
     "tests/diagnose/test_nvflare_messages.py::test_every_template_of_": "message-extraction",
     "tests/diagnose/test_nvflare_messages.py::test_extraction_covers_": "message-extraction",
+    # one real simulation read by two tests (~1.5 s of CPU and ~12 s of wall each time it is built)
+    "tests/diagnose/test_logged_messages_real_run.py::test_": "logged-message-run",
 }
 SHARED_FIXTURE_GROUPS = {
     "poc_system": {"poc-a", "poc-b"},
@@ -80,6 +82,7 @@ SHARED_FIXTURE_GROUPS = {
     "coverage": {"message-coverage"},
     "computed_budget_campaign": {"computed-budget-campaign"},
     "extracted": {"message-extraction"},
+    "threads_run": {"logged-message-run"},
 }
 # The slowest files start first (after the groups, which xdist starts first as its largest work units), so
 # the long real simulations do not form the tail of the run. Measured with --durations (issue 19).
