@@ -72,6 +72,8 @@ SERIAL_GROUPS: dict[str, str | None] = {  # the first matching prefix wins (None
     "tests/reliability/test_r11_record_first_and_enums_attacks.py::test_a_draft_that_": "computed-budget-campaign",
     "tests/diagnose/test_nvflare_messages.py::test_every_template_of_": "message-extraction",
     "tests/diagnose/test_nvflare_messages.py::test_extraction_covers_": "message-extraction",
+    # one real simulation read by two tests (~1.5 s of CPU and ~12 s of wall each time it is built)
+    "tests/diagnose/test_logged_messages_real_run.py::test_": "logged-message-run",
 }
 SHARED_FIXTURE_GROUPS = {
     "poc_system": {"poc-a", "poc-b"},
@@ -80,6 +82,7 @@ SHARED_FIXTURE_GROUPS = {
     "coverage": {"message-coverage"},
     "computed_budget_campaign": {"computed-budget-campaign"},
     "extracted": {"message-extraction"},
+    "threads_run": {"logged-message-run"},
 }
 # The slowest files start first (after the groups, which xdist starts first as its largest work units), so
 # the long real simulations do not form the tail of the run. Measured with --durations (issue 19).
@@ -101,6 +104,17 @@ START_FIRST = (
     "tests/reliability/test_r7_full_disk_and_malformed_input.py",
     "tests/autofl/test_runner_lifecycle.py",
 )
+
+
+def pytest_configure(config):
+    """Under xdist, the controller writes the rewritten test modules' bytecode once for every worker to read
+    (tests/assert_cache.py)."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    from assert_cache import write_rewritten
+
+    base = config.invocation_params.dir
+    write_rewritten(config, [base / arg.split("::")[0] for arg in config.args])
 
 
 def serial_group(nodeid: str) -> str | None:

@@ -175,3 +175,21 @@ def test_expensive_retry_rule_is_in_the_next_action_of_rows_that_invite_a_rerun(
     assert "at most once" in action or "retry once" in action
     if row_id != "TRANSFER_PROGRESS_TIMEOUT":
         assert "changed" in action
+
+
+def test_an_unchanged_catalog_is_parsed_once_per_process_and_a_changed_one_again(rendered, tmp_path):
+    assert cat.load_catalog() is cat.load_catalog()
+    path = tmp_path / "failure_patterns.json"
+    path.write_text(json.dumps(rendered))
+    first = cat.load_catalog(path)
+    assert cat.load_catalog(path) is first
+    changed = copy.deepcopy(rendered)
+    changed["patterns"][0]["title"] = "a title written after the first read"
+    path.write_text(json.dumps(changed))
+    again = cat.load_catalog(path)
+    assert (
+        again is not first and again.row(changed["patterns"][0]["id"]).title == "a title written after the first read"
+    )
+    path.write_text("{not json")
+    with pytest.raises(cat.CatalogError, match="not valid JSON"):
+        cat.load_catalog(path)  # never the earlier parse of the same path
