@@ -107,6 +107,13 @@ def block(*frames):
         # an external client process: the chain starts in the client script, in the site's app custom folder
         ([frame("/ws/fedavg/site-2/simulate_job/app_site-2/custom/train.py", 12, "<module>")], True),
         ([frame("/home/me/jobs/x/app/custom/train.py", 12, "<module>")], True),  # a job folder's app/custom
+        (  # an external client whose helper module is read from the job folder
+            [
+                frame("/ws/fedavg/site-1/simulate_job/app_site-1/custom/train.py", 40, "<module>"),
+                frame("/home/me/jobs/fedavg/settings.py", 9, "load"),
+            ],
+            True,
+        ),
         # job.py reading its configuration, also when NVFLARE calls back into the user's code from job.py
         ([frame("/home/me/fl/job.py", 20, "read_config")], False),
         (

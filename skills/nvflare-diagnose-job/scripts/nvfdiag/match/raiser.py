@@ -103,11 +103,12 @@ def origin(block: Traceback) -> str:
 
 def ran_by_a_site(block: Traceback) -> bool:
     """The job's code raised it while a site ran that code: raised in user code, and the chain starts in NVFLARE (its
-    script runner called the client script) or the raising user file lies in an app's custom folder."""
+    script runner called the client script) or a user frame lies in an app's custom folder (an external client
+    process starts there; a helper it imports may be read from the job folder)."""
     if origin(block) != USER_CODE:
         return False
     own = [f for f in block.frames if is_user_file(f[0]) or is_nvflare_file(f[0])]
-    return is_nvflare_file(own[0][0]) or bool(_SITE_APP.search(block.user_frame[0]))
+    return is_nvflare_file(own[0][0]) or any(is_user_file(f[0]) and _SITE_APP.search(f[0]) for f in own)
 
 
 def refine(ranked: list[Candidate], demoted: list[Demoted], site_ran: set[int]) -> list[Candidate]:
