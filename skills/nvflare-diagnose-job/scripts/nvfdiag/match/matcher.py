@@ -182,9 +182,11 @@ def _split_static(hits: dict[str, list[Hit]], lines, evidence: Evidence) -> tupl
     return kept, static
 
 
-def _refine(an: Analysis, hits, static: dict, code_lines: set[int], index) -> None:
-    """The issue-25 refinements after ranking: downstream consequences, the same-root rule, static-only rows."""
-    lines = an.evidence.lines
+def _refine(an: Analysis, hits, static: dict, raised: raiser.RaiserResult, index) -> None:
+    """The issue-25 refinements after ranking: downstream consequences, the same-root rule, static-only rows; and
+    job.py's rejection supported only by exceptions a site's run of the job's code raised (raiser.refine)."""
+    lines, code_lines = an.evidence.lines, raised.code_lines
+    an.ranked = raiser.refine(an.ranked, an.demoted, raised.site_ran)
     an.consequences = downstream.consequences(lines, hits, an.tracebacks)
     an.ranked = downstream.refine(an.ranked, an.demoted, an.consequences)
     an.ended = ended.scripts_ended(lines, an.evidence.sources, an.tracebacks, index, an.flagged)
@@ -437,7 +439,7 @@ def analyse(
         job_ids_differ=job.ids_differ,
     )
     an.scripts = scripts_in(lines, index)
-    _refine(an, hits, static, raised.code_lines, index)
+    _refine(an, hits, static, raised, index)
     an.primary = an.ranked[0] if an.ranked else None
     _apply_visibility(an, index)
     _failure_facts(an, index)

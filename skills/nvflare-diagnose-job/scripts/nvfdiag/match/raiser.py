@@ -8,7 +8,10 @@ simulator's wrapper names. Pure. Rules (spec "Who raised it decides", "NVFLARE's
   CONFIG_FILE_VALIDATION_ERROR when the message names a config file or outside simulation;
 - an exception message that is one of NVFLARE's reviewed templates -> that template's row (more specific);
 - `Simulation failed with return code N` and other wrappers are never a cause;
-- raised in user code (client script and its modules) -> left to USER_CODE_EXCEPTION as before.
+- raised in user code (client script and its modules) -> left to USER_CODE_EXCEPTION as before; when a site ran
+  that code (NVFLARE's runner started the chain, or the raising file is in an app's custom folder), the run had
+  started, so SIMULATION_CONFIG_ERROR ("rejected before the simulation ran") supported only by such exception lines
+  is set aside (`refine`): a config file the training code parses itself fails in the training code.
 `where_clause` and `user_call` walk the job.py frames for the next action: the deepest job.py frame is where the job
 reached NVFLARE, and the catalog's user_calls table (usercalls.py) translates NVFLARE's internal names to the call
 the user wrote.
@@ -25,6 +28,7 @@ from ..read import sites
 from ..textindex import Subset
 from . import usercalls
 from .messages import WRAPPER
+from .refine import Candidate, Demoted
 from .scan import Hit
 from .tracebacks import Traceback, block_containing, is_nvflare_file, is_user_file
 
@@ -59,6 +63,13 @@ _PYDANTIC_HEAD = re.compile(r"ValidationError: \d+ validation errors? for \w+")
 _PYDANTIC_NOISE = re.compile(r"^\s*For further information visit\b")
 _NVFLARE_MODULE = re.compile(r"[\\/]nvflare[\\/]([\w/-]{1,160}\.py)$")
 _PYDANTIC_FIELD = re.compile(r"^([A-Za-z_]\w{0,63})$")
+# An app's custom folder: where NVFLARE puts the job's code a site runs (`app/custom` of a job folder,
+# `app_<site>/custom` of a run). A folder named `custom` or `app_x` alone is not (a library can live under either).
+_SITE_APP = re.compile(r"[\\/]app(?:_[\w.@-]{1,64})?[\\/]custom[\\/]")
+SITE_RAN = (
+    "raised in the job's code while a site ran it (the run had started): the training code's exception, not "
+    "NVFLARE rejecting job.py before anything ran"
+)
 
 
 @dataclass
@@ -69,6 +80,7 @@ class RaiserResult:
     decided_lines: dict[int, tuple[str, ...]] = field(default_factory=dict)  # line -> values its template leaves open
     bases: dict[int, tuple[str, str]] = field(default_factory=dict)  # line -> (how its template decided, wrapper)
     code_lines: set[int] = field(default_factory=set)  # source-code lines quoted under traceback frames
+    site_ran: set[int] = field(default_factory=set)  # message lines of exceptions the job's code raised in a site
 
     def add(self, row: str, index: int, basis: str = "", loose: bool = False, wrapper: str = "") -> None:
         bucket = self.hits.setdefault(row, [])
@@ -87,6 +99,29 @@ def origin(block: Traceback) -> str:
     if not is_nvflare_file(own[-1][0]):
         return USER_CODE
     return NVFLARE_FROM_USER if is_user_file(own[0][0]) else NVFLARE
+
+
+def ran_by_a_site(block: Traceback) -> bool:
+    """The job's code raised it while a site ran that code: raised in user code, and the chain starts in NVFLARE (its
+    script runner called the client script) or a user frame lies in an app's custom folder (an external client
+    process starts there; a helper it imports may be read from the job folder)."""
+    if origin(block) != USER_CODE:
+        return False
+    own = [f for f in block.frames if is_user_file(f[0]) or is_nvflare_file(f[0])]
+    return is_nvflare_file(own[0][0]) or any(is_user_file(f[0]) and _SITE_APP.search(f[0]) for f in own)
+
+
+def refine(ranked: list[Candidate], demoted: list[Demoted], site_ran: set[int]) -> list[Candidate]:
+    """SIMULATION_CONFIG_ERROR is set aside (listed with SITE_RAN) when every strong hit is the message of an
+    exception the job's code raised while a site ran it."""
+    kept = []
+    for cand in ranked:
+        strong = [h.index for h in cand.hits if h.strength == "strong"]
+        if cand.row.id == SIM_ROW and strong and all(i is not None and i in site_ran for i in strong):
+            demoted.append(Demoted(cand.row, SITE_RAN, tuple(cand.hits)))
+        else:
+            kept.append(cand)
+    return kept
 
 
 def message_lines(block: Traceback) -> list[int]:
@@ -357,6 +392,8 @@ def analyse_raisers(
             continue
         covered.update(range(block.start, block.end + 1), block.detail)  # source lines quote messages too
         result.code_lines.update(code_lines(block, lines))
+        if ran_by_a_site(block):
+            result.site_ran.update(message_lines(block))
         _block_hits(result, block, lines, catalog, mode)
     if catalog.messages is not None:
         _line_hits(result, lines, catalog, mode, covered, skip, _error_lines(lines, index))
