@@ -13,6 +13,12 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
   run_course progress; not its echo of a script's line) follows the last of them in each of their files, or a
   copy of that record in another file (error_log.txt holds no INFO record), and names no other participant
   (`identity=`) nor only other runs than the record (or the job being diagnosed): the run went on past the error;
+- every strong hit is a line outside a traceback that a message NVFLARE only logs decided (the mapping's kind
+  `log`: it reported the message and may have gone on), and nothing else shows the run failed (a failed job
+  status, a traceback, a peer gone, a killed process, another line a raised or panic message decided);
+- every strong hit is a bare line (not a log record) outside a traceback that an NVFLARE message decided, and the
+  run's course contradicts it: a progress record of its file follows it, or the evidence holds progress records
+  and nothing else shows the run failed (an echo or a print of NVFLARE's words, not its own last word);
 - every strong hit is the error line of an nvflare CLI envelope (saved or collected): it says why that command
   failed, not why the job did, unless the row is the command's refusal itself (NVFLARE_COMMAND_ERROR) and nothing
   else was given (every evidence line is such an answer, no failed job status): other evidence says a job ran;
