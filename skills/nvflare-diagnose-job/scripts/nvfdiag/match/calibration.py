@@ -119,6 +119,8 @@ class CourseRecords:
         self._lines, self._index, self._flagged, self._wording = lines, index, flagged, wording
         self._files: dict[str | None, list[int]] | None = None
         self._parties: dict[tuple[str | None, str], list[int]] = {}
+        self._allowed: dict[str, frozenset[int]] = {}  # per party: candidates that may name it or name no identity
+        self._identified: frozenset[int] | None = None  # lines that may hold `identity=`
         self._is_record: dict[int, bool] = {}
 
     def __call__(self, after: int = -1, source: str | None = None, party: str = "") -> Iterator[int]:
@@ -130,14 +132,19 @@ class CourseRecords:
                 yield candidates[position]
 
     def _naming(self, source: str | None, party: str) -> list[int]:
-        """The file's candidates that may name `party` (identity= or peer=) or name no identity (a superset)."""
+        """The file's candidates that may name `party` (identity= or peer=) or name no identity (a superset). The
+        index is asked once per party (and once for `identity=`), not per file."""
         key = (source, party)
         if key not in self._parties:
-            candidates = self._candidates().get(source, [])
-            low = party.lower()
-            naming = {n for needle in (f"identity={low}", f"peer={low}") for n in self._index.lines_with(needle)}
-            unnamed = set(candidates) - set(self._index.lines_with("identity="))
-            self._parties[key] = [n for n in candidates if n in naming or n in unnamed]
+            if party not in self._allowed:
+                if self._identified is None:
+                    self._identified = frozenset(self._index.lines_with("identity="))
+                low = party.lower()
+                naming = {n for needle in (f"identity={low}", f"peer={low}") for n in self._index.lines_with(needle)}
+                everyone = self._candidates()[None]
+                self._allowed[party] = frozenset(n for n in everyone if n in naming or n not in self._identified)
+            allowed = self._allowed[party]
+            self._parties[key] = [n for n in self._candidates().get(source, []) if n in allowed]
         return self._parties[key]
 
     def _candidates(self) -> dict[str | None, list[int]]:
