@@ -20,6 +20,7 @@ import json
 import shutil
 from pathlib import Path
 
+import yaml
 from nvfdiag.match import calibration, matcher
 from nvfdiag.match import catalog as cat
 from nvfdiag.match.messages import LOG, PANIC, RAISE
@@ -94,8 +95,6 @@ def _stop_stdout_at_round_1(stdout: Path) -> None:
 
 
 def test_every_template_is_loaded_with_the_kind_the_mapping_records():
-    import yaml
-
     source = yaml.safe_load(MESSAGES.read_text())["messages"]
     recorded = {
         entry["t"]: entry.get("kind", RAISE)
