@@ -73,8 +73,11 @@ def message_groups(messages: dict, catalog: dict) -> dict[str, list[list[str]]]:
 
 
 def _releases(entry: dict) -> list[str]:
-    """The release lines that raise a template, as one string ("2.4 2.5 ... 2.9"), when the mapping records them."""
-    return [" ".join(entry["in"])] if entry.get("in") else []
+    """The release lines that raise a template, as one string ("2.4 2.5 ... 2.9"), when the mapping records them,
+    then its kind when it is not raised (`log`: only an error-level log call prints it; `panic`: a panic's reason;
+    the release string is "" when the mapping records no release lines)."""
+    releases = [" ".join(entry["in"])] if entry.get("in") else []
+    return [*(releases or [""]), entry["kind"]] if entry.get("kind") else releases
 
 
 def render_messages_json(messages: dict, catalog: dict) -> bytes:

@@ -24,7 +24,9 @@ EXTRA_READS = 0.03  # share of the DEBUG/INFO records that may be read again: pi
 # the round-banner binary search (measured 2.4 % with a traceback on this text: 1.4 % the signal keywords of every
 # catalog family, e.g. "Set the client status ready" opens a config-change gate, 0.8 % the timestamp bisection of
 # match/rounds.py, a few lines per source; a loop over every line reads 100 %). An error record without a
-# traceback adds at most a few: the rule whether work went on past it reads the records after it up to one answer.
+# traceback adds at most a few: the rule whether work went on past it reads the records after it up to one answer,
+# and only those the index says may name the record's participant (session 19: 2.9's `Aggregated N/M results` of
+# `identity=simulator_server` after an `identity=server` error are not read; +3 records here, +4 before the wording).
 TRACEBACK = [
     "2026-11-30 10:00:01,000 - ClientRunner - ERROR - [identity=site-2, run=simulate_job] - task train failed",
     "Traceback (most recent call last):",

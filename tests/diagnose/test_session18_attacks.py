@@ -9,7 +9,8 @@ means on the product code of the merged session 18 (1c44349f).
    folder of their own (not a workspace) do.
 2. Healthy real SimEnv runs get no finding with the mapping that now holds NVFLARE's error-level log calls; a
    logged-only record the server went on past (2.9's `Aggregated N/M results` follow it), the same record ending a
-   healthy run, and one bare echo of a logged message in job.py's output still decide high (strict xfails: left).
+   healthy run, and one bare echo of a logged message in job.py's output decided high (strict xfails in session
+   18; medium since session 19, h19cal: tests/diagnose/test_session19_calibration.py).
 3. A logged consequence (the Client API's peer-gone messages) after the job's own exception does not outrank it.
 """
 
@@ -143,14 +144,6 @@ PERSISTOR_LINE = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="NVFLARE logs `error loading checkpoint from {}` (app_opt/pt/file_model_persistor.get_model) and goes on "
-    "(returns None, no panic): one such record at the end of a healthy run, with nothing after it, decides "
-    "CONFIG_FILE_VALIDATION_ERROR at high. The rendered mapping does not carry a template's kind (log vs raise) to "
-    "the matcher, so a row resting only on logged records cannot be told apart; rendering it and capping such a row "
-    "unless the evidence shows the run failed is a mapping/schema change left for the coordinator",
-)
 def test_a_logged_only_message_ending_a_healthy_run_is_not_high(tmp_path):
     root = tmp_path / "healthy"
     shutil.copytree(HEALTHY, root)
@@ -169,18 +162,11 @@ MID_RUN = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="calibration's went-on rule knows the older progress wordings (`aggregating N update`, `Received result "
-    "from client`) and not 2.9 FedAvg's `Aggregated N/M results`. Adding it to run_course progress closes this "
-    "(tried: evals unchanged) but breaks test_per_line_work's re-read budget (+10 records read again, budget +5: the "
-    "server's Aggregated records after another participant's error are read and none answers); which gives is the "
-    "coordinator's call",
-)
 def test_a_logged_only_message_the_run_went_on_past_is_not_high(tmp_path):
     """A logged-only record (NVFLARE logs it and goes on) inside the real healthy run's server log, before round 1:
     2.9's FedAvg records each accepted result as `Aggregated N/M results` after it, which shows the server went on.
-    Fails (CONFIG_FILE_VALIDATION_ERROR at high: the went-on rule knows only older aggregation wordings)."""
+    Failed in session 18 (CONFIG_FILE_VALIDATION_ERROR at high: the went-on rule knew only older aggregation
+    wordings)."""
     root = tmp_path / "healthy"
     shutil.copytree(HEALTHY, root)
     log = root / "server" / "log.txt"
@@ -216,13 +202,6 @@ def test_a_logged_consequence_after_the_real_cause_does_not_outrank_it(tmp_path,
     assert (report["matched_pattern"], report["confidence"]) == (plain["matched_pattern"], plain["confidence"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a template hit on a bare line is taken as NVFLARE's exact message (calibration's lone-line rule reads "
-    "catalog word hits only, and the coverage eval diagnoses bare simulator error lines by their template), so one "
-    "echoed or forged line in job.py's output of a completed run decides its row high; telling an echo from the "
-    "simulator's own output needs a rule for bare lines against the run's progress, beyond this session",
-)
 def test_one_bare_echo_of_a_logged_message_in_a_completed_runs_output_is_not_high(tmp_path):
     """The real healthy run (every round done on both sites) whose job.py output ends with one bare line in the
     wording the simulator logs when asked for more threads than clients (it then runs nothing)."""

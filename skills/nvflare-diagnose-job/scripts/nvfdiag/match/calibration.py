@@ -13,6 +13,12 @@ Usage: `uncorroborated(an, primary)` (an: matcher.Analysis) -> the reason the pr
   run_course progress; not its echo of a script's line) follows the last of them in each of their files, or a
   copy of that record in another file (error_log.txt holds no INFO record), and names no other participant
   (`identity=`) nor only other runs than the record (or the job being diagnosed): the run went on past the error;
+- every strong hit is a line outside a traceback that a message NVFLARE only logs decided (the mapping's kind
+  `log`: it reported the message and may have gone on), and nothing else shows the run failed (a failed job
+  status, a traceback, a peer gone, a killed process, another line a raised or panic message decided);
+- every strong hit is a bare line (not a log record) outside a traceback that an NVFLARE message decided, and the
+  run's course contradicts it: a progress record of its file follows it, or the evidence holds progress records
+  and nothing else shows the run failed (an echo or a print of NVFLARE's words, not its own last word);
 - every strong hit is the error line of an nvflare CLI envelope (saved or collected): it says why that command
   failed, not why the job did, unless the row is the command's refusal itself (NVFLARE_COMMAND_ERROR) and nothing
   else was given (every evidence line is such an answer, no failed job status): other evidence says a job ran;
@@ -36,6 +42,7 @@ from ..logline import is_record, message, timestamp
 from ..read.prefixes import echoes_a_script
 from ..read.structured import command_errors
 from .jobframes import job_frame
+from .messages import LOG, PANIC, RAISE
 from .refine import Candidate
 from .tracebacks import Traceback, block_containing
 
@@ -47,6 +54,12 @@ OTHER_RUN = "the evidence is another run's"
 OUT_OF_SPAN = "the one record it rests on is dated outside the other logs' time span"
 COMMAND_ANSWER = "it rests on nvflare commands' own error answers: they say why a command failed, not why the job did"
 WENT_ON = "the run went on past it: NVFLARE's records of completed work follow it"
+LOGGED_ONLY = "it rests on messages NVFLARE only logs (it may go on after them), and nothing else shows the run failed"
+ECHOED = (
+    "it rests on bare lines in NVFLARE's words (no log record) that the run's course contradicts: NVFLARE's records "
+    "show the run went on past them or kept working, and nothing else shows it failed"
+)
+EXIT_ID = "PROCESS_EXIT_NEG9"
 GAP = timedelta(hours=1)
 ZONES = timedelta(hours=26)  # the widest difference of two local times (UTC-12 to UTC+14)
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -82,6 +95,10 @@ def uncorroborated(an, primary: Candidate) -> str:
         return LONE_LINE
     if _went_on(an, primary, placed):
         return WENT_ON
+    if _logged_only(an, placed):
+        return LOGGED_ONLY
+    if _echoed(an, placed):
+        return ECHOED
     if job_id and placed and all(_other_run(_runs(lines, h.index, b), job_id) for h, b in placed):
         return OTHER_RUN
     if len(an.evidence.sources) > 1 and _outside_the_logs(lines, primary):
@@ -91,23 +108,44 @@ def uncorroborated(an, primary: Candidate) -> str:
 
 class CourseRecords:
     """Log records (not flagged) in one of the catalog's run_course wordings (catalog.Wording, or None: none),
-    found through the text index (index: textindex.TextIndex of the same lines). Called as (after, source): the
-    records in line order after line `after`, only of the file `source` when given. The candidates are listed
-    once (per file), and each candidate's text is read once, when a caller first asks past it: a caller that stops
-    at the first record it wants reads no more. matcher.Analysis.peer_gone and .progress are two of them."""
+    found through the text index (index: textindex.TextIndex of the same lines). Called as (after, source, party):
+    the records in line order after line `after`, only of the file `source` when given, and with a `party` only
+    those that may name it as their `identity=` or `peer=` or name no `identity=` at all (told by the index, so a
+    record of another participant is not read). The candidates are listed once (per file and party), and each
+    candidate's text is read once, when a caller first asks past it: a caller that stops at the first record it
+    wants reads no more. matcher.Analysis.peer_gone and .progress are two of them."""
 
     def __init__(self, lines, index, flagged, wording) -> None:
         self._lines, self._index, self._flagged, self._wording = lines, index, flagged, wording
         self._files: dict[str | None, list[int]] | None = None
+        self._parties: dict[tuple[str | None, str], list[int]] = {}
+        self._allowed: dict[str, frozenset[int]] = {}  # per party: candidates that may name it or name no identity
+        self._identified: frozenset[int] | None = None  # lines that may hold `identity=`
         self._is_record: dict[int, bool] = {}
 
-    def __call__(self, after: int = -1, source: str | None = None) -> Iterator[int]:
+    def __call__(self, after: int = -1, source: str | None = None, party: str = "") -> Iterator[int]:
         if self._wording is None:
             return
-        candidates = self._candidates().get(source, [])
+        candidates = self._naming(source, party) if party else self._candidates().get(source, [])
         for position in range(bisect_right(candidates, after), len(candidates)):
             if self._record(candidates[position]):
                 yield candidates[position]
+
+    def _naming(self, source: str | None, party: str) -> list[int]:
+        """The file's candidates that may name `party` (identity= or peer=) or name no identity (a superset). The
+        index is asked once per party (and once for `identity=`), not per file."""
+        key = (source, party)
+        if key not in self._parties:
+            if party not in self._allowed:
+                if self._identified is None:
+                    self._identified = frozenset(self._index.lines_with("identity="))
+                low = party.lower()
+                naming = {n for needle in (f"identity={low}", f"peer={low}") for n in self._index.lines_with(needle)}
+                everyone = self._candidates()[None]
+                self._allowed[party] = frozenset(n for n in everyone if n in naming or n not in self._identified)
+            allowed = self._allowed[party]
+            self._parties[key] = [n for n in self._candidates().get(source, []) if n in allowed]
+        return self._parties[key]
 
     def _candidates(self) -> dict[str | None, list[int]]:
         """The lines holding a keyword of the wording, in line order: all (key None) and per file."""
@@ -247,7 +285,8 @@ def _went_on(an, primary: Candidate, placed) -> bool:
 
     def went_on(copy: int, source: str) -> bool:
         if copy not in answers:
-            answers[copy] = _went_on_after(lines, copy, an.progress(copy, source), job, courses)
+            own = _course(lines, copy)
+            answers[copy] = _went_on_after(lines, own, an.progress(copy, source, own.who), job, courses)
         return answers[copy]
 
     return all(
@@ -258,6 +297,35 @@ def _went_on(an, primary: Candidate, placed) -> bool:
         )
         for n in last.values()
     )
+
+
+def _logged_only(an, placed) -> bool:
+    """Every strong hit is a line outside a traceback that NVFLARE's message templates decided, each one it only
+    logs (messages.LOG), and nothing else in the evidence shows the run failed (_run_failed)."""
+    if not placed or any(h.kind != LOG or b is not None for h, b in placed):
+        return False
+    return not _run_failed(an, {h.index for h, _ in placed})
+
+
+def _echoed(an, placed) -> bool:
+    """Every strong hit is a bare line (not a log record) outside a traceback that NVFLARE's message templates
+    decided, and the run's course contradicts it being NVFLARE's own last word: a progress record of its file
+    follows each, or the evidence holds progress records and nothing else shows the run failed."""
+    lines = an.evidence.lines
+    if not placed or any(not h.kind or b is not None or is_record(lines[h.index].text[:MAX_LINE]) for h, b in placed):
+        return False
+    if all(next(an.progress(h.index, lines[h.index].source), None) is not None for h, _ in placed):
+        return True
+    return next(an.progress(), None) is not None and not _run_failed(an, {h.index for h, _ in placed})
+
+
+def _run_failed(an, own: set[int]) -> bool:
+    """Besides the lines `own`, the evidence shows the run failed: a failed job status, a traceback, NVFLARE's record
+    that a peer is gone, a process killed, or a line that a message NVFLARE raises or panics with decided."""
+    if _failed_status(an) or an.tracebacks or next(an.peer_gone(), None) is not None:
+        return True
+    hits = (h for found in (*an.ranked, *an.demoted) for h in found.hits if h.index not in own)
+    return any(h.strength == "strong" and (h.kind in (RAISE, PANIC) or h.pattern == EXIT_ID) for h in hits)
 
 
 def _key(text: str) -> tuple:
@@ -284,12 +352,11 @@ def _course(lines, index: int) -> Course:
     return Course(found.get("identity", ""), found.get("peer", ""), runs)
 
 
-def _went_on_after(lines, index: int, after: Iterator[int], job: set[str], courses: dict[int, Course]) -> bool:
-    """One of the file's progress records that follow the record (`after`, in line order; read up to the first
-    that answers) names the record's participant as its own or as its peer (or names none of them), and not only
-    other runs than the record's (or, when the record names none, the job being diagnosed). `courses`: the
-    courses of the records read so far, kept across calls."""
-    own = _course(lines, index)
+def _went_on_after(lines, own: Course, after: Iterator[int], job: set[str], courses: dict[int, Course]) -> bool:
+    """One of the file's progress records that follow the record whose course is `own` (`after`, in line order;
+    read up to the first that answers) names the record's participant as its own or as its peer (or names none of
+    them), and not only other runs than the record's (or, when the record names none, the job being diagnosed).
+    `courses`: the courses of the records read so far, kept across calls."""
     runs = own.runs or job
     for p in after:
         if p not in courses:

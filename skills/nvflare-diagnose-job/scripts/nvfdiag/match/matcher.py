@@ -81,9 +81,9 @@ class Analysis:
     missing_nvflare: str | None = None  # a name under nvflare. the release that ran the job lacks (releases.py)
     scripts: frozenset[str] = frozenset()  # file names of the scripts the evidence names as run (jobframes.py)
     # records where NVFLARE says a peer is gone, and where it says work completed (calibration.CourseRecords), looked
-    # for when called, in line order (progress: after a line, of one file)
+    # for when called, in line order (progress: after a line, of one file, that may name a participant)
     peer_gone: Callable[[], Iterator[int]] = field(default=lambda: iter(()))
-    progress: Callable[[int, str], Iterator[int]] = field(default=lambda after, source: iter(()))
+    progress: Callable[[int, str, str], Iterator[int]] = field(default=lambda after, source, party="": iter(()))
 
     @property
     def facts(self) -> frozenset[str]:

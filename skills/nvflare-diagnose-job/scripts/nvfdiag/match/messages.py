@@ -2,8 +2,8 @@
 
 Usage: `known = load_messages()` (references/nvflare_messages.json), then `known.match(text)` -> the templates
 that occur in `text`, most specific first. The mapping covers every 2.x release line on the package registry (2.0, 2.3 to 2.9):
-an entry is [template, module, release lines], so an older release's wording of a fact is matched like the
-installed one's. A template is literal text with `{}` for values; it matches when its
+an entry is [template, module, release lines] (and its kind, `log` or `panic`, when NVFLARE does not raise it), so
+an older release's wording of a fact is matched like the installed one's. A template is literal text with `{}` for values; it matches when its
 literal pieces occur in order (case-sensitive), the first and last piece on word boundaries. Templates with fewer
 than two words of three letters (`unreachable`, `Expected "{}"`) are never looked for: they are ordinary text. Matching is linear:
 candidates come from a word index and each is checked with str.find, so hostile log lines cannot make it slow.
@@ -19,6 +19,7 @@ from ..read.jsontext import REFERENCES, read_reference
 
 DEFAULT_PATH = REFERENCES / "nvflare_messages.json"
 WRAPPER = "wrapper"
+RAISE, LOG, PANIC = "raise", "log", "panic"
 MAX_MESSAGES_BYTES = 2 * 1024 * 1024
 MAX_TEXT = 8192
 _WORD = re.compile(r"[A-Za-z][A-Za-z_]{3,}")
@@ -45,6 +46,9 @@ class Template:
     at: str  # module inside the nvflare package that raises it (in the newest release that does)
     pieces: tuple[str, ...]
     releases: tuple[str, ...] = ()  # release lines that raise it ("2.4", ...); empty when the mapping does not say
+    # raise; log: only an error-level log call prints it (NVFLARE reported it and may have gone on); panic: the
+    # reason of a system or task panic (the run ends)
+    kind: str = RAISE
 
     @property
     def literal_length(self) -> int:
@@ -161,9 +165,10 @@ def parse_messages(document: object, rows: set[str]) -> MessageCatalog:
         if group != WRAPPER and group not in rows:
             raise MessagesError(f"nvflare_messages.json names unknown row {group!r}; re-render it with `make sync`")
         for entry in entries if isinstance(entries, list) else []:
-            if isinstance(entry, list) and len(entry) in (2, 3) and all(isinstance(v, str) for v in entry):
-                releases = tuple(entry[2].split()) if len(entry) == 3 else ()
-                known.add(Template(entry[0], group, entry[1], tuple(entry[0].split("{}")), releases))
+            if isinstance(entry, list) and len(entry) in (2, 3, 4) and all(isinstance(v, str) for v in entry):
+                releases = tuple(entry[2].split()) if len(entry) >= 3 else ()
+                kind = entry[3] if len(entry) == 4 and entry[3] in (LOG, PANIC) else RAISE
+                known.add(Template(entry[0], group, entry[1], tuple(entry[0].split("{}")), releases, kind))
     return known
 
 

@@ -27,7 +27,7 @@ from ..model import Line
 from ..read import sites
 from ..textindex import Subset
 from . import usercalls
-from .messages import WRAPPER
+from .messages import LOG, PANIC, RAISE, WRAPPER
 from .refine import Candidate, Demoted
 from .scan import Hit
 from .tracebacks import Traceback, block_containing, is_nvflare_file, is_user_file
@@ -82,10 +82,12 @@ class RaiserResult:
     code_lines: set[int] = field(default_factory=set)  # source-code lines quoted under traceback frames
     site_ran: set[int] = field(default_factory=set)  # message lines of exceptions the job's code raised in a site
 
-    def add(self, row: str, index: int, basis: str = "", loose: bool = False, wrapper: str = "") -> None:
+    def add(
+        self, row: str, index: int, basis: str = "", loose: bool = False, wrapper: str = "", kind: str = ""
+    ) -> None:
         bucket = self.hits.setdefault(row, [])
         if all(h.index != index for h in bucket):
-            bucket.append(Hit(row, index, "strong", basis=basis, loose=loose, wrapper=wrapper))
+            bucket.append(Hit(row, index, "strong", basis=basis, loose=loose, wrapper=wrapper, kind=kind))
 
 
 def origin(block: Traceback) -> str:
@@ -364,11 +366,19 @@ def _line_hits(
         if any(t.group == WRAPPER for t in templates):
             _note_logs_dir(result, text)
         peeled = peel(templates, text, catalog)
+        kind = line_kind(peeled)
         for template in peeled.templates:
-            result.add(_row_for(template.group, mode), index, peeled.basis, peeled.loose, peeled.wrapper)
+            result.add(_row_for(template.group, mode), index, peeled.basis, peeled.loose, peeled.wrapper, kind)
         if peeled.templates or peeled.carrier:
             result.decided_lines[index] = peeled.values
             result.bases[index] = (peeled.basis, peeled.wrapper)
+
+
+def line_kind(peeled: Peeled) -> str:
+    """How NVFLARE printed a line its templates decided: LOG when the decisive templates and the carrier peeled to
+    reach them are all only logged, PANIC when one is a panic's reason, else RAISE."""
+    kinds = {t.kind for t in peeled.templates} | ({peeled.carrier.kind} if peeled.carrier is not None else set())
+    return LOG if kinds == {LOG} else PANIC if PANIC in kinds else RAISE
 
 
 def _error_lines(lines: list[Line], index) -> list[int] | range:

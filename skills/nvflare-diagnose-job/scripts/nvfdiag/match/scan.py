@@ -48,6 +48,9 @@ class Hit:
     foreign: str = field(default="", compare=False)
     # generic: the signal's words are ones many libraries print (the catalog's `generic`), not NVFLARE's own text
     generic: bool = field(default=False, compare=False)
+    # kind: the kind of the NVFLARE message template that decided a line outside a traceback (messages.RAISE, LOG,
+    # PANIC; "" for any other hit): a logged message says NVFLARE reported it, not that the run failed
+    kind: str = field(default="", compare=False)
 
 
 @dataclass
