@@ -11,6 +11,9 @@ Promises guarded:
 
 from __future__ import annotations
 
+import builtins
+import copy
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -85,3 +88,64 @@ def test_job_py_reading_its_config_through_a_helper_in_app_custom_stays_a_simula
     report = report_of(job_py_helper_in_app_custom)
     assert report["matched_pattern"] == SIM, report["likely_cause"]
     assert report["confidence"] == "high"
+
+
+# --- 3. load_catalog's memo: the answer is always a parse of the bytes the file holds -----------------------------
+
+
+def _rendered() -> dict:
+    return json.loads(cat.DEFAULT_PATH.read_text(encoding="utf-8"))
+
+
+def test_a_catalog_changed_between_the_digest_and_the_parse_is_not_remembered_under_the_old_bytes(
+    tmp_path, monkeypatch
+):
+    """A writer (make sync, an editor) replaces the file while load_catalog reads it: the parse of the new bytes must
+    not be served later for the old bytes."""
+    old = _rendered()
+    new = copy.deepcopy(old)
+    new["patterns"][0]["title"] = "written while the catalog was read"
+    row_id = old["patterns"][0]["id"]
+    path = tmp_path / "failure_patterns.json"
+    path.write_text(json.dumps(old))
+    real_open = builtins.open
+    opened = []
+
+    def open_with_a_writer(file, *args, **kwargs):
+        if isinstance(file, (str, Path)) and Path(file) == path:
+            opened.append(file)
+            if len(opened) == 2:  # the file changes after the first read (its digest): a second read sees new bytes
+                with real_open(path, "w", encoding="utf-8") as handle:
+                    handle.write(json.dumps(new))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", open_with_a_writer)
+    cat.load_catalog(path)
+    monkeypatch.undo()
+    path.write_text(json.dumps(old))
+    assert cat.load_catalog(path).row(row_id).title == old["patterns"][0]["title"]
+
+
+def test_a_swapped_symlink_is_read_again(tmp_path):
+    old = _rendered()
+    new = copy.deepcopy(old)
+    new["patterns"][0]["title"] = "the other target"
+    row_id = old["patterns"][0]["id"]
+    (tmp_path / "a.json").write_text(json.dumps(old))
+    (tmp_path / "b.json").write_text(json.dumps(new))
+    link = tmp_path / "failure_patterns.json"
+    link.symlink_to(tmp_path / "a.json")
+    assert cat.load_catalog(link).row(row_id).title == old["patterns"][0]["title"]
+    link.unlink()
+    link.symlink_to(tmp_path / "b.json")
+    assert cat.load_catalog(link).row(row_id).title == "the other target"
+
+
+def test_an_oversized_catalog_is_refused_every_time_not_served_from_memory(tmp_path):
+    path = tmp_path / "failure_patterns.json"
+    path.write_text(json.dumps(_rendered()))
+    cat.load_catalog(path)
+    with path.open("a") as handle:
+        handle.write(" " * (cat.MAX_CATALOG_BYTES + 1))
+    with pytest.raises(cat.CatalogError, match="larger than"):
+        cat.load_catalog(path)
