@@ -90,6 +90,26 @@ def test_job_py_reading_its_config_through_a_helper_in_app_custom_stays_a_simula
     assert report["confidence"] == "high"
 
 
+def test_a_site_run_traceback_echoed_above_job_pys_own_failure_neither_flips_the_row_nor_steers_the_fix(tmp_path):
+    """Real text of two runs: an external client's relayed JSONDecodeError traceback (sim-client-json-external,
+    site-1), echoed at the top of the console of python job.py whose own config parse failed before the recipe
+    (job-config-json-parse). job.py's rejection stays the answer, and the fix points at job.py, not at the echo."""
+    relayed = (S19 / "sim-client-json-external" / "workspace" / "fedavg-numpy" / "site-1" / "log.txt").read_text(
+        encoding="utf-8"
+    )
+    echo = [line.split(" - INFO - ", 1)[1] for line in relayed.splitlines()[44:63]]
+    assert echo[0] == "Traceback (most recent call last):" and echo[-1].startswith("json.decoder.JSONDecodeError")
+    console = tmp_path / "stdout.txt"
+    console.write_text(
+        "\n".join(echo) + "\n" + (S19 / "job-config-json-parse" / "stdout.txt").read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
+    report = report_of(console)
+    assert report["matched_pattern"] == SIM and report["confidence"] == "high", report["likely_cause"]
+    assert "(at job.py:20 in read_config())" in report["next_action"], report["next_action"]
+    assert "client_json.py" not in report["next_action"] + report["likely_cause"]
+
+
 # --- 3. load_catalog's memo: the answer is always a parse of the bytes the file holds -----------------------------
 
 

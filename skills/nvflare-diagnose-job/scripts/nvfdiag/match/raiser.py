@@ -114,14 +114,17 @@ def ran_by_a_site(block: Traceback) -> bool:
 
 def refine(ranked: list[Candidate], demoted: list[Demoted], site_ran: set[int]) -> list[Candidate]:
     """SIMULATION_CONFIG_ERROR is set aside (listed with SITE_RAN) when every strong hit is the message of an
-    exception the job's code raised while a site ran it."""
+    exception the job's code raised while a site ran it; when other strong hits remain (job.py's own failure), those
+    messages do not support it (they would name a site's file as the job.py argument to fix)."""
     kept = []
     for cand in ranked:
         strong = [h.index for h in cand.hits if h.strength == "strong"]
-        if cand.row.id == SIM_ROW and strong and all(i is not None and i in site_ran for i in strong):
+        if cand.row.id != SIM_ROW or not any(i in site_ran for i in strong):
+            kept.append(cand)
+        elif all(i is not None and i in site_ran for i in strong):
             demoted.append(Demoted(cand.row, SITE_RAN, tuple(cand.hits)))
         else:
-            kept.append(cand)
+            kept.append(replace(cand, hits=[h for h in cand.hits if h.index not in site_ran]))
     return kept
 
 
