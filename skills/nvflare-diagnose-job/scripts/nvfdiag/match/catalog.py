@@ -16,7 +16,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..read.jsontext import REFERENCES, read_reference
+from ..read.jsontext import REFERENCES, decode_reference, read_reference
 from . import actions, usercalls
 from . import messages as nvflare_messages
 
@@ -156,17 +156,38 @@ class Catalog:
 def load_catalog(path: str | Path = DEFAULT_PATH, messages_path: str | Path = nvflare_messages.DEFAULT_PATH) -> Catalog:
     """Read and parse the rendered JSON catalog and the message mapping; CatalogError with a one-line fix. A process
     that diagnoses many inputs (the in-process tests and replays) parses the same pair of files once: the parsed
-    catalog is never changed, and files whose bytes differ are parsed again."""
-    key = (_file_key(path, MAX_CATALOG_BYTES), _file_key(messages_path, nvflare_messages.MAX_MESSAGES_BYTES))
-    if key in _LOADED:
-        return _LOADED[key]
-    catalog = _load_rows(path)
+    catalog is never changed, and files whose bytes differ are parsed again. Each file is read once: the bytes
+    remembered by their digest are the bytes parsed."""
+    rows_raw, messages_raw = (
+        _snapshot(path, MAX_CATALOG_BYTES),
+        _snapshot(messages_path, nvflare_messages.MAX_MESSAGES_BYTES),
+    )
+    key = None
+    if rows_raw is not None and messages_raw is not None:
+        key = (str(path), _digest(rows_raw), str(messages_path), _digest(messages_raw))
+        if key in _LOADED:
+            return _LOADED[key]
+    if rows_raw is None:
+        catalog = _load_rows(path)
+    else:
+        catalog = parse_catalog(decode_reference(rows_raw, path, MAX_CATALOG_BYTES, error=CatalogError, what="catalog"))
+    ids = {row.id for row in catalog.rows}
     try:
-        known = nvflare_messages.load_messages({row.id for row in catalog.rows}, messages_path)
+        if messages_raw is None:
+            known = nvflare_messages.load_messages(ids, messages_path)
+        else:
+            document = decode_reference(
+                messages_raw,
+                messages_path,
+                nvflare_messages.MAX_MESSAGES_BYTES,
+                error=nvflare_messages.MessagesError,
+                what="NVFLARE message mapping",
+            )
+            known = nvflare_messages.parse_messages(document, ids)
     except nvflare_messages.MessagesError as exc:
         raise CatalogError(str(exc)) from None
     loaded = dataclasses.replace(catalog, messages=known)
-    if None not in key:
+    if key is not None:
         _LOADED.clear()  # one pair kept: the default one in practice
         _LOADED[key] = loaded
     return loaded
@@ -175,8 +196,9 @@ def load_catalog(path: str | Path = DEFAULT_PATH, messages_path: str | Path = nv
 _LOADED: dict[tuple, Catalog] = {}
 
 
-def _file_key(path: str | Path, limit: int) -> tuple[str, bytes] | None:
-    """The path and a digest of its bytes (None: not a readable regular file or over `limit`, never remembered)."""
+def _snapshot(path: str | Path, limit: int) -> bytes | None:
+    """The bytes of a readable regular file of at most `limit` bytes, read once; None otherwise (then the file is
+    read the ordinary way, which raises the right error, and nothing is remembered)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return None
@@ -184,7 +206,11 @@ def _file_key(path: str | Path, limit: int) -> tuple[str, bytes] | None:
             data = handle.read(limit + 1)
     except (OSError, ValueError):
         return None
-    return None if len(data) > limit else (str(path), hashlib.blake2b(data, digest_size=16).digest())
+    return None if len(data) > limit else data
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def _load_rows(path: str | Path) -> Catalog:

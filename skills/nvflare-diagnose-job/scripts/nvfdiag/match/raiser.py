@@ -9,7 +9,7 @@ simulator's wrapper names. Pure. Rules (spec "Who raised it decides", "NVFLARE's
 - an exception message that is one of NVFLARE's reviewed templates -> that template's row (more specific);
 - `Simulation failed with return code N` and other wrappers are never a cause;
 - raised in user code (client script and its modules) -> left to USER_CODE_EXCEPTION as before; when a site ran
-  that code (NVFLARE's runner started the chain, or the raising file is in an app's custom folder), the run had
+  that code (the chain starts in NVFLARE's runner or in an app's custom folder), the run had
   started, so SIMULATION_CONFIG_ERROR ("rejected before the simulation ran") supported only by such exception lines
   is set aside (`refine`): a config file the training code parses itself fails in the training code.
 `where_clause` and `user_call` walk the job.py frames for the next action: the deepest job.py frame is where the job
@@ -105,24 +105,28 @@ def origin(block: Traceback) -> str:
 
 def ran_by_a_site(block: Traceback) -> bool:
     """The job's code raised it while a site ran that code: raised in user code, and the chain starts in NVFLARE (its
-    script runner called the client script) or a user frame lies in an app's custom folder (an external client
-    process starts there; a helper it imports may be read from the job folder)."""
+    script runner called the client script) or in an app's custom folder (an external client process starts there;
+    a helper it imports may be read from the job folder). A chain that starts in job.py is not a site's, even when
+    job.py calls a helper kept in app/custom (the old job-folder layout)."""
     if origin(block) != USER_CODE:
         return False
     own = [f for f in block.frames if is_user_file(f[0]) or is_nvflare_file(f[0])]
-    return is_nvflare_file(own[0][0]) or any(is_user_file(f[0]) and _SITE_APP.search(f[0]) for f in own)
+    return is_nvflare_file(own[0][0]) or bool(_SITE_APP.search(own[0][0]))
 
 
 def refine(ranked: list[Candidate], demoted: list[Demoted], site_ran: set[int]) -> list[Candidate]:
     """SIMULATION_CONFIG_ERROR is set aside (listed with SITE_RAN) when every strong hit is the message of an
-    exception the job's code raised while a site ran it."""
+    exception the job's code raised while a site ran it; when other strong hits remain (job.py's own failure), those
+    messages do not support it (they would name a site's file as the job.py argument to fix)."""
     kept = []
     for cand in ranked:
         strong = [h.index for h in cand.hits if h.strength == "strong"]
-        if cand.row.id == SIM_ROW and strong and all(i is not None and i in site_ran for i in strong):
+        if cand.row.id != SIM_ROW or not any(i in site_ran for i in strong):
+            kept.append(cand)
+        elif all(i is not None and i in site_ran for i in strong):
             demoted.append(Demoted(cand.row, SITE_RAN, tuple(cand.hits)))
         else:
-            kept.append(cand)
+            kept.append(replace(cand, hits=[h for h in cand.hits if h.index not in site_ran]))
     return kept
 
 

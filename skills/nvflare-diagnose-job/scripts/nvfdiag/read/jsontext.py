@@ -55,6 +55,11 @@ def read_reference(path: str | Path, limit: int, *, error: type[Exception], what
             raw = handle.read(limit + 1)
     except OSError as exc:
         raise error(f"cannot read {what} {path}: {exc.strerror}; run `make sync` to render it") from None
+    return decode_reference(raw, path, limit, error=error, what=what)
+
+
+def decode_reference(raw: bytes, path: str | Path, limit: int, *, error: type[Exception], what: str) -> object:
+    """The JSON document in `raw`, the bytes read from `path` (read_reference's checks and messages)."""
     if len(raw) > limit:
         raise error(f"{what} {path} is larger than {limit} bytes; re-render it with `make sync`")
     try:
