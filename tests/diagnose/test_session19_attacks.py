@@ -8,8 +8,8 @@ Promises guarded:
 - a site-run traceback echoed beside job.py's own failure neither flips the row nor names the site's file as the
   job.py argument to fix;
 - the argparse signal matches nothing in the healthy real runs, the real-world failure set and linters' output;
-  a completed run whose client survived argparse's rejection is not a rejection at high (strict xfail from the
-  console alone: see CONSOLE_HOLE);
+  a completed run whose client survived argparse's rejection is not a rejection at high, from the console alone too
+  (calibration's went-on rule reads 2.9 FedAvg's `Aggregated N/M results`, h19cal);
 - load_catalog never answers with a parse of other bytes than the file holds (a writer between two reads, a swapped
   symlink, an oversized file).
 
@@ -254,26 +254,17 @@ TOLERATED_VIEWS = {
 }
 
 
-CONSOLE_HOLE = (
-    "the argparse signal reads any level and the console of a 2.9 SimEnv run shows none of run_course's progress "
-    "wordings (only FedAvg's `Aggregated 1/2 results`), so calibration's went-on rule cannot see that the run went on "
-    "past the relayed rejection: a completed run's python job.py output alone says SIMULATION_CONFIG_ERROR at high "
-    "(with the workspace: medium). Same root as test_session18_attacks' strict xfail "
-    "test_a_logged_only_message_the_run_went_on_past_is_not_high; adding the wording fixes both but breaks "
-    "test_per_line_work's re-read budget, the coordinator's call (session 18)"
-)
-
-
 @pytest.mark.parametrize(
     "view",
     [
-        pytest.param("stdout", marks=pytest.mark.xfail(strict=True, reason=CONSOLE_HOLE)),
+        "stdout",
         "stdout+workspace",
         "workspace",
     ],
 )
 def test_an_argparse_complaint_the_script_survived_in_a_completed_run_is_not_a_rejection_at_high(view):
     """The real run printed argparse's rejection (relayed as INFO), the client script caught SystemExit, took its
-    defaults and both rounds completed: "rejected before the simulation ran" must not be said at high."""
+    defaults and both rounds completed: "rejected before the simulation ran" must not be said at high. From the console
+    alone this failed on h19atk's branch (high), before h19cal's went-on rule knew 2.9's `Aggregated N/M results`."""
     report = report_of(*TOLERATED_VIEWS[view])
     assert not (report["matched_pattern"] == SIM and report["confidence"] == "high"), report["likely_cause"]
