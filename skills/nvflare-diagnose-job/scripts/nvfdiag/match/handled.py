@@ -8,6 +8,13 @@ shows that the script went on is its own later output: a traceback of a differen
 script file (in a simulation the file's path names the site, so it is the same process) ends the run instead. Such
 an earlier traceback is "handled": its hits do not decide the row, and the row the later one supports is at most
 medium (matcher._confidence).
+
+A traceback is also handled when the same participant went on past it (`went_on_blocks`): a task NVFLARE assigned to
+that client after the traceback (its ClientRunner's `got task assignment` record, placed after the traceback in the
+same file or dated after the first dated line that follows the traceback) whose result the server accepted from that
+peer (its record naming `peer=<client>`, `peer_rc=OK` and the task's id). Progress before the traceback, another
+participant's, a result in flight when the script failed (its task was assigned before the traceback) and any echo
+of the script's own output do not count.
 """
 
 from __future__ import annotations
@@ -15,10 +22,27 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ..logline import timestamp
+from ..read.sites import is_server
 from .scan import Hit
 from .tracebacks import Traceback, chains, is_user_file
 
 REASON = "handled: the job's script went on after this traceback (a later traceback of the same script ended it)"
+WENT_ON_REASON = (
+    "handled: the same participant went on after this traceback (the server accepted its result of a task "
+    "assigned to it after the traceback)"
+)
+MAX_LINE = 4096
+SCAN = 200  # lines after a traceback looked at for a dated one
+# the simulator's and POC's per-site app folder in a frame's path (<workspace>/site-1/<run>/app_site-1/custom/...)
+_APP_FOLDER = re.compile(r"[\\/]app_([A-Za-z0-9][\w.-]{0,99})[\\/]")
+_FL_CTX = re.compile(r"\[([^\[\]\n]{1,2000})\]")
+# ClientRunner's own record of a task it was given (a line a script printed is relayed under another logger, or
+# without the logger in the console's concise format)
+_ASSIGNED = re.compile(
+    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{1,6} - (?:[\w.]{1,200}\.)?ClientRunner - INFO - \[[^\[\]\n]{1,2000}\] - "
+    r"got task assignment: name=[^,\s]{1,200}, id=([0-9a-fA-F-]{8,64})\b"
+)
 
 
 # The outermost frame of an exception no code caught, which ended a thread or a child process (Python prints it as
@@ -100,3 +124,92 @@ def set_aside_hits(
             on_handled = hit.index is not None and (lines[hit.index].source, hit.index) in covered
             (aside if on_handled else kept).setdefault(row_id, []).append(hit)
     return kept, aside
+
+
+def _fl_ctx(text: str) -> dict[str, str]:
+    """The first bracketed `key=value, ...` context of a record (NVFLARE's fl_ctx), or {}."""
+    found = _FL_CTX.search(text[:MAX_LINE])
+    if not found:
+        return {}
+    pairs = (item.strip().partition("=") for item in found.group(1).split(","))
+    return {key: value for key, sep, value in pairs if sep}
+
+
+def participant(block: Traceback) -> str | None:
+    """The client a traceback is of: its file's site, else the one site its frames' app folders name."""
+    if block.site is not None:
+        return None if is_server(block.site) else block.site
+    named = {m.group(1) for path, _, _ in block.frames for m in _APP_FOLDER.finditer(path)}
+    return next(iter(named)) if len(named) == 1 and not is_server(next(iter(named))) else None
+
+
+class _Assigned:
+    """Where the participant's tasks whose result the server accepted were assigned: the last such record per file
+    (line number) and the latest time over all files."""
+
+    def __init__(self) -> None:
+        self.last_line: dict[str, int] = {}
+        self.latest: str | None = None
+
+    def after(self, block: Traceback, lines) -> bool:
+        """One such assignment lies after the traceback: later in its file, or dated after it in another file."""
+        last = max([block.end, *block.detail])
+        if self.last_line.get(block.source, -1) > last:
+            return True
+        when = _time(lines, block)
+        return when is not None and self.latest is not None and self.latest > when
+
+
+def _time(lines, block: Traceback) -> str | None:
+    """A time no earlier than the traceback's: the first dated line of its file after it (its own lines may have
+    lost their record prefix: a relayed traceback's are peeled), looked for among the next SCAN lines."""
+    last = max([block.end, *block.detail])
+    for n in range(last + 1, min(last + 1 + SCAN, len(lines))):
+        if lines[n].source != block.source:
+            return None
+        if stamp := timestamp(lines[n].text[:64].lstrip()):
+            return stamp
+    return None
+
+
+def _accepted_assignments(lines, progress, party: str) -> _Assigned:
+    """The participant's task assignments (its own records) whose result the server accepted (a record of another
+    participant naming it as `peer` with `peer_rc=OK` and the task's id). progress: calibration.CourseRecords."""
+    assigned: list[tuple[int, str]] = []
+    accepted: set[str] = set()
+    for n in progress(-1, None, party):
+        text = lines[n].text[:MAX_LINE]
+        ctx = _fl_ctx(text)
+        if ctx.get("identity") == party and (m := _ASSIGNED.match(text.lstrip())):
+            assigned.append((n, m.group(1).lower()))
+        elif ctx.get("identity") not in (None, party) and ctx.get("peer") == party and ctx.get("peer_rc") == "OK":
+            accepted.add(ctx.get("task_id", "").lower())
+    found = _Assigned()
+    for n, task in assigned:
+        if task not in accepted:
+            continue
+        found.last_line[lines[n].source] = max(n, found.last_line.get(lines[n].source, -1))
+        stamp = timestamp(lines[n].text[:64].lstrip())
+        if stamp is not None and (found.latest is None or stamp > found.latest):
+            found.latest = stamp
+    return found
+
+
+def went_on_blocks(blocks: list[Traceback], lines, progress, skip: list[Traceback]) -> list[Traceback]:
+    """Ended user-code tracebacks (not those in `skip`, nor an uncaught exception that ended a thread or child
+    process) after which the same participant went on: a task assigned to it after the traceback whose result
+    the server accepted. The participant's records are read once per participant."""
+    skipped = {id(block) for block in skip}
+    per_party: dict[str, _Assigned] = {}
+    found = []
+    for block in blocks:
+        if id(block) in skipped or block.user_frame is None or block.exc_type is None or block.end is None:
+            continue
+        party = participant(block)
+        if party is None or _ended_worker(block):
+            continue
+        if party not in per_party:
+            per_party[party] = _accepted_assignments(lines, progress, party)
+        if per_party[party].after(block, lines):
+            found.append(block)
+    return found
