@@ -1,7 +1,7 @@
 """What a careful reader sets aside before ranking: handled tracebacks, failed program launches, CLI waits that
 ran out (handled.py, launches.py, waits.py). Pure.
 
-Usage: `hits, reading = read_carefully(hits, evidence, blocks, catalog, index, progress)` before ranking; after ranking
+Usage: `hits, reading = read_carefully(hits, evidence, blocks, catalog, index, flagged)` before ranking; after ranking
 `reading.demote(ranked, demoted, catalog)`; `reading.caps_confidence(row_id)` and `reading.clauses(flagged)` for the
 report.
 """
@@ -47,17 +47,19 @@ class CarefulReading:
 
 
 def read_carefully(
-    hits: dict[str, list[Hit]], evidence, blocks: list[Traceback], catalog, index, progress
+    hits: dict[str, list[Hit]], evidence, blocks: list[Traceback], catalog, index, flagged
 ) -> tuple[dict[str, list[Hit]], CarefulReading]:
-    """The hits a careful reader keeps, and what it set aside. progress: NVFLARE's records of completed work
-    (calibration.CourseRecords), for tracebacks the same participant went on past (handled.went_on_blocks)."""
+    """The hits a careful reader keeps, and what it set aside (flagged: lines suspicious content holds, never
+    NVFLARE's records of completed work for handled.went_on_blocks)."""
     lines = evidence.lines
     hits = waits.drop_wait_hits(hits, evidence)
     found = launches.failed_launches(blocks, lines)
     hits = launches.reread_hits(hits, lines, found, catalog.has, index)
     later = handled.handled_blocks(blocks, lines)
     hits, aside = handled.set_aside_hits(hits, lines, later)
-    hits, went_on = handled.set_aside_hits(hits, lines, handled.went_on_blocks(blocks, lines, progress, later))
+    hits, went_on = handled.set_aside_hits(
+        hits, lines, handled.went_on_blocks(blocks, lines, index, flagged, catalog.progress, later)
+    )
     reasons = {row_id: handled.WENT_ON_REASON for row_id in went_on if row_id not in aside}
     for row_id, row_hits in went_on.items():
         aside.setdefault(row_id, []).extend(row_hits)

@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ..logline import timestamp
+from ..logline import is_record, timestamp
+from ..read.prefixes import echoes_a_script
 from ..read.sites import is_server
 from .scan import Hit
 from .tracebacks import Traceback, chains, is_user_file
@@ -143,23 +144,6 @@ def participant(block: Traceback) -> str | None:
     return next(iter(named)) if len(named) == 1 and not is_server(next(iter(named))) else None
 
 
-class _Assigned:
-    """Where the participant's tasks whose result the server accepted were assigned: the last such record per file
-    (line number) and the latest time over all files."""
-
-    def __init__(self) -> None:
-        self.last_line: dict[str, int] = {}
-        self.latest: str | None = None
-
-    def after(self, block: Traceback, lines) -> bool:
-        """One such assignment lies after the traceback: later in its file, or dated after it in another file."""
-        last = max([block.end, *block.detail])
-        if self.last_line.get(block.source, -1) > last:
-            return True
-        when = _time(lines, block)
-        return when is not None and self.latest is not None and self.latest > when
-
-
 def _time(lines, block: Traceback) -> str | None:
     """A time no earlier than the traceback's: the first dated line of its file after it (its own lines may have
     lost their record prefix: a relayed traceback's are peeled), looked for among the next SCAN lines."""
@@ -172,35 +156,72 @@ def _time(lines, block: Traceback) -> str | None:
     return None
 
 
-def _accepted_assignments(lines, progress, party: str) -> _Assigned:
-    """The participant's task assignments (its own records) whose result the server accepted (a record of another
-    participant naming it as `peer` with `peer_rc=OK` and the task's id). progress: calibration.CourseRecords."""
-    assigned: list[tuple[int, str]] = []
-    accepted: set[str] = set()
-    for n in progress(-1, None, party):
-        text = lines[n].text[:MAX_LINE]
+class _Course:
+    """One participant's task assignments (its ClientRunner's records, per file in line order) and whether the
+    server accepted each task's result from it (a record in the catalog's progress wording of another participant
+    naming it as `peer`, with `peer_rc=OK` and the task's id). Candidates come from the text index (index:
+    textindex.TextIndex of the same lines); a line's text is read only when a question reaches it, once; flagged
+    lines never count."""
+
+    def __init__(self, lines, index, flagged, wording, party: str) -> None:
+        self.lines, self.index, self.wording, self.party = lines, index, wording, party
+        low = party.lower()
+        named = set(index.lines_with(f"identity={low}"))
+        self.assigning: dict[str, list[int]] = {}
+        for n in index.lines_with("got task assignment"):
+            if n in named and n not in flagged:
+                self.assigning.setdefault(lines[n].source, []).append(n)
+        peered = set(index.lines_with(f"peer={low}")) if self.assigning and wording is not None else set()
+        self.accepting = {n for n in index.lines_with("peer_rc=ok") if n in peered and n not in flagged}
+        self.assignments: dict[int, tuple[str | None, str | None]] = {}  # line -> (task id, time)
+        self.tasks: dict[str, bool] = {}
+
+    def went_on(self, block: Traceback) -> bool:
+        """A task assigned after the traceback whose result was accepted: each file's assignments are walked from
+        its last back to the traceback (in its own file by line, in another by time) up to the first that answers."""
+        last = max([block.end, *block.detail])
+        when: str | None = None
+        timed = False
+        for source, numbers in self.assigning.items():
+            if source != block.source and not timed:
+                when, timed = _time(self.lines, block), True
+            if source != block.source and when is None:
+                continue
+            for n in reversed(numbers):
+                task, stamp = self._assignment(n)
+                if n <= last if source == block.source else (stamp is None or stamp <= when):
+                    break
+                if task is not None and self._accepted(task):
+                    return True
+        return False
+
+    def _assignment(self, n: int) -> tuple[str | None, str | None]:
+        if n not in self.assignments:
+            text = self.lines[n].text[:MAX_LINE].lstrip()
+            m = _ASSIGNED.match(text)
+            mine = m is not None and _fl_ctx(text).get("identity") == self.party
+            self.assignments[n] = (m.group(1).lower() if mine else None, timestamp(text[:64]))
+        return self.assignments[n]
+
+    def _accepted(self, task: str) -> bool:
+        if task not in self.tasks:
+            self.tasks[task] = any(self._accepts(n) for n in self.index.lines_with(task) if n in self.accepting)
+        return self.tasks[task]
+
+    def _accepts(self, n: int) -> bool:
+        text = self.lines[n].text[:MAX_LINE]
         ctx = _fl_ctx(text)
-        if ctx.get("identity") == party and (m := _ASSIGNED.match(text.lstrip())):
-            assigned.append((n, m.group(1).lower()))
-        elif ctx.get("identity") not in (None, party) and ctx.get("peer") == party and ctx.get("peer_rc") == "OK":
-            accepted.add(ctx.get("task_id", "").lower())
-    found = _Assigned()
-    for n, task in assigned:
-        if task not in accepted:
-            continue
-        found.last_line[lines[n].source] = max(n, found.last_line.get(lines[n].source, -1))
-        stamp = timestamp(lines[n].text[:64].lstrip())
-        if stamp is not None and (found.latest is None or stamp > found.latest):
-            found.latest = stamp
-    return found
+        if ctx.get("identity") in (None, self.party) or ctx.get("peer") != self.party or ctx.get("peer_rc") != "OK":
+            return False
+        return bool(self.wording.regex.search(text)) and is_record(text) and not echoes_a_script(text)
 
 
-def went_on_blocks(blocks: list[Traceback], lines, progress, skip: list[Traceback]) -> list[Traceback]:
+def went_on_blocks(blocks: list[Traceback], lines, index, flagged, wording, skip: list[Traceback]) -> list[Traceback]:
     """Ended user-code tracebacks (not those in `skip`, nor an uncaught exception that ended a thread or child
     process) after which the same participant went on: a task assigned to it after the traceback whose result
-    the server accepted. The participant's records are read once per participant."""
+    the server accepted (wording: the catalog's run_course progress, catalog.Wording or None)."""
     skipped = {id(block) for block in skip}
-    per_party: dict[str, _Assigned] = {}
+    per_party: dict[str, _Course] = {}
     found = []
     for block in blocks:
         if id(block) in skipped or block.user_frame is None or block.exc_type is None or block.end is None:
@@ -209,7 +230,7 @@ def went_on_blocks(blocks: list[Traceback], lines, progress, skip: list[Tracebac
         if party is None or _ended_worker(block):
             continue
         if party not in per_party:
-            per_party[party] = _accepted_assignments(lines, progress, party)
-        if per_party[party].after(block, lines):
+            per_party[party] = _Course(lines, index, flagged, wording, party)
+        if per_party[party].went_on(block):
             found.append(block)
     return found
