@@ -415,7 +415,7 @@ def analyse(
         weak=catalog.weak_mode_reasons,
     )
     raised = raiser.analyse_raisers(lines, blocks, catalog, detected, flagged, index)
-    hits, static, reading = _all_hits(evidence, catalog, scanned, raised, blocks, own, job.status, index)
+    hits, static, reading = _all_hits(evidence, catalog, scanned, raised, blocks, own, job.status, index, flagged)
     ranked, demoted = rank_candidates(hits, catalog, lines, detected, flagged, job.status)
     reading.demote(ranked, demoted, catalog)
     an = Analysis(
@@ -449,7 +449,7 @@ def analyse(
     return an
 
 
-def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, own, status, index) -> tuple:
+def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, own, status, index, flagged) -> tuple:
     """Every row's hits (scanned signals a raiser does not shadow, structured conditions, raisers', exits'), loose
     on third-party tracebacks, contested where the evidence disagrees and read carefully (careful.py); split from
     the static-only rows; and what the careful reading set aside."""
@@ -461,7 +461,7 @@ def _all_hits(evidence: Evidence, catalog: Catalog, scanned, raised, blocks, own
     hits = _merge(hits, _exit_hits(lines, catalog, index))
     hits = foreign_tracebacks.loosen(hits, catalog, blocks, own, lines)
     hits = dissent.contest(hits, lines, blocks, catalog)
-    hits, reading = careful.read_carefully(hits, evidence, blocks, catalog, index)
+    hits, reading = careful.read_carefully(hits, evidence, blocks, catalog, index, flagged)
     return (*_split_static(hits, lines, evidence), reading)
 
 
