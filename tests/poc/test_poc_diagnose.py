@@ -129,7 +129,8 @@ def test_with_the_poc_workspace_the_traceback_is_found(poc_system, submitted):
     expected = {"import-error": "IMPORT_ERROR", "user-code-exception": "USER_CODE_EXCEPTION"}
     for name, pattern in expected.items():
         report = diagnose(poc_system, submitted[name][0], str(project(poc_system)))
-        assert (report["matched_pattern"], report["confidence"]) == (pattern, "high"), (name, report["likely_cause"])
+        seen = (name, report["likely_cause"], report["evidence_quality_note"], report["signals"][:3])
+        assert (report["matched_pattern"], report["confidence"]) == (pattern, "high"), seen
         assert "CLIENT_TRACEBACK_MISSING" not in report["findings"]
 
 
