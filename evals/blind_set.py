@@ -59,7 +59,11 @@ MAX_WRONG_HIGH = 0
 # session's start (7a6f785): 18 of 18 right, 0 wrong at high confidence, mode 18 of 18 (every case is a simulation).
 # sealedrun6 (built 2026-12-07, session 19) was scored once by the coordinator, who had not read it, on the code of the
 # session's start (0abf831e, session 18's code with the half wired in): 15 of 18 right, 2 wrong at high confidence,
-# mode 18 of 18 (every case is a simulation). The first blind half since sealedrun2 with a wrong answer at high.
+# mode 18 of 18 (every case is a simulation). The first blind half since sealedrun2 with a wrong answer at high. Its
+# three misses were then read and answered by general rules (h19dfx: a parse error in the job's code a site ran is
+# the job's, not a rejected job.py argument; argparse's rejection by a client script is a job.py argument the script
+# refused; h19hnd: a traceback after which the same client did later work it was assigned was handled), after which
+# it is 18 of 18, 0 wrong at high, and no longer a blind figure; the floor stays the blind figure.
 FLOORS = {
     "dev": (15, 0),
     "sealed": (15, 0),
