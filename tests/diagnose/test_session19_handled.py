@@ -142,3 +142,37 @@ def test_the_participant_is_the_files_site_or_the_app_folder_its_frames_name():
     assert handled.participant(_block(None, "/tmp/job/app_server/custom/model.py")) is None
     assert handled.participant(_block(None, "/home/user/client.py")) is None
     assert handled.participant(_block("server", app)) is None
+
+
+# --- a site's console holds every job it ran -------------------------------------------------------------------
+
+POC = REPO / "evals" / "diagnose" / "files" / "real" / "poc" / "workspace" / "prod_00"
+IMPORT_ERROR_JOBS = ("d7065359-9274-414f-a6fb-afba51ff098d", "657ad52f-967d-4487-af3e-b4c564993519")
+
+
+@pytest.mark.parametrize("job_id", IMPORT_ERROR_JOBS)
+def test_another_jobs_later_work_on_the_same_site_does_not_handle_a_crash(job_id):
+    """The real POC system's site-1 and server consoles (six jobs, run one after another): site-1's import error of
+    each failed job is followed, later in the same console, by a healthy job's task assigned to site-1 and accepted
+    by the server. That is another run's work: the crash stays IMPORT_ERROR at high. Failed before (h19hnd's rule,
+    not scoped by run: medium)."""
+    paths = [str(POC / "site-1" / "poc_console.log"), str(POC / "server" / "poc_console.log")]
+    found = ev.collect_evidence(paths, job_id=job_id, max_bytes=262144, max_total_bytes=4194304, max_files=200)
+    report = validated(diagnose(found, CATALOG, mode="auto", job_id=job_id))
+    assert (report["matched_pattern"], report["confidence"]) == ("IMPORT_ERROR", "high"), report["likely_cause"]
+    assert went_on(report) == []
+
+
+def test_the_run_of_a_traceback_is_its_apps_folder_or_its_job_folder():
+    sim = "/tmp/nvflare/simulation/job/site-2/simulate_job/app_site-2/custom/client.py"
+    nvflare = "/venv/lib/python3.11/site-packages/nvflare/app_common/executors/task_script_runner.py"
+    poc = "/ws/site-1/d7065359-9274-414f-a6fb-afba51ff098d/app_site-1/custom/client.py"
+    both = Traceback("stdout.txt", None, 0, 3, "ValueError", [(nvflare, 95, "run"), (sim, 3, "load")])
+    assert handled.run_of(both) == "simulate_job"  # NVFLARE's own app_common folder names no run
+    assert handled.participant(both) == "site-2"
+    assert handled.run_of(_block(None, poc)) == "d7065359-9274-414f-a6fb-afba51ff098d"
+    in_job_folder = Traceback("ws/site-1/657ad52f-967d-4487-af3e-b4c564993519/log.txt", "site-1", 0, 3, "E", [])
+    assert handled.run_of(in_job_folder) == "657ad52f-967d-4487-af3e-b4c564993519"
+    assert handled.run_of(_block(None, "/home/user/client.py")) is None
+    two = Traceback("stdout.txt", None, 0, 3, "E", [(sim, 1, "a"), (poc, 2, "b")])
+    assert handled.run_of(two) is None

@@ -38,6 +38,9 @@ SCAN = 200  # lines after a traceback looked at for a dated one
 # the simulator's and POC's per-site app folder in a frame's path (<workspace>/site-1/<run>/app_site-1/custom/...)
 _APP_FOLDER = re.compile(r"[\\/]app_([A-Za-z0-9][\w.-]{0,99})[\\/]")
 _FL_CTX = re.compile(r"\[([^\[\]\n]{1,2000})\]")
+# the run a site's app was deployed for: the folder holding `app_<site>/` (SimEnv's `simulate_job`, a POC job id)
+_APP_RUN = re.compile(r"[\\/]([^\\/]{1,200})[\\/]app_[A-Za-z0-9][\w.-]{0,99}[\\/]")
+_JOB_FOLDER = re.compile(r"[\\/]([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})[\\/]", re.IGNORECASE)
 # ClientRunner's own record of a task it was given (a line a script printed is relayed under another logger, or
 # without the logger in the console's concise format)
 _ASSIGNED = re.compile(
@@ -137,11 +140,21 @@ def _fl_ctx(text: str) -> dict[str, str]:
 
 
 def participant(block: Traceback) -> str | None:
-    """The client a traceback is of: its file's site, else the one site its frames' app folders name."""
+    """The client a traceback is of: its file's site, else the one site its user frames' app folders name (NVFLARE's
+    own `nvflare/app_common/...` is no app folder)."""
     if block.site is not None:
         return None if is_server(block.site) else block.site
-    named = {m.group(1) for path, _, _ in block.frames for m in _APP_FOLDER.finditer(path)}
+    named = {m.group(1) for path in _user_files(block) for m in _APP_FOLDER.finditer(path)}
     return next(iter(named)) if len(named) == 1 and not is_server(next(iter(named))) else None
+
+
+def run_of(block: Traceback) -> str | None:
+    """The run a traceback is of: the one folder its user frames' paths deploy an app in (`<run>/app_<site>/`), else the
+    one job folder (a job id) its file is in; None when there is none or more than one."""
+    named = {m.group(1).lower() for path in _user_files(block) for m in _APP_RUN.finditer(path)}
+    if not named:
+        named = {m.group(1).lower() for m in _JOB_FOLDER.finditer("/" + block.source)}
+    return next(iter(named)) if len(named) == 1 else None
 
 
 def _time(lines, block: Traceback) -> str | None:
@@ -173,12 +186,17 @@ class _Course:
                 self.assigning.setdefault(lines[n].source, []).append(n)
         peered = set(index.lines_with(f"peer={low}")) if self.assigning and wording is not None else set()
         self.accepting = {n for n in index.lines_with("peer_rc=ok") if n in peered and n not in flagged}
-        self.assignments: dict[int, tuple[str | None, str | None]] = {}  # line -> (task id, time)
+        self.assignments: dict[int, tuple[str | None, str | None, str]] = {}  # line -> (task id, time, run)
         self.tasks: dict[str, bool] = {}
 
     def went_on(self, block: Traceback) -> bool:
-        """A task assigned after the traceback whose result was accepted: each file's assignments are walked from
-        its last back to the traceback (in its own file by line, in another by time) up to the first that answers."""
+        """A task of the traceback's run assigned after it whose result was accepted: each file's assignments are
+        walked from its last back to the traceback (in its own file by line, in another by time) up to the first
+        that answers. A site's log and console hold every job it ran, so a traceback whose run is unknown (run_of)
+        never counts as gone past, and another run's task says nothing of it."""
+        run = run_of(block)
+        if run is None:
+            return False
         last = max([block.end, *block.detail])
         when: str | None = None
         timed = False
@@ -188,19 +206,25 @@ class _Course:
             if source != block.source and when is None:
                 continue
             for n in reversed(numbers):
-                task, stamp = self._assignment(n)
+                task, stamp, task_run = self._assignment(n)
                 if n <= last if source == block.source else (stamp is None or stamp <= when):
                     break
-                if task is not None and self._accepted(task):
+                if task is not None and task_run == run and self._accepted(task):
                     return True
         return False
 
-    def _assignment(self, n: int) -> tuple[str | None, str | None]:
+    def _assignment(self, n: int) -> tuple[str | None, str | None, str]:
+        """(task id when the record is this participant's assignment, its time, the run it names)."""
         if n not in self.assignments:
             text = self.lines[n].text[:MAX_LINE].lstrip()
             m = _ASSIGNED.match(text)
-            mine = m is not None and _fl_ctx(text).get("identity") == self.party
-            self.assignments[n] = (m.group(1).lower() if mine else None, timestamp(text[:64]))
+            ctx = _fl_ctx(text)
+            mine = m is not None and ctx.get("identity") == self.party
+            self.assignments[n] = (
+                m.group(1).lower() if mine else None,
+                timestamp(text[:64]),
+                ctx.get("run", "").lower(),
+            )
         return self.assignments[n]
 
     def _accepted(self, task: str) -> bool:
