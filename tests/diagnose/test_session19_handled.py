@@ -176,3 +176,39 @@ def test_the_run_of_a_traceback_is_its_apps_folder_or_its_job_folder():
     assert handled.run_of(_block(None, "/home/user/client.py")) is None
     two = Traceback("stdout.txt", None, 0, 3, "E", [(sim, 1, "a"), (poc, 2, "b")])
     assert handled.run_of(two) is None
+
+
+def _interleaved(tmp_path: Path) -> Path:
+    """The real POC workspace with one record of another job (its `got task assignment`) written into the failed
+    job's traceback in each site's console, right after the frame of the job's own client.py: what two jobs running
+    at once on one site leave in `poc_console.log` (both processes write to it)."""
+    root = tmp_path / "prod_00"
+    shutil.copytree(POC, root)
+    job = IMPORT_ERROR_JOBS[0]
+    for site in ("site-1", "site-2"):
+        console = root / site / "poc_console.log"
+        lines = console.read_text().splitlines()
+        other = next(line for line in lines if "got task assignment" in line and job not in line)
+        out = []
+        for line in lines:
+            out.append(line)
+            if line.startswith("  File ") and f"{job}/app_{site}/custom/client.py" in line:
+                out.append(other)
+        assert len(out) == len(lines) + 1
+        console.write_text("\n".join(out) + "\n")
+    return root
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole (found by the coordinator, session 19): a record of another job written into a traceback's frames "
+    "(two jobs at once on one POC site share its console) ends the traceback block there, so the ModuleNotFoundError "
+    "line no longer belongs to it and the job's import error becomes USER_CODE_EXCEPTION at high. Likely also the "
+    "cause of the intermittent tests/poc/test_poc_diagnose.py failure under load (its jobs are submitted side by "
+    "side). The traceback reader must let another run's records pass through a block; not done this session",
+)
+def test_another_jobs_record_inside_a_traceback_does_not_change_the_row(tmp_path):
+    job = IMPORT_ERROR_JOBS[0]
+    found = ev.collect_evidence([str(_interleaved(tmp_path))], job_id=job, **LIMITS)
+    report = validated(diagnose(found, CATALOG, mode="auto", job_id=job))
+    assert report["matched_pattern"] == "IMPORT_ERROR", (report["matched_pattern"], report["confidence"])
