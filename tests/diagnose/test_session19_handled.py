@@ -202,10 +202,11 @@ def _interleaved(tmp_path: Path) -> Path:
 @pytest.mark.xfail(
     strict=True,
     reason="hole (found by the coordinator, session 19): a record of another job written into a traceback's frames "
-    "(two jobs at once on one POC site share its console) ends the traceback block there, so the ModuleNotFoundError "
-    "line no longer belongs to it and the job's import error becomes USER_CODE_EXCEPTION at high. Likely also the "
-    "cause of the intermittent tests/poc/test_poc_diagnose.py failure under load (its jobs are submitted side by "
-    "side). The traceback reader must let another run's records pass through a block; not done this session",
+    "(two jobs at once on one POC site share its console): scoped to the named job, the console's unprefixed lines "
+    "after that record are taken as the other job's, so the traceback's end (the ModuleNotFoundError line) is left "
+    "out and the job's import error becomes USER_CODE_EXCEPTION at high (without --job-id: IMPORT_ERROR at high). "
+    "Likely also the cause of the intermittent tests/poc/test_poc_diagnose.py failure under load (its jobs are "
+    "submitted side by side). A traceback begun in the job's lines must stay the job's; not done this session",
 )
 def test_another_jobs_record_inside_a_traceback_does_not_change_the_row(tmp_path):
     job = IMPORT_ERROR_JOBS[0]
