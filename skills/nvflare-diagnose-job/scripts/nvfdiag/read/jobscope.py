@@ -21,26 +21,43 @@ import os
 import re
 
 from ..model import Evidence, Line
+from ..pylines import START_TEXT
 
 RECORD_START = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")  # a new log record (timestamp first)
 JOB_ID_LIKE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+MAX_TRACEBACK_LINES = 400  # as match/tracebacks.MAX_BLOCK_LINES
 
 
 def scope(lines: list[Line], job_id: str) -> list[Line]:
-    """The lines of `job_id`: records naming it, and the continuation lines that follow such a record."""
+    """The lines of `job_id`: records naming it, and the continuation lines that follow such a record. A traceback
+    begun in the job's lines stays the job's up to its exception line (at most MAX_TRACEBACK_LINES): another job's
+    or the system's records written into it (two processes share a console) are dropped without ending it."""
     kept: list[Line] = []
     ours = False
+    traceback_from: int | None = None  # where the job's open traceback began
     part = None
-    for line in lines:
+    for number, line in enumerate(lines):
         if line.part != part:  # regions of a file are not adjacent: start each one without context
-            part, ours = line.part, False
+            part, ours, traceback_from = line.part, False, None
         text = line.text
+        other = job_id not in text and bool(RECORD_START.match(text) or JOB_ID_LIKE.search(text))
+        if traceback_from is not None and number - traceback_from > MAX_TRACEBACK_LINES:
+            traceback_from = None
+        if traceback_from is not None:
+            if other:
+                continue  # another job's record inside the job's traceback
+            kept.append(line)
+            if text.strip() and not text[:1].isspace() and START_TEXT not in text:
+                traceback_from = None  # the exception line ends it
+            continue
         if job_id in text:
             ours = True
-        elif RECORD_START.match(text) or JOB_ID_LIKE.search(text):
+        elif other:
             ours = False  # a record of another job or of the system
         if ours:
             kept.append(line)
+            if START_TEXT in text:
+                traceback_from = number
     return kept
 
 
